@@ -1,0 +1,349 @@
+/* dataflow.h - a TensorFlow-1.x-style dataflow runtime in C: tensors, a BFC allocator, graphs with
+   real control flow (cond and while loops from Switch, Merge, Enter, Exit, NextIteration), a tagged
+   executor and sessions.
+
+   Use, in exactly one of these two ways:
+       cc -O2 -DDATAFLOW_IMPLEMENTATION app.c dataflow.c -lm -lpthread     (two translation units)
+   or, in exactly one .c file:
+       #define DATAFLOW_IMPLEMENTATION
+       #include "dataflow.h"                                              (pulls in dataflow.c)
+
+   Conventions: every call that can fail for reasons outside the programmer's control reports a
+   df_status (or df_code); nothing reachable from input aborts. Objects from *_new are freed by the
+   matching *_free, and *_free(NULL) is a no-op. Tensors are reference counted. A graph is built
+   from one thread at a time; a session may be run from several threads at once.
+
+   Configuration macros (define before including the implementation):
+       DF_MALLOC/DF_REALLOC/DF_FREE  all three or none; default libc
+       DF_ASSERT(x)                  our own invariants only; default assert()
+       DF_NO_THREADS                 no inter-op thread pool (everything runs on the caller)
+       DF_NO_SIMD                    portable scalar loops only
+       DATAFLOW_CUDA                 link the GPU device from dataflow_cuda.cu
+*/
+#ifndef DATAFLOW_H
+#define DATAFLOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DF_VERSION_MAJOR 0
+#define DF_VERSION_MINOR 1
+#define DF_VERSION_PATCH 0
+#define DF_VERSION_STRING "0.1.0"
+const char *df_version(void);                 /* DF_VERSION_STRING; static storage */
+
+/* ---------------------------------------------------------------------------------------------
+   Status
+   --------------------------------------------------------------------------------------------- */
+typedef enum df_code {            /* same numbers as TensorFlow / absl status codes */
+    DF_OK = 0, DF_CANCELLED = 1, DF_UNKNOWN = 2, DF_INVALID_ARGUMENT = 3,
+    DF_DEADLINE_EXCEEDED = 4, DF_NOT_FOUND = 5, DF_ALREADY_EXISTS = 6,
+    DF_PERMISSION_DENIED = 7, DF_RESOURCE_EXHAUSTED = 8, DF_FAILED_PRECONDITION = 9,
+    DF_ABORTED = 10, DF_OUT_OF_RANGE = 11, DF_UNIMPLEMENTED = 12, DF_INTERNAL = 13,
+    DF_UNAVAILABLE = 14, DF_DATA_LOSS = 15
+} df_code;
+
+typedef struct df_status { df_code code; char message[512]; } df_status;  /* stack-allocatable */
+const char *df_code_name(df_code code);       /* "INVALID_ARGUMENT"; static storage */
+/* Sets st (NULL ok) to code and a printf-formatted message; returns code. */
+df_code df_status_set(df_status *st, df_code code, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void df_status_clear(df_status *st);          /* DF_OK and an empty message; NULL ok */
+
+/* ---------------------------------------------------------------------------------------------
+   Types and tensors
+   --------------------------------------------------------------------------------------------- */
+typedef enum df_dtype {           /* same numbers as TensorFlow's DataType */
+    DF_FLOAT = 1, DF_DOUBLE = 2, DF_INT32 = 3, DF_UINT8 = 4, DF_INT16 = 5, DF_INT8 = 6,
+    DF_STRING = 7, DF_COMPLEX64 = 8, DF_INT64 = 9, DF_BOOL = 10, DF_BFLOAT16 = 14,
+    DF_UINT16 = 17, DF_COMPLEX128 = 18, DF_HALF = 19, DF_UINT32 = 22, DF_UINT64 = 23
+} df_dtype;
+size_t      df_dtype_size(df_dtype t);        /* bytes per element; 0 for DF_STRING or unknown */
+const char *df_dtype_name(df_dtype t);        /* "float", "int32", ...; "invalid" if unknown */
+
+/* 16-bit float conversions. float16 and bfloat16 round to nearest even (NaN stays NaN);
+   df_float_to_bfloat16_trunc truncates, as TensorFlow does for bfloat16 transfer compression. */
+uint16_t df_float_to_half(float f);
+float    df_half_to_float(uint16_t h);
+uint16_t df_float_to_bfloat16(float f);
+uint16_t df_float_to_bfloat16_trunc(float f);
+float    df_bfloat16_to_float(uint16_t b);
+
+#define DF_MAX_RANK 8
+typedef struct df_tensor df_tensor;           /* opaque, reference counted */
+
+/* New tensor, zero-filled, in host memory. NULL (and *st set) on bad dtype/shape or OOM.
+   dims may be NULL when rank == 0. Caller owns one reference. st may be NULL. */
+df_tensor *df_tensor_new(df_dtype t, int rank, const int64_t *dims, df_status *st);
+/* Same, copying nbytes from data; nbytes must equal the tensor's byte size. */
+df_tensor *df_tensor_from_data(df_dtype t, int rank, const int64_t *dims,
+                               const void *data, size_t nbytes, df_status *st);
+df_tensor *df_tensor_scalar_f32(float v);     /* NULL only on OOM */
+df_tensor *df_tensor_scalar_f64(double v);
+df_tensor *df_tensor_scalar_i32(int32_t v);
+df_tensor *df_tensor_scalar_i64(int64_t v);
+df_tensor *df_tensor_scalar_bool(int v);
+df_tensor *df_tensor_retain(df_tensor *t);    /* returns t; NULL ok */
+void       df_tensor_release(df_tensor *t);   /* NULL ok */
+df_dtype   df_tensor_dtype(const df_tensor *t);
+int        df_tensor_rank(const df_tensor *t);
+int64_t    df_tensor_dim(const df_tensor *t, int i);   /* -1 if i is out of range */
+int64_t    df_tensor_num_elements(const df_tensor *t);
+size_t     df_tensor_nbytes(const df_tensor *t);
+void      *df_tensor_data(const df_tensor *t);/* host pointer; valid while a reference is held */
+/* Writes a short human-readable rendering ("float [2,3] {1, 2, 3, ...}") into buf; returns buf. */
+char      *df_tensor_describe(const df_tensor *t, char *buf, size_t n);
+
+/* ---------------------------------------------------------------------------------------------
+   Graphs and nodes
+   --------------------------------------------------------------------------------------------- */
+typedef struct df_graph df_graph;
+typedef struct df_node  df_node;              /* owned by its graph */
+typedef struct df_output { df_node *node; int index; } df_output;   /* one output of a node */
+
+df_graph   *df_graph_new(void);               /* NULL only on OOM */
+void        df_graph_free(df_graph *g);       /* NULL ok; sessions on g must be freed first */
+/* The first error met while building (sticky). Building calls after an error return NULL /
+   {NULL,0} and do nothing else; passing {NULL,0} as an input is never a crash. */
+const df_status *df_graph_status(const df_graph *g);
+df_node    *df_graph_find(const df_graph *g, const char *name);      /* NULL if absent */
+int         df_graph_num_nodes(const df_graph *g);
+df_node    *df_graph_node_at(const df_graph *g, int i);   /* 0 <= i < num_nodes, insertion order */
+const char *df_node_name(const df_node *n);
+const char *df_node_op(const df_node *n);
+const char *df_node_device(const df_node *n); /* requested device, "" if none */
+int         df_node_num_outputs(const df_node *n);
+int         df_node_num_inputs(const df_node *n);          /* data inputs */
+df_output   df_node_input(const df_node *n, int i);        /* {NULL,0} if out of range */
+int         df_node_num_control_inputs(const df_node *n);
+df_node    *df_node_control_input(const df_node *n, int i);
+df_dtype    df_output_dtype(df_output o);
+/* Static shape as inferred at build time: returns rank (-1 unknown), fills dims (-1 unknown). */
+int         df_output_shape(df_output o, int64_t dims[DF_MAX_RANK]);
+/* Re-points data input `index` of dst at src (the back edge of a hand-built loop: a Merge's
+   input from its NextIteration). Types must match. Returns the graph's status code. */
+df_code     df_node_update_input(df_graph *g, df_node *dst, int index, df_output src);
+/* Runs the static frame analysis over the whole graph now (sessions run it on what they
+   execute): frames, inputs from different frames, Exit/NextIteration outside loops, cycles not
+   through NextIteration, two LoopConds in a frame. Does not make the graph's status sticky. */
+df_code     df_graph_validate(const df_graph *g, df_status *st);
+
+/* Attribute access on built nodes. Each returns 1 if the attribute exists with that kind. */
+int df_node_attr_int(const df_node *n, const char *attr, int64_t *v);
+int df_node_attr_float(const df_node *n, const char *attr, float *v);
+int df_node_attr_bool(const df_node *n, const char *attr, int *v);
+int df_node_attr_type(const df_node *n, const char *attr, df_dtype *v);
+int df_node_attr_string(const df_node *n, const char *attr, const char **v);  /* graph owns *v */
+
+/* ---- The generic op builder (TensorFlow op names and attribute names) ---- */
+typedef struct df_op_builder df_op_builder;
+/* name NULL: a unique name is made from op_type inside the current name scope. */
+df_op_builder *df_op_new(df_graph *g, const char *op_type, const char *name);
+void df_op_add_input(df_op_builder *b, df_output in);
+void df_op_add_input_list(df_op_builder *b, const df_output *ins, int n);   /* e.g. AddN, Merge */
+void df_op_add_control_input(df_op_builder *b, df_node *n);
+void df_op_set_device(df_op_builder *b, const char *device);
+void df_op_set_attr_int(df_op_builder *b, const char *attr, int64_t v);
+void df_op_set_attr_float(df_op_builder *b, const char *attr, float v);
+void df_op_set_attr_bool(df_op_builder *b, const char *attr, int v);
+void df_op_set_attr_type(df_op_builder *b, const char *attr, df_dtype v);
+void df_op_set_attr_string(df_op_builder *b, const char *attr, const char *v);
+void df_op_set_attr_shape(df_op_builder *b, const char *attr, int rank, const int64_t *dims);
+void df_op_set_attr_tensor(df_op_builder *b, const char *attr, df_tensor *v);   /* retains v */
+void df_op_set_attr_int_list(df_op_builder *b, const char *attr, const int64_t *v, int n);
+void df_op_set_attr_type_list(df_op_builder *b, const char *attr, const df_dtype *v, int n);
+/* Checks the node against the op registry (inputs, attrs, types), infers output types and
+   shapes, adds it. Frees b. NULL and a sticky graph error on failure. */
+df_node *df_op_finish(df_op_builder *b);
+/* Whether an op type is registered. */
+int df_op_is_registered(const char *op_type);
+
+/* ---- Typed helpers (each is df_op_new ... df_op_finish underneath) ---- */
+df_output df_const(df_graph *g, df_tensor *value);                 /* retains value */
+df_output df_scalar_f32(df_graph *g, float v);
+df_output df_scalar_i32(df_graph *g, int32_t v);
+df_output df_placeholder(df_graph *g, const char *name, df_dtype t, int rank, const int64_t *dims);
+df_output df_identity(df_graph *g, df_output x);
+df_output df_add(df_graph *g, df_output a, df_output b);    /* AddV2, NumPy broadcasting */
+df_output df_sub(df_graph *g, df_output a, df_output b);
+df_output df_mul(df_graph *g, df_output a, df_output b);
+df_output df_div(df_graph *g, df_output a, df_output b);    /* RealDiv */
+df_output df_neg(df_graph *g, df_output x);
+df_output df_square(df_graph *g, df_output x);
+df_output df_exp(df_graph *g, df_output x);
+df_output df_log(df_graph *g, df_output x);
+df_output df_tanh(df_graph *g, df_output x);
+df_output df_sigmoid(df_graph *g, df_output x);
+df_output df_relu(df_graph *g, df_output x);
+df_output df_matmul(df_graph *g, df_output a, df_output b, int transpose_a, int transpose_b);
+df_output df_less(df_graph *g, df_output a, df_output b);
+df_output df_greater(df_graph *g, df_output a, df_output b);
+df_output df_equal(df_graph *g, df_output a, df_output b);
+df_output df_logical_not(df_graph *g, df_output x);
+df_output df_cast(df_graph *g, df_output x, df_dtype to);
+df_output df_reshape(df_graph *g, df_output x, int rank, const int64_t *dims);   /* one dim may be -1 */
+df_output df_reduce_sum(df_graph *g, df_output x, int n_axes, const int32_t *axes, int keep_dims);
+df_output df_reduce_mean(df_graph *g, df_output x, int n_axes, const int32_t *axes, int keep_dims);
+df_output df_softmax(df_graph *g, df_output logits);         /* over the last axis */
+/* Mean over the batch of softmax cross-entropy; labels int32 class ids, logits [batch, classes]. */
+df_output df_sparse_softmax_cross_entropy(df_graph *g, df_output logits, df_output labels);
+df_output df_variable(df_graph *g, const char *name, df_dtype t, int rank, const int64_t *dims);
+df_node  *df_assign(df_graph *g, df_output var, df_output value);        /* Assign */
+df_node  *df_assign_add(df_graph *g, df_output var, df_output value);    /* AssignAdd */
+df_node  *df_no_op(df_graph *g, df_node *const *deps, int n);          /* group */
+/* More helpers, same conventions. */
+df_output df_scalar_f64(df_graph *g, double v);
+df_output df_scalar_i64(df_graph *g, int64_t v);
+df_output df_scalar_bool(df_graph *g, int v);
+df_output df_maximum(df_graph *g, df_output a, df_output b);
+df_output df_minimum(df_graph *g, df_output a, df_output b);
+df_output df_less_equal(df_graph *g, df_output a, df_output b);
+df_output df_greater_equal(df_graph *g, df_output a, df_output b);
+df_output df_not_equal(df_graph *g, df_output a, df_output b);
+df_output df_logical_and(df_graph *g, df_output a, df_output b);
+df_output df_logical_or(df_graph *g, df_output a, df_output b);
+df_output df_select(df_graph *g, df_output cond, df_output a, df_output b);   /* SelectV2 */
+df_output df_floor_mod_i(df_graph *g, df_output a, df_output b);   /* FloorMod (integers) */
+df_output df_add_n(df_graph *g, const df_output *xs, int n);
+df_output df_shape(df_graph *g, df_output x);
+df_output df_stop_gradient(df_graph *g, df_output x);
+df_node  *df_assign_sub(df_graph *g, df_output var, df_output value);    /* AssignSub */
+
+/* ---- Scopes ---- */
+void df_graph_push_name_scope(df_graph *g, const char *scope);
+void df_graph_pop_name_scope(df_graph *g);
+void df_graph_push_device(df_graph *g, const char *device);   /* "/device:CPU:1", "/cpu:1", "/gpu:0",
+                                                               "/job:worker/task:1/device:CPU:0" */
+void df_graph_pop_device(df_graph *g);
+void df_graph_push_control_deps(df_graph *g, df_node *const *deps, int n);
+void df_graph_pop_control_deps(df_graph *g);
+
+/* ---------------------------------------------------------------------------------------------
+   Control flow: Switch, Merge, Enter, Exit, NextIteration and LoopCond, as in the seed documents.
+   Tensors from outside a branch or loop body are captured automatically when an op inside uses
+   them (a Switch per captured tensor and branch; a constant Enter per loop invariant). Arbitrary
+   nesting works.
+   --------------------------------------------------------------------------------------------- */
+/* Build a branch: write n_out outputs into outs. */
+typedef void (*df_branch_fn)(df_graph *g, void *user, df_output *outs);
+/* outs[i] = pred ? then_fn's i-th output : else_fn's. pred: scalar bool. */
+df_code df_cond(df_graph *g, df_output pred, int n_out,
+                df_branch_fn then_fn, df_branch_fn else_fn, void *user, df_output *outs);
+
+typedef df_output (*df_loop_cond_fn)(df_graph *g, void *user, const df_output *vars);
+typedef void      (*df_loop_body_fn)(df_graph *g, void *user, const df_output *vars,
+                                     df_output *next);
+typedef struct df_while_options {
+    int         parallel_iterations;   /* 0 means 10 */
+    int64_t     maximum_iterations;    /* 0 means no limit */
+    const char *name;                  /* frame name prefix; NULL means "while" */
+    int         swap_memory;           /* gradient stacks may live in host memory */
+} df_while_options;
+/* while (cond(vars)) vars = body(vars); outs = final vars. opts NULL means defaults. */
+df_code df_while_loop(df_graph *g, int n_vars, const df_output *init,
+                      df_loop_cond_fn cond, df_loop_body_fn body, void *user,
+                      const df_while_options *opts, df_output *outs);
+
+/* ---------------------------------------------------------------------------------------------
+   Automatic differentiation
+   --------------------------------------------------------------------------------------------- */
+/* dxs[i] = sum over j of d(ys[j])/d(xs[i]) weighted by grad_ys[j] (NULL means ones).
+   Works through cond and while_loop, nested. dxs[i] = {NULL,0} where no y depends on xs[i].
+   The gradient ops are ordinary graph ops, so df_gradients can be applied to them again. */
+df_code df_gradients(df_graph *g, int n_y, const df_output *ys, const df_output *grad_ys,
+                     int n_x, const df_output *xs, df_output *dxs);
+
+/* ---------------------------------------------------------------------------------------------
+   Sessions
+   --------------------------------------------------------------------------------------------- */
+typedef struct df_session df_session;
+typedef struct df_session_options {
+    int         num_cpu_devices;     /* 0 means 1: /device:CPU:0 .. CPU:n-1 in this process */
+    int         num_gpu_devices;     /* 0 means none; -1 means every visible GPU */
+    int         inter_op_threads;    /* 0 means the number of cores */
+    int         intra_op_threads;    /* 0 means the number of cores */
+    size_t      memory_limit;        /* per-device allocator limit in bytes; 0 means no limit */
+    int         soft_placement;      /* unsatisfiable device requests fall back instead of failing */
+    const char *target;              /* NULL: this process. "host:port,host:port,...": workers */
+    /* Additions beyond the core contract (zero means default). */
+    int         deterministic;       /* run every node on the calling thread in a fixed order */
+} df_session_options;
+
+/* The session keeps g alive until df_session_free; nodes added to g later are usable in later
+   runs. opts NULL means defaults. */
+df_session *df_session_new(df_graph *g, const df_session_options *opts, df_status *st);
+/* Runs the subgraph needed for fetches and targets, with feeds replacing outputs.
+   fetch_values[i] receive new references owned by the caller. Feeds are never modified.
+   Variables keep their values across runs. Returns st->code. */
+df_code df_session_run(df_session *s,
+                       const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
+                       const df_output *fetches, df_tensor **fetch_values, int n_fetches,
+                       df_node *const *targets, int n_targets, df_status *st);
+void df_session_free(df_session *s);
+
+/* The placed, partitioned graphs that the session runs (after its first run), one per device,
+   with their Send/Recv nodes and control loops: for tests, DOT pictures and debugging. */
+int             df_session_num_partitions(df_session *s);
+const df_graph *df_session_partition(df_session *s, int i, const char **device);
+
+/* ---------------------------------------------------------------------------------------------
+   Memory: the BFC allocator (best fit with coalescing, as TensorFlow's)
+   --------------------------------------------------------------------------------------------- */
+typedef struct df_bfc df_bfc;
+typedef struct df_bfc_options {
+    size_t memory_limit;             /* 0 means no limit */
+    int    allow_growth;             /* regions start small and double; else one region */
+    int    garbage_collection;       /* give back wholly free regions before failing */
+    void *(*sys_alloc)(size_t bytes, void *user);        /* NULL means aligned host memory */
+    void  (*sys_free)(void *p, size_t bytes, void *user);
+    void  *user;
+} df_bfc_options;
+typedef struct df_alloc_stats {
+    int64_t num_allocs, bytes_in_use, peak_bytes_in_use, largest_alloc_size,
+            bytes_limit, bytes_reserved, peak_bytes_reserved, largest_free_block;
+} df_alloc_stats;
+
+df_bfc *df_bfc_new(const df_bfc_options *opts);      /* NULL opts means defaults */
+void   *df_bfc_alloc(df_bfc *a, size_t nbytes);      /* NULL when out of memory; never aborts */
+void    df_bfc_free(df_bfc *a, void *p);             /* NULL ok */
+size_t  df_bfc_allocated_size(df_bfc *a, const void *p);   /* rounded size of a live block */
+void    df_bfc_get_stats(df_bfc *a, df_alloc_stats *out);
+void    df_bfc_free_all(df_bfc *a);                  /* destroys the allocator */
+/* A readable summary (per-bin totals, regions, stats) for out-of-memory reports; returns buf. */
+char   *df_bfc_summary(df_bfc *a, char *buf, size_t n);
+/* Statistics of a session device's allocator (0 is /device:CPU:0). Returns 0 if no such device. */
+int     df_session_device_alloc_stats(df_session *s, int device, df_alloc_stats *out);
+
+/* ---------------------------------------------------------------------------------------------
+   Pictures and files
+   --------------------------------------------------------------------------------------------- */
+df_code df_graph_write_dot(const df_graph *g, FILE *f);               /* Graphviz */
+/* TensorFlow GraphDef (binary protobuf), both ways. */
+df_graph *df_graph_import_graphdef(const void *data, size_t len, df_status *st);
+df_code   df_graph_export_graphdef(const df_graph *g, void **data, size_t *len);  /* free() it */
+df_tensor *df_tensor_read_npy(const char *path, df_status *st);               /* NumPy .npy */
+df_code    df_tensor_write_npy(const df_tensor *t, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* One-translation-unit use: `#define DATAFLOW_IMPLEMENTATION` (defined empty) before the include
+   pulls the implementation in here. `-DDATAFLOW_IMPLEMENTATION` on a command line defines it as 1,
+   which is the two-translation-unit use: then dataflow.c is compiled on its own and nothing is
+   pulled in. dataflow.c defines DATAFLOW_C_INCLUDED before including this header. */
+#if defined(DATAFLOW_IMPLEMENTATION) && !defined(DATAFLOW_C_INCLUDED)
+#if (DATAFLOW_IMPLEMENTATION + 0) == 0 && (0 - DATAFLOW_IMPLEMENTATION - 1) == 1
+#include "dataflow.c"
+#endif
+#endif
+
+#endif /* DATAFLOW_H */

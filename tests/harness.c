@@ -1,0 +1,54 @@
+/* The test runner: runs every registered test (or those whose name contains argv[1]). */
+#include "harness.h"
+#include <stdarg.h>
+#include <sys/stat.h>
+
+typedef struct { const char *name, *file; df_test_fn fn; } df_test_entry;
+static df_test_entry *tests;
+static int n_tests, cap_tests, current_failures;
+
+void df_test_register(const char *name, const char *file, df_test_fn fn) {
+    if (n_tests == cap_tests) {
+        cap_tests = cap_tests ? cap_tests * 2 : 64;
+        tests = (df_test_entry *)realloc(tests, (size_t)cap_tests * sizeof *tests);
+        if (!tests) { fprintf(stderr, "out of memory\n"); exit(2); }
+    }
+    tests[n_tests].name = name; tests[n_tests].file = file; tests[n_tests].fn = fn; n_tests++;
+}
+
+void df_test_fail(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    current_failures++;
+    if (current_failures > 20) return;
+    fprintf(stdout, "    %s:%d: ", file, line);
+    va_start(ap, fmt); vfprintf(stdout, fmt, ap); va_end(ap);
+    fputc('\n', stdout);
+}
+
+const char *df_test_tmpdir(void) {
+    static const char *dir = "build/test-tmp";
+    mkdir("build", 0755); mkdir(dir, 0755);
+    return dir;
+}
+
+static int by_file_then_name(const void *a, const void *b) {
+    const df_test_entry *x = (const df_test_entry *)a, *y = (const df_test_entry *)b;
+    int c = strcmp(x->file, y->file);
+    return c ? c : strcmp(x->name, y->name);
+}
+
+int main(int argc, char **argv) {
+    int passed = 0, failed = 0;
+    const char *filter = argc > 1 ? argv[1] : NULL;
+    qsort(tests, (size_t)n_tests, sizeof *tests, by_file_then_name);
+    for (int i = 0; i < n_tests; i++) {
+        if (filter && !strstr(tests[i].name, filter) && !strstr(tests[i].file, filter)) continue;
+        current_failures = 0;
+        tests[i].fn();
+        if (current_failures) { failed++; printf("FAIL %s (%s)\n", tests[i].name, tests[i].file); }
+        else { passed++; printf("ok   %s\n", tests[i].name); }
+        fflush(stdout);
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
