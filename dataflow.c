@@ -1,0 +1,5508 @@
+/* dataflow.c - implementation of dataflow.h. One hand-edited file, read like a book: primitives
+   first, the public surface last. Each section opens with a banner, a search marker (>>name) and
+   its invariants, and keeps its own df__module_ prefix.
+
+   Table of contents (search for the marker)
+     1. CONFIG AND PLATFORM ......................................... >>config
+     2. UTILITIES AND CONTAINERS ..................................... >>util
+     3. STATUS ....................................................... >>status
+     4. DTYPES ....................................................... >>dtype
+     5. BFC ALLOCATOR ................................................ >>bfc
+     6. TENSORS ...................................................... >>tensor
+     7. DEVICES ...................................................... >>device
+     8. OP REGISTRY .................................................. >>registry
+     9. GRAPH CONSTRUCTION ........................................... >>graph
+    10. SHAPE INFERENCE .............................................. >>shape
+    11. CONTROL-FLOW CONSTRUCTION .................................... >>cflow
+    12. CPU KERNELS .................................................. >>kernels
+    13. AUTODIFF ..................................................... >>autodiff
+    14. STATIC FRAME ANALYSIS ........................................ >>frames
+    15. THREAD POOL .................................................. >>pool
+    16. EXECUTOR ..................................................... >>executor
+    17. SESSION ...................................................... >>session
+    18. SERIALIZATION AND PICTURES ................................... >>serial
+    19. OP TABLE AND PUBLIC WRAPPERS ................................. >>api
+*/
+
+/* ==========================================================================================
+   1. CONFIG AND PLATFORM                                                             >>config
+   Everything configurable by macro lives here. DF_MALLOC/DF_REALLOC/DF_FREE are all or none.
+   Atomics use the GCC/Clang __atomic builtins; threads are POSIX threads unless DF_NO_THREADS.
+   ========================================================================================== */
+#if !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE) && !defined(DATAFLOW_H)
+#define _POSIX_C_SOURCE 200809L
+#endif
+#define DATAFLOW_C_INCLUDED
+#include "dataflow.h"
+
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifndef DF_NO_THREADS
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+#endif
+
+#if defined(DF_MALLOC) && defined(DF_REALLOC) && defined(DF_FREE)
+#elif !defined(DF_MALLOC) && !defined(DF_REALLOC) && !defined(DF_FREE)
+#define DF_MALLOC(n) malloc(n)
+#define DF_REALLOC(p, n) realloc((p), (n))
+#define DF_FREE(p) free(p)
+#else
+#error "define all of DF_MALLOC, DF_REALLOC and DF_FREE, or none"
+#endif
+#ifndef DF_ASSERT
+#include <assert.h>
+#define DF_ASSERT(x) assert(x)
+#endif
+
+#define DF__ATOMIC_INC(p) __atomic_add_fetch((p), 1, __ATOMIC_RELAXED)
+#define DF__ATOMIC_DEC(p) __atomic_sub_fetch((p), 1, __ATOMIC_ACQ_REL)
+#define DF__ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define DF__ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define DF__UNUSED(x) ((void)(x))
+#define DF__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define DF__MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* A spinlock that yields after a short spin: critical sections here are tens of nanoseconds, and
+   on a machine with few cores a sleeping lock's wake-up costs microseconds. */
+typedef struct df__spin { int locked; } df__spin;
+static void df__spin_lock(df__spin *s) {
+    for (int n = 0;; n++) {
+        if (!__atomic_exchange_n(&s->locked, 1, __ATOMIC_ACQUIRE)) return;
+        while (__atomic_load_n(&s->locked, __ATOMIC_RELAXED)) {
+#ifndef DF_NO_THREADS
+            if (++n > 64) { sched_yield(); n = 0; }
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+    }
+}
+static void df__spin_unlock(df__spin *s) { __atomic_store_n(&s->locked, 0, __ATOMIC_RELEASE); }
+
+static int df__num_cores(void) {
+#ifndef DF_NO_THREADS
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)DF__MIN(n, 256) : 1;
+#else
+    return 1;
+#endif
+}
+
+/* ==========================================================================================
+   2. UTILITIES AND CONTAINERS                                                          >>util
+   Growable arrays (df__grow), string duplication, FNV-1a hashing and an open-addressing map
+   from strings to ints. Allocation failures are reported to the caller, never fatal.
+   ========================================================================================== */
+/* Makes room for `need` elements in *p (capacity *cap). Returns 0 on OOM, leaving *p intact. */
+static int df__grow(void *pp, int *cap, int need, size_t elem) {
+    void **p = (void **)pp;
+    if (need <= *cap) return 1;
+    int nc = *cap ? *cap : 4;
+    while (nc < need) {
+        if (nc > INT_MAX / 2) return 0;
+        nc *= 2;
+    }
+    void *np = DF_REALLOC(*p, (size_t)nc * elem);
+    if (!np) return 0;
+    *p = np;
+    *cap = nc;
+    return 1;
+}
+
+/* Bounded copy that always terminates (snprintf would warn about truncation at -Wall). */
+static void df__copy(char *dst, size_t n, const char *src) {
+    if (!n) return;
+    size_t len = src ? strlen(src) : 0;
+    if (len >= n) len = n - 1;
+    if (len) memcpy(dst, src, len);
+    dst[len] = 0;
+}
+
+static char *df__strdup(const char *s) {
+    if (!s) s = "";
+    size_t n = strlen(s) + 1;
+    char *d = (char *)DF_MALLOC(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+static uint64_t df__hash_bytes(const void *data, size_t n, uint64_t h) {
+    const unsigned char *p = (const unsigned char *)data;
+    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 1099511628211ull; }
+    return h;
+}
+static uint64_t df__hash_str(const char *s) { return df__hash_bytes(s, strlen(s), 14695981039346656037ull); }
+static uint64_t df__hash_mix(uint64_t a, uint64_t b) {
+    uint64_t h = a ^ (b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
+    h ^= h >> 33; h *= 0xff51afd7ed558ccdull; h ^= h >> 33;
+    return h;
+}
+
+/* String -> int map; keys are owned copies. Open addressing, power-of-two capacity. */
+typedef struct df__strmap { char **keys; int *vals; int cap, count; } df__strmap;
+static void df__strmap_free(df__strmap *m) {
+    for (int i = 0; i < m->cap; i++) DF_FREE(m->keys[i]);
+    DF_FREE(m->keys); DF_FREE(m->vals);
+    memset(m, 0, sizeof *m);
+}
+static int df__strmap_get(const df__strmap *m, const char *k, int *out) {
+    if (!m->cap) return 0;
+    for (uint64_t i = df__hash_str(k) & (uint64_t)(m->cap - 1);; i = (i + 1) & (uint64_t)(m->cap - 1)) {
+        if (!m->keys[i]) return 0;
+        if (!strcmp(m->keys[i], k)) { if (out) *out = m->vals[i]; return 1; }
+    }
+}
+static int df__strmap_put(df__strmap *m, const char *k, int v) {
+    if ((m->count + 1) * 2 > m->cap) {
+        int nc = m->cap ? m->cap * 2 : 64;
+        char **nk = (char **)DF_MALLOC((size_t)nc * sizeof *nk);
+        int *nv = (int *)DF_MALLOC((size_t)nc * sizeof *nv);
+        if (!nk || !nv) { DF_FREE(nk); DF_FREE(nv); return 0; }
+        memset(nk, 0, (size_t)nc * sizeof *nk);
+        for (int i = 0; i < m->cap; i++) {
+            if (!m->keys[i]) continue;
+            uint64_t j = df__hash_str(m->keys[i]) & (uint64_t)(nc - 1);
+            while (nk[j]) j = (j + 1) & (uint64_t)(nc - 1);
+            nk[j] = m->keys[i]; nv[j] = m->vals[i];
+        }
+        DF_FREE(m->keys); DF_FREE(m->vals);
+        m->keys = nk;
+        m->vals = nv; m->cap = nc;
+    }
+    uint64_t i = df__hash_str(k) & (uint64_t)(m->cap - 1);
+    while (m->keys[i]) {
+        if (!strcmp(m->keys[i], k)) { m->vals[i] = v; return 1; }
+        i = (i + 1) & (uint64_t)(m->cap - 1);
+    }
+    if (!(m->keys[i] = df__strdup(k))) return 0;
+    m->vals[i] = v;
+    m->count++;
+    return 1;
+}
+
+/* A growable character buffer for messages and keys. */
+typedef struct df__buf { char *s; int len, cap; int oom; } df__buf;
+static void df__buf_printf(df__buf *b, const char *fmt, ...) {
+    va_list ap;
+    for (;;) {
+        int room = b->cap - b->len;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->s ? b->s + b->len : NULL, (size_t)(room > 0 ? room : 0), fmt, ap);
+        va_end(ap);
+        if (n < 0) { b->oom = 1; return; }
+        if (n < room) { b->len += n; return; }
+        if (!df__grow(&b->s, &b->cap, b->len + n + 1, 1)) { b->oom = 1; return; }
+    }
+}
+
+
+/* ==========================================================================================
+   3. STATUS                                                                          >>status
+   df_status carries TensorFlow's codes and a bounded message. Functions that fail write the
+   first error and return its code; messages name the node involved: "... {{node name}}".
+   ========================================================================================== */
+const char *df_code_name(df_code code) {
+    static const char *names[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+        "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS"};
+    return (unsigned)code < sizeof names / sizeof *names ? names[code] : "UNKNOWN_CODE";
+}
+
+df_code df_status_set(df_status *st, df_code code, const char *fmt, ...) {
+    if (!st) return code;
+    st->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(st->message, sizeof st->message, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void df_status_clear(df_status *st) {
+    if (!st) return;
+    st->code = DF_OK;
+    st->message[0] = 0;
+}
+
+
+/* ==========================================================================================
+   4. DTYPES                                                                           >>dtype
+   TensorFlow's DataType numbers. float16 and bfloat16 convert with round-to-nearest-even;
+   the truncating bfloat16 conversion is the one TensorFlow uses to compress transfers.
+   ========================================================================================== */
+size_t df_dtype_size(df_dtype t) {
+    switch (t) {
+    case DF_FLOAT: case DF_INT32: case DF_UINT32: return 4;
+    case DF_DOUBLE: case DF_INT64: case DF_UINT64: case DF_COMPLEX64: return 8;
+    case DF_UINT8: case DF_INT8: case DF_BOOL: return 1;
+    case DF_INT16: case DF_UINT16: case DF_BFLOAT16: case DF_HALF: return 2;
+    case DF_COMPLEX128: return 16;
+    default: return 0;
+    }
+}
+
+const char *df_dtype_name(df_dtype t) {
+    switch (t) {
+    case DF_FLOAT: return "float"; case DF_DOUBLE: return "double"; case DF_INT32: return "int32";
+    case DF_UINT8: return "uint8"; case DF_INT16: return "int16"; case DF_INT8: return "int8";
+    case DF_STRING: return "string"; case DF_COMPLEX64: return "complex64";
+    case DF_INT64: return "int64"; case DF_BOOL: return "bool"; case DF_BFLOAT16: return "bfloat16";
+    case DF_UINT16: return "uint16"; case DF_COMPLEX128: return "complex128";
+    case DF_HALF: return "half"; case DF_UINT32: return "uint32"; case DF_UINT64: return "uint64";
+    default: return "invalid";
+    }
+}
+
+static df_dtype df__dtype_from_name(const char *s) {
+    static const df_dtype all[] = {DF_FLOAT, DF_DOUBLE, DF_INT32, DF_UINT8, DF_INT16, DF_INT8,
+        DF_STRING, DF_COMPLEX64, DF_INT64, DF_BOOL, DF_BFLOAT16, DF_UINT16, DF_COMPLEX128,
+        DF_HALF, DF_UINT32, DF_UINT64};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (!strcmp(df_dtype_name(all[i]), s)) return all[i];
+    if (!strcmp(s, "float16")) return DF_HALF;
+    return (df_dtype)0;
+}
+
+/* A dtype a tensor can hold here (strings are not tensors in this runtime yet). */
+static int df__dtype_valid(df_dtype t) { return df_dtype_size(t) != 0; }
+
+static uint32_t df__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float df__bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+uint16_t df_float_to_half(float f) {
+    uint32_t x = df__f32_bits(f);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t absx = x & 0x7fffffffu;
+    if (absx >= 0x7f800000u) return (uint16_t)(sign | (absx > 0x7f800000u ? 0x7e00u : 0x7c00u));
+    if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);        /* rounds to >= 65520: inf */
+    if (absx < 0x38800000u) {                                          /* subnormal half or zero */
+        if (absx < 0x33000000u) return (uint16_t)sign;                 /* below half the min subnormal */
+        /* value = mant * 2^(e-150) and a half subnormal unit is 2^-24: q = mant >> (126 - e) */
+        uint32_t mant = (absx & 0x7fffffu) | 0x800000u;
+        int s = 126 - (int)(absx >> 23);                               /* 14 .. 24 */
+        uint32_t q = mant >> s, rem = mant & ((1u << s) - 1), halfway = 1u << (s - 1);
+        if (rem > halfway || (rem == halfway && (q & 1))) q++;
+        return (uint16_t)(sign | q);
+    }
+    uint32_t e = (absx >> 23) - 112;                                   /* rebias 127 -> 15 */
+    uint32_t m = absx & 0x7fffffu;
+    uint32_t h = (e << 10) | (m >> 13);
+    uint32_t rem = m & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;              /* carry may bump exponent */
+    return (uint16_t)(sign | h);
+}
+
+float df_half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return df__bits_f32(sign | 0x7f800000u | (m << 13));
+    if (e == 0) {
+        if (!m) return df__bits_f32(sign);
+        float v = (float)m * (1.0f / 16777216.0f);                     /* m * 2^-24 */
+        return sign ? -v : v;
+    }
+    return df__bits_f32(sign | ((e + 112) << 23) | (m << 13));
+}
+
+uint16_t df_float_to_bfloat16(float f) {
+    uint32_t x = df__f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);   /* quiet NaN */
+    uint32_t lsb = (x >> 16) & 1u;
+    x += 0x7fffu + lsb;
+    return (uint16_t)(x >> 16);
+}
+
+uint16_t df_float_to_bfloat16_trunc(float f) {
+    uint32_t x = df__f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+    return (uint16_t)(x >> 16);
+}
+
+float df_bfloat16_to_float(uint16_t b) { return df__bits_f32((uint32_t)b << 16); }
+
+/* ==========================================================================================
+   5. BFC ALLOCATOR                                                                      >>bfc
+   ========================================================================================== */
+#include "wip/bfc_tmp.c" /* replaced by the BFC section */
+
+/* ==========================================================================================
+   6. TENSORS                                                                         >>tensor
+   A tensor is a header (dtype, shape, refcount) over a 64-byte aligned buffer from a BFC
+   allocator. A view (Reshape, Identity) shares the buffer by holding a reference to its base.
+   Element counts and byte sizes are checked for int64/size_t overflow before anything is made.
+   ========================================================================================== */
+struct df_tensor {
+    int refs;                    /* atomic */
+    df_dtype dtype;
+    int rank;
+    int64_t dims[DF_MAX_RANK];
+    int64_t n;                   /* number of elements */
+    size_t nbytes;
+    void *data;
+    df_tensor *base;             /* a view holds its base alive; data points into base's buffer */
+    df_bfc *alloc;               /* owner of data when base == NULL; NULL for the empty buffer */
+};
+
+/* The buffer of every zero-byte tensor: data is never NULL for a valid tensor. */
+static _Alignas(64) unsigned char df__empty_buffer[64];
+
+/* The host allocator behind df_tensor_new (devices have their own). Made once, thread safe. */
+static df_bfc *df__host_bfc;
+static df_bfc *df__host_allocator(void) {
+    df_bfc *a = __atomic_load_n(&df__host_bfc, __ATOMIC_ACQUIRE);
+    if (a) return a;
+    df_bfc_options o;
+    memset(&o, 0, sizeof o);
+    o.allow_growth = 1;
+    o.garbage_collection = 1;
+    df_bfc *fresh = df_bfc_new(&o);
+    if (!fresh) return NULL;
+    df_bfc *expected = NULL;
+    if (!__atomic_compare_exchange_n(&df__host_bfc, &expected, fresh, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        df_bfc_free_all(fresh);
+        return expected;
+    }
+    return fresh;
+}
+
+/* Validates a shape; writes the element count. The message names what was wrong. */
+static df_code df__shape_check(df_dtype t, int rank, const int64_t *dims, int64_t *n_out,
+                               size_t *bytes_out, df_status *st) {
+    if (!df__dtype_valid(t))
+        return df_status_set(st, DF_INVALID_ARGUMENT, "Invalid or unsupported dtype %d", (int)t);
+    if (rank < 0 || rank > DF_MAX_RANK)
+        return df_status_set(st, DF_INVALID_ARGUMENT, "Rank %d is outside [0, %d]", rank, DF_MAX_RANK);
+    if (rank > 0 && !dims)
+        return df_status_set(st, DF_INVALID_ARGUMENT, "dims is NULL for rank %d", rank);
+    int64_t n = 1;
+    int overflow = 0;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] < 0)
+            return df_status_set(st, DF_INVALID_ARGUMENT, "Dimension %d is negative (%lld)", i,
+                                 (long long)dims[i]);
+        if (dims[i] && n > INT64_MAX / dims[i]) overflow = 1;
+        else n *= dims[i];
+    }
+    if (overflow && n != 0) {
+        for (int i = 0; i < rank; i++) if (!dims[i]) { overflow = 0; n = 0; }
+    }
+    if (overflow)
+        return df_status_set(st, DF_INVALID_ARGUMENT, "Shape has too many elements (int64 overflow)");
+    size_t es = df_dtype_size(t);
+    if ((uint64_t)n > (uint64_t)(SIZE_MAX / 2) / es)
+        return df_status_set(st, DF_INVALID_ARGUMENT, "Tensor byte size overflows size_t");
+    *n_out = n;
+    *bytes_out = (size_t)n * es;
+    return DF_OK;
+}
+
+/* A new uninitialised tensor with data from `alloc` (the host allocator if NULL). */
+static df_tensor *df__tensor_alloc(df_bfc *alloc, df_dtype t, int rank, const int64_t *dims,
+                                   df_status *st) {
+    int64_t n;
+    size_t bytes;
+    if (df__shape_check(t, rank, dims, &n, &bytes, st) != DF_OK) return NULL;
+    if (!alloc && !(alloc = df__host_allocator())) {
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
+        return NULL;
+    }
+    df_tensor *x = (df_tensor *)DF_MALLOC(sizeof *x);
+    if (!x) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory for a tensor header"); return NULL; }
+    x->refs = 1; x->dtype = t; x->rank = rank; x->n = n; x->nbytes = bytes; x->base = NULL;
+    for (int i = 0; i < DF_MAX_RANK; i++) x->dims[i] = i < rank ? dims[i] : 0;
+    if (bytes == 0) { x->data = df__empty_buffer; x->alloc = NULL; return x; }
+    x->data = df_bfc_alloc(alloc, bytes);
+    x->alloc = alloc;
+    if (!x->data) {
+        char summary[256];
+        df_bfc_summary(alloc, summary, sizeof summary);
+        df_status_set(st, DF_RESOURCE_EXHAUSTED,
+                      "Out of memory allocating tensor of type %s with %lld elements (%zu bytes). %s",
+                      df_dtype_name(t), (long long)n, bytes, summary);
+        DF_FREE(x);
+        return NULL;
+    }
+    return x;
+}
+
+/* A view of src with another shape of the same element count; shares src's buffer. */
+static df_tensor *df__tensor_view(df_tensor *src, int rank, const int64_t *dims, df_status *st) {
+    df_tensor *x = (df_tensor *)DF_MALLOC(sizeof *x);
+    if (!x) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory for a tensor header"); return NULL; }
+    *x = *src;
+    x->refs = 1;
+    x->rank = rank;
+    for (int i = 0; i < DF_MAX_RANK; i++) x->dims[i] = i < rank ? dims[i] : 0;
+    x->base = src->base ? src->base : src;
+    df_tensor_retain(x->base);
+    x->alloc = NULL;
+    return x;
+}
+
+df_tensor *df_tensor_new(df_dtype t, int rank, const int64_t *dims, df_status *st) {
+    df_tensor *x = df__tensor_alloc(NULL, t, rank, dims, st);
+    if (x) { memset(x->data, 0, x->nbytes); df_status_clear(st); }
+    return x;
+}
+
+df_tensor *df_tensor_from_data(df_dtype t, int rank, const int64_t *dims, const void *data,
+                               size_t nbytes, df_status *st) {
+    int64_t n;
+    size_t bytes;
+    if (df__shape_check(t, rank, dims, &n, &bytes, st) != DF_OK) return NULL;
+    if (nbytes != bytes) {
+        df_status_set(st, DF_INVALID_ARGUMENT, "nbytes is %zu but a %s tensor of %lld elements "
+                      "needs %zu bytes", nbytes, df_dtype_name(t), (long long)n, bytes);
+        return NULL;
+    }
+    if (bytes && !data) { df_status_set(st, DF_INVALID_ARGUMENT, "data is NULL"); return NULL; }
+    df_tensor *x = df__tensor_alloc(NULL, t, rank, dims, st);
+    if (x) { if (bytes) memcpy(x->data, data, bytes); df_status_clear(st); }
+    return x;
+}
+
+static df_tensor *df__scalar(df_dtype t, const void *v) {
+    df_tensor *x = df__tensor_alloc(NULL, t, 0, NULL, NULL);
+    if (x) memcpy(x->data, v, df_dtype_size(t));
+    return x;
+}
+df_tensor *df_tensor_scalar_f32(float v) { return df__scalar(DF_FLOAT, &v); }
+df_tensor *df_tensor_scalar_f64(double v) { return df__scalar(DF_DOUBLE, &v); }
+df_tensor *df_tensor_scalar_i32(int32_t v) { return df__scalar(DF_INT32, &v); }
+df_tensor *df_tensor_scalar_i64(int64_t v) { return df__scalar(DF_INT64, &v); }
+df_tensor *df_tensor_scalar_bool(int v) { unsigned char b = v != 0; return df__scalar(DF_BOOL, &b); }
+
+df_tensor *df_tensor_retain(df_tensor *t) {
+    if (t) DF__ATOMIC_INC(&t->refs);
+    return t;
+}
+
+void df_tensor_release(df_tensor *t) {
+    if (!t || DF__ATOMIC_DEC(&t->refs) != 0) return;
+    if (t->base) df_tensor_release(t->base);
+    else if (t->alloc) df_bfc_free(t->alloc, t->data);
+    DF_FREE(t);
+}
+
+df_dtype df_tensor_dtype(const df_tensor *t) { return t ? t->dtype : (df_dtype)0; }
+int df_tensor_rank(const df_tensor *t) { return t ? t->rank : 0; }
+int64_t df_tensor_dim(const df_tensor *t, int i) { return t && i >= 0 && i < t->rank ? t->dims[i] : -1; }
+int64_t df_tensor_num_elements(const df_tensor *t) { return t ? t->n : 0; }
+size_t df_tensor_nbytes(const df_tensor *t) { return t ? t->nbytes : 0; }
+void *df_tensor_data(const df_tensor *t) { return t ? t->data : NULL; }
+
+static double df__get_f64(df_dtype t, const void *p, int64_t i) {
+    switch (t) {
+    case DF_FLOAT: return ((const float *)p)[i];
+    case DF_DOUBLE: return ((const double *)p)[i];
+    case DF_INT32: return ((const int32_t *)p)[i];
+    case DF_INT64: return (double)((const int64_t *)p)[i];
+    case DF_UINT8: return ((const uint8_t *)p)[i];
+    case DF_INT8: return ((const int8_t *)p)[i];
+    case DF_INT16: return ((const int16_t *)p)[i];
+    case DF_UINT16: return ((const uint16_t *)p)[i];
+    case DF_UINT32: return ((const uint32_t *)p)[i];
+    case DF_UINT64: return (double)((const uint64_t *)p)[i];
+    case DF_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case DF_HALF: return df_half_to_float(((const uint16_t *)p)[i]);
+    case DF_BFLOAT16: return df_bfloat16_to_float(((const uint16_t *)p)[i]);
+    case DF_COMPLEX64: return ((const float *)p)[2 * i];
+    case DF_COMPLEX128: return ((const double *)p)[2 * i];
+    default: return 0;
+    }
+}
+
+static void df__shape_str(int rank, const int64_t *dims, char *buf, size_t n) {
+    size_t len = 0;
+    if (rank < 0) { snprintf(buf, n, "<unknown>"); return; }
+    len += (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < rank && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, i ? ",%lld" : "%lld", (long long)dims[i]);
+    if (len < n) snprintf(buf + len, n - len, "]");
+}
+
+char *df_tensor_describe(const df_tensor *t, char *buf, size_t n) {
+    if (!buf || !n) return buf;
+    if (!t) { snprintf(buf, n, "(null)"); return buf; }
+    char shp[128];
+    df__shape_str(t->rank, t->dims, shp, sizeof shp);
+    size_t len = (size_t)snprintf(buf, n, "%s %s {", df_dtype_name(t->dtype), shp);
+    for (int64_t i = 0; i < t->n && i < 8 && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, i ? ", %g" : "%g", df__get_f64(t->dtype, t->data, i));
+    if (len < n) snprintf(buf + len, n - len, t->n > 8 ? ", ...}" : "}");
+    return buf;
+}
+
+/* ==========================================================================================
+   7. DEVICES                                                                         >>device
+   A device owns an allocator and names itself the TensorFlow way. This issue has CPU devices
+   only; the device interface grows with the placer and the GPU.
+   ========================================================================================== */
+typedef struct df__device {
+    char name[96];               /* "/job:localhost/replica:0/task:0/device:CPU:0" */
+    int index;
+    df_bfc *bfc;
+} df__device;
+
+static df__device *df__device_new_cpu(int index, size_t memory_limit, df_status *st) {
+    df__device *d = (df__device *)DF_MALLOC(sizeof *d);
+    if (!d) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a device"); return NULL; }
+    snprintf(d->name, sizeof d->name, "/job:localhost/replica:0/task:0/device:CPU:%d", index);
+    d->index = index;
+    df_bfc_options o;
+    memset(&o, 0, sizeof o);
+    o.memory_limit = memory_limit;
+    o.allow_growth = 1;
+    o.garbage_collection = 1;
+    if (!(d->bfc = df_bfc_new(&o))) {
+        DF_FREE(d);
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a device allocator");
+        return NULL;
+    }
+    return d;
+}
+
+static void df__device_free(df__device *d) {
+    if (!d) return;
+    df_bfc_free_all(d->bfc);
+    DF_FREE(d);
+}
+
+/* ==========================================================================================
+   8. OP REGISTRY                                                                   >>registry
+   An op definition: typed input/output arguments (fixed dtype, attr-typed, lists of N or of a
+   type list), attrs with kinds, allowed types and defaults, a shape function, a CPU kernel,
+   flags (stateful, control flow kinds, ref outputs), a gradient slot and an expected cost.
+   Definitions are written as short spec strings (see df__op_table) parsed once.
+   ========================================================================================== */
+typedef enum df__attr_kind {
+    DF__A_NONE, DF__A_INT, DF__A_FLOAT, DF__A_BOOL, DF__A_TYPE, DF__A_STRING, DF__A_SHAPE,
+    DF__A_TENSOR, DF__A_INT_LIST, DF__A_TYPE_LIST
+} df__attr_kind;
+
+typedef struct df__attr {
+    const char *name;            /* owned copy */
+    df__attr_kind kind;
+    union {
+        int64_t i;
+        float f;
+        int b;
+        df_dtype type;
+        char *s;
+        struct { int rank; int64_t dims[DF_MAX_RANK]; } shape;
+        df_tensor *tensor;
+        struct { int n; int64_t *v; } ints;
+        struct { int n; df_dtype *v; } types;
+    } u;
+} df__attr;
+
+typedef struct df__argdef {
+    char name[32];
+    df_dtype fixed;              /* nonzero: the argument always has this dtype */
+    char type_attr[24];          /* a `type` attr (T) or a `list(type)` attr (type list) */
+    char number_attr[24];        /* "N" when the argument is a list of N values of one type */
+    int is_list;                 /* N*T or a type list */
+    int is_ref;                  /* a ref to a variable (VariableV2's output, Assign's input) */
+} df__argdef;
+
+typedef struct df__attrdef {
+    char name[32];
+    df__attr_kind kind;
+    uint32_t allowed;            /* bit per dtype number for `type` attrs; 0 means any */
+    int has_default;
+    df__attr def;                /* the default (name points at this definition's name) */
+    int64_t min;                 /* for ints: minimum value; INT64_MIN if none */
+} df__attrdef;
+
+struct df__kctx;
+struct df__shape_ctx;
+typedef void (*df__kernel_fn)(struct df__kctx *c);
+typedef df_code (*df__shape_fn)(struct df__shape_ctx *c);
+
+enum {                           /* op flags */
+    DF__OP_STATEFUL = 1 << 0,
+    DF__OP_EXPENSIVE = 1 << 1,   /* may be worth a thread when its inputs are big */
+    DF__OP_SWITCH = 1 << 2, DF__OP_MERGE = 1 << 3, DF__OP_ENTER = 1 << 4, DF__OP_EXIT = 1 << 5,
+    DF__OP_NEXT_ITERATION = 1 << 6, DF__OP_LOOP_COND = 1 << 7, DF__OP_CONTROL_TRIGGER = 1 << 8,
+    DF__OP_ALLOWS_UNINIT = 1 << 9, /* may read an uninitialised variable (Assign) */
+    DF__OP_NO_GRADIENT = 1 << 10
+};
+
+typedef struct df__opdef {
+    const char *name;
+    int n_in, n_out, n_attrs;
+    df__argdef in[8], out[4];
+    df__attrdef attrs[12];
+    df__shape_fn shape_fn;
+    df__kernel_fn kernel;
+    unsigned flags;
+    int code;                    /* sub-operation selector shared by a kernel family */
+    void *grad;                  /* gradient function (the autodiff issue fills these) */
+    float cost;                  /* expected cycles per element, for scheduling */
+} df__opdef;
+
+typedef struct df__opspec {      /* the textual form, in df__op_table */
+    const char *name, *inputs, *outputs, *attrs;
+    df__shape_fn shape_fn;
+    df__kernel_fn kernel;
+    unsigned flags;
+    int code;
+} df__opspec;
+
+static struct {
+    df__opdef *ops;
+    int n_ops;
+    df__strmap index;
+    int initialised;             /* 0 no, 1 yes, -1 failed */
+    char error[256];
+} df__registry;
+
+static uint32_t df__type_bit(df_dtype t) { return (unsigned)t < 32 ? 1u << (unsigned)t : 0; }
+
+static void df__trim(char *s) {
+    size_t n = strlen(s), i = 0;
+    while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
+    memmove(s, s + i, n - i + 1);
+    n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = 0;
+}
+
+/* Splits a comma-separated list at top level (commas inside {} or [] do not split). */
+static int df__split(const char *spec, char items[][96], int max) {
+    int n = 0, depth = 0;
+    size_t len = 0;
+    if (!spec || !*spec) return 0;
+    for (const char *p = spec;; p++) {
+        if (*p == '{' || *p == '[') depth++;
+        if (*p == '}' || *p == ']') depth--;
+        if ((*p == ',' && depth == 0) || !*p) {
+            if (n < max) { items[n][len < 95 ? len : 95] = 0; df__trim(items[n]); n++; }
+            len = 0;
+            if (!*p) break;
+            continue;
+        }
+        if (n < max && len < 95) items[n][len] = *p;
+        len++;
+    }
+    return n;
+}
+
+/* "name:T", "name:float", "name:N*T", "name:Ref(T)", "name:Tlist" (Tlist a list(type) attr). */
+static int df__parse_arg(const char *s, df__argdef *a, const df__opdef *op) {
+    memset(a, 0, sizeof *a);
+    const char *colon = strchr(s, ':');
+    if (!colon || colon - s >= (int)sizeof a->name) return 0;
+    memcpy(a->name, s, (size_t)(colon - s));
+    char ty[64];
+    df__copy(ty, sizeof ty, colon + 1);
+    if (!strncmp(ty, "Ref(", 4)) {
+        a->is_ref = 1;
+        memmove(ty, ty + 4, strlen(ty + 4) + 1);
+        char *close = strchr(ty, ')');
+        if (close) *close = 0;
+    }
+    char *star = strchr(ty, '*');
+    if (star) {
+        *star = 0;
+        df__copy(a->number_attr, sizeof a->number_attr, ty);
+        a->is_list = 1;
+        memmove(ty, star + 1, strlen(star + 1) + 1);
+    }
+    df_dtype fixed = df__dtype_from_name(ty);
+    if (fixed) { a->fixed = fixed; return 1; }
+    df__copy(a->type_attr, sizeof a->type_attr, ty);
+    for (int i = 0; i < op->n_attrs; i++)
+        if (!strcmp(op->attrs[i].name, ty)) {
+            if (op->attrs[i].kind == DF__A_TYPE_LIST) a->is_list = 1;
+            return op->attrs[i].kind == DF__A_TYPE || op->attrs[i].kind == DF__A_TYPE_LIST;
+        }
+    return 0;
+}
+
+/* "T:type", "T:type{float,double}=float", "N:int>=1", "x:bool=false", "s:string=''",
+   "shape:shape=?", "value:tensor", "l:list(int)=[]", "Tl:list(type)", "f:float=0.5". */
+static int df__parse_attr(const char *s, df__attrdef *a) {
+    memset(a, 0, sizeof *a);
+    a->min = INT64_MIN;
+    const char *colon = strchr(s, ':');
+    if (!colon || colon - s >= (int)sizeof a->name) return 0;
+    memcpy(a->name, s, (size_t)(colon - s));
+    a->def.name = a->name;
+    char rest[96];
+    df__copy(rest, sizeof rest, colon + 1);
+    char *eq = strchr(rest, '=');
+    char *ge = strstr(rest, ">=");
+    if (ge && (!eq || ge < eq)) { a->min = strtoll(ge + 2, NULL, 10); *ge = 0; eq = NULL;
+        char *eq2 = strchr(ge + 2, '='); if (eq2) eq = eq2; }
+    char defval[64] = "";
+    if (eq) { a->has_default = 1; df__copy(defval, sizeof defval, eq + 1); *eq = 0; }
+    char *brace = strchr(rest, '{');
+    if (brace) {
+        char *close = strchr(brace, '}');
+        if (close) *close = 0;
+        char types[16][96];
+        int nt = df__split(brace + 1, types, 16);
+        for (int i = 0; i < nt; i++) a->allowed |= df__type_bit(df__dtype_from_name(types[i]));
+        *brace = 0;
+    }
+    df__trim(rest);
+    if (!strcmp(rest, "int")) { a->kind = DF__A_INT; a->def.u.i = strtoll(defval, NULL, 10); }
+    else if (!strcmp(rest, "float")) { a->kind = DF__A_FLOAT; a->def.u.f = strtof(defval, NULL); }
+    else if (!strcmp(rest, "bool")) { a->kind = DF__A_BOOL; a->def.u.b = !strcmp(defval, "true"); }
+    else if (!strcmp(rest, "type")) {
+        a->kind = DF__A_TYPE;
+        if (a->has_default) a->def.u.type = df__dtype_from_name(defval);
+    } else if (!strcmp(rest, "string")) {
+        a->kind = DF__A_STRING;
+        a->def.u.s = a->has_default ? df__strdup(defval) : NULL;   /* registry lifetime */
+    }
+    else if (!strcmp(rest, "shape")) { a->kind = DF__A_SHAPE; a->def.u.shape.rank = -1; }
+    else if (!strcmp(rest, "tensor")) a->kind = DF__A_TENSOR;
+    else if (!strcmp(rest, "list(int)")) a->kind = DF__A_INT_LIST;
+    else if (!strcmp(rest, "list(type)")) a->kind = DF__A_TYPE_LIST;
+    else return 0;
+    return 1;
+}
+
+static const df__opspec df__op_table[];
+static const int df__op_table_size;
+
+#ifndef DF_NO_THREADS
+static pthread_once_t df__registry_once = PTHREAD_ONCE_INIT;
+#endif
+
+static void df__registry_build(void) {
+    df__opdef *ops = (df__opdef *)DF_MALLOC((size_t)df__op_table_size * sizeof *ops);
+    if (!ops) { df__registry.initialised = -1; snprintf(df__registry.error, 256, "out of memory"); return; }
+    memset(ops, 0, (size_t)df__op_table_size * sizeof *ops);
+    for (int k = 0; k < df__op_table_size; k++) {
+        const df__opspec *sp = &df__op_table[k];
+        df__opdef *op = &ops[k];
+        char items[16][96];
+        op->name = sp->name; op->shape_fn = sp->shape_fn; op->kernel = sp->kernel;
+        op->flags = sp->flags; op->code = sp->code;
+        int n = df__split(sp->attrs, items, 16);
+        for (int i = 0; i < n && op->n_attrs < 12; i++)
+            if (!df__parse_attr(items[i], &op->attrs[op->n_attrs++])) goto bad;
+        n = df__split(sp->inputs, items, 16);
+        for (int i = 0; i < n && op->n_in < 8; i++)
+            if (!df__parse_arg(items[i], &op->in[op->n_in++], op)) goto bad;
+        n = df__split(sp->outputs, items, 16);
+        for (int i = 0; i < n && op->n_out < 4; i++)
+            if (!df__parse_arg(items[i], &op->out[op->n_out++], op)) goto bad;
+        if (!df__strmap_put(&df__registry.index, op->name, k)) goto bad;
+        continue;
+    bad:
+        snprintf(df__registry.error, sizeof df__registry.error, "bad op spec for %s", sp->name);
+        df__registry.initialised = -1;
+        DF_FREE(ops);
+        return;
+    }
+    df__registry.ops = ops;
+    df__registry.n_ops = df__op_table_size;
+    __atomic_store_n(&df__registry.initialised, 1, __ATOMIC_RELEASE);
+}
+
+static const df__opdef *df__op_lookup(const char *name) {
+#ifndef DF_NO_THREADS
+    pthread_once(&df__registry_once, df__registry_build);
+#else
+    if (!df__registry.initialised) df__registry_build();
+#endif
+    int k;
+    if (df__registry.initialised != 1 || !name || !df__strmap_get(&df__registry.index, name, &k))
+        return NULL;
+    return &df__registry.ops[k];
+}
+
+int df_op_is_registered(const char *op_type) { return df__op_lookup(op_type) != NULL; }
+
+static const df__attrdef *df__op_attrdef(const df__opdef *op, const char *name) {
+    for (int i = 0; i < op->n_attrs; i++)
+        if (!strcmp(op->attrs[i].name, name)) return &op->attrs[i];
+    return NULL;
+}
+
+/* ==========================================================================================
+   9. GRAPH CONSTRUCTION                                                               >>graph
+   A graph owns its nodes (insertion order = id order), a name index, the scope stacks and the
+   control-flow contexts. The first error is sticky: later building calls return NULL/{NULL,0}
+   and do nothing. df_op_finish checks a node against its op definition, captures inputs that
+   cross into a cond or while context, adds pivot control edges, infers types and shapes.
+   ========================================================================================== */
+typedef struct df__shape { int rank; int64_t dims[DF_MAX_RANK]; } df__shape;
+
+typedef enum { DF__CTX_COND = 1, DF__CTX_WHILE = 2 } df__ctx_kind;
+typedef struct df__capture { df_node *src; int index; df_output value; } df__capture;
+typedef struct df__ctx df__ctx;
+struct df__ctx {
+    df__ctx_kind kind;
+    df__ctx *outer;
+    df_output pred;              /* cond: the predicate (pred_id) */
+    int branch;                  /* cond: 1 then, 0 else */
+    df_node *pivot;              /* cond: switch_t / switch_f identity */
+    char *frame_name;            /* while */
+    int parallel_iterations;     /* while */
+    df_node *pivot_for_pred;     /* while: first loop var's Merge */
+    df_node *pivot_for_body;     /* while: first loop var's body Identity */
+    df__capture *captures;
+    int n_captures, cap_captures;
+};
+
+struct df_node {
+    df_graph *graph;
+    int id;
+    char *name;
+    const df__opdef *op;
+    char *device;
+    df_output *inputs;
+    int n_inputs;
+    df_node **controls;
+    int n_controls, cap_controls;
+    int n_outputs;
+    df_dtype *out_types;
+    df__shape *out_shapes;
+    unsigned char *out_is_ref;
+    df__attr *attrs;
+    int n_attrs;
+    df__ctx *ctx;                /* the control-flow context the node was made in */
+};
+
+typedef struct df__ctl_scope { df_node **deps; int n; } df__ctl_scope;
+
+struct df_graph {
+    df_status status;
+    df_node **nodes;
+    int n_nodes, cap_nodes;
+    df__strmap names;            /* name -> id */
+    df__strmap name_counts;      /* base name -> next suffix for unique names */
+    char **scopes;               /* full prefixes, "a/b/" */
+    int n_scopes, cap_scopes;
+    char **devices;
+    int n_devices, cap_devices;
+    df__ctl_scope *ctl;
+    int n_ctl, cap_ctl;
+    df__ctx *ctx;                /* current control-flow context */
+    df__ctx **ctxs;
+    int n_ctxs, cap_ctxs;
+    uint64_t edit_version;       /* bumps when an existing node's inputs change */
+    int n_sessions;
+};
+
+struct df_op_builder {
+    df_graph *g;
+    const df__opdef *op;
+    char *name;
+    char *device;
+    df_output *inputs;
+    int n_inputs, cap_inputs;
+    struct df__group { int start, count, is_list; } *groups;
+    int n_groups, cap_groups;
+    df_node **controls;
+    int n_controls, cap_controls;
+    df__attr *attrs;
+    int n_attrs, cap_attrs;
+    int oom;
+    int raw;                     /* internal: no capture, no pivot edges (control-flow plumbing) */
+};
+
+static void df__attr_clear(df__attr *a) {
+    switch (a->kind) {
+    case DF__A_STRING: DF_FREE(a->u.s); break;
+    case DF__A_TENSOR: df_tensor_release(a->u.tensor); break;
+    case DF__A_INT_LIST: DF_FREE(a->u.ints.v); break;
+    case DF__A_TYPE_LIST: DF_FREE(a->u.types.v); break;
+    default: break;
+    }
+    DF_FREE((char *)a->name);
+    a->kind = DF__A_NONE;
+}
+
+/* Deep copy; returns 0 on OOM. */
+static int df__attr_copy(df__attr *dst, const df__attr *src) {
+    *dst = *src;
+    dst->name = df__strdup(src->name);
+    if (!dst->name) return 0;
+    switch (src->kind) {
+    case DF__A_STRING:
+        if (src->u.s && !(dst->u.s = df__strdup(src->u.s))) return 0;
+        break;
+    case DF__A_TENSOR: df_tensor_retain(src->u.tensor); break;
+    case DF__A_INT_LIST:
+        dst->u.ints.v = NULL;
+        if (src->u.ints.n) {
+            if (!(dst->u.ints.v = (int64_t *)DF_MALLOC((size_t)src->u.ints.n * 8))) return 0;
+            memcpy(dst->u.ints.v, src->u.ints.v, (size_t)src->u.ints.n * 8);
+        }
+        break;
+    case DF__A_TYPE_LIST:
+        dst->u.types.v = NULL;
+        if (src->u.types.n) {
+            size_t bytes = (size_t)src->u.types.n * sizeof(df_dtype);
+            if (!(dst->u.types.v = (df_dtype *)DF_MALLOC(bytes))) return 0;
+            memcpy(dst->u.types.v, src->u.types.v, bytes);
+        }
+        break;
+    default: break;
+    }
+    return 1;
+}
+
+static const df__attr *df__node_attr(const df_node *n, const char *name) {
+    for (int i = 0; n && i < n->n_attrs; i++)
+        if (!strcmp(n->attrs[i].name, name)) return &n->attrs[i];
+    return NULL;
+}
+static int64_t df__attr_i(const df_node *n, const char *name, int64_t def) {
+    const df__attr *a = df__node_attr(n, name);
+    return a && a->kind == DF__A_INT ? a->u.i : def;
+}
+static int df__attr_b(const df_node *n, const char *name, int def) {
+    const df__attr *a = df__node_attr(n, name);
+    return a && a->kind == DF__A_BOOL ? a->u.b : def;
+}
+static df_dtype df__attr_type(const df_node *n, const char *name) {
+    const df__attr *a = df__node_attr(n, name);
+    return a && a->kind == DF__A_TYPE ? a->u.type : (df_dtype)0;
+}
+static const char *df__attr_s(const df_node *n, const char *name) {
+    const df__attr *a = df__node_attr(n, name);
+    return a && a->kind == DF__A_STRING && a->u.s ? a->u.s : "";
+}
+
+int df_node_attr_int(const df_node *n, const char *attr, int64_t *v) {
+    const df__attr *a = df__node_attr(n, attr ? attr : "");
+    if (!a || a->kind != DF__A_INT) return 0;
+    if (v) *v = a->u.i;
+    return 1;
+}
+int df_node_attr_float(const df_node *n, const char *attr, float *v) {
+    const df__attr *a = df__node_attr(n, attr ? attr : "");
+    if (!a || a->kind != DF__A_FLOAT) return 0;
+    if (v) *v = a->u.f;
+    return 1;
+}
+int df_node_attr_bool(const df_node *n, const char *attr, int *v) {
+    const df__attr *a = df__node_attr(n, attr ? attr : "");
+    if (!a || a->kind != DF__A_BOOL) return 0;
+    if (v) *v = a->u.b;
+    return 1;
+}
+int df_node_attr_type(const df_node *n, const char *attr, df_dtype *v) {
+    const df__attr *a = df__node_attr(n, attr ? attr : "");
+    if (!a || a->kind != DF__A_TYPE) return 0;
+    if (v) *v = a->u.type;
+    return 1;
+}
+int df_node_attr_string(const df_node *n, const char *attr, const char **v) {
+    const df__attr *a = df__node_attr(n, attr ? attr : "");
+    if (!a || a->kind != DF__A_STRING) return 0;
+    if (v) *v = a->u.s ? a->u.s : "";
+    return 1;
+}
+
+/* Sets the graph's sticky error (first one wins) and returns its code. */
+static df_code df__graph_error(df_graph *g, df_code code, const char *fmt, ...) {
+    if (!g || g->status.code != DF_OK) return g ? g->status.code : code;
+    va_list ap;
+    g->status.code = code;
+    va_start(ap, fmt);
+    vsnprintf(g->status.message, sizeof g->status.message, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+df_graph *df_graph_new(void) {
+    df_graph *g = (df_graph *)DF_MALLOC(sizeof *g);
+    if (!g) return NULL;
+    memset(g, 0, sizeof *g);
+    return g;
+}
+
+static void df__node_free(df_node *n) {
+    if (!n) return;
+    DF_FREE(n->name); DF_FREE(n->device); DF_FREE(n->inputs); DF_FREE(n->controls);
+    DF_FREE(n->out_types); DF_FREE(n->out_shapes); DF_FREE(n->out_is_ref);
+    for (int i = 0; i < n->n_attrs; i++) df__attr_clear(&n->attrs[i]);
+    DF_FREE(n->attrs);
+    DF_FREE(n);
+}
+
+void df_graph_free(df_graph *g) {
+    if (!g) return;
+    for (int i = 0; i < g->n_nodes; i++) df__node_free(g->nodes[i]);
+    DF_FREE(g->nodes);
+    df__strmap_free(&g->names);
+    df__strmap_free(&g->name_counts);
+    for (int i = 0; i < g->n_scopes; i++) DF_FREE(g->scopes[i]);
+    DF_FREE(g->scopes);
+    for (int i = 0; i < g->n_devices; i++) DF_FREE(g->devices[i]);
+    DF_FREE(g->devices);
+    for (int i = 0; i < g->n_ctl; i++) DF_FREE(g->ctl[i].deps);
+    DF_FREE(g->ctl);
+    for (int i = 0; i < g->n_ctxs; i++) {
+        DF_FREE(g->ctxs[i]->frame_name);
+        DF_FREE(g->ctxs[i]->captures);
+        DF_FREE(g->ctxs[i]);
+    }
+    DF_FREE(g->ctxs);
+    DF_FREE(g);
+}
+
+const df_status *df_graph_status(const df_graph *g) {
+    static const df_status null_graph = {DF_INVALID_ARGUMENT, "graph is NULL"};
+    return g ? &g->status : &null_graph;
+}
+df_node *df_graph_find(const df_graph *g, const char *name) {
+    int id;
+    if (!g || !name || !df__strmap_get(&g->names, name, &id)) return NULL;
+    return g->nodes[id];
+}
+int df_graph_num_nodes(const df_graph *g) { return g ? g->n_nodes : 0; }
+df_node *df_graph_node_at(const df_graph *g, int i) {
+    return g && i >= 0 && i < g->n_nodes ? g->nodes[i] : NULL;
+}
+const char *df_node_name(const df_node *n) { return n ? n->name : ""; }
+const char *df_node_op(const df_node *n) { return n ? n->op->name : ""; }
+const char *df_node_device(const df_node *n) { return n && n->device ? n->device : ""; }
+int df_node_num_outputs(const df_node *n) { return n ? n->n_outputs : 0; }
+int df_node_num_inputs(const df_node *n) { return n ? n->n_inputs : 0; }
+df_output df_node_input(const df_node *n, int i) {
+    df_output none = {NULL, 0};
+    return n && i >= 0 && i < n->n_inputs ? n->inputs[i] : none;
+}
+int df_node_num_control_inputs(const df_node *n) { return n ? n->n_controls : 0; }
+df_node *df_node_control_input(const df_node *n, int i) {
+    return n && i >= 0 && i < n->n_controls ? n->controls[i] : NULL;
+}
+static int df__output_valid(df_output o) { return o.node && o.index >= 0 && o.index < o.node->n_outputs; }
+df_dtype df_output_dtype(df_output o) { return df__output_valid(o) ? o.node->out_types[o.index] : (df_dtype)0; }
+int df_output_shape(df_output o, int64_t dims[DF_MAX_RANK]) {
+    if (!df__output_valid(o)) return -1;
+    const df__shape *s = &o.node->out_shapes[o.index];
+    for (int i = 0; dims && i < s->rank; i++) dims[i] = s->dims[i];
+    return s->rank;
+}
+
+/* ---- scopes ---- */
+static const char *df__scope(const df_graph *g) { return g->n_scopes ? g->scopes[g->n_scopes - 1] : ""; }
+
+void df_graph_push_name_scope(df_graph *g, const char *scope) {
+    if (!g || g->status.code) return;
+    if (!df__grow(&g->scopes, &g->cap_scopes, g->n_scopes + 1, sizeof(char *))) {
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory pushing a name scope");
+        return;
+    }
+    const char *prefix = df__scope(g);
+    size_t n = strlen(prefix) + (scope ? strlen(scope) : 0) + 2;
+    char *full = (char *)DF_MALLOC(n);
+    if (!full) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory pushing a name scope"); return; }
+    if (scope && *scope) snprintf(full, n, "%s%s/", prefix, scope);
+    else snprintf(full, n, "%s", prefix);
+    g->scopes[g->n_scopes++] = full;
+}
+void df_graph_pop_name_scope(df_graph *g) {
+    if (g && g->n_scopes) DF_FREE(g->scopes[--g->n_scopes]);
+}
+void df_graph_push_device(df_graph *g, const char *device) {
+    if (!g || g->status.code) return;
+    char *d = df__strdup(device ? device : "");
+    if (!d || !df__grow(&g->devices, &g->cap_devices, g->n_devices + 1, sizeof(char *))) {
+        DF_FREE(d);
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory pushing a device scope");
+        return;
+    }
+    g->devices[g->n_devices++] = d;
+}
+void df_graph_pop_device(df_graph *g) {
+    if (g && g->n_devices) DF_FREE(g->devices[--g->n_devices]);
+}
+void df_graph_push_control_deps(df_graph *g, df_node *const *deps, int n) {
+    if (!g || g->status.code) return;
+    if (n < 0 || (n > 0 && !deps)) {
+        df__graph_error(g, DF_INVALID_ARGUMENT, "push_control_deps: bad dependency list (n=%d)", n);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        if (!deps[i] || deps[i]->graph != g) {
+            df__graph_error(g, DF_INVALID_ARGUMENT, "push_control_deps: dependency %d is NULL or "
+                            "from another graph", i);
+            return;
+        }
+    if (!df__grow(&g->ctl, &g->cap_ctl, g->n_ctl + 1, sizeof *g->ctl)) goto oom;
+    df__ctl_scope *c = &g->ctl[g->n_ctl];
+    c->n = n;
+    c->deps = NULL;
+    if (n && !(c->deps = (df_node **)DF_MALLOC((size_t)n * sizeof(df_node *)))) goto oom;
+    if (n) memcpy(c->deps, deps, (size_t)n * sizeof(df_node *));
+    g->n_ctl++;
+    return;
+oom:
+    df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory pushing control dependencies");
+}
+void df_graph_pop_control_deps(df_graph *g) {
+    if (g && g->n_ctl) DF_FREE(g->ctl[--g->n_ctl].deps);
+}
+
+/* ---- the builder ---- */
+static int df__valid_node_name(const char *s) {
+    if (!s || !*s) return 0;
+    for (const char *p = s; *p; p++) {
+        char c = *p;
+        int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                 c == '.' || (p != s && (c == '_' || c == '-' || c == '/' || c == '>'));
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
+/* A unique name "scope/base", "scope/base_1", ... */
+static char *df__unique_name(df_graph *g, const char *base) {
+    const char *scope = df__scope(g);
+    size_t n = strlen(scope) + strlen(base) + 24;
+    char *name = (char *)DF_MALLOC(n);
+    if (!name) return NULL;
+    snprintf(name, n, "%s%s", scope, base);
+    int next = 0;
+    df__strmap_get(&g->name_counts, name, &next);
+    char *candidate = (char *)DF_MALLOC(n);
+    if (!candidate) { DF_FREE(name); return NULL; }
+    for (;;) {
+        if (next == 0) snprintf(candidate, n, "%s", name);
+        else snprintf(candidate, n, "%s_%d", name, next);
+        next++;
+        if (!df__strmap_get(&g->names, candidate, NULL)) break;
+    }
+    if (!df__strmap_put(&g->name_counts, name, next)) { DF_FREE(name); DF_FREE(candidate); return NULL; }
+    DF_FREE(name);
+    return candidate;
+}
+
+df_op_builder *df_op_new(df_graph *g, const char *op_type, const char *name) {
+    if (!g || g->status.code != DF_OK) return NULL;
+    const df__opdef *op = df__op_lookup(op_type);
+    if (!op) {
+        if (df__registry.initialised == -1)
+            df__graph_error(g, DF_INTERNAL, "Op registry failed to load: %s", df__registry.error);
+        else
+            df__graph_error(g, DF_NOT_FOUND, "Op type not registered '%s'%s%s", op_type ? op_type : "(null)",
+                            name ? " for node " : "", name ? name : "");
+        return NULL;
+    }
+    df_op_builder *b = (df_op_builder *)DF_MALLOC(sizeof *b);
+    if (!b) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory in df_op_new"); return NULL; }
+    memset(b, 0, sizeof *b);
+    b->g = g;
+    b->op = op;
+    if (name) {
+        const char *scope = df__scope(g);
+        size_t n = strlen(scope) + strlen(name) + 1;
+        if ((b->name = (char *)DF_MALLOC(n))) snprintf(b->name, n, "%s%s", scope, name);
+        if (!df__valid_node_name(name)) {
+            df__graph_error(g, DF_INVALID_ARGUMENT, "Invalid node name '%s' for op %s: names use "
+                            "letters, digits and . _ - / and do not start with _ - /", name, op->name);
+            DF_FREE(b->name); DF_FREE(b);
+            return NULL;
+        }
+    } else {
+        b->name = df__unique_name(g, op->name);
+    }
+    if (!b->name) { b->oom = 1; }
+    if (g->n_devices && !(b->device = df__strdup(g->devices[g->n_devices - 1]))) b->oom = 1;
+    return b;
+}
+
+static void df__builder_free(df_op_builder *b) {
+    if (!b) return;
+    DF_FREE(b->name); DF_FREE(b->device); DF_FREE(b->inputs); DF_FREE(b->groups);
+    DF_FREE(b->controls);
+    for (int i = 0; i < b->n_attrs; i++) df__attr_clear(&b->attrs[i]);
+    DF_FREE(b->attrs);
+    DF_FREE(b);
+}
+
+static void df__builder_inputs(df_op_builder *b, const df_output *ins, int n, int is_list) {
+    if (!b) return;
+    if (n < 0 || (n > 0 && !ins)) { b->oom = 2; return; }
+    if (!df__grow(&b->inputs, &b->cap_inputs, b->n_inputs + n, sizeof(df_output)) ||
+        !df__grow(&b->groups, &b->cap_groups, b->n_groups + 1, sizeof *b->groups)) { b->oom = 1; return; }
+    b->groups[b->n_groups].start = b->n_inputs;
+    b->groups[b->n_groups].count = n;
+    b->groups[b->n_groups].is_list = is_list;
+    b->n_groups++;
+    if (n) memcpy(b->inputs + b->n_inputs, ins, (size_t)n * sizeof(df_output));
+    b->n_inputs += n;
+}
+void df_op_add_input(df_op_builder *b, df_output in) { df__builder_inputs(b, &in, 1, 0); }
+void df_op_add_input_list(df_op_builder *b, const df_output *ins, int n) { df__builder_inputs(b, ins, n, 1); }
+
+void df_op_add_control_input(df_op_builder *b, df_node *n) {
+    if (!b) return;
+    if (!df__grow(&b->controls, &b->cap_controls, b->n_controls + 1, sizeof(df_node *))) { b->oom = 1; return; }
+    b->controls[b->n_controls++] = n;     /* NULL is reported at finish */
+}
+
+void df_op_set_device(df_op_builder *b, const char *device) {
+    if (!b) return;
+    DF_FREE(b->device);
+    if (!(b->device = df__strdup(device ? device : ""))) b->oom = 1;
+}
+
+/* Returns the slot for attr `name`, clearing any earlier value. */
+static df__attr *df__builder_attr(df_op_builder *b, const char *name, df__attr_kind kind) {
+    if (!b) return NULL;
+    if (!name) { b->oom = 3; return NULL; }
+    for (int i = 0; i < b->n_attrs; i++)
+        if (!strcmp(b->attrs[i].name, name)) {
+            df__attr_clear(&b->attrs[i]);
+            b->attrs[i].name = df__strdup(name);
+            b->attrs[i].kind = kind;
+            if (!b->attrs[i].name) { b->oom = 1; return NULL; }
+            return &b->attrs[i];
+        }
+    if (!df__grow(&b->attrs, &b->cap_attrs, b->n_attrs + 1, sizeof(df__attr))) { b->oom = 1; return NULL; }
+    df__attr *a = &b->attrs[b->n_attrs];
+    memset(a, 0, sizeof *a);
+    if (!(a->name = df__strdup(name))) { b->oom = 1; return NULL; }
+    a->kind = kind;
+    b->n_attrs++;
+    return a;
+}
+void df_op_set_attr_int(df_op_builder *b, const char *attr, int64_t v) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_INT); if (a) a->u.i = v;
+}
+void df_op_set_attr_float(df_op_builder *b, const char *attr, float v) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_FLOAT); if (a) a->u.f = v;
+}
+void df_op_set_attr_bool(df_op_builder *b, const char *attr, int v) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_BOOL); if (a) a->u.b = v != 0;
+}
+void df_op_set_attr_type(df_op_builder *b, const char *attr, df_dtype v) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_TYPE); if (a) a->u.type = v;
+}
+void df_op_set_attr_string(df_op_builder *b, const char *attr, const char *v) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_STRING);
+    if (a && !(a->u.s = df__strdup(v ? v : ""))) b->oom = 1;
+}
+void df_op_set_attr_shape(df_op_builder *b, const char *attr, int rank, const int64_t *dims) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_SHAPE);
+    if (!a) return;
+    if (rank > DF_MAX_RANK || rank < -1 || (rank > 0 && !dims)) { b->oom = 4; a->u.shape.rank = -1; return; }
+    a->u.shape.rank = rank;
+    for (int i = 0; i < DF_MAX_RANK; i++) a->u.shape.dims[i] = i < rank ? dims[i] : 0;
+}
+void df_op_set_attr_tensor(df_op_builder *b, const char *attr, df_tensor *v) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_TENSOR);
+    if (a) a->u.tensor = df_tensor_retain(v);
+}
+void df_op_set_attr_int_list(df_op_builder *b, const char *attr, const int64_t *v, int n) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_INT_LIST);
+    if (!a) return;
+    if (n < 0 || (n > 0 && !v)) { b->oom = 5; return; }
+    a->u.ints.n = n;
+    if (n && !(a->u.ints.v = (int64_t *)DF_MALLOC((size_t)n * 8))) { b->oom = 1; a->u.ints.n = 0; return; }
+    if (n) memcpy(a->u.ints.v, v, (size_t)n * 8);
+}
+void df_op_set_attr_type_list(df_op_builder *b, const char *attr, const df_dtype *v, int n) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_TYPE_LIST);
+    if (!a) return;
+    if (n < 0 || (n > 0 && !v)) { b->oom = 5; return; }
+    a->u.types.n = n;
+    if (n && !(a->u.types.v = (df_dtype *)DF_MALLOC((size_t)n * sizeof(df_dtype)))) { b->oom = 1; a->u.types.n = 0; return; }
+    if (n) memcpy(a->u.types.v, v, (size_t)n * sizeof(df_dtype));
+}
+
+/* The shape-function context: the node being made, with inputs, types and attrs in place. */
+typedef struct df__shape_ctx {
+    df_graph *g;
+    df_node *node;
+    df__shape *in_shapes;
+    df_dtype *in_types;
+    df_status *st;
+} df__shape_ctx;
+
+static const char *df__kind_name(df__attr_kind k) {
+    static const char *names[] = {"none", "int", "float", "bool", "type", "string", "shape",
+                                  "tensor", "list(int)", "list(type)"};
+    return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
+}
+
+static df_code df__node_error(df_status *st, const df_node *n, df_code code, const char *fmt, ...) {
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return df_status_set(st, code, "%s {{node %s}}", msg, n && n->name ? n->name : "?");
+}
+
+
+/* Sets or checks a `type` attr on the node from an input; returns DF_OK or an error. */
+static df_code df__bind_type(df_node *n, const df__attrdef *ad, df_dtype t, const char *arg,
+                             df_status *st) {
+    for (int i = 0; i < n->n_attrs; i++)
+        if (!strcmp(n->attrs[i].name, ad->name)) {
+            if (n->attrs[i].u.type != t)
+                return df__node_error(st, n, DF_INVALID_ARGUMENT, "Input '%s' of '%s' Op has type %s "
+                    "that does not match type %s of attr '%s'", arg, n->op->name, df_dtype_name(t),
+                    df_dtype_name(n->attrs[i].u.type), ad->name);
+            return DF_OK;
+        }
+    df__attr a;
+    memset(&a, 0, sizeof a);
+    a.kind = DF__A_TYPE;
+    a.u.type = t;
+    if (!(a.name = df__strdup(ad->name))) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    n->attrs[n->n_attrs++] = a;    /* capacity reserved for every attr of the op */
+    return DF_OK;
+}
+
+static df__attr *df__node_attr_mut(df_node *n, const char *name) {
+    return (df__attr *)df__node_attr(n, name);
+}
+
+/* Type-checks inputs against the op definition, binds inferred attrs, fills in defaults and
+   computes output dtypes. */
+static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_groups, df_status *st) {
+    const df__opdef *op = n->op;
+    if (n_groups != op->n_in)
+        return df__node_error(st, n, DF_INVALID_ARGUMENT, "%s expects %d input%s, got %d",
+                              op->name, op->n_in, op->n_in == 1 ? "" : "s", n_groups);
+    for (int k = 0; k < op->n_in; k++) {
+        const df__argdef *arg = &op->in[k];
+        const struct df__group *grp = &groups[k];
+        if (!arg->is_list && grp->count != 1)
+            return df__node_error(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s takes one tensor, "
+                                  "got a list of %d", arg->name, op->name, grp->count);
+        if (arg->number_attr[0]) {
+            const df__attrdef *ad = df__op_attrdef(op, arg->number_attr);
+            df__attr *have = df__node_attr_mut(n, arg->number_attr);
+            if (have && have->u.i != grp->count)
+                return df__node_error(st, n, DF_INVALID_ARGUMENT, "Attr '%s' is %lld but input '%s' "
+                    "has %d tensors", arg->number_attr, (long long)have->u.i, arg->name, grp->count);
+            if (ad && ad->min != INT64_MIN && grp->count < ad->min)
+                return df__node_error(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s needs at least %lld "
+                    "tensors, got %d", arg->name, op->name, (long long)ad->min, grp->count);
+            if (!have) {
+                df__attr a;
+                memset(&a, 0, sizeof a);
+                a.kind = DF__A_INT; a.u.i = grp->count;
+                if (!(a.name = df__strdup(arg->number_attr))) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+                n->attrs[n->n_attrs++] = a;
+            }
+        }
+        const df__attrdef *tad = arg->type_attr[0] ? df__op_attrdef(op, arg->type_attr) : NULL;
+        if (tad && tad->kind == DF__A_TYPE_LIST) {
+            df__attr *have = df__node_attr_mut(n, tad->name);
+            if (have) {
+                if (have->u.types.n != grp->count)
+                    return df__node_error(st, n, DF_INVALID_ARGUMENT, "Attr '%s' lists %d types but input "
+                        "'%s' has %d tensors", tad->name, have->u.types.n, arg->name, grp->count);
+            } else {
+                df__attr a;
+                memset(&a, 0, sizeof a);
+                a.kind = DF__A_TYPE_LIST;
+                a.u.types.n = grp->count;
+                if (!(a.name = df__strdup(tad->name))) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+                if (grp->count && !(a.u.types.v = (df_dtype *)DF_MALLOC((size_t)grp->count * sizeof(df_dtype)))) {
+                    DF_FREE((char *)a.name);
+                    return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+                }
+                for (int j = 0; j < grp->count; j++) a.u.types.v[j] = df_output_dtype(n->inputs[grp->start + j]);
+                n->attrs[n->n_attrs++] = a;
+                have = &n->attrs[n->n_attrs - 1];
+            }
+            for (int j = 0; j < grp->count; j++)
+                if (have->u.types.v[j] != df_output_dtype(n->inputs[grp->start + j]))
+                    return df__node_error(st, n, DF_INVALID_ARGUMENT, "Input '%s' %d of %s has type %s "
+                        "but attr '%s' says %s", arg->name, j, op->name,
+                        df_dtype_name(df_output_dtype(n->inputs[grp->start + j])), tad->name,
+                        df_dtype_name(have->u.types.v[j]));
+            continue;
+        }
+        for (int j = 0; j < grp->count; j++) {
+            df_output in = n->inputs[grp->start + j];
+            df_dtype t = df_output_dtype(in);
+            if (arg->is_ref && !in.node->out_is_ref[in.index])
+                return df__node_error(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s must be a variable "
+                    "(a ref output such as VariableV2's), got %s:%d of op %s", arg->name, op->name,
+                    in.node->name, in.index, in.node->op->name);
+            if (arg->fixed && t != arg->fixed)
+                return df__node_error(st, n, DF_INVALID_ARGUMENT, "Input '%s' of '%s' Op has type %s "
+                    "that does not match expected type of %s", arg->name, op->name, df_dtype_name(t),
+                    df_dtype_name(arg->fixed));
+            if (tad) {
+                if (tad->allowed && !(tad->allowed & df__type_bit(t)))
+                    return df__node_error(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not "
+                        "in the list of allowed values for input '%s' of %s", tad->name, df_dtype_name(t),
+                        arg->name, op->name);
+                df_code c = df__bind_type(n, tad, t, arg->name, st);
+                if (c) return c;
+            }
+        }
+    }
+    /* attrs: kinds, allowed types, minimums, defaults, required */
+    for (int i = 0; i < n->n_attrs; i++) {
+        const df__attrdef *ad = df__op_attrdef(op, n->attrs[i].name);
+        if (!ad)
+            return df__node_error(st, n, DF_INVALID_ARGUMENT, "Op %s has no attr named '%s'", op->name,
+                                  n->attrs[i].name);
+        if (ad->kind != n->attrs[i].kind)
+            return df__node_error(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s has kind %s, got %s",
+                                  ad->name, op->name, df__kind_name(ad->kind), df__kind_name(n->attrs[i].kind));
+        if (ad->kind == DF__A_TYPE && ad->allowed && !(ad->allowed & df__type_bit(n->attrs[i].u.type)))
+            return df__node_error(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not in the "
+                "list of allowed values for %s", ad->name, df_dtype_name(n->attrs[i].u.type), op->name);
+        if (ad->kind == DF__A_TYPE && !df__dtype_valid(n->attrs[i].u.type))
+            return df__node_error(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s is an invalid dtype (%d)",
+                                  ad->name, op->name, (int)n->attrs[i].u.type);
+        if (ad->kind == DF__A_INT && ad->min != INT64_MIN && n->attrs[i].u.i < ad->min)
+            return df__node_error(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %lld must be at "
+                "least minimum %lld", ad->name, (long long)n->attrs[i].u.i, (long long)ad->min);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(n->attrs[j].name, n->attrs[i].name))
+                return df__node_error(st, n, DF_INVALID_ARGUMENT, "Duplicate attr '%s'", ad->name);
+    }
+    for (int i = 0; i < op->n_attrs; i++) {
+        const df__attrdef *ad = &op->attrs[i];
+        if (df__node_attr(n, ad->name)) continue;
+        if (!ad->has_default)
+            return df__node_error(st, n, DF_INVALID_ARGUMENT, "NodeDef missing attr '%s' (%s) from Op %s",
+                                  ad->name, df__kind_name(ad->kind), op->name);
+        if (!df__attr_copy(&n->attrs[n->n_attrs], &ad->def))
+            return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        n->n_attrs++;
+    }
+    /* outputs */
+    int n_out = 0;
+    for (int k = 0; k < op->n_out; k++) {
+        const df__argdef *arg = &op->out[k];
+        if (arg->number_attr[0]) n_out += (int)df__attr_i(n, arg->number_attr, 0);
+        else if (arg->type_attr[0] && df__node_attr(n, arg->type_attr)->kind == DF__A_TYPE_LIST)
+            n_out += df__node_attr(n, arg->type_attr)->u.types.n;
+        else n_out++;
+    }
+    if (n_out > 0) {
+        n->out_types = (df_dtype *)DF_MALLOC((size_t)n_out * sizeof(df_dtype));
+        n->out_shapes = (df__shape *)DF_MALLOC((size_t)n_out * sizeof(df__shape));
+        n->out_is_ref = (unsigned char *)DF_MALLOC((size_t)n_out);
+        if (!n->out_types || !n->out_shapes || !n->out_is_ref)
+            return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    }
+    n->n_outputs = n_out;
+    int o = 0;
+    for (int k = 0; k < op->n_out; k++) {
+        const df__argdef *arg = &op->out[k];
+        const df__attr *ta = arg->type_attr[0] ? df__node_attr(n, arg->type_attr) : NULL;
+        int count = arg->number_attr[0] ? (int)df__attr_i(n, arg->number_attr, 0)
+                    : (ta && ta->kind == DF__A_TYPE_LIST) ? ta->u.types.n : 1;
+        for (int j = 0; j < count; j++, o++) {
+            n->out_types[o] = arg->fixed ? arg->fixed
+                              : ta->kind == DF__A_TYPE_LIST ? ta->u.types.v[j] : ta->u.type;
+            n->out_is_ref[o] = (unsigned char)arg->is_ref;
+            n->out_shapes[o].rank = -1;
+        }
+    }
+    return DF_OK;
+}
+
+static df_output df__ctx_capture(df_graph *g, df__ctx *ctx, df_output x);
+static df_node *df__ctx_capture_control(df_graph *g, df__ctx *ctx, df_node *c);
+static df_node *df__ctx_control_pivot(df__ctx *ctx);
+static int df__ctx_contains(const df__ctx *outer, const df__ctx *inner);
+
+static int df__node_has_control(const df_node *n, const df_node *c) {
+    for (int i = 0; i < n->n_controls; i++) if (n->controls[i] == c) return 1;
+    return 0;
+}
+static int df__node_add_control(df_node *n, df_node *c) {
+    if (df__node_has_control(n, c)) return 1;
+    if (!df__grow(&n->controls, &n->cap_controls, n->n_controls + 1, sizeof(df_node *))) return 0;
+    n->controls[n->n_controls++] = c;
+    return 1;
+}
+
+df_node *df_op_finish(df_op_builder *b) {
+    if (!b) return NULL;
+    df_graph *g = b->g;
+    df_node *n = NULL;
+    df_status st;
+    df_status_clear(&st);
+    if (g->status.code != DF_OK) goto fail;
+    if (b->oom) {
+        if (b->oom == 1) df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory building node '%s'", b->name ? b->name : "?");
+        else df__graph_error(g, DF_INVALID_ARGUMENT, "Bad argument (NULL list, negative count, bad rank "
+                             "or NULL attr name) while building node '%s' {{node %s}}", b->name ? b->name : "?", b->name ? b->name : "?");
+        goto fail;
+    }
+    if (df__strmap_get(&g->names, b->name, NULL)) {
+        df__graph_error(g, DF_ALREADY_EXISTS, "Duplicate node name in graph: '%s'", b->name);
+        goto fail;
+    }
+    for (int i = 0; i < b->n_inputs; i++) {
+        df_output in = b->inputs[i];
+        if (!in.node)
+            { df__graph_error(g, DF_INVALID_ARGUMENT, "Input %d of %s is NULL (did an earlier call fail?) "
+                              "{{node %s}}", i, b->op->name, b->name); goto fail; }
+        if (in.node->graph != g)
+            { df__graph_error(g, DF_INVALID_ARGUMENT, "Input %d of %s comes from another graph {{node %s}}",
+                              i, b->op->name, b->name); goto fail; }
+        if (in.index < 0 || in.index >= in.node->n_outputs)
+            { df__graph_error(g, DF_OUT_OF_RANGE, "Input %d of %s refers to output %d of '%s', which has "
+                              "%d outputs {{node %s}}", i, b->op->name, in.index, in.node->name,
+                              in.node->n_outputs, b->name); goto fail; }
+    }
+    for (int i = 0; i < b->n_controls; i++)
+        if (!b->controls[i] || b->controls[i]->graph != g)
+            { df__graph_error(g, DF_INVALID_ARGUMENT, "Control input %d of %s is NULL or from another graph "
+                              "{{node %s}}", i, b->op->name, b->name); goto fail; }
+    /* Capture tensors that cross into the current cond/while context. */
+    if (g->ctx && !b->raw) {
+        for (int i = 0; i < b->n_inputs; i++) {
+            df_output x = df__ctx_capture(g, g->ctx, b->inputs[i]);
+            if (!x.node) goto fail;
+            b->inputs[i] = x;
+        }
+        for (int i = 0; i < b->n_controls; i++) {
+            df_node *c = df__ctx_capture_control(g, g->ctx, b->controls[i]);
+            if (!c) goto fail;
+            b->controls[i] = c;
+        }
+    }
+    /* Control-dependency scopes apply to every node made inside them. */
+    if (!b->raw)
+        for (int s = 0; s < g->n_ctl; s++)
+            for (int i = 0; i < g->ctl[s].n; i++) {
+                df_node *c = g->ctl[s].deps[i];
+                if (g->ctx && !(c = df__ctx_capture_control(g, g->ctx, c))) goto fail;
+                if (!df__grow(&b->controls, &b->cap_controls, b->n_controls + 1, sizeof(df_node *))) goto oom;
+                b->controls[b->n_controls++] = c;
+            }
+
+    if (!(n = (df_node *)DF_MALLOC(sizeof *n))) goto oom;
+    memset(n, 0, sizeof *n);
+    n->graph = g;
+    n->op = b->op;
+    n->ctx = g->ctx;
+    n->name = b->name; b->name = NULL;
+    n->device = b->device; b->device = NULL;
+    n->n_inputs = b->n_inputs;
+    if (b->n_inputs) {
+        if (!(n->inputs = (df_output *)DF_MALLOC((size_t)b->n_inputs * sizeof(df_output)))) goto oom;
+        memcpy(n->inputs, b->inputs, (size_t)b->n_inputs * sizeof(df_output));
+    }
+    for (int i = 0; i < b->n_controls; i++)
+        if (!df__node_add_control(n, b->controls[i])) goto oom;
+    /* Room for every attr the op knows plus the ones given (unknown ones are reported). */
+    if (!(n->attrs = (df__attr *)DF_MALLOC((size_t)(b->n_attrs + b->op->n_attrs + 1) * sizeof(df__attr)))) goto oom;
+    for (int i = 0; i < b->n_attrs; i++) { n->attrs[i] = b->attrs[i]; }
+    n->n_attrs = b->n_attrs;
+    b->n_attrs = 0;
+    if (df__typecheck(n, b->groups, b->n_groups, &st) != DF_OK) goto fail_status;
+
+    /* Pivot control edges: inside a context, a node with no inputs, or (in a loop) with only
+       loop-invariant inputs, would run in the wrong frame or once too often (TF #26371). */
+    if (g->ctx && !b->raw) {
+        df_node *pivot = df__ctx_control_pivot(g->ctx);
+        int gate = n->n_inputs == 0 && n->n_controls == 0;
+        if (!gate && g->ctx->kind == DF__CTX_WHILE && n->n_controls == 0 && n->n_inputs > 0) {
+            gate = 1;
+            for (int i = 0; i < n->n_inputs; i++) {
+                const df_node *src = n->inputs[i].node;
+                if (!((src->op->flags & DF__OP_ENTER) && df__attr_b(src, "is_constant", 0) &&
+                      src->ctx == g->ctx)) { gate = 0; break; }
+            }
+        }
+        if (gate && pivot && !df__node_add_control(n, pivot)) goto oom;
+    }
+    /* Shapes. */
+    if (n->op->shape_fn) {
+        df__shape_ctx sc;
+        df__shape in_shapes_small[8];
+        df_dtype in_types_small[8];
+        df__shape *in_shapes = in_shapes_small;
+        df_dtype *in_types = in_types_small;
+        if (n->n_inputs > 8) {
+            in_shapes = (df__shape *)DF_MALLOC((size_t)n->n_inputs * sizeof(df__shape));
+            in_types = (df_dtype *)DF_MALLOC((size_t)n->n_inputs * sizeof(df_dtype));
+            if (!in_shapes || !in_types) {
+                if (in_shapes != in_shapes_small) DF_FREE(in_shapes);
+                if (in_types != in_types_small) DF_FREE(in_types);
+                goto oom;
+            }
+        }
+        for (int i = 0; i < n->n_inputs; i++) {
+            in_shapes[i] = n->inputs[i].node->out_shapes[n->inputs[i].index];
+            in_types[i] = n->inputs[i].node->out_types[n->inputs[i].index];
+        }
+        sc.g = g; sc.node = n; sc.in_shapes = in_shapes; sc.in_types = in_types; sc.st = &st;
+        df_code c = n->op->shape_fn(&sc);
+        if (in_shapes != in_shapes_small) DF_FREE(in_shapes);
+        if (in_types != in_types_small) DF_FREE(in_types);
+        if (c != DF_OK) goto fail_status;
+    }
+    if (!df__grow(&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(df_node *))) goto oom;
+    if (!df__strmap_put(&g->names, n->name, g->n_nodes)) goto oom;
+    n->id = g->n_nodes;
+    g->nodes[g->n_nodes++] = n;
+    df__builder_free(b);
+    return n;
+fail_status:
+    df__graph_error(g, st.code, "%s", st.message);
+    goto fail;
+oom:
+    df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory building a node");
+fail:
+    df__node_free(n);
+    df__builder_free(b);
+    return NULL;
+}
+
+df_code df_node_update_input(df_graph *g, df_node *dst, int index, df_output src) {
+    if (!g) return DF_INVALID_ARGUMENT;
+    if (g->status.code) return g->status.code;
+    if (!dst || dst->graph != g || !src.node || src.node->graph != g)
+        return df__graph_error(g, DF_INVALID_ARGUMENT, "df_node_update_input: node is NULL or from "
+                               "another graph");
+    if (index < 0 || index >= dst->n_inputs)
+        return df__graph_error(g, DF_OUT_OF_RANGE, "df_node_update_input: input %d out of range "
+                               "(node has %d) {{node %s}}", index, dst->n_inputs, dst->name);
+    if (!df__output_valid(src))
+        return df__graph_error(g, DF_OUT_OF_RANGE, "df_node_update_input: '%s' has no output %d "
+                               "{{node %s}}", src.node->name, src.index, dst->name);
+    if (df_output_dtype(src) != df_output_dtype(dst->inputs[index]))
+        return df__graph_error(g, DF_INVALID_ARGUMENT, "df_node_update_input: input %d of %s is %s "
+            "but '%s:%d' is %s {{node %s}}", index, dst->op->name,
+            df_dtype_name(df_output_dtype(dst->inputs[index])), src.node->name, src.index,
+            df_dtype_name(df_output_dtype(src)), dst->name);
+    dst->inputs[index] = src;
+    g->edit_version++;
+    return DF_OK;
+}
+
+/* ==========================================================================================
+   11. CONTROL-FLOW CONSTRUCTION                                                       >>cflow
+   df_cond and df_while_loop emit Switch, Merge, Enter, Exit, NextIteration and LoopCond as the
+   seed documents describe. A context stack records where a node is made; a tensor used inside
+   a context it was not made in is captured: a Switch per (tensor, branch) for cond, a constant
+   Enter per (tensor, loop) for while, recursively through every enclosing context. Ops with no
+   inputs, or only loop-invariant inputs, get a control edge from the context's pivot.
+   ========================================================================================== */
+static int df__ctx_contains(const df__ctx *outer, const df__ctx *inner) {
+    if (!outer) return 1;
+    for (const df__ctx *c = inner; c; c = c->outer) if (c == outer) return 1;
+    return 0;
+}
+
+static df_node *df__ctx_control_pivot(df__ctx *ctx) {
+    if (!ctx) return NULL;
+    if (ctx->kind == DF__CTX_COND) return ctx->pivot;
+    return ctx->pivot_for_body ? ctx->pivot_for_body : ctx->pivot_for_pred;
+}
+
+static df__ctx *df__ctx_new(df_graph *g, df__ctx_kind kind) {
+    df__ctx *c = (df__ctx *)DF_MALLOC(sizeof *c);
+    if (!c || !df__grow(&g->ctxs, &g->cap_ctxs, g->n_ctxs + 1, sizeof(df__ctx *))) {
+        DF_FREE(c);
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory making a control-flow context");
+        return NULL;
+    }
+    memset(c, 0, sizeof *c);
+    c->kind = kind;
+    c->outer = g->ctx;
+    g->ctxs[g->n_ctxs++] = c;
+    return c;
+}
+
+/* Makes an op with the given inputs in context `ctx`, without capture or pivot edges. */
+static df_node *df__raw_op(df_graph *g, df__ctx *ctx, const char *op, const char *name,
+                           const df_output *ins, int n_ins, int ins_as_list) {
+    df__ctx *saved = g->ctx;
+    g->ctx = ctx;
+    df_op_builder *b = df_op_new(g, op, NULL);
+    DF__UNUSED(name);
+    if (b) {
+        b->raw = 1;
+        if (ins_as_list) df_op_add_input_list(b, ins, n_ins);
+        else for (int i = 0; i < n_ins; i++) df_op_add_input(b, ins[i]);
+    }
+    df_node *n = df_op_finish(b);
+    g->ctx = saved;
+    return n;
+}
+
+static df_node *df__make_enter(df_graph *g, df__ctx *loop, df_output x, int is_constant) {
+    df__ctx *saved = g->ctx;
+    g->ctx = loop;
+    df_op_builder *b = df_op_new(g, "Enter", NULL);
+    if (b) {
+        b->raw = 1;
+        df_op_add_input(b, x);
+        df_op_set_attr_string(b, "frame_name", loop->frame_name);
+        df_op_set_attr_bool(b, "is_constant", is_constant);
+        df_op_set_attr_int(b, "parallel_iterations", loop->parallel_iterations);
+        /* An Enter of a loop nested in another loop fires once per outer iteration, gated by the
+           outer pivot, so that the dead final outer iteration does not run the inner loop. */
+        df_node *outer_pivot = loop->outer && loop->outer->kind == DF__CTX_WHILE
+                               ? df__ctx_control_pivot(loop->outer) : NULL;
+        if (outer_pivot) df_op_add_control_input(b, outer_pivot);
+    }
+    df_node *n = df_op_finish(b);
+    g->ctx = saved;
+    return n;
+}
+
+static df_output df__ctx_capture(df_graph *g, df__ctx *ctx, df_output x) {
+    df_output none = {NULL, 0};
+    if (!ctx || df__ctx_contains(ctx, x.node->ctx)) return x;
+    for (int i = 0; i < ctx->n_captures; i++)
+        if (ctx->captures[i].src == x.node && ctx->captures[i].index == x.index) return ctx->captures[i].value;
+    df_output outer_x = df__ctx_capture(g, ctx->outer, x);
+    if (!outer_x.node) return none;
+    df_output v;
+    if (ctx->kind == DF__CTX_COND) {
+        df_output ins[2] = {outer_x, ctx->pred};
+        df_node *sw = df__raw_op(g, ctx->outer, "Switch", NULL, ins, 2, 0);
+        if (!sw) return none;
+        sw->ctx = ctx;          /* its live output belongs to this branch */
+        v.node = sw;
+        v.index = ctx->branch;
+    } else {
+        df_node *e = df__make_enter(g, ctx, outer_x, 1);
+        if (!e) return none;
+        v.node = e;
+        v.index = 0;
+    }
+    if (!df__grow(&ctx->captures, &ctx->cap_captures, ctx->n_captures + 1, sizeof(df__capture))) {
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory capturing a tensor");
+        return none;
+    }
+    ctx->captures[ctx->n_captures].src = x.node;
+    ctx->captures[ctx->n_captures].index = x.index;
+    ctx->captures[ctx->n_captures].value = v;
+    ctx->n_captures++;
+    return v;
+}
+
+/* A control input from outside a while loop cannot cross into the loop's frame directly: it
+   becomes a small constant made after the outside node, captured like any tensor. */
+static df_node *df__ctx_capture_control(df_graph *g, df__ctx *ctx, df_node *c) {
+    if (df__ctx_contains(ctx, c->ctx)) return c;
+    int crosses_loop = 0;
+    for (df__ctx *k = ctx; k && !df__ctx_contains(k, c->ctx); k = k->outer)
+        if (k->kind == DF__CTX_WHILE) crosses_loop = 1;
+    if (!crosses_loop) return c;
+    df__ctx *saved = g->ctx;
+    g->ctx = c->ctx;
+    df_tensor *zero = df_tensor_scalar_i32(0);
+    df_op_builder *b = zero ? df_op_new(g, "Const", NULL) : NULL;
+    if (b) {
+        b->raw = 1;
+        df_op_set_attr_tensor(b, "value", zero);
+        df_op_set_attr_type(b, "dtype", DF_INT32);
+        df_op_add_control_input(b, c);
+    } else if (!zero) {
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    }
+    df_tensor_release(zero);
+    df_node *k = df_op_finish(b);
+    g->ctx = saved;
+    if (!k) return NULL;
+    df_output kv = {k, 0};
+    df_output v = df__ctx_capture(g, ctx, kv);
+    return v.node;
+}
+
+/* A unique relative scope name: "cond", "cond_1", ... within the current scope. */
+static int df__unique_scope(df_graph *g, const char *base, char *out, size_t n) {
+    char key[256];
+    snprintf(key, sizeof key, "%s%s/", df__scope(g), base);
+    int next = 0;
+    df__strmap_get(&g->name_counts, key, &next);
+    if (!df__strmap_put(&g->name_counts, key, next + 1)) return 0;
+    if (next == 0) snprintf(out, n, "%s", base);
+    else snprintf(out, n, "%s_%d", base, next);
+    return 1;
+}
+
+static df_code df__check_pred(df_graph *g, df_output pred, const char *what) {
+    if (!df__output_valid(pred) || pred.node->graph != g)
+        return df__graph_error(g, DF_INVALID_ARGUMENT, "%s: the predicate is NULL or invalid", what);
+    if (df_output_dtype(pred) != DF_BOOL)
+        return df__graph_error(g, DF_INVALID_ARGUMENT, "%s: the predicate must be a bool scalar, got %s "
+                               "{{node %s}}", what, df_dtype_name(df_output_dtype(pred)), pred.node->name);
+    int rank = pred.node->out_shapes[pred.index].rank;
+    if (rank > 0)
+        return df__graph_error(g, DF_INVALID_ARGUMENT, "%s: the predicate must be a scalar, got rank %d "
+                               "{{node %s}}", what, rank, pred.node->name);
+    return DF_OK;
+}
+
+df_code df_cond(df_graph *g, df_output pred, int n_out, df_branch_fn then_fn, df_branch_fn else_fn,
+                void *user, df_output *outs) {
+    if (!g) return DF_INVALID_ARGUMENT;
+    if (g->status.code) return g->status.code;
+    if (n_out < 0 || (n_out > 0 && !outs) || !then_fn || !else_fn)
+        return df__graph_error(g, DF_INVALID_ARGUMENT, "df_cond: bad arguments (n_out %d, outs %s, "
+                               "then_fn %s, else_fn %s)", n_out, outs ? "set" : "NULL",
+                               then_fn ? "set" : "NULL", else_fn ? "set" : "NULL");
+    for (int i = 0; i < n_out; i++) outs[i].node = NULL, outs[i].index = 0;
+    if (df__check_pred(g, pred, "df_cond")) return g->status.code;
+    char scope[64];
+    if (!df__unique_scope(g, "cond", scope, sizeof scope))
+        return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    df_graph_push_name_scope(g, scope);
+    df__ctx *outer = g->ctx;
+    df_output *res = (df_output *)DF_MALLOC((size_t)(2 * n_out + 1) * sizeof(df_output));
+    if (!res) { df_graph_pop_name_scope(g); return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); }
+    memset(res, 0, (size_t)(2 * n_out + 1) * sizeof(df_output));
+    df_output *res_t = res, *res_f = res + n_out;
+
+    df_op_builder *b = df_op_new(g, "Switch", "switch");
+    df_op_add_input(b, pred);
+    df_op_add_input(b, pred);
+    df_node *sw = df_op_finish(b);
+    b = df_op_new(g, "Identity", "pred_id");
+    df_op_add_input(b, pred);
+    df_node *pred_id = df_op_finish(b);
+    df_output sw_t = {sw, 1}, sw_f = {sw, 0};
+    b = df_op_new(g, "Identity", "switch_t");
+    df_op_add_input(b, sw_t);
+    df_node *pivot_t = df_op_finish(b);
+    b = df_op_new(g, "Identity", "switch_f");
+    df_op_add_input(b, sw_f);
+    df_node *pivot_f = df_op_finish(b);
+    df__ctx *ctx_t = g->status.code ? NULL : df__ctx_new(g, DF__CTX_COND);
+    df__ctx *ctx_f = g->status.code ? NULL : df__ctx_new(g, DF__CTX_COND);
+    if (ctx_t && ctx_f) {
+        df_output pid = {pred_id, 0};
+        ctx_t->pred = pid; ctx_t->branch = 1; ctx_t->pivot = pivot_t; pivot_t->ctx = ctx_t;
+        ctx_f->pred = pid; ctx_f->branch = 0; ctx_f->pivot = pivot_f; pivot_f->ctx = ctx_f;
+        for (int br = 0; br < 2 && !g->status.code; br++) {
+            df__ctx *ctx = br == 0 ? ctx_t : ctx_f;
+            df_output *r = br == 0 ? res_t : res_f;
+            g->ctx = ctx;
+            (br == 0 ? then_fn : else_fn)(g, user, r);
+            for (int i = 0; i < n_out && !g->status.code; i++) {
+                if (!df__output_valid(r[i]) || r[i].node->graph != g) {
+                    df__graph_error(g, DF_INVALID_ARGUMENT, "df_cond: the %s branch left output %d "
+                                    "NULL or invalid", br == 0 ? "then" : "else", i);
+                    break;
+                }
+                r[i] = df__ctx_capture(g, ctx, r[i]);   /* a branch may return an outside tensor */
+            }
+            g->ctx = outer;
+        }
+    }
+    g->ctx = outer;
+    for (int i = 0; i < n_out && !g->status.code; i++) {
+        if (df_output_dtype(res_t[i]) != df_output_dtype(res_f[i])) {
+            df__graph_error(g, DF_INVALID_ARGUMENT, "df_cond: output %d of the then branch is %s but "
+                            "the else branch gives %s", i, df_dtype_name(df_output_dtype(res_t[i])),
+                            df_dtype_name(df_output_dtype(res_f[i])));
+            break;
+        }
+        df_output pair[2] = {res_f[i], res_t[i]};     /* value_index equals the branch taken */
+        b = df_op_new(g, "Merge", "Merge");
+        if (b) b->raw = 1;
+        df_op_add_input_list(b, pair, 2);
+        df_node *m = df_op_finish(b);
+        if (m) { outs[i].node = m; outs[i].index = 0; }
+    }
+    DF_FREE(res);
+    df_graph_pop_name_scope(g);
+    if (g->status.code) for (int i = 0; i < n_out; i++) outs[i].node = NULL, outs[i].index = 0;
+    return g->status.code;
+}
+
+static int df__shapes_equal(const df__shape *a, const df__shape *b) {
+    if (a->rank != b->rank) return 0;
+    for (int i = 0; i < a->rank; i++) if (a->dims[i] != b->dims[i]) return 0;
+    return 1;
+}
+
+/* The most specific shape both a and b satisfy. */
+static df__shape df__shape_relax(const df__shape *a, const df__shape *b) {
+    df__shape r;
+    if (a->rank != b->rank || a->rank < 0) { r.rank = -1; return r; }
+    r.rank = a->rank;
+    for (int i = 0; i < a->rank; i++) r.dims[i] = a->dims[i] == b->dims[i] ? a->dims[i] : -1;
+    return r;
+}
+
+df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_cond_fn cond,
+                      df_loop_body_fn body, void *user, const df_while_options *opts,
+                      df_output *outs) {
+    if (!g) return DF_INVALID_ARGUMENT;
+    if (g->status.code) return g->status.code;
+    if (n_vars < 1 || !init || !cond || !body || !outs)
+        return df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: bad arguments (n_vars %d must be "
+                               ">= 1; init, cond, body and outs must be set)", n_vars);
+    for (int i = 0; i < n_vars; i++) outs[i].node = NULL, outs[i].index = 0;
+    for (int i = 0; i < n_vars; i++)
+        if (!df__output_valid(init[i]) || init[i].node->graph != g)
+            return df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: loop variable %d is NULL or "
+                                   "invalid", i);
+    int par = opts ? opts->parallel_iterations : 0;
+    int64_t max_iter = opts ? opts->maximum_iterations : 0;
+    if (par < 0) return df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: parallel_iterations must "
+                                        "be positive, got %d", par);
+    if (max_iter < 0) return df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: maximum_iterations "
+                                             "must be >= 0 (0 means no limit), got %lld", (long long)max_iter);
+    if (par == 0) par = 10;
+    const char *base = opts && opts->name && *opts->name ? opts->name : "while";
+    if (!df__valid_node_name(base))
+        return df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: invalid name '%s'", base);
+    char scope[96];
+    if (!df__unique_scope(g, base, scope, sizeof scope))
+        return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    df_graph_push_name_scope(g, scope);
+    df__ctx *outer = g->ctx;
+    int has_counter = max_iter > 0;
+    int n = n_vars + has_counter;
+    df_output *mem = (df_output *)DF_MALLOC((size_t)(5 * n + 2) * sizeof(df_output));
+    df__ctx *C = mem ? df__ctx_new(g, DF__CTX_WHILE) : NULL;
+    if (!mem || !C) {
+        DF_FREE(mem);
+        df_graph_pop_name_scope(g);
+        return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    }
+    memset(mem, 0, (size_t)(5 * n + 2) * sizeof(df_output));
+    df_output *vals = mem, *merges = mem + n, *switches = mem + 2 * n, *body_in = mem + 3 * n,
+              *next = mem + 4 * n;
+    const char *full = df__scope(g);
+    size_t len = strlen(full);
+    C->frame_name = (char *)DF_MALLOC(len + 1);
+    if (C->frame_name) { memcpy(C->frame_name, full, len); C->frame_name[len ? len - 1 : 0] = 0; }
+    else df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    C->parallel_iterations = par;
+
+    /* Initial values, valid in the outer context. */
+    if (has_counter) {
+        df_output zero = df_scalar_i64(g, 0);
+        vals[0] = zero;
+    }
+    for (int i = 0; i < n_vars && !g->status.code; i++)
+        vals[has_counter + i] = outer ? df__ctx_capture(g, outer, init[i]) : init[i];
+    /* Enter and Merge per variable. */
+    for (int i = 0; i < n && !g->status.code; i++) {
+        df_node *e = df__make_enter(g, C, vals[i], 0);
+        if (!e) break;
+        df_output ev = {e, 0}, pair[2] = {ev, ev};
+        df_node *m = df__raw_op(g, C, "Merge", "Merge", pair, 2, 1);
+        if (!m) break;
+        merges[i].node = m;
+        merges[i].index = 0;
+    }
+    if (!g->status.code) {
+        C->pivot_for_pred = merges[0].node;
+        g->ctx = C;
+        df_output c = cond(g, user, merges + has_counter);
+        g->ctx = outer;
+        if (!g->status.code && (!df__output_valid(c) || c.node->graph != g))
+            df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: cond returned a NULL or invalid tensor");
+        if (!g->status.code) {
+            g->ctx = C;
+            c = df__ctx_capture(g, C, c);
+            if (!g->status.code && df__check_pred(g, c, "df_while_loop cond") == DF_OK && has_counter) {
+                df_output limit = df_scalar_i64(g, max_iter);
+                df_output lt = df_less(g, merges[0], limit);
+                c = df_logical_and(g, lt, c);
+            }
+            g->ctx = outer;
+        }
+        df_node *lc = g->status.code ? NULL : df__raw_op(g, C, "LoopCond", "LoopCond", &c, 1, 0);
+        for (int i = 0; i < n && lc; i++) {
+            df_output lcv = {lc, 0}, ins[2] = {merges[i], lcv};
+            df_node *sw = df__raw_op(g, C, "Switch", "Switch", ins, 2, 0);
+            if (!sw) break;
+            switches[i].node = sw;
+            df_output t = {sw, 1};
+            df_node *id = df__raw_op(g, C, "Identity", "Identity", &t, 1, 0);
+            if (!id) break;
+            body_in[i].node = id;
+            if (i == 0) C->pivot_for_body = id;
+        }
+    }
+    if (!g->status.code) {
+        g->ctx = C;
+        body(g, user, body_in + has_counter, next + has_counter);
+        if (has_counter && !g->status.code) next[0] = df_add(g, body_in[0], df_scalar_i64(g, 1));
+        for (int i = 0; i < n && !g->status.code; i++) {
+            if (!df__output_valid(next[i]) || next[i].node->graph != g) {
+                df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: the body left output %d NULL or "
+                                "invalid", i - has_counter);
+                break;
+            }
+            next[i] = df__ctx_capture(g, C, next[i]);
+            if (!next[i].node) break;
+            if (df_output_dtype(next[i]) != df_output_dtype(merges[i])) {
+                df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: loop variable %d enters the loop "
+                    "as %s but the body returns %s {{node %s}}", i - has_counter,
+                    df_dtype_name(df_output_dtype(merges[i])), df_dtype_name(df_output_dtype(next[i])),
+                    next[i].node->name);
+                break;
+            }
+        }
+        g->ctx = outer;
+        for (int i = 0; i < n && !g->status.code; i++) {
+            df_node *ni = df__raw_op(g, C, "NextIteration", "NextIteration", &next[i], 1, 0);
+            if (!ni) break;
+            df_output niv = {ni, 0};
+            df__shape *ms = &merges[i].node->out_shapes[0];
+            if (!df__shapes_equal(ms, &ni->out_shapes[0])) *ms = df__shape_relax(ms, &ni->out_shapes[0]);
+            df_node_update_input(g, merges[i].node, 1, niv);
+        }
+        for (int i = 0; i < n && !g->status.code; i++) {
+            df_output f = {switches[i].node, 0};
+            switches[i].node->out_shapes[0] = switches[i].node->out_shapes[1] = merges[i].node->out_shapes[0];
+            df_node *ex = df__raw_op(g, outer, "Exit", "Exit", &f, 1, 0);
+            if (!ex) break;
+            ex->out_shapes[0] = merges[i].node->out_shapes[0];
+            if (i >= has_counter) { outs[i - has_counter].node = ex; outs[i - has_counter].index = 0; }
+        }
+    }
+    g->ctx = outer;
+    DF_FREE(mem);
+    df_graph_pop_name_scope(g);
+    if (g->status.code) for (int i = 0; i < n_vars; i++) outs[i].node = NULL, outs[i].index = 0;
+    return g->status.code;
+}
+
+/* ==========================================================================================
+   10. SHAPE INFERENCE                                                                 >>shape
+   Shape functions run when a node is made. They use constant inputs (Const, or an Identity or
+   Enter of one) where an op takes a shape or axis as a tensor, and leave dims unknown (-1)
+   otherwise. The checks here are repeated by the kernels: static shapes are a hint, not a promise.
+   ========================================================================================== */
+struct df__step;
+typedef struct df__kctx {
+    df_tensor **in;              /* input values (NULL: dead; only Merge sees those) */
+    df_tensor **out;             /* outputs the kernel sets; NULL leaves one dead (Switch) */
+    const df_node *node;
+    int n_in, n_out;
+    uint32_t need;               /* bit i: output i has a consumer */
+    df_bfc *alloc;               /* the device's allocator */
+    struct df__step *step;
+    df_status *st;
+} df__kctx;
+
+static const df_tensor *df__const_value(df_output o) {
+    for (int depth = 0; o.node && depth < 8; depth++) {
+        unsigned f = o.node->op->flags;
+        if (!strcmp(o.node->op->name, "Const")) {
+            const df__attr *a = df__node_attr(o.node, "value");
+            return a && a->kind == DF__A_TENSOR ? a->u.tensor : NULL;
+        }
+        if ((f & DF__OP_ENTER) || !strcmp(o.node->op->name, "Identity")) o = o.node->inputs[0];
+        else return NULL;
+    }
+    return NULL;
+}
+static const df_tensor *df__sc_const(df__shape_ctx *c, int i) {
+    return i < c->node->n_inputs ? df__const_value(c->node->inputs[i]) : NULL;
+}
+static df__shape *df__sc_out(df__shape_ctx *c, int i) { return &c->node->out_shapes[i]; }
+static df__shape df__shape_of(const df_tensor *t) {
+    df__shape s;
+    s.rank = t->rank;
+    for (int i = 0; i < t->rank; i++) s.dims[i] = t->dims[i];
+    return s;
+}
+static df__shape df__shape_unknown(void) { df__shape s; s.rank = -1; return s; }
+static df__shape df__shape_scalar(void) { df__shape s; s.rank = 0; return s; }
+
+/* Integer element i of an int32/int64 tensor. */
+static int64_t df__int_at(const df_tensor *t, int64_t i) {
+    return t->dtype == DF_INT64 ? ((const int64_t *)t->data)[i] : (int64_t)((const int32_t *)t->data)[i];
+}
+static int df__is_int_tensor(const df_tensor *t) { return t && (t->dtype == DF_INT32 || t->dtype == DF_INT64); }
+
+static df_code df__fail(df_status *st, const df_node *n, df_code code, const char *fmt, ...) {
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return df_status_set(st, code, "%s {{node %s}}", msg, n && n->name ? n->name : "?");
+}
+
+/* NumPy broadcasting of two shapes. Strides are element strides into each operand (0 where
+   the operand is broadcast). Unknown dims (-1) broadcast to unknown. */
+typedef struct df__bcast {
+    int rank;
+    int64_t dims[DF_MAX_RANK], sa[DF_MAX_RANK], sb[DF_MAX_RANK];
+} df__bcast;
+
+static int df__broadcast(int ra, const int64_t *da, int rb, const int64_t *db, df__bcast *bc) {
+    int r = DF__MAX(ra, rb);
+    int64_t stride_a = 1, stride_b = 1;
+    bc->rank = r;
+    for (int i = r - 1; i >= 0; i--) {
+        int ia = i - (r - ra), ib = i - (r - rb);
+        int64_t x = ia >= 0 ? da[ia] : 1, y = ib >= 0 ? db[ib] : 1;
+        if (x == y) bc->dims[i] = x;
+        else if (x == 1) bc->dims[i] = y;
+        else if (y == 1) bc->dims[i] = x;
+        else if (x == -1 || y == -1) bc->dims[i] = x == -1 ? (y == 1 ? -1 : y) : x;
+        else return 0;
+        bc->sa[i] = (x == 1 && bc->dims[i] != 1) ? 0 : stride_a;
+        bc->sb[i] = (y == 1 && bc->dims[i] != 1) ? 0 : stride_b;
+        stride_a *= x < 0 ? 1 : x;
+        stride_b *= y < 0 ? 1 : y;
+    }
+    return 1;
+}
+
+static const char *df__dims_str(int rank, const int64_t *dims, char *buf, size_t n) {
+    df__shape_str(rank, dims, buf, n);
+    return buf;
+}
+
+static df_code df__sf_same(df__shape_ctx *c) {
+    for (int i = 0; i < c->node->n_outputs; i++)
+        *df__sc_out(c, i) = c->node->n_inputs ? c->in_shapes[0] : df__shape_unknown();
+    return DF_OK;
+}
+static df_code df__sf_scalar(df__shape_ctx *c) {
+    for (int i = 0; i < c->node->n_outputs; i++) *df__sc_out(c, i) = df__shape_scalar();
+    return DF_OK;
+}
+static df_code df__sf_binary(df__shape_ctx *c) {
+    const df__shape *a = &c->in_shapes[0], *b = &c->in_shapes[1];
+    if (a->rank < 0 || b->rank < 0) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
+    df__bcast bc;
+    if (!df__broadcast(a->rank, a->dims, b->rank, b->dims, &bc)) {
+        char s1[96], s2[96];
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s for %s",
+                        df__dims_str(a->rank, a->dims, s1, 96), df__dims_str(b->rank, b->dims, s2, 96),
+                        c->node->op->name);
+    }
+    df__shape *o = df__sc_out(c, 0);
+    o->rank = bc.rank;
+    memcpy(o->dims, bc.dims, sizeof bc.dims);
+    return DF_OK;
+}
+
+/* ==========================================================================================
+   12. CPU KERNELS                                                                   >>kernels
+   A kernel reads c->in, writes c->out (new references) and reports errors through c->st with
+   the node's name. Kernels never trust static shapes: every size, axis and index is checked
+   again here. Elementwise ops broadcast NumPy-style over a row-wise odometer; sizes are
+   int64 throughout. Vector speed comes later; nothing here is quadratic where TF is linear.
+   ========================================================================================== */
+#define DF__KFAIL(c, code, ...) df__fail((c)->st, (c)->node, (code), __VA_ARGS__)
+
+static df_tensor *df__k_alloc(df__kctx *c, int i, df_dtype t, int rank, const int64_t *dims) {
+    df_tensor *x = df__tensor_alloc(c->alloc, t, rank, dims, c->st);
+    if (!x) {
+        char msg[sizeof c->st->message];
+        memcpy(msg, c->st->message, sizeof msg);
+        df_status_set(c->st, c->st->code ? c->st->code : DF_RESOURCE_EXHAUSTED, "%.*s {{node %s}}",
+                      400, msg, c->node->name);
+        return NULL;
+    }
+    c->out[i] = x;
+    return x;
+}
+static df_tensor *df__k_alloc_like(df__kctx *c, int i, df_dtype t, const df_tensor *like) {
+    return df__k_alloc(c, i, t, like->rank, like->dims);
+}
+static void df__k_forward(df__kctx *c, int out, int in) { c->out[out] = df_tensor_retain(c->in[in]); }
+
+/* ---- elementwise binary ---- */
+enum { DF__B_ADD, DF__B_SUB, DF__B_MUL, DF__B_DIV, DF__B_MAX, DF__B_MIN, DF__B_POW, DF__B_FLOORMOD,
+       DF__B_FLOORDIV, DF__B_SQDIFF, DF__B_LESS, DF__B_LESS_EQ, DF__B_GREATER, DF__B_GREATER_EQ,
+       DF__B_EQUAL, DF__B_NOT_EQUAL, DF__B_AND, DF__B_OR, DF__B_COUNT };
+typedef void (*df__row_fn)(void *o, const void *a, const void *b, int64_t n, int sa, int sb);
+
+#define DF__ROW(NAME, TI, TO, EXPR)                                                            \
+    static void NAME(void *o_, const void *a_, const void *b_, int64_t n, int sa, int sb) {    \
+        TO *o = (TO *)o_;                                                                      \
+        const TI *a = (const TI *)a_, *b = (const TI *)b_;                                     \
+        if (sa && sb) for (int64_t i = 0; i < n; i++) { TI x = a[i], y = b[i]; o[i] = (TO)(EXPR); } \
+        else if (sa) { TI y = b[0]; for (int64_t i = 0; i < n; i++) { TI x = a[i]; o[i] = (TO)(EXPR); } } \
+        else if (sb) { TI x = a[0]; for (int64_t i = 0; i < n; i++) { TI y = b[i]; o[i] = (TO)(EXPR); } } \
+        else { TI x = a[0], y = b[0]; TO v = (TO)(EXPR); for (int64_t i = 0; i < n; i++) o[i] = v; } \
+    }
+
+static int32_t df__ipow32(int32_t x, int32_t y) { int32_t r = 1; while (y > 0) { if (y & 1) r = (int32_t)((uint32_t)r * (uint32_t)x); x = (int32_t)((uint32_t)x * (uint32_t)x); y >>= 1; } return r; }
+static int64_t df__ipow64(int64_t x, int64_t y) { int64_t r = 1; while (y > 0) { if (y & 1) r = (int64_t)((uint64_t)r * (uint64_t)x); x = (int64_t)((uint64_t)x * (uint64_t)x); y >>= 1; } return r; }
+#define DF__IFMOD(x, y) ((x) % (y) != 0 && (((x) % (y) < 0) != ((y) < 0)) ? (x) % (y) + (y) : (x) % (y))
+#define DF__IFDIV(x, y) ((x) / (y) - (((x) % (y) != 0) && (((x) < 0) != ((y) < 0))))
+#define DF__FFMOD(x, y) (fmod((x), (y)) != 0 && ((fmod((x), (y)) < 0) != ((y) < 0)) ? fmod((x), (y)) + (y) : fmod((x), (y)))
+/* Integer add/sub/mul wrap as two's complement (TensorFlow's behaviour), without UB. */
+#define DF__WRAP(T, U, OP, x, y) ((T)((U)(x) OP (U)(y)))
+
+#define DF__ARITH_ROWS(SUF, T, ISFLOAT, POWF, FMODF, FDIVF, ADDX, SUBX, MULX)                 \
+    DF__ROW(df__row_add_##SUF, T, T, ADDX) DF__ROW(df__row_sub_##SUF, T, T, SUBX)              \
+    DF__ROW(df__row_mul_##SUF, T, T, MULX) DF__ROW(df__row_div_##SUF, T, T, x / y)             \
+    DF__ROW(df__row_max_##SUF, T, T, (x > y || (ISFLOAT && x != x)) ? x : y)                   \
+    DF__ROW(df__row_min_##SUF, T, T, (x < y || (ISFLOAT && x != x)) ? x : y)                   \
+    DF__ROW(df__row_pow_##SUF, T, T, POWF) DF__ROW(df__row_fmod_##SUF, T, T, FMODF)            \
+    DF__ROW(df__row_fdiv_##SUF, T, T, FDIVF) DF__ROW(df__row_sqd_##SUF, T, T, (x - y) * (x - y)) \
+    DF__ROW(df__row_lt_##SUF, T, uint8_t, x < y) DF__ROW(df__row_le_##SUF, T, uint8_t, x <= y) \
+    DF__ROW(df__row_gt_##SUF, T, uint8_t, x > y) DF__ROW(df__row_ge_##SUF, T, uint8_t, x >= y) \
+    DF__ROW(df__row_eq_##SUF, T, uint8_t, x == y) DF__ROW(df__row_ne_##SUF, T, uint8_t, x != y)
+
+DF__ARITH_ROWS(f32, float, 1, powf(x, y), (float)DF__FFMOD(x, y), floorf(x / y), x + y, x - y, x * y)
+DF__ARITH_ROWS(f64, double, 1, pow(x, y), DF__FFMOD(x, y), floor(x / y), x + y, x - y, x * y)
+DF__ARITH_ROWS(i32, int32_t, 0, df__ipow32(x, y), DF__IFMOD(x, y), DF__IFDIV(x, y),
+               DF__WRAP(int32_t, uint32_t, +, x, y), DF__WRAP(int32_t, uint32_t, -, x, y),
+               DF__WRAP(int32_t, uint32_t, *, x, y))
+DF__ARITH_ROWS(i64, int64_t, 0, df__ipow64(x, y), DF__IFMOD(x, y), DF__IFDIV(x, y),
+               DF__WRAP(int64_t, uint64_t, +, x, y), DF__WRAP(int64_t, uint64_t, -, x, y),
+               DF__WRAP(int64_t, uint64_t, *, x, y))
+DF__ROW(df__row_and_b, uint8_t, uint8_t, x && y)
+DF__ROW(df__row_or_b, uint8_t, uint8_t, x || y)
+DF__ROW(df__row_eq_b, uint8_t, uint8_t, (x != 0) == (y != 0))
+DF__ROW(df__row_ne_b, uint8_t, uint8_t, (x != 0) != (y != 0))
+
+#define DF__ROWSET(SUF) { df__row_add_##SUF, df__row_sub_##SUF, df__row_mul_##SUF, df__row_div_##SUF, \
+    df__row_max_##SUF, df__row_min_##SUF, df__row_pow_##SUF, df__row_fmod_##SUF, df__row_fdiv_##SUF, \
+    df__row_sqd_##SUF, df__row_lt_##SUF, df__row_le_##SUF, df__row_gt_##SUF, df__row_ge_##SUF, \
+    df__row_eq_##SUF, df__row_ne_##SUF, NULL, NULL }
+static const df__row_fn df__rows_f32[DF__B_COUNT] = DF__ROWSET(f32);
+static const df__row_fn df__rows_f64[DF__B_COUNT] = DF__ROWSET(f64);
+static const df__row_fn df__rows_i32[DF__B_COUNT] = DF__ROWSET(i32);
+static const df__row_fn df__rows_i64[DF__B_COUNT] = DF__ROWSET(i64);
+
+static df__row_fn df__binary_row(int code, df_dtype t) {
+    switch (t) {
+    case DF_FLOAT: return df__rows_f32[code];
+    case DF_DOUBLE: return df__rows_f64[code];
+    case DF_INT32: return df__rows_i32[code];
+    case DF_INT64: return df__rows_i64[code];
+    case DF_BOOL:
+        return code == DF__B_AND ? df__row_and_b : code == DF__B_OR ? df__row_or_b
+             : code == DF__B_EQUAL ? df__row_eq_b : code == DF__B_NOT_EQUAL ? df__row_ne_b : NULL;
+    default: return NULL;
+    }
+}
+
+static int df__any_zero_int(const df_tensor *t) {
+    for (int64_t i = 0; i < t->n; i++) if (df__int_at(t, i) == 0) return 1;
+    return 0;
+}
+
+static void df__k_binary(df__kctx *c) {
+    const df_tensor *a = c->in[0], *b = c->in[1];
+    int code = c->node->op->code;
+    df__row_fn row = df__binary_row(code, a->dtype);
+    if (!row) { DF__KFAIL(c, DF_UNIMPLEMENTED, "%s has no kernel for %s", c->node->op->name, df_dtype_name(a->dtype)); return; }
+    df__bcast bc;
+    if (!df__broadcast(a->rank, a->dims, b->rank, b->dims, &bc)) {
+        char s1[96], s2[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s for %s",
+                  df__dims_str(a->rank, a->dims, s1, 96), df__dims_str(b->rank, b->dims, s2, 96), c->node->op->name);
+        return;
+    }
+    int is_int = a->dtype == DF_INT32 || a->dtype == DF_INT64;
+    if (is_int && (code == DF__B_DIV || code == DF__B_FLOORMOD || code == DF__B_FLOORDIV) && df__any_zero_int(b)) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Integer division by zero in %s", c->node->op->name);
+        return;
+    }
+    if (is_int && code == DF__B_POW)
+        for (int64_t i = 0; i < b->n; i++)
+            if (df__int_at(b, i) < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Integers to negative integer powers are not allowed"); return; }
+    df_dtype ot = code >= DF__B_LESS && code <= DF__B_NOT_EQUAL ? DF_BOOL : a->dtype;
+    df_tensor *o = df__k_alloc(c, 0, ot, bc.rank, bc.dims);
+    if (!o || o->n == 0) return;
+    size_t es = df_dtype_size(a->dtype), eo = df_dtype_size(ot);
+    const char *pa = (const char *)a->data, *pb = (const char *)b->data;
+    char *po = (char *)o->data;
+    if (a->n == o->n && b->n == o->n) { row(po, pa, pb, o->n, 1, 1); return; }
+    if (b->n == 1 && a->n == o->n) { row(po, pa, pb, o->n, 1, 0); return; }
+    if (a->n == 1 && b->n == o->n) { row(po, pa, pb, o->n, 0, 1); return; }
+    /* general: odometer over all dims but the last */
+    int r = bc.rank;
+    int64_t inner = bc.dims[r - 1], idx[DF_MAX_RANK] = {0}, oa = 0, ob = 0;
+    int sa = bc.sa[r - 1] != 0, sb = bc.sb[r - 1] != 0;
+    for (int64_t done = 0; done < o->n; done += inner) {
+        row(po + (size_t)done * eo, pa + (size_t)oa * es, pb + (size_t)ob * es, inner, sa, sb);
+        for (int d = r - 2; d >= 0; d--) {
+            idx[d]++; oa += bc.sa[d]; ob += bc.sb[d];
+            if (idx[d] < bc.dims[d]) break;
+            oa -= bc.sa[d] * idx[d]; ob -= bc.sb[d] * idx[d]; idx[d] = 0;
+        }
+    }
+}
+
+/* ---- elementwise unary ---- */
+enum { DF__U_NEG, DF__U_SQUARE, DF__U_SQRT, DF__U_RSQRT, DF__U_EXP, DF__U_LOG, DF__U_TANH,
+       DF__U_SIGMOID, DF__U_RELU, DF__U_ABS, DF__U_SIGN, DF__U_NOT, DF__U_RECIPROCAL, DF__U_FLOOR };
+
+#define DF__UNARY_LOOP(T, EXPR) { const T *a = (const T *)x->data; T *o = (T *)y->data; \
+    for (int64_t i = 0; i < n; i++) { T v = a[i]; o[i] = (T)(EXPR); } }
+#define DF__UNARY_FLOAT(T, SQRT, EXP, LOG, TANH, FLOOR)                                      \
+    switch (code) {                                                                        \
+    case DF__U_NEG: DF__UNARY_LOOP(T, -v) break;                                           \
+    case DF__U_SQUARE: DF__UNARY_LOOP(T, v * v) break;                                     \
+    case DF__U_SQRT: DF__UNARY_LOOP(T, SQRT(v)) break;                                     \
+    case DF__U_RSQRT: DF__UNARY_LOOP(T, (T)1 / SQRT(v)) break;                             \
+    case DF__U_EXP: DF__UNARY_LOOP(T, EXP(v)) break;                                       \
+    case DF__U_LOG: DF__UNARY_LOOP(T, LOG(v)) break;                                       \
+    case DF__U_TANH: DF__UNARY_LOOP(T, TANH(v)) break;                                     \
+    case DF__U_SIGMOID: DF__UNARY_LOOP(T, v >= 0 ? (T)1 / ((T)1 + EXP(-v)) : EXP(v) / ((T)1 + EXP(v))) break; \
+    case DF__U_RELU: DF__UNARY_LOOP(T, v > 0 ? v : (v != v ? v : (T)0)) break;             \
+    case DF__U_ABS: DF__UNARY_LOOP(T, v < 0 ? -v : v) break;                               \
+    case DF__U_SIGN: DF__UNARY_LOOP(T, v > 0 ? (T)1 : v < 0 ? (T)-1 : v) break;            \
+    case DF__U_RECIPROCAL: DF__UNARY_LOOP(T, (T)1 / v) break;                              \
+    case DF__U_FLOOR: DF__UNARY_LOOP(T, FLOOR(v)) break;                                   \
+    default: ok = 0;                                                                       \
+    }
+#define DF__UNARY_INT(T, U)                                                                \
+    switch (code) {                                                                        \
+    case DF__U_NEG: DF__UNARY_LOOP(T, (T)(0 - (U)v)) break;                                \
+    case DF__U_SQUARE: DF__UNARY_LOOP(T, (T)((U)v * (U)v)) break;                          \
+    case DF__U_RELU: DF__UNARY_LOOP(T, v > 0 ? v : 0) break;                               \
+    case DF__U_ABS: DF__UNARY_LOOP(T, v < 0 ? (T)(0 - (U)v) : v) break;                    \
+    case DF__U_SIGN: DF__UNARY_LOOP(T, v > 0 ? 1 : v < 0 ? -1 : 0) break;                  \
+    default: ok = 0;                                                                       \
+    }
+
+static void df__k_unary(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    int code = c->node->op->code, ok = 1;
+    df_tensor *y = df__k_alloc_like(c, 0, x->dtype, x);
+    if (!y) return;
+    int64_t n = x->n;
+    switch (x->dtype) {
+    case DF_FLOAT: DF__UNARY_FLOAT(float, sqrtf, expf, logf, tanhf, floorf) break;
+    case DF_DOUBLE: DF__UNARY_FLOAT(double, sqrt, exp, log, tanh, floor) break;
+    case DF_INT32: DF__UNARY_INT(int32_t, uint32_t) break;
+    case DF_INT64: DF__UNARY_INT(int64_t, uint64_t) break;
+    case DF_BOOL:
+        if (code == DF__U_NOT) DF__UNARY_LOOP(uint8_t, !v)
+        else ok = 0;
+        break;
+    default: ok = 0;
+    }
+    if (!ok) DF__KFAIL(c, DF_UNIMPLEMENTED, "%s has no kernel for %s", c->node->op->name, df_dtype_name(x->dtype));
+}
+
+/* ---- Cast ---- */
+static void df__set_from_f64(df_dtype t, void *p, int64_t i, double v) {
+    switch (t) {
+    case DF_FLOAT: ((float *)p)[i] = (float)v; break;
+    case DF_DOUBLE: ((double *)p)[i] = v; break;
+    case DF_HALF: ((uint16_t *)p)[i] = df_float_to_half((float)v); break;
+    case DF_BFLOAT16: ((uint16_t *)p)[i] = df_float_to_bfloat16((float)v); break;
+    case DF_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    default: break;
+    }
+}
+/* Float to integer conversion that saturates and maps NaN to 0 instead of undefined behaviour. */
+static int64_t df__f2i(double v, int64_t lo, int64_t hi) {
+    if (v != v) return 0;
+    if (v <= (double)lo) return lo;
+    if (v >= (double)hi) return hi;
+    return (int64_t)v;
+}
+static void df__set_from_i64(df_dtype t, void *p, int64_t i, int64_t v) {
+    switch (t) {
+    case DF_INT32: ((int32_t *)p)[i] = (int32_t)(uint32_t)v; break;
+    case DF_INT64: ((int64_t *)p)[i] = v; break;
+    case DF_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case DF_INT8: ((int8_t *)p)[i] = (int8_t)(uint8_t)v; break;
+    case DF_INT16: ((int16_t *)p)[i] = (int16_t)(uint16_t)v; break;
+    case DF_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case DF_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case DF_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+    case DF_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    default: df__set_from_f64(t, p, i, (double)v);
+    }
+}
+static int df__is_integer_type(df_dtype t) {
+    return t == DF_INT32 || t == DF_INT64 || t == DF_UINT8 || t == DF_INT8 || t == DF_INT16 ||
+           t == DF_UINT16 || t == DF_UINT32 || t == DF_UINT64;
+}
+static int64_t df__get_i64(df_dtype t, const void *p, int64_t i) {
+    switch (t) {
+    case DF_INT32: return ((const int32_t *)p)[i];
+    case DF_INT64: return ((const int64_t *)p)[i];
+    case DF_UINT8: return ((const uint8_t *)p)[i];
+    case DF_INT8: return ((const int8_t *)p)[i];
+    case DF_INT16: return ((const int16_t *)p)[i];
+    case DF_UINT16: return ((const uint16_t *)p)[i];
+    case DF_UINT32: return ((const uint32_t *)p)[i];
+    case DF_UINT64: return (int64_t)((const uint64_t *)p)[i];
+    case DF_BOOL: return ((const uint8_t *)p)[i] != 0;
+    default: return df__f2i(df__get_f64(t, p, i), INT64_MIN, INT64_MAX);
+    }
+}
+static void df__k_cast(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    df_dtype to = df__attr_type(c->node, "DstT");
+    if (to == x->dtype) { df__k_forward(c, 0, 0); return; }
+    df_tensor *y = df__k_alloc_like(c, 0, to, x);
+    if (!y) return;
+    int from_int = df__is_integer_type(x->dtype) || x->dtype == DF_BOOL;
+    for (int64_t i = 0; i < x->n; i++) {
+        if (df__is_integer_type(to)) {
+            int64_t lo = to == DF_INT32 ? INT32_MIN : to == DF_INT64 ? INT64_MIN : 0;
+            int64_t hi = to == DF_INT32 ? INT32_MAX : INT64_MAX;
+            int64_t v = from_int ? df__get_i64(x->dtype, x->data, i) : df__f2i(df__get_f64(x->dtype, x->data, i), lo, hi);
+            df__set_from_i64(to, y->data, i, v);
+        } else if (from_int && to != DF_BOOL) {
+            df__set_from_f64(to, y->data, i, (double)df__get_i64(x->dtype, x->data, i));
+        } else {
+            df__set_from_f64(to, y->data, i, df__get_f64(x->dtype, x->data, i));
+        }
+    }
+}
+
+/* ---- pass-through, constants, control flow ---- */
+static void df__k_identity(df__kctx *c) { for (int i = 0; i < c->n_out; i++) df__k_forward(c, i, i); }
+static void df__k_noop(df__kctx *c) { DF__UNUSED(c); }
+static void df__k_const(df__kctx *c) {
+    const df__attr *a = df__node_attr(c->node, "value");
+    c->out[0] = df_tensor_retain(a->u.tensor);
+}
+static void df__k_placeholder(df__kctx *c) {
+    const df__attr *s = df__node_attr(c->node, "shape");
+    char shp[128];
+    df__shape_str(s ? s->u.shape.rank : -1, s ? s->u.shape.dims : NULL, shp, sizeof shp);
+    DF__KFAIL(c, DF_INVALID_ARGUMENT, "You must feed a value for placeholder tensor '%s' with dtype %s "
+              "and shape %s", c->node->name, df_dtype_name(df__attr_type(c->node, "dtype")), shp);
+}
+static void df__k_switch(df__kctx *c) {
+    const df_tensor *p = c->in[1];
+    if (p->rank != 0 || p->dtype != DF_BOOL) {
+        char shp[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "The second input must be a scalar bool, but it has type %s "
+                  "and shape %s", df_dtype_name(p->dtype), df__dims_str(p->rank, p->dims, shp, 96));
+        return;
+    }
+    c->out[*(const uint8_t *)p->data ? 1 : 0] = df_tensor_retain(c->in[0]);
+}
+static void df__k_merge(df__kctx *c) {
+    for (int i = 0; i < c->n_in; i++) {
+        if (!c->in[i]) continue;
+        c->out[0] = df_tensor_retain(c->in[i]);
+        if (c->need & 2) {
+            df_tensor *vi = df__k_alloc(c, 1, DF_INT32, 0, NULL);
+            if (vi) *(int32_t *)vi->data = i;
+        }
+        return;
+    }
+    DF__KFAIL(c, DF_INTERNAL, "Merge ran with no live input");
+}
+static void df__k_loop_cond(df__kctx *c) {
+    const df_tensor *p = c->in[0];
+    if (p->rank != 0 || p->dtype != DF_BOOL) {
+        char shp[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "LoopCond's input must be a scalar bool, got %s %s",
+                  df_dtype_name(p->dtype), df__dims_str(p->rank, p->dims, shp, 96));
+        return;
+    }
+    df__k_forward(c, 0, 0);
+}
+
+/* ---- MatMul and BatchMatMulV2: C[m,n] = op(A)[m,k] op(B)[k,n] ---- */
+#define DF__GEMM(T)                                                                          \
+    static void df__gemm_##T(int64_t m, int64_t n, int64_t k, const T *a, int ta, const T *b, \
+                             int tb, T *o) {                                                 \
+        memset(o, 0, (size_t)(m * n) * sizeof(T));                                           \
+        for (int64_t i = 0; i < m; i++)                                                      \
+            for (int64_t p = 0; p < k; p++) {                                                \
+                T av = ta ? a[p * m + i] : a[i * k + p];                                     \
+                if (av == 0) continue;                                                       \
+                T *orow = o + i * n;                                                         \
+                if (!tb) { const T *brow = b + p * n; for (int64_t j = 0; j < n; j++) orow[j] += av * brow[j]; } \
+                else { for (int64_t j = 0; j < n; j++) orow[j] += av * b[j * k + p]; }       \
+            }                                                                                \
+    }
+DF__GEMM(float)
+DF__GEMM(double)
+static void df__gemm_int32_t(int64_t m, int64_t n, int64_t k, const int32_t *a, int ta,
+                             const int32_t *b, int tb, int32_t *o) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            uint32_t s = 0;
+            for (int64_t p = 0; p < k; p++)
+                s += (uint32_t)(ta ? a[p * m + i] : a[i * k + p]) * (uint32_t)(tb ? b[j * k + p] : b[p * n + j]);
+            o[i * n + j] = (int32_t)s;
+        }
+}
+/* NaN-safe: the float kernels skip zero multiplicands of A only when B holds no NaN/inf. */
+static int df__all_finite(const df_tensor *t) {
+    if (t->dtype == DF_FLOAT) { const float *p = (const float *)t->data; for (int64_t i = 0; i < t->n; i++) if (!isfinite(p[i])) return 0; }
+    if (t->dtype == DF_DOUBLE) { const double *p = (const double *)t->data; for (int64_t i = 0; i < t->n; i++) if (!isfinite(p[i])) return 0; }
+    return 1;
+}
+static void df__gemm(df_dtype t, int64_t m, int64_t n, int64_t k, const void *a, int ta, const void *b,
+                     int tb, void *o, int b_finite) {
+    if (!b_finite) {     /* exact IEEE semantics: no skipping of zeros */
+        if (t == DF_FLOAT) {
+            const float *A = (const float *)a, *B = (const float *)b; float *O = (float *)o;
+            for (int64_t i = 0; i < m; i++) for (int64_t j = 0; j < n; j++) {
+                float s = 0; for (int64_t p = 0; p < k; p++) s += (ta ? A[p * m + i] : A[i * k + p]) * (tb ? B[j * k + p] : B[p * n + j]);
+                O[i * n + j] = s; }
+            return;
+        }
+        if (t == DF_DOUBLE) {
+            const double *A = (const double *)a, *B = (const double *)b; double *O = (double *)o;
+            for (int64_t i = 0; i < m; i++) for (int64_t j = 0; j < n; j++) {
+                double s = 0; for (int64_t p = 0; p < k; p++) s += (ta ? A[p * m + i] : A[i * k + p]) * (tb ? B[j * k + p] : B[p * n + j]);
+                O[i * n + j] = s; }
+            return;
+        }
+    }
+    if (t == DF_FLOAT) df__gemm_float(m, n, k, (const float *)a, ta, (const float *)b, tb, (float *)o);
+    else if (t == DF_DOUBLE) df__gemm_double(m, n, k, (const double *)a, ta, (const double *)b, tb, (double *)o);
+    else df__gemm_int32_t(m, n, k, (const int32_t *)a, ta, (const int32_t *)b, tb, (int32_t *)o);
+}
+
+static df_code df__matmul_dims(const df_node *node, int ra, const int64_t *da, int rb, const int64_t *db,
+                               int ta, int tb, int64_t *m, int64_t *n, int64_t *k, df_status *st) {
+    if (ra != 2 || rb != 2)
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "In[0] and In[1] must be matrices, got ranks %d and %d", ra, rb);
+    *m = ta ? da[1] : da[0];
+    *k = ta ? da[0] : da[1];
+    int64_t k2 = tb ? db[1] : db[0];
+    *n = tb ? db[0] : db[1];
+    if (*k >= 0 && k2 >= 0 && *k != k2) {
+        char s1[96], s2[96];
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "Matrix size-incompatible: In[0]: %s, In[1]: %s "
+                        "(transpose_a=%d, transpose_b=%d)", df__dims_str(ra, da, s1, 96), df__dims_str(rb, db, s2, 96), ta, tb);
+    }
+    return DF_OK;
+}
+static void df__k_matmul(df__kctx *c) {
+    const df_tensor *a = c->in[0], *b = c->in[1];
+    int ta = df__attr_b(c->node, "transpose_a", 0), tb = df__attr_b(c->node, "transpose_b", 0);
+    int64_t m, n, k;
+    if (df__matmul_dims(c->node, a->rank, a->dims, b->rank, b->dims, ta, tb, &m, &n, &k, c->st)) return;
+    int64_t dims[2] = {m, n};
+    df_tensor *o = df__k_alloc(c, 0, a->dtype, 2, dims);
+    if (o && o->n) {
+        if (k == 0) memset(o->data, 0, o->nbytes);
+        else df__gemm(a->dtype, m, n, k, a->data, ta, b->data, tb, o->data, df__all_finite(b));
+    }
+}
+static df_code df__sf_matmul(df__shape_ctx *c) {
+    const df__shape *a = &c->in_shapes[0], *b = &c->in_shapes[1];
+    df__shape *o = df__sc_out(c, 0);
+    if (a->rank < 0 || b->rank < 0) { o->rank = 2; o->dims[0] = o->dims[1] = -1; return DF_OK; }
+    int64_t m, n, k;
+    if (df__matmul_dims(c->node, a->rank, a->dims, b->rank, b->dims, df__attr_b(c->node, "transpose_a", 0),
+                        df__attr_b(c->node, "transpose_b", 0), &m, &n, &k, c->st)) return c->st->code;
+    o->rank = 2; o->dims[0] = m; o->dims[1] = n;
+    return DF_OK;
+}
+
+/* Batch dims broadcast; the last two are the matrices. */
+static df_code df__bmm_shape(const df_node *node, int ra, const int64_t *da, int rb, const int64_t *db,
+                             int adj_x, int adj_y, df__shape *out, df__bcast *bc, df_status *st) {
+    if (ra < 2 || rb < 2)
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "BatchMatMul inputs must have rank >= 2, got %d and %d", ra, rb);
+    if (!df__broadcast(ra - 2, da, rb - 2, db, bc)) {
+        char s1[96], s2[96];
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "Batch dimensions do not broadcast: %s vs. %s",
+                        df__dims_str(ra, da, s1, 96), df__dims_str(rb, db, s2, 96));
+    }
+    int64_t m = adj_x ? da[ra - 1] : da[ra - 2], k = adj_x ? da[ra - 2] : da[ra - 1];
+    int64_t k2 = adj_y ? db[rb - 1] : db[rb - 2], n = adj_y ? db[rb - 2] : db[rb - 1];
+    if (k >= 0 && k2 >= 0 && k != k2) {
+        char s1[96], s2[96];
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "Matrix size-incompatible: In[0]: %s, In[1]: %s",
+                        df__dims_str(ra, da, s1, 96), df__dims_str(rb, db, s2, 96));
+    }
+    if (bc->rank + 2 > DF_MAX_RANK) return df__fail(st, node, DF_INVALID_ARGUMENT, "Rank too large");
+    out->rank = bc->rank + 2;
+    memcpy(out->dims, bc->dims, (size_t)bc->rank * 8);
+    out->dims[bc->rank] = m;
+    out->dims[bc->rank + 1] = n;
+    return DF_OK;
+}
+static df_code df__sf_bmm(df__shape_ctx *c) {
+    const df__shape *a = &c->in_shapes[0], *b = &c->in_shapes[1];
+    if (a->rank < 0 || b->rank < 0) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
+    df__bcast bc;
+    return df__bmm_shape(c->node, a->rank, a->dims, b->rank, b->dims, df__attr_b(c->node, "adj_x", 0),
+                         df__attr_b(c->node, "adj_y", 0), df__sc_out(c, 0), &bc, c->st);
+}
+static void df__k_bmm(df__kctx *c) {
+    const df_tensor *a = c->in[0], *b = c->in[1];
+    int ax = df__attr_b(c->node, "adj_x", 0), ay = df__attr_b(c->node, "adj_y", 0);
+    df__shape os;
+    df__bcast bc;
+    if (df__bmm_shape(c->node, a->rank, a->dims, b->rank, b->dims, ax, ay, &os, &bc, c->st)) return;
+    df_tensor *o = df__k_alloc(c, 0, a->dtype, os.rank, os.dims);
+    if (!o || !o->n) return;
+    int64_t m = os.dims[os.rank - 2], n = os.dims[os.rank - 1];
+    int64_t k = ax ? a->dims[a->rank - 2] : a->dims[a->rank - 1];
+    int64_t batches = 1, idx[DF_MAX_RANK] = {0}, oa = 0, ob = 0;
+    for (int i = 0; i < bc.rank; i++) batches *= bc.dims[i];
+    size_t es = df_dtype_size(a->dtype);
+    int64_t sz_a = a->dims[a->rank - 2] * a->dims[a->rank - 1], sz_b = b->dims[b->rank - 2] * b->dims[b->rank - 1];
+    int finite = df__all_finite(b);
+    for (int64_t bi = 0; bi < batches; bi++) {
+        char *op = (char *)o->data + (size_t)(bi * m * n) * es;
+        if (k == 0) memset(op, 0, (size_t)(m * n) * es);
+        else df__gemm(a->dtype, m, n, k, (const char *)a->data + (size_t)(oa * sz_a) * es, ax,
+                      (const char *)b->data + (size_t)(ob * sz_b) * es, ay, op, finite);
+        for (int d = bc.rank - 1; d >= 0; d--) {
+            idx[d]++; oa += bc.sa[d]; ob += bc.sb[d];
+            if (idx[d] < bc.dims[d]) break;
+            oa -= bc.sa[d] * idx[d]; ob -= bc.sb[d] * idx[d]; idx[d] = 0;
+        }
+    }
+}
+
+/* ---- BiasAdd ---- */
+static int df__bias_axis(const df_node *n, int rank) {
+    return !strcmp(df__attr_s(n, "data_format"), "NCHW") && rank >= 3 ? 1 : rank - 1;
+}
+static df_code df__sf_bias_add(df__shape_ctx *c) {
+    const df__shape *v = &c->in_shapes[0], *b = &c->in_shapes[1];
+    *df__sc_out(c, 0) = *v;
+    if (v->rank >= 0 && v->rank < 2)
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Input to BiasAdd must be at least 2-D, got rank %d", v->rank);
+    if (b->rank >= 0 && b->rank != 1)
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Biases must be 1-D, got rank %d", b->rank);
+    if (v->rank >= 2 && b->rank == 1) {
+        int ax = df__bias_axis(c->node, v->rank);
+        if (v->dims[ax] >= 0 && b->dims[0] >= 0 && v->dims[ax] != b->dims[0])
+            return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Must provide as many biases as the channel "
+                            "dimension of the input: %lld vs. %lld", (long long)b->dims[0], (long long)v->dims[ax]);
+    }
+    return DF_OK;
+}
+static void df__k_bias_add(df__kctx *c) {
+    const df_tensor *v = c->in[0], *b = c->in[1];
+    if (v->rank < 2 || b->rank != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "BiasAdd needs a value of rank >= 2 and 1-D biases"); return; }
+    int ax = df__bias_axis(c->node, v->rank);
+    if (v->dims[ax] != b->dims[0]) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Must provide as many biases as the channel dimension of the input: %lld vs. %lld", (long long)b->dims[0], (long long)v->dims[ax]); return; }
+    df_tensor *o = df__k_alloc_like(c, 0, v->dtype, v);
+    if (!o || !o->n) return;
+    int64_t inner = 1, ch = v->dims[ax];
+    for (int i = ax + 1; i < v->rank; i++) inner *= v->dims[i];
+    for (int64_t i = 0; i < v->n; i++) {
+        int64_t j = (i / inner) % ch;
+        if (v->dtype == DF_FLOAT) ((float *)o->data)[i] = ((const float *)v->data)[i] + ((const float *)b->data)[j];
+        else if (v->dtype == DF_DOUBLE) ((double *)o->data)[i] = ((const double *)v->data)[i] + ((const double *)b->data)[j];
+        else if (v->dtype == DF_INT32) ((int32_t *)o->data)[i] = (int32_t)((uint32_t)((const int32_t *)v->data)[i] + (uint32_t)((const int32_t *)b->data)[j]);
+        else ((int64_t *)o->data)[i] = (int64_t)((uint64_t)((const int64_t *)v->data)[i] + (uint64_t)((const int64_t *)b->data)[j]);
+    }
+}
+
+/* ---- reductions: Sum, Mean, Max, Min, Prod over any axes ---- */
+enum { DF__R_SUM, DF__R_MEAN, DF__R_MAX, DF__R_MIN, DF__R_PROD };
+
+static df_code df__norm_axes(const df_node *n, const df_tensor *axes, int rank, unsigned *mask, df_status *st) {
+    *mask = 0;
+    if (!df__is_int_tensor(axes) || axes->rank > 1)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "reduction_indices must be a scalar or 1-D int32/int64 tensor");
+    for (int64_t i = 0; i < axes->n; i++) {
+        int64_t a = df__int_at(axes, i);
+        if (a < -rank || a >= rank)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Invalid reduction dimension %lld for input with %d dimensions",
+                            (long long)a, rank);
+        *mask |= 1u << (a < 0 ? a + rank : a);
+    }
+    return DF_OK;
+}
+static void df__reduced_shape(int rank, const int64_t *dims, unsigned mask, int keep, df__shape *out) {
+    out->rank = 0;
+    for (int i = 0; i < rank; i++) {
+        if (mask & (1u << i)) { if (keep) out->dims[out->rank++] = 1; }
+        else out->dims[out->rank++] = dims[i];
+    }
+}
+static df_code df__sf_reduce(df__shape_ctx *c) {
+    const df_tensor *axes = df__sc_const(c, 1);
+    const df__shape *in = &c->in_shapes[0];
+    int keep = df__attr_b(c->node, "keep_dims", 0);
+    df__shape *o = df__sc_out(c, 0);
+    if (in->rank < 0 || !axes) {
+        *o = df__shape_unknown();
+        if (keep && in->rank >= 0) { o->rank = in->rank; for (int i = 0; i < in->rank; i++) o->dims[i] = -1; }
+        return DF_OK;
+    }
+    unsigned mask;
+    if (df__norm_axes(c->node, axes, in->rank, &mask, c->st)) return c->st->code;
+    df__reduced_shape(in->rank, in->dims, mask, keep, o);
+    return DF_OK;
+}
+static void df__k_reduce(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    int code = c->node->op->code, keep = df__attr_b(c->node, "keep_dims", 0);
+    unsigned mask;
+    if (df__norm_axes(c->node, c->in[1], x->rank, &mask, c->st)) return;
+    df__shape os;
+    df__reduced_shape(x->rank, x->dims, mask, keep, &os);
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, os.rank, os.dims);
+    if (!o) return;
+    int64_t on = o->n, count = on ? x->n / on : 0;
+    if (x->n == 0) count = 0;
+    else if (on == 0) return;
+    double *acc = (double *)DF_MALLOC((size_t)DF__MAX(on, 1) * sizeof(double));
+    int64_t *iacc = (int64_t *)DF_MALLOC((size_t)DF__MAX(on, 1) * sizeof(int64_t));
+    if (!acc || !iacc) { DF_FREE(acc); DF_FREE(iacc); DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory in reduction"); return; }
+    int is_int = df__is_integer_type(x->dtype);
+    double init = code == DF__R_PROD ? 1 : code == DF__R_MAX ? -INFINITY : code == DF__R_MIN ? INFINITY : 0;
+    int64_t iinit = code == DF__R_PROD ? 1 : code == DF__R_MAX ? (x->dtype == DF_INT32 ? INT32_MIN : INT64_MIN)
+                  : code == DF__R_MIN ? (x->dtype == DF_INT32 ? INT32_MAX : INT64_MAX) : 0;
+    for (int64_t i = 0; i < on; i++) { acc[i] = init; iacc[i] = iinit; }
+    /* output stride of each input dim (0 where reduced) */
+    int64_t ostride[DF_MAX_RANK], s = 1, idx[DF_MAX_RANK] = {0}, oi = 0;
+    for (int d = x->rank - 1; d >= 0; d--) {
+        if (mask & (1u << d)) ostride[d] = 0;
+        else { ostride[d] = s; s *= x->dims[d]; }
+    }
+    for (int64_t i = 0; i < x->n; i++) {
+        if (is_int) {
+            int64_t v = df__get_i64(x->dtype, x->data, i), *a = &iacc[oi];
+            switch (code) {
+            case DF__R_SUM: case DF__R_MEAN: *a = (int64_t)((uint64_t)*a + (uint64_t)v); break;
+            case DF__R_PROD: *a = (int64_t)((uint64_t)*a * (uint64_t)v); break;
+            case DF__R_MAX: if (v > *a) *a = v; break;
+            default: if (v < *a) *a = v; break;
+            }
+        } else {
+            double v = df__get_f64(x->dtype, x->data, i), *a = &acc[oi];
+            switch (code) {
+            case DF__R_SUM: case DF__R_MEAN: *a += v; break;
+            case DF__R_PROD: *a *= v; break;
+            case DF__R_MAX: if (v > *a || v != v) *a = v; break;
+            default: if (v < *a || v != v) *a = v; break;
+            }
+        }
+        for (int d = x->rank - 1; d >= 0; d--) {
+            idx[d]++; oi += ostride[d];
+            if (idx[d] < x->dims[d]) break;
+            oi -= ostride[d] * idx[d]; idx[d] = 0;
+        }
+    }
+    for (int64_t i = 0; i < on; i++) {
+        if (is_int) {
+            int64_t v = iacc[i];
+            if (code == DF__R_MEAN) v = count ? v / count : 0;
+            df__set_from_i64(x->dtype, o->data, i, v);
+        } else {
+            double v = acc[i];
+            if (code == DF__R_MEAN) v = count ? v / (double)count : NAN;
+            df__set_from_f64(x->dtype, o->data, i, v);
+        }
+    }
+    DF_FREE(acc);
+    DF_FREE(iacc);
+}
+
+/* ---- ArgMax ---- */
+static df_code df__argmax_axis(const df_node *n, const df_tensor *dim, int rank, int *axis, df_status *st) {
+    if (!df__is_int_tensor(dim) || dim->n != 1)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "dimension must be a scalar int32/int64");
+    int64_t a = df__int_at(dim, 0);
+    if (a < -rank || a >= rank)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Expected dimension in the range [%d, %d), but got %lld", -rank, rank, (long long)a);
+    *axis = (int)(a < 0 ? a + rank : a);
+    return DF_OK;
+}
+static df_code df__sf_argmax(df__shape_ctx *c) {
+    const df_tensor *dim = df__sc_const(c, 1);
+    const df__shape *in = &c->in_shapes[0];
+    df__shape *o = df__sc_out(c, 0);
+    if (in->rank < 0 || !dim) { *o = df__shape_unknown(); return DF_OK; }
+    int axis;
+    if (df__argmax_axis(c->node, dim, in->rank, &axis, c->st)) return c->st->code;
+    df__reduced_shape(in->rank, in->dims, 1u << axis, 0, o);
+    return DF_OK;
+}
+static void df__k_argmax(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    int axis;
+    if (df__argmax_axis(c->node, c->in[1], x->rank, &axis, c->st)) return;
+    if (x->dims[axis] == 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Reduction axis %d is empty in shape of rank %d", axis, x->rank); return; }
+    df__shape os;
+    df__reduced_shape(x->rank, x->dims, 1u << axis, 0, &os);
+    df_dtype ot = df__attr_type(c->node, "output_type");
+    df_tensor *o = df__k_alloc(c, 0, ot, os.rank, os.dims);
+    if (!o || !o->n) return;
+    int64_t inner = 1, len = x->dims[axis];
+    for (int d = axis + 1; d < x->rank; d++) inner *= x->dims[d];
+    int is_max = c->node->op->code == 0;
+    for (int64_t oi = 0; oi < o->n; oi++) {
+        int64_t outer = oi / inner, in_i = oi % inner, best = 0;
+        int64_t base = outer * len * inner + in_i;
+        double bv = df__get_f64(x->dtype, x->data, base);
+        for (int64_t j = 1; j < len; j++) {
+            double v = df__get_f64(x->dtype, x->data, base + j * inner);
+            if ((is_max ? v > bv : v < bv) && bv == bv) { bv = v; best = j; }
+        }
+        df__set_from_i64(ot, o->data, oi, best);
+    }
+}
+
+/* ---- shape manipulation ---- */
+static df_code df__reshape_dims(const df_node *n, int64_t in_count, const df_tensor *shape, df__shape *out,
+                                int in_known, df_status *st) {
+    if (!df__is_int_tensor(shape) || shape->rank > 1)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "shape must be a 1-D int32/int64 tensor");
+    if (shape->n > DF_MAX_RANK)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Reshape to rank %lld exceeds the maximum %d", (long long)shape->n, DF_MAX_RANK);
+    int unknown = -1;
+    int64_t product = 1;
+    out->rank = (int)shape->n;
+    for (int i = 0; i < out->rank; i++) {
+        int64_t d = df__int_at(shape, i);
+        out->dims[i] = d;
+        if (d == -1) {
+            if (unknown >= 0) return df__fail(st, n, DF_INVALID_ARGUMENT, "Only one input size may be -1, not both %d and %d", unknown, i);
+            unknown = i;
+        } else if (d < 0) {
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Size %d must be non-negative, not %lld", i, (long long)d);
+        } else {
+            if (d && product > INT64_MAX / d) return df__fail(st, n, DF_INVALID_ARGUMENT, "Reshape: shape has too many elements");
+            product *= d;
+        }
+    }
+    if (!in_known) return DF_OK;
+    if (unknown >= 0) {
+        if (product == 0 || in_count % product != 0)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Input to reshape is a tensor with %lld values, but the "
+                            "requested shape cannot hold them (product of known dims %lld)", (long long)in_count, (long long)product);
+        out->dims[unknown] = in_count / product;
+    } else if (product != in_count) {
+        char s[128];
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Input to reshape is a tensor with %lld values, but the "
+                        "requested shape has %lld (shape %s)", (long long)in_count, (long long)product,
+                        df__dims_str(out->rank, out->dims, s, sizeof s));
+    }
+    return DF_OK;
+}
+static int64_t df__shape_count(const df__shape *s) {
+    if (s->rank < 0) return -1;
+    int64_t n = 1;
+    for (int i = 0; i < s->rank; i++) { if (s->dims[i] < 0) return -1; n *= s->dims[i]; }
+    return n;
+}
+static df_code df__sf_reshape(df__shape_ctx *c) {
+    const df_tensor *shape = df__sc_const(c, 1);
+    if (!shape) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
+    int64_t count = df__shape_count(&c->in_shapes[0]);
+    return df__reshape_dims(c->node, count, shape, df__sc_out(c, 0), count >= 0, c->st);
+}
+static void df__k_reshape(df__kctx *c) {
+    df__shape s;
+    if (df__reshape_dims(c->node, c->in[0]->n, c->in[1], &s, 1, c->st)) return;
+    c->out[0] = df__tensor_view(c->in[0], s.rank, s.dims, c->st);
+}
+
+static df_code df__perm(const df_node *n, const df_tensor *perm, int rank, int *p, df_status *st) {
+    if (!df__is_int_tensor(perm) || perm->rank != 1)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "perm must be a 1-D int32/int64 tensor");
+    if (perm->n != rank)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "transpose expects a vector of size %d. But input(1) is a vector of size %lld", rank, (long long)perm->n);
+    unsigned seen = 0;
+    for (int i = 0; i < rank; i++) {
+        int64_t v = df__int_at(perm, i);
+        if (v < 0 || v >= rank) return df__fail(st, n, DF_INVALID_ARGUMENT, "%lld is out of range [0 .. %d)", (long long)v, rank);
+        if (seen & (1u << v)) return df__fail(st, n, DF_INVALID_ARGUMENT, "%lld is duplicated in perm: not a permutation", (long long)v);
+        seen |= 1u << v;
+        p[i] = (int)v;
+    }
+    return DF_OK;
+}
+static df_code df__sf_transpose(df__shape_ctx *c) {
+    const df_tensor *perm = df__sc_const(c, 1);
+    const df__shape *in = &c->in_shapes[0];
+    df__shape *o = df__sc_out(c, 0);
+    if (in->rank < 0 || !perm) { *o = df__shape_unknown(); if (perm && perm->rank == 1 && perm->n <= DF_MAX_RANK) { o->rank = (int)perm->n; for (int i = 0; i < o->rank; i++) o->dims[i] = -1; } return DF_OK; }
+    int p[DF_MAX_RANK];
+    if (df__perm(c->node, perm, in->rank, p, c->st)) return c->st->code;
+    o->rank = in->rank;
+    for (int i = 0; i < in->rank; i++) o->dims[i] = in->dims[p[i]];
+    return DF_OK;
+}
+static void df__k_transpose(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    int p[DF_MAX_RANK];
+    if (df__perm(c->node, c->in[1], x->rank, p, c->st)) return;
+    int64_t dims[DF_MAX_RANK], istride[DF_MAX_RANK], s = 1;
+    for (int d = x->rank - 1; d >= 0; d--) { istride[d] = s; s *= x->dims[d]; }
+    for (int i = 0; i < x->rank; i++) dims[i] = x->dims[p[i]];
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, x->rank, dims);
+    if (!o || !o->n) return;
+    size_t es = df_dtype_size(x->dtype);
+    int64_t idx[DF_MAX_RANK] = {0}, off = 0;
+    for (int64_t i = 0; i < o->n; i++) {
+        memcpy((char *)o->data + (size_t)i * es, (const char *)x->data + (size_t)off * es, es);
+        for (int d = x->rank - 1; d >= 0; d--) {
+            idx[d]++; off += istride[p[d]];
+            if (idx[d] < dims[d]) break;
+            off -= istride[p[d]] * idx[d]; idx[d] = 0;
+        }
+    }
+}
+
+static df_code df__expand_dims(const df_node *n, const df__shape *in, const df_tensor *dim, df__shape *o, df_status *st) {
+    if (!df__is_int_tensor(dim) || dim->n != 1)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "dim must be a scalar (or single-element) int32/int64 tensor");
+    if (in->rank + 1 > DF_MAX_RANK) return df__fail(st, n, DF_INVALID_ARGUMENT, "ExpandDims: rank would exceed %d", DF_MAX_RANK);
+    int64_t d = df__int_at(dim, 0);
+    if (d < -in->rank - 1 || d > in->rank)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Tried to expand dim index %lld for tensor with %d dimensions", (long long)d, in->rank);
+    if (d < 0) d += in->rank + 1;
+    o->rank = in->rank + 1;
+    for (int i = 0, j = 0; i < o->rank; i++) o->dims[i] = i == d ? 1 : in->dims[j++];
+    return DF_OK;
+}
+static df_code df__sf_expand_dims(df__shape_ctx *c) {
+    const df_tensor *dim = df__sc_const(c, 1);
+    if (!dim || c->in_shapes[0].rank < 0) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
+    return df__expand_dims(c->node, &c->in_shapes[0], dim, df__sc_out(c, 0), c->st);
+}
+static void df__k_expand_dims(df__kctx *c) {
+    df__shape in = df__shape_of(c->in[0]), o;
+    if (df__expand_dims(c->node, &in, c->in[1], &o, c->st)) return;
+    c->out[0] = df__tensor_view(c->in[0], o.rank, o.dims, c->st);
+}
+
+static df_code df__squeeze(const df_node *n, const df__shape *in, df__shape *o, df_status *st) {
+    const df__attr *a = df__node_attr(n, "squeeze_dims");
+    unsigned mask = 0;
+    for (int i = 0; a && i < a->u.ints.n; i++) {
+        int64_t d = a->u.ints.v[i];
+        if (d < -in->rank || d >= in->rank)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Tried to squeeze dim index %lld for tensor with %d dimensions", (long long)d, in->rank);
+        if (d < 0) d += in->rank;
+        if (in->dims[d] != 1 && in->dims[d] != -1)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Can not squeeze dim[%lld], expected a dimension of 1, got %lld", (long long)d, (long long)in->dims[d]);
+        mask |= 1u << d;
+    }
+    o->rank = 0;
+    for (int i = 0; i < in->rank; i++) {
+        int drop = mask ? (mask >> i) & 1 : in->dims[i] == 1;
+        if (!drop) o->dims[o->rank++] = in->dims[i];
+    }
+    return DF_OK;
+}
+static df_code df__sf_squeeze(df__shape_ctx *c) {
+    if (c->in_shapes[0].rank < 0) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
+    return df__squeeze(c->node, &c->in_shapes[0], df__sc_out(c, 0), c->st);
+}
+static void df__k_squeeze(df__kctx *c) {
+    df__shape in = df__shape_of(c->in[0]), o;
+    if (df__squeeze(c->node, &in, &o, c->st)) return;
+    c->out[0] = df__tensor_view(c->in[0], o.rank, o.dims, c->st);
+}
+
+static df_code df__sf_shape_op(df__shape_ctx *c) {
+    df__shape *o = df__sc_out(c, 0);
+    o->rank = 1;
+    o->dims[0] = c->in_shapes[0].rank;
+    return DF_OK;
+}
+static void df__k_shape(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    int64_t n = x->rank;
+    df_dtype t = df__attr_type(c->node, "out_type");
+    df_tensor *o = df__k_alloc(c, 0, t, 1, &n);
+    if (!o) return;
+    for (int i = 0; i < x->rank; i++) {
+        if (t == DF_INT32 && x->dims[i] > INT32_MAX) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Dimension %d does not fit int32; use out_type int64", i); return; }
+        df__set_from_i64(t, o->data, i, x->dims[i]);
+    }
+}
+static void df__k_size(df__kctx *c) {
+    df_dtype t = df__attr_type(c->node, "out_type");
+    if (t == DF_INT32 && c->in[0]->n > INT32_MAX) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Number of elements does not fit int32; use out_type int64"); return; }
+    df_tensor *o = df__k_alloc(c, 0, t, 0, NULL);
+    if (o) df__set_from_i64(t, o->data, 0, c->in[0]->n);
+}
+static void df__k_rank(df__kctx *c) {
+    df_tensor *o = df__k_alloc(c, 0, DF_INT32, 0, NULL);
+    if (o) *(int32_t *)o->data = c->in[0]->rank;
+}
+
+static df_code df__dims_from(const df_node *n, const df_tensor *t, df__shape *o, const char *what, df_status *st) {
+    if (!df__is_int_tensor(t) || t->rank != 1)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "%s must be a 1-D int32/int64 tensor", what);
+    if (t->n > DF_MAX_RANK) return df__fail(st, n, DF_INVALID_ARGUMENT, "%s has rank %lld, above the maximum %d", what, (long long)t->n, DF_MAX_RANK);
+    o->rank = (int)t->n;
+    int64_t count = 1;
+    for (int i = 0; i < o->rank; i++) {
+        o->dims[i] = df__int_at(t, i);
+        if (o->dims[i] < 0) return df__fail(st, n, DF_INVALID_ARGUMENT, "%s[%d] = %lld must be non-negative", what, i, (long long)o->dims[i]);
+        if (o->dims[i] && count > INT64_MAX / o->dims[i]) return df__fail(st, n, DF_INVALID_ARGUMENT, "%s has too many elements", what);
+        count *= o->dims[i];
+    }
+    return DF_OK;
+}
+static df_code df__sf_fill(df__shape_ctx *c) {
+    const df_tensor *d = df__sc_const(c, 0);
+    if (c->in_shapes[1].rank > 0) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "value must be a scalar");
+    if (!d) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
+    return df__dims_from(c->node, d, df__sc_out(c, 0), "dims", c->st);
+}
+static void df__fill_value(df_tensor *o, const void *v) {
+    size_t es = df_dtype_size(o->dtype);
+    for (int64_t i = 0; i < o->n; i++) memcpy((char *)o->data + (size_t)i * es, v, es);
+}
+static void df__k_fill(df__kctx *c) {
+    df__shape s;
+    if (df__dims_from(c->node, c->in[0], &s, "dims", c->st)) return;
+    if (c->in[1]->rank != 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "value must be a scalar"); return; }
+    df_tensor *o = df__k_alloc(c, 0, c->in[1]->dtype, s.rank, s.dims);
+    if (o) df__fill_value(o, c->in[1]->data);
+}
+static void df__k_zeros_like(df__kctx *c) {
+    df_tensor *o = df__k_alloc_like(c, 0, c->in[0]->dtype, c->in[0]);
+    if (!o) return;
+    if (c->node->op->code == 0) memset(o->data, 0, o->nbytes);
+    else for (int64_t i = 0; i < o->n; i++) {
+        if (df__is_integer_type(o->dtype)) df__set_from_i64(o->dtype, o->data, i, 1);
+        else df__set_from_f64(o->dtype, o->data, i, 1.0);
+    }
+}
+
+static df_code df__range_count(const df_node *n, double start, double limit, double delta, int is_int,
+                               int64_t *count, df_status *st) {
+    if (delta == 0) return df__fail(st, n, DF_INVALID_ARGUMENT, "Requires delta != 0: %g", delta);
+    if (delta > 0 && start > limit) return df__fail(st, n, DF_INVALID_ARGUMENT, "Requires start <= limit when delta > 0: %g/%g", start, limit);
+    if (delta < 0 && start < limit) return df__fail(st, n, DF_INVALID_ARGUMENT, "Requires start >= limit when delta < 0: %g/%g", start, limit);
+    double size = is_int ? ceil(fabs(limit - start) / fabs(delta)) : ceil(fabs((limit - start) / delta));
+    if (!(size >= 0) || size > (double)(INT64_MAX / 16))
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Requires a size that fits int64: %g", size);
+    *count = (int64_t)size;
+    return DF_OK;
+}
+static df_code df__sf_range(df__shape_ctx *c) {
+    const df_tensor *s = df__sc_const(c, 0), *l = df__sc_const(c, 1), *d = df__sc_const(c, 2);
+    df__shape *o = df__sc_out(c, 0);
+    o->rank = 1; o->dims[0] = -1;
+    if (s && l && d && s->n == 1 && l->n == 1 && d->n == 1)
+        return df__range_count(c->node, df__get_f64(s->dtype, s->data, 0), df__get_f64(l->dtype, l->data, 0),
+                               df__get_f64(d->dtype, d->data, 0), df__is_integer_type(s->dtype), &o->dims[0], c->st);
+    return DF_OK;
+}
+static void df__k_range(df__kctx *c) {
+    const df_tensor *s = c->in[0], *l = c->in[1], *d = c->in[2];
+    if (s->rank || l->rank || d->rank) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "start, limit and delta must be scalars"); return; }
+    int is_int = df__is_integer_type(s->dtype);
+    int64_t n;
+    if (is_int) {
+        int64_t a = df__int_at(s, 0), b = df__int_at(l, 0), e = df__int_at(d, 0);
+        if (df__range_count(c->node, (double)a, (double)b, (double)e, 1, &n, c->st)) return;
+        df_tensor *o = df__k_alloc(c, 0, s->dtype, 1, &n);
+        if (o) for (int64_t i = 0; i < n; i++) df__set_from_i64(s->dtype, o->data, i, a + i * e);
+    } else {
+        double a = df__get_f64(s->dtype, s->data, 0), b = df__get_f64(l->dtype, l->data, 0), e = df__get_f64(d->dtype, d->data, 0);
+        if (df__range_count(c->node, a, b, e, 0, &n, c->st)) return;
+        df_tensor *o = df__k_alloc(c, 0, s->dtype, 1, &n);
+        if (o) for (int64_t i = 0; i < n; i++) df__set_from_f64(s->dtype, o->data, i, a + (double)i * e);
+    }
+}
+
+/* ---- ConcatV2, Pack, Unpack ---- */
+static df_code df__sf_concat(df__shape_ctx *c) {
+    int n = c->node->n_inputs - 1;
+    const df_tensor *axis_t = df__sc_const(c, n);
+    df__shape *o = df__sc_out(c, 0);
+    int rank = -1;
+    for (int i = 0; i < n; i++) {
+        if (c->in_shapes[i].rank < 0) continue;
+        if (rank >= 0 && c->in_shapes[i].rank != rank)
+            return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "ConcatOp: Ranks of all input tensors should match: "
+                            "shape[0] has rank %d, shape[%d] has rank %d", rank, i, c->in_shapes[i].rank);
+        rank = c->in_shapes[i].rank;
+    }
+    if (rank < 0 || !axis_t) { *o = df__shape_unknown(); if (rank >= 0) { o->rank = rank; for (int d = 0; d < rank; d++) o->dims[d] = -1; } return DF_OK; }
+    if (axis_t->n != 1 || !df__is_int_tensor(axis_t)) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "axis must be a scalar int32/int64");
+    int64_t ax = df__int_at(axis_t, 0);
+    if (ax < -rank || ax >= rank) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "ConcatOp : Expected concatenating dimensions in the range [%d, %d), but got %lld", -rank, rank, (long long)ax);
+    if (ax < 0) ax += rank;
+    o->rank = rank;
+    for (int d = 0; d < rank; d++) o->dims[d] = d == ax ? 0 : -1;
+    for (int i = 0; i < n; i++) {
+        const df__shape *s = &c->in_shapes[i];
+        if (s->rank < 0) { o->dims[ax] = -1; continue; }
+        for (int d = 0; d < rank; d++) {
+            if (d == ax) { o->dims[d] = (o->dims[d] < 0 || s->dims[d] < 0) ? -1 : o->dims[d] + s->dims[d]; continue; }
+            if (o->dims[d] < 0) o->dims[d] = s->dims[d];
+            else if (s->dims[d] >= 0 && s->dims[d] != o->dims[d])
+                return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "ConcatOp : Dimension %d in both shapes must be equal: %lld vs %lld", d, (long long)o->dims[d], (long long)s->dims[d]);
+        }
+    }
+    return DF_OK;
+}
+static void df__k_concat(df__kctx *c) {
+    int n = c->n_in - 1;
+    const df_tensor *axis_t = c->in[n], *x0 = c->in[0];
+    int rank = x0->rank;
+    if (!df__is_int_tensor(axis_t) || axis_t->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "axis must be a scalar int32/int64"); return; }
+    int64_t ax = df__int_at(axis_t, 0);
+    if (rank == 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Can't concatenate scalars (use tf.stack instead)"); return; }
+    if (ax < -rank || ax >= rank) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "ConcatOp : Expected concatenating dimensions in the range [%d, %d), but got %lld", -rank, rank, (long long)ax); return; }
+    if (ax < 0) ax += rank;
+    int64_t dims[DF_MAX_RANK];
+    memcpy(dims, x0->dims, sizeof dims);
+    dims[ax] = 0;
+    for (int i = 0; i < n; i++) {
+        const df_tensor *x = c->in[i];
+        if (x->rank != rank || x->dtype != x0->dtype) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "ConcatOp : Ranks of all input tensors should match: shape[0] has rank %d, shape[%d] has rank %d", rank, i, x->rank); return; }
+        for (int d = 0; d < rank; d++)
+            if (d != ax && x->dims[d] != x0->dims[d]) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "ConcatOp : Dimension %d in both shapes must be equal: shape[0] = %lld vs. shape[%d] = %lld", d, (long long)x0->dims[d], i, (long long)x->dims[d]); return; }
+        dims[ax] += x->dims[ax];
+    }
+    df_tensor *o = df__k_alloc(c, 0, x0->dtype, rank, dims);
+    if (!o || !o->n) return;
+    int64_t outer = 1, inner_el = 1;
+    for (int d = 0; d < ax; d++) outer *= dims[d];
+    for (int d = (int)ax + 1; d < rank; d++) inner_el *= dims[d];
+    size_t es = df_dtype_size(x0->dtype);
+    char *dst = (char *)o->data;
+    for (int64_t r = 0; r < outer; r++)
+        for (int i = 0; i < n; i++) {
+            size_t chunk = (size_t)(c->in[i]->dims[ax] * inner_el) * es;
+            memcpy(dst, (const char *)c->in[i]->data + (size_t)r * chunk, chunk);
+            dst += chunk;
+        }
+}
+static df_code df__sf_pack(df__shape_ctx *c) {
+    int n = c->node->n_inputs;
+    const df__shape *s0 = &c->in_shapes[0];
+    df__shape *o = df__sc_out(c, 0);
+    for (int i = 1; i < n; i++)
+        if (s0->rank >= 0 && c->in_shapes[i].rank >= 0 && !df__shapes_equal(s0, &c->in_shapes[i]))
+            return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Shapes of all inputs must match: values[0] and values[%d] differ", i);
+    if (s0->rank < 0) { *o = df__shape_unknown(); return DF_OK; }
+    int64_t ax = df__attr_i(c->node, "axis", 0);
+    int r = s0->rank + 1;
+    if (r > DF_MAX_RANK) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Pack: rank would exceed %d", DF_MAX_RANK);
+    if (ax < -r || ax >= r) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "axis = %lld not in [%d, %d)", (long long)ax, -r, r);
+    if (ax < 0) ax += r;
+    o->rank = r;
+    for (int d = 0, j = 0; d < r; d++) o->dims[d] = d == ax ? n : s0->dims[j++];
+    return DF_OK;
+}
+static void df__k_pack(df__kctx *c) {
+    const df_tensor *x0 = c->in[0];
+    int n = c->n_in, r = x0->rank + 1;
+    int64_t ax = df__attr_i(c->node, "axis", 0);
+    if (r > DF_MAX_RANK || ax < -r || ax >= r) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "axis = %lld not in [%d, %d)", (long long)ax, -r, r); return; }
+    if (ax < 0) ax += r;
+    for (int i = 1; i < n; i++) {
+        df__shape a = df__shape_of(x0), b = df__shape_of(c->in[i]);
+        if (!df__shapes_equal(&a, &b)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Shapes of all inputs must match: values[0] and values[%d] differ", i); return; }
+    }
+    int64_t dims[DF_MAX_RANK];
+    for (int d = 0, j = 0; d < r; d++) dims[d] = d == ax ? n : x0->dims[j++];
+    df_tensor *o = df__k_alloc(c, 0, x0->dtype, r, dims);
+    if (!o || !o->n) return;
+    int64_t outer = 1;
+    for (int d = 0; d < ax; d++) outer *= dims[d];
+    size_t chunk = (size_t)(x0->n / DF__MAX(outer, 1)) * df_dtype_size(x0->dtype);
+    char *dst = (char *)o->data;
+    for (int64_t q = 0; q < outer; q++)
+        for (int i = 0; i < n; i++) { memcpy(dst, (const char *)c->in[i]->data + (size_t)q * chunk, chunk); dst += chunk; }
+}
+static df_code df__sf_unpack(df__shape_ctx *c) {
+    const df__shape *s = &c->in_shapes[0];
+    int64_t num = df__attr_i(c->node, "num", 0), ax = df__attr_i(c->node, "axis", 0);
+    for (int i = 0; i < c->node->n_outputs; i++) *df__sc_out(c, i) = df__shape_unknown();
+    if (s->rank < 0) return DF_OK;
+    if (ax < -s->rank || ax >= s->rank) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "axis = %lld not in [%d, %d)", (long long)ax, -s->rank, s->rank);
+    if (ax < 0) ax += s->rank;
+    if (s->dims[ax] >= 0 && s->dims[ax] != num) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Dimension must be %lld but is %lld", (long long)num, (long long)s->dims[ax]);
+    for (int i = 0; i < c->node->n_outputs; i++) df__reduced_shape(s->rank, s->dims, 1u << ax, 0, df__sc_out(c, i));
+    return DF_OK;
+}
+static void df__k_unpack(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    int64_t ax = df__attr_i(c->node, "axis", 0), num = c->n_out;
+    if (ax < -x->rank || ax >= x->rank) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "axis = %lld not in [%d, %d)", (long long)ax, -x->rank, x->rank); return; }
+    if (ax < 0) ax += x->rank;
+    if (x->dims[ax] != num) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Input shape axis %lld must equal %lld, got %lld", (long long)ax, (long long)num, (long long)x->dims[ax]); return; }
+    df__shape os;
+    df__reduced_shape(x->rank, x->dims, 1u << ax, 0, &os);
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < ax; d++) outer *= x->dims[d];
+    for (int d = (int)ax + 1; d < x->rank; d++) inner *= x->dims[d];
+    size_t es = df_dtype_size(x->dtype);
+    for (int64_t i = 0; i < num; i++) {
+        df_tensor *o = df__k_alloc(c, (int)i, x->dtype, os.rank, os.dims);
+        if (!o) return;
+        for (int64_t q = 0; q < outer && inner; q++)
+            memcpy((char *)o->data + (size_t)(q * inner) * es, (const char *)x->data + (size_t)((q * num + i) * inner) * es, (size_t)inner * es);
+    }
+}
+
+/* ---- Slice, StridedSlice, Tile: all reduce to a strided copy ---- */
+static void df__strided_copy(const df_tensor *x, df_tensor *o, const int64_t *begin, const int64_t *step,
+                             const int64_t *odims, int rank) {
+    size_t es = df_dtype_size(x->dtype);
+    int64_t istride[DF_MAX_RANK], s = 1, idx[DF_MAX_RANK] = {0}, off = 0;
+    for (int d = x->rank - 1; d >= 0; d--) { istride[d] = s; s *= x->dims[d]; }
+    for (int d = 0; d < rank; d++) off += begin[d] * istride[d];
+    for (int64_t i = 0; i < o->n; i++) {
+        memcpy((char *)o->data + (size_t)i * es, (const char *)x->data + (size_t)off * es, es);
+        for (int d = rank - 1; d >= 0; d--) {
+            idx[d]++; off += step[d] * istride[d];
+            if (idx[d] < odims[d]) break;
+            off -= step[d] * istride[d] * idx[d]; idx[d] = 0;
+        }
+    }
+}
+static df_code df__slice_args(const df_node *n, const df_tensor *x, const df_tensor *b, const df_tensor *sz,
+                              int64_t *begin, int64_t *size, df_status *st) {
+    if (!df__is_int_tensor(b) || !df__is_int_tensor(sz) || b->rank != 1 || sz->rank != 1 || b->n != x->rank || sz->n != x->rank)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Expected begin and size arguments to be 1-D tensors of size %d", x->rank);
+    for (int d = 0; d < x->rank; d++) {
+        begin[d] = df__int_at(b, d);
+        size[d] = df__int_at(sz, d);
+        if (size[d] == -1) size[d] = x->dims[d] - begin[d];
+        if (begin[d] < 0 || size[d] < 0 || begin[d] > x->dims[d] || size[d] > x->dims[d] - begin[d])
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Expected begin[%d] in [0, %lld] and size[%d] in [0, %lld], "
+                            "but got %lld and %lld", d, (long long)x->dims[d], d, (long long)(x->dims[d] - begin[d]),
+                            (long long)begin[d], (long long)size[d]);
+    }
+    return DF_OK;
+}
+static df_code df__sf_slice(df__shape_ctx *c) {
+    const df_tensor *sz = df__sc_const(c, 2);
+    df__shape *o = df__sc_out(c, 0);
+    *o = df__shape_unknown();
+    if (sz && df__is_int_tensor(sz) && sz->rank == 1 && sz->n <= DF_MAX_RANK) {
+        o->rank = (int)sz->n;
+        for (int d = 0; d < o->rank; d++) {
+            int64_t v = df__int_at(sz, d);
+            if (v < -1) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "size[%d] = %lld must be >= -1", d, (long long)v);
+            o->dims[d] = v;
+        }
+    }
+    return DF_OK;
+}
+static void df__k_slice(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    int64_t begin[DF_MAX_RANK], size[DF_MAX_RANK], step[DF_MAX_RANK];
+    if (df__slice_args(c->node, x, c->in[1], c->in[2], begin, size, c->st)) return;
+    for (int d = 0; d < x->rank; d++) step[d] = 1;
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, x->rank, size);
+    if (o && o->n) df__strided_copy(x, o, begin, step, size, x->rank);
+}
+/* StridedSlice, the plain cases: begin/end masks, shrink_axis_mask, negative indices and
+   strides; ellipsis_mask and new_axis_mask are refused clearly. */
+static df_code df__strided_args(const df_node *n, const df_tensor *x, const df_tensor *bt, const df_tensor *et,
+                                const df_tensor *stt, int64_t *begin, int64_t *step, int64_t *odims,
+                                df__shape *final, df_status *st) {
+    if (df__attr_i(n, "ellipsis_mask", 0) || df__attr_i(n, "new_axis_mask", 0))
+        return df__fail(st, n, DF_UNIMPLEMENTED, "StridedSlice: ellipsis_mask and new_axis_mask are not supported yet");
+    if (!df__is_int_tensor(bt) || !df__is_int_tensor(et) || !df__is_int_tensor(stt) || bt->rank != 1 ||
+        bt->n != et->n || bt->n != stt->n || bt->n > x->rank)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "begin, end and strides must be 1-D of equal length <= rank %d", x->rank);
+    int64_t bm = df__attr_i(n, "begin_mask", 0), em = df__attr_i(n, "end_mask", 0), sm = df__attr_i(n, "shrink_axis_mask", 0);
+    final->rank = 0;
+    for (int d = 0; d < x->rank; d++) {
+        int64_t dim = x->dims[d];
+        if (d >= bt->n) { begin[d] = 0; step[d] = 1; odims[d] = dim; final->dims[final->rank++] = dim; continue; }
+        int64_t s = df__int_at(stt, d), b = df__int_at(bt, d), e = df__int_at(et, d);
+        if (s == 0) return df__fail(st, n, DF_INVALID_ARGUMENT, "strides[%d] must be non-zero", d);
+        if (sm & (1 << d)) {
+            if (b < 0) b += dim;
+            if (b < 0 || b >= dim) return df__fail(st, n, DF_INVALID_ARGUMENT, "slice index %lld of dimension %d out of bounds.", (long long)df__int_at(bt, d), d);
+            begin[d] = b; step[d] = 1; odims[d] = 1;
+            continue;
+        }
+        int64_t lo = s > 0 ? 0 : -1, hi = s > 0 ? dim : dim - 1;
+        if (bm & (1 << d)) b = s > 0 ? lo : hi;
+        else { if (b < 0) b += dim; b = b < lo ? lo : b > hi ? hi : b; }
+        if (em & (1 << d)) e = s > 0 ? hi : lo;
+        else { if (e < 0) e += dim; e = e < lo ? lo : e > hi ? hi : e; }
+        int64_t len = s > 0 ? (e > b ? (e - b + s - 1) / s : 0) : (b > e ? (b - e + (-s) - 1) / (-s) : 0);
+        begin[d] = len ? b : 0; step[d] = s; odims[d] = len;
+        final->dims[final->rank++] = len;
+    }
+    return DF_OK;
+}
+static void df__k_strided_slice(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    int64_t begin[DF_MAX_RANK], step[DF_MAX_RANK], odims[DF_MAX_RANK];
+    df__shape fin;
+    if (df__strided_args(c->node, x, c->in[1], c->in[2], c->in[3], begin, step, odims, &fin, c->st)) return;
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, fin.rank, fin.dims);
+    if (o && o->n) df__strided_copy(x, o, begin, step, odims, x->rank);
+}
+static df_code df__sf_strided_slice(df__shape_ctx *c) {
+    const df_tensor *st = df__sc_const(c, 3);
+    *df__sc_out(c, 0) = df__shape_unknown();
+    if (st && df__is_int_tensor(st))
+        for (int64_t i = 0; i < st->n; i++)
+            if (df__int_at(st, i) == 0) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "strides[%lld] must be non-zero", (long long)i);
+    if (df__attr_i(c->node, "ellipsis_mask", 0) || df__attr_i(c->node, "new_axis_mask", 0))
+        return df__fail(c->st, c->node, DF_UNIMPLEMENTED, "StridedSlice: ellipsis_mask and new_axis_mask are not supported yet");
+    return DF_OK;
+}
+static df_code df__tile_dims(const df_node *n, const df__shape *in, const df_tensor *m, df__shape *o, df_status *st) {
+    if (!df__is_int_tensor(m) || m->rank != 1 || m->n != in->rank)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Expected multiples argument to be a vector of length %d", in->rank);
+    o->rank = in->rank;
+    for (int d = 0; d < in->rank; d++) {
+        int64_t k = df__int_at(m, d);
+        if (k < 0) return df__fail(st, n, DF_INVALID_ARGUMENT, "Expected multiples[%d] >= 0, but got %lld", d, (long long)k);
+        if (in->dims[d] < 0) { o->dims[d] = -1; continue; }
+        if (k && in->dims[d] > INT64_MAX / k) return df__fail(st, n, DF_INVALID_ARGUMENT, "Tile: output too large");
+        o->dims[d] = in->dims[d] * k;
+    }
+    return DF_OK;
+}
+static df_code df__sf_tile(df__shape_ctx *c) {
+    const df_tensor *m = df__sc_const(c, 1);
+    if (!m || c->in_shapes[0].rank < 0) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
+    return df__tile_dims(c->node, &c->in_shapes[0], m, df__sc_out(c, 0), c->st);
+}
+static void df__k_tile(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    df__shape in = df__shape_of(x), os;
+    if (df__tile_dims(c->node, &in, c->in[1], &os, c->st)) return;
+    int64_t n = 1;
+    for (int d = 0; d < os.rank; d++) {
+        if (os.dims[d] && n > INT64_MAX / os.dims[d]) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Tile: output too large"); return; }
+        n *= os.dims[d];
+    }
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, os.rank, os.dims);
+    if (!o || !o->n) return;
+    size_t es = df_dtype_size(x->dtype);
+    int64_t idx[DF_MAX_RANK] = {0}, istride[DF_MAX_RANK], s = 1;
+    for (int d = x->rank - 1; d >= 0; d--) { istride[d] = s; s *= x->dims[d]; }
+    for (int64_t i = 0; i < o->n; i++) {
+        int64_t off = 0;
+        for (int d = 0; d < x->rank; d++) off += (idx[d] % x->dims[d]) * istride[d];
+        memcpy((char *)o->data + (size_t)i * es, (const char *)x->data + (size_t)off * es, es);
+        for (int d = os.rank - 1; d >= 0; d--) { if (++idx[d] < os.dims[d]) break; idx[d] = 0; }
+    }
+}
+
+/* ---- GatherV2, OneHot ---- */
+static df_code df__gather_axis(const df_node *n, const df_tensor *axis_t, int rank, int *axis, df_status *st) {
+    if (!df__is_int_tensor(axis_t) || axis_t->n != 1) return df__fail(st, n, DF_INVALID_ARGUMENT, "axis must be a scalar int32/int64");
+    int64_t a = df__int_at(axis_t, 0);
+    if (a < -rank || a >= rank) return df__fail(st, n, DF_INVALID_ARGUMENT, "Expected axis in the range [%d, %d), but got %lld", -rank, rank, (long long)a);
+    *axis = (int)(a < 0 ? a + rank : a);
+    return DF_OK;
+}
+static df_code df__sf_gather(df__shape_ctx *c) {
+    const df_tensor *ax = df__sc_const(c, 2);
+    const df__shape *p = &c->in_shapes[0], *ix = &c->in_shapes[1];
+    df__shape *o = df__sc_out(c, 0);
+    if (!ax || p->rank < 0 || ix->rank < 0) { *o = df__shape_unknown(); return DF_OK; }
+    int axis;
+    if (df__gather_axis(c->node, ax, p->rank, &axis, c->st)) return c->st->code;
+    if (p->rank - 1 + ix->rank > DF_MAX_RANK) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Gather: result rank too large");
+    o->rank = 0;
+    for (int d = 0; d < axis; d++) o->dims[o->rank++] = p->dims[d];
+    for (int d = 0; d < ix->rank; d++) o->dims[o->rank++] = ix->dims[d];
+    for (int d = axis + 1; d < p->rank; d++) o->dims[o->rank++] = p->dims[d];
+    return DF_OK;
+}
+static void df__k_gather(df__kctx *c) {
+    const df_tensor *p = c->in[0], *ix = c->in[1];
+    int axis;
+    if (df__gather_axis(c->node, c->in[2], p->rank, &axis, c->st)) return;
+    if (p->rank - 1 + ix->rank > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Gather: result rank too large"); return; }
+    int64_t dims[DF_MAX_RANK];
+    int r = 0;
+    for (int d = 0; d < axis; d++) dims[r++] = p->dims[d];
+    for (int d = 0; d < ix->rank; d++) dims[r++] = ix->dims[d];
+    for (int d = axis + 1; d < p->rank; d++) dims[r++] = p->dims[d];
+    int64_t limit = p->dims[axis];
+    for (int64_t i = 0; i < ix->n; i++) {
+        int64_t v = df__int_at(ix, i);
+        if (v < 0 || v >= limit) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "indices[%lld] = %lld is not in [0, %lld)", (long long)i, (long long)v, (long long)limit); return; }
+    }
+    df_tensor *o = df__k_alloc(c, 0, p->dtype, r, dims);
+    if (!o || !o->n) return;
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++) outer *= p->dims[d];
+    for (int d = axis + 1; d < p->rank; d++) inner *= p->dims[d];
+    size_t chunk = (size_t)inner * df_dtype_size(p->dtype);
+    char *dst = (char *)o->data;
+    for (int64_t q = 0; q < outer; q++)
+        for (int64_t i = 0; i < ix->n; i++) {
+            memcpy(dst, (const char *)p->data + (size_t)(q * limit + df__int_at(ix, i)) * chunk, chunk);
+            dst += chunk;
+        }
+}
+static df_code df__sf_one_hot(df__shape_ctx *c) {
+    const df_tensor *depth = df__sc_const(c, 1);
+    const df__shape *ix = &c->in_shapes[0];
+    int64_t axis = df__attr_i(c->node, "axis", -1), d = -1;
+    df__shape *o = df__sc_out(c, 0);
+    if (depth) {
+        if (depth->n != 1 || !df__is_int_tensor(depth)) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "depth must be a scalar int32");
+        d = df__int_at(depth, 0);
+        if (d < 0) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "depth must be non-negative, got: %lld", (long long)d);
+    }
+    if (ix->rank < 0) { *o = df__shape_unknown(); return DF_OK; }
+    if (axis < -1 || axis > ix->rank) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Expected axis to be -1 or between [0, %d).  But received: %lld", ix->rank + 1, (long long)axis);
+    if (ix->rank + 1 > DF_MAX_RANK) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "OneHot: rank too large");
+    if (axis == -1) axis = ix->rank;
+    o->rank = ix->rank + 1;
+    for (int i = 0, j = 0; i < o->rank; i++) o->dims[i] = i == axis ? d : ix->dims[j++];
+    return DF_OK;
+}
+static void df__k_one_hot(df__kctx *c) {
+    const df_tensor *ix = c->in[0], *depth = c->in[1], *on = c->in[2], *off = c->in[3];
+    if (depth->n != 1 || on->n != 1 || off->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "depth, on_value and off_value must be scalars"); return; }
+    int64_t d = df__int_at(depth, 0), axis = df__attr_i(c->node, "axis", -1);
+    if (d < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "depth must be non-negative, got: %lld", (long long)d); return; }
+    if (axis < -1 || axis > ix->rank || ix->rank + 1 > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Expected axis to be -1 or between [0, %d)", ix->rank + 1); return; }
+    if (axis == -1) axis = ix->rank;
+    int64_t dims[DF_MAX_RANK];
+    for (int i = 0, j = 0; i < ix->rank + 1; i++) dims[i] = i == axis ? d : ix->dims[j++];
+    df_tensor *o = df__k_alloc(c, 0, on->dtype, ix->rank + 1, dims);
+    if (!o || !o->n) return;
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; i++) outer *= ix->dims[i];
+    for (int i = (int)axis; i < ix->rank; i++) inner *= ix->dims[i];
+    size_t es = df_dtype_size(on->dtype);
+    for (int64_t q = 0; q < outer; q++)
+        for (int64_t k = 0; k < d; k++)
+            for (int64_t j = 0; j < inner; j++) {
+                int64_t v = df__int_at(ix, q * inner + j);
+                memcpy((char *)o->data + (size_t)((q * d + k) * inner + j) * es, v == k ? on->data : off->data, es);
+            }
+}
+
+/* ---- Softmax, LogSoftmax and the two cross-entropies (stable: max subtracted first) ---- */
+static void df__softmax_rows(const df_tensor *x, df_tensor *o, int logsm) {
+    int64_t cols = x->rank ? x->dims[x->rank - 1] : 1, rows = cols ? x->n / cols : 0;
+    for (int64_t r = 0; r < rows; r++) {
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < cols; j++) { double v = df__get_f64(x->dtype, x->data, r * cols + j); if (v > mx) mx = v; }
+        for (int64_t j = 0; j < cols; j++) sum += exp(df__get_f64(x->dtype, x->data, r * cols + j) - mx);
+        double lse = log(sum);
+        for (int64_t j = 0; j < cols; j++) {
+            double z = df__get_f64(x->dtype, x->data, r * cols + j) - mx;
+            df__set_from_f64(x->dtype, o->data, r * cols + j, logsm ? z - lse : exp(z - lse));
+        }
+    }
+}
+static void df__k_softmax(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    if (x->rank < 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "logits must have >= 1 dimension, got rank 0"); return; }
+    df_tensor *o = df__k_alloc_like(c, 0, x->dtype, x);
+    if (o) df__softmax_rows(x, o, c->node->op->code);
+}
+static df_code df__sf_softmax(df__shape_ctx *c) {
+    if (c->in_shapes[0].rank == 0) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "logits must have >= 1 dimension, got rank 0");
+    return df__sf_same(c);
+}
+static df_code df__sf_xent(df__shape_ctx *c) {
+    const df__shape *f = &c->in_shapes[0], *l = &c->in_shapes[1];
+    int sparse = c->node->op->code;
+    if (f->rank >= 0 && f->rank != 2) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "logits must be 2-D, but got shape of rank %d", f->rank);
+    if (sparse && l->rank >= 0 && l->rank != 1) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "labels must be 1-D, but got shape of rank %d", l->rank);
+    if (!sparse && f->rank == 2 && l->rank >= 0 && (l->rank != 2 || (l->dims[0] >= 0 && f->dims[0] >= 0 && l->dims[0] != f->dims[0]) ||
+                                                     (l->dims[1] >= 0 && f->dims[1] >= 0 && l->dims[1] != f->dims[1])))
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "logits and labels must be the same size");
+    if (sparse && f->rank == 2 && l->rank == 1 && f->dims[0] >= 0 && l->dims[0] >= 0 && f->dims[0] != l->dims[0])
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "logits and labels must have the same first dimension, got logits shape [%lld,%lld] and labels shape [%lld]",
+                        (long long)f->dims[0], (long long)f->dims[1], (long long)l->dims[0]);
+    df__shape *loss = df__sc_out(c, 0), *bp = df__sc_out(c, 1);
+    loss->rank = 1; loss->dims[0] = f->rank == 2 ? f->dims[0] : -1;
+    if (f->rank == 2) *bp = *f; else { bp->rank = 2; bp->dims[0] = bp->dims[1] = -1; }
+    return DF_OK;
+}
+static void df__k_xent(df__kctx *c) {
+    const df_tensor *f = c->in[0], *l = c->in[1];
+    int sparse = c->node->op->code;
+    if (f->rank != 2) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "logits must be 2-D, but got shape of rank %d", f->rank); return; }
+    int64_t b = f->dims[0], k = f->dims[1];
+    if (sparse ? (l->rank != 1 || l->dims[0] != b) : (l->rank != 2 || l->dims[0] != b || l->dims[1] != k)) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "logits and labels must have matching shapes (batch %lld)", (long long)b);
+        return;
+    }
+    if (sparse)
+        for (int64_t i = 0; i < b; i++) {
+            int64_t y = df__int_at(l, i);
+            if (y < 0 || y >= k) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Received a label value of %lld which is outside the valid range of [0, %lld).", (long long)y, (long long)k); return; }
+        }
+    df_tensor *loss = df__k_alloc(c, 0, f->dtype, 1, &b);
+    df_tensor *bp = loss ? df__k_alloc_like(c, 1, f->dtype, f) : NULL;
+    if (!bp) return;
+    for (int64_t i = 0; i < b; i++) {
+        double mx = -INFINITY, sum = 0, total = 0;
+        for (int64_t j = 0; j < k; j++) { double v = df__get_f64(f->dtype, f->data, i * k + j); if (v > mx) mx = v; }
+        for (int64_t j = 0; j < k; j++) sum += exp(df__get_f64(f->dtype, f->data, i * k + j) - mx);
+        double lse = log(sum);
+        for (int64_t j = 0; j < k; j++) {
+            double logp = df__get_f64(f->dtype, f->data, i * k + j) - mx - lse;
+            double y = sparse ? (double)(df__int_at(l, i) == j) : df__get_f64(l->dtype, l->data, i * k + j);
+            if (y != 0) total -= y * logp;
+            df__set_from_f64(f->dtype, bp->data, i * k + j, exp(logp) - y);
+        }
+        df__set_from_f64(f->dtype, loss->data, i, total);
+    }
+}
+
+/* ---- AddN, Select ---- */
+static df_code df__sf_add_n(df__shape_ctx *c) {
+    df__shape s = c->in_shapes[0];
+    for (int i = 1; i < c->node->n_inputs; i++) {
+        const df__shape *t = &c->in_shapes[i];
+        if (s.rank >= 0 && t->rank >= 0 && !df__shapes_equal(&s, t)) {
+            df__shape r = df__shape_relax(&s, t);
+            for (int d = 0; d < r.rank; d++)
+                if (r.dims[d] < 0 && s.dims[d] >= 0 && t->dims[d] >= 0)
+                    return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "AddN: inputs must have the same shape (input %d differs)", i);
+            if (s.rank != t->rank) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "AddN: inputs must have the same rank (input %d differs)", i);
+            s = r;
+        }
+    }
+    *df__sc_out(c, 0) = s;
+    return DF_OK;
+}
+static void df__k_add_n(df__kctx *c) {
+    const df_tensor *x0 = c->in[0];
+    for (int i = 1; i < c->n_in; i++) {
+        df__shape a = df__shape_of(x0), b = df__shape_of(c->in[i]);
+        if (!df__shapes_equal(&a, &b)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "AddN: inputs must have the same shape (input %d differs)", i); return; }
+    }
+    df_tensor *o = df__k_alloc_like(c, 0, x0->dtype, x0);
+    if (!o) return;
+    df__row_fn add = df__binary_row(DF__B_ADD, x0->dtype);
+    if (!add) { DF__KFAIL(c, DF_UNIMPLEMENTED, "AddN has no kernel for %s", df_dtype_name(x0->dtype)); return; }
+    memcpy(o->data, x0->data, o->nbytes);
+    for (int i = 1; i < c->n_in; i++) add(o->data, o->data, c->in[i]->data, o->n, 1, 1);
+}
+static df_code df__sf_select(df__shape_ctx *c) {
+    const df__shape *p = &c->in_shapes[0], *a = &c->in_shapes[1], *b = &c->in_shapes[2];
+    df__shape *o = df__sc_out(c, 0);
+    if (p->rank < 0 || a->rank < 0 || b->rank < 0) { *o = df__shape_unknown(); return DF_OK; }
+    df__bcast bc1, bc2;
+    if (!df__broadcast(a->rank, a->dims, b->rank, b->dims, &bc1) || !df__broadcast(p->rank, p->dims, bc1.rank, bc1.dims, &bc2))
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Incompatible shapes for %s: condition, t and e do not broadcast", c->node->op->name);
+    o->rank = bc2.rank;
+    memcpy(o->dims, bc2.dims, sizeof bc2.dims);
+    return DF_OK;
+}
+static void df__k_select(df__kctx *c) {
+    const df_tensor *p = c->in[0], *a = c->in[1], *b = c->in[2];
+    df__bcast ab, pab, pa, pb;
+    int v1 = !strcmp(c->node->op->name, "Select");
+    /* Select (v1) with a vector condition picks whole rows of a matrix t/e. */
+    if (v1 && p->rank == 1 && a->rank > 1 && p->dims[0] == a->dims[0]) {
+        df__shape sa = df__shape_of(a), sb = df__shape_of(b);
+        if (!df__shapes_equal(&sa, &sb)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "'t' and 'e' must have the same shape"); return; }
+        df_tensor *o = df__k_alloc_like(c, 0, a->dtype, a);
+        if (!o || !o->n) return;
+        size_t row = o->nbytes / (size_t)a->dims[0];
+        for (int64_t i = 0; i < a->dims[0]; i++)
+            memcpy((char *)o->data + (size_t)i * row, (const char *)(((const uint8_t *)p->data)[i] ? a : b)->data + (size_t)i * row, row);
+        return;
+    }
+    if (!df__broadcast(a->rank, a->dims, b->rank, b->dims, &ab) || !df__broadcast(p->rank, p->dims, ab.rank, ab.dims, &pab)) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Incompatible shapes for %s: condition, t and e do not broadcast", c->node->op->name);
+        return;
+    }
+    df__broadcast(p->rank, p->dims, a->rank, a->dims, &pa);
+    df__broadcast(p->rank, p->dims, b->rank, b->dims, &pb);
+    df_tensor *o = df__k_alloc(c, 0, a->dtype, pab.rank, pab.dims);
+    if (!o || !o->n) return;
+    size_t es = df_dtype_size(a->dtype);
+    int r = pab.rank;
+    /* strides of each operand against the output shape */
+    int64_t sp[DF_MAX_RANK], sa2[DF_MAX_RANK], sb2[DF_MAX_RANK], idx[DF_MAX_RANK] = {0};
+    const df_tensor *ops[3] = {p, a, b};
+    int64_t *strides[3] = {sp, sa2, sb2};
+    for (int k = 0; k < 3; k++) {
+        int64_t s = 1;
+        for (int d = r - 1; d >= 0; d--) {
+            int id = d - (r - ops[k]->rank);
+            int64_t dim = id >= 0 ? ops[k]->dims[id] : 1;
+            strides[k][d] = dim == 1 ? 0 : s;
+            s *= dim;
+        }
+    }
+    int64_t op_ = 0, oa = 0, ob = 0;
+    for (int64_t i = 0; i < o->n; i++) {
+        const void *src = ((const uint8_t *)p->data)[op_] ? (const char *)a->data + (size_t)oa * es : (const char *)b->data + (size_t)ob * es;
+        memcpy((char *)o->data + (size_t)i * es, src, es);
+        for (int d = r - 1; d >= 0; d--) {
+            idx[d]++; op_ += sp[d]; oa += sa2[d]; ob += sb2[d];
+            if (idx[d] < pab.dims[d]) break;
+            op_ -= sp[d] * idx[d]; oa -= sa2[d] * idx[d]; ob -= sb2[d] * idx[d]; idx[d] = 0;
+        }
+    }
+}
+
+/* ---- variables: the session keeps each variable's current tensor; updates swap it ---- */
+typedef struct df__var {
+    df__spin lock;
+    df_tensor *value;            /* NULL until initialised */
+} df__var;
+static df__var *df__step_var(struct df__step *s, const df_node *var_node, df_status *st);
+static uint64_t df__step_rng_next(struct df__step *s, const df_node *n, uint64_t count);
+
+/* VariableV2 outputs this when it has no value yet; only Assign may consume it. */
+static df_tensor df__uninitialized = {1 << 30, DF_FLOAT, 0, {0}, 0, 0, df__empty_buffer, NULL, NULL};
+
+/* The VariableV2 behind a ref input (through Assign-family outputs, which are refs too). */
+static const df_node *df__var_node(const df_node *n) {
+    const df_node *v = n->inputs[0].node;
+    for (int depth = 0; depth < 64 && strcmp(v->op->name, "VariableV2") && v->n_inputs > 0; depth++)
+        v = v->inputs[0].node;
+    return v;
+}
+static void df__k_variable(df__kctx *c) {
+    df__var *v = df__step_var(c->step, c->node, c->st);
+    if (!v) return;
+    df__spin_lock(&v->lock);
+    c->out[0] = v->value ? df_tensor_retain(v->value) : &df__uninitialized;
+    df__spin_unlock(&v->lock);
+}
+static void df__k_assign(df__kctx *c) {
+    const df_node *vn = df__var_node(c->node);
+    df__var *v = df__step_var(c->step, vn, c->st);
+    if (!v) return;
+    df_tensor *value = c->in[1];
+    int code = c->node->op->code;   /* 0 Assign, 1 AssignAdd, 2 AssignSub */
+    const df__attr *shape = df__node_attr(vn, "shape");
+    if (code == 0 && df__attr_b(c->node, "validate_shape", 1) && shape && shape->u.shape.rank >= 0) {
+        df__shape want, got = df__shape_of(value);
+        want.rank = shape->u.shape.rank;
+        memcpy(want.dims, shape->u.shape.dims, sizeof want.dims);
+        df__shape relaxed = df__shape_relax(&want, &got);
+        int ok = want.rank == got.rank;
+        for (int d = 0; ok && d < want.rank; d++) if (want.dims[d] >= 0 && relaxed.dims[d] < 0) ok = 0;
+        if (!ok) {
+            char s1[96], s2[96];
+            DF__KFAIL(c, DF_INVALID_ARGUMENT, "Assign requires shapes of both tensors to match. lhs shape= %s rhs shape= %s",
+                      df__dims_str(want.rank, want.dims, s1, 96), df__dims_str(got.rank, got.dims, s2, 96));
+            return;
+        }
+    }
+    df__spin_lock(&v->lock);
+    if (code == 0) {
+        df_tensor *old = v->value;
+        v->value = df_tensor_retain(value);
+        df__spin_unlock(&v->lock);
+        df_tensor_release(old);
+        c->out[0] = df_tensor_retain(value);
+        return;
+    }
+    df_tensor *old = v->value;
+    if (!old) {
+        df__spin_unlock(&v->lock);
+        DF__KFAIL(c, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", vn->name);
+        return;
+    }
+    df__shape so = df__shape_of(old), sv = df__shape_of(value);
+    if (!df__shapes_equal(&so, &sv)) {
+        df__spin_unlock(&v->lock);
+        char s1[96], s2[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Must have the same shape: %s vs %s", df__dims_str(so.rank, so.dims, s1, 96), df__dims_str(sv.rank, sv.dims, s2, 96));
+        return;
+    }
+    df_tensor *fresh = df__tensor_alloc(c->alloc, old->dtype, old->rank, old->dims, c->st);
+    if (!fresh) { df__spin_unlock(&v->lock); return; }
+    df__binary_row(code == 1 ? DF__B_ADD : DF__B_SUB, old->dtype)(fresh->data, old->data, value->data, old->n, 1, 1);
+    v->value = fresh;
+    df__spin_unlock(&v->lock);
+    df_tensor_release(old);
+    c->out[0] = df_tensor_retain(fresh);
+}
+static df_code df__sf_variable(df__shape_ctx *c) {
+    const df__attr *s = df__node_attr(c->node, "shape");
+    df__shape *o = df__sc_out(c, 0);
+    o->rank = s->u.shape.rank;
+    memcpy(o->dims, s->u.shape.dims, sizeof o->dims);
+    return DF_OK;
+}
+static df_code df__sf_assign(df__shape_ctx *c) {
+    const df__shape *var = &c->in_shapes[0], *val = &c->in_shapes[1];
+    int validate = c->node->op->code != 0 || df__attr_b(c->node, "validate_shape", 1);
+    if (validate && var->rank >= 0 && val->rank >= 0) {
+        df__shape r = df__shape_relax(var, val);
+        int bad = var->rank != val->rank;
+        for (int d = 0; !bad && d < r.rank; d++) if (r.dims[d] < 0 && var->dims[d] >= 0 && val->dims[d] >= 0) bad = 1;
+        if (bad) {
+            char s1[96], s2[96];
+            return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Shapes must be equal: %s vs. %s",
+                            df__dims_str(var->rank, var->dims, s1, 96), df__dims_str(val->rank, val->dims, s2, 96));
+        }
+    }
+    *df__sc_out(c, 0) = *val;
+    return DF_OK;
+}
+
+/* ---- random numbers: Philox4x32-10, counter per (session, node), seeded by (seed, seed2) ---- */
+static void df__philox(uint32_t ctr[4], uint32_t key[2], uint32_t out[4]) {
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
+    for (int r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1; c3 = (uint32_t)p0; c0 = n0; c2 = n2;
+        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+    }
+    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+typedef struct df__rng { uint32_t key[2]; uint64_t counter; uint32_t buf[4]; int left; } df__rng;
+static uint32_t df__rng_u32(df__rng *r) {
+    if (!r->left) {
+        uint32_t ctr[4] = {(uint32_t)r->counter, (uint32_t)(r->counter >> 32), 0, 0};
+        df__philox(ctr, r->key, r->buf);
+        r->counter++;
+        r->left = 4;
+    }
+    return r->buf[--r->left];
+}
+static double df__rng_uniform(df__rng *r) {     /* [0, 1) with 53 random bits */
+    uint64_t hi = df__rng_u32(r) >> 5, lo = df__rng_u32(r) >> 6;
+    return ((double)hi * 67108864.0 + (double)lo) * (1.0 / 9007199254740992.0);
+}
+static double df__rng_normal(df__rng *r) {
+    double u1 = df__rng_uniform(r), u2 = df__rng_uniform(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+static df_code df__sf_random(df__shape_ctx *c) {
+    const df_tensor *s = df__sc_const(c, 0);
+    df__shape *o = df__sc_out(c, 0);
+    if (!s) { *o = df__shape_unknown(); return DF_OK; }
+    return df__dims_from(c->node, s, o, "shape", c->st);
+}
+static void df__k_random(df__kctx *c) {
+    df__shape s;
+    if (df__dims_from(c->node, c->in[0], &s, "shape", c->st)) return;
+    df_dtype t = df__attr_type(c->node, "dtype");
+    df_tensor *o = df__k_alloc(c, 0, t, s.rank, s.dims);
+    if (!o) return;
+    df__rng r;
+    uint64_t seed = (uint64_t)df__attr_i(c->node, "seed", 0), seed2 = (uint64_t)df__attr_i(c->node, "seed2", 0);
+    r.key[0] = (uint32_t)(seed ^ (seed2 << 32 >> 32) * 0x9E3779B9u);
+    r.key[1] = (uint32_t)((seed >> 32) ^ seed2 ^ (seed2 >> 32));
+    /* Each run draws a fresh block of counters, so successive runs give new numbers. */
+    r.counter = df__step_rng_next(c->step, c->node, (uint64_t)o->n * 4 + 16);
+    r.left = 0;
+    int code = c->node->op->code;
+    for (int64_t i = 0; i < o->n; i++) {
+        double v;
+        if (code == 0) {
+            v = df__rng_uniform(&r);
+            if (t == DF_FLOAT && (float)v >= 1.0f) v = 0.99999994;   /* float rounding must stay < 1 */
+        } else if (code == 1) {
+            v = df__rng_normal(&r);
+        } else {
+            do v = df__rng_normal(&r); while (fabs(v) > 2.0);
+        }
+        df__set_from_f64(t, o->data, i, v);
+    }
+}
+
+/* ---- shape functions of the plumbing ops ---- */
+static df_code df__sf_const(df__shape_ctx *c) {
+    const df__attr *v = df__node_attr(c->node, "value");
+    if (!v->u.tensor) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Const needs a value tensor");
+    if (v->u.tensor->dtype != df__attr_type(c->node, "dtype"))
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Const: the value's dtype %s does not match attr dtype %s",
+                        df_dtype_name(v->u.tensor->dtype), df_dtype_name(df__attr_type(c->node, "dtype")));
+    c->node->out_types[0] = v->u.tensor->dtype;
+    *df__sc_out(c, 0) = df__shape_of(v->u.tensor);
+    return DF_OK;
+}
+static df_code df__sf_placeholder(df__shape_ctx *c) {
+    const df__attr *s = df__node_attr(c->node, "shape");
+    df__shape *o = df__sc_out(c, 0);
+    o->rank = s->u.shape.rank;
+    for (int i = 0; i < o->rank; i++) {
+        if (s->u.shape.dims[i] < -1) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Dimension %d of the shape is %lld; "
+                                                   "dims must be >= 0 or -1 (unknown)", i, (long long)s->u.shape.dims[i]);
+        o->dims[i] = s->u.shape.dims[i];
+    }
+    if (c->node->n_inputs) {   /* PlaceholderWithDefault: the default must fit the shape */
+        const df__shape *in = &c->in_shapes[0];
+        if (o->rank >= 0 && in->rank >= 0) {
+            int ok = in->rank == o->rank;
+            for (int i = 0; ok && i < o->rank; i++) if (o->dims[i] >= 0 && in->dims[i] >= 0 && o->dims[i] != in->dims[i]) ok = 0;
+            if (!ok) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "PlaceholderWithDefault: the default's shape does not match attr shape");
+        }
+        if (o->rank < 0) *o = *in;
+    }
+    return DF_OK;
+}
+static df_code df__sf_switch(df__shape_ctx *c) {
+    const df__shape *p = &c->in_shapes[1];
+    if (p->rank > 0)
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "The predicate of Switch must be a scalar, got rank %d", p->rank);
+    *df__sc_out(c, 0) = *df__sc_out(c, 1) = c->in_shapes[0];
+    return DF_OK;
+}
+static df_code df__sf_merge(df__shape_ctx *c) {
+    df__shape s = c->in_shapes[0];
+    for (int i = 1; i < c->node->n_inputs; i++)
+        if (!df__shapes_equal(&s, &c->in_shapes[i])) s = df__shape_relax(&s, &c->in_shapes[i]);
+    *df__sc_out(c, 0) = s;
+    *df__sc_out(c, 1) = df__shape_scalar();
+    return DF_OK;
+}
+static df_code df__sf_loop_cond(df__shape_ctx *c) {
+    if (c->in_shapes[0].rank > 0)
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "LoopCond's input must be a scalar bool, got rank %d", c->in_shapes[0].rank);
+    *df__sc_out(c, 0) = df__shape_scalar();
+    return DF_OK;
+}
+static df_code df__sf_enter(df__shape_ctx *c) {
+    if (!*df__attr_s(c->node, "frame_name"))
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Enter needs a non-empty frame_name");
+    if (df__attr_i(c->node, "parallel_iterations", 10) < 1)
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "parallel_iterations must be positive");
+    return df__sf_same(c);
+}
+static df_code df__sf_identity_n(df__shape_ctx *c) {
+    for (int i = 0; i < c->node->n_outputs; i++) *df__sc_out(c, i) = c->in_shapes[i];
+    return DF_OK;
+}
+
+/* ==========================================================================================
+   13. AUTODIFF                                                                     >>autodiff
+   Gradients through every op and through cond and while loops come with the autodiff issue.
+   Until then df_gradients says so clearly rather than returning something wrong.
+   ========================================================================================== */
+df_code df_gradients(df_graph *g, int n_y, const df_output *ys, const df_output *grad_ys, int n_x,
+                     const df_output *xs, df_output *dxs) {
+    DF__UNUSED(n_y); DF__UNUSED(ys); DF__UNUSED(grad_ys); DF__UNUSED(xs);
+    for (int i = 0; dxs && i < n_x; i++) dxs[i].node = NULL, dxs[i].index = 0;
+    if (!g) return DF_INVALID_ARGUMENT;
+    return df__graph_error(g, DF_UNIMPLEMENTED, "df_gradients is not implemented in this version "
+                           "(automatic differentiation arrives with the autodiff work)");
+}
+
+/* ==========================================================================================
+   14. STATIC FRAME ANALYSIS                                                          >>frames
+   Over the items an executor will run: every item gets one static frame (Enter opens the
+   frame named by its attr, Exit returns to the parent, everything else inherits), found by a
+   breadth-first walk from the roots. Malformed graphs are rejected here: inputs from different
+   frames, Exit/NextIteration outside a loop, cycles not through NextIteration, two LoopConds
+   in a frame, mismatched parent frames. Linear in items and edges.
+   ========================================================================================== */
+enum { DF__X_NORMAL, DF__X_MERGE, DF__X_ENTER, DF__X_EXIT, DF__X_NEXT, DF__X_FEED, DF__X_FETCH };
+enum { DF__XF_CONST_ENTER = 1, DF__XF_CTRL_TRIGGER = 2, DF__XF_RUN_DEAD = 4, DF__XF_EXPENSIVE = 8,
+       DF__XF_CHECK_UNINIT = 16, DF__XF_SWITCH = 32, DF__XF_LOOP_COND = 64 };
+
+typedef struct df__counts { int32_t pending, dead; } df__counts;
+typedef struct df__xedge { int32_t dst, slot, src_out; } df__xedge;   /* slot -1: control edge */
+typedef struct df__xitem {
+    df__kernel_fn kernel;
+    const df_node *node;         /* NULL for feed and fetch items */
+    int32_t frame, local, input_start;
+    int32_t edge_start, n_edges;
+    int32_t n_inputs, n_outputs, n_control_in;
+    uint16_t kind, flags;
+    int32_t child_frame;         /* Enter: the frame it opens */
+    int32_t aux;                 /* feed or fetch index */
+    uint32_t need;               /* bit i: output i is consumed */
+} df__xitem;
+typedef struct df__sframe {
+    char *name;
+    int parent;
+    int parallel_iterations;
+    int n_nodes, total_inputs, n_enters, n_loop_conds;
+    df__counts *init;
+} df__sframe;
+typedef struct df__exec {
+    df__xitem *items;
+    int n_items;
+    df__xedge *edges;
+    int n_edges;
+    df__sframe *frames;
+    int n_frames, cap_frames;
+    int32_t *roots;
+    int n_roots;
+    int n_feeds, n_fetches;
+} df__exec;
+
+static void df__exec_free(df__exec *x) {
+    if (!x) return;
+    for (int i = 0; i < x->n_frames; i++) { DF_FREE(x->frames[i].name); DF_FREE(x->frames[i].init); }
+    DF_FREE(x->frames); DF_FREE(x->items); DF_FREE(x->edges); DF_FREE(x->roots);
+    DF_FREE(x);
+}
+
+static const char *df__item_name(const df__exec *x, int i) {
+    const df__xitem *it = &x->items[i];
+    return it->node ? it->node->name : "_feed";
+}
+
+static int df__frame_find_or_add(df__exec *x, const char *name, int parent, df_status *st, const char *by) {
+    for (int f = 1; f < x->n_frames; f++)
+        if (!strcmp(x->frames[f].name, name)) {
+            if (x->frames[f].parent != parent) {
+                df_status_set(st, DF_INVALID_ARGUMENT, "Mismatched parent frames for frame '%s': '%s' and '%s' "
+                              "{{node %s}}", name, x->frames[x->frames[f].parent].name, x->frames[parent].name, by);
+                return -1;
+            }
+            return f;
+        }
+    if (!df__grow(&x->frames, &x->cap_frames, x->n_frames + 1, sizeof(df__sframe))) {
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis");
+        return -1;
+    }
+    df__sframe *sf = &x->frames[x->n_frames];
+    memset(sf, 0, sizeof *sf);
+    sf->name = df__strdup(name);
+    sf->parent = parent;
+    sf->parallel_iterations = 1;
+    if (!sf->name) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis"); return -1; }
+    return x->n_frames++;
+}
+
+/* Items, in-edges and out-edges are in place (x->edges holds out-edges by source; in-degree is
+   n_inputs + n_control_in). Assigns frames, validates, lays out counts. */
+static df_code df__analyze_frames(df__exec *x, df_status *st) {
+    int n = x->n_items;
+    int32_t *indeg = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    int32_t *queue = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    if (!indeg || !queue) { DF_FREE(indeg); DF_FREE(queue); return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis"); }
+    /* 1. cycles not through NextIteration (Kahn's algorithm ignoring NextIteration's out-edges) */
+    for (int i = 0; i < n; i++) indeg[i] = 0;
+    for (int i = 0; i < n; i++)
+        if (x->items[i].kind != DF__X_NEXT)
+            for (int e = 0; e < x->items[i].n_edges; e++) indeg[x->edges[x->items[i].edge_start + e].dst]++;
+    int head = 0, tail = 0;
+    for (int i = 0; i < n; i++) if (!indeg[i]) queue[tail++] = i;
+    while (head < tail) {
+        int i = queue[head++];
+        if (x->items[i].kind == DF__X_NEXT) continue;
+        for (int e = 0; e < x->items[i].n_edges; e++) {
+            int d = x->edges[x->items[i].edge_start + e].dst;
+            if (--indeg[d] == 0) queue[tail++] = d;
+        }
+    }
+    if (tail < n) {
+        int bad = -1;
+        for (int i = 0; i < n && bad < 0; i++) if (indeg[i] > 0) bad = i;
+        DF_FREE(indeg); DF_FREE(queue);
+        return df_status_set(st, DF_INVALID_ARGUMENT, "The graph has a cycle that does not go through a "
+                             "NextIteration node; it includes {{node %s}}", df__item_name(x, bad));
+    }
+    /* 2. frames by a breadth-first walk from the real roots */
+    if (df__frame_find_or_add(x, "", 0, st, "") != 0) { DF_FREE(indeg); DF_FREE(queue); return st->code; }
+    for (int i = 0; i < n; i++) x->items[i].frame = -1;
+    head = tail = 0;
+    for (int i = 0; i < n; i++)
+        if (x->items[i].n_inputs + x->items[i].n_control_in == 0) { x->items[i].frame = 0; queue[tail++] = i; }
+    df_code code = DF_OK;
+    while (head < tail && !code) {
+        int i = queue[head++];
+        df__xitem *it = &x->items[i];
+        int out_frame = it->frame;
+        if (it->kind == DF__X_ENTER) {
+            const char *fname = df__attr_s(it->node, "frame_name");
+            int f = df__frame_find_or_add(x, fname, it->frame, st, it->node->name);
+            if (f < 0) { code = st->code; break; }
+            it->child_frame = f;
+            x->frames[f].n_enters++;
+            int64_t par = df__attr_i(it->node, "parallel_iterations", 10);
+            if (par > x->frames[f].parallel_iterations) x->frames[f].parallel_iterations = (int)DF__MIN(par, 1 << 20);
+            out_frame = f;
+        } else if (it->kind == DF__X_EXIT) {
+            if (it->frame == 0) { code = df_status_set(st, DF_INVALID_ARGUMENT, "Exit node is not inside a while loop "
+                                  "(it has no matching Enter) {{node %s}}", df__item_name(x, i)); break; }
+            out_frame = x->frames[it->frame].parent;
+        } else if (it->kind == DF__X_NEXT && it->frame == 0) {
+            code = df_status_set(st, DF_INVALID_ARGUMENT, "NextIteration node is not inside a while loop "
+                                 "{{node %s}}", df__item_name(x, i));
+            break;
+        }
+        if (it->flags & DF__XF_LOOP_COND) {
+            if (it->frame == 0) { code = df_status_set(st, DF_INVALID_ARGUMENT, "LoopCond is not inside a while loop "
+                                  "{{node %s}}", df__item_name(x, i)); break; }
+            if (++x->frames[it->frame].n_loop_conds > 1) {
+                code = df_status_set(st, DF_INVALID_ARGUMENT, "Frame '%s' has more than one LoopCond {{node %s}}",
+                                     x->frames[it->frame].name, df__item_name(x, i));
+                break;
+            }
+        }
+        for (int e = 0; e < it->n_edges; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            df__xitem *dst = &x->items[ed->dst];
+            if (dst->frame < 0) { dst->frame = out_frame; queue[tail++] = ed->dst; continue; }
+            if (dst->frame != out_frame) {
+                if (it->kind == DF__X_FEED)
+                    code = df_status_set(st, DF_INVALID_ARGUMENT, "A fed tensor is used inside a while loop; feeding "
+                                         "tensors inside loops is not supported {{node %s}}", df__item_name(x, ed->dst));
+                else if (dst->kind == DF__X_FETCH)
+                    code = df_status_set(st, DF_INVALID_ARGUMENT, "Cannot fetch a tensor from inside a while loop: "
+                                         "'%s' is in frame '%s' {{node %s}}", df__item_name(x, i),
+                                         x->frames[out_frame].name, df__item_name(x, i));
+                else
+                    code = df_status_set(st, DF_INVALID_ARGUMENT, "Node has inputs from different frames. The input "
+                        "{{node %s}} is in frame '%s'. Another input is in frame '%s'. {{node %s}}",
+                        df__item_name(x, i), x->frames[out_frame].name, x->frames[dst->frame].name,
+                        df__item_name(x, ed->dst));
+                break;
+            }
+        }
+    }
+    if (!code)
+        for (int i = 0; i < n; i++)
+            if (x->items[i].frame < 0) {
+                code = df_status_set(st, DF_INVALID_ARGUMENT, "Node is not reachable from any input: it sits in a "
+                    "loop with no Enter {{node %s}}", df__item_name(x, i));
+                break;
+            }
+    DF_FREE(indeg);
+    DF_FREE(queue);
+    if (code) return code;
+    /* 3. layout: local ids, input slots and initial counts per frame */
+    for (int i = 0; i < n; i++) {
+        df__xitem *it = &x->items[i];
+        df__sframe *sf = &x->frames[it->frame];
+        it->local = sf->n_nodes++;
+        it->input_start = sf->total_inputs;
+        sf->total_inputs += it->n_inputs;
+    }
+    for (int f = 0; f < x->n_frames; f++) {
+        x->frames[f].init = (df__counts *)DF_MALLOC((size_t)(x->frames[f].n_nodes + 1) * sizeof(df__counts));
+        if (!x->frames[f].init) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis");
+    }
+    for (int i = 0; i < n; i++) {
+        df__xitem *it = &x->items[i];
+        df__counts *c = &x->frames[it->frame].init[it->local];
+        c->dead = 0;
+        c->pending = it->kind == DF__X_MERGE ? 1 + 2 * it->n_control_in : it->n_inputs + it->n_control_in;
+    }
+    /* data edges: absolute input slot in the destination's frame */
+    for (int i = 0; i < n; i++)
+        for (int e = 0; e < x->items[i].n_edges; e++) {
+            df__xedge *ed = &x->edges[x->items[i].edge_start + e];
+            if (ed->slot >= 0) ed->slot += x->items[ed->dst].input_start;
+        }
+    return DF_OK;
+}
+
+/* ==========================================================================================
+   15. THREAD POOL                                                                      >>pool
+   The inter-op pool: one queue of (step, tagged node) tasks under a mutex. Workers spin briefly
+   before sleeping (a wake-up costs microseconds on small machines). The caller of a run helps
+   with tasks while it waits, so a pool of n-1 workers gives n threads.
+   ========================================================================================== */
+struct df__frame;
+struct df__iter;
+typedef struct df__tagged { int32_t item, dead; struct df__frame *frame; struct df__iter *iter; } df__tagged;
+typedef struct df__task { struct df__step *step; df__tagged t; } df__task;
+
+#ifndef DF_NO_THREADS
+typedef struct df__pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    df__task *q;
+    int cap, head, count, waiting, shutdown, n_threads;
+    pthread_t *threads;
+} df__pool;
+
+static void df__process(struct df__step *s, df__tagged t);
+
+static int df__pool_pop(df__pool *p, df__task *out, int block) {
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        if (p->count) {
+            *out = p->q[p->head];
+            p->head = (p->head + 1) % p->cap;
+            p->count--;
+            pthread_mutex_unlock(&p->mu);
+            return 1;
+        }
+        if (p->shutdown || !block) { pthread_mutex_unlock(&p->mu); return 0; }
+        /* spin briefly outside the lock before sleeping */
+        pthread_mutex_unlock(&p->mu);
+        for (int i = 0; i < 2000 && !__atomic_load_n(&p->count, __ATOMIC_RELAXED) &&
+                        !__atomic_load_n(&p->shutdown, __ATOMIC_RELAXED); i++) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+        pthread_mutex_lock(&p->mu);
+        if (p->count || p->shutdown) continue;
+        p->waiting++;
+        pthread_cond_wait(&p->cv, &p->mu);
+        p->waiting--;
+    }
+}
+
+static void *df__pool_worker(void *arg) {
+    df__pool *p = (df__pool *)arg;
+    df__task t;
+    while (df__pool_pop(p, &t, 1)) df__process(t.step, t.t);
+    return NULL;
+}
+
+static int df__pool_push(df__pool *p, const df__task *t) {
+    pthread_mutex_lock(&p->mu);
+    if (p->count == p->cap) {
+        int nc = p->cap ? p->cap * 2 : 256;
+        df__task *nq = (df__task *)DF_MALLOC((size_t)nc * sizeof *nq);
+        if (!nq) { pthread_mutex_unlock(&p->mu); return 0; }
+        for (int i = 0; i < p->count; i++) nq[i] = p->q[(p->head + i) % p->cap];
+        DF_FREE(p->q);
+        p->q = nq; p->cap = nc; p->head = 0;
+    }
+    p->q[(p->head + p->count) % p->cap] = *t;
+    __atomic_store_n(&p->count, p->count + 1, __ATOMIC_RELEASE);
+    if (p->waiting) pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    return 1;
+}
+
+static df__pool *df__pool_new(int n_threads) {
+    df__pool *p = (df__pool *)DF_MALLOC(sizeof *p);
+    if (!p) return NULL;
+    memset(p, 0, sizeof *p);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    p->threads = (pthread_t *)DF_MALLOC((size_t)DF__MAX(n_threads, 1) * sizeof(pthread_t));
+    if (!p->threads) { DF_FREE(p); return NULL; }
+    for (int i = 0; i < n_threads; i++) {
+        if (pthread_create(&p->threads[i], NULL, df__pool_worker, p) != 0) break;
+        p->n_threads++;
+    }
+    return p;
+}
+
+static void df__pool_free(df__pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->shutdown = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    DF_FREE(p->threads);
+    DF_FREE(p->q);
+    DF_FREE(p);
+}
+#else
+typedef struct df__pool { int n_threads; } df__pool;
+#endif
+
+/* ==========================================================================================
+   16. EXECUTOR                                                                     >>executor
+   Runs one compiled graph. A value is a tensor pointer in an input slot of (frame instance,
+   iteration); NULL is "no value", which is what dead means. Per node and iteration a pending
+   count and a dead count decide readiness (Merge: 1 + 2 * control inputs, bit 0 waiting for a
+   live input). Iterations of a frame live in a ring of parallel_iterations + 1 and retire in
+   order; loop invariants are replayed into every new iteration; a NextIteration past the
+   window is deferred. The step ends when `outstanding` (ready + running nodes) reaches zero.
+   When threads are in play, every bookkeeping change happens under the step's spinlock.
+   ========================================================================================== */
+typedef struct df__iter {
+    int64_t num;
+    int outstanding_ops, outstanding_frames;
+    df__counts *counts;
+    df_tensor **entries;
+    struct df__frame *children;      /* frames made by Enters that ran in this iteration */
+    struct df__iter *next_free;
+} df__iter;
+
+typedef struct df__deferred { int32_t item; int32_t dead; df_tensor *t; } df__deferred;
+
+typedef struct df__frame {
+    int sf;
+    uint64_t id;
+    struct df__frame *parent;
+    df__iter *parent_iter;
+    int num_pending_inputs, num_outstanding_iterations, max_par;
+    int64_t iteration_count, first_alive;
+    df__iter **ring;
+    df__deferred *next_roots, *invs;
+    int n_next_roots, cap_next_roots, n_invs, cap_invs;
+    int32_t *dead_exits;
+    int n_dead_exits, cap_dead_exits;
+    struct df__frame *sibling;       /* next child of parent_iter */
+    struct df__frame *live_next, *live_prev;
+} df__frame;
+
+typedef struct df__readyq { df__tagged *v; int head, len, cap; } df__readyq;
+
+struct df_session;
+typedef struct df__step {
+    const df__exec *x;
+    struct df_session *session;
+    df__device *device;
+    df_tensor *const *feeds;
+    df_tensor **fetches;
+    df__spin lock;
+    int threaded;                    /* other threads may touch this step */
+    int64_t outstanding;
+    int aborted;
+    df_status status;
+    df__frame *live;                 /* every frame not yet deleted */
+    df__iter **free_iters;           /* recycled iteration states, per static frame */
+#ifndef DF_NO_THREADS
+    df__pool *pool;
+    pthread_mutex_t done_mu;
+    pthread_cond_t done_cv;
+#endif
+    int done;
+} df__step;
+
+static void df__step_error(df__step *s, const df_status *st) {
+    if (s->threaded) df__spin_lock(&s->lock);
+    if (!s->aborted) { s->status = *st; s->aborted = 1; }
+    if (s->threaded) df__spin_unlock(&s->lock);
+}
+static void df__step_oom(df__step *s, const char *what) {
+    df_status st;
+    df_status_set(&st, DF_RESOURCE_EXHAUSTED, "Out of memory in the executor (%s)", what);
+    if (!s->aborted) { s->status = st; s->aborted = 1; }
+}
+
+static int df__readyq_push(df__readyq *q, df__tagged t) {
+    if (q->head + q->len == q->cap) {
+        if (q->head > 0 && q->head >= q->len) {        /* compact */
+            memmove(q->v, q->v + q->head, (size_t)q->len * sizeof *q->v);
+            q->head = 0;
+        } else if (!df__grow(&q->v, &q->cap, q->cap + 1, sizeof *q->v)) {
+            return 0;
+        }
+    }
+    q->v[q->head + q->len++] = t;
+    return 1;
+}
+
+/* ---- iterations and frames (caller holds the step lock when threaded) ---- */
+static df__iter *df__iter_new(df__step *s, int sf, int64_t num) {
+    const df__sframe *f = &s->x->frames[sf];
+    df__iter *it = s->free_iters[sf];
+    if (it) s->free_iters[sf] = it->next_free;
+    else {
+        size_t counts = (size_t)(f->n_nodes + 1) * sizeof(df__counts);
+        size_t entries = (size_t)(f->total_inputs + 1) * sizeof(df_tensor *);
+        it = (df__iter *)DF_MALLOC(sizeof *it + counts + entries);
+        if (!it) return NULL;
+        it->counts = (df__counts *)(it + 1);
+        it->entries = (df_tensor **)((char *)it->counts + counts);
+        memset(it->entries, 0, entries);
+    }
+    it->num = num;
+    it->outstanding_ops = it->outstanding_frames = 0;
+    it->children = NULL;
+    it->next_free = NULL;
+    memcpy(it->counts, f->init, (size_t)f->n_nodes * sizeof(df__counts));
+    return it;
+}
+
+static void df__iter_retire(df__step *s, int sf, df__iter *it) {
+    const df__sframe *f = &s->x->frames[sf];
+    for (int i = 0; i < f->total_inputs; i++)
+        if (it->entries[i]) { df_tensor_release(it->entries[i]); it->entries[i] = NULL; }
+    it->next_free = s->free_iters[sf];
+    s->free_iters[sf] = it;
+}
+
+static df__frame *df__frame_new(df__step *s, int sf, df__frame *parent, df__iter *parent_iter) {
+    const df__sframe *f = &s->x->frames[sf];
+    int ring = f->parallel_iterations + 1;
+    df__frame *fr = (df__frame *)DF_MALLOC(sizeof *fr + (size_t)ring * sizeof(df__iter *));
+    if (!fr) return NULL;
+    memset(fr, 0, sizeof *fr);
+    fr->ring = (df__iter **)(fr + 1);
+    memset(fr->ring, 0, (size_t)ring * sizeof(df__iter *));
+    fr->sf = sf;
+    fr->parent = parent;
+    fr->parent_iter = parent_iter;
+    fr->max_par = f->parallel_iterations;
+    fr->num_pending_inputs = f->n_enters;
+    fr->num_outstanding_iterations = 1;
+    fr->id = parent ? df__hash_mix(df__hash_mix(parent->id, (uint64_t)parent_iter->num), df__hash_str(f->name)) : 0;
+    if (!(fr->ring[0] = df__iter_new(s, sf, 0))) { DF_FREE(fr); return NULL; }
+    fr->live_next = s->live;
+    if (s->live) s->live->live_prev = fr;
+    s->live = fr;
+    return fr;
+}
+
+static void df__frame_destroy(df__step *s, df__frame *fr) {
+    int ring = fr->max_par + 1;
+    for (int i = 0; i < ring; i++) if (fr->ring[i]) df__iter_retire(s, fr->sf, fr->ring[i]);
+    for (int i = 0; i < fr->n_next_roots; i++) df_tensor_release(fr->next_roots[i].t);
+    for (int i = 0; i < fr->n_invs; i++) df_tensor_release(fr->invs[i].t);
+    DF_FREE(fr->next_roots); DF_FREE(fr->invs); DF_FREE(fr->dead_exits);
+    if (fr->live_prev) fr->live_prev->live_next = fr->live_next;
+    else s->live = fr->live_next;
+    if (fr->live_next) fr->live_next->live_prev = fr->live_prev;
+    DF_FREE(fr);
+}
+
+static df__iter *df__frame_iter(const df__frame *fr, int64_t num) { return fr->ring[num % (fr->max_par + 1)]; }
+
+/* Activates the out-edges of `item` in (fr, it); ready nodes go to q. Returns 0 on OOM. */
+static int df__activate(df__step *s, df__frame *fr, df__iter *it, int32_t item_id, df_tensor *const *outs,
+                        int is_dead, df__readyq *q) {
+    const df__exec *x = s->x;
+    const df__xitem *item = &x->items[item_id];
+    const df__xedge *e = x->edges + item->edge_start, *end = e + item->n_edges;
+    for (; e < end; e++) {
+        const df__xitem *dst = &x->items[e->dst];
+        df__counts *c = &it->counts[dst->local];
+        int ready = 0, dst_dead = 0;
+        if (e->slot >= 0) {
+            df_tensor *t = is_dead ? NULL : outs[e->src_out];
+            if (dst->kind == DF__X_MERGE) {
+                if (t) {
+                    if (!(c->pending & 1)) continue;            /* already had a live input */
+                    it->entries[e->slot] = df_tensor_retain(t);
+                    c->pending -= 1;
+                    ready = c->pending == 0;
+                } else {
+                    c->dead++;
+                    dst_dead = c->dead == dst->n_inputs || item->kind == DF__X_ENTER;
+                    ready = c->pending == 1 && dst_dead;
+                    if (ready) c->pending = 0;
+                }
+            } else {
+                if (t) it->entries[e->slot] = df_tensor_retain(t);
+                else c->dead++;
+                ready = --c->pending == 0;
+                dst_dead = c->dead > 0;
+            }
+        } else {
+            if (dst->kind == DF__X_MERGE) {
+                c->pending -= 2;
+                dst_dead = c->dead == dst->n_inputs;
+                ready = c->pending == 0 || (c->pending == 1 && dst_dead);
+                if (ready) c->pending = 0;
+            } else {
+                if (is_dead) c->dead++;
+                ready = --c->pending == 0;
+                dst_dead = c->dead > 0;
+            }
+        }
+        if (!ready) continue;
+        if (dst->flags & DF__XF_CTRL_TRIGGER) dst_dead = 0;
+        df__tagged t = {e->dst, dst_dead, fr, it};
+        if (!df__readyq_push(q, t)) return 0;
+        it->outstanding_ops++;
+        s->outstanding++;
+    }
+    return 1;
+}
+
+static int df__cleanup_iterations(df__step *s, df__frame *fr, df__readyq *q);
+
+/* Starts iteration iteration_count + 1: deferred NextIteration values and invariants go in. */
+static int df__increment_iteration(df__step *s, df__frame *fr, df__readyq *q) {
+    int64_t num = ++fr->iteration_count;
+    df__iter *it = df__iter_new(s, fr->sf, num);
+    if (!it) return 0;
+    fr->ring[num % (fr->max_par + 1)] = it;
+    fr->num_outstanding_iterations++;
+    fr->n_dead_exits = 0;
+    int n_roots = fr->n_next_roots;
+    fr->n_next_roots = 0;
+    for (int i = 0; i < n_roots; i++) {
+        df__deferred d = fr->next_roots[i];
+        int ok = df__activate(s, fr, it, d.item, &d.t, 0, q);
+        df_tensor_release(d.t);
+        if (!ok) return 0;
+    }
+    for (int i = 0; i < fr->n_invs; i++)
+        if (!df__activate(s, fr, it, fr->invs[i].item, &fr->invs[i].t, fr->invs[i].dead, q)) return 0;
+    return 1;
+}
+
+static int df__iteration_done(const df__frame *fr, int64_t num) {
+    const df__iter *it = df__frame_iter(fr, num);
+    return it && it->num == num && it->outstanding_ops == 0 && it->outstanding_frames == 0 &&
+           num == fr->first_alive && (num > 0 || fr->num_pending_inputs == 0);
+}
+
+/* Deletes a finished frame: dead Exits of its last iteration go to the parent, then the parent
+   iteration may itself finish. */
+static int df__frame_finish(df__step *s, df__frame *fr, df__readyq *q) {
+    df__frame *parent = fr->parent;
+    df__iter *piter = fr->parent_iter;
+    for (int i = 0; i < fr->n_dead_exits; i++)
+        if (!df__activate(s, parent, piter, fr->dead_exits[i], NULL, 1, q)) return 0;
+    df__frame **link = &piter->children;
+    while (*link && *link != fr) link = &(*link)->sibling;
+    if (*link) *link = fr->sibling;
+    df__frame_destroy(s, fr);
+    piter->outstanding_frames--;
+    if (piter->outstanding_ops == 0 && piter->outstanding_frames == 0)
+        return df__cleanup_iterations(s, parent, q);
+    return 1;
+}
+
+/* Retires finished iterations of fr in order; starts deferred ones; deletes fr when done. */
+static int df__cleanup_iterations(df__step *s, df__frame *fr, df__readyq *q) {
+    while (fr->first_alive <= fr->iteration_count && df__iteration_done(fr, fr->first_alive)) {
+        int64_t num = fr->first_alive;
+        df__iter *it = df__frame_iter(fr, num);
+        fr->ring[num % (fr->max_par + 1)] = NULL;
+        df__iter_retire(s, fr->sf, it);
+        fr->num_outstanding_iterations--;
+        fr->first_alive++;
+        if (fr->n_next_roots && !df__increment_iteration(s, fr, q)) return 0;
+    }
+    if (fr->parent && fr->num_pending_inputs == 0 && fr->num_outstanding_iterations == 0)
+        return df__frame_finish(s, fr, q);
+    return 1;
+}
+
+static df__frame *df__child_frame(df__step *s, df__frame *fr, df__iter *it, int sf) {
+    for (df__frame *c = it->children; c; c = c->sibling) if (c->sf == sf) return c;
+    df__frame *c = df__frame_new(s, sf, fr, it);
+    if (!c) return NULL;
+    c->sibling = it->children;
+    it->children = c;
+    it->outstanding_frames++;
+    return c;
+}
+
+static int df__push_deferred(df__deferred **v, int *n, int *cap, int32_t item, df_tensor *t, int dead) {
+    if (!df__grow(v, cap, *n + 1, sizeof(df__deferred))) return 0;
+    (*v)[*n].item = item;
+    (*v)[*n].t = df_tensor_retain(t);
+    (*v)[*n].dead = dead;
+    (*n)++;
+    return 1;
+}
+
+/* After a node ran in (fr, it): route its outputs by node kind, then account for it. */
+static int df__propagate(df__step *s, const df__tagged *t, df_tensor *const *outs, df__readyq *q) {
+    const df__xitem *item = &s->x->items[t->item];
+    df__frame *fr = t->frame;
+    df__iter *it = t->iter;
+    int dead = t->dead, ok = 1;
+    switch (item->kind) {
+    case DF__X_ENTER: {
+        df__frame *child = df__child_frame(s, fr, it, item->child_frame);
+        if (!child) return 0;
+        df_tensor *v = dead ? NULL : outs[0];
+        if (item->flags & DF__XF_CONST_ENTER) {
+            ok = df__push_deferred(&child->invs, &child->n_invs, &child->cap_invs, t->item, v, dead || !v);
+            for (int64_t k = child->first_alive; ok && k <= child->iteration_count; k++)
+                ok = df__activate(s, child, df__frame_iter(child, k), t->item, &v, dead || !v, q);
+        } else {
+            ok = df__activate(s, child, df__frame_iter(child, 0), t->item, &v, dead || !v, q);
+        }
+        child->num_pending_inputs--;
+        if (ok && child->num_pending_inputs == 0) {
+            df__iter *first = df__frame_iter(child, child->first_alive);
+            if (first && first->outstanding_ops == 0 && first->outstanding_frames == 0)
+                ok = df__cleanup_iterations(s, child, q);
+        }
+        break;
+    }
+    case DF__X_EXIT:
+        if (dead || !outs[0]) {
+            if (it->num == fr->iteration_count) {
+                if (!df__grow(&fr->dead_exits, &fr->cap_dead_exits, fr->n_dead_exits + 1, sizeof(int32_t))) return 0;
+                fr->dead_exits[fr->n_dead_exits++] = t->item;
+            }
+        } else {
+            ok = df__activate(s, fr->parent, fr->parent_iter, t->item, outs, 0, q);
+        }
+        break;
+    case DF__X_NEXT:
+        if (dead || !outs[0]) break;                      /* a dead NextIteration ends the loop */
+        if (it->num < fr->iteration_count) {
+            ok = df__activate(s, fr, df__frame_iter(fr, it->num + 1), t->item, outs, 0, q);
+        } else if (fr->num_outstanding_iterations == fr->max_par) {
+            ok = df__push_deferred(&fr->next_roots, &fr->n_next_roots, &fr->cap_next_roots, t->item, outs[0], 0);
+        } else {
+            ok = df__increment_iteration(s, fr, q) &&
+                 df__activate(s, fr, df__frame_iter(fr, fr->iteration_count), t->item, outs, 0, q);
+        }
+        break;
+    default:
+        ok = df__activate(s, fr, it, t->item, outs, dead, q);
+    }
+    if (!ok) return 0;
+    it->outstanding_ops--;
+    s->outstanding--;
+    if (fr->parent && it->outstanding_ops == 0 && it->outstanding_frames == 0)
+        return df__cleanup_iterations(s, fr, q);
+    return 1;
+}
+
+/* ---- running one node ---- */
+static int df__item_expensive(const df__step *s, const df__tagged *t) {
+    const df__xitem *item = &s->x->items[t->item];
+    if (!(item->flags & DF__XF_EXPENSIVE) || t->dead) return 0;
+    df_tensor *const *in = t->iter->entries + item->input_start;
+    int64_t work = 0;
+    for (int i = 0; i < item->n_inputs; i++) if (in[i]) work += in[i]->n;
+    if (!strcmp(item->node->op->name, "MatMul") && item->n_inputs == 2 && in[0] && in[1] && in[0]->rank == 2 && in[1]->rank == 2)
+        work = in[0]->n * in[1]->dims[1];
+    return work >= 32768;
+}
+
+/* Runs the kernel of t (unless dead); returns 1 if it succeeded. */
+static int df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
+    const df__xitem *item = &s->x->items[t->item];
+    df_tensor **in = t->iter->entries + item->input_start;
+    int ok = 1;
+    for (int i = 0; i < item->n_outputs; i++) outs[i] = NULL;
+    if (s->aborted) ok = 0;
+    else if (item->kind == DF__X_FEED) {
+        outs[0] = df_tensor_retain(s->feeds[item->aux]);
+    } else if (item->kind == DF__X_FETCH) {
+        if (!in[0]) {
+            df_status st;
+            df__fail(&st, item->node, DF_INVALID_ARGUMENT, "Fetched tensor '%s:%d' is dead: it was not computed "
+                     "in this run (it lies on an untaken branch of a cond, or depends on one)",
+                     item->node->name, item->child_frame);
+            df__step_error(s, &st);
+            ok = 0;
+        } else if (in[0] == &df__uninitialized) {
+            df_status st;
+            df__fail(&st, item->node, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", item->node->name);
+            df__step_error(s, &st);
+            ok = 0;
+        } else {
+            s->fetches[item->aux] = df_tensor_retain(in[0]);
+        }
+    } else if (!t->dead) {
+        df_status st;
+        df_status_clear(&st);
+        if (item->flags & DF__XF_CHECK_UNINIT)
+            for (int i = 0; i < item->n_inputs; i++)
+                if (in[i] == &df__uninitialized) {
+                    df__fail(&st, item->node, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s",
+                             item->node->inputs[i].node->name);
+                    break;
+                }
+        if (!st.code) {
+            df__kctx k;
+            k.in = in; k.out = outs; k.node = item->node; k.n_in = item->n_inputs; k.n_out = item->n_outputs;
+            k.need = item->need; k.alloc = s->device->bfc; k.step = s; k.st = &st;
+            item->kernel(&k);
+            for (int i = 0; !st.code && i < item->n_outputs; i++) {
+                if (!outs[i]) {
+                    if ((item->flags & DF__XF_SWITCH) || item->kind == DF__X_MERGE || !(item->need >> DF__MIN(i, 31) & 1)) continue;
+                    df__fail(&st, item->node, DF_INTERNAL, "Kernel of %s produced no output %d", item->node->op->name, i);
+                } else if (outs[i] != &df__uninitialized && outs[i]->dtype != item->node->out_types[i]) {
+                    df__fail(&st, item->node, DF_INTERNAL, "Output %d of type %s does not match declared output type %s",
+                             i, df_dtype_name(outs[i]->dtype), df_dtype_name(item->node->out_types[i]));
+                }
+            }
+        }
+        if (st.code) { df__step_error(s, &st); ok = 0; }
+    }
+    for (int i = 0; i < item->n_inputs; i++)
+        if (in[i]) { df_tensor_release(in[i]); in[i] = NULL; }
+    return ok;
+}
+
+static void df__step_finish(df__step *s) {
+#ifndef DF_NO_THREADS
+    if (s->threaded) {
+        pthread_mutex_lock(&s->done_mu);
+        s->done = 1;
+        pthread_cond_broadcast(&s->done_cv);
+        pthread_mutex_unlock(&s->done_mu);
+        return;
+    }
+#endif
+    s->done = 1;
+}
+
+/* Processes t and everything that becomes ready inline after it. */
+static void df__process(df__step *s, df__tagged first) {
+    df__readyq q = {NULL, 0, 0, 0}, ready = {NULL, 0, 0, 0};
+    df_tensor *small[16], **outs = small;
+    int outs_cap = 16;
+    df__readyq_push(&q, first);
+    while (q.len) {
+        df__tagged t = q.v[q.head++];
+        q.len--;
+        const df__xitem *item = &s->x->items[t.item];
+        if (item->n_outputs > outs_cap) {
+            df_tensor **bigger = (df_tensor **)DF_MALLOC((size_t)item->n_outputs * sizeof(df_tensor *));
+            if (bigger) { if (outs != small) DF_FREE(outs); outs = bigger; outs_cap = item->n_outputs; }
+        }
+        if (item->n_outputs > outs_cap) df__step_oom(s, "output array");
+        else df__run_item(s, &t, outs);
+        if (s->threaded) df__spin_lock(&s->lock);
+        int completed;
+        ready.head = ready.len = 0;
+        if (s->aborted) {
+            s->outstanding--;
+        } else if (!df__propagate(s, &t, outs, s->threaded ? &ready : &q)) {
+            df__step_oom(s, "propagating outputs");
+        }
+        completed = s->outstanding == 0;
+        if (s->threaded) df__spin_unlock(&s->lock);
+        for (int i = 0; i < item->n_outputs; i++)
+            if (outs[i] && outs[i] != &df__uninitialized) df_tensor_release(outs[i]);
+#ifndef DF_NO_THREADS
+        /* Dispatch: cheap nodes inline; expensive ones to the pool, keeping the last inline
+           when nothing else is queued here. */
+        for (int i = 0; i < ready.len; i++) {
+            df__tagged r = ready.v[ready.head + i];
+            int last = i == ready.len - 1;
+            if (s->pool && df__item_expensive(s, &r) && !(last && q.len == 0)) {
+                df__task task = {s, r};
+                if (df__pool_push(s->pool, &task)) continue;
+            }
+            df__readyq_push(&q, r);
+        }
+#endif
+        if (completed) df__step_finish(s);
+    }
+    if (outs != small) DF_FREE(outs);
+    DF_FREE(q.v);
+    DF_FREE(ready.v);
+}
+
+/* Runs a compiled executor to completion on the calling thread (helped by the pool). */
+static df_code df__execute(df__step *s, df_status *st) {
+    const df__exec *x = s->x;
+    s->free_iters = (df__iter **)DF_MALLOC((size_t)x->n_frames * sizeof(df__iter *));
+    if (!s->free_iters) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory starting a run");
+    memset(s->free_iters, 0, (size_t)x->n_frames * sizeof(df__iter *));
+    df__frame *root = df__frame_new(s, 0, NULL, NULL);
+    if (!root) { DF_FREE(s->free_iters); return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory starting a run"); }
+    df__iter *it0 = root->ring[0];
+    s->outstanding = x->n_roots;
+    it0->outstanding_ops = x->n_roots;
+#ifndef DF_NO_THREADS
+    if (s->threaded) { pthread_mutex_init(&s->done_mu, NULL); pthread_cond_init(&s->done_cv, NULL); }
+#endif
+    if (x->n_roots == 0) s->done = 1;
+    /* Roots run inline in order; the first one's inline chain may already do most of the work. */
+    for (int i = 0; i < x->n_roots; i++) {
+        df__tagged t = {x->roots[i], 0, root, it0};
+        df__process(s, t);
+    }
+#ifndef DF_NO_THREADS
+    if (s->threaded) {
+        df__task task;
+        while (!__atomic_load_n(&s->done, __ATOMIC_ACQUIRE)) {
+            if (s->pool && df__pool_pop(s->pool, &task, 0)) { df__process(task.step, task.t); continue; }
+            pthread_mutex_lock(&s->done_mu);
+            if (!s->done) {
+                struct timespec ts;
+                timespec_get(&ts, TIME_UTC);
+                ts.tv_nsec += 200000;
+                if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+                pthread_cond_timedwait(&s->done_cv, &s->done_mu, &ts);
+            }
+            pthread_mutex_unlock(&s->done_mu);
+        }
+        pthread_mutex_destroy(&s->done_mu);
+        pthread_cond_destroy(&s->done_cv);
+    }
+#endif
+    while (s->live) df__frame_destroy(s, s->live);
+    for (int f = 0; f < x->n_frames; f++)
+        while (s->free_iters[f]) { df__iter *it = s->free_iters[f]; s->free_iters[f] = it->next_free; DF_FREE(it); }
+    DF_FREE(s->free_iters);
+    if (s->aborted) { *st = s->status; return st->code; }
+    if (!s->done) return df_status_set(st, DF_INTERNAL, "The run ended with work outstanding");
+    return DF_OK;
+}
+
+/* ==========================================================================================
+   17. SESSION                                                                       >>session
+   A session owns its devices, the inter-op pool, the variables and random-number state, and a
+   cache of compiled executors keyed by the (feeds, fetches, targets) signature and the graph's
+   edit version. Compiling prunes the graph to what the fetches and targets need, replaces fed
+   outputs by feed items and runs the static frame analysis. Feeds are never modified.
+   ========================================================================================== */
+struct df_session {
+    df_graph *g;
+    df_session_options opts;
+    df__device **devices;
+    int n_devices;
+    df__pool *pool;
+    df__spin lock;               /* cache and resources */
+    df__strmap cache;            /* signature -> index in execs */
+    df__exec **execs;
+    int n_execs, cap_execs;
+    df__strmap resources;        /* "v:name" -> var index, "r:name" -> rng index */
+    df__var **vars;
+    int n_vars, cap_vars;
+    uint64_t *rng_counters;
+    int n_rng, cap_rng;
+    uint64_t seed_salt;
+    int ran;
+};
+
+static df__var *df__step_var(df__step *s, const df_node *var_node, df_status *st) {
+    struct df_session *ss = s->session;
+    const char *shared = df__attr_s(var_node, "shared_name");
+    char key[300];
+    snprintf(key, sizeof key, "v:%.280s", *shared ? shared : var_node->name);
+    df__spin_lock(&ss->lock);
+    int idx;
+    df__var *v = NULL;
+    if (df__strmap_get(&ss->resources, key, &idx)) v = ss->vars[idx];
+    else if (df__grow(&ss->vars, &ss->cap_vars, ss->n_vars + 1, sizeof(df__var *)) &&
+             (v = (df__var *)DF_MALLOC(sizeof *v)) != NULL) {
+        memset(v, 0, sizeof *v);
+        if (df__strmap_put(&ss->resources, key, ss->n_vars)) ss->vars[ss->n_vars++] = v;
+        else { DF_FREE(v); v = NULL; }
+    }
+    df__spin_unlock(&ss->lock);
+    if (!v) df__fail(st, var_node, DF_RESOURCE_EXHAUSTED, "Out of memory creating variable state");
+    return v;
+}
+
+static uint64_t df__step_rng_next(df__step *s, const df_node *n, uint64_t count) {
+    struct df_session *ss = s->session;
+    char key[300];
+    snprintf(key, sizeof key, "r:%.280s", n->name);
+    uint64_t base = 0;
+    df__spin_lock(&ss->lock);
+    int idx;
+    if (!df__strmap_get(&ss->resources, key, &idx)) {
+        idx = -1;
+        if (df__grow(&ss->rng_counters, &ss->cap_rng, ss->n_rng + 1, sizeof(uint64_t)) &&
+            df__strmap_put(&ss->resources, key, ss->n_rng)) {
+            idx = ss->n_rng++;
+            /* unseeded ops start somewhere different per session; seeded ones at zero */
+            int seeded = df__attr_i(n, "seed", 0) || df__attr_i(n, "seed2", 0);
+            ss->rng_counters[idx] = seeded ? 0 : df__hash_mix(ss->seed_salt, df__hash_str(n->name)) >> 8;
+        }
+    }
+    if (idx >= 0) { base = ss->rng_counters[idx]; ss->rng_counters[idx] += count; }
+    df__spin_unlock(&ss->lock);
+    return base;
+}
+
+df_session *df_session_new(df_graph *g, const df_session_options *opts, df_status *st) {
+    df_status_clear(st);
+    if (!g) { df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: graph is NULL"); return NULL; }
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    if (opts) o = *opts;
+    if (o.num_cpu_devices < 0 || o.inter_op_threads < 0 || o.intra_op_threads < 0 || o.num_gpu_devices < -1) {
+        df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: negative device or thread count");
+        return NULL;
+    }
+    if (o.num_gpu_devices > 0) {
+        df_status_set(st, DF_UNIMPLEMENTED, "df_session_new: GPU devices are not available in this build");
+        return NULL;
+    }
+    if (o.target && *o.target) {
+        df_status_set(st, DF_UNIMPLEMENTED, "df_session_new: remote targets ('%s') are not supported yet", o.target);
+        return NULL;
+    }
+    if (o.num_cpu_devices == 0) o.num_cpu_devices = 1;
+    if (o.num_cpu_devices > 64) { df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: at most 64 CPU devices"); return NULL; }
+    if (o.inter_op_threads == 0) o.inter_op_threads = df__num_cores();
+    if (o.intra_op_threads == 0) o.intra_op_threads = df__num_cores();
+    if (o.inter_op_threads > 256) o.inter_op_threads = 256;
+    df_session *s = (df_session *)DF_MALLOC(sizeof *s);
+    if (!s) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a session"); return NULL; }
+    memset(s, 0, sizeof *s);
+    s->g = g;
+    s->opts = o;
+    s->seed_salt = df__hash_mix((uint64_t)time(NULL), (uint64_t)(uintptr_t)s);
+    s->devices = (df__device **)DF_MALLOC((size_t)o.num_cpu_devices * sizeof(df__device *));
+    if (!s->devices) { DF_FREE(s); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a session"); return NULL; }
+    for (int i = 0; i < o.num_cpu_devices; i++) {
+        if (!(s->devices[i] = df__device_new_cpu(i, o.memory_limit, st))) { df_session_free(s); return NULL; }
+        s->n_devices++;
+    }
+#ifndef DF_NO_THREADS
+    if (o.inter_op_threads > 1 && !o.deterministic) {
+        s->pool = df__pool_new(o.inter_op_threads - 1);
+        if (!s->pool) { df_session_free(s); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the thread pool"); return NULL; }
+    }
+#endif
+    g->n_sessions++;
+    return s;
+}
+
+void df_session_free(df_session *s) {
+    if (!s) return;
+#ifndef DF_NO_THREADS
+    df__pool_free(s->pool);
+#endif
+    for (int i = 0; i < s->n_execs; i++) df__exec_free(s->execs[i]);
+    DF_FREE(s->execs);
+    df__strmap_free(&s->cache);
+    for (int i = 0; i < s->n_vars; i++) { df_tensor_release(s->vars[i]->value); DF_FREE(s->vars[i]); }
+    DF_FREE(s->vars);
+    DF_FREE(s->rng_counters);
+    df__strmap_free(&s->resources);
+    for (int i = 0; i < s->n_devices; i++) df__device_free(s->devices[i]);
+    DF_FREE(s->devices);
+    if (s->g && s->g->n_sessions > 0) s->g->n_sessions--;
+    DF_FREE(s);
+}
+
+int df_session_num_partitions(df_session *s) { return s && s->ran ? 1 : 0; }
+const df_graph *df_session_partition(df_session *s, int i, const char **device) {
+    if (!s || !s->ran || i != 0) { if (device) *device = NULL; return NULL; }
+    if (device) *device = s->devices[0]->name;
+    return s->g;
+}
+int df_session_device_alloc_stats(df_session *s, int device, df_alloc_stats *out) {
+    if (!s || device < 0 || device >= s->n_devices || !out) return 0;
+    df_bfc_get_stats(s->devices[device]->bfc, out);
+    return 1;
+}
+
+/* Feed lookup: feed index of (node id, output) or -1. first_feed[id] chains feeds of a node. */
+static int df__feed_index(const int *first_feed, const int *next_feed, const df_output *feeds, df_output o) {
+    for (int f = first_feed[o.node->id]; f >= 0; f = next_feed[f])
+        if (feeds[f].index == o.index) return f;
+    return -1;
+}
+
+static df__exec *df__compile(df_session *ss, const df_output *feeds, int n_feeds, const df_output *fetches,
+                             int n_fetches, df_node *const *targets, int n_targets, df_status *st) {
+    df_graph *g = ss->g;
+    int nn = g->n_nodes;
+    df__exec *x = (df__exec *)DF_MALLOC(sizeof *x);
+    int *item_of = (int *)DF_MALLOC((size_t)(nn + 1) * sizeof(int));
+    int *first_feed = (int *)DF_MALLOC((size_t)(nn + 1) * sizeof(int));
+    int *next_feed = (int *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(int));
+    int *feed_item = (int *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(int));
+    int32_t *stack = (int32_t *)DF_MALLOC((size_t)(nn + 1) * sizeof(int32_t));
+    int32_t *deg = NULL;
+    if (!x || !item_of || !first_feed || !next_feed || !feed_item || !stack) goto oom;
+    memset(x, 0, sizeof *x);
+    for (int i = 0; i < nn; i++) { item_of[i] = -1; first_feed[i] = -1; }
+    for (int f = 0; f < n_feeds; f++) { next_feed[f] = first_feed[feeds[f].node->id]; first_feed[feeds[f].node->id] = f; feed_item[f] = -1; }
+    /* 1. prune: walk back from fetches and targets, stopping at fed outputs */
+    int sp = 0, n_items = 0;
+    for (int i = 0; i < n_fetches; i++)
+        if (df__feed_index(first_feed, next_feed, feeds, fetches[i]) < 0 && item_of[fetches[i].node->id] < 0) {
+            item_of[fetches[i].node->id] = -2;
+            stack[sp++] = fetches[i].node->id;
+        }
+    for (int i = 0; i < n_targets; i++)
+        if (item_of[targets[i]->id] < 0 && item_of[targets[i]->id] != -2) { item_of[targets[i]->id] = -2; stack[sp++] = targets[i]->id; }
+    while (sp) {
+        const df_node *n = g->nodes[stack[--sp]];
+        item_of[n->id] = n_items++;
+        for (int i = 0; i < n->n_inputs; i++) {
+            df_output in = n->inputs[i];
+            if (df__feed_index(first_feed, next_feed, feeds, in) >= 0) continue;
+            if (item_of[in.node->id] == -1) { item_of[in.node->id] = -2; stack[sp++] = in.node->id; }
+        }
+        for (int i = 0; i < n->n_controls; i++)
+            if (item_of[n->controls[i]->id] == -1) { item_of[n->controls[i]->id] = -2; stack[sp++] = n->controls[i]->id; }
+    }
+    int n_node_items = n_items;
+    /* feed items for fed outputs that something reads */
+    for (int i = 0; i < nn; i++) {
+        if (item_of[i] < 0) continue;
+        const df_node *n = g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            int f = df__feed_index(first_feed, next_feed, feeds, n->inputs[k]);
+            if (f >= 0 && feed_item[f] < 0) feed_item[f] = n_items++;
+        }
+    }
+    for (int i = 0; i < n_fetches; i++) {
+        int f = df__feed_index(first_feed, next_feed, feeds, fetches[i]);
+        if (f >= 0 && feed_item[f] < 0) feed_item[f] = n_items++;
+    }
+    int fetch_base = n_items;
+    n_items += n_fetches;
+    x->n_items = n_items;
+    x->items = (df__xitem *)DF_MALLOC((size_t)(n_items + 1) * sizeof(df__xitem));
+    deg = (int32_t *)DF_MALLOC((size_t)(n_items + 1) * sizeof(int32_t));
+    if (!x->items || !deg) goto oom;
+    memset(x->items, 0, (size_t)(n_items + 1) * sizeof(df__xitem));
+    for (int i = 0; i < nn; i++) {
+        if (item_of[i] < 0) continue;
+        const df_node *n = g->nodes[i];
+        df__xitem *it = &x->items[item_of[i]];
+        unsigned f = n->op->flags;
+        it->node = n;
+        it->kernel = n->op->kernel;
+        it->n_inputs = n->n_inputs;
+        it->n_outputs = n->n_outputs;
+        it->n_control_in = n->n_controls;
+        it->kind = (f & DF__OP_MERGE) ? DF__X_MERGE : (f & DF__OP_ENTER) ? DF__X_ENTER : (f & DF__OP_EXIT) ? DF__X_EXIT
+                 : (f & DF__OP_NEXT_ITERATION) ? DF__X_NEXT : DF__X_NORMAL;
+        if ((f & DF__OP_ENTER) && df__attr_b(n, "is_constant", 0)) it->flags |= DF__XF_CONST_ENTER;
+        if (f & DF__OP_CONTROL_TRIGGER) it->flags |= DF__XF_CTRL_TRIGGER;
+        if (f & DF__OP_EXPENSIVE) it->flags |= DF__XF_EXPENSIVE;
+        if (f & DF__OP_SWITCH) it->flags |= DF__XF_SWITCH;
+        if (f & DF__OP_LOOP_COND) it->flags |= DF__XF_LOOP_COND;
+        if (!(f & DF__OP_ALLOWS_UNINIT))
+            for (int k = 0; k < n->n_inputs; k++)
+                if (n->inputs[k].node->out_is_ref[n->inputs[k].index]) it->flags |= DF__XF_CHECK_UNINIT;
+    }
+    for (int f = 0; f < n_feeds; f++) {
+        if (feed_item[f] < 0) continue;
+        df__xitem *it = &x->items[feed_item[f]];
+        it->kind = DF__X_FEED; it->n_outputs = 1; it->aux = f;
+    }
+    for (int i = 0; i < n_fetches; i++) {
+        df__xitem *it = &x->items[fetch_base + i];
+        it->kind = DF__X_FETCH; it->n_inputs = 1; it->aux = i; it->flags = DF__XF_RUN_DEAD;
+        it->node = fetches[i].node; it->child_frame = fetches[i].index;
+    }
+    /* 2. out-edges (CSR): count per source, then fill; data edges carry the local input slot */
+    x->n_feeds = n_feeds;
+    x->n_fetches = n_fetches;
+    int n_edges = 0;
+    for (int i = 0; i < n_items; i++) deg[i] = 0;
+#define DF__SRC_ITEM(o, fidx) ((fidx) >= 0 ? feed_item[fidx] : item_of[(o).node->id])
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < nn; i++) {
+            if (item_of[i] < 0) continue;
+            const df_node *n = g->nodes[i];
+            for (int k = 0; k < n->n_inputs; k++) {
+                int fi = df__feed_index(first_feed, next_feed, feeds, n->inputs[k]);
+                int src = DF__SRC_ITEM(n->inputs[k], fi);
+                if (pass == 0) { deg[src]++; n_edges++; continue; }
+                df__xedge *e = &x->edges[x->items[src].edge_start + x->items[src].n_edges++];
+                e->dst = item_of[i]; e->slot = k; e->src_out = fi >= 0 ? 0 : n->inputs[k].index;
+            }
+            for (int k = 0; k < n->n_controls; k++) {
+                int src = item_of[n->controls[k]->id];
+                if (pass == 0) { deg[src]++; n_edges++; continue; }
+                df__xedge *e = &x->edges[x->items[src].edge_start + x->items[src].n_edges++];
+                e->dst = item_of[i]; e->slot = -1; e->src_out = 0;
+            }
+        }
+        for (int i = 0; i < n_fetches; i++) {
+            int fi = df__feed_index(first_feed, next_feed, feeds, fetches[i]);
+            int src = DF__SRC_ITEM(fetches[i], fi);
+            if (pass == 0) { deg[src]++; n_edges++; continue; }
+            df__xedge *e = &x->edges[x->items[src].edge_start + x->items[src].n_edges++];
+            e->dst = fetch_base + i; e->slot = 0; e->src_out = fi >= 0 ? 0 : fetches[i].index;
+        }
+        if (pass == 0) {
+            x->edges = (df__xedge *)DF_MALLOC((size_t)(n_edges + 1) * sizeof(df__xedge));
+            if (!x->edges) goto oom;
+            x->n_edges = n_edges;
+            int at = 0;
+            for (int i = 0; i < n_items; i++) { x->items[i].edge_start = at; x->items[i].n_edges = 0; at += deg[i]; }
+        }
+    }
+#undef DF__SRC_ITEM
+    /* Data edges before control edges within each source: TF's order, and what `need` uses. */
+    for (int i = 0; i < n_items; i++) {
+        df__xitem *it = &x->items[i];
+        for (int e = 0; e < it->n_edges; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            if (ed->slot >= 0) it->need |= ed->src_out >= 31 ? 0x80000000u : 1u << ed->src_out;
+        }
+        if (it->n_outputs > 31 && (it->need & 0x80000000u)) it->need = 0xffffffffu;
+    }
+    DF__UNUSED(n_node_items);
+    /* 3. frames, validation, layout */
+    if (df__analyze_frames(x, st) != DF_OK) goto fail;
+    /* 4. roots */
+    x->roots = (int32_t *)DF_MALLOC((size_t)(n_items + 1) * sizeof(int32_t));
+    if (!x->roots) goto oom;
+    for (int i = 0; i < n_items; i++)
+        if (x->items[i].n_inputs + x->items[i].n_control_in == 0) x->roots[x->n_roots++] = i;
+    DF_FREE(item_of); DF_FREE(first_feed); DF_FREE(next_feed); DF_FREE(feed_item); DF_FREE(stack); DF_FREE(deg);
+    return x;
+oom:
+    df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory compiling the graph for a run");
+fail:
+    DF_FREE(item_of); DF_FREE(first_feed); DF_FREE(next_feed); DF_FREE(feed_item); DF_FREE(stack); DF_FREE(deg);
+    df__exec_free(x);
+    return NULL;
+}
+
+df_code df_graph_validate(const df_graph *g, df_status *st) {
+    df_status local;
+    if (!st) st = &local;
+    df_status_clear(st);
+    if (!g) return df_status_set(st, DF_INVALID_ARGUMENT, "df_graph_validate: graph is NULL");
+    if (g->status.code) { *st = g->status; return st->code; }
+    struct df_session fake;
+    memset(&fake, 0, sizeof fake);
+    fake.g = (df_graph *)g;
+    df_node **all = (df_node **)DF_MALLOC((size_t)(g->n_nodes + 1) * sizeof(df_node *));
+    if (!all) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    for (int i = 0; i < g->n_nodes; i++) all[i] = g->nodes[i];
+    df__exec *x = df__compile(&fake, NULL, 0, NULL, 0, all, g->n_nodes, st);
+    DF_FREE(all);
+    df__exec_free(x);
+    return st->code;
+}
+
+static int df__shape_compatible(const df__shape *s, const df_tensor *t) {
+    if (s->rank < 0) return 1;
+    if (s->rank != t->rank) return 0;
+    for (int i = 0; i < s->rank; i++) if (s->dims[i] >= 0 && s->dims[i] != t->dims[i]) return 0;
+    return 1;
+}
+
+df_code df_session_run(df_session *s, const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
+                       const df_output *fetches, df_tensor **fetch_values, int n_fetches,
+                       df_node *const *targets, int n_targets, df_status *st) {
+    df_status local;
+    if (!st) st = &local;
+    df_status_clear(st);
+    if (!s) return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_run: session is NULL");
+    if (n_feeds < 0 || n_fetches < 0 || n_targets < 0)
+        return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_run: negative count");
+    if ((n_feeds && (!feeds || !feed_values)) || (n_fetches && (!fetches || !fetch_values)) || (n_targets && !targets))
+        return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_run: an array is NULL but its count is not zero");
+    for (int i = 0; i < n_fetches; i++) fetch_values[i] = NULL;
+    df_graph *g = s->g;
+    if (g->status.code)
+        return df_status_set(st, g->status.code, "The graph has an error and cannot run: %s", g->status.message);
+    for (int i = 0; i < n_feeds; i++) {
+        df_output o = feeds[i];
+        if (!o.node || o.node->graph != g) return df_status_set(st, DF_INVALID_ARGUMENT, "Feed %d is NULL or from another graph", i);
+        if (!df__output_valid(o)) return df_status_set(st, DF_OUT_OF_RANGE, "Feed %d: '%s' has no output %d {{node %s}}", i, o.node->name, o.index, o.node->name);
+        const df_tensor *v = feed_values[i];
+        if (!v) return df_status_set(st, DF_INVALID_ARGUMENT, "Feed %d ('%s:%d') has a NULL value", i, o.node->name, o.index);
+        if (v->dtype != o.node->out_types[o.index])
+            return df_status_set(st, DF_INVALID_ARGUMENT, "Cannot feed a %s tensor to '%s:%d', which has type %s {{node %s}}",
+                                 df_dtype_name(v->dtype), o.node->name, o.index, df_dtype_name(o.node->out_types[o.index]), o.node->name);
+        if (!df__shape_compatible(&o.node->out_shapes[o.index], v)) {
+            char s1[128], s2[128];
+            const df__shape *sh = &o.node->out_shapes[o.index];
+            return df_status_set(st, DF_INVALID_ARGUMENT, "Cannot feed value of shape %s for tensor '%s:%d', which has shape %s {{node %s}}",
+                                 df__dims_str(v->rank, v->dims, s1, 128), o.node->name, o.index,
+                                 df__dims_str(sh->rank, sh->dims, s2, 128), o.node->name);
+        }
+        for (int j = 0; j < i; j++)
+            if (feeds[j].node == o.node && feeds[j].index == o.index)
+                return df_status_set(st, DF_INVALID_ARGUMENT, "'%s:%d' is fed more than once {{node %s}}", o.node->name, o.index, o.node->name);
+    }
+    for (int i = 0; i < n_fetches; i++) {
+        df_output o = fetches[i];
+        if (!o.node || o.node->graph != g) return df_status_set(st, DF_INVALID_ARGUMENT, "Fetch %d is NULL or from another graph", i);
+        if (!df__output_valid(o)) return df_status_set(st, DF_OUT_OF_RANGE, "Fetch %d: '%s' has no output %d {{node %s}}", i, o.node->name, o.index, o.node->name);
+    }
+    for (int i = 0; i < n_targets; i++)
+        if (!targets[i] || targets[i]->graph != g) return df_status_set(st, DF_INVALID_ARGUMENT, "Target %d is NULL or from another graph", i);
+    /* the signature */
+    df__buf key = {NULL, 0, 0, 0};
+    df__buf_printf(&key, "e%llu;", (unsigned long long)g->edit_version);
+    for (int i = 0; i < n_feeds; i++) df__buf_printf(&key, "f%d:%d,", feeds[i].node->id, feeds[i].index);
+    for (int i = 0; i < n_fetches; i++) df__buf_printf(&key, "o%d:%d,", fetches[i].node->id, fetches[i].index);
+    for (int i = 0; i < n_targets; i++) df__buf_printf(&key, "t%d,", targets[i]->id);
+    if (key.oom) { DF_FREE(key.s); return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); }
+    df__exec *x = NULL;
+    int idx;
+    df__spin_lock(&s->lock);
+    if (df__strmap_get(&s->cache, key.s, &idx)) x = s->execs[idx];
+    df__spin_unlock(&s->lock);
+    if (!x) {
+        x = df__compile(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, st);
+        if (!x) { DF_FREE(key.s); return st->code; }
+        df__spin_lock(&s->lock);
+        if (df__strmap_get(&s->cache, key.s, &idx)) {          /* another thread won the race */
+            df__exec_free(x);
+            x = s->execs[idx];
+        } else if (df__grow(&s->execs, &s->cap_execs, s->n_execs + 1, sizeof(df__exec *)) &&
+                   df__strmap_put(&s->cache, key.s, s->n_execs)) {
+            s->execs[s->n_execs++] = x;
+        } else {
+            df__spin_unlock(&s->lock);
+            df__exec_free(x);
+            DF_FREE(key.s);
+            return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory caching an executor");
+        }
+        df__spin_unlock(&s->lock);
+    }
+    DF_FREE(key.s);
+    df__step step;
+    memset(&step, 0, sizeof step);
+    step.x = x;
+    step.session = s;
+    step.device = s->devices[0];
+    step.feeds = feed_values;
+    step.fetches = fetch_values;
+#ifndef DF_NO_THREADS
+    step.pool = s->pool;
+    step.threaded = s->pool != NULL;
+#endif
+    df_code code = df__execute(&step, st);
+    s->ran = 1;
+    if (code != DF_OK)
+        for (int i = 0; i < n_fetches; i++) { df_tensor_release(fetch_values[i]); fetch_values[i] = NULL; }
+    return code;
+}
+
+/* ==========================================================================================
+   18. SERIALIZATION AND PICTURES                                                     >>serial
+   Graphviz pictures: data edges solid, control edges dashed, while-loop frames as nested
+   clusters (from the static frame analysis). GraphDef and .npy come with the file-format work.
+   ========================================================================================== */
+static void df__dot_escape(FILE *f, const char *s) {
+    for (; *s; s++) { if (*s == '"' || *s == '\\') fputc('\\', f); fputc(*s, f); }
+}
+
+df_code df_graph_write_dot(const df_graph *g, FILE *f) {
+    if (!g || !f) return DF_INVALID_ARGUMENT;
+    df_status st;
+    df_status_clear(&st);
+    struct df_session fake;
+    memset(&fake, 0, sizeof fake);
+    fake.g = (df_graph *)g;
+    df__exec *x = NULL;
+    df_node **all = (df_node **)DF_MALLOC((size_t)(g->n_nodes + 1) * sizeof(df_node *));
+    if (all && !g->status.code) {
+        for (int i = 0; i < g->n_nodes; i++) all[i] = g->nodes[i];
+        x = df__compile(&fake, NULL, 0, NULL, 0, all, g->n_nodes, &st);
+    }
+    DF_FREE(all);
+    /* With a valid analysis, item i of x is... found through a node -> item map. */
+    int *frame_of = (int *)DF_MALLOC((size_t)(g->n_nodes + 1) * sizeof(int));
+    if (frame_of) for (int i = 0; i < g->n_nodes; i++) frame_of[i] = 0;
+    if (x && frame_of)
+        for (int i = 0; i < x->n_items; i++) if (x->items[i].node) frame_of[x->items[i].node->id] = x->items[i].frame;
+    fprintf(f, "digraph dataflow {\n  node [shape=box, fontsize=10];\n");
+    int n_frames = x ? x->n_frames : 1;
+    /* clusters, outermost first: emit each frame's nodes inside nested subgraphs */
+    for (int fr = 0; fr < n_frames; fr++) {
+        int depth = 0;
+        if (fr > 0) {
+            int chain[64], nc = 0;
+            for (int k = fr; k > 0 && nc < 64; k = x->frames[k].parent) chain[nc++] = k;
+            for (int k = nc - 1; k >= 0; k--) {
+                fprintf(f, "  subgraph cluster_f%d_%d {\n    label=\"", fr, k);
+                df__dot_escape(f, x->frames[chain[k]].name);
+                fprintf(f, "\"; style=rounded;\n");
+                depth++;
+            }
+        }
+        for (int i = 0; i < g->n_nodes; i++) {
+            if ((frame_of ? frame_of[i] : 0) != fr) continue;
+            const df_node *n = g->nodes[i];
+            fprintf(f, "    n%d [label=\"", i);
+            df__dot_escape(f, n->name);
+            fprintf(f, "\\n%s\"];\n", n->op->name);
+        }
+        for (int k = 0; k < depth; k++) fprintf(f, "  }\n");
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const df_node *n = g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++)
+            fprintf(f, "  n%d -> n%d%s;\n", n->inputs[k].node->id, i, n->inputs[k].index ? " [taillabel=\"1\"]" : "");
+        for (int k = 0; k < n->n_controls; k++)
+            fprintf(f, "  n%d -> n%d [style=dashed];\n", n->controls[k]->id, i);
+    }
+    fprintf(f, "}\n");
+    DF_FREE(frame_of);
+    df__exec_free(x);
+    return ferror(f) ? DF_DATA_LOSS : DF_OK;
+}
+
+df_graph *df_graph_import_graphdef(const void *data, size_t len, df_status *st) {
+    DF__UNUSED(data); DF__UNUSED(len);
+    df_status_set(st, DF_UNIMPLEMENTED, "GraphDef import is not implemented in this version");
+    return NULL;
+}
+df_code df_graph_export_graphdef(const df_graph *g, void **data, size_t *len) {
+    DF__UNUSED(g);
+    if (data) *data = NULL;
+    if (len) *len = 0;
+    return DF_UNIMPLEMENTED;
+}
+df_tensor *df_tensor_read_npy(const char *path, df_status *st) {
+    DF__UNUSED(path);
+    df_status_set(st, DF_UNIMPLEMENTED, "NumPy .npy reading is not implemented in this version");
+    return NULL;
+}
+df_code df_tensor_write_npy(const df_tensor *t, const char *path) {
+    DF__UNUSED(t); DF__UNUSED(path);
+    return DF_UNIMPLEMENTED;
+}
+
+/* ==========================================================================================
+   19. OP TABLE AND PUBLIC WRAPPERS                                                      >>api
+   Every op under TensorFlow's name and attrs. Spec strings: inputs and outputs "name:T",
+   "name:float", "name:N*T", "name:Ref(T)"; attrs "name:kind{allowed}=default" or ">=min".
+   ========================================================================================== */
+#define DF__NUM "{float,double,int32,int64}"
+#define DF__FLT "{float,double}"
+#define DF__BIN(name, code) {name, "x:T,y:T", "z:T", "T:type" DF__NUM, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, code}
+#define DF__CMP(name, code, types) {name, "x:T,y:T", "z:bool", "T:type" types, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, code}
+#define DF__UN(name, code, types) {name, "x:T", "y:T", "T:type" types, df__sf_same, df__k_unary, DF__OP_EXPENSIVE, code}
+#define DF__RED(name, code) {name, "input:T,reduction_indices:Tidx", "output:T", \
+    "keep_dims:bool=false,T:type" DF__NUM ",Tidx:type{int32,int64}=int32", df__sf_reduce, df__k_reduce, DF__OP_EXPENSIVE, code}
+#define DF__RAND(name, code) {name, "shape:T", "output:dtype", "seed:int=0,seed2:int=0,dtype:type" DF__FLT \
+    ",T:type{int32,int64}", df__sf_random, df__k_random, DF__OP_STATEFUL | DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, code}
+
+static const df__opspec df__op_table[] = {
+    {"Const", "", "output:dtype", "value:tensor,dtype:type", df__sf_const, df__k_const, DF__OP_NO_GRADIENT, 0},
+    {"Placeholder", "", "output:dtype", "dtype:type,shape:shape=?", df__sf_placeholder, df__k_placeholder, DF__OP_NO_GRADIENT, 0},
+    {"PlaceholderWithDefault", "input:dtype", "output:dtype", "dtype:type,shape:shape=?", df__sf_placeholder, df__k_identity, 0, 0},
+    {"Identity", "input:T", "output:T", "T:type", df__sf_same, df__k_identity, 0, 0},
+    {"IdentityN", "input:T", "output:T", "T:list(type)", df__sf_identity_n, df__k_identity, 0, 0},
+    {"StopGradient", "input:T", "output:T", "T:type", df__sf_same, df__k_identity, DF__OP_NO_GRADIENT, 0},
+    {"NoOp", "", "", "", NULL, df__k_noop, 0, 0},
+    DF__BIN("AddV2", DF__B_ADD), DF__BIN("Add", DF__B_ADD), DF__BIN("Sub", DF__B_SUB), DF__BIN("Mul", DF__B_MUL),
+    DF__BIN("RealDiv", DF__B_DIV), DF__BIN("Div", DF__B_DIV), DF__BIN("Maximum", DF__B_MAX),
+    DF__BIN("Minimum", DF__B_MIN), DF__BIN("Pow", DF__B_POW), DF__BIN("FloorMod", DF__B_FLOORMOD),
+    DF__BIN("FloorDiv", DF__B_FLOORDIV), DF__BIN("SquaredDifference", DF__B_SQDIFF),
+    DF__CMP("Less", DF__B_LESS, DF__NUM), DF__CMP("LessEqual", DF__B_LESS_EQ, DF__NUM),
+    DF__CMP("Greater", DF__B_GREATER, DF__NUM), DF__CMP("GreaterEqual", DF__B_GREATER_EQ, DF__NUM),
+    {"Equal", "x:T,y:T", "z:bool", "T:type{float,double,int32,int64,bool},incompatible_shape_error:bool=true",
+     df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_EQUAL},
+    {"NotEqual", "x:T,y:T", "z:bool", "T:type{float,double,int32,int64,bool},incompatible_shape_error:bool=true",
+     df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_NOT_EQUAL},
+    {"LogicalAnd", "x:bool,y:bool", "z:bool", "", df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_AND},
+    {"LogicalOr", "x:bool,y:bool", "z:bool", "", df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_OR},
+    {"LogicalNot", "x:bool", "y:bool", "", df__sf_same, df__k_unary, DF__OP_EXPENSIVE, DF__U_NOT},
+    DF__UN("Neg", DF__U_NEG, DF__NUM), DF__UN("Square", DF__U_SQUARE, DF__NUM), DF__UN("Abs", DF__U_ABS, DF__NUM),
+    DF__UN("Sign", DF__U_SIGN, DF__NUM), DF__UN("Relu", DF__U_RELU, DF__NUM),
+    DF__UN("Sqrt", DF__U_SQRT, DF__FLT), DF__UN("Rsqrt", DF__U_RSQRT, DF__FLT), DF__UN("Exp", DF__U_EXP, DF__FLT),
+    DF__UN("Log", DF__U_LOG, DF__FLT), DF__UN("Tanh", DF__U_TANH, DF__FLT), DF__UN("Sigmoid", DF__U_SIGMOID, DF__FLT),
+    DF__UN("Reciprocal", DF__U_RECIPROCAL, DF__FLT), DF__UN("Floor", DF__U_FLOOR, DF__FLT),
+    {"Select", "condition:bool,t:T,e:T", "output:T", "T:type", df__sf_select, df__k_select, DF__OP_EXPENSIVE, 0},
+    {"SelectV2", "condition:bool,t:T,e:T", "output:T", "T:type", df__sf_select, df__k_select, DF__OP_EXPENSIVE, 0},
+    {"Cast", "x:SrcT", "y:DstT", "SrcT:type,DstT:type,Truncate:bool=false", df__sf_same, df__k_cast, DF__OP_EXPENSIVE, 0},
+    {"MatMul", "a:T,b:T", "product:T", "transpose_a:bool=false,transpose_b:bool=false,T:type{float,double,int32}",
+     df__sf_matmul, df__k_matmul, DF__OP_EXPENSIVE, 0},
+    {"BatchMatMulV2", "x:T,y:T", "output:T", "T:type{float,double,int32},adj_x:bool=false,adj_y:bool=false",
+     df__sf_bmm, df__k_bmm, DF__OP_EXPENSIVE, 0},
+    {"BiasAdd", "value:T,bias:T", "output:T", "T:type" DF__NUM ",data_format:string=NHWC", df__sf_bias_add, df__k_bias_add, DF__OP_EXPENSIVE, 0},
+    DF__RED("Sum", DF__R_SUM), DF__RED("Mean", DF__R_MEAN), DF__RED("Max", DF__R_MAX), DF__RED("Min", DF__R_MIN),
+    DF__RED("Prod", DF__R_PROD),
+    {"ArgMax", "input:T,dimension:Tidx", "output:output_type", "T:type" DF__NUM ",Tidx:type{int32,int64}=int32,"
+     "output_type:type{int32,int64}=int64", df__sf_argmax, df__k_argmax, DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, 0},
+    {"ArgMin", "input:T,dimension:Tidx", "output:output_type", "T:type" DF__NUM ",Tidx:type{int32,int64}=int32,"
+     "output_type:type{int32,int64}=int64", df__sf_argmax, df__k_argmax, DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, 1},
+    {"Reshape", "tensor:T,shape:Tshape", "output:T", "T:type,Tshape:type{int32,int64}=int32", df__sf_reshape, df__k_reshape, 0, 0},
+    {"Transpose", "x:T,perm:Tperm", "y:T", "T:type,Tperm:type{int32,int64}=int32", df__sf_transpose, df__k_transpose, DF__OP_EXPENSIVE, 0},
+    {"ExpandDims", "input:T,dim:Tdim", "output:T", "T:type,Tdim:type{int32,int64}=int32", df__sf_expand_dims, df__k_expand_dims, 0, 0},
+    {"Squeeze", "input:T", "output:T", "T:type,squeeze_dims:list(int)=[]", df__sf_squeeze, df__k_squeeze, 0, 0},
+    {"Shape", "input:T", "output:out_type", "T:type,out_type:type{int32,int64}=int32", df__sf_shape_op, df__k_shape, DF__OP_NO_GRADIENT, 0},
+    {"Size", "input:T", "output:out_type", "T:type,out_type:type{int32,int64}=int32", df__sf_scalar, df__k_size, DF__OP_NO_GRADIENT, 0},
+    {"Rank", "input:T", "output:int32", "T:type", df__sf_scalar, df__k_rank, DF__OP_NO_GRADIENT, 0},
+    {"Fill", "dims:index_type,value:T", "output:T", "T:type,index_type:type{int32,int64}=int32", df__sf_fill, df__k_fill, DF__OP_EXPENSIVE, 0},
+    {"ZerosLike", "x:T", "y:T", "T:type", df__sf_same, df__k_zeros_like, DF__OP_NO_GRADIENT, 0},
+    {"OnesLike", "x:T", "y:T", "T:type", df__sf_same, df__k_zeros_like, DF__OP_NO_GRADIENT, 1},
+    {"Range", "start:Tidx,limit:Tidx,delta:Tidx", "output:Tidx", "Tidx:type" DF__NUM "=int32", df__sf_range, df__k_range, DF__OP_NO_GRADIENT, 0},
+    {"ConcatV2", "values:N*T,axis:Tidx", "output:T", "N:int>=2,T:type,Tidx:type{int32,int64}=int32", df__sf_concat, df__k_concat, DF__OP_EXPENSIVE, 0},
+    {"Pack", "values:N*T", "output:T", "N:int>=1,T:type,axis:int=0", df__sf_pack, df__k_pack, DF__OP_EXPENSIVE, 0},
+    {"Unpack", "value:T", "output:num*T", "num:int>=0,T:type,axis:int=0", df__sf_unpack, df__k_unpack, DF__OP_EXPENSIVE, 0},
+    {"Slice", "input:T,begin:Index,size:Index", "output:T", "T:type,Index:type{int32,int64}", df__sf_slice, df__k_slice, DF__OP_EXPENSIVE, 0},
+    {"StridedSlice", "input:T,begin:Index,end:Index,strides:Index", "output:T", "T:type,Index:type{int32,int64},"
+     "begin_mask:int=0,end_mask:int=0,ellipsis_mask:int=0,new_axis_mask:int=0,shrink_axis_mask:int=0",
+     df__sf_strided_slice, df__k_strided_slice, DF__OP_EXPENSIVE, 0},
+    {"Tile", "input:T,multiples:Tmultiples", "output:T", "T:type,Tmultiples:type{int32,int64}=int32", df__sf_tile, df__k_tile, DF__OP_EXPENSIVE, 0},
+    {"GatherV2", "params:Tparams,indices:Tindices,axis:Taxis", "output:Tparams",
+     "Tparams:type,Tindices:type{int32,int64},Taxis:type{int32,int64},batch_dims:int=0", df__sf_gather, df__k_gather, DF__OP_EXPENSIVE, 0},
+    {"OneHot", "indices:TI,depth:int32,on_value:T,off_value:T", "output:T", "axis:int=-1,T:type,TI:type{int32,int64}=int64",
+     df__sf_one_hot, df__k_one_hot, DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, 0},
+    {"Softmax", "logits:T", "softmax:T", "T:type" DF__FLT, df__sf_softmax, df__k_softmax, DF__OP_EXPENSIVE, 0},
+    {"LogSoftmax", "logits:T", "logsoftmax:T", "T:type" DF__FLT, df__sf_softmax, df__k_softmax, DF__OP_EXPENSIVE, 1},
+    {"SoftmaxCrossEntropyWithLogits", "features:T,labels:T", "loss:T,backprop:T", "T:type" DF__FLT, df__sf_xent, df__k_xent, DF__OP_EXPENSIVE, 0},
+    {"SparseSoftmaxCrossEntropyWithLogits", "features:T,labels:Tlabels", "loss:T,backprop:T",
+     "T:type" DF__FLT ",Tlabels:type{int32,int64}=int64", df__sf_xent, df__k_xent, DF__OP_EXPENSIVE, 1},
+    {"AddN", "inputs:N*T", "sum:T", "N:int>=1,T:type" DF__NUM, df__sf_add_n, df__k_add_n, DF__OP_EXPENSIVE, 0},
+    {"VariableV2", "", "ref:Ref(dtype)", "shape:shape,dtype:type,container:string=,shared_name:string=",
+     df__sf_variable, df__k_variable, DF__OP_STATEFUL, 0},
+    {"Assign", "ref:Ref(T),value:T", "output_ref:Ref(T)", "T:type,validate_shape:bool=true,use_locking:bool=true",
+     df__sf_assign, df__k_assign, DF__OP_STATEFUL | DF__OP_ALLOWS_UNINIT, 0},
+    {"AssignAdd", "ref:Ref(T),value:T", "output_ref:Ref(T)", "T:type" DF__NUM ",use_locking:bool=false",
+     df__sf_assign, df__k_assign, DF__OP_STATEFUL, 1},
+    {"AssignSub", "ref:Ref(T),value:T", "output_ref:Ref(T)", "T:type" DF__NUM ",use_locking:bool=false",
+     df__sf_assign, df__k_assign, DF__OP_STATEFUL, 2},
+    DF__RAND("RandomUniform", 0), DF__RAND("RandomStandardNormal", 1), DF__RAND("TruncatedNormal", 2),
+    {"Switch", "data:T,pred:bool", "output_false:T,output_true:T", "T:type", df__sf_switch, df__k_switch, DF__OP_SWITCH, 0},
+    {"Merge", "inputs:N*T", "output:T,value_index:int32", "T:type,N:int>=1", df__sf_merge, df__k_merge, DF__OP_MERGE, 0},
+    {"Enter", "data:T", "output:T", "T:type,frame_name:string,is_constant:bool=false,parallel_iterations:int=10",
+     df__sf_enter, df__k_identity, DF__OP_ENTER, 0},
+    {"Exit", "data:T", "output:T", "T:type", df__sf_same, df__k_identity, DF__OP_EXIT, 0},
+    {"NextIteration", "data:T", "output:T", "T:type", df__sf_same, df__k_identity, DF__OP_NEXT_ITERATION, 0},
+    {"LoopCond", "input:bool", "output:bool", "", df__sf_loop_cond, df__k_loop_cond, DF__OP_LOOP_COND, 0},
+    {"ControlTrigger", "", "", "", NULL, df__k_noop, DF__OP_CONTROL_TRIGGER, 0},
+};
+static const int df__op_table_size = (int)(sizeof df__op_table / sizeof *df__op_table);
+
+const char *df_version(void) { return DF_VERSION_STRING; }
+
+/* ---- typed helpers ---- */
+static df_output df__out(df_node *n, int i) { df_output o = {n, n ? i : 0}; return o; }
+static df_output df__op1(df_graph *g, const char *op, df_output a) {
+    df_op_builder *b = df_op_new(g, op, NULL);
+    df_op_add_input(b, a);
+    return df__out(df_op_finish(b), 0);
+}
+static df_output df__op2(df_graph *g, const char *op, df_output a, df_output c) {
+    df_op_builder *b = df_op_new(g, op, NULL);
+    df_op_add_input(b, a);
+    df_op_add_input(b, c);
+    return df__out(df_op_finish(b), 0);
+}
+df_output df_const(df_graph *g, df_tensor *value) {
+    if (g && !g->status.code && !value) {
+        df__graph_error(g, DF_INVALID_ARGUMENT, "df_const: value is NULL");
+        return df__out(NULL, 0);
+    }
+    df_op_builder *b = df_op_new(g, "Const", NULL);
+    if (b) { df_op_set_attr_tensor(b, "value", value); df_op_set_attr_type(b, "dtype", value->dtype); }
+    return df__out(df_op_finish(b), 0);
+}
+static df_output df__scalar_const(df_graph *g, df_tensor *t) {
+    if (!t) { if (g) df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory making a constant"); return df__out(NULL, 0); }
+    df_output o = df_const(g, t);
+    df_tensor_release(t);
+    return o;
+}
+df_output df_scalar_f32(df_graph *g, float v) { return g && !g->status.code ? df__scalar_const(g, df_tensor_scalar_f32(v)) : df__out(NULL, 0); }
+df_output df_scalar_f64(df_graph *g, double v) { return g && !g->status.code ? df__scalar_const(g, df_tensor_scalar_f64(v)) : df__out(NULL, 0); }
+df_output df_scalar_i32(df_graph *g, int32_t v) { return g && !g->status.code ? df__scalar_const(g, df_tensor_scalar_i32(v)) : df__out(NULL, 0); }
+df_output df_scalar_i64(df_graph *g, int64_t v) { return g && !g->status.code ? df__scalar_const(g, df_tensor_scalar_i64(v)) : df__out(NULL, 0); }
+df_output df_scalar_bool(df_graph *g, int v) { return g && !g->status.code ? df__scalar_const(g, df_tensor_scalar_bool(v)) : df__out(NULL, 0); }
+static df_output df__vector_i64(df_graph *g, int n, const int64_t *v) {
+    if (!g || g->status.code) return df__out(NULL, 0);
+    int64_t dim = n;
+    df_status st;
+    df_tensor *t = df_tensor_from_data(DF_INT64, 1, &dim, v, (size_t)n * 8, &st);
+    if (!t) { df__graph_error(g, st.code, "%s", st.message); return df__out(NULL, 0); }
+    return df__scalar_const(g, t);
+}
+static df_output df__vector_i32(df_graph *g, int n, const int32_t *v) {
+    if (!g || g->status.code) return df__out(NULL, 0);
+    int64_t dim = n;
+    df_status st;
+    df_tensor *t = df_tensor_from_data(DF_INT32, 1, &dim, v, (size_t)n * 4, &st);
+    if (!t) { df__graph_error(g, st.code, "%s", st.message); return df__out(NULL, 0); }
+    return df__scalar_const(g, t);
+}
+df_output df_placeholder(df_graph *g, const char *name, df_dtype t, int rank, const int64_t *dims) {
+    df_op_builder *b = df_op_new(g, "Placeholder", name);
+    df_op_set_attr_type(b, "dtype", t);
+    if (rank >= 0) df_op_set_attr_shape(b, "shape", rank, dims);
+    return df__out(df_op_finish(b), 0);
+}
+df_output df_identity(df_graph *g, df_output x) { return df__op1(g, "Identity", x); }
+df_output df_add(df_graph *g, df_output a, df_output b) { return df__op2(g, "AddV2", a, b); }
+df_output df_sub(df_graph *g, df_output a, df_output b) { return df__op2(g, "Sub", a, b); }
+df_output df_mul(df_graph *g, df_output a, df_output b) { return df__op2(g, "Mul", a, b); }
+df_output df_div(df_graph *g, df_output a, df_output b) { return df__op2(g, "RealDiv", a, b); }
+df_output df_maximum(df_graph *g, df_output a, df_output b) { return df__op2(g, "Maximum", a, b); }
+df_output df_minimum(df_graph *g, df_output a, df_output b) { return df__op2(g, "Minimum", a, b); }
+df_output df_floor_mod_i(df_graph *g, df_output a, df_output b) { return df__op2(g, "FloorMod", a, b); }
+df_output df_neg(df_graph *g, df_output x) { return df__op1(g, "Neg", x); }
+df_output df_square(df_graph *g, df_output x) { return df__op1(g, "Square", x); }
+df_output df_exp(df_graph *g, df_output x) { return df__op1(g, "Exp", x); }
+df_output df_log(df_graph *g, df_output x) { return df__op1(g, "Log", x); }
+df_output df_tanh(df_graph *g, df_output x) { return df__op1(g, "Tanh", x); }
+df_output df_sigmoid(df_graph *g, df_output x) { return df__op1(g, "Sigmoid", x); }
+df_output df_relu(df_graph *g, df_output x) { return df__op1(g, "Relu", x); }
+df_output df_less(df_graph *g, df_output a, df_output b) { return df__op2(g, "Less", a, b); }
+df_output df_less_equal(df_graph *g, df_output a, df_output b) { return df__op2(g, "LessEqual", a, b); }
+df_output df_greater(df_graph *g, df_output a, df_output b) { return df__op2(g, "Greater", a, b); }
+df_output df_greater_equal(df_graph *g, df_output a, df_output b) { return df__op2(g, "GreaterEqual", a, b); }
+df_output df_equal(df_graph *g, df_output a, df_output b) { return df__op2(g, "Equal", a, b); }
+df_output df_not_equal(df_graph *g, df_output a, df_output b) { return df__op2(g, "NotEqual", a, b); }
+df_output df_logical_and(df_graph *g, df_output a, df_output b) { return df__op2(g, "LogicalAnd", a, b); }
+df_output df_logical_or(df_graph *g, df_output a, df_output b) { return df__op2(g, "LogicalOr", a, b); }
+df_output df_logical_not(df_graph *g, df_output x) { return df__op1(g, "LogicalNot", x); }
+df_output df_shape(df_graph *g, df_output x) { return df__op1(g, "Shape", x); }
+df_output df_stop_gradient(df_graph *g, df_output x) { return df__op1(g, "StopGradient", x); }
+df_output df_select(df_graph *g, df_output cond, df_output a, df_output b) {
+    df_op_builder *bl = df_op_new(g, "SelectV2", NULL);
+    df_op_add_input(bl, cond);
+    df_op_add_input(bl, a);
+    df_op_add_input(bl, b);
+    return df__out(df_op_finish(bl), 0);
+}
+df_output df_cast(df_graph *g, df_output x, df_dtype to) {
+    df_op_builder *b = df_op_new(g, "Cast", NULL);
+    df_op_add_input(b, x);
+    df_op_set_attr_type(b, "DstT", to);
+    return df__out(df_op_finish(b), 0);
+}
+df_output df_matmul(df_graph *g, df_output a, df_output b, int transpose_a, int transpose_b) {
+    df_op_builder *bl = df_op_new(g, "MatMul", NULL);
+    df_op_add_input(bl, a);
+    df_op_add_input(bl, b);
+    df_op_set_attr_bool(bl, "transpose_a", transpose_a);
+    df_op_set_attr_bool(bl, "transpose_b", transpose_b);
+    return df__out(df_op_finish(bl), 0);
+}
+df_output df_reshape(df_graph *g, df_output x, int rank, const int64_t *dims) {
+    if (g && !g->status.code && (rank < 0 || rank > DF_MAX_RANK || (rank > 0 && !dims))) {
+        df__graph_error(g, DF_INVALID_ARGUMENT, "df_reshape: bad rank %d or NULL dims", rank);
+        return df__out(NULL, 0);
+    }
+    return df__op2(g, "Reshape", x, df__vector_i64(g, rank, dims));
+}
+df_output df_add_n(df_graph *g, const df_output *xs, int n) {
+    df_op_builder *b = df_op_new(g, "AddN", NULL);
+    df_op_add_input_list(b, xs, n);
+    return df__out(df_op_finish(b), 0);
+}
+/* The axes tensor of a reduction: the given axes, or every axis (Range(0, Rank(x)) if unknown). */
+static df_output df__axes(df_graph *g, df_output x, int n_axes, const int32_t *axes) {
+    if (!g || g->status.code) return df__out(NULL, 0);
+    if (n_axes < 0 || (n_axes > 0 && !axes)) {
+        df__graph_error(g, DF_INVALID_ARGUMENT, "reduction: bad axes (n_axes %d)", n_axes);
+        return df__out(NULL, 0);
+    }
+    if (n_axes > 0) return df__vector_i32(g, n_axes, axes);
+    int rank = df__output_valid(x) ? x.node->out_shapes[x.index].rank : -1;
+    if (rank >= 0) {
+        int32_t all[DF_MAX_RANK];
+        for (int i = 0; i < rank; i++) all[i] = i;
+        return df__vector_i32(g, rank, all);
+    }
+    df_op_builder *b = df_op_new(g, "Range", NULL);
+    df_op_add_input(b, df_scalar_i32(g, 0));
+    df_op_add_input(b, df__op1(g, "Rank", x));
+    df_op_add_input(b, df_scalar_i32(g, 1));
+    return df__out(df_op_finish(b), 0);
+}
+static df_output df__reduce(df_graph *g, const char *op, df_output x, int n_axes, const int32_t *axes, int keep) {
+    df_output ax = df__axes(g, x, n_axes, axes);
+    df_op_builder *b = df_op_new(g, op, NULL);
+    df_op_add_input(b, x);
+    df_op_add_input(b, ax);
+    df_op_set_attr_bool(b, "keep_dims", keep);
+    return df__out(df_op_finish(b), 0);
+}
+df_output df_reduce_sum(df_graph *g, df_output x, int n_axes, const int32_t *axes, int keep_dims) {
+    return df__reduce(g, "Sum", x, n_axes, axes, keep_dims);
+}
+df_output df_reduce_mean(df_graph *g, df_output x, int n_axes, const int32_t *axes, int keep_dims) {
+    return df__reduce(g, "Mean", x, n_axes, axes, keep_dims);
+}
+df_output df_softmax(df_graph *g, df_output logits) { return df__op1(g, "Softmax", logits); }
+df_output df_sparse_softmax_cross_entropy(df_graph *g, df_output logits, df_output labels) {
+    df_op_builder *b = df_op_new(g, "SparseSoftmaxCrossEntropyWithLogits", NULL);
+    df_op_add_input(b, logits);
+    df_op_add_input(b, labels);
+    df_output loss = df__out(df_op_finish(b), 0);
+    int32_t axis0 = 0;
+    return df_reduce_mean(g, loss, 1, &axis0, 0);
+}
+df_output df_variable(df_graph *g, const char *name, df_dtype t, int rank, const int64_t *dims) {
+    df_op_builder *b = df_op_new(g, "VariableV2", name);
+    df_op_set_attr_type(b, "dtype", t);
+    df_op_set_attr_shape(b, "shape", rank, dims);
+    return df__out(df_op_finish(b), 0);
+}
+static df_node *df__assign_op(df_graph *g, const char *op, df_output var, df_output value) {
+    df_op_builder *b = df_op_new(g, op, NULL);
+    df_op_add_input(b, var);
+    df_op_add_input(b, value);
+    return df_op_finish(b);
+}
+df_node *df_assign(df_graph *g, df_output var, df_output value) { return df__assign_op(g, "Assign", var, value); }
+df_node *df_assign_add(df_graph *g, df_output var, df_output value) { return df__assign_op(g, "AssignAdd", var, value); }
+df_node *df_assign_sub(df_graph *g, df_output var, df_output value) { return df__assign_op(g, "AssignSub", var, value); }
+df_node *df_no_op(df_graph *g, df_node *const *deps, int n) {
+    if (g && !g->status.code && (n < 0 || (n > 0 && !deps))) {
+        df__graph_error(g, DF_INVALID_ARGUMENT, "df_no_op: bad dependency list (n=%d)", n);
+        return NULL;
+    }
+    df_op_builder *b = df_op_new(g, "NoOp", NULL);
+    for (int i = 0; b && i < n; i++) df_op_add_control_input(b, deps[i]);
+    return df_op_finish(b);
+}
