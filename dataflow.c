@@ -334,7 +334,7 @@ float df_bfloat16_to_float(uint16_t b) { return df__bits_f32((uint32_t)b << 16);
 /* ==========================================================================================
    5. BFC ALLOCATOR                                                                      >>bfc
    ========================================================================================== */
-#include "wip/bfc_tmp.c" /* replaced by the BFC section */
+#include "wip/bfc_section.c" /* inlined here once final */
 
 /* ==========================================================================================
    6. TENSORS                                                                         >>tensor
@@ -351,30 +351,44 @@ struct df_tensor {
     size_t nbytes;
     void *data;
     df_tensor *base;             /* a view holds its base alive; data points into base's buffer */
-    df_bfc *alloc;               /* owner of data when base == NULL; NULL for the empty buffer */
+    struct df__allocator *alloc; /* owner of data when base == NULL; NULL for the empty buffer */
 };
+
+/* A device's allocator, reference counted: tensors fetched from a session keep their buffers
+   (and so the allocator) alive after the session is freed. */
+typedef struct df__allocator { df_bfc *bfc; int refs; } df__allocator;
+static void df__allocator_release(df__allocator *a) {
+    if (a && DF__ATOMIC_DEC(&a->refs) == 0) { df_bfc_free_all(a->bfc); DF_FREE(a); }
+}
+static df__allocator *df__allocator_new(const df_bfc_options *o) {
+    df__allocator *a = (df__allocator *)DF_MALLOC(sizeof *a);
+    if (!a) return NULL;
+    a->refs = 1;
+    if (!(a->bfc = df_bfc_new(o))) { DF_FREE(a); return NULL; }
+    return a;
+}
 
 /* The buffer of every zero-byte tensor: data is never NULL for a valid tensor. */
 static _Alignas(64) unsigned char df__empty_buffer[64];
 
 /* The host allocator behind df_tensor_new (devices have their own). Made once, thread safe. */
-static df_bfc *df__host_bfc;
-static df_bfc *df__host_allocator(void) {
-    df_bfc *a = __atomic_load_n(&df__host_bfc, __ATOMIC_ACQUIRE);
+static df__allocator *df__host_alloc;
+static df__allocator *df__host_allocator(void) {
+    df__allocator *a = __atomic_load_n(&df__host_alloc, __ATOMIC_ACQUIRE);
     if (a) return a;
     df_bfc_options o;
     memset(&o, 0, sizeof o);
     o.allow_growth = 1;
     o.garbage_collection = 1;
-    df_bfc *fresh = df_bfc_new(&o);
+    df__allocator *fresh = df__allocator_new(&o);
     if (!fresh) return NULL;
-    df_bfc *expected = NULL;
-    if (!__atomic_compare_exchange_n(&df__host_bfc, &expected, fresh, 0, __ATOMIC_ACQ_REL,
+    df__allocator *expected = NULL;
+    if (!__atomic_compare_exchange_n(&df__host_alloc, &expected, fresh, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE)) {
-        df_bfc_free_all(fresh);
+        df__allocator_release(fresh);
         return expected;
     }
-    return fresh;
+    return fresh;                /* lives as long as the process */
 }
 
 /* Validates a shape; writes the element count. The message names what was wrong. */
@@ -409,7 +423,7 @@ static df_code df__shape_check(df_dtype t, int rank, const int64_t *dims, int64_
 }
 
 /* A new uninitialised tensor with data from `alloc` (the host allocator if NULL). */
-static df_tensor *df__tensor_alloc(df_bfc *alloc, df_dtype t, int rank, const int64_t *dims,
+static df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int rank, const int64_t *dims,
                                    df_status *st) {
     int64_t n;
     size_t bytes;
@@ -423,11 +437,12 @@ static df_tensor *df__tensor_alloc(df_bfc *alloc, df_dtype t, int rank, const in
     x->refs = 1; x->dtype = t; x->rank = rank; x->n = n; x->nbytes = bytes; x->base = NULL;
     for (int i = 0; i < DF_MAX_RANK; i++) x->dims[i] = i < rank ? dims[i] : 0;
     if (bytes == 0) { x->data = df__empty_buffer; x->alloc = NULL; return x; }
-    x->data = df_bfc_alloc(alloc, bytes);
+    x->data = df_bfc_alloc(alloc->bfc, bytes);
     x->alloc = alloc;
+    if (x->data) DF__ATOMIC_INC(&alloc->refs);
     if (!x->data) {
         char summary[256];
-        df_bfc_summary(alloc, summary, sizeof summary);
+        df_bfc_summary(alloc->bfc, summary, sizeof summary);
         df_status_set(st, DF_RESOURCE_EXHAUSTED,
                       "Out of memory allocating tensor of type %s with %lld elements (%zu bytes). %s",
                       df_dtype_name(t), (long long)n, bytes, summary);
@@ -492,7 +507,7 @@ df_tensor *df_tensor_retain(df_tensor *t) {
 void df_tensor_release(df_tensor *t) {
     if (!t || DF__ATOMIC_DEC(&t->refs) != 0) return;
     if (t->base) df_tensor_release(t->base);
-    else if (t->alloc) df_bfc_free(t->alloc, t->data);
+    else if (t->alloc) { df_bfc_free(t->alloc->bfc, t->data); df__allocator_release(t->alloc); }
     DF_FREE(t);
 }
 
@@ -553,8 +568,52 @@ char *df_tensor_describe(const df_tensor *t, char *buf, size_t n) {
 typedef struct df__device {
     char name[96];               /* "/job:localhost/replica:0/task:0/device:CPU:0" */
     int index;
-    df_bfc *bfc;
+    df__allocator *alloc;
 } df__device;
+
+/* A parsed device specification; -1 / "" means unspecified. Accepts TensorFlow's full names and
+   short forms: "/job:localhost/replica:0/task:0/device:CPU:0", "/device:GPU:1", "/cpu:0",
+   "/gpu:1", with any leading components left out and "*" for any index. */
+typedef struct df__devspec { char job[32], type[8]; int replica, task, index; } df__devspec;
+
+static int df__parse_uint(const char **p, int *out) {
+    if (**p == '*') { (*p)++; *out = -1; return 1; }
+    if (**p < '0' || **p > '9') return 0;
+    long v = 0;
+    while (**p >= '0' && **p <= '9') { v = v * 10 + (**p - '0'); if (v > 1 << 20) return 0; (*p)++; }
+    *out = (int)v;
+    return 1;
+}
+static int df__parse_device(const char *s, df__devspec *d) {
+    memset(d, 0, sizeof *d);
+    d->replica = d->task = d->index = -1;
+    if (!s || !*s) return 1;
+    if (*s != '/') return 0;
+    const char *p = s;
+    while (*p == '/') {
+        p++;
+        if (!strncmp(p, "job:", 4)) {
+            p += 4;
+            size_t n = 0;
+            while (p[n] && p[n] != '/') n++;
+            if (!n || n >= sizeof d->job) return 0;
+            memcpy(d->job, p, n); d->job[n] = 0; p += n;
+        } else if (!strncmp(p, "replica:", 8)) { p += 8; if (!df__parse_uint(&p, &d->replica)) return 0; }
+        else if (!strncmp(p, "task:", 5)) { p += 5; if (!df__parse_uint(&p, &d->task)) return 0; }
+        else {
+            if (!strncmp(p, "device:", 7)) p += 7;
+            size_t n = 0;
+            while (p[n] && p[n] != ':' && p[n] != '/') n++;
+            if (!n || n >= sizeof d->type || p[n] != ':') return 0;
+            for (size_t i = 0; i < n; i++) d->type[i] = (char)(p[i] >= 'a' && p[i] <= 'z' ? p[i] - 32 : p[i]);
+            d->type[n] = 0;
+            p += n + 1;
+            if (!df__parse_uint(&p, &d->index)) return 0;
+        }
+        if (*p && *p != '/') return 0;
+    }
+    return *p == 0;
+}
 
 static df__device *df__device_new_cpu(int index, size_t memory_limit, df_status *st) {
     df__device *d = (df__device *)DF_MALLOC(sizeof *d);
@@ -566,7 +625,7 @@ static df__device *df__device_new_cpu(int index, size_t memory_limit, df_status 
     o.memory_limit = memory_limit;
     o.allow_growth = 1;
     o.garbage_collection = 1;
-    if (!(d->bfc = df_bfc_new(&o))) {
+    if (!(d->alloc = df__allocator_new(&o))) {
         DF_FREE(d);
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a device allocator");
         return NULL;
@@ -576,7 +635,7 @@ static df__device *df__device_new_cpu(int index, size_t memory_limit, df_status 
 
 static void df__device_free(df__device *d) {
     if (!d) return;
-    df_bfc_free_all(d->bfc);
+    df__allocator_release(d->alloc);
     DF_FREE(d);
 }
 
@@ -773,6 +832,7 @@ static int df__parse_attr(const char *s, df__attrdef *a) {
     else if (!strcmp(rest, "list(int)")) a->kind = DF__A_INT_LIST;
     else if (!strcmp(rest, "list(type)")) a->kind = DF__A_TYPE_LIST;
     else return 0;
+    a->def.kind = a->kind;
     return 1;
 }
 
@@ -1197,7 +1257,7 @@ df_op_builder *df_op_new(df_graph *g, const char *op_type, const char *name) {
         if (df__registry.initialised == -1)
             df__graph_error(g, DF_INTERNAL, "Op registry failed to load: %s", df__registry.error);
         else
-            df__graph_error(g, DF_NOT_FOUND, "Op type not registered '%s'%s%s", op_type ? op_type : "(null)",
+            df__graph_error(g, DF_NOT_FOUND, "Op type not registered '%s'%s%s", op_type ? op_type : "",
                             name ? " for node " : "", name ? name : "");
         return NULL;
     }
@@ -1299,8 +1359,8 @@ void df_op_set_attr_string(df_op_builder *b, const char *attr, const char *v) {
 void df_op_set_attr_shape(df_op_builder *b, const char *attr, int rank, const int64_t *dims) {
     df__attr *a = df__builder_attr(b, attr, DF__A_SHAPE);
     if (!a) return;
-    if (rank > DF_MAX_RANK || rank < -1 || (rank > 0 && !dims)) { b->oom = 4; a->u.shape.rank = -1; return; }
-    a->u.shape.rank = rank;
+    if (rank > 0 && !dims) { b->oom = 4; a->u.shape.rank = -1; return; }
+    a->u.shape.rank = rank;     /* a bad rank is reported by df_op_finish, naming the node */
     for (int i = 0; i < DF_MAX_RANK; i++) a->u.shape.dims[i] = i < rank ? dims[i] : 0;
 }
 void df_op_set_attr_tensor(df_op_builder *b, const char *attr, df_tensor *v) {
@@ -1468,6 +1528,22 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
         if (ad->kind == DF__A_TYPE && !df__dtype_valid(n->attrs[i].u.type))
             return df__node_error(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s is an invalid dtype (%d)",
                                   ad->name, op->name, (int)n->attrs[i].u.type);
+        if (ad->kind == DF__A_SHAPE) {
+            const df__attr *a = &n->attrs[i];
+            int64_t count = 1;
+            if (a->u.shape.rank < -1 || a->u.shape.rank > DF_MAX_RANK)
+                return df__node_error(st, n, DF_INVALID_ARGUMENT, "Attr '%s': rank %d is outside [-1, %d]", ad->name, a->u.shape.rank, DF_MAX_RANK);
+            for (int d = 0; d < a->u.shape.rank; d++) {
+                int64_t v = a->u.shape.dims[d];
+                if (v < -1)
+                    return df__node_error(st, n, DF_INVALID_ARGUMENT, "Attr '%s': dimension %d is %lld; dims must be >= 0 "
+                                          "or -1 (unknown)", ad->name, d, (long long)v);
+                if (v > 0 && count > INT64_MAX / v)
+                    return df__node_error(st, n, DF_INVALID_ARGUMENT, "Attr '%s': the shape has too many elements "
+                                          "(int64 overflow)", ad->name);
+                if (v >= 0) count *= v;
+            }
+        }
         if (ad->kind == DF__A_INT && ad->min != INT64_MIN && n->attrs[i].u.i < ad->min)
             return df__node_error(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %lld must be at "
                 "least minimum %lld", ad->name, (long long)n->attrs[i].u.i, (long long)ad->min);
@@ -1548,8 +1624,15 @@ df_node *df_op_finish(df_op_builder *b) {
         goto fail;
     }
     if (df__strmap_get(&g->names, b->name, NULL)) {
-        df__graph_error(g, DF_ALREADY_EXISTS, "Duplicate node name in graph: '%s'", b->name);
+        df__graph_error(g, DF_INVALID_ARGUMENT, "Duplicate node name in graph: '%s'", b->name);
         goto fail;
+    }
+    {
+        df__devspec ds;
+        if (b->device && !df__parse_device(b->device, &ds)) {
+            df__graph_error(g, DF_INVALID_ARGUMENT, "Malformed device specification '%s' {{node %s}}", b->device, b->name);
+            goto fail;
+        }
     }
     for (int i = 0; i < b->n_inputs; i++) {
         df_output in = b->inputs[i];
@@ -1560,7 +1643,7 @@ df_node *df_op_finish(df_op_builder *b) {
             { df__graph_error(g, DF_INVALID_ARGUMENT, "Input %d of %s comes from another graph {{node %s}}",
                               i, b->op->name, b->name); goto fail; }
         if (in.index < 0 || in.index >= in.node->n_outputs)
-            { df__graph_error(g, DF_OUT_OF_RANGE, "Input %d of %s refers to output %d of '%s', which has "
+            { df__graph_error(g, DF_INVALID_ARGUMENT, "Input %d of %s refers to output %d of '%s', which has "
                               "%d outputs {{node %s}}", i, b->op->name, in.index, in.node->name,
                               in.node->n_outputs, b->name); goto fail; }
     }
@@ -1852,6 +1935,7 @@ static df_code df__check_pred(df_graph *g, df_output pred, const char *what) {
 
 df_code df_cond(df_graph *g, df_output pred, int n_out, df_branch_fn then_fn, df_branch_fn else_fn,
                 void *user, df_output *outs) {
+    for (int i = 0; outs && i < n_out; i++) outs[i].node = NULL, outs[i].index = 0;
     if (!g) return DF_INVALID_ARGUMENT;
     if (g->status.code) return g->status.code;
     if (n_out < 0 || (n_out > 0 && !outs) || !then_fn || !else_fn)
@@ -1915,7 +1999,7 @@ df_code df_cond(df_graph *g, df_output pred, int n_out, df_branch_fn then_fn, df
             break;
         }
         df_output pair[2] = {res_f[i], res_t[i]};     /* value_index equals the branch taken */
-        b = df_op_new(g, "Merge", "Merge");
+        b = df_op_new(g, "Merge", NULL);
         if (b) b->raw = 1;
         df_op_add_input_list(b, pair, 2);
         df_node *m = df_op_finish(b);
@@ -1945,6 +2029,7 @@ static df__shape df__shape_relax(const df__shape *a, const df__shape *b) {
 df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_cond_fn cond,
                       df_loop_body_fn body, void *user, const df_while_options *opts,
                       df_output *outs) {
+    for (int i = 0; outs && i < n_vars; i++) outs[i].node = NULL, outs[i].index = 0;
     if (!g) return DF_INVALID_ARGUMENT;
     if (g->status.code) return g->status.code;
     if (n_vars < 1 || !init || !cond || !body || !outs)
@@ -2094,7 +2179,7 @@ typedef struct df__kctx {
     const df_node *node;
     int n_in, n_out;
     uint32_t need;               /* bit i: output i has a consumer */
-    df_bfc *alloc;               /* the device's allocator */
+    df__allocator *alloc;        /* the device's allocator */
     struct df__step *step;
     df_status *st;
 } df__kctx;
@@ -2240,15 +2325,16 @@ typedef void (*df__row_fn)(void *o, const void *a, const void *b, int64_t n, int
 
 static int32_t df__ipow32(int32_t x, int32_t y) { int32_t r = 1; while (y > 0) { if (y & 1) r = (int32_t)((uint32_t)r * (uint32_t)x); x = (int32_t)((uint32_t)x * (uint32_t)x); y >>= 1; } return r; }
 static int64_t df__ipow64(int64_t x, int64_t y) { int64_t r = 1; while (y > 0) { if (y & 1) r = (int64_t)((uint64_t)r * (uint64_t)x); x = (int64_t)((uint64_t)x * (uint64_t)x); y >>= 1; } return r; }
-#define DF__IFMOD(x, y) ((x) % (y) != 0 && (((x) % (y) < 0) != ((y) < 0)) ? (x) % (y) + (y) : (x) % (y))
-#define DF__IFDIV(x, y) ((x) / (y) - (((x) % (y) != 0) && (((x) < 0) != ((y) < 0))))
+/* y == -1 is handled apart: INT_MIN / -1 and INT_MIN % -1 trap on x86. */
+#define DF__IFMOD(x, y) ((y) == -1 ? 0 : (x) % (y) != 0 && (((x) % (y) < 0) != ((y) < 0)) ? (x) % (y) + (y) : (x) % (y))
+#define DF__IFDIV(T, U, x, y) ((y) == -1 ? (T)((U)0 - (U)(x)) : (x) / (y) - (((x) % (y) != 0) && (((x) < 0) != ((y) < 0))))
 #define DF__FFMOD(x, y) (fmod((x), (y)) != 0 && ((fmod((x), (y)) < 0) != ((y) < 0)) ? fmod((x), (y)) + (y) : fmod((x), (y)))
 /* Integer add/sub/mul wrap as two's complement (TensorFlow's behaviour), without UB. */
 #define DF__WRAP(T, U, OP, x, y) ((T)((U)(x) OP (U)(y)))
 
-#define DF__ARITH_ROWS(SUF, T, ISFLOAT, POWF, FMODF, FDIVF, ADDX, SUBX, MULX)                 \
+#define DF__ARITH_ROWS(SUF, T, ISFLOAT, POWF, FMODF, FDIVF, ADDX, SUBX, MULX, DIVX)           \
     DF__ROW(df__row_add_##SUF, T, T, ADDX) DF__ROW(df__row_sub_##SUF, T, T, SUBX)              \
-    DF__ROW(df__row_mul_##SUF, T, T, MULX) DF__ROW(df__row_div_##SUF, T, T, x / y)             \
+    DF__ROW(df__row_mul_##SUF, T, T, MULX) DF__ROW(df__row_div_##SUF, T, T, DIVX)              \
     DF__ROW(df__row_max_##SUF, T, T, (x > y || (ISFLOAT && x != x)) ? x : y)                   \
     DF__ROW(df__row_min_##SUF, T, T, (x < y || (ISFLOAT && x != x)) ? x : y)                   \
     DF__ROW(df__row_pow_##SUF, T, T, POWF) DF__ROW(df__row_fmod_##SUF, T, T, FMODF)            \
@@ -2257,14 +2343,14 @@ static int64_t df__ipow64(int64_t x, int64_t y) { int64_t r = 1; while (y > 0) {
     DF__ROW(df__row_gt_##SUF, T, uint8_t, x > y) DF__ROW(df__row_ge_##SUF, T, uint8_t, x >= y) \
     DF__ROW(df__row_eq_##SUF, T, uint8_t, x == y) DF__ROW(df__row_ne_##SUF, T, uint8_t, x != y)
 
-DF__ARITH_ROWS(f32, float, 1, powf(x, y), (float)DF__FFMOD(x, y), floorf(x / y), x + y, x - y, x * y)
-DF__ARITH_ROWS(f64, double, 1, pow(x, y), DF__FFMOD(x, y), floor(x / y), x + y, x - y, x * y)
-DF__ARITH_ROWS(i32, int32_t, 0, df__ipow32(x, y), DF__IFMOD(x, y), DF__IFDIV(x, y),
+DF__ARITH_ROWS(f32, float, 1, powf(x, y), (float)DF__FFMOD(x, y), floorf(x / y), x + y, x - y, x * y, x / y)
+DF__ARITH_ROWS(f64, double, 1, pow(x, y), DF__FFMOD(x, y), floor(x / y), x + y, x - y, x * y, x / y)
+DF__ARITH_ROWS(i32, int32_t, 0, df__ipow32(x, y), DF__IFMOD(x, y), DF__IFDIV(int32_t, uint32_t, x, y),
                DF__WRAP(int32_t, uint32_t, +, x, y), DF__WRAP(int32_t, uint32_t, -, x, y),
-               DF__WRAP(int32_t, uint32_t, *, x, y))
-DF__ARITH_ROWS(i64, int64_t, 0, df__ipow64(x, y), DF__IFMOD(x, y), DF__IFDIV(x, y),
+               DF__WRAP(int32_t, uint32_t, *, x, y), (y == -1 ? DF__WRAP(int32_t, uint32_t, -, 0, x) : x / y))
+DF__ARITH_ROWS(i64, int64_t, 0, df__ipow64(x, y), DF__IFMOD(x, y), DF__IFDIV(int64_t, uint64_t, x, y),
                DF__WRAP(int64_t, uint64_t, +, x, y), DF__WRAP(int64_t, uint64_t, -, x, y),
-               DF__WRAP(int64_t, uint64_t, *, x, y))
+               DF__WRAP(int64_t, uint64_t, *, x, y), (y == -1 ? DF__WRAP(int64_t, uint64_t, -, 0, x) : x / y))
 DF__ROW(df__row_and_b, uint8_t, uint8_t, x && y)
 DF__ROW(df__row_or_b, uint8_t, uint8_t, x || y)
 DF__ROW(df__row_eq_b, uint8_t, uint8_t, (x != 0) == (y != 0))
@@ -2712,7 +2798,10 @@ static df_code df__norm_axes(const df_node *n, const df_tensor *axes, int rank, 
         if (a < -rank || a >= rank)
             return df__fail(st, n, DF_INVALID_ARGUMENT, "Invalid reduction dimension %lld for input with %d dimensions",
                             (long long)a, rank);
-        *mask |= 1u << (a < 0 ? a + rank : a);
+        unsigned bit = 1u << (a < 0 ? a + rank : a);
+        if (*mask & bit)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Axes contains duplicate dimension: %lld", (long long)(a < 0 ? a + rank : a));
+        *mask |= bit;
     }
     return DF_OK;
 }
@@ -3274,10 +3363,26 @@ static df_code df__slice_args(const df_node *n, const df_tensor *x, const df_ten
     }
     return DF_OK;
 }
+/* A stand-in tensor carrying only a static shape, for sharing shape logic with kernels. */
+static int df__static_tensor(const df__shape *s, df_tensor *t) {
+    if (s->rank < 0) return 0;
+    memset(t, 0, sizeof *t);
+    t->rank = s->rank;
+    for (int i = 0; i < s->rank; i++) { if (s->dims[i] < 0) return 0; t->dims[i] = s->dims[i]; }
+    return 1;
+}
 static df_code df__sf_slice(df__shape_ctx *c) {
-    const df_tensor *sz = df__sc_const(c, 2);
+    const df_tensor *b = df__sc_const(c, 1), *sz = df__sc_const(c, 2);
     df__shape *o = df__sc_out(c, 0);
+    df_tensor x;
     *o = df__shape_unknown();
+    if (b && sz && df__static_tensor(&c->in_shapes[0], &x)) {
+        int64_t begin[DF_MAX_RANK], size[DF_MAX_RANK];
+        if (df__slice_args(c->node, &x, b, sz, begin, size, c->st)) return c->st->code;
+        o->rank = x.rank;
+        memcpy(o->dims, size, (size_t)x.rank * 8);
+        return DF_OK;
+    }
     if (sz && df__is_int_tensor(sz) && sz->rank == 1 && sz->n <= DF_MAX_RANK) {
         o->rank = (int)sz->n;
         for (int d = 0; d < o->rank; d++) {
@@ -3296,37 +3401,61 @@ static void df__k_slice(df__kctx *c) {
     df_tensor *o = df__k_alloc(c, 0, x->dtype, x->rank, size);
     if (o && o->n) df__strided_copy(x, o, begin, step, size, x->rank);
 }
-/* StridedSlice, the plain cases: begin/end masks, shrink_axis_mask, negative indices and
-   strides; ellipsis_mask and new_axis_mask are refused clearly. */
+/* StridedSlice: begin/end masks, shrink_axis_mask, ellipsis_mask and new_axis_mask, negative
+   indices and strides. The sparse spec is expanded to one entry per input dimension; the final
+   shape then adds the new axes and drops the shrunk ones. */
 static df_code df__strided_args(const df_node *n, const df_tensor *x, const df_tensor *bt, const df_tensor *et,
                                 const df_tensor *stt, int64_t *begin, int64_t *step, int64_t *odims,
                                 df__shape *final, df_status *st) {
-    if (df__attr_i(n, "ellipsis_mask", 0) || df__attr_i(n, "new_axis_mask", 0))
-        return df__fail(st, n, DF_UNIMPLEMENTED, "StridedSlice: ellipsis_mask and new_axis_mask are not supported yet");
     if (!df__is_int_tensor(bt) || !df__is_int_tensor(et) || !df__is_int_tensor(stt) || bt->rank != 1 ||
-        bt->n != et->n || bt->n != stt->n || bt->n > x->rank)
-        return df__fail(st, n, DF_INVALID_ARGUMENT, "begin, end and strides must be 1-D of equal length <= rank %d", x->rank);
+        bt->n != et->n || bt->n != stt->n || bt->n > 32)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "begin, end and strides must be 1-D of equal length (at most 32)");
     int64_t bm = df__attr_i(n, "begin_mask", 0), em = df__attr_i(n, "end_mask", 0), sm = df__attr_i(n, "shrink_axis_mask", 0);
+    int64_t ell = df__attr_i(n, "ellipsis_mask", 0), nam = df__attr_i(n, "new_axis_mask", 0);
+    int sparse = (int)bt->n, full = 0, saw_ellipsis = 0;
+    if (ell & (ell - 1)) return df__fail(st, n, DF_INVALID_ARGUMENT, "Multiple ellipses in slice spec not allowed");
     final->rank = 0;
-    for (int d = 0; d < x->rank; d++) {
-        int64_t dim = x->dims[d];
-        if (d >= bt->n) { begin[d] = 0; step[d] = 1; odims[d] = dim; final->dims[final->rank++] = dim; continue; }
-        int64_t s = df__int_at(stt, d), b = df__int_at(bt, d), e = df__int_at(et, d);
-        if (s == 0) return df__fail(st, n, DF_INVALID_ARGUMENT, "strides[%d] must be non-zero", d);
-        if (sm & (1 << d)) {
+    for (int k = 0; k <= sparse; k++) {
+        int implicit_tail = k == sparse;
+        if (implicit_tail || (ell >> k & 1)) {
+            if (implicit_tail && saw_ellipsis) break;
+            int later = 0;                     /* input dims the entries after the ellipsis consume */
+            for (int j = k + 1; !implicit_tail && j < sparse; j++) if (!(nam >> j & 1)) later++;
+            int upto = implicit_tail ? x->rank : x->rank - later;
+            if (upto < full) return df__fail(st, n, DF_INVALID_ARGUMENT, "Index out of range using input dim %d; input has only %d dims", full, x->rank);
+            for (; full < upto; full++) {
+                if (final->rank >= DF_MAX_RANK) return df__fail(st, n, DF_INVALID_ARGUMENT, "StridedSlice: result rank too large");
+                begin[full] = 0; step[full] = 1; odims[full] = x->dims[full];
+                final->dims[final->rank++] = x->dims[full];
+            }
+            saw_ellipsis = !implicit_tail;
+            continue;
+        }
+        if (nam >> k & 1) {
+            if (final->rank >= DF_MAX_RANK) return df__fail(st, n, DF_INVALID_ARGUMENT, "StridedSlice: result rank too large");
+            final->dims[final->rank++] = 1;
+            continue;
+        }
+        if (full >= x->rank) return df__fail(st, n, DF_INVALID_ARGUMENT, "Index out of range using input dim %d; input has only %d dims", full, x->rank);
+        int64_t dim = x->dims[full], s = df__int_at(stt, k), b = df__int_at(bt, k), e = df__int_at(et, k);
+        if (s == 0) return df__fail(st, n, DF_INVALID_ARGUMENT, "strides[%d] must be non-zero", k);
+        if (sm >> k & 1) {
             if (b < 0) b += dim;
-            if (b < 0 || b >= dim) return df__fail(st, n, DF_INVALID_ARGUMENT, "slice index %lld of dimension %d out of bounds.", (long long)df__int_at(bt, d), d);
-            begin[d] = b; step[d] = 1; odims[d] = 1;
+            if (b < 0 || b >= dim) return df__fail(st, n, DF_INVALID_ARGUMENT, "slice index %lld of dimension %d out of bounds.", (long long)df__int_at(bt, k), full);
+            begin[full] = b; step[full] = 1; odims[full] = 1;
+            full++;
             continue;
         }
         int64_t lo = s > 0 ? 0 : -1, hi = s > 0 ? dim : dim - 1;
-        if (bm & (1 << d)) b = s > 0 ? lo : hi;
+        if (bm >> k & 1) b = s > 0 ? lo : hi;
         else { if (b < 0) b += dim; b = b < lo ? lo : b > hi ? hi : b; }
-        if (em & (1 << d)) e = s > 0 ? hi : lo;
+        if (em >> k & 1) e = s > 0 ? hi : lo;
         else { if (e < 0) e += dim; e = e < lo ? lo : e > hi ? hi : e; }
         int64_t len = s > 0 ? (e > b ? (e - b + s - 1) / s : 0) : (b > e ? (b - e + (-s) - 1) / (-s) : 0);
-        begin[d] = len ? b : 0; step[d] = s; odims[d] = len;
+        begin[full] = len ? b : 0; step[full] = s; odims[full] = len;
+        if (final->rank >= DF_MAX_RANK) return df__fail(st, n, DF_INVALID_ARGUMENT, "StridedSlice: result rank too large");
         final->dims[final->rank++] = len;
+        full++;
     }
     return DF_OK;
 }
@@ -3339,13 +3468,16 @@ static void df__k_strided_slice(df__kctx *c) {
     if (o && o->n) df__strided_copy(x, o, begin, step, odims, x->rank);
 }
 static df_code df__sf_strided_slice(df__shape_ctx *c) {
-    const df_tensor *st = df__sc_const(c, 3);
+    const df_tensor *b = df__sc_const(c, 1), *e = df__sc_const(c, 2), *stt = df__sc_const(c, 3);
+    df_tensor x;
     *df__sc_out(c, 0) = df__shape_unknown();
-    if (st && df__is_int_tensor(st))
-        for (int64_t i = 0; i < st->n; i++)
-            if (df__int_at(st, i) == 0) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "strides[%lld] must be non-zero", (long long)i);
-    if (df__attr_i(c->node, "ellipsis_mask", 0) || df__attr_i(c->node, "new_axis_mask", 0))
-        return df__fail(c->st, c->node, DF_UNIMPLEMENTED, "StridedSlice: ellipsis_mask and new_axis_mask are not supported yet");
+    if (stt && df__is_int_tensor(stt))
+        for (int64_t i = 0; i < stt->n; i++)
+            if (df__int_at(stt, i) == 0) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "strides[%lld] must be non-zero", (long long)i);
+    if (b && e && stt && df__static_tensor(&c->in_shapes[0], &x)) {
+        int64_t begin[DF_MAX_RANK], step[DF_MAX_RANK], odims[DF_MAX_RANK];
+        return df__strided_args(c->node, &x, b, e, stt, begin, step, odims, df__sc_out(c, 0), c->st);
+    }
     return DF_OK;
 }
 static df_code df__tile_dims(const df_node *n, const df__shape *in, const df_tensor *m, df__shape *o, df_status *st) {
@@ -3585,6 +3717,13 @@ static df_code df__sf_select(df__shape_ctx *c) {
     const df__shape *p = &c->in_shapes[0], *a = &c->in_shapes[1], *b = &c->in_shapes[2];
     df__shape *o = df__sc_out(c, 0);
     if (p->rank < 0 || a->rank < 0 || b->rank < 0) { *o = df__shape_unknown(); return DF_OK; }
+    if (!strcmp(c->node->op->name, "Select") && p->rank == 1 && a->rank > 1) {   /* row selection */
+        if (!df__shapes_equal(a, b) || (p->dims[0] >= 0 && a->dims[0] >= 0 && p->dims[0] != a->dims[0]))
+            return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Select: a vector condition must match the first "
+                            "dimension of t and e, which must have the same shape");
+        *o = *a;
+        return DF_OK;
+    }
     df__bcast bc1, bc2;
     if (!df__broadcast(a->rank, a->dims, b->rank, b->dims, &bc1) || !df__broadcast(p->rank, p->dims, bc1.rank, bc1.dims, &bc2))
         return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Incompatible shapes for %s: condition, t and e do not broadcast", c->node->op->name);
@@ -3877,9 +4016,19 @@ static df_code df__sf_identity_n(df__shape_ctx *c) {
    ========================================================================================== */
 df_code df_gradients(df_graph *g, int n_y, const df_output *ys, const df_output *grad_ys, int n_x,
                      const df_output *xs, df_output *dxs) {
-    DF__UNUSED(n_y); DF__UNUSED(ys); DF__UNUSED(grad_ys); DF__UNUSED(xs);
+    DF__UNUSED(grad_ys);
     for (int i = 0; dxs && i < n_x; i++) dxs[i].node = NULL, dxs[i].index = 0;
     if (!g) return DF_INVALID_ARGUMENT;
+    if (g->status.code) return g->status.code;
+    if (n_y < 1 || n_x < 1 || !ys || !xs || !dxs)
+        return df__graph_error(g, DF_INVALID_ARGUMENT, "df_gradients: bad arguments (n_y %d, n_x %d, ys, xs and dxs "
+                               "must be set)", n_y, n_x);
+    for (int i = 0; i < n_y; i++)
+        if (!df__output_valid(ys[i]) || ys[i].node->graph != g)
+            return df__graph_error(g, DF_INVALID_ARGUMENT, "df_gradients: ys[%d] is NULL or invalid", i);
+    for (int i = 0; i < n_x; i++)
+        if (!df__output_valid(xs[i]) || xs[i].node->graph != g)
+            return df__graph_error(g, DF_INVALID_ARGUMENT, "df_gradients: xs[%d] is NULL or invalid", i);
     return df__graph_error(g, DF_UNIMPLEMENTED, "df_gradients is not implemented in this version "
                            "(automatic differentiation arrives with the autodiff work)");
 }
@@ -3992,72 +4141,90 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
         return df_status_set(st, DF_INVALID_ARGUMENT, "The graph has a cycle that does not go through a "
                              "NextIteration node; it includes {{node %s}}", df__item_name(x, bad));
     }
-    /* 2. frames by a breadth-first walk from the real roots */
+    /* 2. frames, in that topological order: an item's frame comes from its inputs (an Enter's
+       consumers are in the Enter's frame, an Exit's in the parent), so a node whose inputs
+       disagree is found at the node itself. Back edges from NextIteration are checked after. */
     if (df__frame_find_or_add(x, "", 0, st, "") != 0) { DF_FREE(indeg); DF_FREE(queue); return st->code; }
     for (int i = 0; i < n; i++) x->items[i].frame = -1;
-    head = tail = 0;
-    for (int i = 0; i < n; i++)
-        if (x->items[i].n_inputs + x->items[i].n_control_in == 0) { x->items[i].frame = 0; queue[tail++] = i; }
     df_code code = DF_OK;
-    while (head < tail && !code) {
-        int i = queue[head++];
+    for (int q = 0; q < n && !code; q++) {
+        int i = queue[q];
         df__xitem *it = &x->items[i];
+        if (it->frame < 0) {
+            if (it->n_inputs + it->n_control_in > 0) continue;   /* fed only by back edges: reported below */
+            it->frame = 0;
+        }
         int out_frame = it->frame;
-        if (it->kind == DF__X_ENTER) {
-            const char *fname = df__attr_s(it->node, "frame_name");
-            int f = df__frame_find_or_add(x, fname, it->frame, st, it->node->name);
-            if (f < 0) { code = st->code; break; }
-            it->child_frame = f;
-            x->frames[f].n_enters++;
-            int64_t par = df__attr_i(it->node, "parallel_iterations", 10);
-            if (par > x->frames[f].parallel_iterations) x->frames[f].parallel_iterations = (int)DF__MIN(par, 1 << 20);
-            out_frame = f;
-        } else if (it->kind == DF__X_EXIT) {
-            if (it->frame == 0) { code = df_status_set(st, DF_INVALID_ARGUMENT, "Exit node is not inside a while loop "
-                                  "(it has no matching Enter) {{node %s}}", df__item_name(x, i)); break; }
-            out_frame = x->frames[it->frame].parent;
-        } else if (it->kind == DF__X_NEXT && it->frame == 0) {
-            code = df_status_set(st, DF_INVALID_ARGUMENT, "NextIteration node is not inside a while loop "
-                                 "{{node %s}}", df__item_name(x, i));
+        if (it->frame == 0 && (it->kind == DF__X_EXIT || it->kind == DF__X_NEXT || (it->flags & DF__XF_LOOP_COND))) {
+            code = df_status_set(st, DF_INVALID_ARGUMENT, "%s node is not inside a while loop%s {{node %s}}",
+                                 it->node->op->name, it->kind == DF__X_EXIT ? " (it has no matching Enter)" : "",
+                                 df__item_name(x, i));
             break;
         }
-        if (it->flags & DF__XF_LOOP_COND) {
-            if (it->frame == 0) { code = df_status_set(st, DF_INVALID_ARGUMENT, "LoopCond is not inside a while loop "
-                                  "{{node %s}}", df__item_name(x, i)); break; }
-            if (++x->frames[it->frame].n_loop_conds > 1) {
-                code = df_status_set(st, DF_INVALID_ARGUMENT, "Frame '%s' has more than one LoopCond {{node %s}}",
-                                     x->frames[it->frame].name, df__item_name(x, i));
-                break;
-            }
+        if (it->kind == DF__X_ENTER) {
+            int f = df__frame_find_or_add(x, df__attr_s(it->node, "frame_name"), it->frame, st, it->node->name);
+            if (f < 0) { code = st->code; break; }
+            it->child_frame = out_frame = f;
+        } else if (it->kind == DF__X_EXIT) {
+            out_frame = x->frames[it->frame].parent;     /* root's parent is root: reported below */
         }
+        if (it->kind == DF__X_NEXT) continue;
+        for (int e = 0; e < it->n_edges && !code; e++) {
+            int d = x->edges[it->edge_start + e].dst;
+            df__xitem *dst = &x->items[d];
+            if (dst->frame < 0) { dst->frame = out_frame; continue; }
+            if (dst->frame == out_frame) continue;
+            if (it->kind == DF__X_FEED)
+                code = df_status_set(st, DF_INVALID_ARGUMENT, "A fed tensor is used inside a while loop; feeding "
+                                     "tensors inside loops is not supported {{node %s}}", df__item_name(x, d));
+            else if (dst->kind == DF__X_FETCH)
+                code = df_status_set(st, DF_INVALID_ARGUMENT, "Cannot fetch a tensor from inside a while loop: "
+                                     "'%s' is in frame '%s' {{node %s}}", df__item_name(x, i),
+                                     x->frames[out_frame].name, df__item_name(x, i));
+            else
+                code = df_status_set(st, DF_INVALID_ARGUMENT, "Node has inputs from different frames. The input "
+                    "'%s' is in frame '%s'. Another input is in frame '%s'. {{node %s}}", df__item_name(x, i),
+                    x->frames[out_frame].name, x->frames[dst->frame].name, df__item_name(x, d));
+        }
+    }
+    for (int i = 0; i < n && !code; i++)
+        if (x->items[i].frame < 0)
+            code = df_status_set(st, DF_INVALID_ARGUMENT, "Node is not reachable from any input: it sits in a "
+                                 "loop with no Enter {{node %s}}", df__item_name(x, i));
+    for (int i = 0; i < n && !code; i++) {          /* NextIteration's back edges */
+        const df__xitem *it = &x->items[i];
+        if (it->kind != DF__X_NEXT) continue;
         for (int e = 0; e < it->n_edges; e++) {
-            const df__xedge *ed = &x->edges[it->edge_start + e];
-            df__xitem *dst = &x->items[ed->dst];
-            if (dst->frame < 0) { dst->frame = out_frame; queue[tail++] = ed->dst; continue; }
-            if (dst->frame != out_frame) {
-                if (it->kind == DF__X_FEED)
-                    code = df_status_set(st, DF_INVALID_ARGUMENT, "A fed tensor is used inside a while loop; feeding "
-                                         "tensors inside loops is not supported {{node %s}}", df__item_name(x, ed->dst));
-                else if (dst->kind == DF__X_FETCH)
-                    code = df_status_set(st, DF_INVALID_ARGUMENT, "Cannot fetch a tensor from inside a while loop: "
-                                         "'%s' is in frame '%s' {{node %s}}", df__item_name(x, i),
-                                         x->frames[out_frame].name, df__item_name(x, i));
-                else
-                    code = df_status_set(st, DF_INVALID_ARGUMENT, "Node has inputs from different frames. The input "
-                        "{{node %s}} is in frame '%s'. Another input is in frame '%s'. {{node %s}}",
-                        df__item_name(x, i), x->frames[out_frame].name, x->frames[dst->frame].name,
-                        df__item_name(x, ed->dst));
+            int d = x->edges[it->edge_start + e].dst;
+            if (x->items[d].frame != it->frame && it->frame != 0) {
+                code = df_status_set(st, DF_INVALID_ARGUMENT, "Node has inputs from different frames. The input "
+                    "'%s' is in frame '%s'. Another input is in frame '%s'. {{node %s}}", df__item_name(x, i),
+                    x->frames[it->frame].name, x->frames[x->items[d].frame].name, df__item_name(x, d));
                 break;
             }
         }
     }
-    if (!code)
-        for (int i = 0; i < n; i++)
-            if (x->items[i].frame < 0) {
-                code = df_status_set(st, DF_INVALID_ARGUMENT, "Node is not reachable from any input: it sits in a "
-                    "loop with no Enter {{node %s}}", df__item_name(x, i));
-                break;
-            }
+    for (int i = 0; i < n && !code; i++) {
+        df__xitem *it = &x->items[i];
+        if (it->kind == DF__X_EXIT && it->frame == 0)
+            code = df_status_set(st, DF_INVALID_ARGUMENT, "Exit node is not inside a while loop (it has no "
+                                 "matching Enter) {{node %s}}", df__item_name(x, i));
+        else if (it->kind == DF__X_NEXT && it->frame == 0)
+            code = df_status_set(st, DF_INVALID_ARGUMENT, "NextIteration node is not inside a while loop "
+                                 "{{node %s}}", df__item_name(x, i));
+        else if ((it->flags & DF__XF_LOOP_COND) && it->frame == 0)
+            code = df_status_set(st, DF_INVALID_ARGUMENT, "LoopCond is not inside a while loop {{node %s}}",
+                                 df__item_name(x, i));
+        else if ((it->flags & DF__XF_LOOP_COND) && ++x->frames[it->frame].n_loop_conds > 1)
+            code = df_status_set(st, DF_INVALID_ARGUMENT, "Frame '%s' has more than one LoopCond {{node %s}}",
+                                 x->frames[it->frame].name, df__item_name(x, i));
+        else if (it->kind == DF__X_ENTER) {
+            df__sframe *f = &x->frames[it->child_frame];
+            int64_t par = df__attr_i(it->node, "parallel_iterations", 10);
+            f->n_enters++;
+            if (par > f->parallel_iterations) f->parallel_iterations = (int)DF__MIN(par, 1 << 20);
+        }
+    }
     DF_FREE(indeg);
     DF_FREE(queue);
     if (code) return code;
@@ -4536,6 +4703,7 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor *const *out
 }
 
 /* ---- running one node ---- */
+#ifndef DF_NO_THREADS
 static int df__item_expensive(const df__step *s, const df__tagged *t) {
     const df__xitem *item = &s->x->items[t->item];
     if (!(item->flags & DF__XF_EXPENSIVE) || t->dead) return 0;
@@ -4546,6 +4714,7 @@ static int df__item_expensive(const df__step *s, const df__tagged *t) {
         work = in[0]->n * in[1]->dims[1];
     return work >= 32768;
 }
+#endif
 
 /* Runs the kernel of t (unless dead); returns 1 if it succeeded. */
 static int df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
@@ -4585,7 +4754,7 @@ static int df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
         if (!st.code) {
             df__kctx k;
             k.in = in; k.out = outs; k.node = item->node; k.n_in = item->n_inputs; k.n_out = item->n_outputs;
-            k.need = item->need; k.alloc = s->device->bfc; k.step = s; k.st = &st;
+            k.need = item->need; k.alloc = s->device->alloc; k.step = s; k.st = &st;
             item->kernel(&k);
             for (int i = 0; !st.code && i < item->n_outputs; i++) {
                 if (!outs[i]) {
@@ -4844,15 +5013,15 @@ void df_session_free(df_session *s) {
     DF_FREE(s);
 }
 
-int df_session_num_partitions(df_session *s) { return s && s->ran ? 1 : 0; }
+int df_session_num_partitions(df_session *s) { return s && __atomic_load_n(&s->ran, __ATOMIC_RELAXED) ? 1 : 0; }
 const df_graph *df_session_partition(df_session *s, int i, const char **device) {
-    if (!s || !s->ran || i != 0) { if (device) *device = NULL; return NULL; }
+    if (!s || !__atomic_load_n(&s->ran, __ATOMIC_RELAXED) || i != 0) { if (device) *device = NULL; return NULL; }
     if (device) *device = s->devices[0]->name;
     return s->g;
 }
 int df_session_device_alloc_stats(df_session *s, int device, df_alloc_stats *out) {
     if (!s || device < 0 || device >= s->n_devices || !out) return 0;
-    df_bfc_get_stats(s->devices[device]->bfc, out);
+    df_bfc_get_stats(s->devices[device]->alloc->bfc, out);
     return 1;
 }
 
@@ -4881,12 +5050,12 @@ static df__exec *df__compile(df_session *ss, const df_output *feeds, int n_feeds
     /* 1. prune: walk back from fetches and targets, stopping at fed outputs */
     int sp = 0, n_items = 0;
     for (int i = 0; i < n_fetches; i++)
-        if (df__feed_index(first_feed, next_feed, feeds, fetches[i]) < 0 && item_of[fetches[i].node->id] < 0) {
+        if (df__feed_index(first_feed, next_feed, feeds, fetches[i]) < 0 && item_of[fetches[i].node->id] == -1) {
             item_of[fetches[i].node->id] = -2;
             stack[sp++] = fetches[i].node->id;
         }
     for (int i = 0; i < n_targets; i++)
-        if (item_of[targets[i]->id] < 0 && item_of[targets[i]->id] != -2) { item_of[targets[i]->id] = -2; stack[sp++] = targets[i]->id; }
+        if (item_of[targets[i]->id] == -1) { item_of[targets[i]->id] = -2; stack[sp++] = targets[i]->id; }
     while (sp) {
         const df_node *n = g->nodes[stack[--sp]];
         item_of[n->id] = n_items++;
@@ -5000,6 +5169,23 @@ static df__exec *df__compile(df_session *ss, const df_output *feeds, int n_feeds
         if (it->n_outputs > 31 && (it->need & 0x80000000u)) it->need = 0xffffffffu;
     }
     DF__UNUSED(n_node_items);
+    /* Requested devices must exist here unless soft placement lets them fall back. Placement
+       proper (colocation, several devices) belongs to the placer. */
+    for (int i = 0; ss->devices && i < n_items; i++) {
+        const df_node *n = x->items[i].node;
+        df__devspec ds;
+        if (!n || x->items[i].kind == DF__X_FETCH || !n->device || !*n->device || ss->opts.soft_placement) continue;
+        df__parse_device(n->device, &ds);
+        int ok = (!ds.type[0] || !strcmp(ds.type, "CPU")) && ds.index < ss->n_devices &&
+                 (!ds.job[0] || !strcmp(ds.job, "localhost")) && ds.task <= 0 && ds.replica <= 0;
+        if (!ok) {
+            df_status_set(st, DF_INVALID_ARGUMENT, "Cannot assign a device for operation %s: could not satisfy "
+                          "explicit device specification '%s' because no such device exists here (this session has "
+                          "%d CPU device%s; set soft_placement to fall back) {{node %s}}", n->name, n->device,
+                          ss->n_devices, ss->n_devices == 1 ? "" : "s", n->name);
+            goto fail;
+        }
+    }
     /* 3. frames, validation, layout */
     if (df__analyze_frames(x, st) != DF_OK) goto fail;
     /* 4. roots */
@@ -5060,7 +5246,7 @@ df_code df_session_run(df_session *s, const df_output *feeds, df_tensor *const *
     for (int i = 0; i < n_feeds; i++) {
         df_output o = feeds[i];
         if (!o.node || o.node->graph != g) return df_status_set(st, DF_INVALID_ARGUMENT, "Feed %d is NULL or from another graph", i);
-        if (!df__output_valid(o)) return df_status_set(st, DF_OUT_OF_RANGE, "Feed %d: '%s' has no output %d {{node %s}}", i, o.node->name, o.index, o.node->name);
+        if (!df__output_valid(o)) return df_status_set(st, DF_INVALID_ARGUMENT, "Feed %d: '%s' has no output %d {{node %s}}", i, o.node->name, o.index, o.node->name);
         const df_tensor *v = feed_values[i];
         if (!v) return df_status_set(st, DF_INVALID_ARGUMENT, "Feed %d ('%s:%d') has a NULL value", i, o.node->name, o.index);
         if (v->dtype != o.node->out_types[o.index])
@@ -5080,7 +5266,7 @@ df_code df_session_run(df_session *s, const df_output *feeds, df_tensor *const *
     for (int i = 0; i < n_fetches; i++) {
         df_output o = fetches[i];
         if (!o.node || o.node->graph != g) return df_status_set(st, DF_INVALID_ARGUMENT, "Fetch %d is NULL or from another graph", i);
-        if (!df__output_valid(o)) return df_status_set(st, DF_OUT_OF_RANGE, "Fetch %d: '%s' has no output %d {{node %s}}", i, o.node->name, o.index, o.node->name);
+        if (!df__output_valid(o)) return df_status_set(st, DF_INVALID_ARGUMENT, "Fetch %d: '%s' has no output %d {{node %s}}", i, o.node->name, o.index, o.node->name);
     }
     for (int i = 0; i < n_targets; i++)
         if (!targets[i] || targets[i]->graph != g) return df_status_set(st, DF_INVALID_ARGUMENT, "Target %d is NULL or from another graph", i);
@@ -5127,7 +5313,7 @@ df_code df_session_run(df_session *s, const df_output *feeds, df_tensor *const *
     step.threaded = s->pool != NULL;
 #endif
     df_code code = df__execute(&step, st);
-    s->ran = 1;
+    __atomic_store_n(&s->ran, 1, __ATOMIC_RELAXED);
     if (code != DF_OK)
         for (int i = 0; i < n_fetches; i++) { df_tensor_release(fetch_values[i]); fetch_values[i] = NULL; }
     return code;
@@ -5209,14 +5395,128 @@ df_code df_graph_export_graphdef(const df_graph *g, void **data, size_t *len) {
     if (len) *len = 0;
     return DF_UNIMPLEMENTED;
 }
-df_tensor *df_tensor_read_npy(const char *path, df_status *st) {
-    DF__UNUSED(path);
-    df_status_set(st, DF_UNIMPLEMENTED, "NumPy .npy reading is not implemented in this version");
-    return NULL;
+/* ---- NumPy .npy: versions 1.0 to 3.0, little- and big-endian, C order ---- */
+static const struct { df_dtype t; const char *code; } df__npy_types[] = {
+    {DF_FLOAT, "f4"}, {DF_DOUBLE, "f8"}, {DF_HALF, "f2"}, {DF_INT32, "i4"}, {DF_INT64, "i8"},
+    {DF_INT16, "i2"}, {DF_INT8, "i1"}, {DF_UINT8, "u1"}, {DF_UINT16, "u2"}, {DF_UINT32, "u4"},
+    {DF_UINT64, "u8"}, {DF_BOOL, "b1"}, {DF_COMPLEX64, "c8"}, {DF_COMPLEX128, "c16"},
+};
+
+/* Finds 'key': in the header dict and returns a pointer just after the colon. */
+static const char *df__npy_key(const char *h, const char *key) {
+    char pat[32];
+    snprintf(pat, sizeof pat, "'%s'", key);
+    const char *p = strstr(h, pat);
+    if (!p) return NULL;
+    p += strlen(pat);
+    while (*p == ' ') p++;
+    if (*p != ':') return NULL;
+    p++;
+    while (*p == ' ') p++;
+    return p;
 }
+
+df_tensor *df_tensor_read_npy(const char *path, df_status *st) {
+    df_status local;
+    if (!st) st = &local;
+    df_status_clear(st);
+    if (!path) { df_status_set(st, DF_INVALID_ARGUMENT, "df_tensor_read_npy: path is NULL"); return NULL; }
+    FILE *f = fopen(path, "rb");
+    if (!f) { df_status_set(st, DF_NOT_FOUND, "Cannot open '%s' for reading", path); return NULL; }
+    unsigned char pre[12];
+    char *header = NULL;
+    df_tensor *t = NULL;
+    size_t got = fread(pre, 1, 10, f);
+    if (got < 10 || memcmp(pre, "\x93NUMPY", 6)) { df_status_set(st, DF_INVALID_ARGUMENT, "'%s' is not a .npy file (bad magic)", path); goto done; }
+    int major = pre[6];
+    uint32_t hlen;
+    if (major == 1) hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8;
+    else if (major == 2 || major == 3) {
+        if (fread(pre + 10, 1, 2, f) != 2) { df_status_set(st, DF_DATA_LOSS, "'%s': truncated header", path); goto done; }
+        hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8 | (uint32_t)pre[10] << 16 | (uint32_t)pre[11] << 24;
+    } else { df_status_set(st, DF_UNIMPLEMENTED, "'%s': .npy version %d.%d is not supported", path, major, pre[7]); goto done; }
+    if (hlen > (1u << 20)) { df_status_set(st, DF_INVALID_ARGUMENT, "'%s': header length %u is too large", path, hlen); goto done; }
+    if (!(header = (char *)DF_MALLOC(hlen + 1))) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); goto done; }
+    if (fread(header, 1, hlen, f) != hlen) { df_status_set(st, DF_DATA_LOSS, "'%s': the header is truncated", path); goto done; }
+    header[hlen] = 0;
+    if (strlen(header) != hlen && !memchr(header, '}', strlen(header))) { df_status_set(st, DF_INVALID_ARGUMENT, "'%s': NUL in header", path); goto done; }
+    if (!strchr(header, '{') || !strchr(header, '}')) { df_status_set(st, DF_INVALID_ARGUMENT, "'%s': the header is not a dict", path); goto done; }
+    const char *d = df__npy_key(header, "descr"), *fo = df__npy_key(header, "fortran_order"), *sh = df__npy_key(header, "shape");
+    if (!d || !fo || !sh) { df_status_set(st, DF_INVALID_ARGUMENT, "'%s': the header is missing descr, fortran_order or shape", path); goto done; }
+    if (!strncmp(fo, "True", 4)) { df_status_set(st, DF_UNIMPLEMENTED, "'%s': Fortran-order arrays are not supported; save with C order", path); goto done; }
+    if (strncmp(fo, "False", 5)) { df_status_set(st, DF_INVALID_ARGUMENT, "'%s': bad fortran_order", path); goto done; }
+    if (*d != '\'' || (d[1] != '<' && d[1] != '>' && d[1] != '|' && d[1] != '=')) { df_status_set(st, DF_INVALID_ARGUMENT, "'%s': bad descr", path); goto done; }
+    char endian = d[1];
+    const char *code = d + 2;
+    df_dtype dt = (df_dtype)0;
+    for (size_t i = 0; i < sizeof df__npy_types / sizeof *df__npy_types; i++) {
+        size_t n = strlen(df__npy_types[i].code);
+        if (!strncmp(code, df__npy_types[i].code, n) && code[n] == '\'') dt = df__npy_types[i].t;
+    }
+    if (!dt) { df_status_set(st, DF_UNIMPLEMENTED, "'%s': unsupported dtype descr %.16s", path, d); goto done; }
+    if (*sh != '(') { df_status_set(st, DF_INVALID_ARGUMENT, "'%s': bad shape", path); goto done; }
+    int64_t dims[DF_MAX_RANK];
+    int rank = 0;
+    const char *p = sh + 1;
+    for (;;) {
+        while (*p == ' ' || *p == ',') p++;
+        if (*p == ')') break;
+        if (*p < '0' || *p > '9') { df_status_set(st, DF_INVALID_ARGUMENT, "'%s': bad shape", path); goto done; }
+        if (rank == DF_MAX_RANK) { df_status_set(st, DF_INVALID_ARGUMENT, "'%s': rank above %d", path, DF_MAX_RANK); goto done; }
+        int64_t v = 0;
+        while (*p >= '0' && *p <= '9') {
+            if (v > (INT64_MAX - 9) / 10) { df_status_set(st, DF_INVALID_ARGUMENT, "'%s': a dimension overflows int64", path); goto done; }
+            v = v * 10 + (*p++ - '0');
+        }
+        dims[rank++] = v;
+    }
+    if (!(t = df__tensor_alloc(NULL, dt, rank, dims, st))) goto done;
+    if (fread(t->data, 1, t->nbytes, f) != t->nbytes) {
+        df_status_set(st, DF_DATA_LOSS, "'%s': the data is truncated (want %zu bytes)", path, t->nbytes);
+        df_tensor_release(t); t = NULL; goto done;
+    }
+    if (fgetc(f) != EOF) {
+        df_status_set(st, DF_INVALID_ARGUMENT, "'%s': bytes after the data (the shape does not match the file)", path);
+        df_tensor_release(t); t = NULL; goto done;
+    }
+    size_t es = df_dtype_size(dt), lane = dt == DF_COMPLEX64 ? 4 : dt == DF_COMPLEX128 ? 8 : es;
+    if (endian == '>' && lane > 1)
+        for (size_t i = 0; i < t->nbytes; i += lane)
+            for (size_t a = 0, b = lane - 1; a < b; a++, b--) {
+                unsigned char *q = (unsigned char *)t->data + i, tmp = q[a];
+                q[a] = q[b]; q[b] = tmp;
+            }
+done:
+    DF_FREE(header);
+    fclose(f);
+    return t;
+}
+
 df_code df_tensor_write_npy(const df_tensor *t, const char *path) {
-    DF__UNUSED(t); DF__UNUSED(path);
-    return DF_UNIMPLEMENTED;
+    if (!t || !path) return DF_INVALID_ARGUMENT;
+    const char *code = NULL;
+    for (size_t i = 0; i < sizeof df__npy_types / sizeof *df__npy_types; i++)
+        if (df__npy_types[i].t == t->dtype) code = df__npy_types[i].code;
+    if (!code) return DF_UNIMPLEMENTED;        /* bfloat16 has no NumPy dtype */
+    char dict[400];
+    int n = snprintf(dict, sizeof dict, "{'descr': '%c%s', 'fortran_order': False, 'shape': (",
+                     df_dtype_size(t->dtype) == 1 ? '|' : '<', code);
+    for (int i = 0; i < t->rank; i++) n += snprintf(dict + n, sizeof dict - (size_t)n, "%lld,%s", (long long)t->dims[i], i + 1 < t->rank ? " " : "");
+    if (t->rank > 1) n--;                         /* "(2, 3)" rather than "(2, 3,)" */
+    n += snprintf(dict + n, sizeof dict - (size_t)n, "), }");
+    size_t total = 10 + (size_t)n + 1, padded = (total + 63) / 64 * 64;
+    unsigned char head[512];
+    memcpy(head, "\x93NUMPY\x01\x00", 8);
+    head[8] = (unsigned char)((padded - 10) & 0xff);
+    head[9] = (unsigned char)((padded - 10) >> 8);
+    memcpy(head + 10, dict, (size_t)n);
+    memset(head + 10 + n, ' ', padded - 10 - (size_t)n);
+    head[padded - 1] = '\n';
+    FILE *f = fopen(path, "wb");
+    if (!f) return DF_NOT_FOUND;
+    int ok = fwrite(head, 1, padded, f) == padded && fwrite(t->data, 1, t->nbytes, f) == t->nbytes;
+    ok = (fclose(f) == 0) && ok;
+    return ok ? DF_OK : DF_DATA_LOSS;
 }
 
 /* ==========================================================================================
@@ -5377,7 +5677,7 @@ static df_output df__vector_i32(df_graph *g, int n, const int32_t *v) {
 df_output df_placeholder(df_graph *g, const char *name, df_dtype t, int rank, const int64_t *dims) {
     df_op_builder *b = df_op_new(g, "Placeholder", name);
     df_op_set_attr_type(b, "dtype", t);
-    if (rank >= 0) df_op_set_attr_shape(b, "shape", rank, dims);
+    if (rank != -1) df_op_set_attr_shape(b, "shape", rank, dims);   /* -1: unknown rank */
     return df__out(df_op_finish(b), 0);
 }
 df_output df_identity(df_graph *g, df_output x) { return df__op1(g, "Identity", x); }

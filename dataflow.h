@@ -332,6 +332,11 @@ df_code   df_graph_export_graphdef(const df_graph *g, void **data, size_t *len);
 df_tensor *df_tensor_read_npy(const char *path, df_status *st);               /* NumPy .npy */
 df_code    df_tensor_write_npy(const df_tensor *t, const char *path);
 
+#ifdef DATAFLOW_CUDA
+/* From dataflow_cuda.cu: the number of visible CUDA devices (0 without a driver or device). */
+int df_cuda_device_count(df_status *st);
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# dataflow build script.
+#   ./build.sh          build and run the demo
+#   ./build.sh test     build everything with warnings as errors and run every test
+#                       (ASan+UBSan on); the last line is "N passed, N failed"
+#   ./build.sh bench    build the benchmarks with -O2 and run them (peers are installed
+#                       into .venv by bench/peers/setup.sh when the network allows)
+# Environment: CC (default cc), CXX (default c++), DF_SANITIZE=0 turns sanitizers off,
+#              DF_TEST_FILTER=substring runs only matching tests.
+set -u
+cd "$(dirname "$0")"
+CC=${CC:-cc}
+CXX=${CXX:-c++}
+WARN="-Wall -Wextra -Werror"
+LIBS="-lm -lpthread"
+mkdir -p build
+
+need() {
+    command -v "$1" >/dev/null 2>&1 && return 0
+    echo "build.sh: '$1' is needed; trying to install it" >&2
+    if command -v apt-get >/dev/null 2>&1; then
+        (apt-get update -qq && apt-get install -y -qq "$2") >/dev/null 2>&1
+    fi
+    command -v "$1" >/dev/null 2>&1 || { echo "build.sh: please install $2" >&2; exit 2; }
+}
+
+demo() {
+    need "$CC" gcc
+    $CC -std=c11 -O2 $WARN examples/demo.c dataflow.c -o build/demo $LIBS || exit 1
+    ./build/demo
+}
+
+passed=0; failed=0; skipped=0
+step() {   # step NAME COMMAND... : a build check counted like a test
+    local name=$1; shift
+    if "$@" >build/step.log 2>&1; then
+        passed=$((passed + 1)); echo "ok   build: $name"
+    else
+        failed=$((failed + 1)); echo "FAIL build: $name"; sed 's/^/    /' build/step.log | head -40
+    fi
+}
+
+run_tests() {
+    need "$CC" gcc
+    local san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+    [ "${DF_SANITIZE:-1}" = 0 ] && san=""
+    # Build checks: both documented uses, the header as C99/C11/C++, warnings as errors.
+    step "header compiles as C99" $CC -std=c99 $WARN -pedantic -fsyntax-only tests/compile/header_c.c
+    step "header compiles as C11" $CC -std=c11 $WARN -pedantic -fsyntax-only tests/compile/header_c.c
+    if command -v "$CXX" >/dev/null 2>&1; then
+        step "header compiles as C++" $CXX -std=c++11 $WARN -fsyntax-only tests/compile/header_cpp.cpp
+    else skipped=$((skipped + 1)); echo "skip build: header as C++ (no C++ compiler)"; fi
+    step "dataflow.c -O2 with $CC" $CC -std=c11 -O2 $WARN -c dataflow.c -o build/dataflow_o2.o
+    if command -v clang >/dev/null 2>&1; then
+        step "dataflow.c with clang" clang -std=c11 -O2 $WARN -c dataflow.c -o build/dataflow_clang.o
+    else skipped=$((skipped + 1)); echo "skip build: clang not installed"; fi
+    step "DF_NO_THREADS build" $CC -std=c11 $WARN -DDF_NO_THREADS -c dataflow.c -o build/dataflow_nothreads.o
+    step "two translation units" sh -c "$CC -std=c11 -O2 $WARN -DDATAFLOW_IMPLEMENTATION tests/compile/two_tu.c dataflow.c -o build/two_tu $LIBS && ./build/two_tu"
+    step "one translation unit" sh -c "$CC -std=c11 -O2 $WARN tests/compile/one_tu.c -o build/one_tu $LIBS && ./build/one_tu"
+    step "demo runs" sh -c "$CC -std=c11 -O2 $WARN examples/demo.c dataflow.c -o build/demo $LIBS && ./build/demo"
+    if command -v nvcc >/dev/null 2>&1; then
+        step "dataflow_cuda.cu compiles with nvcc" nvcc -c dataflow_cuda.cu -o build/dataflow_cuda.o
+    else skipped=$((skipped + 1)); echo "skip build: nvcc not found (dataflow_cuda.cu not compiled)"; fi
+    # Unit tests: one binary, sanitizers on.
+    local srcs; srcs=$(ls tests/test_*.c)
+    if ! $CC -std=c11 -g -O1 $WARN $san -I. $srcs tests/harness.c dataflow.c -o build/run_tests $LIBS >build/compile.log 2>&1; then
+        cat build/compile.log | head -60
+        failed=$((failed + 1)); echo "FAIL build: unit tests do not compile"
+        echo "$passed passed, $failed failed"; exit 1
+    fi
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} ./build/run_tests ${DF_TEST_FILTER:-} | tee build/test.log
+    local t_pass t_fail
+    t_pass=$(tail -n 1 build/test.log | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+    t_fail=$(tail -n 1 build/test.log | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+    if [ -z "$t_pass" ]; then t_pass=0; t_fail=1; echo "FAIL unit tests: the test binary crashed or did not finish"; fi
+    passed=$((passed + t_pass)); failed=$((failed + t_fail))
+    [ "$skipped" -gt 0 ] && echo "($skipped build checks skipped)"
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+}
+
+run_bench() {
+    need "$CC" gcc
+    for b in bench/bench_*.c; do
+        name=$(basename "$b" .c)
+        $CC -std=c11 -O2 -march=native $WARN -I. "$b" dataflow.c -o "build/$name" $LIBS || exit 1
+    done
+    if [ "${DF_BENCH_PEERS:-1}" = 1 ]; then bash bench/peers/setup.sh || echo "(peers unavailable: ratios against TensorFlow are skipped)"; fi
+    for b in build/bench_*; do echo; echo "== $(basename "$b")"; "$b" || exit 1; done
+}
+
+case "${1:-demo}" in
+    demo|"") demo ;;
+    test) run_tests ;;
+    bench) run_bench ;;
+    *) echo "usage: ./build.sh [test|bench]" >&2; exit 2 ;;
+esac
