@@ -1,6 +1,5 @@
 /* Benchmark of the BFC allocator against glibc malloc, measured side by side in one run.
-       cc -std=c11 -O2 bench/bench_bfc.c wip/bfc_shim.c -lpthread -o build/bench_bfc
-   (later: ... bench/bench_bfc.c dataflow.c -lm -lpthread).
+       cc -std=c11 -O2 bench/bench_bfc.c dataflow.c -lm -lpthread -o build/bench_bfc   (or ./build.sh bench)
    Rows: ns per alloc/free pair (median of repetitions) for a fixed pseudo-random sequence of
    sizes with a window of 64 live blocks; aggregate pairs/s with 1 and 2 threads on one shared
    allocator; and fragmentation when replaying synthetic training-step traces. */
