@@ -4898,6 +4898,33 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
         return df_status_set(st, DF_INVALID_ARGUMENT, "The graph has a cycle that does not go through a "
                              "NextIteration node; it includes {{node %s}}", df__item_name(x, bad));
     }
+    /* Renumber items in that order: the executor runs nodes roughly breadth first, so items,
+       edges and counts are then read nearly sequentially (it matters for big graphs). */
+    {
+        df__xitem *items = (df__xitem *)DF_MALLOC((size_t)(n + 1) * sizeof(df__xitem));
+        df__xedge *edges = (df__xedge *)DF_MALLOC((size_t)(x->n_edges + 1) * sizeof(df__xedge));
+        int32_t *renum = indeg;                        /* reused: old index -> new index */
+        if (!items || !edges) {
+            DF_FREE(items); DF_FREE(edges); DF_FREE(indeg); DF_FREE(queue);
+            return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis");
+        }
+        for (int k = 0; k < n; k++) renum[queue[k]] = k;
+        int at = 0;
+        for (int k = 0; k < n; k++) {
+            const df__xitem *old = &x->items[queue[k]];
+            items[k] = *old;
+            items[k].edge_start = at;
+            for (int e = 0; e < old->n_edges; e++) {
+                edges[at] = x->edges[old->edge_start + e];
+                edges[at].dst = renum[edges[at].dst];
+                at++;
+            }
+            queue[k] = k;
+        }
+        DF_FREE(x->items); DF_FREE(x->edges);
+        x->items = items;
+        x->edges = edges;
+    }
     /* 2. frames, in that topological order: an item's frame comes from its inputs (an Enter's
        consumers are in the Enter's frame, an Exit's in the parent), so a node whose inputs
        disagree is found at the node itself. Back edges from NextIteration are checked after. */
@@ -5578,7 +5605,7 @@ static void df__step_finish(df__step *s) {
 
 /* Processes t and everything that becomes ready inline after it. */
 static void df__process(df__step *s, df__tagged first) {
-    df__readyq q = {NULL, 0, 0, 0}, ready = {NULL, 0, 0, 0};
+    df__readyq q = {NULL, 0, 0, 0};
     df_tensor *small[16], **outs = small;
     int outs_cap = 16;
     df__readyq_push(&q, first);
@@ -5596,37 +5623,35 @@ static void df__process(df__step *s, df__tagged first) {
            needs no lock: only a running thread can queue work, and it counts it first. */
         int locked = s->threaded && __atomic_load_n(&s->active, __ATOMIC_ACQUIRE) > 1;
         if (locked) df__spin_lock(&s->lock);
-        int completed;
-        ready.head = ready.len = 0;
-        if (s->aborted) {
-            s->outstanding--;
-        } else if (!df__propagate(s, &t, outs, s->threaded ? &ready : &q)) {
-            df__step_oom(s, "propagating outputs");
-        }
-        completed = s->outstanding == 0;
+        int before = q.len;
+        if (s->aborted) s->outstanding--;
+        else if (!df__propagate(s, &t, outs, &q)) df__step_oom(s, "propagating outputs");
+        int completed = s->outstanding == 0;
         if (locked) df__spin_unlock(&s->lock);
         for (int i = 0; i < item->n_outputs; i++)
             if (outs[i] && outs[i] != &df__uninitialized) df_tensor_release(outs[i]);
 #ifndef DF_NO_THREADS
-        /* Dispatch: cheap nodes inline; expensive ones to the pool, keeping the last inline
-           when nothing else is queued here. */
-        for (int i = 0; i < ready.len; i++) {
-            df__tagged r = ready.v[ready.head + i];
-            int last = i == ready.len - 1;
-            if (s->pool && df__item_expensive(s, &r) && !(last && q.len == 0)) {
-                df__task task = {s, r};
-                __atomic_add_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
-                if (df__pool_push(s->pool, &task)) continue;
-                __atomic_sub_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
+        /* Newly ready expensive nodes go to the pool, except one that can run here next. */
+        if (s->pool && q.len > before) {
+            int keep = q.head + before;
+            for (int i = q.head + before; i < q.head + q.len; i++) {
+                df__tagged r = q.v[i];
+                int last = i == q.head + q.len - 1;
+                if (df__item_expensive(s, &r) && !(last && keep == q.head)) {
+                    df__task task = {s, r};
+                    __atomic_add_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
+                    if (df__pool_push(s->pool, &task)) continue;
+                    __atomic_sub_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
+                }
+                q.v[keep++] = r;
             }
-            df__readyq_push(&q, r);
+            q.len = keep - q.head;
         }
 #endif
         if (completed) df__step_finish(s);
     }
     if (outs != small) DF_FREE(outs);
     DF_FREE(q.v);
-    DF_FREE(ready.v);
 }
 
 /* Runs a compiled executor to completion on the calling thread (helped by the pool). */
