@@ -5624,6 +5624,7 @@ static void df__process(df__step *s, df__tagged first) {
         int locked = s->threaded && __atomic_load_n(&s->active, __ATOMIC_ACQUIRE) > 1;
         if (locked) df__spin_lock(&s->lock);
         int before = q.len;
+        DF__UNUSED(before);
         if (s->aborted) s->outstanding--;
         else if (!df__propagate(s, &t, outs, &q)) df__step_oom(s, "propagating outputs");
         int completed = s->outstanding == 0;
