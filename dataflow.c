@@ -68,6 +68,11 @@
 #define DF__ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define DF__ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define DF__UNUSED(x) ((void)(x))
+#if defined(__GNUC__) || defined(__clang__)
+#define DF__HOT_INLINE static inline __attribute__((always_inline))
+#else
+#define DF__HOT_INLINE static inline
+#endif
 #define DF__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define DF__MAX(a, b) ((a) > (b) ? (a) : (b))
 
@@ -1106,14 +1111,28 @@ struct df_tensor {
 };
 
 /* A device's allocator, reference counted: tensors fetched from a session keep their buffers
-   (and so the allocator) alive after the session is freed. */
-typedef struct df__allocator { df_bfc *bfc; int refs; } df__allocator;
+   (and so the allocator) alive after the session is freed. Small tensors are recycled whole
+   (header and one 256-byte chunk) through a short stack: loops make and drop scalars at a high
+   rate. Recycled tensors hold no reference; the last release drains them. */
+#define DF__RECYCLE_BYTES 256
+#define DF__RECYCLE_SLOTS 64
+typedef struct df__allocator {
+    df_bfc *bfc;
+    int refs;
+    df__spin recycle_lock;
+    int n_recycled;
+    df_tensor *recycled[DF__RECYCLE_SLOTS];
+} df__allocator;
 static void df__allocator_release(df__allocator *a) {
-    if (a && DF__ATOMIC_DEC(&a->refs) == 0) { df_bfc_free_all(a->bfc); DF_FREE(a); }
+    if (!a || DF__ATOMIC_DEC(&a->refs) != 0) return;
+    for (int i = 0; i < a->n_recycled; i++) { df_bfc_free(a->bfc, a->recycled[i]->data); DF_FREE(a->recycled[i]); }
+    df_bfc_free_all(a->bfc);
+    DF_FREE(a);
 }
 static df__allocator *df__allocator_new(const df_bfc_options *o) {
     df__allocator *a = (df__allocator *)DF_MALLOC(sizeof *a);
     if (!a) return NULL;
+    memset(a, 0, sizeof *a);
     a->refs = 1;
     if (!(a->bfc = df_bfc_new(o))) { DF_FREE(a); return NULL; }
     return a;
@@ -1183,10 +1202,24 @@ static df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int rank, c
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
         return NULL;
     }
+    if (bytes && bytes <= DF__RECYCLE_BYTES && __atomic_load_n(&alloc->n_recycled, __ATOMIC_RELAXED)) {
+        df_tensor *x = NULL;
+        df__spin_lock(&alloc->recycle_lock);
+        if (alloc->n_recycled) x = alloc->recycled[--alloc->n_recycled];
+        df__spin_unlock(&alloc->recycle_lock);
+        if (x) {
+            DF__ATOMIC_INC(&alloc->refs);
+            x->refs = 1; x->dtype = t; x->rank = rank; x->n = n; x->nbytes = bytes;
+            memset(x->dims, 0, sizeof x->dims);
+            if (rank) memcpy(x->dims, dims, (size_t)rank * sizeof *dims);
+            return x;
+        }
+    }
     df_tensor *x = (df_tensor *)DF_MALLOC(sizeof *x);
     if (!x) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory for a tensor header"); return NULL; }
     x->refs = 1; x->dtype = t; x->rank = rank; x->n = n; x->nbytes = bytes; x->base = NULL;
-    for (int i = 0; i < DF_MAX_RANK; i++) x->dims[i] = i < rank ? dims[i] : 0;
+    memset(x->dims, 0, sizeof x->dims);
+    if (rank) memcpy(x->dims, dims, (size_t)rank * sizeof *dims);
     if (bytes == 0) { x->data = df__empty_buffer; x->alloc = NULL; return x; }
     x->data = df_bfc_alloc(alloc->bfc, bytes);
     x->alloc = alloc;
@@ -1258,7 +1291,18 @@ df_tensor *df_tensor_retain(df_tensor *t) {
 void df_tensor_release(df_tensor *t) {
     if (!t || DF__ATOMIC_DEC(&t->refs) != 0) return;
     if (t->base) df_tensor_release(t->base);
-    else if (t->alloc) { df_bfc_free(t->alloc->bfc, t->data); df__allocator_release(t->alloc); }
+    else if (t->alloc) {
+        df__allocator *a = t->alloc;
+        int kept = 0;
+        if (t->nbytes <= DF__RECYCLE_BYTES && a->n_recycled < DF__RECYCLE_SLOTS) {
+            df__spin_lock(&a->recycle_lock);
+            if (a->n_recycled < DF__RECYCLE_SLOTS) { a->recycled[a->n_recycled++] = t; kept = 1; }
+            df__spin_unlock(&a->recycle_lock);
+        }
+        if (!kept) df_bfc_free(a->bfc, t->data);
+        df__allocator_release(a);
+        if (kept) return;
+    }
     DF_FREE(t);
 }
 
@@ -3142,6 +3186,12 @@ static void df__k_binary(df__kctx *c) {
     int code = c->node->op->code;
     df__row_fn row = df__binary_row(code, a->dtype);
     if (!row) { DF__KFAIL(c, DF_UNIMPLEMENTED, "%s has no kernel for %s", c->node->op->name, df_dtype_name(a->dtype)); return; }
+    if (a->rank == 0 && b->rank == 0 && code != DF__B_DIV && code != DF__B_FLOORMOD && code != DF__B_FLOORDIV &&
+        code != DF__B_POW) {                          /* scalars: the common case in loops */
+        df_tensor *o = df__k_alloc(c, 0, code >= DF__B_LESS && code <= DF__B_NOT_EQUAL ? DF_BOOL : a->dtype, 0, NULL);
+        if (o) row(o->data, a->data, b->data, 1, 1, 1);
+        return;
+    }
     df__bcast bc;
     if (!df__broadcast(a->rank, a->dims, b->rank, b->dims, &bc)) {
         char s1[96], s2[96];
@@ -4797,7 +4847,8 @@ df_code df_gradients(df_graph *g, int n_y, const df_output *ys, const df_output 
    ========================================================================================== */
 enum { DF__X_NORMAL, DF__X_MERGE, DF__X_ENTER, DF__X_EXIT, DF__X_NEXT, DF__X_FEED, DF__X_FETCH };
 enum { DF__XF_CONST_ENTER = 1, DF__XF_CTRL_TRIGGER = 2, DF__XF_RUN_DEAD = 4, DF__XF_EXPENSIVE = 8,
-       DF__XF_CHECK_UNINIT = 16, DF__XF_SWITCH = 32, DF__XF_LOOP_COND = 64 };
+       DF__XF_CHECK_UNINIT = 16, DF__XF_SWITCH = 32, DF__XF_LOOP_COND = 64, DF__XF_MATMUL = 128,
+       DF__XF_NO_KERNEL = 256 };
 
 typedef struct df__counts { int32_t pending, dead; } df__counts;
 /* An out-edge carries what activation needs, so the destination item is not touched: its
@@ -5058,7 +5109,8 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
    ========================================================================================== */
 struct df__frame;
 struct df__iter;
-typedef struct df__tagged { int32_t item, dead; struct df__frame *frame; struct df__iter *iter; } df__tagged;
+/* A ready node: item, whether it is dead, and the iteration (which knows its frame). */
+typedef struct df__tagged { int32_t item, dead; struct df__iter *iter; } df__tagged;
 typedef struct df__task { struct df__step *step; df__tagged t; } df__task;
 
 #ifndef DF_NO_THREADS
@@ -5175,6 +5227,7 @@ typedef struct df__pool { int n_threads; } df__pool;
    When threads are in play, every bookkeeping change happens under the step's spinlock.
    ========================================================================================== */
 typedef struct df__iter {
+    struct df__frame *frame;
     int64_t num;
     int outstanding_ops, outstanding_frames;
     df__counts *counts;
@@ -5267,6 +5320,7 @@ static df__iter *df__iter_new(df__step *s, int sf, int64_t num) {
         memset(it->entries, 0, entries);
     }
     it->num = num;
+    it->frame = NULL;                /* set by the caller */
     it->outstanding_ops = it->outstanding_frames = 0;
     it->children = NULL;
     it->next_free = NULL;
@@ -5298,6 +5352,7 @@ static df__frame *df__frame_new(df__step *s, int sf, df__frame *parent, df__iter
     fr->num_outstanding_iterations = 1;
     fr->id = parent ? df__hash_mix(df__hash_mix(parent->id, (uint64_t)parent_iter->num), df__hash_str(f->name)) : 0;
     if (!(fr->ring[0] = df__iter_new(s, sf, 0))) { DF_FREE(fr); return NULL; }
+    fr->ring[0]->frame = fr;
     fr->live_next = s->live;
     if (s->live) s->live->live_prev = fr;
     s->live = fr;
@@ -5318,24 +5373,53 @@ static void df__frame_destroy(df__step *s, df__frame *fr) {
 
 static df__iter *df__frame_iter(const df__frame *fr, int64_t num) { return fr->ring[num % (fr->max_par + 1)]; }
 
-/* Activates the out-edges of `item` in (fr, it); ready nodes go to q. With `move`, the last
-   edge reading an output takes outs[k]'s reference and clears it. Returns 0 on OOM. */
-static int df__activate(df__step *s, df__frame *fr, df__iter *it, int32_t item_id, df_tensor **outs,
+DF__HOT_INLINE int df__ready(df__step *s, df__iter *it, int32_t dst, int dead, df__readyq *q) {
+    if (q->head + q->len == q->cap) {
+        df__tagged t = {dst, dead, it};
+        if (!df__readyq_push(q, t)) return 0;
+    } else {
+        df__tagged *slot = &q->v[q->head + q->len++];
+        slot->item = dst; slot->dead = dead; slot->iter = it;
+    }
+    it->outstanding_ops++;
+    s->outstanding++;
+    return 1;
+}
+
+/* Activates the out-edges of `item` in iteration `it`; ready nodes go to q. With `move`, the
+   last edge reading an output takes outs[k]'s reference and clears it. Returns 0 on OOM. */
+static int df__activate(df__step *s, df__iter *it, int32_t item_id, df_tensor **outs,
                         int is_dead, int move, df__readyq *q) {
     const df__exec *x = s->x;
     const df__xitem *item = &x->items[item_id];
     const df__xedge *e = x->edges + item->edge_start, *end = e + item->n_edges;
+    df__counts *counts = it->counts;
+    df_tensor **entries = it->entries;
+    if (!is_dead && move) {
+        /* the common case: live outputs, handed on; Merge and ControlTrigger go the long way */
+        for (; e < end; e++) {
+            if (e->flags & (DF__XE_MERGE | DF__XE_TRIGGER)) break;
+            df__counts *c = &counts[e->dst_local];
+            if (e->slot >= 0) {
+                df_tensor *t = outs[e->src_out];
+                if (!t) c->dead++;
+                else if (e->flags & DF__XE_LAST) { entries[e->slot] = t; outs[e->src_out] = NULL; }
+                else entries[e->slot] = df_tensor_retain(t);
+            }
+            if (--c->pending == 0 && !df__ready(s, it, e->dst, c->dead > 0, q)) return 0;
+        }
+    }
     int from_enter = item->kind == DF__X_ENTER;
     for (; e < end; e++) {
-        df__counts *c = &it->counts[e->dst_local];
+        df__counts *c = &counts[e->dst_local];
         int ready, dst_dead;
         if (e->slot >= 0) {
             df_tensor *t = is_dead ? NULL : outs[e->src_out];
             if (e->flags & DF__XE_MERGE) {
                 if (t) {
                     if (!(c->pending & 1)) continue;            /* already had a live input */
-                    if (move && (e->flags & DF__XE_LAST)) { it->entries[e->slot] = t; outs[e->src_out] = NULL; }
-                    else it->entries[e->slot] = df_tensor_retain(t);
+                    if (move && (e->flags & DF__XE_LAST)) { entries[e->slot] = t; outs[e->src_out] = NULL; }
+                    else entries[e->slot] = df_tensor_retain(t);
                     c->pending -= 1;
                     ready = c->pending == 0;
                     dst_dead = 0;
@@ -5347,8 +5431,8 @@ static int df__activate(df__step *s, df__frame *fr, df__iter *it, int32_t item_i
                 }
             } else {
                 if (t) {
-                    if (move && (e->flags & DF__XE_LAST)) { it->entries[e->slot] = t; outs[e->src_out] = NULL; }
-                    else it->entries[e->slot] = df_tensor_retain(t);
+                    if (move && (e->flags & DF__XE_LAST)) { entries[e->slot] = t; outs[e->src_out] = NULL; }
+                    else entries[e->slot] = df_tensor_retain(t);
                 } else {
                     c->dead++;
                 }
@@ -5367,15 +5451,7 @@ static int df__activate(df__step *s, df__frame *fr, df__iter *it, int32_t item_i
         }
         if (!ready) continue;
         if (e->flags & DF__XE_TRIGGER) dst_dead = 0;
-        if (q->head + q->len < q->cap) {
-            df__tagged *slot = &q->v[q->head + q->len++];
-            slot->item = e->dst; slot->dead = dst_dead; slot->frame = fr; slot->iter = it;
-        } else {
-            df__tagged t = {e->dst, dst_dead, fr, it};
-            if (!df__readyq_push(q, t)) return 0;
-        }
-        it->outstanding_ops++;
-        s->outstanding++;
+        if (!df__ready(s, it, e->dst, dst_dead, q)) return 0;
     }
     return 1;
 }
@@ -5387,6 +5463,7 @@ static int df__increment_iteration(df__step *s, df__frame *fr, df__readyq *q) {
     int64_t num = ++fr->iteration_count;
     df__iter *it = df__iter_new(s, fr->sf, num);
     if (!it) return 0;
+    it->frame = fr;
     fr->ring[num % (fr->max_par + 1)] = it;
     fr->num_outstanding_iterations++;
     fr->n_dead_exits = 0;
@@ -5394,12 +5471,12 @@ static int df__increment_iteration(df__step *s, df__frame *fr, df__readyq *q) {
     fr->n_next_roots = 0;
     for (int i = 0; i < n_roots; i++) {
         df__deferred d = fr->next_roots[i];
-        int ok = df__activate(s, fr, it, d.item, &d.t, 0, 1, q);
+        int ok = df__activate(s, it, d.item, &d.t, 0, 1, q);
         df_tensor_release(d.t);
         if (!ok) return 0;
     }
     for (int i = 0; i < fr->n_invs; i++)
-        if (!df__activate(s, fr, it, fr->invs[i].item, &fr->invs[i].t, fr->invs[i].dead, 0, q)) return 0;
+        if (!df__activate(s, it, fr->invs[i].item, &fr->invs[i].t, fr->invs[i].dead, 0, q)) return 0;
     return 1;
 }
 
@@ -5415,7 +5492,7 @@ static int df__frame_finish(df__step *s, df__frame *fr, df__readyq *q) {
     df__frame *parent = fr->parent;
     df__iter *piter = fr->parent_iter;
     for (int i = 0; i < fr->n_dead_exits; i++)
-        if (!df__activate(s, parent, piter, fr->dead_exits[i], NULL, 1, 0, q)) return 0;
+        if (!df__activate(s, piter, fr->dead_exits[i], NULL, 1, 0, q)) return 0;
     df__frame **link = &piter->children;
     while (*link && *link != fr) link = &(*link)->sibling;
     if (*link) *link = fr->sibling;
@@ -5464,8 +5541,8 @@ static int df__push_deferred(df__deferred **v, int *n, int *cap, int32_t item, d
 /* After a node ran in (fr, it): route its outputs by node kind, then account for it. */
 static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df__readyq *q) {
     const df__xitem *item = &s->x->items[t->item];
-    df__frame *fr = t->frame;
     df__iter *it = t->iter;
+    df__frame *fr = it->frame;
     int dead = t->dead, ok = 1;
     switch (item->kind) {
     case DF__X_ENTER: {
@@ -5475,9 +5552,9 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df_
         if (item->flags & DF__XF_CONST_ENTER) {
             ok = df__push_deferred(&child->invs, &child->n_invs, &child->cap_invs, t->item, v, dead || !v);
             for (int64_t k = child->first_alive; ok && k <= child->iteration_count; k++)
-                ok = df__activate(s, child, df__frame_iter(child, k), t->item, outs, dead || !v, 0, q);
+                ok = df__activate(s, df__frame_iter(child, k), t->item, outs, dead || !v, 0, q);
         } else {
-            ok = df__activate(s, child, df__frame_iter(child, 0), t->item, outs, dead || !v, 1, q);
+            ok = df__activate(s, df__frame_iter(child, 0), t->item, outs, dead || !v, 1, q);
         }
         child->num_pending_inputs--;
         if (ok && child->num_pending_inputs == 0) {
@@ -5494,27 +5571,27 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df_
                 fr->dead_exits[fr->n_dead_exits++] = t->item;
             }
         } else {
-            ok = df__activate(s, fr->parent, fr->parent_iter, t->item, outs, 0, 1, q);
+            ok = df__activate(s, fr->parent_iter, t->item, outs, 0, 1, q);
         }
         break;
     case DF__X_NEXT:
         if (dead || !outs[0]) break;                      /* a dead NextIteration ends the loop */
         if (it->num < fr->iteration_count) {
-            ok = df__activate(s, fr, df__frame_iter(fr, it->num + 1), t->item, outs, 0, 1, q);
+            ok = df__activate(s, df__frame_iter(fr, it->num + 1), t->item, outs, 0, 1, q);
         } else if (fr->num_outstanding_iterations == fr->max_par) {
             ok = df__push_deferred(&fr->next_roots, &fr->n_next_roots, &fr->cap_next_roots, t->item, outs[0], 0);
         } else {
             ok = df__increment_iteration(s, fr, q) &&
-                 df__activate(s, fr, df__frame_iter(fr, fr->iteration_count), t->item, outs, 0, 1, q);
+                 df__activate(s, df__frame_iter(fr, fr->iteration_count), t->item, outs, 0, 1, q);
         }
         break;
     default:
-        ok = df__activate(s, fr, it, t->item, outs, dead, 1, q);
+        ok = df__activate(s, it, t->item, outs, dead, 1, q);
     }
     if (!ok) return 0;
-    it->outstanding_ops--;
+    int ops = --it->outstanding_ops;     /* (kept in a register: no wide reload after the store) */
     s->outstanding--;
-    if (fr->parent && it->outstanding_ops == 0 && it->outstanding_frames == 0)
+    if (ops == 0 && fr->parent && it->outstanding_frames == 0)
         return df__cleanup_iterations(s, fr, q);
     return 1;
 }
@@ -5527,7 +5604,7 @@ static int df__item_expensive(const df__step *s, const df__tagged *t) {
     df_tensor *const *in = t->iter->entries + item->input_start;
     int64_t work = 0;
     for (int i = 0; i < item->n_inputs; i++) if (in[i]) work += in[i]->n;
-    if (!strcmp(item->node->op->name, "MatMul") && item->n_inputs == 2 && in[0] && in[1] && in[0]->rank == 2 && in[1]->rank == 2)
+    if ((item->flags & DF__XF_MATMUL) && in[0] && in[1] && in[0]->rank == 2 && in[1]->rank == 2)
         work = in[0]->n * in[1]->dims[1];
     return work >= 32768;
 }
@@ -5537,8 +5614,7 @@ static int df__item_expensive(const df__step *s, const df__tagged *t) {
 static int df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
     const df__xitem *item = &s->x->items[t->item];
     df_tensor **in = t->iter->entries + item->input_start;
-    int ok = 1;
-    for (int i = 0; i < item->n_outputs; i++) outs[i] = NULL;
+    int ok = 1;                          /* outs[] arrives all NULL (df__process keeps it so) */
     if (s->aborted) ok = 0;
     else if (item->kind == DF__X_FEED) {
         outs[0] = df_tensor_retain(s->feeds[item->aux]);
@@ -5558,7 +5634,7 @@ static int df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
         } else {
             s->fetches[item->aux] = df_tensor_retain(in[0]);
         }
-    } else if (!t->dead) {
+    } else if (!t->dead && !(item->flags & DF__XF_NO_KERNEL)) {
         df_status st;
         df_status_clear(&st);
         if (item->flags & DF__XF_CHECK_UNINIT)
@@ -5573,13 +5649,20 @@ static int df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
             k.in = in; k.out = outs; k.node = item->node; k.n_in = item->n_inputs; k.n_out = item->n_outputs;
             k.need = item->need; k.alloc = s->device->alloc; k.step = s; k.st = &st;
             item->kernel(&k);
-            for (int i = 0; !st.code && i < item->n_outputs; i++) {
-                if (!outs[i]) {
-                    if ((item->flags & DF__XF_SWITCH) || item->kind == DF__X_MERGE || !(item->need >> DF__MIN(i, 31) & 1)) continue;
-                    df__fail(&st, item->node, DF_INTERNAL, "Kernel of %s produced no output %d", item->node->op->name, i);
-                } else if (outs[i] != &df__uninitialized && outs[i]->dtype != item->node->out_types[i]) {
-                    df__fail(&st, item->node, DF_INTERNAL, "Output %d of type %s does not match declared output type %s",
-                             i, df_dtype_name(outs[i]->dtype), df_dtype_name(item->node->out_types[i]));
+            /* TF's ProcessOutputs checks: every needed output present (Switch and Merge may leave
+               some dead), of its declared dtype. */
+            if (!st.code) {
+                const df_dtype *types = item->node->out_types;
+                int may_be_null = (item->flags & DF__XF_SWITCH) || item->kind == DF__X_MERGE;
+                for (int i = 0; i < item->n_outputs; i++) {
+                    const df_tensor *o = outs[i];
+                    if (o ? (o->dtype != types[i] && o != &df__uninitialized)
+                          : (!may_be_null && (item->need >> DF__MIN(i, 31) & 1))) {
+                        if (o) df__fail(&st, item->node, DF_INTERNAL, "Output %d of type %s does not match declared "
+                                        "output type %s", i, df_dtype_name(o->dtype), df_dtype_name(types[i]));
+                        else df__fail(&st, item->node, DF_INTERNAL, "Kernel of %s produced no output %d", item->node->op->name, i);
+                        break;
+                    }
                 }
             }
         }
@@ -5606,16 +5689,21 @@ static void df__step_finish(df__step *s) {
 /* Processes t and everything that becomes ready inline after it. */
 static void df__process(df__step *s, df__tagged first) {
     df__readyq q = {NULL, 0, 0, 0};
-    df_tensor *small[16], **outs = small;
+    df_tensor *small[16] = {NULL}, **outs = small;
     int outs_cap = 16;
     df__readyq_push(&q, first);
     while (q.len) {
         df__tagged t = q.v[q.head++];
-        q.len--;
+        if (--q.len == 0) q.head = 0;
         const df__xitem *item = &s->x->items[t.item];
         if (item->n_outputs > outs_cap) {
             df_tensor **bigger = (df_tensor **)DF_MALLOC((size_t)item->n_outputs * sizeof(df_tensor *));
-            if (bigger) { if (outs != small) DF_FREE(outs); outs = bigger; outs_cap = item->n_outputs; }
+            if (bigger) {
+                memset(bigger, 0, (size_t)item->n_outputs * sizeof(df_tensor *));
+                if (outs != small) DF_FREE(outs);
+                outs = bigger;
+                outs_cap = item->n_outputs;
+            }
         }
         if (item->n_outputs > outs_cap) df__step_oom(s, "output array");
         else df__run_item(s, &t, outs);
@@ -5630,7 +5718,10 @@ static void df__process(df__step *s, df__tagged first) {
         int completed = s->outstanding == 0;
         if (locked) df__spin_unlock(&s->lock);
         for (int i = 0; i < item->n_outputs; i++)
-            if (outs[i] && outs[i] != &df__uninitialized) df_tensor_release(outs[i]);
+            if (outs[i]) {
+                if (outs[i] != &df__uninitialized) df_tensor_release(outs[i]);
+                outs[i] = NULL;
+            }
 #ifndef DF_NO_THREADS
         /* Newly ready expensive nodes go to the pool, except one that can run here next. */
         if (s->pool && q.len > before) {
@@ -5673,7 +5764,7 @@ static df_code df__execute(df__step *s, df_status *st) {
     /* Roots run inline in order; the first one's inline chain may already do most of the work. */
     s->active = 1;
     for (int i = 0; i < x->n_roots; i++) {
-        df__tagged t = {x->roots[i], 0, root, it0};
+        df__tagged t = {x->roots[i], 0, it0};
         df__process(s, t);
     }
     df__step_task_done(s);
@@ -5930,6 +6021,8 @@ static df__exec *df__compile(df_session *ss, const df_output *feeds, int n_feeds
         if (f & DF__OP_EXPENSIVE) it->flags |= DF__XF_EXPENSIVE;
         if (f & DF__OP_SWITCH) it->flags |= DF__XF_SWITCH;
         if (f & DF__OP_LOOP_COND) it->flags |= DF__XF_LOOP_COND;
+        if (!strcmp(n->op->name, "MatMul")) it->flags |= DF__XF_MATMUL;
+        if (n->op->kernel == df__k_noop) it->flags |= DF__XF_NO_KERNEL;
         if (!(f & DF__OP_ALLOWS_UNINIT))
             for (int k = 0; k < n->n_inputs; k++)
                 if (n->inputs[k].node->out_is_ref[n->inputs[k].index]) it->flags |= DF__XF_CHECK_UNINIT;
