@@ -4848,7 +4848,7 @@ df_code df_gradients(df_graph *g, int n_y, const df_output *ys, const df_output 
 enum { DF__X_NORMAL, DF__X_MERGE, DF__X_ENTER, DF__X_EXIT, DF__X_NEXT, DF__X_FEED, DF__X_FETCH };
 enum { DF__XF_CONST_ENTER = 1, DF__XF_CTRL_TRIGGER = 2, DF__XF_RUN_DEAD = 4, DF__XF_EXPENSIVE = 8,
        DF__XF_CHECK_UNINIT = 16, DF__XF_SWITCH = 32, DF__XF_LOOP_COND = 64, DF__XF_MATMUL = 128,
-       DF__XF_NO_KERNEL = 256 };
+       DF__XF_NO_KERNEL = 256, DF__XF_EXPENSIVE_NEXT = 512 };
 
 typedef struct df__counts { int32_t pending, dead; } df__counts;
 /* An out-edge carries what activation needs, so the destination item is not touched: its
@@ -5098,6 +5098,12 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
             if (!later) ed->flags |= DF__XE_LAST;
         }
     }
+    for (int i = 0; i < n; i++)          /* may a successor be worth a thread? */
+        for (int e = 0; e < x->items[i].n_edges; e++)
+            if (x->items[x->edges[x->items[i].edge_start + e].dst].flags & DF__XF_EXPENSIVE) {
+                x->items[i].flags |= DF__XF_EXPENSIVE_NEXT;
+                break;
+            }
     return DF_OK;
 }
 
@@ -5724,7 +5730,7 @@ static void df__process(df__step *s, df__tagged first) {
             }
 #ifndef DF_NO_THREADS
         /* Newly ready expensive nodes go to the pool, except one that can run here next. */
-        if (s->pool && q.len > before) {
+        if (s->pool && q.len > before && (item->flags & DF__XF_EXPENSIVE_NEXT)) {
             int keep = q.head + before;
             for (int i = q.head + before; i < q.head + q.len; i++) {
                 df__tagged r = q.v[i];
