@@ -1108,6 +1108,8 @@ struct df_tensor {
     void *data;
     df_tensor *base;             /* a view holds its base alive; data points into base's buffer */
     struct df__allocator *alloc; /* owner of data when base == NULL; NULL for the empty buffer */
+    struct df__var *ref;         /* non-NULL: a reference to a variable (VariableV2's output),
+                                    read by its consumers when they run, as TF's ref tensors */
 };
 
 /* A device's allocator, reference counted: tensors fetched from a session keep their buffers
@@ -1217,7 +1219,7 @@ static df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int rank, c
     }
     df_tensor *x = (df_tensor *)DF_MALLOC(sizeof *x);
     if (!x) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory for a tensor header"); return NULL; }
-    x->refs = 1; x->dtype = t; x->rank = rank; x->n = n; x->nbytes = bytes; x->base = NULL;
+    x->refs = 1; x->dtype = t; x->rank = rank; x->n = n; x->nbytes = bytes; x->base = NULL; x->ref = NULL;
     memset(x->dims, 0, sizeof x->dims);
     if (rank) memcpy(x->dims, dims, (size_t)rank * sizeof *dims);
     if (bytes == 0) { x->data = df__empty_buffer; x->alloc = NULL; return x; }
@@ -4585,16 +4587,29 @@ static void df__k_select(df__kctx *c) {
     }
 }
 
-/* ---- variables: the session keeps each variable's current tensor; updates swap it ---- */
+/* ---- variables: the session keeps each variable's current tensor; updates swap it. VariableV2
+   outputs the variable's handle (a ref); consumers read the value when they run, so a control
+   dependency on an Assign orders the read after it, as in TensorFlow. ---- */
 typedef struct df__var {
     df__spin lock;
     df_tensor *value;            /* NULL until initialised */
+    const char *name;            /* the variable node's name, for messages */
+    df_tensor handle;            /* never freed by refcount: its count starts very high */
 } df__var;
 static df__var *df__step_var(struct df__step *s, const df_node *var_node, df_status *st);
 static uint64_t df__step_rng_next(struct df__step *s, const df_node *n, uint64_t count);
 
-/* VariableV2 outputs this when it has no value yet; only Assign may consume it. */
-static df_tensor df__uninitialized = {1 << 30, DF_FLOAT, 0, {0}, 0, 0, df__empty_buffer, NULL, NULL};
+/* The value behind a ref (a new reference), or t itself (taken over) when it is no ref. */
+static df_tensor *df__deref(df_tensor *t, const df_node *consumer, df_status *st) {
+    if (!t->ref) return t;
+    df__var *v = t->ref;
+    df__spin_lock(&v->lock);
+    df_tensor *value = df_tensor_retain(v->value);
+    df__spin_unlock(&v->lock);
+    if (!value) df__fail(st, consumer, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v->name);
+    df_tensor_release(t);
+    return value;
+}
 
 /* The VariableV2 behind a ref input (through Assign-family outputs, which are refs too). */
 static const df_node *df__var_node(const df_node *n) {
@@ -4606,9 +4621,7 @@ static const df_node *df__var_node(const df_node *n) {
 static void df__k_variable(df__kctx *c) {
     df__var *v = df__step_var(c->step, c->node, c->st);
     if (!v) return;
-    df__spin_lock(&v->lock);
-    c->out[0] = v->value ? df_tensor_retain(v->value) : &df__uninitialized;
-    df__spin_unlock(&v->lock);
+    c->out[0] = df_tensor_retain(&v->handle);
 }
 static void df__k_assign(df__kctx *c) {
     const df_node *vn = df__var_node(c->node);
@@ -4847,7 +4860,7 @@ df_code df_gradients(df_graph *g, int n_y, const df_output *ys, const df_output 
    ========================================================================================== */
 enum { DF__X_NORMAL, DF__X_MERGE, DF__X_ENTER, DF__X_EXIT, DF__X_NEXT, DF__X_FEED, DF__X_FETCH };
 enum { DF__XF_CONST_ENTER = 1, DF__XF_CTRL_TRIGGER = 2, DF__XF_RUN_DEAD = 4, DF__XF_EXPENSIVE = 8,
-       DF__XF_CHECK_UNINIT = 16, DF__XF_SWITCH = 32, DF__XF_LOOP_COND = 64, DF__XF_MATMUL = 128,
+       DF__XF_DEREF = 16, DF__XF_SWITCH = 32, DF__XF_LOOP_COND = 64, DF__XF_MATMUL = 128,
        DF__XF_NO_KERNEL = 256, DF__XF_EXPENSIVE_NEXT = 512 };
 
 typedef struct df__counts { int32_t pending, dead; } df__counts;
@@ -5632,24 +5645,19 @@ static int df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
                      item->node->name, item->child_frame);
             df__step_error(s, &st);
             ok = 0;
-        } else if (in[0] == &df__uninitialized) {
-            df_status st;
-            df__fail(&st, item->node, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", item->node->name);
-            df__step_error(s, &st);
-            ok = 0;
         } else {
-            s->fetches[item->aux] = df_tensor_retain(in[0]);
+            df_status st;
+            df_tensor *v = df__deref(in[0], item->node, &st);
+            in[0] = NULL;
+            if (v) s->fetches[item->aux] = v;
+            else { df__step_error(s, &st); ok = 0; }
         }
     } else if (!t->dead && !(item->flags & DF__XF_NO_KERNEL)) {
         df_status st;
         df_status_clear(&st);
-        if (item->flags & DF__XF_CHECK_UNINIT)
+        if (item->flags & DF__XF_DEREF)
             for (int i = 0; i < item->n_inputs; i++)
-                if (in[i] == &df__uninitialized) {
-                    df__fail(&st, item->node, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s",
-                             item->node->inputs[i].node->name);
-                    break;
-                }
+                if (in[i] && in[i]->ref && !(in[i] = df__deref(in[i], item->node, &st))) break;
         if (!st.code) {
             df__kctx k;
             k.in = in; k.out = outs; k.node = item->node; k.n_in = item->n_inputs; k.n_out = item->n_outputs;
@@ -5662,7 +5670,7 @@ static int df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
                 int may_be_null = (item->flags & DF__XF_SWITCH) || item->kind == DF__X_MERGE;
                 for (int i = 0; i < item->n_outputs; i++) {
                     const df_tensor *o = outs[i];
-                    if (o ? (o->dtype != types[i] && o != &df__uninitialized)
+                    if (o ? o->dtype != types[i]
                           : (!may_be_null && (item->need >> DF__MIN(i, 31) & 1))) {
                         if (o) df__fail(&st, item->node, DF_INTERNAL, "Output %d of type %s does not match declared "
                                         "output type %s", i, df_dtype_name(o->dtype), df_dtype_name(types[i]));
@@ -5725,7 +5733,7 @@ static void df__process(df__step *s, df__tagged first) {
         if (locked) df__spin_unlock(&s->lock);
         for (int i = 0; i < item->n_outputs; i++)
             if (outs[i]) {
-                if (outs[i] != &df__uninitialized) df_tensor_release(outs[i]);
+                df_tensor_release(outs[i]);
                 outs[i] = NULL;
             }
 #ifndef DF_NO_THREADS
@@ -5842,6 +5850,11 @@ static df__var *df__step_var(df__step *s, const df_node *var_node, df_status *st
     else if (df__grow(&ss->vars, &ss->cap_vars, ss->n_vars + 1, sizeof(df__var *)) &&
              (v = (df__var *)DF_MALLOC(sizeof *v)) != NULL) {
         memset(v, 0, sizeof *v);
+        v->name = var_node->name;
+        v->handle.refs = 1 << 30;
+        v->handle.dtype = df__attr_type(var_node, "dtype");
+        v->handle.data = df__empty_buffer;
+        v->handle.ref = v;
         if (df__strmap_put(&ss->resources, key, ss->n_vars)) ss->vars[ss->n_vars++] = v;
         else { DF_FREE(v); v = NULL; }
     }
@@ -6031,7 +6044,7 @@ static df__exec *df__compile(df_session *ss, const df_output *feeds, int n_feeds
         if (n->op->kernel == df__k_noop) it->flags |= DF__XF_NO_KERNEL;
         if (!(f & DF__OP_ALLOWS_UNINIT))
             for (int k = 0; k < n->n_inputs; k++)
-                if (n->inputs[k].node->out_is_ref[n->inputs[k].index]) it->flags |= DF__XF_CHECK_UNINIT;
+                if (n->inputs[k].node->out_is_ref[n->inputs[k].index]) it->flags |= DF__XF_DEREF;
     }
     for (int f = 0; f < n_feeds; f++) {
         if (feed_item[f] < 0) continue;

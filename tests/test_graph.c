@@ -1,0 +1,285 @@
+/* Graph construction: names and scopes, device and control-dependency scopes, typed helpers,
+   static shapes, pivot edges inside control flow, validation, DOT pictures, and the two
+   16-bit float formats at their edges. */
+#include "harness.h"
+
+static df_tensor *run1(df_graph *g, df_output fetch, df_status *st) {
+    df_session *s = df_session_new(g, NULL, st);
+    df_tensor *out = NULL;
+    if (s) df_session_run(s, NULL, NULL, 0, &fetch, &out, 1, NULL, 0, st);
+    df_session_free(s);
+    return out;
+}
+
+DF_TEST(graph_unique_names_and_scopes) {
+    df_graph *g = df_graph_new();
+    df_output a = df_scalar_f32(g, 1), b = df_scalar_f32(g, 2);
+    CHECK(!strcmp(df_node_name(a.node), "Const"));
+    CHECK(!strcmp(df_node_name(b.node), "Const_1"));
+    df_graph_push_name_scope(g, "layer1");
+    df_output c = df_add(g, a, b);
+    df_graph_push_name_scope(g, "inner");
+    df_output d = df_mul(g, c, c);
+    df_graph_pop_name_scope(g);
+    df_output e = df_add(g, c, d);
+    df_graph_pop_name_scope(g);
+    CHECK(!strcmp(df_node_name(c.node), "layer1/AddV2"));
+    CHECK(!strcmp(df_node_name(d.node), "layer1/inner/Mul"));
+    CHECK(!strcmp(df_node_name(e.node), "layer1/AddV2_1"));
+    CHECK(df_graph_find(g, "layer1/inner/Mul") == d.node);
+    CHECK(df_graph_find(g, "nope") == NULL);
+    CHECK_EQ_INT(df_graph_num_nodes(g), 5);
+    CHECK(df_graph_node_at(g, 2) == c.node);
+    CHECK(df_graph_node_at(g, 5) == NULL && df_graph_node_at(g, -1) == NULL);
+    /* explicit names are prefixed with the scope and must be unique */
+    df_graph_push_name_scope(g, "s");
+    df_output p = df_placeholder(g, "x", DF_FLOAT, 0, NULL);
+    df_graph_pop_name_scope(g);
+    CHECK(!strcmp(df_node_name(p.node), "s/x"));
+    CHECK(df_graph_status(g)->code == DF_OK);
+    df_status st;
+    df_tensor *v = run1(g, e, &st);
+    CHECK_OK(&st);
+    CHECK(v && *(float *)df_tensor_data(v) == 12.0f);     /* c = 3, d = 9 */
+    df_tensor_release(v);
+    df_graph_free(g);
+}
+
+DF_TEST(graph_node_accessors_and_attrs) {
+    df_graph *g = df_graph_new();
+    df_output a = df_placeholder(g, "a", DF_FLOAT, 2, (const int64_t[]){2, 3});
+    df_output b = df_placeholder(g, "b", DF_FLOAT, 2, (const int64_t[]){4, 3});
+    df_output m = df_matmul(g, a, b, 0, 1);
+    CHECK(!strcmp(df_node_op(m.node), "MatMul"));
+    CHECK_EQ_INT(df_node_num_inputs(m.node), 2);
+    CHECK(df_node_input(m.node, 1).node == b.node);
+    CHECK(df_node_input(m.node, 2).node == NULL);
+    CHECK_EQ_INT(df_node_num_outputs(m.node), 1);
+    CHECK_EQ_INT(df_output_dtype(m), DF_FLOAT);
+    int64_t dims[DF_MAX_RANK];
+    CHECK_EQ_INT(df_output_shape(m, dims), 2);
+    CHECK(dims[0] == 2 && dims[1] == 4);
+    int tb = 0;
+    CHECK(df_node_attr_bool(m.node, "transpose_b", &tb) && tb == 1);
+    df_dtype t = (df_dtype)0;
+    CHECK(df_node_attr_type(m.node, "T", &t) && t == DF_FLOAT);
+    int64_t iv;
+    CHECK(!df_node_attr_int(m.node, "transpose_b", &iv));          /* wrong kind */
+    CHECK(!df_node_attr_bool(m.node, "no_such_attr", &tb));
+    CHECK(df_op_is_registered("MatMul") && !df_op_is_registered("MatMulPlease"));
+    df_graph_free(g);
+}
+
+DF_TEST(graph_device_scope_is_recorded) {
+    df_graph *g = df_graph_new();
+    df_graph_push_device(g, "/device:CPU:0");
+    df_output a = df_scalar_f32(g, 1);
+    df_graph_push_device(g, "/cpu:0");
+    df_output b = df_neg(g, a);
+    df_graph_pop_device(g);
+    df_graph_pop_device(g);
+    df_output c = df_neg(g, b);
+    CHECK(!strcmp(df_node_device(a.node), "/device:CPU:0"));
+    CHECK(!strcmp(df_node_device(b.node), "/cpu:0"));
+    CHECK(!strcmp(df_node_device(c.node), ""));
+    df_status st;
+    df_tensor *v = run1(g, c, &st);
+    CHECK_OK(&st);
+    CHECK(v && *(float *)df_tensor_data(v) == 1.0f);
+    df_tensor_release(v);
+    df_graph_free(g);
+}
+
+DF_TEST(graph_control_dependency_scope_orders_side_effects) {
+    /* y = v + 0 is built under a control dependency on "v = 5": it must see 5 even though
+       nothing else orders the two. */
+    df_graph *g = df_graph_new();
+    df_output v = df_variable(g, "v", DF_FLOAT, 0, NULL);
+    df_node *init = df_assign(g, v, df_scalar_f32(g, 5));
+    df_graph_push_control_deps(g, &init, 1);
+    df_output y = df_add(g, df_identity(g, v), df_scalar_f32(g, 0));
+    df_graph_pop_control_deps(g);
+    CHECK(df_node_num_control_inputs(df_node_input(y.node, 0).node) == 1);
+    CHECK(df_node_control_input(df_node_input(y.node, 0).node, 0) == init);
+    df_output z = df_neg(g, y);             /* outside the scope: no control input */
+    CHECK_EQ_INT(df_node_num_control_inputs(z.node), 0);
+    for (int threads = 1; threads <= 2; threads++) {
+        df_session_options o = {0};
+        o.inter_op_threads = threads;
+        df_status st;
+        df_session *s = df_session_new(g, &o, &st);
+        df_tensor *out = NULL;
+        df_session_run(s, NULL, NULL, 0, &z, &out, 1, NULL, 0, &st);
+        CHECK_OK(&st);
+        CHECK(out && *(float *)df_tensor_data(out) == -5.0f);
+        df_tensor_release(out);
+        df_session_free(s);
+    }
+    df_graph_free(g);
+}
+
+static void branch_const(df_graph *g, void *user, df_output *outs) {
+    outs[0] = df_scalar_f32(g, *(const float *)user);
+}
+static void branch_const_neg(df_graph *g, void *user, df_output *outs) {
+    outs[0] = df_scalar_f32(g, -*(const float *)user);
+}
+
+DF_TEST(graph_input_less_ops_in_a_branch_get_the_pivot) {
+    df_graph *g = df_graph_new();
+    df_output p = df_placeholder(g, "p", DF_BOOL, 0, NULL), out;
+    float k = 7;
+    CHECK_EQ_INT(df_cond(g, p, 1, branch_const, branch_const_neg, &k, &out), DF_OK);
+    /* the Merge's inputs are Consts made inside the branches: each has a control input */
+    df_node *merge = out.node;
+    CHECK(!strcmp(df_node_op(merge), "Merge"));
+    for (int i = 0; i < 2; i++) {
+        df_node *c = df_node_input(merge, i).node;
+        CHECK(!strcmp(df_node_op(c), "Const"));
+        CHECK_EQ_INT(df_node_num_control_inputs(c), 1);
+        CHECK(!strcmp(df_node_op(df_node_control_input(c, 0)), "Identity"));
+    }
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    for (int take = 0; take < 2; take++) {
+        df_tensor *pv = df_tensor_scalar_bool(take), *r = NULL;
+        df_session_run(s, &p, &pv, 1, &out, &r, 1, NULL, 0, &st);
+        CHECK_OK(&st);
+        CHECK(r && *(float *)df_tensor_data(r) == (take ? 7.0f : -7.0f));
+        df_tensor_release(r);
+        df_tensor_release(pv);
+    }
+    df_session_free(s);
+    df_graph_free(g);
+}
+
+static df_output count_cond(df_graph *g, void *user, const df_output *v) {
+    (void)user;
+    return df_less(g, v[0], df_scalar_i32(g, 4));
+}
+static void count_body(df_graph *g, void *user, const df_output *v, df_output *next) {
+    (void)user;
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+}
+
+DF_TEST(graph_while_loop_structure_and_dot) {
+    df_graph *g = df_graph_new();
+    df_output i0 = df_scalar_i32(g, 0), out;
+    df_while_options o = {0};
+    o.name = "counter";
+    o.parallel_iterations = 3;
+    CHECK_EQ_INT(df_while_loop(g, 1, &i0, count_cond, count_body, NULL, &o, &out), DF_OK);
+    CHECK(!strcmp(df_node_op(out.node), "Exit"));
+    CHECK(!strncmp(df_node_name(out.node), "counter/", 8));
+    /* one of each primitive, with TF's attrs on the Enter */
+    int n_enter = 0, n_merge = 0, n_switch = 0, n_next = 0, n_loop_cond = 0;
+    for (int i = 0; i < df_graph_num_nodes(g); i++) {
+        df_node *n = df_graph_node_at(g, i);
+        const char *op = df_node_op(n);
+        if (!strcmp(op, "Enter")) {
+            const char *frame = NULL;
+            int64_t par = 0;
+            CHECK(df_node_attr_string(n, "frame_name", &frame) && !strcmp(frame, "counter"));
+            CHECK(df_node_attr_int(n, "parallel_iterations", &par) && par == 3);
+            n_enter++;
+        }
+        n_merge += !strcmp(op, "Merge");
+        n_switch += !strcmp(op, "Switch");
+        n_next += !strcmp(op, "NextIteration");
+        n_loop_cond += !strcmp(op, "LoopCond");
+    }
+    CHECK(n_enter == 1 && n_merge == 1 && n_switch == 1 && n_next == 1 && n_loop_cond == 1);
+    df_status st;
+    CHECK_EQ_INT(df_graph_validate(g, &st), DF_OK);
+    df_tensor *v = run1(g, out, &st);
+    CHECK_OK(&st);
+    CHECK(v && *(int32_t *)df_tensor_data(v) == 4);
+    df_tensor_release(v);
+    /* the picture: the frame as a cluster, control edges dashed */
+    char path[512];
+    snprintf(path, sizeof path, "%s/loop.dot", df_test_tmpdir());
+    FILE *f = fopen(path, "w+");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK_EQ_INT(df_graph_write_dot(g, f), DF_OK);
+        long len = ftell(f);
+        char *text = (char *)calloc(1, (size_t)len + 1);
+        rewind(f);
+        CHECK(fread(text, 1, (size_t)len, f) == (size_t)len);
+        CHECK(strstr(text, "digraph") != NULL);
+        CHECK(strstr(text, "subgraph cluster_") != NULL);
+        CHECK(strstr(text, "label=\"counter\"") != NULL);
+        CHECK(strstr(text, "style=dashed") != NULL);           /* the pivot edge of Const(1) */
+        CHECK(strstr(text, "NextIteration") != NULL);
+        free(text);
+        fclose(f);
+    }
+    CHECK_EQ_INT(df_graph_write_dot(NULL, stdout), DF_INVALID_ARGUMENT);
+    CHECK_EQ_INT(df_graph_write_dot(g, NULL), DF_INVALID_ARGUMENT);
+    df_graph_free(g);
+}
+
+DF_TEST(graph_grows_after_a_session_was_made) {
+    df_graph *g = df_graph_new();
+    df_output a = df_scalar_i32(g, 20);
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    df_tensor *out = NULL;
+    df_session_run(s, NULL, NULL, 0, &a, &out, 1, NULL, 0, &st);
+    CHECK_OK(&st);
+    df_tensor_release(out);
+    df_output b = df_add(g, a, df_scalar_i32(g, 22));     /* added later */
+    out = NULL;
+    df_session_run(s, NULL, NULL, 0, &b, &out, 1, NULL, 0, &st);
+    CHECK_OK(&st);
+    CHECK(out && *(int32_t *)df_tensor_data(out) == 42);
+    df_tensor_release(out);
+    CHECK_EQ_INT(df_session_num_partitions(s), 1);
+    const char *dev = NULL;
+    CHECK(df_session_partition(s, 0, &dev) == g);
+    CHECK(dev && strstr(dev, "CPU:0") != NULL);
+    CHECK(df_session_partition(s, 1, &dev) == NULL);
+    df_alloc_stats stats;
+    CHECK(df_session_device_alloc_stats(s, 0, &stats) == 1);
+    CHECK(stats.num_allocs >= 1);
+    CHECK(df_session_device_alloc_stats(s, 1, &stats) == 0);
+    df_session_free(s);
+    df_graph_free(g);
+}
+
+DF_TEST(graph_tensor_describe_and_version) {
+    int64_t dims[2] = {2, 2};
+    float data[4] = {1, 2.5f, -3, 4};
+    df_status st;
+    df_tensor *t = df_tensor_from_data(DF_FLOAT, 2, dims, data, sizeof data, &st);
+    char buf[128];
+    df_tensor_describe(t, buf, sizeof buf);
+    CHECK(!strcmp(buf, "float [2,2] {1, 2.5, -3, 4}"));
+    CHECK(df_tensor_dim(t, 1) == 2 && df_tensor_dim(t, 2) == -1);
+    df_tensor_release(t);
+    CHECK(!strcmp(df_version(), DF_VERSION_STRING));
+}
+
+DF_TEST(graph_memory_limit_gives_resource_exhausted_with_summary) {
+    /* a 16 MiB Fill under a 1 MiB device limit */
+    df_graph *g = df_graph_new();
+    int32_t n = 4 << 20;
+    int64_t one = 1;
+    df_tensor *dt = df_tensor_from_data(DF_INT32, 1, &one, &n, sizeof n, NULL);
+    df_op_builder *b = df_op_new(g, "Fill", "big");
+    df_op_add_input(b, df_const(g, dt));
+    df_op_add_input(b, df_scalar_f32(g, 1));
+    df_output fill = {df_op_finish(b), 0};
+    df_tensor_release(dt);
+    df_session_options o = {0};
+    o.memory_limit = 1 << 20;
+    df_status st;
+    df_session *s = df_session_new(g, &o, &st);
+    df_tensor *out = NULL;
+    df_session_run(s, NULL, NULL, 0, &fill, &out, 1, NULL, 0, &st);
+    CHECK_STATUS(&st, DF_RESOURCE_EXHAUSTED, "{{node big}}");
+    CHECK(strstr(st.message, "bin") != NULL || strstr(st.message, "Bin") != NULL);
+    CHECK(out == NULL);
+    df_session_free(s);
+    df_graph_free(g);
+}
