@@ -2485,8 +2485,13 @@ df_node *df_op_finish(df_op_builder *b) {
         if (!(n->inputs = (df_output *)DF_MALLOC((size_t)b->n_inputs * sizeof(df_output)))) goto oom;
         memcpy(n->inputs, b->inputs, (size_t)b->n_inputs * sizeof(df_output));
     }
-    for (int i = 0; i < b->n_controls; i++)
-        if (!df__node_add_control(n, b->controls[i])) goto oom;
+    /* Duplicate control inputs are harmless (each edge counts once each way), and checking for
+       them here would be quadratic in a group of many nodes. */
+    if (b->n_controls) {
+        if (!(n->controls = (df_node **)DF_MALLOC((size_t)b->n_controls * sizeof(df_node *)))) goto oom;
+        memcpy(n->controls, b->controls, (size_t)b->n_controls * sizeof(df_node *));
+        n->n_controls = n->cap_controls = b->n_controls;
+    }
     /* Room for every attr the op knows plus the ones given (unknown ones are reported). */
     if (!(n->attrs = (df__attr *)DF_MALLOC((size_t)(b->n_attrs + b->op->n_attrs + 1) * sizeof(df__attr)))) goto oom;
     for (int i = 0; i < b->n_attrs; i++) { n->attrs[i] = b->attrs[i]; }
@@ -5096,21 +5101,24 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
     }
     /* data edges: absolute input slot in the destination's frame; the last data edge reading
        each output may take the producer's reference instead of adding one */
+    int max_out = 1;
+    for (int i = 0; i < n; i++) max_out = DF__MAX(max_out, x->items[i].n_outputs);
+    int32_t *seen = (int32_t *)DF_MALLOC((size_t)max_out * sizeof(int32_t));  /* item that last saw output k */
+    if (!seen) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis");
+    for (int k = 0; k < max_out; k++) seen[k] = -1;
     for (int i = 0; i < n; i++) {
         const df__xitem *it = &x->items[i];
-        for (int e = it->n_edges - 1; e >= 0; e--) {
+        for (int e = it->n_edges - 1; e >= 0; e--) {            /* backwards: the first seen is the last */
             df__xedge *ed = &x->edges[it->edge_start + e];
             const df__xitem *dst = &x->items[ed->dst];
             ed->dst_local = dst->local;
             ed->flags = (dst->kind == DF__X_MERGE ? DF__XE_MERGE : 0) | (dst->flags & DF__XF_CTRL_TRIGGER ? DF__XE_TRIGGER : 0);
             if (ed->slot < 0) continue;
             ed->slot += dst->input_start;
-            int later = 0;
-            for (int k = e + 1; k < it->n_edges && !later; k++)
-                later = x->edges[it->edge_start + k].slot >= 0 && x->edges[it->edge_start + k].src_out == ed->src_out;
-            if (!later) ed->flags |= DF__XE_LAST;
+            if (ed->src_out < max_out && seen[ed->src_out] != i) { seen[ed->src_out] = i; ed->flags |= DF__XE_LAST; }
         }
     }
+    DF_FREE(seen);
     for (int i = 0; i < n; i++)          /* may a successor be worth a thread? */
         for (int e = 0; e < x->items[i].n_edges; e++)
             if (x->items[x->edges[x->items[i].edge_start + e].dst].flags & DF__XF_EXPENSIVE) {
@@ -5700,12 +5708,14 @@ static void df__step_finish(df__step *s) {
     s->done = 1;
 }
 
-/* Processes t and everything that becomes ready inline after it. */
-static void df__process(df__step *s, df__tagged first) {
+/* Processes the given ready nodes and everything that becomes ready inline after them, first in
+   first out (so a graph runs breadth first, in the order its items are laid out). */
+static void df__process_batch(df__step *s, const df__tagged *first, int n_first) {
     df__readyq q = {NULL, 0, 0, 0};
     df_tensor *small[16] = {NULL}, **outs = small;
     int outs_cap = 16;
-    df__readyq_push(&q, first);
+    for (int i = 0; i < n_first; i++)
+        if (!df__readyq_push(&q, first[i])) { df__step_oom(s, "ready queue"); s->outstanding -= n_first - i; break; }
     while (q.len) {
         df__tagged t = q.v[q.head++];
         if (--q.len == 0) q.head = 0;
@@ -5760,6 +5770,8 @@ static void df__process(df__step *s, df__tagged first) {
     DF_FREE(q.v);
 }
 
+static void df__process(df__step *s, df__tagged t) { df__process_batch(s, &t, 1); }
+
 /* Runs a compiled executor to completion on the calling thread (helped by the pool). */
 static df_code df__execute(df__step *s, df_status *st) {
     const df__exec *x = s->x;
@@ -5777,9 +5789,12 @@ static df_code df__execute(df__step *s, df_status *st) {
     if (x->n_roots == 0) s->done = 1;
     /* Roots run inline in order; the first one's inline chain may already do most of the work. */
     s->active = 1;
-    for (int i = 0; i < x->n_roots; i++) {
-        df__tagged t = {x->roots[i], 0, it0};
-        df__process(s, t);
+    df__tagged *roots = (df__tagged *)DF_MALLOC((size_t)(x->n_roots + 1) * sizeof(df__tagged));
+    if (!roots) { df__step_oom(s, "roots"); s->outstanding = 0; s->done = 1; }
+    else {
+        for (int i = 0; i < x->n_roots; i++) { roots[i].item = x->roots[i]; roots[i].dead = 0; roots[i].iter = it0; }
+        if (x->n_roots) df__process_batch(s, roots, x->n_roots);
+        DF_FREE(roots);
     }
     df__step_task_done(s);
 #ifndef DF_NO_THREADS
