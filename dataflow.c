@@ -5770,7 +5770,9 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first)
     DF_FREE(q.v);
 }
 
+#ifndef DF_NO_THREADS
 static void df__process(df__step *s, df__tagged t) { df__process_batch(s, &t, 1); }
+#endif
 
 /* Runs a compiled executor to completion on the calling thread (helped by the pool). */
 static df_code df__execute(df__step *s, df_status *st) {
