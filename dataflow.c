@@ -1207,7 +1207,8 @@ static df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int rank, c
     if (bytes && bytes <= DF__RECYCLE_BYTES && __atomic_load_n(&alloc->n_recycled, __ATOMIC_RELAXED)) {
         df_tensor *x = NULL;
         df__spin_lock(&alloc->recycle_lock);
-        if (alloc->n_recycled) x = alloc->recycled[--alloc->n_recycled];
+        int k = alloc->n_recycled;
+        if (k) { x = alloc->recycled[k - 1]; __atomic_store_n(&alloc->n_recycled, k - 1, __ATOMIC_RELAXED); }
         df__spin_unlock(&alloc->recycle_lock);
         if (x) {
             DF__ATOMIC_INC(&alloc->refs);
@@ -1296,9 +1297,10 @@ void df_tensor_release(df_tensor *t) {
     else if (t->alloc) {
         df__allocator *a = t->alloc;
         int kept = 0;
-        if (t->nbytes <= DF__RECYCLE_BYTES && a->n_recycled < DF__RECYCLE_SLOTS) {
+        if (t->nbytes <= DF__RECYCLE_BYTES && __atomic_load_n(&a->n_recycled, __ATOMIC_RELAXED) < DF__RECYCLE_SLOTS) {
             df__spin_lock(&a->recycle_lock);
-            if (a->n_recycled < DF__RECYCLE_SLOTS) { a->recycled[a->n_recycled++] = t; kept = 1; }
+            int k = a->n_recycled;
+            if (k < DF__RECYCLE_SLOTS) { a->recycled[k] = t; __atomic_store_n(&a->n_recycled, k + 1, __ATOMIC_RELAXED); kept = 1; }
             df__spin_unlock(&a->recycle_lock);
         }
         if (!kept) df_bfc_free(a->bfc, t->data);
@@ -5158,7 +5160,7 @@ static int df__pool_pop(df__pool *p, df__task *out, int block) {
         if (p->count) {
             *out = p->q[p->head];
             p->head = (p->head + 1) % p->cap;
-            p->count--;
+            __atomic_store_n(&p->count, p->count - 1, __ATOMIC_RELAXED);   /* also read by spinners */
             pthread_mutex_unlock(&p->mu);
             return 1;
         }
@@ -5229,7 +5231,7 @@ static df__pool *df__pool_new(int n_threads) {
 static void df__pool_free(df__pool *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
-    p->shutdown = 1;
+    __atomic_store_n(&p->shutdown, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
