@@ -1841,35 +1841,34 @@ static const char *df__attr_s(const df_node *n, const char *name) {
     return a && a->kind == DF__A_STRING && a->u.s ? a->u.s : "";
 }
 
-int df_node_attr_int(const df_node *n, const char *attr, int64_t *v) {
+static const df__attr *df__attr_find_kind(const df_node *n, const char *attr, df__attr_kind kind) {
     const df__attr *a = df__node_attr(n, attr ? attr : "");
-    if (!a || a->kind != DF__A_INT) return 0;
-    if (v) *v = a->u.i;
-    return 1;
+    return a && a->kind == kind ? a : NULL;
+}
+int df_node_attr_int(const df_node *n, const char *attr, int64_t *v) {
+    const df__attr *a = df__attr_find_kind(n, attr, DF__A_INT);
+    if (a && v) *v = a->u.i;
+    return a != NULL;
 }
 int df_node_attr_float(const df_node *n, const char *attr, float *v) {
-    const df__attr *a = df__node_attr(n, attr ? attr : "");
-    if (!a || a->kind != DF__A_FLOAT) return 0;
-    if (v) *v = a->u.f;
-    return 1;
+    const df__attr *a = df__attr_find_kind(n, attr, DF__A_FLOAT);
+    if (a && v) *v = a->u.f;
+    return a != NULL;
 }
 int df_node_attr_bool(const df_node *n, const char *attr, int *v) {
-    const df__attr *a = df__node_attr(n, attr ? attr : "");
-    if (!a || a->kind != DF__A_BOOL) return 0;
-    if (v) *v = a->u.b;
-    return 1;
+    const df__attr *a = df__attr_find_kind(n, attr, DF__A_BOOL);
+    if (a && v) *v = a->u.b;
+    return a != NULL;
 }
 int df_node_attr_type(const df_node *n, const char *attr, df_dtype *v) {
-    const df__attr *a = df__node_attr(n, attr ? attr : "");
-    if (!a || a->kind != DF__A_TYPE) return 0;
-    if (v) *v = a->u.type;
-    return 1;
+    const df__attr *a = df__attr_find_kind(n, attr, DF__A_TYPE);
+    if (a && v) *v = a->u.type;
+    return a != NULL;
 }
 int df_node_attr_string(const df_node *n, const char *attr, const char **v) {
-    const df__attr *a = df__node_attr(n, attr ? attr : "");
-    if (!a || a->kind != DF__A_STRING) return 0;
-    if (v) *v = a->u.s ? a->u.s : "";
-    return 1;
+    const df__attr *a = df__attr_find_kind(n, attr, DF__A_STRING);
+    if (a && v) *v = a->u.s ? a->u.s : "";
+    return a != NULL;
 }
 
 /* Sets the graph's sticky error (first one wins) and returns its code. */
