@@ -1819,6 +1819,21 @@ static int df__attr_copy(df__attr *dst, const df__attr *src) {
     return 1;
 }
 
+/* A status naming the node, TensorFlow style: "message {{node name}}". */
+static df_code df__fail(df_status *st, const df_node *n, df_code code, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static df_code df__fail(df_status *st, const df_node *n, df_code code, const char *fmt, ...) {
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return df_status_set(st, code, "%s {{node %s}}", msg, n && n->name ? n->name : "?");
+}
+
 static const df__attr *df__node_attr(const df_node *n, const char *name) {
     for (int i = 0; n && i < n->n_attrs; i++)
         if (!strcmp(n->attrs[i].name, name)) return &n->attrs[i];
@@ -2197,14 +2212,6 @@ static const char *df__kind_name(df__attr_kind k) {
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
 }
 
-static df_code df__node_error(df_status *st, const df_node *n, df_code code, const char *fmt, ...) {
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return df_status_set(st, code, "%s {{node %s}}", msg, n && n->name ? n->name : "?");
-}
 
 
 /* Sets or checks a `type` attr on the node from an input; returns DF_OK or an error. */
@@ -2213,7 +2220,7 @@ static df_code df__bind_type(df_node *n, const df__attrdef *ad, df_dtype t, cons
     for (int i = 0; i < n->n_attrs; i++)
         if (!strcmp(n->attrs[i].name, ad->name)) {
             if (n->attrs[i].u.type != t)
-                return df__node_error(st, n, DF_INVALID_ARGUMENT, "Input '%s' of '%s' Op has type %s "
+                return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of '%s' Op has type %s "
                     "that does not match type %s of attr '%s'", arg, n->op->name, df_dtype_name(t),
                     df_dtype_name(n->attrs[i].u.type), ad->name);
             return DF_OK;
@@ -2236,22 +2243,22 @@ static df__attr *df__node_attr_mut(df_node *n, const char *name) {
 static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_groups, df_status *st) {
     const df__opdef *op = n->op;
     if (n_groups != op->n_in)
-        return df__node_error(st, n, DF_INVALID_ARGUMENT, "%s expects %d input%s, got %d",
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "%s expects %d input%s, got %d",
                               op->name, op->n_in, op->n_in == 1 ? "" : "s", n_groups);
     for (int k = 0; k < op->n_in; k++) {
         const df__argdef *arg = &op->in[k];
         const struct df__group *grp = &groups[k];
         if (!arg->is_list && grp->count != 1)
-            return df__node_error(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s takes one tensor, "
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s takes one tensor, "
                                   "got a list of %d", arg->name, op->name, grp->count);
         if (arg->number_attr[0]) {
             const df__attrdef *ad = df__op_attrdef(op, arg->number_attr);
             df__attr *have = df__node_attr_mut(n, arg->number_attr);
             if (have && have->u.i != grp->count)
-                return df__node_error(st, n, DF_INVALID_ARGUMENT, "Attr '%s' is %lld but input '%s' "
+                return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' is %lld but input '%s' "
                     "has %d tensors", arg->number_attr, (long long)have->u.i, arg->name, grp->count);
             if (ad && ad->min != INT64_MIN && grp->count < ad->min)
-                return df__node_error(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s needs at least %lld "
+                return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s needs at least %lld "
                     "tensors, got %d", arg->name, op->name, (long long)ad->min, grp->count);
             if (!have) {
                 df__attr a;
@@ -2266,7 +2273,7 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
             df__attr *have = df__node_attr_mut(n, tad->name);
             if (have) {
                 if (have->u.types.n != grp->count)
-                    return df__node_error(st, n, DF_INVALID_ARGUMENT, "Attr '%s' lists %d types but input "
+                    return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' lists %d types but input "
                         "'%s' has %d tensors", tad->name, have->u.types.n, arg->name, grp->count);
             } else {
                 df__attr a;
@@ -2284,7 +2291,7 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
             }
             for (int j = 0; j < grp->count; j++)
                 if (have->u.types.v[j] != df_output_dtype(n->inputs[grp->start + j]))
-                    return df__node_error(st, n, DF_INVALID_ARGUMENT, "Input '%s' %d of %s has type %s "
+                    return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' %d of %s has type %s "
                         "but attr '%s' says %s", arg->name, j, op->name,
                         df_dtype_name(df_output_dtype(n->inputs[grp->start + j])), tad->name,
                         df_dtype_name(have->u.types.v[j]));
@@ -2294,16 +2301,16 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
             df_output in = n->inputs[grp->start + j];
             df_dtype t = df_output_dtype(in);
             if (arg->is_ref && !in.node->out_is_ref[in.index])
-                return df__node_error(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s must be a variable "
+                return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s must be a variable "
                     "(a ref output such as VariableV2's), got %s:%d of op %s", arg->name, op->name,
                     in.node->name, in.index, in.node->op->name);
             if (arg->fixed && t != arg->fixed)
-                return df__node_error(st, n, DF_INVALID_ARGUMENT, "Input '%s' of '%s' Op has type %s "
+                return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of '%s' Op has type %s "
                     "that does not match expected type of %s", arg->name, op->name, df_dtype_name(t),
                     df_dtype_name(arg->fixed));
             if (tad) {
                 if (tad->allowed && !(tad->allowed & df__type_bit(t)))
-                    return df__node_error(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not "
+                    return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not "
                         "in the list of allowed values for input '%s' of %s", tad->name, df_dtype_name(t),
                         arg->name, op->name);
                 df_code c = df__bind_type(n, tad, t, arg->name, st);
@@ -2315,45 +2322,45 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
     for (int i = 0; i < n->n_attrs; i++) {
         const df__attrdef *ad = df__op_attrdef(op, n->attrs[i].name);
         if (!ad)
-            return df__node_error(st, n, DF_INVALID_ARGUMENT, "Op %s has no attr named '%s'", op->name,
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Op %s has no attr named '%s'", op->name,
                                   n->attrs[i].name);
         if (ad->kind != n->attrs[i].kind)
-            return df__node_error(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s has kind %s, got %s",
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s has kind %s, got %s",
                                   ad->name, op->name, df__kind_name(ad->kind), df__kind_name(n->attrs[i].kind));
         if (ad->kind == DF__A_TYPE && ad->allowed && !(ad->allowed & df__type_bit(n->attrs[i].u.type)))
-            return df__node_error(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not in the "
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not in the "
                 "list of allowed values for %s", ad->name, df_dtype_name(n->attrs[i].u.type), op->name);
         if (ad->kind == DF__A_TYPE && !df__dtype_valid(n->attrs[i].u.type))
-            return df__node_error(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s is an invalid dtype (%d)",
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s is an invalid dtype (%d)",
                                   ad->name, op->name, (int)n->attrs[i].u.type);
         if (ad->kind == DF__A_SHAPE) {
             const df__attr *a = &n->attrs[i];
             int64_t count = 1;
             if (a->u.shape.rank < -1 || a->u.shape.rank > DF_MAX_RANK)
-                return df__node_error(st, n, DF_INVALID_ARGUMENT, "Attr '%s': rank %d is outside [-1, %d]", ad->name, a->u.shape.rank, DF_MAX_RANK);
+                return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s': rank %d is outside [-1, %d]", ad->name, a->u.shape.rank, DF_MAX_RANK);
             for (int d = 0; d < a->u.shape.rank; d++) {
                 int64_t v = a->u.shape.dims[d];
                 if (v < -1)
-                    return df__node_error(st, n, DF_INVALID_ARGUMENT, "Attr '%s': dimension %d is %lld; dims must be >= 0 "
+                    return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s': dimension %d is %lld; dims must be >= 0 "
                                           "or -1 (unknown)", ad->name, d, (long long)v);
                 if (v > 0 && count > INT64_MAX / v)
-                    return df__node_error(st, n, DF_INVALID_ARGUMENT, "Attr '%s': the shape has too many elements "
+                    return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s': the shape has too many elements "
                                           "(int64 overflow)", ad->name);
                 if (v >= 0) count *= v;
             }
         }
         if (ad->kind == DF__A_INT && ad->min != INT64_MIN && n->attrs[i].u.i < ad->min)
-            return df__node_error(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %lld must be at "
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %lld must be at "
                 "least minimum %lld", ad->name, (long long)n->attrs[i].u.i, (long long)ad->min);
         for (int j = 0; j < i; j++)
             if (!strcmp(n->attrs[j].name, n->attrs[i].name))
-                return df__node_error(st, n, DF_INVALID_ARGUMENT, "Duplicate attr '%s'", ad->name);
+                return df__fail(st, n, DF_INVALID_ARGUMENT, "Duplicate attr '%s'", ad->name);
     }
     for (int i = 0; i < op->n_attrs; i++) {
         const df__attrdef *ad = &op->attrs[i];
         if (df__node_attr(n, ad->name)) continue;
         if (!ad->has_default)
-            return df__node_error(st, n, DF_INVALID_ARGUMENT, "NodeDef missing attr '%s' (%s) from Op %s",
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "NodeDef missing attr '%s' (%s) from Op %s",
                                   ad->name, df__kind_name(ad->kind), op->name);
         if (!df__attr_copy(&n->attrs[n->n_attrs], &ad->def))
             return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
@@ -2376,7 +2383,7 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
             return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
     }
     if (n_out > 65535)
-        return df__node_error(st, n, DF_INVALID_ARGUMENT, "%s would have %d outputs; at most 65535 are supported", op->name, n_out);
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "%s would have %d outputs; at most 65535 are supported", op->name, n_out);
     n->n_outputs = n_out;
     int o = 0;
     for (int k = 0; k < op->n_out; k++) {
@@ -2615,12 +2622,11 @@ static df__ctx *df__ctx_new(df_graph *g, df__ctx_kind kind) {
 }
 
 /* Makes an op with the given inputs in context `ctx`, without capture or pivot edges. */
-static df_node *df__raw_op(df_graph *g, df__ctx *ctx, const char *op, const char *name,
-                           const df_output *ins, int n_ins, int ins_as_list) {
+static df_node *df__raw_op(df_graph *g, df__ctx *ctx, const char *op, const df_output *ins, int n_ins,
+                           int ins_as_list) {
     df__ctx *saved = g->ctx;
     g->ctx = ctx;
     df_op_builder *b = df_op_new(g, op, NULL);
-    DF__UNUSED(name);
     if (b) {
         b->raw = 1;
         if (ins_as_list) df_op_add_input_list(b, ins, n_ins);
@@ -2662,7 +2668,7 @@ static df_output df__ctx_capture(df_graph *g, df__ctx *ctx, df_output x) {
     df_output v;
     if (ctx->kind == DF__CTX_COND) {
         df_output ins[2] = {outer_x, ctx->pred};
-        df_node *sw = df__raw_op(g, ctx->outer, "Switch", NULL, ins, 2, 0);
+        df_node *sw = df__raw_op(g, ctx->outer, "Switch", ins, 2, 0);
         if (!sw) return none;
         sw->ctx = ctx;          /* its live output belongs to this branch */
         v.node = sw;
@@ -2891,7 +2897,7 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
         df_node *e = df__make_enter(g, C, vals[i], 0);
         if (!e) break;
         df_output ev = {e, 0}, pair[2] = {ev, ev};
-        df_node *m = df__raw_op(g, C, "Merge", "Merge", pair, 2, 1);
+        df_node *m = df__raw_op(g, C, "Merge", pair, 2, 1);
         if (!m) break;
         merges[i].node = m;
         merges[i].index = 0;
@@ -2913,14 +2919,14 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
             }
             g->ctx = outer;
         }
-        df_node *lc = g->status.code ? NULL : df__raw_op(g, C, "LoopCond", "LoopCond", &c, 1, 0);
+        df_node *lc = g->status.code ? NULL : df__raw_op(g, C, "LoopCond", &c, 1, 0);
         for (int i = 0; i < n && lc; i++) {
             df_output lcv = {lc, 0}, ins[2] = {merges[i], lcv};
-            df_node *sw = df__raw_op(g, C, "Switch", "Switch", ins, 2, 0);
+            df_node *sw = df__raw_op(g, C, "Switch", ins, 2, 0);
             if (!sw) break;
             switches[i].node = sw;
             df_output t = {sw, 1};
-            df_node *id = df__raw_op(g, C, "Identity", "Identity", &t, 1, 0);
+            df_node *id = df__raw_op(g, C, "Identity", &t, 1, 0);
             if (!id) break;
             body_in[i].node = id;
             if (i == 0) C->pivot_for_body = id;
@@ -2948,7 +2954,7 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
         }
         g->ctx = outer;
         for (int i = 0; i < n && !g->status.code; i++) {
-            df_node *ni = df__raw_op(g, C, "NextIteration", "NextIteration", &next[i], 1, 0);
+            df_node *ni = df__raw_op(g, C, "NextIteration", &next[i], 1, 0);
             if (!ni) break;
             df_output niv = {ni, 0};
             df__shape *ms = &merges[i].node->out_shapes[0];
@@ -2958,7 +2964,7 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
         for (int i = 0; i < n && !g->status.code; i++) {
             df_output f = {switches[i].node, 0};
             switches[i].node->out_shapes[0] = switches[i].node->out_shapes[1] = merges[i].node->out_shapes[0];
-            df_node *ex = df__raw_op(g, outer, "Exit", "Exit", &f, 1, 0);
+            df_node *ex = df__raw_op(g, outer, "Exit", &f, 1, 0);
             if (!ex) break;
             ex->out_shapes[0] = merges[i].node->out_shapes[0];
             if (i >= has_counter) { outs[i - has_counter].node = ex; outs[i - has_counter].index = 0; }
@@ -3020,14 +3026,6 @@ static int64_t df__int_at(const df_tensor *t, int64_t i) {
 }
 static int df__is_int_tensor(const df_tensor *t) { return t && (t->dtype == DF_INT32 || t->dtype == DF_INT64); }
 
-static df_code df__fail(df_status *st, const df_node *n, df_code code, const char *fmt, ...) {
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return df_status_set(st, code, "%s {{node %s}}", msg, n && n->name ? n->name : "?");
-}
 
 /* NumPy broadcasting of two shapes. Strides are element strides into each operand (0 where
    the operand is broadcast). Unknown dims (-1) broadcast to unknown. */
@@ -6020,7 +6018,6 @@ static df__exec *df__compile(df_session *ss, const df_output *feeds, int n_feeds
         for (int i = 0; i < n->n_controls; i++)
             if (item_of[n->controls[i]->id] == -1) { item_of[n->controls[i]->id] = -2; stack[sp++] = n->controls[i]->id; }
     }
-    int n_node_items = n_items;
     /* feed items for fed outputs that something reads */
     for (int i = 0; i < nn; i++) {
         if (item_of[i] < 0) continue;
@@ -6123,7 +6120,6 @@ static df__exec *df__compile(df_session *ss, const df_output *feeds, int n_feeds
         }
         if (it->n_outputs > 31 && (it->need & 0x80000000u)) it->need = 0xffffffffu;
     }
-    DF__UNUSED(n_node_items);
     /* Requested devices must exist here unless soft placement lets them fall back. Placement
        proper (colocation, several devices) belongs to the placer. */
     for (int i = 0; ss->devices && i < n_items; i++) {
