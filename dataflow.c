@@ -5698,7 +5698,7 @@ static void df__step_finish(df__step *s) {
 #ifndef DF_NO_THREADS
     if (s->threaded) {
         pthread_mutex_lock(&s->done_mu);
-        s->done = 1;
+        __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);      /* also read without the mutex */
         pthread_cond_broadcast(&s->done_cv);
         pthread_mutex_unlock(&s->done_mu);
         return;
