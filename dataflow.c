@@ -6052,7 +6052,15 @@ static df__exec *df__compile(df_session *ss, const df_output *feeds, int n_feeds
                  : (f & DF__OP_NEXT_ITERATION) ? DF__X_NEXT : DF__X_NORMAL;
         if ((f & DF__OP_ENTER) && df__attr_b(n, "is_constant", 0)) it->flags |= DF__XF_CONST_ENTER;
         if (f & DF__OP_CONTROL_TRIGGER) it->flags |= DF__XF_CTRL_TRIGGER;
-        if (f & DF__OP_EXPENSIVE) it->flags |= DF__XF_EXPENSIVE;
+        if (f & DF__OP_EXPENSIVE) {
+            /* Known-small static inputs (scalars in loops, say) never make a node worth a thread. */
+            int64_t work = 0;
+            for (int k = 0; k < n->n_inputs && work >= 0; k++) {
+                int64_t c = df__shape_count(&n->inputs[k].node->out_shapes[n->inputs[k].index]);
+                work = c < 0 ? -1 : work + c;
+            }
+            if (work < 0 || work >= 4096 || strstr(n->op->name, "MatMul")) it->flags |= DF__XF_EXPENSIVE;
+        }
         if (f & DF__OP_SWITCH) it->flags |= DF__XF_SWITCH;
         if (f & DF__OP_LOOP_COND) it->flags |= DF__XF_LOOP_COND;
         if (!strcmp(n->op->name, "MatMul")) it->flags |= DF__XF_MATMUL;
