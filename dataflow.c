@@ -1498,17 +1498,25 @@ enum {                           /* op flags */
     DF__OP_NO_GRADIENT = 1 << 10
 };
 
+/* A kernel for one device type. Host-memory arguments stay in host memory on a device whose
+   memory is not the host's (TF keeps int32 shapes, predicates and LoopCond there on GPUs). */
+enum { DF__DEV_CPU, DF__DEV_GPU, DF__DEV_TYPES };
+typedef struct df__kernel_def {
+    df__kernel_fn fn;            /* NULL: no kernel for this device type */
+    uint32_t host_inputs, host_outputs;   /* bit i: argument i lives in host memory */
+} df__kernel_def;
+
 typedef struct df__opdef {
     const char *name;
     int n_in, n_out, n_attrs;
     df__argdef in[8], out[4];
     df__attrdef attrs[12];
     df__shape_fn shape_fn;
-    df__kernel_fn kernel;
+    df__kernel_def kernels[DF__DEV_TYPES];
     unsigned flags;
     int code;                    /* sub-operation selector shared by a kernel family */
     void *grad;                  /* gradient function (the autodiff issue fills these) */
-    float cost;                  /* expected cycles per element, for scheduling */
+    float cost;                  /* expected cycles per element (0: cost does not grow with size) */
 } df__opdef;
 
 typedef struct df__opspec {      /* the textual form, in df__op_table */
@@ -1650,7 +1658,16 @@ static void df__registry_build(void) {
         const df__opspec *sp = &df__op_table[k];
         df__opdef *op = &ops[k];
         char items[16][96];
-        op->name = sp->name; op->shape_fn = sp->shape_fn; op->kernel = sp->kernel;
+        op->name = sp->name; op->shape_fn = sp->shape_fn;
+        op->kernels[DF__DEV_CPU].fn = sp->kernel;       /* CPU memory is host memory */
+        /* Expected cost per element: transcendental math costs more than a add. */
+        if (sp->flags & DF__OP_EXPENSIVE) {
+            static const char *const costly[] = {"Exp", "Log", "Tanh", "Sigmoid", "Pow", "Sqrt", "Rsqrt",
+                "Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits",
+                "RandomUniform", "RandomStandardNormal", "TruncatedNormal"};
+            op->cost = 1.0f;
+            for (size_t c = 0; c < sizeof costly / sizeof *costly; c++) if (!strcmp(sp->name, costly[c])) op->cost = 10.0f;
+        }
         op->flags = sp->flags; op->code = sp->code;
         int n = df__split(sp->attrs, items, 16);
         for (int i = 0; i < n && op->n_attrs < 12; i++)
@@ -4877,7 +4894,8 @@ typedef struct df__xitem {      /* 64 bytes: what running a node touches comes f
     const df_node *node;         /* the fetched node for a fetch item; NULL for a feed */
     int32_t edge_start, n_edges;
     int32_t input_start, n_inputs, n_outputs;
-    uint16_t kind, flags;
+    uint8_t kind, cost;          /* cost: the op's expected cycles per element, at most 255 */
+    uint16_t flags;
     uint32_t need;               /* bit i: output i is consumed */
     int32_t frame, local, n_control_in;
     int32_t child_frame;         /* Enter: the frame it opens; fetch: the output index */
@@ -5632,7 +5650,9 @@ static int df__item_expensive(const df__step *s, const df__tagged *t) {
     for (int i = 0; i < item->n_inputs; i++) if (in[i]) work += in[i]->n;
     if ((item->flags & DF__XF_MATMUL) && in[0] && in[1] && in[0]->rank == 2 && in[1]->rank == 2)
         work = in[0]->n * in[1]->dims[1];
-    return work >= 32768;
+    /* TF hands a node to another thread above ~5000 cycles of expected work (op_kernel.h); a
+       hand-off costs a few microseconds on small machines, so we ask for ~30000. */
+    return work * item->cost >= 32768;
 }
 #endif
 
@@ -6044,7 +6064,8 @@ static df__exec *df__compile(df_session *ss, const df_output *feeds, int n_feeds
         df__xitem *it = &x->items[item_of[i]];
         unsigned f = n->op->flags;
         it->node = n;
-        it->kernel = n->op->kernel;
+        it->kernel = n->op->kernels[DF__DEV_CPU].fn;
+        it->cost = (uint8_t)DF__MIN(n->op->cost, 255.0f);
         it->n_inputs = n->n_inputs;
         it->n_outputs = n->n_outputs;
         it->n_control_in = n->n_controls;
@@ -6064,7 +6085,7 @@ static df__exec *df__compile(df_session *ss, const df_output *feeds, int n_feeds
         if (f & DF__OP_SWITCH) it->flags |= DF__XF_SWITCH;
         if (f & DF__OP_LOOP_COND) it->flags |= DF__XF_LOOP_COND;
         if (!strcmp(n->op->name, "MatMul")) it->flags |= DF__XF_MATMUL;
-        if (n->op->kernel == df__k_noop) it->flags |= DF__XF_NO_KERNEL;
+        if (it->kernel == df__k_noop) it->flags |= DF__XF_NO_KERNEL;
         if (!(f & DF__OP_ALLOWS_UNINIT))
             for (int k = 0; k < n->n_inputs; k++)
                 if (n->inputs[k].node->out_is_ref[n->inputs[k].index]) it->flags |= DF__XF_DEREF;
