@@ -5330,9 +5330,11 @@ static void df__step_error(df__step *s, const df_status *st) {
     if (!s->aborted) { s->status = *st; s->aborted = 1; }
     if (s->threaded) df__spin_unlock(&s->lock);
 }
-static void df__step_oom(df__step *s, const char *what) {
+/* `exclusive`: the caller holds the step lock or is the only thread in the step. */
+static void df__step_oom(df__step *s, const char *what, int exclusive) {
     df_status st;
     df_status_set(&st, DF_RESOURCE_EXHAUSTED, "Out of memory in the executor (%s)", what);
+    if (!exclusive) { df__step_error(s, &st); return; }
     if (!s->aborted) { s->status = st; s->aborted = 1; }
 }
 
@@ -5695,7 +5697,7 @@ static int df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
             if (!st.code) {
                 const df_dtype *types = item->node->out_types;
                 int may_be_null = (item->flags & DF__XF_SWITCH) || item->kind == DF__X_MERGE;
-                for (int i = 0; i < item->n_outputs; i++) {
+                for (int i = 0, n = item->n_outputs; i < n; i++) {
                     const df_tensor *o = outs[i];
                     if (o ? o->dtype != types[i]
                           : (!may_be_null && (item->need >> DF__MIN(i, 31) & 1))) {
@@ -5709,8 +5711,10 @@ static int df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
         }
         if (st.code) { df__step_error(s, &st); ok = 0; }
     }
-    for (int i = 0; i < item->n_inputs; i++)
-        if (in[i]) { df_tensor_release(in[i]); in[i] = NULL; }
+    for (int i = 0, n = item->n_inputs; i < n; i++) {
+        df_tensor *x = in[i];
+        if (x) { in[i] = NULL; df_tensor_release(x); }
+    }
     return ok;
 }
 
@@ -5734,7 +5738,7 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first)
     df_tensor *small[16] = {NULL}, **outs = small;
     int outs_cap = 16;
     for (int i = 0; i < n_first; i++)
-        if (!df__readyq_push(&q, first[i])) { df__step_oom(s, "ready queue"); s->outstanding -= n_first - i; break; }
+        if (!df__readyq_push(&q, first[i])) { df__step_oom(s, "ready queue", 0); __atomic_sub_fetch(&s->outstanding, n_first - i, __ATOMIC_ACQ_REL); break; }
     while (q.len) {
         df__tagged t = q.v[q.head++];
         if (--q.len == 0) q.head = 0;
@@ -5748,7 +5752,7 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first)
                 outs_cap = item->n_outputs;
             }
         }
-        if (item->n_outputs > outs_cap) df__step_oom(s, "output array");
+        if (item->n_outputs > outs_cap) df__step_oom(s, "output array", 0);
         else df__run_item(s, &t, outs);
         /* Alone in the step (no other thread running it, no task of it queued), this thread
            needs no lock: only a running thread can queue work, and it counts it first. */
@@ -5757,14 +5761,13 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first)
         int before = q.len;
         DF__UNUSED(before);
         if (s->aborted) s->outstanding--;
-        else if (!df__propagate(s, &t, outs, &q)) df__step_oom(s, "propagating outputs");
+        else if (!df__propagate(s, &t, outs, &q)) df__step_oom(s, "propagating outputs", 1);
         int completed = s->outstanding == 0;
         if (locked) df__spin_unlock(&s->lock);
-        for (int i = 0; i < item->n_outputs; i++)
-            if (outs[i]) {
-                df_tensor_release(outs[i]);
-                outs[i] = NULL;
-            }
+        for (int i = 0, n = item->n_outputs; i < n; i++) {
+            df_tensor *o = outs[i];
+            if (o) { outs[i] = NULL; df_tensor_release(o); }
+        }
 #ifndef DF_NO_THREADS
         /* Newly ready expensive nodes go to the pool, except one that can run here next. */
         if (s->pool && q.len > before && (item->flags & DF__XF_EXPENSIVE_NEXT)) {
@@ -5811,7 +5814,7 @@ static df_code df__execute(df__step *s, df_status *st) {
     /* Roots run inline in order; the first one's inline chain may already do most of the work. */
     s->active = 1;
     df__tagged *roots = (df__tagged *)DF_MALLOC((size_t)(x->n_roots + 1) * sizeof(df__tagged));
-    if (!roots) { df__step_oom(s, "roots"); s->outstanding = 0; s->done = 1; }
+    if (!roots) { df__step_oom(s, "roots", 1); s->outstanding = 0; s->done = 1; }
     else {
         for (int i = 0; i < x->n_roots; i++) { roots[i].item = x->roots[i]; roots[i].dead = 0; roots[i].iter = it0; }
         if (x->n_roots) df__process_batch(s, roots, x->n_roots);
