@@ -5738,7 +5738,15 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first)
     df_tensor *small[16] = {NULL}, **outs = small;
     int outs_cap = 16;
     for (int i = 0; i < n_first; i++)
-        if (!df__readyq_push(&q, first[i])) { df__step_oom(s, "ready queue", 0); __atomic_sub_fetch(&s->outstanding, n_first - i, __ATOMIC_ACQ_REL); break; }
+        if (!df__readyq_push(&q, first[i])) {        /* drop the rest; the step ends with the error */
+            df__step_oom(s, "ready queue", 0);
+            if (s->threaded) df__spin_lock(&s->lock);
+            s->outstanding -= n_first - i;
+            int completed = s->outstanding == 0;
+            if (s->threaded) df__spin_unlock(&s->lock);
+            if (completed) df__step_finish(s);
+            break;
+        }
     while (q.len) {
         df__tagged t = q.v[q.head++];
         if (--q.len == 0) q.head = 0;
