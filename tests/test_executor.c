@@ -770,8 +770,7 @@ DF_TEST(exec_reject_inputs_from_different_frames) {
         hl_cond(&L, X(ex_op2(g, "Less", "f/less", L.m[0], lim, NULL), 0));
         bad = X(ex_op2(g, "AddV2", "bad_add", L.body[0], X(ex_i32(g, "outside_one", 1, NULL), 0), NULL), 0);
         hl_end(&L, &bad);
-        /* Any {{node ...}} is accepted: a first-visit-wins frame analysis (TensorFlow's too)
-           may report the conflict at the loop's Merge rather than at bad_add itself. */
+        /* Frames are derived in topological order, so the node whose inputs disagree is named. */
         if (EX_BUILT(g)) EXPECT_REJECTED(g, L.out[0], "different frames", "bad_add");
         df_graph_free(g);
     }
