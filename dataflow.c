@@ -76,21 +76,28 @@
 #define DF__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define DF__MAX(a, b) ((a) > (b) ? (a) : (b))
 
-/* A spinlock that yields after a short spin: critical sections here are tens of nanoseconds, and
-   on a machine with few cores a sleeping lock's wake-up costs microseconds. */
+/* A spinlock that yields after a short spin: critical sections here are tens of nanoseconds,
+   and on a machine with few cores a sleeping lock's wake-up costs microseconds. It tests before
+   it swaps (no cache-line ping-pong while waiting) and yields so a preempted holder can run. */
 typedef struct df__spin { int locked; } df__spin;
-static void df__spin_lock(df__spin *s) {
-    for (int n = 0;; n++) {
-        if (!__atomic_exchange_n(&s->locked, 1, __ATOMIC_ACQUIRE)) return;
-        while (__atomic_load_n(&s->locked, __ATOMIC_RELAXED)) {
-#ifndef DF_NO_THREADS
-            if (++n > 64) { sched_yield(); n = 0; }
-#endif
+static void df__spin_lock_slow(df__spin *s) {
+    for (;;) {
+        for (int i = 0; i < 100; i++) {
+            if (!__atomic_load_n(&s->locked, __ATOMIC_RELAXED) &&
+                !__atomic_exchange_n(&s->locked, 1, __ATOMIC_ACQUIRE)) return;
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
+#elif defined(__aarch64__)
+            __asm__ __volatile__("yield");
 #endif
         }
+#ifndef DF_NO_THREADS
+        sched_yield();
+#endif
     }
+}
+static inline void df__spin_lock(df__spin *s) {
+    if (__atomic_exchange_n(&s->locked, 1, __ATOMIC_ACQUIRE)) df__spin_lock_slow(s);
 }
 static void df__spin_unlock(df__spin *s) { __atomic_store_n(&s->locked, 0, __ATOMIC_RELEASE); }
 
@@ -381,46 +388,12 @@ typedef struct df__bfc_region {
                                  cached chunk and for the chunk at base; may be stale elsewhere */
 } df__bfc_region;
 
-/* ---- lock: a brief spin, then sched_yield, so a preempted holder gets to run. Critical
-   sections are short (tens of ns); measured faster than a pthread mutex when threads share
-   a CPU. ---- */
-#if defined(DF_NO_THREADS)
-typedef int df__bfc_lock;
-static void df__bfc_lock_init(df__bfc_lock *l) { *l = 0; }
+/* ---- lock: the shared spinlock of section 1; critical sections are tens of nanoseconds ---- */
+typedef df__spin df__bfc_lock;
+static void df__bfc_lock_init(df__bfc_lock *l) { __atomic_store_n(&l->locked, 0, __ATOMIC_RELAXED); }
 static void df__bfc_lock_destroy(df__bfc_lock *l) { (void)l; }
-#define df__bfc_lock_acquire(l) ((void)(l))
-#define df__bfc_lock_release(l) ((void)(l))
-#elif defined(__GNUC__) || defined(__clang__)
-typedef int df__bfc_lock;
-static void df__bfc_lock_init(df__bfc_lock *l) { __atomic_store_n(l, 0, __ATOMIC_RELAXED); }
-static void df__bfc_lock_destroy(df__bfc_lock *l) { (void)l; }
-static void df__bfc_lock_slow(df__bfc_lock *l) {
-    for (;;) {
-        for (int i = 0; i < 100; i++) {
-            if (!__atomic_load_n(l, __ATOMIC_RELAXED) &&
-                !__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) return;
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#elif defined(__aarch64__)
-            __asm__ __volatile__("yield");
-#endif
-        }
-        sched_yield();        /* the holder may have been preempted: let it run */
-    }
-}
-static inline void df__bfc_lock_acquire(df__bfc_lock *l) {
-    if (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) df__bfc_lock_slow(l);
-}
-static inline void df__bfc_lock_release(df__bfc_lock *l) {
-    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
-#else
-typedef pthread_mutex_t df__bfc_lock;
-static void df__bfc_lock_init(df__bfc_lock *l) { pthread_mutex_init(l, NULL); }
-static void df__bfc_lock_destroy(df__bfc_lock *l) { pthread_mutex_destroy(l); }
-static void df__bfc_lock_acquire(df__bfc_lock *l) { pthread_mutex_lock(l); }
-static void df__bfc_lock_release(df__bfc_lock *l) { pthread_mutex_unlock(l); }
-#endif
+#define df__bfc_lock_acquire(l) df__spin_lock(l)
+#define df__bfc_lock_release(l) df__spin_unlock(l)
 
 struct df_bfc {
     /* hot: what the cached fast path touches, together */
