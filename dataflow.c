@@ -65,8 +65,6 @@
 
 #define DF__ATOMIC_INC(p) __atomic_add_fetch((p), 1, __ATOMIC_RELAXED)
 #define DF__ATOMIC_DEC(p) __atomic_sub_fetch((p), 1, __ATOMIC_ACQ_REL)
-#define DF__ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define DF__ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define DF__UNUSED(x) ((void)(x))
 #if defined(__GNUC__) || defined(__clang__)
 #define DF__HOT_INLINE static inline __attribute__((always_inline))
@@ -4853,7 +4851,7 @@ df_code df_gradients(df_graph *g, int n_y, const df_output *ys, const df_output 
    in a frame, mismatched parent frames. Linear in items and edges.
    ========================================================================================== */
 enum { DF__X_NORMAL, DF__X_MERGE, DF__X_ENTER, DF__X_EXIT, DF__X_NEXT, DF__X_FEED, DF__X_FETCH };
-enum { DF__XF_CONST_ENTER = 1, DF__XF_CTRL_TRIGGER = 2, DF__XF_RUN_DEAD = 4, DF__XF_EXPENSIVE = 8,
+enum { DF__XF_CONST_ENTER = 1, DF__XF_CTRL_TRIGGER = 2, DF__XF_EXPENSIVE = 8,
        DF__XF_DEREF = 16, DF__XF_SWITCH = 32, DF__XF_LOOP_COND = 64, DF__XF_MATMUL = 128,
        DF__XF_NO_KERNEL = 256, DF__XF_EXPENSIVE_NEXT = 512 };
 
@@ -5300,7 +5298,7 @@ static void df__step_task_done(df__step *s) { __atomic_sub_fetch(&s->active, 1, 
 
 static void df__step_error(df__step *s, const df_status *st) {
     if (s->threaded) df__spin_lock(&s->lock);
-    if (!s->aborted) { s->status = *st; s->aborted = 1; }
+    if (!s->aborted) { s->status = *st; __atomic_store_n(&s->aborted, 1, __ATOMIC_RELEASE); }
     if (s->threaded) df__spin_unlock(&s->lock);
 }
 /* `exclusive`: the caller holds the step lock or is the only thread in the step. */
@@ -5308,7 +5306,7 @@ static void df__step_oom(df__step *s, const char *what, int exclusive) {
     df_status st;
     df_status_set(&st, DF_RESOURCE_EXHAUSTED, "Out of memory in the executor (%s)", what);
     if (!exclusive) { df__step_error(s, &st); return; }
-    if (!s->aborted) { s->status = st; s->aborted = 1; }
+    if (!s->aborted) { s->status = st; __atomic_store_n(&s->aborted, 1, __ATOMIC_RELEASE); }
 }
 
 static int df__readyq_push(df__readyq *q, df__tagged t) {
@@ -5631,13 +5629,13 @@ static int df__item_expensive(const df__step *s, const df__tagged *t) {
 }
 #endif
 
-/* Runs the kernel of t (unless dead); returns 1 if it succeeded. */
-static int df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
+/* Runs the kernel of t (unless dead) into outs[], which arrives all NULL; a failure aborts the
+   step. Feed and fetch items move values in and out; a fetch runs even when dead, to report it. */
+static void df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
     const df__xitem *item = &s->x->items[t->item];
     df_tensor **in = t->iter->entries + item->input_start;
-    int ok = 1;                          /* outs[] arrives all NULL (df__process keeps it so) */
-    if (s->aborted) ok = 0;
-    else if (item->kind == DF__X_FEED) {
+    if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) {   /* read without the step lock */
+    } else if (item->kind == DF__X_FEED) {
         outs[0] = df_tensor_retain(s->feeds[item->aux]);
     } else if (item->kind == DF__X_FETCH) {
         if (!in[0]) {
@@ -5646,13 +5644,12 @@ static int df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
                      "in this run (it lies on an untaken branch of a cond, or depends on one)",
                      item->node->name, item->child_frame);
             df__step_error(s, &st);
-            ok = 0;
         } else {
             df_status st;
             df_tensor *v = df__deref(in[0], item->node, &st);
             in[0] = NULL;
             if (v) s->fetches[item->aux] = v;
-            else { df__step_error(s, &st); ok = 0; }
+            else df__step_error(s, &st);
         }
     } else if (!t->dead && !(item->flags & DF__XF_NO_KERNEL)) {
         df_status st;
@@ -5682,13 +5679,12 @@ static int df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
                 }
             }
         }
-        if (st.code) { df__step_error(s, &st); ok = 0; }
+        if (st.code) df__step_error(s, &st);
     }
     for (int i = 0, n = item->n_inputs; i < n; i++) {
         df_tensor *x = in[i];
         if (x) { in[i] = NULL; df_tensor_release(x); }
     }
-    return ok;
 }
 
 static void df__step_finish(df__step *s) {
@@ -6081,7 +6077,7 @@ static df__exec *df__compile(df_session *ss, const df_output *feeds, int n_feeds
     }
     for (int i = 0; i < n_fetches; i++) {
         df__xitem *it = &x->items[fetch_base + i];
-        it->kind = DF__X_FETCH; it->n_inputs = 1; it->aux = i; it->flags = DF__XF_RUN_DEAD;
+        it->kind = DF__X_FETCH; it->n_inputs = 1; it->aux = i;
         it->node = fetches[i].node; it->child_frame = fetches[i].index;
     }
     /* 2. out-edges (CSR): count per source, then fill; data edges carry the local input slot */
