@@ -254,7 +254,7 @@ void df_status_clear(df_status *st) {
 size_t df_dtype_size(df_dtype t) {
     switch (t) {
     case DF_FLOAT: case DF_INT32: case DF_UINT32: return 4;
-    case DF_DOUBLE: case DF_INT64: case DF_UINT64: case DF_COMPLEX64: return 8;
+    case DF_DOUBLE: case DF_INT64: case DF_UINT64: case DF_COMPLEX64: case DF_RESOURCE: return 8;
     case DF_UINT8: case DF_INT8: case DF_BOOL: return 1;
     case DF_INT16: case DF_UINT16: case DF_BFLOAT16: case DF_HALF: return 2;
     case DF_COMPLEX128: return 16;
@@ -270,6 +270,7 @@ const char *df_dtype_name(df_dtype t) {
     case DF_INT64: return "int64"; case DF_BOOL: return "bool"; case DF_BFLOAT16: return "bfloat16";
     case DF_UINT16: return "uint16"; case DF_COMPLEX128: return "complex128";
     case DF_HALF: return "half"; case DF_UINT32: return "uint32"; case DF_UINT64: return "uint64";
+    case DF_RESOURCE: return "resource";
     default: return "invalid";
     }
 }
@@ -277,7 +278,7 @@ const char *df_dtype_name(df_dtype t) {
 static df_dtype df__dtype_from_name(const char *s) {
     static const df_dtype all[] = {DF_FLOAT, DF_DOUBLE, DF_INT32, DF_UINT8, DF_INT16, DF_INT8,
         DF_STRING, DF_COMPLEX64, DF_INT64, DF_BOOL, DF_BFLOAT16, DF_UINT16, DF_COMPLEX128,
-        DF_HALF, DF_UINT32, DF_UINT64};
+        DF_HALF, DF_UINT32, DF_UINT64, DF_RESOURCE};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (!strcmp(df_dtype_name(all[i]), s)) return all[i];
     if (!strcmp(s, "float16")) return DF_HALF;
@@ -4840,6 +4841,14 @@ df_code df_gradients(df_graph *g, int n_y, const df_output *ys, const df_output 
             return df__graph_error(g, DF_INVALID_ARGUMENT, "df_gradients: xs[%d] is NULL or invalid", i);
     return df__graph_error(g, DF_UNIMPLEMENTED, "df_gradients is not implemented in this version "
                            "(automatic differentiation arrives with the autodiff work)");
+}
+
+df_node *df_minimize(df_graph *g, df_output loss, int n_vars, const df_output *vars,
+                     const df_optimizer *opt, df_node **init) {
+    DF__UNUSED(loss); DF__UNUSED(n_vars); DF__UNUSED(vars); DF__UNUSED(opt);
+    if (init) *init = NULL;
+    if (g && !g->status.code) df__graph_error(g, DF_UNIMPLEMENTED, "df_minimize is not implemented yet");
+    return NULL;
 }
 
 /* ==========================================================================================

@@ -64,7 +64,8 @@ void df_status_clear(df_status *st);          /* DF_OK and an empty message; NUL
 typedef enum df_dtype {           /* same numbers as TensorFlow's DataType */
     DF_FLOAT = 1, DF_DOUBLE = 2, DF_INT32 = 3, DF_UINT8 = 4, DF_INT16 = 5, DF_INT8 = 6,
     DF_STRING = 7, DF_COMPLEX64 = 8, DF_INT64 = 9, DF_BOOL = 10, DF_BFLOAT16 = 14,
-    DF_UINT16 = 17, DF_COMPLEX128 = 18, DF_HALF = 19, DF_UINT32 = 22, DF_UINT64 = 23
+    DF_UINT16 = 17, DF_COMPLEX128 = 18, DF_HALF = 19, DF_UINT32 = 22, DF_UINT64 = 23,
+    DF_RESOURCE = 20              /* a handle to runtime state (a gradient stack); scalar, opaque */
 } df_dtype;
 size_t      df_dtype_size(df_dtype t);        /* bytes per element; 0 for DF_STRING or unknown */
 const char *df_dtype_name(df_dtype t);        /* "float", "int32", ...; "invalid" if unknown */
@@ -246,6 +247,10 @@ typedef struct df_while_options {
     int64_t     maximum_iterations;    /* 0 means no limit */
     const char *name;                  /* frame name prefix; NULL means "while" */
     int         swap_memory;           /* gradient stacks may live in host memory */
+    /* Addition: gradient checkpointing. k > 0 keeps the loop variables of every k-th iteration
+       for the gradient and recomputes the other iterations' values in the backward pass, so
+       stack memory is about N/k + k iterations' worth instead of N. 0 keeps everything. */
+    int64_t     checkpoint_every;
 } df_while_options;
 /* while (cond(vars)) vars = body(vars); outs = final vars. opts NULL means defaults. */
 df_code df_while_loop(df_graph *g, int n_vars, const df_output *init,
@@ -260,6 +265,26 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init,
    The gradient ops are ordinary graph ops, so df_gradients can be applied to them again. */
 df_code df_gradients(df_graph *g, int n_y, const df_output *ys, const df_output *grad_ys,
                      int n_x, const df_output *xs, df_output *dxs);
+
+/* Optimizers (additions). Each update is one op under TensorFlow's name: ApplyGradientDescent,
+   ApplyMomentum or ApplyAdam, acting on the variable in place. */
+typedef enum df_optimizer_kind { DF_OPT_SGD = 0, DF_OPT_MOMENTUM = 1, DF_OPT_ADAM = 2 } df_optimizer_kind;
+typedef struct df_optimizer {
+    df_optimizer_kind kind;
+    double learning_rate;            /* 0 means 0.01 (SGD, momentum) or 0.001 (Adam) */
+    double momentum;                 /* momentum: 0 means 0.9 */
+    int    use_nesterov;             /* momentum */
+    double beta1, beta2, epsilon;    /* Adam: 0 means 0.9, 0.999, 1e-8 (tf.compat.v1's defaults) */
+} df_optimizer;
+/* Builds d(loss)/d(vars[i]) with df_gradients and one update op per variable (vars are
+   df_variable outputs; loss a scalar), grouped in the returned NoOp: run it as a target for one
+   training step. opt NULL means plain SGD with rate 0.01. The optimizer's own state (momentum
+   accumulators; Adam's m, v and beta powers) lives in variables named after each variable;
+   *init (if init is not NULL) receives a NoOp that initialises them: run it once, after the
+   model's variables are initialised. Variables no path reaches from loss get no update.
+   NULL and a sticky graph error on failure. */
+df_node *df_minimize(df_graph *g, df_output loss, int n_vars, const df_output *vars,
+                     const df_optimizer *opt, df_node **init);
 
 /* ---------------------------------------------------------------------------------------------
    Sessions
