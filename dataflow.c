@@ -1481,7 +1481,7 @@ typedef struct df__kernel_def {
 typedef struct df__opdef {
     const char *name;
     int n_in, n_out, n_attrs;
-    df__argdef in[8], out[4];
+    df__argdef in[12], out[4];
     df__attrdef attrs[12];
     df__shape_fn shape_fn;
     df__kernel_def kernels[DF__DEV_TYPES];
@@ -1645,7 +1645,7 @@ static void df__registry_build(void) {
         for (int i = 0; i < n && op->n_attrs < 12; i++)
             if (!df__parse_attr(items[i], &op->attrs[op->n_attrs++])) goto bad;
         n = df__split(sp->inputs, items, 16);
-        for (int i = 0; i < n && op->n_in < 8; i++)
+        for (int i = 0; i < n && op->n_in < 12; i++)
             if (!df__parse_arg(items[i], &op->in[op->n_in++], op)) goto bad;
         n = df__split(sp->outputs, items, 16);
         for (int i = 0; i < n && op->n_out < 4; i++)
@@ -1707,6 +1707,18 @@ struct df__ctx {
     df_node *pivot_for_body;     /* while: first loop var's body Identity */
     df__capture *captures;
     int n_captures, cap_captures;
+    /* while: the loop's parts, one per loop variable (the maximum_iterations counter first) */
+    int n_vars, has_counter, swap_memory;
+    int64_t checkpoint_every;
+    df_node **enters, **merges, **switches, **bodies, **nexts, **exits;
+    df_node *loop_cond;
+    /* autodiff */
+    df__ctx *grad_of;            /* a gradient loop: the forward loop whose values it reads */
+    df_node *fc_add, *fc_next, *fc_exit;   /* the forward counter, made when first needed */
+    df_node *f_sync;             /* ControlTrigger ordering the pushes made inside conds */
+    df_node *b_index;            /* gradient loop: the decremented count; pops wait for it */
+    df_node **pops;              /* gradient loop: its pops, which the next count waits for */
+    int n_pops, cap_pops;
 };
 
 struct df_node {
@@ -1726,6 +1738,9 @@ struct df_node {
     df__attr *attrs;
     int n_attrs;
     df__ctx *ctx;                /* the control-flow context the node was made in */
+    df__ctx *cond;               /* a cond's Merge: the then-branch context (its predicate) */
+    int gstack;                  /* gradient stack ops: 1 + index in graph->gstacks */
+    unsigned char cf_part;       /* part of a while loop's machinery (Enter, Merge, Switch, ...) */
 };
 
 typedef struct df__ctl_scope { df_node **deps; int n; } df__ctl_scope;
@@ -1747,6 +1762,9 @@ struct df_graph {
     int n_ctxs, cap_ctxs;
     uint64_t edit_version;       /* bumps when an existing node's inputs change */
     int n_sessions;
+    struct df__gstack **gstacks; /* stacks made by df_gradients for while-loop gradients */
+    int n_gstacks, cap_gstacks;
+    df__ctx *next_grad_of;       /* the next df_while_loop is the gradient of this loop */
 };
 
 struct df_op_builder {
@@ -1902,6 +1920,7 @@ static void df__node_free(df_node *n) {
     DF_FREE(n);
 }
 
+static void df__gstacks_free(df_graph *g);
 void df_graph_free(df_graph *g) {
     if (!g) return;
     for (int i = 0; i < g->n_nodes; i++) df__node_free(g->nodes[i]);
@@ -1917,9 +1936,12 @@ void df_graph_free(df_graph *g) {
     for (int i = 0; i < g->n_ctxs; i++) {
         DF_FREE(g->ctxs[i]->frame_name);
         DF_FREE(g->ctxs[i]->captures);
+        DF_FREE(g->ctxs[i]->enters);
+        DF_FREE(g->ctxs[i]->pops);
         DF_FREE(g->ctxs[i]);
     }
     DF_FREE(g->ctxs);
+    df__gstacks_free(g);
     DF_FREE(g);
 }
 
@@ -2644,17 +2666,25 @@ static df_node *df__make_enter(df_graph *g, df__ctx *loop, df_output x, int is_c
     }
     df_node *n = df_op_finish(b);
     g->ctx = saved;
+    if (n) n->cf_part = 1;
     return n;
 }
 
+static df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x);
 static df_output df__ctx_capture(df_graph *g, df__ctx *ctx, df_output x) {
     df_output none = {NULL, 0};
     if (!ctx || df__ctx_contains(ctx, x.node->ctx)) return x;
     for (int i = 0; i < ctx->n_captures; i++)
         if (ctx->captures[i].src == x.node && ctx->captures[i].index == x.index) return ctx->captures[i].value;
+    df_output v;
+    if (ctx->kind == DF__CTX_WHILE && ctx->grad_of && df__ctx_contains(ctx->grad_of, x.node->ctx)) {
+        /* a gradient loop reading a value of the loop it differentiates */
+        v = df__grad_real_value(g, ctx, x);
+        if (!v.node) return none;
+        goto record;
+    }
     df_output outer_x = df__ctx_capture(g, ctx->outer, x);
     if (!outer_x.node) return none;
-    df_output v;
     if (ctx->kind == DF__CTX_COND) {
         df_output ins[2] = {outer_x, ctx->pred};
         df_node *sw = df__raw_op(g, ctx->outer, "Switch", ins, 2, 0);
@@ -2668,6 +2698,7 @@ static df_output df__ctx_capture(df_graph *g, df__ctx *ctx, df_output x) {
         v.node = e;
         v.index = 0;
     }
+record:
     if (!df__grow(&ctx->captures, &ctx->cap_captures, ctx->n_captures + 1, sizeof(df__capture))) {
         df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory capturing a tensor");
         return none;
@@ -2803,7 +2834,7 @@ df_code df_cond(df_graph *g, df_output pred, int n_out, df_branch_fn then_fn, df
         if (b) b->raw = 1;
         df_op_add_input_list(b, pair, 2);
         df_node *m = df_op_finish(b);
-        if (m) { outs[i].node = m; outs[i].index = 0; }
+        if (m) { m->cond = ctx_t; outs[i].node = m; outs[i].index = 0; }
     }
     DF_FREE(res);
     df_graph_pop_name_scope(g);
@@ -2873,6 +2904,20 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
     if (C->frame_name) { memcpy(C->frame_name, full, len); C->frame_name[len ? len - 1 : 0] = 0; }
     else df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
     C->parallel_iterations = par;
+    C->grad_of = g->next_grad_of;
+    g->next_grad_of = NULL;
+    C->swap_memory = opts ? opts->swap_memory : 0;
+    C->checkpoint_every = opts ? opts->checkpoint_every : 0;
+    C->n_vars = n;
+    C->has_counter = has_counter;
+    C->enters = (df_node **)DF_MALLOC((size_t)(6 * n) * sizeof(df_node *));
+    if (C->enters) {
+        memset(C->enters, 0, (size_t)(6 * n) * sizeof(df_node *));
+        C->merges = C->enters + n; C->switches = C->enters + 2 * n; C->bodies = C->enters + 3 * n;
+        C->nexts = C->enters + 4 * n; C->exits = C->enters + 5 * n;
+    } else {
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    }
 
     /* Initial values, valid in the outer context. */
     if (has_counter) {
@@ -2888,6 +2933,8 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
         df_output ev = {e, 0}, pair[2] = {ev, ev};
         df_node *m = df__raw_op(g, C, "Merge", pair, 2, 1);
         if (!m) break;
+        m->cf_part = 1;
+        C->enters[i] = e; C->merges[i] = m;
         merges[i].node = m;
         merges[i].index = 0;
     }
@@ -2909,6 +2956,7 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
             g->ctx = outer;
         }
         df_node *lc = g->status.code ? NULL : df__raw_op(g, C, "LoopCond", &c, 1, 0);
+        if (lc) { lc->cf_part = 1; C->loop_cond = lc; }
         for (int i = 0; i < n && lc; i++) {
             df_output lcv = {lc, 0}, ins[2] = {merges[i], lcv};
             df_node *sw = df__raw_op(g, C, "Switch", ins, 2, 0);
@@ -2917,6 +2965,8 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
             df_output t = {sw, 1};
             df_node *id = df__raw_op(g, C, "Identity", &t, 1, 0);
             if (!id) break;
+            sw->cf_part = id->cf_part = 1;
+            C->switches[i] = sw; C->bodies[i] = id;
             body_in[i].node = id;
             if (i == 0) C->pivot_for_body = id;
         }
@@ -2945,6 +2995,8 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
         for (int i = 0; i < n && !g->status.code; i++) {
             df_node *ni = df__raw_op(g, C, "NextIteration", &next[i], 1, 0);
             if (!ni) break;
+            ni->cf_part = 1;
+            C->nexts[i] = ni;
             df_output niv = {ni, 0};
             df__shape *ms = &merges[i].node->out_shapes[0];
             if (!df__shapes_equal(ms, &ni->out_shapes[0])) *ms = df__shape_relax(ms, &ni->out_shapes[0]);
@@ -2955,6 +3007,8 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
             switches[i].node->out_shapes[0] = switches[i].node->out_shapes[1] = merges[i].node->out_shapes[0];
             df_node *ex = df__raw_op(g, outer, "Exit", &f, 1, 0);
             if (!ex) break;
+            ex->cf_part = 1;
+            C->exits[i] = ex;
             ex->out_shapes[0] = merges[i].node->out_shapes[0];
             if (i >= has_counter) { outs[i - has_counter].node = ex; outs[i - has_counter].index = 0; }
         }
@@ -3103,7 +3157,10 @@ static void df__k_forward(df__kctx *c, int out, int in) { c->out[out] = c->in[in
 /* ---- elementwise binary ---- */
 enum { DF__B_ADD, DF__B_SUB, DF__B_MUL, DF__B_DIV, DF__B_MAX, DF__B_MIN, DF__B_POW, DF__B_FLOORMOD,
        DF__B_FLOORDIV, DF__B_SQDIFF, DF__B_LESS, DF__B_LESS_EQ, DF__B_GREATER, DF__B_GREATER_EQ,
-       DF__B_EQUAL, DF__B_NOT_EQUAL, DF__B_AND, DF__B_OR, DF__B_COUNT };
+       DF__B_EQUAL, DF__B_NOT_EQUAL, DF__B_AND, DF__B_OR,
+       /* gradient ops: ReluGrad(dy, x) and the y-based ones (y, dy) */
+       DF__B_RELU_GRAD, DF__B_TANH_GRAD, DF__B_SIGMOID_GRAD, DF__B_SQRT_GRAD, DF__B_RSQRT_GRAD, DF__B_RECIP_GRAD,
+       DF__B_COUNT };
 typedef void (*df__row_fn)(void *o, const void *a, const void *b, int64_t n, int sa, int sb);
 
 #define DF__ROW(NAME, TI, TO, EXPR)                                                            \
@@ -3149,14 +3206,22 @@ DF__ROW(df__row_or_b, uint8_t, uint8_t, x || y)
 DF__ROW(df__row_eq_b, uint8_t, uint8_t, (x != 0) == (y != 0))
 DF__ROW(df__row_ne_b, uint8_t, uint8_t, (x != 0) != (y != 0))
 
-#define DF__ROWSET(SUF) { df__row_add_##SUF, df__row_sub_##SUF, df__row_mul_##SUF, df__row_div_##SUF, \
+#define DF__GRAD_ROWS(SUF, T, SQRTF)                                                           \
+    DF__ROW(df__row_relug_##SUF, T, T, y > 0 ? x : 0) DF__ROW(df__row_tanhg_##SUF, T, T, y * (1 - x * x)) \
+    DF__ROW(df__row_sigg_##SUF, T, T, y * x * (1 - x)) DF__ROW(df__row_sqrtg_##SUF, T, T, y * (T)0.5 / x) \
+    DF__ROW(df__row_rsqrtg_##SUF, T, T, y * (T)-0.5 * x * x * x) DF__ROW(df__row_recipg_##SUF, T, T, -y * x * x)
+DF__GRAD_ROWS(f32, float, sqrtf)
+DF__GRAD_ROWS(f64, double, sqrt)
+#define DF__ROWSET(SUF, GRADS) { df__row_add_##SUF, df__row_sub_##SUF, df__row_mul_##SUF, df__row_div_##SUF, \
     df__row_max_##SUF, df__row_min_##SUF, df__row_pow_##SUF, df__row_fmod_##SUF, df__row_fdiv_##SUF, \
     df__row_sqd_##SUF, df__row_lt_##SUF, df__row_le_##SUF, df__row_gt_##SUF, df__row_ge_##SUF, \
-    df__row_eq_##SUF, df__row_ne_##SUF, NULL, NULL }
-static const df__row_fn df__rows_f32[DF__B_COUNT] = DF__ROWSET(f32);
-static const df__row_fn df__rows_f64[DF__B_COUNT] = DF__ROWSET(f64);
-static const df__row_fn df__rows_i32[DF__B_COUNT] = DF__ROWSET(i32);
-static const df__row_fn df__rows_i64[DF__B_COUNT] = DF__ROWSET(i64);
+    df__row_eq_##SUF, df__row_ne_##SUF, NULL, NULL, GRADS }
+#define DF__GRADSET(SUF) df__row_relug_##SUF, df__row_tanhg_##SUF, df__row_sigg_##SUF, df__row_sqrtg_##SUF, \
+    df__row_rsqrtg_##SUF, df__row_recipg_##SUF
+static const df__row_fn df__rows_f32[DF__B_COUNT] = DF__ROWSET(f32, DF__GRADSET(f32));
+static const df__row_fn df__rows_f64[DF__B_COUNT] = DF__ROWSET(f64, DF__GRADSET(f64));
+static const df__row_fn df__rows_i32[DF__B_COUNT] = DF__ROWSET(i32, NULL);
+static const df__row_fn df__rows_i64[DF__B_COUNT] = DF__ROWSET(i64, NULL);
 
 static df__row_fn df__binary_row(int code, df_dtype t) {
     switch (t) {
@@ -4593,6 +4658,11 @@ static df__var *df__step_var(struct df__step *s, const df_node *var_node, df_sta
 static uint64_t df__step_rng_next(struct df__step *s, const df_node *n, uint64_t count);
 
 /* The value behind a ref (a new reference), or t itself (taken over) when it is no ref. */
+/* Whether input i of op is a Ref(T) argument: its kernel gets the ref itself, not the value. */
+static int df__ref_arg(const df__opdef *op, int i) {
+    for (int k = 0; k < op->n_in; k++) if (op->in[k].is_list) return 0;
+    return i < op->n_in && op->in[i].is_ref;
+}
 static df_tensor *df__deref(df_tensor *t, const df_node *consumer, df_status *st) {
     if (!t->ref) return t;
     df__var *v = t->ref;
@@ -4819,14 +4889,1632 @@ static df_code df__sf_identity_n(df__shape_ctx *c) {
     return DF_OK;
 }
 
+/* ---- Gradient helper ops (TensorFlow's names) ---- */
+/* StridedSliceGrad: dy scattered into zeros of the input's shape. */
+static void df__strided_scatter(df_tensor *x, const df_tensor *o, const int64_t *begin, const int64_t *step,
+                                const int64_t *odims, int rank) {
+    size_t es = df_dtype_size(x->dtype);
+    int64_t istride[DF_MAX_RANK], s = 1, idx[DF_MAX_RANK] = {0}, off = 0;
+    for (int d = x->rank - 1; d >= 0; d--) { istride[d] = s; s *= x->dims[d]; }
+    for (int d = 0; d < rank; d++) off += begin[d] * istride[d];
+    for (int64_t i = 0; i < o->n; i++) {
+        memcpy((char *)x->data + (size_t)off * es, (const char *)o->data + (size_t)i * es, es);
+        for (int d = rank - 1; d >= 0; d--) {
+            idx[d]++; off += step[d] * istride[d];
+            if (idx[d] < odims[d]) break;
+            off -= step[d] * istride[d] * idx[d]; idx[d] = 0;
+        }
+    }
+}
+static df_code df__sf_shape_input(df__shape_ctx *c) {      /* output shaped by the const input 0 */
+    const df_tensor *s = df__sc_const(c, 0);
+    if (!s) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
+    return df__dims_from(c->node, s, df__sc_out(c, 0), "shape", c->st);
+}
+static void df__k_strided_slice_grad(df__kctx *c) {
+    df__shape xs;
+    if (df__dims_from(c->node, c->in[0], &xs, "shape", c->st)) return;
+    const df_tensor *dy = c->in[4];
+    df_tensor x;
+    memset(&x, 0, sizeof x);
+    x.rank = xs.rank;
+    memcpy(x.dims, xs.dims, sizeof xs.dims);
+    int64_t begin[DF_MAX_RANK], step[DF_MAX_RANK], odims[DF_MAX_RANK], n = 1;
+    df__shape fin;
+    if (df__strided_args(c->node, &x, c->in[1], c->in[2], c->in[3], begin, step, odims, &fin, c->st)) return;
+    for (int d = 0; d < fin.rank; d++) n *= fin.dims[d];
+    if (n != dy->n) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "StridedSliceGrad: dy has %lld elements, the slice %lld", (long long)dy->n, (long long)n); return; }
+    df_tensor *o = df__k_alloc(c, 0, dy->dtype, xs.rank, xs.dims);
+    if (!o) return;
+    memset(o->data, 0, o->nbytes);
+    if (o->n && dy->n) df__strided_scatter(o, dy, begin, step, odims, xs.rank);
+}
+
+/* BroadcastGradientArgs: the axes each input was broadcast along. */
+static void df__k_bcast_grad_args(df__kctx *c) {
+    const df_tensor *a = c->in[0], *b = c->in[1];
+    if (a->rank != 1 || b->rank != 1 || a->n > DF_MAX_RANK || b->n > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "BroadcastGradientArgs: shapes must be vectors of at most %d", DF_MAX_RANK); return; }
+    int r = (int)DF__MAX(a->n, b->n);
+    int64_t ra[DF_MAX_RANK], rb[DF_MAX_RANK];
+    int na = 0, nb = 0;
+    for (int d = 0; d < r; d++) {
+        int64_t da = d - (r - (int)a->n) >= 0 ? df__int_at(a, d - (r - (int)a->n)) : 1;
+        int64_t db = d - (r - (int)b->n) >= 0 ? df__int_at(b, d - (r - (int)b->n)) : 1;
+        if (da != db && da != 1 && db != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Incompatible shapes in BroadcastGradientArgs at axis %d: %lld vs %lld", d, (long long)da, (long long)db); return; }
+        if (da == 1 && !(db == 1 && d >= r - (int)a->n)) ra[na++] = d;
+        if (db == 1 && !(da == 1 && d >= r - (int)b->n)) rb[nb++] = d;
+        if (da == 1 && db == 1) { if (d >= r - (int)a->n && d < r - (int)b->n) rb[nb++] = d; }
+    }
+    int64_t da_ = na, db_ = nb;
+    df_tensor *oa = df__k_alloc(c, 0, a->dtype, 1, &da_), *ob = oa ? df__k_alloc(c, 1, a->dtype, 1, &db_) : NULL;
+    if (!ob) return;
+    for (int i = 0; i < na; i++) df__set_from_i64(a->dtype, oa->data, i, ra[i]);
+    for (int i = 0; i < nb; i++) df__set_from_i64(a->dtype, ob->data, i, rb[i]);
+}
+static df_code df__sf_bcast_grad_args(df__shape_ctx *c) {
+    df__sc_out(c, 0)->rank = 1; df__sc_out(c, 0)->dims[0] = -1;
+    df__sc_out(c, 1)->rank = 1; df__sc_out(c, 1)->dims[0] = -1;
+    return DF_OK;
+}
+
+/* UnsortedSegmentSum: out[ids[i], ...] += data[i, ...]; ids outside [0, n) are dropped, as in TF. */
+static df_code df__sf_segment_sum(df__shape_ctx *c) {
+    const df__shape *d = &c->in_shapes[0], *ix = &c->in_shapes[1];
+    const df_tensor *num = df__sc_const(c, 2);
+    df__shape *o = df__sc_out(c, 0);
+    if (d->rank < 0 || ix->rank < 0) { *o = df__shape_unknown(); return DF_OK; }
+    if (ix->rank > d->rank) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "segment_ids rank %d exceeds data rank %d", ix->rank, d->rank);
+    o->rank = d->rank - ix->rank + 1;
+    o->dims[0] = num && df__is_int_tensor(num) && num->n == 1 ? df__int_at(num, 0) : -1;
+    for (int i = ix->rank; i < d->rank; i++) o->dims[i - ix->rank + 1] = d->dims[i];
+    return DF_OK;
+}
+static void df__k_segment_sum(df__kctx *c) {
+    const df_tensor *d = c->in[0], *ix = c->in[1], *num = c->in[2];
+    if (!df__is_int_tensor(num) || num->n != 1 || df__int_at(num, 0) < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "num_segments must be a non-negative scalar"); return; }
+    if (ix->rank > d->rank) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "segment_ids rank %d exceeds data rank %d", ix->rank, d->rank); return; }
+    for (int i = 0; i < ix->rank; i++)
+        if (ix->dims[i] != d->dims[i]) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "data.shape must start with segment_ids.shape"); return; }
+    int64_t n = df__int_at(num, 0), dims[DF_MAX_RANK], inner = 1;
+    int r = d->rank - ix->rank + 1;
+    dims[0] = n;
+    for (int i = ix->rank; i < d->rank; i++) { dims[i - ix->rank + 1] = d->dims[i]; inner *= d->dims[i]; }
+    df_tensor *o = df__k_alloc(c, 0, d->dtype, r, dims);
+    if (!o) return;
+    memset(o->data, 0, o->nbytes);
+    for (int64_t i = 0; i < ix->n; i++) {
+        int64_t s = df__int_at(ix, i);
+        if (s < 0 || s >= n) continue;
+        if (d->dtype == DF_FLOAT) {
+            float *dst = (float *)o->data + s * inner;
+            const float *src = (const float *)d->data + i * inner;
+            for (int64_t j = 0; j < inner; j++) dst[j] += src[j];
+        } else {
+            for (int64_t j = 0; j < inner; j++)
+                df__set_from_f64(d->dtype, o->data, s * inner + j, df__get_f64(d->dtype, o->data, s * inner + j) +
+                                 df__get_f64(d->dtype, d->data, i * inner + j));
+        }
+    }
+}
+
+/* Pad with zeros: paddings [rank, 2]. */
+static df_code df__pad_dims(const df_node *n, const df__shape *in, const df_tensor *p, df__shape *o, df_status *st) {
+    if (!df__is_int_tensor(p) || p->rank != 2 || p->dims[0] != in->rank || p->dims[1] != 2)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "paddings must be a matrix with 2 columns and %d rows", in->rank);
+    o->rank = in->rank;
+    for (int d = 0; d < in->rank; d++) {
+        int64_t lo = df__int_at(p, 2 * d), hi = df__int_at(p, 2 * d + 1);
+        if (lo < 0 || hi < 0) return df__fail(st, n, DF_INVALID_ARGUMENT, "Paddings must be non-negative: %lld %lld", (long long)lo, (long long)hi);
+        o->dims[d] = in->dims[d] < 0 ? -1 : in->dims[d] + lo + hi;
+    }
+    return DF_OK;
+}
+static df_code df__sf_pad(df__shape_ctx *c) {
+    const df_tensor *p = df__sc_const(c, 1);
+    if (!p || c->in_shapes[0].rank < 0) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
+    return df__pad_dims(c->node, &c->in_shapes[0], p, df__sc_out(c, 0), c->st);
+}
+static void df__k_pad(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    df__shape in = df__shape_of(x), os;
+    if (df__pad_dims(c->node, &in, c->in[1], &os, c->st)) return;
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, os.rank, os.dims);
+    if (!o) return;
+    memset(o->data, 0, o->nbytes);
+    if (!x->n) return;
+    int64_t begin[DF_MAX_RANK], step[DF_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) { begin[d] = df__int_at(c->in[1], 2 * d); step[d] = 1; }
+    if (x->rank == 0) { memcpy(o->data, x->data, x->nbytes); return; }
+    df__strided_scatter(o, x, begin, step, x->dims, x->rank);
+}
+
+static void df__k_invert_permutation(df__kctx *c) {
+    const df_tensor *p = c->in[0];
+    if (p->rank != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "permutation must be a vector"); return; }
+    df_tensor *o = df__k_alloc_like(c, 0, p->dtype, p);
+    if (!o) return;
+    for (int64_t i = 0; i < p->n; i++) df__set_from_i64(p->dtype, o->data, i, -1);
+    for (int64_t i = 0; i < p->n; i++) {
+        int64_t v = df__int_at(p, i);
+        if (v < 0 || v >= p->n || df__int_at(o, v) != -1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "%lld is not a permutation index or appears twice", (long long)v); return; }
+        df__set_from_i64(p->dtype, o->data, v, i);
+    }
+}
+
+/* BroadcastTo: NumPy broadcasting of the input to a given shape. */
+static df_code df__sf_broadcast_to(df__shape_ctx *c) {
+    const df_tensor *s = df__sc_const(c, 1);
+    if (!s) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
+    return df__dims_from(c->node, s, df__sc_out(c, 0), "shape", c->st);
+}
+static void df__k_broadcast_to(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    df__shape s;
+    if (df__dims_from(c->node, c->in[1], &s, "shape", c->st)) return;
+    df__bcast bc;
+    if (!df__broadcast(x->rank, x->dims, s.rank, s.dims, &bc) || bc.rank != s.rank) {
+        char s1[96], s2[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Unable to broadcast tensor of shape %s to tensor of shape %s",
+                  df__dims_str(x->rank, x->dims, s1, 96), df__dims_str(s.rank, s.dims, s2, 96));
+        return;
+    }
+    for (int d = 0; d < s.rank; d++)
+        if (bc.dims[d] != s.dims[d]) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Unable to broadcast to the requested shape"); return; }
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, s.rank, s.dims);
+    if (!o || !o->n) return;
+    size_t es = df_dtype_size(x->dtype);
+    int64_t idx[DF_MAX_RANK] = {0}, off = 0;
+    for (int64_t i = 0; i < o->n; i++) {
+        memcpy((char *)o->data + (size_t)i * es, (const char *)x->data + (size_t)off * es, es);
+        for (int d = s.rank - 1; d >= 0; d--) {
+            idx[d]++; off += bc.sa[d];
+            if (idx[d] < s.dims[d]) break;
+            off -= bc.sa[d] * idx[d]; idx[d] = 0;
+        }
+    }
+}
+
+/* Cumprod along an axis (exclusive / reverse as TF's attrs). */
+static void df__k_cumprod(df__kctx *c) {
+    const df_tensor *x = c->in[0], *ax = c->in[1];
+    if (!df__is_int_tensor(ax) || ax->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "axis must be a scalar"); return; }
+    int64_t a = df__int_at(ax, 0);
+    if (a < -x->rank || a >= x->rank) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "axis %lld out of range for rank %d", (long long)a, x->rank); return; }
+    if (a < 0) a += x->rank;
+    int excl = df__attr_b(c->node, "exclusive", 0), rev = df__attr_b(c->node, "reverse", 0);
+    df_tensor *o = df__k_alloc_like(c, 0, x->dtype, x);
+    if (!o || !o->n) return;
+    int64_t outer = 1, len = x->dims[a], inner = 1;
+    for (int d = 0; d < a; d++) outer *= x->dims[d];
+    for (int d = (int)a + 1; d < x->rank; d++) inner *= x->dims[d];
+    for (int64_t q = 0; q < outer; q++)
+        for (int64_t j = 0; j < inner; j++) {
+            double p = 1;
+            for (int64_t k0 = 0; k0 < len; k0++) {
+                int64_t k = rev ? len - 1 - k0 : k0, at = (q * len + k) * inner + j;
+                double v = df__get_f64(x->dtype, x->data, at);
+                if (!excl) p *= v;
+                df__set_from_f64(x->dtype, o->data, at, p);
+                if (excl) p *= v;
+            }
+        }
+}
+
+/* ConcatOffset: where each input starts along the concat axis. */
+static void df__k_concat_offset(df__kctx *c) {
+    const df_tensor *ax = c->in[0];
+    int n = c->n_in - 1;
+    if (!df__is_int_tensor(ax) || ax->n != 1 || n < 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "concat_dim must be a scalar"); return; }
+    int64_t r = c->in[1]->n, a = df__int_at(ax, 0), off = 0;
+    if (a < -r || a >= r) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Concat dim %lld out of range for rank %lld", (long long)a, (long long)r); return; }
+    if (a < 0) a += r;
+    for (int i = 0; i < n; i++) {
+        const df_tensor *s = c->in[1 + i];
+        if (s->n != r) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input %d should contain %lld elements, but got %lld", i, (long long)r, (long long)s->n); return; }
+        df_tensor *o = df__k_alloc_like(c, i, DF_INT32, s);
+        if (!o) return;
+        for (int64_t d = 0; d < r; d++) ((int32_t *)o->data)[d] = d == a ? (int32_t)off : 0;
+        off += df__int_at(s, a);
+    }
+}
+static df_code df__sf_concat_offset(df__shape_ctx *c) {
+    for (int i = 0; i < c->node->n_outputs; i++) *df__sc_out(c, i) = c->in_shapes[i + 1];
+    return DF_OK;
+}
+
+/* ---- Stacks: per-step LIFO state for while-loop gradients. A handle is a resource scalar
+   holding the stack's index in its step and a check word; a forged handle is refused. ---- */
+typedef struct df__stack {
+    df__spin lock;
+    df_tensor **v;
+    int n, cap;
+    int64_t max;
+    df_dtype type;
+    int closed;
+} df__stack;
+#define DF__STACK_MAGIC 0x5354414bu
+static df__stack *df__step_stack_new(struct df__step *s, int64_t *id, df_status *st);
+static df__stack *df__step_stack_get(struct df__step *s, const df_tensor *h);
+static void df__k_stack(df__kctx *c) {
+    const df_tensor *m = c->in[0];
+    if (!df__is_int_tensor(m) || m->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "max_size must be a scalar"); return; }
+    int64_t id;
+    df__stack *k = df__step_stack_new(c->step, &id, c->st);
+    if (!k) { if (c->st->code) { char msg[sizeof c->st->message]; memcpy(msg, c->st->message, sizeof msg); df__fail(c->st, c->node, c->st->code, "%.400s", msg); } return; }
+    k->max = df__int_at(m, 0);
+    k->type = df__attr_type(c->node, "elem_type");
+    df_tensor *o = df__k_alloc(c, 0, DF_RESOURCE, 0, NULL);
+    if (o) { uint64_t w = ((uint64_t)DF__STACK_MAGIC << 32) | (uint64_t)id; memcpy(o->data, &w, 8); }
+}
+static df__stack *df__k_stack_of(df__kctx *c) {
+    df__stack *k = c->in[0]->dtype == DF_RESOURCE && c->in[0]->n == 1 ? df__step_stack_get(c->step, c->in[0]) : NULL;
+    if (!k) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Not a stack handle made by StackV2 in this run");
+    return k;
+}
+static void df__k_stack_push(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    df_tensor *x = c->in[1];
+    df__spin_lock(&k->lock);
+    if (k->closed || (k->max >= 0 && k->n >= k->max) || x->dtype != k->type ||
+        k->n >= INT32_MAX - 1 || !df__grow(&k->v, &k->cap, k->n + 1, sizeof(df_tensor *))) {
+        int full = k->max >= 0 && k->n >= k->max, closed = k->closed, bad = x->dtype != k->type;
+        df__spin_unlock(&k->lock);
+        if (closed) DF__KFAIL(c, DF_ABORTED, "Stack was closed");
+        else if (bad) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype));
+        else if (full) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Stack is full (max_size %lld)", (long long)k->max);
+        else DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack");
+        return;
+    }
+    k->v[k->n++] = df_tensor_retain(x);
+    df__spin_unlock(&k->lock);
+    c->out[0] = df_tensor_retain(x);
+}
+static void df__k_stack_pop(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    df__spin_lock(&k->lock);
+    df_tensor *x = k->n > 0 && !k->closed ? k->v[--k->n] : NULL;
+    df__spin_unlock(&k->lock);
+    if (!x) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack is empty"); return; }
+    c->out[0] = x;
+}
+static void df__k_stack_close(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    df__spin_lock(&k->lock);
+    k->closed = 1;
+    df__spin_unlock(&k->lock);
+}
+static df_code df__sf_stack(df__shape_ctx *c) { *df__sc_out(c, 0) = df__shape_scalar(); return DF_OK; }
+static df_code df__sf_push(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[1]; return DF_OK; }
+static df_code df__sf_unknown(df__shape_ctx *c) {
+    for (int i = 0; i < c->node->n_outputs; i++) *df__sc_out(c, i) = df__shape_unknown();
+    return DF_OK;
+}
+
+/* ---- Optimizer updates on variables: in place when no reader holds the value, else a fresh
+   tensor replaces it (readers keep what they read). ---- */
+static df_tensor *df__k_var_for_update(df__kctx *c, int input, df__var **var_out) {
+    const df_node *vn = c->node->inputs[input].node;
+    for (int depth = 0; depth < 64 && strcmp(vn->op->name, "VariableV2") && vn->n_inputs > 0; depth++) vn = vn->inputs[0].node;
+    df__var *v = df__step_var(c->step, vn, c->st);
+    if (!v) return NULL;
+    df__spin_lock(&v->lock);
+    df_tensor *cur = v->value;
+    if (!cur) {
+        df__spin_unlock(&v->lock);
+        DF__KFAIL(c, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", vn->name);
+        return NULL;
+    }
+    if (cur->refs != 1 || cur->base) {
+        df_tensor *fresh = df__tensor_alloc(c->alloc, cur->dtype, cur->rank, cur->dims, c->st);
+        if (!fresh) { df__spin_unlock(&v->lock); return NULL; }
+        memcpy(fresh->data, cur->data, cur->nbytes);
+        v->value = fresh;
+        df_tensor_release(cur);
+        cur = fresh;
+    }
+    *var_out = v;
+    return cur;                  /* the caller unlocks v after updating */
+}
+static int df__k_apply_check(df__kctx *c, const df_tensor *var, const df_tensor *t, const char *what) {
+    if (t->n == var->n && t->rank == var->rank) return 1;
+    char s1[96], s2[96];
+    DF__KFAIL(c, DF_INVALID_ARGUMENT, "var and %s do not have the same shape: %s vs %s", what,
+              df__dims_str(var->rank, var->dims, s1, 96), df__dims_str(t->rank, t->dims, s2, 96));
+    return 0;
+}
+static double df__k_scalar_arg(df__kctx *c, int i, int *ok) {
+    if (c->in[i]->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input %d of %s must be a scalar", i, c->node->op->name); *ok = 0; return 0; }
+    return df__get_f64(c->in[i]->dtype, c->in[i]->data, 0);
+}
+static void df__k_apply(df__kctx *c) {
+    int code = c->node->op->code, ok = 1;     /* 0 GradientDescent, 1 Momentum, 2 Adam */
+    df__var *vv = NULL, *va = NULL, *vb = NULL;
+    /* variables are locked in input order; one variable twice in an op is refused */
+    df_tensor *var = df__k_var_for_update(c, 0, &vv);
+    if (!var) return;
+    if (code == 0) {
+        const df_tensor *d = c->in[2];
+        double lr = df__k_scalar_arg(c, 1, &ok);
+        if (ok && df__k_apply_check(c, var, d, "delta")) {
+            if (var->dtype == DF_FLOAT) {
+                float *w = (float *)var->data, a = (float)lr;
+                const float *g = (const float *)d->data;
+                for (int64_t i = 0; i < var->n; i++) w[i] -= a * g[i];
+            } else {
+                for (int64_t i = 0; i < var->n; i++)
+                    df__set_from_f64(var->dtype, var->data, i, df__get_f64(var->dtype, var->data, i) - lr * df__get_f64(d->dtype, d->data, i));
+            }
+        }
+        df_tensor *keep = df_tensor_retain(var);
+        df__spin_unlock(&vv->lock);
+        if (c->st->code) { df_tensor_release(keep); return; }
+        c->out[0] = keep;
+        return;
+    }
+    df_tensor *acc = NULL, *acc2 = NULL;
+    if (c->node->inputs[1].node == c->node->inputs[0].node ||
+        (code == 2 && (c->node->inputs[2].node == c->node->inputs[0].node || c->node->inputs[2].node == c->node->inputs[1].node))) {
+        df__spin_unlock(&vv->lock);
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s needs distinct variables", c->node->op->name);
+        return;
+    }
+    acc = df__k_var_for_update(c, 1, &va);
+    if (!acc) { df__spin_unlock(&vv->lock); return; }
+    if (code == 2) {
+        acc2 = df__k_var_for_update(c, 2, &vb);
+        if (!acc2) { df__spin_unlock(&va->lock); df__spin_unlock(&vv->lock); return; }
+    }
+    if (code == 1) {
+        const df_tensor *g = c->in[3];
+        double lr = df__k_scalar_arg(c, 2, &ok), mom = ok ? df__k_scalar_arg(c, 4, &ok) : 0;
+        int nesterov = df__attr_b(c->node, "use_nesterov", 0);
+        if (ok && df__k_apply_check(c, var, g, "grad") && df__k_apply_check(c, var, acc, "accum")) {
+            for (int64_t i = 0; i < var->n; i++) {
+                double gi = df__get_f64(g->dtype, g->data, i);
+                double a = df__get_f64(acc->dtype, acc->data, i) * mom + gi;
+                df__set_from_f64(acc->dtype, acc->data, i, a);
+                double w = df__get_f64(var->dtype, var->data, i);
+                w -= nesterov ? (gi * lr + a * mom * lr) : a * lr;
+                df__set_from_f64(var->dtype, var->data, i, w);
+            }
+        }
+    } else {
+        const df_tensor *g = c->in[9];
+        double b1p = df__k_scalar_arg(c, 3, &ok), b2p = ok ? df__k_scalar_arg(c, 4, &ok) : 0;
+        double lr = ok ? df__k_scalar_arg(c, 5, &ok) : 0, b1 = ok ? df__k_scalar_arg(c, 6, &ok) : 0;
+        double b2 = ok ? df__k_scalar_arg(c, 7, &ok) : 0, eps = ok ? df__k_scalar_arg(c, 8, &ok) : 0;
+        int nesterov = df__attr_b(c->node, "use_nesterov", 0);
+        if (ok && df__k_apply_check(c, var, g, "grad") && df__k_apply_check(c, var, acc, "m") &&
+            df__k_apply_check(c, var, acc2, "v")) {
+            double alpha = lr * sqrt(1 - b2p) / (1 - b1p);
+            if (var->dtype == DF_FLOAT && !nesterov) {
+                float *w = (float *)var->data, *m = (float *)acc->data, *v = (float *)acc2->data;
+                const float *gg = (const float *)g->data;
+                float fb1 = (float)b1, fb2 = (float)b2, fa = (float)alpha, fe = (float)eps;
+                for (int64_t i = 0; i < var->n; i++) {
+                    m[i] += (gg[i] - m[i]) * (1 - fb1);
+                    v[i] += (gg[i] * gg[i] - v[i]) * (1 - fb2);
+                    w[i] -= fa * m[i] / (sqrtf(v[i]) + fe);
+                }
+            } else {
+                for (int64_t i = 0; i < var->n; i++) {
+                    double gi = df__get_f64(g->dtype, g->data, i);
+                    double m = df__get_f64(acc->dtype, acc->data, i), v = df__get_f64(acc2->dtype, acc2->data, i);
+                    m += (gi - m) * (1 - b1);
+                    v += (gi * gi - v) * (1 - b2);
+                    df__set_from_f64(acc->dtype, acc->data, i, m);
+                    df__set_from_f64(acc2->dtype, acc2->data, i, v);
+                    double step = nesterov ? (m * b1 + (1 - b1) * gi) : m;
+                    df__set_from_f64(var->dtype, var->data, i, df__get_f64(var->dtype, var->data, i) - alpha * step / (sqrt(v) + eps));
+                }
+            }
+        }
+    }
+    df_tensor *keep = df_tensor_retain(var);
+    if (vb) df__spin_unlock(&vb->lock);
+    df__spin_unlock(&va->lock);
+    df__spin_unlock(&vv->lock);
+    if (c->st->code) { df_tensor_release(keep); return; }
+    c->out[0] = keep;
+}
+static df_code df__sf_apply(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[0]; return DF_OK; }
+
 /* ==========================================================================================
    13. AUTODIFF                                                                     >>autodiff
-   Gradients through every op and through cond and while loops come with the autodiff issue.
-   Until then df_gradients says so clearly rather than returning something wrong.
+   df_gradients walks back from ys over the nodes that lie between xs and ys (reachable from an
+   x and reaching a y), in reverse topological order, summing the gradients that reach each
+   output (AddN) and calling each op's gradient function. A cond is differentiated op by op
+   (Merge <-> Switch duality, with zeros gated so exactly one side is live). A while loop is one
+   unit: its gradient is another while loop, built with df_while_loop, that runs N times (N
+   counted by a forward counter added to the loop) and differentiates the loop body once per
+   iteration, reading the forward values it needs from stacks (StackV2/StackPushV2/StackPopV2)
+   pushed in iteration order and popped in reverse, ordered by control edges. Gradients of loop
+   invariants are summed in accumulator loop variables. The gradient loop is an ordinary loop
+   whose pops are its per-iteration inputs, so differentiating it again (second order) works the
+   same way: the gradients of its pops are pushed on a stack that the next gradient of the
+   forward loop pops where the values were pushed.
    ========================================================================================== */
+typedef struct df__gstack {
+    df_node *stack;              /* StackV2 (outside every loop) */
+    df_node *push;               /* the one StackPushV2 */
+    df__ctx *push_ctx;           /* where the push runs: a loop or a cond inside it */
+    df__ctx *push_loop;
+    df_node **pops;
+    int n_pops, cap_pops;
+    struct df__gstack *grad;     /* second order: the stack of its pops' gradients */
+    df_node *ready;              /* gradient stacks: every push has happened once this ran */
+} df__gstack;
+
+static df_output df__out(df_node *n, int i);
+static df_output df__op1(df_graph *g, const char *op, df_output a);
+static df_output df__op2(df_graph *g, const char *op, df_output a, df_output c);
+static int df__is_float(df_dtype t) { return t == DF_FLOAT || t == DF_DOUBLE || t == DF_HALF || t == DF_BFLOAT16; }
+static df__ctx *df__loop_of(df__ctx *c) { while (c && c->kind != DF__CTX_WHILE) c = c->outer; return c; }
+/* The loop a node belongs to: an Exit belongs to the loop it leaves. */
+static df__ctx *df__node_loop(const df_node *n) {
+    if ((n->op->flags & DF__OP_EXIT) && n->n_inputs) return df__loop_of(n->inputs[0].node->ctx);
+    return df__loop_of(n->ctx);
+}
+static int df__ok(df_graph *g) { return g->status.code == DF_OK; }
+
+/* Starts an op in context ctx with the given inputs and control inputs; finish with df__finish_in. */
+static df_op_builder *df__begin(df_graph *g, df__ctx *ctx, const char *op, const df_output *ins, int n_ins,
+                                df_node *const *ctl, int n_ctl, int raw) {
+    df__ctx *saved = g->ctx;
+    g->ctx = ctx;
+    df_op_builder *b = df_op_new(g, op, NULL);
+    if (b) {
+        b->raw = raw;
+        for (int i = 0; i < n_ins; i++) df_op_add_input(b, ins[i]);
+        for (int i = 0; i < n_ctl; i++) df_op_add_control_input(b, ctl[i]);
+    }
+    g->ctx = saved;
+    return b;
+}
+static df_node *df__finish_in(df_graph *g, df__ctx *ctx, df_op_builder *b) {
+    df__ctx *saved = g->ctx;
+    g->ctx = ctx;
+    df_node *n = df_op_finish(b);
+    g->ctx = saved;
+    return n;
+}
+static int df__add_control_edge(df_graph *g, df_node *n, df_node *c) {
+    if (!n || !c) return 0;
+    if (!df__node_add_control(n, c)) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return 0; }
+    g->edit_version++;
+    return 1;
+}
+
+/* The forward counter of loop W: counts iterations (made once, when W is first differentiated).
+   Its Add runs once per iteration before that iteration's pushes; its NextIteration waits for
+   them, so pushes happen in iteration order whatever parallel_iterations allows. */
+static int df__loop_counter(df_graph *g, df__ctx *W) {
+    if (W->fc_exit) return 1;
+    if (!df__ok(g)) return 0;
+    df__ctx *saved = g->ctx, *outer_loop = df__loop_of(W->outer);
+    if (outer_loop && !df__loop_counter(g, outer_loop)) return 0;
+    g->ctx = W->outer;
+    df_output zero = df_scalar_i32(g, 0);
+    g->ctx = saved;
+    if (!zero.node) return 0;
+    if (outer_loop && !df__add_control_edge(g, zero.node, outer_loop->fc_add)) return 0;
+    df_node *e = df__make_enter(g, W, zero, 0);
+    if (!e) return 0;
+    df_output ev = {e, 0}, pair[2] = {ev, ev};
+    df_node *m = df__raw_op(g, W, "Merge", pair, 2, 1);
+    if (!m) return 0;
+    df_output mv = {m, 0}, lc = {W->loop_cond, 0}, swin[2] = {mv, lc};
+    df_node *sw = df__raw_op(g, W, "Switch", swin, 2, 0);
+    if (!sw) return 0;
+    g->ctx = W;
+    df_output one = df_scalar_i32(g, 1);
+    g->ctx = saved;
+    df_output t = {sw, 1}, addin[2] = {t, one};
+    df_node *add = one.node ? df__raw_op(g, W, "AddV2", addin, 2, 0) : NULL;
+    if (!add) return 0;
+    df_output av = {add, 0}, f = {sw, 0};
+    df_node *nx = df__raw_op(g, W, "NextIteration", &av, 1, 0);
+    if (!nx) return 0;
+    df_output nv = {nx, 0};
+    if (df_node_update_input(g, m, 1, nv)) return 0;
+    df_node *ex = df__raw_op(g, W->outer, "Exit", &f, 1, 0);
+    if (!ex) return 0;
+    e->cf_part = m->cf_part = sw->cf_part = nx->cf_part = ex->cf_part = 1;
+    W->fc_add = add; W->fc_next = nx; W->fc_exit = ex;
+    return 1;
+}
+
+static df__gstack *df__gstack_new(df_graph *g, df_dtype t) {
+    df__gstack *s = (df__gstack *)DF_MALLOC(sizeof *s);
+    if (!s || !df__grow(&g->gstacks, &g->cap_gstacks, g->n_gstacks + 1, sizeof(df__gstack *))) {
+        DF_FREE(s);
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory making a gradient stack");
+        return NULL;
+    }
+    memset(s, 0, sizeof *s);
+    g->gstacks[g->n_gstacks++] = s;
+    df__ctx *saved = g->ctx;
+    g->ctx = NULL;
+    df_output m = df_scalar_i32(g, -1);
+    df_op_builder *b = df_op_new(g, "StackV2", NULL);
+    if (b) { b->raw = 1; df_op_add_input(b, m); df_op_set_attr_type(b, "elem_type", t); }
+    s->stack = df_op_finish(b);
+    g->ctx = saved;
+    if (s->stack) s->stack->gstack = g->n_gstacks;
+    return s->stack ? s : NULL;
+}
+
+/* Pushes x (made in context cx, inside loop W) on s, once per iteration of W, in order. */
+static int df__gstack_push(df_graph *g, df__gstack *s, df_output x, df__ctx *cx, df__ctx *W, int swap) {
+    if (!df__loop_counter(g, W)) return 0;
+    df__ctx *saved = g->ctx;
+    g->ctx = cx;
+    df_output h = {s->stack, 0};
+    h = df__ctx_capture(g, cx, h);
+    g->ctx = saved;
+    if (!h.node) return 0;
+    df_output ins[2] = {h, x};
+    df_node *ctl = W->fc_add;
+    df_op_builder *b = df__begin(g, cx, "StackPushV2", ins, 2, &ctl, 1, 1);
+    if (b) df_op_set_attr_bool(b, "swap_memory", swap);
+    df_node *p = df__finish_in(g, cx, b);
+    if (!p) return 0;
+    p->gstack = s->stack->gstack;
+    s->push = p; s->push_ctx = cx; s->push_loop = W;
+    if (cx == W) return df__add_control_edge(g, W->fc_next, p);
+    if (!W->f_sync) {
+        df_node *t = df__raw_op(g, W, "ControlTrigger", NULL, 0, 0);
+        if (!t || !df__add_control_edge(g, W->fc_next, t)) return 0;
+        W->f_sync = t;
+    }
+    return df__add_control_edge(g, W->f_sync, p);
+}
+
+/* Pops, in gradient loop G, the value pushed by s in context cx of loop W; dead when the
+   iteration it belongs to did not take the branch cx lies on. */
+static df_output df__gstack_pop(df_graph *g, df__ctx *G, df__gstack *s, df__ctx *cx, df__ctx *W, df_dtype t,
+                                const df__shape *shape) {
+    df_output none = {NULL, 0};
+    df__ctx *saved = g->ctx;
+    df_output h = {s->stack, 0};
+    if (s->ready) {              /* a gradient stack: wait until all its pushes have happened */
+        g->ctx = NULL;
+        df_node *c = s->ready;
+        df_op_builder *b = df__begin(g, NULL, "Identity", &h, 1, &c, 1, 1);
+        df_node *id = df__finish_in(g, NULL, b);
+        if (!id) return none;
+        h.node = id;
+    }
+    g->ctx = G;
+    h = df__ctx_capture(g, G, h);
+    if (h.node && cx != W && cx->kind == DF__CTX_COND) {
+        df_output p = df__ctx_capture(g, G, cx->pred);
+        df_output ins[2] = {h, p};
+        df_node *sw = p.node ? df__raw_op(g, G, "Switch", ins, 2, 0) : NULL;
+        h.node = sw;
+        h.index = cx->branch;
+    }
+    g->ctx = saved;
+    if (!h.node) return none;
+    df_node *ctl = G->b_index ? G->b_index : df__ctx_control_pivot(G);
+    df_op_builder *b = df__begin(g, G, "StackPopV2", &h, 1, &ctl, ctl ? 1 : 0, 1);
+    if (b) df_op_set_attr_type(b, "elem_type", t);
+    df_node *pop = df__finish_in(g, G, b);
+    if (!pop) return none;
+    if (shape) pop->out_shapes[0] = *shape;
+    pop->gstack = s->stack->gstack;
+    if (!df__grow(&s->pops, &s->cap_pops, s->n_pops + 1, sizeof(df_node *)) ||
+        !df__grow(&G->pops, &G->cap_pops, G->n_pops + 1, sizeof(df_node *))) {
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        return none;
+    }
+    s->pops[s->n_pops++] = pop;
+    G->pops[G->n_pops++] = pop;
+    df_output r = {pop, 0};
+    return r;
+}
+
+/* What gradient loop G reads when its ops use x, a value of the forward loop G->grad_of:
+   constants are cloned, loop invariants read from outside, anything else comes off a stack. */
+static df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x) {
+    df_output none = {NULL, 0};
+    df__ctx *W = G->grad_of;
+    df_node *n = x.node;
+    if (!strcmp(n->op->name, "Const")) {
+        const df__attr *a = df__node_attr(n, "value");
+        df__ctx *saved = g->ctx;
+        g->ctx = G;
+        df_output c = a && a->kind == DF__A_TENSOR ? df_const(g, a->u.tensor) : none;
+        g->ctx = saved;
+        return c;
+    }
+    if ((n->op->flags & DF__OP_ENTER) && df__attr_b(n, "is_constant", 0) && n->ctx == W)
+        return df__ctx_capture(g, G, n->inputs[0]);
+    if (df__loop_of(n->ctx) != W) {
+        df__graph_error(g, DF_INTERNAL, "Gradient loop reads '%s' from a loop nested in the one it "
+                        "differentiates", n->name);
+        return none;
+    }
+    df__gstack *s = df__gstack_new(g, df_output_dtype(x));
+    if (!s || !df__gstack_push(g, s, x, n->ctx, W, G->swap_memory)) return none;
+    return df__gstack_pop(g, G, s, n->ctx, W, df_output_dtype(x), &n->out_shapes[x.index]);
+}
+
+/* ---- gradient functions ---- */
+typedef struct df__gfn {
+    df_graph *g;
+    df_node *n;
+    const df_output *dy;         /* per output: the summed gradient or {NULL,0} */
+    df_output *dx;               /* per input: filled in ({NULL,0}: none) */
+} df__gfn;
+typedef void (*df__grad_fn)(df__gfn *c);
+
+#define DF__X(c, i) ((c)->n->inputs[i])
+static df_output df__Y(df__gfn *c, int i) { df_output o = {c->n, i}; return o; }
+static df_output df__g_i32s(df_graph *g, const int64_t *v, int n) {
+    int64_t d = n;
+    df_tensor *t = df_tensor_new(DF_INT32, 1, &d, NULL);
+    if (!t) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return df__out(NULL, 0); }
+    for (int i = 0; i < n; i++) ((int32_t *)t->data)[i] = (int32_t)v[i];
+    df_output o = df_const(g, t);
+    df_tensor_release(t);
+    return o;
+}
+static int df__static_full(df_output x, df__shape *s) {
+    *s = x.node->out_shapes[x.index];
+    if (s->rank < 0) return 0;
+    for (int i = 0; i < s->rank; i++) if (s->dims[i] < 0) return 0;
+    return 1;
+}
+static df_output df__shape_of_out(df_graph *g, df_output x) {      /* int32 shape, const if static */
+    df__shape s;
+    if (df__static_full(x, &s)) return df__g_i32s(g, s.dims, s.rank);
+    return df_shape(g, x);
+}
+static df_output df__op_attr_int(df_graph *g, const char *op, const df_output *ins, int n, const char *attr, int64_t v) {
+    df_op_builder *b = df_op_new(g, op, NULL);
+    for (int i = 0; i < n; i++) df_op_add_input(b, ins[i]);
+    if (attr) df_op_set_attr_int(b, attr, v);
+    return df__out(df_op_finish(b), 0);
+}
+static df_output df__reduce_op(df_graph *g, const char *op, df_output x, df_output axes, int keep) {
+    df_op_builder *b = df_op_new(g, op, NULL);
+    df_op_add_input(b, x);
+    df_op_add_input(b, axes);
+    df_op_set_attr_bool(b, "keep_dims", keep);
+    return df__out(df_op_finish(b), 0);
+}
+/* Sums grad down to x's shape (undoing broadcasting). */
+static df_output df__sum_to(df_graph *g, df_output grad, df_output x) {
+    if (!grad.node || !df__ok(g)) return df__out(NULL, 0);
+    df__shape sx, sg;
+    int fx = df__static_full(x, &sx), fg = df__static_full(grad, &sg);
+    if (fx && fg) {
+        if (df__shapes_equal(&sx, &sg)) return grad;
+        int64_t axes[DF_MAX_RANK];
+        int n = 0, lead = sg.rank - sx.rank;
+        if (lead < 0) return df_reshape(g, grad, sx.rank, sx.dims);
+        for (int d = 0; d < sg.rank; d++)
+            if (d < lead || (sx.dims[d - lead] == 1 && sg.dims[d] != 1)) axes[n++] = d;
+        df_output r = n ? df__reduce_op(g, "Sum", grad, df__g_i32s(g, axes, n), 0) : grad;
+        return df_reshape(g, r, sx.rank, sx.dims);
+    }
+    df_output shx = df_shape(g, x), shg = df_shape(g, grad);
+    df_op_builder *b = df_op_new(g, "BroadcastGradientArgs", NULL);
+    df_op_add_input(b, shx);
+    df_op_add_input(b, shg);
+    df_node *bga = df_op_finish(b);
+    if (!bga) return df__out(NULL, 0);
+    df_output r = df__reduce_op(g, "Sum", grad, df__out(bga, 0), 0);
+    b = df_op_new(g, "Reshape", NULL);
+    df_op_add_input(b, r);
+    df_op_add_input(b, shx);
+    return df__out(df_op_finish(b), 0);
+}
+static df_output df__zeros_like(df_graph *g, df_output x) { return df__op1(g, "ZerosLike", x); }
+static df_output df__scalar_like(df_graph *g, df_output x, double v) {
+    df_dtype t = df_output_dtype(x);
+    df_tensor *k = df_tensor_new(t, 0, NULL, NULL);
+    if (!k) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return df__out(NULL, 0); }
+    df__set_from_f64(t, k->data, 0, v);
+    df_output o = df_const(g, k);
+    df_tensor_release(k);
+    return o;
+}
+
+static void df__g_identity(df__gfn *c) { for (int i = 0; i < c->n->n_inputs && i < c->n->n_outputs; i++) c->dx[i] = c->dy[i]; }
+static void df__g_first(df__gfn *c) { c->dx[0] = c->dy[0]; }
+static void df__g_add_n(df__gfn *c) { for (int i = 0; i < c->n->n_inputs; i++) c->dx[i] = c->dy[0]; }
+static void df__g_add(df__gfn *c) {
+    c->dx[0] = df__sum_to(c->g, c->dy[0], DF__X(c, 0));
+    c->dx[1] = df__sum_to(c->g, c->dy[0], DF__X(c, 1));
+}
+static void df__g_sub(df__gfn *c) {
+    c->dx[0] = df__sum_to(c->g, c->dy[0], DF__X(c, 0));
+    c->dx[1] = df__sum_to(c->g, df_neg(c->g, c->dy[0]), DF__X(c, 1));
+}
+static void df__g_mul(df__gfn *c) {
+    df_graph *g = c->g;
+    c->dx[0] = df__sum_to(g, df_mul(g, c->dy[0], DF__X(c, 1)), DF__X(c, 0));
+    c->dx[1] = df__sum_to(g, df_mul(g, DF__X(c, 0), c->dy[0]), DF__X(c, 1));
+}
+static void df__g_div(df__gfn *c) {
+    df_graph *g = c->g;
+    df_output x = DF__X(c, 0), y = DF__X(c, 1), d = c->dy[0];
+    if (!df__is_float(df_output_dtype(x))) return;
+    c->dx[0] = df__sum_to(g, df_div(g, d, y), x);
+    c->dx[1] = df__sum_to(g, df_mul(g, d, df_div(g, df_div(g, df_neg(g, x), y), y)), y);
+}
+static void df__g_maxmin(df__gfn *c) {
+    df_graph *g = c->g;
+    df_output x = DF__X(c, 0), y = DF__X(c, 1), d = c->dy[0];
+    df_output mask = strcmp(c->n->op->name, "Maximum") ? df_less_equal(g, x, y) : df_greater_equal(g, x, y);
+    df_output z = df__zeros_like(g, d);
+    c->dx[0] = df__sum_to(g, df_select(g, mask, d, z), x);
+    c->dx[1] = df__sum_to(g, df_select(g, mask, z, d), y);
+}
+static void df__g_pow(df__gfn *c) {
+    df_graph *g = c->g;
+    df_output x = DF__X(c, 0), y = DF__X(c, 1), d = c->dy[0], z = df__Y(c, 0);
+    if (!df__is_float(df_output_dtype(x))) return;
+    df_output ym1 = df_sub(g, y, df__scalar_like(g, y, 1));
+    c->dx[0] = df__sum_to(g, df_mul(g, d, df_mul(g, y, df__op2(g, "Pow", x, ym1))), x);
+    df_output mask = df_greater(g, x, df__scalar_like(g, x, 0));
+    df_output safe = df_select(g, mask, x, df__op1(g, "OnesLike", x));
+    df_output logx = df_select(g, mask, df_log(g, safe), df__zeros_like(g, x));
+    c->dx[1] = df__sum_to(g, df_mul(g, d, df_mul(g, z, logx)), y);
+}
+static void df__g_sqdiff(df__gfn *c) {
+    df_graph *g = c->g;
+    df_output x = DF__X(c, 0), y = DF__X(c, 1);
+    df_output t = df_mul(g, df_mul(g, c->dy[0], df__scalar_like(g, c->dy[0], 2)), df_sub(g, x, y));
+    c->dx[0] = df__sum_to(g, t, x);
+    c->dx[1] = df__sum_to(g, df_neg(g, t), y);
+}
+static void df__g_floormod(df__gfn *c) {
+    df_graph *g = c->g;
+    df_output x = DF__X(c, 0), y = DF__X(c, 1);
+    if (!df__is_float(df_output_dtype(x))) return;
+    c->dx[0] = df__sum_to(g, c->dy[0], x);
+    c->dx[1] = df__sum_to(g, df_mul(g, c->dy[0], df_neg(g, df__op2(g, "FloorDiv", x, y))), y);
+}
+static void df__g_neg(df__gfn *c) { c->dx[0] = df_neg(c->g, c->dy[0]); }
+static void df__g_square(df__gfn *c) {
+    c->dx[0] = df_mul(c->g, c->dy[0], df_mul(c->g, DF__X(c, 0), df__scalar_like(c->g, DF__X(c, 0), 2)));
+}
+static void df__g_abs(df__gfn *c) { c->dx[0] = df_mul(c->g, c->dy[0], df__op1(c->g, "Sign", DF__X(c, 0))); }
+static void df__g_zero(df__gfn *c) { c->dx[0] = df__zeros_like(c->g, DF__X(c, 0)); }
+static void df__g_exp(df__gfn *c) { c->dx[0] = df_mul(c->g, c->dy[0], df__Y(c, 0)); }
+static void df__g_log(df__gfn *c) { c->dx[0] = df_mul(c->g, c->dy[0], df__op1(c->g, "Reciprocal", DF__X(c, 0))); }
+/* y-based unary gradients through their fused TF ops: (y, dy) or, for Relu, (dy, y). */
+static void df__g_fused_y(df__gfn *c) {
+    const char *op = c->n->op->name;
+    const char *gop = !strcmp(op, "Tanh") ? "TanhGrad" : !strcmp(op, "Sigmoid") ? "SigmoidGrad"
+                    : !strcmp(op, "Sqrt") ? "SqrtGrad" : !strcmp(op, "Rsqrt") ? "RsqrtGrad" : "ReciprocalGrad";
+    if (!df__is_float(df_output_dtype(DF__X(c, 0)))) return;
+    c->dx[0] = df__op2(c->g, gop, df__Y(c, 0), c->dy[0]);
+}
+static void df__g_relu(df__gfn *c) {
+    if (!df__is_float(df_output_dtype(DF__X(c, 0)))) return;
+    c->dx[0] = df__op2(c->g, "ReluGrad", c->dy[0], df__Y(c, 0));
+}
+/* Second order of the fused ops. */
+static void df__g_relu_grad(df__gfn *c) {
+    c->dx[0] = df__op2(c->g, "ReluGrad", c->dy[0], DF__X(c, 1));
+    c->dx[1] = df__zeros_like(c->g, DF__X(c, 1));
+}
+static void df__g_unary_grad(df__gfn *c) {
+    df_graph *g = c->g;
+    const char *op = c->n->op->name;
+    df_output y = DF__X(c, 0), d = DF__X(c, 1), dz = c->dy[0];
+    c->dx[1] = df__op2(g, op, y, dz);                       /* each is linear in dy */
+    df_output k;
+    if (!strcmp(op, "TanhGrad")) k = df_mul(g, df_mul(g, d, y), df__scalar_like(g, y, -2));
+    else if (!strcmp(op, "SigmoidGrad")) k = df_mul(g, d, df_sub(g, df__scalar_like(g, y, 1), df_mul(g, y, df__scalar_like(g, y, 2))));
+    else if (!strcmp(op, "SqrtGrad")) k = df_neg(g, df_div(g, df__Y(c, 0), y));
+    else if (!strcmp(op, "RsqrtGrad")) k = df_mul(g, df_mul(g, d, df_square(g, y)), df__scalar_like(g, y, -1.5));
+    else k = df_mul(g, df_mul(g, d, y), df__scalar_like(g, y, -2));      /* ReciprocalGrad */
+    c->dx[0] = df_mul(g, dz, k);
+}
+static void df__g_select(df__gfn *c) {
+    df_graph *g = c->g;
+    df_output cnd = DF__X(c, 0), d = c->dy[0], z = df__zeros_like(g, d);
+    const char *op = c->n->op->name;
+    df_output a, b;
+    df_output ia[3] = {cnd, d, z}, ib[3] = {cnd, z, d};
+    df_op_builder *bb = df_op_new(g, op, NULL);
+    for (int i = 0; i < 3; i++) df_op_add_input(bb, ia[i]);
+    a = df__out(df_op_finish(bb), 0);
+    bb = df_op_new(g, op, NULL);
+    for (int i = 0; i < 3; i++) df_op_add_input(bb, ib[i]);
+    b = df__out(df_op_finish(bb), 0);
+    c->dx[1] = df__sum_to(g, a, DF__X(c, 1));
+    c->dx[2] = df__sum_to(g, b, DF__X(c, 2));
+}
+static void df__g_cast(df__gfn *c) {
+    df_dtype src = df_output_dtype(DF__X(c, 0)), dst = df_output_dtype(df__Y(c, 0));
+    if (df__is_float(src) && df__is_float(dst)) c->dx[0] = df_cast(c->g, c->dy[0], src);
+}
+static df_output df__mm(df_graph *g, const char *op, df_output a, df_output b, int ta, int tb) {
+    df_op_builder *k = df_op_new(g, op, NULL);
+    df_op_add_input(k, a);
+    df_op_add_input(k, b);
+    int bmm = !strcmp(op, "BatchMatMulV2");
+    df_op_set_attr_bool(k, bmm ? "adj_x" : "transpose_a", ta);
+    df_op_set_attr_bool(k, bmm ? "adj_y" : "transpose_b", tb);
+    return df__out(df_op_finish(k), 0);
+}
+static void df__g_matmul(df__gfn *c) {
+    df_graph *g = c->g;
+    const char *op = c->n->op->name;
+    int bmm = !strcmp(op, "BatchMatMulV2");
+    int ta = df__attr_b(c->n, bmm ? "adj_x" : "transpose_a", 0), tb = df__attr_b(c->n, bmm ? "adj_y" : "transpose_b", 0);
+    df_output a = DF__X(c, 0), b = DF__X(c, 1), d = c->dy[0], da, db;
+    if (!df__is_float(df_output_dtype(a))) return;
+    if (!ta && !tb) { da = df__mm(g, op, d, b, 0, 1); db = df__mm(g, op, a, d, 1, 0); }
+    else if (ta && !tb) { da = df__mm(g, op, b, d, 0, 1); db = df__mm(g, op, a, d, 0, 0); }
+    else if (!ta && tb) { da = df__mm(g, op, d, b, 0, 0); db = df__mm(g, op, d, a, 1, 0); }
+    else { da = df__mm(g, op, b, d, 1, 1); db = df__mm(g, op, d, a, 1, 1); }
+    c->dx[0] = bmm ? df__sum_to(g, da, a) : da;
+    c->dx[1] = bmm ? df__sum_to(g, db, b) : db;
+}
+static void df__g_bias_add(df__gfn *c) {
+    df_graph *g = c->g;
+    c->dx[0] = c->dy[0];
+    const char *fmt = df__attr_s(c->n, "data_format");
+    int rank = DF__X(c, 0).node->out_shapes[DF__X(c, 0).index].rank;
+    if (fmt && !strcmp(fmt, "NCHW")) {
+        if (rank < 0) { df__graph_error(g, DF_UNIMPLEMENTED, "BiasAdd (NCHW) gradient needs a known rank {{node %s}}", c->n->name); return; }
+        int64_t axes[DF_MAX_RANK];
+        int n = 0;
+        for (int d = 0; d < rank; d++) if (d != 1) axes[n++] = d;
+        c->dx[1] = df__reduce_op(g, "Sum", c->dy[0], df__g_i32s(g, axes, n), 0);
+    } else {
+        c->dx[1] = df__sum_to(g, c->dy[0], DF__X(c, 1));
+    }
+}
+/* The constant reduction axes of a reduction node, normalised and sorted; -1 if unknown. */
+static int df__red_axes(df__gfn *c, int rank, int64_t *axes) {
+    const df_tensor *t = df__const_value(DF__X(c, 1));
+    if (!t || !df__is_int_tensor(t) || rank < 0) return -1;
+    int n = 0;
+    unsigned char seen[DF_MAX_RANK] = {0};
+    for (int64_t i = 0; i < t->n; i++) {
+        int64_t a = df__int_at(t, i);
+        if (a < 0) a += rank;
+        if (a < 0 || a >= rank) return -1;
+        seen[a] = 1;
+    }
+    for (int d = 0; d < rank; d++) if (seen[d]) axes[n++] = d;
+    return n;
+}
+/* grad of a reduction brought back to the kept-dims shape (rank of x, reduced axes 1). */
+static df_output df__keep(df__gfn *c, df_output v, int rank, const int64_t *axes, int n) {
+    df_graph *g = c->g;
+    if (df__attr_b(c->n, "keep_dims", 0)) return v;
+    for (int i = 0; i < n; i++) v = df__op2(g, "ExpandDims", v, df_scalar_i32(g, (int32_t)axes[i]));
+    DF__UNUSED(rank);
+    return v;
+}
+static void df__g_reduce(df__gfn *c) {
+    df_graph *g = c->g;
+    const char *op = c->n->op->name;
+    df_output x = DF__X(c, 0), d = c->dy[0];
+    int rank = x.node->out_shapes[x.index].rank;
+    int64_t axes[DF_MAX_RANK];
+    int n = df__red_axes(c, rank, axes);
+    if (n < 0) { df__graph_error(g, DF_UNIMPLEMENTED, "Gradient of %s needs constant reduction axes and a known rank {{node %s}}", op, c->n->name); return; }
+    if (!df__is_float(df_output_dtype(x))) return;
+    df_output dk = df__keep(c, d, rank, axes, n);
+    df_output shx = df__shape_of_out(g, x);
+    if (!strcmp(op, "Sum") || !strcmp(op, "Mean")) {
+        df_output r = df__op2(g, "BroadcastTo", dk, shx);
+        if (!strcmp(op, "Mean")) {
+            df_output cnt = df_div(g, df_cast(g, df__op1(g, "Size", x), df_output_dtype(x)),
+                                   df_cast(g, df__op1(g, "Size", df__Y(c, 0)), df_output_dtype(x)));
+            r = df_div(g, r, cnt);
+        }
+        c->dx[0] = r;
+    } else if (!strcmp(op, "Max") || !strcmp(op, "Min")) {
+        df_output yk = df__keep(c, df__Y(c, 0), rank, axes, n);
+        df_output ind = df_cast(g, df_equal(g, x, yk), df_output_dtype(x));
+        df_output num = df__reduce_op(g, "Sum", ind, df__g_i32s(g, axes, n), 1);
+        c->dx[0] = df_mul(g, df_div(g, ind, num), dk);
+    } else {                     /* Prod: products of everything else, by exclusive cumprods */
+        int64_t perm[DF_MAX_RANK], inv[DF_MAX_RANK], other[DF_MAX_RANK];
+        int k = 0, no = 0;
+        unsigned char red[DF_MAX_RANK] = {0};
+        for (int i = 0; i < n; i++) { red[axes[i]] = 1; perm[k++] = axes[i]; }
+        for (int i = 0; i < rank; i++) if (!red[i]) { perm[k++] = i; other[no++] = i; }
+        for (int i = 0; i < rank; i++) inv[perm[i]] = i;
+        df_output xt = df__op2(g, "Transpose", x, df__g_i32s(g, perm, rank));
+        df_output sh = df_shape(g, x), zero = df_scalar_i32(g, 0);
+        df_output gi[3] = {sh, df__g_i32s(g, axes, n), zero}, go[3] = {sh, df__g_i32s(g, other, no), zero};
+        df_output rsz = df__reduce_op(g, "Prod", df__op_attr_int(g, "GatherV2", gi, 3, "batch_dims", 0), zero, 0);
+        df_output osz = df__reduce_op(g, "Prod", df__op_attr_int(g, "GatherV2", go, 3, "batch_dims", 0), zero, 0);
+        df_output both[2] = {rsz, osz};
+        df_output two = df__op_attr_int(g, "Pack", both, 2, "axis", 0);
+        df_op_builder *b = df_op_new(g, "Reshape", NULL);
+        df_op_add_input(b, xt);
+        df_op_add_input(b, two);
+        df_output flat = df__out(df_op_finish(b), 0);
+        df_output cp[2];
+        for (int rev = 0; rev < 2; rev++) {
+            b = df_op_new(g, "Cumprod", NULL);
+            df_op_add_input(b, flat);
+            df_op_add_input(b, zero);
+            df_op_set_attr_bool(b, "exclusive", 1);
+            df_op_set_attr_bool(b, "reverse", rev);
+            cp[rev] = df__out(df_op_finish(b), 0);
+        }
+        df_output y = df_mul(g, cp[0], cp[1]);
+        b = df_op_new(g, "Reshape", NULL);
+        df_op_add_input(b, y);
+        df_op_add_input(b, df_shape(g, xt));
+        y = df__out(df_op_finish(b), 0);
+        y = df__op2(g, "Transpose", y, df__g_i32s(g, inv, rank));
+        c->dx[0] = df_mul(g, y, df__op2(g, "BroadcastTo", dk, shx));
+    }
+}
+static void df__g_reshape(df__gfn *c) {
+    df_graph *g = c->g;
+    df_op_builder *b = df_op_new(g, "Reshape", NULL);
+    df_op_add_input(b, c->dy[0]);
+    df_op_add_input(b, df__shape_of_out(g, DF__X(c, 0)));
+    c->dx[0] = df__out(df_op_finish(b), 0);
+}
+static void df__g_transpose(df__gfn *c) {
+    df_graph *g = c->g;
+    const df_tensor *p = df__const_value(DF__X(c, 1));
+    df_output inv;
+    if (p && df__is_int_tensor(p) && p->n <= DF_MAX_RANK) {
+        int64_t v[DF_MAX_RANK];
+        for (int64_t i = 0; i < p->n; i++) {
+            int64_t k = df__int_at(p, i);
+            if (k < 0 || k >= p->n) { df__graph_error(g, DF_INVALID_ARGUMENT, "Bad permutation {{node %s}}", c->n->name); return; }
+            v[k] = i;
+        }
+        inv = df__g_i32s(g, v, (int)p->n);
+    } else {
+        inv = df__op1(g, "InvertPermutation", DF__X(c, 1));
+    }
+    c->dx[0] = df__op2(g, "Transpose", c->dy[0], inv);
+}
+static void df__g_fill(df__gfn *c) {
+    df_graph *g = c->g;
+    int64_t m1 = -1;
+    df_output flat = df_reshape(g, c->dy[0], 1, &m1);
+    c->dx[1] = df__reduce_op(g, "Sum", flat, df_scalar_i32(g, 0), 0);
+}
+static void df__g_concat(df__gfn *c) {
+    df_graph *g = c->g;
+    int n = c->n->n_inputs - 1;
+    df_output axis = df_cast(g, DF__X(c, n), DF_INT32);
+    df_output *sh = (df_output *)DF_MALLOC((size_t)(n + 1) * sizeof(df_output));
+    if (!sh) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return; }
+    for (int i = 0; i < n; i++) sh[i] = df_shape(g, DF__X(c, i));
+    df_op_builder *b = df_op_new(g, "ConcatOffset", NULL);
+    df_op_add_input(b, axis);
+    df_op_add_input_list(b, sh, n);
+    df_node *off = df_op_finish(b);
+    for (int i = 0; off && i < n; i++) {
+        b = df_op_new(g, "Slice", NULL);
+        df_op_add_input(b, c->dy[0]);
+        df_op_add_input(b, df__out(off, i));
+        df_op_add_input(b, sh[i]);
+        c->dx[i] = df__out(df_op_finish(b), 0);
+    }
+    DF_FREE(sh);
+}
+static void df__g_pack(df__gfn *c) {
+    df_graph *g = c->g;
+    int n = c->n->n_inputs;
+    df_op_builder *b = df_op_new(g, "Unpack", NULL);
+    df_op_add_input(b, c->dy[0]);
+    df_op_set_attr_int(b, "num", n);
+    df_op_set_attr_int(b, "axis", df__attr_i(c->n, "axis", 0));
+    df_node *u = df_op_finish(b);
+    for (int i = 0; u && i < n; i++) c->dx[i] = df__out(u, i);
+}
+static void df__g_unpack(df__gfn *c) {
+    df_graph *g = c->g;
+    int n = c->n->n_outputs;
+    df_output *v = (df_output *)DF_MALLOC((size_t)DF__MAX(n, 1) * sizeof(df_output));
+    if (!v) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return; }
+    for (int i = 0; i < n; i++) v[i] = c->dy[i].node ? c->dy[i] : df__zeros_like(g, df__Y(c, i));
+    df_op_builder *b = df_op_new(g, "Pack", NULL);
+    df_op_add_input_list(b, v, n);
+    df_op_set_attr_int(b, "axis", df__attr_i(c->n, "axis", 0));
+    c->dx[0] = df__out(df_op_finish(b), 0);
+    DF_FREE(v);
+}
+static void df__g_slice(df__gfn *c) {
+    df_graph *g = c->g;
+    df_output x = DF__X(c, 0), begin = df_cast(g, DF__X(c, 1), DF_INT32);
+    df_output after = df_sub(g, df_sub(g, df__shape_of_out(g, x), begin), df_shape(g, c->dy[0]));
+    df_output pp[2] = {begin, after};
+    df_output pads = df__op_attr_int(g, "Pack", pp, 2, "axis", 1);
+    c->dx[0] = df__op2(g, "Pad", c->dy[0], pads);
+}
+static void df__g_strided_slice(df__gfn *c) {
+    df_graph *g = c->g;
+    static const char *masks[] = {"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"};
+    df_output x = DF__X(c, 0);
+    df_dtype it = df_output_dtype(DF__X(c, 1));
+    df_op_builder *b = df_op_new(g, "Shape", NULL);
+    df_op_add_input(b, x);
+    df_op_set_attr_type(b, "out_type", it);
+    df_output sh = df__out(df_op_finish(b), 0);
+    b = df_op_new(g, "StridedSliceGrad", NULL);
+    df_op_add_input(b, sh);
+    for (int i = 1; i < 4; i++) df_op_add_input(b, DF__X(c, i));
+    df_op_add_input(b, c->dy[0]);
+    for (int i = 0; i < 5; i++) df_op_set_attr_int(b, masks[i], df__attr_i(c->n, masks[i], 0));
+    c->dx[0] = df__out(df_op_finish(b), 0);
+}
+static void df__g_strided_slice_grad(df__gfn *c) {
+    df_graph *g = c->g;
+    static const char *masks[] = {"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"};
+    df_op_builder *b = df_op_new(g, "StridedSlice", NULL);
+    df_op_add_input(b, c->dy[0]);
+    for (int i = 1; i < 4; i++) df_op_add_input(b, DF__X(c, i));
+    for (int i = 0; i < 5; i++) df_op_set_attr_int(b, masks[i], df__attr_i(c->n, masks[i], 0));
+    c->dx[4] = df__out(df_op_finish(b), 0);
+}
+static void df__g_pad(df__gfn *c) {
+    df_graph *g = c->g;
+    df_output p = df_cast(g, DF__X(c, 1), DF_INT32);
+    int64_t z2[2] = {0, 0}, s2[2] = {-1, 1}, m1 = -1;
+    df_op_builder *b = df_op_new(g, "Slice", NULL);
+    df_op_add_input(b, p);
+    df_op_add_input(b, df__g_i32s(g, z2, 2));
+    df_op_add_input(b, df__g_i32s(g, s2, 2));
+    df_output begin = df_reshape(g, df__out(df_op_finish(b), 0), 1, &m1);
+    b = df_op_new(g, "Slice", NULL);
+    df_op_add_input(b, c->dy[0]);
+    df_op_add_input(b, begin);
+    df_op_add_input(b, df__shape_of_out(g, DF__X(c, 0)));
+    c->dx[0] = df__out(df_op_finish(b), 0);
+}
+static void df__g_tile(df__gfn *c) {
+    df_graph *g = c->g;
+    df_output x = DF__X(c, 0), m = df_cast(g, DF__X(c, 1), DF_INT32);
+    df_output pk[2] = {m, df_shape(g, x)};
+    df_output st = df__op_attr_int(g, "Pack", pk, 2, "axis", 1);       /* [rank, 2]: (m_i, d_i) */
+    int64_t m1 = -1;
+    df_output split = df_reshape(g, st, 1, &m1);
+    df_op_builder *b = df_op_new(g, "Reshape", NULL);
+    df_op_add_input(b, c->dy[0]);
+    df_op_add_input(b, split);
+    df_output r = df__out(df_op_finish(b), 0);
+    df_output rin[3] = {df_scalar_i32(g, 0), df__op1(g, "Size", split), df_scalar_i32(g, 2)};
+    b = df_op_new(g, "Range", NULL);
+    for (int i = 0; i < 3; i++) df_op_add_input(b, rin[i]);
+    df_output axes = df__out(df_op_finish(b), 0);
+    df_output s = df__reduce_op(g, "Sum", r, axes, 0);
+    b = df_op_new(g, "Reshape", NULL);
+    df_op_add_input(b, s);
+    df_op_add_input(b, df__shape_of_out(g, x));
+    c->dx[0] = df__out(df_op_finish(b), 0);
+}
+static void df__g_gather(df__gfn *c) {
+    df_graph *g = c->g;
+    const df_tensor *ax = df__const_value(DF__X(c, 2));
+    if (!ax || !df__is_int_tensor(ax) || ax->n != 1 || df__int_at(ax, 0) != 0 || df__attr_i(c->n, "batch_dims", 0) != 0) {
+        df__graph_error(g, DF_UNIMPLEMENTED, "Gradient of GatherV2 is implemented for a constant axis 0 and batch_dims 0 {{node %s}}", c->n->name);
+        return;
+    }
+    df_output p = DF__X(c, 0);
+    df_output gi[3] = {df_shape(g, p), df_scalar_i32(g, 0), df_scalar_i32(g, 0)};
+    df_output num = df__op_attr_int(g, "GatherV2", gi, 3, "batch_dims", 0);
+    df_op_builder *b = df_op_new(g, "UnsortedSegmentSum", NULL);
+    df_op_add_input(b, c->dy[0]);
+    df_op_add_input(b, DF__X(c, 1));
+    df_op_add_input(b, num);
+    c->dx[0] = df__out(df_op_finish(b), 0);
+}
+static void df__g_segment_sum(df__gfn *c) {
+    df_output gi[3] = {c->dy[0], DF__X(c, 1), df_scalar_i32(c->g, 0)};
+    c->dx[0] = df__op_attr_int(c->g, "GatherV2", gi, 3, "batch_dims", 0);
+}
+static void df__g_broadcast_to(df__gfn *c) { c->dx[0] = df__sum_to(c->g, c->dy[0], DF__X(c, 0)); }
+static df_output df__last_axis_sum(df_graph *g, df_output v) { return df__reduce_op(g, "Sum", v, df_scalar_i32(g, -1), 1); }
+static void df__g_softmax(df__gfn *c) {
+    df_graph *g = c->g;
+    df_output y = df__Y(c, 0), d = c->dy[0];
+    if (!strcmp(c->n->op->name, "Softmax"))
+        c->dx[0] = df_mul(g, df_sub(g, d, df__last_axis_sum(g, df_mul(g, d, y))), y);
+    else
+        c->dx[0] = df_sub(g, d, df_mul(g, df__last_axis_sum(g, d), df_exp(g, y)));
+}
+static void df__g_xent(df__gfn *c) {
+    df_graph *g = c->g;
+    int sparse = c->n->op->code == 1;
+    df_output f = DF__X(c, 0), gl = c->dy[0], gb = c->dy[1], df = {NULL, 0}, dl = {NULL, 0};
+    if (gl.node) {
+        df_output e = df__op2(g, "ExpandDims", gl, df_scalar_i32(g, -1));
+        df = df_mul(g, e, df__Y(c, 1));
+        if (!sparse) dl = df_mul(g, e, df_neg(g, df__op1(g, "LogSoftmax", f)));
+    }
+    if (gb.node) {
+        df_output sm = df_softmax(g, f);
+        df_output t = df_mul(g, df_sub(g, gb, df__last_axis_sum(g, df_mul(g, gb, sm))), sm);
+        df = df.node ? df_add(g, df, t) : t;
+        if (!sparse) { df_output ng = df_neg(g, gb); dl = dl.node ? df_add(g, dl, ng) : ng; }
+    }
+    c->dx[0] = df;
+    if (!sparse) c->dx[1] = dl;
+}
+/* Switch: whichever output was live carries the gradient; the other side gets zeros that are
+   live exactly when that side was, and a Merge passes on the one live value. */
+static void df__g_switch(df__gfn *c) {
+    df_graph *g = c->g;
+    df_output data = DF__X(c, 0), pred = DF__X(c, 1);
+    if (!c->dy[0].node && !c->dy[1].node) return;
+    df_output side[2];
+    for (int k = 0; k < 2; k++) {
+        if (c->dy[k].node) { side[k] = c->dy[k]; continue; }
+        df__shape s;
+        df_output src = data;
+        if (df__static_full(data, &s)) {
+            df_output fin[2] = {df__g_i32s(g, s.dims, s.rank), df__scalar_like(g, data, 0)};
+            df_op_builder *b = df_op_new(g, "Fill", NULL);
+            df_op_add_input(b, fin[0]);
+            df_op_add_input(b, fin[1]);
+            src = df__out(df_op_finish(b), 0);
+        }
+        df_op_builder *b = df_op_new(g, "Switch", NULL);
+        df_op_add_input(b, src);
+        df_op_add_input(b, pred);
+        df_output gate = df__out(df_op_finish(b), k);
+        side[k] = src.node == data.node && src.index == data.index ? df__zeros_like(g, gate) : df_identity(g, gate);
+    }
+    df_op_builder *b = df_op_new(g, "Merge", NULL);
+    df_op_add_input_list(b, side, 2);
+    c->dx[0] = df__out(df_op_finish(b), 0);
+}
+static void df__g_merge(df__gfn *c) {
+    df_graph *g = c->g;
+    df_output d = c->dy[0];
+    if (!d.node) return;
+    if (c->n->cond && c->n->n_inputs == 2) {               /* a cond's Merge: Switch on its predicate */
+        df_op_builder *b = df_op_new(g, "Switch", NULL);
+        df_op_add_input(b, d);
+        df_op_add_input(b, c->n->cond->pred);
+        df_node *sw = df_op_finish(b);
+        c->dx[0] = df__out(sw, 0);
+        c->dx[1] = df__out(sw, 1);
+        return;
+    }
+    for (int i = 0; i < c->n->n_inputs; i++) {
+        df_op_builder *b = df_op_new(g, "Switch", NULL);
+        df_op_add_input(b, d);
+        df_op_add_input(b, df_equal(g, df__Y(c, 1), df_scalar_i32(g, i)));
+        c->dx[i] = df__out(df_op_finish(b), 1);
+    }
+}
+
+static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
+    {"Identity", df__g_identity}, {"IdentityN", df__g_identity}, {"PlaceholderWithDefault", df__g_first},
+    {"AddN", df__g_add_n}, {"AddV2", df__g_add}, {"Add", df__g_add}, {"Sub", df__g_sub}, {"Mul", df__g_mul},
+    {"RealDiv", df__g_div}, {"Div", df__g_div}, {"Maximum", df__g_maxmin}, {"Minimum", df__g_maxmin},
+    {"Pow", df__g_pow}, {"SquaredDifference", df__g_sqdiff}, {"FloorMod", df__g_floormod},
+    {"Neg", df__g_neg}, {"Square", df__g_square}, {"Abs", df__g_abs}, {"Sign", df__g_zero},
+    {"Relu", df__g_relu}, {"Sqrt", df__g_fused_y}, {"Rsqrt", df__g_fused_y}, {"Exp", df__g_exp},
+    {"Log", df__g_log}, {"Tanh", df__g_fused_y}, {"Sigmoid", df__g_fused_y}, {"Reciprocal", df__g_fused_y},
+    {"ReluGrad", df__g_relu_grad}, {"TanhGrad", df__g_unary_grad}, {"SigmoidGrad", df__g_unary_grad},
+    {"SqrtGrad", df__g_unary_grad}, {"RsqrtGrad", df__g_unary_grad}, {"ReciprocalGrad", df__g_unary_grad},
+    {"Select", df__g_select}, {"SelectV2", df__g_select}, {"Cast", df__g_cast},
+    {"MatMul", df__g_matmul}, {"BatchMatMulV2", df__g_matmul}, {"BiasAdd", df__g_bias_add},
+    {"Sum", df__g_reduce}, {"Mean", df__g_reduce}, {"Max", df__g_reduce}, {"Min", df__g_reduce}, {"Prod", df__g_reduce},
+    {"Reshape", df__g_reshape}, {"ExpandDims", df__g_reshape}, {"Squeeze", df__g_reshape},
+    {"Transpose", df__g_transpose}, {"Fill", df__g_fill}, {"ConcatV2", df__g_concat}, {"Pack", df__g_pack},
+    {"Unpack", df__g_unpack}, {"Slice", df__g_slice}, {"StridedSlice", df__g_strided_slice},
+    {"StridedSliceGrad", df__g_strided_slice_grad}, {"Pad", df__g_pad}, {"Tile", df__g_tile},
+    {"GatherV2", df__g_gather}, {"UnsortedSegmentSum", df__g_segment_sum}, {"BroadcastTo", df__g_broadcast_to},
+    {"Softmax", df__g_softmax}, {"LogSoftmax", df__g_softmax}, {"SoftmaxCrossEntropyWithLogits", df__g_xent},
+    {"SparseSoftmaxCrossEntropyWithLogits", df__g_xent}, {"Switch", df__g_switch}, {"Merge", df__g_merge},
+};
+static df__grad_fn df__grad_fn_for(const df__opdef *op) {
+    if (op->grad) return (df__grad_fn)op->grad;
+    for (size_t i = 0; i < sizeof df__grad_table / sizeof *df__grad_table; i++)
+        if (!strcmp(df__grad_table[i].op, op->name)) return df__grad_table[i].fn;
+    return NULL;
+}
+
+/* ---- the driver ---- */
+typedef struct df__gacc { df_output *v; int n, cap; } df__gacc;
+typedef struct df__greg {
+    df_graph *g;
+    df__ctx *R;                  /* the region: NULL (top level) or the loop whose body this is */
+    int n0;                      /* nodes made before the region began */
+    int *obase;                  /* per node: index of its output 0 in acc */
+    df__gacc *acc;
+    unsigned char *fwd, *bwd;
+    int *unit;                   /* per node: its unit (node id, or n0 + child loop index), -1 outside */
+    df__ctx **loops;
+    int n_loops, cap_loops;
+    int *cstart, *cons;          /* consumers, CSR over data edges */
+} df__greg;
+
+static int df__greg_add(df__greg *r, df_output at, df_output v) {
+    if (!at.node || !v.node || at.node->id >= r->n0) return 1;
+    df__gacc *a = &r->acc[r->obase[at.node->id] + at.index];
+    if (!df__grow(&a->v, &a->cap, a->n + 1, sizeof(df_output))) {
+        df__graph_error(r->g, DF_RESOURCE_EXHAUSTED, "Out of memory accumulating gradients");
+        return 0;
+    }
+    a->v[a->n++] = v;
+    return 1;
+}
+static df_output df__greg_sum(df__greg *r, df_output at) {
+    df_output none = {NULL, 0};
+    if (!at.node || at.node->id >= r->n0) return none;
+    df__gacc *a = &r->acc[r->obase[at.node->id] + at.index];
+    if (a->n == 0) return none;
+    if (a->n == 1) return a->v[0];
+    df_output s = df_add_n(r->g, a->v, a->n);
+    a->n = 1;
+    a->v[0] = s;
+    return s;
+}
+static int df__greg_between(const df__greg *r, const df_node *n) { return n->id < r->n0 && r->fwd[n->id] && r->bwd[n->id]; }
+
+static int df__greg_unit(df__greg *r, df_node *n) {
+    df__ctx *L = df__node_loop(n);
+    if (L == r->R) return n->cf_part ? -1 : n->id;
+    df__ctx *child = L;
+    while (child && df__loop_of(child->outer) != r->R) child = df__loop_of(child->outer);
+    if (!child) return -1;
+    for (int i = 0; i < r->n_loops; i++) if (r->loops[i] == child) return r->n0 + i;
+    if (!df__grow(&r->loops, &r->cap_loops, r->n_loops + 1, sizeof(df__ctx *))) return -2;
+    r->loops[r->n_loops++] = child;
+    return r->n0 + r->n_loops - 1;
+}
+
+static void df__greg_free(df__greg *r) {
+    if (r->acc) for (int i = 0; i < r->obase[r->n0]; i++) DF_FREE(r->acc[i].v);
+    DF_FREE(r->obase); DF_FREE(r->acc); DF_FREE(r->fwd); DF_FREE(r->bwd); DF_FREE(r->unit);
+    DF_FREE(r->loops); DF_FREE(r->cstart); DF_FREE(r->cons);
+}
+
+static df_code df__grad_loop(df__greg *r, df__ctx *W);
+static df_code df__grad_region(df_graph *g, df__ctx *R, int n_y, const df_output *ys, const df_output *gys,
+                               int n_x, const df_output *xs, df_output *dxs);
+
+/* Visits the pushes of the stack a pop reads (the edges second-order gradients follow). */
+static df__gstack *df__node_gstack(df_graph *g, const df_node *n) {
+    return n->gstack > 0 && n->gstack <= g->n_gstacks ? g->gstacks[n->gstack - 1] : NULL;
+}
+static int df__is_pop(const df_node *n) { return n->gstack && !strcmp(n->op->name, "StackPopV2"); }
+static int df__is_push(const df_node *n) { return n->gstack && !strcmp(n->op->name, "StackPushV2"); }
+
+static df_code df__grad_region(df_graph *g, df__ctx *R, int n_y, const df_output *ys, const df_output *gys,
+                               int n_x, const df_output *xs, df_output *dxs) {
+    df__greg r;
+    memset(&r, 0, sizeof r);
+    r.g = g; r.R = R; r.n0 = g->n_nodes;
+    int n0 = r.n0;
+    int *stack = NULL, *pending = NULL, *queue = NULL;
+    r.obase = (int *)DF_MALLOC((size_t)(n0 + 1) * sizeof(int));
+    r.fwd = (unsigned char *)DF_MALLOC((size_t)n0 + 1);
+    r.bwd = (unsigned char *)DF_MALLOC((size_t)n0 + 1);
+    r.unit = (int *)DF_MALLOC((size_t)(n0 + 1) * sizeof(int));
+    r.cstart = (int *)DF_MALLOC((size_t)(n0 + 2) * sizeof(int));
+    stack = (int *)DF_MALLOC((size_t)(n0 + 1) * sizeof(int));
+    if (!r.obase || !r.fwd || !r.bwd || !r.unit || !r.cstart || !stack) goto oom;
+    memset(r.fwd, 0, (size_t)n0 + 1);
+    memset(r.bwd, 0, (size_t)n0 + 1);
+    int total = 0, n_edges = 0;
+    for (int i = 0; i < n0; i++) {
+        r.obase[i] = total;
+        total += g->nodes[i]->n_outputs;
+        n_edges += g->nodes[i]->n_inputs;
+        int u = df__greg_unit(&r, g->nodes[i]);
+        if (u == -2) goto oom;
+        r.unit[i] = u;
+    }
+    r.obase[n0] = total;
+    r.acc = (df__gacc *)DF_MALLOC((size_t)(total + 1) * sizeof(df__gacc));
+    r.cons = (int *)DF_MALLOC((size_t)(n_edges + 1) * sizeof(int));
+    if (!r.acc || !r.cons) goto oom;
+    memset(r.acc, 0, (size_t)(total + 1) * sizeof(df__gacc));
+    memset(r.cstart, 0, (size_t)(n0 + 2) * sizeof(int));
+    for (int i = 0; i < n0; i++)
+        for (int k = 0; k < g->nodes[i]->n_inputs; k++) r.cstart[g->nodes[i]->inputs[k].node->id + 1]++;
+    for (int i = 0; i < n0; i++) r.cstart[i + 1] += r.cstart[i];
+    {
+        int *fill = (int *)DF_MALLOC((size_t)(n0 + 1) * sizeof(int));
+        if (!fill) goto oom;
+        memcpy(fill, r.cstart, (size_t)(n0 + 1) * sizeof(int));
+        for (int i = 0; i < n0; i++)
+            for (int k = 0; k < g->nodes[i]->n_inputs; k++) r.cons[fill[g->nodes[i]->inputs[k].node->id]++] = i;
+        DF_FREE(fill);
+    }
+    /* backward from ys, forward from xs; a pop leads back to its stack's push */
+    int sp = 0;
+    for (int i = 0; i < n_y; i++)
+        if (ys[i].node->id < n0 && !r.bwd[ys[i].node->id]) { r.bwd[ys[i].node->id] = 1; stack[sp++] = ys[i].node->id; }
+    while (sp) {
+        df_node *n = g->nodes[stack[--sp]];
+        if (r.unit[n->id] < 0) continue;       /* loop machinery: nothing behind it in this region */
+        for (int k = 0; k < n->n_inputs; k++) {
+            df_node *s = n->inputs[k].node;
+            if (s->id < n0 && !r.bwd[s->id]) { r.bwd[s->id] = 1; if (r.unit[s->id] >= 0) stack[sp++] = s->id; }
+        }
+        df__gstack *gs = df__is_pop(n) ? df__node_gstack(g, n) : NULL;
+        if (gs && gs->push && gs->push->id < n0 && !r.bwd[gs->push->id] && r.unit[gs->push->id] >= 0) {
+            r.bwd[gs->push->id] = 1; stack[sp++] = gs->push->id;
+        }
+    }
+    for (int i = 0; i < n_x; i++)
+        if (xs[i].node->id < n0 && !r.fwd[xs[i].node->id]) { r.fwd[xs[i].node->id] = 1; stack[sp++] = xs[i].node->id; }
+    while (sp) {
+        df_node *n = g->nodes[stack[--sp]];
+        for (int e = r.cstart[n->id]; e < r.cstart[n->id + 1]; e++) {
+            int d = r.cons[e];
+            if (!r.fwd[d] && r.unit[d] >= 0) { r.fwd[d] = 1; stack[sp++] = d; }
+        }
+        df__gstack *gs = df__is_push(n) ? df__node_gstack(g, n) : NULL;
+        for (int k = 0; gs && k < gs->n_pops; k++) {
+            int d = gs->pops[k]->id;
+            if (d < n0 && !r.fwd[d] && r.unit[d] >= 0) { r.fwd[d] = 1; stack[sp++] = d; }
+        }
+    }
+    /* pending counts per unit: edges from between nodes to between consumers in other units */
+    int n_units = n0 + r.n_loops;
+    pending = (int *)DF_MALLOC((size_t)(n_units + 1) * sizeof(int));
+    queue = (int *)DF_MALLOC((size_t)(n_units + 1) * sizeof(int));
+    unsigned char *ubetween = (unsigned char *)DF_MALLOC((size_t)n_units + 1), *done = NULL;
+    if (!pending || !queue || !ubetween) { DF_FREE(ubetween); goto oom; }
+    memset(pending, 0, (size_t)(n_units + 1) * sizeof(int));
+    memset(ubetween, 0, (size_t)n_units + 1);
+    for (int i = 0; i < n0; i++) {
+        df_node *d = g->nodes[i];
+        if (r.unit[i] < 0 || !df__greg_between(&r, d)) continue;
+        ubetween[r.unit[i]] = 1;
+        for (int k = 0; k < d->n_inputs; k++) {
+            df_node *s = d->inputs[k].node;
+            if (s->id < n0 && r.unit[s->id] >= 0 && r.unit[s->id] != r.unit[i] && df__greg_between(&r, s)) pending[r.unit[s->id]]++;
+        }
+        df__gstack *gs = df__is_pop(d) ? df__node_gstack(g, d) : NULL;
+        if (gs && gs->push && gs->push->id < n0 && r.unit[gs->push->id] >= 0 && r.unit[gs->push->id] != r.unit[i] &&
+            df__greg_between(&r, gs->push)) pending[r.unit[gs->push->id]]++;
+    }
+    /* seeds */
+    for (int i = 0; i < n_y; i++) if (!df__greg_add(&r, ys[i], gys[i])) goto fail;
+    int qh = 0, qt = 0;
+    done = (unsigned char *)DF_MALLOC((size_t)n_units + 1);
+    if (!done) { DF_FREE(ubetween); goto oom; }
+    memset(done, 0, (size_t)n_units + 1);
+    for (int u = 0; u < n_units; u++) if (ubetween[u] && pending[u] == 0) queue[qt++] = u;
+    while (qh < qt && df__ok(g)) {
+        int u = queue[qh++];
+        if (done[u]) continue;
+        done[u] = 1;
+        if (u < n0) {
+            df_node *n = g->nodes[u];
+            df_output dy_small[4], dx_small[8];
+            df_output *dy = n->n_outputs <= 4 ? dy_small : (df_output *)DF_MALLOC((size_t)n->n_outputs * sizeof(df_output));
+            df_output *dx = n->n_inputs <= 8 ? dx_small : (df_output *)DF_MALLOC((size_t)n->n_inputs * sizeof(df_output));
+            if (!dy || !dx) { if (dy != dy_small) DF_FREE(dy); if (dx != dx_small) DF_FREE(dx); DF_FREE(ubetween); DF_FREE(done); goto oom; }
+            int any = 0;
+            for (int i = 0; i < n->n_outputs; i++) { dy[i] = df__greg_sum(&r, df__out(n, i)); if (dy[i].node) any = 1; }
+            for (int i = 0; i < n->n_inputs; i++) dx[i].node = NULL, dx[i].index = 0;
+            if (any && !(n->op->flags & DF__OP_NO_GRADIENT)) {
+                df__grad_fn fn = df__grad_fn_for(n->op);
+                int needed = 0;
+                for (int i = 0; i < n->n_inputs; i++)
+                    if (df__greg_between(&r, n->inputs[i].node) && df__is_float(df_output_dtype(n->inputs[i]))) needed = 1;
+                if (!fn && needed) {
+                    df__graph_error(g, DF_UNIMPLEMENTED, "No gradient defined for operation '%s' (op type: %s) "
+                                    "{{node %s}}", n->name, n->op->name, n->name);
+                } else if (fn && needed) {
+                    df__gfn c;
+                    c.g = g; c.n = n; c.dy = dy; c.dx = dx;
+                    df_graph_push_name_scope(g, "gradients");
+                    fn(&c);
+                    df_graph_pop_name_scope(g);
+                    for (int i = 0; i < n->n_inputs && df__ok(g); i++)
+                        if (dx[i].node && df__greg_between(&r, n->inputs[i].node)) df__greg_add(&r, n->inputs[i], dx[i]);
+                }
+            }
+            if (dy != dy_small) DF_FREE(dy);
+            if (dx != dx_small) DF_FREE(dx);
+            for (int k = 0; k < n->n_inputs; k++) {
+                df_node *s = n->inputs[k].node;
+                if (s->id < n0 && r.unit[s->id] >= 0 && r.unit[s->id] != u && df__greg_between(&r, s) &&
+                    --pending[r.unit[s->id]] == 0) queue[qt++] = r.unit[s->id];
+            }
+            df__gstack *gs = df__is_pop(n) ? df__node_gstack(g, n) : NULL;
+            if (gs && gs->push && gs->push->id < n0 && r.unit[gs->push->id] >= 0 && r.unit[gs->push->id] != u &&
+                df__greg_between(&r, gs->push) && --pending[r.unit[gs->push->id]] == 0) queue[qt++] = r.unit[gs->push->id];
+        } else {
+            if (df__grad_loop(&r, r.loops[u - n0])) break;
+            /* release the units feeding this loop */
+            for (int i = 0; i < n0; i++) {
+                if (r.unit[i] != u || !df__greg_between(&r, g->nodes[i])) continue;
+                df_node *d = g->nodes[i];
+                for (int k = 0; k < d->n_inputs; k++) {
+                    df_node *s = d->inputs[k].node;
+                    if (s->id < n0 && r.unit[s->id] >= 0 && r.unit[s->id] != u && df__greg_between(&r, s) &&
+                        --pending[r.unit[s->id]] == 0) queue[qt++] = r.unit[s->id];
+                }
+                df__gstack *gs = df__is_pop(d) ? df__node_gstack(g, d) : NULL;
+                if (gs && gs->push && gs->push->id < n0 && r.unit[gs->push->id] >= 0 && r.unit[gs->push->id] != u &&
+                    df__greg_between(&r, gs->push) && --pending[r.unit[gs->push->id]] == 0) queue[qt++] = r.unit[gs->push->id];
+            }
+        }
+    }
+    DF_FREE(ubetween);
+    DF_FREE(done);
+    for (int i = 0; i < n_x && df__ok(g); i++) dxs[i] = df__greg_sum(&r, xs[i]);
+    goto out;
+oom:
+    df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory computing gradients");
+fail:
+out:
+    DF_FREE(stack); DF_FREE(pending); DF_FREE(queue);
+    df__greg_free(&r);
+    if (!df__ok(g)) for (int i = 0; i < n_x; i++) dxs[i].node = NULL, dxs[i].index = 0;
+    return g->status.code;
+}
+
+/* ---- while-loop gradients ---- */
+typedef struct df__gloop {
+    df__greg *parent;
+    df__ctx *W;
+    int nv;                      /* float loop variables with a gradient variable */
+    int *var;                    /* their indices in W */
+    int ninv;
+    df_node **inv;               /* loop-invariant Enters whose gradient is summed */
+    int nseq_out;
+    df_node **seq_out;           /* pushes in W whose pops got gradients (second order) */
+    int nseq_in;
+    df_node **seq_in;            /* pops in W (W is itself a gradient loop) */
+} df__gloop;
+
+static df_output df__gloop_cond(df_graph *g, void *user, const df_output *vars) {
+    DF__UNUSED(user);
+    return df_greater(g, vars[0], df_scalar_i32(g, 0));
+}
+
+static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_output *next) {
+    df__gloop *L = (df__gloop *)user;
+    df__ctx *G = g->ctx, *W = L->W;
+    df_output index = df_sub(g, vars[0], df_scalar_i32(g, 1));
+    if (!index.node) return;
+    G->b_index = index.node;
+    int ny = L->nv + L->nseq_out, nx = L->nv + L->ninv + L->nseq_in;
+    df_output *buf = (df_output *)DF_MALLOC((size_t)(2 * ny + 2 * nx + 2) * sizeof(df_output));
+    if (!buf) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return; }
+    df_output *ys = buf, *gys = buf + ny, *xs = buf + 2 * ny, *dxs = buf + 2 * ny + nx;
+    for (int k = 0; k < L->nv; k++) {
+        ys[k] = W->nexts[L->var[k]]->inputs[0];
+        gys[k] = vars[1 + k];
+        xs[k].node = W->bodies[L->var[k]]; xs[k].index = 0;
+    }
+    for (int k = 0; k < L->nseq_out; k++) {
+        df_node *p = L->seq_out[k];
+        df__gstack *s = df__node_gstack(g, p);
+        ys[L->nv + k] = p->inputs[1];
+        gys[L->nv + k] = df__gstack_pop(g, G, s->grad, s->push_ctx, W, df_output_dtype(p->inputs[1]),
+                                        &p->inputs[1].node->out_shapes[p->inputs[1].index]);
+    }
+    for (int k = 0; k < L->ninv; k++) { xs[L->nv + k].node = L->inv[k]; xs[L->nv + k].index = 0; }
+    for (int k = 0; k < L->nseq_in; k++) { xs[L->nv + L->ninv + k].node = L->seq_in[k]; xs[L->nv + L->ninv + k].index = 0; }
+    if (df__ok(g)) df__grad_region(g, W, ny, ys, gys, nx, xs, dxs);
+    if (!df__ok(g)) { DF_FREE(buf); return; }
+    for (int k = 0; k < L->nv; k++) next[1 + k] = dxs[k].node ? dxs[k] : df__zeros_like(g, vars[1 + k]);
+    for (int k = 0; k < L->ninv; k++) {
+        df_output a = vars[1 + L->nv + k], d = dxs[L->nv + k];
+        next[1 + L->nv + k] = d.node ? df_add(g, a, d) : a;
+    }
+    /* second order: the gradients of W's pops go on the stacks' gradient stacks */
+    for (int k = 0; k < L->nseq_in && df__ok(g); k++) {
+        df_output d = dxs[L->nv + L->ninv + k];
+        if (!d.node) continue;
+        df__gstack *s = df__node_gstack(g, L->seq_in[k]);
+        if (!s->grad && !(s->grad = df__gstack_new(g, df_output_dtype(d)))) break;
+        df__gstack_push(g, s->grad, d, G, G, W->swap_memory);
+        if (!df__loop_counter(g, G)) break;
+        s->grad->ready = G->fc_exit;
+    }
+    /* the counter's next value waits for this iteration's pops */
+    if (G->n_pops && df__ok(g)) {
+        df_node *t = df__raw_op(g, G, "ControlTrigger", NULL, 0, 0);
+        for (int i = 0; t && i < G->n_pops; i++) if (!df__add_control_edge(g, t, G->pops[i])) break;
+        df_op_builder *b = df_op_new(g, "Identity", NULL);
+        if (b) { b->raw = 1; df_op_add_input(b, index); if (t) df_op_add_control_input(b, t); }
+        next[0] = df__out(df_op_finish(b), 0);
+    } else {
+        next[0] = index;
+    }
+    DF_FREE(buf);
+}
+
+static df_code df__grad_loop(df__greg *r, df__ctx *W) {
+    df_graph *g = r->g;
+    df__gloop L;
+    memset(&L, 0, sizeof L);
+    L.parent = r; L.W = W;
+    int n = W->n_vars;
+    L.var = (int *)DF_MALLOC((size_t)(n + 1) * sizeof(int));
+    L.inv = (df_node **)DF_MALLOC((size_t)(W->n_captures + 1) * sizeof(df_node *));
+    df_output *dy = (df_output *)DF_MALLOC((size_t)(n + 1) * sizeof(df_output));
+    int any = 0;
+    if (!L.var || !L.inv || !dy) goto oom;
+    for (int i = 0; i < n; i++) {
+        dy[i] = df__greg_sum(r, df__out(W->exits[i], 0));
+        if (df__is_float(W->exits[i]->out_types[0])) L.var[L.nv++] = i;
+        if (dy[i].node) any = 1;
+    }
+    for (int i = 0; i < W->n_captures; i++) {
+        df_node *e = W->captures[i].value.node;
+        if (!(e->op->flags & DF__OP_ENTER) || e->ctx != W || !df__is_float(e->out_types[0])) continue;
+        df_node *src = e->inputs[0].node;
+        if (src->id < r->n0 && df__greg_between(r, src)) L.inv[L.ninv++] = e;
+    }
+    /* second order: pushes in W whose pops received gradients; pops in W */
+    for (int i = 0; i < g->n_gstacks; i++) {
+        df__gstack *s = g->gstacks[i];
+        if (s->push && s->push_loop == W && s->grad && s->push->id < r->n0) {
+            df_node **nv = (df_node **)DF_REALLOC(L.seq_out, (size_t)(L.nseq_out + 1) * sizeof(df_node *));
+            if (!nv) goto oom;
+            L.seq_out = nv;
+            L.seq_out[L.nseq_out++] = s->push;
+            any = 1;
+        }
+        for (int k = 0; k < s->n_pops; k++) {
+            df_node *p = s->pops[k];
+            if (p->id >= r->n0 || df__loop_of(p->ctx) != W || !df__is_float(p->out_types[0]) || !df__greg_between(r, p)) continue;
+            df_node **nv = (df_node **)DF_REALLOC(L.seq_in, (size_t)(L.nseq_in + 1) * sizeof(df_node *));
+            if (!nv) goto oom;
+            L.seq_in = nv;
+            L.seq_in[L.nseq_in++] = p;
+        }
+    }
+    if (!any) goto done;
+    if (!df__loop_counter(g, W)) goto done;
+    {
+        int nv = 1 + L.nv + L.ninv;
+        df_output *init = (df_output *)DF_MALLOC((size_t)(2 * nv) * sizeof(df_output));
+        if (!init) goto oom;
+        df_output *outs = init + nv;
+        init[0] = df__out(W->fc_exit, 0);
+        for (int k = 0; k < L.nv; k++) {
+            int i = L.var[k];
+            init[1 + k] = dy[i].node ? dy[i] : df__zeros_like(g, df__out(W->exits[i], 0));
+        }
+        for (int k = 0; k < L.ninv; k++) init[1 + L.nv + k] = df__zeros_like(g, L.inv[k]->inputs[0]);
+        df_while_options o;
+        memset(&o, 0, sizeof o);
+        o.parallel_iterations = W->parallel_iterations;
+        o.name = "while_grad";
+        o.swap_memory = W->swap_memory;
+        g->next_grad_of = W;
+        df_while_loop(g, nv, init, df__gloop_cond, df__gloop_body, &L, &o, outs);
+        g->next_grad_of = NULL;
+        for (int k = 0; k < L.nv && df__ok(g); k++) {
+            df_node *e = W->enters[L.var[k]];
+            if (df__greg_between(r, e->inputs[0].node)) df__greg_add(r, e->inputs[0], outs[1 + k]);
+        }
+        for (int k = 0; k < L.ninv && df__ok(g); k++) df__greg_add(r, L.inv[k]->inputs[0], outs[1 + L.nv + k]);
+        DF_FREE(init);
+    }
+    goto done;
+oom:
+    df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory differentiating a while loop");
+done:
+    DF_FREE(L.var); DF_FREE(L.inv); DF_FREE(L.seq_out); DF_FREE(L.seq_in); DF_FREE(dy);
+    return g->status.code;
+}
+
 df_code df_gradients(df_graph *g, int n_y, const df_output *ys, const df_output *grad_ys, int n_x,
                      const df_output *xs, df_output *dxs) {
-    DF__UNUSED(grad_ys);
     for (int i = 0; dxs && i < n_x; i++) dxs[i].node = NULL, dxs[i].index = 0;
     if (!g) return DF_INVALID_ARGUMENT;
     if (g->status.code) return g->status.code;
@@ -4839,16 +6527,148 @@ df_code df_gradients(df_graph *g, int n_y, const df_output *ys, const df_output 
     for (int i = 0; i < n_x; i++)
         if (!df__output_valid(xs[i]) || xs[i].node->graph != g)
             return df__graph_error(g, DF_INVALID_ARGUMENT, "df_gradients: xs[%d] is NULL or invalid", i);
-    return df__graph_error(g, DF_UNIMPLEMENTED, "df_gradients is not implemented in this version "
-                           "(automatic differentiation arrives with the autodiff work)");
+    for (int i = 0; i < n_y + n_x; i++) {
+        const df_node *n = i < n_y ? ys[i].node : xs[i - n_y].node;
+        if (df__loop_of(n->ctx))
+                return df__graph_error(g, DF_UNIMPLEMENTED, "df_gradients: %s[%d] ('%s') lies inside a while loop; "
+                                       "differentiate the loop's outputs instead", i < n_y ? "ys" : "xs",
+                                       i < n_y ? i : i - n_y, n->name);
+    }
+    df_output *gys = (df_output *)DF_MALLOC((size_t)n_y * sizeof(df_output));
+    if (!gys) return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    for (int i = 0; i < n_y && df__ok(g); i++) {
+        if (grad_ys && grad_ys[i].node) {
+            if (!df__output_valid(grad_ys[i]) || grad_ys[i].node->graph != g ||
+                df_output_dtype(grad_ys[i]) != df_output_dtype(ys[i])) {
+                DF_FREE(gys);
+                return df__graph_error(g, DF_INVALID_ARGUMENT, "df_gradients: grad_ys[%d] is invalid or its dtype "
+                                       "differs from ys[%d]'s (%s)", i, i, df_dtype_name(df_output_dtype(ys[i])));
+            }
+            gys[i] = grad_ys[i];
+        } else {
+            gys[i] = df__op1(g, "OnesLike", ys[i]);
+        }
+    }
+    if (df__ok(g)) df__grad_region(g, NULL, n_y, ys, gys, n_x, xs, dxs);
+    DF_FREE(gys);
+    if (!df__ok(g)) for (int i = 0; i < n_x; i++) dxs[i].node = NULL, dxs[i].index = 0;
+    return g->status.code;
+}
+
+/* ---- optimizers ---- */
+static df_output df__var_like(df_graph *g, df_output v, const char *suffix) {
+    char name[300];
+    snprintf(name, sizeof name, "%.200s/%s", v.node->name, suffix);
+    int64_t dims[DF_MAX_RANK];
+    int rank = df_output_shape(v, dims);
+    return df_variable(g, name, df_output_dtype(v), rank, dims);
+}
+static df_output df__scalar_of(df_graph *g, df_dtype t, double v) {
+    df_tensor *k = df_tensor_new(t, 0, NULL, NULL);
+    if (!k) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return df__out(NULL, 0); }
+    df__set_from_f64(t, k->data, 0, v);
+    df_output o = df_const(g, k);
+    df_tensor_release(k);
+    return o;
 }
 
 df_node *df_minimize(df_graph *g, df_output loss, int n_vars, const df_output *vars,
                      const df_optimizer *opt, df_node **init) {
-    DF__UNUSED(loss); DF__UNUSED(n_vars); DF__UNUSED(vars); DF__UNUSED(opt);
     if (init) *init = NULL;
-    if (g && !g->status.code) df__graph_error(g, DF_UNIMPLEMENTED, "df_minimize is not implemented yet");
-    return NULL;
+    if (!g || g->status.code) return NULL;
+    if (n_vars < 1 || !vars || !df__output_valid(loss) || loss.node->graph != g) {
+        df__graph_error(g, DF_INVALID_ARGUMENT, "df_minimize: bad arguments (loss, n_vars %d, vars)", n_vars);
+        return NULL;
+    }
+    df_optimizer o;
+    if (opt) o = *opt; else { memset(&o, 0, sizeof o); o.kind = DF_OPT_SGD; }
+    if (o.kind != DF_OPT_SGD && o.kind != DF_OPT_MOMENTUM && o.kind != DF_OPT_ADAM) {
+        df__graph_error(g, DF_INVALID_ARGUMENT, "df_minimize: unknown optimizer kind %d", (int)o.kind);
+        return NULL;
+    }
+    if (o.learning_rate == 0) o.learning_rate = o.kind == DF_OPT_ADAM ? 0.001 : 0.01;
+    if (o.momentum == 0) o.momentum = 0.9;
+    if (o.beta1 == 0) o.beta1 = 0.9;
+    if (o.beta2 == 0) o.beta2 = 0.999;
+    if (o.epsilon == 0) o.epsilon = 1e-8;
+    for (int i = 0; i < n_vars; i++)
+        if (!df__output_valid(vars[i]) || vars[i].node->graph != g || !vars[i].node->out_is_ref[vars[i].index] ||
+            !df__is_float(df_output_dtype(vars[i]))) {
+            df__graph_error(g, DF_INVALID_ARGUMENT, "df_minimize: vars[%d] is not a float variable (a df_variable output)", i);
+            return NULL;
+        }
+    df_output *grads = (df_output *)DF_MALLOC((size_t)n_vars * sizeof(df_output));
+    df_node **ups = (df_node **)DF_MALLOC((size_t)(n_vars + 2) * sizeof(df_node *));
+    df_node **inits = (df_node **)DF_MALLOC((size_t)(3 * n_vars + 2) * sizeof(df_node *));
+    if (!grads || !ups || !inits) {
+        DF_FREE(grads); DF_FREE(ups); DF_FREE(inits);
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        return NULL;
+    }
+    int nu = 0, ni = 0;
+    df_graph_push_name_scope(g, "train");
+    df_gradients(g, 1, &loss, NULL, n_vars, vars, grads);
+    df_output b1p = {NULL, 0}, b2p = {NULL, 0};
+    df_dtype t0 = df_output_dtype(vars[0]);
+    if (df__ok(g) && o.kind == DF_OPT_ADAM) {
+        b1p = df_variable(g, "beta1_power", t0, 0, NULL);
+        b2p = df_variable(g, "beta2_power", t0, 0, NULL);
+        inits[ni++] = df_assign(g, b1p, df__scalar_of(g, t0, o.beta1));
+        inits[ni++] = df_assign(g, b2p, df__scalar_of(g, t0, o.beta2));
+    }
+    for (int i = 0; i < n_vars && df__ok(g); i++) {
+        if (!grads[i].node) continue;
+        df_output v = vars[i];
+        df_dtype t = df_output_dtype(v);
+        df_op_builder *b = NULL;
+        if (o.kind == DF_OPT_SGD) {
+            b = df_op_new(g, "ApplyGradientDescent", NULL);
+            df_op_add_input(b, v);
+            df_op_add_input(b, df__scalar_of(g, t, o.learning_rate));
+            df_op_add_input(b, grads[i]);
+        } else if (o.kind == DF_OPT_MOMENTUM) {
+            df_output acc = df__var_like(g, v, "Momentum");
+            inits[ni++] = df_assign(g, acc, df__zeros_like(g, v));
+            b = df_op_new(g, "ApplyMomentum", NULL);
+            df_op_add_input(b, v);
+            df_op_add_input(b, acc);
+            df_op_add_input(b, df__scalar_of(g, t, o.learning_rate));
+            df_op_add_input(b, grads[i]);
+            df_op_add_input(b, df__scalar_of(g, t, o.momentum));
+            df_op_set_attr_bool(b, "use_nesterov", o.use_nesterov);
+        } else {
+            df_output m = df__var_like(g, v, "Adam"), vv = df__var_like(g, v, "Adam_1");
+            inits[ni++] = df_assign(g, m, df__zeros_like(g, v));
+            inits[ni++] = df_assign(g, vv, df__zeros_like(g, v));
+            b = df_op_new(g, "ApplyAdam", NULL);
+            df_output ins[10] = {v, m, vv, b1p, b2p, df__scalar_of(g, t, o.learning_rate), df__scalar_of(g, t, o.beta1),
+                                 df__scalar_of(g, t, o.beta2), df__scalar_of(g, t, o.epsilon), grads[i]};
+            for (int k = 0; k < 10; k++) df_op_add_input(b, ins[k]);
+        }
+        df_node *u = df_op_finish(b);
+        if (u) ups[nu++] = u;
+    }
+    df_node *step = NULL;
+    if (df__ok(g) && o.kind == DF_OPT_ADAM && nu > 0) {
+        /* the beta powers advance after every variable's update */
+        df_graph_push_control_deps(g, ups, nu);
+        df_node *a1 = df_assign(g, b1p, df_mul(g, b1p, df__scalar_of(g, t0, o.beta1)));
+        df_node *a2 = df_assign(g, b2p, df_mul(g, b2p, df__scalar_of(g, t0, o.beta2)));
+        df_graph_pop_control_deps(g);
+        ups[nu++] = a1;
+        ups[nu++] = a2;
+    }
+    if (df__ok(g)) step = df_no_op(g, ups, nu);
+    if (df__ok(g) && init) *init = ni ? df_no_op(g, inits, ni) : df_no_op(g, NULL, 0);
+    df_graph_pop_name_scope(g);
+    DF_FREE(grads); DF_FREE(ups); DF_FREE(inits);
+    if (!df__ok(g)) { if (init) *init = NULL; return NULL; }
+    return step;
+}
+
+static void df__gstacks_free(df_graph *g) {
+    for (int i = 0; i < g->n_gstacks; i++) { DF_FREE(g->gstacks[i]->pops); DF_FREE(g->gstacks[i]); }
+    DF_FREE(g->gstacks);
 }
 
 /* ==========================================================================================
@@ -5295,6 +7115,9 @@ typedef struct df__step {
     df_status status;
     df__frame *live;                 /* every frame not yet deleted */
     df__iter **free_iters;           /* recycled iteration states, per static frame */
+    df__spin stack_lock;
+    df__stack **stacks;              /* StackV2 state of this run */
+    int n_stacks, cap_stacks;
 #ifndef DF_NO_THREADS
     df__pool *pool;
     pthread_mutex_t done_mu;
@@ -5302,6 +7125,27 @@ typedef struct df__step {
 #endif
     int done;
 } df__step;
+
+static df__stack *df__step_stack_new(df__step *s, int64_t *id, df_status *st) {
+    df__stack *k = (df__stack *)DF_MALLOC(sizeof *k);
+    if (k) memset(k, 0, sizeof *k);
+    df__spin_lock(&s->stack_lock);
+    int ok = k && s->n_stacks < (1 << 30) && df__grow(&s->stacks, &s->cap_stacks, s->n_stacks + 1, sizeof(df__stack *));
+    if (ok) { *id = s->n_stacks; s->stacks[s->n_stacks++] = k; }
+    df__spin_unlock(&s->stack_lock);
+    if (!ok) { DF_FREE(k); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a stack"); return NULL; }
+    return k;
+}
+static df__stack *df__step_stack_get(df__step *s, const df_tensor *h) {
+    uint64_t w;
+    memcpy(&w, h->data, 8);
+    if ((w >> 32) != DF__STACK_MAGIC) return NULL;
+    int64_t id = (int64_t)(w & 0xffffffffu);
+    df__spin_lock(&s->stack_lock);
+    df__stack *k = id < s->n_stacks ? s->stacks[id] : NULL;
+    df__spin_unlock(&s->stack_lock);
+    return k;
+}
 
 static void df__step_task_done(df__step *s) { __atomic_sub_fetch(&s->active, 1, __ATOMIC_ACQ_REL); }
 
@@ -5665,7 +7509,8 @@ static void df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
         df_status_clear(&st);
         if (item->flags & DF__XF_DEREF)
             for (int i = 0; i < item->n_inputs; i++)
-                if (in[i] && in[i]->ref && !(in[i] = df__deref(in[i], item->node, &st))) break;
+                if (in[i] && in[i]->ref && !df__ref_arg(item->node->op, i) &&
+                    !(in[i] = df__deref(in[i], item->node, &st))) break;
         if (!st.code) {
             df__kctx k;
             k.in = in; k.out = outs; k.node = item->node; k.n_in = item->n_inputs; k.n_out = item->n_outputs;
@@ -5832,6 +7677,13 @@ static df_code df__execute(df__step *s, df_status *st) {
     for (int f = 0; f < x->n_frames; f++)
         while (s->free_iters[f]) { df__iter *it = s->free_iters[f]; s->free_iters[f] = it->next_free; DF_FREE(it); }
     DF_FREE(s->free_iters);
+    for (int i = 0; i < s->n_stacks; i++) {
+        for (int k = 0; k < s->stacks[i]->n; k++) df_tensor_release(s->stacks[i]->v[k]);
+        DF_FREE(s->stacks[i]->v);
+        DF_FREE(s->stacks[i]);
+    }
+    DF_FREE(s->stacks);
+    s->stacks = NULL; s->n_stacks = 0;
     if (s->aborted) { *st = s->status; return st->code; }
     if (!s->done) return df_status_set(st, DF_INTERNAL, "The run ended with work outstanding");
     return DF_OK;
@@ -6589,6 +8441,34 @@ static const df__opspec df__op_table[] = {
     {"NextIteration", "data:T", "output:T", "T:type", df__sf_same, df__k_identity, DF__OP_NEXT_ITERATION, 0},
     {"LoopCond", "input:bool", "output:bool", "", df__sf_loop_cond, df__k_loop_cond, DF__OP_LOOP_COND, 0},
     {"ControlTrigger", "", "", "", NULL, df__k_noop, DF__OP_CONTROL_TRIGGER, 0},
+    {"ReluGrad", "gradients:T,features:T", "backprops:T", "T:type" DF__FLT, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_RELU_GRAD},
+    {"TanhGrad", "y:T,dy:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_TANH_GRAD},
+    {"SigmoidGrad", "y:T,dy:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_SIGMOID_GRAD},
+    {"SqrtGrad", "y:T,dy:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_SQRT_GRAD},
+    {"RsqrtGrad", "y:T,dy:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_RSQRT_GRAD},
+    {"ReciprocalGrad", "y:T,dy:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_RECIP_GRAD},
+    {"BroadcastGradientArgs", "s0:T,s1:T", "r0:T,r1:T", "T:type{int32,int64}=int32", df__sf_bcast_grad_args, df__k_bcast_grad_args, DF__OP_NO_GRADIENT, 0},
+    {"UnsortedSegmentSum", "data:T,segment_ids:Tindices,num_segments:Tnumsegments", "output:T",
+     "T:type" DF__NUM ",Tindices:type{int32,int64},Tnumsegments:type{int32,int64}=int32", df__sf_segment_sum, df__k_segment_sum, DF__OP_EXPENSIVE, 0},
+    {"Pad", "input:T,paddings:Tpaddings", "output:T", "T:type,Tpaddings:type{int32,int64}=int32", df__sf_pad, df__k_pad, DF__OP_EXPENSIVE, 0},
+    {"InvertPermutation", "x:T", "y:T", "T:type{int32,int64}=int32", df__sf_same, df__k_invert_permutation, DF__OP_NO_GRADIENT, 0},
+    {"BroadcastTo", "input:T,shape:Tidx", "output:T", "T:type,Tidx:type{int32,int64}=int32", df__sf_broadcast_to, df__k_broadcast_to, DF__OP_EXPENSIVE, 0},
+    {"Cumprod", "x:T,axis:Tidx", "out:T", "exclusive:bool=false,reverse:bool=false,T:type" DF__NUM ",Tidx:type{int32,int64}=int32",
+     df__sf_same, df__k_cumprod, DF__OP_EXPENSIVE, 0},
+    {"ConcatOffset", "concat_dim:int32,shape:N*int32", "offset:N*int32", "N:int>=2", df__sf_concat_offset, df__k_concat_offset, DF__OP_NO_GRADIENT, 0},
+    {"StridedSliceGrad", "shape:Index,begin:Index,end:Index,strides:Index,dy:T", "output:T", "T:type,Index:type{int32,int64},"
+     "begin_mask:int=0,end_mask:int=0,ellipsis_mask:int=0,new_axis_mask:int=0,shrink_axis_mask:int=0",
+     df__sf_shape_input, df__k_strided_slice_grad, DF__OP_EXPENSIVE, 0},
+    {"StackV2", "max_size:int32", "handle:resource", "elem_type:type,stack_name:string=", df__sf_stack, df__k_stack, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"StackPushV2", "handle:resource,elem:T", "output:T", "T:type,swap_memory:bool=false", df__sf_push, df__k_stack_push, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"StackPopV2", "handle:resource", "elem:elem_type", "elem_type:type", df__sf_unknown, df__k_stack_pop, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"StackCloseV2", "handle:resource", "", "", NULL, df__k_stack_close, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"ApplyGradientDescent", "var:Ref(T),alpha:T,delta:T", "out:Ref(T)", "T:type" DF__FLT ",use_locking:bool=false",
+     df__sf_apply, df__k_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"ApplyMomentum", "var:Ref(T),accum:Ref(T),lr:T,grad:T,momentum:T", "out:Ref(T)", "T:type" DF__FLT ",use_locking:bool=false,use_nesterov:bool=false",
+     df__sf_apply, df__k_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 1},
+    {"ApplyAdam", "var:Ref(T),m:Ref(T),v:Ref(T),beta1_power:T,beta2_power:T,lr:T,beta1:T,beta2:T,epsilon:T,grad:T", "out:Ref(T)",
+     "T:type" DF__FLT ",use_locking:bool=false,use_nesterov:bool=false", df__sf_apply, df__k_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 2},
 };
 static const int df__op_table_size = (int)(sizeof df__op_table / sizeof *df__op_table);
 
