@@ -5517,6 +5517,15 @@ static df_output df__gstack_pop(df_graph *g, df__ctx *G, df__gstack *s, df__ctx 
     return r;
 }
 
+/* Whether a value of gradient loop W may be dead in some iteration: it depends, not through a
+   Merge, on a Switch made by a cond's gradient inside W. */
+static int df__maybe_dead_in_loop(const df_node *n, const df__ctx *W, int depth) {
+    if (depth > 64 || n->ctx != W || n->cf_part || (n->op->flags & DF__OP_MERGE)) return 0;
+    if (n->op->flags & DF__OP_SWITCH) return 1;
+    for (int i = 0; i < n->n_inputs; i++) if (df__maybe_dead_in_loop(n->inputs[i].node, W, depth + 1)) return 1;
+    return 0;
+}
+
 /* What gradient loop G reads when its ops use x, a value of the forward loop G->grad_of:
    constants are cloned, loop invariants read from outside, anything else comes off a stack. */
 static df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x) {
@@ -5536,6 +5545,12 @@ static df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x) {
     if (df__loop_of(n->ctx) != W) {
         df__graph_error(g, DF_INTERNAL, "Gradient loop reads '%s' from a loop nested in the one it "
                         "differentiates", n->name);
+        return none;
+    }
+    if (W->grad_of && df__maybe_dead_in_loop(n, W, 0)) {
+        df__graph_error(g, DF_UNIMPLEMENTED, "Differentiating a gradient loop through the gradient of a cond "
+                        "inside a while loop is not supported yet (a second-order gradient through a cond in a "
+                        "loop) {{node %s}}", n->name);
         return none;
     }
     df__gstack *s = df__gstack_new(g, df_output_dtype(x));
@@ -6423,10 +6438,18 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
         if (!df__loop_counter(g, G)) break;
         s->grad->ready = G->fc_exit;
     }
-    /* the counter's next value waits for this iteration's pops */
-    if (G->n_pops && df__ok(g)) {
+    /* the counter's next value waits for this iteration's pops, and for the gradient loops
+       nested in this one, which pop too */
+    int nested = 0;
+    for (int i = 0; i < g->n_ctxs; i++)
+        if (g->ctxs[i]->kind == DF__CTX_WHILE && g->ctxs[i]->grad_of && g->ctxs[i]->outer == G && g->ctxs[i]->exits &&
+            g->ctxs[i]->exits[0]) nested = 1;
+    if ((G->n_pops || nested) && df__ok(g)) {
         df_node *t = df__raw_op(g, G, "ControlTrigger", NULL, 0, 0);
         for (int i = 0; t && i < G->n_pops; i++) if (!df__add_control_edge(g, t, G->pops[i])) break;
+        for (int i = 0; t && i < g->n_ctxs; i++)
+            if (g->ctxs[i]->kind == DF__CTX_WHILE && g->ctxs[i]->grad_of && g->ctxs[i]->outer == G &&
+                g->ctxs[i]->exits && g->ctxs[i]->exits[0] && !df__add_control_edge(g, t, g->ctxs[i]->exits[0])) break;
         df_op_builder *b = df_op_new(g, "Identity", NULL);
         if (b) { b->raw = 1; df_op_add_input(b, index); if (t) df_op_add_control_input(b, t); }
         next[0] = df__out(df_op_finish(b), 0);
@@ -8135,6 +8158,11 @@ df_code df_session_run(df_session *s, const df_output *feeds, df_tensor *const *
 #endif
     df_code code = df__execute(&step, st);
     __atomic_store_n(&s->ran, 1, __ATOMIC_RELAXED);
+    for (int i = 0; code == DF_OK && i < n_fetches; i++)
+        if (!fetch_values[i])
+            code = df_status_set(st, DF_INVALID_ARGUMENT, "Fetch %d ('%s:%d') was never computed: a node it "
+                                 "depends on waits for an input or control edge that this run never produces",
+                                 i, fetches[i].node->name, fetches[i].index);
     if (code != DF_OK)
         for (int i = 0; i < n_fetches; i++) { df_tensor_release(fetch_values[i]); fetch_values[i] = NULL; }
     return code;

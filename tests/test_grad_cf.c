@@ -1,0 +1,272 @@
+/* Gradients through cond and while loops: against central differences and closed forms, with
+   several parallel_iterations settings; second order; what is refused. */
+#include "harness.h"
+
+typedef struct model { int par; int kind; df_output x, w; } model;
+
+/* ---- loop bodies ---- */
+static df_output cond_lt_n(df_graph *g, void *u, const df_output *v) {
+    (void)u;
+    return df_less(g, v[0], v[1]);
+}
+/* kind 0: h = h * h              (x^(2^n))
+   kind 1: h = h * w + x          (w, x loop invariants captured from outside)
+   kind 2: h = i even ? h * x : h + x   (a cond inside the loop)
+   kind 3: h = x * 3 + i          (next value ignores the previous one)
+   kind 4: h = tanh(h * w) + sin-free mix: h = tanh(h * w + x) */
+static void cond_even(df_graph *g, void *u, df_output *o) { model *m = (model *)u; o[0] = df_mul(g, m->w, m->x); }
+static void cond_odd(df_graph *g, void *u, df_output *o) { model *m = (model *)u; o[0] = df_add(g, m->w, m->x); }
+static void body(df_graph *g, void *u, const df_output *v, df_output *n) {
+    model *m = (model *)u;
+    n[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    n[1] = v[1];
+    df_output h = v[2];
+    switch (m->kind) {
+    case 0: n[2] = df_mul(g, h, h); break;
+    case 1: n[2] = df_add(g, df_mul(g, h, m->w), m->x); break;
+    case 2: {
+        df_output even = df_equal(g, df_floor_mod_i(g, v[0], df_scalar_i32(g, 2)), df_scalar_i32(g, 0));
+        model inner = *m;
+        inner.w = h;             /* the branches read h and x */
+        df_cond(g, even, 1, cond_even, cond_odd, &inner, &n[2]);
+        break;
+    }
+    case 3: n[2] = df_add(g, df_mul(g, m->x, df_scalar_f64(g, 3)), df_cast(g, v[0], DF_DOUBLE)); break;
+    default: n[2] = df_tanh(g, df_add(g, df_mul(g, h, m->w), m->x)); break;
+    }
+}
+
+typedef struct built { df_graph *g; df_output x, w, n, y, dx, dw, ddx; } built;
+
+static built build(int kind, int par, int second) {
+    built b;
+    memset(&b, 0, sizeof b);
+    df_graph *g = b.g = df_graph_new();
+    b.x = df_placeholder(g, "x", DF_DOUBLE, 0, NULL);
+    b.w = df_placeholder(g, "w", DF_DOUBLE, 0, NULL);
+    b.n = df_placeholder(g, "n", DF_INT32, 0, NULL);
+    model m = {par, kind, b.x, b.w};
+    df_output init[3] = {df_scalar_i32(g, 0), b.n, kind == 0 ? b.x : df_mul(g, b.x, df_scalar_f64(g, 0.5))}, out[3];
+    df_while_options o;
+    memset(&o, 0, sizeof o);
+    o.parallel_iterations = par;
+    df_while_loop(g, 3, init, cond_lt_n, body, &m, &o, out);
+    b.y = df_mul(g, out[2], out[2]);          /* something after the loop too */
+    df_output xs[2] = {b.x, b.w}, d[2];
+    df_gradients(g, 1, &b.y, NULL, 2, xs, d);
+    b.dx = d[0]; b.dw = d[1];
+    if (second && b.dx.node) df_gradients(g, 1, &b.dx, NULL, 1, &b.x, &b.ddx);
+    return b;
+}
+
+static int run(built *b, df_session *s, double x, double w, int n, df_output *f, int nf, double *out) {
+    df_tensor *fv[3] = {df_tensor_scalar_f64(x), df_tensor_scalar_f64(w), df_tensor_scalar_i32(n)};
+    df_output feeds[3] = {b->x, b->w, b->n};
+    df_tensor *o[4] = {0};
+    df_status st;
+    df_session_run(s, feeds, fv, 3, f, o, nf, NULL, 0, &st);
+    for (int i = 0; i < 3; i++) df_tensor_release(fv[i]);
+    CHECK_OK(&st);
+    for (int i = 0; i < nf; i++) { out[i] = st.code ? NAN : *(double *)df_tensor_data(o[i]); df_tensor_release(o[i]); }
+    return st.code == DF_OK;
+}
+
+/* Checks dy/dx and dy/dw against central differences (and d2y/dx2 against differences of dy/dx). */
+static void check_kind(int kind, int n, double x, double w, int second) {
+    static const int pars[] = {1, 16};
+    double first[2] = {0, 0};
+    for (int pi = 0; pi < 2; pi++) {
+        built b = build(kind, pars[pi], second);
+        CHECK_OK(df_graph_status(b.g));
+        if (df_graph_status(b.g)->code) { df_graph_free(b.g); return; }
+        df_status st;
+        df_session *s = df_session_new(b.g, NULL, &st);
+        double v[3], yp, ym, h = 1e-6;
+        df_output f[3] = {b.y, b.dx, b.dw};
+        int has_dw = b.dw.node != NULL;
+        if (!run(&b, s, x, w, n, f, has_dw ? 3 : 2, v)) { df_session_free(s); df_graph_free(b.g); return; }
+        run(&b, s, x + h, w, n, &b.y, 1, &yp);
+        run(&b, s, x - h, w, n, &b.y, 1, &ym);
+        double fd = (yp - ym) / (2 * h);
+        CHECK_MSG(fabs(v[1] - fd) <= 1e-5 * fmax(1, fabs(fd)), "kind %d n %d par %d: dy/dx %.12g, differences %.12g", kind, n, pars[pi], v[1], fd);
+        if (has_dw) {
+            run(&b, s, x, w + h, n, &b.y, 1, &yp);
+            run(&b, s, x, w - h, n, &b.y, 1, &ym);
+            fd = (yp - ym) / (2 * h);
+            CHECK_MSG(fabs(v[2] - fd) <= 1e-5 * fmax(1, fabs(fd)), "kind %d n %d par %d: dy/dw %.12g, differences %.12g", kind, n, pars[pi], v[2], fd);
+        }
+        if (second) {
+            double dd, gp, gm;
+            run(&b, s, x, w, n, &b.ddx, 1, &dd);
+            run(&b, s, x + h, w, n, &b.dx, 1, &gp);
+            run(&b, s, x - h, w, n, &b.dx, 1, &gm);
+            fd = (gp - gm) / (2 * h);
+            CHECK_MSG(fabs(dd - fd) <= 1e-4 * fmax(1, fabs(fd)), "kind %d n %d par %d: d2y/dx2 %.12g, differences %.12g", kind, n, pars[pi], dd, fd);
+        }
+        if (pi == 0) { first[0] = v[1]; first[1] = has_dw ? v[2] : 0; }
+        else {
+            CHECK_MSG(v[1] == first[0], "parallel_iterations changed dy/dx: %.17g vs %.17g", v[1], first[0]);
+            if (has_dw) CHECK_MSG(v[2] == first[1], "parallel_iterations changed dy/dw");
+        }
+        df_session_free(s);
+        df_graph_free(b.g);
+    }
+}
+
+DF_TEST(grad_while_square_n_times_exact) {
+    /* y = (x^(2^n))^2 = x^(2^(n+1)); dy/dx = 2^(n+1) x^(2^(n+1)-1) */
+    built b = build(0, 10, 0);
+    df_status st;
+    df_session *s = df_session_new(b.g, NULL, &st);
+    for (int n = 0; n <= 4; n++) {
+        double v[2];
+        df_output f[2] = {b.y, b.dx};
+        if (!run(&b, s, 1.1, 0, n, f, 2, v)) break;
+        double p = pow(2, n + 1);
+        CHECK_NEAR(v[0], pow(1.1, p), 1e-12 * pow(1.1, p));
+        CHECK_NEAR(v[1], p * pow(1.1, p - 1), 1e-11 * p * pow(1.1, p - 1));
+    }
+    df_session_free(s);
+    df_graph_free(b.g);
+}
+DF_TEST(grad_while_square_against_differences) { check_kind(0, 3, 0.9, 0, 0); }
+DF_TEST(grad_while_invariants) { check_kind(1, 5, 0.7, 1.3, 0); }
+DF_TEST(grad_while_zero_iterations) {
+    check_kind(1, 0, 0.7, 1.3, 0);
+    built b = build(1, 10, 0);
+    df_status st;
+    df_session *s = df_session_new(b.g, NULL, &st);
+    double v[3];
+    df_output f[3] = {b.y, b.dx, b.dw};
+    if (run(&b, s, 0.7, 1.3, 0, f, 3, v)) {
+        CHECK_NEAR(v[1], 2 * 0.35 * 0.5, 1e-15);   /* y = (x/2)^2 */
+        CHECK_NEAR(v[2], 0, 0);
+    }
+    df_session_free(s);
+    df_graph_free(b.g);
+}
+DF_TEST(grad_while_with_cond_in_body) { check_kind(2, 6, 1.2, 0, 0); check_kind(2, 5, 0.8, 0, 0); }
+DF_TEST(grad_while_next_ignores_previous) { check_kind(3, 4, 0.6, 0, 0); }
+DF_TEST(grad_while_tanh_rnn_like) { check_kind(4, 7, 0.3, 0.9, 0); }
+DF_TEST(grad_second_order_through_while) { check_kind(0, 2, 0.9, 0, 1); check_kind(4, 4, 0.3, 0.9, 1); }
+DF_TEST(grad_second_order_through_cond_in_while_is_refused) {
+    built b = build(2, 10, 1);
+    CHECK_STATUS(df_graph_status(b.g), DF_UNIMPLEMENTED, "second-order gradient through a cond");
+    df_graph_free(b.g);
+}
+
+/* Nested loops with data-dependent trip counts: outer i < n, inner j < i: h = h * x + w. */
+typedef struct nest { df_output x, w; } nest;
+static df_output inner_c(df_graph *g, void *u, const df_output *v) { (void)u; return df_less(g, v[0], v[1]); }
+static void inner_b(df_graph *g, void *u, const df_output *v, df_output *n) {
+    nest *m = (nest *)u;
+    n[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    n[1] = v[1];
+    n[2] = df_add(g, df_mul(g, v[2], m->x), m->w);
+}
+static void outer_b(df_graph *g, void *u, const df_output *v, df_output *n) {
+    df_output init[3] = {df_scalar_i32(g, 0), v[0], v[2]}, out[3];
+    df_while_loop(g, 3, init, inner_c, inner_b, u, NULL, out);
+    n[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    n[1] = v[1];
+    n[2] = df_tanh(g, out[2]);
+}
+
+DF_TEST(grad_nested_loops_data_dependent_counts) {
+    for (int par = 1; par <= 16; par += 15) {
+        df_graph *g = df_graph_new();
+        nest m;
+        m.x = df_placeholder(g, "x", DF_DOUBLE, 0, NULL);
+        m.w = df_placeholder(g, "w", DF_DOUBLE, 0, NULL);
+        df_output n = df_placeholder(g, "n", DF_INT32, 0, NULL);
+        df_output init[3] = {df_scalar_i32(g, 0), n, m.x}, out[3];
+        df_while_options o;
+        memset(&o, 0, sizeof o);
+        o.parallel_iterations = par;
+        df_while_loop(g, 3, init, inner_c, outer_b, &m, &o, out);
+        df_output xs[2] = {m.x, m.w}, d[2];
+        df_gradients(g, 1, &out[2], NULL, 2, xs, d);
+        CHECK_OK(df_graph_status(g));
+        df_status st;
+        df_session *s = df_session_new(g, NULL, &st);
+        double h = 1e-6, x0 = 0.8, w0 = 0.3;
+        for (int nv = 0; nv <= 4 && s; nv++) {
+            double vals[3][3];
+            double pts[3][2] = {{x0, w0}, {x0 + h, w0}, {x0 - h, w0}};
+            for (int k = 0; k < 3; k++) {
+                df_tensor *fv[3] = {df_tensor_scalar_f64(pts[k][0]), df_tensor_scalar_f64(pts[k][1]), df_tensor_scalar_i32(nv)};
+                df_output feeds[3] = {m.x, m.w, n}, f[3] = {out[2], d[0], d[1]};
+                df_tensor *ov[3] = {0};
+                df_session_run(s, feeds, fv, 3, f, ov, 3, NULL, 0, &st);
+                CHECK_OK(&st);
+                for (int i = 0; i < 3; i++) { vals[k][i] = st.code ? NAN : *(double *)df_tensor_data(ov[i]); df_tensor_release(ov[i]); df_tensor_release(fv[i]); }
+            }
+            double fd = (vals[1][0] - vals[2][0]) / (2 * h);
+            CHECK_MSG(fabs(vals[0][1] - fd) <= 1e-6 * fmax(1, fabs(fd)), "nested n=%d par %d: %.12g vs %.12g", nv, par, vals[0][1], fd);
+        }
+        df_session_free(s);
+        df_graph_free(g);
+    }
+}
+
+/* A cond at the top level: both branches, and x used by one branch only. */
+static void br_then(df_graph *g, void *u, df_output *o) { df_output *x = (df_output *)u; o[0] = df_mul(g, x[0], x[1]); }
+static void br_else(df_graph *g, void *u, df_output *o) { df_output *x = (df_output *)u; o[0] = df_exp(g, x[1]); }
+DF_TEST(grad_cond_both_branches) {
+    df_graph *g = df_graph_new();
+    df_output v[2] = {df_placeholder(g, "a", DF_DOUBLE, 0, NULL), df_placeholder(g, "b", DF_DOUBLE, 0, NULL)};
+    df_output p = df_placeholder(g, "p", DF_BOOL, 0, NULL), c, d[2];
+    df_cond(g, p, 1, br_then, br_else, v, &c);
+    df_gradients(g, 1, &c, NULL, 2, v, d);
+    CHECK_OK(df_graph_status(g));
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    for (int pv = 0; pv < 2; pv++) {
+        df_tensor *pt = df_tensor_new(DF_BOOL, 0, NULL, &st);
+        *(unsigned char *)df_tensor_data(pt) = (unsigned char)pv;
+        df_tensor *fv[3] = {df_tensor_scalar_f64(2.0), df_tensor_scalar_f64(0.5), pt}, *ov[2] = {0};
+        df_output feeds[3] = {v[0], v[1], p};
+        df_session_run(s, feeds, fv, 3, d, ov, 2, NULL, 0, &st);
+        CHECK_OK(&st);
+        if (!st.code) {
+            CHECK_NEAR(*(double *)df_tensor_data(ov[0]), pv ? 0.5 : 0.0, 1e-15);
+            CHECK_NEAR(*(double *)df_tensor_data(ov[1]), pv ? 2.0 : exp(0.5), 1e-15);
+        }
+        for (int i = 0; i < 3; i++) df_tensor_release(fv[i]);
+        for (int i = 0; i < 2; i++) df_tensor_release(ov[i]);
+    }
+    df_session_free(s);
+    df_graph_free(g);
+}
+
+DF_TEST(grad_refusals) {
+    df_graph *g = df_graph_new();
+    df_output x = df_placeholder(g, "x", DF_DOUBLE, 1, (int64_t[]){3});
+    df_op_builder *b = df_op_new(g, "Cumprod", "cp");
+    df_op_add_input(b, x);
+    df_op_add_input(b, df_scalar_i32(g, 0));
+    df_output y = {df_op_finish(b), 0}, d;
+    df_output s = df_reduce_sum(g, y, 0, NULL, 0);
+    CHECK_EQ_INT(df_gradients(g, 1, &s, NULL, 1, &x, &d), DF_UNIMPLEMENTED);
+    CHECK_STATUS(df_graph_status(g), DF_UNIMPLEMENTED, "{{node cp}}");
+    CHECK(d.node == NULL);
+    df_graph_free(g);
+    /* an x no y depends on gives {NULL,0}; StopGradient cuts the path */
+    g = df_graph_new();
+    x = df_placeholder(g, "x", DF_DOUBLE, 0, NULL);
+    df_output z = df_placeholder(g, "z", DF_DOUBLE, 0, NULL);
+    y = df_mul(g, df_stop_gradient(g, x), x);
+    df_output xs[2] = {x, z}, ds[2];
+    CHECK_EQ_INT(df_gradients(g, 1, &y, NULL, 2, xs, ds), DF_OK);
+    CHECK(ds[0].node != NULL);
+    CHECK(ds[1].node == NULL);
+    df_status st;
+    df_session *ss = df_session_new(g, NULL, &st);
+    df_tensor *xv = df_tensor_scalar_f64(3.0), *out = NULL;
+    df_session_run(ss, &x, &xv, 1, &ds[0], &out, 1, NULL, 0, &st);
+    CHECK_OK(&st);
+    if (out) CHECK_NEAR(*(double *)df_tensor_data(out), 3.0, 0);
+    df_tensor_release(out); df_tensor_release(xv);
+    df_session_free(ss);
+    df_graph_free(g);
+}
