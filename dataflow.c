@@ -285,8 +285,9 @@ static df_dtype df__dtype_from_name(const char *s) {
     return (df_dtype)0;
 }
 
-/* A dtype a tensor can hold here (strings are not tensors in this runtime yet). */
-static int df__dtype_valid(df_dtype t) { return df_dtype_size(t) != 0; }
+/* A dtype a tensor can hold here (strings are not tensors in this runtime yet). Resource
+   handles are made only by kernels (StackV2), never by users, feeds or attrs. */
+static int df__dtype_valid(df_dtype t) { return df_dtype_size(t) != 0 && t != DF_RESOURCE; }
 
 static uint32_t df__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float df__bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
@@ -1137,8 +1138,8 @@ static df__allocator *df__host_allocator(void) {
 
 /* Validates a shape; writes the element count. The message names what was wrong. */
 static df_code df__shape_check(df_dtype t, int rank, const int64_t *dims, int64_t *n_out,
-                               size_t *bytes_out, df_status *st) {
-    if (!df__dtype_valid(t))
+                               size_t *bytes_out, int internal, df_status *st) {
+    if (!df__dtype_valid(t) && !(t == DF_RESOURCE && rank == 0 && internal))
         return df_status_set(st, DF_INVALID_ARGUMENT, "Invalid or unsupported dtype %d", (int)t);
     if (rank < 0 || rank > DF_MAX_RANK)
         return df_status_set(st, DF_INVALID_ARGUMENT, "Rank %d is outside [0, %d]", rank, DF_MAX_RANK);
@@ -1171,7 +1172,7 @@ static df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int rank, c
                                    df_status *st) {
     int64_t n;
     size_t bytes;
-    if (df__shape_check(t, rank, dims, &n, &bytes, st) != DF_OK) return NULL;
+    if (df__shape_check(t, rank, dims, &n, &bytes, alloc != NULL, st) != DF_OK) return NULL;
     if (!alloc && !(alloc = df__host_allocator())) {
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
         return NULL;
@@ -1235,7 +1236,7 @@ df_tensor *df_tensor_from_data(df_dtype t, int rank, const int64_t *dims, const 
                                size_t nbytes, df_status *st) {
     int64_t n;
     size_t bytes;
-    if (df__shape_check(t, rank, dims, &n, &bytes, st) != DF_OK) return NULL;
+    if (df__shape_check(t, rank, dims, &n, &bytes, 0, st) != DF_OK) return NULL;
     if (nbytes != bytes) {
         df_status_set(st, DF_INVALID_ARGUMENT, "nbytes is %zu but a %s tensor of %lld elements "
                       "needs %zu bytes", nbytes, df_dtype_name(t), (long long)n, bytes);
@@ -2341,7 +2342,9 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
         if (ad->kind == DF__A_TYPE && ad->allowed && !(ad->allowed & df__type_bit(n->attrs[i].u.type)))
             return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not in the "
                 "list of allowed values for %s", ad->name, df_dtype_name(n->attrs[i].u.type), op->name);
-        if (ad->kind == DF__A_TYPE && !df__dtype_valid(n->attrs[i].u.type))
+        if (ad->kind == DF__A_TYPE && !df__dtype_valid(n->attrs[i].u.type) &&
+            !(n->attrs[i].u.type == DF_RESOURCE && ((op->flags & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER |
+              DF__OP_EXIT | DF__OP_NEXT_ITERATION)) || !strcmp(op->name, "Identity"))))   /* handles flow */
             return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s is an invalid dtype (%d)",
                                   ad->name, op->name, (int)n->attrs[i].u.type);
         if (ad->kind == DF__A_SHAPE) {

@@ -1964,7 +1964,11 @@ DF_TEST(dtype_size_and_name) {
         const char *n = df_dtype_name(DTYPES[i].dt);
         CHECK_MSG(n && strcmp(n, DTYPES[i].name) == 0, "name of %d: %s", (int)DTYPES[i].dt, n ? n : "(null)");
     }
-    const int bad[] = {0, 11, 12, 13, 15, 16, 20, 21, 24, 101, 999, -1};
+    /* resource handles (stack handles made by StackV2) have a size and a name, but no user
+       can make a tensor of them (see tensor_rank_limits_and_overflow) */
+    CHECK_EQ_INT(df_dtype_size(DF_RESOURCE), 8);
+    CHECK(strcmp(df_dtype_name(DF_RESOURCE), "resource") == 0);
+    const int bad[] = {0, 11, 12, 13, 15, 16, 21, 24, 101, 999, -1};
     for (int i = 0; i < LEN(bad); i++) {
         CHECK_EQ_INT(df_dtype_size((df_dtype)bad[i]), 0);
         const char *n = df_dtype_name((df_dtype)bad[i]);
