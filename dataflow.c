@@ -1720,6 +1720,10 @@ struct df__ctx {
     df_node *b_index;            /* gradient loop: the decremented count; pops wait for it */
     df_node **pops;              /* gradient loop: its pops, which the next count waits for */
     int n_pops, cap_pops;
+    /* checkpointed loops: the builders, called again to recompute iterations */
+    df_loop_cond_fn cond_fn;
+    df_loop_body_fn body_fn;
+    void *user;
 };
 
 struct df_node {
@@ -2910,7 +2914,8 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
     C->grad_of = g->next_grad_of;
     g->next_grad_of = NULL;
     C->swap_memory = opts ? opts->swap_memory : 0;
-    C->checkpoint_every = opts ? opts->checkpoint_every : 0;
+    C->checkpoint_every = opts && opts->checkpoint_every > 0 ? opts->checkpoint_every : 0;
+    C->cond_fn = cond; C->body_fn = body; C->user = user;
     C->n_vars = n;
     C->has_counter = has_counter;
     C->enters = (df_node **)DF_MALLOC((size_t)(6 * n) * sizeof(df_node *));
@@ -6462,6 +6467,157 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
     DF_FREE(buf);
 }
 
+
+/* ---- checkpointed loop gradients: the forward loop keeps its variables every k-th iteration;
+   the gradient loop, at the last iteration of each segment (going backwards), recomputes the
+   segment from its checkpoint in a small loop that stacks each iteration's variables, and then
+   recomputes each iteration's body from them and differentiates it in place. Stack memory:
+   N/k checkpoints plus k segment entries. ---- */
+typedef struct df__ckpt {
+    df__gloop *L;
+    df__gstack **ck, **seg;      /* per user variable: checkpoints and segment stacks */
+    int nu;                      /* user variables (the maximum_iterations counter excluded) */
+    df_output index;
+} df__ckpt;
+
+static void df__ck_push_then(df_graph *g, void *user, df_output *outs) {
+    df__ckpt *K = (df__ckpt *)user;
+    df__ctx *W = K->L->W;
+    for (int u = 0; u < K->nu && df__ok(g); u++) {
+        df_output v = df__ctx_capture(g, g->ctx, df__out(W->bodies[W->has_counter + u], 0));
+        if (v.node) df__gstack_push(g, K->ck[u], v, g->ctx, W, W->swap_memory);
+    }
+    outs[0] = df_scalar_i32(g, 0);
+}
+static void df__ck_zero(df_graph *g, void *user, df_output *outs) { DF__UNUSED(user); outs[0] = df_scalar_i32(g, 0); }
+
+static df_output df__ck_seg_cond(df_graph *g, void *user, const df_output *v) {
+    DF__UNUSED(user);
+    return df_less_equal(g, v[0], v[1]);
+}
+static void df__ck_seg_body(df_graph *g, void *user, const df_output *v, df_output *next) {
+    df__ckpt *K = (df__ckpt *)user;
+    df__ctx *W = K->L->W, *R = g->ctx;
+    for (int u = 0; u < K->nu && df__ok(g); u++) df__gstack_push(g, K->seg[u], v[2 + u], R, R, W->swap_memory);
+    if (!df__ok(g)) return;
+    W->body_fn(g, W->user, v + 2, next + 2);
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    next[1] = v[1];
+}
+static void df__ck_recompute(df_graph *g, void *user, df_output *outs) {
+    df__ckpt *K = (df__ckpt *)user;
+    df__ctx *G = g->ctx->outer;      /* the gradient loop around this branch */
+    int nu = K->nu;
+    df_output *init = (df_output *)DF_MALLOC((size_t)(2 * (nu + 2)) * sizeof(df_output));
+    if (!init) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return; }
+    df_output *out = init + nu + 2;
+    df_output kk = df_scalar_i32(g, (int32_t)K->L->W->checkpoint_every);
+    init[0] = df_sub(g, K->index, df_floor_mod_i(g, K->index, kk));      /* the segment's checkpoint */
+    init[1] = K->index;
+    for (int u = 0; u < nu && df__ok(g); u++) {
+        df_output h = df__ctx_capture(g, g->ctx, df__out(K->ck[u]->stack, 0));
+        df_op_builder *b = df_op_new(g, "StackPopV2", NULL);
+        df_op_add_input(b, h);
+        df_op_set_attr_type(b, "elem_type", df_output_dtype(df__out(K->L->W->bodies[K->L->W->has_counter + u], 0)));
+        df_node *pop = df_op_finish(b);
+        if (!pop) break;
+        pop->out_shapes[0] = K->L->W->bodies[K->L->W->has_counter + u]->out_shapes[0];
+        if (!df__grow(&G->pops, &G->cap_pops, G->n_pops + 1, sizeof(df_node *))) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); break; }
+        G->pops[G->n_pops++] = pop;
+        init[2 + u] = df__out(pop, 0);
+    }
+    df_while_options o;
+    memset(&o, 0, sizeof o);
+    o.parallel_iterations = K->L->W->parallel_iterations;
+    o.name = "recompute";
+    df__ctx *before = g->n_ctxs ? g->ctxs[g->n_ctxs - 1] : NULL;
+    if (df__ok(g)) df_while_loop(g, nu + 2, init, df__ck_seg_cond, df__ck_seg_body, K, &o, out);
+    /* the recompute loop's own counter ends after its last push */
+    df__ctx *R = NULL;
+    for (int i = g->n_ctxs - 1; i >= 0 && g->ctxs[i] != before; i--)
+        if (g->ctxs[i]->kind == DF__CTX_WHILE && g->ctxs[i]->outer == g->ctx) R = g->ctxs[i];
+    outs[0] = R && R->fc_exit ? df__out(R->fc_exit, 0) : out[0];
+    DF_FREE(init);
+}
+
+static void df__gloop_body_ckpt(df_graph *g, void *user, const df_output *vars, df_output *next) {
+    df__ckpt *K = (df__ckpt *)user;
+    df__gloop *L = K->L;
+    df__ctx *G = g->ctx, *W = L->W;
+    int nu = K->nu, hc = W->has_counter;
+    df_output index = df_sub(g, vars[0], df_scalar_i32(g, 1));
+    if (!index.node) return;
+    G->b_index = index.node;
+    K->index = index;
+    df_output n = df__ctx_capture(g, G, df__out(W->fc_exit, 0));
+    df_output kk = df_scalar_i32(g, (int32_t)W->checkpoint_every);
+    df_output last = df_logical_or(g, df_equal(g, df_floor_mod_i(g, index, kk), df_scalar_i32(g, (int32_t)W->checkpoint_every - 1)),
+                                   df_equal(g, index, df_sub(g, n, df_scalar_i32(g, 1))));
+    df_output done;
+    if (df__ok(g)) df_cond(g, last, 1, df__ck_recompute, df__ck_zero, K, &done);
+    if (!df__ok(g)) return;
+    int ny = L->nv, nx = L->nv + L->ninv;
+    df_output *buf = (df_output *)DF_MALLOC((size_t)(2 * nu + 2 * ny + 2 * nx + 2) * sizeof(df_output));
+    if (!buf) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return; }
+    df_output *v = buf, *nv = buf + nu, *ys = buf + 2 * nu, *gys = ys + ny, *xs = gys + ny, *dxs = xs + nx;
+    for (int u = 0; u < nu && df__ok(g); u++) {
+        df_output h = df__ctx_capture(g, G, df__out(K->seg[u]->stack, 0));
+        df_node *ctl = done.node;
+        df_op_builder *b = df__begin(g, G, "StackPopV2", &h, 1, &ctl, 1, 1);
+        if (b) df_op_set_attr_type(b, "elem_type", df_output_dtype(df__out(W->bodies[hc + u], 0)));
+        df_node *pop = df__finish_in(g, G, b);
+        if (!pop) break;
+        pop->out_shapes[0] = W->bodies[hc + u]->out_shapes[0];
+        if (!df__grow(&G->pops, &G->cap_pops, G->n_pops + 1, sizeof(df_node *))) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); break; }
+        G->pops[G->n_pops++] = pop;
+        v[u] = df__out(pop, 0);
+    }
+    if (df__ok(g)) W->body_fn(g, W->user, v, nv);          /* this iteration, recomputed */
+    for (int k = 0; k < L->nv && df__ok(g); k++) {
+        int u = L->var[k] - hc;
+        ys[k] = df__ctx_capture(g, G, nv[u]);
+        gys[k] = vars[1 + k];
+        xs[k] = v[u];
+    }
+    for (int k = 0; k < L->ninv && df__ok(g); k++) xs[L->nv + k] = df__ctx_capture(g, G, L->inv[k]->inputs[0]);
+    if (df__ok(g)) df__grad_region(g, G, ny, ys, gys, nx, xs, dxs);
+    if (df__ok(g)) {
+        for (int k = 0; k < L->nv; k++) next[1 + k] = dxs[k].node ? dxs[k] : df__zeros_like(g, vars[1 + k]);
+        for (int k = 0; k < L->ninv; k++) {
+            df_output a = vars[1 + L->nv + k], d = dxs[L->nv + k];
+            next[1 + L->nv + k] = d.node ? df_add(g, a, d) : a;
+        }
+        df_node *t = df__raw_op(g, G, "ControlTrigger", NULL, 0, 0);
+        for (int i = 0; t && i < G->n_pops; i++) if (!df__add_control_edge(g, t, G->pops[i])) break;
+        df_op_builder *b = df_op_new(g, "Identity", NULL);
+        if (b) { b->raw = 1; df_op_add_input(b, index); if (t) df_op_add_control_input(b, t); }
+        next[0] = df__out(df_op_finish(b), 0);
+    }
+    DF_FREE(buf);
+}
+
+/* Sets up the checkpoint pushes in W and the stacks; returns 0 on error. */
+static int df__ckpt_prepare(df_graph *g, df__ckpt *K) {
+    df__ctx *W = K->L->W;
+    K->nu = W->n_vars - W->has_counter;
+    K->ck = (df__gstack **)DF_MALLOC((size_t)(2 * K->nu + 1) * sizeof(df__gstack *));
+    if (!K->ck) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return 0; }
+    K->seg = K->ck + K->nu;
+    for (int u = 0; u < K->nu; u++) {
+        df_dtype t = W->bodies[W->has_counter + u]->out_types[0];
+        if (!(K->ck[u] = df__gstack_new(g, t)) || !(K->seg[u] = df__gstack_new(g, t))) return 0;
+    }
+    if (!df__loop_counter(g, W)) return 0;
+    df__ctx *saved = g->ctx;
+    g->ctx = W;
+    df_output t = W->fc_add->inputs[0];          /* this iteration's index */
+    df_output pred = df_equal(g, df_floor_mod_i(g, t, df_scalar_i32(g, (int32_t)W->checkpoint_every)), df_scalar_i32(g, 0));
+    df_output dummy;
+    if (df__ok(g)) df_cond(g, pred, 1, df__ck_push_then, df__ck_zero, K, &dummy);
+    g->ctx = saved;
+    return df__ok(g);
+}
+
 static df_code df__grad_loop(df__greg *r, df__ctx *W) {
     df_graph *g = r->g;
     df__gloop L;
@@ -6521,9 +6677,16 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
         o.parallel_iterations = W->parallel_iterations;
         o.name = "while_grad";
         o.swap_memory = W->swap_memory;
+        df__ckpt K;
+        memset(&K, 0, sizeof K);
+        K.L = &L;
+        int ckpt = W->checkpoint_every > 0 && W->body_fn && !L.nseq_out && !L.nseq_in;
+        if (ckpt && !df__ckpt_prepare(g, &K)) { DF_FREE(K.ck); DF_FREE(init); goto done; }
         g->next_grad_of = W;
-        df_while_loop(g, nv, init, df__gloop_cond, df__gloop_body, &L, &o, outs);
+        if (ckpt) df_while_loop(g, nv, init, df__gloop_cond, df__gloop_body_ckpt, &K, &o, outs);
+        else df_while_loop(g, nv, init, df__gloop_cond, df__gloop_body, &L, &o, outs);
         g->next_grad_of = NULL;
+        DF_FREE(K.ck);
         for (int k = 0; k < L.nv && df__ok(g); k++) {
             df_node *e = W->enters[L.var[k]];
             if (df__greg_between(r, e->inputs[0].node)) df__greg_add(r, e->inputs[0], outs[1 + k]);

@@ -249,7 +249,10 @@ typedef struct df_while_options {
     int         swap_memory;           /* gradient stacks may live in host memory */
     /* Addition: gradient checkpointing. k > 0 keeps the loop variables of every k-th iteration
        for the gradient and recomputes the other iterations' values in the backward pass, so
-       stack memory is about N/k + k iterations' worth instead of N. 0 keeps everything. */
+       stack memory is about N/k + k iterations' worth instead of N. 0 keeps everything.
+       The body function is called again by df_gradients (twice per iteration at run time:
+       segment recompute, then the iteration itself), so it and `user` must stay valid until
+       the loop's gradient is built, and it must build the same ops each time. */
     int64_t     checkpoint_every;
 } df_while_options;
 /* while (cond(vars)) vars = body(vars); outs = final vars. opts NULL means defaults. */

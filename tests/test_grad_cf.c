@@ -38,7 +38,7 @@ static void body(df_graph *g, void *u, const df_output *v, df_output *n) {
 
 typedef struct built { df_graph *g; df_output x, w, n, y, dx, dw, ddx; } built;
 
-static built build(int kind, int par, int second) {
+static built build_ck(int kind, int par, int second, int64_t ckpt) {
     built b;
     memset(&b, 0, sizeof b);
     df_graph *g = b.g = df_graph_new();
@@ -50,6 +50,7 @@ static built build(int kind, int par, int second) {
     df_while_options o;
     memset(&o, 0, sizeof o);
     o.parallel_iterations = par;
+    o.checkpoint_every = ckpt;
     df_while_loop(g, 3, init, cond_lt_n, body, &m, &o, out);
     b.y = df_mul(g, out[2], out[2]);          /* something after the loop too */
     df_output xs[2] = {b.x, b.w}, d[2];
@@ -58,6 +59,8 @@ static built build(int kind, int par, int second) {
     if (second && b.dx.node) df_gradients(g, 1, &b.dx, NULL, 1, &b.x, &b.ddx);
     return b;
 }
+
+static built build(int kind, int par, int second) { return build_ck(kind, par, second, 0); }
 
 static int run(built *b, df_session *s, double x, double w, int n, df_output *f, int nf, double *out) {
     df_tensor *fv[3] = {df_tensor_scalar_f64(x), df_tensor_scalar_f64(w), df_tensor_scalar_i32(n)};
@@ -269,4 +272,36 @@ DF_TEST(grad_refusals) {
     df_tensor_release(out); df_tensor_release(xv);
     df_session_free(ss);
     df_graph_free(g);
+}
+
+/* Checkpointed loop gradients (keep every k-th iteration's variables, recompute the rest) equal
+   the plain ones. The body functions must stay callable until df_gradients, as here. */
+DF_TEST(grad_checkpointed_equals_plain) {
+    static const int kinds[] = {0, 1, 2, 3, 4};
+    static const int64_t ks[] = {1, 3, 4, 100};
+    static const int ns[] = {0, 1, 5, 12};
+    for (int ki = 0; ki < 5; ki++) {
+        built p = build(kinds[ki], 10, 0);
+        df_status st;
+        df_session *sp = df_session_new(p.g, NULL, &st);
+        for (int kk = 0; kk < 4; kk++) {
+            built b = build_ck(kinds[ki], kk % 2 ? 1 : 16, 0, ks[kk]);
+            CHECK_OK(df_graph_status(b.g));
+            df_session *s = df_session_new(b.g, NULL, &st);
+            for (int ni = 0; ni < 4 && s; ni++) {
+                int n = kinds[ki] == 0 ? (ns[ni] > 4 ? 4 : ns[ni]) : ns[ni];
+                double a[3], c[3];
+                df_output fa[3] = {p.y, p.dx, p.dw}, fc[3] = {b.y, b.dx, b.dw};
+                int nf = p.dw.node ? 3 : 2;
+                if (!run(&p, sp, 0.9, 0.7, n, fa, nf, a) || !run(&b, s, 0.9, 0.7, n, fc, nf, c)) break;
+                for (int i = 0; i < nf; i++)
+                    CHECK_MSG(fabs(a[i] - c[i]) <= 1e-12 * fmax(1, fabs(a[i])), "kind %d k %lld n %d output %d: plain %.15g checkpointed %.15g",
+                              kinds[ki], (long long)ks[kk], n, i, a[i], c[i]);
+            }
+            df_session_free(s);
+            df_graph_free(b.g);
+        }
+        df_session_free(sp);
+        df_graph_free(p.g);
+    }
 }
