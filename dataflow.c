@@ -5599,7 +5599,8 @@ static df_output df__shape_of_out(df_graph *g, df_output x) {      /* int32 shap
 }
 static df_output df__op_attr_int(df_graph *g, const char *op, const df_output *ins, int n, const char *attr, int64_t v) {
     df_op_builder *b = df_op_new(g, op, NULL);
-    for (int i = 0; i < n; i++) df_op_add_input(b, ins[i]);
+    if (!strcmp(op, "Pack")) df_op_add_input_list(b, ins, n);
+    else for (int i = 0; i < n; i++) df_op_add_input(b, ins[i]);
     if (attr) df_op_set_attr_int(b, attr, v);
     return df__out(df_op_finish(b), 0);
 }
@@ -6026,18 +6027,33 @@ static void df__g_tile(df__gfn *c) {
 static void df__g_gather(df__gfn *c) {
     df_graph *g = c->g;
     const df_tensor *ax = df__const_value(DF__X(c, 2));
-    if (!ax || !df__is_int_tensor(ax) || ax->n != 1 || df__int_at(ax, 0) != 0 || df__attr_i(c->n, "batch_dims", 0) != 0) {
-        df__graph_error(g, DF_UNIMPLEMENTED, "Gradient of GatherV2 is implemented for a constant axis 0 and batch_dims 0 {{node %s}}", c->n->name);
+    df_output p = DF__X(c, 0), ix = DF__X(c, 1);
+    int pr = p.node->out_shapes[p.index].rank, q = ix.node->out_shapes[ix.index].rank;
+    int64_t a = ax && df__is_int_tensor(ax) && ax->n == 1 ? df__int_at(ax, 0) : INT64_MIN;
+    if (a != INT64_MIN && a < 0 && pr >= 0) a += pr;
+    if (a == INT64_MIN || df__attr_i(c->n, "batch_dims", 0) != 0 || (a != 0 && (pr < 0 || q < 0)) || a < 0) {
+        df__graph_error(g, DF_UNIMPLEMENTED, "Gradient of GatherV2 needs a constant axis (and known ranks for an axis "
+                        "other than 0) and batch_dims 0 {{node %s}}", c->n->name);
         return;
     }
-    df_output p = DF__X(c, 0);
-    df_output gi[3] = {df_shape(g, p), df_scalar_i32(g, 0), df_scalar_i32(g, 0)};
+    df_output gi[3] = {df_shape(g, p), df_scalar_i32(g, (int32_t)a), df_scalar_i32(g, 0)};
     df_output num = df__op_attr_int(g, "GatherV2", gi, 3, "batch_dims", 0);
+    df_output d = c->dy[0];
+    int64_t perm[DF_MAX_RANK], back[DF_MAX_RANK];
+    if (a != 0) {                /* bring the index dims to the front, sum, and put the axis back */
+        int k = 0;
+        for (int i = 0; i < q; i++) perm[k++] = a + i;
+        for (int i = 0; i < a; i++) perm[k++] = i;
+        for (int i = (int)a + q; i < pr - 1 + q; i++) perm[k++] = i;
+        d = df__op2(g, "Transpose", d, df__g_i32s(g, perm, k));
+        for (int i = 0; i < pr; i++) back[i] = i < a ? i + 1 : i == a ? 0 : i;
+    }
     df_op_builder *b = df_op_new(g, "UnsortedSegmentSum", NULL);
-    df_op_add_input(b, c->dy[0]);
-    df_op_add_input(b, DF__X(c, 1));
+    df_op_add_input(b, d);
+    df_op_add_input(b, ix);
     df_op_add_input(b, num);
-    c->dx[0] = df__out(df_op_finish(b), 0);
+    df_output r = df__out(df_op_finish(b), 0);
+    c->dx[0] = a != 0 ? df__op2(g, "Transpose", r, df__g_i32s(g, back, pr)) : r;
 }
 static void df__g_segment_sum(df__gfn *c) {
     df_output gi[3] = {c->dy[0], DF__X(c, 1), df_scalar_i32(c->g, 0)};
