@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Idempotent setup of the TensorFlow peer for the executor benchmarks.
+# Idempotent setup of the peers for the benchmarks (TensorFlow for the executor
+# and training benchmarks, PyTorch for the training benchmark).
 # Creates a git-ignored virtualenv at <repo>/.venv and installs
-# tensorflow-cpu and numpy into it unless they are already importable.
+# tensorflow-cpu and numpy into it unless they are already importable, then
+# torch (the CPU build from download.pytorch.org; if that index cannot be
+# reached, torch from PyPI, a large download with CUDA libraries).
+# The exit status says whether TensorFlow is usable; a PyTorch that cannot be
+# installed is reported and its benchmark rows are skipped.
 # Usage: bench/peers/setup.sh   (from anywhere)
 set -u
 
@@ -26,23 +31,37 @@ fi
 
 check='import os; os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import numpy, tensorflow as tf; print(tf.__version__)'
+torch_check='import numpy, torch; print(torch.__version__)'
+pip_install() { "$py" -m pip install --quiet --disable-pip-version-check "$@"; }
 
+tf_ok=1
 if ! ver="$("$py" -c "$check" 2>/dev/null)"; then
     log="$(mktemp)"
     # tensorflow-cpu has x86_64 wheels only; elsewhere fall back to tensorflow.
-    if ! "$py" -m pip install --quiet --disable-pip-version-check \
-            tensorflow-cpu numpy >"$log" 2>&1 &&
-       ! "$py" -m pip install --quiet --disable-pip-version-check \
-            tensorflow numpy >>"$log" 2>&1; then
+    if ! pip_install tensorflow-cpu numpy >"$log" 2>&1 &&
+       ! pip_install tensorflow numpy >>"$log" 2>&1; then
         echo "setup.sh: error: pip install tensorflow-cpu numpy failed (no network, or no wheel for this Python/platform); pip said: $(grep -m1 ERROR "$log" || tail -n 1 "$log")" >&2
-        rm -f "$log"
-        exit 1
+        tf_ok=0
+    elif ! ver="$("$py" -c "$check" 2>/dev/null)"; then
+        echo "setup.sh: error: tensorflow installed but does not import in $venv" >&2
+        tf_ok=0
     fi
     rm -f "$log"
-    if ! ver="$("$py" -c "$check" 2>/dev/null)"; then
-        echo "setup.sh: error: tensorflow installed but does not import in $venv" >&2
-        exit 1
-    fi
 fi
 
-echo "venv: $venv (python: $py, tensorflow $ver)"
+if ! tver="$("$py" -c "$torch_check" 2>/dev/null)"; then
+    log="$(mktemp)"
+    echo "setup.sh: installing torch and numpy into $venv (once; this can take minutes)" >&2
+    if ! pip_install --retries 1 --timeout 15 torch numpy --index-url https://download.pytorch.org/whl/cpu >"$log" 2>&1 &&
+       ! pip_install torch numpy >>"$log" 2>&1; then
+        echo "setup.sh: warning: pip install torch failed; the PyTorch rows of the training benchmark are skipped; pip said: $(grep -m1 ERROR "$log" || tail -n 1 "$log")" >&2
+        tver=""
+    elif ! tver="$("$py" -c "$torch_check" 2>/dev/null)"; then
+        echo "setup.sh: warning: torch installed but does not import in $venv; the PyTorch rows are skipped" >&2
+        tver=""
+    fi
+    rm -f "$log"
+fi
+
+echo "venv: $venv (python: $py, tensorflow ${ver:-unavailable}, torch ${tver:-unavailable})"
+[ "$tf_ok" = 1 ]
