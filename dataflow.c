@@ -3483,7 +3483,6 @@ static void df__k_loop_cond(df__kctx *c) {
                 else { for (int64_t j = 0; j < n; j++) orow[j] += av * b[j * k + p]; }       \
             }                                                                                \
     }
-DF__GEMM(float)
 DF__GEMM(double)
 static void df__gemm_int32_t(int64_t m, int64_t n, int64_t k, const int32_t *a, int ta,
                              const int32_t *b, int tb, int32_t *o) {
@@ -3495,6 +3494,48 @@ static void df__gemm_int32_t(int64_t m, int64_t n, int64_t k, const int32_t *a, 
             o[i * n + j] = (int32_t)s;
         }
 }
+/* float32: four output rows at a time over rows of B (B transposed into a buffer first when
+   needed), so the inner loop is a vectorisable axpy of four rows. No zero skipping, so NaN and
+   inf propagate as in IEEE arithmetic. The real GEMM (packing, micro-kernels) replaces this. */
+static void df__sgemm_rows(int64_t m, int64_t n, int64_t k, const float *a, int ta, const float *b, int tb,
+                           float *o) {
+    float *bt = NULL;
+    if (tb && k * n > 0) {
+        bt = (float *)DF_MALLOC((size_t)(k * n) * sizeof(float));
+        if (!bt) {               /* no memory for the buffer: the plain loop */
+            for (int64_t i = 0; i < m; i++) for (int64_t j = 0; j < n; j++) {
+                float s = 0; for (int64_t p = 0; p < k; p++) s += (ta ? a[p * m + i] : a[i * k + p]) * b[j * k + p];
+                o[i * n + j] = s; }
+            return;
+        }
+        for (int64_t j = 0; j < n; j++) for (int64_t p = 0; p < k; p++) bt[p * n + j] = b[j * k + p];
+        b = bt;
+    }
+    memset(o, 0, (size_t)(m * n) * sizeof(float));
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4) {
+        float *restrict o0 = o + i * n, *restrict o1 = o0 + n, *restrict o2 = o1 + n, *restrict o3 = o2 + n;
+        for (int64_t p = 0; p < k; p++) {
+            float a0 = ta ? a[p * m + i] : a[i * k + p], a1 = ta ? a[p * m + i + 1] : a[(i + 1) * k + p];
+            float a2 = ta ? a[p * m + i + 2] : a[(i + 2) * k + p], a3 = ta ? a[p * m + i + 3] : a[(i + 3) * k + p];
+            const float *restrict br = b + p * n;
+            for (int64_t j = 0; j < n; j++) {
+                float bv = br[j];
+                o0[j] += a0 * bv; o1[j] += a1 * bv; o2[j] += a2 * bv; o3[j] += a3 * bv;
+            }
+        }
+    }
+    for (; i < m; i++) {
+        float *restrict orow = o + i * n;
+        for (int64_t p = 0; p < k; p++) {
+            float av = ta ? a[p * m + i] : a[i * k + p];
+            const float *restrict br = b + p * n;
+            for (int64_t j = 0; j < n; j++) orow[j] += av * br[j];
+        }
+    }
+    DF_FREE(bt);
+}
+
 /* NaN-safe: the float kernels skip zero multiplicands of A only when B holds no NaN/inf. */
 static int df__all_finite(const df_tensor *t) {
     if (t->dtype == DF_FLOAT) { const float *p = (const float *)t->data; for (int64_t i = 0; i < t->n; i++) if (!isfinite(p[i])) return 0; }
@@ -3503,6 +3544,7 @@ static int df__all_finite(const df_tensor *t) {
 }
 static void df__gemm(df_dtype t, int64_t m, int64_t n, int64_t k, const void *a, int ta, const void *b,
                      int tb, void *o, int b_finite) {
+    if (t == DF_FLOAT) { df__sgemm_rows(m, n, k, (const float *)a, ta, (const float *)b, tb, (float *)o); return; }
     if (!b_finite) {     /* exact IEEE semantics: no skipping of zeros */
         if (t == DF_FLOAT) {
             const float *A = (const float *)a, *B = (const float *)b; float *O = (float *)o;
@@ -3519,8 +3561,7 @@ static void df__gemm(df_dtype t, int64_t m, int64_t n, int64_t k, const void *a,
             return;
         }
     }
-    if (t == DF_FLOAT) df__gemm_float(m, n, k, (const float *)a, ta, (const float *)b, tb, (float *)o);
-    else if (t == DF_DOUBLE) df__gemm_double(m, n, k, (const double *)a, ta, (const double *)b, tb, (double *)o);
+    if (t == DF_DOUBLE) df__gemm_double(m, n, k, (const double *)a, ta, (const double *)b, tb, (double *)o);
     else df__gemm_int32_t(m, n, k, (const int32_t *)a, ta, (const int32_t *)b, tb, (int32_t *)o);
 }
 
@@ -3711,6 +3752,40 @@ static void df__k_reduce(df__kctx *c) {
     int64_t on = o->n, count = on ? x->n / on : 0;
     if (x->n == 0) count = 0;
     else if (on == 0) return;
+    if ((x->dtype == DF_FLOAT || x->dtype == DF_DOUBLE) && (code == DF__R_SUM || code == DF__R_MEAN) && mask) {
+        /* fast paths: the reduced axes lead (sum rows together) or trail (sum within rows) */
+        int lo = 0, hi = x->rank;
+        while (lo < x->rank && (mask >> lo & 1u)) lo++;
+        while (hi > 0 && (mask >> (hi - 1) & 1u)) hi--;
+        int prefix = (mask >> lo) == 0, suffix = hi == 0 || (mask & ((1u << hi) - 1)) == 0;
+        if (prefix || suffix) {
+            double *acc = (double *)DF_MALLOC((size_t)DF__MAX(on, 1) * sizeof(double));
+            if (!acc) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory in reduction"); return; }
+            int f32 = x->dtype == DF_FLOAT;
+            const float *xf = (const float *)x->data;
+            const double *xd = (const double *)x->data;
+            if (prefix) {            /* x is [count, on] */
+                for (int64_t j = 0; j < on; j++) acc[j] = 0;
+                for (int64_t r = 0; r < count; r++) {
+                    if (f32) { const float *row = xf + r * on; for (int64_t j = 0; j < on; j++) acc[j] += row[j]; }
+                    else { const double *row = xd + r * on; for (int64_t j = 0; j < on; j++) acc[j] += row[j]; }
+                }
+            } else {                 /* x is [on, count] */
+                for (int64_t i = 0; i < on; i++) {
+                    double s = 0;
+                    if (f32) { const float *row = xf + i * count; for (int64_t j = 0; j < count; j++) s += row[j]; }
+                    else { const double *row = xd + i * count; for (int64_t j = 0; j < count; j++) s += row[j]; }
+                    acc[i] = s;
+                }
+            }
+            for (int64_t i = 0; i < on; i++) {
+                double v = code == DF__R_MEAN ? (count ? acc[i] / (double)count : NAN) : acc[i];
+                if (f32) ((float *)o->data)[i] = (float)v; else ((double *)o->data)[i] = v;
+            }
+            DF_FREE(acc);
+            return;
+        }
+    }
     double *acc = (double *)DF_MALLOC((size_t)DF__MAX(on, 1) * sizeof(double));
     int64_t *iacc = (int64_t *)DF_MALLOC((size_t)DF__MAX(on, 1) * sizeof(int64_t));
     if (!acc || !iacc) { DF_FREE(acc); DF_FREE(iacc); DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory in reduction"); return; }
@@ -6815,12 +6890,29 @@ df_node *df_minimize(df_graph *g, df_output loss, int n_vars, const df_output *v
     df_gradients(g, 1, &loss, NULL, n_vars, vars, grads);
     df_output b1p = {NULL, 0}, b2p = {NULL, 0};
     df_dtype t0 = df_output_dtype(vars[0]);
+    df_output *slot = (df_output *)DF_MALLOC((size_t)(2 * n_vars + 1) * sizeof(df_output));
+    if (!slot) df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    /* the optimizer's state and its initialisers, outside any dependency on the gradients */
     if (df__ok(g) && o.kind == DF_OPT_ADAM) {
         b1p = df_variable(g, "beta1_power", t0, 0, NULL);
         b2p = df_variable(g, "beta2_power", t0, 0, NULL);
         inits[ni++] = df_assign(g, b1p, df__scalar_of(g, t0, o.beta1));
         inits[ni++] = df_assign(g, b2p, df__scalar_of(g, t0, o.beta2));
     }
+    for (int i = 0; i < n_vars && df__ok(g); i++) {
+        if (!grads[i].node || o.kind == DF_OPT_SGD) continue;
+        slot[2 * i] = df__var_like(g, vars[i], o.kind == DF_OPT_MOMENTUM ? "Momentum" : "Adam");
+        inits[ni++] = df_assign(g, slot[2 * i], df__zeros_like(g, vars[i]));
+        if (o.kind == DF_OPT_ADAM) {
+            slot[2 * i + 1] = df__var_like(g, vars[i], "Adam_1");
+            inits[ni++] = df_assign(g, slot[2 * i + 1], df__zeros_like(g, vars[i]));
+        }
+    }
+    /* every update waits for every gradient: an update in place must not change a variable that
+       another gradient still reads */
+    int ng = 0;
+    for (int i = 0; i < n_vars; i++) if (grads[i].node) ups[ng++] = grads[i].node;
+    if (df__ok(g) && ng) df_graph_push_control_deps(g, ups, ng);
     for (int i = 0; i < n_vars && df__ok(g); i++) {
         if (!grads[i].node) continue;
         df_output v = vars[i];
@@ -6832,27 +6924,25 @@ df_node *df_minimize(df_graph *g, df_output loss, int n_vars, const df_output *v
             df_op_add_input(b, df__scalar_of(g, t, o.learning_rate));
             df_op_add_input(b, grads[i]);
         } else if (o.kind == DF_OPT_MOMENTUM) {
-            df_output acc = df__var_like(g, v, "Momentum");
-            inits[ni++] = df_assign(g, acc, df__zeros_like(g, v));
             b = df_op_new(g, "ApplyMomentum", NULL);
             df_op_add_input(b, v);
-            df_op_add_input(b, acc);
+            df_op_add_input(b, slot[2 * i]);
             df_op_add_input(b, df__scalar_of(g, t, o.learning_rate));
             df_op_add_input(b, grads[i]);
             df_op_add_input(b, df__scalar_of(g, t, o.momentum));
             df_op_set_attr_bool(b, "use_nesterov", o.use_nesterov);
         } else {
-            df_output m = df__var_like(g, v, "Adam"), vv = df__var_like(g, v, "Adam_1");
-            inits[ni++] = df_assign(g, m, df__zeros_like(g, v));
-            inits[ni++] = df_assign(g, vv, df__zeros_like(g, v));
             b = df_op_new(g, "ApplyAdam", NULL);
-            df_output ins[10] = {v, m, vv, b1p, b2p, df__scalar_of(g, t, o.learning_rate), df__scalar_of(g, t, o.beta1),
-                                 df__scalar_of(g, t, o.beta2), df__scalar_of(g, t, o.epsilon), grads[i]};
+            df_output ins[10] = {v, slot[2 * i], slot[2 * i + 1], b1p, b2p, df__scalar_of(g, t, o.learning_rate),
+                                 df__scalar_of(g, t, o.beta1), df__scalar_of(g, t, o.beta2),
+                                 df__scalar_of(g, t, o.epsilon), grads[i]};
             for (int k = 0; k < 10; k++) df_op_add_input(b, ins[k]);
         }
         df_node *u = df_op_finish(b);
         if (u) ups[nu++] = u;
     }
+    DF_FREE(slot);
+    if (ng) df_graph_pop_control_deps(g);
     df_node *step = NULL;
     if (df__ok(g) && o.kind == DF_OPT_ADAM && nu > 0) {
         /* the beta powers advance after every variable's update */
