@@ -3513,6 +3513,33 @@ static void df__sgemm_rows(int64_t m, int64_t n, int64_t k, const float *a, int 
     }
     memset(o, 0, (size_t)(m * n) * sizeof(float));
     int64_t i = 0;
+#if defined(__GNUC__) || defined(__clang__)
+    /* 4 x 8 tiles held in registers across the whole k loop */
+    typedef float df__v8f __attribute__((vector_size(32)));
+    for (; i + 4 <= m; i += 4) {
+        int64_t j = 0;
+        for (; j + 8 <= n; j += 8) {
+            df__v8f c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0};
+            for (int64_t p = 0; p < k; p++) {
+                df__v8f bv;
+                memcpy(&bv, b + p * n + j, sizeof bv);
+                float a0 = ta ? a[p * m + i] : a[i * k + p], a1 = ta ? a[p * m + i + 1] : a[(i + 1) * k + p];
+                float a2 = ta ? a[p * m + i + 2] : a[(i + 2) * k + p], a3 = ta ? a[p * m + i + 3] : a[(i + 3) * k + p];
+                c0 += a0 * bv; c1 += a1 * bv; c2 += a2 * bv; c3 += a3 * bv;
+            }
+            memcpy(o + i * n + j, &c0, sizeof c0);
+            memcpy(o + (i + 1) * n + j, &c1, sizeof c1);
+            memcpy(o + (i + 2) * n + j, &c2, sizeof c2);
+            memcpy(o + (i + 3) * n + j, &c3, sizeof c3);
+        }
+        for (int64_t r = 0; r < 4 && j < n; r++)
+            for (int64_t jj = j; jj < n; jj++) {
+                float s = 0;
+                for (int64_t p = 0; p < k; p++) s += (ta ? a[p * m + i + r] : a[(i + r) * k + p]) * b[p * n + jj];
+                o[(i + r) * n + jj] = s;
+            }
+    }
+#endif
     for (; i + 4 <= m; i += 4) {
         float *restrict o0 = o + i * n, *restrict o1 = o0 + n, *restrict o2 = o1 + n, *restrict o3 = o2 + n;
         for (int64_t p = 0; p < k; p++) {
@@ -6489,6 +6516,7 @@ typedef struct df__gloop {
     df_node **seq_out;           /* pushes in W whose pops got gradients (second order) */
     int nseq_in;
     df_node **seq_in;            /* pops in W (W is itself a gradient loop) */
+    df_node *b_sync;             /* ControlTrigger after the gradient loop's pops, if any may be dead */
 } df__gloop;
 
 static df_output df__gloop_cond(df_graph *g, void *user, const df_output *vars) {
@@ -6538,23 +6566,16 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
         s->grad->ready = G->fc_exit;
     }
     /* the counter's next value waits for this iteration's pops, and for the gradient loops
-       nested in this one, which pop too */
-    int nested = 0;
-    for (int i = 0; i < g->n_ctxs; i++)
-        if (g->ctxs[i]->kind == DF__CTX_WHILE && g->ctxs[i]->grad_of && g->ctxs[i]->outer == G && g->ctxs[i]->exits &&
-            g->ctxs[i]->exits[0]) nested = 1;
-    if ((G->n_pops || nested) && df__ok(g)) {
+       nested in this one, which pop too (edges added once the loop exists); pops that may be
+       dead (guarded by a cond's predicate) go through a ControlTrigger */
+    int guarded = 0;
+    for (int i = 0; i < G->n_pops; i++) if (G->pops[i]->inputs[0].node->op->flags & DF__OP_SWITCH) guarded = 1;
+    if (guarded && df__ok(g)) {
         df_node *t = df__raw_op(g, G, "ControlTrigger", NULL, 0, 0);
         for (int i = 0; t && i < G->n_pops; i++) if (!df__add_control_edge(g, t, G->pops[i])) break;
-        for (int i = 0; t && i < g->n_ctxs; i++)
-            if (g->ctxs[i]->kind == DF__CTX_WHILE && g->ctxs[i]->grad_of && g->ctxs[i]->outer == G &&
-                g->ctxs[i]->exits && g->ctxs[i]->exits[0] && !df__add_control_edge(g, t, g->ctxs[i]->exits[0])) break;
-        df_op_builder *b = df_op_new(g, "Identity", NULL);
-        if (b) { b->raw = 1; df_op_add_input(b, index); if (t) df_op_add_control_input(b, t); }
-        next[0] = df__out(df_op_finish(b), 0);
-    } else {
-        next[0] = index;
+        L->b_sync = t;
     }
+    next[0] = index;
     DF_FREE(buf);
 }
 
@@ -6777,6 +6798,15 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
         if (ckpt) df_while_loop(g, nv, init, df__gloop_cond, df__gloop_body_ckpt, &K, &o, outs);
         else df_while_loop(g, nv, init, df__gloop_cond, df__gloop_body, &L, &o, outs);
         g->next_grad_of = NULL;
+        if (!ckpt && df__ok(g) && outs[0].node) {        /* order the count after the pops */
+            df__ctx *G = df__node_loop(outs[0].node);
+            df_node *nx = G->nexts[0];
+            if (L.b_sync) df__add_control_edge(g, nx, L.b_sync);
+            else for (int i = 0; i < G->n_pops && df__ok(g); i++) df__add_control_edge(g, nx, G->pops[i]);
+            for (int i = 0; i < g->n_ctxs && df__ok(g); i++)
+                if (g->ctxs[i]->kind == DF__CTX_WHILE && g->ctxs[i]->grad_of && g->ctxs[i]->outer == G &&
+                    g->ctxs[i]->exits && g->ctxs[i]->exits[0]) df__add_control_edge(g, nx, g->ctxs[i]->exits[0]);
+        }
         DF_FREE(K.ck);
         for (int k = 0; k < L.nv && df__ok(g); k++) {
             df_node *e = W->enters[L.var[k]];
