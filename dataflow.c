@@ -5506,6 +5506,8 @@ static int df__loop_counter(df_graph *g, df__ctx *W) {
     if (!df__ok(g)) return 0;
     df__ctx *saved = g->ctx, *outer_loop = df__loop_of(W->outer);
     if (outer_loop && !df__loop_counter(g, outer_loop)) return 0;
+    /* A separate counter, not a loop variable that already counts: pushes order themselves on
+       it, and a run of the forward loop alone (inference) must not run them. */
     g->ctx = W->outer;
     df_output zero = df_scalar_i32(g, 0);
     g->ctx = saved;
@@ -5519,9 +5521,10 @@ static int df__loop_counter(df_graph *g, df__ctx *W) {
     df_output mv = {m, 0}, lc = {W->loop_cond, 0}, swin[2] = {mv, lc};
     df_node *sw = df__raw_op(g, W, "Switch", swin, 2, 0);
     if (!sw) return 0;
-    g->ctx = W;
+    g->ctx = W->outer;           /* made outside and entered once, not run every iteration */
     df_output one = df_scalar_i32(g, 1);
     g->ctx = saved;
+    if (one.node) one = df__ctx_capture(g, W, one);
     df_output t = {sw, 1}, addin[2] = {t, one};
     df_node *add = one.node ? df__raw_op(g, W, "AddV2", addin, 2, 0) : NULL;
     if (!add) return 0;
@@ -6517,17 +6520,17 @@ typedef struct df__gloop {
     int nseq_in;
     df_node **seq_in;            /* pops in W (W is itself a gradient loop) */
     df_node *b_sync;             /* ControlTrigger after the gradient loop's pops, if any may be dead */
+    df_output zero, one;         /* int32 constants made outside the loop (entered once, not per iteration) */
 } df__gloop;
 
 static df_output df__gloop_cond(df_graph *g, void *user, const df_output *vars) {
-    DF__UNUSED(user);
-    return df_greater(g, vars[0], df_scalar_i32(g, 0));
+    return df_greater(g, vars[0], ((df__gloop *)user)->zero);
 }
 
 static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_output *next) {
     df__gloop *L = (df__gloop *)user;
     df__ctx *G = g->ctx, *W = L->W;
-    df_output index = df_sub(g, vars[0], df_scalar_i32(g, 1));
+    df_output index = df_sub(g, vars[0], L->one);
     if (!index.node) return;
     G->b_index = index.node;
     int ny = L->nv + L->nseq_out, nx = L->nv + L->ninv + L->nseq_in;
@@ -6601,6 +6604,9 @@ static void df__ck_push_then(df_graph *g, void *user, df_output *outs) {
     }
     outs[0] = df_scalar_i32(g, 0);
 }
+static df_output df__ck_gloop_cond(df_graph *g, void *user, const df_output *vars) {
+    return df_greater(g, vars[0], ((df__ckpt *)user)->L->zero);
+}
 static void df__ck_zero(df_graph *g, void *user, df_output *outs) { DF__UNUSED(user); outs[0] = df_scalar_i32(g, 0); }
 
 static df_output df__ck_seg_cond(df_graph *g, void *user, const df_output *v) {
@@ -6657,7 +6663,7 @@ static void df__gloop_body_ckpt(df_graph *g, void *user, const df_output *vars, 
     df__gloop *L = K->L;
     df__ctx *G = g->ctx, *W = L->W;
     int nu = K->nu, hc = W->has_counter;
-    df_output index = df_sub(g, vars[0], df_scalar_i32(g, 1));
+    df_output index = df_sub(g, vars[0], L->one);
     if (!index.node) return;
     G->b_index = index.node;
     K->index = index;
@@ -6792,10 +6798,12 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
         df__ckpt K;
         memset(&K, 0, sizeof K);
         K.L = &L;
+        L.zero = df_scalar_i32(g, 0);
+        L.one = df_scalar_i32(g, 1);
         int ckpt = W->checkpoint_every > 0 && W->body_fn && !L.nseq_out && !L.nseq_in;
         if (ckpt && !df__ckpt_prepare(g, &K)) { DF_FREE(K.ck); DF_FREE(init); goto done; }
         g->next_grad_of = W;
-        if (ckpt) df_while_loop(g, nv, init, df__gloop_cond, df__gloop_body_ckpt, &K, &o, outs);
+        if (ckpt) df_while_loop(g, nv, init, df__ck_gloop_cond, df__gloop_body_ckpt, &K, &o, outs);
         else df_while_loop(g, nv, init, df__gloop_cond, df__gloop_body, &L, &o, outs);
         g->next_grad_of = NULL;
         if (!ckpt && df__ok(g) && outs[0].node) {        /* order the count after the pops */
