@@ -6756,7 +6756,9 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
         df_node *e = W->captures[i].value.node;
         if (!(e->op->flags & DF__OP_ENTER) || e->ctx != W || !df__is_float(e->out_types[0])) continue;
         df_node *src = e->inputs[0].node;
-        if (src->id < r->n0 && df__greg_between(r, src)) L.inv[L.ninv++] = e;
+        int seen = 0;            /* one Enter may be recorded under two sources (a gradient loop's reads) */
+        for (int k = 0; k < L.ninv; k++) if (L.inv[k] == e) seen = 1;
+        if (!seen && src->id < r->n0 && df__greg_between(r, src)) L.inv[L.ninv++] = e;
     }
     /* second order: pushes in W whose pops received gradients; pops in W */
     for (int i = 0; i < g->n_gstacks; i++) {

@@ -305,3 +305,87 @@ DF_TEST(grad_checkpointed_equals_plain) {
         df_graph_free(p.g);
     }
 }
+
+/* A running product p = prod_{i<n} (x + i): dp/dx = p * sum 1/(x + i), against the closed form. */
+static void prod_body(df_graph *g, void *u, const df_output *v, df_output *n) {
+    df_output x = *(df_output *)u;
+    n[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    n[1] = v[1];
+    n[2] = df_mul(g, v[2], df_add(g, x, df_cast(g, v[0], DF_DOUBLE)));
+}
+DF_TEST(grad_while_running_product_exact) {
+    df_graph *g = df_graph_new();
+    df_output x = df_placeholder(g, "x", DF_DOUBLE, 0, NULL), n = df_placeholder(g, "n", DF_INT32, 0, NULL);
+    df_output init[3] = {df_scalar_i32(g, 0), n, df_scalar_f64(g, 1.0)}, out[3], dx;
+    df_while_loop(g, 3, init, cond_lt_n, prod_body, &x, NULL, out);
+    df_gradients(g, 1, &out[2], NULL, 1, &x, &dx);
+    CHECK_OK(df_graph_status(g));
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    for (int nv = 0; nv <= 6 && s; nv++) {
+        double xv = 0.3, p = 1, sum = 0;
+        for (int i = 0; i < nv; i++) { p *= xv + i; sum += 1 / (xv + i); }
+        df_tensor *fv[2] = {df_tensor_scalar_f64(xv), df_tensor_scalar_i32(nv)}, *o[2] = {0};
+        df_output feeds[2] = {x, n}, f[2] = {out[2], dx};
+        df_session_run(s, feeds, fv, 2, f, o, 2, NULL, 0, &st);
+        CHECK_OK(&st);
+        if (!st.code) {
+            CHECK_NEAR(*(double *)df_tensor_data(o[0]), p, 1e-13 * p);
+            CHECK_NEAR(*(double *)df_tensor_data(o[1]), p * sum, 1e-12 * fmax(1, p * sum));
+        }
+        for (int i = 0; i < 2; i++) { df_tensor_release(fv[i]); df_tensor_release(o[i]); }
+    }
+    df_session_free(s);
+    df_graph_free(g);
+}
+
+/* The Hessian-vector product of a loss computed by a while loop: h = tanh(h * w + x) on a
+   vector, loss = sum(h^2); hvp = d(grad(loss, w) . v)/dw, against differences of the gradient
+   along v. */
+typedef struct hv { df_output x, w; } hv;
+static void hv_body(df_graph *g, void *u, const df_output *v, df_output *n) {
+    hv *p = (hv *)u;
+    n[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    n[1] = v[1];
+    n[2] = df_tanh(g, df_add(g, df_mul(g, v[2], p->w), p->x));
+}
+DF_TEST(grad_hessian_vector_product_through_while) {
+    enum { K = 5 };
+    int64_t d = K;
+    df_graph *g = df_graph_new();
+    hv p;
+    p.x = df_placeholder(g, "x", DF_DOUBLE, 1, &d);
+    p.w = df_placeholder(g, "w", DF_DOUBLE, 1, &d);
+    df_output v = df_placeholder(g, "v", DF_DOUBLE, 1, &d);
+    df_output init[3] = {df_scalar_i32(g, 0), df_scalar_i32(g, 6), p.x}, out[3], gw, hvp;
+    df_while_loop(g, 3, init, cond_lt_n, hv_body, &p, NULL, out);
+    df_output loss = df_reduce_sum(g, df_square(g, out[2]), 0, NULL, 0);
+    df_gradients(g, 1, &loss, NULL, 1, &p.w, &gw);
+    df_output gv = df_reduce_sum(g, df_mul(g, gw, v), 0, NULL, 0);
+    df_gradients(g, 1, &gv, NULL, 1, &p.w, &hvp);
+    CHECK_OK(df_graph_status(g));
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    double xs[K], ws[K], vs[K], h = 1e-6, res[3][K];
+    for (int i = 0; i < K; i++) { xs[i] = 0.1 * i - 0.2; ws[i] = 0.8 - 0.05 * i; vs[i] = (i % 2 ? 1.0 : -0.5); }
+    for (int k = 0; k < 3 && s; k++) {         /* hvp at w, gradient at w + h v and w - h v */
+        df_tensor *tx = df_tensor_from_data(DF_DOUBLE, 1, &d, xs, sizeof xs, &st);
+        double wk[K];
+        for (int i = 0; i < K; i++) wk[i] = ws[i] + (k == 1 ? h : k == 2 ? -h : 0) * vs[i];
+        df_tensor *tw = df_tensor_from_data(DF_DOUBLE, 1, &d, wk, sizeof wk, &st);
+        df_tensor *tv = df_tensor_from_data(DF_DOUBLE, 1, &d, vs, sizeof vs, &st), *o = NULL;
+        df_output feeds[3] = {p.x, p.w, v};
+        df_tensor *fv[3] = {tx, tw, tv};
+        df_output f = k == 0 ? hvp : gw;
+        df_session_run(s, feeds, fv, 3, &f, &o, 1, NULL, 0, &st);
+        CHECK_OK(&st);
+        for (int i = 0; i < K; i++) res[k][i] = o ? ((double *)df_tensor_data(o))[i] : NAN;
+        df_tensor_release(o); df_tensor_release(tx); df_tensor_release(tw); df_tensor_release(tv);
+    }
+    for (int i = 0; i < K; i++) {
+        double fd = (res[1][i] - res[2][i]) / (2 * h);
+        CHECK_MSG(fabs(res[0][i] - fd) <= 1e-5 * fmax(1, fabs(fd)), "hvp[%d] %.12g, differences %.12g", i, res[0][i], fd);
+    }
+    df_session_free(s);
+    df_graph_free(g);
+}
