@@ -4307,20 +4307,27 @@ static void df__k_unpack(df__kctx *c) {
 }
 
 /* ---- Slice, StridedSlice, Tile: all reduce to a strided copy ---- */
-static void df__strided_copy(const df_tensor *x, df_tensor *o, const int64_t *begin, const int64_t *step,
-                             const int64_t *odims, int rank) {
+/* Copies the strided region of x (begin, step, odims per dim) to the dense o, or, when
+   `scatter`, the dense o into that region of x. */
+static void df__strided_move(df_tensor *x, df_tensor *o, const int64_t *begin, const int64_t *step,
+                             const int64_t *odims, int rank, int scatter) {
     size_t es = df_dtype_size(x->dtype);
     int64_t istride[DF_MAX_RANK], s = 1, idx[DF_MAX_RANK] = {0}, off = 0;
     for (int d = x->rank - 1; d >= 0; d--) { istride[d] = s; s *= x->dims[d]; }
     for (int d = 0; d < rank; d++) off += begin[d] * istride[d];
     for (int64_t i = 0; i < o->n; i++) {
-        memcpy((char *)o->data + (size_t)i * es, (const char *)x->data + (size_t)off * es, es);
+        char *full = (char *)x->data + (size_t)off * es, *flat = (char *)o->data + (size_t)i * es;
+        if (scatter) memcpy(full, flat, es); else memcpy(flat, full, es);
         for (int d = rank - 1; d >= 0; d--) {
             idx[d]++; off += step[d] * istride[d];
             if (idx[d] < odims[d]) break;
             off -= step[d] * istride[d] * idx[d]; idx[d] = 0;
         }
     }
+}
+static void df__strided_copy(const df_tensor *x, df_tensor *o, const int64_t *begin, const int64_t *step,
+                             const int64_t *odims, int rank) {
+    df__strided_move((df_tensor *)x, o, begin, step, odims, rank, 0);
 }
 static df_code df__slice_args(const df_node *n, const df_tensor *x, const df_tensor *b, const df_tensor *sz,
                               int64_t *begin, int64_t *size, df_status *st) {
@@ -5000,21 +5007,10 @@ static df_code df__sf_identity_n(df__shape_ctx *c) {
 }
 
 /* ---- Gradient helper ops (TensorFlow's names) ---- */
-/* StridedSliceGrad: dy scattered into zeros of the input's shape. */
+/* StridedSliceGrad and Pad: the strided copy the other way, into a zeroed full tensor. */
 static void df__strided_scatter(df_tensor *x, const df_tensor *o, const int64_t *begin, const int64_t *step,
                                 const int64_t *odims, int rank) {
-    size_t es = df_dtype_size(x->dtype);
-    int64_t istride[DF_MAX_RANK], s = 1, idx[DF_MAX_RANK] = {0}, off = 0;
-    for (int d = x->rank - 1; d >= 0; d--) { istride[d] = s; s *= x->dims[d]; }
-    for (int d = 0; d < rank; d++) off += begin[d] * istride[d];
-    for (int64_t i = 0; i < o->n; i++) {
-        memcpy((char *)x->data + (size_t)off * es, (const char *)o->data + (size_t)i * es, es);
-        for (int d = rank - 1; d >= 0; d--) {
-            idx[d]++; off += step[d] * istride[d];
-            if (idx[d] < odims[d]) break;
-            off -= step[d] * istride[d] * idx[d]; idx[d] = 0;
-        }
-    }
+    df__strided_move(x, (df_tensor *)o, begin, step, odims, rank, 1);
 }
 static df_code df__sf_shape_input(df__shape_ctx *c) {      /* output shaped by the const input 0 */
     const df_tensor *s = df__sc_const(c, 0);
