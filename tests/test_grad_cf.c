@@ -389,3 +389,34 @@ DF_TEST(grad_hessian_vector_product_through_while) {
     df_session_free(s);
     df_graph_free(g);
 }
+
+/* Second order through a cond: then x^3, else exp(x^2). */
+static void cube_b(df_graph *g, void *u, df_output *o) { df_output x = *(df_output *)u; o[0] = df_mul(g, x, df_mul(g, x, x)); }
+static void expsq_b(df_graph *g, void *u, df_output *o) { df_output x = *(df_output *)u; o[0] = df_exp(g, df_mul(g, x, x)); }
+DF_TEST(grad_second_order_through_cond) {
+    df_graph *g = df_graph_new();
+    df_output x = df_placeholder(g, "x", DF_DOUBLE, 0, NULL), p = df_placeholder(g, "p", DF_BOOL, 0, NULL), c, d1, d2;
+    df_cond(g, p, 1, cube_b, expsq_b, &x, &c);
+    df_gradients(g, 1, &c, NULL, 1, &x, &d1);
+    df_gradients(g, 1, &d1, NULL, 1, &x, &d2);
+    CHECK_OK(df_graph_status(g));
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    for (int pv = 0; pv < 2 && s; pv++) {
+        double xv = 0.7;
+        df_tensor *pt = df_tensor_new(DF_BOOL, 0, NULL, &st);
+        *(unsigned char *)df_tensor_data(pt) = (unsigned char)pv;
+        df_tensor *fv[2] = {df_tensor_scalar_f64(xv), pt}, *o[2] = {0};
+        df_output feeds[2] = {x, p}, f[2] = {d1, d2};
+        df_session_run(s, feeds, fv, 2, f, o, 2, NULL, 0, &st);
+        CHECK_OK(&st);
+        if (!st.code) {
+            double e = exp(xv * xv);
+            CHECK_NEAR(*(double *)df_tensor_data(o[0]), pv ? 3 * xv * xv : 2 * xv * e, 1e-12);
+            CHECK_NEAR(*(double *)df_tensor_data(o[1]), pv ? 6 * xv : (2 + 4 * xv * xv) * e, 1e-12);
+        }
+        for (int i = 0; i < 2; i++) { df_tensor_release(fv[i]); df_tensor_release(o[i]); }
+    }
+    df_session_free(s);
+    df_graph_free(g);
+}
