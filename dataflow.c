@@ -5047,9 +5047,10 @@ static void df__k_bcast_grad_args(df__kctx *c) {
         int64_t da = d - (r - (int)a->n) >= 0 ? df__int_at(a, d - (r - (int)a->n)) : 1;
         int64_t db = d - (r - (int)b->n) >= 0 ? df__int_at(b, d - (r - (int)b->n)) : 1;
         if (da != db && da != 1 && db != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Incompatible shapes in BroadcastGradientArgs at axis %d: %lld vs %lld", d, (long long)da, (long long)db); return; }
-        if (da == 1 && !(db == 1 && d >= r - (int)a->n)) ra[na++] = d;
-        if (db == 1 && !(da == 1 && d >= r - (int)b->n)) rb[nb++] = d;
-        if (da == 1 && db == 1) { if (d >= r - (int)a->n && d < r - (int)b->n) rb[nb++] = d; }
+        /* an axis is reduced for an input that lacks it, or has 1 where the other does not */
+        int ha = d >= r - (int)a->n, hb = d >= r - (int)b->n;
+        if (!ha || (da == 1 && db != 1)) ra[na++] = d;
+        if (!hb || (db == 1 && da != 1)) rb[nb++] = d;
     }
     int64_t da_ = na, db_ = nb;
     df_tensor *oa = df__k_alloc(c, 0, a->dtype, 1, &da_), *ob = oa ? df__k_alloc(c, 1, a->dtype, 1, &db_) : NULL;
@@ -5095,6 +5096,10 @@ static void df__k_segment_sum(df__kctx *c) {
             float *dst = (float *)o->data + s * inner;
             const float *src = (const float *)d->data + i * inner;
             for (int64_t j = 0; j < inner; j++) dst[j] += src[j];
+        } else if (df__is_integer_type(d->dtype)) {   /* two's complement wrap, as TF */
+            for (int64_t j = 0; j < inner; j++)
+                df__set_from_i64(d->dtype, o->data, s * inner + j, (int64_t)((uint64_t)df__get_i64(d->dtype, o->data, s * inner + j) +
+                                 (uint64_t)df__get_i64(d->dtype, d->data, i * inner + j)));
         } else {
             for (int64_t j = 0; j < inner; j++)
                 df__set_from_f64(d->dtype, o->data, s * inner + j, df__get_f64(d->dtype, o->data, s * inner + j) +
@@ -5111,6 +5116,8 @@ static df_code df__pad_dims(const df_node *n, const df__shape *in, const df_tens
     for (int d = 0; d < in->rank; d++) {
         int64_t lo = df__int_at(p, 2 * d), hi = df__int_at(p, 2 * d + 1);
         if (lo < 0 || hi < 0) return df__fail(st, n, DF_INVALID_ARGUMENT, "Paddings must be non-negative: %lld %lld", (long long)lo, (long long)hi);
+        if (lo > INT64_MAX / 4 || hi > INT64_MAX / 4 || (in->dims[d] > 0 && in->dims[d] > INT64_MAX / 4))
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Pad: dimension %d would be too large", d);
         o->dims[d] = in->dims[d] < 0 ? -1 : in->dims[d] + lo + hi;
     }
     return DF_OK;
@@ -5301,46 +5308,60 @@ static df_code df__sf_unknown(df__shape_ctx *c) {
 
 /* ---- Optimizer updates on variables: in place when no reader holds the value, else a fresh
    tensor replaces it (readers keep what they read). ---- */
-static df_tensor *df__k_var_for_update(df__kctx *c, int input, df__var **var_out) {
-    const df_node *vn = c->node->inputs[input].node;
-    for (int depth = 0; depth < 64 && strcmp(vn->op->name, "VariableV2") && vn->n_inputs > 0; depth++) vn = vn->inputs[0].node;
-    df__var *v = df__step_var(c->step, vn, c->st);
-    if (!v) return NULL;
-    df__spin_lock(&v->lock);
-    df_tensor *cur = v->value;
-    if (!cur) {
-        df__spin_unlock(&v->lock);
-        DF__KFAIL(c, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", vn->name);
-        return NULL;
+/* The variables an Apply op updates (its first n inputs, refs): distinct, locked in address
+   order (two ops over the same variables cannot deadlock), each value made private to the
+   update (copied when a reader still holds it). Returns 0, with nothing locked, on error. */
+static int df__k_apply_lock(df__kctx *c, int n, df__var **v, df_tensor **val) {
+    df__var *order[3];
+    for (int i = 0; i < n; i++) {
+        v[i] = c->in[i] ? c->in[i]->ref : NULL;
+        if (!v[i]) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Input %d of %s must be a variable", i, c->node->op->name); return 0; }
+        for (int j = 0; j < i; j++)
+            if (v[j] == v[i]) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s needs distinct variables, got %s twice", c->node->op->name, v[i]->name); return 0; }
+        order[i] = v[i];
     }
-    if (cur->refs != 1 || cur->base) {
-        df_tensor *fresh = df__tensor_alloc(c->alloc, cur->dtype, cur->rank, cur->dims, c->st);
-        if (!fresh) { df__spin_unlock(&v->lock); return NULL; }
-        memcpy(fresh->data, cur->data, cur->nbytes);
-        v->value = fresh;
-        df_tensor_release(cur);
-        cur = fresh;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && (uintptr_t)order[j] < (uintptr_t)order[j - 1]; j--) {
+            df__var *t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
+        }
+    for (int i = 0; i < n; i++) df__spin_lock(&order[i]->lock);
+    for (int i = 0; i < n; i++) {
+        df_tensor *cur = v[i]->value;
+        if (!cur) DF__KFAIL(c, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v[i]->name);
+        else if (cur->refs != 1 || cur->base) {
+            df_tensor *fresh = df__tensor_alloc(c->alloc, cur->dtype, cur->rank, cur->dims, c->st);
+            if (fresh) {
+                memcpy(fresh->data, cur->data, cur->nbytes);
+                v[i]->value = fresh;
+                df_tensor_release(cur);
+                cur = fresh;
+            }
+        }
+        val[i] = cur;
+        if (c->st->code) { for (int k = 0; k < n; k++) df__spin_unlock(&order[k]->lock); return 0; }
     }
-    *var_out = v;
-    return cur;                  /* the caller unlocks v after updating */
+    return 1;
 }
 static int df__k_apply_check(df__kctx *c, const df_tensor *var, const df_tensor *t, const char *what) {
-    if (t->n == var->n && t->rank == var->rank) return 1;
+    int same = t->rank == var->rank;
+    for (int d = 0; same && d < t->rank; d++) same = t->dims[d] == var->dims[d];
+    if (same) return 1;
     char s1[96], s2[96];
     DF__KFAIL(c, DF_INVALID_ARGUMENT, "var and %s do not have the same shape: %s vs %s", what,
               df__dims_str(var->rank, var->dims, s1, 96), df__dims_str(t->rank, t->dims, s2, 96));
     return 0;
 }
 static double df__k_scalar_arg(df__kctx *c, int i, int *ok) {
-    if (c->in[i]->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input %d of %s must be a scalar", i, c->node->op->name); *ok = 0; return 0; }
+    if (c->in[i]->rank != 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input %d of %s must be a scalar", i, c->node->op->name); *ok = 0; return 0; }
     return df__get_f64(c->in[i]->dtype, c->in[i]->data, 0);
 }
 static void df__k_apply(df__kctx *c) {
     int code = c->node->op->code, ok = 1;     /* 0 GradientDescent, 1 Momentum, 2 Adam */
-    df__var *vv = NULL, *va = NULL, *vb = NULL;
-    /* variables are locked in input order; one variable twice in an op is refused */
-    df_tensor *var = df__k_var_for_update(c, 0, &vv);
-    if (!var) return;
+    df__var *vars[3] = {NULL, NULL, NULL};
+    df_tensor *vals[3] = {NULL, NULL, NULL};
+    int nv = code + 1;
+    if (!df__k_apply_lock(c, nv, vars, vals)) return;
+    df_tensor *var = vals[0], *acc = vals[1], *acc2 = vals[2];
     if (code == 0) {
         const df_tensor *d = c->in[2];
         double lr = df__k_scalar_arg(c, 1, &ok);
@@ -5354,26 +5375,8 @@ static void df__k_apply(df__kctx *c) {
                     df__set_from_f64(var->dtype, var->data, i, df__get_f64(var->dtype, var->data, i) - lr * df__get_f64(d->dtype, d->data, i));
             }
         }
-        df_tensor *keep = df_tensor_retain(var);
-        df__spin_unlock(&vv->lock);
-        if (c->st->code) { df_tensor_release(keep); return; }
-        c->out[0] = keep;
-        return;
     }
-    df_tensor *acc = NULL, *acc2 = NULL;
-    if (c->node->inputs[1].node == c->node->inputs[0].node ||
-        (code == 2 && (c->node->inputs[2].node == c->node->inputs[0].node || c->node->inputs[2].node == c->node->inputs[1].node))) {
-        df__spin_unlock(&vv->lock);
-        DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s needs distinct variables", c->node->op->name);
-        return;
-    }
-    acc = df__k_var_for_update(c, 1, &va);
-    if (!acc) { df__spin_unlock(&vv->lock); return; }
-    if (code == 2) {
-        acc2 = df__k_var_for_update(c, 2, &vb);
-        if (!acc2) { df__spin_unlock(&va->lock); df__spin_unlock(&vv->lock); return; }
-    }
-    if (code == 1) {
+    else if (code == 1) {
         const df_tensor *g = c->in[3];
         double lr = df__k_scalar_arg(c, 2, &ok), mom = ok ? df__k_scalar_arg(c, 4, &ok) : 0;
         int nesterov = df__attr_b(c->node, "use_nesterov", 0);
@@ -5420,9 +5423,7 @@ static void df__k_apply(df__kctx *c) {
         }
     }
     df_tensor *keep = df_tensor_retain(var);
-    if (vb) df__spin_unlock(&vb->lock);
-    df__spin_unlock(&va->lock);
-    df__spin_unlock(&vv->lock);
+    for (int i = 0; i < nv; i++) df__spin_unlock(&vars[i]->lock);
     if (c->st->code) { df_tensor_release(keep); return; }
     c->out[0] = keep;
 }
@@ -6157,8 +6158,21 @@ static void df__g_gather(df__gfn *c) {
     c->dx[0] = a != 0 ? df__op2(g, "Transpose", r, df__g_i32s(g, back, pr)) : r;
 }
 static void df__g_segment_sum(df__gfn *c) {
-    df_output gi[3] = {c->dy[0], DF__X(c, 1), df_scalar_i32(c->g, 0)};
-    c->dx[0] = df__op_attr_int(c->g, "GatherV2", gi, 3, "batch_dims", 0);
+    /* ids outside [0, num_segments) were dropped: their rows get zero gradient */
+    df_graph *g = c->g;
+    df_output ids = DF__X(c, 1), num = df_cast(g, DF__X(c, 2), df_output_dtype(ids));
+    int ri = ids.node->out_shapes[ids.index].rank, rd = DF__X(c, 0).node->out_shapes[DF__X(c, 0).index].rank;
+    if (ri < 0 || rd < 0) {
+        df__graph_error(g, DF_UNIMPLEMENTED, "Gradient of UnsortedSegmentSum needs known ranks {{node %s}}", c->n->name);
+        return;
+    }
+    df_output zero = df__scalar_like(g, ids, 0);
+    df_output valid = df_logical_and(g, df_greater_equal(g, ids, zero), df_less(g, ids, num));
+    df_output safe = df_select(g, valid, ids, df__zeros_like(g, ids));
+    df_output gi[3] = {c->dy[0], safe, df_scalar_i32(g, 0)};
+    df_output rows = df__op_attr_int(g, "GatherV2", gi, 3, "batch_dims", 0);
+    for (int k = ri; k < rd; k++) valid = df__op2(g, "ExpandDims", valid, df_scalar_i32(g, -1));
+    c->dx[0] = df_select(g, valid, rows, df__zeros_like(g, rows));
 }
 static void df__g_broadcast_to(df__gfn *c) { c->dx[0] = df__sum_to(c->g, c->dy[0], DF__X(c, 0)); }
 static df_output df__last_axis_sum(df_graph *g, df_output v) { return df__reduce_op(g, "Sum", v, df_scalar_i32(g, -1), 1); }
@@ -6921,8 +6935,14 @@ df_node *df_minimize(df_graph *g, df_output loss, int n_vars, const df_output *v
         df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
         return NULL;
     }
-    int nu = 0, ni = 0;
-    df_graph_push_name_scope(g, "train");
+    int nu = 0, ni = 0, pushed = 0;
+    char scope[64];
+    if (!df__unique_scope(g, "train", scope, sizeof scope)) df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    df_graph_push_name_scope(g, scope);
+    for (int i = 1; i < n_vars && df__ok(g) && o.kind == DF_OPT_ADAM; i++)
+        if (df_output_dtype(vars[i]) != df_output_dtype(vars[0]))
+            df__graph_error(g, DF_INVALID_ARGUMENT, "df_minimize: Adam needs variables of one dtype (vars[0] is %s, "
+                            "vars[%d] is %s)", df_dtype_name(df_output_dtype(vars[0])), i, df_dtype_name(df_output_dtype(vars[i])));
     df_gradients(g, 1, &loss, NULL, n_vars, vars, grads);
     df_output b1p = {NULL, 0}, b2p = {NULL, 0};
     df_dtype t0 = df_output_dtype(vars[0]);
@@ -6948,7 +6968,7 @@ df_node *df_minimize(df_graph *g, df_output loss, int n_vars, const df_output *v
        another gradient still reads */
     int ng = 0;
     for (int i = 0; i < n_vars; i++) if (grads[i].node) ups[ng++] = grads[i].node;
-    if (df__ok(g) && ng) df_graph_push_control_deps(g, ups, ng);
+    if (df__ok(g) && ng) { df_graph_push_control_deps(g, ups, ng); pushed = df__ok(g); }
     for (int i = 0; i < n_vars && df__ok(g); i++) {
         if (!grads[i].node) continue;
         df_output v = vars[i];
@@ -6978,7 +6998,7 @@ df_node *df_minimize(df_graph *g, df_output loss, int n_vars, const df_output *v
         if (u) ups[nu++] = u;
     }
     DF_FREE(slot);
-    if (ng) df_graph_pop_control_deps(g);
+    if (pushed) df_graph_pop_control_deps(g);
     df_node *step = NULL;
     if (df__ok(g) && o.kind == DF_OPT_ADAM && nu > 0) {
         /* the beta powers advance after every variable's update */
@@ -8789,7 +8809,7 @@ static const df__opspec df__op_table[] = {
     {"Pad", "input:T,paddings:Tpaddings", "output:T", "T:type,Tpaddings:type{int32,int64}=int32", df__sf_pad, df__k_pad, DF__OP_EXPENSIVE, 0},
     {"InvertPermutation", "x:T", "y:T", "T:type{int32,int64}=int32", df__sf_same, df__k_invert_permutation, DF__OP_NO_GRADIENT, 0},
     {"BroadcastTo", "input:T,shape:Tidx", "output:T", "T:type,Tidx:type{int32,int64}=int32", df__sf_broadcast_to, df__k_broadcast_to, DF__OP_EXPENSIVE, 0},
-    {"Cumprod", "x:T,axis:Tidx", "out:T", "exclusive:bool=false,reverse:bool=false,T:type" DF__NUM ",Tidx:type{int32,int64}=int32",
+    {"Cumprod", "x:T,axis:Tidx", "out:T", "exclusive:bool=false,reverse:bool=false,T:type" DF__FLT ",Tidx:type{int32,int64}=int32",
      df__sf_same, df__k_cumprod, DF__OP_EXPENSIVE, 0},
     {"ConcatOffset", "concat_dim:int32,shape:N*int32", "offset:N*int32", "N:int>=2", df__sf_concat_offset, df__k_concat_offset, DF__OP_NO_GRADIENT, 0},
     {"StridedSliceGrad", "shape:Index,begin:Index,end:Index,strides:Index,dy:T", "output:T", "T:type,Index:type{int32,int64},"

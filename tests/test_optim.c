@@ -137,3 +137,73 @@ DF_TEST(optim_bad_arguments) {
     df_session_free(s);
     df_graph_free(g);
 }
+
+/* The same variable twice in one update (through a shared_name) is refused, never a hang. */
+DF_TEST(optim_apply_same_variable_twice_is_refused) {
+    df_graph *g = df_graph_new();
+    df_op_builder *b = df_op_new(g, "VariableV2", "v1");
+    df_op_set_attr_shape(b, "shape", 0, NULL);
+    df_op_set_attr_type(b, "dtype", DF_DOUBLE);
+    df_op_set_attr_string(b, "shared_name", "same");
+    df_output v1 = {df_op_finish(b), 0};
+    b = df_op_new(g, "VariableV2", "v2");
+    df_op_set_attr_shape(b, "shape", 0, NULL);
+    df_op_set_attr_type(b, "dtype", DF_DOUBLE);
+    df_op_set_attr_string(b, "shared_name", "same");
+    df_output v2 = {df_op_finish(b), 0};
+    df_node *init = df_assign(g, v1, df_scalar_f64(g, 1.0));
+    b = df_op_new(g, "ApplyMomentum", "m");
+    df_output ins[5] = {v1, v2, df_scalar_f64(g, 0.1), df_scalar_f64(g, 1.0), df_scalar_f64(g, 0.9)};
+    for (int i = 0; i < 5; i++) df_op_add_input(b, ins[i]);
+    df_node *m = df_op_finish(b);
+    CHECK_OK(df_graph_status(g));
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &init, 1, &st);
+    CHECK_OK(&st);
+    CHECK_EQ_INT(df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &m, 1, &st), DF_INVALID_ARGUMENT);
+    CHECK(strstr(st.message, "distinct variables") && strstr(st.message, "{{node m}}"));
+    df_session_free(s);
+    df_graph_free(g);
+}
+
+/* UnsortedSegmentSum over integers, and its gradient with ids it drops (negative, too big). */
+DF_TEST(optim_segment_sum_integers_and_dropped_ids) {
+    df_graph *g = df_graph_new();
+    int32_t dv[3] = {5, 7, 11}, iv[3] = {0, 0, 1};
+    int64_t d3 = 3;
+    df_tensor *tk[3] = {df_tensor_from_data(DF_INT32, 1, &d3, dv, sizeof dv, NULL),
+                        df_tensor_from_data(DF_INT32, 1, &d3, iv, sizeof iv, NULL), NULL};
+    df_output data = df_const(g, tk[0]), ids = df_const(g, tk[1]);
+    df_op_builder *b = df_op_new(g, "UnsortedSegmentSum", NULL);
+    df_op_add_input(b, data); df_op_add_input(b, ids); df_op_add_input(b, df_scalar_i32(g, 2));
+    df_output s1 = {df_op_finish(b), 0};
+    df_output x = df_placeholder(g, "x", DF_DOUBLE, 1, &d3);
+    int32_t bad[3] = {0, -1, 5};
+    tk[2] = df_tensor_from_data(DF_INT32, 1, &d3, bad, sizeof bad, NULL);
+    df_output bids = df_const(g, tk[2]);
+    for (int i = 0; i < 3; i++) df_tensor_release(tk[i]);
+    b = df_op_new(g, "UnsortedSegmentSum", NULL);
+    df_op_add_input(b, df_mul(g, x, x)); df_op_add_input(b, bids); df_op_add_input(b, df_scalar_i32(g, 2));
+    df_output s2 = {df_op_finish(b), 0}, dx;
+    df_output loss = df_reduce_sum(g, s2, 0, NULL, 0);
+    df_gradients(g, 1, &loss, NULL, 1, &x, &dx);
+    CHECK_OK(df_graph_status(g));
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    double xv[3] = {1.5, 2.5, 3.5};
+    df_tensor *xt = df_tensor_from_data(DF_DOUBLE, 1, &d3, xv, sizeof xv, &st), *o[2] = {0};
+    df_output f[2] = {s1, dx};
+    df_session_run(s, &x, &xt, 1, f, o, 2, NULL, 0, &st);
+    CHECK_OK(&st);
+    if (!st.code) {
+        CHECK_EQ_INT(((int32_t *)df_tensor_data(o[0]))[0], 12);
+        CHECK_EQ_INT(((int32_t *)df_tensor_data(o[0]))[1], 11);
+        CHECK_NEAR(((double *)df_tensor_data(o[1]))[0], 3.0, 0);
+        CHECK_NEAR(((double *)df_tensor_data(o[1]))[1], 0.0, 0);
+        CHECK_NEAR(((double *)df_tensor_data(o[1]))[2], 0.0, 0);
+    }
+    df_tensor_release(o[0]); df_tensor_release(o[1]); df_tensor_release(xt);
+    df_session_free(s);
+    df_graph_free(g);
+}
