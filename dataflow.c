@@ -1720,8 +1720,7 @@ struct df__ctx {
     df_node *b_index;            /* gradient loop: the decremented count; pops wait for it */
     df_node **pops;              /* gradient loop: its pops, which the next count waits for */
     int n_pops, cap_pops;
-    /* checkpointed loops: the builders, called again to recompute iterations */
-    df_loop_cond_fn cond_fn;
+    /* checkpointed loops: the body builder, called again to recompute iterations */
     df_loop_body_fn body_fn;
     void *user;
 };
@@ -2915,7 +2914,7 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
     g->next_grad_of = NULL;
     C->swap_memory = opts ? opts->swap_memory : 0;
     C->checkpoint_every = opts && opts->checkpoint_every > 0 ? opts->checkpoint_every : 0;
-    C->cond_fn = cond; C->body_fn = body; C->user = user;
+    C->body_fn = body; C->user = user;
     C->n_vars = n;
     C->has_counter = has_counter;
     C->enters = (df_node **)DF_MALLOC((size_t)(6 * n) * sizeof(df_node *));
@@ -6519,7 +6518,6 @@ out:
 
 /* ---- while-loop gradients ---- */
 typedef struct df__gloop {
-    df__greg *parent;
     df__ctx *W;
     int nv;                      /* float loop variables with a gradient variable */
     int *var;                    /* their indices in W */
@@ -6750,7 +6748,7 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
     df_graph *g = r->g;
     df__gloop L;
     memset(&L, 0, sizeof L);
-    L.parent = r; L.W = W;
+    L.W = W;
     int n = W->n_vars;
     L.var = (int *)DF_MALLOC((size_t)(n + 1) * sizeof(int));
     L.inv = (df_node **)DF_MALLOC((size_t)(W->n_captures + 1) * sizeof(df_node *));
