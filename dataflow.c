@@ -5243,6 +5243,7 @@ typedef struct df__stack {
     int64_t max;
     df_dtype type;
     int closed;
+    int is_sum;                  /* a SumAccumulator: v[0] holds the running sum */
 } df__stack;
 #define DF__STACK_MAGIC 0x5354414bu
 static df__stack *df__step_stack_new(struct df__step *s, int64_t *id, df_status *st);
@@ -5299,6 +5300,59 @@ static void df__k_stack_close(df__kctx *c) {
     df__spin_unlock(&k->lock);
 }
 static df_code df__sf_stack(df__shape_ctx *c) { *df__sc_out(c, 0) = df__shape_scalar(); return DF_OK; }
+
+/* ---- SumAccumulator: per-run state summing the values added to it (the gradients of loop
+   invariants, one add per iteration of a gradient loop, in iteration order). ---- */
+static void df__k_accum(df__kctx *c) {
+    int64_t id;
+    df__stack *k = df__step_stack_new(c->step, &id, c->st);
+    if (!k) { if (c->st->code) { char msg[sizeof c->st->message]; memcpy(msg, c->st->message, sizeof msg); df__fail(c->st, c->node, c->st->code, "%.400s", msg); } return; }
+    k->is_sum = 1;
+    k->type = df__attr_type(c->node, "dtype");
+    df_tensor *o = df__k_alloc(c, 0, DF_RESOURCE, 0, NULL);
+    if (o) { uint64_t w = ((uint64_t)DF__STACK_MAGIC << 32) | (uint64_t)id; memcpy(o->data, &w, 8); }
+}
+static df__stack *df__k_accum_of(df__kctx *c) {
+    df__stack *k = c->in[0]->dtype == DF_RESOURCE && c->in[0]->n == 1 ? df__step_stack_get(c->step, c->in[0]) : NULL;
+    if (!k || !k->is_sum) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Not an accumulator handle made by SumAccumulator in this run"); return NULL; }
+    return k;
+}
+static void df__k_accum_add(df__kctx *c) {
+    df__stack *k = df__k_accum_of(c);
+    if (!k) return;
+    const df_tensor *x = c->in[1];
+    if (x->dtype != k->type || (x->dtype != DF_FLOAT && x->dtype != DF_DOUBLE)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Accumulator holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype)); return; }
+    df__spin_lock(&k->lock);
+    df_tensor *old = k->n ? k->v[0] : NULL, *sum = NULL;
+    if (old) {
+        df__shape so = df__shape_of(old), sx = df__shape_of(x);
+        if (!df__shapes_equal(&so, &sx)) {
+            df__spin_unlock(&k->lock);
+            char s1[96], s2[96];
+            DF__KFAIL(c, DF_INVALID_ARGUMENT, "Accumulator holds shape %s, got %s", df__dims_str(so.rank, so.dims, s1, 96), df__dims_str(sx.rank, sx.dims, s2, 96));
+            return;
+        }
+        sum = df__tensor_alloc(c->alloc, x->dtype, x->rank, x->dims, c->st);
+        if (sum) df__binary_row(DF__B_ADD, x->dtype)(sum->data, old->data, x->data, x->n, 1, 1);
+    } else if (df__grow(&k->v, &k->cap, 1, sizeof(df_tensor *))) {
+        sum = df_tensor_retain(c->in[1]);
+        k->n = 1;
+    } else {
+        df_status_set(c->st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    }
+    if (sum) { k->v[0] = sum; df_tensor_release(old); }
+    df__spin_unlock(&k->lock);
+    if (!sum) { char msg[sizeof c->st->message]; memcpy(msg, c->st->message, sizeof msg); df__fail(c->st, c->node, c->st->code ? c->st->code : DF_RESOURCE_EXHAUSTED, "%.400s", msg); }
+}
+static void df__k_accum_read(df__kctx *c) {
+    df__stack *k = df__k_accum_of(c);
+    if (!k) return;
+    df__spin_lock(&k->lock);
+    df_tensor *s = k->n ? df_tensor_retain(k->v[0]) : NULL;
+    df__spin_unlock(&k->lock);
+    c->out[0] = s ? s : df_tensor_retain(c->in[1]);
+}
+static df_code df__sf_accum_read(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[1]; return DF_OK; }
 static df_code df__sf_push(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[1]; return DF_OK; }
 static df_code df__sf_unknown(df__shape_ctx *c) {
     for (int i = 0; i < c->node->n_outputs; i++) *df__sc_out(c, i) = df__shape_unknown();
@@ -5536,7 +5590,10 @@ static int df__loop_counter(df_graph *g, df__ctx *W) {
     return 1;
 }
 
-static df__gstack *df__gstack_new(df_graph *g, df_dtype t) {
+static df__gstack *df__gstack_new_op(df_graph *g, df_dtype t, int sum);
+static df__gstack *df__gstack_new(df_graph *g, df_dtype t) { return df__gstack_new_op(g, t, 0); }
+/* A stack (made outside every loop), or (sum) a SumAccumulator. */
+static df__gstack *df__gstack_new_op(df_graph *g, df_dtype t, int sum) {
     df__gstack *s = (df__gstack *)DF_MALLOC(sizeof *s);
     if (!s || !df__grow(&g->gstacks, &g->cap_gstacks, g->n_gstacks + 1, sizeof(df__gstack *))) {
         DF_FREE(s);
@@ -5546,10 +5603,16 @@ static df__gstack *df__gstack_new(df_graph *g, df_dtype t) {
     memset(s, 0, sizeof *s);
     g->gstacks[g->n_gstacks++] = s;
     df__ctx *saved = g->ctx;
-    g->ctx = NULL;
-    df_output m = df_scalar_i32(g, -1);
-    df_op_builder *b = df_op_new(g, "StackV2", NULL);
-    if (b) { b->raw = 1; df_op_add_input(b, m); df_op_set_attr_type(b, "elem_type", t); }
+    df_op_builder *b;
+    if (sum) {                   /* one per run of the gradient loop: made where that loop is made */
+        b = df_op_new(g, "SumAccumulator", NULL);
+        if (b) df_op_set_attr_type(b, "dtype", t);
+    } else {
+        g->ctx = NULL;
+        df_output m = df_scalar_i32(g, -1);
+        b = df_op_new(g, "StackV2", NULL);
+        if (b) { b->raw = 1; df_op_add_input(b, m); df_op_set_attr_type(b, "elem_type", t); }
+    }
     s->stack = df_op_finish(b);
     g->ctx = saved;
     if (s->stack) s->stack->gstack = g->n_gstacks;
@@ -5626,13 +5689,24 @@ static df_output df__gstack_pop(df_graph *g, df__ctx *G, df__gstack *s, df__ctx 
     return r;
 }
 
+static int df__maybe_dead_rec(const df_node *n, const df__ctx *W, unsigned char *seen, int limit) {
+    if (n->id >= limit || seen[n->id] || n->ctx != W || n->cf_part || (n->op->flags & DF__OP_MERGE)) return 0;
+    seen[n->id] = 1;
+    if (n->op->flags & DF__OP_SWITCH) return 1;
+    for (int i = 0; i < n->n_inputs; i++) if (df__maybe_dead_rec(n->inputs[i].node, W, seen, limit)) return 1;
+    return 0;
+}
 /* Whether a value of gradient loop W may be dead in some iteration: it depends, not through a
    Merge, on a Switch made by a cond's gradient inside W. */
-static int df__maybe_dead_in_loop(const df_node *n, const df__ctx *W, int depth) {
-    if (depth > 64 || n->ctx != W || n->cf_part || (n->op->flags & DF__OP_MERGE)) return 0;
-    if (n->op->flags & DF__OP_SWITCH) return 1;
-    for (int i = 0; i < n->n_inputs; i++) if (df__maybe_dead_in_loop(n->inputs[i].node, W, depth + 1)) return 1;
-    return 0;
+static int df__maybe_dead_in_loop(const df_node *n, const df__ctx *W, int unused) {
+    DF__UNUSED(unused);
+    df_graph *g = n->graph;
+    unsigned char *seen = (unsigned char *)DF_MALLOC((size_t)g->n_nodes + 1);
+    if (!seen) return 1;         /* cannot tell: assume it may */
+    memset(seen, 0, (size_t)g->n_nodes + 1);
+    int r = df__maybe_dead_rec(n, W, seen, g->n_nodes);
+    DF_FREE(seen);
+    return r;
 }
 
 /* What gradient loop G reads when its ops use x, a value of the forward loop G->grad_of:
@@ -6342,8 +6416,14 @@ static df_code df__grad_region(df_graph *g, df__ctx *R, int n_y, const df_output
 static df__gstack *df__node_gstack(df_graph *g, const df_node *n) {
     return n->gstack > 0 && n->gstack <= g->n_gstacks ? g->gstacks[n->gstack - 1] : NULL;
 }
-static int df__is_pop(const df_node *n) { return n->gstack && !strcmp(n->op->name, "StackPopV2"); }
-static int df__is_push(const df_node *n) { return n->gstack && !strcmp(n->op->name, "StackPushV2"); }
+/* Pops (and accumulator reads) depend on the pushes (adds) of their stack: the edges that
+   second-order gradients follow. */
+static int df__is_pop(const df_node *n) {
+    return n->gstack && (!strcmp(n->op->name, "StackPopV2") || !strcmp(n->op->name, "SumAccumulatorRead"));
+}
+static int df__is_push(const df_node *n) {
+    return n->gstack && (!strcmp(n->op->name, "StackPushV2") || !strcmp(n->op->name, "SumAccumulatorAdd"));
+}
 
 static df_code df__grad_region(df_graph *g, df__ctx *R, int n_y, const df_output *ys, const df_output *gys,
                                int n_x, const df_output *xs, df_output *dxs) {
@@ -6529,6 +6609,11 @@ typedef struct df__gloop {
     df_node **seq_in;            /* pops in W (W is itself a gradient loop) */
     df_node *b_sync;             /* ControlTrigger after the gradient loop's pops, if any may be dead */
     df_output zero, one;         /* int32 constants made outside the loop (entered once, not per iteration) */
+    df__gstack **acc;            /* per invariant: the accumulator summing its gradient */
+    int nacc_out;
+    df_node **acc_out;           /* second order: accumulator adds in W whose reads got gradients */
+    df_output *acc_gy;           /*   and those gradients */
+    int guarded;                 /* some pop or add may be dead in an iteration */
 } df__gloop;
 
 static df_output df__gloop_cond(df_graph *g, void *user, const df_output *vars) {
@@ -6541,7 +6626,7 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
     df_output index = df_sub(g, vars[0], L->one);
     if (!index.node) return;
     G->b_index = index.node;
-    int ny = L->nv + L->nseq_out, nx = L->nv + L->ninv + L->nseq_in;
+    int ny = L->nv + L->nseq_out + L->nacc_out, nx = L->nv + L->ninv + L->nseq_in;
     df_output *buf = (df_output *)DF_MALLOC((size_t)(2 * ny + 2 * nx + 2) * sizeof(df_output));
     if (!buf) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return; }
     df_output *ys = buf, *gys = buf + ny, *xs = buf + 2 * ny, *dxs = buf + 2 * ny + nx;
@@ -6557,14 +6642,31 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
         gys[L->nv + k] = df__gstack_pop(g, G, s->grad, s->push_ctx, W, df_output_dtype(p->inputs[1]),
                                         &p->inputs[1].node->out_shapes[p->inputs[1].index]);
     }
+    for (int k = 0; k < L->nacc_out; k++) {     /* each add's value gets its reads' gradient */
+        ys[L->nv + L->nseq_out + k] = L->acc_out[k]->inputs[1];
+        gys[L->nv + L->nseq_out + k] = L->acc_gy[k];
+    }
     for (int k = 0; k < L->ninv; k++) { xs[L->nv + k].node = L->inv[k]; xs[L->nv + k].index = 0; }
     for (int k = 0; k < L->nseq_in; k++) { xs[L->nv + L->ninv + k].node = L->seq_in[k]; xs[L->nv + L->ninv + k].index = 0; }
     if (df__ok(g)) df__grad_region(g, W, ny, ys, gys, nx, xs, dxs);
     if (!df__ok(g)) { DF_FREE(buf); return; }
     for (int k = 0; k < L->nv; k++) next[1 + k] = dxs[k].node ? dxs[k] : df__zeros_like(g, vars[1 + k]);
-    for (int k = 0; k < L->ninv; k++) {
-        df_output a = vars[1 + L->nv + k], d = dxs[L->nv + k];
-        next[1 + L->nv + k] = d.node ? df_add(g, a, d) : a;
+    /* loop invariants: this iteration's part of their gradient goes into an accumulator, in
+       iteration order (after the decremented count; the next count waits for it) */
+    for (int k = 0; k < L->ninv && df__ok(g); k++) {
+        df_output d = dxs[L->nv + k];
+        if (!d.node) continue;
+        df__gstack *A = L->acc[k];
+        df_output h = df__ctx_capture(g, G, df__out(A->stack, 0)), ins[2] = {h, d};
+        df_node *ctl = index.node;
+        df_op_builder *b = df__begin(g, G, "SumAccumulatorAdd", ins, 2, &ctl, 1, 1);
+        df_node *add = df__finish_in(g, G, b);
+        if (!add) break;
+        add->gstack = A->stack->gstack;
+        A->push = add; A->push_ctx = G; A->push_loop = G;
+        if (df__maybe_dead_in_loop(d.node, G, 0)) L->guarded = 1;
+        if (!df__grow(&G->pops, &G->cap_pops, G->n_pops + 1, sizeof(df_node *))) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); break; }
+        G->pops[G->n_pops++] = add;
     }
     /* second order: the gradients of W's pops go on the stacks' gradient stacks */
     for (int k = 0; k < L->nseq_in && df__ok(g); k++) {
@@ -6579,7 +6681,7 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
     /* the counter's next value waits for this iteration's pops, and for the gradient loops
        nested in this one, which pop too (edges added once the loop exists); pops that may be
        dead (guarded by a cond's predicate) go through a ControlTrigger */
-    int guarded = 0;
+    int guarded = L->guarded;
     for (int i = 0; i < G->n_pops; i++) if (G->pops[i]->inputs[0].node->op->flags & DF__OP_SWITCH) guarded = 1;
     if (guarded && df__ok(g)) {
         df_node *t = df__raw_op(g, G, "ControlTrigger", NULL, 0, 0);
@@ -6778,9 +6880,28 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
             L.seq_out[L.nseq_out++] = s->push;
             any = 1;
         }
+        if (s->push && s->push_loop == W && s->push->id < r->n0 && !strcmp(s->push->op->name, "SumAccumulatorAdd")) {
+            df_output gy = {NULL, 0};          /* second order: what reached the accumulator's reads */
+            for (int k = 0; k < s->n_pops; k++)
+                if (s->pops[k]->id < r->n0) {
+                    df_output gk = df__greg_sum(r, df__out(s->pops[k], 0));
+                    if (gk.node) gy = gy.node ? df_add(g, gy, gk) : gk;
+                }
+            if (gy.node) {
+                df_node **nv = (df_node **)DF_REALLOC(L.acc_out, (size_t)(L.nacc_out + 1) * sizeof(df_node *));
+                df_output *ng = (df_output *)DF_REALLOC(L.acc_gy, (size_t)(L.nacc_out + 1) * sizeof(df_output));
+                if (nv) L.acc_out = nv;
+                if (ng) L.acc_gy = ng;
+                if (!nv || !ng) goto oom;
+                L.acc_out[L.nacc_out] = s->push;
+                L.acc_gy[L.nacc_out++] = gy;
+                any = 1;
+            }
+        }
         for (int k = 0; k < s->n_pops; k++) {
             df_node *p = s->pops[k];
-            if (p->id >= r->n0 || df__loop_of(p->ctx) != W || !df__is_float(p->out_types[0]) || !df__greg_between(r, p)) continue;
+            if (p->id >= r->n0 || strcmp(p->op->name, "StackPopV2") || df__loop_of(p->ctx) != W ||
+                !df__is_float(p->out_types[0]) || !df__greg_between(r, p)) continue;
             df_node **nv = (df_node **)DF_REALLOC(L.seq_in, (size_t)(L.nseq_in + 1) * sizeof(df_node *));
             if (!nv) goto oom;
             L.seq_in = nv;
@@ -6790,8 +6911,10 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
     if (!any) goto done;
     if (!df__loop_counter(g, W)) goto done;
     {
-        int nv = 1 + L.nv + L.ninv;
-        df_output *init = (df_output *)DF_MALLOC((size_t)(2 * nv) * sizeof(df_output));
+        int ckpt = W->checkpoint_every > 0 && W->body_fn && !L.nseq_out && !L.nseq_in && !L.nacc_out;
+        /* invariants' gradients: accumulators (loop variables when checkpointing) */
+        int nv = 1 + L.nv + (ckpt ? L.ninv : 0);
+        df_output *init = (df_output *)DF_MALLOC((size_t)(2 * (1 + L.nv + L.ninv)) * sizeof(df_output));
         if (!init) goto oom;
         df_output *outs = init + nv;
         init[0] = df__out(W->fc_exit, 0);
@@ -6799,7 +6922,12 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
             int i = L.var[k];
             init[1 + k] = dy[i].node ? dy[i] : df__zeros_like(g, df__out(W->exits[i], 0));
         }
-        for (int k = 0; k < L.ninv; k++) init[1 + L.nv + k] = df__zeros_like(g, L.inv[k]->inputs[0]);
+        if (ckpt) for (int k = 0; k < L.ninv; k++) init[1 + L.nv + k] = df__zeros_like(g, L.inv[k]->inputs[0]);
+        else if (L.ninv) {
+            if (!(L.acc = (df__gstack **)DF_MALLOC((size_t)L.ninv * sizeof(df__gstack *)))) { DF_FREE(init); goto oom; }
+            for (int k = 0; k < L.ninv; k++)
+                if (!(L.acc[k] = df__gstack_new_op(g, L.inv[k]->out_types[0], 1))) { DF_FREE(init); goto done; }
+        }
         df_while_options o;
         memset(&o, 0, sizeof o);
         o.parallel_iterations = W->parallel_iterations;
@@ -6810,7 +6938,6 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
         K.L = &L;
         L.zero = df_scalar_i32(g, 0);
         L.one = df_scalar_i32(g, 1);
-        int ckpt = W->checkpoint_every > 0 && W->body_fn && !L.nseq_out && !L.nseq_in;
         if (ckpt && !df__ckpt_prepare(g, &K)) { DF_FREE(K.ck); DF_FREE(init); goto done; }
         g->next_grad_of = W;
         if (ckpt) df_while_loop(g, nv, init, df__ck_gloop_cond, df__gloop_body_ckpt, &K, &o, outs);
@@ -6830,7 +6957,21 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
             df_node *e = W->enters[L.var[k]];
             if (df__greg_between(r, e->inputs[0].node)) df__greg_add(r, e->inputs[0], outs[1 + k]);
         }
-        for (int k = 0; k < L.ninv && df__ok(g); k++) df__greg_add(r, L.inv[k]->inputs[0], outs[1 + L.nv + k]);
+        for (int k = 0; k < L.ninv && df__ok(g) && ckpt; k++) df__greg_add(r, L.inv[k]->inputs[0], outs[1 + L.nv + k]);
+        for (int k = 0; k < L.ninv && df__ok(g) && !ckpt && outs[0].node; k++) {
+            /* the sum, read once the gradient loop has ended (zeros if nothing was added) */
+            df__gstack *A = L.acc[k];
+            df_output src = L.inv[k]->inputs[0];
+            df_output ins[2] = {df__ctx_capture(g, g->ctx, df__out(A->stack, 0)), df__zeros_like(g, src)};
+            df_node *ctl = outs[0].node;
+            df_op_builder *b = df__begin(g, g->ctx, "SumAccumulatorRead", ins, 2, &ctl, 1, 0);
+            df_node *rd = df__finish_in(g, g->ctx, b);
+            if (!rd) break;
+            rd->gstack = A->stack->gstack;
+            if (!df__grow(&A->pops, &A->cap_pops, A->n_pops + 1, sizeof(df_node *))) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); break; }
+            A->pops[A->n_pops++] = rd;
+            df__greg_add(r, src, df__out(rd, 0));
+        }
         DF_FREE(init);
     }
     goto done;
@@ -6838,6 +6979,7 @@ oom:
     df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory differentiating a while loop");
 done:
     DF_FREE(L.var); DF_FREE(L.inv); DF_FREE(L.seq_out); DF_FREE(L.seq_in); DF_FREE(dy);
+    DF_FREE(L.acc); DF_FREE(L.acc_out); DF_FREE(L.acc_gy);
     return g->status.code;
 }
 
@@ -8817,6 +8959,9 @@ static const df__opspec df__op_table[] = {
     {"StackPushV2", "handle:resource,elem:T", "output:T", "T:type,swap_memory:bool=false", df__sf_push, df__k_stack_push, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"StackPopV2", "handle:resource", "elem:elem_type", "elem_type:type", df__sf_unknown, df__k_stack_pop, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"StackCloseV2", "handle:resource", "", "", NULL, df__k_stack_close, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"SumAccumulator", "", "handle:resource", "dtype:type" DF__FLT, df__sf_stack, df__k_accum, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"SumAccumulatorAdd", "handle:resource,value:T", "", "T:type" DF__FLT, NULL, df__k_accum_add, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"SumAccumulatorRead", "handle:resource,default:T", "sum:T", "T:type" DF__FLT, df__sf_accum_read, df__k_accum_read, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"ApplyGradientDescent", "var:Ref(T),alpha:T,delta:T", "out:Ref(T)", "T:type" DF__FLT ",use_locking:bool=false",
      df__sf_apply, df__k_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"ApplyMomentum", "var:Ref(T),accum:Ref(T),lr:T,grad:T,momentum:T", "out:Ref(T)", "T:type" DF__FLT ",use_locking:bool=false,use_nesterov:bool=false",
