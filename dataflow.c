@@ -2970,10 +2970,17 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
             if (!sw) break;
             switches[i].node = sw;
             df_output t = {sw, 1};
+            sw->cf_part = 1;
+            C->switches[i] = sw;
+            if (C->grad_of && i > 0) {          /* gradient loops: only the pivot needs an Identity */
+                C->bodies[i] = sw;
+                body_in[i] = t;
+                continue;
+            }
             df_node *id = df__raw_op(g, C, "Identity", &t, 1, 0);
             if (!id) break;
-            sw->cf_part = id->cf_part = 1;
-            C->switches[i] = sw; C->bodies[i] = id;
+            id->cf_part = 1;
+            C->bodies[i] = id;
             body_in[i].node = id;
             if (i == 0) C->pivot_for_body = id;
         }
@@ -6633,7 +6640,8 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
     for (int k = 0; k < L->nv; k++) {
         ys[k] = W->nexts[L->var[k]]->inputs[0];
         gys[k] = vars[1 + k];
-        xs[k].node = W->bodies[L->var[k]]; xs[k].index = 0;
+        xs[k].node = W->bodies[L->var[k]];     /* an Identity, or in gradient loops the Switch */
+        xs[k].index = (W->bodies[L->var[k]]->op->flags & DF__OP_SWITCH) ? 1 : 0;
     }
     for (int k = 0; k < L->nseq_out; k++) {
         df_node *p = L->seq_out[k];
