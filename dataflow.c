@@ -5705,8 +5705,7 @@ static int df__maybe_dead_rec(const df_node *n, const df__ctx *W, unsigned char 
 }
 /* Whether a value of gradient loop W may be dead in some iteration: it depends, not through a
    Merge, on a Switch made by a cond's gradient inside W. */
-static int df__maybe_dead_in_loop(const df_node *n, const df__ctx *W, int unused) {
-    DF__UNUSED(unused);
+static int df__maybe_dead_in_loop(const df_node *n, const df__ctx *W) {
     df_graph *g = n->graph;
     unsigned char *seen = (unsigned char *)DF_MALLOC((size_t)g->n_nodes + 1);
     if (!seen) return 1;         /* cannot tell: assume it may */
@@ -5737,7 +5736,7 @@ static df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x) {
                         "differentiates", n->name);
         return none;
     }
-    if (W->grad_of && df__maybe_dead_in_loop(n, W, 0)) {
+    if (W->grad_of && df__maybe_dead_in_loop(n, W)) {
         df__graph_error(g, DF_UNIMPLEMENTED, "Differentiating a gradient loop through the gradient of a cond "
                         "inside a while loop is not supported yet (a second-order gradient through a cond in a "
                         "loop) {{node %s}}", n->name);
@@ -5821,15 +5820,17 @@ static df_output df__sum_to(df_graph *g, df_output grad, df_output x) {
     return df__out(df_op_finish(b), 0);
 }
 static df_output df__zeros_like(df_graph *g, df_output x) { return df__op1(g, "ZerosLike", x); }
-static df_output df__scalar_like(df_graph *g, df_output x, double v) {
-    df_dtype t = df_output_dtype(x);
+/* A scalar constant of dtype t (integers take v's integer part). */
+static df_output df__scalar_of(df_graph *g, df_dtype t, double v) {
     df_tensor *k = df_tensor_new(t, 0, NULL, NULL);
     if (!k) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return df__out(NULL, 0); }
-    df__set_from_f64(t, k->data, 0, v);
+    if (df__is_integer_type(t)) df__set_from_i64(t, k->data, 0, (int64_t)v);
+    else df__set_from_f64(t, k->data, 0, v);
     df_output o = df_const(g, k);
     df_tensor_release(k);
     return o;
 }
+static df_output df__scalar_like(df_graph *g, df_output x, double v) { return df__scalar_of(g, df_output_dtype(x), v); }
 
 static void df__g_identity(df__gfn *c) { for (int i = 0; i < c->n->n_inputs && i < c->n->n_outputs; i++) c->dx[i] = c->dy[i]; }
 static void df__g_first(df__gfn *c) { c->dx[0] = c->dy[0]; }
@@ -6672,7 +6673,7 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
         if (!add) break;
         add->gstack = A->stack->gstack;
         A->push = add; A->push_ctx = G; A->push_loop = G;
-        if (df__maybe_dead_in_loop(d.node, G, 0)) L->guarded = 1;
+        if (df__maybe_dead_in_loop(d.node, G)) L->guarded = 1;
         if (!df__grow(&G->pops, &G->cap_pops, G->n_pops + 1, sizeof(df_node *))) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); break; }
         G->pops[G->n_pops++] = add;
     }
@@ -7040,14 +7041,6 @@ static df_output df__var_like(df_graph *g, df_output v, const char *suffix) {
     int64_t dims[DF_MAX_RANK];
     int rank = df_output_shape(v, dims);
     return df_variable(g, name, df_output_dtype(v), rank, dims);
-}
-static df_output df__scalar_of(df_graph *g, df_dtype t, double v) {
-    df_tensor *k = df_tensor_new(t, 0, NULL, NULL);
-    if (!k) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return df__out(NULL, 0); }
-    df__set_from_f64(t, k->data, 0, v);
-    df_output o = df_const(g, k);
-    df_tensor_release(k);
-    return o;
 }
 
 df_node *df_minimize(df_graph *g, df_output loss, int n_vars, const df_output *vars,
