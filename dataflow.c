@@ -5255,22 +5255,34 @@ typedef struct df__stack {
 #define DF__STACK_MAGIC 0x5354414bu
 static df__stack *df__step_stack_new(struct df__step *s, int64_t *id, df_status *st);
 static df__stack *df__step_stack_get(struct df__step *s, const df_tensor *h);
+/* New per-run state (a stack, or a sum when is_sum) and its handle as output 0. */
+static df__stack *df__k_new_state(df__kctx *c, int is_sum, df_dtype type) {
+    int64_t id;
+    df__stack *k = df__step_stack_new(c->step, &id, c->st);
+    if (!k) { char msg[sizeof c->st->message]; memcpy(msg, c->st->message, sizeof msg); df__fail(c->st, c->node, c->st->code, "%.400s", msg); return NULL; }
+    k->is_sum = is_sum;
+    k->type = type;
+    df_tensor *o = df__k_alloc(c, 0, DF_RESOURCE, 0, NULL);
+    if (o) { uint64_t w = ((uint64_t)DF__STACK_MAGIC << 32) | (uint64_t)id; memcpy(o->data, &w, 8); }
+    return o ? k : NULL;
+}
+/* The state behind input 0, which must be a handle of the right kind made in this run. */
+static df__stack *df__k_state_of(df__kctx *c, int is_sum) {
+    df__stack *k = c->in[0]->dtype == DF_RESOURCE && c->in[0]->n == 1 ? df__step_stack_get(c->step, c->in[0]) : NULL;
+    if (!k || k->is_sum != is_sum) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, is_sum ? "Not an accumulator handle made by SumAccumulator in this run"
+                                                 : "Not a stack handle made by StackV2 in this run");
+        return NULL;
+    }
+    return k;
+}
 static void df__k_stack(df__kctx *c) {
     const df_tensor *m = c->in[0];
     if (!df__is_int_tensor(m) || m->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "max_size must be a scalar"); return; }
-    int64_t id;
-    df__stack *k = df__step_stack_new(c->step, &id, c->st);
-    if (!k) { if (c->st->code) { char msg[sizeof c->st->message]; memcpy(msg, c->st->message, sizeof msg); df__fail(c->st, c->node, c->st->code, "%.400s", msg); } return; }
-    k->max = df__int_at(m, 0);
-    k->type = df__attr_type(c->node, "elem_type");
-    df_tensor *o = df__k_alloc(c, 0, DF_RESOURCE, 0, NULL);
-    if (o) { uint64_t w = ((uint64_t)DF__STACK_MAGIC << 32) | (uint64_t)id; memcpy(o->data, &w, 8); }
+    df__stack *k = df__k_new_state(c, 0, df__attr_type(c->node, "elem_type"));
+    if (k) k->max = df__int_at(m, 0);
 }
-static df__stack *df__k_stack_of(df__kctx *c) {
-    df__stack *k = c->in[0]->dtype == DF_RESOURCE && c->in[0]->n == 1 ? df__step_stack_get(c->step, c->in[0]) : NULL;
-    if (!k) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Not a stack handle made by StackV2 in this run");
-    return k;
-}
+static df__stack *df__k_stack_of(df__kctx *c) { return df__k_state_of(c, 0); }
 static void df__k_stack_push(df__kctx *c) {
     df__stack *k = df__k_stack_of(c);
     if (!k) return;
@@ -5310,20 +5322,8 @@ static df_code df__sf_stack(df__shape_ctx *c) { *df__sc_out(c, 0) = df__shape_sc
 
 /* ---- SumAccumulator: per-run state summing the values added to it (the gradients of loop
    invariants, one add per iteration of a gradient loop, in iteration order). ---- */
-static void df__k_accum(df__kctx *c) {
-    int64_t id;
-    df__stack *k = df__step_stack_new(c->step, &id, c->st);
-    if (!k) { if (c->st->code) { char msg[sizeof c->st->message]; memcpy(msg, c->st->message, sizeof msg); df__fail(c->st, c->node, c->st->code, "%.400s", msg); } return; }
-    k->is_sum = 1;
-    k->type = df__attr_type(c->node, "dtype");
-    df_tensor *o = df__k_alloc(c, 0, DF_RESOURCE, 0, NULL);
-    if (o) { uint64_t w = ((uint64_t)DF__STACK_MAGIC << 32) | (uint64_t)id; memcpy(o->data, &w, 8); }
-}
-static df__stack *df__k_accum_of(df__kctx *c) {
-    df__stack *k = c->in[0]->dtype == DF_RESOURCE && c->in[0]->n == 1 ? df__step_stack_get(c->step, c->in[0]) : NULL;
-    if (!k || !k->is_sum) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Not an accumulator handle made by SumAccumulator in this run"); return NULL; }
-    return k;
-}
+static void df__k_accum(df__kctx *c) { df__k_new_state(c, 1, df__attr_type(c->node, "dtype")); }
+static df__stack *df__k_accum_of(df__kctx *c) { return df__k_state_of(c, 1); }
 static void df__k_accum_add(df__kctx *c) {
     df__stack *k = df__k_accum_of(c);
     if (!k) return;

@@ -207,3 +207,39 @@ DF_TEST(optim_segment_sum_integers_and_dropped_ids) {
     df_session_free(s);
     df_graph_free(g);
 }
+
+/* Stack and accumulator handles are not interchangeable, and pops from an empty stack fail. */
+DF_TEST(optim_state_handles_checked) {
+    df_graph *g = df_graph_new();
+    df_op_builder *b = df_op_new(g, "SumAccumulator", "acc");
+    df_op_set_attr_type(b, "dtype", DF_FLOAT);
+    df_output acc = {df_op_finish(b), 0};
+    b = df_op_new(g, "StackPopV2", "pop_acc");
+    df_op_add_input(b, acc);
+    df_op_set_attr_type(b, "elem_type", DF_FLOAT);
+    df_output p1 = {df_op_finish(b), 0};
+    b = df_op_new(g, "StackV2", "st");
+    df_op_add_input(b, df_scalar_i32(g, -1));
+    df_op_set_attr_type(b, "elem_type", DF_FLOAT);
+    df_output st_h = {df_op_finish(b), 0};
+    b = df_op_new(g, "StackPopV2", "pop_empty");
+    df_op_add_input(b, st_h);
+    df_op_set_attr_type(b, "elem_type", DF_FLOAT);
+    df_output p2 = {df_op_finish(b), 0};
+    b = df_op_new(g, "SumAccumulatorRead", "read_stack");
+    df_op_add_input(b, st_h);
+    df_op_add_input(b, df_scalar_f32(g, 0));
+    df_output p3 = {df_op_finish(b), 0};
+    CHECK_OK(df_graph_status(g));
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    df_tensor *o = NULL;
+    CHECK_EQ_INT(df_session_run(s, NULL, NULL, 0, &p1, &o, 1, NULL, 0, &st), DF_INVALID_ARGUMENT);
+    CHECK(strstr(st.message, "Not a stack handle") && strstr(st.message, "{{node pop_acc}}"));
+    CHECK_EQ_INT(df_session_run(s, NULL, NULL, 0, &p2, &o, 1, NULL, 0, &st), DF_INVALID_ARGUMENT);
+    CHECK(strstr(st.message, "Stack is empty") != NULL);
+    CHECK_EQ_INT(df_session_run(s, NULL, NULL, 0, &p3, &o, 1, NULL, 0, &st), DF_INVALID_ARGUMENT);
+    CHECK(strstr(st.message, "Not an accumulator handle") != NULL);
+    df_session_free(s);
+    df_graph_free(g);
+}
