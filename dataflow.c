@@ -6433,6 +6433,20 @@ static int df__is_push(const df_node *n) {
     return n->gstack && (!strcmp(n->op->name, "StackPushV2") || !strcmp(n->op->name, "SumAccumulatorAdd"));
 }
 
+/* The units feeding node d (of unit u) through data edges, and a pop through its stack's push:
+   counts each between producer in another unit (delta +1), or releases it (delta -1), queueing
+   a unit whose count reaches zero. */
+static void df__greg_edges(const df__greg *r, const df_node *d, int u, int *pending, int delta, int *queue, int *qt) {
+    for (int k = 0; k <= d->n_inputs; k++) {
+        const df_node *s = NULL;
+        if (k < d->n_inputs) s = d->inputs[k].node;
+        else if (df__is_pop(d)) { df__gstack *gs = df__node_gstack(r->g, d); s = gs ? gs->push : NULL; }
+        if (!s || s->id >= r->n0 || r->unit[s->id] < 0 || r->unit[s->id] == u || !df__greg_between(r, s)) continue;
+        pending[r->unit[s->id]] += delta;
+        if (delta < 0 && pending[r->unit[s->id]] == 0) queue[(*qt)++] = r->unit[s->id];
+    }
+}
+
 static df_code df__grad_region(df_graph *g, df__ctx *R, int n_y, const df_output *ys, const df_output *gys,
                                int n_x, const df_output *xs, df_output *dxs) {
     df__greg r;
@@ -6517,13 +6531,7 @@ static df_code df__grad_region(df_graph *g, df__ctx *R, int n_y, const df_output
         df_node *d = g->nodes[i];
         if (r.unit[i] < 0 || !df__greg_between(&r, d)) continue;
         ubetween[r.unit[i]] = 1;
-        for (int k = 0; k < d->n_inputs; k++) {
-            df_node *s = d->inputs[k].node;
-            if (s->id < n0 && r.unit[s->id] >= 0 && r.unit[s->id] != r.unit[i] && df__greg_between(&r, s)) pending[r.unit[s->id]]++;
-        }
-        df__gstack *gs = df__is_pop(d) ? df__node_gstack(g, d) : NULL;
-        if (gs && gs->push && gs->push->id < n0 && r.unit[gs->push->id] >= 0 && r.unit[gs->push->id] != r.unit[i] &&
-            df__greg_between(&r, gs->push)) pending[r.unit[gs->push->id]]++;
+        df__greg_edges(&r, d, r.unit[i], pending, 1, NULL, NULL);
     }
     /* seeds */
     for (int i = 0; i < n_y; i++) if (!df__greg_add(&r, ys[i], gys[i])) goto fail;
@@ -6565,29 +6573,12 @@ static df_code df__grad_region(df_graph *g, df__ctx *R, int n_y, const df_output
             }
             if (dy != dy_small) DF_FREE(dy);
             if (dx != dx_small) DF_FREE(dx);
-            for (int k = 0; k < n->n_inputs; k++) {
-                df_node *s = n->inputs[k].node;
-                if (s->id < n0 && r.unit[s->id] >= 0 && r.unit[s->id] != u && df__greg_between(&r, s) &&
-                    --pending[r.unit[s->id]] == 0) queue[qt++] = r.unit[s->id];
-            }
-            df__gstack *gs = df__is_pop(n) ? df__node_gstack(g, n) : NULL;
-            if (gs && gs->push && gs->push->id < n0 && r.unit[gs->push->id] >= 0 && r.unit[gs->push->id] != u &&
-                df__greg_between(&r, gs->push) && --pending[r.unit[gs->push->id]] == 0) queue[qt++] = r.unit[gs->push->id];
+            df__greg_edges(&r, n, u, pending, -1, queue, &qt);
         } else {
             if (df__grad_loop(&r, r.loops[u - n0])) break;
-            /* release the units feeding this loop */
-            for (int i = 0; i < n0; i++) {
-                if (r.unit[i] != u || !df__greg_between(&r, g->nodes[i])) continue;
-                df_node *d = g->nodes[i];
-                for (int k = 0; k < d->n_inputs; k++) {
-                    df_node *s = d->inputs[k].node;
-                    if (s->id < n0 && r.unit[s->id] >= 0 && r.unit[s->id] != u && df__greg_between(&r, s) &&
-                        --pending[r.unit[s->id]] == 0) queue[qt++] = r.unit[s->id];
-                }
-                df__gstack *gs = df__is_pop(d) ? df__node_gstack(g, d) : NULL;
-                if (gs && gs->push && gs->push->id < n0 && r.unit[gs->push->id] >= 0 && r.unit[gs->push->id] != u &&
-                    df__greg_between(&r, gs->push) && --pending[r.unit[gs->push->id]] == 0) queue[qt++] = r.unit[gs->push->id];
-            }
+            for (int i = 0; i < n0; i++)          /* release the units feeding this loop */
+                if (r.unit[i] == u && df__greg_between(&r, g->nodes[i]))
+                    df__greg_edges(&r, g->nodes[i], u, pending, -1, queue, &qt);
         }
     }
     DF_FREE(ubetween);
