@@ -5499,7 +5499,8 @@ static df_code df__sf_apply(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes
    counted by a forward counter added to the loop) and differentiates the loop body once per
    iteration, reading the forward values it needs from stacks (StackV2/StackPushV2/StackPopV2)
    pushed in iteration order and popped in reverse, ordered by control edges. Gradients of loop
-   invariants are summed in accumulator loop variables. The gradient loop is an ordinary loop
+   invariants are summed by a SumAccumulator, one add per iteration in order, read after the
+   loop (by accumulator loop variables when checkpointing). The gradient loop is an ordinary loop
    whose pops are its per-iteration inputs, so differentiating it again (second order) works the
    same way: the gradients of its pops are pushed on a stack that the next gradient of the
    forward loop pops where the values were pushed.
