@@ -1468,7 +1468,8 @@ enum {                           /* op flags */
     DF__OP_SWITCH = 1 << 2, DF__OP_MERGE = 1 << 3, DF__OP_ENTER = 1 << 4, DF__OP_EXIT = 1 << 5,
     DF__OP_NEXT_ITERATION = 1 << 6, DF__OP_LOOP_COND = 1 << 7, DF__OP_CONTROL_TRIGGER = 1 << 8,
     DF__OP_ALLOWS_UNINIT = 1 << 9, /* may read an uninitialised variable (Assign) */
-    DF__OP_NO_GRADIENT = 1 << 10
+    DF__OP_NO_GRADIENT = 1 << 10,
+    DF__OP_LOOP_COUNT = 1 << 11    /* LoopCount: an Exit the executor fires once its frame is done */
 };
 
 /* A kernel for one device type. Host-memory arguments stay in host memory on a device whose
@@ -3050,6 +3051,7 @@ typedef struct df__kctx {
     df__allocator *alloc;        /* the device's allocator */
     struct df__step *step;
     df_status *st;
+    int64_t iter;                /* the iteration of the running node's frame (0 outside loops) */
 } df__kctx;
 
 static const df_tensor *df__const_value(df_output o) {
@@ -5243,14 +5245,18 @@ static df_code df__sf_concat_offset(df__shape_ctx *c) {
 
 /* ---- Stacks: per-step LIFO state for while-loop gradients. A handle is a resource scalar
    holding the stack's index in its step and a check word; a forged handle is refused. ---- */
+typedef struct df__pend { int64_t iter; df_tensor *t; } df__pend;
 typedef struct df__stack {
     df__spin lock;
-    df_tensor **v;
+    df_tensor **v;               /* LoopStackPush/Pop: v[i] is iteration i's value (NULL: none) */
     int n, cap;
     int64_t max;
     df_dtype type;
     int closed;
     int is_sum;                  /* a SumAccumulator: v[0] holds the running sum */
+    int64_t next;                /* accumulator: the iteration whose value is added next */
+    df__pend *pend;              /*   values of later iterations, waiting, by iteration */
+    int n_pend, cap_pend;
 } df__stack;
 #define DF__STACK_MAGIC 0x5354414bu
 static df__stack *df__step_stack_new(struct df__step *s, int64_t *id, df_status *st);
@@ -5320,44 +5326,142 @@ static void df__k_stack_close(df__kctx *c) {
 }
 static df_code df__sf_stack(df__shape_ctx *c) { *df__sc_out(c, 0) = df__shape_scalar(); return DF_OK; }
 
+/* ---- Stacks indexed by iteration, for while-loop gradients: LoopStackPush keeps its value
+   under the iteration of the loop it runs in, so pushes need no order among themselves;
+   LoopStackPop, in the gradient loop's iteration k, takes the value of iteration count-1-k
+   (count: the forward loop's LoopCount), each value once. ---- */
+static void df__k_loop_push(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    df_tensor *x = c->in[1];
+    int64_t i = c->iter;
+    df__spin_lock(&k->lock);
+    int bad = x->dtype != k->type, closed = k->closed, full = i >= INT32_MAX - 1 || (k->max >= 0 && i >= k->max);
+    int twice = !bad && !closed && !full && i < k->n && k->v[i];
+    int ok = !bad && !closed && !full && !twice && df__grow(&k->v, &k->cap, (int)i + 1, sizeof(df_tensor *));
+    if (ok) {
+        while (k->n <= i) k->v[k->n++] = NULL;
+        k->v[i] = df_tensor_retain(x);
+    }
+    df__spin_unlock(&k->lock);
+    if (ok) { c->out[0] = df_tensor_retain(x); return; }
+    if (closed) DF__KFAIL(c, DF_ABORTED, "Stack was closed");
+    else if (bad) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype));
+    else if (full) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Stack is full at iteration %lld (max_size %lld)", (long long)i, (long long)k->max);
+    else if (twice) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack already holds a value of iteration %lld", (long long)i);
+    else DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack");
+}
+static void df__k_loop_pop(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    const df_tensor *n = c->in[1];
+    if (!df__is_int_tensor(n) || n->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "count must be an integer scalar"); return; }
+    int64_t i = df__int_at(n, 0) - 1 - c->iter;
+    df__spin_lock(&k->lock);
+    df_tensor *x = NULL;
+    if (i >= 0 && i < k->n && !k->closed) { x = k->v[i]; k->v[i] = NULL; }
+    df__spin_unlock(&k->lock);
+    if (!x) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds no value of iteration %lld (count %lld, popped in iteration %lld)", (long long)i, (long long)df__int_at(n, 0), (long long)c->iter); return; }
+    c->out[0] = x;
+}
+/* The number of the iteration it runs in (0 outside loops). */
+static void df__k_loop_iteration(df__kctx *c) {
+    df_tensor *o = df__k_alloc(c, 0, DF_INT32, 0, NULL);
+    if (o) *(int32_t *)o->data = (int32_t)DF__MIN(c->iter, INT32_MAX);
+}
+static void df__k_loop_count(df__kctx *c) {         /* never scheduled: the executor fires it */
+    DF__KFAIL(c, DF_INTERNAL, "LoopCount ran as a node");
+}
+static df_code df__sf_scalar_i32(df__shape_ctx *c) { *df__sc_out(c, 0) = df__shape_scalar(); return DF_OK; }
+
 /* ---- SumAccumulator: per-run state summing the values added to it (the gradients of loop
    invariants, one add per iteration of a gradient loop, in iteration order). ---- */
 static void df__k_accum(df__kctx *c) { df__k_new_state(c, 1, df__attr_type(c->node, "dtype")); }
 static df__stack *df__k_accum_of(df__kctx *c) { return df__k_state_of(c, 1); }
+/* *acc += x (a fresh tensor; *acc NULL: x itself). The caller holds the lock. Returns 0 with
+   st set on a shape mismatch or no memory. */
+static int df__accum_into(df__kctx *c, df_tensor **acc, df_tensor *x) {
+    df_tensor *old = *acc;
+    if (!old) { *acc = df_tensor_retain(x); return 1; }
+    df__shape so = df__shape_of(old), sx = df__shape_of(x);
+    if (!df__shapes_equal(&so, &sx)) {
+        char s1[96], s2[96];
+        df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Accumulator holds shape %s, got %s", df__dims_str(so.rank, so.dims, s1, 96), df__dims_str(sx.rank, sx.dims, s2, 96));
+        return 0;
+    }
+    df_tensor *sum = df__tensor_alloc(c->alloc, x->dtype, x->rank, x->dims, c->st);
+    if (!sum) return 0;
+    df__binary_row(DF__B_ADD, x->dtype)(sum->data, old->data, x->data, x->n, 1, 1);
+    *acc = sum;
+    df_tensor_release(old);
+    return 1;
+}
+/* Values are summed in the order of the iterations they come from, whatever order they arrive
+   in (parallel iterations), so the sum is the same for any parallel_iterations: a value of a
+   later iteration waits in pend until the ones before it are in. Values of one iteration, or
+   of an earlier one than the next expected, are added as they come. */
 static void df__k_accum_add(df__kctx *c) {
     df__stack *k = df__k_accum_of(c);
     if (!k) return;
-    const df_tensor *x = c->in[1];
+    df_tensor *x = c->in[1];
     if (x->dtype != k->type || (x->dtype != DF_FLOAT && x->dtype != DF_DOUBLE)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Accumulator holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype)); return; }
+    int64_t i = c->iter;
+    int ok = 1;
     df__spin_lock(&k->lock);
-    df_tensor *old = k->n ? k->v[0] : NULL, *sum = NULL;
-    if (old) {
-        df__shape so = df__shape_of(old), sx = df__shape_of(x);
-        if (!df__shapes_equal(&so, &sx)) {
-            df__spin_unlock(&k->lock);
-            char s1[96], s2[96];
-            DF__KFAIL(c, DF_INVALID_ARGUMENT, "Accumulator holds shape %s, got %s", df__dims_str(so.rank, so.dims, s1, 96), df__dims_str(sx.rank, sx.dims, s2, 96));
-            return;
-        }
-        sum = df__tensor_alloc(c->alloc, x->dtype, x->rank, x->dims, c->st);
-        if (sum) df__binary_row(DF__B_ADD, x->dtype)(sum->data, old->data, x->data, x->n, 1, 1);
-    } else if (df__grow(&k->v, &k->cap, 1, sizeof(df_tensor *))) {
-        sum = df_tensor_retain(c->in[1]);
-        k->n = 1;
-    } else {
+    if (!k->cap && !df__grow(&k->v, &k->cap, 1, sizeof(df_tensor *))) ok = 0;
+    else if (!k->n) { k->v[0] = NULL; k->n = 1; }
+    if (!ok) {
         df_status_set(c->st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    } else if (i <= k->next) {
+        ok = df__accum_into(c, &k->v[0], x);
+        if (ok && i == k->next) {
+            k->next++;
+            while (ok && k->n_pend && k->pend[0].iter == k->next) {
+                df_tensor *t = k->pend[0].t;
+                ok = df__accum_into(c, &k->v[0], t);
+                df_tensor_release(t);
+                memmove(k->pend, k->pend + 1, (size_t)--k->n_pend * sizeof(df__pend));
+                k->next++;
+            }
+        }
+    } else {
+        int at = 0;
+        while (at < k->n_pend && k->pend[at].iter < i) at++;
+        if (at < k->n_pend && k->pend[at].iter == i) ok = df__accum_into(c, &k->pend[at].t, x);
+        else if (!df__grow(&k->pend, &k->cap_pend, k->n_pend + 1, sizeof(df__pend))) {
+            ok = 0;
+            df_status_set(c->st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        } else {
+            memmove(k->pend + at + 1, k->pend + at, (size_t)(k->n_pend - at) * sizeof(df__pend));
+            k->pend[at].iter = i;
+            k->pend[at].t = df_tensor_retain(x);
+            k->n_pend++;
+        }
     }
-    if (sum) { k->v[0] = sum; df_tensor_release(old); }
     df__spin_unlock(&k->lock);
-    if (!sum) { char msg[sizeof c->st->message]; memcpy(msg, c->st->message, sizeof msg); df__fail(c->st, c->node, c->st->code ? c->st->code : DF_RESOURCE_EXHAUSTED, "%.400s", msg); }
+    if (!ok && !c->st->code) df_status_set(c->st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    if (!ok && !strstr(c->st->message, "{{node")) {
+        char msg[sizeof c->st->message];
+        memcpy(msg, c->st->message, sizeof msg);
+        df__fail(c->st, c->node, c->st->code, "%.400s", msg);
+    }
 }
+/* The sum (values still waiting, of iterations after one that added nothing, go in in order);
+   `default` when nothing was added. */
 static void df__k_accum_read(df__kctx *c) {
     df__stack *k = df__k_accum_of(c);
     if (!k) return;
+    int ok = 1;
     df__spin_lock(&k->lock);
-    df_tensor *s = k->n ? df_tensor_retain(k->v[0]) : NULL;
+    while (ok && k->n_pend) {
+        df_tensor *t = k->pend[0].t;
+        ok = df__accum_into(c, &k->v[0], t);
+        df_tensor_release(t);
+        memmove(k->pend, k->pend + 1, (size_t)--k->n_pend * sizeof(df__pend));
+    }
+    df_tensor *s = ok && k->n && k->v[0] ? df_tensor_retain(k->v[0]) : NULL;
     df__spin_unlock(&k->lock);
-    c->out[0] = s ? s : df_tensor_retain(c->in[1]);
+    if (ok) c->out[0] = s ? s : df_tensor_retain(c->in[1]);
 }
 static df_code df__sf_accum_read(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[1]; return DF_OK; }
 static df_code df__sf_push(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[1]; return DF_OK; }
@@ -7163,7 +7267,7 @@ static void df__gstacks_free(df_graph *g) {
    frames, Exit/NextIteration outside a loop, cycles not through NextIteration, two LoopConds
    in a frame, mismatched parent frames. Linear in items and edges.
    ========================================================================================== */
-enum { DF__X_NORMAL, DF__X_MERGE, DF__X_ENTER, DF__X_EXIT, DF__X_NEXT, DF__X_FEED, DF__X_FETCH };
+enum { DF__X_NORMAL, DF__X_MERGE, DF__X_ENTER, DF__X_EXIT, DF__X_NEXT, DF__X_FEED, DF__X_FETCH, DF__X_COUNT };
 enum { DF__XF_CONST_ENTER = 1, DF__XF_CTRL_TRIGGER = 2, DF__XF_EXPENSIVE = 8,
        DF__XF_DEREF = 16, DF__XF_SWITCH = 32, DF__XF_LOOP_COND = 64, DF__XF_MATMUL = 128,
        DF__XF_NO_KERNEL = 256, DF__XF_EXPENSIVE_NEXT = 512 };
@@ -7171,7 +7275,7 @@ enum { DF__XF_CONST_ENTER = 1, DF__XF_CTRL_TRIGGER = 2, DF__XF_EXPENSIVE = 8,
 typedef struct df__counts { int32_t pending, dead; } df__counts;
 /* An out-edge carries what activation needs, so the destination item is not touched: its
    local index, its data-input count (Merge's dead rule), and flags. slot -1: control edge. */
-enum { DF__XE_MERGE = 1, DF__XE_TRIGGER = 2, DF__XE_LAST = 4 };
+enum { DF__XE_MERGE = 1, DF__XE_TRIGGER = 2, DF__XE_LAST = 4, DF__XE_COUNT = 8 };
 typedef struct df__xedge { int32_t dst, slot, dst_local; uint16_t src_out, flags; } df__xedge;
 typedef struct df__xitem {      /* 64 bytes: what running a node touches comes first */
     df__kernel_fn kernel;
@@ -7191,6 +7295,8 @@ typedef struct df__sframe {
     int parallel_iterations;
     int n_nodes, total_inputs, n_enters, n_loop_conds;
     df__counts *init;
+    int32_t *counts;             /* LoopCount items, fired when a frame of this kind is done */
+    int n_counts, cap_counts;
 } df__sframe;
 typedef struct df__exec {
     df__xitem *items;
@@ -7206,7 +7312,7 @@ typedef struct df__exec {
 
 static void df__exec_free(df__exec *x) {
     if (!x) return;
-    for (int i = 0; i < x->n_frames; i++) { DF_FREE(x->frames[i].name); DF_FREE(x->frames[i].init); }
+    for (int i = 0; i < x->n_frames; i++) { DF_FREE(x->frames[i].name); DF_FREE(x->frames[i].init); DF_FREE(x->frames[i].counts); }
     DF_FREE(x->frames); DF_FREE(x->items); DF_FREE(x->edges); DF_FREE(x->roots);
     DF_FREE(x);
 }
@@ -7309,7 +7415,8 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
             it->frame = 0;
         }
         int out_frame = it->frame;
-        if (it->frame == 0 && (it->kind == DF__X_EXIT || it->kind == DF__X_NEXT || (it->flags & DF__XF_LOOP_COND))) {
+        if (it->frame == 0 && (it->kind == DF__X_EXIT || it->kind == DF__X_COUNT || it->kind == DF__X_NEXT ||
+                               (it->flags & DF__XF_LOOP_COND))) {
             code = df_status_set(st, DF_INVALID_ARGUMENT, "%s node is not inside a while loop%s {{node %s}}",
                                  it->node->op->name, it->kind == DF__X_EXIT ? " (it has no matching Enter)" : "",
                                  df__item_name(x, i));
@@ -7319,7 +7426,7 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
             int f = df__frame_find_or_add(x, df__attr_s(it->node, "frame_name"), it->frame, st, it->node->name);
             if (f < 0) { code = st->code; break; }
             it->child_frame = out_frame = f;
-        } else if (it->kind == DF__X_EXIT) {
+        } else if (it->kind == DF__X_EXIT || it->kind == DF__X_COUNT) {
             out_frame = x->frames[it->frame].parent;     /* root's parent is root: reported below */
         }
         if (it->kind == DF__X_NEXT) continue;
@@ -7360,9 +7467,15 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
     }
     for (int i = 0; i < n && !code; i++) {
         df__xitem *it = &x->items[i];
-        if (it->kind == DF__X_EXIT && it->frame == 0)
-            code = df_status_set(st, DF_INVALID_ARGUMENT, "Exit node is not inside a while loop (it has no "
-                                 "matching Enter) {{node %s}}", df__item_name(x, i));
+        if ((it->kind == DF__X_EXIT || it->kind == DF__X_COUNT) && it->frame == 0)
+            code = df_status_set(st, DF_INVALID_ARGUMENT, "%s node is not inside a while loop (it has no "
+                                 "matching Enter) {{node %s}}", it->node->op->name, df__item_name(x, i));
+        else if (it->kind == DF__X_COUNT) {
+            df__sframe *f = &x->frames[it->frame];
+            if (!df__grow(&f->counts, &f->cap_counts, f->n_counts + 1, sizeof(int32_t)))
+                code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis");
+            else f->counts[f->n_counts++] = i;
+        }
         else if (it->kind == DF__X_NEXT && it->frame == 0)
             code = df_status_set(st, DF_INVALID_ARGUMENT, "NextIteration node is not inside a while loop "
                                  "{{node %s}}", df__item_name(x, i));
@@ -7414,6 +7527,7 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
             const df__xitem *dst = &x->items[ed->dst];
             ed->dst_local = dst->local;
             ed->flags = (dst->kind == DF__X_MERGE ? DF__XE_MERGE : 0) | (dst->flags & DF__XF_CTRL_TRIGGER ? DF__XE_TRIGGER : 0);
+            if (dst->kind == DF__X_COUNT) { ed->flags = DF__XE_COUNT; continue; }    /* only notes deadness */
             if (ed->slot < 0) continue;
             ed->slot += dst->input_start;
             if (ed->src_out < max_out && seen[ed->src_out] != i) { seen[ed->src_out] = i; ed->flags |= DF__XE_LAST; }
@@ -7578,6 +7692,7 @@ typedef struct df__frame {
     int n_next_roots, cap_next_roots, n_invs, cap_invs;
     int32_t *dead_exits;
     int n_dead_exits, cap_dead_exits;
+    int count_dead;                  /* the last LoopCond seen was dead (the whole loop is) */
     struct df__frame *sibling;       /* next child of parent_iter */
     struct df__frame *live_next, *live_prev;
 } df__frame;
@@ -7752,7 +7867,7 @@ static int df__activate(df__step *s, df__iter *it, int32_t item_id, df_tensor **
     if (!is_dead && move) {
         /* the common case: live outputs, handed on; Merge and ControlTrigger go the long way */
         for (; e < end; e++) {
-            if (e->flags & (DF__XE_MERGE | DF__XE_TRIGGER)) break;
+            if (e->flags & (DF__XE_MERGE | DF__XE_TRIGGER | DF__XE_COUNT)) break;
             df__counts *c = &counts[e->dst_local];
             if (e->slot >= 0) {
                 df_tensor *t = outs[e->src_out];
@@ -7765,6 +7880,10 @@ static int df__activate(df__step *s, df__iter *it, int32_t item_id, df_tensor **
     }
     int from_enter = item->kind == DF__X_ENTER;
     for (; e < end; e++) {
+        if (e->flags & DF__XE_COUNT) {        /* a LoopCount notes whether the loop is dead; see frame_finish */
+            it->frame->count_dead = is_dead || !outs[e->src_out];
+            continue;
+        }
         df__counts *c = &counts[e->dst_local];
         int ready, dst_dead;
         if (e->slot >= 0) {
@@ -7847,6 +7966,19 @@ static int df__frame_finish(df__step *s, df__frame *fr, df__readyq *q) {
     df__iter *piter = fr->parent_iter;
     for (int i = 0; i < fr->n_dead_exits; i++)
         if (!df__activate(s, piter, fr->dead_exits[i], NULL, 1, 0, q)) return 0;
+    /* LoopCounts: how many iterations ran, once every node of every iteration has (so the
+       stacks a loop filled are complete when a gradient loop starts on its count) */
+    const df__sframe *sf = &s->x->frames[fr->sf];
+    for (int i = 0; i < sf->n_counts; i++) {
+        df_tensor *t = NULL;
+        if (!fr->count_dead) {
+            if (!(t = df_tensor_new(DF_INT32, 0, NULL, NULL))) return 0;
+            *(int32_t *)t->data = (int32_t)DF__MIN(fr->iteration_count, INT32_MAX);
+        }
+        int ok = df__activate(s, piter, sf->counts[i], &t, fr->count_dead, 1, q);
+        if (t) df_tensor_release(t);
+        if (!ok) return 0;
+    }
     df__frame **link = &piter->children;
     while (*link && *link != fr) link = &(*link)->sibling;
     if (*link) *link = fr->sibling;
@@ -7998,7 +8130,7 @@ static void df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
         if (!st.code) {
             df__kctx k;
             k.in = in; k.out = outs; k.node = item->node; k.n_in = item->n_inputs; k.n_out = item->n_outputs;
-            k.need = item->need; k.alloc = s->device->alloc; k.step = s; k.st = &st;
+            k.need = item->need; k.alloc = s->device->alloc; k.step = s; k.st = &st; k.iter = t->iter->num;
             item->kernel(&k);
             /* TF's ProcessOutputs checks: every needed output present (Switch and Merge may leave
                some dead), of its declared dtype. */
@@ -8163,7 +8295,9 @@ static df_code df__execute(df__step *s, df_status *st) {
     DF_FREE(s->free_iters);
     for (int i = 0; i < s->n_stacks; i++) {
         for (int k = 0; k < s->stacks[i]->n; k++) df_tensor_release(s->stacks[i]->v[k]);
+        for (int k = 0; k < s->stacks[i]->n_pend; k++) df_tensor_release(s->stacks[i]->pend[k].t);
         DF_FREE(s->stacks[i]->v);
+        DF_FREE(s->stacks[i]->pend);
         DF_FREE(s->stacks[i]);
     }
     DF_FREE(s->stacks);
@@ -8394,7 +8528,8 @@ static df__exec *df__compile(df_session *ss, const df_output *feeds, int n_feeds
         it->n_inputs = n->n_inputs;
         it->n_outputs = n->n_outputs;
         it->n_control_in = n->n_controls;
-        it->kind = (f & DF__OP_MERGE) ? DF__X_MERGE : (f & DF__OP_ENTER) ? DF__X_ENTER : (f & DF__OP_EXIT) ? DF__X_EXIT
+        it->kind = (f & DF__OP_MERGE) ? DF__X_MERGE : (f & DF__OP_ENTER) ? DF__X_ENTER
+                 : (f & DF__OP_LOOP_COUNT) ? DF__X_COUNT : (f & DF__OP_EXIT) ? DF__X_EXIT
                  : (f & DF__OP_NEXT_ITERATION) ? DF__X_NEXT : DF__X_NORMAL;
         if ((f & DF__OP_ENTER) && df__attr_b(n, "is_constant", 0)) it->flags |= DF__XF_CONST_ENTER;
         if (f & DF__OP_CONTROL_TRIGGER) it->flags |= DF__XF_CTRL_TRIGGER;
@@ -8951,6 +9086,10 @@ static const df__opspec df__op_table[] = {
     {"StackV2", "max_size:int32", "handle:resource", "elem_type:type,stack_name:string=", df__sf_stack, df__k_stack, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"StackPushV2", "handle:resource,elem:T", "output:T", "T:type,swap_memory:bool=false", df__sf_push, df__k_stack_push, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"StackPopV2", "handle:resource", "elem:elem_type", "elem_type:type", df__sf_unknown, df__k_stack_pop, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"LoopStackPush", "handle:resource,elem:T", "output:T", "T:type,swap_memory:bool=false", df__sf_push, df__k_loop_push, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"LoopStackPop", "handle:resource,count:int32", "elem:elem_type", "elem_type:type", df__sf_unknown, df__k_loop_pop, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"LoopIteration", "", "index:int32", "", df__sf_scalar_i32, df__k_loop_iteration, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"LoopCount", "pred:bool", "count:int32", "", df__sf_scalar_i32, df__k_loop_count, DF__OP_EXIT | DF__OP_LOOP_COUNT | DF__OP_NO_GRADIENT, 0},
     {"StackCloseV2", "handle:resource", "", "", NULL, df__k_stack_close, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"SumAccumulator", "", "handle:resource", "dtype:type" DF__FLT, df__sf_stack, df__k_accum, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"SumAccumulatorAdd", "handle:resource,value:T", "", "T:type" DF__FLT, NULL, df__k_accum_add, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
