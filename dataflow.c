@@ -1718,8 +1718,9 @@ struct df__ctx {
     df__ctx *grad_of;            /* a gradient loop: the forward loop whose values it reads */
     df_node *fc_add, *fc_next, *fc_exit;   /* the forward counter, made when first needed */
     df_node *f_sync;             /* ControlTrigger ordering the pushes made inside conds */
-    df_node *b_index;            /* gradient loop: the decremented count; pops wait for it */
-    df_node **pops;              /* gradient loop: its pops, which the next count waits for */
+    df_node *b_index;            /* checkpointed gradient loop: the decremented count; pops wait for it */
+    df_node **pops;              /* checkpointed gradient loop: its pops, which the next count waits for */
+    df_node *lcount;             /* LoopCount: how many iterations ran, once all of them are done */
     int n_pops, cap_pops;
     /* checkpointed loops: the body builder, called again to recompute iterations */
     df_loop_body_fn body_fn;
@@ -2348,7 +2349,9 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
                 "list of allowed values for %s", ad->name, df_dtype_name(n->attrs[i].u.type), op->name);
         if (ad->kind == DF__A_TYPE && !df__dtype_valid(n->attrs[i].u.type) &&
             !(n->attrs[i].u.type == DF_RESOURCE && ((op->flags & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER |
-              DF__OP_EXIT | DF__OP_NEXT_ITERATION)) || !strcmp(op->name, "Identity"))))   /* handles flow */
+              DF__OP_EXIT | DF__OP_NEXT_ITERATION)) || !strcmp(op->name, "Identity") ||
+              !strcmp(op->name, "StackV2") || !strcmp(op->name, "LoopStackPush") ||
+              !strcmp(op->name, "LoopStackPop"))))   /* handles flow, and are stacked (nested loop gradients) */
             return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s is an invalid dtype (%d)",
                                   ad->name, op->name, (int)n->attrs[i].u.type);
         if (ad->kind == DF__A_SHAPE) {
@@ -5610,14 +5613,14 @@ static df_code df__sf_apply(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes
    forward loop pops where the values were pushed.
    ========================================================================================== */
 typedef struct df__gstack {
-    df_node *stack;              /* StackV2 (outside every loop) */
-    df_node *push;               /* the one StackPushV2 */
+    df_node *stack;              /* StackV2: in the loop around the pushing loop, else outside every loop */
+    df_node *push;               /* the one LoopStackPush (checkpoints: StackPushV2) */
+    df_node *count;              /* the LoopCount of the loop the push runs in */
     df__ctx *push_ctx;           /* where the push runs: a loop or a cond inside it */
     df__ctx *push_loop;
     df_node **pops;
     int n_pops, cap_pops;
     struct df__gstack *grad;     /* second order: the stack of its pops' gradients */
-    df_node *ready;              /* gradient stacks: every push has happened once this ran */
 } df__gstack;
 
 static df_output df__out(df_node *n, int i);
@@ -5660,9 +5663,23 @@ static int df__add_control_edge(df_graph *g, df_node *n, df_node *c) {
     return 1;
 }
 
-/* The forward counter of loop W: counts iterations (made once, when W is first differentiated).
-   Its Add runs once per iteration before that iteration's pushes; its NextIteration waits for
-   them, so pushes happen in iteration order whatever parallel_iterations allows. */
+/* The LoopCount of loop W (made once): the number of iterations W ran, given once every node
+   of every iteration has run, so every push of W has happened when something reads it. */
+static int df__loop_count(df_graph *g, df__ctx *W) {
+    if (W->lcount) return 1;
+    if (!df__ok(g)) return 0;
+    df_output lc = {W->loop_cond, 0};
+    df_node *n = df__raw_op(g, W->outer, "LoopCount", &lc, 1, 0);
+    if (!n) return 0;
+    n->cf_part = 1;
+    W->lcount = n;
+    return 1;
+}
+
+/* The forward counter of loop W, for checkpointed loop gradients, whose stacks are sequential:
+   counts iterations (made once). Its Add runs once per iteration before that iteration's
+   pushes; its NextIteration waits for them, so pushes happen in iteration order whatever
+   parallel_iterations allows. */
 static int df__loop_counter(df_graph *g, df__ctx *W) {
     if (W->fc_exit) return 1;
     if (!df__ok(g)) return 0;
@@ -5702,10 +5719,13 @@ static int df__loop_counter(df_graph *g, df__ctx *W) {
     return 1;
 }
 
-static df__gstack *df__gstack_new_op(df_graph *g, df_dtype t, int sum);
-static df__gstack *df__gstack_new(df_graph *g, df_dtype t) { return df__gstack_new_op(g, t, 0); }
-/* A stack (made outside every loop), or (sum) a SumAccumulator. */
-static df__gstack *df__gstack_new_op(df_graph *g, df_dtype t, int sum) {
+static df__gstack *df__gstack_new_op(df_graph *g, df_dtype t, int sum, df__ctx *at);
+static df__gstack *df__gstack_new(df_graph *g, df_dtype t) { return df__gstack_new_op(g, t, 0, NULL); }
+/* A stack for values pushed in loop W: made in the loop around W (one stack per frame of W,
+   whose iterations index it), or outside every loop. */
+static df__gstack *df__gstack_for(df_graph *g, df_dtype t, df__ctx *W) { return df__gstack_new_op(g, t, 0, df__loop_of(W->outer)); }
+/* A stack made in context `at`, or (sum) a SumAccumulator made where the graph's context is. */
+static df__gstack *df__gstack_new_op(df_graph *g, df_dtype t, int sum, df__ctx *at) {
     df__gstack *s = (df__gstack *)DF_MALLOC(sizeof *s);
     if (!s || !df__grow(&g->gstacks, &g->cap_gstacks, g->n_gstacks + 1, sizeof(df__gstack *))) {
         DF_FREE(s);
@@ -5720,7 +5740,7 @@ static df__gstack *df__gstack_new_op(df_graph *g, df_dtype t, int sum) {
         b = df_op_new(g, "SumAccumulator", NULL);
         if (b) df_op_set_attr_type(b, "dtype", t);
     } else {
-        g->ctx = NULL;
+        g->ctx = at;
         df_output m = df_scalar_i32(g, -1);
         b = df_op_new(g, "StackV2", NULL);
         if (b) { b->raw = 1; df_op_add_input(b, m); df_op_set_attr_type(b, "elem_type", t); }
@@ -5731,8 +5751,28 @@ static df__gstack *df__gstack_new_op(df_graph *g, df_dtype t, int sum) {
     return s->stack ? s : NULL;
 }
 
-/* Pushes x (made in context cx, inside loop W) on s, once per iteration of W, in order. */
+/* Pushes x (made in context cx, inside loop W) on s under W's iteration: LoopStackPush, which
+   needs no order among pushes. */
 static int df__gstack_push(df_graph *g, df__gstack *s, df_output x, df__ctx *cx, df__ctx *W, int swap) {
+    if (!df__loop_count(g, W)) return 0;
+    df__ctx *saved = g->ctx;
+    g->ctx = cx;
+    df_output h = df__ctx_capture(g, cx, df__out(s->stack, 0));
+    g->ctx = saved;
+    if (!h.node) return 0;
+    df_output ins[2] = {h, x};
+    df_op_builder *b = df__begin(g, cx, "LoopStackPush", ins, 2, NULL, 0, 1);
+    if (b) df_op_set_attr_bool(b, "swap_memory", swap);
+    df_node *p = df__finish_in(g, cx, b);
+    if (!p) return 0;
+    p->gstack = s->stack->gstack;
+    s->push = p; s->push_ctx = cx; s->push_loop = W; s->count = W->lcount;
+    return df__add_control_edge(g, W->lcount, p);       /* a run that reads the count runs the push */
+}
+
+/* Checkpoints: pushes x (made in context cx, inside loop W) on s, once per iteration of W, in
+   order (StackPushV2 after the forward counter's Add). */
+static int df__gstack_push_seq(df_graph *g, df__gstack *s, df_output x, df__ctx *cx, df__ctx *W, int swap) {
     if (!df__loop_counter(g, W)) return 0;
     df__ctx *saved = g->ctx;
     g->ctx = cx;
@@ -5757,23 +5797,19 @@ static int df__gstack_push(df_graph *g, df__gstack *s, df_output x, df__ctx *cx,
     return df__add_control_edge(g, W->f_sync, p);
 }
 
-/* Pops, in gradient loop G, the value pushed by s in context cx of loop W; dead when the
-   iteration it belongs to did not take the branch cx lies on. */
+/* Pops, in gradient loop G, the value pushed by s in context cx of loop W (in G's iteration k,
+   that of W's iteration count-1-k); dead when the iteration it belongs to did not take the
+   branch cx lies on. The count, given once the pushing loop is done, orders every pop after
+   every push. */
 static df_output df__gstack_pop(df_graph *g, df__ctx *G, df__gstack *s, df__ctx *cx, df__ctx *W, df_dtype t,
                                 const df__shape *shape) {
     df_output none = {NULL, 0};
     df__ctx *saved = g->ctx;
     df_output h = {s->stack, 0};
-    if (s->ready) {              /* a gradient stack: wait until all its pushes have happened */
-        g->ctx = NULL;
-        df_node *c = s->ready;
-        df_op_builder *b = df__begin(g, NULL, "Identity", &h, 1, &c, 1, 1);
-        df_node *id = df__finish_in(g, NULL, b);
-        if (!id) return none;
-        h.node = id;
-    }
+    if (!s->count) { df__graph_error(g, DF_INTERNAL, "Popping a gradient stack that has no push"); return none; }
     g->ctx = G;
-    h = df__ctx_capture(g, G, h);
+    df_output cnt = df__ctx_capture(g, G, df__out(s->count, 0));
+    h = cnt.node ? df__ctx_capture(g, G, h) : none;
     if (h.node && cx != W && cx->kind == DF__CTX_COND) {
         df_output p = df__ctx_capture(g, G, cx->pred);
         df_output ins[2] = {h, p};
@@ -5783,20 +5819,19 @@ static df_output df__gstack_pop(df_graph *g, df__ctx *G, df__gstack *s, df__ctx 
     }
     g->ctx = saved;
     if (!h.node) return none;
-    df_node *ctl = G->b_index ? G->b_index : df__ctx_control_pivot(G);
-    df_op_builder *b = df__begin(g, G, "StackPopV2", &h, 1, &ctl, ctl ? 1 : 0, 1);
+    df_node *ctl = df__ctx_control_pivot(G);     /* not in the loop's last, dead, iteration */
+    df_output ins[2] = {h, cnt};
+    df_op_builder *b = df__begin(g, G, "LoopStackPop", ins, 2, &ctl, ctl ? 1 : 0, 1);
     if (b) df_op_set_attr_type(b, "elem_type", t);
     df_node *pop = df__finish_in(g, G, b);
     if (!pop) return none;
     if (shape) pop->out_shapes[0] = *shape;
     pop->gstack = s->stack->gstack;
-    if (!df__grow(&s->pops, &s->cap_pops, s->n_pops + 1, sizeof(df_node *)) ||
-        !df__grow(&G->pops, &G->cap_pops, G->n_pops + 1, sizeof(df_node *))) {
+    if (!df__grow(&s->pops, &s->cap_pops, s->n_pops + 1, sizeof(df_node *))) {
         df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
         return none;
     }
     s->pops[s->n_pops++] = pop;
-    G->pops[G->n_pops++] = pop;
     df_output r = {pop, 0};
     return r;
 }
@@ -5847,7 +5882,7 @@ static df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x) {
                         "loop) {{node %s}}", n->name);
         return none;
     }
-    df__gstack *s = df__gstack_new(g, df_output_dtype(x));
+    df__gstack *s = df__gstack_for(g, df_output_dtype(x), W);
     if (!s || !df__gstack_push(g, s, x, n->ctx, W, G->swap_memory)) return none;
     return df__gstack_pop(g, G, s, n->ctx, W, df_output_dtype(x), &n->out_shapes[x.index]);
 }
@@ -6532,10 +6567,12 @@ static df__gstack *df__node_gstack(df_graph *g, const df_node *n) {
 /* Pops (and accumulator reads) depend on the pushes (adds) of their stack: the edges that
    second-order gradients follow. */
 static int df__is_pop(const df_node *n) {
-    return n->gstack && (!strcmp(n->op->name, "StackPopV2") || !strcmp(n->op->name, "SumAccumulatorRead"));
+    return n->gstack && (!strcmp(n->op->name, "LoopStackPop") || !strcmp(n->op->name, "StackPopV2") ||
+                         !strcmp(n->op->name, "SumAccumulatorRead"));
 }
 static int df__is_push(const df_node *n) {
-    return n->gstack && (!strcmp(n->op->name, "StackPushV2") || !strcmp(n->op->name, "SumAccumulatorAdd"));
+    return n->gstack && (!strcmp(n->op->name, "LoopStackPush") || !strcmp(n->op->name, "StackPushV2") ||
+                         !strcmp(n->op->name, "SumAccumulatorAdd"));
 }
 
 /* The units feeding node d (of unit u) through data edges, and a pop through its stack's push:
@@ -6711,32 +6748,38 @@ typedef struct df__gloop {
     df_node **seq_out;           /* pushes in W whose pops got gradients (second order) */
     int nseq_in;
     df_node **seq_in;            /* pops in W (W is itself a gradient loop) */
-    df_node *b_sync;             /* ControlTrigger after the gradient loop's pops, if any may be dead */
+    int base;                    /* index of the first gradient variable: 1 when a placeholder
+                                    variable (or, checkpointing, the count) comes first */
     df_output zero, one;         /* int32 constants made outside the loop (entered once, not per iteration) */
     df__gstack **acc;            /* per invariant: the accumulator summing its gradient */
     int nacc_out;
     df_node **acc_out;           /* second order: accumulator adds in W whose reads got gradients */
     df_output *acc_gy;           /*   and those gradients */
-    int guarded;                 /* some pop or add may be dead in an iteration */
 } df__gloop;
 
+/* The gradient loop runs while its iteration number is below W's count: no counting variable
+   (LoopIteration reads the number the executor keeps). */
 static df_output df__gloop_cond(df_graph *g, void *user, const df_output *vars) {
-    return df_greater(g, vars[0], ((df__gloop *)user)->zero);
+    df__gloop *L = (df__gloop *)user;
+    df__ctx *G = g->ctx;
+    df_node *ctl = vars[0].node;
+    df_node *it = df__finish_in(g, G, df__begin(g, G, "LoopIteration", NULL, 0, &ctl, 1, 1));
+    df_output n = it ? df__ctx_capture(g, G, df__out(L->W->lcount, 0)) : df__out(NULL, 0);
+    return n.node ? df_less(g, df__out(it, 0), n) : n;
 }
 
 static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_output *next) {
     df__gloop *L = (df__gloop *)user;
     df__ctx *G = g->ctx, *W = L->W;
-    df_output index = df_sub(g, vars[0], L->one);
-    if (!index.node) return;
-    G->b_index = index.node;
+    int vb = L->base;
+    if (vb) next[0] = vars[0];
     int ny = L->nv + L->nseq_out + L->nacc_out, nx = L->nv + L->ninv + L->nseq_in;
     df_output *buf = (df_output *)DF_MALLOC((size_t)(2 * ny + 2 * nx + 2) * sizeof(df_output));
     if (!buf) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return; }
     df_output *ys = buf, *gys = buf + ny, *xs = buf + 2 * ny, *dxs = buf + 2 * ny + nx;
     for (int k = 0; k < L->nv; k++) {
         ys[k] = W->nexts[L->var[k]]->inputs[0];
-        gys[k] = vars[1 + k];
+        gys[k] = vars[vb + k];
         xs[k].node = W->bodies[L->var[k]];     /* an Identity, or in gradient loops the Switch */
         xs[k].index = (W->bodies[L->var[k]]->op->flags & DF__OP_SWITCH) ? 1 : 0;
     }
@@ -6755,45 +6798,29 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
     for (int k = 0; k < L->nseq_in; k++) { xs[L->nv + L->ninv + k].node = L->seq_in[k]; xs[L->nv + L->ninv + k].index = 0; }
     if (df__ok(g)) df__grad_region(g, W, ny, ys, gys, nx, xs, dxs);
     if (!df__ok(g)) { DF_FREE(buf); return; }
-    for (int k = 0; k < L->nv; k++) next[1 + k] = dxs[k].node ? dxs[k] : df__zeros_like(g, vars[1 + k]);
-    /* loop invariants: this iteration's part of their gradient goes into an accumulator, in
-       iteration order (after the decremented count; the next count waits for it) */
+    for (int k = 0; k < L->nv; k++) next[vb + k] = dxs[k].node ? dxs[k] : df__zeros_like(g, vars[vb + k]);
+    /* loop invariants: this iteration's part of their gradient goes into an accumulator, which
+       sums in iteration order */
     for (int k = 0; k < L->ninv && df__ok(g); k++) {
         df_output d = dxs[L->nv + k];
         if (!d.node) continue;
         df__gstack *A = L->acc[k];
         df_output h = df__ctx_capture(g, G, df__out(A->stack, 0)), ins[2] = {h, d};
-        df_node *ctl = index.node;
-        df_op_builder *b = df__begin(g, G, "SumAccumulatorAdd", ins, 2, &ctl, 1, 1);
+        df_node *ctl = df__ctx_control_pivot(G);
+        df_op_builder *b = df__begin(g, G, "SumAccumulatorAdd", ins, 2, &ctl, ctl ? 1 : 0, 1);
         df_node *add = df__finish_in(g, G, b);
         if (!add) break;
         add->gstack = A->stack->gstack;
         A->push = add; A->push_ctx = G; A->push_loop = G;
-        if (df__maybe_dead_in_loop(d.node, G)) L->guarded = 1;
-        if (!df__grow(&G->pops, &G->cap_pops, G->n_pops + 1, sizeof(df_node *))) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); break; }
-        G->pops[G->n_pops++] = add;
     }
     /* second order: the gradients of W's pops go on the stacks' gradient stacks */
     for (int k = 0; k < L->nseq_in && df__ok(g); k++) {
         df_output d = dxs[L->nv + L->ninv + k];
         if (!d.node) continue;
         df__gstack *s = df__node_gstack(g, L->seq_in[k]);
-        if (!s->grad && !(s->grad = df__gstack_new(g, df_output_dtype(d)))) break;
-        df__gstack_push(g, s->grad, d, G, G, W->swap_memory);
-        if (!df__loop_counter(g, G)) break;
-        s->grad->ready = G->fc_exit;
+        if (!s->grad && !(s->grad = df__gstack_for(g, df_output_dtype(d), G))) break;
+        if (!df__gstack_push(g, s->grad, d, G, G, W->swap_memory)) break;
     }
-    /* the counter's next value waits for this iteration's pops, and for the gradient loops
-       nested in this one, which pop too (edges added once the loop exists); pops that may be
-       dead (guarded by a cond's predicate) go through a ControlTrigger */
-    int guarded = L->guarded;
-    for (int i = 0; i < G->n_pops; i++) if (G->pops[i]->inputs[0].node->op->flags & DF__OP_SWITCH) guarded = 1;
-    if (guarded && df__ok(g)) {
-        df_node *t = df__raw_op(g, G, "ControlTrigger", NULL, 0, 0);
-        for (int i = 0; t && i < G->n_pops; i++) if (!df__add_control_edge(g, t, G->pops[i])) break;
-        L->b_sync = t;
-    }
-    next[0] = index;
     DF_FREE(buf);
 }
 
@@ -6815,7 +6842,7 @@ static void df__ck_push_then(df_graph *g, void *user, df_output *outs) {
     df__ctx *W = K->L->W;
     for (int u = 0; u < K->nu && df__ok(g); u++) {
         df_output v = df__ctx_capture(g, g->ctx, df__out(W->bodies[W->has_counter + u], 0));
-        if (v.node) df__gstack_push(g, K->ck[u], v, g->ctx, W, W->swap_memory);
+        if (v.node) df__gstack_push_seq(g, K->ck[u], v, g->ctx, W, W->swap_memory);
     }
     outs[0] = df_scalar_i32(g, 0);
 }
@@ -6831,7 +6858,7 @@ static df_output df__ck_seg_cond(df_graph *g, void *user, const df_output *v) {
 static void df__ck_seg_body(df_graph *g, void *user, const df_output *v, df_output *next) {
     df__ckpt *K = (df__ckpt *)user;
     df__ctx *W = K->L->W, *R = g->ctx;
-    for (int u = 0; u < K->nu && df__ok(g); u++) df__gstack_push(g, K->seg[u], v[2 + u], R, R, W->swap_memory);
+    for (int u = 0; u < K->nu && df__ok(g); u++) df__gstack_push_seq(g, K->seg[u], v[2 + u], R, R, W->swap_memory);
     if (!df__ok(g)) return;
     W->body_fn(g, W->user, v + 2, next + 2);
     next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
@@ -7005,7 +7032,7 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
         }
         for (int k = 0; k < s->n_pops; k++) {
             df_node *p = s->pops[k];
-            if (p->id >= r->n0 || strcmp(p->op->name, "StackPopV2") || df__loop_of(p->ctx) != W ||
+            if (p->id >= r->n0 || strcmp(p->op->name, "LoopStackPop") || df__loop_of(p->ctx) != W ||
                 !df__is_float(p->out_types[0]) || !df__greg_between(r, p)) continue;
             df_node **nv = (df_node **)DF_REALLOC(L.seq_in, (size_t)(L.nseq_in + 1) * sizeof(df_node *));
             if (!nv) goto oom;
@@ -7014,24 +7041,26 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
         }
     }
     if (!any) goto done;
-    if (!df__loop_counter(g, W)) goto done;
     {
         int ckpt = W->checkpoint_every > 0 && W->body_fn && !L.nseq_out && !L.nseq_in && !L.nacc_out;
-        /* invariants' gradients: accumulators (loop variables when checkpointing) */
-        int nv = 1 + L.nv + (ckpt ? L.ninv : 0);
+        if (ckpt ? !df__loop_counter(g, W) : !df__loop_count(g, W)) goto done;
+        /* variables: [the count (checkpoints) or a placeholder when no gradient variable],
+           gradient variables, [invariants' gradients when checkpointing; else accumulators] */
+        L.base = ckpt || L.nv == 0;
+        int vb = L.base, nv = vb + L.nv + (ckpt ? L.ninv : 0);
         df_output *init = (df_output *)DF_MALLOC((size_t)(2 * (1 + L.nv + L.ninv)) * sizeof(df_output));
         if (!init) goto oom;
         df_output *outs = init + nv;
-        init[0] = df__out(W->fc_exit, 0);
+        if (vb) init[0] = ckpt ? df__out(W->fc_exit, 0) : df_scalar_i32(g, 0);
         for (int k = 0; k < L.nv; k++) {
             int i = L.var[k];
-            init[1 + k] = dy[i].node ? dy[i] : df__zeros_like(g, df__out(W->exits[i], 0));
+            init[vb + k] = dy[i].node ? dy[i] : df__zeros_like(g, df__out(W->exits[i], 0));
         }
-        if (ckpt) for (int k = 0; k < L.ninv; k++) init[1 + L.nv + k] = df__zeros_like(g, L.inv[k]->inputs[0]);
+        if (ckpt) for (int k = 0; k < L.ninv; k++) init[vb + L.nv + k] = df__zeros_like(g, L.inv[k]->inputs[0]);
         else if (L.ninv) {
             if (!(L.acc = (df__gstack **)DF_MALLOC((size_t)L.ninv * sizeof(df__gstack *)))) { DF_FREE(init); goto oom; }
             for (int k = 0; k < L.ninv; k++)
-                if (!(L.acc[k] = df__gstack_new_op(g, L.inv[k]->out_types[0], 1))) { DF_FREE(init); goto done; }
+                if (!(L.acc[k] = df__gstack_new_op(g, L.inv[k]->out_types[0], 1, NULL))) { DF_FREE(init); goto done; }
         }
         df_while_options o;
         memset(&o, 0, sizeof o);
@@ -7048,27 +7077,22 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
         if (ckpt) df_while_loop(g, nv, init, df__ck_gloop_cond, df__gloop_body_ckpt, &K, &o, outs);
         else df_while_loop(g, nv, init, df__gloop_cond, df__gloop_body, &L, &o, outs);
         g->next_grad_of = NULL;
-        if (!ckpt && df__ok(g) && outs[0].node) {        /* order the count after the pops */
-            df__ctx *G = df__node_loop(outs[0].node);
-            df_node *nx = G->nexts[0];
-            if (L.b_sync) df__add_control_edge(g, nx, L.b_sync);
-            else for (int i = 0; i < G->n_pops && df__ok(g); i++) df__add_control_edge(g, nx, G->pops[i]);
-            for (int i = 0; i < g->n_ctxs && df__ok(g); i++)
-                if (g->ctxs[i]->kind == DF__CTX_WHILE && g->ctxs[i]->grad_of && g->ctxs[i]->outer == G &&
-                    g->ctxs[i]->exits && g->ctxs[i]->exits[0]) df__add_control_edge(g, nx, g->ctxs[i]->exits[0]);
-        }
         DF_FREE(K.ck);
         for (int k = 0; k < L.nv && df__ok(g); k++) {
             df_node *e = W->enters[L.var[k]];
-            if (df__greg_between(r, e->inputs[0].node)) df__greg_add(r, e->inputs[0], outs[1 + k]);
+            if (df__greg_between(r, e->inputs[0].node)) df__greg_add(r, e->inputs[0], outs[vb + k]);
         }
-        for (int k = 0; k < L.ninv && df__ok(g) && ckpt; k++) df__greg_add(r, L.inv[k]->inputs[0], outs[1 + L.nv + k]);
-        for (int k = 0; k < L.ninv && df__ok(g) && !ckpt && outs[0].node; k++) {
-            /* the sum, read once the gradient loop has ended (zeros if nothing was added) */
+        for (int k = 0; k < L.ninv && df__ok(g) && ckpt; k++) df__greg_add(r, L.inv[k]->inputs[0], outs[vb + L.nv + k]);
+        df__ctx *G = df__ok(g) && outs[0].node ? df__node_loop(outs[0].node) : NULL;
+        for (int k = 0; k < L.ninv && df__ok(g) && !ckpt && G; k++) {
+            /* the sum, read once every iteration of the gradient loop is done (zeros if nothing
+               was added) */
+            if (!df__loop_count(g, G)) break;
             df__gstack *A = L.acc[k];
+            if (A->push && !df__add_control_edge(g, G->lcount, A->push)) break;
             df_output src = L.inv[k]->inputs[0];
             df_output ins[2] = {df__ctx_capture(g, g->ctx, df__out(A->stack, 0)), df__zeros_like(g, src)};
-            df_node *ctl = outs[0].node;
+            df_node *ctl = G->lcount;
             df_op_builder *b = df__begin(g, g->ctx, "SumAccumulatorRead", ins, 2, &ctl, 1, 0);
             df_node *rd = df__finish_in(g, g->ctx, b);
             if (!rd) break;
@@ -7880,8 +7904,9 @@ static int df__activate(df__step *s, df__iter *it, int32_t item_id, df_tensor **
     }
     int from_enter = item->kind == DF__X_ENTER;
     for (; e < end; e++) {
-        if (e->flags & DF__XE_COUNT) {        /* a LoopCount notes whether the loop is dead; see frame_finish */
-            it->frame->count_dead = is_dead || !outs[e->src_out];
+        if (e->flags & DF__XE_COUNT) {        /* a LoopCount notes whether the loop is dead (its control
+                                                 inputs only bring nodes into the run); see frame_finish */
+            if (e->slot >= 0) it->frame->count_dead = is_dead;  /* (the value itself may have moved on) */
             continue;
         }
         df__counts *c = &counts[e->dst_local];
