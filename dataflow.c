@@ -1090,7 +1090,7 @@ struct df_tensor {
    (header and one 256-byte chunk) through a short stack: loops make and drop scalars at a high
    rate. Recycled tensors hold no reference; the last release drains them. */
 #define DF__RECYCLE_BYTES 256
-#define DF__RECYCLE_SLOTS 64
+#define DF__RECYCLE_SLOTS 1024
 typedef struct df__allocator {
     df_bfc *bfc;
     int refs;
@@ -5347,7 +5347,7 @@ static void df__k_loop_push(df__kctx *c) {
         k->v[i] = df_tensor_retain(x);
     }
     df__spin_unlock(&k->lock);
-    if (ok) { c->out[0] = df_tensor_retain(x); return; }
+    if (ok) { if (c->need & 1) c->out[0] = df_tensor_retain(x); return; }
     if (closed) DF__KFAIL(c, DF_ABORTED, "Stack was closed");
     else if (bad) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype));
     else if (full) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Stack is full at iteration %lld (max_size %lld)", (long long)i, (long long)k->max);
@@ -5372,6 +5372,14 @@ static void df__k_loop_iteration(df__kctx *c) {
     df_tensor *o = df__k_alloc(c, 0, DF_INT32, 0, NULL);
     if (o) *(int32_t *)o->data = (int32_t)DF__MIN(c->iter, INT32_MAX);
 }
+/* Whether that number is below `limit`: a gradient loop's predicate in one node. */
+static void df__k_loop_iteration_less(df__kctx *c) {
+    const df_tensor *n = c->in[0];
+    if (!df__is_int_tensor(n) || n->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "limit must be an integer scalar"); return; }
+    df_tensor *o = df__k_alloc(c, 0, DF_BOOL, 0, NULL);
+    if (o) *(uint8_t *)o->data = c->iter < df__int_at(n, 0);
+}
+static df_code df__sf_scalar_bool(df__shape_ctx *c) { *df__sc_out(c, 0) = df__shape_scalar(); return DF_OK; }
 static void df__k_loop_count(df__kctx *c) {         /* never scheduled: the executor fires it */
     DF__KFAIL(c, DF_INTERNAL, "LoopCount ran as a node");
 }
@@ -5391,6 +5399,10 @@ static int df__accum_into(df__kctx *c, df_tensor **acc, df_tensor *x) {
         char s1[96], s2[96];
         df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Accumulator holds shape %s, got %s", df__dims_str(so.rank, so.dims, s1, 96), df__dims_str(sx.rank, sx.dims, s2, 96));
         return 0;
+    }
+    if (__atomic_load_n(&old->refs, __ATOMIC_ACQUIRE) == 1 && !old->base && !old->ref && old->alloc) {
+        df__binary_row(DF__B_ADD, x->dtype)(old->data, old->data, x->data, x->n, 1, 1);   /* ours alone */
+        return 1;
     }
     df_tensor *sum = df__tensor_alloc(c->alloc, x->dtype, x->rank, x->dims, c->st);
     if (!sum) return 0;
@@ -6758,14 +6770,14 @@ typedef struct df__gloop {
 } df__gloop;
 
 /* The gradient loop runs while its iteration number is below W's count: no counting variable
-   (LoopIteration reads the number the executor keeps). */
+   (LoopIterationLess reads the number the executor keeps). */
 static df_output df__gloop_cond(df_graph *g, void *user, const df_output *vars) {
     df__gloop *L = (df__gloop *)user;
     df__ctx *G = g->ctx;
     df_node *ctl = vars[0].node;
-    df_node *it = df__finish_in(g, G, df__begin(g, G, "LoopIteration", NULL, 0, &ctl, 1, 1));
-    df_output n = it ? df__ctx_capture(g, G, df__out(L->W->lcount, 0)) : df__out(NULL, 0);
-    return n.node ? df_less(g, df__out(it, 0), n) : n;
+    df_output n = df__ctx_capture(g, G, df__out(L->W->lcount, 0));
+    if (!n.node) return n;
+    return df__out(df__finish_in(g, G, df__begin(g, G, "LoopIterationLess", &n, 1, &ctl, 1, 1)), 0);
 }
 
 static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_output *next) {
@@ -9114,6 +9126,7 @@ static const df__opspec df__op_table[] = {
     {"LoopStackPush", "handle:resource,elem:T", "output:T", "T:type,swap_memory:bool=false", df__sf_push, df__k_loop_push, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopStackPop", "handle:resource,count:int32", "elem:elem_type", "elem_type:type", df__sf_unknown, df__k_loop_pop, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopIteration", "", "index:int32", "", df__sf_scalar_i32, df__k_loop_iteration, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"LoopIterationLess", "limit:int32", "output:bool", "", df__sf_scalar_bool, df__k_loop_iteration_less, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopCount", "pred:bool", "count:int32", "", df__sf_scalar_i32, df__k_loop_count, DF__OP_EXIT | DF__OP_LOOP_COUNT | DF__OP_NO_GRADIENT, 0},
     {"StackCloseV2", "handle:resource", "", "", NULL, df__k_stack_close, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"SumAccumulator", "", "handle:resource", "dtype:type" DF__FLT, df__sf_stack, df__k_accum, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
