@@ -5367,12 +5367,8 @@ static void df__k_loop_pop(df__kctx *c) {
     if (!x) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds no value of iteration %lld (count %lld, popped in iteration %lld)", (long long)i, (long long)df__int_at(n, 0), (long long)c->iter); return; }
     c->out[0] = x;
 }
-/* The number of the iteration it runs in (0 outside loops). */
-static void df__k_loop_iteration(df__kctx *c) {
-    df_tensor *o = df__k_alloc(c, 0, DF_INT32, 0, NULL);
-    if (o) *(int32_t *)o->data = (int32_t)DF__MIN(c->iter, INT32_MAX);
-}
-/* Whether that number is below `limit`: a gradient loop's predicate in one node. */
+/* Whether the number of the iteration it runs in is below `limit`: a gradient loop's predicate
+   in one node. */
 static void df__k_loop_iteration_less(df__kctx *c) {
     const df_tensor *n = c->in[0];
     if (!df__is_int_tensor(n) || n->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "limit must be an integer scalar"); return; }
@@ -5614,15 +5610,20 @@ static df_code df__sf_apply(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes
    x and reaching a y), in reverse topological order, summing the gradients that reach each
    output (AddN) and calling each op's gradient function. A cond is differentiated op by op
    (Merge <-> Switch duality, with zeros gated so exactly one side is live). A while loop is one
-   unit: its gradient is another while loop, built with df_while_loop, that runs N times (N
-   counted by a forward counter added to the loop) and differentiates the loop body once per
-   iteration, reading the forward values it needs from stacks (StackV2/StackPushV2/StackPopV2)
-   pushed in iteration order and popped in reverse, ordered by control edges. Gradients of loop
-   invariants are summed by a SumAccumulator, one add per iteration in order, read after the
-   loop (by accumulator loop variables when checkpointing). The gradient loop is an ordinary loop
-   whose pops are its per-iteration inputs, so differentiating it again (second order) works the
-   same way: the gradients of its pops are pushed on a stack that the next gradient of the
-   forward loop pops where the values were pushed.
+   unit: its gradient is another while loop, built with df_while_loop, that runs N times and
+   differentiates the loop body once per iteration. N is the forward loop's LoopCount, which
+   the executor gives once every node of every iteration has run. Forward values go on stacks
+   indexed by iteration (LoopStackPush keeps iteration i's value at i; no order among pushes is
+   needed), and the gradient loop, whose predicate is LoopIterationLess(N) (no counting loop
+   variable), pops in its iteration k the value of iteration N-1-k. Gradients of loop invariants
+   are summed by a SumAccumulator, one add per iteration, summed in iteration order whatever the
+   arrival order, read once the gradient loop's own LoopCount fires (by accumulator loop
+   variables when checkpointing, whose sequential stacks still use a forward counter). A loop
+   nested in another gets its stacks made in the outer loop's body, one per outer iteration,
+   and their handles reach its gradient loop through the outer loop's stacks. The gradient loop
+   is an ordinary loop whose pops are its per-iteration inputs, so differentiating it again
+   (second order) works the same way: the gradients of its pops are pushed on a stack that the
+   next gradient of the forward loop pops where the values were pushed.
    ========================================================================================== */
 typedef struct df__gstack {
     df_node *stack;              /* StackV2: in the loop around the pushing loop, else outside every loop */
@@ -6762,7 +6763,7 @@ typedef struct df__gloop {
     df_node **seq_in;            /* pops in W (W is itself a gradient loop) */
     int base;                    /* index of the first gradient variable: 1 when a placeholder
                                     variable (or, checkpointing, the count) comes first */
-    df_output zero, one;         /* int32 constants made outside the loop (entered once, not per iteration) */
+    df_output zero, one;         /* checkpoints: int32 constants made outside the loop (entered once) */
     df__gstack **acc;            /* per invariant: the accumulator summing its gradient */
     int nacc_out;
     df_node **acc_out;           /* second order: accumulator adds in W whose reads got gradients */
@@ -7082,8 +7083,10 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
         df__ckpt K;
         memset(&K, 0, sizeof K);
         K.L = &L;
-        L.zero = df_scalar_i32(g, 0);
-        L.one = df_scalar_i32(g, 1);
+        if (ckpt) {              /* the checkpointed loop's count and index */
+            L.zero = df_scalar_i32(g, 0);
+            L.one = df_scalar_i32(g, 1);
+        }
         if (ckpt && !df__ckpt_prepare(g, &K)) { DF_FREE(K.ck); DF_FREE(init); goto done; }
         g->next_grad_of = W;
         if (ckpt) df_while_loop(g, nv, init, df__ck_gloop_cond, df__gloop_body_ckpt, &K, &o, outs);
@@ -7701,7 +7704,11 @@ typedef struct df__pool { int n_threads; } df__pool;
    count and a dead count decide readiness (Merge: 1 + 2 * control inputs, bit 0 waiting for a
    live input). Iterations of a frame live in a ring of parallel_iterations + 1 and retire in
    order; loop invariants are replayed into every new iteration; a NextIteration past the
-   window is deferred. The step ends when `outstanding` (ready + running nodes) reaches zero.
+   window is deferred. A LoopCount item is never scheduled: when its frame is deleted (every
+   iteration done) it fires in the parent iteration with the iteration count, or dead when the
+   loop's last LoopCond was dead; kernels see their iteration's number (LoopStackPush/Pop,
+   LoopIterationLess, accumulators). The step ends when `outstanding` (ready + running nodes)
+   reaches zero.
    When threads are in play, every bookkeeping change happens under the step's spinlock.
    ========================================================================================== */
 typedef struct df__iter {
@@ -9125,7 +9132,6 @@ static const df__opspec df__op_table[] = {
     {"StackPopV2", "handle:resource", "elem:elem_type", "elem_type:type", df__sf_unknown, df__k_stack_pop, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopStackPush", "handle:resource,elem:T", "output:T", "T:type,swap_memory:bool=false", df__sf_push, df__k_loop_push, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopStackPop", "handle:resource,count:int32", "elem:elem_type", "elem_type:type", df__sf_unknown, df__k_loop_pop, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
-    {"LoopIteration", "", "index:int32", "", df__sf_scalar_i32, df__k_loop_iteration, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopIterationLess", "limit:int32", "output:bool", "", df__sf_scalar_bool, df__k_loop_iteration_less, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopCount", "pred:bool", "count:int32", "", df__sf_scalar_i32, df__k_loop_count, DF__OP_EXIT | DF__OP_LOOP_COUNT | DF__OP_NO_GRADIENT, 0},
     {"StackCloseV2", "handle:resource", "", "", NULL, df__k_stack_close, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
