@@ -5327,7 +5327,6 @@ static void df__k_stack_close(df__kctx *c) {
     k->closed = 1;
     df__spin_unlock(&k->lock);
 }
-static df_code df__sf_stack(df__shape_ctx *c) { *df__sc_out(c, 0) = df__shape_scalar(); return DF_OK; }
 
 /* ---- Stacks indexed by iteration, for while-loop gradients: LoopStackPush keeps its value
    under the iteration of the loop it runs in, so pushes need no order among themselves;
@@ -5375,11 +5374,9 @@ static void df__k_loop_iteration_less(df__kctx *c) {
     df_tensor *o = df__k_alloc(c, 0, DF_BOOL, 0, NULL);
     if (o) *(uint8_t *)o->data = c->iter < df__int_at(n, 0);
 }
-static df_code df__sf_scalar_bool(df__shape_ctx *c) { *df__sc_out(c, 0) = df__shape_scalar(); return DF_OK; }
 static void df__k_loop_count(df__kctx *c) {         /* never scheduled: the executor fires it */
     DF__KFAIL(c, DF_INTERNAL, "LoopCount ran as a node");
 }
-static df_code df__sf_scalar_i32(df__shape_ctx *c) { *df__sc_out(c, 0) = df__shape_scalar(); return DF_OK; }
 
 /* ---- SumAccumulator: per-run state summing the values added to it (the gradients of loop
    invariants, one add per iteration of a gradient loop, in iteration order). ---- */
@@ -5407,6 +5404,14 @@ static int df__accum_into(df__kctx *c, df_tensor **acc, df_tensor *x) {
     df_tensor_release(old);
     return 1;
 }
+/* Adds the first waiting value into the sum and drops it from the waiting list. */
+static int df__accum_take_front(df__kctx *c, df__stack *k) {
+    df_tensor *t = k->pend[0].t;
+    int ok = df__accum_into(c, &k->v[0], t);
+    df_tensor_release(t);
+    memmove(k->pend, k->pend + 1, (size_t)--k->n_pend * sizeof(df__pend));
+    return ok;
+}
 /* Values are summed in the order of the iterations they come from, whatever order they arrive
    in (parallel iterations), so the sum is the same for any parallel_iterations: a value of a
    later iteration waits in pend until the ones before it are in. Values of one iteration, or
@@ -5428,10 +5433,7 @@ static void df__k_accum_add(df__kctx *c) {
         if (ok && i == k->next) {
             k->next++;
             while (ok && k->n_pend && k->pend[0].iter == k->next) {
-                df_tensor *t = k->pend[0].t;
-                ok = df__accum_into(c, &k->v[0], t);
-                df_tensor_release(t);
-                memmove(k->pend, k->pend + 1, (size_t)--k->n_pend * sizeof(df__pend));
+                ok = df__accum_take_front(c, k);
                 k->next++;
             }
         }
@@ -5464,12 +5466,7 @@ static void df__k_accum_read(df__kctx *c) {
     if (!k) return;
     int ok = 1;
     df__spin_lock(&k->lock);
-    while (ok && k->n_pend) {
-        df_tensor *t = k->pend[0].t;
-        ok = df__accum_into(c, &k->v[0], t);
-        df_tensor_release(t);
-        memmove(k->pend, k->pend + 1, (size_t)--k->n_pend * sizeof(df__pend));
-    }
+    while (ok && k->n_pend) ok = df__accum_take_front(c, k);
     df_tensor *s = ok && k->n && k->v[0] ? df_tensor_retain(k->v[0]) : NULL;
     df__spin_unlock(&k->lock);
     if (ok) c->out[0] = s ? s : df_tensor_retain(c->in[1]);
@@ -9127,15 +9124,15 @@ static const df__opspec df__op_table[] = {
     {"StridedSliceGrad", "shape:Index,begin:Index,end:Index,strides:Index,dy:T", "output:T", "T:type,Index:type{int32,int64},"
      "begin_mask:int=0,end_mask:int=0,ellipsis_mask:int=0,new_axis_mask:int=0,shrink_axis_mask:int=0",
      df__sf_shape_input, df__k_strided_slice_grad, DF__OP_EXPENSIVE, 0},
-    {"StackV2", "max_size:int32", "handle:resource", "elem_type:type,stack_name:string=", df__sf_stack, df__k_stack, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"StackV2", "max_size:int32", "handle:resource", "elem_type:type,stack_name:string=", df__sf_scalar, df__k_stack, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"StackPushV2", "handle:resource,elem:T", "output:T", "T:type,swap_memory:bool=false", df__sf_push, df__k_stack_push, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"StackPopV2", "handle:resource", "elem:elem_type", "elem_type:type", df__sf_unknown, df__k_stack_pop, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopStackPush", "handle:resource,elem:T", "output:T", "T:type,swap_memory:bool=false", df__sf_push, df__k_loop_push, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopStackPop", "handle:resource,count:int32", "elem:elem_type", "elem_type:type", df__sf_unknown, df__k_loop_pop, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
-    {"LoopIterationLess", "limit:int32", "output:bool", "", df__sf_scalar_bool, df__k_loop_iteration_less, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
-    {"LoopCount", "pred:bool", "count:int32", "", df__sf_scalar_i32, df__k_loop_count, DF__OP_EXIT | DF__OP_LOOP_COUNT | DF__OP_NO_GRADIENT, 0},
+    {"LoopIterationLess", "limit:int32", "output:bool", "", df__sf_scalar, df__k_loop_iteration_less, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"LoopCount", "pred:bool", "count:int32", "", df__sf_scalar, df__k_loop_count, DF__OP_EXIT | DF__OP_LOOP_COUNT | DF__OP_NO_GRADIENT, 0},
     {"StackCloseV2", "handle:resource", "", "", NULL, df__k_stack_close, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
-    {"SumAccumulator", "", "handle:resource", "dtype:type" DF__FLT, df__sf_stack, df__k_accum, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"SumAccumulator", "", "handle:resource", "dtype:type" DF__FLT, df__sf_scalar, df__k_accum, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"SumAccumulatorAdd", "handle:resource,value:T", "", "T:type" DF__FLT, NULL, df__k_accum_add, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"SumAccumulatorRead", "handle:resource,default:T", "sum:T", "T:type" DF__FLT, df__sf_accum_read, df__k_accum_read, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"ApplyGradientDescent", "var:Ref(T),alpha:T,delta:T", "out:Ref(T)", "T:type" DF__FLT ",use_locking:bool=false",
