@@ -19,9 +19,10 @@
     14. STATIC FRAME ANALYSIS ........................................ >>frames
     15. THREAD POOL .................................................. >>pool
     16. EXECUTOR ..................................................... >>executor
-    17. SESSION ...................................................... >>session
-    18. SERIALIZATION AND PICTURES ................................... >>serial
-    19. OP TABLE AND PUBLIC WRAPPERS ................................. >>api
+    17. PLACER AND PARTITIONER ....................................... >>partition
+    18. SESSION ...................................................... >>session
+    19. SERIALIZATION AND PICTURES ................................... >>serial
+    20. OP TABLE AND PUBLIC WRAPPERS ................................. >>api
 */
 
 /* ==========================================================================================
@@ -70,6 +71,13 @@
 #define DF__HOT_INLINE static inline __attribute__((always_inline))
 #else
 #define DF__HOT_INLINE static inline
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#define DF__LIKELY(x) __builtin_expect(!!(x), 1)
+#define DF__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define DF__LIKELY(x) (x)
+#define DF__UNLIKELY(x) (x)
 #endif
 #define DF__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define DF__MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -1334,13 +1342,33 @@ char *df_tensor_describe(const df_tensor *t, char *buf, size_t n) {
 
 /* ==========================================================================================
    7. DEVICES                                                                         >>device
-   A device owns an allocator and names itself the TensorFlow way. This issue has CPU devices
-   only; the device interface grows with the placer and the GPU.
+   A device owns an allocator, names itself the TensorFlow way and implements a small interface
+   (allocate, free, copy to and from host memory, run a kernel, synchronise). CPU devices
+   implement it here; the GPU (dataflow_cuda.cu) and remote devices implement it later. Several
+   CPU devices in one process are real devices: each has its own allocator and incarnation, and
+   values cross between them only through Send/Recv.
    ========================================================================================== */
+enum { DF__DEV_CPU, DF__DEV_GPU, DF__DEV_TYPES };   /* kernel families by device type */
+struct df__device;
+struct df__kctx;
+typedef struct df__device_ops {
+    void *(*allocate)(struct df__device *d, size_t bytes);
+    void (*deallocate)(struct df__device *d, void *p);
+    df_code (*copy_to_host)(struct df__device *d, void *host_dst, const void *dev_src, size_t bytes);
+    df_code (*copy_from_host)(struct df__device *d, void *dev_dst, const void *host_src, size_t bytes);
+    void (*run_kernel)(struct df__device *d, void (*kernel)(struct df__kctx *), struct df__kctx *k);
+    df_code (*synchronize)(struct df__device *d);
+} df__device_ops;
+
 typedef struct df__device {
     char name[96];               /* "/job:localhost/replica:0/task:0/device:CPU:0" */
-    int index;
+    char type[8];                /* "CPU", "GPU" */
+    int kernel_type;             /* DF__DEV_CPU or DF__DEV_GPU: which kernels run here */
+    int index;                   /* the device's number within its type */
+    int host_memory;             /* its memory is the host's (no copies to reach the host) */
+    uint64_t incarnation;        /* random per device instance: keys tell restarted devices apart */
     df__allocator *alloc;
+    const df__device_ops *ops;
 } df__device;
 
 /* A parsed device specification; -1 / "" means unspecified. Accepts TensorFlow's full names and
@@ -1387,11 +1415,72 @@ static int df__parse_device(const char *s, df__devspec *d) {
     return *p == 0;
 }
 
+/* A full spec matches a device when every component it names agrees. */
+static int df__devspec_matches(const df__devspec *sp, const df__device *d) {
+    df__devspec dd;
+    if (!df__parse_device(d->name, &dd)) return 0;
+    return (!sp->job[0] || !strcmp(sp->job, dd.job)) && (sp->replica < 0 || sp->replica == dd.replica) &&
+           (sp->task < 0 || sp->task == dd.task) && (!sp->type[0] || !strcmp(sp->type, dd.type)) &&
+           (sp->index < 0 || sp->index == dd.index);
+}
+/* Two specs can name one device: no component set in both disagrees. Merges b into a. */
+static int df__devspec_merge(df__devspec *a, const df__devspec *b) {
+    if (a->job[0] && b->job[0] && strcmp(a->job, b->job)) return 0;
+    if (a->type[0] && b->type[0] && strcmp(a->type, b->type)) return 0;
+    if (a->replica >= 0 && b->replica >= 0 && a->replica != b->replica) return 0;
+    if (a->task >= 0 && b->task >= 0 && a->task != b->task) return 0;
+    if (a->index >= 0 && b->index >= 0 && a->index != b->index) return 0;
+    if (!a->job[0]) memcpy(a->job, b->job, sizeof a->job);
+    if (!a->type[0]) memcpy(a->type, b->type, sizeof a->type);
+    if (a->replica < 0) a->replica = b->replica;
+    if (a->task < 0) a->task = b->task;
+    if (a->index < 0) a->index = b->index;
+    return 1;
+}
+static void df__devspec_str(const df__devspec *sp, char *buf, size_t n) {
+    size_t len = 0;
+    buf[0] = 0;
+    if (sp->job[0]) len += (size_t)snprintf(buf + len, n - len, "/job:%s", sp->job);
+    if (len < n && sp->replica >= 0) len += (size_t)snprintf(buf + len, n - len, "/replica:%d", sp->replica);
+    if (len < n && sp->task >= 0) len += (size_t)snprintf(buf + len, n - len, "/task:%d", sp->task);
+    if (len < n && sp->type[0]) {
+        if (sp->index >= 0) snprintf(buf + len, n - len, "/device:%s:%d", sp->type, sp->index);
+        else snprintf(buf + len, n - len, "/device:%s:*", sp->type);
+    }
+}
+
+/* ---- the CPU device: host memory from its own BFC allocator; kernels run inline ---- */
+static void *df__cpu_allocate(df__device *d, size_t bytes) { return df_bfc_alloc(d->alloc->bfc, bytes); }
+static void df__cpu_deallocate(df__device *d, void *p) { df_bfc_free(d->alloc->bfc, p); }
+static df_code df__cpu_copy(df__device *d, void *dst, const void *src, size_t bytes) {
+    DF__UNUSED(d);
+    if (bytes) memcpy(dst, src, bytes);
+    return DF_OK;
+}
+static void df__cpu_run_kernel(df__device *d, void (*kernel)(struct df__kctx *), struct df__kctx *k) {
+    DF__UNUSED(d);
+    kernel(k);
+}
+static df_code df__cpu_synchronize(df__device *d) { DF__UNUSED(d); return DF_OK; }
+static const df__device_ops df__cpu_ops = {
+    df__cpu_allocate, df__cpu_deallocate, df__cpu_copy, df__cpu_copy, df__cpu_run_kernel, df__cpu_synchronize
+};
+
+static uint64_t df__incarnation_counter;
 static df__device *df__device_new_cpu(int index, size_t memory_limit, df_status *st) {
     df__device *d = (df__device *)DF_MALLOC(sizeof *d);
     if (!d) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a device"); return NULL; }
+    memset(d, 0, sizeof *d);
     snprintf(d->name, sizeof d->name, "/job:localhost/replica:0/task:0/device:CPU:%d", index);
+    memcpy(d->type, "CPU", 4);
+    d->kernel_type = DF__DEV_CPU;
     d->index = index;
+    d->host_memory = 1;
+    d->ops = &df__cpu_ops;
+    /* nonzero and different for every device instance of this process (a restarted worker's
+       devices get new ones, which is what incarnations are for) */
+    uint64_t c = __atomic_add_fetch(&df__incarnation_counter, 1, __ATOMIC_RELAXED);
+    d->incarnation = df__hash_mix(df__hash_mix((uint64_t)time(NULL), (uint64_t)(uintptr_t)d), c) | 1;
     df_bfc_options o;
     memset(&o, 0, sizeof o);
     o.memory_limit = memory_limit;
@@ -1469,12 +1558,13 @@ enum {                           /* op flags */
     DF__OP_NEXT_ITERATION = 1 << 6, DF__OP_LOOP_COND = 1 << 7, DF__OP_CONTROL_TRIGGER = 1 << 8,
     DF__OP_ALLOWS_UNINIT = 1 << 9, /* may read an uninitialised variable (Assign) */
     DF__OP_NO_GRADIENT = 1 << 10,
-    DF__OP_LOOP_COUNT = 1 << 11    /* LoopCount: an Exit the executor fires once its frame is done */
+    DF__OP_LOOP_COUNT = 1 << 11,   /* LoopCount: an Exit the executor fires once its frame is done */
+    DF__OP_TRANSFER = 1 << 12,     /* _Send/_Recv: run even when dead, to carry the dead bit across */
+    DF__OP_RECV = 1 << 13          /* _Recv: asynchronous; its value arrives when the Send runs */
 };
 
 /* A kernel for one device type. Host-memory arguments stay in host memory on a device whose
    memory is not the host's (TF keeps int32 shapes, predicates and LoopCond there on GPUs). */
-enum { DF__DEV_CPU, DF__DEV_GPU, DF__DEV_TYPES };
 typedef struct df__kernel_def {
     df__kernel_fn fn;            /* NULL: no kernel for this device type */
     uint32_t host_inputs, host_outputs;   /* bit i: argument i lives in host memory */
@@ -2150,6 +2240,20 @@ void df_op_set_device(df_op_builder *b, const char *device) {
     if (!(b->device = df__strdup(device ? device : ""))) b->oom = 1;
 }
 
+void df_op_colocate_with(df_op_builder *b, const df_node *n) {
+    if (!b || b->oom) return;
+    if (!n || !n->name) { b->oom = 2; return; }
+    const char *prev = "";
+    for (int i = 0; i < b->n_attrs; i++)
+        if (!strcmp(b->attrs[i].name, "_class") && b->attrs[i].kind == DF__A_STRING && b->attrs[i].u.s) prev = b->attrs[i].u.s;
+    size_t len = strlen(prev) + strlen(n->name) + 8;
+    char *v = (char *)DF_MALLOC(len);
+    if (!v) { b->oom = 1; return; }
+    snprintf(v, len, "%s%sloc:@%s", prev, *prev ? "," : "", n->name);
+    df_op_set_attr_string(b, "_class", v);
+    DF_FREE(v);
+}
+
 /* Returns the slot for attr `name`, clearing any earlier value. */
 static df__attr *df__builder_attr(df_op_builder *b, const char *name, df__attr_kind kind) {
     if (!b) return NULL;
@@ -2338,6 +2442,7 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
     /* attrs: kinds, allowed types, minimums, defaults, required */
     for (int i = 0; i < n->n_attrs; i++) {
         const df__attrdef *ad = df__op_attrdef(op, n->attrs[i].name);
+        if (!ad && n->attrs[i].name[0] == '_') continue;  /* internal attrs (_class, ...) as TF allows */
         if (!ad)
             return df__fail(st, n, DF_INVALID_ARGUMENT, "Op %s has no attr named '%s'", op->name,
                                   n->attrs[i].name);
@@ -2349,7 +2454,7 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
                 "list of allowed values for %s", ad->name, df_dtype_name(n->attrs[i].u.type), op->name);
         if (ad->kind == DF__A_TYPE && !df__dtype_valid(n->attrs[i].u.type) &&
             !(n->attrs[i].u.type == DF_RESOURCE && ((op->flags & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER |
-              DF__OP_EXIT | DF__OP_NEXT_ITERATION)) || !strcmp(op->name, "Identity") ||
+              DF__OP_EXIT | DF__OP_NEXT_ITERATION | DF__OP_TRANSFER)) || !strcmp(op->name, "Identity") ||
               !strcmp(op->name, "StackV2") || !strcmp(op->name, "LoopStackPush") ||
               !strcmp(op->name, "LoopStackPop"))))   /* handles flow, and are stacked (nested loop gradients) */
             return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s is an invalid dtype (%d)",
@@ -3055,6 +3160,11 @@ typedef struct df__kctx {
     struct df__step *step;
     df_status *st;
     int64_t iter;                /* the iteration of the running node's frame (0 outside loops) */
+    const struct df__tagged *tag; /* the running node, its iteration and frame (Send/Recv keys) */
+    int32_t aux;                 /* _Send/_Recv: the rendezvous key's number in the run's plan */
+    int dead;                    /* the node is dead (only transfer nodes run then) */
+    int out_dead;                /* set by a Recv whose value arrived dead */
+    int pending;                 /* set by a Recv that waits: the executor resumes it later */
 } df__kctx;
 
 static const df_tensor *df__const_value(df_output o) {
@@ -7306,7 +7416,7 @@ static void df__gstacks_free(df_graph *g) {
 enum { DF__X_NORMAL, DF__X_MERGE, DF__X_ENTER, DF__X_EXIT, DF__X_NEXT, DF__X_FEED, DF__X_FETCH, DF__X_COUNT };
 enum { DF__XF_CONST_ENTER = 1, DF__XF_CTRL_TRIGGER = 2, DF__XF_EXPENSIVE = 8,
        DF__XF_DEREF = 16, DF__XF_SWITCH = 32, DF__XF_LOOP_COND = 64, DF__XF_MATMUL = 128,
-       DF__XF_NO_KERNEL = 256, DF__XF_EXPENSIVE_NEXT = 512 };
+       DF__XF_NO_KERNEL = 256, DF__XF_EXPENSIVE_NEXT = 512, DF__XF_TRANSFER = 1024 };
 
 typedef struct df__counts { int32_t pending, dead; } df__counts;
 /* An out-edge carries what activation needs, so the destination item is not touched: its
@@ -7739,6 +7849,51 @@ typedef struct df__frame {
 
 typedef struct df__readyq { df__tagged *v; int head, len, cap; } df__readyq;
 
+/* ---- rendezvous: where a Send's value meets its Recv ----
+   Keyed by (key number, frame id, iteration): the key number stands for TensorFlow's textual
+   prefix "send_device;incarnation;recv_device;tensor_name" (df__plan interns those), so a
+   transfer hashes three integers instead of formatting a string. Each key holds a FIFO of sent
+   values or of waiting Recvs, never both. A waiting Recv is handed back to the sender as a
+   wake, resumed outside the lock. An abort fails every waiting Recv and every later call. */
+struct df__step;
+typedef struct df__rv_msg {
+    struct df__rv_msg *next;
+    df_tensor *t;                /* a sent value; NULL when it is dead */
+    int dead;
+    struct df__step *step;       /* a waiting Recv: its step and node */
+    df__tagged tag;
+} df__rv_msg;
+typedef struct df__rv_entry {
+    struct df__rv_entry *next;
+    int32_t key, recvs;          /* recvs: the queue holds waiting Recvs, else sent values */
+    uint64_t frame_id;
+    int64_t iter;
+    df__rv_msg *head, *tail;
+} df__rv_entry;
+typedef struct df__rendezvous {
+    df__spin lock;
+    df__rv_entry **buckets;
+    int n_buckets, n_entries;
+    df__rv_entry *free_entries;
+    df__rv_msg *free_msgs;
+    int aborted;
+    df_status status;
+} df__rendezvous;
+/* A Recv to resume: its step and node, the value (or dead), or failed when the run aborted. */
+typedef struct df__wake { struct df__step *step; df__tagged tag; df_tensor *t; int dead, failed; } df__wake;
+
+/* The partitions of one run: their steps, the rendezvous, the first error. */
+typedef struct df__pgroup {
+    df__rendezvous rv;
+    struct df__step *steps;
+    int n_steps;
+    df__spin lock;
+    int aborted;
+    df_status status;
+    uint64_t progress;               /* bumps whenever a Recv is resumed (the hang check) */
+    int pending_wakes;               /* wakes queued on some thread, not yet resumed */
+} df__pgroup;
+
 struct df_session;
 typedef struct df__step {
     const df__exec *x;
@@ -7753,10 +7908,14 @@ typedef struct df__step {
     int aborted;
     df_status status;
     df__frame *live;                 /* every frame not yet deleted */
+    df__frame *root;
     df__iter **free_iters;           /* recycled iteration states, per static frame */
     df__spin stack_lock;
     df__stack **stacks;              /* StackV2 state of this run */
     int n_stacks, cap_stacks;
+    df__pgroup *group;                /* the partitions of this run; NULL for a single executor */
+    struct df__step *home;           /* whose stacks this step uses: a handle may cross devices */
+    int shared;                      /* threads of other partitions resume its Recvs: always lock */
 #ifndef DF_NO_THREADS
     df__pool *pool;
     pthread_mutex_t done_mu;
@@ -7766,6 +7925,7 @@ typedef struct df__step {
 } df__step;
 
 static df__stack *df__step_stack_new(df__step *s, int64_t *id, df_status *st) {
+    s = s->home;
     df__stack *k = (df__stack *)DF_MALLOC(sizeof *k);
     if (k) memset(k, 0, sizeof *k);
     df__spin_lock(&s->stack_lock);
@@ -7776,6 +7936,7 @@ static df__stack *df__step_stack_new(df__step *s, int64_t *id, df_status *st) {
     return k;
 }
 static df__stack *df__step_stack_get(df__step *s, const df_tensor *h) {
+    s = s->home;
     uint64_t w;
     memcpy(&w, h->data, 8);
     if ((w >> 32) != DF__STACK_MAGIC) return NULL;
@@ -7788,10 +7949,16 @@ static df__stack *df__step_stack_get(df__step *s, const df_tensor *h) {
 
 static void df__step_task_done(df__step *s) { __atomic_sub_fetch(&s->active, 1, __ATOMIC_ACQ_REL); }
 
-static void df__step_error(df__step *s, const df_status *st) {
+static void df__group_abort(df__pgroup *g, const df_status *why);
+static void df__step_error_local(df__step *s, const df_status *st) {
     if (s->threaded) df__spin_lock(&s->lock);
     if (!s->aborted) { s->status = *st; __atomic_store_n(&s->aborted, 1, __ATOMIC_RELEASE); }
     if (s->threaded) df__spin_unlock(&s->lock);
+}
+/* The first error of any partition ends the run on every partition. */
+static void df__step_error(df__step *s, const df_status *st) {
+    df__step_error_local(s, st);
+    if (s->group) df__group_abort(s->group, st);
 }
 /* `exclusive`: the caller holds the step lock or is the only thread in the step. */
 static void df__step_oom(df__step *s, const char *what, int exclusive) {
@@ -7799,6 +7966,227 @@ static void df__step_oom(df__step *s, const char *what, int exclusive) {
     df_status_set(&st, DF_RESOURCE_EXHAUSTED, "Out of memory in the executor (%s)", what);
     if (!exclusive) { df__step_error(s, &st); return; }
     if (!s->aborted) { s->status = st; __atomic_store_n(&s->aborted, 1, __ATOMIC_RELEASE); }
+}
+
+/* ---- the rendezvous ---- */
+static df__rv_entry **df__rv_slot(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter) {
+    uint64_t h = df__hash_mix(df__hash_mix((uint64_t)(uint32_t)key, fid), (uint64_t)iter);
+    df__rv_entry **p = &rv->buckets[h & (uint64_t)(rv->n_buckets - 1)];
+    while (*p && !((*p)->key == key && (*p)->frame_id == fid && (*p)->iter == iter)) p = &(*p)->next;
+    return p;
+}
+static int df__rv_init(df__rendezvous *rv) {
+    memset(rv, 0, sizeof *rv);
+    rv->n_buckets = 64;
+    rv->buckets = (df__rv_entry **)DF_MALLOC((size_t)rv->n_buckets * sizeof(df__rv_entry *));
+    if (!rv->buckets) return 0;
+    memset(rv->buckets, 0, (size_t)rv->n_buckets * sizeof(df__rv_entry *));
+    return 1;
+}
+/* Doubles the bucket array when entries outnumber buckets twice (a sender far ahead). */
+static void df__rv_rehash(df__rendezvous *rv) {
+    int nb = rv->n_buckets * 2;
+    df__rv_entry **b = (df__rv_entry **)DF_MALLOC((size_t)nb * sizeof(df__rv_entry *));
+    if (!b) return;                          /* longer chains, still correct */
+    memset(b, 0, (size_t)nb * sizeof(df__rv_entry *));
+    for (int i = 0; i < rv->n_buckets; i++)
+        for (df__rv_entry *e = rv->buckets[i], *next; e; e = next) {
+            next = e->next;
+            uint64_t h = df__hash_mix(df__hash_mix((uint64_t)(uint32_t)e->key, e->frame_id), (uint64_t)e->iter);
+            e->next = b[h & (uint64_t)(nb - 1)];
+            b[h & (uint64_t)(nb - 1)] = e;
+        }
+    DF_FREE(rv->buckets);
+    rv->buckets = b;
+    rv->n_buckets = nb;
+}
+static df__rv_msg *df__rv_msg_new(df__rendezvous *rv) {
+    df__rv_msg *m = rv->free_msgs;
+    if (m) rv->free_msgs = m->next;
+    else m = (df__rv_msg *)DF_MALLOC(sizeof *m);
+    if (m) memset(m, 0, sizeof *m);
+    return m;
+}
+/* Pops the head of the entry at *p (the caller holds the lock); drops the entry when empty. */
+static df__rv_msg *df__rv_pop(df__rendezvous *rv, df__rv_entry **p) {
+    df__rv_entry *e = *p;
+    df__rv_msg *m = e->head;
+    if (!(e->head = m->next)) {
+        *p = e->next;
+        e->next = rv->free_entries;
+        rv->free_entries = e;
+        rv->n_entries--;
+    }
+    return m;
+}
+/* Appends m under (key, frame, iteration) (the caller holds the lock). 0 on OOM. */
+static int df__rv_push(df__rendezvous *rv, df__rv_entry **p, int32_t key, uint64_t fid, int64_t iter,
+                       int recvs, df__rv_msg *m) {
+    df__rv_entry *e = *p;
+    if (!e) {
+        if ((e = rv->free_entries) != NULL) rv->free_entries = e->next;
+        else if (!(e = (df__rv_entry *)DF_MALLOC(sizeof *e))) return 0;
+        e->key = key; e->frame_id = fid; e->iter = iter; e->recvs = recvs;
+        e->head = e->tail = NULL;
+        e->next = NULL;
+        *p = e;
+        if (++rv->n_entries > 2 * rv->n_buckets) df__rv_rehash(rv);
+    }
+    m->next = NULL;
+    if (e->tail && e->head) e->tail->next = m;
+    else e->head = m;
+    e->tail = m;
+    return 1;
+}
+/* Sends a value (t's reference is taken; NULL and dead for a dead value). A Recv already
+   waiting comes back in *wake for the caller to resume. */
+static df_code df__rv_send(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df_tensor *t, int dead,
+                           df__wake *wake, df_status *st) {
+    wake->step = NULL;
+    df__spin_lock(&rv->lock);
+    if (rv->aborted) {
+        df__spin_unlock(&rv->lock);
+        df_tensor_release(t);
+        return df_status_set(st, DF_ABORTED, "The run was aborted: %s", rv->status.message);
+    }
+    df__rv_entry **p = df__rv_slot(rv, key, fid, iter);
+    if (*p && (*p)->recvs) {
+        df__rv_msg *m = df__rv_pop(rv, p);
+        wake->step = m->step; wake->tag = m->tag; wake->t = t; wake->dead = dead || !t; wake->failed = 0;
+        m->next = rv->free_msgs;
+        rv->free_msgs = m;
+        df__spin_unlock(&rv->lock);
+        return DF_OK;
+    }
+    df__rv_msg *m = df__rv_msg_new(rv);
+    if (!m || !df__rv_push(rv, p, key, fid, iter, 0, m)) {
+        if (m) { m->next = rv->free_msgs; rv->free_msgs = m; }
+        df__spin_unlock(&rv->lock);
+        df_tensor_release(t);
+        return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in the rendezvous");
+    }
+    m->t = t;
+    m->dead = dead || !t;
+    df__spin_unlock(&rv->lock);
+    return DF_OK;
+}
+/* A Recv: 1 with the value in *t (NULL and *dead when dead), 0 when it now waits (it is
+   resumed through a wake), -1 with st set when the run was aborted or memory ran out. */
+static int df__rv_recv(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df__step *s,
+                       const df__tagged *tag, df_tensor **t, int *dead, df_status *st) {
+    df__spin_lock(&rv->lock);
+    if (rv->aborted) {
+        df__spin_unlock(&rv->lock);
+        df_status_set(st, DF_ABORTED, "The run was aborted: %s", rv->status.message);
+        return -1;
+    }
+    df__rv_entry **p = df__rv_slot(rv, key, fid, iter);
+    if (*p && !(*p)->recvs) {
+        df__rv_msg *m = df__rv_pop(rv, p);
+        *t = m->t;
+        *dead = m->dead;
+        m->next = rv->free_msgs;
+        rv->free_msgs = m;
+        df__spin_unlock(&rv->lock);
+        return 1;
+    }
+    df__rv_msg *m = df__rv_msg_new(rv);
+    if (!m || !df__rv_push(rv, p, key, fid, iter, 1, m)) {
+        if (m) { m->next = rv->free_msgs; rv->free_msgs = m; }
+        df__spin_unlock(&rv->lock);
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in the rendezvous");
+        return -1;
+    }
+    m->step = s;
+    m->tag = *tag;
+    df__spin_unlock(&rv->lock);
+    return 0;
+}
+/* Marks the rendezvous aborted and returns every waiting Recv as a list (the caller fails
+   them); values still queued are released. */
+static df__rv_msg *df__rv_abort(df__rendezvous *rv, const df_status *why) {
+    df__rv_msg *waiting = NULL;
+    df__spin_lock(&rv->lock);
+    if (!rv->aborted) { rv->status = *why; rv->aborted = 1; }
+    for (int i = 0; i < rv->n_buckets; i++)
+        while (rv->buckets[i]) {
+            df__rv_msg *m = df__rv_pop(rv, &rv->buckets[i]);
+            if (m->step) { m->next = waiting; waiting = m; }
+            else { df_tensor_release(m->t); m->next = rv->free_msgs; rv->free_msgs = m; }
+        }
+    df__spin_unlock(&rv->lock);
+    return waiting;
+}
+static void df__rv_free(df__rendezvous *rv) {
+    for (int i = 0; i < rv->n_buckets; i++)
+        while (rv->buckets[i]) {
+            df__rv_msg *m = df__rv_pop(rv, &rv->buckets[i]);
+            df_tensor_release(m->t);
+            DF_FREE(m);
+        }
+    for (df__rv_entry *e = rv->free_entries, *n; e; e = n) { n = e->next; DF_FREE(e); }
+    for (df__rv_msg *m = rv->free_msgs, *n; m; m = n) { n = m->next; DF_FREE(m); }
+    DF_FREE(rv->buckets);
+    memset(rv, 0, sizeof *rv);
+}
+
+/* ---- wakes: Recvs resumed by the thread that sent their value ----
+   A thread inside a batch queues wakes on itself and resumes them when its outermost batch is
+   over, one after another: two partitions that ping-pong through a loop then run on one
+   thread, with no hand-off and no recursion. */
+#ifndef DF_NO_THREADS
+#define DF__TLS _Thread_local
+#else
+#define DF__TLS
+#endif
+typedef struct df__wakeq { df__wake *v; int head, n, cap, depth, draining; } df__wakeq;
+static DF__TLS df__wakeq df__tls_wakes;
+static void df__resume(df__wake *w);
+static void df__wakes_drain(void) {
+    df__wakeq *q = &df__tls_wakes;
+    q->draining = 1;
+    while (q->n) {
+        df__wake w = q->v[q->head++];
+        if (--q->n == 0) q->head = 0;
+        df__resume(&w);
+    }
+    q->draining = 0;
+    DF_FREE(q->v);                  /* (a thread may end: nothing stays allocated) */
+    q->v = NULL;
+    q->cap = q->head = 0;
+}
+static void df__wake_dispatch(df__wake *w) {
+    df__wakeq *q = &df__tls_wakes;
+    __atomic_add_fetch(&w->step->group->pending_wakes, 1, __ATOMIC_ACQ_REL);
+    if (q->depth > 0 || q->draining) {
+        if (q->head + q->n == q->cap) {
+            if (q->head > 0) { memmove(q->v, q->v + q->head, (size_t)q->n * sizeof *q->v); q->head = 0; }
+            else if (!df__grow(&q->v, &q->cap, q->cap + 1, sizeof *q->v)) { df__resume(w); return; }
+        }
+        q->v[q->head + q->n++] = *w;
+        return;
+    }
+    df__resume(w);
+    df__wakes_drain();
+}
+
+/* Ends the run on every partition: each step stops running kernels, and each waiting Recv is
+   resumed as failed. The first error is the run's error. */
+static void df__group_abort(df__pgroup *g, const df_status *why) {
+    df__spin_lock(&g->lock);
+    int first = !g->aborted;
+    if (first) { g->status = *why; __atomic_store_n(&g->aborted, 1, __ATOMIC_RELEASE); }
+    df__spin_unlock(&g->lock);
+    if (!first) return;
+    for (int i = 0; i < g->n_steps; i++) df__step_error_local(&g->steps[i], why);
+    df__rv_msg *m = df__rv_abort(&g->rv, why);
+    while (m) {
+        df__rv_msg *next = m->next;
+        df__wake w = {m->step, m->tag, NULL, 1, 1};
+        DF_FREE(m);
+        df__wake_dispatch(&w);
+        m = next;
+    }
 }
 
 static int df__readyq_push(df__readyq *q, df__tagged t) {
@@ -8140,8 +8528,10 @@ static int df__item_expensive(const df__step *s, const df__tagged *t) {
 #endif
 
 /* Runs the kernel of t (unless dead) into outs[], which arrives all NULL; a failure aborts the
-   step. Feed and fetch items move values in and out; a fetch runs even when dead, to report it. */
-static void df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
+   step. Feed and fetch items move values in and out; a fetch runs even when dead, to report it,
+   and so do Send and Recv, to carry the dead bit. Returns 0 when a Recv waits for its value
+   (the node stays outstanding until its wake), else 1. A Recv whose value is dead marks t dead. */
+static int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
     const df__xitem *item = &s->x->items[t->item];
     df_tensor **in = t->iter->entries + item->input_start;
     if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) {   /* read without the step lock */
@@ -8161,7 +8551,7 @@ static void df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
             if (v) s->fetches[item->aux] = v;
             else df__step_error(s, &st);
         }
-    } else if (!t->dead && !(item->flags & DF__XF_NO_KERNEL)) {
+    } else if ((!t->dead || (item->flags & DF__XF_TRANSFER)) && !(item->flags & DF__XF_NO_KERNEL)) {
         df_status st;
         df_status_clear(&st);
         if (item->flags & DF__XF_DEREF)
@@ -8172,12 +8562,21 @@ static void df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
             df__kctx k;
             k.in = in; k.out = outs; k.node = item->node; k.n_in = item->n_inputs; k.n_out = item->n_outputs;
             k.need = item->need; k.alloc = s->device->alloc; k.step = s; k.st = &st; k.iter = t->iter->num;
-            item->kernel(&k);
+            if (DF__UNLIKELY(item->flags & DF__XF_TRANSFER)) {
+                k.tag = t; k.aux = item->aux; k.dead = t->dead; k.out_dead = 0; k.pending = 0;
+                item->kernel(&k);
+                if (k.pending) return 0;
+                if (k.out_dead) t->dead = 1;
+            } else if (DF__LIKELY(s->device->kernel_type == DF__DEV_CPU)) {
+                item->kernel(&k);
+            } else {
+                s->device->ops->run_kernel(s->device, item->kernel, &k);
+            }
             /* TF's ProcessOutputs checks: every needed output present (Switch and Merge may leave
-               some dead), of its declared dtype. */
+               some dead, a Recv may receive a dead value), of its declared dtype. */
             if (!st.code) {
                 const df_dtype *types = item->node->out_types;
-                int may_be_null = (item->flags & DF__XF_SWITCH) || item->kind == DF__X_MERGE;
+                int may_be_null = (item->flags & (DF__XF_SWITCH | DF__XF_TRANSFER)) || item->kind == DF__X_MERGE;
                 for (int i = 0, n = item->n_outputs; i < n; i++) {
                     const df_tensor *o = outs[i];
                     if (o ? o->dtype != types[i]
@@ -8196,6 +8595,7 @@ static void df__run_item(df__step *s, const df__tagged *t, df_tensor **outs) {
         df_tensor *x = in[i];
         if (x) { in[i] = NULL; df_tensor_release(x); }
     }
+    return 1;
 }
 
 static void df__step_finish(df__step *s) {
@@ -8211,12 +8611,59 @@ static void df__step_finish(df__step *s) {
     s->done = 1;
 }
 
+/* After t ran: routes its outputs (or, when the step aborted, just uncounts it), releases what
+   is left of outs, hands newly ready expensive nodes to the pool, and ends the step when
+   nothing is outstanding. `before`: the ready queue's length before. */
+DF__HOT_INLINE void df__node_done(df__step *s, df__tagged *t, df_tensor **outs, df__readyq *q) {
+    const df__xitem *item = &s->x->items[t->item];
+    /* Alone in the step (no other thread running it, no task of it queued), this thread
+       needs no lock: only a running thread can queue work, and it counts it first. Steps of a
+       partitioned run always lock: another partition's thread may resume their Recvs. */
+    int locked = s->threaded && (s->shared || __atomic_load_n(&s->active, __ATOMIC_ACQUIRE) > 1);
+    if (locked) df__spin_lock(&s->lock);
+    int before = q->len;
+    DF__UNUSED(before);
+    if (s->aborted) s->outstanding--;
+    else if (!df__propagate(s, t, outs, q)) df__step_oom(s, "propagating outputs", 1);
+    int completed = s->outstanding == 0;
+    if (locked) df__spin_unlock(&s->lock);
+    for (int i = 0, n = item->n_outputs; i < n; i++) {
+        df_tensor *o = outs[i];
+        if (o) { outs[i] = NULL; df_tensor_release(o); }
+    }
+    if (DF__UNLIKELY(s->group != NULL) && s->aborted && !__atomic_load_n(&s->group->aborted, __ATOMIC_ACQUIRE))
+        df__group_abort(s->group, &s->status);       /* (an out-of-memory found under the lock) */
+#ifndef DF_NO_THREADS
+    /* Newly ready expensive nodes go to the pool, except one that can run here next. */
+    if (s->pool && q->len > before && (item->flags & DF__XF_EXPENSIVE_NEXT)) {
+        int keep = q->head + before;
+        for (int i = q->head + before; i < q->head + q->len; i++) {
+            df__tagged r = q->v[i];
+            int last = i == q->head + q->len - 1;
+            if (df__item_expensive(s, &r) && !(last && keep == q->head)) {
+                df__task task = {s, r};
+                __atomic_add_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
+                if (df__pool_push(s->pool, &task)) continue;
+                __atomic_sub_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
+            }
+            q->v[keep++] = r;
+        }
+        q->len = keep - q->head;
+    }
+#endif
+    if (completed) df__step_finish(s);
+}
+
 /* Processes the given ready nodes and everything that becomes ready inline after them, first in
-   first out (so a graph runs breadth first, in the order its items are laid out). */
-static void df__process_batch(df__step *s, const df__tagged *first, int n_first) {
+   first out (so a graph runs breadth first, in the order its items are laid out). `resumed`,
+   when given, is a Recv whose value arrived (in resumed_outs): it is routed first. Wakes this
+   batch queues for other partitions run when the thread's outermost batch is over. */
+static void df__process_batch(df__step *s, const df__tagged *first, int n_first, df__tagged *resumed,
+                              df_tensor **resumed_outs) {
     df__readyq q = {NULL, 0, 0, 0};
     df_tensor *small[16] = {NULL}, **outs = small;
     int outs_cap = 16;
+    df__tls_wakes.depth++;
     for (int i = 0; i < n_first; i++)
         if (!df__readyq_push(&q, first[i])) {        /* drop the rest; the step ends with the error */
             df__step_oom(s, "ready queue", 0);
@@ -8227,6 +8674,7 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first)
             if (completed) df__step_finish(s);
             break;
         }
+    if (resumed) df__node_done(s, resumed, resumed_outs, &q);
     while (q.len) {
         df__tagged t = q.v[q.head++];
         if (--q.len == 0) q.head = 0;
@@ -8241,120 +8689,270 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first)
             }
         }
         if (item->n_outputs > outs_cap) df__step_oom(s, "output array", 0);
-        else df__run_item(s, &t, outs);
-        /* Alone in the step (no other thread running it, no task of it queued), this thread
-           needs no lock: only a running thread can queue work, and it counts it first. */
-        int locked = s->threaded && __atomic_load_n(&s->active, __ATOMIC_ACQUIRE) > 1;
-        if (locked) df__spin_lock(&s->lock);
-        int before = q.len;
-        DF__UNUSED(before);
-        if (s->aborted) s->outstanding--;
-        else if (!df__propagate(s, &t, outs, &q)) df__step_oom(s, "propagating outputs", 1);
-        int completed = s->outstanding == 0;
-        if (locked) df__spin_unlock(&s->lock);
-        for (int i = 0, n = item->n_outputs; i < n; i++) {
-            df_tensor *o = outs[i];
-            if (o) { outs[i] = NULL; df_tensor_release(o); }
-        }
-#ifndef DF_NO_THREADS
-        /* Newly ready expensive nodes go to the pool, except one that can run here next. */
-        if (s->pool && q.len > before && (item->flags & DF__XF_EXPENSIVE_NEXT)) {
-            int keep = q.head + before;
-            for (int i = q.head + before; i < q.head + q.len; i++) {
-                df__tagged r = q.v[i];
-                int last = i == q.head + q.len - 1;
-                if (df__item_expensive(s, &r) && !(last && keep == q.head)) {
-                    df__task task = {s, r};
-                    __atomic_add_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
-                    if (df__pool_push(s->pool, &task)) continue;
-                    __atomic_sub_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
-                }
-                q.v[keep++] = r;
-            }
-            q.len = keep - q.head;
-        }
-#endif
-        if (completed) df__step_finish(s);
+        else if (!df__run_item(s, &t, outs)) continue;      /* a Recv waits for its value */
+        df__node_done(s, &t, outs, &q);
     }
     if (outs != small) DF_FREE(outs);
     DF_FREE(q.v);
+    if (--df__tls_wakes.depth == 0 && !df__tls_wakes.draining && df__tls_wakes.n) df__wakes_drain();
+}
+
+/* A Recv's value arrived (or the run aborted): route it in its step, on this thread. */
+static void df__resume(df__wake *w) {
+    df__step *s = w->step;
+    __atomic_add_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
+    __atomic_sub_fetch(&s->group->pending_wakes, 1, __ATOMIC_ACQ_REL);
+    __atomic_add_fetch(&s->group->progress, 1, __ATOMIC_RELAXED);
+    df__tagged t = w->tag;
+    if (w->dead) t.dead = 1;
+    df_tensor *outs[1] = {w->t};
+    if (w->failed) df__step_error_local(s, &s->group->status);
+    df__process_batch(s, NULL, 0, &t, outs);
+    df__step_task_done(s);
 }
 
 #ifndef DF_NO_THREADS
-static void df__process(df__step *s, df__tagged t) { df__process_batch(s, &t, 1); }
+static void df__process(df__step *s, df__tagged t) { df__process_batch(s, &t, 1, NULL, NULL); }
 #endif
 
-/* Runs a compiled executor to completion on the calling thread (helped by the pool). */
-static df_code df__execute(df__step *s, df_status *st) {
+/* Sets up a step's root frame and counts; the step is then `active` (its starter counts as a
+   thread in it) until df__step_roots has run its roots. */
+static df_code df__step_begin(df__step *s, df_status *st) {
     const df__exec *x = s->x;
+    if (!s->home) s->home = s;
     s->free_iters = (df__iter **)DF_MALLOC((size_t)x->n_frames * sizeof(df__iter *));
     if (!s->free_iters) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory starting a run");
     memset(s->free_iters, 0, (size_t)x->n_frames * sizeof(df__iter *));
-    df__frame *root = df__frame_new(s, 0, NULL, NULL);
-    if (!root) { DF_FREE(s->free_iters); return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory starting a run"); }
-    df__iter *it0 = root->ring[0];
+    df__frame *root = s->root = df__frame_new(s, 0, NULL, NULL);
+    if (!root) { DF_FREE(s->free_iters); s->free_iters = NULL; return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory starting a run"); }
     s->outstanding = x->n_roots;
-    it0->outstanding_ops = x->n_roots;
+    root->ring[0]->outstanding_ops = x->n_roots;
 #ifndef DF_NO_THREADS
     if (s->threaded) { pthread_mutex_init(&s->done_mu, NULL); pthread_cond_init(&s->done_cv, NULL); }
 #endif
     if (x->n_roots == 0) s->done = 1;
-    /* Roots run inline in order; the first one's inline chain may already do most of the work. */
     s->active = 1;
+    return DF_OK;
+}
+
+/* Runs the roots inline in order; the first one's inline chain may already do most of the work. */
+static void df__step_roots(df__step *s) {
+    const df__exec *x = s->x;
+    df__iter *it0 = s->root->ring[0];
     df__tagged *roots = (df__tagged *)DF_MALLOC((size_t)(x->n_roots + 1) * sizeof(df__tagged));
-    if (!roots) { df__step_oom(s, "roots", 1); s->outstanding = 0; s->done = 1; }
-    else {
+    if (!roots) {
+        df__step_oom(s, "roots", 0);
+        if (s->threaded) df__spin_lock(&s->lock);
+        s->outstanding -= x->n_roots;
+        int completed = s->outstanding == 0 && x->n_roots;
+        if (s->threaded) df__spin_unlock(&s->lock);
+        if (completed) df__step_finish(s);
+    } else {
         for (int i = 0; i < x->n_roots; i++) { roots[i].item = x->roots[i]; roots[i].dead = 0; roots[i].iter = it0; }
-        if (x->n_roots) df__process_batch(s, roots, x->n_roots);
+        if (x->n_roots) df__process_batch(s, roots, x->n_roots, NULL, NULL);
         DF_FREE(roots);
     }
     df__step_task_done(s);
+}
+
 #ifndef DF_NO_THREADS
-    if (s->threaded) {
-        df__task task;
-        /* Wait for the end of the step and for every thread to be out of it, helping meanwhile. */
-        while (!__atomic_load_n(&s->done, __ATOMIC_ACQUIRE) || __atomic_load_n(&s->active, __ATOMIC_ACQUIRE)) {
-            if (s->pool && df__pool_pop(s->pool, &task, 0)) { df__run_task(&task); continue; }
-            if (__atomic_load_n(&s->done, __ATOMIC_ACQUIRE)) { sched_yield(); continue; }
-            pthread_mutex_lock(&s->done_mu);
-            if (!s->done) {
-                struct timespec ts;
-                timespec_get(&ts, TIME_UTC);
-                ts.tv_nsec += 200000;
-                if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
-                pthread_cond_timedwait(&s->done_cv, &s->done_mu, &ts);
-            }
-            pthread_mutex_unlock(&s->done_mu);
-        }
-        pthread_mutex_destroy(&s->done_mu);
-        pthread_cond_destroy(&s->done_cv);
+/* One round of waiting for a step: helps with the pool's tasks, else sleeps up to 200 us. */
+static void df__step_wait_once(df__step *s) {
+    df__task task;
+    if (s->pool && df__pool_pop(s->pool, &task, 0)) { df__run_task(&task); return; }
+    if (__atomic_load_n(&s->done, __ATOMIC_ACQUIRE)) { sched_yield(); return; }
+    pthread_mutex_lock(&s->done_mu);
+    if (!s->done) {
+        struct timespec ts;
+        timespec_get(&ts, TIME_UTC);
+        ts.tv_nsec += 200000;
+        if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+        pthread_cond_timedwait(&s->done_cv, &s->done_mu, &ts);
     }
+    pthread_mutex_unlock(&s->done_mu);
+}
+#endif
+#ifndef DF_NO_THREADS
+static int df__step_over(df__step *s) {
+    return __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) && !__atomic_load_n(&s->active, __ATOMIC_ACQUIRE);
+}
+#endif
+
+/* Frees the step's frames and (for the stacks' home) its stacks; returns its status. */
+static df_code df__step_end(df__step *s, df_status *st) {
+    const df__exec *x = s->x;
+#ifndef DF_NO_THREADS
+    if (s->threaded) { pthread_mutex_destroy(&s->done_mu); pthread_cond_destroy(&s->done_cv); }
 #endif
     while (s->live) df__frame_destroy(s, s->live);
-    for (int f = 0; f < x->n_frames; f++)
+    for (int f = 0; s->free_iters && f < x->n_frames; f++)
         while (s->free_iters[f]) { df__iter *it = s->free_iters[f]; s->free_iters[f] = it->next_free; DF_FREE(it); }
     DF_FREE(s->free_iters);
-    for (int i = 0; i < s->n_stacks; i++) {
-        for (int k = 0; k < s->stacks[i]->n; k++) df_tensor_release(s->stacks[i]->v[k]);
-        for (int k = 0; k < s->stacks[i]->n_pend; k++) df_tensor_release(s->stacks[i]->pend[k].t);
-        DF_FREE(s->stacks[i]->v);
-        DF_FREE(s->stacks[i]->pend);
-        DF_FREE(s->stacks[i]);
+    s->free_iters = NULL;
+    if (s->home == s) {
+        for (int i = 0; i < s->n_stacks; i++) {
+            for (int k = 0; k < s->stacks[i]->n; k++) df_tensor_release(s->stacks[i]->v[k]);
+            for (int k = 0; k < s->stacks[i]->n_pend; k++) df_tensor_release(s->stacks[i]->pend[k].t);
+            DF_FREE(s->stacks[i]->v);
+            DF_FREE(s->stacks[i]->pend);
+            DF_FREE(s->stacks[i]);
+        }
+        DF_FREE(s->stacks);
+        s->stacks = NULL; s->n_stacks = 0;
     }
-    DF_FREE(s->stacks);
-    s->stacks = NULL; s->n_stacks = 0;
     if (s->aborted) { *st = s->status; return st->code; }
     if (!s->done) return df_status_set(st, DF_INTERNAL, "The run ended with work outstanding");
     return DF_OK;
 }
 
+/* Runs a compiled executor to completion on the calling thread (helped by the pool). */
+static df_code df__execute(df__step *s, df_status *st) {
+    if (df__step_begin(s, st) != DF_OK) return st->code;
+    df__step_roots(s);
+#ifndef DF_NO_THREADS
+    if (s->threaded)
+        while (!df__step_over(s)) df__step_wait_once(s);   /* the end, and every thread out of it */
+#endif
+    return df__step_end(s, st);
+}
+
+/* Runs the partitions of one run together: every step's roots on this thread, then waits for
+   all of them, helping the pool. A run where no thread holds work for any partition while some
+   partition still waits (a Recv no Send will ever match) is a bug; it ends with an error rather
+   than hanging. */
+#ifndef DF_NO_THREADS
+static int df__group_idle(df__pgroup *g) {
+    if (__atomic_load_n(&g->pending_wakes, __ATOMIC_ACQUIRE)) return 0;
+    for (int i = 0; i < g->n_steps; i++)
+        if (__atomic_load_n(&g->steps[i].active, __ATOMIC_ACQUIRE)) return 0;
+    for (int i = 0; i < g->n_steps; i++)
+        if (!__atomic_load_n(&g->steps[i].done, __ATOMIC_ACQUIRE)) return 1;
+    return 0;
+}
+#endif
+static void df__group_hang(df__pgroup *g) {
+    df_status why;
+    const char *waiting = "?";
+    for (int i = 0; i < g->n_steps; i++)
+        if (!__atomic_load_n(&g->steps[i].done, __ATOMIC_ACQUIRE)) { waiting = g->steps[i].device->name; break; }
+    df_status_set(&why, DF_INTERNAL, "The partitions of this run stopped making progress: the partition on %s "
+                  "waits for a value that no other partition will send", waiting);
+    df__group_abort(g, &why);
+}
+static df_code df__group_execute(df__pgroup *g, df_status *st) {
+    df_code code = DF_OK;
+    int begun = 0;
+    for (; begun < g->n_steps; begun++) {
+        df_status local;
+        if (df__step_begin(&g->steps[begun], &local) != DF_OK) { df__group_abort(g, &local); break; }
+    }
+    if (begun == g->n_steps)
+        for (int i = 0; i < g->n_steps; i++) df__step_roots(&g->steps[i]);
+    else
+        for (int i = 0; i < begun; i++) {        /* nothing ran: take the roots back */
+            g->steps[i].outstanding = 0; g->steps[i].done = 1; df__step_task_done(&g->steps[i]);
+        }
+#ifndef DF_NO_THREADS
+    if (begun == g->n_steps && g->steps[0].threaded) {
+        uint64_t seen = 0;
+        struct timespec idle_since = {0, 0};
+        for (int i = 0; i < g->n_steps; i++)
+            while (!df__step_over(&g->steps[i])) {
+                df__step_wait_once(&g->steps[i]);
+                uint64_t now_progress = __atomic_load_n(&g->progress, __ATOMIC_ACQUIRE);
+                if (!df__group_idle(g) || now_progress != seen) { seen = now_progress; idle_since.tv_sec = 0; continue; }
+                struct timespec now;
+                timespec_get(&now, TIME_UTC);
+                if (!idle_since.tv_sec) { idle_since = now; continue; }
+                double waited = (double)(now.tv_sec - idle_since.tv_sec) + 1e-9 * (double)(now.tv_nsec - idle_since.tv_nsec);
+                if (waited > 0.25 && df__group_idle(g) && __atomic_load_n(&g->progress, __ATOMIC_ACQUIRE) == seen)
+                    df__group_hang(g);
+            }
+    }
+#endif
+    if (begun == g->n_steps && !g->steps[0].threaded)
+        for (int i = 0; i < g->n_steps; i++)       /* one thread did everything it could */
+            if (!g->steps[i].done) { df__group_hang(g); break; }
+    for (int i = 0; i < begun; i++) {
+        df_status local;
+        df_status_clear(&local);
+        if (&g->steps[i] != g->steps[i].home) df__step_end(&g->steps[i], &local);
+        if (local.code && !code) { *st = local; code = local.code; }
+    }
+    for (int i = 0; i < begun; i++) {
+        df_status local;
+        df_status_clear(&local);
+        if (&g->steps[i] == g->steps[i].home) df__step_end(&g->steps[i], &local);
+        if (local.code && !code) { *st = local; code = local.code; }
+    }
+    if (g->aborted) { *st = g->status; code = st->code; }
+    return code;
+}
+
+/* ---- _Send and _Recv: run even when dead, so the dead bit crosses too ---- */
+static void df__k_send(df__kctx *c) {
+    df__step *s = c->step;
+    if (!s->group || c->aux < 0) {
+        df__fail(c->st, c->node, DF_FAILED_PRECONDITION, "_Send runs only in a partition the session made");
+        return;
+    }
+    const df__iter *it = c->tag->iter;
+    df_tensor *v = c->dead ? NULL : df_tensor_retain(c->in[0]);
+    df__wake w;
+    if (df__rv_send(&s->group->rv, c->aux, it->frame->id, it->num, v, c->dead || !v, &w, c->st) != DF_OK) return;
+    if (w.step) df__wake_dispatch(&w);
+}
+static void df__k_recv(df__kctx *c) {
+    df__step *s = c->step;
+    if (!s->group || c->aux < 0) {
+        df__fail(c->st, c->node, DF_FAILED_PRECONDITION, "_Recv runs only in a partition the session made");
+        return;
+    }
+    const df__iter *it = c->tag->iter;
+    df_tensor *t = NULL;
+    int dead = 0;
+    int r = df__rv_recv(&s->group->rv, c->aux, it->frame->id, it->num, s, c->tag, &t, &dead, c->st);
+    if (r == 0) c->pending = 1;
+    else if (r > 0) { c->out[0] = t; c->out_dead = dead; }
+}
+
+int df_rendezvous_key(const df_node *n, uint64_t frame_id, int64_t iter, char *buf, size_t size) {
+    if (!n || !(n->op->flags & DF__OP_TRANSFER)) return -1;
+    return snprintf(buf, buf ? size : 0, "%s;%016llx;%s;%s;%llu:%lld", df__attr_s(n, "send_device"),
+                    (unsigned long long)df__attr_i(n, "send_device_incarnation", 0), df__attr_s(n, "recv_device"),
+                    df__attr_s(n, "tensor_name"), (unsigned long long)frame_id, (long long)iter);
+}
+
 /* ==========================================================================================
-   17. SESSION                                                                       >>session
-   A session owns its devices, the inter-op pool, the variables and random-number state, and a
-   cache of compiled executors keyed by the (feeds, fetches, targets) signature and the graph's
-   edit version. Compiling prunes the graph to what the fetches and targets need, replaces fed
-   outputs by feed items and runs the static frame analysis. Feeds are never modified.
+   17. PLACER AND PARTITIONER                                                        >>partition
+   Runs once per run signature, after the whole pruned graph compiled and validated as one
+   executor (its items and static frames are what both passes read).
+   Placer: union-find colocation groups (`_class` "loc:@name" entries, ref and resource
+   edges), merged device requests, kernels per device type, soft placement; generators go to
+   their consumers' device, Shape/Size/Rank to their input's; everything else to the first
+   device (or, in the cost-model mode, where a simulation says it would finish first).
+   Switch and Exit then follow their data input, Enter and NextIteration their first consumer.
+   Partitioner: when more than one device is used, one new graph per device (the caller's graph
+   is never touched): each cross-device data edge becomes _Send/_Recv (one Recv per tensor and
+   destination), each cross-device control edge an empty Const sent, received and read by an
+   Identity. A Recv inside a loop frame fires once per iteration from a control loop (Enter,
+   Merge, Switch on the loop's predicate, NextIteration) built on its device, nested loops
+   inside their parents' control loops; devices without a cross-device edge in a frame get none.
    ========================================================================================== */
+typedef struct df__part {
+    df_graph *g;                 /* the partition (owned), or the caller's graph for one device */
+    df__exec *x;
+    df__device *dev;
+    int *feed_map, n_feeds;      /* partition feed k is the run's feed feed_map[k] */
+    int *fetch_map, n_fetches;   /* partition fetch k is the run's fetch fetch_map[k] */
+} df__part;
+typedef struct df__plan {
+    df__part *parts;
+    int n_parts;
+    int owns_graphs;
+} df__plan;
+
+/* (the session, whose devices and options placing and partitioning read) */
 struct df_session {
     df_graph *g;
     df_session_options opts;
@@ -8362,9 +8960,10 @@ struct df_session {
     int n_devices;
     df__pool *pool;
     df__spin lock;               /* cache and resources */
-    df__strmap cache;            /* signature -> index in execs */
-    df__exec **execs;
-    int n_execs, cap_execs;
+    df__strmap cache;            /* signature -> index in plans */
+    df__plan **plans;
+    int n_plans, cap_plans;
+    df__plan *last_plan;         /* the plan of the latest run (df_session_partition) */
     df__strmap resources;        /* "v:name" -> var index, "r:name" -> rng index */
     df__var **vars;
     int n_vars, cap_vars;
@@ -8373,6 +8972,739 @@ struct df_session {
     uint64_t seed_salt;
     int ran;
 };
+
+static void df__plan_free(df__plan *p) {
+    if (!p) return;
+    for (int i = 0; i < p->n_parts; i++) {
+        df__exec_free(p->parts[i].x);
+        if (p->owns_graphs) df_graph_free(p->parts[i].g);
+        DF_FREE(p->parts[i].feed_map);
+        DF_FREE(p->parts[i].fetch_map);
+    }
+    DF_FREE(p->parts);
+    DF_FREE(p);
+}
+
+/* ---- placer ---- */
+static int df__uf_find(int32_t *parent, int i) {
+    while (parent[i] != i) { parent[i] = parent[parent[i]]; i = parent[i]; }
+    return i;
+}
+static void df__uf_union(int32_t *parent, int32_t *rank, int a, int b) {
+    a = df__uf_find(parent, a); b = df__uf_find(parent, b);
+    if (a == b) return;
+    if (rank[a] < rank[b]) { int t = a; a = b; b = t; }
+    parent[b] = a;
+    if (rank[a] == rank[b]) rank[a]++;
+}
+/* Item -> output frame: Enter opens its child frame, Exit (and LoopCount) return to the parent. */
+static int df__item_out_frame(const df__exec *x, int i) {
+    const df__xitem *it = &x->items[i];
+    if (it->kind == DF__X_ENTER) return it->child_frame;
+    if (it->kind == DF__X_EXIT || it->kind == DF__X_COUNT) return x->frames[it->frame].parent;
+    return it->frame;
+}
+static int df__is_metadata_op(const df__opdef *op) {
+    return !strcmp(op->name, "Shape") || !strcmp(op->name, "Size") || !strcmp(op->name, "Rank");
+}
+static int df__node_has_kernel(const df_node *n, const df__device *d) { return n->op->kernels[d->kernel_type].fn != NULL; }
+
+/* Where colocation groups of `_class` are written: "loc:@a" entries separated by commas or
+   spaces (a GraphDef's list(string) arrives joined). Calls fn for each name. */
+static int df__class_names(const df_node *n, int (*fn)(void *, const char *, size_t), void *user) {
+    const char *c = df__attr_s(n, "_class");
+    while (*c) {
+        while (*c == ',' || *c == ' ') c++;
+        size_t len = 0;
+        while (c[len] && c[len] != ',' && c[len] != ' ') len++;
+        if (len > 5 && !strncmp(c, "loc:@", 5) && !fn(user, c + 5, len - 5)) return 0;
+        c += len;
+    }
+    return 1;
+}
+typedef struct df__place_ctx {
+    const df__exec *x;
+    const df_graph *g;
+    const int32_t *item_of_node;
+    int32_t *parent, *rank;
+    df__devspec *spec;           /* per item: its request, then per group root: the merged one */
+    int self;
+} df__place_ctx;
+static int df__place_colocate(void *user, const char *name, size_t len) {
+    df__place_ctx *c = (df__place_ctx *)user;
+    char buf[256];
+    if (len >= sizeof buf) return 1;
+    memcpy(buf, name, len);
+    buf[len] = 0;
+    const df_node *other = df_graph_find(c->g, buf);
+    if (!other) return 1;                      /* TF ignores names it cannot find here too */
+    int j = c->item_of_node[other->id];
+    if (j >= 0) df__uf_union(c->parent, c->rank, c->self, j);
+    else {                                     /* not in this run: its request still binds */
+        df__devspec ds;
+        if (other->device && df__parse_device(other->device, &ds)) df__devspec_merge(&c->spec[c->self], &ds);
+    }
+    return 1;
+}
+
+/* A rough cost in nanoseconds of running item i (the cost-model placement). */
+static double df__item_cost_ns(const df__exec *x, int i) {
+    const df_node *n = x->items[i].node;
+    double elems = 1;
+    for (int k = 0; k < n->n_outputs; k++) {
+        int64_t c = df__shape_count(&n->out_shapes[k]);
+        elems += c < 0 ? 1000 : (double)c;
+    }
+    if (!strcmp(n->op->name, "MatMul") && n->n_inputs == 2) {
+        const df__shape *a = &n->inputs[0].node->out_shapes[n->inputs[0].index];
+        if (a->rank == 2 && a->dims[1] > 0) elems *= (double)a->dims[1];
+    }
+    return 100.0 + (double)n->op->cost * elems / 3.0;
+}
+
+/* Places every node item of x on one of the session's devices: dev[i] (-1 for feed and fetch
+   items). Returns st->code. */
+static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_status *st) {
+    const df_graph *g = ss->g;
+    int n = x->n_items, nd = ss->n_devices;
+    int32_t *item_of_node = (int32_t *)DF_MALLOC((size_t)(g->n_nodes + 1) * sizeof(int32_t));
+    int32_t *parent = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    int32_t *rank = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    df__devspec *spec = (df__devspec *)DF_MALLOC((size_t)(n + 1) * sizeof(df__devspec));
+    uint32_t *kinds = (uint32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(uint32_t));  /* per root: device kinds all members can run on */
+    int32_t *group_dev = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    double *finish = NULL, *dev_free = NULL;
+    df_code code = DF_OK;
+    if (!item_of_node || !parent || !rank || !spec || !kinds || !group_dev) goto oom;
+    for (int i = 0; i < g->n_nodes; i++) item_of_node[i] = -1;
+    for (int i = 0; i < n; i++) {
+        parent[i] = i; rank[i] = 0; group_dev[i] = -1; dev[i] = -1;
+        const df_node *nd_ = x->items[i].node;
+        df__parse_device(NULL, &spec[i]);
+        if (x->items[i].kind == DF__X_FEED || x->items[i].kind == DF__X_FETCH || !nd_) continue;
+        item_of_node[nd_->id] = i;
+        if (nd_->device && *nd_->device && !df__parse_device(nd_->device, &spec[i]))
+            { code = df_status_set(st, DF_INVALID_ARGUMENT, "Malformed device specification '%s' {{node %s}}", nd_->device, nd_->name); goto done; }
+    }
+    /* 1. colocation groups: _class entries, then ref and resource edges */
+    df__place_ctx pc = {x, g, item_of_node, parent, rank, spec, 0};
+    for (int i = 0; i < n; i++) {
+        const df_node *a = x->items[i].node;
+        if (!a || x->items[i].kind == DF__X_FETCH || x->items[i].kind == DF__X_FEED) continue;
+        pc.self = i;
+        df__class_names(a, df__place_colocate, &pc);
+        for (int k = 0; k < a->n_inputs; k++) {
+            df_output in = a->inputs[k];
+            int j = item_of_node[in.node->id];
+            if (j < 0) continue;                       /* fed */
+            if (df__ref_arg(a->op, k) || in.node->out_types[in.index] == DF_RESOURCE) df__uf_union(parent, rank, i, j);
+        }
+    }
+    /* 2. merged requests and kernel kinds per group */
+    for (int i = 0; i < n; i++) kinds[i] = ~0u;
+    for (int i = 0; i < n; i++) {
+        const df_node *a = x->items[i].node;
+        if (!a || x->items[i].kind == DF__X_FETCH || x->items[i].kind == DF__X_FEED) continue;
+        int r = df__uf_find(parent, i);
+        uint32_t k = 0;
+        for (int t = 0; t < DF__DEV_TYPES; t++) if (a->op->kernels[t].fn) k |= 1u << t;
+        kinds[r] &= k;
+        if (r == i) continue;
+        df__devspec merged = spec[r];
+        if (!df__devspec_merge(&merged, &spec[i])) {
+            if (ss->opts.soft_placement) continue;           /* the group keeps its first request */
+            char s1[96], s2[96];
+            df__devspec_str(&spec[r], s1, sizeof s1);
+            df__devspec_str(&spec[i], s2, sizeof s2);
+            code = df_status_set(st, DF_INVALID_ARGUMENT, "Cannot colocate nodes '%s' and '%s': their device "
+                                 "requests '%s' and '%s' are incompatible {{node %s}}", a->name,
+                                 x->items[r].node->name, s2, s1, a->name);
+            goto done;
+        }
+        spec[r] = merged;
+    }
+    /* 3. a device per group: the first (GPUs before CPUs, then by number) that matches the
+       request and runs every member's kernel */
+    for (int i = 0; i < n; i++) {
+        const df_node *a = x->items[i].node;
+        if (!a || x->items[i].kind == DF__X_FETCH || x->items[i].kind == DF__X_FEED) continue;
+        int r = df__uf_find(parent, i);
+        if (group_dev[r] >= 0) continue;
+        if (!kinds[r]) {
+            code = df_status_set(st, DF_INVALID_ARGUMENT, "Cannot place '%s' and the nodes colocated with it: no "
+                                 "device type has a kernel for all of their ops {{node %s}}", a->name, a->name);
+            goto done;
+        }
+        int best = -1, any = -1;
+        for (int pass = 0; pass < 2 && best < 0; pass++)
+            for (int d = 0; d < nd && best < 0; d++) {
+                const df__device *dv = ss->devices[d];
+                if ((pass == 0) != (dv->kernel_type == DF__DEV_GPU)) continue;
+                if (!(kinds[r] >> dv->kernel_type & 1)) continue;
+                if (any < 0) any = d;
+                if (df__devspec_matches(&spec[r], dv)) best = d;
+            }
+        if (best < 0) {
+            char req[96];
+            df__devspec_str(&spec[r], req, sizeof req);
+            if (!ss->opts.soft_placement || any < 0) {
+                int exists = 0;
+                for (int d = 0; d < nd; d++) if (df__devspec_matches(&spec[r], ss->devices[d])) exists = 1;
+                code = df_status_set(st, DF_INVALID_ARGUMENT, "Cannot assign a device for operation %s: could not "
+                    "satisfy explicit device specification '%s' because %s (this session has %d CPU device%s; "
+                    "set soft_placement to fall back) {{node %s}}", a->name, req, exists ?
+                    "no kernel for that device type supports the op (or an op colocated with it)" :
+                    "no such device exists here", nd, nd == 1 ? "" : "s", a->name);
+                goto done;
+            }
+            /* soft placement: the same type with any number, else any device that can run it */
+            df__devspec loose = spec[r];
+            loose.index = -1;
+            for (int d = 0; d < nd && best < 0; d++)
+                if ((kinds[r] >> ss->devices[d]->kernel_type & 1) && df__devspec_matches(&loose, ss->devices[d])) best = d;
+            if (best < 0) best = any;
+        }
+        group_dev[r] = best;
+        kinds[r] = (spec[r].type[0] || spec[r].index >= 0 || spec[r].job[0] || spec[r].task >= 0 ||
+                    spec[r].replica >= 0) ? 1u : 0u;   /* (reused: the group is constrained) */
+    }
+    /* 4. unconstrained nodes refined: metadata follows its input and (cost model) others go
+       where they would finish first; a group follows its first member. Then generators alone in
+       their group join their consumers when those all share one device. */
+    for (int i = 0; i < n; i++) rank[i] = 0;                  /* (reused: group sizes) */
+    for (int i = 0; i < n; i++) if (x->items[i].node && x->items[i].kind != DF__X_FETCH && x->items[i].kind != DF__X_FEED) rank[df__uf_find(parent, i)]++;
+    if (ss->opts.placement == DF_PLACEMENT_COST_MODEL) {
+        finish = (double *)DF_MALLOC((size_t)(n + 1) * sizeof(double));
+        dev_free = (double *)DF_MALLOC((size_t)(nd + 1) * sizeof(double));
+        if (!finish || !dev_free) goto oom;
+        for (int d = 0; d < nd; d++) dev_free[d] = 0;
+    }
+    for (int i = 0; i < n; i++) {               /* (items are in topological order) */
+        const df_node *a = x->items[i].node;
+        if (!a || x->items[i].kind == DF__X_FETCH || x->items[i].kind == DF__X_FEED) continue;
+        int r = df__uf_find(parent, i);
+        int d = group_dev[r];
+        if (!kinds[r]) {
+            if (rank[r] == 1 && df__is_metadata_op(a->op) && a->n_inputs) {
+                int src = item_of_node[a->inputs[0].node->id];
+                if (src >= 0 && dev[src] >= 0 && df__node_has_kernel(a, ss->devices[dev[src]])) d = dev[src];
+            } else if (finish) {
+                double best_t = 0;
+                int best_d = -1;
+                for (int c = 0; c < nd; c++) {
+                    if (!df__node_has_kernel(a, ss->devices[c])) continue;
+                    double start = dev_free[c];
+                    for (int k = 0; k < a->n_inputs; k++) {
+                        int src = item_of_node[a->inputs[k].node->id];
+                        if (src < 0 || dev[src] < 0) continue;
+                        double ready = finish[src];
+                        if (dev[src] != c) {
+                            int64_t cnt = df__shape_count(&a->inputs[k].node->out_shapes[a->inputs[k].index]);
+                            double bytes = (double)(cnt < 0 ? 4096 : cnt) * (double)df_dtype_size(df_output_dtype(a->inputs[k]));
+                            ready += 2000.0 + bytes / 8.0;        /* ~2 us a transfer, ~8 GB/s */
+                        }
+                        if (ready > start) start = ready;
+                    }
+                    double t = start + df__item_cost_ns(x, i);
+                    if (best_d < 0 || t < best_t) { best_t = t; best_d = c; }
+                }
+                if (best_d >= 0) d = best_d;
+            }
+            group_dev[r] = d;
+            kinds[r] = 1;                                  /* decided: later members follow */
+        }
+        dev[i] = d;
+        if (finish) {
+            double start = dev_free[d];
+            for (int k = 0; k < a->n_inputs; k++) {
+                int src = item_of_node[a->inputs[k].node->id];
+                if (src >= 0 && dev[src] >= 0 && finish[src] > start) start = finish[src];
+            }
+            finish[i] = start + df__item_cost_ns(x, i);
+            dev_free[d] = finish[i];
+        }
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        const df_node *a = x->items[i].node;
+        const df__xitem *it = &x->items[i];
+        if (!a || it->kind == DF__X_FETCH || it->kind == DF__X_FEED || a->n_inputs || a->n_outputs != 1 || a->out_is_ref[0]) continue;
+        int r = df__uf_find(parent, i);
+        if (rank[r] != 1 || spec[r].type[0] || spec[r].index >= 0 || spec[r].job[0] || spec[r].task >= 0) continue;
+        int d = -1, same = 1;
+        for (int e = 0; e < it->n_edges && same; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            if (ed->slot < 0 || x->items[ed->dst].kind == DF__X_FETCH) continue;
+            int c = dev[ed->dst];
+            if (c < 0) continue;
+            if (d < 0) d = c; else if (d != c) same = 0;
+        }
+        if (same && d >= 0 && df__node_has_kernel(a, ss->devices[d])) dev[i] = d;
+    }
+    /* 5. control flow: Switch and Exit with their data input (forward), non-ref Enter and
+       NextIteration with their first data consumer (backward); resource values stay put */
+    for (int i = 0; i < n; i++) {
+        const df_node *a = x->items[i].node;
+        const df__xitem *it = &x->items[i];
+        if (!a || it->kind == DF__X_FETCH || it->kind == DF__X_FEED || !a->n_inputs) continue;
+        if (!((it->flags & DF__XF_SWITCH) || it->kind == DF__X_EXIT || it->kind == DF__X_COUNT)) continue;
+        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || a->inputs[0].node->out_is_ref[a->inputs[0].index]) continue;
+        int src = item_of_node[a->inputs[0].node->id];
+        if (src >= 0 && dev[src] >= 0 && df__node_has_kernel(a, ss->devices[dev[src]])) dev[i] = dev[src];
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        const df_node *a = x->items[i].node;
+        const df__xitem *it = &x->items[i];
+        if (!a || !(it->kind == DF__X_ENTER || it->kind == DF__X_NEXT) || !a->n_inputs) continue;
+        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || a->inputs[0].node->out_is_ref[a->inputs[0].index]) continue;
+        for (int e = 0; e < it->n_edges; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            if (ed->slot < 0 || x->items[ed->dst].kind == DF__X_FETCH || dev[ed->dst] < 0) continue;
+            if (df__node_has_kernel(a, ss->devices[dev[ed->dst]])) dev[i] = dev[ed->dst];
+            break;
+        }
+    }
+    goto done;
+oom:
+    code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory placing the graph");
+done:
+    DF_FREE(item_of_node); DF_FREE(parent); DF_FREE(rank); DF_FREE(spec); DF_FREE(kinds); DF_FREE(group_dev);
+    DF_FREE(finish); DF_FREE(dev_free);
+    return code;
+}
+
+/* ---- partitioner ---- */
+typedef struct df__cloop { df_node *merge; } df__cloop;
+typedef struct df__pbuild {
+    df_session *ss;
+    const df__exec *x;
+    const int32_t *dev;          /* per item */
+    int32_t *part_of_dev;        /* device index -> partition, -1 unused */
+    int n_parts;
+    df__part *parts;
+    df_node **clone;             /* per item */
+    const df_output *feeds;
+    int n_feeds;
+    df_node **feed_ph;           /* [feed * n_parts + part] */
+    df__strmap recvs;            /* "src_item:out:part" -> recv node index in its partition */
+    df__cloop *cloops;           /* [frame * n_parts + part] */
+    df_node **dummy;             /* per partition: the control loops' root input */
+    int32_t *loop_cond;          /* per frame: its LoopCond item */
+    int n_keys;
+    int compress;
+    df_status *st;
+} df__pbuild;
+
+static int df__pb_oom(df__pbuild *b) {
+    if (!b->st->code) df_status_set(b->st, DF_RESOURCE_EXHAUSTED, "Out of memory partitioning the graph");
+    return 0;
+}
+/* Registers a node in a partition graph (the name must be new there). */
+static int df__pgraph_add(df_graph *g, df_node *n) {
+    if (!df__grow(&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(df_node *))) return 0;
+    if (!df__strmap_put(&g->names, n->name, g->n_nodes)) return 0;
+    n->id = g->n_nodes;
+    n->graph = g;
+    g->nodes[g->n_nodes++] = n;
+    return 1;
+}
+/* A copy of src in partition graph g on `device`, inputs unset (NULL) and no control inputs. */
+static df_node *df__node_clone(df_graph *g, const df_node *src, const char *device) {
+    df_node *n = (df_node *)DF_MALLOC(sizeof *n);
+    if (!n) return NULL;
+    memset(n, 0, sizeof *n);
+    n->op = src->op;
+    n->name = df__strdup(src->name);
+    n->device = df__strdup(device);
+    n->n_inputs = src->n_inputs;
+    n->n_outputs = src->n_outputs;
+    int ok = n->name && n->device;
+    if (ok && src->n_inputs) {
+        ok = (n->inputs = (df_output *)DF_MALLOC((size_t)src->n_inputs * sizeof(df_output))) != NULL;
+        if (ok) memset(n->inputs, 0, (size_t)src->n_inputs * sizeof(df_output));
+    }
+    if (ok && src->n_outputs) {
+        n->out_types = (df_dtype *)DF_MALLOC((size_t)src->n_outputs * sizeof(df_dtype));
+        n->out_shapes = (df__shape *)DF_MALLOC((size_t)src->n_outputs * sizeof(df__shape));
+        n->out_is_ref = (unsigned char *)DF_MALLOC((size_t)src->n_outputs);
+        ok = n->out_types && n->out_shapes && n->out_is_ref;
+        if (ok) {
+            memcpy(n->out_types, src->out_types, (size_t)src->n_outputs * sizeof(df_dtype));
+            memcpy(n->out_shapes, src->out_shapes, (size_t)src->n_outputs * sizeof(df__shape));
+            memcpy(n->out_is_ref, src->out_is_ref, (size_t)src->n_outputs);
+        }
+    }
+    if (ok && (n->attrs = (df__attr *)DF_MALLOC((size_t)(src->n_attrs + 1) * sizeof(df__attr))) != NULL) {
+        for (int i = 0; i < src->n_attrs && ok; i++) {
+            if (!(ok = df__attr_copy(&n->attrs[i], &src->attrs[i]))) df__attr_clear(&n->attrs[i]);
+            else n->n_attrs++;
+        }
+    } else ok = 0;
+    if (!ok || !df__pgraph_add(g, n)) { df__node_free(n); return NULL; }
+    return n;
+}
+/* A fresh name in g from a base ("a/b" -> "a/b", then "a/b_1", ...). */
+static char *df__pgraph_name(df_graph *g, const char *base) {
+    char buf[320];
+    snprintf(buf, sizeof buf, "%.300s", base);
+    for (int k = 1; df__strmap_get(&g->names, buf, NULL); k++) snprintf(buf, sizeof buf, "%.300s_%d", base, k);
+    return df__strdup(buf);
+}
+/* A new node in partition p through the builder (typechecked, shapes inferred); attrs are set
+   by the caller through the returned builder before df__pb_finish. */
+static df_op_builder *df__pb_op(df__pbuild *b, int p, const char *op, const char *base) {
+    df_graph *g = b->parts[p].g;
+    char *name = df__pgraph_name(g, base);
+    if (!name) return NULL;
+    df_op_builder *ob = df_op_new(g, op, "n");    /* (internal names may start with '_') */
+    if (!ob) {
+        if (g->status.code && !b->st->code) df_status_set(b->st, DF_INTERNAL, "Partitioning: %s", g->status.message);
+        DF_FREE(name);
+        return NULL;
+    }
+    DF_FREE(ob->name);
+    ob->name = name;
+    ob->raw = 1;
+    df_op_set_device(ob, b->parts[p].dev->name);
+    return ob;
+}
+static df_node *df__pb_finish(df__pbuild *b, df_op_builder *ob) {
+    df_graph *g = ob ? ob->g : NULL;
+    df_node *n = df_op_finish(ob);
+    if (!n && !b->st->code) {
+        if (g && g->status.code) df_status_set(b->st, g->status.code, "Partitioning: %s", g->status.message);
+        else df__pb_oom(b);
+    }
+    return n;
+}
+static df_node *df__pb_control_loop_merge(df__pbuild *b, int frame, int p);
+
+/* The Send/Recv pair of a transfer; sets the TF attrs on both builders. */
+static void df__pb_transfer_attrs(df__pbuild *b, df_op_builder *ob, int src_part, int dst_part, const char *tname, int key) {
+    df_op_set_attr_string(ob, "tensor_name", tname);
+    df_op_set_attr_string(ob, "send_device", b->parts[src_part].dev->name);
+    df_op_set_attr_int(ob, "send_device_incarnation", (int64_t)(b->parts[src_part].dev->incarnation >> 1));
+    df_op_set_attr_string(ob, "recv_device", b->parts[dst_part].dev->name);
+    df_op_set_attr_bool(ob, "client_terminated", 0);
+    df_op_set_attr_int(ob, "_key", key);
+}
+
+/* The value of (src item, out) seen from partition p (control: out -1, the Identity whose
+   control edge stands for src), made of a Send in src's partition and a Recv in p, one per
+   (tensor, partition); inside a loop frame the Recv fires from p's control loop. */
+static df_node *df__pb_recv(df__pbuild *b, int src, int out, int p) {
+    const df__exec *x = b->x;
+    int q = b->part_of_dev[b->dev[src]];
+    const df_node *sn = x->items[src].node;
+    int is_ref = out >= 0 && sn->out_is_ref[out];
+    char key[64];
+    snprintf(key, sizeof key, "%d:%d:%d", src, out, p);
+    int found;
+    if (!is_ref && df__strmap_get(&b->recvs, key, &found)) return b->parts[p].g->nodes[found];
+    int frame = df__item_out_frame(x, src);
+    char base[340], tname[320];
+    int k = b->n_keys++;
+    snprintf(tname, sizeof tname, "edge_%d_%.280s", k, sn->name);
+    df_node *sent = b->clone[src];
+    int sent_out = out;
+    df_dtype t = out >= 0 ? sn->out_types[out] : DF_FLOAT;
+    int cast = out >= 0 && b->compress && t == DF_FLOAT;
+    if (out < 0) {                                  /* control: an empty Const after ^src */
+        snprintf(base, sizeof base, "%.280s/_ctrl", sn->name);
+        df_op_builder *ob = df__pb_op(b, q, "Const", base);
+        df_tensor *empty = df_tensor_new(DF_FLOAT, 1, (const int64_t[]){0}, NULL);
+        if (!ob || !empty) { df_tensor_release(empty); df__builder_free(ob); df__pb_oom(b); return NULL; }
+        df_op_set_attr_tensor(ob, "value", empty);
+        df_op_set_attr_type(ob, "dtype", DF_FLOAT);
+        df_op_add_control_input(ob, sent);
+        df_tensor_release(empty);
+        if (!(sent = df__pb_finish(b, ob))) return NULL;
+        sent_out = 0;
+    } else if (cast) {                              /* float32 crosses as bfloat16 */
+        snprintf(base, sizeof base, "%.280s/_to_bf16", sn->name);
+        df_op_builder *ob = df__pb_op(b, q, "Cast", base);
+        if (!ob) { df__pb_oom(b); return NULL; }
+        df_op_add_input(ob, (df_output){sent, out});
+        df_op_set_attr_type(ob, "SrcT", DF_FLOAT);
+        df_op_set_attr_type(ob, "DstT", DF_BFLOAT16);
+        df_op_set_attr_bool(ob, "Truncate", 1);
+        if (!(sent = df__pb_finish(b, ob))) return NULL;
+        sent_out = 0;
+        t = DF_BFLOAT16;
+    }
+    snprintf(base, sizeof base, "%.280s/_send_%d", sn->name, k);
+    df_op_builder *ob = df__pb_op(b, q, "_Send", base);
+    if (!ob) { df__pb_oom(b); return NULL; }
+    df_op_add_input(ob, (df_output){sent, sent_out});
+    df__pb_transfer_attrs(b, ob, q, p, tname, k);
+    df_node *send = df__pb_finish(b, ob);
+    if (!send) return NULL;
+    snprintf(base, sizeof base, "%.280s/_recv_%d", sn->name, k);
+    if (!(ob = df__pb_op(b, p, "_Recv", base))) { df__pb_oom(b); return NULL; }
+    df_op_set_attr_type(ob, "tensor_type", out < 0 ? DF_FLOAT : t);
+    df__pb_transfer_attrs(b, ob, q, p, tname, k);
+    if (p == q) df_op_add_control_input(ob, send);   /* same device: never before its Send */
+    if (frame != 0) {
+        df_node *m = df__pb_control_loop_merge(b, frame, p);
+        if (!m) { df__builder_free(ob); return NULL; }
+        df_op_add_control_input(ob, m);
+    }
+    df_node *recv = df__pb_finish(b, ob);
+    if (!recv) return NULL;
+    if (out >= 0) recv->out_shapes[0] = sn->out_shapes[out];
+    df_node *result = recv;
+    if (out < 0 || cast) {
+        snprintf(base, sizeof base, "%.280s/%s_%d", sn->name, out < 0 ? "_ctrl_read" : "_from_bf16", k);
+        if (!(ob = df__pb_op(b, p, out < 0 ? "Identity" : "Cast", base))) { df__pb_oom(b); return NULL; }
+        df_op_add_input(ob, (df_output){recv, 0});
+        if (cast) {
+            df_op_set_attr_type(ob, "SrcT", DF_BFLOAT16);
+            df_op_set_attr_type(ob, "DstT", DF_FLOAT);
+        }
+        if (!(result = df__pb_finish(b, ob))) return NULL;
+    }
+    if (!is_ref && !df__strmap_put(&b->recvs, key, result->id)) { df__pb_oom(b); return NULL; }
+    return result;
+}
+
+/* The control loop of `frame` on partition p, made on first use (with its parents'): its
+   Merge fires once per iteration of the frame, in step with the device holding the LoopCond. */
+static df_node *df__pb_control_loop_merge(df__pbuild *b, int frame, int p) {
+    const df__exec *x = b->x;
+    df__cloop *cl = &b->cloops[(size_t)frame * (size_t)b->n_parts + (size_t)p];
+    if (cl->merge) return cl->merge;
+    const df__sframe *sf = &x->frames[frame];
+    if (b->loop_cond[frame] < 0) {
+        df_status_set(b->st, DF_INVALID_ARGUMENT, "A cross-device loop must have a pivot predicate (a LoopCond): "
+                      "frame '%s'", sf->name);
+        return NULL;
+    }
+    df_output parent_in;
+    if (sf->parent == 0) {
+        if (!b->dummy[p]) {
+            df_op_builder *ob = df__pb_op(b, p, "Const", "_cloop/dummy");
+            df_tensor *empty = df_tensor_new(DF_FLOAT, 1, (const int64_t[]){0}, NULL);
+            if (!ob || !empty) { df_tensor_release(empty); df__builder_free(ob); df__pb_oom(b); return NULL; }
+            df_op_set_attr_tensor(ob, "value", empty);
+            df_op_set_attr_type(ob, "dtype", DF_FLOAT);
+            df_tensor_release(empty);
+            if (!(b->dummy[p] = df__pb_finish(b, ob))) return NULL;
+        }
+        parent_in = (df_output){b->dummy[p], 0};
+    } else {
+        df_node *pm = df__pb_control_loop_merge(b, sf->parent, p);
+        if (!pm) return NULL;
+        parent_in = (df_output){pm, 0};
+    }
+    char base[340];
+    snprintf(base, sizeof base, "_cloop%.280s/Enter", sf->name);
+    df_op_builder *ob = df__pb_op(b, p, "Enter", base);
+    if (!ob) { df__pb_oom(b); return NULL; }
+    df_op_add_input(ob, parent_in);
+    df_op_set_attr_string(ob, "frame_name", sf->name);
+    df_op_set_attr_int(ob, "parallel_iterations", sf->parallel_iterations);
+    df_node *enter = df__pb_finish(b, ob);
+    if (!enter) return NULL;
+    snprintf(base, sizeof base, "_cloop%.280s/Merge", sf->name);
+    if (!(ob = df__pb_op(b, p, "Merge", base))) { df__pb_oom(b); return NULL; }
+    df_output two[2] = {{enter, 0}, {enter, 0}};
+    df_op_add_input_list(ob, two, 2);
+    df_node *merge = df__pb_finish(b, ob);
+    if (!merge) return NULL;
+    cl->merge = merge;                               /* (the predicate's Recv below uses it) */
+    int lc = b->loop_cond[frame];
+    df_output pred = b->part_of_dev[b->dev[lc]] == p ? (df_output){b->clone[lc], 0}
+                                                      : (df_output){df__pb_recv(b, lc, 0, p), 0};
+    if (!pred.node) return NULL;
+    snprintf(base, sizeof base, "_cloop%.280s/Switch", sf->name);
+    if (!(ob = df__pb_op(b, p, "Switch", base))) { df__pb_oom(b); return NULL; }
+    df_op_add_input(ob, (df_output){merge, 0});
+    df_op_add_input(ob, pred);
+    df_node *sw = df__pb_finish(b, ob);
+    if (!sw) return NULL;
+    snprintf(base, sizeof base, "_cloop%.280s/NextIteration", sf->name);
+    if (!(ob = df__pb_op(b, p, "NextIteration", base))) { df__pb_oom(b); return NULL; }
+    df_op_add_input(ob, (df_output){sw, 1});
+    df_node *next = df__pb_finish(b, ob);
+    if (!next) return NULL;
+    merge->inputs[1] = (df_output){next, 0};
+    return merge;
+}
+
+/* A Placeholder standing for feed f in partition p (every partition reading a fed tensor gets
+   the value directly, without a transfer). */
+static df_node *df__pb_feed(df__pbuild *b, int f, int p) {
+    df_node **slot = &b->feed_ph[(size_t)f * (size_t)b->n_parts + (size_t)p];
+    if (*slot) return *slot;
+    df_output o = b->feeds[f];
+    char base[340];
+    snprintf(base, sizeof base, "_feed/%.280s_%d", o.node->name, o.index);
+    df_op_builder *ob = df__pb_op(b, p, "Placeholder", base);
+    if (!ob) { df__pb_oom(b); return NULL; }
+    df_op_set_attr_type(ob, "dtype", o.node->out_types[o.index]);
+    *slot = df__pb_finish(b, ob);
+    if (*slot) (*slot)->out_shapes[0] = o.node->out_shapes[o.index];
+    return *slot;
+}
+
+static df_code df__pb_compile(df_session *ss, df__part *pt, const df_output *feeds, int n_feeds,
+                              const df_output *fetches, int n_fetches, df_status *st);
+
+/* Cuts x (placed by dev) into one graph and executor per device used. */
+static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t *dev, const df_output *feeds,
+                               int n_feeds, const df_output *fetches, int n_fetches, df_status *st) {
+    int n = x->n_items, nd = ss->n_devices;
+    df__pbuild b;
+    memset(&b, 0, sizeof b);
+    b.ss = ss; b.x = x; b.dev = dev; b.feeds = feeds; b.n_feeds = n_feeds; b.st = st;
+    b.compress = ss->opts.compress_transfers;
+    df__plan *plan = (df__plan *)DF_MALLOC(sizeof *plan);
+    int32_t *feed_of = NULL;                 /* per item: feed index of a feed item */
+    int32_t *item_of_node = NULL;
+    df_output **pfeeds = NULL, **pfetches = NULL;
+    b.part_of_dev = (int32_t *)DF_MALLOC((size_t)(nd + 1) * sizeof(int32_t));
+    b.clone = (df_node **)DF_MALLOC((size_t)(n + 1) * sizeof(df_node *));
+    b.loop_cond = (int32_t *)DF_MALLOC((size_t)(x->n_frames + 1) * sizeof(int32_t));
+    feed_of = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    item_of_node = (int32_t *)DF_MALLOC((size_t)(ss->g->n_nodes + 1) * sizeof(int32_t));
+    if (!plan || !b.part_of_dev || !b.clone || !b.loop_cond || !feed_of || !item_of_node) goto oom;
+    for (int i = 0; i < ss->g->n_nodes; i++) item_of_node[i] = -1;
+    for (int i = 0; i < n; i++)
+        if (x->items[i].node && x->items[i].kind != DF__X_FETCH && x->items[i].kind != DF__X_FEED) item_of_node[x->items[i].node->id] = i;
+    memset(plan, 0, sizeof *plan);
+    plan->owns_graphs = 1;
+    for (int d = 0; d < nd; d++) b.part_of_dev[d] = -1;
+    for (int i = 0; i < n; i++) if (dev[i] >= 0) b.part_of_dev[dev[i]] = 0;
+    for (int d = 0; d < nd; d++) if (b.part_of_dev[d] == 0) b.part_of_dev[d] = b.n_parts++;
+    plan->parts = (df__part *)DF_MALLOC((size_t)b.n_parts * sizeof(df__part));
+    b.parts = plan->parts;
+    b.feed_ph = (df_node **)DF_MALLOC((size_t)(n_feeds + 1) * (size_t)b.n_parts * sizeof(df_node *));
+    b.cloops = (df__cloop *)DF_MALLOC((size_t)x->n_frames * (size_t)b.n_parts * sizeof(df__cloop));
+    b.dummy = (df_node **)DF_MALLOC((size_t)b.n_parts * sizeof(df_node *));
+    pfeeds = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
+    pfetches = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
+    if (!plan->parts || !b.feed_ph || !b.cloops || !b.dummy || !pfeeds || !pfetches) goto oom;
+    memset(plan->parts, 0, (size_t)b.n_parts * sizeof(df__part));
+    plan->n_parts = b.n_parts;
+    memset(b.feed_ph, 0, (size_t)(n_feeds + 1) * (size_t)b.n_parts * sizeof(df_node *));
+    memset(b.cloops, 0, (size_t)x->n_frames * (size_t)b.n_parts * sizeof(df__cloop));
+    memset(b.dummy, 0, (size_t)b.n_parts * sizeof(df_node *));
+    memset(pfeeds, 0, (size_t)b.n_parts * sizeof(df_output *));
+    memset(pfetches, 0, (size_t)b.n_parts * sizeof(df_output *));
+    for (int d = 0; d < nd; d++) {
+        int p = b.part_of_dev[d];
+        if (p < 0) continue;
+        plan->parts[p].dev = ss->devices[d];
+        if (!(plan->parts[p].g = df_graph_new())) goto oom;
+    }
+    for (int f = 0; f < x->n_frames; f++) b.loop_cond[f] = -1;
+    for (int i = 0; i < n; i++) {
+        feed_of[i] = -1;
+        if (x->items[i].flags & DF__XF_LOOP_COND) b.loop_cond[x->items[i].frame] = i;
+        if (x->items[i].kind == DF__X_FEED) feed_of[i] = x->items[i].aux;
+    }
+    /* 1. every node, on its device */
+    for (int i = 0; i < n; i++) {
+        b.clone[i] = NULL;
+        if (dev[i] < 0) continue;
+        df__part *pt = &plan->parts[b.part_of_dev[dev[i]]];
+        if (!(b.clone[i] = df__node_clone(pt->g, x->items[i].node, pt->dev->name))) goto oom;
+    }
+    /* 2. edges, by destination: data inputs in order, then control inputs */
+    {
+        /* in-edges per destination come from the out-edge lists */
+        for (int s = 0; s < n && !st->code; s++) {
+            const df__xitem *it = &x->items[s];
+            for (int e = 0; e < it->n_edges && !st->code; e++) {
+                const df__xedge *ed = &x->edges[it->edge_start + e];
+                int d = ed->dst;
+                if (x->items[d].kind == DF__X_FETCH) continue;
+                int p = b.part_of_dev[dev[d]];
+                df_node *dn = b.clone[d];
+                if (ed->slot >= 0) {
+                    df_output src;
+                    if (it->kind == DF__X_FEED) src = (df_output){df__pb_feed(&b, feed_of[s], p), 0};
+                    else if (dev[s] == dev[d]) src = (df_output){b.clone[s], ed->src_out};
+                    else src = (df_output){df__pb_recv(&b, s, ed->src_out, p), 0};
+                    if (!src.node) break;
+                    /* (analysis made data slots absolute in the frame, except a LoopCount's) */
+                    dn->inputs[x->items[d].kind == DF__X_COUNT ? ed->slot : ed->slot - x->items[d].input_start] = src;
+                } else {
+                    df_node *c = dev[s] == dev[d] ? b.clone[s] : df__pb_recv(&b, s, -1, p);
+                    if (!c) break;
+                    if (!df__node_add_control(dn, c)) goto oom;
+                }
+            }
+        }
+    }
+    if (st->code) goto fail;
+    /* 3. feeds and fetches of each partition, then its executor */
+    for (int p = 0; p < b.n_parts; p++) {
+        df__part *pt = &plan->parts[p];
+        int nf = 0, no = 0;
+        if (!(pfeeds[p] = (df_output *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(df_output)))) goto oom;
+        if (!(pt->feed_map = (int *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(int)))) goto oom;
+        if (!(pfetches[p] = (df_output *)DF_MALLOC((size_t)(n_fetches + 1) * sizeof(df_output)))) goto oom;
+        if (!(pt->fetch_map = (int *)DF_MALLOC((size_t)(n_fetches + 1) * sizeof(int)))) goto oom;
+        for (int f = 0; f < n_feeds; f++) {
+            df_node *ph = b.feed_ph[(size_t)f * (size_t)b.n_parts + (size_t)p];
+            if (ph) { pfeeds[p][nf] = (df_output){ph, 0}; pt->feed_map[nf++] = f; }
+        }
+        pt->n_feeds = nf;
+        DF__UNUSED(no);
+    }
+    for (int i = 0; i < n; i++) {
+        const df__xitem *it = &x->items[i];
+        if (it->kind != DF__X_FETCH) continue;
+        /* the fetch's source: the single in-edge of this item */
+        int fetch = it->aux;
+        df_output o = fetches[fetch];
+        int p = 0, fed = -1;
+        df_output src = {NULL, 0};
+        for (int f = 0; f < n_feeds; f++) if (feeds[f].node == o.node && feeds[f].index == o.index) fed = f;
+        if (fed >= 0) {
+            if (!(src.node = df__pb_feed(&b, fed, 0))) goto fail;
+            df__part *pt = &plan->parts[0];
+            int known = 0;
+            for (int k = 0; k < pt->n_feeds; k++) if (pt->feed_map[k] == fed) known = 1;
+            if (!known) { pfeeds[0][pt->n_feeds] = src; pt->feed_map[pt->n_feeds++] = fed; }
+        } else {
+            int s = item_of_node[o.node->id];
+            if (s < 0) { df_status_set(st, DF_INTERNAL, "Partitioning lost fetch %d", fetch); goto fail; }
+            p = b.part_of_dev[dev[s]];
+            src = (df_output){b.clone[s], o.index};
+        }
+        df__part *pt = &plan->parts[p];
+        pfetches[p][pt->n_fetches] = src;
+        pt->fetch_map[pt->n_fetches++] = fetch;
+    }
+    for (int p = 0; p < b.n_parts; p++) {
+        df__part *pt = &plan->parts[p];
+        if (pt->g->status.code) { df_status_set(st, DF_INTERNAL, "Partitioning: %s", pt->g->status.message); goto fail; }
+        if (df__pb_compile(ss, pt, pfeeds[p], pt->n_feeds, pfetches[p], pt->n_fetches, st) != DF_OK) goto fail;
+    }
+    goto done;
+oom:
+    df__pb_oom(&b);
+fail:
+    df__plan_free(plan);
+    plan = NULL;
+done:
+    for (int p = 0; pfeeds && p < b.n_parts; p++) DF_FREE(pfeeds[p]);
+    for (int p = 0; pfetches && p < b.n_parts; p++) DF_FREE(pfetches[p]);
+    DF_FREE(pfeeds); DF_FREE(pfetches);
+    DF_FREE(b.part_of_dev); DF_FREE(b.clone); DF_FREE(b.loop_cond); DF_FREE(feed_of); DF_FREE(item_of_node);
+    DF_FREE(b.feed_ph); DF_FREE(b.cloops); DF_FREE(b.dummy);
+    df__strmap_free(&b.recvs);
+    return plan;
+}
+
+/* ==========================================================================================
+   18. SESSION                                                                       >>session
+   A session owns its devices, the inter-op pool, the variables and random-number state, and a
+   cache of compiled executors keyed by the (feeds, fetches, targets) signature and the graph's
+   edit version. Compiling prunes the graph to what the fetches and targets need, replaces fed
+   outputs by feed items and runs the static frame analysis. Feeds are never modified.
+   ========================================================================================== */
 
 static df__var *df__step_var(df__step *s, const df_node *var_node, df_status *st) {
     struct df_session *ss = s->session;
@@ -8471,8 +9803,8 @@ void df_session_free(df_session *s) {
 #ifndef DF_NO_THREADS
     df__pool_free(s->pool);
 #endif
-    for (int i = 0; i < s->n_execs; i++) df__exec_free(s->execs[i]);
-    DF_FREE(s->execs);
+    for (int i = 0; i < s->n_plans; i++) df__plan_free(s->plans[i]);
+    DF_FREE(s->plans);
     df__strmap_free(&s->cache);
     for (int i = 0; i < s->n_vars; i++) { df_tensor_release(s->vars[i]->value); DF_FREE(s->vars[i]); }
     DF_FREE(s->vars);
@@ -8484,11 +9816,15 @@ void df_session_free(df_session *s) {
     DF_FREE(s);
 }
 
-int df_session_num_partitions(df_session *s) { return s && __atomic_load_n(&s->ran, __ATOMIC_RELAXED) ? 1 : 0; }
+int df_session_num_partitions(df_session *s) {
+    df__plan *p = s ? __atomic_load_n(&s->last_plan, __ATOMIC_ACQUIRE) : NULL;
+    return p ? p->n_parts : 0;
+}
 const df_graph *df_session_partition(df_session *s, int i, const char **device) {
-    if (!s || !__atomic_load_n(&s->ran, __ATOMIC_RELAXED) || i != 0) { if (device) *device = NULL; return NULL; }
-    if (device) *device = s->devices[0]->name;
-    return s->g;
+    df__plan *p = s ? __atomic_load_n(&s->last_plan, __ATOMIC_ACQUIRE) : NULL;
+    if (!p || i < 0 || i >= p->n_parts) { if (device) *device = NULL; return NULL; }
+    if (device) *device = p->parts[i].dev->name;
+    return p->parts[i].g;
 }
 int df_session_device_alloc_stats(df_session *s, int device, df_alloc_stats *out) {
     if (!s || device < 0 || device >= s->n_devices || !out) return 0;
@@ -8503,9 +9839,9 @@ static int df__feed_index(const int *first_feed, const int *next_feed, const df_
     return -1;
 }
 
-static df__exec *df__compile(df_session *ss, const df_output *feeds, int n_feeds, const df_output *fetches,
+static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds, int n_feeds, const df_output *fetches,
                              int n_fetches, df_node *const *targets, int n_targets, df_status *st) {
-    df_graph *g = ss->g;
+    DF__UNUSED(ss);
     int nn = g->n_nodes;
     df__exec *x = (df__exec *)DF_MALLOC(sizeof *x);
     int *item_of = (int *)DF_MALLOC((size_t)(nn + 1) * sizeof(int));
@@ -8584,6 +9920,7 @@ static df__exec *df__compile(df_session *ss, const df_output *feeds, int n_feeds
             if (work < 0 || work >= 4096 || strstr(n->op->name, "MatMul")) it->flags |= DF__XF_EXPENSIVE;
         }
         if (f & DF__OP_SWITCH) it->flags |= DF__XF_SWITCH;
+        if (f & DF__OP_TRANSFER) { it->flags |= DF__XF_TRANSFER; it->aux = (int32_t)df__attr_i(n, "_key", -1); }
         if (f & DF__OP_LOOP_COND) it->flags |= DF__XF_LOOP_COND;
         if (!strcmp(n->op->name, "MatMul")) it->flags |= DF__XF_MATMUL;
         if (it->kernel == df__k_noop) it->flags |= DF__XF_NO_KERNEL;
@@ -8650,23 +9987,6 @@ static df__exec *df__compile(df_session *ss, const df_output *feeds, int n_feeds
         }
         if (it->n_outputs > 31 && (it->need & 0x80000000u)) it->need = 0xffffffffu;
     }
-    /* Requested devices must exist here unless soft placement lets them fall back. Placement
-       proper (colocation, several devices) belongs to the placer. */
-    for (int i = 0; ss->devices && i < n_items; i++) {
-        const df_node *n = x->items[i].node;
-        df__devspec ds;
-        if (!n || x->items[i].kind == DF__X_FETCH || !n->device || !*n->device || ss->opts.soft_placement) continue;
-        df__parse_device(n->device, &ds);
-        int ok = (!ds.type[0] || !strcmp(ds.type, "CPU")) && ds.index < ss->n_devices &&
-                 (!ds.job[0] || !strcmp(ds.job, "localhost")) && ds.task <= 0 && ds.replica <= 0;
-        if (!ok) {
-            df_status_set(st, DF_INVALID_ARGUMENT, "Cannot assign a device for operation %s: could not satisfy "
-                          "explicit device specification '%s' because no such device exists here (this session has "
-                          "%d CPU device%s; set soft_placement to fall back) {{node %s}}", n->name, n->device,
-                          ss->n_devices, ss->n_devices == 1 ? "" : "s", n->name);
-            goto fail;
-        }
-    }
     /* 3. frames, validation, layout */
     if (df__analyze_frames(x, st) != DF_OK) goto fail;
     /* 4. roots */
@@ -8684,6 +10004,127 @@ fail:
     return NULL;
 }
 
+/* A partition's executor: everything in its graph runs (the whole graph was pruned already). */
+static df_code df__pb_compile(df_session *ss, df__part *pt, const df_output *feeds, int n_feeds,
+                              const df_output *fetches, int n_fetches, df_status *st) {
+    df_graph *g = pt->g;
+    df_node **all = (df_node **)DF_MALLOC((size_t)(g->n_nodes + 1) * sizeof(df_node *));
+    if (!all) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory compiling a partition");
+    int n_all = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int fed = 0;                     /* a fed placeholder only stands for its value */
+        for (int f = 0; f < n_feeds && !fed; f++) fed = feeds[f].node == g->nodes[i];
+        if (!fed) all[n_all++] = g->nodes[i];
+    }
+    pt->x = df__compile(ss, g, feeds, n_feeds, fetches, n_fetches, all, n_all, st);
+    DF_FREE(all);
+    if (!pt->x && st->code != DF_RESOURCE_EXHAUSTED)
+        return df_status_set(st, DF_INTERNAL, "The partition for %s does not compile: %s", pt->dev->name, st->message);
+    return pt->x ? DF_OK : st->code;
+}
+
+/* Prune and validate (one executor over the caller's graph), place, and when several devices
+   are used, partition. */
+static df__plan *df__plan_build(df_session *ss, const df_output *feeds, int n_feeds, const df_output *fetches,
+                                int n_fetches, df_node *const *targets, int n_targets, df_status *st) {
+    df__exec *x = df__compile(ss, ss->g, feeds, n_feeds, fetches, n_fetches, targets, n_targets, st);
+    if (!x) return NULL;
+    int32_t *dev = (int32_t *)DF_MALLOC((size_t)(x->n_items + 1) * sizeof(int32_t));
+    if (!dev) { df__exec_free(x); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory placing the graph"); return NULL; }
+    if (df__place(ss, x, dev, st) != DF_OK) { DF_FREE(dev); df__exec_free(x); return NULL; }
+    int first = -1, many = 0;
+    for (int i = 0; i < x->n_items; i++)
+        if (dev[i] >= 0) { if (first < 0) first = dev[i]; else if (dev[i] != first) many = 1; }
+    df__plan *plan = NULL;
+    if (many) {
+        plan = df__partition(ss, x, dev, feeds, n_feeds, fetches, n_fetches, st);
+        df__exec_free(x);
+    } else {
+        plan = (df__plan *)DF_MALLOC(sizeof *plan);
+        df__part *pt = (df__part *)DF_MALLOC(sizeof *pt);
+        if (!plan || !pt) {
+            DF_FREE(plan); DF_FREE(pt); df__exec_free(x);
+            df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a plan");
+            plan = NULL;
+        } else {
+            memset(plan, 0, sizeof *plan);
+            memset(pt, 0, sizeof *pt);
+            pt->g = ss->g; pt->x = x; pt->dev = ss->devices[first < 0 ? 0 : first];
+            plan->parts = pt; plan->n_parts = 1;
+        }
+    }
+    DF_FREE(dev);
+    return plan;
+}
+
+/* Runs a plan: one executor on the calling thread, or every partition together. */
+static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
+                            int n_fetches, df_status *st) {
+    if (!plan->owns_graphs) {
+        df__step step;
+        memset(&step, 0, sizeof step);
+        step.x = plan->parts[0].x;
+        step.session = s;
+        step.device = plan->parts[0].dev;
+        step.feeds = feed_values;
+        step.fetches = fetch_values;
+#ifndef DF_NO_THREADS
+        step.pool = s->pool;
+        step.threaded = s->pool != NULL;
+#endif
+        return df__execute(&step, st);
+    }
+    int np = plan->n_parts;
+    df__pgroup g;
+    memset(&g, 0, sizeof g);
+    size_t nfeeds = 0, nfetch = 0;
+    for (int p = 0; p < np; p++) { nfeeds += (size_t)plan->parts[p].n_feeds; nfetch += (size_t)plan->parts[p].n_fetches; }
+    g.steps = (df__step *)DF_MALLOC((size_t)np * sizeof(df__step));
+    df_tensor **feeds = (df_tensor **)DF_MALLOC((nfeeds + 1) * sizeof(df_tensor *));
+    df_tensor **fetches = (df_tensor **)DF_MALLOC((nfetch + 1) * sizeof(df_tensor *));
+    if (!g.steps || !feeds || !fetches || !df__rv_init(&g.rv)) {
+        DF_FREE(g.steps); DF_FREE(feeds); DF_FREE(fetches); DF_FREE(g.rv.buckets);
+        return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory starting a partitioned run");
+    }
+    memset(g.steps, 0, (size_t)np * sizeof(df__step));
+    memset(fetches, 0, (nfetch + 1) * sizeof(df_tensor *));
+    g.n_steps = np;
+    size_t fa = 0, fo = 0;
+    for (int p = 0; p < np; p++) {
+        df__part *pt = &plan->parts[p];
+        df__step *step = &g.steps[p];
+        for (int k = 0; k < pt->n_feeds; k++) feeds[fa + (size_t)k] = feed_values[pt->feed_map[k]];
+        step->x = pt->x;
+        step->session = s;
+        step->device = pt->dev;
+        step->feeds = feeds + fa;
+        step->fetches = fetches + fo;
+        step->group = &g;
+        step->home = &g.steps[0];
+#ifndef DF_NO_THREADS
+        step->pool = s->pool;
+        step->threaded = s->pool != NULL;
+        step->shared = step->threaded;
+#endif
+        fa += (size_t)pt->n_feeds;
+        fo += (size_t)pt->n_fetches;
+    }
+    df_code code = df__group_execute(&g, st);
+    fo = 0;
+    for (int p = 0; p < np; p++) {
+        const df__part *pt = &plan->parts[p];
+        for (int k = 0; k < pt->n_fetches; k++) {
+            df_tensor *v = fetches[fo + (size_t)k];
+            if (code == DF_OK && n_fetches > pt->fetch_map[k]) fetch_values[pt->fetch_map[k]] = v;
+            else df_tensor_release(v);
+        }
+        fo += (size_t)pt->n_fetches;
+    }
+    df__rv_free(&g.rv);
+    DF_FREE(g.steps); DF_FREE(feeds); DF_FREE(fetches);
+    return code;
+}
+
 df_code df_graph_validate(const df_graph *g, df_status *st) {
     df_status local;
     if (!st) st = &local;
@@ -8696,7 +10137,7 @@ df_code df_graph_validate(const df_graph *g, df_status *st) {
     df_node **all = (df_node **)DF_MALLOC((size_t)(g->n_nodes + 1) * sizeof(df_node *));
     if (!all) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
     for (int i = 0; i < g->n_nodes; i++) all[i] = g->nodes[i];
-    df__exec *x = df__compile(&fake, NULL, 0, NULL, 0, all, g->n_nodes, st);
+    df__exec *x = df__compile(&fake, (df_graph *)g, NULL, 0, NULL, 0, all, g->n_nodes, st);
     DF_FREE(all);
     df__exec_free(x);
     return st->code;
@@ -8758,42 +10199,32 @@ df_code df_session_run(df_session *s, const df_output *feeds, df_tensor *const *
     for (int i = 0; i < n_fetches; i++) df__buf_printf(&key, "o%d:%d,", fetches[i].node->id, fetches[i].index);
     for (int i = 0; i < n_targets; i++) df__buf_printf(&key, "t%d,", targets[i]->id);
     if (key.oom) { DF_FREE(key.s); return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); }
-    df__exec *x = NULL;
+    df__plan *plan = NULL;
     int idx;
     df__spin_lock(&s->lock);
-    if (df__strmap_get(&s->cache, key.s, &idx)) x = s->execs[idx];
+    if (df__strmap_get(&s->cache, key.s, &idx)) plan = s->plans[idx];
     df__spin_unlock(&s->lock);
-    if (!x) {
-        x = df__compile(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, st);
-        if (!x) { DF_FREE(key.s); return st->code; }
+    if (!plan) {
+        plan = df__plan_build(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, st);
+        if (!plan) { DF_FREE(key.s); return st->code; }
         df__spin_lock(&s->lock);
         if (df__strmap_get(&s->cache, key.s, &idx)) {          /* another thread won the race */
-            df__exec_free(x);
-            x = s->execs[idx];
-        } else if (df__grow(&s->execs, &s->cap_execs, s->n_execs + 1, sizeof(df__exec *)) &&
-                   df__strmap_put(&s->cache, key.s, s->n_execs)) {
-            s->execs[s->n_execs++] = x;
+            df__plan_free(plan);
+            plan = s->plans[idx];
+        } else if (df__grow(&s->plans, &s->cap_plans, s->n_plans + 1, sizeof(df__plan *)) &&
+                   df__strmap_put(&s->cache, key.s, s->n_plans)) {
+            s->plans[s->n_plans++] = plan;
         } else {
             df__spin_unlock(&s->lock);
-            df__exec_free(x);
+            df__plan_free(plan);
             DF_FREE(key.s);
             return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory caching an executor");
         }
         df__spin_unlock(&s->lock);
     }
     DF_FREE(key.s);
-    df__step step;
-    memset(&step, 0, sizeof step);
-    step.x = x;
-    step.session = s;
-    step.device = s->devices[0];
-    step.feeds = feed_values;
-    step.fetches = fetch_values;
-#ifndef DF_NO_THREADS
-    step.pool = s->pool;
-    step.threaded = s->pool != NULL;
-#endif
-    df_code code = df__execute(&step, st);
+    __atomic_store_n(&s->last_plan, plan, __ATOMIC_RELEASE);
+    df_code code = df__run_plan(s, plan, feed_values, fetch_values, n_fetches, st);
     __atomic_store_n(&s->ran, 1, __ATOMIC_RELAXED);
     for (int i = 0; code == DF_OK && i < n_fetches; i++)
         if (!fetch_values[i])
@@ -8806,7 +10237,7 @@ df_code df_session_run(df_session *s, const df_output *feeds, df_tensor *const *
 }
 
 /* ==========================================================================================
-   18. SERIALIZATION AND PICTURES                                                     >>serial
+   19. SERIALIZATION AND PICTURES                                                     >>serial
    Graphviz pictures: data edges solid, control edges dashed, while-loop frames as nested
    clusters (from the static frame analysis). GraphDef and .npy come with the file-format work.
    ========================================================================================== */
@@ -8825,7 +10256,7 @@ df_code df_graph_write_dot(const df_graph *g, FILE *f) {
     df_node **all = (df_node **)DF_MALLOC((size_t)(g->n_nodes + 1) * sizeof(df_node *));
     if (all && !g->status.code) {
         for (int i = 0; i < g->n_nodes; i++) all[i] = g->nodes[i];
-        x = df__compile(&fake, NULL, 0, NULL, 0, all, g->n_nodes, &st);
+        x = df__compile(&fake, (df_graph *)g, NULL, 0, NULL, 0, all, g->n_nodes, &st);
     }
     DF_FREE(all);
     /* With a valid analysis, item i of x is... found through a node -> item map. */
@@ -9006,7 +10437,7 @@ df_code df_tensor_write_npy(const df_tensor *t, const char *path) {
 }
 
 /* ==========================================================================================
-   19. OP TABLE AND PUBLIC WRAPPERS                                                      >>api
+   20. OP TABLE AND PUBLIC WRAPPERS                                                      >>api
    Every op under TensorFlow's name and attrs. Spec strings: inputs and outputs "name:T",
    "name:float", "name:N*T", "name:Ref(T)"; attrs "name:kind{allowed}=default" or ">=min".
    ========================================================================================== */
@@ -9132,6 +10563,14 @@ static const df__opspec df__op_table[] = {
     {"LoopIterationLess", "limit:int32", "output:bool", "", df__sf_scalar, df__k_loop_iteration_less, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopCount", "pred:bool", "count:int32", "", df__sf_scalar, df__k_loop_count, DF__OP_EXIT | DF__OP_LOOP_COUNT | DF__OP_NO_GRADIENT, 0},
     {"StackCloseV2", "handle:resource", "", "", NULL, df__k_stack_close, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+#define DF__XFER_ATTRS "tensor_name:string,send_device:string,send_device_incarnation:int,recv_device:string,client_terminated:bool=false"
+    {"_Send", "tensor:T", "", "T:type," DF__XFER_ATTRS, NULL, df__k_send, DF__OP_STATEFUL | DF__OP_NO_GRADIENT | DF__OP_TRANSFER, 0},
+    {"_Recv", "", "tensor:tensor_type", "tensor_type:type," DF__XFER_ATTRS, df__sf_unknown, df__k_recv,
+     DF__OP_STATEFUL | DF__OP_NO_GRADIENT | DF__OP_TRANSFER | DF__OP_RECV, 0},
+    {"_HostSend", "tensor:T", "", "T:type," DF__XFER_ATTRS, NULL, df__k_send, DF__OP_STATEFUL | DF__OP_NO_GRADIENT | DF__OP_TRANSFER, 0},
+    {"_HostRecv", "", "tensor:tensor_type", "tensor_type:type," DF__XFER_ATTRS, df__sf_unknown, df__k_recv,
+     DF__OP_STATEFUL | DF__OP_NO_GRADIENT | DF__OP_TRANSFER | DF__OP_RECV, 0},
+#undef DF__XFER_ATTRS
     {"SumAccumulator", "", "handle:resource", "dtype:type" DF__FLT, df__sf_scalar, df__k_accum, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"SumAccumulatorAdd", "handle:resource,value:T", "", "T:type" DF__FLT, NULL, df__k_accum_add, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"SumAccumulatorRead", "handle:resource,default:T", "sum:T", "T:type" DF__FLT, df__sf_accum_read, df__k_accum_read, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},

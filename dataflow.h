@@ -166,6 +166,13 @@ void df_op_set_attr_type_list(df_op_builder *b, const char *attr, const df_dtype
 df_node *df_op_finish(df_op_builder *b);
 /* Whether an op type is registered. */
 int df_op_is_registered(const char *op_type);
+/* Places the node being built with n (TensorFlow's colocate_with): adds "loc:@<n's name>" to
+   its `_class` attr, entries separated by commas. The placer keeps colocated nodes together. */
+void df_op_colocate_with(df_op_builder *b, const df_node *n);
+/* TensorFlow's rendezvous key of a _Send or _Recv node of a partition for one frame instance
+   and iteration: "send_device;incarnation(16 hex);recv_device;tensor_name;frame_id:iter".
+   Returns the length written (snprintf-style), or -1 if n is not a transfer node. */
+int df_rendezvous_key(const df_node *n, uint64_t frame_id, int64_t iter, char *buf, size_t size);
 
 /* ---- Typed helpers (each is df_op_new ... df_op_finish underneath) ---- */
 df_output df_const(df_graph *g, df_tensor *value);                 /* retains value */
@@ -303,7 +310,13 @@ typedef struct df_session_options {
     const char *target;              /* NULL: this process. "host:port,host:port,...": workers */
     /* Additions beyond the core contract (zero means default). */
     int         deterministic;       /* run every node on the calling thread in a fixed order */
+    int         placement;           /* DF_PLACEMENT_DEFAULT or DF_PLACEMENT_COST_MODEL */
+    int         compress_transfers;  /* float32 values cross devices as bfloat16 (lossy) */
 } df_session_options;
+/* DEFAULT: TensorFlow's placer (requests, colocation, then the first device). COST_MODEL:
+   nodes without a request go where a simulation of the graph says they finish first, counting
+   the time to move their inputs. */
+enum { DF_PLACEMENT_DEFAULT = 0, DF_PLACEMENT_COST_MODEL = 1 };
 
 /* The session keeps g alive until df_session_free; nodes added to g later are usable in later
    runs. opts NULL means defaults. */
