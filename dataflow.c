@@ -7847,7 +7847,9 @@ typedef struct df__frame {
     struct df__frame *live_next, *live_prev;
 } df__frame;
 
-typedef struct df__readyq { df__tagged *v; int head, len, cap; } df__readyq;
+/* The ready queue of a batch; it starts in the batch's own small buffer (`local`), so a short
+   batch (a Recv resumed for one iteration of a loop) allocates nothing. */
+typedef struct df__readyq { df__tagged *v; int head, len, cap; df__tagged *local; } df__readyq;
 
 /* ---- rendezvous: where a Send's value meets its Recv ----
    Keyed by (key number, frame id, iteration): the key number stands for TensorFlow's textual
@@ -8139,7 +8141,7 @@ static void df__rv_free(df__rendezvous *rv) {
 #else
 #define DF__TLS
 #endif
-typedef struct df__wakeq { df__wake *v; int head, n, cap, depth, draining; } df__wakeq;
+typedef struct df__wakeq { df__wake *v; int head, n, cap, depth, draining; df__wake local[16]; } df__wakeq;
 static DF__TLS df__wakeq df__tls_wakes;
 static void df__resume(df__wake *w);
 static void df__wakes_drain(void) {
@@ -8151,17 +8153,25 @@ static void df__wakes_drain(void) {
         df__resume(&w);
     }
     q->draining = 0;
-    DF_FREE(q->v);                  /* (a thread may end: nothing stays allocated) */
-    q->v = NULL;
-    q->cap = q->head = 0;
+    if (q->v != q->local) DF_FREE(q->v);   /* (a thread may end: nothing stays allocated) */
+    q->v = q->local;
+    q->cap = 16;
+    q->head = 0;
 }
 static void df__wake_dispatch(df__wake *w) {
     df__wakeq *q = &df__tls_wakes;
     __atomic_add_fetch(&w->step->group->pending_wakes, 1, __ATOMIC_ACQ_REL);
     if (q->depth > 0 || q->draining) {
+        if (!q->v) { q->v = q->local; q->cap = 16; }
         if (q->head + q->n == q->cap) {
             if (q->head > 0) { memmove(q->v, q->v + q->head, (size_t)q->n * sizeof *q->v); q->head = 0; }
-            else if (!df__grow(&q->v, &q->cap, q->cap + 1, sizeof *q->v)) { df__resume(w); return; }
+            else if (q->v == q->local) {
+                df__wake *v = (df__wake *)DF_MALLOC((size_t)q->cap * 2 * sizeof *v);
+                if (!v) { df__resume(w); return; }
+                memcpy(v, q->v, (size_t)q->n * sizeof *v);
+                q->v = v;
+                q->cap *= 2;
+            } else if (!df__grow(&q->v, &q->cap, q->cap + 1, sizeof *q->v)) { df__resume(w); return; }
         }
         q->v[q->head + q->n++] = *w;
         return;
@@ -8194,6 +8204,12 @@ static int df__readyq_push(df__readyq *q, df__tagged t) {
         if (q->head > 0 && q->head >= q->len) {        /* compact */
             memmove(q->v, q->v + q->head, (size_t)q->len * sizeof *q->v);
             q->head = 0;
+        } else if (q->v == q->local) {
+            df__tagged *v = (df__tagged *)DF_MALLOC((size_t)q->cap * 2 * sizeof *v);
+            if (!v) return 0;
+            memcpy(v, q->v, (size_t)(q->head + q->len) * sizeof *v);
+            q->v = v;
+            q->cap *= 2;
         } else if (!df__grow(&q->v, &q->cap, q->cap + 1, sizeof *q->v)) {
             return 0;
         }
@@ -8660,7 +8676,8 @@ DF__HOT_INLINE void df__node_done(df__step *s, df__tagged *t, df_tensor **outs, 
    batch queues for other partitions run when the thread's outermost batch is over. */
 static void df__process_batch(df__step *s, const df__tagged *first, int n_first, df__tagged *resumed,
                               df_tensor **resumed_outs) {
-    df__readyq q = {NULL, 0, 0, 0};
+    df__tagged local[32];
+    df__readyq q = {local, 0, 0, 32, local};
     df_tensor *small[16] = {NULL}, **outs = small;
     int outs_cap = 16;
     df__tls_wakes.depth++;
@@ -8693,7 +8710,7 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first,
         df__node_done(s, &t, outs, &q);
     }
     if (outs != small) DF_FREE(outs);
-    DF_FREE(q.v);
+    if (q.v != local) DF_FREE(q.v);
     if (--df__tls_wakes.depth == 0 && !df__tls_wakes.draining && df__tls_wakes.n) df__wakes_drain();
 }
 
@@ -9287,6 +9304,7 @@ typedef struct df__pbuild {
     df_node **feed_ph;           /* [feed * n_parts + part] */
     df__strmap recvs;            /* "src_item:out:part" -> recv node index in its partition */
     df__cloop *cloops;           /* [frame * n_parts + part] */
+    int32_t *native;             /* [frame * n_parts + part]: a loop variable's Merge there, or -1 */
     df_node **dummy;             /* per partition: the control loops' root input */
     int32_t *loop_cond;          /* per frame: its LoopCond item */
     int n_keys;
@@ -9478,6 +9496,10 @@ static df_node *df__pb_control_loop_merge(df__pbuild *b, int frame, int p) {
                       "frame '%s'", sf->name);
         return NULL;
     }
+    /* The device of the LoopCond needs no control loop when one of its loop variables' Merges
+       (Enter and NextIteration both local) is there: it fires once in every iteration. */
+    int native = b->native[(size_t)frame * (size_t)b->n_parts + (size_t)p];
+    if (native >= 0 && b->part_of_dev[b->dev[b->loop_cond[frame]]] == p) return cl->merge = b->clone[native];
     df_output parent_in;
     if (sf->parent == 0) {
         if (!b->dummy[p]) {
@@ -9579,10 +9601,26 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
     b.parts = plan->parts;
     b.feed_ph = (df_node **)DF_MALLOC((size_t)(n_feeds + 1) * (size_t)b.n_parts * sizeof(df_node *));
     b.cloops = (df__cloop *)DF_MALLOC((size_t)x->n_frames * (size_t)b.n_parts * sizeof(df__cloop));
+    b.native = (int32_t *)DF_MALLOC((size_t)x->n_frames * (size_t)b.n_parts * sizeof(int32_t));
     b.dummy = (df_node **)DF_MALLOC((size_t)b.n_parts * sizeof(df_node *));
     pfeeds = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
     pfetches = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
-    if (!plan->parts || !b.feed_ph || !b.cloops || !b.dummy || !pfeeds || !pfetches) goto oom;
+    if (!plan->parts || !b.feed_ph || !b.cloops || !b.native || !b.dummy || !pfeeds || !pfetches) goto oom;
+    for (size_t k = 0; k < (size_t)x->n_frames * (size_t)b.n_parts; k++) b.native[k] = -1;
+    for (int i = 0; i < n; i++) {
+        const df__xitem *it = &x->items[i];
+        if (it->kind != DF__X_MERGE || it->n_inputs != 2 || it->n_control_in || dev[i] < 0) continue;
+        int enter = 0, next = 0;
+        for (int k = 0; k < 2; k++) {
+            const df_node *src = it->node->inputs[k].node;
+            int j = item_of_node[src->id];
+            if (j < 0 || dev[j] != dev[i]) break;
+            enter += x->items[j].kind == DF__X_ENTER && !(x->items[j].flags & DF__XF_CONST_ENTER);
+            next += x->items[j].kind == DF__X_NEXT;
+        }
+        size_t slot = (size_t)it->frame * (size_t)b.n_parts + (size_t)b.part_of_dev[dev[i]];
+        if (enter == 1 && next == 1 && b.native[slot] < 0) b.native[slot] = i;
+    }
     memset(plan->parts, 0, (size_t)b.n_parts * sizeof(df__part));
     plan->n_parts = b.n_parts;
     memset(b.feed_ph, 0, (size_t)(n_feeds + 1) * (size_t)b.n_parts * sizeof(df_node *));
@@ -9693,7 +9731,7 @@ done:
     for (int p = 0; pfetches && p < b.n_parts; p++) DF_FREE(pfetches[p]);
     DF_FREE(pfeeds); DF_FREE(pfetches);
     DF_FREE(b.part_of_dev); DF_FREE(b.clone); DF_FREE(b.loop_cond); DF_FREE(feed_of); DF_FREE(item_of_node);
-    DF_FREE(b.feed_ph); DF_FREE(b.cloops); DF_FREE(b.dummy);
+    DF_FREE(b.feed_ph); DF_FREE(b.cloops); DF_FREE(b.native); DF_FREE(b.dummy);
     df__strmap_free(&b.recvs);
     return plan;
 }
