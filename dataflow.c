@@ -9667,7 +9667,8 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
                     /* (analysis made data slots absolute in the frame, except a LoopCount's) */
                     dn->inputs[x->items[d].kind == DF__X_COUNT ? ed->slot : ed->slot - x->items[d].input_start] = src;
                 } else {
-                    df_node *c = dev[s] == dev[d] ? b.clone[s] : df__pb_recv(&b, s, -1, p);
+                    df_node *c = it->kind == DF__X_FEED ? df__pb_feed(&b, feed_of[s], p)
+                               : dev[s] == dev[d] ? b.clone[s] : df__pb_recv(&b, s, -1, p);
                     if (!c) break;
                     if (!df__node_add_control(dn, c)) goto oom;
                 }
@@ -9909,8 +9910,11 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
             if (df__feed_index(first_feed, next_feed, feeds, in) >= 0) continue;
             if (item_of[in.node->id] == -1) { item_of[in.node->id] = -2; stack[sp++] = in.node->id; }
         }
-        for (int i = 0; i < n->n_controls; i++)
+        for (int i = 0; i < n->n_controls; i++) {
+            /* a control edge from a node whose first output is fed comes from the feed (TF) */
+            if (df__feed_index(first_feed, next_feed, feeds, (df_output){n->controls[i], 0}) >= 0) continue;
             if (item_of[n->controls[i]->id] == -1) { item_of[n->controls[i]->id] = -2; stack[sp++] = n->controls[i]->id; }
+        }
     }
     /* feed items for fed outputs that something reads */
     for (int i = 0; i < nn; i++) {
@@ -9918,6 +9922,10 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
         const df_node *n = g->nodes[i];
         for (int k = 0; k < n->n_inputs; k++) {
             int f = df__feed_index(first_feed, next_feed, feeds, n->inputs[k]);
+            if (f >= 0 && feed_item[f] < 0) feed_item[f] = n_items++;
+        }
+        for (int k = 0; k < n->n_controls; k++) {
+            int f = df__feed_index(first_feed, next_feed, feeds, (df_output){n->controls[k], 0});
             if (f >= 0 && feed_item[f] < 0) feed_item[f] = n_items++;
         }
     }
@@ -9994,7 +10002,8 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
                 e->dst = item_of[i]; e->slot = k; e->src_out = (uint16_t)(fi >= 0 ? 0 : n->inputs[k].index);
             }
             for (int k = 0; k < n->n_controls; k++) {
-                int src = item_of[n->controls[k]->id];
+                int fc = df__feed_index(first_feed, next_feed, feeds, (df_output){n->controls[k], 0});
+                int src = fc >= 0 ? feed_item[fc] : item_of[n->controls[k]->id];
                 if (pass == 0) { deg[src]++; n_edges++; continue; }
                 df__xedge *e = &x->edges[x->items[src].edge_start + x->items[src].n_edges++];
                 e->dst = item_of[i]; e->slot = -1; e->src_out = 0;

@@ -282,9 +282,8 @@ static void pr_reduce(pr_gen *p) {
 /* An op that must wait for one or two nodes made earlier, mostly in the same body, sometimes
    outside it (TensorFlow moves such an edge onto the body's entry): control edges that cross
    devices once those nodes sit elsewhere. At the top level the in-run variable update is a
-   candidate too. Fed placeholders are not: TensorFlow moves a fed Placeholder's outgoing control
-   edges to the feed, but this library still runs the Placeholder then, which fails ("You must
-   feed a value ..."); a known difference, left out of this test. */
+   candidate too, and so are fed placeholders (their control edges come from the feed, as in
+   TensorFlow). */
 static void pr_after_control_deps(pr_gen *p) {
     df_node *deps[2];
     int n = 0, mine = p->n_vals - p->frame_start;
@@ -292,7 +291,7 @@ static void pr_after_control_deps(pr_gen *p) {
     for (int tries = 0; mine > 0 && n < 2 && tries < 3; tries++) {
         df_node *d = pr_chance(&p->shape, 25) ? p->vals[pr_below(&p->shape, p->n_vals)].out.node
                    : p->vals[p->frame_start + pr_below(&p->shape, mine)].out.node;
-        if (strcmp(df_node_op(d), "Placeholder")) deps[n++] = d;
+        deps[n++] = d;
     }
     if (!n) { pr_unary(p, pr_pick(p)); return; }
     df_graph_push_control_deps(p->g, deps, n);
