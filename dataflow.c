@@ -10286,7 +10286,8 @@ df_code df_session_run(df_session *s, const df_output *feeds, df_tensor *const *
 /* ==========================================================================================
    19. SERIALIZATION AND PICTURES                                                     >>serial
    Graphviz pictures: data edges solid, control edges dashed, while-loop frames as nested
-   clusters (from the static frame analysis). GraphDef and .npy come with the file-format work.
+   clusters (from the static frame analysis), devices under the op names, _Send/_Recv in
+   orange and partitions' control loops in blue. GraphDef and .npy come with the file-format work.
    ========================================================================================== */
 static void df__dot_escape(FILE *f, const char *s) {
     for (; *s; s++) { if (*s == '"' || *s == '\\') fputc('\\', f); fputc(*s, f); }
@@ -10331,7 +10332,14 @@ df_code df_graph_write_dot(const df_graph *g, FILE *f) {
             const df_node *n = g->nodes[i];
             fprintf(f, "    n%d [label=\"", i);
             df__dot_escape(f, n->name);
-            fprintf(f, "\\n%s\"];\n", n->op->name);
+            fprintf(f, "\\n%s", n->op->name);
+            df__devspec ds;                      /* placed or requested device, short form */
+            if (n->device && *n->device && df__parse_device(n->device, &ds) && ds.type[0]) {
+                if (ds.task > 0 || (ds.job[0] && strcmp(ds.job, "localhost"))) fprintf(f, "\\n/job:%s/task:%d", ds.job, ds.task);
+                fprintf(f, "\\n%s:%d", ds.type, ds.index);
+            }
+            fprintf(f, "\"%s];\n", (n->op->flags & DF__OP_TRANSFER) ? ", style=filled, fillcolor=\"#ffe0a0\"" :
+                    !strncmp(n->name, "_cloop", 6) ? ", style=filled, fillcolor=\"#e0e0ff\"" : "");
         }
         for (int k = 0; k < depth; k++) fprintf(f, "  }\n");
     }
