@@ -7416,7 +7416,8 @@ static void df__gstacks_free(df_graph *g) {
 enum { DF__X_NORMAL, DF__X_MERGE, DF__X_ENTER, DF__X_EXIT, DF__X_NEXT, DF__X_FEED, DF__X_FETCH, DF__X_COUNT };
 enum { DF__XF_CONST_ENTER = 1, DF__XF_CTRL_TRIGGER = 2, DF__XF_EXPENSIVE = 8,
        DF__XF_DEREF = 16, DF__XF_SWITCH = 32, DF__XF_LOOP_COND = 64, DF__XF_MATMUL = 128,
-       DF__XF_NO_KERNEL = 256, DF__XF_EXPENSIVE_NEXT = 512, DF__XF_TRANSFER = 1024 };
+       DF__XF_NO_KERNEL = 256, DF__XF_EXPENSIVE_NEXT = 512, DF__XF_TRANSFER = 1024,
+       DF__XF_PLAIN_EDGES = 2048 /* no out-edge to a Merge, ControlTrigger or LoopCount */ };
 
 typedef struct df__counts { int32_t pending, dead; } df__counts;
 /* An out-edge carries what activation needs, so the destination item is not touched: its
@@ -7680,6 +7681,12 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
         }
     }
     DF_FREE(seen);
+    for (int i = 0; i < n; i++) {
+        df__xitem *it = &x->items[i];
+        it->flags |= DF__XF_PLAIN_EDGES;
+        for (int e = 0; e < it->n_edges; e++)
+            if (x->edges[it->edge_start + e].flags & (DF__XE_MERGE | DF__XE_TRIGGER | DF__XE_COUNT)) it->flags &= (uint16_t)~DF__XF_PLAIN_EDGES;
+    }
     for (int i = 0; i < n; i++)          /* may a successor be worth a thread? */
         for (int e = 0; e < x->items[i].n_edges; e++)
             if (x->items[x->edges[x->items[i].edge_start + e].dst].flags & DF__XF_EXPENSIVE) {
@@ -8517,7 +8524,24 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df_
         }
         break;
     default:
-        ok = df__activate(s, it, t->item, outs, dead, 1, q);
+        if (DF__LIKELY(!dead && (item->flags & DF__XF_PLAIN_EDGES))) {
+            /* the common case inline: live outputs handed on along plain edges */
+            const df__xedge *e = s->x->edges + item->edge_start, *end = e + item->n_edges;
+            df__counts *counts = it->counts;
+            df_tensor **entries = it->entries;
+            for (; e < end; e++) {
+                df__counts *c = &counts[e->dst_local];
+                if (e->slot >= 0) {
+                    df_tensor *v = outs[e->src_out];
+                    if (!v) c->dead++;
+                    else if (e->flags & DF__XE_LAST) { entries[e->slot] = v; outs[e->src_out] = NULL; }
+                    else entries[e->slot] = df_tensor_retain(v);
+                }
+                if (--c->pending == 0 && !df__ready(s, it, e->dst, c->dead > 0, q)) return 0;
+            }
+        } else {
+            ok = df__activate(s, it, t->item, outs, dead, 1, q);
+        }
     }
     if (!ok) return 0;
     int ops = --it->outstanding_ops;     /* (kept in a register: no wide reload after the store) */
@@ -8914,7 +8938,8 @@ static void df__k_send(df__kctx *c) {
         return;
     }
     const df__iter *it = c->tag->iter;
-    df_tensor *v = c->dead ? NULL : df_tensor_retain(c->in[0]);
+    df_tensor *v = NULL;
+    if (!c->dead) { v = c->in[0]; c->in[0] = NULL; }        /* the rendezvous takes the reference */
     df__wake w;
     if (df__rv_send(&s->group->rv, c->aux, it->frame->id, it->num, v, c->dead || !v, &w, c->st) != DF_OK) return;
     if (w.step) df__wake_dispatch(&w);
