@@ -9139,7 +9139,12 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
             df_output in = a->inputs[k];
             int j = item_of_node[in.node->id];
             if (j < 0) continue;                       /* fed */
-            if (df__ref_arg(a->op, k) || in.node->out_types[in.index] == DF_RESOURCE) df__uf_union(parent, rank, i, j);
+            if (df__ref_arg(a->op, k) || in.node->out_types[in.index] == DF_RESOURCE) {
+                /* TF: a reference (or resource) connection wins over the consumer's own request */
+                df__devspec merged = spec[i];
+                if (!df__devspec_merge(&merged, &spec[j])) spec[i] = spec[j];
+                df__uf_union(parent, rank, i, j);
+            }
         }
     }
     /* 2. merged requests and kernel kinds per group */
@@ -9238,9 +9243,10 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
                     double start = dev_free[c];
                     for (int k = 0; k < a->n_inputs; k++) {
                         int src = item_of_node[a->inputs[k].node->id];
-                        if (src < 0 || dev[src] < 0) continue;
-                        double ready = finish[src];
-                        if (dev[src] != c) {
+                        int from = src >= 0 ? dev[src] : 0;          /* feeds arrive on the first device */
+                        if (from < 0) continue;
+                        double ready = src >= 0 ? finish[src] : 0;
+                        if (from != c) {
                             int64_t cnt = df__shape_count(&a->inputs[k].node->out_shapes[a->inputs[k].index]);
                             double bytes = (double)(cnt < 0 ? 4096 : cnt) * (double)df_dtype_size(df_output_dtype(a->inputs[k]));
                             ready += 2000.0 + bytes / 8.0;        /* ~2 us a transfer, ~8 GB/s */
@@ -9248,6 +9254,14 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
                         if (ready > start) start = ready;
                     }
                     double t = start + df__item_cost_ns(x, i);
+                    if (c != group_dev[r]) {                      /* and its result goes back, likely */
+                        double bytes = 0;
+                        for (int k = 0; k < a->n_outputs; k++) {
+                            int64_t cnt = df__shape_count(&a->out_shapes[k]);
+                            bytes += (double)(cnt < 0 ? 4096 : cnt) * (double)df_dtype_size(a->out_types[k]);
+                        }
+                        t += 2000.0 + bytes / 8.0;
+                    }
                     if (best_d < 0 || t < best_t) { best_t = t; best_d = c; }
                 }
                 if (best_d >= 0) d = best_d;
@@ -9273,9 +9287,9 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
         int r = df__uf_find(parent, i);
         if (rank[r] != 1 || spec[r].type[0] || spec[r].index >= 0 || spec[r].job[0] || spec[r].task >= 0) continue;
         int d = -1, same = 1;
-        for (int e = 0; e < it->n_edges && same; e++) {
+        for (int e = 0; e < it->n_edges && same; e++) {       /* (control consumers count too) */
             const df__xedge *ed = &x->edges[it->edge_start + e];
-            if (ed->slot < 0 || x->items[ed->dst].kind == DF__X_FETCH) continue;
+            if (x->items[ed->dst].kind == DF__X_FETCH) continue;
             int c = dev[ed->dst];
             if (c < 0) continue;
             if (d < 0) d = c; else if (d != c) same = 0;
