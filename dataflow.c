@@ -9445,16 +9445,30 @@ static void df__pb_transfer_attrs(df__pbuild *b, df_op_builder *ob, int src_part
     df_op_set_attr_int(ob, "_key", key);
 }
 
+/* Memory types: on a device whose memory is not the host's, host-memory arguments of a kernel
+   (shapes, predicates) live in host memory; an edge between the two kinds needs a transfer even
+   on one device. CPU devices have host memory only. */
+static int df__out_on_host(const df_node *n, int out, const df__device *d) {
+    return d->host_memory || out < 0 || (n->op->kernels[d->kernel_type].host_outputs >> DF__MIN(out, 31) & 1);
+}
+static int df__in_on_host(const df_node *n, int in, const df__device *d) {
+    return d->host_memory || in < 0 || (n->op->kernels[d->kernel_type].host_inputs >> DF__MIN(in, 31) & 1);
+}
+
 /* The value of (src item, out) seen from partition p (control: out -1, the Identity whose
    control edge stands for src), made of a Send in src's partition and a Recv in p, one per
-   (tensor, partition); inside a loop frame the Recv fires from p's control loop. */
-static df_node *df__pb_recv(df__pbuild *b, int src, int out, int p) {
+   (tensor, partition, memory type); inside a loop frame the Recv fires from p's control loop.
+   A pair on one device (memory types differ) has a control edge Send -> Recv. Host-memory
+   sides are _HostSend / _HostRecv. */
+static df_node *df__pb_recv(df__pbuild *b, int src, int out, int p, int dst_host) {
     const df__exec *x = b->x;
     int q = b->part_of_dev[b->dev[src]];
     const df_node *sn = x->items[src].node;
     int is_ref = out >= 0 && sn->out_is_ref[out];
+    int src_host = df__out_on_host(sn, out, b->parts[q].dev);
+    int host_send = src_host && !b->parts[q].dev->host_memory, host_recv = dst_host && !b->parts[p].dev->host_memory;
     char key[64];
-    snprintf(key, sizeof key, "%d:%d:%d", src, out, p);
+    snprintf(key, sizeof key, "%d:%d:%d:%d", src, out, p, dst_host);
     int found;
     if (!is_ref && df__strmap_get(&b->recvs, key, &found)) return b->parts[p].g->nodes[found];
     int frame = df__item_out_frame(x, src);
@@ -9489,14 +9503,14 @@ static df_node *df__pb_recv(df__pbuild *b, int src, int out, int p) {
         t = DF_BFLOAT16;
     }
     snprintf(base, sizeof base, "%.280s/_send_%d", sn->name, k);
-    df_op_builder *ob = df__pb_op(b, q, "_Send", base);
+    df_op_builder *ob = df__pb_op(b, q, host_send ? "_HostSend" : "_Send", base);
     if (!ob) { df__pb_oom(b); return NULL; }
     df_op_add_input(ob, (df_output){sent, sent_out});
     df__pb_transfer_attrs(b, ob, q, p, tname, k);
     df_node *send = df__pb_finish(b, ob);
     if (!send) return NULL;
     snprintf(base, sizeof base, "%.280s/_recv_%d", sn->name, k);
-    if (!(ob = df__pb_op(b, p, "_Recv", base))) { df__pb_oom(b); return NULL; }
+    if (!(ob = df__pb_op(b, p, host_recv ? "_HostRecv" : "_Recv", base))) { df__pb_oom(b); return NULL; }
     df_op_set_attr_type(ob, "tensor_type", out < 0 ? DF_FLOAT : t);
     df__pb_transfer_attrs(b, ob, q, p, tname, k);
     if (p == q) df_op_add_control_input(ob, send);   /* same device: never before its Send */
@@ -9574,7 +9588,7 @@ static df_node *df__pb_control_loop_merge(df__pbuild *b, int frame, int p) {
     cl->merge = merge;                               /* (the predicate's Recv below uses it) */
     int lc = b->loop_cond[frame];
     df_output pred = b->part_of_dev[b->dev[lc]] == p ? (df_output){b->clone[lc], 0}
-                                                      : (df_output){df__pb_recv(b, lc, 0, p), 0};
+                                                      : (df_output){df__pb_recv(b, lc, 0, p, 1), 0};
     if (!pred.node) return NULL;
     snprintf(base, sizeof base, "_cloop%.280s/Switch", sf->name);
     if (!(ob = df__pb_op(b, p, "Switch", base))) { df__pb_oom(b); return NULL; }
@@ -9699,15 +9713,19 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
                 df_node *dn = b.clone[d];
                 if (ed->slot >= 0) {
                     df_output src;
-                    if (it->kind == DF__X_FEED) src = (df_output){df__pb_feed(&b, feed_of[s], p), 0};
-                    else if (dev[s] == dev[d]) src = (df_output){b.clone[s], ed->src_out};
-                    else src = (df_output){df__pb_recv(&b, s, ed->src_out, p), 0};
-                    if (!src.node) break;
                     /* (analysis made data slots absolute in the frame, except a LoopCount's) */
-                    dn->inputs[x->items[d].kind == DF__X_COUNT ? ed->slot : ed->slot - x->items[d].input_start] = src;
+                    int slot = x->items[d].kind == DF__X_COUNT ? ed->slot : ed->slot - x->items[d].input_start;
+                    const df__device *dd = b.parts[p].dev;
+                    int dst_host = df__in_on_host(x->items[d].node, slot, dd);
+                    if (it->kind == DF__X_FEED) src = (df_output){df__pb_feed(&b, feed_of[s], p), 0};
+                    else if (dev[s] == dev[d] && df__out_on_host(it->node, ed->src_out, dd) == dst_host)
+                        src = (df_output){b.clone[s], ed->src_out};
+                    else src = (df_output){df__pb_recv(&b, s, ed->src_out, p, dst_host), 0};
+                    if (!src.node) break;
+                    dn->inputs[slot] = src;
                 } else {
                     df_node *c = it->kind == DF__X_FEED ? df__pb_feed(&b, feed_of[s], p)
-                               : dev[s] == dev[d] ? b.clone[s] : df__pb_recv(&b, s, -1, p);
+                               : dev[s] == dev[d] ? b.clone[s] : df__pb_recv(&b, s, -1, p, 1);
                     if (!c) break;
                     if (!df__node_add_control(dn, c)) goto oom;
                 }
