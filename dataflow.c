@@ -9435,14 +9435,44 @@ static df_node *df__pb_finish(df__pbuild *b, df_op_builder *ob) {
 }
 static df_node *df__pb_control_loop_merge(df__pbuild *b, int frame, int p);
 
-/* The Send/Recv pair of a transfer; sets the TF attrs on both builders. */
-static void df__pb_transfer_attrs(df__pbuild *b, df_op_builder *ob, int src_part, int dst_part, const char *tname, int key) {
-    df_op_set_attr_string(ob, "tensor_name", tname);
-    df_op_set_attr_string(ob, "send_device", b->parts[src_part].dev->name);
-    df_op_set_attr_int(ob, "send_device_incarnation", (int64_t)(b->parts[src_part].dev->incarnation >> 1));
-    df_op_set_attr_string(ob, "recv_device", b->parts[dst_part].dev->name);
-    df_op_set_attr_bool(ob, "client_terminated", 0);
-    df_op_set_attr_int(ob, "_key", key);
+/* A _Send (input `in`) or _Recv (output of type t) made directly, without the builder: a big
+   graph cut at random makes one of each per crossing edge, and checking them is not needed. */
+static int df__attr_set(df__attr *a, const char *name, df__attr_kind kind) {
+    memset(a, 0, sizeof *a);
+    a->kind = kind;
+    return (a->name = df__strdup(name)) != NULL;
+}
+static df_node *df__pb_xfer_node(df__pbuild *b, int p, int recv, int host, const char *base, df_output in,
+                                 df_dtype t, int src_part, int dst_part, const char *tname, int key) {
+    df_graph *g = b->parts[p].g;
+    df_node *n = (df_node *)DF_MALLOC(sizeof *n);
+    if (!n) { df__pb_oom(b); return NULL; }
+    memset(n, 0, sizeof *n);
+    n->op = df__op_lookup(recv ? (host ? "_HostRecv" : "_Recv") : (host ? "_HostSend" : "_Send"));
+    n->name = df__pgraph_name(g, base);
+    n->device = df__strdup(b->parts[p].dev->name);
+    n->attrs = (df__attr *)DF_MALLOC(7 * sizeof(df__attr));
+    int ok = n->op && n->name && n->device && n->attrs;
+    if (ok && !recv) {
+        ok = (n->inputs = (df_output *)DF_MALLOC(sizeof(df_output))) != NULL;
+        if (ok) { n->inputs[0] = in; n->n_inputs = 1; }
+    } else if (ok) {
+        n->out_types = (df_dtype *)DF_MALLOC(sizeof(df_dtype));
+        n->out_shapes = (df__shape *)DF_MALLOC(sizeof(df__shape));
+        n->out_is_ref = (unsigned char *)DF_MALLOC(1);
+        ok = n->out_types && n->out_shapes && n->out_is_ref;
+        if (ok) { n->n_outputs = 1; n->out_types[0] = t; n->out_shapes[0].rank = -1; n->out_is_ref[0] = 0; }
+    }
+    const df__device *sd = b->parts[src_part].dev, *rd = b->parts[dst_part].dev;
+    if (ok) { ok = df__attr_set(&n->attrs[n->n_attrs], recv ? "tensor_type" : "T", DF__A_TYPE); n->attrs[n->n_attrs++].u.type = t; }
+    if (ok) { ok = df__attr_set(&n->attrs[n->n_attrs], "tensor_name", DF__A_STRING); n->n_attrs++; ok = ok && (n->attrs[n->n_attrs - 1].u.s = df__strdup(tname)); }
+    if (ok) { ok = df__attr_set(&n->attrs[n->n_attrs], "send_device", DF__A_STRING); n->n_attrs++; ok = ok && (n->attrs[n->n_attrs - 1].u.s = df__strdup(sd->name)); }
+    if (ok) { ok = df__attr_set(&n->attrs[n->n_attrs], "send_device_incarnation", DF__A_INT); n->attrs[n->n_attrs++].u.i = (int64_t)(sd->incarnation >> 1); }
+    if (ok) { ok = df__attr_set(&n->attrs[n->n_attrs], "recv_device", DF__A_STRING); n->n_attrs++; ok = ok && (n->attrs[n->n_attrs - 1].u.s = df__strdup(rd->name)); }
+    if (ok) { ok = df__attr_set(&n->attrs[n->n_attrs], "client_terminated", DF__A_BOOL); n->attrs[n->n_attrs++].u.b = 0; }
+    if (ok) { ok = df__attr_set(&n->attrs[n->n_attrs], "_key", DF__A_INT); n->attrs[n->n_attrs++].u.i = key; }
+    if (!ok || !df__pgraph_add(g, n)) { df__node_free(n); df__pb_oom(b); return NULL; }
+    return n;
 }
 
 /* Memory types: on a device whose memory is not the host's, host-memory arguments of a kernel
@@ -9503,29 +9533,21 @@ static df_node *df__pb_recv(df__pbuild *b, int src, int out, int p, int dst_host
         t = DF_BFLOAT16;
     }
     snprintf(base, sizeof base, "%.280s/_send_%d", sn->name, k);
-    df_op_builder *ob = df__pb_op(b, q, host_send ? "_HostSend" : "_Send", base);
-    if (!ob) { df__pb_oom(b); return NULL; }
-    df_op_add_input(ob, (df_output){sent, sent_out});
-    df__pb_transfer_attrs(b, ob, q, p, tname, k);
-    df_node *send = df__pb_finish(b, ob);
+    df_node *send = df__pb_xfer_node(b, q, 0, host_send, base, (df_output){sent, sent_out}, t, q, p, tname, k);
     if (!send) return NULL;
+    df_node *m = NULL;
+    if (frame != 0 && !(m = df__pb_control_loop_merge(b, frame, p))) return NULL;
     snprintf(base, sizeof base, "%.280s/_recv_%d", sn->name, k);
-    if (!(ob = df__pb_op(b, p, host_recv ? "_HostRecv" : "_Recv", base))) { df__pb_oom(b); return NULL; }
-    df_op_set_attr_type(ob, "tensor_type", out < 0 ? DF_FLOAT : t);
-    df__pb_transfer_attrs(b, ob, q, p, tname, k);
-    if (p == q) df_op_add_control_input(ob, send);   /* same device: never before its Send */
-    if (frame != 0) {
-        df_node *m = df__pb_control_loop_merge(b, frame, p);
-        if (!m) { df__builder_free(ob); return NULL; }
-        df_op_add_control_input(ob, m);
-    }
-    df_node *recv = df__pb_finish(b, ob);
+    df_node *recv = df__pb_xfer_node(b, p, 1, host_recv, base, (df_output){NULL, 0}, out < 0 ? DF_FLOAT : t, q, p, tname, k);
     if (!recv) return NULL;
+    if ((p == q && !df__node_add_control(recv, send)) ||     /* same device: never before its Send */
+        (m && !df__node_add_control(recv, m))) { df__pb_oom(b); return NULL; }
     if (out >= 0) recv->out_shapes[0] = sn->out_shapes[out];
     df_node *result = recv;
     if (out < 0 || cast) {
         snprintf(base, sizeof base, "%.280s/%s_%d", sn->name, out < 0 ? "_ctrl_read" : "_from_bf16", k);
-        if (!(ob = df__pb_op(b, p, out < 0 ? "Identity" : "Cast", base))) { df__pb_oom(b); return NULL; }
+        df_op_builder *ob = df__pb_op(b, p, out < 0 ? "Identity" : "Cast", base);
+        if (!ob) { df__pb_oom(b); return NULL; }
         df_op_add_input(ob, (df_output){recv, 0});
         if (cast) {
             df_op_set_attr_type(ob, "SrcT", DF_BFLOAT16);
