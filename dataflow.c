@@ -3165,6 +3165,7 @@ typedef struct df__kctx {
     int dead;                    /* the node is dead (only transfer nodes run then) */
     int out_dead;                /* set by a Recv whose value arrived dead */
     int pending;                 /* set by a Recv that waits: the executor resumes it later */
+    struct df__ipool *ipool;     /* the session's intra-op threads (NULL: this thread only) */
 } df__kctx;
 
 static const df_tensor *df__const_value(df_output o) {
@@ -3590,23 +3591,456 @@ static void df__k_loop_cond(df__kctx *c) {
     df__k_forward(c, 0, 0);
 }
 
-/* ---- MatMul and BatchMatMulV2: C[m,n] = op(A)[m,k] op(B)[k,n] ---- */
-#define DF__GEMM(T)                                                                          \
-    static void df__gemm_##T(int64_t m, int64_t n, int64_t k, const T *a, int ta, const T *b, \
-                             int tb, T *o) {                                                 \
-        memset(o, 0, (size_t)(m * n) * sizeof(T));                                           \
-        for (int64_t i = 0; i < m; i++)                                                      \
-            for (int64_t p = 0; p < k; p++) {                                                \
-                T av = ta ? a[p * m + i] : a[i * k + p];                                     \
-                if (av == 0) continue;                                                       \
-                T *orow = o + i * n;                                                         \
-                if (!tb) { const T *brow = b + p * n; for (int64_t j = 0; j < n; j++) orow[j] += av * brow[j]; } \
-                else { for (int64_t j = 0; j < n; j++) orow[j] += av * b[j * k + p]; }       \
-            }                                                                                \
+/* ---- the intra-op pool: kernels split big work over it (df__parallel_for) ----
+   One job at a time: workers wait for a new generation, take parts until none is left; the
+   caller takes parts too and waits for the last. A kernel that finds the pool busy (another
+   kernel's job) runs its work itself, so nothing waits on anything but its own parts. */
+typedef void (*df__par_fn)(void *arg, int64_t lo, int64_t hi);
+#ifndef DF_NO_THREADS
+typedef struct df__ipool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv, done_cv;
+    pthread_t *threads;
+    int n_threads, shutdown, busy;
+    uint64_t gen;
+    df__par_fn fn;
+    void *arg;
+    int64_t len, chunk;
+    int parts, next, finished;
+} df__ipool;
+/* Takes and runs parts of the current job; returns with the lock held. */
+static void df__ipool_work(df__ipool *p) {
+    while (p->next < p->parts) {
+        int i = p->next++;
+        int64_t lo = (int64_t)i * p->chunk, hi = DF__MIN(p->len, lo + p->chunk);
+        df__par_fn fn = p->fn;
+        void *arg = p->arg;
+        pthread_mutex_unlock(&p->mu);
+        if (lo < hi) fn(arg, lo, hi);
+        pthread_mutex_lock(&p->mu);
+        if (++p->finished == p->parts) pthread_cond_broadcast(&p->done_cv);
     }
-DF__GEMM(double)
-static void df__gemm_int32_t(int64_t m, int64_t n, int64_t k, const int32_t *a, int ta,
-                             const int32_t *b, int tb, int32_t *o) {
+}
+static void *df__ipool_main(void *arg) {
+    df__ipool *p = (df__ipool *)arg;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->shutdown && p->gen == seen) pthread_cond_wait(&p->cv, &p->mu);
+        if (p->shutdown) break;
+        seen = p->gen;
+        df__ipool_work(p);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+static df__ipool *df__ipool_new(int n_threads) {
+    df__ipool *p = (df__ipool *)DF_MALLOC(sizeof *p);
+    if (!p) return NULL;
+    memset(p, 0, sizeof *p);
+    if (!(p->threads = (pthread_t *)DF_MALLOC((size_t)DF__MAX(n_threads, 1) * sizeof(pthread_t)))) { DF_FREE(p); return NULL; }
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    pthread_cond_init(&p->done_cv, NULL);
+    for (int i = 0; i < n_threads; i++) {
+        if (pthread_create(&p->threads[i], NULL, df__ipool_main, p) != 0) break;
+        p->n_threads++;
+    }
+    return p;
+}
+static void df__ipool_free(df__ipool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->shutdown = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    pthread_cond_destroy(&p->done_cv);
+    DF_FREE(p->threads);
+    DF_FREE(p);
+}
+static int df__ipool_threads(df__ipool *p) { return p ? p->n_threads + 1 : 1; }
+/* fn over [0, len) in at most `parts` pieces whose bounds are multiples of `unit`. */
+static void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts, df__par_fn fn, void *arg) {
+    if (unit < 1) unit = 1;
+    int64_t units = (len + unit - 1) / unit;
+    if (parts > units) parts = (int)units;
+    if (!p || parts <= 1) { if (len > 0) fn(arg, 0, len); return; }
+    pthread_mutex_lock(&p->mu);
+    if (p->busy) { pthread_mutex_unlock(&p->mu); fn(arg, 0, len); return; }
+    p->busy = 1;
+    p->fn = fn; p->arg = arg; p->len = len;
+    p->chunk = (units + parts - 1) / parts * unit;
+    p->parts = parts; p->next = 0; p->finished = 0;
+    p->gen++;
+    pthread_cond_broadcast(&p->cv);
+    df__ipool_work(p);
+    while (p->finished < p->parts) pthread_cond_wait(&p->done_cv, &p->mu);
+    p->busy = 0;
+    pthread_mutex_unlock(&p->mu);
+}
+#else
+typedef struct df__ipool { int unused; } df__ipool;
+static int df__ipool_threads(df__ipool *p) { DF__UNUSED(p); return 1; }
+static void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts, df__par_fn fn, void *arg) {
+    DF__UNUSED(p); DF__UNUSED(unit); DF__UNUSED(parts);
+    if (len > 0) fn(arg, 0, len);
+}
+#endif
+
+/* ---- GEMM: C[m,n] = op(A)[m,k] op(B)[k,n], float32 and float64 ----
+   BLIS's five loops: B panels of KC x NC packed into NR-wide slivers (L3/L1), A blocks of
+   MC x KC packed into MR-tall slivers (L2), and a micro-kernel that keeps an MR x NR block of C
+   in registers. Transposes are read by the packing, never copied first. Micro-kernels: AVX2+FMA
+   and a portable one, chosen at run time from the CPU's features (df_set_kernel_isa forces one).
+   Small products skip packing: the direct kernel reads A and B where they are. Big products are
+   split over the session's intra-op threads by rows or columns of C. */
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(DF_NO_SIMD)
+#define DF__X86 1
+#include <immintrin.h>
+#define DF__TARGET_AVX2 __attribute__((target("avx2,fma")))
+#endif
+
+enum { DF__ISA_PORTABLE = 0, DF__ISA_AVX2 = 1 };
+static int df__isa_forced = -1;                 /* -1: the best the CPU has */
+static int df__cpu_has_avx2(void) {
+#ifdef DF__X86
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+#else
+    return 0;
+#endif
+}
+static int df__isa(void) {
+    int f = __atomic_load_n(&df__isa_forced, __ATOMIC_RELAXED);
+    if (f >= 0) return f;
+    return df__cpu_has_avx2() ? DF__ISA_AVX2 : DF__ISA_PORTABLE;
+}
+df_code df_set_kernel_isa(const char *isa) {
+    int v;
+    if (!isa || !strcmp(isa, "auto")) v = -1;
+    else if (!strcmp(isa, "portable")) v = DF__ISA_PORTABLE;
+    else if (!strcmp(isa, "avx2")) { if (!df__cpu_has_avx2()) return DF_UNAVAILABLE; v = DF__ISA_AVX2; }
+    else if (!strcmp(isa, "avx512")) return DF_UNAVAILABLE;
+    else return DF_INVALID_ARGUMENT;
+    __atomic_store_n(&df__isa_forced, v, __ATOMIC_RELAXED);
+    return DF_OK;
+}
+const char *df_kernel_isa(void) { return df__isa() == DF__ISA_AVX2 ? "avx2" : "portable"; }
+
+/* Blocking per (precision, isa): MR x NR registers, KC x NR of B in L1, MC x KC of A in L2. */
+typedef struct df__gemm_cfg { int mr, nr, mc, kc, nc; } df__gemm_cfg;
+static const df__gemm_cfg df__gemm_cfgs[2][2] = {
+    /* float:  portable, avx2 */ {{4, 8, 128, 256, 2048}, {6, 16, 240, 256, 4080}},
+    /* double: portable, avx2 */ {{4, 4, 96, 256, 1024}, {6, 8, 72, 256, 2040}},
+};
+
+/* ---- packing (zero-padded to full slivers) ---- */
+#define DF__PACK(T)                                                                               \
+    /* A block rows [i0, i0+mc), cols [p0, p0+kc) of op(A) into MR-tall k-major slivers */        \
+    static void df__pack_a_##T(const T *a, int64_t lda, int ta, int64_t i0, int64_t mc, int64_t p0, \
+                               int64_t kc, int mr, T *dst) {                                      \
+        for (int64_t i = 0; i < mc; i += mr) {                                                    \
+            int64_t rows = DF__MIN(mr, mc - i);                                                   \
+            for (int64_t r = 0; r < mr; r++) {                                                    \
+                T *d = dst + r;                                                                   \
+                if (r >= rows) { for (int64_t p = 0; p < kc; p++, d += mr) *d = 0; continue; }    \
+                if (!ta) { const T *s = a + (i0 + i + r) * lda + p0;                              \
+                           for (int64_t p = 0; p < kc; p++, d += mr) *d = s[p]; }                 \
+                else { const T *s = a + p0 * lda + i0 + i + r;                                    \
+                       for (int64_t p = 0; p < kc; p++, d += mr, s += lda) *d = *s; }             \
+            }                                                                                     \
+            dst += (size_t)mr * (size_t)kc;                                                       \
+        }                                                                                         \
+    }                                                                                             \
+    /* B panel rows [p0, p0+kc), cols [j0, j0+nc) of op(B) into NR-wide k-major slivers */        \
+    static void df__pack_b_##T(const T *b, int64_t ldb, int tb, int64_t p0, int64_t kc, int64_t j0, \
+                               int64_t nc, int nr, T *dst) {                                      \
+        for (int64_t j = 0; j < nc; j += nr) {                                                    \
+            int64_t cols = DF__MIN(nr, nc - j);                                                   \
+            if (!tb) {                                                                            \
+                for (int64_t p = 0; p < kc; p++) {                                                \
+                    const T *s = b + (p0 + p) * ldb + j0 + j;                                     \
+                    T *d = dst + p * nr;                                                          \
+                    int64_t c = 0;                                                                \
+                    for (; c < cols; c++) d[c] = s[c];                                            \
+                    for (; c < nr; c++) d[c] = 0;                                                 \
+                }                                                                                 \
+            } else {                                                                              \
+                for (int64_t c = 0; c < nr; c++) {                                                \
+                    T *d = dst + c;                                                               \
+                    if (c >= cols) { for (int64_t p = 0; p < kc; p++, d += nr) *d = 0; continue; } \
+                    const T *s = b + (j0 + j + c) * ldb + p0;                                     \
+                    for (int64_t p = 0; p < kc; p++, d += nr) *d = s[p];                          \
+                }                                                                                 \
+            }                                                                                     \
+            dst += (size_t)nr * (size_t)kc;                                                       \
+        }                                                                                         \
+    }
+DF__PACK(float)
+DF__PACK(double)
+
+/* ---- micro-kernels: C[mr x nr] (= or +=) Ap(mr x kc) Bp(kc x nr), row stride ldc ---- */
+#define DF__UKR_PORTABLE(T, MR, NR)                                                               \
+    static void df__ukr_##T##_portable(int64_t kc, const T *a, int64_t rsa, int64_t csa, const T *b, \
+                                       int64_t ldb, T *c, int64_t ldc, int acc) {                 \
+        T t[MR][NR];                                                                              \
+        for (int r = 0; r < MR; r++) for (int j = 0; j < NR; j++) t[r][j] = 0;                     \
+        for (int64_t p = 0; p < kc; p++, a += csa, b += ldb)                                      \
+            for (int r = 0; r < MR; r++) { T av = a[r * rsa]; for (int j = 0; j < NR; j++) t[r][j] += av * b[j]; } \
+        for (int r = 0; r < MR; r++)                                                              \
+            for (int j = 0; j < NR; j++) c[r * ldc + j] = acc ? c[r * ldc + j] + t[r][j] : t[r][j]; \
+    }
+DF__UKR_PORTABLE(float, 4, 8)
+DF__UKR_PORTABLE(double, 4, 4)
+
+#ifdef DF__X86
+DF__TARGET_AVX2 static void df__ukr_float_avx2(int64_t kc, const float *a, int64_t rsa, int64_t csa, const float *b,
+                                               int64_t ldb, float *c, int64_t ldc, int acc) {
+    const int64_t r2 = 2 * rsa, r3 = 3 * rsa, r4 = 4 * rsa, r5 = 5 * rsa;
+    for (int r = 0; r < 6; r++) _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+#pragma GCC unroll 4
+    for (int64_t p = 0; p < kc; p++, a += csa, b += ldb) {
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), av;
+        av = _mm256_broadcast_ss(a + 0); c00 = _mm256_fmadd_ps(av, b0, c00); c01 = _mm256_fmadd_ps(av, b1, c01);
+        av = _mm256_broadcast_ss(a + rsa); c10 = _mm256_fmadd_ps(av, b0, c10); c11 = _mm256_fmadd_ps(av, b1, c11);
+        av = _mm256_broadcast_ss(a + r2); c20 = _mm256_fmadd_ps(av, b0, c20); c21 = _mm256_fmadd_ps(av, b1, c21);
+        av = _mm256_broadcast_ss(a + r3); c30 = _mm256_fmadd_ps(av, b0, c30); c31 = _mm256_fmadd_ps(av, b1, c31);
+        av = _mm256_broadcast_ss(a + r4); c40 = _mm256_fmadd_ps(av, b0, c40); c41 = _mm256_fmadd_ps(av, b1, c41);
+        av = _mm256_broadcast_ss(a + r5); c50 = _mm256_fmadd_ps(av, b0, c50); c51 = _mm256_fmadd_ps(av, b1, c51);
+    }
+#define DF__ST(row, lo, hi)                                                                       \
+    do { float *cr = c + (row) * ldc;                                                             \
+         if (acc) { lo = _mm256_add_ps(lo, _mm256_loadu_ps(cr)); hi = _mm256_add_ps(hi, _mm256_loadu_ps(cr + 8)); } \
+         _mm256_storeu_ps(cr, lo); _mm256_storeu_ps(cr + 8, hi); } while (0)
+    DF__ST(0, c00, c01); DF__ST(1, c10, c11); DF__ST(2, c20, c21);
+    DF__ST(3, c30, c31); DF__ST(4, c40, c41); DF__ST(5, c50, c51);
+#undef DF__ST
+}
+DF__TARGET_AVX2 static void df__ukr_double_avx2(int64_t kc, const double *a, int64_t rsa, int64_t csa, const double *b,
+                                               int64_t ldb, double *c, int64_t ldc, int acc) {
+    const int64_t r2 = 2 * rsa, r3 = 3 * rsa, r4 = 4 * rsa, r5 = 5 * rsa;
+    for (int r = 0; r < 6; r++) _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+    __m256d c00 = _mm256_setzero_pd(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256d c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+#pragma GCC unroll 4
+    for (int64_t p = 0; p < kc; p++, a += csa, b += ldb) {
+        __m256d b0 = _mm256_loadu_pd(b), b1 = _mm256_loadu_pd(b + 4), av;
+        av = _mm256_broadcast_sd(a + 0); c00 = _mm256_fmadd_pd(av, b0, c00); c01 = _mm256_fmadd_pd(av, b1, c01);
+        av = _mm256_broadcast_sd(a + rsa); c10 = _mm256_fmadd_pd(av, b0, c10); c11 = _mm256_fmadd_pd(av, b1, c11);
+        av = _mm256_broadcast_sd(a + r2); c20 = _mm256_fmadd_pd(av, b0, c20); c21 = _mm256_fmadd_pd(av, b1, c21);
+        av = _mm256_broadcast_sd(a + r3); c30 = _mm256_fmadd_pd(av, b0, c30); c31 = _mm256_fmadd_pd(av, b1, c31);
+        av = _mm256_broadcast_sd(a + r4); c40 = _mm256_fmadd_pd(av, b0, c40); c41 = _mm256_fmadd_pd(av, b1, c41);
+        av = _mm256_broadcast_sd(a + r5); c50 = _mm256_fmadd_pd(av, b0, c50); c51 = _mm256_fmadd_pd(av, b1, c51);
+    }
+#define DF__ST(row, lo, hi)                                                                       \
+    do { double *cr = c + (row) * ldc;                                                            \
+         if (acc) { lo = _mm256_add_pd(lo, _mm256_loadu_pd(cr)); hi = _mm256_add_pd(hi, _mm256_loadu_pd(cr + 4)); } \
+         _mm256_storeu_pd(cr, lo); _mm256_storeu_pd(cr + 4, hi); } while (0)
+    DF__ST(0, c00, c01); DF__ST(1, c10, c11); DF__ST(2, c20, c21);
+    DF__ST(3, c30, c31); DF__ST(4, c40, c41); DF__ST(5, c50, c51);
+#undef DF__ST
+}
+#endif
+
+/* One thread's share: C rows [m0, m1) x cols [n0, n1). abuf/bbuf: aligned packing buffers. */
+#define DF__GEMM_BLOCKED(T)                                                                       \
+    static void df__gemm_blocked_##T(const df__gemm_cfg *g, int isa, int64_t m0, int64_t m1, int64_t n0, \
+                                     int64_t n1, int64_t k, const T *a, int64_t lda, int ta, const T *b, \
+                                     int64_t ldb, int tb, T *c, int64_t ldc, T *abuf, T *bbuf) {  \
+        const int mr = g->mr, nr = g->nr;                                                         \
+        T tile[16 * 16];                                                                          \
+        void (*ukr)(int64_t, const T *, int64_t, int64_t, const T *, int64_t, T *, int64_t, int) = df__ukr_##T##_portable; \
+        DF__GEMM_PICK_##T                                                                         \
+        for (int64_t jc = n0; jc < n1; jc += g->nc) {                                             \
+            int64_t nc = DF__MIN(g->nc, n1 - jc);                                                 \
+            for (int64_t pc = 0; pc < k; pc += g->kc) {                                           \
+                int64_t kc = DF__MIN(g->kc, k - pc);                                              \
+                df__pack_b_##T(b, ldb, tb, pc, kc, jc, nc, nr, bbuf);                            \
+                for (int64_t ic = m0; ic < m1; ic += g->mc) {                                     \
+                    int64_t mc = DF__MIN(g->mc, m1 - ic);                                         \
+                    df__pack_a_##T(a, lda, ta, ic, mc, pc, kc, mr, abuf);                         \
+                    for (int64_t jr = 0; jr < nc; jr += nr) {                                     \
+                        int64_t cols = DF__MIN(nr, nc - jr);                                      \
+                        const T *bp = bbuf + (size_t)(jr / nr) * (size_t)nr * (size_t)kc;         \
+                        for (int64_t ir = 0; ir < mc; ir += mr) {                                 \
+                            int64_t rows = DF__MIN(mr, mc - ir);                                  \
+                            const T *ap = abuf + (size_t)(ir / mr) * (size_t)mr * (size_t)kc;     \
+                            T *cp = c + (ic + ir) * ldc + jc + jr;                                \
+                            if (rows == mr && cols == nr) { ukr(kc, ap, 1, mr, bp, nr, cp, ldc, pc > 0); continue; } \
+                            ukr(kc, ap, 1, mr, bp, nr, tile, nr, 0);                              \
+                            for (int64_t r = 0; r < rows; r++)                                    \
+                                for (int64_t j = 0; j < cols; j++)                                \
+                                    cp[r * ldc + j] = pc > 0 ? cp[r * ldc + j] + tile[r * nr + j] : tile[r * nr + j]; \
+                        }                                                                         \
+                    }                                                                             \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+    }
+#ifdef DF__X86
+#define DF__GEMM_PICK_float if (isa == DF__ISA_AVX2) ukr = df__ukr_float_avx2;
+#define DF__GEMM_PICK_double if (isa == DF__ISA_AVX2) ukr = df__ukr_double_avx2;
+#else
+#define DF__GEMM_PICK_float DF__UNUSED(isa);
+#define DF__GEMM_PICK_double DF__UNUSED(isa);
+#endif
+DF__GEMM_BLOCKED(float)
+DF__GEMM_BLOCKED(double)
+
+/* Direct (no packing) for small products with B not transposed: full tiles read A through its
+   strides and B's rows where they are; edge tiles first copy their few rows or columns into a
+   zero-padded block. Returns 0 on OOM. */
+#define DF__GEMM_DIRECT(T)                                                                        \
+    static int df__gemm_direct_##T(const df__gemm_cfg *g, int isa, int64_t m, int64_t n, int64_t k, \
+                                   const T *a, int64_t lda, int ta, const T *b, int64_t ldb, T *c, int64_t ldc) { \
+        const int mr = g->mr, nr = g->nr;                                                         \
+        const int64_t rsa = ta ? 1 : lda, csa = ta ? lda : 1;                                     \
+        T tile[16 * 16];                                                                          \
+        void (*ukr)(int64_t, const T *, int64_t, int64_t, const T *, int64_t, T *, int64_t, int) = df__ukr_##T##_portable; \
+        DF__GEMM_PICK_##T                                                                         \
+        int64_t n_full = n / nr * nr, m_full = m / mr * mr;                                       \
+        T *edge = NULL, *aedge = NULL, *bedge = NULL;                                             \
+        if (n_full < n || m_full < m) {                                                           \
+            edge = (T *)DF_MALLOC((size_t)(mr + nr) * (size_t)k * sizeof(T) + 64);                \
+            if (!edge) return 0;                                                                  \
+            aedge = edge; bedge = edge + (size_t)mr * (size_t)k;                                  \
+            if (n_full < n)                                                                       \
+                for (int64_t p = 0; p < k; p++)                                                   \
+                    for (int64_t j = 0; j < nr; j++) bedge[p * nr + j] = n_full + j < n ? b[p * ldb + n_full + j] : 0; \
+        }                                                                                         \
+        for (int64_t i = 0; i < m; i += mr) {                                                     \
+            int64_t rows = DF__MIN(mr, m - i);                                                    \
+            const T *ap = a + i * rsa;                                                            \
+            int64_t ars = rsa, acs = csa;                                                         \
+            if (rows < mr) {                                                                      \
+                for (int64_t p = 0; p < k; p++)                                                   \
+                    for (int64_t r = 0; r < mr; r++) aedge[p * mr + r] = r < rows ? a[(i + r) * rsa + p * csa] : 0; \
+                ap = aedge; ars = 1; acs = mr;                                                    \
+            }                                                                                     \
+            for (int64_t j = 0; j < n; j += nr) {                                                 \
+                T *cp = c + i * ldc + j;                                                          \
+                if (j < n_full && rows == mr) { ukr(k, ap, ars, acs, b + j, ldb, cp, ldc, 0); continue; } \
+                int64_t cols = DF__MIN(nr, n - j);                                                \
+                if (j < n_full) ukr(k, ap, ars, acs, b + j, ldb, tile, nr, 0);                    \
+                else ukr(k, ap, ars, acs, bedge, nr, tile, nr, 0);                                \
+                for (int64_t r = 0; r < rows; r++)                                                \
+                    for (int64_t jj = 0; jj < cols; jj++) cp[r * ldc + jj] = tile[r * nr + jj];   \
+            }                                                                                     \
+        }                                                                                         \
+        DF_FREE(edge);                                                                            \
+        return 1;                                                                                 \
+    }
+DF__GEMM_DIRECT(float)
+DF__GEMM_DIRECT(double)
+
+/* One share of a blocked product: rows or columns [lo, hi) of C, with buffers of its own. */
+typedef struct df__gemm_job {
+    int dbl, isa;
+    const df__gemm_cfg *g;
+    int64_t m, n, k, lda, ldb, ldc;
+    const void *a, *b;
+    void *c;
+    int ta, tb, split_rows, failed;
+} df__gemm_job;
+static void df__gemm_share(void *arg, int64_t lo, int64_t hi) {
+    df__gemm_job *j = (df__gemm_job *)arg;
+    const df__gemm_cfg *g = j->g;
+    int64_t m0 = j->split_rows ? lo : 0, m1 = j->split_rows ? hi : j->m;
+    int64_t n0 = j->split_rows ? 0 : lo, n1 = j->split_rows ? j->n : hi;
+    if (m1 <= m0 || n1 <= n0) return;
+    size_t es = j->dbl ? 8 : 4;
+    int64_t kc = DF__MIN(g->kc, j->k);
+    int64_t mc = (DF__MIN(g->mc, m1 - m0) + g->mr - 1) / g->mr * g->mr;
+    int64_t nc = (DF__MIN(g->nc, n1 - n0) + g->nr - 1) / g->nr * g->nr;
+    size_t abytes = (size_t)mc * (size_t)kc * es, bbytes = (size_t)nc * (size_t)kc * es;
+    char *raw = (char *)DF_MALLOC(abytes + bbytes + 128);
+    if (!raw) { __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED); return; }
+    char *abuf = (char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    char *bbuf = (char *)(((uintptr_t)abuf + abytes + 63) & ~(uintptr_t)63);
+    if (j->dbl) df__gemm_blocked_double(g, j->isa, m0, m1, n0, n1, j->k, (const double *)j->a, j->lda, j->ta,
+                                        (const double *)j->b, j->ldb, j->tb, (double *)j->c, j->ldc, (double *)abuf, (double *)bbuf);
+    else df__gemm_blocked_float(g, j->isa, m0, m1, n0, n1, j->k, (const float *)j->a, j->lda, j->ta,
+                                (const float *)j->b, j->ldb, j->tb, (float *)j->c, j->ldc, (float *)abuf, (float *)bbuf);
+    DF_FREE(raw);
+}
+
+/* C = op(A) op(B) for float (dbl 0) or double (dbl 1); row-major with leading dimensions.
+   Returns 0 when memory ran out. */
+#define DF__GEMM_DIRECT_MAX (128 * 128 * 128)
+static int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, int ta,
+                       const void *b, int64_t ldb, int tb, void *c, int64_t ldc, struct df__ipool *pool,
+                       int max_threads) {
+    size_t es = dbl ? 8 : 4;
+    if (m <= 0 || n <= 0) return 1;
+    if (k <= 0) { for (int64_t i = 0; i < m; i++) memset((char *)c + (size_t)(i * ldc) * es, 0, (size_t)n * es); return 1; }
+    int isa = df__isa();
+    const df__gemm_cfg *g = &df__gemm_cfgs[dbl][isa];
+    if (!tb && m * n * k <= DF__GEMM_DIRECT_MAX)
+        return dbl ? df__gemm_direct_double(g, isa, m, n, k, (const double *)a, lda, ta, (const double *)b, ldb, (double *)c, ldc)
+                   : df__gemm_direct_float(g, isa, m, n, k, (const float *)a, lda, ta, (const float *)b, ldb, (float *)c, ldc);
+    df__gemm_job j;
+    memset(&j, 0, sizeof j);
+    j.dbl = dbl; j.isa = isa; j.g = g; j.m = m; j.n = n; j.k = k; j.lda = lda; j.ldb = ldb; j.ldc = ldc;
+    j.a = a; j.b = b; j.c = c; j.ta = ta; j.tb = tb;
+    j.split_rows = m > n;
+    int64_t len = j.split_rows ? m : n, unit = j.split_rows ? g->mr : g->nr;
+    /* below ~4M multiply-adds a hand-off to another thread costs more than it saves */
+    int threads = (double)m * (double)n * (double)k < 4.0e6 ? 1 : df__ipool_threads(pool);
+    if (max_threads > 0 && threads > max_threads) threads = max_threads;
+    df__parallel_for(pool, len, unit, threads, df__gemm_share, &j);
+    return !j.failed;
+}
+
+/* The public entry: the same GEMM on caller-owned row-major matrices. Threads come from one
+   process-wide intra-op pool made on first use (it lives as long as the process). */
+#ifndef DF_NO_THREADS
+static df__ipool *df__global_ipool;
+#endif
+static df_code df__gemm_public(int dbl, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                               const void *b, int64_t ldb, void *c, int64_t ldc, int n_threads) {
+    if (m < 0 || n < 0 || k < 0 || (m && n && !c) || (m && k && !a) || (k && n && !b)) return DF_INVALID_ARGUMENT;
+    if ((m && k && lda < (ta ? m : k)) || (k && n && ldb < (tb ? k : n)) || (m && n && ldc < n)) return DF_INVALID_ARGUMENT;
+    df__ipool *pool = NULL;
+#ifndef DF_NO_THREADS
+    if (n_threads > 1) {
+        pool = __atomic_load_n(&df__global_ipool, __ATOMIC_ACQUIRE);
+        if (!pool) {
+            df__ipool *fresh = df__ipool_new(df__num_cores() - 1), *expected = NULL;
+            if (fresh && !__atomic_compare_exchange_n(&df__global_ipool, &expected, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                df__ipool_free(fresh);
+                fresh = expected;
+            }
+            pool = fresh;
+        }
+    }
+#else
+    DF__UNUSED(n_threads);
+#endif
+    return df__gemm_fp(dbl, m, n, k, a, lda, ta, b, ldb, tb, c, ldc, pool, n_threads) ? DF_OK : DF_RESOURCE_EXHAUSTED;
+}
+df_code df_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, float *c, int64_t ldc, int n_threads) {
+    return df__gemm_public(0, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, n_threads);
+}
+df_code df_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+                    const double *b, int64_t ldb, double *c, int64_t ldc, int n_threads) {
+    return df__gemm_public(1, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, n_threads);
+}
+
+/* MatMul's product: float and double through the GEMM above, int32 by a plain loop (wrapping
+   arithmetic). Returns 0 when memory ran out. */
+static void df__gemm_int32(int64_t m, int64_t n, int64_t k, const int32_t *a, int ta, const int32_t *b, int tb, int32_t *o) {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             uint32_t s = 0;
@@ -3615,102 +4049,12 @@ static void df__gemm_int32_t(int64_t m, int64_t n, int64_t k, const int32_t *a, 
             o[i * n + j] = (int32_t)s;
         }
 }
-/* float32: four output rows at a time over rows of B (B transposed into a buffer first when
-   needed), so the inner loop is a vectorisable axpy of four rows. No zero skipping, so NaN and
-   inf propagate as in IEEE arithmetic. The real GEMM (packing, micro-kernels) replaces this. */
-static void df__sgemm_rows(int64_t m, int64_t n, int64_t k, const float *a, int ta, const float *b, int tb,
-                           float *o) {
-    float *bt = NULL;
-    if (tb && k * n > 0) {
-        bt = (float *)DF_MALLOC((size_t)(k * n) * sizeof(float));
-        if (!bt) {               /* no memory for the buffer: the plain loop */
-            for (int64_t i = 0; i < m; i++) for (int64_t j = 0; j < n; j++) {
-                float s = 0; for (int64_t p = 0; p < k; p++) s += (ta ? a[p * m + i] : a[i * k + p]) * b[j * k + p];
-                o[i * n + j] = s; }
-            return;
-        }
-        for (int64_t j = 0; j < n; j++) for (int64_t p = 0; p < k; p++) bt[p * n + j] = b[j * k + p];
-        b = bt;
-    }
-    memset(o, 0, (size_t)(m * n) * sizeof(float));
-    int64_t i = 0;
-#if defined(__GNUC__) || defined(__clang__)
-    /* 4 x 8 tiles held in registers across the whole k loop */
-    typedef float df__v8f __attribute__((vector_size(32)));
-    for (; i + 4 <= m; i += 4) {
-        int64_t j = 0;
-        for (; j + 8 <= n; j += 8) {
-            df__v8f c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0};
-            for (int64_t p = 0; p < k; p++) {
-                df__v8f bv;
-                memcpy(&bv, b + p * n + j, sizeof bv);
-                float a0 = ta ? a[p * m + i] : a[i * k + p], a1 = ta ? a[p * m + i + 1] : a[(i + 1) * k + p];
-                float a2 = ta ? a[p * m + i + 2] : a[(i + 2) * k + p], a3 = ta ? a[p * m + i + 3] : a[(i + 3) * k + p];
-                c0 += a0 * bv; c1 += a1 * bv; c2 += a2 * bv; c3 += a3 * bv;
-            }
-            memcpy(o + i * n + j, &c0, sizeof c0);
-            memcpy(o + (i + 1) * n + j, &c1, sizeof c1);
-            memcpy(o + (i + 2) * n + j, &c2, sizeof c2);
-            memcpy(o + (i + 3) * n + j, &c3, sizeof c3);
-        }
-        for (int64_t r = 0; r < 4 && j < n; r++)
-            for (int64_t jj = j; jj < n; jj++) {
-                float s = 0;
-                for (int64_t p = 0; p < k; p++) s += (ta ? a[p * m + i + r] : a[(i + r) * k + p]) * b[p * n + jj];
-                o[(i + r) * n + jj] = s;
-            }
-    }
-#endif
-    for (; i + 4 <= m; i += 4) {
-        float *restrict o0 = o + i * n, *restrict o1 = o0 + n, *restrict o2 = o1 + n, *restrict o3 = o2 + n;
-        for (int64_t p = 0; p < k; p++) {
-            float a0 = ta ? a[p * m + i] : a[i * k + p], a1 = ta ? a[p * m + i + 1] : a[(i + 1) * k + p];
-            float a2 = ta ? a[p * m + i + 2] : a[(i + 2) * k + p], a3 = ta ? a[p * m + i + 3] : a[(i + 3) * k + p];
-            const float *restrict br = b + p * n;
-            for (int64_t j = 0; j < n; j++) {
-                float bv = br[j];
-                o0[j] += a0 * bv; o1[j] += a1 * bv; o2[j] += a2 * bv; o3[j] += a3 * bv;
-            }
-        }
-    }
-    for (; i < m; i++) {
-        float *restrict orow = o + i * n;
-        for (int64_t p = 0; p < k; p++) {
-            float av = ta ? a[p * m + i] : a[i * k + p];
-            const float *restrict br = b + p * n;
-            for (int64_t j = 0; j < n; j++) orow[j] += av * br[j];
-        }
-    }
-    DF_FREE(bt);
-}
-
-/* NaN-safe: the float kernels skip zero multiplicands of A only when B holds no NaN/inf. */
-static int df__all_finite(const df_tensor *t) {
-    if (t->dtype == DF_FLOAT) { const float *p = (const float *)t->data; for (int64_t i = 0; i < t->n; i++) if (!isfinite(p[i])) return 0; }
-    if (t->dtype == DF_DOUBLE) { const double *p = (const double *)t->data; for (int64_t i = 0; i < t->n; i++) if (!isfinite(p[i])) return 0; }
-    return 1;
-}
-static void df__gemm(df_dtype t, int64_t m, int64_t n, int64_t k, const void *a, int ta, const void *b,
-                     int tb, void *o, int b_finite) {
-    if (t == DF_FLOAT) { df__sgemm_rows(m, n, k, (const float *)a, ta, (const float *)b, tb, (float *)o); return; }
-    if (!b_finite) {     /* exact IEEE semantics: no skipping of zeros */
-        if (t == DF_FLOAT) {
-            const float *A = (const float *)a, *B = (const float *)b; float *O = (float *)o;
-            for (int64_t i = 0; i < m; i++) for (int64_t j = 0; j < n; j++) {
-                float s = 0; for (int64_t p = 0; p < k; p++) s += (ta ? A[p * m + i] : A[i * k + p]) * (tb ? B[j * k + p] : B[p * n + j]);
-                O[i * n + j] = s; }
-            return;
-        }
-        if (t == DF_DOUBLE) {
-            const double *A = (const double *)a, *B = (const double *)b; double *O = (double *)o;
-            for (int64_t i = 0; i < m; i++) for (int64_t j = 0; j < n; j++) {
-                double s = 0; for (int64_t p = 0; p < k; p++) s += (ta ? A[p * m + i] : A[i * k + p]) * (tb ? B[j * k + p] : B[p * n + j]);
-                O[i * n + j] = s; }
-            return;
-        }
-    }
-    if (t == DF_DOUBLE) df__gemm_double(m, n, k, (const double *)a, ta, (const double *)b, tb, (double *)o);
-    else df__gemm_int32_t(m, n, k, (const int32_t *)a, ta, (const int32_t *)b, tb, (int32_t *)o);
+static int df__gemm(df__kctx *c, df_dtype t, int64_t m, int64_t n, int64_t k, const void *a, int ta, const void *b,
+                    int tb, void *o) {
+    if (t == DF_INT32) { df__gemm_int32(m, n, k, (const int32_t *)a, ta, (const int32_t *)b, tb, (int32_t *)o); return 1; }
+    if (df__gemm_fp(t == DF_DOUBLE, m, n, k, a, ta ? m : k, ta, b, tb ? k : n, tb, o, n, c->ipool, 0)) return 1;
+    DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for the matrix product's packing buffers");
+    return 0;
 }
 
 static df_code df__matmul_dims(const df_node *node, int ra, const int64_t *da, int rb, const int64_t *db,
@@ -3737,7 +4081,7 @@ static void df__k_matmul(df__kctx *c) {
     df_tensor *o = df__k_alloc(c, 0, a->dtype, 2, dims);
     if (o && o->n) {
         if (k == 0) memset(o->data, 0, o->nbytes);
-        else df__gemm(a->dtype, m, n, k, a->data, ta, b->data, tb, o->data, df__all_finite(b));
+        else df__gemm(c, a->dtype, m, n, k, a->data, ta, b->data, tb, o->data);
     }
 }
 static df_code df__sf_matmul(df__shape_ctx *c) {
@@ -3796,12 +4140,11 @@ static void df__k_bmm(df__kctx *c) {
     for (int i = 0; i < bc.rank; i++) batches *= bc.dims[i];
     size_t es = df_dtype_size(a->dtype);
     int64_t sz_a = a->dims[a->rank - 2] * a->dims[a->rank - 1], sz_b = b->dims[b->rank - 2] * b->dims[b->rank - 1];
-    int finite = df__all_finite(b);
     for (int64_t bi = 0; bi < batches; bi++) {
         char *op = (char *)o->data + (size_t)(bi * m * n) * es;
         if (k == 0) memset(op, 0, (size_t)(m * n) * es);
-        else df__gemm(a->dtype, m, n, k, (const char *)a->data + (size_t)(oa * sz_a) * es, ax,
-                      (const char *)b->data + (size_t)(ob * sz_b) * es, ay, op, finite);
+        else if (!df__gemm(c, a->dtype, m, n, k, (const char *)a->data + (size_t)(oa * sz_a) * es, ax,
+                           (const char *)b->data + (size_t)(ob * sz_b) * es, ay, op)) return;
         for (int d = bc.rank - 1; d >= 0; d--) {
             idx[d]++; oa += bc.sa[d]; ob += bc.sb[d];
             if (idx[d] < bc.dims[d]) break;
@@ -7922,7 +8265,8 @@ typedef struct df__step {
     df__spin stack_lock;
     df__stack **stacks;              /* StackV2 state of this run */
     int n_stacks, cap_stacks;
-    df__pgroup *group;                /* the partitions of this run; NULL for a single executor */
+    df__pgroup *group;               /* the partitions of this run; NULL for a single executor */
+    struct df__ipool *ipool;         /* the session's intra-op threads */
     struct df__step *home;           /* whose stacks this step uses: a handle may cross devices */
     int shared;                      /* threads of other partitions resume its Recvs: always lock */
 #ifndef DF_NO_THREADS
@@ -8602,6 +8946,7 @@ static int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
             df__kctx k;
             k.in = in; k.out = outs; k.node = item->node; k.n_in = item->n_inputs; k.n_out = item->n_outputs;
             k.need = item->need; k.alloc = s->device->alloc; k.step = s; k.st = &st; k.iter = t->iter->num;
+            k.ipool = s->ipool;
             if (DF__UNLIKELY(item->flags & DF__XF_TRANSFER)) {
                 k.tag = t; k.aux = item->aux; k.dead = t->dead; k.out_dead = 0; k.pending = 0;
                 item->kernel(&k);
@@ -9001,6 +9346,7 @@ struct df_session {
     df__device **devices;
     int n_devices;
     df__pool *pool;
+    df__ipool *ipool;            /* intra-op threads for big kernels (GEMM) */
     df__spin lock;               /* cache and resources */
     df__strmap cache;            /* signature -> index in plans */
     df__plan **plans;
@@ -9911,6 +10257,10 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
         s->pool = df__pool_new(o.inter_op_threads - 1);
         if (!s->pool) { df_session_free(s); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the thread pool"); return NULL; }
     }
+    if (o.intra_op_threads > 1 && !o.deterministic) {
+        s->ipool = df__ipool_new(DF__MIN(o.intra_op_threads, 256) - 1);
+        if (!s->ipool) { df_session_free(s); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the intra-op threads"); return NULL; }
+    }
 #endif
     g->n_sessions++;
     return s;
@@ -9920,6 +10270,7 @@ void df_session_free(df_session *s) {
     if (!s) return;
 #ifndef DF_NO_THREADS
     df__pool_free(s->pool);
+    df__ipool_free(s->ipool);
 #endif
     for (int i = 0; i < s->n_plans; i++) df__plan_free(s->plans[i]);
     DF_FREE(s->plans);
@@ -10194,6 +10545,7 @@ static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *fee
         step.device = plan->parts[0].dev;
         step.feeds = feed_values;
         step.fetches = fetch_values;
+        step.ipool = s->ipool;
 #ifndef DF_NO_THREADS
         step.pool = s->pool;
         step.threaded = s->pool != NULL;
@@ -10227,6 +10579,7 @@ static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *fee
         step->fetches = fetches + fo;
         step->group = &g;
         step->home = &g.steps[0];
+        step->ipool = s->ipool;
 #ifndef DF_NO_THREADS
         step->pool = s->pool;
         step->threaded = s->pool != NULL;

@@ -169,6 +169,18 @@ int df_op_is_registered(const char *op_type);
 /* Places the node being built with n (TensorFlow's colocate_with): adds "loc:@<n's name>" to
    its `_class` attr, entries separated by commas. The placer keeps colocated nodes together. */
 void df_op_colocate_with(df_op_builder *b, const df_node *n);
+/* The library's matrix product on row-major matrices: C[m,n] = op(A)[m,k] op(B)[k,n], op a
+   transpose when ta/tb is set; lda/ldb/ldc are row strides in elements. n_threads > 1 splits big
+   products over a process-wide pool. DF_INVALID_ARGUMENT for bad sizes or strides. */
+df_code df_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, float *c, int64_t ldc, int n_threads);
+df_code df_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+                    const double *b, int64_t ldb, double *c, int64_t ldc, int n_threads);
+/* Which CPU kernels run: "auto" (the best this CPU has), "portable", "avx2" (AVX2+FMA). Returns
+   DF_UNAVAILABLE when this CPU lacks the instructions, DF_INVALID_ARGUMENT for an unknown name.
+   For tests and comparisons; it applies to the whole process. */
+df_code df_set_kernel_isa(const char *isa);
+const char *df_kernel_isa(void);   /* the kernels in use now */
 /* TensorFlow's rendezvous key of a _Send or _Recv node of a partition for one frame instance
    and iteration: "send_device;incarnation(16 hex);recv_device;tensor_name;frame_id:iter".
    Returns the length written (snprintf-style), or -1 if n is not a transfer node. */
