@@ -3278,6 +3278,21 @@ static df_tensor *df__k_alloc(df__kctx *c, int i, df_dtype t, int rank, const in
     c->out[i] = x;
     return x;
 }
+/* TensorFlow's buffer forwarding: output i takes input `in`'s buffer when this node holds the
+   only reference to it (not a constant's value, a variable, a feed or a view of a shared
+   buffer) and it has the output's type and shape. The kernel must then compute in place, each
+   element read before it is written. Else a new tensor. */
+static df_tensor *df__k_reuse_or_alloc(df__kctx *c, int i, int in, df_dtype t, int rank, const int64_t *dims) {
+    df_tensor *x = in < c->n_in ? c->in[in] : NULL;
+    if (x && x->dtype == t && x->rank == rank && !x->base && !x->ref && x->alloc &&
+        __atomic_load_n(&x->refs, __ATOMIC_ACQUIRE) == 1 &&
+        (rank == 0 || !memcmp(x->dims, dims, (size_t)rank * sizeof *dims))) {
+        c->out[i] = x;
+        c->in[in] = NULL;
+        return x;
+    }
+    return df__k_alloc(c, i, t, rank, dims);
+}
 static df_tensor *df__k_alloc_like(df__kctx *c, int i, df_dtype t, const df_tensor *like) {
     return df__k_alloc(c, i, t, like->rank, like->dims);
 }
@@ -3398,8 +3413,11 @@ static void df__k_binary(df__kctx *c) {
         for (int64_t i = 0; i < b->n; i++)
             if (df__int_at(b, i) < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Integers to negative integer powers are not allowed"); return; }
     df_dtype ot = code >= DF__B_LESS && code <= DF__B_NOT_EQUAL ? DF_BOOL : a->dtype;
-    df_tensor *o = df__k_alloc(c, 0, ot, bc.rank, bc.dims);
+    /* (a and b stay readable: a forwarded input is the output, the other one is untouched) */
+    const df_tensor *fa = a, *fb = b;
+    df_tensor *o = df__k_reuse_or_alloc(c, 0, a->n == b->n || b->n == 1 ? 0 : 1, ot, bc.rank, bc.dims);
     if (!o || o->n == 0) return;
+    a = fa; b = fb;
     size_t es = df_dtype_size(a->dtype), eo = df_dtype_size(ot);
     const char *pa = (const char *)a->data, *pb = (const char *)b->data;
     char *po = (char *)o->data;
@@ -3456,7 +3474,7 @@ enum { DF__U_NEG, DF__U_SQUARE, DF__U_SQRT, DF__U_RSQRT, DF__U_EXP, DF__U_LOG, D
 static void df__k_unary(df__kctx *c) {
     const df_tensor *x = c->in[0];
     int code = c->node->op->code, ok = 1;
-    df_tensor *y = df__k_alloc_like(c, 0, x->dtype, x);
+    df_tensor *y = df__k_reuse_or_alloc(c, 0, 0, x->dtype, x->rank, x->dims);
     if (!y) return;
     int64_t n = x->n;
     switch (x->dtype) {
