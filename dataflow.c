@@ -3299,6 +3299,46 @@ static df_tensor *df__k_alloc_like(df__kctx *c, int i, df_dtype t, const df_tens
 /* Passes an input through: the node owns its input references, so it hands this one on. */
 static void df__k_forward(df__kctx *c, int out, int in) { c->out[out] = c->in[in]; c->in[in] = NULL; }
 
+/* ---- CPU features: which vector kernels run (AVX2+FMA where the CPU has it, else portable) ---- */
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(DF_NO_SIMD)
+#define DF__X86 1
+#include <immintrin.h>
+#define DF__TARGET_AVX2 __attribute__((target("avx2,fma")))
+#endif
+
+enum { DF__ISA_PORTABLE = 0, DF__ISA_AVX2 = 1 };
+static int df__isa_forced = -1;                 /* -1: the best the CPU has */
+static int df__cpu_has_avx2(void) {
+#ifdef DF__X86
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+#else
+    return 0;
+#endif
+}
+static int df__isa(void) {
+    int f = __atomic_load_n(&df__isa_forced, __ATOMIC_RELAXED);
+    if (f >= 0) return f;
+    return df__cpu_has_avx2() ? DF__ISA_AVX2 : DF__ISA_PORTABLE;
+}
+df_code df_set_kernel_isa(const char *isa) {
+    int v;
+    if (!isa || !strcmp(isa, "auto")) v = -1;
+    else if (!strcmp(isa, "portable")) v = DF__ISA_PORTABLE;
+    else if (!strcmp(isa, "avx2")) { if (!df__cpu_has_avx2()) return DF_UNAVAILABLE; v = DF__ISA_AVX2; }
+    else if (!strcmp(isa, "avx512")) return DF_UNAVAILABLE;
+    else return DF_INVALID_ARGUMENT;
+    __atomic_store_n(&df__isa_forced, v, __ATOMIC_RELAXED);
+    return DF_OK;
+}
+const char *df_kernel_isa(void) { return df__isa() == DF__ISA_AVX2 ? "avx2" : "portable"; }
+
 /* ---- elementwise binary ---- */
 enum { DF__B_ADD, DF__B_SUB, DF__B_MUL, DF__B_DIV, DF__B_MAX, DF__B_MIN, DF__B_POW, DF__B_FLOORMOD,
        DF__B_FLOORDIV, DF__B_SQDIFF, DF__B_LESS, DF__B_LESS_EQ, DF__B_GREATER, DF__B_GREATER_EQ,
@@ -3368,7 +3408,65 @@ static const df__row_fn df__rows_f64[DF__B_COUNT] = DF__ROWSET(f64, DF__GRADSET(
 static const df__row_fn df__rows_i32[DF__B_COUNT] = DF__ROWSET(i32, NULL);
 static const df__row_fn df__rows_i64[DF__B_COUNT] = DF__ROWSET(i64, NULL);
 
+
+/* AVX2 rows for float32 and float64: the same results as the plain rows (IEEE operations lane
+   by lane; Maximum/Minimum keep TensorFlow's NaN rule), eight or four elements at a time. */
+#ifdef DF__X86
+#define DF__VROW(NAME, T, V, W, L, SET1, VEXPR, SEXPR)                                          \
+    DF__TARGET_AVX2 static void NAME(void *o_, const void *a_, const void *b_, int64_t n, int sa, int sb) { \
+        T *o = (T *)o_;                                                                         \
+        const T *a = (const T *)a_, *b = (const T *)b_;                                         \
+        int64_t i = 0;                                                                          \
+        if (sa && sb) {                                                                         \
+            for (; i + L <= n; i += L) { V x = _mm256_loadu_##W(a + i), y = _mm256_loadu_##W(b + i); _mm256_storeu_##W(o + i, VEXPR); } \
+            for (; i < n; i++) { T xs = a[i], ys = b[i]; o[i] = SEXPR; }                        \
+        } else if (sa) {                                                                        \
+            T ys = b[0]; V y = SET1(ys);                                                        \
+            for (; i + L <= n; i += L) { V x = _mm256_loadu_##W(a + i); _mm256_storeu_##W(o + i, VEXPR); } \
+            for (; i < n; i++) { T xs = a[i]; o[i] = SEXPR; }                                   \
+        } else if (sb) {                                                                        \
+            T xs = a[0]; V x = SET1(xs);                                                        \
+            for (; i + L <= n; i += L) { V y = _mm256_loadu_##W(b + i); _mm256_storeu_##W(o + i, VEXPR); } \
+            for (; i < n; i++) { T ys = b[i]; o[i] = SEXPR; }                                   \
+        } else {                                                                                \
+            T xs = a[0], ys = b[0], v = SEXPR;                                                  \
+            for (; i < n; i++) o[i] = v;                                                        \
+        }                                                                                       \
+    }
+#define DF__VROWS(SUF, T, V, W, L, SET1, CMP, BLEND, ONE)                                       \
+    DF__VROW(df__vrow_add_##SUF, T, V, W, L, SET1, _mm256_add_##W(x, y), xs + ys)               \
+    DF__VROW(df__vrow_sub_##SUF, T, V, W, L, SET1, _mm256_sub_##W(x, y), xs - ys)               \
+    DF__VROW(df__vrow_mul_##SUF, T, V, W, L, SET1, _mm256_mul_##W(x, y), xs * ys)               \
+    DF__VROW(df__vrow_div_##SUF, T, V, W, L, SET1, _mm256_div_##W(x, y), xs / ys)               \
+    DF__VROW(df__vrow_max_##SUF, T, V, W, L, SET1,                                              \
+             BLEND(y, x, _mm256_or_##W(CMP(x, y, _CMP_GT_OQ), CMP(x, x, _CMP_UNORD_Q))),         \
+             (xs > ys || xs != xs) ? xs : ys)                                                   \
+    DF__VROW(df__vrow_min_##SUF, T, V, W, L, SET1,                                              \
+             BLEND(y, x, _mm256_or_##W(CMP(x, y, _CMP_LT_OQ), CMP(x, x, _CMP_UNORD_Q))),         \
+             (xs < ys || xs != xs) ? xs : ys)                                                   \
+    DF__VROW(df__vrow_sqd_##SUF, T, V, W, L, SET1, _mm256_mul_##W(_mm256_sub_##W(x, y), _mm256_sub_##W(x, y)), (xs - ys) * (xs - ys)) \
+    DF__VROW(df__vrow_relug_##SUF, T, V, W, L, SET1,                                            \
+             _mm256_and_##W(x, CMP(y, _mm256_setzero_##W(), _CMP_GT_OQ)), ys > 0 ? xs : 0)      \
+    DF__VROW(df__vrow_tanhg_##SUF, T, V, W, L, SET1,                                            \
+             _mm256_mul_##W(y, _mm256_sub_##W(ONE, _mm256_mul_##W(x, x))), ys * (1 - xs * xs))  \
+    DF__VROW(df__vrow_sigg_##SUF, T, V, W, L, SET1,                                             \
+             _mm256_mul_##W(_mm256_mul_##W(y, x), _mm256_sub_##W(ONE, x)), ys * xs * (1 - xs))
+DF__VROWS(f32, float, __m256, ps, 8, _mm256_set1_ps, _mm256_cmp_ps, _mm256_blendv_ps, _mm256_set1_ps(1.0f))
+DF__VROWS(f64, double, __m256d, pd, 4, _mm256_set1_pd, _mm256_cmp_pd, _mm256_blendv_pd, _mm256_set1_pd(1.0))
+#define DF__VROWSET(SUF) { df__vrow_add_##SUF, df__vrow_sub_##SUF, df__vrow_mul_##SUF, df__vrow_div_##SUF, \
+    df__vrow_max_##SUF, df__vrow_min_##SUF, NULL, NULL, NULL, df__vrow_sqd_##SUF, NULL, NULL, NULL, NULL, \
+    NULL, NULL, NULL, NULL, df__vrow_relug_##SUF, df__vrow_tanhg_##SUF, df__vrow_sigg_##SUF, NULL, NULL, NULL }
+static const df__row_fn df__vrows_f32[DF__B_COUNT] = DF__VROWSET(f32);
+static const df__row_fn df__vrows_f64[DF__B_COUNT] = DF__VROWSET(f64);
+#endif
+
 static df__row_fn df__binary_row(int code, df_dtype t) {
+#ifdef DF__X86
+    if ((t == DF_FLOAT || t == DF_DOUBLE) && df__isa() == DF__ISA_AVX2) {
+        df__row_fn v = (t == DF_FLOAT ? df__vrows_f32 : df__vrows_f64)[code];
+        if (v) return v;
+    }
+#endif
     switch (t) {
     case DF_FLOAT: return df__rows_f32[code];
     case DF_DOUBLE: return df__rows_f64[code];
@@ -3471,12 +3569,66 @@ enum { DF__U_NEG, DF__U_SQUARE, DF__U_SQRT, DF__U_RSQRT, DF__U_EXP, DF__U_LOG, D
     default: ok = 0;                                                                       \
     }
 
+#ifdef DF__X86
+/* AVX2 unary ops for float32/float64 with the plain loops' exact results; 0 if not handled. */
+#define DF__VUNARY(SUF, T, V, W, L, SET1, CMP, BLEND)                                              \
+    DF__TARGET_AVX2 static int df__vunary_##SUF(int code, const T *a, T *o, int64_t n) {          \
+        const V zero = _mm256_setzero_##W(), one = SET1((T)1);                                    \
+        int64_t i = 0;                                                                            \
+        switch (code) {                                                                           \
+        case DF__U_NEG: for (; i + L <= n; i += L) _mm256_storeu_##W(o + i, _mm256_sub_##W(zero, _mm256_loadu_##W(a + i))); \
+            for (; i < n; i++) { o[i] = -a[i]; } \
+            return 1;                                            \
+        case DF__U_SQUARE: for (; i + L <= n; i += L) { V v = _mm256_loadu_##W(a + i); _mm256_storeu_##W(o + i, _mm256_mul_##W(v, v)); } \
+            for (; i < n; i++) { o[i] = a[i] * a[i]; } \
+            return 1;                                      \
+        case DF__U_SQRT: for (; i + L <= n; i += L) _mm256_storeu_##W(o + i, _mm256_sqrt_##W(_mm256_loadu_##W(a + i))); \
+            break;                                                                                \
+        case DF__U_RSQRT: for (; i + L <= n; i += L) _mm256_storeu_##W(o + i, _mm256_div_##W(one, _mm256_sqrt_##W(_mm256_loadu_##W(a + i)))); \
+            break;                                                                                \
+        case DF__U_RECIPROCAL: for (; i + L <= n; i += L) _mm256_storeu_##W(o + i, _mm256_div_##W(one, _mm256_loadu_##W(a + i))); \
+            for (; i < n; i++) { o[i] = (T)1 / a[i]; } \
+            return 1;                                      \
+        case DF__U_FLOOR: for (; i + L <= n; i += L) _mm256_storeu_##W(o + i, _mm256_floor_##W(_mm256_loadu_##W(a + i))); \
+            break;                                                                                \
+        case DF__U_RELU: for (; i + L <= n; i += L) { V v = _mm256_loadu_##W(a + i);             \
+                _mm256_storeu_##W(o + i, BLEND(zero, v, _mm256_or_##W(CMP(v, zero, _CMP_GT_OQ), CMP(v, v, _CMP_UNORD_Q)))); } \
+            for (; i < n; i++) { T v = a[i]; o[i] = v > 0 ? v : (v != v ? v : (T)0); } \
+            return 1;  \
+        case DF__U_ABS: for (; i + L <= n; i += L) { V v = _mm256_loadu_##W(a + i);              \
+                _mm256_storeu_##W(o + i, BLEND(v, _mm256_sub_##W(zero, v), CMP(v, zero, _CMP_LT_OQ))); } \
+            for (; i < n; i++) { T v = a[i]; o[i] = v < 0 ? -v : v; } \
+            return 1;                   \
+        default: return 0;                                                                        \
+        }                                                                                         \
+        return -(int)i - 1;          /* (sqrt, rsqrt, floor: the tail goes to libm) */            \
+    }
+DF__VUNARY(f32, float, __m256, ps, 8, _mm256_set1_ps, _mm256_cmp_ps, _mm256_blendv_ps)
+DF__VUNARY(f64, double, __m256d, pd, 4, _mm256_set1_pd, _mm256_cmp_pd, _mm256_blendv_pd)
+#endif
+
 static void df__k_unary(df__kctx *c) {
     const df_tensor *x = c->in[0];
     int code = c->node->op->code, ok = 1;
     df_tensor *y = df__k_reuse_or_alloc(c, 0, 0, x->dtype, x->rank, x->dims);
     if (!y) return;
     int64_t n = x->n;
+#ifdef DF__X86
+    df_tensor tx, ty;                         /* views of the tails the plain loops finish */
+    if ((x->dtype == DF_FLOAT || x->dtype == DF_DOUBLE) && df__isa() == DF__ISA_AVX2) {
+        int r = x->dtype == DF_FLOAT ? df__vunary_f32(code, (const float *)x->data, (float *)y->data, n)
+                                     : df__vunary_f64(code, (const double *)x->data, (double *)y->data, n);
+        if (r == 1) return;
+        if (r < 0) {                          /* the vector part is done; the plain loop finishes */
+            int64_t done = -(int64_t)r - 1;
+            size_t es = df_dtype_size(x->dtype);
+            tx = *x; ty = *y;
+            tx.data = (char *)x->data + (size_t)done * es;
+            ty.data = (char *)y->data + (size_t)done * es;
+            x = &tx; y = &ty; n -= done;
+        }
+    }
+#endif
     switch (x->dtype) {
     case DF_FLOAT: DF__UNARY_FLOAT(float, sqrtf, expf, logf, tanhf, floorf) break;
     case DF_DOUBLE: DF__UNARY_FLOAT(double, sqrt, exp, log, tanh, floor) break;
@@ -3715,45 +3867,6 @@ static void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts,
    and a portable one, chosen at run time from the CPU's features (df_set_kernel_isa forces one).
    Small products skip packing: the direct kernel reads A and B where they are. Big products are
    split over the session's intra-op threads by rows or columns of C. */
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(DF_NO_SIMD)
-#define DF__X86 1
-#include <immintrin.h>
-#define DF__TARGET_AVX2 __attribute__((target("avx2,fma")))
-#endif
-
-enum { DF__ISA_PORTABLE = 0, DF__ISA_AVX2 = 1 };
-static int df__isa_forced = -1;                 /* -1: the best the CPU has */
-static int df__cpu_has_avx2(void) {
-#ifdef DF__X86
-    static int cached = -1;
-    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
-    }
-    return v;
-#else
-    return 0;
-#endif
-}
-static int df__isa(void) {
-    int f = __atomic_load_n(&df__isa_forced, __ATOMIC_RELAXED);
-    if (f >= 0) return f;
-    return df__cpu_has_avx2() ? DF__ISA_AVX2 : DF__ISA_PORTABLE;
-}
-df_code df_set_kernel_isa(const char *isa) {
-    int v;
-    if (!isa || !strcmp(isa, "auto")) v = -1;
-    else if (!strcmp(isa, "portable")) v = DF__ISA_PORTABLE;
-    else if (!strcmp(isa, "avx2")) { if (!df__cpu_has_avx2()) return DF_UNAVAILABLE; v = DF__ISA_AVX2; }
-    else if (!strcmp(isa, "avx512")) return DF_UNAVAILABLE;
-    else return DF_INVALID_ARGUMENT;
-    __atomic_store_n(&df__isa_forced, v, __ATOMIC_RELAXED);
-    return DF_OK;
-}
-const char *df_kernel_isa(void) { return df__isa() == DF__ISA_AVX2 ? "avx2" : "portable"; }
-
 /* Blocking per (precision, isa): MR x NR registers, KC x NR of B in L1, MC x KC of A in L2. */
 typedef struct df__gemm_cfg { int mr, nr, mc, kc, nc; } df__gemm_cfg;
 static const df__gemm_cfg df__gemm_cfgs[2][2] = {
