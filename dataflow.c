@@ -3576,7 +3576,7 @@ enum { DF__U_NEG, DF__U_SQUARE, DF__U_SQRT, DF__U_RSQRT, DF__U_EXP, DF__U_LOG, D
         const V zero = _mm256_setzero_##W(), one = SET1((T)1);                                    \
         int64_t i = 0;                                                                            \
         switch (code) {                                                                           \
-        case DF__U_NEG: for (; i + L <= n; i += L) _mm256_storeu_##W(o + i, _mm256_sub_##W(zero, _mm256_loadu_##W(a + i))); \
+        case DF__U_NEG: for (; i + L <= n; i += L) _mm256_storeu_##W(o + i, _mm256_xor_##W(SET1((T)-0.0), _mm256_loadu_##W(a + i))); \
             for (; i < n; i++) { o[i] = -a[i]; } \
             return 1;                                            \
         case DF__U_SQUARE: for (; i + L <= n; i += L) { V v = _mm256_loadu_##W(a + i); _mm256_storeu_##W(o + i, _mm256_mul_##W(v, v)); } \

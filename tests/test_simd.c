@@ -1,0 +1,162 @@
+/* The vector (AVX2) elementwise kernels against the plain ones: every op, float32 and float64,
+   lengths around the vector width, broadcasting both ways, special values (NaN, infinities,
+   signed zeros); results must be identical bit for bit, and right against a float64
+   reference. Also buffer forwarding: an elementwise result may take its input's buffer only
+   when nothing else holds it. */
+#include "harness.h"
+
+typedef df_output (*bin_fn)(df_graph *, df_output, df_output);
+static df_output op2(df_graph *g, const char *op, df_output a, df_output b) {
+    df_op_builder *bd = df_op_new(g, op, NULL);
+    df_op_add_input(bd, a);
+    df_op_add_input(bd, b);
+    return (df_output){df_op_finish(bd), 0};
+}
+static df_output op1(df_graph *g, const char *op, df_output a) {
+    df_op_builder *bd = df_op_new(g, op, NULL);
+    df_op_add_input(bd, a);
+    return (df_output){df_op_finish(bd), 0};
+}
+static double special(int i, unsigned *r) {
+    *r = *r * 1103515245u + 12345u;
+    switch (i % 23) {
+    case 3: return NAN;
+    case 7: return INFINITY;
+    case 11: return -INFINITY;
+    case 13: return -0.0;
+    case 17: return 0.0;
+    default: return ((double)(*r >> 8 & 0xffff) / 65536.0 - 0.5) * 8;
+    }
+}
+/* Runs op on inputs of the given shapes under one kernel set; result into out (float64). */
+static int run(const char *isa, const char *op, int unary, df_dtype t, int ra, const int64_t *da, int rb,
+               const int64_t *db, const double *va, const double *vb, double *out, int64_t *n_out) {
+    if (df_set_kernel_isa(isa) != DF_OK) return 0;
+    df_graph *g = df_graph_new();
+    df_output a = df_placeholder(g, "a", t, ra, da), b = df_placeholder(g, "b", t, rb, db);
+    df_output y = unary ? op1(g, op, a) : op2(g, op, a, b);
+    df_tensor *ta = df_tensor_new(t, ra, da, NULL), *tb = df_tensor_new(t, rb, db, NULL), *v = NULL;
+    for (int64_t i = 0; i < df_tensor_num_elements(ta); i++) {
+        if (t == DF_FLOAT) ((float *)df_tensor_data(ta))[i] = (float)va[i]; else ((double *)df_tensor_data(ta))[i] = va[i];
+    }
+    for (int64_t i = 0; i < df_tensor_num_elements(tb); i++) {
+        if (t == DF_FLOAT) ((float *)df_tensor_data(tb))[i] = (float)vb[i]; else ((double *)df_tensor_data(tb))[i] = vb[i];
+    }
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    df_output feeds[2] = {a, b};
+    df_tensor *fv[2] = {ta, tb};
+    df_session_run(s, feeds, fv, unary ? 1 : 2, &y, &v, 1, NULL, 0, &st);
+    CHECK_OK(&st);
+    *n_out = v ? df_tensor_num_elements(v) : 0;
+    for (int64_t i = 0; i < *n_out; i++)
+        out[i] = t == DF_FLOAT ? (double)((float *)df_tensor_data(v))[i] : ((double *)df_tensor_data(v))[i];
+    df_tensor_release(ta); df_tensor_release(tb); df_tensor_release(v);
+    df_session_free(s);
+    df_graph_free(g);
+    df_set_kernel_isa("auto");
+    return 1;
+}
+static int same_bits(double x, double y) {
+    if (x != x && y != y) return 1;
+    return !memcmp(&x, &y, sizeof x);
+}
+
+DF_TEST(simd_elementwise_matches_plain_loops) {
+    static const char *binary[] = {"AddV2", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "SquaredDifference",
+                                   "ReluGrad", "TanhGrad", "SigmoidGrad"};
+    static const char *unary[] = {"Neg", "Square", "Sqrt", "Rsqrt", "Reciprocal", "Floor", "Relu", "Abs"};
+    if (df_set_kernel_isa("avx2") != DF_OK) { printf("    (no AVX2 on this CPU: only the plain kernels exist)\n"); return; }
+    df_set_kernel_isa("auto");
+    static double va[200], vb[200], r1[200], r2[200];
+    unsigned seed = 7;
+    for (int i = 0; i < 200; i++) { va[i] = special(i, &seed); vb[i] = special(i + 5, &seed); }
+    int compared = 0;
+    for (int ti = 0; ti < 2; ti++) {
+        df_dtype t = ti ? DF_DOUBLE : DF_FLOAT;
+        for (int len = 1; len <= 37; len += (len < 18 ? 1 : 9)) {
+            int64_t d[1] = {len}, one[1] = {1}, mat[2] = {3, len}, row[1] = {len};
+            for (size_t o = 0; o < sizeof binary / sizeof *binary; o++)
+                for (int shape = 0; shape < 4; shape++) {
+                    /* same shapes; scalar right; scalar left; [3,len] with a broadcast row */
+                    int ra = shape == 2 ? 0 : shape == 3 ? 2 : 1, rb = shape == 1 ? 0 : 1;
+                    const int64_t *da = shape == 3 ? mat : shape == 2 ? one : d, *db = shape == 3 ? row : shape == 1 ? one : d;
+                    int64_t n1, n2;
+                    if (!run("portable", binary[o], 0, t, ra, da, rb, db, va, vb, r1, &n1) ||
+                        !run("avx2", binary[o], 0, t, ra, da, rb, db, va, vb, r2, &n2)) continue;
+                    CHECK_EQ_INT(n1, n2);
+                    for (int64_t i = 0; i < n1 && i < n2; i++)
+                        CHECK_MSG(same_bits(r1[i], r2[i]), "%s %s len %d shape %d [%lld]: plain %.17g avx2 %.17g",
+                                  binary[o], df_dtype_name(t), len, shape, (long long)i, r1[i], r2[i]);
+                    compared++;
+                }
+            for (size_t o = 0; o < sizeof unary / sizeof *unary; o++) {
+                int64_t n1, n2;
+                if (!run("portable", unary[o], 1, t, 1, d, 1, d, va, vb, r1, &n1) ||
+                    !run("avx2", unary[o], 1, t, 1, d, 1, d, va, vb, r2, &n2)) continue;
+                CHECK_EQ_INT(n1, n2);
+                for (int64_t i = 0; i < n1; i++) {
+                    CHECK_MSG(same_bits(r1[i], r2[i]), "%s %s len %d [%lld]: plain %.17g avx2 %.17g",
+                              unary[o], df_dtype_name(t), len, (long long)i, r1[i], r2[i]);
+                    double x = t == DF_FLOAT ? (double)(float)va[i] : va[i], want = NAN;   /* a few references */
+                    if (!strcmp(unary[o], "Neg")) want = -x;
+                    else if (!strcmp(unary[o], "Abs")) want = x < 0 ? -x : x;
+                    else if (!strcmp(unary[o], "Relu")) want = x > 0 ? x : (x != x ? x : 0);
+                    else if (!strcmp(unary[o], "Floor")) want = floor(x);
+                    else continue;
+                    CHECK_MSG(same_bits(r2[i], want), "%s %s [%lld]: %.17g, want %.17g", unary[o], df_dtype_name(t),
+                              (long long)i, r2[i], want);
+                }
+                compared++;
+            }
+        }
+    }
+    CHECK(compared > 500);
+}
+
+/* Maximum keeps TensorFlow's NaN rule in both kernel sets: a NaN on the left wins. */
+DF_TEST(simd_maximum_nan_rule) {
+    double a[9] = {NAN, 1, NAN, -0.0, 0.0, 2, 3, 4, 5}, b[9] = {1, NAN, NAN, 0.0, -0.0, 1, 9, 4, 6}, r[9];
+    int64_t d[1] = {9}, n;
+    for (int k = 0; k < 2; k++) {
+        if (!run(k ? "avx2" : "portable", "Maximum", 0, DF_FLOAT, 1, d, 1, d, a, b, r, &n)) continue;
+        CHECK(r[0] != r[0]);            /* NaN, 1 -> NaN */
+        CHECK(r[1] != r[1]);            /* 1, NaN -> NaN (x > y false: y) */
+        CHECK(r[2] != r[2]);
+        CHECK_NEAR(r[5], 2, 0); CHECK_NEAR(r[6], 9, 0); CHECK_NEAR(r[8], 6, 0);
+    }
+}
+
+/* Forwarding: a chain of elementwise ops reuses its intermediate buffers, but never a fed
+   tensor or a constant's value. */
+DF_TEST(simd_forwarding_never_touches_feeds_or_constants) {
+    df_graph *g = df_graph_new();
+    int64_t d[1] = {1000};
+    df_output x = df_placeholder(g, "x", DF_FLOAT, 1, d);
+    df_tensor *cv = df_tensor_new(DF_FLOAT, 1, d, NULL);
+    for (int i = 0; i < 1000; i++) ((float *)df_tensor_data(cv))[i] = 2;
+    df_output c = df_const(g, cv);
+    df_output y = df_neg(g, df_tanh(g, df_add(g, df_mul(g, x, c), c)));
+    df_output z = df_add(g, y, c);
+    df_tensor *xv = df_tensor_new(DF_FLOAT, 1, d, NULL), *out[2] = {NULL, NULL};
+    for (int i = 0; i < 1000; i++) ((float *)df_tensor_data(xv))[i] = (float)i / 1000;
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    df_output f[2] = {y, z};
+    for (int rep = 0; rep < 3; rep++) {
+        df_session_run(s, &x, &xv, 1, f, out, 2, NULL, 0, &st);
+        CHECK_OK(&st);
+        for (int i = 0; i < 1000; i += 111) {
+            float want = -tanhf((float)i / 1000 * 2 + 2);
+            CHECK_NEAR(((float *)df_tensor_data(out[0]))[i], want, 1e-6);
+            CHECK_NEAR(((float *)df_tensor_data(out[1]))[i], want + 2, 1e-6);
+            CHECK_NEAR(((float *)df_tensor_data(xv))[i], (float)i / 1000, 0);   /* the feed is untouched */
+            CHECK_NEAR(((float *)df_tensor_data(cv))[i], 2, 0);                 /* and the constant */
+        }
+        df_tensor_release(out[0]); df_tensor_release(out[1]);
+        out[0] = out[1] = NULL;
+    }
+    df_tensor_release(xv); df_tensor_release(cv);
+    df_session_free(s);
+    df_graph_free(g);
+}
