@@ -4284,6 +4284,374 @@ static void df__k_bmm(df__kctx *c) {
     }
 }
 
+/* ---- Conv2D (NHWC) and its two gradients, MaxPool/AvgPool and theirs ----
+   Geometry as TensorFlow: VALID gives ceil((in - (k-1)*d) / s) outputs, SAME ceil(in / s) with
+   the padding split before/after (the extra one after). Convolutions go through the GEMM:
+   each image's patches laid out as rows (im2col; a 1x1 stride-1 filter reads the image as it
+   is), times the filter as a [kh*kw*cin, cout] matrix; the input gradient is the product with
+   the filter transposed, scattered back (col2im); the filter gradient sums patches^T x dY. */
+typedef struct df__conv_geo {
+    int64_t n, h, w, c, kh, kw, oc, oh, ow, sh, sw, dh, dw, ph, pw;
+} df__conv_geo;
+static int df__list4(const df_node *n, const char *attr, int64_t def, int64_t *v) {
+    const df__attr *a = df__node_attr(n, attr);
+    v[0] = v[1] = v[2] = v[3] = def;
+    if (!a || a->kind != DF__A_INT_LIST || a->u.ints.n == 0) return 1;
+    if (a->u.ints.n != 4) return 0;
+    for (int i = 0; i < 4; i++) v[i] = a->u.ints.v[i];
+    return 1;
+}
+/* Output size and leading padding of one spatial dimension; 0 if impossible. */
+static int df__conv_dim(int64_t in, int64_t k, int64_t s, int64_t d, int same, int64_t *out, int64_t *pad) {
+    int64_t ek = (k - 1) * d + 1;
+    if (k < 1 || s < 1 || d < 1 || in < 0) return 0;
+    if (same) {
+        *out = (in + s - 1) / s;
+        int64_t total = (*out - 1) * s + ek - in;
+        *pad = total > 0 ? total / 2 : 0;
+    } else {
+        if (in < ek) { *out = 0; *pad = 0; return in >= 0; }
+        *out = (in - ek) / s + 1;
+        *pad = 0;
+    }
+    return 1;
+}
+/* Reads strides, dilations, padding and data_format; with the window (kh, kw) fills g's
+   output size and padding. in: [n,h,w,c] (entries may be -1 for shape inference). */
+static df_code df__conv_setup(const df_node *node, const int64_t *in, int64_t kh, int64_t kw, int pool,
+                              df__conv_geo *g, df_status *st) {
+    int64_t s[4], d[4];
+    if (!df__list4(node, "strides", 1, s) || !df__list4(node, "dilations", 1, d))
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "strides and dilations must have 4 entries");
+    const char *fmt = df__attr_s(node, "data_format"), *pad = df__attr_s(node, "padding");
+    if (*fmt && strcmp(fmt, "NHWC"))
+        return df__fail(st, node, DF_UNIMPLEMENTED, "data_format %s is not supported on the CPU (use NHWC)", fmt);
+    if (s[0] != 1 || s[3] != 1 || d[0] != 1 || d[3] != 1)
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "Strides and dilations in the batch and depth dimensions must be 1");
+    if (s[1] < 1 || s[2] < 1 || d[1] < 1 || d[2] < 1 || s[1] > (1 << 20) || s[2] > (1 << 20) || d[1] > (1 << 20) || d[2] > (1 << 20))
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "Strides and dilations must be positive");
+    if (pool && (d[1] != 1 || d[2] != 1)) return df__fail(st, node, DF_INVALID_ARGUMENT, "Pooling has no dilations");
+    int same = !strcmp(pad, "SAME");
+    if (!same && strcmp(pad, "VALID"))
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "padding must be SAME or VALID, got '%s'", pad);
+    memset(g, 0, sizeof *g);
+    g->n = in[0]; g->h = in[1]; g->w = in[2]; g->c = in[3]; g->kh = kh; g->kw = kw;
+    g->sh = s[1]; g->sw = s[2]; g->dh = d[1]; g->dw = d[2];
+    g->oh = g->ow = -1;
+    if (kh < 1 || kw < 1 || kh > (1 << 20) || kw > (1 << 20))
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "The window must be at least 1x1, got %lldx%lld", (long long)kh, (long long)kw);
+    if (g->h >= 0 && !df__conv_dim(g->h, kh, g->sh, g->dh, same, &g->oh, &g->ph))
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "Bad convolution geometry (height)");
+    if (g->w >= 0 && !df__conv_dim(g->w, kw, g->sw, g->dw, same, &g->ow, &g->pw))
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "Bad convolution geometry (width)");
+    return DF_OK;
+}
+static int df__rank4(const df_tensor *t) { return t->rank == 4; }
+
+/* Patches of image b as rows: col[(oy*ow + ox), (ky*kw + kx)*c + ci]; zeros outside. */
+#define DF__IM2COL(T)                                                                             \
+    static void df__im2col_##T(const df__conv_geo *g, const T *img, T *col) {                     \
+        int64_t K = g->kh * g->kw * g->c;                                                         \
+        for (int64_t oy = 0; oy < g->oh; oy++)                                                    \
+            for (int64_t ox = 0; ox < g->ow; ox++) {                                              \
+                T *row = col + (oy * g->ow + ox) * K;                                             \
+                for (int64_t ky = 0; ky < g->kh; ky++) {                                          \
+                    int64_t y = oy * g->sh - g->ph + ky * g->dh;                                  \
+                    for (int64_t kx = 0; kx < g->kw; kx++, row += g->c) {                         \
+                        int64_t x = ox * g->sw - g->pw + kx * g->dw;                              \
+                        if (y < 0 || y >= g->h || x < 0 || x >= g->w) memset(row, 0, (size_t)g->c * sizeof(T)); \
+                        else memcpy(row, img + (y * g->w + x) * g->c, (size_t)g->c * sizeof(T));  \
+                    }                                                                             \
+                }                                                                                 \
+            }                                                                                     \
+    }                                                                                             \
+    static void df__col2im_##T(const df__conv_geo *g, const T *col, T *img) {                     \
+        int64_t K = g->kh * g->kw * g->c;                                                         \
+        memset(img, 0, (size_t)(g->h * g->w * g->c) * sizeof(T));                                 \
+        for (int64_t oy = 0; oy < g->oh; oy++)                                                    \
+            for (int64_t ox = 0; ox < g->ow; ox++) {                                              \
+                const T *row = col + (oy * g->ow + ox) * K;                                       \
+                for (int64_t ky = 0; ky < g->kh; ky++) {                                          \
+                    int64_t y = oy * g->sh - g->ph + ky * g->dh;                                  \
+                    for (int64_t kx = 0; kx < g->kw; kx++, row += g->c) {                         \
+                        int64_t x = ox * g->sw - g->pw + kx * g->dw;                              \
+                        if (y < 0 || y >= g->h || x < 0 || x >= g->w) continue;                   \
+                        T *p = img + (y * g->w + x) * g->c;                                       \
+                        for (int64_t ci = 0; ci < g->c; ci++) p[ci] += row[ci];                   \
+                    }                                                                             \
+                }                                                                                 \
+            }                                                                                     \
+    }
+DF__IM2COL(float)
+DF__IM2COL(double)
+
+static int df__conv_direct(const df__conv_geo *g) {       /* 1x1, stride 1, no padding */
+    return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+}
+/* mode 0: Y = conv(X, W); 1: dX from (W, dY); 2: dW from (X, dY). Tensors NHWC, W [kh,kw,c,oc]. */
+static int df__conv_run(df__kctx *c, int mode, const df__conv_geo *g, int dbl, const void *x, const void *w,
+                        const void *dy, void *out) {
+    size_t es = dbl ? 8 : 4;
+    int64_t P = g->oh * g->ow, K = g->kh * g->kw * g->c, img = g->h * g->w * g->c;
+    int direct = df__conv_direct(g);
+    void *col = NULL, *acc = NULL;
+    if (!direct || mode == 1) col = DF_MALLOC((size_t)(P * K) * es + 64);
+    if (mode == 2) acc = DF_MALLOC((size_t)(K * g->oc) * es + 64);
+    if ((!direct || mode == 1) && !col) goto oom;
+    if (mode == 2 && !acc) goto oom;
+    if (mode == 2) memset(out, 0, (size_t)(K * g->oc) * es);
+    for (int64_t b = 0; b < g->n; b++) {
+        const char *xb = (const char *)x + (size_t)(b * img) * es;
+        const char *dyb = (const char *)dy + (size_t)(b * P * g->oc) * es;
+        if (mode != 1 && !direct) {
+            if (dbl) df__im2col_double(g, (const double *)xb, (double *)col);
+            else df__im2col_float(g, (const float *)xb, (float *)col);
+        }
+        const void *patches = direct ? (const void *)xb : col;
+        int ok = 1;
+        if (mode == 0)
+            ok = df__gemm_fp(dbl, P, g->oc, K, patches, K, 0, w, g->oc, 0, (char *)out + (size_t)(b * P * g->oc) * es,
+                             g->oc, c->ipool, 0);
+        else if (mode == 1) {
+            void *dxb = (char *)out + (size_t)(b * img) * es;
+            if (direct) ok = df__gemm_fp(dbl, P, K, g->oc, dyb, g->oc, 0, w, g->oc, 1, dxb, K, c->ipool, 0);
+            else {
+                ok = df__gemm_fp(dbl, P, K, g->oc, dyb, g->oc, 0, w, g->oc, 1, col, K, c->ipool, 0);
+                if (dbl) df__col2im_double(g, (const double *)col, (double *)dxb);
+                else df__col2im_float(g, (const float *)col, (float *)dxb);
+            }
+        } else {
+            ok = df__gemm_fp(dbl, K, g->oc, P, patches, K, 1, dyb, g->oc, 0, acc, g->oc, c->ipool, 0);
+            if (dbl) { double *o = (double *)out; const double *a = (const double *)acc; for (int64_t i = 0; i < K * g->oc; i++) o[i] += a[i]; }
+            else { float *o = (float *)out; const float *a = (const float *)acc; for (int64_t i = 0; i < K * g->oc; i++) o[i] += a[i]; }
+        }
+        if (!ok) goto oom;
+    }
+    DF_FREE(col); DF_FREE(acc);
+    return 1;
+oom:
+    DF_FREE(col); DF_FREE(acc);
+    DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for the convolution's patch buffers");
+    return 0;
+}
+static int df__conv_float_type(df__kctx *c, const df_tensor *t) {
+    if (t->dtype == DF_FLOAT || t->dtype == DF_DOUBLE) return 1;
+    DF__KFAIL(c, DF_UNIMPLEMENTED, "%s has no kernel for %s", c->node->op->name, df_dtype_name(t->dtype));
+    return 0;
+}
+/* The 4-vector of an int32 sizes input (input_sizes, filter_sizes, orig_input_shape). */
+static int df__sizes4(df__kctx *c, const df_tensor *t, int64_t *v) {
+    if (t->n != 4 || t->rank != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "The sizes input must be a 4-vector"); return 0; }
+    for (int i = 0; i < 4; i++) {
+        v[i] = df__int_at(t, i);
+        if (v[i] < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "The sizes input has a negative entry"); return 0; }
+    }
+    return 1;
+}
+static int df__conv_check(df__kctx *c, const df__conv_geo *g, const int64_t *wd, const df_tensor *dy) {
+    if (wd[2] != g->c) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "input depth %lld must equal the filter's in_depth %lld", (long long)g->c, (long long)wd[2]);
+        return 0;
+    }
+    if (dy && (dy->rank != 4 || dy->dims[0] != g->n || dy->dims[1] != g->oh || dy->dims[2] != g->ow || dy->dims[3] != wd[3])) {
+        char s1[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "out_backprop has shape %s; the convolution gives [%lld,%lld,%lld,%lld]",
+                  df__dims_str(dy->rank, dy->dims, s1, 96), (long long)g->n, (long long)g->oh, (long long)g->ow, (long long)wd[3]);
+        return 0;
+    }
+    return 1;
+}
+static void df__k_conv2d(df__kctx *c) {
+    const df_tensor *x = c->in[0], *w = c->in[1];
+    if (!df__conv_float_type(c, x)) return;
+    if (!df__rank4(x) || !df__rank4(w)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input and filter must be 4-D, got ranks %d and %d", x->rank, w->rank); return; }
+    df__conv_geo g;
+    if (df__conv_setup(c->node, x->dims, w->dims[0], w->dims[1], 0, &g, c->st) || !df__conv_check(c, &g, w->dims, NULL)) return;
+    g.oc = w->dims[3];
+    int64_t od[4] = {g.n, g.oh, g.ow, g.oc};
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, 4, od);
+    if (o && o->n) df__conv_run(c, 0, &g, x->dtype == DF_DOUBLE, x->data, w->data, NULL, o->data);
+}
+static void df__k_conv2d_bp_input(df__kctx *c) {
+    const df_tensor *w = c->in[1], *dy = c->in[2];
+    int64_t xd[4];
+    if (!df__conv_float_type(c, w) || !df__sizes4(c, c->in[0], xd)) return;
+    if (!df__rank4(w)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "filter must be 4-D"); return; }
+    df__conv_geo g;
+    if (df__conv_setup(c->node, xd, w->dims[0], w->dims[1], 0, &g, c->st) || !df__conv_check(c, &g, w->dims, dy)) return;
+    g.oc = w->dims[3];
+    df_tensor *o = df__k_alloc(c, 0, w->dtype, 4, xd);
+    if (!o || !o->n) return;
+    if (!dy->n || !g.oc) { memset(o->data, 0, o->nbytes); return; }
+    df__conv_run(c, 1, &g, w->dtype == DF_DOUBLE, NULL, w->data, dy->data, o->data);
+}
+static void df__k_conv2d_bp_filter(df__kctx *c) {
+    const df_tensor *x = c->in[0], *dy = c->in[2];
+    int64_t wd[4];
+    if (!df__conv_float_type(c, x) || !df__sizes4(c, c->in[1], wd)) return;
+    if (!df__rank4(x)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input must be 4-D"); return; }
+    df__conv_geo g;
+    if (df__conv_setup(c->node, x->dims, wd[0], wd[1], 0, &g, c->st) || !df__conv_check(c, &g, wd, dy)) return;
+    g.oc = wd[3];
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, 4, wd);
+    if (!o || !o->n) return;
+    if (!dy->n) { memset(o->data, 0, o->nbytes); return; }
+    df__conv_run(c, 2, &g, x->dtype == DF_DOUBLE, x->data, NULL, dy->data, o->data);
+}
+static df_code df__sf_conv2d(df__shape_ctx *c) {
+    const df__shape *x = &c->in_shapes[0], *w = &c->in_shapes[1];
+    df__shape *o = df__sc_out(c, 0);
+    if (x->rank < 0 || w->rank < 0) { *o = df__shape_unknown(); return DF_OK; }
+    if (x->rank != 4 || w->rank != 4) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "input and filter must be 4-D");
+    if (x->dims[3] >= 0 && w->dims[2] >= 0 && x->dims[3] != w->dims[2])
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "input depth %lld must equal the filter's in_depth %lld",
+                        (long long)x->dims[3], (long long)w->dims[2]);
+    df__conv_geo g;
+    if (w->dims[0] < 0 || w->dims[1] < 0) {
+        o->rank = 4; o->dims[0] = x->dims[0]; o->dims[1] = o->dims[2] = -1; o->dims[3] = w->dims[3];
+        return DF_OK;
+    }
+    if (df__conv_setup(c->node, x->dims, w->dims[0], w->dims[1], 0, &g, c->st)) return c->st->code;
+    o->rank = 4; o->dims[0] = x->dims[0]; o->dims[1] = g.oh; o->dims[2] = g.ow; o->dims[3] = w->dims[3];
+    return DF_OK;
+}
+/* A shape from a constant sizes input (input_sizes, filter_sizes, orig_input_shape). */
+static df_code df__sf_sizes_input(df__shape_ctx *c, int which) {
+    df__shape *o = df__sc_out(c, 0);
+    const df_tensor *t = df__sc_const(c, which);
+    if (!t || t->n != 4) { o->rank = 4; for (int i = 0; i < 4; i++) o->dims[i] = -1; return DF_OK; }
+    o->rank = 4;
+    for (int i = 0; i < 4; i++) o->dims[i] = df__int_at(t, i);
+    return DF_OK;
+}
+static df_code df__sf_conv_bp_input(df__shape_ctx *c) { return df__sf_sizes_input(c, 0); }
+static df_code df__sf_conv_bp_filter(df__shape_ctx *c) { return df__sf_sizes_input(c, 1); }
+static df_code df__sf_pool_grad_avg(df__shape_ctx *c) { return df__sf_sizes_input(c, 0); }
+
+/* ---- pooling ---- */
+static int df__pool_setup(df__kctx *c, const int64_t *in, df__conv_geo *g) {
+    int64_t k[4];
+    if (!df__list4(c->node, "ksize", 1, k) || k[0] != 1 || k[3] != 1) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "ksize must have 4 entries, 1 in the batch and depth dimensions");
+        return 0;
+    }
+    if (df__conv_setup(c->node, in, k[1], k[2], 1, g, c->st)) return 0;
+    g->oc = g->c;
+    return 1;
+}
+/* max 1: MaxPool (NaN wins, as TF's), 0: AvgPool (over the window's part inside the image). */
+#define DF__POOL(T)                                                                               \
+    static void df__pool_##T(const df__conv_geo *g, int max, const T *x, T *y) {                  \
+        for (int64_t b = 0; b < g->n; b++)                                                        \
+            for (int64_t oy = 0; oy < g->oh; oy++)                                                \
+                for (int64_t ox = 0; ox < g->ow; ox++) {                                          \
+                    T *o = y + ((b * g->oh + oy) * g->ow + ox) * g->c;                            \
+                    int64_t y0 = DF__MAX(oy * g->sh - g->ph, 0), y1 = DF__MIN(oy * g->sh - g->ph + g->kh, g->h); \
+                    int64_t x0 = DF__MAX(ox * g->sw - g->pw, 0), x1 = DF__MIN(ox * g->sw - g->pw + g->kw, g->w); \
+                    for (int64_t ci = 0; ci < g->c; ci++) o[ci] = max ? -(T)INFINITY : 0;        \
+                    for (int64_t yy = y0; yy < y1; yy++)                                          \
+                        for (int64_t xx = x0; xx < x1; xx++) {                                    \
+                            const T *p = x + ((b * g->h + yy) * g->w + xx) * g->c;                \
+                            if (max) { for (int64_t ci = 0; ci < g->c; ci++) if (p[ci] > o[ci] || p[ci] != p[ci]) o[ci] = p[ci]; } \
+                            else for (int64_t ci = 0; ci < g->c; ci++) o[ci] += p[ci];             \
+                        }                                                                         \
+                    if (!max) { T cnt = (T)((y1 - y0) * (x1 - x0)); for (int64_t ci = 0; ci < g->c; ci++) o[ci] /= cnt; } \
+                }                                                                                 \
+    }                                                                                             \
+    /* dX: MaxPool sends each gradient to the first input equal to the window's max (TF's     \
+       choice); AvgPool spreads it evenly over the window's part inside the image. */         \
+    static void df__pool_grad_##T(const df__conv_geo *g, int max, const T *x, const T *y, const T *dy, T *dx) { \
+        memset(dx, 0, (size_t)(g->n * g->h * g->w * g->c) * sizeof(T));                           \
+        for (int64_t b = 0; b < g->n; b++)                                                        \
+            for (int64_t oy = 0; oy < g->oh; oy++)                                                \
+                for (int64_t ox = 0; ox < g->ow; ox++) {                                          \
+                    int64_t at = ((b * g->oh + oy) * g->ow + ox) * g->c;                          \
+                    int64_t y0 = DF__MAX(oy * g->sh - g->ph, 0), y1 = DF__MIN(oy * g->sh - g->ph + g->kh, g->h); \
+                    int64_t x0 = DF__MAX(ox * g->sw - g->pw, 0), x1 = DF__MIN(ox * g->sw - g->pw + g->kw, g->w); \
+                    for (int64_t ci = 0; ci < g->c; ci++) {                                       \
+                        T d = dy[at + ci];                                                        \
+                        if (!max) {                                                               \
+                            T share = d / (T)((y1 - y0) * (x1 - x0));                            \
+                            for (int64_t yy = y0; yy < y1; yy++)                                  \
+                                for (int64_t xx = x0; xx < x1; xx++) dx[((b * g->h + yy) * g->w + xx) * g->c + ci] += share; \
+                            continue;                                                             \
+                        }                                                                         \
+                        T m = y[at + ci];                                                         \
+                        int found = 0;                                                            \
+                        for (int64_t yy = y0; yy < y1 && !found; yy++)                            \
+                            for (int64_t xx = x0; xx < x1 && !found; xx++) {                      \
+                                int64_t i = ((b * g->h + yy) * g->w + xx) * g->c + ci;            \
+                                if (x[i] == m || (x[i] != x[i] && m != m)) { dx[i] += d; found = 1; } \
+                            }                                                                     \
+                    }                                                                             \
+                }                                                                                 \
+    }
+DF__POOL(float)
+DF__POOL(double)
+
+static void df__k_pool(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    if (!df__conv_float_type(c, x)) return;
+    if (!df__rank4(x)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input must be 4-D, got rank %d", x->rank); return; }
+    df__conv_geo g;
+    if (!df__pool_setup(c, x->dims, &g)) return;
+    int64_t od[4] = {g.n, g.oh, g.ow, g.c};
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, 4, od);
+    if (!o || !o->n) return;
+    int max = c->node->op->code;
+    if (x->dtype == DF_DOUBLE) df__pool_double(&g, max, (const double *)x->data, (double *)o->data);
+    else df__pool_float(&g, max, (const float *)x->data, (float *)o->data);
+}
+static void df__k_max_pool_grad(df__kctx *c) {
+    const df_tensor *x = c->in[0], *y = c->in[1], *dy = c->in[2];
+    if (!df__conv_float_type(c, x)) return;
+    if (!df__rank4(x)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "orig_input must be 4-D"); return; }
+    df__conv_geo g;
+    if (!df__pool_setup(c, x->dims, &g)) return;
+    int64_t od[4] = {g.n, g.oh, g.ow, g.c};
+    for (int i = 0; i < 4; i++)
+        if (y->rank != 4 || dy->rank != 4 || y->dims[i] != od[i] || dy->dims[i] != od[i] || y->dtype != x->dtype || dy->dtype != x->dtype) {
+            DF__KFAIL(c, DF_INVALID_ARGUMENT, "orig_output and grad must have the pooled shape [%lld,%lld,%lld,%lld]",
+                      (long long)od[0], (long long)od[1], (long long)od[2], (long long)od[3]);
+            return;
+        }
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, 4, x->dims);
+    if (!o || !o->n) return;
+    if (x->dtype == DF_DOUBLE) df__pool_grad_double(&g, 1, (const double *)x->data, (const double *)y->data, (const double *)dy->data, (double *)o->data);
+    else df__pool_grad_float(&g, 1, (const float *)x->data, (const float *)y->data, (const float *)dy->data, (float *)o->data);
+}
+static void df__k_avg_pool_grad(df__kctx *c) {
+    const df_tensor *dy = c->in[1];
+    int64_t xd[4];
+    if (!df__conv_float_type(c, dy) || !df__sizes4(c, c->in[0], xd)) return;
+    df__conv_geo g;
+    if (!df__pool_setup(c, xd, &g)) return;
+    int64_t od[4] = {g.n, g.oh, g.ow, g.c};
+    for (int i = 0; i < 4; i++)
+        if (dy->rank != 4 || dy->dims[i] != od[i]) {
+            DF__KFAIL(c, DF_INVALID_ARGUMENT, "grad must have the pooled shape [%lld,%lld,%lld,%lld]",
+                      (long long)od[0], (long long)od[1], (long long)od[2], (long long)od[3]);
+            return;
+        }
+    df_tensor *o = df__k_alloc(c, 0, dy->dtype, 4, xd);
+    if (!o || !o->n) return;
+    if (dy->dtype == DF_DOUBLE) df__pool_grad_double(&g, 0, NULL, NULL, (const double *)dy->data, (double *)o->data);
+    else df__pool_grad_float(&g, 0, NULL, NULL, (const float *)dy->data, (float *)o->data);
+}
+static df_code df__sf_pool(df__shape_ctx *c) {
+    const df__shape *x = &c->in_shapes[0];
+    df__shape *o = df__sc_out(c, 0);
+    if (x->rank < 0) { *o = df__shape_unknown(); return DF_OK; }
+    if (x->rank != 4) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "input must be 4-D, got rank %d", x->rank);
+    int64_t k[4];
+    if (!df__list4(c->node, "ksize", 1, k) || k[0] != 1 || k[3] != 1)
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "ksize must have 4 entries, 1 in the batch and depth dimensions");
+    df__conv_geo g;
+    if (df__conv_setup(c->node, x->dims, k[1], k[2], 1, &g, c->st)) return c->st->code;
+    o->rank = 4; o->dims[0] = x->dims[0]; o->dims[1] = g.oh; o->dims[2] = g.ow; o->dims[3] = x->dims[3];
+    return DF_OK;
+}
+
 /* ---- BiasAdd ---- */
 static int df__bias_axis(const df_node *n, int rank) {
     return !strcmp(df__attr_s(n, "data_format"), "NCHW") && rank >= 3 ? 1 : rank - 1;
@@ -7066,6 +7434,38 @@ static void df__g_merge(df__gfn *c) {
     }
 }
 
+/* Conv2D: the two backprop ops; pools: their grad ops. The window attrs are copied over. */
+static void df__copy_window_attrs(df_op_builder *b, const df_node *n) {
+    static const char *const names[] = {"strides", "dilations", "ksize", "explicit_paddings"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const df__attr *a = df__node_attr(n, names[i]);
+        if (a && a->kind == DF__A_INT_LIST) df_op_set_attr_int_list(b, names[i], a->u.ints.v, a->u.ints.n);
+    }
+    df_op_set_attr_string(b, "padding", df__attr_s(n, "padding"));
+    df_op_set_attr_string(b, "data_format", *df__attr_s(n, "data_format") ? df__attr_s(n, "data_format") : "NHWC");
+}
+static df_output df__window_op(df_graph *g, const char *op, const df_node *like, const df_output *ins, int n) {
+    df_op_builder *b = df_op_new(g, op, NULL);
+    for (int i = 0; i < n; i++) df_op_add_input(b, ins[i]);
+    df__copy_window_attrs(b, like);
+    return df__out(df_op_finish(b), 0);
+}
+static void df__g_conv2d(df__gfn *c) {
+    df_graph *g = c->g;
+    df_output x = DF__X(c, 0), w = DF__X(c, 1);
+    df_output bi[3] = {df__shape_of_out(g, x), w, c->dy[0]}, bf[3] = {x, df__shape_of_out(g, w), c->dy[0]};
+    c->dx[0] = df__window_op(g, "Conv2DBackpropInput", c->n, bi, 3);
+    c->dx[1] = df__window_op(g, "Conv2DBackpropFilter", c->n, bf, 3);
+}
+static void df__g_max_pool(df__gfn *c) {
+    df_output in[3] = {DF__X(c, 0), df__Y(c, 0), c->dy[0]};
+    c->dx[0] = df__window_op(c->g, "MaxPoolGrad", c->n, in, 3);
+}
+static void df__g_avg_pool(df__gfn *c) {
+    df_output in[2] = {df__shape_of_out(c->g, DF__X(c, 0)), c->dy[0]};
+    c->dx[0] = df__window_op(c->g, "AvgPoolGrad", c->n, in, 2);
+}
+
 static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"Identity", df__g_identity}, {"IdentityN", df__g_identity}, {"PlaceholderWithDefault", df__g_first},
     {"AddN", df__g_add_n}, {"AddV2", df__g_add}, {"Add", df__g_add}, {"Sub", df__g_sub}, {"Mul", df__g_mul},
@@ -7078,6 +7478,7 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"SqrtGrad", df__g_unary_grad}, {"RsqrtGrad", df__g_unary_grad}, {"ReciprocalGrad", df__g_unary_grad},
     {"Select", df__g_select}, {"SelectV2", df__g_select}, {"Cast", df__g_cast},
     {"MatMul", df__g_matmul}, {"BatchMatMulV2", df__g_matmul}, {"BiasAdd", df__g_bias_add},
+    {"Conv2D", df__g_conv2d}, {"MaxPool", df__g_max_pool}, {"AvgPool", df__g_avg_pool},
     {"Sum", df__g_reduce}, {"Mean", df__g_reduce}, {"Max", df__g_reduce}, {"Min", df__g_reduce}, {"Prod", df__g_reduce},
     {"Reshape", df__g_reshape}, {"ExpandDims", df__g_reshape}, {"Squeeze", df__g_reshape},
     {"Transpose", df__g_transpose}, {"Fill", df__g_fill}, {"ConcatV2", df__g_concat}, {"Pack", df__g_pack},
@@ -11102,6 +11503,20 @@ static const df__opspec df__op_table[] = {
      df__sf_matmul, df__k_matmul, DF__OP_EXPENSIVE, 0},
     {"BatchMatMulV2", "x:T,y:T", "output:T", "T:type{float,double,int32},adj_x:bool=false,adj_y:bool=false",
      df__sf_bmm, df__k_bmm, DF__OP_EXPENSIVE, 0},
+#define DF__CONV_ATTRS "T:type{float,double},strides:list(int),use_cudnn_on_gpu:bool=true,padding:string," \
+    "explicit_paddings:list(int)=[],data_format:string=NHWC,dilations:list(int)=[]"
+    {"Conv2D", "input:T,filter:T", "output:T", DF__CONV_ATTRS, df__sf_conv2d, df__k_conv2d, DF__OP_EXPENSIVE, 0},
+    {"Conv2DBackpropInput", "input_sizes:int32,filter:T,out_backprop:T", "output:T", DF__CONV_ATTRS,
+     df__sf_conv_bp_input, df__k_conv2d_bp_input, DF__OP_EXPENSIVE, 0},
+    {"Conv2DBackpropFilter", "input:T,filter_sizes:int32,out_backprop:T", "output:T", DF__CONV_ATTRS,
+     df__sf_conv_bp_filter, df__k_conv2d_bp_filter, DF__OP_EXPENSIVE, 0},
+#undef DF__CONV_ATTRS
+#define DF__POOL_ATTRS "T:type{float,double}=float,ksize:list(int),strides:list(int),padding:string,data_format:string=NHWC"
+    {"MaxPool", "input:T", "output:T", DF__POOL_ATTRS, df__sf_pool, df__k_pool, DF__OP_EXPENSIVE, 1},
+    {"AvgPool", "value:T", "output:T", DF__POOL_ATTRS, df__sf_pool, df__k_pool, DF__OP_EXPENSIVE, 0},
+    {"MaxPoolGrad", "orig_input:T,orig_output:T,grad:T", "output:T", DF__POOL_ATTRS, df__sf_same, df__k_max_pool_grad, DF__OP_EXPENSIVE, 0},
+    {"AvgPoolGrad", "orig_input_shape:int32,grad:T", "output:T", DF__POOL_ATTRS, df__sf_pool_grad_avg, df__k_avg_pool_grad, DF__OP_EXPENSIVE, 0},
+#undef DF__POOL_ATTRS
     {"BiasAdd", "value:T,bias:T", "output:T", "T:type" DF__NUM ",data_format:string=NHWC", df__sf_bias_add, df__k_bias_add, DF__OP_EXPENSIVE, 0},
     DF__RED("Sum", DF__R_SUM), DF__RED("Mean", DF__R_MEAN), DF__RED("Max", DF__R_MAX), DF__RED("Min", DF__R_MIN),
     DF__RED("Prod", DF__R_PROD),
