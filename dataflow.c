@@ -4730,6 +4730,56 @@ static df_code df__sf_reduce(df__shape_ctx *c) {
     df__reduced_shape(in->rank, in->dims, mask, keep, o);
     return DF_OK;
 }
+#ifdef DF__X86
+/* Sums of a float32/float64 row in float64, four vector accumulators (the plain loop's order
+   differs only in the last bits of a float64 sum). */
+DF__TARGET_AVX2 static double df__vsum_f32(const float *x, int64_t n) {
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
+        s2 = _mm256_add_pd(s2, _mm256_cvtps_pd(_mm256_castps256_ps128(b)));
+        s3 = _mm256_add_pd(s3, _mm256_cvtps_pd(_mm256_extractf128_ps(b, 1)));
+    }
+    double t[4];
+    _mm256_storeu_pd(t, _mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3)));
+    double r = (t[0] + t[1]) + (t[2] + t[3]);
+    for (; i < n; i++) r += x[i];
+    return r;
+}
+DF__TARGET_AVX2 static double df__vsum_f64(const double *x, int64_t n) {
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_add_pd(s0, _mm256_loadu_pd(x + i));
+        s1 = _mm256_add_pd(s1, _mm256_loadu_pd(x + i + 4));
+        s2 = _mm256_add_pd(s2, _mm256_loadu_pd(x + i + 8));
+        s3 = _mm256_add_pd(s3, _mm256_loadu_pd(x + i + 12));
+    }
+    double t[4];
+    _mm256_storeu_pd(t, _mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3)));
+    double r = (t[0] + t[1]) + (t[2] + t[3]);
+    for (; i < n; i++) r += x[i];
+    return r;
+}
+/* acc[j] += row[j] for a float32 or float64 row (column sums), float64 accumulators. */
+DF__TARGET_AVX2 static void df__vacc_f32(double *acc, const float *row, int64_t n) {
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 a = _mm256_loadu_ps(row + j);
+        _mm256_storeu_pd(acc + j, _mm256_add_pd(_mm256_loadu_pd(acc + j), _mm256_cvtps_pd(_mm256_castps256_ps128(a))));
+        _mm256_storeu_pd(acc + j + 4, _mm256_add_pd(_mm256_loadu_pd(acc + j + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1))));
+    }
+    for (; j < n; j++) acc[j] += row[j];
+}
+DF__TARGET_AVX2 static void df__vacc_f64(double *acc, const double *row, int64_t n) {
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) _mm256_storeu_pd(acc + j, _mm256_add_pd(_mm256_loadu_pd(acc + j), _mm256_loadu_pd(row + j)));
+    for (; j < n; j++) acc[j] += row[j];
+}
+#endif
 static void df__k_reduce(df__kctx *c) {
     const df_tensor *x = c->in[0];
     int code = c->node->op->code, keep = df__attr_b(c->node, "keep_dims", 0);
@@ -4754,20 +4804,32 @@ static void df__k_reduce(df__kctx *c) {
             int f32 = x->dtype == DF_FLOAT;
             const float *xf = (const float *)x->data;
             const double *xd = (const double *)x->data;
+#ifdef DF__X86
+            int vec = df__isa() == DF__ISA_AVX2;
+#else
+            int vec = 0;
+#endif
             if (prefix) {            /* x is [count, on] */
                 for (int64_t j = 0; j < on; j++) acc[j] = 0;
                 for (int64_t r = 0; r < count; r++) {
+#ifdef DF__X86
+                    if (vec) { if (f32) df__vacc_f32(acc, xf + r * on, on); else df__vacc_f64(acc, xd + r * on, on); continue; }
+#endif
                     if (f32) { const float *row = xf + r * on; for (int64_t j = 0; j < on; j++) acc[j] += row[j]; }
                     else { const double *row = xd + r * on; for (int64_t j = 0; j < on; j++) acc[j] += row[j]; }
                 }
             } else {                 /* x is [on, count] */
                 for (int64_t i = 0; i < on; i++) {
                     double s = 0;
+#ifdef DF__X86
+                    if (vec) { acc[i] = f32 ? df__vsum_f32(xf + i * count, count) : df__vsum_f64(xd + i * count, count); continue; }
+#endif
                     if (f32) { const float *row = xf + i * count; for (int64_t j = 0; j < count; j++) s += row[j]; }
                     else { const double *row = xd + i * count; for (int64_t j = 0; j < count; j++) s += row[j]; }
                     acc[i] = s;
                 }
             }
+            DF__UNUSED(vec);
             for (int64_t i = 0; i < on; i++) {
                 double v = code == DF__R_MEAN ? (count ? acc[i] / (double)count : NAN) : acc[i];
                 if (f32) ((float *)o->data)[i] = (float)v; else ((double *)o->data)[i] = v;
