@@ -4676,17 +4676,24 @@ static void df__k_bias_add(df__kctx *c) {
     if (v->rank < 2 || b->rank != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "BiasAdd needs a value of rank >= 2 and 1-D biases"); return; }
     int ax = df__bias_axis(c->node, v->rank);
     if (v->dims[ax] != b->dims[0]) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Must provide as many biases as the channel dimension of the input: %lld vs. %lld", (long long)b->dims[0], (long long)v->dims[ax]); return; }
-    df_tensor *o = df__k_alloc_like(c, 0, v->dtype, v);
+    const df_tensor *vv = v;
+    df_tensor *o = df__k_reuse_or_alloc(c, 0, 0, v->dtype, v->rank, v->dims);
     if (!o || !o->n) return;
+    v = vv;
     int64_t inner = 1, ch = v->dims[ax];
     for (int i = ax + 1; i < v->rank; i++) inner *= v->dims[i];
-    for (int64_t i = 0; i < v->n; i++) {
-        int64_t j = (i / inner) % ch;
-        if (v->dtype == DF_FLOAT) ((float *)o->data)[i] = ((const float *)v->data)[i] + ((const float *)b->data)[j];
-        else if (v->dtype == DF_DOUBLE) ((double *)o->data)[i] = ((const double *)v->data)[i] + ((const double *)b->data)[j];
-        else if (v->dtype == DF_INT32) ((int32_t *)o->data)[i] = (int32_t)((uint32_t)((const int32_t *)v->data)[i] + (uint32_t)((const int32_t *)b->data)[j]);
-        else ((int64_t *)o->data)[i] = (int64_t)((uint64_t)((const int64_t *)v->data)[i] + (uint64_t)((const int64_t *)b->data)[j]);
+    /* blocks of `inner` elements share one bias; with the channels last (NHWC, a dense layer)
+       inner is 1 and each row adds the bias vector, which the row kernels vectorise */
+    df__row_fn add = df__binary_row(DF__B_ADD, v->dtype);
+    size_t es = df_dtype_size(v->dtype);
+    if (inner == 1) {
+        for (int64_t r = 0; r < v->n / ch; r++)
+            add((char *)o->data + (size_t)(r * ch) * es, (const char *)v->data + (size_t)(r * ch) * es, b->data, ch, 1, 1);
+        return;
     }
+    for (int64_t blk = 0; blk < v->n / inner; blk++)
+        add((char *)o->data + (size_t)(blk * inner) * es, (const char *)v->data + (size_t)(blk * inner) * es,
+            (const char *)b->data + (size_t)(blk % ch) * es, inner, 1, 0);
 }
 
 /* ---- reductions: Sum, Mean, Max, Min, Prod over any axes ---- */

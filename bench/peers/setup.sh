@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Idempotent setup of the peers for the benchmarks (TensorFlow for the executor
-# and training benchmarks, PyTorch for the training benchmark).
+# and training benchmarks, PyTorch for the training benchmark, OpenBLAS for the
+# GEMM benchmark).
+# OpenBLAS: when libopenblas.so.0 is not found, the Debian package
+# libopenblas-dev is installed through apt-get where apt-get works (as root, or
+# through sudo without a password); otherwise a note is printed and the GEMM
+# benchmark prints dataflow's figures alone. It never changes the exit status.
 # Creates a git-ignored virtualenv at <repo>/.venv and installs
 # tensorflow-cpu and numpy into it unless they are already importable, then
 # torch (the CPU build from download.pytorch.org; if that index cannot be
@@ -15,6 +20,49 @@ root="$(cd "$here/../.." && pwd)"
 venv="$root/.venv"
 py="$venv/bin/python"
 PYTHON3="${PYTHON3:-python3}"
+
+# OpenBLAS first: bench_gemm loads it at run time, and it needs no Python.
+openblas_present() {
+    local ldc
+    for ldc in ldconfig /sbin/ldconfig /usr/sbin/ldconfig; do
+        if command -v "$ldc" >/dev/null 2>&1; then
+            "$ldc" -p 2>/dev/null | grep -q 'libopenblas\.so\.0' && return 0
+            break
+        fi
+    done
+    local f
+    for f in /usr/lib/*/libopenblas.so.0 /usr/lib/libopenblas.so.0 /usr/lib64/libopenblas.so.0 \
+             /usr/local/lib/libopenblas.so.0; do
+        [ -e "$f" ] && return 0
+    done
+    return 1
+}
+openblas=present
+if ! openblas_present; then
+    openblas=unavailable
+    as_root=""
+    if [ "$(id -u)" != 0 ]; then
+        command -v sudo >/dev/null 2>&1 && sudo -n true >/dev/null 2>&1 && as_root="sudo -n"
+    fi
+    limit=""
+    command -v timeout >/dev/null 2>&1 && limit="timeout 600"
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "setup.sh: note: OpenBLAS not found and no apt-get; bench_gemm prints dataflow's figures alone (install OpenBLAS to compare)" >&2
+    elif [ "$(id -u)" != 0 ] && [ -z "$as_root" ]; then
+        echo "setup.sh: note: OpenBLAS not found; installing libopenblas-dev needs root (apt-get install libopenblas-dev); bench_gemm prints dataflow's figures alone" >&2
+    else
+        echo "setup.sh: installing libopenblas-dev with apt-get (once)" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        # the package lists may be stale or absent: install, else update and install again
+        if { $as_root $limit apt-get install -y -qq libopenblas-dev ||
+             { $as_root $limit apt-get update -qq && $as_root $limit apt-get install -y -qq libopenblas-dev; }; } >/dev/null 2>&1 &&
+           openblas_present; then
+            openblas=installed
+        else
+            echo "setup.sh: note: apt-get install libopenblas-dev failed (no network?); bench_gemm prints dataflow's figures alone" >&2
+        fi
+    fi
+fi
 
 if ! command -v "$PYTHON3" >/dev/null 2>&1; then
     echo "setup.sh: error: $PYTHON3 not found; install python3 (and python3-venv)" >&2
@@ -63,5 +111,5 @@ if ! tver="$("$py" -c "$torch_check" 2>/dev/null)"; then
     rm -f "$log"
 fi
 
-echo "venv: $venv (python: $py, tensorflow ${ver:-unavailable}, torch ${tver:-unavailable})"
+echo "venv: $venv (python: $py, tensorflow ${ver:-unavailable}, torch ${tver:-unavailable}); openblas $openblas"
 [ "$tf_ok" = 1 ]
