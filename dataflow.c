@@ -4394,32 +4394,35 @@ static int df__conv_run(df__kctx *c, int mode, const df__conv_geo *g, int dbl, c
     size_t es = dbl ? 8 : 4;
     int64_t P = g->oh * g->ow, K = g->kh * g->kw * g->c, img = g->h * g->w * g->c;
     int direct = df__conv_direct(g);
-    void *col = NULL, *acc = NULL;
-    if (!direct || mode == 1) col = DF_MALLOC((size_t)(P * K) * es + 64);
+    if (direct) {                   /* 1x1, stride 1: the batch is one [n*h*w, c] matrix */
+        int64_t rows = g->n * P;
+        int ok = mode == 0 ? df__gemm_fp(dbl, rows, g->oc, K, x, K, 0, w, g->oc, 0, out, g->oc, c->ipool, 0)
+               : mode == 1 ? df__gemm_fp(dbl, rows, K, g->oc, dy, g->oc, 0, w, g->oc, 1, out, K, c->ipool, 0)
+               : df__gemm_fp(dbl, K, g->oc, rows, x, K, 1, dy, g->oc, 0, out, g->oc, c->ipool, 0);
+        if (!ok) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for the matrix product's packing buffers");
+        return ok;
+    }
+    void *col = DF_MALLOC((size_t)(P * K) * es + 64), *acc = NULL;
     if (mode == 2) acc = DF_MALLOC((size_t)(K * g->oc) * es + 64);
-    if ((!direct || mode == 1) && !col) goto oom;
-    if (mode == 2 && !acc) goto oom;
+    if (!col || (mode == 2 && !acc)) goto oom;
     if (mode == 2) memset(out, 0, (size_t)(K * g->oc) * es);
     for (int64_t b = 0; b < g->n; b++) {
         const char *xb = (const char *)x + (size_t)(b * img) * es;
         const char *dyb = (const char *)dy + (size_t)(b * P * g->oc) * es;
-        if (mode != 1 && !direct) {
+        if (mode != 1) {
             if (dbl) df__im2col_double(g, (const double *)xb, (double *)col);
             else df__im2col_float(g, (const float *)xb, (float *)col);
         }
-        const void *patches = direct ? (const void *)xb : col;
+        const void *patches = col;
         int ok = 1;
         if (mode == 0)
             ok = df__gemm_fp(dbl, P, g->oc, K, patches, K, 0, w, g->oc, 0, (char *)out + (size_t)(b * P * g->oc) * es,
                              g->oc, c->ipool, 0);
         else if (mode == 1) {
             void *dxb = (char *)out + (size_t)(b * img) * es;
-            if (direct) ok = df__gemm_fp(dbl, P, K, g->oc, dyb, g->oc, 0, w, g->oc, 1, dxb, K, c->ipool, 0);
-            else {
-                ok = df__gemm_fp(dbl, P, K, g->oc, dyb, g->oc, 0, w, g->oc, 1, col, K, c->ipool, 0);
-                if (dbl) df__col2im_double(g, (const double *)col, (double *)dxb);
-                else df__col2im_float(g, (const float *)col, (float *)dxb);
-            }
+            ok = df__gemm_fp(dbl, P, K, g->oc, dyb, g->oc, 0, w, g->oc, 1, col, K, c->ipool, 0);
+            if (dbl) df__col2im_double(g, (const double *)col, (double *)dxb);
+            else df__col2im_float(g, (const float *)col, (float *)dxb);
         } else {
             ok = df__gemm_fp(dbl, K, g->oc, P, patches, K, 1, dyb, g->oc, 0, acc, g->oc, c->ipool, 0);
             if (dbl) { double *o = (double *)out; const double *a = (const double *)acc; for (int64_t i = 0; i < K * g->oc; i++) o[i] += a[i]; }
@@ -4816,7 +4819,7 @@ static void df__k_reduce(df__kctx *c) {
 #else
             int vec = 0;
 #endif
-            if (prefix) {            /* x is [count, on] */
+            if (prefix && !(suffix && on == 1)) {   /* x is [count, on] (all axes: the row sum below) */
                 for (int64_t j = 0; j < on; j++) acc[j] = 0;
                 for (int64_t r = 0; r < count; r++) {
 #ifdef DF__X86
