@@ -3934,54 +3934,40 @@ DF__UKR_PORTABLE(float, 4, 8)
 DF__UKR_PORTABLE(double, 4, 4)
 
 #ifdef DF__X86
-DF__TARGET_AVX2 static void df__ukr_float_avx2(int64_t kc, const float *a, int64_t rsa, int64_t csa, const float *b,
-                                               int64_t ldb, float *c, int64_t ldc, int acc) {
-    const int64_t r2 = 2 * rsa, r3 = 3 * rsa, r4 = 4 * rsa, r5 = 5 * rsa;
-    for (int r = 0; r < 6; r++) _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
-    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-#pragma GCC unroll 4
-    for (int64_t p = 0; p < kc; p++, a += csa, b += ldb) {
-        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), av;
-        av = _mm256_broadcast_ss(a + 0); c00 = _mm256_fmadd_ps(av, b0, c00); c01 = _mm256_fmadd_ps(av, b1, c01);
-        av = _mm256_broadcast_ss(a + rsa); c10 = _mm256_fmadd_ps(av, b0, c10); c11 = _mm256_fmadd_ps(av, b1, c11);
-        av = _mm256_broadcast_ss(a + r2); c20 = _mm256_fmadd_ps(av, b0, c20); c21 = _mm256_fmadd_ps(av, b1, c21);
-        av = _mm256_broadcast_ss(a + r3); c30 = _mm256_fmadd_ps(av, b0, c30); c31 = _mm256_fmadd_ps(av, b1, c31);
-        av = _mm256_broadcast_ss(a + r4); c40 = _mm256_fmadd_ps(av, b0, c40); c41 = _mm256_fmadd_ps(av, b1, c41);
-        av = _mm256_broadcast_ss(a + r5); c50 = _mm256_fmadd_ps(av, b0, c50); c51 = _mm256_fmadd_ps(av, b1, c51);
+/* Writes (or adds into) one row of the tile: two vectors. */
+#define DF__UKR_STORE(T, V, W, L)                                                                 \
+    DF__TARGET_AVX2 static inline void df__ukr_store_##T(T *cr, V lo, V hi, int acc) {            \
+        if (acc) { lo = _mm256_add_##W(lo, _mm256_loadu_##W(cr)); hi = _mm256_add_##W(hi, _mm256_loadu_##W(cr + L)); } \
+        _mm256_storeu_##W(cr, lo);                                                                \
+        _mm256_storeu_##W(cr + L, hi);                                                            \
     }
-#define DF__ST(row, lo, hi)                                                                       \
-    do { float *cr = c + (row) * ldc;                                                             \
-         if (acc) { lo = _mm256_add_ps(lo, _mm256_loadu_ps(cr)); hi = _mm256_add_ps(hi, _mm256_loadu_ps(cr + 8)); } \
-         _mm256_storeu_ps(cr, lo); _mm256_storeu_ps(cr + 8, hi); } while (0)
-    DF__ST(0, c00, c01); DF__ST(1, c10, c11); DF__ST(2, c20, c21);
-    DF__ST(3, c30, c31); DF__ST(4, c40, c41); DF__ST(5, c50, c51);
-#undef DF__ST
-}
-DF__TARGET_AVX2 static void df__ukr_double_avx2(int64_t kc, const double *a, int64_t rsa, int64_t csa, const double *b,
-                                               int64_t ldb, double *c, int64_t ldc, int acc) {
-    const int64_t r2 = 2 * rsa, r3 = 3 * rsa, r4 = 4 * rsa, r5 = 5 * rsa;
-    for (int r = 0; r < 6; r++) _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
-    __m256d c00 = _mm256_setzero_pd(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-    __m256d c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-#pragma GCC unroll 4
-    for (int64_t p = 0; p < kc; p++, a += csa, b += ldb) {
-        __m256d b0 = _mm256_loadu_pd(b), b1 = _mm256_loadu_pd(b + 4), av;
-        av = _mm256_broadcast_sd(a + 0); c00 = _mm256_fmadd_pd(av, b0, c00); c01 = _mm256_fmadd_pd(av, b1, c01);
-        av = _mm256_broadcast_sd(a + rsa); c10 = _mm256_fmadd_pd(av, b0, c10); c11 = _mm256_fmadd_pd(av, b1, c11);
-        av = _mm256_broadcast_sd(a + r2); c20 = _mm256_fmadd_pd(av, b0, c20); c21 = _mm256_fmadd_pd(av, b1, c21);
-        av = _mm256_broadcast_sd(a + r3); c30 = _mm256_fmadd_pd(av, b0, c30); c31 = _mm256_fmadd_pd(av, b1, c31);
-        av = _mm256_broadcast_sd(a + r4); c40 = _mm256_fmadd_pd(av, b0, c40); c41 = _mm256_fmadd_pd(av, b1, c41);
-        av = _mm256_broadcast_sd(a + r5); c50 = _mm256_fmadd_pd(av, b0, c50); c51 = _mm256_fmadd_pd(av, b1, c51);
+DF__UKR_STORE(float, __m256, ps, 8)
+DF__UKR_STORE(double, __m256d, pd, 4)
+/* AVX2+FMA: 6 rows x 2 vectors of C in 12 registers; each k step loads 2 vectors of B and
+   broadcasts 6 elements of A. (float: 6x16, double: 6x8) */
+#define DF__UKR_AVX2(T, V, W, L, BC)                                                              \
+    DF__TARGET_AVX2 static void df__ukr_##T##_avx2(int64_t kc, const T *a, int64_t rsa, int64_t csa, const T *b, \
+                                                   int64_t ldb, T *c, int64_t ldc, int acc) {     \
+        const int64_t r2 = 2 * rsa, r3 = 3 * rsa, r4 = 4 * rsa, r5 = 5 * rsa;                     \
+        for (int r = 0; r < 6; r++) _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);       \
+        V c00 = _mm256_setzero_##W(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;      \
+        V c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;                       \
+        _Pragma("GCC unroll 4")                                                                   \
+        for (int64_t p = 0; p < kc; p++, a += csa, b += ldb) {                                    \
+            V b0 = _mm256_loadu_##W(b), b1 = _mm256_loadu_##W(b + L), av;                          \
+            av = BC(a); c00 = _mm256_fmadd_##W(av, b0, c00); c01 = _mm256_fmadd_##W(av, b1, c01);  \
+            av = BC(a + rsa); c10 = _mm256_fmadd_##W(av, b0, c10); c11 = _mm256_fmadd_##W(av, b1, c11); \
+            av = BC(a + r2); c20 = _mm256_fmadd_##W(av, b0, c20); c21 = _mm256_fmadd_##W(av, b1, c21); \
+            av = BC(a + r3); c30 = _mm256_fmadd_##W(av, b0, c30); c31 = _mm256_fmadd_##W(av, b1, c31); \
+            av = BC(a + r4); c40 = _mm256_fmadd_##W(av, b0, c40); c41 = _mm256_fmadd_##W(av, b1, c41); \
+            av = BC(a + r5); c50 = _mm256_fmadd_##W(av, b0, c50); c51 = _mm256_fmadd_##W(av, b1, c51); \
+        }                                                                                         \
+        df__ukr_store_##T(c, c00, c01, acc); df__ukr_store_##T(c + ldc, c10, c11, acc); \
+        df__ukr_store_##T(c + 2 * ldc, c20, c21, acc); df__ukr_store_##T(c + 3 * ldc, c30, c31, acc); \
+        df__ukr_store_##T(c + 4 * ldc, c40, c41, acc); df__ukr_store_##T(c + 5 * ldc, c50, c51, acc); \
     }
-#define DF__ST(row, lo, hi)                                                                       \
-    do { double *cr = c + (row) * ldc;                                                            \
-         if (acc) { lo = _mm256_add_pd(lo, _mm256_loadu_pd(cr)); hi = _mm256_add_pd(hi, _mm256_loadu_pd(cr + 4)); } \
-         _mm256_storeu_pd(cr, lo); _mm256_storeu_pd(cr + 4, hi); } while (0)
-    DF__ST(0, c00, c01); DF__ST(1, c10, c11); DF__ST(2, c20, c21);
-    DF__ST(3, c30, c31); DF__ST(4, c40, c41); DF__ST(5, c50, c51);
-#undef DF__ST
-}
+DF__UKR_AVX2(float, __m256, ps, 8, _mm256_broadcast_ss)
+DF__UKR_AVX2(double, __m256d, pd, 4, _mm256_broadcast_sd)
 #endif
 
 /* One thread's share: C rows [m0, m1) x cols [n0, n1). abuf/bbuf: aligned packing buffers. */
