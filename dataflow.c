@@ -4388,8 +4388,12 @@ static int df__conv_run(df__kctx *c, int mode, const df__conv_geo *g, int dbl, c
         if (!ok) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for the matrix product's packing buffers");
         return ok;
     }
-    void *col = DF_MALLOC((size_t)(P * K) * es + 64), *acc = NULL;
-    if (mode == 2) acc = DF_MALLOC((size_t)(K * g->oc) * es + 64);
+    /* scratch from the device's allocator, so its statistics (peak in use) count it */
+    int64_t ncol = P * K, nacc = K * g->oc;
+    df_status scratch_st;
+    df_tensor *colt = df__tensor_alloc(c->alloc, dbl ? DF_DOUBLE : DF_FLOAT, 1, &ncol, &scratch_st);
+    df_tensor *acct = mode == 2 ? df__tensor_alloc(c->alloc, dbl ? DF_DOUBLE : DF_FLOAT, 1, &nacc, &scratch_st) : NULL;
+    void *col = colt ? colt->data : NULL, *acc = acct ? acct->data : NULL;
     if (!col || (mode == 2 && !acc)) goto oom;
     if (mode == 2) memset(out, 0, (size_t)(K * g->oc) * es);
     for (int64_t b = 0; b < g->n; b++) {
@@ -4416,10 +4420,10 @@ static int df__conv_run(df__kctx *c, int mode, const df__conv_geo *g, int dbl, c
         }
         if (!ok) goto oom;
     }
-    DF_FREE(col); DF_FREE(acc);
+    df_tensor_release(colt); df_tensor_release(acct);
     return 1;
 oom:
-    DF_FREE(col); DF_FREE(acc);
+    df_tensor_release(colt); df_tensor_release(acct);
     DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for the convolution's patch buffers");
     return 0;
 }
