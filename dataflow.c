@@ -3512,10 +3512,8 @@ static void df__k_binary(df__kctx *c) {
             if (df__int_at(b, i) < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Integers to negative integer powers are not allowed"); return; }
     df_dtype ot = code >= DF__B_LESS && code <= DF__B_NOT_EQUAL ? DF_BOOL : a->dtype;
     /* (a and b stay readable: a forwarded input is the output, the other one is untouched) */
-    const df_tensor *fa = a, *fb = b;
     df_tensor *o = df__k_reuse_or_alloc(c, 0, a->n == b->n || b->n == 1 ? 0 : 1, ot, bc.rank, bc.dims);
     if (!o || o->n == 0) return;
-    a = fa; b = fb;
     size_t es = df_dtype_size(a->dtype), eo = df_dtype_size(ot);
     const char *pa = (const char *)a->data, *pb = (const char *)b->data;
     char *po = (char *)o->data;
@@ -4669,10 +4667,8 @@ static void df__k_bias_add(df__kctx *c) {
     if (v->rank < 2 || b->rank != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "BiasAdd needs a value of rank >= 2 and 1-D biases"); return; }
     int ax = df__bias_axis(c->node, v->rank);
     if (v->dims[ax] != b->dims[0]) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Must provide as many biases as the channel dimension of the input: %lld vs. %lld", (long long)b->dims[0], (long long)v->dims[ax]); return; }
-    const df_tensor *vv = v;
     df_tensor *o = df__k_reuse_or_alloc(c, 0, 0, v->dtype, v->rank, v->dims);
     if (!o || !o->n) return;
-    v = vv;
     int64_t inner = 1, ch = v->dims[ax];
     for (int i = ax + 1; i < v->rank; i++) inner *= v->dims[i];
     /* blocks of `inner` elements share one bias; with the channels last (NHWC, a dense layer)
@@ -10029,6 +10025,18 @@ static int df__place_colocate(void *user, const char *name, size_t len) {
     return 1;
 }
 
+/* An item that runs a node of the caller's graph (not a feed or fetch). */
+static int df__node_item(const df__exec *x, int i) {
+    return x->items[i].node && x->items[i].kind != DF__X_FETCH && x->items[i].kind != DF__X_FEED;
+}
+static int df__spec_constrained(const df__devspec *s) {
+    return s->type[0] || s->index >= 0 || s->job[0] || s->task >= 0 || s->replica >= 0;
+}
+/* The cost model's time to move a value of this shape to another device: ~2 us, ~8 GB/s. */
+static double df__transfer_ns(const df__shape *sh, df_dtype t) {
+    int64_t cnt = df__shape_count(sh);
+    return 2000.0 + (double)(cnt < 0 ? 4096 : cnt) * (double)df_dtype_size(t) / 8.0;
+}
 /* A rough cost in nanoseconds of running item i (the cost-model placement). */
 static double df__item_cost_ns(const df__exec *x, int i) {
     const df_node *n = x->items[i].node;
@@ -10055,15 +10063,17 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
     df__devspec *spec = (df__devspec *)DF_MALLOC((size_t)(n + 1) * sizeof(df__devspec));
     uint32_t *kinds = (uint32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(uint32_t));  /* per root: device kinds all members can run on */
     int32_t *group_dev = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    int32_t *gsize = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));      /* per root: members */
+    unsigned char *decided = (unsigned char *)DF_MALLOC((size_t)(n + 1));       /* per root: device fixed */
     double *finish = NULL, *dev_free = NULL;
     df_code code = DF_OK;
-    if (!item_of_node || !parent || !rank || !spec || !kinds || !group_dev) goto oom;
+    if (!item_of_node || !parent || !rank || !spec || !kinds || !group_dev || !gsize || !decided) goto oom;
     for (int i = 0; i < g->n_nodes; i++) item_of_node[i] = -1;
     for (int i = 0; i < n; i++) {
         parent[i] = i; rank[i] = 0; group_dev[i] = -1; dev[i] = -1;
         const df_node *nd_ = x->items[i].node;
         df__parse_device(NULL, &spec[i]);
-        if (x->items[i].kind == DF__X_FEED || x->items[i].kind == DF__X_FETCH || !nd_) continue;
+        if (!df__node_item(x, i)) continue;
         item_of_node[nd_->id] = i;
         if (nd_->device && *nd_->device && !df__parse_device(nd_->device, &spec[i]))
             { code = df_status_set(st, DF_INVALID_ARGUMENT, "Malformed device specification '%s' {{node %s}}", nd_->device, nd_->name); goto done; }
@@ -10072,7 +10082,7 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
     df__place_ctx pc = {x, g, item_of_node, parent, rank, spec, 0};
     for (int i = 0; i < n; i++) {
         const df_node *a = x->items[i].node;
-        if (!a || x->items[i].kind == DF__X_FETCH || x->items[i].kind == DF__X_FEED) continue;
+        if (!df__node_item(x, i)) continue;
         pc.self = i;
         df__class_names(a, df__place_colocate, &pc);
         for (int k = 0; k < a->n_inputs; k++) {
@@ -10091,7 +10101,7 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
     for (int i = 0; i < n; i++) kinds[i] = ~0u;
     for (int i = 0; i < n; i++) {
         const df_node *a = x->items[i].node;
-        if (!a || x->items[i].kind == DF__X_FETCH || x->items[i].kind == DF__X_FEED) continue;
+        if (!df__node_item(x, i)) continue;
         int r = df__uf_find(parent, i);
         uint32_t k = 0;
         for (int t = 0; t < DF__DEV_TYPES; t++) if (a->op->kernels[t].fn) k |= 1u << t;
@@ -10114,7 +10124,7 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
        request and runs every member's kernel */
     for (int i = 0; i < n; i++) {
         const df_node *a = x->items[i].node;
-        if (!a || x->items[i].kind == DF__X_FETCH || x->items[i].kind == DF__X_FEED) continue;
+        if (!df__node_item(x, i)) continue;
         int r = df__uf_find(parent, i);
         if (group_dev[r] >= 0) continue;
         if (!kinds[r]) {
@@ -10152,14 +10162,13 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
             if (best < 0) best = any;
         }
         group_dev[r] = best;
-        kinds[r] = (spec[r].type[0] || spec[r].index >= 0 || spec[r].job[0] || spec[r].task >= 0 ||
-                    spec[r].replica >= 0) ? 1u : 0u;   /* (reused: the group is constrained) */
+        decided[r] = (unsigned char)df__spec_constrained(&spec[r]);
     }
     /* 4. unconstrained nodes refined: metadata follows its input and (cost model) others go
        where they would finish first; a group follows its first member. Then generators alone in
        their group join their consumers when those all share one device. */
-    for (int i = 0; i < n; i++) rank[i] = 0;                  /* (reused: group sizes) */
-    for (int i = 0; i < n; i++) if (x->items[i].node && x->items[i].kind != DF__X_FETCH && x->items[i].kind != DF__X_FEED) rank[df__uf_find(parent, i)]++;
+    for (int i = 0; i < n; i++) gsize[i] = 0;
+    for (int i = 0; i < n; i++) if (df__node_item(x, i)) gsize[df__uf_find(parent, i)]++;
     if (ss->opts.placement == DF_PLACEMENT_COST_MODEL) {
         finish = (double *)DF_MALLOC((size_t)(n + 1) * sizeof(double));
         dev_free = (double *)DF_MALLOC((size_t)(nd + 1) * sizeof(double));
@@ -10168,11 +10177,11 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
     }
     for (int i = 0; i < n; i++) {               /* (items are in topological order) */
         const df_node *a = x->items[i].node;
-        if (!a || x->items[i].kind == DF__X_FETCH || x->items[i].kind == DF__X_FEED) continue;
+        if (!df__node_item(x, i)) continue;
         int r = df__uf_find(parent, i);
         int d = group_dev[r];
-        if (!kinds[r]) {
-            if (rank[r] == 1 && df__is_metadata_op(a->op) && a->n_inputs) {
+        if (!decided[r]) {
+            if (gsize[r] == 1 && df__is_metadata_op(a->op) && a->n_inputs) {
                 int src = item_of_node[a->inputs[0].node->id];
                 if (src >= 0 && dev[src] >= 0 && df__node_has_kernel(a, ss->devices[dev[src]])) d = dev[src];
             } else if (finish) {
@@ -10186,28 +10195,19 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
                         int from = src >= 0 ? dev[src] : 0;          /* feeds arrive on the first device */
                         if (from < 0) continue;
                         double ready = src >= 0 ? finish[src] : 0;
-                        if (from != c) {
-                            int64_t cnt = df__shape_count(&a->inputs[k].node->out_shapes[a->inputs[k].index]);
-                            double bytes = (double)(cnt < 0 ? 4096 : cnt) * (double)df_dtype_size(df_output_dtype(a->inputs[k]));
-                            ready += 2000.0 + bytes / 8.0;        /* ~2 us a transfer, ~8 GB/s */
-                        }
+                        if (from != c)
+                            ready += df__transfer_ns(&a->inputs[k].node->out_shapes[a->inputs[k].index], df_output_dtype(a->inputs[k]));
                         if (ready > start) start = ready;
                     }
                     double t = start + df__item_cost_ns(x, i);
-                    if (c != group_dev[r]) {                      /* and its result goes back, likely */
-                        double bytes = 0;
-                        for (int k = 0; k < a->n_outputs; k++) {
-                            int64_t cnt = df__shape_count(&a->out_shapes[k]);
-                            bytes += (double)(cnt < 0 ? 4096 : cnt) * (double)df_dtype_size(a->out_types[k]);
-                        }
-                        t += 2000.0 + bytes / 8.0;
-                    }
+                    if (c != group_dev[r])                        /* and its results go back, likely */
+                        for (int k = 0; k < a->n_outputs; k++) t += df__transfer_ns(&a->out_shapes[k], a->out_types[k]);
                     if (best_d < 0 || t < best_t) { best_t = t; best_d = c; }
                 }
                 if (best_d >= 0) d = best_d;
             }
             group_dev[r] = d;
-            kinds[r] = 1;                                  /* decided: later members follow */
+            decided[r] = 1;                                /* later members follow */
         }
         dev[i] = d;
         if (finish) {
@@ -10223,9 +10223,9 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
     for (int i = n - 1; i >= 0; i--) {
         const df_node *a = x->items[i].node;
         const df__xitem *it = &x->items[i];
-        if (!a || it->kind == DF__X_FETCH || it->kind == DF__X_FEED || a->n_inputs || a->n_outputs != 1 || a->out_is_ref[0]) continue;
+        if (!df__node_item(x, i) || a->n_inputs || a->n_outputs != 1 || a->out_is_ref[0]) continue;
         int r = df__uf_find(parent, i);
-        if (rank[r] != 1 || spec[r].type[0] || spec[r].index >= 0 || spec[r].job[0] || spec[r].task >= 0) continue;
+        if (gsize[r] != 1 || df__spec_constrained(&spec[r])) continue;
         int d = -1, same = 1;
         for (int e = 0; e < it->n_edges && same; e++) {       /* (control consumers count too) */
             const df__xedge *ed = &x->edges[it->edge_start + e];
@@ -10264,6 +10264,7 @@ oom:
     code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory placing the graph");
 done:
     DF_FREE(item_of_node); DF_FREE(parent); DF_FREE(rank); DF_FREE(spec); DF_FREE(kinds); DF_FREE(group_dev);
+    DF_FREE(gsize); DF_FREE(decided);
     DF_FREE(finish); DF_FREE(dev_free);
     return code;
 }
@@ -10606,7 +10607,7 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
     if (!plan || !b.part_of_dev || !b.clone || !b.loop_cond || !feed_of || !item_of_node) goto oom;
     for (int i = 0; i < ss->g->n_nodes; i++) item_of_node[i] = -1;
     for (int i = 0; i < n; i++)
-        if (x->items[i].node && x->items[i].kind != DF__X_FETCH && x->items[i].kind != DF__X_FEED) item_of_node[x->items[i].node->id] = i;
+        if (df__node_item(x, i)) item_of_node[x->items[i].node->id] = i;
     memset(plan, 0, sizeof *plan);
     plan->owns_graphs = 1;
     for (int d = 0; d < nd; d++) b.part_of_dev[d] = -1;
@@ -10698,7 +10699,7 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
     /* 3. feeds and fetches of each partition, then its executor */
     for (int p = 0; p < b.n_parts; p++) {
         df__part *pt = &plan->parts[p];
-        int nf = 0, no = 0;
+        int nf = 0;
         if (!(pfeeds[p] = (df_output *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(df_output)))) goto oom;
         if (!(pt->feed_map = (int *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(int)))) goto oom;
         if (!(pfetches[p] = (df_output *)DF_MALLOC((size_t)(n_fetches + 1) * sizeof(df_output)))) goto oom;
@@ -10708,7 +10709,6 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
             if (ph) { pfeeds[p][nf] = (df_output){ph, 0}; pt->feed_map[nf++] = f; }
         }
         pt->n_feeds = nf;
-        DF__UNUSED(no);
     }
     for (int i = 0; i < n; i++) {
         const df__xitem *it = &x->items[i];
