@@ -3568,8 +3568,9 @@ enum { DF__U_NEG, DF__U_SQUARE, DF__U_SQRT, DF__U_RSQRT, DF__U_EXP, DF__U_LOG, D
     }
 
 #ifdef DF__X86
-/* AVX2 unary ops for float32/float64 with the plain loops' exact results; 0 if not handled. */
-#define DF__VUNARY(SUF, T, V, W, L, SET1, CMP, BLEND)                                              \
+/* AVX2 unary ops for float32/float64 with the plain loops' exact results; 0 if not handled
+   (exp, log, tanh, sigmoid: the plain loops). */
+#define DF__VUNARY(SUF, T, V, W, L, SET1, CMP, BLEND, SQRT, FLOOR)                                              \
     DF__TARGET_AVX2 static int df__vunary_##SUF(int code, const T *a, T *o, int64_t n) {          \
         const V zero = _mm256_setzero_##W(), one = SET1((T)1);                                    \
         int64_t i = 0;                                                                            \
@@ -3581,14 +3582,17 @@ enum { DF__U_NEG, DF__U_SQUARE, DF__U_SQRT, DF__U_RSQRT, DF__U_EXP, DF__U_LOG, D
             for (; i < n; i++) { o[i] = a[i] * a[i]; } \
             return 1;                                      \
         case DF__U_SQRT: for (; i + L <= n; i += L) _mm256_storeu_##W(o + i, _mm256_sqrt_##W(_mm256_loadu_##W(a + i))); \
-            break;                                                                                \
+            for (; i < n; i++) { o[i] = SQRT(a[i]); } \
+            return 1;                                                                                \
         case DF__U_RSQRT: for (; i + L <= n; i += L) _mm256_storeu_##W(o + i, _mm256_div_##W(one, _mm256_sqrt_##W(_mm256_loadu_##W(a + i)))); \
-            break;                                                                                \
+            for (; i < n; i++) { o[i] = (T)1 / SQRT(a[i]); } \
+            return 1;                                                                                \
         case DF__U_RECIPROCAL: for (; i + L <= n; i += L) _mm256_storeu_##W(o + i, _mm256_div_##W(one, _mm256_loadu_##W(a + i))); \
             for (; i < n; i++) { o[i] = (T)1 / a[i]; } \
             return 1;                                      \
         case DF__U_FLOOR: for (; i + L <= n; i += L) _mm256_storeu_##W(o + i, _mm256_floor_##W(_mm256_loadu_##W(a + i))); \
-            break;                                                                                \
+            for (; i < n; i++) { o[i] = FLOOR(a[i]); } \
+            return 1;                                                                                \
         case DF__U_RELU: for (; i + L <= n; i += L) { V v = _mm256_loadu_##W(a + i);             \
                 _mm256_storeu_##W(o + i, BLEND(zero, v, _mm256_or_##W(CMP(v, zero, _CMP_GT_OQ), CMP(v, v, _CMP_UNORD_Q)))); } \
             for (; i < n; i++) { T v = a[i]; o[i] = v > 0 ? v : (v != v ? v : (T)0); } \
@@ -3597,12 +3601,11 @@ enum { DF__U_NEG, DF__U_SQUARE, DF__U_SQRT, DF__U_RSQRT, DF__U_EXP, DF__U_LOG, D
                 _mm256_storeu_##W(o + i, BLEND(v, _mm256_sub_##W(zero, v), CMP(v, zero, _CMP_LT_OQ))); } \
             for (; i < n; i++) { T v = a[i]; o[i] = v < 0 ? -v : v; } \
             return 1;                   \
-        default: return 0;                                                                        \
-        }                                                                                         \
-        return -(int)i - 1;          /* (sqrt, rsqrt, floor: the tail goes to libm) */            \
+        default: return 0; \
+        } \
     }
-DF__VUNARY(f32, float, __m256, ps, 8, _mm256_set1_ps, _mm256_cmp_ps, _mm256_blendv_ps)
-DF__VUNARY(f64, double, __m256d, pd, 4, _mm256_set1_pd, _mm256_cmp_pd, _mm256_blendv_pd)
+DF__VUNARY(f32, float, __m256, ps, 8, _mm256_set1_ps, _mm256_cmp_ps, _mm256_blendv_ps, sqrtf, floorf)
+DF__VUNARY(f64, double, __m256d, pd, 4, _mm256_set1_pd, _mm256_cmp_pd, _mm256_blendv_pd, sqrt, floor)
 #endif
 
 static void df__k_unary(df__kctx *c) {
@@ -3612,20 +3615,10 @@ static void df__k_unary(df__kctx *c) {
     if (!y) return;
     int64_t n = x->n;
 #ifdef DF__X86
-    df_tensor tx, ty;                         /* views of the tails the plain loops finish */
-    if ((x->dtype == DF_FLOAT || x->dtype == DF_DOUBLE) && df__isa() == DF__ISA_AVX2) {
-        int r = x->dtype == DF_FLOAT ? df__vunary_f32(code, (const float *)x->data, (float *)y->data, n)
-                                     : df__vunary_f64(code, (const double *)x->data, (double *)y->data, n);
-        if (r == 1) return;
-        if (r < 0) {                          /* the vector part is done; the plain loop finishes */
-            int64_t done = -(int64_t)r - 1;
-            size_t es = df_dtype_size(x->dtype);
-            tx = *x; ty = *y;
-            tx.data = (char *)x->data + (size_t)done * es;
-            ty.data = (char *)y->data + (size_t)done * es;
-            x = &tx; y = &ty; n -= done;
-        }
-    }
+    if ((x->dtype == DF_FLOAT || x->dtype == DF_DOUBLE) && df__isa() == DF__ISA_AVX2 &&
+        (x->dtype == DF_FLOAT ? df__vunary_f32(code, (const float *)x->data, (float *)y->data, n)
+                              : df__vunary_f64(code, (const double *)x->data, (double *)y->data, n)))
+        return;
 #endif
     switch (x->dtype) {
     case DF_FLOAT: DF__UNARY_FLOAT(float, sqrtf, expf, logf, tanhf, floorf) break;
