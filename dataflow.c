@@ -4083,8 +4083,8 @@ static void df__gemm_share(void *arg, int64_t lo, int64_t hi) {
     DF_FREE(raw);
 }
 
-/* C = op(A) op(B) for float (dbl 0) or double (dbl 1); row-major with leading dimensions.
-   Returns 0 when memory ran out. */
+/* C = op(A) op(B) for float (dbl 0) or double (dbl 1); row-major with leading dimensions; at
+   most max_threads threads (0: as many as the pool has). Returns 0 when memory ran out. */
 #define DF__GEMM_DIRECT_MAX (128 * 128 * 128)
 static int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, int ta,
                        const void *b, int64_t ldb, int tb, void *c, int64_t ldc, struct df__ipool *pool,
@@ -4146,8 +4146,7 @@ df_code df_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, const doubl
     return df__gemm_public(1, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, n_threads);
 }
 
-/* MatMul's product: float and double through the GEMM above, int32 by a plain loop (wrapping
-   arithmetic). Returns 0 when memory ran out. */
+/* int32 products: a plain loop with wrapping arithmetic, as TensorFlow's. */
 static void df__gemm_int32(int64_t m, int64_t n, int64_t k, const int32_t *a, int ta, const int32_t *b, int tb, int32_t *o) {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
@@ -4157,6 +4156,8 @@ static void df__gemm_int32(int64_t m, int64_t n, int64_t k, const int32_t *a, in
             o[i * n + j] = (int32_t)s;
         }
 }
+/* MatMul's product: float and double through the GEMM above. 0, with the kernel's status set,
+   when memory ran out. */
 static int df__gemm(df__kctx *c, df_dtype t, int64_t m, int64_t n, int64_t k, const void *a, int ta, const void *b,
                     int tb, void *o) {
     if (t == DF_INT32) { df__gemm_int32(m, n, k, (const int32_t *)a, ta, (const int32_t *)b, tb, (int32_t *)o); return 1; }
