@@ -4264,10 +4264,16 @@ static void df__k_bmm(df__kctx *c) {
 
 /* ---- Conv2D (NHWC) and its two gradients, MaxPool/AvgPool and theirs ----
    Geometry as TensorFlow: VALID gives ceil((in - (k-1)*d) / s) outputs, SAME ceil(in / s) with
-   the padding split before/after (the extra one after). Convolutions go through the GEMM:
-   each image's patches laid out as rows (im2col; a 1x1 stride-1 filter reads the image as it
-   is), times the filter as a [kh*kw*cin, cout] matrix; the input gradient is the product with
-   the filter transposed, scattered back (col2im); the filter gradient sums patches^T x dY. */
+   the padding split before/after (the extra one after).
+   Convolutions are direct: no patch matrix. A micro-kernel keeps MR output pixels x NR output
+   channels in registers and reads each pixel's taps where they lie in a zero-padded copy of the
+   input (pixel r starts at arow[r]; a tap is a run of tk contiguous values at arow[r] + toff[t];
+   with no dilation along x a whole filter row is one run). The filter is packed once into
+   NR-wide slivers in the same order. The input gradient is the same computation on the padded
+   dY, once per stride phase (the output pixels y = ry + sh*j, x = rx + sw*i) with the taps that
+   phase reaches and the filter transposed. The filter gradient reduces over runs of pixels (the
+   output rows) instead, with the filter's rows as the tile's rows. A 1x1 stride-1 forward
+   convolution is one GEMM over the batch. */
 typedef struct df__conv_geo {
     int64_t n, h, w, c, kh, kw, oc, oh, ow, sh, sw, dh, dw, ph, pw;
 } df__conv_geo;
@@ -4326,97 +4332,470 @@ static df_code df__conv_setup(const df_node *node, const int64_t *in, int64_t kh
 }
 static int df__rank4(const df_tensor *t) { return t->rank == 4; }
 
-/* Patches of image b as rows: col[(oy*ow + ox), (ky*kw + kx)*c + ci]; zeros outside. */
-#define DF__IM2COL(T)                                                                             \
-    static void df__im2col_##T(const df__conv_geo *g, const T *img, T *col) {                     \
-        int64_t K = g->kh * g->kw * g->c;                                                         \
-        for (int64_t oy = 0; oy < g->oh; oy++)                                                    \
-            for (int64_t ox = 0; ox < g->ow; ox++) {                                              \
-                T *row = col + (oy * g->ow + ox) * K;                                             \
-                for (int64_t ky = 0; ky < g->kh; ky++) {                                          \
-                    int64_t y = oy * g->sh - g->ph + ky * g->dh;                                  \
-                    for (int64_t kx = 0; kx < g->kw; kx++, row += g->c) {                         \
-                        int64_t x = ox * g->sw - g->pw + kx * g->dw;                              \
-                        if (y < 0 || y >= g->h || x < 0 || x >= g->w) memset(row, 0, (size_t)g->c * sizeof(T)); \
-                        else memcpy(row, img + (y * g->w + x) * g->c, (size_t)g->c * sizeof(T));  \
-                    }                                                                             \
+/* ---- direct convolution micro-kernels ----
+   cukr: rows[r] (= or +=) sum over taps t, p < tk of ar[r][toff[t] + p] * b[k][0..NR), with b the
+   packed filter sliver advancing NR per k (the filter gradient uses the GEMM's kernel). */
+#define DF__CONV_UKR_PORTABLE(T, MR, NR)                                                          \
+    static void df__cukr_##T##_portable(int ntap, const int64_t *toff, int64_t tk, const T *const *ar, \
+                                        const T *b, T *const *cr, int acc) {                      \
+        T t[MR][NR];                                                                              \
+        memset(t, 0, sizeof t);                                                                   \
+        for (int tp = 0; tp < ntap; tp++)                                                         \
+            for (int64_t p = 0; p < tk; p++, b += NR)                                             \
+                for (int r = 0; r < MR; r++) {                                                    \
+                    T av = ar[r][toff[tp] + p];                                                   \
+                    for (int j = 0; j < NR; j++) t[r][j] += av * b[j];                            \
                 }                                                                                 \
+        for (int r = 0; r < MR; r++)                                                              \
+            for (int j = 0; j < NR; j++) cr[r][j] = acc ? cr[r][j] + t[r][j] : t[r][j];           \
+    } \
+    static void df__wukr_##T##_portable(int64_t kc, const T *const *pix, int64_t off, const T *b, T *c, \
+                                        int64_t ldc, int acc) {                                   \
+        T t[MR][NR];                                                                              \
+        memset(t, 0, sizeof t);                                                                   \
+        for (int64_t p = 0; p < kc; p++, b += NR)                                                 \
+            for (int r = 0; r < MR; r++) {                                                        \
+                T av = pix[p][off + r];                                                           \
+                for (int j = 0; j < NR; j++) t[r][j] += av * b[j];                                \
             }                                                                                     \
-    }                                                                                             \
-    static void df__col2im_##T(const df__conv_geo *g, const T *col, T *img) {                     \
-        int64_t K = g->kh * g->kw * g->c;                                                         \
-        memset(img, 0, (size_t)(g->h * g->w * g->c) * sizeof(T));                                 \
-        for (int64_t oy = 0; oy < g->oh; oy++)                                                    \
-            for (int64_t ox = 0; ox < g->ow; ox++) {                                              \
-                const T *row = col + (oy * g->ow + ox) * K;                                       \
-                for (int64_t ky = 0; ky < g->kh; ky++) {                                          \
-                    int64_t y = oy * g->sh - g->ph + ky * g->dh;                                  \
-                    for (int64_t kx = 0; kx < g->kw; kx++, row += g->c) {                         \
-                        int64_t x = ox * g->sw - g->pw + kx * g->dw;                              \
-                        if (y < 0 || y >= g->h || x < 0 || x >= g->w) continue;                   \
-                        T *p = img + (y * g->w + x) * g->c;                                       \
-                        for (int64_t ci = 0; ci < g->c; ci++) p[ci] += row[ci];                   \
-                    }                                                                             \
-                }                                                                                 \
-            }                                                                                     \
+        for (int r = 0; r < MR; r++)                                                              \
+            for (int j = 0; j < NR; j++) c[r * ldc + j] = acc ? c[r * ldc + j] + t[r][j] : t[r][j]; \
     }
-DF__IM2COL(float)
-DF__IM2COL(double)
+DF__CONV_UKR_PORTABLE(float, 4, 8)
+DF__CONV_UKR_PORTABLE(double, 4, 4)
+
+#ifdef DF__X86
+/* AVX2+FMA, 6 pixels (or filter rows) x 2 vectors as in the GEMM's kernel. */
+#define DF__CONV_UKR_AVX2(T, V, W, L, BC)                                                         \
+    DF__TARGET_AVX2 static void df__cukr_##T##_avx2(int ntap, const int64_t *toff, int64_t tk, const T *const *ar, \
+                                                    const T *b, T *const *cr, int acc) {          \
+        V c00 = _mm256_setzero_##W(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;      \
+        V c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;                       \
+        for (int tp = 0; tp < ntap; tp++) {                                                       \
+            const int64_t o = toff[tp];                                                           \
+            const T *a0 = ar[0] + o, *a1 = ar[1] + o, *a2 = ar[2] + o, *a3 = ar[3] + o, *a4 = ar[4] + o, *a5 = ar[5] + o; \
+            _Pragma("GCC unroll 4")                                                               \
+            for (int64_t p = 0; p < tk; p++, b += 2 * L) {                                        \
+                V b0 = _mm256_loadu_##W(b), b1 = _mm256_loadu_##W(b + L), av;                      \
+                av = BC(a0 + p); c00 = _mm256_fmadd_##W(av, b0, c00); c01 = _mm256_fmadd_##W(av, b1, c01); \
+                av = BC(a1 + p); c10 = _mm256_fmadd_##W(av, b0, c10); c11 = _mm256_fmadd_##W(av, b1, c11); \
+                av = BC(a2 + p); c20 = _mm256_fmadd_##W(av, b0, c20); c21 = _mm256_fmadd_##W(av, b1, c21); \
+                av = BC(a3 + p); c30 = _mm256_fmadd_##W(av, b0, c30); c31 = _mm256_fmadd_##W(av, b1, c31); \
+                av = BC(a4 + p); c40 = _mm256_fmadd_##W(av, b0, c40); c41 = _mm256_fmadd_##W(av, b1, c41); \
+                av = BC(a5 + p); c50 = _mm256_fmadd_##W(av, b0, c50); c51 = _mm256_fmadd_##W(av, b1, c51); \
+            }                                                                                     \
+        }                                                                                         \
+        df__ukr_store_##T(cr[0], c00, c01, acc); df__ukr_store_##T(cr[1], c10, c11, acc);         \
+        df__ukr_store_##T(cr[2], c20, c21, acc); df__ukr_store_##T(cr[3], c30, c31, acc);         \
+        df__ukr_store_##T(cr[4], c40, c41, acc); df__ukr_store_##T(cr[5], c50, c51, acc);         \
+    } \
+    DF__TARGET_AVX2 static void df__wukr_##T##_avx2(int64_t kc, const T *const *pix, int64_t off, const T *b, T *c, \
+                                                    int64_t ldc, int acc) {                       \
+        V c00 = _mm256_setzero_##W(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;      \
+        V c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;                       \
+        _Pragma("GCC unroll 4")                                                                   \
+        for (int64_t p = 0; p < kc; p++, b += 2 * L) {                                            \
+            const T *a = pix[p] + off;                                                            \
+            V b0 = _mm256_loadu_##W(b), b1 = _mm256_loadu_##W(b + L), av;                          \
+            av = BC(a); c00 = _mm256_fmadd_##W(av, b0, c00); c01 = _mm256_fmadd_##W(av, b1, c01);  \
+            av = BC(a + 1); c10 = _mm256_fmadd_##W(av, b0, c10); c11 = _mm256_fmadd_##W(av, b1, c11); \
+            av = BC(a + 2); c20 = _mm256_fmadd_##W(av, b0, c20); c21 = _mm256_fmadd_##W(av, b1, c21); \
+            av = BC(a + 3); c30 = _mm256_fmadd_##W(av, b0, c30); c31 = _mm256_fmadd_##W(av, b1, c31); \
+            av = BC(a + 4); c40 = _mm256_fmadd_##W(av, b0, c40); c41 = _mm256_fmadd_##W(av, b1, c41); \
+            av = BC(a + 5); c50 = _mm256_fmadd_##W(av, b0, c50); c51 = _mm256_fmadd_##W(av, b1, c51); \
+        }                                                                                         \
+        df__ukr_store_##T(c, c00, c01, acc); df__ukr_store_##T(c + ldc, c10, c11, acc);           \
+        df__ukr_store_##T(c + 2 * ldc, c20, c21, acc); df__ukr_store_##T(c + 3 * ldc, c30, c31, acc); \
+        df__ukr_store_##T(c + 4 * ldc, c40, c41, acc); df__ukr_store_##T(c + 5 * ldc, c50, c51, acc); \
+    }
+DF__CONV_UKR_AVX2(float, __m256, ps, 8, _mm256_broadcast_ss)
+DF__CONV_UKR_AVX2(double, __m256d, pd, 4, _mm256_broadcast_sd)
+#define DF__CONV_PICK_float if (isa == DF__ISA_AVX2) { cukr = df__cukr_float_avx2; ukr = df__ukr_float_avx2; wukr = df__wukr_float_avx2; }
+#define DF__CONV_PICK_double if (isa == DF__ISA_AVX2) { cukr = df__cukr_double_avx2; ukr = df__ukr_double_avx2; wukr = df__wukr_double_avx2; }
+#else
+#define DF__CONV_PICK_float
+#define DF__CONV_PICK_double
+#endif
+
+/* One gather pass: out pixel q (b, j, i) = a + b*a_img + j*a_row + i*a_col (bytes), written at
+   c + b*c_img + j*c_row + i*c_col; nout channels from the packed filter bp ([block][K][NR]).
+   Taps are split into k-blocks [kb[i], kb[i+1]) so one sliver of the filter stays in L1 while
+   a chunk of pixels passes under it. A pass with no taps writes zeros. */
+typedef struct df__conv_pass {
+    int isa, ntap, nkb, failed;
+    int64_t npix, per_img, cols, chunk, tk, nout;
+    const char *a;
+    char *c;
+    int64_t a_img, a_row, a_col, c_img, c_row, c_col;
+    const int64_t *toff;
+    const int *kb;
+    const void *bp;
+} df__conv_pass;
+/* The filter gradient: dW rows (tap t, r < tk) x nout summed over the npix output pixels, a
+   GEMM whose k runs over pixels: per chunk of pixels, dY is packed into NR-wide slivers and each
+   m-tile's input values (MR filter rows: MR consecutive values at pixel base + toff[t] + m0)
+   into an MR-tall one. Pixel q (b, oy, ox) has its input at a + b*a_img + oy*a_row + ox*a_col
+   (elements) and its dY row at dy + q*nout. m-tiles are shared between threads. */
+typedef struct df__wgrad_pass {
+    int isa, failed;
+    int64_t npix, per_img, cols, a_img, a_row, a_col, tk, per_tap, nout, kc;
+    const void *a, *dy;
+    const int64_t *toff;
+    void *dw;
+} df__wgrad_pass;
+/* The input gradient for few input channels (an RGB stem), where a phase's tile would be mostly
+   empty columns: each dY pixel times the filter transposed gives its whole patch of dX (kh*kw*c
+   values, the tile's columns), added where the patch lies in a padded dX; each share of pixels
+   adds into its own copy (slot), summed afterwards. */
+typedef struct df__conv_scatter {
+    int isa, failed, next_slot;
+    int64_t npix, per_img, cols, oc, kh, kw, c, Hb, Wb, sh, sw, dh, dw, chunk;
+    const void *dy, *bp;
+    void *acc;                      /* slots of [n][Hb][Wb][c] */
+} df__conv_scatter;
+#define DF__CONV_PASSES(T)                                                                        \
+    static void df__conv_pass_##T(void *arg, int64_t lo, int64_t hi) {                           \
+        df__conv_pass *P = (df__conv_pass *)arg;                                                  \
+        const df__gemm_cfg *g = &df__gemm_cfgs[sizeof(T) == 8][P->isa];                          \
+        const int mr = g->mr, nr = g->nr, isa = P->isa;                                           \
+        void (*cukr)(int, const int64_t *, int64_t, const T *const *, const T *, T *const *, int) = df__cukr_##T##_portable; \
+        void (*ukr)(int64_t, const T *, int64_t, int64_t, const T *, int64_t, T *, int64_t, int) = df__ukr_##T##_portable; \
+        void (*wukr)(int64_t, const T *const *, int64_t, const T *, T *, int64_t, int) = df__wukr_##T##_portable; \
+        DF__CONV_PICK_##T                                                                         \
+        DF__UNUSED(ukr); DF__UNUSED(wukr); DF__UNUSED(isa);                                       \
+        const int64_t chunk = P->chunk, nblk = (P->nout + nr - 1) / nr, K = (int64_t)P->ntap * P->tk; \
+        char *mem = (char *)DF_MALLOC((size_t)chunk * 2 * sizeof(void *) + (size_t)(chunk * nr) * sizeof(T) + 64); \
+        if (!mem) { __atomic_store_n(&P->failed, 1, __ATOMIC_RELAXED); return; }                  \
+        const T **arow = (const T **)(void *)mem;                                                 \
+        T **crow = (T **)(void *)(mem + (size_t)chunk * sizeof(void *));                          \
+        T *tmp = (T *)(void *)(((uintptr_t)(mem + (size_t)chunk * 2 * sizeof(void *)) + 63) & ~(uintptr_t)63); \
+        for (int64_t q0 = lo; q0 < hi; q0 += chunk) {                                             \
+            int64_t cnt = DF__MIN(chunk, hi - q0), cntp = (cnt + mr - 1) / mr * mr;               \
+            for (int64_t i = 0; i < cnt; i++) {                                                   \
+                int64_t q = q0 + i, b = q / P->per_img, rem = q - b * P->per_img, j = rem / P->cols, x = rem - j * P->cols; \
+                arow[i] = (const T *)(const void *)(P->a + b * P->a_img + j * P->a_row + x * P->a_col); \
+                crow[i] = (T *)(void *)(P->c + b * P->c_img + j * P->c_row + x * P->c_col);       \
+            }                                                                                     \
+            if (P->ntap == 0) {                                                                   \
+                for (int64_t i = 0; i < cnt; i++) memset(crow[i], 0, (size_t)P->nout * sizeof(T)); \
+                continue;                                                                         \
+            }                                                                                     \
+            for (int64_t i = cnt; i < cntp; i++) arow[i] = arow[0];                               \
+            for (int64_t jb = 0; jb < nblk; jb++) {                                               \
+                int64_t j0 = jb * nr, cols = DF__MIN(nr, P->nout - j0);                           \
+                const T *sliver = (const T *)P->bp + (size_t)(jb * K * nr);                       \
+                for (int kb = 0; kb < P->nkb; kb++) {                                             \
+                    int t0 = P->kb[kb], t1 = P->kb[kb + 1];                                       \
+                    const T *bk = sliver + (size_t)((int64_t)t0 * P->tk * nr);                    \
+                    for (int64_t i = 0; i < cntp; i += mr) {                                      \
+                        T *cr[8];                                                                 \
+                        for (int r = 0; r < mr; r++) {                                            \
+                            int64_t q = i + r;                                                    \
+                            cr[r] = cols == nr && q < cnt ? crow[q] + j0 : tmp + q * nr;          \
+                        }                                                                         \
+                        cukr(t1 - t0, P->toff + t0, P->tk, arow + i, bk, cr, kb > 0);             \
+                    }                                                                             \
+                }                                                                                 \
+                if (cols < nr)                                                                    \
+                    for (int64_t i = 0; i < cnt; i++) memcpy(crow[i] + j0, tmp + i * nr, (size_t)cols * sizeof(T)); \
+            }                                                                                     \
+        }                                                                                         \
+        DF_FREE(mem);                                                                             \
+    }                                                                                             \
+    static void df__wgrad_pass_##T(void *arg, int64_t lo, int64_t hi) {                          \
+        df__wgrad_pass *P = (df__wgrad_pass *)arg;                                                \
+        const df__gemm_cfg *g = &df__gemm_cfgs[sizeof(T) == 8][P->isa];                          \
+        const int mr = g->mr, nr = g->nr, isa = P->isa;                                           \
+        void (*cukr)(int, const int64_t *, int64_t, const T *const *, const T *, T *const *, int) = df__cukr_##T##_portable; \
+        void (*ukr)(int64_t, const T *, int64_t, int64_t, const T *, int64_t, T *, int64_t, int) = df__ukr_##T##_portable; \
+        void (*wukr)(int64_t, const T *const *, int64_t, const T *, T *, int64_t, int) = df__wukr_##T##_portable; \
+        DF__CONV_PICK_##T                                                                         \
+        DF__UNUSED(cukr); DF__UNUSED(isa);                                                        \
+        const int64_t nblk = (P->nout + nr - 1) / nr, ldt = nblk * nr, kc = P->kc;               \
+        size_t tmp_n = (size_t)((hi - lo) * mr * ldt), b_n = (size_t)(ldt * kc), a_n = (size_t)(mr * kc); \
+        char *mem = (char *)DF_MALLOC((tmp_n + b_n + a_n) * sizeof(T) + (size_t)kc * sizeof(void *) + 192); \
+        if (!mem) { __atomic_store_n(&P->failed, 1, __ATOMIC_RELAXED); return; }                  \
+        T *tmp = (T *)(void *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);                           \
+        T *bpk = (T *)(void *)(((uintptr_t)(tmp + tmp_n) + 63) & ~(uintptr_t)63);                 \
+        T *apk = (T *)(void *)(((uintptr_t)(bpk + b_n) + 63) & ~(uintptr_t)63);                   \
+        const T **pix = (const T **)(void *)(apk + a_n);                                          \
+        const T *a = (const T *)P->a, *dy = (const T *)P->dy;                                     \
+        for (int64_t q0 = 0; q0 < P->npix; q0 += kc) {                                            \
+            int64_t cnt = DF__MIN(kc, P->npix - q0);                                              \
+            for (int64_t p = 0; p < cnt; p++) {                                                   \
+                int64_t q = q0 + p, b = q / P->per_img, rem = q - b * P->per_img, oy = rem / P->cols; \
+                pix[p] = a + b * P->a_img + oy * P->a_row + (rem - oy * P->cols) * P->a_col;      \
+                const T *d = dy + q * P->nout;                                                    \
+                for (int64_t jb = 0; jb < nblk; jb++) {                                           \
+                    T *o = bpk + (size_t)((jb * kc + p) * nr);                                    \
+                    int64_t j0 = jb * nr, cols = DF__MIN(nr, P->nout - j0);                       \
+                    memcpy(o, d + j0, (size_t)cols * sizeof(T));                                  \
+                    for (int64_t j = cols; j < nr; j++) o[j] = 0;                                 \
+                }                                                                                 \
+            }                                                                                     \
+            for (int64_t mt = lo; mt < hi; mt++) {                                                \
+                int64_t tap = mt / P->per_tap, m0 = (mt - tap * P->per_tap) * mr, rows = DF__MIN(mr, P->tk - m0); \
+                int64_t off = P->toff[tap] + m0;                                                  \
+                T *trow = tmp + (size_t)((mt - lo) * mr * ldt);                                   \
+                if (rows == mr) {   /* a whole tile reads the input where it lies */              \
+                    for (int64_t jb = 0; jb < nblk; jb++)                                         \
+                        wukr(cnt, pix, off, bpk + (size_t)(jb * kc * nr), trow + jb * nr, ldt, q0 > 0); \
+                    continue;                                                                     \
+                }                                                                                 \
+                for (int64_t p = 0; p < cnt; p++) { /* a tap's last rows: packed, zero-padded */  \
+                    const T *src = pix[p] + off;                                                  \
+                    T *o = apk + p * mr;                                                          \
+                    int64_t r = 0;                                                                \
+                    for (; r < rows; r++) o[r] = src[r];                                          \
+                    for (; r < mr; r++) o[r] = 0;                                                 \
+                }                                                                                 \
+                for (int64_t jb = 0; jb < nblk; jb++)                                             \
+                    ukr(cnt, apk, 1, mr, bpk + (size_t)(jb * kc * nr), nr, trow + jb * nr, ldt, q0 > 0); \
+            }                                                                                     \
+        }                                                                                         \
+        for (int64_t mt = lo; mt < hi; mt++) {                                                    \
+            int64_t tap = mt / P->per_tap, m0 = (mt - tap * P->per_tap) * mr, rows = DF__MIN(mr, P->tk - m0); \
+            for (int64_t r = 0; r < rows; r++)                                                    \
+                memcpy((T *)P->dw + (size_t)((tap * P->tk + m0 + r) * P->nout), tmp + (size_t)(((mt - lo) * mr + r) * ldt), \
+                       (size_t)P->nout * sizeof(T));                                              \
+        }                                                                                         \
+        DF_FREE(mem);                                                                             \
+    } \
+    static void df__conv_scatter_##T(void *arg, int64_t lo, int64_t hi) {                        \
+        df__conv_scatter *P = (df__conv_scatter *)arg;                                            \
+        const df__gemm_cfg *g = &df__gemm_cfgs[sizeof(T) == 8][P->isa];                          \
+        const int mr = g->mr, nr = g->nr, isa = P->isa;                                           \
+        void (*cukr)(int, const int64_t *, int64_t, const T *const *, const T *, T *const *, int) = df__cukr_##T##_portable; \
+        void (*ukr)(int64_t, const T *, int64_t, int64_t, const T *, int64_t, T *, int64_t, int) = df__ukr_##T##_portable; \
+        void (*wukr)(int64_t, const T *const *, int64_t, const T *, T *, int64_t, int) = df__wukr_##T##_portable; \
+        DF__CONV_PICK_##T                                                                         \
+        DF__UNUSED(ukr); DF__UNUSED(wukr); DF__UNUSED(isa);                                       \
+        const int64_t K = P->kh * P->kw * P->c, nblk = (K + nr - 1) / nr, ldt = nblk * nr, chunk = P->chunk; \
+        const int64_t zero = 0;                                                                   \
+        char *mem = (char *)DF_MALLOC((size_t)chunk * sizeof(void *) + (size_t)(chunk * ldt) * sizeof(T) + 64); \
+        if (!mem) { __atomic_store_n(&P->failed, 1, __ATOMIC_RELAXED); return; }                  \
+        const T **arow = (const T **)(void *)mem;                                                 \
+        T *tmp = (T *)(void *)(((uintptr_t)(mem + (size_t)chunk * sizeof(void *)) + 63) & ~(uintptr_t)63); \
+        int slot = __atomic_fetch_add(&P->next_slot, 1, __ATOMIC_RELAXED);                        \
+        T *acc = (T *)P->acc + (size_t)slot * (size_t)(P->npix / P->per_img * P->Hb * P->Wb * P->c); \
+        const int64_t run = P->dw == 1 ? P->kw * P->c : P->c;                                     \
+        for (int64_t q0 = lo; q0 < hi; q0 += chunk) {                                            \
+            int64_t cnt = DF__MIN(chunk, hi - q0), cntp = (cnt + mr - 1) / mr * mr;               \
+            for (int64_t i = 0; i < cntp; i++) arow[i] = (const T *)P->dy + (q0 + DF__MIN(i, cnt - 1)) * P->oc; \
+            for (int64_t jb = 0; jb < nblk; jb++) {                                               \
+                const T *sliver = (const T *)P->bp + (size_t)(jb * P->oc * nr);                   \
+                for (int64_t i = 0; i < cntp; i += mr) {                                          \
+                    T *cr[8];                                                                     \
+                    for (int r = 0; r < mr; r++) cr[r] = tmp + (i + r) * ldt + jb * nr;           \
+                    cukr(1, &zero, P->oc, arow + i, sliver, cr, 0);                               \
+                }                                                                                 \
+            }                                                                                     \
+            for (int64_t i = 0; i < cnt; i++) {                                                   \
+                int64_t q = q0 + i, b = q / P->per_img, rem = q - b * P->per_img, oy = rem / P->cols, ox = rem - oy * P->cols; \
+                const T *src = tmp + i * ldt;                                                     \
+                for (int64_t ky = 0; ky < P->kh; ky++)                                            \
+                    for (int64_t kx = 0; kx < P->kw; kx += run / P->c) {                          \
+                        T *d = acc + ((b * P->Hb + oy * P->sh + ky * P->dh) * P->Wb + ox * P->sw + kx * P->dw) * P->c; \
+                        for (int64_t e = 0; e < run; e++) d[e] += src[e];                         \
+                        src += run;                                                               \
+                    }                                                                             \
+            }                                                                                     \
+        }                                                                                         \
+        DF_FREE(mem);                                                                             \
+    }
+DF__CONV_PASSES(float)
+DF__CONV_PASSES(double)
 
 static int df__conv_direct(const df__conv_geo *g) {       /* 1x1, stride 1, no padding */
     return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
 }
+/* Filter slivers: dst[block][k][0..nr) = w[koff[k] + (block*nr + j)*js], zero past nout. */
+#define DF__CONV_PACK(T)                                                                          \
+    static void df__conv_pack_##T(const T *w, const int64_t *koff, int64_t K, int64_t js, int64_t nout, int nr, T *dst) { \
+        for (int64_t j0 = 0; j0 < nout; j0 += nr)                                                 \
+            for (int64_t k = 0; k < K; k++, dst += nr) {                                          \
+                const T *s = w + koff[k];                                                         \
+                for (int j = 0; j < nr; j++) dst[j] = j0 + j < nout ? s[(j0 + j) * js] : 0;      \
+            }                                                                                     \
+    }
+DF__CONV_PACK(float)
+DF__CONV_PACK(double)
+
+static int64_t df__floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+/* [n][H][W][c] zeros with images [n][h][w][c] placed at row top, column left (clipped to the
+   buffer). */
+static void df__conv_pad(const char *src, char *dst, int64_t n, int64_t h, int64_t w, int64_t c, int64_t H,
+                         int64_t W, int64_t top, int64_t left, size_t es) {
+    memset(dst, 0, (size_t)(n * H * W * c) * es);
+    int64_t cols = DF__MIN(w, W - left);
+    if (cols <= 0) return;
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t y = 0; y < h && y + top < H; y++)
+            memcpy(dst + (size_t)(((b * H + y + top) * W + left) * c) * es, src + (size_t)(((b * h + y) * w) * c) * es,
+                   (size_t)(cols * c) * es);
+}
+/* Splits taps into k-blocks of about 16 KB of filter sliver each; returns how many. */
+static int df__conv_kblocks(int ntap, int64_t tk, int nr, size_t es, int *kb) {
+    int64_t per = DF__MAX((int64_t)1, (int64_t)(16384 / ((size_t)nr * es)) / DF__MAX(tk, (int64_t)1));
+    int n = 0;
+    kb[0] = 0;
+    for (int t = 0; t < ntap; t = kb[n]) { n++; kb[n] = (int)DF__MIN((int64_t)ntap, t + per); }
+    return n;
+}
+
 /* mode 0: Y = conv(X, W); 1: dX from (W, dY); 2: dW from (X, dY). Tensors NHWC, W [kh,kw,c,oc]. */
 static int df__conv_run(df__kctx *c, int mode, const df__conv_geo *g, int dbl, const void *x, const void *w,
                         const void *dy, void *out) {
-    size_t es = dbl ? 8 : 4;
-    int64_t P = g->oh * g->ow, K = g->kh * g->kw * g->c, img = g->h * g->w * g->c;
-    int direct = df__conv_direct(g);
-    if (direct) {                   /* 1x1, stride 1: the batch is one [n*h*w, c] matrix */
+    const size_t es = dbl ? 8 : 4;
+    const int isa = df__isa();
+    const df__gemm_cfg *cfg = &df__gemm_cfgs[dbl][isa];
+    const int mr = cfg->mr, nr = cfg->nr;
+    const int64_t C = g->c, OC = g->oc, P = g->oh * g->ow, K = g->kh * g->kw * C;
+    if (df__conv_direct(g) && mode != 2) {  /* 1x1, stride 1, no padding: the batch is one [n*h*w, c] matrix
+                                               (the filter gradient is faster below) */
         int64_t rows = g->n * P;
-        int ok = mode == 0 ? df__gemm_fp(dbl, rows, g->oc, K, x, K, 0, w, g->oc, 0, out, g->oc, c->ipool, 0)
-               : mode == 1 ? df__gemm_fp(dbl, rows, K, g->oc, dy, g->oc, 0, w, g->oc, 1, out, K, c->ipool, 0)
-               : df__gemm_fp(dbl, K, g->oc, rows, x, K, 1, dy, g->oc, 0, out, g->oc, c->ipool, 0);
+        int ok = mode == 0 ? df__gemm_fp(dbl, rows, OC, K, x, K, 0, w, OC, 0, out, OC, c->ipool, 0)
+                           : df__gemm_fp(dbl, rows, K, OC, dy, OC, 0, w, OC, 1, out, K, c->ipool, 0);
         if (!ok) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for the matrix product's packing buffers");
         return ok;
     }
-    /* scratch from the device's allocator, so its statistics (peak in use) count it */
-    int64_t ncol = P * K, nacc = K * g->oc;
-    df_status scratch_st;
-    df_tensor *colt = df__tensor_alloc(c->alloc, dbl ? DF_DOUBLE : DF_FLOAT, 1, &ncol, &scratch_st);
-    df_tensor *acct = mode == 2 ? df__tensor_alloc(c->alloc, dbl ? DF_DOUBLE : DF_FLOAT, 1, &nacc, &scratch_st) : NULL;
-    void *col = colt ? colt->data : NULL, *acc = acct ? acct->data : NULL;
-    if (!col || (mode == 2 && !acc)) goto oom;
-    if (mode == 2) memset(out, 0, (size_t)(K * g->oc) * es);
-    for (int64_t b = 0; b < g->n; b++) {
-        const char *xb = (const char *)x + (size_t)(b * img) * es;
-        const char *dyb = (const char *)dy + (size_t)(b * P * g->oc) * es;
-        if (mode != 1) {
-            if (dbl) df__im2col_double(g, (const double *)xb, (double *)col);
-            else df__im2col_float(g, (const float *)xb, (float *)col);
-        }
-        const void *patches = col;
-        int ok = 1;
-        if (mode == 0)
-            ok = df__gemm_fp(dbl, P, g->oc, K, patches, K, 0, w, g->oc, 0, (char *)out + (size_t)(b * P * g->oc) * es,
-                             g->oc, c->ipool, 0);
-        else if (mode == 1) {
-            void *dxb = (char *)out + (size_t)(b * img) * es;
-            ok = df__gemm_fp(dbl, P, K, g->oc, dyb, g->oc, 0, w, g->oc, 1, col, K, c->ipool, 0);
-            if (dbl) df__col2im_double(g, (const double *)col, (double *)dxb);
-            else df__col2im_float(g, (const float *)col, (float *)dxb);
-        } else {
-            ok = df__gemm_fp(dbl, K, g->oc, P, patches, K, 1, dyb, g->oc, 0, acc, g->oc, c->ipool, 0);
-            if (dbl) { double *o = (double *)out; const double *a = (const double *)acc; for (int64_t i = 0; i < K * g->oc; i++) o[i] += a[i]; }
-            else { float *o = (float *)out; const float *a = (const float *)acc; for (int64_t i = 0; i < K * g->oc; i++) o[i] += a[i]; }
-        }
-        if (!ok) goto oom;
+    if (C == 0 || OC == 0 || P == 0) {          /* nothing to sum: zeros */
+        int64_t n_out = mode == 0 ? g->n * P * OC : mode == 1 ? g->n * g->h * g->w * C : K * OC;
+        memset(out, 0, (size_t)n_out * es);
+        return 1;
     }
-    df_tensor_release(colt); df_tensor_release(acct);
-    return 1;
+    /* the padded source: the input (modes 0, 2) or dY (mode 1) */
+    int64_t Hb, Wb, top, left, src_h, src_w, src_c, Ty = 0, Tx = 0;
+    if (mode != 1) {
+        Hb = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1; Wb = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+        top = g->ph; left = g->pw; src_h = g->h; src_w = g->w; src_c = C;
+    } else {
+        Ty = DF__MAX((int64_t)0, -df__floor_div(g->ph - (g->kh - 1) * g->dh, g->sh));
+        Tx = DF__MAX((int64_t)0, -df__floor_div(g->pw - (g->kw - 1) * g->dw, g->sw));
+        Hb = Ty + DF__MAX(g->oh, df__floor_div(g->h - 1 + g->ph, g->sh) + 1);
+        Wb = Tx + DF__MAX(g->ow, df__floor_div(g->w - 1 + g->pw, g->sw) + 1);
+        top = Ty; left = Tx; src_h = g->oh; src_w = g->ow; src_c = OC;
+    }
+    const void *src = mode == 1 ? dy : x;
+    const int scatter = mode == 1 && C * 2 < nr;
+    int copy = !scatter && (top || left || Hb > src_h || Wb > src_w);
+    if (!copy) { Hb = src_h; Wb = src_w; }
+    int64_t max_taps = g->kh * g->kw, max_k = max_taps * DF__MAX(C, OC);
+    int64_t nblk = ((mode == 1 ? C : OC) + nr - 1) / nr;
+    double pad_elems = copy ? (double)g->n * (double)Hb * (double)Wb * (double)src_c : 0;
+    double want = (pad_elems + (double)nblk * nr * (double)max_k) * (double)es + (double)max_taps * 12 + (double)max_k * 8;
+    if (want > 1e15) goto oom;
+    df_status scratch_st;
+    int64_t n_pad = copy ? (int64_t)pad_elems : 0, n_pack = mode == 2 ? 0 : nblk * nr * max_k, n_scr = n_pad + n_pack + 8;
+    df_tensor *scr = df__tensor_alloc(c->alloc, dbl ? DF_DOUBLE : DF_FLOAT, 1, &n_scr, &scratch_st);
+    int64_t *toff = (int64_t *)DF_MALLOC((size_t)max_taps * sizeof(int64_t) + (size_t)(mode == 2 ? 1 : max_k) * sizeof(int64_t));
+    int *kb = (int *)DF_MALLOC((size_t)(max_taps + 1) * sizeof(int));
+    if (!scr || !toff || !kb) { df_tensor_release(scr); DF_FREE(toff); DF_FREE(kb); goto oom; }
+    char *pad = (char *)scr->data, *bp = pad + (size_t)n_pad * es;
+    int64_t *koff = toff + max_taps;
+    const char *a = (const char *)src;
+    if (copy) { df__conv_pad((const char *)src, pad, g->n, src_h, src_w, src_c, Hb, Wb, top, left, es); a = pad; }
+    double macs = (double)g->n * (double)P * (double)K * (double)OC;
+    int threads = macs < 4.0e6 ? 1 : df__ipool_threads(c->ipool), failed = 0;
+    const int64_t chunk = (int64_t)mr * 16;
+    if (mode != 1) {               /* taps of the forward filter: a filter row is one run when dw == 1 */
+        int merged = g->dw == 1, ntap = (int)(merged ? g->kh : g->kh * g->kw);
+        int64_t tk = merged ? g->kw * C : C;
+        for (int t = 0; t < ntap; t++) {
+            int64_t ky = merged ? t : t / g->kw, kx = merged ? 0 : t % g->kw;
+            toff[t] = (ky * g->dh * Wb + kx * g->dw) * C;
+        }
+        if (mode == 0) {
+            for (int64_t k = 0; k < K; k++) koff[k] = k * OC;
+            if (dbl) df__conv_pack_double((const double *)w, koff, K, 1, OC, nr, (double *)bp);
+            else df__conv_pack_float((const float *)w, koff, K, 1, OC, nr, (float *)bp);
+            df__conv_pass p;
+            memset(&p, 0, sizeof p);
+            p.isa = isa; p.ntap = ntap; p.tk = tk; p.toff = toff; p.kb = kb;
+            p.nkb = df__conv_kblocks(ntap, tk, nr, es, kb);
+            p.npix = g->n * P; p.per_img = P; p.cols = g->ow; p.chunk = chunk; p.nout = OC; p.bp = bp;
+            p.a = a; p.a_img = Hb * Wb * C * (int64_t)es; p.a_row = g->sh * Wb * C * (int64_t)es; p.a_col = g->sw * C * (int64_t)es;
+            p.c = (char *)out; p.c_img = P * OC * (int64_t)es; p.c_row = g->ow * OC * (int64_t)es; p.c_col = OC * (int64_t)es;
+            df__parallel_for(c->ipool, p.npix, chunk, threads, dbl ? df__conv_pass_double : df__conv_pass_float, &p);
+            failed = p.failed;
+        } else {
+            df__wgrad_pass p;
+            memset(&p, 0, sizeof p);
+            p.isa = isa; p.tk = tk; p.toff = toff; p.per_tap = (tk + mr - 1) / mr; p.nout = OC; p.dw = out;
+            p.npix = g->n * P; p.per_img = P; p.cols = g->ow; p.kc = 256; p.a = a; p.dy = dy;
+            p.a_img = Hb * Wb * C; p.a_row = g->sh * Wb * C; p.a_col = g->sw * C;
+            int64_t tiles = ntap * p.per_tap;
+            df__parallel_for(c->ipool, tiles, 1, threads, dbl ? df__wgrad_pass_double : df__wgrad_pass_float, &p);
+            failed = p.failed;
+        }
+    } else if (scatter) {          /* the input gradient for few channels: patches scattered */
+        Hb = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1; Wb = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+        for (int64_t o = 0; o < OC; o++) koff[o] = o;
+        if (dbl) df__conv_pack_double((const double *)w, koff, OC, OC, K, nr, (double *)bp);
+        else df__conv_pack_float((const float *)w, koff, OC, OC, K, nr, (float *)bp);
+        df__conv_scatter p;
+        memset(&p, 0, sizeof p);
+        p.isa = isa; p.npix = g->n * P; p.per_img = P; p.cols = g->ow; p.oc = OC; p.kh = g->kh; p.kw = g->kw; p.c = C;
+        p.Hb = Hb; p.Wb = Wb; p.sh = g->sh; p.sw = g->sw; p.dh = g->dh; p.dw = g->dw; p.chunk = chunk; p.dy = dy; p.bp = bp;
+        int64_t slot_n = g->n * Hb * Wb * C;
+        df_tensor *acct = (double)slot_n * threads * (double)es < 1e15 ? df__tensor_alloc(c->alloc, dbl ? DF_DOUBLE : DF_FLOAT, 1, (int64_t[]){slot_n * threads}, &scratch_st) : NULL;
+        if (!acct) failed = 1;
+        else {
+            memset(acct->data, 0, (size_t)(slot_n * threads) * es);
+            p.acc = acct->data;
+            df__parallel_for(c->ipool, p.npix, chunk, threads, dbl ? df__conv_scatter_double : df__conv_scatter_float, &p);
+            failed = p.failed;
+            for (int s = 1; s < p.next_slot && !failed; s++) {      /* the shares' sums into slot 0 */
+                if (dbl) { double *d = (double *)acct->data; const double *e = d + s * slot_n; for (int64_t i = 0; i < slot_n; i++) d[i] += e[i]; }
+                else { float *d = (float *)acct->data; const float *e = d + s * slot_n; for (int64_t i = 0; i < slot_n; i++) d[i] += e[i]; }
+            }
+            for (int64_t b = 0; b < g->n && !failed; b++)          /* the inside of the padded sum is dX */
+                for (int64_t y = 0; y < g->h; y++) {
+                    char *dst = (char *)out + (size_t)((b * g->h + y) * g->w * C) * es;
+                    memset(dst, 0, (size_t)(g->w * C) * es);
+                    if (y + g->ph >= Hb) continue;
+                    int64_t cols = DF__MIN(g->w, Wb - g->pw);
+                    if (cols > 0) memcpy(dst, (char *)acct->data + (size_t)(((b * Hb + y + g->ph) * Wb + g->pw) * C) * es, (size_t)(cols * C) * es);
+                }
+        }
+        df_tensor_release(acct);
+    } else {                       /* the input gradient, one stride phase at a time */
+        int merged = g->sw == 1 && g->dw == 1;
+        for (int64_t ry = 0; ry < DF__MIN(g->sh, g->h) && !failed; ry++)
+            for (int64_t rx = 0; rx < DF__MIN(g->sw, g->w) && !failed; rx++) {
+                int ntap = 0;
+                int64_t tk = merged ? g->kw * OC : OC, nk = 0;
+                for (int64_t ky = 0; ky < g->kh; ky++) {
+                    int64_t ny = ry + g->ph - ky * g->dh;
+                    if (((ny % g->sh) + g->sh) % g->sh) continue;
+                    int64_t rowoff = (ny / g->sh + Ty) * Wb;
+                    for (int64_t kx = g->kw - 1; kx >= 0; kx--) {
+                        int64_t nx = rx + g->pw - kx * g->dw;
+                        if (((nx % g->sw) + g->sw) % g->sw) continue;
+                        if (!merged || kx == g->kw - 1) toff[ntap++] = (rowoff + nx / g->sw + Tx) * OC;
+                        for (int64_t o = 0; o < OC; o++) koff[nk++] = ((ky * g->kw + kx) * C) * OC + o;
+                    }
+                }
+                if (dbl) df__conv_pack_double((const double *)w, koff, nk, OC, C, nr, (double *)bp);
+                else df__conv_pack_float((const float *)w, koff, nk, OC, C, nr, (float *)bp);
+                df__conv_pass p;
+                memset(&p, 0, sizeof p);
+                int64_t nj = (g->h - ry + g->sh - 1) / g->sh, ni = (g->w - rx + g->sw - 1) / g->sw;
+                p.isa = isa; p.ntap = ntap; p.tk = tk; p.toff = toff; p.kb = kb;
+                p.nkb = df__conv_kblocks(ntap, tk, nr, es, kb);
+                p.npix = g->n * nj * ni; p.per_img = nj * ni; p.cols = ni; p.chunk = chunk; p.nout = C; p.bp = bp;
+                p.a = a; p.a_img = Hb * Wb * OC * (int64_t)es; p.a_row = Wb * OC * (int64_t)es; p.a_col = OC * (int64_t)es;
+                p.c = (char *)out + (size_t)((ry * g->w + rx) * C) * es;
+                p.c_img = g->h * g->w * C * (int64_t)es; p.c_row = g->sh * g->w * C * (int64_t)es; p.c_col = g->sw * C * (int64_t)es;
+                int th = (double)p.npix * (double)nk * (double)C < 4.0e6 ? 1 : threads;
+                df__parallel_for(c->ipool, p.npix, chunk, th, dbl ? df__conv_pass_double : df__conv_pass_float, &p);
+                failed = p.failed;
+            }
+    }
+    df_tensor_release(scr); DF_FREE(toff); DF_FREE(kb);
+    if (!failed) return 1;
 oom:
-    df_tensor_release(colt); df_tensor_release(acct);
-    DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for the convolution's patch buffers");
+    DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for the convolution's buffers");
     return 0;
 }
 static int df__conv_float_type(df__kctx *c, const df_tensor *t) {

@@ -37,10 +37,17 @@ DF_TEST(conv2d_forward_and_gradients_match_reference) {
     int cases = 0;
     for (int isa = 0; isa < 2; isa++) {
         if (df_set_kernel_isa(isa ? "avx2" : "portable") != DF_OK) continue;
-        for (int trial = 0; trial < 40; trial++) {
+        for (int trial = 0; trial < 46; trial++) {
             geo g = {rint_(1, 2), rint_(1, 9), rint_(1, 9), rint_(1, 4), rint_(1, 3), rint_(1, 3), rint_(1, 5),
                      rint_(1, 3), rint_(1, 3), rint_(1, 2), rint_(1, 2), rint_(0, 1)};
             if (trial == 0) { g.kh = g.kw = 1; g.sh = g.sw = 1; g.same = 0; }   /* the 1x1 path */
+            if (trial >= 40) {      /* whole register tiles, several filter blocks and threads */
+                geo big = {2, rint_(12, 18), rint_(12, 18), rint_(17, 36), rint_(1, 3), rint_(1, 3), rint_(17, 36),
+                           rint_(1, 2), rint_(1, 2), rint_(1, 2), rint_(1, 2), rint_(0, 1)};
+                g = big;
+                if (trial == 40) { g.kh = g.kw = 1; g.sh = g.sw = 2; }                        /* phases with no taps */
+                if (trial == 41) { g.h = g.w = 23; g.c = 3; g.kh = g.kw = 7; g.sh = g.sw = 2; g.same = 1; } /* a stem */
+            }
             df_dtype t = trial % 2 ? DF_DOUBLE : DF_FLOAT;
             int ph, pw, oh = out_dim(g.h, g.kh, g.sh, g.dh, g.same, &ph), ow = out_dim(g.w, g.kw, g.sw, g.dw, g.same, &pw);
             int64_t xd[4] = {g.n, g.h, g.w, g.c}, wd[4] = {g.kh, g.kw, g.c, g.oc}, yd[4] = {g.n, oh, ow, g.oc};
