@@ -4903,55 +4903,143 @@ static int df__pool_setup(df__kctx *c, const int64_t *in, df__conv_geo *g) {
     g->oc = g->c;
     return 1;
 }
-/* max 1: MaxPool (NaN wins, as TF's), 0: AvgPool (over the window's part inside the image). */
+/* Pooling works on whole channel vectors of a pixel (NHWC): a window's inputs are combined
+   with helpers that take n channels at once (AVX2 where present). pmax: o = p where p > o or p
+   is NaN (NaN wins, as TensorFlow's); padd: o += p; pgrad (MaxPool's gradient, one window
+   position): where x equals the max m (NaN matching NaN) and no earlier position of the
+   window did (flag f), dx += d. */
+#define DF__POOL_HELPERS(T)                                                                       \
+    static void df__pmax_##T(T *o, const T *p, int64_t n) {                                       \
+        for (int64_t i = 0; i < n; i++) if (p[i] > o[i] || p[i] != p[i]) o[i] = p[i];            \
+    }                                                                                             \
+    static void df__padd_##T(T *o, const T *p, int64_t n) { for (int64_t i = 0; i < n; i++) o[i] += p[i]; } \
+    static void df__pgrad_##T(T *dx, const T *x, const T *m, const T *d, T *f, int64_t n) {       \
+        for (int64_t i = 0; i < n; i++)                                                           \
+            if (f[i] == 0 && (x[i] == m[i] || (x[i] != x[i] && m[i] != m[i]))) { dx[i] += d[i]; f[i] = 1; } \
+    }
+DF__POOL_HELPERS(float)
+DF__POOL_HELPERS(double)
+#ifdef DF__X86
+#define DF__POOL_HELPERS_AVX2(T, V, W, L)                                                         \
+    DF__TARGET_AVX2 static void df__pmax_##T##_avx2(T *o, const T *p, int64_t n) {                \
+        int64_t i = 0;                                                                            \
+        for (; i + L <= n; i += L) {                                                              \
+            V ov = _mm256_loadu_##W(o + i), pv = _mm256_loadu_##W(p + i);                         \
+            V take = _mm256_or_##W(_mm256_cmp_##W(pv, ov, _CMP_GT_OQ), _mm256_cmp_##W(pv, pv, _CMP_UNORD_Q)); \
+            _mm256_storeu_##W(o + i, _mm256_blendv_##W(ov, pv, take));                           \
+        }                                                                                         \
+        df__pmax_##T(o + i, p + i, n - i);                                                        \
+    }                                                                                             \
+    DF__TARGET_AVX2 static void df__padd_##T##_avx2(T *o, const T *p, int64_t n) {                \
+        int64_t i = 0;                                                                            \
+        for (; i + L <= n; i += L) _mm256_storeu_##W(o + i, _mm256_add_##W(_mm256_loadu_##W(o + i), _mm256_loadu_##W(p + i))); \
+        df__padd_##T(o + i, p + i, n - i);                                                        \
+    }                                                                                             \
+    DF__TARGET_AVX2 static void df__pgrad_##T##_avx2(T *dx, const T *x, const T *m, const T *d, T *f, int64_t n) { \
+        int64_t i = 0;                                                                            \
+        for (; i + L <= n; i += L) {  /* f holds all-ones lanes where a position took it */       \
+            V xv = _mm256_loadu_##W(x + i), mv = _mm256_loadu_##W(m + i), fv = _mm256_loadu_##W(f + i); \
+            V eq = _mm256_or_##W(_mm256_cmp_##W(xv, mv, _CMP_EQ_OQ),                              \
+                                 _mm256_and_##W(_mm256_cmp_##W(xv, xv, _CMP_UNORD_Q), _mm256_cmp_##W(mv, mv, _CMP_UNORD_Q))); \
+            V take = _mm256_andnot_##W(fv, eq);                                                   \
+            _mm256_storeu_##W(dx + i, _mm256_add_##W(_mm256_loadu_##W(dx + i), _mm256_and_##W(take, _mm256_loadu_##W(d + i)))); \
+            _mm256_storeu_##W(f + i, _mm256_or_##W(fv, eq));                                      \
+        }                                                                                         \
+        df__pgrad_##T(dx + i, x + i, m + i, d + i, f + i, n - i);                                 \
+    }
+DF__POOL_HELPERS_AVX2(float, __m256, ps, 8)
+DF__POOL_HELPERS_AVX2(double, __m256d, pd, 4)
+#define DF__POOL_PICK(T) if (df__isa() == DF__ISA_AVX2) { pmax = df__pmax_##T##_avx2; padd = df__padd_##T##_avx2; pgrad = df__pgrad_##T##_avx2; }
+#else
+#define DF__POOL_PICK(T)
+#endif
+
+typedef struct df__pool_job {
+    const df__conv_geo *g;
+    int max, failed;
+    const void *x, *y, *dy;
+    void *out;
+} df__pool_job;
+/* Forward: output rows [lo, hi) of (image, oy). Gradient: images [lo, hi) (windows of one image
+   may overlap; images never do). */
 #define DF__POOL(T)                                                                               \
-    static void df__pool_##T(const df__conv_geo *g, int max, const T *x, T *y) {                  \
-        for (int64_t b = 0; b < g->n; b++)                                                        \
-            for (int64_t oy = 0; oy < g->oh; oy++)                                                \
-                for (int64_t ox = 0; ox < g->ow; ox++) {                                          \
-                    T *o = y + ((b * g->oh + oy) * g->ow + ox) * g->c;                            \
-                    int64_t y0 = DF__MAX(oy * g->sh - g->ph, 0), y1 = DF__MIN(oy * g->sh - g->ph + g->kh, g->h); \
-                    int64_t x0 = DF__MAX(ox * g->sw - g->pw, 0), x1 = DF__MIN(ox * g->sw - g->pw + g->kw, g->w); \
-                    for (int64_t ci = 0; ci < g->c; ci++) o[ci] = max ? -(T)INFINITY : 0;        \
-                    for (int64_t yy = y0; yy < y1; yy++)                                          \
-                        for (int64_t xx = x0; xx < x1; xx++) {                                    \
-                            const T *p = x + ((b * g->h + yy) * g->w + xx) * g->c;                \
-                            if (max) { for (int64_t ci = 0; ci < g->c; ci++) if (p[ci] > o[ci] || p[ci] != p[ci]) o[ci] = p[ci]; } \
-                            else for (int64_t ci = 0; ci < g->c; ci++) o[ci] += p[ci];             \
-                        }                                                                         \
-                    if (!max) { T cnt = (T)((y1 - y0) * (x1 - x0)); for (int64_t ci = 0; ci < g->c; ci++) o[ci] /= cnt; } \
-                }                                                                                 \
+    static void df__pool_rows_##T(void *arg, int64_t lo, int64_t hi) {                           \
+        const df__pool_job *J = (const df__pool_job *)arg;                                        \
+        const df__conv_geo *g = J->g;                                                             \
+        const T *x = (const T *)J->x;                                                             \
+        void (*pmax)(T *, const T *, int64_t) = df__pmax_##T, (*padd)(T *, const T *, int64_t) = df__padd_##T; \
+        void (*pgrad)(T *, const T *, const T *, const T *, T *, int64_t) = df__pgrad_##T;         \
+        DF__POOL_PICK(T)                                                                          \
+        DF__UNUSED(pgrad);                                                                        \
+        for (int64_t r = lo; r < hi; r++) {                                                       \
+            int64_t b = r / g->oh, oy = r - b * g->oh;                                            \
+            int64_t y0 = DF__MAX(oy * g->sh - g->ph, 0), y1 = DF__MIN(oy * g->sh - g->ph + g->kh, g->h); \
+            for (int64_t ox = 0; ox < g->ow; ox++) {                                              \
+                T *o = (T *)J->out + (r * g->ow + ox) * g->c;                                     \
+                int64_t x0 = DF__MAX(ox * g->sw - g->pw, 0), x1 = DF__MIN(ox * g->sw - g->pw + g->kw, g->w); \
+                if (y0 >= y1 || x0 >= x1) { for (int64_t ci = 0; ci < g->c; ci++) o[ci] = J->max ? -(T)INFINITY : 0; continue; } \
+                int first = 1;                                                                    \
+                for (int64_t yy = y0; yy < y1; yy++)                                              \
+                    for (int64_t xx = x0; xx < x1; xx++) {                                        \
+                        const T *p = x + ((b * g->h + yy) * g->w + xx) * g->c;                    \
+                        if (first) { memcpy(o, p, (size_t)g->c * sizeof(T)); first = 0; }        \
+                        else if (J->max) pmax(o, p, g->c);                                        \
+                        else padd(o, p, g->c);                                                    \
+                    }                                                                             \
+                if (!J->max) { T inv = (T)1 / (T)((y1 - y0) * (x1 - x0)); for (int64_t ci = 0; ci < g->c; ci++) o[ci] *= inv; } \
+            }                                                                                     \
+        }                                                                                         \
     }                                                                                             \
     /* dX: MaxPool sends each gradient to the first input equal to the window's max (TF's     \
        choice); AvgPool spreads it evenly over the window's part inside the image. */         \
-    static void df__pool_grad_##T(const df__conv_geo *g, int max, const T *x, const T *y, const T *dy, T *dx) { \
-        memset(dx, 0, (size_t)(g->n * g->h * g->w * g->c) * sizeof(T));                           \
-        for (int64_t b = 0; b < g->n; b++)                                                        \
+    static void df__pool_grad_imgs_##T(void *arg, int64_t lo, int64_t hi) {                      \
+        df__pool_job *J = (df__pool_job *)arg;                                                    \
+        const df__conv_geo *g = J->g;                                                             \
+        const T *x = (const T *)J->x, *y = (const T *)J->y, *dy = (const T *)J->dy;               \
+        void (*pmax)(T *, const T *, int64_t) = df__pmax_##T, (*padd)(T *, const T *, int64_t) = df__padd_##T; \
+        void (*pgrad)(T *, const T *, const T *, const T *, T *, int64_t) = df__pgrad_##T;         \
+        DF__POOL_PICK(T)                                                                          \
+        DF__UNUSED(pmax);                                                                         \
+        T *f = (T *)DF_MALLOC((size_t)g->c * sizeof(T) + 1);                                      \
+        if (!f) { __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED); return; }                    \
+        for (int64_t b = lo; b < hi; b++) {                                                       \
+            T *dx = (T *)J->out + b * g->h * g->w * g->c;                                         \
+            memset(dx, 0, (size_t)(g->h * g->w * g->c) * sizeof(T));                               \
             for (int64_t oy = 0; oy < g->oh; oy++)                                                \
                 for (int64_t ox = 0; ox < g->ow; ox++) {                                          \
                     int64_t at = ((b * g->oh + oy) * g->ow + ox) * g->c;                          \
                     int64_t y0 = DF__MAX(oy * g->sh - g->ph, 0), y1 = DF__MIN(oy * g->sh - g->ph + g->kh, g->h); \
                     int64_t x0 = DF__MAX(ox * g->sw - g->pw, 0), x1 = DF__MIN(ox * g->sw - g->pw + g->kw, g->w); \
-                    for (int64_t ci = 0; ci < g->c; ci++) {                                       \
-                        T d = dy[at + ci];                                                        \
-                        if (!max) {                                                               \
-                            T share = d / (T)((y1 - y0) * (x1 - x0));                            \
-                            for (int64_t yy = y0; yy < y1; yy++)                                  \
-                                for (int64_t xx = x0; xx < x1; xx++) dx[((b * g->h + yy) * g->w + xx) * g->c + ci] += share; \
-                            continue;                                                             \
-                        }                                                                         \
-                        T m = y[at + ci];                                                         \
-                        int found = 0;                                                            \
-                        for (int64_t yy = y0; yy < y1 && !found; yy++)                            \
-                            for (int64_t xx = x0; xx < x1 && !found; xx++) {                      \
-                                int64_t i = ((b * g->h + yy) * g->w + xx) * g->c + ci;            \
-                                if (x[i] == m || (x[i] != x[i] && m != m)) { dx[i] += d; found = 1; } \
-                            }                                                                     \
+                    if (y0 >= y1 || x0 >= x1) continue;                                           \
+                    if (!J->max) {                                                                \
+                        T inv = (T)1 / (T)((y1 - y0) * (x1 - x0));                                \
+                        for (int64_t ci = 0; ci < g->c; ci++) f[ci] = dy[at + ci] * inv;          \
+                        for (int64_t yy = y0; yy < y1; yy++)                                      \
+                            for (int64_t xx = x0; xx < x1; xx++) padd(dx + (yy * g->w + xx) * g->c, f, g->c); \
+                        continue;                                                                 \
                     }                                                                             \
+                    memset(f, 0, (size_t)g->c * sizeof(T));                                       \
+                    for (int64_t yy = y0; yy < y1; yy++)                                          \
+                        for (int64_t xx = x0; xx < x1; xx++) {                                    \
+                            int64_t i = ((b * g->h + yy) * g->w + xx) * g->c;                     \
+                            pgrad(dx + (yy * g->w + xx) * g->c, x + i, y + at, dy + at, f, g->c);  \
+                        }                                                                         \
                 }                                                                                 \
+        }                                                                                         \
+        DF_FREE(f);                                                                               \
     }
 DF__POOL(float)
 DF__POOL(double)
+/* Runs pooling (grad 0) or its gradient over the session's intra-op threads when it is big. */
+static int df__pool_run(df__kctx *c, int grad, int dbl, df__pool_job *J) {
+    const df__conv_geo *g = J->g;
+    double work = (double)g->n * (double)g->oh * (double)g->ow * (double)g->c * (double)(g->kh * g->kw);
+    int threads = work < 1.0e6 ? 1 : df__ipool_threads(c->ipool);
+    if (!grad) df__parallel_for(c->ipool, g->n * g->oh, 1, threads, dbl ? df__pool_rows_double : df__pool_rows_float, J);
+    else df__parallel_for(c->ipool, g->n, 1, threads, dbl ? df__pool_grad_imgs_double : df__pool_grad_imgs_float, J);
+    if (J->failed) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory in pooling");
+    return !J->failed;
+}
 
 static void df__k_pool(df__kctx *c) {
     const df_tensor *x = c->in[0];
@@ -4962,9 +5050,8 @@ static void df__k_pool(df__kctx *c) {
     int64_t od[4] = {g.n, g.oh, g.ow, g.c};
     df_tensor *o = df__k_alloc(c, 0, x->dtype, 4, od);
     if (!o || !o->n) return;
-    int max = c->node->op->code;
-    if (x->dtype == DF_DOUBLE) df__pool_double(&g, max, (const double *)x->data, (double *)o->data);
-    else df__pool_float(&g, max, (const float *)x->data, (float *)o->data);
+    df__pool_job J = {&g, c->node->op->code, 0, x->data, NULL, NULL, o->data};
+    df__pool_run(c, 0, x->dtype == DF_DOUBLE, &J);
 }
 static void df__k_max_pool_grad(df__kctx *c) {
     const df_tensor *x = c->in[0], *y = c->in[1], *dy = c->in[2];
@@ -4981,8 +5068,8 @@ static void df__k_max_pool_grad(df__kctx *c) {
         }
     df_tensor *o = df__k_alloc(c, 0, x->dtype, 4, x->dims);
     if (!o || !o->n) return;
-    if (x->dtype == DF_DOUBLE) df__pool_grad_double(&g, 1, (const double *)x->data, (const double *)y->data, (const double *)dy->data, (double *)o->data);
-    else df__pool_grad_float(&g, 1, (const float *)x->data, (const float *)y->data, (const float *)dy->data, (float *)o->data);
+    df__pool_job J = {&g, 1, 0, x->data, y->data, dy->data, o->data};
+    df__pool_run(c, 1, x->dtype == DF_DOUBLE, &J);
 }
 static void df__k_avg_pool_grad(df__kctx *c) {
     const df_tensor *dy = c->in[1];
@@ -4999,8 +5086,8 @@ static void df__k_avg_pool_grad(df__kctx *c) {
         }
     df_tensor *o = df__k_alloc(c, 0, dy->dtype, 4, xd);
     if (!o || !o->n) return;
-    if (dy->dtype == DF_DOUBLE) df__pool_grad_double(&g, 0, NULL, NULL, (const double *)dy->data, (double *)o->data);
-    else df__pool_grad_float(&g, 0, NULL, NULL, (const float *)dy->data, (float *)o->data);
+    df__pool_job J = {&g, 0, 0, NULL, NULL, dy->data, o->data};
+    df__pool_run(c, 1, dy->dtype == DF_DOUBLE, &J);
 }
 static df_code df__sf_pool(df__shape_ctx *c) {
     const df__shape *x = &c->in_shapes[0];
