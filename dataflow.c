@@ -3608,6 +3608,107 @@ DF__VUNARY(f32, float, __m256, ps, 8, _mm256_set1_ps, _mm256_cmp_ps, _mm256_blen
 DF__VUNARY(f64, double, __m256d, pd, 4, _mm256_set1_pd, _mm256_cmp_pd, _mm256_blendv_pd, sqrt, floor)
 #endif
 
+#ifdef DF__X86
+/* ---- float32 exp, log, tanh and sigmoid on 8 lanes (AVX2+FMA) ----
+   Written here, within a few units in the last place of the correctly rounded result:
+   exp: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two so n ln2 is exact), e^r from its
+   Taylor series to r^7 (the next term is below 2^-28 there), times 2^n built in two halves so
+   results near overflow and subnormal ones come out right. log: x = m 2^e with m in
+   [sqrt(1/2), sqrt(2)), log m = 2 atanh(s) with s = (m-1)/(m+1), |s| <= 0.172, series to s^9.
+   tanh: the odd Taylor series to x^15 below |x| = 0.55 (relative error < 1e-7 there), else
+   sign(x) (1 - 2 / (e^(2|x|) + 1)). sigmoid: 1 / (1 + e^-x), or e^x / (1 + e^x) for x < 0 (so
+   e^-x cannot overflow while the result is still above zero). NaN in gives NaN out. */
+DF__TARGET_AVX2 static inline __m256 df__v8_exp(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(-110.0f), hi = _mm256_set1_ps(90.0f);
+    __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606820309417232e-6f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 5040);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, _mm256_set1_epi32(127)), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, _mm256_set1_epi32(127)), 23));
+    __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+    return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+DF__TARGET_AVX2 static inline __m256 df__v8_log(__m256 x) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    /* subnormals: scaled by 2^23 first */
+    __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(1.17549435e-38f), _CMP_LT_OQ);
+    __m256 xs = _mm256_blendv_ps(x, _mm256_mul_ps(x, _mm256_set1_ps(8388608.0f)), tiny);
+    __m256i bits = _mm256_castps_si256(xs);
+    __m256i e = _mm256_sub_epi32(_mm256_srli_epi32(bits, 23), _mm256_set1_epi32(127));
+    __m256 m = _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x3f800000)));
+    __m256 big = _mm256_cmp_ps(m, _mm256_set1_ps(1.41421356f), _CMP_GT_OQ);
+    m = _mm256_blendv_ps(m, _mm256_mul_ps(m, _mm256_set1_ps(0.5f)), big);
+    __m256 ef = _mm256_add_ps(_mm256_cvtepi32_ps(e), _mm256_and_ps(big, one));
+    ef = _mm256_sub_ps(ef, _mm256_and_ps(tiny, _mm256_set1_ps(23.0f)));
+    /* with f = m - 1 (exact) and R = 2 atanh(s)/s - 2: log m = f - (f^2/2 - s (f^2/2 + R)) */
+    __m256 f = _mm256_sub_ps(m, one), s = _mm256_div_ps(f, _mm256_add_ps(f, _mm256_set1_ps(2.0f))), s2 = _mm256_mul_ps(s, s);
+    __m256 R = _mm256_set1_ps(2.0f / 9);
+    R = _mm256_fmadd_ps(R, s2, _mm256_set1_ps(2.0f / 7));
+    R = _mm256_fmadd_ps(R, s2, _mm256_set1_ps(2.0f / 5));
+    R = _mm256_fmadd_ps(R, s2, _mm256_set1_ps(2.0f / 3));
+    R = _mm256_mul_ps(R, s2);
+    __m256 hf = _mm256_mul_ps(_mm256_set1_ps(0.5f), _mm256_mul_ps(f, f));
+    __m256 lm = _mm256_sub_ps(f, _mm256_fnmadd_ps(s, _mm256_add_ps(hf, R), hf));
+    __m256 y = _mm256_fmadd_ps(ef, _mm256_set1_ps(0.693145751953125f), _mm256_fmadd_ps(ef, _mm256_set1_ps(1.428606820309417232e-6f), lm));
+    const __m256 zero = _mm256_setzero_ps(), inf = _mm256_set1_ps(INFINITY);
+    y = _mm256_blendv_ps(y, _mm256_set1_ps(-INFINITY), _mm256_cmp_ps(x, zero, _CMP_EQ_OQ));
+    y = _mm256_blendv_ps(y, inf, _mm256_cmp_ps(x, inf, _CMP_EQ_OQ));
+    y = _mm256_blendv_ps(y, _mm256_set1_ps(NAN), _mm256_cmp_ps(x, zero, _CMP_LT_OQ));
+    return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+DF__TARGET_AVX2 static inline __m256 df__v8_tanh(__m256 x) {
+    const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+    __m256 ax = _mm256_andnot_ps(sign, x), x2 = _mm256_mul_ps(x, x);
+    __m256 p = _mm256_set1_ps(-0.00145583438705131827f);          /* -929569/638512875 */
+    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(0.00359212803657248102f));   /* 21844/6081075 */
+    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-0.00886323552990219656f));  /* -1382/155925 */
+    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(0.0218694885361552028f));    /* 62/2835 */
+    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-0.0539682539682539683f));   /* -17/315 */
+    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(0.133333333333333333f));     /* 2/15 */
+    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-0.333333333333333333f));
+    __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, x2), x, x);
+    __m256 e = df__v8_exp(_mm256_add_ps(ax, ax));
+    __m256 large = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
+    large = _mm256_or_ps(large, _mm256_and_ps(x, sign));
+    __m256 y = _mm256_blendv_ps(large, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.55f), _CMP_LT_OQ));
+    return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+DF__TARGET_AVX2 static inline __m256 df__v8_sigmoid(__m256 x) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    __m256 neg = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);        /* e^-|x| never overflows */
+    __m256 e = df__v8_exp(_mm256_or_ps(x, _mm256_set1_ps(-0.0f)));
+    __m256 y = _mm256_div_ps(_mm256_blendv_ps(one, e, neg), _mm256_add_ps(one, e));
+    return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+/* o[i] = f(a[i]) for Exp, Log, Tanh, Sigmoid (float32); 0 for other ops. The tail goes
+   through the same vector code on a padded copy, so every element gets the same function. */
+DF__TARGET_AVX2 static int df__vtrans_f32(int code, const float *a, float *o, int64_t n) {
+    if (code != DF__U_EXP && code != DF__U_LOG && code != DF__U_TANH && code != DF__U_SIGMOID) return 0;
+    for (int64_t i = 0; i < n; i += 8) {
+        float in[8], out[8];
+        int full = i + 8 <= n;
+        __m256 v;
+        if (full) v = _mm256_loadu_ps(a + i);
+        else { memset(in, 0, sizeof in); memcpy(in, a + i, (size_t)(n - i) * sizeof(float)); v = _mm256_loadu_ps(in); }
+        __m256 y = code == DF__U_EXP ? df__v8_exp(v) : code == DF__U_LOG ? df__v8_log(v)
+                 : code == DF__U_TANH ? df__v8_tanh(v) : df__v8_sigmoid(v);
+        if (full) _mm256_storeu_ps(o + i, y);
+        else { _mm256_storeu_ps(out, y); memcpy(o + i, out, (size_t)(n - i) * sizeof(float)); }
+    }
+    return 1;
+}
+#endif
+
 static void df__k_unary(df__kctx *c) {
     const df_tensor *x = c->in[0];
     int code = c->node->op->code, ok = 1;
@@ -3616,7 +3717,8 @@ static void df__k_unary(df__kctx *c) {
     int64_t n = x->n;
 #ifdef DF__X86
     if ((x->dtype == DF_FLOAT || x->dtype == DF_DOUBLE) && df__isa() == DF__ISA_AVX2 &&
-        (x->dtype == DF_FLOAT ? df__vunary_f32(code, (const float *)x->data, (float *)y->data, n)
+        (x->dtype == DF_FLOAT ? df__vunary_f32(code, (const float *)x->data, (float *)y->data, n) ||
+                                df__vtrans_f32(code, (const float *)x->data, (float *)y->data, n)
                               : df__vunary_f64(code, (const double *)x->data, (double *)y->data, n)))
         return;
 #endif
@@ -6074,8 +6176,49 @@ static void df__k_one_hot(df__kctx *c) {
 }
 
 /* ---- Softmax, LogSoftmax and the two cross-entropies (stable: max subtracted first) ---- */
+#ifdef DF__X86
+/* One float32 row: o[j] = e^(x[j] - max); returns the sum of o (float64) and the max in *mx. */
+DF__TARGET_AVX2 static double df__v8_exp_row(const float *x, float *o, int64_t n, float *mx) {
+    __m256 m = _mm256_set1_ps(-INFINITY);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + j));
+    float lanes[8], best = -INFINITY;
+    _mm256_storeu_ps(lanes, m);
+    for (int i = 0; i < 8; i++) if (lanes[i] > best) best = lanes[i];
+    for (; j < n; j++) if (x[j] > best) best = x[j];
+    *mx = best;
+    __m256 acc = _mm256_setzero_ps(), b = _mm256_set1_ps(best);
+    for (j = 0; j + 8 <= n; j += 8) {
+        __m256 e = df__v8_exp(_mm256_sub_ps(_mm256_loadu_ps(x + j), b));
+        _mm256_storeu_ps(o + j, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    _mm256_storeu_ps(lanes, acc);
+    double sum = 0;
+    for (int i = 0; i < 8; i++) sum += lanes[i];
+    if (j < n) {
+        float in[8] = {0}, out[8];
+        memcpy(in, x + j, (size_t)(n - j) * sizeof(float));
+        _mm256_storeu_ps(out, df__v8_exp(_mm256_sub_ps(_mm256_loadu_ps(in), b)));
+        for (int64_t i = 0; i < n - j; i++) { o[j + i] = out[i]; sum += out[i]; }
+    }
+    return sum;
+}
+#endif
 static void df__softmax_rows(const df_tensor *x, df_tensor *o, int logsm) {
     int64_t cols = x->rank ? x->dims[x->rank - 1] : 1, rows = cols ? x->n / cols : 0;
+#ifdef DF__X86
+    if (x->dtype == DF_FLOAT && df__isa() == DF__ISA_AVX2) {
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = (const float *)x->data + r * cols;
+            float *orow = (float *)o->data + r * cols, mx;
+            double sum = df__v8_exp_row(xr, orow, cols, &mx);
+            if (logsm) { float lse = (float)log(sum); for (int64_t j = 0; j < cols; j++) orow[j] = (xr[j] - mx) - lse; }
+            else { float inv = (float)(1.0 / sum); for (int64_t j = 0; j < cols; j++) orow[j] *= inv; }
+        }
+        return;
+    }
+#endif
     for (int64_t r = 0; r < rows; r++) {
         double mx = -INFINITY, sum = 0;
         for (int64_t j = 0; j < cols; j++) { double v = df__get_f64(x->dtype, x->data, r * cols + j); if (v > mx) mx = v; }
@@ -6130,6 +6273,30 @@ static void df__k_xent(df__kctx *c) {
     df_tensor *loss = df__k_alloc(c, 0, f->dtype, 1, &b);
     df_tensor *bp = loss ? df__k_alloc_like(c, 1, f->dtype, f) : NULL;
     if (!bp) return;
+#ifdef DF__X86
+    if (f->dtype == DF_FLOAT && df__isa() == DF__ISA_AVX2 && (sparse || l->dtype == DF_FLOAT)) {
+        for (int64_t i = 0; i < b; i++) {
+            const float *xr = (const float *)f->data + i * k;
+            float *br = (float *)bp->data + i * k, mx;
+            double sum = df__v8_exp_row(xr, br, k, &mx), lse = log(sum), total = 0;
+            float inv = (float)(1.0 / sum);
+            if (sparse) {
+                int64_t y = df__int_at(l, i);
+                for (int64_t j = 0; j < k; j++) br[j] *= inv;
+                br[y] -= 1;
+                total = -((double)xr[y] - mx - lse);
+            } else {
+                const float *yr = (const float *)l->data + i * k;
+                for (int64_t j = 0; j < k; j++) {
+                    br[j] = br[j] * inv - yr[j];
+                    if (yr[j] != 0) total -= (double)yr[j] * ((double)xr[j] - mx - lse);
+                }
+            }
+            ((float *)loss->data)[i] = (float)total;
+        }
+        return;
+    }
+#endif
     for (int64_t i = 0; i < b; i++) {
         double mx = -INFINITY, sum = 0, total = 0;
         for (int64_t j = 0; j < k; j++) { double v = df__get_f64(f->dtype, f->data, i * k + j); if (v > mx) mx = v; }
