@@ -3709,6 +3709,17 @@ DF__TARGET_AVX2 static int df__vtrans_f32(int code, const float *a, float *o, in
 }
 #endif
 
+struct df__ipool;
+static int df__ipool_threads(struct df__ipool *p);
+static void df__parallel_for(struct df__ipool *p, int64_t len, int64_t unit, int parts,
+                             void (*fn)(void *arg, int64_t lo, int64_t hi), void *arg);
+#ifdef DF__X86
+typedef struct df__vtrans_job { int code; const float *a; float *o; } df__vtrans_job;
+static void df__vtrans_share(void *arg, int64_t lo, int64_t hi) {
+    const df__vtrans_job *j = (const df__vtrans_job *)arg;
+    df__vtrans_f32(j->code, j->a + lo, j->o + lo, hi - lo);
+}
+#endif
 static void df__k_unary(df__kctx *c) {
     const df_tensor *x = c->in[0];
     int code = c->node->op->code, ok = 1;
@@ -3716,6 +3727,13 @@ static void df__k_unary(df__kctx *c) {
     if (!y) return;
     int64_t n = x->n;
 #ifdef DF__X86
+    if (x->dtype == DF_FLOAT && df__isa() == DF__ISA_AVX2 && n >= (1 << 16) &&
+        (code == DF__U_EXP || code == DF__U_LOG || code == DF__U_TANH || code == DF__U_SIGMOID)) {
+        /* compute-bound: shared between the intra-op threads (pieces of whole vectors) */
+        df__vtrans_job j = {code, (const float *)x->data, (float *)y->data};
+        df__parallel_for(c->ipool, n, 4096, df__ipool_threads(c->ipool), df__vtrans_share, &j);
+        return;
+    }
     if ((x->dtype == DF_FLOAT || x->dtype == DF_DOUBLE) && df__isa() == DF__ISA_AVX2 &&
         (x->dtype == DF_FLOAT ? df__vunary_f32(code, (const float *)x->data, (float *)y->data, n) ||
                                 df__vtrans_f32(code, (const float *)x->data, (float *)y->data, n)
