@@ -71,6 +71,15 @@ run_tests() {
     if command -v nvcc >/dev/null 2>&1; then
         step "dataflow_cuda.cu compiles with nvcc" nvcc -c dataflow_cuda.cu -o build/dataflow_cuda.o
     else skipped=$((skipped + 1)); echo "skip build: nvcc not found (dataflow_cuda.cu not compiled)"; fi
+    # The AVX-512 GEMM kernel on CPUs without AVX-512: the whole suite built against SIMDe's
+    # portable definitions of the AVX-512 intrinsics (Debian: libsimde-dev), that kernel chosen.
+    if [ ! -f /usr/include/simde/x86/avx512.h ] && command -v apt-get >/dev/null 2>&1; then
+        (apt-get update -qq && apt-get install -y -qq libsimde-dev) >/dev/null 2>&1
+    fi
+    if [ "$(uname -m)" != x86_64 ]; then skipped=$((skipped + 1)); echo "skip build: AVX-512 emulation (not an x86-64 machine)"
+    elif [ -f /usr/include/simde/x86/avx512.h ]; then
+        step "AVX-512 kernels, emulated with SIMDe: every test" sh -c "$CC -std=c11 -O2 $WARN -Wno-psabi -DDF_EMULATE_AVX512 -I. tests/harness.c tests/test_*.c dataflow.c -o build/avx512_emulated $LIBS && ./build/avx512_emulated >build/avx512_emulated.log 2>&1 && ! grep -q 'no avx512 kernels' build/avx512_emulated.log"
+    else skipped=$((skipped + 1)); echo "skip build: AVX-512 emulation (SIMDe headers not installed)"; fi
     # The threaded tests again under ThreadSanitizer (where the toolchain has it).
     if [ "${DF_SANITIZE:-1}" != 0 ] && echo 'int main(void){return 0;}' | $CC -x c -fsanitize=thread - -o build/tsan_probe >/dev/null 2>&1; then
         step "ThreadSanitizer: executor, control flow, graph, thread, loop-gradient, loop-state and partition tests" sh -c "$CC -std=c11 -g -O1 $WARN -fsanitize=thread -I. tests/harness.c tests/test_control_flow.c tests/test_executor.c tests/test_graph.c tests/test_threads.c tests/test_grad_cf.c tests/test_loop_state.c tests/test_partition.c tests/test_partition_random.c dataflow.c -o build/tsan_tests $LIBS && TSAN_OPTIONS=halt_on_error=1 ./build/tsan_tests >build/tsan.log 2>&1"

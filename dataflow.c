@@ -3299,15 +3299,45 @@ static df_tensor *df__k_alloc_like(df__kctx *c, int i, df_dtype t, const df_tens
 /* Passes an input through: the node owns its input references, so it hands this one on. */
 static void df__k_forward(df__kctx *c, int out, int in) { c->out[out] = c->in[in]; c->in[in] = NULL; }
 
-/* ---- CPU features: which vector kernels run (AVX2+FMA where the CPU has it, else portable) ---- */
+/* ---- CPU features: which vector kernels run (AVX-512 for the GEMM, AVX2+FMA for the rest,
+   where the CPU has them; else portable) ----
+   DF_EMULATE_AVX512 (tests only) compiles the AVX-512 kernel against SIMDe's portable
+   definitions of the same intrinsics and reports the CPU as having it, so that kernel's logic
+   runs on machines without AVX-512. */
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(DF_NO_SIMD)
 #define DF__X86 1
 #include <immintrin.h>
 #define DF__TARGET_AVX2 __attribute__((target("avx2,fma")))
+#ifdef DF_EMULATE_AVX512
+#include <simde/x86/avx512.h>
+#define DF__Z(f) simde_mm512_##f
+#define DF__ZT(t) simde__m512##t
+#define DF__TARGET_AVX512
+#else
+#define DF__Z(f) _mm512_##f
+#define DF__ZT(t) __m512##t
+#define DF__TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))
+#endif
 #endif
 
-enum { DF__ISA_PORTABLE = 0, DF__ISA_AVX2 = 1 };
+enum { DF__ISA_PORTABLE = 0, DF__ISA_AVX2 = 1, DF__ISA_AVX512 = 2 };
 static int df__isa_forced = -1;                 /* -1: the best the CPU has */
+static int df__cpu_has_avx512(void) {
+#if defined(DF__X86) && defined(DF_EMULATE_AVX512)
+    return 1;
+#elif defined(DF__X86)
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();           /* also checks that the OS saves the zmm registers */
+        v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+#else
+    return 0;
+#endif
+}
 static int df__cpu_has_avx2(void) {
 #ifdef DF__X86
     static int cached = -1;
@@ -3325,19 +3355,24 @@ static int df__cpu_has_avx2(void) {
 static int df__isa(void) {
     int f = __atomic_load_n(&df__isa_forced, __ATOMIC_RELAXED);
     if (f >= 0) return f;
-    return df__cpu_has_avx2() ? DF__ISA_AVX2 : DF__ISA_PORTABLE;
+    return df__cpu_has_avx512() ? DF__ISA_AVX512 : df__cpu_has_avx2() ? DF__ISA_AVX2 : DF__ISA_PORTABLE;
 }
+/* The set for kernels that have no AVX-512 version: AVX2 on an AVX-512 machine. */
+static int df__vec_isa(void) { int i = df__isa(); return i > DF__ISA_AVX2 ? DF__ISA_AVX2 : i; }
 df_code df_set_kernel_isa(const char *isa) {
     int v;
     if (!isa || !strcmp(isa, "auto")) v = -1;
     else if (!strcmp(isa, "portable")) v = DF__ISA_PORTABLE;
     else if (!strcmp(isa, "avx2")) { if (!df__cpu_has_avx2()) return DF_UNAVAILABLE; v = DF__ISA_AVX2; }
-    else if (!strcmp(isa, "avx512")) return DF_UNAVAILABLE;
+    else if (!strcmp(isa, "avx512")) { if (!df__cpu_has_avx512()) return DF_UNAVAILABLE; v = DF__ISA_AVX512; }
     else return DF_INVALID_ARGUMENT;
     __atomic_store_n(&df__isa_forced, v, __ATOMIC_RELAXED);
     return DF_OK;
 }
-const char *df_kernel_isa(void) { return df__isa() == DF__ISA_AVX2 ? "avx2" : "portable"; }
+const char *df_kernel_isa(void) {
+    int i = df__isa();
+    return i == DF__ISA_AVX512 ? "avx512" : i == DF__ISA_AVX2 ? "avx2" : "portable";
+}
 
 /* ---- elementwise binary ---- */
 enum { DF__B_ADD, DF__B_SUB, DF__B_MUL, DF__B_DIV, DF__B_MAX, DF__B_MIN, DF__B_POW, DF__B_FLOORMOD,
@@ -3462,7 +3497,7 @@ static const df__row_fn df__vrows_f64[DF__B_COUNT] = DF__VROWSET(f64);
 
 static df__row_fn df__binary_row(int code, df_dtype t) {
 #ifdef DF__X86
-    if ((t == DF_FLOAT || t == DF_DOUBLE) && df__isa() == DF__ISA_AVX2) {
+    if ((t == DF_FLOAT || t == DF_DOUBLE) && df__vec_isa() == DF__ISA_AVX2) {
         df__row_fn v = (t == DF_FLOAT ? df__vrows_f32 : df__vrows_f64)[code];
         if (v) return v;
     }
@@ -3727,14 +3762,14 @@ static void df__k_unary(df__kctx *c) {
     if (!y) return;
     int64_t n = x->n;
 #ifdef DF__X86
-    if (x->dtype == DF_FLOAT && df__isa() == DF__ISA_AVX2 && n >= (1 << 16) &&
+    if (x->dtype == DF_FLOAT && df__vec_isa() == DF__ISA_AVX2 && n >= (1 << 16) &&
         (code == DF__U_EXP || code == DF__U_LOG || code == DF__U_TANH || code == DF__U_SIGMOID)) {
         /* compute-bound: shared between the intra-op threads (pieces of whole vectors) */
         df__vtrans_job j = {code, (const float *)x->data, (float *)y->data};
         df__parallel_for(c->ipool, n, 4096, df__ipool_threads(c->ipool), df__vtrans_share, &j);
         return;
     }
-    if ((x->dtype == DF_FLOAT || x->dtype == DF_DOUBLE) && df__isa() == DF__ISA_AVX2 &&
+    if ((x->dtype == DF_FLOAT || x->dtype == DF_DOUBLE) && df__vec_isa() == DF__ISA_AVX2 &&
         (x->dtype == DF_FLOAT ? df__vunary_f32(code, (const float *)x->data, (float *)y->data, n) ||
                                 df__vtrans_f32(code, (const float *)x->data, (float *)y->data, n)
                               : df__vunary_f64(code, (const double *)x->data, (double *)y->data, n)))
@@ -3980,9 +4015,9 @@ static void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts,
    split over the session's intra-op threads by rows or columns of C. */
 /* Blocking per (precision, isa): MR x NR registers, KC x NR of B in L1, MC x KC of A in L2. */
 typedef struct df__gemm_cfg { int mr, nr, mc, kc, nc; } df__gemm_cfg;
-static const df__gemm_cfg df__gemm_cfgs[2][2] = {
-    /* float:  portable, avx2 */ {{4, 8, 128, 256, 2048}, {6, 16, 240, 256, 4080}},
-    /* double: portable, avx2 */ {{4, 4, 96, 256, 1024}, {6, 8, 72, 256, 2040}},
+static const df__gemm_cfg df__gemm_cfgs[2][3] = {
+    /* float:  portable, avx2, avx512 */ {{4, 8, 128, 256, 2048}, {6, 16, 240, 256, 4080}, {6, 32, 120, 256, 4064}},
+    /* double: portable, avx2, avx512 */ {{4, 4, 96, 256, 1024}, {6, 8, 72, 256, 2040}, {6, 16, 60, 256, 2032}},
 };
 
 /* ---- packing (zero-padded to full slivers) ---- */
@@ -4079,6 +4114,34 @@ DF__UKR_STORE(double, __m256d, pd, 4)
     }
 DF__UKR_AVX2(float, __m256, ps, 8, _mm256_broadcast_ss)
 DF__UKR_AVX2(double, __m256d, pd, 4, _mm256_broadcast_sd)
+/* AVX-512: the same 6 rows x 2 vectors, each vector twice as wide (float: 6x32, double: 6x16). */
+#define DF__UKR_AVX512(T, V, W, L)                                                                \
+    DF__TARGET_AVX512 static inline void df__ukr512_store_##T(T *cr, V lo, V hi, int acc) {       \
+        if (acc) { lo = DF__Z(add_##W)(lo, DF__Z(loadu_##W)(cr)); hi = DF__Z(add_##W)(hi, DF__Z(loadu_##W)(cr + L)); } \
+        DF__Z(storeu_##W)(cr, lo);                                                                \
+        DF__Z(storeu_##W)(cr + L, hi);                                                            \
+    }                                                                                             \
+    DF__TARGET_AVX512 static void df__ukr_##T##_avx512(int64_t kc, const T *a, int64_t rsa, int64_t csa, const T *b, \
+                                                       int64_t ldb, T *c, int64_t ldc, int acc) { \
+        const int64_t r2 = 2 * rsa, r3 = 3 * rsa, r4 = 4 * rsa, r5 = 5 * rsa;                     \
+        V c00 = DF__Z(setzero_##W)(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;      \
+        V c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;                       \
+        _Pragma("GCC unroll 4")                                                                   \
+        for (int64_t p = 0; p < kc; p++, a += csa, b += ldb) {                                    \
+            V b0 = DF__Z(loadu_##W)(b), b1 = DF__Z(loadu_##W)(b + L), av;                          \
+            av = DF__Z(set1_##W)(a[0]); c00 = DF__Z(fmadd_##W)(av, b0, c00); c01 = DF__Z(fmadd_##W)(av, b1, c01); \
+            av = DF__Z(set1_##W)(a[rsa]); c10 = DF__Z(fmadd_##W)(av, b0, c10); c11 = DF__Z(fmadd_##W)(av, b1, c11); \
+            av = DF__Z(set1_##W)(a[r2]); c20 = DF__Z(fmadd_##W)(av, b0, c20); c21 = DF__Z(fmadd_##W)(av, b1, c21); \
+            av = DF__Z(set1_##W)(a[r3]); c30 = DF__Z(fmadd_##W)(av, b0, c30); c31 = DF__Z(fmadd_##W)(av, b1, c31); \
+            av = DF__Z(set1_##W)(a[r4]); c40 = DF__Z(fmadd_##W)(av, b0, c40); c41 = DF__Z(fmadd_##W)(av, b1, c41); \
+            av = DF__Z(set1_##W)(a[r5]); c50 = DF__Z(fmadd_##W)(av, b0, c50); c51 = DF__Z(fmadd_##W)(av, b1, c51); \
+        }                                                                                         \
+        df__ukr512_store_##T(c, c00, c01, acc); df__ukr512_store_##T(c + ldc, c10, c11, acc);     \
+        df__ukr512_store_##T(c + 2 * ldc, c20, c21, acc); df__ukr512_store_##T(c + 3 * ldc, c30, c31, acc); \
+        df__ukr512_store_##T(c + 4 * ldc, c40, c41, acc); df__ukr512_store_##T(c + 5 * ldc, c50, c51, acc); \
+    }
+DF__UKR_AVX512(float, DF__ZT(), ps, 16)
+DF__UKR_AVX512(double, DF__ZT(d), pd, 8)
 #endif
 
 /* One thread's share: C rows [m0, m1) x cols [n0, n1). abuf/bbuf: aligned packing buffers. */
@@ -4117,8 +4180,8 @@ DF__UKR_AVX2(double, __m256d, pd, 4, _mm256_broadcast_sd)
         }                                                                                         \
     }
 #ifdef DF__X86
-#define DF__GEMM_PICK_float if (isa == DF__ISA_AVX2) ukr = df__ukr_float_avx2;
-#define DF__GEMM_PICK_double if (isa == DF__ISA_AVX2) ukr = df__ukr_double_avx2;
+#define DF__GEMM_PICK_float if (isa == DF__ISA_AVX2) ukr = df__ukr_float_avx2; if (isa == DF__ISA_AVX512) ukr = df__ukr_float_avx512;
+#define DF__GEMM_PICK_double if (isa == DF__ISA_AVX2) ukr = df__ukr_double_avx2; if (isa == DF__ISA_AVX512) ukr = df__ukr_double_avx512;
 #else
 #define DF__GEMM_PICK_float DF__UNUSED(isa);
 #define DF__GEMM_PICK_double DF__UNUSED(isa);
@@ -4767,7 +4830,7 @@ static int df__conv_kblocks(int ntap, int64_t tk, int nr, size_t es, int *kb) {
 static int df__conv_run(df__kctx *c, int mode, const df__conv_geo *g, int dbl, const void *x, const void *w,
                         const void *dy, void *out) {
     const size_t es = dbl ? 8 : 4;
-    const int isa = df__isa();
+    const int isa = df__vec_isa();        /* the convolution kernels are AVX2 at most */
     const df__gemm_cfg *cfg = &df__gemm_cfgs[dbl][isa];
     const int mr = cfg->mr, nr = cfg->nr;
     const int64_t C = g->c, OC = g->oc, P = g->oh * g->ow, K = g->kh * g->kw * C;
@@ -5069,7 +5132,7 @@ DF__POOL_HELPERS(double)
     }
 DF__POOL_HELPERS_AVX2(float, __m256, ps, 8)
 DF__POOL_HELPERS_AVX2(double, __m256d, pd, 4)
-#define DF__POOL_PICK(T) if (df__isa() == DF__ISA_AVX2) { pmax = df__pmax_##T##_avx2; padd = df__padd_##T##_avx2; pgrad = df__pgrad_##T##_avx2; }
+#define DF__POOL_PICK(T) if (df__vec_isa() == DF__ISA_AVX2) { pmax = df__pmax_##T##_avx2; padd = df__padd_##T##_avx2; pgrad = df__pgrad_##T##_avx2; }
 #else
 #define DF__POOL_PICK(T)
 #endif
@@ -5381,7 +5444,7 @@ static void df__k_reduce(df__kctx *c) {
             const float *xf = (const float *)x->data;
             const double *xd = (const double *)x->data;
 #ifdef DF__X86
-            int vec = df__isa() == DF__ISA_AVX2;
+            int vec = df__vec_isa() == DF__ISA_AVX2;
 #else
             int vec = 0;
 #endif
@@ -6226,7 +6289,7 @@ DF__TARGET_AVX2 static double df__v8_exp_row(const float *x, float *o, int64_t n
 static void df__softmax_rows(const df_tensor *x, df_tensor *o, int logsm) {
     int64_t cols = x->rank ? x->dims[x->rank - 1] : 1, rows = cols ? x->n / cols : 0;
 #ifdef DF__X86
-    if (x->dtype == DF_FLOAT && df__isa() == DF__ISA_AVX2) {
+    if (x->dtype == DF_FLOAT && df__vec_isa() == DF__ISA_AVX2) {
         for (int64_t r = 0; r < rows; r++) {
             const float *xr = (const float *)x->data + r * cols;
             float *orow = (float *)o->data + r * cols, mx;
@@ -6292,7 +6355,7 @@ static void df__k_xent(df__kctx *c) {
     df_tensor *bp = loss ? df__k_alloc_like(c, 1, f->dtype, f) : NULL;
     if (!bp) return;
 #ifdef DF__X86
-    if (f->dtype == DF_FLOAT && df__isa() == DF__ISA_AVX2 && (sparse || l->dtype == DF_FLOAT)) {
+    if (f->dtype == DF_FLOAT && df__vec_isa() == DF__ISA_AVX2 && (sparse || l->dtype == DF_FLOAT)) {
         for (int64_t i = 0; i < b; i++) {
             const float *xr = (const float *)f->data + i * k;
             float *br = (float *)bp->data + i * k, mx;
