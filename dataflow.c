@@ -4618,13 +4618,14 @@ typedef struct df__conv_pass {
    GEMM whose k runs over pixels: per chunk of pixels, dY is packed into NR-wide slivers and each
    m-tile's input values (MR filter rows: MR consecutive values at pixel base + toff[t] + m0)
    into an MR-tall one. Pixel q (b, oy, ox) has its input at a + b*a_img + oy*a_row + ox*a_col
-   (elements) and its dY row at dy + q*nout. m-tiles are shared between threads. */
+   (elements) and its dY row at dy + q*nout. Threads take ranges of pixels; each sums into a
+   slot of its own ([tiles*MR][whole slivers]), and the slots are added up afterwards. */
 typedef struct df__wgrad_pass {
-    int isa, failed;
-    int64_t npix, per_img, cols, a_img, a_row, a_col, tk, per_tap, nout, kc;
+    int isa, failed, next_slot;
+    int64_t npix, per_img, cols, a_img, a_row, a_col, tk, per_tap, tiles, nout, kc;
     const void *a, *dy;
     const int64_t *toff;
-    void *dw;
+    void *slots, *dw;
 } df__wgrad_pass;
 /* The input gradient for few input channels (an RGB stem), where a phase's tile would be mostly
    empty columns: each dY pixel times the filter transposed gives its whole patch of dX (kh*kw*c
@@ -4695,16 +4696,17 @@ typedef struct df__conv_scatter {
         DF__CONV_PICK_##T                                                                         \
         DF__UNUSED(cukr); DF__UNUSED(isa);                                                        \
         const int64_t nblk = (P->nout + nr - 1) / nr, ldt = nblk * nr, kc = P->kc;               \
-        size_t tmp_n = (size_t)((hi - lo) * mr * ldt), b_n = (size_t)(ldt * kc), a_n = (size_t)(mr * kc); \
-        char *mem = (char *)DF_MALLOC((tmp_n + b_n + a_n) * sizeof(T) + (size_t)kc * sizeof(void *) + 192); \
+        size_t b_n = (size_t)(ldt * kc), a_n = (size_t)(mr * kc);                                 \
+        char *mem = (char *)DF_MALLOC((b_n + a_n) * sizeof(T) + (size_t)kc * sizeof(void *) + 128); \
         if (!mem) { __atomic_store_n(&P->failed, 1, __ATOMIC_RELAXED); return; }                  \
-        T *tmp = (T *)(void *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);                           \
-        T *bpk = (T *)(void *)(((uintptr_t)(tmp + tmp_n) + 63) & ~(uintptr_t)63);                 \
+        int slot = __atomic_fetch_add(&P->next_slot, 1, __ATOMIC_RELAXED);                        \
+        T *tmp = (T *)P->slots + (size_t)slot * (size_t)(P->tiles * mr * ldt);                    \
+        T *bpk = (T *)(void *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);                           \
         T *apk = (T *)(void *)(((uintptr_t)(bpk + b_n) + 63) & ~(uintptr_t)63);                   \
         const T **pix = (const T **)(void *)(apk + a_n);                                          \
         const T *a = (const T *)P->a, *dy = (const T *)P->dy;                                     \
-        for (int64_t q0 = 0; q0 < P->npix; q0 += kc) {                                            \
-            int64_t cnt = DF__MIN(kc, P->npix - q0);                                              \
+        for (int64_t q0 = lo; q0 < hi; q0 += kc) {                                                \
+            int64_t cnt = DF__MIN(kc, hi - q0);                                                   \
             for (int64_t p = 0; p < cnt; p++) {                                                   \
                 int64_t q = q0 + p, b = q / P->per_img, rem = q - b * P->per_img, oy = rem / P->cols; \
                 pix[p] = a + b * P->a_img + oy * P->a_row + (rem - oy * P->cols) * P->a_col;      \
@@ -4716,13 +4718,13 @@ typedef struct df__conv_scatter {
                     for (int64_t j = cols; j < nr; j++) o[j] = 0;                                 \
                 }                                                                                 \
             }                                                                                     \
-            for (int64_t mt = lo; mt < hi; mt++) {                                                \
+            for (int64_t mt = 0; mt < P->tiles; mt++) {                                           \
                 int64_t tap = mt / P->per_tap, m0 = (mt - tap * P->per_tap) * mr, rows = DF__MIN(mr, P->tk - m0); \
                 int64_t off = P->toff[tap] + m0;                                                  \
-                T *trow = tmp + (size_t)((mt - lo) * mr * ldt);                                   \
+                T *trow = tmp + (size_t)(mt * mr * ldt);                                          \
                 if (rows == mr) {   /* a whole tile reads the input where it lies */              \
                     for (int64_t jb = 0; jb < nblk; jb++)                                         \
-                        wukr(cnt, pix, off, bpk + (size_t)(jb * kc * nr), trow + jb * nr, ldt, q0 > 0); \
+                        wukr(cnt, pix, off, bpk + (size_t)(jb * kc * nr), trow + jb * nr, ldt, q0 > lo); \
                     continue;                                                                     \
                 }                                                                                 \
                 for (int64_t p = 0; p < cnt; p++) { /* a tap's last rows: packed, zero-padded */  \
@@ -4733,16 +4735,25 @@ typedef struct df__conv_scatter {
                     for (; r < mr; r++) o[r] = 0;                                                 \
                 }                                                                                 \
                 for (int64_t jb = 0; jb < nblk; jb++)                                             \
-                    ukr(cnt, apk, 1, mr, bpk + (size_t)(jb * kc * nr), nr, trow + jb * nr, ldt, q0 > 0); \
+                    ukr(cnt, apk, 1, mr, bpk + (size_t)(jb * kc * nr), nr, trow + jb * nr, ldt, q0 > lo); \
             }                                                                                     \
         }                                                                                         \
-        for (int64_t mt = lo; mt < hi; mt++) {                                                    \
+        DF_FREE(mem);                                                                             \
+    }                                                                                             \
+    /* The slots' sum, the filter rows of each tile (not its padding), into dW. */                \
+    static void df__wgrad_finish_##T(const df__wgrad_pass *P, int mr, int nr) {                   \
+        const int64_t ldt = (P->nout + nr - 1) / nr * nr, per_slot = P->tiles * mr * ldt;         \
+        T *s0 = (T *)P->slots;                                                                    \
+        for (int k = 1; k < P->next_slot; k++) {                                                  \
+            const T *sk = s0 + (size_t)(k * per_slot);                                            \
+            for (int64_t i = 0; i < per_slot; i++) s0[i] += sk[i];                                \
+        }                                                                                         \
+        for (int64_t mt = 0; mt < P->tiles; mt++) {                                               \
             int64_t tap = mt / P->per_tap, m0 = (mt - tap * P->per_tap) * mr, rows = DF__MIN(mr, P->tk - m0); \
             for (int64_t r = 0; r < rows; r++)                                                    \
-                memcpy((T *)P->dw + (size_t)((tap * P->tk + m0 + r) * P->nout), tmp + (size_t)(((mt - lo) * mr + r) * ldt), \
+                memcpy((T *)P->dw + (size_t)((tap * P->tk + m0 + r) * P->nout), s0 + (size_t)((mt * mr + r) * ldt), \
                        (size_t)P->nout * sizeof(T));                                              \
         }                                                                                         \
-        DF_FREE(mem);                                                                             \
     } \
     static void df__conv_scatter_##T(void *arg, int64_t lo, int64_t hi) {                        \
         df__conv_scatter *P = (df__conv_scatter *)arg;                                            \
@@ -4905,11 +4916,19 @@ static int df__conv_run(df__kctx *c, int mode, const df__conv_geo *g, int dbl, c
             df__wgrad_pass p;
             memset(&p, 0, sizeof p);
             p.isa = isa; p.tk = tk; p.toff = toff; p.per_tap = (tk + mr - 1) / mr; p.nout = OC; p.dw = out;
-            p.npix = g->n * P; p.per_img = P; p.cols = g->ow; p.kc = 256; p.a = a; p.dy = dy;
+            p.npix = g->n * P; p.per_img = P; p.cols = g->ow; p.a = a; p.dy = dy;
+            p.kc = DF__MIN((int64_t)256, DF__MAX((int64_t)64, (p.npix + 4 * threads - 1) / (4 * threads)));  /* even shares */
             p.a_img = Hb * Wb * C; p.a_row = g->sh * Wb * C; p.a_col = g->sw * C;
-            int64_t tiles = ntap * p.per_tap;
-            df__parallel_for(c->ipool, tiles, 1, threads, dbl ? df__wgrad_pass_double : df__wgrad_pass_float, &p);
-            failed = p.failed;
+            p.tiles = ntap * p.per_tap;
+            int64_t per_slot = p.tiles * mr * ((OC + nr - 1) / nr * nr);
+            p.slots = (double)per_slot * threads * (double)es < 1e15 ? DF_MALLOC((size_t)(per_slot * threads) * es) : NULL;
+            if (!p.slots) failed = 1;
+            else {
+                df__parallel_for(c->ipool, p.npix, p.kc, threads, dbl ? df__wgrad_pass_double : df__wgrad_pass_float, &p);
+                failed = p.failed;
+                if (!failed) { if (dbl) df__wgrad_finish_double(&p, mr, nr); else df__wgrad_finish_float(&p, mr, nr); }
+                DF_FREE(p.slots);
+            }
         }
     } else if (scatter) {          /* the input gradient for few channels: patches scattered */
         Hb = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1; Wb = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
