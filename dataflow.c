@@ -4531,7 +4531,7 @@ static int df__rank4(const df_tensor *t) { return t->rank == 4; }
                 }                                                                                 \
         for (int r = 0; r < MR; r++)                                                              \
             for (int j = 0; j < NR; j++) cr[r][j] = acc ? cr[r][j] + t[r][j] : t[r][j];           \
-    } \
+    }                                                                                             \
     static void df__wukr_##T##_portable(int64_t kc, const T *const *pix, int64_t off, const T *b, T *c, \
                                         int64_t ldc, int acc) {                                   \
         T t[MR][NR];                                                                              \
@@ -4571,7 +4571,7 @@ DF__CONV_UKR_PORTABLE(double, 4, 4)
         df__ukr_store_##T(cr[0], c00, c01, acc); df__ukr_store_##T(cr[1], c10, c11, acc);         \
         df__ukr_store_##T(cr[2], c20, c21, acc); df__ukr_store_##T(cr[3], c30, c31, acc);         \
         df__ukr_store_##T(cr[4], c40, c41, acc); df__ukr_store_##T(cr[5], c50, c51, acc);         \
-    } \
+    }                                                                                             \
     DF__TARGET_AVX2 static void df__wukr_##T##_avx2(int64_t kc, const T *const *pix, int64_t off, const T *b, T *c, \
                                                     int64_t ldc, int acc) {                       \
         V c00 = _mm256_setzero_##W(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;      \
@@ -4637,16 +4637,19 @@ typedef struct df__conv_scatter {
     const void *dy, *bp;
     void *acc;                      /* slots of [n][Hb][Wb][c] */
 } df__conv_scatter;
+/* The kernels a pass may call: the plain ones, replaced by AVX2 ones where the isa says so. */
+#define DF__CONV_KERNELS(T, ISA)                                                                  \
+    void (*cukr)(int, const int64_t *, int64_t, const T *const *, const T *, T *const *, int) = df__cukr_##T##_portable; \
+    void (*ukr)(int64_t, const T *, int64_t, int64_t, const T *, int64_t, T *, int64_t, int) = df__ukr_##T##_portable; \
+    void (*wukr)(int64_t, const T *const *, int64_t, const T *, T *, int64_t, int) = df__wukr_##T##_portable; \
+    { const int isa = (ISA); DF__CONV_PICK_##T DF__UNUSED(isa); }                                  \
+    DF__UNUSED(cukr); DF__UNUSED(ukr); DF__UNUSED(wukr);
 #define DF__CONV_PASSES(T)                                                                        \
     static void df__conv_pass_##T(void *arg, int64_t lo, int64_t hi) {                           \
         df__conv_pass *P = (df__conv_pass *)arg;                                                  \
         const df__gemm_cfg *g = &df__gemm_cfgs[sizeof(T) == 8][P->isa];                          \
-        const int mr = g->mr, nr = g->nr, isa = P->isa;                                           \
-        void (*cukr)(int, const int64_t *, int64_t, const T *const *, const T *, T *const *, int) = df__cukr_##T##_portable; \
-        void (*ukr)(int64_t, const T *, int64_t, int64_t, const T *, int64_t, T *, int64_t, int) = df__ukr_##T##_portable; \
-        void (*wukr)(int64_t, const T *const *, int64_t, const T *, T *, int64_t, int) = df__wukr_##T##_portable; \
-        DF__CONV_PICK_##T                                                                         \
-        DF__UNUSED(ukr); DF__UNUSED(wukr); DF__UNUSED(isa);                                       \
+        const int mr = g->mr, nr = g->nr;                                                         \
+        DF__CONV_KERNELS(T, P->isa)                                                               \
         const int64_t chunk = P->chunk, nblk = (P->nout + nr - 1) / nr, K = (int64_t)P->ntap * P->tk; \
         char *mem = (char *)DF_MALLOC((size_t)chunk * 2 * sizeof(void *) + (size_t)(chunk * nr) * sizeof(T) + 64); \
         if (!mem) { __atomic_store_n(&P->failed, 1, __ATOMIC_RELAXED); return; }                  \
@@ -4689,12 +4692,8 @@ typedef struct df__conv_scatter {
     static void df__wgrad_pass_##T(void *arg, int64_t lo, int64_t hi) {                          \
         df__wgrad_pass *P = (df__wgrad_pass *)arg;                                                \
         const df__gemm_cfg *g = &df__gemm_cfgs[sizeof(T) == 8][P->isa];                          \
-        const int mr = g->mr, nr = g->nr, isa = P->isa;                                           \
-        void (*cukr)(int, const int64_t *, int64_t, const T *const *, const T *, T *const *, int) = df__cukr_##T##_portable; \
-        void (*ukr)(int64_t, const T *, int64_t, int64_t, const T *, int64_t, T *, int64_t, int) = df__ukr_##T##_portable; \
-        void (*wukr)(int64_t, const T *const *, int64_t, const T *, T *, int64_t, int) = df__wukr_##T##_portable; \
-        DF__CONV_PICK_##T                                                                         \
-        DF__UNUSED(cukr); DF__UNUSED(isa);                                                        \
+        const int mr = g->mr, nr = g->nr;                                                         \
+        DF__CONV_KERNELS(T, P->isa)                                                               \
         const int64_t nblk = (P->nout + nr - 1) / nr, ldt = nblk * nr, kc = P->kc;               \
         size_t b_n = (size_t)(ldt * kc), a_n = (size_t)(mr * kc);                                 \
         char *mem = (char *)DF_MALLOC((b_n + a_n) * sizeof(T) + (size_t)kc * sizeof(void *) + 128); \
@@ -4754,16 +4753,12 @@ typedef struct df__conv_scatter {
                 memcpy((T *)P->dw + (size_t)((tap * P->tk + m0 + r) * P->nout), s0 + (size_t)((mt * mr + r) * ldt), \
                        (size_t)P->nout * sizeof(T));                                              \
         }                                                                                         \
-    } \
+    }                                                                                             \
     static void df__conv_scatter_##T(void *arg, int64_t lo, int64_t hi) {                        \
         df__conv_scatter *P = (df__conv_scatter *)arg;                                            \
         const df__gemm_cfg *g = &df__gemm_cfgs[sizeof(T) == 8][P->isa];                          \
-        const int mr = g->mr, nr = g->nr, isa = P->isa;                                           \
-        void (*cukr)(int, const int64_t *, int64_t, const T *const *, const T *, T *const *, int) = df__cukr_##T##_portable; \
-        void (*ukr)(int64_t, const T *, int64_t, int64_t, const T *, int64_t, T *, int64_t, int) = df__ukr_##T##_portable; \
-        void (*wukr)(int64_t, const T *const *, int64_t, const T *, T *, int64_t, int) = df__wukr_##T##_portable; \
-        DF__CONV_PICK_##T                                                                         \
-        DF__UNUSED(ukr); DF__UNUSED(wukr); DF__UNUSED(isa);                                       \
+        const int mr = g->mr, nr = g->nr;                                                         \
+        DF__CONV_KERNELS(T, P->isa)                                                               \
         const int64_t K = P->kh * P->kw * P->c, nblk = (K + nr - 1) / nr, ldt = nblk * nr, chunk = P->chunk; \
         const int64_t zero = 0;                                                                   \
         char *mem = (char *)DF_MALLOC((size_t)chunk * sizeof(void *) + (size_t)(chunk * ldt) * sizeof(T) + 64); \
