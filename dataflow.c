@@ -4089,6 +4089,25 @@ DF__UKR_PORTABLE(double, 4, 4)
     }
 DF__UKR_STORE(float, __m256, ps, 8)
 DF__UKR_STORE(double, __m256d, pd, 4)
+/* The 6 x 2-vector register tile shared by the AVX2 kernels: accumulators c00..c51, one k step
+   (row r gets broadcast(*Pr) times the two vectors b0, b1 of B), and the stores of the rows. */
+#define DF__TILE_ZERO(V, W)                                                                       \
+    V c00 = _mm256_setzero_##W(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;          \
+    V c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+#define DF__TILE_STEP(V, W, BC, P0, P1, P2, P3, P4, P5)                                           \
+    {                                                                                             \
+        V av;                                                                                     \
+        av = BC(P0); c00 = _mm256_fmadd_##W(av, b0, c00); c01 = _mm256_fmadd_##W(av, b1, c01);    \
+        av = BC(P1); c10 = _mm256_fmadd_##W(av, b0, c10); c11 = _mm256_fmadd_##W(av, b1, c11);    \
+        av = BC(P2); c20 = _mm256_fmadd_##W(av, b0, c20); c21 = _mm256_fmadd_##W(av, b1, c21);    \
+        av = BC(P3); c30 = _mm256_fmadd_##W(av, b0, c30); c31 = _mm256_fmadd_##W(av, b1, c31);    \
+        av = BC(P4); c40 = _mm256_fmadd_##W(av, b0, c40); c41 = _mm256_fmadd_##W(av, b1, c41);    \
+        av = BC(P5); c50 = _mm256_fmadd_##W(av, b0, c50); c51 = _mm256_fmadd_##W(av, b1, c51);    \
+    }
+#define DF__TILE_STORE(T, R0, R1, R2, R3, R4, R5)                                                 \
+    df__ukr_store_##T(R0, c00, c01, acc); df__ukr_store_##T(R1, c10, c11, acc);                   \
+    df__ukr_store_##T(R2, c20, c21, acc); df__ukr_store_##T(R3, c30, c31, acc);                   \
+    df__ukr_store_##T(R4, c40, c41, acc); df__ukr_store_##T(R5, c50, c51, acc);
 /* AVX2+FMA: 6 rows x 2 vectors of C in 12 registers; each k step loads 2 vectors of B and
    broadcasts 6 elements of A. (float: 6x16, double: 6x8) */
 #define DF__UKR_AVX2(T, V, W, L, BC)                                                              \
@@ -4096,21 +4115,13 @@ DF__UKR_STORE(double, __m256d, pd, 4)
                                                    int64_t ldb, T *c, int64_t ldc, int acc) {     \
         const int64_t r2 = 2 * rsa, r3 = 3 * rsa, r4 = 4 * rsa, r5 = 5 * rsa;                     \
         for (int r = 0; r < 6; r++) _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);       \
-        V c00 = _mm256_setzero_##W(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;      \
-        V c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;                       \
+        DF__TILE_ZERO(V, W)                                                                       \
         _Pragma("GCC unroll 4")                                                                   \
         for (int64_t p = 0; p < kc; p++, a += csa, b += ldb) {                                    \
-            V b0 = _mm256_loadu_##W(b), b1 = _mm256_loadu_##W(b + L), av;                          \
-            av = BC(a); c00 = _mm256_fmadd_##W(av, b0, c00); c01 = _mm256_fmadd_##W(av, b1, c01);  \
-            av = BC(a + rsa); c10 = _mm256_fmadd_##W(av, b0, c10); c11 = _mm256_fmadd_##W(av, b1, c11); \
-            av = BC(a + r2); c20 = _mm256_fmadd_##W(av, b0, c20); c21 = _mm256_fmadd_##W(av, b1, c21); \
-            av = BC(a + r3); c30 = _mm256_fmadd_##W(av, b0, c30); c31 = _mm256_fmadd_##W(av, b1, c31); \
-            av = BC(a + r4); c40 = _mm256_fmadd_##W(av, b0, c40); c41 = _mm256_fmadd_##W(av, b1, c41); \
-            av = BC(a + r5); c50 = _mm256_fmadd_##W(av, b0, c50); c51 = _mm256_fmadd_##W(av, b1, c51); \
+            V b0 = _mm256_loadu_##W(b), b1 = _mm256_loadu_##W(b + L);                             \
+            DF__TILE_STEP(V, W, BC, a, a + rsa, a + r2, a + r3, a + r4, a + r5)                   \
         }                                                                                         \
-        df__ukr_store_##T(c, c00, c01, acc); df__ukr_store_##T(c + ldc, c10, c11, acc); \
-        df__ukr_store_##T(c + 2 * ldc, c20, c21, acc); df__ukr_store_##T(c + 3 * ldc, c30, c31, acc); \
-        df__ukr_store_##T(c + 4 * ldc, c40, c41, acc); df__ukr_store_##T(c + 5 * ldc, c50, c51, acc); \
+        DF__TILE_STORE(T, c, c + ldc, c + 2 * ldc, c + 3 * ldc, c + 4 * ldc, c + 5 * ldc)         \
     }
 DF__UKR_AVX2(float, __m256, ps, 8, _mm256_broadcast_ss)
 DF__UKR_AVX2(double, __m256d, pd, 4, _mm256_broadcast_sd)
@@ -4552,44 +4563,28 @@ DF__CONV_UKR_PORTABLE(double, 4, 4)
 #define DF__CONV_UKR_AVX2(T, V, W, L, BC)                                                         \
     DF__TARGET_AVX2 static void df__cukr_##T##_avx2(int ntap, const int64_t *toff, int64_t tk, const T *const *ar, \
                                                     const T *b, T *const *cr, int acc) {          \
-        V c00 = _mm256_setzero_##W(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;      \
-        V c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;                       \
+        DF__TILE_ZERO(V, W)                                                                       \
         for (int tp = 0; tp < ntap; tp++) {                                                       \
             const int64_t o = toff[tp];                                                           \
             const T *a0 = ar[0] + o, *a1 = ar[1] + o, *a2 = ar[2] + o, *a3 = ar[3] + o, *a4 = ar[4] + o, *a5 = ar[5] + o; \
             _Pragma("GCC unroll 4")                                                               \
             for (int64_t p = 0; p < tk; p++, b += 2 * L) {                                        \
-                V b0 = _mm256_loadu_##W(b), b1 = _mm256_loadu_##W(b + L), av;                      \
-                av = BC(a0 + p); c00 = _mm256_fmadd_##W(av, b0, c00); c01 = _mm256_fmadd_##W(av, b1, c01); \
-                av = BC(a1 + p); c10 = _mm256_fmadd_##W(av, b0, c10); c11 = _mm256_fmadd_##W(av, b1, c11); \
-                av = BC(a2 + p); c20 = _mm256_fmadd_##W(av, b0, c20); c21 = _mm256_fmadd_##W(av, b1, c21); \
-                av = BC(a3 + p); c30 = _mm256_fmadd_##W(av, b0, c30); c31 = _mm256_fmadd_##W(av, b1, c31); \
-                av = BC(a4 + p); c40 = _mm256_fmadd_##W(av, b0, c40); c41 = _mm256_fmadd_##W(av, b1, c41); \
-                av = BC(a5 + p); c50 = _mm256_fmadd_##W(av, b0, c50); c51 = _mm256_fmadd_##W(av, b1, c51); \
+                V b0 = _mm256_loadu_##W(b), b1 = _mm256_loadu_##W(b + L);                             \
+                DF__TILE_STEP(V, W, BC, a0 + p, a1 + p, a2 + p, a3 + p, a4 + p, a5 + p)           \
             }                                                                                     \
         }                                                                                         \
-        df__ukr_store_##T(cr[0], c00, c01, acc); df__ukr_store_##T(cr[1], c10, c11, acc);         \
-        df__ukr_store_##T(cr[2], c20, c21, acc); df__ukr_store_##T(cr[3], c30, c31, acc);         \
-        df__ukr_store_##T(cr[4], c40, c41, acc); df__ukr_store_##T(cr[5], c50, c51, acc);         \
+        DF__TILE_STORE(T, cr[0], cr[1], cr[2], cr[3], cr[4], cr[5])                               \
     }                                                                                             \
     DF__TARGET_AVX2 static void df__wukr_##T##_avx2(int64_t kc, const T *const *pix, int64_t off, const T *b, T *c, \
                                                     int64_t ldc, int acc) {                       \
-        V c00 = _mm256_setzero_##W(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;      \
-        V c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;                       \
+        DF__TILE_ZERO(V, W)                                                                       \
         _Pragma("GCC unroll 4")                                                                   \
         for (int64_t p = 0; p < kc; p++, b += 2 * L) {                                            \
             const T *a = pix[p] + off;                                                            \
-            V b0 = _mm256_loadu_##W(b), b1 = _mm256_loadu_##W(b + L), av;                          \
-            av = BC(a); c00 = _mm256_fmadd_##W(av, b0, c00); c01 = _mm256_fmadd_##W(av, b1, c01);  \
-            av = BC(a + 1); c10 = _mm256_fmadd_##W(av, b0, c10); c11 = _mm256_fmadd_##W(av, b1, c11); \
-            av = BC(a + 2); c20 = _mm256_fmadd_##W(av, b0, c20); c21 = _mm256_fmadd_##W(av, b1, c21); \
-            av = BC(a + 3); c30 = _mm256_fmadd_##W(av, b0, c30); c31 = _mm256_fmadd_##W(av, b1, c31); \
-            av = BC(a + 4); c40 = _mm256_fmadd_##W(av, b0, c40); c41 = _mm256_fmadd_##W(av, b1, c41); \
-            av = BC(a + 5); c50 = _mm256_fmadd_##W(av, b0, c50); c51 = _mm256_fmadd_##W(av, b1, c51); \
+            V b0 = _mm256_loadu_##W(b), b1 = _mm256_loadu_##W(b + L);                             \
+            DF__TILE_STEP(V, W, BC, a, a + 1, a + 2, a + 3, a + 4, a + 5)                         \
         }                                                                                         \
-        df__ukr_store_##T(c, c00, c01, acc); df__ukr_store_##T(c + ldc, c10, c11, acc);           \
-        df__ukr_store_##T(c + 2 * ldc, c20, c21, acc); df__ukr_store_##T(c + 3 * ldc, c30, c31, acc); \
-        df__ukr_store_##T(c + 4 * ldc, c40, c41, acc); df__ukr_store_##T(c + 5 * ldc, c50, c51, acc); \
+        DF__TILE_STORE(T, c, c + ldc, c + 2 * ldc, c + 3 * ldc, c + 4 * ldc, c + 5 * ldc)         \
     }
 DF__CONV_UKR_AVX2(float, __m256, ps, 8, _mm256_broadcast_ss)
 DF__CONV_UKR_AVX2(double, __m256d, pd, 4, _mm256_broadcast_sd)
