@@ -4827,13 +4827,155 @@ static int df__conv_kblocks(int ntap, int64_t tk, int nr, size_t es, int *kb) {
     return n;
 }
 
+/* What the passes of one convolution share: the geometry, kernel set, the (padded) source and
+   its buffer dimensions (Hb x Wb, with dY's leading padding Ty, Tx for the input gradient), the
+   packed filter buffer, tap and filter-row offsets, k-blocks, threads. */
+typedef struct df__conv_ws {
+    df__kctx *c;
+    const df__conv_geo *g;
+    int dbl, isa, mr, nr, threads;
+    size_t es;
+    int64_t Hb, Wb, Ty, Tx, chunk;
+    const char *a;
+    char *bp;
+    int64_t *toff, *koff;
+    int *kb;
+} df__conv_ws;
+/* Taps of the forward filter over a buffer Wb wide: a filter row is one run when dw == 1. */
+static int df__conv_taps(const df__conv_ws *W, int64_t *tk) {
+    const df__conv_geo *g = W->g;
+    int merged = g->dw == 1, ntap = (int)(merged ? g->kh : g->kh * g->kw);
+    *tk = merged ? g->kw * g->c : g->c;
+    for (int t = 0; t < ntap; t++) {
+        int64_t ky = merged ? t : t / g->kw, kx = merged ? 0 : t % g->kw;
+        W->toff[t] = (ky * g->dh * W->Wb + kx * g->dw) * g->c;
+    }
+    return ntap;
+}
+static void df__conv_pack(const df__conv_ws *W, const void *w, int64_t K, int64_t js, int64_t nout) {
+    if (W->dbl) df__conv_pack_double((const double *)w, W->koff, K, js, nout, W->nr, (double *)(void *)W->bp);
+    else df__conv_pack_float((const float *)w, W->koff, K, js, nout, W->nr, (float *)(void *)W->bp);
+}
+static int df__conv_forward(const df__conv_ws *W, const void *w, void *out) {
+    const df__conv_geo *g = W->g;
+    const int64_t es = (int64_t)W->es, C = g->c, OC = g->oc, P = g->oh * g->ow, K = g->kh * g->kw * C;
+    int64_t tk;
+    int ntap = df__conv_taps(W, &tk);
+    for (int64_t k = 0; k < K; k++) W->koff[k] = k * OC;
+    df__conv_pack(W, w, K, 1, OC);
+    df__conv_pass p;
+    memset(&p, 0, sizeof p);
+    p.isa = W->isa; p.ntap = ntap; p.tk = tk; p.toff = W->toff; p.kb = W->kb;
+    p.nkb = df__conv_kblocks(ntap, tk, W->nr, W->es, W->kb);
+    p.npix = g->n * P; p.per_img = P; p.cols = g->ow; p.chunk = W->chunk; p.nout = OC; p.bp = W->bp;
+    p.a = W->a; p.a_img = W->Hb * W->Wb * C * es; p.a_row = g->sh * W->Wb * C * es; p.a_col = g->sw * C * es;
+    p.c = (char *)out; p.c_img = P * OC * es; p.c_row = g->ow * OC * es; p.c_col = OC * es;
+    df__parallel_for(W->c->ipool, p.npix, W->chunk, W->threads, W->dbl ? df__conv_pass_double : df__conv_pass_float, &p);
+    return !p.failed;
+}
+static int df__conv_filter_grad(const df__conv_ws *W, const void *dy, void *out) {
+    const df__conv_geo *g = W->g;
+    const int64_t C = g->c, OC = g->oc, P = g->oh * g->ow;
+    const int mr = W->mr, nr = W->nr, threads = W->threads;
+    df__wgrad_pass p;
+    memset(&p, 0, sizeof p);
+    int64_t tk;
+    int ntap = df__conv_taps(W, &tk);
+    p.isa = W->isa; p.tk = tk; p.toff = W->toff; p.per_tap = (tk + mr - 1) / mr; p.nout = OC; p.dw = out;
+    p.npix = g->n * P; p.per_img = P; p.cols = g->ow; p.a = W->a; p.dy = dy;
+    p.kc = DF__MIN((int64_t)256, DF__MAX((int64_t)64, (p.npix + 4 * threads - 1) / (4 * threads)));  /* even shares */
+    p.a_img = W->Hb * W->Wb * C; p.a_row = g->sh * W->Wb * C; p.a_col = g->sw * C;
+    p.tiles = ntap * p.per_tap;
+    int64_t per_slot = p.tiles * mr * ((OC + nr - 1) / nr * nr);
+    p.slots = (double)per_slot * threads * (double)W->es < 1e15 ? DF_MALLOC((size_t)(per_slot * threads) * W->es) : NULL;
+    if (!p.slots) return 0;
+    df__parallel_for(W->c->ipool, p.npix, p.kc, threads, W->dbl ? df__wgrad_pass_double : df__wgrad_pass_float, &p);
+    if (!p.failed) { if (W->dbl) df__wgrad_finish_double(&p, mr, nr); else df__wgrad_finish_float(&p, mr, nr); }
+    DF_FREE(p.slots);
+    return !p.failed;
+}
+/* The input gradient for few input channels: patches scattered into per-share padded sums. */
+static int df__conv_input_grad_scatter(const df__conv_ws *W, const void *w, const void *dy, void *out) {
+    const df__conv_geo *g = W->g;
+    const int64_t C = g->c, OC = g->oc, P = g->oh * g->ow, K = g->kh * g->kw * C;
+    const int64_t Hb = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1, Wb = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+    const size_t es = W->es;
+    for (int64_t o = 0; o < OC; o++) W->koff[o] = o;
+    df__conv_pack(W, w, OC, OC, K);
+    df__conv_scatter p;
+    memset(&p, 0, sizeof p);
+    p.isa = W->isa; p.npix = g->n * P; p.per_img = P; p.cols = g->ow; p.oc = OC; p.kh = g->kh; p.kw = g->kw; p.c = C;
+    p.Hb = Hb; p.Wb = Wb; p.sh = g->sh; p.sw = g->sw; p.dh = g->dh; p.dw = g->dw; p.chunk = W->chunk; p.dy = dy; p.bp = W->bp;
+    int64_t slot_n = g->n * Hb * Wb * C, n_acc = slot_n * W->threads;
+    df_status st;
+    df_tensor *acct = (double)slot_n * W->threads * (double)es < 1e15
+                    ? df__tensor_alloc(W->c->alloc, W->dbl ? DF_DOUBLE : DF_FLOAT, 1, &n_acc, &st) : NULL;
+    if (!acct) return 0;
+    memset(acct->data, 0, (size_t)n_acc * es);
+    p.acc = acct->data;
+    df__parallel_for(W->c->ipool, p.npix, W->chunk, W->threads, W->dbl ? df__conv_scatter_double : df__conv_scatter_float, &p);
+    for (int s = 1; s < p.next_slot && !p.failed; s++) {      /* the shares' sums into slot 0 */
+        if (W->dbl) { double *d = (double *)acct->data; const double *e = d + s * slot_n; for (int64_t i = 0; i < slot_n; i++) d[i] += e[i]; }
+        else { float *d = (float *)acct->data; const float *e = d + s * slot_n; for (int64_t i = 0; i < slot_n; i++) d[i] += e[i]; }
+    }
+    for (int64_t b = 0; b < g->n && !p.failed; b++)          /* the inside of the padded sum is dX */
+        for (int64_t y = 0; y < g->h; y++) {
+            char *dst = (char *)out + (size_t)((b * g->h + y) * g->w * C) * es;
+            memset(dst, 0, (size_t)(g->w * C) * es);
+            int64_t cols = DF__MIN(g->w, Wb - g->pw);
+            if (y + g->ph < Hb && cols > 0)
+                memcpy(dst, (char *)acct->data + (size_t)(((b * Hb + y + g->ph) * Wb + g->pw) * C) * es, (size_t)(cols * C) * es);
+        }
+    df_tensor_release(acct);
+    return !p.failed;
+}
+/* The input gradient, one stride phase (ry, rx) at a time, from the padded dY in W->a. */
+static int df__conv_input_grad_phases(const df__conv_ws *W, const void *w, void *out) {
+    const df__conv_geo *g = W->g;
+    const int64_t es = (int64_t)W->es, C = g->c, OC = g->oc;
+    int merged = g->sw == 1 && g->dw == 1;
+    for (int64_t ry = 0; ry < DF__MIN(g->sh, g->h); ry++)
+        for (int64_t rx = 0; rx < DF__MIN(g->sw, g->w); rx++) {
+            int ntap = 0;
+            int64_t tk = merged ? g->kw * OC : OC, nk = 0;
+            for (int64_t ky = 0; ky < g->kh; ky++) {
+                int64_t ny = ry + g->ph - ky * g->dh;
+                if (((ny % g->sh) + g->sh) % g->sh) continue;
+                int64_t rowoff = (ny / g->sh + W->Ty) * W->Wb;
+                for (int64_t kx = g->kw - 1; kx >= 0; kx--) {
+                    int64_t nx = rx + g->pw - kx * g->dw;
+                    if (((nx % g->sw) + g->sw) % g->sw) continue;
+                    if (!merged || kx == g->kw - 1) W->toff[ntap++] = (rowoff + nx / g->sw + W->Tx) * OC;
+                    for (int64_t o = 0; o < OC; o++) W->koff[nk++] = ((ky * g->kw + kx) * C) * OC + o;
+                }
+            }
+            df__conv_pack(W, w, nk, OC, C);
+            df__conv_pass p;
+            memset(&p, 0, sizeof p);
+            int64_t nj = (g->h - ry + g->sh - 1) / g->sh, ni = (g->w - rx + g->sw - 1) / g->sw;
+            p.isa = W->isa; p.ntap = ntap; p.tk = tk; p.toff = W->toff; p.kb = W->kb;
+            p.nkb = df__conv_kblocks(ntap, tk, W->nr, W->es, W->kb);
+            p.npix = g->n * nj * ni; p.per_img = nj * ni; p.cols = ni; p.chunk = W->chunk; p.nout = C; p.bp = W->bp;
+            p.a = W->a; p.a_img = W->Hb * W->Wb * OC * es; p.a_row = W->Wb * OC * es; p.a_col = OC * es;
+            p.c = (char *)out + (size_t)((ry * g->w + rx) * C) * W->es;
+            p.c_img = g->h * g->w * C * es; p.c_row = g->sh * g->w * C * es; p.c_col = g->sw * C * es;
+            int th = (double)p.npix * (double)nk * (double)C < 4.0e6 ? 1 : W->threads;
+            df__parallel_for(W->c->ipool, p.npix, W->chunk, th, W->dbl ? df__conv_pass_double : df__conv_pass_float, &p);
+            if (p.failed) return 0;
+        }
+    return 1;
+}
+
 /* mode 0: Y = conv(X, W); 1: dX from (W, dY); 2: dW from (X, dY). Tensors NHWC, W [kh,kw,c,oc]. */
 static int df__conv_run(df__kctx *c, int mode, const df__conv_geo *g, int dbl, const void *x, const void *w,
                         const void *dy, void *out) {
-    const size_t es = dbl ? 8 : 4;
-    const int isa = df__vec_isa();        /* the convolution kernels are AVX2 at most */
-    const df__gemm_cfg *cfg = &df__gemm_cfgs[dbl][isa];
-    const int mr = cfg->mr, nr = cfg->nr;
+    df__conv_ws W;
+    memset(&W, 0, sizeof W);
+    W.c = c; W.g = g; W.dbl = dbl; W.es = dbl ? 8 : 4;
+    W.isa = df__vec_isa();                 /* the convolution kernels are AVX2 at most */
+    W.mr = df__gemm_cfgs[dbl][W.isa].mr; W.nr = df__gemm_cfgs[dbl][W.isa].nr; W.chunk = (int64_t)W.mr * 16;
+    const size_t es = W.es;
+    const int nr = W.nr;
     const int64_t C = g->c, OC = g->oc, P = g->oh * g->ow, K = g->kh * g->kw * C;
     if (df__conv_direct(g) && mode != 2) {  /* 1x1, stride 1, no padding: the batch is one [n*h*w, c] matrix
                                                (the filter gradient is faster below) */
@@ -4849,146 +4991,46 @@ static int df__conv_run(df__kctx *c, int mode, const df__conv_geo *g, int dbl, c
         return 1;
     }
     /* the padded source: the input (modes 0, 2) or dY (mode 1) */
-    int64_t Hb, Wb, top, left, src_h, src_w, src_c, Ty = 0, Tx = 0;
+    int64_t top, left, src_h, src_w, src_c;
     if (mode != 1) {
-        Hb = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1; Wb = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+        W.Hb = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1; W.Wb = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
         top = g->ph; left = g->pw; src_h = g->h; src_w = g->w; src_c = C;
     } else {
-        Ty = DF__MAX((int64_t)0, -df__floor_div(g->ph - (g->kh - 1) * g->dh, g->sh));
-        Tx = DF__MAX((int64_t)0, -df__floor_div(g->pw - (g->kw - 1) * g->dw, g->sw));
-        Hb = Ty + DF__MAX(g->oh, df__floor_div(g->h - 1 + g->ph, g->sh) + 1);
-        Wb = Tx + DF__MAX(g->ow, df__floor_div(g->w - 1 + g->pw, g->sw) + 1);
-        top = Ty; left = Tx; src_h = g->oh; src_w = g->ow; src_c = OC;
+        W.Ty = DF__MAX((int64_t)0, -df__floor_div(g->ph - (g->kh - 1) * g->dh, g->sh));
+        W.Tx = DF__MAX((int64_t)0, -df__floor_div(g->pw - (g->kw - 1) * g->dw, g->sw));
+        W.Hb = W.Ty + DF__MAX(g->oh, df__floor_div(g->h - 1 + g->ph, g->sh) + 1);
+        W.Wb = W.Tx + DF__MAX(g->ow, df__floor_div(g->w - 1 + g->pw, g->sw) + 1);
+        top = W.Ty; left = W.Tx; src_h = g->oh; src_w = g->ow; src_c = OC;
     }
     const void *src = mode == 1 ? dy : x;
     const int scatter = mode == 1 && C * 2 < nr;
-    int copy = !scatter && (top || left || Hb > src_h || Wb > src_w);
-    if (!copy) { Hb = src_h; Wb = src_w; }
+    int copy = !scatter && (top || left || W.Hb > src_h || W.Wb > src_w), ok = 0;
+    if (!copy) { W.Hb = src_h; W.Wb = src_w; }
     int64_t max_taps = g->kh * g->kw, max_k = max_taps * DF__MAX(C, OC);
     int64_t nblk = ((mode == 1 ? C : OC) + nr - 1) / nr;
-    double pad_elems = copy ? (double)g->n * (double)Hb * (double)Wb * (double)src_c : 0;
+    double pad_elems = copy ? (double)g->n * (double)W.Hb * (double)W.Wb * (double)src_c : 0;
     double want = (pad_elems + (double)nblk * nr * (double)max_k) * (double)es + (double)max_taps * 12 + (double)max_k * 8;
-    if (want > 1e15) goto oom;
     df_status scratch_st;
     int64_t n_pad = copy ? (int64_t)pad_elems : 0, n_pack = mode == 2 ? 0 : nblk * nr * max_k, n_scr = n_pad + n_pack + 8;
-    df_tensor *scr = df__tensor_alloc(c->alloc, dbl ? DF_DOUBLE : DF_FLOAT, 1, &n_scr, &scratch_st);
-    int64_t *toff = (int64_t *)DF_MALLOC((size_t)max_taps * sizeof(int64_t) + (size_t)(mode == 2 ? 1 : max_k) * sizeof(int64_t));
-    int *kb = (int *)DF_MALLOC((size_t)(max_taps + 1) * sizeof(int));
-    if (!scr || !toff || !kb) { df_tensor_release(scr); DF_FREE(toff); DF_FREE(kb); goto oom; }
-    char *pad = (char *)scr->data, *bp = pad + (size_t)n_pad * es;
-    int64_t *koff = toff + max_taps;
-    const char *a = (const char *)src;
-    if (copy) { df__conv_pad((const char *)src, pad, g->n, src_h, src_w, src_c, Hb, Wb, top, left, es); a = pad; }
-    double macs = (double)g->n * (double)P * (double)K * (double)OC;
-    int threads = macs < 4.0e6 ? 1 : df__ipool_threads(c->ipool), failed = 0;
-    const int64_t chunk = (int64_t)mr * 16;
-    if (mode != 1) {               /* taps of the forward filter: a filter row is one run when dw == 1 */
-        int merged = g->dw == 1, ntap = (int)(merged ? g->kh : g->kh * g->kw);
-        int64_t tk = merged ? g->kw * C : C;
-        for (int t = 0; t < ntap; t++) {
-            int64_t ky = merged ? t : t / g->kw, kx = merged ? 0 : t % g->kw;
-            toff[t] = (ky * g->dh * Wb + kx * g->dw) * C;
-        }
-        if (mode == 0) {
-            for (int64_t k = 0; k < K; k++) koff[k] = k * OC;
-            if (dbl) df__conv_pack_double((const double *)w, koff, K, 1, OC, nr, (double *)bp);
-            else df__conv_pack_float((const float *)w, koff, K, 1, OC, nr, (float *)bp);
-            df__conv_pass p;
-            memset(&p, 0, sizeof p);
-            p.isa = isa; p.ntap = ntap; p.tk = tk; p.toff = toff; p.kb = kb;
-            p.nkb = df__conv_kblocks(ntap, tk, nr, es, kb);
-            p.npix = g->n * P; p.per_img = P; p.cols = g->ow; p.chunk = chunk; p.nout = OC; p.bp = bp;
-            p.a = a; p.a_img = Hb * Wb * C * (int64_t)es; p.a_row = g->sh * Wb * C * (int64_t)es; p.a_col = g->sw * C * (int64_t)es;
-            p.c = (char *)out; p.c_img = P * OC * (int64_t)es; p.c_row = g->ow * OC * (int64_t)es; p.c_col = OC * (int64_t)es;
-            df__parallel_for(c->ipool, p.npix, chunk, threads, dbl ? df__conv_pass_double : df__conv_pass_float, &p);
-            failed = p.failed;
-        } else {
-            df__wgrad_pass p;
-            memset(&p, 0, sizeof p);
-            p.isa = isa; p.tk = tk; p.toff = toff; p.per_tap = (tk + mr - 1) / mr; p.nout = OC; p.dw = out;
-            p.npix = g->n * P; p.per_img = P; p.cols = g->ow; p.a = a; p.dy = dy;
-            p.kc = DF__MIN((int64_t)256, DF__MAX((int64_t)64, (p.npix + 4 * threads - 1) / (4 * threads)));  /* even shares */
-            p.a_img = Hb * Wb * C; p.a_row = g->sh * Wb * C; p.a_col = g->sw * C;
-            p.tiles = ntap * p.per_tap;
-            int64_t per_slot = p.tiles * mr * ((OC + nr - 1) / nr * nr);
-            p.slots = (double)per_slot * threads * (double)es < 1e15 ? DF_MALLOC((size_t)(per_slot * threads) * es) : NULL;
-            if (!p.slots) failed = 1;
-            else {
-                df__parallel_for(c->ipool, p.npix, p.kc, threads, dbl ? df__wgrad_pass_double : df__wgrad_pass_float, &p);
-                failed = p.failed;
-                if (!failed) { if (dbl) df__wgrad_finish_double(&p, mr, nr); else df__wgrad_finish_float(&p, mr, nr); }
-                DF_FREE(p.slots);
-            }
-        }
-    } else if (scatter) {          /* the input gradient for few channels: patches scattered */
-        Hb = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1; Wb = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
-        for (int64_t o = 0; o < OC; o++) koff[o] = o;
-        if (dbl) df__conv_pack_double((const double *)w, koff, OC, OC, K, nr, (double *)bp);
-        else df__conv_pack_float((const float *)w, koff, OC, OC, K, nr, (float *)bp);
-        df__conv_scatter p;
-        memset(&p, 0, sizeof p);
-        p.isa = isa; p.npix = g->n * P; p.per_img = P; p.cols = g->ow; p.oc = OC; p.kh = g->kh; p.kw = g->kw; p.c = C;
-        p.Hb = Hb; p.Wb = Wb; p.sh = g->sh; p.sw = g->sw; p.dh = g->dh; p.dw = g->dw; p.chunk = chunk; p.dy = dy; p.bp = bp;
-        int64_t slot_n = g->n * Hb * Wb * C;
-        df_tensor *acct = (double)slot_n * threads * (double)es < 1e15 ? df__tensor_alloc(c->alloc, dbl ? DF_DOUBLE : DF_FLOAT, 1, (int64_t[]){slot_n * threads}, &scratch_st) : NULL;
-        if (!acct) failed = 1;
-        else {
-            memset(acct->data, 0, (size_t)(slot_n * threads) * es);
-            p.acc = acct->data;
-            df__parallel_for(c->ipool, p.npix, chunk, threads, dbl ? df__conv_scatter_double : df__conv_scatter_float, &p);
-            failed = p.failed;
-            for (int s = 1; s < p.next_slot && !failed; s++) {      /* the shares' sums into slot 0 */
-                if (dbl) { double *d = (double *)acct->data; const double *e = d + s * slot_n; for (int64_t i = 0; i < slot_n; i++) d[i] += e[i]; }
-                else { float *d = (float *)acct->data; const float *e = d + s * slot_n; for (int64_t i = 0; i < slot_n; i++) d[i] += e[i]; }
-            }
-            for (int64_t b = 0; b < g->n && !failed; b++)          /* the inside of the padded sum is dX */
-                for (int64_t y = 0; y < g->h; y++) {
-                    char *dst = (char *)out + (size_t)((b * g->h + y) * g->w * C) * es;
-                    memset(dst, 0, (size_t)(g->w * C) * es);
-                    if (y + g->ph >= Hb) continue;
-                    int64_t cols = DF__MIN(g->w, Wb - g->pw);
-                    if (cols > 0) memcpy(dst, (char *)acct->data + (size_t)(((b * Hb + y + g->ph) * Wb + g->pw) * C) * es, (size_t)(cols * C) * es);
-                }
-        }
-        df_tensor_release(acct);
-    } else {                       /* the input gradient, one stride phase at a time */
-        int merged = g->sw == 1 && g->dw == 1;
-        for (int64_t ry = 0; ry < DF__MIN(g->sh, g->h) && !failed; ry++)
-            for (int64_t rx = 0; rx < DF__MIN(g->sw, g->w) && !failed; rx++) {
-                int ntap = 0;
-                int64_t tk = merged ? g->kw * OC : OC, nk = 0;
-                for (int64_t ky = 0; ky < g->kh; ky++) {
-                    int64_t ny = ry + g->ph - ky * g->dh;
-                    if (((ny % g->sh) + g->sh) % g->sh) continue;
-                    int64_t rowoff = (ny / g->sh + Ty) * Wb;
-                    for (int64_t kx = g->kw - 1; kx >= 0; kx--) {
-                        int64_t nx = rx + g->pw - kx * g->dw;
-                        if (((nx % g->sw) + g->sw) % g->sw) continue;
-                        if (!merged || kx == g->kw - 1) toff[ntap++] = (rowoff + nx / g->sw + Tx) * OC;
-                        for (int64_t o = 0; o < OC; o++) koff[nk++] = ((ky * g->kw + kx) * C) * OC + o;
-                    }
-                }
-                if (dbl) df__conv_pack_double((const double *)w, koff, nk, OC, C, nr, (double *)bp);
-                else df__conv_pack_float((const float *)w, koff, nk, OC, C, nr, (float *)bp);
-                df__conv_pass p;
-                memset(&p, 0, sizeof p);
-                int64_t nj = (g->h - ry + g->sh - 1) / g->sh, ni = (g->w - rx + g->sw - 1) / g->sw;
-                p.isa = isa; p.ntap = ntap; p.tk = tk; p.toff = toff; p.kb = kb;
-                p.nkb = df__conv_kblocks(ntap, tk, nr, es, kb);
-                p.npix = g->n * nj * ni; p.per_img = nj * ni; p.cols = ni; p.chunk = chunk; p.nout = C; p.bp = bp;
-                p.a = a; p.a_img = Hb * Wb * OC * (int64_t)es; p.a_row = Wb * OC * (int64_t)es; p.a_col = OC * (int64_t)es;
-                p.c = (char *)out + (size_t)((ry * g->w + rx) * C) * es;
-                p.c_img = g->h * g->w * C * (int64_t)es; p.c_row = g->sh * g->w * C * (int64_t)es; p.c_col = g->sw * C * (int64_t)es;
-                int th = (double)p.npix * (double)nk * (double)C < 4.0e6 ? 1 : threads;
-                df__parallel_for(c->ipool, p.npix, chunk, th, dbl ? df__conv_pass_double : df__conv_pass_float, &p);
-                failed = p.failed;
-            }
+    df_tensor *scr = want < 1e15 ? df__tensor_alloc(c->alloc, dbl ? DF_DOUBLE : DF_FLOAT, 1, &n_scr, &scratch_st) : NULL;
+    W.toff = want < 1e15 ? (int64_t *)DF_MALLOC((size_t)max_taps * sizeof(int64_t) + (size_t)(mode == 2 ? 1 : max_k) * sizeof(int64_t)) : NULL;
+    W.kb = want < 1e15 ? (int *)DF_MALLOC((size_t)(max_taps + 1) * sizeof(int)) : NULL;
+    if (scr && W.toff && W.kb) {
+        char *pad = (char *)scr->data;
+        W.bp = pad + (size_t)n_pad * es;
+        W.koff = W.toff + max_taps;
+        W.a = (const char *)src;
+        if (copy) { df__conv_pad((const char *)src, pad, g->n, src_h, src_w, src_c, W.Hb, W.Wb, top, left, es); W.a = pad; }
+        double macs = (double)g->n * (double)P * (double)K * (double)OC;
+        W.threads = macs < 4.0e6 ? 1 : df__ipool_threads(c->ipool);
+        ok = mode == 0 ? df__conv_forward(&W, w, out)
+           : mode == 2 ? df__conv_filter_grad(&W, dy, out)
+           : scatter ? df__conv_input_grad_scatter(&W, w, dy, out)
+           : df__conv_input_grad_phases(&W, w, out);
     }
-    df_tensor_release(scr); DF_FREE(toff); DF_FREE(kb);
-    if (!failed) return 1;
-oom:
-    DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for the convolution's buffers");
-    return 0;
+    df_tensor_release(scr); DF_FREE(W.toff); DF_FREE(W.kb);
+    if (!ok) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for the convolution's buffers");
+    return ok;
 }
 static int df__conv_float_type(df__kctx *c, const df_tensor *t) {
     if (t->dtype == DF_FLOAT || t->dtype == DF_DOUBLE) return 1;
