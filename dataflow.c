@@ -3519,6 +3519,32 @@ static int df__any_zero_int(const df_tensor *t) {
     return 0;
 }
 
+/* The intra-op pool (below): elementwise kernels split big tensors over it. */
+struct df__ipool;
+static int df__ipool_threads(struct df__ipool *p);
+static void df__parallel_for(struct df__ipool *p, int64_t len, int64_t unit, int parts,
+                             void (*fn)(void *arg, int64_t lo, int64_t hi), void *arg);
+/* A row function over n elements, in pieces on the intra-op threads when the tensors are big
+   enough (past about 1 MB) for the hand-off to pay. sa, sb: 1 to step through a, b; 0 to
+   repeat their first element. Elementwise, so the pieces give the same bits as one call. */
+typedef struct df__row_job {
+    df__row_fn row;
+    char *o;
+    const char *a, *b;
+    size_t es, eo;
+    int sa, sb;
+} df__row_job;
+static void df__row_share(void *arg, int64_t lo, int64_t hi) {
+    const df__row_job *j = (const df__row_job *)arg;
+    j->row(j->o + (size_t)lo * j->eo, j->a + (size_t)lo * j->es * (size_t)j->sa, j->b + (size_t)lo * j->es * (size_t)j->sb,
+           hi - lo, j->sa, j->sb);
+}
+static void df__row_run(df__kctx *c, df__row_fn row, char *o, const char *a, const char *b, int64_t n, int sa, int sb,
+                        size_t es, size_t eo) {
+    if ((size_t)n * es < ((size_t)1 << 20)) { row(o, a, b, n, sa, sb); return; }
+    df__row_job j = {row, o, a, b, es, eo, sa, sb};
+    df__parallel_for(c->ipool, n, 1024, df__ipool_threads(c->ipool), df__row_share, &j);
+}
 static void df__k_binary(df__kctx *c) {
     const df_tensor *a = c->in[0], *b = c->in[1];
     int code = c->node->op->code;
@@ -3552,9 +3578,9 @@ static void df__k_binary(df__kctx *c) {
     size_t es = df_dtype_size(a->dtype), eo = df_dtype_size(ot);
     const char *pa = (const char *)a->data, *pb = (const char *)b->data;
     char *po = (char *)o->data;
-    if (a->n == o->n && b->n == o->n) { row(po, pa, pb, o->n, 1, 1); return; }
-    if (b->n == 1 && a->n == o->n) { row(po, pa, pb, o->n, 1, 0); return; }
-    if (a->n == 1 && b->n == o->n) { row(po, pa, pb, o->n, 0, 1); return; }
+    if (a->n == o->n && b->n == o->n) { df__row_run(c, row, po, pa, pb, o->n, 1, 1, es, eo); return; }
+    if (b->n == 1 && a->n == o->n) { df__row_run(c, row, po, pa, pb, o->n, 1, 0, es, eo); return; }
+    if (a->n == 1 && b->n == o->n) { df__row_run(c, row, po, pa, pb, o->n, 0, 1, es, eo); return; }
     /* general: odometer over all dims but the last */
     int r = bc.rank;
     int64_t inner = bc.dims[r - 1], idx[DF_MAX_RANK] = {0}, oa = 0, ob = 0;
@@ -3744,10 +3770,6 @@ DF__TARGET_AVX2 static int df__vtrans_f32(int code, const float *a, float *o, in
 }
 #endif
 
-struct df__ipool;
-static int df__ipool_threads(struct df__ipool *p);
-static void df__parallel_for(struct df__ipool *p, int64_t len, int64_t unit, int parts,
-                             void (*fn)(void *arg, int64_t lo, int64_t hi), void *arg);
 #ifdef DF__X86
 typedef struct df__vtrans_job { int code; const float *a; float *o; } df__vtrans_job;
 static void df__vtrans_share(void *arg, int64_t lo, int64_t hi) {
