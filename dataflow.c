@@ -5378,6 +5378,13 @@ static df_code df__sf_bias_add(df__shape_ctx *c) {
     }
     return DF_OK;
 }
+/* Rows [lo, hi) of a channels-last BiasAdd: each row of ch values plus the bias vector. */
+typedef struct df__bias_job { df__row_fn add; char *o; const char *v, *b; int64_t ch; size_t es; } df__bias_job;
+static void df__bias_rows(void *arg, int64_t lo, int64_t hi) {
+    const df__bias_job *j = (const df__bias_job *)arg;
+    for (int64_t r = lo; r < hi; r++)
+        j->add(j->o + (size_t)(r * j->ch) * j->es, j->v + (size_t)(r * j->ch) * j->es, j->b, j->ch, 1, 1);
+}
 static void df__k_bias_add(df__kctx *c) {
     const df_tensor *v = c->in[0], *b = c->in[1];
     if (v->rank < 2 || b->rank != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "BiasAdd needs a value of rank >= 2 and 1-D biases"); return; }
@@ -5391,9 +5398,10 @@ static void df__k_bias_add(df__kctx *c) {
        inner is 1 and each row adds the bias vector, which the row kernels vectorise */
     df__row_fn add = df__binary_row(DF__B_ADD, v->dtype);
     size_t es = df_dtype_size(v->dtype);
-    if (inner == 1) {
-        for (int64_t r = 0; r < v->n / ch; r++)
-            add((char *)o->data + (size_t)(r * ch) * es, (const char *)v->data + (size_t)(r * ch) * es, b->data, ch, 1, 1);
+    if (inner == 1) {          /* over 1 MB: rows shared between the intra-op threads */
+        df__bias_job j = {add, (char *)o->data, (const char *)v->data, (const char *)b->data, ch, es};
+        int threads = (size_t)v->n * es < ((size_t)1 << 20) ? 1 : df__ipool_threads(c->ipool);
+        df__parallel_for(c->ipool, v->n / ch, DF__MAX((int64_t)1, 1024 / ch), threads, df__bias_rows, &j);
         return;
     }
     for (int64_t blk = 0; blk < v->n / inner; blk++)

@@ -333,3 +333,44 @@ DF_TEST(simd_softmax_and_cross_entropy_match_reference) {
     df_tensor_release(x); df_tensor_release(y); df_tensor_release(lab);
     CHECK(runs >= 1);
 }
+
+/* Past 1 MB, Add (same shapes and with a scalar) and BiasAdd are split between intra-op
+   threads: every element still right, with 1 and 3 threads. */
+DF_TEST(simd_big_elementwise_split_between_threads) {
+    enum { R = 700, C = 515 };               /* 1.4 MB of floats; rows not a multiple of anything */
+    int64_t d[2] = {R, C}, dc[1] = {C};
+    df_tensor *x = df_tensor_new(DF_FLOAT, 2, d, NULL), *y = df_tensor_new(DF_FLOAT, 2, d, NULL);
+    df_tensor *bias = df_tensor_new(DF_FLOAT, 1, dc, NULL);
+    float *xv = (float *)df_tensor_data(x), *yv = (float *)df_tensor_data(y), *bv = (float *)df_tensor_data(bias);
+    for (int i = 0; i < R * C; i++) { xv[i] = (float)(i % 1000) * 0.5f; yv[i] = (float)(i % 7) - 3; }
+    for (int j = 0; j < C; j++) bv[j] = (float)j * 0.25f;
+    for (int threads = 1; threads <= 3; threads += 2) {
+        df_graph *g = df_graph_new();
+        df_output xp = df_placeholder(g, "x", DF_FLOAT, 2, d), yp = df_placeholder(g, "y", DF_FLOAT, 2, d);
+        df_output bp = df_placeholder(g, "b", DF_FLOAT, 1, dc);
+        df_output f[3] = {df_add(g, xp, yp), df_add(g, xp, df_scalar_f32(g, 2)), op2(g, "BiasAdd", xp, bp)};
+        CHECK_OK(df_graph_status(g));
+        df_session_options so;
+        memset(&so, 0, sizeof so);
+        so.intra_op_threads = threads;
+        df_status st;
+        df_session *s = df_session_new(g, &so, &st);
+        df_output feeds[3] = {xp, yp, bp};
+        df_tensor *fv[3] = {x, y, bias}, *out[3] = {NULL, NULL, NULL};
+        df_session_run(s, feeds, fv, 3, f, out, 3, NULL, 0, &st);
+        CHECK_OK(&st);
+        for (int k = 0; k < 3 && st.code == DF_OK; k++) {
+            const float *r = (const float *)df_tensor_data(out[k]);
+            int bad = -1;
+            for (int i = 0; i < R * C && bad < 0; i++) {
+                float want = k == 0 ? xv[i] + yv[i] : k == 1 ? xv[i] + 2 : xv[i] + bv[i % C];
+                if (r[i] != want) bad = i;
+            }
+            CHECK_MSG(bad < 0, "threads %d output %d element %d: %g", threads, k, bad, bad < 0 ? 0.0 : (double)r[bad]);
+            df_tensor_release(out[k]);
+        }
+        df_session_free(s);
+        df_graph_free(g);
+    }
+    df_tensor_release(x); df_tensor_release(y); df_tensor_release(bias);
+}
