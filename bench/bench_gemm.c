@@ -32,6 +32,7 @@
    skip OpenBLAS; --isa: df_set_kernel_isa first) */
 #define _POSIX_C_SOURCE 200809L
 #include "../dataflow.h"
+#include "bench_util.h"
 #include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
@@ -54,24 +55,11 @@ enum { REPS = 5, PEAK_RUNS = 7, MAX_THREAD_COUNTS = 2, N_SAMPLES = 61 };
 #define OPENBLAS_SETTLE_S 0.15   /* OpenBLAS's default thread timeout is 2^28 cycles, ~0.1 s */
 #define BURST_S 0.02             /* one library's turn, single-threaded */
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 static void pause_s(double s) {
     struct timespec ts;
     ts.tv_sec = (time_t)s;
     ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
     nanosleep(&ts, NULL);
-}
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
 }
 static void die(const char *what, const char *msg) {
     fprintf(stderr, "bench_gemm: %s: %s\n", what, msg);
@@ -385,23 +373,6 @@ static void print_row(const gemm_case *g, double peak) {
                peak_ours, "-", "-", g->ref_diff);
 }
 
-static void cpu_model(char *out, size_t size) {
-    snprintf(out, size, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10)) continue;
-        const char *v = strchr(line, ':');
-        if (!v) break;
-        v++;
-        while (*v == ' ' || *v == '\t') v++;
-        line[strcspn(line, "\n")] = 0;
-        snprintf(out, size, "%s", v);
-        break;
-    }
-    fclose(f);
-}
 
 int main(int argc, char **argv) {
     int quick = 0, peers = 1, only_threads = -1;

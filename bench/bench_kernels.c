@@ -35,6 +35,7 @@
    (--threads N: only N threads instead of 1 and 2, 0 meaning the number of cores) */
 #define _POSIX_C_SOURCE 200809L
 #include "../dataflow.h"
+#include "bench_util.h"
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -50,19 +51,6 @@ enum { MIN_REPS = 3, MAX_THREAD_COUNTS = 2, N_CONV = 5, N_CONV_OPS = 3, N_PEERS 
 #define LOSS_TOLERANCE 1e-4         /* relative, on the first and fifth steps' losses */
 #define CNN_LEARNING_RATE 0.01
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 static void die(const char *what, const char *msg) {
     fprintf(stderr, "bench_kernels: %s: %s\n", what, msg);
     exit(1);
@@ -534,23 +522,6 @@ static double max_rel_diff(const df_tensor *x, const df_tensor *y) {
     return worst / (scale > 0.0 ? scale : 1.0);
 }
 
-static void cpu_model(char *out, size_t size) {
-    snprintf(out, size, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10)) continue;
-        const char *v = strchr(line, ':');
-        if (!v) break;
-        v++;
-        while (*v == ' ' || *v == '\t') v++;
-        line[strcspn(line, "\n")] = 0;
-        snprintf(out, size, "%s", v);
-        break;
-    }
-    fclose(f);
-}
 /* A peer's time (scaled) and the ratio peer / ours; dashes where the peer has no figure (0). */
 static void peer_cells(double ours, double theirs, double scale) {
     if (theirs > 0.0) printf(" %10.2f %6.2fx", theirs * scale, theirs / ours);

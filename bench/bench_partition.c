@@ -25,6 +25,7 @@
    threads instead of 1 and 2; 0 means the number of cores) */
 #define _POSIX_C_SOURCE 200809L
 #include "../dataflow.h"
+#include "bench_util.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,19 +45,6 @@ static const float loop_x0[WIDTH] = {0.0f, 1.0f, 2.0f, 3.0f};
 static const float loop_w[WIDTH] = {0.5f, 0.9f, -0.75f, 1.0f};
 static const float loop_c[WIDTH] = {1.0f, 0.1f, 0.5f, 0.25f};
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 static void die(const char *what, const char *msg) {
     fprintf(stderr, "bench_partition: %s: %s\n", what, msg);
     exit(1);
