@@ -42,33 +42,15 @@ or one line "skip REASON" when TensorFlow or the .npy files are missing.
 import argparse
 import os
 import statistics
-import sys
 import time
+
+from peer_util import out, info, median_us
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 LR = 0.01
 LOOP_N = 1000
 LOOP_WIDTH = 16
-
-
-def out(msg):
-    print(msg, flush=True)
-
-
-def info(msg):
-    print("# " + msg, file=sys.stderr, flush=True)
-
-
-def median_us(fn, warm, reps):
-    for _ in range(warm):
-        fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e6
 
 
 def main():

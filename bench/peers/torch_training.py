@@ -28,25 +28,10 @@ or one line "skip REASON" when torch or the .npy files are missing.
 
 import argparse
 import os
-import statistics
-import time
+
+from peer_util import out, median_us
 
 LR = 0.01
-
-
-def out(msg):
-    print(msg, flush=True)
-
-
-def median_us(fn, warm, reps):
-    for _ in range(warm):
-        fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e6
 
 
 def main():
