@@ -3299,8 +3299,8 @@ static df_tensor *df__k_alloc_like(df__kctx *c, int i, df_dtype t, const df_tens
 /* Passes an input through: the node owns its input references, so it hands this one on. */
 static void df__k_forward(df__kctx *c, int out, int in) { c->out[out] = c->in[in]; c->in[in] = NULL; }
 
-/* ---- CPU features: which vector kernels run (AVX-512 for the GEMM, AVX2+FMA for the rest,
-   where the CPU has them; else portable) ----
+/* ---- CPU features: which vector kernels run (AVX-512 for the GEMM and convolutions, AVX2+FMA
+   for the rest, where the CPU has them; else portable) ----
    DF_EMULATE_AVX512 (tests only) compiles the AVX-512 kernel against SIMDe's portable
    definitions of the same intrinsics and reports the CPU as having it, so that kernel's logic
    runs on machines without AVX-512. */
@@ -3776,6 +3776,13 @@ static void df__vtrans_share(void *arg, int64_t lo, int64_t hi) {
     const df__vtrans_job *j = (const df__vtrans_job *)arg;
     df__vtrans_f32(j->code, j->a + lo, j->o + lo, hi - lo);
 }
+/* The memory-bound vector ops (Neg, Relu, Abs...) on a piece, float32 or float64. */
+typedef struct df__vunary_job { int code, dbl; const char *a; char *o; } df__vunary_job;
+static void df__vunary_share(void *arg, int64_t lo, int64_t hi) {
+    const df__vunary_job *j = (const df__vunary_job *)arg;
+    if (j->dbl) df__vunary_f64(j->code, (const double *)j->a + lo, (double *)j->o + lo, hi - lo);
+    else df__vunary_f32(j->code, (const float *)j->a + lo, (float *)j->o + lo, hi - lo);
+}
 #endif
 static void df__k_unary(df__kctx *c) {
     const df_tensor *x = c->in[0];
@@ -3789,6 +3796,14 @@ static void df__k_unary(df__kctx *c) {
         /* compute-bound: shared between the intra-op threads (pieces of whole vectors) */
         df__vtrans_job j = {code, (const float *)x->data, (float *)y->data};
         df__parallel_for(c->ipool, n, 4096, df__ipool_threads(c->ipool), df__vtrans_share, &j);
+        return;
+    }
+    if ((x->dtype == DF_FLOAT || x->dtype == DF_DOUBLE) && df__vec_isa() == DF__ISA_AVX2 &&
+        (size_t)n * df_dtype_size(x->dtype) >= ((size_t)1 << 20) &&
+        (x->dtype == DF_FLOAT ? df__vunary_f32(code, NULL, NULL, 0) : df__vunary_f64(code, NULL, NULL, 0))) {
+        /* memory-bound, past 1 MB: pieces on the intra-op threads (same bits as one call) */
+        df__vunary_job j = {code, x->dtype == DF_DOUBLE, (const char *)x->data, (char *)y->data};
+        df__parallel_for(c->ipool, n, 1024, df__ipool_threads(c->ipool), df__vunary_share, &j);
         return;
     }
     if ((x->dtype == DF_FLOAT || x->dtype == DF_DOUBLE) && df__vec_isa() == DF__ISA_AVX2 &&
@@ -4031,15 +4046,32 @@ static void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts,
 /* ---- GEMM: C[m,n] = op(A)[m,k] op(B)[k,n], float32 and float64 ----
    BLIS's five loops: B panels of KC x NC packed into NR-wide slivers (L3/L1), A blocks of
    MC x KC packed into MR-tall slivers (L2), and a micro-kernel that keeps an MR x NR block of C
-   in registers. Transposes are read by the packing, never copied first. Micro-kernels: AVX2+FMA
-   and a portable one, chosen at run time from the CPU's features (df_set_kernel_isa forces one).
+   in registers. Transposes are read by the packing, never copied first. Micro-kernels: AVX-512,
+   AVX2+FMA and a portable one, chosen at run time from the CPU's features (df_set_kernel_isa forces one).
    Small products skip packing: the direct kernel reads A and B where they are. Big products are
    split over the session's intra-op threads by rows or columns of C. */
 /* Blocking per (precision, isa): MR x NR registers, KC x NR of B in L1, MC x KC of A in L2. */
+/* Block sizes (rows of A, depth, columns of B per packed block) may be set when compiling, for
+   tuning on a new machine: -DDF_GEMM_F32_AVX512_BLOCKS="240,256,4064" and likewise for F64 and
+   AVX2. The micro-tile sizes (mr, nr) belong to the kernels and are fixed. */
+#ifndef DF_GEMM_F32_AVX2_BLOCKS
+#define DF_GEMM_F32_AVX2_BLOCKS 240, 256, 4080
+#endif
+#ifndef DF_GEMM_F32_AVX512_BLOCKS
+#define DF_GEMM_F32_AVX512_BLOCKS 240, 256, 4064
+#endif
+#ifndef DF_GEMM_F64_AVX2_BLOCKS
+#define DF_GEMM_F64_AVX2_BLOCKS 72, 256, 2040
+#endif
+#ifndef DF_GEMM_F64_AVX512_BLOCKS
+#define DF_GEMM_F64_AVX512_BLOCKS 120, 256, 2032
+#endif
 typedef struct df__gemm_cfg { int mr, nr, mc, kc, nc; } df__gemm_cfg;
 static const df__gemm_cfg df__gemm_cfgs[2][3] = {
-    /* float:  portable, avx2, avx512 */ {{4, 8, 128, 256, 2048}, {6, 16, 240, 256, 4080}, {6, 32, 120, 256, 4064}},
-    /* double: portable, avx2, avx512 */ {{4, 4, 96, 256, 1024}, {6, 8, 72, 256, 2040}, {6, 16, 60, 256, 2032}},
+    /* float:  portable, avx2, avx512 */
+    {{4, 8, 128, 256, 2048}, {6, 16, DF_GEMM_F32_AVX2_BLOCKS}, {6, 32, DF_GEMM_F32_AVX512_BLOCKS}},
+    /* double: portable, avx2, avx512 */
+    {{4, 4, 96, 256, 1024}, {6, 8, DF_GEMM_F64_AVX2_BLOCKS}, {6, 16, DF_GEMM_F64_AVX512_BLOCKS}},
 };
 
 /* ---- packing (zero-padded to full slivers) ---- */
@@ -4610,8 +4642,59 @@ DF__CONV_UKR_PORTABLE(double, 4, 4)
     }
 DF__CONV_UKR_AVX2(float, __m256, ps, 8, _mm256_broadcast_ss)
 DF__CONV_UKR_AVX2(double, __m256d, pd, 4, _mm256_broadcast_sd)
-#define DF__CONV_PICK_float if (isa == DF__ISA_AVX2) { cukr = df__cukr_float_avx2; ukr = df__ukr_float_avx2; wukr = df__wukr_float_avx2; }
-#define DF__CONV_PICK_double if (isa == DF__ISA_AVX2) { cukr = df__cukr_double_avx2; ukr = df__ukr_double_avx2; wukr = df__wukr_double_avx2; }
+/* AVX-512: the same 6 x 2-vector tile with vectors twice as wide (float 6x32, double 6x16), the
+   filter packed in slivers of that width (the GEMM's AVX-512 tile sizes). */
+#define DF__Z_TILE_ZERO(V, W)                                                                     \
+    V c00 = DF__Z(setzero_##W)(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;          \
+    V c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+#define DF__Z_TILE_STEP(V, W, P0, P1, P2, P3, P4, P5)                                             \
+    {                                                                                             \
+        V av;                                                                                     \
+        av = DF__Z(set1_##W)(*(P0)); c00 = DF__Z(fmadd_##W)(av, b0, c00); c01 = DF__Z(fmadd_##W)(av, b1, c01); \
+        av = DF__Z(set1_##W)(*(P1)); c10 = DF__Z(fmadd_##W)(av, b0, c10); c11 = DF__Z(fmadd_##W)(av, b1, c11); \
+        av = DF__Z(set1_##W)(*(P2)); c20 = DF__Z(fmadd_##W)(av, b0, c20); c21 = DF__Z(fmadd_##W)(av, b1, c21); \
+        av = DF__Z(set1_##W)(*(P3)); c30 = DF__Z(fmadd_##W)(av, b0, c30); c31 = DF__Z(fmadd_##W)(av, b1, c31); \
+        av = DF__Z(set1_##W)(*(P4)); c40 = DF__Z(fmadd_##W)(av, b0, c40); c41 = DF__Z(fmadd_##W)(av, b1, c41); \
+        av = DF__Z(set1_##W)(*(P5)); c50 = DF__Z(fmadd_##W)(av, b0, c50); c51 = DF__Z(fmadd_##W)(av, b1, c51); \
+    }
+#define DF__Z_TILE_STORE(T, R0, R1, R2, R3, R4, R5)                                               \
+    df__ukr512_store_##T(R0, c00, c01, acc); df__ukr512_store_##T(R1, c10, c11, acc);             \
+    df__ukr512_store_##T(R2, c20, c21, acc); df__ukr512_store_##T(R3, c30, c31, acc);             \
+    df__ukr512_store_##T(R4, c40, c41, acc); df__ukr512_store_##T(R5, c50, c51, acc);
+#define DF__CONV_UKR_AVX512(T, V, W, L)                                                           \
+    DF__TARGET_AVX512 static void df__cukr_##T##_avx512(int ntap, const int64_t *toff, int64_t tk, const T *const *ar, \
+                                                        const T *b, T *const *cr, int acc) {      \
+        DF__Z_TILE_ZERO(V, W)                                                                     \
+        for (int tp = 0; tp < ntap; tp++) {                                                       \
+            const int64_t o = toff[tp];                                                           \
+            const T *a0 = ar[0] + o, *a1 = ar[1] + o, *a2 = ar[2] + o, *a3 = ar[3] + o, *a4 = ar[4] + o, *a5 = ar[5] + o; \
+            _Pragma("GCC unroll 4")                                                               \
+            for (int64_t p = 0; p < tk; p++, b += 2 * L) {                                        \
+                V b0 = DF__Z(loadu_##W)(b), b1 = DF__Z(loadu_##W)(b + L);                         \
+                DF__Z_TILE_STEP(V, W, a0 + p, a1 + p, a2 + p, a3 + p, a4 + p, a5 + p)             \
+            }                                                                                     \
+        }                                                                                         \
+        DF__Z_TILE_STORE(T, cr[0], cr[1], cr[2], cr[3], cr[4], cr[5])                             \
+    }                                                                                             \
+    DF__TARGET_AVX512 static void df__wukr_##T##_avx512(int64_t kc, const T *const *pix, int64_t off, const T *b, T *c, \
+                                                        int64_t ldc, int acc) {                   \
+        DF__Z_TILE_ZERO(V, W)                                                                     \
+        _Pragma("GCC unroll 4")                                                                   \
+        for (int64_t p = 0; p < kc; p++, b += 2 * L) {                                            \
+            const T *a = pix[p] + off;                                                            \
+            V b0 = DF__Z(loadu_##W)(b), b1 = DF__Z(loadu_##W)(b + L);                             \
+            DF__Z_TILE_STEP(V, W, a, a + 1, a + 2, a + 3, a + 4, a + 5)                           \
+        }                                                                                         \
+        DF__Z_TILE_STORE(T, c, c + ldc, c + 2 * ldc, c + 3 * ldc, c + 4 * ldc, c + 5 * ldc)       \
+    }
+DF__CONV_UKR_AVX512(float, DF__ZT(), ps, 16)
+DF__CONV_UKR_AVX512(double, DF__ZT(d), pd, 8)
+#define DF__CONV_PICK_float                                                                       \
+    if (isa == DF__ISA_AVX2) { cukr = df__cukr_float_avx2; ukr = df__ukr_float_avx2; wukr = df__wukr_float_avx2; } \
+    if (isa == DF__ISA_AVX512) { cukr = df__cukr_float_avx512; ukr = df__ukr_float_avx512; wukr = df__wukr_float_avx512; }
+#define DF__CONV_PICK_double                                                                      \
+    if (isa == DF__ISA_AVX2) { cukr = df__cukr_double_avx2; ukr = df__ukr_double_avx2; wukr = df__wukr_double_avx2; } \
+    if (isa == DF__ISA_AVX512) { cukr = df__cukr_double_avx512; ukr = df__ukr_double_avx512; wukr = df__wukr_double_avx512; }
 #else
 #define DF__CONV_PICK_float
 #define DF__CONV_PICK_double
@@ -4654,7 +4737,8 @@ typedef struct df__conv_scatter {
     const void *dy, *bp;
     void *acc;                      /* slots of [n][Hb][Wb][c] */
 } df__conv_scatter;
-/* The kernels a pass may call: the plain ones, replaced by AVX2 ones where the isa says so. */
+/* The kernels a pass may call: the plain ones, replaced by AVX2 or AVX-512 ones where the isa
+   says so. */
 #define DF__CONV_KERNELS(T, ISA)                                                                  \
     void (*cukr)(int, const int64_t *, int64_t, const T *const *, const T *, T *const *, int) = df__cukr_##T##_portable; \
     void (*ukr)(int64_t, const T *, int64_t, int64_t, const T *, int64_t, T *, int64_t, int) = df__ukr_##T##_portable; \
@@ -4994,7 +5078,7 @@ static int df__conv_run(df__kctx *c, int mode, const df__conv_geo *g, int dbl, c
     df__conv_ws W;
     memset(&W, 0, sizeof W);
     W.c = c; W.g = g; W.dbl = dbl; W.es = dbl ? 8 : 4;
-    W.isa = df__vec_isa();                 /* the convolution kernels are AVX2 at most */
+    W.isa = df__isa();                     /* AVX-512 tiles where the CPU has them */
     W.mr = df__gemm_cfgs[dbl][W.isa].mr; W.nr = df__gemm_cfgs[dbl][W.isa].nr; W.chunk = (int64_t)W.mr * 16;
     const size_t es = W.es;
     const int nr = W.nr;
@@ -5500,6 +5584,95 @@ DF__TARGET_AVX2 static void df__vacc_f64(double *acc, const double *row, int64_t
     for (; j < n; j++) acc[j] += row[j];
 }
 #endif
+/* Sum and Mean of float32/float64 in float64 where x is [on, count] summed within rows
+   (cols = 0) or [count, on] summed over rows (cols = 1). Past 1 MB the work is split over the
+   intra-op threads: by output where outputs are many; otherwise by blocks of a fixed size whose
+   partial sums are added in order, so the bits never depend on the number of threads. Returns 0
+   after setting the status when memory ran out. */
+enum { DF__SUM_BLOCK = 1 << 15 };
+typedef struct df__sum_job {
+    int f32, vec, mode;         /* 0 row sums, 1 one long row in blocks, 2 column ranges, 3 row blocks */
+    const void *x;
+    int64_t on, count, rows_per_block;
+    double *acc, *part;
+} df__sum_job;
+static double df__row_sum(const df__sum_job *j, int64_t off, int64_t n) {
+#ifdef DF__X86
+    if (j->vec) return j->f32 ? df__vsum_f32((const float *)j->x + off, n) : df__vsum_f64((const double *)j->x + off, n);
+#endif
+    double s = 0;
+    if (j->f32) { const float *r = (const float *)j->x + off; for (int64_t i = 0; i < n; i++) s += r[i]; }
+    else { const double *r = (const double *)j->x + off; for (int64_t i = 0; i < n; i++) s += r[i]; }
+    return s;
+}
+static void df__col_acc(const df__sum_job *j, double *acc, int64_t off, int64_t n) {
+#ifdef DF__X86
+    if (j->vec) {
+        if (j->f32) df__vacc_f32(acc, (const float *)j->x + off, n); else df__vacc_f64(acc, (const double *)j->x + off, n);
+        return;
+    }
+#endif
+    if (j->f32) { const float *r = (const float *)j->x + off; for (int64_t i = 0; i < n; i++) acc[i] += r[i]; }
+    else { const double *r = (const double *)j->x + off; for (int64_t i = 0; i < n; i++) acc[i] += r[i]; }
+}
+static void df__sum_share(void *arg, int64_t lo, int64_t hi) {
+    const df__sum_job *j = (const df__sum_job *)arg;
+    switch (j->mode) {
+    case 0: for (int64_t i = lo; i < hi; i++) j->acc[i] = df__row_sum(j, i * j->count, j->count); break;
+    case 1:
+        for (int64_t b = lo; b < hi; b++)
+            j->part[b] = df__row_sum(j, b * DF__SUM_BLOCK, DF__MIN((int64_t)DF__SUM_BLOCK, j->count - b * DF__SUM_BLOCK));
+        break;
+    case 2:
+        for (int64_t i = lo; i < hi; i++) j->acc[i] = 0;
+        for (int64_t r = 0; r < j->count; r++) df__col_acc(j, j->acc + lo, r * j->on + lo, hi - lo);
+        break;
+    default:
+        for (int64_t b = lo; b < hi; b++) {
+            double *p = j->part + b * j->on;
+            for (int64_t i = 0; i < j->on; i++) p[i] = 0;
+            int64_t r1 = DF__MIN(j->count, (b + 1) * j->rows_per_block);
+            for (int64_t r = b * j->rows_per_block; r < r1; r++) df__col_acc(j, p, r * j->on, j->on);
+        }
+    }
+}
+static int df__float_sums(df__kctx *c, const df_tensor *x, int cols, int64_t on, int64_t count, int mean, df_tensor *o) {
+    df__sum_job j;
+    memset(&j, 0, sizeof j);
+    j.f32 = x->dtype == DF_FLOAT; j.x = x->data; j.on = on; j.count = count;
+#ifdef DF__X86
+    j.vec = df__vec_isa() == DF__ISA_AVX2;
+#endif
+    int64_t len, unit = 1, blocks = 0;
+    if (!cols && on > 1) { j.mode = 0; len = on; }
+    else if (!cols) { j.mode = 1; blocks = len = (count + DF__SUM_BLOCK - 1) / DF__SUM_BLOCK; }
+    else if (on >= 256 || count * on <= DF__SUM_BLOCK) { j.mode = 2; len = on; unit = 64; }
+    else {
+        j.mode = 3;
+        j.rows_per_block = DF__MAX((int64_t)1, DF__SUM_BLOCK / on);
+        blocks = len = (count + j.rows_per_block - 1) / j.rows_per_block;
+    }
+    size_t accn = (size_t)DF__MAX(on, 1), partn = (size_t)blocks * (j.mode == 3 ? (size_t)on : 1);
+    j.acc = (double *)DF_MALLOC((accn + partn) * sizeof(double));
+    if (!j.acc) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory in reduction"); return 0; }
+    j.part = j.acc + accn;
+    int threads = (size_t)x->n * df_dtype_size(x->dtype) >= ((size_t)1 << 20) ? df__ipool_threads(c->ipool) : 1;
+    df__parallel_for(c->ipool, len, unit, threads, df__sum_share, &j);
+    if (j.mode == 1) { double s = 0; for (int64_t b = 0; b < blocks; b++) s += j.part[b]; j.acc[0] = s; }
+    if (j.mode == 3)
+        for (int64_t i = 0; i < on; i++) {
+            double s = 0;
+            for (int64_t b = 0; b < blocks; b++) s += j.part[b * on + i];
+            j.acc[i] = s;
+        }
+    if (count == 0) for (int64_t i = 0; i < on; i++) j.acc[i] = 0;
+    for (int64_t i = 0; i < on; i++) {
+        double v = mean ? (count ? j.acc[i] / (double)count : NAN) : j.acc[i];
+        if (j.f32) ((float *)o->data)[i] = (float)v; else ((double *)o->data)[i] = v;
+    }
+    DF_FREE(j.acc);
+    return 1;
+}
 static void df__k_reduce(df__kctx *c) {
     const df_tensor *x = c->in[0];
     int code = c->node->op->code, keep = df__attr_b(c->node, "keep_dims", 0);
@@ -5519,42 +5692,7 @@ static void df__k_reduce(df__kctx *c) {
         while (hi > 0 && (mask >> (hi - 1) & 1u)) hi--;
         int prefix = (mask >> lo) == 0, suffix = hi == 0 || (mask & ((1u << hi) - 1)) == 0;
         if (prefix || suffix) {
-            double *acc = (double *)DF_MALLOC((size_t)DF__MAX(on, 1) * sizeof(double));
-            if (!acc) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory in reduction"); return; }
-            int f32 = x->dtype == DF_FLOAT;
-            const float *xf = (const float *)x->data;
-            const double *xd = (const double *)x->data;
-#ifdef DF__X86
-            int vec = df__vec_isa() == DF__ISA_AVX2;
-#else
-            int vec = 0;
-#endif
-            if (prefix && !(suffix && on == 1)) {   /* x is [count, on] (all axes: the row sum below) */
-                for (int64_t j = 0; j < on; j++) acc[j] = 0;
-                for (int64_t r = 0; r < count; r++) {
-#ifdef DF__X86
-                    if (vec) { if (f32) df__vacc_f32(acc, xf + r * on, on); else df__vacc_f64(acc, xd + r * on, on); continue; }
-#endif
-                    if (f32) { const float *row = xf + r * on; for (int64_t j = 0; j < on; j++) acc[j] += row[j]; }
-                    else { const double *row = xd + r * on; for (int64_t j = 0; j < on; j++) acc[j] += row[j]; }
-                }
-            } else {                 /* x is [on, count] */
-                for (int64_t i = 0; i < on; i++) {
-                    double s = 0;
-#ifdef DF__X86
-                    if (vec) { acc[i] = f32 ? df__vsum_f32(xf + i * count, count) : df__vsum_f64(xd + i * count, count); continue; }
-#endif
-                    if (f32) { const float *row = xf + i * count; for (int64_t j = 0; j < count; j++) s += row[j]; }
-                    else { const double *row = xd + i * count; for (int64_t j = 0; j < count; j++) s += row[j]; }
-                    acc[i] = s;
-                }
-            }
-            DF__UNUSED(vec);
-            for (int64_t i = 0; i < on; i++) {
-                double v = code == DF__R_MEAN ? (count ? acc[i] / (double)count : NAN) : acc[i];
-                if (f32) ((float *)o->data)[i] = (float)v; else ((double *)o->data)[i] = v;
-            }
-            DF_FREE(acc);
+            df__float_sums(c, x, prefix && !(suffix && on == 1), on, count, code == DF__R_MEAN, o);
             return;
         }
     }

@@ -17,7 +17,7 @@
    With several threads a turn is a whole measurement, followed by a pause after OpenBLAS's:
    its idle threads spin for a while after a call, and that would slow ours.
 
-   FMA peak: a loop of AVX2 FMAs on 12 independent register accumulators (enough to cover the
+   FMA peak: a loop of AVX2 FMAs (AVX-512 ones when the library runs its AVX-512 kernels) on 12 independent register accumulators (enough to cover the
    FMA latency on two pipes), no memory traffic, best of 7 runs; 1 thread, and N threads at
    once for the N-thread peak (on a VM two vCPUs may share one core's FMA units). The float64
    peak is half the float32 one (same instructions, half the lanes). Without AVX2+FMA no peak
@@ -27,7 +27,7 @@
    without it; then it says so and prints our figures alone (bench/peers/setup.sh installs it).
    Targets: dataflow >= 0.85x OpenBLAS for square n >= 1024; faster than OpenBLAS for square
    n <= 128.
-   Usage: bench_gemm [--quick] [--no-peers] [--threads N] [--isa auto|portable|avx2]
+   Usage: bench_gemm [--quick] [--no-peers] [--threads N] [--isa auto|portable|avx2|avx512]
    (--threads N: only N threads instead of 1 and 2, 0 meaning the number of cores; --no-peers:
    skip OpenBLAS; --isa: df_set_kernel_isa first) */
 #define _POSIX_C_SOURCE 200809L
@@ -150,7 +150,30 @@ __attribute__((target("avx2,fma"))) static float fma_loop(int64_t iters, float s
     _mm256_storeu_ps(lanes, s);
     return lanes[0] + lanes[1] + lanes[2] + lanes[3] + lanes[4] + lanes[5] + lanes[6] + lanes[7];
 }
-#define FLOPS_PER_ITER 192.0
+/* The same with 512-bit registers (16 floats a chain: 384 flops per iteration), used for the
+   peak when the library runs its AVX-512 kernels. */
+__attribute__((target("avx512f"))) static float fma_loop512(int64_t iters, float seed) {
+    const __m512 a = _mm512_set1_ps(0.9999999f), b = _mm512_set1_ps(seed * 1e-7f);
+#define ACC(i) __m512 c##i = _mm512_set1_ps(seed + 0.01f * (float)(i))
+    ACC(0); ACC(1); ACC(2); ACC(3); ACC(4); ACC(5); ACC(6); ACC(7); ACC(8); ACC(9); ACC(10); ACC(11);
+#undef ACC
+    for (int64_t it = 0; it < iters; it++) {
+        c0 = _mm512_fmadd_ps(c0, a, b); c1 = _mm512_fmadd_ps(c1, a, b); c2 = _mm512_fmadd_ps(c2, a, b);
+        c3 = _mm512_fmadd_ps(c3, a, b); c4 = _mm512_fmadd_ps(c4, a, b); c5 = _mm512_fmadd_ps(c5, a, b);
+        c6 = _mm512_fmadd_ps(c6, a, b); c7 = _mm512_fmadd_ps(c7, a, b); c8 = _mm512_fmadd_ps(c8, a, b);
+        c9 = _mm512_fmadd_ps(c9, a, b); c10 = _mm512_fmadd_ps(c10, a, b); c11 = _mm512_fmadd_ps(c11, a, b);
+    }
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c0, c1), _mm512_add_ps(c2, c3)),
+                             _mm512_add_ps(_mm512_add_ps(c4, c5), _mm512_add_ps(c6, c7)));
+    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(c8, c9), _mm512_add_ps(c10, c11)));
+    return _mm512_reduce_add_ps(s);
+}
+static int use_512;   /* set when df_kernel_isa() is "avx512": the peak loop uses zmm registers */
+static float peak_loop(int64_t iters, float seed) {
+    return use_512 ? fma_loop512(iters, seed) : fma_loop(iters, seed);
+}
+#define FLOPS_PER_ITER (use_512 ? 384.0 : 192.0)
+#define FMA_PEAK_NAME (use_512 ? "AVX-512" : "AVX2")
 
 static int have_avx2_fma(void) {
     __builtin_cpu_init();
@@ -165,7 +188,7 @@ typedef struct peak_worker {
 static void *peak_thread(void *arg) {
     peak_worker *w = (peak_worker *)arg;
     pthread_barrier_wait(w->start);
-    peak_sink = fma_loop(w->iters, w->seed);
+    peak_sink = peak_loop(w->iters, w->seed);
     return NULL;
 }
 /* Seconds for `threads` threads that each run `iters` iterations at once (wall clock from the
@@ -173,7 +196,7 @@ static void *peak_thread(void *arg) {
 static double time_fma(int threads, int64_t iters) {
     if (threads <= 1) {
         double t0 = now();
-        peak_sink = fma_loop(iters, 1.0f);
+        peak_sink = peak_loop(iters, 1.0f);
         return now() - t0;
     }
     pthread_t tid[64];
@@ -212,6 +235,7 @@ static double fma_peak(int threads, double seconds) {
     return best;
 }
 #else
+#define FMA_PEAK_NAME "AVX2"
 static int have_avx2_fma(void) { return 0; }
 static double fma_peak(int threads, double seconds) { (void)threads; (void)seconds; return 0.0; }
 #endif
@@ -383,7 +407,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) only_threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_gemm [--quick] [--no-peers] [--threads N] [--isa auto|portable|avx2]\n");
+            fprintf(stderr, "usage: bench_gemm [--quick] [--no-peers] [--threads N] [--isa auto|portable|avx2|avx512]\n");
             return 2;
         }
     }
@@ -413,7 +437,11 @@ int main(int argc, char **argv) {
        spin for a while. */
     double peak[MAX_THREAD_COUNTS] = {0.0, 0.0};
     if (have_avx2_fma()) {
-        printf("FMA peak (register-only AVX2 FMA loop, 12 accumulators, best of %d), float32:", PEAK_RUNS);
+#ifdef BENCH_X86
+        use_512 = !strcmp(df_kernel_isa(), "avx512");
+#endif
+        printf("FMA peak (register-only %s FMA loop, 12 accumulators, best of %d), float32:",
+               FMA_PEAK_NAME, PEAK_RUNS);
         for (int t = 0; t < n_thread_counts; t++) {
             peak[t] = fma_peak(thread_list[t], quick ? 0.05 : 0.1);
             printf("%s %.1f GFLOPS with %d thread%s", t ? ";" : "", peak[t], thread_list[t],

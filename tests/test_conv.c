@@ -1,7 +1,7 @@
 /* Conv2D, its gradients and pooling against direct float64 references written here from
    TensorFlow's definitions (NHWC; VALID: out = ceil((in - (k-1)d) / s); SAME: out = ceil(in / s),
    padding split with the extra one after), on random shapes, strides, dilations and paddings,
-   float32 and float64, with each kernel set; gradients through df_gradients too. */
+   float32 and float64, with each kernel set the CPU has; gradients through df_gradients too. */
 #include "harness.h"
 
 typedef struct { int n, h, w, c, kh, kw, oc, sh, sw, dh, dw, same; } geo;
@@ -35,8 +35,9 @@ static void set_window(df_op_builder *b, const geo *g, int pool) {
 
 DF_TEST(conv2d_forward_and_gradients_match_reference) {
     int cases = 0;
-    for (int isa = 0; isa < 2; isa++) {
-        if (df_set_kernel_isa(isa ? "avx2" : "portable") != DF_OK) continue;
+    static const char *isas[3] = {"portable", "avx2", "avx512"};   /* each the CPU has */
+    for (int isa = 0; isa < 3; isa++) {
+        if (df_set_kernel_isa(isas[isa]) != DF_OK) continue;
         for (int trial = 0; trial < 46; trial++) {
             geo g = {rint_(1, 2), rint_(1, 9), rint_(1, 9), rint_(1, 4), rint_(1, 3), rint_(1, 3), rint_(1, 5),
                      rint_(1, 3), rint_(1, 3), rint_(1, 2), rint_(1, 2), rint_(0, 1)};

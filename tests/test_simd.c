@@ -374,3 +374,81 @@ DF_TEST(simd_big_elementwise_split_between_threads) {
     }
     df_tensor_release(x); df_tensor_release(y); df_tensor_release(bias);
 }
+
+/* Past 1 MB, the memory-bound unary ops (Relu, Neg, Square) and float sums (all elements, over
+   the first axis with many or few columns, over the last axis, Mean) are split between intra-op
+   threads: the unary results exact, the sums within float tolerance of a float64 reference,
+   and every output the same bits with 1 and 3 threads. */
+static void big_unary_and_sums(df_dtype t, int64_t rows, int64_t cols) {
+    int64_t d[2] = {rows, cols}, n = rows * cols;
+    df_tensor *x = df_tensor_new(t, 2, d, NULL);
+    double *ref = (double *)malloc((size_t)n * sizeof(double));
+    for (int64_t i = 0; i < n; i++) {
+        double v = sin((double)i * 0.37) * 10 + (double)(i % 13) * 0.01;
+        if (t == DF_FLOAT) { ((float *)df_tensor_data(x))[i] = (float)v; ref[i] = (float)v; }
+        else { ((double *)df_tensor_data(x))[i] = v; ref[i] = v; }
+    }
+    enum { N_OUT = 7 };
+    df_tensor *first[N_OUT] = {NULL};
+    for (int threads = 1; threads <= 3; threads += 2) {
+        df_graph *g = df_graph_new();
+        df_output xp = df_placeholder(g, "x", t, 2, d);
+        int32_t a0 = 0, a1 = 1, both[2] = {0, 1};
+        df_output f[N_OUT] = {op1(g, "Relu", xp), op1(g, "Neg", xp), op1(g, "Square", xp),
+                              df_reduce_sum(g, xp, 2, both, 0), df_reduce_sum(g, xp, 1, &a0, 0),
+                              df_reduce_sum(g, xp, 1, &a1, 0), df_reduce_mean(g, xp, 1, &a0, 0)};
+        CHECK_OK(df_graph_status(g));
+        df_session_options so;
+        memset(&so, 0, sizeof so);
+        so.intra_op_threads = threads;
+        df_status st;
+        df_session *s = df_session_new(g, &so, &st);
+        df_tensor *out[N_OUT] = {NULL};
+        df_session_run(s, &xp, &x, 1, f, out, N_OUT, NULL, 0, &st);
+        CHECK_OK(&st);
+        for (int k = 0; k < N_OUT && st.code == DF_OK; k++) {
+            int64_t m = df_tensor_num_elements(out[k]);
+            CHECK_EQ_INT(m, k < 3 ? n : k == 3 ? 1 : k == 5 ? rows : cols);
+            int bad = -1;
+            double worst = 0;
+            for (int64_t i = 0; i < m && bad < 0; i++) {
+                double got = t == DF_FLOAT ? ((float *)df_tensor_data(out[k]))[i] : ((double *)df_tensor_data(out[k]))[i];
+                if (k < 3) {
+                    double v = ref[i], want = k == 0 ? (v > 0 ? v : 0) : k == 1 ? -v : v * v;
+                    if (t == DF_FLOAT) want = (float)want;
+                    if (got != want) bad = (int)i;
+                    continue;
+                }
+                double want = 0, mag = 0;
+                int64_t cnt = k == 3 ? n : k == 5 ? cols : rows;
+                for (int64_t q = 0; q < cnt; q++) {
+                    double v = k == 3 ? ref[q] : k == 5 ? ref[i * cols + q] : ref[q * cols + i];
+                    want += v; mag += fabs(v);
+                }
+                if (k == 6) { want /= (double)rows; mag /= (double)rows; }
+                double err = fabs(got - want) / (mag + 1e-30);
+                if (err > worst) worst = err;
+            }
+            CHECK_MSG(bad < 0, "%s %lldx%lld threads %d output %d element %d differs", df_dtype_name(t), (long long)rows,
+                      (long long)cols, threads, k, bad);
+            CHECK_MSG(worst <= (t == DF_FLOAT ? 1e-7 : 1e-12), "%s %lldx%lld threads %d output %d: error %.3g", df_dtype_name(t),
+                      (long long)rows, (long long)cols, threads, k, worst);
+            if (!first[k]) { first[k] = out[k]; continue; }
+            CHECK_MSG(memcmp(df_tensor_data(first[k]), df_tensor_data(out[k]), (size_t)m * df_dtype_size(t)) == 0,
+                      "%s %lldx%lld output %d: 1 and 3 threads give different bits", df_dtype_name(t), (long long)rows,
+                      (long long)cols, k);
+            df_tensor_release(out[k]);
+        }
+        df_session_free(s);
+        df_graph_free(g);
+    }
+    for (int k = 0; k < N_OUT; k++) df_tensor_release(first[k]);
+    df_tensor_release(x);
+    free(ref);
+}
+DF_TEST(simd_big_unary_and_sums_split_between_threads) {
+    big_unary_and_sums(DF_FLOAT, 700, 515);      /* 1.4 MB: many rows and many columns */
+    big_unary_and_sums(DF_FLOAT, 40000, 10);     /* few columns: column sums by row blocks */
+    big_unary_and_sums(DF_DOUBLE, 300, 521);
+    big_unary_and_sums(DF_FLOAT, 1, 300001);     /* one long row: blocks of a fixed size */
+}
