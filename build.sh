@@ -5,8 +5,13 @@
 #                       (ASan+UBSan on); the last line is "N passed, N failed"
 #   ./build.sh bench    build the benchmarks with -O2 and run them (peers are installed
 #                       into .venv by bench/peers/setup.sh when the network allows)
+#   ./build.sh fuzz     build the fuzzers in tests/fuzz/ with clang's libFuzzer (+ASan+UBSan)
+#                       and run each for DF_FUZZ_SECONDS from its corpus in tests/fuzz/corpus/;
+#                       a crash keeps its input under build/fuzz-crashes/ and fails
 # Environment: CC (default cc), CXX (default c++), DF_SANITIZE=0 turns sanitizers off,
-#              DF_TEST_FILTER=substring runs only matching tests.
+#              DF_TEST_FILTER=substring runs only matching tests, DF_FUZZ_SECONDS (default 120
+#              per fuzzer), DF_FUZZ_MERGE=1 merges what the fuzzers found into the committed
+#              corpora (otherwise new inputs stay in build/fuzz/).
 set -u
 cd "$(dirname "$0")"
 CC=${CC:-cc}
@@ -34,6 +39,41 @@ demo() {
         $CC -std=c11 -O2 $WARN examples/$e.c dataflow.c -o build/$e $LIBS || exit 1
         echo; echo "== $e"
         ./build/$e data/digits.csv.gz || exit 1
+    done
+    # The GraphDef runner (not run here: it needs a graph; build/dfrun --help says how).
+    $CC -std=c11 -O2 $WARN examples/dfrun.c dataflow.c -o build/dfrun $LIBS || exit 1
+    echo; echo "== built build/dfrun (runs TensorFlow GraphDefs; build/dfrun --help)"
+}
+
+# Fuzz inputs are replayed and fuzzed with allocations over 2 GiB failing (NULL), as on a small
+# machine, instead of ASan's abort: the library must then answer RESOURCE_EXHAUSTED. Temporary
+# files of the .npy fuzzer go to build/fuzz/.
+FUZZ_ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:max_allocation_size_mb=2048"
+FUZZ_TARGETS="graphdef npy"
+
+# dfrun's error contract: a missing file is one "dfrun: ..." line on stderr and a non-zero
+# exit, a bad flag exits 2, --help exits 0.
+check_dfrun() {
+    $CC -std=c11 -O2 $WARN examples/dfrun.c dataflow.c -o build/dfrun $LIBS || return 1
+    if ./build/dfrun /nonexistent.pb --fetch x >/dev/null 2>build/dfrun.err; then
+        echo "dfrun succeeded on a missing graph file"; return 1; fi
+    [ "$(wc -l <build/dfrun.err)" -eq 1 ] && grep -q '^dfrun: ' build/dfrun.err ||
+        { echo "dfrun's error is not one 'dfrun: ' line:"; cat build/dfrun.err; return 1; }
+    ./build/dfrun x.pb --fetch x --no-such-flag >/dev/null 2>&1
+    [ $? -eq 2 ] || { echo "dfrun did not exit 2 on a bad flag"; return 1; }
+    ./build/dfrun --help >/dev/null || { echo "dfrun --help did not exit 0"; return 1; }
+}
+
+# The committed fuzz corpora replayed without libFuzzer (tests/fuzz/standalone.c), one binary
+# per target since each defines LLVMFuzzerTestOneInput. $1: the sanitizer flags.
+fuzz_regression() {
+    mkdir -p build/fuzz
+    $CC -std=c11 -g -O1 $WARN $1 -c dataflow.c -o build/fuzz/dataflow_replay.o || return 1
+    local name
+    for name in $FUZZ_TARGETS; do
+        $CC -std=c11 -g -O1 $WARN $1 -I. tests/fuzz/standalone.c tests/fuzz/fuzz_$name.c \
+            build/fuzz/dataflow_replay.o -o build/fuzz/replay_$name $LIBS || return 1
+        TMPDIR=build/fuzz ASAN_OPTIONS=$FUZZ_ASAN_OPTIONS ./build/fuzz/replay_$name tests/fuzz/corpus/$name || return 1
     done
 }
 
@@ -68,6 +108,8 @@ run_tests() {
     for e in digits_mlp digits_rnn; do
         step "$e trains to its accuracy target" sh -c "$CC -std=c11 -O2 $WARN examples/$e.c dataflow.c -o build/$e $LIBS && ./build/$e data/digits.csv.gz"
     done
+    step "dfrun builds and reports bad input" check_dfrun
+    step "fuzz corpora replay without a crash (tests/fuzz/corpus)" fuzz_regression "$san"
     if command -v nvcc >/dev/null 2>&1; then
         step "dataflow_cuda.cu compiles with nvcc" nvcc -c dataflow_cuda.cu -o build/dataflow_cuda.o
     else skipped=$((skipped + 1)); echo "skip build: nvcc not found (dataflow_cuda.cu not compiled)"; fi
@@ -112,9 +154,65 @@ run_bench() {
     for b in build/bench_*; do echo; echo "== $(basename "$b")"; "$b" || exit 1; done
 }
 
+run_fuzz() {
+    need clang clang
+    local seconds=${DF_FUZZ_SECONDS:-120}
+    case "$seconds" in ''|*[!0-9]*) echo "build.sh: DF_FUZZ_SECONDS must be a number of seconds" >&2; exit 2 ;; esac
+    mkdir -p build/fuzz build/fuzz-crashes
+    # Debian's clang links libFuzzer only with its compiler-rt; say so rather than fail later.
+    if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long s) { (void)d; (void)s; return 0; }' |
+            clang -x c -fsanitize=fuzzer - -o build/fuzz/probe >build/fuzz/probe.log 2>&1; then
+        echo "build.sh: clang cannot build libFuzzer targets here (-fsanitize=fuzzer failed):" >&2
+        head -5 build/fuzz/probe.log | sed 's/^/    /' >&2
+        echo "build.sh: install a clang with its compiler-rt (Debian: clang, libclang-rt-*-dev)" >&2
+        exit 1
+    fi
+    local flags="-std=c11 -g -O1 $WARN -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+    echo "== building the fuzzers (clang, libFuzzer, ASan, UBSan)"
+    clang $flags -fsanitize=fuzzer-no-link,address,undefined -c dataflow.c -o build/fuzz/dataflow_fuzz.o || exit 1
+    local name
+    for name in $FUZZ_TARGETS; do
+        clang $flags -fsanitize=fuzzer,address,undefined -I. tests/fuzz/fuzz_$name.c build/fuzz/dataflow_fuzz.o \
+            -o build/fuzz/fuzz_$name $LIBS || exit 1
+    done
+    local crashed=0
+    for name in $FUZZ_TARGETS; do
+        # New inputs go to the first directory (scratch, kept between runs); the committed
+        # corpus is only read, unless DF_FUZZ_MERGE=1 below.
+        local corpus=tests/fuzz/corpus/$name scratch=build/fuzz/corpus_$name log=build/fuzz/$name.log
+        mkdir -p "$scratch"
+        echo "== fuzz_$name: ${seconds}s from $corpus (log: $log)"
+        TMPDIR=build/fuzz ASAN_OPTIONS=$FUZZ_ASAN_OPTIONS ./build/fuzz/fuzz_$name "$scratch" "$corpus" \
+            -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+            -print_final_stats=1 -artifact_prefix="build/fuzz-crashes/$name-" >"$log" 2>&1
+        local rc=$?
+        # The final stats name the count number_of_executed_runs or, in newer libFuzzers, _units.
+        local runs; runs=$(sed -n -E 's/^stat::number_of_executed_(runs|units): *([0-9]+).*/\2/p' "$log" | tail -n 1)
+        if [ $rc -eq 0 ]; then
+            echo "fuzz_$name: ${runs:-?} executions, no crash ($(ls "$scratch" | wc -l) inputs in $scratch)"
+        else
+            crashed=1
+            local input; input=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
+            echo "fuzz_$name: CRASHED after ${runs:-?} executions; input: ${input:-none written (see the log)}"
+            grep -m 3 -E '^==[0-9]+==ERROR|^SUMMARY|^fuzz_|runtime error' "$log" | sed 's/^/    /'
+            [ -n "$input" ] && echo "    reproduce: ./build/fuzz/fuzz_$name $input"
+        fi
+        if [ "${DF_FUZZ_MERGE:-0}" = 1 ]; then
+            # -merge=1 adds to the first directory only inputs that add coverage to it.
+            TMPDIR=build/fuzz ASAN_OPTIONS=$FUZZ_ASAN_OPTIONS ./build/fuzz/fuzz_$name -merge=1 "$corpus" "$scratch" \
+                -max_len=65536 -timeout=10 -rss_limit_mb=2048 >"build/fuzz/${name}_merge.log" 2>&1 ||
+                { echo "fuzz_$name: merge failed (build/fuzz/${name}_merge.log)"; crashed=1; continue; }
+            local added; added=$(sed -n 's/.*MERGE-OUTER: \([0-9]*\) new files.*/\1/p' "build/fuzz/${name}_merge.log" | tail -n 1)
+            echo "fuzz_$name: merged ${added:-0} new inputs into $corpus"
+        fi
+    done
+    [ $crashed -eq 0 ] || { echo "fuzz: a fuzzer failed; crashing inputs are under build/fuzz-crashes/"; exit 1; }
+}
+
 case "${1:-demo}" in
     demo|"") demo ;;
     test) run_tests ;;
     bench) run_bench ;;
-    *) echo "usage: ./build.sh [test|bench]" >&2; exit 2 ;;
+    fuzz) run_fuzz ;;
+    *) echo "usage: ./build.sh [test|bench|fuzz]" >&2; exit 2 ;;
 esac

@@ -5493,6 +5493,36 @@ static void df__k_bias_add(df__kctx *c) {
             (const char *)b->data + (size_t)(blk % ch) * es, inner, 1, 0);
 }
 
+/* BiasAddGrad: the bias's gradient, out_backprop summed over every axis but the channels. */
+static df_code df__sf_bias_add_grad(df__shape_ctx *c) {
+    const df__shape *v = &c->in_shapes[0];
+    df__shape *o = df__sc_out(c, 0);
+    o->rank = 1;
+    o->dims[0] = -1;
+    if (v->rank >= 0 && v->rank < 2)
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Input to BiasAddGrad must be at least 2-D, got rank %d", v->rank);
+    if (v->rank >= 2) o->dims[0] = v->dims[df__bias_axis(c->node, v->rank)];
+    return DF_OK;
+}
+static void df__k_bias_add_grad(df__kctx *c) {
+    const df_tensor *v = c->in[0];
+    if (v->rank < 2) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "BiasAddGrad needs out_backprop of rank >= 2, got %d", v->rank); return; }
+    int ax = df__bias_axis(c->node, v->rank);
+    int64_t ch = v->dims[ax], inner = 1;
+    for (int i = ax + 1; i < v->rank; i++) inner *= v->dims[i];
+    df_tensor *o = df__k_alloc(c, 0, v->dtype, 1, &ch);
+    if (!o || !ch) return;
+    double *acc = (double *)DF_MALLOC((size_t)ch * sizeof(double));
+    if (!acc) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory in BiasAddGrad"); return; }
+    for (int64_t j = 0; j < ch; j++) acc[j] = 0;
+    int f32 = v->dtype == DF_FLOAT;
+    for (int64_t i = 0; i < v->n; i++) acc[(i / inner) % ch] += f32 ? ((const float *)v->data)[i] : ((const double *)v->data)[i];
+    for (int64_t j = 0; j < ch; j++) {
+        if (f32) ((float *)o->data)[j] = (float)acc[j]; else ((double *)o->data)[j] = acc[j];
+    }
+    DF_FREE(acc);
+}
+
 /* ---- reductions: Sum, Mean, Max, Min, Prod over any axes ---- */
 enum { DF__R_SUM, DF__R_MEAN, DF__R_MAX, DF__R_MIN, DF__R_PROD };
 
@@ -12309,17 +12339,970 @@ df_code df_graph_write_dot(const df_graph *g, FILE *f) {
     return ferror(f) ? DF_DATA_LOSS : DF_OK;
 }
 
-df_graph *df_graph_import_graphdef(const void *data, size_t len, df_status *st) {
-    DF__UNUSED(data); DF__UNUSED(len);
-    df_status_set(st, DF_UNIMPLEMENTED, "GraphDef import is not implemented in this version");
+/* ---- protocol buffers: a bounded reader and writer of the wire format ----
+   Enough for GraphDef and what it holds. The reader works on a byte range: every varint, tag,
+   length and nesting depth is checked against what is left, so no read goes past the buffer.
+   Unknown fields are skipped by their wire type (groups are refused). */
+enum { DF__PB_VARINT = 0, DF__PB_I64 = 1, DF__PB_LEN = 2, DF__PB_I32 = 5, DF__PB_MAX_DEPTH = 32 };
+typedef struct df__pb { const uint8_t *p, *end; } df__pb;
+static int df__pb_varint(df__pb *r, uint64_t *v) {
+    uint64_t x = 0;
+    for (int i = 0; i < 10; i++) {
+        if (r->p >= r->end) return 0;
+        uint8_t c = *r->p++;
+        if (i == 9 && c > 1) return 0;                  /* more than 64 bits */
+        x |= (uint64_t)(c & 0x7f) << (7 * i);
+        if (!(c & 0x80)) { *v = x; return 1; }
+    }
+    return 0;
+}
+static int df__pb_fixed(df__pb *r, int bytes, uint64_t *v) {
+    if (r->end - r->p < bytes) return 0;
+    uint64_t x = 0;
+    for (int i = 0; i < bytes; i++) x |= (uint64_t)r->p[i] << (8 * i);
+    r->p += bytes;
+    *v = x;
+    return 1;
+}
+/* The next field: its number (1 .. 2^29-1) and wire type; 0 at the end or when malformed
+   (*bad set then). */
+static int df__pb_next(df__pb *r, uint32_t *field, int *wt, int *bad) {
+    *bad = 0;
+    if (r->p >= r->end) return 0;
+    uint64_t key;
+    if (!df__pb_varint(r, &key) || key >> 32) { *bad = 1; return 0; }
+    *field = (uint32_t)(key >> 3);
+    *wt = (int)(key & 7);
+    if (*field == 0 || (*wt != DF__PB_VARINT && *wt != DF__PB_I64 && *wt != DF__PB_LEN && *wt != DF__PB_I32)) {
+        *bad = 1;
+        return 0;
+    }
+    return 1;
+}
+/* A length-delimited field's bytes as a sub-reader. */
+static int df__pb_sub(df__pb *r, df__pb *sub) {
+    uint64_t n;
+    if (!df__pb_varint(r, &n) || n > (uint64_t)(r->end - r->p)) return 0;
+    sub->p = r->p;
+    sub->end = r->p + n;
+    r->p += n;
+    return 1;
+}
+static int df__pb_skip(df__pb *r, int wt) {
+    uint64_t v;
+    df__pb s;
+    switch (wt) {
+    case DF__PB_VARINT: return df__pb_varint(r, &v);
+    case DF__PB_I64: return df__pb_fixed(r, 8, &v);
+    case DF__PB_I32: return df__pb_fixed(r, 4, &v);
+    case DF__PB_LEN: return df__pb_sub(r, &s);
+    default: return 0;
+    }
+}
+/* Calls fn for each value of a repeated scalar field, packed (one LEN field) or not. */
+static int df__pb_each(df__pb *r, int wt, int scalar_wt, int (*fn)(void *, uint64_t), void *user) {
+    uint64_t v;
+    if (wt == scalar_wt) {
+        if (!(scalar_wt == DF__PB_VARINT ? df__pb_varint(r, &v) : df__pb_fixed(r, scalar_wt == DF__PB_I64 ? 8 : 4, &v))) return 0;
+        return fn(user, v);
+    }
+    if (wt != DF__PB_LEN) return 0;
+    df__pb s;
+    if (!df__pb_sub(r, &s)) return 0;
+    while (s.p < s.end) {
+        if (!(scalar_wt == DF__PB_VARINT ? df__pb_varint(&s, &v) : df__pb_fixed(&s, scalar_wt == DF__PB_I64 ? 8 : 4, &v))) return 0;
+        if (!fn(user, v)) return 0;
+    }
+    return 1;
+}
+
+/* The writer: a growing buffer; a message inside another is written to its own writer first,
+   then appended with its length. */
+typedef struct df__pbw { uint8_t *buf; size_t len, cap; int oom; } df__pbw;
+static void df__pbw_raw(df__pbw *w, const void *data, size_t n) {
+    if (w->oom || !n) return;
+    if (w->len + n > w->cap) {
+        size_t cap = w->cap ? w->cap : 256;
+        while (cap < w->len + n) cap *= 2;
+        uint8_t *nb = (uint8_t *)DF_REALLOC(w->buf, cap);
+        if (!nb) { w->oom = 1; return; }
+        w->buf = nb;
+        w->cap = cap;
+    }
+    memcpy(w->buf + w->len, data, n);
+    w->len += n;
+}
+static void df__pbw_varint(df__pbw *w, uint64_t v) {
+    uint8_t b[10];
+    int n = 0;
+    do { b[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)); v >>= 7; } while (v);
+    df__pbw_raw(w, b, (size_t)n);
+}
+static void df__pbw_tag(df__pbw *w, uint32_t field, int wt) { df__pbw_varint(w, (uint64_t)field << 3 | (uint64_t)wt); }
+static void df__pbw_uint(df__pbw *w, uint32_t field, uint64_t v) { df__pbw_tag(w, field, DF__PB_VARINT); df__pbw_varint(w, v); }
+static void df__pbw_bytes(df__pbw *w, uint32_t field, const void *data, size_t n) {
+    df__pbw_tag(w, field, DF__PB_LEN);
+    df__pbw_varint(w, n);
+    df__pbw_raw(w, data, n);
+}
+static void df__pbw_str(df__pbw *w, uint32_t field, const char *s) { df__pbw_bytes(w, field, s, strlen(s)); }
+static void df__pbw_msg(df__pbw *w, uint32_t field, df__pbw *sub) {   /* appends sub, frees it */
+    if (sub->oom) w->oom = 1;
+    else df__pbw_bytes(w, field, sub->buf, sub->len);
+    DF_FREE(sub->buf);
+    memset(sub, 0, sizeof *sub);
+}
+
+/* ---- TensorFlow GraphDef import and export ----
+   GraphDef: node = 1 (NodeDef), versions = 4; NodeDef: name 1, op 2, input 3, device 4, attr 5
+   (map entries: key 1, value 2); AttrValue: list 1, s 2, i 3, f 4, b 5, type 6, shape 7,
+   tensor 8; ListValue: s 2, i 3, f 4, b 5, type 6; TensorShapeProto: dim 2 (size 1),
+   unknown_rank 3; TensorProto: dtype 1, tensor_shape 2, tensor_content 4, then the typed
+   value fields. Import maps each NodeDef onto the op of the same name, in an order where every
+   input exists first (NextIteration -> Merge edges, the loops' back edges, are patched in
+   afterwards), so a graph TensorFlow wrote with v1 control flow comes back as it was. */
+enum { DF__GD_MAX_TENSOR_FILL = 1 << 28 };   /* bytes a short TensorProto may be expanded to */
+typedef struct df__gd_str { const uint8_t *p; size_t n; } df__gd_str;
+typedef struct df__gd_attr { df__gd_str key; df__pb value; } df__gd_attr;
+typedef struct df__gd_node {
+    df__gd_str name, op, device;
+    df__gd_str *inputs;
+    df__gd_attr *attrs;
+    int n_inputs, cap_inputs, n_attrs, cap_attrs;
+    char *full;                    /* the node's name in the graph (prefix included), owned */
+    int *src;                      /* per input: the index of its node */
+    int indeg, done;
+    df_node *made;
+} df__gd_node;
+typedef struct df__gd {
+    df__gd_node *nodes;
+    int n, cap;
+    df__strmap index;              /* GraphDef name -> node index */
+    df_status *st;
+} df__gd;
+
+static df_code df__gd_bad(df__gd *d, const char *what, const df__gd_node *n) {
+    if (n && n->name.n)
+        return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: %s (node '%.*s')", what, (int)DF__MIN(n->name.n, (size_t)200),
+                             (const char *)n->name.p);
+    return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: %s", what);
+}
+/* A string field: no NUL bytes inside (names, ops, devices become C strings). */
+static int df__gd_string(df__pb *r, df__gd_str *s) {
+    df__pb sub;
+    if (!df__pb_sub(r, &sub)) return 0;
+    s->p = sub.p;
+    s->n = (size_t)(sub.end - sub.p);
+    return memchr(s->p, 0, s->n) == NULL;
+}
+static char *df__gd_cstr(df__gd_str s, const char *prefix) {
+    size_t pl = prefix && *prefix ? strlen(prefix) + 1 : 0;
+    char *c = (char *)DF_MALLOC(pl + s.n + 1);
+    if (!c) return NULL;
+    if (pl) { memcpy(c, prefix, pl - 1); c[pl - 1] = '/'; }
+    if (s.n) memcpy(c + pl, s.p, s.n);
+    c[pl + s.n] = 0;
+    return c;
+}
+static int df__gd_eq(df__gd_str s, const char *c) { return strlen(c) == s.n && !memcmp(s.p, c, s.n); }
+
+static df_code df__gd_parse_node(df__gd *d, df__pb *r, df__gd_node *n) {
+    uint32_t f;
+    int wt, bad;
+    while (df__pb_next(r, &f, &wt, &bad)) {
+        int ok = 1;
+        if ((f == 1 || f == 2 || f == 3 || f == 4) && wt != DF__PB_LEN)
+            return df__gd_bad(d, "a NodeDef string field has the wrong wire type", n);
+        if (f == 1) ok = df__gd_string(r, &n->name);
+        else if (f == 2) ok = df__gd_string(r, &n->op);
+        else if (f == 4) ok = df__gd_string(r, &n->device);
+        else if (f == 3) {
+            if (!df__grow(&n->inputs, &n->cap_inputs, n->n_inputs + 1, sizeof *n->inputs))
+                return df_status_set(d->st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory");
+            ok = df__gd_string(r, &n->inputs[n->n_inputs++]);
+        } else if (f == 5) {
+            if (wt != DF__PB_LEN) return df__gd_bad(d, "an attr entry has the wrong wire type", n);
+            df__pb e;
+            if (!df__pb_sub(r, &e)) return df__gd_bad(d, "truncated attr entry", n);
+            df__gd_attr a;
+            memset(&a, 0, sizeof a);
+            a.value.p = a.value.end = e.p;
+            uint32_t ef;
+            int ewt, ebad;
+            while (df__pb_next(&e, &ef, &ewt, &ebad)) {
+                if (ef == 1 && ewt == DF__PB_LEN) { if (!df__gd_string(&e, &a.key)) return df__gd_bad(d, "bad attr name", n); }
+                else if (ef == 2 && ewt == DF__PB_LEN) { if (!df__pb_sub(&e, &a.value)) return df__gd_bad(d, "truncated attr value", n); }
+                else if (ef == 1 || ef == 2) return df__gd_bad(d, "an attr entry field has the wrong wire type", n);
+                else if (!df__pb_skip(&e, ewt)) return df__gd_bad(d, "truncated attr entry", n);
+            }
+            if (ebad) return df__gd_bad(d, "malformed attr entry", n);
+            if (!a.key.n) return df__gd_bad(d, "an attr has an empty name", n);
+            int i = 0;              /* a repeated key: the last one wins, as in a protobuf map */
+            while (i < n->n_attrs && !(n->attrs[i].key.n == a.key.n && !memcmp(n->attrs[i].key.p, a.key.p, a.key.n))) i++;
+            if (i == n->n_attrs) {
+                if (!df__grow(&n->attrs, &n->cap_attrs, n->n_attrs + 1, sizeof *n->attrs))
+                    return df_status_set(d->st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory");
+                n->n_attrs++;
+            }
+            n->attrs[i] = a;
+        } else ok = df__pb_skip(r, wt);
+        if (!ok) return df__gd_bad(d, "truncated or malformed NodeDef field (or a NUL byte in a name)", n);
+    }
+    if (bad) return df__gd_bad(d, "malformed NodeDef (bad tag or wire type)", n);
+    if (!n->name.n) return df__gd_bad(d, "a NodeDef has no name", NULL);
+    if (!n->op.n) return df__gd_bad(d, "a NodeDef has no op", n);
+    return DF_OK;
+}
+static df_code df__gd_parse(df__gd *d, const void *data, size_t len) {
+    df__pb r = {(const uint8_t *)data, (const uint8_t *)data + len};
+    uint32_t f;
+    int wt, bad;
+    while (df__pb_next(&r, &f, &wt, &bad)) {
+        if (f == 1) {
+            if (wt != DF__PB_LEN) return df__gd_bad(d, "GraphDef.node has the wrong wire type", NULL);
+            df__pb sub;
+            if (!df__pb_sub(&r, &sub)) return df__gd_bad(d, "truncated NodeDef (a length runs past the end of the data)", NULL);
+            if (d->n >= (1 << 24)) return df_status_set(d->st, DF_RESOURCE_EXHAUSTED, "GraphDef: more than %d nodes", 1 << 24);
+            if (!df__grow(&d->nodes, &d->cap, d->n + 1, sizeof *d->nodes))
+                return df_status_set(d->st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory");
+            df__gd_node *n = &d->nodes[d->n++];
+            memset(n, 0, sizeof *n);
+            if (df__gd_parse_node(d, &sub, n)) return d->st->code;
+        } else if (f == 2 && wt == DF__PB_LEN) {
+            df__pb sub;                /* the function library: functions are not supported yet */
+            if (!df__pb_sub(&r, &sub)) return df__gd_bad(d, "truncated function library", NULL);
+        } else if (!df__pb_skip(&r, wt)) return df__gd_bad(d, "truncated or malformed GraphDef field", NULL);
+    }
+    if (bad) return df__gd_bad(d, "malformed GraphDef (bad tag or wire type): not a binary GraphDef?", NULL);
+    return DF_OK;
+}
+static void df__gd_free(df__gd *d) {
+    for (int i = 0; i < d->n; i++) {
+        DF_FREE(d->nodes[i].inputs); DF_FREE(d->nodes[i].attrs); DF_FREE(d->nodes[i].full); DF_FREE(d->nodes[i].src);
+    }
+    DF_FREE(d->nodes);
+    df__strmap_free(&d->index);
+}
+
+/* An input string: "^name" (control), "name:k" or "name". */
+static int df__gd_input(df__gd_str s, df__gd_str *name, int *index, int *control) {
+    *control = s.n > 0 && s.p[0] == '^';
+    name->p = s.p + *control;
+    name->n = s.n - (size_t)*control;
+    *index = 0;
+    const uint8_t *colon = NULL;
+    for (size_t i = 0; i < name->n; i++) if (name->p[i] == ':') colon = name->p + i;
+    if (colon && !*control) {
+        size_t digits = (size_t)(name->p + name->n - colon - 1);
+        if (digits == 0 || digits > 9) return 0;
+        int64_t v = 0;
+        for (size_t i = 1; i <= digits; i++) {
+            if (colon[i] < '0' || colon[i] > '9') return 0;
+            v = v * 10 + (colon[i] - '0');
+        }
+        *index = (int)v;
+        name->n = (size_t)(colon - name->p);
+    }
+    return name->n > 0;
+}
+
+/* ---- AttrValue and TensorProto decoding ---- */
+typedef struct df__gd_val { uint32_t field; int wt; df__pb sub; uint64_t v; } df__gd_val;
+/* The AttrValue's one set field (the last one written wins, as for a protobuf oneof). */
+static int df__gd_attr_value(df__pb r, df__gd_val *out) {
+    uint32_t f;
+    int wt, bad;
+    memset(out, 0, sizeof *out);
+    while (df__pb_next(&r, &f, &wt, &bad)) {
+        if (f < 1 || f > 10) { if (!df__pb_skip(&r, wt)) return 0; continue; }
+        df__gd_val v;
+        memset(&v, 0, sizeof v);
+        v.field = f;
+        v.wt = wt;
+        if (wt == DF__PB_LEN) { if (!df__pb_sub(&r, &v.sub)) return 0; }
+        else if (wt == DF__PB_VARINT) { if (!df__pb_varint(&r, &v.v)) return 0; }
+        else if (!df__pb_fixed(&r, wt == DF__PB_I64 ? 8 : 4, &v.v)) return 0;
+        *out = v;
+    }
+    return !bad;
+}
+static const char *df__gd_field_kind(uint32_t f) {
+    static const char *k[] = {"nothing", "list", "string", "int", "float", "bool", "type", "shape", "tensor",
+                               "placeholder", "func"};
+    return f <= 10 ? k[f] : "unknown";
+}
+static int df__gd_shape(df__pb r, int *rank, int64_t *dims, int depth) {
+    uint32_t f;
+    int wt, bad, unknown = 0;
+    *rank = 0;
+    if (depth > DF__PB_MAX_DEPTH) return 0;
+    while (df__pb_next(&r, &f, &wt, &bad)) {
+        if (f == 2 && wt == DF__PB_LEN) {
+            df__pb dr;
+            if (!df__pb_sub(&r, &dr) || *rank >= DF_MAX_RANK) return 0;
+            int64_t size = 0;
+            uint32_t df_;
+            int dwt, dbad;
+            while (df__pb_next(&dr, &df_, &dwt, &dbad)) {
+                uint64_t v;
+                if (df_ == 1 && dwt == DF__PB_VARINT) { if (!df__pb_varint(&dr, &v)) return 0; size = (int64_t)v; }
+                else if (df_ == 1) return 0;
+                else if (!df__pb_skip(&dr, dwt)) return 0;
+            }
+            if (dbad || size < -1) return 0;
+            dims[(*rank)++] = size;
+        } else if (f == 3 && wt == DF__PB_VARINT) {
+            uint64_t v;
+            if (!df__pb_varint(&r, &v)) return 0;
+            unknown = v != 0;
+        } else if (f == 2 || f == 3) return 0;
+        else if (!df__pb_skip(&r, wt)) return 0;
+    }
+    if (bad) return 0;
+    if (unknown) *rank = -1;
+    return 1;
+}
+typedef struct df__gd_fill { df_tensor *t; int64_t i, cap; int wide; } df__gd_fill;
+/* Stores value v (raw bits from the wire) as element i of the tensor, converting by dtype. */
+static int df__gd_put(void *user, uint64_t v) {
+    df__gd_fill *f = (df__gd_fill *)user;
+    df_tensor *t = f->t;
+    if (f->i >= f->cap) { f->i++; return 1; }          /* counted: too many is an error later */
+    int64_t i = f->i++;
+    void *p = t->data;
+    switch (t->dtype) {
+    case DF_FLOAT: { uint32_t b = (uint32_t)v; memcpy((float *)p + i, &b, 4); break; }
+    case DF_DOUBLE: memcpy((double *)p + i, &v, 8); break;
+    case DF_COMPLEX64: { uint32_t b = (uint32_t)v; memcpy((float *)p + i, &b, 4); break; }
+    case DF_COMPLEX128: memcpy((double *)p + i, &v, 8); break;
+    case DF_INT32: ((int32_t *)p)[i] = (int32_t)(uint32_t)v; break;
+    case DF_INT16: ((int16_t *)p)[i] = (int16_t)(uint16_t)v; break;
+    case DF_INT8: ((int8_t *)p)[i] = (int8_t)(uint8_t)v; break;
+    case DF_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case DF_UINT16: case DF_HALF: case DF_BFLOAT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case DF_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case DF_INT64: case DF_UINT64: ((uint64_t *)p)[i] = v; break;
+    case DF_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    default: return 0;
+    }
+    return 1;
+}
+/* The typed value field of each dtype, and the wire type of its elements. */
+static int df__gd_value_field(df_dtype t, int *wt) {
+    *wt = DF__PB_VARINT;
+    switch (t) {
+    case DF_FLOAT: *wt = DF__PB_I32; return 5;
+    case DF_DOUBLE: *wt = DF__PB_I64; return 6;
+    case DF_COMPLEX64: *wt = DF__PB_I32; return 9;
+    case DF_COMPLEX128: *wt = DF__PB_I64; return 12;
+    case DF_INT32: case DF_INT16: case DF_INT8: case DF_UINT8: case DF_UINT16: return 7;
+    case DF_INT64: return 10;
+    case DF_BOOL: return 11;
+    case DF_HALF: case DF_BFLOAT16: return 13;
+    case DF_UINT32: return 16;
+    case DF_UINT64: return 17;
+    default: return 0;
+    }
+}
+static df_tensor *df__gd_tensor(df__pb r, const char *where, df_status *st) {
+    uint32_t f;
+    int wt, bad, rank = -2;
+    int64_t dims[DF_MAX_RANK];
+    uint64_t dtype = 0;
+    df__pb content = {NULL, NULL};
+    int has_content = 0;
+    df__pb scan = r;
+    while (df__pb_next(&scan, &f, &wt, &bad)) {
+        if (f == 1 && wt == DF__PB_VARINT) { if (!df__pb_varint(&scan, &dtype)) goto malformed; }
+        else if (f == 2 && wt == DF__PB_LEN) {
+            df__pb s;
+            if (!df__pb_sub(&scan, &s) || !df__gd_shape(s, &rank, dims, 1)) goto malformed;
+        } else if (f == 4 && wt == DF__PB_LEN) { if (!df__pb_sub(&scan, &content)) goto malformed; has_content = 1; }
+        else if (f == 1 || f == 2 || f == 4) goto malformed;
+        else if (!df__pb_skip(&scan, wt)) goto malformed;
+    }
+    if (bad) goto malformed;
+    if (rank == -2) rank = 0;                       /* no shape: a scalar */
+    if (rank < 0) { df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: %s: a tensor value has an unknown rank", where); return NULL; }
+    for (int i = 0; i < rank; i++)
+        if (dims[i] < 0) { df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: %s: a tensor value has an unknown dimension", where); return NULL; }
+    df_dtype t = (df_dtype)dtype;
+    int vwt, vfield = dtype < 64 ? df__gd_value_field(t, &vwt) : 0;
+    if (!vfield) {
+        df_status_set(st, DF_UNIMPLEMENTED, "GraphDef: %s: tensor values of dtype %llu (%s) are not supported", where,
+                      (unsigned long long)dtype, df_dtype_name(t));
+        return NULL;
+    }
+    /* the size, checked before anything is allocated */
+    size_t es = df_dtype_size(t);
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] && n > INT64_MAX / dims[i]) { df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: %s: tensor size overflows", where); return NULL; }
+        n *= dims[i];
+    }
+    if (n > (int64_t)(SIZE_MAX / 2 / es)) { df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: %s: tensor size overflows", where); return NULL; }
+    size_t nbytes = (size_t)n * es;
+    if (has_content && (size_t)(content.end - content.p) != nbytes) {
+        df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: %s: tensor_content has %zu bytes; a %s tensor of %lld elements needs %zu",
+                      where, (size_t)(content.end - content.p), df_dtype_name(t), (long long)n, nbytes);
+        return NULL;
+    }
+    if (!has_content && nbytes > DF__GD_MAX_TENSOR_FILL) {
+        df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: %s: a tensor of %zu bytes given by repeated values is over the "
+                      "limit of %d bytes", where, nbytes, DF__GD_MAX_TENSOR_FILL);
+        return NULL;
+    }
+    df_tensor *out = df__tensor_alloc(NULL, t, rank, dims, st);
+    if (!out) return NULL;
+    if (has_content) {
+        if (nbytes) memcpy(out->data, content.p, nbytes);
+        if (t == DF_BOOL) for (size_t i = 0; i < nbytes; i++) ((uint8_t *)out->data)[i] = ((uint8_t *)out->data)[i] != 0;
+        return out;
+    }
+    memset(out->data, 0, nbytes);
+    int lanes = t == DF_COMPLEX64 || t == DF_COMPLEX128 ? 2 : 1;
+    df__gd_fill fill = {out, 0, n * lanes, 0};
+    scan = r;
+    while (df__pb_next(&scan, &f, &wt, &bad)) {
+        if (f == (uint32_t)vfield) { if (!df__pb_each(&scan, wt, vwt, df__gd_put, &fill)) { df_tensor_release(out); goto malformed; } }
+        else if (f == 8 && t != DF_STRING) { if (!df__pb_skip(&scan, wt)) { df_tensor_release(out); goto malformed; } }
+        else if (!df__pb_skip(&scan, wt)) { df_tensor_release(out); goto malformed; }
+    }
+    if (fill.i > fill.cap) {
+        df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: %s: %lld values for a tensor of %lld elements", where,
+                      (long long)(fill.i / lanes), (long long)n);
+        df_tensor_release(out);
+        return NULL;
+    }
+    if (fill.i > 0 && fill.i < fill.cap) {          /* fewer values: the last one repeats */
+        size_t unit = es, have = (size_t)(fill.i / lanes);
+        for (size_t i = have; i < (size_t)n; i++) memcpy((char *)out->data + i * unit, (char *)out->data + (have - 1) * unit, unit);
+    }
+    return out;
+malformed:
+    df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: %s: malformed TensorProto", where);
     return NULL;
 }
+
+/* Sets attr `ad` of the node being built from its AttrValue; reports kind confusion. */
+typedef struct df__gd_list { int64_t *v; int n, cap, oom; } df__gd_list;
+static int df__gd_list_add(void *user, uint64_t v) {
+    df__gd_list *l = (df__gd_list *)user;
+    if (l->n >= (1 << 20)) return 0;
+    if (!df__grow(&l->v, &l->cap, l->n + 1, sizeof *l->v)) { l->oom = 1; return 0; }
+    l->v[l->n++] = (int64_t)v;
+    return 1;
+}
+static df_code df__gd_set_attr(df__gd *d, const df__gd_node *n, df_op_builder *b, const df__attrdef *ad, df__pb value) {
+    df__gd_val v;
+    char where[320];
+    snprintf(where, sizeof where, "node '%s' attr '%s'", n->full, ad->name);
+    if (!df__gd_attr_value(value, &v)) return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: %s: malformed AttrValue", where);
+    static const uint32_t want_field[] = {
+        [DF__A_INT] = 3, [DF__A_FLOAT] = 4, [DF__A_BOOL] = 5, [DF__A_TYPE] = 6, [DF__A_STRING] = 2,
+        [DF__A_SHAPE] = 7, [DF__A_TENSOR] = 8, [DF__A_INT_LIST] = 1, [DF__A_TYPE_LIST] = 1};
+    uint32_t want = want_field[ad->kind];
+    int want_wt = want == 4 ? DF__PB_I32 : (want == 1 || want == 2 || want == 7 || want == 8) ? DF__PB_LEN : DF__PB_VARINT;
+    if (v.field == 0 && want == 1) { v.field = 1; v.wt = DF__PB_LEN; v.sub.p = v.sub.end = value.p; }  /* an empty list */
+    if (v.field != want || v.wt != want_wt)
+        return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: %s: Op %s expects a %s, the AttrValue holds a %s",
+                             where, b->op->name, df__kind_name(ad->kind), df__gd_field_kind(v.field));
+    switch (ad->kind) {
+    case DF__A_INT: df_op_set_attr_int(b, ad->name, (int64_t)v.v); break;
+    case DF__A_FLOAT: { uint32_t bits = (uint32_t)v.v; float x; memcpy(&x, &bits, 4); df_op_set_attr_float(b, ad->name, x); break; }
+    case DF__A_BOOL: df_op_set_attr_bool(b, ad->name, v.v != 0); break;
+    case DF__A_TYPE:
+        if (v.v > 1000) return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: %s: bad dtype %llu", where, (unsigned long long)v.v);
+        if (v.v > 100) v.v -= 100;              /* a reference type: the attr names the value type */
+        df_op_set_attr_type(b, ad->name, (df_dtype)v.v);
+        break;
+    case DF__A_STRING: {
+        char *s = df__gd_cstr((df__gd_str){v.sub.p, (size_t)(v.sub.end - v.sub.p)}, NULL);
+        if (!s) return df_status_set(d->st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory");
+        if (strlen(s) != (size_t)(v.sub.end - v.sub.p)) { DF_FREE(s); return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: %s: a NUL byte in a string attr", where); }
+        df_op_set_attr_string(b, ad->name, s);
+        DF_FREE(s);
+        break;
+    }
+    case DF__A_SHAPE: {
+        int rank;
+        int64_t dims[DF_MAX_RANK];
+        if (!df__gd_shape(v.sub, &rank, dims, 1)) return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: %s: malformed TensorShapeProto (or rank above %d)", where, DF_MAX_RANK);
+        df_op_set_attr_shape(b, ad->name, rank, dims);
+        break;
+    }
+    case DF__A_TENSOR: {
+        df_tensor *t = df__gd_tensor(v.sub, where, d->st);
+        if (!t) return d->st->code;
+        df_op_set_attr_tensor(b, ad->name, t);
+        df_tensor_release(t);
+        break;
+    }
+    default: {                                  /* list(int), list(type) */
+        int field = ad->kind == DF__A_INT_LIST ? 3 : 6;
+        df__gd_list l = {NULL, 0, 0, 0};
+        uint32_t f;
+        int wt, bad;
+        df__pb r = v.sub;
+        while (df__pb_next(&r, &f, &wt, &bad)) {
+            int ok = f == (uint32_t)field ? df__pb_each(&r, wt, DF__PB_VARINT, df__gd_list_add, &l) : df__pb_skip(&r, wt);
+            if (!ok) { DF_FREE(l.v); return l.oom ? df_status_set(d->st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory")
+                                              : df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: %s: malformed list", where); }
+        }
+        if (bad) { DF_FREE(l.v); return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: %s: malformed list", where); }
+        if (ad->kind == DF__A_INT_LIST) df_op_set_attr_int_list(b, ad->name, l.v, l.n);
+        else {
+            df_dtype *types = (df_dtype *)DF_MALLOC((size_t)DF__MAX(l.n, 1) * sizeof(df_dtype));
+            if (!types) { DF_FREE(l.v); return df_status_set(d->st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); }
+            for (int i = 0; i < l.n; i++) types[i] = (df_dtype)(l.v[i] > 100 && l.v[i] <= 1000 ? l.v[i] - 100 : l.v[i]);
+            df_op_set_attr_type_list(b, ad->name, types, l.n);
+            DF_FREE(types);
+        }
+        DF_FREE(l.v);
+    }
+    }
+    return DF_OK;
+}
+/* `_class`: a list of "loc:@name" strings, kept joined by commas (the placer's form). */
+static df_code df__gd_class(df__gd *d, const df__gd_node *n, df_op_builder *b, df__pb value, const char *prefix) {
+    df__gd_val v;
+    if (!df__gd_attr_value(value, &v)) return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: node '%s': malformed _class", n->full);
+    if (v.field != 1) return DF_OK;             /* not a list: ignored, as TF ignores what it cannot use */
+    char *joined = NULL;
+    size_t len = 0;
+    uint32_t f;
+    int wt, bad;
+    df__pb r = v.sub;
+    while (df__pb_next(&r, &f, &wt, &bad)) {
+        df__gd_str s;
+        if (f != 2 || wt != DF__PB_LEN) { if (!df__pb_skip(&r, wt)) break; continue; }
+        if (!df__gd_string(&r, &s)) { bad = 1; break; }
+        if (s.n < 6 || memcmp(s.p, "loc:@", 5)) continue;
+        size_t pl = prefix && *prefix ? strlen(prefix) + 1 : 0, add = 5 + pl + (s.n - 5) + 1;
+        char *nj = (char *)DF_REALLOC(joined, len + add + 1);
+        if (!nj) { DF_FREE(joined); return df_status_set(d->st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); }
+        joined = nj;
+        if (len) joined[len++] = ',';
+        memcpy(joined + len, "loc:@", 5); len += 5;
+        if (pl) { memcpy(joined + len, prefix, pl - 1); joined[len + pl - 1] = '/'; len += pl; }
+        memcpy(joined + len, s.p + 5, s.n - 5); len += s.n - 5;
+        joined[len] = 0;
+    }
+    if (bad) { DF_FREE(joined); return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: node '%s': malformed _class", n->full); }
+    if (joined) df_op_set_attr_string(b, "_class", joined);
+    DF_FREE(joined);
+    return DF_OK;
+}
+
+/* The int (or list length) of attr `name` in a NodeDef, for list arguments' sizes. */
+static int df__gd_attr_count(const df__gd_node *n, const char *name, int list, int64_t *out) {
+    for (int i = 0; i < n->n_attrs; i++) {
+        if (!df__gd_eq(n->attrs[i].key, name)) continue;
+        df__gd_val v;
+        if (!df__gd_attr_value(n->attrs[i].value, &v)) return 0;
+        if (!list) { if (v.field != 3 || v.wt != DF__PB_VARINT) return 0; *out = (int64_t)v.v; return 1; }
+        if (v.field == 0) { *out = 0; return 1; }
+        if (v.field != 1 || v.wt != DF__PB_LEN) return 0;
+        df__gd_list l = {NULL, 0, 0, 0};
+        uint32_t f;
+        int wt, bad, ok = 1;
+        df__pb r = v.sub;
+        while (ok && df__pb_next(&r, &f, &wt, &bad)) ok = f == 6 ? df__pb_each(&r, wt, DF__PB_VARINT, df__gd_list_add, &l) : df__pb_skip(&r, wt);
+        DF_FREE(l.v);
+        if (!ok || bad) return 0;
+        *out = l.n;
+        return 1;
+    }
+    return 0;
+}
+static int df__gd_back_edge(const df__gd *d, int src, int dst) {
+    return df__gd_eq(d->nodes[src].op, "NextIteration") && df__gd_eq(d->nodes[dst].op, "Merge");
+}
+/* An input's value: the mapped output when the import options map that tensor, else the output
+   of the node made for it. */
+static df_output df__gd_value(const df__gd *d, const df_import_options *o, df__gd_str name, int index, int src) {
+    if (o)
+        for (int m = 0; m < o->n_input_map; m++) {
+            const char *k = o->input_map_names ? o->input_map_names[m] : NULL;
+            if (!k) continue;
+            const char *colon = strrchr(k, ':');
+            size_t kn = colon ? (size_t)(colon - k) : strlen(k);
+            int ki = colon ? atoi(colon + 1) : 0;
+            if (kn == name.n && !memcmp(k, name.p, kn) && ki == index) return o->input_map_values[m];
+        }
+    df_output out = {d->nodes[src].made, index};
+    return out;
+}
+static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df_import_options *o, df_status *st) {
+    df__gd d;
+    memset(&d, 0, sizeof d);
+    d.st = st;
+    const char *prefix = o && o->prefix && *o->prefix ? o->prefix : NULL;
+    int *order = NULL, *first_out = NULL, *outs = NULL;
+    df_output *ins = NULL;
+    int cap_ins = 0;
+    if (!data && len) { df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: NULL data"); goto done; }
+    if (df__gd_parse(&d, data, len)) goto done;
+    /* names: unique, then every input resolved */
+    for (int i = 0; i < d.n; i++) {
+        df__gd_node *n = &d.nodes[i];
+        char *plain = df__gd_cstr(n->name, NULL);
+        if (!plain || !(n->full = df__gd_cstr(n->name, prefix))) { DF_FREE(plain); df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); goto done; }
+        int dup = df__strmap_get(&d.index, plain, NULL);
+        int ok = dup || df__strmap_put(&d.index, plain, i);
+        DF_FREE(plain);
+        if (dup) { df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: duplicate node name '%s'", n->full); goto done; }
+        if (!ok) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); goto done; }
+        if (n->n_inputs && !(n->src = (int *)DF_MALLOC((size_t)n->n_inputs * sizeof(int)))) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); goto done; }
+    }
+    int64_t n_edges = 0;
+    for (int i = 0; i < d.n; i++) {
+        df__gd_node *n = &d.nodes[i];
+        int seen_control = 0;
+        for (int k = 0; k < n->n_inputs; k++) {
+            df__gd_str name;
+            int index, control, src;
+            if (!df__gd_input(n->inputs[k], &name, &index, &control)) {
+                df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: node '%s': malformed input '%.*s'", n->full,
+                              (int)DF__MIN(n->inputs[k].n, (size_t)200), (const char *)n->inputs[k].p);
+                goto done;
+            }
+            if (!control && seen_control) {
+                df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: node '%s': data input '%.*s' after a control input", n->full,
+                              (int)DF__MIN(name.n, (size_t)200), (const char *)name.p);
+                goto done;
+            }
+            seen_control |= control;
+            char *key = df__gd_cstr(name, NULL);
+            if (!key) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); goto done; }
+            int found = df__strmap_get(&d.index, key, &src);
+            DF_FREE(key);
+            if (!found) {
+                df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: node '%s': unknown input node '%.*s'", n->full,
+                              (int)DF__MIN(name.n, (size_t)200), (const char *)name.p);
+                goto done;
+            }
+            n->src[k] = src;
+            if (!df__gd_back_edge(&d, src, i)) { n->indeg++; n_edges++; }
+        }
+    }
+    /* an order in which every input is made first (Kahn; loops' back edges left out) */
+    order = (int *)DF_MALLOC((size_t)DF__MAX(d.n, 1) * sizeof(int));
+    first_out = (int *)DF_MALLOC((size_t)(d.n + 1) * sizeof(int));
+    outs = (int *)DF_MALLOC((size_t)DF__MAX(n_edges, (int64_t)1) * sizeof(int));
+    if (!order || !first_out || !outs) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); goto done; }
+    memset(first_out, 0, (size_t)(d.n + 1) * sizeof(int));
+    for (int i = 0; i < d.n; i++)
+        for (int k = 0; k < d.nodes[i].n_inputs; k++)
+            if (!df__gd_back_edge(&d, d.nodes[i].src[k], i)) first_out[d.nodes[i].src[k] + 1]++;
+    for (int i = 0; i < d.n; i++) first_out[i + 1] += first_out[i];
+    {
+        int *fill = (int *)DF_MALLOC((size_t)DF__MAX(d.n, 1) * sizeof(int));
+        if (!fill) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); goto done; }
+        memcpy(fill, first_out, (size_t)d.n * sizeof(int));
+        for (int i = 0; i < d.n; i++)
+            for (int k = 0; k < d.nodes[i].n_inputs; k++)
+                if (!df__gd_back_edge(&d, d.nodes[i].src[k], i)) outs[fill[d.nodes[i].src[k]]++] = i;
+        DF_FREE(fill);
+    }
+    int n_order = 0;
+    for (int i = 0; i < d.n; i++) if (!d.nodes[i].indeg) order[n_order++] = i;
+    for (int q = 0; q < n_order; q++)
+        for (int e = first_out[order[q]]; e < first_out[order[q] + 1]; e++)
+            if (--d.nodes[outs[e]].indeg == 0) order[n_order++] = outs[e];
+    if (n_order < d.n) {
+        for (int i = 0; i < d.n; i++)
+            if (d.nodes[i].indeg) {
+                df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: the graph has a cycle that is not a while loop's back edge "
+                              "(through node '%s')", d.nodes[i].full);
+                break;
+            }
+        goto done;
+    }
+    /* the nodes, in that order */
+    for (int q = 0; q < n_order; q++) {
+        df__gd_node *n = &d.nodes[order[q]];
+        char *opname = df__gd_cstr(n->op, NULL);
+        if (!opname) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); goto done; }
+        const df__opdef *op = df__op_lookup(opname);
+        if (!op) {
+            df_status_set(st, DF_UNIMPLEMENTED, "GraphDef: node '%s' uses op '%s', which is not registered here", n->full, opname);
+            DF_FREE(opname);
+            goto done;
+        }
+        DF_FREE(opname);
+        df_op_builder *b = df_op_new(g, op->name, n->full);
+        if (!b) { df_status_set(st, g->status.code ? g->status.code : DF_RESOURCE_EXHAUSTED, "GraphDef: node '%s': %s", n->full, g->status.code ? g->status.message : "out of memory"); goto done; }
+        b->raw = 1;
+        /* data inputs, grouped by the op's arguments */
+        int n_data = 0, pos = 0, placeholder = -1;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k].n && n->inputs[k].p[0] != '^') {
+                n_data++;
+                if (placeholder < 0 && !df__gd_back_edge(&d, n->src[k], order[q])) placeholder = k;
+            }
+        if (!df__grow(&ins, &cap_ins, DF__MAX(n_data, 1), sizeof *ins)) { df__builder_free(b); df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); goto done; }
+        for (int k = 0; k < n_data; k++) {
+            df__gd_str name;
+            int index, control, src = n->src[k];
+            df__gd_input(n->inputs[k], &name, &index, &control);
+            if (df__gd_back_edge(&d, src, order[q])) {   /* patched below, once the NextIteration exists */
+                if (placeholder < 0) { df__builder_free(b); df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: Merge '%s' has only back edges as inputs", n->full); goto done; }
+                df__gd_input(n->inputs[placeholder], &name, &index, &control);
+                src = n->src[placeholder];
+            }
+            ins[k] = df__gd_value(&d, o, name, index, src);
+        }
+        for (int a = 0; a < op->n_in; a++) {
+            const df__argdef *arg = &op->in[a];
+            int64_t count = 1;
+            if (arg->number_attr[0] || arg->is_list) {
+                int ok = arg->number_attr[0] ? df__gd_attr_count(n, arg->number_attr, 0, &count)
+                                             : df__gd_attr_count(n, arg->type_attr, 1, &count);
+                if (!ok) count = op->n_in == 1 ? n_data : -1;
+                if (count < 0 || count > n_data - pos) {
+                    df__builder_free(b);
+                    df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: node '%s': the size of list input '%s' of %s does not match "
+                                  "its inputs", n->full, arg->name, op->name);
+                    goto done;
+                }
+                df_op_add_input_list(b, ins + pos, (int)count);
+            } else if (pos < n_data) df_op_add_input(b, ins[pos]);
+            else { count = 0; }
+            pos += (int)count;
+            if (count == 0 && !(arg->number_attr[0] || arg->is_list)) break;
+        }
+        if (pos != n_data) {
+            df__builder_free(b);
+            df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: node '%s': op %s takes %d input%s, the NodeDef has %d", n->full, op->name,
+                          pos, pos == 1 ? "" : "s", n_data);
+            goto done;
+        }
+        for (int k = n_data; k < n->n_inputs; k++) df_op_add_control_input(b, d.nodes[n->src[k]].made);
+        if (n->device.n) {
+            char *dev = df__gd_cstr(n->device, NULL);
+            if (!dev) { df__builder_free(b); df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); goto done; }
+            df_op_set_device(b, dev);
+            DF_FREE(dev);
+        }
+        for (int k = 0; k < n->n_attrs; k++) {
+            char *key = df__gd_cstr(n->attrs[k].key, NULL);
+            if (!key) { df__builder_free(b); df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); goto done; }
+            const df__attrdef *ad = df__op_attrdef(op, key);
+            df_code c = !strcmp(key, "_class") ? df__gd_class(&d, n, b, n->attrs[k].value, prefix)
+                      : ad ? df__gd_set_attr(&d, n, b, ad, n->attrs[k].value) : DF_OK;   /* attrs the op lacks: ignored */
+            DF_FREE(key);
+            if (c) { df__builder_free(b); goto done; }
+        }
+        if (!(n->made = df_op_finish(b))) {
+            df_status_set(st, g->status.code ? g->status.code : DF_INTERNAL, "GraphDef: %s", g->status.message);
+            goto done;
+        }
+    }
+    /* the loops' back edges */
+    for (int i = 0; i < d.n; i++) {
+        df__gd_node *n = &d.nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            if (!df__gd_back_edge(&d, n->src[k], i)) continue;
+            df__gd_str name;
+            int index, control;
+            df__gd_input(n->inputs[k], &name, &index, &control);
+            if (control) continue;
+            if (df_node_update_input(g, n->made, k, df__gd_value(&d, o, name, index, n->src[k]))) {
+                df_status_set(st, g->status.code, "GraphDef: %s", g->status.message);
+                goto done;
+            }
+        }
+    }
+    df_status_clear(st);
+done:
+    DF_FREE(order); DF_FREE(first_out); DF_FREE(outs); DF_FREE(ins);
+    df__gd_free(&d);
+    return st->code;
+}
+
+df_graph *df_graph_import_graphdef(const void *data, size_t len, df_status *st) {
+    df_status local;
+    if (!st) st = &local;
+    df_graph *g = df_graph_new();
+    if (!g) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); return NULL; }
+    if (df__gd_import(g, data, len, NULL, st)) { df_graph_free(g); return NULL; }
+    return g;
+}
+df_code df_graph_import_graphdef_into(df_graph *g, const void *data, size_t len, const df_import_options *o, df_status *st) {
+    df_status local;
+    if (!st) st = &local;
+    df_status_clear(st);
+    if (!g) return df_status_set(st, DF_INVALID_ARGUMENT, "df_graph_import_graphdef_into: NULL graph");
+    if (g->status.code) return df_status_set(st, g->status.code, "The graph already has an error: %s", g->status.message);
+    if (o && o->n_input_map < 0) return df_status_set(st, DF_INVALID_ARGUMENT, "df_import_options: negative n_input_map");
+    if (o && o->n_input_map > 0 && (!o->input_map_names || !o->input_map_values))
+        return df_status_set(st, DF_INVALID_ARGUMENT, "df_import_options: input_map_names and input_map_values must both be set");
+    for (int m = 0; o && m < o->n_input_map; m++) {
+        if (!o->input_map_names[m] || !df__output_valid(o->input_map_values[m]) || o->input_map_values[m].node->graph != g)
+            return df_status_set(st, DF_INVALID_ARGUMENT, "df_import_options: input_map entry %d is not a name and an "
+                                 "output of this graph", m);
+    }
+    /* A trial import into a scratch graph first (mapped inputs become placeholders of their
+       types), so that a GraphDef that fails leaves g as it was. */
+    df_graph *t = df_graph_new();
+    df_output *mapped = o && o->n_input_map ? (df_output *)DF_MALLOC((size_t)o->n_input_map * sizeof(df_output)) : NULL;
+    if (!t || (o && o->n_input_map && !mapped)) { df_graph_free(t); DF_FREE(mapped); return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); }
+    df_import_options to;
+    memset(&to, 0, sizeof to);
+    if (o) {
+        to = *o;
+        for (int m = 0; m < o->n_input_map; m++) {
+            char nm[32];
+            snprintf(nm, sizeof nm, "import.input_map.%d", m);
+            mapped[m] = df_placeholder(t, nm, df_output_dtype(o->input_map_values[m]), -1, NULL);
+        }
+        to.input_map_values = mapped;
+    }
+    df_code c = df__gd_import(t, data, len, o ? &to : NULL, st);
+    for (int i = 0; !c && i < t->n_nodes; i++)
+        if (strncmp(t->nodes[i]->name, "import.input_map.", 17) && df_graph_find(g, t->nodes[i]->name))
+            c = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: node '%s' already exists in the graph (use a prefix)", t->nodes[i]->name);
+    df_graph_free(t);
+    DF_FREE(mapped);
+    if (c) return c;
+    return df__gd_import(g, data, len, o, st);
+}
+
+/* ---- export ---- */
+static void df__gdw_shape(df__pbw *w, uint32_t field, int rank, const int64_t *dims) {
+    df__pbw s;
+    memset(&s, 0, sizeof s);
+    if (rank < 0) df__pbw_uint(&s, 3, 1);
+    for (int i = 0; i < rank; i++) {
+        df__pbw dim;
+        memset(&dim, 0, sizeof dim);
+        df__pbw_uint(&dim, 1, (uint64_t)dims[i]);
+        df__pbw_msg(&s, 2, &dim);
+    }
+    df__pbw_msg(w, field, &s);
+}
+static df_code df__gdw_tensor(df__pbw *w, uint32_t field, const df_tensor *t) {
+    int vwt;
+    if (!df__gd_value_field(t->dtype, &vwt)) return DF_UNIMPLEMENTED;   /* strings, resources */
+    df__pbw s;
+    memset(&s, 0, sizeof s);
+    df__pbw_uint(&s, 1, (uint64_t)t->dtype);
+    df__gdw_shape(&s, 2, t->rank, t->dims);
+    if (t->nbytes) df__pbw_bytes(&s, 4, t->data, t->nbytes);   /* little-endian, as tensor_content is */
+    df__pbw_msg(w, field, &s);
+    return DF_OK;
+}
+static df_code df__gdw_attr(df__pbw *w, const df__attr *a) {
+    df__pbw v;
+    memset(&v, 0, sizeof v);
+    df_code c = DF_OK;
+    switch (a->kind) {
+    case DF__A_INT: df__pbw_uint(&v, 3, (uint64_t)a->u.i); break;
+    case DF__A_FLOAT: { uint32_t bits; memcpy(&bits, &a->u.f, 4); df__pbw_tag(&v, 4, DF__PB_I32); uint8_t b[4] = {(uint8_t)bits, (uint8_t)(bits >> 8), (uint8_t)(bits >> 16), (uint8_t)(bits >> 24)}; df__pbw_raw(&v, b, 4); break; }
+    case DF__A_BOOL: df__pbw_uint(&v, 5, a->u.b ? 1 : 0); break;
+    case DF__A_TYPE: df__pbw_uint(&v, 6, (uint64_t)a->u.type); break;
+    case DF__A_STRING:
+        if (!strcmp(a->name, "_class")) {     /* back to a list of strings */
+            df__pbw l;
+            memset(&l, 0, sizeof l);
+            const char *s = a->u.s ? a->u.s : "";
+            while (*s) {
+                while (*s == ',' || *s == ' ') s++;
+                size_t n = 0;
+                while (s[n] && s[n] != ',' && s[n] != ' ') n++;
+                if (n) df__pbw_bytes(&l, 2, s, n);
+                s += n;
+            }
+            df__pbw_msg(&v, 1, &l);
+        } else df__pbw_str(&v, 2, a->u.s ? a->u.s : "");
+        break;
+    case DF__A_SHAPE: df__gdw_shape(&v, 7, a->u.shape.rank, a->u.shape.dims); break;
+    case DF__A_TENSOR: c = a->u.tensor ? df__gdw_tensor(&v, 8, a->u.tensor) : DF_INVALID_ARGUMENT; break;
+    case DF__A_INT_LIST: case DF__A_TYPE_LIST: {
+        df__pbw l, p;
+        memset(&l, 0, sizeof l);
+        memset(&p, 0, sizeof p);
+        int n = a->kind == DF__A_INT_LIST ? a->u.ints.n : a->u.types.n;
+        for (int i = 0; i < n; i++) df__pbw_varint(&p, a->kind == DF__A_INT_LIST ? (uint64_t)a->u.ints.v[i] : (uint64_t)a->u.types.v[i]);
+        if (n) df__pbw_msg(&l, a->kind == DF__A_INT_LIST ? 3 : 6, &p);
+        df__pbw_msg(&v, 1, &l);
+        break;
+    }
+    default: c = DF_UNIMPLEMENTED;
+    }
+    if (c) { DF_FREE(v.buf); return c; }
+    df__pbw e;
+    memset(&e, 0, sizeof e);
+    df__pbw_str(&e, 1, a->name);
+    df__pbw_msg(&e, 2, &v);
+    df__pbw_msg(w, 5, &e);
+    return DF_OK;
+}
+static int df__gdw_attr_cmp(const void *x, const void *y) {
+    return strcmp((*(const df__attr *const *)x)->name, (*(const df__attr *const *)y)->name);
+}
 df_code df_graph_export_graphdef(const df_graph *g, void **data, size_t *len) {
-    DF__UNUSED(g);
     if (data) *data = NULL;
     if (len) *len = 0;
-    return DF_UNIMPLEMENTED;
+    if (!g || !data || !len) return DF_INVALID_ARGUMENT;
+    df__pbw w;
+    memset(&w, 0, sizeof w);
+    df_code c = DF_OK;
+    const df__attr **sorted = NULL;
+    int cap_sorted = 0;
+    for (int i = 0; i < g->n_nodes && !c; i++) {
+        const df_node *n = g->nodes[i];
+        df__pbw nd;
+        memset(&nd, 0, sizeof nd);
+        df__pbw_str(&nd, 1, n->name);
+        df__pbw_str(&nd, 2, n->op->name);
+        for (int k = 0; k < n->n_inputs; k++) {
+            const df_output in = n->inputs[k];
+            if (in.index) {
+                size_t nl = strlen(in.node->name);
+                char *s = (char *)DF_MALLOC(nl + 16);
+                if (!s) { w.oom = 1; break; }
+                snprintf(s, nl + 16, "%s:%d", in.node->name, in.index);
+                df__pbw_str(&nd, 3, s);
+                DF_FREE(s);
+            } else df__pbw_str(&nd, 3, in.node->name);
+        }
+        for (int k = 0; k < n->n_controls; k++) {
+            size_t nl = strlen(n->controls[k]->name);
+            char *s = (char *)DF_MALLOC(nl + 2);
+            if (!s) { w.oom = 1; break; }
+            s[0] = '^';
+            memcpy(s + 1, n->controls[k]->name, nl + 1);
+            df__pbw_str(&nd, 3, s);
+            DF_FREE(s);
+        }
+        if (n->device && *n->device) df__pbw_str(&nd, 4, n->device);
+        if (!df__grow((void *)&sorted, &cap_sorted, DF__MAX(n->n_attrs, 1), sizeof *sorted)) { w.oom = 1; DF_FREE(nd.buf); break; }
+        for (int k = 0; k < n->n_attrs; k++) sorted[k] = &n->attrs[k];
+        qsort((void *)sorted, (size_t)n->n_attrs, sizeof *sorted, df__gdw_attr_cmp);
+        for (int k = 0; k < n->n_attrs && !c; k++) c = df__gdw_attr(&nd, sorted[k]);
+        if (c) { DF_FREE(nd.buf); break; }
+        df__pbw_msg(&w, 1, &nd);
+    }
+    DF_FREE((void *)sorted);
+    if (!c) {                                   /* versions: producer 134, min_consumer 0 */
+        df__pbw v;
+        memset(&v, 0, sizeof v);
+        df__pbw_uint(&v, 1, 134);
+        df__pbw_msg(&w, 4, &v);
+    }
+    if (c || w.oom) { DF_FREE(w.buf); return c ? c : DF_RESOURCE_EXHAUSTED; }
+    /* the caller frees the buffer with free(): copy out of DF_MALLOC's memory when it differs */
+    void *out = malloc(w.len ? w.len : 1);
+    if (!out) { DF_FREE(w.buf); return DF_RESOURCE_EXHAUSTED; }
+    if (w.len) memcpy(out, w.buf, w.len);
+    DF_FREE(w.buf);
+    *data = out;
+    *len = w.len;
+    return DF_OK;
 }
+
 /* ---- NumPy .npy: versions 1.0 to 3.0, little- and big-endian, C order ---- */
 static const struct { df_dtype t; const char *code; } df__npy_types[] = {
     {DF_FLOAT, "f4"}, {DF_DOUBLE, "f8"}, {DF_HALF, "f2"}, {DF_INT32, "i4"}, {DF_INT64, "i8"},
@@ -12394,6 +13377,23 @@ df_tensor *df_tensor_read_npy(const char *path, df_status *st) {
             v = v * 10 + (*p++ - '0');
         }
         dims[rank++] = v;
+    }
+    {   /* the data's size against what the file holds, before anything is allocated */
+        uint64_t want = df_dtype_size(dt);
+        for (int i = 0; i < rank; i++) {
+            if (dims[i] && want > UINT64_MAX / (uint64_t)dims[i]) { df_status_set(st, DF_INVALID_ARGUMENT, "'%s': the shape's size overflows", path); goto done; }
+            want *= (uint64_t)dims[i];
+        }
+        long here = ftell(f);
+        if (here >= 0 && fseek(f, 0, SEEK_END) == 0) {
+            long end = ftell(f);
+            if (end >= here && (uint64_t)(end - here) < want) {
+                df_status_set(st, DF_DATA_LOSS, "'%s': the data is truncated (the shape needs %llu bytes, the file has %ld)", path,
+                              (unsigned long long)want, end - here);
+                goto done;
+            }
+            if (fseek(f, here, SEEK_SET) != 0) { df_status_set(st, DF_DATA_LOSS, "'%s': cannot seek", path); goto done; }
+        }
     }
     if (!(t = df__tensor_alloc(NULL, dt, rank, dims, st))) goto done;
     if (fread(t->data, 1, t->nbytes, f) != t->nbytes) {
@@ -12507,6 +13507,8 @@ static const df__opspec df__op_table[] = {
     {"AvgPoolGrad", "orig_input_shape:int32,grad:T", "output:T", DF__POOL_ATTRS, df__sf_pool_grad_avg, df__k_avg_pool_grad, DF__OP_EXPENSIVE, 0},
 #undef DF__POOL_ATTRS
     {"BiasAdd", "value:T,bias:T", "output:T", "T:type" DF__NUM ",data_format:string=NHWC", df__sf_bias_add, df__k_bias_add, DF__OP_EXPENSIVE, 0},
+    {"BiasAddGrad", "out_backprop:T", "output:T", "T:type" DF__FLT ",data_format:string=NHWC", df__sf_bias_add_grad,
+     df__k_bias_add_grad, DF__OP_EXPENSIVE, 0},
     DF__RED("Sum", DF__R_SUM), DF__RED("Mean", DF__R_MEAN), DF__RED("Max", DF__R_MAX), DF__RED("Min", DF__R_MIN),
     DF__RED("Prod", DF__R_PROD),
     {"ArgMax", "input:T,dimension:Tidx", "output:output_type", "T:type" DF__NUM ",Tidx:type{int32,int64}=int32,"

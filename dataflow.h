@@ -382,6 +382,18 @@ df_code df_graph_write_dot(const df_graph *g, FILE *f);               /* Graphvi
 /* TensorFlow GraphDef (binary protobuf), both ways. */
 df_graph *df_graph_import_graphdef(const void *data, size_t len, df_status *st);
 df_code   df_graph_export_graphdef(const df_graph *g, void **data, size_t *len);  /* free() it */
+/* Import into an existing graph, as tf.compat.v1.import_graph_def does: every name gets
+   "prefix/" in front (NULL or "": none), and each input_map_names[i] (a tensor name of the
+   GraphDef, "x" or "x:1") is replaced, wherever the GraphDef uses it, by input_map_values[i],
+   an output of g. All or nothing: on an error g is left as it was. */
+typedef struct df_import_options {
+    const char *prefix;
+    int n_input_map;
+    const char *const *input_map_names;
+    const df_output *input_map_values;
+} df_import_options;
+df_code df_graph_import_graphdef_into(df_graph *g, const void *data, size_t len, const df_import_options *opts,
+                                      df_status *st);
 df_tensor *df_tensor_read_npy(const char *path, df_status *st);               /* NumPy .npy */
 df_code    df_tensor_write_npy(const df_tensor *t, const char *path);
 

@@ -2121,21 +2121,6 @@ DF_TEST(bad_npy_files) {
     df_tensor_release(w);
 }
 
-DF_TEST(bad_graphdef_unimplemented) {
-    /* GraphDef import/export are not implemented yet: they refuse clearly, never crash. */
-    df_status st;
-    const unsigned char junk[4] = {0x0a, 0x02, 0x08, 0x01};
-    CHECK(df_graph_import_graphdef(junk, sizeof junk, &st) == NULL);
-    CHECK_CODE(&st, DF_UNIMPLEMENTED);
-    CHECK(df_graph_import_graphdef(NULL, 0, NULL) == NULL);
-    void *data = (void *)1;
-    size_t len = 7;
-    df_graph *g = df_graph_new();
-    CHECK_EQ_INT(df_graph_export_graphdef(g, &data, &len), DF_UNIMPLEMENTED);
-    CHECK(data == NULL && len == 0);
-    df_graph_free(g);
-}
-
 DF_TEST(bad_tensor_shapes_that_wrap) {
     df_status st;
     const int64_t a = ((int64_t)1 << 32) + 1, b = ((int64_t)1 << 32) - 1;

@@ -1,0 +1,5 @@
+
+ÿÿÿÿ
+-
+predPlaceholder*
+dtype
