@@ -152,19 +152,27 @@ static int fixture_dirs(char names[][64], int max) {
     return n;
 }
 
+/* Fixture `name`: its folder, manifest and graph.pb bytes (NULL if unreadable). */
+static void *load_fixture(const char *name, char *dir, size_t dir_size, manifest *m, size_t *len) {
+    char path[512];
+    snprintf(dir, dir_size, FIXTURES "/%.63s", name);
+    snprintf(path, sizeof path, "%s/graph.pb", dir);
+    void *data = load_file(path, len);
+    if (data && !read_manifest(dir, m)) { free(data); data = NULL; }
+    return data;
+}
+
 DF_TEST(graphdef_tensorflow_fixtures_match_tensorflow) {
     char names[64][64];
     int n = fixture_dirs(names, 64), passed = 0;
     CHECK_MSG(n >= 12, "only %d fixtures under " FIXTURES " (run the tests from the repository root)", n);
     for (int i = 0; i < n; i++) {
-        char dir[256], path[512];
-        snprintf(dir, sizeof dir, FIXTURES "/%.63s", names[i]);
-        snprintf(path, sizeof path, "%s/graph.pb", dir);
+        char dir[256];
         manifest m;
         size_t len = 0;
-        void *data = load_file(path, &len);
-        CHECK_MSG(data && read_manifest(dir, &m), "%s: unreadable fixture", dir);
-        if (data && read_manifest(dir, &m)) passed += run_fixture(dir, &m, data, len, "TensorFlow's GraphDef");
+        void *data = load_fixture(names[i], dir, sizeof dir, &m, &len);
+        CHECK_MSG(data != NULL, "%s: unreadable fixture", dir);
+        if (data) passed += run_fixture(dir, &m, data, len, "TensorFlow's GraphDef");
         free(data);
     }
     printf("    %d of %d TensorFlow fixtures match\n", passed, n);
@@ -175,13 +183,11 @@ DF_TEST(graphdef_export_imports_back_to_the_same_results) {
     char names[64][64];
     int n = fixture_dirs(names, 64);
     for (int i = 0; i < n; i++) {
-        char dir[256], path[512];
-        snprintf(dir, sizeof dir, FIXTURES "/%.63s", names[i]);
-        snprintf(path, sizeof path, "%s/graph.pb", dir);
+        char dir[256];
         manifest m;
         size_t len = 0;
-        void *data = load_file(path, &len);
-        if (!data || !read_manifest(dir, &m)) { free(data); continue; }
+        void *data = load_fixture(names[i], dir, sizeof dir, &m, &len);
+        if (!data) continue;
         df_status st;
         df_graph *g = df_graph_import_graphdef(data, len, &st);
         void *exp = NULL;
