@@ -470,3 +470,118 @@ DF_TEST(graphdef_import_into_with_prefix_and_input_map) {
     CHECK_OK(df_graph_status(g));
     df_graph_free(g);
 }
+
+/* TensorProto's typed value fields, packed and not, each dtype's field; fewer values than
+   elements repeat the last one (TensorFlow's rule); no values give zeros. */
+static df_tensor *const_value(pbuf *tensor, df_dtype t, df_status *st) {
+    pbuf g = {{0}, 0}, node = {{0}, 0}, value = {{0}, 0};
+    put_str(&node, 1, "c");
+    put_str(&node, 2, "Const");
+    attr_type(&node, "dtype", t);
+    put_msg(&value, 8, tensor);
+    put_attr(&node, "value", &value);
+    put_msg(&g, 1, &node);
+    df_graph *gr = df_graph_import_graphdef(g.b, g.n, st);
+    if (!gr) return NULL;
+    df_session *s = df_session_new(gr, NULL, st);
+    df_output y = {df_graph_find(gr, "c"), 0};
+    df_tensor *out = NULL;
+    if (s) df_session_run(s, NULL, NULL, 0, &y, &out, 1, NULL, 0, st);
+    df_session_free(s);
+    df_graph_free(gr);
+    return out;
+}
+static void tensor_head(pbuf *t, df_dtype dtype, int64_t n) {
+    pbuf shape = {{0}, 0}, d = {{0}, 0};
+    t->n = 0;
+    put_tag(t, 1, 0);
+    put_varint(t, (uint64_t)dtype);
+    put_tag(&d, 1, 0);
+    put_varint(&d, (uint64_t)n);
+    put_msg(&shape, 2, &d);
+    put_msg(t, 2, &shape);
+}
+DF_TEST(graphdef_tensor_proto_typed_values) {
+    df_status st;
+    pbuf t;
+    /* int32, packed int_val {7, -3} for 4 elements: 7, -3, -3, -3 */
+    tensor_head(&t, DF_INT32, 4);
+    {
+        pbuf packed = {{0}, 0};
+        put_varint(&packed, 7);
+        put_varint(&packed, (uint64_t)(int64_t)-3);
+        put_msg(&t, 7, &packed);
+    }
+    df_tensor *v = const_value(&t, DF_INT32, &st);
+    CHECK_OK(&st);
+    if (v) {
+        const int32_t *p = (const int32_t *)df_tensor_data(v);
+        CHECK(p[0] == 7 && p[1] == -3 && p[2] == -3 && p[3] == -3);
+    }
+    df_tensor_release(v);
+    /* int64, unpacked int64_val, three of three */
+    tensor_head(&t, DF_INT64, 3);
+    for (int i = 0; i < 3; i++) { put_tag(&t, 10, 0); put_varint(&t, (uint64_t)((int64_t)1 << 40) * (uint64_t)(i + 1)); }
+    v = const_value(&t, DF_INT64, &st);
+    CHECK_OK(&st);
+    if (v) CHECK(((const int64_t *)df_tensor_data(v))[2] == (int64_t)3 << 40);
+    df_tensor_release(v);
+    /* double, one double_val for 2 elements */
+    tensor_head(&t, DF_DOUBLE, 2);
+    {
+        double x = -2.25;
+        uint64_t bits;
+        memcpy(&bits, &x, 8);
+        put_tag(&t, 6, 1);
+        for (int i = 0; i < 8; i++) t.b[t.n++] = (unsigned char)(bits >> (8 * i));
+    }
+    v = const_value(&t, DF_DOUBLE, &st);
+    CHECK_OK(&st);
+    if (v) CHECK(((const double *)df_tensor_data(v))[1] == -2.25);
+    df_tensor_release(v);
+    /* bool, bool_val {1, 0} */
+    tensor_head(&t, DF_BOOL, 2);
+    { pbuf packed = {{0}, 0}; put_varint(&packed, 1); put_varint(&packed, 0); put_msg(&t, 11, &packed); }
+    v = const_value(&t, DF_BOOL, &st);
+    CHECK_OK(&st);
+    if (v) CHECK(((const uint8_t *)df_tensor_data(v))[0] == 1 && ((const uint8_t *)df_tensor_data(v))[1] == 0);
+    df_tensor_release(v);
+    /* half, half_val holds the bits: 1.5 is 0x3e00 */
+    tensor_head(&t, DF_HALF, 1);
+    put_tag(&t, 13, 0);
+    put_varint(&t, 0x3e00);
+    v = const_value(&t, DF_HALF, &st);
+    CHECK_OK(&st);
+    if (v) CHECK_NEAR(df_half_to_float(((const uint16_t *)df_tensor_data(v))[0]), 1.5, 0);
+    df_tensor_release(v);
+    /* uint8 through int_val; no values at all: zeros */
+    tensor_head(&t, DF_UINT8, 3);
+    put_tag(&t, 7, 0);
+    put_varint(&t, 200);
+    v = const_value(&t, DF_UINT8, &st);
+    CHECK_OK(&st);
+    if (v) CHECK(((const uint8_t *)df_tensor_data(v))[2] == 200);
+    df_tensor_release(v);
+    tensor_head(&t, DF_FLOAT, 3);
+    v = const_value(&t, DF_FLOAT, &st);
+    CHECK_OK(&st);
+    if (v) CHECK(((const float *)df_tensor_data(v))[0] == 0 && ((const float *)df_tensor_data(v))[2] == 0);
+    df_tensor_release(v);
+    /* too many values; string tensors */
+    tensor_head(&t, DF_INT32, 1);
+    { pbuf packed = {{0}, 0}; put_varint(&packed, 1); put_varint(&packed, 2); put_msg(&t, 7, &packed); }
+    v = const_value(&t, DF_INT32, &st);
+    CHECK(v == NULL);
+    CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "2 values for a tensor of 1 elements");
+    tensor_head(&t, DF_STRING, 1);
+    v = const_value(&t, DF_STRING, &st);
+    CHECK(v == NULL && st.code != DF_OK);
+    /* a packed run cut in the middle of a varint */
+    tensor_head(&t, DF_INT32, 2);
+    put_tag(&t, 7, 2);
+    put_varint(&t, 1);
+    t.b[t.n++] = 0x80;
+    v = const_value(&t, DF_INT32, &st);
+    CHECK(v == NULL);
+    CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "malformed TensorProto");
+}
