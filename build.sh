@@ -111,7 +111,15 @@ run_tests() {
     step "dfrun builds and reports bad input" check_dfrun
     step "fuzz corpora replay without a crash (tests/fuzz/corpus)" fuzz_regression "$san"
     if command -v nvcc >/dev/null 2>&1; then
-        step "dataflow_cuda.cu compiles with nvcc" nvcc -c dataflow_cuda.cu -o build/dataflow_cuda.o
+        # The GPU side: compiled and linked into its tests everywhere; run where a GPU is seen.
+        local cuda_lib; cuda_lib="$(dirname "$(dirname "$(command -v nvcc)")")/lib64"
+        local cuda_link="build/dataflow_cuda.o -L$cuda_lib -Wl,-rpath,$cuda_lib -lcudart -lcublas -lstdc++"
+        step "dataflow_cuda.cu compiles with nvcc" nvcc ${DF_NVCC_FLAGS:-} -c dataflow_cuda.cu -o build/dataflow_cuda.o
+        step "GPU tests build (tests/cuda, -DDATAFLOW_CUDA, cuBLAS)" sh -c "$CC -std=c11 -O1 $WARN -DDATAFLOW_CUDA -I. tests/cuda/test_cuda.c tests/harness.c dataflow.c $cuda_link -o build/cuda_tests $LIBS && $CC -std=c11 -O1 $WARN -DDATAFLOW_CUDA tests/cuda/gpu_count.c dataflow.c $cuda_link -o build/gpu_count $LIBS"
+        local gpus; gpus=$(./build/gpu_count 2>/dev/null || echo 0)
+        if [ "${gpus:-0}" -gt 0 ] 2>/dev/null; then
+            step "GPU tests on $gpus GPU(s) (build/cuda_tests)" sh -c "./build/cuda_tests >build/cuda_tests.log 2>&1; rc=\$?; tail -n 1 build/cuda_tests.log; grep -q ' 0 failed' build/cuda_tests.log && [ \$rc -eq 0 ]"
+        else skipped=$((skipped + 1)); echo "skip: GPU tests ($(grep -c '^DF_TEST' tests/cuda/test_cuda.c) tests; no GPU visible)"; fi
     else skipped=$((skipped + 1)); echo "skip build: nvcc not found (dataflow_cuda.cu not compiled)"; fi
     # The AVX-512 GEMM kernel on CPUs without AVX-512: the whole suite built against SIMDe's
     # portable definitions of the AVX-512 intrinsics (Debian: libsimde-dev), that kernel chosen.
@@ -152,6 +160,13 @@ run_bench() {
     done
     if [ "${DF_BENCH_PEERS:-1}" = 1 ]; then bash bench/peers/setup.sh || echo "(peers unavailable: ratios against TensorFlow are skipped)"; fi
     for b in build/bench_*; do echo; echo "== $(basename "$b")"; "$b" || exit 1; done
+    if command -v nvcc >/dev/null 2>&1; then     # the GPU bench (says so and skips without a GPU)
+        local cuda_top; cuda_top="$(dirname "$(dirname "$(command -v nvcc)")")"
+        nvcc ${DF_NVCC_FLAGS:-} -c dataflow_cuda.cu -o build/dataflow_cuda.o || exit 1
+        $CC -std=c11 -O2 $WARN -DDATAFLOW_CUDA -I. -I"$cuda_top/include" bench/cuda/bench_cuda.c dataflow.c build/dataflow_cuda.o \
+            -L"$cuda_top/lib64" -Wl,-rpath,"$cuda_top/lib64" -lcudart -lcublas -lstdc++ -o build/cuda_bench $LIBS || exit 1
+        echo; echo "== cuda_bench"; ./build/cuda_bench || exit 1
+    fi
 }
 
 run_fuzz() {

@@ -400,6 +400,25 @@ df_code    df_tensor_write_npy(const df_tensor *t, const char *path);
 #ifdef DATAFLOW_CUDA
 /* From dataflow_cuda.cu: the number of visible CUDA devices (0 without a driver or device). */
 int df_cuda_device_count(df_status *st);
+/* One GPU's building blocks (the session's GPU device is made of these): streams, device memory
+   from a BFC allocator over cudaMalloc'd regions (memory_limit 0: no limit; out of memory is
+   DF_RESOURCE_EXHAUSTED), copies, cuBLAS products and elementwise kernels. Work is queued on
+   the GPU's compute stream; copies to the host wait for it. Every error is a status. */
+typedef struct df_cuda df_cuda;
+df_cuda *df_cuda_open(int device, size_t memory_limit, df_status *st);
+void     df_cuda_close(df_cuda *g);
+void    *df_cuda_alloc(df_cuda *g, size_t bytes, df_status *st);
+void     df_cuda_free(df_cuda *g, void *p);
+void     df_cuda_get_stats(df_cuda *g, df_alloc_stats *out);
+df_code  df_cuda_copy_to_device(df_cuda *g, void *dst, const void *src, size_t bytes, df_status *st);
+df_code  df_cuda_copy_to_host(df_cuda *g, void *dst, const void *src, size_t bytes, df_status *st);
+df_code  df_cuda_synchronize(df_cuda *g, df_status *st);
+/* Row-major C = op(A) op(B), float32, through cublasGemmEx; tf32 nonzero allows TF32. */
+df_code  df_cuda_gemm_f32(df_cuda *g, int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                          const float *b, int64_t ldb, float *c, int64_t ldc, int tf32, df_status *st);
+/* c = op(a, b) over n floats; Relu and Tanh take no b. */
+enum { DF_CUDA_ADD = 0, DF_CUDA_SUB, DF_CUDA_MUL, DF_CUDA_MAX, DF_CUDA_RELU, DF_CUDA_TANH };
+df_code  df_cuda_elementwise_f32(df_cuda *g, int op, const float *a, const float *b, float *c, int64_t n, df_status *st);
 #endif
 
 #ifdef __cplusplus
