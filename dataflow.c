@@ -732,11 +732,12 @@ static int df__bfc_extend(df_bfc *a, size_t rounded) {
     size_t avail = (a->limit - a->total_region_bytes) & ~(DF__BFC_MIN - 1);
     if (rounded > avail) return 0;
     int increased = 0;
-    while (rounded > a->curr_region_bytes) {      /* a region at least as big as the request */
-        a->curr_region_bytes *= 2;
+    size_t region = a->curr_region_bytes;         /* kept only if the region is made: a failed huge */
+    while (rounded > region) {                    /* request must not make later ones huge too */
+        region *= 2;
         increased = 1;
     }
-    size_t bytes = a->curr_region_bytes < avail ? a->curr_region_bytes : avail;
+    size_t bytes = region < avail ? region : avail;
     void *mem = a->sys_alloc(bytes, a->user);
     if (!mem && !a->started_backpedal) {          /* TF: once per lifetime, try 90%, 81%, ... */
         a->started_backpedal = 1;
@@ -749,6 +750,7 @@ static int df__bfc_extend(df_bfc *a, size_t rounded) {
         }
     }
     if (!mem) return 0;
+    a->curr_region_bytes = region;
     if (!increased && a->curr_region_bytes <= DF__BFC_NO_LIMIT)
         a->curr_region_bytes *= 2;                /* the next region is twice as big */
     if (!df__bfc_add_region(a, mem, bytes)) {

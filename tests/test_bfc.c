@@ -415,6 +415,30 @@ DF_TEST(bfc_backpedal) {
     CHECK_EQ_INT(t.n, 0);
 }
 
+/* A request the system refuses (no limit set; a GPU asked for 16 TiB) must not make the next
+   regions that big: a small request afterwards still gets memory. */
+DF_TEST(bfc_refused_huge_request_leaves_growth_alone) {
+    tracker t;
+    df_bfc_options o;
+    memset(&o, 0, sizeof o);
+    memset(&t, 0, sizeof t);
+    o.allow_growth = 1;
+    o.sys_alloc = stingy_alloc;                     /* refuses regions over 3 MiB */
+    o.sys_free = tracked_free;
+    o.user = &t;
+    df_bfc *a = df_bfc_new(&o);
+    CHECK(df_bfc_alloc(a, 64 * MiB) == NULL);
+    CHECK(df_bfc_alloc(a, 64 * MiB) == NULL);
+    void *p = df_bfc_alloc(a, 1 * MiB);
+    CHECK(p != NULL);
+    void *q = df_bfc_alloc(a, 1 * MiB);
+    CHECK(q != NULL);
+    df_bfc_free(a, p);
+    df_bfc_free(a, q);
+    df_bfc_free_all(a);
+    CHECK_EQ_INT(t.n, 0);
+}
+
 static int gc_scenario(int gc) {
     tracker t;
     df_bfc *a = new_tracked(&t, 8 * MiB, 1, gc);
