@@ -12473,6 +12473,7 @@ typedef struct df__gd_node {
     int n_inputs, cap_inputs, n_attrs, cap_attrs;
     char *full;                    /* the node's name in the graph (prefix included), owned */
     int *src;                      /* per input: the index of its node */
+    int n_data;                    /* data inputs (the control inputs follow them) */
     int indeg, done;
     df_node *made;
 } df__gd_node;
@@ -12917,8 +12918,10 @@ static int df__gd_attr_count(const df__gd_node *n, const char *name, int list, i
     }
     return 0;
 }
-static int df__gd_back_edge(const df__gd *d, int src, int dst) {
-    return df__gd_eq(d->nodes[src].op, "NextIteration") && df__gd_eq(d->nodes[dst].op, "Merge");
+/* Data input k of node dst is a loop's back edge (NextIteration -> Merge): made after dst. */
+static int df__gd_back_edge(const df__gd *d, int dst, int k) {
+    const df__gd_node *n = &d->nodes[dst];
+    return k < n->n_data && df__gd_eq(d->nodes[n->src[k]].op, "NextIteration") && df__gd_eq(n->op, "Merge");
 }
 /* An input's value: the mapped output when the import options map that tensor, else the output
    of the node made for it. */
@@ -12975,6 +12978,7 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
                 goto done;
             }
             seen_control |= control;
+            if (!control) n->n_data = k + 1;
             char *key = df__gd_cstr(name, NULL);
             if (!key) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); goto done; }
             int found = df__strmap_get(&d.index, key, &src);
@@ -12985,8 +12989,9 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
                 goto done;
             }
             n->src[k] = src;
-            if (!df__gd_back_edge(&d, src, i)) { n->indeg++; n_edges++; }
         }
+        for (int k = 0; k < n->n_inputs; k++)
+            if (!df__gd_back_edge(&d, i, k)) { n->indeg++; n_edges++; }
     }
     /* an order in which every input is made first (Kahn; loops' back edges left out) */
     order = (int *)DF_MALLOC((size_t)DF__MAX(d.n, 1) * sizeof(int));
@@ -12996,7 +13001,7 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
     memset(first_out, 0, (size_t)(d.n + 1) * sizeof(int));
     for (int i = 0; i < d.n; i++)
         for (int k = 0; k < d.nodes[i].n_inputs; k++)
-            if (!df__gd_back_edge(&d, d.nodes[i].src[k], i)) first_out[d.nodes[i].src[k] + 1]++;
+            if (!df__gd_back_edge(&d, i, k)) first_out[d.nodes[i].src[k] + 1]++;
     for (int i = 0; i < d.n; i++) first_out[i + 1] += first_out[i];
     {
         int *fill = (int *)DF_MALLOC((size_t)DF__MAX(d.n, 1) * sizeof(int));
@@ -13004,7 +13009,7 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
         memcpy(fill, first_out, (size_t)d.n * sizeof(int));
         for (int i = 0; i < d.n; i++)
             for (int k = 0; k < d.nodes[i].n_inputs; k++)
-                if (!df__gd_back_edge(&d, d.nodes[i].src[k], i)) outs[fill[d.nodes[i].src[k]]++] = i;
+                if (!df__gd_back_edge(&d, i, k)) outs[fill[d.nodes[i].src[k]]++] = i;
         DF_FREE(fill);
     }
     int n_order = 0;
@@ -13037,18 +13042,15 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
         if (!b) { df_status_set(st, g->status.code ? g->status.code : DF_RESOURCE_EXHAUSTED, "GraphDef: node '%s': %s", n->full, g->status.code ? g->status.message : "out of memory"); goto done; }
         b->raw = 1;
         /* data inputs, grouped by the op's arguments */
-        int n_data = 0, pos = 0, placeholder = -1;
-        for (int k = 0; k < n->n_inputs; k++)
-            if (n->inputs[k].n && n->inputs[k].p[0] != '^') {
-                n_data++;
-                if (placeholder < 0 && !df__gd_back_edge(&d, n->src[k], order[q])) placeholder = k;
-            }
+        int n_data = n->n_data, pos = 0, placeholder = -1;
+        for (int k = 0; k < n_data && placeholder < 0; k++)
+            if (!df__gd_back_edge(&d, order[q], k)) placeholder = k;
         if (!df__grow(&ins, &cap_ins, DF__MAX(n_data, 1), sizeof *ins)) { df__builder_free(b); df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); goto done; }
         for (int k = 0; k < n_data; k++) {
             df__gd_str name;
             int index, control, src = n->src[k];
             df__gd_input(n->inputs[k], &name, &index, &control);
-            if (df__gd_back_edge(&d, src, order[q])) {   /* patched below, once the NextIteration exists */
+            if (df__gd_back_edge(&d, order[q], k)) {     /* patched below, once the NextIteration exists */
                 if (placeholder < 0) { df__builder_free(b); df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: Merge '%s' has only back edges as inputs", n->full); goto done; }
                 df__gd_input(n->inputs[placeholder], &name, &index, &control);
                 src = n->src[placeholder];
@@ -13105,11 +13107,10 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
     for (int i = 0; i < d.n; i++) {
         df__gd_node *n = &d.nodes[i];
         for (int k = 0; k < n->n_inputs; k++) {
-            if (!df__gd_back_edge(&d, n->src[k], i)) continue;
+            if (!df__gd_back_edge(&d, i, k)) continue;
             df__gd_str name;
             int index, control;
             df__gd_input(n->inputs[k], &name, &index, &control);
-            if (control) continue;
             if (df_node_update_input(g, n->made, k, df__gd_value(&d, o, name, index, n->src[k]))) {
                 df_status_set(st, g->status.code, "GraphDef: %s", g->status.message);
                 goto done;

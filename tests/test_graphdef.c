@@ -382,6 +382,24 @@ DF_TEST(graphdef_malformed_inputs_give_a_status) {
     expect_status(&p, DF_UNIMPLEMENTED, "node 'odd' uses op 'NoSuchOp'", "unknown op");
     p.n = 0; neg_node(&p, "a", "Neg", "b"); neg_node(&p, "b", "Neg", "a");
     expect_status(&p, DF_INVALID_ARGUMENT, "cycle", "cycle");
+    /* a control edge from a NextIteration into a Merge is not a loop's back edge: a cycle */
+    p.n = 0;
+    const_node(&p, "c", two, sizeof two, 2);
+    {
+        pbuf node = {{0}, 0}, v = {{0}, 0};
+        put_str(&node, 1, "m");
+        put_str(&node, 2, "Merge");
+        put_str(&node, 3, "c");
+        put_str(&node, 3, "c");
+        put_str(&node, 3, "^ni");
+        attr_type(&node, "T", DF_FLOAT);
+        put_tag(&v, 3, 0);
+        put_varint(&v, 2);
+        put_attr(&node, "N", &v);
+        put_msg(&p, 1, &node);
+    }
+    neg_node(&p, "ni", "NextIteration", "m");
+    expect_status(&p, DF_INVALID_ARGUMENT, "cycle", "control back edge");
     p.n = 0; const_node(&p, "c", two, sizeof two, 2); neg_node(&p, "n", "Neg", "c:x");
     expect_status(&p, DF_INVALID_ARGUMENT, "malformed input", "bad input syntax");
     p.n = 0; const_node(&p, "c", two, sizeof two, 2); neg_node(&p, "n", "Neg", "c:3");
