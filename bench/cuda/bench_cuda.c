@@ -5,8 +5,8 @@
    2. Elementwise Add and Relu on 256M floats (1 GiB per operand) against cudaMemcpyAsync
       device-to-device of the same bytes read plus written: fraction of copy bandwidth
       (target: at least 90%).
-   Timing with CUDA events on the compute stream, after warm-up: the median of 7 runs of
-   several calls each. */
+   Timing with CUDA events around runs of several calls that end by waiting for their stream
+   (the same for ours and the bare library), after warm-up: the median of 7 runs. */
 #include "../../dataflow.h"
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -16,17 +16,21 @@
 
 static int cmp(const void *a, const void *b) { float x = *(const float *)a, y = *(const float *)b; return x < y ? -1 : x > y; }
 typedef void (*work_fn)(void *user);
-/* Median milliseconds per call of fn over 7 runs of `calls` calls, events on `stream`. */
-static float time_ms(cudaStream_t stream, work_fn fn, void *user, int calls) {
+/* Median milliseconds per call of fn over 7 runs of `calls` calls, after 3 warm-up calls: CUDA
+   events on the default stream around each run, the device idle before and `done` (which waits
+   for the stream fn queues on) inside, so ours and the bare library are timed alike. */
+static float time_ms(work_fn fn, work_fn done, void *user, int calls) {
     cudaEvent_t a, b;
     cudaEventCreate(&a); cudaEventCreate(&b);
     for (int i = 0; i < 3; i++) fn(user);
-    cudaStreamSynchronize(stream);
+    done(user);
     float t[7];
     for (int r = 0; r < 7; r++) {
-        cudaEventRecord(a, stream);
+        cudaDeviceSynchronize();
+        cudaEventRecord(a, 0);
         for (int i = 0; i < calls; i++) fn(user);
-        cudaEventRecord(b, stream);
+        done(user);
+        cudaEventRecord(b, 0);
         cudaEventSynchronize(b);
         cudaEventElapsedTime(&t[r], a, b);
         t[r] /= (float)calls;
@@ -35,12 +39,14 @@ static float time_ms(cudaStream_t stream, work_fn fn, void *user, int calls) {
     qsort(t, 7, sizeof t[0], cmp);
     return t[3];
 }
-typedef struct gemm_args { df_cuda *g; cublasHandle_t h; int n; float *a, *b, *c; } gemm_args;
+typedef struct gemm_args { df_cuda *g; cublasHandle_t h; int n; float *a, *b, *c; cudaStream_t s; } gemm_args;
 static void ours_gemm(void *u) {
     gemm_args *x = (gemm_args *)u;
     df_status st;
     df_cuda_gemm_f32(x->g, 0, 0, x->n, x->n, x->n, x->a, x->n, x->b, x->n, x->c, x->n, 0, &st);
 }
+static void ours_done(void *u) { df_status st; df_cuda_synchronize(*(df_cuda **)u, &st); }   /* g comes first */
+static void bare_done(void *u) { cudaStreamSynchronize(((gemm_args *)u)->s); }
 static void bare_gemm(void *u) {
     gemm_args *x = (gemm_args *)u;
     const float one = 1, zero = 0;
@@ -52,6 +58,7 @@ static void ours_ew(void *u) {
     df_status st;
     df_cuda_elementwise_f32(x->g, x->op, x->a, x->b, x->c, x->n, &st);
 }
+static void copy_done(void *u) { cudaStreamSynchronize(((ew_args *)u)->s); }
 static void copy_ew(void *u) {
     ew_args *x = (ew_args *)u;
     cudaMemcpyAsync(x->c, x->a, (size_t)x->n * 4, cudaMemcpyDeviceToDevice, x->s);
@@ -65,8 +72,7 @@ int main(void) {
     struct cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, 0);
     printf("gpu: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
-    /* our compute stream is private: time on the stream cuBLAS was given, via a handle of our own
-       bound to a stream we make, and run ours on that stream's twin by synchronising around it */
+    /* the bare cuBLAS calls run on a stream of their own (ours are on the GPU's private stream) */
     cudaStream_t s;
     cudaStreamCreate(&s);
     cublasHandle_t h;
@@ -83,44 +89,9 @@ int main(void) {
         df_cuda_copy_to_device(g, a, host, bytes, &st);
         df_cuda_copy_to_device(g, b, host, bytes, &st);
         free(host);
-        gemm_args x = {g, h, n, a, b, c};
+        gemm_args x = {g, h, n, a, b, c, s};
         int calls = n >= 4096 ? 5 : 20;
-        /* ours runs on its own stream: time it with events on that stream by synchronising the
-           device around, so both figures are whole-call device times */
-        cudaDeviceSynchronize();
-        float tb = time_ms(s, bare_gemm, &x, calls);
-        cudaDeviceSynchronize();
-        cudaEvent_t e0, e1;
-        cudaEventCreate(&e0); cudaEventCreate(&e1);
-        float t[7];
-        for (int i = 0; i < 3; i++) ours_gemm(&x);
-        df_cuda_synchronize(g, &st);
-        for (int r = 0; r < 7; r++) {
-            cudaDeviceSynchronize();
-            cudaEventRecord(e0, 0);
-            for (int i = 0; i < calls; i++) ours_gemm(&x);
-            df_cuda_synchronize(g, &st);
-            cudaEventRecord(e1, 0);
-            cudaEventSynchronize(e1);
-            cudaEventElapsedTime(&t[r], e0, e1);
-            t[r] /= (float)calls;
-        }
-        qsort(t, 7, sizeof t[0], cmp);
-        float to = t[3];
-        /* the same for cuBLAS measured the same way, so both include the same synchronisation */
-        for (int r = 0; r < 7; r++) {
-            cudaDeviceSynchronize();
-            cudaEventRecord(e0, 0);
-            for (int i = 0; i < calls; i++) bare_gemm(&x);
-            cudaStreamSynchronize(s);
-            cudaEventRecord(e1, 0);
-            cudaEventSynchronize(e1);
-            cudaEventElapsedTime(&t[r], e0, e1);
-            t[r] /= (float)calls;
-        }
-        qsort(t, 7, sizeof t[0], cmp);
-        tb = t[3];
-        cudaEventDestroy(e0); cudaEventDestroy(e1);
+        float tb = time_ms(bare_gemm, bare_done, &x, calls), to = time_ms(ours_gemm, ours_done, &x, calls);
         printf("%6d %10.3f %10.3f %8.1f%% %8.1f\n", n, to, tb, 100.0 * (to / tb - 1), 2.0 * n * n * (double)n / (to * 1e-3) * 1e-12);
         df_cuda_free(g, a); df_cuda_free(g, b); df_cuda_free(g, c);
     }
@@ -132,33 +103,17 @@ int main(void) {
     cudaMemset(a, 0x3c, bytes); cudaMemset(b, 0x3d, bytes);
     cudaDeviceSynchronize();
     ew_args e = {g, DF_CUDA_ADD, a, b, c, n, s};
-    float tcopy = time_ms(s, copy_ew, &e, 5);
+    float tcopy = time_ms(copy_ew, copy_done, &e, 5);
     double copy_gbs = 2.0 * bytes / (tcopy * 1e-3) * 1e-9;
     printf("%-8s %9.3f ms %9.1f GB/s\n", "copy", tcopy, copy_gbs);
     const char *names[2] = {"Add", "Relu"};
     int ops[2] = {DF_CUDA_ADD, DF_CUDA_RELU};
     for (int k = 0; k < 2; k++) {
         e.op = ops[k];
-        cudaEvent_t e0, e1;
-        cudaEventCreate(&e0); cudaEventCreate(&e1);
-        float t[7];
-        ours_ew(&e);
-        df_cuda_synchronize(g, &st);
-        for (int r = 0; r < 7; r++) {
-            cudaDeviceSynchronize();
-            cudaEventRecord(e0, 0);
-            for (int i = 0; i < 5; i++) ours_ew(&e);
-            df_cuda_synchronize(g, &st);
-            cudaEventRecord(e1, 0);
-            cudaEventSynchronize(e1);
-            cudaEventElapsedTime(&t[r], e0, e1);
-            t[r] /= 5;
-        }
-        qsort(t, 7, sizeof t[0], cmp);
+        float t = time_ms(ours_ew, ours_done, &e, 5);
         double moved = (k == 0 ? 3.0 : 2.0) * bytes;
-        double gbs = moved / (t[3] * 1e-3) * 1e-9;
-        printf("%-8s %9.3f ms %9.1f GB/s  %5.1f%% of copy\n", names[k], t[3], gbs, 100.0 * gbs / copy_gbs);
-        cudaEventDestroy(e0); cudaEventDestroy(e1);
+        double gbs = moved / (t * 1e-3) * 1e-9;
+        printf("%-8s %9.3f ms %9.1f GB/s  %5.1f%% of copy\n", names[k], t, gbs, 100.0 * gbs / copy_gbs);
     }
     df_cuda_free(g, a); df_cuda_free(g, b); df_cuda_free(g, c);
     cublasDestroy(h);
