@@ -1104,6 +1104,9 @@ struct df_tensor {
 typedef struct df__allocator {
     df_bfc *bfc;
     int refs;
+    void (*on_release)(void *);  /* after the last release (a GPU closes itself) */
+    void *gpu;                   /* a GPU's df_cuda when its memory is the GPU's; NULL: host memory */
+    void *on_release_arg;
     df__spin recycle_lock;
     int n_recycled;
     df_tensor *recycled[DF__RECYCLE_SLOTS];
@@ -1112,6 +1115,7 @@ static void df__allocator_release(df__allocator *a) {
     if (!a || DF__ATOMIC_DEC(&a->refs) != 0) return;
     for (int i = 0; i < a->n_recycled; i++) { df_bfc_free(a->bfc, a->recycled[i]->data); DF_FREE(a->recycled[i]); }
     df_bfc_free_all(a->bfc);
+    if (a->on_release) a->on_release(a->on_release_arg);
     DF_FREE(a);
 }
 static df__allocator *df__allocator_new(const df_bfc_options *o) {
@@ -1371,6 +1375,10 @@ typedef struct df__device {
     uint64_t incarnation;        /* random per device instance: keys tell restarted devices apart */
     df__allocator *alloc;
     const df__device_ops *ops;
+    void *gpu;                   /* a GPU device's df_cuda (dataflow_cuda.cu) */
+    df__spin cache_lock;         /* constants copied to this device, by host value */
+    struct { df_tensor *host, *dev; } *cache;
+    int n_cache, cap_cache;
 } df__device;
 
 /* A parsed device specification; -1 / "" means unspecified. Accepts TensorFlow's full names and
@@ -1496,8 +1504,119 @@ static df__device *df__device_new_cpu(int index, size_t memory_limit, df_status 
     return d;
 }
 
+#ifdef DATAFLOW_CUDA
+/* ---- the GPU device: memory from a BFC allocator over cudaMalloc'd regions, kernels queued on
+   the GPU's compute stream by the kernels themselves (they call dataflow_cuda.cu's launchers), so
+   running one is calling it. The df_cuda closes when the allocator's last tensor is gone. ---- */
+static void *df__gpu_allocate(df__device *d, size_t bytes) { return df_bfc_alloc(d->alloc->bfc, bytes); }
+static void df__gpu_deallocate(df__device *d, void *p) { df_bfc_free(d->alloc->bfc, p); }
+static df_code df__gpu_to_host(df__device *d, void *dst, const void *src, size_t bytes) {
+    df_status st;
+    return bytes ? df_cuda_memcpy_d2h((df_cuda *)d->gpu, dst, src, bytes, &st) : DF_OK;
+}
+static df_code df__gpu_from_host(df__device *d, void *dst, const void *src, size_t bytes) {
+    df_status st;
+    return bytes ? df_cuda_memcpy_h2d((df_cuda *)d->gpu, dst, src, bytes, &st) : DF_OK;
+}
+static df_code df__gpu_synchronize(df__device *d) { df_status st; return df_cuda_synchronize((df_cuda *)d->gpu, &st); }
+static const df__device_ops df__gpu_ops = {
+    df__gpu_allocate, df__gpu_deallocate, df__gpu_to_host, df__gpu_from_host, df__cpu_run_kernel, df__gpu_synchronize
+};
+static void df__gpu_close(void *g) { df_cuda_close((df_cuda *)g); }
+static df__device *df__device_new_gpu(int index, size_t memory_limit, df_status *st) {
+    df__device *d = (df__device *)DF_MALLOC(sizeof *d);
+    if (!d) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a device"); return NULL; }
+    memset(d, 0, sizeof *d);
+    df_cuda *g = df_cuda_open(index, 0, st);
+    if (!g) { DF_FREE(d); return NULL; }
+    snprintf(d->name, sizeof d->name, "/job:localhost/replica:0/task:0/device:GPU:%d", index);
+    memcpy(d->type, "GPU", 4);
+    d->kernel_type = DF__DEV_GPU;
+    d->index = index;
+    d->ops = &df__gpu_ops;
+    d->gpu = g;
+    uint64_t c = __atomic_add_fetch(&df__incarnation_counter, 1, __ATOMIC_RELAXED);
+    d->incarnation = df__hash_mix(df__hash_mix((uint64_t)time(NULL), (uint64_t)(uintptr_t)d), c) | 1;
+    df_bfc_options o;
+    memset(&o, 0, sizeof o);
+    o.memory_limit = memory_limit;
+    o.allow_growth = 1;
+    o.garbage_collection = 1;
+    o.sys_alloc = df_cuda_region_alloc;
+    o.sys_free = df_cuda_region_free;
+    o.user = g;
+    if (!(d->alloc = df__allocator_new(&o))) {
+        df_cuda_close(g);
+        DF_FREE(d);
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a GPU allocator");
+        return NULL;
+    }
+    d->alloc->on_release = df__gpu_close;
+    d->alloc->gpu = g;
+    d->alloc->on_release_arg = g;
+    return d;
+}
+#endif
+
+/* Copies between host memory and a device's (new references; NULL with st set on error). */
+static df_tensor *df__to_device(df__device *d, const df_tensor *v, df_status *st) {
+    df_tensor *x = df__tensor_alloc(d->alloc, v->dtype, v->rank, v->dims, st);
+    if (!x) return NULL;
+    df_code code = x->nbytes ? d->ops->copy_from_host(d, x->data, v->data, v->nbytes) : DF_OK;
+    if (code) {
+        df_status_set(st, code, "Copying %zu bytes to %s failed", v->nbytes, d->name);
+        df_tensor_release(x);
+        return NULL;
+    }
+    return x;
+}
+static df_tensor *df__to_host(df__device *d, const df_tensor *v, df_status *st) {
+    df__allocator *a = df__host_allocator();
+    df_tensor *x = a ? df__tensor_alloc(a, v->dtype, v->rank, v->dims, st) : NULL;
+    if (!a) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
+    if (!x) return NULL;
+    df_code code = x->nbytes ? d->ops->copy_to_host(d, x->data, v->data, v->nbytes) : DF_OK;
+    if (code) {
+        df_status_set(st, code, "Copying %zu bytes from %s failed", v->nbytes, d->name);
+        df_tensor_release(x);
+        return NULL;
+    }
+    return x;
+}
+
+/* dst's bytes = src's (same size), in whichever memory they live: a GPU copy is queued. */
+static df_code df__copy_data(df_tensor *dst, const df_tensor *src, df_status *st) {
+    if (!src->nbytes) return DF_OK;
+#ifdef DATAFLOW_CUDA
+    const df_tensor *b = src->base ? src->base : src;
+    if (b->alloc && b->alloc->gpu) return df_cuda_memcpy_d2d((df_cuda *)b->alloc->gpu, dst->data, src->data, src->nbytes, st);
+#else
+    DF__UNUSED(st);
+#endif
+    memcpy(dst->data, src->data, src->nbytes);
+    return DF_OK;
+}
+/* dst = a + b (code DF__B_ADD) or a - b over n elements of a float type, in their memory. */
+typedef void (*df__row_fn)(void *o, const void *a, const void *b, int64_t n, int sa, int sb);
+static df__row_fn df__binary_row(int code, df_dtype t);
+static df_code df__add_data(int code, df_tensor *dst, const df_tensor *a, const df_tensor *b, df_status *st) {
+#ifdef DATAFLOW_CUDA
+    const df_tensor *ab = a->base ? a->base : a;
+    if (ab->alloc && ab->alloc->gpu) {
+        int64_t one = 1;
+        return a->n ? df_cuda_binary((df_cuda *)ab->alloc->gpu, code, a->dtype, 1, &a->n, a->data, &one, b->data, &one, dst->data, st) : DF_OK;
+    }
+#else
+    DF__UNUSED(st);
+#endif
+    df__binary_row(code, a->dtype)(dst->data, a->data, b->data, a->n, 1, 1);
+    return DF_OK;
+}
+
 static void df__device_free(df__device *d) {
     if (!d) return;
+    for (int i = 0; i < d->n_cache; i++) { df_tensor_release(d->cache[i].host); df_tensor_release(d->cache[i].dev); }
+    DF_FREE(d->cache);
     df__allocator_release(d->alloc);
     DF_FREE(d);
 }
@@ -1570,6 +1689,7 @@ enum {                           /* op flags */
 typedef struct df__kernel_def {
     df__kernel_fn fn;            /* NULL: no kernel for this device type */
     uint32_t host_inputs, host_outputs;   /* bit i: argument i lives in host memory */
+    uint32_t types;              /* GPU: bit t: device-memory arguments may have dtype t (0: any) */
 } df__kernel_def;
 
 typedef struct df__opdef {
@@ -1716,6 +1836,9 @@ static const int df__op_table_size;
 static pthread_once_t df__registry_once = PTHREAD_ONCE_INIT;
 #endif
 
+#ifdef DATAFLOW_CUDA
+static void df__gpu_register(df__opdef *ops, int n_ops);
+#endif
 static void df__registry_build(void) {
     df__opdef *ops = (df__opdef *)DF_MALLOC((size_t)df__op_table_size * sizeof *ops);
     if (!ops) { df__registry.initialised = -1; snprintf(df__registry.error, 256, "out of memory"); return; }
@@ -1725,7 +1848,7 @@ static void df__registry_build(void) {
         df__opdef *op = &ops[k];
         char items[16][96];
         op->name = sp->name; op->shape_fn = sp->shape_fn;
-        op->kernels[DF__DEV_CPU].fn = sp->kernel;       /* CPU memory is host memory */
+        op->kernels[DF__DEV_CPU].fn = sp->kernel;       /* CPU memory is host memory (GPU kernels: below) */
         /* Expected cost per element: transcendental math costs more than a add. */
         if (sp->flags & DF__OP_EXPENSIVE) {
             static const char *const costly[] = {"Exp", "Log", "Tanh", "Sigmoid", "Pow", "Sqrt", "Rsqrt",
@@ -1752,6 +1875,9 @@ static void df__registry_build(void) {
         DF_FREE(ops);
         return;
     }
+#ifdef DATAFLOW_CUDA
+    df__gpu_register(ops, df__op_table_size);
+#endif
     df__registry.ops = ops;
     df__registry.n_ops = df__op_table_size;
     __atomic_store_n(&df__registry.initialised, 1, __ATOMIC_RELEASE);
@@ -3168,6 +3294,9 @@ typedef struct df__kctx {
     int out_dead;                /* set by a Recv whose value arrived dead */
     int pending;                 /* set by a Recv that waits: the executor resumes it later */
     struct df__ipool *ipool;     /* the session's intra-op threads (NULL: this thread only) */
+    uint32_t host_out;           /* bit i: output i goes to host memory (a GPU's shapes, predicates) */
+    void *gpu;                   /* the df_cuda whose memory the kernel works in; NULL: host memory */
+    int32_t xfer;                /* _Send: the receiving partition * 2 + 1 if it wants device memory */
 } df__kctx;
 
 static const df_tensor *df__const_value(df_output o) {
@@ -3269,7 +3398,9 @@ static df_code df__sf_binary(df__shape_ctx *c) {
 #define DF__KFAIL(c, code, ...) df__fail((c)->st, (c)->node, (code), __VA_ARGS__)
 
 static df_tensor *df__k_alloc(df__kctx *c, int i, df_dtype t, int rank, const int64_t *dims) {
-    df_tensor *x = df__tensor_alloc(c->alloc, t, rank, dims, c->st);
+    df__allocator *a = (c->host_out >> DF__MIN(i, 31) & 1) ? df__host_allocator() : c->alloc;
+    df_tensor *x = a ? df__tensor_alloc(a, t, rank, dims, c->st) : NULL;
+    if (!a) df_status_set(c->st, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
     if (!x) {
         char msg[sizeof c->st->message];
         memcpy(msg, c->st->message, sizeof msg);
@@ -3383,7 +3514,6 @@ enum { DF__B_ADD, DF__B_SUB, DF__B_MUL, DF__B_DIV, DF__B_MAX, DF__B_MIN, DF__B_P
        /* gradient ops: ReluGrad(dy, x) and the y-based ones (y, dy) */
        DF__B_RELU_GRAD, DF__B_TANH_GRAD, DF__B_SIGMOID_GRAD, DF__B_SQRT_GRAD, DF__B_RSQRT_GRAD, DF__B_RECIP_GRAD,
        DF__B_COUNT };
-typedef void (*df__row_fn)(void *o, const void *a, const void *b, int64_t n, int sa, int sb);
 
 #define DF__ROW(NAME, TI, TO, EXPR)                                                            \
     static void NAME(void *o_, const void *a_, const void *b_, int64_t n, int sa, int sb) {    \
@@ -6828,7 +6958,7 @@ static void df__k_assign(df__kctx *c) {
     }
     df_tensor *fresh = df__tensor_alloc(c->alloc, old->dtype, old->rank, old->dims, c->st);
     if (!fresh) { df__spin_unlock(&v->lock); return; }
-    df__binary_row(code == 1 ? DF__B_ADD : DF__B_SUB, old->dtype)(fresh->data, old->data, value->data, old->n, 1, 1);
+    if (df__add_data(code == 1 ? DF__B_ADD : DF__B_SUB, fresh, old, value, c->st)) { df__spin_unlock(&v->lock); df_tensor_release(fresh); return; }
     v->value = fresh;
     df__spin_unlock(&v->lock);
     df_tensor_release(old);
@@ -7363,12 +7493,11 @@ static int df__accum_into(df__kctx *c, df_tensor **acc, df_tensor *x) {
         return 0;
     }
     if (__atomic_load_n(&old->refs, __ATOMIC_ACQUIRE) == 1 && !old->base && !old->ref && old->alloc) {
-        df__binary_row(DF__B_ADD, x->dtype)(old->data, old->data, x->data, x->n, 1, 1);   /* ours alone */
-        return 1;
+        return df__add_data(DF__B_ADD, old, old, x, c->st) == DF_OK;   /* ours alone */
     }
     df_tensor *sum = df__tensor_alloc(c->alloc, x->dtype, x->rank, x->dims, c->st);
     if (!sum) return 0;
-    df__binary_row(DF__B_ADD, x->dtype)(sum->data, old->data, x->data, x->n, 1, 1);
+    if (df__add_data(DF__B_ADD, sum, old, x, c->st)) { df_tensor_release(sum); return 0; }
     *acc = sum;
     df_tensor_release(old);
     return 1;
@@ -7471,8 +7600,8 @@ static int df__k_apply_lock(df__kctx *c, int n, df__var **v, df_tensor **val) {
         if (!cur) DF__KFAIL(c, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v[i]->name);
         else if (cur->refs != 1 || cur->base) {
             df_tensor *fresh = df__tensor_alloc(c->alloc, cur->dtype, cur->rank, cur->dims, c->st);
+            if (fresh && df__copy_data(fresh, cur, c->st)) { df_tensor_release(fresh); fresh = NULL; }
             if (fresh) {
-                memcpy(fresh->data, cur->data, cur->nbytes);
                 v[i]->value = fresh;
                 df_tensor_release(cur);
                 cur = fresh;
@@ -9309,7 +9438,8 @@ enum { DF__X_NORMAL, DF__X_MERGE, DF__X_ENTER, DF__X_EXIT, DF__X_NEXT, DF__X_FEE
 enum { DF__XF_CONST_ENTER = 1, DF__XF_CTRL_TRIGGER = 2, DF__XF_EXPENSIVE = 8,
        DF__XF_DEREF = 16, DF__XF_SWITCH = 32, DF__XF_LOOP_COND = 64, DF__XF_MATMUL = 128,
        DF__XF_NO_KERNEL = 256, DF__XF_EXPENSIVE_NEXT = 512, DF__XF_TRANSFER = 1024,
-       DF__XF_PLAIN_EDGES = 2048 /* no out-edge to a Merge, ControlTrigger or LoopCount */ };
+       DF__XF_PLAIN_EDGES = 2048, /* no out-edge to a Merge, ControlTrigger or LoopCount */
+       DF__XF_DEVICE_VALUE = 4096 /* a feed copied to device memory; a fetch copied from it */ };
 
 typedef struct df__counts { int32_t pending, dead; } df__counts;
 /* An out-edge carries what activation needs, so the destination item is not touched: its
@@ -9347,12 +9477,14 @@ typedef struct df__exec {
     int32_t *roots;
     int n_roots;
     int n_feeds, n_fetches;
+    uint32_t *host_out;          /* on a device without host memory: per item, the outputs its kernel
+                                    makes in host memory (NULL elsewhere: all host) */
 } df__exec;
 
 static void df__exec_free(df__exec *x) {
     if (!x) return;
     for (int i = 0; i < x->n_frames; i++) { DF_FREE(x->frames[i].name); DF_FREE(x->frames[i].init); DF_FREE(x->frames[i].counts); }
-    DF_FREE(x->frames); DF_FREE(x->items); DF_FREE(x->edges); DF_FREE(x->roots);
+    DF_FREE(x->frames); DF_FREE(x->items); DF_FREE(x->edges); DF_FREE(x->roots); DF_FREE(x->host_out);
     DF_FREE(x);
 }
 
@@ -9424,6 +9556,17 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
             return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis");
         }
         for (int k = 0; k < n; k++) renum[queue[k]] = k;
+        if (x->host_out) {                             /* (queue holds old indices until below) */
+            uint32_t *ho = (uint32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(uint32_t));
+            if (!ho) {
+                DF_FREE(items); DF_FREE(edges); DF_FREE(indeg); DF_FREE(queue);
+                return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis");
+            }
+            for (int k = 0; k < n; k++) ho[k] = x->host_out[queue[k]];
+            ho[n] = ~0u;
+            DF_FREE(x->host_out);
+            x->host_out = ho;
+        }
         int at = 0;
         for (int k = 0; k < n; k++) {
             const df__xitem *old = &x->items[queue[k]];
@@ -10469,7 +10612,12 @@ static int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
     df_tensor **in = t->iter->entries + item->input_start;
     if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) {   /* read without the step lock */
     } else if (item->kind == DF__X_FEED) {
-        outs[0] = df_tensor_retain(s->feeds[item->aux]);
+        if (DF__UNLIKELY(item->flags & DF__XF_DEVICE_VALUE)) {
+            df_status st;
+            if (!(outs[0] = df__to_device(s->device, s->feeds[item->aux], &st))) df__step_error(s, &st);
+        } else {
+            outs[0] = df_tensor_retain(s->feeds[item->aux]);
+        }
     } else if (item->kind == DF__X_FETCH) {
         if (!in[0]) {
             df_status st;
@@ -10481,6 +10629,11 @@ static int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
             df_status st;
             df_tensor *v = df__deref(in[0], item->node, &st);
             in[0] = NULL;
+            if (v && (item->flags & DF__XF_DEVICE_VALUE)) {
+                df_tensor *h = df__to_host(s->device, v, &st);
+                df_tensor_release(v);
+                v = h;
+            }
             if (v) s->fetches[item->aux] = v;
             else df__step_error(s, &st);
         }
@@ -10496,8 +10649,14 @@ static int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
             k.in = in; k.out = outs; k.node = item->node; k.n_in = item->n_inputs; k.n_out = item->n_outputs;
             k.need = item->need; k.alloc = s->device->alloc; k.step = s; k.st = &st; k.iter = t->iter->num;
             k.ipool = s->ipool;
+            k.host_out = s->x->host_out ? s->x->host_out[t->item] : 0;
+            k.gpu = k.host_out == ~0u ? NULL : s->device->gpu;
+            if (DF__UNLIKELY(k.host_out == ~0u) && !(k.alloc = df__host_allocator())) {
+                df__step_error(s, &(df_status){DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator"});
+                return 1;
+            }
             if (DF__UNLIKELY(item->flags & DF__XF_TRANSFER)) {
-                k.tag = t; k.aux = item->aux; k.dead = t->dead; k.out_dead = 0; k.pending = 0;
+                k.tag = t; k.aux = item->aux; k.dead = t->dead; k.out_dead = 0; k.pending = 0; k.xfer = item->child_frame;
                 item->kernel(&k);
                 if (k.pending) return 0;
                 if (k.out_dead) t->dead = 1;
@@ -10834,6 +10993,22 @@ static void df__k_send(df__kctx *c) {
     const df__iter *it = c->tag->iter;
     df_tensor *v = NULL;
     if (!c->dead) { v = c->in[0]; c->in[0] = NULL; }        /* the rendezvous takes the reference */
+    /* The value goes in the memory its Recv gives out: from a GPU's memory through the host,
+       into a GPU's memory from the host (the copy is queued before anything can read it). */
+    if (v && c->xfer >= 0 && c->xfer / 2 < s->group->n_steps) {
+        df__device *dst = s->group->steps[c->xfer / 2].device;
+        int dst_dev = (c->xfer & 1) && !dst->host_memory;
+        if (c->gpu && !(dst_dev && dst == s->device)) {
+            df_tensor *h = df__to_host(s->device, v, c->st);
+            df_tensor_release(v);
+            if (!(v = h)) return;
+        }
+        if (dst_dev && !(c->gpu && dst == s->device)) {
+            df_tensor *d = df__to_device(dst, v, c->st);
+            df_tensor_release(v);
+            if (!(v = d)) return;
+        }
+    }
     df__wake w;
     if (df__rv_send(&s->group->rv, c->aux, it->frame->id, it->num, v, c->dead || !v, &w, c->st) != DF_OK) return;
     if (w.step) df__wake_dispatch(&w);
@@ -10944,7 +11119,55 @@ static int df__item_out_frame(const df__exec *x, int i) {
 static int df__is_metadata_op(const df__opdef *op) {
     return !strcmp(op->name, "Shape") || !strcmp(op->name, "Size") || !strcmp(op->name, "Rank");
 }
-static int df__node_has_kernel(const df_node *n, const df__device *d) { return n->op->kernels[d->kernel_type].fn != NULL; }
+/* The kernel a node runs on a device type, with its memory types. On a GPU, a node whose
+   inputs and outputs are all integers, booleans, strings or handles runs its CPU kernel with
+   every argument in host memory (TensorFlow's int32 rule: shapes, counters and predicates
+   stay on the host, so loop control never waits for the device); otherwise the GPU kernel
+   runs, and it must support the dtypes of its device-memory arguments. host_only (may be
+   NULL) says which of the two. NULL: no kernel. */
+static int df__host_dtype(df_dtype t) {
+    return t == DF_INT32 || t == DF_INT64 || t == DF_BOOL || t == DF_STRING || t == DF_RESOURCE;
+}
+static df__kernel_fn df__node_kernel(const df_node *n, int kernel_type, uint32_t *host_in, uint32_t *host_out,
+                                     int *host_only) {
+    const df__kernel_def *k = &n->op->kernels[kernel_type];
+    if (host_only) *host_only = 0;
+    if (!k->fn) return NULL;
+    if (kernel_type == DF__DEV_CPU || (n->op->flags & DF__OP_TRANSFER)) {   /* _Send/_Recv: by name */
+        if (kernel_type != DF__DEV_CPU) {
+            if (host_in) *host_in = k->host_inputs;
+            if (host_out) *host_out = k->host_outputs;
+            return k->fn;
+        }
+        if (host_in) *host_in = ~0u;
+        if (host_out) *host_out = ~0u;
+        return k->fn;
+    }
+    int all_host = 1, ok = 1;
+    for (int i = 0; i < n->n_inputs; i++) {
+        df_dtype t = n->inputs[i].node->out_types[n->inputs[i].index];
+        if (!df__host_dtype(t)) all_host = 0;
+        uint32_t hin = (k->host_inputs & 0x80000000u) ? (i == n->n_inputs - 1) : k->host_inputs >> DF__MIN(i, 31) & 1;
+        if (!hin && k->types && !df__host_dtype(t) && !(k->types >> ((unsigned)t & 31) & 1)) ok = 0;
+    }
+    for (int i = 0; i < n->n_outputs; i++) {
+        df_dtype t = n->out_types[i];
+        if (!df__host_dtype(t)) all_host = 0;
+        if (!(k->host_outputs >> DF__MIN(i, 31) & 1) && k->types && !df__host_dtype(t) && !(k->types >> ((unsigned)t & 31) & 1)) ok = 0;
+    }
+    if (all_host) {
+        if (host_in) *host_in = ~0u;
+        if (host_out) *host_out = ~0u;
+        if (host_only) *host_only = 1;
+        return n->op->kernels[DF__DEV_CPU].fn;
+    }
+    if (!ok) return NULL;
+    if (host_in) *host_in = (k->host_inputs & 0x80000000u) && n->n_inputs > 0 && n->n_inputs <= 31
+                          ? (k->host_inputs & 0x7fffffffu) | 1u << (n->n_inputs - 1) : k->host_inputs;
+    if (host_out) *host_out = k->host_outputs;
+    return k->fn;
+}
+static int df__node_has_kernel(const df_node *n, const df__device *d) { return df__node_kernel(n, d->kernel_type, NULL, NULL, NULL) != NULL; }
 
 /* Where colocation groups of `_class` are written: "loc:@a" entries separated by commas or
    spaces (a GraphDef's list(string) arrives joined). Calls fn for each name. */
@@ -11063,7 +11286,7 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
         if (!df__node_item(x, i)) continue;
         int r = df__uf_find(parent, i);
         uint32_t k = 0;
-        for (int t = 0; t < DF__DEV_TYPES; t++) if (a->op->kernels[t].fn) k |= 1u << t;
+        for (int t = 0; t < DF__DEV_TYPES; t++) if (df__node_kernel(a, t, NULL, NULL, NULL)) k |= 1u << t;
         kinds[r] &= k;
         if (r == i) continue;
         df__devspec merged = spec[r];
@@ -11240,7 +11463,7 @@ typedef struct df__pbuild {
     df_node **clone;             /* per item */
     const df_output *feeds;
     int n_feeds;
-    df_node **feed_ph;           /* [feed * n_parts + part] */
+    df_node **feed_ph;           /* [(feed * n_parts + part) * 2 + in host memory] */
     df__strmap recvs;            /* "src_item:out:part" -> recv node index in its partition */
     df__cloop *cloops;           /* [frame * n_parts + part] */
     int32_t *native;             /* [frame * n_parts + part]: a loop variable's Merge there, or -1 */
@@ -11343,7 +11566,7 @@ static int df__attr_set(df__attr *a, const char *name, df__attr_kind kind) {
     return (a->name = df__strdup(name)) != NULL;
 }
 static df_node *df__pb_xfer_node(df__pbuild *b, int p, int recv, int host, const char *base, df_output in,
-                                 df_dtype t, int src_part, int dst_part, const char *tname, int key) {
+                                 df_dtype t, int src_part, int dst_part, const char *tname, int key, int dst_devmem) {
     df_graph *g = b->parts[p].g;
     df_node *n = (df_node *)DF_MALLOC(sizeof *n);
     if (!n) { df__pb_oom(b); return NULL; }
@@ -11351,7 +11574,7 @@ static df_node *df__pb_xfer_node(df__pbuild *b, int p, int recv, int host, const
     n->op = df__op_lookup(recv ? (host ? "_HostRecv" : "_Recv") : (host ? "_HostSend" : "_Send"));
     n->name = df__pgraph_name(g, base);
     n->device = df__strdup(b->parts[p].dev->name);
-    n->attrs = (df__attr *)DF_MALLOC(7 * sizeof(df__attr));
+    n->attrs = (df__attr *)DF_MALLOC(8 * sizeof(df__attr));
     int ok = n->op && n->name && n->device && n->attrs;
     if (ok && !recv) {
         ok = (n->inputs = (df_output *)DF_MALLOC(sizeof(df_output))) != NULL;
@@ -11371,6 +11594,8 @@ static df_node *df__pb_xfer_node(df__pbuild *b, int p, int recv, int host, const
     if (ok) { ok = df__attr_set(&n->attrs[n->n_attrs], "recv_device", DF__A_STRING); n->n_attrs++; ok = ok && (n->attrs[n->n_attrs - 1].u.s = df__strdup(rd->name)); }
     if (ok) { ok = df__attr_set(&n->attrs[n->n_attrs], "client_terminated", DF__A_BOOL); n->attrs[n->n_attrs++].u.b = 0; }
     if (ok) { ok = df__attr_set(&n->attrs[n->n_attrs], "_key", DF__A_INT); n->attrs[n->n_attrs++].u.i = key; }
+    /* a Send delivers its value in the memory its Recv gives out: partition * 2 + device memory */
+    if (ok && !recv) { ok = df__attr_set(&n->attrs[n->n_attrs], "_recv_memory", DF__A_INT); n->attrs[n->n_attrs++].u.i = dst_part * 2 + dst_devmem; }
     if (!ok || !df__pgraph_add(g, n)) { df__node_free(n); df__pb_oom(b); return NULL; }
     return n;
 }
@@ -11379,10 +11604,16 @@ static df_node *df__pb_xfer_node(df__pbuild *b, int p, int recv, int host, const
    (shapes, predicates) live in host memory; an edge between the two kinds needs a transfer even
    on one device. CPU devices have host memory only. */
 static int df__out_on_host(const df_node *n, int out, const df__device *d) {
-    return d->host_memory || out < 0 || (n->op->kernels[d->kernel_type].host_outputs >> DF__MIN(out, 31) & 1);
+    uint32_t host_out = ~0u;
+    if (d->host_memory || out < 0) return 1;
+    df__node_kernel(n, d->kernel_type, NULL, &host_out, NULL);
+    return host_out >> DF__MIN(out, 31) & 1;
 }
 static int df__in_on_host(const df_node *n, int in, const df__device *d) {
-    return d->host_memory || in < 0 || (n->op->kernels[d->kernel_type].host_inputs >> DF__MIN(in, 31) & 1);
+    uint32_t host_in = ~0u;
+    if (d->host_memory || in < 0) return 1;
+    df__node_kernel(n, d->kernel_type, &host_in, NULL, NULL);
+    return host_in >> DF__MIN(in, 31) & 1;
 }
 
 /* The value of (src item, out) seen from partition p (control: out -1, the Identity whose
@@ -11433,12 +11664,13 @@ static df_node *df__pb_recv(df__pbuild *b, int src, int out, int p, int dst_host
         t = DF_BFLOAT16;
     }
     snprintf(base, sizeof base, "%.280s/_send_%d", sn->name, k);
-    df_node *send = df__pb_xfer_node(b, q, 0, host_send, base, (df_output){sent, sent_out}, t, q, p, tname, k);
+    int dst_devmem = !dst_host && !b->parts[p].dev->host_memory;
+    df_node *send = df__pb_xfer_node(b, q, 0, host_send, base, (df_output){sent, sent_out}, t, q, p, tname, k, dst_devmem);
     if (!send) return NULL;
     df_node *m = NULL;
     if (frame != 0 && !(m = df__pb_control_loop_merge(b, frame, p))) return NULL;
     snprintf(base, sizeof base, "%.280s/_recv_%d", sn->name, k);
-    df_node *recv = df__pb_xfer_node(b, p, 1, host_recv, base, (df_output){NULL, 0}, out < 0 ? DF_FLOAT : t, q, p, tname, k);
+    df_node *recv = df__pb_xfer_node(b, p, 1, host_recv, base, (df_output){NULL, 0}, out < 0 ? DF_FLOAT : t, q, p, tname, k, dst_devmem);
     if (!recv) return NULL;
     if ((p == q && !df__node_add_control(recv, send)) ||     /* same device: never before its Send */
         (m && !df__node_add_control(recv, m))) { df__pb_oom(b); return NULL; }
@@ -11529,15 +11761,17 @@ static df_node *df__pb_control_loop_merge(df__pbuild *b, int frame, int p) {
 
 /* A Placeholder standing for feed f in partition p (every partition reading a fed tensor gets
    the value directly, without a transfer). */
-static df_node *df__pb_feed(df__pbuild *b, int f, int p) {
-    df_node **slot = &b->feed_ph[(size_t)f * (size_t)b->n_parts + (size_t)p];
+static df_node *df__pb_feed(df__pbuild *b, int f, int p, int host) {
+    host = host || b->parts[p].dev->host_memory;
+    df_node **slot = &b->feed_ph[((size_t)f * (size_t)b->n_parts + (size_t)p) * 2 + (size_t)host];
     if (*slot) return *slot;
     df_output o = b->feeds[f];
     char base[340];
-    snprintf(base, sizeof base, "_feed/%.280s_%d", o.node->name, o.index);
+    snprintf(base, sizeof base, "_feed/%.280s_%d%s", o.node->name, o.index, host ? "" : "_dev");
     df_op_builder *ob = df__pb_op(b, p, "Placeholder", base);
     if (!ob) { df__pb_oom(b); return NULL; }
     df_op_set_attr_type(ob, "dtype", o.node->out_types[o.index]);
+    if (!host) df_op_set_attr_bool(ob, "_device_memory", 1);     /* the step copies the value in */
     *slot = df__pb_finish(b, ob);
     if (*slot) (*slot)->out_shapes[0] = o.node->out_shapes[o.index];
     return *slot;
@@ -11574,7 +11808,7 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
     for (int d = 0; d < nd; d++) if (b.part_of_dev[d] == 0) b.part_of_dev[d] = b.n_parts++;
     plan->parts = (df__part *)DF_MALLOC((size_t)b.n_parts * sizeof(df__part));
     b.parts = plan->parts;
-    b.feed_ph = (df_node **)DF_MALLOC((size_t)(n_feeds + 1) * (size_t)b.n_parts * sizeof(df_node *));
+    b.feed_ph = (df_node **)DF_MALLOC((size_t)(n_feeds + 1) * (size_t)b.n_parts * 2 * sizeof(df_node *));
     b.cloops = (df__cloop *)DF_MALLOC((size_t)x->n_frames * (size_t)b.n_parts * sizeof(df__cloop));
     b.native = (int32_t *)DF_MALLOC((size_t)x->n_frames * (size_t)b.n_parts * sizeof(int32_t));
     b.dummy = (df_node **)DF_MALLOC((size_t)b.n_parts * sizeof(df_node *));
@@ -11598,7 +11832,7 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
     }
     memset(plan->parts, 0, (size_t)b.n_parts * sizeof(df__part));
     plan->n_parts = b.n_parts;
-    memset(b.feed_ph, 0, (size_t)(n_feeds + 1) * (size_t)b.n_parts * sizeof(df_node *));
+    memset(b.feed_ph, 0, (size_t)(n_feeds + 1) * (size_t)b.n_parts * 2 * sizeof(df_node *));
     memset(b.cloops, 0, (size_t)x->n_frames * (size_t)b.n_parts * sizeof(df__cloop));
     memset(b.dummy, 0, (size_t)b.n_parts * sizeof(df_node *));
     memset(pfeeds, 0, (size_t)b.n_parts * sizeof(df_output *));
@@ -11639,14 +11873,14 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
                     int slot = x->items[d].kind == DF__X_COUNT ? ed->slot : ed->slot - x->items[d].input_start;
                     const df__device *dd = b.parts[p].dev;
                     int dst_host = df__in_on_host(x->items[d].node, slot, dd);
-                    if (it->kind == DF__X_FEED) src = (df_output){df__pb_feed(&b, feed_of[s], p), 0};
+                    if (it->kind == DF__X_FEED) src = (df_output){df__pb_feed(&b, feed_of[s], p, dst_host), 0};
                     else if (dev[s] == dev[d] && df__out_on_host(it->node, ed->src_out, dd) == dst_host)
                         src = (df_output){b.clone[s], ed->src_out};
                     else src = (df_output){df__pb_recv(&b, s, ed->src_out, p, dst_host), 0};
                     if (!src.node) break;
                     dn->inputs[slot] = src;
                 } else {
-                    df_node *c = it->kind == DF__X_FEED ? df__pb_feed(&b, feed_of[s], p)
+                    df_node *c = it->kind == DF__X_FEED ? df__pb_feed(&b, feed_of[s], p, 1)
                                : dev[s] == dev[d] ? b.clone[s] : df__pb_recv(&b, s, -1, p, 1);
                     if (!c) break;
                     if (!df__node_add_control(dn, c)) goto oom;
@@ -11659,13 +11893,15 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
     for (int p = 0; p < b.n_parts; p++) {
         df__part *pt = &plan->parts[p];
         int nf = 0;
-        if (!(pfeeds[p] = (df_output *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(df_output)))) goto oom;
-        if (!(pt->feed_map = (int *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(int)))) goto oom;
+        if (!(pfeeds[p] = (df_output *)DF_MALLOC((size_t)(2 * n_feeds + 2) * sizeof(df_output)))) goto oom;
+        if (!(pt->feed_map = (int *)DF_MALLOC((size_t)(2 * n_feeds + 2) * sizeof(int)))) goto oom;
         if (!(pfetches[p] = (df_output *)DF_MALLOC((size_t)(n_fetches + 1) * sizeof(df_output)))) goto oom;
         if (!(pt->fetch_map = (int *)DF_MALLOC((size_t)(n_fetches + 1) * sizeof(int)))) goto oom;
         for (int f = 0; f < n_feeds; f++) {
-            df_node *ph = b.feed_ph[(size_t)f * (size_t)b.n_parts + (size_t)p];
-            if (ph) { pfeeds[p][nf] = (df_output){ph, 0}; pt->feed_map[nf++] = f; }
+            for (int h = 0; h < 2; h++) {
+                df_node *ph = b.feed_ph[((size_t)f * (size_t)b.n_parts + (size_t)p) * 2 + (size_t)h];
+                if (ph) { pfeeds[p][nf] = (df_output){ph, 0}; pt->feed_map[nf++] = f; }
+            }
         }
         pt->n_feeds = nf;
     }
@@ -11679,7 +11915,7 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
         df_output src = {NULL, 0};
         for (int f = 0; f < n_feeds; f++) if (feeds[f].node == o.node && feeds[f].index == o.index) fed = f;
         if (fed >= 0) {
-            if (!(src.node = df__pb_feed(&b, fed, 0))) goto fail;
+            if (!(src.node = df__pb_feed(&b, fed, 0, 1))) goto fail;
             df__part *pt = &plan->parts[0];
             int known = 0;
             for (int k = 0; k < pt->n_feeds; k++) if (pt->feed_map[k] == fed) known = 1;
@@ -11780,10 +12016,26 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
         df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: negative device or thread count");
         return NULL;
     }
+#ifdef DATAFLOW_CUDA
+    if (o.num_gpu_devices != 0) {
+        int visible = df_cuda_device_count(st);
+        if (st->code) return NULL;
+        if (o.num_gpu_devices < 0) o.num_gpu_devices = visible;
+        else if (o.num_gpu_devices > visible) {
+            df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: %d GPU device%s asked for, %d visible",
+                          o.num_gpu_devices, o.num_gpu_devices == 1 ? "" : "s", visible);
+            return NULL;
+        }
+    }
+#else
     if (o.num_gpu_devices > 0) {
-        df_status_set(st, DF_UNIMPLEMENTED, "df_session_new: GPU devices are not available in this build");
+        df_status_set(st, DF_UNIMPLEMENTED, "df_session_new: GPU devices are not available in this build "
+                      "(compile dataflow.c with -DDATAFLOW_CUDA and link dataflow_cuda.cu)");
         return NULL;
     }
+    o.num_gpu_devices = 0;
+#endif
+    if (o.num_gpu_devices > 16) { df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: at most 16 GPU devices"); return NULL; }
     if (o.target && *o.target) {
         df_status_set(st, DF_UNIMPLEMENTED, "df_session_new: remote targets ('%s') are not supported yet", o.target);
         return NULL;
@@ -11799,12 +12051,18 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
     s->g = g;
     s->opts = o;
     s->seed_salt = df__hash_mix((uint64_t)time(NULL), (uint64_t)(uintptr_t)s);
-    s->devices = (df__device **)DF_MALLOC((size_t)o.num_cpu_devices * sizeof(df__device *));
+    s->devices = (df__device **)DF_MALLOC((size_t)(o.num_cpu_devices + o.num_gpu_devices) * sizeof(df__device *));
     if (!s->devices) { DF_FREE(s); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a session"); return NULL; }
     for (int i = 0; i < o.num_cpu_devices; i++) {
         if (!(s->devices[i] = df__device_new_cpu(i, o.memory_limit, st))) { df_session_free(s); return NULL; }
         s->n_devices++;
     }
+#ifdef DATAFLOW_CUDA
+    for (int i = 0; i < o.num_gpu_devices; i++) {
+        if (!(s->devices[s->n_devices] = df__device_new_gpu(i, o.memory_limit, st))) { df_session_free(s); return NULL; }
+        s->n_devices++;
+    }
+#endif
 #ifndef DF_NO_THREADS
     if (o.inter_op_threads > 1 && !o.deterministic) {
         s->pool = df__pool_new(o.inter_op_threads - 1);
@@ -11862,8 +12120,9 @@ static int df__feed_index(const int *first_feed, const int *next_feed, const df_
 }
 
 static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds, int n_feeds, const df_output *fetches,
-                             int n_fetches, df_node *const *targets, int n_targets, df_status *st) {
+                             int n_fetches, df_node *const *targets, int n_targets, const df__device *dev, df_status *st) {
     DF__UNUSED(ss);
+    int devmem = dev && !dev->host_memory;       /* kernels of dev's type, memory types apply */
     int nn = g->n_nodes;
     df__exec *x = (df__exec *)DF_MALLOC(sizeof *x);
     int *item_of = (int *)DF_MALLOC((size_t)(nn + 1) * sizeof(int));
@@ -11923,6 +12182,10 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
     deg = (int32_t *)DF_MALLOC((size_t)(n_items + 1) * sizeof(int32_t));
     if (!x->items || !deg) goto oom;
     memset(x->items, 0, (size_t)(n_items + 1) * sizeof(df__xitem));
+    if (devmem) {
+        if (!(x->host_out = (uint32_t *)DF_MALLOC((size_t)(n_items + 1) * sizeof(uint32_t)))) goto oom;
+        for (int i = 0; i <= n_items; i++) x->host_out[i] = ~0u;
+    }
     for (int i = 0; i < nn; i++) {
         if (item_of[i] < 0) continue;
         const df_node *n = g->nodes[i];
@@ -11930,6 +12193,16 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
         unsigned f = n->op->flags;
         it->node = n;
         it->kernel = n->op->kernels[DF__DEV_CPU].fn;
+        if (devmem) {
+            uint32_t host_out = ~0u;
+            int host_only = 0;
+            if (!(it->kernel = df__node_kernel(n, dev->kernel_type, NULL, &host_out, &host_only))) {
+                df_status_set(st, DF_INTERNAL, "No %s kernel for op %s (placed on %s) {{node %s}}", dev->type, n->op->name,
+                              dev->name, n->name);
+                goto fail;
+            }
+            x->host_out[item_of[i]] = host_only ? ~0u : host_out;
+        }
         it->cost = (uint8_t)DF__MIN(n->op->cost, 255.0f);
         it->n_inputs = n->n_inputs;
         it->n_outputs = n->n_outputs;
@@ -11949,7 +12222,11 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
             if (work < 0 || work >= 4096 || strstr(n->op->name, "MatMul")) it->flags |= DF__XF_EXPENSIVE;
         }
         if (f & DF__OP_SWITCH) it->flags |= DF__XF_SWITCH;
-        if (f & DF__OP_TRANSFER) { it->flags |= DF__XF_TRANSFER; it->aux = (int32_t)df__attr_i(n, "_key", -1); }
+        if (f & DF__OP_TRANSFER) {
+            it->flags |= DF__XF_TRANSFER;
+            it->aux = (int32_t)df__attr_i(n, "_key", -1);
+            it->child_frame = (int32_t)df__attr_i(n, "_recv_memory", -1);
+        }
         if (f & DF__OP_LOOP_COND) it->flags |= DF__XF_LOOP_COND;
         if (!strcmp(n->op->name, "MatMul")) it->flags |= DF__XF_MATMUL;
         if (it->kernel == df__k_noop) it->flags |= DF__XF_NO_KERNEL;
@@ -11961,11 +12238,13 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
         if (feed_item[f] < 0) continue;
         df__xitem *it = &x->items[feed_item[f]];
         it->kind = DF__X_FEED; it->n_outputs = 1; it->aux = f;
+        if (devmem && df__attr_b(feeds[f].node, "_device_memory", 0)) it->flags |= DF__XF_DEVICE_VALUE;
     }
     for (int i = 0; i < n_fetches; i++) {
         df__xitem *it = &x->items[fetch_base + i];
         it->kind = DF__X_FETCH; it->n_inputs = 1; it->aux = i;
         it->node = fetches[i].node; it->child_frame = fetches[i].index;
+        if (devmem && !df__out_on_host(fetches[i].node, fetches[i].index, dev)) it->flags |= DF__XF_DEVICE_VALUE;
     }
     /* 2. out-edges (CSR): count per source, then fill; data edges carry the local input slot */
     x->n_feeds = n_feeds;
@@ -12046,7 +12325,7 @@ static df_code df__pb_compile(df_session *ss, df__part *pt, const df_output *fee
         for (int f = 0; f < n_feeds && !fed; f++) fed = feeds[f].node == g->nodes[i];
         if (!fed) all[n_all++] = g->nodes[i];
     }
-    pt->x = df__compile(ss, g, feeds, n_feeds, fetches, n_fetches, all, n_all, st);
+    pt->x = df__compile(ss, g, feeds, n_feeds, fetches, n_fetches, all, n_all, pt->dev, st);
     DF_FREE(all);
     if (!pt->x && st->code != DF_RESOURCE_EXHAUSTED)
         return df_status_set(st, DF_INTERNAL, "The partition for %s does not compile: %s", pt->dev->name, st->message);
@@ -12057,7 +12336,7 @@ static df_code df__pb_compile(df_session *ss, df__part *pt, const df_output *fee
    are used, partition. */
 static df__plan *df__plan_build(df_session *ss, const df_output *feeds, int n_feeds, const df_output *fetches,
                                 int n_fetches, df_node *const *targets, int n_targets, df_status *st) {
-    df__exec *x = df__compile(ss, ss->g, feeds, n_feeds, fetches, n_fetches, targets, n_targets, st);
+    df__exec *x = df__compile(ss, ss->g, feeds, n_feeds, fetches, n_fetches, targets, n_targets, NULL, st);
     if (!x) return NULL;
     int32_t *dev = (int32_t *)DF_MALLOC((size_t)(x->n_items + 1) * sizeof(int32_t));
     if (!dev) { df__exec_free(x); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory placing the graph"); return NULL; }
@@ -12066,7 +12345,9 @@ static df__plan *df__plan_build(df_session *ss, const df_output *feeds, int n_fe
     for (int i = 0; i < x->n_items; i++)
         if (dev[i] >= 0) { if (first < 0) first = dev[i]; else if (dev[i] != first) many = 1; }
     df__plan *plan = NULL;
-    if (many) {
+    /* A device without host memory always gets a partition of its own: its graph runs its own
+       kernels, and values cross between memory types through Send/Recv pairs. */
+    if (many || (first >= 0 && !ss->devices[first]->host_memory)) {
         plan = df__partition(ss, x, dev, feeds, n_feeds, fetches, n_fetches, st);
         df__exec_free(x);
     } else {
@@ -12169,7 +12450,7 @@ df_code df_graph_validate(const df_graph *g, df_status *st) {
     df_node **all = (df_node **)DF_MALLOC((size_t)(g->n_nodes + 1) * sizeof(df_node *));
     if (!all) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
     for (int i = 0; i < g->n_nodes; i++) all[i] = g->nodes[i];
-    df__exec *x = df__compile(&fake, (df_graph *)g, NULL, 0, NULL, 0, all, g->n_nodes, st);
+    df__exec *x = df__compile(&fake, (df_graph *)g, NULL, 0, NULL, 0, all, g->n_nodes, NULL, st);
     DF_FREE(all);
     df__exec_free(x);
     return st->code;
@@ -12289,7 +12570,7 @@ df_code df_graph_write_dot(const df_graph *g, FILE *f) {
     df_node **all = (df_node **)DF_MALLOC((size_t)(g->n_nodes + 1) * sizeof(df_node *));
     if (all && !g->status.code) {
         for (int i = 0; i < g->n_nodes; i++) all[i] = g->nodes[i];
-        x = df__compile(&fake, (df_graph *)g, NULL, 0, NULL, 0, all, g->n_nodes, &st);
+        x = df__compile(&fake, (df_graph *)g, NULL, 0, NULL, 0, all, g->n_nodes, NULL, &st);
     }
     DF_FREE(all);
     /* With a valid analysis, item i of x is... found through a node -> item map. */
@@ -13461,6 +13742,589 @@ df_code df_tensor_write_npy(const df_tensor *t, const char *path) {
     "keep_dims:bool=false,T:type" DF__NUM ",Tidx:type{int32,int64}=int32", df__sf_reduce, df__k_reduce, DF__OP_EXPENSIVE, code}
 #define DF__RAND(name, code) {name, "shape:T", "output:dtype", "seed:int=0,seed2:int=0,dtype:type" DF__FLT \
     ",T:type{int32,int64}", df__sf_random, df__k_random, DF__OP_STATEFUL | DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, code}
+
+#ifdef DATAFLOW_CUDA
+/* ---- GPU kernels: the ops a GPU runs in its own memory, through dataflow_cuda.cu's launchers.
+   Validation follows the CPU kernels; the work is queued on the GPU's compute stream, so a
+   kernel returns before its result exists, and everything after it on the stream sees it.
+   Inputs read on the host (shapes, axes, permutations) are host-memory arguments (see
+   df__gpu_kernels below), so no kernel waits for the device. ---- */
+#define DF__GPU(c) ((df_cuda *)(c)->gpu)
+static df_code df__gk_strides(const df_tensor *t, int64_t *st) {       /* dense element strides */
+    int64_t s = 1;
+    for (int d = t->rank - 1; d >= 0; d--) { st[d] = s; s *= t->dims[d]; }
+    return DF_OK;
+}
+/* A device tensor of shape like x for scratch (released by the caller once its last use is
+   queued: later work on the stream is ordered after it). */
+static df_tensor *df__gk_scratch(df__kctx *c, df_dtype t, int rank, const int64_t *dims) {
+    return df__tensor_alloc(c->alloc, t, rank, dims, c->st);
+}
+
+/* Const: the value is copied to the device once per device and cached (keyed by the host value,
+   which the cache holds alive). */
+static void df__gk_const(df__kctx *c) {
+    const df__attr *a = df__node_attr(c->node, "value");
+    if (!a || a->kind != DF__A_TENSOR || !a->u.tensor) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Const has no value"); return; }
+    df_tensor *host = a->u.tensor;
+    df__device *d = c->step->device;
+    df_tensor *dev = NULL;
+    df__spin_lock(&d->cache_lock);
+    for (int i = 0; i < d->n_cache && !dev; i++) if (d->cache[i].host == host) dev = df_tensor_retain(d->cache[i].dev);
+    df__spin_unlock(&d->cache_lock);
+    if (!dev) {
+        if (!(dev = df__to_device(d, host, c->st))) return;
+        df__spin_lock(&d->cache_lock);
+        if (df__grow(&d->cache, &d->cap_cache, d->n_cache + 1, sizeof *d->cache)) {
+            d->cache[d->n_cache].host = df_tensor_retain(host);
+            d->cache[d->n_cache++].dev = df_tensor_retain(dev);
+        }
+        df__spin_unlock(&d->cache_lock);
+    }
+    c->out[0] = dev;
+}
+
+static void df__gk_unary(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    df_tensor *o = df__k_reuse_or_alloc(c, 0, 0, x->dtype, x->rank, x->dims);
+    if (o && o->n) df_cuda_unary(DF__GPU(c), c->node->op->code, x->dtype, x->data, o->data, o->n, c->st);
+}
+
+/* c = op(a, b) with a and b read at broadcast strides over dims (rank 0 made rank 1). */
+static df_code df__gk_binary_launch(df__kctx *c, int code, df_dtype t, const df__bcast *bc, const void *a, const void *b, void *o) {
+    int64_t one = 1, zero = 0;
+    if (bc->rank == 0) return df_cuda_binary(DF__GPU(c), code, t, 1, &one, a, &zero, b, &zero, o, c->st);
+    return df_cuda_binary(DF__GPU(c), code, t, bc->rank, bc->dims, a, bc->sa, b, bc->sb, o, c->st);
+}
+static void df__gk_binary(df__kctx *c) {
+    const df_tensor *a = c->in[0], *b = c->in[1];
+    int code = c->node->op->code;
+    df__bcast bc;
+    if (a->dtype != b->dtype) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s: operands of %s and %s", c->node->op->name, df_dtype_name(a->dtype), df_dtype_name(b->dtype)); return; }
+    if (!df__broadcast(a->rank, a->dims, b->rank, b->dims, &bc)) {
+        char s1[96], s2[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s for %s",
+                  df__dims_str(a->rank, a->dims, s1, 96), df__dims_str(b->rank, b->dims, s2, 96), c->node->op->name);
+        return;
+    }
+    df_dtype ot = code >= DF__B_LESS && code <= DF__B_NOT_EQUAL ? DF_BOOL : a->dtype;
+    df_tensor *o = df__k_reuse_or_alloc(c, 0, a->n == b->n || b->n == 1 ? 0 : 1, ot, bc.rank, bc.dims);
+    if (o && o->n) df__gk_binary_launch(c, code, a->dtype, &bc, a->data, b->data, o->data);
+}
+static void df__gk_bias_add(df__kctx *c) {
+    const df_tensor *x = c->in[0], *b = c->in[1];
+    int nchw = !strcmp(df__attr_s(c->node, "data_format"), "NCHW");
+    if (x->rank < 2 || b->rank != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "BiasAdd: value must be at least 2-D and bias 1-D"); return; }
+    int axis = nchw && x->rank > 2 ? 1 : x->rank - 1;
+    if (b->dims[0] != x->dims[axis]) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Must provide as many biases as the channel dimension of the input tensor: %lld vs. %lld",
+                  (long long)b->dims[0], (long long)x->dims[axis]);
+        return;
+    }
+    df__bcast bc;
+    bc.rank = x->rank;
+    df__gk_strides(x, bc.sa);
+    for (int d = 0; d < x->rank; d++) { bc.dims[d] = x->dims[d]; bc.sb[d] = d == axis ? 1 : 0; }
+    df_tensor *o = df__k_reuse_or_alloc(c, 0, 0, x->dtype, x->rank, x->dims);
+    if (o && o->n) df__gk_binary_launch(c, DF__B_ADD, x->dtype, &bc, x->data, b->data, o->data);
+}
+static void df__gk_bias_add_grad(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    int nchw = !strcmp(df__attr_s(c->node, "data_format"), "NCHW");
+    if (x->rank < 2) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "BiasAddGrad: input must be at least 2-D"); return; }
+    int axis = nchw && x->rank > 2 ? 1 : x->rank - 1;
+    int64_t ch = x->dims[axis], before = 1, after = 1;
+    for (int d = 0; d < axis; d++) before *= x->dims[d];
+    for (int d = axis + 1; d < x->rank; d++) after *= x->dims[d];
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, 1, &ch);
+    if (!o || !o->n) return;
+    if (after == 1) { df_cuda_reduce(DF__GPU(c), DF__R_SUM, x->dtype, x->data, o->data, 1, before, ch, c->st); return; }
+    int64_t mid[2] = {before, ch};
+    df_tensor *tmp = df__gk_scratch(c, x->dtype, 2, mid);
+    if (!tmp) return;
+    if (!df_cuda_reduce(DF__GPU(c), DF__R_SUM, x->dtype, x->data, tmp->data, before * ch, after, 1, c->st))
+        df_cuda_reduce(DF__GPU(c), DF__R_SUM, x->dtype, tmp->data, o->data, 1, before, ch, c->st);
+    df_tensor_release(tmp);
+}
+
+/* Sum, Mean, Max, Min, Prod: one [outer, red, inner] pass per run of reduced axes, last first. */
+static void df__gk_reduce(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    int code = c->node->op->code, keep = df__attr_b(c->node, "keep_dims", 0);
+    unsigned mask;
+    if (df__norm_axes(c->node, c->in[1], x->rank, &mask, c->st)) return;
+    df__shape os;
+    df__reduced_shape(x->rank, x->dims, mask, keep, &os);
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, os.rank, os.dims);
+    if (!o || !o->n) return;
+    /* runs of dims: sizes and whether reduced, size-1 dims dropped */
+    int64_t sz[DF_MAX_RANK];
+    int red[DF_MAX_RANK], r = 0;
+    for (int d = 0; d < x->rank; d++) {
+        int rd = mask >> d & 1u;
+        if (x->dims[d] == 1) continue;
+        if (r && red[r - 1] == rd) sz[r - 1] *= x->dims[d];
+        else { sz[r] = x->dims[d]; red[r++] = rd; }
+    }
+    int runs = 0;
+    for (int k = 0; k < r; k++) runs += red[k];
+    if (runs == 0) {     /* nothing really reduced: a copy (or, for an empty tensor, the identities) */
+        int64_t total = 1;
+        for (int k = 0; k < r; k++) total *= sz[k];
+        df_cuda_reduce(DF__GPU(c), code, x->dtype, x->data, o->data, total, 1, 1, c->st);
+        return;
+    }
+    const void *src = x->data;
+    df_tensor *cur = NULL;
+    for (int k = r - 1; k >= 0 && !c->st->code; k--) {
+        if (!red[k]) continue;
+        int64_t outer = 1, inner = 1;
+        for (int j = 0; j < k; j++) outer *= sz[j];
+        for (int j = k + 1; j < r; j++) inner *= sz[j];
+        runs--;
+        void *dst;
+        df_tensor *next = NULL;
+        if (runs == 0) dst = o->data;
+        else {
+            int64_t n = outer * inner;
+            if (!(next = df__gk_scratch(c, x->dtype, 1, &n))) break;
+            dst = next->data;
+        }
+        df_cuda_reduce(DF__GPU(c), code, x->dtype, src, dst, outer, sz[k], inner, c->st);
+        df_tensor_release(cur);
+        cur = next;
+        src = dst;
+        sz[k] = 1;
+    }
+    df_tensor_release(cur);
+}
+static void df__gk_argmax(df__kctx *c) {
+    const df_tensor *x = c->in[0], *dim = c->in[1];
+    if (!df__is_int_tensor(dim) || dim->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "dimension must be a scalar"); return; }
+    int64_t a = df__int_at(dim, 0);
+    if (a < -x->rank || a >= x->rank || x->rank == 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Expected dimension in the range [%d, %d), but got %lld", -x->rank, x->rank, (long long)a); return; }
+    if (a < 0) a += x->rank;
+    if (x->dims[a] == 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Reduction axis %lld is empty in shape with %lld elements", (long long)a, (long long)x->n); return; }
+    int64_t dims[DF_MAX_RANK], outer = 1, inner = 1;
+    int r = 0;
+    for (int d = 0; d < x->rank; d++) if (d != a) dims[r++] = x->dims[d];
+    for (int d = 0; d < a; d++) outer *= x->dims[d];
+    for (int d = (int)a + 1; d < x->rank; d++) inner *= x->dims[d];
+    df_dtype ot = df__attr_type(c->node, "output_type");
+    df_tensor *o = df__k_alloc(c, 0, ot, r, dims);
+    if (o && o->n) df_cuda_argmax(DF__GPU(c), x->dtype, x->data, ot, o->data, outer, x->dims[a], inner, c->node->op->code, c->st);
+}
+
+static int df__gk_tf32(df__kctx *c) { return c->step->session && c->step->session->opts.allow_tf32; }
+static void df__gk_matmul(df__kctx *c) {
+    const df_tensor *a = c->in[0], *b = c->in[1];
+    int ta = df__attr_b(c->node, "transpose_a", 0), tb = df__attr_b(c->node, "transpose_b", 0);
+    if (a->rank != 2 || b->rank != 2) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "In[0] and In[1] must be matrices"); return; }
+    int64_t m = a->dims[ta], k = a->dims[1 - ta], k2 = b->dims[tb], n = b->dims[1 - tb];
+    if (k != k2) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Matrix size-incompatible: In[0]: [%lld,%lld], In[1]: [%lld,%lld]",
+                  (long long)a->dims[0], (long long)a->dims[1], (long long)b->dims[0], (long long)b->dims[1]);
+        return;
+    }
+    int64_t dims[2] = {m, n};
+    df_tensor *o = df__k_alloc(c, 0, a->dtype, 2, dims);
+    if (o && o->n) df_cuda_gemm(DF__GPU(c), a->dtype, ta, tb, m, n, k, a->data, a->dims[1], 0, b->data, b->dims[1], 0,
+                                o->data, n, 0, 1, df__gk_tf32(c), c->st);
+}
+static void df__gk_bmm(df__kctx *c) {
+    const df_tensor *a = c->in[0], *b = c->in[1];
+    int ta = df__attr_b(c->node, "adj_x", 0), tb = df__attr_b(c->node, "adj_y", 0);
+    if (a->rank < 2 || b->rank < 2) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "BatchMatMul: inputs must be at least 2-D"); return; }
+    int ra = a->rank, rb = b->rank;
+    int64_t m = a->dims[ra - 2 + ta], k = a->dims[ra - 1 - ta], k2 = b->dims[rb - 2 + tb], n = b->dims[rb - 1 - tb];
+    df__bcast bc;
+    if (k != k2 || !df__broadcast(ra - 2, a->dims, rb - 2, b->dims, &bc)) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "BatchMatMul: shapes do not match (inner %lld vs %lld, or batch dims)", (long long)k, (long long)k2);
+        return;
+    }
+    int64_t dims[DF_MAX_RANK], batch = 1;
+    for (int d = 0; d < bc.rank; d++) { dims[d] = bc.dims[d]; batch *= bc.dims[d]; }
+    dims[bc.rank] = m; dims[bc.rank + 1] = n;
+    df_tensor *o = df__k_alloc(c, 0, a->dtype, bc.rank + 2, dims);
+    if (!o || !o->n) return;
+    int64_t na = 1, nb = 1, ma = a->dims[ra - 2] * a->dims[ra - 1], mb = b->dims[rb - 2] * b->dims[rb - 1];
+    for (int d = 0; d < ra - 2; d++) na *= a->dims[d];
+    for (int d = 0; d < rb - 2; d++) nb *= b->dims[d];
+    size_t es = df_dtype_size(a->dtype);
+    if ((na == batch || na == 1) && (nb == batch || nb == 1)) {   /* one strided-batched call */
+        df_cuda_gemm(DF__GPU(c), a->dtype, ta, tb, m, n, k, a->data, a->dims[ra - 1], na == 1 ? 0 : ma, b->data, b->dims[rb - 1],
+                     nb == 1 ? 0 : mb, o->data, n, m * n, batch, df__gk_tf32(c), c->st);
+        return;
+    }
+    int64_t idx[DF_MAX_RANK] = {0}, oa = 0, ob = 0;     /* general broadcasting: one product per batch */
+    for (int64_t i = 0; i < batch && !c->st->code; i++) {
+        df_cuda_gemm(DF__GPU(c), a->dtype, ta, tb, m, n, k, (const char *)a->data + (size_t)(oa * ma) * es, a->dims[ra - 1], 0,
+                     (const char *)b->data + (size_t)(ob * mb) * es, b->dims[rb - 1], 0, (char *)o->data + (size_t)(i * m * n) * es,
+                     n, 0, 1, df__gk_tf32(c), c->st);
+        for (int d = bc.rank - 1; d >= 0; d--) {
+            idx[d]++; oa += bc.sa[d]; ob += bc.sb[d];
+            if (idx[d] < bc.dims[d]) break;
+            oa -= bc.sa[d] * idx[d]; ob -= bc.sb[d] * idx[d]; idx[d] = 0;
+        }
+    }
+}
+
+static void df__gk_softmax(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    if (x->rank < 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "logits must have >= 1 dimension, got rank 0"); return; }
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, x->rank, x->dims);
+    int64_t cols = x->dims[x->rank - 1];
+    if (o && o->n) df_cuda_softmax(DF__GPU(c), x->dtype, x->data, o->data, o->n / cols, cols, c->node->op->code, c->st);
+}
+static void df__gk_xent(df__kctx *c) {
+    const df_tensor *f = c->in[0], *l = c->in[1];
+    int sparse = c->node->op->code;
+    if (f->rank != 2) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "logits must be 2-D, but got shape of rank %d", f->rank); return; }
+    int64_t b = f->dims[0], k = f->dims[1];
+    if (sparse ? (l->rank != 1 || l->dims[0] != b) : (l->rank != 2 || l->dims[0] != b || l->dims[1] != k)) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "logits and labels must have matching shapes (batch %lld)", (long long)b);
+        return;
+    }
+    df_tensor *loss = df__k_alloc(c, 0, f->dtype, 1, &b);
+    df_tensor *bp = loss ? df__k_alloc_like(c, 1, f->dtype, f) : NULL;
+    if (bp && b) df_cuda_xent(DF__GPU(c), f->dtype, f->data, l->data, l->dtype, loss->data, bp->data, b, k, c->st);
+}
+static void df__gk_cast(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    df_dtype to = df__attr_type(c->node, "DstT");
+    if (to == x->dtype) { df__k_forward(c, 0, 0); return; }
+    df_tensor *o = df__k_alloc(c, 0, to, x->rank, x->dims);
+    if (o && o->n) df_cuda_cast(DF__GPU(c), x->dtype, x->data, to, o->data, o->n, c->st);
+}
+/* Select: cond broadcasts NumPy-style (SelectV2), or (Select) a vector picks rows. */
+static void df__gk_select(df__kctx *c) {
+    const df_tensor *p = c->in[0], *x = c->in[1], *y = c->in[2];
+    df__bcast xy, all;
+    int rows = c->node->op->name[6] == 0 && p->rank == 1 && x->rank > 1;
+    if (x->dtype != y->dtype || !df__broadcast(x->rank, x->dims, y->rank, y->dims, &xy) ||
+        (!rows && !df__broadcast(p->rank, p->dims, xy.rank, xy.dims, &all)) || (rows && p->dims[0] != x->dims[0])) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s: condition, t and e have incompatible shapes", c->node->op->name);
+        return;
+    }
+    if (rows) {
+        all.rank = xy.rank;
+        memcpy(all.dims, xy.dims, sizeof all.dims);
+        for (int d = 0; d < xy.rank; d++) all.sa[d] = d == 0 ? 1 : 0;
+        memcpy(all.sb, xy.sa, sizeof all.sb);  /* unused */
+    }
+    /* strides of x and y over the final shape: xy's, shifted right by the extra leading dims */
+    int64_t sx[DF_MAX_RANK], sy[DF_MAX_RANK];
+    int shift = all.rank - xy.rank;
+    for (int d = 0; d < all.rank; d++) {
+        int e = d - shift;
+        sx[d] = e < 0 || (xy.dims[e] == 1 && all.dims[d] != 1) ? 0 : xy.sa[e];
+        sy[d] = e < 0 || (xy.dims[e] == 1 && all.dims[d] != 1) ? 0 : xy.sb[e];
+    }
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, all.rank, all.dims);
+    if (!o || !o->n) return;
+    int64_t one = 1, zero = 0;
+    if (all.rank == 0) df_cuda_select(DF__GPU(c), df_dtype_size(x->dtype), 1, &one, p->data, &zero, x->data, &zero, y->data, &zero, o->data, c->st);
+    else df_cuda_select(DF__GPU(c), df_dtype_size(x->dtype), all.rank, all.dims, p->data, all.sa, x->data, sx, y->data, sy, o->data, c->st);
+}
+static void df__gk_add_n(df__kctx *c) {
+    const df_tensor *a = c->in[0];
+    const void *ptrs[64];
+    if (c->n_in > 64) { DF__KFAIL(c, DF_UNIMPLEMENTED, "AddN on a GPU takes at most 64 inputs, got %d", c->n_in); return; }
+    for (int i = 0; i < c->n_in; i++) {
+        const df_tensor *t = c->in[i];
+        int same = t->rank == a->rank && t->dtype == a->dtype;
+        for (int d = 0; same && d < a->rank; d++) same = t->dims[d] == a->dims[d];
+        if (!same) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "AddN: all inputs must have the same shape and type (input %d differs)", i); return; }
+        ptrs[i] = t->data;
+    }
+    df_tensor *o = df__k_alloc(c, 0, a->dtype, a->rank, a->dims);
+    if (o && o->n) df_cuda_add_n(DF__GPU(c), a->dtype, c->n_in, ptrs, o->data, o->n, c->st);
+}
+/* A value of type t holding v, as bytes for df_cuda_fill. */
+static int df__gk_scalar_bytes(df_dtype t, double v, unsigned char out[16]) {
+    memset(out, 0, 16);
+    switch (t) {
+    case DF_FLOAT: { float f = (float)v; memcpy(out, &f, 4); return 1; }
+    case DF_DOUBLE: memcpy(out, &v, 8); return 1;
+    case DF_HALF: { uint16_t h = df_float_to_half((float)v); memcpy(out, &h, 2); return 1; }
+    case DF_BFLOAT16: { uint16_t h = df_float_to_bfloat16((float)v); memcpy(out, &h, 2); return 1; }
+    case DF_INT32: { int32_t i = (int32_t)v; memcpy(out, &i, 4); return 1; }
+    case DF_INT64: { int64_t i = (int64_t)v; memcpy(out, &i, 8); return 1; }
+    case DF_BOOL: case DF_UINT8: out[0] = (unsigned char)v; return 1;
+    default: return 0;
+    }
+}
+static void df__gk_zeros_like(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    unsigned char v[16];
+    if (!df__gk_scalar_bytes(x->dtype, c->node->op->code ? 1 : 0, v)) { DF__KFAIL(c, DF_UNIMPLEMENTED, "%s on a GPU: no %s", c->node->op->name, df_dtype_name(x->dtype)); return; }
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, x->rank, x->dims);
+    if (o && o->n) df_cuda_fill(DF__GPU(c), o->data, o->n, df_dtype_size(x->dtype), v, c->st);
+}
+static void df__gk_fill(df__kctx *c) {
+    df__shape s;
+    if (df__dims_from(c->node, c->in[0], &s, "dims", c->st)) return;
+    const df_tensor *v = c->in[1];
+    if (v->rank != 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "value must be a scalar"); return; }
+    df_tensor *o = df__k_alloc(c, 0, v->dtype, s.rank, s.dims);
+    int64_t zero = 0, one = 1;
+    if (o && o->n) df_cuda_strided_copy(DF__GPU(c), df_dtype_size(v->dtype), 1, &o->n, v->data, &zero, o->data, &one, c->st);
+}
+static void df__gk_transpose(df__kctx *c) {
+    const df_tensor *x = c->in[0], *p = c->in[1];
+    if (!df__is_int_tensor(p) || p->rank != 1 || p->n != x->rank) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "transpose expects a vector of size %d", x->rank); return; }
+    int64_t dims[DF_MAX_RANK], is[DF_MAX_RANK], ss[DF_MAX_RANK], os[DF_MAX_RANK];
+    unsigned seen = 0;
+    df__gk_strides(x, is);
+    for (int d = 0; d < x->rank; d++) {
+        int64_t v = df__int_at(p, d);
+        if (v < 0 || v >= x->rank || (seen >> v & 1u)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "%lld is out of range or repeated in the permutation", (long long)v); return; }
+        seen |= 1u << v;
+        dims[d] = x->dims[v];
+        ss[d] = is[v];
+    }
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, x->rank, dims);
+    if (!o || !o->n) return;
+    df__gk_strides(o, os);
+    if (x->rank == 0) df_cuda_memcpy_d2d(DF__GPU(c), o->data, x->data, o->nbytes, c->st);
+    else df_cuda_strided_copy(DF__GPU(c), df_dtype_size(x->dtype), x->rank, dims, x->data, ss, o->data, os, c->st);
+}
+/* ConcatV2 and Pack: each input copied into its place in the output. */
+static void df__gk_concat(df__kctx *c) {
+    int pack = !strcmp(c->node->op->name, "Pack");
+    int n = pack ? c->n_in : c->n_in - 1;
+    const df_tensor *x0 = c->in[0];
+    int64_t axis = pack ? df__attr_i(c->node, "axis", 0) : 0;
+    int orank = pack ? x0->rank + 1 : x0->rank;
+    if (!pack) {
+        const df_tensor *ax = c->in[n];
+        if (!df__is_int_tensor(ax) || ax->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Concat axis must be a scalar"); return; }
+        axis = df__int_at(ax, 0);
+    }
+    if (axis < -orank || axis >= orank || orank == 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Expected axis in the range [%d, %d), but got %lld", -orank, orank, (long long)axis); return; }
+    if (axis < 0) axis += orank;
+    int64_t dims[DF_MAX_RANK];
+    for (int d = 0, e = 0; d < orank; d++) dims[d] = pack && d == axis ? n : x0->dims[e++];
+    if (!pack) dims[axis] = 0;
+    for (int i = 0; i < n; i++) {
+        const df_tensor *t = c->in[i];
+        int ok = t->rank == x0->rank && t->dtype == x0->dtype;
+        for (int d = 0; ok && d < t->rank; d++) ok = pack ? t->dims[d] == x0->dims[d] : (d == axis || t->dims[d] == x0->dims[d]);
+        if (!ok) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s: input %d has an incompatible shape", c->node->op->name, i); return; }
+        if (!pack) dims[axis] += t->dims[axis];
+    }
+    df_tensor *o = df__k_alloc(c, 0, x0->dtype, orank, dims);
+    if (!o || !o->n) return;
+    int64_t os[DF_MAX_RANK], off = 0;
+    df__gk_strides(o, os);
+    size_t es = df_dtype_size(x0->dtype);
+    for (int i = 0; i < n && !c->st->code; i++) {
+        const df_tensor *t = c->in[i];
+        int64_t ts[DF_MAX_RANK], ds[DF_MAX_RANK], td[DF_MAX_RANK];
+        int r = 0;
+        df__gk_strides(t, ts);
+        for (int d = 0, e = 0; d < orank; d++) {
+            if (pack && d == axis) continue;
+            td[r] = t->dims[e]; ds[r] = os[d]; ts[r] = ts[e]; r++; e++;
+        }
+        if (t->n) {
+            int64_t one = 1, zero = 0;
+            char *dst = (char *)o->data + (size_t)off * es;
+            if (r == 0) df_cuda_strided_copy(DF__GPU(c), es, 1, &one, t->data, &zero, dst, &zero, c->st);
+            else df_cuda_strided_copy(DF__GPU(c), es, r, td, t->data, ts, dst, ds, c->st);
+        }
+        off += pack ? os[axis] : t->dims[axis] * os[axis];
+    }
+}
+/* Tile and BroadcastTo: reads at stride 0 along repeated dims. */
+static void df__gk_tile(df__kctx *c) {
+    const df_tensor *x = c->in[0], *m = c->in[1];
+    int bcast = !strcmp(c->node->op->name, "BroadcastTo");
+    int64_t dims[DF_MAX_RANK], idims[2 * DF_MAX_RANK], ss[2 * DF_MAX_RANK], ds[2 * DF_MAX_RANK], is[DF_MAX_RANK], os[DF_MAX_RANK];
+    int orank = x->rank;
+    if (!df__is_int_tensor(m) || m->rank != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s: the multiples or shape must be a vector", c->node->op->name); return; }
+    if (bcast) {
+        orank = (int)m->n;
+        if (orank < x->rank || orank > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "BroadcastTo: cannot broadcast rank %d to rank %d", x->rank, orank); return; }
+        for (int d = 0; d < orank; d++) {
+            dims[d] = df__int_at(m, d);
+            int e = d - (orank - x->rank);
+            if (dims[d] < 0 || (e >= 0 && x->dims[e] != dims[d] && x->dims[e] != 1)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "BroadcastTo: incompatible shapes"); return; }
+        }
+    } else {
+        if (m->n != x->rank) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Expected multiples argument to be a vector of length %d but got length %lld", x->rank, (long long)m->n); return; }
+        for (int d = 0; d < x->rank; d++) {
+            int64_t k = df__int_at(m, d);
+            if (k < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Expected multiples[%d] >= 0, but got %lld", d, (long long)k); return; }
+            dims[d] = x->dims[d] * k;
+        }
+    }
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, orank, dims);
+    if (!o || !o->n) return;
+    df__gk_strides(x, is);
+    df__gk_strides(o, os);
+    int r = 0;
+    for (int d = 0; d < orank; d++) {
+        if (bcast) {
+            int e = d - (orank - x->rank);
+            idims[r] = dims[d]; ds[r] = os[d]; ss[r] = e < 0 || x->dims[e] != dims[d] ? 0 : is[e]; r++;
+        } else {
+            int64_t k = x->dims[d] ? dims[d] / x->dims[d] : 0;
+            if (k != 1) { idims[r] = k; ds[r] = x->dims[d] * os[d]; ss[r] = 0; r++; }
+            idims[r] = x->dims[d]; ds[r] = os[d]; ss[r] = is[d]; r++;
+        }
+    }
+    if (r > DF_MAX_RANK) { DF__KFAIL(c, DF_UNIMPLEMENTED, "Tile on a GPU: at most %d tiled dimensions", DF_MAX_RANK / 2); return; }
+    if (r == 0) { df_cuda_memcpy_d2d(DF__GPU(c), o->data, x->data, o->nbytes, c->st); return; }
+    df_cuda_strided_copy(DF__GPU(c), df_dtype_size(x->dtype), r, idims, x->data, ss, o->data, ds, c->st);
+}
+static void df__gk_gather(df__kctx *c) {
+    const df_tensor *p = c->in[0], *ix = c->in[1];
+    int axis;
+    if (df__attr_i(c->node, "batch_dims", 0) != 0) { DF__KFAIL(c, DF_UNIMPLEMENTED, "GatherV2 on a GPU: batch_dims must be 0"); return; }
+    if (df__gather_axis(c->node, c->in[2], p->rank, &axis, c->st)) return;
+    if (p->rank - 1 + ix->rank > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Gather: result rank too large"); return; }
+    int64_t dims[DF_MAX_RANK], outer = 1, inner = 1;
+    int r = 0;
+    for (int d = 0; d < axis; d++) dims[r++] = p->dims[d];
+    for (int d = 0; d < ix->rank; d++) dims[r++] = ix->dims[d];
+    for (int d = axis + 1; d < p->rank; d++) dims[r++] = p->dims[d];
+    for (int d = 0; d < axis; d++) outer *= p->dims[d];
+    for (int d = axis + 1; d < p->rank; d++) inner *= p->dims[d];
+    df_tensor *o = df__k_alloc(c, 0, p->dtype, r, dims);
+    if (o && o->n) df_cuda_gather(DF__GPU(c), df_dtype_size(p->dtype), p->data, ix->data, ix->dtype, o->data, outer, p->dims[axis], inner, ix->n, c->st);
+}
+static void df__gk_segment_sum(df__kctx *c) {
+    const df_tensor *x = c->in[0], *ids = c->in[1], *ns = c->in[2];
+    if (!df__is_int_tensor(ns) || ns->n != 1 || df__int_at(ns, 0) < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "num_segments must be a non-negative scalar"); return; }
+    int ok = ids->rank <= x->rank;
+    for (int d = 0; ok && d < ids->rank; d++) ok = ids->dims[d] == x->dims[d];
+    if (!ok) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "data.shape must start with segment_ids.shape"); return; }
+    int64_t dims[DF_MAX_RANK], inner = 1;
+    int r = 0;
+    dims[r++] = df__int_at(ns, 0);
+    for (int d = ids->rank; d < x->rank; d++) { dims[r++] = x->dims[d]; inner *= x->dims[d]; }
+    df_tensor *o = df__k_alloc(c, 0, x->dtype, r, dims);
+    if (o && o->n) df_cuda_segment_sum(DF__GPU(c), x->dtype, x->data, ids->data, ids->dtype, o->data, ids->n, inner, dims[0], c->st);
+}
+static void df__gk_random(df__kctx *c) {
+    df__shape s;
+    if (df__dims_from(c->node, c->in[0], &s, "shape", c->st)) return;
+    df_dtype t = df__attr_type(c->node, "dtype");
+    df_tensor *o = df__k_alloc(c, 0, t, s.rank, s.dims);
+    if (!o) return;
+    uint64_t seed = (uint64_t)df__attr_i(c->node, "seed", 0), seed2 = (uint64_t)df__attr_i(c->node, "seed2", 0);
+    uint32_t k0 = (uint32_t)(seed ^ (seed2 << 32 >> 32) * 0x9E3779B9u), k1 = (uint32_t)((seed >> 32) ^ seed2 ^ (seed2 >> 32));
+    uint64_t counter = df__step_rng_next(c->step, c->node, (uint64_t)o->n * 4 + 16);   /* as the CPU kernel */
+    if (o->n) df_cuda_random(DF__GPU(c), c->node->op->code, t, o->data, o->n, k0, k1, counter, c->st);
+}
+/* ApplyGradientDescent, ApplyMomentum, ApplyAdam: hyperparameters stay on the device. */
+static void df__gk_apply(df__kctx *c) {
+    int code = c->node->op->code;
+    df__var *vars[3] = {NULL, NULL, NULL};
+    df_tensor *vals[3] = {NULL, NULL, NULL};
+    int nv = code + 1;
+    static const int grad_of[3] = {2, 3, 9}, n_scalars[3] = {1, 2, 6};
+    static const int scalar_at[3][6] = {{1}, {2, 4}, {3, 4, 5, 6, 7, 8}};   /* Momentum: lr, grad, momentum */
+    const df_tensor *g = c->in[grad_of[code]];
+    const void *scalars[6];
+    for (int i = 0; i < n_scalars[code]; i++) {
+        const df_tensor *t = c->in[scalar_at[code][i]];
+        if (t->rank != 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input %d of %s must be a scalar", scalar_at[code][i], c->node->op->name); return; }
+        if (t->dtype != g->dtype) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s: hyperparameters must have the gradient's type", c->node->op->name); return; }
+        scalars[i] = t->data;
+    }
+    if (!df__k_apply_lock(c, nv, vars, vals)) return;
+    df_tensor *var = vals[0];
+    int ok = df__k_apply_check(c, var, g, code == 0 ? "delta" : "grad");
+    for (int i = 1; ok && i < nv; i++) ok = df__k_apply_check(c, var, vals[i], code == 1 ? "accum" : i == 1 ? "m" : "v");
+    for (int i = 0; ok && i < nv; i++)
+        if (vals[i]->dtype != g->dtype) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s: variables and gradient differ in type", c->node->op->name); ok = 0; }
+    if (ok && var->n)
+        df_cuda_apply(DF__GPU(c), code, var->dtype, var->n, var->data, vals[1] ? vals[1]->data : NULL, vals[2] ? vals[2]->data : NULL,
+                      g->data, scalars, df__attr_b(c->node, "use_nesterov", 0), c->st);
+    df_tensor *keep = df_tensor_retain(var);
+    for (int i = 0; i < nv; i++) df__spin_unlock(&vars[i]->lock);
+    if (c->st->code) { df_tensor_release(keep); return; }
+    c->out[0] = keep;
+}
+
+/* The GPU's kernels: host-memory arguments (bit i; HOST_LAST: the last input, ConcatV2's axis),
+   the dtypes its device-memory arguments may have (0: any; integers and booleans always may),
+   and the kernel (NULL: the CPU kernel, which reads no device memory: pass-through, views,
+   shapes and control flow). Ops whose inputs and outputs are all integers or booleans also run
+   on a GPU device, on the host (df__node_kernel); DF__GK_HOSTONLY marks ops that only do that. */
+#define DF__GK_F ((1u << DF_FLOAT) | (1u << DF_DOUBLE))
+#define DF__GK_FH (DF__GK_F | (1u << DF_HALF) | (1u << DF_BFLOAT16))
+#define DF__GK_CAST (DF__GK_FH | (1u << DF_UINT8) | (1u << DF_INT8))
+#define DF__GK_HOSTONLY (1u << DF_INT32)
+#define DF__GK_HOST_LAST 0x80000000u
+static const struct { const char *name; uint32_t host_in, host_out, types; df__kernel_fn fn; } df__gpu_kernels[] = {
+    {"Const", 0, 0, 0, df__gk_const},
+    {"Identity", 0, 0, 0, NULL}, {"IdentityN", 0, 0, 0, NULL}, {"StopGradient", 0, 0, 0, NULL},
+    {"PlaceholderWithDefault", 0, 0, 0, NULL}, {"NoOp", 0, 0, 0, NULL}, {"ControlTrigger", 0, 0, 0, NULL},
+    {"Enter", 0, 0, 0, NULL}, {"Exit", 0, 0, 0, NULL}, {"NextIteration", 0, 0, 0, NULL},
+    {"Switch", 2, 0, 0, NULL}, {"Merge", 0, 2, 0, NULL}, {"LoopCond", 1, 1, 0, NULL},
+    {"Reshape", 2, 0, 0, NULL}, {"ExpandDims", 2, 0, 0, NULL}, {"Squeeze", 0, 0, 0, NULL},
+    {"Shape", 0, 1, 0, NULL}, {"Size", 0, 1, 0, NULL}, {"Rank", 0, 1, 0, NULL},
+    {"VariableV2", 0, 0, 0, NULL}, {"Assign", 0, 0, 0, NULL}, {"AssignAdd", 0, 0, DF__GK_F, NULL}, {"AssignSub", 0, 0, DF__GK_F, NULL},
+    {"_Send", 0, 0, 0, NULL}, {"_Recv", 0, 0, 0, NULL}, {"_HostSend", ~0u, ~0u, 0, NULL}, {"_HostRecv", ~0u, ~0u, 0, NULL},
+    {"StackV2", ~0u, ~0u, 0, NULL}, {"StackPushV2", 1, 0, 0, NULL}, {"StackPopV2", 1, 0, 0, NULL}, {"StackCloseV2", ~0u, ~0u, 0, NULL},
+    {"LoopStackPush", 1, 0, 0, NULL}, {"LoopStackPop", 3, 0, 0, NULL},
+    {"SumAccumulator", ~0u, ~0u, 0, NULL}, {"SumAccumulatorAdd", 1, 0, DF__GK_F, NULL}, {"SumAccumulatorRead", 1, 0, DF__GK_F, NULL},
+    {"LoopIterationLess", ~0u, ~0u, DF__GK_HOSTONLY, NULL}, {"LoopCount", ~0u, ~0u, DF__GK_HOSTONLY, NULL},
+    {"Range", 0, 0, DF__GK_HOSTONLY, NULL}, {"InvertPermutation", 0, 0, DF__GK_HOSTONLY, NULL},
+    {"BroadcastGradientArgs", 0, 0, DF__GK_HOSTONLY, NULL}, {"ConcatOffset", 0, 0, DF__GK_HOSTONLY, NULL},
+    {"LogicalAnd", 0, 0, DF__GK_HOSTONLY, NULL}, {"LogicalOr", 0, 0, DF__GK_HOSTONLY, NULL}, {"LogicalNot", 0, 0, DF__GK_HOSTONLY, NULL},
+    {"AddV2", 0, 0, DF__GK_F, df__gk_binary}, {"Add", 0, 0, DF__GK_F, df__gk_binary}, {"Sub", 0, 0, DF__GK_F, df__gk_binary},
+    {"Mul", 0, 0, DF__GK_F, df__gk_binary}, {"RealDiv", 0, 0, DF__GK_F, df__gk_binary}, {"Div", 0, 0, DF__GK_F, df__gk_binary},
+    {"Maximum", 0, 0, DF__GK_F, df__gk_binary}, {"Minimum", 0, 0, DF__GK_F, df__gk_binary}, {"Pow", 0, 0, DF__GK_F, df__gk_binary},
+    {"FloorMod", 0, 0, DF__GK_F, df__gk_binary}, {"FloorDiv", 0, 0, DF__GK_F, df__gk_binary},
+    {"SquaredDifference", 0, 0, DF__GK_F, df__gk_binary}, {"Less", 0, 0, DF__GK_F, df__gk_binary},
+    {"LessEqual", 0, 0, DF__GK_F, df__gk_binary}, {"Greater", 0, 0, DF__GK_F, df__gk_binary},
+    {"GreaterEqual", 0, 0, DF__GK_F, df__gk_binary}, {"Equal", 0, 0, DF__GK_F, df__gk_binary},
+    {"NotEqual", 0, 0, DF__GK_F, df__gk_binary}, {"ReluGrad", 0, 0, DF__GK_F, df__gk_binary},
+    {"TanhGrad", 0, 0, DF__GK_F, df__gk_binary}, {"SigmoidGrad", 0, 0, DF__GK_F, df__gk_binary},
+    {"SqrtGrad", 0, 0, DF__GK_F, df__gk_binary}, {"RsqrtGrad", 0, 0, DF__GK_F, df__gk_binary},
+    {"ReciprocalGrad", 0, 0, DF__GK_F, df__gk_binary},
+    {"Neg", 0, 0, DF__GK_F, df__gk_unary}, {"Square", 0, 0, DF__GK_F, df__gk_unary}, {"Abs", 0, 0, DF__GK_F, df__gk_unary},
+    {"Sign", 0, 0, DF__GK_F, df__gk_unary}, {"Relu", 0, 0, DF__GK_F, df__gk_unary}, {"Sqrt", 0, 0, DF__GK_F, df__gk_unary},
+    {"Rsqrt", 0, 0, DF__GK_F, df__gk_unary}, {"Exp", 0, 0, DF__GK_F, df__gk_unary}, {"Log", 0, 0, DF__GK_F, df__gk_unary},
+    {"Tanh", 0, 0, DF__GK_F, df__gk_unary}, {"Sigmoid", 0, 0, DF__GK_F, df__gk_unary},
+    {"Reciprocal", 0, 0, DF__GK_F, df__gk_unary}, {"Floor", 0, 0, DF__GK_F, df__gk_unary},
+    {"BiasAdd", 0, 0, DF__GK_F, df__gk_bias_add}, {"BiasAddGrad", 0, 0, DF__GK_F, df__gk_bias_add_grad},
+    {"Sum", 2, 0, DF__GK_F, df__gk_reduce}, {"Mean", 2, 0, DF__GK_F, df__gk_reduce}, {"Max", 2, 0, DF__GK_F, df__gk_reduce},
+    {"Min", 2, 0, DF__GK_F, df__gk_reduce}, {"Prod", 2, 0, DF__GK_F, df__gk_reduce},
+    {"ArgMax", 2, 0, DF__GK_F, df__gk_argmax}, {"ArgMin", 2, 0, DF__GK_F, df__gk_argmax},
+    {"MatMul", 0, 0, DF__GK_FH, df__gk_matmul}, {"BatchMatMulV2", 0, 0, DF__GK_FH, df__gk_bmm},
+    {"Softmax", 0, 0, DF__GK_F, df__gk_softmax}, {"LogSoftmax", 0, 0, DF__GK_F, df__gk_softmax},
+    {"SoftmaxCrossEntropyWithLogits", 0, 0, DF__GK_F, df__gk_xent},
+    {"SparseSoftmaxCrossEntropyWithLogits", 0, 0, DF__GK_F, df__gk_xent},
+    {"Cast", 0, 0, DF__GK_CAST, df__gk_cast}, {"Select", 0, 0, 0, df__gk_select}, {"SelectV2", 0, 0, 0, df__gk_select},
+    {"AddN", 0, 0, DF__GK_F, df__gk_add_n}, {"ZerosLike", 0, 0, DF__GK_FH, df__gk_zeros_like},
+    {"OnesLike", 0, 0, DF__GK_FH, df__gk_zeros_like}, {"Fill", 1, 0, 0, df__gk_fill},
+    {"Transpose", 2, 0, 0, df__gk_transpose}, {"ConcatV2", DF__GK_HOST_LAST, 0, 0, df__gk_concat},
+    {"Pack", 0, 0, 0, df__gk_concat}, {"Tile", 2, 0, 0, df__gk_tile}, {"BroadcastTo", 2, 0, 0, df__gk_tile},
+    {"Slice", 6, 0, 0, NULL}, {"StridedSlice", 14, 0, 0, NULL},
+    {"GatherV2", 4, 0, 0, df__gk_gather}, {"UnsortedSegmentSum", 4, 0, DF__GK_F, df__gk_segment_sum},
+    {"RandomUniform", 1, 0, DF__GK_F, df__gk_random}, {"RandomStandardNormal", 1, 0, DF__GK_F, df__gk_random},
+    {"TruncatedNormal", 1, 0, DF__GK_F, df__gk_random},
+    {"ApplyGradientDescent", 0, 0, DF__GK_F, df__gk_apply}, {"ApplyMomentum", 0, 0, DF__GK_F, df__gk_apply},
+    {"ApplyAdam", 0, 0, DF__GK_F, df__gk_apply},
+};
+static void df__gpu_register(df__opdef *ops, int n_ops) {
+    for (size_t i = 0; i < sizeof df__gpu_kernels / sizeof *df__gpu_kernels; i++)
+        for (int k = 0; k < n_ops; k++) {
+            if (strcmp(ops[k].name, df__gpu_kernels[i].name)) continue;
+            df__kernel_def *d = &ops[k].kernels[DF__DEV_GPU];
+            d->fn = df__gpu_kernels[i].fn ? df__gpu_kernels[i].fn : ops[k].kernels[DF__DEV_CPU].fn;
+            d->host_inputs = df__gpu_kernels[i].host_in;
+            d->host_outputs = df__gpu_kernels[i].host_out;
+            d->types = df__gpu_kernels[i].types;
+            break;
+        }
+}
+#endif /* DATAFLOW_CUDA */
 
 static const df__opspec df__op_table[] = {
     {"Const", "", "output:dtype", "value:tensor,dtype:type", df__sf_const, df__k_const, DF__OP_NO_GRADIENT, 0},

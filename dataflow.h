@@ -324,6 +324,7 @@ typedef struct df_session_options {
     int         deterministic;       /* run every node on the calling thread in a fixed order */
     int         placement;           /* DF_PLACEMENT_DEFAULT or DF_PLACEMENT_COST_MODEL */
     int         compress_transfers;  /* float32 values cross devices as bfloat16 (lossy) */
+    int         allow_tf32;          /* GPU float32 matrix products may use TF32 tensor cores */
 } df_session_options;
 /* DEFAULT: TensorFlow's placer (requests, colocation, then the first device). COST_MODEL:
    nodes without a request go where a simulation of the graph says they finish first, counting
@@ -419,6 +420,123 @@ df_code  df_cuda_gemm_f32(df_cuda *g, int ta, int tb, int64_t m, int64_t n, int6
 /* c = op(a, b) over n floats; Relu and Tanh take no b. */
 enum { DF_CUDA_ADD = 0, DF_CUDA_SUB, DF_CUDA_MUL, DF_CUDA_MAX, DF_CUDA_RELU, DF_CUDA_TANH };
 df_code  df_cuda_elementwise_f32(df_cuda *g, int op, const float *a, const float *b, float *c, int64_t n, df_status *st);
+
+/* ---- The launchers behind the session's GPU device ----
+   dataflow.c calls these for the kernels it runs on a GPU; dataflow_cuda.cu implements them with
+   CUDA (a test build may link a host emulation of the same functions instead). Pointers are
+   device memory unless named host_*. Work is queued on the GPU's compute stream in call order
+   and runs later; a call returns the status of what it could check and launch (bad arguments,
+   a failed launch). Element strides (not bytes) may be 0 (broadcast) or negative. Ranks are at
+   most DF_MAX_RANK; counts of 0 launch nothing. Floating types are DF_FLOAT and DF_DOUBLE unless
+   a launcher says more; results follow the CPU kernels of dataflow.c (their formulas, their
+   NaN rules), to within floating-point rounding. */
+void   *df_cuda_region_alloc(size_t bytes, void *gpu);   /* BFC sys_alloc hook (gpu: a df_cuda *) */
+void    df_cuda_region_free(void *p, size_t bytes, void *gpu);
+/* Host to device: ordered after the work queued so far; later work is ordered after it. Returns
+   once host_src may be reused. */
+df_code df_cuda_memcpy_h2d(df_cuda *g, void *dst, const void *host_src, size_t bytes, df_status *st);
+/* Device to host: waits for the work queued so far, returns with host_dst filled. */
+df_code df_cuda_memcpy_d2h(df_cuda *g, void *host_dst, const void *src, size_t bytes, df_status *st);
+df_code df_cuda_memcpy_d2d(df_cuda *g, void *dst, const void *src, size_t bytes, df_status *st);
+/* n elements of elem_size (1, 2, 4, 8 or 16) bytes, each a copy of *host_value. */
+df_code df_cuda_fill(df_cuda *g, void *dst, int64_t n, size_t elem_size, const void *host_value, df_status *st);
+
+/* Unary ops, in the order of dataflow.c's: y = op(x). NOT takes and gives DF_BOOL. */
+enum { DF_CUDA_U_NEG, DF_CUDA_U_SQUARE, DF_CUDA_U_SQRT, DF_CUDA_U_RSQRT, DF_CUDA_U_EXP, DF_CUDA_U_LOG,
+       DF_CUDA_U_TANH, DF_CUDA_U_SIGMOID, DF_CUDA_U_RELU, DF_CUDA_U_ABS, DF_CUDA_U_SIGN, DF_CUDA_U_NOT,
+       DF_CUDA_U_RECIPROCAL, DF_CUDA_U_FLOOR, DF_CUDA_U_COUNT };
+df_code df_cuda_unary(df_cuda *g, int op, df_dtype t, const void *x, void *y, int64_t n, df_status *st);
+/* Binary ops with broadcasting, in the order of dataflow.c's. c is dense with shape dims; a and
+   b are read at element strides sa and sb. Comparisons write DF_BOOL (one byte, 0 or 1); AND
+   and OR take DF_BOOL. The gradient ops take (a, b) = (dy, x) for RELU_GRAD (a where b > 0,
+   else 0) and (y, dy) for the rest: TANH_GRAD b(1-a^2), SIGMOID_GRAD b a(1-a), SQRT_GRAD
+   b 0.5/a, RSQRT_GRAD b(-0.5)a^3, RECIP_GRAD -b a^2. MAX and MIN return a NaN a. */
+enum { DF_CUDA_B_ADD, DF_CUDA_B_SUB, DF_CUDA_B_MUL, DF_CUDA_B_DIV, DF_CUDA_B_MAX, DF_CUDA_B_MIN,
+       DF_CUDA_B_POW, DF_CUDA_B_FLOORMOD, DF_CUDA_B_FLOORDIV, DF_CUDA_B_SQDIFF, DF_CUDA_B_LESS,
+       DF_CUDA_B_LESS_EQ, DF_CUDA_B_GREATER, DF_CUDA_B_GREATER_EQ, DF_CUDA_B_EQUAL, DF_CUDA_B_NOT_EQUAL,
+       DF_CUDA_B_AND, DF_CUDA_B_OR, DF_CUDA_B_RELU_GRAD, DF_CUDA_B_TANH_GRAD, DF_CUDA_B_SIGMOID_GRAD,
+       DF_CUDA_B_SQRT_GRAD, DF_CUDA_B_RSQRT_GRAD, DF_CUDA_B_RECIP_GRAD, DF_CUDA_B_COUNT };
+df_code df_cuda_binary(df_cuda *g, int op, df_dtype t, int rank, const int64_t *dims, const void *a,
+                       const int64_t *sa, const void *b, const int64_t *sb, void *c, df_status *st);
+/* out = cond ? x : y elementwise with broadcasting (strides as df_cuda_binary); cond is DF_BOOL;
+   any element size 1, 2, 4, 8 or 16. */
+df_code df_cuda_select(df_cuda *g, size_t elem_size, int rank, const int64_t *dims, const void *cond,
+                       const int64_t *sc, const void *x, const int64_t *sx, const void *y, const int64_t *sy,
+                       void *out, df_status *st);
+/* out = sum of n_inputs dense tensors of n elements; host_inputs is a host array of pointers. */
+df_code df_cuda_add_n(df_cuda *g, df_dtype t, int n_inputs, const void *const *host_inputs, void *out, int64_t n,
+                      df_status *st);
+/* Between DF_FLOAT, DF_DOUBLE, DF_HALF, DF_BFLOAT16, DF_INT32, DF_INT64, DF_UINT8, DF_INT8 and DF_BOOL,
+   as dataflow.c's Cast (float to integer truncates toward zero; to bool is x != 0). */
+df_code df_cuda_cast(df_cuda *g, df_dtype from, const void *x, df_dtype to, void *y, int64_t n, df_status *st);
+/* y[o][i] = op over r of x[o][r][i] (shapes [outer, red, inner] -> [outer, inner]). Ops in the
+   order of dataflow.c's: SUM, MEAN (SUM / red), MAX, MIN, PROD; over red == 0: 0, NaN, the
+   lowest value, the highest value, 1. */
+enum { DF_CUDA_R_SUM, DF_CUDA_R_MEAN, DF_CUDA_R_MAX, DF_CUDA_R_MIN, DF_CUDA_R_PROD, DF_CUDA_R_COUNT };
+df_code df_cuda_reduce(df_cuda *g, int op, df_dtype t, const void *x, void *y, int64_t outer, int64_t red,
+                       int64_t inner, df_status *st);
+/* The index (out_t DF_INT32 or DF_INT64) of the first largest (is_min: smallest) element over
+   red, laid out as df_cuda_reduce; red >= 1. */
+df_code df_cuda_argmax(df_cuda *g, df_dtype t, const void *x, df_dtype out_t, void *y, int64_t outer,
+                       int64_t red, int64_t inner, int is_min, df_status *st);
+/* dst[i0..] = src[i0..] over the index space dims, at element strides (transposes, slices,
+   concatenation pieces, tiling, padding, broadcasting); elem_size 1, 2, 4, 8 or 16. */
+df_code df_cuda_strided_copy(df_cuda *g, size_t elem_size, int rank, const int64_t *dims, const void *src,
+                             const int64_t *src_strides, void *dst, const int64_t *dst_strides, df_status *st);
+/* Row-major C_i = op(A_i) op(B_i) for i < batch, A_i = a + i*stride_a (strides in elements, 0
+   repeats a matrix), through cuBLAS: cublasGemmEx for one, strided batched for more. t is
+   DF_FLOAT (tf32 nonzero allows TF32), DF_DOUBLE, or DF_HALF / DF_BFLOAT16 (float accumulation). */
+df_code df_cuda_gemm(df_cuda *g, df_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                     const void *a, int64_t lda, int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
+                     void *c, int64_t ldc, int64_t stride_c, int64_t batch, int tf32, df_status *st);
+/* Softmax (log nonzero: log-softmax) over each row of [rows, cols], the max subtracted first. */
+df_code df_cuda_softmax(df_cuda *g, df_dtype t, const void *x, void *y, int64_t rows, int64_t cols, int log,
+                        df_status *st);
+/* Softmax cross-entropy per row: loss[rows], backprop[rows, cols] = softmax(logits) - labels.
+   label_t == t: dense label rows [rows, cols]; DF_INT32 / DF_INT64: class ids [rows], where an id
+   outside [0, cols) gives NaN in that row's loss and backprop (TensorFlow's GPU rule). */
+df_code df_cuda_xent(df_cuda *g, df_dtype t, const void *logits, const void *labels, df_dtype label_t, void *loss,
+                     void *backprop, int64_t rows, int64_t cols, df_status *st);
+/* out[o][j][i] = params[o][idx[j]][i] for params [outer, axis_dim, inner], indices (index_t
+   DF_INT32 or DF_INT64) [n_idx]; an index outside [0, axis_dim) gives zeros (TensorFlow's GPU
+   rule). */
+df_code df_cuda_gather(df_cuda *g, size_t elem_size, const void *params, const void *indices, df_dtype index_t,
+                       void *out, int64_t outer, int64_t axis_dim, int64_t inner, int64_t n_idx, df_status *st);
+/* out[s][i] = sum of data[j][i] over j with ids[j] == s, out [num_segments, inner] zeroed first;
+   ids outside [0, num_segments) are skipped. Float types (the order of the sums may vary). */
+df_code df_cuda_segment_sum(df_cuda *g, df_dtype t, const void *data, const void *ids, df_dtype index_t, void *out,
+                            int64_t n_ids, int64_t inner, int64_t num_segments, df_status *st);
+/* Philox4x32-10 numbers, the stream of dataflow.c's CPU kernel: block j is philox(counter + j,
+   key), its words taken last first. kind 0 uniform [0, 1) (53 bits per value, as the CPU), 1
+   standard normal (Box-Muller on two uniforms; the CPU's values), 2 truncated normal (within 2
+   standard deviations; its own parallel stream: element i tries blocks counter + i + k*n, k < 4). */
+df_code df_cuda_random(df_cuda *g, int kind, df_dtype t, void *out, int64_t n, uint32_t key0, uint32_t key1,
+                       uint64_t counter, df_status *st);
+/* Optimizer updates of n elements in place, hyperparameters read on the device from
+   host_scalars (a host array of device pointers to one element of type t each), as
+   dataflow.c's Apply kernels: kind 0 gradient descent {lr}: var -= lr grad; 1 momentum {lr,
+   momentum} on (var, acc); 2 Adam {beta1_power, beta2_power, lr, beta1, beta2, epsilon} on
+   (var, m = acc, v = acc2). */
+df_code df_cuda_apply(df_cuda *g, int kind, df_dtype t, int64_t n, void *var, void *acc, void *acc2, const void *grad,
+                      const void *const *host_scalars, int nesterov, df_status *st);
+/* NHWC convolution geometry (filters HWIO, output NHWC), padding given as top/left offsets. */
+typedef struct df_cuda_conv {
+    int64_t n, h, w, c, kh, kw, oc, oh, ow, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+} df_cuda_conv;
+/* Device scratch bytes the three convolution launchers need for p (0: none). */
+size_t  df_cuda_conv2d_workspace(const df_cuda_conv *p);
+df_code df_cuda_conv2d(df_cuda *g, df_dtype t, const df_cuda_conv *p, const void *x, const void *filter, void *y,
+                       void *workspace, int tf32, df_status *st);
+df_code df_cuda_conv2d_bp_input(df_cuda *g, df_dtype t, const df_cuda_conv *p, const void *filter, const void *dy,
+                                void *dx, void *workspace, int tf32, df_status *st);
+df_code df_cuda_conv2d_bp_filter(df_cuda *g, df_dtype t, const df_cuda_conv *p, const void *x, const void *dy,
+                                 void *dfilter, void *workspace, int tf32, df_status *st);
+/* NHWC pooling windows (oc unused): max, or the average over the window's in-image elements;
+   gradients as dataflow.c's (MaxPoolGrad sends each gradient to its window's first maximum). */
+df_code df_cuda_pool(df_cuda *g, df_dtype t, const df_cuda_conv *p, int max, const void *x, void *y, df_status *st);
+df_code df_cuda_max_pool_grad(df_cuda *g, df_dtype t, const df_cuda_conv *p, const void *x, const void *y,
+                              const void *dy, void *dx, df_status *st);
+df_code df_cuda_avg_pool_grad(df_cuda *g, df_dtype t, const df_cuda_conv *p, const void *dy, void *dx, df_status *st);
 #endif
 
 #ifdef __cplusplus

@@ -240,9 +240,21 @@ static inline const char *digits_path(const char *given) {
 }
 static inline int digits_n_train(int n) { return (4 * n + 2) / 5; }     /* 80%: 1438 of 1797 */
 
-/* Loads argv[1] (default: digits_path(NULL)) and splits it. Prints one line saying what was read. */
+/* The first argument that is not an option ("--..."), or NULL. */
+static inline const char *digits_arg(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) if (strncmp(argv[i], "--", 2)) return argv[i];
+    return NULL;
+}
+/* --gpu: 1 GPU device for the session (the build must include dataflow_cuda.cu), else 0. */
+static inline int digits_gpus(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) if (!strcmp(argv[i], "--gpu")) return 1;
+    return 0;
+}
+
+/* Loads the first argument (default: digits_path(NULL)) and splits it. Prints one line saying
+   what was read. */
 static inline void digits_load_split(int argc, char **argv, digits_data *train, digits_data *test) {
-    const char *path = digits_path(argc > 1 ? argv[1] : NULL);
+    const char *path = digits_path(digits_arg(argc, argv));
     digits_data all;
     digits_load(path, &all);
     digits_split(&all, digits_n_train(all.n), DIGITS_SPLIT_SEED, train, test);

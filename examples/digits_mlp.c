@@ -62,6 +62,7 @@ int main(int argc, char **argv) {
        that read the same variable could vary from run to run). */
     df_session_options opts = {0};
     opts.deterministic = 1;
+    opts.num_gpu_devices = digits_gpus(argc, argv);   /* --gpu: on the GPU (a build with dataflow_cuda.cu) */
     df_status st;
     df_session *s = df_session_new(g, &opts, &st);
     if (!s) digits_die("session", st.message);
