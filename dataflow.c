@@ -1596,6 +1596,21 @@ static df_code df__copy_data(df_tensor *dst, const df_tensor *src, df_status *st
     memcpy(dst->data, src->data, src->nbytes);
     return DF_OK;
 }
+/* All of t's bytes set to zero, in its memory. */
+static df_code df__zero_data(df_tensor *t, df_status *st) {
+    if (!t->nbytes) return DF_OK;
+#ifdef DATAFLOW_CUDA
+    const df_tensor *b = t->base ? t->base : t;
+    if (b->alloc && b->alloc->gpu) {
+        unsigned char zero = 0;
+        return df_cuda_fill((df_cuda *)b->alloc->gpu, t->data, (int64_t)t->nbytes, 1, &zero, st);
+    }
+#else
+    DF__UNUSED(st);
+#endif
+    memset(t->data, 0, t->nbytes);
+    return DF_OK;
+}
 /* dst = a + b (code DF__B_ADD) or a - b over n elements of a float type, in their memory. */
 typedef void (*df__row_fn)(void *o, const void *a, const void *b, int64_t n, int sa, int sb);
 static df__row_fn df__binary_row(int code, df_dtype t);
@@ -3296,6 +3311,7 @@ typedef struct df__kctx {
     struct df__ipool *ipool;     /* the session's intra-op threads (NULL: this thread only) */
     uint32_t host_out;           /* bit i: output i goes to host memory (a GPU's shapes, predicates) */
     void *gpu;                   /* the df_cuda whose memory the kernel works in; NULL: host memory */
+    df__device *dev;             /* the device the kernel runs on */
     int32_t xfer;                /* _Send: the receiving partition * 2 + 1 if it wants device memory */
 } df__kctx;
 
@@ -5205,8 +5221,28 @@ static int df__conv_input_grad_phases(const df__conv_ws *W, const void *w, void 
 }
 
 /* mode 0: Y = conv(X, W); 1: dX from (W, dY); 2: dW from (X, dY). Tensors NHWC, W [kh,kw,c,oc]. */
+#ifdef DATAFLOW_CUDA
+static int df__step_tf32(const struct df__step *s);
+#endif
 static int df__conv_run(df__kctx *c, int mode, const df__conv_geo *g, int dbl, const void *x, const void *w,
                         const void *dy, void *out) {
+#ifdef DATAFLOW_CUDA
+    if (c->gpu) {              /* on a GPU: dataflow_cuda.cu's convolutions, scratch from the device */
+        df_cuda_conv p = {g->n, g->h, g->w, g->c, g->kh, g->kw, g->oc, g->oh, g->ow, g->sh, g->sw, g->dh, g->dw, g->ph, g->pw};
+        size_t bytes = df_cuda_conv2d_workspace(&p);
+        int64_t words = (int64_t)((bytes + 7) / 8);
+        df_tensor *scratch = bytes ? df__tensor_alloc(c->alloc, DF_DOUBLE, 1, &words, c->st) : NULL;
+        if (bytes && !scratch) return 0;
+        df_dtype t = dbl ? DF_DOUBLE : DF_FLOAT;
+        void *ws = scratch ? scratch->data : NULL;
+        int tf32 = df__step_tf32(c->step);
+        df_code code = mode == 0 ? df_cuda_conv2d((df_cuda *)c->gpu, t, &p, x, w, out, ws, tf32, c->st)
+                     : mode == 1 ? df_cuda_conv2d_bp_input((df_cuda *)c->gpu, t, &p, w, dy, out, ws, tf32, c->st)
+                     : df_cuda_conv2d_bp_filter((df_cuda *)c->gpu, t, &p, x, dy, out, ws, tf32, c->st);
+        df_tensor_release(scratch);
+        return code == DF_OK;
+    }
+#endif
     df__conv_ws W;
     memset(&W, 0, sizeof W);
     W.c = c; W.g = g; W.dbl = dbl; W.es = dbl ? 8 : 4;
@@ -5318,7 +5354,7 @@ static void df__k_conv2d_bp_input(df__kctx *c) {
     g.oc = w->dims[3];
     df_tensor *o = df__k_alloc(c, 0, w->dtype, 4, xd);
     if (!o || !o->n) return;
-    if (!dy->n || !g.oc) { memset(o->data, 0, o->nbytes); return; }
+    if (!dy->n || !g.oc) { df__zero_data(o, c->st); return; }
     df__conv_run(c, 1, &g, w->dtype == DF_DOUBLE, NULL, w->data, dy->data, o->data);
 }
 static void df__k_conv2d_bp_filter(df__kctx *c) {
@@ -5331,7 +5367,7 @@ static void df__k_conv2d_bp_filter(df__kctx *c) {
     g.oc = wd[3];
     df_tensor *o = df__k_alloc(c, 0, x->dtype, 4, wd);
     if (!o || !o->n) return;
-    if (!dy->n) { memset(o->data, 0, o->nbytes); return; }
+    if (!dy->n) { df__zero_data(o, c->st); return; }
     df__conv_run(c, 2, &g, x->dtype == DF_DOUBLE, x->data, NULL, dy->data, o->data);
 }
 static df_code df__sf_conv2d(df__shape_ctx *c) {
@@ -5505,6 +5541,17 @@ DF__POOL(double)
 /* Runs pooling (grad 0) or its gradient over the session's intra-op threads when it is big. */
 static int df__pool_run(df__kctx *c, int grad, int dbl, df__pool_job *J) {
     const df__conv_geo *g = J->g;
+#ifdef DATAFLOW_CUDA
+    if (c->gpu) {
+        df_cuda_conv p = {g->n, g->h, g->w, g->c, g->kh, g->kw, g->oc, g->oh, g->ow, g->sh, g->sw, g->dh, g->dw, g->ph, g->pw};
+        df_dtype t = dbl ? DF_DOUBLE : DF_FLOAT;
+        df_cuda *gpu = (df_cuda *)c->gpu;
+        df_code code = !grad ? df_cuda_pool(gpu, t, &p, J->max, J->x, J->out, c->st)
+                     : J->max ? df_cuda_max_pool_grad(gpu, t, &p, J->x, J->y, J->dy, J->out, c->st)
+                     : df_cuda_avg_pool_grad(gpu, t, &p, J->dy, J->out, c->st);
+        return code == DF_OK;
+    }
+#endif
     double work = (double)g->n * (double)g->oh * (double)g->ow * (double)g->c * (double)(g->kh * g->kw);
     int threads = work < 1.0e6 ? 1 : df__ipool_threads(c->ipool);
     if (!grad) df__parallel_for(c->ipool, g->n * g->oh, 1, threads, dbl ? df__pool_rows_double : df__pool_rows_float, J);
@@ -6360,6 +6407,20 @@ static void df__strided_move(df_tensor *x, df_tensor *o, const int64_t *begin, c
     int64_t istride[DF_MAX_RANK], s = 1, idx[DF_MAX_RANK] = {0}, off = 0;
     for (int d = x->rank - 1; d >= 0; d--) { istride[d] = s; s *= x->dims[d]; }
     for (int d = 0; d < rank; d++) off += begin[d] * istride[d];
+#ifdef DATAFLOW_CUDA
+    const df_tensor *xb = x->base ? x->base : x;
+    if (xb->alloc && xb->alloc->gpu) {           /* on a GPU: one strided copy, queued */
+        int64_t xs[DF_MAX_RANK], os[DF_MAX_RANK], one = 1, zero = 0, so = 1;
+        for (int d = rank - 1; d >= 0; d--) { xs[d] = step[d] * istride[d]; os[d] = so; so *= odims[d]; }
+        char *full = (char *)x->data + off * (int64_t)es;
+        df_status st;
+        if (rank == 0) df_cuda_strided_copy((df_cuda *)xb->alloc->gpu, es, 1, &one, scatter ? o->data : full, &zero,
+                                            scatter ? full : o->data, &zero, &st);
+        else df_cuda_strided_copy((df_cuda *)xb->alloc->gpu, es, rank, odims, scatter ? o->data : full, scatter ? os : xs,
+                                  scatter ? full : o->data, scatter ? xs : os, &st);
+        return;
+    }
+#endif
     for (int64_t i = 0; i < o->n; i++) {
         char *full = (char *)x->data + (size_t)off * es, *flat = (char *)o->data + (size_t)i * es;
         if (scatter) memcpy(full, flat, es); else memcpy(flat, full, es);
@@ -7391,10 +7452,25 @@ static void df__k_stack(df__kctx *c) {
     if (k) k->max = df__int_at(m, 0);
 }
 static df__stack *df__k_stack_of(df__kctx *c) { return df__k_state_of(c, 0); }
+/* What a push keeps (a new reference): the value, or with swap_memory on a GPU a copy in host
+   memory (TensorFlow's swap_memory: long loops keep their gradient stacks off the device).
+   What a pop gives: the kept value, moved back to the device when it was swapped out. */
+static df_tensor *df__stack_keep(df__kctx *c, df_tensor *x) {
+    if (c->gpu && df__attr_b(c->node, "swap_memory", 0)) return df__to_host(c->dev, x, c->st);
+    return df_tensor_retain(x);
+}
+static df_tensor *df__stack_give(df__kctx *c, df_tensor *x) {
+    const df_tensor *b = x->base ? x->base : x;
+    if (!c->gpu || (b->alloc && b->alloc->gpu) || !x->nbytes) return x;
+    df_tensor *d = df__to_device(c->dev, x, c->st);
+    df_tensor_release(x);
+    return d;
+}
 static void df__k_stack_push(df__kctx *c) {
     df__stack *k = df__k_stack_of(c);
     if (!k) return;
-    df_tensor *x = c->in[1];
+    df_tensor *x = c->in[1], *kept = df__stack_keep(c, x);
+    if (!kept) return;
     df__spin_lock(&k->lock);
     if (k->closed || (k->max >= 0 && k->n >= k->max) || x->dtype != k->type ||
         k->n >= INT32_MAX - 1 || !df__grow(&k->v, &k->cap, k->n + 1, sizeof(df_tensor *))) {
@@ -7404,9 +7480,10 @@ static void df__k_stack_push(df__kctx *c) {
         else if (bad) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype));
         else if (full) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Stack is full (max_size %lld)", (long long)k->max);
         else DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack");
+        df_tensor_release(kept);
         return;
     }
-    k->v[k->n++] = df_tensor_retain(x);
+    k->v[k->n++] = kept;
     df__spin_unlock(&k->lock);
     c->out[0] = df_tensor_retain(x);
 }
@@ -7417,7 +7494,7 @@ static void df__k_stack_pop(df__kctx *c) {
     df_tensor *x = k->n > 0 && !k->closed ? k->v[--k->n] : NULL;
     df__spin_unlock(&k->lock);
     if (!x) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack is empty"); return; }
-    c->out[0] = x;
+    c->out[0] = df__stack_give(c, x);
 }
 static void df__k_stack_close(df__kctx *c) {
     df__stack *k = df__k_stack_of(c);
@@ -7434,7 +7511,8 @@ static void df__k_stack_close(df__kctx *c) {
 static void df__k_loop_push(df__kctx *c) {
     df__stack *k = df__k_stack_of(c);
     if (!k) return;
-    df_tensor *x = c->in[1];
+    df_tensor *x = c->in[1], *kept = df__stack_keep(c, x);
+    if (!kept) return;
     int64_t i = c->iter;
     df__spin_lock(&k->lock);
     int bad = x->dtype != k->type, closed = k->closed, full = i >= INT32_MAX - 1 || (k->max >= 0 && i >= k->max);
@@ -7442,10 +7520,11 @@ static void df__k_loop_push(df__kctx *c) {
     int ok = !bad && !closed && !full && !twice && df__grow(&k->v, &k->cap, (int)i + 1, sizeof(df_tensor *));
     if (ok) {
         while (k->n <= i) k->v[k->n++] = NULL;
-        k->v[i] = df_tensor_retain(x);
+        k->v[i] = kept;
     }
     df__spin_unlock(&k->lock);
     if (ok) { if (c->need & 1) c->out[0] = df_tensor_retain(x); return; }
+    df_tensor_release(kept);
     if (closed) DF__KFAIL(c, DF_ABORTED, "Stack was closed");
     else if (bad) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype));
     else if (full) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Stack is full at iteration %lld (max_size %lld)", (long long)i, (long long)k->max);
@@ -7463,7 +7542,7 @@ static void df__k_loop_pop(df__kctx *c) {
     if (i >= 0 && i < k->n && !k->closed) { x = k->v[i]; k->v[i] = NULL; }
     df__spin_unlock(&k->lock);
     if (!x) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds no value of iteration %lld (count %lld, popped in iteration %lld)", (long long)i, (long long)df__int_at(n, 0), (long long)c->iter); return; }
-    c->out[0] = x;
+    c->out[0] = df__stack_give(c, x);
 }
 /* Whether the number of the iteration it runs in is below `limit`: a gradient loop's predicate
    in one node. */
@@ -10651,6 +10730,7 @@ static int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
             k.ipool = s->ipool;
             k.host_out = s->x->host_out ? s->x->host_out[t->item] : 0;
             k.gpu = k.host_out == ~0u ? NULL : s->device->gpu;
+            k.dev = s->device;
             if (DF__UNLIKELY(k.host_out == ~0u) && !(k.alloc = df__host_allocator())) {
                 df__step_error(s, &(df_status){DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator"});
                 return 1;
@@ -12005,6 +12085,10 @@ static uint64_t df__step_rng_next(df__step *s, const df_node *n, uint64_t count)
     df__spin_unlock(&ss->lock);
     return base;
 }
+
+#ifdef DATAFLOW_CUDA
+static int df__step_tf32(const df__step *s) { return s && s->session && s->session->opts.allow_tf32; }
+#endif
 
 df_session *df_session_new(df_graph *g, const df_session_options *opts, df_status *st) {
     df_status_clear(st);
@@ -13767,7 +13851,7 @@ static void df__gk_const(df__kctx *c) {
     const df__attr *a = df__node_attr(c->node, "value");
     if (!a || a->kind != DF__A_TENSOR || !a->u.tensor) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Const has no value"); return; }
     df_tensor *host = a->u.tensor;
-    df__device *d = c->step->device;
+    df__device *d = c->dev;
     df_tensor *dev = NULL;
     df__spin_lock(&d->cache_lock);
     for (int i = 0; i < d->n_cache && !dev; i++) if (d->cache[i].host == host) dev = df_tensor_retain(d->cache[i].dev);
@@ -13915,7 +13999,7 @@ static void df__gk_argmax(df__kctx *c) {
     if (o && o->n) df_cuda_argmax(DF__GPU(c), x->dtype, x->data, ot, o->data, outer, x->dims[a], inner, c->node->op->code, c->st);
 }
 
-static int df__gk_tf32(df__kctx *c) { return c->step->session && c->step->session->opts.allow_tf32; }
+static int df__gk_tf32(df__kctx *c) { return df__step_tf32(c->step); }
 static void df__gk_matmul(df__kctx *c) {
     const df_tensor *a = c->in[0], *b = c->in[1];
     int ta = df__attr_b(c->node, "transpose_a", 0), tb = df__attr_b(c->node, "transpose_b", 0);
@@ -14311,6 +14395,9 @@ static const struct { const char *name; uint32_t host_in, host_out, types; df__k
     {"TruncatedNormal", 1, 0, DF__GK_F, df__gk_random},
     {"ApplyGradientDescent", 0, 0, DF__GK_F, df__gk_apply}, {"ApplyMomentum", 0, 0, DF__GK_F, df__gk_apply},
     {"ApplyAdam", 0, 0, DF__GK_F, df__gk_apply},
+    {"Conv2D", 0, 0, DF__GK_F, NULL}, {"Conv2DBackpropInput", 1, 0, DF__GK_F, NULL},
+    {"Conv2DBackpropFilter", 2, 0, DF__GK_F, NULL}, {"MaxPool", 0, 0, DF__GK_F, NULL}, {"AvgPool", 0, 0, DF__GK_F, NULL},
+    {"MaxPoolGrad", 0, 0, DF__GK_F, NULL}, {"AvgPoolGrad", 1, 0, DF__GK_F, NULL},
 };
 static void df__gpu_register(df__opdef *ops, int n_ops) {
     for (size_t i = 0; i < sizeof df__gpu_kernels / sizeof *df__gpu_kernels; i++)
