@@ -623,14 +623,8 @@ template <int OP, class T> struct df_cu_binary_fn {
         else if constexpr (OP == DF_CUDA_B_LESS_EQ) return (uint8_t)(x <= y);
         else if constexpr (OP == DF_CUDA_B_GREATER) return (uint8_t)(x > y);
         else if constexpr (OP == DF_CUDA_B_GREATER_EQ) return (uint8_t)(x >= y);
-        else if constexpr (OP == DF_CUDA_B_EQUAL) {
-            if constexpr (std::is_same<T, uint8_t>::value) return (uint8_t)((x != 0) == (y != 0));
-            else return (uint8_t)(x == y);
-        }
-        else if constexpr (OP == DF_CUDA_B_NOT_EQUAL) {
-            if constexpr (std::is_same<T, uint8_t>::value) return (uint8_t)((x != 0) != (y != 0));
-            else return (uint8_t)(x != y);
-        }
+        else if constexpr (OP == DF_CUDA_B_EQUAL) return (uint8_t)(x == y);
+        else if constexpr (OP == DF_CUDA_B_NOT_EQUAL) return (uint8_t)(x != y);
         else if constexpr (OP == DF_CUDA_B_AND) return (uint8_t)(x && y);
         else if constexpr (OP == DF_CUDA_B_OR) return (uint8_t)(x || y);
         else if constexpr (OP == DF_CUDA_B_RELU_GRAD) return y > 0 ? x : (T)0;                     /* (dy, x) */
@@ -750,9 +744,6 @@ static df_code df_cuda_binary_op(df_cuda *g, df_dtype t, const df_cuda_index &ix
         (void)t;
         return df_cuda_elementwise_run<df_cu_binary_fn<OP, uint8_t>>(g, ix, n, a, b, c, "df_cuda_binary", st);
     } else {
-        if constexpr (OP == DF_CUDA_B_EQUAL || OP == DF_CUDA_B_NOT_EQUAL) {
-            if (t == DF_BOOL) return df_cuda_elementwise_run<df_cu_binary_fn<OP, uint8_t>>(g, ix, n, a, b, c, "df_cuda_binary", st);
-        }
         if (t == DF_FLOAT) return df_cuda_elementwise_run<df_cu_binary_fn<OP, float>>(g, ix, n, a, b, c, "df_cuda_binary", st);
         return df_cuda_elementwise_run<df_cu_binary_fn<OP, double>>(g, ix, n, a, b, c, "df_cuda_binary", st);
     }
@@ -761,8 +752,8 @@ extern "C" df_code df_cuda_binary(df_cuda *g, int op, df_dtype t, int rank, cons
                                   const int64_t *sa, const void *b, const int64_t *sb, void *c, df_status *st) {
     DF_CUDA_ENTER("df_cuda_binary");
     if (op < 0 || op >= DF_CUDA_B_COUNT) DF_CUDA_BAD("df_cuda_binary: unknown op %d", op);
-    const int logic = op == DF_CUDA_B_AND || op == DF_CUDA_B_OR, eq = op == DF_CUDA_B_EQUAL || op == DF_CUDA_B_NOT_EQUAL;
-    if (logic ? t != DF_BOOL : !(df_cuda_is_float(t) || (eq && t == DF_BOOL)))
+    const int logic = op == DF_CUDA_B_AND || op == DF_CUDA_B_OR;
+    if (logic ? t != DF_BOOL : !df_cuda_is_float(t))
         DF_CUDA_BAD("df_cuda_binary: op %d has no kernel for %s", op, df_dtype_name(t));
     int64_t n;
     if (!df_cuda_count(rank, dims, &n)) DF_CUDA_BAD("df_cuda_binary: bad shape (rank %d)", rank);
@@ -1231,48 +1222,29 @@ extern "C" df_code df_cuda_segment_sum(df_cuda *g, df_dtype t, const void *data,
 }
 
 /* ---- reductions: Sum, Mean, Max, Min, Prod over [outer, red, inner] ----
-   Floats accumulate in double and integers in int64 (wrapping), as dataflow.c's df__k_reduce;
-   Max and Min keep a NaN. Paths: inner == 1, a warp per short row or a block per long row (16-
-   byte loads); inner > 1, coalesced columns, all of a narrow row's columns in one block or 32-
-   column tiles. Where that gives too few blocks to fill the GPU, each row or column group is
-   split over several blocks whose partial results go to the scratch; the group's last block to
-   finish combines them in block order. No atomics touch the values, so the bits never vary.
-   Short columns (red <= 32) are a thread per output. */
-template <class T> struct df_cu_acc { typedef double type; };
-template <> struct df_cu_acc<int32_t> { typedef long long type; };
-template <> struct df_cu_acc<long long> { typedef long long type; };
+   Accumulated in double, as dataflow.c's df__k_reduce; Max and Min keep a NaN. Paths: inner ==
+   1, a warp per short row or a block per long row (16-byte loads); inner > 1, a thread per
+   output for short columns (red <= 32), else coalesced columns: all of a narrow row's columns
+   in one block, or 32-column tiles. Where that gives too few blocks to fill the GPU, each row
+   or column group is split over several blocks whose partial results go to the scratch; the
+   group's last block to finish (an atomic ticket) combines them in a fixed order. No atomics
+   touch the values, so the bits never vary from run to run. */
 template <int OP, class T> struct df_cu_reducer {
-    typedef typename df_cu_acc<T>::type A;
-    static constexpr bool integral = std::is_integral<T>::value;
+    typedef double A;
     static __device__ __forceinline__ A init() {
         if constexpr (OP == DF_CUDA_R_SUM || OP == DF_CUDA_R_MEAN) return 0;
         else if constexpr (OP == DF_CUDA_R_PROD) return 1;
-        else if constexpr (OP == DF_CUDA_R_MAX) {
-            if constexpr (std::is_same<T, int32_t>::value) return INT32_MIN;
-            else if constexpr (integral) return LLONG_MIN;
-            else return -(double)INFINITY;
-        } else {
-            if constexpr (std::is_same<T, int32_t>::value) return INT32_MAX;
-            else if constexpr (integral) return LLONG_MAX;
-            else return (double)INFINITY;
-        }
+        else if constexpr (OP == DF_CUDA_R_MAX) return -(double)INFINITY;
+        else return (double)INFINITY;
     }
     static __device__ __forceinline__ A step(A a, A v) {
-        if constexpr (OP == DF_CUDA_R_SUM || OP == DF_CUDA_R_MEAN) {
-            if constexpr (integral) return (A)((unsigned long long)a + (unsigned long long)v);
-            else return a + v;
-        } else if constexpr (OP == DF_CUDA_R_PROD) {
-            if constexpr (integral) return (A)((unsigned long long)a * (unsigned long long)v);
-            else return a * v;
-        } else if constexpr (OP == DF_CUDA_R_MAX) return (v > a || v != v) ? v : a;
+        if constexpr (OP == DF_CUDA_R_SUM || OP == DF_CUDA_R_MEAN) return a + v;
+        else if constexpr (OP == DF_CUDA_R_PROD) return a * v;
+        else if constexpr (OP == DF_CUDA_R_MAX) return (v > a || v != v) ? v : a;
         else return (v < a || v != v) ? v : a;
     }
     static __device__ __forceinline__ T final(A a, int64_t red) {
-        if constexpr (OP == DF_CUDA_R_MEAN) {
-            if constexpr (integral) a = red ? a / red : 0;
-            else return (T)(a / (double)red);   /* red == 0: NaN */
-        }
-        if constexpr (integral) return (T)(unsigned long long)a;   /* wraps to int32 */
+        if constexpr (OP == DF_CUDA_R_MEAN) return (T)(a / (double)red);   /* red == 0: NaN */
         else return (T)a;
     }
 };
@@ -1527,12 +1499,11 @@ static df_code df_cuda_reduce_typed(df_cuda *g, int op, const void *x, void *y, 
     default: return df_cuda_reduce_run<DF_CUDA_R_PROD, T>(g, x, y, outer, red, inner, st);
     }
 }
-/* DF_INT32 and DF_INT64 too, with the CPU's integer rules (wrapping sums, Mean truncated). */
 extern "C" df_code df_cuda_reduce(df_cuda *g, int op, df_dtype t, const void *x, void *y, int64_t outer, int64_t red,
                                   int64_t inner, df_status *st) {
     DF_CUDA_ENTER("df_cuda_reduce");
     if (op < 0 || op >= DF_CUDA_R_COUNT) DF_CUDA_BAD("df_cuda_reduce: unknown op %d", op);
-    if (!df_cuda_is_float(t) && t != DF_INT32 && t != DF_INT64) DF_CUDA_BAD("df_cuda_reduce: no kernel for %s", df_dtype_name(t));
+    if (!df_cuda_is_float(t)) DF_CUDA_BAD("df_cuda_reduce: no kernel for %s", df_dtype_name(t));
     const int64_t dims[3] = {outer, red, inner};
     int64_t in_n, out_n, bytes;
     if (!df_cuda_count(3, dims, &in_n) || !df_cuda_mul(outer, inner, &out_n) || !df_cuda_mul(in_n, 8, &bytes) ||
@@ -1543,12 +1514,8 @@ extern "C" df_code df_cuda_reduce(df_cuda *g, int op, df_dtype t, const void *x,
     if (!y || (red && !x) || df_cuda_misaligned(x, es) || df_cuda_misaligned(y, es))
         DF_CUDA_BAD("df_cuda_reduce: NULL or misaligned pointer");
     if (df_cuda_use(g, st)) return st->code;
-    switch (t) {
-    case DF_FLOAT: return df_cuda_reduce_typed<float>(g, op, x, y, outer, red, inner, st);
-    case DF_DOUBLE: return df_cuda_reduce_typed<double>(g, op, x, y, outer, red, inner, st);
-    case DF_INT32: return df_cuda_reduce_typed<int32_t>(g, op, x, y, outer, red, inner, st);
-    default: return df_cuda_reduce_typed<long long>(g, op, x, y, outer, red, inner, st);
-    }
+    return t == DF_FLOAT ? df_cuda_reduce_typed<float>(g, op, x, y, outer, red, inner, st)
+                         : df_cuda_reduce_typed<double>(g, op, x, y, outer, red, inner, st);
 }
 
 /* ---- ArgMax, ArgMin ----
@@ -1637,11 +1604,10 @@ static df_code df_cuda_argmax_typed(df_cuda *g, const void *x, df_dtype out_t, v
     if (out_t == DF_INT32) return df_cuda_argmax_run<T, int32_t>(g, x, y, outer, red, inner, is_min, st);
     return df_cuda_argmax_run<T, long long>(g, x, y, outer, red, inner, is_min, st);
 }
-/* DF_INT32 and DF_INT64 inputs too. */
 extern "C" df_code df_cuda_argmax(df_cuda *g, df_dtype t, const void *x, df_dtype out_t, void *y, int64_t outer,
                                   int64_t red, int64_t inner, int is_min, df_status *st) {
     DF_CUDA_ENTER("df_cuda_argmax");
-    if (!df_cuda_is_float(t) && t != DF_INT32 && t != DF_INT64) DF_CUDA_BAD("df_cuda_argmax: no kernel for %s", df_dtype_name(t));
+    if (!df_cuda_is_float(t)) DF_CUDA_BAD("df_cuda_argmax: no kernel for %s", df_dtype_name(t));
     if (out_t != DF_INT32 && out_t != DF_INT64) DF_CUDA_BAD("df_cuda_argmax: output must be int32 or int64, not %s", df_dtype_name(out_t));
     const int64_t dims[3] = {outer, red, inner};
     int64_t in_n, out_n, bytes;
@@ -1654,12 +1620,8 @@ extern "C" df_code df_cuda_argmax(df_cuda *g, df_dtype t, const void *x, df_dtyp
         DF_CUDA_BAD("df_cuda_argmax: NULL or misaligned pointer");
     if (df_cuda_use(g, st)) return st->code;
     is_min = is_min != 0;
-    switch (t) {
-    case DF_FLOAT: return df_cuda_argmax_typed<float>(g, x, out_t, y, outer, red, inner, is_min, st);
-    case DF_DOUBLE: return df_cuda_argmax_typed<double>(g, x, out_t, y, outer, red, inner, is_min, st);
-    case DF_INT32: return df_cuda_argmax_typed<int32_t>(g, x, out_t, y, outer, red, inner, is_min, st);
-    default: return df_cuda_argmax_typed<long long>(g, x, out_t, y, outer, red, inner, is_min, st);
-    }
+    return t == DF_FLOAT ? df_cuda_argmax_typed<float>(g, x, out_t, y, outer, red, inner, is_min, st)
+                         : df_cuda_argmax_typed<double>(g, x, out_t, y, outer, red, inner, is_min, st);
 }
 
 /* ---- Softmax, LogSoftmax, the two cross-entropies ----
@@ -1847,12 +1809,10 @@ __device__ __forceinline__ void df_cu_philox(unsigned long long counter, uint32_
 __device__ __forceinline__ double df_cu_uniform(uint32_t hi, uint32_t lo) {
     return ((double)(hi >> 5) * 67108864.0 + (double)(lo >> 6)) * (1.0 / 9007199254740992.0);
 }
-/* The normal of one block: cosine (the CPU's), or sine (sin != 0) of the same pair. */
-__device__ __forceinline__ double df_cu_normal(const uint32_t w[4], int sin_branch) {
+__device__ __forceinline__ double df_cu_normal(const uint32_t w[4]) {
     double u1 = df_cu_uniform(w[3], w[2]), u2 = df_cu_uniform(w[1], w[0]);
     if (u1 < 1e-300) u1 = 1e-300;
-    double a = 6.283185307179586 * u2;
-    return sqrt(-2.0 * log(u1)) * (sin_branch ? sin(a) : cos(a));
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 template <class T> __device__ __forceinline__ T df_cu_from_uniform(double v) {
     if constexpr (std::is_same<T, float>::value) {
@@ -1871,19 +1831,17 @@ __global__ void __launch_bounds__(DF_CUDA_THREADS) df_cu_random(T *out, int64_t 
             if (2 * u + 1 < n) out[2 * u + 1] = df_cu_from_uniform<T>(df_cu_uniform(w[1], w[0]));
         } else if constexpr (KIND == 1) {
             df_cu_philox(counter + (unsigned long long)u, k0, k1, w);
-            out[u] = (T)df_cu_normal(w, 0);
+            out[u] = (T)df_cu_normal(w);
         } else {
-            /* Tries blocks counter + u + k n, k < 4 (cosine); past those (p ~ 4e-6) the sines of
-               the same pairs; past those (p ~ 2e-11) the last value folded into (-2, 2). */
+            /* Tries blocks counter + u + k n, k < 4, keeping the first within 2; should all four
+               miss (about 4e-6 of elements) the fourth is clamped to [-2, 2] (as the emulator). */
             double v = 0;
-            int found = 0;
-            for (int k = 0; k < 8 && !found; k++) {
-                df_cu_philox(counter + (unsigned long long)u + (unsigned long long)(k & 3) * (unsigned long long)n, k0, k1, w);
-                v = df_cu_normal(w, k >= 4);
-                found = fabs(v) <= 2.0;
+            for (int k = 0; k < 4; k++) {
+                df_cu_philox(counter + (unsigned long long)u + (unsigned long long)k * (unsigned long long)n, k0, k1, w);
+                v = df_cu_normal(w);
+                if (fabs(v) <= 2.0) break;
             }
-            if (!found) v = fmod(v, 2.0);
-            out[u] = (T)v;
+            out[u] = (T)(v > 2.0 ? 2.0 : v < -2.0 ? -2.0 : v);
         }
     }
 }
@@ -2071,8 +2029,7 @@ extern "C" df_code df_cuda_gemm(df_cuda *g, df_dtype t, int ta, int tb, int64_t 
         ldb > INT_MAX || ldc > INT_MAX)
         DF_CUDA_BAD("df_cuda_gemm: sizes %lld x %lld x %lld (batch %lld) out of cuBLAS's int range", (long long)m, (long long)n,
                     (long long)k, (long long)batch);
-    const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
-    if (lda < (a_cols > 1 ? a_cols : 1) || ldb < (b_cols > 1 ? b_cols : 1) || ldc < (n > 1 ? n : 1))
+    if ((m && k && lda < (ta ? m : k)) || (k && n && ldb < (tb ? k : n)) || (m && n && ldc < n))   /* rows covered */
         DF_CUDA_BAD("df_cuda_gemm: leading dimensions %lld, %lld, %lld too small for %lld x %lld x %lld", (long long)lda, (long long)ldb,
                     (long long)ldc, (long long)m, (long long)n, (long long)k);
     if (stride_a < 0 || stride_b < 0 || stride_c < 0 || (batch > 1 && stride_c == 0 && m && n))
@@ -2104,7 +2061,7 @@ static int df_cuda_conv_sane(const df_cuda_conv *p, int pool) {
     if (!p || p->n < 0 || p->h < 0 || p->w < 0 || p->c < 0 || p->oh < 0 || p->ow < 0 || p->kh < 1 || p->kw < 1 ||
         p->stride_h < 1 || p->stride_w < 1 || p->pad_top < 0 || p->pad_left < 0)
         return 0;
-    if (pool ? p->dil_h > 1 || p->dil_w > 1 : p->oc < 0 || p->dil_h < 1 || p->dil_w < 1) return 0;
+    if (!pool && (p->oc < 0 || p->dil_h < 1 || p->dil_w < 1)) return 0;   /* pooling: oc and dilations unused */
     const int64_t lim = (int64_t)1 << 30;   /* keeps products such as oy * stride_h far inside int64 */
     if (p->h > lim || p->w > lim || p->oh > lim || p->ow > lim || p->kh > lim || p->kw > lim || p->stride_h > lim || p->stride_w > lim ||
         p->pad_top > lim || p->pad_left > lim || (!pool && (p->dil_h > (1 << 20) || p->dil_w > (1 << 20))))
