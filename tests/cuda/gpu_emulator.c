@@ -493,15 +493,24 @@ static void *emu__span(emu__call *c, const char *what, const void *p, int64_t lo
     if (dev != c->g->device) { EMU_BAD(c, "%s is memory of GPU %d, not of GPU %d", what, dev, c->g->device); return NULL; }
     return (void *)addr;
 }
+/* Elements of es bytes must sit at multiples of es (of 8 for 16-byte elements, read as two
+   words), as the CUDA kernels load them. */
+static int emu__aligned(emu__call *c, const char *what, const void *p, size_t es) {
+    size_t align = es > 8 ? 8 : es;
+    if (c->code || !align || !((uintptr_t)p & (align - 1))) return !c->code;
+    EMU_BAD(c, "%s (%p) is not aligned to its %zu-byte elements", what, p, es);
+    return 0;
+}
 /* A dense device operand of n > 0 elements of es bytes. */
 static void *emu__dense(emu__call *c, const char *what, const void *p, int64_t n, size_t es) {
     int64_t bytes = emu__mul(c, n, (int64_t)es);
-    return bytes < 0 ? NULL : emu__span(c, what, p, 0, bytes);
+    if (bytes < 0 || !emu__aligned(c, what, p, es)) return NULL;
+    return emu__span(c, what, p, 0, bytes);
 }
 /* A strided device operand over a non-empty index space: p is element (0, ..., 0). */
 static void *emu__strided(emu__call *c, const char *what, const void *p, int rank, const int64_t *dims,
                           const int64_t *strides, size_t es) {
-    if (c->code) return NULL;
+    if (!emu__aligned(c, what, p, es)) return NULL;
     if (rank > 0 && !strides) { EMU_BAD(c, "the strides of %s are NULL", what); return NULL; }
     int64_t lo = 0, hi = 0, ext;
     for (int d = 0; d < rank; d++) {
@@ -671,7 +680,8 @@ df_code df_cuda_fill(df_cuda *g, void *dst, int64_t n, size_t elem_size, const v
    6. ELEMENTWISE: UNARY, BINARY, SELECT, ADDN, CAST                       >>emu-elementwise
    Formulas of dataflow.c's DF__UNARY_FLOAT, DF__ARITH_ROWS and DF__GRAD_ROWS (the plain rows):
    computed in the operand type, Maximum and Minimum return a NaN a, Relu keeps NaN, Sigmoid
-   never overflows. Binary ops walk the output shape with each input's own strides.
+   never overflows. Binary ops walk the output shape with each input's own strides; bool takes
+   AND, OR, EQUAL and NOT_EQUAL (as the CPU's and dataflow_cuda.cu's).
    ========================================================================================== */
 /* The existing float kernels of dataflow_cuda.cu (c = op(a, b), n floats). */
 df_code df_cuda_elementwise_f32(df_cuda *g, int op, const float *a, const float *b, float *c_, int64_t n, df_status *st) {
@@ -786,9 +796,10 @@ df_code df_cuda_binary(df_cuda *g, int op, df_dtype t, int rank, const int64_t *
     emu__call c;
     if (!emu__begin(&c, g, st, "df_cuda_binary")) return c.code;
     if (op < 0 || op >= DF_CUDA_B_COUNT) return EMU_BAD(&c, "op %d is not a binary op (0 to %d)", op, DF_CUDA_B_COUNT - 1);
-    int logical = op == DF_CUDA_B_AND || op == DF_CUDA_B_OR;
-    if (logical ? t != DF_BOOL : t != DF_FLOAT && t != DF_DOUBLE)
-        return EMU_BAD(&c, "op %d does not take %s (%s)", op, df_dtype_name(t), logical ? "AND and OR take bool" : "float or double");
+    int logical = op == DF_CUDA_B_AND || op == DF_CUDA_B_OR, eq = op == DF_CUDA_B_EQUAL || op == DF_CUDA_B_NOT_EQUAL;
+    if (logical ? t != DF_BOOL : !(t == DF_FLOAT || t == DF_DOUBLE || (eq && t == DF_BOOL)))
+        return EMU_BAD(&c, "op %d does not take %s (%s)", op, df_dtype_name(t),
+                       logical ? "AND and OR take bool" : eq ? "float, double or bool" : "float or double");
     int64_t n = emu__shape(&c, rank, dims);
     if (n <= 0) return c.code;
     size_t es = df_dtype_size(t), eo = op >= DF_CUDA_B_LESS && op <= DF_CUDA_B_OR ? 1 : es;
@@ -800,10 +811,12 @@ df_code df_cuda_binary(df_cuda *g, int op, df_dtype t, int rank, const int64_t *
     const int64_t *strides[2] = {sa, sb};
     emu__walk_init(&w, rank, dims, 2, strides);
     emu__start(&c);
-    if (t == DF_BOOL) {
+    if (t == DF_BOOL) {                /* as dataflow.c's bool rows: any nonzero byte is true */
         const uint8_t *x = (const uint8_t *)ah, *y = (const uint8_t *)bh;
-        for (int64_t i = 0; i < n; i++, emu__walk_next(&w))
-            ((uint8_t *)ch)[i] = op == DF_CUDA_B_AND ? x[w.off[0]] && y[w.off[1]] : x[w.off[0]] || y[w.off[1]];
+        for (int64_t i = 0; i < n; i++, emu__walk_next(&w)) {
+            int u = x[w.off[0]] != 0, v = y[w.off[1]] != 0;
+            ((uint8_t *)ch)[i] = op == DF_CUDA_B_AND ? u && v : op == DF_CUDA_B_OR ? u || v : op == DF_CUDA_B_EQUAL ? u == v : u != v;
+        }
     } else if (t == DF_FLOAT) {
         emu__binary_float(op, &w, n, (const float *)ah, (const float *)bh, ch);
     } else {
@@ -836,6 +849,7 @@ df_code df_cuda_select(df_cuda *g, size_t elem_size, int rank, const int64_t *di
 }
 
 /* dataflow.c's AddN: the first input, then each further one added in order, in type t. */
+enum { EMU_ADDN_PER_PASS = 8 };
 df_code df_cuda_add_n(df_cuda *g, df_dtype t, int n_inputs, const void *const *host_inputs, void *out, int64_t n,
                       df_status *st) {
     emu__call c;
@@ -852,7 +866,14 @@ df_code df_cuda_add_n(df_cuda *g, df_dtype t, int n_inputs, const void *const *h
         snprintf(what, sizeof what, "input %d", i);
         in[i] = (const char *)emu__dense(&c, what, host_inputs[i], n, es);
     }
-    void *o = emu__dense(&c, "out", out, n, es);
+    char *o = (char *)emu__dense(&c, "out", out, n, es);
+    /* dataflow_cuda.cu sums eight inputs per pass into out: out may be exactly one of the first
+       eight (each element is read before it is written), and overlap nothing else */
+    for (int i = 0; i < n_inputs && !c.code; i++) {
+        size_t bytes = (size_t)n * es;
+        if ((i >= EMU_ADDN_PER_PASS || in[i] != o) && in[i] < o + bytes && o < in[i] + bytes)
+            EMU_BAD(&c, "out overlaps input %d (it may only be one of the first %d, exactly)", i, EMU_ADDN_PER_PASS);
+    }
     if (c.code) { free(in); return c.code; }
     emu__start(&c);
     for (int64_t e = 0; e < n; e++) {
@@ -934,16 +955,27 @@ df_code df_cuda_cast(df_cuda *g, df_dtype from, const void *x, df_dtype to, void
 
 /* ==========================================================================================
    7. REDUCTIONS AND ARGMAX                                                      >>emu-reduce
-   As dataflow.c's Sum/Mean/Max/Min/Prod on floats: a float64 accumulator per output, the
-   reduced elements taken in order; Max and Min keep the first NaN they meet; over nothing: 0,
-   NaN, -inf, +inf, 1. ArgMax keeps the first extreme and stops moving at a NaN it holds.
+   As dataflow.c's Sum/Mean/Max/Min/Prod: floats in a float64 accumulator per output, the
+   reduced elements taken in order, Max and Min keeping the first NaN they meet, over nothing
+   0, NaN, -inf, +inf, 1; int32 and int64 (which dataflow_cuda.cu takes too) in an int64 that
+   wraps, Mean the truncated quotient (0 over nothing), Max and Min starting from the type's
+   extremes. ArgMax keeps the first extreme (a NaN first element stays); integers compare
+   exactly (the CPU goes through double, the same below 2^53).
    ========================================================================================== */
+static int emu__reduce_type(emu__call *c, df_dtype t) {
+    if (t == DF_FLOAT || t == DF_DOUBLE || t == DF_INT32 || t == DF_INT64) return 1;
+    EMU_BAD(c, "dtype %s is not supported (float, double, int32 or int64)", df_dtype_name(t));
+    return 0;
+}
+static int64_t emu__int_at(df_dtype t, const void *p, int64_t i) {
+    return t == DF_INT32 ? ((const int32_t *)p)[i] : ((const int64_t *)p)[i];
+}
 df_code df_cuda_reduce(df_cuda *g, int op, df_dtype t, const void *x, void *y, int64_t outer, int64_t red,
                        int64_t inner, df_status *st) {
     emu__call c;
     if (!emu__begin(&c, g, st, "df_cuda_reduce")) return c.code;
     if (op < 0 || op >= DF_CUDA_R_COUNT) return EMU_BAD(&c, "op %d is not a reduction (0 to %d)", op, DF_CUDA_R_COUNT - 1);
-    if (!emu__float_type(&c, t) || !emu__nonneg(&c, "outer", outer) || !emu__nonneg(&c, "red", red) ||
+    if (!emu__reduce_type(&c, t) || !emu__nonneg(&c, "outer", outer) || !emu__nonneg(&c, "red", red) ||
         !emu__nonneg(&c, "inner", inner))
         return c.code;
     int64_t n_out = emu__mul(&c, outer, inner), n_in = n_out < 0 ? -1 : emu__mul(&c, n_out, red);
@@ -953,9 +985,27 @@ df_code df_cuda_reduce(df_cuda *g, int op, df_dtype t, const void *x, void *y, i
     void *ys = emu__dense(&c, "y", y, n_out, es);
     if (c.code) return c.code;
     double init = op == DF_CUDA_R_PROD ? 1 : op == DF_CUDA_R_MAX ? -INFINITY : op == DF_CUDA_R_MIN ? INFINITY : 0;
+    int64_t iinit = op == DF_CUDA_R_PROD ? 1 : op == DF_CUDA_R_MAX ? (t == DF_INT32 ? INT32_MIN : INT64_MIN)
+                  : op == DF_CUDA_R_MIN ? (t == DF_INT32 ? INT32_MAX : INT64_MAX) : 0;
     emu__start(&c);
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
+            if (t == DF_INT32 || t == DF_INT64) {
+                int64_t acc = iinit;
+                for (int64_t r = 0; r < red; r++) {
+                    int64_t v = emu__int_at(t, xs, (o * red + r) * inner + i);
+                    switch (op) {
+                    case DF_CUDA_R_SUM: case DF_CUDA_R_MEAN: acc = (int64_t)((uint64_t)acc + (uint64_t)v); break;
+                    case DF_CUDA_R_PROD: acc = (int64_t)((uint64_t)acc * (uint64_t)v); break;
+                    case DF_CUDA_R_MAX: if (v > acc) acc = v; break;
+                    default: if (v < acc) acc = v; break;
+                    }
+                }
+                if (op == DF_CUDA_R_MEAN) acc = red ? acc / red : 0;
+                if (t == DF_INT32) ((int32_t *)ys)[o * inner + i] = (int32_t)(uint32_t)acc;
+                else ((int64_t *)ys)[o * inner + i] = acc;
+                continue;
+            }
             double acc = init;
             for (int64_t r = 0; r < red; r++) {
                 double v = emu__get(t, xs, (o * red + r) * inner + i);
@@ -976,7 +1026,7 @@ df_code df_cuda_argmax(df_cuda *g, df_dtype t, const void *x, df_dtype out_t, vo
                        int64_t inner, int is_min, df_status *st) {
     emu__call c;
     if (!emu__begin(&c, g, st, "df_cuda_argmax")) return c.code;
-    if (!emu__float_type(&c, t) || !emu__index_type(&c, "out_t", out_t) || !emu__nonneg(&c, "outer", outer) ||
+    if (!emu__reduce_type(&c, t) || !emu__index_type(&c, "out_t", out_t) || !emu__nonneg(&c, "outer", outer) ||
         !emu__nonneg(&c, "inner", inner))
         return c.code;
     int64_t n_out = emu__mul(&c, outer, inner);
@@ -991,10 +1041,18 @@ df_code df_cuda_argmax(df_cuda *g, df_dtype t, const void *x, df_dtype out_t, vo
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             int64_t base = o * red * inner + i, best = 0;
-            double bv = emu__get(t, xs, base);
-            for (int64_t r = 1; r < red; r++) {
-                double v = emu__get(t, xs, base + r * inner);
-                if ((is_min ? v < bv : v > bv) && bv == bv) { bv = v; best = r; }
+            if (t == DF_INT32 || t == DF_INT64) {
+                int64_t bi = emu__int_at(t, xs, base);
+                for (int64_t r = 1; r < red; r++) {
+                    int64_t v = emu__int_at(t, xs, base + r * inner);
+                    if (is_min ? v < bi : v > bi) { bi = v; best = r; }
+                }
+            } else {
+                double bv = emu__get(t, xs, base);
+                for (int64_t r = 1; r < red; r++) {
+                    double v = emu__get(t, xs, base + r * inner);
+                    if ((is_min ? v < bv : v > bv) && bv == bv) { bv = v; best = r; }
+                }
             }
             if (out_t == DF_INT32) ((int32_t *)ys)[o * inner + i] = (int32_t)best;
             else ((int64_t *)ys)[o * inner + i] = best;
@@ -1038,9 +1096,10 @@ df_code df_cuda_gather(df_cuda *g, size_t elem_size, const void *params, const v
     int64_t n_out = row < 0 ? -1 : emu__mul(&c, emu__mul(&c, outer, n_idx), row);
     int64_t n_params = n_out < 0 ? -1 : emu__mul(&c, emu__mul(&c, outer, axis_dim), row);
     if (c.code || n_out == 0) return c.code;
-    const char *p = n_params > 0 ? (const char *)emu__span(&c, "params", params, 0, n_params) : NULL;
+    const char *p = n_params > 0 && emu__aligned(&c, "params", params, elem_size)
+                  ? (const char *)emu__span(&c, "params", params, 0, n_params) : NULL;
     const void *ix = emu__dense(&c, "indices", indices, n_idx, df_dtype_size(index_t));
-    char *o = (char *)emu__span(&c, "out", out, 0, n_out);
+    char *o = emu__aligned(&c, "out", out, elem_size) ? (char *)emu__span(&c, "out", out, 0, n_out) : NULL;
     if (c.code) return c.code;
     emu__start(&c);
     for (int64_t q = 0; q < outer; q++)
@@ -1124,6 +1183,7 @@ static void *emu__matrices(emu__call *c, const char *what, const void *p, int64_
         return NULL;
     }
     emu__batch_span(rows, cols, ld, stride, batch, &lo, &hi);
+    if (!emu__aligned(c, what, p, es)) return NULL;
     if (__builtin_mul_overflow(lo, (int64_t)es, &lo) || __builtin_mul_overflow(hi, (int64_t)es, &hi)) {
         EMU_BAD(c, "the matrices of %s span more than 64 bits of bytes", what);
         return NULL;
@@ -1275,8 +1335,9 @@ df_code df_cuda_xent(df_cuda *g, df_dtype t, const void *logits, const void *lab
    (i % 2)-th pair of block i / 2 and normal i is Box-Muller on the two uniforms of block i:
    the values the CPU's sequential stream gives from the same key and counter. A float uniform
    that rounds to 1 becomes the largest float below 1, as on the CPU. Truncated normal i tries
-   blocks counter + i + k n (k < 4) and keeps the first within 2; should all four miss (about
-   4e-6 of elements) the fourth is clamped to [-2, 2].
+   blocks counter + i + k n (k < 4) and keeps the first within 2; past those (about 4e-6 of
+   elements) the sines of the same pairs, and past those the last value folded by fmod into
+   (-2, 2): dataflow_cuda.cu's rule, which the header's k < 4 leaves open.
    ========================================================================================== */
 static void emu__philox(uint64_t counter, uint32_t k0, uint32_t k1, uint32_t words[4]) {
     uint32_t x0 = (uint32_t)counter, x1 = (uint32_t)(counter >> 32), x2 = 0, x3 = 0;
@@ -1295,10 +1356,12 @@ static void emu__philox(uint64_t counter, uint32_t k0, uint32_t k1, uint32_t wor
 static double emu__uniform53(uint32_t hi, uint32_t lo) {
     return ((double)(hi >> 5) * 67108864.0 + (double)(lo >> 6)) * (1.0 / 9007199254740992.0);
 }
-static double emu__box_muller(const uint32_t w[4]) {
+/* Box-Muller on the block's two uniforms: the cosine (the CPU's), or the sine. */
+static double emu__box_muller(const uint32_t w[4], int sine) {
     double u1 = emu__uniform53(w[0], w[1]), u2 = emu__uniform53(w[2], w[3]);
     if (u1 < 1e-300) u1 = 1e-300;
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+    double a = 6.283185307179586 * u2;
+    return sqrt(-2.0 * log(u1)) * (sine ? sin(a) : cos(a));
 }
 
 df_code df_cuda_random(df_cuda *g, int kind, df_dtype t, void *out, int64_t n, uint32_t key0, uint32_t key1,
@@ -1319,15 +1382,16 @@ df_code df_cuda_random(df_cuda *g, int kind, df_dtype t, void *out, int64_t n, u
             if (t == DF_FLOAT && (float)v >= 1.0f) v = 0.99999994;
         } else if (kind == 1) {
             emu__philox(counter + (uint64_t)i, key0, key1, w);
-            v = emu__box_muller(w);
+            v = emu__box_muller(w, 0);
         } else {
+            int found = 0;
             v = 0;
-            for (int k = 0; k < 4; k++) {
-                emu__philox(counter + (uint64_t)i + (uint64_t)k * (uint64_t)n, key0, key1, w);
-                v = emu__box_muller(w);
-                if (fabs(v) <= 2.0) break;
+            for (int k = 0; k < 8 && !found; k++) {
+                emu__philox(counter + (uint64_t)i + (uint64_t)(k & 3) * (uint64_t)n, key0, key1, w);
+                v = emu__box_muller(w, k >= 4);
+                found = fabs(v) <= 2.0;
             }
-            v = v > 2.0 ? 2.0 : v < -2.0 ? -2.0 : v;
+            if (!found) v = fmod(v, 2.0);
         }
         emu__set(t, o, i, v);
     }
@@ -1411,8 +1475,9 @@ df_code df_cuda_apply(df_cuda *g, int kind, df_dtype t, int64_t n, void *var, vo
    13. CONVOLUTION AND POOLING                                                     >>emu-conv
    NHWC, filters HWIO. Output pixel (oy, ox) reads input row oy*stride_h - pad_top + ky*dil_h
    (and the same across); taps outside the image are zeros. Each output element is summed in
-   float64 over its taps in a scratch row held in the device workspace (which the launchers
-   need, so dataflow.c's workspace path is exercised), then rounded once. Pooling follows
+   float64 over its taps, then rounded once. The launchers ask for a workspace whatever the
+   geometry (so dataflow.c's workspace path is always exercised), check it as dataflow_cuda.cu
+   checks its own (present, aligned to the type) and leave garbage in it. Pooling follows
    dataflow.c's loops in type t: a window clipped to the image, max with NaN winning (-inf
    for an empty window), average = sum * (1 / count) (0 for an empty window); MaxPoolGrad
    sends each gradient to the window's first input equal to the pooled max (NaN matching NaN).
@@ -1439,6 +1504,10 @@ static int emu__conv_geometry(emu__call *c, const df_cuda_conv *p, int pool, int
                 (long long)p->stride_h, (long long)p->stride_w, pool ? "" : " and dilations (and oc at least 0)");
         return 0;
     }
+    if (pool && (p->dil_h > 1 || p->dil_w > 1)) {
+        EMU_BAD(c, "pooling has no dilations (got %lldx%lld)", (long long)p->dil_h, (long long)p->dil_w);
+        return 0;
+    }
     int64_t out_c = pool ? p->c : p->oc;
     *nx = emu__mul(c, emu__mul(c, emu__mul(c, p->n, p->h), p->w), p->c);
     *nf = pool ? 0 : emu__mul(c, emu__mul(c, emu__mul(c, p->kh, p->kw), p->c), p->oc);
@@ -1450,10 +1519,24 @@ static int emu__conv_geometry(emu__call *c, const df_cuda_conv *p, int pool, int
         EMU_BAD(c, "the geometry is too large to emulate");
     return !c->code;
 }
-static double *emu__conv_workspace(emu__call *c, const df_cuda_conv *p, void *workspace) {
+/* The workspace's host address, checked; *acc gets host scratch for one pixel's sums. */
+static void *emu__conv_workspace(emu__call *c, df_dtype t, const df_cuda_conv *p, void *workspace, double **acc) {
     int64_t bytes = (int64_t)df_cuda_conv2d_workspace(p);
+    *acc = NULL;
+    if (c->code) return NULL;
     if (!workspace) { EMU_BAD(c, "workspace is NULL; df_cuda_conv2d_workspace asks for %lld bytes", (long long)bytes); return NULL; }
-    return (double *)emu__span(c, "workspace", workspace, 0, bytes);
+    void *ws = emu__aligned(c, "workspace", workspace, df_dtype_size(t)) ? emu__span(c, "workspace", workspace, 0, bytes) : NULL;
+    if (!ws) return NULL;
+    if (!(*acc = (double *)malloc((size_t)emu__conv_scratch(p) * sizeof(double)))) {
+        emu__fail(c, DF_RESOURCE_EXHAUSTED, "out of host memory for the emulation's sums");
+        return NULL;
+    }
+    return ws;
+}
+static df_code emu__conv_finish(emu__call *c, const df_cuda_conv *p, void *ws, double *acc) {
+    memset(ws, EMU_POISON, df_cuda_conv2d_workspace(p));
+    free(acc);
+    return emu__finish(c);
 }
 static double emu__load_conv(df_dtype t, const void *p, int64_t i, int tf32) {
     return t == DF_DOUBLE ? ((const double *)p)[i] : (double)(tf32 ? emu__tf32(((const float *)p)[i]) : ((const float *)p)[i]);
@@ -1469,7 +1552,8 @@ df_code df_cuda_conv2d(df_cuda *g, df_dtype t, const df_cuda_conv *p, const void
     const void *xs = nx ? emu__dense(&c, "x", x, nx, es) : NULL;
     const void *fs = nf ? emu__dense(&c, "filter", filter, nf, es) : NULL;
     void *ys = emu__dense(&c, "y", y, ny, es);
-    double *acc = emu__conv_workspace(&c, p, workspace);
+    double *acc;
+    void *ws = emu__conv_workspace(&c, t, p, workspace, &acc);
     if (c.code) return c.code;
     int use_tf32 = tf32 && t == DF_FLOAT;
     emu__start(&c);
@@ -1493,7 +1577,7 @@ df_code df_cuda_conv2d(df_cuda *g, df_dtype t, const df_cuda_conv *p, const void
                 int64_t at = ((b * p->oh + oy) * p->ow + ox) * p->oc;
                 for (int64_t o = 0; o < p->oc; o++) emu__set(t, ys, at + o, acc[o]);
             }
-    return emu__finish(&c);
+    return emu__conv_finish(&c, p, ws, acc);
 }
 
 df_code df_cuda_conv2d_bp_input(df_cuda *g, df_dtype t, const df_cuda_conv *p, const void *filter, const void *dy,
@@ -1506,7 +1590,8 @@ df_code df_cuda_conv2d_bp_input(df_cuda *g, df_dtype t, const df_cuda_conv *p, c
     const void *fs = nf ? emu__dense(&c, "filter", filter, nf, es) : NULL;
     const void *dys = ny ? emu__dense(&c, "dy", dy, ny, es) : NULL;
     void *dxs = emu__dense(&c, "dx", dx, nx, es);
-    double *acc = emu__conv_workspace(&c, p, workspace);
+    double *acc;
+    void *ws = emu__conv_workspace(&c, t, p, workspace, &acc);
     if (c.code) return c.code;
     int use_tf32 = tf32 && t == DF_FLOAT;
     emu__start(&c);
@@ -1535,7 +1620,7 @@ df_code df_cuda_conv2d_bp_input(df_cuda *g, df_dtype t, const df_cuda_conv *p, c
                 int64_t at = ((b * p->h + iy) * p->w + ix) * p->c;
                 for (int64_t ci = 0; ci < p->c; ci++) emu__set(t, dxs, at + ci, acc[ci]);
             }
-    return emu__finish(&c);
+    return emu__conv_finish(&c, p, ws, acc);
 }
 
 df_code df_cuda_conv2d_bp_filter(df_cuda *g, df_dtype t, const df_cuda_conv *p, const void *x, const void *dy,
@@ -1548,7 +1633,8 @@ df_code df_cuda_conv2d_bp_filter(df_cuda *g, df_dtype t, const df_cuda_conv *p, 
     const void *xs = nx ? emu__dense(&c, "x", x, nx, es) : NULL;
     const void *dys = ny ? emu__dense(&c, "dy", dy, ny, es) : NULL;
     void *dfs = emu__dense(&c, "dfilter", dfilter, nf, es);
-    double *acc = emu__conv_workspace(&c, p, workspace);
+    double *acc;
+    void *ws = emu__conv_workspace(&c, t, p, workspace, &acc);
     if (c.code) return c.code;
     int use_tf32 = tf32 && t == DF_FLOAT;
     emu__start(&c);
@@ -1571,7 +1657,7 @@ df_code df_cuda_conv2d_bp_filter(df_cuda *g, df_dtype t, const df_cuda_conv *p, 
                 int64_t at = ((ky * p->kw + kx) * p->c + ci) * p->oc;
                 for (int64_t o = 0; o < p->oc; o++) emu__set(t, dfs, at + o, acc[o]);
             }
-    return emu__finish(&c);
+    return emu__conv_finish(&c, p, ws, acc);
 }
 
 /* The part [*y0, *y1) x [*x0, *x1) of window (oy, ox) inside the image. */

@@ -428,6 +428,22 @@ DF_TEST(emu_binary_broadcasting_matches_cpu) {
     CHECK_EQ_INT(df_cuda_binary(g, DF_CUDA_B_OR, DF_BOOL, 2, d2, dx, s2, dy, sy, dz, &st), DF_OK);
     down(g, o, dz, 6);
     for (int i = 0; i < 6; i++) CHECK_EQ_INT(o[i], x[i] || y[i % 2]);
+    for (int k = 0; k < 2; k++) {                      /* Equal and NotEqual on bool, as the CPU's */
+        int op = k ? DF_CUDA_B_NOT_EQUAL : DF_CUDA_B_EQUAL;
+        CHECK_EQ_INT(df_cuda_binary(g, op, DF_BOOL, 2, d2, dx, s2, dy, sy, dz, &st), DF_OK);
+        down(g, o, dz, 6);
+        const int64_t one2[1] = {2};
+        df_tensor *ins[2] = {tensor(DF_BOOL, 2, d2, x), tensor(DF_BOOL, 1, one2, y)}, *want;
+        if (cpu_op(k ? "NotEqual" : "Equal", 2, ins, NULL, 1, &want)) {
+            CHECK_MSG(first_diff(DF_BOOL, o, df_tensor_data(want), 6) < 0, "%s on bool differs from the CPU", k ? "NotEqual" : "Equal");
+            df_tensor_release(want);
+        }
+    }
+    uint8_t two = 2;                                  /* any nonzero byte is true */
+    df_cuda_memcpy_h2d(g, dy, &two, 1, &st);
+    CHECK_EQ_INT(df_cuda_binary(g, DF_CUDA_B_EQUAL, DF_BOOL, 2, d2, dx, s2, dy, sy, dz, &st), DF_OK);
+    down(g, o, dz, 6);
+    for (int i = 0; i < 6; i += 2) CHECK_EQ_INT(o[i], x[i] != 0);
     CHECK_EQ_INT(df_cuda_binary(g, DF_CUDA_B_ADD, DF_BOOL, 2, d2, dx, s2, dy, sy, dz, &st), DF_INVALID_ARGUMENT);
     CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "df_cuda_binary");
     df_cuda_free(g, dx); df_cuda_free(g, dy); df_cuda_free(g, dz);
@@ -583,6 +599,16 @@ DF_TEST(emu_select_and_add_n) {
     CHECK_EQ_INT(df_cuda_add_n(g, DF_FLOAT, 3, inputs, da, 5, &st), DF_OK);
     down(g, s, da, sizeof s);
     for (int i = 0; i < 5; i++) CHECK_NEAR(s[i], (a[i] + b[i]) + c[i], 0);    /* in order, in float */
+    /* out may be one of the first eight inputs exactly, and overlap no other */
+    CHECK_EQ_INT(df_cuda_add_n(g, DF_FLOAT, 3, inputs, (float *)da + 1, 4, &st), DF_INVALID_ARGUMENT);
+    CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "out overlaps input 0");
+    const void *nine[9] = {db, db, db, db, db, db, db, db, da};
+    CHECK_EQ_INT(df_cuda_add_n(g, DF_FLOAT, 9, nine, da, 5, &st), DF_INVALID_ARGUMENT);
+    CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "out overlaps input 8");
+    nine[8] = db; nine[7] = da;
+    CHECK_EQ_INT(df_cuda_add_n(g, DF_FLOAT, 9, nine, da, 5, &st), DF_OK);
+    down(g, s, da, sizeof s);
+    for (int i = 0; i < 5; i++) CHECK_NEAR(s[i], ((a[i] + b[i]) + c[i]) + 8 * b[i], 1e-6 * (1 + fabs(s[i])));
     CHECK_EQ_INT(df_cuda_add_n(g, DF_FLOAT, 0, inputs, da, 5, &st), DF_INVALID_ARGUMENT);
     CHECK_EQ_INT(df_cuda_add_n(g, DF_INT32, 3, inputs, da, 5, &st), DF_INVALID_ARGUMENT);
     df_cuda_free(g, dc); df_cuda_free(g, dx); df_cuda_free(g, dy); df_cuda_free(g, dout);
@@ -600,14 +626,20 @@ DF_TEST(emu_reduce_over_outer_red_inner_matches_cpu) {
     static const char *const names[DF_CUDA_R_COUNT] = {"Sum", "Mean", "Max", "Min", "Prod"};
     const int64_t dims[3] = {2, 3, 4};
     const int64_t shapes[3][3] = {{1, 2, 12}, {2, 3, 4}, {6, 4, 1}};
-    df_dtype types[2] = {DF_FLOAT, DF_DOUBLE};
-    for (int ti = 0; ti < 2; ti++) {
+    df_dtype types[4] = {DF_FLOAT, DF_DOUBLE, DF_INT32, DF_INT64};
+    for (int ti = 0; ti < 4; ti++) {
         df_dtype t = types[ti];
         size_t es = df_dtype_size(t);
         char xh[24 * 8], out[12 * 8];
-        for (int i = 0; i < 24; i++) put(t, xh, i, rnd() * 3);
-        put(t, xh, 9, NAN);
-        put(t, xh, 14, get(t, xh, 2));                  /* a tie */
+        if (ti < 2) {
+            for (int i = 0; i < 24; i++) put(t, xh, i, rnd() * 3);
+            put(t, xh, 9, NAN);
+            put(t, xh, 14, get(t, xh, 2));              /* a tie */
+        } else {                                        /* negative means truncate; products wrap */
+            for (int i = 0; i < 24; i++) put(t, xh, i, (double)((i * 37) % 23) - 11);
+            if (t == DF_INT32) { ((int32_t *)xh)[4] = INT32_MAX; ((int32_t *)xh)[16] = 65536 * 3; ((int32_t *)xh)[20] = 65537; }
+            else { ((int64_t *)xh)[4] = INT64_MAX; ((int64_t *)xh)[16] = (int64_t)1 << 40; ((int64_t *)xh)[20] = ((int64_t)1 << 33) + 1; }
+        }
         void *x = up(g, xh, 24 * es), *y = up(g, NULL, 12 * es);
         for (int axis = 0; axis < 3; axis++)
             for (int op = 0; op < DF_CUDA_R_COUNT; op++) {
@@ -623,7 +655,7 @@ DF_TEST(emu_reduce_over_outer_red_inner_matches_cpu) {
                           (long long)bad, bad < 0 ? 0 : get(t, out, bad), bad < 0 ? 0 : get(t, df_tensor_data(want), bad));
                 df_tensor_release(want);
             }
-        /* over nothing: 0, NaN, -inf, +inf, 1 */
+        /* over nothing: 0, NaN, -inf, +inf, 1 (integers: 0, 0, lowest, highest, 1) */
         const double want0[DF_CUDA_R_COUNT] = {0, NAN, -INFINITY, INFINITY, 1};
         for (int op = 0; op < DF_CUDA_R_COUNT; op++) {
             df_status st;
@@ -631,7 +663,14 @@ DF_TEST(emu_reduce_over_outer_red_inner_matches_cpu) {
             down(g, out, y, 6 * es);
             for (int i = 0; i < 6; i++) {
                 double v = get(t, out, i);
-                CHECK_MSG(op == DF_CUDA_R_MEAN ? v != v : v == want0[op], "%s over nothing gives %g", names[op], v);
+                if (ti < 2) CHECK_MSG(op == DF_CUDA_R_MEAN ? v != v : v == want0[op], "%s over nothing gives %g", names[op], v);
+            }
+            if (t == DF_INT32) {
+                const int32_t wi[DF_CUDA_R_COUNT] = {0, 0, INT32_MIN, INT32_MAX, 1};
+                CHECK_EQ_INT(((int32_t *)out)[5], wi[op]);
+            } else if (t == DF_INT64) {
+                const int64_t wi[DF_CUDA_R_COUNT] = {0, 0, INT64_MIN, INT64_MAX, 1};
+                CHECK_MSG(((int64_t *)out)[5] == wi[op], "int64 %s over nothing", names[op]);
             }
         }
         df_cuda_free(g, x); df_cuda_free(g, y);
@@ -643,6 +682,8 @@ DF_TEST(emu_reduce_over_outer_red_inner_matches_cpu) {
     CHECK_EQ_INT(df_cuda_reduce(g, DF_CUDA_R_SUM, DF_FLOAT, NULL, NULL, -1, 5, 3, &st), DF_INVALID_ARGUMENT);
     CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "df_cuda_reduce: outer is negative");
     CHECK_EQ_INT(df_cuda_reduce(g, 7, DF_FLOAT, NULL, NULL, 1, 5, 3, &st), DF_INVALID_ARGUMENT);
+    CHECK_EQ_INT(df_cuda_reduce(g, 0, DF_HALF, NULL, NULL, 1, 5, 3, &st), DF_INVALID_ARGUMENT);
+    CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "float, double, int32 or int64");
     df_cuda_close(g);
 }
 
@@ -654,13 +695,13 @@ DF_TEST(emu_argmax_matches_cpu) {
     for (int i = 0; i < 24; i++) xv[i] = (double)((i * 7) % 5) - 2;      /* many ties */
     xv[4] = NAN;                                                      /* a NaN in the middle of a column */
     xv[12] = NAN;                                                     /* a NaN first in a column */
-    df_dtype types[2] = {DF_FLOAT, DF_DOUBLE}, outs[2] = {DF_INT32, DF_INT64};
-    for (int ti = 0; ti < 2; ti++)
+    df_dtype types[4] = {DF_FLOAT, DF_DOUBLE, DF_INT32, DF_INT64}, outs[2] = {DF_INT32, DF_INT64};
+    for (int ti = 0; ti < 4; ti++)
         for (int oi = 0; oi < 2; oi++)
             for (int is_min = 0; is_min < 2; is_min++) {
                 df_dtype t = types[ti], ot = outs[oi];
                 char xh[24 * 8], out[8 * 8];
-                for (int i = 0; i < 24; i++) put(t, xh, i, xv[i]);
+                for (int i = 0; i < 24; i++) put(t, xh, i, xv[i] == xv[i] || ti < 2 ? xv[i] : 7);   /* NaN: floats only */
                 void *x = up(g, xh, 24 * df_dtype_size(t)), *y = up(g, NULL, 8 * df_dtype_size(ot));
                 df_status st;
                 CHECK_EQ_INT(df_cuda_argmax(g, t, x, ot, y, 2, 3, 4, is_min, &st), DF_OK);
@@ -1190,7 +1231,17 @@ DF_TEST(emu_conv2d_and_gradients_match_cpu) {
                 CHECK_MSG(err <= tol, "%s (%s) geometry %d: error %.3g", names[mode], df_dtype_name(t), gi, err);
                 df_tensor_release(want);
             }
-            /* the workspace is needed, and must be device memory */
+            /* the workspace holds garbage afterwards; it is needed, aligned, and device memory */
+            size_t wsb = df_cuda_conv2d_workspace(p);
+            unsigned char *wsh = malloc(wsb);
+            memset(wsh, 0, wsb);
+            df_cuda_memcpy_h2d(g, ws, wsh, wsb, &st);
+            CHECK_EQ_INT(df_cuda_conv2d(g, t, p, dx, df, dout, ws, 0, &st), DF_OK);
+            down(g, wsh, ws, wsb);
+            CHECK(wsh[0] == 0xFF && wsh[wsb - 1] == 0xFF);
+            free(wsh);
+            CHECK_EQ_INT(df_cuda_conv2d(g, t, p, dx, df, dout, (char *)ws + 2, 0, &st), DF_INVALID_ARGUMENT);
+            CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "workspace (");
             CHECK_EQ_INT(df_cuda_conv2d(g, t, p, dx, df, dout, NULL, 0, &st), DF_INVALID_ARGUMENT);
             CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "workspace is NULL");
             CHECK_EQ_INT(df_cuda_conv2d(g, t, p, dx, df, dout, out, 0, &st), DF_INVALID_ARGUMENT);
@@ -1351,6 +1402,18 @@ DF_TEST(emu_launchers_check_their_arguments) {
     CHECK_EQ_INT(df_cuda_gemm_f32(g, 0, 0, -1, 2, 2, NULL, 2, NULL, 2, NULL, 2, 0, &st), DF_INVALID_ARGUMENT);
     CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "cuBLAS's int range");
     CHECK_EQ_INT(df_cuda_elementwise_f32(g, 99, NULL, NULL, NULL, 4, &st), DF_INVALID_ARGUMENT);
+    /* misaligned elements, as the CUDA kernels refuse them; 16-byte elements need 8 */
+    CHECK_EQ_INT(df_cuda_unary(g, 0, DF_FLOAT, (char *)d + 2, d, 4, &st), DF_INVALID_ARGUMENT);
+    CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "x (");
+    CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "not aligned to its 4-byte elements");
+    CHECK_EQ_INT(df_cuda_fill(g, (char *)d + 8, 2, 16, "0123456789abcdef", &st), DF_OK);
+    CHECK_EQ_INT(df_cuda_fill(g, (char *)d + 4, 2, 16, "0123456789abcdef", &st), DF_INVALID_ARGUMENT);
+    CHECK_EQ_INT(df_cuda_gather(g, 8, (char *)d + 4, d, DF_INT32, d, 1, 1, 1, 1, &st), DF_INVALID_ARGUMENT);
+    CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "params");
+    /* pooling has no dilations (0 or 1 are taken as none) */
+    df_cuda_conv pp = conv_geo(1, 2, 2, 1, 1, 1, 0, 1, 1, 2, 1, 0);
+    CHECK_EQ_INT(df_cuda_pool(g, DF_FLOAT, &pp, 1, d, d, &st), DF_INVALID_ARGUMENT);
+    CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "pooling has no dilations");
     /* counts of 0 launch nothing and may pass NULL */
     int64_t launches = df_emu_launches();
     const int64_t zero[2] = {3, 0};
