@@ -12102,8 +12102,9 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
     }
 #ifdef DATAFLOW_CUDA
     if (o.num_gpu_devices != 0) {
-        int visible = df_cuda_device_count(st);
-        if (st->code) return NULL;
+        df_status found;
+        int visible = df_cuda_device_count(&found);
+        if (found.code) { if (st) *st = found; return NULL; }
         if (o.num_gpu_devices < 0) o.num_gpu_devices = visible;
         else if (o.num_gpu_devices > visible) {
             df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: %d GPU device%s asked for, %d visible",
