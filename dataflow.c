@@ -3420,8 +3420,11 @@ static df_tensor *df__k_alloc(df__kctx *c, int i, df_dtype t, int rank, const in
     if (!x) {
         char msg[sizeof c->st->message];
         memcpy(msg, c->st->message, sizeof msg);
-        df_status_set(c->st, c->st->code ? c->st->code : DF_RESOURCE_EXHAUSTED, "%.*s {{node %s}}",
-                      400, msg, c->node->name);
+        if (c->dev && !c->dev->host_memory && !(c->host_out >> DF__MIN(i, 31) & 1))
+            df_status_set(c->st, c->st->code ? c->st->code : DF_RESOURCE_EXHAUSTED, "%.*s (on %s) {{node %s}}",
+                          360, msg, c->dev->name, c->node->name);
+        else df_status_set(c->st, c->st->code ? c->st->code : DF_RESOURCE_EXHAUSTED, "%.*s {{node %s}}",
+                           400, msg, c->node->name);
         return NULL;
     }
     c->out[i] = x;
@@ -6393,6 +6396,14 @@ static void df__k_unpack(df__kctx *c) {
     for (int64_t i = 0; i < num; i++) {
         df_tensor *o = df__k_alloc(c, (int)i, x->dtype, os.rank, os.dims);
         if (!o) return;
+#ifdef DATAFLOW_CUDA
+        if (c->gpu) {                /* one strided copy per output, queued */
+            int64_t dims[2] = {outer, inner}, ss[2] = {num * inner, 1}, ds[2] = {inner, 1};
+            if (o->n && df_cuda_strided_copy((df_cuda *)c->gpu, es, 2, dims, (const char *)x->data + (size_t)(i * inner) * es, ss,
+                                             o->data, ds, c->st)) return;
+            continue;
+        }
+#endif
         for (int64_t q = 0; q < outer && inner; q++)
             memcpy((char *)o->data + (size_t)(q * inner) * es, (const char *)x->data + (size_t)((q * num + i) * inner) * es, (size_t)inner * es);
     }
@@ -7202,8 +7213,7 @@ static void df__k_strided_slice_grad(df__kctx *c) {
     for (int d = 0; d < fin.rank; d++) n *= fin.dims[d];
     if (n != dy->n) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "StridedSliceGrad: dy has %lld elements, the slice %lld", (long long)dy->n, (long long)n); return; }
     df_tensor *o = df__k_alloc(c, 0, dy->dtype, xs.rank, xs.dims);
-    if (!o) return;
-    memset(o->data, 0, o->nbytes);
+    if (!o || df__zero_data(o, c->st)) return;
     if (o->n && dy->n) df__strided_scatter(o, dy, begin, step, odims, xs.rank);
 }
 
@@ -7303,12 +7313,11 @@ static void df__k_pad(df__kctx *c) {
     df__shape in = df__shape_of(x), os;
     if (df__pad_dims(c->node, &in, c->in[1], &os, c->st)) return;
     df_tensor *o = df__k_alloc(c, 0, x->dtype, os.rank, os.dims);
-    if (!o) return;
-    memset(o->data, 0, o->nbytes);
+    if (!o || df__zero_data(o, c->st)) return;
     if (!x->n) return;
     int64_t begin[DF_MAX_RANK], step[DF_MAX_RANK];
     for (int d = 0; d < x->rank; d++) { begin[d] = df__int_at(c->in[1], 2 * d); step[d] = 1; }
-    if (x->rank == 0) { memcpy(o->data, x->data, x->nbytes); return; }
+    if (x->rank == 0) { df__copy_data(o, x, c->st); return; }
     df__strided_scatter(o, x, begin, step, x->dims, x->rank);
 }
 
@@ -11407,13 +11416,14 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
             char req[96];
             df__devspec_str(&spec[r], req, sizeof req);
             if (!ss->opts.soft_placement || any < 0) {
-                int exists = 0;
+                int exists = 0, ngpu = 0;
                 for (int d = 0; d < nd; d++) if (df__devspec_matches(&spec[r], ss->devices[d])) exists = 1;
+                for (int d = 0; d < nd; d++) ngpu += ss->devices[d]->kernel_type == DF__DEV_GPU;
                 code = df_status_set(st, DF_INVALID_ARGUMENT, "Cannot assign a device for operation %s: could not "
-                    "satisfy explicit device specification '%s' because %s (this session has %d CPU device%s; "
-                    "set soft_placement to fall back) {{node %s}}", a->name, req, exists ?
+                    "satisfy explicit device specification '%s' because %s (this session has %d CPU device%s and "
+                    "%d GPU device%s; set soft_placement to fall back) {{node %s}}", a->name, req, exists ?
                     "no kernel for that device type supports the op (or an op colocated with it)" :
-                    "no such device exists here", nd, nd == 1 ? "" : "s", a->name);
+                    "no such device exists here", nd - ngpu, nd - ngpu == 1 ? "" : "s", ngpu, ngpu == 1 ? "" : "s", a->name);
                 goto done;
             }
             /* soft placement: the same type with any number, else any device that can run it */
@@ -11998,7 +12008,7 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
             if (!(src.node = df__pb_feed(&b, fed, 0, 1))) goto fail;
             df__part *pt = &plan->parts[0];
             int known = 0;
-            for (int k = 0; k < pt->n_feeds; k++) if (pt->feed_map[k] == fed) known = 1;
+            for (int k = 0; k < pt->n_feeds; k++) if (pfeeds[0][k].node == src.node) known = 1;
             if (!known) { pfeeds[0][pt->n_feeds] = src; pt->feed_map[pt->n_feeds++] = fed; }
         } else {
             int s = item_of_node[o.node->id];
@@ -14390,7 +14400,8 @@ static const struct { const char *name; uint32_t host_in, host_out, types; df__k
     {"OnesLike", 0, 0, DF__GK_FH, df__gk_zeros_like}, {"Fill", 1, 0, 0, df__gk_fill},
     {"Transpose", 2, 0, 0, df__gk_transpose}, {"ConcatV2", DF__GK_HOST_LAST, 0, 0, df__gk_concat},
     {"Pack", 0, 0, 0, df__gk_concat}, {"Tile", 2, 0, 0, df__gk_tile}, {"BroadcastTo", 2, 0, 0, df__gk_tile},
-    {"Slice", 6, 0, 0, NULL}, {"StridedSlice", 14, 0, 0, NULL},
+    {"Slice", 6, 0, 0, NULL}, {"StridedSlice", 14, 0, 0, NULL}, {"StridedSliceGrad", 15, 0, 0, NULL},
+    {"Pad", 2, 0, 0, NULL}, {"Unpack", 0, 0, 0, NULL},
     {"GatherV2", 4, 0, 0, df__gk_gather}, {"UnsortedSegmentSum", 4, 0, DF__GK_F, df__gk_segment_sum},
     {"RandomUniform", 1, 0, DF__GK_F, df__gk_random}, {"RandomStandardNormal", 1, 0, DF__GK_F, df__gk_random},
     {"TruncatedNormal", 1, 0, DF__GK_F, df__gk_random},
