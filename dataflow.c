@@ -1558,38 +1558,36 @@ static df__device *df__device_new_gpu(int index, size_t memory_limit, df_status 
 }
 #endif
 
-/* Copies between host memory and a device's (new references; NULL with st set on error). */
-static df_tensor *df__to_device(df__device *d, const df_tensor *v, df_status *st) {
-    df_tensor *x = df__tensor_alloc(d->alloc, v->dtype, v->rank, v->dims, st);
-    if (!x) return NULL;
-    df_code code = x->nbytes ? d->ops->copy_from_host(d, x->data, v->data, v->nbytes) : DF_OK;
-    if (code) {
-        df_status_set(st, code, "Copying %zu bytes to %s failed", v->nbytes, d->name);
-        df_tensor_release(x);
-        return NULL;
-    }
-    return x;
-}
-static df_tensor *df__to_host(df__device *d, const df_tensor *v, df_status *st) {
-    df__allocator *a = df__host_allocator();
+/* A copy of v moved between host memory and device d's (a new reference; NULL with st set). */
+static df_tensor *df__move(df__device *d, const df_tensor *v, int to_device, df_status *st) {
+    df__allocator *a = to_device ? d->alloc : df__host_allocator();
     df_tensor *x = a ? df__tensor_alloc(a, v->dtype, v->rank, v->dims, st) : NULL;
     if (!a) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
     if (!x) return NULL;
-    df_code code = x->nbytes ? d->ops->copy_to_host(d, x->data, v->data, v->nbytes) : DF_OK;
+    df_code code = !x->nbytes ? DF_OK : to_device ? d->ops->copy_from_host(d, x->data, v->data, v->nbytes)
+                 : d->ops->copy_to_host(d, x->data, v->data, v->nbytes);
     if (code) {
-        df_status_set(st, code, "Copying %zu bytes from %s failed", v->nbytes, d->name);
+        df_status_set(st, code, "Copying %zu bytes %s %s failed", v->nbytes, to_device ? "to" : "from", d->name);
         df_tensor_release(x);
         return NULL;
     }
     return x;
 }
+static df_tensor *df__to_device(df__device *d, const df_tensor *v, df_status *st) { return df__move(d, v, 1, st); }
+static df_tensor *df__to_host(df__device *d, const df_tensor *v, df_status *st) { return df__move(d, v, 0, st); }
+#ifdef DATAFLOW_CUDA
+/* The GPU whose memory holds t's data; NULL: host memory. */
+static df_cuda *df__tensor_gpu(const df_tensor *t) {
+    const df_tensor *b = t->base ? t->base : t;
+    return b->alloc ? (df_cuda *)b->alloc->gpu : NULL;
+}
+#endif
 
 /* dst's bytes = src's (same size), in whichever memory they live: a GPU copy is queued. */
 static df_code df__copy_data(df_tensor *dst, const df_tensor *src, df_status *st) {
     if (!src->nbytes) return DF_OK;
 #ifdef DATAFLOW_CUDA
-    const df_tensor *b = src->base ? src->base : src;
-    if (b->alloc && b->alloc->gpu) return df_cuda_memcpy_d2d((df_cuda *)b->alloc->gpu, dst->data, src->data, src->nbytes, st);
+    if (df__tensor_gpu(src)) return df_cuda_memcpy_d2d(df__tensor_gpu(src), dst->data, src->data, src->nbytes, st);
 #else
     DF__UNUSED(st);
 #endif
@@ -1600,10 +1598,9 @@ static df_code df__copy_data(df_tensor *dst, const df_tensor *src, df_status *st
 static df_code df__zero_data(df_tensor *t, df_status *st) {
     if (!t->nbytes) return DF_OK;
 #ifdef DATAFLOW_CUDA
-    const df_tensor *b = t->base ? t->base : t;
-    if (b->alloc && b->alloc->gpu) {
+    if (df__tensor_gpu(t)) {
         unsigned char zero = 0;
-        return df_cuda_fill((df_cuda *)b->alloc->gpu, t->data, (int64_t)t->nbytes, 1, &zero, st);
+        return df_cuda_fill(df__tensor_gpu(t), t->data, (int64_t)t->nbytes, 1, &zero, st);
     }
 #else
     DF__UNUSED(st);
@@ -1616,10 +1613,9 @@ typedef void (*df__row_fn)(void *o, const void *a, const void *b, int64_t n, int
 static df__row_fn df__binary_row(int code, df_dtype t);
 static df_code df__add_data(int code, df_tensor *dst, const df_tensor *a, const df_tensor *b, df_status *st) {
 #ifdef DATAFLOW_CUDA
-    const df_tensor *ab = a->base ? a->base : a;
-    if (ab->alloc && ab->alloc->gpu) {
+    if (df__tensor_gpu(a)) {
         int64_t one = 1;
-        return a->n ? df_cuda_binary((df_cuda *)ab->alloc->gpu, code, a->dtype, 1, &a->n, a->data, &one, b->data, &one, dst->data, st) : DF_OK;
+        return a->n ? df_cuda_binary(df__tensor_gpu(a), code, a->dtype, 1, &a->n, a->data, &one, b->data, &one, dst->data, st) : DF_OK;
     }
 #else
     DF__UNUSED(st);
@@ -6419,15 +6415,15 @@ static void df__strided_move(df_tensor *x, df_tensor *o, const int64_t *begin, c
     for (int d = x->rank - 1; d >= 0; d--) { istride[d] = s; s *= x->dims[d]; }
     for (int d = 0; d < rank; d++) off += begin[d] * istride[d];
 #ifdef DATAFLOW_CUDA
-    const df_tensor *xb = x->base ? x->base : x;
-    if (xb->alloc && xb->alloc->gpu) {           /* on a GPU: one strided copy, queued */
+    df_cuda *gpu = df__tensor_gpu(x);
+    if (gpu) {                                   /* on a GPU: one strided copy, queued */
         int64_t xs[DF_MAX_RANK], os[DF_MAX_RANK], one = 1, zero = 0, so = 1;
         for (int d = rank - 1; d >= 0; d--) { xs[d] = step[d] * istride[d]; os[d] = so; so *= odims[d]; }
         char *full = (char *)x->data + off * (int64_t)es;
         df_status st;
-        if (rank == 0) df_cuda_strided_copy((df_cuda *)xb->alloc->gpu, es, 1, &one, scatter ? o->data : full, &zero,
+        if (rank == 0) df_cuda_strided_copy(gpu, es, 1, &one, scatter ? o->data : full, &zero,
                                             scatter ? full : o->data, &zero, &st);
-        else df_cuda_strided_copy((df_cuda *)xb->alloc->gpu, es, rank, odims, scatter ? o->data : full, scatter ? os : xs,
+        else df_cuda_strided_copy(gpu, es, rank, odims, scatter ? o->data : full, scatter ? os : xs,
                                   scatter ? full : o->data, scatter ? xs : os, &st);
         return;
     }
@@ -7470,7 +7466,7 @@ static df_tensor *df__stack_keep(df__kctx *c, df_tensor *x) {
 }
 static df_tensor *df__stack_give(df__kctx *c, df_tensor *x) {
     const df_tensor *b = x->base ? x->base : x;
-    if (!c->gpu || (b->alloc && b->alloc->gpu) || !x->nbytes) return x;
+    if (!c->gpu || b->alloc == c->alloc || !x->nbytes) return x;       /* already in the GPU's memory */
     df_tensor *d = df__to_device(c->dev, x, c->st);
     df_tensor_release(x);
     return d;
