@@ -87,10 +87,72 @@ step() {   # step NAME COMMAND... : a build check counted like a test
     fi
 }
 
+# The GPU device's tests: tests/cuda/test_gpu.c (every GPU kernel against the CPU, control flow,
+# out of memory, bad requests) and the suites below again with every session on a GPU
+# (tests/cuda/force_gpu.h; the tests among them that check a CPU-only layout are named, with why,
+# in tests/cuda/force_gpu.skip). Built against the host emulation of the GPU (plain C, so on every
+# machine, with the sanitizers), and against dataflow_cuda.o where nvcc is found (run where a GPU
+# is seen; no sanitizers there, as the other GPU tests).
+GPU_FORCED_SUITES="tests/test_control_flow.c tests/test_grad_cf.c tests/test_ops.c tests/test_optim.c
+    tests/test_executor.c tests/test_loop_state.c tests/test_grad_ops.c tests/test_conv.c tests/test_bad_input.c
+    tests/test_graph.c tests/test_partition.c tests/test_threads.c tests/test_graphdef.c"
+gpu_skip_list() { sed 's/#.*//' tests/cuda/force_gpu.skip | tr -s ' \t\n' ',' | sed 's/^,//; s/,$//'; }
+
+# gpu_objects DIR FLAGS WITH_TESTS: the objects of the GPU device's test programs, compiled with
+# FLAGS into DIR: dataflow.c (-DDATAFLOW_CUDA), the emulator and, if WITH_TESTS is 1, the test
+# files (the suites with force_gpu.h included). Run in the background (see gpu_wait).
+gpu_objects() {
+    local dir=$1 flags="-std=c11 -g -O1 $WARN $2 -DDATAFLOW_CUDA -I." f
+    mkdir -p "$dir"
+    $CC $flags -c dataflow.c -o "$dir/dataflow.o" || return 1
+    $CC $flags -c tests/cuda/gpu_emulator.c -o "$dir/gpu_emulator.o" || return 1
+    [ "$3" = 1 ] || { touch "$dir/complete"; return 0; }
+    $CC $flags -c tests/harness.c -o "$dir/harness.o" || return 1
+    $CC $flags -c tests/cuda/test_gpu.c -o "$dir/test_gpu.o" || return 1
+    $CC $flags -c tests/cuda/test_gpu_emulator.c -o "$dir/test_gpu_emulator.o" || return 1
+    $CC $flags -c tests/cuda/force_gpu.c -o "$dir/force_gpu.o" || return 1
+    for f in $GPU_FORCED_SUITES; do
+        $CC $flags -include tests/cuda/force_gpu.h -c "$f" -o "$dir/forced_$(basename "$f" .c).o" || return 1
+    done
+    touch "$dir/complete"
+}
+# gpu_wait PID DIR LOG: waits until the background job PID has built DIR (gpu_objects marks a
+# complete DIR) or has ended; the build's errors are the step's output.
+gpu_wait() {
+    while [ ! -f "$2/complete" ] && kill -0 "$1" 2>/dev/null; do sleep 1; done
+    [ -f "$2/complete" ] || { cat "$3"; return 1; }
+}
+
+# count_tests NAME LOG: adds a test binary's last line "N passed, N failed" to the totals and
+# shows its failures; a log without that line (a crash) counts as one failure.
+count_tests() {
+    local name=$1 log=$2 last p f sk
+    last=$(tail -n 1 "$log")
+    p=$(echo "$last" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+    f=$(echo "$last" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+    if [ -z "$p" ]; then
+        failed=$((failed + 1)); echo "FAIL $name: the test binary crashed or did not finish ($log):"
+        tail -n 15 "$log" | sed 's/^/    /'; return
+    fi
+    grep -E '^FAIL |^    [^ ]+:[0-9]+: ' "$log" | cut -c1-400 | head -n 60
+    sk=$(sed -n 's/^(\([0-9]*\) skipped)$/, \1 skipped/p' "$log")
+    echo "$name: $p passed, $f failed$sk (log: $log)"
+    passed=$((passed + p)); failed=$((failed + f))
+}
+
 run_tests() {
     need "$CC" gcc
     local san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
     [ "${DF_SANITIZE:-1}" = 0 ] && san=""
+    # The GPU device's objects compile in the background while the build checks run (on the
+    # second core): plain -O1 for dataflow_cuda.o's programs and the emulated digits model (their
+    # test objects only where nvcc is found), then sanitized for the emulated runs.
+    local with_cuda=0; command -v nvcc >/dev/null 2>&1 && with_cuda=1
+    rm -rf build/gpu/emulated build/gpu/host
+    mkdir -p build/gpu
+    { gpu_objects build/gpu/host "" $with_cuda >build/gpu/host.log 2>&1
+      gpu_objects build/gpu/emulated "$san" 1 >build/gpu/emulated.log 2>&1; } &
+    local gpu_job=$!
     # Build checks: both documented uses, the header as C99/C11/C++, warnings as errors.
     step "header compiles as C99" $CC -std=c99 $WARN -pedantic -fsyntax-only tests/compile/header_c.c
     step "header compiles as C11" $CC -std=c11 $WARN -pedantic -fsyntax-only tests/compile/header_c.c
@@ -110,17 +172,44 @@ run_tests() {
     done
     step "dfrun builds and reports bad input" check_dfrun
     step "fuzz corpora replay without a crash (tests/fuzz/corpus)" fuzz_regression "$san"
+    local host=build/gpu/host emu=build/gpu/emulated
+    step "GPU objects compile (dataflow.c -DDATAFLOW_CUDA -O1$([ $with_cuda = 1 ] && echo ", the GPU device's tests"))" gpu_wait $gpu_job $host build/gpu/host.log
     if command -v nvcc >/dev/null 2>&1; then
         # The GPU side: compiled and linked into its tests everywhere; run where a GPU is seen.
         local cuda_lib; cuda_lib="$(dirname "$(dirname "$(command -v nvcc)")")/lib64"
         local cuda_link="build/dataflow_cuda.o -L$cuda_lib -Wl,-rpath,$cuda_lib -lcudart -lcublas -lstdc++"
         step "dataflow_cuda.cu compiles with nvcc" nvcc ${DF_NVCC_FLAGS:-} -c dataflow_cuda.cu -o build/dataflow_cuda.o
-        step "GPU tests build (tests/cuda, -DDATAFLOW_CUDA, cuBLAS)" sh -c "$CC -std=c11 -O1 $WARN -DDATAFLOW_CUDA -I. tests/cuda/test_cuda.c tests/harness.c dataflow.c $cuda_link -o build/cuda_tests $LIBS && $CC -std=c11 -O1 $WARN -DDATAFLOW_CUDA tests/cuda/gpu_count.c dataflow.c $cuda_link -o build/gpu_count $LIBS"
+        step "GPU tests build (tests/cuda, -DDATAFLOW_CUDA, cuBLAS)" sh -c "$CC -std=c11 -O1 $WARN -DDATAFLOW_CUDA -I. tests/cuda/test_cuda.c $host/harness.o $host/dataflow.o $cuda_link -o build/cuda_tests $LIBS && $CC -std=c11 -O1 $WARN -DDATAFLOW_CUDA tests/cuda/gpu_count.c $host/dataflow.o $cuda_link -o build/gpu_count $LIBS"
+        step "GPU device tests build with dataflow_cuda.o (test_gpu.c; the suites on the GPU)" sh -c "$CC $host/test_gpu.o $host/harness.o $host/dataflow.o $cuda_link -o build/gpu/gpu_tests $LIBS && $CC $host/forced_*.o $host/force_gpu.o $host/harness.o $host/dataflow.o $cuda_link -o build/gpu/gpu_forced $LIBS"
         local gpus; gpus=$(./build/gpu_count 2>/dev/null || echo 0)
         if [ "${gpus:-0}" -gt 0 ] 2>/dev/null; then
             step "GPU tests on $gpus GPU(s) (build/cuda_tests)" sh -c "./build/cuda_tests >build/cuda_tests.log 2>&1; rc=\$?; tail -n 1 build/cuda_tests.log; grep -q ' 0 failed' build/cuda_tests.log && [ \$rc -eq 0 ]"
-        else skipped=$((skipped + 1)); echo "skip: GPU tests ($(grep -c '^DF_TEST' tests/cuda/test_cuda.c) tests; no GPU visible)"; fi
+            ./build/gpu/gpu_tests ${DF_TEST_FILTER:-} >build/gpu/gpu_tests.log 2>&1
+            count_tests "GPU device tests on $gpus GPU(s) (build/gpu/gpu_tests)" build/gpu/gpu_tests.log
+            DF_TEST_SKIP=$(gpu_skip_list) ./build/gpu/gpu_forced ${DF_TEST_FILTER:-} >build/gpu/gpu_forced.log 2>&1
+            count_tests "suites with every session on a GPU (build/gpu/gpu_forced)" build/gpu/gpu_forced.log
+        else
+            skipped=$((skipped + 3))
+            echo "skip: GPU tests ($(grep -c '^DF_TEST' tests/cuda/test_cuda.c) tests; no GPU visible)"
+            echo "skip: GPU device tests on a GPU ($(grep -c '^DF_TEST' tests/cuda/test_gpu.c) tests; no GPU visible)"
+            echo "skip: the suites with every session on a GPU ($(cat $GPU_FORCED_SUITES | grep -c '^DF_TEST') tests; no GPU visible)"
+        fi
     else skipped=$((skipped + 1)); echo "skip build: nvcc not found (dataflow_cuda.cu not compiled)"; fi
+    # The same on the host emulation of the GPU, everywhere, with the sanitizers (the two programs
+    # run in the background, beside the next checks; their results are counted before the unit
+    # tests'); and the digits model trained with --gpu on it (no sanitizers: a few seconds).
+    step "GPU device tests compile for the emulated GPU (tests/cuda/gpu_emulator.c, sanitizers)" gpu_wait $gpu_job $emu build/gpu/emulated.log
+    local emu_runs=""
+    if [ -f $emu/complete ]; then
+        if $CC $san $emu/test_gpu.o $emu/test_gpu_emulator.o $emu/harness.o $emu/dataflow.o $emu/gpu_emulator.o -o build/gpu/emulated_tests $LIBS >build/gpu/link.log 2>&1 &&
+           $CC $san $emu/forced_*.o $emu/force_gpu.o $emu/harness.o $emu/dataflow.o $emu/gpu_emulator.o -o build/gpu/emulated_forced $LIBS >>build/gpu/link.log 2>&1; then
+            { ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} ./build/gpu/emulated_tests ${DF_TEST_FILTER:-} >build/gpu/emulated_tests.log 2>&1
+              DF_TEST_SKIP=$(gpu_skip_list) ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} ./build/gpu/emulated_forced ${DF_TEST_FILTER:-} >build/gpu/emulated_forced.log 2>&1; } &
+            emu_runs=$!
+            echo "(the GPU device tests on the emulated GPU run in the background; their results come before the unit tests)"
+        else failed=$((failed + 1)); echo "FAIL build: the emulated GPU's test programs do not link"; head -40 build/gpu/link.log | sed 's/^/    /'; fi
+    fi
+    step "digits_mlp --gpu trains to its accuracy target on the emulated GPU" sh -c "$CC -std=c11 -O1 $WARN -DDATAFLOW_CUDA examples/digits_mlp.c $host/dataflow.o $host/gpu_emulator.o -o build/gpu/digits_mlp $LIBS && ./build/gpu/digits_mlp data/digits.csv.gz --gpu"
     # The AVX-512 GEMM kernel on CPUs without AVX-512: the whole suite built against SIMDe's
     # portable definitions of the AVX-512 intrinsics (Debian: libsimde-dev), that kernel chosen.
     if [ ! -f /usr/include/simde/x86/avx512.h ] && command -v apt-get >/dev/null 2>&1; then
@@ -134,6 +223,11 @@ run_tests() {
     if [ "${DF_SANITIZE:-1}" != 0 ] && echo 'int main(void){return 0;}' | $CC -x c -fsanitize=thread - -o build/tsan_probe >/dev/null 2>&1; then
         step "ThreadSanitizer: executor, control flow, graph, thread, loop-gradient, loop-state and partition tests" sh -c "$CC -std=c11 -g -O1 $WARN -fsanitize=thread -I. tests/harness.c tests/test_control_flow.c tests/test_executor.c tests/test_graph.c tests/test_threads.c tests/test_grad_cf.c tests/test_loop_state.c tests/test_partition.c tests/test_partition_random.c dataflow.c -o build/tsan_tests $LIBS && TSAN_OPTIONS=halt_on_error=1 ./build/tsan_tests >build/tsan.log 2>&1"
     else skipped=$((skipped + 1)); echo "skip build: ThreadSanitizer not available with $CC"; fi
+    if [ -n "$emu_runs" ]; then
+        wait $emu_runs
+        count_tests "GPU device tests, emulated GPU (build/gpu/emulated_tests)" build/gpu/emulated_tests.log
+        count_tests "suites with every session on the emulated GPU (build/gpu/emulated_forced)" build/gpu/emulated_forced.log
+    fi
     # Unit tests: one binary, sanitizers on.
     local srcs; srcs=$(ls tests/test_*.c)
     if ! $CC -std=c11 -g -O1 $WARN $san -I. $srcs tests/harness.c dataflow.c -o build/run_tests $LIBS >build/compile.log 2>&1; then

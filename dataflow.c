@@ -12418,8 +12418,11 @@ static df_code df__pb_compile(df_session *ss, df__part *pt, const df_output *fee
     }
     pt->x = df__compile(ss, g, feeds, n_feeds, fetches, n_fetches, all, n_all, pt->dev, st);
     DF_FREE(all);
-    if (!pt->x && st->code != DF_RESOURCE_EXHAUSTED)
-        return df_status_set(st, DF_INTERNAL, "The partition for %s does not compile: %s", pt->dev->name, st->message);
+    if (!pt->x && st->code != DF_RESOURCE_EXHAUSTED) {
+        char why[sizeof st->message];
+        memcpy(why, st->message, sizeof why);
+        return df_status_set(st, DF_INTERNAL, "The partition for %s does not compile: %.400s", pt->dev->name, why);
+    }
     return pt->x ? DF_OK : st->code;
 }
 
