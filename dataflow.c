@@ -1278,11 +1278,31 @@ df_tensor *df_tensor_retain(df_tensor *t) {
     return t;
 }
 
+#ifdef DATAFLOW_CUDA
+/* While a thread captures a CUDA graph, the device memory it frees stays reserved for the graph
+   (whose replays write the same addresses): the tensors are kept here, released with the graph. */
+typedef struct df__hold { df__allocator *alloc; df_tensor **v; int n, cap, failed; } df__hold;
+#ifndef DF_NO_THREADS
+static _Thread_local df__hold *df__tls_hold;
+#else
+static df__hold *df__tls_hold;
+#endif
+static int df__hold_keep(df_tensor *t) {
+    df__hold *h = df__tls_hold;
+    if (!df__grow(&h->v, &h->cap, h->n + 1, sizeof(df_tensor *))) { h->failed = 1; return 0; }
+    t->refs = 1;
+    h->v[h->n++] = t;
+    return 1;
+}
+#endif
 void df_tensor_release(df_tensor *t) {
     if (!t || DF__ATOMIC_DEC(&t->refs) != 0) return;
     if (t->base) df_tensor_release(t->base);
     else if (t->alloc) {
         df__allocator *a = t->alloc;
+#ifdef DATAFLOW_CUDA
+        if (DF__UNLIKELY(df__tls_hold != NULL) && df__tls_hold->alloc == a && df__hold_keep(t)) return;
+#endif
         int kept = 0;
         if (t->nbytes <= DF__RECYCLE_BYTES && __atomic_load_n(&a->n_recycled, __ATOMIC_RELAXED) < DF__RECYCLE_SLOTS) {
             df__spin_lock(&a->recycle_lock);
@@ -1976,6 +1996,7 @@ struct df_node {
     df__ctx *cond;               /* a cond's Merge: the then-branch context (its predicate) */
     int gstack;                  /* gradient stack ops: 1 + index in graph->gstacks */
     unsigned char cf_part;       /* part of a while loop's machinery (Enter, Merge, Switch, ...) */
+    struct df__gg *gg;           /* a partition's _GpuGraph: the nodes it runs (cuda_graphs) */
 };
 
 typedef struct df__ctl_scope { df_node **deps; int n; } df__ctl_scope;
@@ -2146,8 +2167,14 @@ df_graph *df_graph_new(void) {
     return g;
 }
 
+#ifdef DATAFLOW_CUDA
+static void df__gg_free(struct df__gg *gg);
+#endif
 static void df__node_free(df_node *n) {
     if (!n) return;
+#ifdef DATAFLOW_CUDA
+    df__gg_free(n->gg);
+#endif
     DF_FREE(n->name); DF_FREE(n->device); DF_FREE(n->inputs); DF_FREE(n->controls);
     DF_FREE(n->out_types); DF_FREE(n->out_shapes); DF_FREE(n->out_is_ref);
     for (int i = 0; i < n->n_attrs; i++) df__attr_clear(&n->attrs[i]);
@@ -11168,6 +11195,7 @@ struct df_session {
     int n_rng, cap_rng;
     uint64_t seed_salt;
     int ran;
+    int64_t gg_stats[4];         /* cuda_graphs: captures, replays, node-by-node runs, failed captures */
 };
 
 static void df__plan_free(df__plan *p) {
@@ -11213,11 +11241,21 @@ static int df__is_metadata_op(const df__opdef *op) {
 static int df__host_dtype(df_dtype t) {
     return t == DF_INT32 || t == DF_INT64 || t == DF_BOOL || t == DF_STRING || t == DF_RESOURCE;
 }
+#ifdef DATAFLOW_CUDA
+static uint32_t df__gg_mask(const struct df__gg *gg, int out);
+#endif
 static df__kernel_fn df__node_kernel(const df_node *n, int kernel_type, uint32_t *host_in, uint32_t *host_out,
                                      int *host_only) {
     const df__kernel_def *k = &n->op->kernels[kernel_type];
     if (host_only) *host_only = 0;
     if (!k->fn) return NULL;
+#ifdef DATAFLOW_CUDA
+    if (n->gg) {                                  /* the memory types its members take and make */
+        if (host_in) *host_in = df__gg_mask(n->gg, 0);
+        if (host_out) *host_out = df__gg_mask(n->gg, 1);
+        return k->fn;
+    }
+#endif
     if (kernel_type == DF__DEV_CPU || (n->op->flags & DF__OP_TRANSFER)) {   /* _Send/_Recv: by name */
         if (kernel_type != DF__DEV_CPU) {
             if (host_in) *host_in = k->host_inputs;
@@ -11864,7 +11902,8 @@ static df_node *df__pb_feed(df__pbuild *b, int f, int p, int host) {
 }
 
 static df_code df__pb_compile(df_session *ss, df__part *pt, const df_output *feeds, int n_feeds,
-                              const df_output *fetches, int n_fetches, df_status *st);
+                              df_output *fetches, int n_fetches, int no_switch, df_status *st);
+static int df__gg_returns(const df__plan *plan, int p, df_status *st);
 
 /* Cuts x (placed by dev) into one graph and executor per device used. */
 static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t *dev, const df_output *feeds,
@@ -12016,10 +12055,16 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
         pfetches[p][pt->n_fetches] = src;
         pt->fetch_map[pt->n_fetches++] = fetch;
     }
+    int no_switch = 1;                       /* (no value of the run can arrive dead) */
+    for (int p = 0; p < b.n_parts; p++)
+        for (int i = 0; i < plan->parts[p].g->n_nodes; i++)
+            if (plan->parts[p].g->nodes[i]->op->flags & DF__OP_SWITCH) no_switch = 0;
     for (int p = 0; p < b.n_parts; p++) {
         df__part *pt = &plan->parts[p];
         if (pt->g->status.code) { df_status_set(st, DF_INTERNAL, "Partitioning: %s", pt->g->status.message); goto fail; }
-        if (df__pb_compile(ss, pt, pfeeds[p], pt->n_feeds, pfetches[p], pt->n_fetches, st) != DF_OK) goto fail;
+        int fuse = no_switch && ss->opts.cuda_graphs && !pt->dev->host_memory && !df__gg_returns(plan, p, st);
+        if (st->code) goto fail;
+        if (df__pb_compile(ss, pt, pfeeds[p], pt->n_feeds, pfetches[p], pt->n_fetches, fuse, st) != DF_OK) goto fail;
     }
     goto done;
 oom:
@@ -12185,6 +12230,16 @@ void df_session_free(df_session *s) {
     DF_FREE(s->devices);
     if (s->g && s->g->n_sessions > 0) s->g->n_sessions--;
     DF_FREE(s);
+}
+
+void df_session_cuda_graph_stats(df_session *s, df_cuda_graph_stats *out) {
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    if (!s) return;
+    out->captures = __atomic_load_n(&s->gg_stats[0], __ATOMIC_RELAXED);
+    out->replays = __atomic_load_n(&s->gg_stats[1], __ATOMIC_RELAXED);
+    out->eager_runs = __atomic_load_n(&s->gg_stats[2], __ATOMIC_RELAXED);
+    out->failed_captures = __atomic_load_n(&s->gg_stats[3], __ATOMIC_RELAXED);
 }
 
 int df_session_num_partitions(df_session *s) {
@@ -12404,17 +12459,638 @@ fail:
     return NULL;
 }
 
-/* A partition's executor: everything in its graph runs (the whole graph was pruned already). */
-static df_code df__pb_compile(df_session *ss, df__part *pt, const df_output *feeds, int n_feeds,
-                              const df_output *fetches, int n_fetches, df_status *st) {
+#ifdef DATAFLOW_CUDA
+/* ==========================================================================================
+   CUDA GRAPHS (df_session_options.cuda_graphs)                                      >>cugraph
+   A GPU partition of a run without control flow (no Switch anywhere in the plan, so no value
+   can arrive dead) becomes one _GpuGraph node: its inputs are the values the partition
+   receives (Recvs, feeds), its outputs the values it sends or fetches, and it holds the
+   partition's other nodes in a topological order. Its kernel runs them one after another (the
+   executor's work without the executor), and on the second step whose inputs are alike (dtypes,
+   shapes, memory; bytes for host-memory inputs such as shapes) captures their launches as a
+   CUDA graph, which later steps replay: the inputs are copied into the buffers the graph reads,
+   one launch does the rest. Every buffer the capture touched stays the graph's (memory freed
+   while capturing is held, not given back), so replays never write memory others use. A step
+   whose inputs differ, or whose variables were replaced (Assign makes a new tensor), captures
+   again (at most DF__GG_RECAPTURES times; then, and after a failed capture, the partition runs
+   node by node for good). A capture fails where a kernel copies to the host or waits: what
+   cannot be captured is run.
+   ========================================================================================== */
+enum { DF__GG_RECAPTURES = 8 };
+typedef struct df__gg_src { int32_t node, out; } df__gg_src;   /* node -1: the graph node's input `out` */
+typedef struct df__gg_sig { df_dtype dtype; int rank, host; int64_t dims[DF_MAX_RANK]; df_tensor *bytes; } df__gg_sig;
+typedef struct df__gg {
+    df__device *dev;
+    int n_nodes, n_in, n_out, n_values;
+    const df_node **nodes;           /* the partition's nodes it runs, in a topological order */
+    df__kernel_fn *kernels;
+    uint32_t *host_out, *need;       /* per node: outputs in host memory (~0u: a host kernel); consumed */
+    int32_t *in_start, *val_start;   /* per node: its first source in srcs, its first value */
+    df__gg_src *srcs, *outs;
+    int32_t *uses;                   /* per value: reads by nodes and graph outputs */
+    uint32_t host_in, host_out_mask; /* the graph node's inputs and outputs in host memory */
+    int busy;                        /* taken by compare-and-swap: the capture state below */
+    int alike, recaptures, off;
+    df__gg_sig *sig;                 /* the last step's inputs */
+    void *exec;                      /* the captured graph */
+    df_tensor **static_in;           /* device-memory inputs: the buffers the graph reads */
+    df_tensor **static_out;
+    unsigned char *out_owned;        /* made by the capture: replayed only when nobody else holds it */
+    df__hold held;                   /* device memory freed while capturing */
+    struct df__gg_var { df__var *v; const df_tensor *value; const void *data; } *vars;
+    int n_vars, cap_vars;
+} df__gg;
+
+static uint32_t df__gg_mask(const df__gg *gg, int out) { return out ? gg->host_out_mask : gg->host_in; }
+static void df__gg_drop(df__gg *gg) {      /* forgets the captured graph and what it holds */
+    if (gg->exec) df_cuda_graph_free((df_cuda *)gg->dev->gpu, gg->exec);
+    gg->exec = NULL;
+    for (int j = 0; j < gg->n_in; j++) { df_tensor_release(gg->static_in[j]); gg->static_in[j] = NULL; }
+    for (int j = 0; j < gg->n_out; j++) { df_tensor_release(gg->static_out[j]); gg->static_out[j] = NULL; }
+    for (int i = 0; i < gg->held.n; i++) df_tensor_release(gg->held.v[i]);
+    gg->held.n = 0; gg->held.failed = 0;
+    gg->n_vars = 0;
+}
+static void df__gg_free(df__gg *gg) {
+    if (!gg) return;
+    if (gg->static_in) df__gg_drop(gg);
+    for (int j = 0; gg->sig && j < gg->n_in; j++) df_tensor_release(gg->sig[j].bytes);
+    DF_FREE(gg->nodes); DF_FREE(gg->kernels); DF_FREE(gg->host_out); DF_FREE(gg->need); DF_FREE(gg->in_start);
+    DF_FREE(gg->val_start); DF_FREE(gg->srcs); DF_FREE(gg->outs); DF_FREE(gg->uses); DF_FREE(gg->sig);
+    DF_FREE(gg->static_in); DF_FREE(gg->static_out); DF_FREE(gg->out_owned); DF_FREE(gg->held.v); DF_FREE(gg->vars);
+    DF_FREE(gg);
+}
+
+/* Whether the inputs are like the last step's; records them as the last step's when `keep`. */
+static int df__gg_alike(df__gg *gg, df_tensor *const *in, int keep, df_status *st) {
+    int same = 1;
+    for (int j = 0; j < gg->n_in; j++) {
+        const df_tensor *t = in[j];
+        df__gg_sig *s = &gg->sig[j];
+        int host = df__tensor_gpu(t) == NULL;
+        if (s->dtype != t->dtype || s->rank != t->rank || s->host != host ||
+            memcmp(s->dims, t->dims, (size_t)t->rank * sizeof(int64_t)) ||
+            (host && (!s->bytes || s->bytes->nbytes != t->nbytes || memcmp(s->bytes->data, t->data, t->nbytes))))
+            same = 0;
+    }
+    if (same || !keep) return same;
+    for (int j = 0; j < gg->n_in; j++) {
+        const df_tensor *t = in[j];
+        df__gg_sig *s = &gg->sig[j];
+        s->dtype = t->dtype; s->rank = t->rank; s->host = df__tensor_gpu(t) == NULL;
+        memcpy(s->dims, t->dims, (size_t)t->rank * sizeof(int64_t));
+        df_tensor_release(s->bytes);
+        s->bytes = NULL;
+        if (s->host && t->dtype != DF_STRING) {
+            if (!(s->bytes = df__tensor_alloc(NULL, t->dtype, t->rank, t->dims, st))) { s->rank = -1; return 0; }
+            memcpy(s->bytes->data, t->data, t->nbytes);
+        } else if (s->host) s->rank = -1;                     /* strings: never alike */
+    }
+    return 0;
+}
+
+/* A variable the capture reads: its tensor and buffer as the capture found them, before any
+   node ran (not retained: a reference would make the Apply ops copy the value aside). */
+static int df__gg_note_var(df__gg *gg, df__var *v) {
+    for (int i = 0; i < gg->n_vars; i++) if (gg->vars[i].v == v) return 1;
+    if (!df__grow(&gg->vars, &gg->cap_vars, gg->n_vars + 1, sizeof *gg->vars)) return 0;
+    df__spin_lock(&v->lock);
+    gg->vars[gg->n_vars].v = v;
+    gg->vars[gg->n_vars].value = v->value;
+    gg->vars[gg->n_vars].data = v->value ? v->value->data : NULL;
+    df__spin_unlock(&v->lock);
+    gg->n_vars++;
+    return 1;
+}
+
+/* Runs the nodes in order on `in` into outs (new references): the executor's work for a node
+   (dereferenced variables, the kernel, the output checks) without its bookkeeping. While
+   capturing (`record`), the variables read are noted. */
+static int df__gg_run(df__kctx *c, df__gg *gg, df_tensor *const *in, df_tensor **outs, int record) {
+    df_status *st = c->st;
+    df_tensor **vals = (df_tensor **)DF_MALLOC((size_t)(gg->n_values + 1) * sizeof(df_tensor *));
+    int32_t *left = (int32_t *)DF_MALLOC((size_t)(gg->n_values + 1) * sizeof(int32_t));
+    int max_io = 1;
+    for (int i = 0; i < gg->n_nodes; i++) max_io = DF__MAX(max_io, DF__MAX(gg->nodes[i]->n_inputs, gg->nodes[i]->n_outputs));
+    df_tensor **kin = (df_tensor **)DF_MALLOC((size_t)max_io * sizeof(df_tensor *));
+    df_tensor **kout = (df_tensor **)DF_MALLOC((size_t)max_io * sizeof(df_tensor *));
+    int ok = vals && left && kin && kout;
+    if (!ok) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory running a GPU graph's nodes");
+    else {
+        memset(vals, 0, (size_t)gg->n_values * sizeof(df_tensor *));
+        memcpy(left, gg->uses, (size_t)gg->n_values * sizeof(int32_t));
+    }
+    for (int i = 0; ok && i < gg->n_nodes; i++) {
+        const df_node *n = gg->nodes[i];
+        const df__gg_src *src = gg->srcs + gg->in_start[i];
+        int ni = n->n_inputs, no = n->n_outputs;
+        for (int k = 0; k < ni; k++) kin[k] = NULL;
+        for (int k = 0; k < no; k++) kout[k] = NULL;
+        for (int k = 0; ok && k < ni; k++) {
+            df_tensor *t = src[k].node < 0 ? in[src[k].out] : vals[gg->val_start[src[k].node] + src[k].out];
+            if (!t) { ok = 0; df__fail(st, n, DF_INTERNAL, "Input %d of %s has no value in its GPU graph", k, n->name); break; }
+            kin[k] = df_tensor_retain(t);
+            if (t->ref && record && !df__gg_note_var(gg, t->ref)) { ok = 0; df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); }
+            if (ok && t->ref && !df__ref_arg(n->op, k) && !(kin[k] = df__deref(kin[k], n, st))) ok = 0;
+        }
+        if (ok) {
+            df__kctx k;
+            memset(&k, 0, sizeof k);
+            k.in = kin; k.out = kout; k.node = n; k.n_in = ni; k.n_out = no; k.need = gg->need[i];
+            k.alloc = gg->dev->alloc; k.step = c->step; k.st = st; k.ipool = c->ipool; k.dev = gg->dev;
+            k.host_out = gg->host_out[i];
+            k.gpu = k.host_out == ~0u ? NULL : gg->dev->gpu;
+            if (k.host_out == ~0u && !(k.alloc = df__host_allocator())) {
+                ok = 0;
+                df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
+            } else {
+                gg->dev->ops->run_kernel(gg->dev, gg->kernels[i], &k);
+                ok = !st->code;
+            }
+            for (int o = 0; ok && o < no; o++) {
+                if (kout[o] ? kout[o]->dtype != n->out_types[o] : (gg->need[i] >> DF__MIN(o, 31) & 1)) {
+                    if (kout[o]) df__fail(st, n, DF_INTERNAL, "Output %d of type %s does not match declared output type %s",
+                                          o, df_dtype_name(kout[o]->dtype), df_dtype_name(n->out_types[o]));
+                    else df__fail(st, n, DF_INTERNAL, "Kernel of %s produced no output %d", n->op->name, o);
+                    ok = 0;
+                }
+            }
+        }
+        for (int k = 0; k < ni; k++) df_tensor_release(kin[k]);
+        for (int o = 0; o < no; o++) {
+            if (ok) vals[gg->val_start[i] + o] = kout[o];
+            else df_tensor_release(kout[o]);
+        }
+        for (int k = 0; ok && k < ni; k++)           /* values nothing reads any more go back */
+            if (src[k].node >= 0) {
+                int v = gg->val_start[src[k].node] + src[k].out;
+                if (--left[v] == 0) { df_tensor_release(vals[v]); vals[v] = NULL; }
+            }
+    }
+    for (int j = 0; ok && j < gg->n_out; j++) {
+        const df__gg_src *o = &gg->outs[j];
+        outs[j] = df_tensor_retain(o->node < 0 ? in[o->out] : vals[gg->val_start[o->node] + o->out]);
+    }
+    for (int v = 0; vals && v < gg->n_values; v++) df_tensor_release(vals[v]);
+    DF_FREE(vals); DF_FREE(left); DF_FREE(kin); DF_FREE(kout);
+    return ok;
+}
+
+static void df__gg_count(df__kctx *c, int which) {
+    __atomic_add_fetch(&c->step->session->gg_stats[which], 1, __ATOMIC_RELAXED);
+}
+
+/* Captures the nodes' launches on the inputs and, when that works, keeps the graph. */
+static int df__gg_capture(df__kctx *c, df__gg *gg) {
+    df_cuda *gpu = (df_cuda *)gg->dev->gpu;
+    df_status st;
+    df_status_clear(&st);
+    df_tensor **in = (df_tensor **)DF_MALLOC((size_t)(gg->n_in + 1) * sizeof(df_tensor *));
+    df_tensor **outs = (df_tensor **)DF_MALLOC((size_t)(gg->n_out + 1) * sizeof(df_tensor *));
+    int ok = in && outs;
+    if (outs) memset(outs, 0, (size_t)(gg->n_out + 1) * sizeof(df_tensor *));
+    for (int j = 0; ok && j < gg->n_in; j++) {     /* the buffers the graph will read */
+        df_tensor *t = c->in[j];
+        in[j] = t;
+        if (df__tensor_gpu(t) && !(gg->static_in[j] = df__tensor_alloc(gg->dev->alloc, t->dtype, t->rank, t->dims, &st))) ok = 0;
+        if (gg->static_in[j]) in[j] = gg->static_in[j];
+    }
+    if (ok) {
+        gg->held.alloc = gg->dev->alloc;
+        df__tls_hold = &gg->held;
+        ok = df_cuda_capture_begin(gpu, &st) == DF_OK;
+        if (ok) {
+            df__kctx k = *c;
+            k.st = &st;
+            int ran = df__gg_run(&k, gg, in, outs, 1);
+            df_status end;
+            df_cuda_capture_end(gpu, &gg->exec, &end);
+            ok = ran && gg->exec && !gg->held.failed;
+        }
+        df__tls_hold = NULL;
+    }
+    if (ok)
+        for (int j = 0; j < gg->n_out; j++) {
+            const df_tensor *t = outs[j], *b = t->base ? t->base : t;
+            int owned = df__tensor_gpu(t) != NULL;
+            for (int i = 0; owned && i < gg->n_in; i++) if (in[i] == b || in[i] == t) owned = 0;
+            for (int i = 0; owned && i < gg->n_vars; i++) if (gg->vars[i].value == b || gg->vars[i].value == t) owned = 0;
+            gg->static_out[j] = outs[j];
+            gg->out_owned[j] = (unsigned char)owned;
+        }
+    else {
+        if (getenv("DF_CUDA_GRAPHS_DEBUG")) fprintf(stderr, "dataflow: no CUDA graph for %d nodes on %s: %s\n", gg->n_nodes, gg->dev->name, st.code ? st.message : "(capture failed)");
+        for (int j = 0; outs && j < gg->n_out; j++) if (outs[j]) df_tensor_release(outs[j]);
+        df__gg_drop(gg);
+        gg->off = 1;
+        df__gg_count(c, 3);
+    }
+    DF_FREE(in); DF_FREE(outs);
+    return ok;
+}
+
+/* Whether the captured graph may run now: the variables it read hold the same tensors, and no
+   output it made is still held from an earlier step. */
+static int df__gg_replayable(df__gg *gg, int *stale) {
+    *stale = 0;
+    for (int i = 0; i < gg->n_vars; i++) {
+        df__var *v = gg->vars[i].v;
+        df__spin_lock(&v->lock);
+        int same = v->value == gg->vars[i].value && v->value && v->value->data == gg->vars[i].data;
+        df__spin_unlock(&v->lock);
+        if (!same) { *stale = 1; return 0; }
+    }
+    for (int j = 0; j < gg->n_out; j++)
+        if (gg->out_owned[j] && __atomic_load_n(&gg->static_out[j]->refs, __ATOMIC_ACQUIRE) != 1) return 0;
+    return 1;
+}
+static int df__gg_replay(df__kctx *c, df__gg *gg) {
+    df_cuda *gpu = (df_cuda *)gg->dev->gpu;
+    for (int j = 0; j < gg->n_in; j++)
+        if (gg->static_in[j] && gg->static_in[j]->data != c->in[j]->data &&
+            df_cuda_memcpy_d2d(gpu, gg->static_in[j]->data, c->in[j]->data, c->in[j]->nbytes, c->st)) return 0;
+    if (df_cuda_graph_launch(gpu, gg->exec, c->st)) return 0;
+    for (int j = 0; j < gg->n_out; j++) c->out[j] = df_tensor_retain(gg->static_out[j]);
+    return 1;
+}
+
+static void df__gk_gpu_graph(df__kctx *c) {
+    df__gg *gg = c->node->gg;
+    if (!gg) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "_GpuGraph nodes are made by the runtime, not by graphs"); return; }
+    int expected = 0;
+    if (!__atomic_compare_exchange_n(&gg->busy, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        df__gg_count(c, 2);                       /* another thread has the graph: run the nodes */
+        df__gg_run(c, gg, c->in, c->out, 0);
+        return;
+    }
+    int done = 0;
+    if (!gg->off) {
+        int alike = df__gg_alike(gg, c->in, !gg->exec, c->st), stale = 0;
+        if (gg->exec && alike && df__gg_replayable(gg, &stale)) {
+            done = df__gg_replay(c, gg);
+            if (done) df__gg_count(c, 1);
+            else gg->off = 1;                      /* (c->st says why; the step fails) */
+        } else if (gg->exec && (!alike || stale)) {
+            df__gg_drop(gg);                       /* new shapes or new variables: capture again */
+            gg->alike = 0;
+            if (++gg->recaptures > DF__GG_RECAPTURES) gg->off = 1;
+            else df__gg_alike(gg, c->in, 1, c->st);
+            gg->alike = 1;
+        } else if (!gg->exec && alike && gg->alike >= 1) {
+            if (df__gg_capture(c, gg)) {
+                df__gg_count(c, 0);
+                done = df__gg_replay(c, gg);
+                if (!done) gg->off = 1;
+            }
+        } else if (!gg->exec) {
+            gg->alike = alike ? gg->alike + 1 : 1;
+        }
+    }
+    __atomic_store_n(&gg->busy, 0, __ATOMIC_RELEASE);
+    if (!done && !c->st->code) {
+        df__gg_count(c, 2);
+        df__gg_run(c, gg, c->in, c->out, 0);
+    }
+}
+
+/* The partition's nodes that a GPU graph may hold: no control flow, no state but variables read
+   and updated in place (the Apply ops), a kernel for the GPU; fed placeholders and Send/Recv
+   stay outside. Returns 0 (no graph) when any other node is there or a Send/Recv pair joins
+   the two memories of this device. */
+static int df__gg_member(const df_node *n, const df__device *d, int *member) {
+    static const char *const stateful_ok[] = {"VariableV2", "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam"};
+    unsigned f = n->op->flags;
+    *member = 0;
+    if (f & DF__OP_TRANSFER) {                        /* a pair within the device: memory types */
+        const char *from = df__attr_s(n, "send_device"), *to = df__attr_s(n, "recv_device");
+        return strcmp(from, to) != 0;
+    }
+    if (f & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER | DF__OP_EXIT | DF__OP_NEXT_ITERATION | DF__OP_LOOP_COND |
+             DF__OP_CONTROL_TRIGGER | DF__OP_LOOP_COUNT)) return 0;
+    if (f & DF__OP_STATEFUL) {
+        int ok = 0;
+        for (size_t i = 0; i < sizeof stateful_ok / sizeof *stateful_ok; i++) ok |= !strcmp(n->op->name, stateful_ok[i]);
+        if (!ok) return 0;
+    }
+    if (!df__node_kernel(n, d->kernel_type, NULL, NULL, NULL)) return 0;
+    *member = 1;
+    return 1;
+}
+
+/* Makes partition pt's GPU graph node when its nodes allow one (see above); `fetches` (the
+   partition's) are redirected to the node's outputs. *all receives the nodes to compile. */
+static df_code df__gg_rewrite(df__part *pt, const df_output *feeds, int n_feeds, df_output *fetches, int n_fetches,
+                              df_node ***all_out, int *n_all_out, df_status *st) {
     df_graph *g = pt->g;
-    df_node **all = (df_node **)DF_MALLOC((size_t)(g->n_nodes + 1) * sizeof(df_node *));
-    if (!all) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory compiling a partition");
+    int n = g->n_nodes, n_s = 0;
+    df__device *d = pt->dev;
+    *all_out = NULL; *n_all_out = 0;
+    unsigned char *in_s = (unsigned char *)DF_MALLOC((size_t)n + 1);
+    int32_t *order = (int32_t *)DF_MALLOC(((size_t)n + 1) * sizeof(int32_t));   /* node id -> position, then back */
+    int32_t *deg = (int32_t *)DF_MALLOC(((size_t)n + 1) * sizeof(int32_t));
+    df__gg *gg = NULL;
+    df_node *node = NULL, **all = NULL;
+    if (!in_s || !order || !deg) goto oom;
+    memset(in_s, 0, (size_t)n);
+    for (int i = 0; i < n; i++) {
+        const df_node *x = g->nodes[i];
+        int fed = 0, member = 0;
+        for (int f = 0; f < n_feeds && !fed; f++) fed = feeds[f].node == x;
+        if (fed) continue;
+        if (!df__gg_member(x, d, &member)) { n_s = 0; goto none; }
+        in_s[i] = (unsigned char)member;
+        n_s += member;
+    }
+    if (n_s < 2) goto none;
+    /* a topological order of the members (data and control edges among them) */
+    memset(deg, 0, (size_t)n * sizeof(int32_t));
+    for (int i = 0; i < n; i++) {
+        const df_node *x = g->nodes[i];
+        if (!in_s[i]) continue;
+        for (int k = 0; k < x->n_inputs; k++) if (in_s[x->inputs[k].node->id]) deg[i]++;
+        for (int k = 0; k < x->n_controls; k++) if (in_s[x->controls[k]->id]) deg[i]++;
+    }
+    /* consumers among the members (CSR over node ids), then Kahn's walk */
+    int32_t *cstart = (int32_t *)DF_MALLOC(((size_t)n + 2) * sizeof(int32_t)), *cons = NULL;
+    if (!cstart) goto oom;
+    memset(cstart, 0, ((size_t)n + 2) * sizeof(int32_t));
+    for (int i = 0; i < n; i++) {
+        const df_node *x = g->nodes[i];
+        if (!in_s[i]) continue;
+        for (int k = 0; k < x->n_inputs; k++) if (in_s[x->inputs[k].node->id]) cstart[x->inputs[k].node->id + 2]++;
+        for (int k = 0; k < x->n_controls; k++) if (in_s[x->controls[k]->id]) cstart[x->controls[k]->id + 2]++;
+    }
+    for (int i = 0; i < n; i++) cstart[i + 2] += cstart[i + 1];
+    if (!(cons = (int32_t *)DF_MALLOC(((size_t)cstart[n + 1] + 1) * sizeof(int32_t)))) { DF_FREE(cstart); goto oom; }
+    for (int i = 0; i < n; i++) {
+        const df_node *x = g->nodes[i];
+        if (!in_s[i]) continue;
+        for (int k = 0; k < x->n_inputs; k++) if (in_s[x->inputs[k].node->id]) cons[cstart[x->inputs[k].node->id + 1]++] = i;
+        for (int k = 0; k < x->n_controls; k++) if (in_s[x->controls[k]->id]) cons[cstart[x->controls[k]->id + 1]++] = i;
+    }
+    int head = 0, tail = 0;
+    for (int i = 0; i < n; i++) if (in_s[i] && !deg[i]) order[tail++] = i;
+    while (head < tail) {
+        int u = order[head++];
+        for (int e = cstart[u]; e < cstart[u + 1]; e++) if (--deg[cons[e]] == 0) order[tail++] = cons[e];
+    }
+    DF_FREE(cstart); DF_FREE(cons);
+    if (tail != n_s) goto none;                                  /* (a cycle: leave it to the executor) */
+    gg = (df__gg *)DF_MALLOC(sizeof *gg);
+    if (!gg) goto oom;
+    memset(gg, 0, sizeof *gg);
+    gg->dev = d;
+    gg->n_nodes = n_s;
+    int n_srcs = 0;
+    for (int p = 0; p < n_s; p++) n_srcs += g->nodes[order[p]]->n_inputs;
+    gg->nodes = (const df_node **)DF_MALLOC((size_t)n_s * sizeof(df_node *));
+    gg->kernels = (df__kernel_fn *)DF_MALLOC((size_t)n_s * sizeof(df__kernel_fn));
+    gg->host_out = (uint32_t *)DF_MALLOC((size_t)n_s * sizeof(uint32_t));
+    gg->need = (uint32_t *)DF_MALLOC((size_t)n_s * sizeof(uint32_t));
+    gg->in_start = (int32_t *)DF_MALLOC((size_t)n_s * sizeof(int32_t));
+    gg->val_start = (int32_t *)DF_MALLOC((size_t)n_s * sizeof(int32_t));
+    gg->srcs = (df__gg_src *)DF_MALLOC((size_t)(n_srcs + 1) * sizeof(df__gg_src));
+    if (!gg->nodes || !gg->kernels || !gg->host_out || !gg->need || !gg->in_start || !gg->val_start || !gg->srcs) goto oom;
+    int32_t *pos = deg;                                          /* node id -> position in order */
+    for (int i = 0; i < n; i++) pos[i] = -1;
+    for (int p = 0; p < n_s; p++) pos[order[p]] = p;
+    /* external inputs: distinct (node, output) outside the members, in order of first use */
+    df_output *ext = (df_output *)DF_MALLOC((size_t)(n_srcs + 1) * sizeof(df_output));
+    if (!ext) goto oom;
+    int n_ext = 0, s_i = 0;
+    for (int p = 0; p < n_s; p++) {
+        const df_node *x = g->nodes[order[p]];
+        int host_only = 0;
+        gg->nodes[p] = x;
+        gg->kernels[p] = df__node_kernel(x, d->kernel_type, NULL, &gg->host_out[p], &host_only);
+        if (host_only) gg->host_out[p] = ~0u;
+        gg->need[p] = 0;
+        gg->in_start[p] = s_i;
+        gg->val_start[p] = gg->n_values;
+        gg->n_values += x->n_outputs;
+        for (int k = 0; k < x->n_inputs; k++, s_i++) {
+            df_output o = x->inputs[k];
+            if (pos[o.node->id] >= 0) { gg->srcs[s_i] = (df__gg_src){pos[o.node->id], o.index}; continue; }
+            int e = 0;
+            while (e < n_ext && !(ext[e].node == o.node && ext[e].index == o.index)) e++;
+            if (e == n_ext) ext[n_ext++] = o;
+            gg->srcs[s_i] = (df__gg_src){-1, e};
+        }
+    }
+    /* outputs: member values read outside (by other nodes or fetches); per value, its reads */
+    gg->uses = (int32_t *)DF_MALLOC((size_t)(gg->n_values + 1) * sizeof(int32_t));
+    int32_t *out_of = (int32_t *)DF_MALLOC((size_t)(gg->n_values + 1) * sizeof(int32_t));
+    gg->outs = (df__gg_src *)DF_MALLOC((size_t)(gg->n_values + 1) * sizeof(df__gg_src));
+    if (!gg->uses || !out_of || !gg->outs) { DF_FREE(ext); DF_FREE(out_of); goto oom; }
+    memset(gg->uses, 0, (size_t)gg->n_values * sizeof(int32_t));
+    for (int v = 0; v < gg->n_values; v++) out_of[v] = -1;
+    for (int s = 0; s < s_i; s++)
+        if (gg->srcs[s].node >= 0) {
+            int p = gg->srcs[s].node;
+            gg->uses[gg->val_start[p] + gg->srcs[s].out]++;
+            gg->need[p] |= 1u << DF__MIN(gg->srcs[s].out, 31);
+        }
+#define DF__GG_OUT(nd, idx) do {                                                                  \
+        int p_ = pos[(nd)->id], v_ = gg->val_start[p_] + (idx);                                 \
+        if (out_of[v_] < 0) { out_of[v_] = gg->n_out; gg->outs[gg->n_out++] = (df__gg_src){p_, (idx)}; \
+                              gg->uses[v_]++; gg->need[p_] |= 1u << DF__MIN((idx), 31); }        \
+    } while (0)
+    for (int i = 0; i < n; i++) {
+        const df_node *x = g->nodes[i];
+        if (in_s[i]) continue;
+        for (int k = 0; k < x->n_inputs; k++) if (pos[x->inputs[k].node->id] >= 0) DF__GG_OUT(x->inputs[k].node, x->inputs[k].index);
+    }
+    for (int f = 0; f < n_fetches; f++) if (pos[fetches[f].node->id] >= 0) DF__GG_OUT(fetches[f].node, fetches[f].index);
+#undef DF__GG_OUT
+    /* memory types of the node's arguments: as its members take and make them (one bit for
+       arguments 31 and above, as everywhere: they must agree) */
+    int h31[2] = {-1, -1}, mixed = 0;
+    for (int p = 0; p < n_s; p++)
+        for (int k = 0; k < gg->nodes[p]->n_inputs; k++) {
+            const df__gg_src *sr = &gg->srcs[gg->in_start[p] + k];
+            if (sr->node >= 0) continue;
+            int h = df__in_on_host(gg->nodes[p], k, d);
+            if (h) gg->host_in |= 1u << DF__MIN(sr->out, 31);
+            if (sr->out >= 31) { if (h31[0] < 0) h31[0] = h; else if (h31[0] != h) mixed = 1; }
+        }
+    for (int j = 0; j < gg->n_out; j++) {
+        int h = gg->host_out[gg->outs[j].node] >> DF__MIN(gg->outs[j].out, 31) & 1;
+        if (h) gg->host_out_mask |= 1u << DF__MIN(j, 31);
+        if (j >= 31) { if (h31[1] < 0) h31[1] = h; else if (h31[1] != h) mixed = 1; }
+    }
+    if (mixed) { DF_FREE(ext); DF_FREE(out_of); df__gg_free(gg); goto none; }
+    /* the node: inputs ext, outputs gg->outs, control inputs the members' from outside */
+    node = (df_node *)DF_MALLOC(sizeof *node);
+    if (!node) { DF_FREE(ext); DF_FREE(out_of); goto oom; }
+    memset(node, 0, sizeof *node);
+    node->op = df__op_lookup("_GpuGraph");
+    node->name = df__pgraph_name(g, "_gpu_graph");
+    node->device = df__strdup(d->name);
+    node->inputs = (df_output *)DF_MALLOC((size_t)(n_ext + 1) * sizeof(df_output));
+    node->out_types = (df_dtype *)DF_MALLOC((size_t)(gg->n_out + 1) * sizeof(df_dtype));
+    node->out_shapes = (df__shape *)DF_MALLOC((size_t)(gg->n_out + 1) * sizeof(df__shape));
+    node->out_is_ref = (unsigned char *)DF_MALLOC((size_t)gg->n_out + 1);
+    gg->n_in = n_ext;
+    gg->sig = (df__gg_sig *)DF_MALLOC((size_t)(n_ext + 1) * sizeof(df__gg_sig));
+    gg->static_in = (df_tensor **)DF_MALLOC((size_t)(n_ext + 1) * sizeof(df_tensor *));
+    gg->static_out = (df_tensor **)DF_MALLOC((size_t)(gg->n_out + 1) * sizeof(df_tensor *));
+    gg->out_owned = (unsigned char *)DF_MALLOC((size_t)gg->n_out + 1);
+    all = (df_node **)DF_MALLOC((size_t)(n + 2) * sizeof(df_node *));
+    if (!node->op || !node->name || !node->device || !node->inputs || !node->out_types || !node->out_shapes ||
+        !node->out_is_ref || !gg->sig || !gg->static_in || !gg->static_out || !gg->out_owned || !all) {
+        DF_FREE(ext); DF_FREE(out_of); goto oom;
+    }
+    memset(gg->sig, 0, (size_t)(n_ext + 1) * sizeof(df__gg_sig));
+    for (int j = 0; j < n_ext; j++) gg->sig[j].rank = -1;
+    memset(gg->static_in, 0, (size_t)(n_ext + 1) * sizeof(df_tensor *));
+    memset(gg->static_out, 0, (size_t)(gg->n_out + 1) * sizeof(df_tensor *));
+    memcpy(node->inputs, ext, (size_t)n_ext * sizeof(df_output));
+    node->n_inputs = n_ext;
+    node->n_outputs = gg->n_out;
+    for (int j = 0; j < gg->n_out; j++) {
+        const df_node *x = gg->nodes[gg->outs[j].node];
+        int o = gg->outs[j].out;
+        node->out_types[j] = x->out_types[o];
+        node->out_shapes[j] = x->out_shapes[o];
+        node->out_is_ref[j] = x->out_is_ref[o];
+    }
+    DF_FREE(ext);
+    for (int p = 0; p < n_s; p++) {
+        const df_node *x = gg->nodes[p];
+        for (int k = 0; k < x->n_controls; k++)
+            if (pos[x->controls[k]->id] < 0 && !df__node_add_control(node, x->controls[k])) { DF_FREE(out_of); goto oom; }
+    }
+    if (!df__pgraph_add(g, node)) { DF_FREE(out_of); goto oom; }
+    node->gg = gg;
+    /* outside nodes read the node's outputs and wait for it instead of the members */
+    for (int i = 0; i < n; i++) {
+        df_node *x = g->nodes[i];
+        if (in_s[i]) continue;
+        for (int k = 0; k < x->n_inputs; k++) {
+            df_output *o = &x->inputs[k];
+            if (pos[o->node->id] >= 0) { int v = gg->val_start[pos[o->node->id]] + o->index; *o = (df_output){node, out_of[v]}; }
+        }
+        int had = 0, w = 0;
+        for (int k = 0; k < x->n_controls; k++) {
+            if (pos[x->controls[k]->id] >= 0) { if (!had++) x->controls[w++] = node; }
+            else x->controls[w++] = x->controls[k];
+        }
+        x->n_controls = w;
+    }
+    for (int f = 0; f < n_fetches; f++)
+        if (fetches[f].node != node && pos[fetches[f].node->id] >= 0) {
+            int v = gg->val_start[pos[fetches[f].node->id]] + fetches[f].index;
+            fetches[f] = (df_output){node, out_of[v]};
+        }
+    DF_FREE(out_of);
     int n_all = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        int fed = 0;                     /* a fed placeholder only stands for its value */
+    for (int i = 0; i < n; i++) {
+        int fed = 0;
         for (int f = 0; f < n_feeds && !fed; f++) fed = feeds[f].node == g->nodes[i];
-        if (!fed) all[n_all++] = g->nodes[i];
+        if (!fed && !in_s[i]) all[n_all++] = g->nodes[i];
+    }
+    all[n_all++] = node;
+    *all_out = all; *n_all_out = n_all;
+    DF_FREE(in_s); DF_FREE(order); DF_FREE(deg);
+    return DF_OK;
+none:
+    DF_FREE(in_s); DF_FREE(order); DF_FREE(deg);
+    return DF_OK;
+oom:
+    if (node && !node->gg) { df__node_free(node); node = NULL; }
+    df__gg_free(gg);
+    DF_FREE(all); DF_FREE(in_s); DF_FREE(order); DF_FREE(deg);
+    return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a GPU graph");
+}
+#endif /* DATAFLOW_CUDA */
+
+/* Whether a value partition p sends can come back to p through other partitions (p's nodes
+   then cannot wait for each other as one node). A walk from p's Sends: to the Recv of the same
+   key, forward through that partition's consumers, through its Sends, and so on. */
+static int df__gg_returns(const df__plan *plan, int p, df_status *st) {
+    int np = plan->n_parts, total = 0, found = 0;
+    for (int q = 0; q < np; q++) total += plan->parts[q].g->n_nodes;
+    int32_t *base = (int32_t *)DF_MALLOC(((size_t)np + 1) * sizeof(int32_t));
+    int32_t *start = (int32_t *)DF_MALLOC(((size_t)total + 2) * sizeof(int32_t));
+    unsigned char *seen = (unsigned char *)DF_MALLOC((size_t)total + 1);
+    int32_t *stack = (int32_t *)DF_MALLOC(((size_t)total + 1) * sizeof(int32_t)), *cons = NULL;
+    df__strmap recvs;                                /* "_key" -> global index of its Recv */
+    memset(&recvs, 0, sizeof recvs);
+    int ok = base && start && seen && stack;
+    if (ok) {
+        memset(seen, 0, (size_t)total);
+        memset(start, 0, ((size_t)total + 2) * sizeof(int32_t));
+        for (int q = 0, b = 0; q < np; q++) { base[q] = b; b += plan->parts[q].g->n_nodes; }
+        /* consumers (CSR over global indices): data and control edges within each partition */
+        for (int q = 0; q < np; q++) {
+            const df_graph *g = plan->parts[q].g;
+            for (int i = 0; i < g->n_nodes; i++) {
+                const df_node *x = g->nodes[i];
+                for (int k = 0; k < x->n_inputs; k++) start[base[q] + x->inputs[k].node->id + 2]++;
+                for (int k = 0; k < x->n_controls; k++) start[base[q] + x->controls[k]->id + 2]++;
+            }
+        }
+        for (int i = 0; i < total; i++) start[i + 2] += start[i + 1];
+        ok = (cons = (int32_t *)DF_MALLOC(((size_t)start[total + 1] + 1) * sizeof(int32_t))) != NULL;
+        for (int q = 0; ok && q < np; q++) {
+            const df_graph *g = plan->parts[q].g;
+            for (int i = 0; i < g->n_nodes; i++) {
+                const df_node *x = g->nodes[i];
+                for (int k = 0; k < x->n_inputs; k++) cons[start[base[q] + x->inputs[k].node->id + 1]++] = base[q] + i;
+                for (int k = 0; k < x->n_controls; k++) cons[start[base[q] + x->controls[k]->id + 1]++] = base[q] + i;
+                if ((x->op->flags & DF__OP_RECV) || ((x->op->flags & DF__OP_TRANSFER) && x->n_inputs == 0)) {
+                    char key[32];
+                    snprintf(key, sizeof key, "%lld", (long long)df__attr_i(x, "_key", -1));
+                    if (!df__strmap_put(&recvs, key, base[q] + i)) ok = 0;
+                }
+            }
+        }
+    }
+    int top = 0;
+    const df_graph *pg = ok ? plan->parts[p].g : NULL;
+    for (int i = 0; ok && i < pg->n_nodes; i++) stack[top++] = base[p] + i;   /* p's nodes; only Sends leave */
+    while (ok && top && !found) {
+        int u = stack[--top], q = 0;
+        while (q + 1 < np && base[q + 1] <= u) q++;
+        const df_node *x = plan->parts[q].g->nodes[u - base[q]];
+        if (q != p) for (int e = start[u]; e < start[u + 1]; e++) if (!seen[cons[e]]) { seen[cons[e]] = 1; stack[top++] = cons[e]; }
+        if ((x->op->flags & DF__OP_TRANSFER) && x->n_inputs > 0) {             /* a Send: to its Recv */
+            char key[32];
+            int r;
+            snprintf(key, sizeof key, "%lld", (long long)df__attr_i(x, "_key", -1));
+            if (df__strmap_get(&recvs, key, &r)) {
+                if (r >= base[p] && r < base[p] + pg->n_nodes) { if (q != p) found = 1; }
+                else if (!seen[r]) { seen[r] = 1; stack[top++] = r; }
+            }
+        }
+    }
+    if (!ok) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory looking for paths between partitions");
+    df__strmap_free(&recvs);
+    DF_FREE(base); DF_FREE(start); DF_FREE(seen); DF_FREE(stack); DF_FREE(cons);
+    return found;
+}
+
+/* A partition's executor: everything in its graph runs (the whole graph was pruned already).
+   A GPU partition of a run without Switch becomes a GPU graph node with cuda_graphs. */
+static df_code df__pb_compile(df_session *ss, df__part *pt, const df_output *feeds, int n_feeds,
+                              df_output *fetches, int n_fetches, int no_switch, df_status *st) {
+    df_graph *g = pt->g;
+    df_node **all = NULL;
+    int n_all = 0;
+#ifdef DATAFLOW_CUDA
+    if (ss->opts.cuda_graphs && pt->dev->gpu && no_switch &&
+        df__gg_rewrite(pt, feeds, n_feeds, fetches, n_fetches, &all, &n_all, st) != DF_OK) return st->code;
+#else
+    DF__UNUSED(no_switch);
+#endif
+    if (!all) {
+        all = (df_node **)DF_MALLOC((size_t)(g->n_nodes + 1) * sizeof(df_node *));
+        if (!all) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory compiling a partition");
+        for (int i = 0; i < g->n_nodes; i++) {
+            int fed = 0;                     /* a fed placeholder only stands for its value */
+            for (int f = 0; f < n_feeds && !fed; f++) fed = feeds[f].node == g->nodes[i];
+            if (!fed) all[n_all++] = g->nodes[i];
+        }
     }
     pt->x = df__compile(ss, g, feeds, n_feeds, fetches, n_fetches, all, n_all, pt->dev, st);
     DF_FREE(all);
@@ -14354,7 +15030,7 @@ static void df__gk_apply(df__kctx *c) {
 #define DF__GK_HOSTONLY (1u << DF_INT32)
 #define DF__GK_HOST_LAST 0x80000000u
 static const struct { const char *name; uint32_t host_in, host_out, types; df__kernel_fn fn; } df__gpu_kernels[] = {
-    {"Const", 0, 0, 0, df__gk_const},
+    {"Const", 0, 0, 0, df__gk_const}, {"_GpuGraph", 0, 0, 0, df__gk_gpu_graph},
     {"Identity", 0, 0, 0, NULL}, {"IdentityN", 0, 0, 0, NULL}, {"StopGradient", 0, 0, 0, NULL},
     {"PlaceholderWithDefault", 0, 0, 0, NULL}, {"NoOp", 0, 0, 0, NULL}, {"ControlTrigger", 0, 0, 0, NULL},
     {"Enter", 0, 0, 0, NULL}, {"Exit", 0, 0, 0, NULL}, {"NextIteration", 0, 0, 0, NULL},
@@ -14554,6 +15230,8 @@ static const df__opspec df__op_table[] = {
     {"StackCloseV2", "handle:resource", "", "", NULL, df__k_stack_close, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
 #define DF__XFER_ATTRS "tensor_name:string,send_device:string,send_device_incarnation:int,recv_device:string,client_terminated:bool=false"
     {"_Send", "tensor:T", "", "T:type," DF__XFER_ATTRS, NULL, df__k_send, DF__OP_STATEFUL | DF__OP_NO_GRADIENT | DF__OP_TRANSFER, 0},
+    /* a GPU partition's nodes as one CUDA graph (cuda_graphs; made by the partitioner only) */
+    {"_GpuGraph", "inputs:Tin", "outputs:Tout", "Tin:list(type),Tout:list(type)", NULL, NULL, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"_Recv", "", "tensor:tensor_type", "tensor_type:type," DF__XFER_ATTRS, df__sf_unknown, df__k_recv,
      DF__OP_STATEFUL | DF__OP_NO_GRADIENT | DF__OP_TRANSFER | DF__OP_RECV, 0},
     {"_HostSend", "tensor:T", "", "T:type," DF__XFER_ATTRS, NULL, df__k_send, DF__OP_STATEFUL | DF__OP_NO_GRADIENT | DF__OP_TRANSFER, 0},

@@ -325,6 +325,9 @@ typedef struct df_session_options {
     int         placement;           /* DF_PLACEMENT_DEFAULT or DF_PLACEMENT_COST_MODEL */
     int         compress_transfers;  /* float32 values cross devices as bfloat16 (lossy) */
     int         allow_tf32;          /* GPU float32 matrix products may use TF32 tensor cores */
+    int         cuda_graphs;         /* a GPU partition of a run without control flow is captured
+                                        as a CUDA graph on its second step alike and replayed after
+                                        (see df_session_cuda_graph_stats) */
 } df_session_options;
 /* DEFAULT: TensorFlow's placer (requests, colocation, then the first device). COST_MODEL:
    nodes without a request go where a simulation of the graph says they finish first, counting
@@ -342,6 +345,12 @@ df_code df_session_run(df_session *s,
                        const df_output *fetches, df_tensor **fetch_values, int n_fetches,
                        df_node *const *targets, int n_targets, df_status *st);
 void df_session_free(df_session *s);
+
+/* What cuda_graphs did in this session so far: graphs captured, steps replayed, steps run
+   node by node (before a capture, while another thread held the graph, or after giving up), and
+   captures that failed (the partition then runs node by node for good). Zeros without a GPU. */
+typedef struct df_cuda_graph_stats { int64_t captures, replays, eager_runs, failed_captures; } df_cuda_graph_stats;
+void df_session_cuda_graph_stats(df_session *s, df_cuda_graph_stats *out);
 
 /* The placed, partitioned graphs that the session runs (after its first run), one per device,
    with their Send/Recv nodes and control loops: for tests, DOT pictures and debugging. */
@@ -537,6 +546,16 @@ df_code df_cuda_pool(df_cuda *g, df_dtype t, const df_cuda_conv *p, int max, con
 df_code df_cuda_max_pool_grad(df_cuda *g, df_dtype t, const df_cuda_conv *p, const void *x, const void *y,
                               const void *dy, void *dx, df_status *st);
 df_code df_cuda_avg_pool_grad(df_cuda *g, df_dtype t, const df_cuda_conv *p, const void *dy, void *dx, df_status *st);
+/* CUDA graphs. Between begin and end, the launchers this thread calls on g are recorded, not
+   run (one capture per GPU at a time: another thread's begin gets DF_UNAVAILABLE); copies to or
+   from the host and waits are refused with DF_UNIMPLEMENTED, which spoils the capture. End
+   always stops capturing and gives the graph (NULL on failure), which graph_launch queues on the
+   compute stream with the device pointers it was captured with. A build without CUDA graphs
+   (the host emulation) answers begin with DF_UNIMPLEMENTED. */
+df_code df_cuda_capture_begin(df_cuda *g, df_status *st);
+df_code df_cuda_capture_end(df_cuda *g, void **graph, df_status *st);
+df_code df_cuda_graph_launch(df_cuda *g, void *graph, df_status *st);
+void    df_cuda_graph_free(df_cuda *g, void *graph);
 #endif
 
 #ifdef __cplusplus

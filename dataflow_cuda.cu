@@ -80,7 +80,23 @@ struct df_cuda {
     size_t staging_bytes;
     cudaEvent_t compute_mark, copy_mark;   /* made on first use (no timing): copies vs compute */
     void *scratch;                   /* DF_CUDA_COUNTERS unsigned, then DF_CUDA_PARTIALS 8-byte slots */
+    /* CUDA graphs: one capture at a time, on a stream and cuBLAS handle of its own (made on the
+       first capture), so launches of other threads on compute are never captured by mistake */
+    int capturing;                   /* 1 while a thread captures (taken by compare-and-swap) */
+    cudaStream_t capture;
+    cublasHandle_t capture_blas;
+    void *capture_ws;                /* cuBLAS workspace of the captured products */
 };
+
+/* The stream and cuBLAS handle a launcher queues on: the capture's while this thread captures
+   on g, else the compute stream. */
+static thread_local df_cuda *df_cuda_tls_capturing;
+#define DF_CS(g) (df_cuda_tls_capturing == (g) ? (g)->capture : (g)->compute)
+#define DF_BLAS(g) (df_cuda_tls_capturing == (g) ? (g)->capture_blas : (g)->blas)
+/* Waits and copies to or from the host cannot be captured: refused while this thread captures. */
+#define DF_CUDA_NOT_CAPTURING(g, st, who)                                                         \
+    do { if (df_cuda_tls_capturing == (g))                                                        \
+             return df_status_set(st, DF_UNIMPLEMENTED, "%s: a copy or wait cannot be part of a CUDA graph", who); } while (0)
 
 extern "C" void *df_cuda_region_alloc(size_t bytes, void *user) {
     df_cuda *g = (df_cuda *)user;
@@ -157,6 +173,9 @@ extern "C" void df_cuda_close(df_cuda *g) {
     if (g->copy) cudaStreamSynchronize(g->copy);
     if (g->bfc) df_bfc_free_all(g->bfc);
     if (g->blas) cublasDestroy(g->blas);
+    if (g->capture_blas) cublasDestroy(g->capture_blas);
+    if (g->capture_ws) cudaFree(g->capture_ws);
+    if (g->capture) cudaStreamDestroy(g->capture);
     if (g->staging) cudaFreeHost(g->staging);
     if (g->scratch) cudaFree(g->scratch);
     if (g->compute_mark) cudaEventDestroy(g->compute_mark);
@@ -197,6 +216,7 @@ extern "C" df_code df_cuda_copy_to_device(df_cuda *g, void *dst, const void *src
     if (!st) st = &local;
     df_status_clear(st);
     if (!g || (bytes && (!dst || !src))) return df_status_set(st, DF_INVALID_ARGUMENT, "df_cuda_copy_to_device: NULL argument");
+    DF_CUDA_NOT_CAPTURING(g, st, "df_cuda_copy_to_device");
     DF_CUDA_CHECK(st, cudaSetDevice(g->device), "cudaSetDevice");
     if (df_cuda_staging(g, st)) return st->code;
     for (size_t off = 0; off < bytes; off += g->staging_bytes) {
@@ -212,6 +232,7 @@ extern "C" df_code df_cuda_copy_to_host(df_cuda *g, void *dst, const void *src, 
     if (!st) st = &local;
     df_status_clear(st);
     if (!g || (bytes && (!dst || !src))) return df_status_set(st, DF_INVALID_ARGUMENT, "df_cuda_copy_to_host: NULL argument");
+    DF_CUDA_NOT_CAPTURING(g, st, "df_cuda_copy_to_host");
     DF_CUDA_CHECK(st, cudaSetDevice(g->device), "cudaSetDevice");
     if (df_cuda_staging(g, st)) return st->code;
     DF_CUDA_CHECK(st, cudaStreamSynchronize(g->compute), "waiting for the GPU's work");   /* the value must be final */
@@ -228,6 +249,7 @@ extern "C" df_code df_cuda_synchronize(df_cuda *g, df_status *st) {
     if (!st) st = &local;
     df_status_clear(st);
     if (!g) return df_status_set(st, DF_INVALID_ARGUMENT, "df_cuda_synchronize: NULL GPU");
+    DF_CUDA_NOT_CAPTURING(g, st, "df_cuda_synchronize");
     DF_CUDA_CHECK(st, cudaSetDevice(g->device), "cudaSetDevice");
     DF_CUDA_CHECK(st, cudaStreamSynchronize(g->compute), "the GPU's work");
     return DF_OK;
@@ -246,11 +268,11 @@ extern "C" df_code df_cuda_gemm_f32(df_cuda *g, int ta, int tb, int64_t m, int64
     if (m == 0 || n == 0) return DF_OK;
     DF_CUDA_CHECK(st, cudaSetDevice(g->device), "cudaSetDevice");
     if (k == 0) {
-        for (int64_t i = 0; i < m; i++) DF_CUDA_CHECK(st, cudaMemsetAsync(c + i * ldc, 0, (size_t)n * sizeof(float), g->compute), "cudaMemsetAsync");
+        for (int64_t i = 0; i < m; i++) DF_CUDA_CHECK(st, cudaMemsetAsync(c + i * ldc, 0, (size_t)n * sizeof(float), DF_CS(g)), "cudaMemsetAsync");
         return DF_OK;
     }
     const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t s = cublasGemmEx(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k,
+    cublasStatus_t s = cublasGemmEx(DF_BLAS(g), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k,
                                     &one, b, CUDA_R_32F, (int)ldb, a, CUDA_R_32F, (int)lda, &zero, c, CUDA_R_32F, (int)ldc,
                                     tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS)
@@ -299,13 +321,13 @@ extern "C" df_code df_cuda_elementwise_f32(df_cuda *g, int op, const float *a, c
     int64_t n4 = aligned ? n / 4 : 0;
     if (n4) {
         int64_t blocks = (n4 + threads - 1) / threads, cap = (int64_t)sms * 8;
-        df_cuda_elementwise4<<<(unsigned)(blocks < cap ? blocks : cap), threads, 0, g->compute>>>(
+        df_cuda_elementwise4<<<(unsigned)(blocks < cap ? blocks : cap), threads, 0, DF_CS(g)>>>(
             op, (const float4 *)a, (const float4 *)b, (float4 *)c, n4);
         DF_CUDA_CHECK(st, cudaGetLastError(), "launching an elementwise kernel");
     }
     if (n4 * 4 < n) {
         int64_t blocks = (n - n4 * 4 + threads - 1) / threads, cap = (int64_t)sms * 8;
-        df_cuda_elementwise1<<<(unsigned)(blocks < cap ? blocks : cap), threads, 0, g->compute>>>(op, a, b, c, n4 * 4, n);
+        df_cuda_elementwise1<<<(unsigned)(blocks < cap ? blocks : cap), threads, 0, DF_CS(g)>>>(op, a, b, c, n4 * 4, n);
         DF_CUDA_CHECK(st, cudaGetLastError(), "launching an elementwise kernel");
     }
     return DF_OK;
@@ -491,6 +513,7 @@ extern "C" df_code df_cuda_memcpy_h2d(df_cuda *g, void *dst, const void *host_sr
     DF_CUDA_ENTER("df_cuda_memcpy_h2d");
     if (!bytes) return DF_OK;
     if (!dst || !host_src) DF_CUDA_BAD("df_cuda_memcpy_h2d: NULL pointer for %zu bytes", bytes);
+    DF_CUDA_NOT_CAPTURING(g, st, "df_cuda_memcpy_h2d");
     if (df_cuda_use(g, st)) return st->code;
     if (df_cuda_copy_after_compute(g, st)) return st->code;
     DF_CUDA_CHECK(st, cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, g->copy), "cudaMemcpyAsync to the GPU");
@@ -507,6 +530,7 @@ extern "C" df_code df_cuda_memcpy_d2h(df_cuda *g, void *host_dst, const void *sr
     DF_CUDA_ENTER("df_cuda_memcpy_d2h");
     if (!bytes) return DF_OK;
     if (!host_dst || !src) DF_CUDA_BAD("df_cuda_memcpy_d2h: NULL pointer for %zu bytes", bytes);
+    DF_CUDA_NOT_CAPTURING(g, st, "df_cuda_memcpy_d2h");
     if (df_cuda_use(g, st)) return st->code;
     if (df_cuda_copy_after_compute(g, st)) return st->code;
     DF_CUDA_CHECK(st, cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, g->copy), "cudaMemcpyAsync to the host");
@@ -518,7 +542,7 @@ extern "C" df_code df_cuda_memcpy_d2d(df_cuda *g, void *dst, const void *src, si
     if (!bytes) return DF_OK;
     if (!dst || !src) DF_CUDA_BAD("df_cuda_memcpy_d2d: NULL pointer for %zu bytes", bytes);
     if (df_cuda_use(g, st)) return st->code;
-    DF_CUDA_CHECK(st, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, g->compute), "cudaMemcpyAsync on the GPU");
+    DF_CUDA_CHECK(st, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, DF_CS(g)), "cudaMemcpyAsync on the GPU");
     return DF_OK;
 }
 
@@ -531,7 +555,7 @@ template <class E>
 static df_code df_cuda_fill_run(df_cuda *g, void *dst, int64_t n, const void *value, df_status *st) {
     E v;
     memcpy(&v, value, sizeof v);
-    df_cu_fill<E><<<df_cuda_grid<df_cu_fill<E>>(g, n), DF_CUDA_THREADS, 0, g->compute>>>((E *)dst, n, v);
+    df_cu_fill<E><<<df_cuda_grid<df_cu_fill<E>>(g, n), DF_CUDA_THREADS, 0, DF_CS(g)>>>((E *)dst, n, v);
     DF_CUDA_LAUNCHED("df_cuda_fill");
     return DF_OK;
 }
@@ -552,7 +576,7 @@ extern "C" df_code df_cuda_fill(df_cuda *g, void *dst, int64_t n, size_t elem_si
     int same = 1;
     for (size_t i = 1; i < elem_size; i++) same &= v[i] == v[0];
     if (same) {
-        DF_CUDA_CHECK(st, cudaMemsetAsync(dst, v[0], (size_t)bytes, g->compute), "df_cuda_fill: cudaMemsetAsync");
+        DF_CUDA_CHECK(st, cudaMemsetAsync(dst, v[0], (size_t)bytes, DF_CS(g)), "df_cuda_fill: cudaMemsetAsync");
         return DF_OK;
     }
     int64_t done = 0;
@@ -692,10 +716,10 @@ static df_code df_cuda_elementwise_run(df_cuda *g, const df_cuda_index &ix, int6
         constexpr int V = 16 / sizeof(T);
         const int vec = n >= V && (!sa || !df_cuda_misaligned(a, 16)) && (!sb || !df_cuda_misaligned(b, 16)) &&
                         !df_cuda_misaligned(c, V * sizeof(TO));
-        if (vec) df_cu_flat<F, V><<<df_cuda_grid<df_cu_flat<F, V>>(g, n / V), DF_CUDA_THREADS, 0, g->compute>>>(pa, pb, pc, n, sa, sb);
-        else df_cu_flat<F, 1><<<df_cuda_grid<df_cu_flat<F, 1>>(g, n), DF_CUDA_THREADS, 0, g->compute>>>(pa, pb, pc, n, sa, sb);
+        if (vec) df_cu_flat<F, V><<<df_cuda_grid<df_cu_flat<F, V>>(g, n / V), DF_CUDA_THREADS, 0, DF_CS(g)>>>(pa, pb, pc, n, sa, sb);
+        else df_cu_flat<F, 1><<<df_cuda_grid<df_cu_flat<F, 1>>(g, n), DF_CUDA_THREADS, 0, DF_CS(g)>>>(pa, pb, pc, n, sa, sb);
     } else {
-        df_cu_strided<F><<<df_cuda_grid<df_cu_strided<F>>(g, n), DF_CUDA_THREADS, 0, g->compute>>>(ix, pa, pb, pc, n);
+        df_cu_strided<F><<<df_cuda_grid<df_cu_strided<F>>(g, n), DF_CUDA_THREADS, 0, DF_CS(g)>>>(ix, pa, pb, pc, n);
     }
     DF_CUDA_LAUNCHED(who);
     return DF_OK;
@@ -796,7 +820,7 @@ template <class E>
 static df_code df_cuda_select_run(df_cuda *g, const df_cuda_index &ix, int64_t n, const void *cond, const void *x, const void *y,
                                   void *out, df_status *st) {
     const unsigned blocks = df_cuda_grid<df_cu_select<E>>(g, n);
-    df_cu_select<E><<<blocks, DF_CUDA_THREADS, 0, g->compute>>>(ix, (const uint8_t *)cond, (const E *)x, (const E *)y, (E *)out, n);
+    df_cu_select<E><<<blocks, DF_CUDA_THREADS, 0, DF_CS(g)>>>(ix, (const uint8_t *)cond, (const E *)x, (const E *)y, (E *)out, n);
     DF_CUDA_LAUNCHED("df_cuda_select");
     return DF_OK;
 }
@@ -870,9 +894,9 @@ static df_code df_cuda_add_n_run(df_cuda *g, int n_inputs, const void *const *ho
         int from_out = done > 0, k = 0;   /* after the first pass, out holds the sum so far */
         while (k < DF_CUDA_ADDN_PER_PASS && done < n_inputs) in.p[k++] = (const T *)host_inputs[done++];
         if (vec)
-            df_cu_add_n<T, V><<<df_cuda_grid<df_cu_add_n<T, V>>(g, n / V), DF_CUDA_THREADS, 0, g->compute>>>(in, k, from_out, (T *)out, n);
+            df_cu_add_n<T, V><<<df_cuda_grid<df_cu_add_n<T, V>>(g, n / V), DF_CUDA_THREADS, 0, DF_CS(g)>>>(in, k, from_out, (T *)out, n);
         else
-            df_cu_add_n<T, 1><<<df_cuda_grid<df_cu_add_n<T, 1>>(g, n), DF_CUDA_THREADS, 0, g->compute>>>(in, k, from_out, (T *)out, n);
+            df_cu_add_n<T, 1><<<df_cuda_grid<df_cu_add_n<T, 1>>(g, n), DF_CUDA_THREADS, 0, DF_CS(g)>>>(in, k, from_out, (T *)out, n);
         DF_CUDA_LAUNCHED("df_cuda_add_n");
     }
     return DF_OK;
@@ -1001,7 +1025,7 @@ df_cu_cast(const typename df_cu_dtype<FROM>::type *x, typename df_cu_dtype<TO>::
 }
 template <int FROM, int TO>
 static df_code df_cuda_cast_run(df_cuda *g, const void *x, void *y, int64_t n, df_status *st) {
-    df_cu_cast<FROM, TO><<<df_cuda_grid<df_cu_cast<FROM, TO>>(g, n), DF_CUDA_THREADS, 0, g->compute>>>(
+    df_cu_cast<FROM, TO><<<df_cuda_grid<df_cu_cast<FROM, TO>>(g, n), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
         (const typename df_cu_dtype<FROM>::type *)x, (typename df_cu_dtype<TO>::type *)y, n);
     DF_CUDA_LAUNCHED("df_cuda_cast");
     return DF_OK;
@@ -1021,7 +1045,7 @@ extern "C" df_code df_cuda_cast(df_cuda *g, df_dtype from, const void *x, df_dty
         DF_CUDA_BAD("df_cuda_cast: pointer not aligned to its elements");
     if (df_cuda_use(g, st)) return st->code;
     if (from == to) {
-        DF_CUDA_CHECK(st, cudaMemcpyAsync(y, x, (size_t)n * df_dtype_size(to), cudaMemcpyDeviceToDevice, g->compute), "df_cuda_cast");
+        DF_CUDA_CHECK(st, cudaMemcpyAsync(y, x, (size_t)n * df_dtype_size(to), cudaMemcpyDeviceToDevice, DF_CS(g)), "df_cuda_cast");
         return DF_OK;
     }
 #define DF_CU_CAST_TO(FROM)                                                                       \
@@ -1065,7 +1089,7 @@ __global__ void __launch_bounds__(DF_CUDA_THREADS) df_cu_strided_copy(df_cuda_in
 }
 template <class E>
 static df_code df_cuda_strided_copy_run(df_cuda *g, const df_cuda_index &ix, int64_t n, const void *src, void *dst, df_status *st) {
-    df_cu_strided_copy<E><<<df_cuda_grid<df_cu_strided_copy<E>>(g, n), DF_CUDA_THREADS, 0, g->compute>>>(ix, (const E *)src, (E *)dst, n);
+    df_cu_strided_copy<E><<<df_cuda_grid<df_cu_strided_copy<E>>(g, n), DF_CUDA_THREADS, 0, DF_CS(g)>>>(ix, (const E *)src, (E *)dst, n);
     DF_CUDA_LAUNCHED("df_cuda_strided_copy");
     return DF_OK;
 }
@@ -1090,7 +1114,7 @@ extern "C" df_code df_cuda_strided_copy(df_cuda *g, size_t elem_size, int rank, 
     if (df_cuda_use(g, st)) return st->code;
     int64_t es = (int64_t)elem_size;
     if (ix.rank == 0 || (ix.rank == 1 && ix.strides[0][0] == 1 && ix.strides[1][0] == 1)) {
-        DF_CUDA_CHECK(st, cudaMemcpyAsync(dst, src, (size_t)(n * es), cudaMemcpyDeviceToDevice, g->compute), "df_cuda_strided_copy");
+        DF_CUDA_CHECK(st, cudaMemcpyAsync(dst, src, (size_t)(n * es), cudaMemcpyDeviceToDevice, DF_CS(g)), "df_cuda_strided_copy");
         return DF_OK;
     }
     const int r = ix.rank;
@@ -1131,10 +1155,10 @@ template <class E>
 static df_code df_cuda_gather_run(df_cuda *g, const void *params, const void *indices, df_dtype index_t, void *out,
                                   int64_t axis_dim, int64_t inner, int64_t n_idx, int64_t total, df_status *st) {
     if (index_t == DF_INT32)
-        df_cu_gather<E, int32_t><<<df_cuda_grid<df_cu_gather<E, int32_t>>(g, total), DF_CUDA_THREADS, 0, g->compute>>>(
+        df_cu_gather<E, int32_t><<<df_cuda_grid<df_cu_gather<E, int32_t>>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
             (const E *)params, (const int32_t *)indices, (E *)out, axis_dim, inner, n_idx, total);
     else
-        df_cu_gather<E, long long><<<df_cuda_grid<df_cu_gather<E, long long>>(g, total), DF_CUDA_THREADS, 0, g->compute>>>(
+        df_cu_gather<E, long long><<<df_cuda_grid<df_cu_gather<E, long long>>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
             (const E *)params, (const long long *)indices, (E *)out, axis_dim, inner, n_idx, total);
     DF_CUDA_LAUNCHED("df_cuda_gather");
     return DF_OK;
@@ -1190,10 +1214,10 @@ template <class T>
 static df_code df_cuda_segment_sum_run(df_cuda *g, const void *data, const void *ids, df_dtype index_t, void *out, int64_t inner,
                                        int64_t num_segments, int64_t total, df_status *st) {
     if (index_t == DF_INT32)
-        df_cu_segment_sum<T, int32_t><<<df_cuda_grid<df_cu_segment_sum<T, int32_t>>(g, total), DF_CUDA_THREADS, 0, g->compute>>>(
+        df_cu_segment_sum<T, int32_t><<<df_cuda_grid<df_cu_segment_sum<T, int32_t>>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
             (const T *)data, (const int32_t *)ids, (T *)out, inner, num_segments, total);
     else
-        df_cu_segment_sum<T, long long><<<df_cuda_grid<df_cu_segment_sum<T, long long>>(g, total), DF_CUDA_THREADS, 0, g->compute>>>(
+        df_cu_segment_sum<T, long long><<<df_cuda_grid<df_cu_segment_sum<T, long long>>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
             (const T *)data, (const long long *)ids, (T *)out, inner, num_segments, total);
     DF_CUDA_LAUNCHED("df_cuda_segment_sum");
     return DF_OK;
@@ -1215,7 +1239,7 @@ extern "C" df_code df_cuda_segment_sum(df_cuda *g, df_dtype t, const void *data,
                                                          df_cuda_misaligned(ids, df_dtype_size(index_t)))))
         DF_CUDA_BAD("df_cuda_segment_sum: NULL or misaligned pointer");
     if (df_cuda_use(g, st)) return st->code;
-    DF_CUDA_CHECK(st, cudaMemsetAsync(out, 0, (size_t)bytes, g->compute), "df_cuda_segment_sum: cudaMemsetAsync");
+    DF_CUDA_CHECK(st, cudaMemsetAsync(out, 0, (size_t)bytes, DF_CS(g)), "df_cuda_segment_sum: cudaMemsetAsync");
     if (!total) return DF_OK;
     return t == DF_FLOAT ? df_cuda_segment_sum_run<float>(g, data, ids, index_t, out, inner, num_segments, total, st)
                          : df_cuda_segment_sum_run<double>(g, data, ids, index_t, out, inner, num_segments, total, st);
@@ -1467,24 +1491,24 @@ static df_code df_cuda_reduce_run(df_cuda *g, const void *xv, void *yv, int64_t 
     A *part = (A *)((char *)g->scratch + (size_t)DF_CUDA_COUNTERS * sizeof(unsigned));
     if (inner == 1 && red <= 512) {
         const unsigned blocks = df_cuda_grid<df_cu_reduce_rows_warp<R, T>>(g, outer * 32);
-        df_cu_reduce_rows_warp<R, T><<<blocks, DF_CUDA_THREADS, 0, g->compute>>>(x, y, outer, red);
+        df_cu_reduce_rows_warp<R, T><<<blocks, DF_CUDA_THREADS, 0, DF_CS(g)>>>(x, y, outer, red);
     } else if (inner == 1) {
         int split = df_cuda_split<df_cu_reduce_rows_block<R, T>>(g, outer, red, 1, INT_MAX);
         dim3 grid(split, split > 1 ? (unsigned)outer : (unsigned)(outer < 65535 ? outer : 65535));
-        df_cu_reduce_rows_block<R, T><<<grid, DF_CUDA_THREADS, 0, g->compute>>>(x, y, outer, red, split, part, count);
+        df_cu_reduce_rows_block<R, T><<<grid, DF_CUDA_THREADS, 0, DF_CS(g)>>>(x, y, outer, red, split, part, count);
     } else if (red <= 32) {
         const unsigned blocks = df_cuda_grid<df_cu_reduce_short<R, T>>(g, outer * inner);
-        df_cu_reduce_short<R, T><<<blocks, DF_CUDA_THREADS, 0, g->compute>>>(x, y, outer, red, inner);
+        df_cu_reduce_short<R, T><<<blocks, DF_CUDA_THREADS, 0, DF_CS(g)>>>(x, y, outer, red, inner);
     } else if (inner <= 128) {
         int split = df_cuda_split<df_cu_reduce_cols_narrow<R, T>>(g, outer, red * inner, inner, INT_MAX);
         dim3 grid(split, split > 1 ? (unsigned)outer : (unsigned)(outer < 65535 ? outer : 65535));
-        df_cu_reduce_cols_narrow<R, T><<<grid, DF_CUDA_THREADS, 0, g->compute>>>(x, y, outer, red, (int)inner, split, part, count);
+        df_cu_reduce_cols_narrow<R, T><<<grid, DF_CUDA_THREADS, 0, DF_CS(g)>>>(x, y, outer, red, (int)inner, split, part, count);
     } else {
         const int64_t tiles = (inner + 31) / 32, groups = outer * tiles;
         if (tiles > INT_MAX) DF_CUDA_BAD("df_cuda_reduce: inner size %lld is too large", (long long)inner);
         int split = df_cuda_split<df_cu_reduce_cols_tile<R, T>>(g, groups, red * 32, 32, 65535);
         dim3 grid((unsigned)tiles, split > 1 ? (unsigned)outer : (unsigned)(outer < 65535 ? outer : 65535), split);
-        df_cu_reduce_cols_tile<R, T><<<grid, dim3(32, 8), 0, g->compute>>>(x, y, outer, red, inner, split, part, count);
+        df_cu_reduce_cols_tile<R, T><<<grid, dim3(32, 8), 0, DF_CS(g)>>>(x, y, outer, red, inner, split, part, count);
     }
     DF_CUDA_LAUNCHED("df_cuda_reduce");
     return DF_OK;
@@ -1590,10 +1614,10 @@ static df_code df_cuda_argmax_run(df_cuda *g, const void *x, void *y, int64_t ou
     if (inner == 1) {
         const int per_warp = red <= 4096 || outer >= (int64_t)g->sms * 8;
         const unsigned blocks = per_warp ? df_cuda_grid<df_cu_argmax_rows<T, I>>(g, outer * 32) : (unsigned)(outer < 65535 ? outer : 65535);
-        df_cu_argmax_rows<T, I><<<blocks, DF_CUDA_THREADS, 0, g->compute>>>((const T *)x, (I *)y, outer, red, is_min, per_warp);
+        df_cu_argmax_rows<T, I><<<blocks, DF_CUDA_THREADS, 0, DF_CS(g)>>>((const T *)x, (I *)y, outer, red, is_min, per_warp);
     } else {
         const unsigned blocks = df_cuda_grid<df_cu_argmax_cols<T, I>>(g, outer * inner);
-        df_cu_argmax_cols<T, I><<<blocks, DF_CUDA_THREADS, 0, g->compute>>>((const T *)x, (I *)y, outer, red, inner, is_min);
+        df_cu_argmax_cols<T, I><<<blocks, DF_CUDA_THREADS, 0, DF_CS(g)>>>((const T *)x, (I *)y, outer, red, inner, is_min);
     }
     DF_CUDA_LAUNCHED("df_cuda_argmax");
     return DF_OK;
@@ -1693,10 +1717,10 @@ __global__ void __launch_bounds__(DF_CUDA_THREADS) df_cu_softmax(const T *x, T *
 template <class T>
 static df_code df_cuda_softmax_run(df_cuda *g, const void *x, void *y, int64_t rows, int64_t cols, int log_sm, df_status *st) {
     if (cols <= 1024)
-        df_cu_softmax<T, true><<<df_cuda_grid<df_cu_softmax<T, true>>(g, rows * 32), DF_CUDA_THREADS, 0, g->compute>>>(
+        df_cu_softmax<T, true><<<df_cuda_grid<df_cu_softmax<T, true>>(g, rows * 32), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
             (const T *)x, (T *)y, rows, cols, log_sm);
     else
-        df_cu_softmax<T, false><<<(unsigned)(rows < INT_MAX ? rows : INT_MAX), DF_CUDA_THREADS, 0, g->compute>>>((const T *)x, (T *)y, rows,
+        df_cu_softmax<T, false><<<(unsigned)(rows < INT_MAX ? rows : INT_MAX), DF_CUDA_THREADS, 0, DF_CS(g)>>>((const T *)x, (T *)y, rows,
                                                                                                          cols, log_sm);
     DF_CUDA_LAUNCHED("df_cuda_softmax");
     return DF_OK;
@@ -1755,10 +1779,10 @@ template <class T, class L, bool SPARSE>
 static df_code df_cuda_xent_run(df_cuda *g, const void *logits, const void *labels, void *loss, void *backprop, int64_t rows, int64_t cols,
                                 df_status *st) {
     if (cols <= 1024)
-        df_cu_xent<T, L, SPARSE, true><<<df_cuda_grid<df_cu_xent<T, L, SPARSE, true>>(g, rows * 32), DF_CUDA_THREADS, 0, g->compute>>>(
+        df_cu_xent<T, L, SPARSE, true><<<df_cuda_grid<df_cu_xent<T, L, SPARSE, true>>(g, rows * 32), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
             (const T *)logits, (const L *)labels, (T *)loss, (T *)backprop, rows, cols);
     else
-        df_cu_xent<T, L, SPARSE, false><<<(unsigned)(rows < INT_MAX ? rows : INT_MAX), DF_CUDA_THREADS, 0, g->compute>>>(
+        df_cu_xent<T, L, SPARSE, false><<<(unsigned)(rows < INT_MAX ? rows : INT_MAX), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
             (const T *)logits, (const L *)labels, (T *)loss, (T *)backprop, rows, cols);
     DF_CUDA_LAUNCHED("df_cuda_xent");
     return DF_OK;
@@ -1848,7 +1872,7 @@ __global__ void __launch_bounds__(DF_CUDA_THREADS) df_cu_random(T *out, int64_t 
 template <class T, int KIND>
 static df_code df_cuda_random_run(df_cuda *g, void *out, int64_t n, uint32_t key0, uint32_t key1, uint64_t counter, df_status *st) {
     const unsigned blocks = df_cuda_grid<df_cu_random<T, KIND>>(g, KIND == 0 ? (n + 1) / 2 : n);
-    df_cu_random<T, KIND><<<blocks, DF_CUDA_THREADS, 0, g->compute>>>((T *)out, n, key0, key1, counter);
+    df_cu_random<T, KIND><<<blocks, DF_CUDA_THREADS, 0, DF_CS(g)>>>((T *)out, n, key0, key1, counter);
     DF_CUDA_LAUNCHED("df_cuda_random");
     return DF_OK;
 }
@@ -1926,7 +1950,7 @@ template <class T, int KIND>
 static df_code df_cuda_apply_run(df_cuda *g, int64_t n, void *var, void *acc, void *acc2, const void *grad, const df_cu_hyper &h,
                                  int nesterov, df_status *st) {
     const unsigned blocks = df_cuda_grid<df_cu_apply<T, KIND>>(g, n);
-    df_cu_apply<T, KIND><<<blocks, DF_CUDA_THREADS, 0, g->compute>>>(n, (T *)var, (T *)acc, (T *)acc2, (const T *)grad, h, nesterov);
+    df_cu_apply<T, KIND><<<blocks, DF_CUDA_THREADS, 0, DF_CS(g)>>>(n, (T *)var, (T *)acc, (T *)acc2, (const T *)grad, h, nesterov);
     DF_CUDA_LAUNCHED("df_cuda_apply");
     return DF_OK;
 }
@@ -1983,7 +2007,7 @@ template <class E>
 static df_code df_cuda_zero_matrices(df_cuda *g, void *c, int64_t m, int64_t n, int64_t ldc, int64_t stride_c, int64_t batch,
                                      const char *who, df_status *st) {
     const int64_t total = batch * m * n;
-    df_cu_zero_matrices<E><<<df_cuda_grid<df_cu_zero_matrices<E>>(g, total), DF_CUDA_THREADS, 0, g->compute>>>((E *)c, m, n, ldc, stride_c,
+    df_cu_zero_matrices<E><<<df_cuda_grid<df_cu_zero_matrices<E>>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>((E *)c, m, n, ldc, stride_c,
                                                                                                              total);
     DF_CUDA_LAUNCHED(who);
     return DF_OK;
@@ -2009,10 +2033,10 @@ static df_code df_cuda_gemm_rm(df_cuda *g, df_dtype t, int ta, int tb, int64_t m
     cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasStatus_t s;
     if (batch == 1)
-        s = cublasGemmEx(g->blas, op_b, op_a, (int)n, (int)m, (int)k, alpha, b, type, (int)ldb, a, type, (int)lda, beta, c, type, (int)ldc,
+        s = cublasGemmEx(DF_BLAS(g), op_b, op_a, (int)n, (int)m, (int)k, alpha, b, type, (int)ldb, a, type, (int)lda, beta, c, type, (int)ldc,
                          compute, CUBLAS_GEMM_DEFAULT);
     else
-        s = cublasGemmStridedBatchedEx(g->blas, op_b, op_a, (int)n, (int)m, (int)k, alpha, b, type, (int)ldb, (long long)stride_b, a, type,
+        s = cublasGemmStridedBatchedEx(DF_BLAS(g), op_b, op_a, (int)n, (int)m, (int)k, alpha, b, type, (int)ldb, (long long)stride_b, a, type,
                                        (int)lda, (long long)stride_a, beta, c, type, (int)ldc, (long long)stride_c, (int)batch, compute,
                                        CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS) return df_cublas_fail(st, s, batch == 1 ? "cublasGemmEx" : "cublasGemmStridedBatchedEx", m, n, k);
@@ -2142,7 +2166,7 @@ static df_code df_cuda_im2col(df_cuda *g, const df_cuda_conv *p, const void *x, 
     const unsigned by = DF_CUDA_THREADS / bx;
     int64_t gx = (k_total + bx - 1) / bx, gy = (rows + by - 1) / by;
     dim3 grid((unsigned)(gx < 64 ? gx : 64), (unsigned)(gy < 65535 ? gy : 65535));
-    df_cu_im2col<T><<<grid, dim3(bx, by), 0, g->compute>>>((const T *)x, (T *)cols, *p, p0, rows);
+    df_cu_im2col<T><<<grid, dim3(bx, by), 0, DF_CS(g)>>>((const T *)x, (T *)cols, *p, p0, rows);
     DF_CUDA_LAUNCHED(who);
     return DF_OK;
 }
@@ -2185,7 +2209,7 @@ extern "C" df_code df_cuda_conv2d(df_cuda *g, df_dtype t, const df_cuda_conv *p,
         DF_CUDA_BAD("df_cuda_conv2d: NULL or misaligned pointer");
     if (!p->c) {   /* empty windows: Y is zero */
         if (df_cuda_use(g, st)) return st->code;
-        DF_CUDA_CHECK(st, cudaMemsetAsync(y, 0, (size_t)(p->n * p->oh * p->ow * p->oc) * es, g->compute), "df_cuda_conv2d");
+        DF_CUDA_CHECK(st, cudaMemsetAsync(y, 0, (size_t)(p->n * p->oh * p->ow * p->oc) * es, DF_CS(g)), "df_cuda_conv2d");
         return DF_OK;
     }
     int64_t images;
@@ -2205,7 +2229,7 @@ static df_code df_cuda_conv2d_bp_input_run(df_cuda *g, df_dtype t, const df_cuda
                             tf32, 0, "df_cuda_conv2d_bp_input", st))
             return st->code;
         if (!direct) {
-            df_cu_col2im<T><<<df_cuda_grid<df_cu_col2im<T>>(g, nb * image), DF_CUDA_THREADS, 0, g->compute>>>((const T *)ws, (T *)dx, *p,
+            df_cu_col2im<T><<<df_cuda_grid<df_cu_col2im<T>>(g, nb * image), DF_CUDA_THREADS, 0, DF_CS(g)>>>((const T *)ws, (T *)dx, *p,
                                                                                                         b0, nb);
             DF_CUDA_LAUNCHED("df_cuda_conv2d_bp_input");
         }
@@ -2224,7 +2248,7 @@ extern "C" df_code df_cuda_conv2d_bp_input(df_cuda *g, df_dtype t, const df_cuda
         DF_CUDA_BAD("df_cuda_conv2d_bp_input: NULL or misaligned pointer");
     if (empty) {
         if (df_cuda_use(g, st)) return st->code;
-        DF_CUDA_CHECK(st, cudaMemsetAsync(dx, 0, (size_t)(p->n * p->h * p->w * p->c) * es, g->compute), "df_cuda_conv2d_bp_input");
+        DF_CUDA_CHECK(st, cudaMemsetAsync(dx, 0, (size_t)(p->n * p->h * p->w * p->c) * es, DF_CS(g)), "df_cuda_conv2d_bp_input");
         return DF_OK;
     }
     int64_t images;
@@ -2262,7 +2286,7 @@ extern "C" df_code df_cuda_conv2d_bp_filter(df_cuda *g, df_dtype t, const df_cud
         DF_CUDA_BAD("df_cuda_conv2d_bp_filter: NULL or misaligned pointer");
     if (empty) {
         if (df_cuda_use(g, st)) return st->code;
-        DF_CUDA_CHECK(st, cudaMemsetAsync(dfilter, 0, (size_t)(p->kh * p->kw * p->c * p->oc) * es, g->compute), "df_cuda_conv2d_bp_filter");
+        DF_CUDA_CHECK(st, cudaMemsetAsync(dfilter, 0, (size_t)(p->kh * p->kw * p->c * p->oc) * es, DF_CS(g)), "df_cuda_conv2d_bp_filter");
         return DF_OK;
     }
     int64_t images;
@@ -2372,12 +2396,12 @@ template <class T>
 static df_code df_cuda_pool_run(df_cuda *g, int which, const df_cuda_conv *p, int max, const void *x, const void *y, const void *dy,
                                 void *out, int64_t total, const char *who, df_status *st) {
     if (which == 0)
-        df_cu_pool<T><<<df_cuda_grid<df_cu_pool<T>>(g, total), DF_CUDA_THREADS, 0, g->compute>>>((const T *)x, (T *)out, *p, max, total);
+        df_cu_pool<T><<<df_cuda_grid<df_cu_pool<T>>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>((const T *)x, (T *)out, *p, max, total);
     else if (which == 1)
-        df_cu_max_pool_grad<T><<<df_cuda_grid<df_cu_max_pool_grad<T>>(g, total), DF_CUDA_THREADS, 0, g->compute>>>(
+        df_cu_max_pool_grad<T><<<df_cuda_grid<df_cu_max_pool_grad<T>>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
             (const T *)x, (const T *)y, (const T *)dy, (T *)out, *p, total);
     else
-        df_cu_avg_pool_grad<T><<<df_cuda_grid<df_cu_avg_pool_grad<T>>(g, total), DF_CUDA_THREADS, 0, g->compute>>>((const T *)dy, (T *)out,
+        df_cu_avg_pool_grad<T><<<df_cuda_grid<df_cu_avg_pool_grad<T>>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>((const T *)dy, (T *)out,
                                                                                                               *p, total);
     DF_CUDA_LAUNCHED(who);
     return DF_OK;
@@ -2420,4 +2444,69 @@ extern "C" df_code df_cuda_avg_pool_grad(df_cuda *g, df_dtype t, const df_cuda_c
     if (df_cuda_use(g, st)) return st->code;
     return t == DF_FLOAT ? df_cuda_pool_run<float>(g, 2, p, 0, NULL, NULL, dy, dx, total, "df_cuda_avg_pool_grad", st)
                          : df_cuda_pool_run<double>(g, 2, p, 0, NULL, NULL, dy, dx, total, "df_cuda_avg_pool_grad", st);
+}
+
+/* ---- CUDA graphs: capture the launchers of one thread, replay them on the compute stream ----
+   While this thread captures on g, every launcher it calls queues on g's capture stream (with
+   the capture's cuBLAS handle), which records instead of running; copies to or from the host
+   and waits are refused. One capture at a time per GPU: a second gets DF_UNAVAILABLE. */
+enum { DF_CUDA_CAPTURE_WS = 32 << 20 };
+extern "C" df_code df_cuda_capture_begin(df_cuda *g, df_status *st) {
+    DF_CUDA_ENTER("df_cuda_capture_begin");
+    if (df_cuda_tls_capturing) return df_status_set(st, DF_FAILED_PRECONDITION, "df_cuda_capture_begin: this thread captures already");
+    int expected = 0;
+    if (!__atomic_compare_exchange_n(&g->capturing, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return df_status_set(st, DF_UNAVAILABLE, "df_cuda_capture_begin: GPU %d is capturing on another thread", g->device);
+    cudaError_t err = cudaSetDevice(g->device);
+    if (err == cudaSuccess && !g->capture) err = cudaStreamCreateWithFlags(&g->capture, cudaStreamNonBlocking);
+    if (err == cudaSuccess && !g->capture_ws) err = cudaMalloc(&g->capture_ws, DF_CUDA_CAPTURE_WS);
+    if (err == cudaSuccess && !g->capture_blas) {
+        cublasStatus_t bs = cublasCreate(&g->capture_blas);
+        if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetStream(g->capture_blas, g->capture);
+        if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetWorkspace(g->capture_blas, g->capture_ws, DF_CUDA_CAPTURE_WS);
+        if (bs != CUBLAS_STATUS_SUCCESS) {
+            if (g->capture_blas) cublasDestroy(g->capture_blas);
+            g->capture_blas = NULL;
+            __atomic_store_n(&g->capturing, 0, __ATOMIC_RELEASE);
+            return df_status_set(st, DF_UNAVAILABLE, "df_cuda_capture_begin: cuBLAS handle: %s", df_cublas_name(bs));
+        }
+    }
+    if (err == cudaSuccess) err = cudaStreamBeginCapture(g->capture, cudaStreamCaptureModeRelaxed);
+    if (err != cudaSuccess) {
+        __atomic_store_n(&g->capturing, 0, __ATOMIC_RELEASE);
+        return df_cuda_fail(st, err, "df_cuda_capture_begin");
+    }
+    df_cuda_tls_capturing = g;
+    return DF_OK;
+}
+extern "C" df_code df_cuda_capture_end(df_cuda *g, void **graph, df_status *st) {
+    DF_CUDA_ENTER("df_cuda_capture_end");
+    if (graph) *graph = NULL;
+    if (df_cuda_tls_capturing != g) return df_status_set(st, DF_FAILED_PRECONDITION, "df_cuda_capture_end: this thread does not capture on GPU %d", g->device);
+    df_cuda_tls_capturing = NULL;
+    cudaGraph_t made = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaError_t err = cudaStreamEndCapture(g->capture, &made);
+    if (err == cudaSuccess && graph) err = cudaGraphInstantiate(&exec, made, 0);
+    if (made) cudaGraphDestroy(made);
+    __atomic_store_n(&g->capturing, 0, __ATOMIC_RELEASE);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        return df_cuda_fail(st, err, "df_cuda_capture_end");
+    }
+    if (graph) *graph = (void *)exec;
+    return DF_OK;
+}
+extern "C" df_code df_cuda_graph_launch(df_cuda *g, void *graph, df_status *st) {
+    DF_CUDA_ENTER("df_cuda_graph_launch");
+    if (!graph) DF_CUDA_BAD("df_cuda_graph_launch: NULL graph");
+    if (df_cuda_use(g, st)) return st->code;
+    DF_CUDA_CHECK(st, cudaGraphLaunch((cudaGraphExec_t)graph, DF_CS(g)), "cudaGraphLaunch");
+    return DF_OK;
+}
+extern "C" void df_cuda_graph_free(df_cuda *g, void *graph) {
+    if (!g || !graph) return;
+    cudaSetDevice(g->device);
+    cudaGraphExecDestroy((cudaGraphExec_t)graph);
+    (void)cudaGetLastError();
 }

@@ -56,11 +56,13 @@ static int in_list(const char *list, const char *name) {
 int main(int argc, char **argv) {
     int passed = 0, failed = 0, skipped = 0;
     const char *filter = argc > 1 ? argv[1] : NULL, *skip = getenv("DF_TEST_SKIP");
+    int trace = getenv("DF_TEST_TRACE") != NULL;   /* name each test before it runs (finds a crash) */
     qsort(tests, (size_t)n_tests, sizeof *tests, by_file_then_name);
     for (int i = 0; i < n_tests; i++) {
         if (filter && !strstr(tests[i].name, filter) && !strstr(tests[i].file, filter)) continue;
         if (skip && in_list(skip, tests[i].name)) { skipped++; printf("skip %s (DF_TEST_SKIP)\n", tests[i].name); continue; }
         current_failures = 0;
+        if (trace) { printf("run  %s\n", tests[i].name); fflush(stdout); }
         tests[i].fn();
         if (current_failures) { failed++; printf("FAIL %s (%s)\n", tests[i].name, tests[i].file); }
         else { passed++; printf("ok   %s\n", tests[i].name); }

@@ -62,11 +62,12 @@
 #define EMU_REGION_ALIGN 256          /* what cudaMalloc guarantees */
 #define EMU_POISON       0xFF         /* fresh regions: NaN as float and double, -1 as integers */
 
-static _Atomic int64_t emu__n_launches, emu__n_h2d, emu__n_d2h;
+static _Atomic int64_t emu__n_launches, emu__n_h2d, emu__n_d2h, emu__n_captures_refused;
 
 int64_t df_emu_launches(void) { return atomic_load_explicit(&emu__n_launches, memory_order_relaxed); }
 int64_t df_emu_h2d_copies(void) { return atomic_load_explicit(&emu__n_h2d, memory_order_relaxed); }
 int64_t df_emu_d2h_copies(void) { return atomic_load_explicit(&emu__n_d2h, memory_order_relaxed); }
+int64_t df_emu_captures_refused(void) { return atomic_load_explicit(&emu__n_captures_refused, memory_order_relaxed); }
 static void emu__count(_Atomic int64_t *counter) { atomic_fetch_add_explicit(counter, 1, memory_order_relaxed); }
 
 /* "123", "64K", "256M", "2G", "1T" (powers of 1024); -1 if it is not such a number. */
@@ -1774,3 +1775,24 @@ df_code df_cuda_avg_pool_grad(df_cuda *g, df_dtype t, const df_cuda_conv *p, con
     else emu__avg_pool_grad_double(p, (const double *)dys, (double *)dxs);
     return emu__finish(&c);
 }
+
+/* CUDA graphs are not emulated: a capture is refused, and dataflow.c runs the work as usual. */
+df_code df_cuda_capture_begin(df_cuda *g, df_status *st) {
+    emu__call c;
+    if (!emu__begin(&c, g, st, "df_cuda_capture_begin")) return c.code;
+    emu__count(&emu__n_captures_refused);
+    return df_status_set(st, DF_UNIMPLEMENTED, "df_cuda_capture_begin: the host emulation of the GPU has no CUDA graphs");
+}
+df_code df_cuda_capture_end(df_cuda *g, void **graph, df_status *st) {
+    emu__call c;
+    if (graph) *graph = NULL;
+    if (!emu__begin(&c, g, st, "df_cuda_capture_end")) return c.code;
+    return df_status_set(st, DF_FAILED_PRECONDITION, "df_cuda_capture_end: no capture was begun");
+}
+df_code df_cuda_graph_launch(df_cuda *g, void *graph, df_status *st) {
+    emu__call c;
+    if (!emu__begin(&c, g, st, "df_cuda_graph_launch")) return c.code;
+    (void)graph;
+    return df_status_set(st, DF_INVALID_ARGUMENT, "df_cuda_graph_launch: the host emulation makes no graphs");
+}
+void df_cuda_graph_free(df_cuda *g, void *graph) { (void)g; (void)graph; }

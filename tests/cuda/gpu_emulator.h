@@ -30,6 +30,7 @@ void    df_emu_set_memory_limit(size_t bytes);
 int64_t df_emu_launches(void);
 int64_t df_emu_h2d_copies(void);
 int64_t df_emu_d2h_copies(void);
+int64_t df_emu_captures_refused(void);   /* df_cuda_capture_begin calls (all refused) */
 /* Bytes of the live regions of all emulated GPUs together. */
 int64_t df_emu_bytes_in_use(void);
 

@@ -2104,3 +2104,128 @@ DF_TEST(gpu_placement_error_names_the_devices_right) {
     df_session_free(s);
     df_graph_free(g);
 }
+
+/* ---------------------------------------------------------------------------------------------
+   f. cuda_graphs: a GPU partition captured as a CUDA graph and replayed
+   --------------------------------------------------------------------------------------------- */
+/* Whether this build's launchers capture (dataflow_cuda.cu: yes; the emulator: no). */
+static int captures_supported(void) {
+    df_status st;
+    df_cuda *g = df_cuda_open(0, 0, &st);
+    if (!g) return 0;
+    int ok = df_cuda_capture_begin(g, &st) == DF_OK;
+    if (ok) df_cuda_capture_end(g, NULL, &st);
+    df_cuda_close(g);
+    return ok;
+}
+
+typedef struct graphs_model { df_graph *g; df_output x, h, loss, w; df_node *train, *init, *reset; } graphs_model;
+/* relu(x W + b) with a squared loss and an SGD step on /gpu:0; x is fed from the host. */
+static graphs_model graphs_model_new(void) {
+    graphs_model m;
+    m.g = df_graph_new();
+    m.x = df_placeholder(m.g, "x", DF_FLOAT, 2, D(-1, 5));
+    df_graph_push_device(m.g, "/gpu:0");
+    m.w = df_variable(m.g, "w", DF_FLOAT, 2, D(5, 3));
+    df_output b = df_variable(m.g, "b", DF_FLOAT, 1, D(3));
+    rng_seed(77);
+    df_tensor *w0 = rand_t(DF_FLOAT, 2, D(5, 3), -1, 1), *b0 = rand_t(DF_FLOAT, 1, D(3), -0.5, 0.5);
+    df_tensor *w1 = rand_t(DF_FLOAT, 2, D(5, 3), -1, 1);
+    df_node *inits[2] = {df_assign(m.g, m.w, kconst(m.g, w0)), df_assign(m.g, b, kconst(m.g, b0))};
+    m.init = df_no_op(m.g, inits, 2);
+    m.reset = df_assign(m.g, m.w, kconst(m.g, w1));          /* a new tensor for w */
+    m.h = df_relu(m.g, df_add(m.g, df_matmul(m.g, m.x, m.w, 0, 0), b));
+    m.loss = df_reduce_sum(m.g, df_square(m.g, m.h), 0, NULL, 0);
+    df_output vars[2] = {m.w, b};
+    m.train = df_minimize(m.g, m.loss, 2, vars, NULL, NULL);
+    df_graph_pop_device(m.g);                   /* (kconst took w0, b0 and w1 over) */
+    return m;
+}
+
+DF_TEST(gpu_cuda_graphs_replay_matches_node_by_node) {
+    graphs_model m = graphs_model_new();
+    CHECK_MSG(df_graph_status(m.g)->code == DF_OK, "building: %s", df_graph_status(m.g)->message);
+    df_status st;
+    df_session *s[2];
+    for (int k = 0; k < 2; k++) {                /* 0: cuda_graphs, 1: node by node */
+        df_session_options o;
+        memset(&o, 0, sizeof o);
+        o.num_gpu_devices = 1;
+        o.cuda_graphs = k == 0;
+        s[k] = df_session_new(m.g, &o, &st);
+        CHECK_MSG(s[k] != NULL, "session: %s", st.message);
+        if (!s[k]) return;
+        CHECK_MSG(df_session_run(s[k], NULL, NULL, 0, NULL, NULL, 0, &m.init, 1, &st) == DF_OK, "init: %s", st.message);
+    }
+    /* steps: 6 batches of 4 rows (capture on the 2nd), 3 of 7 (new shape: again), w replaced,
+       then 3 more of 7; every step's fetches equal the node-by-node session's */
+    int steps = 0, mismatches = 0;
+    for (int phase = 0; phase < 3; phase++) {
+        int64_t rows = phase == 0 ? 4 : 7;
+        if (phase == 2)
+            for (int k = 0; k < 2; k++)
+                CHECK_MSG(df_session_run(s[k], NULL, NULL, 0, NULL, NULL, 0, &m.reset, 1, &st) == DF_OK, "reset: %s", st.message);
+        for (int i = 0; i < (phase == 0 ? 6 : 3); i++, steps++) {
+            df_tensor *x = rand_t(DF_FLOAT, 2, D(rows, 5), -1, 1), *out[2][2] = {{NULL, NULL}, {NULL, NULL}};
+            df_output fetch[2] = {m.loss, m.h};
+            for (int k = 0; k < 2; k++)
+                CHECK_MSG(df_session_run(s[k], &m.x, &x, 1, fetch, out[k], 2, &m.train, 1, &st) == DF_OK,
+                          "step %d (session %d): %s", steps, k, st.message);
+            if (out[0][0] && out[1][0] && out[0][1] && out[1][1]) {
+                if (!same_values("loss", out[0][0], out[1][0], 1e-5)) mismatches++;
+                if (!same_values("h", out[0][1], out[1][1], 1e-5)) mismatches++;
+            }
+            for (int k = 0; k < 2; k++) { df_tensor_release(out[k][0]); df_tensor_release(out[k][1]); }
+            df_tensor_release(x);
+        }
+    }
+    CHECK_MSG(mismatches == 0, "%d fetches of %d steps differ from the node-by-node session", mismatches, steps);
+    df_cuda_graph_stats gs, none;
+    df_session_cuda_graph_stats(s[0], &gs);
+    df_session_cuda_graph_stats(s[1], &none);
+    CHECK_MSG(none.captures + none.replays + none.eager_runs + none.failed_captures == 0, "cuda_graphs off, yet stats moved");
+    if (captures_supported()) {
+        /* step 1 by nodes; step 2 captures; 3-6 replay; step 7 (new shape) by nodes, 8 captures,
+           9 replays; the Assign then gives w a new tensor: step 10 by nodes, 11 captures, 12 replays */
+        CHECK_MSG(gs.captures == 3 && gs.replays == 6 && gs.eager_runs == 3 && gs.failed_captures == 0,
+                  "captures %lld replays %lld eager %lld failed %lld (want 3, 6, 3, 0)", (long long)gs.captures,
+                  (long long)gs.replays, (long long)gs.eager_runs, (long long)gs.failed_captures);
+    } else {
+        /* the emulator refuses the capture on step 2, and the partition runs node by node */
+        CHECK_MSG(gs.captures == 0 && gs.failed_captures == 1 && gs.eager_runs == steps,
+                  "captures %lld replays %lld eager %lld failed %lld (want 0, 0, %d, 1)", (long long)gs.captures,
+                  (long long)gs.replays, (long long)gs.eager_runs, (long long)gs.failed_captures, steps);
+    }
+    for (int k = 0; k < 2; k++) df_session_free(s[k]);
+    df_graph_free(m.g);
+}
+
+/* Control flow anywhere in the run: no graph (a value could arrive dead); the loop still runs. */
+static df_output graphs_cond(df_graph *g, void *user, const df_output *v) { (void)user; return df_less(g, v[0], df_scalar_f32(g, 5)); }
+static void graphs_body(df_graph *g, void *user, const df_output *v, df_output *next) { (void)user; next[0] = df_add(g, v[0], df_scalar_f32(g, 1)); }
+DF_TEST(gpu_cuda_graphs_leave_control_flow_alone) {
+    df_graph *g = df_graph_new();
+    df_graph_push_device(g, "/gpu:0");
+    df_output start = df_scalar_f32(g, 0), out;
+    df_while_loop(g, 1, &start, graphs_cond, graphs_body, NULL, NULL, &out);
+    df_output y = df_mul(g, out, df_scalar_f32(g, 2));
+    df_graph_pop_device(g);
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.num_gpu_devices = 1;
+    o.cuda_graphs = 1;
+    df_status st;
+    df_session *s = df_session_new(g, &o, &st);
+    CHECK_MSG(s != NULL, "session: %s", st.message);
+    for (int i = 0; s && i < 3; i++) {
+        df_tensor *v = NULL;
+        CHECK_MSG(df_session_run(s, NULL, NULL, 0, &y, &v, 1, NULL, 0, &st) == DF_OK, "run: %s", st.message);
+        CHECK_MSG(v && *(float *)df_tensor_data(v) == 10.0f, "loop result %g, want 10", v ? *(float *)df_tensor_data(v) : -1.0);
+        df_tensor_release(v);
+    }
+    df_cuda_graph_stats gs;
+    df_session_cuda_graph_stats(s, &gs);
+    CHECK_MSG(gs.captures + gs.replays + gs.eager_runs + gs.failed_captures == 0, "a GPU graph was made for a loop");
+    df_session_free(s);
+    df_graph_free(g);
+}
