@@ -15,26 +15,31 @@
    4. Per-node cost on the GPU, one session run each: a chain of 1000 one-element Adds (per node,
       and per node beyond a run of one Add); a while loop of 10000 iterations with an int32
       counter (on the host, TensorFlow's int32 rule) and x = x + 1.0 on the GPU (per iteration).
-      Target: at most 8 us per node and per iteration.
+      Target: at most 8 us per node and per iteration. The chain again with cuda_graphs (the
+      partition captured once and replayed: target at most 3 us per node); the loop has control
+      flow, which cuda_graphs leaves to the executor.
    5. One training step of an MLP 784-1024-1024-10 (relu, sparse softmax cross-entropy, SGD 0.01
-      through df_minimize), batch 256 in GPU constants, the loss fetched every step.
-   6. PyTorch on the same GPU (bench/peers/torch_gpu.py, eager, torch.optim.SGD) for what it
-      offers of 4 and 5, side by side: ratio = PyTorch time / ours (above 1: we are faster).
-      PyTorch's matmul is cuBLAS itself, so 3 has no PyTorch row. JAX is not measured.
+      through df_minimize), batch 256 in GPU constants, the loss fetched every step; then the
+      same with cuda_graphs.
+   6. PyTorch (bench/peers/torch_gpu.py, eager, torch.optim.SGD) and JAX (bench/peers/jax_gpu.py:
+      Adds dispatched one by one, a jitted lax.while_loop, a jitted training step) on the same
+      GPU for what they offer of 4 and 5, side by side: ratio = peer time / ours (above 1: we
+      are faster). Their matmul is cuBLAS itself, so 3 has no peer row.
    Timing: a run is several calls that end by waiting for the GPU (ours and the references
    alike), after warm-up calls; each figure is the median of 7 runs. A session run returns when
    its fetches are on the host; work it queued that no fetch waits for (the MLP's updates) is
    waited for by a one-element fetch that ends each run of steps.
 
    Environment: DF_BENCH_QUICK=1 shrinks every size and repetition (to check that every path
-   runs, not to time anything); DF_BENCH_PEERS=0 leaves PyTorch out. The PyTorch peer runs with
-   .venv/bin/python, else python3, whichever has torch with CUDA; run from the repository root.
+   runs, not to time anything); DF_BENCH_PEERS=0 leaves the peers out. Each peer runs with
+   .venv/bin/python, else python3, whichever has torch (jax) with a GPU; run from the repository
+   root.
 
    Host emulation: the CUDA runtime and cuBLAS functions this file calls are weak references.
    Linked with tests/cuda/gpu_emulator.c instead of dataflow_cuda.o and -lcudart -lcublas (or
    built with -DDF_BENCH_EMULATED, or without the CUDA headers), it finds them missing, times by
    the host clock and lets dataflow's own launchers stand in for the bare libraries (the headings
-   say so); PyTorch then runs on the CPU. Every path runs on a machine without a GPU:
+   say so); the peers then run on the CPU. Every path runs on a machine without a GPU:
        cc -std=c11 -O2 -DDATAFLOW_CUDA -I. bench/cuda/bench_cuda.c dataflow.c \
           tests/cuda/gpu_emulator.c -o build/cuda_bench_emulated -lm -lpthread
        DF_BENCH_QUICK=1 ./build/cuda_bench_emulated */
@@ -397,11 +402,13 @@ static df_output first_element(df_graph *g, df_output x, int rank) {
     df_op_add_input(b, const_i32(g, rank, size));
     return (df_output){df_op_finish(b), 0};
 }
+static int use_graphs;                    /* sessions made now have cuda_graphs on */
 static df_session *gpu_session(df_graph *g, int deterministic, const char *what) {
     if (df_graph_status(g)->code) { fail(what, df_graph_status(g)->message); return NULL; }
     df_session_options o = {0};
     o.num_gpu_devices = 1;
     o.deterministic = deterministic;
+    o.cuda_graphs = use_graphs;
     df_status st;
     df_session *s = df_session_new(g, &o, &st);
     if (!s) fail(what, st.message);
@@ -490,14 +497,25 @@ static void bench_session_matmul(df_cuda *g, bare *bl, int64_t n, int chain) {
 /* ==========================================================================================
    4. Per-node cost: a chain of Adds, a while loop
    ========================================================================================== */
-typedef struct node_results { double chain_us, loop_us; } node_results;     /* us, default options */
+typedef struct node_results { double chain_us, loop_us, chain_graph_us; } node_results;     /* us */
+/* "captured N, replayed M" of a session with cuda_graphs (the proof that replays were timed) */
+static void graph_note(df_session *s, char *buf, size_t n) {
+    df_cuda_graph_stats gs;
+    df_session_cuda_graph_stats(s, &gs);
+    snprintf(buf, n, "(cuda_graphs: %lld captured, %lld steps replayed, %lld node by node, %lld failed captures)",
+             (long long)gs.captures, (long long)gs.replays, (long long)gs.eager_runs, (long long)gs.failed_captures);
+}
+static char graph_notes[2][160];
 
 /* us per node of a run of the chain (and of one Add), in a session of its own */
 static int time_add_chain(df_graph *gr, df_node *init, df_output one_add, df_output chain_end, int deterministic,
                           double *per_node, double *per_node_marginal) {
     sess_call c = {0};
-    const char *what = deterministic ? "Add chain, deterministic" : "Add chain";
-    if (!(c.s = gpu_session(gr, deterministic, what))) return 0;
+    const char *what = deterministic == 2 ? "Add chain, cuda_graphs" : deterministic ? "Add chain, deterministic" : "Add chain";
+    use_graphs = deterministic == 2;
+    c.s = gpu_session(gr, deterministic == 1, what);
+    use_graphs = 0;
+    if (!c.s) return 0;
     int ok = run_once(&c, (df_output){NULL, 0}, init);
     double t_one = 0, t_all = 0;
     if (ok) { c.fetch = one_add; t_one = time_ms(sess_run, sess_done, &c, 1); }
@@ -510,6 +528,7 @@ static int time_add_chain(df_graph *gr, df_node *init, df_output one_add, df_out
         fail(what, msg);
         ok = 0;
     }
+    if (deterministic == 2) graph_note(c.s, graph_notes[0], sizeof graph_notes[0]);
     df_session_free(c.s);
     *per_node = t_all * 1e3 / cfg.n_adds;
     *per_node_marginal = (t_all - t_one) * 1e3 / (cfg.n_adds - 1);
@@ -559,15 +578,17 @@ static void bench_nodes(node_results *res) {
     df_output one_add = df_add(gr, v, c1), x = v;
     for (int i = 0; i < cfg.n_adds; i++) x = df_add(gr, x, c1);
     printf("%-62s %10s %10s\n", "case", "per node", "run");     /* a loop's node: one iteration */
-    for (int det = 0; det < 2; det++) {
+    for (int det = 0; det < 3; det++) {
         double per, marginal;
         if (!time_add_chain(gr, init, one_add, x, det, &per, &marginal)) continue;
         char label[96];
-        snprintf(label, sizeof label, "chain of %d one-element Adds%s", cfg.n_adds, det ? ", deterministic = 1" : "");
+        snprintf(label, sizeof label, "chain of %d one-element Adds%s", cfg.n_adds,
+                 det == 2 ? ", cuda_graphs = 1" : det ? ", deterministic = 1" : "");
         printf("%-62s %10.2f %10.1f\n", label, per, per * cfg.n_adds);
         snprintf(label, sizeof label, "  beyond a run of one Add: (t(%d) - t(1)) / %d", cfg.n_adds, cfg.n_adds - 1);
         printf("%-62s %10.2f\n", label, marginal);
         if (!det) res->chain_us = per;
+        if (det == 2) { res->chain_graph_us = per; printf("  %s\n", graph_notes[0]); }
     }
     df_graph_free(gr);
 
@@ -591,9 +612,9 @@ static void bench_nodes(node_results *res) {
 /* ==========================================================================================
    5. An MLP training step
    ========================================================================================== */
-static double bench_mlp(void) {
-    printf("\n5. MLP 784-%d-%d-10 training step on the GPU (relu, sparse softmax cross-entropy, SGD 0.01 via "
-           "df_minimize), batch %d\n", cfg.hidden1, cfg.hidden2, cfg.batch);
+static double bench_mlp(int graphs) {
+    printf("\n5%s. MLP 784-%d-%d-10 training step on the GPU (relu, sparse softmax cross-entropy, SGD 0.01 via "
+           "df_minimize), batch %d%s\n", graphs ? "b" : "", cfg.hidden1, cfg.hidden2, cfg.batch, graphs ? ", cuda_graphs = 1" : "");
     const int in = 784, classes = 10;
     int widths[4] = {in, cfg.hidden1, cfg.hidden2, classes};
     df_graph *gr = df_graph_new();
@@ -635,7 +656,10 @@ static double bench_mlp(void) {
     /* after a group of steps, a copy of one weight to the host waits for their updates */
     c.sync = first_element(gr, vars[4], 2);
     double us = 0;
-    if ((c.s = gpu_session(gr, 0, "MLP")) && run_once(&c, (df_output){NULL, 0}, init) && run_once(&c, loss, NULL)) {
+    use_graphs = graphs;
+    c.s = gpu_session(gr, 0, "MLP");
+    use_graphs = 0;
+    if (c.s && run_once(&c, (df_output){NULL, 0}, init) && run_once(&c, loss, NULL)) {
         float loss0 = c.value;
         us = time_ms(sess_run, sess_done, &c, cfg.steps) * 1e3;
         run_once(&c, loss, NULL);            /* after the last update */
@@ -646,6 +670,7 @@ static double bench_mlp(void) {
             if (!(c.value < loss0)) fail("MLP", "the loss did not go down");
         }
     } else if (c.s) fail("MLP", c.st.message);
+    if (c.s && graphs) { graph_note(c.s, graph_notes[1], sizeof graph_notes[1]); printf("%s\n", graph_notes[1]); }
     df_session_free(c.s);
     df_graph_free(gr);
     return us;
@@ -672,71 +697,86 @@ static int find_python(const char *module, const char *test, char *out, size_t s
     return 0;
 }
 
-static void run_torch(torch_results *p) {
+/* Runs a peer script (bench/peers/NAME.py, printing "NAME key value" lines) with the first
+   Python whose `module` passes `gpu_test` (on the emulator: imports at all; then it runs on
+   the CPU, a check of the path only). */
+static void run_peer(torch_results *p, const char *name, const char *module, const char *gpu_test, const char *cpu_device,
+                     const char *gpu_device) {
     memset(p, 0, sizeof *p);
     const char *peers = getenv("DF_BENCH_PEERS");
     if (peers && !strcmp(peers, "0")) { snprintf(p->skip, sizeof p->skip, "DF_BENCH_PEERS=0"); return; }
-    if (access("bench/peers/torch_gpu.py", R_OK) != 0) {
-        snprintf(p->skip, sizeof p->skip, "bench/peers/torch_gpu.py not found (run from the repository root)");
+    char script[128], prefix[64];
+    snprintf(script, sizeof script, "bench/peers/%s.py", name);
+    snprintf(prefix, sizeof prefix, "%s ", name);
+    if (access(script, R_OK) != 0) {
+        snprintf(p->skip, sizeof p->skip, "%s not found (run from the repository root)", script);
         return;
     }
-    /* on the host emulator, PyTorch on the CPU: it checks this path, its figures as meaningless
-       as ours */
     int emulated = gpu_is_emulated();
-    const char *device = emulated ? "cpu" : "cuda";
-    if (!find_python("torch", emulated ? "True" : "torch.cuda.is_available()", p->python, sizeof p->python)) {
-        snprintf(p->skip, sizeof p->skip, "no Python with PyTorch%s (tried .venv/bin/python, python3)", emulated ? "" : " and CUDA");
+    if (!find_python(module, emulated ? "True" : gpu_test, p->python, sizeof p->python)) {
+        snprintf(p->skip, sizeof p->skip, "no Python with %s%s (tried .venv/bin/python, python3)", module, emulated ? "" : " and a GPU");
         return;
     }
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s bench/peers/torch_gpu.py --device %s --adds %d --iters %d --batch %d --hidden %d %d "
-             "--steps %d --reps %d --warm %d 2>&1", p->python, device, cfg.n_adds, cfg.loop_iters, cfg.batch, cfg.hidden1,
-             cfg.hidden2, cfg.steps, cfg.reps, cfg.warm);
+    snprintf(cmd, sizeof cmd, "%s %s --device %s --adds %d --iters %d --batch %d --hidden %d %d "
+             "--steps %d --reps %d --warm %d 2>&1", p->python, script, emulated ? cpu_device : gpu_device, cfg.n_adds,
+             cfg.loop_iters, cfg.batch, cfg.hidden1, cfg.hidden2, cfg.steps, cfg.reps, cfg.warm);
     FILE *f = popen(cmd, "r");
     if (!f) { snprintf(p->skip, sizeof p->skip, "cannot run %s", p->python); return; }
     char line[512], last[256] = "";
+    size_t plen = strlen(prefix);
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;
-        char name[64];
+        char key[64];
         double v;
         if (!strncmp(line, "skip ", 5)) snprintf(p->skip, sizeof p->skip, "%.240s", line + 5);
-        else if (sscanf(line, "torch_gpu version %63s", p->version) == 1) continue;
-        else if (sscanf(line, "torch_gpu %63s %lf", name, &v) == 2) {
-            if (!strcmp(name, "add_chain_us_per_node")) { p->chain_us = v; p->have |= 1; }
-            else if (!strcmp(name, "while_us_per_iter")) { p->loop_us = v; p->have |= 2; }
-            else if (!strcmp(name, "mlp_step_us")) { p->mlp_us = v; p->have |= 4; }
+        else if (!strncmp(line, prefix, plen) && sscanf(line + plen, "version %63s", p->version) == 1) continue;
+        else if (!strncmp(line, prefix, plen) && sscanf(line + plen, "%63s %lf", key, &v) == 2) {
+            if (!strcmp(key, "add_chain_us_per_node")) { p->chain_us = v; p->have |= 1; }
+            else if (!strcmp(key, "while_us_per_iter")) { p->loop_us = v; p->have |= 2; }
+            else if (!strcmp(key, "mlp_step_us")) { p->mlp_us = v; p->have |= 4; }
         } else if (line[0] && line[0] != '#') snprintf(last, sizeof last, "%.200s", line);
     }
     int status = pclose(f);
-    if (status != 0 && !p->skip[0]) snprintf(p->skip, sizeof p->skip, "torch_gpu.py failed (status %d): %s", status, last);
+    if (status != 0 && !p->skip[0]) snprintf(p->skip, sizeof p->skip, "%s failed (status %d): %s", script, status, last);
 }
 
-static void peer_row(const char *label, double ours, const torch_results *p, int bit, double theirs) {
-    if (ours <= 0) printf("%-48s %10s %10s %8s\n", label, "-", "-", "-");
-    else if (p->have & bit) printf("%-48s %10.2f %10.2f %7.2fx\n", label, ours, theirs, theirs / ours);
-    else printf("%-48s %10.2f %10s %8s\n", label, ours, "-", "-");
+static void peer_row(const char *label, double ours, const torch_results *p, const torch_results *j, int bit,
+                     double theirs, double jax) {
+    char a[16] = "-", b[16] = "-", ra[16] = "-", rb[16] = "-";
+    if (p->have & bit) snprintf(a, sizeof a, "%.2f", theirs);
+    if (j->have & bit) snprintf(b, sizeof b, "%.2f", jax);
+    if (ours > 0 && (p->have & bit)) snprintf(ra, sizeof ra, "%.2fx", theirs / ours);
+    if (ours > 0 && (j->have & bit)) snprintf(rb, sizeof rb, "%.2fx", jax / ours);
+    if (ours <= 0) printf("%-46s %10s %10s %10s %9s %9s\n", label, "-", a, b, "-", "-");
+    else printf("%-46s %10.2f %10s %10s %9s %9s\n", label, ours, a, b, ra, rb);
 }
 
-static void print_side_by_side(const node_results *ours, double mlp_us) {
-    torch_results p;
-    run_torch(&p);
-    printf("\n6. Side by side with PyTorch on the same GPU (bench/peers/torch_gpu.py, eager); ratio = PyTorch / ours, "
-           "above 1: ours faster\n");
-    printf("%-48s %10s %10s %8s\n", "case (us)", "ours", "PyTorch", "ratio");
+static void print_side_by_side(const node_results *ours, double mlp_us, double mlp_graph_us) {
+    torch_results p, j;
+    run_peer(&p, "torch_gpu", "torch", "torch.cuda.is_available()", "cpu", "cuda");
+    run_peer(&j, "jax_gpu", "jax", "bool(jax.devices('gpu'))", "cpu", "gpu");
+    printf("\n6. Side by side with PyTorch (eager) and JAX on the same GPU (bench/peers/torch_gpu.py, jax_gpu.py); "
+           "ratio = peer / ours, above 1: ours faster\n");
+    printf("%-46s %10s %10s %10s %9s %9s\n", "case (us)", "ours", "PyTorch", "JAX", "PyTorch/o", "JAX/o");
     char label[96];
     snprintf(label, sizeof label, "chain of %d tiny Adds, per node", cfg.n_adds);
-    peer_row(label, ours->chain_us, &p, 1, p.chain_us);
+    peer_row(label, ours->chain_us, &p, &j, 1, p.chain_us, j.chain_us);
+    snprintf(label, sizeof label, "chain of %d tiny Adds, cuda_graphs, per node", cfg.n_adds);
+    peer_row(label, ours->chain_graph_us, &p, &j, 1, p.chain_us, j.chain_us);
     snprintf(label, sizeof label, "while loop of %d, per iteration", cfg.loop_iters);
-    peer_row(label, ours->loop_us, &p, 2, p.loop_us);
+    peer_row(label, ours->loop_us, &p, &j, 2, p.loop_us, j.loop_us);
     snprintf(label, sizeof label, "MLP 784-%d-%d-10 step, batch %d", cfg.hidden1, cfg.hidden2, cfg.batch);
-    peer_row(label, mlp_us, &p, 4, p.mlp_us);
-    printf("%-48s %10s %10s %8s\n", "MatMul through the framework vs cuBLAS", "see 3", "n/a", "-");
+    peer_row(label, mlp_us, &p, &j, 4, p.mlp_us, j.mlp_us);
+    peer_row("MLP step as above, cuda_graphs", mlp_graph_us, &p, &j, 4, p.mlp_us, j.mlp_us);
+    printf("%-46s %10s %10s %10s %9s %9s\n", "MatMul through the framework vs cuBLAS", "see 3", "n/a", "n/a", "-", "-");
+    const char *where = gpu_is_emulated() ? "the CPU (GPU emulated: a check of the path only)" : "the GPU";
     if (p.skip[0]) printf("(PyTorch not measured: %s)\n", p.skip);
-    else printf("(PyTorch %s on %s, via %s; its loop counts on the host, as Python does; its MLP step ends with loss.item())\n",
-                p.version[0] ? p.version : "?", gpu_is_emulated() ? "the CPU (GPU emulated: a check of the path only)" : "the GPU", p.python);
-    char py[64];
-    if (find_python("jax", "True", py, sizeof py)) printf("(JAX importable with %s, but it has no peer script here: not measured)\n", py);
-    else printf("(JAX: not installed; not measured)\n");
+    else printf("(PyTorch %s on %s, via %s; eager; its loop counts on the host, as Python does; its MLP step ends with loss.item())\n",
+                p.version[0] ? p.version : "?", where, p.python);
+    if (j.skip[0]) printf("(JAX not measured: %s)\n", j.skip);
+    else printf("(JAX %s on %s, via %s; its Adds dispatched one by one, its loop one jitted lax.while_loop, its MLP step "
+                "jitted, with float(loss) each step)\n", j.version[0] ? j.version : "?", where, j.python);
 }
 
 int main(void) {
@@ -765,8 +805,8 @@ int main(void) {
 
     node_results nodes = {0};
     bench_nodes(&nodes);
-    double mlp_us = bench_mlp();
-    print_side_by_side(&nodes, mlp_us);
+    double mlp_us = bench_mlp(0), mlp_graph_us = bench_mlp(1);
+    print_side_by_side(&nodes, mlp_us, mlp_graph_us);
     if (failures) printf("\nbench_cuda: %d case%s FAILED (above)\n", failures, failures == 1 ? "" : "s");
     return failures ? 1 : 0;
 }
