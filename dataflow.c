@@ -12063,6 +12063,8 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
         df__part *pt = &plan->parts[p];
         if (pt->g->status.code) { df_status_set(st, DF_INTERNAL, "Partitioning: %s", pt->g->status.message); goto fail; }
         int fuse = no_switch && ss->opts.cuda_graphs && !pt->dev->host_memory && !df__gg_returns(plan, p, st);
+        if (ss->opts.cuda_graphs && !pt->dev->host_memory && !fuse && getenv("DF_CUDA_GRAPHS_DEBUG"))
+            fprintf(stderr, "dataflow: no CUDA graph on %s: %s\n", pt->dev->name, no_switch ? "a value it sends comes back" : "the run has a Switch");
         if (st->code) goto fail;
         if (df__pb_compile(ss, pt, pfeeds[p], pt->n_feeds, pfetches[p], pt->n_fetches, fuse, st) != DF_OK) goto fail;
     }
@@ -12476,9 +12478,9 @@ fail:
    node by node for good). A capture fails where a kernel copies to the host or waits: what
    cannot be captured is run.
    ========================================================================================== */
-enum { DF__GG_RECAPTURES = 8 };
+enum { DF__GG_RECAPTURES = 8, DF__GG_SMALL = 16 };
 typedef struct df__gg_src { int32_t node, out; } df__gg_src;   /* node -1: the graph node's input `out` */
-typedef struct df__gg_sig { df_dtype dtype; int rank, host; int64_t dims[DF_MAX_RANK]; df_tensor *bytes; } df__gg_sig;
+typedef struct df__gg_sig { df_dtype dtype; int rank, host; int64_t dims[DF_MAX_RANK]; df_tensor *bytes; const void *ref; } df__gg_sig;
 typedef struct df__gg {
     df__device *dev;
     int n_nodes, n_in, n_out, n_values;
@@ -12486,6 +12488,7 @@ typedef struct df__gg {
     df__kernel_fn *kernels;
     uint32_t *host_out, *need;       /* per node: outputs in host memory (~0u: a host kernel); consumed */
     int32_t *in_start, *val_start;   /* per node: its first source in srcs, its first value */
+    int32_t *pair;                   /* per node: a Recv's Send (a pair within the device) */
     df__gg_src *srcs, *outs;
     int32_t *uses;                   /* per value: reads by nodes and graph outputs */
     uint32_t host_in, host_out_mask; /* the graph node's inputs and outputs in host memory */
@@ -12516,7 +12519,7 @@ static void df__gg_free(df__gg *gg) {
     if (gg->static_in) df__gg_drop(gg);
     for (int j = 0; gg->sig && j < gg->n_in; j++) df_tensor_release(gg->sig[j].bytes);
     DF_FREE(gg->nodes); DF_FREE(gg->kernels); DF_FREE(gg->host_out); DF_FREE(gg->need); DF_FREE(gg->in_start);
-    DF_FREE(gg->val_start); DF_FREE(gg->srcs); DF_FREE(gg->outs); DF_FREE(gg->uses); DF_FREE(gg->sig);
+    DF_FREE(gg->val_start); DF_FREE(gg->pair); DF_FREE(gg->srcs); DF_FREE(gg->outs); DF_FREE(gg->uses); DF_FREE(gg->sig);
     DF_FREE(gg->static_in); DF_FREE(gg->static_out); DF_FREE(gg->out_owned); DF_FREE(gg->held.v); DF_FREE(gg->vars);
     DF_FREE(gg);
 }
@@ -12528,6 +12531,7 @@ static int df__gg_alike(df__gg *gg, df_tensor *const *in, int keep, df_status *s
         const df_tensor *t = in[j];
         df__gg_sig *s = &gg->sig[j];
         int host = df__tensor_gpu(t) == NULL;
+        if (t->ref || s->ref) { if (s->ref != (const void *)t->ref) same = 0; continue; }   /* a variable: the same one */
         if (s->dtype != t->dtype || s->rank != t->rank || s->host != host ||
             memcmp(s->dims, t->dims, (size_t)t->rank * sizeof(int64_t)) ||
             (host && (!s->bytes || s->bytes->nbytes != t->nbytes || memcmp(s->bytes->data, t->data, t->nbytes))))
@@ -12537,6 +12541,8 @@ static int df__gg_alike(df__gg *gg, df_tensor *const *in, int keep, df_status *s
     for (int j = 0; j < gg->n_in; j++) {
         const df_tensor *t = in[j];
         df__gg_sig *s = &gg->sig[j];
+        s->ref = t->ref;
+        if (t->ref) continue;
         s->dtype = t->dtype; s->rank = t->rank; s->host = df__tensor_gpu(t) == NULL;
         memcpy(s->dims, t->dims, (size_t)t->rank * sizeof(int64_t));
         df_tensor_release(s->bytes);
@@ -12593,7 +12599,19 @@ static int df__gg_run(df__kctx *c, df__gg *gg, df_tensor *const *in, df_tensor *
             if (t->ref && record && !df__gg_note_var(gg, t->ref)) { ok = 0; df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); }
             if (ok && t->ref && !df__ref_arg(n->op, k) && !(kin[k] = df__deref(kin[k], n, st))) ok = 0;
         }
-        if (ok) {
+        if (ok && (n->op->flags & DF__OP_TRANSFER)) {
+            /* a pair within the device: the Send keeps nothing, its Recv fills device memory
+               with the Send's value element by element (the bytes travel in the launches) */
+            if (n->op->flags & DF__OP_RECV) {
+                int sp = gg->pair[i];
+                const df__gg_src *ss = gg->srcs + gg->in_start[sp];
+                const df_tensor *h = ss->node < 0 ? in[ss->out] : vals[gg->val_start[ss->node] + ss->out];
+                size_t es = df_dtype_size(h ? h->dtype : DF_FLOAT);
+                if (!h || !(kout[0] = df__tensor_alloc(gg->dev->alloc, h->dtype, h->rank, h->dims, st))) ok = 0;
+                for (int64_t e = 0; ok && e < h->n; e++)
+                    if (df_cuda_fill((df_cuda *)gg->dev->gpu, (char *)kout[0]->data + e * es, 1, es, (const char *)h->data + e * es, st)) ok = 0;
+            }
+        } else if (ok) {
             df__kctx k;
             memset(&k, 0, sizeof k);
             k.in = kin; k.out = kout; k.node = n; k.n_in = ni; k.n_out = no; k.need = gg->need[i];
@@ -12621,7 +12639,8 @@ static int df__gg_run(df__kctx *c, df__gg *gg, df_tensor *const *in, df_tensor *
             if (ok) vals[gg->val_start[i] + o] = kout[o];
             else df_tensor_release(kout[o]);
         }
-        for (int k = 0; ok && k < ni; k++)           /* values nothing reads any more go back */
+        int keep = (n->op->flags & DF__OP_TRANSFER) != 0;   /* (a Send's value: its Recv reads it) */
+        for (int k = 0; ok && !keep && k < ni; k++)  /* values nothing reads any more go back */
             if (src[k].node >= 0) {
                 int v = gg->val_start[src[k].node] + src[k].out;
                 if (--left[v] == 0) { df_tensor_release(vals[v]); vals[v] = NULL; }
@@ -12755,16 +12774,12 @@ static void df__gk_gpu_graph(df__kctx *c) {
 
 /* The partition's nodes that a GPU graph may hold: no control flow, no state but variables read
    and updated in place (the Apply ops), a kernel for the GPU; fed placeholders and Send/Recv
-   stay outside. Returns 0 (no graph) when any other node is there or a Send/Recv pair joins
-   the two memories of this device. */
+   stay outside. Returns 0 (no graph) when any other node is there. */
 static int df__gg_member(const df_node *n, const df__device *d, int *member) {
     static const char *const stateful_ok[] = {"VariableV2", "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam"};
     unsigned f = n->op->flags;
     *member = 0;
-    if (f & DF__OP_TRANSFER) {                        /* a pair within the device: memory types */
-        const char *from = df__attr_s(n, "send_device"), *to = df__attr_s(n, "recv_device");
-        return strcmp(from, to) != 0;
-    }
+    if (f & DF__OP_TRANSFER) return 1;         /* (a pair within the device may join: below) */
     if (f & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER | DF__OP_EXIT | DF__OP_NEXT_ITERATION | DF__OP_LOOP_COND |
              DF__OP_CONTROL_TRIGGER | DF__OP_LOOP_COUNT)) return 0;
     if (f & DF__OP_STATEFUL) {
@@ -12797,9 +12812,50 @@ static df_code df__gg_rewrite(df__part *pt, const df_output *feeds, int n_feeds,
         int fed = 0, member = 0;
         for (int f = 0; f < n_feeds && !fed; f++) fed = feeds[f].node == x;
         if (fed) continue;
-        if (!df__gg_member(x, d, &member)) { n_s = 0; goto none; }
+        if (!df__gg_member(x, d, &member)) {
+            if (getenv("DF_CUDA_GRAPHS_DEBUG")) fprintf(stderr, "dataflow: no CUDA graph on %s: node %s (%s)\n", d->name, x->name, x->op->name);
+            n_s = 0;
+            goto none;
+        }
         in_s[i] = (unsigned char)member;
         n_s += member;
+    }
+    /* A Send to this device's other memory (a host value a kernel reads in device memory, say)
+       comes back through its Recv: it and everything it waits for stay outside. */
+    {
+        int top = 0;
+        for (int i = 0; i < n; i++) {
+            const df_node *x = g->nodes[i];
+            if ((x->op->flags & DF__OP_TRANSFER) && x->n_inputs > 0 &&
+                !strcmp(df__attr_s(x, "send_device"), df__attr_s(x, "recv_device"))) {
+                /* a small host value (a size, a shape) a kernel reads in device memory: the pair
+                   joins the graph, its copy made by fills that carry the bytes */
+                const df__shape *sh = &x->inputs[0].node->out_shapes[x->inputs[0].index];
+                int64_t count = df__shape_count(sh);
+                if (!strcmp(x->op->name, "_HostSend") && count >= 0 && count <= DF__GG_SMALL) {
+                    in_s[i] = 1;
+                    n_s++;
+                    for (int r = 0; r < n; r++)
+                        if (g->nodes[r]->op->flags & DF__OP_RECV && df__attr_i(g->nodes[r], "_key", -2) == df__attr_i(x, "_key", -1) &&
+                            !in_s[r]) { in_s[r] = 1; n_s++; }
+                } else order[top++] = i;
+            }
+        }
+        memset(deg, 0, (size_t)n * sizeof(int32_t));               /* (deg: seen) */
+        for (int i = 0; i < top; i++) deg[order[i]] = 1;
+        while (top) {
+            const df_node *x = g->nodes[order[--top]];
+            if (in_s[x->id]) { in_s[x->id] = 0; n_s--; }
+            for (int k = 0; k < x->n_inputs + x->n_controls; k++) {
+                int u = k < x->n_inputs ? x->inputs[k].node->id : x->controls[k - x->n_inputs]->id;
+                if (!deg[u]) { deg[u] = 1; order[top++] = u; }
+            }
+        }
+    }
+    if (getenv("DF_CUDA_GRAPHS_DEBUG")) {
+        fprintf(stderr, "dataflow: GPU graph of %d of %d nodes on %s; outside:", n_s, n, d->name);
+        for (int i = 0; i < n && i < 4000; i++) if (!in_s[i]) fprintf(stderr, " %s(%s)", g->nodes[i]->name, g->nodes[i]->op->name);
+        fprintf(stderr, "\n");
     }
     if (n_s < 2) goto none;
     /* a topological order of the members (data and control edges among them) */
@@ -12849,8 +12905,9 @@ static df_code df__gg_rewrite(df__part *pt, const df_output *feeds, int n_feeds,
     gg->need = (uint32_t *)DF_MALLOC((size_t)n_s * sizeof(uint32_t));
     gg->in_start = (int32_t *)DF_MALLOC((size_t)n_s * sizeof(int32_t));
     gg->val_start = (int32_t *)DF_MALLOC((size_t)n_s * sizeof(int32_t));
+    gg->pair = (int32_t *)DF_MALLOC((size_t)n_s * sizeof(int32_t));
     gg->srcs = (df__gg_src *)DF_MALLOC((size_t)(n_srcs + 1) * sizeof(df__gg_src));
-    if (!gg->nodes || !gg->kernels || !gg->host_out || !gg->need || !gg->in_start || !gg->val_start || !gg->srcs) goto oom;
+    if (!gg->nodes || !gg->kernels || !gg->host_out || !gg->need || !gg->in_start || !gg->val_start || !gg->pair || !gg->srcs) goto oom;
     int32_t *pos = deg;                                          /* node id -> position in order */
     for (int i = 0; i < n; i++) pos[i] = -1;
     for (int p = 0; p < n_s; p++) pos[order[p]] = p;
@@ -12865,6 +12922,11 @@ static df_code df__gg_rewrite(df__part *pt, const df_output *feeds, int n_feeds,
         gg->kernels[p] = df__node_kernel(x, d->kernel_type, NULL, &gg->host_out[p], &host_only);
         if (host_only) gg->host_out[p] = ~0u;
         gg->need[p] = 0;
+        gg->pair[p] = -1;
+        if (x->op->flags & DF__OP_RECV)
+            for (int q = 0; q < n_s; q++)
+                if ((g->nodes[order[q]]->op->flags & DF__OP_TRANSFER) && g->nodes[order[q]]->n_inputs > 0 &&
+                    df__attr_i(g->nodes[order[q]], "_key", -1) == df__attr_i(x, "_key", -2)) gg->pair[p] = q;
         gg->in_start[p] = s_i;
         gg->val_start[p] = gg->n_values;
         gg->n_values += x->n_outputs;
@@ -15231,7 +15293,8 @@ static const df__opspec df__op_table[] = {
 #define DF__XFER_ATTRS "tensor_name:string,send_device:string,send_device_incarnation:int,recv_device:string,client_terminated:bool=false"
     {"_Send", "tensor:T", "", "T:type," DF__XFER_ATTRS, NULL, df__k_send, DF__OP_STATEFUL | DF__OP_NO_GRADIENT | DF__OP_TRANSFER, 0},
     /* a GPU partition's nodes as one CUDA graph (cuda_graphs; made by the partitioner only) */
-    {"_GpuGraph", "inputs:Tin", "outputs:Tout", "Tin:list(type),Tout:list(type)", NULL, NULL, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"_GpuGraph", "inputs:Tin", "outputs:Tout", "Tin:list(type),Tout:list(type)", NULL, NULL,
+     DF__OP_STATEFUL | DF__OP_NO_GRADIENT | DF__OP_ALLOWS_UNINIT, 0},   /* (its nodes read variables themselves) */
     {"_Recv", "", "tensor:tensor_type", "tensor_type:type," DF__XFER_ATTRS, df__sf_unknown, df__k_recv,
      DF__OP_STATEFUL | DF__OP_NO_GRADIENT | DF__OP_TRANSFER | DF__OP_RECV, 0},
     {"_HostSend", "tensor:T", "", "T:type," DF__XFER_ATTRS, NULL, df__k_send, DF__OP_STATEFUL | DF__OP_NO_GRADIENT | DF__OP_TRANSFER, 0},
