@@ -1469,17 +1469,26 @@ df_cu_reduce_cols_tile(const T *x, T *y, int64_t outer, int64_t red, int64_t inn
         __syncthreads();
     }
 }
-/* How many blocks share each of `groups` groups: enough for one full wave of kernel K, at
-   least min_work elements each, within the scratch. */
+/* How many blocks share each of `groups` groups: waves of kernel K as full as can be (up to
+   two waves' worth), at least min_work elements each, within the scratch. */
 template <auto K>
 static int df_cuda_split(const df_cuda *g, int64_t groups, int64_t elems_per_group, int64_t part_per_block, int64_t max_split) {
     const int64_t target = (int64_t)g->sms * df_cuda_resident<K>(), min_work = 8192;
     if (groups >= target || groups > DF_CUDA_COUNTERS || elems_per_group < 2 * min_work) return 1;
-    int64_t split = (target + groups - 1) / groups;
-    if (split > elems_per_group / min_work) split = elems_per_group / min_work;
-    if (split > max_split) split = max_split;
-    if (split * groups * part_per_block > DF_CUDA_PARTIALS) split = DF_CUDA_PARTIALS / (groups * part_per_block);
-    return split < 1 ? 1 : (int)split;
+    int64_t most = 2 * ((target + groups - 1) / groups);
+    if (most > elems_per_group / min_work) most = elems_per_group / min_work;
+    if (most > max_split) most = max_split;
+    if (most * groups * part_per_block > DF_CUDA_PARTIALS) most = DF_CUDA_PARTIALS / (groups * part_per_block);
+    /* the split whose blocks fill their waves best (a last wave half empty costs a third of
+       a two-wave run); the smallest of equals */
+    int64_t split = 1;
+    double best = 0;
+    for (int64_t s = 1; s <= most; s++) {
+        const int64_t blocks = groups * s, waves = (blocks + target - 1) / target;
+        const double fill = (double)blocks / (double)(waves * target);
+        if (fill > best + 1e-9) { best = fill; split = s; }
+    }
+    return (int)split;
 }
 template <int OP, class T>
 static df_code df_cuda_reduce_run(df_cuda *g, const void *xv, void *yv, int64_t outer, int64_t red, int64_t inner, df_status *st) {
