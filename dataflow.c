@@ -6709,20 +6709,28 @@ static df_code df__sf_one_hot(df__shape_ctx *c) {
     for (int i = 0, j = 0; i < o->rank; i++) o->dims[i] = i == axis ? d : ix->dims[j++];
     return DF_OK;
 }
-static void df__k_one_hot(df__kctx *c) {
-    const df_tensor *ix = c->in[0], *depth = c->in[1], *on = c->in[2], *off = c->in[3];
-    if (depth->n != 1 || on->n != 1 || off->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "depth, on_value and off_value must be scalars"); return; }
-    int64_t d = df__int_at(depth, 0), axis = df__attr_i(c->node, "axis", -1);
-    if (d < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "depth must be non-negative, got: %lld", (long long)d); return; }
-    if (axis < -1 || axis > ix->rank || ix->rank + 1 > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Expected axis to be -1 or between [0, %d)", ix->rank + 1); return; }
+/* OneHot's checks and output (NULL: failed, or nothing to write): [outer, depth, inner]. */
+static df_tensor *df__one_hot_prep(df__kctx *c, int64_t *outer, int64_t *depth, int64_t *inner) {
+    const df_tensor *ix = c->in[0], *dt = c->in[1], *on = c->in[2], *off = c->in[3];
+    if (dt->n != 1 || on->n != 1 || off->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "depth, on_value and off_value must be scalars"); return NULL; }
+    int64_t d = df__int_at(dt, 0), axis = df__attr_i(c->node, "axis", -1);
+    if (d < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "depth must be non-negative, got: %lld", (long long)d); return NULL; }
+    if (axis < -1 || axis > ix->rank || ix->rank + 1 > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Expected axis to be -1 or between [0, %d)", ix->rank + 1); return NULL; }
     if (axis == -1) axis = ix->rank;
     int64_t dims[DF_MAX_RANK];
     for (int i = 0, j = 0; i < ix->rank + 1; i++) dims[i] = i == axis ? d : ix->dims[j++];
     df_tensor *o = df__k_alloc(c, 0, on->dtype, ix->rank + 1, dims);
-    if (!o || !o->n) return;
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < axis; i++) outer *= ix->dims[i];
-    for (int i = (int)axis; i < ix->rank; i++) inner *= ix->dims[i];
+    if (!o || !o->n) return NULL;
+    *outer = 1; *inner = 1; *depth = d;
+    for (int i = 0; i < axis; i++) *outer *= ix->dims[i];
+    for (int i = (int)axis; i < ix->rank; i++) *inner *= ix->dims[i];
+    return o;
+}
+static void df__k_one_hot(df__kctx *c) {
+    const df_tensor *ix = c->in[0], *on = c->in[2], *off = c->in[3];
+    int64_t outer, d, inner;
+    df_tensor *o = df__one_hot_prep(c, &outer, &d, &inner);
+    if (!o) return;
     size_t es = df_dtype_size(on->dtype);
     for (int64_t q = 0; q < outer; q++)
         for (int64_t k = 0; k < d; k++)
@@ -7391,18 +7399,26 @@ static void df__k_broadcast_to(df__kctx *c) {
 }
 
 /* Cumprod along an axis (exclusive / reverse as TF's attrs). */
-static void df__k_cumprod(df__kctx *c) {
+/* Cumprod's checks and output (NULL: failed, or nothing to write): [outer, len, inner]. */
+static df_tensor *df__cumprod_prep(df__kctx *c, int64_t *outer, int64_t *len, int64_t *inner) {
     const df_tensor *x = c->in[0], *ax = c->in[1];
-    if (!df__is_int_tensor(ax) || ax->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "axis must be a scalar"); return; }
+    if (!df__is_int_tensor(ax) || ax->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "axis must be a scalar"); return NULL; }
     int64_t a = df__int_at(ax, 0);
-    if (a < -x->rank || a >= x->rank) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "axis %lld out of range for rank %d", (long long)a, x->rank); return; }
+    if (a < -x->rank || a >= x->rank) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "axis %lld out of range for rank %d", (long long)a, x->rank); return NULL; }
     if (a < 0) a += x->rank;
-    int excl = df__attr_b(c->node, "exclusive", 0), rev = df__attr_b(c->node, "reverse", 0);
     df_tensor *o = df__k_alloc_like(c, 0, x->dtype, x);
-    if (!o || !o->n) return;
-    int64_t outer = 1, len = x->dims[a], inner = 1;
-    for (int d = 0; d < a; d++) outer *= x->dims[d];
-    for (int d = (int)a + 1; d < x->rank; d++) inner *= x->dims[d];
+    if (!o || !o->n) return NULL;
+    *outer = 1; *len = x->dims[a]; *inner = 1;
+    for (int d = 0; d < a; d++) *outer *= x->dims[d];
+    for (int d = (int)a + 1; d < x->rank; d++) *inner *= x->dims[d];
+    return o;
+}
+static void df__k_cumprod(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    int excl = df__attr_b(c->node, "exclusive", 0), rev = df__attr_b(c->node, "reverse", 0);
+    int64_t outer, len, inner;
+    df_tensor *o = df__cumprod_prep(c, &outer, &len, &inner);
+    if (!o) return;
     for (int64_t q = 0; q < outer; q++)
         for (int64_t j = 0; j < inner; j++) {
             double p = 1;
@@ -15010,6 +15026,18 @@ static void df__gk_tile(df__kctx *c) {
     if (r == 0) { df_cuda_memcpy_d2d(DF__GPU(c), o->data, x->data, o->nbytes, c->st); return; }
     df_cuda_strided_copy(DF__GPU(c), df_dtype_size(x->dtype), r, idims, x->data, ss, o->data, ds, c->st);
 }
+static void df__gk_one_hot(df__kctx *c) {          /* depth, on and off in host memory */
+    int64_t outer, d, inner;
+    df_tensor *o = df__one_hot_prep(c, &outer, &d, &inner);
+    if (o) df_cuda_one_hot(DF__GPU(c), df_dtype_size(o->dtype), c->in[0]->data, c->in[0]->dtype, o->data, outer, d, inner,
+                           c->in[2]->data, c->in[3]->data, c->st);
+}
+static void df__gk_cumprod(df__kctx *c) {          /* axis in host memory */
+    int64_t outer, len, inner;
+    df_tensor *o = df__cumprod_prep(c, &outer, &len, &inner);
+    if (o) df_cuda_cumprod(DF__GPU(c), o->dtype, c->in[0]->data, o->data, outer, len, inner, df__attr_b(c->node, "exclusive", 0),
+                           df__attr_b(c->node, "reverse", 0), c->st);
+}
 static void df__gk_gather(df__kctx *c) {
     const df_tensor *p = c->in[0], *ix = c->in[1];
     int axis;
@@ -15139,7 +15167,7 @@ static const struct { const char *name; uint32_t host_in, host_out, types; df__k
     {"Pack", 0, 0, 0, df__gk_concat}, {"Tile", 2, 0, 0, df__gk_tile}, {"BroadcastTo", 2, 0, 0, df__gk_tile},
     {"Slice", 6, 0, 0, NULL}, {"StridedSlice", 14, 0, 0, NULL}, {"StridedSliceGrad", 15, 0, 0, NULL},
     {"Pad", 2, 0, 0, NULL}, {"Unpack", 0, 0, 0, NULL},
-    {"GatherV2", 4, 0, 0, df__gk_gather}, {"UnsortedSegmentSum", 4, 0, DF__GK_F, df__gk_segment_sum},
+    {"GatherV2", 4, 0, 0, df__gk_gather}, {"OneHot", 14, 0, 0, df__gk_one_hot}, {"Cumprod", 2, 0, DF__GK_F, df__gk_cumprod}, {"UnsortedSegmentSum", 4, 0, DF__GK_F, df__gk_segment_sum},
     {"RandomUniform", 1, 0, DF__GK_F, df__gk_random}, {"RandomStandardNormal", 1, 0, DF__GK_F, df__gk_random},
     {"TruncatedNormal", 1, 0, DF__GK_F, df__gk_random},
     {"ApplyGradientDescent", 0, 0, DF__GK_F, df__gk_apply}, {"ApplyMomentum", 0, 0, DF__GK_F, df__gk_apply},

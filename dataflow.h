@@ -546,6 +546,14 @@ df_code df_cuda_pool(df_cuda *g, df_dtype t, const df_cuda_conv *p, int max, con
 df_code df_cuda_max_pool_grad(df_cuda *g, df_dtype t, const df_cuda_conv *p, const void *x, const void *y,
                               const void *dy, void *dx, df_status *st);
 df_code df_cuda_avg_pool_grad(df_cuda *g, df_dtype t, const df_cuda_conv *p, const void *dy, void *dx, df_status *st);
+/* Cumulative product along the middle axis of [outer, len, inner] (exclusive: from 1; reverse:
+   from the end), multiplied in double in the CPU kernel's order. Float types. */
+df_code df_cuda_cumprod(df_cuda *g, df_dtype t, const void *x, void *y, int64_t outer, int64_t len, int64_t inner,
+                        int exclusive, int reverse, df_status *st);
+/* One-hot: y[q, k, j] (elem_size bytes, [outer, depth, inner]) is host_on where
+   indices[q, j] == k, else host_off (indices out of [0, depth): all off). */
+df_code df_cuda_one_hot(df_cuda *g, size_t elem_size, const void *indices, df_dtype index_t, void *y, int64_t outer,
+                        int64_t depth, int64_t inner, const void *host_on, const void *host_off, df_status *st);
 /* CUDA graphs. Between begin and end, the launchers this thread calls on g are recorded, not
    run (one capture per GPU at a time: another thread's begin gets DF_UNAVAILABLE); copies to or
    from the host and waits are refused with DF_UNIMPLEMENTED, which spoils the capture. End

@@ -2519,3 +2519,83 @@ extern "C" void df_cuda_graph_free(df_cuda *g, void *graph) {
     cudaGraphExecDestroy((cudaGraphExec_t)graph);
     (void)cudaGetLastError();
 }
+
+/* ---- Cumprod: one thread per (outer, inner) column, in the CPU's order, in double ---- */
+template <class T>
+__global__ void __launch_bounds__(DF_CUDA_THREADS) df_cu_cumprod(const T *x, T *y, int64_t outer, int64_t len, int64_t inner,
+                                                                 int exclusive, int reverse) {
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < outer * inner; t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t q = t / inner, j = t % inner;
+        double p = 1;
+        for (int64_t k0 = 0; k0 < len; k0++) {
+            const int64_t k = reverse ? len - 1 - k0 : k0, at = (q * len + k) * inner + j;
+            const double v = (double)x[at];
+            if (!exclusive) p *= v;
+            y[at] = (T)p;
+            if (exclusive) p *= v;
+        }
+    }
+}
+extern "C" df_code df_cuda_cumprod(df_cuda *g, df_dtype t, const void *x, void *y, int64_t outer, int64_t len, int64_t inner,
+                                   int exclusive, int reverse, df_status *st) {
+    DF_CUDA_ENTER("df_cuda_cumprod");
+    if (t != DF_FLOAT && t != DF_DOUBLE) DF_CUDA_BAD("df_cuda_cumprod: type %s is not float or double", df_dtype_name(t));
+    const int64_t dims[3] = {outer, len, inner};
+    int64_t total;
+    if (!df_cuda_count(3, dims, &total)) DF_CUDA_BAD("df_cuda_cumprod: bad sizes [%lld, %lld, %lld]", (long long)outer, (long long)len, (long long)inner);
+    if (!total) return DF_OK;
+    const size_t es = df_dtype_size(t);
+    if (!x || !y || df_cuda_misaligned(x, es) || df_cuda_misaligned(y, es)) DF_CUDA_BAD("df_cuda_cumprod: NULL or misaligned pointer");
+    if (df_cuda_use(g, st)) return st->code;
+    if (t == DF_FLOAT)
+        df_cu_cumprod<float><<<df_cuda_grid<df_cu_cumprod<float>>(g, outer * inner), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
+            (const float *)x, (float *)y, outer, len, inner, exclusive, reverse);
+    else
+        df_cu_cumprod<double><<<df_cuda_grid<df_cu_cumprod<double>>(g, outer * inner), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
+            (const double *)x, (double *)y, outer, len, inner, exclusive, reverse);
+    DF_CUDA_LAUNCHED("df_cuda_cumprod");
+    return DF_OK;
+}
+
+/* ---- OneHot: y[q, k, j] = indices[q, j] == k ? on : off ---- */
+template <class E, class I>
+__global__ void __launch_bounds__(DF_CUDA_THREADS) df_cu_one_hot(const I *ix, E *y, int64_t depth, int64_t inner, int64_t total, E on, E off) {
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total; t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t j = t % inner, k = (t / inner) % depth, q = t / (inner * depth);
+        y[t] = (int64_t)ix[q * inner + j] == k ? on : off;
+    }
+}
+template <class E>
+static df_code df_cuda_one_hot_run(df_cuda *g, const void *ix, df_dtype index_t, void *y, int64_t depth, int64_t inner, int64_t total,
+                                   const void *on, const void *off, df_status *st) {
+    E a, b;
+    memcpy(&a, on, sizeof a);
+    memcpy(&b, off, sizeof b);
+    if (index_t == DF_INT32)
+        df_cu_one_hot<E, int32_t><<<df_cuda_grid<df_cu_one_hot<E, int32_t>>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
+            (const int32_t *)ix, (E *)y, depth, inner, total, a, b);
+    else
+        df_cu_one_hot<E, int64_t><<<df_cuda_grid<df_cu_one_hot<E, int64_t>>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
+            (const int64_t *)ix, (E *)y, depth, inner, total, a, b);
+    DF_CUDA_LAUNCHED("df_cuda_one_hot");
+    return DF_OK;
+}
+extern "C" df_code df_cuda_one_hot(df_cuda *g, size_t elem_size, const void *indices, df_dtype index_t, void *y, int64_t outer,
+                                   int64_t depth, int64_t inner, const void *host_on, const void *host_off, df_status *st) {
+    DF_CUDA_ENTER("df_cuda_one_hot");
+    if (elem_size != 1 && elem_size != 2 && elem_size != 4 && elem_size != 8) DF_CUDA_BAD("df_cuda_one_hot: element size %zu is not 1, 2, 4 or 8", elem_size);
+    if (index_t != DF_INT32 && index_t != DF_INT64) DF_CUDA_BAD("df_cuda_one_hot: indices must be int32 or int64, not %s", df_dtype_name(index_t));
+    const int64_t dims[3] = {outer, depth, inner};
+    int64_t total;
+    if (!df_cuda_count(3, dims, &total)) DF_CUDA_BAD("df_cuda_one_hot: bad sizes [%lld, %lld, %lld]", (long long)outer, (long long)depth, (long long)inner);
+    if (!total) return DF_OK;
+    if (!indices || !y || !host_on || !host_off || df_cuda_misaligned(y, elem_size) || df_cuda_misaligned(indices, df_dtype_size(index_t)))
+        DF_CUDA_BAD("df_cuda_one_hot: NULL or misaligned pointer");
+    if (df_cuda_use(g, st)) return st->code;
+    switch (elem_size) {
+    case 1: return df_cuda_one_hot_run<uint8_t>(g, indices, index_t, y, depth, inner, total, host_on, host_off, st);
+    case 2: return df_cuda_one_hot_run<uint16_t>(g, indices, index_t, y, depth, inner, total, host_on, host_off, st);
+    case 4: return df_cuda_one_hot_run<uint32_t>(g, indices, index_t, y, depth, inner, total, host_on, host_off, st);
+    default: return df_cuda_one_hot_run<unsigned long long>(g, indices, index_t, y, depth, inner, total, host_on, host_off, st);
+    }
+}

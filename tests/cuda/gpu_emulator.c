@@ -1796,3 +1796,51 @@ df_code df_cuda_graph_launch(df_cuda *g, void *graph, df_status *st) {
     return df_status_set(st, DF_INVALID_ARGUMENT, "df_cuda_graph_launch: the host emulation makes no graphs");
 }
 void df_cuda_graph_free(df_cuda *g, void *graph) { (void)g; (void)graph; }
+
+df_code df_cuda_cumprod(df_cuda *g, df_dtype t, const void *x, void *y, int64_t outer, int64_t len, int64_t inner,
+                        int exclusive, int reverse, df_status *st) {
+    emu__call c;
+    if (!emu__begin(&c, g, st, "df_cuda_cumprod")) return c.code;
+    if (!emu__float_type(&c, t) || !emu__nonneg(&c, "outer", outer) || !emu__nonneg(&c, "len", len) || !emu__nonneg(&c, "inner", inner))
+        return c.code;
+    int64_t n = emu__mul(&c, emu__mul(&c, outer, len), inner);
+    if (c.code || n == 0) return c.code;
+    size_t es = df_dtype_size(t);
+    const void *xs = emu__dense(&c, "x", x, n, es);
+    void *ys = emu__dense(&c, "y", y, n, es);
+    if (c.code) return c.code;
+    emu__start(&c);
+    for (int64_t q = 0; q < outer; q++)
+        for (int64_t j = 0; j < inner; j++) {
+            double p = 1;
+            for (int64_t k0 = 0; k0 < len; k0++) {
+                int64_t k = reverse ? len - 1 - k0 : k0, at = (q * len + k) * inner + j;
+                double v = t == DF_FLOAT ? ((const float *)xs)[at] : ((const double *)xs)[at];
+                if (!exclusive) p *= v;
+                if (t == DF_FLOAT) ((float *)ys)[at] = (float)p; else ((double *)ys)[at] = p;
+                if (exclusive) p *= v;
+            }
+        }
+    return emu__finish(&c);
+}
+
+df_code df_cuda_one_hot(df_cuda *g, size_t elem_size, const void *indices, df_dtype index_t, void *y, int64_t outer,
+                        int64_t depth, int64_t inner, const void *host_on, const void *host_off, df_status *st) {
+    emu__call c;
+    if (!emu__begin(&c, g, st, "df_cuda_one_hot")) return c.code;
+    if (elem_size != 1 && elem_size != 2 && elem_size != 4 && elem_size != 8) { EMU_BAD(&c, "element size %zu is not 1, 2, 4 or 8", elem_size); return c.code; }
+    if (!emu__index_type(&c, "index_t", index_t) || !emu__nonneg(&c, "outer", outer) || !emu__nonneg(&c, "depth", depth) ||
+        !emu__nonneg(&c, "inner", inner)) return c.code;
+    int64_t n = emu__mul(&c, emu__mul(&c, outer, depth), inner), n_ix = emu__mul(&c, outer, inner);
+    if (c.code || n == 0) return c.code;
+    if (!host_on || !host_off) { EMU_BAD(&c, "NULL on or off value"); return c.code; }
+    const void *ix = emu__dense(&c, "indices", indices, n_ix, df_dtype_size(index_t));
+    char *ys = (char *)emu__dense(&c, "y", y, n, elem_size);
+    if (c.code) return c.code;
+    emu__start(&c);
+    for (int64_t t = 0; t < n; t++) {
+        int64_t j = t % inner, k = (t / inner) % depth, q = t / (inner * depth);
+        memcpy(ys + t * (int64_t)elem_size, emu__index_at(index_t, ix, q * inner + j) == k ? host_on : host_off, elem_size);
+    }
+    return emu__finish(&c);
+}

@@ -889,6 +889,38 @@ DF_TEST(gpu_gather_v2) {
     CHECK_LAUNCHED(l0, "GatherV2");
 }
 
+/* Cumprod (every axis, exclusive, reverse) and OneHot (axes, index types, value types) */
+DF_TEST(gpu_cumprod_and_one_hot) {
+    static const struct { int rank; int64_t dims[3]; } shapes_c[] = {{1, {7}}, {2, {3, 5}}, {3, {2, 3, 4}}, {2, {0, 3}}};
+    rng_seed(31);
+    int64_t l0 = launches();
+    for (int k = 0; k < LEN(shapes_c); k++)
+        for (int ax = -shapes_c[k].rank; ax < shapes_c[k].rank; ax++)
+            for (int f = 0; f < 4; f++)
+                for (int ti = 0; ti < 2; ti++) {
+                    df_dtype t = ti ? DF_DOUBLE : DF_FLOAT;
+                    opcase c = op_case("Cumprod", 2, rand_t(t, shapes_c[k].rank, shapes_c[k].dims, 0.5, 1.5), df_tensor_scalar_i32(ax));
+                    attr_bool(&c, "exclusive", f & 1);
+                    attr_bool(&c, "reverse", f >> 1 & 1);
+                    run_op(&c, 1e-5, "Cumprod case %d axis %d exclusive %d reverse %d %s", k, ax, f & 1, f >> 1 & 1, df_dtype_name(t));
+                }
+    CHECK_LAUNCHED(l0, "Cumprod");
+    static const struct { int rank; int64_t dims[2]; } shapes_o[] = {{1, {9}}, {2, {3, 4}}, {0, {0}}, {1, {0}}};
+    static const df_dtype vtypes[] = {DF_FLOAT, DF_DOUBLE, DF_HALF};
+    l0 = launches();
+    for (int k = 0; k < LEN(shapes_o); k++)
+        for (int axis = -1; axis <= shapes_o[k].rank; axis++)
+            for (int vi = 0; vi < LEN(vtypes); vi++)
+                for (int it = 0; it < 2; it++) {
+                    df_tensor *ids = rand_t(it ? DF_INT64 : DF_INT32, shapes_o[k].rank, shapes_o[k].dims, -1, 6);  /* some out of range */
+                    opcase c = op_case("OneHot", 4, ids, df_tensor_scalar_i32(5), vals_t(vtypes[vi], 0, NULL, (const double[]){2.5}),
+                                       vals_t(vtypes[vi], 0, NULL, (const double[]){-1}));
+                    attr_int(&c, "axis", axis);
+                    run_op(&c, 0, "OneHot case %d axis %d %s, %s indices", k, axis, df_dtype_name(vtypes[vi]), it ? "int64" : "int32");
+                }
+    CHECK_LAUNCHED(l0, "OneHot");
+}
+
 DF_TEST(gpu_unsorted_segment_sum) {
     static const struct { int rank; int64_t dims[3]; int irank; int nseg; } cases[] = {
         {2, {7, 3}, 1, 4}, {1, {6}, 1, 3}, {3, {5, 2, 33}, 2, 7}, {2, {0, 3}, 1, 2}, {2, {7, 3}, 1, 0}, {1, {1000}, 1, 10},
@@ -1170,9 +1202,6 @@ static void run_grad(opcase *c, const char *what) {
         char name[96] = "?";
         if (op) sscanf(op + 10, "%95[^: ]", name);
         size_t k = strlen(missing_kernels);
-        /* Cumprod (the gradient of Prod) has no GPU kernel yet: a known gap, named in the
-           README; the case still runs below with soft placement. */
-        if (strstr(name, "Cumprod")) k = sizeof missing_kernels;
         if (k + strlen(w) + strlen(name) + 8 < sizeof missing_kernels)
             snprintf(missing_kernels + k, sizeof missing_kernels - k, "%s%s (%s)", k ? "; " : "", w, name);
         both_ex(w, build_op_grad, c, 1e-4, 0, BOTH_SOFT);
@@ -2038,12 +2067,12 @@ DF_TEST(gpu_none_visible) {
     if (old) setenv("DF_EMULATED_GPUS", saved, 1); else unsetenv("DF_EMULATED_GPUS");
 }
 
-DF_TEST(gpu_placement_on_a_missing_gpu_or_without_a_kernel) {
+DF_TEST(gpu_placement_on_a_missing_gpu_and_cumprod_on_the_gpu) {
     df_graph *g = df_graph_new();
     df_graph_push_device(g, "/gpu:1");
     df_output y = df_mul(g, df_scalar_f32(g, 3), df_scalar_f32(g, 4));
     df_graph_pop_device(g);
-    df_graph_push_device(g, "/device:GPU:0");     /* Cumprod has no GPU kernel */
+    df_graph_push_device(g, "/device:GPU:0");     /* Cumprod: a GPU kernel (the gradient of Prod) */
     df_op_builder *b = df_op_new(g, "Cumprod", "cumprod");
     df_op_add_input(b, kconst(g, vals_t(DF_FLOAT, 1, D(4), (const double[]){1, 2, 3, 4})));
     df_op_add_input(b, df_scalar_i32(g, 0));
@@ -2069,16 +2098,11 @@ DF_TEST(gpu_placement_on_a_missing_gpu_or_without_a_kernel) {
         }
         df_tensor_release(v); v = NULL;
         df_session_run(s, NULL, NULL, 0, &cp, &v, 1, NULL, 0, &st);
-        if (!soft) {
-            CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "cumprod");
-            CHECK_MSG(strstr(st.message, "kernel") != NULL, "message: %s", st.message);
-        } else {                        /* falls back to the CPU */
-            CHECK_OK(&st);
-            if (v) CHECK_NEAR(((float *)df_tensor_data(v))[3], 24, 0);
-            const char *dev = NULL;
-            partition_on(s, "cumprod", &dev);
-            CHECK_MSG(dev && strstr(dev, "CPU:0"), "Cumprod on %s", dev ? dev : "nothing");
-        }
+        CHECK_OK(&st);                  /* on the GPU, asked for or not */
+        if (v) CHECK_NEAR(((float *)df_tensor_data(v))[3], 24, 0);
+        const char *dev = NULL;
+        partition_on(s, "cumprod", &dev);
+        CHECK_MSG(dev && strstr(dev, "GPU:0"), "Cumprod on %s", dev ? dev : "nothing");
         df_tensor_release(v);
         df_session_free(s);
     }
