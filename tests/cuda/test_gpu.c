@@ -41,6 +41,7 @@
 
 /* 1 where the emulator is linked (its counters can be read). */
 static int emulated(void) { return df_emu_launches != NULL; }
+static int captures_supported(void);
 static int64_t launches(void) { return emulated() ? df_emu_launches() : 0; }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1623,22 +1624,38 @@ static void *thread_main(void *arg) {
     }
     return NULL;
 }
+/* Then again with cuda_graphs: one thread captures or replays while the others find the graph
+   busy and run its nodes one by one; every step goes one of those ways. */
 DF_TEST(gpu_session_run_from_threads) {
     layer L = build_layer("/gpu:0");
-    df_status st;
-    df_session *s = gpu_session(L.g, 0, &st);
     rng_seed(33);
-    df_tensor *x = rand_t(DF_FLOAT, 2, D(16, 33), -1, 1), *o[3] = {0};
-    if (s && run_layer(s, &L, x, o, &st) == DF_OK) {
-        thread_job jobs[4];
-        pthread_t th[4];
-        for (int i = 0; i < 4; i++) { jobs[i].s = s; jobs[i].L = &L; jobs[i].x = x; jobs[i].expect = o[0]; jobs[i].bad = 0; }
-        for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, thread_main, &jobs[i]);
-        for (int i = 0; i < 4; i++) { pthread_join(th[i], NULL); CHECK_EQ_INT(jobs[i].bad, 0); }
-    } else CHECK_OK(&st);
-    for (int i = 0; i < 3; i++) df_tensor_release(o[i]);
+    df_tensor *x = rand_t(DF_FLOAT, 2, D(16, 33), -1, 1);
+    for (int graphs = 0; graphs < 2; graphs++) {
+        df_status st;
+        df_session_options opt;
+        memset(&opt, 0, sizeof opt);
+        opt.num_gpu_devices = 1;
+        opt.cuda_graphs = graphs;
+        df_session *s = df_session_new(L.g, &opt, &st);
+        df_tensor *o[3] = {0};
+        if (s && run_layer(s, &L, x, o, &st) == DF_OK) {
+            thread_job jobs[4];
+            pthread_t th[4];
+            for (int i = 0; i < 4; i++) { jobs[i].s = s; jobs[i].L = &L; jobs[i].x = x; jobs[i].expect = o[0]; jobs[i].bad = 0; }
+            for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, thread_main, &jobs[i]);
+            for (int i = 0; i < 4; i++) { pthread_join(th[i], NULL); CHECK_MSG(jobs[i].bad == 0, "thread %d, cuda_graphs %d: %d bad runs", i, graphs, jobs[i].bad); }
+            df_cuda_graph_stats gs;
+            df_session_cuda_graph_stats(s, &gs);
+            if (graphs)
+                CHECK_MSG(gs.captures + gs.replays + gs.eager_runs == 41 && gs.failed_captures == (captures_supported() ? 0 : 1) &&
+                          (!captures_supported() || gs.replays > 0),
+                          "captures %lld replays %lld node by node %lld failed %lld over 41 steps", (long long)gs.captures,
+                          (long long)gs.replays, (long long)gs.eager_runs, (long long)gs.failed_captures);
+        } else CHECK_MSG(s != NULL && st.code == DF_OK, "cuda_graphs %d: %s", graphs, st.message);
+        for (int i = 0; i < 3; i++) df_tensor_release(o[i]);
+        df_session_free(s);
+    }
     df_tensor_release(x);
-    df_session_free(s);
     df_graph_free(L.g);
 }
 
