@@ -27,35 +27,15 @@ stdout carries only machine-readable lines:
 or one line "skip REASON" when jax or its GPU is missing. Notes go to stderr.
 """
 
-import argparse
-import statistics
-import time
-
-from peer_util import info, out
+from peer_util import gpu_bench_args, info, median_us, out
 
 
 def median_us_per(fn, per, warm, reps):
-    for _ in range(warm):
-        fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e6 / per
+    return median_us(fn, warm, reps) / per
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--device", default="gpu", help="gpu (the benchmark) or cpu (a check of the script)")
-    ap.add_argument("--adds", type=int, default=1000)
-    ap.add_argument("--iters", type=int, default=10000)
-    ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--hidden", type=int, nargs=2, default=[1024, 1024])
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--warm", type=int, default=3)
-    args = ap.parse_args()
+    args = gpu_bench_args(__doc__, "gpu", "gpu (the benchmark) or cpu (a check of the script)")
     try:
         import jax
         import jax.numpy as jnp

@@ -23,3 +23,18 @@ def median_us(fn, warm, reps):
         fn()
         ts.append(time.perf_counter() - t0)
     return statistics.median(ts) * 1e6
+
+
+def gpu_bench_args(doc, default_device, device_help):
+    """The command line bench_cuda gives its GPU peers (torch_gpu.py, jax_gpu.py)."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--device", default=default_device, help=device_help)
+    ap.add_argument("--adds", type=int, default=1000)
+    ap.add_argument("--iters", type=int, default=10000)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--hidden", type=int, nargs=2, default=[1024, 1024])
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--warm", type=int, default=3)
+    return ap.parse_args()

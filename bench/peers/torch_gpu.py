@@ -26,11 +26,10 @@ stdout carries only machine-readable lines:
 or one line "skip REASON" when torch or its GPU is missing. Notes go to stderr.
 """
 
-import argparse
 import statistics
 import time
 
-from peer_util import info, out
+from peer_util import gpu_bench_args, info, out
 
 
 def median_us_per(fn, sync, per, warm, reps):
@@ -49,16 +48,7 @@ def median_us_per(fn, sync, per, warm, reps):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--device", default="cuda", help="cuda (the benchmark) or cpu (a check of the script)")
-    ap.add_argument("--adds", type=int, default=1000)
-    ap.add_argument("--iters", type=int, default=10000)
-    ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--hidden", type=int, nargs=2, default=[1024, 1024])
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--warm", type=int, default=3)
-    args = ap.parse_args()
+    args = gpu_bench_args(__doc__, "cuda", "cuda (the benchmark) or cpu (a check of the script)")
     try:
         import torch
         import torch.nn.functional as F
