@@ -12514,7 +12514,8 @@ typedef struct df__gg {
     void *exec;                      /* the captured graph */
     df_tensor **static_in;           /* device-memory inputs: the buffers the graph reads */
     df_tensor **static_out;
-    unsigned char *out_owned;        /* made by the capture: replayed only when nobody else holds it */
+    unsigned char *out_owned;        /* in the graph's memory: replayed only when nobody else holds it */
+    int32_t *out_idle;               /* its references when only the graph holds it */
     df__hold held;                   /* device memory freed while capturing */
     struct df__gg_var { df__var *v; const df_tensor *value; const void *data; } *vars;
     int n_vars, cap_vars;
@@ -12536,7 +12537,7 @@ static void df__gg_free(df__gg *gg) {
     for (int j = 0; gg->sig && j < gg->n_in; j++) df_tensor_release(gg->sig[j].bytes);
     DF_FREE(gg->nodes); DF_FREE(gg->kernels); DF_FREE(gg->host_out); DF_FREE(gg->need); DF_FREE(gg->in_start);
     DF_FREE(gg->val_start); DF_FREE(gg->pair); DF_FREE(gg->srcs); DF_FREE(gg->outs); DF_FREE(gg->uses); DF_FREE(gg->sig);
-    DF_FREE(gg->static_in); DF_FREE(gg->static_out); DF_FREE(gg->out_owned); DF_FREE(gg->held.v); DF_FREE(gg->vars);
+    DF_FREE(gg->static_in); DF_FREE(gg->static_out); DF_FREE(gg->out_owned); DF_FREE(gg->out_idle); DF_FREE(gg->held.v); DF_FREE(gg->vars);
     DF_FREE(gg);
 }
 
@@ -12704,16 +12705,18 @@ static int df__gg_capture(df__kctx *c, df__gg *gg) {
         }
         df__tls_hold = NULL;
     }
-    if (ok)
+    if (ok) {
+        /* device outputs (made by the graph, or its input buffers) but variables' values are
+           the graph's memory, which the next replay rewrites */
         for (int j = 0; j < gg->n_out; j++) {
             const df_tensor *t = outs[j], *b = t->base ? t->base : t;
             int owned = df__tensor_gpu(t) != NULL;
-            for (int i = 0; owned && i < gg->n_in; i++) if (in[i] == b || in[i] == t) owned = 0;
             for (int i = 0; owned && i < gg->n_vars; i++) if (gg->vars[i].value == b || gg->vars[i].value == t) owned = 0;
             gg->static_out[j] = outs[j];
             gg->out_owned[j] = (unsigned char)owned;
         }
-    else {
+        for (int j = 0; j < gg->n_out; j++) gg->out_idle[j] = __atomic_load_n(&gg->static_out[j]->refs, __ATOMIC_ACQUIRE);
+    } else {
         if (getenv("DF_CUDA_GRAPHS_DEBUG")) fprintf(stderr, "dataflow: no CUDA graph for %d nodes on %s: %s\n", gg->n_nodes, gg->dev->name, st.code ? st.message : "(capture failed)");
         for (int j = 0; outs && j < gg->n_out; j++) if (outs[j]) df_tensor_release(outs[j]);
         df__gg_drop(gg);
@@ -12736,7 +12739,7 @@ static int df__gg_replayable(df__gg *gg, int *stale) {
         if (!same) { *stale = 1; return 0; }
     }
     for (int j = 0; j < gg->n_out; j++)
-        if (gg->out_owned[j] && __atomic_load_n(&gg->static_out[j]->refs, __ATOMIC_ACQUIRE) != 1) return 0;
+        if (gg->out_owned[j] && __atomic_load_n(&gg->static_out[j]->refs, __ATOMIC_ACQUIRE) != gg->out_idle[j]) return 0;
     return 1;
 }
 static int df__gg_replay(df__kctx *c, df__gg *gg) {
@@ -13013,9 +13016,10 @@ static df_code df__gg_rewrite(df__part *pt, const df_output *feeds, int n_feeds,
     gg->static_in = (df_tensor **)DF_MALLOC((size_t)(n_ext + 1) * sizeof(df_tensor *));
     gg->static_out = (df_tensor **)DF_MALLOC((size_t)(gg->n_out + 1) * sizeof(df_tensor *));
     gg->out_owned = (unsigned char *)DF_MALLOC((size_t)gg->n_out + 1);
+    gg->out_idle = (int32_t *)DF_MALLOC(((size_t)gg->n_out + 1) * sizeof(int32_t));
     all = (df_node **)DF_MALLOC((size_t)(n + 2) * sizeof(df_node *));
     if (!node->op || !node->name || !node->device || !node->inputs || !node->out_types || !node->out_shapes ||
-        !node->out_is_ref || !gg->sig || !gg->static_in || !gg->static_out || !gg->out_owned || !all) {
+        !node->out_is_ref || !gg->sig || !gg->static_in || !gg->static_out || !gg->out_owned || !gg->out_idle || !all) {
         DF_FREE(ext); DF_FREE(out_of); goto oom;
     }
     memset(gg->sig, 0, (size_t)(n_ext + 1) * sizeof(df__gg_sig));
