@@ -12071,19 +12071,25 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
         pfetches[p][pt->n_fetches] = src;
         pt->fetch_map[pt->n_fetches++] = fetch;
     }
-    int no_switch = 1;                       /* (no value of the run can arrive dead) */
-    for (int p = 0; p < b.n_parts; p++)
+    int switches = 0, *part_switches = (int *)DF_MALLOC(((size_t)b.n_parts + 1) * sizeof(int));
+    if (!part_switches) goto oom;
+    for (int p = 0; p < b.n_parts; p++) {      /* (no value may arrive dead: Switches stay inside) */
+        part_switches[p] = 0;
         for (int i = 0; i < plan->parts[p].g->n_nodes; i++)
-            if (plan->parts[p].g->nodes[i]->op->flags & DF__OP_SWITCH) no_switch = 0;
+            if (plan->parts[p].g->nodes[i]->op->flags & DF__OP_SWITCH) part_switches[p]++;
+        switches += part_switches[p];
+    }
     for (int p = 0; p < b.n_parts; p++) {
         df__part *pt = &plan->parts[p];
         if (pt->g->status.code) { df_status_set(st, DF_INTERNAL, "Partitioning: %s", pt->g->status.message); goto fail; }
-        int fuse = no_switch && ss->opts.cuda_graphs && !pt->dev->host_memory && !df__gg_returns(plan, p, st);
+        int alone = switches == part_switches[p];
+        int fuse = alone && ss->opts.cuda_graphs && !pt->dev->host_memory && !df__gg_returns(plan, p, st);
         if (ss->opts.cuda_graphs && !pt->dev->host_memory && !fuse && getenv("DF_CUDA_GRAPHS_DEBUG"))
-            fprintf(stderr, "dataflow: no CUDA graph on %s: %s\n", pt->dev->name, no_switch ? "a value it sends comes back" : "the run has a Switch");
-        if (st->code) goto fail;
-        if (df__pb_compile(ss, pt, pfeeds[p], pt->n_feeds, pfetches[p], pt->n_fetches, fuse, st) != DF_OK) goto fail;
+            fprintf(stderr, "dataflow: no CUDA graph on %s: %s\n", pt->dev->name, alone ? "a value it sends comes back" : "another partition has a Switch");
+        if (st->code) { DF_FREE(part_switches); goto fail; }
+        if (df__pb_compile(ss, pt, pfeeds[p], pt->n_feeds, pfetches[p], pt->n_fetches, fuse, st) != DF_OK) { DF_FREE(part_switches); goto fail; }
     }
+    DF_FREE(part_switches);
     goto done;
 oom:
     df__pb_oom(&b);
@@ -12505,6 +12511,7 @@ typedef struct df__gg {
     uint32_t *host_out, *need;       /* per node: outputs in host memory (~0u: a host kernel); consumed */
     int32_t *in_start, *val_start;   /* per node: its first source in srcs, its first value */
     int32_t *pair;                   /* per node: a Recv's Send (a pair within the device) */
+    df__exec *sub;                   /* with loops: the nodes' own executor */
     df__gg_src *srcs, *outs;
     int32_t *uses;                   /* per value: reads by nodes and graph outputs */
     uint32_t host_in, host_out_mask; /* the graph node's inputs and outputs in host memory */
@@ -12536,6 +12543,7 @@ static void df__gg_free(df__gg *gg) {
     if (gg->static_in) df__gg_drop(gg);
     for (int j = 0; gg->sig && j < gg->n_in; j++) df_tensor_release(gg->sig[j].bytes);
     DF_FREE(gg->nodes); DF_FREE(gg->kernels); DF_FREE(gg->host_out); DF_FREE(gg->need); DF_FREE(gg->in_start);
+    df__exec_free(gg->sub);
     DF_FREE(gg->val_start); DF_FREE(gg->pair); DF_FREE(gg->srcs); DF_FREE(gg->outs); DF_FREE(gg->uses); DF_FREE(gg->sig);
     DF_FREE(gg->static_in); DF_FREE(gg->static_out); DF_FREE(gg->out_owned); DF_FREE(gg->out_idle); DF_FREE(gg->held.v); DF_FREE(gg->vars);
     DF_FREE(gg);
@@ -12589,8 +12597,31 @@ static int df__gg_note_var(df__gg *gg, df__var *v) {
 /* Runs the nodes in order on `in` into outs (new references): the executor's work for a node
    (dereferenced variables, the kernel, the output checks) without its bookkeeping. While
    capturing (`record`), the variables read are noted. */
+static int df__gg_run_sub(df__kctx *c, df__gg *gg, df_tensor *const *in, df_tensor **outs, int record) {
+    df_status *st = c->st;
+    for (int j = 0; record && j < gg->n_in; j++)
+        if (in[j]->ref && !df__gg_note_var(gg, in[j]->ref)) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"), 0;
+    for (int p = 0; record && p < gg->n_nodes; p++)
+        if (!strcmp(gg->nodes[p]->op->name, "VariableV2")) {
+            df__var *v = df__step_var(c->step, gg->nodes[p], st);
+            if (!v || !df__gg_note_var(gg, v)) { if (!st->code) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); return 0; }
+        }
+    df__step step;
+    memset(&step, 0, sizeof step);
+    step.x = gg->sub;
+    step.session = c->step->session;
+    step.device = gg->dev;
+    step.feeds = in;
+    step.fetches = outs;
+    step.ipool = c->ipool;
+    for (int j = 0; j < gg->n_out; j++) outs[j] = NULL;
+    if (df__execute(&step, st) == DF_OK) return 1;
+    for (int j = 0; j < gg->n_out; j++) { df_tensor_release(outs[j]); outs[j] = NULL; }
+    return 0;
+}
 static int df__gg_run(df__kctx *c, df__gg *gg, df_tensor *const *in, df_tensor **outs, int record) {
     df_status *st = c->st;
+    if (gg->sub) return df__gg_run_sub(c, gg, in, outs, record);
     df_tensor **vals = (df_tensor **)DF_MALLOC((size_t)(gg->n_values + 1) * sizeof(df_tensor *));
     int32_t *left = (int32_t *)DF_MALLOC((size_t)(gg->n_values + 1) * sizeof(int32_t));
     int max_io = 1;
@@ -12794,13 +12825,13 @@ static void df__gk_gpu_graph(df__kctx *c) {
 /* The partition's nodes that a GPU graph may hold: no control flow, no state but variables read
    and updated in place (the Apply ops), a kernel for the GPU; fed placeholders and Send/Recv
    stay outside. Returns 0 (no graph) when any other node is there. */
-static int df__gg_member(const df_node *n, const df__device *d, int *member) {
+static int df__gg_member(const df_node *n, const df__device *d, int *member, int *loops) {
     static const char *const stateful_ok[] = {"VariableV2", "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam"};
     unsigned f = n->op->flags;
     *member = 0;
     if (f & DF__OP_TRANSFER) return 1;         /* (a pair within the device may join: below) */
-    if (f & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER | DF__OP_EXIT | DF__OP_NEXT_ITERATION | DF__OP_LOOP_COND |
-             DF__OP_CONTROL_TRIGGER | DF__OP_LOOP_COUNT)) return 0;
+    if (f & (DF__OP_CONTROL_TRIGGER | DF__OP_LOOP_COUNT)) return 0;
+    if (f & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER | DF__OP_EXIT | DF__OP_NEXT_ITERATION | DF__OP_LOOP_COND)) *loops = 1;
     if (f & DF__OP_STATEFUL) {
         int ok = 0;
         for (size_t i = 0; i < sizeof stateful_ok / sizeof *stateful_ok; i++) ok |= !strcmp(n->op->name, stateful_ok[i]);
@@ -12813,10 +12844,10 @@ static int df__gg_member(const df_node *n, const df__device *d, int *member) {
 
 /* Makes partition pt's GPU graph node when its nodes allow one (see above); `fetches` (the
    partition's) are redirected to the node's outputs. *all receives the nodes to compile. */
-static df_code df__gg_rewrite(df__part *pt, const df_output *feeds, int n_feeds, df_output *fetches, int n_fetches,
+static df_code df__gg_rewrite(df_session *ss, df__part *pt, const df_output *feeds, int n_feeds, df_output *fetches, int n_fetches,
                               df_node ***all_out, int *n_all_out, df_status *st) {
     df_graph *g = pt->g;
-    int n = g->n_nodes, n_s = 0;
+    int n = g->n_nodes, n_s = 0, loops = 0, pairs = 0;
     df__device *d = pt->dev;
     *all_out = NULL; *n_all_out = 0;
     unsigned char *in_s = (unsigned char *)DF_MALLOC((size_t)n + 1);
@@ -12831,7 +12862,7 @@ static df_code df__gg_rewrite(df__part *pt, const df_output *feeds, int n_feeds,
         int fed = 0, member = 0;
         for (int f = 0; f < n_feeds && !fed; f++) fed = feeds[f].node == x;
         if (fed) continue;
-        if (!df__gg_member(x, d, &member)) {
+        if (!df__gg_member(x, d, &member, &loops)) {
             if (getenv("DF_CUDA_GRAPHS_DEBUG")) fprintf(stderr, "dataflow: no CUDA graph on %s: node %s (%s)\n", d->name, x->name, x->op->name);
             n_s = 0;
             goto none;
@@ -12851,6 +12882,7 @@ static df_code df__gg_rewrite(df__part *pt, const df_output *feeds, int n_feeds,
                    joins the graph, its copy made by fills that carry the bytes */
                 const df__shape *sh = &x->inputs[0].node->out_shapes[x->inputs[0].index];
                 int64_t count = df__shape_count(sh);
+                pairs = 1;
                 if (!strcmp(x->op->name, "_HostSend") && count >= 0 && count <= DF__GG_SMALL) {
                     in_s[i] = 1;
                     n_s++;
@@ -12871,6 +12903,10 @@ static df_code df__gg_rewrite(df__part *pt, const df_output *feeds, int n_feeds,
             }
         }
     }
+    if (loops && pairs) {          /* (the loop's executor below has no rendezvous for the pair) */
+        if (getenv("DF_CUDA_GRAPHS_DEBUG")) fprintf(stderr, "dataflow: no CUDA graph on %s: loops and a Send/Recv pair within the device\n", d->name);
+        goto none;
+    }
     if (getenv("DF_CUDA_GRAPHS_DEBUG")) {
         fprintf(stderr, "dataflow: GPU graph of %d of %d nodes on %s; outside:", n_s, n, d->name);
         for (int i = 0; i < n && i < 4000; i++) if (!in_s[i]) fprintf(stderr, " %s(%s)", g->nodes[i]->name, g->nodes[i]->op->name);
@@ -12879,11 +12915,12 @@ static df_code df__gg_rewrite(df__part *pt, const df_output *feeds, int n_feeds,
     if (n_s < 2) goto none;
     /* a topological order of the members (data and control edges among them) */
     memset(deg, 0, (size_t)n * sizeof(int32_t));
+#define DF__GG_EDGE(u) (in_s[(u)->id] && !((u)->op->flags & DF__OP_NEXT_ITERATION))   /* (loops: back edges aside) */
     for (int i = 0; i < n; i++) {
         const df_node *x = g->nodes[i];
         if (!in_s[i]) continue;
-        for (int k = 0; k < x->n_inputs; k++) if (in_s[x->inputs[k].node->id]) deg[i]++;
-        for (int k = 0; k < x->n_controls; k++) if (in_s[x->controls[k]->id]) deg[i]++;
+        for (int k = 0; k < x->n_inputs; k++) if (DF__GG_EDGE(x->inputs[k].node)) deg[i]++;
+        for (int k = 0; k < x->n_controls; k++) if (DF__GG_EDGE(x->controls[k])) deg[i]++;
     }
     /* consumers among the members (CSR over node ids), then Kahn's walk */
     int32_t *cstart = (int32_t *)DF_MALLOC(((size_t)n + 2) * sizeof(int32_t)), *cons = NULL;
@@ -12892,16 +12929,17 @@ static df_code df__gg_rewrite(df__part *pt, const df_output *feeds, int n_feeds,
     for (int i = 0; i < n; i++) {
         const df_node *x = g->nodes[i];
         if (!in_s[i]) continue;
-        for (int k = 0; k < x->n_inputs; k++) if (in_s[x->inputs[k].node->id]) cstart[x->inputs[k].node->id + 2]++;
-        for (int k = 0; k < x->n_controls; k++) if (in_s[x->controls[k]->id]) cstart[x->controls[k]->id + 2]++;
+        for (int k = 0; k < x->n_inputs; k++) if (DF__GG_EDGE(x->inputs[k].node)) cstart[x->inputs[k].node->id + 2]++;
+        for (int k = 0; k < x->n_controls; k++) if (DF__GG_EDGE(x->controls[k])) cstart[x->controls[k]->id + 2]++;
     }
     for (int i = 0; i < n; i++) cstart[i + 2] += cstart[i + 1];
     if (!(cons = (int32_t *)DF_MALLOC(((size_t)cstart[n + 1] + 1) * sizeof(int32_t)))) { DF_FREE(cstart); goto oom; }
     for (int i = 0; i < n; i++) {
         const df_node *x = g->nodes[i];
         if (!in_s[i]) continue;
-        for (int k = 0; k < x->n_inputs; k++) if (in_s[x->inputs[k].node->id]) cons[cstart[x->inputs[k].node->id + 1]++] = i;
-        for (int k = 0; k < x->n_controls; k++) if (in_s[x->controls[k]->id]) cons[cstart[x->controls[k]->id + 1]++] = i;
+        for (int k = 0; k < x->n_inputs; k++) if (DF__GG_EDGE(x->inputs[k].node)) cons[cstart[x->inputs[k].node->id + 1]++] = i;
+        for (int k = 0; k < x->n_controls; k++) if (DF__GG_EDGE(x->controls[k])) cons[cstart[x->controls[k]->id + 1]++] = i;
+#undef DF__GG_EDGE
     }
     int head = 0, tail = 0;
     for (int i = 0; i < n; i++) if (in_s[i] && !deg[i]) order[tail++] = i;
@@ -13000,6 +13038,31 @@ static df_code df__gg_rewrite(df__part *pt, const df_output *feeds, int n_feeds,
         if (j >= 31) { if (h31[1] < 0) h31[1] = h; else if (h31[1] != h) mixed = 1; }
     }
     if (mixed) { DF_FREE(ext); DF_FREE(out_of); df__gg_free(gg); goto none; }
+    if (loops) {
+        /* a loop inside: the nodes run under an executor of their own (one thread, no
+           rendezvous), fed the node's inputs, fetching its outputs in the memory they are made */
+        df_output *gouts = (df_output *)DF_MALLOC(((size_t)gg->n_out + 1) * sizeof(df_output));
+        df_node **targets = (df_node **)DF_MALLOC(((size_t)n_s + 1) * sizeof(df_node *));
+        df_status cst;
+        df_status_clear(&cst);
+        if (gouts && targets) {
+            for (int j = 0; j < gg->n_out; j++) gouts[j] = (df_output){(df_node *)gg->nodes[gg->outs[j].node], gg->outs[j].out};
+            for (int p = 0; p < n_s; p++) targets[p] = (df_node *)gg->nodes[p];
+            gg->sub = df__compile(ss, g, ext, n_ext, gouts, gg->n_out, targets, n_s, d, &cst);
+        }
+        DF_FREE(gouts); DF_FREE(targets);
+        int fine = gg->sub != NULL;
+        for (int i = 0; fine && i < gg->sub->n_items; i++) {
+            df__xitem *it = &gg->sub->items[i];
+            if (it->kind == DF__X_FETCH) fine = it->frame == 0;
+            if (it->kind == DF__X_FETCH || it->kind == DF__X_FEED) it->flags &= (uint16_t)~DF__XF_DEVICE_VALUE;   /* (no copies) */
+        }
+        if (!fine) {
+            if (getenv("DF_CUDA_GRAPHS_DEBUG")) fprintf(stderr, "dataflow: no CUDA graph on %s: its loops do not compile alone: %s\n", d->name, cst.code ? cst.message : "a value leaves from inside a loop");
+            DF_FREE(ext); DF_FREE(out_of); df__gg_free(gg);
+            goto none;
+        }
+    }
     /* the node: inputs ext, outputs gg->outs, control inputs the members' from outside */
     node = (df_node *)DF_MALLOC(sizeof *node);
     if (!node) { DF_FREE(ext); DF_FREE(out_of); goto oom; }
@@ -13161,7 +13224,7 @@ static df_code df__pb_compile(df_session *ss, df__part *pt, const df_output *fee
     int n_all = 0;
 #ifdef DATAFLOW_CUDA
     if (ss->opts.cuda_graphs && pt->dev->gpu && no_switch &&
-        df__gg_rewrite(pt, feeds, n_feeds, fetches, n_fetches, &all, &n_all, st) != DF_OK) return st->code;
+        df__gg_rewrite(ss, pt, feeds, n_feeds, fetches, n_fetches, &all, &n_all, st) != DF_OK) return st->code;
 #else
     DF__UNUSED(no_switch);
 #endif

@@ -16,8 +16,9 @@
       and per node beyond a run of one Add); a while loop of 10000 iterations with an int32
       counter (on the host, TensorFlow's int32 rule) and x = x + 1.0 on the GPU (per iteration).
       Target: at most 8 us per node and per iteration. The chain again with cuda_graphs (the
-      partition captured once and replayed: target at most 3 us per node); the loop has control
-      flow, which cuda_graphs leaves to the executor.
+      partition captured once and replayed: target at most 3 us per node), and the loop with
+      cuda_graphs (its counter on the host: the whole loop one graph; target at most 3 us per
+      iteration).
    5. One training step of an MLP 784-1024-1024-10 (relu, sparse softmax cross-entropy, SGD 0.01
       through df_minimize), batch 256 in GPU constants, the loss fetched every step; then the
       same with cuda_graphs.
@@ -497,7 +498,7 @@ static void bench_session_matmul(df_cuda *g, bare *bl, int64_t n, int chain) {
 /* ==========================================================================================
    4. Per-node cost: a chain of Adds, a while loop
    ========================================================================================== */
-typedef struct node_results { double chain_us, loop_us, chain_graph_us; } node_results;     /* us */
+typedef struct node_results { double chain_us, loop_us, chain_graph_us, loop_graph_us; } node_results;     /* us */
 /* "captured N, replayed M" of a session with cuda_graphs (the proof that replays were timed) */
 static void graph_note(df_session *s, char *buf, size_t n) {
     df_cuda_graph_stats gs;
@@ -505,7 +506,7 @@ static void graph_note(df_session *s, char *buf, size_t n) {
     snprintf(buf, n, "(cuda_graphs: %lld captured, %lld steps replayed, %lld node by node, %lld failed captures)",
              (long long)gs.captures, (long long)gs.replays, (long long)gs.eager_runs, (long long)gs.failed_captures);
 }
-static char graph_notes[2][160];
+static char graph_notes[3][160];
 
 /* us per node of a run of the chain (and of one Add), in a session of its own */
 static int time_add_chain(df_graph *gr, df_node *init, df_output one_add, df_output chain_end, int deterministic,
@@ -546,8 +547,11 @@ static void loop_body(df_graph *g, void *user, const df_output *vars, df_output 
 }
 static int time_loop(df_graph *gr, df_node *init, df_output result, int deterministic, double *per_iter) {
     sess_call c = {0};
-    const char *what = deterministic ? "while loop, deterministic" : "while loop";
-    if (!(c.s = gpu_session(gr, deterministic, what))) return 0;
+    const char *what = deterministic == 2 ? "while loop, cuda_graphs" : deterministic ? "while loop, deterministic" : "while loop";
+    use_graphs = deterministic == 2;
+    c.s = gpu_session(gr, deterministic == 1, what);
+    use_graphs = 0;
+    if (!c.s) return 0;
     int ok = run_once(&c, (df_output){NULL, 0}, init);
     double t = 0;
     if (ok) { c.fetch = result; t = time_ms(sess_run, sess_done, &c, 1); }
@@ -559,6 +563,7 @@ static int time_loop(df_graph *gr, df_node *init, df_output result, int determin
         fail(what, msg);
         ok = 0;
     }
+    if (deterministic == 2) graph_note(c.s, graph_notes[2], sizeof graph_notes[2]);
     df_session_free(c.s);
     *per_iter = t * 1e3 / cfg.loop_iters;
     return ok;
@@ -598,13 +603,15 @@ static void bench_nodes(node_results *res) {
     loop_ctx lc = {cfg.loop_iters};
     df_output start[2] = {df_scalar_i32(gr, 0), v0}, outs[2] = {{NULL, 0}, {NULL, 0}};
     df_while_loop(gr, 2, start, loop_cond, loop_body, &lc, NULL, outs);
-    for (int det = 0; det < 2; det++) {
+    for (int det = 0; det < 3; det++) {
         double per;
         if (!time_loop(gr, init0, outs[1], det, &per)) continue;
         char label[96];
-        snprintf(label, sizeof label, "while loop of %d iterations, x = x + 1%s", cfg.loop_iters, det ? ", deterministic = 1" : "");
+        snprintf(label, sizeof label, "while loop of %d iterations, x = x + 1%s", cfg.loop_iters,
+                 det == 2 ? ", cuda_graphs = 1" : det ? ", deterministic = 1" : "");
         printf("%-62s %10.2f %10.1f\n", label, per, per * cfg.loop_iters);
         if (!det) res->loop_us = per;
+        if (det == 2) { res->loop_graph_us = per; printf("  %s\n", graph_notes[2]); }
     }
     df_graph_free(gr);
 }
@@ -766,6 +773,8 @@ static void print_side_by_side(const node_results *ours, double mlp_us, double m
     peer_row(label, ours->chain_graph_us, &p, &j, 1, p.chain_us, j.chain_us);
     snprintf(label, sizeof label, "while loop of %d, per iteration", cfg.loop_iters);
     peer_row(label, ours->loop_us, &p, &j, 2, p.loop_us, j.loop_us);
+    snprintf(label, sizeof label, "while loop of %d, cuda_graphs, per iteration", cfg.loop_iters);
+    peer_row(label, ours->loop_graph_us, &p, &j, 2, p.loop_us, j.loop_us);
     snprintf(label, sizeof label, "MLP 784-%d-%d-10 step, batch %d", cfg.hidden1, cfg.hidden2, cfg.batch);
     peer_row(label, mlp_us, &p, &j, 4, p.mlp_us, j.mlp_us);
     peer_row("MLP step as above, cuda_graphs", mlp_graph_us, &p, &j, 4, p.mlp_us, j.mlp_us);
