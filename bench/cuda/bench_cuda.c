@@ -403,13 +403,14 @@ static df_output first_element(df_graph *g, df_output x, int rank) {
     df_op_add_input(b, const_i32(g, rank, size));
     return (df_output){df_op_finish(b), 0};
 }
-static int use_graphs;                    /* sessions made now have cuda_graphs on */
-static df_session *gpu_session(df_graph *g, int deterministic, const char *what) {
+/* mode: 0 the defaults, 1 deterministic = 1, 2 cuda_graphs = 1 */
+enum { MODE_DEFAULT, MODE_DETERMINISTIC, MODE_GRAPHS };
+static df_session *gpu_session(df_graph *g, int mode, const char *what) {
     if (df_graph_status(g)->code) { fail(what, df_graph_status(g)->message); return NULL; }
     df_session_options o = {0};
     o.num_gpu_devices = 1;
-    o.deterministic = deterministic;
-    o.cuda_graphs = use_graphs;
+    o.deterministic = mode == MODE_DETERMINISTIC;
+    o.cuda_graphs = mode == MODE_GRAPHS;
     df_status st;
     df_session *s = df_session_new(g, &o, &st);
     if (!s) fail(what, st.message);
@@ -509,14 +510,11 @@ static void graph_note(df_session *s, char *buf, size_t n) {
 static char graph_notes[3][160];
 
 /* us per node of a run of the chain (and of one Add), in a session of its own */
-static int time_add_chain(df_graph *gr, df_node *init, df_output one_add, df_output chain_end, int deterministic,
+static int time_add_chain(df_graph *gr, df_node *init, df_output one_add, df_output chain_end, int mode,
                           double *per_node, double *per_node_marginal) {
     sess_call c = {0};
-    const char *what = deterministic == 2 ? "Add chain, cuda_graphs" : deterministic ? "Add chain, deterministic" : "Add chain";
-    use_graphs = deterministic == 2;
-    c.s = gpu_session(gr, deterministic == 1, what);
-    use_graphs = 0;
-    if (!c.s) return 0;
+    const char *what = mode == MODE_GRAPHS ? "Add chain, cuda_graphs" : mode ? "Add chain, deterministic" : "Add chain";
+    if (!(c.s = gpu_session(gr, mode, what))) return 0;
     int ok = run_once(&c, (df_output){NULL, 0}, init);
     double t_one = 0, t_all = 0;
     if (ok) { c.fetch = one_add; t_one = time_ms(sess_run, sess_done, &c, 1); }
@@ -529,7 +527,7 @@ static int time_add_chain(df_graph *gr, df_node *init, df_output one_add, df_out
         fail(what, msg);
         ok = 0;
     }
-    if (deterministic == 2) graph_note(c.s, graph_notes[0], sizeof graph_notes[0]);
+    if (mode == MODE_GRAPHS) graph_note(c.s, graph_notes[0], sizeof graph_notes[0]);
     df_session_free(c.s);
     *per_node = t_all * 1e3 / cfg.n_adds;
     *per_node_marginal = (t_all - t_one) * 1e3 / (cfg.n_adds - 1);
@@ -545,13 +543,10 @@ static void loop_body(df_graph *g, void *user, const df_output *vars, df_output 
     next[0] = df_add(g, vars[0], df_scalar_i32(g, 1));
     next[1] = df_add(g, vars[1], df_scalar_f32(g, 1.0f));
 }
-static int time_loop(df_graph *gr, df_node *init, df_output result, int deterministic, double *per_iter) {
+static int time_loop(df_graph *gr, df_node *init, df_output result, int mode, double *per_iter) {
     sess_call c = {0};
-    const char *what = deterministic == 2 ? "while loop, cuda_graphs" : deterministic ? "while loop, deterministic" : "while loop";
-    use_graphs = deterministic == 2;
-    c.s = gpu_session(gr, deterministic == 1, what);
-    use_graphs = 0;
-    if (!c.s) return 0;
+    const char *what = mode == MODE_GRAPHS ? "while loop, cuda_graphs" : mode ? "while loop, deterministic" : "while loop";
+    if (!(c.s = gpu_session(gr, mode, what))) return 0;
     int ok = run_once(&c, (df_output){NULL, 0}, init);
     double t = 0;
     if (ok) { c.fetch = result; t = time_ms(sess_run, sess_done, &c, 1); }
@@ -563,7 +558,7 @@ static int time_loop(df_graph *gr, df_node *init, df_output result, int determin
         fail(what, msg);
         ok = 0;
     }
-    if (deterministic == 2) graph_note(c.s, graph_notes[2], sizeof graph_notes[2]);
+    if (mode == MODE_GRAPHS) graph_note(c.s, graph_notes[2], sizeof graph_notes[2]);
     df_session_free(c.s);
     *per_iter = t * 1e3 / cfg.loop_iters;
     return ok;
@@ -588,12 +583,12 @@ static void bench_nodes(node_results *res) {
         if (!time_add_chain(gr, init, one_add, x, det, &per, &marginal)) continue;
         char label[96];
         snprintf(label, sizeof label, "chain of %d one-element Adds%s", cfg.n_adds,
-                 det == 2 ? ", cuda_graphs = 1" : det ? ", deterministic = 1" : "");
+                 det == MODE_GRAPHS ? ", cuda_graphs = 1" : det ? ", deterministic = 1" : "");
         printf("%-62s %10.2f %10.1f\n", label, per, per * cfg.n_adds);
         snprintf(label, sizeof label, "  beyond a run of one Add: (t(%d) - t(1)) / %d", cfg.n_adds, cfg.n_adds - 1);
         printf("%-62s %10.2f\n", label, marginal);
         if (!det) res->chain_us = per;
-        if (det == 2) { res->chain_graph_us = per; printf("  %s\n", graph_notes[0]); }
+        if (det == MODE_GRAPHS) { res->chain_graph_us = per; printf("  %s\n", graph_notes[0]); }
     }
     df_graph_free(gr);
 
@@ -608,10 +603,10 @@ static void bench_nodes(node_results *res) {
         if (!time_loop(gr, init0, outs[1], det, &per)) continue;
         char label[96];
         snprintf(label, sizeof label, "while loop of %d iterations, x = x + 1%s", cfg.loop_iters,
-                 det == 2 ? ", cuda_graphs = 1" : det ? ", deterministic = 1" : "");
+                 det == MODE_GRAPHS ? ", cuda_graphs = 1" : det ? ", deterministic = 1" : "");
         printf("%-62s %10.2f %10.1f\n", label, per, per * cfg.loop_iters);
         if (!det) res->loop_us = per;
-        if (det == 2) { res->loop_graph_us = per; printf("  %s\n", graph_notes[2]); }
+        if (det == MODE_GRAPHS) { res->loop_graph_us = per; printf("  %s\n", graph_notes[2]); }
     }
     df_graph_free(gr);
 }
@@ -663,9 +658,7 @@ static double bench_mlp(int graphs) {
     /* after a group of steps, a copy of one weight to the host waits for their updates */
     c.sync = first_element(gr, vars[4], 2);
     double us = 0;
-    use_graphs = graphs;
-    c.s = gpu_session(gr, 0, "MLP");
-    use_graphs = 0;
+    c.s = gpu_session(gr, graphs ? MODE_GRAPHS : MODE_DEFAULT, "MLP");
     if (c.s && run_once(&c, (df_output){NULL, 0}, init) && run_once(&c, loss, NULL)) {
         float loss0 = c.value;
         us = time_ms(sess_run, sess_done, &c, cfg.steps) * 1e3;
