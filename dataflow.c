@@ -10730,6 +10730,19 @@ static int df__item_expensive(const df__step *s, const df__tagged *t) {
 }
 #endif
 
+/* TF's ProcessOutputs checks on what a kernel made: every needed output (bit i of need) present,
+   every output of its declared dtype. */
+static df_code df__check_outputs(const df_node *n, df_tensor *const *outs, int n_out, uint32_t need, df_status *st) {
+    for (int i = 0; i < n_out; i++) {
+        const df_tensor *o = outs[i];
+        if (o ? o->dtype == n->out_types[i] : !(need >> DF__MIN(i, 31) & 1)) continue;
+        if (o) return df__fail(st, n, DF_INTERNAL, "Output %d of type %s does not match declared output type %s", i,
+                               df_dtype_name(o->dtype), df_dtype_name(n->out_types[i]));
+        return df__fail(st, n, DF_INTERNAL, "Kernel of %s produced no output %d", n->op->name, i);
+    }
+    return DF_OK;
+}
+
 /* Runs the kernel of t (unless dead) into outs[], which arrives all NULL; a failure aborts the
    step. Feed and fetch items move values in and out; a fetch runs even when dead, to report it,
    and so do Send and Recv, to carry the dead bit. Returns 0 when a Recv waits for its value
@@ -10793,22 +10806,10 @@ static int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
             } else {
                 s->device->ops->run_kernel(s->device, item->kernel, &k);
             }
-            /* TF's ProcessOutputs checks: every needed output present (Switch and Merge may leave
-               some dead, a Recv may receive a dead value), of its declared dtype. */
-            if (!st.code) {
-                const df_dtype *types = item->node->out_types;
-                int may_be_null = (item->flags & (DF__XF_SWITCH | DF__XF_TRANSFER)) || item->kind == DF__X_MERGE;
-                for (int i = 0, n = item->n_outputs; i < n; i++) {
-                    const df_tensor *o = outs[i];
-                    if (o ? o->dtype != types[i]
-                          : (!may_be_null && (item->need >> DF__MIN(i, 31) & 1))) {
-                        if (o) df__fail(&st, item->node, DF_INTERNAL, "Output %d of type %s does not match declared "
-                                        "output type %s", i, df_dtype_name(o->dtype), df_dtype_name(types[i]));
-                        else df__fail(&st, item->node, DF_INTERNAL, "Kernel of %s produced no output %d", item->node->op->name, i);
-                        break;
-                    }
-                }
-            }
+            /* (Switch and Merge may leave some outputs dead, a Recv may receive a dead value) */
+            if (!st.code)
+                df__check_outputs(item->node, outs, item->n_outputs,
+                                  (item->flags & (DF__XF_SWITCH | DF__XF_TRANSFER)) || item->kind == DF__X_MERGE ? 0 : item->need, &st);
         }
         if (st.code) df__step_error(s, &st);
     }
@@ -12671,15 +12672,7 @@ static int df__gg_run(df__kctx *c, df__gg *gg, df_tensor *const *in, df_tensor *
                 df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
             } else {
                 gg->dev->ops->run_kernel(gg->dev, gg->kernels[i], &k);
-                ok = !st->code;
-            }
-            for (int o = 0; ok && o < no; o++) {
-                if (kout[o] ? kout[o]->dtype != n->out_types[o] : (gg->need[i] >> DF__MIN(o, 31) & 1)) {
-                    if (kout[o]) df__fail(st, n, DF_INTERNAL, "Output %d of type %s does not match declared output type %s",
-                                          o, df_dtype_name(kout[o]->dtype), df_dtype_name(n->out_types[o]));
-                    else df__fail(st, n, DF_INTERNAL, "Kernel of %s produced no output %d", n->op->name, o);
-                    ok = 0;
-                }
+                ok = !st->code && df__check_outputs(n, kout, no, gg->need[i], st) == DF_OK;
             }
         }
         for (int k = 0; k < ni; k++) df_tensor_release(kin[k]);
