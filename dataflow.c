@@ -12513,6 +12513,8 @@ typedef struct df__gg {
     int32_t *in_start, *val_start;   /* per node: its first source in srcs, its first value */
     int32_t *pair;                   /* per node: a Recv's Send (a pair within the device) */
     df__exec *sub;                   /* with loops: the nodes' own executor */
+    struct df__gg_loop *loop;        /* or a while loop with a GPU predicate: its plan */
+    int max_io;                      /* the most inputs or outputs of a node */
     df__gg_src *srcs, *outs;
     int32_t *uses;                   /* per value: reads by nodes and graph outputs */
     uint32_t host_in, host_out_mask; /* the graph node's inputs and outputs in host memory */
@@ -12530,6 +12532,7 @@ typedef struct df__gg {
 } df__gg;
 
 static uint32_t df__gg_mask(const df__gg *gg, int out) { return out ? gg->host_out_mask : gg->host_in; }
+static void df__gg_loop_free(struct df__gg_loop *L);
 static void df__gg_drop(df__gg *gg) {      /* forgets the captured graph and what it holds */
     if (gg->exec) df_cuda_graph_free((df_cuda *)gg->dev->gpu, gg->exec);
     gg->exec = NULL;
@@ -12545,6 +12548,7 @@ static void df__gg_free(df__gg *gg) {
     for (int j = 0; gg->sig && j < gg->n_in; j++) df_tensor_release(gg->sig[j].bytes);
     DF_FREE(gg->nodes); DF_FREE(gg->kernels); DF_FREE(gg->host_out); DF_FREE(gg->need); DF_FREE(gg->in_start);
     df__exec_free(gg->sub);
+    df__gg_loop_free(gg->loop);
     DF_FREE(gg->val_start); DF_FREE(gg->pair); DF_FREE(gg->srcs); DF_FREE(gg->outs); DF_FREE(gg->uses); DF_FREE(gg->sig);
     DF_FREE(gg->static_in); DF_FREE(gg->static_out); DF_FREE(gg->out_owned); DF_FREE(gg->out_idle); DF_FREE(gg->held.v); DF_FREE(gg->vars);
     DF_FREE(gg);
@@ -12620,15 +12624,66 @@ static int df__gg_run_sub(df__kctx *c, df__gg *gg, df_tensor *const *in, df_tens
     for (int j = 0; j < gg->n_out; j++) { df_tensor_release(outs[j]); outs[j] = NULL; }
     return 0;
 }
+/* Runs node i of the graph's order: its inputs from `in` (the graph node's) and `vals` (the
+   members' values so far), its outputs into vals (new references). kin and kout: room for the
+   node's arguments. While capturing (`record`), the variables read are noted. */
+static int df__gg_node(df__kctx *c, df__gg *gg, int i, df_tensor *const *in, df_tensor **vals, df_tensor **kin, df_tensor **kout, int record) {
+    df_status *st = c->st;
+    const df_node *n = gg->nodes[i];
+    const df__gg_src *src = gg->srcs + gg->in_start[i];
+    int ni = n->n_inputs, no = n->n_outputs, ok = 1;
+    for (int k = 0; k < ni; k++) kin[k] = NULL;
+    for (int k = 0; k < no; k++) kout[k] = NULL;
+    for (int k = 0; ok && k < ni; k++) {
+        df_tensor *t = src[k].node < 0 ? in[src[k].out] : vals[gg->val_start[src[k].node] + src[k].out];
+        if (!t) { ok = 0; df__fail(st, n, DF_INTERNAL, "Input %d of %s has no value in its GPU graph", k, n->name); break; }
+        kin[k] = df_tensor_retain(t);
+        if (t->ref && record && !df__gg_note_var(gg, t->ref)) { ok = 0; df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); }
+        if (ok && t->ref && !df__ref_arg(n->op, k) && !(kin[k] = df__deref(kin[k], n, st))) ok = 0;
+    }
+    if (ok && (n->op->flags & DF__OP_TRANSFER)) {
+        /* a pair within the device: the Send keeps nothing, its Recv fills device memory
+           with the Send's value element by element (the bytes travel in the launches) */
+        if (n->op->flags & DF__OP_RECV) {
+            int sp = gg->pair[i];
+            const df__gg_src *ss = gg->srcs + gg->in_start[sp];
+            const df_tensor *h = ss->node < 0 ? in[ss->out] : vals[gg->val_start[ss->node] + ss->out];
+            size_t es = df_dtype_size(h ? h->dtype : DF_FLOAT);
+            if (!h || !(kout[0] = df__tensor_alloc(gg->dev->alloc, h->dtype, h->rank, h->dims, st))) ok = 0;
+            for (int64_t e = 0; ok && e < h->n; e++)
+                if (df_cuda_fill((df_cuda *)gg->dev->gpu, (char *)kout[0]->data + e * es, 1, es, (const char *)h->data + e * es, st)) ok = 0;
+        }
+    } else if (ok) {
+        df__kctx k;
+        memset(&k, 0, sizeof k);
+        k.in = kin; k.out = kout; k.node = n; k.n_in = ni; k.n_out = no; k.need = gg->need[i];
+        k.alloc = gg->dev->alloc; k.step = c->step; k.st = st; k.ipool = c->ipool; k.dev = gg->dev;
+        k.host_out = gg->host_out[i];
+        k.gpu = k.host_out == ~0u ? NULL : gg->dev->gpu;
+        if (k.host_out == ~0u && !(k.alloc = df__host_allocator())) {
+            ok = 0;
+            df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
+        } else {
+            gg->dev->ops->run_kernel(gg->dev, gg->kernels[i], &k);
+            ok = !st->code && df__check_outputs(n, kout, no, gg->need[i], st) == DF_OK;
+        }
+    }
+    for (int k = 0; k < ni; k++) df_tensor_release(kin[k]);
+    for (int o = 0; o < no; o++) {
+        if (ok) { df_tensor_release(vals[gg->val_start[i] + o]); vals[gg->val_start[i] + o] = kout[o]; }
+        else df_tensor_release(kout[o]);
+    }
+    return ok;
+}
+static int df__gg_run_loop(df__kctx *c, df__gg *gg, df_tensor *const *in, df_tensor **outs, int record);
 static int df__gg_run(df__kctx *c, df__gg *gg, df_tensor *const *in, df_tensor **outs, int record) {
     df_status *st = c->st;
     if (gg->sub) return df__gg_run_sub(c, gg, in, outs, record);
+    if (gg->loop) return df__gg_run_loop(c, gg, in, outs, record);
     df_tensor **vals = (df_tensor **)DF_MALLOC((size_t)(gg->n_values + 1) * sizeof(df_tensor *));
     int32_t *left = (int32_t *)DF_MALLOC((size_t)(gg->n_values + 1) * sizeof(int32_t));
-    int max_io = 1;
-    for (int i = 0; i < gg->n_nodes; i++) max_io = DF__MAX(max_io, DF__MAX(gg->nodes[i]->n_inputs, gg->nodes[i]->n_outputs));
-    df_tensor **kin = (df_tensor **)DF_MALLOC((size_t)max_io * sizeof(df_tensor *));
-    df_tensor **kout = (df_tensor **)DF_MALLOC((size_t)max_io * sizeof(df_tensor *));
+    df_tensor **kin = (df_tensor **)DF_MALLOC((size_t)gg->max_io * sizeof(df_tensor *));
+    df_tensor **kout = (df_tensor **)DF_MALLOC((size_t)gg->max_io * sizeof(df_tensor *));
     int ok = vals && left && kin && kout;
     if (!ok) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory running a GPU graph's nodes");
     else {
@@ -12638,50 +12693,9 @@ static int df__gg_run(df__kctx *c, df__gg *gg, df_tensor *const *in, df_tensor *
     for (int i = 0; ok && i < gg->n_nodes; i++) {
         const df_node *n = gg->nodes[i];
         const df__gg_src *src = gg->srcs + gg->in_start[i];
-        int ni = n->n_inputs, no = n->n_outputs;
-        for (int k = 0; k < ni; k++) kin[k] = NULL;
-        for (int k = 0; k < no; k++) kout[k] = NULL;
-        for (int k = 0; ok && k < ni; k++) {
-            df_tensor *t = src[k].node < 0 ? in[src[k].out] : vals[gg->val_start[src[k].node] + src[k].out];
-            if (!t) { ok = 0; df__fail(st, n, DF_INTERNAL, "Input %d of %s has no value in its GPU graph", k, n->name); break; }
-            kin[k] = df_tensor_retain(t);
-            if (t->ref && record && !df__gg_note_var(gg, t->ref)) { ok = 0; df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); }
-            if (ok && t->ref && !df__ref_arg(n->op, k) && !(kin[k] = df__deref(kin[k], n, st))) ok = 0;
-        }
-        if (ok && (n->op->flags & DF__OP_TRANSFER)) {
-            /* a pair within the device: the Send keeps nothing, its Recv fills device memory
-               with the Send's value element by element (the bytes travel in the launches) */
-            if (n->op->flags & DF__OP_RECV) {
-                int sp = gg->pair[i];
-                const df__gg_src *ss = gg->srcs + gg->in_start[sp];
-                const df_tensor *h = ss->node < 0 ? in[ss->out] : vals[gg->val_start[ss->node] + ss->out];
-                size_t es = df_dtype_size(h ? h->dtype : DF_FLOAT);
-                if (!h || !(kout[0] = df__tensor_alloc(gg->dev->alloc, h->dtype, h->rank, h->dims, st))) ok = 0;
-                for (int64_t e = 0; ok && e < h->n; e++)
-                    if (df_cuda_fill((df_cuda *)gg->dev->gpu, (char *)kout[0]->data + e * es, 1, es, (const char *)h->data + e * es, st)) ok = 0;
-            }
-        } else if (ok) {
-            df__kctx k;
-            memset(&k, 0, sizeof k);
-            k.in = kin; k.out = kout; k.node = n; k.n_in = ni; k.n_out = no; k.need = gg->need[i];
-            k.alloc = gg->dev->alloc; k.step = c->step; k.st = st; k.ipool = c->ipool; k.dev = gg->dev;
-            k.host_out = gg->host_out[i];
-            k.gpu = k.host_out == ~0u ? NULL : gg->dev->gpu;
-            if (k.host_out == ~0u && !(k.alloc = df__host_allocator())) {
-                ok = 0;
-                df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
-            } else {
-                gg->dev->ops->run_kernel(gg->dev, gg->kernels[i], &k);
-                ok = !st->code && df__check_outputs(n, kout, no, gg->need[i], st) == DF_OK;
-            }
-        }
-        for (int k = 0; k < ni; k++) df_tensor_release(kin[k]);
-        for (int o = 0; o < no; o++) {
-            if (ok) vals[gg->val_start[i] + o] = kout[o];
-            else df_tensor_release(kout[o]);
-        }
+        ok = df__gg_node(c, gg, i, in, vals, kin, kout, record);
         int keep = (n->op->flags & DF__OP_TRANSFER) != 0;   /* (a Send's value: its Recv reads it) */
-        for (int k = 0; ok && !keep && k < ni; k++)  /* values nothing reads any more go back */
+        for (int k = 0; ok && !keep && k < n->n_inputs; k++)  /* values nothing reads any more go back */
             if (src[k].node >= 0) {
                 int v = gg->val_start[src[k].node] + src[k].out;
                 if (--left[v] == 0) { df_tensor_release(vals[v]); vals[v] = NULL; }
@@ -12693,6 +12707,291 @@ static int df__gg_run(df__kctx *c, df__gg *gg, df_tensor *const *in, df_tensor *
     }
     for (int v = 0; vals && v < gg->n_values; v++) df_tensor_release(vals[v]);
     DF_FREE(vals); DF_FREE(left); DF_FREE(kin); DF_FREE(kout);
+    return ok;
+}
+
+/* A while loop whose predicate is a GPU value. The partition holds the loop and nothing else of
+   control flow: one frame, one LoopCond fed through a pair within the device (the predicate's
+   copy to host memory), each loop variable an Enter -> Merge -> Switch -> (Exit, body ...
+   NextIteration) chain. Its nodes fall in phases: before the loop, the predicate's (from the
+   Merges), the body's (from the Switches), after it (from the Exits). Run node by node, the
+   predicate is copied to the host each iteration. Captured, the loop becomes a conditional
+   WHILE node whose body is one iteration: the body's launches, copies of the next values into
+   the loop's own buffers, the predicate's launches again and a kernel that sets the node's
+   condition from the predicate on the device; no copy to the host at all. A capture needs the
+   loop's variables in device memory, their shapes fixed: then what the loop computes in host
+   memory (shapes, axes, constants) is the same in every iteration, and a capture may keep it. */
+enum { DF__GL_PRE, DF__GL_PRED, DF__GL_BODY, DF__GL_POST, DF__GL_CTRL };
+typedef struct df__gg_loop {
+    int n_vars;
+    int32_t *var;                    /* per variable: Enter, Merge, Switch, NextIteration, Exit (-1: none) */
+    unsigned char *phase;            /* per node of the order */
+    int32_t pred;                    /* the value the loop tests (a bool in device memory) */
+} df__gg_loop;
+static void df__gg_loop_free(df__gg_loop *L) {
+    if (!L) return;
+    DF_FREE(L->var); DF_FREE(L->phase); DF_FREE(L);
+}
+
+/* The plan of gg's loop, or NULL with *why saying what does not fit. */
+static df__gg_loop *df__gg_loop_plan(const df__gg *gg, const char **why) {
+    int n = gg->n_nodes, lc = -1, n_merge = 0, max_id = 0;
+    const char *frame = NULL;
+    *why = "out of memory";
+    for (int p = 0; p < n; p++) max_id = DF__MAX(max_id, gg->nodes[p]->id);
+    df__gg_loop *L = (df__gg_loop *)DF_MALLOC(sizeof *L);
+    int32_t *pos = (int32_t *)DF_MALLOC(((size_t)max_id + 1) * sizeof(int32_t));
+    unsigned char *inf = (unsigned char *)DF_MALLOC((size_t)n + 1), *after = (unsigned char *)DF_MALLOC((size_t)n + 1);
+    int32_t *stack = (int32_t *)DF_MALLOC(((size_t)n + 1) * sizeof(int32_t));
+    if (L) memset(L, 0, sizeof *L);
+    if (n <= 0) { *why = "no nodes"; goto fail; }
+    if (!L || !pos || !inf || !after || !stack || !(L->phase = (unsigned char *)DF_MALLOC((size_t)n + 1))) goto fail;
+    for (int i = 0; i <= max_id; i++) pos[i] = -1;
+    for (int p = 0; p < n; p++) pos[gg->nodes[p]->id] = p;
+    memset(inf, 0, (size_t)n); memset(after, 0, (size_t)n); memset(L->phase, 0xff, (size_t)n);
+#define DF__GL_SRC(p, k) (gg->srcs[gg->in_start[p] + (k)])
+#define DF__GL_IS(p, flag) ((gg->nodes[p]->op->flags & (flag)) != 0)
+    for (int p = 0; p < n; p++) {
+        const df_node *x = gg->nodes[p];
+        if (DF__GL_IS(p, DF__OP_LOOP_COND)) { if (lc >= 0) { *why = "two loops"; goto fail; } lc = p; }
+        if (DF__GL_IS(p, DF__OP_MERGE)) n_merge++;
+        if (DF__GL_IS(p, DF__OP_ENTER)) {
+            if (frame && strcmp(frame, df__attr_s(x, "frame_name"))) { *why = "two loop frames"; goto fail; }
+            frame = df__attr_s(x, "frame_name");
+            if (x->out_is_ref[0]) { *why = "a reference enters the loop"; goto fail; }
+        }
+    }
+    if (lc < 0 || !n_merge) { *why = "no loop"; goto fail; }
+    /* the predicate: LoopCond <- its pair's Recv <- Send <- a device-memory bool */
+    {
+        df__gg_src r = DF__GL_SRC(lc, 0);
+        int sp = r.node >= 0 && DF__GL_IS(r.node, DF__OP_RECV) ? gg->pair[r.node] : -1;
+        df__gg_src v = sp >= 0 ? DF__GL_SRC(sp, 0) : (df__gg_src){-1, 0};
+        if (v.node < 0 || gg->host_out[v.node] == ~0u || (gg->host_out[v.node] >> DF__MIN(v.out, 31) & 1) ||
+            gg->nodes[v.node]->out_types[v.out] != DF_BOOL) { *why = "the predicate is not a bool the GPU makes"; goto fail; }
+        L->pred = gg->val_start[v.node] + v.out;
+        L->phase[lc] = L->phase[r.node] = L->phase[sp] = DF__GL_CTRL;
+        inf[lc] = inf[r.node] = inf[sp] = 1;
+    }
+    if (!(L->var = (int32_t *)DF_MALLOC((size_t)n_merge * 5 * sizeof(int32_t)))) goto fail;
+    for (int p = 0; p < n; p++) {
+        if (!DF__GL_IS(p, DF__OP_MERGE)) continue;
+        int32_t *v = L->var + 5 * L->n_vars++;
+        v[0] = v[1] = v[2] = v[3] = v[4] = -1;
+        v[1] = p;
+        for (int k = 0; k < gg->nodes[p]->n_inputs && k < 3; k++) {
+            df__gg_src a = DF__GL_SRC(p, k);
+            if (a.node < 0 || gg->nodes[p]->n_inputs != 2) break;
+            if (DF__GL_IS(a.node, DF__OP_ENTER) && !df__attr_b(gg->nodes[a.node], "is_constant", 0)) v[0] = a.node;
+            if (DF__GL_IS(a.node, DF__OP_NEXT_ITERATION)) v[3] = a.node;
+        }
+        for (int q = 0; q < n; q++) {
+            if (DF__GL_IS(q, DF__OP_SWITCH) && gg->nodes[q]->n_inputs == 2 && DF__GL_SRC(q, 0).node == p && DF__GL_SRC(q, 0).out == 0 &&
+                DF__GL_SRC(q, 1).node == lc) { if (v[2] >= 0) v[2] = -2; else v[2] = q; }
+        }
+        for (int q = 0; v[2] >= 0 && q < n; q++)
+            if (DF__GL_IS(q, DF__OP_EXIT) && DF__GL_SRC(q, 0).node == v[2] && DF__GL_SRC(q, 0).out == 0) { if (v[4] >= 0) v[2] = -2; else v[4] = q; }
+        if (v[0] < 0 || v[2] < 0 || v[3] < 0) { *why = "a loop variable is not Enter, Merge, Switch, NextIteration"; goto fail; }
+        for (int k = 0; k < 5; k++) if (v[k] >= 0) { L->phase[v[k]] = DF__GL_CTRL; inf[v[k]] = 1; }
+    }
+    /* every other control-flow node: a constant Enter, or not this kind of loop */
+    for (int p = 0; p < n; p++) {
+        if (L->phase[p] == DF__GL_CTRL) continue;
+        if (DF__GL_IS(p, DF__OP_ENTER) && df__attr_b(gg->nodes[p], "is_constant", 0)) { L->phase[p] = DF__GL_CTRL; inf[p] = 1; continue; }
+        if (DF__GL_IS(p, DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER | DF__OP_EXIT | DF__OP_NEXT_ITERATION | DF__OP_LOOP_COND | DF__OP_TRANSFER)) {
+            *why = "other control flow or transfers beside the loop";
+            goto fail;
+        }
+    }
+    /* in the frame: what the loop's nodes feed, up to the Exits; after it: what the Exits feed.
+       (The order is topological but for NextIteration's edges, which lead to Merges.) */
+    for (int p = 0; p < n; p++) {
+        const df_node *x = gg->nodes[p];
+        if (L->phase[p] == DF__GL_CTRL) { after[p] = DF__GL_IS(p, DF__OP_EXIT); continue; }
+        for (int k = 0; k < x->n_inputs + x->n_controls; k++) {
+            int u = k < x->n_inputs ? DF__GL_SRC(p, k).node : pos[x->controls[k - x->n_inputs]->id];
+            if (u < 0) continue;
+            if (after[u]) after[p] = 1;
+            else if (inf[u] && !DF__GL_IS(u, DF__OP_EXIT)) inf[p] = 1;
+        }
+        if (inf[p] && after[p]) { *why = "a node reads values of the loop and after it"; goto fail; }
+    }
+    /* the predicate's nodes: what the tested value waits for, back to the Merges */
+    {
+        int top = 0;
+        int sp = gg->pair[DF__GL_SRC(lc, 0).node];
+        stack[top++] = DF__GL_SRC(sp, 0).node;
+        while (top) {
+            int u = stack[--top];
+            if (L->phase[u] == DF__GL_CTRL || L->phase[u] == DF__GL_PRED) continue;
+            if (!inf[u]) { *why = "the predicate reads a value from outside the loop without an Enter"; goto fail; }
+            L->phase[u] = DF__GL_PRED;
+            const df_node *x = gg->nodes[u];
+            for (int k = 0; k < x->n_inputs + x->n_controls; k++) {
+                int w = k < x->n_inputs ? DF__GL_SRC(u, k).node : pos[x->controls[k - x->n_inputs]->id];
+                if (w >= 0) stack[top++] = w;
+            }
+        }
+    }
+    for (int p = 0; p < n; p++)
+        if (L->phase[p] == 0xff) L->phase[p] = (unsigned char)(inf[p] ? DF__GL_BODY : after[p] ? DF__GL_POST : DF__GL_PRE);
+    /* what each phase may read: the loop's values flow only through its control nodes */
+    for (int p = 0; p < n; p++) {
+        const df_node *x = gg->nodes[p];
+        int ph = L->phase[p];
+        for (int k = 0; k < x->n_inputs; k++) {
+            df__gg_src a = DF__GL_SRC(p, k);
+            int up = a.node < 0 ? -1 : L->phase[a.node];
+            const df_node *u = a.node < 0 ? NULL : gg->nodes[a.node];
+            int const_enter = u && (u->op->flags & DF__OP_ENTER) && df__attr_b(u, "is_constant", 0);
+            int fine = 1;
+            if (ph == DF__GL_PRE) fine = up < 0 || up == DF__GL_PRE;
+            else if (ph == DF__GL_POST) fine = up < 0 || up == DF__GL_PRE || up == DF__GL_POST || (u->op->flags & DF__OP_EXIT);
+            else if (ph == DF__GL_PRED) fine = up == DF__GL_PRED || const_enter || (u && (u->op->flags & DF__OP_MERGE) && a.out == 0);
+            else if (ph == DF__GL_BODY) fine = up == DF__GL_BODY || const_enter || (u && (u->op->flags & DF__OP_SWITCH) && a.out == 1);
+            else if (x->op->flags & DF__OP_NEXT_ITERATION)
+                fine = up == DF__GL_BODY || const_enter || (u && (u->op->flags & DF__OP_SWITCH) && a.out == 1);
+            if (!fine) { *why = "a value crosses the loop's boundary outside its control nodes"; goto fail; }
+        }
+        for (int k = 0; k < x->n_controls; k++) {
+            int u = pos[x->controls[k]->id];
+            if (u < 0) continue;
+            int up = L->phase[u];
+            int fine = ph == DF__GL_POST || up == DF__GL_PRE ||
+                       ((ph == DF__GL_PRED || ph == DF__GL_BODY || ph == DF__GL_CTRL) && inf[u] && !(gg->nodes[u]->op->flags & DF__OP_EXIT) &&
+                        (ph != DF__GL_PRED || up != DF__GL_BODY));
+            if (!fine) { *why = "a control edge crosses the loop's boundary"; goto fail; }
+        }
+    }
+    for (int j = 0; j < gg->n_out; j++) {
+        int u = gg->outs[j].node;
+        if (u >= 0 && inf[u] && !DF__GL_IS(u, DF__OP_EXIT)) { *why = "a value leaves from inside the loop"; goto fail; }
+    }
+#undef DF__GL_SRC
+#undef DF__GL_IS
+    DF_FREE(pos); DF_FREE(inf); DF_FREE(after); DF_FREE(stack);
+    return L;
+fail:
+    df__gg_loop_free(L);
+    DF_FREE(pos); DF_FREE(inf); DF_FREE(after); DF_FREE(stack);
+    return NULL;
+}
+
+static int df__gg_same_shape(const df_tensor *a, const df_tensor *b) {
+    return a->dtype == b->dtype && a->rank == b->rank && !memcmp(a->dims, b->dims, (size_t)a->rank * sizeof(int64_t));
+}
+static int df__gg_overlap(const df_tensor *a, const df_tensor *b) {
+    const char *pa = (const char *)a->data, *pb = (const char *)b->data;
+    return a->nbytes && b->nbytes && pa < pb + b->nbytes && pb < pa + a->nbytes;
+}
+
+/* Runs gg's loop plan (see above). Node by node, the loop's variables are the values the body
+   makes; captured (`record`), they live in buffers of the loop's own, the body is recorded once
+   as the conditional node's body, and the predicate's nodes twice (before the node, and at the
+   end of its body). */
+static int df__gg_run_loop(df__kctx *c, df__gg *gg, df_tensor *const *in, df_tensor **outs, int record) {
+    df_status *st = c->st;
+    const df__gg_loop *L = gg->loop;
+    df_cuda *gpu = (df_cuda *)gg->dev->gpu;
+    int n = gg->n_nodes, nv = L->n_vars;
+    df_tensor **vals = (df_tensor **)DF_MALLOC((size_t)(gg->n_values + 1) * sizeof(df_tensor *));
+    df_tensor **kin = (df_tensor **)DF_MALLOC((size_t)gg->max_io * sizeof(df_tensor *));
+    df_tensor **kout = (df_tensor **)DF_MALLOC((size_t)gg->max_io * sizeof(df_tensor *));
+    df_tensor **cur = (df_tensor **)DF_MALLOC((size_t)(2 * nv + 1) * sizeof(df_tensor *)), **stage = cur ? cur + nv : NULL;
+    int ok = vals && kin && kout && cur;
+    if (!ok) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory running a GPU graph's loop");
+    else {
+        memset(vals, 0, (size_t)gg->n_values * sizeof(df_tensor *));
+        memset(cur, 0, (size_t)(2 * nv) * sizeof(df_tensor *));
+    }
+#define DF__GL_VAL(a) ((a).node < 0 ? in[(a).out] : vals[gg->val_start[(a).node] + (a).out])
+#define DF__GL_SET(p, t) do { int v_ = gg->val_start[p]; df_tensor_release(vals[v_]); vals[v_] = df_tensor_retain(t); } while (0)
+    for (int p = 0; ok && p < n; p++) if (L->phase[p] == DF__GL_PRE) ok = df__gg_node(c, gg, p, in, vals, kin, kout, record);
+    for (int p = 0; ok && p < n; p++)                          /* the Enters */
+        if ((gg->nodes[p]->op->flags & DF__OP_ENTER)) {
+            df_tensor *t = DF__GL_VAL(gg->srcs[gg->in_start[p]]);
+            if (!t) { ok = df__fail(st, gg->nodes[p], DF_INTERNAL, "Enter %s has no value in its GPU graph", gg->nodes[p]->name) == DF_OK; break; }
+            if (t->ref && record && !df__gg_note_var(gg, t->ref)) { ok = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory") == DF_OK; break; }
+            if (!(t = df__deref(df_tensor_retain(t), gg->nodes[p], st))) { ok = 0; break; }
+            DF__GL_SET(p, t);
+            df_tensor_release(t);
+        }
+    for (int i = 0; ok && i < nv; i++) {
+        df_tensor *t = vals[gg->val_start[L->var[5 * i]]];
+        if (!record) { cur[i] = df_tensor_retain(t); continue; }
+        if (!df__tensor_gpu(t)) { df_status_set(st, DF_UNIMPLEMENTED, "Loop variable %d is in host memory", i); ok = 0; break; }
+        if (!(cur[i] = df__tensor_alloc(gg->dev->alloc, t->dtype, t->rank, t->dims, st)) ||
+            (t->nbytes && df_cuda_memcpy_d2d(gpu, cur[i]->data, t->data, t->nbytes, st))) ok = 0;
+    }
+    for (int64_t it = 0; ok; it++) {
+        for (int i = 0; i < nv; i++) DF__GL_SET(L->var[5 * i + 1], cur[i]);
+        for (int p = 0; ok && p < n; p++) if (L->phase[p] == DF__GL_PRED) ok = df__gg_node(c, gg, p, in, vals, kin, kout, record);
+        const df_tensor *pt = ok ? vals[L->pred] : NULL;
+        if (ok && (!pt || pt->dtype != DF_BOOL || pt->n != 1 || !df__tensor_gpu(pt))) {
+            df_status_set(st, DF_INVALID_ARGUMENT, "A loop's predicate must be one bool, made on the GPU");
+            ok = 0;
+        }
+        if (!ok) break;
+        if (record) {
+            if (it == 1) { ok = df_cuda_capture_loop_end(gpu, pt->data, st) == DF_OK; break; }
+            if (df_cuda_capture_loop_begin(gpu, pt->data, st)) { ok = 0; break; }
+        } else {
+            unsigned char go = 0;
+            if (df_cuda_memcpy_d2h(gpu, &go, pt->data, 1, st)) { ok = 0; break; }
+            if (!go) break;
+            if (__atomic_load_n(&c->step->aborted, __ATOMIC_ACQUIRE)) {
+                if (!st->code) df_status_set(st, DF_CANCELLED, "The step was cancelled inside a GPU loop");
+                ok = 0;
+                break;
+            }
+        }
+        for (int i = 0; i < nv; i++) {                          /* the Switches' true sides */ int v_ = gg->val_start[L->var[5 * i + 2]] + 1; df_tensor_release(vals[v_]); vals[v_] = df_tensor_retain(cur[i]); }
+        for (int p = 0; ok && p < n; p++) if (L->phase[p] == DF__GL_BODY) ok = df__gg_node(c, gg, p, in, vals, kin, kout, record);
+        int staged = 0;
+        for (int i = 0; ok && i < nv; i++) {
+            df_tensor *nx = DF__GL_VAL(gg->srcs[gg->in_start[L->var[5 * i + 3]]]);
+            if (!nx) { ok = df__fail(st, gg->nodes[L->var[5 * i + 3]], DF_INTERNAL, "NextIteration has no value in its GPU graph") == DF_OK; break; }
+            if (!record) { stage[i] = df_tensor_retain(nx); continue; }
+            if (nx->ref || !df__tensor_gpu(nx) || !df__gg_same_shape(nx, cur[i])) {
+                df_status_set(st, DF_UNIMPLEMENTED, "Loop variable %d changes shape or memory", i);
+                ok = 0;
+                break;
+            }
+            for (int j = 0; j < nv; j++)
+                if (df__gg_overlap(nx, cur[j]) && !(i == j && nx->data == cur[j]->data)) staged = 1;
+        }
+        if (ok && !record) {
+            for (int i = 0; i < nv; i++) { df_tensor_release(cur[i]); cur[i] = stage[i]; stage[i] = NULL; }
+        } else if (ok) {
+            /* the next values into the loop's buffers; through copies of their own when one is a
+               loop buffer itself (variables swapped, say) */
+            for (int i = 0; ok && i < nv; i++) {
+                df_tensor *nx = DF__GL_VAL(gg->srcs[gg->in_start[L->var[5 * i + 3]]]);
+                if (staged) {
+                    if (!(stage[i] = df__tensor_alloc(gg->dev->alloc, nx->dtype, nx->rank, nx->dims, st)) ||
+                        (nx->nbytes && df_cuda_memcpy_d2d(gpu, stage[i]->data, nx->data, nx->nbytes, st))) ok = 0;
+                } else if (nx->data != cur[i]->data && nx->nbytes && df_cuda_memcpy_d2d(gpu, cur[i]->data, nx->data, nx->nbytes, st)) ok = 0;
+            }
+            for (int i = 0; ok && staged && i < nv; i++)
+                if (cur[i]->nbytes && df_cuda_memcpy_d2d(gpu, cur[i]->data, stage[i]->data, cur[i]->nbytes, st)) ok = 0;
+            for (int i = 0; i < nv; i++) { df_tensor_release(stage[i]); stage[i] = NULL; }
+        }
+        for (int p = 0; p < n; p++)                             /* the iteration's values go back */
+            if (L->phase[p] == DF__GL_PRED || L->phase[p] == DF__GL_BODY ||
+                (L->phase[p] == DF__GL_CTRL && !(gg->nodes[p]->op->flags & DF__OP_ENTER)))
+                for (int o = 0; o < gg->nodes[p]->n_outputs; o++) { df_tensor_release(vals[gg->val_start[p] + o]); vals[gg->val_start[p] + o] = NULL; }
+    }
+    for (int i = 0; ok && i < nv; i++) if (L->var[5 * i + 4] >= 0) DF__GL_SET(L->var[5 * i + 4], cur[i]);
+    for (int p = 0; ok && p < n; p++) if (L->phase[p] == DF__GL_POST) ok = df__gg_node(c, gg, p, in, vals, kin, kout, record);
+    for (int j = 0; ok && j < gg->n_out; j++)
+        if (!DF__GL_VAL(gg->outs[j])) ok = df__fail(st, gg->nodes[gg->outs[j].node], DF_INTERNAL, "An output of a GPU graph's loop has no value") == DF_OK;
+    for (int j = 0; ok && j < gg->n_out; j++) outs[j] = df_tensor_retain(DF__GL_VAL(gg->outs[j]));
+#undef DF__GL_VAL
+#undef DF__GL_SET
+    for (int v = 0; vals && v < gg->n_values; v++) df_tensor_release(vals[v]);
+    for (int i = 0; cur && i < 2 * nv; i++) df_tensor_release(cur[i]);
+    DF_FREE(vals); DF_FREE(kin); DF_FREE(kout); DF_FREE(cur);
+    if (!ok && !st->code) df_status_set(st, DF_INTERNAL, "A GPU graph's loop failed");
     return ok;
 }
 
@@ -12840,7 +13139,7 @@ static int df__gg_member(const df_node *n, const df__device *d, int *member, int
 static df_code df__gg_rewrite(df_session *ss, df__part *pt, const df_output *feeds, int n_feeds, df_output *fetches, int n_fetches,
                               df_node ***all_out, int *n_all_out, df_status *st) {
     df_graph *g = pt->g;
-    int n = g->n_nodes, n_s = 0, loops = 0, pairs = 0;
+    int n = g->n_nodes, n_s = 0, loops = 0, pairs = 0, pred_pairs = 0;
     df__device *d = pt->dev;
     *all_out = NULL; *n_all_out = 0;
     unsigned char *in_s = (unsigned char *)DF_MALLOC((size_t)n + 1);
@@ -12875,6 +13174,19 @@ static df_code df__gg_rewrite(df_session *ss, df__part *pt, const df_output *fee
                    joins the graph, its copy made by fills that carry the bytes */
                 const df__shape *sh = &x->inputs[0].node->out_shapes[x->inputs[0].index];
                 int64_t count = df__shape_count(sh);
+                int r_at = -1, to_loop_cond = 0;
+                for (int r = 0; r < n && r_at < 0; r++)
+                    if (g->nodes[r]->op->flags & DF__OP_RECV && df__attr_i(g->nodes[r], "_key", -2) == df__attr_i(x, "_key", -1)) r_at = r;
+                for (int r = 0; r_at >= 0 && r < n; r++)        /* read by LoopConds alone */
+                    for (int k = 0; k < g->nodes[r]->n_inputs; k++)
+                        if (g->nodes[r]->inputs[k].node == g->nodes[r_at]) to_loop_cond = (g->nodes[r]->op->flags & DF__OP_LOOP_COND) && to_loop_cond >= 0 ? 1 : -1;
+                if (!strcmp(x->op->name, "_Send") && to_loop_cond == 1 && x->inputs[0].node->out_types[x->inputs[0].index] == DF_BOOL) {
+                    /* a loop's predicate made on the GPU: the loop's plan below reads it */
+                    pred_pairs++;
+                    if (!in_s[i]) { in_s[i] = 1; n_s++; }
+                    if (!in_s[r_at]) { in_s[r_at] = 1; n_s++; }
+                    continue;
+                }
                 pairs = 1;
                 if (!strcmp(x->op->name, "_HostSend") && count >= 0 && count <= DF__GG_SMALL) {
                     in_s[i] = 1;
@@ -12948,7 +13260,12 @@ static df_code df__gg_rewrite(df_session *ss, df__part *pt, const df_output *fee
     gg->dev = d;
     gg->n_nodes = n_s;
     int n_srcs = 0;
-    for (int p = 0; p < n_s; p++) n_srcs += g->nodes[order[p]]->n_inputs;
+    gg->max_io = 1;
+    for (int p = 0; p < n_s; p++) {
+        const df_node *x = g->nodes[order[p]];
+        n_srcs += x->n_inputs;
+        gg->max_io = DF__MAX(gg->max_io, DF__MAX(x->n_inputs, x->n_outputs));
+    }
     gg->nodes = (const df_node **)DF_MALLOC((size_t)n_s * sizeof(df_node *));
     gg->kernels = (df__kernel_fn *)DF_MALLOC((size_t)n_s * sizeof(df__kernel_fn));
     gg->host_out = (uint32_t *)DF_MALLOC((size_t)n_s * sizeof(uint32_t));
@@ -13031,7 +13348,21 @@ static df_code df__gg_rewrite(df_session *ss, df__part *pt, const df_output *fee
         if (j >= 31) { if (h31[1] < 0) h31[1] = h; else if (h31[1] != h) mixed = 1; }
     }
     if (mixed) { DF_FREE(ext); DF_FREE(out_of); df__gg_free(gg); goto none; }
-    if (loops) {
+    if (pred_pairs) {
+        /* a loop whose predicate the GPU makes: run by its plan */
+        const char *why = NULL;
+        if (!(gg->loop = df__gg_loop_plan(gg, &why))) {
+            if (getenv("DF_CUDA_GRAPHS_DEBUG")) fprintf(stderr, "dataflow: no CUDA graph on %s: a loop with a GPU predicate: %s\n", d->name, why);
+            DF_FREE(ext); DF_FREE(out_of); df__gg_free(gg);
+            goto none;
+        }
+        if (getenv("DF_CUDA_GRAPHS_DEBUG")) {
+            int count[5] = {0, 0, 0, 0, 0};
+            for (int p = 0; p < n_s; p++) count[gg->loop->phase[p]]++;
+            fprintf(stderr, "dataflow: GPU graph on %s: a loop with a GPU predicate, %d variables; %d nodes before it, %d of its predicate, %d of its body, %d after it\n",
+                    d->name, gg->loop->n_vars, count[DF__GL_PRE], count[DF__GL_PRED], count[DF__GL_BODY], count[DF__GL_POST]);
+        }
+    } else if (loops) {
         /* a loop inside: the nodes run under an executor of their own (one thread, no
            rendezvous), fed the node's inputs, fetching its outputs in the memory they are made */
         df_output *gouts = (df_output *)DF_MALLOC(((size_t)gg->n_out + 1) * sizeof(df_output));

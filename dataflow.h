@@ -564,6 +564,13 @@ df_code df_cuda_capture_begin(df_cuda *g, df_status *st);
 df_code df_cuda_capture_end(df_cuda *g, void **graph, df_status *st);
 df_code df_cuda_graph_launch(df_cuda *g, void *graph, df_status *st);
 void    df_cuda_graph_free(df_cuda *g, void *graph);
+/* A while loop inside a capture. loop_begin records a conditional WHILE node whose condition is
+   the bool at pred (device memory, read when the node starts); the launchers called until
+   loop_end are recorded as its body, and loop_end records the body's last launch: one that
+   sets the condition from the bool at pred again (the predicate of the next iteration). Loops
+   do not nest. Needs CUDA 12.4 or later (else DF_UNIMPLEMENTED, which spoils the capture). */
+df_code df_cuda_capture_loop_begin(df_cuda *g, const void *pred, df_status *st);
+df_code df_cuda_capture_loop_end(df_cuda *g, const void *pred, df_status *st);
 #endif
 
 #ifdef __cplusplus

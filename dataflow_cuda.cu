@@ -86,6 +86,11 @@ struct df_cuda {
     cudaStream_t capture;
     cublasHandle_t capture_blas;
     void *capture_ws;                /* cuBLAS workspace of the captured products */
+    /* a loop inside the capture: its body is captured on a stream of its own, which `capture`
+       names meanwhile (outer: the capture's own stream) */
+    cudaStream_t capture_body, capture_outer;
+    int in_loop;
+    unsigned long long loop_handle;  /* the conditional node's handle */
 };
 
 /* The stream and cuBLAS handle a launcher queues on: the capture's while this thread captures
@@ -175,7 +180,9 @@ extern "C" void df_cuda_close(df_cuda *g) {
     if (g->blas) cublasDestroy(g->blas);
     if (g->capture_blas) cublasDestroy(g->capture_blas);
     if (g->capture_ws) cudaFree(g->capture_ws);
+    if (g->in_loop) g->capture = g->capture_outer;
     if (g->capture) cudaStreamDestroy(g->capture);
+    if (g->capture_body) cudaStreamDestroy(g->capture_body);
     if (g->staging) cudaFreeHost(g->staging);
     if (g->scratch) cudaFree(g->scratch);
     if (g->compute_mark) cudaEventDestroy(g->compute_mark);
@@ -2488,10 +2495,24 @@ extern "C" df_code df_cuda_capture_begin(df_cuda *g, df_status *st) {
     df_cuda_tls_capturing = g;
     return DF_OK;
 }
+/* Leaves a loop's body capture: back to the capture's own stream (and the cuBLAS handle too). */
+static cudaError_t df_cuda_loop_leave(df_cuda *g) {
+    cudaGraph_t body = NULL;
+    cudaError_t err = cudaStreamEndCapture(g->capture, &body);    /* (the body is the node's) */
+    g->capture = g->capture_outer;
+    g->in_loop = 0;
+    if (cublasSetStream(g->capture_blas, g->capture) != CUBLAS_STATUS_SUCCESS && err == cudaSuccess) err = cudaErrorUnknown;
+    return err;
+}
 extern "C" df_code df_cuda_capture_end(df_cuda *g, void **graph, df_status *st) {
     DF_CUDA_ENTER("df_cuda_capture_end");
     if (graph) *graph = NULL;
     if (df_cuda_tls_capturing != g) return df_status_set(st, DF_FAILED_PRECONDITION, "df_cuda_capture_end: this thread does not capture on GPU %d", g->device);
+    void **want = graph;
+    if (g->in_loop) {                    /* a loop's capture left unfinished: no graph */
+        (void)df_cuda_loop_leave(g);
+        graph = NULL;
+    }
     df_cuda_tls_capturing = NULL;
     cudaGraph_t made = NULL;
     cudaGraphExec_t exec = NULL;
@@ -2504,6 +2525,90 @@ extern "C" df_code df_cuda_capture_end(df_cuda *g, void **graph, df_status *st) 
         return df_cuda_fail(st, err, "df_cuda_capture_end");
     }
     if (graph) *graph = (void *)exec;
+    if (want && !graph) return df_status_set(st, DF_ABORTED, "df_cuda_capture_end: a loop's capture was left unfinished");
+    return DF_OK;
+}
+/* Loops: a conditional WHILE node (CUDA 12.4 and later), its body captured on capture_body
+   through cudaStreamBeginCaptureToGraph; a one-thread kernel sets the condition from the
+   predicate before the node and at the end of each pass of its body. */
+#if CUDART_VERSION >= 12040
+#define DF_CUDA_LOOPS 1
+#if CUDART_VERSION >= 13000
+#define DF_CUDA_CAPTURE_INFO(s, cs, gr, deps, nd) cudaStreamGetCaptureInfo((s), (cs), NULL, (gr), (deps), NULL, (nd))
+#define DF_CUDA_ADD_NODE(node, gr, deps, nd, params) cudaGraphAddNode((node), (gr), (deps), NULL, (nd), (params))
+#define DF_CUDA_SET_DEPS(s, deps, nd) cudaStreamUpdateCaptureDependencies((s), (deps), NULL, (nd), cudaStreamSetCaptureDependencies)
+#else
+#define DF_CUDA_CAPTURE_INFO(s, cs, gr, deps, nd) cudaStreamGetCaptureInfo((s), (cs), NULL, (gr), (deps), (nd))
+#define DF_CUDA_ADD_NODE(node, gr, deps, nd, params) cudaGraphAddNode((node), (gr), (deps), (nd), (params))
+#define DF_CUDA_SET_DEPS(s, deps, nd) cudaStreamUpdateCaptureDependencies((s), (deps), (nd), cudaStreamSetCaptureDependencies)
+#endif
+__global__ void df_cu_loop_condition(cudaGraphConditionalHandle h, const unsigned char *pred) {
+    cudaGraphSetConditional(h, *pred ? 1u : 0u);
+}
+#endif
+extern "C" df_code df_cuda_capture_loop_begin(df_cuda *g, const void *pred, df_status *st) {
+    DF_CUDA_ENTER("df_cuda_capture_loop_begin");
+    if (df_cuda_tls_capturing != g) return df_status_set(st, DF_FAILED_PRECONDITION, "df_cuda_capture_loop_begin: this thread does not capture on GPU %d", g->device);
+    if (g->in_loop) return df_status_set(st, DF_UNIMPLEMENTED, "df_cuda_capture_loop_begin: a loop inside a captured loop");
+    if (!pred) DF_CUDA_BAD("df_cuda_capture_loop_begin: NULL predicate");
+#ifndef DF_CUDA_LOOPS
+    return df_status_set(st, DF_UNIMPLEMENTED, "df_cuda_capture_loop_begin: conditional graph nodes need CUDA 12.4 or later");
+#else
+    cudaError_t err = cudaSuccess;
+    if (!g->capture_body) err = cudaStreamCreateWithFlags(&g->capture_body, cudaStreamNonBlocking);
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaGraph_t graph = NULL;
+    const cudaGraphNode_t *deps = NULL;
+    size_t nd = 0;
+    cudaGraphConditionalHandle h = 0;
+    if (err == cudaSuccess) err = DF_CUDA_CAPTURE_INFO(g->capture, &cs, &graph, &deps, &nd);
+    if (err == cudaSuccess && cs != cudaStreamCaptureStatusActive) err = cudaErrorStreamCaptureInvalidated;
+    if (err == cudaSuccess) err = cudaGraphConditionalHandleCreate(&h, graph, 0, 0);
+    if (err == cudaSuccess) {
+        df_cu_loop_condition<<<1, 1, 0, g->capture>>>(h, (const unsigned char *)pred);
+        err = cudaGetLastError();
+    }
+    if (err == cudaSuccess) err = DF_CUDA_CAPTURE_INFO(g->capture, &cs, &graph, &deps, &nd);   /* (after that kernel) */
+    cudaGraphNodeParams cp = {cudaGraphNodeTypeConditional, {0, 0, 0}, {}, 0};   /* (all zero but the type) */
+    cp.conditional.handle = h;
+    cp.conditional.type = cudaGraphCondTypeWhile;
+    cp.conditional.size = 1;
+    cudaGraphNode_t node = NULL;
+    if (err == cudaSuccess) err = DF_CUDA_ADD_NODE(&node, graph, deps, nd, &cp);
+    if (err == cudaSuccess) err = DF_CUDA_SET_DEPS(g->capture, &node, 1);
+    if (err == cudaSuccess)
+        err = cudaStreamBeginCaptureToGraph(g->capture_body, cp.conditional.phGraph_out[0], NULL, NULL, 0, cudaStreamCaptureModeRelaxed);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        return df_cuda_fail(st, err, "df_cuda_capture_loop_begin");
+    }
+    g->capture_outer = g->capture;
+    g->capture = g->capture_body;
+    g->in_loop = 1;
+    g->loop_handle = h;
+    if (cublasSetStream(g->capture_blas, g->capture) != CUBLAS_STATUS_SUCCESS) {
+        (void)df_cuda_loop_leave(g);
+        return df_status_set(st, DF_INTERNAL, "df_cuda_capture_loop_begin: cublasSetStream failed");
+    }
+    return DF_OK;
+#endif
+}
+extern "C" df_code df_cuda_capture_loop_end(df_cuda *g, const void *pred, df_status *st) {
+    DF_CUDA_ENTER("df_cuda_capture_loop_end");
+    if (df_cuda_tls_capturing != g || !g->in_loop) return df_status_set(st, DF_FAILED_PRECONDITION, "df_cuda_capture_loop_end: no loop is being captured on GPU %d", g->device);
+    cudaError_t err = pred ? cudaSuccess : cudaErrorInvalidValue;
+#ifdef DF_CUDA_LOOPS
+    if (err == cudaSuccess) {
+        df_cu_loop_condition<<<1, 1, 0, g->capture>>>((cudaGraphConditionalHandle)g->loop_handle, (const unsigned char *)pred);
+        err = cudaGetLastError();
+    }
+#endif
+    cudaError_t left = df_cuda_loop_leave(g);
+    if (err == cudaSuccess) err = left;
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        return df_cuda_fail(st, err, "df_cuda_capture_loop_end");
+    }
     return DF_OK;
 }
 extern "C" df_code df_cuda_graph_launch(df_cuda *g, void *graph, df_status *st) {

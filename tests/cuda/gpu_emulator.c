@@ -1796,6 +1796,18 @@ df_code df_cuda_graph_launch(df_cuda *g, void *graph, df_status *st) {
     return df_status_set(st, DF_INVALID_ARGUMENT, "df_cuda_graph_launch: the host emulation makes no graphs");
 }
 void df_cuda_graph_free(df_cuda *g, void *graph) { (void)g; (void)graph; }
+df_code df_cuda_capture_loop_begin(df_cuda *g, const void *pred, df_status *st) {
+    (void)pred;
+    emu__call c;
+    if (!emu__begin(&c, g, st, "df_cuda_capture_loop_begin")) return c.code;
+    return df_status_set(st, DF_FAILED_PRECONDITION, "df_cuda_capture_loop_begin: no capture was begun");
+}
+df_code df_cuda_capture_loop_end(df_cuda *g, const void *pred, df_status *st) {
+    (void)pred;
+    emu__call c;
+    if (!emu__begin(&c, g, st, "df_cuda_capture_loop_end")) return c.code;
+    return df_status_set(st, DF_FAILED_PRECONDITION, "df_cuda_capture_loop_end: no loop is being captured");
+}
 
 df_code df_cuda_cumprod(df_cuda *g, df_dtype t, const void *x, void *y, int64_t outer, int64_t len, int64_t inner,
                         int exclusive, int reverse, df_status *st) {
