@@ -499,7 +499,7 @@ static void bench_session_matmul(df_cuda *g, bare *bl, int64_t n, int chain) {
 /* ==========================================================================================
    4. Per-node cost: a chain of Adds, a while loop
    ========================================================================================== */
-typedef struct node_results { double chain_us, loop_us, chain_graph_us, loop_graph_us; } node_results;     /* us */
+typedef struct node_results { double chain_us, loop_us, chain_graph_us, loop_graph_us, dloop_us, dloop_graph_us; } node_results;     /* us */
 /* "captured N, replayed M" of a session with cuda_graphs (the proof that replays were timed) */
 static void graph_note(df_session *s, char *buf, size_t n) {
     df_cuda_graph_stats gs;
@@ -507,7 +507,7 @@ static void graph_note(df_session *s, char *buf, size_t n) {
     snprintf(buf, n, "(cuda_graphs: %lld captured, %lld steps replayed, %lld node by node, %lld failed captures)",
              (long long)gs.captures, (long long)gs.replays, (long long)gs.eager_runs, (long long)gs.failed_captures);
 }
-static char graph_notes[3][160];
+static char graph_notes[4][160];
 
 /* us per node of a run of the chain (and of one Add), in a session of its own */
 static int time_add_chain(df_graph *gr, df_node *init, df_output one_add, df_output chain_end, int mode,
@@ -534,16 +534,20 @@ static int time_add_chain(df_graph *gr, df_node *init, df_output one_add, df_out
     return ok;
 }
 
-typedef struct loop_ctx { int32_t limit; } loop_ctx;
+/* the loop: an int32 counter (host memory, TensorFlow's rule) and x = x + 1; or, `device_pred`,
+   x alone tested against the limit as a float (the predicate made on the GPU) */
+typedef struct loop_ctx { int32_t limit; int device_pred; } loop_ctx;
 static df_output loop_cond(df_graph *g, void *user, const df_output *vars) {
-    return df_less(g, vars[0], df_scalar_i32(g, ((loop_ctx *)user)->limit));
+    loop_ctx *lc = (loop_ctx *)user;
+    if (lc->device_pred) return df_less(g, vars[0], df_scalar_f32(g, (float)lc->limit));
+    return df_less(g, vars[0], df_scalar_i32(g, lc->limit));
 }
 static void loop_body(df_graph *g, void *user, const df_output *vars, df_output *next) {
-    (void)user;
+    if (((loop_ctx *)user)->device_pred) { next[0] = df_add(g, vars[0], df_scalar_f32(g, 1.0f)); return; }
     next[0] = df_add(g, vars[0], df_scalar_i32(g, 1));
     next[1] = df_add(g, vars[1], df_scalar_f32(g, 1.0f));
 }
-static int time_loop(df_graph *gr, df_node *init, df_output result, int mode, double *per_iter) {
+static int time_loop(df_graph *gr, df_node *init, df_output result, int mode, int device_pred, double *per_iter) {
     sess_call c = {0};
     const char *what = mode == MODE_GRAPHS ? "while loop, cuda_graphs" : mode ? "while loop, deterministic" : "while loop";
     if (!(c.s = gpu_session(gr, mode, what))) return 0;
@@ -558,7 +562,7 @@ static int time_loop(df_graph *gr, df_node *init, df_output result, int mode, do
         fail(what, msg);
         ok = 0;
     }
-    if (mode == MODE_GRAPHS) graph_note(c.s, graph_notes[2], sizeof graph_notes[2]);
+    if (mode == MODE_GRAPHS) graph_note(c.s, graph_notes[device_pred ? 3 : 2], sizeof graph_notes[2]);
     df_session_free(c.s);
     *per_iter = t * 1e3 / cfg.loop_iters;
     return ok;
@@ -595,18 +599,37 @@ static void bench_nodes(node_results *res) {
     if (!(gr = df_graph_new())) { fail("while loop", "out of memory"); return; }
     df_output v0 = df_variable(gr, "x0", DF_FLOAT, 0, NULL);
     df_node *init0 = df_assign(gr, v0, df_scalar_f32(gr, 0));
-    loop_ctx lc = {cfg.loop_iters};
+    loop_ctx lc = {cfg.loop_iters, 0};
     df_output start[2] = {df_scalar_i32(gr, 0), v0}, outs[2] = {{NULL, 0}, {NULL, 0}};
     df_while_loop(gr, 2, start, loop_cond, loop_body, &lc, NULL, outs);
     for (int det = 0; det < 3; det++) {
         double per;
-        if (!time_loop(gr, init0, outs[1], det, &per)) continue;
+        if (!time_loop(gr, init0, outs[1], det, 0, &per)) continue;
         char label[96];
         snprintf(label, sizeof label, "while loop of %d iterations, x = x + 1%s", cfg.loop_iters,
                  det == MODE_GRAPHS ? ", cuda_graphs = 1" : det ? ", deterministic = 1" : "");
         printf("%-62s %10.2f %10.1f\n", label, per, per * cfg.loop_iters);
         if (!det) res->loop_us = per;
         if (det == MODE_GRAPHS) { res->loop_graph_us = per; printf("  %s\n", graph_notes[2]); }
+    }
+    df_graph_free(gr);
+
+    /* the same count with the predicate made on the GPU: x < N as floats */
+    if (!(gr = df_graph_new())) { fail("while loop", "out of memory"); return; }
+    v0 = df_variable(gr, "x0", DF_FLOAT, 0, NULL);
+    init0 = df_assign(gr, v0, df_scalar_f32(gr, 0));
+    loop_ctx dl = {cfg.loop_iters, 1};
+    df_output dstart[1] = {v0}, douts[1] = {{NULL, 0}};
+    df_while_loop(gr, 1, dstart, loop_cond, loop_body, &dl, NULL, douts);
+    for (int det = 0; det < 3; det += 2) {
+        double per;
+        if (!time_loop(gr, init0, douts[0], det, 1, &per)) continue;
+        char label[96];
+        snprintf(label, sizeof label, "while x < %d (a GPU predicate), x = x + 1%s", cfg.loop_iters,
+                 det == MODE_GRAPHS ? ", cuda_graphs = 1" : "");
+        printf("%-62s %10.2f %10.1f\n", label, per, per * cfg.loop_iters);
+        if (!det) res->dloop_us = per;
+        if (det == MODE_GRAPHS) { res->dloop_graph_us = per; printf("  %s\n", graph_notes[3]); }
     }
     df_graph_free(gr);
 }
@@ -768,6 +791,10 @@ static void print_side_by_side(const node_results *ours, double mlp_us, double m
     peer_row(label, ours->loop_us, &p, &j, 2, p.loop_us, j.loop_us);
     snprintf(label, sizeof label, "while loop of %d, cuda_graphs, per iteration", cfg.loop_iters);
     peer_row(label, ours->loop_graph_us, &p, &j, 2, p.loop_us, j.loop_us);
+    snprintf(label, sizeof label, "while x < %d on the GPU, per iteration", cfg.loop_iters);
+    peer_row(label, ours->dloop_us, &p, &j, 2, p.loop_us, j.loop_us);
+    snprintf(label, sizeof label, "while x < %d on the GPU, cuda_graphs", cfg.loop_iters);
+    peer_row(label, ours->dloop_graph_us, &p, &j, 2, p.loop_us, j.loop_us);
     snprintf(label, sizeof label, "MLP 784-%d-%d-10 step, batch %d", cfg.hidden1, cfg.hidden2, cfg.batch);
     peer_row(label, mlp_us, &p, &j, 4, p.mlp_us, j.mlp_us);
     peer_row("MLP step as above, cuda_graphs", mlp_graph_us, &p, &j, 4, p.mlp_us, j.mlp_us);
