@@ -407,6 +407,35 @@ df_code df_graph_import_graphdef_into(df_graph *g, const void *data, size_t len,
 df_tensor *df_tensor_read_npy(const char *path, df_status *st);               /* NumPy .npy */
 df_code    df_tensor_write_npy(const df_tensor *t, const char *path);
 
+/* String tensors (what the checkpoint ops take as paths and names): n strings, copied. */
+df_tensor  *df_tensor_new_strings(int rank, const int64_t *dims, const char *const *strings, df_status *st);
+/* String i of a DF_STRING tensor (NUL-ended; *len its length), or NULL. */
+const char *df_tensor_string(const df_tensor *t, int64_t i, size_t *len);
+
+/* Checkpoints: one file at `path` holding named tensors (header, index, data; a crc32c per
+   tensor and one over the index). Written to a temporary file, fsynced, renamed over path and
+   the directory fsynced, so a crash at any moment leaves the old checkpoint or the new one,
+   whole. A damaged or truncated file reads as DF_DATA_LOSS; a missing name as DF_NOT_FOUND.
+   The SaveV2 and RestoreV2 ops (TensorFlow's names and attrs) read and write the same files. */
+df_code    df_checkpoint_write(const char *path, int n, const char *const *names, df_tensor *const *tensors,
+                               df_status *st);
+df_tensor *df_checkpoint_read(const char *path, const char *name, df_status *st);
+df_tensor *df_checkpoint_read_buffer(const void *data, size_t len, const char *name, df_status *st);  /* a file's bytes */
+/* The names it holds, in byte order, into *names (free() each and the array); -1 on error. */
+int        df_checkpoint_names(const char *path, char ***names, df_status *st);
+
+/* A saver, as tf.train.Saver: SaveV2 and RestoreV2 nodes (and the Assigns) for the variables
+   given (n_vars 0: every VariableV2 of g), keyed by their node names, built into g on the CPU. */
+typedef struct df_saver df_saver;
+df_saver  *df_saver_new(df_graph *g, int n_vars, const df_output *vars, df_status *st);
+df_code    df_saver_save(df_saver *sv, df_session *s, const char *path, df_status *st);
+df_code    df_saver_restore(df_saver *sv, df_session *s, const char *path, df_status *st);
+void       df_saver_free(df_saver *sv);                  /* the nodes stay in the graph */
+
+/* For tests: the n-th file operation of checkpoint writing from now on (a write, fsync, close
+   or rename) fails with EIO (mode 0) or ends the process with status 86 (mode 1); n 0: none. */
+void       df_testing_io_faults(int64_t n, int mode);
+
 #ifdef DATAFLOW_CUDA
 /* From dataflow_cuda.cu: the number of visible CUDA devices (0 without a driver or device). */
 int df_cuda_device_count(df_status *st);
