@@ -43,6 +43,9 @@ demo() {
     # The GraphDef runner (not run here: it needs a graph; build/dfrun --help says how).
     $CC -std=c11 -O2 $WARN examples/dfrun.c dataflow.c -o build/dfrun $LIBS || exit 1
     echo; echo "== built build/dfrun (runs TensorFlow GraphDefs; build/dfrun --help)"
+    # The worker process of multi-process sessions (build/dfworker --port PORT).
+    $CC -std=c11 -O2 $WARN examples/dfworker.c dataflow.c -o build/dfworker $LIBS || exit 1
+    echo "== built build/dfworker (serves sessions of other processes over TCP; build/dfworker --help)"
 }
 
 # Fuzz inputs are replayed and fuzzed with allocations over 2 GiB failing (NULL), as on a small
@@ -62,6 +65,23 @@ check_dfrun() {
     ./build/dfrun x.pb --fetch x --no-such-flag >/dev/null 2>&1
     [ $? -eq 2 ] || { echo "dfrun did not exit 2 on a bad flag"; return 1; }
     ./build/dfrun --help >/dev/null || { echo "dfrun --help did not exit 0"; return 1; }
+}
+
+# dfworker: a bad option is one "dfworker: ..." line and exit 2; --port 0 listens on a free
+# port and says which; it ends on SIGTERM.
+check_dfworker() {
+    $CC -std=c11 -O2 $WARN examples/dfworker.c dataflow.c -o build/dfworker $LIBS || return 1
+    ./build/dfworker --port nope >/dev/null 2>build/dfworker.err
+    [ $? -eq 2 ] && [ "$(wc -l <build/dfworker.err)" -eq 1 ] && grep -q '^dfworker: ' build/dfworker.err ||
+        { echo "dfworker did not refuse a bad port with one line and exit 2:"; cat build/dfworker.err; return 1; }
+    ./build/dfworker --port 0 --task 2 >build/dfworker.out 2>&1 &
+    local pid=$! i
+    for i in $(seq 100); do grep -q 'listening on' build/dfworker.out && break; sleep 0.05; done
+    grep -q '^dfworker: task 2 listening on 127.0.0.1:[1-9][0-9]*$' build/dfworker.out
+    local ok=$?
+    kill $pid 2>/dev/null; wait $pid 2>/dev/null
+    [ $ok -eq 0 ] || { echo "dfworker did not say where it listens:"; cat build/dfworker.out; }
+    return $ok
 }
 
 # The committed fuzz corpora replayed without libFuzzer (tests/fuzz/standalone.c), one binary
@@ -171,6 +191,7 @@ run_tests() {
         step "$e trains to its accuracy target" sh -c "$CC -std=c11 -O2 $WARN examples/$e.c dataflow.c -o build/$e $LIBS && ./build/$e data/digits.csv.gz"
     done
     step "dfrun builds and reports bad input" check_dfrun
+    step "dfworker builds, refuses bad options and listens" check_dfworker
     step "fuzz corpora replay without a crash (tests/fuzz/corpus)" fuzz_regression "$san"
     local host=build/gpu/host emu=build/gpu/emulated
     step "GPU objects compile (dataflow.c -DDATAFLOW_CUDA -O1$([ $with_cuda = 1 ] && echo ", the GPU device's tests"))" gpu_wait $gpu_job $host build/gpu/host.log
@@ -221,7 +242,7 @@ run_tests() {
     else skipped=$((skipped + 1)); echo "skip build: AVX-512 emulation (SIMDe headers not installed)"; fi
     # The threaded tests again under ThreadSanitizer (where the toolchain has it).
     if [ "${DF_SANITIZE:-1}" != 0 ] && echo 'int main(void){return 0;}' | $CC -x c -fsanitize=thread - -o build/tsan_probe >/dev/null 2>&1; then
-        step "ThreadSanitizer: executor, control flow, graph, thread, loop-gradient, loop-state and partition tests" sh -c "$CC -std=c11 -g -O1 $WARN -fsanitize=thread -I. tests/harness.c tests/test_control_flow.c tests/test_executor.c tests/test_graph.c tests/test_threads.c tests/test_grad_cf.c tests/test_loop_state.c tests/test_partition.c tests/test_partition_random.c dataflow.c -o build/tsan_tests $LIBS && TSAN_OPTIONS=halt_on_error=1 ./build/tsan_tests >build/tsan.log 2>&1"
+        step "ThreadSanitizer: executor, control flow, graph, thread, loop-gradient, loop-state, partition and worker tests" sh -c "$CC -std=c11 -g -O1 $WARN -fsanitize=thread -I. tests/harness.c tests/test_control_flow.c tests/test_executor.c tests/test_graph.c tests/test_threads.c tests/test_grad_cf.c tests/test_loop_state.c tests/test_partition.c tests/test_partition_random.c tests/test_worker.c dataflow.c -o build/tsan_tests $LIBS && TSAN_OPTIONS=halt_on_error=1 ./build/tsan_tests >build/tsan.log 2>&1"
     else skipped=$((skipped + 1)); echo "skip build: ThreadSanitizer not available with $CC"; fi
     if [ -n "$emu_runs" ]; then
         wait $emu_runs

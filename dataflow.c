@@ -2006,6 +2006,7 @@ typedef struct df__ctl_scope { df_node **deps; int n; } df__ctl_scope;
 
 struct df_graph {
     df_status status;
+    int internal_names;          /* a partition shipped to a worker: runtime names (_Send, _cloop/...) */
     df_node **nodes;
     int n_nodes, cap_nodes;
     df__strmap names;            /* name -> id */
@@ -2359,7 +2360,7 @@ df_op_builder *df_op_new(df_graph *g, const char *op_type, const char *name) {
         const char *scope = df__scope(g);
         size_t n = strlen(scope) + strlen(name) + 1;
         if ((b->name = (char *)DF_MALLOC(n))) snprintf(b->name, n, "%s%s", scope, name);
-        if (!df__valid_node_name(name)) {
+        if (!g->internal_names && !df__valid_node_name(name)) {
             df__graph_error(g, DF_INVALID_ARGUMENT, "Invalid node name '%s' for op %s: names use "
                             "letters, digits and . _ - / and do not start with _ - /", name, op->name);
             DF_FREE(b->name); DF_FREE(b);
@@ -16510,4 +16511,547 @@ df_node *df_no_op(df_graph *g, df_node *const *deps, int n) {
     df_op_builder *b = df_op_new(g, "NoOp", NULL);
     for (int i = 0; b && i < n; i++) df_op_add_control_input(b, deps[i]);
     return df_op_finish(b);
+}
+
+/* ==========================================================================================
+   21. WORKERS AND THE WIRE                                                             >>net
+   Worker processes serve a TCP port. Every message is a frame: a 24-byte header (magic
+   "DFW1", protocol version, message type, payload length, flags, and a masked crc32c of the
+   header's first 20 bytes) and a payload of little-endian fields: u32, u64, strings (u32
+   length and bytes) and tensors (dtype, rank, dims, byte count, bytes). A frame with a bad
+   magic, version, type, checksum or flags, a payload over the worker's limit, or a payload
+   that does not decode closes its connection, with the reason logged; the worker goes on
+   serving the others. Application errors (a graph that does not import) are answered with an
+   ERROR message and keep the connection.
+   ========================================================================================== */
+uint32_t df_crc32c(uint32_t crc, const void *data, size_t n) { return data || !n ? df__crc32c(crc, data, n) : crc; }
+
+#if !defined(DF_NO_THREADS) && ((defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200112L) || defined(_GNU_SOURCE) || defined(_DEFAULT_SOURCE))
+#define DF__NET 1
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#endif
+
+#ifdef DF__NET
+enum { DF__W_MAGIC = 0x31574644u, DF__W_VERSION = 1, DF__W_HEADER = 24 };
+enum { DF__W_HELLO = 1, DF__W_HELLO_OK, DF__W_PING, DF__W_PONG, DF__W_REGISTER, DF__W_REGISTERED, DF__W_ERROR,
+       DF__W_CLOSE, DF__W_SHUTDOWN, DF__W_TYPES };
+static const char *const df__w_type_names[DF__W_TYPES] = {"?", "HELLO", "HELLO_OK", "PING", "PONG", "REGISTER", "REGISTERED",
+                                                          "ERROR", "CLOSE", "SHUTDOWN"};
+
+/* ---- payloads: a growing buffer to write, a bounded cursor to read ---- */
+typedef struct df__wbuf { unsigned char *p; size_t n, cap; int oom; } df__wbuf;
+static unsigned char *df__wb_room(df__wbuf *b, size_t n) {
+    if (b->oom) return NULL;
+    if (n > SIZE_MAX / 2 - b->n) { b->oom = 1; return NULL; }
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n) cap *= 2;
+        unsigned char *q = (unsigned char *)DF_REALLOC(b->p, cap);
+        if (!q) { b->oom = 1; return NULL; }
+        b->p = q; b->cap = cap;
+    }
+    unsigned char *at = b->p + b->n;
+    b->n += n;
+    return at;
+}
+static void df__wb_u32(df__wbuf *b, uint32_t v) { unsigned char *p = df__wb_room(b, 4); if (p) df__put32(p, v); }
+static void df__wb_u64(df__wbuf *b, uint64_t v) { unsigned char *p = df__wb_room(b, 8); if (p) df__put64(p, v); }
+static void df__wb_bytes(df__wbuf *b, const void *d, size_t n) {
+    if (n > UINT32_MAX) { b->oom = 1; return; }
+    df__wb_u32(b, (uint32_t)n);
+    unsigned char *p = df__wb_room(b, n);
+    if (p && n) memcpy(p, d, n);
+}
+static void df__wb_str(df__wbuf *b, const char *s) { df__wb_bytes(b, s ? s : "", s ? strlen(s) : 0); }
+
+typedef struct df__wread { const unsigned char *p; size_t n; const char *bad; } df__wread;
+static int df__wr_need(df__wread *r, size_t n, const char *what) {
+    if (r->bad) return 0;
+    if (r->n < n) { r->bad = what; return 0; }
+    return 1;
+}
+static uint32_t df__wr_u32(df__wread *r, const char *what) {
+    if (!df__wr_need(r, 4, what)) return 0;
+    uint32_t v = df__get32(r->p); r->p += 4; r->n -= 4;
+    return v;
+}
+static uint64_t df__wr_u64(df__wread *r, const char *what) {
+    if (!df__wr_need(r, 8, what)) return 0;
+    uint64_t v = df__get64(r->p); r->p += 8; r->n -= 8;
+    return v;
+}
+/* bytes into the payload itself (not NUL-ended) */
+static const unsigned char *df__wr_bytes(df__wread *r, size_t *len, const char *what) {
+    uint32_t n = df__wr_u32(r, what);
+    if (!df__wr_need(r, n, what)) { *len = 0; return NULL; }
+    const unsigned char *p = r->p;
+    r->p += n; r->n -= n; *len = n;
+    return p;
+}
+/* a string copied out and NUL-ended (freed by the caller); NULL when malformed */
+static char *df__wr_str(df__wread *r, size_t max, const char *what) {
+    size_t n;
+    const unsigned char *p = df__wr_bytes(r, &n, what);
+    if (!p && r->bad) return NULL;
+    if (n > max) { r->bad = what; return NULL; }
+    char *s = (char *)DF_MALLOC(n + 1);
+    if (!s) { r->bad = "out of memory"; return NULL; }
+    if (n) memcpy(s, p, n);
+    s[n] = '\0';
+    if (strlen(s) != n) { DF_FREE(s); r->bad = what; return NULL; }   /* (a NUL inside) */
+    return s;
+}
+
+static void df__w_header(unsigned char *h, int type, uint64_t len) {
+    df__put32(h, DF__W_MAGIC);
+    h[4] = DF__W_VERSION & 0xff; h[5] = DF__W_VERSION >> 8;
+    h[6] = (unsigned char)(type & 0xff); h[7] = (unsigned char)(type >> 8);
+    df__put64(h + 8, len);
+    df__put32(h + 16, 0);
+    df__put32(h + 20, df__crc_mask(df__crc32c(0, h, 20)));
+}
+/* Checks a header; returns the message type, or 0 with *why set. */
+static int df__w_check_header(const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn) {
+    if (df__get32(h) != DF__W_MAGIC) { *why = "not a dataflow frame (bad magic)"; return 0; }
+    if (df__get32(h + 20) != df__crc_mask(df__crc32c(0, h, 20))) { *why = "the frame header fails its checksum"; return 0; }
+    unsigned version = (unsigned)h[4] | (unsigned)h[5] << 8, type = (unsigned)h[6] | (unsigned)h[7] << 8;
+    if (version != DF__W_VERSION) { snprintf(buf, bn, "protocol version %u (this side speaks %d)", version, DF__W_VERSION); *why = buf; return 0; }
+    if (!type || type >= DF__W_TYPES) { snprintf(buf, bn, "unknown message type %u", type); *why = buf; return 0; }
+    if (df__get32(h + 16)) { *why = "unknown flags in the frame header"; return 0; }
+    *len = df__get64(h + 8);
+    if (*len > max) { snprintf(buf, bn, "a %s message of %llu bytes is over the limit of %llu", df__w_type_names[type], (unsigned long long)*len, (unsigned long long)max); *why = buf; return 0; }
+    return (int)type;
+}
+
+/* Reads or writes exactly n bytes; 0 on success, -1 on an error or a closed peer. */
+static int df__sock_read(int fd, void *buf, size_t n) {
+    char *p = (char *)buf;
+    while (n) {
+        ssize_t r = recv(fd, p, n, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        p += r; n -= (size_t)r;
+    }
+    return 0;
+}
+static int df__sock_write(int fd, const void *buf, size_t n) {
+    const char *p = (const char *)buf;
+    while (n) {
+#ifdef MSG_NOSIGNAL
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+#else
+        ssize_t w = send(fd, p, n, 0);
+#endif
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w; n -= (size_t)w;
+    }
+    return 0;
+}
+static int df__w_send(int fd, int type, const df__wbuf *payload) {
+    unsigned char h[DF__W_HEADER];
+    df__w_header(h, type, payload ? payload->n : 0);
+    if (df__sock_write(fd, h, sizeof h)) return -1;
+    return payload && payload->n ? df__sock_write(fd, payload->p, payload->n) : 0;
+}
+/* Reads one frame: its type, the payload in *data (freed by the caller). 0: the peer closed
+   cleanly before a header; -1: a broken frame (*why says what). */
+static int df__w_recv(int fd, uint64_t max, unsigned char **data, uint64_t *len, const char **why, char *buf, size_t bn) {
+    unsigned char h[DF__W_HEADER];
+    *data = NULL; *len = 0;
+    ssize_t r;
+    do r = recv(fd, h, 1, 0); while (r < 0 && errno == EINTR);
+    if (r == 0) { *why = "closed"; return 0; }
+    if (r < 0 || df__sock_read(fd, h + 1, sizeof h - 1)) { *why = "the connection broke inside a frame header"; return -1; }
+    int type = df__w_check_header(h, max, len, why, buf, bn);
+    if (!type) return -1;
+    if (*len) {
+        if (!(*data = (unsigned char *)DF_MALLOC((size_t)*len))) { *why = "out of memory for a message"; return -1; }
+        if (df__sock_read(fd, *data, (size_t)*len)) { DF_FREE(*data); *data = NULL; *why = "the connection broke inside a message"; return -1; }
+    }
+    return type;
+}
+
+/* "host:port" (an IPv4 address or "localhost") to a socket address */
+static int df__parse_hostport(const char *s, struct sockaddr_in *a, char *err, size_t en) {
+    memset(a, 0, sizeof *a);
+    a->sin_family = AF_INET;
+    const char *colon = s ? strrchr(s, ':') : NULL;
+    if (!colon || colon == s) { snprintf(err, en, "'%s' is not host:port", s ? s : "(null)"); return 0; }
+    char host[256];
+    size_t hl = (size_t)(colon - s);
+    if (hl >= sizeof host) { snprintf(err, en, "host name too long in '%s'", s); return 0; }
+    memcpy(host, s, hl); host[hl] = '\0';
+    char *end = NULL;
+    long port = strtol(colon + 1, &end, 10);
+    if (!end || *end || port <= 0 || port > 65535) { snprintf(err, en, "bad port in '%s'", s); return 0; }
+    a->sin_port = htons((uint16_t)port);
+    if (!strcmp(host, "localhost")) strcpy(host, "127.0.0.1");
+    if (inet_pton(AF_INET, host, &a->sin_addr) != 1) { snprintf(err, en, "'%.200s' is not an IPv4 address or localhost", host); return 0; }
+    return 1;
+}
+/* A connection to addr within timeout_ms, or -1 (err says why). */
+static int df__connect(const char *addr, int timeout_ms, char *err, size_t en) {
+    struct sockaddr_in a;
+    if (!df__parse_hostport(addr, &a, err, en)) return -1;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) { snprintf(err, en, "socket: %s", strerror(errno)); return -1; }
+    int fl = fcntl(fd, F_GETFL, 0);
+    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    int r = connect(fd, (struct sockaddr *)&a, sizeof a);
+    if (r < 0 && errno == EINPROGRESS) {
+        struct pollfd p = {fd, POLLOUT, 0};
+        r = poll(&p, 1, timeout_ms);
+        int e = 0;
+        socklen_t el = sizeof e;
+        if (r == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == 0) r = 0;
+        else { errno = r == 0 ? ETIMEDOUT : e ? e : errno; r = -1; }
+    }
+    if (r < 0) { snprintf(err, en, "cannot connect to %s: %s", addr, strerror(errno)); close(fd); return -1; }
+    fcntl(fd, F_SETFL, fl);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+#endif /* DF__NET */
+
+/* ---- the worker ---- */
+struct df_worker {
+    df_worker_options opts;
+    uint64_t incarnation;
+    int port;
+#ifdef DF__NET
+    int listen_fd;
+    int stopping;
+    pthread_t accept_thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int n_conns;                     /* connection threads alive */
+    int *conn_fds;                   /* open connections (-1: free slot), closed on stop */
+    int cap_conns;
+    df_graph **graphs;               /* registered graphs, by handle */
+    int n_graphs, cap_graphs;
+#endif
+};
+
+#ifdef DF__NET
+static void df__w_log(const df_worker *w, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (w->opts.log) w->opts.log(w->opts.log_user, line);
+    else fprintf(stderr, "dataflow worker :%d: %s\n", w->port, line);
+}
+
+static int df__w_reply_error(int fd, df_code code, const char *msg) {
+    df__wbuf b = {NULL, 0, 0, 0};
+    df__wb_u32(&b, (uint32_t)code);
+    df__wb_str(&b, msg);
+    int r = b.oom ? -1 : df__w_send(fd, DF__W_ERROR, &b);
+    DF_FREE(b.p);
+    return r;
+}
+typedef struct df__wconn { df_worker *w; int fd, slot; char peer[64]; } df__wconn;
+/* Handles one message; returns 0 to go on, 1 to close (why: the reason), 2 to stop the worker. */
+static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint64_t len, const char **why) {
+    df_worker *w = c->w;
+    df__wread r = {data, (size_t)len, NULL};
+    df__wbuf out = {NULL, 0, 0, 0};
+    int ret = 0;
+    switch (type) {
+    case DF__W_HELLO: {
+        uint32_t version = df__wr_u32(&r, "HELLO: version");
+        if (r.bad) break;
+        if (version != DF__W_VERSION) { *why = "HELLO from another protocol version"; ret = 1; break; }
+        df__wb_u64(&out, w->incarnation);
+        df__wb_u32(&out, (uint32_t)w->opts.task);
+        int nd = w->opts.num_cpu_devices > 0 ? w->opts.num_cpu_devices : 1;
+        df__wb_u32(&out, (uint32_t)nd);
+        for (int i = 0; i < nd; i++) {
+            char name[96];
+            snprintf(name, sizeof name, "/job:worker/replica:0/task:%d/device:CPU:%d", w->opts.task, i);
+            df__wb_str(&out, name);
+        }
+        if (out.oom || df__w_send(c->fd, DF__W_HELLO_OK, &out)) { *why = "cannot answer HELLO"; ret = 1; }
+        break;
+    }
+    case DF__W_PING: {
+        uint64_t v = df__wr_u64(&r, "PING: value");
+        if (r.bad) break;
+        df__wb_u64(&out, v);
+        if (out.oom || df__w_send(c->fd, DF__W_PONG, &out)) { *why = "cannot answer PING"; ret = 1; }
+        break;
+    }
+    case DF__W_REGISTER: {
+        size_t gl = 0;
+        const unsigned char *gd = df__wr_bytes(&r, &gl, "REGISTER: graph");
+        if (r.bad) break;
+        df_status st;
+        df_graph *g = df_graph_new();
+        if (!g) df_status_set(&st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        else {
+            g->internal_names = 1;              /* (partitions: _Send, _Recv, _cloop/...) */
+            if (df__gd_import(g, gd, gl, NULL, &st)) { df_graph_free(g); g = NULL; }
+        }
+        int handle = -1;
+        if (g) {
+            pthread_mutex_lock(&w->mu);
+            if (df__grow(&w->graphs, &w->cap_graphs, w->n_graphs + 1, sizeof(df_graph *))) { handle = w->n_graphs; w->graphs[w->n_graphs++] = g; }
+            pthread_mutex_unlock(&w->mu);
+            if (handle < 0) { df_graph_free(g); df_status_set(&st, DF_RESOURCE_EXHAUSTED, "Out of memory"); }
+        }
+        if (handle < 0) { if (df__w_reply_error(c->fd, st.code, st.message)) { *why = "cannot answer REGISTER"; ret = 1; } break; }
+        df__wb_u32(&out, (uint32_t)handle);
+        df__wb_u32(&out, (uint32_t)g->n_nodes);
+        if (out.oom || df__w_send(c->fd, DF__W_REGISTERED, &out)) { *why = "cannot answer REGISTER"; ret = 1; }
+        break;
+    }
+    case DF__W_CLOSE: *why = "closed by the peer"; ret = 1; break;
+    case DF__W_SHUTDOWN: *why = "shut down by the peer"; ret = 2; break;
+    default: *why = "a message a worker does not take"; ret = 1;
+    }
+    if (r.bad) { *why = r.bad; ret = 1; }
+    else if (!ret && r.n) { *why = "bytes after the end of a message"; ret = 1; }
+    DF_FREE(out.p);
+    return ret;
+}
+static void df__w_stop_locked(df_worker *w) {
+    if (w->stopping) return;
+    w->stopping = 1;
+    shutdown(w->listen_fd, SHUT_RDWR);
+    for (int i = 0; i < w->cap_conns; i++) if (w->conn_fds[i] >= 0) shutdown(w->conn_fds[i], SHUT_RDWR);
+    pthread_cond_broadcast(&w->cv);
+}
+static void *df__w_conn_main(void *arg) {
+    df__wconn *c = (df__wconn *)arg;
+    df_worker *w = c->w;
+    uint64_t max = w->opts.max_message_bytes ? w->opts.max_message_bytes : ((uint64_t)1 << 30);
+    for (;;) {
+        unsigned char *data = NULL;
+        uint64_t len = 0;
+        const char *why = NULL;
+        char buf[160];
+        int type = df__w_recv(c->fd, max, &data, &len, &why, buf, sizeof buf);
+        if (type <= 0) {
+            if (type < 0 && !__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) df__w_log(w, "closing the connection from %s: %s", c->peer, why);
+            DF_FREE(data);
+            break;
+        }
+        int r = df__w_handle(c, type, data, len, &why);
+        DF_FREE(data);
+        if (r == 1) {
+            if (strcmp(why, "closed by the peer")) df__w_log(w, "closing the connection from %s: malformed %s message: %s", c->peer, df__w_type_names[type], why);
+            break;
+        }
+        if (r == 2) {
+            df__w_log(w, "shutting down at the request of %s", c->peer);
+            pthread_mutex_lock(&w->mu);
+            df__w_stop_locked(w);
+            pthread_mutex_unlock(&w->mu);
+            break;
+        }
+    }
+    pthread_mutex_lock(&w->mu);
+    w->conn_fds[c->slot] = -1;
+    close(c->fd);
+    w->n_conns--;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    DF_FREE(c);
+    return NULL;
+}
+static void *df__w_accept_main(void *arg) {
+    df_worker *w = (df_worker *)arg;
+    for (;;) {
+        struct sockaddr_in a;
+        socklen_t al = sizeof a;
+        int fd = accept(w->listen_fd, (struct sockaddr *)&a, &al);
+        if (__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) { if (fd >= 0) close(fd); break; }
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) { struct timespec ts = {0, 50000000}; nanosleep(&ts, NULL); continue; }
+            df__w_log(w, "accept failed: %s; the worker stops", strerror(errno));
+            break;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        df__wconn *c = (df__wconn *)DF_MALLOC(sizeof *c);
+        pthread_mutex_lock(&w->mu);
+        int slot = -1;
+        for (int i = 0; i < w->cap_conns && slot < 0; i++) if (w->conn_fds[i] < 0) slot = i;
+        if (slot < 0 && c) {
+            int old = w->cap_conns;
+            if (df__grow(&w->conn_fds, &w->cap_conns, old + 1, sizeof(int))) {
+                for (int i = old; i < w->cap_conns; i++) w->conn_fds[i] = -1;
+                slot = old;
+            }
+        }
+        pthread_t t;
+        int started = 0;
+        if (c && slot >= 0) {
+            c->w = w; c->fd = fd; c->slot = slot;
+            char ip[INET_ADDRSTRLEN] = "?";
+            inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
+            snprintf(c->peer, sizeof c->peer, "%s:%d", ip, (int)ntohs(a.sin_port));
+            w->conn_fds[slot] = fd;
+            w->n_conns++;
+            pthread_attr_t at;
+            pthread_attr_init(&at);
+            pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+            started = pthread_create(&t, &at, df__w_conn_main, c) == 0;
+            pthread_attr_destroy(&at);
+            if (!started) { w->conn_fds[slot] = -1; w->n_conns--; }
+        }
+        pthread_mutex_unlock(&w->mu);
+        if (!started) { df__w_log(w, "cannot serve a new connection (out of memory or threads)"); close(fd); DF_FREE(c); }
+    }
+    return NULL;
+}
+#endif /* DF__NET */
+
+df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
+    df_status local;
+    if (!st) st = &local;
+    df_status_clear(st);
+#ifndef DF__NET
+    (void)opts;
+    df_status_set(st, DF_UNIMPLEMENTED, "Workers need POSIX sockets and threads: build dataflow.c on its own (two translation units) without DF_NO_THREADS");
+    return NULL;
+#else
+    df_worker_options o;
+    memset(&o, 0, sizeof o);
+    if (opts) o = *opts;
+    if (o.port < 0 || o.port > 65535 || o.task < 0) { df_status_set(st, DF_INVALID_ARGUMENT, "df_worker_start: port %d, task %d", o.port, o.task); return NULL; }
+    df_worker *w = (df_worker *)DF_MALLOC(sizeof *w);
+    if (!w) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); return NULL; }
+    memset(w, 0, sizeof *w);
+    w->opts = o;
+    w->listen_fd = -1;
+    {   /* a fresh incarnation per worker: time, process and address mixed */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t h = df__hash_mix((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, (uint64_t)getpid());
+        w->incarnation = df__hash_mix(h, (uint64_t)(uintptr_t)w) | 1;
+    }
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)o.port);
+    const char *host = o.host ? o.host : "127.0.0.1";
+    if (!strcmp(host, "localhost")) host = "127.0.0.1";
+    if (inet_pton(AF_INET, host, &a.sin_addr) != 1) { df_status_set(st, DF_INVALID_ARGUMENT, "df_worker_start: '%s' is not an IPv4 address", host); DF_FREE(w); return NULL; }
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 64)) {
+        df_status_set(st, errno == EADDRINUSE ? DF_ALREADY_EXISTS : errno == EACCES ? DF_PERMISSION_DENIED : DF_UNAVAILABLE,
+                      "df_worker_start: cannot listen on %s:%d: %s", host, o.port, strerror(errno));
+        if (fd >= 0) close(fd);
+        DF_FREE(w);
+        return NULL;
+    }
+    socklen_t al = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &al);
+    w->port = ntohs(a.sin_port);
+    w->listen_fd = fd;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    if (pthread_create(&w->accept_thread, NULL, df__w_accept_main, w) != 0) {
+        close(fd);
+        pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
+        DF_FREE(w);
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "df_worker_start: cannot start a thread");
+        return NULL;
+    }
+    return w;
+#endif
+}
+int df_worker_port(const df_worker *w) { return w ? w->port : -1; }
+uint64_t df_worker_incarnation(const df_worker *w) { return w ? w->incarnation : 0; }
+/* Waits until the worker is asked to stop (a SHUTDOWN message or df_worker_stop elsewhere). */
+void df_worker_wait(df_worker *w) {
+#ifdef DF__NET
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    while (!w->stopping) pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+#else
+    (void)w;
+#endif
+}
+void df_worker_stop(df_worker *w) {
+    if (!w) return;
+#ifdef DF__NET
+    pthread_mutex_lock(&w->mu);
+    df__w_stop_locked(w);
+    while (w->n_conns > 0) pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->accept_thread, NULL);
+    close(w->listen_fd);
+    for (int i = 0; i < w->n_graphs; i++) df_graph_free(w->graphs[i]);
+    DF_FREE(w->graphs); DF_FREE(w->conn_fds);
+    pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
+#endif
+    DF_FREE(w);
+}
+df_code df_worker_serve(const df_worker_options *opts, df_status *st) {
+    df_status local;
+    if (!st) st = &local;
+    df_worker *w = df_worker_start(opts, st);
+    if (!w) return st->code;
+    if (opts && opts->on_listening) opts->on_listening(w->port, opts->log_user);
+    df_worker_wait(w);
+    df_worker_stop(w);
+    return DF_OK;
+}
+
+/* What a worker says of itself: its incarnation, task and devices. */
+df_code df_worker_hello(const char *address, int timeout_ms, df_worker_info *info, df_status *st) {
+    df_status local;
+    if (!st) st = &local;
+    df_status_clear(st);
+    if (info) memset(info, 0, sizeof *info);
+#ifndef DF__NET
+    (void)address; (void)timeout_ms;
+    return df_status_set(st, DF_UNIMPLEMENTED, "Workers need POSIX sockets and threads");
+#else
+    char err[256];
+    int fd = df__connect(address, timeout_ms > 0 ? timeout_ms : 5000, err, sizeof err);
+    if (fd < 0) return df_status_set(st, DF_UNAVAILABLE, "%s", err);
+    struct timeval tv = {(timeout_ms > 0 ? timeout_ms : 5000) / 1000, ((timeout_ms > 0 ? timeout_ms : 5000) % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    df__wbuf b = {NULL, 0, 0, 0};
+    df__wb_u32(&b, DF__W_VERSION);
+    unsigned char *data = NULL;
+    uint64_t len = 0;
+    const char *why = NULL;
+    char buf[160];
+    int type = b.oom || df__w_send(fd, DF__W_HELLO, &b) ? -1 : df__w_recv(fd, (uint64_t)1 << 20, &data, &len, &why, buf, sizeof buf);
+    DF_FREE(b.p);
+    if (type != DF__W_HELLO_OK) {
+        DF_FREE(data);
+        close(fd);
+        return df_status_set(st, DF_UNAVAILABLE, "Worker %s did not answer HELLO: %s", address, type < 0 ? why : type == 0 ? "it closed the connection" : "a wrong answer");
+    }
+    df__wread r = {data, (size_t)len, NULL};
+    uint64_t inc = df__wr_u64(&r, "incarnation");
+    uint32_t task = df__wr_u32(&r, "task"), nd = df__wr_u32(&r, "devices");
+    if (info) { info->incarnation = inc; info->task = (int)task; info->num_devices = (int)nd; }
+    for (uint32_t i = 0; i < nd && !r.bad; i++) {
+        char *name = df__wr_str(&r, 95, "device name");
+        if (name && info && i < DF_WORKER_MAX_DEVICES) snprintf(info->devices[i], sizeof info->devices[i], "%s", name);
+        DF_FREE(name);
+    }
+    DF_FREE(data);
+    df__w_send(fd, DF__W_CLOSE, NULL);
+    close(fd);
+    if (r.bad) return df_status_set(st, DF_DATA_LOSS, "Worker %s sent a malformed HELLO answer (%s)", address, r.bad);
+    return DF_OK;
+#endif
 }

@@ -432,6 +432,37 @@ df_code    df_saver_save(df_saver *sv, df_session *s, const char *path, df_statu
 df_code    df_saver_restore(df_saver *sv, df_session *s, const char *path, df_status *st);
 void       df_saver_free(df_saver *sv);                  /* the nodes stay in the graph */
 
+/* crc32c (Castagnoli) of n bytes, continuing from crc (0 to start). */
+uint32_t   df_crc32c(uint32_t crc, const void *data, size_t n);
+
+/* Workers: a process serving graph partitions over TCP (see README, "Several processes"). */
+typedef struct df_worker_options {
+    const char *host;                /* the IPv4 address to listen on; NULL means 127.0.0.1 */
+    int         port;                /* 0 means any free port (df_worker_port says which) */
+    int         task;                /* its number N in /job:worker/task:N */
+    int         num_cpu_devices;     /* 0 means 1 */
+    uint64_t    max_message_bytes;   /* larger messages close their connection; 0 means 1 GiB */
+    void (*log)(void *user, const char *line);    /* why a connection closed, etc.; NULL: stderr */
+    void (*on_listening)(int port, void *user);   /* df_worker_serve calls it once listening */
+    void       *log_user;            /* passed to log and on_listening */
+} df_worker_options;
+typedef struct df_worker df_worker;
+df_worker *df_worker_start(const df_worker_options *opts, df_status *st);   /* serves on threads of its own */
+int        df_worker_port(const df_worker *w);
+uint64_t   df_worker_incarnation(const df_worker *w);                       /* random per start */
+void       df_worker_wait(df_worker *w);          /* until a SHUTDOWN message or df_worker_stop */
+void       df_worker_stop(df_worker *w);          /* closes every connection; frees w */
+/* Start, wait, stop: the body of the dfworker program. */
+df_code    df_worker_serve(const df_worker_options *opts, df_status *st);
+#define DF_WORKER_MAX_DEVICES 16
+typedef struct df_worker_info {
+    uint64_t incarnation;
+    int task, num_devices;
+    char devices[DF_WORKER_MAX_DEVICES][96];
+} df_worker_info;
+/* Asks the worker at "host:port" who it is (a HELLO); DF_UNAVAILABLE when it does not answer. */
+df_code    df_worker_hello(const char *address, int timeout_ms, df_worker_info *info, df_status *st);
+
 /* For tests: the n-th file operation of checkpoint writing from now on (a write, fsync, close
    or rename) fails with EIO (mode 0) or ends the process with status 86 (mode 1); n 0: none. */
 void       df_testing_io_faults(int64_t n, int mode);

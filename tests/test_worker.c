@@ -1,0 +1,257 @@
+/* Workers: HELLO and PING answered, partitions registered, and malformed frames of every kind
+   closing their connection with a logged reason while the worker keeps serving. */
+#define _POSIX_C_SOURCE 200809L
+#include "harness.h"
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* the log lines a worker wrote */
+typedef struct logbook { pthread_mutex_t mu; char lines[64][256]; int n; } logbook;
+static void log_to_book(void *user, const char *line) {
+    logbook *b = (logbook *)user;
+    pthread_mutex_lock(&b->mu);
+    if (b->n < 64) snprintf(b->lines[b->n], sizeof b->lines[b->n], "%s", line);
+    b->n++;
+    pthread_mutex_unlock(&b->mu);
+}
+static int book_has(logbook *b, const char *needle) {
+    pthread_mutex_lock(&b->mu);
+    int found = 0;
+    for (int i = 0; i < b->n && i < 64; i++) if (strstr(b->lines[i], needle)) found = 1;
+    pthread_mutex_unlock(&b->mu);
+    return found;
+}
+
+static int dial(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) { close(fd); fd = -1; }
+    return fd;
+}
+static void put32(unsigned char *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i)); }
+static void put64(unsigned char *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i)); }
+/* a frame header as README documents it */
+static void header(unsigned char *h, unsigned version, unsigned type, uint64_t len, uint32_t flags) {
+    put32(h, 0x31574644u);
+    h[4] = (unsigned char)version; h[5] = (unsigned char)(version >> 8);
+    h[6] = (unsigned char)type; h[7] = (unsigned char)(type >> 8);
+    put64(h + 8, len);
+    put32(h + 16, flags);
+    uint32_t c = df_crc32c(0, h, 20);
+    put32(h + 20, ((c >> 15) | (c << 17)) + 0xa282ead8u);
+}
+/* 1 when the worker closes fd within 3 s (reading and dropping whatever it sends first) */
+static int closed_by_peer(int fd) {
+    char buf[4096];
+    for (int i = 0; i < 300; i++) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 10) == 1) {
+            ssize_t r = recv(fd, buf, sizeof buf, 0);
+            if (r == 0 || (r < 0 && errno == ECONNRESET)) return 1;
+        }
+    }
+    return 0;
+}
+static int send_all(int fd, const void *p, size_t n) { return send(fd, p, n, MSG_NOSIGNAL) == (ssize_t)n; }
+
+enum { HELLO = 1, HELLO_OK, PING, PONG, REGISTER, REGISTERED, ERROR_MSG, CLOSE_MSG, SHUTDOWN };
+/* Reads one frame's header and payload (payload into buf, up to cap); returns its type or -1. */
+static int read_frame(int fd, unsigned char *buf, size_t cap, uint64_t *len) {
+    unsigned char h[24];
+    size_t got = 0;
+    while (got < 24) { ssize_t r = recv(fd, h + got, 24 - got, 0); if (r <= 0) return -1; got += (size_t)r; }
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = n << 8 | h[8 + i];
+    if (n > cap) return -1;
+    got = 0;
+    while (got < n) { ssize_t r = recv(fd, buf + got, n - got, 0); if (r <= 0) return -1; got += (size_t)r; }
+    *len = n;
+    return h[6] | h[7] << 8;
+}
+
+DF_TEST(worker_answers_hello_and_ping) {
+    logbook book = {PTHREAD_MUTEX_INITIALIZER, {{0}}, 0};
+    df_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.task = 3;
+    o.num_cpu_devices = 2;
+    o.log = log_to_book;
+    o.log_user = &book;
+    df_status st;
+    df_worker *w = df_worker_start(&o, &st);
+    CHECK_MSG(w != NULL, "df_worker_start: %s", st.message);
+    if (!w) return;
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", df_worker_port(w));
+    df_worker_info info;
+    CHECK_EQ_INT(df_worker_hello(addr, 2000, &info, &st), DF_OK);
+    CHECK_OK(&st);
+    CHECK(info.incarnation == df_worker_incarnation(w) && info.incarnation != 0);
+    CHECK_EQ_INT(info.task, 3);
+    CHECK_EQ_INT(info.num_devices, 2);
+    CHECK_MSG(!strcmp(info.devices[1], "/job:worker/replica:0/task:3/device:CPU:1"), "device 1: %s", info.devices[1]);
+    /* PING on a raw connection, twice on one connection */
+    int fd = dial(df_worker_port(w));
+    for (int k = 0; k < 2 && fd >= 0; k++) {
+        unsigned char f[32], buf[64];
+        header(f, 1, PING, 8, 0);
+        put64(f + 24, 0x1234567890abcdefull + (uint64_t)k);
+        CHECK(send_all(fd, f, 32));
+        uint64_t len = 0;
+        CHECK_EQ_INT(read_frame(fd, buf, sizeof buf, &len), PONG);
+        CHECK(len == 8 && !memcmp(buf, f + 24, 8));
+    }
+    if (fd >= 0) close(fd);
+    /* a second worker has another incarnation; nothing listens on a stopped worker's port */
+    df_worker *w2 = df_worker_start(&o, &st);
+    CHECK(w2 && df_worker_incarnation(w2) != df_worker_incarnation(w));
+    int port2 = df_worker_port(w2);
+    df_worker_stop(w2);
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", port2);
+    CHECK_EQ_INT(df_worker_hello(addr, 500, &info, &st), DF_UNAVAILABLE);
+    CHECK_EQ_INT(df_worker_hello("not an address", 500, &info, &st), DF_UNAVAILABLE);
+    df_worker_stop(w);
+    CHECK_MSG(book.n == 0, "unexpected log line: %s", book.lines[0]);
+}
+
+DF_TEST(worker_closes_malformed_connections_and_keeps_serving) {
+    logbook book = {PTHREAD_MUTEX_INITIALIZER, {{0}}, 0};
+    df_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.max_message_bytes = 1 << 20;
+    o.log = log_to_book;
+    o.log_user = &book;
+    df_status st;
+    df_worker *w = df_worker_start(&o, &st);
+    CHECK_MSG(w != NULL, "df_worker_start: %s", st.message);
+    if (!w) return;
+    int port = df_worker_port(w);
+    struct { const char *what, *reason; unsigned char bytes[64]; size_t n; int close_after; } cases[12];
+    int nc = 0;
+#define CASE(w_, r_) (cases[nc].what = (w_), cases[nc].reason = (r_), cases[nc].n = 0, cases[nc].close_after = 0, &cases[nc++])
+    { __typeof__(&cases[0]) c = CASE("an HTTP request", "bad magic");
+      memcpy(c->bytes, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27); c->n = 27; }
+    { __typeof__(&cases[0]) c = CASE("a damaged header", "checksum"); header(c->bytes, 1, PING, 8, 0); c->bytes[9] ^= 1; c->n = 24; }
+    { __typeof__(&cases[0]) c = CASE("another version", "protocol version 7"); header(c->bytes, 7, PING, 8, 0); c->n = 24; }
+    { __typeof__(&cases[0]) c = CASE("an unknown type", "unknown message type 999"); header(c->bytes, 1, 999, 0, 0); c->n = 24; }
+    { __typeof__(&cases[0]) c = CASE("flags", "unknown flags"); header(c->bytes, 1, PING, 8, 4); c->n = 24; }
+    { __typeof__(&cases[0]) c = CASE("an oversized message", "over the limit"); header(c->bytes, 1, REGISTER, (uint64_t)1 << 40, 0); c->n = 24; }
+    { __typeof__(&cases[0]) c = CASE("half a header", "inside a frame header"); header(c->bytes, 1, PING, 8, 0); c->n = 10; c->close_after = 1; }
+    { __typeof__(&cases[0]) c = CASE("half a payload", "inside a message"); header(c->bytes, 1, PING, 8, 0); c->n = 28; c->close_after = 1; }
+    { __typeof__(&cases[0]) c = CASE("a short HELLO", "HELLO: version"); header(c->bytes, 1, HELLO, 2, 0); c->n = 26; }
+    { __typeof__(&cases[0]) c = CASE("bytes after a PING", "bytes after the end"); header(c->bytes, 1, PING, 12, 0); c->n = 36; }
+    { __typeof__(&cases[0]) c = CASE("a REGISTER longer than its frame", "REGISTER: graph");
+      header(c->bytes, 1, REGISTER, 8, 0); put32(c->bytes + 24, 1000); c->n = 32; }
+    { __typeof__(&cases[0]) c = CASE("an answer sent to a worker", "does not take"); header(c->bytes, 1, PONG, 8, 0); c->n = 32; }
+#undef CASE
+    for (int i = 0; i < nc; i++) {
+        int fd = dial(port);
+        CHECK_MSG(fd >= 0, "case %s: cannot connect", cases[i].what);
+        if (fd < 0) continue;
+        CHECK(send_all(fd, cases[i].bytes, cases[i].n));
+        if (cases[i].close_after) shutdown(fd, SHUT_WR);
+        CHECK_MSG(closed_by_peer(fd), "%s: the worker kept the connection", cases[i].what);
+        close(fd);
+        for (int k = 0; k < 100 && !book_has(&book, cases[i].reason); k++) { struct timespec ts = {0, 10000000}; nanosleep(&ts, NULL); }
+        CHECK_MSG(book_has(&book, cases[i].reason), "%s: no log line with '%s' (%d lines)", cases[i].what, cases[i].reason, book.n);
+    }
+    /* random bytes after valid headers of every type */
+    unsigned seed = 12345;
+    for (int i = 0; i < 200; i++) {
+        unsigned char f[24 + 64];
+        size_t n = (size_t)(seed = seed * 1103515245u + 12345u) % 64;
+        header(f, 1, 1 + (seed >> 8) % 8, n, 0);      /* (every type but SHUTDOWN) */
+        for (size_t k = 0; k < n; k++) f[24 + k] = (unsigned char)((seed = seed * 1103515245u + 12345u) >> 16);
+        int fd = dial(port);
+        if (fd < 0) continue;
+        send_all(fd, f, 24 + n);
+        shutdown(fd, SHUT_WR);
+        closed_by_peer(fd);
+        close(fd);
+    }
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+    df_worker_info info;
+    CHECK_EQ_INT(df_worker_hello(addr, 2000, &info, &st), DF_OK);     /* still serving */
+    df_worker_stop(w);
+}
+
+/* A partition of a two-device session (runtime node names, _Send/_Recv) registers; a graph that
+   does not import gets an ERROR and the connection stays. SHUTDOWN ends df_worker_wait. */
+static df_output reg_cond(df_graph *g, void *u, const df_output *v) { (void)u; return df_less(g, v[0], df_scalar_f32(g, 10)); }
+static void reg_body(df_graph *g, void *u, const df_output *v, df_output *n) {
+    (void)u;
+    df_graph_push_device(g, "/cpu:1");
+    n[0] = df_add(g, v[0], df_scalar_f32(g, 1));
+    df_graph_pop_device(g);
+}
+DF_TEST(worker_registers_partitions_and_shuts_down) {
+    df_graph *g = df_graph_new();
+    df_output x = df_placeholder(g, "x", DF_FLOAT, 0, NULL), out;
+    df_while_loop(g, 1, &x, reg_cond, reg_body, NULL, NULL, &out);
+    df_session_options so;
+    memset(&so, 0, sizeof so);
+    so.num_cpu_devices = 2;
+    df_status st;
+    df_session *s = df_session_new(g, &so, &st);
+    df_tensor *xv = df_tensor_scalar_f32(1), *yv = NULL;
+    CHECK_EQ_INT(df_session_run(s, &x, &xv, 1, &out, &yv, 1, NULL, 0, &st), DF_OK);
+    CHECK_EQ_INT(df_session_num_partitions(s), 2);
+    logbook book = {PTHREAD_MUTEX_INITIALIZER, {{0}}, 0};
+    df_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.log = log_to_book;
+    o.log_user = &book;
+    df_worker *w = df_worker_start(&o, &st);
+    CHECK(w != NULL);
+    int fd = w ? dial(df_worker_port(w)) : -1;
+    for (int p = 0; fd >= 0 && p < df_session_num_partitions(s); p++) {
+        void *gd = NULL;
+        size_t len = 0;
+        CHECK_EQ_INT(df_graph_export_graphdef(df_session_partition(s, p, NULL), &gd, &len), DF_OK);
+        unsigned char *f = (unsigned char *)malloc(24 + 4 + len);
+        header(f, 1, REGISTER, 4 + len, 0);
+        put32(f + 24, (uint32_t)len);
+        memcpy(f + 28, gd, len);
+        CHECK(send_all(fd, f, 28 + len));
+        unsigned char buf[1024];
+        uint64_t rl = 0;
+        int type = read_frame(fd, buf, sizeof buf, &rl);
+        CHECK_MSG(type == REGISTERED, "partition %d: answer %d (%.*s)", p, type, type == ERROR_MSG ? (int)rl - 8 : 0, (const char *)buf + 8);
+        free(f);
+        free(gd);
+    }
+    if (fd >= 0) {             /* not a GraphDef: ERROR, and the connection still answers PING */
+        unsigned char f[24 + 4 + 16], buf[1024];
+        header(f, 1, REGISTER, 20, 0);
+        put32(f + 24, 16);
+        memset(f + 28, 0xff, 16);
+        CHECK(send_all(fd, f, sizeof f));
+        uint64_t rl = 0;
+        CHECK_EQ_INT(read_frame(fd, buf, sizeof buf, &rl), ERROR_MSG);
+        unsigned char ping[32];
+        header(ping, 1, PING, 8, 0);
+        put64(ping + 24, 7);
+        CHECK(send_all(fd, ping, sizeof ping));
+        CHECK_EQ_INT(read_frame(fd, buf, sizeof buf, &rl), PONG);
+        unsigned char bye[24];
+        header(bye, 1, SHUTDOWN, 0, 0);
+        CHECK(send_all(fd, bye, sizeof bye));
+        close(fd);
+    }
+    if (w) { df_worker_wait(w); df_worker_stop(w); }
+    CHECK(book_has(&book, "shutting down"));
+    df_tensor_release(xv); df_tensor_release(yv);
+    df_session_free(s);
+    df_graph_free(g);
+}
