@@ -10070,7 +10070,10 @@ typedef struct df__pgroup {
     df_status status;
     uint64_t progress;               /* bumps whenever a Recv is resumed (the hang check) */
     int pending_wakes;               /* wakes queued on some thread, not yet resumed */
+    struct df__wstep *remote;        /* a worker's step: Sends to other processes go over the wire */
 } df__pgroup;
+/* A Send whose Recv is in another process: 1 when sent (or failed, with st set), 0 when local. */
+static int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t iter, df_tensor *v, int dead, df_status *st);
 
 struct df_session;
 typedef struct df__step {
@@ -11095,12 +11098,12 @@ static df_code df__group_execute(df__pgroup *g, df_status *st) {
                 timespec_get(&now, TIME_UTC);
                 if (!idle_since.tv_sec) { idle_since = now; continue; }
                 double waited = (double)(now.tv_sec - idle_since.tv_sec) + 1e-9 * (double)(now.tv_nsec - idle_since.tv_nsec);
-                if (waited > 0.25 && df__group_idle(g) && __atomic_load_n(&g->progress, __ATOMIC_ACQUIRE) == seen)
-                    df__group_hang(g);
+                if (waited > 0.25 && !g->remote && df__group_idle(g) && __atomic_load_n(&g->progress, __ATOMIC_ACQUIRE) == seen)
+                    df__group_hang(g);      /* (a worker's step waits for other processes: no hang check) */
             }
     }
 #endif
-    if (begun == g->n_steps && !g->steps[0].threaded)
+    if (begun == g->n_steps && !g->steps[0].threaded && !g->remote)
         for (int i = 0; i < g->n_steps; i++)       /* one thread did everything it could */
             if (!g->steps[i].done) { df__group_hang(g); break; }
     for (int i = 0; i < begun; i++) {
@@ -11143,6 +11146,14 @@ static void df__k_send(df__kctx *c) {
             df_tensor *d = df__to_device(dst, v, c->st);
             df_tensor_release(v);
             if (!(v = d)) return;
+        }
+    }
+    if (s->group->remote) {
+        df_status rs;
+        df_status_clear(&rs);
+        if (df__remote_send(s->group, c->aux, it->frame->id, it->num, v, c->dead || !v, &rs)) {
+            if (rs.code) df__fail(c->st, c->node, rs.code, "%s", rs.message);
+            return;
         }
     }
     df__wake w;
@@ -11192,17 +11203,22 @@ typedef struct df__part {
     df__device *dev;
     int *feed_map, n_feeds;      /* partition feed k is the run's feed feed_map[k] */
     int *fetch_map, n_fetches;   /* partition fetch k is the run's fetch fetch_map[k] */
+    int task, handle;            /* a session with workers: the partition's worker and its handle there */
+    char **io_names;             /* and its feeds' and fetches' names there ("node:index") */
 } df__part;
 typedef struct df__plan {
     df__part *parts;
     int n_parts;
     int owns_graphs;
+    int registered;              /* a session with workers: its partitions are registered there */
 } df__plan;
+struct df__cluster;
 
 /* (the session, whose devices and options placing and partitioning read) */
 struct df_session {
     df_graph *g;
     df_session_options opts;
+    struct df__cluster *cluster; /* opts.target: the workers */
     df__device **devices;
     int n_devices;
     df__pool *pool;
@@ -11229,10 +11245,18 @@ static void df__plan_free(df__plan *p) {
         if (p->owns_graphs) df_graph_free(p->parts[i].g);
         DF_FREE(p->parts[i].feed_map);
         DF_FREE(p->parts[i].fetch_map);
+        for (int k = 0; p->parts[i].io_names && k < p->parts[i].n_feeds + p->parts[i].n_fetches; k++) DF_FREE(p->parts[i].io_names[k]);
+        DF_FREE(p->parts[i].io_names);
     }
     DF_FREE(p->parts);
     DF_FREE(p);
 }
+/* Sessions with workers (section 21) */
+static df_code df__cluster_open(struct df_session *s, df_status *st);
+static void df__cluster_close(struct df__cluster *c);
+static df_code df__cluster_register(struct df_session *s, df__plan *plan, df_status *st);
+static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
+                               int n_fetches, df_status *st);
 
 /* ---- placer ---- */
 static int df__uf_find(int32_t *parent, int i) {
@@ -12096,6 +12120,17 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
             fprintf(stderr, "dataflow: no CUDA graph on %s: %s\n", pt->dev->name, alone ? "a value it sends comes back" : "another partition has a Switch");
         if (st->code) { DF_FREE(part_switches); goto fail; }
         if (df__pb_compile(ss, pt, pfeeds[p], pt->n_feeds, pfetches[p], pt->n_fetches, fuse, st) != DF_OK) { DF_FREE(part_switches); goto fail; }
+        if (ss->cluster) {                     /* the names a worker finds them by */
+            int nio = pt->n_feeds + pt->n_fetches;
+            if (!(pt->io_names = (char **)DF_MALLOC(((size_t)nio + 1) * sizeof(char *)))) { DF_FREE(part_switches); goto oom; }
+            memset(pt->io_names, 0, ((size_t)nio + 1) * sizeof(char *));
+            for (int k = 0; k < nio; k++) {
+                df_output o = k < pt->n_feeds ? pfeeds[p][k] : pfetches[p][k - pt->n_feeds];
+                size_t len = strlen(o.node->name) + 16;
+                if (!(pt->io_names[k] = (char *)DF_MALLOC(len))) { DF_FREE(part_switches); goto oom; }
+                snprintf(pt->io_names[k], len, "%s:%d", o.node->name, o.index);
+            }
+        }
     }
     DF_FREE(part_switches);
     goto done;
@@ -12204,8 +12239,8 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
     o.num_gpu_devices = 0;
 #endif
     if (o.num_gpu_devices > 16) { df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: at most 16 GPU devices"); return NULL; }
-    if (o.target && *o.target) {
-        df_status_set(st, DF_UNIMPLEMENTED, "df_session_new: remote targets ('%s') are not supported yet", o.target);
+    if (o.target && *o.target && (o.num_gpu_devices > 0 || opts->num_cpu_devices > 0)) {
+        df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: with a target, the devices are the workers'; num_cpu_devices and num_gpu_devices must be 0");
         return NULL;
     }
     if (o.num_cpu_devices == 0) o.num_cpu_devices = 1;
@@ -12219,8 +12254,12 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
     s->g = g;
     s->opts = o;
     s->seed_salt = df__hash_mix((uint64_t)time(NULL), (uint64_t)(uintptr_t)s);
-    s->devices = (df__device **)DF_MALLOC((size_t)(o.num_cpu_devices + o.num_gpu_devices) * sizeof(df__device *));
-    if (!s->devices) { DF_FREE(s); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a session"); return NULL; }
+    if (o.target && *o.target) {              /* the workers' devices, and no local one */
+        if (df__cluster_open(s, st) != DF_OK) { df_session_free(s); return NULL; }
+        o.num_cpu_devices = 0;
+    } else if (!(s->devices = (df__device **)DF_MALLOC((size_t)(o.num_cpu_devices + o.num_gpu_devices) * sizeof(df__device *)))) {
+        DF_FREE(s); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a session"); return NULL;
+    }
     for (int i = 0; i < o.num_cpu_devices; i++) {
         if (!(s->devices[i] = df__device_new_cpu(i, o.memory_limit, st))) { df_session_free(s); return NULL; }
         s->n_devices++;
@@ -12247,6 +12286,7 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
 
 void df_session_free(df_session *s) {
     if (!s) return;
+    df__cluster_close(s->cluster);
 #ifndef DF_NO_THREADS
     df__pool_free(s->pool);
     df__ipool_free(s->ipool);
@@ -13593,9 +13633,10 @@ static df__plan *df__plan_build(df_session *ss, const df_output *feeds, int n_fe
     df__plan *plan = NULL;
     /* A device without host memory always gets a partition of its own: its graph runs its own
        kernels, and values cross between memory types through Send/Recv pairs. */
-    if (many || (first >= 0 && !ss->devices[first]->host_memory)) {
+    if (many || ss->cluster || (first >= 0 && !ss->devices[first]->host_memory)) {
         plan = df__partition(ss, x, dev, feeds, n_feeds, fetches, n_fetches, st);
         df__exec_free(x);
+        if (plan && ss->cluster && df__cluster_register(ss, plan, st) != DF_OK) { df__plan_free(plan); plan = NULL; }
     } else {
         plan = (df__plan *)DF_MALLOC(sizeof *plan);
         df__part *pt = (df__part *)DF_MALLOC(sizeof *pt);
@@ -13617,6 +13658,7 @@ static df__plan *df__plan_build(df_session *ss, const df_output *feeds, int n_fe
 /* Runs a plan: one executor on the calling thread, or every partition together. */
 static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
                             int n_fetches, df_status *st) {
+    if (s->cluster) return df__cluster_run(s, plan, feed_values, fetch_values, n_fetches, st);
     if (!plan->owns_graphs) {
         df__step step;
         memset(&step, 0, sizeof step);
@@ -14622,6 +14664,11 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
             const df__attrdef *ad = df__op_attrdef(op, key);
             df_code c = !strcmp(key, "_class") ? df__gd_class(&d, n, b, n->attrs[k].value, prefix)
                       : ad ? df__gd_set_attr(&d, n, b, ad, n->attrs[k].value) : DF_OK;   /* attrs the op lacks: ignored */
+            if (!ad && g->internal_names && (!strcmp(key, "_key") || !strcmp(key, "_recv_memory"))) {
+                df__gd_val v;               /* (a partition shipped to a worker: its transfer keys) */
+                if (df__gd_attr_value(n->attrs[k].value, &v) && v.field == 3 && v.wt == DF__PB_VARINT) df_op_set_attr_int(b, key, (int64_t)v.v);
+                else c = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: node '%s': malformed %s", n->full, key);
+            }
             DF_FREE(key);
             if (c) { df__builder_free(b); goto done; }
         }
@@ -16539,9 +16586,10 @@ uint32_t df_crc32c(uint32_t crc, const void *data, size_t n) { return data || !n
 #ifdef DF__NET
 enum { DF__W_MAGIC = 0x31574644u, DF__W_VERSION = 1, DF__W_HEADER = 24 };
 enum { DF__W_HELLO = 1, DF__W_HELLO_OK, DF__W_PING, DF__W_PONG, DF__W_REGISTER, DF__W_REGISTERED, DF__W_ERROR,
-       DF__W_CLOSE, DF__W_SHUTDOWN, DF__W_TYPES };
+       DF__W_CLOSE, DF__W_SHUTDOWN, DF__W_RUN_STEP, DF__W_STEP_DONE, DF__W_TENSOR, DF__W_ABORT, DF__W_HEARTBEAT, DF__W_TYPES };
 static const char *const df__w_type_names[DF__W_TYPES] = {"?", "HELLO", "HELLO_OK", "PING", "PONG", "REGISTER", "REGISTERED",
-                                                          "ERROR", "CLOSE", "SHUTDOWN"};
+                                                          "ERROR", "CLOSE", "SHUTDOWN", "RUN_STEP", "STEP_DONE", "TENSOR",
+                                                          "ABORT", "HEARTBEAT"};
 
 /* ---- payloads: a growing buffer to write, a bounded cursor to read ---- */
 typedef struct df__wbuf { unsigned char *p; size_t n, cap; int oom; } df__wbuf;
@@ -16605,6 +16653,51 @@ static char *df__wr_str(df__wread *r, size_t max, const char *what) {
     s[n] = '\0';
     if (strlen(s) != n) { DF_FREE(s); r->bad = what; return NULL; }   /* (a NUL inside) */
     return s;
+}
+
+/* tensors: u32 dtype, u32 rank, u64 dims[rank], u64 byte count, the bytes; strings as their
+   packed form (offsets, then the strings), checked string by string when read */
+static void df__wb_tensor(df__wbuf *b, const df_tensor *t) {
+    df__wb_u32(b, (uint32_t)t->dtype);
+    df__wb_u32(b, (uint32_t)t->rank);
+    for (int d = 0; d < t->rank; d++) df__wb_u64(b, (uint64_t)t->dims[d]);
+    df__wb_u64(b, t->nbytes);
+    unsigned char *p = df__wb_room(b, t->nbytes);
+    if (p && t->nbytes) memcpy(p, t->data, t->nbytes);
+}
+static df_tensor *df__wr_tensor(df__wread *r, const char *what) {
+    uint32_t dt = df__wr_u32(r, what), rank = df__wr_u32(r, what);
+    if (r->bad) return NULL;
+    if (rank > DF_MAX_RANK || dt > 1000 || (!df__dtype_valid((df_dtype)dt) && dt != DF_STRING)) { r->bad = what; return NULL; }
+    int64_t dims[DF_MAX_RANK];
+    for (uint32_t d = 0; d < rank; d++) {
+        uint64_t v = df__wr_u64(r, what);
+        if (v > (uint64_t)INT64_MAX) { r->bad = what; return NULL; }
+        dims[d] = (int64_t)v;
+    }
+    uint64_t nbytes = df__wr_u64(r, what);
+    if (r->bad || !df__wr_need(r, (size_t)(nbytes > r->n ? r->n + 1 : nbytes), what)) { r->bad = what; return NULL; }
+    df_status st;
+    df_tensor *t = NULL;
+    if (dt == DF_STRING) {
+        int64_t n = 1;
+        for (uint32_t d = 0; d < rank; d++) { if (dims[d] && n > INT64_MAX / 16 / dims[d]) { r->bad = what; return NULL; } n *= dims[d]; }
+        int64_t flat = (int64_t)nbytes;
+        if ((uint64_t)(n + 1) * 8 > nbytes || !(t = df__tensor_alloc(NULL, DF_UINT8, 1, &flat, &st))) { r->bad = what; return NULL; }
+        memcpy(t->data, r->p, (size_t)nbytes);
+        t->dtype = DF_STRING; t->rank = (int)rank; t->n = n;
+        memset(t->dims, 0, sizeof t->dims);
+        if (rank) memcpy(t->dims, dims, rank * sizeof *dims);
+        for (int64_t i = 0; i < n; i++) if (!df_tensor_string(t, i, NULL)) { df_tensor_release(t); r->bad = what; return NULL; }
+    } else {
+        int64_t n;
+        size_t bytes;
+        if (df__shape_check((df_dtype)dt, (int)rank, dims, &n, &bytes, 0, &st) != DF_OK || bytes != nbytes) { r->bad = what; return NULL; }
+        if (!(t = df__tensor_alloc(NULL, (df_dtype)dt, (int)rank, dims, &st))) { r->bad = "out of memory for a tensor"; return NULL; }
+        if (bytes) memcpy(t->data, r->p, bytes);
+    }
+    r->p += nbytes; r->n -= (size_t)nbytes;
+    return t;
 }
 
 static void df__w_header(unsigned char *h, int type, uint64_t len) {
@@ -16720,7 +16813,37 @@ static int df__connect(const char *addr, int timeout_ms, char *err, size_t en) {
 }
 #endif /* DF__NET */
 
-/* ---- the worker ---- */
+/* ---- the worker ----
+   A worker holds a session of its own (its devices, its variables, shared by every master),
+   the partitions masters registered, and the steps running now. A RUN_STEP runs the named
+   partitions as one group on a thread of its own; a Send whose Recv lives in another worker
+   goes to that worker as a TENSOR message (on a connection the sender opens), where it meets
+   its Recv through the step's rendezvous, keyed as in one process (key, frame, iteration). A
+   step ends with a STEP_DONE to the master; an ABORT from the master ends it early. */
+#ifdef DF__NET
+typedef struct df__wreg {            /* a registered partition */
+    df_graph *g;
+    df__exec *x;
+    df__device *dev;
+    int n_feeds, n_fetches;
+    int32_t *remote_keys, *remote_tasks;   /* its Sends to other workers: key -> task */
+    int n_remote;
+} df__wreg;
+typedef struct df__wpeer { int fd; pthread_mutex_t mu; char addr[64]; } df__wpeer;
+typedef struct df__wpending { uint64_t step; unsigned char *data; uint64_t len; time_t when; struct df__wpending *next; } df__wpending;
+struct df__wconn;
+typedef struct df__wstep {           /* a step running on this worker */
+    uint64_t id;
+    struct df_worker *w;
+    df__pgroup g;
+    int refs;                        /* deliveries in progress (under the worker's lock) */
+    int32_t *keys, *tasks;           /* remote Sends of its partitions */
+    int n_keys;
+    struct df__wconn *conn;          /* the master's connection, which it answers on */
+    struct df__wstep *next;
+} df__wstep;
+#endif
+
 struct df_worker {
     df_worker_options opts;
     uint64_t incarnation;
@@ -16728,14 +16851,22 @@ struct df_worker {
 #ifdef DF__NET
     int listen_fd;
     int stopping;
-    pthread_t accept_thread;
+    pthread_t accept_thread, beat_thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int n_conns;                     /* connection threads alive */
+    int n_conns;                     /* connection threads alive, plus step threads */
     int *conn_fds;                   /* open connections (-1: free slot), closed on stop */
     int cap_conns;
-    df_graph **graphs;               /* registered graphs, by handle */
-    int n_graphs, cap_graphs;
+    df_graph *empty;                 /* the worker session's own (empty) graph */
+    df_session *sess;
+    df__wreg *regs;
+    int n_regs, cap_regs;
+    df__wstep *steps;                /* running */
+    df__wpending *pending;           /* TENSORs that came before their step */
+    df__wpeer **peers;               /* outgoing connections to the other workers, by task */
+    int n_peers;
+    char (*cluster)[64];             /* the workers' addresses, by task (from the last RUN_STEP) */
+    int n_cluster;
 #endif
 };
 
@@ -16749,16 +16880,441 @@ static void df__w_log(const df_worker *w, const char *fmt, ...) {
     if (w->opts.log) w->opts.log(w->opts.log_user, line);
     else fprintf(stderr, "dataflow worker :%d: %s\n", w->port, line);
 }
-
-static int df__w_reply_error(int fd, df_code code, const char *msg) {
+static int df__w_reply_error(int fd, pthread_mutex_t *mu, df_code code, const char *msg) {
     df__wbuf b = {NULL, 0, 0, 0};
     df__wb_u32(&b, (uint32_t)code);
     df__wb_str(&b, msg);
+    if (mu) pthread_mutex_lock(mu);
     int r = b.oom ? -1 : df__w_send(fd, DF__W_ERROR, &b);
+    if (mu) pthread_mutex_unlock(mu);
     DF_FREE(b.p);
     return r;
 }
-typedef struct df__wconn { df_worker *w; int fd, slot; char peer[64]; } df__wconn;
+typedef struct df__wconn { df_worker *w; int fd, slot, refs; char peer[64]; pthread_mutex_t wmu; } df__wconn;
+/* The connection thread and each step it started hold a reference; the last closes the socket. */
+static void df__w_conn_release(df__wconn *c) {
+    if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL)) return;
+    close(c->fd);
+    pthread_mutex_destroy(&c->wmu);
+    DF_FREE(c);
+}
+
+/* "/job:worker/replica:0/task:N/device:CPU:i": N, or -1 */
+static int df__task_of(const char *dev) {
+    df__devspec ds;
+    return dev && df__parse_device(dev, &ds) ? ds.task : -1;
+}
+
+/* REGISTER: GraphDef, device index, this worker's task, feed names, fetch names -> handle */
+static df_code df__w_register(df_worker *w, df__wread *r, int *handle, df_status *st) {
+    size_t gl = 0;
+    const unsigned char *gd = df__wr_bytes(r, &gl, "REGISTER: graph");
+    uint32_t dev_i = df__wr_u32(r, "REGISTER: device"), task = df__wr_u32(r, "REGISTER: task"), nf = df__wr_u32(r, "REGISTER: feeds");
+    if (r->bad) return DF_OK;
+    if (nf > 1u << 16) { r->bad = "REGISTER: feeds"; return DF_OK; }
+    char **names = (char **)DF_MALLOC(((size_t)nf + (1u << 16) + 1) * sizeof(char *));
+    if (!names) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    uint32_t n = 0, no = 0;
+    for (; n < nf && !r->bad; n++) names[n] = df__wr_str(r, 4096, "REGISTER: feed name");
+    if (!r->bad) no = df__wr_u32(r, "REGISTER: fetches");
+    if (no > 1u << 16) r->bad = "REGISTER: fetches";
+    for (uint32_t k = 0; k < no && !r->bad; k++, n++) names[n] = df__wr_str(r, 4096, "REGISTER: fetch name");
+    df_graph *g = NULL;
+    df_output *io = NULL;
+    df_node **all = NULL;
+    df__wreg reg;
+    memset(&reg, 0, sizeof reg);
+    if (r->bad) goto done;
+    if ((int)dev_i >= w->sess->n_devices) { df_status_set(st, DF_INVALID_ARGUMENT, "REGISTER: device %u, this worker has %d", dev_i, w->sess->n_devices); goto done; }
+    if (!(g = df_graph_new()) || !(io = (df_output *)DF_MALLOC(((size_t)n + 1) * sizeof(df_output)))) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); goto done; }
+    g->internal_names = 1;                      /* (partitions: _Send, _Recv, _cloop/...) */
+    if (df__gd_import(g, gd, gl, NULL, st)) goto done;
+    for (uint32_t k = 0; k < n; k++) {          /* "node:index" */
+        char *colon = strrchr(names[k], ':');
+        int idx = colon ? atoi(colon + 1) : 0;
+        if (colon) *colon = '\0';
+        df_node *nd = df_graph_find(g, names[k]);
+        if (!nd || idx < 0 || idx >= nd->n_outputs) { df_status_set(st, DF_INVALID_ARGUMENT, "REGISTER: no output '%s:%d' in the partition", names[k], idx); goto done; }
+        io[k] = (df_output){nd, idx};
+    }
+    if (!(all = (df_node **)DF_MALLOC(((size_t)g->n_nodes + 1) * sizeof(df_node *)))) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); goto done; }
+    int n_all = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int fed = 0;
+        for (uint32_t f = 0; f < nf && !fed; f++) fed = io[f].node == g->nodes[i];
+        if (!fed) all[n_all++] = g->nodes[i];
+    }
+    reg.g = g; reg.dev = w->sess->devices[dev_i]; reg.n_feeds = (int)nf; reg.n_fetches = (int)no;
+    if (!(reg.x = df__compile(w->sess, g, io, (int)nf, io + nf, (int)no, all, n_all, reg.dev, st))) goto done;
+    {   /* Sends whose Recv is on another worker: key -> task */
+        int cnt = 0;
+        for (int i = 0; i < g->n_nodes; i++) {
+            const df_node *x = g->nodes[i];
+            if (!(x->op->flags & DF__OP_TRANSFER) || !x->n_inputs) continue;
+            int t = df__task_of(df__attr_s(x, "recv_device"));
+            if (t >= 0 && t != (int)task) cnt++;
+        }
+        DF_FREE(reg.remote_keys); DF_FREE(reg.remote_tasks);
+        reg.remote_keys = (int32_t *)DF_MALLOC(((size_t)cnt + 1) * sizeof(int32_t));
+        reg.remote_tasks = (int32_t *)DF_MALLOC(((size_t)cnt + 1) * sizeof(int32_t));
+        if (!reg.remote_keys || !reg.remote_tasks) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); goto done; }
+        reg.n_remote = 0;
+        for (int i = 0; i < g->n_nodes; i++) {
+            const df_node *x = g->nodes[i];
+            if (!(x->op->flags & DF__OP_TRANSFER) || !x->n_inputs) continue;
+            int t = df__task_of(df__attr_s(x, "recv_device"));
+            if (t >= 0 && t != (int)task) {
+                reg.remote_keys[reg.n_remote] = (int32_t)df__attr_i(x, "_key", -1);
+                reg.remote_tasks[reg.n_remote++] = t;
+            }
+        }
+    }
+    pthread_mutex_lock(&w->mu);
+    if (df__grow(&w->regs, &w->cap_regs, w->n_regs + 1, sizeof(df__wreg))) { *handle = w->n_regs; w->regs[w->n_regs++] = reg; }
+    pthread_mutex_unlock(&w->mu);
+    if (*handle < 0) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    else { g = NULL; reg.x = NULL; reg.remote_keys = NULL; reg.remote_tasks = NULL; }
+done:
+    df__exec_free(reg.x);
+    DF_FREE(reg.remote_keys); DF_FREE(reg.remote_tasks);
+    df_graph_free(g);
+    for (uint32_t k = 0; k < n; k++) DF_FREE(names[k]);
+    DF_FREE(names); DF_FREE(io); DF_FREE(all);
+    return st->code;
+}
+
+/* the peer connection to task t (opened on first use), locked; NULL with st set */
+static df__wpeer *df__w_peer(df_worker *w, int t, df_status *st) {
+    pthread_mutex_lock(&w->mu);
+    df__wpeer *p = t >= 0 && t < w->n_peers ? w->peers[t] : NULL;
+    char addr[64] = "";
+    if (t >= 0 && t < w->n_cluster) memcpy(addr, w->cluster[t], sizeof addr);
+    pthread_mutex_unlock(&w->mu);
+    if (!p || !addr[0]) { df_status_set(st, DF_INTERNAL, "No address for worker task %d", t); return NULL; }
+    pthread_mutex_lock(&p->mu);
+    if (p->fd >= 0 && strcmp(p->addr, addr)) { close(p->fd); p->fd = -1; }
+    if (p->fd < 0) {
+        char err[256];
+        if ((p->fd = df__connect(addr, 1000, err, sizeof err)) < 0) {
+            pthread_mutex_unlock(&p->mu);
+            df_status_set(st, DF_UNAVAILABLE, "Worker task %d (%s) cannot be reached: %s", t, addr, err);
+            return NULL;
+        }
+        memcpy(p->addr, addr, sizeof p->addr);
+    }
+    return p;
+}
+#endif /* DF__NET */
+
+static int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t iter, df_tensor *v, int dead, df_status *st) {
+#ifdef DF__NET
+    df__wstep *ws = g->remote;
+    int task = -1;
+    for (int i = 0; i < ws->n_keys && task < 0; i++) if (ws->keys[i] == key) task = ws->tasks[i];
+    if (task < 0) return 0;
+    df__wbuf b = {NULL, 0, 0, 0};
+    df__wb_u64(&b, ws->id);
+    df__wb_u32(&b, (uint32_t)key);
+    df__wb_u64(&b, fid);
+    df__wb_u64(&b, (uint64_t)iter);
+    df__wb_u32(&b, (uint32_t)(dead || !v));
+    if (!dead && v) df__wb_tensor(&b, v);
+    df_tensor_release(v);
+    if (b.oom) { DF_FREE(b.p); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory sending a tensor"); return 1; }
+    df__wpeer *p = df__w_peer(ws->w, task, st);
+    if (p) {
+        if (df__w_send(p->fd, DF__W_TENSOR, &b)) {
+            close(p->fd); p->fd = -1;
+            df_status_set(st, DF_UNAVAILABLE, "Sending a tensor to worker task %d (%s) failed: %s", task, p->addr, strerror(errno));
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    DF_FREE(b.p);
+    return 1;
+#else
+    (void)g; (void)key; (void)fid; (void)iter; (void)v; (void)dead; (void)st;
+    return 0;
+#endif
+}
+
+#ifdef DF__NET
+/* TENSOR: into its step's rendezvous (or kept until the step starts) */
+static void df__w_deliver(df_worker *w, df__wstep *ws, const unsigned char *data, uint64_t len, const char **bad) {
+    df__wread r = {data, (size_t)len, NULL};
+    (void)df__wr_u64(&r, "TENSOR: step");
+    uint32_t key = df__wr_u32(&r, "TENSOR: key");
+    uint64_t fid = df__wr_u64(&r, "TENSOR: frame"), iter = df__wr_u64(&r, "TENSOR: iteration");
+    uint32_t dead = df__wr_u32(&r, "TENSOR: dead");
+    df_tensor *t = !r.bad && !dead ? df__wr_tensor(&r, "TENSOR: value") : NULL;
+    if (!r.bad && r.n) r.bad = "TENSOR: bytes after the value";
+    if (r.bad) { df_tensor_release(t); *bad = r.bad; return; }
+    df__wake wk;
+    df_status st;
+    (void)w;
+    if (df__rv_send(&ws->g.rv, (int32_t)key, fid, (int64_t)iter, t, (int)dead, &wk, &st) == DF_OK && wk.step) df__wake_dispatch(&wk);
+}
+static void df__w_tensor(df_worker *w, const unsigned char *data, uint64_t len, const char **bad) {
+    if (len < 8) { *bad = "TENSOR: step"; return; }
+    uint64_t id = df__get64(data);
+    pthread_mutex_lock(&w->mu);
+    df__wstep *ws = w->steps;
+    while (ws && ws->id != id) ws = ws->next;
+    if (ws) ws->refs++;
+    else {                                      /* its step has not started here yet */
+        df__wpending *pd = (df__wpending *)DF_MALLOC(sizeof *pd);
+        unsigned char *copy = (unsigned char *)DF_MALLOC((size_t)len);
+        if (pd && copy) {
+            memcpy(copy, data, (size_t)len);
+            pd->step = id; pd->data = copy; pd->len = len; pd->when = time(NULL); pd->next = w->pending;
+            w->pending = pd;
+        } else { DF_FREE(pd); DF_FREE(copy); }
+        /* (pending values of steps that never came are dropped after a minute) */
+        time_t now = time(NULL);
+        for (df__wpending **q = &w->pending; *q;) {
+            if (now - (*q)->when > 60) { df__wpending *o = *q; *q = o->next; DF_FREE(o->data); DF_FREE(o); }
+            else q = &(*q)->next;
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (!ws) return;
+    df__w_deliver(w, ws, data, len, bad);
+    pthread_mutex_lock(&w->mu);
+    ws->refs--;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* RUN_STEP: step id, incarnation, this worker's task, the cluster, then per partition its
+   handle and feeds. The step runs on a thread of its own and answers STEP_DONE. */
+typedef struct df__wrun { df__wstep ws; df__wconn *c; int n_parts; int32_t *handles; df_tensor **feeds; int *feed_at; } df__wrun;
+static void *df__w_step_main(void *arg) {
+    df__wrun *run = (df__wrun *)arg;
+    df__wstep *ws = &run->ws;
+    df_worker *w = ws->w;
+    df_status st;
+    df_status_clear(&st);
+    int np = run->n_parts;
+    int total_fetch = 0;
+    for (int p = 0; p < np; p++) total_fetch += w->regs[run->handles[p]].n_fetches;
+    df_tensor **fetches = (df_tensor **)DF_MALLOC(((size_t)total_fetch + 1) * sizeof(df_tensor *));
+    ws->g.steps = (df__step *)DF_MALLOC(((size_t)np + 1) * sizeof(df__step));
+    if (!fetches || !ws->g.steps) df_status_set(&st, DF_RESOURCE_EXHAUSTED, "Out of memory running a step");
+    else {
+        memset(fetches, 0, ((size_t)total_fetch + 1) * sizeof(df_tensor *));
+        memset(ws->g.steps, 0, ((size_t)np + 1) * sizeof(df__step));
+        ws->g.n_steps = np;
+        int fo = 0;
+        for (int p = 0; p < np; p++) {
+            const df__wreg *rg = &w->regs[run->handles[p]];
+            df__step *step = &ws->g.steps[p];
+            step->x = rg->x; step->session = w->sess; step->device = rg->dev;
+            step->feeds = run->feeds + run->feed_at[p]; step->fetches = fetches + fo;
+            step->group = &ws->g; step->home = &ws->g.steps[0]; step->ipool = w->sess->ipool;
+            step->pool = w->sess->pool; step->threaded = w->sess->pool != NULL; step->shared = step->threaded;
+            fo += rg->n_fetches;
+        }
+        df__group_execute(&ws->g, &st);
+    }
+    /* off the list first (no delivery in progress), then the answer */
+    pthread_mutex_lock(&w->mu);
+    for (df__wstep **q = &w->steps; *q; q = &(*q)->next) if (*q == ws) { *q = ws->next; break; }
+    while (ws->refs) pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    df__wbuf b = {NULL, 0, 0, 0};
+    df__wb_u64(&b, ws->id);
+    df__wb_u32(&b, (uint32_t)st.code);
+    df__wb_str(&b, st.code ? st.message : "");
+    df__wb_u32(&b, (uint32_t)(st.code ? 0 : total_fetch));
+    for (int k = 0; !st.code && k < total_fetch; k++) {
+        df__wb_u32(&b, fetches[k] != NULL);
+        if (fetches[k]) df__wb_tensor(&b, fetches[k]);
+    }
+    if (b.oom) {                                 /* (the answer itself does not fit) */
+        DF_FREE(b.p);
+        memset(&b, 0, sizeof b);
+        df__wb_u64(&b, ws->id); df__wb_u32(&b, DF_RESOURCE_EXHAUSTED); df__wb_str(&b, "Out of memory sending a step's results"); df__wb_u32(&b, 0);
+    }
+    pthread_mutex_lock(&run->c->wmu);
+    if (!b.oom && df__w_send(run->c->fd, DF__W_STEP_DONE, &b)) shutdown(run->c->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&run->c->wmu);
+    DF_FREE(b.p);
+    for (int k = 0; fetches && k < total_fetch; k++) df_tensor_release(fetches[k]);
+    DF_FREE(fetches);
+    for (int k = 0; k < run->feed_at[np]; k++) df_tensor_release(run->feeds[k]);
+    df__rv_free(&ws->g.rv);
+    DF_FREE(ws->g.steps); DF_FREE(ws->keys); DF_FREE(ws->tasks);
+    DF_FREE(run->handles); DF_FREE(run->feeds); DF_FREE(run->feed_at);
+    df__w_conn_release(run->c);
+    pthread_mutex_lock(&w->mu);
+    w->n_conns--;                                /* (step threads count as connections for stop) */
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    DF_FREE(run);
+    return NULL;
+}
+static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
+    df_worker *w = c->w;
+    uint64_t id = df__wr_u64(r, "RUN_STEP: step"), inc = df__wr_u64(r, "RUN_STEP: incarnation");
+    uint32_t task = df__wr_u32(r, "RUN_STEP: task"), nc = df__wr_u32(r, "RUN_STEP: cluster");
+    if (r->bad) return 1;
+    if (nc > 4096) { *why = "RUN_STEP: cluster"; return 1; }
+    char (*cluster)[64] = (char (*)[64])DF_MALLOC(((size_t)nc + 1) * 64);
+    if (!cluster) { *why = "out of memory"; return 1; }
+    for (uint32_t i = 0; i < nc && !r->bad; i++) {
+        char *a = df__wr_str(r, 63, "RUN_STEP: address");
+        if (a) { memcpy(cluster[i], a, strlen(a) + 1); DF_FREE(a); }
+    }
+    uint32_t np = df__wr_u32(r, "RUN_STEP: partitions");
+    if (!r->bad && (np == 0 || np > 4096)) r->bad = "RUN_STEP: partitions";
+    df__wrun *run = r->bad ? NULL : (df__wrun *)DF_MALLOC(sizeof *run);
+    if (run) {
+        memset(run, 0, sizeof *run);
+        run->handles = (int32_t *)DF_MALLOC(((size_t)np + 1) * sizeof(int32_t));
+        run->feed_at = (int *)DF_MALLOC(((size_t)np + 1) * sizeof(int));
+    }
+    int nfeeds = 0, cap = 0;
+    df_code err = DF_OK;
+    char errmsg[200] = "";
+    for (uint32_t p = 0; run && run->handles && run->feed_at && p < np && !r->bad; p++) {
+        uint32_t h = df__wr_u32(r, "RUN_STEP: handle"), nf = df__wr_u32(r, "RUN_STEP: feeds");
+        if (r->bad) break;
+        pthread_mutex_lock(&w->mu);
+        int known = h < (uint32_t)w->n_regs, want = known ? w->regs[h].n_feeds : 0;
+        pthread_mutex_unlock(&w->mu);
+        if (!known && !err) { err = DF_FAILED_PRECONDITION; snprintf(errmsg, sizeof errmsg, "Partition handle %u is not registered on this worker (restarted?)", h); }
+        else if ((int)nf != want && !err) { err = DF_INVALID_ARGUMENT; snprintf(errmsg, sizeof errmsg, "Partition %u takes %d feeds, got %u", h, want, nf); }
+        run->handles[p] = (int32_t)h;
+        run->feed_at[p] = nfeeds;
+        for (uint32_t k = 0; k < nf && !r->bad; k++) {
+            df_tensor *t = df__wr_tensor(r, "RUN_STEP: feed");
+            if (!t) break;
+            if (!df__grow(&run->feeds, &cap, nfeeds + 1, sizeof(df_tensor *))) { df_tensor_release(t); r->bad = "out of memory"; break; }
+            run->feeds[nfeeds++] = t;
+        }
+    }
+    if (run && run->feed_at) run->feed_at[np] = nfeeds;
+    if (!r->bad && r->n) r->bad = "RUN_STEP: bytes after the feeds";
+    if (!err && inc != w->incarnation) { err = DF_ABORTED; snprintf(errmsg, sizeof errmsg, "Worker incarnation changed (it restarted): the session must be made again"); }
+    if (!r->bad && !err && (!run || !run->handles || !run->feed_at)) { err = DF_RESOURCE_EXHAUSTED; snprintf(errmsg, sizeof errmsg, "Out of memory"); }
+    if (r->bad || err) {
+        for (int k = 0; run && k < nfeeds; k++) df_tensor_release(run->feeds[k]);
+        if (run) { DF_FREE(run->handles); DF_FREE(run->feeds); DF_FREE(run->feed_at); DF_FREE(run); }
+        DF_FREE(cluster);
+        if (r->bad) return 1;
+        df__wbuf b = {NULL, 0, 0, 0};
+        df__wb_u64(&b, id); df__wb_u32(&b, (uint32_t)err); df__wb_str(&b, errmsg); df__wb_u32(&b, 0);
+        pthread_mutex_lock(&c->wmu);
+        int bad = b.oom || df__w_send(c->fd, DF__W_STEP_DONE, &b);
+        pthread_mutex_unlock(&c->wmu);
+        DF_FREE(b.p);
+        if (bad) { *why = "cannot answer RUN_STEP"; return 1; }
+        return 0;
+    }
+    run->c = c;
+    run->n_parts = (int)np;
+    df__wstep *ws = &run->ws;
+    ws->id = id; ws->w = w; ws->conn = c;
+    ws->g.remote = ws;
+    int ok = df__rv_init(&ws->g.rv);
+    pthread_mutex_lock(&w->mu);
+    /* the cluster's addresses and peer slots */
+    if (ok && (int)nc > w->n_peers) {
+        df__wpeer **pp = (df__wpeer **)DF_REALLOC(w->peers, (size_t)nc * sizeof(df__wpeer *));
+        if (pp) {
+            w->peers = pp;
+            for (; w->n_peers < (int)nc; w->n_peers++) {
+                df__wpeer *q = (df__wpeer *)DF_MALLOC(sizeof *q);
+                if (!q) { ok = 0; break; }
+                q->fd = -1; q->addr[0] = '\0';
+                pthread_mutex_init(&q->mu, NULL);
+                pp[w->n_peers] = q;
+            }
+        } else ok = 0;
+    }
+    if (ok) { DF_FREE(w->cluster); w->cluster = cluster; w->n_cluster = (int)nc; cluster = NULL; }
+    for (uint32_t p = 0; ok && p < np; p++) {
+        const df__wreg *rg = &w->regs[run->handles[p]];
+        for (int k = 0; ok && k < rg->n_remote; k++) {
+            int n1 = ws->n_keys + 1, cap1 = ws->n_keys;
+            int32_t *kk = (int32_t *)DF_REALLOC(ws->keys, (size_t)n1 * sizeof(int32_t)), *tt = kk ? (int32_t *)DF_REALLOC(ws->tasks, (size_t)n1 * sizeof(int32_t)) : NULL;
+            (void)cap1;
+            if (kk) ws->keys = kk;
+            if (!kk || !tt) { ok = 0; break; }
+            ws->tasks = tt;
+            ws->keys[ws->n_keys] = rg->remote_keys[k]; ws->tasks[ws->n_keys++] = rg->remote_tasks[k];
+        }
+    }
+    (void)task;
+    df__wpending *mine = NULL;
+    if (ok) {
+        ws->next = w->steps;
+        w->steps = ws;
+        ws->refs++;
+        for (df__wpending **q = &w->pending; *q;) {
+            if ((*q)->step == id) { df__wpending *o = *q; *q = o->next; o->next = mine; mine = o; }
+            else q = &(*q)->next;
+        }
+        w->n_conns++;
+    }
+    pthread_mutex_unlock(&w->mu);
+    DF_FREE(cluster);
+    for (df__wpending *o = mine, *next; o; o = next) {   /* values that came first */
+        next = o->next;
+        const char *bad = NULL;
+        df__w_deliver(w, ws, o->data, o->len, &bad);
+        DF_FREE(o->data); DF_FREE(o);
+    }
+    pthread_t t;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    if (ok) {
+        pthread_mutex_lock(&w->mu);
+        ws->refs--;
+        pthread_mutex_unlock(&w->mu);
+        __atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+        ok = pthread_create(&t, &at, df__w_step_main, run) == 0;
+        if (!ok) {
+            __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+            pthread_mutex_lock(&w->mu);
+            for (df__wstep **q = &w->steps; *q; q = &(*q)->next) if (*q == ws) { *q = ws->next; break; }
+            while (ws->refs) pthread_cond_wait(&w->cv, &w->mu);
+            w->n_conns--;
+            pthread_mutex_unlock(&w->mu);
+        }
+    }
+    pthread_attr_destroy(&at);
+    if (!ok) {
+        for (int k = 0; k < nfeeds; k++) df_tensor_release(run->feeds[k]);
+        df__rv_free(&ws->g.rv);
+        DF_FREE(ws->keys); DF_FREE(ws->tasks);
+        DF_FREE(run->handles); DF_FREE(run->feeds); DF_FREE(run->feed_at); DF_FREE(run);
+        if (df__w_reply_error(c->fd, &c->wmu, DF_RESOURCE_EXHAUSTED, "Cannot start a step (out of memory or threads)")) { *why = "cannot answer RUN_STEP"; return 1; }
+    }
+    return 0;
+}
+/* ABORT: the step's group fails with the master's status */
+static void df__w_abort(df_worker *w, df__wread *r) {
+    uint64_t id = df__wr_u64(r, "ABORT: step");
+    uint32_t code = df__wr_u32(r, "ABORT: code");
+    char *msg = df__wr_str(r, 4000, "ABORT: message");
+    if (r->bad) { DF_FREE(msg); return; }
+    df_status why;
+    df_status_set(&why, code ? (df_code)code : DF_ABORTED, "%s", msg ? msg : "aborted by the master");
+    DF_FREE(msg);
+    pthread_mutex_lock(&w->mu);
+    df__wstep *ws = w->steps;
+    while (ws && ws->id != id) ws = ws->next;
+    if (ws) ws->refs++;
+    pthread_mutex_unlock(&w->mu);
+    if (!ws) return;
+    df__group_abort(&ws->g, &why);
+    pthread_mutex_lock(&w->mu);
+    ws->refs--;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
 /* Handles one message; returns 0 to go on, 1 to close (why: the reason), 2 to stop the worker. */
 static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint64_t len, const char **why) {
     df_worker *w = c->w;
@@ -16772,47 +17328,45 @@ static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint6
         if (version != DF__W_VERSION) { *why = "HELLO from another protocol version"; ret = 1; break; }
         df__wb_u64(&out, w->incarnation);
         df__wb_u32(&out, (uint32_t)w->opts.task);
-        int nd = w->opts.num_cpu_devices > 0 ? w->opts.num_cpu_devices : 1;
+        int nd = w->sess->n_devices;
         df__wb_u32(&out, (uint32_t)nd);
         for (int i = 0; i < nd; i++) {
             char name[96];
             snprintf(name, sizeof name, "/job:worker/replica:0/task:%d/device:CPU:%d", w->opts.task, i);
             df__wb_str(&out, name);
         }
+        pthread_mutex_lock(&c->wmu);
         if (out.oom || df__w_send(c->fd, DF__W_HELLO_OK, &out)) { *why = "cannot answer HELLO"; ret = 1; }
+        pthread_mutex_unlock(&c->wmu);
         break;
     }
     case DF__W_PING: {
         uint64_t v = df__wr_u64(&r, "PING: value");
         if (r.bad) break;
         df__wb_u64(&out, v);
+        pthread_mutex_lock(&c->wmu);
         if (out.oom || df__w_send(c->fd, DF__W_PONG, &out)) { *why = "cannot answer PING"; ret = 1; }
+        pthread_mutex_unlock(&c->wmu);
         break;
     }
     case DF__W_REGISTER: {
-        size_t gl = 0;
-        const unsigned char *gd = df__wr_bytes(&r, &gl, "REGISTER: graph");
-        if (r.bad) break;
         df_status st;
-        df_graph *g = df_graph_new();
-        if (!g) df_status_set(&st, DF_RESOURCE_EXHAUSTED, "Out of memory");
-        else {
-            g->internal_names = 1;              /* (partitions: _Send, _Recv, _cloop/...) */
-            if (df__gd_import(g, gd, gl, NULL, &st)) { df_graph_free(g); g = NULL; }
-        }
+        df_status_clear(&st);
         int handle = -1;
-        if (g) {
-            pthread_mutex_lock(&w->mu);
-            if (df__grow(&w->graphs, &w->cap_graphs, w->n_graphs + 1, sizeof(df_graph *))) { handle = w->n_graphs; w->graphs[w->n_graphs++] = g; }
-            pthread_mutex_unlock(&w->mu);
-            if (handle < 0) { df_graph_free(g); df_status_set(&st, DF_RESOURCE_EXHAUSTED, "Out of memory"); }
-        }
-        if (handle < 0) { if (df__w_reply_error(c->fd, st.code, st.message)) { *why = "cannot answer REGISTER"; ret = 1; } break; }
+        df__w_register(w, &r, &handle, &st);
+        if (r.bad) break;
+        if (!r.bad && r.n) { r.bad = "REGISTER: bytes after the fetches"; break; }
+        if (handle < 0) { if (df__w_reply_error(c->fd, &c->wmu, st.code ? st.code : DF_INTERNAL, st.message)) { *why = "cannot answer REGISTER"; ret = 1; } break; }
         df__wb_u32(&out, (uint32_t)handle);
-        df__wb_u32(&out, (uint32_t)g->n_nodes);
+        pthread_mutex_lock(&c->wmu);
         if (out.oom || df__w_send(c->fd, DF__W_REGISTERED, &out)) { *why = "cannot answer REGISTER"; ret = 1; }
+        pthread_mutex_unlock(&c->wmu);
         break;
     }
+    case DF__W_RUN_STEP: ret = df__w_run_step(c, &r, why); if (!ret) r.n = 0; break;
+    case DF__W_TENSOR: { const char *bad = NULL; df__w_tensor(w, data, len, &bad); if (bad) r.bad = bad; r.n = 0; break; }
+    case DF__W_ABORT: df__w_abort(w, &r); break;
+    case DF__W_HEARTBEAT: r.n = 0; break;
     case DF__W_CLOSE: *why = "closed by the peer"; ret = 1; break;
     case DF__W_SHUTDOWN: *why = "shut down by the peer"; ret = 2; break;
     default: *why = "a message a worker does not take"; ret = 1;
@@ -16858,13 +17412,52 @@ static void *df__w_conn_main(void *arg) {
             break;
         }
     }
+    /* the master is gone: the steps it started end (they hold c until then) */
+    df_status gone;
+    df_status_set(&gone, DF_ABORTED, "The master's connection (%s) closed during the step", c->peer);
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        df__wstep *ws = w->steps;
+        while (ws && !(ws->conn == c && !ws->g.aborted)) ws = ws->next;
+        if (ws) ws->refs++;
+        pthread_mutex_unlock(&w->mu);
+        if (!ws) break;
+        df__group_abort(&ws->g, &gone);
+        pthread_mutex_lock(&w->mu);
+        ws->refs--;
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+    }
     pthread_mutex_lock(&w->mu);
     w->conn_fds[c->slot] = -1;
-    close(c->fd);
+    shutdown(c->fd, SHUT_RDWR);
     w->n_conns--;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
-    DF_FREE(c);
+    df__w_conn_release(c);
+    return NULL;
+}
+/* Every 250 ms, a HEARTBEAT to the master of each running step: a step may take long, and
+   the master tells a slow step from a stopped worker by them. */
+static void *df__w_beat_main(void *arg) {
+    df_worker *w = (df_worker *)arg;
+    pthread_mutex_lock(&w->mu);
+    while (!w->stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 250000000L;
+        if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        for (df__wstep *ws = w->steps; ws && !w->stopping; ws = ws->next) {
+            unsigned char f[DF__W_HEADER + 8];
+            df__w_header(f, DF__W_HEARTBEAT, 8);
+            df__put64(f + DF__W_HEADER, ws->id);
+            pthread_mutex_lock(&ws->conn->wmu);
+            (void)df__sock_write(ws->conn->fd, f, sizeof f);
+            pthread_mutex_unlock(&ws->conn->wmu);
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 static void *df__w_accept_main(void *arg) {
@@ -16896,7 +17489,8 @@ static void *df__w_accept_main(void *arg) {
         pthread_t t;
         int started = 0;
         if (c && slot >= 0) {
-            c->w = w; c->fd = fd; c->slot = slot;
+            c->w = w; c->fd = fd; c->slot = slot; c->refs = 1;
+            pthread_mutex_init(&c->wmu, NULL);
             char ip[INET_ADDRSTRLEN] = "?";
             inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
             snprintf(c->peer, sizeof c->peer, "%s:%d", ip, (int)ntohs(a.sin_port));
@@ -16907,10 +17501,11 @@ static void *df__w_accept_main(void *arg) {
             pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
             started = pthread_create(&t, &at, df__w_conn_main, c) == 0;
             pthread_attr_destroy(&at);
-            if (!started) { w->conn_fds[slot] = -1; w->n_conns--; }
+            if (!started) { w->conn_fds[slot] = -1; w->n_conns--; pthread_mutex_destroy(&c->wmu); }
         }
         pthread_mutex_unlock(&w->mu);
         if (!started) { df__w_log(w, "cannot serve a new connection (out of memory or threads)"); close(fd); DF_FREE(c); }
+        (void)t;
     }
     return NULL;
 }
@@ -16960,11 +17555,35 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
     getsockname(fd, (struct sockaddr *)&a, &al);
     w->port = ntohs(a.sin_port);
     w->listen_fd = fd;
+    df_session_options so;
+    memset(&so, 0, sizeof so);
+    so.num_cpu_devices = o.num_cpu_devices > 0 ? o.num_cpu_devices : 1;
+    if (!(w->empty = df_graph_new()) || !(w->sess = df_session_new(w->empty, &so, st))) {
+        if (!st->code) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        df_graph_free(w->empty);
+        close(fd);
+        DF_FREE(w);
+        return NULL;
+    }
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
-    if (pthread_create(&w->accept_thread, NULL, df__w_accept_main, w) != 0) {
+    if (pthread_create(&w->beat_thread, NULL, df__w_beat_main, w) != 0) {
         close(fd);
         pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
+        df_session_free(w->sess); df_graph_free(w->empty);
+        DF_FREE(w);
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "df_worker_start: cannot start a thread");
+        return NULL;
+    }
+    if (pthread_create(&w->accept_thread, NULL, df__w_accept_main, w) != 0) {
+        pthread_mutex_lock(&w->mu);
+        w->stopping = 1;
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->beat_thread, NULL);
+        close(fd);
+        pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
+        df_session_free(w->sess); df_graph_free(w->empty);
         DF_FREE(w);
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "df_worker_start: cannot start a thread");
         return NULL;
@@ -16993,9 +17612,17 @@ void df_worker_stop(df_worker *w) {
     while (w->n_conns > 0) pthread_cond_wait(&w->cv, &w->mu);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->accept_thread, NULL);
+    pthread_join(w->beat_thread, NULL);
     close(w->listen_fd);
-    for (int i = 0; i < w->n_graphs; i++) df_graph_free(w->graphs[i]);
-    DF_FREE(w->graphs); DF_FREE(w->conn_fds);
+    for (int i = 0; i < w->n_regs; i++) {
+        df__exec_free(w->regs[i].x); df_graph_free(w->regs[i].g);
+        DF_FREE(w->regs[i].remote_keys); DF_FREE(w->regs[i].remote_tasks);
+    }
+    for (int i = 0; i < w->n_peers; i++) { if (w->peers[i]->fd >= 0) close(w->peers[i]->fd); pthread_mutex_destroy(&w->peers[i]->mu); DF_FREE(w->peers[i]); }
+    for (df__wpending *pd = w->pending, *next; pd; pd = next) { next = pd->next; DF_FREE(pd->data); DF_FREE(pd); }
+    DF_FREE(w->regs); DF_FREE(w->conn_fds); DF_FREE(w->peers); DF_FREE(w->cluster);
+    df_session_free(w->sess);
+    df_graph_free(w->empty);
     pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
 #endif
     DF_FREE(w);
@@ -17053,5 +17680,317 @@ df_code df_worker_hello(const char *address, int timeout_ms, df_worker_info *inf
     close(fd);
     if (r.bad) return df_status_set(st, DF_DATA_LOSS, "Worker %s sent a malformed HELLO answer (%s)", address, r.bad);
     return DF_OK;
+#endif
+}
+
+/* ---- a session with workers (df_session_options.target) ----
+   The session's devices are the workers' (/job:worker/replica:0/task:N/device:CPU:i, task N
+   the N-th address of the target). Every plan is partitioned by device, so by worker too, and
+   each partition is registered with its worker (its GraphDef, its device, the names of its
+   feeds and fetches). A run sends each worker a RUN_STEP with its partitions' feeds and waits
+   for every STEP_DONE. The first failure (an error, a connection that closes, a worker silent
+   longer than worker_timeout_ms) is sent to the other workers as an ABORT and ends the run;
+   a worker that does not answer the ABORT within a second is given up. One run at a time per
+   session: the connections carry one step each. */
+struct df__cluster {
+    int n;
+    char (*addr)[64];
+    int *fd;                         /* -1 once broken: runs then fail with DF_UNAVAILABLE */
+    uint64_t *incarnation;
+#ifdef DF__NET
+    pthread_mutex_t mu;
+#endif
+    uint64_t next_step, salt;
+    int timeout_ms;
+};
+
+static void df__cluster_close(struct df__cluster *c) {
+    if (!c) return;
+#ifdef DF__NET
+    for (int t = 0; t < c->n; t++)
+        if (c->fd[t] >= 0) { df__w_send(c->fd[t], DF__W_CLOSE, NULL); close(c->fd[t]); }
+    pthread_mutex_destroy(&c->mu);
+#endif
+    DF_FREE(c->addr); DF_FREE(c->fd); DF_FREE(c->incarnation);
+    DF_FREE(c);
+}
+
+#ifdef DF__NET
+/* One answer on fd within timeout_ms: its type and payload (or -1 with st set). */
+static int df__cluster_await(int fd, int timeout_ms, unsigned char **data, uint64_t *len, const char *who, df_status *st) {
+    struct pollfd p = {fd, POLLIN, 0};
+    int r;
+    do r = poll(&p, 1, timeout_ms); while (r < 0 && errno == EINTR);
+    if (r == 0) { df_status_set(st, DF_UNAVAILABLE, "%s did not answer within %d ms", who, timeout_ms); return -1; }
+    const char *why = NULL;
+    char buf[160];
+    int type = df__w_recv(fd, (uint64_t)1 << 40, data, len, &why, buf, sizeof buf);
+    if (type <= 0) { df_status_set(st, DF_UNAVAILABLE, "%s closed the connection (%s)", who, type == 0 ? "it may have died" : why); return -1; }
+    return type;
+}
+#endif
+
+static df_code df__cluster_open(struct df_session *s, df_status *st) {
+#ifndef DF__NET
+    return df_status_set(st, DF_UNIMPLEMENTED, "Sessions with workers need POSIX sockets and threads: build dataflow.c on its own without DF_NO_THREADS");
+#else
+    const char *target = s->opts.target;
+    struct df__cluster *c = (struct df__cluster *)DF_MALLOC(sizeof *c);
+    if (!c) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    memset(c, 0, sizeof *c);
+    pthread_mutex_init(&c->mu, NULL);
+    s->cluster = c;
+    c->timeout_ms = s->opts.worker_timeout_ms > 0 ? s->opts.worker_timeout_ms : 2000;
+    c->salt = s->seed_salt << 20;
+    int n = 1;
+    for (const char *p = target; *p; p++) n += *p == ',';
+    if (n > 1024) return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: %d workers in the target, at most 1024", n);
+    c->addr = (char (*)[64])DF_MALLOC((size_t)n * 64);
+    c->fd = (int *)DF_MALLOC((size_t)n * sizeof(int));
+    c->incarnation = (uint64_t *)DF_MALLOC((size_t)n * sizeof(uint64_t));
+    if (!c->addr || !c->fd || !c->incarnation) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    for (int t = 0; t < n; t++) c->fd[t] = -1;
+    c->n = n;
+    const char *p = target;
+    for (int t = 0; t < n; t++) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (!len || len >= 64) return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: target address %d of '%s' is empty or too long", t, target);
+        memcpy(c->addr[t], p, len);
+        c->addr[t][len] = '\0';
+        p = e ? e + 1 : p + len;
+    }
+    int total = 0;
+    for (int t = 0; t < n; t++) {              /* connect, HELLO: incarnation and devices */
+        char err[256], who[96];
+        snprintf(who, sizeof who, "Worker task %d (%s)", t, c->addr[t]);
+        if ((c->fd[t] = df__connect(c->addr[t], c->timeout_ms, err, sizeof err)) < 0)
+            return df_status_set(st, DF_UNAVAILABLE, "df_session_new: worker task %d: %s", t, err);
+        df__wbuf b = {NULL, 0, 0, 0};
+        df__wb_u32(&b, DF__W_VERSION);
+        int sent = !b.oom && !df__w_send(c->fd[t], DF__W_HELLO, &b);
+        DF_FREE(b.p);
+        unsigned char *data = NULL;
+        uint64_t len = 0;
+        int type = sent ? df__cluster_await(c->fd[t], c->timeout_ms, &data, &len, who, st) : -1;
+        if (type != DF__W_HELLO_OK) {
+            DF_FREE(data);
+            if (!st->code) df_status_set(st, DF_UNAVAILABLE, "%s did not answer HELLO", who);
+            return st->code;
+        }
+        df__wread r = {data, (size_t)len, NULL};
+        c->incarnation[t] = df__wr_u64(&r, "incarnation");
+        (void)df__wr_u32(&r, "task");
+        uint32_t nd = df__wr_u32(&r, "devices");
+        DF_FREE(data);
+        if (r.bad || nd == 0 || nd > 64) return df_status_set(st, DF_DATA_LOSS, "%s sent a malformed HELLO answer", who);
+        df__device **dv = (df__device **)DF_REALLOC(s->devices, (size_t)(total + (int)nd) * sizeof(df__device *));
+        if (!dv) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        s->devices = dv;
+        for (uint32_t i = 0; i < nd; i++) {
+            df__device *d = df__device_new_cpu((int)i, 1, st);   /* (never allocates: a name for the placer) */
+            if (!d) return st->code;
+            snprintf(d->name, sizeof d->name, "/job:worker/replica:0/task:%d/device:CPU:%u", t, i);
+            s->devices[total++] = d;
+            s->n_devices = total;
+        }
+    }
+    return DF_OK;
+#endif
+}
+
+static df_code df__cluster_register(struct df_session *s, df__plan *plan, df_status *st) {
+#ifndef DF__NET
+    (void)s; (void)plan;
+    return df_status_set(st, DF_UNIMPLEMENTED, "Sessions with workers need POSIX sockets");
+#else
+    struct df__cluster *c = s->cluster;
+    pthread_mutex_lock(&c->mu);
+    for (int p = 0; p < plan->n_parts && !st->code; p++) {
+        df__part *pt = &plan->parts[p];
+        int t = df__task_of(pt->dev->name);
+        char who[96];
+        snprintf(who, sizeof who, "Worker task %d (%s)", t, t >= 0 && t < c->n ? c->addr[t] : "?");
+        if (t < 0 || t >= c->n) { df_status_set(st, DF_INTERNAL, "Partition %d is on %s, not on a worker", p, pt->dev->name); break; }
+        if (c->fd[t] < 0) { df_status_set(st, DF_UNAVAILABLE, "%s: its connection broke earlier; make a new session", who); break; }
+        pt->task = t;
+        void *gd = NULL;
+        size_t gl = 0;
+        if (df_graph_export_graphdef(pt->g, &gd, &gl) != DF_OK) { df_status_set(st, DF_INTERNAL, "Partition %d does not export as a GraphDef", p); break; }
+        df__wbuf b = {NULL, 0, 0, 0};
+        df__wb_bytes(&b, gd, gl);
+        free(gd);
+        df__wb_u32(&b, (uint32_t)pt->dev->index);
+        df__wb_u32(&b, (uint32_t)t);
+        df__wb_u32(&b, (uint32_t)pt->n_feeds);
+        for (int k = 0; k < pt->n_feeds; k++) df__wb_str(&b, pt->io_names[k]);
+        df__wb_u32(&b, (uint32_t)pt->n_fetches);
+        for (int k = 0; k < pt->n_fetches; k++) df__wb_str(&b, pt->io_names[pt->n_feeds + k]);
+        int sent = !b.oom && !df__w_send(c->fd[t], DF__W_REGISTER, &b);
+        DF_FREE(b.p);
+        unsigned char *data = NULL;
+        uint64_t len = 0;
+        int type = sent ? df__cluster_await(c->fd[t], 60000, &data, &len, who, st) : -1;
+        df__wread r = {data, (size_t)len, NULL};
+        if (type == DF__W_REGISTERED) pt->handle = (int)df__wr_u32(&r, "handle");
+        else if (type == DF__W_ERROR) {
+            uint32_t code = df__wr_u32(&r, "code");
+            char *msg = df__wr_str(&r, 4000, "message");
+            df_status_set(st, code ? (df_code)code : DF_INTERNAL, "%s cannot take partition %d: %s", who, p, msg ? msg : "?");
+            DF_FREE(msg);
+        } else if (!st->code) df_status_set(st, DF_UNAVAILABLE, "%s answered REGISTER with %s", who, type > 0 ? df__w_type_names[type] : "nothing");
+        if (type < 0 || (type != DF__W_REGISTERED && type != DF__W_ERROR)) { close(c->fd[t]); c->fd[t] = -1; }
+        DF_FREE(data);
+    }
+    plan->registered = !st->code;
+    pthread_mutex_unlock(&c->mu);
+    return st->code;
+#endif
+}
+
+#ifdef DF__NET
+static void df__cluster_abort(struct df__cluster *c, uint64_t id, const unsigned char *pending, const df_status *why) {
+    df__wbuf b = {NULL, 0, 0, 0};
+    df__wb_u64(&b, id);
+    df__wb_u32(&b, (uint32_t)why->code);
+    df__wb_str(&b, why->message);
+    for (int t = 0; !b.oom && t < c->n; t++)
+        if (pending[t] && c->fd[t] >= 0) df__w_send(c->fd[t], DF__W_ABORT, &b);
+    DF_FREE(b.p);
+}
+static double df__now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+#endif
+
+static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
+                               int n_fetches, df_status *st) {
+#ifndef DF__NET
+    (void)s; (void)plan; (void)feed_values; (void)fetch_values; (void)n_fetches;
+    return df_status_set(st, DF_UNIMPLEMENTED, "Sessions with workers need POSIX sockets");
+#else
+    struct df__cluster *c = s->cluster;
+    if (!plan->registered) return df_status_set(st, DF_FAILED_PRECONDITION, "The run's partitions are not registered with the workers");
+    pthread_mutex_lock(&c->mu);
+    uint64_t id = c->salt + ++c->next_step;
+    int n = c->n;
+    unsigned char *pending = (unsigned char *)DF_MALLOC((size_t)n + 1);
+    double *seen = (double *)DF_MALLOC(((size_t)n + 1) * sizeof(double));
+    if (!pending || !seen) { pthread_mutex_unlock(&c->mu); DF_FREE(pending); DF_FREE(seen); return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); }
+    memset(pending, 0, (size_t)n + 1);
+    df_status first;
+    df_status_clear(&first);
+    /* RUN_STEP to every worker with partitions */
+    for (int t = 0; t < n && !first.code; t++) {
+        int np = 0;
+        for (int p = 0; p < plan->n_parts; p++) np += plan->parts[p].task == t;
+        if (!np) continue;
+        if (c->fd[t] < 0) { df_status_set(&first, DF_UNAVAILABLE, "Worker task %d (%s): its connection broke earlier; make a new session", t, c->addr[t]); break; }
+        df__wbuf b = {NULL, 0, 0, 0};
+        df__wb_u64(&b, id);
+        df__wb_u64(&b, c->incarnation[t]);
+        df__wb_u32(&b, (uint32_t)t);
+        df__wb_u32(&b, (uint32_t)n);
+        for (int k = 0; k < n; k++) df__wb_str(&b, c->addr[k]);
+        df__wb_u32(&b, (uint32_t)np);
+        for (int p = 0; p < plan->n_parts; p++) {
+            const df__part *pt = &plan->parts[p];
+            if (pt->task != t) continue;
+            df__wb_u32(&b, (uint32_t)pt->handle);
+            df__wb_u32(&b, (uint32_t)pt->n_feeds);
+            for (int k = 0; k < pt->n_feeds; k++) df__wb_tensor(&b, feed_values[pt->feed_map[k]]);
+        }
+        if (b.oom) df_status_set(&first, DF_RESOURCE_EXHAUSTED, "Out of memory sending the feeds");
+        else if (df__w_send(c->fd[t], DF__W_RUN_STEP, &b)) {
+            df_status_set(&first, DF_UNAVAILABLE, "Worker task %d (%s) cannot be reached: %s", t, c->addr[t], strerror(errno));
+            close(c->fd[t]); c->fd[t] = -1;
+        } else { pending[t] = 1; seen[t] = df__now_ms(); }
+        DF_FREE(b.p);
+    }
+    if (first.code) df__cluster_abort(c, id, pending, &first);
+    /* the answers: fetches by partition, in plan order per worker */
+    double aborted_at = first.code ? df__now_ms() : 0;
+    struct pollfd *pf = (struct pollfd *)DF_MALLOC(((size_t)n + 1) * sizeof(struct pollfd));
+    int *pt_of = (int *)DF_MALLOC(((size_t)n + 1) * sizeof(int));
+    for (;;) {
+        int np = 0;
+        for (int t = 0; pf && pt_of && t < n; t++) if (pending[t]) { pf[np].fd = c->fd[t]; pf[np].events = POLLIN; pf[np].revents = 0; pt_of[np++] = t; }
+        if (!np) break;
+        int r = poll(pf, (nfds_t)np, 50);
+        double now = df__now_ms();
+        for (int k = 0; r > 0 && k < np; k++) {
+            if (!pf[k].revents) continue;
+            int t = pt_of[k];
+            char who[96];
+            snprintf(who, sizeof who, "Worker task %d (%s)", t, c->addr[t]);
+            unsigned char *data = NULL;
+            uint64_t len = 0;
+            const char *why = NULL;
+            char buf[160];
+            int type = df__w_recv(c->fd[t], (uint64_t)1 << 40, &data, &len, &why, buf, sizeof buf);
+            seen[t] = now;
+            df_status fail;
+            df_status_clear(&fail);
+            if (type <= 0) {
+                df_status_set(&fail, DF_UNAVAILABLE, "%s closed its connection during the step (%s)", who, type == 0 ? "it may have died" : why);
+                close(c->fd[t]); c->fd[t] = -1; pending[t] = 0;
+            } else if (type == DF__W_STEP_DONE) {
+                df__wread rd = {data, (size_t)len, NULL};
+                uint64_t sid = df__wr_u64(&rd, "step");
+                uint32_t code = df__wr_u32(&rd, "code");
+                char *msg = df__wr_str(&rd, 4000, "message");
+                uint32_t nf = df__wr_u32(&rd, "fetches");
+                if (sid == id) {
+                    pending[t] = 0;
+                    if (code) df_status_set(&fail, (df_code)code, "%s", msg ? msg : "?");
+                    int want = 0;
+                    for (int p = 0; p < plan->n_parts; p++) if (plan->parts[p].task == t) want += plan->parts[p].n_fetches;
+                    if (!code && !rd.bad && nf != (uint32_t)want) df_status_set(&fail, DF_INTERNAL, "%s sent %u fetches, %d expected", who, nf, want);
+                    for (int p = 0; !fail.code && !rd.bad && p < plan->n_parts; p++) {
+                        const df__part *pt = &plan->parts[p];
+                        if (pt->task != t) continue;
+                        for (int q = 0; q < pt->n_fetches && !rd.bad; q++) {
+                            df_tensor *v = df__wr_u32(&rd, "fetch") ? df__wr_tensor(&rd, "fetch") : NULL;
+                            int to = pt->fetch_map[q];
+                            if (v && to < n_fetches && !fetch_values[to]) fetch_values[to] = v;
+                            else df_tensor_release(v);
+                        }
+                    }
+                    if (rd.bad && !fail.code) df_status_set(&fail, DF_DATA_LOSS, "%s sent a malformed STEP_DONE (%s)", who, rd.bad);
+                }
+                DF_FREE(msg);
+            } else if (type != DF__W_HEARTBEAT && type != DF__W_ERROR) {
+                df_status_set(&fail, DF_INTERNAL, "%s sent %s during a step", who, df__w_type_names[type]);
+            } else if (type == DF__W_ERROR) {
+                df__wread rd = {data, (size_t)len, NULL};
+                uint32_t code = df__wr_u32(&rd, "code");
+                char *msg = df__wr_str(&rd, 4000, "message");
+                df_status_set(&fail, code ? (df_code)code : DF_INTERNAL, "%s: %s", who, msg ? msg : "?");
+                DF_FREE(msg);
+                pending[t] = 0;
+            }
+            DF_FREE(data);
+            if (fail.code && !first.code) { first = fail; aborted_at = now; df__cluster_abort(c, id, pending, &first); }
+        }
+        for (int t = 0; t < n; t++) {              /* silence: a stopped or hung worker */
+            if (!pending[t]) continue;
+            double limit = first.code ? 1000.0 : (double)c->timeout_ms;
+            double since = first.code ? now - (aborted_at > seen[t] ? aborted_at : seen[t]) : now - seen[t];
+            if (since <= limit) continue;
+            df_status fail;
+            df_status_set(&fail, DF_UNAVAILABLE, "Worker task %d (%s) was silent for %.0f ms during the step (stopped, hung or unreachable)", t, c->addr[t], since);
+            close(c->fd[t]); c->fd[t] = -1; pending[t] = 0;
+            if (!first.code) { first = fail; aborted_at = now; df__cluster_abort(c, id, pending, &first); }
+        }
+    }
+    DF_FREE(pf); DF_FREE(pt_of); DF_FREE(pending); DF_FREE(seen);
+    pthread_mutex_unlock(&c->mu);
+    if (first.code) {
+        *st = first;
+        for (int i = 0; i < n_fetches; i++) { df_tensor_release(fetch_values[i]); fetch_values[i] = NULL; }
+    }
+    return st->code;
 #endif
 }

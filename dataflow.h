@@ -328,6 +328,8 @@ typedef struct df_session_options {
     int         cuda_graphs;         /* a GPU partition of a run without control flow is captured
                                         as a CUDA graph on its second step alike and replayed after
                                         (see df_session_cuda_graph_stats) */
+    int         worker_timeout_ms;   /* with a target: a worker silent this long during a step
+                                        (no result, no heartbeat) has failed; 0 means 2000 */
 } df_session_options;
 /* DEFAULT: TensorFlow's placer (requests, colocation, then the first device). COST_MODEL:
    nodes without a request go where a simulation of the graph says they finish first, counting

@@ -219,11 +219,14 @@ DF_TEST(worker_registers_partitions_and_shuts_down) {
         void *gd = NULL;
         size_t len = 0;
         CHECK_EQ_INT(df_graph_export_graphdef(df_session_partition(s, p, NULL), &gd, &len), DF_OK);
-        unsigned char *f = (unsigned char *)malloc(24 + 4 + len);
-        header(f, 1, REGISTER, 4 + len, 0);
+        /* graph, device index, task, no feeds, no fetches (the partition's placeholders and
+           Recvs are not run here) */
+        unsigned char *f = (unsigned char *)malloc(24 + 4 + len + 16);
+        header(f, 1, REGISTER, 4 + len + 16, 0);
         put32(f + 24, (uint32_t)len);
         memcpy(f + 28, gd, len);
-        CHECK(send_all(fd, f, 28 + len));
+        memset(f + 28 + len, 0, 16);
+        CHECK(send_all(fd, f, 28 + len + 16));
         unsigned char buf[1024];
         uint64_t rl = 0;
         int type = read_frame(fd, buf, sizeof buf, &rl);
@@ -232,10 +235,11 @@ DF_TEST(worker_registers_partitions_and_shuts_down) {
         free(gd);
     }
     if (fd >= 0) {             /* not a GraphDef: ERROR, and the connection still answers PING */
-        unsigned char f[24 + 4 + 16], buf[1024];
-        header(f, 1, REGISTER, 20, 0);
+        unsigned char f[24 + 4 + 16 + 16], buf[1024];
+        header(f, 1, REGISTER, 36, 0);
         put32(f + 24, 16);
         memset(f + 28, 0xff, 16);
+        memset(f + 44, 0, 16);
         CHECK(send_all(fd, f, sizeof f));
         uint64_t rl = 0;
         CHECK_EQ_INT(read_frame(fd, buf, sizeof buf, &rl), ERROR_MSG);

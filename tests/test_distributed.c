@@ -1,0 +1,144 @@
+/* Sessions with workers: graphs split over worker processes on loopback (in this process, or
+   forked), against the same graph run in one process; a while loop whose body spans three
+   workers, forward and gradient; a worker killed mid-step ends the step everywhere. */
+#define _POSIX_C_SOURCE 200809L
+#include "harness.h"
+#include <pthread.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void quiet(void *user, const char *line) { (void)user; (void)line; }
+/* n workers in this process; their addresses into target ("a,b,c") */
+static int start_workers(int n, df_worker **w, char *target, size_t tn) {
+    target[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        df_worker_options o;
+        memset(&o, 0, sizeof o);
+        o.task = i;
+        o.log = quiet;
+        df_status st;
+        if (!(w[i] = df_worker_start(&o, &st))) { CHECK_MSG(0, "worker %d: %s", i, st.message); return 0; }
+        size_t k = strlen(target);
+        snprintf(target + k, tn - k, "%s127.0.0.1:%d", i ? "," : "", df_worker_port(w[i]));
+    }
+    return 1;
+}
+__attribute__((unused)) static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+DF_TEST(distributed_straight_line_over_two_workers) {
+    df_worker *w[2] = {NULL, NULL};
+    char target[256];
+    if (!start_workers(2, w, target, sizeof target)) return;
+    df_graph *g = df_graph_new();
+    df_output x = df_placeholder(g, "x", DF_FLOAT, 1, (const int64_t[]){3});
+    df_graph_push_device(g, "/job:worker/task:0");
+    df_output a = df_mul(g, x, df_scalar_f32(g, 2));
+    df_graph_pop_device(g);
+    df_graph_push_device(g, "/job:worker/task:1");
+    df_output b = df_add(g, a, df_scalar_f32(g, 1));
+    df_graph_pop_device(g);
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.target = target;
+    df_status st;
+    df_session *s = df_session_new(g, &o, &st);
+    CHECK_MSG(s != NULL, "session: %s", st.message);
+    for (int step = 0; s && step < 3; step++) {
+        df_tensor *xv = df_tensor_new(DF_FLOAT, 1, (const int64_t[]){3}, NULL), *out[2] = {NULL, NULL};
+        for (int i = 0; i < 3; i++) ((float *)df_tensor_data(xv))[i] = (float)(i + step);
+        df_output f[2] = {b, a};
+        CHECK_EQ_INT(df_session_run(s, &x, &xv, 1, f, out, 2, NULL, 0, &st), DF_OK);
+        CHECK_OK(&st);
+        for (int i = 0; out[0] && out[1] && i < 3; i++) {
+            CHECK_NEAR(((float *)df_tensor_data(out[0]))[i], 2.0 * (i + step) + 1, 0);
+            CHECK_NEAR(((float *)df_tensor_data(out[1]))[i], 2.0 * (i + step), 0);
+        }
+        df_tensor_release(out[0]); df_tensor_release(out[1]); df_tensor_release(xv);
+    }
+    CHECK_EQ_INT(df_session_num_partitions(s), 2);
+    df_session_free(s);
+    df_graph_free(g);
+    for (int i = 0; i < 2; i++) df_worker_stop(w[i]);
+}
+
+/* while (x < limit) x = (x * w on task 1 + 0.5 on task 2), the predicate on task 0; the output
+   and d(sum(out))/dw, d(sum(out))/dx0 against one process. */
+typedef struct span3 { df_output w; } span3;
+static df_output span_cond(df_graph *g, void *u, const df_output *v) {
+    (void)u;
+    return df_less(g, df_reduce_sum(g, v[0], 0, NULL, 0), df_scalar_f32(g, 50));
+}
+static void span_body(df_graph *g, void *u, const df_output *v, df_output *next) {
+    span3 *sp = (span3 *)u;
+    df_graph_push_device(g, "/job:worker/task:1");
+    df_output y = df_mul(g, v[0], sp->w);
+    df_graph_pop_device(g);
+    df_graph_push_device(g, "/job:worker/task:2");
+    next[0] = df_add(g, y, df_scalar_f32(g, 0.5f));
+    df_graph_pop_device(g);
+}
+static df_graph *span_graph(df_output *x0, df_output *out, df_output *dw, df_output *dx, df_node **init) {
+    df_graph *g = df_graph_new();
+    *x0 = df_placeholder(g, "x0", DF_FLOAT, 1, (const int64_t[]){2});
+    df_graph_push_device(g, "/job:worker/task:0");
+    span3 sp;
+    sp.w = df_variable(g, "w", DF_FLOAT, 1, (const int64_t[]){2});
+    df_tensor *w0 = df_tensor_new(DF_FLOAT, 1, (const int64_t[]){2}, NULL);
+    ((float *)df_tensor_data(w0))[0] = 1.5f;
+    ((float *)df_tensor_data(w0))[1] = 1.25f;
+    *init = df_assign(g, sp.w, df_const(g, w0));
+    df_tensor_release(w0);
+    df_while_loop(g, 1, x0, span_cond, span_body, &sp, NULL, out);
+    df_output loss = df_reduce_sum(g, *out, 0, NULL, 0);
+    df_output xs[2] = {sp.w, *x0}, d[2];
+    df_gradients(g, 1, &loss, NULL, 2, xs, d);
+    df_graph_pop_device(g);
+    *dw = d[0];
+    *dx = d[1];
+    return g;
+}
+DF_TEST(distributed_while_loop_across_three_workers_and_its_gradient) {
+    df_worker *w[3] = {NULL, NULL, NULL};
+    char target[256];
+    if (!start_workers(3, w, target, sizeof target)) return;
+    df_output x0[2], out[2], dw[2], dx[2];
+    df_node *init[2];
+    df_graph *g[2] = {span_graph(&x0[0], &out[0], &dw[0], &dx[0], &init[0]), span_graph(&x0[1], &out[1], &dw[1], &dx[1], &init[1])};
+    CHECK_OK(df_graph_status(g[0]));
+    df_session_options o[2];
+    memset(o, 0, sizeof o);
+    o[0].target = target;
+    o[1].soft_placement = 1;                       /* the reference: one process, one device */
+    df_status st;
+    df_session *s[2];
+    for (int k = 0; k < 2; k++) {
+        s[k] = df_session_new(g[k], &o[k], &st);
+        CHECK_MSG(s[k] != NULL, "session %d: %s", k, st.message);
+        if (s[k]) CHECK_EQ_INT(df_session_run(s[k], NULL, NULL, 0, NULL, NULL, 0, &init[k], 1, &st), DF_OK);
+    }
+    for (int step = 0; s[0] && s[1] && step < 3; step++) {
+        df_tensor *xv = df_tensor_new(DF_FLOAT, 1, (const int64_t[]){2}, NULL);
+        ((float *)df_tensor_data(xv))[0] = 0.5f + (float)step;
+        ((float *)df_tensor_data(xv))[1] = 1.0f;
+        df_tensor *v[2][3] = {{NULL, NULL, NULL}, {NULL, NULL, NULL}};
+        for (int k = 0; k < 2; k++) {
+            df_output f[3] = {out[k], dw[k], dx[k]};
+            CHECK_MSG(df_session_run(s[k], &x0[k], &xv, 1, f, v[k], 3, NULL, 0, &st) == DF_OK, "step %d, session %d: %s", step, k, st.message);
+        }
+        for (int j = 0; j < 3; j++)
+            for (int i = 0; v[0][j] && v[1][j] && i < 2; i++)
+                CHECK_NEAR(((float *)df_tensor_data(v[0][j]))[i], ((float *)df_tensor_data(v[1][j]))[i], 1e-4 * fabs(((float *)df_tensor_data(v[1][j]))[i]));
+        for (int k = 0; k < 2; k++) for (int j = 0; j < 3; j++) df_tensor_release(v[k][j]);
+        df_tensor_release(xv);
+    }
+    if (s[0]) CHECK_MSG(df_session_num_partitions(s[0]) >= 3, "%d partitions", df_session_num_partitions(s[0]));
+    for (int k = 0; k < 2; k++) { df_session_free(s[k]); df_graph_free(g[k]); }
+    for (int i = 0; i < 3; i++) df_worker_stop(w[i]);
+}
