@@ -14299,6 +14299,44 @@ static df_tensor *df__gd_tensor(df__pb r, const char *where, df_status *st) {
     for (int i = 0; i < rank; i++)
         if (dims[i] < 0) { df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: %s: a tensor value has an unknown dimension", where); return NULL; }
     df_dtype t = (df_dtype)dtype;
+    if (t == DF_STRING) {                        /* string_val (8): one per element, or one for all */
+        int64_t n = 1, count = 0, total = 0;
+        for (int i = 0; i < rank; i++) {
+            if (dims[i] && n > (int64_t)(1 << 24) / dims[i]) { df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: %s: too many strings", where); return NULL; }
+            n *= dims[i];
+        }
+        scan = r;
+        while (df__pb_next(&scan, &f, &wt, &bad)) {
+            df__pb sv;
+            if (f == 8 && wt == DF__PB_LEN) { if (!df__pb_sub(&scan, &sv)) goto malformed; count++; total += sv.end - sv.p; }
+            else if (!df__pb_skip(&scan, wt)) goto malformed;
+        }
+        if (bad || (count != n && !(count == 1 && n > 0)) || (count == 0 && n > 0) || total > ((int64_t)64 << 20)) {
+            df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: %s: %lld strings for a tensor of %lld, or over 64 MiB", where, (long long)count, (long long)n);
+            return NULL;
+        }
+        char **v = (char **)DF_MALLOC(((size_t)n + 1) * sizeof(char *));
+        if (!v) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); return NULL; }
+        memset(v, 0, ((size_t)n + 1) * sizeof(char *));
+        int64_t k = 0, ok = 1;
+        scan = r;
+        while (ok && df__pb_next(&scan, &f, &wt, &bad)) {
+            df__pb sv;
+            if (f == 8 && wt == DF__PB_LEN) {
+                if (!df__pb_sub(&scan, &sv)) { ok = 0; break; }
+                size_t len = (size_t)(sv.end - sv.p);
+                if (memchr(sv.p, 0, len) || !(v[k] = (char *)DF_MALLOC(len + 1))) { ok = 0; break; }
+                memcpy(v[k], sv.p, len);
+                v[k++][len] = '\0';
+            } else if (!df__pb_skip(&scan, wt)) ok = 0;
+        }
+        for (; ok && k < n; k++) v[k] = v[0];       /* (one value for all: shared, freed once) */
+        df_tensor *out = ok ? df_tensor_new_strings(rank, dims, (const char *const *)v, st) : NULL;
+        for (int64_t i = 0; i < n && i < (count == n ? n : 1); i++) DF_FREE(v[i]);
+        DF_FREE(v);
+        if (!ok) df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: %s: a malformed string, or one with a NUL byte", where);
+        return out;
+    }
     int vwt, vfield = dtype < 64 ? df__gd_value_field(t, &vwt) : 0;
     if (!vfield) {
         df_status_set(st, DF_UNIMPLEMENTED, "GraphDef: %s: tensor values of dtype %llu (%s) are not supported", where,
@@ -14761,9 +14799,21 @@ static void df__gdw_shape(df__pbw *w, uint32_t field, int rank, const int64_t *d
 }
 static df_code df__gdw_tensor(df__pbw *w, uint32_t field, const df_tensor *t) {
     int vwt;
-    if (!df__gd_value_field(t->dtype, &vwt)) return DF_UNIMPLEMENTED;   /* strings, resources */
     df__pbw s;
     memset(&s, 0, sizeof s);
+    if (t->dtype == DF_STRING) {                  /* string_val, one per element */
+        df__pbw_uint(&s, 1, (uint64_t)t->dtype);
+        df__gdw_shape(&s, 2, t->rank, t->dims);
+        for (int64_t i = 0; i < t->n; i++) {
+            size_t len = 0;
+            const char *v = df_tensor_string(t, i, &len);
+            if (!v) { DF_FREE(s.buf); return DF_INVALID_ARGUMENT; }
+            df__pbw_bytes(&s, 8, v, len);
+        }
+        df__pbw_msg(w, field, &s);
+        return DF_OK;
+    }
+    if (!df__gd_value_field(t->dtype, &vwt)) return DF_UNIMPLEMENTED;   /* resources */
     df__pbw_uint(&s, 1, (uint64_t)t->dtype);
     df__gdw_shape(&s, 2, t->rank, t->dims);
     if (t->nbytes) df__pbw_bytes(&s, 4, t->data, t->nbytes);   /* little-endian, as tensor_content is */

@@ -142,3 +142,187 @@ DF_TEST(distributed_while_loop_across_three_workers_and_its_gradient) {
     for (int k = 0; k < 2; k++) { df_session_free(s[k]); df_graph_free(g[k]); }
     for (int i = 0; i < 3; i++) df_worker_stop(w[i]);
 }
+
+/* ---- worker processes: forked, serving until killed ---- */
+typedef struct proc { pid_t pid; int port; } proc;
+static proc spawn_worker(int task) {
+    proc p = {-1, 0};
+    int fds[2];
+    if (pipe(fds)) return p;
+    fflush(stdout);
+    fflush(stderr);
+    p.pid = fork();
+    if (p.pid == 0) {
+        close(fds[0]);
+        df_worker_options o;
+        memset(&o, 0, sizeof o);
+        o.task = task;
+        o.log = quiet;
+        df_status st;
+        df_worker *w = df_worker_start(&o, &st);
+        int port = w ? df_worker_port(w) : -1;
+        if (write(fds[1], &port, sizeof port) != (ssize_t)sizeof port) _exit(3);
+        close(fds[1]);
+        if (!w) _exit(2);
+        df_worker_wait(w);
+        df_worker_stop(w);
+        _exit(0);
+    }
+    close(fds[1]);
+    if (p.pid > 0 && read(fds[0], &p.port, sizeof p.port) != (ssize_t)sizeof p.port) p.port = -1;
+    close(fds[0]);
+    return p;
+}
+/* SIGTERM, then SIGKILL after 2 s; 1 when it ended */
+static int end_worker(proc *p) {
+    if (p->pid <= 0) return 1;
+    kill(p->pid, SIGTERM);
+    for (int i = 0; i < 200; i++) {
+        if (waitpid(p->pid, NULL, WNOHANG) == p->pid) { p->pid = -1; return 1; }
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    kill(p->pid, SIGKILL);
+    waitpid(p->pid, NULL, 0);
+    p->pid = -1;
+    return 0;
+}
+
+/* x += w (task 0) through tasks 1 and 2, a million times: long enough to kill a worker in */
+static df_output long_cond(df_graph *g, void *u, const df_output *v) { (void)u; return df_less(g, v[0], df_scalar_f32(g, 1e9f)); }
+static void long_body(df_graph *g, void *u, const df_output *v, df_output *next) {
+    (void)u;
+    df_graph_push_device(g, "/job:worker/task:1");
+    df_output y = df_add(g, v[0], df_scalar_f32(g, 1));
+    df_graph_pop_device(g);
+    df_graph_push_device(g, "/job:worker/task:2");
+    next[0] = df_add(g, y, df_scalar_f32(g, 1));
+    df_graph_pop_device(g);
+}
+typedef struct killer { pid_t pid; int after_ms; double at; int sig; } killer;
+static void *kill_later(void *arg) {
+    killer *k = (killer *)arg;
+    struct timespec ts = {k->after_ms / 1000, (long)(k->after_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    k->at = now_s();
+    kill(k->pid, k->sig ? k->sig : SIGKILL);
+    return NULL;
+}
+DF_TEST(distributed_worker_killed_mid_step_ends_the_step_and_a_restarted_cluster_restores) {
+    proc p[3];
+    for (int i = 0; i < 3; i++) {
+        p[i] = spawn_worker(i);
+        CHECK_MSG(p[i].pid > 0 && p[i].port > 0, "worker %d did not start", i);
+        if (p[i].pid <= 0 || p[i].port <= 0) { for (int k = 0; k <= i; k++) end_worker(&p[k]); return; }
+    }
+    char target[256], ckpt[512];
+    snprintf(target, sizeof target, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", p[0].port, p[1].port, p[2].port);
+    snprintf(ckpt, sizeof ckpt, "%.400s/distributed.ckpt", df_test_tmpdir());   /* (the workers share our directory) */
+    df_graph *g = df_graph_new();
+    df_graph_push_device(g, "/job:worker/task:0");
+    df_output w = df_variable(g, "w", DF_FLOAT, 0, NULL);
+    df_node *init = df_assign(g, w, df_scalar_f32(g, 42));
+    df_node *bump = df_assign_add(g, w, df_scalar_f32(g, 1));
+    df_output x0 = df_identity(g, w), out;
+    df_while_loop(g, 1, &x0, long_cond, long_body, NULL, NULL, &out);
+    df_graph_pop_device(g);
+    df_status st;
+    df_saver *sv = df_saver_new(g, 1, &w, &st);
+    CHECK_MSG(sv != NULL, "saver: %s", st.message);
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.target = target;
+    df_session *s = df_session_new(g, &o, &st);
+    CHECK_MSG(s != NULL, "session: %s", st.message);
+    if (s && sv) {
+        CHECK_EQ_INT(df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &init, 1, &st), DF_OK);
+        CHECK_MSG(df_saver_save(sv, s, ckpt, &st) == DF_OK, "save on the cluster: %s", st.message);
+        CHECK_EQ_INT(df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &bump, 1, &st), DF_OK);
+        /* the long loop; worker 2 killed 300 ms in */
+        killer k = {p[2].pid, 300, 0, SIGKILL};
+        pthread_t t;
+        pthread_create(&t, NULL, kill_later, &k);
+        df_tensor *v = NULL;
+        df_code code = df_session_run(s, NULL, NULL, 0, &out, &v, 1, NULL, 0, &st);
+        double ended = now_s();
+        pthread_join(t, NULL);
+        waitpid(p[2].pid, NULL, 0);
+        p[2].pid = -1;
+        CHECK_MSG(code == DF_UNAVAILABLE || code == DF_ABORTED, "the step after a kill: %s: %s", df_code_name(code), st.message);
+        CHECK_MSG(v == NULL, "a value came back from a failed step");
+        CHECK_MSG(ended - k.at < 5.0, "the step ended %.2f s after the kill", ended - k.at);
+        printf("    the step ended %.0f ms after worker 2 was killed: %s\n", 1e3 * (ended - k.at), st.message);
+        df_tensor_release(v);
+        /* the other workers are alive and idle: they answer */
+        for (int i = 0; i < 2; i++) {
+            char addr[64];
+            snprintf(addr, sizeof addr, "127.0.0.1:%d", p[i].port);
+            df_worker_info info;
+            CHECK_MSG(df_worker_hello(addr, 2000, &info, &st) == DF_OK, "worker %d after the kill: %s", i, st.message);
+        }
+        /* the same session: the broken worker is reported, no hang */
+        code = df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &bump, 1, &st);
+        CHECK_EQ_INT(code, DF_OK);   /* (w lives on task 0, which still works) */
+    }
+    df_session_free(s);
+    /* a restarted worker 2, a new session: restore the checkpoint, run */
+    p[2] = spawn_worker(2);
+    snprintf(target, sizeof target, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", p[0].port, p[1].port, p[2].port);
+    s = p[2].pid > 0 ? df_session_new(g, &o, &st) : NULL;
+    CHECK_MSG(s != NULL, "session on the restarted cluster: %s", st.message);
+    if (s && sv) {
+        CHECK_MSG(df_saver_restore(sv, s, ckpt, &st) == DF_OK, "restore: %s", st.message);
+        df_tensor *v = NULL;
+        CHECK_EQ_INT(df_session_run(s, NULL, NULL, 0, &w, &v, 1, NULL, 0, &st), DF_OK);
+        CHECK_MSG(v && *(float *)df_tensor_data(v) == 42.0f, "w after the restore: %g", v ? *(float *)df_tensor_data(v) : -1.0);
+        df_tensor_release(v);
+    }
+    df_session_free(s);
+    df_saver_free(sv);
+    df_graph_free(g);
+    for (int i = 0; i < 3; i++) CHECK_MSG(end_worker(&p[i]), "worker %d did not end on SIGTERM", i);
+}
+
+/* A worker that stops answering (SIGSTOP) mid-step: the step fails with DF_UNAVAILABLE once it
+   has been silent for worker_timeout_ms; the other worker, told to abort, answers again. */
+DF_TEST(distributed_silent_worker_ends_the_step_after_the_timeout) {
+    proc p[3] = {spawn_worker(0), spawn_worker(1), spawn_worker(2)};
+    int up = 1;
+    for (int i = 0; i < 3; i++) up &= p[i].pid > 0 && p[i].port > 0;
+    CHECK_MSG(up, "workers did not start");
+    char target[256];
+    snprintf(target, sizeof target, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", p[0].port, p[1].port, p[2].port);
+    df_graph *g = df_graph_new();
+    df_graph_push_device(g, "/job:worker/task:0");
+    df_output x0 = df_scalar_f32(g, 0), out;
+    df_while_loop(g, 1, &x0, long_cond, long_body, NULL, NULL, &out);
+    df_graph_pop_device(g);
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.target = target;
+    o.worker_timeout_ms = 500;
+    df_status st;
+    df_session *s = up ? df_session_new(g, &o, &st) : NULL;
+    CHECK_MSG(!up || s != NULL, "session: %s", st.message);
+    if (s) {
+        killer k = {p[1].pid, 300, 0, SIGSTOP};
+        pthread_t t;
+        pthread_create(&t, NULL, kill_later, &k);
+        df_tensor *v = NULL;
+        df_code code = df_session_run(s, NULL, NULL, 0, &out, &v, 1, NULL, 0, &st);
+        double ended = now_s();
+        pthread_join(t, NULL);
+        CHECK_MSG(code == DF_UNAVAILABLE && strstr(st.message, "silent"), "the step with a stopped worker: %s: %s", df_code_name(code), st.message);
+        CHECK_MSG(ended - k.at < 5.0 && ended - k.at > 0.4, "the step ended %.2f s after the stop (timeout 0.5 s)", ended - k.at);
+        printf("    the step ended %.0f ms after worker 1 stopped (timeout 500 ms): %s\n", 1e3 * (ended - k.at), st.message);
+        df_tensor_release(v);
+        kill(p[1].pid, SIGCONT);
+        char addr[64];
+        snprintf(addr, sizeof addr, "127.0.0.1:%d", p[2].port);
+        df_worker_info info;
+        CHECK_MSG(df_worker_hello(addr, 2000, &info, &st) == DF_OK, "worker 2 after the abort: %s", st.message);
+    }
+    df_session_free(s);
+    df_graph_free(g);
+    for (int i = 0; i < 3; i++) { if (p[i].pid > 0) kill(p[i].pid, SIGCONT); CHECK_MSG(end_worker(&p[i]), "worker %d did not end", i); }
+}
