@@ -16634,7 +16634,7 @@ uint32_t df_crc32c(uint32_t crc, const void *data, size_t n) { return data || !n
 #endif
 
 #ifdef DF__NET
-enum { DF__W_MAGIC = 0x31574644u, DF__W_VERSION = 1, DF__W_HEADER = 24 };
+enum { DF__W_MAGIC = 0x31574644u, DF__W_VERSION = 1, DF__W_HEADER = 24, DF__W_TENSOR_FIXED = 32 };
 enum { DF__W_HELLO = 1, DF__W_HELLO_OK, DF__W_PING, DF__W_PONG, DF__W_REGISTER, DF__W_REGISTERED, DF__W_ERROR,
        DF__W_CLOSE, DF__W_SHUTDOWN, DF__W_RUN_STEP, DF__W_STEP_DONE, DF__W_TENSOR, DF__W_ABORT, DF__W_HEARTBEAT, DF__W_TYPES };
 static const char *const df__w_type_names[DF__W_TYPES] = {"?", "HELLO", "HELLO_OK", "PING", "PONG", "REGISTER", "REGISTERED",
@@ -16797,22 +16797,40 @@ static int df__sock_write(int fd, const void *buf, size_t n) {
     return 0;
 }
 static int df__w_send(int fd, int type, const df__wbuf *payload) {
-    unsigned char h[DF__W_HEADER];
-    df__w_header(h, type, payload ? payload->n : 0);
-    if (df__sock_write(fd, h, sizeof h)) return -1;
-    return payload && payload->n ? df__sock_write(fd, payload->p, payload->n) : 0;
+    unsigned char h[DF__W_HEADER + 4096];
+    size_t n = payload ? payload->n : 0;
+    df__w_header(h, type, n);
+    if (n <= 4096) {                              /* small: one write, one segment */
+        if (n) memcpy(h + DF__W_HEADER, payload->p, n);
+        return df__sock_write(fd, h, DF__W_HEADER + n);
+    }
+    if (df__sock_write(fd, h, DF__W_HEADER)) return -1;
+    return df__sock_write(fd, payload->p, n);
 }
 /* Reads one frame: its type, the payload in *data (freed by the caller). 0: the peer closed
    cleanly before a header; -1: a broken frame (*why says what). */
-static int df__w_recv(int fd, uint64_t max, unsigned char **data, uint64_t *len, const char **why, char *buf, size_t bn) {
+static int df__w_recv_head(int fd, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn) {
     unsigned char h[DF__W_HEADER];
-    *data = NULL; *len = 0;
+    *len = 0;
     ssize_t r;
     do r = recv(fd, h, 1, 0); while (r < 0 && errno == EINTR);
     if (r == 0) { *why = "closed"; return 0; }
     if (r < 0 || df__sock_read(fd, h + 1, sizeof h - 1)) { *why = "the connection broke inside a frame header"; return -1; }
     int type = df__w_check_header(h, max, len, why, buf, bn);
-    if (!type) return -1;
+    return type ? type : -1;
+}
+static int df__w_recv_body(int fd, int type, unsigned char **data, uint64_t len, const char **why) {
+    *data = NULL;
+    if (len) {
+        if (!(*data = (unsigned char *)DF_MALLOC((size_t)len))) { *why = "out of memory for a message"; return -1; }
+        if (df__sock_read(fd, *data, (size_t)len)) { DF_FREE(*data); *data = NULL; *why = "the connection broke inside a message"; return -1; }
+    }
+    return type;
+}
+static int df__w_recv(int fd, uint64_t max, unsigned char **data, uint64_t *len, const char **why, char *buf, size_t bn) {
+    *data = NULL;
+    int type = df__w_recv_head(fd, max, len, why, buf, bn);
+    if (type <= 0) return type;
     if (*len) {
         if (!(*data = (unsigned char *)DF_MALLOC((size_t)*len))) { *why = "out of memory for a message"; return -1; }
         if (df__sock_read(fd, *data, (size_t)*len)) { DF_FREE(*data); *data = NULL; *why = "the connection broke inside a message"; return -1; }
@@ -16880,7 +16898,14 @@ typedef struct df__wreg {            /* a registered partition */
     int n_remote;
 } df__wreg;
 typedef struct df__wpeer { int fd; pthread_mutex_t mu; char addr[64]; } df__wpeer;
-typedef struct df__wpending { uint64_t step; unsigned char *data; uint64_t len; time_t when; struct df__wpending *next; } df__wpending;
+typedef struct df__wpending {       /* a TENSOR whose step has not started here yet */
+    uint64_t step, fid, iter;
+    int32_t key;
+    int dead;
+    df_tensor *t;
+    time_t when;
+    struct df__wpending *next;
+} df__wpending;
 struct df__wconn;
 typedef struct df__wstep {           /* a step running on this worker */
     uint64_t id;
@@ -17062,24 +17087,29 @@ static int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t ite
     int task = -1;
     for (int i = 0; i < ws->n_keys && task < 0; i++) if (ws->keys[i] == key) task = ws->tasks[i];
     if (task < 0) return 0;
-    df__wbuf b = {NULL, 0, 0, 0};
-    df__wb_u64(&b, ws->id);
-    df__wb_u32(&b, (uint32_t)key);
-    df__wb_u64(&b, fid);
-    df__wb_u64(&b, (uint64_t)iter);
-    df__wb_u32(&b, (uint32_t)(dead || !v));
-    if (!dead && v) df__wb_tensor(&b, v);
-    df_tensor_release(v);
-    if (b.oom) { DF_FREE(b.p); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory sending a tensor"); return 1; }
+    /* the frame header and the fixed fields in one buffer, the value's bytes from the tensor */
+    int live = !dead && v;
+    unsigned char head[DF__W_HEADER + DF__W_TENSOR_FIXED + 16 + 8 * DF_MAX_RANK];
+    unsigned char *q = head + DF__W_HEADER;
+    df__put64(q, ws->id); df__put32(q + 8, (uint32_t)key); df__put64(q + 12, fid); df__put64(q + 20, (uint64_t)iter);
+    df__put32(q + 28, (uint32_t)!live);
+    q += DF__W_TENSOR_FIXED;
+    if (live) {
+        df__put32(q, (uint32_t)v->dtype); df__put32(q + 4, (uint32_t)v->rank); q += 8;
+        for (int d = 0; d < v->rank; d++, q += 8) df__put64(q, (uint64_t)v->dims[d]);
+        df__put64(q, v->nbytes); q += 8;
+    }
+    size_t fixed = (size_t)(q - head);
+    df__w_header(head, DF__W_TENSOR, fixed - DF__W_HEADER + (live ? v->nbytes : 0));
     df__wpeer *p = df__w_peer(ws->w, task, st);
     if (p) {
-        if (df__w_send(p->fd, DF__W_TENSOR, &b)) {
+        if (df__sock_write(p->fd, head, fixed) || (live && v->nbytes && df__sock_write(p->fd, v->data, v->nbytes))) {
             close(p->fd); p->fd = -1;
             df_status_set(st, DF_UNAVAILABLE, "Sending a tensor to worker task %d (%s) failed: %s", task, p->addr, strerror(errno));
         }
         pthread_mutex_unlock(&p->mu);
     }
-    DF_FREE(b.p);
+    df_tensor_release(v);
     return 1;
 #else
     (void)g; (void)key; (void)fid; (void)iter; (void)v; (void)dead; (void)st;
@@ -17088,50 +17118,85 @@ static int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t ite
 }
 
 #ifdef DF__NET
-/* TENSOR: into its step's rendezvous (or kept until the step starts) */
-static void df__w_deliver(df_worker *w, df__wstep *ws, const unsigned char *data, uint64_t len, const char **bad) {
-    df__wread r = {data, (size_t)len, NULL};
-    (void)df__wr_u64(&r, "TENSOR: step");
-    uint32_t key = df__wr_u32(&r, "TENSOR: key");
-    uint64_t fid = df__wr_u64(&r, "TENSOR: frame"), iter = df__wr_u64(&r, "TENSOR: iteration");
-    uint32_t dead = df__wr_u32(&r, "TENSOR: dead");
-    df_tensor *t = !r.bad && !dead ? df__wr_tensor(&r, "TENSOR: value") : NULL;
-    if (!r.bad && r.n) r.bad = "TENSOR: bytes after the value";
-    if (r.bad) { df_tensor_release(t); *bad = r.bad; return; }
+/* TENSOR: into its step's rendezvous (or kept until the step starts). Takes t. */
+static void df__w_deliver(df__wstep *ws, int32_t key, uint64_t fid, uint64_t iter, int dead, df_tensor *t) {
     df__wake wk;
     df_status st;
-    (void)w;
-    if (df__rv_send(&ws->g.rv, (int32_t)key, fid, (int64_t)iter, t, (int)dead, &wk, &st) == DF_OK && wk.step) df__wake_dispatch(&wk);
+    if (df__rv_send(&ws->g.rv, key, fid, (int64_t)iter, t, dead, &wk, &st) == DF_OK && wk.step) df__wake_dispatch(&wk);
 }
-static void df__w_tensor(df_worker *w, const unsigned char *data, uint64_t len, const char **bad) {
-    if (len < 8) { *bad = "TENSOR: step"; return; }
-    uint64_t id = df__get64(data);
+static void df__w_tensor_in(df_worker *w, uint64_t id, int32_t key, uint64_t fid, uint64_t iter, int dead, df_tensor *t) {
     pthread_mutex_lock(&w->mu);
     df__wstep *ws = w->steps;
     while (ws && ws->id != id) ws = ws->next;
     if (ws) ws->refs++;
-    else {                                      /* its step has not started here yet */
+    else {
         df__wpending *pd = (df__wpending *)DF_MALLOC(sizeof *pd);
-        unsigned char *copy = (unsigned char *)DF_MALLOC((size_t)len);
-        if (pd && copy) {
-            memcpy(copy, data, (size_t)len);
-            pd->step = id; pd->data = copy; pd->len = len; pd->when = time(NULL); pd->next = w->pending;
+        if (pd) {
+            pd->step = id; pd->key = key; pd->fid = fid; pd->iter = iter; pd->dead = dead; pd->t = t; pd->when = time(NULL);
+            pd->next = w->pending;
             w->pending = pd;
-        } else { DF_FREE(pd); DF_FREE(copy); }
-        /* (pending values of steps that never came are dropped after a minute) */
-        time_t now = time(NULL);
+            t = NULL;
+        }
+        time_t now = time(NULL);                 /* (values of steps that never came: dropped after a minute) */
         for (df__wpending **q = &w->pending; *q;) {
-            if (now - (*q)->when > 60) { df__wpending *o = *q; *q = o->next; DF_FREE(o->data); DF_FREE(o); }
+            if (now - (*q)->when > 60) { df__wpending *o = *q; *q = o->next; df_tensor_release(o->t); DF_FREE(o); }
             else q = &(*q)->next;
         }
     }
     pthread_mutex_unlock(&w->mu);
-    if (!ws) return;
-    df__w_deliver(w, ws, data, len, bad);
+    if (!ws) { df_tensor_release(t); return; }
+    df__w_deliver(ws, key, fid, iter, dead, t);
     pthread_mutex_lock(&w->mu);
     ws->refs--;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
+}
+/* A TENSOR frame's payload read from the socket: the fixed fields, then the value's bytes
+   straight into the tensor's own memory (no copy of a large value). 0, or -1 with *why. */
+static int df__w_tensor_stream(df__wconn *c, uint64_t len, const char **why) {
+    unsigned char fx[DF__W_TENSOR_FIXED + 16 + 8 * DF_MAX_RANK];
+    if (len < DF__W_TENSOR_FIXED) { *why = "TENSOR: step"; return -1; }
+    if (df__sock_read(c->fd, fx, DF__W_TENSOR_FIXED)) { *why = "the connection broke inside a message"; return -1; }
+    uint64_t id = df__get64(fx), fid = df__get64(fx + 12), iter = df__get64(fx + 20);
+    int32_t key = (int32_t)df__get32(fx + 8);
+    uint32_t dead = df__get32(fx + 28);
+    uint64_t left = len - DF__W_TENSOR_FIXED;
+    df_tensor *t = NULL;
+    if (dead) { if (left) { *why = "TENSOR: bytes after a dead value"; return -1; } }
+    else {
+        if (left < 8 || df__sock_read(c->fd, fx, 8)) { *why = "TENSOR: value"; return -1; }
+        uint32_t dt = df__get32(fx), rank = df__get32(fx + 4);
+        left -= 8;
+        if (rank > DF_MAX_RANK || left < 8ull * rank + 8 || df__sock_read(c->fd, fx + 8, 8ull * rank + 8)) { *why = "TENSOR: value"; return -1; }
+        left -= 8ull * rank + 8;
+        int64_t dims[DF_MAX_RANK];
+        for (uint32_t d = 0; d < rank; d++) {
+            uint64_t v = df__get64(fx + 8 + 8 * d);
+            if (v > (uint64_t)INT64_MAX) { *why = "TENSOR: value"; return -1; }
+            dims[d] = (int64_t)v;
+        }
+        uint64_t nbytes = df__get64(fx + 8 + 8 * rank);
+        if (nbytes != left) { *why = "TENSOR: the value's size and the frame's disagree"; return -1; }
+        df_status st;
+        if (dt == DF_STRING) {                   /* small as a rule: through the checked decoder */
+            unsigned char *buf = (unsigned char *)DF_MALLOC((size_t)(16 + 8 * rank + nbytes) + 1);
+            if (!buf) { *why = "out of memory for a message"; return -1; }
+            memcpy(buf, fx, 16 + 8 * rank);
+            if (df__sock_read(c->fd, buf + 8 + 8 * rank + 8, (size_t)nbytes)) { DF_FREE(buf); *why = "the connection broke inside a message"; return -1; }
+            df__wread r = {buf, (size_t)(16 + 8 * rank + nbytes), NULL};
+            t = df__wr_tensor(&r, "TENSOR: value");
+            DF_FREE(buf);
+            if (!t) { *why = r.bad; return -1; }
+        } else {
+            int64_t n;
+            size_t bytes;
+            if (dt > 1000 || df__shape_check((df_dtype)dt, (int)rank, dims, &n, &bytes, 0, &st) != DF_OK || bytes != nbytes) { *why = "TENSOR: value"; return -1; }
+            if (!(t = df__tensor_alloc(NULL, (df_dtype)dt, (int)rank, dims, &st))) { *why = "out of memory for a tensor"; return -1; }
+            if (bytes && df__sock_read(c->fd, t->data, bytes)) { df_tensor_release(t); *why = "the connection broke inside a message"; return -1; }
+        }
+    }
+    df__w_tensor_in(c->w, id, key, fid, iter, (int)dead, t);
+    return 0;
 }
 
 /* RUN_STEP: step id, incarnation, this worker's task, the cluster, then per partition its
@@ -17310,9 +17375,8 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
     DF_FREE(cluster);
     for (df__wpending *o = mine, *next; o; o = next) {   /* values that came first */
         next = o->next;
-        const char *bad = NULL;
-        df__w_deliver(w, ws, o->data, o->len, &bad);
-        DF_FREE(o->data); DF_FREE(o);
+        df__w_deliver(ws, o->key, o->fid, o->iter, o->dead, o->t);
+        DF_FREE(o);
     }
     pthread_t t;
     pthread_attr_t at;
@@ -17414,7 +17478,7 @@ static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint6
         break;
     }
     case DF__W_RUN_STEP: ret = df__w_run_step(c, &r, why); if (!ret) r.n = 0; break;
-    case DF__W_TENSOR: { const char *bad = NULL; df__w_tensor(w, data, len, &bad); if (bad) r.bad = bad; r.n = 0; break; }
+    case DF__W_TENSOR: r.bad = "TENSOR: read as a stream"; break;   /* (df__w_conn_main streams TENSORs) */
     case DF__W_ABORT: df__w_abort(w, &r); break;
     case DF__W_HEARTBEAT: r.n = 0; break;
     case DF__W_CLOSE: *why = "closed by the peer"; ret = 1; break;
@@ -17442,7 +17506,13 @@ static void *df__w_conn_main(void *arg) {
         uint64_t len = 0;
         const char *why = NULL;
         char buf[160];
-        int type = df__w_recv(c->fd, max, &data, &len, &why, buf, sizeof buf);
+        int type = df__w_recv_head(c->fd, max, &len, &why, buf, sizeof buf);
+        if (type == DF__W_TENSOR) {               /* its value straight into a tensor */
+            if (df__w_tensor_stream(c, len, &why) == 0) continue;
+            if (!__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) df__w_log(w, "closing the connection from %s: malformed TENSOR message: %s", c->peer, why);
+            break;
+        }
+        if (type > 0) type = df__w_recv_body(c->fd, type, &data, len, &why);
         if (type <= 0) {
             if (type < 0 && !__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) df__w_log(w, "closing the connection from %s: %s", c->peer, why);
             DF_FREE(data);
@@ -17608,6 +17678,7 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
     df_session_options so;
     memset(&so, 0, sizeof so);
     so.num_cpu_devices = o.num_cpu_devices > 0 ? o.num_cpu_devices : 1;
+    so.inter_op_threads = DF__MAX(2, df__num_cores());   /* (a step waits for other workers on its pool) */
     if (!(w->empty = df_graph_new()) || !(w->sess = df_session_new(w->empty, &so, st))) {
         if (!st->code) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
         df_graph_free(w->empty);
@@ -17669,7 +17740,7 @@ void df_worker_stop(df_worker *w) {
         DF_FREE(w->regs[i].remote_keys); DF_FREE(w->regs[i].remote_tasks);
     }
     for (int i = 0; i < w->n_peers; i++) { if (w->peers[i]->fd >= 0) close(w->peers[i]->fd); pthread_mutex_destroy(&w->peers[i]->mu); DF_FREE(w->peers[i]); }
-    for (df__wpending *pd = w->pending, *next; pd; pd = next) { next = pd->next; DF_FREE(pd->data); DF_FREE(pd); }
+    for (df__wpending *pd = w->pending, *next; pd; pd = next) { next = pd->next; df_tensor_release(pd->t); DF_FREE(pd); }
     DF_FREE(w->regs); DF_FREE(w->conn_fds); DF_FREE(w->peers); DF_FREE(w->cluster);
     df_session_free(w->sess);
     df_graph_free(w->empty);

@@ -1,0 +1,203 @@
+/* Sessions with workers on loopback (worker processes forked at start):
+   1. per-step cost of a tiny graph split over 2 and 3 workers (x + 1 on each worker in turn),
+      against the same graph over 2 and 3 CPU devices of one process;
+   2. moving a 64 MiB float32 tensor from one worker to another (a variable on task 0, summed
+      on task 1), against a plain TCP copy of the same bytes between two processes on loopback.
+   Medians of REPS runs; ratios > 1 mean the plain copy (or one process) is faster. */
+#define _POSIX_C_SOURCE 200809L
+#include "../dataflow.h"
+#include "bench_util.h"
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { REPS = 9, TINY_STEPS = 200, BIG_FLOATS = 16 << 20 };
+
+static void quiet(void *u, const char *l) { (void)u; (void)l; }
+typedef struct proc { pid_t pid; int port; } proc;
+static proc spawn_worker(int task) {
+    proc p = {-1, -1};
+    int fds[2];
+    if (pipe(fds)) return p;
+    fflush(stdout);
+    p.pid = fork();
+    if (p.pid == 0) {
+        close(fds[0]);
+        df_worker_options o;
+        memset(&o, 0, sizeof o);
+        o.task = task;
+        o.log = quiet;
+        df_status st;
+        df_worker *w = df_worker_start(&o, &st);
+        int port = w ? df_worker_port(w) : -1;
+        if (write(fds[1], &port, sizeof port) != (ssize_t)sizeof port) _exit(3);
+        close(fds[1]);
+        if (w) { df_worker_wait(w); df_worker_stop(w); }
+        _exit(0);
+    }
+    close(fds[1]);
+    if (p.pid > 0 && read(fds[0], &p.port, sizeof p.port) != (ssize_t)sizeof p.port) p.port = -1;
+    close(fds[0]);
+    return p;
+}
+
+/* x + 1 on each of n devices in turn ("/job:worker/task:i" or "/cpu:i") */
+static double tiny_step_us(int n, const char *target) {
+    df_graph *g = df_graph_new();
+    df_output x = df_placeholder(g, "x", DF_FLOAT, 0, NULL), y = x;
+    for (int i = 0; i < n; i++) {
+        char dev[64];
+        snprintf(dev, sizeof dev, target ? "/job:worker/task:%d" : "/cpu:%d", i);
+        df_graph_push_device(g, dev);
+        y = df_add(g, y, df_scalar_f32(g, 1));
+        df_graph_pop_device(g);
+    }
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    if (target) o.target = target;
+    else o.num_cpu_devices = n;
+    df_status st;
+    df_session *s = df_session_new(g, &o, &st);
+    double t[REPS], us = -1;
+    df_tensor *xv = df_tensor_scalar_f32(1);
+    int ok = s != NULL;
+    for (int r = 0; ok && r < REPS; r++) {
+        double t0 = now();
+        for (int k = 0; ok && k < TINY_STEPS; k++) {
+            df_tensor *v = NULL;
+            ok = df_session_run(s, &x, &xv, 1, &y, &v, 1, NULL, 0, &st) == DF_OK && *(float *)df_tensor_data(v) == 1.0f + (float)n;
+            df_tensor_release(v);
+        }
+        t[r] = (now() - t0) / TINY_STEPS * 1e6;
+    }
+    if (ok) us = median(t, REPS);
+    else printf("tiny graph over %d %s failed: %s\n", n, target ? "workers" : "devices", st.message);
+    df_tensor_release(xv);
+    df_session_free(s);
+    df_graph_free(g);
+    return us;
+}
+
+/* a 64 MiB variable on task 0, summed on task 1: ms per step */
+static double big_transfer_ms(const char *target, double *sum_ms) {
+    df_graph *g = df_graph_new();
+    int64_t d = BIG_FLOATS;
+    df_graph_push_device(g, "/job:worker/task:0");
+    df_output v = df_variable(g, "v", DF_FLOAT, 1, &d);
+    df_tensor *ones = df_tensor_new(DF_FLOAT, 1, &d, NULL);
+    for (int64_t i = 0; i < d; i++) ((float *)df_tensor_data(ones))[i] = 1.0f;
+    df_node *init = df_assign(g, v, df_const(g, ones));
+    df_tensor_release(ones);
+    df_output local = df_reduce_sum(g, v, 0, NULL, 0);
+    df_graph_pop_device(g);
+    df_graph_push_device(g, "/job:worker/task:1");
+    df_output remote = df_reduce_sum(g, v, 0, NULL, 0);
+    df_graph_pop_device(g);
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.target = target;
+    df_status st;
+    df_session *s = df_session_new(g, &o, &st);
+    double t[REPS], ms = -1;
+    int ok = s && df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &init, 1, &st) == DF_OK;
+    for (int pass = 0; ok && pass < 2; pass++) {       /* 0: the sum where v lives; 1: across */
+        df_output f = pass ? remote : local;
+        df_tensor *val = NULL;
+        ok = df_session_run(s, NULL, NULL, 0, &f, &val, 1, NULL, 0, &st) == DF_OK;   /* (warm) */
+        df_tensor_release(val);
+        for (int r = 0; ok && r < REPS; r++) {
+            double t0 = now();
+            ok = df_session_run(s, NULL, NULL, 0, &f, &val, 1, NULL, 0, &st) == DF_OK && *(float *)df_tensor_data(val) == (float)BIG_FLOATS;
+            df_tensor_release(val);
+            t[r] = (now() - t0) * 1e3;
+        }
+        if (ok && pass == 0) *sum_ms = median(t, REPS);
+        if (ok && pass == 1) ms = median(t, REPS);
+    }
+    if (!ok) printf("the 64 MiB transfer failed: %s\n", st.message);
+    df_session_free(s);
+    df_graph_free(g);
+    return ms;
+}
+
+/* the same bytes through a plain TCP connection between two processes on loopback: ms */
+static double plain_tcp_ms(void) {
+    size_t bytes = (size_t)BIG_FLOATS * 4;
+    int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    socklen_t al = sizeof a;
+    if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 1) || getsockname(ls, (struct sockaddr *)&a, &al)) return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {                              /* the reader: counts bytes, answers one byte per copy */
+        int fd = accept(ls, NULL, NULL);
+        char *buf = (char *)malloc(1 << 20);
+        for (int r = 0; r < REPS + 1 && buf; r++) {
+            size_t got = 0;
+            while (got < bytes) { ssize_t n = recv(fd, buf, 1 << 20, 0); if (n <= 0) _exit(1); got += (size_t)n; }
+            if (send(fd, "k", 1, 0) != 1) _exit(1);
+        }
+        _exit(0);
+    }
+    close(ls);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a)) return -1;
+    char *data = (char *)calloc(1, bytes);
+    double t[REPS];
+    for (int r = 0; r < REPS + 1; r++) {
+        double t0 = now();
+        size_t sent = 0;
+        while (sent < bytes) { ssize_t n = send(fd, data + sent, bytes - sent, 0); if (n <= 0) return -1; sent += (size_t)n; }
+        char k;
+        if (recv(fd, &k, 1, 0) != 1) return -1;
+        if (r) t[r - 1] = (now() - t0) * 1e3;
+    }
+    close(fd);
+    waitpid(pid, NULL, 0);
+    free(data);
+    return median(t, REPS);
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    proc p[3];
+    for (int i = 0; i < 3; i++) {
+        p[i] = spawn_worker(i);
+        if (p[i].pid <= 0 || p[i].port <= 0) { printf("bench_distributed: worker %d did not start\n", i); return 1; }
+    }
+    char cpu[256];
+    cpu_model(cpu, sizeof cpu);
+    printf("cpu: %s; worker processes on loopback; medians of %d runs\n\n", cpu, REPS);
+    printf("1. Per-step cost of a tiny graph (x + 1 on each device in turn), us per step\n");
+    printf("%-36s %12s %14s %8s\n", "split over", "workers", "one process", "ratio");
+    for (int n = 2; n <= 3; n++) {
+        char target[256];
+        target[0] = '\0';
+        for (int i = 0; i < n; i++) { size_t k = strlen(target); snprintf(target + k, sizeof target - k, "%s127.0.0.1:%d", i ? "," : "", p[i].port); }
+        double w = tiny_step_us(n, target), l = tiny_step_us(n, NULL);
+        char label[64];
+        snprintf(label, sizeof label, "%d workers / %d CPU devices", n, n);
+        printf("%-36s %12.1f %14.1f %7.1fx\n", label, w, l, w > 0 && l > 0 ? w / l : 0);
+    }
+    char target[128];
+    snprintf(target, sizeof target, "127.0.0.1:%d,127.0.0.1:%d", p[0].port, p[1].port);
+    double sum_ms = 0, ms = big_transfer_ms(target, &sum_ms), tcp = plain_tcp_ms();
+    double mib = (double)BIG_FLOATS * 4 / (1 << 20);
+    printf("\n2. A %.0f MiB float32 tensor from worker 0 to worker 1\n", mib);
+    printf("%-52s %10s %10s\n", "case", "ms", "MiB/s");
+    printf("%-52s %10.1f\n", "its sum on worker 0 (no transfer)", sum_ms);
+    printf("%-52s %10.1f %10.0f\n", "its sum on worker 1 (the tensor crosses)", ms, ms > 0 ? mib / ((ms - sum_ms) / 1e3) : 0);
+    printf("%-52s %10.1f %10.0f\n", "plain TCP copy of the same bytes (two processes)", tcp, tcp > 0 ? mib / (tcp / 1e3) : 0);
+    if (ms > 0 && tcp > 0)
+        printf("transfer time (step minus the sum) over the plain copy: %.2fx (1.00 = as fast as a plain copy)\n", (ms - sum_ms) / tcp);
+    for (int i = 0; i < 3; i++) { kill(p[i].pid, SIGTERM); waitpid(p[i].pid, NULL, 0); }
+    return 0;
+}
