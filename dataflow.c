@@ -17853,6 +17853,7 @@ static int df__cluster_await(int fd, int timeout_ms, unsigned char **data, uint6
 
 static df_code df__cluster_open(struct df_session *s, df_status *st) {
 #ifndef DF__NET
+    (void)s;
     return df_status_set(st, DF_UNIMPLEMENTED, "Sessions with workers need POSIX sockets and threads: build dataflow.c on its own without DF_NO_THREADS");
 #else
     const char *target = s->opts.target;
