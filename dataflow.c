@@ -17492,7 +17492,7 @@ static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint6
 }
 static void df__w_stop_locked(df_worker *w) {
     if (w->stopping) return;
-    w->stopping = 1;
+    __atomic_store_n(&w->stopping, 1, __ATOMIC_RELEASE);   /* (read without the lock by the accept thread) */
     shutdown(w->listen_fd, SHUT_RDWR);
     for (int i = 0; i < w->cap_conns; i++) if (w->conn_fds[i] >= 0) shutdown(w->conn_fds[i], SHUT_RDWR);
     pthread_cond_broadcast(&w->cv);
@@ -17698,7 +17698,7 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
     }
     if (pthread_create(&w->accept_thread, NULL, df__w_accept_main, w) != 0) {
         pthread_mutex_lock(&w->mu);
-        w->stopping = 1;
+        __atomic_store_n(&w->stopping, 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&w->cv);
         pthread_mutex_unlock(&w->mu);
         pthread_join(w->beat_thread, NULL);
