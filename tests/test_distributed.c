@@ -32,6 +32,51 @@ __attribute__((unused)) static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* ---- worker processes: forked, serving until killed ---- */
+typedef struct proc { pid_t pid; int port; } proc;
+static proc spawn_worker(int task) {
+    proc p = {-1, 0};
+    int fds[2];
+    if (pipe(fds)) return p;
+    fflush(stdout);
+    fflush(stderr);
+    p.pid = fork();
+    if (p.pid == 0) {
+        close(fds[0]);
+        df_worker_options o;
+        memset(&o, 0, sizeof o);
+        o.task = task;
+        o.log = quiet;
+        df_status st;
+        df_worker *w = df_worker_start(&o, &st);
+        int port = w ? df_worker_port(w) : -1;
+        if (write(fds[1], &port, sizeof port) != (ssize_t)sizeof port) _exit(3);
+        close(fds[1]);
+        if (!w) _exit(2);
+        df_worker_wait(w);
+        df_worker_stop(w);
+        _exit(0);
+    }
+    close(fds[1]);
+    if (p.pid > 0 && read(fds[0], &p.port, sizeof p.port) != (ssize_t)sizeof p.port) p.port = -1;
+    close(fds[0]);
+    return p;
+}
+/* SIGTERM, then SIGKILL after 2 s; 1 when it ended */
+static int end_worker(proc *p) {
+    if (p->pid <= 0) return 1;
+    kill(p->pid, SIGTERM);
+    for (int i = 0; i < 200; i++) {
+        if (waitpid(p->pid, NULL, WNOHANG) == p->pid) { p->pid = -1; return 1; }
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    kill(p->pid, SIGKILL);
+    waitpid(p->pid, NULL, 0);
+    p->pid = -1;
+    return 0;
+}
+
 DF_TEST(distributed_straight_line_over_two_workers) {
     df_worker *w[2] = {NULL, NULL};
     char target[256];
@@ -104,10 +149,14 @@ static df_graph *span_graph(df_output *x0, df_output *out, df_output *dw, df_out
     *dx = d[1];
     return g;
 }
-DF_TEST(distributed_while_loop_across_three_workers_and_its_gradient) {
-    df_worker *w[3] = {NULL, NULL, NULL};
+DF_TEST(distributed_while_loop_across_three_worker_processes_and_its_gradient) {
+    proc w[3] = {spawn_worker(0), spawn_worker(1), spawn_worker(2)};
     char target[256];
-    if (!start_workers(3, w, target, sizeof target)) return;
+    int up = 1;
+    for (int i = 0; i < 3; i++) up &= w[i].pid > 0 && w[i].port > 0;
+    CHECK_MSG(up, "worker processes did not start");
+    if (!up) { for (int i = 0; i < 3; i++) end_worker(&w[i]); return; }
+    snprintf(target, sizeof target, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", w[0].port, w[1].port, w[2].port);
     df_output x0[2], out[2], dw[2], dx[2];
     df_node *init[2];
     df_graph *g[2] = {span_graph(&x0[0], &out[0], &dw[0], &dx[0], &init[0]), span_graph(&x0[1], &out[1], &dw[1], &dx[1], &init[1])};
@@ -140,52 +189,7 @@ DF_TEST(distributed_while_loop_across_three_workers_and_its_gradient) {
     }
     if (s[0]) CHECK_MSG(df_session_num_partitions(s[0]) >= 3, "%d partitions", df_session_num_partitions(s[0]));
     for (int k = 0; k < 2; k++) { df_session_free(s[k]); df_graph_free(g[k]); }
-    for (int i = 0; i < 3; i++) df_worker_stop(w[i]);
-}
-
-/* ---- worker processes: forked, serving until killed ---- */
-typedef struct proc { pid_t pid; int port; } proc;
-static proc spawn_worker(int task) {
-    proc p = {-1, 0};
-    int fds[2];
-    if (pipe(fds)) return p;
-    fflush(stdout);
-    fflush(stderr);
-    p.pid = fork();
-    if (p.pid == 0) {
-        close(fds[0]);
-        df_worker_options o;
-        memset(&o, 0, sizeof o);
-        o.task = task;
-        o.log = quiet;
-        df_status st;
-        df_worker *w = df_worker_start(&o, &st);
-        int port = w ? df_worker_port(w) : -1;
-        if (write(fds[1], &port, sizeof port) != (ssize_t)sizeof port) _exit(3);
-        close(fds[1]);
-        if (!w) _exit(2);
-        df_worker_wait(w);
-        df_worker_stop(w);
-        _exit(0);
-    }
-    close(fds[1]);
-    if (p.pid > 0 && read(fds[0], &p.port, sizeof p.port) != (ssize_t)sizeof p.port) p.port = -1;
-    close(fds[0]);
-    return p;
-}
-/* SIGTERM, then SIGKILL after 2 s; 1 when it ended */
-static int end_worker(proc *p) {
-    if (p->pid <= 0) return 1;
-    kill(p->pid, SIGTERM);
-    for (int i = 0; i < 200; i++) {
-        if (waitpid(p->pid, NULL, WNOHANG) == p->pid) { p->pid = -1; return 1; }
-        struct timespec ts = {0, 10000000};
-        nanosleep(&ts, NULL);
-    }
-    kill(p->pid, SIGKILL);
-    waitpid(p->pid, NULL, 0);
-    p->pid = -1;
-    return 0;
+    for (int i = 0; i < 3; i++) CHECK_MSG(end_worker(&w[i]), "worker %d did not end on SIGTERM", i);
 }
 
 /* x += w (task 0) through tasks 1 and 2, a million times: long enough to kill a worker in */
