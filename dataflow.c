@@ -9875,7 +9875,8 @@ struct df__frame;
 struct df__iter;
 /* A ready node: item, whether it is dead, and the iteration (which knows its frame). */
 typedef struct df__tagged { int32_t item, dead; struct df__iter *iter; } df__tagged;
-typedef struct df__task { struct df__step *step; df__tagged t; } df__task;
+struct df__wake;
+typedef struct df__task { struct df__step *step; df__tagged t; struct df__wake *wake; } df__task;   /* wake: a Recv to resume */
 
 #ifndef DF_NO_THREADS
 typedef struct df__pool {
@@ -9918,8 +9919,15 @@ static int df__pool_pop(df__pool *p, df__task *out, int block) {
 
 /* A task was counted in its step's `active` when it was pushed; it is uncounted when done, and
    the step is not touched after that. */
+static void df__wake_dispatch(struct df__wake *w);
 static void df__run_task(df__task *t) {
     struct df__step *s = t->step;
+    if (t->wake) {                      /* a value from another process: its Recv resumes here */
+        struct df__wake *w = t->wake;
+        df__wake_dispatch(w);
+        DF_FREE(w);
+        return;
+    }
     df__process(s, t->t);
     df__step_task_done(s);
 }
@@ -10863,7 +10871,7 @@ DF__HOT_INLINE void df__node_done(df__step *s, df__tagged *t, df_tensor **outs, 
         df_tensor *o = outs[i];
         if (o) { outs[i] = NULL; df_tensor_release(o); }
     }
-    if (DF__UNLIKELY(s->group != NULL) && s->aborted && !__atomic_load_n(&s->group->aborted, __ATOMIC_ACQUIRE))
+    if (DF__UNLIKELY(s->group != NULL) && __atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE) && !__atomic_load_n(&s->group->aborted, __ATOMIC_ACQUIRE))
         df__group_abort(s->group, &s->status);       /* (an out-of-memory found under the lock) */
 #ifndef DF_NO_THREADS
     /* Newly ready expensive nodes go to the pool, except one that can run here next. */
@@ -10873,7 +10881,7 @@ DF__HOT_INLINE void df__node_done(df__step *s, df__tagged *t, df_tensor **outs, 
             df__tagged r = q->v[i];
             int last = i == q->head + q->len - 1;
             if (df__item_expensive(s, &r) && !(last && keep == q->head)) {
-                df__task task = {s, r};
+                df__task task = {s, r, NULL};
                 __atomic_add_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
                 if (df__pool_push(s->pool, &task)) continue;
                 __atomic_sub_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
@@ -16767,6 +16775,11 @@ static int df__w_check_header(const unsigned char *h, uint64_t max, uint64_t *le
     if (!type || type >= DF__W_TYPES) { snprintf(buf, bn, "unknown message type %u", type); *why = buf; return 0; }
     if (df__get32(h + 16)) { *why = "unknown flags in the frame header"; return 0; }
     *len = df__get64(h + 8);
+    if (type != DF__W_REGISTER && type != DF__W_RUN_STEP && type != DF__W_TENSOR && type != DF__W_STEP_DONE && *len > 65536 && *len <= max) {
+        snprintf(buf, bn, "a %s message of %llu bytes (at most 65536)", df__w_type_names[type], (unsigned long long)*len);
+        *why = buf;
+        return 0;
+    }
     if (*len > max) { snprintf(buf, bn, "a %s message of %llu bytes is over the limit of %llu", df__w_type_names[type], (unsigned long long)*len, (unsigned long long)max); *why = buf; return 0; }
     return (int)type;
 }
@@ -16877,6 +16890,8 @@ static int df__connect(const char *addr, int timeout_ms, char *err, size_t en) {
     fcntl(fd, F_SETFL, fl);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct timeval tv = {10, 0};                 /* a peer that stops reading fails our writes */
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     return fd;
 }
 #endif /* DF__NET */
@@ -16894,9 +16909,20 @@ typedef struct df__wreg {            /* a registered partition */
     df__exec *x;
     df__device *dev;
     int n_feeds, n_fetches;
+    df_output *feeds;                /* what a feed must be (dtype, static shape) */
     int32_t *remote_keys, *remote_tasks;   /* its Sends to other workers: key -> task */
     int n_remote;
+    int32_t *recv_keys;              /* its Recvs: key -> the dtype a value must have */
+    df_dtype *recv_types;
+    int n_recv;
 } df__wreg;
+static void df__wreg_free(df__wreg *r) {
+    if (!r) return;
+    df__exec_free(r->x);
+    df_graph_free(r->g);
+    DF_FREE(r->feeds); DF_FREE(r->remote_keys); DF_FREE(r->remote_tasks); DF_FREE(r->recv_keys); DF_FREE(r->recv_types);
+    DF_FREE(r);
+}
 typedef struct df__wpeer { int fd; pthread_mutex_t mu; char addr[64]; } df__wpeer;
 typedef struct df__wpending {       /* a TENSOR whose step has not started here yet */
     uint64_t step, fid, iter;
@@ -16914,6 +16940,11 @@ typedef struct df__wstep {           /* a step running on this worker */
     int refs;                        /* deliveries in progress (under the worker's lock) */
     int32_t *keys, *tasks;           /* remote Sends of its partitions */
     int n_keys;
+    int32_t *rkeys;                  /* its Recvs and the dtypes they take */
+    df_dtype *rtypes;
+    int n_rkeys;
+    char (*cluster)[64];             /* the workers' addresses for this step, by task */
+    int n_cluster;
     struct df__wconn *conn;          /* the master's connection, which it answers on */
     struct df__wstep *next;
 } df__wstep;
@@ -16934,14 +16965,12 @@ struct df_worker {
     int cap_conns;
     df_graph *empty;                 /* the worker session's own (empty) graph */
     df_session *sess;
-    df__wreg *regs;
+    df__wreg **regs;                 /* (pointers: a step copies the ones it runs) */
     int n_regs, cap_regs;
     df__wstep *steps;                /* running */
     df__wpending *pending;           /* TENSORs that came before their step */
-    df__wpeer **peers;               /* outgoing connections to the other workers, by task */
-    int n_peers;
-    char (*cluster)[64];             /* the workers' addresses, by task (from the last RUN_STEP) */
-    int n_cluster;
+    df__wpeer **peers;               /* outgoing connections to other workers, by address */
+    int n_peers, cap_peers;
 #endif
 };
 
@@ -16994,14 +17023,15 @@ static df_code df__w_register(df_worker *w, df__wread *r, int *handle, df_status
     if (!r->bad) no = df__wr_u32(r, "REGISTER: fetches");
     if (no > 1u << 16) r->bad = "REGISTER: fetches";
     for (uint32_t k = 0; k < no && !r->bad; k++, n++) names[n] = df__wr_str(r, 4096, "REGISTER: fetch name");
-    df_graph *g = NULL;
-    df_output *io = NULL;
+    if (!r->bad && r->n) r->bad = "REGISTER: bytes after the fetches";
+    df__wreg *reg = NULL;
     df_node **all = NULL;
-    df__wreg reg;
-    memset(&reg, 0, sizeof reg);
     if (r->bad) goto done;
-    if ((int)dev_i >= w->sess->n_devices) { df_status_set(st, DF_INVALID_ARGUMENT, "REGISTER: device %u, this worker has %d", dev_i, w->sess->n_devices); goto done; }
-    if (!(g = df_graph_new()) || !(io = (df_output *)DF_MALLOC(((size_t)n + 1) * sizeof(df_output)))) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); goto done; }
+    if (dev_i >= (uint32_t)w->sess->n_devices) { df_status_set(st, DF_INVALID_ARGUMENT, "REGISTER: device %u, this worker has %d", dev_i, w->sess->n_devices); goto done; }
+    if (!(reg = (df__wreg *)DF_MALLOC(sizeof *reg))) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); goto done; }
+    memset(reg, 0, sizeof *reg);
+    if (!(reg->g = df_graph_new()) || !(reg->feeds = (df_output *)DF_MALLOC(((size_t)n + 1) * sizeof(df_output)))) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); goto done; }
+    df_graph *g = reg->g;
     g->internal_names = 1;                      /* (partitions: _Send, _Recv, _cloop/...) */
     if (df__gd_import(g, gd, gl, NULL, st)) goto done;
     for (uint32_t k = 0; k < n; k++) {          /* "node:index" */
@@ -17010,72 +17040,73 @@ static df_code df__w_register(df_worker *w, df__wread *r, int *handle, df_status
         if (colon) *colon = '\0';
         df_node *nd = df_graph_find(g, names[k]);
         if (!nd || idx < 0 || idx >= nd->n_outputs) { df_status_set(st, DF_INVALID_ARGUMENT, "REGISTER: no output '%s:%d' in the partition", names[k], idx); goto done; }
-        io[k] = (df_output){nd, idx};
+        reg->feeds[k] = (df_output){nd, idx};
     }
     if (!(all = (df_node **)DF_MALLOC(((size_t)g->n_nodes + 1) * sizeof(df_node *)))) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); goto done; }
-    int n_all = 0;
+    int n_all = 0, n_send = 0, n_recv = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         int fed = 0;
-        for (uint32_t f = 0; f < nf && !fed; f++) fed = io[f].node == g->nodes[i];
+        for (uint32_t f = 0; f < nf && !fed; f++) fed = reg->feeds[f].node == g->nodes[i];
         if (!fed) all[n_all++] = g->nodes[i];
+        const df_node *x = g->nodes[i];
+        if (x->op->flags & DF__OP_TRANSFER) { if (x->n_inputs) n_send++; else n_recv++; }
     }
-    reg.g = g; reg.dev = w->sess->devices[dev_i]; reg.n_feeds = (int)nf; reg.n_fetches = (int)no;
-    if (!(reg.x = df__compile(w->sess, g, io, (int)nf, io + nf, (int)no, all, n_all, reg.dev, st))) goto done;
-    {   /* Sends whose Recv is on another worker: key -> task */
-        int cnt = 0;
-        for (int i = 0; i < g->n_nodes; i++) {
-            const df_node *x = g->nodes[i];
-            if (!(x->op->flags & DF__OP_TRANSFER) || !x->n_inputs) continue;
-            int t = df__task_of(df__attr_s(x, "recv_device"));
-            if (t >= 0 && t != (int)task) cnt++;
+    reg->dev = w->sess->devices[dev_i]; reg->n_feeds = (int)nf; reg->n_fetches = (int)no;
+    if (!(reg->x = df__compile(w->sess, g, reg->feeds, (int)nf, reg->feeds + nf, (int)no, all, n_all, reg->dev, st))) goto done;
+    reg->remote_keys = (int32_t *)DF_MALLOC(((size_t)n_send + 1) * sizeof(int32_t));
+    reg->remote_tasks = (int32_t *)DF_MALLOC(((size_t)n_send + 1) * sizeof(int32_t));
+    reg->recv_keys = (int32_t *)DF_MALLOC(((size_t)n_recv + 1) * sizeof(int32_t));
+    reg->recv_types = (df_dtype *)DF_MALLOC(((size_t)n_recv + 1) * sizeof(df_dtype));
+    if (!reg->remote_keys || !reg->remote_tasks || !reg->recv_keys || !reg->recv_types) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); goto done; }
+    for (int i = 0; i < g->n_nodes; i++) {      /* Sends to other workers; what each Recv takes */
+        const df_node *x = g->nodes[i];
+        if (!(x->op->flags & DF__OP_TRANSFER)) continue;
+        if (!x->n_inputs) {
+            reg->recv_keys[reg->n_recv] = (int32_t)df__attr_i(x, "_key", -1);
+            reg->recv_types[reg->n_recv++] = x->out_types[0];
+            continue;
         }
-        DF_FREE(reg.remote_keys); DF_FREE(reg.remote_tasks);
-        reg.remote_keys = (int32_t *)DF_MALLOC(((size_t)cnt + 1) * sizeof(int32_t));
-        reg.remote_tasks = (int32_t *)DF_MALLOC(((size_t)cnt + 1) * sizeof(int32_t));
-        if (!reg.remote_keys || !reg.remote_tasks) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); goto done; }
-        reg.n_remote = 0;
-        for (int i = 0; i < g->n_nodes; i++) {
-            const df_node *x = g->nodes[i];
-            if (!(x->op->flags & DF__OP_TRANSFER) || !x->n_inputs) continue;
-            int t = df__task_of(df__attr_s(x, "recv_device"));
-            if (t >= 0 && t != (int)task) {
-                reg.remote_keys[reg.n_remote] = (int32_t)df__attr_i(x, "_key", -1);
-                reg.remote_tasks[reg.n_remote++] = t;
-            }
+        int t = df__task_of(df__attr_s(x, "recv_device"));
+        if (t >= 0 && t != (int)task) {
+            reg->remote_keys[reg->n_remote] = (int32_t)df__attr_i(x, "_key", -1);
+            reg->remote_tasks[reg->n_remote++] = t;
         }
     }
     pthread_mutex_lock(&w->mu);
-    if (df__grow(&w->regs, &w->cap_regs, w->n_regs + 1, sizeof(df__wreg))) { *handle = w->n_regs; w->regs[w->n_regs++] = reg; }
+    if (w->n_regs < (1 << 20) && df__grow(&w->regs, &w->cap_regs, w->n_regs + 1, sizeof(df__wreg *))) { *handle = w->n_regs; w->regs[w->n_regs++] = reg; reg = NULL; }
     pthread_mutex_unlock(&w->mu);
-    if (*handle < 0) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
-    else { g = NULL; reg.x = NULL; reg.remote_keys = NULL; reg.remote_tasks = NULL; }
+    if (*handle < 0) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory (or too many registered partitions)");
 done:
-    df__exec_free(reg.x);
-    DF_FREE(reg.remote_keys); DF_FREE(reg.remote_tasks);
-    df_graph_free(g);
+    df__wreg_free(reg);
     for (uint32_t k = 0; k < n; k++) DF_FREE(names[k]);
-    DF_FREE(names); DF_FREE(io); DF_FREE(all);
+    DF_FREE(names); DF_FREE(all);
     return st->code;
 }
 
-/* the peer connection to task t (opened on first use), locked; NULL with st set */
-static df__wpeer *df__w_peer(df_worker *w, int t, df_status *st) {
+/* the peer connection to the worker at addr (opened on first use), locked; NULL with st set */
+static df__wpeer *df__w_peer(df_worker *w, const char *addr, df_status *st) {
     pthread_mutex_lock(&w->mu);
-    df__wpeer *p = t >= 0 && t < w->n_peers ? w->peers[t] : NULL;
-    char addr[64] = "";
-    if (t >= 0 && t < w->n_cluster) memcpy(addr, w->cluster[t], sizeof addr);
+    df__wpeer *p = NULL;
+    for (int i = 0; i < w->n_peers && !p; i++) if (!strcmp(w->peers[i]->addr, addr)) p = w->peers[i];
+    if (!p && w->n_peers < 4096 && df__grow(&w->peers, &w->cap_peers, w->n_peers + 1, sizeof(df__wpeer *)) &&
+        (p = (df__wpeer *)DF_MALLOC(sizeof *p))) {
+        p->fd = -1;
+        snprintf(p->addr, sizeof p->addr, "%s", addr);
+        pthread_mutex_init(&p->mu, NULL);
+        w->peers[w->n_peers++] = p;
+    }
     pthread_mutex_unlock(&w->mu);
-    if (!p || !addr[0]) { df_status_set(st, DF_INTERNAL, "No address for worker task %d", t); return NULL; }
+    if (!p) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory (or too many peers) reaching %s", addr); return NULL; }
     pthread_mutex_lock(&p->mu);
-    if (p->fd >= 0 && strcmp(p->addr, addr)) { close(p->fd); p->fd = -1; }
     if (p->fd < 0) {
         char err[256];
-        if ((p->fd = df__connect(addr, 1000, err, sizeof err)) < 0) {
+        int fd = df__connect(addr, 1000, err, sizeof err);
+        __atomic_store_n(&p->fd, fd, __ATOMIC_RELEASE);   /* (df__w_stop_locked reads it unlocked) */
+        if (fd < 0) {
             pthread_mutex_unlock(&p->mu);
-            df_status_set(st, DF_UNAVAILABLE, "Worker task %d (%s) cannot be reached: %s", t, addr, err);
+            df_status_set(st, DF_UNAVAILABLE, "Worker %s cannot be reached: %s", addr, err);
             return NULL;
         }
-        memcpy(p->addr, addr, sizeof p->addr);
     }
     return p;
 }
@@ -17101,11 +17132,14 @@ static int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t ite
     }
     size_t fixed = (size_t)(q - head);
     df__w_header(head, DF__W_TENSOR, fixed - DF__W_HEADER + (live ? v->nbytes : 0));
-    df__wpeer *p = df__w_peer(ws->w, task, st);
+    if (task >= ws->n_cluster) { df_tensor_release(v); df_status_set(st, DF_INTERNAL, "No address for worker task %d", task); return 1; }
+    df__wpeer *p = df__w_peer(ws->w, ws->cluster[task], st);
     if (p) {
         if (df__sock_write(p->fd, head, fixed) || (live && v->nbytes && df__sock_write(p->fd, v->data, v->nbytes))) {
-            close(p->fd); p->fd = -1;
-            df_status_set(st, DF_UNAVAILABLE, "Sending a tensor to worker task %d (%s) failed: %s", task, p->addr, strerror(errno));
+            int e = errno;
+            close(p->fd);
+            __atomic_store_n(&p->fd, -1, __ATOMIC_RELEASE);
+            df_status_set(st, DF_UNAVAILABLE, "Sending a tensor to worker task %d (%s) failed: %s", task, p->addr, strerror(e));
         }
         pthread_mutex_unlock(&p->mu);
     }
@@ -17120,9 +17154,28 @@ static int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t ite
 #ifdef DF__NET
 /* TENSOR: into its step's rendezvous (or kept until the step starts). Takes t. */
 static void df__w_deliver(df__wstep *ws, int32_t key, uint64_t fid, uint64_t iter, int dead, df_tensor *t) {
+    int at = -1;
+    for (int i = 0; i < ws->n_rkeys && at < 0; i++) if (ws->rkeys[i] == key) at = i;
+    if (at < 0 || (t && t->dtype != ws->rtypes[at])) {     /* a value no Recv of the step takes */
+        df_status why;
+        if (at < 0) df_status_set(&why, DF_INVALID_ARGUMENT, "A value came for transfer key %d, which no Recv of this step on this worker has", (int)key);
+        else df_status_set(&why, DF_INVALID_ARGUMENT, "A %s value came for transfer key %d, whose Recv takes %s", df_dtype_name(t->dtype), (int)key,
+                           df_dtype_name(ws->rtypes[at]));
+        df_tensor_release(t);
+        df__group_abort(&ws->g, &why);
+        return;
+    }
     df__wake wk;
     df_status st;
-    if (df__rv_send(&ws->g.rv, key, fid, (int64_t)iter, t, dead, &wk, &st) == DF_OK && wk.step) df__wake_dispatch(&wk);
+    if (df__rv_send(&ws->g.rv, key, fid, (int64_t)iter, t, dead, &wk, &st) != DF_OK || !wk.step) return;
+    /* the Recv resumes on the pool, not on this socket's thread (which must go on reading) */
+    df__wake *heap = (df__wake *)DF_MALLOC(sizeof *heap);
+    df__task task;
+    memset(&task, 0, sizeof task);
+    task.step = wk.step;
+    task.wake = heap;
+    if (heap) *heap = wk;
+    if (!heap || !wk.step->pool || !df__pool_push(wk.step->pool, &task)) { DF_FREE(heap); df__wake_dispatch(&wk); }
 }
 static void df__w_tensor_in(df_worker *w, uint64_t id, int32_t key, uint64_t fid, uint64_t iter, int dead, df_tensor *t) {
     pthread_mutex_lock(&w->mu);
@@ -17201,35 +17254,29 @@ static int df__w_tensor_stream(df__wconn *c, uint64_t len, const char **why) {
 
 /* RUN_STEP: step id, incarnation, this worker's task, the cluster, then per partition its
    handle and feeds. The step runs on a thread of its own and answers STEP_DONE. */
-typedef struct df__wrun { df__wstep ws; df__wconn *c; int n_parts; int32_t *handles; df_tensor **feeds; int *feed_at; } df__wrun;
+typedef struct df__wrun {
+    df__wstep ws;
+    df__wconn *c;
+    int n_parts, n_feeds, n_fetch;
+    df__wreg **regs;                 /* the partitions it runs (registrations never go away) */
+    df_tensor **feeds, **fetches;
+} df__wrun;
+static void df__wrun_free(df__wrun *run) {
+    if (!run) return;
+    for (int k = 0; k < run->n_feeds; k++) df_tensor_release(run->feeds[k]);
+    for (int k = 0; run->fetches && k < run->n_fetch; k++) df_tensor_release(run->fetches[k]);
+    df__rv_free(&run->ws.g.rv);
+    DF_FREE(run->ws.g.steps); DF_FREE(run->ws.keys); DF_FREE(run->ws.tasks); DF_FREE(run->ws.rkeys); DF_FREE(run->ws.rtypes); DF_FREE(run->ws.cluster);
+    DF_FREE(run->regs); DF_FREE(run->feeds); DF_FREE(run->fetches);
+    DF_FREE(run);
+}
 static void *df__w_step_main(void *arg) {
     df__wrun *run = (df__wrun *)arg;
     df__wstep *ws = &run->ws;
     df_worker *w = ws->w;
     df_status st;
     df_status_clear(&st);
-    int np = run->n_parts;
-    int total_fetch = 0;
-    for (int p = 0; p < np; p++) total_fetch += w->regs[run->handles[p]].n_fetches;
-    df_tensor **fetches = (df_tensor **)DF_MALLOC(((size_t)total_fetch + 1) * sizeof(df_tensor *));
-    ws->g.steps = (df__step *)DF_MALLOC(((size_t)np + 1) * sizeof(df__step));
-    if (!fetches || !ws->g.steps) df_status_set(&st, DF_RESOURCE_EXHAUSTED, "Out of memory running a step");
-    else {
-        memset(fetches, 0, ((size_t)total_fetch + 1) * sizeof(df_tensor *));
-        memset(ws->g.steps, 0, ((size_t)np + 1) * sizeof(df__step));
-        ws->g.n_steps = np;
-        int fo = 0;
-        for (int p = 0; p < np; p++) {
-            const df__wreg *rg = &w->regs[run->handles[p]];
-            df__step *step = &ws->g.steps[p];
-            step->x = rg->x; step->session = w->sess; step->device = rg->dev;
-            step->feeds = run->feeds + run->feed_at[p]; step->fetches = fetches + fo;
-            step->group = &ws->g; step->home = &ws->g.steps[0]; step->ipool = w->sess->ipool;
-            step->pool = w->sess->pool; step->threaded = w->sess->pool != NULL; step->shared = step->threaded;
-            fo += rg->n_fetches;
-        }
-        df__group_execute(&ws->g, &st);
-    }
+    df__group_execute(&ws->g, &st);
     /* off the list first (no delivery in progress), then the answer */
     pthread_mutex_lock(&w->mu);
     for (df__wstep **q = &w->steps; *q; q = &(*q)->next) if (*q == ws) { *q = ws->next; break; }
@@ -17239,10 +17286,10 @@ static void *df__w_step_main(void *arg) {
     df__wb_u64(&b, ws->id);
     df__wb_u32(&b, (uint32_t)st.code);
     df__wb_str(&b, st.code ? st.message : "");
-    df__wb_u32(&b, (uint32_t)(st.code ? 0 : total_fetch));
-    for (int k = 0; !st.code && k < total_fetch; k++) {
-        df__wb_u32(&b, fetches[k] != NULL);
-        if (fetches[k]) df__wb_tensor(&b, fetches[k]);
+    df__wb_u32(&b, (uint32_t)(st.code ? 0 : run->n_fetch));
+    for (int k = 0; !st.code && k < run->n_fetch; k++) {
+        df__wb_u32(&b, run->fetches[k] != NULL);
+        if (run->fetches[k]) df__wb_tensor(&b, run->fetches[k]);
     }
     if (b.oom) {                                 /* (the answer itself does not fit) */
         DF_FREE(b.p);
@@ -17250,72 +17297,111 @@ static void *df__w_step_main(void *arg) {
         df__wb_u64(&b, ws->id); df__wb_u32(&b, DF_RESOURCE_EXHAUSTED); df__wb_str(&b, "Out of memory sending a step's results"); df__wb_u32(&b, 0);
     }
     pthread_mutex_lock(&run->c->wmu);
-    if (!b.oom && df__w_send(run->c->fd, DF__W_STEP_DONE, &b)) shutdown(run->c->fd, SHUT_RDWR);
+    if (b.oom || df__w_send(run->c->fd, DF__W_STEP_DONE, &b)) shutdown(run->c->fd, SHUT_RDWR);
     pthread_mutex_unlock(&run->c->wmu);
     DF_FREE(b.p);
-    for (int k = 0; fetches && k < total_fetch; k++) df_tensor_release(fetches[k]);
-    DF_FREE(fetches);
-    for (int k = 0; k < run->feed_at[np]; k++) df_tensor_release(run->feeds[k]);
-    df__rv_free(&ws->g.rv);
-    DF_FREE(ws->g.steps); DF_FREE(ws->keys); DF_FREE(ws->tasks);
-    DF_FREE(run->handles); DF_FREE(run->feeds); DF_FREE(run->feed_at);
-    df__w_conn_release(run->c);
+    df__wconn *c = run->c;
+    df__wrun_free(run);
+    df__w_conn_release(c);
     pthread_mutex_lock(&w->mu);
     w->n_conns--;                                /* (step threads count as connections for stop) */
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
-    DF_FREE(run);
     return NULL;
 }
 static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
     df_worker *w = c->w;
     uint64_t id = df__wr_u64(r, "RUN_STEP: step"), inc = df__wr_u64(r, "RUN_STEP: incarnation");
-    uint32_t task = df__wr_u32(r, "RUN_STEP: task"), nc = df__wr_u32(r, "RUN_STEP: cluster");
+    (void)df__wr_u32(r, "RUN_STEP: task");
+    uint32_t nc = df__wr_u32(r, "RUN_STEP: cluster");
     if (r->bad) return 1;
     if (nc > 4096) { *why = "RUN_STEP: cluster"; return 1; }
-    char (*cluster)[64] = (char (*)[64])DF_MALLOC(((size_t)nc + 1) * 64);
-    if (!cluster) { *why = "out of memory"; return 1; }
+    df__wrun *run = (df__wrun *)DF_MALLOC(sizeof *run);
+    if (!run) { *why = "out of memory"; return 1; }
+    memset(run, 0, sizeof *run);
+    df__wstep *ws = &run->ws;
+    ws->id = id; ws->w = w; ws->conn = c;
+    ws->g.remote = ws;
+    df_code err = DF_OK;
+    char errmsg[256] = "";
+    if (!(ws->cluster = (char (*)[64])DF_MALLOC(((size_t)nc + 1) * 64))) { DF_FREE(run); *why = "out of memory"; return 1; }
     for (uint32_t i = 0; i < nc && !r->bad; i++) {
         char *a = df__wr_str(r, 63, "RUN_STEP: address");
-        if (a) { memcpy(cluster[i], a, strlen(a) + 1); DF_FREE(a); }
+        if (a) { memcpy(ws->cluster[i], a, strlen(a) + 1); DF_FREE(a); }
     }
+    ws->n_cluster = (int)nc;
     uint32_t np = df__wr_u32(r, "RUN_STEP: partitions");
     if (!r->bad && (np == 0 || np > 4096)) r->bad = "RUN_STEP: partitions";
-    df__wrun *run = r->bad ? NULL : (df__wrun *)DF_MALLOC(sizeof *run);
-    if (run) {
-        memset(run, 0, sizeof *run);
-        run->handles = (int32_t *)DF_MALLOC(((size_t)np + 1) * sizeof(int32_t));
-        run->feed_at = (int *)DF_MALLOC(((size_t)np + 1) * sizeof(int));
-    }
-    int nfeeds = 0, cap = 0;
-    df_code err = DF_OK;
-    char errmsg[200] = "";
-    for (uint32_t p = 0; run && run->handles && run->feed_at && p < np && !r->bad; p++) {
+    if (!r->bad && !(run->regs = (df__wreg **)DF_MALLOC(((size_t)np + 1) * sizeof(df__wreg *)))) r->bad = "out of memory";
+    int *feed_at = r->bad ? NULL : (int *)DF_MALLOC(((size_t)np + 1) * sizeof(int)), cap = 0;
+    if (!r->bad && !feed_at) r->bad = "out of memory";
+    for (uint32_t p = 0; !r->bad && p < np; p++) {
         uint32_t h = df__wr_u32(r, "RUN_STEP: handle"), nf = df__wr_u32(r, "RUN_STEP: feeds");
         if (r->bad) break;
         pthread_mutex_lock(&w->mu);
-        int known = h < (uint32_t)w->n_regs, want = known ? w->regs[h].n_feeds : 0;
+        df__wreg *rg = h < (uint32_t)w->n_regs ? w->regs[h] : NULL;
         pthread_mutex_unlock(&w->mu);
-        if (!known && !err) { err = DF_FAILED_PRECONDITION; snprintf(errmsg, sizeof errmsg, "Partition handle %u is not registered on this worker (restarted?)", h); }
-        else if ((int)nf != want && !err) { err = DF_INVALID_ARGUMENT; snprintf(errmsg, sizeof errmsg, "Partition %u takes %d feeds, got %u", h, want, nf); }
-        run->handles[p] = (int32_t)h;
-        run->feed_at[p] = nfeeds;
+        for (uint32_t q = 0; rg && q < p; q++) if (run->regs[q] == rg && !err) { err = DF_INVALID_ARGUMENT; snprintf(errmsg, sizeof errmsg, "Partition handle %u is listed twice", h); }
+        if (!rg && !err) { err = DF_FAILED_PRECONDITION; snprintf(errmsg, sizeof errmsg, "Partition handle %u is not registered on this worker (restarted?)", h); }
+        else if (rg && (int)nf != rg->n_feeds && !err) { err = DF_INVALID_ARGUMENT; snprintf(errmsg, sizeof errmsg, "Partition %u takes %d feeds, got %u", h, rg->n_feeds, nf); }
+        run->regs[p] = rg;
+        feed_at[p] = run->n_feeds;
         for (uint32_t k = 0; k < nf && !r->bad; k++) {
             df_tensor *t = df__wr_tensor(r, "RUN_STEP: feed");
             if (!t) break;
-            if (!df__grow(&run->feeds, &cap, nfeeds + 1, sizeof(df_tensor *))) { df_tensor_release(t); r->bad = "out of memory"; break; }
-            run->feeds[nfeeds++] = t;
+            if (!df__grow(&run->feeds, &cap, run->n_feeds + 1, sizeof(df_tensor *))) { df_tensor_release(t); r->bad = "out of memory"; break; }
+            run->feeds[run->n_feeds++] = t;
+            if (!err && rg && (int)k < rg->n_feeds) {     /* a feed as df_session_run checks it */
+                df_output o = rg->feeds[k];
+                if (t->dtype != o.node->out_types[o.index] || !df__shape_compatible(&o.node->out_shapes[o.index], t)) {
+                    err = DF_INVALID_ARGUMENT;
+                    snprintf(errmsg, sizeof errmsg, "Feed %u of partition %u is %s of rank %d, which '%.80s:%d' does not take", k, h,
+                             df_dtype_name(t->dtype), t->rank, o.node->name, o.index);
+                }
+            }
         }
     }
-    if (run && run->feed_at) run->feed_at[np] = nfeeds;
+    if (feed_at) feed_at[np] = run->n_feeds;
     if (!r->bad && r->n) r->bad = "RUN_STEP: bytes after the feeds";
+    if (r->bad) { DF_FREE(feed_at); df__wrun_free(run); return 1; }
     if (!err && inc != w->incarnation) { err = DF_ABORTED; snprintf(errmsg, sizeof errmsg, "Worker incarnation changed (it restarted): the session must be made again"); }
-    if (!r->bad && !err && (!run || !run->handles || !run->feed_at)) { err = DF_RESOURCE_EXHAUSTED; snprintf(errmsg, sizeof errmsg, "Out of memory"); }
-    if (r->bad || err) {
-        for (int k = 0; run && k < nfeeds; k++) df_tensor_release(run->feeds[k]);
-        if (run) { DF_FREE(run->handles); DF_FREE(run->feeds); DF_FREE(run->feed_at); DF_FREE(run); }
-        DF_FREE(cluster);
-        if (r->bad) return 1;
+    /* the group, set up before the step is listed (an ABORT or a value may come at once) */
+    run->n_parts = (int)np;
+    int ok = !err && df__rv_init(&ws->g.rv);
+    for (uint32_t p = 0; ok && p < np; p++) {
+        run->n_fetch += run->regs[p]->n_fetches;
+        ws->n_keys += run->regs[p]->n_remote;
+        ws->n_rkeys += run->regs[p]->n_recv;
+    }
+    if (ok) {
+        run->fetches = (df_tensor **)DF_MALLOC(((size_t)run->n_fetch + 1) * sizeof(df_tensor *));
+        ws->g.steps = (df__step *)DF_MALLOC(((size_t)np + 1) * sizeof(df__step));
+        ws->keys = (int32_t *)DF_MALLOC(((size_t)ws->n_keys + 1) * sizeof(int32_t));
+        ws->tasks = (int32_t *)DF_MALLOC(((size_t)ws->n_keys + 1) * sizeof(int32_t));
+        ws->rkeys = (int32_t *)DF_MALLOC(((size_t)ws->n_rkeys + 1) * sizeof(int32_t));
+        ws->rtypes = (df_dtype *)DF_MALLOC(((size_t)ws->n_rkeys + 1) * sizeof(df_dtype));
+        ok = run->fetches && ws->g.steps && ws->keys && ws->tasks && ws->rkeys && ws->rtypes;
+    }
+    if (ok) {
+        memset(run->fetches, 0, ((size_t)run->n_fetch + 1) * sizeof(df_tensor *));
+        memset(ws->g.steps, 0, ((size_t)np + 1) * sizeof(df__step));
+        ws->g.n_steps = (int)np;
+        int fo = 0, nk = 0, nr = 0;
+        for (uint32_t p = 0; p < np; p++) {
+            const df__wreg *rg = run->regs[p];
+            df__step *step = &ws->g.steps[p];
+            step->x = rg->x; step->session = w->sess; step->device = rg->dev;
+            step->feeds = run->feeds + feed_at[p]; step->fetches = run->fetches + fo;
+            step->group = &ws->g; step->home = &ws->g.steps[0]; step->ipool = w->sess->ipool;
+            step->pool = w->sess->pool; step->threaded = w->sess->pool != NULL; step->shared = step->threaded;
+            fo += rg->n_fetches;
+            for (int k = 0; k < rg->n_remote; k++, nk++) { ws->keys[nk] = rg->remote_keys[k]; ws->tasks[nk] = rg->remote_tasks[k]; }
+            for (int k = 0; k < rg->n_recv; k++, nr++) { ws->rkeys[nr] = rg->recv_keys[k]; ws->rtypes[nr] = rg->recv_types[k]; }
+        }
+    } else if (!err) { err = DF_RESOURCE_EXHAUSTED; snprintf(errmsg, sizeof errmsg, "Out of memory starting a step"); }
+    DF_FREE(feed_at);
+    if (err) {
+        df__wrun_free(run);
         df__wbuf b = {NULL, 0, 0, 0};
         df__wb_u64(&b, id); df__wb_u32(&b, (uint32_t)err); df__wb_str(&b, errmsg); df__wb_u32(&b, 0);
         pthread_mutex_lock(&c->wmu);
@@ -17326,84 +17412,42 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
         return 0;
     }
     run->c = c;
-    run->n_parts = (int)np;
-    df__wstep *ws = &run->ws;
-    ws->id = id; ws->w = w; ws->conn = c;
-    ws->g.remote = ws;
-    int ok = df__rv_init(&ws->g.rv);
-    pthread_mutex_lock(&w->mu);
-    /* the cluster's addresses and peer slots */
-    if (ok && (int)nc > w->n_peers) {
-        df__wpeer **pp = (df__wpeer **)DF_REALLOC(w->peers, (size_t)nc * sizeof(df__wpeer *));
-        if (pp) {
-            w->peers = pp;
-            for (; w->n_peers < (int)nc; w->n_peers++) {
-                df__wpeer *q = (df__wpeer *)DF_MALLOC(sizeof *q);
-                if (!q) { ok = 0; break; }
-                q->fd = -1; q->addr[0] = '\0';
-                pthread_mutex_init(&q->mu, NULL);
-                pp[w->n_peers] = q;
-            }
-        } else ok = 0;
-    }
-    if (ok) { DF_FREE(w->cluster); w->cluster = cluster; w->n_cluster = (int)nc; cluster = NULL; }
-    for (uint32_t p = 0; ok && p < np; p++) {
-        const df__wreg *rg = &w->regs[run->handles[p]];
-        for (int k = 0; ok && k < rg->n_remote; k++) {
-            int n1 = ws->n_keys + 1, cap1 = ws->n_keys;
-            int32_t *kk = (int32_t *)DF_REALLOC(ws->keys, (size_t)n1 * sizeof(int32_t)), *tt = kk ? (int32_t *)DF_REALLOC(ws->tasks, (size_t)n1 * sizeof(int32_t)) : NULL;
-            (void)cap1;
-            if (kk) ws->keys = kk;
-            if (!kk || !tt) { ok = 0; break; }
-            ws->tasks = tt;
-            ws->keys[ws->n_keys] = rg->remote_keys[k]; ws->tasks[ws->n_keys++] = rg->remote_tasks[k];
-        }
-    }
-    (void)task;
     df__wpending *mine = NULL;
-    if (ok) {
-        ws->next = w->steps;
-        w->steps = ws;
-        ws->refs++;
-        for (df__wpending **q = &w->pending; *q;) {
-            if ((*q)->step == id) { df__wpending *o = *q; *q = o->next; o->next = mine; mine = o; }
-            else q = &(*q)->next;
-        }
-        w->n_conns++;
+    pthread_mutex_lock(&w->mu);
+    ws->next = w->steps;
+    w->steps = ws;
+    ws->refs++;
+    for (df__wpending **q = &w->pending; *q;) {
+        if ((*q)->step == id) { df__wpending *o = *q; *q = o->next; o->next = mine; mine = o; }
+        else q = &(*q)->next;
     }
+    w->n_conns++;
     pthread_mutex_unlock(&w->mu);
-    DF_FREE(cluster);
     for (df__wpending *o = mine, *next; o; o = next) {   /* values that came first */
         next = o->next;
         df__w_deliver(ws, o->key, o->fid, o->iter, o->dead, o->t);
         DF_FREE(o);
     }
+    pthread_mutex_lock(&w->mu);
+    ws->refs--;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
     pthread_t t;
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    if (ok) {
-        pthread_mutex_lock(&w->mu);
-        ws->refs--;
-        pthread_mutex_unlock(&w->mu);
-        __atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
-        ok = pthread_create(&t, &at, df__w_step_main, run) == 0;
-        if (!ok) {
-            __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
-            pthread_mutex_lock(&w->mu);
-            for (df__wstep **q = &w->steps; *q; q = &(*q)->next) if (*q == ws) { *q = ws->next; break; }
-            while (ws->refs) pthread_cond_wait(&w->cv, &w->mu);
-            w->n_conns--;
-            pthread_mutex_unlock(&w->mu);
-        }
-    }
+    __atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+    int started = pthread_create(&t, &at, df__w_step_main, run) == 0;
     pthread_attr_destroy(&at);
-    if (!ok) {
-        for (int k = 0; k < nfeeds; k++) df_tensor_release(run->feeds[k]);
-        df__rv_free(&ws->g.rv);
-        DF_FREE(ws->keys); DF_FREE(ws->tasks);
-        DF_FREE(run->handles); DF_FREE(run->feeds); DF_FREE(run->feed_at); DF_FREE(run);
-        if (df__w_reply_error(c->fd, &c->wmu, DF_RESOURCE_EXHAUSTED, "Cannot start a step (out of memory or threads)")) { *why = "cannot answer RUN_STEP"; return 1; }
+    if (!started) {
+        __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+        pthread_mutex_lock(&w->mu);
+        for (df__wstep **q = &w->steps; *q; q = &(*q)->next) if (*q == ws) { *q = ws->next; break; }
+        while (ws->refs) pthread_cond_wait(&w->cv, &w->mu);
+        w->n_conns--;
+        pthread_mutex_unlock(&w->mu);
+        df__wrun_free(run);
+        if (df__w_reply_error(c->fd, &c->wmu, DF_RESOURCE_EXHAUSTED, "Cannot start a step (out of threads)")) { *why = "cannot answer RUN_STEP"; return 1; }
     }
     return 0;
 }
@@ -17495,6 +17539,10 @@ static void df__w_stop_locked(df_worker *w) {
     __atomic_store_n(&w->stopping, 1, __ATOMIC_RELEASE);   /* (read without the lock by the accept thread) */
     shutdown(w->listen_fd, SHUT_RDWR);
     for (int i = 0; i < w->cap_conns; i++) if (w->conn_fds[i] >= 0) shutdown(w->conn_fds[i], SHUT_RDWR);
+    for (int i = 0; i < w->n_peers; i++) {       /* (a send blocked on a peer ends too) */
+        int fd = __atomic_load_n(&w->peers[i]->fd, __ATOMIC_ACQUIRE);
+        if (fd >= 0) shutdown(fd, SHUT_RDWR);
+    }
     pthread_cond_broadcast(&w->cv);
 }
 static void *df__w_conn_main(void *arg) {
@@ -17568,14 +17616,32 @@ static void *df__w_beat_main(void *arg) {
         ts.tv_nsec += 250000000L;
         if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
         pthread_cond_timedwait(&w->cv, &w->mu, &ts);
-        for (df__wstep *ws = w->steps; ws && !w->stopping; ws = ws->next) {
+        /* the running steps' connections (each held), then the sends without the lock: a
+           master that stops reading blocks only this thread, until its send timeout */
+        enum { BEATS = 64 };
+        df__wconn *to[BEATS];
+        uint64_t ids[BEATS];
+        int n = 0;
+        for (df__wstep *ws = w->steps; ws && n < BEATS && !w->stopping; ws = ws->next) {
+            __atomic_add_fetch(&ws->conn->refs, 1, __ATOMIC_ACQ_REL);
+            to[n] = ws->conn; ids[n++] = ws->id;
+        }
+        time_t now = time(NULL);                 /* values of steps that never came: dropped after a minute */
+        for (df__wpending **q = &w->pending; *q;) {
+            if (now - (*q)->when > 60) { df__wpending *o = *q; *q = o->next; df_tensor_release(o->t); DF_FREE(o); }
+            else q = &(*q)->next;
+        }
+        pthread_mutex_unlock(&w->mu);
+        for (int i = 0; i < n; i++) {
             unsigned char f[DF__W_HEADER + 8];
             df__w_header(f, DF__W_HEARTBEAT, 8);
-            df__put64(f + DF__W_HEADER, ws->id);
-            pthread_mutex_lock(&ws->conn->wmu);
-            (void)df__sock_write(ws->conn->fd, f, sizeof f);
-            pthread_mutex_unlock(&ws->conn->wmu);
+            df__put64(f + DF__W_HEADER, ids[i]);
+            pthread_mutex_lock(&to[i]->wmu);
+            if (df__sock_write(to[i]->fd, f, sizeof f)) shutdown(to[i]->fd, SHUT_RDWR);
+            pthread_mutex_unlock(&to[i]->wmu);
+            df__w_conn_release(to[i]);
         }
+        pthread_mutex_lock(&w->mu);
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
@@ -17595,8 +17661,11 @@ static void *df__w_accept_main(void *arg) {
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        struct timeval tv = {10, 0};             /* a peer that stops reading fails our writes */
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
         df__wconn *c = (df__wconn *)DF_MALLOC(sizeof *c);
         pthread_mutex_lock(&w->mu);
+        if (w->stopping) { pthread_mutex_unlock(&w->mu); close(fd); DF_FREE(c); break; }
         int slot = -1;
         for (int i = 0; i < w->cap_conns && slot < 0; i++) if (w->conn_fds[i] < 0) slot = i;
         if (slot < 0 && c) {
@@ -17735,13 +17804,10 @@ void df_worker_stop(df_worker *w) {
     pthread_join(w->accept_thread, NULL);
     pthread_join(w->beat_thread, NULL);
     close(w->listen_fd);
-    for (int i = 0; i < w->n_regs; i++) {
-        df__exec_free(w->regs[i].x); df_graph_free(w->regs[i].g);
-        DF_FREE(w->regs[i].remote_keys); DF_FREE(w->regs[i].remote_tasks);
-    }
+    for (int i = 0; i < w->n_regs; i++) df__wreg_free(w->regs[i]);
     for (int i = 0; i < w->n_peers; i++) { if (w->peers[i]->fd >= 0) close(w->peers[i]->fd); pthread_mutex_destroy(&w->peers[i]->mu); DF_FREE(w->peers[i]); }
     for (df__wpending *pd = w->pending, *next; pd; pd = next) { next = pd->next; df_tensor_release(pd->t); DF_FREE(pd); }
-    DF_FREE(w->regs); DF_FREE(w->conn_fds); DF_FREE(w->peers); DF_FREE(w->cluster);
+    DF_FREE(w->regs); DF_FREE(w->conn_fds); DF_FREE(w->peers);
     df_session_free(w->sess);
     df_graph_free(w->empty);
     pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
@@ -17888,6 +17954,10 @@ static df_code df__cluster_open(struct df_session *s, df_status *st) {
         snprintf(who, sizeof who, "Worker task %d (%s)", t, c->addr[t]);
         if ((c->fd[t] = df__connect(c->addr[t], c->timeout_ms, err, sizeof err)) < 0)
             return df_status_set(st, DF_UNAVAILABLE, "df_session_new: worker task %d: %s", t, err);
+        /* a frame that stops halfway fails its read instead of blocking the master */
+        int rcv_ms = c->timeout_ms > 1000 ? c->timeout_ms : 1000;
+        struct timeval tv = {rcv_ms / 1000, (rcv_ms % 1000) * 1000};
+        setsockopt(c->fd[t], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         df__wbuf b = {NULL, 0, 0, 0};
         df__wb_u32(&b, DF__W_VERSION);
         int sent = !b.oom && !df__w_send(c->fd[t], DF__W_HELLO, &b);
@@ -18036,6 +18106,10 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
     double aborted_at = first.code ? df__now_ms() : 0;
     struct pollfd *pf = (struct pollfd *)DF_MALLOC(((size_t)n + 1) * sizeof(struct pollfd));
     int *pt_of = (int *)DF_MALLOC(((size_t)n + 1) * sizeof(int));
+    if (!pf || !pt_of) {                         /* (no way to wait: the workers are told to stop) */
+        if (!first.code) { df_status_set(&first, DF_RESOURCE_EXHAUSTED, "Out of memory waiting for the workers"); df__cluster_abort(c, id, pending, &first); }
+        for (int t = 0; t < n; t++) if (pending[t] && c->fd[t] >= 0) { close(c->fd[t]); c->fd[t] = -1; pending[t] = 0; }
+    }
     for (;;) {
         int np = 0;
         for (int t = 0; pf && pt_of && t < n; t++) if (pending[t]) { pf[np].fd = c->fd[t]; pf[np].events = POLLIN; pf[np].revents = 0; pt_of[np++] = t; }
@@ -18099,7 +18173,7 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
         for (int t = 0; t < n; t++) {              /* silence: a stopped or hung worker */
             if (!pending[t]) continue;
             double limit = first.code ? 1000.0 : (double)c->timeout_ms;
-            double since = first.code ? now - (aborted_at > seen[t] ? aborted_at : seen[t]) : now - seen[t];
+            double since = first.code ? now - aborted_at : now - seen[t];   /* (after an ABORT, heartbeats do not count) */
             if (since <= limit) continue;
             df_status fail;
             df_status_set(&fail, DF_UNAVAILABLE, "Worker task %d (%s) was silent for %.0f ms during the step (stopped, hung or unreachable)", t, c->addr[t], since);

@@ -28,6 +28,7 @@ static int book_has(logbook *b, const char *needle) {
     return found;
 }
 
+static void quiet_log(void *user, const char *line) { (void)user; (void)line; }
 static int dial(int port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a;
@@ -257,5 +258,67 @@ DF_TEST(worker_registers_partitions_and_shuts_down) {
     CHECK(book_has(&book, "shutting down"));
     df_tensor_release(xv); df_tensor_release(yv);
     df_session_free(s);
+    df_graph_free(g);
+}
+
+/* Hostile requests a review found: a device index past the end (as unsigned), and a feed of
+   another dtype than its placeholder's (a kernel would read past the value). Both answered
+   with errors; the worker goes on. */
+static size_t put_str(unsigned char *p, const char *s) { size_t n = strlen(s); put32(p, (uint32_t)n); memcpy(p + 4, s, n); return 4 + n; }
+DF_TEST(worker_refuses_bad_device_indices_and_mistyped_feeds) {
+    df_graph *g = df_graph_new();
+    df_output x = df_placeholder(g, "x", DF_FLOAT, 1, (const int64_t[]){4});
+    df_output y = df_add(g, x, df_scalar_f32(g, 1));
+    void *gd = NULL;
+    size_t len = 0;
+    CHECK_EQ_INT(df_graph_export_graphdef(g, &gd, &len), DF_OK);
+    df_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.log = quiet_log;
+    df_status st;
+    df_worker *w = df_worker_start(&o, &st);
+    int fd = w ? dial(df_worker_port(w)) : -1;
+    unsigned char *f = (unsigned char *)malloc(len + 512), buf[2048];
+    uint64_t rl = 0;
+    for (int bad_dev = 1; fd >= 0 && f && bad_dev >= 0; bad_dev--) {
+        size_t at = 24;
+        put32(f + at, (uint32_t)len); memcpy(f + at + 4, gd, len); at += 4 + len;
+        put32(f + at, bad_dev ? 0xffffffffu : 0); at += 4;          /* device */
+        put32(f + at, 0); at += 4;                                   /* task */
+        put32(f + at, 1); at += 4; at += put_str(f + at, "x:0");
+        put32(f + at, 1); at += 4;
+        char fetch[128];
+        snprintf(fetch, sizeof fetch, "%s:0", df_node_name(y.node));
+        at += put_str(f + at, fetch);
+        header(f, 1, REGISTER, at - 24, 0);
+        CHECK(send_all(fd, f, at));
+        int type = read_frame(fd, buf, sizeof buf, &rl);
+        CHECK_MSG(type == (bad_dev ? ERROR_MSG : REGISTERED), "REGISTER with device %s: answer %d", bad_dev ? "0xffffffff" : "0", type);
+    }
+    if (fd >= 0 && f) {           /* RUN_STEP feeding int8[4] to the float placeholder */
+        df_worker_info info;
+        char addr[64];
+        snprintf(addr, sizeof addr, "127.0.0.1:%d", df_worker_port(w));
+        CHECK_EQ_INT(df_worker_hello(addr, 2000, &info, &st), DF_OK);
+        size_t at = 24;
+        put64(f + at, 77); at += 8;                       /* step */
+        put64(f + at, info.incarnation); at += 8;
+        put32(f + at, 0); at += 4;                        /* task */
+        put32(f + at, 0); at += 4;                        /* no cluster */
+        put32(f + at, 1); at += 4;                        /* one partition */
+        put32(f + at, 0); at += 4;                        /* handle 0 */
+        put32(f + at, 1); at += 4;                        /* one feed: int8 [4] */
+        put32(f + at, DF_INT8); put32(f + at + 4, 1); put64(f + at + 8, 4); put64(f + at + 16, 4); at += 24;
+        memset(f + at, 7, 4); at += 4;
+        header(f, 1, 10 /* RUN_STEP */, at - 24, 0);
+        CHECK(send_all(fd, f, at));
+        int type = read_frame(fd, buf, sizeof buf, &rl);
+        uint32_t code = rl >= 12 ? (uint32_t)buf[8] | (uint32_t)buf[9] << 8 : 0;
+        CHECK_MSG(type == 11 /* STEP_DONE */ && code == DF_INVALID_ARGUMENT, "a mistyped feed: answer %d, code %u", type, code);
+    }
+    if (fd >= 0) close(fd);
+    free(f);
+    free(gd);
+    df_worker_stop(w);
     df_graph_free(g);
 }
