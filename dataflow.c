@@ -17177,6 +17177,22 @@ static void df__w_deliver(df__wstep *ws, int32_t key, uint64_t fid, uint64_t ite
     if (heap) *heap = wk;
     if (!heap || !wk.step->pool || !df__pool_push(wk.step->pool, &task)) { DF_FREE(heap); df__wake_dispatch(&wk); }
 }
+/* The running step `id` (or, with `conn`, a step of that connection not aborted yet), held
+   against its end until df__w_step_drop; NULL when there is none. */
+static df__wstep *df__w_step_hold(df_worker *w, uint64_t id, const struct df__wconn *conn) {
+    pthread_mutex_lock(&w->mu);
+    df__wstep *ws = w->steps;
+    while (ws && !(conn ? ws->conn == conn && !__atomic_load_n(&ws->g.aborted, __ATOMIC_ACQUIRE) : ws->id == id)) ws = ws->next;
+    if (ws) ws->refs++;
+    pthread_mutex_unlock(&w->mu);
+    return ws;
+}
+static void df__w_step_drop(df_worker *w, df__wstep *ws) {
+    pthread_mutex_lock(&w->mu);
+    ws->refs--;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
 static void df__w_tensor_in(df_worker *w, uint64_t id, int32_t key, uint64_t fid, uint64_t iter, int dead, df_tensor *t) {
     pthread_mutex_lock(&w->mu);
     df__wstep *ws = w->steps;
@@ -17199,10 +17215,7 @@ static void df__w_tensor_in(df_worker *w, uint64_t id, int32_t key, uint64_t fid
     pthread_mutex_unlock(&w->mu);
     if (!ws) { df_tensor_release(t); return; }
     df__w_deliver(ws, key, fid, iter, dead, t);
-    pthread_mutex_lock(&w->mu);
-    ws->refs--;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
+    df__w_step_drop(w, ws);
 }
 /* A TENSOR frame's payload read from the socket: the fixed fields, then the value's bytes
    straight into the tensor's own memory (no copy of a large value). 0, or -1 with *why. */
@@ -17428,10 +17441,7 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
         df__w_deliver(ws, o->key, o->fid, o->iter, o->dead, o->t);
         DF_FREE(o);
     }
-    pthread_mutex_lock(&w->mu);
-    ws->refs--;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
+    df__w_step_drop(w, ws);
     pthread_t t;
     pthread_attr_t at;
     pthread_attr_init(&at);
@@ -17460,17 +17470,10 @@ static void df__w_abort(df_worker *w, df__wread *r) {
     df_status why;
     df_status_set(&why, code ? (df_code)code : DF_ABORTED, "%s", msg ? msg : "aborted by the master");
     DF_FREE(msg);
-    pthread_mutex_lock(&w->mu);
-    df__wstep *ws = w->steps;
-    while (ws && ws->id != id) ws = ws->next;
-    if (ws) ws->refs++;
-    pthread_mutex_unlock(&w->mu);
+    df__wstep *ws = df__w_step_hold(w, id, NULL);
     if (!ws) return;
     df__group_abort(&ws->g, &why);
-    pthread_mutex_lock(&w->mu);
-    ws->refs--;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
+    df__w_step_drop(w, ws);
 }
 
 /* Handles one message; returns 0 to go on, 1 to close (why: the reason), 2 to stop the worker. */
@@ -17583,18 +17586,9 @@ static void *df__w_conn_main(void *arg) {
     /* the master is gone: the steps it started end (they hold c until then) */
     df_status gone;
     df_status_set(&gone, DF_ABORTED, "The master's connection (%s) closed during the step", c->peer);
-    for (;;) {
-        pthread_mutex_lock(&w->mu);
-        df__wstep *ws = w->steps;
-        while (ws && !(ws->conn == c && !ws->g.aborted)) ws = ws->next;
-        if (ws) ws->refs++;
-        pthread_mutex_unlock(&w->mu);
-        if (!ws) break;
+    for (df__wstep *ws; (ws = df__w_step_hold(w, 0, c));) {
         df__group_abort(&ws->g, &gone);
-        pthread_mutex_lock(&w->mu);
-        ws->refs--;
-        pthread_cond_broadcast(&w->cv);
-        pthread_mutex_unlock(&w->mu);
+        df__w_step_drop(w, ws);
     }
     pthread_mutex_lock(&w->mu);
     w->conn_fds[c->slot] = -1;
