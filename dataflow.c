@@ -16969,6 +16969,8 @@ struct df_worker {
     int n_regs, cap_regs;
     df__wstep *steps;                /* running */
     df__wpending *pending;           /* TENSORs that came before their step */
+    int n_pending;                   /* (at most DF__W_PENDING_MAX of them, DF__W_PENDING_BYTES in all) */
+    uint64_t pending_bytes;
     df__wpeer **peers;               /* outgoing connections to other workers, by address */
     int n_peers, cap_peers;
 #endif
@@ -17177,6 +17179,23 @@ static void df__w_deliver(df__wstep *ws, int32_t key, uint64_t fid, uint64_t ite
     if (heap) *heap = wk;
     if (!heap || !wk.step->pool || !df__pool_push(wk.step->pool, &task)) { DF_FREE(heap); df__wake_dispatch(&wk); }
 }
+/* Drops values kept for steps that never came (after a minute; all of them when `all`).
+   Called with the worker's lock held. */
+enum { DF__W_PENDING_MAX = 65536 };
+#define DF__W_PENDING_BYTES ((uint64_t)1 << 30)
+static void df__w_pending_purge(df_worker *w, int all) {
+    time_t now = time(NULL);
+    for (df__wpending **q = &w->pending; *q;) {
+        if (all || now - (*q)->when > 60) {
+            df__wpending *o = *q;
+            *q = o->next;
+            w->n_pending--;
+            w->pending_bytes -= o->t ? o->t->nbytes : 0;
+            df_tensor_release(o->t);
+            DF_FREE(o);
+        } else q = &(*q)->next;
+    }
+}
 /* The running step `id` (or, with `conn`, a step of that connection not aborted yet), held
    against its end until df__w_step_drop; NULL when there is none. */
 static df__wstep *df__w_step_hold(df_worker *w, uint64_t id, const struct df__wconn *conn) {
@@ -17199,18 +17218,19 @@ static void df__w_tensor_in(df_worker *w, uint64_t id, int32_t key, uint64_t fid
     while (ws && ws->id != id) ws = ws->next;
     if (ws) ws->refs++;
     else {
-        df__wpending *pd = (df__wpending *)DF_MALLOC(sizeof *pd);
+        uint64_t bytes = t ? t->nbytes : 0;
+        df__wpending *pd = w->n_pending < DF__W_PENDING_MAX && w->pending_bytes + bytes <= DF__W_PENDING_BYTES ?
+                           (df__wpending *)DF_MALLOC(sizeof *pd) : NULL;
         if (pd) {
             pd->step = id; pd->key = key; pd->fid = fid; pd->iter = iter; pd->dead = dead; pd->t = t; pd->when = time(NULL);
             pd->next = w->pending;
             w->pending = pd;
+            w->n_pending++;
+            w->pending_bytes += bytes;
             t = NULL;
-        }
-        time_t now = time(NULL);                 /* (values of steps that never came: dropped after a minute) */
-        for (df__wpending **q = &w->pending; *q;) {
-            if (now - (*q)->when > 60) { df__wpending *o = *q; *q = o->next; df_tensor_release(o->t); DF_FREE(o); }
-            else q = &(*q)->next;
-        }
+        } else df__w_log(w, "dropping a value for step %llu, which has not started here: %d values (%llu bytes) wait already",
+                         (unsigned long long)id, w->n_pending, (unsigned long long)w->pending_bytes);
+        df__w_pending_purge(w, 0);
     }
     pthread_mutex_unlock(&w->mu);
     if (!ws) { df_tensor_release(t); return; }
@@ -17431,8 +17451,12 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
     w->steps = ws;
     ws->refs++;
     for (df__wpending **q = &w->pending; *q;) {
-        if ((*q)->step == id) { df__wpending *o = *q; *q = o->next; o->next = mine; mine = o; }
-        else q = &(*q)->next;
+        if ((*q)->step == id) {
+            df__wpending *o = *q;
+            *q = o->next; o->next = mine; mine = o;
+            w->n_pending--;
+            w->pending_bytes -= o->t ? o->t->nbytes : 0;
+        } else q = &(*q)->next;
     }
     w->n_conns++;
     pthread_mutex_unlock(&w->mu);
@@ -17620,11 +17644,7 @@ static void *df__w_beat_main(void *arg) {
             __atomic_add_fetch(&ws->conn->refs, 1, __ATOMIC_ACQ_REL);
             to[n] = ws->conn; ids[n++] = ws->id;
         }
-        time_t now = time(NULL);                 /* values of steps that never came: dropped after a minute */
-        for (df__wpending **q = &w->pending; *q;) {
-            if (now - (*q)->when > 60) { df__wpending *o = *q; *q = o->next; df_tensor_release(o->t); DF_FREE(o); }
-            else q = &(*q)->next;
-        }
+        df__w_pending_purge(w, 0);
         pthread_mutex_unlock(&w->mu);
         for (int i = 0; i < n; i++) {
             unsigned char f[DF__W_HEADER + 8];
@@ -17800,7 +17820,7 @@ void df_worker_stop(df_worker *w) {
     close(w->listen_fd);
     for (int i = 0; i < w->n_regs; i++) df__wreg_free(w->regs[i]);
     for (int i = 0; i < w->n_peers; i++) { if (w->peers[i]->fd >= 0) close(w->peers[i]->fd); pthread_mutex_destroy(&w->peers[i]->mu); DF_FREE(w->peers[i]); }
-    for (df__wpending *pd = w->pending, *next; pd; pd = next) { next = pd->next; df_tensor_release(pd->t); DF_FREE(pd); }
+    df__w_pending_purge(w, 1);
     DF_FREE(w->regs); DF_FREE(w->conn_fds); DF_FREE(w->peers);
     df_session_free(w->sess);
     df_graph_free(w->empty);
