@@ -84,6 +84,43 @@ check_dfworker() {
     return $ok
 }
 
+# Three dfworker processes, each in a network namespace of its own (addresses 10.231.0.2-4
+# behind a bridge), serve a loop and its gradient for tests/net/netns_master.c. Needs the right
+# to make namespaces (root, CAP_NET_ADMIN): where `ip netns add` is refused, the check says
+# so and counts as skipped (return 2).
+netns_check() {
+    command -v ip >/dev/null 2>&1 || { echo "no ip command"; return 2; }
+    local tag=$$ br="dfbr$$" i ok=0 pids=""
+    ip netns add "dfw${tag}a" >/dev/null 2>&1 || { echo "ip netns add is not allowed here"; return 2; }
+    ip netns del "dfw${tag}a" >/dev/null 2>&1
+    $CC -std=c11 -O2 $WARN examples/dfworker.c dataflow.c -o build/dfworker $LIBS || return 1
+    $CC -std=c11 -O2 $WARN tests/net/netns_master.c dataflow.c -o build/netns_master $LIBS || return 1
+    cleanup_netns() {
+        for p in $pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+        for i in 1 2 3; do ip netns del "dfw${tag}$i" 2>/dev/null; ip link del "dfv${tag}$i" 2>/dev/null; done
+        ip link del "$br" 2>/dev/null
+    }
+    if ip link add "$br" type bridge && ip addr add 10.231.0.1/24 dev "$br" && ip link set "$br" up; then ok=1; fi
+    for i in 1 2 3; do
+        [ $ok = 1 ] || break
+        ip netns add "dfw${tag}$i" && ip link add "dfv${tag}$i" type veth peer name "dfp${tag}$i" &&
+        ip link set "dfp${tag}$i" netns "dfw${tag}$i" && ip link set "dfv${tag}$i" master "$br" && ip link set "dfv${tag}$i" up &&
+        ip netns exec "dfw${tag}$i" ip addr add "10.231.0.$((i + 1))/24" dev "dfp${tag}$i" &&
+        ip netns exec "dfw${tag}$i" ip link set "dfp${tag}$i" up && ip netns exec "dfw${tag}$i" ip link set lo up || ok=0
+    done
+    if [ $ok != 1 ]; then echo "cannot make the namespaces' links here"; cleanup_netns; return 2; fi
+    for i in 1 2 3; do
+        ip netns exec "dfw${tag}$i" ./build/dfworker --host "10.231.0.$((i + 1))" --port 2222 --task $((i - 1)) >"build/netns_worker$i.log" 2>&1 &
+        pids="$pids $!"
+    done
+    for i in $(seq 100); do [ "$(cat build/netns_worker*.log 2>/dev/null | grep -c 'listening on')" -ge 3 ] && break; sleep 0.05; done
+    ./build/netns_master 10.231.0.2:2222,10.231.0.3:2222,10.231.0.4:2222 >build/netns_master.log 2>&1
+    local rc=$?
+    cat build/netns_master.log
+    cleanup_netns
+    [ $rc -eq 0 ] || { cat build/netns_worker*.log; return 1; }
+}
+
 # The committed fuzz corpora replayed without libFuzzer (tests/fuzz/standalone.c), one binary
 # per target since each defines LLVMFuzzerTestOneInput. $1: the sanitizer flags.
 fuzz_regression() {
@@ -192,6 +229,11 @@ run_tests() {
     done
     step "dfrun builds and reports bad input" check_dfrun
     step "dfworker builds, refuses bad options and listens" check_dfworker
+    local nsout nsrc
+    nsout=$(netns_check 2>&1); nsrc=$?
+    if [ $nsrc -eq 2 ]; then skipped=$((skipped + 1)); echo "skip: workers in network namespaces ($(echo "$nsout" | tail -n 1))"
+    elif [ $nsrc -eq 0 ]; then passed=$((passed + 1)); echo "ok   build: three workers in network namespaces: $(echo "$nsout" | tail -n 1)"
+    else failed=$((failed + 1)); echo "FAIL build: three workers in network namespaces"; echo "$nsout" | head -30 | sed 's/^/    /'; fi
     step "fuzz corpora replay without a crash (tests/fuzz/corpus)" fuzz_regression "$san"
     local host=build/gpu/host emu=build/gpu/emulated
     step "GPU objects compile (dataflow.c -DDATAFLOW_CUDA -O1$([ $with_cuda = 1 ] && echo ", the GPU device's tests"))" gpu_wait $gpu_job $host build/gpu/host.log
