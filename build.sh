@@ -229,6 +229,11 @@ run_tests() {
     done
     step "dfrun builds and reports bad input" check_dfrun
     step "dfworker builds, refuses bad options and listens" check_dfworker
+    # The MPI transport (-DDATAFLOW_MPI): where Open MPI is installed (.ci/run installs it).
+    if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
+        step "MPI transport: mpirun -np 4, a loop and its gradient over three worker ranks" sh -c \
+            "mpicc -std=c11 -O1 $WARN -DDATAFLOW_MPI -I. tests/mpi/mpi_main.c dataflow.c -o build/mpi_test $LIBS && timeout 300 mpirun --allow-run-as-root --oversubscribe -np 4 ./build/mpi_test"
+    else skipped=$((skipped + 1)); echo "skip build: MPI transport (mpicc/mpirun not installed; Debian: libopenmpi-dev openmpi-bin)"; fi
     local nsout nsrc
     nsout=$(netns_check 2>&1); nsrc=$?
     if [ $nsrc -eq 2 ]; then skipped=$((skipped + 1)); echo "skip: workers in network namespaces ($(echo "$nsout" | tail -n 1))"

@@ -465,6 +465,15 @@ typedef struct df_worker_info {
 /* Asks the worker at "host:port" who it is (a HELLO); DF_UNAVAILABLE when it does not answer. */
 df_code    df_worker_hello(const char *address, int timeout_ms, df_worker_info *info, df_status *st);
 
+#ifdef DATAFLOW_MPI
+/* Built with -DDATAFLOW_MPI and linked with MPI, `mpirun -np N app`: call df_mpi_init first
+   thing. Rank 0 (the master) gets DF_OK and *target = "mpi:1,...,mpi:N-1" for
+   df_session_options.target; ranks 1..N-1 serve as workers (task rank-1) and end the process
+   when rank 0 calls df_mpi_finalize. Every message between ranks travels through MPI. */
+df_code    df_mpi_init(int *argc, char ***argv, const char **target, df_status *st);
+void       df_mpi_finalize(void);
+#endif
+
 /* For tests: the n-th file operation of checkpoint writing from now on (a write, fsync, close
    or rename) fails with EIO (mode 0) or ends the process with status 86 (mode 1); n 0: none. */
 void       df_testing_io_faults(int64_t n, int mode);
