@@ -16921,6 +16921,8 @@ typedef struct df__wreg {            /* a registered partition */
     int32_t *recv_keys;              /* its Recvs: key -> the dtype a value must have */
     df_dtype *recv_types;
     int n_recv;
+    const void *owner;               /* the connection that registered it: it goes with it */
+    int refs;                        /* the registry's, plus each step running it (worker lock) */
 } df__wreg;
 static void df__wreg_free(df__wreg *r) {
     if (!r) return;
@@ -17018,7 +17020,7 @@ static int df__task_of(const char *dev) {
 }
 
 /* REGISTER: GraphDef, device index, this worker's task, feed names, fetch names -> handle */
-static df_code df__w_register(df_worker *w, df__wread *r, int *handle, df_status *st) {
+static df_code df__w_register(df_worker *w, const void *owner, df__wread *r, int *handle, df_status *st) {
     size_t gl = 0;
     const unsigned char *gd = df__wr_bytes(r, &gl, "REGISTER: graph");
     uint32_t dev_i = df__wr_u32(r, "REGISTER: device"), task = df__wr_u32(r, "REGISTER: task"), nf = df__wr_u32(r, "REGISTER: feeds");
@@ -17038,6 +17040,8 @@ static df_code df__w_register(df_worker *w, df__wread *r, int *handle, df_status
     if (dev_i >= (uint32_t)w->sess->n_devices) { df_status_set(st, DF_INVALID_ARGUMENT, "REGISTER: device %u, this worker has %d", dev_i, w->sess->n_devices); goto done; }
     if (!(reg = (df__wreg *)DF_MALLOC(sizeof *reg))) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); goto done; }
     memset(reg, 0, sizeof *reg);
+    reg->owner = owner;
+    reg->refs = 1;
     if (!(reg->g = df_graph_new()) || !(reg->feeds = (df_output *)DF_MALLOC(((size_t)n + 1) * sizeof(df_output)))) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); goto done; }
     df_graph *g = reg->g;
     g->internal_names = 1;                      /* (partitions: _Send, _Recv, _cloop/...) */
@@ -17296,12 +17300,17 @@ static int df__w_tensor_stream(df__wconn *c, uint64_t len, const char **why) {
 typedef struct df__wrun {
     df__wstep ws;
     df__wconn *c;
-    int n_parts, n_feeds, n_fetch;
-    df__wreg **regs;                 /* the partitions it runs (registrations never go away) */
+    int n_parts, n_feeds, n_fetch, n_held;
+    df__wreg **regs;                 /* the partitions it runs, each held (n_held of them) */
     df_tensor **feeds, **fetches;
 } df__wrun;
 static void df__wrun_free(df__wrun *run) {
     if (!run) return;
+    df_worker *w = run->ws.w;
+    pthread_mutex_lock(&w->mu);                  /* the partitions it held */
+    for (int p = 0; run->regs && p < run->n_held; p++)
+        if (run->regs[p] && --run->regs[p]->refs == 0) df__wreg_free(run->regs[p]);
+    pthread_mutex_unlock(&w->mu);
     for (int k = 0; k < run->n_feeds; k++) df_tensor_release(run->feeds[k]);
     for (int k = 0; run->fetches && k < run->n_fetch; k++) df_tensor_release(run->fetches[k]);
     df__rv_free(&run->ws.g.rv);
@@ -17379,11 +17388,13 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
         if (r->bad) break;
         pthread_mutex_lock(&w->mu);
         df__wreg *rg = h < (uint32_t)w->n_regs ? w->regs[h] : NULL;
+        if (rg) rg->refs++;                     /* (held until the step ends: df__wrun_free) */
         pthread_mutex_unlock(&w->mu);
         for (uint32_t q = 0; rg && q < p; q++) if (run->regs[q] == rg && !err) { err = DF_INVALID_ARGUMENT; snprintf(errmsg, sizeof errmsg, "Partition handle %u is listed twice", h); }
         if (!rg && !err) { err = DF_FAILED_PRECONDITION; snprintf(errmsg, sizeof errmsg, "Partition handle %u is not registered on this worker (restarted?)", h); }
         else if (rg && (int)nf != rg->n_feeds && !err) { err = DF_INVALID_ARGUMENT; snprintf(errmsg, sizeof errmsg, "Partition %u takes %d feeds, got %u", h, rg->n_feeds, nf); }
         run->regs[p] = rg;
+        run->n_held = (int)p + 1;
         feed_at[p] = run->n_feeds;
         for (uint32_t k = 0; k < nf && !r->bad; k++) {
             df_tensor *t = df__wr_tensor(r, "RUN_STEP: feed");
@@ -17544,7 +17555,7 @@ static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint6
         df_status st;
         df_status_clear(&st);
         int handle = -1;
-        df__w_register(w, &r, &handle, &st);
+        df__w_register(w, c, &r, &handle, &st);
         if (r.bad) break;
         if (!r.bad && r.n) { r.bad = "REGISTER: bytes after the fetches"; break; }
         if (handle < 0) { if (df__w_reply_error(c->fd, &c->wmu, st.code ? st.code : DF_INTERNAL, st.message)) { *why = "cannot answer REGISTER"; ret = 1; } break; }
@@ -17621,6 +17632,11 @@ static void *df__w_conn_main(void *arg) {
         df__w_step_drop(w, ws);
     }
     pthread_mutex_lock(&w->mu);
+    for (int i = 0; i < w->n_regs; i++)          /* its registrations go (once no step runs them) */
+        if (w->regs[i] && w->regs[i]->owner == c) {
+            if (--w->regs[i]->refs == 0) df__wreg_free(w->regs[i]);
+            w->regs[i] = NULL;
+        }
     w->conn_fds[c->slot] = -1;
     shutdown(c->fd, SHUT_RDWR);
     w->n_conns--;
@@ -17824,7 +17840,7 @@ void df_worker_stop(df_worker *w) {
     pthread_join(w->accept_thread, NULL);
     pthread_join(w->beat_thread, NULL);
     close(w->listen_fd);
-    for (int i = 0; i < w->n_regs; i++) df__wreg_free(w->regs[i]);
+    for (int i = 0; i < w->n_regs; i++) if (w->regs[i] && --w->regs[i]->refs == 0) df__wreg_free(w->regs[i]);
     for (int i = 0; i < w->n_peers; i++) { if (w->peers[i]->fd >= 0) close(w->peers[i]->fd); pthread_mutex_destroy(&w->peers[i]->mu); DF_FREE(w->peers[i]); }
     df__w_pending_purge(w, 1);
     DF_FREE(w->regs); DF_FREE(w->conn_fds); DF_FREE(w->peers);

@@ -263,7 +263,7 @@ DF_TEST(worker_registers_partitions_and_shuts_down) {
 
 /* Hostile requests a review found: a device index past the end (as unsigned), and a feed of
    another dtype than its placeholder's (a kernel would read past the value). Both answered
-   with errors; the worker goes on. */
+   with errors; the worker goes on. A registration ends with its connection. */
 static size_t put_str(unsigned char *p, const char *s) { size_t n = strlen(s); put32(p, (uint32_t)n); memcpy(p + 4, s, n); return 4 + n; }
 DF_TEST(worker_refuses_bad_device_indices_and_mistyped_feeds) {
     df_graph *g = df_graph_new();
@@ -315,6 +315,17 @@ DF_TEST(worker_refuses_bad_device_indices_and_mistyped_feeds) {
         int type = read_frame(fd, buf, sizeof buf, &rl);
         uint32_t code = rl >= 12 ? (uint32_t)buf[8] | (uint32_t)buf[9] << 8 : 0;
         CHECK_MSG(type == 11 /* STEP_DONE */ && code == DF_INVALID_ARGUMENT, "a mistyped feed: answer %d, code %u", type, code);
+        /* the registration goes with its connection: on a new one, handle 0 is unknown */
+        close(fd);
+        fd = dial(df_worker_port(w));
+        if (fd >= 0) {
+            put32(f + 24 + 8 + 8 + 4 + 4 + 4 + 4, 0);     /* (no feeds this time) */
+            header(f, 1, 10, 8 + 8 + 4 + 4 + 4 + 4 + 4, 0);
+            CHECK(send_all(fd, f, 24 + 36));
+            type = read_frame(fd, buf, sizeof buf, &rl);
+            code = rl >= 12 ? (uint32_t)buf[8] | (uint32_t)buf[9] << 8 : 0;
+            CHECK_MSG(type == 11 && code == DF_FAILED_PRECONDITION, "a partition of a closed connection: answer %d, code %u", type, code);
+        }
     }
     if (fd >= 0) close(fd);
     free(f);
