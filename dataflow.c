@@ -16994,17 +16994,23 @@ static void df__w_log(const df_worker *w, const char *fmt, ...) {
     if (w->opts.log) w->opts.log(w->opts.log_user, line);
     else fprintf(stderr, "dataflow worker :%d: %s\n", w->port, line);
 }
-static int df__w_reply_error(int fd, pthread_mutex_t *mu, df_code code, const char *msg) {
+typedef struct df__wconn { df_worker *w; int fd, slot, refs; char peer[64]; pthread_mutex_t wmu; } df__wconn;
+/* An answer on c (its writers take turns); -1 when it cannot be sent (or b ran out of memory). */
+static int df__w_answer(df__wconn *c, int type, const df__wbuf *b) {
+    if (b && b->oom) return -1;
+    pthread_mutex_lock(&c->wmu);
+    int r = df__w_send(c->fd, type, b);
+    pthread_mutex_unlock(&c->wmu);
+    return r;
+}
+static int df__w_reply_error(df__wconn *c, df_code code, const char *msg) {
     df__wbuf b = {NULL, 0, 0, 0};
     df__wb_u32(&b, (uint32_t)code);
     df__wb_str(&b, msg);
-    if (mu) pthread_mutex_lock(mu);
-    int r = b.oom ? -1 : df__w_send(fd, DF__W_ERROR, &b);
-    if (mu) pthread_mutex_unlock(mu);
+    int r = df__w_answer(c, DF__W_ERROR, &b);
     DF_FREE(b.p);
     return r;
 }
-typedef struct df__wconn { df_worker *w; int fd, slot, refs; char peer[64]; pthread_mutex_t wmu; } df__wconn;
 /* The connection thread and each step it started hold a reference; the last closes the socket. */
 static void df__w_conn_release(df__wconn *c) {
     if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL)) return;
@@ -17344,9 +17350,7 @@ static void *df__w_step_main(void *arg) {
         memset(&b, 0, sizeof b);
         df__wb_u64(&b, ws->id); df__wb_u32(&b, DF_RESOURCE_EXHAUSTED); df__wb_str(&b, "Out of memory sending a step's results"); df__wb_u32(&b, 0);
     }
-    pthread_mutex_lock(&run->c->wmu);
-    if (b.oom || df__w_send(run->c->fd, DF__W_STEP_DONE, &b)) shutdown(run->c->fd, SHUT_RDWR);
-    pthread_mutex_unlock(&run->c->wmu);
+    if (df__w_answer(run->c, DF__W_STEP_DONE, &b)) shutdown(run->c->fd, SHUT_RDWR);
     DF_FREE(b.p);
     df__wconn *c = run->c;
     df__wrun_free(run);
@@ -17454,9 +17458,7 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
         df__wrun_free(run);
         df__wbuf b = {NULL, 0, 0, 0};
         df__wb_u64(&b, id); df__wb_u32(&b, (uint32_t)err); df__wb_str(&b, errmsg); df__wb_u32(&b, 0);
-        pthread_mutex_lock(&c->wmu);
-        int bad = b.oom || df__w_send(c->fd, DF__W_STEP_DONE, &b);
-        pthread_mutex_unlock(&c->wmu);
+        int bad = df__w_answer(c, DF__W_STEP_DONE, &b);
         DF_FREE(b.p);
         if (bad) { *why = "cannot answer RUN_STEP"; return 1; }
         return 0;
@@ -17498,7 +17500,7 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
         w->n_conns--;
         pthread_mutex_unlock(&w->mu);
         df__wrun_free(run);
-        if (df__w_reply_error(c->fd, &c->wmu, DF_RESOURCE_EXHAUSTED, "Cannot start a step (out of threads)")) { *why = "cannot answer RUN_STEP"; return 1; }
+        if (df__w_reply_error(c, DF_RESOURCE_EXHAUSTED, "Cannot start a step (out of threads)")) { *why = "cannot answer RUN_STEP"; return 1; }
     }
     return 0;
 }
@@ -17537,18 +17539,14 @@ static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint6
             snprintf(name, sizeof name, "/job:worker/replica:0/task:%d/device:CPU:%d", w->opts.task, i);
             df__wb_str(&out, name);
         }
-        pthread_mutex_lock(&c->wmu);
-        if (out.oom || df__w_send(c->fd, DF__W_HELLO_OK, &out)) { *why = "cannot answer HELLO"; ret = 1; }
-        pthread_mutex_unlock(&c->wmu);
+        if (df__w_answer(c, DF__W_HELLO_OK, &out)) { *why = "cannot answer HELLO"; ret = 1; }
         break;
     }
     case DF__W_PING: {
         uint64_t v = df__wr_u64(&r, "PING: value");
         if (r.bad) break;
         df__wb_u64(&out, v);
-        pthread_mutex_lock(&c->wmu);
-        if (out.oom || df__w_send(c->fd, DF__W_PONG, &out)) { *why = "cannot answer PING"; ret = 1; }
-        pthread_mutex_unlock(&c->wmu);
+        if (df__w_answer(c, DF__W_PONG, &out)) { *why = "cannot answer PING"; ret = 1; }
         break;
     }
     case DF__W_REGISTER: {
@@ -17557,12 +17555,9 @@ static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint6
         int handle = -1;
         df__w_register(w, c, &r, &handle, &st);
         if (r.bad) break;
-        if (!r.bad && r.n) { r.bad = "REGISTER: bytes after the fetches"; break; }
-        if (handle < 0) { if (df__w_reply_error(c->fd, &c->wmu, st.code ? st.code : DF_INTERNAL, st.message)) { *why = "cannot answer REGISTER"; ret = 1; } break; }
+        if (handle < 0) { if (df__w_reply_error(c, st.code ? st.code : DF_INTERNAL, st.message)) { *why = "cannot answer REGISTER"; ret = 1; } break; }
         df__wb_u32(&out, (uint32_t)handle);
-        pthread_mutex_lock(&c->wmu);
-        if (out.oom || df__w_send(c->fd, DF__W_REGISTERED, &out)) { *why = "cannot answer REGISTER"; ret = 1; }
-        pthread_mutex_unlock(&c->wmu);
+        if (df__w_answer(c, DF__W_REGISTERED, &out)) { *why = "cannot answer REGISTER"; ret = 1; }
         break;
     }
     case DF__W_RUN_STEP: ret = df__w_run_step(c, &r, why); if (!ret) r.n = 0; break;
