@@ -79,6 +79,7 @@ uint16_t df_float_to_bfloat16_trunc(float f);
 float    df_bfloat16_to_float(uint16_t b);
 
 #define DF_MAX_RANK 8
+#define DF_MAX_FUNCTION_DEPTH 32      /* functions defined in functions, and chains of calls */
 typedef struct df_tensor df_tensor;           /* opaque, reference counted */
 
 /* New tensor, zero-filled, in host memory. NULL (and *st set) on bad dtype/shape or OOM.
@@ -278,6 +279,36 @@ typedef struct df_while_options {
 df_code df_while_loop(df_graph *g, int n_vars, const df_output *init,
                       df_loop_cond_fn cond, df_loop_body_fn body, void *user,
                       const df_while_options *opts, df_output *outs);
+
+/* ---------------------------------------------------------------------------------------------
+   Functions and functional control flow (additions)
+   A graph holds a library of named functions. A function's body is a graph of its own, built
+   by a callback; values of the enclosing graph that the body uses are captured (passed by every
+   call as extra arguments). Inside a body, df_cond and df_while_loop build If and While.
+   If/StatelessIf, While/StatelessWhile and PartitionedCall/StatefulPartitionedCall nodes
+   (TensorFlow's ops and attrs: then_branch, else_branch, cond, body, f) are lowered to the
+   five primitives before a graph runs and before df_gradients walks it: the functions are
+   instantiated in the graph and the node becomes an IdentityN of the results (handles to its
+   outputs stay valid). Recursion is refused; functions nest at most DF_MAX_FUNCTION_DEPTH.
+   --------------------------------------------------------------------------------------------- */
+/* Builds a function's body in fg: args are its n_args arguments; write n_out results to outs. */
+typedef void (*df_function_fn)(df_graph *fg, void *user, const df_output *args, df_output *outs);
+df_code df_function_define(df_graph *g, const char *name, int n_args, const df_dtype *arg_types, int n_out,
+                           df_function_fn fn, void *user);
+/* A PartitionedCall (StatefulPartitionedCall when the body is stateful) of function `name`. */
+df_code df_call(df_graph *g, const char *name, int n_args, const df_output *args, int n_out, df_output *outs);
+/* df_cond and df_while_loop as functional ops: one StatelessIf/If (StatelessWhile/While) node
+   whose branches (cond and body) are new functions of the library. Same results and gradients. */
+df_code df_if(df_graph *g, df_output pred, int n_out, df_branch_fn then_fn, df_branch_fn else_fn,
+              void *user, df_output *outs);
+df_code df_while(df_graph *g, int n_vars, const df_output *init, df_loop_cond_fn cond, df_loop_body_fn body,
+                 void *user, const df_while_options *opts, df_output *outs);
+void df_op_set_attr_func(df_op_builder *b, const char *attr, const char *function);
+int df_graph_num_functions(const df_graph *g);
+const char *df_graph_function_name(const df_graph *g, int i);      /* NULL when out of range */
+const df_graph *df_graph_function_body(const df_graph *g, const char *name);   /* NULL if absent */
+/* Lowers every functional node of g now (sessions and df_gradients do it when needed). */
+df_code df_graph_lower_functions(df_graph *g, df_status *st);
 
 /* ---------------------------------------------------------------------------------------------
    Automatic differentiation
