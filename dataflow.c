@@ -4112,6 +4112,26 @@ static void df__k_cast(df__kctx *c) {
 /* ---- pass-through, constants, control flow ---- */
 static void df__k_identity(df__kctx *c) { for (int i = 0; i < c->n_out; i++) df__k_forward(c, i, i); }
 static void df__k_noop(df__kctx *c) { DF__UNUSED(c); }
+/* Assert: fails the step when the condition is false, showing the first values of the data. */
+static void df__k_assert(df__kctx *c) {
+    const df_tensor *p = c->in[0];
+    if (p->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "The condition of Assert must be a single bool, got %lld elements", (long long)p->n); return; }
+    if (*(const unsigned char *)p->data) return;
+    char msg[300] = "";
+    size_t at = 0;
+    int64_t summarize = df__attr_i(c->node, "summarize", 3);
+    for (int i = 1; i < c->n_in && at + 40 < sizeof msg; i++) {
+        const df_tensor *t = c->in[i];
+        at += (size_t)snprintf(msg + at, sizeof msg - at, "%s[", i > 1 ? " " : "");
+        for (int64_t k = 0; k < t->n && k < summarize && at + 24 < sizeof msg; k++) {
+            double v = t->dtype == DF_FLOAT ? ((const float *)t->data)[k] : t->dtype == DF_INT32 ? ((const int32_t *)t->data)[k]
+                     : t->dtype == DF_DOUBLE ? ((const double *)t->data)[k] : t->dtype == DF_INT64 ? (double)((const int64_t *)t->data)[k] : 0;
+            at += (size_t)snprintf(msg + at, sizeof msg - at, "%s%g", k ? " " : "", v);
+        }
+        at += (size_t)snprintf(msg + at, sizeof msg - at, "%s]", t->n > summarize ? "..." : "");
+    }
+    DF__KFAIL(c, DF_INVALID_ARGUMENT, "assertion failed: %s", msg);
+}
 static void df__k_const(df__kctx *c) {
     const df__attr *a = df__node_attr(c->node, "value");
     c->out[0] = df_tensor_retain(a->u.tensor);
@@ -8695,6 +8715,14 @@ out:
     return ok;
 }
 
+#ifndef DF_NO_THREADS
+static pthread_mutex_t df__lower_mutex = PTHREAD_MUTEX_INITIALIZER;
+static void df__lower_lock(void) { pthread_mutex_lock(&df__lower_mutex); }
+static void df__lower_unlock(void) { pthread_mutex_unlock(&df__lower_mutex); }
+#else
+static void df__lower_lock(void) {}
+static void df__lower_unlock(void) {}
+#endif
 static int df__graph_has_functional(const df_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) if (df__is_functional(g->nodes[i])) return 1;
     return 0;
@@ -10509,6 +10537,7 @@ typedef struct df__exec {
     int n_feeds, n_fetches;
     uint32_t *host_out;          /* on a device without host memory: per item, the outputs its kernel
                                     makes in host memory (NULL elsewhere: all host) */
+    const df_graph *graph;       /* the graph whose nodes the items are */
 } df__exec;
 
 static void df__exec_free(df__exec *x) {
@@ -12115,6 +12144,8 @@ typedef struct df__plan {
     int n_parts;
     int owns_graphs;
     int registered;              /* a session with workers: its partitions are registered there */
+    df_graph *work;              /* the optimised copy of the graph the plan runs (owned), or NULL */
+    df_pass_stats stats;
 } df__plan;
 struct df__cluster;
 
@@ -12153,6 +12184,7 @@ static void df__plan_free(df__plan *p) {
         DF_FREE(p->parts[i].io_names);
     }
     DF_FREE(p->parts);
+    df_graph_free(p->work);
     DF_FREE(p);
 }
 /* Sessions with workers (section 21) */
@@ -12312,7 +12344,7 @@ static double df__item_cost_ns(const df__exec *x, int i) {
 /* Places every node item of x on one of the session's devices: dev[i] (-1 for feed and fetch
    items). Returns st->code. */
 static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_status *st) {
-    const df_graph *g = ss->g;
+    const df_graph *g = x->graph;
     int n = x->n_items, nd = ss->n_devices;
     int32_t *item_of_node = (int32_t *)DF_MALLOC((size_t)(g->n_nodes + 1) * sizeof(int32_t));
     int32_t *parent = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
@@ -12873,9 +12905,9 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
     b.clone = (df_node **)DF_MALLOC((size_t)(n + 1) * sizeof(df_node *));
     b.loop_cond = (int32_t *)DF_MALLOC((size_t)(x->n_frames + 1) * sizeof(int32_t));
     feed_of = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
-    item_of_node = (int32_t *)DF_MALLOC((size_t)(ss->g->n_nodes + 1) * sizeof(int32_t));
+    item_of_node = (int32_t *)DF_MALLOC((size_t)(x->graph->n_nodes + 1) * sizeof(int32_t));
     if (!plan || !b.part_of_dev || !b.clone || !b.loop_cond || !feed_of || !item_of_node) goto oom;
-    for (int i = 0; i < ss->g->n_nodes; i++) item_of_node[i] = -1;
+    for (int i = 0; i < x->graph->n_nodes; i++) item_of_node[i] = -1;
     for (int i = 0; i < n; i++)
         if (df__node_item(x, i)) item_of_node[x->items[i].node->id] = i;
     memset(plan, 0, sizeof *plan);
@@ -13228,6 +13260,11 @@ const df_graph *df_session_partition(df_session *s, int i, const char **device) 
     if (device) *device = p->parts[i].dev->name;
     return p->parts[i].g;
 }
+const df_graph *df_session_optimized_graph(df_session *s, df_pass_stats *stats) {
+    df__plan *p = s ? __atomic_load_n(&s->last_plan, __ATOMIC_ACQUIRE) : NULL;
+    if (stats) { if (p) *stats = p->stats; else memset(stats, 0, sizeof *stats); }
+    return p ? (p->work ? p->work : s->g) : NULL;
+}
 int df_session_device_alloc_stats(df_session *s, int device, df_alloc_stats *out) {
     if (!s || device < 0 || device >= s->n_devices || !out) return 0;
     df_bfc_get_stats(s->devices[device]->alloc->bfc, out);
@@ -13257,6 +13294,7 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
     int32_t *deg = NULL;
     if (!x || !item_of || !first_feed || !next_feed || !feed_item || !stack) goto oom;
     memset(x, 0, sizeof *x);
+    x->graph = g;
     for (int i = 0; i < nn; i++) { item_of[i] = -1; first_feed[i] = -1; }
     for (int f = 0; f < n_feeds; f++) { next_feed[f] = first_feed[feeds[f].node->id]; first_feed[feeds[f].node->id] = f; feed_item[f] = -1; }
     /* 1. prune: walk back from fetches and targets, stopping at fed outputs */
@@ -14526,14 +14564,537 @@ static df_code df__pb_compile(df_session *ss, df__part *pt, const df_output *fee
 
 /* Prune and validate (one executor over the caller's graph), place, and when several devices
    are used, partition. */
+/* ==========================================================================================
+   GRAPH OPTIMISATION                                                                 >>optimize
+   Before a (feeds, fetches, targets) signature is placed, the session copies the nodes it
+   needs into a working graph and rewrites that copy; the caller's graph is left as it was.
+   Fed, fetched and target nodes are kept as they are, so feeds, fetches and error messages
+   name the nodes the caller knows. Passes (each can be turned off with
+   df_session_options.disable_passes):
+   - pruning: only the nodes the fetches and targets need are copied;
+   - identity removal: Identity, IdentityN and StopGradient that only forward a value on the
+     same device (no control edges in or out, not fed or fetched, not reading a variable) are
+     bypassed;
+   - common subexpression elimination: value numbering in topological order; two nodes merge
+     when op, device, attrs, inputs and control inputs are equal, and neither is stateful,
+     control flow, a transfer, fed, or reading a variable. Equal inputs put both in the same
+     frame, so nothing merges across loop frames or cond branches;
+   - constant folding: a node whose inputs are all constants with no control inputs (so it sits
+     outside every loop frame and cond branch), not stateful and not control flow, is evaluated
+     once on the CPU at compile time and replaced by a Const, if its outputs are at most
+     DF_MAX_FOLDED_BYTES. Errors leave the node to fail at run time as it would have.
+   Function calls, If and While are always lowered (inlined) before this: there is no function
+   runtime to run them otherwise.
+   ========================================================================================== */
+#define DF_MAX_FOLDED_BYTES ((size_t)10 << 20)
+
+typedef struct df__opt {
+    df_graph *wg;
+    unsigned char *removed;      /* per wg node: bypassed or merged */
+    unsigned char *pinned;       /* per wg node: fed or a target: kept as is */
+    df_output *fetches;          /* mapped into wg */
+    df_output *feeds;
+    df_node **targets;
+    int n_fetches, n_feeds, n_targets;
+    int cap_removed, cap_pinned;
+} df__opt;
+
+static int df__attr_equal(const df__attr *a, const df__attr *b) {
+    if (a->kind != b->kind || strcmp(a->name, b->name)) return 0;
+    switch (a->kind) {
+    case DF__A_INT: return a->u.i == b->u.i;
+    case DF__A_FLOAT: return memcmp(&a->u.f, &b->u.f, sizeof a->u.f) == 0;
+    case DF__A_BOOL: return a->u.b == b->u.b;
+    case DF__A_TYPE: return a->u.type == b->u.type;
+    case DF__A_STRING: case DF__A_FUNC: return !strcmp(a->u.s ? a->u.s : "", b->u.s ? b->u.s : "");
+    case DF__A_SHAPE:
+        if (a->u.shape.rank != b->u.shape.rank) return 0;
+        for (int i = 0; i < a->u.shape.rank && i < DF_MAX_RANK; i++) if (a->u.shape.dims[i] != b->u.shape.dims[i]) return 0;
+        return 1;
+    case DF__A_TENSOR: {
+        const df_tensor *x = a->u.tensor, *y = b->u.tensor;
+        if (x == y) return 1;
+        if (!x || !y || x->dtype != y->dtype || x->rank != y->rank || x->nbytes != y->nbytes || x->dtype == DF_STRING) return 0;
+        for (int i = 0; i < x->rank; i++) if (x->dims[i] != y->dims[i]) return 0;
+        return !x->nbytes || !memcmp(x->data, y->data, x->nbytes);
+    }
+    case DF__A_INT_LIST:
+        return a->u.ints.n == b->u.ints.n && (!a->u.ints.n || !memcmp(a->u.ints.v, b->u.ints.v, (size_t)a->u.ints.n * 8));
+    case DF__A_TYPE_LIST:
+        return a->u.types.n == b->u.types.n && (!a->u.types.n || !memcmp(a->u.types.v, b->u.types.v, (size_t)a->u.types.n * sizeof(df_dtype)));
+    default: return 0;
+    }
+}
+static uint64_t df__attr_hash(const df__attr *a) {
+    uint64_t h = df__hash_str(a->name) ^ (uint64_t)a->kind;
+    switch (a->kind) {
+    case DF__A_INT: return df__hash_mix(h, (uint64_t)a->u.i);
+    case DF__A_TYPE: return df__hash_mix(h, (uint64_t)a->u.type);
+    case DF__A_BOOL: return df__hash_mix(h, (uint64_t)a->u.b);
+    case DF__A_STRING: case DF__A_FUNC: return df__hash_mix(h, df__hash_str(a->u.s ? a->u.s : ""));
+    case DF__A_TENSOR: {
+        const df_tensor *t = a->u.tensor;
+        if (!t) return h;
+        h = df__hash_mix(h, (uint64_t)t->dtype * 31 + (uint64_t)t->nbytes);
+        if (t->dtype != DF_STRING) {
+            size_t n = t->nbytes < 64 ? t->nbytes : 64;
+            for (size_t i = 0; i < n; i++) h = df__hash_mix(h, ((const uint8_t *)t->data)[i]);
+        }
+        return h;
+    }
+    default: return h;
+    }
+}
+
+/* Control flow, transfers, stateful ops and readers of variables are never merged or folded. */
+static int df__opt_plain(const df_node *n) {
+    unsigned f = n->op->flags;
+    if (f & (DF__OP_STATEFUL | DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER | DF__OP_EXIT | DF__OP_NEXT_ITERATION |
+             DF__OP_LOOP_COND | DF__OP_CONTROL_TRIGGER | DF__OP_TRANSFER | DF__OP_RECV | DF__OP_LOOP_COUNT | DF__OP_FUNCTIONAL))
+        return 0;
+    if (n->gstack || !n->op->kernels[DF__DEV_CPU].fn) return 0;
+    for (int i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i].node->out_is_ref[n->inputs[i].index]) return 0;
+    for (int i = 0; i < n->n_outputs; i++) if (n->out_is_ref[i]) return 0;
+    return strcmp(n->op->name, "Placeholder") && strcmp(n->op->name, "PlaceholderWithDefault") && strcmp(n->op->name, "_Arg");
+}
+
+/* Replaces every use of node `from`'s outputs by `to`'s (same index), control edges too. */
+static void df__opt_redirect(df__opt *o, const df_node *from, df_node *to, const int *first_use, const int *next_use,
+                             const int32_t *use_node, const int32_t *use_slot) {
+    df_graph *g = o->wg;
+    for (int u = first_use[from->id]; u >= 0; u = next_use[u]) {
+        df_node *c = g->nodes[use_node[u]];
+        int k = use_slot[u];
+        if (k >= 0) { if (c->inputs[k].node == from) c->inputs[k].node = to; }
+        else for (int j = 0; j < c->n_controls; j++) if (c->controls[j] == from) c->controls[j] = to;
+    }
+    for (int i = 0; i < o->n_fetches; i++) if (o->fetches[i].node == from) o->fetches[i].node = to;
+    for (int i = 0; i < o->n_targets; i++) if (o->targets[i] == from) o->targets[i] = to;
+}
+
+/* Uses of every node: (consumer, input slot or -1 for a control edge), linked per producer. */
+typedef struct df__opt_uses { int *first, *next; int32_t *node, *slot; int n, cap; } df__opt_uses;
+static int df__opt_add_use(df__opt_uses *u, int producer, int consumer, int slot) {
+    if (u->n >= u->cap) {
+        int cap = u->cap ? u->cap * 2 : 256;
+        int *nx = (int *)DF_REALLOC(u->next, (size_t)cap * sizeof(int));
+        if (nx) u->next = nx;
+        int32_t *nd = (int32_t *)DF_REALLOC(u->node, (size_t)cap * sizeof(int32_t));
+        if (nd) u->node = nd;
+        int32_t *sl = (int32_t *)DF_REALLOC(u->slot, (size_t)cap * sizeof(int32_t));
+        if (sl) u->slot = sl;
+        if (!nx || !nd || !sl) return 0;
+        u->cap = cap;
+    }
+    u->node[u->n] = consumer;
+    u->slot[u->n] = slot;
+    u->next[u->n] = u->first[producer];
+    u->first[producer] = u->n++;
+    return 1;
+}
+static int df__opt_uses_build(const df_graph *g, df__opt_uses *u) {
+    u->first = (int *)DF_MALLOC((size_t)(g->n_nodes + 1) * sizeof(int));
+    if (!u->first) return 0;
+    for (int i = 0; i < g->n_nodes; i++) u->first[i] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const df_node *n = g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) if (!df__opt_add_use(u, n->inputs[k].node->id, i, k)) return 0;
+        for (int k = 0; k < n->n_controls; k++) if (!df__opt_add_use(u, n->controls[k]->id, i, -1)) return 0;
+    }
+    return 1;
+}
+static void df__opt_uses_free(df__opt_uses *u) { DF_FREE(u->first); DF_FREE(u->next); DF_FREE(u->node); DF_FREE(u->slot); memset(u, 0, sizeof *u); }
+
+/* An order with every node after its inputs (a NextIteration's edge into Merge left out). */
+static int *df__opt_topo(const df_graph *g) {
+    int n = g->n_nodes;
+    int *order = (int *)DF_MALLOC((size_t)(n + 1) * sizeof(int)), *indeg = (int *)DF_MALLOC((size_t)(n + 1) * sizeof(int));
+    df__opt_uses u;
+    memset(&u, 0, sizeof u);
+    if (!order || !indeg || !df__opt_uses_build(g, &u)) { DF_FREE(order); DF_FREE(indeg); df__opt_uses_free(&u); return NULL; }
+    for (int i = 0; i < n; i++) {
+        const df_node *x = g->nodes[i];
+        indeg[i] = x->n_controls;
+        for (int k = 0; k < x->n_inputs; k++) indeg[i] += !(x->inputs[k].node->op->flags & DF__OP_NEXT_ITERATION);
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++) if (!indeg[i]) order[m++] = i;
+    for (int q = 0; q < m; q++)
+        for (int e = u.first[order[q]]; e >= 0; e = u.next[e]) {
+            int c = u.node[e];
+            if (u.slot[e] >= 0 && (g->nodes[order[q]]->op->flags & DF__OP_NEXT_ITERATION)) continue;
+            if (--indeg[c] == 0) order[m++] = c;
+        }
+    DF_FREE(indeg);
+    df__opt_uses_free(&u);
+    if (m < n) { DF_FREE(order); return NULL; }
+    return order;
+}
+
+static int df__opt_identity_like(const df_node *n) {
+    return !strcmp(n->op->name, "Identity") || !strcmp(n->op->name, "IdentityN") || !strcmp(n->op->name, "StopGradient");
+}
+
+/* Identity removal. Returns how many nodes were bypassed (-1: out of memory). */
+static int df__opt_identities(df__opt *o) {
+    df_graph *g = o->wg;
+    df__opt_uses u;
+    memset(&u, 0, sizeof u);
+    if (!df__opt_uses_build(g, &u)) { df__opt_uses_free(&u); return -1; }
+    int count = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        df_node *n = g->nodes[i];
+        if (o->removed[i] || o->pinned[i] || !df__opt_identity_like(n) || n->n_controls || n->n_inputs != n->n_outputs) continue;
+        int ok = 1;
+        for (int e = u.first[i]; e >= 0 && ok; e = u.next[e]) ok = u.slot[e] >= 0;       /* no control consumers */
+        for (int k = 0; k < n->n_inputs && ok; k++) {
+            const df_node *s = n->inputs[k].node;
+            if (s->out_is_ref[n->inputs[k].index] || strcmp(s->device ? s->device : "", n->device ? n->device : "")) ok = 0;
+        }
+        if (!ok) continue;
+        for (int e = u.first[i]; e >= 0; e = u.next[e]) {
+            df_node *c = g->nodes[u.node[e]];
+            df_output *in = &c->inputs[u.slot[e]];
+            if (in->node == n) *in = n->inputs[in->index];
+        }
+        for (int f = 0; f < o->n_fetches; f++)
+            if (o->fetches[f].node == n) o->fetches[f] = n->inputs[o->fetches[f].index];
+        /* the bypassed node's inputs now have its consumers: rebuilt below */
+        o->removed[i] = 1;
+        count++;
+        df__opt_uses_free(&u);
+        if (!df__opt_uses_build(g, &u)) { df__opt_uses_free(&u); return -1; }
+    }
+    df__opt_uses_free(&u);
+    return count;
+}
+
+/* Common subexpression elimination. Returns the number of nodes merged away (-1: OOM). */
+static int df__opt_cse(df__opt *o) {
+    df_graph *g = o->wg;
+    int n = g->n_nodes, count = 0;
+    int *order = df__opt_topo(g);
+    if (!order) return 0;               /* (a cycle or OOM: no CSE) */
+    df__opt_uses u;
+    memset(&u, 0, sizeof u);
+    int cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    int *table = (int *)DF_MALLOC((size_t)cap * sizeof(int));
+    uint64_t *hash = (uint64_t *)DF_MALLOC((size_t)(n + 1) * sizeof(uint64_t));
+    if (!table || !hash || !df__opt_uses_build(g, &u)) { DF_FREE(order); DF_FREE(table); DF_FREE(hash); df__opt_uses_free(&u); return -1; }
+    for (int i = 0; i < cap; i++) table[i] = -1;
+    for (int q = 0; q < n; q++) {
+        int i = order[q];
+        df_node *x = g->nodes[i];
+        if (o->removed[i] || o->pinned[i] || !df__opt_plain(x)) continue;
+        uint64_t h = df__hash_str(x->op->name);
+        h = df__hash_mix(h, df__hash_str(x->device ? x->device : ""));
+        for (int k = 0; k < x->n_inputs; k++) h = df__hash_mix(h, (uint64_t)x->inputs[k].node->id * 64 + (uint64_t)x->inputs[k].index);
+        uint64_t hc = 0;
+        for (int k = 0; k < x->n_controls; k++) hc += df__hash_mix(7, (uint64_t)x->controls[k]->id);   /* order-free */
+        h = df__hash_mix(h, hc);
+        for (int k = 0; k < x->n_attrs; k++) h = df__hash_mix(h, df__attr_hash(&x->attrs[k]));
+        hash[i] = h;
+        int slot = (int)(h & (uint64_t)(cap - 1)), found = -1;
+        for (; table[slot] >= 0; slot = (slot + 1) & (cap - 1)) {
+            const df_node *y = g->nodes[table[slot]];
+            if (hash[y->id] != h || y->op != x->op || y->n_inputs != x->n_inputs || y->n_controls != x->n_controls ||
+                y->n_attrs != x->n_attrs || strcmp(y->device ? y->device : "", x->device ? x->device : "")) continue;
+            int same = 1;
+            for (int k = 0; k < x->n_inputs && same; k++)
+                same = y->inputs[k].node == x->inputs[k].node && y->inputs[k].index == x->inputs[k].index;
+            for (int k = 0; k < x->n_controls && same; k++) {
+                int hit = 0;
+                for (int j = 0; j < y->n_controls && !hit; j++) hit = y->controls[j] == x->controls[k];
+                same = hit;
+            }
+            for (int k = 0; k < x->n_attrs && same; k++) {
+                const df__attr *b = df__node_attr(y, x->attrs[k].name);
+                same = b && df__attr_equal(&x->attrs[k], b);
+            }
+            if (same) { found = y->id; break; }
+        }
+        if (found < 0) { table[slot] = i; continue; }
+        df__opt_redirect(o, x, g->nodes[found], u.first, u.next, u.node, u.slot);
+        /* x's uses become the survivor's */
+        for (int e = u.first[i]; e >= 0; e = u.next[e]) if (!df__opt_add_use(&u, found, u.node[e], u.slot[e])) { count = -1; break; }
+        if (count < 0) break;
+        o->removed[i] = 1;
+        count++;
+    }
+    DF_FREE(order); DF_FREE(table); DF_FREE(hash);
+    df__opt_uses_free(&u);
+    return count;
+}
+
+/* Constant folding. Returns the nodes replaced by constants (-1: OOM). */
+static int df__opt_fold(df__opt *o, df_session *ss) {
+    df_graph *g = o->wg;
+    int n = g->n_nodes;
+    int *order = df__opt_topo(g);
+    if (!order) return 0;
+    unsigned char *konst = (unsigned char *)DF_MALLOC((size_t)n + 1);
+    df__opt_uses u;
+    memset(&u, 0, sizeof u);
+    if (!konst || !df__opt_uses_build(g, &u)) { DF_FREE(order); DF_FREE(konst); df__opt_uses_free(&u); return -1; }
+    memset(konst, 0, (size_t)n + 1);
+    /* 1: constant (a Const with no control inputs), 2: foldable */
+    int n_fold = 0;
+    for (int q = 0; q < n; q++) {
+        int i = order[q];
+        const df_node *x = g->nodes[i];
+        if (o->removed[i] || o->pinned[i]) continue;
+        if (!strcmp(x->op->name, "Const")) { konst[i] = x->n_controls ? 0 : 1; continue; }
+        if (!df__opt_plain(x) || x->n_controls || !x->n_inputs) continue;
+        int all = 1;
+        for (int k = 0; k < x->n_inputs && all; k++) all = konst[x->inputs[k].node->id] != 0;
+        size_t bytes = 0;
+        for (int k = 0; k < x->n_outputs && all; k++) {
+            const df__shape *s = &x->out_shapes[k];
+            if (s->rank < 0 || x->out_types[k] == DF_STRING) { all = 0; break; }
+            size_t e = df_dtype_size(x->out_types[k]);
+            for (int d = 0; d < s->rank; d++) {
+                if (s->dims[d] < 0 || (s->dims[d] && e > DF_MAX_FOLDED_BYTES / (size_t)s->dims[d])) { all = 0; break; }
+                e *= (size_t)s->dims[d];
+            }
+            bytes += e;
+        }
+        if (all && bytes <= DF_MAX_FOLDED_BYTES) { konst[i] = 2; n_fold++; }
+    }
+    int count = 0;
+    if (n_fold) {
+        /* the frontier: outputs of folded nodes that something not folded reads, or fetches */
+        df_output *fr = (df_output *)DF_MALLOC((size_t)(2 * n + o->n_fetches + 1) * sizeof(df_output));
+        int nf = 0;
+        if (!fr) { count = -1; goto out; }
+        for (int i = 0; i < n; i++) {
+            if (konst[i] != 2) continue;
+            const df_node *x = g->nodes[i];
+            for (int k = 0; k < x->n_outputs; k++) {
+                int needed = 0;
+                for (int e = u.first[i]; e >= 0 && !needed; e = u.next[e])
+                    needed = u.slot[e] >= 0 && g->nodes[u.node[e]]->inputs[u.slot[e]].index == k && konst[u.node[e]] != 2 && !o->removed[u.node[e]];
+                for (int f = 0; f < o->n_fetches && !needed; f++) needed = o->fetches[f].node == x && o->fetches[f].index == k;
+                if (needed) fr[nf++] = (df_output){(df_node *)x, k};
+            }
+        }
+        df_tensor **vals = nf ? (df_tensor **)DF_MALLOC((size_t)nf * sizeof(df_tensor *)) : NULL;
+        if (nf && !vals) { DF_FREE(fr); count = -1; goto out; }
+        if (nf) {
+            /* evaluate them in a session of their own on one CPU device, on the calling thread */
+            df_session_options so;
+            memset(&so, 0, sizeof so);
+            so.deterministic = 1;
+            so.inter_op_threads = 1;
+            so.intra_op_threads = ss->opts.intra_op_threads;
+            so.disable_passes = DF_PASS_ALL;
+            df_status fst;
+            df_graph *fg = df_graph_new();
+            df_node **clone = (df_node **)DF_MALLOC((size_t)(n + 1) * sizeof(df_node *));
+            df_output *ff = (df_output *)DF_MALLOC((size_t)(nf + 1) * sizeof(df_output));
+            int ok = fg && clone && ff;
+            for (int q = 0; q < n && ok; q++) {
+                int i = order[q];
+                if (!konst[i]) continue;
+                const df_node *x = g->nodes[i];
+                df_node *c = df__node_clone(fg, x, "");
+                if (!c) { ok = 0; break; }
+                for (int k = 0; k < x->n_inputs; k++) c->inputs[k] = (df_output){clone[x->inputs[k].node->id], x->inputs[k].index};
+                clone[i] = c;
+            }
+            for (int f = 0; f < nf && ok; f++) ff[f] = (df_output){clone[fr[f].node->id], fr[f].index};
+            df_session *fs = ok ? df_session_new(fg, &so, &fst) : NULL;
+            int ran = fs && df_session_run(fs, NULL, NULL, 0, ff, vals, nf, NULL, 0, &fst) == DF_OK;
+            df_session_free(fs);
+            df_graph_free(fg);
+            DF_FREE(clone); DF_FREE(ff);
+            if (ran) {
+                for (int f = 0; f < nf; f++) {
+                    const df_node *x = fr[f].node;
+                    char base[320];
+                    snprintf(base, sizeof base, "%.280s/folded_%d", x->name, fr[f].index);
+                    df_op_builder *b = df_op_new(g, "Const", NULL);
+                    df_node *c = NULL;
+                    if (b) {
+                        char *nm = df__pgraph_name(g, base);
+                        if (nm) { DF_FREE(b->name); b->name = nm; } else b->oom = 1;
+                        b->raw = 1;
+                        df_op_set_attr_tensor(b, "value", vals[f]);
+                        df_op_set_attr_type(b, "dtype", vals[f]->dtype);
+                        if (x->device && *x->device) df_op_set_device(b, x->device);
+                        c = df_op_finish(b);
+                    }
+                    if (!c) { g->status.code = DF_OK; continue; }      /* (left unfolded) */
+                    if (!df__grow(&o->removed, &o->cap_removed, g->n_nodes + 1, 1) || !df__grow(&o->pinned, &o->cap_pinned, g->n_nodes + 1, 1)) { count = -1; break; }
+                    o->removed[c->id] = 0;
+                    o->pinned[c->id] = 0;
+                    for (int e = u.first[x->id]; e >= 0; e = u.next[e]) {
+                        df_node *cn = g->nodes[u.node[e]];
+                        if (u.slot[e] >= 0 && konst[cn->id] != 2 && cn->inputs[u.slot[e]].node == x && cn->inputs[u.slot[e]].index == fr[f].index)
+                            cn->inputs[u.slot[e]] = (df_output){c, 0};
+                    }
+                    for (int k = 0; k < o->n_fetches; k++)
+                        if (o->fetches[k].node == x && o->fetches[k].index == fr[f].index) o->fetches[k] = (df_output){c, 0};
+                }
+                for (int i = 0; i < n && count >= 0; i++) if (konst[i] == 2) count++;
+            }
+            for (int f = 0; f < nf; f++) df_tensor_release(vals[f]);
+        }
+        DF_FREE(vals);
+        DF_FREE(fr);
+    }
+out:
+    DF_FREE(order); DF_FREE(konst);
+    df__opt_uses_free(&u);
+    return count;
+}
+
+/* Drops the nodes of wg that no root needs (roots: fetches, targets, fed nodes). */
+static int df__opt_compact(df__opt *o) {
+    df_graph *g = o->wg;
+    int n = g->n_nodes, sp = 0;
+    unsigned char *keep = (unsigned char *)DF_MALLOC((size_t)n + 1);
+    int *stack = (int *)DF_MALLOC((size_t)(n + 1) * sizeof(int));
+    if (!keep || !stack) { DF_FREE(keep); DF_FREE(stack); return 0; }
+    memset(keep, 0, (size_t)n + 1);
+#define DF__OPT_PUSH(id) do { int id_ = (id); if (!keep[id_]) { keep[id_] = 1; stack[sp++] = id_; } } while (0)
+    for (int i = 0; i < o->n_fetches; i++) DF__OPT_PUSH(o->fetches[i].node->id);
+    for (int i = 0; i < o->n_targets; i++) DF__OPT_PUSH(o->targets[i]->id);
+    for (int i = 0; i < o->n_feeds; i++) DF__OPT_PUSH(o->feeds[i].node->id);
+    while (sp) {
+        const df_node *x = g->nodes[stack[--sp]];
+        for (int k = 0; k < x->n_inputs; k++) DF__OPT_PUSH(x->inputs[k].node->id);
+        for (int k = 0; k < x->n_controls; k++) DF__OPT_PUSH(x->controls[k]->id);
+    }
+#undef DF__OPT_PUSH
+    int m = 0;
+    df__strmap_free(&g->names);
+    memset(&g->names, 0, sizeof g->names);
+    int ok = 1;
+    for (int i = 0; i < n; i++) {
+        df_node *x = g->nodes[i];
+        if (!keep[i]) { df__node_free(x); continue; }
+        x->id = m;
+        g->nodes[m++] = x;
+        if (!df__strmap_put(&g->names, x->name, x->id)) ok = 0;
+    }
+    g->n_nodes = m;
+    DF_FREE(keep); DF_FREE(stack);
+    return ok;
+}
+
+static void df__opt_free(df__opt *o) {
+    df_graph_free(o->wg);
+    DF_FREE(o->removed); DF_FREE(o->pinned); DF_FREE(o->fetches); DF_FREE(o->feeds); DF_FREE(o->targets);
+    memset(o, 0, sizeof *o);
+}
+
+/* The working graph for a run of g: the nodes it needs, rewritten by the passes opts allow. */
+static df_code df__optimize(df_session *ss, const df_output *feeds, int n_feeds, const df_output *fetches, int n_fetches,
+                            df_node *const *targets, int n_targets, df__opt *o, df_pass_stats *stats, df_status *st) {
+    const df_graph *g = ss->g;
+    int mask = ~ss->opts.disable_passes;
+    memset(o, 0, sizeof *o);
+    memset(stats, 0, sizeof *stats);
+    stats->nodes_in = g->n_nodes;
+    int n = g->n_nodes, sp = 0, m = 0;
+    int32_t *map = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    int *stack = (int *)DF_MALLOC((size_t)(n + 1) * sizeof(int));
+    o->wg = df_graph_new();
+    o->fetches = (df_output *)DF_MALLOC((size_t)(n_fetches + 1) * sizeof(df_output));
+    o->feeds = (df_output *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(df_output));
+    o->targets = (df_node **)DF_MALLOC((size_t)(n_targets + 1) * sizeof(df_node *));
+    if (!map || !stack || !o->wg || !o->fetches || !o->feeds || !o->targets) goto oom;
+    o->wg->internal_names = 1;
+    for (int i = 0; i < n; i++) map[i] = -1;
+    if (mask & DF_PASS_PRUNE) {
+#define DF__OPT_PUSH(id) do { int id_ = (id); if (map[id_] == -1) { map[id_] = -2; stack[sp++] = id_; } } while (0)
+        for (int i = 0; i < n_fetches; i++) DF__OPT_PUSH(fetches[i].node->id);
+        for (int i = 0; i < n_targets; i++) DF__OPT_PUSH(targets[i]->id);
+        for (int i = 0; i < n_feeds; i++) DF__OPT_PUSH(feeds[i].node->id);
+        while (sp) {
+            const df_node *x = g->nodes[stack[--sp]];
+            for (int k = 0; k < x->n_inputs; k++) DF__OPT_PUSH(x->inputs[k].node->id);
+            for (int k = 0; k < x->n_controls; k++) DF__OPT_PUSH(x->controls[k]->id);
+        }
+#undef DF__OPT_PUSH
+    } else for (int i = 0; i < n; i++) map[i] = -2;
+    for (int i = 0; i < n; i++) {
+        if (map[i] != -2) continue;
+        df_node *c = df__node_clone(o->wg, g->nodes[i], g->nodes[i]->device ? g->nodes[i]->device : "");
+        if (!c) goto oom;
+        c->cf_part = g->nodes[i]->cf_part;
+        map[i] = m++;
+    }
+    stats->nodes_needed = m;
+    for (int i = 0; i < n; i++) {
+        if (map[i] < 0) continue;
+        const df_node *x = g->nodes[i];
+        df_node *c = o->wg->nodes[map[i]];
+        for (int k = 0; k < x->n_inputs; k++) c->inputs[k] = (df_output){o->wg->nodes[map[x->inputs[k].node->id]], x->inputs[k].index};
+        for (int k = 0; k < x->n_controls; k++)
+            if (!df__node_add_control(c, o->wg->nodes[map[x->controls[k]->id]])) goto oom;
+    }
+    o->n_fetches = n_fetches; o->n_feeds = n_feeds; o->n_targets = n_targets;
+    for (int i = 0; i < n_fetches; i++) o->fetches[i] = (df_output){o->wg->nodes[map[fetches[i].node->id]], fetches[i].index};
+    for (int i = 0; i < n_feeds; i++) o->feeds[i] = (df_output){o->wg->nodes[map[feeds[i].node->id]], feeds[i].index};
+    for (int i = 0; i < n_targets; i++) o->targets[i] = o->wg->nodes[map[targets[i]->id]];
+    o->cap_removed = o->cap_pinned = m + 1;
+    o->removed = (unsigned char *)DF_MALLOC((size_t)m + 1);
+    o->pinned = (unsigned char *)DF_MALLOC((size_t)m + 1);
+    if (!o->removed || !o->pinned) goto oom;
+    memset(o->removed, 0, (size_t)m + 1);
+    memset(o->pinned, 0, (size_t)m + 1);
+    for (int i = 0; i < n_feeds; i++) o->pinned[o->feeds[i].node->id] = 1;
+    for (int i = 0; i < n_targets; i++) o->pinned[o->targets[i]->id] = 1;
+    for (int i = 0; i < n_fetches; i++) o->pinned[o->fetches[i].node->id] = 1;   /* (as TF's nodes to preserve) */
+    DF_FREE(map); DF_FREE(stack);
+    map = NULL; stack = NULL;
+    int r;
+    if (mask & DF_PASS_IDENTITY) { if ((r = df__opt_identities(o)) < 0) goto oom; stats->identities_removed = r; }
+    if (mask & DF_PASS_CSE) { if ((r = df__opt_cse(o)) < 0) goto oom; stats->cse_merged = r; }
+    if (mask & DF_PASS_CONSTANT_FOLDING) {
+        if ((r = df__opt_fold(o, ss)) < 0) goto oom;
+        stats->constants_folded = r;
+        if (r && (mask & DF_PASS_CSE)) {          /* equal folded constants, and what reads them */
+            if ((r = df__opt_cse(o)) < 0) goto oom;
+            stats->cse_merged += r;
+        }
+    }
+    if (!df__opt_compact(o)) goto oom;
+    stats->nodes_out = o->wg->n_nodes;
+    if (o->wg->status.code) { df_status_set(st, o->wg->status.code, "Optimising the graph: %s", o->wg->status.message); df__opt_free(o); return st->code; }
+    return DF_OK;
+oom:
+    DF_FREE(map); DF_FREE(stack);
+    df__opt_free(o);
+    return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory optimising the graph");
+}
+
 static df__plan *df__plan_build(df_session *ss, const df_output *feeds, int n_feeds, const df_output *fetches,
                                 int n_fetches, df_node *const *targets, int n_targets, df_status *st) {
-    if (df__graph_has_functional(ss->g) && df__lower_all(ss->g) != DF_OK) { *st = ss->g->status; return NULL; }
-    df__exec *x = df__compile(ss, ss->g, feeds, n_feeds, fetches, n_fetches, targets, n_targets, NULL, st);
-    if (!x) return NULL;
+    if (df__graph_has_functional(ss->g)) {
+        df__lower_lock();
+        df_code lc = df__graph_has_functional(ss->g) ? df__lower_all(ss->g) : DF_OK;
+        df__lower_unlock();
+        if (lc != DF_OK) { *st = ss->g->status; return NULL; }
+    }
+    df__opt o;
+    df_pass_stats stats;
+    memset(&o, 0, sizeof o);
+    memset(&stats, 0, sizeof stats);
+    df_graph *run_g = ss->g;
+    if ((ss->opts.disable_passes & DF_PASS_ALL) != DF_PASS_ALL) {
+        if (df__optimize(ss, feeds, n_feeds, fetches, n_fetches, targets, n_targets, &o, &stats, st) != DF_OK) return NULL;
+        run_g = o.wg;
+        feeds = o.feeds; fetches = o.fetches; targets = o.targets;
+    }
+    df__exec *x = df__compile(ss, run_g, feeds, n_feeds, fetches, n_fetches, targets, n_targets, NULL, st);
+    if (!x) { df__opt_free(&o); return NULL; }
     int32_t *dev = (int32_t *)DF_MALLOC((size_t)(x->n_items + 1) * sizeof(int32_t));
-    if (!dev) { df__exec_free(x); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory placing the graph"); return NULL; }
-    if (df__place(ss, x, dev, st) != DF_OK) { DF_FREE(dev); df__exec_free(x); return NULL; }
+    if (!dev) { df__exec_free(x); df__opt_free(&o); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory placing the graph"); return NULL; }
+    if (df__place(ss, x, dev, st) != DF_OK) { DF_FREE(dev); df__exec_free(x); df__opt_free(&o); return NULL; }
     int first = -1, many = 0;
     for (int i = 0; i < x->n_items; i++)
         if (dev[i] >= 0) { if (first < 0) first = dev[i]; else if (dev[i] != first) many = 1; }
@@ -14554,11 +15115,17 @@ static df__plan *df__plan_build(df_session *ss, const df_output *feeds, int n_fe
         } else {
             memset(plan, 0, sizeof *plan);
             memset(pt, 0, sizeof *pt);
-            pt->g = ss->g; pt->x = x; pt->dev = ss->devices[first < 0 ? 0 : first];
+            pt->g = run_g; pt->x = x; pt->dev = ss->devices[first < 0 ? 0 : first];
             plan->parts = pt; plan->n_parts = 1;
         }
     }
     DF_FREE(dev);
+    if (plan) {                   /* the plan keeps the working graph: its executors point into it */
+        plan->work = o.wg;
+        plan->stats = stats;
+        o.wg = NULL;
+    }
+    df__opt_free(&o);
     return plan;
 }
 
@@ -14958,6 +15525,8 @@ typedef struct df__gd {
     int n, cap;
     df__strmap index;              /* GraphDef name -> node index */
     df_status *st;
+    df__pb lib;                    /* the function library, if any */
+    int has_lib;
 } df__gd;
 
 static df_code df__gd_bad(df__gd *d, const char *what, const df__gd_node *n) {
@@ -15048,8 +15617,8 @@ static df_code df__gd_parse(df__gd *d, const void *data, size_t len) {
             memset(n, 0, sizeof *n);
             if (df__gd_parse_node(d, &sub, n)) return d->st->code;
         } else if (f == 2 && wt == DF__PB_LEN) {
-            df__pb sub;                /* the function library: functions are not supported yet */
-            if (!df__pb_sub(&r, &sub)) return df__gd_bad(d, "truncated function library", NULL);
+            if (!df__pb_sub(&r, &d->lib)) return df__gd_bad(d, "truncated function library", NULL);
+            d->has_lib = 1;
         } else if (!df__pb_skip(&r, wt)) return df__gd_bad(d, "truncated or malformed GraphDef field", NULL);
     }
     if (bad) return df__gd_bad(d, "malformed GraphDef (bad tag or wire type): not a binary GraphDef?", NULL);
@@ -15471,6 +16040,389 @@ static df_output df__gd_value(const df__gd *d, const df_import_options *o, df__g
     df_output out = {d->nodes[src].made, index};
     return out;
 }
+/* ---- the function library (FunctionDefLibrary, GraphDef field 2) ----
+   Each FunctionDef used by the graph (through func attrs, transitively) becomes a function of
+   g's library: its body is rewritten as a GraphDef (an _Arg node per input_arg; inputs
+   "node:out_arg:i" turned into "node:flat index") and imported by the same code, so bodies get
+   the same checks as graphs. Functions are made callees first; a cycle is recursion, refused. */
+typedef struct df__gd_fdef {
+    df__gd_str name;
+    df__pb sig, whole;           /* OpDef signature; the FunctionDef */
+    int used, state;             /* state: 0 not made, 1 being made, 2 made */
+} df__gd_fdef;
+typedef struct df__gd_lib { df__gd_fdef *f; int n, cap; } df__gd_lib;
+
+static df_code df__gd_lib_parse(df__pb lib, df__gd_lib *L, df_status *st) {
+    uint32_t f;
+    int wt, bad;
+    while (df__pb_next(&lib, &f, &wt, &bad)) {
+        if (f == 1 && wt == DF__PB_LEN) {
+            df__pb fd;
+            if (!df__pb_sub(&lib, &fd)) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: truncated FunctionDef");
+            if (L->n >= (1 << 16)) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: more than 65536 functions");
+            if (!df__grow(&L->f, &L->cap, L->n + 1, sizeof *L->f)) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory");
+            df__gd_fdef *e = &L->f[L->n++];
+            memset(e, 0, sizeof *e);
+            e->whole = fd;
+            df__pb r = fd;
+            uint32_t g2;
+            int w2, b2;
+            while (df__pb_next(&r, &g2, &w2, &b2)) {
+                if (g2 == 1 && w2 == DF__PB_LEN) {
+                    if (!df__pb_sub(&r, &e->sig)) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: truncated function signature");
+                    df__pb s = e->sig;
+                    uint32_t g3;
+                    int w3, b3;
+                    while (df__pb_next(&s, &g3, &w3, &b3)) {
+                        if (g3 == 1 && w3 == DF__PB_LEN) { if (!df__gd_string(&s, &e->name)) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: bad function name"); }
+                        else if (!df__pb_skip(&s, w3)) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: malformed function signature");
+                    }
+                    if (b3) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: malformed function signature");
+                } else if (!df__pb_skip(&r, w2)) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: malformed FunctionDef");
+            }
+            if (b2) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: malformed FunctionDef");
+            if (!e->name.n) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: a FunctionDef has no name");
+        } else if (!df__pb_skip(&lib, wt)) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: malformed function library");
+    }
+    if (bad) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: malformed function library");
+    return DF_OK;
+}
+static int df__gd_lib_find(const df__gd_lib *L, df__gd_str name) {
+    for (int i = 0; i < L->n; i++)
+        if (L->f[i].name.n == name.n && !memcmp(L->f[i].name.p, name.p, name.n)) return i;
+    return -1;
+}
+/* Calls fn(user, name) for each function an attr map entry (an AttrValue) names. */
+static void df__gd_attr_funcs(df__pb value, void (*fn)(void *, df__gd_str), void *user) {
+    df__gd_val v;
+    if (!df__gd_attr_value(value, &v) || v.field != 10 || v.wt != DF__PB_LEN) return;
+    df__pb r = v.sub;
+    uint32_t f;
+    int wt, bad;
+    while (df__pb_next(&r, &f, &wt, &bad)) {
+        df__gd_str s;
+        if (f == 1 && wt == DF__PB_LEN) { if (df__gd_string(&r, &s)) fn(user, s); else return; }
+        else if (!df__pb_skip(&r, wt)) return;
+    }
+}
+
+typedef struct df__gd_fb {      /* a FunctionDef's body being rewritten */
+    df__gd nodes;                /* its node_defs, parsed as NodeDefs */
+    df__gd_str *arg_names;
+    df_dtype *arg_types;
+    int n_args, cap_args;
+    df__gd_str *out_names;
+    int n_outs, cap_outs;
+    df__gd_str *ret_keys, *ret_vals;
+    int n_rets, cap_rk, cap_rv;
+} df__gd_fb;
+
+static int df__gd_argdef(df__pb a, df__gd_str *name, df_dtype *type, int *poly) {
+    uint32_t f;
+    int wt, bad;
+    *type = 0;
+    *poly = 0;
+    name->n = 0;
+    while (df__pb_next(&a, &f, &wt, &bad)) {
+        if (f == 1 && wt == DF__PB_LEN) { if (!df__gd_string(&a, name)) return 0; }
+        else if (f == 3 && wt == DF__PB_VARINT) { uint64_t v; if (!df__pb_varint(&a, &v)) return 0; *type = (df_dtype)(v > 100 ? v - 100 : v); }
+        else if ((f == 4 || f == 5 || f == 6) && wt == DF__PB_LEN) { df__gd_str s; if (!df__gd_string(&a, &s)) return 0; if (s.n) *poly = 1; }
+        else if (!df__pb_skip(&a, wt)) return 0;
+    }
+    return !bad && name->n;
+}
+
+/* "node:out_arg:i" (or an argument's name) to "node:flat" in w; the op of `node` gives the flat index. */
+static int df__gd_fn_input(const df__gd_fb *b, df__gd_str in, char *out, size_t cap, const char **why) {
+    int control = in.n && in.p[0] == '^';
+    const uint8_t *p = in.p + control;
+    size_t n = in.n - (size_t)control;
+    const uint8_t *c1 = memchr(p, ':', n);
+    if (!c1) { snprintf(out, cap, "%s%.*s", control ? "^" : "", (int)DF__MIN(n, (size_t)400), (const char *)p); return 1; }
+    if (control) { *why = "a control input names an output"; return 0; }
+    const uint8_t *c2 = memchr(c1 + 1, ':', (size_t)(p + n - c1 - 1));
+    df__gd_str node = {p, (size_t)(c1 - p)};
+    if (!c2) { snprintf(out, cap, "%.*s", (int)DF__MIN(n, (size_t)400), (const char *)p); return 1; }   /* node:i */
+    df__gd_str arg = {c1 + 1, (size_t)(c2 - c1 - 1)};
+    long idx = 0;
+    for (const uint8_t *q = c2 + 1; q < p + n; q++) {
+        if (*q < '0' || *q > '9' || idx > 100000000) { *why = "a bad output index"; return 0; }
+        idx = idx * 10 + (*q - '0');
+    }
+    const df__gd_node *src = NULL;
+    for (int i = 0; i < b->nodes.n; i++)
+        if (b->nodes.nodes[i].name.n == node.n && !memcmp(b->nodes.nodes[i].name.p, node.p, node.n)) src = &b->nodes.nodes[i];
+    if (!src) { *why = "an input names no node of the function"; return 0; }
+    char opname[128];
+    snprintf(opname, sizeof opname, "%.*s", (int)DF__MIN(src->op.n, (size_t)120), (const char *)src->op.p);
+    const df__opdef *op = df__op_lookup(opname);
+    long flat = -1, base = 0;
+    for (int k = 0; op && k < op->n_out; k++) {
+        if (strlen(op->out[k].name) == arg.n && !memcmp(op->out[k].name, arg.p, arg.n)) { flat = base + idx; break; }
+        if (op->out[k].is_list) { base = -1; break; }      /* a list before it: its size is in the attrs */
+        base++;
+    }
+    if (flat < 0 && op && op->n_out == 1) flat = idx;     /* our output's name differs; one output: no doubt */
+    if (flat < 0) { *why = op ? "an output argument name the op does not have" : "an input from an op that is not registered here"; return 0; }
+    snprintf(out, cap, "%.*s:%ld", (int)DF__MIN(node.n, (size_t)400), (const char *)node.p, flat);
+    return 1;
+}
+
+static df_code df__gd_make_function(df_graph *g, df__gd_lib *L, int fi, df_status *st, int depth);
+
+static df_code df__gd_fn_deps(df_graph *g, df__gd_lib *L, df__pb whole, df_status *st, int depth);
+typedef struct df__gd_dep_ctx { df_graph *g; df__gd_lib *L; df_status *st; int depth; } df__gd_dep_ctx;
+static void df__gd_dep_visit(void *user, df__gd_str name) {
+    df__gd_dep_ctx *c = (df__gd_dep_ctx *)user;
+    if (c->st->code) return;
+    int k = df__gd_lib_find(c->L, name);
+    if (k < 0) {            /* perhaps already in g's library (imported before) */
+        char nm[256];
+        snprintf(nm, sizeof nm, "%.*s", (int)DF__MIN(name.n, (size_t)250), (const char *)name.p);
+        if (!df__fn_find(c->g, nm)) df_status_set(c->st, DF_NOT_FOUND, "GraphDef: function '%s' is not in the library", nm);
+        return;
+    }
+    df__gd_make_function(c->g, c->L, k, c->st, c->depth + 1);
+}
+/* Makes the functions the nodes of a NodeDef list (field `field` of msg) use. */
+static df_code df__gd_nodes_deps(df_graph *g, df__gd_lib *L, df__pb msg, uint32_t field, df_status *st, int depth) {
+    uint32_t f;
+    int wt, bad;
+    df__gd_dep_ctx c = {g, L, st, depth};
+    while (!st->code && df__pb_next(&msg, &f, &wt, &bad)) {
+        if (f == field && wt == DF__PB_LEN) {
+            df__pb nd;
+            if (!df__pb_sub(&msg, &nd)) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: truncated NodeDef");
+            uint32_t g2;
+            int w2, b2;
+            while (!st->code && df__pb_next(&nd, &g2, &w2, &b2)) {
+                if (g2 == 5 && w2 == DF__PB_LEN) {
+                    df__pb e;
+                    if (!df__pb_sub(&nd, &e)) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: truncated attr");
+                    uint32_t g3;
+                    int w3, b3;
+                    while (!st->code && df__pb_next(&e, &g3, &w3, &b3)) {
+                        df__pb v;
+                        if (g3 == 2 && w3 == DF__PB_LEN) { if (!df__pb_sub(&e, &v)) break; df__gd_attr_funcs(v, df__gd_dep_visit, &c); }
+                        else if (!df__pb_skip(&e, w3)) break;
+                    }
+                } else if (!df__pb_skip(&nd, w2)) break;
+            }
+        } else if (!df__pb_skip(&msg, wt)) break;
+    }
+    return st->code;
+}
+static df_code df__gd_fn_deps(df_graph *g, df__gd_lib *L, df__pb whole, df_status *st, int depth) {
+    return df__gd_nodes_deps(g, L, whole, 3, st, depth);
+}
+
+static void df__gd_fb_free(df__gd_fb *b) {
+    df__gd_free(&b->nodes);
+    DF_FREE(b->arg_names); DF_FREE(b->arg_types); DF_FREE(b->out_names); DF_FREE(b->ret_keys); DF_FREE(b->ret_vals);
+}
+
+static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df_import_options *o, df_status *st);
+typedef struct df__gd_fn_user { const df__pbw *body; const df__gd_fb *fb; df_status *st; } df__gd_fn_user;
+static void df__gd_fn_build(df_graph *fg, void *user, const df_output *args, df_output *outs) {
+    const df__gd_fn_user *u = (const df__gd_fn_user *)user;
+    DF__UNUSED(args);
+    fg->internal_names = 1;            /* TensorFlow names arguments "___redundant_placeholder" */
+    if (df__gd_import(fg, u->body->buf, u->body->len, NULL, u->st)) {
+        df__graph_error(fg, u->st->code, "%s", u->st->message);
+        return;
+    }
+    for (int r = 0; r < u->fb->n_outs; r++) {
+        df__gd_str val = {NULL, 0};
+        for (int k = 0; k < u->fb->n_rets; k++)
+            if (u->fb->ret_keys[k].n == u->fb->out_names[r].n && !memcmp(u->fb->ret_keys[k].p, u->fb->out_names[r].p, u->fb->out_names[r].n)) val = u->fb->ret_vals[k];
+        char conv[512];
+        const char *why = "no ret entry";
+        if (!val.p || !df__gd_fn_input(u->fb, val, conv, sizeof conv, &why)) {
+            df__graph_error(fg, DF_INVALID_ARGUMENT, "GraphDef: result %d of the function: %s", r, why);
+            return;
+        }
+        char *colon = strrchr(conv, ':');
+        int idx = 0;
+        if (colon && colon != conv) { idx = atoi(colon + 1); *colon = 0; }
+        df_node *n = df_graph_find(fg, conv);
+        if (!n || idx < 0 || idx >= n->n_outputs) { df__graph_error(fg, DF_INVALID_ARGUMENT, "GraphDef: result %d of the function names '%s', which it lacks", r, conv); return; }
+        outs[r] = (df_output){n, idx};
+    }
+}
+
+static df_code df__gd_make_function(df_graph *g, df__gd_lib *L, int fi, df_status *st, int depth) {
+    df__gd_fdef *e = &L->f[fi];
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)DF__MIN(e->name.n, (size_t)250), (const char *)e->name.p);
+    if (e->state == 2 || df__fn_find(g, name)) return DF_OK;
+    if (e->state == 1) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s' uses itself (directly or "
+                                            "through other functions); recursion is not supported", name);
+    if (depth > DF_MAX_FUNCTION_DEPTH)
+        return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: functions call each other more than %d deep (at '%s')",
+                             DF_MAX_FUNCTION_DEPTH, name);
+    e->state = 1;
+    if (df__gd_fn_deps(g, L, e->whole, st, depth)) return st->code;
+    df__gd_fb b;
+    memset(&b, 0, sizeof b);
+    b.nodes.st = st;
+    df__pbw w;
+    memset(&w, 0, sizeof w);
+    df_code code = DF_OK;
+    /* signature: input_arg 2, output_arg 3 */
+    {
+        df__pb s = e->sig;
+        uint32_t f;
+        int wt, bad;
+        while (df__pb_next(&s, &f, &wt, &bad)) {
+            if ((f == 2 || f == 3) && wt == DF__PB_LEN) {
+                df__pb a;
+                df__gd_str an;
+                df_dtype t;
+                int poly;
+                if (!df__pb_sub(&s, &a) || !df__gd_argdef(a, &an, &t, &poly)) { code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': malformed argument", name); goto out; }
+                if (poly || (f == 2 && !df_dtype_size(t) && t != DF_STRING && t != DF_BOOL)) { code = df_status_set(st, DF_UNIMPLEMENTED, "GraphDef: function '%s': argument '%.*s' has a type given by an attr or a type not supported here", name, (int)DF__MIN(an.n, (size_t)100), (const char *)an.p); goto out; }
+                if (f == 2) {
+                    if (!df__grow(&b.arg_names, &b.cap_args, b.n_args + 1, sizeof *b.arg_names)) goto oom;
+                    int cap2 = b.cap_args;
+                    if (!(b.arg_types = (df_dtype *)DF_REALLOC(b.arg_types, (size_t)cap2 * sizeof(df_dtype)))) goto oom;
+                    b.arg_names[b.n_args] = an;
+                    b.arg_types[b.n_args++] = t;
+                } else {
+                    if (!df__grow(&b.out_names, &b.cap_outs, b.n_outs + 1, sizeof *b.out_names)) goto oom;
+                    b.out_names[b.n_outs++] = an;
+                }
+            } else if (!df__pb_skip(&s, wt)) { code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': malformed signature", name); goto out; }
+        }
+    }
+    /* node_def 3 (parsed as NodeDefs), ret 4 */
+    {
+        df__pb r = e->whole;
+        uint32_t f;
+        int wt, bad;
+        while (df__pb_next(&r, &f, &wt, &bad)) {
+            if (f == 3 && wt == DF__PB_LEN) {
+                df__pb sub;
+                if (!df__pb_sub(&r, &sub)) { code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': truncated NodeDef", name); goto out; }
+                if (b.nodes.n >= (1 << 20)) { code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: function '%s' has too many nodes", name); goto out; }
+                if (!df__grow(&b.nodes.nodes, &b.nodes.cap, b.nodes.n + 1, sizeof *b.nodes.nodes)) goto oom;
+                df__gd_node *n = &b.nodes.nodes[b.nodes.n++];
+                memset(n, 0, sizeof *n);
+                if (df__gd_parse_node(&b.nodes, &sub, n)) { code = st->code; goto out; }
+            } else if (f == 4 && wt == DF__PB_LEN) {
+                df__pb m;
+                df__gd_str k = {NULL, 0}, v = {NULL, 0};
+                if (!df__pb_sub(&r, &m)) { code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': truncated ret", name); goto out; }
+                uint32_t g2;
+                int w2, b2;
+                while (df__pb_next(&m, &g2, &w2, &b2)) {
+                    if (g2 == 1 && w2 == DF__PB_LEN) { if (!df__gd_string(&m, &k)) break; }
+                    else if (g2 == 2 && w2 == DF__PB_LEN) { if (!df__gd_string(&m, &v)) break; }
+                    else if (!df__pb_skip(&m, w2)) break;
+                }
+                if (!df__grow(&b.ret_keys, &b.cap_rk, b.n_rets + 1, sizeof *b.ret_keys) ||
+                    !df__grow(&b.ret_vals, &b.cap_rv, b.n_rets + 1, sizeof *b.ret_vals)) goto oom;
+                b.ret_keys[b.n_rets] = k;
+                b.ret_vals[b.n_rets++] = v;
+            } else if (!df__pb_skip(&r, wt)) { code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': malformed FunctionDef", name); goto out; }
+        }
+    }
+    /* the body as a GraphDef: _Arg nodes, then the nodes with their inputs rewritten */
+    for (int i = 0; i < b.n_args; i++) {
+        df__pbw nd, av;
+        memset(&nd, 0, sizeof nd);
+        memset(&av, 0, sizeof av);
+        df__pbw_bytes(&nd, 1, b.arg_names[i].p, b.arg_names[i].n);
+        df__pbw_str(&nd, 2, "_Arg");
+        df__pbw ent;
+        memset(&ent, 0, sizeof ent);
+        df__pbw_str(&ent, 1, "T");
+        df__pbw_uint(&av, 6, (uint64_t)b.arg_types[i]);
+        df__pbw_msg(&ent, 2, &av);
+        df__pbw_msg(&nd, 5, &ent);
+        memset(&ent, 0, sizeof ent);
+        df__pbw_str(&ent, 1, "index");
+        df__pbw_uint(&av, 3, (uint64_t)i);
+        df__pbw_msg(&ent, 2, &av);
+        df__pbw_msg(&nd, 5, &ent);
+        df__pbw_msg(&w, 1, &nd);
+    }
+    for (int i = 0; i < b.nodes.n; i++) {
+        const df__gd_node *n = &b.nodes.nodes[i];
+        df__pbw nd;
+        memset(&nd, 0, sizeof nd);
+        df__pbw_bytes(&nd, 1, n->name.p, n->name.n);
+        df__pbw_bytes(&nd, 2, n->op.p, n->op.n);
+        for (int k = 0; k < n->n_inputs; k++) {
+            char conv[512];
+            const char *why = "";
+            if (!df__gd_fn_input(&b, n->inputs[k], conv, sizeof conv, &why)) {
+                DF_FREE(nd.buf);
+                code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s', node '%.*s': input '%.*s': %s", name,
+                                     (int)DF__MIN(n->name.n, (size_t)100), (const char *)n->name.p,
+                                     (int)DF__MIN(n->inputs[k].n, (size_t)100), (const char *)n->inputs[k].p, why);
+                goto out;
+            }
+            df__pbw_str(&nd, 3, conv);
+        }
+        if (n->device.n) df__pbw_bytes(&nd, 4, n->device.p, n->device.n);
+        for (int k = 0; k < n->n_attrs; k++) {
+            df__pbw ent;
+            memset(&ent, 0, sizeof ent);
+            df__pbw_bytes(&ent, 1, n->attrs[k].key.p, n->attrs[k].key.n);
+            df__pbw_bytes(&ent, 2, n->attrs[k].value.p, (size_t)(n->attrs[k].value.end - n->attrs[k].value.p));
+            df__pbw_msg(&nd, 5, &ent);
+        }
+        df__pbw_msg(&w, 1, &nd);
+    }
+    if (w.oom) goto oom;
+    {
+        df__gd_fn_user u = {&w, &b, st};
+        /* df__fn_make makes _Arg nodes named arg0..; the body's own, named as in the FunctionDef,
+           come with the import: the function's arguments are those */
+        df__func *fn = df__fn_make(g, name, 0, NULL, NULL, b.n_outs, df__gd_fn_build, &u);
+        if (!fn) {
+            if (!st->code || st->code == DF_OK) df_status_set(st, g->status.code, "%s", g->status.message);
+            code = st->code;
+            goto out;
+        }
+        df_node **args = (df_node **)DF_MALLOC((size_t)(b.n_args + 1) * sizeof(df_node *));
+        if (!args) goto oom;
+        for (int i = 0; i < b.n_args; i++) {
+            char an[256];
+            snprintf(an, sizeof an, "%.*s", (int)DF__MIN(b.arg_names[i].n, (size_t)250), (const char *)b.arg_names[i].p);
+            args[i] = df_graph_find(fn->body, an);
+        }
+        DF_FREE(fn->args);
+        fn->args = args;
+        fn->n_args = b.n_args;
+        fn->n_caps = 0;
+        df_status_clear(st);
+    }
+    e->state = 2;
+    goto out;
+oom:
+    code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory importing function '%s'", name);
+out:
+    DF_FREE(w.buf);
+    df__gd_fb_free(&b);
+    return code ? code : st->code;
+}
+
+/* Makes the library functions the graph's nodes use (transitively). */
+static df_code df__gd_import_library(df_graph *g, const df__gd *d, df__pb lib, const void *data, size_t len, df_status *st) {
+    DF__UNUSED(d);
+    df__gd_lib L;
+    memset(&L, 0, sizeof L);
+    df_status_clear(st);
+    df_code c = df__gd_lib_parse(lib, &L, st);
+    if (!c) {
+        df__pb whole = {(const uint8_t *)data, (const uint8_t *)data + len};
+        c = df__gd_nodes_deps(g, &L, whole, 1, st, 0);
+    }
+    DF_FREE(L.f);
+    return c;
+}
+
 static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df_import_options *o, df_status *st) {
     df__gd d;
     memset(&d, 0, sizeof d);
@@ -15481,6 +16433,7 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
     int cap_ins = 0;
     if (!data && len) { df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: NULL data"); goto done; }
     if (df__gd_parse(&d, data, len)) goto done;
+    if (d.has_lib && df__gd_import_library(g, &d, d.lib, data, len, st)) goto done;
     /* names: unique, then every input resolved */
     for (int i = 0; i < d.n; i++) {
         df__gd_node *n = &d.nodes[i];
@@ -17208,9 +18161,11 @@ static const df__opspec df__op_table[] = {
     /* functions and functional control flow (>>func): lowered before a graph runs */
     {"_Arg", "", "output:T", "T:type,index:int=0,shape:shape=?", df__sf_arg, NULL, DF__OP_NO_GRADIENT, 0},
     {"PartitionedCall", "args:Tin", "output:Tout", "Tin:list(type),Tout:list(type),f:func,config:string='',"
-     "config_proto:string='',executor_type:string=''", df__sf_call, NULL, DF__OP_FUNCTIONAL, 0},
+     "executor_type:string=''", df__sf_call, NULL, DF__OP_FUNCTIONAL, 0},
     {"StatefulPartitionedCall", "args:Tin", "output:Tout", "Tin:list(type),Tout:list(type),f:func,config:string='',"
-     "config_proto:string='',executor_type:string=''", df__sf_call, NULL, DF__OP_FUNCTIONAL | DF__OP_STATEFUL, 0},
+     "executor_type:string=''", df__sf_call, NULL, DF__OP_FUNCTIONAL | DF__OP_STATEFUL, 0},
+    {"Assert", "condition:bool,data:T", "", "T:list(type),summarize:int=3", NULL, df__k_assert,
+     DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"If", "cond:Tcond,input:Tin", "output:Tout", "Tcond:type,Tin:list(type),Tout:list(type),then_branch:func,"
      "else_branch:func", df__sf_if, NULL, DF__OP_FUNCTIONAL | DF__OP_STATEFUL, 0},
     {"StatelessIf", "cond:Tcond,input:Tin", "output:Tout", "Tcond:type,Tin:list(type),Tout:list(type),then_branch:func,"

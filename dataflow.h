@@ -361,7 +361,24 @@ typedef struct df_session_options {
                                         (see df_session_cuda_graph_stats) */
     int         worker_timeout_ms;   /* with a target: a worker silent this long during a step
                                         (no result, no heartbeat) has failed; 0 means 2000 */
+    int         disable_passes;      /* DF_PASS_* bits: graph optimisation passes NOT to run
+                                        (0: all of them; DF_PASS_ALL: run the graph as built) */
 } df_session_options;
+
+/* Graph optimisation passes (on a copy of the graph, per feeds/fetches/targets signature). */
+enum {
+    DF_PASS_PRUNE = 1,               /* copy only the nodes the fetches and targets need */
+    DF_PASS_IDENTITY = 2,            /* bypass Identity/IdentityN/StopGradient that only forward */
+    DF_PASS_CSE = 4,                 /* merge equal stateless nodes (same op, attrs, inputs, device) */
+    DF_PASS_CONSTANT_FOLDING = 8,    /* evaluate nodes of constants once, outside loops and conds */
+    DF_PASS_ALL = 15
+};
+typedef struct df_pass_stats {
+    int nodes_in;                    /* nodes of the graph (after If/While/calls were lowered) */
+    int nodes_needed;                /* after pruning */
+    int identities_removed, cse_merged, constants_folded;
+    int nodes_out;                   /* nodes of the graph that runs */
+} df_pass_stats;
 /* DEFAULT: TensorFlow's placer (requests, colocation, then the first device). COST_MODEL:
    nodes without a request go where a simulation of the graph says they finish first, counting
    the time to move their inputs. */
@@ -389,6 +406,10 @@ void df_session_cuda_graph_stats(df_session *s, df_cuda_graph_stats *out);
    with their Send/Recv nodes and control loops: for tests, DOT pictures and debugging. */
 int             df_session_num_partitions(df_session *s);
 const df_graph *df_session_partition(df_session *s, int i, const char **device);
+/* The graph the last run ran after lowering and the optimisation passes (before placement;
+   the caller's graph when every pass is off), and what the passes did (stats may be NULL).
+   NULL before the first run. Valid until the session is freed. */
+const df_graph *df_session_optimized_graph(df_session *s, df_pass_stats *stats);
 
 /* ---------------------------------------------------------------------------------------------
    Memory: the BFC allocator (best fit with coalescing, as TensorFlow's)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #define FIXTURES "tests/graphdef/fixtures"
+static const char *fixtures_root = FIXTURES;   /* or tests/graphdef/fixtures_tf2 */
 
 static void *load_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
@@ -135,14 +136,14 @@ static int run_fixture(const char *dir, const manifest *m, const void *data, siz
 }
 
 static int fixture_dirs(char names[][64], int max) {
-    DIR *dir = opendir(FIXTURES);
+    DIR *dir = opendir(fixtures_root);
     int n = 0;
     if (!dir) return 0;
     struct dirent *e;
     while ((e = readdir(dir)) && n < max) {
         if (e->d_name[0] == '.') continue;
         char path[512];
-        snprintf(path, sizeof path, FIXTURES "/%.255s/graph.pb", e->d_name);
+        snprintf(path, sizeof path, "%s/%.255s/graph.pb", fixtures_root, e->d_name);
         FILE *f = fopen(path, "rb");
         if (!f) continue;
         fclose(f);
@@ -155,7 +156,7 @@ static int fixture_dirs(char names[][64], int max) {
 /* Fixture `name`: its folder, manifest and graph.pb bytes (NULL if unreadable). */
 static void *load_fixture(const char *name, char *dir, size_t dir_size, manifest *m, size_t *len) {
     char path[512];
-    snprintf(dir, dir_size, FIXTURES "/%.63s", name);
+    snprintf(dir, dir_size, "%s/%.63s", fixtures_root, name);
     snprintf(path, sizeof path, "%s/graph.pb", dir);
     void *data = load_file(path, len);
     if (data && !read_manifest(dir, m)) { free(data); data = NULL; }
@@ -602,4 +603,36 @@ DF_TEST(graphdef_tensor_proto_typed_values) {
     v = const_value(&t, DF_INT32, &st);
     CHECK(v == NULL);
     CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "malformed TensorProto");
+}
+
+/* TensorFlow 2 graphs of tf.function code (AutoGraph's if/while/for: StatelessIf, StatelessWhile,
+   If, While, PartitionedCall and a FunctionDefLibrary; tests/graphdef/make_tf2_fixtures.py) run
+   to TensorFlow's results. The gradient fixtures TensorFlow 2 writes use TensorList and Optional
+   ops and variant-typed arguments, not supported here: those must fail to import with UNIMPLEMENTED. */
+DF_TEST(graphdef_tensorflow2_functional_fixtures_match_tensorflow) {
+    static const char *const unsupported[] = {"tf2_grad_while", "tf2_grad_if_true", "tf2_grad_if_false"};
+    char names[64][64];
+    fixtures_root = "tests/graphdef/fixtures_tf2";
+    int n = fixture_dirs(names, 64), passed = 0, refused = 0;
+    CHECK_MSG(n >= 8, "only %d fixtures under %s", n, fixtures_root);
+    for (int i = 0; i < n; i++) {
+        char dir[256];
+        manifest m;
+        size_t len = 0;
+        void *data = load_fixture(names[i], dir, sizeof dir, &m, &len);
+        CHECK_MSG(data != NULL, "%s: unreadable fixture", dir);
+        int skip = 0;
+        for (size_t k = 0; k < sizeof unsupported / sizeof *unsupported; k++) skip |= !strcmp(names[i], unsupported[k]);
+        if (data && skip) {
+            df_status st;
+            df_graph *g = df_graph_import_graphdef(data, len, &st);
+            CHECK_MSG(g == NULL && st.code == DF_UNIMPLEMENTED,
+                      "%s: expected UNIMPLEMENTED (ops or variant types not supported here), got %s: %s", dir, df_code_name(st.code), st.message);
+            refused += g == NULL;
+            df_graph_free(g);
+        } else if (data) passed += run_fixture(dir, &m, data, len, "TensorFlow 2's GraphDef");
+        free(data);
+    }
+    fixtures_root = FIXTURES;
+    printf("    %d of %d TensorFlow 2 fixtures match (%d refused: TensorList/Optional ops)\n", passed, n - refused, refused);
 }
