@@ -14909,7 +14909,7 @@ static df_code df__gdw_attr(df__pbw *w, const df__attr *a) {
     case DF__A_SHAPE_LIST: {                    /* each shape a TensorShapeProto, field 7 of the list */
         df__pbw l;
         memset(&l, 0, sizeof l);
-        for (const int64_t *p = a->u.ints.v, *end = p + a->u.ints.n; p < end; p += DF__MAX(p[0], 0) + 1)
+        for (const int64_t *p = a->u.ints.v, *end = p ? p + a->u.ints.n : p; p < end; p += DF__MAX(p[0], 0) + 1)
             df__gdw_shape(&l, 7, (int)p[0], p + 1);
         df__pbw_msg(&v, 1, &l);
         break;
@@ -15789,6 +15789,7 @@ static void df__queue_unlock(df__queue *q) { df__spin_unlock(&q->mu); }
 /* The number of shapes, or -1 if the list is malformed (a rank outside [-1, DF_MAX_RANK], a
    dim below -1, dims missing). Shape i into *out when out is given and i is in range. */
 static int df__shape_list(const df__attr *a, int i, df__shape *out) {
+    if (!a->u.ints.n) return 0;
     const int64_t *p = a->u.ints.v, *end = p + a->u.ints.n;
     int k = 0;
     for (; p < end; k++) {
@@ -16629,9 +16630,20 @@ static void df__queues_end(df_session *s) {
         df__queue_complete_all(q, parked);
     }
 #ifndef DF_NO_THREADS
-    while (__atomic_load_n(&s->runs_in_flight, __ATOMIC_ACQUIRE) > 0) {
-        struct timespec pause = {0, 100000};
-        nanosleep(&pause, NULL);
+    if (__atomic_load_n(&s->runs_in_flight, __ATOMIC_ACQUIRE) > 0) {
+        pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;     /* (a pause of 100 us per look) */
+        pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+        pthread_mutex_lock(&mu);
+        while (__atomic_load_n(&s->runs_in_flight, __ATOMIC_ACQUIRE) > 0) {
+            struct timespec ts;
+            timespec_get(&ts, TIME_UTC);
+            ts.tv_nsec += 100000;
+            if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+            pthread_cond_timedwait(&cv, &mu, &ts);
+        }
+        pthread_mutex_unlock(&mu);
+        pthread_mutex_destroy(&mu);
+        pthread_cond_destroy(&cv);
     }
 #endif
     if (!set) return;
