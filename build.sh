@@ -34,8 +34,9 @@ demo() {
     need gzip gzip
     $CC -std=c11 -O2 $WARN examples/demo.c dataflow.c -o build/demo $LIBS || exit 1
     ./build/demo || exit 1
-    # Two real models trained on data/digits.csv.gz, the RNN through a while loop's gradient.
-    for e in digits_mlp digits_rnn; do
+    # Two real models trained on data/digits.csv.gz, the RNN through a while loop's gradient; the
+    # MLP again with its batches from a FIFOQueueV2 that a reader thread fills.
+    for e in digits_mlp digits_rnn digits_queue; do
         $CC -std=c11 -O2 $WARN examples/$e.c dataflow.c -o build/$e $LIBS || exit 1
         echo; echo "== $e"
         ./build/$e data/digits.csv.gz || exit 1
@@ -224,7 +225,7 @@ run_tests() {
     step "two translation units" sh -c "$CC -std=c11 -O2 $WARN -DDATAFLOW_IMPLEMENTATION tests/compile/two_tu.c dataflow.c -o build/two_tu $LIBS && ./build/two_tu"
     step "one translation unit" sh -c "$CC -std=c11 -O2 $WARN tests/compile/one_tu.c -o build/one_tu $LIBS && ./build/one_tu"
     step "demo runs" sh -c "$CC -std=c11 -O2 $WARN examples/demo.c dataflow.c -o build/demo $LIBS && ./build/demo"
-    for e in digits_mlp digits_rnn; do
+    for e in digits_mlp digits_rnn digits_queue; do
         step "$e trains to its accuracy target" sh -c "$CC -std=c11 -O2 $WARN examples/$e.c dataflow.c -o build/$e $LIBS && ./build/$e data/digits.csv.gz"
     done
     step "dfrun builds and reports bad input" check_dfrun
@@ -289,7 +290,7 @@ run_tests() {
     else skipped=$((skipped + 1)); echo "skip build: AVX-512 emulation (SIMDe headers not installed)"; fi
     # The threaded tests again under ThreadSanitizer (where the toolchain has it).
     if [ "${DF_SANITIZE:-1}" != 0 ] && echo 'int main(void){return 0;}' | $CC -x c -fsanitize=thread - -o build/tsan_probe >/dev/null 2>&1; then
-        step "ThreadSanitizer: executor, control flow, graph, thread, loop-gradient, loop-state, partition, worker and distributed tests" sh -c "$CC -std=c11 -g -O1 $WARN -fsanitize=thread -I. tests/harness.c tests/test_control_flow.c tests/test_executor.c tests/test_graph.c tests/test_threads.c tests/test_grad_cf.c tests/test_loop_state.c tests/test_partition.c tests/test_partition_random.c tests/test_worker.c tests/test_distributed.c dataflow.c -o build/tsan_tests $LIBS && TSAN_OPTIONS=halt_on_error=1 ./build/tsan_tests >build/tsan.log 2>&1"
+        step "ThreadSanitizer: executor, control flow, graph, thread, loop-gradient, loop-state, partition, worker, distributed and queue tests" sh -c "$CC -std=c11 -g -O1 $WARN -fsanitize=thread -I. tests/harness.c tests/test_control_flow.c tests/test_executor.c tests/test_graph.c tests/test_threads.c tests/test_grad_cf.c tests/test_loop_state.c tests/test_partition.c tests/test_partition_random.c tests/test_worker.c tests/test_distributed.c tests/test_queue.c dataflow.c -o build/tsan_tests $LIBS && TSAN_OPTIONS=halt_on_error=1 ./build/tsan_tests >build/tsan.log 2>&1"
     else skipped=$((skipped + 1)); echo "skip build: ThreadSanitizer not available with $CC"; fi
     if [ -n "$emu_runs" ]; then
         wait $emu_runs

@@ -530,6 +530,50 @@ void       df_mpi_finalize(void);
    or rename) fails with EIO (mode 0) or ends the process with status 86 (mode 1); n 0: none. */
 void       df_testing_io_faults(int64_t n, int mode);
 
+/* ---------------------------------------------------------------------------------------------
+   Queues: TensorFlow's FIFOQueueV2, QueueEnqueueV2, QueueEnqueueManyV2, QueueDequeueV2,
+   QueueDequeueManyV2, QueueCloseV2, QueueSizeV2 and QueueIsClosedV2 (TensorFlow's attrs). A
+   queue lives in the session that runs its FIFOQueueV2 node, keyed by shared_name (else the
+   node's name), so every run and every thread of that session shares it; it is freed with the
+   session. Enqueue waits while the queue is full, dequeue while it has too few elements; a
+   waiting op holds no thread of the session's pool (a session without a pool, as with
+   deterministic or inter_op_threads 1, waits on the calling thread; a DF_NO_THREADS build
+   cannot wait and fails with DF_FAILED_PRECONDITION). After a close, enqueues fail with
+   DF_CANCELLED and dequeues that would wait fail with DF_OUT_OF_RANGE. df_session_free cancels
+   what waits (DF_CANCELLED) and waits for the runs in flight. Components are checked against
+   the queue's types and shapes (DF_INVALID_ARGUMENT naming the node). The queue ops are
+   stateful and have no gradient.
+   --------------------------------------------------------------------------------------------- */
+/* A FIFOQueueV2 of tuples of n_components tensors of the given types; capacity < 0 means no
+   limit; shared_name NULL or "" means the node's own queue. Returns its handle (a DF_RESOURCE
+   scalar). The _with_shapes form also fixes each component's shape (ranks[i] -1: any shape;
+   dims[i]: ranks[i] dims, -1 for any size), which DequeueMany needs to dequeue 0 elements;
+   ranks NULL means none. */
+df_output df_fifo_queue(df_graph *g, int n_components, const df_dtype *types, int capacity, const char *shared_name);
+df_output df_fifo_queue_with_shapes(df_graph *g, int n_components, const df_dtype *types, const int *ranks,
+                                    const int64_t *const *dims, int capacity, const char *shared_name);
+/* One tuple (QueueEnqueueV2), or n tuples (QueueEnqueueManyV2: each component [n, ...]).
+   Returns the node, to run as a target. */
+df_node  *df_queue_enqueue(df_graph *g, df_output queue, int n, const df_output *components);
+df_node  *df_queue_enqueue_many(df_graph *g, df_output queue, int n, const df_output *components);
+/* One tuple into outs[0..n) (QueueDequeueV2), or n_scalar (an int32 scalar) tuples stacked per
+   component into [n_scalar, ...] (QueueDequeueManyV2). The component types come from the
+   FIFOQueueV2 node behind `queue` (through Identity, Enter, Exit, Switch, Merge, NextIteration);
+   n must be its number of components. Returns the graph's status code; outs are {NULL,0} on
+   failure. */
+df_code   df_queue_dequeue(df_graph *g, df_output queue, int n, df_output *outs);
+df_code   df_queue_dequeue_many(df_graph *g, df_output queue, df_output n_scalar, int n, df_output *outs);
+/* QueueCloseV2 (a target); closing a closed queue fails with DF_CANCELLED, as in TensorFlow. */
+df_node  *df_queue_close(df_graph *g, df_output queue, int cancel_pending_enqueues);
+df_output df_queue_size(df_graph *g, df_output queue);        /* int32 scalar: elements now */
+df_output df_queue_is_closed(df_graph *g, df_output queue);   /* bool scalar */
+/* list(shape) attrs (FIFOQueueV2's `shapes`): n shapes, ranks[i] -1 for an unknown shape, dims[i]
+   holding ranks[i] dims (-1: unknown), NULL when ranks[i] <= 0. */
+void df_op_set_attr_shape_list(df_op_builder *b, const char *attr, int n, const int *ranks, const int64_t *const *dims);
+/* The number of shapes in a list(shape) attr (-1 if there is no such attr), and shape i into
+   *rank and dims (when 0 <= i < that number). */
+int  df_node_attr_shape_list(const df_node *n, const char *attr, int i, int *rank, int64_t dims[DF_MAX_RANK]);
+
 #ifdef DATAFLOW_CUDA
 /* From dataflow_cuda.cu: the number of visible CUDA devices (0 without a driver or device). */
 int df_cuda_device_count(df_status *st);
