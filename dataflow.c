@@ -14778,15 +14778,15 @@ static int df__opt_identities(df__opt *o) {
         for (int e = u.first[i]; e >= 0; e = u.next[e]) {
             df_node *c = g->nodes[u.node[e]];
             df_output *in = &c->inputs[u.slot[e]];
-            if (in->node == n) *in = n->inputs[in->index];
+            if (in->node != n) continue;
+            *in = n->inputs[in->index];
+            /* the bypassed node's input now has this consumer too */
+            if (!df__opt_add_use(&u, in->node->id, u.node[e], u.slot[e])) { df__opt_uses_free(&u); return -1; }
         }
         for (int f = 0; f < o->n_fetches; f++)
             if (o->fetches[f].node == n) o->fetches[f] = n->inputs[o->fetches[f].index];
-        /* the bypassed node's inputs now have its consumers: rebuilt below */
         o->removed[i] = 1;
         count++;
-        df__opt_uses_free(&u);
-        if (!df__opt_uses_build(g, &u)) { df__opt_uses_free(&u); return -1; }
     }
     df__opt_uses_free(&u);
     return count;
