@@ -14619,6 +14619,9 @@ typedef struct df__opt {
     df_node **targets;
     int n_fetches, n_feeds, n_targets;
     int cap_removed, cap_pinned;
+    unsigned char *outside;      /* pruning off: per wg node of the copy, not needed by the run
+                                    (kept, unlike what the passes made unneeded); else NULL */
+    int n_outside;
 } df__opt;
 
 static int df__attr_equal(const df__attr *a, const df__attr *b) {
@@ -14990,6 +14993,7 @@ static int df__opt_compact(df__opt *o) {
         for (int k = 0; k < x->n_controls; k++) DF__OPT_PUSH(x->controls[k]->id);
     }
 #undef DF__OPT_PUSH
+    for (int i = 0; i < o->n_outside && i < n; i++) if (o->outside[i]) keep[i] = 1;   /* pruning is off */
     int m = 0;
     df__strmap_free(&g->names);
     memset(&g->names, 0, sizeof g->names);
@@ -15009,6 +15013,7 @@ static int df__opt_compact(df__opt *o) {
 static void df__opt_free(df__opt *o) {
     df_graph_free(o->wg);
     DF_FREE(o->removed); DF_FREE(o->pinned); DF_FREE(o->fetches); DF_FREE(o->feeds); DF_FREE(o->targets);
+    DF_FREE(o->outside);
     memset(o, 0, sizeof *o);
 }
 
@@ -15030,6 +15035,7 @@ static df_code df__optimize(df_session *ss, const df_output *feeds, int n_feeds,
     if (!map || !stack || !o->wg || !o->fetches || !o->feeds || !o->targets) goto oom;
     o->wg->internal_names = 1;
     for (int i = 0; i < n; i++) map[i] = -1;
+#define DF__OPT_PUSH0(id) do { int id_ = (id); if (o->outside[id_]) { o->outside[id_] = 0; stack[sp++] = id_; } } while (0)
     if (mask & DF_PASS_PRUNE) {
 #define DF__OPT_PUSH(id) do { int id_ = (id); if (map[id_] == -1) { map[id_] = -2; stack[sp++] = id_; } } while (0)
         for (int i = 0; i < n_fetches; i++) DF__OPT_PUSH(fetches[i].node->id);
@@ -15041,7 +15047,24 @@ static df_code df__optimize(df_session *ss, const df_output *feeds, int n_feeds,
             for (int k = 0; k < x->n_controls; k++) DF__OPT_PUSH(x->controls[k]->id);
         }
 #undef DF__OPT_PUSH
-    } else for (int i = 0; i < n; i++) map[i] = -2;
+    } else {
+        /* every node is copied; those the run does not need stay even when the passes leave
+           them unused, so the picture with pruning off is the graph as built */
+        o->outside = (unsigned char *)DF_MALLOC((size_t)n + 1);
+        if (!o->outside) goto oom;
+        memset(o->outside, 1, (size_t)n + 1);
+        o->n_outside = n;
+        for (int i = 0; i < n_fetches; i++) DF__OPT_PUSH0(fetches[i].node->id);
+        for (int i = 0; i < n_targets; i++) DF__OPT_PUSH0(targets[i]->id);
+        for (int i = 0; i < n_feeds; i++) DF__OPT_PUSH0(feeds[i].node->id);
+        while (sp) {
+            const df_node *x = g->nodes[stack[--sp]];
+            for (int k = 0; k < x->n_inputs; k++) DF__OPT_PUSH0(x->inputs[k].node->id);
+            for (int k = 0; k < x->n_controls; k++) DF__OPT_PUSH0(x->controls[k]->id);
+        }
+        for (int i = 0; i < n; i++) map[i] = -2;
+    }
+#undef DF__OPT_PUSH0
     for (int i = 0; i < n; i++) {
         if (map[i] != -2) continue;
         df_node *c = df__node_clone(o->wg, g->nodes[i], g->nodes[i]->device ? g->nodes[i]->device : "");

@@ -604,11 +604,14 @@ static int pr_make_feeds(const pr_gen *p, int run, df_output *at, df_tensor **va
     return n;
 }
 
-static void pr_execute(const pr_gen *p, int threads, pr_outcome *o) {
+/* disable_passes: DF_PASS_* bits of the passes not to run; stats (may be NULL): what the
+   passes did to the last main run's graph. */
+static void pr_execute_with(const pr_gen *p, int threads, int disable_passes, df_pass_stats *stats, pr_outcome *o) {
     df_session_options so;
     df_status st;
     memset(&so, 0, sizeof so);
     memset(o, 0, sizeof *o);
+    so.disable_passes = disable_passes;
     so.num_cpu_devices = p->n_devices ? p->n_devices : 1;
     so.inter_op_threads = threads;
     so.intra_op_threads = 1;
@@ -647,8 +650,13 @@ static void pr_execute(const pr_gen *p, int threads, pr_outcome *o) {
         CHECK_MSG(part != NULL && device != NULL, "seed %llu: partition %d of %d missing", (unsigned long long)p->seed,
                   i, o->partitions);
     }
+    if (stats) {
+        memset(stats, 0, sizeof *stats);
+        CHECK(df_session_optimized_graph(s, stats) != NULL);
+    }
     df_session_free(s);
 }
+static void pr_execute(const pr_gen *p, int threads, pr_outcome *o) { pr_execute_with(p, threads, 0, NULL, o); }
 
 /* Same ops, same names, same order: only the devices may differ. */
 static int pr_same_structure(const pr_gen *a, const pr_gen *b) {
@@ -804,4 +812,54 @@ DF_TEST(partition_random_graphs_really_split) {
     pr_print("split", &s);
     CHECK_MSG(2 * s.split_runs >= s.multi_device_runs,
               "only %d of %d multi-device runs had more than one partition", s.split_runs, s.multi_device_runs);
+}
+
+/* Each optimisation pass alone, and all of them, against the graph run as built: the same
+   seeds' graphs (one device, gradients for half) must give the same bits, and each pass must
+   shrink what it should somewhere in the corpus. Node counts per pass are printed. */
+DF_TEST(partition_random_graphs_passes_leave_results_unchanged) {
+    static pr_gen g;
+    static const struct { const char *name; int on; } passes[] = {
+        {"prune", DF_PASS_PRUNE}, {"identity", DF_PASS_IDENTITY}, {"cse", DF_PASS_CSE},
+        {"constant folding", DF_PASS_CONSTANT_FOLDING}, {"all", DF_PASS_ALL}};
+    enum { N_PASSES = (int)(sizeof passes / sizeof passes[0]) };
+    long long in[N_PASSES], out[N_PASSES], pruned[N_PASSES], ident[N_PASSES], cse[N_PASSES], folded[N_PASSES];
+    int graphs = 0;
+    memset(in, 0, sizeof in); memset(out, 0, sizeof out); memset(pruned, 0, sizeof pruned);
+    memset(ident, 0, sizeof ident); memset(cse, 0, sizeof cse); memset(folded, 0, sizeof folded);
+    pr_watch("partition_random_graphs_passes_leave_results_unchanged", 300);
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+        pr_rng choose = pr_stream(seed, 8);
+        pr_outcome want, got;
+        pr_build(&g, seed, 0, pr_chance(&choose, 50));
+        if (!pr_built(&g)) { df_graph_free(g.g); continue; }
+        pr_execute_with(&g, 1, DF_PASS_ALL, NULL, &want);
+        if (want.ok) {
+            graphs++;
+            for (int k = 0; k < N_PASSES; k++) {
+                df_pass_stats ps;
+                pr_execute_with(&g, 1 + (int)(seed & 1), DF_PASS_ALL & ~passes[k].on, &ps, &got);
+                if (got.ok && !pr_compare(&g, &want, &got, 1))
+                    df_test_fail(__FILE__, __LINE__, "seed %llu: pass %s changed a result", (unsigned long long)seed,
+                                 passes[k].name);
+                in[k] += ps.nodes_in; out[k] += ps.nodes_out; pruned[k] += ps.nodes_in - ps.nodes_needed;
+                ident[k] += ps.identities_removed; cse[k] += ps.cse_merged; folded[k] += ps.constants_folded;
+                pr_outcome_free(&got);
+            }
+        }
+        pr_outcome_free(&want);
+        df_graph_free(g.g);
+    }
+    pr_unwatch();
+    for (int k = 0; k < N_PASSES; k++)
+        printf("    passes on %d graphs, %-16s: %lld nodes -> %lld (%lld pruned, %lld identities removed, %lld merged by "
+               "CSE, %lld constants folded)\n", graphs, passes[k].name, in[k], out[k], pruned[k], ident[k], cse[k],
+               folded[k]);
+    CHECK(graphs >= 55);
+    for (int k = 0; k < N_PASSES; k++) CHECK_MSG(out[k] < in[k], "pass %s removed nothing", passes[k].name);
+    CHECK(pruned[0] > 0 && ident[0] == 0 && cse[0] == 0 && folded[0] == 0);
+    CHECK(ident[1] > 0 && pruned[1] == 0 && cse[1] == 0 && folded[1] == 0);
+    CHECK(cse[2] > 0 && pruned[2] == 0 && ident[2] == 0 && folded[2] == 0);
+    CHECK(folded[3] > 0 && pruned[3] == 0 && ident[3] == 0 && cse[3] == 0);
+    CHECK(out[4] < out[0] && out[4] < out[1] && out[4] < out[2] && out[4] < out[3]);
 }
