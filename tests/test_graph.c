@@ -285,3 +285,132 @@ DF_TEST(graph_memory_limit_gives_resource_exhausted_with_summary) {
     df_session_free(s);
     df_graph_free(g);
 }
+
+/* ---- Constant folding ---- */
+static int count_op(const df_graph *g, const char *op) {
+    int n = 0;
+    for (int i = 0; g && i < df_graph_num_nodes(g); i++) n += !strcmp(df_node_op(df_graph_node_at(g, i)), op);
+    return n;
+}
+static df_tensor *run_one(df_graph *g, int disable_passes, df_output feed_at, df_tensor *feed, df_output fetch,
+                          df_pass_stats *ps, int *n_matmul, int *n_fill, int *n_random) {
+    df_session_options so;
+    memset(&so, 0, sizeof so);
+    so.disable_passes = disable_passes;
+    df_status st;
+    df_session *s = df_session_new(g, &so, &st);
+    df_tensor *out = NULL;
+    df_session_run(s, feed ? &feed_at : NULL, feed ? &feed : NULL, feed ? 1 : 0, &fetch, &out, 1, NULL, 0, &st);
+    CHECK_OK(&st);
+    const df_graph *og = df_session_optimized_graph(s, ps);
+    *n_matmul = count_op(og, "MatMul");
+    *n_fill = count_op(og, "Fill");
+    *n_random = count_op(og, "RandomUniform");
+    df_session_free(s);
+    return out;
+}
+
+/* What is folded: a matrix product of constants and what only constants feed. What is not:
+   anything stateful (a random op), anything in a loop (its constants hang on the frame's pivot),
+   a constant over DF_MAX_FOLDED_BYTES (10 MiB), and fed or fetched nodes. */
+DF_TEST(graph_constant_folding_folds_what_it_may_and_nothing_else) {
+    df_graph *g = df_graph_new();
+    float av[4] = {1, 2, 3, 4}, bv[4] = {0.5f, -1, 2, 0.25f};
+    df_tensor *ta = df_tensor_from_data(DF_FLOAT, 2, (const int64_t[]){2, 2}, av, sizeof av, NULL);
+    df_tensor *tb = df_tensor_from_data(DF_FLOAT, 2, (const int64_t[]){2, 2}, bv, sizeof bv, NULL);
+    df_output a = df_const(g, ta), b = df_const(g, tb);
+    df_tensor_release(ta); df_tensor_release(tb);
+    df_output folded = df_add(g, df_matmul(g, a, b, 0, 0), df_scalar_f32(g, 1));    /* foldable: 2 nodes */
+    df_output x = df_placeholder(g, "x", DF_FLOAT, 2, (const int64_t[]){2, 2});
+    /* a random op and what reads it stay */
+    df_op_builder *rb = df_op_new(g, "RandomUniform", "random");
+    df_tensor *rshape = df_tensor_from_data(DF_INT32, 1, (const int64_t[]){2}, (const int32_t[]){2, 2}, 8, NULL);
+    df_op_add_input(rb, df_const(g, rshape));
+    df_tensor_release(rshape);
+    df_op_set_attr_type(rb, "dtype", DF_FLOAT);
+    df_output rnd = {df_op_finish(rb), 0};
+    df_output noisy = df_mul(g, rnd, df_scalar_f32(g, 0));                             /* 0 * random: kept */
+    /* a 2048 x 2048 float fill (16 MiB) is over the bound; its sum would be small */
+    df_op_builder *fb = df_op_new(g, "Fill", "big");
+    int32_t big_dims[2] = {2048, 2048};
+    df_tensor *tdims = df_tensor_from_data(DF_INT32, 1, (const int64_t[]){2}, big_dims, sizeof big_dims, NULL);
+    df_op_add_input(fb, df_const(g, tdims));
+    df_tensor_release(tdims);
+    df_op_add_input(fb, df_scalar_f32(g, 0.5f));
+    df_output big = {df_op_finish(fb), 0};
+    df_output big_sum = df_reshape(g, df_div(g, df_reduce_sum(g, big, 0, NULL, 0), df_scalar_f32(g, 2097152.0f)),
+                                   0, NULL);                                           /* 1.0 */
+    df_output y = df_add(g, df_add(g, df_mul(g, x, folded), noisy), big_sum);
+    CHECK_OK(df_graph_status(g));
+
+    float xv[4] = {1, -1, 2, 0.5f};
+    df_tensor *tx = df_tensor_from_data(DF_FLOAT, 2, (const int64_t[]){2, 2}, xv, sizeof xv, NULL);
+    df_pass_stats on, off;
+    int mm_on, fill_on, rnd_on, mm_off, fill_off, rnd_off;
+    df_tensor *want = run_one(g, DF_PASS_ALL, x, tx, y, &off, &mm_off, &fill_off, &rnd_off);
+    df_tensor *got = run_one(g, DF_PASS_CONSTANT_FOLDING, x, tx, y, &on, &mm_on, &fill_on, &rnd_on);
+    df_tensor_release(got);
+    CHECK_EQ_INT(on.constants_folded, 0);                  /* folding off: nothing folded */
+    CHECK_EQ_INT(mm_on, 1);
+    got = run_one(g, 0, x, tx, y, &on, &mm_on, &fill_on, &rnd_on);
+    CHECK(want && got);
+    if (want && got) {
+        const float *w = (const float *)df_tensor_data(want), *r = (const float *)df_tensor_data(got);
+        /* x * (a b + 1) + 0 + 1: a b = [[4.5, -0.5], [9.5, -2]] */
+        const float expect[4] = {1 * 5.5f + 1, -1 * 0.5f + 1, 2 * 10.5f + 1, 0.5f * -1.0f + 1};
+        for (int i = 0; i < 4; i++) {
+            CHECK_MSG(w[i] == expect[i], "element %d: %g, expected %g", i, (double)w[i], (double)expect[i]);
+            CHECK_MSG(memcmp(&w[i], &r[i], 4) == 0, "element %d: %g folded, %g as built", i, (double)r[i], (double)w[i]);
+        }
+    }
+    df_tensor_release(want); df_tensor_release(got);
+    CHECK_EQ_INT(mm_off, 1);
+    CHECK_EQ_INT(mm_on, 0);                                /* the product became a constant */
+    CHECK(on.constants_folded >= 2);
+    CHECK_EQ_INT(rnd_on, 1);                               /* stateful: never folded */
+    CHECK_EQ_INT(fill_on, 1);                              /* over the size bound */
+    CHECK(on.nodes_out < df_graph_num_nodes(g));
+
+    /* a fetched constant expression is fetched as built (not replaced) and is still right */
+    df_tensor *f = run_one(g, 0, x, NULL, folded, &on, &mm_on, &fill_on, &rnd_on);
+    CHECK(f && ((const float *)df_tensor_data(f))[0] == 5.5f);
+    df_tensor_release(f);
+    df_tensor_release(tx);
+    df_graph_free(g);
+}
+
+static df_output cf_loop_cond(df_graph *g, void *user, const df_output *v) { (void)user; return df_less(g, v[0], df_scalar_i32(g, 3)); }
+static void cf_loop_body(df_graph *g, void *user, const df_output *v, df_output *next) {
+    const df_output *outer = (const df_output *)user;
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    /* constants of the body: frame-local (each hangs on the pivot), so none is folded */
+    df_output inner = df_matmul(g, df_reshape(g, df_scalar_f32(g, 2), 2, (const int64_t[]){1, 1}),
+                                df_reshape(g, df_scalar_f32(g, 3), 2, (const int64_t[]){1, 1}), 0, 0);
+    next[1] = df_add(g, df_add(g, v[1], df_reshape(g, inner, 0, NULL)), *outer);
+}
+
+/* A constant expression outside a loop that the body reads is folded outside the loop; the
+   body's own constant expressions are not moved out of their frame. */
+DF_TEST(graph_constant_folding_respects_loop_frames) {
+    df_graph *g = df_graph_new();
+    df_output outer = df_reshape(g, df_matmul(g, df_reshape(g, df_scalar_f32(g, 4), 2, (const int64_t[]){1, 1}),
+                                              df_reshape(g, df_scalar_f32(g, 0.25f), 2, (const int64_t[]){1, 1}), 0, 0),
+                                 0, NULL);                                   /* 1, foldable */
+    df_output init[2] = {df_scalar_i32(g, 0), df_placeholder(g, "start", DF_FLOAT, 0, NULL)}, out[2];
+    CHECK_EQ_INT(df_while_loop(g, 2, init, cf_loop_cond, cf_loop_body, &outer, NULL, out), DF_OK);
+    df_tensor *start = df_tensor_scalar_f32(0.5f);
+    df_pass_stats on, off;
+    int mm_on, mm_off, fill, rnd;
+    df_tensor *want = run_one(g, DF_PASS_ALL, init[1], start, out[1], &off, &mm_off, &fill, &rnd);
+    df_tensor *got = run_one(g, 0, init[1], start, out[1], &on, &mm_on, &fill, &rnd);
+    CHECK(want && got);
+    if (want && got) {
+        CHECK(*(const float *)df_tensor_data(want) == 0.5f + 3 * (6 + 1));
+        CHECK(*(const float *)df_tensor_data(got) == *(const float *)df_tensor_data(want));
+    }
+    CHECK_EQ_INT(mm_off, 2);
+    CHECK_EQ_INT(mm_on, 1);                 /* the outer product folded, the body's kept */
+    CHECK(on.constants_folded >= 1);
+    df_tensor_release(want); df_tensor_release(got); df_tensor_release(start);
+    df_graph_free(g);
+}
