@@ -290,7 +290,7 @@ run_tests() {
     else skipped=$((skipped + 1)); echo "skip build: AVX-512 emulation (SIMDe headers not installed)"; fi
     # The threaded tests again under ThreadSanitizer (where the toolchain has it).
     if [ "${DF_SANITIZE:-1}" != 0 ] && echo 'int main(void){return 0;}' | $CC -x c -fsanitize=thread - -o build/tsan_probe >/dev/null 2>&1; then
-        step "ThreadSanitizer: executor, control flow, graph, thread, loop-gradient, loop-state, partition, worker, distributed and queue tests" sh -c "$CC -std=c11 -g -O1 $WARN -fsanitize=thread -I. tests/harness.c tests/test_control_flow.c tests/test_executor.c tests/test_graph.c tests/test_threads.c tests/test_grad_cf.c tests/test_loop_state.c tests/test_partition.c tests/test_partition_random.c tests/test_worker.c tests/test_distributed.c tests/test_queue.c dataflow.c -o build/tsan_tests $LIBS && TSAN_OPTIONS=halt_on_error=1 ./build/tsan_tests >build/tsan.log 2>&1"
+        step "ThreadSanitizer: executor, control flow, graph, thread, loop-gradient, loop-state, partition, worker, distributed, queue and function tests" sh -c "$CC -std=c11 -g -O1 $WARN -fsanitize=thread -I. tests/harness.c tests/test_control_flow.c tests/test_executor.c tests/test_graph.c tests/test_threads.c tests/test_grad_cf.c tests/test_loop_state.c tests/test_partition.c tests/test_partition_random.c tests/test_worker.c tests/test_distributed.c tests/test_queue.c tests/test_functions.c dataflow.c -o build/tsan_tests $LIBS && TSAN_OPTIONS=halt_on_error=1 ./build/tsan_tests >build/tsan.log 2>&1"
     else skipped=$((skipped + 1)); echo "skip build: ThreadSanitizer not available with $CC"; fi
     if [ -n "$emu_runs" ]; then
         wait $emu_runs

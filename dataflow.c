@@ -2034,6 +2034,8 @@ struct df_graph {
     df__ctx *next_grad_of;       /* the next df_while_loop is the gradient of this loop */
     /* functions (>>func) */
     df_graph *fn_parent;         /* a function's body: the graph it was defined in */
+    const df_graph *lib_from;    /* a run's working copy or partition, a call's graph: the
+                                    graph whose function library this one uses (not owned) */
     struct df__func **funcs;     /* the library (in root graphs) */
     int n_funcs, cap_funcs;
     df__strmap func_names;       /* name -> index in funcs */
@@ -7914,11 +7916,16 @@ typedef struct df__func {
     int stateful;                /* the body holds a stateful op */
     int depth;                   /* 1 + the depth of the deepest function the body uses */
     int defining;                /* being built: a use of it now is recursion */
+    struct df__call_rt *rt;      /* made by the first call run as a call (inlining off) */
 } df__func;
+static void df__call_rt_free(struct df__call_rt *rt);
 
 static df_graph *df__fn_root(const df_graph *g) {
-    while (g->fn_parent) g = g->fn_parent;
-    return (df_graph *)g;
+    for (;;) {
+        while (g->fn_parent) g = g->fn_parent;
+        if (!g->lib_from) return (df_graph *)g;
+        g = g->lib_from;
+    }
 }
 static df__func *df__fn_find(const df_graph *g, const char *name) {
     const df_graph *r = df__fn_root(g);
@@ -7927,6 +7934,7 @@ static df__func *df__fn_find(const df_graph *g, const char *name) {
 }
 static void df__func_free(df__func *f) {
     if (!f) return;
+    df__call_rt_free(f->rt);
     df_graph_free(f->body);
     DF_FREE(f->name); DF_FREE(f->args); DF_FREE(f->rets);
     DF_FREE(f);
@@ -8732,20 +8740,127 @@ static int df__graph_has_functional(const df_graph *g) {
     return 0;
 }
 
-/* Lowers every If, While and call of g (and those their functions hold) to the primitives. */
-static df_code df__lower_all(df_graph *g) {
+/* A call that may run as a call (its function's graph run by the PartitionedCall kernel)
+   rather than be inlined: a stateless one (a stateful body's effects are ordered by inlining). */
+static int df__is_kept_call(const df_node *n) { return !strcmp(n->op->name, "PartitionedCall"); }
+
+/* Lowers every If, While and call of g (and those their functions hold) to the primitives;
+   with keep_calls, stateless calls stay calls. */
+static df_code df__lower_all_ex(df_graph *g, int keep_calls) {
     if (g->status.code) return g->status.code;
     if (g->fn_parent) return df__graph_error(g, DF_FAILED_PRECONDITION, "A function's body is not run or differentiated "
                                              "by itself; call the function");
     int start = g->n_nodes;
     for (int i = 0; i < g->n_nodes; i++) {
-        if (!df__is_functional(g->nodes[i])) continue;
+        if (!df__is_functional(g->nodes[i]) || (keep_calls && df__is_kept_call(g->nodes[i]))) continue;
         if (g->n_nodes - start > DF_MAX_LOWERED_NODES)
             return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Lowering functions made more than %d nodes {{node %s}}",
                                    DF_MAX_LOWERED_NODES, g->nodes[i]->name);
         if (!df__lower_node(g, g->nodes[i])) return g->status.code ? g->status.code : DF_INTERNAL;
     }
     return DF_OK;
+}
+static df_code df__lower_all(df_graph *g) { return df__lower_all_ex(g, 0); }
+
+/* ---- Calls run as calls (the inline pass off): the function inlined once into a graph of its
+   own behind placeholders, run by a session of its own on the calling thread. Runs of one
+   function are serialised; the calls its body makes run as calls too. ---- */
+typedef struct df__call_rt {
+    df_graph *g;
+    df_session *s;
+    df_output *args, *rets;
+#ifndef DF_NO_THREADS
+    pthread_mutex_t mu;
+#endif
+} df__call_rt;
+static void df__call_rt_free(df__call_rt *rt) {
+    if (!rt) return;
+    df_session_free(rt->s);
+    df_graph_free(rt->g);
+    DF_FREE(rt->args); DF_FREE(rt->rets);
+#ifndef DF_NO_THREADS
+    pthread_mutex_destroy(&rt->mu);
+#endif
+    DF_FREE(rt);
+}
+#ifndef DF_NO_THREADS
+static pthread_mutex_t df__call_mutex = PTHREAD_MUTEX_INITIALIZER;
+#endif
+static df__call_rt *df__call_rt_make(df__func *f, df_status *st) {
+    df__call_rt *rt = (df__call_rt *)DF_MALLOC(sizeof *rt);
+    if (!rt) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a call of '%s'", f->name); return NULL; }
+    memset(rt, 0, sizeof *rt);
+#ifndef DF_NO_THREADS
+    pthread_mutex_init(&rt->mu, NULL);
+#endif
+    rt->g = df_graph_new();
+    rt->args = (df_output *)DF_MALLOC((size_t)(f->n_args + 1) * sizeof(df_output));
+    rt->rets = (df_output *)DF_MALLOC((size_t)(f->n_rets + 1) * sizeof(df_output));
+    if (!rt->g || !rt->args || !rt->rets) {
+        df__call_rt_free(rt);
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a call of '%s'", f->name);
+        return NULL;
+    }
+    rt->g->lib_from = df__fn_root(f->body);
+    rt->g->internal_names = 1;
+    for (int i = 0; i < f->n_args; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "arg_%d", i);
+        rt->args[i] = df_placeholder(rt->g, nm, f->args[i]->out_types[0], -1, NULL);
+    }
+    df_node **sinks = NULL;
+    int n_sinks = 0;
+    if (!rt->g->status.code) df__fn_inline(rt->g, f, rt->args, f->name, rt->rets, &sinks, &n_sinks);
+    DF_FREE(sinks);
+    df_session_options so;
+    memset(&so, 0, sizeof so);
+    so.deterministic = 1;
+    so.inter_op_threads = 1;
+    so.intra_op_threads = 1;
+    so.disable_passes = DF_PASS_INLINE;
+    if (rt->g->status.code) {
+        df_status_set(st, rt->g->status.code, "Making a call of '%s': %s", f->name, rt->g->status.message);
+        df__call_rt_free(rt);
+        return NULL;
+    }
+    if (!(rt->s = df_session_new(rt->g, &so, st))) { df__call_rt_free(rt); return NULL; }
+    return rt;
+}
+
+/* PartitionedCall run as a call: the function's graph for its arguments. */
+static void df__k_call(df__kctx *c) {
+    const char *name = df__attr_s_kind(c->node, "f");
+    df__func *f = df__fn_find(c->node->graph, name);
+    if (!f) { DF__KFAIL(c, DF_NOT_FOUND, "Function '%s' is not in the graph's library", name ? name : "?"); return; }
+    if (f->n_args != c->n_in || f->n_rets != c->n_out) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "'%s' takes %d arguments and gives %d results; the call has %d and %d", f->name,
+                  f->n_args, f->n_rets, c->n_in, c->n_out);
+        return;
+    }
+    df_status st;
+    df_status_clear(&st);
+#ifndef DF_NO_THREADS
+    pthread_mutex_lock(&df__call_mutex);
+#endif
+    if (!f->rt) f->rt = df__call_rt_make(f, &st);
+    df__call_rt *rt = f->rt;
+#ifndef DF_NO_THREADS
+    pthread_mutex_unlock(&df__call_mutex);
+#endif
+    if (!rt) { DF__KFAIL(c, st.code ? st.code : DF_INTERNAL, "%s", st.message); return; }
+#ifndef DF_NO_THREADS
+    pthread_mutex_lock(&rt->mu);
+#endif
+    df_session_run(rt->s, rt->args, c->in, c->n_in, rt->rets, c->out, c->n_out, NULL, 0, &st);
+#ifndef DF_NO_THREADS
+    pthread_mutex_unlock(&rt->mu);
+#endif
+    if (st.code) DF__KFAIL(c, st.code, "In a call of '%s': %s", f->name, st.message);
+}
+static int df__graph_has_functional_ex(const df_graph *g, int keep_calls) {
+    for (int i = 0; i < g->n_nodes; i++)
+        if (df__is_functional(g->nodes[i]) && !(keep_calls && df__is_kept_call(g->nodes[i]))) return 1;
+    return 0;
 }
 
 df_code df_graph_lower_functions(df_graph *g, df_status *st) {
@@ -12970,6 +13085,7 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
         if (p < 0) continue;
         plan->parts[p].dev = ss->devices[d];
         if (!(plan->parts[p].g = df_graph_new())) goto oom;
+        plan->parts[p].g->lib_from = x->graph;
     }
     for (int f = 0; f < x->n_frames; f++) b.loop_cond[f] = -1;
     for (int i = 0; i < n; i++) {
@@ -15034,6 +15150,7 @@ static df_code df__optimize(df_session *ss, const df_output *feeds, int n_feeds,
     o->targets = (df_node **)DF_MALLOC((size_t)(n_targets + 1) * sizeof(df_node *));
     if (!map || !stack || !o->wg || !o->fetches || !o->feeds || !o->targets) goto oom;
     o->wg->internal_names = 1;
+    o->wg->lib_from = g;
     for (int i = 0; i < n; i++) map[i] = -1;
 #define DF__OPT_PUSH0(id) do { int id_ = (id); if (o->outside[id_]) { o->outside[id_] = 0; stack[sp++] = id_; } } while (0)
     if (mask & DF_PASS_PRUNE) {
@@ -15119,9 +15236,11 @@ oom:
 
 static df__plan *df__plan_build(df_session *ss, const df_output *feeds, int n_feeds, const df_output *fetches,
                                 int n_fetches, df_node *const *targets, int n_targets, df_status *st) {
-    if (df__graph_has_functional(ss->g)) {
+    /* calls are inlined unless the inline pass is off (never with workers: they get no library) */
+    int keep_calls = (ss->opts.disable_passes & DF_PASS_INLINE) && !ss->cluster;
+    if (df__graph_has_functional_ex(ss->g, keep_calls)) {
         df__lower_lock();
-        df_code lc = df__graph_has_functional(ss->g) ? df__lower_all(ss->g) : DF_OK;
+        df_code lc = df__graph_has_functional_ex(ss->g, keep_calls) ? df__lower_all_ex(ss->g, keep_calls) : DF_OK;
         df__lower_unlock();
         if (lc != DF_OK) { *st = ss->g->status; return NULL; }
     }
@@ -15130,7 +15249,8 @@ static df__plan *df__plan_build(df_session *ss, const df_output *feeds, int n_fe
     memset(&o, 0, sizeof o);
     memset(&stats, 0, sizeof stats);
     df_graph *run_g = ss->g;
-    if ((ss->opts.disable_passes & DF_PASS_ALL) != DF_PASS_ALL) {
+    const int copy_passes = DF_PASS_ALL & ~DF_PASS_INLINE;    /* (inlining is done in place) */
+    if ((ss->opts.disable_passes & copy_passes) != copy_passes) {
         if (df__optimize(ss, feeds, n_feeds, fetches, n_fetches, targets, n_targets, &o, &stats, st) != DF_OK) return NULL;
         run_g = o.wg;
         feeds = o.feeds; fetches = o.fetches; targets = o.targets;
@@ -19247,7 +19367,7 @@ static const df__opspec df__op_table[] = {
     /* functions and functional control flow (>>func): lowered before a graph runs */
     {"_Arg", "", "output:T", "T:type,index:int=0,shape:shape=?", df__sf_arg, NULL, DF__OP_NO_GRADIENT, 0},
     {"PartitionedCall", "args:Tin", "output:Tout", "Tin:list(type),Tout:list(type),f:func,config:string='',"
-     "executor_type:string=''", df__sf_call, NULL, DF__OP_FUNCTIONAL, 0},
+     "executor_type:string=''", df__sf_call, df__k_call, DF__OP_FUNCTIONAL, 0},
     {"StatefulPartitionedCall", "args:Tin", "output:Tout", "Tin:list(type),Tout:list(type),f:func,config:string='',"
      "executor_type:string=''", df__sf_call, NULL, DF__OP_FUNCTIONAL | DF__OP_STATEFUL, 0},
     {"Assert", "condition:bool,data:T", "", "T:list(type),summarize:int=3", NULL, df__k_assert,

@@ -371,7 +371,11 @@ enum {
     DF_PASS_IDENTITY = 2,            /* bypass Identity/IdentityN/StopGradient that only forward */
     DF_PASS_CSE = 4,                 /* merge equal stateless nodes (same op, attrs, inputs, device) */
     DF_PASS_CONSTANT_FOLDING = 8,    /* evaluate nodes of constants once, outside loops and conds */
-    DF_PASS_ALL = 15
+    DF_PASS_INLINE = 16,             /* inline function calls (PartitionedCall) into the graph; off, a
+                                        stateless call runs its function as a graph of its own (a
+                                        stateful call, or any call of a session with a target, is
+                                        always inlined; If and While are always lowered) */
+    DF_PASS_ALL = 31
 };
 typedef struct df_pass_stats {
     int nodes_in;                    /* nodes of the graph (after If/While/calls were lowered) */

@@ -399,3 +399,113 @@ DF_TEST(functions_vectors_and_while_shapes) {
     df_session_free(s);
     df_graph_free(g);
 }
+
+/* ---- calls run as calls: the inline pass off ---- */
+static df_output fn_iloop_cond(df_graph *g, void *user, const df_output *v) {
+    (void)user;
+    return df_less(g, v[0], fn_const(g, 3.0f));
+}
+static void fn_iloop_body(df_graph *g, void *user, const df_output *v, df_output *next) {
+    (void)user;
+    next[0] = df_add(g, v[0], fn_const(g, 1.0f));
+    df_call(g, "outer", 1, &v[1], 1, &next[1]);          /* a call in every iteration */
+}
+static int fn_run_passes(df_graph *g, int n_cpu, int disable, df_node *init, df_output x, df_tensor *xv, int n_fetch,
+                         const df_output *fetches, float *out, int *n_calls, int *n_stateful_calls) {
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.num_cpu_devices = n_cpu;
+    o.disable_passes = disable;
+    df_status st;
+    df_session *s = df_session_new(g, &o, &st);
+    if (!s) return 0;
+    df_tensor *res[8] = {0};
+    df_code c = df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &init, 1, &st);
+    if (c == DF_OK) c = df_session_run(s, &x, &xv, 1, fetches, res, n_fetch, NULL, 0, &st);
+    CHECK_MSG(c == DF_OK, "%s: %s", df_code_name(st.code), st.message);
+    for (int i = 0; i < n_fetch; i++) {
+        if (c == DF_OK) out[i] = *(const float *)df_tensor_data(res[i]);
+        df_tensor_release(res[i]);
+    }
+    *n_calls = *n_stateful_calls = 0;
+    for (int p = 0; p < df_session_num_partitions(s); p++) {
+        const df_graph *pg = df_session_partition(s, p, NULL);
+        *n_calls += fn_count_ops(pg, "PartitionedCall");
+        *n_stateful_calls += fn_count_ops(pg, "StatefulPartitionedCall");
+    }
+    df_session_free(s);
+    return c == DF_OK;
+}
+DF_TEST(functions_calls_run_as_calls_with_inlining_off) {
+    df_graph *g = df_graph_new();
+    df_dtype t = DF_FLOAT;
+    fn_outer_ctx u = {fn_const(g, 0.5f)};
+    CHECK_EQ_INT(df_function_define(g, "inner", 1, &t, 1, fn_inner, NULL), DF_OK);
+    CHECK_EQ_INT(df_function_define(g, "outer", 1, &t, 1, fn_outer, &u), DF_OK);
+    CHECK_EQ_INT(df_function_define(g, "loop_fn", 1, &t, 1, fn_loop_fn, NULL), DF_OK);   /* holds a While */
+    df_output v = df_variable(g, "v", DF_FLOAT, 0, NULL);
+    fn_state su = {v};
+    CHECK_EQ_INT(df_function_define(g, "bump", 1, &t, 1, fn_bump, &su), DF_OK);
+    df_output x = fn_placeholder(g, "x", DF_FLOAT, 0, NULL), y, z, w, loop[2];
+    CHECK_EQ_INT(df_call(g, "outer", 1, &x, 1, &y), DF_OK);
+    CHECK_EQ_INT(df_call(g, "loop_fn", 1, &x, 1, &z), DF_OK);
+    df_output init[2] = {fn_const(g, 0.0f), x};
+    CHECK_EQ_INT(df_while_loop(g, 2, init, fn_iloop_cond, fn_iloop_body, NULL, NULL, loop), DF_OK);
+    CHECK_EQ_INT(df_call(g, "bump", 1, &y, 1, &w), DF_OK);                                  /* stateful */
+    df_node *vinit = df_assign(g, v, fn_const(g, 0.0f));
+    df_tensor *xv = fn_scalar(1.5f);
+    df_output fetch[4] = {y, z, loop[1], w};
+    float as_calls[2][4], inlined[4];
+    int calls = 0, stateful = 0;
+    for (int n_cpu = 1; n_cpu <= 2; n_cpu++) {
+        CHECK(fn_run_passes(g, n_cpu, DF_PASS_INLINE, vinit, x, xv, 4, fetch, as_calls[n_cpu - 1], &calls, &stateful));
+        CHECK_MSG(calls >= 3, "%d calls left in the run's graph on %d CPUs", calls, n_cpu);   /* outer, loop_fn, the loop's */
+        CHECK_EQ_INT(stateful, 0);                       /* a stateful call is inlined all the same */
+        CHECK(fn_count_ops(g, "PartitionedCall") == 3);  /* the caller's graph keeps its calls */
+    }
+    CHECK(fn_run_passes(g, 1, DF_PASS_ALL, vinit, x, xv, 4, fetch, as_calls[1], &calls, &stateful));   /* as built */
+    CHECK(calls >= 3);
+    CHECK(fn_run_passes(g, 2, 0, vinit, x, xv, 4, fetch, inlined, &calls, &stateful));
+    CHECK_EQ_INT(calls, 0);
+    CHECK_EQ_INT(fn_count_ops(g, "PartitionedCall"), 0);   /* now inlined in place */
+    double loop_want = 1.5;
+    for (int i = 0; i < 3; i++) loop_want = loop_want * 4 + 0.5;
+    for (int i = 0; i < 4; i++) {
+        CHECK_MSG(as_calls[0][i] == inlined[i] && as_calls[1][i] == inlined[i], "fetch %d: %g and %g as calls, %g inlined",
+                  i, (double)as_calls[0][i], (double)as_calls[1][i], (double)inlined[i]);
+    }
+    CHECK_NEAR(inlined[0], 6.5, 1e-6);
+    CHECK_NEAR(inlined[1], 1.5 * pow(1.5, 3), 1e-4);
+    CHECK_NEAR(inlined[2], loop_want, 1e-3);
+    CHECK_NEAR(inlined[3], 6.5, 1e-6);
+    df_tensor_release(xv);
+    df_graph_free(g);
+}
+
+/* A call left as a call whose function fails: the status names the call and the function. */
+static void fn_fails(df_graph *fg, void *user, const df_output *args, df_output *outs) {
+    (void)user;
+    int64_t d = 4;
+    outs[0] = df_reshape(fg, args[0], 1, &d);            /* a 3-vector cannot be reshaped to 4 */
+}
+DF_TEST(functions_a_failing_call_run_as_a_call_gives_its_status) {
+    df_graph *g = df_graph_new();
+    df_dtype t = DF_FLOAT;
+    CHECK_EQ_INT(df_function_define(g, "fails", 1, &t, 1, fn_fails, NULL), DF_OK);
+    df_output x = df_placeholder(g, "x", DF_FLOAT, -1, NULL), y;
+    CHECK_EQ_INT(df_call(g, "fails", 1, &x, 1, &y), DF_OK);
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.disable_passes = DF_PASS_INLINE;
+    df_status st;
+    df_session *s = df_session_new(g, &o, &st);
+    float v[3] = {1, 2, 3};
+    df_tensor *xv = fn_vec(3, v), *out = NULL;
+    df_session_run(s, &x, &xv, 1, &y, &out, 1, NULL, 0, &st);
+    CHECK_EQ_INT(st.code, DF_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(st.message, "fails") != NULL, "%s", st.message);
+    CHECK(out == NULL);
+    df_tensor_release(xv);
+    df_session_free(s);
+    df_graph_free(g);
+}
