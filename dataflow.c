@@ -16953,6 +16953,9 @@ df_code df_graph_export_graphdef(const df_graph *g, void **data, size_t *len) {
     if (data) *data = NULL;
     if (len) *len = 0;
     if (!g || !data || !len) return DF_INVALID_ARGUMENT;
+    /* the function library is not written: a graph that still calls functions (If, While,
+       calls) is refused; df_graph_lower_functions makes it exportable */
+    if (df__graph_has_functional(g)) return DF_UNIMPLEMENTED;
     df__pbw w;
     memset(&w, 0, sizeof w);
     df_code c = DF_OK;

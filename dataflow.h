@@ -450,6 +450,8 @@ df_code df_graph_write_dot(const df_graph *g, FILE *f);               /* Graphvi
 /* TensorFlow GraphDef (binary protobuf), both ways. */
 df_graph *df_graph_import_graphdef(const void *data, size_t len, df_status *st);
 df_code   df_graph_export_graphdef(const df_graph *g, void **data, size_t *len);  /* free() it */
+/* (no function library is written: a graph holding If, While or calls gives DF_UNIMPLEMENTED
+   until df_graph_lower_functions has lowered them) */
 /* Import into an existing graph, as tf.compat.v1.import_graph_def does: every name gets
    "prefix/" in front (NULL or "": none), and each input_map_names[i] (a tensor name of the
    GraphDef, "x" or "x:1") is replaced, wherever the GraphDef uses it, by input_map_values[i],
