@@ -2169,6 +2169,11 @@ int df_node_attr_string(const df_node *n, const char *attr, const char **v) {
     if (a && v) *v = a->u.s ? a->u.s : "";
     return a != NULL;
 }
+int df_node_attr_tensor(const df_node *n, const char *attr, const df_tensor **v) {
+    const df__attr *a = df__attr_find_kind(n, attr, DF__A_TENSOR);
+    if (a && v) *v = a->u.tensor;
+    return a != NULL;
+}
 
 /* Sets the graph's sticky error (first one wins) and returns its code. */
 static df_code df__graph_error(df_graph *g, df_code code, const char *fmt, ...) {

@@ -144,6 +144,7 @@ int df_node_attr_float(const df_node *n, const char *attr, float *v);
 int df_node_attr_bool(const df_node *n, const char *attr, int *v);
 int df_node_attr_type(const df_node *n, const char *attr, df_dtype *v);
 int df_node_attr_string(const df_node *n, const char *attr, const char **v);  /* graph owns *v */
+int df_node_attr_tensor(const df_node *n, const char *attr, const df_tensor **v);  /* graph owns *v */
 
 /* ---- The generic op builder (TensorFlow op names and attribute names) ---- */
 typedef struct df_op_builder df_op_builder;

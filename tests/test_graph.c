@@ -414,3 +414,81 @@ DF_TEST(graph_constant_folding_respects_loop_frames) {
     df_tensor_release(want); df_tensor_release(got); df_tensor_release(start);
     df_graph_free(g);
 }
+
+/* ---- Common subexpression elimination ---- */
+static df_output cse_cond(df_graph *g, void *user, const df_output *v) { (void)user; return df_less(g, v[0], df_scalar_i32(g, 2)); }
+static void cse_body(df_graph *g, void *user, const df_output *v, df_output *next) {
+    (void)user;
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    /* two equal constants of the body (same frame, same pivot): merged; the 7 outside is not */
+    next[1] = df_add(g, df_add(g, v[1], df_scalar_f32(g, 7)), df_scalar_f32(g, 7));
+}
+/* Equal stateless nodes merge; random ops, nodes on other devices, nodes with other control
+   inputs and constants of another frame do not. */
+DF_TEST(graph_cse_respects_state_devices_control_edges_and_frames) {
+    df_graph *g = df_graph_new();
+    df_output x = df_placeholder(g, "x", DF_FLOAT, 0, NULL), y = df_placeholder(g, "y", DF_FLOAT, 0, NULL);
+    df_output a = df_mul(g, x, y), b = df_mul(g, x, y);               /* merged */
+    df_graph_push_device(g, "/cpu:1");
+    df_output c = df_mul(g, x, y);                                      /* other device: kept */
+    df_graph_pop_device(g);
+    df_output v = df_variable(g, "v", DF_FLOAT, 0, NULL);
+    df_node *init = df_assign(g, v, df_scalar_f32(g, 0));
+    df_node *bump = df_assign_add(g, v, df_scalar_f32(g, 1));
+    df_graph_push_control_deps(g, &bump, 1);
+    df_output d = df_mul(g, x, y);                                      /* after the bump: kept */
+    df_graph_pop_control_deps(g);
+    df_output r[2];
+    for (int i = 0; i < 2; i++) {
+        df_op_builder *rb = df_op_new(g, "RandomUniform", NULL);
+        df_tensor *shape = df_tensor_from_data(DF_INT32, 1, (const int64_t[]){1}, (const int32_t[]){1}, 4, NULL);
+        df_op_add_input(rb, df_const(g, shape));
+        df_tensor_release(shape);
+        df_op_set_attr_type(rb, "dtype", DF_FLOAT);
+        r[i] = (df_output){df_op_finish(rb), 0};                       /* stateful: both kept */
+    }
+    df_output seven = df_scalar_f32(g, 7);
+    df_output init_v[2] = {df_scalar_i32(g, 0), x}, loop[2];
+    CHECK_EQ_INT(df_while_loop(g, 2, init_v, cse_cond, cse_body, NULL, NULL, loop), DF_OK);
+    df_output sum = df_add_n(g, (const df_output[]){a, b, c, d, df_reshape(g, r[0], 0, NULL), df_reshape(g, r[1], 0, NULL),
+                                                    seven, loop[1]}, 8);
+    CHECK_OK(df_graph_status(g));
+    df_session_options so;
+    memset(&so, 0, sizeof so);
+    so.num_cpu_devices = 2;
+    so.disable_passes = DF_PASS_ALL & ~DF_PASS_CSE;                     /* CSE alone */
+    df_status st;
+    df_session *s = df_session_new(g, &so, &st);
+    CHECK_EQ_INT(df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &init, 1, &st), DF_OK);
+    df_tensor *xv = df_tensor_scalar_f32(2), *yv = df_tensor_scalar_f32(3), *out = NULL;
+    df_output feeds[2] = {x, y};
+    df_tensor *vals[2] = {xv, yv};
+    CHECK_EQ_INT(df_session_run(s, feeds, vals, 2, &sum, &out, 1, NULL, 0, &st), DF_OK);
+    df_pass_stats ps;
+    const df_graph *og = df_session_optimized_graph(s, &ps);
+    CHECK(og != NULL);
+    if (out) {
+        float got = *(const float *)df_tensor_data(out);
+        /* 4 * 6 + two randoms in [0, 1) + 7 + (2 + 2 * 14) */
+        CHECK_MSG(got >= 61 && got < 63, "sum %g", (double)got);
+    }
+    CHECK_EQ_INT(count_op(og, "Mul"), 3);            /* a = b merged; c and d kept */
+    CHECK_EQ_INT(count_op(og, "RandomUniform"), 2);
+    CHECK(ps.cse_merged >= 2);                        /* a = b, the body's two 7s (and equal shape consts) */
+    int outer_sevens = 0, body_sevens = 0;
+    for (int i = 0; i < df_graph_num_nodes(og); i++) {
+        const df_node *n = df_graph_node_at(og, i);
+        float f = 0;
+        const df_tensor *t = NULL;
+        if (strcmp(df_node_op(n), "Const") || !df_node_attr_tensor(n, "value", &t) || df_tensor_dtype(t) != DF_FLOAT) continue;
+        memcpy(&f, df_tensor_data(t), 4);
+        if (f != 7) continue;
+        if (df_node_num_control_inputs(n)) body_sevens++;
+        else outer_sevens++;
+    }
+    CHECK_EQ_INT(outer_sevens, 1);
+    CHECK_EQ_INT(body_sevens, 1);                     /* the body's two merged, not with the outer one */
+    df_tensor_release(out); df_tensor_release(xv); df_tensor_release(yv);
+    df_session_free(s);
+    df_graph_free(g);
+}
