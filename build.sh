@@ -292,6 +292,12 @@ run_tests() {
     if [ "${DF_SANITIZE:-1}" != 0 ] && echo 'int main(void){return 0;}' | $CC -x c -fsanitize=thread - -o build/tsan_probe >/dev/null 2>&1; then
         step "ThreadSanitizer: executor, control flow, graph, thread, loop-gradient, loop-state, partition, worker, distributed, queue and function tests" sh -c "$CC -std=c11 -g -O1 $WARN -fsanitize=thread -I. tests/harness.c tests/test_control_flow.c tests/test_executor.c tests/test_graph.c tests/test_threads.c tests/test_grad_cf.c tests/test_loop_state.c tests/test_partition.c tests/test_partition_random.c tests/test_worker.c tests/test_distributed.c tests/test_queue.c tests/test_functions.c dataflow.c -o build/tsan_tests $LIBS && TSAN_OPTIONS=halt_on_error=1 ./build/tsan_tests >build/tsan.log 2>&1"
     else skipped=$((skipped + 1)); echo "skip build: ThreadSanitizer not available with $CC"; fi
+    # A representative subset under valgrind's memcheck (no sanitizers in that build): graphs,
+    # control flow, functions, loop gradients, bad input, queues, the executor. Definite leaks
+    # and every memory error fail it.
+    if command -v valgrind >/dev/null 2>&1; then
+        step "valgrind memcheck: graph, control flow, function, loop-gradient, bad-input, queue and executor tests" sh -c "$CC -std=c11 -g -O1 $WARN -I. tests/harness.c tests/test_graph.c tests/test_control_flow.c tests/test_functions.c tests/test_grad_cf.c tests/test_bad_input.c tests/test_queue.c tests/test_executor.c dataflow.c -o build/valgrind_tests $LIBS && valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite ./build/valgrind_tests >build/valgrind.log 2>&1"
+    else skipped=$((skipped + 1)); echo "skip build: valgrind not installed"; fi
     if [ -n "$emu_runs" ]; then
         wait $emu_runs
         count_tests "GPU device tests, emulated GPU (build/gpu/emulated_tests)" build/gpu/emulated_tests.log
