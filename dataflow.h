@@ -78,8 +78,45 @@ uint16_t df_float_to_bfloat16(float f);
 uint16_t df_float_to_bfloat16_trunc(float f);
 float    df_bfloat16_to_float(uint16_t b);
 
+/* Limits. Input past one of them is refused with a status, before anything of the size it
+   claims is allocated or recursed into (never a crash, a hang or an abort); the message names the
+   node involved, TensorFlow's way: "... {{node NAME}}". The #ifndef ones may be defined otherwise
+   on the command line, alike for dataflow.c and every file that includes this header.
+     limit                       value       what                                          status
+     DF_MAX_RANK                 8           dimensions of a tensor or a shape             INVALID_ARGUMENT
+     DF_MAX_ELEMENTS             2^63 - 1    elements of a shape, static or at run time    INVALID_ARGUMENT
+                                             (a product of dims past it: int64 overflow)
+     DF_MAX_TENSOR_BYTES         SIZE_MAX/2  bytes of a tensor                             INVALID_ARGUMENT
+     DF_MAX_GRAPH_NODES          2^22        nodes of a graph: built, imported (a GraphDef RESOURCE_EXHAUSTED
+                                             is counted before it is parsed) or grown by
+                                             lowering functions (counted before they are
+                                             instantiated: calls of calls grow exponentially)
+     DF_MAX_CONTROL_FLOW_DEPTH   1000        while loops nested in one another in a graph  INVALID_ARGUMENT
+                                             that runs (an imported one too), and conds
+                                             and loops nested as they are built
+     DF_MAX_FUNCTION_DEPTH       32          functions defined in functions and chains of  INVALID_ARGUMENT
+                                             calls; so also the GraphDef importer's
+                                             recursion through a FunctionDefLibrary
+                                             (recursion itself is refused)
+     DF_MAX_MESSAGE_BYTES        2^30        one message between processes: a worker      (see right)
+                                             closes the connection (logged; its
+                                             max_message_bytes overrides the value), a
+                                             session fails the step with DF_UNAVAILABLE */
 #define DF_MAX_RANK 8
-#define DF_MAX_FUNCTION_DEPTH 32      /* functions defined in functions, and chains of calls */
+#define DF_MAX_ELEMENTS INT64_MAX
+#define DF_MAX_TENSOR_BYTES (SIZE_MAX / 2)
+#ifndef DF_MAX_GRAPH_NODES
+#define DF_MAX_GRAPH_NODES (1 << 22)
+#endif
+#ifndef DF_MAX_CONTROL_FLOW_DEPTH
+#define DF_MAX_CONTROL_FLOW_DEPTH 1000
+#endif
+#ifndef DF_MAX_FUNCTION_DEPTH
+#define DF_MAX_FUNCTION_DEPTH 32
+#endif
+#ifndef DF_MAX_MESSAGE_BYTES
+#define DF_MAX_MESSAGE_BYTES ((uint64_t)1 << 30)
+#endif
 typedef struct df_tensor df_tensor;           /* opaque, reference counted */
 
 /* New tensor, zero-filled, in host memory. NULL (and *st set) on bad dtype/shape or OOM.
@@ -495,7 +532,8 @@ typedef struct df_worker_options {
     int         port;                /* 0 means any free port (df_worker_port says which) */
     int         task;                /* its number N in /job:worker/task:N */
     int         num_cpu_devices;     /* 0 means 1 */
-    uint64_t    max_message_bytes;   /* larger messages close their connection; 0 means 1 GiB */
+    uint64_t    max_message_bytes;   /* larger messages close their connection; 0 means
+                                        DF_MAX_MESSAGE_BYTES (1 GiB) */
     void (*log)(void *user, const char *line);    /* why a connection closed, etc.; NULL: stderr */
     void (*on_listening)(int port, void *user);   /* df_worker_serve calls it once listening */
     void       *log_user;            /* passed to log and on_listening */
