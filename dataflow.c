@@ -16002,7 +16002,7 @@ static int df__gd_list_add(void *user, uint64_t v) {
 static df_code df__gd_set_attr(df__gd *d, const df__gd_node *n, df_op_builder *b, const df__attrdef *ad, df__pb value) {
     df__gd_val v;
     char where[320];
-    snprintf(where, sizeof where, "attr '%s' of {{node %s}}", ad->name, n->full);
+    snprintf(where, sizeof where, "attr '%.60s' of {{node %.200s}}", ad->name, n->full);
     if (!df__gd_attr_value(value, &v)) return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: %s: malformed AttrValue", where);
     static const uint32_t want_field[] = {
         [DF__A_INT] = 3, [DF__A_FLOAT] = 4, [DF__A_BOOL] = 5, [DF__A_TYPE] = 6, [DF__A_STRING] = 2,

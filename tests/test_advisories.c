@@ -97,7 +97,9 @@ static void check_status_(const char *file, int line, const df_status *st, df_co
         return;
     }
     if (needle && !strstr(st->message, needle)) df_test_fail(file, line, "message '%s' lacks '%s'", st->message, needle);
-    if (node) {
+    if (node && !strcmp(node, "*")) {                   /* some node, whichever a walk meets first */
+        if (!strstr(st->message, "{{node ")) df_test_fail(file, line, "message '%s' names no node", st->message);
+    } else if (node) {
         char want[300];
         snprintf(want, sizeof want, "{{node %s}}", node);
         if (!strstr(st->message, want)) df_test_fail(file, line, "message '%s' does not name %s", st->message, want);
@@ -1559,7 +1561,7 @@ DF_TEST(advisory_37_resource_or_variant_dtype_attr_tfsa_2021_108) {
         EXPECT_ERR(g, y, DF_INVALID_ARGUMENT, NULL, "random");
         g = df_graph_new();
         y = df_cast(g, df_scalar_f32(g, 1), bad[i]);
-        EXPECT_ERR(g, y, DF_INVALID_ARGUMENT, NULL, NULL);
+        EXPECT_ERR(g, y, DF_INVALID_ARGUMENT, NULL, "*");
         /* a GraphDef's Const with a variant TensorProto */
         pb p = {NULL, 0, 0};
         gd_const(&p, "const", bad[i], bad[i], 0, NULL, NULL, 0);
@@ -1981,7 +1983,7 @@ DF_TEST(advisory_list_control_flow) {
     gd_op(&p, "exit", "Exit", DF_FLOAT, IN("switch"));
     gd_op(&p, "exit2", "Exit", DF_FLOAT, IN("switch2"));
     gd_op(&p, "add", "AddV2", DF_FLOAT, IN("exit", "exit2"));
-    EXPECT_IMPORTED_RUN_ERR(&p, "add", DF_INVALID_ARGUMENT, "more than one LoopCond", NULL);
+    EXPECT_IMPORTED_RUN_ERR(&p, "add", DF_INVALID_ARGUMENT, "more than one LoopCond", "*");
     /* inputs from two frames */
     p = (pb){NULL, 0, 0};
     gd_const_f32(&p, "c", 1, &one);
@@ -2002,7 +2004,7 @@ DF_TEST(advisory_list_control_flow) {
     gd_op(&p, "exit_a", "Exit", DF_FLOAT, IN("exit_ia"));
     gd_op(&p, "exit_b", "Exit", DF_FLOAT, IN("exit_ib"));
     gd_op(&p, "add", "AddV2", DF_FLOAT, IN("exit_a", "exit_b"));
-    EXPECT_IMPORTED_RUN_ERR(&p, "add", DF_INVALID_ARGUMENT, "Mismatched parent frames", NULL);
+    EXPECT_IMPORTED_RUN_ERR(&p, "add", DF_INVALID_ARGUMENT, "Mismatched parent frames", "*");
     /* a Switch whose predicate is a vector */
     p = (pb){NULL, 0, 0};
     gd_const_f32(&p, "c", 1, &one);
@@ -2016,12 +2018,12 @@ DF_TEST(advisory_list_control_flow) {
     p = (pb){NULL, 0, 0};
     gd_op(&p, "a", "Neg", DF_FLOAT, IN("b"));
     gd_op(&p, "b", "Neg", DF_FLOAT, IN("a"));
-    EXPECT_IMPORT_ERR(&p, DF_INVALID_ARGUMENT, "cycle", NULL);
+    EXPECT_IMPORT_ERR(&p, DF_INVALID_ARGUMENT, "cycle", "*");
     df_graph *g = df_graph_new();
     df_output a = op1(g, "Neg", "a", df_scalar_f32(g, 1));
     df_output b = op1(g, "Neg", "b", a);
     df_node_update_input(g, a.node, 0, b);
-    EXPECT_ERR(g, b, DF_INVALID_ARGUMENT, "cycle", NULL);
+    EXPECT_ERR(g, b, DF_INVALID_ARGUMENT, "cycle", "*");
 }
 
 /* Shapes: negative dims other than -1, rank over the maximum, element counts overflowing int64
@@ -2307,8 +2309,7 @@ DF_TEST(advisory_limit_control_flow_depth) {
     int left = DF_MAX_CONTROL_FLOW_DEPTH + 1;
     df_output out;
     CHECK_EQ_INT(df_cond(g, df_scalar_bool(g, 1), 1, nest_branch, nest_leaf, &left, &out), DF_INVALID_ARGUMENT);
-    CHECK_ST(df_graph_status(g), DF_INVALID_ARGUMENT, "DF_MAX_CONTROL_FLOW_DEPTH", NULL);
-    CHECK(strstr(df_graph_status(g)->message, "{{node ") != NULL);
+    CHECK_ST(df_graph_status(g), DF_INVALID_ARGUMENT, "DF_MAX_CONTROL_FLOW_DEPTH", "*");
     df_graph_free(g);
     /* a chain of Enters, each into a frame of its own: depth = the limit runs, one more does not */
     for (int extra = 0; extra < 2; extra++) {
@@ -2375,8 +2376,7 @@ DF_TEST(advisory_limit_function_depth) {
     }
     CHECK_EQ_INT(code, DF_INVALID_ARGUMENT);
     CHECK_EQ_INT(k - 1, DF_MAX_FUNCTION_DEPTH);
-    CHECK_ST(df_graph_status(g), DF_INVALID_ARGUMENT, "DF_MAX_FUNCTION_DEPTH", NULL);
-    CHECK(strstr(df_graph_status(g)->message, "{{node ") != NULL);
+    CHECK_ST(df_graph_status(g), DF_INVALID_ARGUMENT, "DF_MAX_FUNCTION_DEPTH", "*");
     df_graph_free(g);
 }
 
