@@ -8100,7 +8100,7 @@ static df__func *df__fn_make(df_graph *g, const char *name, int n_args, const df
         }
     }
     if (fg->status.code) {
-        if (!g->status.code) df__graph_error(g, fg->status.code, "In function '%s': %s", name, fg->status.message);
+        if (!g->status.code) df__graph_error(g, fg->status.code, "%s (in function '%s')", fg->status.message, name);   /* (the reason first: nesting appends) */
         DF_FREE(outs);
         return NULL;
     }

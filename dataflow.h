@@ -80,8 +80,9 @@ float    df_bfloat16_to_float(uint16_t b);
 
 /* Limits. Input past one of them is refused with a status, before anything of the size it
    claims is allocated or recursed into (never a crash, a hang or an abort); the message names the
-   node involved, TensorFlow's way: "... {{node NAME}}". The #ifndef ones may be defined otherwise
-   on the command line, alike for dataflow.c and every file that includes this header.
+   node involved where there is one, TensorFlow's way: "... {{node NAME}}". The #ifndef ones may be
+   defined otherwise on the command line, alike for dataflow.c and every file that includes this
+   header.
      limit                       value       what                                          status
      DF_MAX_RANK                 8           dimensions of a tensor or a shape             INVALID_ARGUMENT
      DF_MAX_ELEMENTS             2^63 - 1    elements of a shape, static or at run time    INVALID_ARGUMENT
@@ -98,10 +99,9 @@ float    df_bfloat16_to_float(uint16_t b);
                                              calls; so also the GraphDef importer's
                                              recursion through a FunctionDefLibrary
                                              (recursion itself is refused)
-     DF_MAX_MESSAGE_BYTES        2^30        one message between processes: a worker      (see right)
-                                             closes the connection (logged; its
-                                             max_message_bytes overrides the value), a
-                                             session fails the step with DF_UNAVAILABLE */
+     DF_MAX_MESSAGE_BYTES        2^30        one message between processes (a worker's     worker: connection
+                                             max_message_bytes overrides it)               closed, logged;
+                                                                                           session: UNAVAILABLE */
 #define DF_MAX_RANK 8
 #define DF_MAX_ELEMENTS INT64_MAX
 #define DF_MAX_TENSOR_BYTES (SIZE_MAX / 2)

@@ -1804,6 +1804,24 @@ DF_TEST(advisory_42_checkpoint_block_size_overflow_tfsa_2018_004) {
     free(c.b);
 }
 
+/* A version 1.0 .npy file with header dict `dict` and `n` data bytes; its path. */
+static const char *npy_file(const char *name, const char *dict, const void *data, size_t n) {
+    static char path[512];
+    snprintf(path, sizeof path, "%s/advisory_%s.npy", df_test_tmpdir(), name);
+    char header[256];
+    int hl = snprintf(header, sizeof header, "%s", dict);
+    while ((10 + hl + 1) % 64) header[hl++] = ' ';
+    header[hl++] = '\n';
+    FILE *f = fopen(path, "wb");
+    if (!f) return path;
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)hl, (unsigned char)(hl >> 8)};
+    fwrite(pre, 1, 10, f);
+    fwrite(header, 1, (size_t)hl, f);
+    if (n) fwrite(data, 1, n, f);
+    fclose(f);
+    return path;
+}
+
 /* 43. Strings where 16-bit floats are wanted (TensorFlow crashed converting a string to
    float16): refused wherever a string could reach a half tensor. */
 DF_TEST(advisory_43_string_to_float16_tfsa_2020_001) {
@@ -1850,6 +1868,19 @@ DF_TEST(advisory_43_string_to_float16_tfsa_2020_001) {
     st = ck_run(g, prefix, path, r, NULL);
     CHECK_ST(&st, DF_INVALID_ARGUMENT, "dtypes[0] is half", "restore");
     df_graph_free(g);
+    /* .npy files: strings are not read (as half or anything), and half data cut short is loss */
+    const char *descrs[] = {"<U3", "|S3", "|O"};
+    for (int i = 0; i < LEN(descrs); i++) {
+        char dict[128];
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (1,), }", descrs[i]);
+        df_tensor *t = df_tensor_read_npy(npy_file("43s", dict, "1.5\0\0\0\0\0\0\0\0\0", 12), &st);
+        CHECK_MSG(t == NULL && st.code == DF_UNIMPLEMENTED, "descr %s: %s: %s", descrs[i], df_code_name(st.code), st.message);
+        df_tensor_release(t);
+    }
+    df_tensor *t = df_tensor_read_npy(npy_file("43h", "{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }", "1.5", 3), &st);
+    CHECK(t == NULL);
+    CHECK_ST(&st, DF_DATA_LOSS, "truncated", NULL);
+    df_tensor_release(t);
 }
 
 /* 44. SaveV2 of a dtype checkpoints cannot hold (a resource handle), or of tensors that do not
@@ -2108,6 +2139,17 @@ DF_TEST(advisory_list_tensor_protos) {
         nd_end(&p, &nd);
     }
     EXPECT_IMPORT_ERR(&p, DF_INVALID_ARGUMENT, "malformed TensorProto", "cut_short");
+    /* the same for a .npy file: data shorter than its shape, a shape past int64 */
+    df_status st;
+    df_tensor *t = df_tensor_read_npy(npy_file("list_short", "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", three, 8), &st);
+    CHECK(t == NULL);
+    CHECK_ST(&st, DF_DATA_LOSS, "truncated", NULL);
+    df_tensor_release(t);
+    t = df_tensor_read_npy(npy_file("list_huge", "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4), }",
+                                    three, 12), &st);
+    CHECK(t == NULL);
+    CHECK_ST(&st, DF_INVALID_ARGUMENT, "overflows", NULL);
+    df_tensor_release(t);
 }
 
 /* Axes and strides: axes out of range (very negative too), non-scalar axes (26), permutations
@@ -2346,7 +2388,17 @@ DF_TEST(advisory_limit_control_flow_depth) {
 }
 
 /* DF_MAX_FUNCTION_DEPTH: a FunctionDefLibrary whose functions call one another one deeper (the
-   importer's recursion), and the same through df_function_define. */
+   importer's recursion), the same through df_function_define, and functions defined inside the
+   bodies of functions one deeper. */
+static void fn_nest(df_graph *fg, void *user, const df_output *args, df_output *outs) {
+    int *left = (int *)user;
+    outs[0] = (df_output){NULL, 0};
+    if (--*left <= 0) { outs[0] = df_neg(fg, args[0]); return; }
+    char name[32];
+    snprintf(name, sizeof name, "nested%d", *left);
+    df_dtype t = DF_FLOAT;
+    if (df_function_define(fg, name, 1, &t, 1, fn_nest, user) == DF_OK) df_call(fg, name, 1, args, 1, outs);
+}
 DF_TEST(advisory_limit_function_depth) {
     pb p = {NULL, 0, 0}, lib = {NULL, 0, 0};
     char name[32], callee[32];
@@ -2378,6 +2430,14 @@ DF_TEST(advisory_limit_function_depth) {
     CHECK_EQ_INT(k - 1, DF_MAX_FUNCTION_DEPTH);
     CHECK_ST(df_graph_status(g), DF_INVALID_ARGUMENT, "DF_MAX_FUNCTION_DEPTH", "*");
     df_graph_free(g);
+    /* definitions nested: MAX levels fit, one more does not */
+    for (int extra = 0; extra < 2; extra++) {
+        g = df_graph_new();
+        int left = DF_MAX_FUNCTION_DEPTH + extra;
+        CHECK_EQ_INT(df_function_define(g, "outer", 1, &t, 1, fn_nest, &left), extra ? DF_INVALID_ARGUMENT : DF_OK);
+        if (extra) CHECK_ST(df_graph_status(g), DF_INVALID_ARGUMENT, "nest more than", NULL);
+        df_graph_free(g);
+    }
 }
 
 /* DF_MAX_RANK: one dimension more, in a tensor, a GraphDef shape, and the ops that add one. */
