@@ -1567,10 +1567,8 @@ DF_TEST(advisory_37_resource_or_variant_dtype_attr_tfsa_2021_108) {
         gd_const(&p, "const", bad[i], bad[i], 0, NULL, NULL, 0);
         df_status st;
         df_graph *gi = df_graph_import_graphdef(p.b, p.n, &st);
-        CHECK(gi == NULL);
-        CHECK_MSG(st.code == DF_INVALID_ARGUMENT || st.code == DF_UNIMPLEMENTED, "dtype %d: %s: %s", (int)bad[i],
-                  df_code_name(st.code), st.message);
-        CHECK_ST(&st, st.code, NULL, "const");
+        CHECK(gi == NULL);      /* TensorFlow's resource and variant values: not supported here; a reference: invalid */
+        CHECK_ST(&st, bad[i] == (df_dtype)120 ? DF_INVALID_ARGUMENT : DF_UNIMPLEMENTED, NULL, "const");
         df_graph_free(gi);
         pb_free(&p);
     }
@@ -1680,7 +1678,8 @@ DF_TEST(advisory_40_restore_with_empty_tensor_name_tfsa_2021_113) {
     prefix = df_placeholder(g, "prefix", DF_STRING, 0, NULL);
     {
         int64_t one = 1;
-        df_output in[3] = {prefix, konst_t(g, df_tensor_new_strings(1, &one, a, NULL)), konst_t(g, df_tensor_new_strings(1, &one, empty_name, NULL))};
+        df_output in[3] = {prefix, konst_t(g, df_tensor_new_strings(1, &one, a, NULL)),
+                           konst_t(g, df_tensor_new_strings(1, &one, empty_name, NULL))};
         df_op_builder *b = op_begin(g, "RestoreV2", "restore", 3, in);
         df_dtype two[2] = {DF_FLOAT, DF_FLOAT};
         df_op_set_attr_type_list(b, "dtypes", two, 2);
@@ -1895,12 +1894,9 @@ DF_TEST(advisory_44_save_of_unsupported_dtype_ghsa_m6vp_8q9j_whx4) {
     df_output prefix = df_placeholder(g, "prefix", DF_STRING, 0, NULL);
     df_dtype r = DF_RESOURCE;
     df_output s = ck_node(g, "SaveV2", "save", prefix, 1, names, &r, &q);
-    const df_status *gs = df_graph_status(g);
-    if (gs->code) CHECK_ST(gs, DF_INVALID_ARGUMENT, NULL, "save");
-    else {
-        df_status st = ck_run(g, prefix, path, (df_output){NULL, 0}, s.node);
-        CHECK_ST(&st, DF_UNIMPLEMENTED, "resource", "save");
-    }
+    CHECK_OK(df_graph_status(g));                  /* (a handle may flow into SaveV2; saving it is refused) */
+    df_status st = ck_run(g, prefix, path, (df_output){NULL, 0}, s.node);
+    CHECK_ST(&st, DF_UNIMPLEMENTED, "resource", "save");
     df_graph_free(g);
     /* dtypes that say int32 for a float */
     g = df_graph_new();
@@ -2141,7 +2137,8 @@ DF_TEST(advisory_list_tensor_protos) {
     EXPECT_IMPORT_ERR(&p, DF_INVALID_ARGUMENT, "malformed TensorProto", "cut_short");
     /* the same for a .npy file: data shorter than its shape, a shape past int64 */
     df_status st;
-    df_tensor *t = df_tensor_read_npy(npy_file("list_short", "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", three, 8), &st);
+    df_tensor *t = df_tensor_read_npy(npy_file("list_short", "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }",
+                                               three, 8), &st);
     CHECK(t == NULL);
     CHECK_ST(&st, DF_DATA_LOSS, "truncated", NULL);
     df_tensor_release(t);
@@ -2567,10 +2564,16 @@ DF_TEST(advisory_limit_message_bytes) {
             struct pollfd pf = {fd, POLLIN, 0};
             int closed = 0;
             for (int i = 0; i < 300 && !closed; i++)
-                if (poll(&pf, 1, 10) == 1) { ssize_t r = recv(fd, buf, sizeof buf, 0); closed = r == 0 || (r < 0 && errno == ECONNRESET); }
+                if (poll(&pf, 1, 10) == 1) {
+                    ssize_t r = recv(fd, buf, sizeof buf, 0);
+                    closed = r == 0 || (r < 0 && errno == ECONNRESET);
+                }
             CHECK_MSG(closed, "the worker kept a connection whose frame is over the limit");
             close(fd);
-            for (int k = 0; k < 100 && !logbook_has(&book, "over the limit"); k++) { struct timespec ts = {0, 10000000}; nanosleep(&ts, NULL); }
+            for (int k = 0; k < 100 && !logbook_has(&book, "over the limit"); k++) {
+                struct timespec ts = {0, 10000000};
+                nanosleep(&ts, NULL);
+            }
             CHECK_MSG(logbook_has(&book, "over the limit"), "no log line says why (%d lines)", book.n);
         }
         df_worker_stop(w);
