@@ -486,7 +486,8 @@ df_code   df_graph_export_graphdef(const df_graph *g, void **data, size_t *len);
 /* Import into an existing graph, as tf.compat.v1.import_graph_def does: every name gets
    "prefix/" in front (NULL or "": none), and each input_map_names[i] (a tensor name of the
    GraphDef, "x" or "x:1") is replaced, wherever the GraphDef uses it, by input_map_values[i],
-   an output of g. All or nothing: on an error g is left as it was. */
+   an output of g (a name the GraphDef lacks is DF_INVALID_ARGUMENT, as in TensorFlow). All or
+   nothing: on an error g is left as it was. */
 typedef struct df_import_options {
     const char *prefix;
     int n_input_map;
