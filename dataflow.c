@@ -1169,7 +1169,7 @@ static df_code df__shape_check(df_dtype t, int rank, const int64_t *dims, int64_
         if (dims[i] < 0)
             return df_status_set(st, DF_INVALID_ARGUMENT, "Dimension %d is negative (%lld)", i,
                                  (long long)dims[i]);
-        if (dims[i] && n > INT64_MAX / dims[i]) overflow = 1;
+        if (dims[i] && n > DF_MAX_ELEMENTS / dims[i]) overflow = 1;
         else n *= dims[i];
     }
     if (overflow && n != 0) {
@@ -1178,8 +1178,8 @@ static df_code df__shape_check(df_dtype t, int rank, const int64_t *dims, int64_
     if (overflow)
         return df_status_set(st, DF_INVALID_ARGUMENT, "Shape has too many elements (int64 overflow)");
     size_t es = df_dtype_size(t);
-    if ((uint64_t)n > (uint64_t)(SIZE_MAX / 2) / es)
-        return df_status_set(st, DF_INVALID_ARGUMENT, "Tensor byte size overflows size_t");
+    if ((uint64_t)n > (uint64_t)DF_MAX_TENSOR_BYTES / es)
+        return df_status_set(st, DF_INVALID_ARGUMENT, "Tensor byte size overflows size_t (more than DF_MAX_TENSOR_BYTES)");
     *n_out = n;
     *bytes_out = (size_t)n * es;
     return DF_OK;
@@ -2650,6 +2650,9 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
         if (ad->kind != n->attrs[i].kind)
             return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s has kind %s, got %s",
                                   ad->name, op->name, df__kind_name(ad->kind), df__kind_name(n->attrs[i].kind));
+        if (ad->kind == DF__A_STRING && !strcmp(ad->name, "data_format") && n->attrs[i].u.s &&
+            strcmp(n->attrs[i].u.s, "NHWC") && strcmp(n->attrs[i].u.s, "NCHW"))    /* (TF: "Invalid data format") */
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Invalid data_format '%.64s' for %s: NHWC or NCHW", n->attrs[i].u.s, op->name);
         if (ad->kind == DF__A_TYPE && ad->allowed && !(ad->allowed & df__type_bit(n->attrs[i].u.type)))
             return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not in the "
                 "list of allowed values for %s", ad->name, df_dtype_name(n->attrs[i].u.type), op->name);
@@ -2762,8 +2765,13 @@ df_node *df_op_finish(df_op_builder *b) {
                              "or NULL attr name) while building node '%s' {{node %s}}", b->name ? b->name : "?", b->name ? b->name : "?");
         goto fail;
     }
+    if (g->n_nodes >= DF_MAX_GRAPH_NODES) {
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "The graph has %d nodes, the most it may have (DF_MAX_GRAPH_NODES) "
+                        "{{node %s}}", g->n_nodes, b->name);
+        goto fail;
+    }
     if (df__strmap_get(&g->names, b->name, NULL)) {
-        df__graph_error(g, DF_INVALID_ARGUMENT, "Duplicate node name in graph: '%s'", b->name);
+        df__graph_error(g, DF_INVALID_ARGUMENT, "Duplicate node name in graph: '%s' {{node %s}}", b->name, b->name);
         goto fail;
     }
     {
@@ -2886,6 +2894,21 @@ df_node *df_op_finish(df_op_builder *b) {
         if (in_shapes != in_shapes_small) DF_FREE(in_shapes);
         if (in_types != in_types_small) DF_FREE(in_types);
         if (c != DF_OK) goto fail_status;
+        /* TF's shape inference: a known shape whose element count overflows int64 is an error */
+        for (int k = 0; k < n->n_outputs; k++) {
+            const df__shape *o = &n->out_shapes[k];
+            int64_t count = 1;
+            int over = 0;
+            for (int d = 0; d < o->rank; d++) {
+                if (o->dims[d] <= 0) { over = 0; break; }          /* unknown: not yet; 0: no elements */
+                if (over || count > DF_MAX_ELEMENTS / o->dims[d]) over = 1;
+                else count *= o->dims[d];
+            }
+            if (over) {
+                df__fail(&st, n, DF_INVALID_ARGUMENT, "Output %d of %s would have more elements than int64 can count", k, n->op->name);
+                goto fail_status;
+            }
+        }
     }
     if (!df__grow(&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(df_node *))) goto oom;
     if (!df__strmap_put(&g->names, n->name, g->n_nodes)) goto oom;
@@ -3092,6 +3115,16 @@ static df_code df__check_pred(df_graph *g, df_output pred, const char *what) {
     return DF_OK;
 }
 
+/* Conds and loops nested in one another as they are built (each level is a C call of the builder
+   and of the captures through it): at most DF_MAX_CONTROL_FLOW_DEPTH. */
+static df_code df__check_nesting(df_graph *g, const char *what, const df_node *at) {
+    int depth = 0;
+    for (const df__ctx *c = g->ctx; c; c = c->outer) depth++;
+    if (depth < DF_MAX_CONTROL_FLOW_DEPTH) return DF_OK;
+    return df__graph_error(g, DF_INVALID_ARGUMENT, "%s: conds and while loops nest more than %d deep "
+                           "(DF_MAX_CONTROL_FLOW_DEPTH) {{node %s}}", what, DF_MAX_CONTROL_FLOW_DEPTH, at->name);
+}
+
 df_code df_cond(df_graph *g, df_output pred, int n_out, df_branch_fn then_fn, df_branch_fn else_fn,
                 void *user, df_output *outs) {
     for (int i = 0; outs && i < n_out; i++) outs[i].node = NULL, outs[i].index = 0;
@@ -3103,7 +3136,7 @@ df_code df_cond(df_graph *g, df_output pred, int n_out, df_branch_fn then_fn, df
                                "then_fn %s, else_fn %s)", n_out, outs ? "set" : "NULL",
                                then_fn ? "set" : "NULL", else_fn ? "set" : "NULL");
     for (int i = 0; i < n_out; i++) outs[i].node = NULL, outs[i].index = 0;
-    if (df__check_pred(g, pred, "df_cond")) return g->status.code;
+    if (df__check_pred(g, pred, "df_cond") || df__check_nesting(g, "df_cond", pred.node)) return g->status.code;
     char scope[64];
     if (!df__unique_scope(g, "cond", scope, sizeof scope))
         return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
@@ -3201,6 +3234,7 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
         if (!df__output_valid(init[i]) || init[i].node->graph != g)
             return df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: loop variable %d is NULL or "
                                    "invalid", i);
+    if (df__check_nesting(g, "df_while_loop", init[0].node)) return g->status.code;
     int par = opts ? opts->parallel_iterations : 0;
     int64_t max_iter = opts ? opts->maximum_iterations : 0;
     if (par < 0) return df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: parallel_iterations must "
@@ -5432,6 +5466,7 @@ static void df__k_conv2d(df__kctx *c) {
     const df_tensor *x = c->in[0], *w = c->in[1];
     if (!df__conv_float_type(c, x)) return;
     if (!df__rank4(x) || !df__rank4(w)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input and filter must be 4-D, got ranks %d and %d", x->rank, w->rank); return; }
+    if (!w->n) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "filter must not have zero elements (i.e. all dimensions must be non-zero)"); return; }
     df__conv_geo g;
     if (df__conv_setup(c->node, x->dims, w->dims[0], w->dims[1], 0, &g, c->st) || !df__conv_check(c, &g, w->dims, NULL)) return;
     g.oc = w->dims[3];
@@ -5474,6 +5509,8 @@ static df_code df__sf_conv2d(df__shape_ctx *c) {
         return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "input depth %lld must equal the filter's in_depth %lld",
                         (long long)x->dims[3], (long long)w->dims[2]);
     df__conv_geo g;
+    if (!w->dims[0] || !w->dims[1] || !w->dims[2] || !w->dims[3])      /* TF: no filters without elements */
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "filter must not have zero elements (i.e. all dimensions must be non-zero)");
     if (w->dims[0] < 0 || w->dims[1] < 0) {
         o->rank = 4; o->dims[0] = x->dims[0]; o->dims[1] = o->dims[2] = -1; o->dims[3] = w->dims[3];
         return DF_OK;
@@ -6138,7 +6175,12 @@ static df_code df__reshape_dims(const df_node *n, int64_t in_count, const df_ten
 static int64_t df__shape_count(const df__shape *s) {
     if (s->rank < 0) return -1;
     int64_t n = 1;
-    for (int i = 0; i < s->rank; i++) { if (s->dims[i] < 0) return -1; n *= s->dims[i]; }
+    for (int i = 0; i < s->rank; i++) if (s->dims[i] < 0) return -1;
+    for (int i = 0; i < s->rank; i++) {
+        if (!s->dims[i]) return 0;
+        if (n > INT64_MAX / s->dims[i]) n = INT64_MAX;        /* (no node's shape gets here: see df_op_finish) */
+        else n *= s->dims[i];
+    }
     return n;
 }
 static df_code df__sf_reshape(df__shape_ctx *c) {
@@ -7909,7 +7951,6 @@ static df_code df__sf_apply(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes
    handles to its outputs stay valid and the executor, the partitioner and autodiff see only
    the five primitives.
    ========================================================================================== */
-#define DF_MAX_LOWERED_NODES (1 << 22)
 typedef struct df__func {
     char *name;
     df_graph *body;
@@ -7920,6 +7961,8 @@ typedef struct df__func {
     df_output *rets;
     int stateful;                /* the body holds a stateful op */
     int depth;                   /* 1 + the depth of the deepest function the body uses */
+    int64_t size;                /* nodes its lowering instantiates: the body's, and those of the functions
+                                    it uses, each time it uses them (at most 2^62) */
     int defining;                /* being built: a use of it now is recursion */
     struct df__call_rt *rt;      /* made by the first call run as a call (inlining off) */
 } df__func;
@@ -8070,7 +8113,7 @@ static df__func *df__fn_make(df_graph *g, const char *name, int n_args, const df
         }
     }
     if (fg->status.code) {
-        if (!g->status.code) df__graph_error(g, fg->status.code, "In function '%s': %s", name, fg->status.message);
+        if (!g->status.code) df__graph_error(g, fg->status.code, "%s (in function '%s')", fg->status.message, name);   /* (the reason first: nesting appends) */
         DF_FREE(outs);
         return NULL;
     }
@@ -8085,6 +8128,8 @@ static df__func *df__fn_make(df_graph *g, const char *name, int n_args, const df
     f->n_args = n_args + fg->n_fcap;
     f->rets = outs;
     int depth = 0;
+    int64_t size = fg->n_nodes;
+    const df_node *deepest = NULL;
     for (int i = 0; i < fg->n_nodes; i++) {
         const df_node *n = fg->nodes[i];
         if (n->op->flags & DF__OP_STATEFUL) f->stateful = 1;
@@ -8092,13 +8137,15 @@ static df__func *df__fn_make(df_graph *g, const char *name, int n_args, const df
         int k = df__fn_uses(n, used, 4);
         for (int j = 0; j < k; j++) {
             const df__func *u = df__fn_find(g, used[j]);
-            if (u && u->depth > depth) depth = u->depth;
+            if (u && u->depth > depth) { depth = u->depth; deepest = n; }
+            if (u) size = DF__MIN(size + u->size, (int64_t)1 << 62);   /* (calls of calls grow exponentially) */
         }
     }
     f->depth = depth + 1;
+    f->size = size;
     if (f->depth > DF_MAX_FUNCTION_DEPTH) {
-        df__graph_error(g, DF_INVALID_ARGUMENT, "Function '%s' calls functions %d deep; the limit is %d",
-                        name, f->depth, DF_MAX_FUNCTION_DEPTH);
+        df__graph_error(g, DF_INVALID_ARGUMENT, "Function '%s' calls functions %d deep; the limit is %d (DF_MAX_FUNCTION_DEPTH) "
+                        "{{node %s}}", name, f->depth, DF_MAX_FUNCTION_DEPTH, deepest ? deepest->name : "?");
         return NULL;
     }
     f->defining = 0;
@@ -8755,12 +8802,21 @@ static df_code df__lower_all_ex(df_graph *g, int keep_calls) {
     if (g->status.code) return g->status.code;
     if (g->fn_parent) return df__graph_error(g, DF_FAILED_PRECONDITION, "A function's body is not run or differentiated "
                                              "by itself; call the function");
-    int start = g->n_nodes;
     for (int i = 0; i < g->n_nodes; i++) {
         if (!df__is_functional(g->nodes[i]) || (keep_calls && df__is_kept_call(g->nodes[i]))) continue;
-        if (g->n_nodes - start > DF_MAX_LOWERED_NODES)
-            return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Lowering functions made more than %d nodes {{node %s}}",
-                                   DF_MAX_LOWERED_NODES, g->nodes[i]->name);
+        /* what it will instantiate, counted first: functions calling functions twice grow the
+           graph exponentially with their depth */
+        const char *used[4];
+        int k = df__fn_uses(g->nodes[i], used, 4);
+        int64_t grow = 0;
+        for (int j = 0; j < k; j++) {
+            const df__func *u = df__fn_find(g, used[j]);
+            if (u) grow = DF__MIN(grow + u->size, (int64_t)1 << 62);
+        }
+        if (g->n_nodes + grow > DF_MAX_GRAPH_NODES)
+            return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Lowering this node would instantiate %lld nodes of functions in a "
+                                   "graph of %d; a graph may have %d (DF_MAX_GRAPH_NODES) {{node %s}}", (long long)grow,
+                                   g->n_nodes, DF_MAX_GRAPH_NODES, g->nodes[i]->name);
         if (!df__lower_node(g, g->nodes[i])) return g->status.code ? g->status.code : DF_INTERNAL;
     }
     return DF_OK;
@@ -9122,22 +9178,28 @@ static df_output df__gstack_pop(df_graph *g, df__ctx *G, df__gstack *s, df__ctx 
     return r;
 }
 
-static int df__maybe_dead_rec(const df_node *n, const df__ctx *W, unsigned char *seen, int limit) {
-    if (n->id >= limit || seen[n->id] || n->ctx != W || n->cf_part || (n->op->flags & DF__OP_MERGE)) return 0;
-    seen[n->id] = 1;
-    if (n->op->flags & DF__OP_SWITCH) return 1;
-    for (int i = 0; i < n->n_inputs; i++) if (df__maybe_dead_rec(n->inputs[i].node, W, seen, limit)) return 1;
-    return 0;
-}
 /* Whether a value of gradient loop W may be dead in some iteration: it depends, not through a
-   Merge, on a Switch made by a cond's gradient inside W. */
+   Merge, on a Switch made by a cond's gradient inside W. A walk with a stack of its own (not
+   recursion: a loop body may be a chain as long as the graph). */
 static int df__maybe_dead_in_loop(const df_node *n, const df__ctx *W) {
     df_graph *g = n->graph;
-    unsigned char *seen = (unsigned char *)DF_MALLOC((size_t)g->n_nodes + 1);
-    if (!seen) return 1;         /* cannot tell: assume it may */
-    memset(seen, 0, (size_t)g->n_nodes + 1);
-    int r = df__maybe_dead_rec(n, W, seen, g->n_nodes);
+    int limit = g->n_nodes, top = 0, r = 0;
+    unsigned char *seen = (unsigned char *)DF_MALLOC((size_t)limit + 1);
+    const df_node **stack = (const df_node **)DF_MALLOC(((size_t)limit + 1) * sizeof *stack);
+    if (!seen || !stack) { DF_FREE(seen); DF_FREE(stack); return 1; }   /* cannot tell: assume it may */
+    memset(seen, 0, (size_t)limit + 1);
+    if (n->id < limit) { seen[n->id] = 1; stack[top++] = n; }           /* (each node pushed once) */
+    while (top && !r) {
+        const df_node *m = stack[--top];
+        if (m->ctx != W || m->cf_part || (m->op->flags & DF__OP_MERGE)) continue;
+        if (m->op->flags & DF__OP_SWITCH) { r = 1; break; }
+        for (int i = 0; i < m->n_inputs; i++) {
+            const df_node *src = m->inputs[i].node;
+            if (src->id < limit && !seen[src->id]) { seen[src->id] = 1; stack[top++] = src; }
+        }
+    }
     DF_FREE(seen);
+    DF_FREE(stack);
     return r;
 }
 
@@ -10644,6 +10706,7 @@ typedef struct df__xitem {      /* 64 bytes: what running a node touches comes f
 typedef struct df__sframe {
     char *name;
     int parent;
+    int depth;                   /* loops it is nested in (the root frame: 0) */
     int parallel_iterations;
     int n_nodes, total_inputs, n_enters, n_loop_conds;
     df__counts *init;
@@ -10657,6 +10720,7 @@ typedef struct df__exec {
     int n_edges;
     df__sframe *frames;
     int n_frames, cap_frames;
+    df__strmap frame_index;      /* frame name -> its index (made by the frame analysis) */
     int32_t *roots;
     int n_roots;
     int n_feeds, n_fetches;
@@ -10670,6 +10734,7 @@ static void df__exec_free(df__exec *x) {
     if (!x) return;
     for (int i = 0; i < x->n_frames; i++) { DF_FREE(x->frames[i].name); DF_FREE(x->frames[i].init); DF_FREE(x->frames[i].counts); }
     DF_FREE(x->frames); DF_FREE(x->items); DF_FREE(x->edges); DF_FREE(x->roots); DF_FREE(x->host_out);
+    df__strmap_free(&x->frame_index);
     DF_FREE(x);
 }
 
@@ -10679,16 +10744,22 @@ static const char *df__item_name(const df__exec *x, int i) {
 }
 
 static int df__frame_find_or_add(df__exec *x, const char *name, int parent, df_status *st, const char *by) {
-    for (int f = 1; f < x->n_frames; f++)
-        if (!strcmp(x->frames[f].name, name)) {
-            if (x->frames[f].parent != parent) {
-                df_status_set(st, DF_INVALID_ARGUMENT, "Mismatched parent frames for frame '%s': '%s' and '%s' "
-                              "{{node %s}}", name, x->frames[x->frames[f].parent].name, x->frames[parent].name, by);
-                return -1;
-            }
-            return f;
+    int f;
+    if (x->n_frames && df__strmap_get(&x->frame_index, name, &f) && f > 0) {
+        if (x->frames[f].parent != parent) {
+            df_status_set(st, DF_INVALID_ARGUMENT, "Mismatched parent frames for frame '%s': '%s' and '%s' "
+                          "{{node %s}}", name, x->frames[x->frames[f].parent].name, x->frames[parent].name, by);
+            return -1;
         }
-    if (!df__grow(&x->frames, &x->cap_frames, x->n_frames + 1, sizeof(df__sframe))) {
+        return f;
+    }
+    if (x->n_frames && x->frames[parent].depth >= DF_MAX_CONTROL_FLOW_DEPTH) {
+        df_status_set(st, DF_INVALID_ARGUMENT, "While loops nest more than %d deep (DF_MAX_CONTROL_FLOW_DEPTH): frame '%.200s' "
+                      "{{node %s}}", DF_MAX_CONTROL_FLOW_DEPTH, name, by);
+        return -1;
+    }
+    if (!df__grow(&x->frames, &x->cap_frames, x->n_frames + 1, sizeof(df__sframe)) ||
+        (x->n_frames && !df__strmap_put(&x->frame_index, name, x->n_frames))) {
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis");
         return -1;
     }
@@ -10696,6 +10767,7 @@ static int df__frame_find_or_add(df__exec *x, const char *name, int parent, df_s
     memset(sf, 0, sizeof *sf);
     sf->name = df__strdup(name);
     sf->parent = parent;
+    sf->depth = x->n_frames ? x->frames[parent].depth + 1 : 0;
     sf->parallel_iterations = 1;
     if (!sf->name) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis"); return -1; }
     return x->n_frames++;
@@ -10813,6 +10885,16 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
                 code = df_status_set(st, DF_INVALID_ARGUMENT, "Node has inputs from different frames. The input "
                     "'%s' is in frame '%s'. Another input is in frame '%s'. {{node %s}}", df__item_name(x, i),
                     x->frames[out_frame].name, x->frames[dst->frame].name, df__item_name(x, d));
+        }
+    }
+    for (int i = 0; i < n && !code; i++) {      /* a NextIteration in a loop is its back edge: into Merges */
+        const df__xitem *it = &x->items[i];
+        if (it->kind != DF__X_NEXT || it->frame <= 0) continue;
+        for (int e = 0; e < it->n_edges && !code; e++) {
+            int d = x->edges[it->edge_start + e].dst;
+            if (x->items[d].kind != DF__X_MERGE && x->items[d].kind != DF__X_FETCH && !(x->items[d].flags & DF__XF_TRANSFER))
+                code = df_status_set(st, DF_INVALID_ARGUMENT, "A NextIteration must feed a Merge (it is a while loop's back "
+                                     "edge), not '%s' {{node %s}}", df__item_name(x, d), df__item_name(x, i));
         }
     }
     for (int i = 0; i < n && !code; i++)
@@ -13535,9 +13617,9 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
         if (f & DF__OP_ASYNC) { it->flags |= DF__XF_ASYNC; x->has_async = 1; }
         if (!strcmp(n->op->name, "MatMul")) it->flags |= DF__XF_MATMUL;
         if (it->kernel == df__k_noop) it->flags |= DF__XF_NO_KERNEL;
-        if (!(f & DF__OP_ALLOWS_UNINIT))
-            for (int k = 0; k < n->n_inputs; k++)
-                if (n->inputs[k].node->out_is_ref[n->inputs[k].index]) it->flags |= DF__XF_DEREF;
+        for (int k = 0; k < n->n_inputs; k++)      /* (Assign's value is read: only its Ref(T) may be uninitialised) */
+            if (n->inputs[k].node->out_is_ref[n->inputs[k].index] && (!(f & DF__OP_ALLOWS_UNINIT) || (n->op->n_in > k &&
+                !n->op->in[k].is_list && !df__ref_arg(n->op, k)))) it->flags |= DF__XF_DEREF;
     }
     for (int f = 0; f < n_feeds; f++) {
         if (feed_item[f] < 0) continue;
@@ -15703,7 +15785,7 @@ typedef struct df__gd {
 
 static df_code df__gd_bad(df__gd *d, const char *what, const df__gd_node *n) {
     if (n && n->name.n)
-        return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: %s (node '%.*s')", what, (int)DF__MIN(n->name.n, (size_t)200),
+        return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: %s {{node %.*s}}", what, (int)DF__MIN(n->name.n, (size_t)200),
                              (const char *)n->name.p);
     return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: %s", what);
 }
@@ -15777,12 +15859,20 @@ static df_code df__gd_parse(df__gd *d, const void *data, size_t len) {
     df__pb r = {(const uint8_t *)data, (const uint8_t *)data + len};
     uint32_t f;
     int wt, bad;
+    {   /* the nodes counted before any is parsed: claiming more than a graph may hold costs nothing */
+        df__pb scan = r;
+        int64_t count = 0;
+        while (df__pb_next(&scan, &f, &wt, &bad) && df__pb_skip(&scan, wt)) count += f == 1;
+        if (count > DF_MAX_GRAPH_NODES)
+            return df_status_set(d->st, DF_RESOURCE_EXHAUSTED, "GraphDef: %lld nodes, more than a graph may have "
+                                 "(DF_MAX_GRAPH_NODES, %d)", (long long)count, DF_MAX_GRAPH_NODES);
+    }
     while (df__pb_next(&r, &f, &wt, &bad)) {
         if (f == 1) {
             if (wt != DF__PB_LEN) return df__gd_bad(d, "GraphDef.node has the wrong wire type", NULL);
             df__pb sub;
             if (!df__pb_sub(&r, &sub)) return df__gd_bad(d, "truncated NodeDef (a length runs past the end of the data)", NULL);
-            if (d->n >= (1 << 24)) return df_status_set(d->st, DF_RESOURCE_EXHAUSTED, "GraphDef: more than %d nodes", 1 << 24);
+            if (d->n >= DF_MAX_GRAPH_NODES) return df_status_set(d->st, DF_RESOURCE_EXHAUSTED, "GraphDef: more than %d nodes", DF_MAX_GRAPH_NODES);
             if (!df__grow(&d->nodes, &d->cap, d->n + 1, sizeof *d->nodes))
                 return df_status_set(d->st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory");
             df__gd_node *n = &d->nodes[d->n++];
@@ -15986,6 +16076,11 @@ static df_tensor *df__gd_tensor(df__pb r, const char *where, df_status *st) {
         return out;
     }
     int vwt, vfield = dtype < 64 ? df__gd_value_field(t, &vwt) : 0;
+    if (!vfield && (dtype == 0 || dtype >= 64)) {     /* DT_INVALID, a reference type (101..) or no dtype at all */
+        df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: %s: a tensor value of dtype %llu (a reference or invalid type)", where,
+                      (unsigned long long)dtype);
+        return NULL;
+    }
     if (!vfield) {
         df_status_set(st, DF_UNIMPLEMENTED, "GraphDef: %s: tensor values of dtype %llu (%s) are not supported", where,
                       (unsigned long long)dtype, df_dtype_name(t));
@@ -16055,7 +16150,7 @@ static int df__gd_list_add(void *user, uint64_t v) {
 static df_code df__gd_set_attr(df__gd *d, const df__gd_node *n, df_op_builder *b, const df__attrdef *ad, df__pb value) {
     df__gd_val v;
     char where[320];
-    snprintf(where, sizeof where, "node '%s' attr '%s'", n->full, ad->name);
+    snprintf(where, sizeof where, "attr '%.60s' of {{node %.200s}}", ad->name, n->full);
     if (!df__gd_attr_value(value, &v)) return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: %s: malformed AttrValue", where);
     static const uint32_t want_field[] = {
         [DF__A_INT] = 3, [DF__A_FLOAT] = 4, [DF__A_BOOL] = 5, [DF__A_TYPE] = 6, [DF__A_STRING] = 2,
@@ -16162,7 +16257,7 @@ static df_code df__gd_set_attr(df__gd *d, const df__gd_node *n, df_op_builder *b
 /* `_class`: a list of "loc:@name" strings, kept joined by commas (the placer's form). */
 static df_code df__gd_class(df__gd *d, const df__gd_node *n, df_op_builder *b, df__pb value, const char *prefix) {
     df__gd_val v;
-    if (!df__gd_attr_value(value, &v)) return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: node '%s': malformed _class", n->full);
+    if (!df__gd_attr_value(value, &v)) return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: malformed _class {{node %s}}", n->full);
     if (v.field != 1) return DF_OK;             /* not a list: ignored, as TF ignores what it cannot use */
     char *joined = NULL;
     size_t len = 0;
@@ -16184,7 +16279,7 @@ static df_code df__gd_class(df__gd *d, const df__gd_node *n, df_op_builder *b, d
         memcpy(joined + len, s.p + 5, s.n - 5); len += s.n - 5;
         joined[len] = 0;
     }
-    if (bad) { DF_FREE(joined); return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: node '%s': malformed _class", n->full); }
+    if (bad) { DF_FREE(joined); return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: malformed _class {{node %s}}", n->full); }
     if (joined) df_op_set_attr_string(b, "_class", joined);
     DF_FREE(joined);
     return DF_OK;
@@ -16241,7 +16336,7 @@ typedef struct df__gd_fdef {
     df__pb sig, whole;           /* OpDef signature; the FunctionDef */
     int used, state;             /* state: 0 not made, 1 being made, 2 made */
 } df__gd_fdef;
-typedef struct df__gd_lib { df__gd_fdef *f; int n, cap; } df__gd_lib;
+typedef struct df__gd_lib { df__gd_fdef *f; int n, cap; df__strmap names; } df__gd_lib;   /* names: name -> first index */
 
 static df_code df__gd_lib_parse(df__pb lib, df__gd_lib *L, df_status *st) {
     uint32_t f;
@@ -16273,15 +16368,31 @@ static df_code df__gd_lib_parse(df__pb lib, df__gd_lib *L, df_status *st) {
             }
             if (b2) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: malformed FunctionDef");
             if (!e->name.n) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: a FunctionDef has no name");
+            /* a name defined twice: the same definition again is harmless; another is refused, as
+               TensorFlow's FunctionLibraryDefinition does */
+            char *nm = df__gd_cstr(e->name, NULL);
+            int first;
+            if (!nm) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory");
+            if (df__strmap_get(&L->names, nm, &first)) {
+                const df__gd_fdef *o = &L->f[first];
+                if (o->whole.end - o->whole.p != e->whole.end - e->whole.p || memcmp(o->whole.p, e->whole.p, (size_t)(e->whole.end - e->whole.p))) {
+                    df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: the function library defines '%.200s' twice, differently", nm);
+                    DF_FREE(nm);
+                    return st->code;
+                }
+            } else if (!df__strmap_put(&L->names, nm, L->n - 1)) { DF_FREE(nm); return df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); }
+            DF_FREE(nm);
         } else if (!df__pb_skip(&lib, wt)) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: malformed function library");
     }
     if (bad) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: malformed function library");
     return DF_OK;
 }
 static int df__gd_lib_find(const df__gd_lib *L, df__gd_str name) {
-    for (int i = 0; i < L->n; i++)
-        if (L->f[i].name.n == name.n && !memcmp(L->f[i].name.p, name.p, name.n)) return i;
-    return -1;
+    char *nm = df__gd_cstr(name, NULL);
+    int i = -1;
+    if (nm && !df__strmap_get(&L->names, nm, &i)) i = -1;
+    DF_FREE(nm);
+    return i;
 }
 /* Calls fn(user, name) for each function an attr map entry (an AttrValue) names. */
 static void df__gd_attr_funcs(df__pb value, void (*fn)(void *, df__gd_str), void *user) {
@@ -16362,7 +16473,15 @@ static int df__gd_fn_input(const df__gd_fb *b, df__gd_str in, char *out, size_t 
 static df_code df__gd_make_function(df_graph *g, df__gd_lib *L, int fi, df_status *st, int depth);
 
 static df_code df__gd_fn_deps(df_graph *g, df__gd_lib *L, df__pb whole, df_status *st, int depth);
-typedef struct df__gd_dep_ctx { df_graph *g; df__gd_lib *L; df_status *st; int depth; } df__gd_dep_ctx;
+typedef struct df__gd_dep_ctx { df_graph *g; df__gd_lib *L; df_status *st; int depth; df__gd_str node; } df__gd_dep_ctx;
+/* An error met through a node's func attr names that node (the innermost one: the call that
+   closes a cycle, or the one that goes too deep), unless a node is named already. */
+static void df__gd_dep_name_node(df_status *st, df__gd_str node) {
+    if (!st->code || !node.n || strstr(st->message, "{{node ")) return;
+    size_t len = strlen(st->message);
+    if (len < sizeof st->message)
+        snprintf(st->message + len, sizeof st->message - len, " {{node %.*s}}", (int)DF__MIN(node.n, (size_t)200), (const char *)node.p);
+}
 static void df__gd_dep_visit(void *user, df__gd_str name) {
     df__gd_dep_ctx *c = (df__gd_dep_ctx *)user;
     if (c->st->code) return;
@@ -16371,21 +16490,26 @@ static void df__gd_dep_visit(void *user, df__gd_str name) {
         char nm[256];
         snprintf(nm, sizeof nm, "%.*s", (int)DF__MIN(name.n, (size_t)250), (const char *)name.p);
         if (!df__fn_find(c->g, nm)) df_status_set(c->st, DF_NOT_FOUND, "GraphDef: function '%s' is not in the library", nm);
+        df__gd_dep_name_node(c->st, c->node);
         return;
     }
     df__gd_make_function(c->g, c->L, k, c->st, c->depth + 1);
+    df__gd_dep_name_node(c->st, c->node);
 }
 /* Makes the functions the nodes of a NodeDef list (field `field` of msg) use. */
 static df_code df__gd_nodes_deps(df_graph *g, df__gd_lib *L, df__pb msg, uint32_t field, df_status *st, int depth) {
     uint32_t f;
     int wt, bad;
-    df__gd_dep_ctx c = {g, L, st, depth};
+    df__gd_dep_ctx c = {g, L, st, depth, {NULL, 0}};
     while (!st->code && df__pb_next(&msg, &f, &wt, &bad)) {
         if (f == field && wt == DF__PB_LEN) {
             df__pb nd;
             if (!df__pb_sub(&msg, &nd)) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: truncated NodeDef");
             uint32_t g2;
             int w2, b2;
+            c.node.n = 0;
+            for (df__pb scan = nd; df__pb_next(&scan, &g2, &w2, &b2);)    /* its name, for messages */
+                if (g2 == 1 && w2 == DF__PB_LEN ? !df__gd_string(&scan, &c.node) : !df__pb_skip(&scan, w2)) { c.node.n = 0; break; }
             while (!st->code && df__pb_next(&nd, &g2, &w2, &b2)) {
                 if (g2 == 5 && w2 == DF__PB_LEN) {
                     df__pb e;
@@ -16449,7 +16573,7 @@ static df_code df__gd_make_function(df_graph *g, df__gd_lib *L, int fi, df_statu
     if (e->state == 1) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s' uses itself (directly or "
                                             "through other functions); recursion is not supported", name);
     if (depth > DF_MAX_FUNCTION_DEPTH)
-        return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: functions call each other more than %d deep (at '%s')",
+        return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: functions call each other more than %d deep (DF_MAX_FUNCTION_DEPTH; at '%s')",
                              DF_MAX_FUNCTION_DEPTH, name);
     e->state = 1;
     if (df__gd_fn_deps(g, L, e->whole, st, depth)) return st->code;
@@ -16485,6 +16609,25 @@ static df_code df__gd_make_function(df_graph *g, df__gd_lib *L, int fi, df_statu
             } else if (!df__pb_skip(&s, wt)) { code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': malformed signature", name); goto out; }
         }
     }
+    /* argument names are unique among the inputs and among the outputs (TensorFlow's ValidateOpDef) */
+    for (int list = 0; list < 2; list++) {
+        const df__gd_str *v = list ? b.out_names : b.arg_names;
+        int nv = list ? b.n_outs : b.n_args, dup = -1;
+        df__strmap seen;
+        memset(&seen, 0, sizeof seen);
+        for (int i = 0; i < nv && dup < 0; i++) {
+            char *an = df__gd_cstr(v[i], NULL);
+            if (!an || (!df__strmap_get(&seen, an, NULL) && !df__strmap_put(&seen, an, i))) { DF_FREE(an); df__strmap_free(&seen); goto oom; }
+            if (seen.count <= i) dup = i;
+            DF_FREE(an);
+        }
+        df__strmap_free(&seen);
+        if (dup >= 0) {
+            code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s' has two %s arguments named '%.*s'", name,
+                                 list ? "output" : "input", (int)DF__MIN(v[dup].n, (size_t)100), (const char *)v[dup].p);
+            goto out;
+        }
+    }
     /* node_def 3 (parsed as NodeDefs), ret 4 */
     {
         df__pb r = e->whole;
@@ -16494,7 +16637,8 @@ static df_code df__gd_make_function(df_graph *g, df__gd_lib *L, int fi, df_statu
             if (f == 3 && wt == DF__PB_LEN) {
                 df__pb sub;
                 if (!df__pb_sub(&r, &sub)) { code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': truncated NodeDef", name); goto out; }
-                if (b.nodes.n >= (1 << 20)) { code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: function '%s' has too many nodes", name); goto out; }
+                if (b.nodes.n >= DF_MAX_GRAPH_NODES) { code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: function '%s' has more "
+                                                                   "nodes than a graph may have (DF_MAX_GRAPH_NODES)", name); goto out; }
                 if (!df__grow(&b.nodes.nodes, &b.nodes.cap, b.nodes.n + 1, sizeof *b.nodes.nodes)) goto oom;
                 df__gd_node *n = &b.nodes.nodes[b.nodes.n++];
                 memset(n, 0, sizeof *n);
@@ -16548,9 +16692,9 @@ static df_code df__gd_make_function(df_graph *g, df__gd_lib *L, int fi, df_statu
             const char *why = "";
             if (!df__gd_fn_input(&b, n->inputs[k], conv, sizeof conv, &why)) {
                 DF_FREE(nd.buf);
-                code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s', node '%.*s': input '%.*s': %s", name,
-                                     (int)DF__MIN(n->name.n, (size_t)100), (const char *)n->name.p,
-                                     (int)DF__MIN(n->inputs[k].n, (size_t)100), (const char *)n->inputs[k].p, why);
+                code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': input '%.*s': %s {{node %.*s}}", name,
+                                     (int)DF__MIN(n->inputs[k].n, (size_t)100), (const char *)n->inputs[k].p, why,
+                                     (int)DF__MIN(n->name.n, (size_t)100), (const char *)n->name.p);
                 goto out;
             }
             df__pbw_str(&nd, 3, conv);
@@ -16611,6 +16755,7 @@ static df_code df__gd_import_library(df_graph *g, const df__gd *d, df__pb lib, c
         c = df__gd_nodes_deps(g, &L, whole, 1, st, 0);
     }
     DF_FREE(L.f);
+    df__strmap_free(&L.names);
     return c;
 }
 
@@ -16633,7 +16778,7 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
         int dup = df__strmap_get(&d.index, plain, NULL);
         int ok = dup || df__strmap_put(&d.index, plain, i);
         DF_FREE(plain);
-        if (dup) { df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: duplicate node name '%s'", n->full); goto done; }
+        if (dup) { df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: duplicate node name '%s' {{node %s}}", n->full, n->full); goto done; }
         if (!ok) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); goto done; }
         if (n->n_inputs && !(n->src = (int *)DF_MALLOC((size_t)n->n_inputs * sizeof(int)))) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); goto done; }
     }
@@ -16645,13 +16790,13 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
             df__gd_str name;
             int index, control, src;
             if (!df__gd_input(n->inputs[k], &name, &index, &control)) {
-                df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: node '%s': malformed input '%.*s'", n->full,
-                              (int)DF__MIN(n->inputs[k].n, (size_t)200), (const char *)n->inputs[k].p);
+                df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: malformed input '%.*s' {{node %s}}",
+                              (int)DF__MIN(n->inputs[k].n, (size_t)200), (const char *)n->inputs[k].p, n->full);
                 goto done;
             }
             if (!control && seen_control) {
-                df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: node '%s': data input '%.*s' after a control input", n->full,
-                              (int)DF__MIN(name.n, (size_t)200), (const char *)name.p);
+                df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: data input '%.*s' after a control input {{node %s}}",
+                              (int)DF__MIN(name.n, (size_t)200), (const char *)name.p, n->full);
                 goto done;
             }
             seen_control |= control;
@@ -16661,8 +16806,8 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
             int found = df__strmap_get(&d.index, key, &src);
             DF_FREE(key);
             if (!found) {
-                df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: node '%s': unknown input node '%.*s'", n->full,
-                              (int)DF__MIN(name.n, (size_t)200), (const char *)name.p);
+                df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: unknown input node '%.*s' {{node %s}}",
+                              (int)DF__MIN(name.n, (size_t)200), (const char *)name.p, n->full);
                 goto done;
             }
             n->src[k] = src;
@@ -16698,7 +16843,7 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
         for (int i = 0; i < d.n; i++)
             if (d.nodes[i].indeg) {
                 df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: the graph has a cycle that is not a while loop's back edge "
-                              "(through node '%s')", d.nodes[i].full);
+                              "{{node %s}}", d.nodes[i].full);
                 break;
             }
         goto done;
@@ -16710,13 +16855,13 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
         if (!opname) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); goto done; }
         const df__opdef *op = df__op_lookup(opname);
         if (!op) {
-            df_status_set(st, DF_UNIMPLEMENTED, "GraphDef: node '%s' uses op '%s', which is not registered here", n->full, opname);
+            df_status_set(st, DF_UNIMPLEMENTED, "GraphDef: op '%s' is not registered here {{node %s}}", opname, n->full);
             DF_FREE(opname);
             goto done;
         }
         DF_FREE(opname);
         df_op_builder *b = df_op_new(g, op->name, n->full);
-        if (!b) { df_status_set(st, g->status.code ? g->status.code : DF_RESOURCE_EXHAUSTED, "GraphDef: node '%s': %s", n->full, g->status.code ? g->status.message : "out of memory"); goto done; }
+        if (!b) { df_status_set(st, g->status.code ? g->status.code : DF_RESOURCE_EXHAUSTED, "GraphDef: %s {{node %s}}", g->status.code ? g->status.message : "out of memory", n->full); goto done; }
         b->raw = 1;
         /* data inputs, grouped by the op's arguments */
         int n_data = n->n_data, pos = 0, placeholder = -1;
@@ -16728,7 +16873,7 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
             int index, control, src = n->src[k];
             df__gd_input(n->inputs[k], &name, &index, &control);
             if (df__gd_back_edge(&d, order[q], k)) {     /* patched below, once the NextIteration exists */
-                if (placeholder < 0) { df__builder_free(b); df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: Merge '%s' has only back edges as inputs", n->full); goto done; }
+                if (placeholder < 0) { df__builder_free(b); df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: a Merge has only back edges as inputs {{node %s}}", n->full); goto done; }
                 df__gd_input(n->inputs[placeholder], &name, &index, &control);
                 src = n->src[placeholder];
             }
@@ -16743,8 +16888,8 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
                 if (!ok) count = op->n_in == 1 ? n_data : -1;
                 if (count < 0 || count > n_data - pos) {
                     df__builder_free(b);
-                    df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: node '%s': the size of list input '%s' of %s does not match "
-                                  "its inputs", n->full, arg->name, op->name);
+                    df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: the size of list input '%s' of %s does not match "
+                                  "its inputs {{node %s}}", arg->name, op->name, n->full);
                     goto done;
                 }
                 df_op_add_input_list(b, ins + pos, (int)count);
@@ -16755,8 +16900,8 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
         }
         if (pos != n_data) {
             df__builder_free(b);
-            df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: node '%s': op %s takes %d input%s, the NodeDef has %d", n->full, op->name,
-                          pos, pos == 1 ? "" : "s", n_data);
+            df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: op %s takes %d input%s, the NodeDef has %d {{node %s}}", op->name,
+                          pos, pos == 1 ? "" : "s", n_data, n->full);
             goto done;
         }
         for (int k = n_data; k < n->n_inputs; k++) df_op_add_control_input(b, d.nodes[n->src[k]].made);
@@ -16775,7 +16920,7 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
             if (!ad && g->internal_names && (!strcmp(key, "_key") || !strcmp(key, "_recv_memory"))) {
                 df__gd_val v;               /* (a partition shipped to a worker: its transfer keys) */
                 if (df__gd_attr_value(n->attrs[k].value, &v) && v.field == 3 && v.wt == DF__PB_VARINT) df_op_set_attr_int(b, key, (int64_t)v.v);
-                else c = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: node '%s': malformed %s", n->full, key);
+                else c = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: malformed %s {{node %s}}", key, n->full);
             }
             DF_FREE(key);
             if (c) { df__builder_free(b); goto done; }
@@ -16845,9 +16990,20 @@ df_code df_graph_import_graphdef_into(df_graph *g, const void *data, size_t len,
         to.input_map_values = mapped;
     }
     df_code c = df__gd_import(t, data, len, o ? &to : NULL, st);
+    for (int m = 0; !c && o && m < o->n_input_map; m++) {     /* each mapped tensor exists in the GraphDef */
+        const char *k = o->input_map_names[m], *colon = strrchr(k, ':');
+        char nm[512];
+        snprintf(nm, sizeof nm, "%s%s%.*s", o->prefix && *o->prefix ? o->prefix : "", o->prefix && *o->prefix ? "/" : "",
+                 (int)(colon ? (size_t)(colon - k) : strlen(k)), k);
+        df_node *x = df_graph_find(t, nm);
+        int index = colon ? atoi(colon + 1) : 0;
+        if (!x || index < 0 || index >= x->n_outputs)
+            c = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: input_map names '%s', which is not a tensor of the GraphDef", k);
+    }
     for (int i = 0; !c && i < t->n_nodes; i++)
         if (strncmp(t->nodes[i]->name, "import.input_map.", 17) && df_graph_find(g, t->nodes[i]->name))
-            c = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: node '%s' already exists in the graph (use a prefix)", t->nodes[i]->name);
+            c = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: node '%s' already exists in the graph (use a prefix) {{node %s}}",
+                              t->nodes[i]->name, t->nodes[i]->name);
     df_graph_free(t);
     DF_FREE(mapped);
     if (c) return c;
@@ -20711,7 +20867,7 @@ static void df__w_stop_locked(df_worker *w) {
 static void *df__w_conn_main(void *arg) {
     df__wconn *c = (df__wconn *)arg;
     df_worker *w = c->w;
-    uint64_t max = w->opts.max_message_bytes ? w->opts.max_message_bytes : ((uint64_t)1 << 30);
+    uint64_t max = w->opts.max_message_bytes ? w->opts.max_message_bytes : DF_MAX_MESSAGE_BYTES;
     for (;;) {
         unsigned char *data = NULL;
         uint64_t len = 0;
@@ -21066,7 +21222,7 @@ static int df__cluster_await(int fd, int timeout_ms, unsigned char **data, uint6
     if (r == 0) { df_status_set(st, DF_UNAVAILABLE, "%s did not answer within %d ms", who, timeout_ms); return -1; }
     const char *why = NULL;
     char buf[160];
-    int type = df__w_recv(fd, (uint64_t)1 << 40, data, len, &why, buf, sizeof buf);
+    int type = df__w_recv(fd, DF_MAX_MESSAGE_BYTES, data, len, &why, buf, sizeof buf);
     if (type <= 0) { df_status_set(st, DF_UNAVAILABLE, "%s closed the connection (%s)", who, type == 0 ? "it may have died" : why); return -1; }
     return type;
 }
@@ -21280,7 +21436,7 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
             uint64_t len = 0;
             const char *why = NULL;
             char buf[160];
-            int type = df__w_recv(c->fd[t], (uint64_t)1 << 40, &data, &len, &why, buf, sizeof buf);
+            int type = df__w_recv(c->fd[t], DF_MAX_MESSAGE_BYTES, &data, &len, &why, buf, sizeof buf);
             seen[t] = now;
             df_status fail;
             df_status_clear(&fail);

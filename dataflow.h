@@ -78,8 +78,45 @@ uint16_t df_float_to_bfloat16(float f);
 uint16_t df_float_to_bfloat16_trunc(float f);
 float    df_bfloat16_to_float(uint16_t b);
 
+/* Limits. Input past one of them is refused with a status, before anything of the size it
+   claims is allocated or recursed into (never a crash, a hang or an abort); the message names the
+   node involved where there is one, TensorFlow's way: "... {{node NAME}}". The #ifndef ones may be
+   defined otherwise on the command line, alike for dataflow.c and every file that includes this
+   header.
+     limit                       value       what                                          status
+     DF_MAX_RANK                 8           dimensions of a tensor or a shape             INVALID_ARGUMENT
+     DF_MAX_ELEMENTS             2^63 - 1    elements of a shape, static or at run time    INVALID_ARGUMENT
+                                             (a product of dims past it: int64 overflow)
+     DF_MAX_TENSOR_BYTES         SIZE_MAX/2  bytes of a tensor                             INVALID_ARGUMENT
+     DF_MAX_GRAPH_NODES          2^22        nodes of a graph: built, imported (a GraphDef RESOURCE_EXHAUSTED
+                                             is counted before it is parsed) or grown by
+                                             lowering functions (counted before they are
+                                             instantiated: calls of calls grow exponentially)
+     DF_MAX_CONTROL_FLOW_DEPTH   1000        while loops nested in one another in a graph  INVALID_ARGUMENT
+                                             that runs (an imported one too), and conds
+                                             and loops nested as they are built
+     DF_MAX_FUNCTION_DEPTH       32          functions defined in functions and chains of  INVALID_ARGUMENT
+                                             calls; so also the GraphDef importer's
+                                             recursion through a FunctionDefLibrary
+                                             (recursion itself is refused)
+     DF_MAX_MESSAGE_BYTES        2^30        one message between processes (a worker's     worker: connection
+                                             max_message_bytes overrides it)               closed, logged;
+                                                                                           session: UNAVAILABLE */
 #define DF_MAX_RANK 8
-#define DF_MAX_FUNCTION_DEPTH 32      /* functions defined in functions, and chains of calls */
+#define DF_MAX_ELEMENTS INT64_MAX
+#define DF_MAX_TENSOR_BYTES (SIZE_MAX / 2)
+#ifndef DF_MAX_GRAPH_NODES
+#define DF_MAX_GRAPH_NODES (1 << 22)
+#endif
+#ifndef DF_MAX_CONTROL_FLOW_DEPTH
+#define DF_MAX_CONTROL_FLOW_DEPTH 1000
+#endif
+#ifndef DF_MAX_FUNCTION_DEPTH
+#define DF_MAX_FUNCTION_DEPTH 32
+#endif
+#ifndef DF_MAX_MESSAGE_BYTES
+#define DF_MAX_MESSAGE_BYTES ((uint64_t)1 << 30)
+#endif
 typedef struct df_tensor df_tensor;           /* opaque, reference counted */
 
 /* New tensor, zero-filled, in host memory. NULL (and *st set) on bad dtype/shape or OOM.
@@ -456,7 +493,8 @@ df_code   df_graph_export_graphdef(const df_graph *g, void **data, size_t *len);
 /* Import into an existing graph, as tf.compat.v1.import_graph_def does: every name gets
    "prefix/" in front (NULL or "": none), and each input_map_names[i] (a tensor name of the
    GraphDef, "x" or "x:1") is replaced, wherever the GraphDef uses it, by input_map_values[i],
-   an output of g. All or nothing: on an error g is left as it was. */
+   an output of g (a name the GraphDef lacks is DF_INVALID_ARGUMENT, as in TensorFlow). All or
+   nothing: on an error g is left as it was. */
 typedef struct df_import_options {
     const char *prefix;
     int n_input_map;
@@ -502,7 +540,8 @@ typedef struct df_worker_options {
     int         port;                /* 0 means any free port (df_worker_port says which) */
     int         task;                /* its number N in /job:worker/task:N */
     int         num_cpu_devices;     /* 0 means 1 */
-    uint64_t    max_message_bytes;   /* larger messages close their connection; 0 means 1 GiB */
+    uint64_t    max_message_bytes;   /* larger messages close their connection; 0 means
+                                        DF_MAX_MESSAGE_BYTES (1 GiB) */
     void (*log)(void *user, const char *line);    /* why a connection closed, etc.; NULL: stderr */
     void (*on_listening)(int port, void *user);   /* df_worker_serve calls it once listening */
     void       *log_user;            /* passed to log and on_listening */

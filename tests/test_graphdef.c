@@ -380,7 +380,7 @@ DF_TEST(graphdef_malformed_inputs_give_a_status) {
     p.n = 0; const_node(&p, "c", two, sizeof two, 2); const_node(&p, "c", two, sizeof two, 2);
     expect_status(&p, DF_INVALID_ARGUMENT, "duplicate node name 'c'", "duplicate names");
     p.n = 0; const_node(&p, "c", two, sizeof two, 2); neg_node(&p, "odd", "NoSuchOp", "c");
-    expect_status(&p, DF_UNIMPLEMENTED, "node 'odd' uses op 'NoSuchOp'", "unknown op");
+    expect_status(&p, DF_UNIMPLEMENTED, "op 'NoSuchOp' is not registered here {{node odd}}", "unknown op");
     p.n = 0; neg_node(&p, "a", "Neg", "b"); neg_node(&p, "b", "Neg", "a");
     expect_status(&p, DF_INVALID_ARGUMENT, "cycle", "cycle");
     /* a control edge from a NextIteration into a Merge is not a loop's back edge: a cycle */
