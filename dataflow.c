@@ -63,6 +63,13 @@
 #else
 #error "define all of DF_MALLOC, DF_REALLOC and DF_FREE, or none"
 #endif
+/* DF_BFC_SYS_ALLOC(bytes)/DF_BFC_SYS_FREE(p), both or neither: where BFC allocators without
+   their own sys_alloc (the host's, every CPU device's) get their regions; default 4096-aligned
+   libc memory. For tests that make a device run out of memory (tests/fault/), as is
+   DF_BFC_ALLOC_FAULT(bytes): where defined, nonzero makes that df_bfc_alloc call fail. */
+#if defined(DF_BFC_SYS_ALLOC) != defined(DF_BFC_SYS_FREE)
+#error "define both of DF_BFC_SYS_ALLOC and DF_BFC_SYS_FREE, or neither"
+#endif
 #ifndef DF_ASSERT
 #include <assert.h>
 #define DF_ASSERT(x) assert(x)
@@ -677,7 +684,9 @@ static uint32_t df__bfc_take(df_bfc *a, size_t rounded) {
 static void *df__bfc_default_sys_alloc(size_t bytes, void *user) {
     (void)user;
     if (bytes > SIZE_MAX - 4095) return NULL;
-#if defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200112L
+#if defined(DF_BFC_SYS_ALLOC)
+    return DF_BFC_SYS_ALLOC(bytes);
+#elif defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200112L
     void *p = NULL;
     return posix_memalign(&p, 4096, bytes) == 0 ? p : NULL;
 #else
@@ -686,7 +695,11 @@ static void *df__bfc_default_sys_alloc(size_t bytes, void *user) {
 }
 static void df__bfc_default_sys_free(void *p, size_t bytes, void *user) {
     (void)bytes; (void)user;
+#ifdef DF_BFC_SYS_FREE
+    DF_BFC_SYS_FREE(p);
+#else
     free(p);
+#endif
 }
 
 static int df__bfc_add_region(df_bfc *a, void *mem, size_t bytes) {
@@ -870,6 +883,9 @@ static void *df__bfc_alloc_slow(df_bfc *a, size_t nbytes, size_t rounded) {
 
 void *df_bfc_alloc(df_bfc *a, size_t nbytes) {
     if (!a || nbytes - 1 >= DF__BFC_NO_LIMIT) return NULL;      /* 0 wraps around: NULL */
+#ifdef DF_BFC_ALLOC_FAULT
+    if (DF_BFC_ALLOC_FAULT(nbytes)) return NULL;
+#endif
     size_t rounded = (nbytes + DF__BFC_MIN - 1) & ~(DF__BFC_MIN - 1);
     void *p;
     df__bfc_lock_acquire(&a->lock);
@@ -2071,20 +2087,21 @@ static void df__attr_clear(df__attr *a) {
     a->kind = DF__A_NONE;
 }
 
-/* Deep copy; returns 0 on OOM. */
+/* Deep copy; returns 0 on OOM, leaving dst owning nothing (kind DF__A_NONE, no name), so that
+   df__attr_clear on it is a no-op and never frees src's values. */
 static int df__attr_copy(df__attr *dst, const df__attr *src) {
     *dst = *src;
     dst->name = df__strdup(src->name);
-    if (!dst->name) return 0;
+    if (!dst->name) goto oom;
     switch (src->kind) {
     case DF__A_STRING: case DF__A_FUNC:
-        if (src->u.s && !(dst->u.s = df__strdup(src->u.s))) return 0;
+        if (src->u.s && !(dst->u.s = df__strdup(src->u.s))) goto oom;
         break;
     case DF__A_TENSOR: df_tensor_retain(src->u.tensor); break;
     case DF__A_INT_LIST: case DF__A_SHAPE_LIST:
         dst->u.ints.v = NULL;
         if (src->u.ints.n) {
-            if (!(dst->u.ints.v = (int64_t *)DF_MALLOC((size_t)src->u.ints.n * 8))) return 0;
+            if (!(dst->u.ints.v = (int64_t *)DF_MALLOC((size_t)src->u.ints.n * 8))) goto oom;
             memcpy(dst->u.ints.v, src->u.ints.v, (size_t)src->u.ints.n * 8);
         }
         break;
@@ -2092,13 +2109,18 @@ static int df__attr_copy(df__attr *dst, const df__attr *src) {
         dst->u.types.v = NULL;
         if (src->u.types.n) {
             size_t bytes = (size_t)src->u.types.n * sizeof(df_dtype);
-            if (!(dst->u.types.v = (df_dtype *)DF_MALLOC(bytes))) return 0;
+            if (!(dst->u.types.v = (df_dtype *)DF_MALLOC(bytes))) goto oom;
             memcpy(dst->u.types.v, src->u.types.v, bytes);
         }
         break;
     default: break;
     }
     return 1;
+oom:
+    DF_FREE((char *)dst->name);
+    memset(dst, 0, sizeof *dst);
+    dst->kind = DF__A_NONE;
+    return 0;
 }
 
 /* A status naming the node, TensorFlow style: "message {{node name}}". */
@@ -9816,8 +9838,8 @@ static df_code df__grad_region(df_graph *g, df__ctx *R, int n_y, const df_output
     r.obase[n0] = total;
     r.acc = (df__gacc *)DF_MALLOC((size_t)(total + 1) * sizeof(df__gacc));
     r.cons = (int *)DF_MALLOC((size_t)(n_edges + 1) * sizeof(int));
+    if (r.acc) memset(r.acc, 0, (size_t)(total + 1) * sizeof(df__gacc));   /* df__greg_free reads it */
     if (!r.acc || !r.cons) goto oom;
-    memset(r.acc, 0, (size_t)(total + 1) * sizeof(df__gacc));
     memset(r.cstart, 0, (size_t)(n0 + 2) * sizeof(int));
     for (int i = 0; i < n0; i++)
         for (int k = 0; k < g->nodes[i]->n_inputs; k++) r.cstart[g->nodes[i]->inputs[k].node->id + 1]++;
@@ -9875,7 +9897,7 @@ static df_code df__grad_region(df_graph *g, df__ctx *R, int n_y, const df_output
         df__greg_edges(&r, d, r.unit[i], pending, 1, NULL, NULL);
     }
     /* seeds */
-    for (int i = 0; i < n_y; i++) if (!df__greg_add(&r, ys[i], gys[i])) goto fail;
+    for (int i = 0; i < n_y; i++) if (!df__greg_add(&r, ys[i], gys[i])) { DF_FREE(ubetween); goto fail; }
     int qh = 0, qt = 0;
     done = (unsigned char *)DF_MALLOC((size_t)n_units + 1);
     if (!done) { DF_FREE(ubetween); goto oom; }
@@ -12664,7 +12686,9 @@ static df_op_builder *df__pb_op(df__pbuild *b, int p, const char *op, const char
     if (!name) return NULL;
     df_op_builder *ob = df_op_new(g, op, "n");    /* (internal names may start with '_') */
     if (!ob) {
-        if (g->status.code && !b->st->code) df_status_set(b->st, DF_INTERNAL, "Partitioning: %s", g->status.message);
+        if (g->status.code && !b->st->code)        /* (out of memory in df_op_new stays what it is) */
+            df_status_set(b->st, g->status.code == DF_RESOURCE_EXHAUSTED ? DF_RESOURCE_EXHAUSTED : DF_INTERNAL,
+                          "Partitioning: %s", g->status.message);
         DF_FREE(name);
         return NULL;
     }
@@ -12925,11 +12949,11 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
     b.loop_cond = (int32_t *)DF_MALLOC((size_t)(x->n_frames + 1) * sizeof(int32_t));
     feed_of = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
     item_of_node = (int32_t *)DF_MALLOC((size_t)(x->graph->n_nodes + 1) * sizeof(int32_t));
+    if (plan) memset(plan, 0, sizeof *plan);  /* df__plan_free reads it */
     if (!plan || !b.part_of_dev || !b.clone || !b.loop_cond || !feed_of || !item_of_node) goto oom;
     for (int i = 0; i < x->graph->n_nodes; i++) item_of_node[i] = -1;
     for (int i = 0; i < n; i++)
         if (df__node_item(x, i)) item_of_node[x->items[i].node->id] = i;
-    memset(plan, 0, sizeof *plan);
     plan->owns_graphs = 1;
     for (int d = 0; d < nd; d++) b.part_of_dev[d] = -1;
     for (int i = 0; i < n; i++) if (dev[i] >= 0) b.part_of_dev[dev[i]] = 0;
@@ -12942,6 +12966,8 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
     b.dummy = (df_node **)DF_MALLOC((size_t)b.n_parts * sizeof(df_node *));
     pfeeds = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
     pfetches = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
+    if (pfeeds) memset(pfeeds, 0, (size_t)b.n_parts * sizeof(df_output *));       /* freed at done: */
+    if (pfetches) memset(pfetches, 0, (size_t)b.n_parts * sizeof(df_output *));
     if (!plan->parts || !b.feed_ph || !b.cloops || !b.native || !b.dummy || !pfeeds || !pfetches) goto oom;
     for (size_t k = 0; k < (size_t)x->n_frames * (size_t)b.n_parts; k++) b.native[k] = -1;
     for (int i = 0; i < n; i++) {
@@ -12963,8 +12989,6 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
     memset(b.feed_ph, 0, (size_t)(n_feeds + 1) * (size_t)b.n_parts * 2 * sizeof(df_node *));
     memset(b.cloops, 0, (size_t)x->n_frames * (size_t)b.n_parts * sizeof(df__cloop));
     memset(b.dummy, 0, (size_t)b.n_parts * sizeof(df_node *));
-    memset(pfeeds, 0, (size_t)b.n_parts * sizeof(df_output *));
-    memset(pfetches, 0, (size_t)b.n_parts * sizeof(df_output *));
     for (int d = 0; d < nd; d++) {
         int p = b.part_of_dev[d];
         if (p < 0) continue;
@@ -13313,8 +13337,8 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
     int *feed_item = (int *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(int));
     int32_t *stack = (int32_t *)DF_MALLOC((size_t)(nn + 1) * sizeof(int32_t));
     int32_t *deg = NULL;
+    if (x) memset(x, 0, sizeof *x);           /* df__exec_free reads it */
     if (!x || !item_of || !first_feed || !next_feed || !feed_item || !stack) goto oom;
-    memset(x, 0, sizeof *x);
     x->graph = g;
     for (int i = 0; i < nn; i++) { item_of[i] = -1; first_feed[i] = -1; }
     for (int f = 0; f < n_feeds; f++) { next_feed[f] = first_feed[feeds[f].node->id]; first_feed[feeds[f].node->id] = f; feed_item[f] = -1; }
