@@ -11535,7 +11535,10 @@ static int df__increment_iteration(df__step *s, df__frame *fr, df__readyq *q) {
         df__deferred d = fr->next_roots[i];
         int ok = df__activate(s, it, d.item, &d.t, 0, 1, q);
         df_tensor_release(d.t);
-        if (!ok) return 0;
+        if (!ok) {                   /* (the others were taken off the frame: released here) */
+            for (int k = i + 1; k < n_roots; k++) df_tensor_release(fr->next_roots[k].t);
+            return 0;
+        }
     }
     for (int i = 0; i < fr->n_invs; i++)
         if (!df__activate(s, it, fr->invs[i].item, &fr->invs[i].t, fr->invs[i].dead, 0, q)) return 0;
@@ -11614,6 +11617,8 @@ static int df__push_deferred(df__deferred **v, int *n, int *cap, int32_t item, d
 }
 
 /* After a node ran in (fr, it): route its outputs by node kind, then account for it. */
+/* Returns 0 on OOM, the node uncounted all the same (s->outstanding), so that the aborted step
+   still ends. */
 static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df__readyq *q) {
     const df__xitem *item = &s->x->items[t->item];
     df__iter *it = t->iter;
@@ -11622,7 +11627,7 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df_
     switch (item->kind) {
     case DF__X_ENTER: {
         df__frame *child = df__child_frame(s, fr, it, item->child_frame);
-        if (!child) return 0;
+        if (!child) { s->outstanding--; return 0; }
         df_tensor *v = dead ? NULL : outs[0];
         if (item->flags & DF__XF_CONST_ENTER) {
             ok = df__push_deferred(&child->invs, &child->n_invs, &child->cap_invs, t->item, v, dead || !v);
@@ -11642,7 +11647,10 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df_
     case DF__X_EXIT:
         if (dead || !outs[0]) {
             if (it->num == fr->iteration_count) {
-                if (!df__grow(&fr->dead_exits, &fr->cap_dead_exits, fr->n_dead_exits + 1, sizeof(int32_t))) return 0;
+                if (!df__grow(&fr->dead_exits, &fr->cap_dead_exits, fr->n_dead_exits + 1, sizeof(int32_t))) {
+                    s->outstanding--;
+                    return 0;
+                }
                 fr->dead_exits[fr->n_dead_exits++] = t->item;
             }
         } else {
@@ -11674,13 +11682,13 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df_
                     else if (e->flags & DF__XE_LAST) { entries[e->slot] = v; outs[e->src_out] = NULL; }
                     else entries[e->slot] = df_tensor_retain(v);
                 }
-                if (--c->pending == 0 && !df__ready(s, it, e->dst, c->dead > 0, q)) return 0;
+                if (--c->pending == 0 && !df__ready(s, it, e->dst, c->dead > 0, q)) { ok = 0; break; }
             }
         } else {
             ok = df__activate(s, it, t->item, outs, dead, 1, q);
         }
     }
-    if (!ok) return 0;
+    if (!ok) { s->outstanding--; return 0; }
     int ops = --it->outstanding_ops;     /* (kept in a register: no wide reload after the store) */
     s->outstanding--;
     if (ops == 0 && fr->parent && it->outstanding_frames == 0)

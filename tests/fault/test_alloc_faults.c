@@ -50,11 +50,13 @@ typedef struct fi_counter {
 } fi_counter;
 static fi_counter fi_heap, fi_sys, fi_bfc;
 
+static int fi_trace;          /* -trace: the stack of the first failure injected (with sanitizers) */
+static void fi_print_stack(void);
 static int fi_should_fail(fi_counter *c) {
     long k = __atomic_add_fetch(&c->calls, 1, __ATOMIC_RELAXED);
     long at = __atomic_load_n(&c->fail_at, __ATOMIC_RELAXED);
     if (at <= 0 || k < at || (k > at && !c->sticky)) return 0;
-    __atomic_add_fetch(&c->injected, 1, __ATOMIC_RELAXED);
+    if (__atomic_add_fetch(&c->injected, 1, __ATOMIC_RELAXED) == 1 && fi_trace) fi_print_stack();
     return 1;
 }
 static void *fi_malloc(size_t n) {
@@ -153,6 +155,90 @@ static void loop_body(df_graph *g, void *u, const df_output *v, df_output *next)
     df_cond(g, even, 1, then_branch, else_branch, &inner, &next[2]);
 }
 
+/* Scenario 1, more of the library: a functional While (lowered before it runs) with an If
+   inside, nested loops with gradient checkpointing, a second-order gradient through a loop,
+   Adam through df_minimize, three devices. */
+static void inner_body(df_graph *g, void *u, const df_output *v, df_output *next) {
+    model *m = (model *)u;
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    next[1] = v[1];
+    next[2] = df_tanh(g, df_add(g, df_mul(g, v[2], m->x), df_scalar_f32(g, 0.125f)));
+}
+static void outer_body(df_graph *g, void *u, const df_output *v, df_output *next) {
+    df_output init[3] = {df_scalar_i32(g, 0), df_scalar_i32(g, 2), v[2]}, out[3];
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    next[1] = v[1];
+    next[2] = (df_while_loop(g, 3, init, loop_cond, inner_body, u, NULL, out) == DF_OK)
+              ? df_add(g, df_mul(g, out[2], df_scalar_f32(g, 0.5f)), v[2]) : v[2];
+}
+static void tanh_body(df_graph *g, void *u, const df_output *v, df_output *next) {
+    model *m = (model *)u;
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    next[1] = v[1];
+    next[2] = df_tanh(g, df_add(g, df_mul(g, v[2], m->x), m->x));
+}
+
+typedef struct built {
+    df_output x;
+    df_node *init[2]; int n_init;
+    df_output fetches[3]; int n_fetches;
+    df_node *train;
+} built;
+
+static int scenario_variant;
+static void build(df_graph *g, df_tensor *wv, built *b) {
+    static const int64_t xdims[2] = {ROWS, COLS}, wdims[2] = {COLS, COLS};
+    df_graph_push_device(g, "/cpu:0");
+    model m;
+    m.x = b->x = df_placeholder(g, "x", DF_FLOAT, 2, xdims);
+    m.w = df_variable(g, "w", DF_FLOAT, 2, wdims);
+    b->init[b->n_init++] = df_assign(g, m.w, df_const(g, wv));
+    df_graph_pop_device(g);
+    if (scenario_variant == 0) {
+        /* w and the loss on CPU:0, the loop on CPU:1 */
+        df_graph_push_device(g, "/cpu:1");
+        df_output vars[3] = {df_scalar_i32(g, 0), df_scalar_i32(g, 3), m.x}, out[3];
+        df_code code = df_while_loop(g, 3, vars, loop_cond, loop_body, &m, NULL, out);
+        df_graph_pop_device(g);
+        if (code != DF_OK) return;
+        df_graph_push_device(g, "/cpu:0");
+        df_output y = df_reduce_sum(g, df_square(g, out[2]), 0, NULL, 0), d[2] = {{NULL, 0}, {NULL, 0}};
+        df_output xs[2] = {m.w, m.x};
+        if (df_gradients(g, 1, &y, NULL, 2, xs, d) == DF_OK)
+            b->train = df_assign_sub(g, m.w, df_mul(g, d[0], df_scalar_f32(g, 0.1f)));
+        df_graph_pop_device(g);
+        b->fetches[0] = y; b->fetches[1] = d[0]; b->fetches[2] = d[1];
+        b->n_fetches = 3;
+        return;
+    }
+    df_graph_push_device(g, "/cpu:1");
+    df_output v1[3] = {df_scalar_i32(g, 0), df_scalar_i32(g, 3), m.x}, out1[3];
+    df_code code = df_while(g, 3, v1, loop_cond, loop_body, &m, NULL, out1);
+    df_graph_pop_device(g);
+    if (code != DF_OK) return;
+    df_graph_push_device(g, "/cpu:2");
+    df_while_options wo;
+    memset(&wo, 0, sizeof wo);
+    wo.checkpoint_every = 2;
+    df_output v2[3] = {df_scalar_i32(g, 0), df_scalar_i32(g, 3), m.x}, out2[3];
+    code = df_while_loop(g, 3, v2, loop_cond, outer_body, &m, &wo, out2);
+    df_graph_pop_device(g);
+    if (code != DF_OK) return;
+    df_output y = df_add(g, df_reduce_sum(g, df_square(g, out1[2]), 0, NULL, 0), df_reduce_mean(g, out2[2], 0, NULL, 0));
+    df_optimizer adam;
+    memset(&adam, 0, sizeof adam);
+    adam.kind = DF_OPT_ADAM;
+    b->train = df_minimize(g, y, 1, &m.w, &adam, &b->init[b->n_init++]);
+    df_output v3[3] = {df_scalar_i32(g, 0), df_scalar_i32(g, 2), m.x}, out3[3], dx = {NULL, 0}, ddx = {NULL, 0};
+    if (df_while_loop(g, 3, v3, loop_cond, tanh_body, &m, NULL, out3) != DF_OK) return;
+    df_output z = df_reduce_sum(g, out3[2], 0, NULL, 0);
+    if (df_gradients(g, 1, &z, NULL, 1, &m.x, &dx) != DF_OK) return;
+    df_output sdx = df_reduce_sum(g, dx, 0, NULL, 0);
+    if (df_gradients(g, 1, &sdx, NULL, 1, &m.x, &ddx) != DF_OK) return;
+    b->fetches[0] = y; b->fetches[1] = dx; b->fetches[2] = ddx;
+    b->n_fetches = 3;
+}
+
 static void scenario(int deterministic, int single, outcome *o) {
     memset(o, 0, sizeof *o);
     df_status st;
@@ -162,62 +248,47 @@ static void scenario(int deterministic, int single, outcome *o) {
     for (int i = 0; i < ROWS * COLS; i++) x0[i] = (float)((i * 29 % 19) - 9) / 16.0f;
     df_session *s = NULL;
     df_tensor *xv = NULL, *wv = NULL;
+    built b;
+    memset(&b, 0, sizeof b);
     df_graph *g = df_graph_new();
     if (!g) { df_status_set(&st, DF_RESOURCE_EXHAUSTED, "df_graph_new returned NULL"); note(o, &st, "df_graph_new"); return; }
-    /* w and the loss on CPU:0, the loop on CPU:1 */
-    df_graph_push_device(g, "/cpu:0");
-    model m;
-    m.x = df_placeholder(g, "x", DF_FLOAT, 2, xdims);
-    m.w = df_variable(g, "w", DF_FLOAT, 2, wdims);
     if (!(wv = df_tensor_from_data(DF_FLOAT, 2, wdims, w0, sizeof w0, &st))) { note(o, &st, "df_tensor_from_data"); goto done; }
-    df_node *init = df_assign(g, m.w, df_const(g, wv));
-    df_graph_pop_device(g);
-    df_graph_push_device(g, "/cpu:1");
-    df_output vars[3] = {df_scalar_i32(g, 0), df_scalar_i32(g, 3), m.x}, out[3];
-    df_code code = df_while_loop(g, 3, vars, loop_cond, loop_body, &m, NULL, out);
-    df_graph_pop_device(g);
-    df_output y = {NULL, 0}, d[2] = {{NULL, 0}, {NULL, 0}};
-    df_node *update = NULL;
-    if (code == DF_OK) {
-        df_graph_push_device(g, "/cpu:0");
-        y = df_reduce_sum(g, df_square(g, out[2]), 0, NULL, 0);
-        df_output xs[2] = {m.w, m.x};
-        if (df_gradients(g, 1, &y, NULL, 2, xs, d) == DF_OK)
-            update = df_assign_sub(g, m.w, df_mul(g, d[0], df_scalar_f32(g, 0.1f)));
-        df_graph_pop_device(g);
-    }
+    build(g, wv, &b);
     if (df_graph_status(g)->code) { note(o, df_graph_status(g), "building the graph"); goto done; }
-    if (!init || !y.node || !d[0].node || !d[1].node || !update) {
+    int complete = b.n_fetches == 3 && b.train;
+    for (int i = 0; i < b.n_init; i++) complete = complete && b.init[i];
+    for (int i = 0; i < b.n_fetches; i++) complete = complete && b.fetches[i].node;
+    if (!complete) {
         o->bad++;
         snprintf(o->problem, sizeof o->problem, "building the graph: a NULL node and no error");
         goto done;
     }
     df_session_options so;
     memset(&so, 0, sizeof so);
-    so.num_cpu_devices = 2;
+    so.num_cpu_devices = scenario_variant == 0 ? 2 : 3;
     so.deterministic = deterministic;
     so.inter_op_threads = deterministic ? 0 : 3;
     so.intra_op_threads = deterministic ? 0 : 2;
     if (!(s = df_session_new(g, &so, &st))) { note(o, &st, "df_session_new"); goto done; }
     if (!(xv = df_tensor_from_data(DF_FLOAT, 2, xdims, x0, sizeof x0, &st))) { note(o, &st, "df_tensor_from_data"); goto done; }
-    for (int attempt = 0; attempt < 2; attempt++) {       /* an initialising run that failed runs again */
-        if (df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &init, 1, &st) == DF_OK) break;
-        note(o, &st, "df_session_run (init)");
-        if (attempt == 1) {
-            if (single && !o->bad && !o->unrecovered++)
-                snprintf(o->problem, sizeof o->problem, "the init run failed again after a failure: %s", st.message);
-            goto done;
+    for (int i = 0; i < b.n_init; i++)
+        for (int attempt = 0; attempt < 2; attempt++) {   /* an initialising run that failed runs again */
+            if (df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &b.init[i], 1, &st) == DF_OK) break;
+            note(o, &st, "df_session_run (init)");
+            if (attempt == 1) {
+                if (single && !o->bad && !o->unrecovered++)
+                    snprintf(o->problem, sizeof o->problem, "the init run failed again after a failure: %s", st.message);
+                goto done;
+            }
         }
-    }
     int failed_before = 0;
     o->complete = 1;
     for (int step = 0; step < STEPS; step++) {
-        df_output fetches[3] = {y, d[0], d[1]};
         df_tensor *vals[3] = {NULL, NULL, NULL};
-        if (df_session_run(s, &m.x, &xv, 1, fetches, vals, 3, &update, 1, &st) == DF_OK) {
+        if (df_session_run(s, &b.x, &xv, 1, b.fetches, vals, 3, &b.train, 1, &st) == DF_OK) {
             o->y[step] = *(float *)df_tensor_data(vals[0]);
-            memcpy(o->dw[step], df_tensor_data(vals[1]), sizeof o->dw[step]);
-            memcpy(o->dx[step], df_tensor_data(vals[2]), sizeof o->dx[step]);
+            memcpy(o->dw[step], df_tensor_data(vals[1]), DF__MIN(sizeof o->dw[step], df_tensor_nbytes(vals[1])));
+            memcpy(o->dx[step], df_tensor_data(vals[2]), DF__MIN(sizeof o->dx[step], df_tensor_nbytes(vals[2])));
         } else {
             if (failed_before && single && !o->bad && !o->unrecovered++)
                 snprintf(o->problem, sizeof o->problem, "step %d failed again after a failure: %s", step, st.message);
@@ -264,7 +335,10 @@ static void say_where(void) {
 #endif
 #ifdef FI_SANITIZED
 void __sanitizer_set_death_callback(void (*callback)(void));
+void __sanitizer_print_stack_trace(void);
+static void fi_print_stack(void) { __sanitizer_print_stack_trace(); }
 #else
+static void fi_print_stack(void) { fprintf(stderr, "(-trace needs the sanitizers)\n"); }
 static void on_crash(int sig) {
     say_where();
     signal(sig, SIG_DFL);
@@ -313,7 +387,7 @@ static void exercise(fi_counter *c, const char *mode, long n, int sticky, int de
 
 int main(int argc, char **argv) {
     long limit = -1, stride = 7, randoms = 200, at = 0, from = 1;
-    int kind = 0;
+    int kind = 0, threads = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-limit") && i + 1 < argc) limit = atol(argv[++i]);
         else if (!strcmp(argv[i], "-stride") && i + 1 < argc) stride = atol(argv[++i]);
@@ -321,8 +395,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-at") && i + 1 < argc) at = atol(argv[++i]);
         else if (!strcmp(argv[i], "-from") && i + 1 < argc) from = atol(argv[++i]);
         else if (!strcmp(argv[i], "-kind") && i + 1 < argc) kind = atoi(argv[++i]) % 3;
+        else if (!strcmp(argv[i], "-scenario") && i + 1 < argc) scenario_variant = atoi(argv[++i]) != 0;
+        else if (!strcmp(argv[i], "-threads")) threads = 1;
+        else if (!strcmp(argv[i], "-trace")) fi_trace = 1;
         else if (!strcmp(argv[i], "-v")) verbose = 1;
-        else { fprintf(stderr, "usage: %s [-limit N] [-stride S] [-random R] [-from N] [-at N [-kind 0|1|2]] [-v]\n", argv[0]); return 2; }
+        else { fprintf(stderr, "usage: %s [-limit N] [-stride S] [-random R] [-from N] [-at N [-kind 0|1|2] [-threads]] [-scenario 0|1] [-trace] [-v]\n", argv[0]); return 2; }
     }
     if (stride < 1) stride = 1;
     signal(SIGALRM, on_alarm);
@@ -376,10 +453,12 @@ int main(int argc, char **argv) {
     char mode[80];
     if (at > 0) {            /* one point, both ways (to reproduce a failure) */
         verbose = 1;
-        for (int sticky = 0; sticky < 2; sticky++) {
-            snprintf(mode, sizeof mode, "%s (%s)", kinds[kind].name, sticky ? "from N on" : "N-th only");
-            exercise(kinds[kind].c, mode, at, sticky, 1);
-        }
+        for (long r = 0; r < (threads ? randoms : 1); r++)     /* -threads: -random times each */
+            for (int sticky = 0; sticky < 2; sticky++) {
+                snprintf(mode, sizeof mode, "%s%s (%s)", threads ? "threaded " : "", kinds[kind].name,
+                         sticky ? "from N on" : "N-th only");
+                exercise(kinds[kind].c, mode, at, sticky, !threads);
+            }
         printf("%ld passed, %ld failed\n", passed, failed);
         return failed ? 1 : 0;
     }
