@@ -8234,7 +8234,8 @@ static df_output *df__fn_union_captures(df_graph *g, df__func *fa, df__func *fb,
                 a[n_decl + j] = df__fn_new_arg(f->body, df_output_dtype(u[j]), &u[j].node->out_shapes[u[j].index], n_decl + j, "unused");
                 if (!a[n_decl + j]) {
                     df__graph_error(g, f->body->status.code, "In function '%s': %s", f->name, f->body->status.message);
-                    DF_FREE(u); DF_FREE(aa); DF_FREE(ab);
+                    DF_FREE(u); DF_FREE(ab);
+                    if (side == 0) DF_FREE(aa);            /* (after side 0, fa->args) */
                     return NULL;
                 }
             }
@@ -8597,14 +8598,15 @@ static int df__fn_replace(df_graph *g, df_node *n, const df_output *outs, int n_
     df_output *in = (df_output *)DF_MALLOC((size_t)(n_out + 1) * sizeof(df_output));
     df__attr *attrs = (df__attr *)DF_MALLOC(2 * sizeof(df__attr));
     df_dtype *types = (df_dtype *)DF_MALLOC((size_t)(n_out + 1) * sizeof(df_dtype));
-    if (!in || !attrs || !types) {
-        DF_FREE(in); DF_FREE(attrs); DF_FREE(types);
+    char *t_name = n_out ? df__strdup("T") : NULL;   /* (before n changes: a failure leaves it whole) */
+    if (!in || !attrs || !types || (n_out && !t_name)) {
+        DF_FREE(in); DF_FREE(attrs); DF_FREE(types); DF_FREE(t_name);
         df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory lowering '%s'", n->name);
         return 0;
     }
     for (int i = 0; i < n_ctl; i++)
         if (!df__node_add_control(n, ctl[i])) {
-            DF_FREE(in); DF_FREE(attrs); DF_FREE(types);
+            DF_FREE(in); DF_FREE(attrs); DF_FREE(types); DF_FREE(t_name);
             df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory lowering '%s'", n->name);
             return 0;
         }
@@ -8616,12 +8618,11 @@ static int df__fn_replace(df_graph *g, df_node *n, const df_output *outs, int n_
     n->n_attrs = 0;
     if (n_out) {
         memset(&attrs[0], 0, sizeof attrs[0]);
-        attrs[0].name = df__strdup("T");
+        attrs[0].name = t_name;
         attrs[0].kind = DF__A_TYPE_LIST;
         attrs[0].u.types.n = n_out;
         attrs[0].u.types.v = types;
         n->n_attrs = 1;
-        if (!attrs[0].name) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return 0; }
     } else DF_FREE(types);
     DF_FREE(n->inputs);
     n->inputs = in;
@@ -9032,11 +9033,11 @@ static int df__maybe_dead_rec(const df_node *n, const df__ctx *W, unsigned char 
     return 0;
 }
 /* Whether a value of gradient loop W may be dead in some iteration: it depends, not through a
-   Merge, on a Switch made by a cond's gradient inside W. */
+   Merge, on a Switch made by a cond's gradient inside W. -1: out of memory. */
 static int df__maybe_dead_in_loop(const df_node *n, const df__ctx *W) {
     df_graph *g = n->graph;
     unsigned char *seen = (unsigned char *)DF_MALLOC((size_t)g->n_nodes + 1);
-    if (!seen) return 1;         /* cannot tell: assume it may */
+    if (!seen) return -1;
     memset(seen, 0, (size_t)g->n_nodes + 1);
     int r = df__maybe_dead_rec(n, W, seen, g->n_nodes);
     DF_FREE(seen);
@@ -9064,7 +9065,12 @@ static df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x) {
                         "differentiates", n->name);
         return none;
     }
-    if (W->grad_of && df__maybe_dead_in_loop(n, W)) {
+    int maybe_dead = W->grad_of ? df__maybe_dead_in_loop(n, W) : 0;
+    if (maybe_dead < 0) {
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory differentiating a gradient loop {{node %s}}", n->name);
+        return none;
+    }
+    if (maybe_dead) {
         df__graph_error(g, DF_UNIMPLEMENTED, "Differentiating a gradient loop through the gradient of a cond "
                         "inside a while loop is not supported yet (a second-order gradient through a cond in a "
                         "loop) {{node %s}}", n->name);
