@@ -2566,7 +2566,7 @@ static df_code df__bind_type(df_node *n, const df__attrdef *ad, df_dtype t, cons
     memset(&a, 0, sizeof a);
     a.kind = DF__A_TYPE;
     a.u.type = t;
-    if (!(a.name = df__strdup(ad->name))) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    if (!(a.name = df__strdup(ad->name))) return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", ad->name, n->op->name);
     n->attrs[n->n_attrs++] = a;    /* capacity reserved for every attr of the op */
     return DF_OK;
 }
@@ -2601,7 +2601,7 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
                 df__attr a;
                 memset(&a, 0, sizeof a);
                 a.kind = DF__A_INT; a.u.i = grp->count;
-                if (!(a.name = df__strdup(arg->number_attr))) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+                if (!(a.name = df__strdup(arg->number_attr))) return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", arg->number_attr, op->name);
                 n->attrs[n->n_attrs++] = a;
             }
         }
@@ -2617,10 +2617,10 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
                 memset(&a, 0, sizeof a);
                 a.kind = DF__A_TYPE_LIST;
                 a.u.types.n = grp->count;
-                if (!(a.name = df__strdup(tad->name))) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+                if (!(a.name = df__strdup(tad->name))) return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", tad->name, op->name);
                 if (grp->count && !(a.u.types.v = (df_dtype *)DF_MALLOC((size_t)grp->count * sizeof(df_dtype)))) {
                     DF_FREE((char *)a.name);
-                    return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+                    return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", tad->name, op->name);
                 }
                 for (int j = 0; j < grp->count; j++) a.u.types.v[j] = df_output_dtype(n->inputs[grp->start + j]);
                 n->attrs[n->n_attrs++] = a;
@@ -2708,7 +2708,7 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
             return df__fail(st, n, DF_INVALID_ARGUMENT, "NodeDef missing attr '%s' (%s) from Op %s",
                                   ad->name, df__kind_name(ad->kind), op->name);
         if (!df__attr_copy(&n->attrs[n->n_attrs], &ad->def))
-            return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+            return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", ad->name, op->name);
         n->n_attrs++;
     }
     /* outputs */
@@ -2725,7 +2725,7 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
         n->out_shapes = (df__shape *)DF_MALLOC((size_t)n_out * sizeof(df__shape));
         n->out_is_ref = (unsigned char *)DF_MALLOC((size_t)n_out);
         if (!n->out_types || !n->out_shapes || !n->out_is_ref)
-            return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+            return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory for the outputs of %s", op->name);
     }
     if (n_out > 65535)
         return df__fail(st, n, DF_INVALID_ARGUMENT, "%s would have %d outputs; at most 65535 are supported", op->name, n_out);
@@ -2772,7 +2772,8 @@ df_node *df_op_finish(df_op_builder *b) {
     df_status_clear(&st);
     if (g->status.code != DF_OK) goto fail;
     if (b->oom) {
-        if (b->oom == 1) df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory building node '%s'", b->name ? b->name : "?");
+        if (b->oom == 1) df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory building %s node '%s'", b->op ? b->op->name : "a",
+                                         b->name ? b->name : "?");
         else df__graph_error(g, DF_INVALID_ARGUMENT, "Bad argument (NULL list, negative count, bad rank "
                              "or NULL attr name) while building node '%s' {{node %s}}", b->name ? b->name : "?", b->name ? b->name : "?");
         goto fail;

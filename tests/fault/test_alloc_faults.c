@@ -311,7 +311,7 @@ done:
 
 /* ---- the sweeps ---- */
 static long fi_current_n;
-static const char *fi_current_mode = "";
+static char fi_current_mode[80];
 static void on_alarm(int sig) {
     (void)sig;
     char buf[160];
@@ -323,6 +323,7 @@ static void on_alarm(int sig) {
 /* Which point crashed: from the sanitizers' death callback, or a signal handler without them. */
 static void say_where(void) {
     char buf[160];
+    if (!fi_current_n) return;       /* (between points: LeakSanitizer's report at exit, say) */
     int n = snprintf(buf, sizeof buf, "CRASH: %s fault at allocation %ld\n", fi_current_mode, fi_current_n);
     if (n > 0) { ssize_t w = write(2, buf, (size_t)n); (void)w; }
 }
@@ -357,7 +358,7 @@ static int same_results(const outcome *a, const outcome *b) {
 /* One scenario with fault n of counter c (sticky or not); checks the outcome. */
 static void exercise(fi_counter *c, const char *mode, long n, int sticky, int deterministic) {
     fi_current_n = n;
-    fi_current_mode = mode;
+    snprintf(fi_current_mode, sizeof fi_current_mode, "%s", mode);
     long heap0 = fi_heap_held(), sys0 = fi_sys_held();
     outcome o;
     alarm(60);
@@ -366,6 +367,7 @@ static void exercise(fi_counter *c, const char *mode, long n, int sticky, int de
     long injected = __atomic_load_n(&c->injected, __ATOMIC_RELAXED);
     fi_arm(c, 0, 0);
     alarm(0);
+    fi_current_n = 0;
     long heap_leak = fi_heap_held() - heap0, sys_leak = fi_sys_held() - sys0;
     const outcome *base = deterministic ? &base_det : &base_thr;
     char why[800] = "";
