@@ -135,6 +135,20 @@ fuzz_regression() {
     done
 }
 
+# Allocation fault injection (tests/fault/test_alloc_faults.c, the library built in with counting
+# DF_MALLOC/DF_BFC_* hooks): every heap allocation, tensor buffer and allocator region of a run of
+# a loop holding a cond, its gradients, two devices fails in turn, alone and from it on, then
+# random ones with threads; each must end with RESOURCE_EXHAUSTED or the same results, free
+# everything, not hang. $1: the sanitizer flags. The last lines say how many points ran.
+fault_injection() {
+    $CC -std=c11 -g -O1 $WARN $1 -I. tests/fault/test_alloc_faults.c -o build/test_alloc_faults $LIBS || return 1
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} ./build/test_alloc_faults >build/fault.log 2>&1
+    local rc=$?
+    grep -E '^(FAIL|CRASH|HANG)' build/fault.log | head -20
+    tail -n 2 build/fault.log
+    return $rc
+}
+
 passed=0; failed=0; skipped=0
 step() {   # step NAME COMMAND... : a build check counted like a test
     local name=$1; shift
@@ -241,6 +255,12 @@ run_tests() {
     elif [ $nsrc -eq 0 ]; then passed=$((passed + 1)); echo "ok   build: three workers in network namespaces: $(echo "$nsout" | tail -n 1)"
     else failed=$((failed + 1)); echo "FAIL build: three workers in network namespaces"; echo "$nsout" | head -30 | sed 's/^/    /'; fi
     step "fuzz corpora replay without a crash (tests/fuzz/corpus)" fuzz_regression "$san"
+    local faults
+    if faults=$(fault_injection "$san" 2>&1); then
+        passed=$((passed + 1)); echo "ok   build: allocation faults: $(echo "$faults" | tail -n 2 | head -n 1)"
+    else
+        failed=$((failed + 1)); echo "FAIL build: allocation faults (tests/fault; log: build/fault.log)"; echo "$faults" | head -40 | sed 's/^/    /'
+    fi
     local host=build/gpu/host emu=build/gpu/emulated
     step "GPU objects compile (dataflow.c -DDATAFLOW_CUDA -O1$([ $with_cuda = 1 ] && echo ", the GPU device's tests"))" gpu_wait $gpu_job $host build/gpu/host.log
     if command -v nvcc >/dev/null 2>&1; then

@@ -63,6 +63,13 @@
 #else
 #error "define all of DF_MALLOC, DF_REALLOC and DF_FREE, or none"
 #endif
+/* DF_BFC_SYS_ALLOC(bytes)/DF_BFC_SYS_FREE(p), both or neither: where BFC allocators without
+   their own sys_alloc (the host's, every CPU device's) get their regions; default 4096-aligned
+   libc memory. For tests that make a device run out of memory (tests/fault/), as is
+   DF_BFC_ALLOC_FAULT(bytes): where defined, nonzero makes that df_bfc_alloc call fail. */
+#if defined(DF_BFC_SYS_ALLOC) != defined(DF_BFC_SYS_FREE)
+#error "define both of DF_BFC_SYS_ALLOC and DF_BFC_SYS_FREE, or neither"
+#endif
 #ifndef DF_ASSERT
 #include <assert.h>
 #define DF_ASSERT(x) assert(x)
@@ -677,7 +684,9 @@ static uint32_t df__bfc_take(df_bfc *a, size_t rounded) {
 static void *df__bfc_default_sys_alloc(size_t bytes, void *user) {
     (void)user;
     if (bytes > SIZE_MAX - 4095) return NULL;
-#if defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200112L
+#if defined(DF_BFC_SYS_ALLOC)
+    return DF_BFC_SYS_ALLOC(bytes);
+#elif defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200112L
     void *p = NULL;
     return posix_memalign(&p, 4096, bytes) == 0 ? p : NULL;
 #else
@@ -686,7 +695,11 @@ static void *df__bfc_default_sys_alloc(size_t bytes, void *user) {
 }
 static void df__bfc_default_sys_free(void *p, size_t bytes, void *user) {
     (void)bytes; (void)user;
+#ifdef DF_BFC_SYS_FREE
+    DF_BFC_SYS_FREE(p);
+#else
     free(p);
+#endif
 }
 
 static int df__bfc_add_region(df_bfc *a, void *mem, size_t bytes) {
@@ -870,6 +883,9 @@ static void *df__bfc_alloc_slow(df_bfc *a, size_t nbytes, size_t rounded) {
 
 void *df_bfc_alloc(df_bfc *a, size_t nbytes) {
     if (!a || nbytes - 1 >= DF__BFC_NO_LIMIT) return NULL;      /* 0 wraps around: NULL */
+#ifdef DF_BFC_ALLOC_FAULT
+    if (DF_BFC_ALLOC_FAULT(nbytes)) return NULL;
+#endif
     size_t rounded = (nbytes + DF__BFC_MIN - 1) & ~(DF__BFC_MIN - 1);
     void *p;
     df__bfc_lock_acquire(&a->lock);
@@ -2073,20 +2089,21 @@ static void df__attr_clear(df__attr *a) {
     a->kind = DF__A_NONE;
 }
 
-/* Deep copy; returns 0 on OOM. */
+/* Deep copy; returns 0 on OOM, leaving dst owning nothing (kind DF__A_NONE, no name), so that
+   df__attr_clear on it is a no-op and never frees src's values. */
 static int df__attr_copy(df__attr *dst, const df__attr *src) {
     *dst = *src;
     dst->name = df__strdup(src->name);
-    if (!dst->name) return 0;
+    if (!dst->name) goto oom;
     switch (src->kind) {
     case DF__A_STRING: case DF__A_FUNC:
-        if (src->u.s && !(dst->u.s = df__strdup(src->u.s))) return 0;
+        if (src->u.s && !(dst->u.s = df__strdup(src->u.s))) goto oom;
         break;
     case DF__A_TENSOR: df_tensor_retain(src->u.tensor); break;
     case DF__A_INT_LIST: case DF__A_SHAPE_LIST:
         dst->u.ints.v = NULL;
         if (src->u.ints.n) {
-            if (!(dst->u.ints.v = (int64_t *)DF_MALLOC((size_t)src->u.ints.n * 8))) return 0;
+            if (!(dst->u.ints.v = (int64_t *)DF_MALLOC((size_t)src->u.ints.n * 8))) goto oom;
             memcpy(dst->u.ints.v, src->u.ints.v, (size_t)src->u.ints.n * 8);
         }
         break;
@@ -2094,13 +2111,18 @@ static int df__attr_copy(df__attr *dst, const df__attr *src) {
         dst->u.types.v = NULL;
         if (src->u.types.n) {
             size_t bytes = (size_t)src->u.types.n * sizeof(df_dtype);
-            if (!(dst->u.types.v = (df_dtype *)DF_MALLOC(bytes))) return 0;
+            if (!(dst->u.types.v = (df_dtype *)DF_MALLOC(bytes))) goto oom;
             memcpy(dst->u.types.v, src->u.types.v, bytes);
         }
         break;
     default: break;
     }
     return 1;
+oom:
+    DF_FREE((char *)dst->name);
+    memset(dst, 0, sizeof *dst);
+    dst->kind = DF__A_NONE;
+    return 0;
 }
 
 /* A status naming the node, TensorFlow style: "message {{node name}}". */
@@ -2551,7 +2573,7 @@ static df_code df__bind_type(df_node *n, const df__attrdef *ad, df_dtype t, cons
     memset(&a, 0, sizeof a);
     a.kind = DF__A_TYPE;
     a.u.type = t;
-    if (!(a.name = df__strdup(ad->name))) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    if (!(a.name = df__strdup(ad->name))) return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", ad->name, n->op->name);
     n->attrs[n->n_attrs++] = a;    /* capacity reserved for every attr of the op */
     return DF_OK;
 }
@@ -2586,7 +2608,7 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
                 df__attr a;
                 memset(&a, 0, sizeof a);
                 a.kind = DF__A_INT; a.u.i = grp->count;
-                if (!(a.name = df__strdup(arg->number_attr))) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+                if (!(a.name = df__strdup(arg->number_attr))) return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", arg->number_attr, op->name);
                 n->attrs[n->n_attrs++] = a;
             }
         }
@@ -2602,10 +2624,10 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
                 memset(&a, 0, sizeof a);
                 a.kind = DF__A_TYPE_LIST;
                 a.u.types.n = grp->count;
-                if (!(a.name = df__strdup(tad->name))) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+                if (!(a.name = df__strdup(tad->name))) return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", tad->name, op->name);
                 if (grp->count && !(a.u.types.v = (df_dtype *)DF_MALLOC((size_t)grp->count * sizeof(df_dtype)))) {
                     DF_FREE((char *)a.name);
-                    return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+                    return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", tad->name, op->name);
                 }
                 for (int j = 0; j < grp->count; j++) a.u.types.v[j] = df_output_dtype(n->inputs[grp->start + j]);
                 n->attrs[n->n_attrs++] = a;
@@ -2696,7 +2718,7 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
             return df__fail(st, n, DF_INVALID_ARGUMENT, "NodeDef missing attr '%s' (%s) from Op %s",
                                   ad->name, df__kind_name(ad->kind), op->name);
         if (!df__attr_copy(&n->attrs[n->n_attrs], &ad->def))
-            return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+            return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", ad->name, op->name);
         n->n_attrs++;
     }
     /* outputs */
@@ -2713,7 +2735,7 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
         n->out_shapes = (df__shape *)DF_MALLOC((size_t)n_out * sizeof(df__shape));
         n->out_is_ref = (unsigned char *)DF_MALLOC((size_t)n_out);
         if (!n->out_types || !n->out_shapes || !n->out_is_ref)
-            return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+            return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory for the outputs of %s", op->name);
     }
     if (n_out > 65535)
         return df__fail(st, n, DF_INVALID_ARGUMENT, "%s would have %d outputs; at most 65535 are supported", op->name, n_out);
@@ -2760,7 +2782,8 @@ df_node *df_op_finish(df_op_builder *b) {
     df_status_clear(&st);
     if (g->status.code != DF_OK) goto fail;
     if (b->oom) {
-        if (b->oom == 1) df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory building node '%s'", b->name ? b->name : "?");
+        if (b->oom == 1) df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory building %s node '%s'", b->op ? b->op->name : "a",
+                                         b->name ? b->name : "?");
         else df__graph_error(g, DF_INVALID_ARGUMENT, "Bad argument (NULL list, negative count, bad rank "
                              "or NULL attr name) while building node '%s' {{node %s}}", b->name ? b->name : "?", b->name ? b->name : "?");
         goto fail;
@@ -8272,7 +8295,8 @@ static df_output *df__fn_union_captures(df_graph *g, df__func *fa, df__func *fb,
                 a[n_decl + j] = df__fn_new_arg(f->body, df_output_dtype(u[j]), &u[j].node->out_shapes[u[j].index], n_decl + j, "unused");
                 if (!a[n_decl + j]) {
                     df__graph_error(g, f->body->status.code, "In function '%s': %s", f->name, f->body->status.message);
-                    DF_FREE(u); DF_FREE(aa); DF_FREE(ab);
+                    DF_FREE(u); DF_FREE(ab);
+                    if (side == 0) DF_FREE(aa);            /* (after side 0, fa->args) */
                     return NULL;
                 }
             }
@@ -8635,14 +8659,15 @@ static int df__fn_replace(df_graph *g, df_node *n, const df_output *outs, int n_
     df_output *in = (df_output *)DF_MALLOC((size_t)(n_out + 1) * sizeof(df_output));
     df__attr *attrs = (df__attr *)DF_MALLOC(2 * sizeof(df__attr));
     df_dtype *types = (df_dtype *)DF_MALLOC((size_t)(n_out + 1) * sizeof(df_dtype));
-    if (!in || !attrs || !types) {
-        DF_FREE(in); DF_FREE(attrs); DF_FREE(types);
+    char *t_name = n_out ? df__strdup("T") : NULL;   /* (before n changes: a failure leaves it whole) */
+    if (!in || !attrs || !types || (n_out && !t_name)) {
+        DF_FREE(in); DF_FREE(attrs); DF_FREE(types); DF_FREE(t_name);
         df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory lowering '%s'", n->name);
         return 0;
     }
     for (int i = 0; i < n_ctl; i++)
         if (!df__node_add_control(n, ctl[i])) {
-            DF_FREE(in); DF_FREE(attrs); DF_FREE(types);
+            DF_FREE(in); DF_FREE(attrs); DF_FREE(types); DF_FREE(t_name);
             df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory lowering '%s'", n->name);
             return 0;
         }
@@ -8654,12 +8679,11 @@ static int df__fn_replace(df_graph *g, df_node *n, const df_output *outs, int n_
     n->n_attrs = 0;
     if (n_out) {
         memset(&attrs[0], 0, sizeof attrs[0]);
-        attrs[0].name = df__strdup("T");
+        attrs[0].name = t_name;
         attrs[0].kind = DF__A_TYPE_LIST;
         attrs[0].u.types.n = n_out;
         attrs[0].u.types.v = types;
         n->n_attrs = 1;
-        if (!attrs[0].name) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return 0; }
     } else DF_FREE(types);
     DF_FREE(n->inputs);
     n->inputs = in;
@@ -9180,13 +9204,13 @@ static df_output df__gstack_pop(df_graph *g, df__ctx *G, df__gstack *s, df__ctx 
 
 /* Whether a value of gradient loop W may be dead in some iteration: it depends, not through a
    Merge, on a Switch made by a cond's gradient inside W. A walk with a stack of its own (not
-   recursion: a loop body may be a chain as long as the graph). */
+   recursion: a loop body may be a chain as long as the graph). -1: out of memory. */
 static int df__maybe_dead_in_loop(const df_node *n, const df__ctx *W) {
     df_graph *g = n->graph;
     int limit = g->n_nodes, top = 0, r = 0;
     unsigned char *seen = (unsigned char *)DF_MALLOC((size_t)limit + 1);
     const df_node **stack = (const df_node **)DF_MALLOC(((size_t)limit + 1) * sizeof *stack);
-    if (!seen || !stack) { DF_FREE(seen); DF_FREE(stack); return 1; }   /* cannot tell: assume it may */
+    if (!seen || !stack) { DF_FREE(seen); DF_FREE(stack); return -1; }
     memset(seen, 0, (size_t)limit + 1);
     if (n->id < limit) { seen[n->id] = 1; stack[top++] = n; }           /* (each node pushed once) */
     while (top && !r) {
@@ -9224,7 +9248,12 @@ static df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x) {
                         "differentiates", n->name);
         return none;
     }
-    if (W->grad_of && df__maybe_dead_in_loop(n, W)) {
+    int maybe_dead = W->grad_of ? df__maybe_dead_in_loop(n, W) : 0;
+    if (maybe_dead < 0) {
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory differentiating a gradient loop {{node %s}}", n->name);
+        return none;
+    }
+    if (maybe_dead) {
         df__graph_error(g, DF_UNIMPLEMENTED, "Differentiating a gradient loop through the gradient of a cond "
                         "inside a while loop is not supported yet (a second-order gradient through a cond in a "
                         "loop) {{node %s}}", n->name);
@@ -9998,8 +10027,8 @@ static df_code df__grad_region(df_graph *g, df__ctx *R, int n_y, const df_output
     r.obase[n0] = total;
     r.acc = (df__gacc *)DF_MALLOC((size_t)(total + 1) * sizeof(df__gacc));
     r.cons = (int *)DF_MALLOC((size_t)(n_edges + 1) * sizeof(int));
+    if (r.acc) memset(r.acc, 0, (size_t)(total + 1) * sizeof(df__gacc));   /* df__greg_free reads it */
     if (!r.acc || !r.cons) goto oom;
-    memset(r.acc, 0, (size_t)(total + 1) * sizeof(df__gacc));
     memset(r.cstart, 0, (size_t)(n0 + 2) * sizeof(int));
     for (int i = 0; i < n0; i++)
         for (int k = 0; k < g->nodes[i]->n_inputs; k++) r.cstart[g->nodes[i]->inputs[k].node->id + 1]++;
@@ -10057,7 +10086,7 @@ static df_code df__grad_region(df_graph *g, df__ctx *R, int n_y, const df_output
         df__greg_edges(&r, d, r.unit[i], pending, 1, NULL, NULL);
     }
     /* seeds */
-    for (int i = 0; i < n_y; i++) if (!df__greg_add(&r, ys[i], gys[i])) goto fail;
+    for (int i = 0; i < n_y; i++) if (!df__greg_add(&r, ys[i], gys[i])) { DF_FREE(ubetween); goto fail; }
     int qh = 0, qt = 0;
     done = (unsigned char *)DF_MALLOC((size_t)n_units + 1);
     if (!done) { DF_FREE(ubetween); goto oom; }
@@ -11715,7 +11744,10 @@ static int df__increment_iteration(df__step *s, df__frame *fr, df__readyq *q) {
         df__deferred d = fr->next_roots[i];
         int ok = df__activate(s, it, d.item, &d.t, 0, 1, q);
         df_tensor_release(d.t);
-        if (!ok) return 0;
+        if (!ok) {                   /* (the others were taken off the frame: released here) */
+            for (int k = i + 1; k < n_roots; k++) df_tensor_release(fr->next_roots[k].t);
+            return 0;
+        }
     }
     for (int i = 0; i < fr->n_invs; i++)
         if (!df__activate(s, it, fr->invs[i].item, &fr->invs[i].t, fr->invs[i].dead, 0, q)) return 0;
@@ -11794,6 +11826,8 @@ static int df__push_deferred(df__deferred **v, int *n, int *cap, int32_t item, d
 }
 
 /* After a node ran in (fr, it): route its outputs by node kind, then account for it. */
+/* Returns 0 on OOM, the node uncounted all the same (s->outstanding), so that the aborted step
+   still ends. */
 static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df__readyq *q) {
     const df__xitem *item = &s->x->items[t->item];
     df__iter *it = t->iter;
@@ -11802,7 +11836,7 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df_
     switch (item->kind) {
     case DF__X_ENTER: {
         df__frame *child = df__child_frame(s, fr, it, item->child_frame);
-        if (!child) return 0;
+        if (!child) { s->outstanding--; return 0; }
         df_tensor *v = dead ? NULL : outs[0];
         if (item->flags & DF__XF_CONST_ENTER) {
             ok = df__push_deferred(&child->invs, &child->n_invs, &child->cap_invs, t->item, v, dead || !v);
@@ -11822,7 +11856,10 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df_
     case DF__X_EXIT:
         if (dead || !outs[0]) {
             if (it->num == fr->iteration_count) {
-                if (!df__grow(&fr->dead_exits, &fr->cap_dead_exits, fr->n_dead_exits + 1, sizeof(int32_t))) return 0;
+                if (!df__grow(&fr->dead_exits, &fr->cap_dead_exits, fr->n_dead_exits + 1, sizeof(int32_t))) {
+                    s->outstanding--;
+                    return 0;
+                }
                 fr->dead_exits[fr->n_dead_exits++] = t->item;
             }
         } else {
@@ -11854,13 +11891,13 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df_
                     else if (e->flags & DF__XE_LAST) { entries[e->slot] = v; outs[e->src_out] = NULL; }
                     else entries[e->slot] = df_tensor_retain(v);
                 }
-                if (--c->pending == 0 && !df__ready(s, it, e->dst, c->dead > 0, q)) return 0;
+                if (--c->pending == 0 && !df__ready(s, it, e->dst, c->dead > 0, q)) { ok = 0; break; }
             }
         } else {
             ok = df__activate(s, it, t->item, outs, dead, 1, q);
         }
     }
-    if (!ok) return 0;
+    if (!ok) { s->outstanding--; return 0; }
     int ops = --it->outstanding_ops;     /* (kept in a register: no wide reload after the store) */
     s->outstanding--;
     if (ops == 0 && fr->parent && it->outstanding_frames == 0)
@@ -12866,7 +12903,9 @@ static df_op_builder *df__pb_op(df__pbuild *b, int p, const char *op, const char
     if (!name) return NULL;
     df_op_builder *ob = df_op_new(g, op, "n");    /* (internal names may start with '_') */
     if (!ob) {
-        if (g->status.code && !b->st->code) df_status_set(b->st, DF_INTERNAL, "Partitioning: %s", g->status.message);
+        if (g->status.code && !b->st->code)        /* (out of memory in df_op_new stays what it is) */
+            df_status_set(b->st, g->status.code == DF_RESOURCE_EXHAUSTED ? DF_RESOURCE_EXHAUSTED : DF_INTERNAL,
+                          "Partitioning: %s", g->status.message);
         DF_FREE(name);
         return NULL;
     }
@@ -13127,11 +13166,11 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
     b.loop_cond = (int32_t *)DF_MALLOC((size_t)(x->n_frames + 1) * sizeof(int32_t));
     feed_of = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
     item_of_node = (int32_t *)DF_MALLOC((size_t)(x->graph->n_nodes + 1) * sizeof(int32_t));
+    if (plan) memset(plan, 0, sizeof *plan);  /* df__plan_free reads it */
     if (!plan || !b.part_of_dev || !b.clone || !b.loop_cond || !feed_of || !item_of_node) goto oom;
     for (int i = 0; i < x->graph->n_nodes; i++) item_of_node[i] = -1;
     for (int i = 0; i < n; i++)
         if (df__node_item(x, i)) item_of_node[x->items[i].node->id] = i;
-    memset(plan, 0, sizeof *plan);
     plan->owns_graphs = 1;
     for (int d = 0; d < nd; d++) b.part_of_dev[d] = -1;
     for (int i = 0; i < n; i++) if (dev[i] >= 0) b.part_of_dev[dev[i]] = 0;
@@ -13144,6 +13183,8 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
     b.dummy = (df_node **)DF_MALLOC((size_t)b.n_parts * sizeof(df_node *));
     pfeeds = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
     pfetches = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
+    if (pfeeds) memset(pfeeds, 0, (size_t)b.n_parts * sizeof(df_output *));       /* freed at done: */
+    if (pfetches) memset(pfetches, 0, (size_t)b.n_parts * sizeof(df_output *));
     if (!plan->parts || !b.feed_ph || !b.cloops || !b.native || !b.dummy || !pfeeds || !pfetches) goto oom;
     for (size_t k = 0; k < (size_t)x->n_frames * (size_t)b.n_parts; k++) b.native[k] = -1;
     for (int i = 0; i < n; i++) {
@@ -13165,8 +13206,6 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
     memset(b.feed_ph, 0, (size_t)(n_feeds + 1) * (size_t)b.n_parts * 2 * sizeof(df_node *));
     memset(b.cloops, 0, (size_t)x->n_frames * (size_t)b.n_parts * sizeof(df__cloop));
     memset(b.dummy, 0, (size_t)b.n_parts * sizeof(df_node *));
-    memset(pfeeds, 0, (size_t)b.n_parts * sizeof(df_output *));
-    memset(pfetches, 0, (size_t)b.n_parts * sizeof(df_output *));
     for (int d = 0; d < nd; d++) {
         int p = b.part_of_dev[d];
         if (p < 0) continue;
@@ -13516,8 +13555,8 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
     int *feed_item = (int *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(int));
     int32_t *stack = (int32_t *)DF_MALLOC((size_t)(nn + 1) * sizeof(int32_t));
     int32_t *deg = NULL;
+    if (x) memset(x, 0, sizeof *x);           /* df__exec_free reads it */
     if (!x || !item_of || !first_feed || !next_feed || !feed_item || !stack) goto oom;
-    memset(x, 0, sizeof *x);
     x->graph = g;
     for (int i = 0; i < nn; i++) { item_of[i] = -1; first_feed[i] = -1; }
     for (int f = 0; f < n_feeds; f++) { next_feed[f] = first_feed[feeds[f].node->id]; first_feed[feeds[f].node->id] = f; feed_item[f] = -1; }

@@ -15,6 +15,9 @@
 
    Configuration macros (define before including the implementation):
        DF_MALLOC/DF_REALLOC/DF_FREE  all three or none; default libc
+       DF_BFC_SYS_ALLOC/DF_BFC_SYS_FREE  both or neither: the host and CPU devices' allocator
+                                     regions; default 4096-aligned libc memory
+       DF_BFC_ALLOC_FAULT(bytes)     tests: nonzero makes that df_bfc_alloc fail (out of memory)
        DF_ASSERT(x)                  our own invariants only; default assert()
        DF_NO_THREADS                 no inter-op thread pool (everything runs on the caller)
        DF_NO_SIMD                    portable scalar loops only
