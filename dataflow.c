@@ -20418,7 +20418,8 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
             const df__wreg *rg = run->regs[p];
             df__step *step = &ws->g.steps[p];
             step->x = rg->x; step->session = w->sess; step->device = rg->dev;
-            step->feeds = run->feeds + feed_at[p]; step->fetches = run->fetches + fo;
+            step->feeds = run->feeds ? run->feeds + feed_at[p] : NULL;   /* (none fed: no array) */
+            step->fetches = run->fetches + fo;
             step->group = &ws->g; step->home = &ws->g.steps[0]; step->ipool = w->sess->ipool;
             step->pool = w->sess->pool; step->threaded = w->sess->pool != NULL; step->shared = step->threaded;
             fo += rg->n_fetches;
