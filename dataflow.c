@@ -16586,7 +16586,7 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
         if (!b) { df_status_set(st, g->status.code ? g->status.code : DF_RESOURCE_EXHAUSTED, "GraphDef: node '%s': %s", n->full, g->status.code ? g->status.message : "out of memory"); goto done; }
         b->raw = 1;
         /* data inputs, grouped by the op's arguments */
-        int n_data = n->n_data, pos = 0, placeholder = -1;
+        int n_data = n->n_data, pos = 0, placeholder = -1, back_edges = 0;
         for (int k = 0; k < n_data && placeholder < 0; k++)
             if (!df__gd_back_edge(&d, order[q], k)) placeholder = k;
         if (!df__grow(&ins, &cap_ins, DF__MAX(n_data, 1), sizeof *ins)) { df__builder_free(b); df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); goto done; }
@@ -16595,6 +16595,7 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
             int index, control, src = n->src[k];
             df__gd_input(n->inputs[k], &name, &index, &control);
             if (df__gd_back_edge(&d, order[q], k)) {     /* patched below, once the NextIteration exists */
+                back_edges = 1;
                 if (placeholder < 0) { df__builder_free(b); df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: Merge '%s' has only back edges as inputs", n->full); goto done; }
                 df__gd_input(n->inputs[placeholder], &name, &index, &control);
                 src = n->src[placeholder];
@@ -16651,6 +16652,9 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
             df_status_set(st, g->status.code ? g->status.code : DF_INTERNAL, "GraphDef: %s", g->status.message);
             goto done;
         }
+        /* TF (ShapeRefiner): a back edge's shape is unknown when its Merge is made, so the Merge's
+           is too; the forward input's would be wrong for a variable whose shape changes */
+        if (back_edges) n->made->out_shapes[0] = df__shape_unknown();
     }
     /* the loops' back edges */
     for (int i = 0; i < d.n; i++) {

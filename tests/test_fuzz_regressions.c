@@ -254,3 +254,50 @@ DF_TEST(fuzz_builder_attr_set_twice_as_empty_list) {
     CHECK(n != NULL);
     df_graph_free(g);
 }
+
+/* fuzz_builder (an export that did not import again): the GraphDef importer gave a loop's
+   Merge the shape of its forward input, as if the back edge's were the same. For a variable
+   whose shape changes (here [1], then [2]) the Exit then had a wrong static shape, and a
+   Reshape of it to [2] failed the import. The Merge's shape is now unknown, as in TensorFlow. */
+static df_output always(df_graph *g, void *user, const df_output *v) { (void)user; (void)v; return df_scalar_bool(g, 1); }
+static void grows(df_graph *g, void *user, const df_output *v, df_output *next) {
+    (void)user;
+    next[0] = df_add(g, df_add_n(g, v, 1), df_const(g, (df_tensor *)user));
+}
+DF_TEST(fuzz_builder_export_of_a_loop_whose_variable_changes_shape) {
+    df_graph *g = df_graph_new();
+    int64_t one = 1, two = 2;
+    float v2[2] = {10, 20};
+    df_tensor *pair = df_tensor_from_data(DF_FLOAT, 1, &two, v2, sizeof v2, NULL);
+    df_output x = df_reshape(g, df_scalar_f32(g, 1), 1, &one), out;
+    df_while_options o;
+    memset(&o, 0, sizeof o);
+    o.maximum_iterations = 1;
+    CHECK_EQ_INT(df_while_loop(g, 1, &x, always, grows, pair, &o, &out), DF_OK);
+    df_output y = df_reshape(g, out, 2, (const int64_t[]){2, 1});
+    CHECK_OK(df_graph_status(g));
+    void *data = NULL;
+    size_t len = 0;
+    CHECK_EQ_INT(df_graph_export_graphdef(g, &data, &len), DF_OK);
+    df_status st;
+    df_graph *again = df_graph_import_graphdef(data, len, &st);
+    CHECK_OK(&st);
+    df_node *yn = again ? df_graph_find(again, df_node_name(y.node)) : NULL;
+    CHECK(yn != NULL);
+    if (yn) {
+        df_session *s = df_session_new(again, NULL, &st);
+        df_output fetch = {yn, 0};
+        df_tensor *v = NULL;
+        CHECK_EQ_INT(df_session_run(s, NULL, NULL, 0, &fetch, &v, 1, NULL, 0, &st), DF_OK);
+        if (v) {
+            CHECK_EQ_INT(df_tensor_dim(v, 0), 2);
+            CHECK_NEAR(((float *)df_tensor_data(v))[1], 21, 0);
+        }
+        df_tensor_release(v);
+        df_session_free(s);
+    }
+    free(data);
+    df_graph_free(again);
+    df_tensor_release(pair);
+    df_graph_free(g);
+}
