@@ -2569,6 +2569,12 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
     if (n_groups != op->n_in)
         return df__fail(st, n, DF_INVALID_ARGUMENT, "%s expects %d input%s, got %d",
                               op->name, op->n_in, op->n_in == 1 ? "" : "s", n_groups);
+    for (int i = 0; i < n->n_attrs; i++) {      /* kinds first: the inputs' checks read attrs by kind */
+        const df__attrdef *ad = df__op_attrdef(op, n->attrs[i].name);
+        if (ad && ad->kind != n->attrs[i].kind)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s has kind %s, got %s",
+                                  ad->name, op->name, df__kind_name(ad->kind), df__kind_name(n->attrs[i].kind));
+    }
     for (int k = 0; k < op->n_in; k++) {
         const df__argdef *arg = &op->in[k];
         const struct df__group *grp = &groups[k];

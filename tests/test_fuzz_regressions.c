@@ -301,3 +301,31 @@ DF_TEST(fuzz_builder_export_of_a_loop_whose_variable_changes_shape) {
     df_tensor_release(pair);
     df_graph_free(g);
 }
+
+/* fuzz_builder: an attribute of the wrong kind was read as its op's kind before kinds were
+   checked: IdentityN's list(type) "T" given as an int (or a shape) was read as a list of
+   types, whose pointer was the int's neighbour (NULL, or a dimension): a crash. df__typecheck
+   now checks kinds first. */
+DF_TEST(fuzz_builder_attr_of_the_wrong_kind) {
+    for (int kind = 0; kind < 3; kind++) {
+        df_graph *g = df_graph_new();
+        df_op_builder *b = df_op_new(g, "IdentityN", NULL);
+        df_output x = df_scalar_f32(g, 1);
+        df_op_add_input_list(b, &x, 1);
+        const int64_t dims[1] = {12345};
+        if (kind == 0) df_op_set_attr_int(b, "T", 1);
+        else if (kind == 1) df_op_set_attr_shape(b, "T", 1, dims);
+        else df_op_set_attr_int_list(b, "T", dims, 1);
+        CHECK(df_op_finish(b) == NULL);
+        CHECK_STATUS(df_graph_status(g), DF_INVALID_ARGUMENT, "Attr 'T' of IdentityN has kind list(type)");
+        df_graph_free(g);
+    }
+    df_graph *g = df_graph_new();                /* a number attr given as a string */
+    df_op_builder *b = df_op_new(g, "AddN", NULL);
+    df_output xs[2] = {df_scalar_f32(g, 1), df_scalar_f32(g, 2)};
+    df_op_add_input_list(b, xs, 2);
+    df_op_set_attr_string(b, "N", "two");
+    CHECK(df_op_finish(b) == NULL);
+    CHECK_STATUS(df_graph_status(g), DF_INVALID_ARGUMENT, "Attr 'N' of AddN has kind int");
+    df_graph_free(g);
+}

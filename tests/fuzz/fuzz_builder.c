@@ -689,13 +689,21 @@ static void round_trip(const df_graph *g) {
 
 /* Whether the static shapes of g hold at run time. Not where a value may differ from the shape
    an attribute gives, as in TensorFlow: a PlaceholderWithDefault's default of a shape unknown
-   when it was built, a variable assigned with validate_shape false. */
+   when it was built, a variable assigned with validate_shape false. Nor where a loop variable
+   changes shape: its Merge's shape is relaxed with the first iteration's only, so a variable
+   that takes another's value (a <- b <- c) may end with a shape its static one does not allow
+   (TensorFlow refuses such loops without shape invariants). */
 static int static_shapes_hold(const df_graph *g) {
     for (int i = 0; i < df_graph_num_nodes(g); i++) {
         const df_node *n = df_graph_node_at(g, i);
         int validate = 1;
         if (!strcmp(df_node_op(n), "PlaceholderWithDefault")) return 0;
         if (!strcmp(df_node_op(n), "Assign") && df_node_attr_bool(n, "validate_shape", &validate) && !validate) return 0;
+        if (!strcmp(df_node_op(n), "Merge") && df_node_num_inputs(n) > 0) {
+            int64_t a[DF_MAX_RANK], b[DF_MAX_RANK];
+            int ra = df_output_shape((df_output){(df_node *)n, 0}, a), rb = df_output_shape(df_node_input(n, 0), b);
+            if (ra != rb || (ra > 0 && memcmp(a, b, (size_t)ra * sizeof *a))) return 0;
+        }
     }
     return 1;
 }
