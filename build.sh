@@ -53,7 +53,7 @@ demo() {
 # machine, instead of ASan's abort: the library must then answer RESOURCE_EXHAUSTED. Temporary
 # files of the .npy fuzzer go to build/fuzz/.
 FUZZ_ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:max_allocation_size_mb=2048"
-FUZZ_TARGETS="graphdef npy checkpoint"
+FUZZ_TARGETS="graphdef npy checkpoint worker builder"
 
 # dfrun's error contract: a missing file is one "dfrun: ..." line on stderr and a non-zero
 # exit, a bad flag exits 2, --help exits 0.

@@ -2298,8 +2298,14 @@ int df_output_shape(df_output o, int64_t dims[DF_MAX_RANK]) {
 /* ---- scopes ---- */
 static const char *df__scope(const df_graph *g) { return g->n_scopes ? g->scopes[g->n_scopes - 1] : ""; }
 
+static int df__valid_node_name(const char *s);
 void df_graph_push_name_scope(df_graph *g, const char *scope) {
     if (!g || g->status.code) return;
+    if (scope && *scope && !g->internal_names && !df__valid_node_name(scope)) {   /* (its nodes' names would be invalid) */
+        df__graph_error(g, DF_INVALID_ARGUMENT, "Invalid name scope '%s': names use letters, digits and . _ - / "
+                        "and do not start with _ - /", scope);
+        return;
+    }
     if (!df__grow(&g->scopes, &g->cap_scopes, g->n_scopes + 1, sizeof(char *))) {
         df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory pushing a name scope");
         return;
@@ -2415,8 +2421,10 @@ df_op_builder *df_op_new(df_graph *g, const char *op_type, const char *name) {
             DF_FREE(b->name); DF_FREE(b);
             return NULL;
         }
-    } else {
-        b->name = df__unique_name(g, op->name);
+    } else {                   /* (from "_Arg", "Arg": a name must not start with _) */
+        const char *base = op->name;
+        while (!g->internal_names && *base == '_') base++;
+        b->name = df__unique_name(g, base);
     }
     if (!b->name) { b->oom = 1; }
     if (g->n_devices && !(b->device = df__strdup(g->devices[g->n_devices - 1]))) b->oom = 1;
@@ -2480,6 +2488,7 @@ static df__attr *df__builder_attr(df_op_builder *b, const char *name, df__attr_k
     for (int i = 0; i < b->n_attrs; i++)
         if (!strcmp(b->attrs[i].name, name)) {
             df__attr_clear(&b->attrs[i]);
+            memset(&b->attrs[i].u, 0, sizeof b->attrs[i].u);   /* (an empty list keeps no freed pointer) */
             b->attrs[i].name = df__strdup(name);
             b->attrs[i].kind = kind;
             if (!b->attrs[i].name) { b->oom = 1; return NULL; }
@@ -2589,6 +2598,12 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
     if (n_groups != op->n_in)
         return df__fail(st, n, DF_INVALID_ARGUMENT, "%s expects %d input%s, got %d",
                               op->name, op->n_in, op->n_in == 1 ? "" : "s", n_groups);
+    for (int i = 0; i < n->n_attrs; i++) {      /* kinds first: the inputs' checks read attrs by kind */
+        const df__attrdef *ad = df__op_attrdef(op, n->attrs[i].name);
+        if (ad && ad->kind != n->attrs[i].kind)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s has kind %s, got %s",
+                                  ad->name, op->name, df__kind_name(ad->kind), df__kind_name(n->attrs[i].kind));
+    }
     for (int k = 0; k < op->n_in; k++) {
         const df__argdef *arg = &op->in[k];
         const struct df__group *grp = &groups[k];
@@ -2882,12 +2897,12 @@ df_node *df_op_finish(df_op_builder *b) {
     if (g->ctx && !b->raw) {
         df_node *pivot = df__ctx_control_pivot(g->ctx);
         int gate = n->n_inputs == 0 && n->n_controls == 0;
-        if (!gate && g->ctx->kind == DF__CTX_WHILE && n->n_controls == 0 && n->n_inputs > 0) {
+        if (!gate && g->ctx->kind == DF__CTX_WHILE) {   /* (control inputs too: an outside one is a constant Enter) */
             gate = 1;
-            for (int i = 0; i < n->n_inputs; i++) {
-                const df_node *src = n->inputs[i].node;
+            for (int i = 0; i < n->n_inputs + n->n_controls && gate; i++) {
+                const df_node *src = i < n->n_inputs ? n->inputs[i].node : n->controls[i - n->n_inputs];
                 if (!((src->op->flags & DF__OP_ENTER) && df__attr_b(src, "is_constant", 0) &&
-                      src->ctx == g->ctx)) { gate = 0; break; }
+                      src->ctx == g->ctx)) gate = 0;
             }
         }
         if (gate && pivot && !df__node_add_control(n, pivot)) goto oom;
@@ -3391,6 +3406,12 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
             df_node *ni = df__raw_op(g, C, "NextIteration", &next[i], 1, 0);
             if (!ni) break;
             ni->cf_part = 1;
+            /* TF (_MaybeAddControlDependency): a NextIteration fed straight by a loop invariant
+               waits for the pivot; else it fires in every iteration, the dead one after the
+               predicate ended the loop too, and starts iterations without end. */
+            const df_node *src = next[i].node;
+            if ((src->op->flags & DF__OP_ENTER) && df__attr_b(src, "is_constant", 0) && C->pivot_for_body &&
+                !df__node_add_control(ni, C->pivot_for_body)) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); break; }
             C->nexts[i] = ni;
             df_output niv = {ni, 0};
             df__shape *ms = &merges[i].node->out_shapes[0];
@@ -10873,7 +10894,7 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
        consumers are in the Enter's frame, an Exit's in the parent), so a node whose inputs
        disagree is found at the node itself. Back edges from NextIteration are checked after. */
     if (df__frame_find_or_add(x, "", 0, st, "") != 0) { DF_FREE(indeg); DF_FREE(queue); return st->code; }
-    for (int i = 0; i < n; i++) x->items[i].frame = -1;
+    for (int i = 0; i < n; i++) x->items[i].frame = x->items[i].kind == DF__X_FETCH ? 0 : -1;   /* (fetches: the root frame) */
     df_code code = DF_OK;
     for (int q = 0; q < n && !code; q++) {
         int i = queue[q];
@@ -16903,7 +16924,7 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
         if (!b) { df_status_set(st, g->status.code ? g->status.code : DF_RESOURCE_EXHAUSTED, "GraphDef: %s {{node %s}}", g->status.code ? g->status.message : "out of memory", n->full); goto done; }
         b->raw = 1;
         /* data inputs, grouped by the op's arguments */
-        int n_data = n->n_data, pos = 0, placeholder = -1;
+        int n_data = n->n_data, pos = 0, placeholder = -1, back_edges = 0;
         for (int k = 0; k < n_data && placeholder < 0; k++)
             if (!df__gd_back_edge(&d, order[q], k)) placeholder = k;
         if (!df__grow(&ins, &cap_ins, DF__MAX(n_data, 1), sizeof *ins)) { df__builder_free(b); df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory"); goto done; }
@@ -16912,6 +16933,7 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
             int index, control, src = n->src[k];
             df__gd_input(n->inputs[k], &name, &index, &control);
             if (df__gd_back_edge(&d, order[q], k)) {     /* patched below, once the NextIteration exists */
+                back_edges = 1;
                 if (placeholder < 0) { df__builder_free(b); df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: a Merge has only back edges as inputs {{node %s}}", n->full); goto done; }
                 df__gd_input(n->inputs[placeholder], &name, &index, &control);
                 src = n->src[placeholder];
@@ -16968,6 +16990,9 @@ static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df
             df_status_set(st, g->status.code ? g->status.code : DF_INTERNAL, "GraphDef: %s", g->status.message);
             goto done;
         }
+        /* TF (ShapeRefiner): a back edge's shape is unknown when its Merge is made, so the Merge's
+           is too; the forward input's would be wrong for a variable whose shape changes */
+        if (back_edges) n->made->out_shapes[0] = df__shape_unknown();
     }
     /* the loops' back edges */
     for (int i = 0; i < d.n; i++) {
@@ -20764,7 +20789,8 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
             const df__wreg *rg = run->regs[p];
             df__step *step = &ws->g.steps[p];
             step->x = rg->x; step->session = w->sess; step->device = rg->dev;
-            step->feeds = run->feeds + feed_at[p]; step->fetches = run->fetches + fo;
+            step->feeds = run->feeds ? run->feeds + feed_at[p] : NULL;   /* (none fed: no array) */
+            step->fetches = run->fetches + fo;
             step->group = &ws->g; step->home = &ws->g.steps[0]; step->ipool = w->sess->ipool;
             step->pool = w->sess->pool; step->threaded = w->sess->pool != NULL; step->shared = step->threaded;
             fo += rg->n_fetches;
