@@ -16181,9 +16181,11 @@ static df_tensor *df__gd_tensor(df__pb r, const char *where, df_status *st) {
         else if (f == 8 && t != DF_STRING) { if (!df__pb_skip(&scan, wt)) { df_tensor_release(out); goto malformed; } }
         else if (!df__pb_skip(&scan, wt)) { df_tensor_release(out); goto malformed; }
     }
-    if (fill.i > fill.cap) {
-        df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: %s: %lld values for a tensor of %lld elements", where,
-                      (long long)(fill.i / lanes), (long long)n);
+    if (fill.i > fill.cap || fill.i % lanes) {    /* (complex values come in pairs: one float repeats nothing) */
+        if (fill.i % lanes) df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: %s: %lld floats for complex values, which come in pairs",
+                                          where, (long long)fill.i);
+        else df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: %s: %lld values for a tensor of %lld elements", where,
+                           (long long)(fill.i / lanes), (long long)n);
         df_tensor_release(out);
         return NULL;
     }

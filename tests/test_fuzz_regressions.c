@@ -329,3 +329,21 @@ DF_TEST(fuzz_builder_attr_of_the_wrong_kind) {
     CHECK_STATUS(df_graph_status(g), DF_INVALID_ARGUMENT, "Attr 'N' of AddN has kind int");
     df_graph_free(g);
 }
+
+/* fuzz_graphdef: a complex TensorProto with one float (scomplex_val has real and imaginary
+   parts in turn) left zero whole values, and "the last value repeats" copied from the element
+   before the tensor's first: a read out of bounds. An odd count is now refused. */
+DF_TEST(fuzz_graphdef_complex_tensor_with_one_float) {
+    static const unsigned char gd[] = {
+        0x0a, 0x32,                                             /* node */
+        0x0a, 0x01, 'c', 0x12, 0x05, 'C', 'o', 'n', 's', 't',   /* name "c", op "Const" */
+        0x2a, 0x0b, 0x0a, 0x05, 'd', 't', 'y', 'p', 'e', 0x12, 0x02, 0x30, 0x08,       /* dtype: complex64 */
+        0x2a, 0x19, 0x0a, 0x05, 'v', 'a', 'l', 'u', 'e', 0x12, 0x10, 0x42, 0x0e,       /* value: a tensor */
+        0x08, 0x08, 0x12, 0x04, 0x12, 0x02, 0x08, 0x02,        /* complex64, shape [2] */
+        0x4a, 0x04, 0x00, 0x00, 0x80, 0x3f};                    /* scomplex_val: 1.0 alone */
+    df_status st;
+    df_graph *g = df_graph_import_graphdef(gd, sizeof gd, &st);
+    CHECK(g == NULL);
+    CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "1 floats for complex values, which come in pairs");
+    df_graph_free(g);
+}
