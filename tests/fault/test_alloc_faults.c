@@ -155,7 +155,9 @@ static void loop_body(df_graph *g, void *u, const df_output *v, df_output *next)
     df_cond(g, even, 1, then_branch, else_branch, &inner, &next[2]);
 }
 
-/* Scenario 1, more of the library: a functional While (lowered before it runs) with an If
+/* Scenario 2 is scenario 0's graph exported as a GraphDef and imported again (the copy runs),
+   its variable saved to a checkpoint and restored after the steps.
+   Scenario 1, more of the library: a functional While (lowered before it runs) with an If
    inside, nested loops with gradient checkpointing, a second-order gradient through a loop,
    Adam through df_minimize, three devices. */
 static void inner_body(df_graph *g, void *u, const df_output *v, df_output *next) {
@@ -186,6 +188,17 @@ typedef struct built {
 } built;
 
 static int scenario_variant;
+/* The node of the same name in g (scenario 2's imported copy); 0 if it has none. */
+static int remap(df_graph *g, df_output *o) {
+    o->node = o->node ? df_graph_find(g, df_node_name(o->node)) : NULL;
+    return o->node != NULL;
+}
+static int remap_node(df_graph *g, df_node **n) {
+    df_output o = {*n, 0};
+    int found = remap(g, &o);
+    *n = o.node;
+    return found;
+}
 static void build(df_graph *g, df_tensor *wv, built *b) {
     static const int64_t xdims[2] = {ROWS, COLS}, wdims[2] = {COLS, COLS};
     df_graph_push_device(g, "/cpu:0");
@@ -194,7 +207,7 @@ static void build(df_graph *g, df_tensor *wv, built *b) {
     m.w = df_variable(g, "w", DF_FLOAT, 2, wdims);
     b->init[b->n_init++] = df_assign(g, m.w, df_const(g, wv));
     df_graph_pop_device(g);
-    if (scenario_variant == 0) {
+    if (scenario_variant != 1) {
         /* w and the loss on CPU:0, the loop on CPU:1 */
         df_graph_push_device(g, "/cpu:1");
         df_output vars[3] = {df_scalar_i32(g, 0), df_scalar_i32(g, 3), m.x}, out[3];
@@ -247,10 +260,11 @@ static void scenario(int deterministic, int single, outcome *o) {
     for (int i = 0; i < COLS * COLS; i++) w0[i] = (float)((i * 37 % 23) - 11) / 64.0f;
     for (int i = 0; i < ROWS * COLS; i++) x0[i] = (float)((i * 29 % 19) - 9) / 16.0f;
     df_session *s = NULL;
+    df_saver *saver = NULL;
     df_tensor *xv = NULL, *wv = NULL;
     built b;
     memset(&b, 0, sizeof b);
-    df_graph *g = df_graph_new();
+    df_graph *g = df_graph_new(), *run_g = g;
     if (!g) { df_status_set(&st, DF_RESOURCE_EXHAUSTED, "df_graph_new returned NULL"); note(o, &st, "df_graph_new"); return; }
     if (!(wv = df_tensor_from_data(DF_FLOAT, 2, wdims, w0, sizeof w0, &st))) { note(o, &st, "df_tensor_from_data"); goto done; }
     build(g, wv, &b);
@@ -263,13 +277,36 @@ static void scenario(int deterministic, int single, outcome *o) {
         snprintf(o->problem, sizeof o->problem, "building the graph: a NULL node and no error");
         goto done;
     }
+    if (scenario_variant == 2) {        /* the graph goes through a GraphDef: the copy runs */
+        void *pb = NULL;
+        size_t len = 0;
+        df_code code = df_graph_export_graphdef(g, &pb, &len);
+        if (code) {
+            df_status_set(&st, code, "df_graph_export_graphdef failed");
+            note(o, &st, "df_graph_export_graphdef");
+            goto done;
+        }
+        run_g = df_graph_import_graphdef(pb, len, &st);
+        free(pb);
+        if (!run_g) { note(o, &st, "df_graph_import_graphdef"); goto done; }
+        int found = remap(run_g, &b.x);
+        for (int i = 0; i < b.n_init; i++) found &= remap_node(run_g, &b.init[i]);
+        for (int i = 0; i < b.n_fetches; i++) found &= remap(run_g, &b.fetches[i]);
+        found &= remap_node(run_g, &b.train);
+        if (!found) {
+            o->bad++;
+            snprintf(o->problem, sizeof o->problem, "the imported graph lacks a node of the exported one");
+            goto done;
+        }
+        if (!(saver = df_saver_new(run_g, 0, NULL, &st))) { note(o, &st, "df_saver_new"); goto done; }
+    }
     df_session_options so;
     memset(&so, 0, sizeof so);
-    so.num_cpu_devices = scenario_variant == 0 ? 2 : 3;
+    so.num_cpu_devices = scenario_variant == 1 ? 3 : 2;
     so.deterministic = deterministic;
     so.inter_op_threads = deterministic ? 0 : 3;
     so.intra_op_threads = deterministic ? 0 : 2;
-    if (!(s = df_session_new(g, &so, &st))) { note(o, &st, "df_session_new"); goto done; }
+    if (!(s = df_session_new(run_g, &so, &st))) { note(o, &st, "df_session_new"); goto done; }
     if (!(xv = df_tensor_from_data(DF_FLOAT, 2, xdims, x0, sizeof x0, &st))) { note(o, &st, "df_tensor_from_data"); goto done; }
     for (int i = 0; i < b.n_init; i++)
         for (int attempt = 0; attempt < 2; attempt++) {   /* an initialising run that failed runs again */
@@ -302,10 +339,21 @@ static void scenario(int deterministic, int single, outcome *o) {
         for (int i = 0; i < 3; i++) df_tensor_release(vals[i]);
     }
     o->partitions = df_session_num_partitions(s);
+    if (saver) {                      /* the variables to a checkpoint and back */
+        char path[512];
+        const char *dir = getenv("TMPDIR");
+        snprintf(path, sizeof path, "%s/df_fault_%d.ckpt", dir && *dir ? dir : "/tmp", (int)getpid());
+        remove(path);
+        if (df_saver_save(saver, s, path, &st) != DF_OK) note(o, &st, "df_saver_save");
+        else if (df_saver_restore(saver, s, path, &st) != DF_OK) note(o, &st, "df_saver_restore");
+        remove(path);
+    }
 done:
     df_tensor_release(xv);
     df_tensor_release(wv);
+    df_saver_free(saver);
     df_session_free(s);
+    if (run_g != g) df_graph_free(run_g);
     df_graph_free(g);
 }
 
@@ -397,11 +445,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-at") && i + 1 < argc) at = atol(argv[++i]);
         else if (!strcmp(argv[i], "-from") && i + 1 < argc) from = atol(argv[++i]);
         else if (!strcmp(argv[i], "-kind") && i + 1 < argc) kind = atoi(argv[++i]) % 3;
-        else if (!strcmp(argv[i], "-scenario") && i + 1 < argc) scenario_variant = atoi(argv[++i]) != 0;
+        else if (!strcmp(argv[i], "-scenario") && i + 1 < argc) scenario_variant = atoi(argv[++i]) % 3;
         else if (!strcmp(argv[i], "-threads")) threads = 1;
         else if (!strcmp(argv[i], "-trace")) fi_trace = 1;
         else if (!strcmp(argv[i], "-v")) verbose = 1;
-        else { fprintf(stderr, "usage: %s [-limit N] [-stride S] [-random R] [-from N] [-at N [-kind 0|1|2] [-threads]] [-scenario 0|1] [-trace] [-v]\n", argv[0]); return 2; }
+        else { fprintf(stderr, "usage: %s [-limit N] [-stride S] [-random R] [-from N] [-at N [-kind 0|1|2] [-threads]] [-scenario 0|1|2] [-trace] [-v]\n", argv[0]); return 2; }
     }
     if (stride < 1) stride = 1;
     signal(SIGALRM, on_alarm);
