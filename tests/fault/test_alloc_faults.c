@@ -435,6 +435,67 @@ static void exercise(fi_counter *c, const char *mode, long n, int sticky, int de
     fflush(stdout);
 }
 
+/* The op registry is built on the first use of an op: every allocation of that first use fails
+   in turn (alone, then from it on). It must answer RESOURCE_EXHAUSTED, undo everything, and be
+   built on the next use. (White box: the test frees the registry between points.) */
+static void fi_registry_reset(void) {
+    if (df__registry.initialised == 1) {
+        for (int k = 0; k < df__registry.n_ops; k++)
+            for (int i = 0; i < df__registry.ops[k].n_attrs; i++)
+                if (df__registry.ops[k].attrs[i].kind == DF__A_STRING) DF_FREE(df__registry.ops[k].attrs[i].def.u.s);
+        DF_FREE(df__registry.ops);
+        df__strmap_free(&df__registry.index);
+    }
+    df__registry.ops = NULL;
+    df__registry.n_ops = 0;
+    df__registry.initialised = 0;
+}
+static long registry_sweep(void) {
+    long n, points = 0;
+    for (n = 1;; n++) {
+        long injected = 0;
+        for (int sticky = 0; sticky < 2; sticky++) {
+            char why[700] = "";
+            fi_registry_reset();
+            long heap0 = fi_heap_held();
+            fi_current_n = n;
+            snprintf(fi_current_mode, sizeof fi_current_mode, "registry (%s)", sticky ? "from N on" : "N-th only");
+            alarm(60);
+            fi_arm(&fi_heap, n, sticky);
+            df_graph *g = df_graph_new();
+            if (g) df_scalar_f32(g, 1.0f);
+            df_status st;
+            if (g) st = *df_graph_status(g);
+            else df_status_set(&st, DF_RESOURCE_EXHAUSTED, "df_graph_new returned NULL");
+            injected = fi_heap.injected;
+            fi_arm(&fi_heap, 0, 0);
+            df_graph_free(g);
+            if (st.code && (st.code != DF_RESOURCE_EXHAUSTED || !st.message[0]))
+                snprintf(why, sizeof why, "returned %s: '%s' (expected RESOURCE_EXHAUSTED with a message)", df_code_name(st.code), st.message);
+            else if (st.code && !injected) snprintf(why, sizeof why, "an error without an injected fault: %s", st.message);
+            if (!why[0]) {                         /* the next use builds it */
+                g = df_graph_new();
+                df_scalar_f32(g, 1.0f);
+                if (df_graph_status(g)->code) snprintf(why, sizeof why, "the registry was not built again: %s", df_graph_status(g)->message);
+                df_graph_free(g);
+            }
+            fi_registry_reset();
+            if (!why[0] && fi_heap_held() != heap0) snprintf(why, sizeof why, "leak: %ld blocks not freed", fi_heap_held() - heap0);
+            alarm(0);
+            fi_current_n = 0;
+            points++;
+            if (why[0]) { failed++; printf("FAIL %s fault at %ld: %s\n", fi_current_mode, n, why); }
+            else passed++;
+        }
+        if (!injected) break;                      /* past the last allocation of the first use */
+    }
+    df_graph *g = df_graph_new();                  /* (built for good) */
+    df_scalar_f32(g, 1.0f);
+    df_graph_free(g);
+    printf("op registry: %ld allocations on first use\n", n - 1);
+    return points;
+}
+
 int main(int argc, char **argv) {
     long limit = -1, stride = 7, randoms = 200, at = 0, from = 1;
     int kind = 0, threads = 0;
@@ -460,6 +521,8 @@ int main(int argc, char **argv) {
     signal(SIGBUS, on_crash);
     signal(SIGABRT, on_crash);
 #endif
+    df_tensor_release(df_tensor_scalar_f32(0.0f));     /* (the host allocator lives for good) */
+    long registry_points = at > 0 ? 0 : registry_sweep();
     /* Warm up (the op registry, the host allocator), then count: two runs without a failure
        must agree on the count, or N would not name one allocation. */
     scenario(1, 1, &base_det);
@@ -499,7 +562,7 @@ int main(int argc, char **argv) {
     printf("scenario: %d partitions; per run %ld heap allocations, %ld tensor buffers, %ld allocator regions\n",
            base_det.partitions, K, kinds[1].k, kinds[2].k);
     fflush(stdout);
-    long points = 0;
+    long points = registry_points;
     char mode[80];
     if (at > 0) {            /* one point, both ways (to reproduce a failure) */
         verbose = 1;
