@@ -1839,8 +1839,8 @@ static int df__parse_arg(const char *s, df__argdef *a, const df__opdef *op) {
 }
 
 /* "T:type", "T:type{float,double}=float", "N:int>=1", "x:bool=false", "s:string=''",
-   "shape:shape=?", "value:tensor", "l:list(int)=[]", "Tl:list(type)", "f:float=0.5". */
-/* 1, 0 for a bad spec, -1 out of memory. */
+   "shape:shape=?", "value:tensor", "l:list(int)=[]", "Tl:list(type)", "f:float=0.5".
+   Returns 1, 0 for a bad spec, -1 out of memory. */
 static int df__parse_attr(const char *s, df__attrdef *a) {
     memset(a, 0, sizeof *a);
     a->min = INT64_MIN;
@@ -11649,9 +11649,8 @@ static int df__push_deferred(df__deferred **v, int *n, int *cap, int32_t item, d
     return 1;
 }
 
-/* After a node ran in (fr, it): route its outputs by node kind, then account for it. */
-/* Returns 0 on OOM, the node uncounted all the same (s->outstanding), so that the aborted step
-   still ends. */
+/* After a node ran in (fr, it): route its outputs by node kind, then account for it. Returns 0
+   on OOM, the node uncounted all the same (s->outstanding), so that the aborted step still ends. */
 static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df__readyq *q) {
     const df__xitem *item = &s->x->items[t->item];
     df__iter *it = t->iter;
@@ -13007,7 +13006,7 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
     b.dummy = (df_node **)DF_MALLOC((size_t)b.n_parts * sizeof(df_node *));
     pfeeds = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
     pfetches = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
-    if (pfeeds) memset(pfeeds, 0, (size_t)b.n_parts * sizeof(df_output *));       /* freed at done: */
+    if (pfeeds) memset(pfeeds, 0, (size_t)b.n_parts * sizeof(df_output *));   /* (done: frees their entries) */
     if (pfetches) memset(pfetches, 0, (size_t)b.n_parts * sizeof(df_output *));
     if (!plan->parts || !b.feed_ph || !b.cloops || !b.native || !b.dummy || !pfeeds || !pfetches) goto oom;
     for (size_t k = 0; k < (size_t)x->n_frames * (size_t)b.n_parts; k++) b.native[k] = -1;
