@@ -155,11 +155,13 @@ static void loop_body(df_graph *g, void *u, const df_output *v, df_output *next)
     df_cond(g, even, 1, then_branch, else_branch, &inner, &next[2]);
 }
 
-/* Scenario 2 is scenario 0's graph exported as a GraphDef and imported again (the copy runs),
+/* Scenario 3: a FIFO queue between an enqueue run and a training run (momentum, softmax
+   cross-entropy), cost-model placement, transfers compressed to bfloat16.
+   Scenario 2 is scenario 0's graph exported as a GraphDef and imported again (the copy runs),
    its variable saved to a checkpoint and restored after the steps.
    Scenario 1, more of the library: a functional While (lowered before it runs) with an If
-   inside, nested loops with gradient checkpointing, a second-order gradient through a loop,
-   Adam through df_minimize, three devices. */
+   inside, nested loops with gradient checkpointing, a second-order gradient through a loop
+   running one iteration at a time, Adam through df_minimize, three devices. */
 static void inner_body(df_graph *g, void *u, const df_output *v, df_output *next) {
     model *m = (model *)u;
     next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
@@ -181,7 +183,8 @@ static void tanh_body(df_graph *g, void *u, const df_output *v, df_output *next)
 }
 
 typedef struct built {
-    df_output x;
+    df_output x, labels;
+    df_node *enqueue;            /* scenario 3: run first in every step, fed x and labels */
     df_node *init[2]; int n_init;
     df_output fetches[3]; int n_fetches;
     df_node *train;
@@ -207,6 +210,28 @@ static void build(df_graph *g, df_tensor *wv, built *b) {
     m.w = df_variable(g, "w", DF_FLOAT, 2, wdims);
     b->init[b->n_init++] = df_assign(g, m.w, df_const(g, wv));
     df_graph_pop_device(g);
+    if (scenario_variant == 3) {
+        /* a FIFO queue feeds a softmax layer on CPU:1 trained with momentum; the other nodes
+           placed by the cost model; float32 crosses devices as bfloat16 */
+        static const int64_t ldims[1] = {ROWS};
+        df_dtype types[2] = {DF_FLOAT, DF_INT32};
+        b->labels = df_placeholder(g, "labels", DF_INT32, 1, ldims);
+        df_output q = df_fifo_queue(g, 2, types, 4, NULL), comps[2] = {m.x, b->labels}, got[2];
+        b->enqueue = df_queue_enqueue(g, q, 2, comps);
+        if (df_queue_dequeue(g, q, 2, got) != DF_OK) return;
+        df_graph_push_device(g, "/cpu:1");
+        df_output logits = df_tanh(g, df_matmul(g, got[0], m.w, 0, 0));
+        df_output loss = df_sparse_softmax_cross_entropy(g, logits, got[1]);
+        df_graph_pop_device(g);
+        df_optimizer mom;
+        memset(&mom, 0, sizeof mom);
+        mom.kind = DF_OPT_MOMENTUM;
+        mom.learning_rate = 0.05;
+        b->train = df_minimize(g, loss, 1, &m.w, &mom, &b->init[b->n_init++]);
+        b->fetches[0] = loss; b->fetches[1] = logits; b->fetches[2] = got[0];
+        b->n_fetches = 3;
+        return;
+    }
     if (scenario_variant != 1) {
         /* w and the loss on CPU:0, the loop on CPU:1 */
         df_graph_push_device(g, "/cpu:1");
@@ -242,8 +267,10 @@ static void build(df_graph *g, df_tensor *wv, built *b) {
     memset(&adam, 0, sizeof adam);
     adam.kind = DF_OPT_ADAM;
     b->train = df_minimize(g, y, 1, &m.w, &adam, &b->init[b->n_init++]);
-    df_output v3[3] = {df_scalar_i32(g, 0), df_scalar_i32(g, 2), m.x}, out3[3], dx = {NULL, 0}, ddx = {NULL, 0};
-    if (df_while_loop(g, 3, v3, loop_cond, tanh_body, &m, NULL, out3) != DF_OK) return;
+    df_output v3[3] = {df_scalar_i32(g, 0), df_scalar_i32(g, 3), m.x}, out3[3], dx = {NULL, 0}, ddx = {NULL, 0};
+    memset(&wo, 0, sizeof wo);
+    wo.parallel_iterations = 1;              /* (the executor defers the next iterations' values) */
+    if (df_while_loop(g, 3, v3, loop_cond, tanh_body, &m, &wo, out3) != DF_OK) return;
     df_output z = df_reduce_sum(g, out3[2], 0, NULL, 0);
     if (df_gradients(g, 1, &z, NULL, 1, &m.x, &dx) != DF_OK) return;
     df_output sdx = df_reduce_sum(g, dx, 0, NULL, 0);
@@ -261,7 +288,7 @@ static void scenario(int deterministic, int single, outcome *o) {
     for (int i = 0; i < ROWS * COLS; i++) x0[i] = (float)((i * 29 % 19) - 9) / 16.0f;
     df_session *s = NULL;
     df_saver *saver = NULL;
-    df_tensor *xv = NULL, *wv = NULL;
+    df_tensor *xv = NULL, *wv = NULL, *lv = NULL;
     built b;
     memset(&b, 0, sizeof b);
     df_graph *g = df_graph_new(), *run_g = g;
@@ -269,7 +296,7 @@ static void scenario(int deterministic, int single, outcome *o) {
     if (!(wv = df_tensor_from_data(DF_FLOAT, 2, wdims, w0, sizeof w0, &st))) { note(o, &st, "df_tensor_from_data"); goto done; }
     build(g, wv, &b);
     if (df_graph_status(g)->code) { note(o, df_graph_status(g), "building the graph"); goto done; }
-    int complete = b.n_fetches == 3 && b.train;
+    int complete = b.n_fetches == 3 && b.train && (scenario_variant != 3 || b.enqueue);
     for (int i = 0; i < b.n_init; i++) complete = complete && b.init[i];
     for (int i = 0; i < b.n_fetches; i++) complete = complete && b.fetches[i].node;
     if (!complete) {
@@ -303,11 +330,18 @@ static void scenario(int deterministic, int single, outcome *o) {
     df_session_options so;
     memset(&so, 0, sizeof so);
     so.num_cpu_devices = scenario_variant == 1 ? 3 : 2;
+    if (scenario_variant == 3) { so.placement = DF_PLACEMENT_COST_MODEL; so.compress_transfers = 1; }
     so.deterministic = deterministic;
     so.inter_op_threads = deterministic ? 0 : 3;
     so.intra_op_threads = deterministic ? 0 : 2;
     if (!(s = df_session_new(run_g, &so, &st))) { note(o, &st, "df_session_new"); goto done; }
     if (!(xv = df_tensor_from_data(DF_FLOAT, 2, xdims, x0, sizeof x0, &st))) { note(o, &st, "df_tensor_from_data"); goto done; }
+    if (b.enqueue) {
+        static const int64_t ldims[1] = {ROWS};
+        int32_t l0[ROWS];
+        for (int i = 0; i < ROWS; i++) l0[i] = (i * 7) % COLS;
+        if (!(lv = df_tensor_from_data(DF_INT32, 1, ldims, l0, sizeof l0, &st))) { note(o, &st, "df_tensor_from_data"); goto done; }
+    }
     for (int i = 0; i < b.n_init; i++)
         for (int attempt = 0; attempt < 2; attempt++) {   /* an initialising run that failed runs again */
             if (df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &b.init[i], 1, &st) == DF_OK) break;
@@ -322,7 +356,21 @@ static void scenario(int deterministic, int single, outcome *o) {
     o->complete = 1;
     for (int step = 0; step < STEPS; step++) {
         df_tensor *vals[3] = {NULL, NULL, NULL};
-        if (df_session_run(s, &b.x, &xv, 1, b.fetches, vals, 3, &b.train, 1, &st) == DF_OK) {
+        if (b.enqueue) {                /* a tuple in the queue (tried twice): else nothing to dequeue */
+            df_output qfeeds[2] = {b.x, b.labels};
+            df_tensor *qvals[2] = {xv, lv};
+            int queued = 0;
+            for (int attempt = 0; attempt < 2 && !queued; attempt++)
+                if (!(queued = df_session_run(s, qfeeds, qvals, 2, NULL, NULL, 0, &b.enqueue, 1, &st) == DF_OK))
+                    note(o, &st, "df_session_run (enqueue)");
+            if (!queued) {
+                if (single && !o->bad && !o->unrecovered++)
+                    snprintf(o->problem, sizeof o->problem, "the enqueue failed again after a failure: %s", st.message);
+                o->complete = 0;
+                continue;
+            }
+        }
+        if (df_session_run(s, &b.x, &xv, b.enqueue ? 0 : 1, b.fetches, vals, 3, &b.train, 1, &st) == DF_OK) {
             o->y[step] = *(float *)df_tensor_data(vals[0]);
             memcpy(o->dw[step], df_tensor_data(vals[1]), DF__MIN(sizeof o->dw[step], df_tensor_nbytes(vals[1])));
             memcpy(o->dx[step], df_tensor_data(vals[2]), DF__MIN(sizeof o->dx[step], df_tensor_nbytes(vals[2])));
@@ -351,6 +399,7 @@ static void scenario(int deterministic, int single, outcome *o) {
 done:
     df_tensor_release(xv);
     df_tensor_release(wv);
+    df_tensor_release(lv);
     df_saver_free(saver);
     df_session_free(s);
     if (run_g != g) df_graph_free(run_g);
@@ -506,11 +555,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-at") && i + 1 < argc) at = atol(argv[++i]);
         else if (!strcmp(argv[i], "-from") && i + 1 < argc) from = atol(argv[++i]);
         else if (!strcmp(argv[i], "-kind") && i + 1 < argc) kind = atoi(argv[++i]) % 3;
-        else if (!strcmp(argv[i], "-scenario") && i + 1 < argc) scenario_variant = atoi(argv[++i]) % 3;
+        else if (!strcmp(argv[i], "-scenario") && i + 1 < argc) scenario_variant = atoi(argv[++i]) % 4;
         else if (!strcmp(argv[i], "-threads")) threads = 1;
         else if (!strcmp(argv[i], "-trace")) fi_trace = 1;
         else if (!strcmp(argv[i], "-v")) verbose = 1;
-        else { fprintf(stderr, "usage: %s [-limit N] [-stride S] [-random R] [-from N] [-at N [-kind 0|1|2] [-threads]] [-scenario 0|1|2] [-trace] [-v]\n", argv[0]); return 2; }
+        else { fprintf(stderr, "usage: %s [-limit N] [-stride S] [-random R] [-from N] [-at N [-kind 0|1|2] [-threads]] [-scenario 0|1|2|3] [-trace] [-v]\n", argv[0]); return 2; }
     }
     if (stride < 1) stride = 1;
     signal(SIGALRM, on_alarm);
