@@ -140,12 +140,13 @@ fuzz_regression() {
 # a loop holding a cond, its gradients, two devices (scenario 0) fails in turn, alone and from it
 # on, then random ones with threads; each must end with RESOURCE_EXHAUSTED or the same results,
 # free everything, not hang. Scenarios 1 (functional control flow, nested loops, second order,
-# Adam, three devices) and 2 (a GraphDef round trip, a checkpoint) every 41st point. $1: the
-# sanitizer flags. The last line says how many points ran.
+# Adam, three devices), 2 (a GraphDef round trip, a checkpoint) and 3 (a queue, cost-model
+# placement, bfloat16 transfers) every 41st point. $1: the sanitizer flags. The last line says
+# how many points ran.
 fault_injection() {
     $CC -std=c11 -g -O1 $WARN $1 -I. tests/fault/test_alloc_faults.c -o build/test_alloc_faults $LIBS || return 1
     local sc rc=0 points=0 p
-    for sc in 0 1 2; do
+    for sc in 0 1 2 3; do
         ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} ./build/test_alloc_faults -scenario $sc \
             $([ $sc = 0 ] || echo -limit 0 -stride 41 -random 40) >build/fault$sc.log 2>&1 || rc=1
         grep -E '^(FAIL|CRASH|HANG)' build/fault$sc.log | head -20
@@ -154,7 +155,7 @@ fault_injection() {
         points=$((points + p))
     done
     echo "$points points exercised (scenario 0: each of its $(sed -n 's/^scenario: .*per run //p' build/fault0.log)" \
-         "failing alone and from it on; scenarios 1 and 2: every 41st; random ones with threads)"
+         "failing alone and from it on; scenarios 1 to 3: every 41st; random ones with threads)"
     return $rc
 }
 
@@ -268,7 +269,7 @@ run_tests() {
     if faults=$(fault_injection "$san" 2>&1); then
         passed=$((passed + 1)); echo "ok   build: allocation faults: $(echo "$faults" | tail -n 1)"
     else
-        failed=$((failed + 1)); echo "FAIL build: allocation faults (tests/fault; logs: build/fault[012].log)"; echo "$faults" | head -40 | sed 's/^/    /'
+        failed=$((failed + 1)); echo "FAIL build: allocation faults (tests/fault; logs: build/fault[0-3].log)"; echo "$faults" | head -40 | sed 's/^/    /'
     fi
     local host=build/gpu/host emu=build/gpu/emulated
     step "GPU objects compile (dataflow.c -DDATAFLOW_CUDA -O1$([ $with_cuda = 1 ] && echo ", the GPU device's tests"))" gpu_wait $gpu_job $host build/gpu/host.log
