@@ -1,20 +1,30 @@
 /* Allocation fault injection: the library is built into this program with DF_MALLOC/DF_REALLOC/
-   DF_FREE and DF_BFC_SYS_ALLOC/DF_BFC_SYS_FREE (the regions of the CPU devices' and the host's
-   BFC allocators) pointing at counting wrappers that fail the N-th call (or every call from the
-   N-th on). One scenario - a graph with a while loop holding a cond and a matmul, its gradients,
-   a session on two CPU devices (so the graph is partitioned, with Send/Recv), an initialising
-   run and two training steps, then everything freed - is run once without a failure to count
-   its K allocations, then once for every N in 1..K. For each N: every public call returns a
-   status (RESOURCE_EXHAUSTED with a message) or the results are exactly those of the run
-   without a failure; a run after a failed one succeeds again (single failures); nothing hangs
-   (an alarm); and every block and region allocated is freed again (the wrappers count them, a
-   stronger check than LeakSanitizer's at exit, which runs too under -fsanitize=address).
+   DF_FREE, DF_BFC_ALLOC_FAULT (every df_bfc_alloc: tensor buffers) and DF_BFC_SYS_ALLOC/
+   DF_BFC_SYS_FREE (the regions of the CPU devices' and the host's BFC allocators) pointing at
+   counting wrappers that fail the N-th call (or every call from the N-th on). A scenario - by
+   default a graph with a while loop holding a cond and a matmul, its gradients, a session on two
+   CPU devices (so the graph is partitioned, with Send/Recv), an initialising run and two training
+   steps, then everything freed - is run without a failure to count its K allocations of each
+   kind, then once for every N in 1..K. For each N: every public call returns a status
+   (RESOURCE_EXHAUSTED with a message) or the results are exactly those of the run without a
+   failure; a run after a failed one succeeds again (single failures); nothing hangs (an alarm);
+   and every block and region allocated is freed again (the wrappers count them, a stronger check
+   than LeakSanitizer's at exit, which runs too under -fsanitize=address). First, the op
+   registry's first use is swept the same way.
    The sweep runs with df_session_options.deterministic (every node on the calling thread in a
    fixed order) so that N names the same allocation every time; a smaller random sweep runs
    with the thread pools on.
-   Usage: test_alloc_faults [-limit N] [-stride S] [-random R] [-v]
-     -limit N   every point up to N (default: all), then every S-th (default 7) beyond
+   Usage: test_alloc_faults [-scenario 0|1|2|3] [-limit N] [-stride S] [-random R] [-threads]
+                            [-from N] [-at N [-kind 0|1|2]] [-trace] [-v]
+     -scenario  which scenario (see build below; default 0)
+     -limit N   every heap allocation up to N (default: all), then every S-th (default 7) beyond
      -random R  R random points with threads on (default 200)
+     -threads   the sweep with threads on (the points then vary from run to run)
+     -from N    the heap sweep starts at N
+     -at N      only point N of kind 0 (heap), 1 (tensor buffers) or 2 (regions), both ways
+                (-threads: R times each)
+     -trace     the stack of the first failure injected (built with the sanitizers)
+     -v         a line per point
    The last line is "N passed, N failed" (N: fault injection points exercised). */
 #define _POSIX_C_SOURCE 200809L
 #include <stddef.h>
@@ -559,7 +569,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-threads")) threads = 1;
         else if (!strcmp(argv[i], "-trace")) fi_trace = 1;
         else if (!strcmp(argv[i], "-v")) verbose = 1;
-        else { fprintf(stderr, "usage: %s [-limit N] [-stride S] [-random R] [-from N] [-at N [-kind 0|1|2] [-threads]] [-scenario 0|1|2|3] [-trace] [-v]\n", argv[0]); return 2; }
+        else { fprintf(stderr, "usage: %s [-limit N] [-stride S] [-random R] [-from N] [-at N [-kind 0|1|2]] [-threads] [-scenario 0|1|2|3] [-trace] [-v]\n", argv[0]); return 2; }
     }
     if (stride < 1) stride = 1;
     signal(SIGALRM, on_alarm);
@@ -628,9 +638,9 @@ int main(int argc, char **argv) {
        every stride-th) */
     for (int t = 0; t < 3; t++)
         for (int sticky = 0; sticky < 2; sticky++) {
-            snprintf(mode, sizeof mode, "%s (%s)", kinds[t].name, sticky ? "from N on" : "N-th only");
+            snprintf(mode, sizeof mode, "%s%s (%s)", threads ? "threaded " : "", kinds[t].name, sticky ? "from N on" : "N-th only");
             for (long n = t ? 1 : from; n <= kinds[t].k; n = t || n < limit ? n + 1 : n + stride) {
-                exercise(kinds[t].c, mode, n, sticky, 1);
+                exercise(kinds[t].c, mode, n, sticky, !threads);   /* -threads: the sweep with threads */
                 points++;
             }
         }
