@@ -1772,7 +1772,7 @@ static struct {
     df__opdef *ops;
     int n_ops;
     df__strmap index;
-    int initialised;             /* 0 no, 1 yes, -1 failed */
+    int initialised;             /* 0 no, 1 yes, -1 failed (a bad spec), -2 out of memory (tried again) */
     char error[256];
 } df__registry;
 
@@ -1839,7 +1839,8 @@ static int df__parse_arg(const char *s, df__argdef *a, const df__opdef *op) {
 }
 
 /* "T:type", "T:type{float,double}=float", "N:int>=1", "x:bool=false", "s:string=''",
-   "shape:shape=?", "value:tensor", "l:list(int)=[]", "Tl:list(type)", "f:float=0.5". */
+   "shape:shape=?", "value:tensor", "l:list(int)=[]", "Tl:list(type)", "f:float=0.5".
+   Returns 1, 0 for a bad spec, -1 out of memory. */
 static int df__parse_attr(const char *s, df__attrdef *a) {
     memset(a, 0, sizeof *a);
     a->min = INT64_MIN;
@@ -1874,6 +1875,7 @@ static int df__parse_attr(const char *s, df__attrdef *a) {
     } else if (!strcmp(rest, "string")) {
         a->kind = DF__A_STRING;
         a->def.u.s = a->has_default ? df__strdup(defval) : NULL;   /* registry lifetime */
+        if (a->has_default && !a->def.u.s) return -1;             /* out of memory */
     }
     else if (!strcmp(rest, "shape")) { a->kind = DF__A_SHAPE; a->def.u.shape.rank = -1; }
     else if (!strcmp(rest, "tensor")) a->kind = DF__A_TENSOR;
@@ -1890,15 +1892,20 @@ static const df__opspec df__op_table[];
 static const int df__op_table_size;
 
 #ifndef DF_NO_THREADS
-static pthread_once_t df__registry_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t df__registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 #endif
 
 #ifdef DATAFLOW_CUDA
 static void df__gpu_register(df__opdef *ops, int n_ops);
 #endif
 static void df__registry_build(void) {
+    int parsed = 1;
     df__opdef *ops = (df__opdef *)DF_MALLOC((size_t)df__op_table_size * sizeof *ops);
-    if (!ops) { df__registry.initialised = -1; snprintf(df__registry.error, 256, "out of memory"); return; }
+    if (!ops) {
+        snprintf(df__registry.error, 256, "out of memory");
+        __atomic_store_n(&df__registry.initialised, -2, __ATOMIC_RELEASE);
+        return;
+    }
     memset(ops, 0, (size_t)df__op_table_size * sizeof *ops);
     for (int k = 0; k < df__op_table_size; k++) {
         const df__opspec *sp = &df__op_table[k];
@@ -1917,19 +1924,24 @@ static void df__registry_build(void) {
         op->flags = sp->flags; op->code = sp->code;
         int n = df__split(sp->attrs, items, 16);
         for (int i = 0; i < n && op->n_attrs < 12; i++)
-            if (!df__parse_attr(items[i], &op->attrs[op->n_attrs++])) goto bad;
+            if ((parsed = df__parse_attr(items[i], &op->attrs[op->n_attrs++])) <= 0) goto bad;
         n = df__split(sp->inputs, items, 16);
         for (int i = 0; i < n && op->n_in < 12; i++)
             if (!df__parse_arg(items[i], &op->in[op->n_in++], op)) goto bad;
         n = df__split(sp->outputs, items, 16);
         for (int i = 0; i < n && op->n_out < 4; i++)
             if (!df__parse_arg(items[i], &op->out[op->n_out++], op)) goto bad;
-        if (!df__strmap_put(&df__registry.index, op->name, k)) goto bad;
+        if (!df__strmap_put(&df__registry.index, op->name, k)) { parsed = -1; goto bad; }
         continue;
-    bad:
-        snprintf(df__registry.error, sizeof df__registry.error, "bad op spec for %s", sp->name);
-        df__registry.initialised = -1;
+    bad:                         /* all undone; after out of memory, tried again on the next use */
+        if (parsed < 0) snprintf(df__registry.error, sizeof df__registry.error, "out of memory");
+        else snprintf(df__registry.error, sizeof df__registry.error, "bad op spec for %s", sp->name);
+        for (int j = 0; j <= k; j++)
+            for (int i = 0; i < ops[j].n_attrs; i++)
+                if (ops[j].attrs[i].kind == DF__A_STRING) DF_FREE(ops[j].attrs[i].def.u.s);
+        df__strmap_free(&df__registry.index);
         DF_FREE(ops);
+        __atomic_store_n(&df__registry.initialised, parsed < 0 ? -2 : -1, __ATOMIC_RELEASE);
         return;
     }
 #ifdef DATAFLOW_CUDA
@@ -1940,14 +1952,25 @@ static void df__registry_build(void) {
     __atomic_store_n(&df__registry.initialised, 1, __ATOMIC_RELEASE);
 }
 
-static const df__opdef *df__op_lookup(const char *name) {
+/* Builds the registry on first use; a build that ran out of memory is tried again on the next
+   use (a passing shortage must not fail every later graph). Returns df__registry.initialised. */
+static int df__registry_ready(void) {
+    int state = __atomic_load_n(&df__registry.initialised, __ATOMIC_ACQUIRE);
+    if (state == 1 || state == -1) return state;
 #ifndef DF_NO_THREADS
-    pthread_once(&df__registry_once, df__registry_build);
-#else
-    if (!df__registry.initialised) df__registry_build();
+    pthread_mutex_lock(&df__registry_mutex);
 #endif
+    if (df__registry.initialised != 1 && df__registry.initialised != -1) df__registry_build();
+    state = df__registry.initialised;
+#ifndef DF_NO_THREADS
+    pthread_mutex_unlock(&df__registry_mutex);
+#endif
+    return state;
+}
+
+static const df__opdef *df__op_lookup(const char *name) {
     int k;
-    if (df__registry.initialised != 1 || !name || !df__strmap_get(&df__registry.index, name, &k))
+    if (df__registry_ready() != 1 || !name || !df__strmap_get(&df__registry.index, name, &k))
         return NULL;
     return &df__registry.ops[k];
 }
@@ -2399,8 +2422,11 @@ df_op_builder *df_op_new(df_graph *g, const char *op_type, const char *name) {
     if (!g || g->status.code != DF_OK) return NULL;
     const df__opdef *op = df__op_lookup(op_type);
     if (!op) {
-        if (df__registry.initialised == -1)
+        int state = __atomic_load_n(&df__registry.initialised, __ATOMIC_ACQUIRE);
+        if (state == -1)
             df__graph_error(g, DF_INTERNAL, "Op registry failed to load: %s", df__registry.error);
+        else if (state == -2)
+            df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory loading the op registry");
         else
             df__graph_error(g, DF_NOT_FOUND, "Op type not registered '%s'%s%s", op_type ? op_type : "",
                             name ? " for node " : "", name ? name : "");
@@ -11846,9 +11872,8 @@ static int df__push_deferred(df__deferred **v, int *n, int *cap, int32_t item, d
     return 1;
 }
 
-/* After a node ran in (fr, it): route its outputs by node kind, then account for it. */
-/* Returns 0 on OOM, the node uncounted all the same (s->outstanding), so that the aborted step
-   still ends. */
+/* After a node ran in (fr, it): route its outputs by node kind, then account for it. Returns 0
+   on OOM, the node uncounted all the same (s->outstanding), so that the aborted step still ends. */
 static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df__readyq *q) {
     const df__xitem *item = &s->x->items[t->item];
     df__iter *it = t->iter;
@@ -13204,7 +13229,7 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
     b.dummy = (df_node **)DF_MALLOC((size_t)b.n_parts * sizeof(df_node *));
     pfeeds = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
     pfetches = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
-    if (pfeeds) memset(pfeeds, 0, (size_t)b.n_parts * sizeof(df_output *));       /* freed at done: */
+    if (pfeeds) memset(pfeeds, 0, (size_t)b.n_parts * sizeof(df_output *));   /* (done: frees their entries) */
     if (pfetches) memset(pfetches, 0, (size_t)b.n_parts * sizeof(df_output *));
     if (!plan->parts || !b.feed_ph || !b.cloops || !b.native || !b.dummy || !pfeeds || !pfetches) goto oom;
     for (size_t k = 0; k < (size_t)x->n_frames * (size_t)b.n_parts; k++) b.native[k] = -1;
