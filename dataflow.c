@@ -20257,7 +20257,7 @@ static int df__connect(const char *addr, int timeout_ms, char *err, size_t en) {
     int r = connect(fd, (struct sockaddr *)&a, sizeof a);
     if (r < 0 && errno == EINPROGRESS) {
         struct pollfd p = {fd, POLLOUT, 0};
-        r = poll(&p, 1, timeout_ms);
+        do r = poll(&p, 1, timeout_ms); while (r < 0 && errno == EINTR);   /* (a signal is no failure) */
         int e = 0;
         socklen_t el = sizeof e;
         if (r == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == 0) r = 0;

@@ -70,7 +70,17 @@ static int dial(int port) {
     a.sin_family = AF_INET;
     a.sin_port = htons((uint16_t)port);
     a.sin_addr.s_addr = htonl(0x7f000001);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) { close(fd); fd = -1; }
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        /* interrupted (libFuzzer's timers): the connection goes on; wait for it */
+        struct pollfd p = {fd, POLLOUT, 0};
+        int r = -1, e = errno;
+        socklen_t el = sizeof e;
+        if (e == EINTR) {
+            do r = poll(&p, 1, 5000); while (r < 0 && errno == EINTR);
+            if (r == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == 0) r = 0;
+        }
+        if (r != 0) { close(fd); fd = -1; errno = e; }
+    }
     int one = 1;
     if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     return fd;
@@ -309,8 +319,10 @@ static int read_request(int fd, int *type, uint64_t *step) {
 static void *fake_worker_main(void *arg) {
     fake_worker *fw = (fake_worker *)arg;
     struct pollfd p = {listen_fd, POLLIN, 0};
-    if (poll(&p, 1, 5000) != 1) return NULL;    /* (df_worker_hello or the session failed first) */
-    int fd = accept(listen_fd, NULL, NULL);
+    int r, fd;
+    do r = poll(&p, 1, 5000); while (r < 0 && errno == EINTR);
+    if (r != 1) return NULL;                    /* (df_worker_hello or the session failed first) */
+    do fd = accept(listen_fd, NULL, NULL); while (fd < 0 && errno == EINTR);
     if (fd < 0) return NULL;
     struct timeval tv = {5, 0};                 /* (a stuck master fails the read, then the fuzzer) */
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -328,7 +340,10 @@ static void *fake_worker_main(void *arg) {
     }
     shutdown(fd, SHUT_WR);
     char sink[4096];
-    while (recv(fd, sink, sizeof sink, 0) > 0) {}
+    for (;;) {
+        ssize_t r = recv(fd, sink, sizeof sink, 0);
+        if (r <= 0 && !(r < 0 && errno == EINTR)) break;
+    }
     close(fd);
     return NULL;
 }
