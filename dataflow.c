@@ -12333,8 +12333,14 @@ static df_code df__group_execute(df__pgroup *g, df_status *st) {
                 timespec_get(&now, TIME_UTC);
                 if (!idle_since.tv_sec) { idle_since = now; continue; }
                 double waited = (double)(now.tv_sec - idle_since.tv_sec) + 1e-9 * (double)(now.tv_nsec - idle_since.tv_nsec);
-                if (waited > 0.25 && !g->remote && df__group_idle(g) && __atomic_load_n(&g->progress, __ATOMIC_ACQUIRE) == seen)
-                    df__group_hang(g);      /* (a worker's step waits for other processes: no hang check) */
+                if (waited > 0.25 && !g->remote && df__group_idle(g) && __atomic_load_n(&g->progress, __ATOMIC_ACQUIRE) == seen) {
+                    if (!__atomic_load_n(&g->aborted, __ATOMIC_ACQUIRE)) df__group_hang(g);   /* (a worker's step waits for other processes: no hang check) */
+                    else if (waited > 1.25)
+                        /* Aborted, and still nothing runs, nothing is queued and nothing will
+                           wake: a step whose count of outstanding work went wrong. No thread
+                           holds it, so it is ended here rather than waited for forever. */
+                        for (int k = 0; k < g->n_steps; k++) __atomic_store_n(&g->steps[k].done, 1, __ATOMIC_RELEASE);
+                }
             }
     }
 #endif
@@ -13083,6 +13089,11 @@ static df_node *df__pb_recv(df__pbuild *b, int src, int out, int p, int dst_host
     if (!send) return NULL;
     df_node *m = NULL;
     if (frame != 0 && !(m = df__pb_control_loop_merge(b, frame, p))) return NULL;
+    /* The Recv fires in every iteration, so the Send must too: a source partition whose only
+       nodes in the frame are loop invariants (constant Enters and what reads them alone) makes
+       no iteration past the first unless it has the frame's control loop, whose iterations the
+       invariants are given to. */
+    if (frame != 0 && q != p && !df__pb_control_loop_merge(b, frame, q)) return NULL;
     snprintf(base, sizeof base, "%.280s/_recv_%d", sn->name, k);
     df_node *recv = df__pb_xfer_node(b, p, 1, host_recv, base, (df_output){NULL, 0}, out < 0 ? DF_FLOAT : t, q, p, tname, k, dst_devmem);
     if (!recv) return NULL;
@@ -20763,10 +20774,11 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
         if (r->bad) break;
         pthread_mutex_lock(&w->mu);
         df__wreg *rg = h < (uint32_t)w->n_regs ? w->regs[h] : NULL;
+        if (rg && rg->owner != c) rg = NULL;    /* a connection runs only what it registered */
         if (rg) rg->refs++;                     /* (held until the step ends: df__wrun_free) */
         pthread_mutex_unlock(&w->mu);
         for (uint32_t q = 0; rg && q < p; q++) if (run->regs[q] == rg && !err) { err = DF_INVALID_ARGUMENT; snprintf(errmsg, sizeof errmsg, "Partition handle %u is listed twice", h); }
-        if (!rg && !err) { err = DF_FAILED_PRECONDITION; snprintf(errmsg, sizeof errmsg, "Partition handle %u is not registered on this worker (restarted?)", h); }
+        if (!rg && !err) { err = DF_FAILED_PRECONDITION; snprintf(errmsg, sizeof errmsg, "Partition handle %u is not registered on this worker by this connection (restarted?)", h); }
         else if (rg && (int)nf != rg->n_feeds && !err) { err = DF_INVALID_ARGUMENT; snprintf(errmsg, sizeof errmsg, "Partition %u takes %d feeds, got %u", h, rg->n_feeds, nf); }
         run->regs[p] = rg;
         run->n_held = (int)p + 1;

@@ -32,31 +32,56 @@ __attribute__((unused)) static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ---- worker processes: forked, serving until killed ---- */
+/* ---- worker processes: this test program run again, serving until killed ----
+   A worker is started by fork and then exec of /proc/self/exe, with DF_TEST_WORKER=TASK,FD in
+   its environment: a fresh process, so it inherits no lock that some other thread of this one
+   held at the fork (a plain forked child that then serves a worker can deadlock on one). The
+   constructor below runs the worker before main and writes its port to FD. */
+extern char **environ;
+__attribute__((constructor)) static void worker_process_main(void) {
+    const char *spec = getenv("DF_TEST_WORKER");
+    int task = -1, fd = -1;
+    if (!spec) return;
+    if (sscanf(spec, "%d,%d", &task, &fd) != 2 || fd < 0) _exit(4);
+    df_worker_options o;
+    memset(&o, 0, sizeof o);
+    o.task = task;
+    o.log = quiet;
+    df_status st;
+    df_worker *w = df_worker_start(&o, &st);
+    int port = w ? df_worker_port(w) : -1;
+    if (write(fd, &port, sizeof port) != (ssize_t)sizeof port) _exit(3);
+    close(fd);
+    if (!w) _exit(2);
+    df_worker_wait(w);
+    df_worker_stop(w);
+    _exit(0);
+}
 typedef struct proc { pid_t pid; int port; } proc;
 static proc spawn_worker(int task) {
     proc p = {-1, 0};
     int fds[2];
     if (pipe(fds)) return p;
+    /* the child's environment, made here: between fork and exec only async-signal-safe calls */
+    int n_env = 0;
+    while (environ[n_env]) n_env++;
+    char **env = (char **)calloc((size_t)n_env + 2, sizeof *env), spec[64];
+    if (!env) { close(fds[0]); close(fds[1]); return p; }
+    snprintf(spec, sizeof spec, "DF_TEST_WORKER=%d,%d", task, fds[1]);
+    int k = 0;
+    env[k++] = spec;
+    for (int i = 0; i < n_env; i++) if (strncmp(environ[i], "DF_TEST_WORKER=", 15)) env[k++] = environ[i];
+    env[k] = NULL;
+    char *argv[] = {(char *)"dataflow-test-worker", NULL};
     fflush(stdout);
     fflush(stderr);
     p.pid = fork();
     if (p.pid == 0) {
         close(fds[0]);
-        df_worker_options o;
-        memset(&o, 0, sizeof o);
-        o.task = task;
-        o.log = quiet;
-        df_status st;
-        df_worker *w = df_worker_start(&o, &st);
-        int port = w ? df_worker_port(w) : -1;
-        if (write(fds[1], &port, sizeof port) != (ssize_t)sizeof port) _exit(3);
-        close(fds[1]);
-        if (!w) _exit(2);
-        df_worker_wait(w);
-        df_worker_stop(w);
-        _exit(0);
+        execve("/proc/self/exe", argv, env);
+        _exit(5);
     }
+    free(env);
     close(fds[1]);
     if (p.pid > 0 && read(fds[0], &p.port, sizeof p.port) != (ssize_t)sizeof p.port) p.port = -1;
     close(fds[0]);

@@ -82,6 +82,81 @@ DF_TEST(partition_loop_body_on_another_device) {
         }
 }
 
+/* ---- a device whose only node in a loop is a loop invariant ----
+   A hand-built loop i = i + one while i < n on /cpu:0, whose constant `one` waits (a control
+   edge) for a constant Enter placed on /cpu:1: that device holds nothing else of the loop, yet
+   its control edge crosses in every iteration, so it needs the loop's control loop too. Without
+   it the Send fired in the first iteration only, and the second iteration waited for ever (the
+   run ended with "stopped making progress"). The builder fuzzer found it, through cost-model
+   placement. */
+static df_node *op_with(df_graph *g, const char *op, const char *name, const df_output *in, int n_in, df_node *ctl) {
+    df_op_builder *b = df_op_new(g, op, name);
+    if (!b) return NULL;
+    for (int k = 0; k < n_in; k++) df_op_add_input(b, in[k]);
+    if (ctl) df_op_add_control_input(b, ctl);
+    return df_op_finish(b);
+}
+static df_node *enter_of(df_graph *g, const char *name, df_output x, int is_constant) {
+    df_op_builder *b = df_op_new(g, "Enter", name);
+    if (!b) return NULL;
+    df_op_add_input(b, x);
+    df_op_set_attr_string(b, "frame_name", "L");
+    df_op_set_attr_bool(b, "is_constant", is_constant);
+    return df_op_finish(b);
+}
+DF_TEST(partition_loop_invariant_alone_on_another_device) {
+    for (int mode = 0; mode < 4; mode++)                         /* threads 1, 2; passes on, off */
+        for (int n = 0; n <= 5; n += n < 2 ? 1 : 3) {          /* 0, 1, 2, 5 iterations */
+            df_graph *g = df_graph_new();
+            df_graph_push_device(g, "/cpu:1");
+            df_node *inv = enter_of(g, "L/invariant", df_scalar_f32(g, 3), 1);
+            df_graph_pop_device(g);
+            df_graph_push_device(g, "/cpu:0");
+            df_node *enter = enter_of(g, "L/enter", df_scalar_f32(g, 0), 0);
+            df_output two[2] = {{enter, 0}, {enter, 0}};
+            df_op_builder *mb = df_op_new(g, "Merge", "L/merge");
+            df_op_add_input_list(mb, two, 2);
+            df_node *merge = df_op_finish(mb);
+            df_node *limit = enter_of(g, "L/limit", df_scalar_f32(g, (float)n), 1);
+            df_output less_in[2] = {{merge, 0}, {limit, 0}};
+            df_node *lc = op_with(g, "LoopCond", "L/cond", (df_output[]){{op_with(g, "Less", "L/less", less_in, 2, NULL), 0}}, 1, NULL);
+            df_output sw_in[2] = {{merge, 0}, {lc, 0}};
+            df_node *sw = op_with(g, "Switch", "L/switch", sw_in, 2, NULL);
+            df_node *body = op_with(g, "Identity", "L/body", (df_output[]){{sw, 1}}, 1, NULL);
+            df_op_builder *ob = df_op_new(g, "Const", "L/one");          /* after the pivot and the invariant */
+            df_tensor *one = df_tensor_scalar_f32(1);
+            df_op_set_attr_tensor(ob, "value", one);
+            df_op_set_attr_type(ob, "dtype", DF_FLOAT);
+            df_op_add_control_input(ob, body);
+            df_op_add_control_input(ob, inv);
+            df_tensor_release(one);
+            df_output add_in[2] = {{body, 0}, {df_op_finish(ob), 0}};
+            df_node *next = op_with(g, "NextIteration", "L/next", (df_output[]){{op_with(g, "AddV2", "L/add", add_in, 2, NULL), 0}}, 1, NULL);
+            df_output out = {op_with(g, "Exit", "L/exit", (df_output[]){{sw, 0}}, 1, NULL), 0};
+            df_graph_pop_device(g);
+            CHECK_EQ_INT(df_node_update_input(g, merge, 1, (df_output){next, 0}), DF_OK);
+            CHECK_OK(df_graph_status(g));
+            df_session_options o;
+            memset(&o, 0, sizeof o);
+            o.num_cpu_devices = 2;
+            o.inter_op_threads = 1 + (mode & 1);
+            o.disable_passes = mode & 2 ? DF_PASS_ALL : 0;
+            df_status st;
+            df_session *s = df_session_new(g, &o, &st);
+            CHECK_OK(&st);
+            float x = s ? run1(s, out, &st) : NAN;
+            CHECK_MSG(st.code == DF_OK, "n %d mode %d: %s", n, mode, st.message);
+            CHECK_NEAR(x, (float)n, 0);
+            int pi = s ? part_of(s, "L/invariant") : -1;
+            const char *d1 = "";
+            const df_graph *p1 = pi >= 0 ? df_session_partition(s, pi, &d1) : NULL;
+            CHECK_MSG(p1 && strstr(d1, "CPU:1"), "n %d: the invariant is not on CPU:1", n);
+            if (p1) CHECK_EQ_INT(count_ops(p1, "Merge", "_cloop"), 1);
+            df_session_free(s);
+            df_graph_free(g);
+        }
+}
+
 /* ---- a cond split across devices: each branch's op on its own device ---- */
 static void then_fn(df_graph *g, void *user, df_output *outs) {
     df_output x = *(df_output *)user;

@@ -315,16 +315,22 @@ DF_TEST(worker_refuses_bad_device_indices_and_mistyped_feeds) {
         int type = read_frame(fd, buf, sizeof buf, &rl);
         uint32_t code = rl >= 12 ? (uint32_t)buf[8] | (uint32_t)buf[9] << 8 : 0;
         CHECK_MSG(type == 11 /* STEP_DONE */ && code == DF_INVALID_ARGUMENT, "a mistyped feed: answer %d, code %u", type, code);
-        /* the registration goes with its connection: on a new one, handle 0 is unknown */
-        close(fd);
-        fd = dial(df_worker_port(w));
-        if (fd >= 0) {
-            put32(f + 24 + 8 + 8 + 4 + 4 + 4 + 4, 0);     /* (no feeds this time) */
-            header(f, 1, 10, 8 + 8 + 4 + 4 + 4 + 4 + 4, 0);
-            CHECK(send_all(fd, f, 24 + 36));
-            type = read_frame(fd, buf, sizeof buf, &rl);
+        /* a registration belongs to its connection: another one, open at the same time, cannot
+           run handle 0; nor can a new one once the first has closed */
+        put32(f + 24 + 8 + 8 + 4 + 4 + 4 + 4, 0);         /* (no feeds this time) */
+        header(f, 1, 10, 8 + 8 + 4 + 4 + 4 + 4 + 4, 0);
+        for (int closed = 0; closed < 2; closed++) {
+            if (closed) close(fd);
+            int other = dial(df_worker_port(w));
+            CHECK(other >= 0);
+            if (other < 0) continue;
+            CHECK(send_all(other, f, 24 + 36));
+            type = read_frame(other, buf, sizeof buf, &rl);
             code = rl >= 12 ? (uint32_t)buf[8] | (uint32_t)buf[9] << 8 : 0;
-            CHECK_MSG(type == 11 && code == DF_FAILED_PRECONDITION, "a partition of a closed connection: answer %d, code %u", type, code);
+            CHECK_MSG(type == 11 && code == DF_FAILED_PRECONDITION, "a partition of %s connection: answer %d, code %u",
+                      closed ? "a closed" : "another", type, code);
+            if (closed) fd = other;
+            else close(other);
         }
     }
     if (fd >= 0) close(fd);

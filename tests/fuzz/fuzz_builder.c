@@ -14,7 +14,8 @@
    its placeholders fed, its assignments run first, a few values fetched.
 
    Every call answers with a status (a sticky graph error stops the building, as it should);
-   the library must never crash, leak or read out of bounds. A successful run must fill each
+   the library must never crash, leak or read out of bounds, and never answer DF_INTERNAL (the
+   code of its own bugs) when a session is made or run. A successful run must fill each
    fetch with a tensor of the fetched output's dtype and of a shape its static shape allows
    (save where TensorFlow's shapes do not hold either: see static_shapes_hold).
 
@@ -746,12 +747,14 @@ static void run(fz *f, unsigned options) {
     so.disable_passes = (int)((options >> 4) & 3) * 5 % 16;   /* 0, all on; 5, 10, 15 */
     so.placement = (options & 128) ? DF_PLACEMENT_COST_MODEL : DF_PLACEMENT_DEFAULT;
     df_session *s = df_session_new(g, &so, &st);
-    if (!s) return;
-    if (f->n_init) df_session_run(s, f->feeds, f->feed_values, f->n_feeds, NULL, NULL, 0, f->init, f->n_init, &st);
+    if (!s) { if (st.code == DF_INTERNAL) fail("making a session gave DF_INTERNAL", st.message); return; }
+    if (f->n_init && df_session_run(s, f->feeds, f->feed_values, f->n_feeds, NULL, NULL, 0, f->init, f->n_init, &st) == DF_INTERNAL)
+        fail("running the assignments gave DF_INTERNAL", st.message);
     for (int r = 0; r < 2; r++) {
         memset(values, 0, sizeof values);
         df_code code = df_session_run(s, f->feeds, f->feed_values, f->n_feeds, fetches, values, n_fetches,
                                       f->targets, f->n_targets, &st);
+        if (code == DF_INTERNAL) fail("a run gave DF_INTERNAL", st.message);
         for (int k = 0; k < n_fetches; k++) {
             if (code == DF_OK) check_fetch(fetches[k], values[k], shapes);
             df_tensor_release(values[k]);

@@ -11,8 +11,8 @@
    fetched, in a deterministic session (every node on the calling thread) whose devices have
    2 MiB of memory, so no tensor gets big. Graphs whose run might not end, or might touch
    files, are not run (fuzz_bounds.h says which).
-   The run must end with a status; a successful one must fill each fetch with a tensor of the
-   fetched output's dtype. A few bits of the input pick the session options (optimisation
+   The run must end with a status other than DF_INTERNAL (the code of the library's own bugs);
+   a successful one must fill each fetch with a tensor of the fetched output's dtype. A few bits of the input pick the session options (optimisation
    passes on or off, one or two CPU devices).
 
    Built by ./build.sh fuzz with clang -fsanitize=fuzzer,address,undefined; by ./build.sh test
@@ -106,15 +106,18 @@ static void run_graph(df_graph *g, unsigned options) {
     so.num_cpu_devices = options & 2 ? 2 : 1;
     so.soft_placement = 1;
     df_session *s = df_session_new(g, &so, &st);
+    if (!s && st.code == DF_INTERNAL) fail_round_trip("making a session gave DF_INTERNAL", st.message);
     if (s) {
         df_node *assigns[4];                    /* variables initialised first, as a program would */
         int n_assigns = 0;
         for (int i = 0; i < df_graph_num_nodes(g) && n_assigns < 4; i++)
             if (!strcmp(df_node_op(df_graph_node_at(g, i)), "Assign")) assigns[n_assigns++] = df_graph_node_at(g, i);
-        if (n_assigns) df_session_run(s, feeds, feed_values, n_feeds, NULL, NULL, 0, assigns, n_assigns, &st);
+        if (n_assigns && df_session_run(s, feeds, feed_values, n_feeds, NULL, NULL, 0, assigns, n_assigns, &st) == DF_INTERNAL)
+            fail_round_trip("running the assignments gave DF_INTERNAL", st.message);
         memset(fetch_values, 0, sizeof fetch_values);
         df_code code = df_session_run(s, feeds, feed_values, n_feeds, fetches, fetch_values, n_fetches,
                                       target ? &target : NULL, target ? 1 : 0, &st);
+        if (code == DF_INTERNAL) fail_round_trip("a run gave DF_INTERNAL", st.message);
         for (int k = 0; k < n_fetches; k++) {
             if (code == DF_OK && (!fetch_values[k] || df_tensor_dtype(fetch_values[k]) != df_output_dtype(fetches[k]))) {
                 char why[400];
