@@ -9283,9 +9283,13 @@ static df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x) {
     if (!strcmp(n->op->name, "Const")) {
         const df__attr *a = df__node_attr(n, "value");
         df__ctx *saved = g->ctx;
+        int saved_ctl = g->n_ctl;
         g->ctx = G;
+        g->n_ctl = 0;          /* a copy of a forward value: the caller's control scopes are not its
+                                  own (they could even reach back into W, to this copy again) */
         df_output c = a && a->kind == DF__A_TENSOR ? df_const(g, a->u.tensor) : none;
         g->ctx = saved;
+        g->n_ctl = saved_ctl;
         return c;
     }
     if ((n->op->flags & DF__OP_ENTER) && df__attr_b(n, "is_constant", 0) && n->ctx == W)

@@ -347,3 +347,39 @@ DF_TEST(fuzz_graphdef_complex_tensor_with_one_float) {
     CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "1 floats for complex values, which come in pairs");
     df_graph_free(g);
 }
+
+/* fuzz_builder: df_gradients called inside a control-dependency scope on a node of the loop it
+   differentiates. The gradient loop copies the loop's constants; each copy took the scope's
+   control input, which, captured into the gradient loop, was made a constant of the forward
+   loop, which was copied again: a recursion without end (a stack overflow). A copied constant
+   now takes no control scope (df__grad_real_value). */
+static df_node *inside;
+static void scaled_by_constant(df_graph *g, void *user, const df_output *v, df_output *next) {
+    (void)user;
+    next[0] = df_add(g, v[0], df_scalar_f32(g, 1));
+    df_output two = df_scalar_f32(g, 2);
+    inside = two.node;
+    next[1] = df_mul(g, v[1], two);
+}
+DF_TEST(fuzz_builder_gradient_under_control_of_a_loop_node) {
+    df_graph *g = df_graph_new();
+    df_output x = df_scalar_f32(g, 1.5f), init[2] = {df_scalar_f32(g, 0), x}, outs[2], dx = {NULL, 0};
+    CHECK_EQ_INT(df_while_loop(g, 2, init, count_below_5, scaled_by_constant, NULL, NULL, outs), DF_OK);
+    df_graph_push_control_deps(g, &inside, 1);
+    df_code code = df_gradients(g, 1, &outs[1], NULL, 1, &x, &dx);
+    df_graph_pop_control_deps(g);
+    /* The gradient is built; its first node (OnesLike) then waits on a node inside the loop's
+       frame, which the run refuses with DF_INVALID_ARGUMENT naming it (as a data input would be). */
+    CHECK_EQ_INT(code, DF_OK);
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    CHECK_OK(&st);
+    df_tensor *v = NULL;
+    if (s) {
+        CHECK_EQ_INT(df_session_run(s, NULL, NULL, 0, &dx, &v, 1, NULL, 0, &st), DF_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(st.message, "different frames") && strstr(st.message, "{{node "), "%s", st.message);
+    }
+    df_tensor_release(v);
+    df_session_free(s);
+    df_graph_free(g);
+}
