@@ -9,8 +9,8 @@
    device scopes and control dependencies; df_cond and df_while_loop, and the functional
    df_if, df_while, df_function_define and df_call, whose branches, bodies and functions are
    sub-programs read from the same bytes; df_gradients; variables, assignments and
-   df_minimize. Then the graph is validated, exported and imported again (an export that does
-   not import is a library bug), and run twice in a session whose options come from the bytes,
+   df_minimize. Then the graph is validated and, if valid, exported and imported again (an
+   export of a valid graph that does not import is a library bug), and run twice in a session whose options come from the bytes,
    its placeholders fed, its assignments run first, a few values fetched.
 
    Every call answers with a status (a sticky graph error stops the building, as it should);
@@ -782,10 +782,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     df_status st;
     int functions = df_graph_num_functions(f->top) > 0;
     if (functions) df_graph_lower_functions(f->top, &st);
-    df_graph_validate(f->top, &st);
+    df_code valid = df_graph_validate(f->top, &st);
     FILE *dot = getenv("FUZZ_BUILDER_DOT") ? stderr : fopen("/dev/null", "w");   /* (to see what an input builds) */
     if (dot) { df_graph_write_dot(f->top, dot); if (dot != stderr) fclose(dot); }
-    if (df_graph_status(f->top)->code == DF_OK && !functions) round_trip(f->top);
+    /* (a graph that does not validate, a NextIteration outside any loop say, may export to a
+       GraphDef the importer refuses: only valid graphs must survive the round trip) */
+    if (df_graph_status(f->top)->code == DF_OK && valid == DF_OK && !functions) round_trip(f->top);
     run(f, options);
     for (int i = 0; i < f->n_feeds; i++) df_tensor_release(f->feed_values[i]);
     df_graph_free(f->top);
