@@ -3268,6 +3268,29 @@ df_code df_cond(df_graph *g, df_output pred, int n_out, df_branch_fn then_fn, df
     return g->status.code;
 }
 
+/* Whether value-producing node n of while loop C is surely dead once C's predicate is false:
+   one of C's body Identities (of its Switches' true outputs), or an op of C (no Merge, whose one
+   live input suffices; no Enter, whose invariant lives in every iteration) with an input or a
+   control input that is. A bounded search (depth 6, 64 nodes looked at): not finding it only
+   costs the caller a control edge it may not have needed. */
+static int df__fed_by_pivot_search(const df_node *n, const df__ctx *C, int depth, int *budget) {
+    if (!n || n->ctx != C || --*budget < 0) return 0;
+    if (!strcmp(n->op->name, "Identity") && n->n_inputs == 1) {
+        const df_node *sw = n->inputs[0].node;
+        if ((sw->op->flags & DF__OP_SWITCH) && sw->cf_part && sw->ctx == C && n->inputs[0].index == 1) return 1;
+    }
+    if (depth == 0 || (n->op->flags & (DF__OP_MERGE | DF__OP_ENTER | DF__OP_SWITCH | DF__OP_NEXT_ITERATION))) return 0;
+    for (int i = 0; i < n->n_controls; i++)
+        if (df__fed_by_pivot_search(n->controls[i], C, depth - 1, budget)) return 1;
+    for (int i = 0; i < n->n_inputs; i++)
+        if (df__fed_by_pivot_search(n->inputs[i].node, C, depth - 1, budget)) return 1;
+    return 0;
+}
+static int df__fed_by_pivot(const df_node *n, const df__ctx *C) {
+    int budget = 64;
+    return df__fed_by_pivot_search(n, C, 6, &budget);
+}
+
 static int df__shapes_equal(const df__shape *a, const df__shape *b) {
     if (a->rank != b->rank) return 0;
     for (int i = 0; i < a->rank; i++) if (a->dims[i] != b->dims[i]) return 0;
@@ -3432,11 +3455,13 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
             df_node *ni = df__raw_op(g, C, "NextIteration", &next[i], 1, 0);
             if (!ni) break;
             ni->cf_part = 1;
-            /* TF (_MaybeAddControlDependency): a NextIteration fed straight by a loop invariant
-               waits for the pivot; else it fires in every iteration, the dead one after the
-               predicate ended the loop too, and starts iterations without end. */
-            const df_node *src = next[i].node;
-            if ((src->op->flags & DF__OP_ENTER) && df__attr_b(src, "is_constant", 0) && C->pivot_for_body &&
+            /* A NextIteration whose value may be live when the predicate is false (fed by a loop
+               invariant, or by a Merge the body made with one among its inputs) fires in the
+               dead iteration after the loop ended too, and starts iterations without end. TF
+               (_MaybeAddControlDependency) gates the first case on the pivot; here every
+               NextIteration not fed by the pivot's own branch waits for the pivot (dead when
+               the loop ends), which covers both. */
+            if (C->pivot_for_body && !df__fed_by_pivot(next[i].node, C) &&
                 !df__node_add_control(ni, C->pivot_for_body)) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); break; }
             C->nexts[i] = ni;
             df_output niv = {ni, 0};

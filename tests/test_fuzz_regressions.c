@@ -383,3 +383,45 @@ DF_TEST(fuzz_builder_gradient_under_control_of_a_loop_node) {
     df_session_free(s);
     df_graph_free(g);
 }
+
+/* fuzz_builder (a timeout): a loop body returned a Merge it made of a loop variable and a value
+   from outside the loop (a loop invariant). In the iteration after the predicate turned false
+   that Merge was still live through the invariant, so its NextIteration started another
+   iteration, and so on without end. df_while_loop now gates every NextIteration that is not
+   surely fed by the pivot's branch on the pivot (which is dead then). */
+static df_output merge_invariant;
+static void returns_merge_with_invariant(df_graph *g, void *user, const df_output *v, df_output *next) {
+    (void)user;
+    next[0] = df_add(g, v[0], df_scalar_f32(g, 1));
+    df_op_builder *b = df_op_new(g, "Merge", NULL);
+    df_output ins[2] = {v[1], merge_invariant};
+    df_op_add_input_list(b, ins, 2);
+    next[1] = (df_output){df_op_finish(b), 0};
+}
+DF_TEST(fuzz_builder_loop_body_returns_merge_with_invariant) {
+    for (int threads = 1; threads <= 2; threads++) {
+        df_graph *g = df_graph_new();
+        merge_invariant = df_scalar_f32(g, 7);
+        df_output init[2] = {df_scalar_f32(g, 0), df_scalar_f32(g, 1)}, outs[2];
+        CHECK_EQ_INT(df_while_loop(g, 2, init, count_below_5, returns_merge_with_invariant, NULL, NULL, outs), DF_OK);
+        df_session_options o;
+        memset(&o, 0, sizeof o);
+        o.inter_op_threads = threads;
+        df_status st;
+        df_session *s = df_session_new(g, &o, &st);
+        df_tensor **values = (df_tensor **)calloc(2, sizeof *values);   /* (left behind if the run hangs) */
+        int done = s && run_within_20s(s, outs, values, 2, &st);
+        CHECK_MSG(done, "the loop did not end within 20 s");
+        if (!done) return;
+        CHECK_OK(&st);
+        if (values[0]) CHECK_NEAR(*(float *)df_tensor_data(values[0]), 5, 0);
+        if (values[1]) {                 /* (the Merge passes on whichever input came first) */
+            float x = *(float *)df_tensor_data(values[1]);
+            CHECK_MSG(x == 1 || x == 7, "x = %g", x);
+        }
+        for (int i = 0; i < 2; i++) df_tensor_release(values[i]);
+        free(values);
+        df_session_free(s);
+        df_graph_free(g);
+    }
+}
