@@ -74,6 +74,7 @@
    limit_elements_and_bytes, limit_message_bytes. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
+#include "wire.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -1588,8 +1589,6 @@ enum { CK_ENTRIES = 20, CK_INDEX_BYTES = 24, CK_DATA_BYTES = 32, CK_A = 40 };
 enum { CK_A_DTYPE = CK_A + 5, CK_A_RANK = CK_A + 9, CK_A_DIM = CK_A + 13, CK_A_OFF = CK_A + 21, CK_A_SIZE = CK_A + 29,
        CK_B = CK_A + 41, CK_B_NAME = CK_B + 4 };
 typedef struct ckpt { unsigned char *b; size_t n; char path[512]; } ckpt;
-static void put64le(unsigned char *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i)); }
-static void put32le(unsigned char *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i)); }
 static uint64_t get64le(const unsigned char *p) { uint64_t v = 0; for (int i = 7; i >= 0; i--) v = v << 8 | p[i]; return v; }
 static int ckpt_make(ckpt *c, const char *name) {
     float av[2] = {1.5f, -2};
@@ -1618,7 +1617,7 @@ static void ckpt_reseal(ckpt *c) {
     uint64_t ib = get64le(c->b + CK_INDEX_BYTES);
     if (ib > c->n - 44) ib = 82;
     uint32_t crc = df_crc32c(0, c->b, 40 + (size_t)ib);
-    put32le(c->b + 40 + ib, ((crc >> 15) | (crc << 17)) + 0xa282ead8u);
+    put32(c->b + 40 + ib, ((crc >> 15) | (crc << 17)) + 0xa282ead8u);
 }
 static void ckpt_save(const ckpt *c, size_t n) {
     FILE *f = fopen(c->path, "wb");
@@ -1750,7 +1749,7 @@ DF_TEST(advisory_41_checkpoint_metadata_not_validated_ghsa_7pxj_m4jf_r6h2) {
     }
     /* through RestoreV2, from a file */
     memcpy(c.b, good, c.n);
-    put32le(c.b + CK_A_RANK, 9);
+    put32(c.b + CK_A_RANK, 9);
     ckpt_reseal(&c);
     ckpt_save(&c, c.n);
     const char *a[1] = {"a"};
@@ -1786,8 +1785,8 @@ DF_TEST(advisory_42_checkpoint_block_size_overflow_tfsa_2018_004) {
     };
     for (int i = 0; i < LEN(edits); i++) {
         memcpy(c.b, good, c.n);
-        put64le(c.b + edits[i].at, edits[i].v);
-        if (edits[i].at == CK_INDEX_BYTES && edits[i].v == (uint64_t)1 << 63) put64le(c.b + CK_DATA_BYTES, (uint64_t)1 << 63);
+        put64(c.b + edits[i].at, edits[i].v);
+        if (edits[i].at == CK_INDEX_BYTES && edits[i].v == (uint64_t)1 << 63) put64(c.b + CK_DATA_BYTES, (uint64_t)1 << 63);
         ckpt_reseal(&c);
         df_status st;
         df_tensor *t = df_checkpoint_read_buffer(c.b, c.n, "a", &st);
@@ -2491,41 +2490,6 @@ DF_TEST(advisory_limit_elements_and_bytes) {
 /* DF_MAX_MESSAGE_BYTES: a worker with the default limit closes a connection whose frame claims
    one byte more; a session whose worker answers with such a frame fails with UNAVAILABLE
    instead of allocating it. */
-typedef struct logbook { pthread_mutex_t mu; char lines[16][256]; int n; } logbook;
-static void log_line(void *user, const char *line) {
-    logbook *b = (logbook *)user;
-    pthread_mutex_lock(&b->mu);
-    if (b->n < 16) snprintf(b->lines[b->n], sizeof b->lines[b->n], "%s", line);
-    b->n++;
-    pthread_mutex_unlock(&b->mu);
-}
-static int logbook_has(logbook *b, const char *needle) {
-    pthread_mutex_lock(&b->mu);
-    int found = 0;
-    for (int i = 0; i < b->n && i < 16; i++) found |= strstr(b->lines[i], needle) != NULL;
-    pthread_mutex_unlock(&b->mu);
-    return found;
-}
-/* A frame header (the wire format in dataflow.c's >>net): magic, version, type, length, flags, crc. */
-static void frame_header(unsigned char *h, unsigned type, uint64_t len) {
-    put32le(h, 0x31574644u);
-    h[4] = 1; h[5] = 0;
-    h[6] = (unsigned char)type; h[7] = (unsigned char)(type >> 8);
-    put64le(h + 8, len);
-    put32le(h + 16, 0);
-    uint32_t c = df_crc32c(0, h, 20);
-    put32le(h + 20, ((c >> 15) | (c << 17)) + 0xa282ead8u);
-}
-static int dial_local(int port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(0x7f000001);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) { close(fd); fd = -1; }
-    return fd;
-}
 /* A fake worker: answers the first frame it gets with a header claiming `claim` bytes. */
 typedef struct fake_worker { int listen_fd, port; uint64_t claim; } fake_worker;
 static void *fake_worker_main(void *arg) {
@@ -2536,7 +2500,7 @@ static void *fake_worker_main(void *arg) {
     size_t got = 0;
     while (got < 24) { ssize_t r = recv(fd, h + got, 24 - got, 0); if (r <= 0) break; got += (size_t)r; }
     unsigned char out[24];
-    frame_header(out, 2 /* HELLO_OK */, w->claim);
+    header(out, 1, 2 /* HELLO_OK */, w->claim, 0);
     send(fd, out, sizeof out, MSG_NOSIGNAL);
     char sink[256];
     struct pollfd pf = {fd, POLLIN, 0};
@@ -2548,17 +2512,17 @@ DF_TEST(advisory_limit_message_bytes) {
     logbook book = {PTHREAD_MUTEX_INITIALIZER, {{0}}, 0};
     df_worker_options o;
     memset(&o, 0, sizeof o);
-    o.log = log_line;
+    o.log = log_to_book;
     o.log_user = &book;
     df_status st;
     df_worker *w = df_worker_start(&o, &st);
     CHECK_MSG(w != NULL, "df_worker_start: %s", st.message);
     if (w) {
-        int fd = dial_local(df_worker_port(w));
+        int fd = dial(df_worker_port(w));
         CHECK(fd >= 0);
         if (fd >= 0) {
             unsigned char h[24];
-            frame_header(h, 5 /* REGISTER */, DF_MAX_MESSAGE_BYTES + 1);
+            header(h, 1, 5 /* REGISTER */, DF_MAX_MESSAGE_BYTES + 1, 0);
             CHECK(send(fd, h, sizeof h, MSG_NOSIGNAL) == (ssize_t)sizeof h);
             char buf[64];
             struct pollfd pf = {fd, POLLIN, 0};
@@ -2570,11 +2534,11 @@ DF_TEST(advisory_limit_message_bytes) {
                 }
             CHECK_MSG(closed, "the worker kept a connection whose frame is over the limit");
             close(fd);
-            for (int k = 0; k < 100 && !logbook_has(&book, "over the limit"); k++) {
+            for (int k = 0; k < 100 && !book_has(&book, "over the limit"); k++) {
                 struct timespec ts = {0, 10000000};
                 nanosleep(&ts, NULL);
             }
-            CHECK_MSG(logbook_has(&book, "over the limit"), "no log line says why (%d lines)", book.n);
+            CHECK_MSG(book_has(&book, "over the limit"), "no log line says why (%d lines)", book.n);
         }
         df_worker_stop(w);
     }

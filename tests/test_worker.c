@@ -2,6 +2,7 @@
    closing their connection with a logged reason while the worker keeps serving. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
+#include "wire.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -11,46 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* the log lines a worker wrote */
-typedef struct logbook { pthread_mutex_t mu; char lines[64][256]; int n; } logbook;
-static void log_to_book(void *user, const char *line) {
-    logbook *b = (logbook *)user;
-    pthread_mutex_lock(&b->mu);
-    if (b->n < 64) snprintf(b->lines[b->n], sizeof b->lines[b->n], "%s", line);
-    b->n++;
-    pthread_mutex_unlock(&b->mu);
-}
-static int book_has(logbook *b, const char *needle) {
-    pthread_mutex_lock(&b->mu);
-    int found = 0;
-    for (int i = 0; i < b->n && i < 64; i++) if (strstr(b->lines[i], needle)) found = 1;
-    pthread_mutex_unlock(&b->mu);
-    return found;
-}
-
 static void quiet_log(void *user, const char *line) { (void)user; (void)line; }
-static int dial(int port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(0x7f000001);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) { close(fd); fd = -1; }
-    return fd;
-}
-static void put32(unsigned char *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i)); }
-static void put64(unsigned char *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i)); }
-/* a frame header as README documents it */
-static void header(unsigned char *h, unsigned version, unsigned type, uint64_t len, uint32_t flags) {
-    put32(h, 0x31574644u);
-    h[4] = (unsigned char)version; h[5] = (unsigned char)(version >> 8);
-    h[6] = (unsigned char)type; h[7] = (unsigned char)(type >> 8);
-    put64(h + 8, len);
-    put32(h + 16, flags);
-    uint32_t c = df_crc32c(0, h, 20);
-    put32(h + 20, ((c >> 15) | (c << 17)) + 0xa282ead8u);
-}
 /* 1 when the worker closes fd within 3 s (reading and dropping whatever it sends first) */
 static int closed_by_peer(int fd) {
     char buf[4096];

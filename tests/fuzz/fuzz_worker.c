@@ -36,6 +36,7 @@
 #define _POSIX_C_SOURCE 200809L          /* sockets, poll, clock_gettime with -std=c11 */
 #include "../../dataflow.h"
 #include "fuzz_bounds.h"
+#include "../wire.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -63,28 +64,6 @@ static void die(const char *what, const char *detail) {
 static void quiet_log(void *user, const char *line) { (void)user; (void)line; }
 
 /* ---- the masters (also what the seed program runs against real workers) ---- */
-static int dial(int port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(0x7f000001);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        /* interrupted (libFuzzer's timers): the connection goes on; wait for it */
-        struct pollfd p = {fd, POLLOUT, 0};
-        int r = -1, e = errno;
-        socklen_t el = sizeof e;
-        if (e == EINTR) {
-            do r = poll(&p, 1, 5000); while (r < 0 && errno == EINTR);
-            if (r == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == 0) r = 0;
-        }
-        if (r != 0) { close(fd); fd = -1; errno = e; }
-    }
-    int one = 1;
-    if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return fd;
-}
 
 static void master_branch_a(df_graph *g, void *user, df_output *outs) { outs[0] = df_mul(g, *(df_output *)user, df_scalar_f32(g, 2)); }
 static void master_branch_b(df_graph *g, void *user, df_output *outs) { outs[0] = df_neg(g, *(df_output *)user); }
@@ -150,8 +129,6 @@ static int send_all(int fd, const uint8_t *p, size_t n) {
 #ifndef FUZZ_WORKER_SEEDS
 static uint32_t get32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
-static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
