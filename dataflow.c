@@ -3270,8 +3270,9 @@ df_code df_cond(df_graph *g, df_output pred, int n_out, df_branch_fn then_fn, df
 
 /* Whether value-producing node n of while loop C is surely dead once C's predicate is false:
    one of C's body Identities (of its Switches' true outputs), or an op of C (no Merge, whose one
-   live input suffices; no Enter, whose invariant lives in every iteration) with an input or a
-   control input that is. A bounded search (depth 6, 64 nodes looked at): not finding it only
+   live input suffices; no Enter, whose invariant lives in every iteration; no call, If or While,
+   whose lowering may hand an argument straight to a result, bypassing the others) with an
+   input or a control input that is. A bounded search (depth 6, 64 nodes looked at): not finding it only
    costs the caller a control edge it may not have needed. */
 static int df__fed_by_pivot_search(const df_node *n, const df__ctx *C, int depth, int *budget) {
     if (!n || n->ctx != C || --*budget < 0) return 0;
@@ -3279,7 +3280,8 @@ static int df__fed_by_pivot_search(const df_node *n, const df__ctx *C, int depth
         const df_node *sw = n->inputs[0].node;
         if ((sw->op->flags & DF__OP_SWITCH) && sw->cf_part && sw->ctx == C && n->inputs[0].index == 1) return 1;
     }
-    if (depth == 0 || (n->op->flags & (DF__OP_MERGE | DF__OP_ENTER | DF__OP_SWITCH | DF__OP_NEXT_ITERATION))) return 0;
+    if (depth == 0 || (n->op->flags & (DF__OP_MERGE | DF__OP_ENTER | DF__OP_SWITCH | DF__OP_NEXT_ITERATION |
+                                       DF__OP_FUNCTIONAL))) return 0;
     for (int i = 0; i < n->n_controls; i++)
         if (df__fed_by_pivot_search(n->controls[i], C, depth - 1, budget)) return 1;
     for (int i = 0; i < n->n_inputs; i++)

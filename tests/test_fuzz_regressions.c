@@ -425,3 +425,42 @@ DF_TEST(fuzz_builder_loop_body_returns_merge_with_invariant) {
         df_graph_free(g);
     }
 }
+
+/* fuzz_builder (a timeout): the same runaway loop through a call. The body returned
+   call(x, invariant) of a function that returns its second argument: at build time the call
+   reads a loop variable, so its NextIteration was taken as gated; lowered, the call became an
+   IdentityN of that argument alone, live in the dead iteration. A call (If, While) no longer
+   counts as gating, whatever its inputs. */
+static void second_argument(df_graph *fg, void *user, const df_output *args, df_output *outs) { (void)fg; (void)user; outs[0] = args[1]; }
+static void returns_call_of_invariant(df_graph *g, void *user, const df_output *v, df_output *next) {
+    (void)user;
+    next[0] = df_add(g, v[0], df_scalar_f32(g, 1));
+    df_output args[2] = {v[1], merge_invariant};
+    df_call(g, "second", 2, args, 1, &next[1]);
+}
+DF_TEST(fuzz_builder_loop_body_returns_call_of_invariant) {
+    for (int inline_calls = 0; inline_calls < 2; inline_calls++) {
+        df_graph *g = df_graph_new();
+        df_dtype two_f32[2] = {DF_FLOAT, DF_FLOAT};
+        CHECK_EQ_INT(df_function_define(g, "second", 2, two_f32, 1, second_argument, NULL), DF_OK);
+        merge_invariant = df_scalar_f32(g, 7);
+        df_output init[2] = {df_scalar_f32(g, 0), df_scalar_f32(g, 1)}, outs[2];
+        CHECK_EQ_INT(df_while_loop(g, 2, init, count_below_5, returns_call_of_invariant, NULL, NULL, outs), DF_OK);
+        df_session_options o;
+        memset(&o, 0, sizeof o);
+        o.disable_passes = inline_calls ? 0 : DF_PASS_INLINE;
+        df_status st;
+        df_session *s = df_session_new(g, &o, &st);
+        df_tensor **values = (df_tensor **)calloc(2, sizeof *values);   /* (left behind if the run hangs) */
+        int done = s && run_within_20s(s, outs, values, 2, &st);
+        CHECK_MSG(done, "the loop did not end within 20 s");
+        if (!done) return;
+        CHECK_OK(&st);
+        if (values[0]) CHECK_NEAR(*(float *)df_tensor_data(values[0]), 5, 0);
+        if (values[1]) CHECK_NEAR(*(float *)df_tensor_data(values[1]), 7, 0);
+        for (int i = 0; i < 2; i++) df_tensor_release(values[i]);
+        free(values);
+        df_session_free(s);
+        df_graph_free(g);
+    }
+}
