@@ -13128,6 +13128,11 @@ static df_node *df__pb_recv(df__pbuild *b, int src, int out, int p, int dst_host
     snprintf(base, sizeof base, "%.280s/_recv_%d", sn->name, k);
     df_node *recv = df__pb_xfer_node(b, p, 1, host_recv, base, (df_output){NULL, 0}, out < 0 ? DF_FLOAT : t, q, p, tname, k, dst_devmem);
     if (!recv) return NULL;
+    /* A loop variable's Enter gives its value in the frame's first iteration only: its Recv
+       waits on the control loop's Enter (that iteration alone), not on its Merge (every one). */
+    if (m && (sn->op->flags & DF__OP_ENTER) && !df__attr_b(sn, "is_constant", 0) && m->n_inputs > 0 &&
+        (m->inputs[0].node->op->flags & DF__OP_ENTER))
+        m = m->inputs[0].node;
     if ((p == q && !df__node_add_control(recv, send)) ||     /* same device: never before its Send */
         (m && !df__node_add_control(recv, m))) { df__pb_oom(b); return NULL; }
     if (out >= 0) recv->out_shapes[0] = sn->out_shapes[out];
