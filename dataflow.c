@@ -13131,7 +13131,7 @@ static df_node *df__pb_recv(df__pbuild *b, int src, int out, int p, int dst_host
     /* A loop variable's Enter gives its value in the frame's first iteration only: its Recv
        waits on the control loop's Enter (that iteration alone), not on its Merge (every one). */
     if (m && (sn->op->flags & DF__OP_ENTER) && !df__attr_b(sn, "is_constant", 0) && m->n_inputs > 0 &&
-        (m->inputs[0].node->op->flags & DF__OP_ENTER))
+        m->inputs[0].node && (m->inputs[0].node->op->flags & DF__OP_ENTER))   /* (a clone's inputs come later) */
         m = m->inputs[0].node;
     if ((p == q && !df__node_add_control(recv, send)) ||     /* same device: never before its Send */
         (m && !df__node_add_control(recv, m))) { df__pb_oom(b); return NULL; }
