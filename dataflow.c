@@ -9919,11 +9919,23 @@ static void df__g_merge(df__gfn *c) {
         c->dx[1] = df__out(sw, 1);
         return;
     }
+    /* A Merge made by hand: input i gets dy where value_index is i. Where it is not, a live
+       input (taken twice, or one that lost the race) gets zeros, and a dead one stays dead:
+       Merge(Switch(dy, taken):1, Switch(zeros_like(x_i), taken):0). A dead gradient for a live
+       input would kill the sum of its gradients, and in a loop the gradient loop with it. */
     for (int i = 0; i < c->n->n_inputs; i++) {
+        df_output taken = df_equal(g, df__Y(c, 1), df_scalar_i32(g, i)), side[2];
         df_op_builder *b = df_op_new(g, "Switch", NULL);
         df_op_add_input(b, d);
-        df_op_add_input(b, df_equal(g, df__Y(c, 1), df_scalar_i32(g, i)));
-        c->dx[i] = df__out(df_op_finish(b), 1);
+        df_op_add_input(b, taken);
+        side[0] = df__out(df_op_finish(b), 1);
+        b = df_op_new(g, "Switch", NULL);
+        df_op_add_input(b, df__zeros_like(g, DF__X(c, i)));
+        df_op_add_input(b, taken);
+        side[1] = df__out(df_op_finish(b), 0);
+        b = df_op_new(g, "Merge", NULL);
+        df_op_add_input_list(b, side, 2);
+        c->dx[i] = df__out(df_op_finish(b), 0);
     }
 }
 

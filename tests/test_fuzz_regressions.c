@@ -464,3 +464,60 @@ DF_TEST(fuzz_builder_loop_body_returns_call_of_invariant) {
         df_graph_free(g);
     }
 }
+
+/* fuzz_builder (DF_INTERNAL, "stopped making progress", with two CPUs; with one the training
+   step was silently skipped): the gradient of a Merge made by hand, not by df_cond. Each input
+   got Switch(dy, value_index == i):1, dead where that input was not taken, which is right only
+   where that input was dead too. A live input taken twice (Merge(x, x)), or a live input that
+   lost the race, got a dead gradient, the sum of its gradients (an AddN) went dead, and in a
+   loop its NextIteration stopped the gradient loop, whose Exit then never came. A live input
+   that was not taken now gets zeros; one dead in the forward run still gets a dead gradient. */
+static df_output raw_merge(df_graph *g, df_output a, df_output b) {
+    df_op_builder *m = df_op_new(g, "Merge", NULL);
+    df_output ins[2] = {a, b};
+    df_op_add_input_list(m, ins, 2);
+    return (df_output){df_op_finish(m), 0};
+}
+static void count_and_double_through_merge(df_graph *g, void *user, const df_output *v, df_output *next) {
+    (void)user;
+    next[0] = df_add(g, v[0], df_scalar_f32(g, 1));
+    next[1] = df_mul(g, raw_merge(g, v[1], v[1]), df_scalar_f32(g, 2));
+}
+DF_TEST(fuzz_builder_gradient_of_a_hand_made_merge) {
+    for (int devices = 1; devices <= 2; devices++) {
+        df_graph *g = df_graph_new();
+        df_output x = df_scalar_f32(g, 1.5f);
+        /* outside a loop: y = 3 * Merge(x, x), and z = 5 * Merge(x, -x) (either input may win) */
+        df_output y = df_mul(g, raw_merge(g, x, x), df_scalar_f32(g, 3));
+        df_output mz = raw_merge(g, x, df_neg(g, x));
+        df_output z = df_mul(g, mz, df_scalar_f32(g, 5));
+        /* in a loop: w = Merge(w, w) * 2, three times */
+        df_output init[2] = {df_scalar_f32(g, 0), x}, outs[2];
+        CHECK_EQ_INT(df_while_loop(g, 2, init, below_3, count_and_double_through_merge, NULL, NULL, outs), DF_OK);
+        df_output dy, dz, dw, mzi = {mz.node, 1};
+        CHECK_EQ_INT(df_gradients(g, 1, &y, NULL, 1, &x, &dy), DF_OK);
+        CHECK_EQ_INT(df_gradients(g, 1, &z, NULL, 1, &x, &dz), DF_OK);
+        CHECK_EQ_INT(df_gradients(g, 1, &outs[1], NULL, 1, &x, &dw), DF_OK);
+        df_session_options o;
+        memset(&o, 0, sizeof o);
+        o.num_cpu_devices = devices;
+        o.placement = DF_PLACEMENT_COST_MODEL;
+        df_status st;
+        df_session *s = df_session_new(g, &o, &st);
+        CHECK_OK(&st);
+        df_output fetch[4] = {dy, dz, mzi, dw};
+        df_tensor **values = (df_tensor **)calloc(4, sizeof *values);   /* (left behind if the run hangs) */
+        int done = s && run_within_20s(s, fetch, values, 4, &st);
+        CHECK_MSG(done, "the run did not end within 20 s");
+        if (!done) return;
+        CHECK_OK(&st);
+        for (int i = 0; i < 4; i++) CHECK_MSG(values[i] != NULL, "fetch %d", i);
+        if (values[0]) CHECK_NEAR(*(float *)df_tensor_data(values[0]), 3, 0);
+        if (values[1] && values[2]) CHECK_NEAR(*(float *)df_tensor_data(values[1]), *(int32_t *)df_tensor_data(values[2]) ? -5 : 5, 0);
+        if (values[3]) CHECK_NEAR(*(float *)df_tensor_data(values[3]), 8, 0);
+        for (int i = 0; i < 4; i++) df_tensor_release(values[i]);
+        free(values);
+        df_session_free(s);
+        df_graph_free(g);
+    }
+}
