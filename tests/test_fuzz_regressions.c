@@ -114,31 +114,46 @@ static int run_within_20s(df_session *s, df_output *fetches, df_tensor **values,
     free(r);
     return 1;
 }
+/* A session of g (options o; NULL, the defaults) runs the fetches within 20 s, and its status is
+   checked: the n values (each a tensor or NULL) and the session, for finish_run. NULL when no
+   session was made or the run did not end (the test has failed then; a run left behind keeps
+   the session, its values and the graph). */
+static df_tensor **run_ok_within_20s(df_graph *g, const df_session_options *o, df_output *fetches, int n, df_session **s) {
+    df_status st;
+    *s = df_session_new(g, o, &st);
+    CHECK_OK(&st);
+    df_tensor **values = *s ? (df_tensor **)calloc((size_t)n, sizeof *values) : NULL;
+    int done = values && run_within_20s(*s, fetches, values, n, &st);
+    CHECK_MSG(done, "the run did not end within 20 s");
+    if (!done) return NULL;
+    CHECK_OK(&st);
+    return values;
+}
+static void finish_run(df_tensor **values, int n, df_session *s, df_graph *g) {
+    for (int i = 0; i < n; i++) df_tensor_release(values[i]);
+    free(values);
+    df_session_free(s);
+    df_graph_free(g);
+}
 DF_TEST(fuzz_builder_loop_body_returns_invariant) {
     for (int with_limit = 0; with_limit < 2; with_limit++) {
         df_graph *g = df_graph_new();
         invariant = df_scalar_f32(g, 7);
-        df_output x = df_scalar_f32(g, 1), init[2] = {df_scalar_f32(g, 0), x}, outs[3];
+        df_output x = df_scalar_f32(g, 1), init[2] = {df_scalar_f32(g, 0), x}, outs[3] = {{NULL, 0}, {NULL, 0}, {NULL, 0}};
         df_while_options o;
         memset(&o, 0, sizeof o);
         o.maximum_iterations = with_limit ? 3 : 0;
         CHECK_EQ_INT(df_while_loop(g, 2, init, count_below_5, returns_invariant, NULL, &o, outs), DF_OK);
         CHECK_EQ_INT(df_gradients(g, 1, &outs[1], NULL, 1, &x, &outs[2]), DF_OK);
-        df_status st;
-        df_session *s = df_session_new(g, NULL, &st);
-        df_tensor **values = (df_tensor **)calloc(3, sizeof *values);   /* (left behind if the run hangs) */
-        int done = s && run_within_20s(s, outs, values, outs[2].node ? 3 : 2, &st);
-        CHECK_MSG(done, "the loop did not end within 20 s");
-        if (!done) return;
-        CHECK_OK(&st);
+        df_session *s;
+        int n = outs[2].node ? 3 : 2;
+        df_tensor **values = run_ok_within_20s(g, NULL, outs, n, &s);
+        if (!values) return;
         CHECK(values[0] && values[1]);
         if (values[0]) CHECK_NEAR(*(float *)df_tensor_data(values[0]), with_limit ? 3 : 5, 0);
         if (values[1]) CHECK_NEAR(*(float *)df_tensor_data(values[1]), 7, 0);
-        if (values[2]) CHECK_NEAR(*(float *)df_tensor_data(values[2]), 0, 0);
-        for (int i = 0; i < 3; i++) df_tensor_release(values[i]);
-        free(values);
-        df_session_free(s);
-        df_graph_free(g);
+        if (n == 3 && values[2]) CHECK_NEAR(*(float *)df_tensor_data(values[2]), 0, 0);
+        finish_run(values, n, s, g);
     }
 }
 
@@ -160,19 +175,12 @@ DF_TEST(fuzz_builder_loop_constant_under_outside_control) {
     df_output x = df_scalar_f32(g, 1), init[2] = {df_scalar_f32(g, 0), x}, outs[2];
     outside = x.node;
     CHECK_EQ_INT(df_while_loop(g, 2, init, count_below_5, returns_controlled_constant, NULL, NULL, outs), DF_OK);
-    df_status st;
-    df_session *s = df_session_new(g, NULL, &st);
-    df_tensor **values = (df_tensor **)calloc(2, sizeof *values);
-    int done = s && run_within_20s(s, outs, values, 2, &st);
-    CHECK_MSG(done, "the loop did not end within 20 s");
-    if (!done) return;
-    CHECK_OK(&st);
+    df_session *s;
+    df_tensor **values = run_ok_within_20s(g, NULL, outs, 2, &s);
+    if (!values) return;
     if (values[0]) CHECK_NEAR(*(float *)df_tensor_data(values[0]), 5, 0);
     if (values[1]) CHECK_NEAR(*(float *)df_tensor_data(values[1]), 7, 0);
-    for (int i = 0; i < 2; i++) df_tensor_release(values[i]);
-    free(values);
-    df_session_free(s);
-    df_graph_free(g);
+    finish_run(values, 2, s, g);
 }
 
 /* fuzz_builder: a node of an op whose name starts with _ (_Arg) built without a name was named
@@ -407,22 +415,15 @@ DF_TEST(fuzz_builder_loop_body_returns_merge_with_invariant) {
         df_session_options o;
         memset(&o, 0, sizeof o);
         o.inter_op_threads = threads;
-        df_status st;
-        df_session *s = df_session_new(g, &o, &st);
-        df_tensor **values = (df_tensor **)calloc(2, sizeof *values);   /* (left behind if the run hangs) */
-        int done = s && run_within_20s(s, outs, values, 2, &st);
-        CHECK_MSG(done, "the loop did not end within 20 s");
-        if (!done) return;
-        CHECK_OK(&st);
+        df_session *s;
+        df_tensor **values = run_ok_within_20s(g, &o, outs, 2, &s);
+        if (!values) return;
         if (values[0]) CHECK_NEAR(*(float *)df_tensor_data(values[0]), 5, 0);
         if (values[1]) {                 /* (the Merge passes on whichever input came first) */
             float x = *(float *)df_tensor_data(values[1]);
             CHECK_MSG(x == 1 || x == 7, "x = %g", x);
         }
-        for (int i = 0; i < 2; i++) df_tensor_release(values[i]);
-        free(values);
-        df_session_free(s);
-        df_graph_free(g);
+        finish_run(values, 2, s, g);
     }
 }
 
@@ -449,19 +450,12 @@ DF_TEST(fuzz_builder_loop_body_returns_call_of_invariant) {
         df_session_options o;
         memset(&o, 0, sizeof o);
         o.disable_passes = inline_calls ? 0 : DF_PASS_INLINE;
-        df_status st;
-        df_session *s = df_session_new(g, &o, &st);
-        df_tensor **values = (df_tensor **)calloc(2, sizeof *values);   /* (left behind if the run hangs) */
-        int done = s && run_within_20s(s, outs, values, 2, &st);
-        CHECK_MSG(done, "the loop did not end within 20 s");
-        if (!done) return;
-        CHECK_OK(&st);
+        df_session *s;
+        df_tensor **values = run_ok_within_20s(g, &o, outs, 2, &s);
+        if (!values) return;
         if (values[0]) CHECK_NEAR(*(float *)df_tensor_data(values[0]), 5, 0);
         if (values[1]) CHECK_NEAR(*(float *)df_tensor_data(values[1]), 7, 0);
-        for (int i = 0; i < 2; i++) df_tensor_release(values[i]);
-        free(values);
-        df_session_free(s);
-        df_graph_free(g);
+        finish_run(values, 2, s, g);
     }
 }
 
@@ -502,22 +496,14 @@ DF_TEST(fuzz_builder_gradient_of_a_hand_made_merge) {
         memset(&o, 0, sizeof o);
         o.num_cpu_devices = devices;
         o.placement = DF_PLACEMENT_COST_MODEL;
-        df_status st;
-        df_session *s = df_session_new(g, &o, &st);
-        CHECK_OK(&st);
         df_output fetch[4] = {dy, dz, mzi, dw};
-        df_tensor **values = (df_tensor **)calloc(4, sizeof *values);   /* (left behind if the run hangs) */
-        int done = s && run_within_20s(s, fetch, values, 4, &st);
-        CHECK_MSG(done, "the run did not end within 20 s");
-        if (!done) return;
-        CHECK_OK(&st);
+        df_session *s;
+        df_tensor **values = run_ok_within_20s(g, &o, fetch, 4, &s);
+        if (!values) return;
         for (int i = 0; i < 4; i++) CHECK_MSG(values[i] != NULL, "fetch %d", i);
         if (values[0]) CHECK_NEAR(*(float *)df_tensor_data(values[0]), 3, 0);
         if (values[1] && values[2]) CHECK_NEAR(*(float *)df_tensor_data(values[1]), *(int32_t *)df_tensor_data(values[2]) ? -5 : 5, 0);
         if (values[3]) CHECK_NEAR(*(float *)df_tensor_data(values[3]), 8, 0);
-        for (int i = 0; i < 4; i++) df_tensor_release(values[i]);
-        free(values);
-        df_session_free(s);
-        df_graph_free(g);
+        finish_run(values, 4, s, g);
     }
 }
