@@ -261,6 +261,7 @@ run_tests() {
     step "DF_NO_THREADS build" $CC -std=c11 $WARN -DDF_NO_THREADS -c dataflow.c -o build/dataflow_nothreads.o
     step "two translation units" sh -c "$CC -std=c11 -O2 $WARN -DDATAFLOW_IMPLEMENTATION tests/compile/two_tu.c dataflow.c -o build/two_tu $LIBS && ./build/two_tu"
     step "one translation unit" sh -c "$CC -std=c11 -O2 $WARN tests/compile/one_tu.c -o build/one_tu $LIBS && ./build/one_tu"
+    step "benchmarks compile (bench/bench_*.c, not run)" sh -c "for b in bench/bench_*.c; do $CC -std=c11 -O2 $WARN -I. -fsyntax-only \$b || exit 1; done"
     step "demo runs" sh -c "$CC -std=c11 -O2 $WARN examples/demo.c dataflow.c -o build/demo $LIBS && ./build/demo"
     for e in digits_mlp digits_rnn digits_queue; do
         step "$e trains to its accuracy target" sh -c "$CC -std=c11 -O2 $WARN examples/$e.c dataflow.c -o build/$e $LIBS && ./build/$e data/digits.csv.gz"

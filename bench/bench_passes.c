@@ -35,32 +35,6 @@ typedef struct bench_graph {
     df_node *init, *init2;       /* run once per session, in this order; NULL: none */
 } bench_graph;
 
-typedef struct rnn_weights { df_output x, wx, wh, b; } rnn_weights;
-static df_output rows_left(df_graph *g, void *user, const df_output *v) {
-    (void)user;
-    return df_less(g, v[0], df_scalar_i32(g, DIGITS_SIDE));
-}
-static void rnn_step(df_graph *g, void *user, const df_output *v, df_output *next) {
-    const rnn_weights *w = (const rnn_weights *)user;
-    df_op_builder *b = df_op_new(g, "GatherV2", "row");
-    df_op_add_input(b, w->x);
-    df_op_add_input(b, v[0]);
-    df_op_add_input(b, df_scalar_i32(g, 1));
-    df_output x_t = {df_op_finish(b), 0};
-    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
-    next[1] = df_tanh(g, df_add(g, df_add(g, df_matmul(g, x_t, w->wx, 0, 0), df_matmul(g, v[1], w->wh, 0, 0)), w->b));
-}
-static df_output weight(df_graph *g, const char *name, int fan_in, int fan_out, digits_rng *r, df_node **init, int *n_init) {
-    int64_t dims[2] = {fan_in, fan_out};
-    int rank = fan_in ? 2 : 1, n = fan_in ? fan_in * fan_out : fan_out;
-    float *w = (float *)calloc((size_t)n, sizeof(float));
-    if (!w) die("malloc", "out of memory");
-    if (fan_in) digits_glorot(r, w, fan_in, fan_out);
-    df_output v = digits_variable(g, name, rank, fan_in ? dims : &dims[1], w, init, n_init);
-    free(w);
-    return v;
-}
-
 /* The digits RNN's training step on a fixed random batch. */
 static void build_rnn(bench_graph *b) {
     df_graph *g = b->g = df_graph_new();
@@ -69,20 +43,20 @@ static void build_rnn(bench_graph *b) {
     int n_init = 0;
     df_output y = df_placeholder(g, "y", DF_INT32, 1, (const int64_t[]){BATCH});
     df_output x = df_placeholder(g, "x", DF_FLOAT, 3, (const int64_t[]){BATCH, DIGITS_SIDE, DIGITS_SIDE});
-    rnn_weights w;
+    digits_rnn_weights w;
     df_output vars[5];
     w.x = x;
-    w.wx = vars[0] = weight(g, "rnn_wx", DIGITS_SIDE, RNN_HIDDEN, &r, init_ops, &n_init);
-    w.wh = vars[1] = weight(g, "rnn_wh", RNN_HIDDEN, RNN_HIDDEN, &r, init_ops, &n_init);
-    w.b = vars[2] = weight(g, "rnn_b", 0, RNN_HIDDEN, &r, init_ops, &n_init);
-    vars[3] = weight(g, "rnn_wo", RNN_HIDDEN, DIGITS_CLASSES, &r, init_ops, &n_init);
-    vars[4] = weight(g, "rnn_bo", 0, DIGITS_CLASSES, &r, init_ops, &n_init);
+    w.wx = vars[0] = digits_weight(g, "rnn_wx", DIGITS_SIDE, RNN_HIDDEN, &r, init_ops, &n_init);
+    w.wh = vars[1] = digits_weight(g, "rnn_wh", RNN_HIDDEN, RNN_HIDDEN, &r, init_ops, &n_init);
+    w.b = vars[2] = digits_weight(g, "rnn_b", 0, RNN_HIDDEN, &r, init_ops, &n_init);
+    vars[3] = digits_weight(g, "rnn_wo", RNN_HIDDEN, DIGITS_CLASSES, &r, init_ops, &n_init);
+    vars[4] = digits_weight(g, "rnn_bo", 0, DIGITS_CLASSES, &r, init_ops, &n_init);
     df_tensor *zeros = digits_tensor(DF_FLOAT, 2, (const int64_t[]){BATCH, RNN_HIDDEN}, NULL);
     df_output init[2] = {df_scalar_i32(g, 0), df_const(g, zeros)}, out[2];
     df_tensor_release(zeros);
     df_while_options opts = {0};
     opts.name = "rnn";
-    df_while_loop(g, 2, init, rows_left, rnn_step, &w, &opts, out);
+    df_while_loop(g, 2, init, digits_rows_left, digits_rnn_step, &w, &opts, out);
     df_output logits = df_add(g, df_matmul(g, out[1], vars[3], 0, 0), vars[4]);
     b->fetch = df_sparse_softmax_cross_entropy(g, logits, y);
     df_optimizer adam = {0};

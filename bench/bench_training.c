@@ -66,21 +66,6 @@ typedef struct model {
     df_node    *train;
 } model;
 
-typedef struct rnn_weights { df_output x, wx, wh, b; } rnn_weights;
-static df_output rows_left(df_graph *g, void *user, const df_output *v) {
-    (void)user;
-    return df_less(g, v[0], df_scalar_i32(g, DIGITS_SIDE));
-}
-static void rnn_step(df_graph *g, void *user, const df_output *v, df_output *next) {
-    const rnn_weights *w = (const rnn_weights *)user;
-    df_op_builder *b = df_op_new(g, "GatherV2", "row");
-    df_op_add_input(b, w->x);
-    df_op_add_input(b, v[0]);
-    df_op_add_input(b, df_scalar_i32(g, 1));
-    df_output x_t = {df_op_finish(b), 0};
-    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
-    next[1] = df_tanh(g, df_add(g, df_add(g, df_matmul(g, x_t, w->wx, 0, 0), df_matmul(g, v[1], w->wh, 0, 0)), w->b));
-}
 
 /* The examples' models, the same graphs (examples/digits_mlp.c, examples/digits_rnn.c); the
    RNN's h0 is a constant here, as the batch is fixed. */
@@ -103,7 +88,7 @@ static void build(model *m, int rnn, int threads) {
         logits = df_add(g, df_matmul(g, h, vars[2], 0, 0), vars[3]);
     } else {
         m->x = df_placeholder(g, "x", DF_FLOAT, 3, (const int64_t[]){BATCH, DIGITS_SIDE, DIGITS_SIDE});
-        rnn_weights w;
+        digits_rnn_weights w;
         w.x = m->x;
         w.wx = vars[0] = weight(g, "rnn_wx", DIGITS_SIDE, RNN_HIDDEN, &r, init_ops, &n_init);
         w.wh = vars[1] = weight(g, "rnn_wh", RNN_HIDDEN, RNN_HIDDEN, &r, init_ops, &n_init);
@@ -116,7 +101,7 @@ static void build(model *m, int rnn, int threads) {
         df_tensor_release(zeros);
         df_while_options opts = {0};
         opts.name = "rnn";
-        df_while_loop(g, 2, init, rows_left, rnn_step, &w, &opts, out);
+        df_while_loop(g, 2, init, digits_rows_left, digits_rnn_step, &w, &opts, out);
         logits = df_add(g, df_matmul(g, out[1], vars[3], 0, 0), vars[4]);
     }
     m->loss = df_sparse_softmax_cross_entropy(g, logits, m->y);

@@ -296,6 +296,27 @@ static inline df_output digits_weight(df_graph *g, const char *name, int fan_in,
     return v;
 }
 
+/* The RNN's loop (examples/digits_rnn.c; the benchmarks time the same graph). Loop variables
+   (t, h): while t < 8, x_t = row t of every image of x [batch, 8, 8], h = tanh(x_t wx + h wh +
+   b), t = t + 1. The weights are made outside the loop and captured as loop invariants. */
+typedef struct digits_rnn_weights { df_output x, wx, wh, b; } digits_rnn_weights;
+static inline df_output digits_rows_left(df_graph *g, void *user, const df_output *vars) {
+    (void)user;
+    return df_less(g, vars[0], df_scalar_i32(g, DIGITS_SIDE));
+}
+static inline void digits_rnn_step(df_graph *g, void *user, const df_output *vars, df_output *next) {
+    const digits_rnn_weights *w = (const digits_rnn_weights *)user;
+    df_output t = vars[0], h = vars[1];
+    df_op_builder *b = df_op_new(g, "GatherV2", "row");
+    df_op_add_input(b, w->x);
+    df_op_add_input(b, t);
+    df_op_add_input(b, df_scalar_i32(g, 1));
+    df_output x_t = {df_op_finish(b), 0};
+    df_output z = df_add(g, df_add(g, df_matmul(g, x_t, w->wx, 0, 0), df_matmul(g, h, w->wh, 0, 0)), w->b);
+    next[0] = df_add(g, t, df_scalar_i32(g, 1));
+    next[1] = df_tanh(g, z);
+}
+
 /* Rows of `d` picked by order[start .. start+count) copied into x (count x 64) and y. */
 static inline void digits_gather(const digits_data *d, const int *order, int start, int count, float *x, int32_t *y) {
     for (int i = 0; i < count; i++) {

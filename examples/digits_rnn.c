@@ -26,26 +26,6 @@ enum { HIDDEN = 32, BATCH = 64, EPOCHS = 20 };
 #define TARGET 0.90
 #define INIT_SEED 2u
 
-typedef struct rnn_weights { df_output x, wx, wh, b; } rnn_weights;
-
-static df_output rows_left(df_graph *g, void *user, const df_output *vars) {
-    (void)user;
-    return df_less(g, vars[0], df_scalar_i32(g, DIGITS_SIDE));
-}
-
-static void rnn_step(df_graph *g, void *user, const df_output *vars, df_output *next) {
-    const rnn_weights *w = (const rnn_weights *)user;   /* from outside: captured as loop invariants */
-    df_output t = vars[0], h = vars[1];
-    df_op_builder *b = df_op_new(g, "GatherV2", "row");
-    df_op_add_input(b, w->x);
-    df_op_add_input(b, t);
-    df_op_add_input(b, df_scalar_i32(g, 1));
-    df_output x_t = {df_op_finish(b), 0};
-    df_output z = df_add(g, df_add(g, df_matmul(g, x_t, w->wx, 0, 0), df_matmul(g, h, w->wh, 0, 0)), w->b);
-    next[0] = df_add(g, t, df_scalar_i32(g, 1));
-    next[1] = df_tanh(g, z);
-}
-
 /* zeros [batch of x, n]: Fill(ConcatV2(Slice(Shape(x), [0], [1]), [n]), 0) */
 static df_output zeros_like_batch(df_graph *g, df_output x, int n) {
     int32_t begin = 0, size = 1, width = n;
@@ -86,7 +66,7 @@ int main(int argc, char **argv) {
     digits_rng r = digits_rng_seed(INIT_SEED);
     df_node *init_ops[5];
     int n_init = 0;
-    rnn_weights w;
+    digits_rnn_weights w;          /* the loop body: digits_rnn_step in digits_common.h */
     w.x = m.x;
     w.wx = digits_weight(g, "wx", DIGITS_SIDE, HIDDEN, &r, init_ops, &n_init);
     w.wh = digits_weight(g, "wh", HIDDEN, HIDDEN, &r, init_ops, &n_init);
@@ -98,7 +78,7 @@ int main(int argc, char **argv) {
     df_output loop_init[2] = {df_scalar_i32(g, 0), zeros_like_batch(g, m.x, HIDDEN)}, loop_out[2];
     df_while_options opts = {0};        /* parallel_iterations 0: the default, 10 */
     opts.name = "rnn";
-    df_while_loop(g, 2, loop_init, rows_left, rnn_step, &w, &opts, loop_out);
+    df_while_loop(g, 2, loop_init, digits_rows_left, digits_rnn_step, &w, &opts, loop_out);
     df_graph_push_name_scope(g, "logits");
     m.logits = df_add(g, df_matmul(g, loop_out[1], wo, 0, 0), bo);
     df_graph_pop_name_scope(g);
