@@ -10820,7 +10820,7 @@ typedef struct df__xitem {      /* 64 bytes: what running a node touches comes f
     uint32_t need;               /* bit i: output i is consumed */
     int32_t frame, local, n_control_in;
     int32_t child_frame;         /* Enter: the frame it opens; fetch: the output index */
-    int32_t aux;                 /* feed or fetch index */
+    int32_t aux;                 /* feed or fetch index; Exit: its index among its frame's Exits */
 } df__xitem;
 typedef struct df__sframe {
     char *name;
@@ -10831,6 +10831,8 @@ typedef struct df__sframe {
     df__counts *init;
     int32_t *counts;             /* LoopCount items, fired when a frame of this kind is done */
     int n_counts, cap_counts;
+    int32_t *exits;              /* its Exit items (see df__frame_finish) */
+    int n_exits, cap_exits;
 } df__sframe;
 typedef struct df__exec {
     df__xitem *items;
@@ -10851,7 +10853,7 @@ typedef struct df__exec {
 
 static void df__exec_free(df__exec *x) {
     if (!x) return;
-    for (int i = 0; i < x->n_frames; i++) { DF_FREE(x->frames[i].name); DF_FREE(x->frames[i].init); DF_FREE(x->frames[i].counts); }
+    for (int i = 0; i < x->n_frames; i++) { DF_FREE(x->frames[i].name); DF_FREE(x->frames[i].init); DF_FREE(x->frames[i].counts); DF_FREE(x->frames[i].exits); }
     DF_FREE(x->frames); DF_FREE(x->items); DF_FREE(x->edges); DF_FREE(x->roots); DF_FREE(x->host_out);
     df__strmap_free(&x->frame_index);
     DF_FREE(x);
@@ -11043,6 +11045,12 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
             if (!df__grow(&f->counts, &f->cap_counts, f->n_counts + 1, sizeof(int32_t)))
                 code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis");
             else f->counts[f->n_counts++] = i;
+        }
+        else if (it->kind == DF__X_EXIT) {
+            df__sframe *f = &x->frames[it->frame];
+            if (!df__grow(&f->exits, &f->cap_exits, f->n_exits + 1, sizeof(int32_t)))
+                code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis");
+            else { it->aux = f->n_exits; f->exits[f->n_exits++] = i; }
         }
         else if (it->kind == DF__X_NEXT && it->frame == 0)
             code = df_status_set(st, DF_INVALID_ARGUMENT, "NextIteration node is not inside a while loop "
@@ -11279,6 +11287,7 @@ typedef struct df__frame {
     int32_t *dead_exits;
     int n_dead_exits, cap_dead_exits;
     int count_dead;                  /* the last LoopCond seen was dead (the whole loop is) */
+    uint8_t *exited;                 /* per Exit of the frame (its aux): 1 once it has sent a value out */
     struct df__frame *sibling;       /* next child of parent_iter */
     struct df__frame *live_next, *live_prev;
 } df__frame;
@@ -11695,11 +11704,13 @@ static void df__iter_retire(df__step *s, int sf, df__iter *it) {
 static df__frame *df__frame_new(df__step *s, int sf, df__frame *parent, df__iter *parent_iter) {
     const df__sframe *f = &s->x->frames[sf];
     int ring = f->parallel_iterations + 1;
-    df__frame *fr = (df__frame *)DF_MALLOC(sizeof *fr + (size_t)ring * sizeof(df__iter *));
+    df__frame *fr = (df__frame *)DF_MALLOC(sizeof *fr + (size_t)ring * sizeof(df__iter *) + (size_t)f->n_exits);
     if (!fr) return NULL;
     memset(fr, 0, sizeof *fr);
     fr->ring = (df__iter **)(fr + 1);
     memset(fr->ring, 0, (size_t)ring * sizeof(df__iter *));
+    fr->exited = (uint8_t *)(fr->ring + ring);
+    memset(fr->exited, 0, (size_t)f->n_exits);
     fr->sf = sf;
     fr->parent = parent;
     fr->parent_iter = parent_iter;
@@ -11851,15 +11862,22 @@ static int df__iteration_done(const df__frame *fr, int64_t num) {
 }
 
 /* Deletes a finished frame: dead Exits of its last iteration go to the parent, then the parent
-   iteration may itself finish. */
+   iteration may itself finish. An Exit that sent nothing out at all goes out dead too: a loop
+   variable that died in an earlier iteration (its NextIteration dead) never reaches the last
+   one, and TensorFlow leaves its consumers waiting for ever (a hang where they are on another
+   device); dead, they end like the consumers of any dead value. */
 static int df__frame_finish(df__step *s, df__frame *fr, df__readyq *q) {
     df__frame *parent = fr->parent;
     df__iter *piter = fr->parent_iter;
-    for (int i = 0; i < fr->n_dead_exits; i++)
+    const df__sframe *sf = &s->x->frames[fr->sf];
+    for (int i = 0; i < fr->n_dead_exits; i++) {
+        fr->exited[s->x->items[fr->dead_exits[i]].aux] = 1;
         if (!df__activate(s, piter, fr->dead_exits[i], NULL, 1, 0, q)) return 0;
+    }
+    for (int i = 0; i < sf->n_exits; i++)
+        if (!fr->exited[i] && !df__activate(s, piter, sf->exits[i], NULL, 1, 0, q)) return 0;
     /* LoopCounts: how many iterations ran, once every node of every iteration has (so the
        stacks a loop filled are complete when a gradient loop starts on its count) */
-    const df__sframe *sf = &s->x->frames[fr->sf];
     for (int i = 0; i < sf->n_counts; i++) {
         df_tensor *t = NULL;
         if (!fr->count_dead) {
@@ -11952,6 +11970,7 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df_
                 fr->dead_exits[fr->n_dead_exits++] = t->item;
             }
         } else {
+            fr->exited[item->aux] = 1;
             ok = df__activate(s, fr->parent_iter, t->item, outs, 0, 1, q);
         }
         break;
@@ -12042,7 +12061,8 @@ static int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
         if (!in[0]) {
             df_status st;
             df__fail(&st, item->node, DF_INVALID_ARGUMENT, "Fetched tensor '%s:%d' is dead: it was not computed "
-                     "in this run (it lies on an untaken branch of a cond, or depends on one)",
+                     "in this run (it lies on an untaken branch of a cond, or depends on one, or on a loop "
+                     "variable that died before the loop's last iteration)",
                      item->node->name, item->child_frame);
             df__step_error(s, &st);
         } else {

@@ -551,6 +551,44 @@ DF_TEST(exec_dead_next_iteration_stops_loop) {
     ex_unwatch();
 }
 
+/* A loop variable that dies before the loop's last iteration: its NextIteration is dead in
+   iteration 0 while the counter goes on to 3, so its Merge never fires again and its Exit never
+   fires at all. TensorFlow leaves the Exit's consumers waiting (a hang when one is on another
+   device); here the Exit goes out dead when the frame ends, on one device or two. */
+DF_TEST(exec_loop_variable_dead_before_the_last_iteration) {
+    ex_watch("exec_loop_variable_dead_before_the_last_iteration", 120);
+    for (int devices = 1; devices <= 2; devices++) {
+        df_graph *g = df_graph_new();
+        df_output init[2] = {X(ex_i32(g, "i0", 0, NULL), 0), X(ex_f32(g, "v0", 10, NULL), 0)}, next[2];
+        hloop L;
+        hl_begin(&L, g, "die", 2, init, 10);
+        df_output three = hl_invariant(&L, X(ex_i32(g, "three", 3, NULL), 0));
+        hl_cond(&L, X(ex_op2(g, "Less", "die/less", L.m[0], three, NULL), 0));
+        next[0] = X(ex_op2(g, "AddV2", "die/add", L.body[0], X(ex_i32(g, "die/one", 1, L.pivot), 0), NULL), 0);
+        df_output first = X(ex_op2(g, "Less", "die/first", L.body[0], X(ex_i32(g, "die/one_again", 1, L.pivot), 0), NULL), 0);
+        df_node *gate = ex_switch(g, "die/gate", L.body[1], first);   /* v goes on in iteration 0 only */
+        next[1] = X(gate, 1);
+        hl_end(&L, next);
+        df_graph_push_device(g, devices == 2 ? "/device:CPU:1" : "");
+        df_node *after = ex_op2(g, "AddV2", "after", L.out[1], X(ex_f32(g, "hundred", 100, NULL), 0), NULL);
+        df_graph_pop_device(g);
+        if (!EX_BUILT(g)) { df_graph_free(g); continue; }
+        EX_VALID(g);
+        df_session_options o;
+        memset(&o, 0, sizeof o);
+        o.num_cpu_devices = devices;
+        df_session *s = ex_session(g, &o);
+        RUN_I32(s, NULL, L.out[0], 3);
+        RUN_ERROR(s, NULL, L.out[1], DF_INVALID_ARGUMENT, "dead", "die/exit1");
+        RUN_ERROR(s, NULL, X(after, 0), DF_INVALID_ARGUMENT, "dead", "after");
+        RUN_TARGET(s, NULL, after);                      /* a dead target: nothing to run, no error */
+        RUN_I32(s, NULL, L.out[0], 3);
+        df_session_free(s);
+        df_graph_free(g);
+    }
+    ex_unwatch();
+}
+
 /* =============================================================================================
    5.9.10 A loop with zero iterations: the Exit gets the Enter's value.
    ============================================================================================= */
