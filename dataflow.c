@@ -11370,6 +11370,8 @@ typedef struct df__step {
     struct df__ipool *ipool;         /* the session's intra-op threads */
     struct df__step *home;           /* whose stacks this step uses: a handle may cross devices */
     int shared;                      /* threads of other partitions resume its Recvs: always lock */
+    double deadline_ms;              /* df__clock_ms() past which the run stops; 0: none */
+    int timeout_ms;                  /* the run_timeout_ms it came from (for the message) */
 #ifndef DF_NO_THREADS
     df__pool *pool;
     pthread_mutex_t done_mu;
@@ -11413,6 +11415,25 @@ static void df__step_error_local(df__step *s, const df_status *st) {
 static void df__step_error(df__step *s, const df_status *st) {
     df__step_error_local(s, st);
     if (s->group) df__group_abort(s->group, st);
+}
+/* Run deadlines (df_session_options.run_timeout_ms): a wall clock in ms, read every few hundred
+   nodes and while a run waits. */
+static double df__clock_ms(void) {
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+static void df__step_set_deadline(df__step *s, int timeout_ms) {
+    s->timeout_ms = timeout_ms;
+    s->deadline_ms = timeout_ms > 0 ? df__clock_ms() + timeout_ms : 0;
+}
+/* Ends the run with DF_DEADLINE_EXCEEDED once the step's deadline has passed. */
+static void df__step_check_deadline(df__step *s) {
+    if (s->deadline_ms <= 0 || __atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE) || df__clock_ms() < s->deadline_ms) return;
+    df_status st;
+    df_status_set(&st, DF_DEADLINE_EXCEEDED, "The run did not end within %d ms (df_session_options.run_timeout_ms)",
+                  s->timeout_ms);
+    df__step_error(s, &st);
 }
 /* `exclusive`: the caller holds the step lock or is the only thread in the step. */
 static void df__step_oom(df__step *s, const char *what, int exclusive) {
@@ -12198,9 +12219,11 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first,
             break;
         }
     if (resumed) df__node_done(s, resumed, resumed_outs, &q);
+    unsigned ran = 0;
     while (q.len) {
         df__tagged t = q.v[q.head++];
         if (--q.len == 0) q.head = 0;
+        if (DF__UNLIKELY(s->deadline_ms > 0) && (++ran & 255) == 0) df__step_check_deadline(s);
         const df__xitem *item = &s->x->items[t.item];
         if (item->n_outputs > outs_cap) {
             df_tensor **bigger = (df_tensor **)DF_MALLOC((size_t)item->n_outputs * sizeof(df_tensor *));
@@ -12342,7 +12365,10 @@ static df_code df__execute(df__step *s, df_status *st) {
     df__step_roots(s);
 #ifndef DF_NO_THREADS
     if (s->threaded)
-        while (!df__step_over(s)) df__step_wait_once(s);   /* the end, and every thread out of it */
+        while (!df__step_over(s)) {                         /* the end, and every thread out of it */
+            df__step_wait_once(s);
+            df__step_check_deadline(s);
+        }
 #endif
     return df__step_end(s, st);
 }
@@ -12390,6 +12416,7 @@ static df_code df__group_execute(df__pgroup *g, df_status *st) {
         for (int i = 0; i < g->n_steps; i++)
             while (!df__step_over(&g->steps[i])) {
                 df__step_wait_once(&g->steps[i]);
+                df__step_check_deadline(&g->steps[i]);
                 uint64_t now_progress = __atomic_load_n(&g->progress, __ATOMIC_ACQUIRE);
                 if (!df__group_idle(g) || now_progress != seen) { seen = now_progress; idle_since.tv_sec = 0; continue; }
                 struct timespec now;
@@ -13999,6 +14026,8 @@ static int df__gg_run_sub(df__kctx *c, df__gg *gg, df_tensor *const *in, df_tens
     step.feeds = in;
     step.fetches = outs;
     step.ipool = c->ipool;
+    step.deadline_ms = c->step->deadline_ms;
+    step.timeout_ms = c->step->timeout_ms;
     for (int j = 0; j < gg->n_out; j++) outs[j] = NULL;
     if (df__execute(&step, st) == DF_OK) return 1;
     for (int j = 0; j < gg->n_out; j++) { df_tensor_release(outs[j]); outs[j] = NULL; }
@@ -15558,6 +15587,7 @@ static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *fee
         step.feeds = feed_values;
         step.fetches = fetch_values;
         step.ipool = s->ipool;
+        df__step_set_deadline(&step, s->opts.run_timeout_ms);
 #ifndef DF_NO_THREADS
         step.pool = s->pool;
         step.threaded = s->pool != NULL;
@@ -15592,6 +15622,7 @@ static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *fee
         step->group = &g;
         step->home = &g.steps[0];
         step->ipool = s->ipool;
+        df__step_set_deadline(step, s->opts.run_timeout_ms);
 #ifndef DF_NO_THREADS
         step->pool = s->pool;
         step->threaded = s->pool != NULL;
@@ -18762,7 +18793,29 @@ static void df__queue_run(df__kctx *c, df__queue *q, df__qattempt *a) {
             return;
         }
         if (woke) pthread_cond_broadcast(&q->cv);
-        while (!a->finished) pthread_cond_wait(&q->cv, &q->mu);   /* a step without threads: this thread waits */
+        while (!a->finished) {                   /* a step without threads: this thread waits */
+            double left = c->step->deadline_ms > 0 ? c->step->deadline_ms - df__clock_ms() : 0;
+            if (c->step->deadline_ms <= 0) { pthread_cond_wait(&q->cv, &q->mu); continue; }
+            if (left <= 0) {                     /* the run's deadline: a leaves the waiters */
+                df__qattempt **at = a->enqueue ? &q->enq : &q->deq;
+                while (*at && *at != a) at = &(*at)->next;
+                if (*at) *at = a->next;
+                df__fail(&a->st, a->node, DF_DEADLINE_EXCEEDED, "The run did not end within %d ms "
+                         "(df_session_options.run_timeout_ms): FIFOQueue '%s' still waits to %s", c->step->timeout_ms,
+                         q->name, a->enqueue ? "enqueue" : "dequeue");
+                woke = 0;
+                df__queue_finished(q, a, &parked, &woke);   /* (a dequeue gives back what it took) */
+                df__queue_flush(q, &parked, &woke);
+                if (woke) pthread_cond_broadcast(&q->cv);
+                break;
+            }
+            struct timespec ts;
+            timespec_get(&ts, TIME_UTC);
+            long ns = (long)(DF__MIN(left, 100.0) * 1e6);
+            ts.tv_nsec += ns;
+            while (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+            pthread_cond_timedwait(&q->cv, &q->mu, &ts);
+        }
 #endif
     }
     df__queue_unlock(q);
@@ -21548,6 +21601,7 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
 #else
     struct df__cluster *c = s->cluster;
     if (!plan->registered) return df_status_set(st, DF_FAILED_PRECONDITION, "The run's partitions are not registered with the workers");
+    double deadline = s->opts.run_timeout_ms > 0 ? df__now_ms() + s->opts.run_timeout_ms : 0;
     pthread_mutex_lock(&c->mu);
     uint64_t id = c->salt + ++c->next_step;
     int n = c->n;
@@ -21599,6 +21653,12 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
         if (!np) break;
         int r = poll(pf, (nfds_t)np, 50);
         double now = df__now_ms();
+        if (deadline > 0 && now > deadline && !first.code) {   /* the workers are told to stop */
+            df_status_set(&first, DF_DEADLINE_EXCEEDED, "The run did not end within %d ms (df_session_options.run_timeout_ms)",
+                          s->opts.run_timeout_ms);
+            aborted_at = now;
+            df__cluster_abort(c, id, pending, &first);
+        }
         for (int k = 0; r > 0 && k < np; k++) {
             if (!pf[k].revents) continue;
             int t = pt_of[k];

@@ -404,6 +404,10 @@ typedef struct df_session_options {
                                         (no result, no heartbeat) has failed; 0 means 2000 */
     int         disable_passes;      /* DF_PASS_* bits: graph optimisation passes NOT to run
                                         (0: all of them; DF_PASS_ALL: run the graph as built) */
+    int         run_timeout_ms;      /* a run not over after this long stops with
+                                        DF_DEADLINE_EXCEEDED (a loop built by hand that never
+                                        ends, a dequeue that waits for ever); 0: no limit, as
+                                        TensorFlow's RunOptions.timeout_in_ms */
 } df_session_options;
 
 /* Graph optimisation passes (on a copy of the graph, per feeds/fetches/targets signature). */

@@ -355,3 +355,42 @@ DF_TEST(distributed_silent_worker_ends_the_step_after_the_timeout) {
     df_graph_free(g);
     for (int i = 0; i < 3; i++) { if (p[i].pid > 0) kill(p[i].pid, SIGCONT); CHECK_MSG(end_worker(&p[i]), "worker %d did not end", i); }
 }
+
+/* df_session_options.run_timeout_ms with workers: a loop over three workers that would run for
+   a long time ends with DEADLINE_EXCEEDED; the master sends the workers an ABORT, and the
+   session's next run works. */
+DF_TEST(distributed_run_timeout_aborts_the_step_on_every_worker) {
+    df_worker *w[3];
+    char target[256];
+    if (!start_workers(3, w, target, sizeof target)) return;
+    df_graph *g = df_graph_new();
+    df_graph_push_device(g, "/job:worker/task:0");
+    df_output x0 = df_scalar_f32(g, 0), out, seven = df_scalar_f32(g, 7);
+    df_while_loop(g, 1, &x0, long_cond, long_body, NULL, NULL, &out);
+    df_graph_pop_device(g);
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.target = target;
+    o.run_timeout_ms = 300;
+    df_status st;
+    df_session *s = df_session_new(g, &o, &st);
+    CHECK_MSG(s != NULL, "session: %s", st.message);
+    for (int run = 0; s && run < 2; run++) {
+        df_tensor *v = NULL;
+        double t0 = now_s();
+        df_code code = df_session_run(s, NULL, NULL, 0, &out, &v, 1, NULL, 0, &st);
+        double took = now_s() - t0;
+        CHECK_MSG(code == DF_DEADLINE_EXCEEDED && strstr(st.message, "run_timeout_ms"), "run %d: %s: %s", run,
+                  df_code_name(code), st.message);
+        CHECK_MSG(took < 5.0, "run %d took %.2f s (timeout 0.3 s)", run, took);
+        CHECK(v == NULL);
+        df_tensor_release(v);
+        code = df_session_run(s, NULL, NULL, 0, &seven, &v, 1, NULL, 0, &st);
+        CHECK_MSG(code == DF_OK, "the next run: %s: %s", df_code_name(code), st.message);
+        if (v) CHECK_NEAR(*(float *)df_tensor_data(v), 7, 0);
+        df_tensor_release(v);
+    }
+    df_session_free(s);
+    df_graph_free(g);
+    for (int i = 0; i < 3; i++) df_worker_stop(w[i]);
+}

@@ -868,6 +868,44 @@ DF_TEST(queue_abort_ends_waiting_dequeue) {
     qt_unwatch();
 }
 
+/* df_session_options.run_timeout_ms: a dequeue that waits for ever ends the run with
+   DEADLINE_EXCEEDED, in every configuration (parked in the pool, or waiting on the run's own
+   thread), and a DequeueMany that took some elements gives them back, in order. */
+DF_TEST(queue_run_timeout_ends_waiting_dequeue_and_keeps_elements) {
+    qt_watch("queue_run_timeout_ends_waiting_dequeue_and_keeps_elements", 120);
+    qt_graph t;
+    qt_build(&t, -1, NULL);
+    for (int k = 0; k < QT_N_CONFIGS; k++) {
+        df_session_options o = {0};
+        o.inter_op_threads = qt_configs[k].threads;
+        o.deterministic = qt_configs[k].deterministic;
+        o.run_timeout_ms = 200;
+        df_status st;
+        df_session *s = df_session_new(t.g, &o, &st);
+        CHECK_OK(&st);
+        if (!s) continue;
+        float f;
+        int32_t i;
+        double t0 = qt_now();
+        CHECK_EQ_INT(qt_dequeue(s, &t, &f, &i, &st), DF_DEADLINE_EXCEEDED);
+        CHECK_STATUS(&st, DF_DEADLINE_EXCEEDED, "run_timeout_ms");
+        CHECK_MSG(qt_now() - t0 < 10.0, "%s: the dequeue took %.1f s", qt_configs[k].name, qt_now() - t0);
+        CHECK_EQ_INT(qt_enqueue(s, &t, 1.5f, 1, &st), DF_OK);
+        CHECK_EQ_INT(qt_enqueue(s, &t, 2.5f, 2, &st), DF_OK);
+        t0 = qt_now();
+        CHECK_EQ_INT(qt_dequeue_many(s, &t, 3, NULL, NULL, &st), DF_DEADLINE_EXCEEDED);
+        CHECK_MSG(qt_now() - t0 < 10.0, "%s: the dequeue took %.1f s", qt_configs[k].name, qt_now() - t0);
+        CHECK_EQ_INT(qt_size(s, &t), 2);
+        CHECK_EQ_INT(qt_dequeue(s, &t, &f, &i, &st), DF_OK);
+        CHECK_MSG(f == 1.5f && i == 1, "%s: got (%g, %d), want (1.5, 1)", qt_configs[k].name, f, i);
+        CHECK_EQ_INT(qt_dequeue(s, &t, &f, &i, &st), DF_OK);
+        CHECK_MSG(f == 2.5f && i == 2, "%s: got (%g, %d), want (2.5, 2)", qt_configs[k].name, f, i);
+        df_session_free(s);
+    }
+    df_graph_free(t.g);
+    qt_unwatch();
+}
+
 /* df_session_free while a run waits in a dequeue (or an enqueue): the run ends with
    CANCELLED and the free returns. The waiting run first bumps a counter (AssignAdd), so the
    test knows the run is under way before it frees the session. */
