@@ -1,9 +1,12 @@
 /* What the fuzz targets let run: a graph's run must end in bounded time, in bounded memory,
-   and touch nothing outside the process. The library has no step deadline, so a graph that
-   could run or wait without end is not run: loops (NextIteration; While before lowering) and
-   queues (a dequeue waits for an enqueue). Nor is one that touches files (SaveV2, RestoreV2)
-   or other processes (_Send, _Recv), nor convolutions and pooling whose static shapes are
-   unknown or whose work (at most the product of their two largest tensors) is over 4e7.
+   and touch nothing outside the process. A run with a deadline (df_session_options.
+   run_timeout_ms) may hold anything that could run or wait without end: loops, queues
+   (fuzz_runnable_with_deadline). Without one (a worker's steps, which only their master's
+   deadline ends) such a graph is not run: loops (NextIteration; While before lowering) and
+   queues (a dequeue waits for an enqueue) (fuzz_runnable). Neither runs a graph that touches
+   files (SaveV2, RestoreV2) or other processes (_Send, _Recv), nor convolutions and pooling
+   whose static shapes are unknown or whose work (at most the product of their two largest
+   tensors) is over 4e7.
    Included by the fuzz targets that run what they build or import (static inline functions). */
 #ifndef DF_FUZZ_BOUNDS_H
 #define DF_FUZZ_BOUNDS_H
@@ -49,6 +52,14 @@ static inline int fuzz_bounded_work(const df_graph *g) {
         if (big[1] && big[0] > (int64_t)4e7 / big[1]) return 0;
     }
     return 1;
+}
+
+/* Whether a run of g with a deadline stays inside the process and within bounded work (see above). */
+static inline int fuzz_runnable_with_deadline(const df_graph *g) {
+    static const char *const refused[] = {"SaveV2", "RestoreV2", "_Send", "_Recv", "_HostSend", "_HostRecv", "_GpuGraph", NULL};
+    for (int i = 0; i < df_graph_num_nodes(g); i++)
+        if (fuzz_op_is(df_graph_node_at(g, i), refused)) return 0;
+    return fuzz_bounded_work(g);
 }
 
 /* Whether a run of g is bounded in time and stays inside the process (see above). */

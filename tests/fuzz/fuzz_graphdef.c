@@ -9,8 +9,9 @@
    Then the graph runs, with bounded effort: its functions lowered, its placeholders fed small
    zero tensors (unknown dimensions 1), its first Assigns run, then a few of its last nodes
    fetched, in a deterministic session (every node on the calling thread) whose devices have
-   2 MiB of memory, so no tensor gets big. Graphs whose run might not end, or might touch
-   files, are not run (fuzz_bounds.h says which).
+   2 MiB of memory, so no tensor gets big, and with a deadline of 200 ms, so that a loop built
+   to run without end (or a dequeue from an empty queue) ends with DF_DEADLINE_EXCEEDED.
+   Graphs that touch files or other processes are not run (fuzz_bounds.h says which).
    The run must end with a status other than DF_INTERNAL (the code of the library's own bugs);
    a successful one must fill each fetch with a tensor of the fetched output's dtype. A few bits of the input pick the session options (optimisation
    passes on or off, one or two CPU devices).
@@ -82,7 +83,7 @@ enum { MAX_FEEDS = 16, MAX_FETCHES = 3 };
 static void run_graph(df_graph *g, unsigned options) {
     df_status st;
     if (df_graph_num_functions(g) && df_graph_lower_functions(g, &st) != DF_OK) return;
-    if (!fuzz_runnable(g)) return;
+    if (!fuzz_runnable_with_deadline(g)) return;
     df_output feeds[MAX_FEEDS], fetches[MAX_FETCHES];
     df_tensor *feed_values[MAX_FEEDS], *fetch_values[MAX_FETCHES];
     df_node *target = NULL;
@@ -105,6 +106,7 @@ static void run_graph(df_graph *g, unsigned options) {
     so.disable_passes = options & 1 ? DF_PASS_ALL : 0;
     so.num_cpu_devices = options & 2 ? 2 : 1;
     so.soft_placement = 1;
+    so.run_timeout_ms = 200;
     df_session *s = df_session_new(g, &so, &st);
     if (!s && st.code == DF_INTERNAL) fail_round_trip("making a session gave DF_INTERNAL", st.message);
     if (s) {
