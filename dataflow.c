@@ -11616,6 +11616,7 @@ static void df__rv_free(df__rendezvous *rv) {
 #endif
 typedef struct df__wakeq { df__wake *v; int head, n, cap, depth, draining; df__wake local[16]; } df__wakeq;
 static DF__TLS df__wakeq df__tls_wakes;
+static DF__TLS unsigned df__tls_ran;   /* nodes this thread ran: every 256th looks at the deadline */
 static void df__resume(df__wake *w);
 static void df__wakes_drain(void) {
     df__wakeq *q = &df__tls_wakes;
@@ -12219,11 +12220,10 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first,
             break;
         }
     if (resumed) df__node_done(s, resumed, resumed_outs, &q);
-    unsigned ran = 0;
     while (q.len) {
         df__tagged t = q.v[q.head++];
         if (--q.len == 0) q.head = 0;
-        if (DF__UNLIKELY(s->deadline_ms > 0) && (++ran & 255) == 0) df__step_check_deadline(s);
+        if (DF__UNLIKELY(s->deadline_ms > 0) && (++df__tls_ran & 255) == 0) df__step_check_deadline(s);
         const df__xitem *item = &s->x->items[t.item];
         if (item->n_outputs > outs_cap) {
             df_tensor **bigger = (df_tensor **)DF_MALLOC((size_t)item->n_outputs * sizeof(df_tensor *));
