@@ -12392,8 +12392,23 @@ static void df__group_hang(df__pgroup *g) {
     const char *waiting = "?";
     for (int i = 0; i < g->n_steps; i++)
         if (!__atomic_load_n(&g->steps[i].done, __ATOMIC_ACQUIRE)) { waiting = g->steps[i].device->name; break; }
+    /* what the rendezvous holds: a Recv that waits, a value sent that no Recv took */
+    char recv[300] = "", sent[300] = "";
+    df__spin_lock(&g->rv.lock);
+    for (int b = 0; b < g->rv.n_buckets; b++)
+        for (const df__rv_entry *e = g->rv.buckets[b]; e; e = e->next) {
+            const df__rv_msg *m = e->head;
+            if (!m) continue;
+            if (e->recvs && !recv[0] && m->step)
+                snprintf(recv, sizeof recv, ": its Recv '%s' waits (iteration %lld)", df__item_name(m->step->x, m->tag.item),
+                         (long long)e->iter);
+            else if (!e->recvs && !sent[0])
+                snprintf(sent, sizeof sent, "; a value sent in iteration %lld (key %d) was never received", (long long)e->iter,
+                         (int)e->key);
+        }
+    df__spin_unlock(&g->rv.lock);
     df_status_set(&why, DF_INTERNAL, "The partitions of this run stopped making progress: the partition on %s "
-                  "waits for a value that no other partition will send", waiting);
+                  "waits for a value that no other partition will send%s%s", waiting, recv, sent);
     df__group_abort(g, &why);
 }
 static df_code df__group_execute(df__pgroup *g, df_status *st) {
@@ -12975,6 +12990,7 @@ typedef struct df__pbuild {
     df__strmap recvs;            /* "src_item:out:part" -> recv node index in its partition */
     df__cloop *cloops;           /* [frame * n_parts + part] */
     int32_t *native;             /* [frame * n_parts + part]: a loop variable's Merge there, or -1 */
+    int32_t *native_enter;       /* [frame * n_parts + part]: that Merge's Enter (same allocation) */
     df_node **dummy;             /* per partition: the control loops' root input */
     int32_t *loop_cond;          /* per frame: its LoopCond item */
     int n_keys;
@@ -13188,10 +13204,17 @@ static df_node *df__pb_recv(df__pbuild *b, int src, int out, int p, int dst_host
     df_node *recv = df__pb_xfer_node(b, p, 1, host_recv, base, (df_output){NULL, 0}, out < 0 ? DF_FLOAT : t, q, p, tname, k, dst_devmem);
     if (!recv) return NULL;
     /* A loop variable's Enter gives its value in the frame's first iteration only: its Recv
-       waits on the control loop's Enter (that iteration alone), not on its Merge (every one). */
-    if (m && (sn->op->flags & DF__OP_ENTER) && !df__attr_b(sn, "is_constant", 0) && m->n_inputs > 0 &&
-        m->inputs[0].node && (m->inputs[0].node->op->flags & DF__OP_ENTER))   /* (a clone's inputs come later) */
-        m = m->inputs[0].node;
+       waits on an Enter of the frame on p (that iteration alone), not on the Merge (every
+       one): the control loop's, or the Enter of the loop variable whose Merge serves as p's
+       control loop (a clone, whose inputs come later: the Enter's clone is found by item). */
+    if (m && (sn->op->flags & DF__OP_ENTER) && !df__attr_b(sn, "is_constant", 0)) {
+        size_t slot = (size_t)frame * (size_t)b->n_parts + (size_t)p;
+        if (b->native[slot] >= 0 && m == b->clone[b->native[slot]]) {
+            if (b->clone[b->native_enter[slot]]) m = b->clone[b->native_enter[slot]];
+        } else if (m->n_inputs > 0 && m->inputs[0].node && (m->inputs[0].node->op->flags & DF__OP_ENTER)) {
+            m = m->inputs[0].node;
+        }
+    }
     if ((p == q && !df__node_add_control(recv, send)) ||     /* same device: never before its Send */
         (m && !df__node_add_control(recv, m))) { df__pb_oom(b); return NULL; }
     if (out >= 0) recv->out_shapes[0] = sn->out_shapes[out];
@@ -13331,7 +13354,8 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
     b.parts = plan->parts;
     b.feed_ph = (df_node **)DF_MALLOC((size_t)(n_feeds + 1) * (size_t)b.n_parts * 2 * sizeof(df_node *));
     b.cloops = (df__cloop *)DF_MALLOC((size_t)x->n_frames * (size_t)b.n_parts * sizeof(df__cloop));
-    b.native = (int32_t *)DF_MALLOC((size_t)x->n_frames * (size_t)b.n_parts * sizeof(int32_t));
+    b.native = (int32_t *)DF_MALLOC(2 * (size_t)x->n_frames * (size_t)b.n_parts * sizeof(int32_t));
+    b.native_enter = b.native ? b.native + (size_t)x->n_frames * (size_t)b.n_parts : NULL;
     b.dummy = (df_node **)DF_MALLOC((size_t)b.n_parts * sizeof(df_node *));
     pfeeds = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
     pfetches = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
@@ -13342,16 +13366,16 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
     for (int i = 0; i < n; i++) {
         const df__xitem *it = &x->items[i];
         if (it->kind != DF__X_MERGE || it->n_inputs != 2 || it->n_control_in || dev[i] < 0) continue;
-        int enter = 0, next = 0;
+        int enter = 0, next = 0, enter_item = -1;
         for (int k = 0; k < 2; k++) {
             const df_node *src = it->node->inputs[k].node;
             int j = item_of_node[src->id];
             if (j < 0 || dev[j] != dev[i]) break;
-            enter += x->items[j].kind == DF__X_ENTER && !(x->items[j].flags & DF__XF_CONST_ENTER);
+            if (x->items[j].kind == DF__X_ENTER && !(x->items[j].flags & DF__XF_CONST_ENTER)) { enter++; enter_item = j; }
             next += x->items[j].kind == DF__X_NEXT;
         }
         size_t slot = (size_t)it->frame * (size_t)b.n_parts + (size_t)b.part_of_dev[dev[i]];
-        if (enter == 1 && next == 1 && b.native[slot] < 0) b.native[slot] = i;
+        if (enter == 1 && next == 1 && b.native[slot] < 0) { b.native[slot] = i; b.native_enter[slot] = enter_item; }
     }
     memset(plan->parts, 0, (size_t)b.n_parts * sizeof(df__part));
     plan->n_parts = b.n_parts;

@@ -157,6 +157,80 @@ DF_TEST(partition_loop_invariant_alone_on_another_device) {
         }
 }
 
+/* A loop variable's Enter on another device than its Merge, on a device whose control loop is
+   the native Merge of another loop variable (the counter's: Enter, Merge, NextIteration and
+   LoopCond all on CPU:0). The Enter sends once, so its Recv must wait on the counter's Enter
+   (the first iteration), not on its Merge (every one). The Enter is a variable's reference's,
+   which stays with the variable. The builder fuzzer found a graph where the Recv waited on
+   that Merge, because the Merge's clone had no inputs yet when the Recv was made; this small
+   graph does not reach that order (it passes on the code before the fix too), so the fuzz
+   input in tests/fuzz/corpus/builder is the regression check, and this test the layout's. */
+DF_TEST(partition_loop_variable_enter_on_another_device_than_a_native_loop) {
+    for (int mode = 0; mode < 4; mode++)                         /* threads 1, 2; passes on, off */
+        for (int n = 0; n <= 5; n += n < 2 ? 1 : 3) {          /* 0, 1, 2, 5 iterations */
+            df_graph *g = df_graph_new();
+            df_graph_push_device(g, "/cpu:0");
+            df_node *enter = enter_of(g, "L/enter", df_scalar_f32(g, 0), 0);
+            df_graph_pop_device(g);
+            df_graph_push_device(g, "/cpu:1");
+            df_output var = df_variable(g, "v", DF_FLOAT, 0, NULL);
+            df_node *init = df_assign(g, var, df_scalar_f32(g, 10));
+            df_node *venter = enter_of(g, "L/v_enter", var, 0);        /* (an Enter of a reference stays put) */
+            df_graph_pop_device(g);
+            df_graph_push_device(g, "/cpu:0");
+            df_output two[2] = {{enter, 0}, {enter, 0}}, vtwo[2] = {{venter, 0}, {venter, 0}};
+            df_op_builder *mb = df_op_new(g, "Merge", "L/v_merge");
+            df_op_add_input_list(mb, vtwo, 2);
+            df_node *vmerge = df_op_finish(mb);
+            mb = df_op_new(g, "Merge", "L/merge");
+            df_op_add_input_list(mb, two, 2);
+            df_node *merge = df_op_finish(mb);
+            df_node *limit = enter_of(g, "L/limit", df_scalar_f32(g, (float)n), 1);
+            df_output less_in[2] = {{merge, 0}, {limit, 0}};
+            df_node *lc = op_with(g, "LoopCond", "L/cond", (df_output[]){{op_with(g, "Less", "L/less", less_in, 2, NULL), 0}}, 1, NULL);
+            df_output sw_in[2] = {{merge, 0}, {lc, 0}}, vsw_in[2] = {{vmerge, 0}, {lc, 0}};
+            df_node *sw = op_with(g, "Switch", "L/switch", sw_in, 2, NULL);
+            df_node *vsw = op_with(g, "Switch", "L/v_switch", vsw_in, 2, NULL);
+            df_node *body = op_with(g, "Identity", "L/body", (df_output[]){{sw, 1}}, 1, NULL);
+            df_node *vbody = op_with(g, "Identity", "L/v_body", (df_output[]){{vsw, 1}}, 1, NULL);
+            df_op_builder *ob = df_op_new(g, "Const", "L/one");          /* after the pivot */
+            df_tensor *one = df_tensor_scalar_f32(1);
+            df_op_set_attr_tensor(ob, "value", one);
+            df_op_set_attr_type(ob, "dtype", DF_FLOAT);
+            df_op_add_control_input(ob, body);
+            df_tensor_release(one);
+            df_node *c1 = df_op_finish(ob);
+            df_output add_in[2] = {{body, 0}, {c1, 0}}, vadd_in[2] = {{vbody, 0}, {c1, 0}};
+            df_node *next = op_with(g, "NextIteration", "L/next", (df_output[]){{op_with(g, "AddV2", "L/add", add_in, 2, NULL), 0}}, 1, NULL);
+            df_node *vnext = op_with(g, "NextIteration", "L/v_next", (df_output[]){{op_with(g, "AddV2", "L/v_add", vadd_in, 2, NULL), 0}}, 1, NULL);
+            df_output out = {op_with(g, "Exit", "L/v_exit", (df_output[]){{vsw, 0}}, 1, NULL), 0};
+            op_with(g, "Exit", "L/exit", (df_output[]){{sw, 0}}, 1, NULL);
+            df_graph_pop_device(g);
+            CHECK_EQ_INT(df_node_update_input(g, merge, 1, (df_output){next, 0}), DF_OK);
+            CHECK_EQ_INT(df_node_update_input(g, vmerge, 1, (df_output){vnext, 0}), DF_OK);
+            CHECK_OK(df_graph_status(g));
+            df_session_options o;
+            memset(&o, 0, sizeof o);
+            o.num_cpu_devices = 2;
+            o.inter_op_threads = 1 + (mode & 1);
+            o.disable_passes = mode & 2 ? DF_PASS_ALL : 0;
+            df_status st;
+            df_session *s = df_session_new(g, &o, &st);
+            CHECK_OK(&st);
+            if (s) df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &init, 1, &st);
+            CHECK_OK(&st);
+            float x = s ? run1(s, out, &st) : NAN;
+            CHECK_MSG(st.code == DF_OK, "n %d mode %d: %s", n, mode, st.message);
+            CHECK_NEAR(x, 10.0f + (float)n, 0);
+            int pi = s ? part_of(s, "L/v_enter") : -1;
+            const char *d1 = "";
+            if (pi >= 0) df_session_partition(s, pi, &d1);
+            CHECK_MSG(strstr(d1, "CPU:1"), "n %d: the Enter is not on CPU:1", n);
+            df_session_free(s);
+            df_graph_free(g);
+        }
+}
+
 /* ---- a cond split across devices: each branch's op on its own device ---- */
 static void then_fn(df_graph *g, void *user, df_output *outs) {
     df_output x = *(df_output *)user;
