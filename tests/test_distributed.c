@@ -228,6 +228,15 @@ static void long_body(df_graph *g, void *u, const df_output *v, df_output *next)
     next[0] = df_add(g, y, df_scalar_f32(g, 1));
     df_graph_pop_device(g);
 }
+/* A loop started on worker 0 whose body runs on workers 1 and 2, for about 1e9/2 iterations. */
+static df_graph *long_loop_over_workers(df_output *out) {
+    df_graph *g = df_graph_new();
+    df_graph_push_device(g, "/job:worker/task:0");
+    df_output x0 = df_scalar_f32(g, 0);
+    df_while_loop(g, 1, &x0, long_cond, long_body, NULL, NULL, out);
+    df_graph_pop_device(g);
+    return g;
+}
 typedef struct killer { pid_t pid; int after_ms; double at; int sig; } killer;
 static void *kill_later(void *arg) {
     killer *k = (killer *)arg;
@@ -321,11 +330,8 @@ DF_TEST(distributed_silent_worker_ends_the_step_after_the_timeout) {
     CHECK_MSG(up, "workers did not start");
     char target[256];
     snprintf(target, sizeof target, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", p[0].port, p[1].port, p[2].port);
-    df_graph *g = df_graph_new();
-    df_graph_push_device(g, "/job:worker/task:0");
-    df_output x0 = df_scalar_f32(g, 0), out;
-    df_while_loop(g, 1, &x0, long_cond, long_body, NULL, NULL, &out);
-    df_graph_pop_device(g);
+    df_output out;
+    df_graph *g = long_loop_over_workers(&out);
     df_session_options o;
     memset(&o, 0, sizeof o);
     o.target = target;
@@ -363,11 +369,9 @@ DF_TEST(distributed_run_timeout_aborts_the_step_on_every_worker) {
     df_worker *w[3];
     char target[256];
     if (!start_workers(3, w, target, sizeof target)) return;
-    df_graph *g = df_graph_new();
-    df_graph_push_device(g, "/job:worker/task:0");
-    df_output x0 = df_scalar_f32(g, 0), out, seven = df_scalar_f32(g, 7);
-    df_while_loop(g, 1, &x0, long_cond, long_body, NULL, NULL, &out);
-    df_graph_pop_device(g);
+    df_output out;
+    df_graph *g = long_loop_over_workers(&out);
+    df_output seven = df_scalar_f32(g, 7);
     df_session_options o;
     memset(&o, 0, sizeof o);
     o.target = target;

@@ -104,6 +104,18 @@ static df_node *enter_of(df_graph *g, const char *name, df_output x, int is_cons
     df_op_set_attr_bool(b, "is_constant", is_constant);
     return df_op_finish(b);
 }
+/* A session of g on two CPUs; mode bit 0: two inter-op threads, bit 1: no optimisation passes. */
+static df_session *two_cpu_session(df_graph *g, int mode) {
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.num_cpu_devices = 2;
+    o.inter_op_threads = 1 + (mode & 1);
+    o.disable_passes = mode & 2 ? DF_PASS_ALL : 0;
+    df_status st;
+    df_session *s = df_session_new(g, &o, &st);
+    CHECK_OK(&st);
+    return s;
+}
 DF_TEST(partition_loop_invariant_alone_on_another_device) {
     for (int mode = 0; mode < 4; mode++)                         /* threads 1, 2; passes on, off */
         for (int n = 0; n <= 5; n += n < 2 ? 1 : 3) {          /* 0, 1, 2, 5 iterations */
@@ -136,14 +148,8 @@ DF_TEST(partition_loop_invariant_alone_on_another_device) {
             df_graph_pop_device(g);
             CHECK_EQ_INT(df_node_update_input(g, merge, 1, (df_output){next, 0}), DF_OK);
             CHECK_OK(df_graph_status(g));
-            df_session_options o;
-            memset(&o, 0, sizeof o);
-            o.num_cpu_devices = 2;
-            o.inter_op_threads = 1 + (mode & 1);
-            o.disable_passes = mode & 2 ? DF_PASS_ALL : 0;
             df_status st;
-            df_session *s = df_session_new(g, &o, &st);
-            CHECK_OK(&st);
+            df_session *s = two_cpu_session(g, mode);
             float x = s ? run1(s, out, &st) : NAN;
             CHECK_MSG(st.code == DF_OK, "n %d mode %d: %s", n, mode, st.message);
             CHECK_NEAR(x, (float)n, 0);
@@ -209,14 +215,8 @@ DF_TEST(partition_loop_variable_enter_on_another_device_than_a_native_loop) {
             CHECK_EQ_INT(df_node_update_input(g, merge, 1, (df_output){next, 0}), DF_OK);
             CHECK_EQ_INT(df_node_update_input(g, vmerge, 1, (df_output){vnext, 0}), DF_OK);
             CHECK_OK(df_graph_status(g));
-            df_session_options o;
-            memset(&o, 0, sizeof o);
-            o.num_cpu_devices = 2;
-            o.inter_op_threads = 1 + (mode & 1);
-            o.disable_passes = mode & 2 ? DF_PASS_ALL : 0;
             df_status st;
-            df_session *s = df_session_new(g, &o, &st);
-            CHECK_OK(&st);
+            df_session *s = two_cpu_session(g, mode);
             if (s) df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &init, 1, &st);
             CHECK_OK(&st);
             float x = s ? run1(s, out, &st) : NAN;
