@@ -11991,10 +11991,11 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df_
                 }
                 fr->dead_exits[fr->n_dead_exits++] = t->item;
             }
-        } else {
+        } else if (!fr->exited[item->aux]) {
             fr->exited[item->aux] = 1;
             ok = df__activate(s, fr->parent_iter, t->item, outs, 0, 1, q);
-        }
+        }   /* (a second live value, from a loop made by hand whose Exit fires in several
+               iterations, is dropped: its consumers took the first, and would not run again) */
         break;
     case DF__X_NEXT:
         if (dead || !outs[0]) break;                      /* a dead NextIteration ends the loop */

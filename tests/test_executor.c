@@ -631,6 +631,38 @@ DF_TEST(exec_run_timeout_ends_a_loop_that_runs_on) {
     ex_unwatch();
 }
 
+/* A loop made by hand whose NextIteration takes a loop invariant, so it goes on after its
+   predicate turns false, as in TensorFlow: its Exit then fires in every later iteration. The
+   run deadline ends it; the values the Exit sent after the first leaked (each overwrote the
+   one before in its consumer's input) until the second ones were dropped. LeakSanitizer, at
+   the end of the test program, checks that. */
+DF_TEST(exec_run_timeout_ends_a_loop_made_by_hand_whose_exit_fires_again) {
+    ex_watch("exec_run_timeout_ends_a_loop_made_by_hand_whose_exit_fires_again", 120);
+    for (int k = 0; k < 3; k++) {                /* one thread, a pool, deterministic */
+        df_graph *g = df_graph_new();
+        df_output i0 = X(ex_f32(g, "i0", 0, NULL), 0);
+        hloop L;
+        hl_begin(&L, g, "run_on", 1, &i0, 10);
+        df_output seven = hl_invariant(&L, X(ex_f32(g, "seven", 7, NULL), 0));
+        hl_cond(&L, X(ex_op2(g, "Less", "run_on/less", L.m[0], seven, NULL), 0));
+        hl_end(&L, &seven);
+        df_node *neg = ex_op1(g, "Neg", "after", L.out[0], NULL);
+        df_output other = X(ex_f32(g, "other", 3, NULL), 0);
+        if (!EX_BUILT(g)) { df_graph_free(g); continue; }
+        df_session_options o;
+        memset(&o, 0, sizeof o);
+        o.inter_op_threads = k == 0 ? 1 : 2;
+        o.deterministic = k == 2;
+        o.run_timeout_ms = 100;
+        df_session *s = ex_session(g, &o);
+        RUN_ERROR(s, NULL, X(neg, 0), DF_DEADLINE_EXCEEDED, "run_timeout_ms", NULL);
+        RUN_F32(s, NULL, other, 3);
+        df_session_free(s);
+        df_graph_free(g);
+    }
+    ex_unwatch();
+}
+
 /* =============================================================================================
    5.9.10 A loop with zero iterations: the Exit gets the Enter's value.
    ============================================================================================= */
