@@ -12943,7 +12943,9 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
         if (same && d >= 0 && df__node_has_kernel(a, ss->devices[d])) dev[i] = d;
     }
     /* 5. control flow: Switch and Exit with their data input (forward), non-ref Enter and
-       NextIteration with their first data consumer (backward); resource values stay put */
+       any NextIteration with their first data consumer (backward); resource values stay put.
+       (A NextIteration of a reference goes with its Merge all the same: the partitioner has
+       no way to carry a back edge from another device, while a reference crosses as a value.) */
     for (int i = 0; i < n; i++) {
         const df_node *a = x->items[i].node;
         const df__xitem *it = &x->items[i];
@@ -12957,7 +12959,8 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
         const df_node *a = x->items[i].node;
         const df__xitem *it = &x->items[i];
         if (!a || !(it->kind == DF__X_ENTER || it->kind == DF__X_NEXT) || !a->n_inputs) continue;
-        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || a->inputs[0].node->out_is_ref[a->inputs[0].index]) continue;
+        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE ||
+            (it->kind == DF__X_ENTER && a->inputs[0].node->out_is_ref[a->inputs[0].index])) continue;
         for (int e = 0; e < it->n_edges; e++) {
             const df__xedge *ed = &x->edges[it->edge_start + e];
             if (ed->slot < 0 || x->items[ed->dst].kind == DF__X_FETCH || dev[ed->dst] < 0) continue;
