@@ -11416,8 +11416,9 @@ static void df__step_error(df__step *s, const df_status *st) {
     df__step_error_local(s, st);
     if (s->group) df__group_abort(s->group, st);
 }
-/* Run deadlines (df_session_options.run_timeout_ms): a wall clock in ms, read every few hundred
-   nodes and while a run waits. */
+/* Run deadlines (df_session_options.run_timeout_ms): a wall clock in ms, read as each loop
+   iteration starts (only a loop can run without end: a graph without one has finitely many
+   nodes) and while a run waits (on Recvs, on a queue). */
 static double df__clock_ms(void) {
     struct timespec ts;
     timespec_get(&ts, TIME_UTC);
@@ -11616,7 +11617,6 @@ static void df__rv_free(df__rendezvous *rv) {
 #endif
 typedef struct df__wakeq { df__wake *v; int head, n, cap, depth, draining; df__wake local[16]; } df__wakeq;
 static DF__TLS df__wakeq df__tls_wakes;
-static DF__TLS unsigned df__tls_ran;   /* nodes this thread ran: every 256th looks at the deadline */
 static void df__resume(df__wake *w);
 static void df__wakes_drain(void) {
     df__wakeq *q = &df__tls_wakes;
@@ -11852,8 +11852,15 @@ static int df__activate(df__step *s, df__iter *it, int32_t item_id, df_tensor **
 
 static int df__cleanup_iterations(df__step *s, df__frame *fr, df__readyq *q);
 
-/* Starts iteration iteration_count + 1: deferred NextIteration values and invariants go in. */
+/* Starts iteration iteration_count + 1: deferred NextIteration values and invariants go in.
+   (Under the step lock, or alone in the step: past the run's deadline, the step is marked
+   aborted here, as df__step_oom does; df__node_done tells the other partitions.) */
 static int df__increment_iteration(df__step *s, df__frame *fr, df__readyq *q) {
+    if (DF__UNLIKELY(s->deadline_ms > 0) && !s->aborted && df__clock_ms() >= s->deadline_ms) {
+        df_status_set(&s->status, DF_DEADLINE_EXCEEDED, "The run did not end within %d ms "
+                      "(df_session_options.run_timeout_ms)", s->timeout_ms);
+        __atomic_store_n(&s->aborted, 1, __ATOMIC_RELEASE);
+    }
     int64_t num = ++fr->iteration_count;
     df__iter *it = df__iter_new(s, fr->sf, num);
     if (!it) return 0;
@@ -12224,7 +12231,6 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first,
     while (q.len) {
         df__tagged t = q.v[q.head++];
         if (--q.len == 0) q.head = 0;
-        if (DF__UNLIKELY(s->deadline_ms > 0) && (++df__tls_ran & 255) == 0) df__step_check_deadline(s);
         const df__xitem *item = &s->x->items[t.item];
         if (item->n_outputs > outs_cap) {
             df_tensor **bigger = (df_tensor **)DF_MALLOC((size_t)item->n_outputs * sizeof(df_tensor *));
