@@ -11424,18 +11424,23 @@ static double df__clock_ms(void) {
     timespec_get(&ts, TIME_UTC);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
+static df_code df__deadline_exceeded(df_status *st, int timeout_ms) {
+    return df_status_set(st, DF_DEADLINE_EXCEEDED, "The run did not end within %d ms (df_session_options.run_timeout_ms)",
+                         timeout_ms);
+}
 static void df__step_set_deadline(df__step *s, int timeout_ms) {
     s->timeout_ms = timeout_ms;
     s->deadline_ms = timeout_ms > 0 ? df__clock_ms() + timeout_ms : 0;
 }
-/* Ends the run with DF_DEADLINE_EXCEEDED once the step's deadline has passed. */
+#ifndef DF_NO_THREADS
+/* Ends the run with DF_DEADLINE_EXCEEDED once the step's deadline has passed (a waiting thread). */
 static void df__step_check_deadline(df__step *s) {
     if (s->deadline_ms <= 0 || __atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE) || df__clock_ms() < s->deadline_ms) return;
     df_status st;
-    df_status_set(&st, DF_DEADLINE_EXCEEDED, "The run did not end within %d ms (df_session_options.run_timeout_ms)",
-                  s->timeout_ms);
+    df__deadline_exceeded(&st, s->timeout_ms);
     df__step_error(s, &st);
 }
+#endif
 /* `exclusive`: the caller holds the step lock or is the only thread in the step. */
 static void df__step_oom(df__step *s, const char *what, int exclusive) {
     df_status st;
@@ -11857,8 +11862,7 @@ static int df__cleanup_iterations(df__step *s, df__frame *fr, df__readyq *q);
    aborted here, as df__step_oom does; df__node_done tells the other partitions.) */
 static int df__increment_iteration(df__step *s, df__frame *fr, df__readyq *q) {
     if (DF__UNLIKELY(s->deadline_ms > 0) && !s->aborted && df__clock_ms() >= s->deadline_ms) {
-        df_status_set(&s->status, DF_DEADLINE_EXCEEDED, "The run did not end within %d ms "
-                      "(df_session_options.run_timeout_ms)", s->timeout_ms);
+        df__deadline_exceeded(&s->status, s->timeout_ms);
         __atomic_store_n(&s->aborted, 1, __ATOMIC_RELEASE);
     }
     int64_t num = ++fr->iteration_count;
@@ -18828,8 +18832,8 @@ static void df__queue_run(df__kctx *c, df__queue *q, df__qattempt *a) {
         }
         if (woke) pthread_cond_broadcast(&q->cv);
         while (!a->finished) {                   /* a step without threads: this thread waits */
-            double left = c->step->deadline_ms > 0 ? c->step->deadline_ms - df__clock_ms() : 0;
             if (c->step->deadline_ms <= 0) { pthread_cond_wait(&q->cv, &q->mu); continue; }
+            double left = c->step->deadline_ms - df__clock_ms();
             if (left <= 0) {                     /* the run's deadline: a leaves the waiters */
                 df__qattempt **at = a->enqueue ? &q->enq : &q->deq;
                 while (*at && *at != a) at = &(*at)->next;
@@ -21688,8 +21692,7 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
         int r = poll(pf, (nfds_t)np, 50);
         double now = df__now_ms();
         if (deadline > 0 && now > deadline && !first.code) {   /* the workers are told to stop */
-            df_status_set(&first, DF_DEADLINE_EXCEEDED, "The run did not end within %d ms (df_session_options.run_timeout_ms)",
-                          s->opts.run_timeout_ms);
+            df__deadline_exceeded(&first, s->opts.run_timeout_ms);
             aborted_at = now;
             df__cluster_abort(c, id, pending, &first);
         }
