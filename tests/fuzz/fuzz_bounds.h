@@ -64,13 +64,12 @@ static inline int fuzz_runnable_with_deadline(const df_graph *g) {
 
 /* Whether a run of g is bounded in time and stays inside the process (see above). */
 static inline int fuzz_runnable(const df_graph *g) {
-    static const char *const refused[] = {"NextIteration", "While", "StatelessWhile", "FIFOQueueV2", "QueueEnqueueV2",
-                                          "QueueEnqueueManyV2", "QueueDequeueV2", "QueueDequeueManyV2", "QueueCloseV2",
-                                          "QueueSizeV2", "QueueIsClosedV2", "SaveV2", "RestoreV2", "_Send", "_Recv",
-                                          "_HostSend", "_HostRecv", "_GpuGraph", NULL};
+    static const char *const unbounded[] = {"NextIteration", "While", "StatelessWhile", "FIFOQueueV2", "QueueEnqueueV2",
+                                            "QueueEnqueueManyV2", "QueueDequeueV2", "QueueDequeueManyV2", "QueueCloseV2",
+                                            "QueueSizeV2", "QueueIsClosedV2", NULL};
     for (int i = 0; i < df_graph_num_nodes(g); i++)
-        if (fuzz_op_is(df_graph_node_at(g, i), refused)) return 0;
-    return fuzz_bounded_work(g);
+        if (fuzz_op_is(df_graph_node_at(g, i), unbounded)) return 0;
+    return fuzz_runnable_with_deadline(g);
 }
 
 /* Whether every output of every node of g has a fully known static shape of at most max_elements. */
