@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dataflow.h - a TensorFlow-1.x-style dataflow runtime in C: tensors, a BFC allocator, graphs with
    real control flow (cond and while loops from Switch, Merge, Enter, Exit, NextIteration), a tagged
    executor and sessions.
@@ -541,7 +542,7 @@ void       df_saver_free(df_saver *sv);                  /* the nodes stay in th
 /* crc32c (Castagnoli) of n bytes, continuing from crc (0 to start). */
 uint32_t   df_crc32c(uint32_t crc, const void *data, size_t n);
 
-/* Workers: a process serving graph partitions over TCP (see README, "Several processes"). */
+/* Workers: a process serving graph partitions over TCP (see docs/clusters.md). */
 typedef struct df_worker_options {
     const char *host;                /* the IPv4 address to listen on; NULL means 127.0.0.1 */
     int         port;                /* 0 means any free port (df_worker_port says which) */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dataflow_cuda.cu - the GPU side of dataflow (compiled with nvcc, linked with -lcudart -lcublas).
 
    What is here: device discovery, and one GPU's building blocks for the runtime's GPU device:

@@ -1,5 +1,5 @@
 /* dfworker: a worker process. It listens on a TCP port and serves what a master session sends
-   (see README, "Several processes"), until a master asks it to shut down or it is killed.
+   (see docs/clusters.md), until a master asks it to shut down or it is killed.
 
      build/dfworker --port 2222 [--host 0.0.0.0] [--task N] [--cpus N] [--max-message-bytes B]
 

@@ -1,5 +1,5 @@
 /* What the worker tests and the worker fuzzer share: the wire format's little-endian fields and
-   frame header (as README's "Several processes" documents them), a loopback connection, and a
+   frame header (as docs/clusters.md documents them), a loopback connection, and a
    worker log kept in memory. Each includer gets its own copies (static inline). Needs
    _POSIX_C_SOURCE 200809L defined before any include. */
 #ifndef DATAFLOW_TESTS_WIRE_H

@@ -1,7 +1,7 @@
 /* Fuzz target: the worker protocol's decoders, on both ends of a connection.
 
    The first byte of an input picks a side and a few options; the rest is a stream of frames
-   (24-byte headers as README's "Several processes" documents, and their payloads).
+   (24-byte headers as docs/clusters.md documents, and their payloads).
 
      bit 0 clear: the worker side. A worker (df_worker_start, on a free loopback port) is sent
        the frames on one connection, whose replies are read and dropped until the worker closes
