@@ -9,6 +9,26 @@
        #define DATAFLOW_IMPLEMENTATION
        #include "dataflow.h"                                              (pulls in dataflow.c)
 
+   Contents. Each group opens with who owns what, which errors it gives and what may be called
+   from several threads at once. Search for the marker.
+      1. Status ................................................................... >>status
+      2. Limits ................................................................... >>limits
+      3. Types and tensors ........................................................ >>tensor
+      4. Graphs and ops: nodes, attributes, the op builder, typed helpers, scopes . >>graph
+      5. Control flow: cond and while loops ....................................... >>cflow
+      6. Functions and functional control flow (If, While, calls) ................. >>func
+      7. Gradients and training (optimizers) ...................................... >>autodiff
+      8. Sessions and running ..................................................... >>session
+      9. Devices and memory (the BFC allocator) ................................... >>device
+     10. Files: GraphDef import and export, DOT pictures, NumPy .npy .............. >>serial
+     11. Checkpoints and the saver ................................................ >>checkpoint
+     12. Queues ................................................................... >>queue
+     13. Clusters: workers and MPI ................................................ >>cluster
+     14. Utilities: version, crc32c, the matrix product, CPU kernel sets .......... >>util
+     INTERNAL, not part of the public API; may change without notice:
+     15. The GPU launchers (dataflow_cuda.cu implements them, dataflow.c calls them) >>gpu
+     16. Test hooks ............................................................... >>testing
+
    Conventions: every call that can fail for reasons outside the programmer's control reports a
    df_status (or df_code); nothing reachable from input aborts. Objects from *_new are freed by the
    matching *_free, and *_free(NULL) is a no-op. Tensors are reference counted. A graph is built
@@ -35,15 +55,18 @@
 extern "C" {
 #endif
 
-#define DF_VERSION_MAJOR 0
-#define DF_VERSION_MINOR 1
-#define DF_VERSION_PATCH 0
-#define DF_VERSION_STRING "0.1.0"
-const char *df_version(void);                 /* DF_VERSION_STRING; static storage */
-
-/* ---------------------------------------------------------------------------------------------
-   Status
-   --------------------------------------------------------------------------------------------- */
+/* =============================================================================================
+   1. STATUS                                                                           >>status
+   Owns:    a df_status is a plain struct of the caller's (on the stack is fine); the library
+            only writes into it. df_code_name's strings are static.
+   Errors:  a function that takes `df_status *st` writes the error there and returns its code
+            (or NULL); after a success st->code is DF_OK. st may be NULL (the code is then only
+            returned) everywhere except df_session_new, which needs one. The codes are
+            TensorFlow's, with its numbers; a message names the node involved where there is
+            one: "... {{node loop/add}}".
+   Threads: these functions touch only their arguments; one df_status must not be written by two
+            threads at once.
+   ============================================================================================= */
 typedef enum df_code {            /* same numbers as TensorFlow / absl status codes */
     DF_OK = 0, DF_CANCELLED = 1, DF_UNKNOWN = 2, DF_INVALID_ARGUMENT = 3,
     DF_DEADLINE_EXCEEDED = 4, DF_NOT_FOUND = 5, DF_ALREADY_EXISTS = 6,
@@ -62,29 +85,11 @@ df_code df_status_set(df_status *st, df_code code, const char *fmt, ...)
     ;
 void df_status_clear(df_status *st);          /* DF_OK and an empty message; NULL ok */
 
-/* ---------------------------------------------------------------------------------------------
-   Types and tensors
-   --------------------------------------------------------------------------------------------- */
-typedef enum df_dtype {           /* same numbers as TensorFlow's DataType */
-    DF_FLOAT = 1, DF_DOUBLE = 2, DF_INT32 = 3, DF_UINT8 = 4, DF_INT16 = 5, DF_INT8 = 6,
-    DF_STRING = 7, DF_COMPLEX64 = 8, DF_INT64 = 9, DF_BOOL = 10, DF_BFLOAT16 = 14,
-    DF_UINT16 = 17, DF_COMPLEX128 = 18, DF_HALF = 19, DF_UINT32 = 22, DF_UINT64 = 23,
-    DF_RESOURCE = 20              /* a handle to runtime state (a gradient stack); scalar, opaque */
-} df_dtype;
-size_t      df_dtype_size(df_dtype t);        /* bytes per element; 0 for DF_STRING or unknown */
-const char *df_dtype_name(df_dtype t);        /* "float", "int32", ...; "invalid" if unknown */
-
-/* 16-bit float conversions. float16 and bfloat16 round to nearest even (NaN stays NaN);
-   df_float_to_bfloat16_trunc truncates, as TensorFlow does for bfloat16 transfer compression. */
-uint16_t df_float_to_half(float f);
-float    df_half_to_float(uint16_t h);
-uint16_t df_float_to_bfloat16(float f);
-uint16_t df_float_to_bfloat16_trunc(float f);
-float    df_bfloat16_to_float(uint16_t b);
-
-/* Limits. Input past one of them is refused with a status, before anything of the size it
-   claims is allocated or recursed into (never a crash, a hang or an abort); the message names the
-   node involved where there is one, TensorFlow's way: "... {{node NAME}}". The #ifndef ones may be
+/* =============================================================================================
+   2. LIMITS                                                                           >>limits
+   Input past one of them is refused with a status, before anything of the size it claims is
+   allocated or recursed into (never a crash, a hang or an abort); the message names the node
+   involved where there is one, TensorFlow's way: "... {{node NAME}}". The #ifndef ones may be
    defined otherwise on the command line, alike for dataflow.c and every file that includes this
    header.
      limit                       value       what                                          status
@@ -105,7 +110,8 @@ float    df_bfloat16_to_float(uint16_t b);
                                              (recursion itself is refused)
      DF_MAX_MESSAGE_BYTES        2^30        one message between processes (a worker's     worker: connection
                                              max_message_bytes overrides it)               closed, logged;
-                                                                                           session: UNAVAILABLE */
+                                                                                           session: UNAVAILABLE
+   ============================================================================================= */
 #define DF_MAX_RANK 8
 #define DF_MAX_ELEMENTS INT64_MAX
 #define DF_MAX_TENSOR_BYTES (SIZE_MAX / 2)
@@ -121,6 +127,45 @@ float    df_bfloat16_to_float(uint16_t b);
 #ifndef DF_MAX_MESSAGE_BYTES
 #define DF_MAX_MESSAGE_BYTES ((uint64_t)1 << 30)
 #endif
+
+/* =============================================================================================
+   3. TYPES AND TENSORS                                                                >>tensor
+   Owns:    every function that returns a df_tensor * (the constructors below, df_tensor_read_npy,
+            df_checkpoint_read, and df_session_run's fetches) gives the caller one reference,
+            which df_tensor_release drops; the tensor goes when its last reference does. What
+            the library keeps of a tensor it retains (df_const, df_op_set_attr_tensor, a fed
+            value assigned to a variable), so the caller may release its own reference right
+            after the call. df_tensor_data's pointer and df_tensor_string's strings are valid
+            while a reference is held. dims, data and strings passed in are copied.
+            A tensor is immutable once handed to the library: it may be shared, not copied (a
+            variable assigned from a feed holds that very tensor), so write into df_tensor_data
+            only before.
+   Errors:  the constructors return NULL with *st set: DF_INVALID_ARGUMENT for a dtype a tensor
+            cannot hold (DF_STRING and DF_RESOURCE included: strings come from
+            df_tensor_new_strings), a rank outside [0, DF_MAX_RANK], a negative dimension, too
+            many elements or bytes (see Limits), an nbytes that does not match;
+            DF_RESOURCE_EXHAUSTED when memory runs out. The accessors take NULL (and answer 0,
+            -1 or NULL).
+   Threads: reference counts are atomic and the host allocator behind the constructors is
+            locked: tensors may be made, retained, released and read on any threads at once.
+   ============================================================================================= */
+typedef enum df_dtype {           /* same numbers as TensorFlow's DataType */
+    DF_FLOAT = 1, DF_DOUBLE = 2, DF_INT32 = 3, DF_UINT8 = 4, DF_INT16 = 5, DF_INT8 = 6,
+    DF_STRING = 7, DF_COMPLEX64 = 8, DF_INT64 = 9, DF_BOOL = 10, DF_BFLOAT16 = 14,
+    DF_UINT16 = 17, DF_COMPLEX128 = 18, DF_HALF = 19, DF_UINT32 = 22, DF_UINT64 = 23,
+    DF_RESOURCE = 20              /* a handle to runtime state (a gradient stack); scalar, opaque */
+} df_dtype;
+size_t      df_dtype_size(df_dtype t);        /* bytes per element; 0 for DF_STRING or unknown */
+const char *df_dtype_name(df_dtype t);        /* "float", "int32", ...; "invalid" if unknown */
+
+/* 16-bit float conversions. float16 and bfloat16 round to nearest even (NaN stays NaN);
+   df_float_to_bfloat16_trunc truncates, as TensorFlow does for bfloat16 transfer compression. */
+uint16_t df_float_to_half(float f);
+float    df_half_to_float(uint16_t h);
+uint16_t df_float_to_bfloat16(float f);
+uint16_t df_float_to_bfloat16_trunc(float f);
+float    df_bfloat16_to_float(uint16_t b);
+
 typedef struct df_tensor df_tensor;           /* opaque, reference counted */
 
 /* New tensor, zero-filled, in host memory. NULL (and *st set) on bad dtype/shape or OOM.
@@ -145,9 +190,33 @@ void      *df_tensor_data(const df_tensor *t);/* host pointer; valid while a ref
 /* Writes a short human-readable rendering ("float [2,3] {1, 2, 3, ...}") into buf; returns buf. */
 char      *df_tensor_describe(const df_tensor *t, char *buf, size_t n);
 
-/* ---------------------------------------------------------------------------------------------
-   Graphs and nodes
-   --------------------------------------------------------------------------------------------- */
+/* String tensors (what the checkpoint ops take as paths and names): n strings, copied. */
+df_tensor  *df_tensor_new_strings(int rank, const int64_t *dims, const char *const *strings, df_status *st);
+/* String i of a DF_STRING tensor (NUL-ended; *len its length), or NULL. */
+const char *df_tensor_string(const df_tensor *t, int64_t i, size_t *len);
+
+/* =============================================================================================
+   4. GRAPHS AND OPS                                                                    >>graph
+   Owns:    df_graph_free frees a graph with all its nodes; free the sessions on it first. Nodes,
+            outputs, names, op names, devices and attribute values read back (df_node_attr_string,
+            df_node_attr_tensor) belong to the graph and stay valid until df_graph_free. Strings,
+            arrays and dims passed in are copied; tensors passed in are retained. A builder
+            from df_op_new is freed by df_op_finish, and only by it: finish every builder, also
+            after an error (it then returns NULL).
+   Errors:  the first error met while building is kept on the graph (df_graph_status), and
+            every later building call on it returns NULL, {NULL,0} or that code and does
+            nothing, so one check at the end is enough: DF_INVALID_ARGUMENT (inputs, types,
+            shapes, attributes or names an op does not accept; a duplicate node name),
+            DF_NOT_FOUND (an op type that is not registered), DF_OUT_OF_RANGE
+            (df_node_update_input's indices), DF_RESOURCE_EXHAUSTED (out of memory, or past
+            DF_MAX_GRAPH_NODES). Accessors take NULL and answer 0, -1, "" or NULL.
+   Threads: one thread at a time builds a graph, and not while a session on it is being made,
+            run or freed: a run reads the graph to plan (the first time it meets a set of feeds,
+            fetches and targets) and may write it (it lowers If, While and calls in place).
+            Between runs is fine: later runs see the new nodes. Reading a graph from several
+            threads is fine while nobody writes it. Different graphs may be built on different
+            threads at once.
+   ============================================================================================= */
 typedef struct df_graph df_graph;
 typedef struct df_node  df_node;              /* owned by its graph */
 typedef struct df_output { df_node *node; int index; } df_output;   /* one output of a node */
@@ -179,13 +248,17 @@ df_code     df_node_update_input(df_graph *g, df_node *dst, int index, df_output
    through NextIteration, two LoopConds in a frame. Does not make the graph's status sticky. */
 df_code     df_graph_validate(const df_graph *g, df_status *st);
 
-/* Attribute access on built nodes. Each returns 1 if the attribute exists with that kind. */
+/* ---- Attribute access on built nodes ---- */
+/* Each returns 1 if the attribute exists with that kind. */
 int df_node_attr_int(const df_node *n, const char *attr, int64_t *v);
 int df_node_attr_float(const df_node *n, const char *attr, float *v);
 int df_node_attr_bool(const df_node *n, const char *attr, int *v);
 int df_node_attr_type(const df_node *n, const char *attr, df_dtype *v);
 int df_node_attr_string(const df_node *n, const char *attr, const char **v);  /* graph owns *v */
 int df_node_attr_tensor(const df_node *n, const char *attr, const df_tensor **v);  /* graph owns *v */
+/* The number of shapes in a list(shape) attr (-1 if there is no such attr), and shape i into
+   *rank and dims (when 0 <= i < that number). */
+int  df_node_attr_shape_list(const df_node *n, const char *attr, int i, int *rank, int64_t dims[DF_MAX_RANK]);
 
 /* ---- The generic op builder (TensorFlow op names and attribute names) ---- */
 typedef struct df_op_builder df_op_builder;
@@ -204,30 +277,17 @@ void df_op_set_attr_shape(df_op_builder *b, const char *attr, int rank, const in
 void df_op_set_attr_tensor(df_op_builder *b, const char *attr, df_tensor *v);   /* retains v */
 void df_op_set_attr_int_list(df_op_builder *b, const char *attr, const int64_t *v, int n);
 void df_op_set_attr_type_list(df_op_builder *b, const char *attr, const df_dtype *v, int n);
+/* list(shape) attrs (FIFOQueueV2's `shapes`): n shapes, ranks[i] -1 for an unknown shape, dims[i]
+   holding ranks[i] dims (-1: unknown), NULL when ranks[i] <= 0. */
+void df_op_set_attr_shape_list(df_op_builder *b, const char *attr, int n, const int *ranks, const int64_t *const *dims);
 /* Checks the node against the op registry (inputs, attrs, types), infers output types and
    shapes, adds it. Frees b. NULL and a sticky graph error on failure. */
 df_node *df_op_finish(df_op_builder *b);
-/* Whether an op type is registered. */
+/* Whether an op type is registered. Any thread. */
 int df_op_is_registered(const char *op_type);
 /* Places the node being built with n (TensorFlow's colocate_with): adds "loc:@<n's name>" to
    its `_class` attr, entries separated by commas. The placer keeps colocated nodes together. */
 void df_op_colocate_with(df_op_builder *b, const df_node *n);
-/* The library's matrix product on row-major matrices: C[m,n] = op(A)[m,k] op(B)[k,n], op a
-   transpose when ta/tb is set; lda/ldb/ldc are row strides in elements. n_threads > 1 splits big
-   products over a process-wide pool. DF_INVALID_ARGUMENT for bad sizes or strides. */
-df_code df_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                    const float *b, int64_t ldb, float *c, int64_t ldc, int n_threads);
-df_code df_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
-                    const double *b, int64_t ldb, double *c, int64_t ldc, int n_threads);
-/* Which CPU kernels run: "auto" (the best this CPU has), "portable", "avx2" (AVX2+FMA). Returns
-   DF_UNAVAILABLE when this CPU lacks the instructions, DF_INVALID_ARGUMENT for an unknown name.
-   For tests and comparisons; it applies to the whole process. */
-df_code df_set_kernel_isa(const char *isa);
-const char *df_kernel_isa(void);   /* the kernels in use now */
-/* TensorFlow's rendezvous key of a _Send or _Recv node of a partition for one frame instance
-   and iteration: "send_device;incarnation(16 hex);recv_device;tensor_name;frame_id:iter".
-   Returns the length written (snprintf-style), or -1 if n is not a transfer node. */
-int df_rendezvous_key(const df_node *n, uint64_t frame_id, int64_t iter, char *buf, size_t size);
 
 /* ---- Typed helpers (each is df_op_new ... df_op_finish underneath) ---- */
 df_output df_const(df_graph *g, df_tensor *value);                 /* retains value */
@@ -289,12 +349,23 @@ void df_graph_pop_device(df_graph *g);
 void df_graph_push_control_deps(df_graph *g, df_node *const *deps, int n);
 void df_graph_pop_control_deps(df_graph *g);
 
-/* ---------------------------------------------------------------------------------------------
-   Control flow: Switch, Merge, Enter, Exit, NextIteration and LoopCond, as in the seed documents.
-   Tensors from outside a branch or loop body are captured automatically when an op inside uses
-   them (a Switch per captured tensor and branch; a constant Enter per loop invariant). Arbitrary
-   nesting works.
-   --------------------------------------------------------------------------------------------- */
+/* =============================================================================================
+   5. CONTROL FLOW                                                                      >>cflow
+   Switch, Merge, Enter, Exit, NextIteration and LoopCond, as in the seed documents. Tensors
+   from outside a branch or loop body are captured automatically when an op inside uses them (a
+   Switch per captured tensor and branch; a constant Enter per loop invariant). Arbitrary nesting
+   works. Inside a function's body (section 6) df_cond and df_while_loop build If and While.
+   Owns:    the callbacks run during the call, on the calling thread, building into the graph
+            they are given; `user` is only passed to them, so it need live only for the call,
+            except with df_while_options.checkpoint_every > 0 (df_gradients calls the body
+            again). The nodes made belong to the graph.
+   Errors:  graph building's, kept on the graph and returned: DF_INVALID_ARGUMENT (bad
+            arguments, a predicate that is not a scalar bool, branches or a body that give
+            other types than they should, nesting past DF_MAX_CONTROL_FLOW_DEPTH),
+            DF_RESOURCE_EXHAUSTED; an error a callback makes ends the construct with it. On
+            failure outs are {NULL,0}.
+   Threads: as graph building (section 4).
+   ============================================================================================= */
 /* Build a branch: write n_out outputs into outs. */
 typedef void (*df_branch_fn)(df_graph *g, void *user, df_output *outs);
 /* outs[i] = pred ? then_fn's i-th output : else_fn's. pred: scalar bool. */
@@ -322,8 +393,8 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init,
                       df_loop_cond_fn cond, df_loop_body_fn body, void *user,
                       const df_while_options *opts, df_output *outs);
 
-/* ---------------------------------------------------------------------------------------------
-   Functions and functional control flow (additions)
+/* =============================================================================================
+   6. FUNCTIONS AND FUNCTIONAL CONTROL FLOW                                              >>func
    A graph holds a library of named functions. A function's body is a graph of its own, built
    by a callback; values of the enclosing graph that the body uses are captured (passed by every
    call as extra arguments). Inside a body, df_cond and df_while_loop build If and While.
@@ -332,7 +403,19 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init,
    five primitives before a graph runs and before df_gradients walks it: the functions are
    instantiated in the graph and the node becomes an IdentityN of the results (handles to its
    outputs stay valid). Recursion is refused; functions nest at most DF_MAX_FUNCTION_DEPTH.
-   --------------------------------------------------------------------------------------------- */
+   Owns:    the library belongs to the outermost graph: a body from df_graph_function_body and
+            a name from df_graph_function_name are valid until df_graph_free of that graph;
+            neither is to be modified or freed. The callbacks run during the defining call only
+            (df_function_define, df_if, df_while), building into the body graph they are given.
+   Errors:  graph building's, kept on the graph: DF_ALREADY_EXISTS (a name defined twice),
+            DF_NOT_FOUND (a call of a function not in the library), DF_INVALID_ARGUMENT (bad
+            arguments, recursion, nesting past DF_MAX_FUNCTION_DEPTH), DF_RESOURCE_EXHAUSTED
+            (out of memory; lowering past DF_MAX_GRAPH_NODES). An error inside a body is
+            reported on the enclosing graph, "... (in function 'name')".
+   Threads: as graph building (section 4). Lowering writes the graph, also when a session's
+            run or df_gradients does it: before running a graph that holds If, While or calls
+            from several threads at once, lower it first (df_graph_lower_functions).
+   ============================================================================================= */
 /* Builds a function's body in fg: args are its n_args arguments; write n_out results to outs. */
 typedef void (*df_function_fn)(df_graph *fg, void *user, const df_output *args, df_output *outs);
 df_code df_function_define(df_graph *g, const char *name, int n_args, const df_dtype *arg_types, int n_out,
@@ -340,7 +423,9 @@ df_code df_function_define(df_graph *g, const char *name, int n_args, const df_d
 /* A PartitionedCall (StatefulPartitionedCall when the body is stateful) of function `name`. */
 df_code df_call(df_graph *g, const char *name, int n_args, const df_output *args, int n_out, df_output *outs);
 /* df_cond and df_while_loop as functional ops: one StatelessIf/If (StatelessWhile/While) node
-   whose branches (cond and body) are new functions of the library. Same results and gradients. */
+   whose branches (cond and body) are new functions of the library. Same results and gradients.
+   df_while takes parallel_iterations, maximum_iterations and name (the node's) from opts;
+   swap_memory and checkpoint_every are not used. */
 df_code df_if(df_graph *g, df_output pred, int n_out, df_branch_fn then_fn, df_branch_fn else_fn,
               void *user, df_output *outs);
 df_code df_while(df_graph *g, int n_vars, const df_output *init, df_loop_cond_fn cond, df_loop_body_fn body,
@@ -352,9 +437,18 @@ const df_graph *df_graph_function_body(const df_graph *g, const char *name);   /
 /* Lowers every functional node of g now (sessions and df_gradients do it when needed). */
 df_code df_graph_lower_functions(df_graph *g, df_status *st);
 
-/* ---------------------------------------------------------------------------------------------
-   Automatic differentiation
-   --------------------------------------------------------------------------------------------- */
+/* =============================================================================================
+   7. GRADIENTS AND TRAINING                                                         >>autodiff
+   Owns:    the gradient and update ops are ordinary nodes of g, as are dxs, the training NoOp
+            and *init: the graph owns them.
+   Errors:  graph building's, kept on the graph: DF_INVALID_ARGUMENT (bad arguments, grad_ys of
+            another dtype than ys, vars that are not float variables), DF_UNIMPLEMENTED (an op
+            on the path without a gradient, ys or xs inside a while loop, g a function's body),
+            DF_RESOURCE_EXHAUSTED. df_gradients lowers g's If, While and calls first (section 6).
+   Threads: building them is graph building (section 4). Running a training step from several
+            threads at once is allowed: each update holds its variables' locks, so no variable
+            is torn, but concurrent steps' updates interleave in no fixed order.
+   ============================================================================================= */
 /* dxs[i] = sum over j of d(ys[j])/d(xs[i]) weighted by grad_ys[j] (NULL means ones).
    Works through cond and while_loop, nested. dxs[i] = {NULL,0} where no y depends on xs[i].
    The gradient ops are ordinary graph ops, so df_gradients can be applied to them again. */
@@ -381,9 +475,36 @@ typedef struct df_optimizer {
 df_node *df_minimize(df_graph *g, df_output loss, int n_vars, const df_output *vars,
                      const df_optimizer *opt, df_node **init);
 
-/* ---------------------------------------------------------------------------------------------
-   Sessions
-   --------------------------------------------------------------------------------------------- */
+/* =============================================================================================
+   8. SESSIONS AND RUNNING                                                            >>session
+   Owns:    df_session_free frees a session; free it before its graph, which the session uses
+            but does not copy. The session owns its devices, threads, variables' values, queues
+            and compiled plans; the graphs and device names df_session_partition and
+            df_session_optimized_graph return are the session's, valid until df_session_free,
+            and are not to be modified. Feeds are only read (what a run keeps of them it
+            retains); fetch_values[i] are new references for the caller to release, and stay
+            valid after the session is freed.
+   Errors:  df_session_new: DF_INVALID_ARGUMENT (options out of range, more GPUs than are
+            visible), DF_UNIMPLEMENTED (GPUs in a build without DATAFLOW_CUDA), DF_UNAVAILABLE
+            (a worker of the target does not answer), DF_RESOURCE_EXHAUSTED.
+            df_session_run: the graph's own error, if it has one (a run that lowers If, While
+            and calls reports a failure there on the graph, where it stays); DF_INVALID_ARGUMENT
+            (feeds, fetches or targets that are NULL, from another graph, of the wrong type or
+            shape or fed twice; bad values met by an op; a device request that cannot be met;
+            a fetch never computed); DF_FAILED_PRECONDITION (a variable read before it is
+            initialised); DF_RESOURCE_EXHAUSTED (a device out of memory; the message holds the
+            allocator's summary); DF_DEADLINE_EXCEEDED (run_timeout_ms); DF_CANCELLED and
+            DF_OUT_OF_RANGE (queues, section 12); DF_UNAVAILABLE and DF_ABORTED (a worker
+            failed, went silent or restarted); DF_UNIMPLEMENTED (something not supported, such
+            as a kernel for a type); DF_INTERNAL (a bug of ours). On failure every
+            fetch_values[i] is NULL.
+   Threads: df_session_run may be called on one session from several threads at once, as in
+            TensorFlow; runs share the variables, queues and random state. The statistics and
+            partition functions may be called at any time. Making and freeing a session count
+            as writing its graph (section 4). df_session_free cancels the queue operations that
+            wait in runs in flight (DF_CANCELLED) and waits for those runs to return; no call on
+            the session may start once it has begun.
+   ============================================================================================= */
 typedef struct df_session df_session;
 typedef struct df_session_options {
     int         num_cpu_devices;     /* 0 means 1: /device:CPU:0 .. CPU:n-1 in this process */
@@ -434,8 +555,8 @@ typedef struct df_pass_stats {
    the time to move their inputs. */
 enum { DF_PLACEMENT_DEFAULT = 0, DF_PLACEMENT_COST_MODEL = 1 };
 
-/* The session keeps g alive until df_session_free; nodes added to g later are usable in later
-   runs. opts NULL means defaults. */
+/* The session uses g, not a copy, until df_session_free: g must outlive it. Nodes added to g
+   later are usable in later runs. opts NULL means defaults. */
 df_session *df_session_new(df_graph *g, const df_session_options *opts, df_status *st);
 /* Runs the subgraph needed for fetches and targets, with feeds replacing outputs.
    fetch_values[i] receive new references owned by the caller. Feeds are never modified.
@@ -460,10 +581,29 @@ const df_graph *df_session_partition(df_session *s, int i, const char **device);
    the caller's graph when every pass is off), and what the passes did (stats may be NULL).
    NULL before the first run. Valid until the session is freed. */
 const df_graph *df_session_optimized_graph(df_session *s, df_pass_stats *stats);
+/* TensorFlow's rendezvous key of a _Send or _Recv node of a partition for one frame instance
+   and iteration: "send_device;incarnation(16 hex);recv_device;tensor_name;frame_id:iter".
+   Returns the length written (snprintf-style), or -1 if n is not a transfer node. */
+int df_rendezvous_key(const df_node *n, uint64_t frame_id, int64_t iter, char *buf, size_t size);
 
-/* ---------------------------------------------------------------------------------------------
-   Memory: the BFC allocator (best fit with coalescing, as TensorFlow's)
-   --------------------------------------------------------------------------------------------- */
+/* =============================================================================================
+   9. DEVICES AND MEMORY                                                               >>device
+   Devices have TensorFlow's names ("/job:localhost/replica:0/task:0/device:CPU:1") and short
+   forms ("/device:CPU:1", "/cpu:1", "/gpu:0"). A session has num_cpu_devices CPU devices, then
+   num_gpu_devices GPUs (with a target: the workers' devices), each with its own BFC allocator
+   (best fit with coalescing, as TensorFlow's) limited to df_session_options.memory_limit.
+   Owns:    df_bfc_free_all destroys an allocator from df_bfc_new and gives back all its regions
+            (through sys_free; with sys_free NULL they stay the caller's): blocks still allocated
+            become invalid. A block from df_bfc_alloc goes back with df_bfc_free.
+   Errors:  no statuses here: df_bfc_alloc returns NULL when the limit or the system's memory is
+            reached (and for 0 bytes), df_bfc_new NULL when out of memory; df_bfc_free ignores a
+            pointer that is not a live block of a.
+   Threads: df_bfc_alloc, df_bfc_free, df_bfc_allocated_size, df_bfc_get_stats and
+            df_bfc_summary may be called on one allocator from several threads at once (it has a
+            lock); df_bfc_free_all only when no other call on it can happen.
+            df_session_device_alloc_stats may be called at any time, as the session's other
+            statistics.
+   ============================================================================================= */
 typedef struct df_bfc df_bfc;
 typedef struct df_bfc_options {
     size_t memory_limit;             /* 0 means no limit */
@@ -479,19 +619,40 @@ typedef struct df_alloc_stats {
 } df_alloc_stats;
 
 df_bfc *df_bfc_new(const df_bfc_options *opts);      /* NULL opts means defaults */
-void   *df_bfc_alloc(df_bfc *a, size_t nbytes);      /* NULL when out of memory; never aborts */
+void   *df_bfc_alloc(df_bfc *a, size_t nbytes);      /* NULL on OOM or nbytes 0; never aborts */
 void    df_bfc_free(df_bfc *a, void *p);             /* NULL ok */
 size_t  df_bfc_allocated_size(df_bfc *a, const void *p);   /* rounded size of a live block */
 void    df_bfc_get_stats(df_bfc *a, df_alloc_stats *out);
 void    df_bfc_free_all(df_bfc *a);                  /* destroys the allocator */
 /* A readable summary (per-bin totals, regions, stats) for out-of-memory reports; returns buf. */
 char   *df_bfc_summary(df_bfc *a, char *buf, size_t n);
-/* Statistics of a session device's allocator (0 is /device:CPU:0). Returns 0 if no such device. */
+/* Statistics of a session device's allocator (0 is /device:CPU:0; CPU devices come first, then
+   GPUs). Returns 0 if no such device. */
 int     df_session_device_alloc_stats(df_session *s, int device, df_alloc_stats *out);
 
-/* ---------------------------------------------------------------------------------------------
-   Pictures and files
-   --------------------------------------------------------------------------------------------- */
+#ifdef DATAFLOW_CUDA
+/* From dataflow_cuda.cu: the number of visible CUDA devices (0 without a driver or device). */
+int df_cuda_device_count(df_status *st);
+#endif
+
+/* =============================================================================================
+   10. FILES: GRAPHDEF, DOT PICTURES, NUMPY .NPY                                      >>serial
+   Owns:    a graph df_graph_import_graphdef makes is the caller's (df_graph_free). The buffer
+            df_graph_export_graphdef gives comes from malloc: release it with free(), not
+            DF_FREE. df_tensor_read_npy gives one reference. data, paths and FILEs are only used
+            during the call.
+   Errors:  import: DF_INVALID_ARGUMENT (a malformed protobuf or an inconsistent graph: inputs,
+            types or attrs that do not fit, a name already in g), DF_UNIMPLEMENTED (an op not
+            registered here, a dtype or feature not supported), DF_RESOURCE_EXHAUSTED (past
+            DF_MAX_GRAPH_NODES; memory); df_graph_import_graphdef_into is all or nothing.
+            Export: DF_INVALID_ARGUMENT (NULL arguments), DF_UNIMPLEMENTED (If, While or calls
+            not lowered). DOT: DF_INVALID_ARGUMENT, DF_DATA_LOSS (the FILE failed). .npy (writing
+            gives the code without a message): DF_NOT_FOUND (cannot open or create),
+            DF_INVALID_ARGUMENT and DF_DATA_LOSS (a malformed or short file), DF_UNIMPLEMENTED (a
+            dtype NumPy or we do not have, bfloat16 for one).
+   Threads: export and DOT read the graph; import_into writes it (section 4). Importing into a
+            new graph and the .npy functions may run on several threads at once.
+   ============================================================================================= */
 df_code df_graph_write_dot(const df_graph *g, FILE *f);               /* Graphviz */
 /* TensorFlow GraphDef (binary protobuf), both ways. */
 df_graph *df_graph_import_graphdef(const void *data, size_t len, df_status *st);
@@ -514,16 +675,25 @@ df_code df_graph_import_graphdef_into(df_graph *g, const void *data, size_t len,
 df_tensor *df_tensor_read_npy(const char *path, df_status *st);               /* NumPy .npy */
 df_code    df_tensor_write_npy(const df_tensor *t, const char *path);
 
-/* String tensors (what the checkpoint ops take as paths and names): n strings, copied. */
-df_tensor  *df_tensor_new_strings(int rank, const int64_t *dims, const char *const *strings, df_status *st);
-/* String i of a DF_STRING tensor (NUL-ended; *len its length), or NULL. */
-const char *df_tensor_string(const df_tensor *t, int64_t i, size_t *len);
-
-/* Checkpoints: one file at `path` holding named tensors (header, index, data; a crc32c per
+/* =============================================================================================
+   11. CHECKPOINTS AND THE SAVER                                                   >>checkpoint
+   Checkpoints: one file at `path` holding named tensors (header, index, data; a crc32c per
    tensor and one over the index). Written to a temporary file, fsynced, renamed over path and
    the directory fsynced, so a crash at any moment leaves the old checkpoint or the new one,
-   whole. A damaged or truncated file reads as DF_DATA_LOSS; a missing name as DF_NOT_FOUND.
-   The SaveV2 and RestoreV2 ops (TensorFlow's names and attrs) read and write the same files. */
+   whole. The SaveV2 and RestoreV2 ops (TensorFlow's names and attrs) read and write the same
+   files.
+   Owns:    df_checkpoint_read and _read_buffer give one reference. df_checkpoint_names' array
+            and each of its strings come from malloc: free() each and the array. df_saver_free
+            frees a saver from df_saver_new; its nodes stay in the graph, which owns them.
+   Errors:  DF_DATA_LOSS (a damaged or truncated file), DF_NOT_FOUND (no such file, or no such
+            name in it), DF_INVALID_ARGUMENT (bad arguments, a name given twice, a tensor in GPU
+            memory), DF_UNIMPLEMENTED (a tensor checkpoints do not hold: strings, references),
+            DF_PERMISSION_DENIED and DF_RESOURCE_EXHAUSTED (from the file system: access, space),
+            DF_INTERNAL (other I/O errors). df_saver_save and _restore give df_session_run's.
+   Threads: reading may happen on several threads at once. Write checkpoints (df_checkpoint_write,
+            df_saver_save, runs of SaveV2) from one thread at a time. df_saver_new builds into
+            the graph (section 4); df_saver_save and _restore are runs (section 8).
+   ============================================================================================= */
 df_code    df_checkpoint_write(const char *path, int n, const char *const *names, df_tensor *const *tensors,
                                df_status *st);
 df_tensor *df_checkpoint_read(const char *path, const char *name, df_status *st);
@@ -539,53 +709,9 @@ df_code    df_saver_save(df_saver *sv, df_session *s, const char *path, df_statu
 df_code    df_saver_restore(df_saver *sv, df_session *s, const char *path, df_status *st);
 void       df_saver_free(df_saver *sv);                  /* the nodes stay in the graph */
 
-/* crc32c (Castagnoli) of n bytes, continuing from crc (0 to start). */
-uint32_t   df_crc32c(uint32_t crc, const void *data, size_t n);
-
-/* Workers: a process serving graph partitions over TCP (see docs/clusters.md). */
-typedef struct df_worker_options {
-    const char *host;                /* the IPv4 address to listen on; NULL means 127.0.0.1 */
-    int         port;                /* 0 means any free port (df_worker_port says which) */
-    int         task;                /* its number N in /job:worker/task:N */
-    int         num_cpu_devices;     /* 0 means 1 */
-    uint64_t    max_message_bytes;   /* larger messages close their connection; 0 means
-                                        DF_MAX_MESSAGE_BYTES (1 GiB) */
-    void (*log)(void *user, const char *line);    /* why a connection closed, etc.; NULL: stderr */
-    void (*on_listening)(int port, void *user);   /* df_worker_serve calls it once listening */
-    void       *log_user;            /* passed to log and on_listening */
-} df_worker_options;
-typedef struct df_worker df_worker;
-df_worker *df_worker_start(const df_worker_options *opts, df_status *st);   /* serves on threads of its own */
-int        df_worker_port(const df_worker *w);
-uint64_t   df_worker_incarnation(const df_worker *w);                       /* random per start */
-void       df_worker_wait(df_worker *w);          /* until a SHUTDOWN message or df_worker_stop */
-void       df_worker_stop(df_worker *w);          /* closes every connection; frees w */
-/* Start, wait, stop: the body of the dfworker program. */
-df_code    df_worker_serve(const df_worker_options *opts, df_status *st);
-#define DF_WORKER_MAX_DEVICES 16
-typedef struct df_worker_info {
-    uint64_t incarnation;
-    int task, num_devices;
-    char devices[DF_WORKER_MAX_DEVICES][96];
-} df_worker_info;
-/* Asks the worker at "host:port" who it is (a HELLO); DF_UNAVAILABLE when it does not answer. */
-df_code    df_worker_hello(const char *address, int timeout_ms, df_worker_info *info, df_status *st);
-
-#ifdef DATAFLOW_MPI
-/* Built with -DDATAFLOW_MPI and linked with MPI, `mpirun -np N app`: call df_mpi_init first
-   thing. Rank 0 (the master) gets DF_OK and *target = "mpi:1,...,mpi:N-1" for
-   df_session_options.target; ranks 1..N-1 serve as workers (task rank-1) and end the process
-   when rank 0 calls df_mpi_finalize. Every message between ranks travels through MPI. */
-df_code    df_mpi_init(int *argc, char ***argv, const char **target, df_status *st);
-void       df_mpi_finalize(void);
-#endif
-
-/* For tests: the n-th file operation of checkpoint writing from now on (a write, fsync, close
-   or rename) fails with EIO (mode 0) or ends the process with status 86 (mode 1); n 0: none. */
-void       df_testing_io_faults(int64_t n, int mode);
-
-/* ---------------------------------------------------------------------------------------------
-   Queues: TensorFlow's FIFOQueueV2, QueueEnqueueV2, QueueEnqueueManyV2, QueueDequeueV2,
+/* =============================================================================================
+   12. QUEUES                                                                           >>queue
+   TensorFlow's FIFOQueueV2, QueueEnqueueV2, QueueEnqueueManyV2, QueueDequeueV2,
    QueueDequeueManyV2, QueueCloseV2, QueueSizeV2 and QueueIsClosedV2 (TensorFlow's attrs). A
    queue lives in the session that runs its FIFOQueueV2 node, keyed by shared_name (else the
    node's name), so every run and every thread of that session shares it; it is freed with the
@@ -597,7 +723,11 @@ void       df_testing_io_faults(int64_t n, int mode);
    what waits (DF_CANCELLED) and waits for the runs in flight. Components are checked against
    the queue's types and shapes (DF_INVALID_ARGUMENT naming the node). The queue ops are
    stateful and have no gradient.
-   --------------------------------------------------------------------------------------------- */
+   Owns:    the nodes belong to the graph, the queues and the tensors in them to the session.
+   Errors:  building them is graph building (section 4); running them, as above.
+   Threads: building them, as graph building; running them, as df_session_run: several threads
+            may enqueue and dequeue at once.
+   ============================================================================================= */
 /* A FIFOQueueV2 of tuples of n_components tensors of the given types; capacity < 0 means no
    limit; shared_name NULL or "" means the node's own queue. Returns its handle (a DF_RESOURCE
    scalar). The _with_shapes form also fixes each component's shape (ranks[i] -1: any shape;
@@ -621,16 +751,109 @@ df_code   df_queue_dequeue_many(df_graph *g, df_output queue, df_output n_scalar
 df_node  *df_queue_close(df_graph *g, df_output queue, int cancel_pending_enqueues);
 df_output df_queue_size(df_graph *g, df_output queue);        /* int32 scalar: elements now */
 df_output df_queue_is_closed(df_graph *g, df_output queue);   /* bool scalar */
-/* list(shape) attrs (FIFOQueueV2's `shapes`): n shapes, ranks[i] -1 for an unknown shape, dims[i]
-   holding ranks[i] dims (-1: unknown), NULL when ranks[i] <= 0. */
-void df_op_set_attr_shape_list(df_op_builder *b, const char *attr, int n, const int *ranks, const int64_t *const *dims);
-/* The number of shapes in a list(shape) attr (-1 if there is no such attr), and shape i into
-   *rank and dims (when 0 <= i < that number). */
-int  df_node_attr_shape_list(const df_node *n, const char *attr, int i, int *rank, int64_t dims[DF_MAX_RANK]);
 
+/* =============================================================================================
+   13. CLUSTERS: WORKERS AND MPI                                                      >>cluster
+   Workers: a process serving graph partitions over TCP (see docs/clusters.md); a
+   session whose df_session_options.target names them runs its graph there.
+   Owns:    df_worker_stop stops a worker from df_worker_start and frees it. The options are
+            copied, but their log and on_listening callbacks and log_user must stay valid until
+            df_worker_stop. df_mpi_init's *target is static storage.
+   Errors:  df_worker_start: DF_INVALID_ARGUMENT (port or task out of range), DF_ALREADY_EXISTS
+            (the address is in use), DF_PERMISSION_DENIED, DF_UNAVAILABLE, DF_UNIMPLEMENTED (a
+            build without POSIX sockets and threads: DF_NO_THREADS, or the one-translation-unit
+            use under a strict C mode). A worker closes the connection of a bad message (and
+            logs why) and goes on serving. A session with a target gets DF_UNAVAILABLE when a
+            worker fails or is silent past worker_timeout_ms, DF_ABORTED when it restarted.
+   Threads: a worker serves on threads of its own, and calls log and on_listening from them.
+            df_worker_port and df_worker_incarnation may be called at any time; df_worker_stop
+            once, after every other call on the worker (df_worker_wait included) has returned.
+            df_mpi_init once, first thing, from the main thread; df_mpi_finalize once, at the
+            end.
+   ============================================================================================= */
+typedef struct df_worker_options {
+    const char *host;                /* the IPv4 address to listen on; NULL means 127.0.0.1 */
+    int         port;                /* 0 means any free port (df_worker_port says which) */
+    int         task;                /* its number N in /job:worker/task:N */
+    int         num_cpu_devices;     /* 0 means 1 */
+    uint64_t    max_message_bytes;   /* larger messages close their connection; 0 means
+                                        DF_MAX_MESSAGE_BYTES (1 GiB) */
+    void (*log)(void *user, const char *line);    /* why a connection closed, etc.; NULL: stderr */
+    void (*on_listening)(int port, void *user);   /* df_worker_serve calls it once listening */
+    void       *log_user;            /* passed to log and on_listening */
+} df_worker_options;
+typedef struct df_worker df_worker;
+df_worker *df_worker_start(const df_worker_options *opts, df_status *st);   /* serves on threads of its own */
+int        df_worker_port(const df_worker *w);
+uint64_t   df_worker_incarnation(const df_worker *w);                       /* random per start */
+void       df_worker_wait(df_worker *w);          /* until a SHUTDOWN message arrives */
+void       df_worker_stop(df_worker *w);          /* closes every connection; frees w */
+/* Start, wait, stop: the body of the dfworker program. */
+df_code    df_worker_serve(const df_worker_options *opts, df_status *st);
+#define DF_WORKER_MAX_DEVICES 16
+typedef struct df_worker_info {
+    uint64_t incarnation;
+    int task, num_devices;
+    char devices[DF_WORKER_MAX_DEVICES][96];
+} df_worker_info;
+/* Asks the worker at "host:port" who it is (a HELLO); DF_UNAVAILABLE when it does not answer. */
+df_code    df_worker_hello(const char *address, int timeout_ms, df_worker_info *info, df_status *st);
+
+#ifdef DATAFLOW_MPI
+/* Built with -DDATAFLOW_MPI and linked with MPI, `mpirun -np N app`: call df_mpi_init first
+   thing. Rank 0 (the master) gets DF_OK and *target = "mpi:1,...,mpi:N-1" for
+   df_session_options.target; ranks 1..N-1 serve as workers (task rank-1) and end the process
+   when rank 0 calls df_mpi_finalize. Every message between ranks travels through MPI. */
+df_code    df_mpi_init(int *argc, char ***argv, const char **target, df_status *st);
+void       df_mpi_finalize(void);
+#endif
+
+/* =============================================================================================
+   14. UTILITIES                                                                         >>util
+   Owns:    df_version's string is static; the matrix product writes only into c.
+   Errors:  the matrix product returns DF_INVALID_ARGUMENT or DF_RESOURCE_EXHAUSTED (its packing
+            buffers); the kernel-set switch DF_UNAVAILABLE or DF_INVALID_ARGUMENT.
+   Threads: all may be called from any thread. Matrix products called at once share the pool:
+            one gets it, the others run on their own thread. The kernel set is one for the
+            process: switch it while no session runs.
+   ============================================================================================= */
+#define DF_VERSION_MAJOR 0
+#define DF_VERSION_MINOR 1
+#define DF_VERSION_PATCH 0
+#define DF_VERSION_STRING "0.1.0"
+const char *df_version(void);                 /* DF_VERSION_STRING; static storage */
+
+/* crc32c (Castagnoli) of n bytes, continuing from crc (0 to start). */
+uint32_t   df_crc32c(uint32_t crc, const void *data, size_t n);
+
+/* The library's matrix product on row-major matrices: C[m,n] = op(A)[m,k] op(B)[k,n], op a
+   transpose when ta/tb is set; lda/ldb/ldc are row strides in elements. n_threads > 1 splits big
+   products over a process-wide pool. DF_INVALID_ARGUMENT for bad sizes or strides, or a NULL
+   matrix that is not empty; DF_RESOURCE_EXHAUSTED when its packing buffers cannot be had. */
+df_code df_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, float *c, int64_t ldc, int n_threads);
+df_code df_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+                    const double *b, int64_t ldb, double *c, int64_t ldc, int n_threads);
+/* Which CPU kernels run: "auto" (or NULL: the best this CPU has), "portable", "avx2" (AVX2+FMA),
+   "avx512". Returns DF_UNAVAILABLE when this CPU lacks the instructions, DF_INVALID_ARGUMENT for
+   an unknown name. For tests and comparisons; it applies to the whole process. */
+df_code df_set_kernel_isa(const char *isa);
+const char *df_kernel_isa(void);   /* the kernels in use now */
+
+/* #############################################################################################
+   INTERNAL: NOT PART OF THE PUBLIC API; MAY CHANGE WITHOUT NOTICE.
+   What follows is declared here only because the library's own files and tests need it. Build
+   nothing on it: names, signatures and behaviour may change in any release.
+   ############################################################################################# */
+
+/* =============================================================================================
+   15. THE GPU LAUNCHERS (INTERNAL)                                                        >>gpu
+   dataflow_cuda.cu implements these and dataflow.c, compiled with DATAFLOW_CUDA, calls them;
+   tests/cuda/gpu_emulator.c implements them on the host for the tests, and bench/cuda uses the
+   building blocks directly. Applications use GPUs through df_session_options.num_gpu_devices
+   and device requests ("/gpu:0").
+   ============================================================================================= */
 #ifdef DATAFLOW_CUDA
-/* From dataflow_cuda.cu: the number of visible CUDA devices (0 without a driver or device). */
-int df_cuda_device_count(df_status *st);
 /* One GPU's building blocks (the session's GPU device is made of these): streams, device memory
    from a BFC allocator over cudaMalloc'd regions (memory_limit 0: no limit; out of memory is
    DF_RESOURCE_EXHAUSTED), copies, cuBLAS products and elementwise kernels. Work is queued on
@@ -793,6 +1016,16 @@ void    df_cuda_graph_free(df_cuda *g, void *graph);
 df_code df_cuda_capture_loop_begin(df_cuda *g, const void *pred, df_status *st);
 df_code df_cuda_capture_loop_end(df_cuda *g, const void *pred, df_status *st);
 #endif
+
+/* =============================================================================================
+   16. TEST HOOKS (INTERNAL)                                                           >>testing
+   Fault injection for the library's own tests (tests/fault/, test_checkpoint.c), beside the
+   DF_BFC_ALLOC_FAULT and DF_BFC_SYS_ALLOC/DF_BFC_SYS_FREE macros of the configuration list.
+   Process-wide: a hook armed on one thread acts on every thread.
+   ============================================================================================= */
+/* For tests: the n-th file operation of checkpoint writing from now on (a write, fsync, close
+   or rename) fails with EIO (mode 0) or ends the process with status 86 (mode 1); n 0: none. */
+void       df_testing_io_faults(int64_t n, int mode);
 
 #ifdef __cplusplus
 }
