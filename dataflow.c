@@ -6857,29 +6857,49 @@ static df_code df__gather_axis(const df_node *n, const df_tensor *axis_t, int ra
     *axis = (int)(a < 0 ? a + rank : a);
     return DF_OK;
 }
+/* batch_dims made non-negative and checked as TF does: within [-rank(indices), rank(indices)],
+   at most the axis, and params and indices agree on the batch dims (-1, an unknown static dim,
+   agrees with anything). */
+static df_code df__gather_batch_dims(const df_node *n, const int64_t *p_dims, int ix_rank, const int64_t *ix_dims, int axis,
+                                     int *batch_dims, df_status *st) {
+    int64_t b = df__attr_i(n, "batch_dims", 0);
+    if (b < -ix_rank || b > ix_rank)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Expected batch_dims in the range [%d, %d], but got %lld", -ix_rank, ix_rank, (long long)b);
+    if (b < 0) b += ix_rank;
+    if (b > axis) return df__fail(st, n, DF_INVALID_ARGUMENT, "batch_dims (%lld) must be less than or equal to axis (%d)", (long long)b, axis);
+    for (int d = 0; d < b; d++)
+        if (p_dims[d] >= 0 && ix_dims[d] >= 0 && p_dims[d] != ix_dims[d])
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "params.shape[%d]: %lld should be equal to indices.shape[%d]: %lld (batch_dims %lld)",
+                            d, (long long)p_dims[d], d, (long long)ix_dims[d], (long long)b);
+    *batch_dims = (int)b;
+    return DF_OK;
+}
 static df_code df__sf_gather(df__shape_ctx *c) {
     const df_tensor *ax = df__sc_const(c, 2);
     const df__shape *p = &c->in_shapes[0], *ix = &c->in_shapes[1];
     df__shape *o = df__sc_out(c, 0);
     if (!ax || p->rank < 0 || ix->rank < 0) { *o = df__shape_unknown(); return DF_OK; }
-    int axis;
+    int axis, batch;
     if (df__gather_axis(c->node, ax, p->rank, &axis, c->st)) return c->st->code;
-    if (p->rank - 1 + ix->rank > DF_MAX_RANK) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Gather: result rank too large");
+    if (df__gather_batch_dims(c->node, p->dims, ix->rank, ix->dims, axis, &batch, c->st)) return c->st->code;
+    if (p->rank - 1 + ix->rank - batch > DF_MAX_RANK) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Gather: result rank too large");
     o->rank = 0;
-    for (int d = 0; d < axis; d++) o->dims[o->rank++] = p->dims[d];
-    for (int d = 0; d < ix->rank; d++) o->dims[o->rank++] = ix->dims[d];
+    for (int d = 0; d < axis; d++) o->dims[o->rank++] = d < batch && p->dims[d] < 0 ? ix->dims[d] : p->dims[d];
+    for (int d = batch; d < ix->rank; d++) o->dims[o->rank++] = ix->dims[d];
     for (int d = axis + 1; d < p->rank; d++) o->dims[o->rank++] = p->dims[d];
     return DF_OK;
 }
+/* With batch_dims b: out[i_0..i_b-1, mid.., j.., tail..] = params[i_0..i_b-1, mid.., indices[i_0..i_b-1, j..], tail..]. */
 static void df__k_gather(df__kctx *c) {
     const df_tensor *p = c->in[0], *ix = c->in[1];
-    int axis;
+    int axis, batch;
     if (df__gather_axis(c->node, c->in[2], p->rank, &axis, c->st)) return;
-    if (p->rank - 1 + ix->rank > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Gather: result rank too large"); return; }
+    if (df__gather_batch_dims(c->node, p->dims, ix->rank, ix->dims, axis, &batch, c->st)) return;
+    if (p->rank - 1 + ix->rank - batch > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Gather: result rank too large"); return; }
     int64_t dims[DF_MAX_RANK];
     int r = 0;
     for (int d = 0; d < axis; d++) dims[r++] = p->dims[d];
-    for (int d = 0; d < ix->rank; d++) dims[r++] = ix->dims[d];
+    for (int d = batch; d < ix->rank; d++) dims[r++] = ix->dims[d];
     for (int d = axis + 1; d < p->rank; d++) dims[r++] = p->dims[d];
     int64_t limit = p->dims[axis];
     for (int64_t i = 0; i < ix->n; i++) {
@@ -6888,16 +6908,19 @@ static void df__k_gather(df__kctx *c) {
     }
     df_tensor *o = df__k_alloc(c, 0, p->dtype, r, dims);
     if (!o || !o->n) return;
-    int64_t outer = 1, inner = 1;
-    for (int d = 0; d < axis; d++) outer *= p->dims[d];
+    int64_t n_batch = 1, outer = 1, inner = 1, per_batch = 1;
+    for (int d = 0; d < batch; d++) n_batch *= p->dims[d];
+    for (int d = batch; d < axis; d++) outer *= p->dims[d];
     for (int d = axis + 1; d < p->rank; d++) inner *= p->dims[d];
+    for (int d = batch; d < ix->rank; d++) per_batch *= ix->dims[d];
     size_t chunk = (size_t)inner * df_dtype_size(p->dtype);
     char *dst = (char *)o->data;
-    for (int64_t q = 0; q < outer; q++)
-        for (int64_t i = 0; i < ix->n; i++) {
-            memcpy(dst, (const char *)p->data + (size_t)(q * limit + df__int_at(ix, i)) * chunk, chunk);
-            dst += chunk;
-        }
+    for (int64_t bt = 0; bt < n_batch; bt++)
+        for (int64_t q = 0; q < outer; q++)
+            for (int64_t i = 0; i < per_batch; i++) {
+                memcpy(dst, (const char *)p->data + (size_t)((bt * outer + q) * limit + df__int_at(ix, bt * per_batch + i)) * chunk, chunk);
+                dst += chunk;
+            }
 }
 static df_code df__sf_one_hot(df__shape_ctx *c) {
     const df_tensor *depth = df__sc_const(c, 1);
@@ -19638,9 +19661,13 @@ static void df__gk_cumprod(df__kctx *c) {          /* axis in host memory */
 }
 static void df__gk_gather(df__kctx *c) {
     const df_tensor *p = c->in[0], *ix = c->in[1];
-    int axis;
-    if (df__attr_i(c->node, "batch_dims", 0) != 0) { DF__KFAIL(c, DF_UNIMPLEMENTED, "GatherV2 on a GPU: batch_dims must be 0"); return; }
+    int axis, batch;
     if (df__gather_axis(c->node, c->in[2], p->rank, &axis, c->st)) return;
+    if (df__gather_batch_dims(c->node, p->dims, ix->rank, ix->dims, axis, &batch, c->st)) return;
+    if (batch != 0) {            /* batch_dims -rank(indices) is 0 and runs here */
+        DF__KFAIL(c, DF_UNIMPLEMENTED, "GatherV2 on a GPU: batch_dims must be 0 (got %d); place this node on the CPU", batch);
+        return;
+    }
     if (p->rank - 1 + ix->rank > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Gather: result rank too large"); return; }
     int64_t dims[DF_MAX_RANK], outer = 1, inner = 1;
     int r = 0;
