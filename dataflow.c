@@ -9825,36 +9825,80 @@ static void df__g_tile(df__gfn *c) {
     df_op_add_input(b, df__shape_of_out(g, x));
     c->dx[0] = df__out(df_op_finish(b), 0);
 }
+/* dy has params' shape with the axis replaced by indices' non-batch dims. The index dims (batch
+   dims first) go to the front and an UnsortedSegmentSum adds the rows into the axis; with
+   batch_dims b > 0 the ids of batch k are shifted by k * params.shape[axis] so that each batch
+   sums into its own block of rows, the blocks then reshaped back into the batch dims. */
 static void df__g_gather(df__gfn *c) {
     df_graph *g = c->g;
     const df_tensor *ax = df__const_value(DF__X(c, 2));
     df_output p = DF__X(c, 0), ix = DF__X(c, 1);
     int pr = p.node->out_shapes[p.index].rank, q = ix.node->out_shapes[ix.index].rank;
     int64_t a = ax && df__is_int_tensor(ax) && ax->n == 1 ? df__int_at(ax, 0) : INT64_MIN;
+    int64_t b = df__attr_i(c->n, "batch_dims", 0);
     if (a != INT64_MIN && a < 0 && pr >= 0) a += pr;
-    if (a == INT64_MIN || df__attr_i(c->n, "batch_dims", 0) != 0 || (a != 0 && (pr < 0 || q < 0)) || a < 0) {
+    if (b < 0 && q >= 0) b += q;
+    if (a == INT64_MIN || a < 0 || ((a != 0 || b != 0) && (pr < 0 || q < 0))) {
         df__graph_error(g, DF_UNIMPLEMENTED, "Gradient of GatherV2 needs a constant axis (and known ranks for an axis "
-                        "other than 0) and batch_dims 0 {{node %s}}", c->n->name);
+                        "or batch_dims other than 0) {{node %s}}", c->n->name);
         return;
     }
-    df_output gi[3] = {df_shape(g, p), df_scalar_i32(g, (int32_t)a), df_scalar_i32(g, 0)};
-    df_output num = df__op_attr_int(g, "GatherV2", gi, 3, "batch_dims", 0);
-    df_output d = c->dy[0];
-    int64_t perm[DF_MAX_RANK], back[DF_MAX_RANK];
-    if (a != 0) {                /* bring the index dims to the front, sum, and put the axis back */
-        int k = 0;
-        for (int i = 0; i < q; i++) perm[k++] = a + i;
-        for (int i = 0; i < a; i++) perm[k++] = i;
-        for (int i = (int)a + q; i < pr - 1 + q; i++) perm[k++] = i;
-        d = df__op2(g, "Transpose", d, df__g_i32s(g, perm, k));
-        for (int i = 0; i < pr; i++) back[i] = i < a ? i + 1 : i == a ? 0 : i;
+    if (b < 0 || b > q || b > a) {   /* the shape function refuses these when the ranks are known */
+        df__graph_error(g, DF_INVALID_ARGUMENT, "Gradient of GatherV2: batch_dims %lld does not fit axis %lld and indices of rank %d {{node %s}}",
+                        (long long)df__attr_i(c->n, "batch_dims", 0), (long long)a, q, c->n->name);
+        return;
     }
-    df_op_builder *b = df_op_new(g, "UnsortedSegmentSum", NULL);
-    df_op_add_input(b, d);
-    df_op_add_input(b, ix);
-    df_op_add_input(b, num);
-    df_output r = df__out(df_op_finish(b), 0);
-    c->dx[0] = a != 0 ? df__op2(g, "Transpose", r, df__g_i32s(g, back, pr)) : r;
+    df_output shp = df__shape_of_out(g, p), zero = df_scalar_i32(g, 0);
+    df_output gi[3] = {shp, df_scalar_i32(g, (int32_t)a), zero};
+    df_output num = df__op_attr_int(g, "GatherV2", gi, 3, "batch_dims", 0), ids = ix;
+    df_output d = c->dy[0];
+    int64_t perm[DF_MAX_RANK], back[DF_MAX_RANK], lead[DF_MAX_RANK];
+    if (a != b) {                /* index dims (batch dims first) to the front, then params' other dims */
+        int k = 0;
+        for (int i = 0; i < b; i++) perm[k++] = i;
+        for (int i = 0; i < q - b; i++) perm[k++] = a + i;
+        for (int i = (int)b; i < a; i++) perm[k++] = i;
+        for (int i = (int)a + q - (int)b; i < pr - 1 + q - b; i++) perm[k++] = i;
+        d = df__op2(g, "Transpose", d, df__g_i32s(g, perm, k));
+    }
+    if (b > 0) {
+        for (int i = 0; i < b; i++) lead[i] = i;
+        gi[1] = df__g_i32s(g, lead, (int)b);
+        df_output batch_shape = df__op_attr_int(g, "GatherV2", gi, 3, "batch_dims", 0);
+        df_output n_batch = df__reduce_op(g, "Prod", batch_shape, zero, 0);
+        df_op_builder *rb = df_op_new(g, "Range", NULL);
+        df_op_add_input(rb, zero);
+        df_op_add_input(rb, n_batch);
+        df_op_add_input(rb, df_scalar_i32(g, 1));
+        df_output first = df_mul(g, df__out(df_op_finish(rb), 0), num);   /* batch k's first row */
+        first = df__op2(g, "Reshape", first, batch_shape);
+        for (int i = (int)b; i < q; i++) first = df__op2(g, "ExpandDims", first, df_scalar_i32(g, -1));
+        df_dtype it = df_output_dtype(ix);
+        /* an index out of range would land in another batch's rows: drop it (-1), as the
+           segment sum drops it when batch_dims is 0 */
+        df_output valid = df_logical_and(g, df_greater_equal(g, ix, df__scalar_like(g, ix, 0)), df_less(g, ix, df_cast(g, num, it)));
+        ids = df_select(g, valid, df_add(g, ix, df_cast(g, first, it)), df__scalar_like(g, ix, -1));
+        num = df_mul(g, n_batch, num);
+    }
+    df_op_builder *sb = df_op_new(g, "UnsortedSegmentSum", NULL);
+    df_op_add_input(sb, d);
+    df_op_add_input(sb, ids);
+    df_op_add_input(sb, num);
+    df_output r = df__out(df_op_finish(sb), 0);
+    if (b > 0) {                 /* [batch * axis, ...] to [batch dims, axis, dims between, ...] */
+        int k = 0;
+        for (int i = 0; i < b; i++) lead[k++] = i;
+        lead[k++] = a;
+        for (int i = (int)b; i < a; i++) lead[k++] = i;
+        for (int i = (int)a + 1; i < pr; i++) lead[k++] = i;
+        gi[1] = df__g_i32s(g, lead, k);
+        r = df__op2(g, "Reshape", r, df__op_attr_int(g, "GatherV2", gi, 3, "batch_dims", 0));
+    }
+    if (a != b) {
+        for (int i = 0; i < pr; i++) back[i] = i < b ? i : i < a ? i + 1 : i == a ? b : i;
+        r = df__op2(g, "Transpose", r, df__g_i32s(g, back, pr));
+    }
+    c->dx[0] = r;
 }
 static void df__g_segment_sum(df__gfn *c) {
     /* ids outside [0, num_segments) were dropped: their rows get zero gradient */
