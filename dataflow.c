@@ -6857,29 +6857,49 @@ static df_code df__gather_axis(const df_node *n, const df_tensor *axis_t, int ra
     *axis = (int)(a < 0 ? a + rank : a);
     return DF_OK;
 }
+/* batch_dims made non-negative and checked as TF does: within [-rank(indices), rank(indices)],
+   at most the axis, and params and indices agree on the batch dims (-1, an unknown static dim,
+   agrees with anything). */
+static df_code df__gather_batch_dims(const df_node *n, const int64_t *p_dims, int ix_rank, const int64_t *ix_dims, int axis,
+                                     int *batch_dims, df_status *st) {
+    int64_t b = df__attr_i(n, "batch_dims", 0);
+    if (b < -ix_rank || b > ix_rank)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Expected batch_dims in the range [%d, %d], but got %lld", -ix_rank, ix_rank, (long long)b);
+    if (b < 0) b += ix_rank;
+    if (b > axis) return df__fail(st, n, DF_INVALID_ARGUMENT, "batch_dims (%lld) must be less than or equal to axis (%d)", (long long)b, axis);
+    for (int d = 0; d < b; d++)
+        if (p_dims[d] >= 0 && ix_dims[d] >= 0 && p_dims[d] != ix_dims[d])
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "params.shape[%d]: %lld should be equal to indices.shape[%d]: %lld (batch_dims %lld)",
+                            d, (long long)p_dims[d], d, (long long)ix_dims[d], (long long)b);
+    *batch_dims = (int)b;
+    return DF_OK;
+}
 static df_code df__sf_gather(df__shape_ctx *c) {
     const df_tensor *ax = df__sc_const(c, 2);
     const df__shape *p = &c->in_shapes[0], *ix = &c->in_shapes[1];
     df__shape *o = df__sc_out(c, 0);
     if (!ax || p->rank < 0 || ix->rank < 0) { *o = df__shape_unknown(); return DF_OK; }
-    int axis;
+    int axis, batch;
     if (df__gather_axis(c->node, ax, p->rank, &axis, c->st)) return c->st->code;
-    if (p->rank - 1 + ix->rank > DF_MAX_RANK) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Gather: result rank too large");
+    if (df__gather_batch_dims(c->node, p->dims, ix->rank, ix->dims, axis, &batch, c->st)) return c->st->code;
+    if (p->rank - 1 + ix->rank - batch > DF_MAX_RANK) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Gather: result rank too large");
     o->rank = 0;
-    for (int d = 0; d < axis; d++) o->dims[o->rank++] = p->dims[d];
-    for (int d = 0; d < ix->rank; d++) o->dims[o->rank++] = ix->dims[d];
+    for (int d = 0; d < axis; d++) o->dims[o->rank++] = d < batch && p->dims[d] < 0 ? ix->dims[d] : p->dims[d];
+    for (int d = batch; d < ix->rank; d++) o->dims[o->rank++] = ix->dims[d];
     for (int d = axis + 1; d < p->rank; d++) o->dims[o->rank++] = p->dims[d];
     return DF_OK;
 }
+/* With batch_dims b: out[i_0..i_b-1, mid.., j.., tail..] = params[i_0..i_b-1, mid.., indices[i_0..i_b-1, j..], tail..]. */
 static void df__k_gather(df__kctx *c) {
     const df_tensor *p = c->in[0], *ix = c->in[1];
-    int axis;
+    int axis, batch;
     if (df__gather_axis(c->node, c->in[2], p->rank, &axis, c->st)) return;
-    if (p->rank - 1 + ix->rank > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Gather: result rank too large"); return; }
+    if (df__gather_batch_dims(c->node, p->dims, ix->rank, ix->dims, axis, &batch, c->st)) return;
+    if (p->rank - 1 + ix->rank - batch > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Gather: result rank too large"); return; }
     int64_t dims[DF_MAX_RANK];
     int r = 0;
     for (int d = 0; d < axis; d++) dims[r++] = p->dims[d];
-    for (int d = 0; d < ix->rank; d++) dims[r++] = ix->dims[d];
+    for (int d = batch; d < ix->rank; d++) dims[r++] = ix->dims[d];
     for (int d = axis + 1; d < p->rank; d++) dims[r++] = p->dims[d];
     int64_t limit = p->dims[axis];
     for (int64_t i = 0; i < ix->n; i++) {
@@ -6888,16 +6908,19 @@ static void df__k_gather(df__kctx *c) {
     }
     df_tensor *o = df__k_alloc(c, 0, p->dtype, r, dims);
     if (!o || !o->n) return;
-    int64_t outer = 1, inner = 1;
-    for (int d = 0; d < axis; d++) outer *= p->dims[d];
+    int64_t n_batch = 1, outer = 1, inner = 1, per_batch = 1;
+    for (int d = 0; d < batch; d++) n_batch *= p->dims[d];
+    for (int d = batch; d < axis; d++) outer *= p->dims[d];
     for (int d = axis + 1; d < p->rank; d++) inner *= p->dims[d];
+    for (int d = batch; d < ix->rank; d++) per_batch *= ix->dims[d];
     size_t chunk = (size_t)inner * df_dtype_size(p->dtype);
     char *dst = (char *)o->data;
-    for (int64_t q = 0; q < outer; q++)
-        for (int64_t i = 0; i < ix->n; i++) {
-            memcpy(dst, (const char *)p->data + (size_t)(q * limit + df__int_at(ix, i)) * chunk, chunk);
-            dst += chunk;
-        }
+    for (int64_t bt = 0; bt < n_batch; bt++)
+        for (int64_t q = 0; q < outer; q++)
+            for (int64_t i = 0; i < per_batch; i++) {
+                memcpy(dst, (const char *)p->data + (size_t)((bt * outer + q) * limit + df__int_at(ix, bt * per_batch + i)) * chunk, chunk);
+                dst += chunk;
+            }
 }
 static df_code df__sf_one_hot(df__shape_ctx *c) {
     const df_tensor *depth = df__sc_const(c, 1);
@@ -9802,36 +9825,80 @@ static void df__g_tile(df__gfn *c) {
     df_op_add_input(b, df__shape_of_out(g, x));
     c->dx[0] = df__out(df_op_finish(b), 0);
 }
+/* dy has params' shape with the axis replaced by indices' non-batch dims. The index dims (batch
+   dims first) go to the front and an UnsortedSegmentSum adds the rows into the axis; with
+   batch_dims b > 0 the ids of batch k are shifted by k * params.shape[axis] so that each batch
+   sums into its own block of rows, the blocks then reshaped back into the batch dims. */
 static void df__g_gather(df__gfn *c) {
     df_graph *g = c->g;
     const df_tensor *ax = df__const_value(DF__X(c, 2));
     df_output p = DF__X(c, 0), ix = DF__X(c, 1);
     int pr = p.node->out_shapes[p.index].rank, q = ix.node->out_shapes[ix.index].rank;
     int64_t a = ax && df__is_int_tensor(ax) && ax->n == 1 ? df__int_at(ax, 0) : INT64_MIN;
+    int64_t b = df__attr_i(c->n, "batch_dims", 0);
     if (a != INT64_MIN && a < 0 && pr >= 0) a += pr;
-    if (a == INT64_MIN || df__attr_i(c->n, "batch_dims", 0) != 0 || (a != 0 && (pr < 0 || q < 0)) || a < 0) {
+    if (b < 0 && q >= 0) b += q;
+    if (a == INT64_MIN || a < 0 || ((a != 0 || b != 0) && (pr < 0 || q < 0))) {
         df__graph_error(g, DF_UNIMPLEMENTED, "Gradient of GatherV2 needs a constant axis (and known ranks for an axis "
-                        "other than 0) and batch_dims 0 {{node %s}}", c->n->name);
+                        "or batch_dims other than 0) {{node %s}}", c->n->name);
         return;
     }
-    df_output gi[3] = {df_shape(g, p), df_scalar_i32(g, (int32_t)a), df_scalar_i32(g, 0)};
-    df_output num = df__op_attr_int(g, "GatherV2", gi, 3, "batch_dims", 0);
-    df_output d = c->dy[0];
-    int64_t perm[DF_MAX_RANK], back[DF_MAX_RANK];
-    if (a != 0) {                /* bring the index dims to the front, sum, and put the axis back */
-        int k = 0;
-        for (int i = 0; i < q; i++) perm[k++] = a + i;
-        for (int i = 0; i < a; i++) perm[k++] = i;
-        for (int i = (int)a + q; i < pr - 1 + q; i++) perm[k++] = i;
-        d = df__op2(g, "Transpose", d, df__g_i32s(g, perm, k));
-        for (int i = 0; i < pr; i++) back[i] = i < a ? i + 1 : i == a ? 0 : i;
+    if (b < 0 || b > q || b > a) {   /* the shape function refuses these when the ranks are known */
+        df__graph_error(g, DF_INVALID_ARGUMENT, "Gradient of GatherV2: batch_dims %lld does not fit axis %lld and indices of rank %d {{node %s}}",
+                        (long long)df__attr_i(c->n, "batch_dims", 0), (long long)a, q, c->n->name);
+        return;
     }
-    df_op_builder *b = df_op_new(g, "UnsortedSegmentSum", NULL);
-    df_op_add_input(b, d);
-    df_op_add_input(b, ix);
-    df_op_add_input(b, num);
-    df_output r = df__out(df_op_finish(b), 0);
-    c->dx[0] = a != 0 ? df__op2(g, "Transpose", r, df__g_i32s(g, back, pr)) : r;
+    df_output shp = df__shape_of_out(g, p), zero = df_scalar_i32(g, 0);
+    df_output gi[3] = {shp, df_scalar_i32(g, (int32_t)a), zero};
+    df_output num = df__op_attr_int(g, "GatherV2", gi, 3, "batch_dims", 0), ids = ix;
+    df_output d = c->dy[0];
+    int64_t perm[DF_MAX_RANK], back[DF_MAX_RANK], lead[DF_MAX_RANK];
+    if (a != b) {                /* index dims (batch dims first) to the front, then params' other dims */
+        int k = 0;
+        for (int i = 0; i < b; i++) perm[k++] = i;
+        for (int i = 0; i < q - b; i++) perm[k++] = a + i;
+        for (int i = (int)b; i < a; i++) perm[k++] = i;
+        for (int i = (int)a + q - (int)b; i < pr - 1 + q - b; i++) perm[k++] = i;
+        d = df__op2(g, "Transpose", d, df__g_i32s(g, perm, k));
+    }
+    if (b > 0) {
+        for (int i = 0; i < b; i++) lead[i] = i;
+        gi[1] = df__g_i32s(g, lead, (int)b);
+        df_output batch_shape = df__op_attr_int(g, "GatherV2", gi, 3, "batch_dims", 0);
+        df_output n_batch = df__reduce_op(g, "Prod", batch_shape, zero, 0);
+        df_op_builder *rb = df_op_new(g, "Range", NULL);
+        df_op_add_input(rb, zero);
+        df_op_add_input(rb, n_batch);
+        df_op_add_input(rb, df_scalar_i32(g, 1));
+        df_output first = df_mul(g, df__out(df_op_finish(rb), 0), num);   /* batch k's first row */
+        first = df__op2(g, "Reshape", first, batch_shape);
+        for (int i = (int)b; i < q; i++) first = df__op2(g, "ExpandDims", first, df_scalar_i32(g, -1));
+        df_dtype it = df_output_dtype(ix);
+        /* an index out of range would land in another batch's rows: drop it (-1), as the
+           segment sum drops it when batch_dims is 0 */
+        df_output valid = df_logical_and(g, df_greater_equal(g, ix, df__scalar_like(g, ix, 0)), df_less(g, ix, df_cast(g, num, it)));
+        ids = df_select(g, valid, df_add(g, ix, df_cast(g, first, it)), df__scalar_like(g, ix, -1));
+        num = df_mul(g, n_batch, num);
+    }
+    df_op_builder *sb = df_op_new(g, "UnsortedSegmentSum", NULL);
+    df_op_add_input(sb, d);
+    df_op_add_input(sb, ids);
+    df_op_add_input(sb, num);
+    df_output r = df__out(df_op_finish(sb), 0);
+    if (b > 0) {                 /* [batch * axis, ...] to [batch dims, axis, dims between, ...] */
+        int k = 0;
+        for (int i = 0; i < b; i++) lead[k++] = i;
+        lead[k++] = a;
+        for (int i = (int)b; i < a; i++) lead[k++] = i;
+        for (int i = (int)a + 1; i < pr; i++) lead[k++] = i;
+        gi[1] = df__g_i32s(g, lead, k);
+        r = df__op2(g, "Reshape", r, df__op_attr_int(g, "GatherV2", gi, 3, "batch_dims", 0));
+    }
+    if (a != b) {
+        for (int i = 0; i < pr; i++) back[i] = i < b ? i : i < a ? i + 1 : i == a ? b : i;
+        r = df__op2(g, "Transpose", r, df__g_i32s(g, back, pr));
+    }
+    c->dx[0] = r;
 }
 static void df__g_segment_sum(df__gfn *c) {
     /* ids outside [0, num_segments) were dropped: their rows get zero gradient */
@@ -19638,9 +19705,13 @@ static void df__gk_cumprod(df__kctx *c) {          /* axis in host memory */
 }
 static void df__gk_gather(df__kctx *c) {
     const df_tensor *p = c->in[0], *ix = c->in[1];
-    int axis;
-    if (df__attr_i(c->node, "batch_dims", 0) != 0) { DF__KFAIL(c, DF_UNIMPLEMENTED, "GatherV2 on a GPU: batch_dims must be 0"); return; }
+    int axis, batch;
     if (df__gather_axis(c->node, c->in[2], p->rank, &axis, c->st)) return;
+    if (df__gather_batch_dims(c->node, p->dims, ix->rank, ix->dims, axis, &batch, c->st)) return;
+    if (batch != 0) {            /* batch_dims -rank(indices) is 0 and runs here */
+        DF__KFAIL(c, DF_UNIMPLEMENTED, "GatherV2 on a GPU: batch_dims must be 0 (got %d); place this node on the CPU", batch);
+        return;
+    }
     if (p->rank - 1 + ix->rank > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Gather: result rank too large"); return; }
     int64_t dims[DF_MAX_RANK], outer = 1, inner = 1;
     int r = 0;

@@ -1192,6 +1192,17 @@ DF_TEST(bad_slices) {
     ANY_ERR(g, named3(g, "Slice", "slice", f23(g), KI32(g, 0), KI32(g, 1)), DF_INVALID_ARGUMENT, NULL, "slice");
 }
 
+/* GatherV2 named "gather" with a batch_dims attr. */
+static df_output gather_batch(df_graph *g, df_output params, df_output indices, int axis, int batch_dims) {
+    df_op_builder *b = df_op_new(g, "GatherV2", "gather");
+    df_op_add_input(b, params);
+    df_op_add_input(b, indices);
+    df_op_add_input(b, df_scalar_i32(g, axis));
+    df_op_set_attr_int(b, "batch_dims", batch_dims);
+    df_output o = {df_op_finish(b), 0};
+    return o;
+}
+
 DF_TEST(bad_gather_index_out_of_range_is_a_status) {
     df_graph *g = df_graph_new();
     df_output p = konst(g, DF_FLOAT, 2, D(3, 2), V(1, 2, 3, 4, 5, 6));
@@ -1213,6 +1224,14 @@ DF_TEST(bad_gather_index_out_of_range_is_a_status) {
     p = konst(g, DF_FLOAT, 2, D(0, 2), V(0));
     ANY_ERR(g, named3(g, "GatherV2", "gather", p, KI32(g, 0), df_scalar_i32(g, 0)), DF_INVALID_ARGUMENT,
             NULL, "gather");
+    /* with batch_dims, an index out of range in a later batch: the same error */
+    const double bad[2] = {4, -1};
+    for (int i = 0; i < 2; i++) {
+        g = df_graph_new();
+        p = konst(g, DF_FLOAT, 3, D(3, 4, 2), (const double[24]){0});
+        ANY_ERR(g, gather_batch(g, p, konst(g, DF_INT64, 2, D(3, 2), V(0, 3, 2, 2, 1, bad[i])), 1, 1),
+                DF_INVALID_ARGUMENT, "is not in [0, 4)", "gather");
+    }
 
     /* fed indices: the error is a status, and the session still works afterwards */
     g = df_graph_new();
@@ -1247,6 +1266,34 @@ DF_TEST(bad_gather_index_out_of_range_is_a_status) {
         ANY_ERR(g, named2(g, "SparseSoftmaxCrossEntropyWithLogits", "xent", f23(g),
                           konst(g, DF_INT32, 1, D(2), V(bad_labels[i], 0))),
                 DF_INVALID_ARGUMENT, NULL, "xent");
+    }
+}
+
+DF_TEST(bad_gather_batch_dims_is_a_status) {
+    /* params [3,4,2], indices [rows,2]; TF's messages */
+    static const struct { int64_t rows; int axis, batch; const char *needle; } cases[] = {
+        {3, 1, 3, "Expected batch_dims in the range [-2, 2], but got 3"},
+        {3, 1, -3, "Expected batch_dims in the range [-2, 2], but got -3"},
+        {3, 1, 2, "batch_dims (2) must be less than or equal to axis (1)"},
+        {3, 0, -1, "batch_dims (1) must be less than or equal to axis (0)"},
+        {2, 1, 1, "params.shape[0]: 3 should be equal to indices.shape[0]: 2"},
+        {3, -1, 2, "params.shape[1]: 4 should be equal to indices.shape[1]: 2"},
+    };
+    double zeros[24] = {0};
+    for (int i = 0; i < LEN(cases); i++) {
+        /* static shapes: the shape function refuses while building */
+        df_graph *g = df_graph_new();
+        gather_batch(g, konst(g, DF_FLOAT, 3, D(3, 4, 2), zeros), konst(g, DF_INT32, 2, D(cases[i].rows, 2), zeros),
+                     cases[i].axis, cases[i].batch);
+        BUILD_ERR(g, DF_INVALID_ARGUMENT, cases[i].needle, "gather");
+        /* shapes unknown until the run: the kernel refuses */
+        g = df_graph_new();
+        df_output feeds[2] = {ph(g, "params", DF_FLOAT, -1, NULL), ph(g, "indices", DF_INT32, -1, NULL)};
+        df_output y = gather_batch(g, feeds[0], feeds[1], cases[i].axis, cases[i].batch);
+        df_tensor *vals[2] = {tensor_of(DF_FLOAT, 3, D(3, 4, 2), zeros), tensor_of(DF_INT32, 2, D(cases[i].rows, 2), zeros)};
+        FEED_ERR(g, y, 2, feeds, vals, DF_INVALID_ARGUMENT, cases[i].needle, "gather");
+        df_tensor_release(vals[0]);
+        df_tensor_release(vals[1]);
     }
 }
 

@@ -1307,6 +1307,93 @@ DF_TEST(ops_gather_v2) {
     DONE(g);
 }
 
+/* GatherV2 with a batch_dims attr. */
+static df_output gather_batch(df_graph *g, df_output params, df_output indices, int axis, int batch_dims) {
+    df_op_builder *b = df_op_new(g, "GatherV2", NULL);
+    df_op_add_input(b, params);
+    df_op_add_input(b, indices);
+    df_op_add_input(b, df_scalar_i32(g, axis));
+    df_op_set_attr_int(b, "batch_dims", batch_dims);
+    df_output o = {df_op_finish(b), 0};
+    return o;
+}
+
+/* TF's definition read literally, one output element at a time: out[o] with o split as
+   (params dims before the axis, indices dims after the batch dims, params dims after the axis)
+   reads params[o's leading dims, indices[o's batch dims, o's index dims], o's trailing dims].
+   axis and batch_dims are already non-negative. Returns the output rank. */
+static int gather_ref(int pr, const int64_t *pd, const double *pv, int q, const int64_t *id, const double *iv,
+                      int axis, int batch, int64_t *od, double *ov) {
+    int r = 0;
+    for (int d = 0; d < axis; d++) od[r++] = pd[d];
+    for (int d = batch; d < q; d++) od[r++] = id[d];
+    for (int d = axis + 1; d < pr; d++) od[r++] = pd[d];
+    for (int64_t e = 0; e < numel(r, od); e++) {
+        int64_t o[DF_MAX_RANK], rest = e;
+        for (int d = r - 1; d >= 0; d--) { o[d] = rest % od[d]; rest /= od[d]; }
+        int64_t ii = 0, pi = 0;
+        for (int d = 0; d < q; d++) ii = ii * id[d] + (d < batch ? o[d] : o[axis + d - batch]);
+        for (int d = 0; d < pr; d++)
+            pi = pi * pd[d] + (d < axis ? o[d] : d == axis ? (int64_t)iv[ii] : o[d - 1 + q - batch]);
+        ov[e] = pv[pi];
+    }
+    return r;
+}
+
+/* One batch_dims case against gather_ref: params are 0.5, 1.5, ... (distinct), indices given. */
+static void check_gather_batch_(const char *file, int line, int pr, const int64_t *pd, df_dtype it, int q,
+                                const int64_t *id, const double *iv, int axis, int batch_attr) {
+    double pv[256], want[512];
+    int64_t od[DF_MAX_RANK];
+    for (int64_t i = 0; i < numel(pr, pd); i++) pv[i] = (double)i + 0.5;
+    int a = axis < 0 ? axis + pr : axis, b = batch_attr < 0 ? batch_attr + q : batch_attr;
+    int r = gather_ref(pr, pd, pv, q, id, iv, a, b, od, want);
+    df_graph *g = new_graph();
+    df_output y = gather_batch(g, konst(g, DF_DOUBLE, pr, pd, pv), konst(g, it, q, id, iv), axis, batch_attr);
+    expect_shape_(file, line, y, r, od);
+    df_tensor *t = run1_(file, line, g, y);
+    if (t) expect_(file, line, t, DF_DOUBLE, r, od, want, 0);
+    df_tensor_release(t);
+    done_(file, line, g);
+}
+#define CHECK_GATHER_BATCH(pr, pd, it, q, id, iv, axis, batch) \
+    check_gather_batch_(__FILE__, __LINE__, pr, pd, it, q, id, iv, axis, batch)
+
+DF_TEST(ops_gather_v2_batch_dims) {
+    /* TF's example: params [3,4,2] (params[i][j][k] = 8i + 2j + k), indices [3,2], axis 1,
+       batch_dims 1: out[i][t][k] = params[i][indices[i][t]][k], shape [3,2,2] */
+    df_graph *g = new_graph();
+    double pv[24];
+    for (int i = 0; i < 24; i++) pv[i] = i;
+    df_output p = konst(g, DF_FLOAT, 3, D(3, 4, 2), pv);
+    df_output ix = konst(g, DF_INT32, 2, D(3, 2), V(0, 3, 2, 2, 1, 0));
+    df_output y = gather_batch(g, p, ix, 1, 1);
+    EXPECT_SHAPE(y, 3, D(3, 2, 2));
+    EXPECT_RUN(g, y, DF_FLOAT, 3, D(3, 2, 2), V(0, 1, 6, 7, 12, 13, 12, 13, 18, 19, 16, 17), 0);
+    /* batch_dims -1 is 1 here; -2 is 0, the plain gather: [3, 3,2, 2] */
+    EXPECT_RUN(g, gather_batch(g, p, ix, 1, -1), DF_FLOAT, 3, D(3, 2, 2), V(0, 1, 6, 7, 12, 13, 12, 13, 18, 19, 16, 17), 0);
+    EXPECT_SHAPE(gather_batch(g, p, ix, 1, -2), 4, D(3, 3, 2, 2));
+    /* batch_dims = rank(indices): one row per batch, shape [3,2] */
+    EXPECT_RUN(g, gather_batch(g, p, konst(g, DF_INT64, 1, D(3), V(3, 0, 2)), 1, 1), DF_FLOAT, 2, D(3, 2),
+               V(6, 7, 8, 9, 20, 21), 0);
+    /* a static batch dim unknown in params comes from indices */
+    df_output ph = df_placeholder(g, "params", DF_FLOAT, 3, D(-1, 4, 2));
+    EXPECT_SHAPE(gather_batch(g, ph, ix, 1, 1), 3, D(3, 2, 2));
+    EXPECT_SHAPE(gather_batch(g, ph, ix, -1, 1), 3, D(3, 4, 2));
+    DONE(g);
+
+    /* the axis past the batch dims, int64 indices, the axis negative, two batch dims (each of
+       these and the example above gave the same values in TensorFlow 2.21 when written) */
+    CHECK_GATHER_BATCH(3, D(2, 3, 4), DF_INT64, 2, D(2, 2), V(3, 0, 1, 1), 2, 1);
+    CHECK_GATHER_BATCH(3, D(2, 3, 4), DF_INT32, 3, D(2, 2, 3), V(0, 1, 2, 3, 3, 0, 2, 2, 1, 0, 3, 1), -1, 1);
+    CHECK_GATHER_BATCH(4, D(2, 3, 4, 2), DF_INT64, 3, D(2, 3, 2), V(3, 0, 1, 1, 2, 2, 0, 0, 3, 2, 1, 3), 2, 2);
+    CHECK_GATHER_BATCH(4, D(2, 3, 4, 2), DF_INT32, 3, D(2, 3, 2), V(3, 0, 1, 1, 2, 2, 0, 0, 2, 2, 1, 0), 2, -1);
+    CHECK_GATHER_BATCH(4, D(2, 2, 3, 2), DF_INT32, 2, D(2, 2), V(1, 0, 1, 1), 3, 1);
+    CHECK_GATHER_BATCH(3, D(2, 3, 4), DF_INT32, 1, D(2), V(2, 1), 1, 1);
+    CHECK_GATHER_BATCH(3, D(2, 3, 4), DF_INT32, 2, D(2, 0), V(0), 2, 1);              /* no indices */
+    CHECK_GATHER_BATCH(3, D(3, 4, 2), DF_INT32, 2, D(3, 2), V(0, 3, 2, 2, 1, 0), 1, -2);   /* batch_dims 0 */
+}
+
 static df_output one_hot(df_graph *g, df_output idx, int depth, df_output on, df_output off, int axis) {
     df_op_builder *b = df_op_new(g, "OneHot", NULL);
     df_op_add_input(b, idx);

@@ -2126,6 +2126,55 @@ DF_TEST(gpu_placement_on_a_missing_gpu_and_cumprod_on_the_gpu) {
     df_graph_free(g);
 }
 
+/* GatherV2 with batch_dims on a GPU: no kernel yet, refused with a status that names the node
+   (the CPU runs it); batch_dims -rank(indices) is batch_dims 0 and runs; a bad batch_dims is
+   INVALID_ARGUMENT there as on the CPU. The shapes are fed, so the kernel and not the shape
+   function sees them. */
+DF_TEST(gpu_gather_batch_dims_is_refused_cleanly) {
+    static const struct { int batch; df_code code; const char *needle; } cases[] = {
+        {1, DF_UNIMPLEMENTED, "GatherV2 on a GPU: batch_dims must be 0 (got 1)"},
+        {-1, DF_UNIMPLEMENTED, "GatherV2 on a GPU: batch_dims must be 0 (got 1)"},
+        {-2, DF_OK, NULL},
+        {3, DF_INVALID_ARGUMENT, "Expected batch_dims in the range [-2, 2], but got 3"},
+    };
+    for (int k = 0; k < LEN(cases); k++) {
+        df_graph *g = df_graph_new();
+        df_output p = df_placeholder(g, "params", DF_FLOAT, -1, NULL), ix = df_placeholder(g, "indices", DF_INT32, -1, NULL);
+        df_graph_push_device(g, "/gpu:0");
+        df_op_builder *b = df_op_new(g, "GatherV2", "gather");
+        df_op_add_input(b, p);
+        df_op_add_input(b, ix);
+        df_op_add_input(b, df_scalar_i32(g, 1));
+        df_op_set_attr_int(b, "batch_dims", cases[k].batch);
+        df_output y = {df_op_finish(b), 0};
+        df_graph_pop_device(g);
+        df_tensor *pv = df_tensor_new(DF_FLOAT, 3, D(3, 4, 2), NULL), *iv = df_tensor_new(DF_INT32, 2, D(3, 2), NULL);
+        for (int i = 0; i < 24; i++) ((float *)df_tensor_data(pv))[i] = (float)i;
+        const int32_t ids[6] = {0, 3, 2, 2, 1, 0};
+        memcpy(df_tensor_data(iv), ids, sizeof ids);
+        df_output feeds[2] = {p, ix};
+        df_tensor *vals[2] = {pv, iv}, *out = NULL;
+        df_status st;
+        df_session *s = gpu_session(g, 0, &st);
+        if (s) {
+            df_session_run(s, feeds, vals, 2, &y, &out, 1, NULL, 0, &st);
+            if (cases[k].code == DF_OK) {
+                CHECK_OK(&st);
+                /* the plain gather: out[1][0][1][0] = params[1][indices[0][1]][0] = 8 + 2*3 */
+                CHECK(out && df_tensor_rank(out) == 4 && ((const float *)df_tensor_data(out))[14] == 14);
+            } else {
+                CHECK_STATUS(&st, cases[k].code, cases[k].needle);
+                CHECK_MSG(strstr(st.message, "{{node gather}}") != NULL, "batch_dims %d: %s", cases[k].batch, st.message);
+            }
+        }
+        df_tensor_release(out);
+        df_tensor_release(pv);
+        df_tensor_release(iv);
+        df_session_free(s);
+        df_graph_free(g);
+    }
+}
+
 /* The placement error counts the session's devices by type: one CPU and one GPU is not "2 CPU
    devices". */
 DF_TEST(gpu_placement_error_names_the_devices_right) {
