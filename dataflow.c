@@ -17775,9 +17775,11 @@ static void df__put64(unsigned char *p, uint64_t v) { for (int i = 0; i < 8; i++
 static uint32_t df__get32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 static uint64_t df__get64(const unsigned char *p) { return (uint64_t)df__get32(p) | (uint64_t)df__get32(p + 4) << 32; }
 
-static const char *const *df__ck_sort_names;
+/* Each name sorts with its index beside it: qsort has no context argument in C11, and a shared
+   key let two threads writing at once sort by each other's names. */
+typedef struct df__ck_named { const char *name; int index; } df__ck_named;
 static int df__ck_cmp(const void *a, const void *b) {
-    return strcmp(df__ck_sort_names[*(const int *)a], df__ck_sort_names[*(const int *)b]);
+    return strcmp(((const df__ck_named *)a)->name, ((const df__ck_named *)b)->name);
 }
 
 df_code df_checkpoint_write(const char *path, int n, const char *const *names, df_tensor *const *tensors, df_status *st) {
@@ -17799,7 +17801,7 @@ df_code df_checkpoint_write(const char *path, int n, const char *const *names, d
         if (df__tensor_gpu(t)) return df_status_set(st, DF_INVALID_ARGUMENT, "df_checkpoint_write: tensor '%s' is in GPU memory", names[i]);
 #endif
     }
-    int *order = (int *)DF_MALLOC(((size_t)n + 1) * sizeof(int));
+    df__ck_named *order = (df__ck_named *)DF_MALLOC(((size_t)n + 1) * sizeof *order);
     size_t index_bytes = 0;
     uint64_t data_bytes = 0;
     unsigned char *head = NULL;
@@ -17807,19 +17809,15 @@ df_code df_checkpoint_write(const char *path, int n, const char *const *names, d
     int fd = -1;
     df_code code = DF_OK;
     if (!order) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory writing a checkpoint");
-    for (int i = 0; i < n; i++) order[i] = i;
-    df__ck_sort_names = names;                 /* (qsort has no context argument in C11) */
-    static df__spin sort_lock;
-    df__spin_lock(&sort_lock);
+    for (int i = 0; i < n; i++) { order[i].name = names[i]; order[i].index = i; }
     qsort(order, (size_t)n, sizeof *order, df__ck_cmp);
-    df__spin_unlock(&sort_lock);
     for (int i = 0; i < n; i++) {
-        if (i && !strcmp(names[order[i]], names[order[i - 1]])) {
-            code = df_status_set(st, DF_INVALID_ARGUMENT, "df_checkpoint_write: the name '%s' is given twice", names[order[i]]);
+        if (i && !strcmp(names[order[i].index], names[order[i - 1].index])) {
+            code = df_status_set(st, DF_INVALID_ARGUMENT, "df_checkpoint_write: the name '%s' is given twice", names[order[i].index]);
             goto done;
         }
-        index_bytes += 4 + strlen(names[order[i]]) + 8 + 8 * (size_t)tensors[order[i]]->rank + 20;
-        data_bytes += tensors[order[i]]->nbytes;
+        index_bytes += 4 + strlen(names[order[i].index]) + 8 + 8 * (size_t)tensors[order[i].index]->rank + 20;
+        data_bytes += tensors[order[i].index]->nbytes;
     }
     if (!(head = (unsigned char *)DF_MALLOC(DF__CK_HEADER + index_bytes + 4))) { code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory writing a checkpoint"); goto done; }
     memcpy(head, df__ck_magic, 8);
@@ -17833,9 +17831,9 @@ df_code df_checkpoint_write(const char *path, int n, const char *const *names, d
         unsigned char *p = head + DF__CK_HEADER;
         uint64_t off = 0;
         for (int k = 0; k < n; k++) {
-            const df_tensor *t = tensors[order[k]];
-            size_t len = strlen(names[order[k]]);
-            df__put32(p, (uint32_t)len); memcpy(p + 4, names[order[k]], len); p += 4 + len;
+            const df_tensor *t = tensors[order[k].index];
+            size_t len = strlen(names[order[k].index]);
+            df__put32(p, (uint32_t)len); memcpy(p + 4, names[order[k].index], len); p += 4 + len;
             df__put32(p, (uint32_t)t->dtype); df__put32(p + 4, (uint32_t)t->rank); p += 8;
             for (int d = 0; d < t->rank; d++, p += 8) df__put64(p, (uint64_t)t->dims[d]);
             df__put64(p, off); df__put64(p + 8, t->nbytes); df__put32(p + 16, df__crc_mask(df__crc32c(0, t->data, t->nbytes)));
@@ -17853,7 +17851,7 @@ df_code df_checkpoint_write(const char *path, int n, const char *const *names, d
     if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) { code = df__io_error(st, errno, "Cannot create the checkpoint file", tmp); goto done; }
     if (df__write_all(fd, head, DF__CK_HEADER + index_bytes + 4)) { code = df__io_error(st, errno, "Cannot write the checkpoint", tmp); goto done; }
     for (int k = 0; k < n; k++)
-        if (df__write_all(fd, tensors[order[k]]->data, tensors[order[k]]->nbytes)) { code = df__io_error(st, errno, "Cannot write the checkpoint", tmp); goto done; }
+        if (df__write_all(fd, tensors[order[k].index]->data, tensors[order[k].index]->nbytes)) { code = df__io_error(st, errno, "Cannot write the checkpoint", tmp); goto done; }
     if (df__io_fault() || fsync(fd)) { code = df__io_error(st, errno, "Cannot flush the checkpoint to disk", tmp); goto done; }
     {
         int c = df__io_fault() ? -1 : close(fd);

@@ -690,9 +690,11 @@ df_code    df_tensor_write_npy(const df_tensor *t, const char *path);
             memory), DF_UNIMPLEMENTED (a tensor checkpoints do not hold: strings, references),
             DF_PERMISSION_DENIED and DF_RESOURCE_EXHAUSTED (from the file system: access, space),
             DF_INTERNAL (other I/O errors). df_saver_save and _restore give df_session_run's.
-   Threads: reading may happen on several threads at once. Write checkpoints (df_checkpoint_write,
-            df_saver_save, runs of SaveV2) from one thread at a time. df_saver_new builds into
-            the graph (section 4); df_saver_save and _restore are runs (section 8).
+   Threads: reading and writing (df_checkpoint_write, df_saver_save, runs of SaveV2) may
+            happen on several threads at once; two writes to one path at once leave one of the
+            two checkpoints there, whole (each writes a file of its own and renames it into
+            place). df_saver_new builds into the graph (section 4); df_saver_save and _restore
+            are runs (section 8).
    ============================================================================================= */
 df_code    df_checkpoint_write(const char *path, int n, const char *const *names, df_tensor *const *tensors,
                                df_status *st);

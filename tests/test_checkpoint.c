@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 #include <errno.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -336,4 +337,95 @@ DF_TEST(checkpoint_save_v2_checks_its_arguments) {
     df_session_free(s);
     df_graph_free(g);
     df_tensor_release(p); df_tensor_release(nm); df_tensor_release(sl); df_tensor_release(nm2); df_tensor_release(ok_sl);
+}
+
+/* Several threads writing checkpoints at once, each its own names (a different count, in a
+   different order) and values, many times. One writer's sort of its names must not see another's
+   (a shared sort key once let it: files out of order, and reads past the shorter array). Each
+   thread first writes its checkpoint alone and reads every tensor of it back; every file written
+   at once with the others must then be that file, byte for byte. The names share a long prefix
+   so that sorting them is a good part of a write. */
+enum { CK_WRITERS = 4, CK_ROUNDS = 100 };
+typedef struct {
+    int id, n;
+    pthread_barrier_t *start;
+    const char **names;
+    df_tensor **t;
+    char path[512];
+    unsigned char *alone;             /* the file written with no other writer */
+    size_t alone_len;
+    int failures;
+    char first_failure[1200];
+} ck_writer_job;
+static void ck_writer_fail(ck_writer_job *j, const char *what, const char *detail) {
+    if (!j->failures++) snprintf(j->first_failure, sizeof j->first_failure, "%s: %s", what, detail ? detail : "");
+}
+static void ck_writer_setup(ck_writer_job *j) {
+    enum { NAME_BYTES = 96 };
+    int64_t two = 2;
+    /* exactly n names (heap, so a read past them is caught), in an order of this thread's own:
+       a permutation modulo a prime with a multiplier per thread */
+    j->names = (const char **)malloc((size_t)j->n * sizeof *j->names);
+    char *store = (char *)malloc((size_t)j->n * NAME_BYTES);
+    j->t = (df_tensor **)malloc((size_t)j->n * sizeof *j->t);
+    for (int i = 0; i < j->n; i++) {
+        snprintf(store + NAME_BYTES * i, NAME_BYTES, "model/encoder/layer_stack/attention_block/projection_%d/%05d", j->id,
+                 (int)(((long long)i * (7 + 6 * j->id) + 3) % 1009));
+        j->names[i] = store + NAME_BYTES * i;
+        j->t[i] = df_tensor_new(DF_INT32, 1, &two, NULL);
+        int32_t *v = (int32_t *)df_tensor_data(j->t[i]);
+        v[0] = j->id * 1000000 + i;
+        v[1] = -v[0];
+    }
+    char file[64];
+    snprintf(file, sizeof file, "threads_%d.ckpt", j->id);
+    snprintf(j->path, sizeof j->path, "%s", ck_path(file));
+}
+static void ck_writer_teardown(ck_writer_job *j) {
+    for (int i = 0; i < j->n; i++) df_tensor_release(j->t[i]);
+    free((void *)j->names[0]); free((void *)j->names); free(j->t); free(j->alone);
+    remove(j->path);
+}
+static void *ck_writer_main(void *arg) {
+    ck_writer_job *j = (ck_writer_job *)arg;
+    df_status st;
+    pthread_barrier_wait(j->start);
+    for (int r = 0; r < CK_ROUNDS; r++) {
+        if (df_checkpoint_write(j->path, j->n, j->names, j->t, &st) != DF_OK) { ck_writer_fail(j, "write", st.message); continue; }
+        size_t len = 0;
+        unsigned char *bytes = slurp(j->path, &len);
+        if (!bytes || len != j->alone_len || memcmp(bytes, j->alone, len)) ck_writer_fail(j, "differs from the file written alone", j->path);
+        free(bytes);
+    }
+    return NULL;
+}
+DF_TEST(checkpoint_writes_from_4_threads_at_once) {
+    ck_writer_job jobs[CK_WRITERS];
+    pthread_t th[CK_WRITERS];
+    pthread_barrier_t start;
+    df_status st;
+    pthread_barrier_init(&start, NULL, CK_WRITERS);
+    for (int k = 0; k < CK_WRITERS; k++) {
+        ck_writer_job *j = &jobs[k];
+        memset(j, 0, sizeof *j);
+        j->id = k;
+        j->n = 1000 - 200 * k;           /* 1000, 800, 600, 400 */
+        j->start = &start;
+        ck_writer_setup(j);
+        CHECK_EQ_INT(df_checkpoint_write(j->path, j->n, j->names, j->t, &st), DF_OK);
+        j->alone = slurp(j->path, &j->alone_len);
+        CHECK(j->alone != NULL);
+        for (int i = 0; j->alone && i < j->n; i++) {
+            df_tensor *back = df_checkpoint_read_buffer(j->alone, j->alone_len, j->names[i], &st);
+            CHECK_MSG(back && same_tensor(back, j->t[i]), "thread %d: '%s' read back differs (%s)", k, j->names[i], st.message);
+            df_tensor_release(back);
+        }
+    }
+    for (int k = 0; k < CK_WRITERS; k++) CHECK_EQ_INT(pthread_create(&th[k], NULL, ck_writer_main, &jobs[k]), 0);
+    for (int k = 0; k < CK_WRITERS; k++) pthread_join(th[k], NULL);
+    for (int k = 0; k < CK_WRITERS; k++) {
+        CHECK_MSG(jobs[k].failures == 0, "thread %d (%d names): %d of %d writes failed, first: %s", k, jobs[k].n, jobs[k].failures, CK_ROUNDS, jobs[k].first_failure);
+        ck_writer_teardown(&jobs[k]);
+    }
+    pthread_barrier_destroy(&start);
 }
