@@ -55,6 +55,19 @@ demo() {
 FUZZ_ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:max_allocation_size_mb=2048"
 FUZZ_TARGETS="graphdef npy checkpoint worker builder"
 
+# A C++ compiler given the implementation, from a .cpp (tests/compile/impl_cpp.cpp) or as
+# dataflow.c itself, stops at exactly one error, ours, which says to compile dataflow.c as C.
+check_impl_refuses_cpp() {
+    local src out n
+    for src in tests/compile/impl_cpp.cpp dataflow.c; do
+        if out=$($CXX -std=c++11 -x c++ -fsyntax-only "$src" 2>&1); then echo "$src compiled as C++"; return 1; fi
+        n=$(printf '%s\n' "$out" | grep -c 'error:')
+        if [ "$n" != 1 ] || ! printf '%s\n' "$out" | grep 'error:' | grep -qF 'dataflow.c is C: compile it with a C compiler (cc -c dataflow.c)'; then
+            printf '%s\n' "$out" | head -20; echo "$src as C++: $n errors, expected the one #error of dataflow.c"; return 1
+        fi
+    done
+}
+
 # dfrun's error contract: a missing file is one "dfrun: ..." line on stderr and a non-zero
 # exit, a bad flag exits 2, --help exits 0.
 check_dfrun() {
@@ -253,6 +266,7 @@ run_tests() {
     step "header compiles as C11" $CC -std=c11 $WARN -pedantic -fsyntax-only tests/compile/header_c.c
     if command -v "$CXX" >/dev/null 2>&1; then
         step "header compiles as C++" $CXX -std=c++11 $WARN -fsyntax-only tests/compile/header_cpp.cpp
+        step "dataflow.c as C++ stops at one #error" check_impl_refuses_cpp
     else skipped=$((skipped + 1)); echo "skip build: header as C++ (no C++ compiler)"; fi
     step "dataflow.c -O2 with $CC" $CC -std=c11 -O2 $WARN -c dataflow.c -o build/dataflow_o2.o
     if command -v clang >/dev/null 2>&1; then

@@ -26,6 +26,13 @@
     20. OP TABLE AND PUBLIC WRAPPERS ................................. >>api
 */
 
+/* C only: C++ refuses a goto past an initialized declaration, _Thread_local and implicit
+   conversions from void *, over a hundred errors that hide what to do; one error here says it,
+   and the #else skips the rest of the file. */
+#ifdef __cplusplus
+#error "dataflow.c is C: compile it with a C compiler (cc -c dataflow.c) and link it to your C++ program; the header dataflow.h may be included from C++"
+#else
+
 /* ==========================================================================================
    1. CONFIG AND PLATFORM                                                             >>config
    Everything configurable by macro lives here. DF_MALLOC/DF_REALLOC/DF_FREE are all or none.
@@ -22034,3 +22041,4 @@ void df_mpi_finalize(void) {
     MPI_Finalize();
 }
 #endif /* DATAFLOW_MPI */
+#endif /* !__cplusplus */
