@@ -2074,7 +2074,10 @@ struct df_graph {
     df__ctx **ctxs;
     int n_ctxs, cap_ctxs;
     uint64_t edit_version;       /* bumps when an existing node's inputs change */
-    int n_sessions;
+    int holds;                   /* the user's until df_graph_free, and one per session on the graph:
+                                    the last to let go frees it (TF_DeleteGraph); atomic, since
+                                    sessions may be freed on any thread */
+    int freed_by_user;           /* df_graph_free was called (atomic) */
     struct df__gstack **gstacks; /* stacks made by df_gradients for while-loop gradients */
     int n_gstacks, cap_gstacks;
     df__ctx *next_grad_of;       /* the next df_while_loop is the gradient of this loop */
@@ -2242,6 +2245,7 @@ df_graph *df_graph_new(void) {
     df_graph *g = (df_graph *)DF_MALLOC(sizeof *g);
     if (!g) return NULL;
     memset(g, 0, sizeof *g);
+    g->holds = 1;
     return g;
 }
 
@@ -2262,8 +2266,7 @@ static void df__node_free(df_node *n) {
 
 static void df__gstacks_free(df_graph *g);
 static void df__func_free(struct df__func *f);
-void df_graph_free(df_graph *g) {
-    if (!g) return;
+static void df__graph_destroy(df_graph *g) {
     for (int i = 0; i < g->n_funcs; i++) df__func_free(g->funcs[i]);
     DF_FREE(g->funcs);
     df__strmap_free(&g->func_names);
@@ -2288,6 +2291,15 @@ void df_graph_free(df_graph *g) {
     DF_FREE(g->ctxs);
     df__gstacks_free(g);
     DF_FREE(g);
+}
+static void df__graph_release(df_graph *g) {
+    if (__atomic_sub_fetch(&g->holds, 1, __ATOMIC_ACQ_REL) == 0) df__graph_destroy(g);
+}
+void df_graph_free(df_graph *g) {
+    if (!g) return;
+    /* (a second call, while sessions still hold g, must not let go of a hold that is theirs) */
+    if (__atomic_exchange_n(&g->freed_by_user, 1, __ATOMIC_ACQ_REL)) return;
+    df__graph_release(g);
 }
 
 const df_status *df_graph_status(const df_graph *g) {
@@ -13672,6 +13684,10 @@ static int df__step_tf32(const df__step *s) { return s && s->session && s->sessi
 df_session *df_session_new(df_graph *g, const df_session_options *opts, df_status *st) {
     df_status_clear(st);
     if (!g) { df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: graph is NULL"); return NULL; }
+    if (__atomic_load_n(&g->freed_by_user, __ATOMIC_ACQUIRE)) {     /* (seen while other sessions keep it) */
+        df_status_set(st, DF_FAILED_PRECONDITION, "df_session_new: the graph was freed (df_graph_free)");
+        return NULL;
+    }
     df_session_options o;
     memset(&o, 0, sizeof o);
     if (opts) o = *opts;
@@ -13713,13 +13729,14 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
     if (!s) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a session"); return NULL; }
     memset(s, 0, sizeof *s);
     s->g = g;
+    __atomic_add_fetch(&g->holds, 1, __ATOMIC_RELAXED);     /* (df_session_free lets go, also of a session half made) */
     s->opts = o;
     s->seed_salt = df__hash_mix((uint64_t)time(NULL), (uint64_t)(uintptr_t)s);
     if (o.target && *o.target) {              /* the workers' devices, and no local one */
         if (df__cluster_open(s, st) != DF_OK) { df_session_free(s); return NULL; }
         o.num_cpu_devices = 0;
     } else if (!(s->devices = (df__device **)DF_MALLOC((size_t)(o.num_cpu_devices + o.num_gpu_devices) * sizeof(df__device *)))) {
-        DF_FREE(s); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a session"); return NULL;
+        df_session_free(s); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a session"); return NULL;
     }
     for (int i = 0; i < o.num_cpu_devices; i++) {
         if (!(s->devices[i] = df__device_new_cpu(i, o.memory_limit, st))) { df_session_free(s); return NULL; }
@@ -13741,7 +13758,6 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
         if (!s->ipool) { df_session_free(s); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the intra-op threads"); return NULL; }
     }
 #endif
-    g->n_sessions++;
     return s;
 }
 
@@ -13763,8 +13779,9 @@ void df_session_free(df_session *s) {
     df__strmap_free(&s->resources);
     for (int i = 0; i < s->n_devices; i++) df__device_free(s->devices[i]);
     DF_FREE(s->devices);
-    if (s->g && s->g->n_sessions > 0) s->g->n_sessions--;
+    df_graph *g = s->g;
     DF_FREE(s);
+    if (g) df__graph_release(g);           /* last: the plans and pools above may read g */
 }
 
 void df_session_cuda_graph_stats(df_session *s, df_cuda_graph_stats *out) {

@@ -197,9 +197,11 @@ const char *df_tensor_string(const df_tensor *t, int64_t i, size_t *len);
 
 /* =============================================================================================
    4. GRAPHS AND OPS                                                                    >>graph
-   Owns:    df_graph_free frees a graph with all its nodes; free the sessions on it first. Nodes,
-            outputs, names, op names, devices and attribute values read back (df_node_attr_string,
-            df_node_attr_tensor) belong to the graph and stay valid until df_graph_free. Strings,
+   Owns:    df_graph_free frees a graph with all its nodes, at once or, while sessions on it
+            live, with the last of them (as TF_DeleteGraph). Nodes, outputs, names, op names,
+            devices and attribute values read back (df_node_attr_string, df_node_attr_tensor)
+            belong to the graph and stay valid until df_graph_free (nodes and outputs, as feeds,
+            fetches and targets of the sessions' runs, until the graph is freed). Strings,
             arrays and dims passed in are copied; tensors passed in are retained. A builder
             from df_op_new is freed by df_op_finish, and only by it: finish every builder, also
             after an error (it then returns NULL).
@@ -222,7 +224,12 @@ typedef struct df_node  df_node;              /* owned by its graph */
 typedef struct df_output { df_node *node; int index; } df_output;   /* one output of a node */
 
 df_graph   *df_graph_new(void);               /* NULL only on OOM */
-void        df_graph_free(df_graph *g);       /* NULL ok; sessions on g must be freed first */
+/* NULL ok. As TF_DeleteGraph: sessions on g keep it alive and go on running it, and g is freed
+   with the last of them (on whichever thread frees it); with no session, at once. After this
+   call g and its nodes are only the sessions' graph and the feeds, fetches and targets of their
+   runs: build nothing more into g and make no session on it (df_session_new answers
+   DF_FAILED_PRECONDITION while another session still holds it). */
+void        df_graph_free(df_graph *g);
 /* The first error met while building (sticky). Building calls after an error return NULL /
    {NULL,0} and do nothing else; passing {NULL,0} as an input is never a crash. */
 const df_status *df_graph_status(const df_graph *g);
@@ -477,16 +484,18 @@ df_node *df_minimize(df_graph *g, df_output loss, int n_vars, const df_output *v
 
 /* =============================================================================================
    8. SESSIONS AND RUNNING                                                            >>session
-   Owns:    df_session_free frees a session; free it before its graph, which the session uses
-            but does not copy. The session owns its devices, threads, variables' values, queues
-            and compiled plans; the graphs and device names df_session_partition and
+   Owns:    df_session_free frees a session, and its graph with it when df_graph_free was
+            called on the graph and no other session holds it: a session keeps the graph it
+            uses (not a copy) alive. The session owns its devices, threads, variables' values,
+            queues and compiled plans; the graphs and device names df_session_partition and
             df_session_optimized_graph return are the session's, valid until df_session_free,
             and are not to be modified. Feeds are only read (what a run keeps of them it
             retains); fetch_values[i] are new references for the caller to release, and stay
             valid after the session is freed.
    Errors:  df_session_new: DF_INVALID_ARGUMENT (options out of range, more GPUs than are
             visible), DF_UNIMPLEMENTED (GPUs in a build without DATAFLOW_CUDA), DF_UNAVAILABLE
-            (a worker of the target does not answer), DF_RESOURCE_EXHAUSTED.
+            (a worker of the target does not answer), DF_FAILED_PRECONDITION (a graph given to
+            df_graph_free that other sessions still hold), DF_RESOURCE_EXHAUSTED.
             df_session_run: the graph's own error, if it has one (a run that lowers If, While
             and calls reports a failure there on the graph, where it stays); DF_INVALID_ARGUMENT
             (feeds, fetches or targets that are NULL, from another graph, of the wrong type or
@@ -501,9 +510,11 @@ df_node *df_minimize(df_graph *g, df_output loss, int n_vars, const df_output *v
    Threads: df_session_run may be called on one session from several threads at once, as in
             TensorFlow; runs share the variables, queues and random state. The statistics and
             partition functions may be called at any time. Making and freeing a session count
-            as writing its graph (section 4). df_session_free cancels the queue operations that
-            wait in runs in flight (DF_CANCELLED) and waits for those runs to return; no call on
-            the session may start once it has begun.
+            as writing its graph (section 4), except that sessions on one graph may be freed on
+            several threads at once, and the graph freed beside them (its count of holds is
+            atomic). df_session_free cancels the queue operations that wait in runs in flight
+            (DF_CANCELLED) and waits for those runs to return; no call on the session may start
+            once it has begun.
    ============================================================================================= */
 typedef struct df_session df_session;
 typedef struct df_session_options {
@@ -555,8 +566,9 @@ typedef struct df_pass_stats {
    the time to move their inputs. */
 enum { DF_PLACEMENT_DEFAULT = 0, DF_PLACEMENT_COST_MODEL = 1 };
 
-/* The session uses g, not a copy, until df_session_free: g must outlive it. Nodes added to g
-   later are usable in later runs. opts NULL means defaults. */
+/* The session keeps the graph alive: it uses g, not a copy, and g may be freed (df_graph_free)
+   before the session, which goes on running it; g is then freed with its last session. Nodes
+   added to g later (before df_graph_free) are usable in later runs. opts NULL means defaults. */
 df_session *df_session_new(df_graph *g, const df_session_options *opts, df_status *st);
 /* Runs the subgraph needed for fetches and targets, with feeds replacing outputs.
    fetch_values[i] receive new references owned by the caller. Feeds are never modified.

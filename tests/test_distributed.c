@@ -138,6 +138,40 @@ DF_TEST(distributed_straight_line_over_two_workers) {
     for (int i = 0; i < 2; i++) df_worker_stop(w[i]);
 }
 
+/* A session over workers keeps its graph when the user frees it first (TF_DeleteGraph): it
+   goes on running it, a new set of fetches (a new plan from the graph) included, and frees it. */
+DF_TEST(distributed_graph_freed_before_its_session) {
+    df_worker *w[2] = {NULL, NULL};
+    char target[256];
+    if (!start_workers(2, w, target, sizeof target)) return;
+    df_graph *g = df_graph_new();
+    df_output x = df_placeholder(g, "x", DF_FLOAT, 0, NULL);
+    df_graph_push_device(g, "/job:worker/task:0");
+    df_output a = df_mul(g, x, df_scalar_f32(g, 2));
+    df_graph_pop_device(g);
+    df_graph_push_device(g, "/job:worker/task:1");
+    df_output b = df_add(g, a, df_scalar_f32(g, 1));
+    df_graph_pop_device(g);
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.target = target;
+    df_status st;
+    df_session *s = df_session_new(g, &o, &st);
+    CHECK_MSG(s != NULL, "session: %s", st.message);
+    for (int step = 0; s && step < 4; step++) {
+        if (step == 1) df_graph_free(g);
+        df_tensor *xv = df_tensor_new(DF_FLOAT, 0, NULL, NULL), *out = NULL;
+        *(float *)df_tensor_data(xv) = (float)step;
+        df_output f = step < 3 ? b : a;              /* the last: a plan made after the free */
+        CHECK_EQ_INT(df_session_run(s, &x, &xv, 1, &f, &out, 1, NULL, 0, &st), DF_OK);
+        CHECK_MSG(out && *(float *)df_tensor_data(out) == (step < 3 ? 2.0f * step + 1 : 2.0f * step), "step %d: %s", step, st.message);
+        df_tensor_release(out); df_tensor_release(xv);
+    }
+    if (!s) df_graph_free(g);
+    df_session_free(s);                              /* and the graph with it */
+    for (int i = 0; i < 2; i++) df_worker_stop(w[i]);
+}
+
 /* while (x < limit) x = (x * w on task 1 + 0.5 on task 2), the predicate on task 0; the output
    and d(sum(out))/dw, d(sum(out))/dx0 against one process. */
 typedef struct span3 { df_output w; } span3;

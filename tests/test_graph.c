@@ -2,6 +2,7 @@
    static shapes, pivot edges inside control flow, validation, DOT pictures, and the two
    16-bit float formats at their edges. */
 #include "harness.h"
+#include <pthread.h>
 
 static df_tensor *run1(df_graph *g, df_output fetch, df_status *st) {
     df_session *s = df_session_new(g, NULL, st);
@@ -491,4 +492,153 @@ DF_TEST(graph_cse_respects_state_devices_control_edges_and_frames) {
     df_tensor_release(out); df_tensor_release(xv); df_tensor_release(yv);
     df_session_free(s);
     df_graph_free(g);
+}
+
+/* ---- a graph freed while sessions on it live (TF_DeleteGraph: the last session frees it) ----
+   y = affine(x) + v with affine(a) = 3a + 1 a function and y on the last CPU, v a variable set to
+   10 by `init` and grown by x by `grow`: after the init and runs k = 1..K with x = k, each
+   fetching y and then growing v, y is 3k + 1 + 10 + (1 + ... + k-1). */
+typedef struct kept_graph { df_graph *g; df_output x, y; df_node *init, *grow; } kept_graph;
+static void kept_affine(df_graph *fg, void *user, const df_output *args, df_output *outs) {
+    (void)user;
+    outs[0] = df_add(fg, df_mul(fg, args[0], df_scalar_f32(fg, 3)), df_scalar_f32(fg, 1));
+}
+static kept_graph kept_build(void) {
+    kept_graph k;
+    df_dtype t = DF_FLOAT;
+    df_output a;
+    k.g = df_graph_new();
+    k.x = df_placeholder(k.g, "x", DF_FLOAT, 0, NULL);
+    df_output v = df_variable(k.g, "v", DF_FLOAT, 0, NULL);
+    k.init = df_assign(k.g, v, df_scalar_f32(k.g, 10));
+    df_function_define(k.g, "affine", 1, &t, 1, kept_affine, NULL);
+    df_call(k.g, "affine", 1, &k.x, 1, &a);
+    df_graph_push_device(k.g, "/cpu:1");     /* (sessions of one device: soft placement) */
+    k.y = df_add(k.g, a, v);
+    df_graph_pop_device(k.g);
+    k.grow = df_assign_add(k.g, v, k.x);
+    CHECK_OK(df_graph_status(k.g));
+    return k;
+}
+/* the sessions: one device; two (y on the second, so Send/Recv); the function run as a call
+   (its runtime lives in the graph's library) */
+static df_session *kept_session(const kept_graph *k, int kind) {
+    df_session_options o;
+    df_status st;
+    memset(&o, 0, sizeof o);
+    o.num_cpu_devices = kind == 1 ? 2 : 1;
+    o.soft_placement = 1;
+    if (kind == 2) o.disable_passes = DF_PASS_INLINE;
+    df_session *s = df_session_new(k->g, &o, &st);
+    CHECK_MSG(s, "session %d: %s", kind, st.message);
+    if (s) CHECK_EQ_INT(df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &k->init, 1, &st), DF_OK);
+    return s;
+}
+/* run k of a session (k = 1, 2, ...): 0 when y was wrong or a run failed; msg says which */
+static int kept_run(df_session *s, const kept_graph *k, int run, char *msg, size_t n_msg) {
+    df_status st;
+    int64_t none = 0;
+    df_tensor *xv = df_tensor_new(DF_FLOAT, 0, &none, NULL), *y = NULL;
+    *(float *)df_tensor_data(xv) = (float)run;
+    float want = 3.0f * (float)run + 1 + 10 + (float)(run * (run - 1) / 2);
+    int ok = df_session_run(s, &k->x, &xv, 1, &k->y, &y, 1, NULL, 0, &st) == DF_OK && y && *(float *)df_tensor_data(y) == want;
+    if (!ok) snprintf(msg, n_msg, "run %d: y %g, expected %g (%s)", run, y ? *(float *)df_tensor_data(y) : -1.0, want, st.message);
+    else if (df_session_run(s, &k->x, &xv, 1, NULL, NULL, 0, &k->grow, 1, &st) != DF_OK) {
+        ok = 0;
+        snprintf(msg, n_msg, "run %d: AssignAdd: %s", run, st.message);
+    }
+    df_tensor_release(y); df_tensor_release(xv);
+    return ok;
+}
+#define KEPT_RUN(s, k, run) do { char m_[700]; CHECK_MSG(kept_run(s, k, run, m_, sizeof m_), "%s", m_); } while (0)
+
+DF_TEST(graph_freed_before_its_sessions_which_keep_running_it) {
+    kept_graph k = kept_build();
+    df_session *s[3];
+    for (int i = 0; i < 3; i++) s[i] = kept_session(&k, i);
+    if (!s[0] || !s[1] || !s[2]) { for (int i = 0; i < 3; i++) df_session_free(s[i]); df_graph_free(k.g); return; }
+    df_status st;                      /* (the second session splits y over its two devices) */
+    df_tensor *x0 = df_tensor_new(DF_FLOAT, 0, NULL, NULL), *y0 = NULL;
+    *(float *)df_tensor_data(x0) = 0;
+    CHECK_EQ_INT(df_session_run(s[1], &k.x, &x0, 1, &k.y, &y0, 1, NULL, 0, &st), DF_OK);
+    CHECK(y0 && *(float *)df_tensor_data(y0) == 11);
+    CHECK_EQ_INT(df_session_num_partitions(s[1]), 2);
+    df_tensor_release(y0); df_tensor_release(x0);
+    df_graph_free(k.g);
+    for (int run = 1; run <= 4; run++)
+        for (int i = 0; i < 3; i++) KEPT_RUN(s[i], &k, run);
+    df_session_free(s[1]);
+    for (int run = 5; run <= 6; run++) { KEPT_RUN(s[0], &k, run); KEPT_RUN(s[2], &k, run); }
+    df_session_free(s[0]);
+    KEPT_RUN(s[2], &k, 7);
+    df_session_free(s[2]);             /* the graph goes with it (ASan: no leak, no use after) */
+}
+
+DF_TEST(graph_freed_after_its_session_stays_the_users) {
+    kept_graph k = kept_build();
+    df_session *s = kept_session(&k, 1);
+    if (!s) { df_graph_free(k.g); return; }
+    KEPT_RUN(s, &k, 1);
+    df_session_free(s);
+    /* the graph is whole and still the user's: it grows and runs in a new session */
+    df_output z = df_mul(k.g, k.y, df_scalar_f32(k.g, 2));
+    CHECK_OK(df_graph_status(k.g));
+    s = kept_session(&k, 0);
+    if (s) {
+        KEPT_RUN(s, &k, 1);
+        df_status st;
+        df_tensor *x2 = df_tensor_new(DF_FLOAT, 0, NULL, NULL), *zv = NULL;
+        *(float *)df_tensor_data(x2) = 2;
+        CHECK_EQ_INT(df_session_run(s, &k.x, &x2, 1, &z, &zv, 1, NULL, 0, &st), DF_OK);
+        CHECK(zv && *(float *)df_tensor_data(zv) == 2 * (3 * 2 + 1 + 11));
+        df_tensor_release(zv); df_tensor_release(x2);
+        df_session_free(s);
+    }
+    df_graph_free(k.g);
+}
+
+DF_TEST(graph_with_two_sessions_freed_between_them) {
+    for (int order = 0; order < 2; order++) {       /* the first session freed before or after the graph */
+        kept_graph k = kept_build();
+        df_session *a = kept_session(&k, 0), *b = kept_session(&k, 1);
+        if (!a || !b) { df_session_free(a); df_session_free(b); df_graph_free(k.g); return; }
+        KEPT_RUN(a, &k, 1); KEPT_RUN(b, &k, 1);
+        if (order == 0) df_session_free(a);
+        df_graph_free(k.g);
+        df_graph_free(k.g);                         /* a second free, while b holds it, lets go of nothing */
+        df_status st;
+        CHECK(df_session_new(k.g, NULL, &st) == NULL);
+        CHECK_STATUS(&st, DF_FAILED_PRECONDITION, "df_graph_free");
+        if (order == 1) { KEPT_RUN(a, &k, 2); df_session_free(a); }
+        KEPT_RUN(b, &k, 2); KEPT_RUN(b, &k, 3);
+        df_session_free(b);
+    }
+}
+
+/* Sessions freed on threads of their own while the graph is freed on this one: exactly one of
+   them frees the graph, after every run. */
+typedef struct kept_job { df_session *s; const kept_graph *k; int ok; char msg[700]; } kept_job;
+static void *kept_run_and_free(void *arg) {
+    kept_job *j = (kept_job *)arg;
+    j->ok = kept_run(j->s, j->k, 2, j->msg, sizeof j->msg);
+    df_session_free(j->s);
+    return NULL;
+}
+DF_TEST(graph_and_its_sessions_freed_on_several_threads) {
+    for (int round = 0; round < 20; round++) {
+        kept_graph k = kept_build();
+        kept_job jobs[3];
+        pthread_t th[3];
+        int made = 0;
+        for (int i = 0; i < 3; i++) {
+            memset(&jobs[i], 0, sizeof jobs[i]);
+            jobs[i].k = &k;
+            if ((jobs[i].s = kept_session(&k, i))) { KEPT_RUN(jobs[i].s, &k, 1); made++; }
+        }
+        if (made < 3) { for (int i = 0; i < 3; i++) df_session_free(jobs[i].s); df_graph_free(k.g); return; }
+        for (int i = 0; i < 3; i++) CHECK_EQ_INT(pthread_create(&th[i], NULL, kept_run_and_free, &jobs[i]), 0);
+        df_graph_free(k.g);
+        for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+        for (int i = 0; i < 3; i++) CHECK_MSG(jobs[i].ok, "round %d, session %d: %s", round, i, jobs[i].msg);
+    }
 }
