@@ -70,6 +70,9 @@
 #if defined(DF_BFC_SYS_ALLOC) != defined(DF_BFC_SYS_FREE)
 #error "define both of DF_BFC_SYS_ALLOC and DF_BFC_SYS_FREE, or neither"
 #endif
+/* DF_NO_TENSOR_RECYCLE: small tensors are freed, header and buffer, when their last reference
+   goes, instead of being kept for reuse (section 6). For sanitizer builds: a recycled header is
+   live memory to ASan, so a use after the last release went unseen. */
 #ifndef DF_ASSERT
 #include <assert.h>
 #define DF_ASSERT(x) assert(x)
@@ -1118,7 +1121,8 @@ struct df_tensor {
 /* A device's allocator, reference counted: tensors fetched from a session keep their buffers
    (and so the allocator) alive after the session is freed. Small tensors are recycled whole
    (header and one 256-byte chunk) through a short stack: loops make and drop scalars at a high
-   rate. Recycled tensors hold no reference; the last release drains them. */
+   rate. Recycled tensors hold no reference; the last release drains them. DF_NO_TENSOR_RECYCLE
+   turns the stack off, so that ASan sees a tensor used after its last release. */
 #define DF__RECYCLE_BYTES 256
 #define DF__RECYCLE_SLOTS 1024
 typedef struct df__allocator {
@@ -1211,6 +1215,7 @@ static df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int rank, c
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
         return NULL;
     }
+#ifndef DF_NO_TENSOR_RECYCLE
     if (bytes && bytes <= DF__RECYCLE_BYTES && __atomic_load_n(&alloc->n_recycled, __ATOMIC_RELAXED)) {
         df_tensor *x = NULL;
         df__spin_lock(&alloc->recycle_lock);
@@ -1225,6 +1230,7 @@ static df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int rank, c
             return x;
         }
     }
+#endif
     df_tensor *x = (df_tensor *)DF_MALLOC(sizeof *x);
     if (!x) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory for a tensor header"); return NULL; }
     x->refs = 1; x->dtype = t; x->rank = rank; x->n = n; x->nbytes = bytes; x->base = NULL; x->ref = NULL;
@@ -1324,12 +1330,14 @@ void df_tensor_release(df_tensor *t) {
         if (DF__UNLIKELY(df__tls_hold != NULL) && df__tls_hold->alloc == a && df__hold_keep(t)) return;
 #endif
         int kept = 0;
+#ifndef DF_NO_TENSOR_RECYCLE
         if (t->nbytes <= DF__RECYCLE_BYTES && __atomic_load_n(&a->n_recycled, __ATOMIC_RELAXED) < DF__RECYCLE_SLOTS) {
             df__spin_lock(&a->recycle_lock);
             int k = a->n_recycled;
             if (k < DF__RECYCLE_SLOTS) { a->recycled[k] = t; __atomic_store_n(&a->n_recycled, k + 1, __ATOMIC_RELAXED); kept = 1; }
             df__spin_unlock(&a->recycle_lock);
         }
+#endif
         if (!kept) df_bfc_free(a->bfc, t->data);
         df__allocator_release(a);
         if (kept) return;
