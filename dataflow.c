@@ -7278,10 +7278,12 @@ static void df__k_assign(df__kctx *c) {
     df_tensor *fresh = df__tensor_alloc(c->alloc, old->dtype, old->rank, old->dims, c->st);
     if (!fresh) { df__spin_unlock(&v->lock); return; }
     if (df__add_data(code == 1 ? DF__B_ADD : DF__B_SUB, fresh, old, value, c->st)) { df__spin_unlock(&v->lock); df_tensor_release(fresh); return; }
+    /* The output's reference is taken before the lock goes: once it is gone, a concurrent
+       update may replace fresh and drop the variable's reference, freeing it. */
     v->value = fresh;
+    c->out[0] = df_tensor_retain(fresh);
     df__spin_unlock(&v->lock);
     df_tensor_release(old);
-    c->out[0] = df_tensor_retain(fresh);
 }
 static df_code df__sf_variable(df__shape_ctx *c) {
     const df__attr *s = df__node_attr(c->node, "shape");
@@ -7941,7 +7943,8 @@ static int df__k_apply_lock(df__kctx *c, int n, df__var **v, df_tensor **val) {
     for (int i = 0; i < n; i++) {
         df_tensor *cur = v[i]->value;
         if (!cur) DF__KFAIL(c, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v[i]->name);
-        else if (cur->refs != 1 || cur->base) {
+        /* (acquire: a reader's last use of the data comes before our writes in place) */
+        else if (__atomic_load_n(&cur->refs, __ATOMIC_ACQUIRE) != 1 || cur->base) {
             df_tensor *fresh = df__tensor_alloc(c->alloc, cur->dtype, cur->rank, cur->dims, c->st);
             if (fresh && df__copy_data(fresh, cur, c->st)) { df_tensor_release(fresh); fresh = NULL; }
             if (fresh) {
