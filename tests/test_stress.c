@@ -7,8 +7,10 @@
    change afterwards (the optimizer case re-checks each one after the thread's next run).
    Threads start together, so their first runs also race to build the plans.
 
-   Built into the unit tests (ASan+UBSan). Iterations are few so the file takes seconds there on
-   two cores, and under ThreadSanitizer; DF_STRESS_SCALE=k runs k times as many, for a soak. */
+   Built into the unit tests (ASan+UBSan), and in build.sh under ThreadSanitizer and with ASan
+   and DF_NO_TENSOR_RECYCLE (tensors freed at their last release, so a use after it is seen).
+   Iterations are few so the file takes seconds there on two cores; DF_STRESS_SCALE=k runs k
+   times as many, for a soak. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 #include <pthread.h>
