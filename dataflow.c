@@ -2074,7 +2074,8 @@ struct df_graph {
     df__ctx *ctx;                /* current control-flow context */
     df__ctx **ctxs;
     int n_ctxs, cap_ctxs;
-    uint64_t edit_version;       /* bumps when an existing node's inputs change */
+    uint64_t edit_version;       /* bumps when an existing node's inputs change; atomic: runs read
+                                    it for their plan's key while another run lowers the graph */
     int n_sessions;
     struct df__gstack **gstacks; /* stacks made by df_gradients for while-loop gradients */
     int n_gstacks, cap_gstacks;
@@ -3017,7 +3018,7 @@ df_code df_node_update_input(df_graph *g, df_node *dst, int index, df_output src
             df_dtype_name(df_output_dtype(dst->inputs[index])), src.node->name, src.index,
             df_dtype_name(df_output_dtype(src)), dst->name);
     dst->inputs[index] = src;
-    g->edit_version++;
+    __atomic_add_fetch(&g->edit_version, 1, __ATOMIC_RELAXED);
     return DF_OK;
 }
 
@@ -8774,7 +8775,7 @@ static int df__fn_replace(df_graph *g, df_node *n, const df_output *outs, int n_
     n->inputs = in;
     n->n_inputs = n_out;
     n->op = df__op_lookup(n_out ? "IdentityN" : "NoOp");
-    g->edit_version++;
+    __atomic_add_fetch(&g->edit_version, 1, __ATOMIC_RELAXED);
     return 1;
 }
 
@@ -8888,13 +8889,34 @@ out:
     return ok;
 }
 
+/* Runs lower a session's graph in place, the first time they meet a functional node, while
+   other runs of it (of any session on it) may be reading it to build their plans: plan builds
+   hold this lock shared, lowering exclusive. A thread that holds it does not take it again (a
+   plan build runs a session of its own for constant folding, over a graph of its own). */
 #ifndef DF_NO_THREADS
-static pthread_mutex_t df__lower_mutex = PTHREAD_MUTEX_INITIALIZER;
-static void df__lower_lock(void) { pthread_mutex_lock(&df__lower_mutex); }
-static void df__lower_unlock(void) { pthread_mutex_unlock(&df__lower_mutex); }
+static pthread_mutex_t df__graph_rw_mu = PTHREAD_MUTEX_INITIALIZER;   /* (no pthread_rwlock_t: it */
+static pthread_cond_t df__graph_rw_cv = PTHREAD_COND_INITIALIZER;     /* needs feature macros that a */
+static int df__graph_readers, df__graph_writer;                       /* one-file user may not set) */
+static _Thread_local int df__graph_rw_depth;
+static void df__graph_rw_lock(int exclusive) {
+    if (df__graph_rw_depth++) return;
+    pthread_mutex_lock(&df__graph_rw_mu);
+    while (df__graph_writer || (exclusive && df__graph_readers)) pthread_cond_wait(&df__graph_rw_cv, &df__graph_rw_mu);
+    if (exclusive) df__graph_writer = 1;
+    else df__graph_readers++;
+    pthread_mutex_unlock(&df__graph_rw_mu);
+}
+static void df__graph_rw_unlock(void) {
+    if (--df__graph_rw_depth) return;
+    pthread_mutex_lock(&df__graph_rw_mu);
+    if (df__graph_writer) df__graph_writer = 0;       /* (a writer holds it alone) */
+    else df__graph_readers--;
+    if (!df__graph_writer && !df__graph_readers) pthread_cond_broadcast(&df__graph_rw_cv);
+    pthread_mutex_unlock(&df__graph_rw_mu);
+}
 #else
-static void df__lower_lock(void) {}
-static void df__lower_unlock(void) {}
+static void df__graph_rw_lock(int exclusive) { DF__UNUSED(exclusive); }
+static void df__graph_rw_unlock(void) {}
 #endif
 static int df__graph_has_functional(const df_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) if (df__is_functional(g->nodes[i])) return 1;
@@ -9110,7 +9132,7 @@ static df_node *df__finish_in(df_graph *g, df__ctx *ctx, df_op_builder *b) {
 static int df__add_control_edge(df_graph *g, df_node *n, df_node *c) {
     if (!n || !c) return 0;
     if (!df__node_add_control(n, c)) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return 0; }
-    g->edit_version++;
+    __atomic_add_fetch(&g->edit_version, 1, __ATOMIC_RELAXED);
     return 1;
 }
 
@@ -15563,16 +15585,27 @@ oom:
     return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory optimising the graph");
 }
 
+static df__plan *df__plan_build_lowered(df_session *ss, const df_output *feeds, int n_feeds, const df_output *fetches,
+                                        int n_fetches, df_node *const *targets, int n_targets, df_status *st);
 static df__plan *df__plan_build(df_session *ss, const df_output *feeds, int n_feeds, const df_output *fetches,
                                 int n_fetches, df_node *const *targets, int n_targets, df_status *st) {
     /* calls are inlined unless the inline pass is off (never with workers: they get no library) */
     int keep_calls = (ss->opts.disable_passes & DF_PASS_INLINE) && !ss->cluster;
+    df__graph_rw_lock(0);
     if (df__graph_has_functional_ex(ss->g, keep_calls)) {
-        df__lower_lock();
+        df__graph_rw_unlock();
+        df__graph_rw_lock(1);
         df_code lc = df__graph_has_functional_ex(ss->g, keep_calls) ? df__lower_all_ex(ss->g, keep_calls) : DF_OK;
-        df__lower_unlock();
+        df__graph_rw_unlock();
         if (lc != DF_OK) { *st = ss->g->status; return NULL; }
+        df__graph_rw_lock(0);
     }
+    df__plan *plan = df__plan_build_lowered(ss, feeds, n_feeds, fetches, n_fetches, targets, n_targets, st);
+    df__graph_rw_unlock();
+    return plan;
+}
+static df__plan *df__plan_build_lowered(df_session *ss, const df_output *feeds, int n_feeds, const df_output *fetches,
+                                        int n_fetches, df_node *const *targets, int n_targets, df_status *st) {
     df__opt o;
     df_pass_stats stats;
     memset(&o, 0, sizeof o);
@@ -15765,7 +15798,7 @@ df_code df_session_run(df_session *s, const df_output *feeds, df_tensor *const *
         if (!targets[i] || targets[i]->graph != g) return df_status_set(st, DF_INVALID_ARGUMENT, "Target %d is NULL or from another graph", i);
     /* the signature */
     df__buf key = {NULL, 0, 0, 0};
-    df__buf_printf(&key, "e%llu;", (unsigned long long)g->edit_version);
+    df__buf_printf(&key, "e%llu;", (unsigned long long)__atomic_load_n(&g->edit_version, __ATOMIC_RELAXED));
     for (int i = 0; i < n_feeds; i++) df__buf_printf(&key, "f%d:%d,", feeds[i].node->id, feeds[i].index);
     for (int i = 0; i < n_fetches; i++) df__buf_printf(&key, "o%d:%d,", fetches[i].node->id, fetches[i].index);
     for (int i = 0; i < n_targets; i++) df__buf_printf(&key, "t%d,", targets[i]->id);

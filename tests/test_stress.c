@@ -1,7 +1,8 @@
 /* test_stress.c - one session run from 8 and 16 threads at once (dataflow.h's promise): an int64
    counter under AssignAdd and AssignSub, the optimizers' Apply ops and df_minimize, a while loop,
-   a cond and a session with two CPU devices, each with variables updated by every run. Every
-   run's results are checked exactly, and so is the history the runs make together: the
+   a cond and a session with two CPU devices, each with variables updated by every run; and the
+   first runs of a graph with a While and an If, which one of them lowers while the others plan.
+   Every run's results are checked exactly, and so is the history the runs make together: the
    values after the updates of one variable, in order, step by each run's increment from the
    initial value to the final one (no update lost or seen twice). A tensor a run fetched must not
    change afterwards (the optimizer case re-checks each one after the thread's next run).
@@ -690,5 +691,71 @@ DF_TEST(stress_two_devices_8_threads) {
 DF_TEST(stress_two_devices_16_threads) {
     st_watch("stress_two_devices_16_threads");
     st_two_case(&(st_cfg){16, 1, DF_PASS_ALL, 60});
+    st_unwatch();
+}
+
+/* =============================================================================================
+   Functional control flow met first by concurrent runs: a fresh session over a graph with a
+   While (df_while) and an If (df_if) whose first runs are the threads' own, so one of them
+   lowers the graph in place while the others build their plans from it. Several rounds, a
+   fresh graph each.
+   ============================================================================================= */
+typedef struct { df_output n, tri, signed_tri; } st_func;
+static df_output st_func_cond(df_graph *g, void *user, const df_output *v) {
+    (void)user;
+    return df_less(g, v[0], v[2]);
+}
+static void st_func_body(df_graph *g, void *user, const df_output *v, df_output *next) {
+    (void)user;
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    next[1] = df_add(g, v[1], v[0]);
+    next[2] = df_identity(g, v[2]);
+}
+static void st_func_then(df_graph *g, void *user, df_output *outs) {
+    outs[0] = df_mul(g, *(const df_output *)user, df_scalar_i32(g, 2));
+}
+static void st_func_else(df_graph *g, void *user, df_output *outs) { outs[0] = df_neg(g, *(const df_output *)user); }
+static int32_t st_func_n(int thread, int iter) { return (thread * 3 + iter) % 6; }
+static void st_func_once(st_job *job, int iter) {
+    const st_func *F = (const st_func *)job->grp->ctx;
+    int32_t n = st_func_n(job->id, iter), tri = n * (n - 1) / 2, want = tri < 5 ? 2 * tri : -tri;
+    df_tensor *nv = df_tensor_scalar_i32(n);
+    df_output fetch[2] = {F->tri, F->signed_tri};
+    df_tensor *out[2] = {NULL, NULL};
+    int both = job->id & 1;
+    if (st_run(job, &F->n, &nv, 1, fetch, out, both ? 2 : 1, NULL, 0) && st_scalar_ok(job, out[0], DF_INT32, "the While's result") &&
+        (!both || st_scalar_ok(job, out[1], DF_INT32, "the If's result"))) {
+        if (*(const int32_t *)df_tensor_data(out[0]) != tri)
+            st_fail(job, "n %d: the While gave %d, expected %d", n, *(const int32_t *)df_tensor_data(out[0]), tri);
+        if (both && *(const int32_t *)df_tensor_data(out[1]) != want)
+            st_fail(job, "n %d: the If gave %d, expected %d", n, *(const int32_t *)df_tensor_data(out[1]), want);
+    }
+    df_tensor_release(out[0]);
+    df_tensor_release(out[1]);
+    df_tensor_release(nv);
+}
+static void st_func_case(const st_cfg *cfg) {
+    for (int round = 0; round < 3; round++) {
+        df_graph *g = df_graph_new();
+        st_func F;
+        F.n = df_placeholder(g, "n", DF_INT32, 0, NULL);
+        df_output start[3] = {df_scalar_i32(g, 0), df_scalar_i32(g, 0), F.n}, r[3];
+        CHECK_EQ_INT(df_while(g, 3, start, st_func_cond, st_func_body, NULL, NULL, r), DF_OK);
+        F.tri = r[1];
+        CHECK_EQ_INT(df_if(g, df_less(g, F.tri, df_scalar_i32(g, 5)), 1, st_func_then, st_func_else, &F.tri, &F.signed_tri), DF_OK);
+        df_session *s = st_session(g, 1, cfg);
+        if (s) free(st_go(s, &F, st_func_once, cfg->n_threads, cfg->iters * st_scale(), 0));
+        df_session_free(s);
+        df_graph_free(g);
+    }
+}
+DF_TEST(stress_functional_first_runs_8_threads) {
+    st_watch("stress_functional_first_runs_8_threads");
+    st_func_case(&(st_cfg){8, 4, 0, 10});
+    st_unwatch();
+}
+DF_TEST(stress_functional_first_runs_16_threads) {
+    st_watch("stress_functional_first_runs_16_threads");
+    st_func_case(&(st_cfg){16, 1, DF_PASS_ALL & ~DF_PASS_INLINE, 5});
     st_unwatch();
 }
