@@ -348,8 +348,14 @@ run_tests() {
     else skipped=$((skipped + 1)); echo "skip build: AVX-512 emulation (SIMDe headers not installed)"; fi
     # The threaded tests again under ThreadSanitizer (where the toolchain has it).
     if [ "${DF_SANITIZE:-1}" != 0 ] && echo 'int main(void){return 0;}' | $CC -x c -fsanitize=thread - -o build/tsan_probe >/dev/null 2>&1; then
-        step "ThreadSanitizer: executor, control flow, graph, thread, loop-gradient, loop-state, partition, worker, distributed, queue and function tests" sh -c "$CC -std=c11 -g -O1 $WARN -fsanitize=thread -I. tests/harness.c tests/test_control_flow.c tests/test_executor.c tests/test_graph.c tests/test_threads.c tests/test_grad_cf.c tests/test_loop_state.c tests/test_partition.c tests/test_partition_random.c tests/test_worker.c tests/test_distributed.c tests/test_queue.c tests/test_functions.c dataflow.c -o build/tsan_tests $LIBS && TSAN_OPTIONS=halt_on_error=1 ./build/tsan_tests >build/tsan.log 2>&1"
+        step "ThreadSanitizer: executor, control flow, graph, thread, loop-gradient, loop-state, partition, worker, distributed, queue, function and stress tests" sh -c "$CC -std=c11 -g -O1 $WARN -fsanitize=thread -I. tests/harness.c tests/test_control_flow.c tests/test_executor.c tests/test_graph.c tests/test_threads.c tests/test_grad_cf.c tests/test_loop_state.c tests/test_partition.c tests/test_partition_random.c tests/test_worker.c tests/test_distributed.c tests/test_queue.c tests/test_functions.c tests/test_stress.c dataflow.c -o build/tsan_tests $LIBS && TSAN_OPTIONS=halt_on_error=1 ./build/tsan_tests >build/tsan.log 2>&1"
     else skipped=$((skipped + 1)); echo "skip build: ThreadSanitizer not available with $CC"; fi
+    # The concurrent-run tests again with ASan and DF_NO_TENSOR_RECYCLE: small tensors are then
+    # freed at their last release instead of kept for reuse, so ASan sees a tensor used after it
+    # (a recycled header is live memory to ASan).
+    if [ "${DF_SANITIZE:-1}" != 0 ]; then
+        step "ASan without tensor recycling (DF_NO_TENSOR_RECYCLE): stress, thread and executor tests" sh -c "$CC -std=c11 -g -O1 $WARN $san -DDF_NO_TENSOR_RECYCLE -I. tests/harness.c tests/test_stress.c tests/test_threads.c tests/test_executor.c dataflow.c -o build/norecycle_tests $LIBS || exit 1; ASAN_OPTIONS=\${ASAN_OPTIONS:-detect_leaks=1} ./build/norecycle_tests >build/norecycle.log 2>&1 || { tail -n 30 build/norecycle.log; exit 1; }"
+    else skipped=$((skipped + 1)); echo "skip build: ASan without tensor recycling (DF_SANITIZE=0)"; fi
     # A representative subset under valgrind's memcheck (no sanitizers in that build): graphs,
     # control flow, functions, loop gradients, bad input, queues, the executor, checkpoints.
     # Definite leaks and every memory error fail it. The checkpoint test whose forked children

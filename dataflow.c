@@ -77,6 +77,9 @@
 #if defined(DF_BFC_SYS_ALLOC) != defined(DF_BFC_SYS_FREE)
 #error "define both of DF_BFC_SYS_ALLOC and DF_BFC_SYS_FREE, or neither"
 #endif
+/* DF_NO_TENSOR_RECYCLE: small tensors are freed, header and buffer, when their last reference
+   goes, instead of being kept for reuse (section 6). For sanitizer builds: a recycled header is
+   live memory to ASan, so a use after the last release went unseen. */
 #ifndef DF_ASSERT
 #include <assert.h>
 #define DF_ASSERT(x) assert(x)
@@ -1125,7 +1128,8 @@ struct df_tensor {
 /* A device's allocator, reference counted: tensors fetched from a session keep their buffers
    (and so the allocator) alive after the session is freed. Small tensors are recycled whole
    (header and one 256-byte chunk) through a short stack: loops make and drop scalars at a high
-   rate. Recycled tensors hold no reference; the last release drains them. */
+   rate. Recycled tensors hold no reference; the last release drains them. DF_NO_TENSOR_RECYCLE
+   turns the stack off, so that ASan sees a tensor used after its last release. */
 #define DF__RECYCLE_BYTES 256
 #define DF__RECYCLE_SLOTS 1024
 typedef struct df__allocator {
@@ -1218,6 +1222,7 @@ static df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int rank, c
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
         return NULL;
     }
+#ifndef DF_NO_TENSOR_RECYCLE
     if (bytes && bytes <= DF__RECYCLE_BYTES && __atomic_load_n(&alloc->n_recycled, __ATOMIC_RELAXED)) {
         df_tensor *x = NULL;
         df__spin_lock(&alloc->recycle_lock);
@@ -1232,6 +1237,7 @@ static df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int rank, c
             return x;
         }
     }
+#endif
     df_tensor *x = (df_tensor *)DF_MALLOC(sizeof *x);
     if (!x) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory for a tensor header"); return NULL; }
     x->refs = 1; x->dtype = t; x->rank = rank; x->n = n; x->nbytes = bytes; x->base = NULL; x->ref = NULL;
@@ -1331,12 +1337,14 @@ void df_tensor_release(df_tensor *t) {
         if (DF__UNLIKELY(df__tls_hold != NULL) && df__tls_hold->alloc == a && df__hold_keep(t)) return;
 #endif
         int kept = 0;
+#ifndef DF_NO_TENSOR_RECYCLE
         if (t->nbytes <= DF__RECYCLE_BYTES && __atomic_load_n(&a->n_recycled, __ATOMIC_RELAXED) < DF__RECYCLE_SLOTS) {
             df__spin_lock(&a->recycle_lock);
             int k = a->n_recycled;
             if (k < DF__RECYCLE_SLOTS) { a->recycled[k] = t; __atomic_store_n(&a->n_recycled, k + 1, __ATOMIC_RELAXED); kept = 1; }
             df__spin_unlock(&a->recycle_lock);
         }
+#endif
         if (!kept) df_bfc_free(a->bfc, t->data);
         df__allocator_release(a);
         if (kept) return;
@@ -2073,7 +2081,8 @@ struct df_graph {
     df__ctx *ctx;                /* current control-flow context */
     df__ctx **ctxs;
     int n_ctxs, cap_ctxs;
-    uint64_t edit_version;       /* bumps when an existing node's inputs change */
+    uint64_t edit_version;       /* bumps when an existing node's inputs change; atomic: runs read
+                                    it for their plan's key while another run lowers the graph */
     int holds;                   /* the user's until df_graph_free, and one per session on the graph:
                                     the last to let go frees it (TF_DeleteGraph); atomic, since
                                     sessions may be freed on any thread */
@@ -3028,7 +3037,7 @@ df_code df_node_update_input(df_graph *g, df_node *dst, int index, df_output src
             df_dtype_name(df_output_dtype(dst->inputs[index])), src.node->name, src.index,
             df_dtype_name(df_output_dtype(src)), dst->name);
     dst->inputs[index] = src;
-    g->edit_version++;
+    __atomic_add_fetch(&g->edit_version, 1, __ATOMIC_RELAXED);
     return DF_OK;
 }
 
@@ -7312,10 +7321,12 @@ static void df__k_assign(df__kctx *c) {
     df_tensor *fresh = df__tensor_alloc(c->alloc, old->dtype, old->rank, old->dims, c->st);
     if (!fresh) { df__spin_unlock(&v->lock); return; }
     if (df__add_data(code == 1 ? DF__B_ADD : DF__B_SUB, fresh, old, value, c->st)) { df__spin_unlock(&v->lock); df_tensor_release(fresh); return; }
+    /* The output's reference is taken before the lock goes: once it is gone, a concurrent
+       update may replace fresh and drop the variable's reference, freeing it. */
     v->value = fresh;
+    c->out[0] = df_tensor_retain(fresh);
     df__spin_unlock(&v->lock);
     df_tensor_release(old);
-    c->out[0] = df_tensor_retain(fresh);
 }
 static df_code df__sf_variable(df__shape_ctx *c) {
     const df__attr *s = df__node_attr(c->node, "shape");
@@ -7975,7 +7986,8 @@ static int df__k_apply_lock(df__kctx *c, int n, df__var **v, df_tensor **val) {
     for (int i = 0; i < n; i++) {
         df_tensor *cur = v[i]->value;
         if (!cur) DF__KFAIL(c, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v[i]->name);
-        else if (cur->refs != 1 || cur->base) {
+        /* (acquire: a reader's last use of the data comes before our writes in place) */
+        else if (__atomic_load_n(&cur->refs, __ATOMIC_ACQUIRE) != 1 || cur->base) {
             df_tensor *fresh = df__tensor_alloc(c->alloc, cur->dtype, cur->rank, cur->dims, c->st);
             if (fresh && df__copy_data(fresh, cur, c->st)) { df_tensor_release(fresh); fresh = NULL; }
             if (fresh) {
@@ -8805,7 +8817,7 @@ static int df__fn_replace(df_graph *g, df_node *n, const df_output *outs, int n_
     n->inputs = in;
     n->n_inputs = n_out;
     n->op = df__op_lookup(n_out ? "IdentityN" : "NoOp");
-    g->edit_version++;
+    __atomic_add_fetch(&g->edit_version, 1, __ATOMIC_RELAXED);
     return 1;
 }
 
@@ -8919,13 +8931,34 @@ out:
     return ok;
 }
 
+/* Runs lower a session's graph in place, the first time they meet a functional node, while
+   other runs of it (of any session on it) may be reading it to build their plans: plan builds
+   hold this lock shared, lowering exclusive. A thread that holds it does not take it again (a
+   plan build runs a session of its own for constant folding, over a graph of its own). */
 #ifndef DF_NO_THREADS
-static pthread_mutex_t df__lower_mutex = PTHREAD_MUTEX_INITIALIZER;
-static void df__lower_lock(void) { pthread_mutex_lock(&df__lower_mutex); }
-static void df__lower_unlock(void) { pthread_mutex_unlock(&df__lower_mutex); }
+static pthread_mutex_t df__graph_rw_mu = PTHREAD_MUTEX_INITIALIZER;   /* (no pthread_rwlock_t: it */
+static pthread_cond_t df__graph_rw_cv = PTHREAD_COND_INITIALIZER;     /* needs feature macros that a */
+static int df__graph_readers, df__graph_writer;                       /* one-file user may not set) */
+static _Thread_local int df__graph_rw_depth;
+static void df__graph_rw_lock(int exclusive) {
+    if (df__graph_rw_depth++) return;
+    pthread_mutex_lock(&df__graph_rw_mu);
+    while (df__graph_writer || (exclusive && df__graph_readers)) pthread_cond_wait(&df__graph_rw_cv, &df__graph_rw_mu);
+    if (exclusive) df__graph_writer = 1;
+    else df__graph_readers++;
+    pthread_mutex_unlock(&df__graph_rw_mu);
+}
+static void df__graph_rw_unlock(void) {
+    if (--df__graph_rw_depth) return;
+    pthread_mutex_lock(&df__graph_rw_mu);
+    if (df__graph_writer) df__graph_writer = 0;       /* (a writer holds it alone) */
+    else df__graph_readers--;
+    if (!df__graph_writer && !df__graph_readers) pthread_cond_broadcast(&df__graph_rw_cv);
+    pthread_mutex_unlock(&df__graph_rw_mu);
+}
 #else
-static void df__lower_lock(void) {}
-static void df__lower_unlock(void) {}
+static void df__graph_rw_lock(int exclusive) { DF__UNUSED(exclusive); }
+static void df__graph_rw_unlock(void) {}
 #endif
 static int df__graph_has_functional(const df_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) if (df__is_functional(g->nodes[i])) return 1;
@@ -9141,7 +9174,7 @@ static df_node *df__finish_in(df_graph *g, df__ctx *ctx, df_op_builder *b) {
 static int df__add_control_edge(df_graph *g, df_node *n, df_node *c) {
     if (!n || !c) return 0;
     if (!df__node_add_control(n, c)) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return 0; }
-    g->edit_version++;
+    __atomic_add_fetch(&g->edit_version, 1, __ATOMIC_RELAXED);
     return 1;
 }
 
@@ -15643,16 +15676,27 @@ oom:
     return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory optimising the graph");
 }
 
+static df__plan *df__plan_build_lowered(df_session *ss, const df_output *feeds, int n_feeds, const df_output *fetches,
+                                        int n_fetches, df_node *const *targets, int n_targets, df_status *st);
 static df__plan *df__plan_build(df_session *ss, const df_output *feeds, int n_feeds, const df_output *fetches,
                                 int n_fetches, df_node *const *targets, int n_targets, df_status *st) {
     /* calls are inlined unless the inline pass is off (never with workers: they get no library) */
     int keep_calls = (ss->opts.disable_passes & DF_PASS_INLINE) && !ss->cluster;
+    df__graph_rw_lock(0);
     if (df__graph_has_functional_ex(ss->g, keep_calls)) {
-        df__lower_lock();
+        df__graph_rw_unlock();
+        df__graph_rw_lock(1);
         df_code lc = df__graph_has_functional_ex(ss->g, keep_calls) ? df__lower_all_ex(ss->g, keep_calls) : DF_OK;
-        df__lower_unlock();
+        df__graph_rw_unlock();
         if (lc != DF_OK) { *st = ss->g->status; return NULL; }
+        df__graph_rw_lock(0);
     }
+    df__plan *plan = df__plan_build_lowered(ss, feeds, n_feeds, fetches, n_fetches, targets, n_targets, st);
+    df__graph_rw_unlock();
+    return plan;
+}
+static df__plan *df__plan_build_lowered(df_session *ss, const df_output *feeds, int n_feeds, const df_output *fetches,
+                                        int n_fetches, df_node *const *targets, int n_targets, df_status *st) {
     df__opt o;
     df_pass_stats stats;
     memset(&o, 0, sizeof o);
@@ -15845,7 +15889,7 @@ df_code df_session_run(df_session *s, const df_output *feeds, df_tensor *const *
         if (!targets[i] || targets[i]->graph != g) return df_status_set(st, DF_INVALID_ARGUMENT, "Target %d is NULL or from another graph", i);
     /* the signature */
     df__buf key = {NULL, 0, 0, 0};
-    df__buf_printf(&key, "e%llu;", (unsigned long long)g->edit_version);
+    df__buf_printf(&key, "e%llu;", (unsigned long long)__atomic_load_n(&g->edit_version, __ATOMIC_RELAXED));
     for (int i = 0; i < n_feeds; i++) df__buf_printf(&key, "f%d:%d,", feeds[i].node->id, feeds[i].index);
     for (int i = 0; i < n_fetches; i++) df__buf_printf(&key, "o%d:%d,", fetches[i].node->id, fetches[i].index);
     for (int i = 0; i < n_targets; i++) df__buf_printf(&key, "t%d,", targets[i]->id);

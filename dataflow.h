@@ -42,6 +42,8 @@
        DF_ASSERT(x)                  our own invariants only; default assert()
        DF_NO_THREADS                 no inter-op thread pool (everything runs on the caller)
        DF_NO_SIMD                    portable scalar loops only
+       DF_NO_TENSOR_RECYCLE          free small tensors at their last release instead of keeping
+                                     them for reuse (slower; lets ASan see a use after release)
        DATAFLOW_CUDA                 link the GPU device from dataflow_cuda.cu
 */
 #ifndef DATAFLOW_H
