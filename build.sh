@@ -269,6 +269,7 @@ run_tests() {
         step "dataflow.c as C++ stops at one #error" check_impl_refuses_cpp
     else skipped=$((skipped + 1)); echo "skip build: header as C++ (no C++ compiler)"; fi
     step "dataflow.c -O2 with $CC" $CC -std=c11 -O2 $WARN -c dataflow.c -o build/dataflow_o2.o
+    step "library compiles at -O3 with warnings as errors (gcc, CMake's Release level)" sh -c "$CC -std=c11 -O3 $WARN -c dataflow.c -o build/dataflow_o3.o && $CC -std=c11 -O3 $WARN -DDATAFLOW_CUDA -c dataflow.c -o build/dataflow_o3_cuda.o"
     if command -v clang >/dev/null 2>&1; then
         step "dataflow.c with clang" clang -std=c11 -O2 $WARN -c dataflow.c -o build/dataflow_clang.o
     else skipped=$((skipped + 1)); echo "skip build: clang not installed"; fi

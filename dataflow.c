@@ -1215,8 +1215,8 @@ static df_code df__shape_check(df_dtype t, int rank, const int64_t *dims, int64_
 /* A new uninitialised tensor with data from `alloc` (the host allocator if NULL). */
 static df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int rank, const int64_t *dims,
                                    df_status *st) {
-    int64_t n;
-    size_t bytes;
+    int64_t n = 0;
+    size_t bytes = 0;
     if (df__shape_check(t, rank, dims, &n, &bytes, alloc != NULL, st) != DF_OK) return NULL;
     if (!alloc && !(alloc = df__host_allocator())) {
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
@@ -1281,8 +1281,8 @@ df_tensor *df_tensor_new(df_dtype t, int rank, const int64_t *dims, df_status *s
 
 df_tensor *df_tensor_from_data(df_dtype t, int rank, const int64_t *dims, const void *data,
                                size_t nbytes, df_status *st) {
-    int64_t n;
-    size_t bytes;
+    int64_t n = 0;
+    size_t bytes = 0;
     if (df__shape_check(t, rank, dims, &n, &bytes, 0, st) != DF_OK) return NULL;
     if (nbytes != bytes) {
         df_status_set(st, DF_INVALID_ARGUMENT, "nbytes is %zu but a %s tensor of %lld elements "
@@ -3329,7 +3329,7 @@ static int df__shapes_equal(const df__shape *a, const df__shape *b) {
 
 /* The most specific shape both a and b satisfy. */
 static df__shape df__shape_relax(const df__shape *a, const df__shape *b) {
-    df__shape r;
+    df__shape r = {0};
     if (a->rank != b->rank || a->rank < 0) { r.rank = -1; return r; }
     r.rank = a->rank;
     for (int i = 0; i < a->rank; i++) r.dims[i] = a->dims[i] == b->dims[i] ? a->dims[i] : -1;
@@ -3740,8 +3740,10 @@ static int df__isa(void) {
     if (f >= 0) return f;
     return df__cpu_has_avx512() ? DF__ISA_AVX512 : df__cpu_has_avx2() ? DF__ISA_AVX2 : DF__ISA_PORTABLE;
 }
+#ifdef DF__X86   /* its callers are all x86 vector paths: unused (a warning) elsewhere */
 /* The set for kernels that have no AVX-512 version: AVX2 on an AVX-512 machine. */
 static int df__vec_isa(void) { int i = df__isa(); return i > DF__ISA_AVX2 ? DF__ISA_AVX2 : i; }
+#endif
 df_code df_set_kernel_isa(const char *isa) {
     int v;
     if (!isa || !strcmp(isa, "auto")) v = -1;
@@ -4834,7 +4836,7 @@ static df_code df__matmul_dims(const df_node *node, int ra, const int64_t *da, i
 static void df__k_matmul(df__kctx *c) {
     const df_tensor *a = c->in[0], *b = c->in[1];
     int ta = df__attr_b(c->node, "transpose_a", 0), tb = df__attr_b(c->node, "transpose_b", 0);
-    int64_t m, n, k;
+    int64_t m = 0, n = 0, k = 0;
     if (df__matmul_dims(c->node, a->rank, a->dims, b->rank, b->dims, ta, tb, &m, &n, &k, c->st)) return;
     int64_t dims[2] = {m, n};
     df_tensor *o = df__k_alloc(c, 0, a->dtype, 2, dims);
@@ -4847,7 +4849,7 @@ static df_code df__sf_matmul(df__shape_ctx *c) {
     const df__shape *a = &c->in_shapes[0], *b = &c->in_shapes[1];
     df__shape *o = df__sc_out(c, 0);
     if (a->rank < 0 || b->rank < 0) { o->rank = 2; o->dims[0] = o->dims[1] = -1; return DF_OK; }
-    int64_t m, n, k;
+    int64_t m = 0, n = 0, k = 0;
     if (df__matmul_dims(c->node, a->rank, a->dims, b->rank, b->dims, df__attr_b(c->node, "transpose_a", 0),
                         df__attr_b(c->node, "transpose_b", 0), &m, &n, &k, c->st)) return c->st->code;
     o->rank = 2; o->dims[0] = m; o->dims[1] = n;

@@ -29,7 +29,7 @@ int main(int argc, char **argv) {
     memset(&o, 0, sizeof o);
     o.port = -1;
     ctx c = {NULL, 0};
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {   /* each option takes one value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -46,7 +46,6 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--max-message-bytes") && numeric && n >= 1024) o.max_message_bytes = (uint64_t)n;
         else if (!strcmp(a, "--host")) o.host = v;
         else return usage("a bad option or value");
-        i++;
     }
     if (o.port < 0) return usage("--port is required");
     c.host = o.host;

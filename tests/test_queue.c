@@ -98,6 +98,10 @@ static df_code qt_enqueue(df_session *s, const qt_graph *t, float f, int32_t i, 
 static df_code qt_dequeue(df_session *s, const qt_graph *t, float *f, int32_t *i, df_status *st) {
     df_tensor *out[2] = {NULL, NULL};
     df_code c = df_session_run(s, NULL, NULL, 0, t->deq, out, 2, NULL, 0, st);
+    /* A failed dequeue gives (-1, -1): the tests go on after a failed CHECK_OK and compare the
+       values, which must then fail with a number rather than read what the stack held. */
+    *f = -1.0f;
+    *i = -1;
     if (c == DF_OK) {
         *f = *(const float *)df_tensor_data(out[0]);
         *i = *(const int32_t *)df_tensor_data(out[1]);
