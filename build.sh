@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # dataflow build script.
 #   ./build.sh          build and run the demo
+#   ./build.sh amalgamate  write dataflow.c from the canonical sources in src/ (the other
+#                       commands do it first; CI fails when the committed dataflow.c differs)
 #   ./build.sh test     build everything with warnings as errors and run every test
 #                       (ASan+UBSan on); the last line is "N passed, N failed"
 #   ./build.sh bench    build the benchmarks with -O2 and run them (peers are installed
@@ -27,6 +29,22 @@ need() {
         (apt-get update -qq && apt-get install -y -qq "$2") >/dev/null 2>&1
     fi
     command -v "$1" >/dev/null 2>&1 || { echo "build.sh: please install $2" >&2; exit 2; }
+}
+
+# ./build.sh amalgamate: writes dataflow.c from the canonical sources in src/, concatenated in
+# the order src/ORDER gives. Needs only a POSIX shell. dataflow.c is rewritten only when it
+# changes (so make-like tools and editors see no change otherwise).
+df_sources() { sed 's/#.*//' src/ORDER | tr -s ' \t' '\n' | sed '/^$/d'; }
+amalgamate() {
+    mkdir -p build
+    local out=build/dataflow.c.new f
+    : >"$out" || exit 1
+    for f in $(df_sources); do
+        [ -f "src/$f" ] || { echo "build.sh: src/ORDER names src/$f, which does not exist" >&2; exit 1; }
+        cat "src/$f" >>"$out" || exit 1
+    done
+    if cmp -s "$out" dataflow.c; then rm -f "$out"
+    else mv "$out" dataflow.c && echo "build.sh: dataflow.c regenerated from src/"; fi
 }
 
 demo() {
@@ -461,9 +479,10 @@ run_fuzz() {
 }
 
 case "${1:-demo}" in
-    demo|"") demo ;;
-    test) run_tests ;;
-    bench) run_bench ;;
-    fuzz) run_fuzz ;;
-    *) echo "usage: ./build.sh [test|bench|fuzz]" >&2; exit 2 ;;
+    amalgamate) amalgamate ;;
+    demo|"") amalgamate; demo ;;
+    test) amalgamate; run_tests ;;
+    bench) amalgamate; run_bench ;;
+    fuzz) amalgamate; run_fuzz ;;
+    *) echo "usage: ./build.sh [amalgamate|test|bench|fuzz]" >&2; exit 2 ;;
 esac

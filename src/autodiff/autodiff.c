@@ -1,0 +1,311 @@
+/* ==========================================================================================
+   13. AUTODIFF                                                                     >>autodiff
+   df_gradients walks back from ys over the nodes that lie between xs and ys (reachable from an
+   x and reaching a y), in reverse topological order, summing the gradients that reach each
+   output (AddN) and calling each op's gradient function. A cond is differentiated op by op
+   (Merge <-> Switch duality, with zeros gated so exactly one side is live). A while loop is one
+   unit: its gradient is another while loop, built with df_while_loop, that runs N times and
+   differentiates the loop body once per iteration. N is the forward loop's LoopCount, which
+   the executor gives once every node of every iteration has run. Forward values go on stacks
+   indexed by iteration (LoopStackPush keeps iteration i's value at i; no order among pushes is
+   needed), and the gradient loop, whose predicate is LoopIterationLess(N) (no counting loop
+   variable), pops in its iteration k the value of iteration N-1-k. Gradients of loop invariants
+   are summed by a SumAccumulator, one add per iteration, summed in iteration order whatever the
+   arrival order, read once the gradient loop's own LoopCount fires (by accumulator loop
+   variables when checkpointing, whose sequential stacks still use a forward counter). A loop
+   nested in another gets its stacks made in the outer loop's body, one per outer iteration,
+   and their handles reach its gradient loop through the outer loop's stacks. The gradient loop
+   is an ordinary loop whose pops are its per-iteration inputs, so differentiating it again
+   (second order) works the same way: the gradients of its pops are pushed on a stack that the
+   next gradient of the forward loop pops where the values were pushed.
+   ========================================================================================== */
+typedef struct df__gstack {
+    df_node *stack;              /* StackV2: in the loop around the pushing loop, else outside every loop */
+    df_node *push;               /* the one LoopStackPush (checkpoints: StackPushV2) */
+    df_node *count;              /* the LoopCount of the loop the push runs in */
+    df__ctx *push_ctx;           /* where the push runs: a loop or a cond inside it */
+    df__ctx *push_loop;
+    df_node **pops;
+    int n_pops, cap_pops;
+    struct df__gstack *grad;     /* second order: the stack of its pops' gradients */
+} df__gstack;
+
+static df_output df__out(df_node *n, int i);
+static df_output df__op1(df_graph *g, const char *op, df_output a);
+static df_output df__op2(df_graph *g, const char *op, df_output a, df_output c);
+static int df__is_float(df_dtype t) { return t == DF_FLOAT || t == DF_DOUBLE || t == DF_HALF || t == DF_BFLOAT16; }
+static df__ctx *df__loop_of(df__ctx *c) { while (c && c->kind != DF__CTX_WHILE) c = c->outer; return c; }
+/* The loop a node belongs to: an Exit belongs to the loop it leaves. */
+static df__ctx *df__node_loop(const df_node *n) {
+    if ((n->op->flags & DF__OP_EXIT) && n->n_inputs) return df__loop_of(n->inputs[0].node->ctx);
+    return df__loop_of(n->ctx);
+}
+static int df__ok(df_graph *g) { return g->status.code == DF_OK; }
+
+/* Starts an op in context ctx with the given inputs and control inputs; finish with df__finish_in. */
+static df_op_builder *df__begin(df_graph *g, df__ctx *ctx, const char *op, const df_output *ins, int n_ins,
+                                df_node *const *ctl, int n_ctl, int raw) {
+    df__ctx *saved = g->ctx;
+    g->ctx = ctx;
+    df_op_builder *b = df_op_new(g, op, NULL);
+    if (b) {
+        b->raw = raw;
+        for (int i = 0; i < n_ins; i++) df_op_add_input(b, ins[i]);
+        for (int i = 0; i < n_ctl; i++) df_op_add_control_input(b, ctl[i]);
+    }
+    g->ctx = saved;
+    return b;
+}
+static df_node *df__finish_in(df_graph *g, df__ctx *ctx, df_op_builder *b) {
+    df__ctx *saved = g->ctx;
+    g->ctx = ctx;
+    df_node *n = df_op_finish(b);
+    g->ctx = saved;
+    return n;
+}
+static int df__add_control_edge(df_graph *g, df_node *n, df_node *c) {
+    if (!n || !c) return 0;
+    if (!df__node_add_control(n, c)) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return 0; }
+    __atomic_add_fetch(&g->edit_version, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* The LoopCount of loop W (made once): the number of iterations W ran, given once every node
+   of every iteration has run, so every push of W has happened when something reads it. */
+static int df__loop_count(df_graph *g, df__ctx *W) {
+    if (W->lcount) return 1;
+    if (!df__ok(g)) return 0;
+    df_output lc = {W->loop_cond, 0};
+    df_node *n = df__raw_op(g, W->outer, "LoopCount", &lc, 1, 0);
+    if (!n) return 0;
+    n->cf_part = 1;
+    W->lcount = n;
+    return 1;
+}
+
+/* The forward counter of loop W, for checkpointed loop gradients, whose stacks are sequential:
+   counts iterations (made once). Its Add runs once per iteration before that iteration's
+   pushes; its NextIteration waits for them, so pushes happen in iteration order whatever
+   parallel_iterations allows. */
+static int df__loop_counter(df_graph *g, df__ctx *W) {
+    if (W->fc_exit) return 1;
+    if (!df__ok(g)) return 0;
+    df__ctx *saved = g->ctx, *outer_loop = df__loop_of(W->outer);
+    if (outer_loop && !df__loop_counter(g, outer_loop)) return 0;
+    /* A separate counter, not a loop variable that already counts: pushes order themselves on
+       it, and a run of the forward loop alone (inference) must not run them. */
+    g->ctx = W->outer;
+    df_output zero = df_scalar_i32(g, 0);
+    g->ctx = saved;
+    if (!zero.node) return 0;
+    if (outer_loop && !df__add_control_edge(g, zero.node, outer_loop->fc_add)) return 0;
+    df_node *e = df__make_enter(g, W, zero, 0);
+    if (!e) return 0;
+    df_output ev = {e, 0}, pair[2] = {ev, ev};
+    df_node *m = df__raw_op(g, W, "Merge", pair, 2, 1);
+    if (!m) return 0;
+    df_output mv = {m, 0}, lc = {W->loop_cond, 0}, swin[2] = {mv, lc};
+    df_node *sw = df__raw_op(g, W, "Switch", swin, 2, 0);
+    if (!sw) return 0;
+    g->ctx = W->outer;           /* made outside and entered once, not run every iteration */
+    df_output one = df_scalar_i32(g, 1);
+    g->ctx = saved;
+    if (one.node) one = df__ctx_capture(g, W, one);
+    df_output t = {sw, 1}, addin[2] = {t, one};
+    df_node *add = one.node ? df__raw_op(g, W, "AddV2", addin, 2, 0) : NULL;
+    if (!add) return 0;
+    df_output av = {add, 0}, f = {sw, 0};
+    df_node *nx = df__raw_op(g, W, "NextIteration", &av, 1, 0);
+    if (!nx) return 0;
+    df_output nv = {nx, 0};
+    if (df_node_update_input(g, m, 1, nv)) return 0;
+    df_node *ex = df__raw_op(g, W->outer, "Exit", &f, 1, 0);
+    if (!ex) return 0;
+    e->cf_part = m->cf_part = sw->cf_part = nx->cf_part = ex->cf_part = 1;
+    W->fc_add = add; W->fc_next = nx; W->fc_exit = ex;
+    return 1;
+}
+
+static df__gstack *df__gstack_new_op(df_graph *g, df_dtype t, int sum, df__ctx *at);
+static df__gstack *df__gstack_new(df_graph *g, df_dtype t) { return df__gstack_new_op(g, t, 0, NULL); }
+/* A stack for values pushed in loop W: made in the loop around W (one stack per frame of W,
+   whose iterations index it), or outside every loop. */
+static df__gstack *df__gstack_for(df_graph *g, df_dtype t, df__ctx *W) { return df__gstack_new_op(g, t, 0, df__loop_of(W->outer)); }
+/* A stack made in context `at`, or (sum) a SumAccumulator made where the graph's context is. */
+static df__gstack *df__gstack_new_op(df_graph *g, df_dtype t, int sum, df__ctx *at) {
+    df__gstack *s = (df__gstack *)DF_MALLOC(sizeof *s);
+    if (!s || !df__grow(&g->gstacks, &g->cap_gstacks, g->n_gstacks + 1, sizeof(df__gstack *))) {
+        DF_FREE(s);
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory making a gradient stack");
+        return NULL;
+    }
+    memset(s, 0, sizeof *s);
+    g->gstacks[g->n_gstacks++] = s;
+    df__ctx *saved = g->ctx;
+    df_op_builder *b;
+    if (sum) {                   /* one per run of the gradient loop: made where that loop is made */
+        b = df_op_new(g, "SumAccumulator", NULL);
+        if (b) df_op_set_attr_type(b, "dtype", t);
+    } else {
+        g->ctx = at;
+        df_output m = df_scalar_i32(g, -1);
+        b = df_op_new(g, "StackV2", NULL);
+        if (b) { b->raw = 1; df_op_add_input(b, m); df_op_set_attr_type(b, "elem_type", t); }
+    }
+    s->stack = df_op_finish(b);
+    g->ctx = saved;
+    if (s->stack) s->stack->gstack = g->n_gstacks;
+    return s->stack ? s : NULL;
+}
+
+/* Pushes x (made in context cx, inside loop W) on s under W's iteration: LoopStackPush, which
+   needs no order among pushes. */
+static int df__gstack_push(df_graph *g, df__gstack *s, df_output x, df__ctx *cx, df__ctx *W, int swap) {
+    if (!df__loop_count(g, W)) return 0;
+    df__ctx *saved = g->ctx;
+    g->ctx = cx;
+    df_output h = df__ctx_capture(g, cx, df__out(s->stack, 0));
+    g->ctx = saved;
+    if (!h.node) return 0;
+    df_output ins[2] = {h, x};
+    df_op_builder *b = df__begin(g, cx, "LoopStackPush", ins, 2, NULL, 0, 1);
+    if (b) df_op_set_attr_bool(b, "swap_memory", swap);
+    df_node *p = df__finish_in(g, cx, b);
+    if (!p) return 0;
+    p->gstack = s->stack->gstack;
+    s->push = p; s->push_ctx = cx; s->push_loop = W; s->count = W->lcount;
+    return df__add_control_edge(g, W->lcount, p);       /* a run that reads the count runs the push */
+}
+
+/* Checkpoints: pushes x (made in context cx, inside loop W) on s, once per iteration of W, in
+   order (StackPushV2 after the forward counter's Add). */
+static int df__gstack_push_seq(df_graph *g, df__gstack *s, df_output x, df__ctx *cx, df__ctx *W, int swap) {
+    if (!df__loop_counter(g, W)) return 0;
+    df__ctx *saved = g->ctx;
+    g->ctx = cx;
+    df_output h = {s->stack, 0};
+    h = df__ctx_capture(g, cx, h);
+    g->ctx = saved;
+    if (!h.node) return 0;
+    df_output ins[2] = {h, x};
+    df_node *ctl = W->fc_add;
+    df_op_builder *b = df__begin(g, cx, "StackPushV2", ins, 2, &ctl, 1, 1);
+    if (b) df_op_set_attr_bool(b, "swap_memory", swap);
+    df_node *p = df__finish_in(g, cx, b);
+    if (!p) return 0;
+    p->gstack = s->stack->gstack;
+    s->push = p; s->push_ctx = cx; s->push_loop = W;
+    if (cx == W) return df__add_control_edge(g, W->fc_next, p);
+    if (!W->f_sync) {
+        df_node *t = df__raw_op(g, W, "ControlTrigger", NULL, 0, 0);
+        if (!t || !df__add_control_edge(g, W->fc_next, t)) return 0;
+        W->f_sync = t;
+    }
+    return df__add_control_edge(g, W->f_sync, p);
+}
+
+/* Pops, in gradient loop G, the value pushed by s in context cx of loop W (in G's iteration k,
+   that of W's iteration count-1-k); dead when the iteration it belongs to did not take the
+   branch cx lies on. The count, given once the pushing loop is done, orders every pop after
+   every push. */
+static df_output df__gstack_pop(df_graph *g, df__ctx *G, df__gstack *s, df__ctx *cx, df__ctx *W, df_dtype t,
+                                const df__shape *shape) {
+    df_output none = {NULL, 0};
+    df__ctx *saved = g->ctx;
+    df_output h = {s->stack, 0};
+    if (!s->count) { df__graph_error(g, DF_INTERNAL, "Popping a gradient stack that has no push"); return none; }
+    g->ctx = G;
+    df_output cnt = df__ctx_capture(g, G, df__out(s->count, 0));
+    h = cnt.node ? df__ctx_capture(g, G, h) : none;
+    if (h.node && cx != W && cx->kind == DF__CTX_COND) {
+        df_output p = df__ctx_capture(g, G, cx->pred);
+        df_output ins[2] = {h, p};
+        df_node *sw = p.node ? df__raw_op(g, G, "Switch", ins, 2, 0) : NULL;
+        h.node = sw;
+        h.index = cx->branch;
+    }
+    g->ctx = saved;
+    if (!h.node) return none;
+    df_node *ctl = df__ctx_control_pivot(G);     /* not in the loop's last, dead, iteration */
+    df_output ins[2] = {h, cnt};
+    df_op_builder *b = df__begin(g, G, "LoopStackPop", ins, 2, &ctl, ctl ? 1 : 0, 1);
+    if (b) df_op_set_attr_type(b, "elem_type", t);
+    df_node *pop = df__finish_in(g, G, b);
+    if (!pop) return none;
+    if (shape) pop->out_shapes[0] = *shape;
+    pop->gstack = s->stack->gstack;
+    if (!df__grow(&s->pops, &s->cap_pops, s->n_pops + 1, sizeof(df_node *))) {
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        return none;
+    }
+    s->pops[s->n_pops++] = pop;
+    df_output r = {pop, 0};
+    return r;
+}
+
+/* Whether a value of gradient loop W may be dead in some iteration: it depends, not through a
+   Merge, on a Switch made by a cond's gradient inside W. A walk with a stack of its own (not
+   recursion: a loop body may be a chain as long as the graph). -1: out of memory. */
+static int df__maybe_dead_in_loop(const df_node *n, const df__ctx *W) {
+    df_graph *g = n->graph;
+    int limit = g->n_nodes, top = 0, r = 0;
+    unsigned char *seen = (unsigned char *)DF_MALLOC((size_t)limit + 1);
+    const df_node **stack = (const df_node **)DF_MALLOC(((size_t)limit + 1) * sizeof *stack);
+    if (!seen || !stack) { DF_FREE(seen); DF_FREE(stack); return -1; }
+    memset(seen, 0, (size_t)limit + 1);
+    if (n->id < limit) { seen[n->id] = 1; stack[top++] = n; }           /* (each node pushed once) */
+    while (top && !r) {
+        const df_node *m = stack[--top];
+        if (m->ctx != W || m->cf_part || (m->op->flags & DF__OP_MERGE)) continue;
+        if (m->op->flags & DF__OP_SWITCH) { r = 1; break; }
+        for (int i = 0; i < m->n_inputs; i++) {
+            const df_node *src = m->inputs[i].node;
+            if (src->id < limit && !seen[src->id]) { seen[src->id] = 1; stack[top++] = src; }
+        }
+    }
+    DF_FREE(seen);
+    DF_FREE(stack);
+    return r;
+}
+
+/* What gradient loop G reads when its ops use x, a value of the forward loop G->grad_of:
+   constants are cloned, loop invariants read from outside, anything else comes off a stack. */
+static df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x) {
+    df_output none = {NULL, 0};
+    df__ctx *W = G->grad_of;
+    df_node *n = x.node;
+    if (!strcmp(n->op->name, "Const")) {
+        const df__attr *a = df__node_attr(n, "value");
+        df__ctx *saved = g->ctx;
+        int saved_ctl = g->n_ctl;
+        g->ctx = G;
+        g->n_ctl = 0;          /* a copy of a forward value: the caller's control scopes are not its
+                                  own (they could even reach back into W, to this copy again) */
+        df_output c = a && a->kind == DF__A_TENSOR ? df_const(g, a->u.tensor) : none;
+        g->ctx = saved;
+        g->n_ctl = saved_ctl;
+        return c;
+    }
+    if ((n->op->flags & DF__OP_ENTER) && df__attr_b(n, "is_constant", 0) && n->ctx == W)
+        return df__ctx_capture(g, G, n->inputs[0]);
+    if (df__loop_of(n->ctx) != W) {
+        df__graph_error(g, DF_INTERNAL, "Gradient loop reads '%s' from a loop nested in the one it "
+                        "differentiates", n->name);
+        return none;
+    }
+    int maybe_dead = W->grad_of ? df__maybe_dead_in_loop(n, W) : 0;
+    if (maybe_dead < 0) {
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory differentiating a gradient loop {{node %s}}", n->name);
+        return none;
+    }
+    if (maybe_dead) {
+        df__graph_error(g, DF_UNIMPLEMENTED, "Differentiating a gradient loop through the gradient of a cond "
+                        "inside a while loop is not supported yet (a second-order gradient through a cond in a "
+                        "loop) {{node %s}}", n->name);
+        return none;
+    }
+    df__gstack *s = df__gstack_for(g, df_output_dtype(x), W);
+    if (!s || !df__gstack_push(g, s, x, n->ctx, W, G->swap_memory)) return none;
+    return df__gstack_pop(g, G, s, n->ctx, W, df_output_dtype(x), &n->out_shapes[x.index]);
+}
+

@@ -1,0 +1,249 @@
+/* ---- Stacks: per-step LIFO state for while-loop gradients. A handle is a resource scalar
+   holding the stack's index in its step and a check word; a forged handle is refused. ---- */
+typedef struct df__pend { int64_t iter; df_tensor *t; } df__pend;
+typedef struct df__stack {
+    df__spin lock;
+    df_tensor **v;               /* LoopStackPush/Pop: v[i] is iteration i's value (NULL: none) */
+    int n, cap;
+    int64_t max;
+    df_dtype type;
+    int closed;
+    int is_sum;                  /* a SumAccumulator: v[0] holds the running sum */
+    int64_t next;                /* accumulator: the iteration whose value is added next */
+    df__pend *pend;              /*   values of later iterations, waiting, by iteration */
+    int n_pend, cap_pend;
+} df__stack;
+#define DF__STACK_MAGIC 0x5354414bu
+static df__stack *df__step_stack_new(struct df__step *s, int64_t *id, df_status *st);
+static df__stack *df__step_stack_get(struct df__step *s, const df_tensor *h);
+/* New per-run state (a stack, or a sum when is_sum) and its handle as output 0. */
+static df__stack *df__k_new_state(df__kctx *c, int is_sum, df_dtype type) {
+    int64_t id;
+    df__stack *k = df__step_stack_new(c->step, &id, c->st);
+    if (!k) { char msg[sizeof c->st->message]; memcpy(msg, c->st->message, sizeof msg); df__fail(c->st, c->node, c->st->code, "%.400s", msg); return NULL; }
+    k->is_sum = is_sum;
+    k->type = type;
+    df_tensor *o = df__k_alloc(c, 0, DF_RESOURCE, 0, NULL);
+    if (o) { uint64_t w = ((uint64_t)DF__STACK_MAGIC << 32) | (uint64_t)id; memcpy(o->data, &w, 8); }
+    return o ? k : NULL;
+}
+/* The state behind input 0, which must be a handle of the right kind made in this run. */
+static df__stack *df__k_state_of(df__kctx *c, int is_sum) {
+    df__stack *k = c->in[0]->dtype == DF_RESOURCE && c->in[0]->n == 1 ? df__step_stack_get(c->step, c->in[0]) : NULL;
+    if (!k || k->is_sum != is_sum) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, is_sum ? "Not an accumulator handle made by SumAccumulator in this run"
+                                                 : "Not a stack handle made by StackV2 in this run");
+        return NULL;
+    }
+    return k;
+}
+static void df__k_stack(df__kctx *c) {
+    const df_tensor *m = c->in[0];
+    if (!df__is_int_tensor(m) || m->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "max_size must be a scalar"); return; }
+    df__stack *k = df__k_new_state(c, 0, df__attr_type(c->node, "elem_type"));
+    if (k) k->max = df__int_at(m, 0);
+}
+static df__stack *df__k_stack_of(df__kctx *c) { return df__k_state_of(c, 0); }
+/* What a push keeps (a new reference): the value, or with swap_memory on a GPU a copy in host
+   memory (TensorFlow's swap_memory: long loops keep their gradient stacks off the device).
+   What a pop gives: the kept value, moved back to the device when it was swapped out. */
+static df_tensor *df__stack_keep(df__kctx *c, df_tensor *x) {
+    if (c->gpu && df__attr_b(c->node, "swap_memory", 0)) return df__to_host(c->dev, x, c->st);
+    return df_tensor_retain(x);
+}
+static df_tensor *df__stack_give(df__kctx *c, df_tensor *x) {
+    const df_tensor *b = x->base ? x->base : x;
+    if (!c->gpu || b->alloc == c->alloc || !x->nbytes) return x;       /* already in the GPU's memory */
+    df_tensor *d = df__to_device(c->dev, x, c->st);
+    df_tensor_release(x);
+    return d;
+}
+static void df__k_stack_push(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    df_tensor *x = c->in[1], *kept = df__stack_keep(c, x);
+    if (!kept) return;
+    df__spin_lock(&k->lock);
+    if (k->closed || (k->max >= 0 && k->n >= k->max) || x->dtype != k->type ||
+        k->n >= INT32_MAX - 1 || !df__grow(&k->v, &k->cap, k->n + 1, sizeof(df_tensor *))) {
+        int full = k->max >= 0 && k->n >= k->max, closed = k->closed, bad = x->dtype != k->type;
+        df__spin_unlock(&k->lock);
+        if (closed) DF__KFAIL(c, DF_ABORTED, "Stack was closed");
+        else if (bad) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype));
+        else if (full) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Stack is full (max_size %lld)", (long long)k->max);
+        else DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack");
+        df_tensor_release(kept);
+        return;
+    }
+    k->v[k->n++] = kept;
+    df__spin_unlock(&k->lock);
+    c->out[0] = df_tensor_retain(x);
+}
+static void df__k_stack_pop(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    df__spin_lock(&k->lock);
+    df_tensor *x = k->n > 0 && !k->closed ? k->v[--k->n] : NULL;
+    df__spin_unlock(&k->lock);
+    if (!x) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack is empty"); return; }
+    c->out[0] = df__stack_give(c, x);
+}
+static void df__k_stack_close(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    df__spin_lock(&k->lock);
+    k->closed = 1;
+    df__spin_unlock(&k->lock);
+}
+
+/* ---- Stacks indexed by iteration, for while-loop gradients: LoopStackPush keeps its value
+   under the iteration of the loop it runs in, so pushes need no order among themselves;
+   LoopStackPop, in the gradient loop's iteration k, takes the value of iteration count-1-k
+   (count: the forward loop's LoopCount), each value once. ---- */
+static void df__k_loop_push(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    df_tensor *x = c->in[1], *kept = df__stack_keep(c, x);
+    if (!kept) return;
+    int64_t i = c->iter;
+    df__spin_lock(&k->lock);
+    int bad = x->dtype != k->type, closed = k->closed, full = i >= INT32_MAX - 1 || (k->max >= 0 && i >= k->max);
+    int twice = !bad && !closed && !full && i < k->n && k->v[i];
+    int ok = !bad && !closed && !full && !twice && df__grow(&k->v, &k->cap, (int)i + 1, sizeof(df_tensor *));
+    if (ok) {
+        while (k->n <= i) k->v[k->n++] = NULL;
+        k->v[i] = kept;
+    }
+    df__spin_unlock(&k->lock);
+    if (ok) { if (c->need & 1) c->out[0] = df_tensor_retain(x); return; }
+    df_tensor_release(kept);
+    if (closed) DF__KFAIL(c, DF_ABORTED, "Stack was closed");
+    else if (bad) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype));
+    else if (full) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Stack is full at iteration %lld (max_size %lld)", (long long)i, (long long)k->max);
+    else if (twice) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack already holds a value of iteration %lld", (long long)i);
+    else DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack");
+}
+static void df__k_loop_pop(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    const df_tensor *n = c->in[1];
+    if (!df__is_int_tensor(n) || n->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "count must be an integer scalar"); return; }
+    int64_t i = df__int_at(n, 0) - 1 - c->iter;
+    df__spin_lock(&k->lock);
+    df_tensor *x = NULL;
+    if (i >= 0 && i < k->n && !k->closed) { x = k->v[i]; k->v[i] = NULL; }
+    df__spin_unlock(&k->lock);
+    if (!x) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds no value of iteration %lld (count %lld, popped in iteration %lld)", (long long)i, (long long)df__int_at(n, 0), (long long)c->iter); return; }
+    c->out[0] = df__stack_give(c, x);
+}
+/* Whether the number of the iteration it runs in is below `limit`: a gradient loop's predicate
+   in one node. */
+static void df__k_loop_iteration_less(df__kctx *c) {
+    const df_tensor *n = c->in[0];
+    if (!df__is_int_tensor(n) || n->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "limit must be an integer scalar"); return; }
+    df_tensor *o = df__k_alloc(c, 0, DF_BOOL, 0, NULL);
+    if (o) *(uint8_t *)o->data = c->iter < df__int_at(n, 0);
+}
+static void df__k_loop_count(df__kctx *c) {         /* never scheduled: the executor fires it */
+    DF__KFAIL(c, DF_INTERNAL, "LoopCount ran as a node");
+}
+
+/* ---- SumAccumulator: per-run state summing the values added to it (the gradients of loop
+   invariants, one add per iteration of a gradient loop, in iteration order). ---- */
+static void df__k_accum(df__kctx *c) { df__k_new_state(c, 1, df__attr_type(c->node, "dtype")); }
+static df__stack *df__k_accum_of(df__kctx *c) { return df__k_state_of(c, 1); }
+/* *acc += x (a fresh tensor; *acc NULL: x itself). The caller holds the lock. Returns 0 with
+   st set on a shape mismatch or no memory. */
+static int df__accum_into(df__kctx *c, df_tensor **acc, df_tensor *x) {
+    df_tensor *old = *acc;
+    if (!old) { *acc = df_tensor_retain(x); return 1; }
+    df__shape so = df__shape_of(old), sx = df__shape_of(x);
+    if (!df__shapes_equal(&so, &sx)) {
+        char s1[96], s2[96];
+        df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Accumulator holds shape %s, got %s", df__dims_str(so.rank, so.dims, s1, 96), df__dims_str(sx.rank, sx.dims, s2, 96));
+        return 0;
+    }
+    if (__atomic_load_n(&old->refs, __ATOMIC_ACQUIRE) == 1 && !old->base && !old->ref && old->alloc) {
+        return df__add_data(DF__B_ADD, old, old, x, c->st) == DF_OK;   /* ours alone */
+    }
+    df_tensor *sum = df__tensor_alloc(c->alloc, x->dtype, x->rank, x->dims, c->st);
+    if (!sum) return 0;
+    if (df__add_data(DF__B_ADD, sum, old, x, c->st)) { df_tensor_release(sum); return 0; }
+    *acc = sum;
+    df_tensor_release(old);
+    return 1;
+}
+/* Adds the first waiting value into the sum and drops it from the waiting list. */
+static int df__accum_take_front(df__kctx *c, df__stack *k) {
+    df_tensor *t = k->pend[0].t;
+    int ok = df__accum_into(c, &k->v[0], t);
+    df_tensor_release(t);
+    memmove(k->pend, k->pend + 1, (size_t)--k->n_pend * sizeof(df__pend));
+    return ok;
+}
+/* Values are summed in the order of the iterations they come from, whatever order they arrive
+   in (parallel iterations), so the sum is the same for any parallel_iterations: a value of a
+   later iteration waits in pend until the ones before it are in. Values of one iteration, or
+   of an earlier one than the next expected, are added as they come. */
+static void df__k_accum_add(df__kctx *c) {
+    df__stack *k = df__k_accum_of(c);
+    if (!k) return;
+    df_tensor *x = c->in[1];
+    if (x->dtype != k->type || (x->dtype != DF_FLOAT && x->dtype != DF_DOUBLE)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Accumulator holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype)); return; }
+    int64_t i = c->iter;
+    int ok = 1;
+    df__spin_lock(&k->lock);
+    if (!k->cap && !df__grow(&k->v, &k->cap, 1, sizeof(df_tensor *))) ok = 0;
+    else if (!k->n) { k->v[0] = NULL; k->n = 1; }
+    if (!ok) {
+        df_status_set(c->st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    } else if (i <= k->next) {
+        ok = df__accum_into(c, &k->v[0], x);
+        if (ok && i == k->next) {
+            k->next++;
+            while (ok && k->n_pend && k->pend[0].iter == k->next) {
+                ok = df__accum_take_front(c, k);
+                k->next++;
+            }
+        }
+    } else {
+        int at = 0;
+        while (at < k->n_pend && k->pend[at].iter < i) at++;
+        if (at < k->n_pend && k->pend[at].iter == i) ok = df__accum_into(c, &k->pend[at].t, x);
+        else if (!df__grow(&k->pend, &k->cap_pend, k->n_pend + 1, sizeof(df__pend))) {
+            ok = 0;
+            df_status_set(c->st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        } else {
+            memmove(k->pend + at + 1, k->pend + at, (size_t)(k->n_pend - at) * sizeof(df__pend));
+            k->pend[at].iter = i;
+            k->pend[at].t = df_tensor_retain(x);
+            k->n_pend++;
+        }
+    }
+    df__spin_unlock(&k->lock);
+    if (!ok && !c->st->code) df_status_set(c->st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    if (!ok && !strstr(c->st->message, "{{node")) {
+        char msg[sizeof c->st->message];
+        memcpy(msg, c->st->message, sizeof msg);
+        df__fail(c->st, c->node, c->st->code, "%.400s", msg);
+    }
+}
+/* The sum (values still waiting, of iterations after one that added nothing, go in in order);
+   `default` when nothing was added. */
+static void df__k_accum_read(df__kctx *c) {
+    df__stack *k = df__k_accum_of(c);
+    if (!k) return;
+    int ok = 1;
+    df__spin_lock(&k->lock);
+    while (ok && k->n_pend) ok = df__accum_take_front(c, k);
+    df_tensor *s = ok && k->n && k->v[0] ? df_tensor_retain(k->v[0]) : NULL;
+    df__spin_unlock(&k->lock);
+    if (ok) c->out[0] = s ? s : df_tensor_retain(c->in[1]);
+}
+static df_code df__sf_accum_read(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[1]; return DF_OK; }
+static df_code df__sf_push(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[1]; return DF_OK; }
+static df_code df__sf_unknown(df__shape_ctx *c) {
+    for (int i = 0; i < c->node->n_outputs; i++) *df__sc_out(c, i) = df__shape_unknown();
+    return DF_OK;
+}
+

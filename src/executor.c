@@ -1,0 +1,1231 @@
+/* ==========================================================================================
+   16. EXECUTOR                                                                     >>executor
+   Runs one compiled graph. A value is a tensor pointer in an input slot of (frame instance,
+   iteration); NULL is "no value", which is what dead means. Per node and iteration a pending
+   count and a dead count decide readiness (Merge: 1 + 2 * control inputs, bit 0 waiting for a
+   live input). Iterations of a frame live in a ring of parallel_iterations + 1 and retire in
+   order; loop invariants are replayed into every new iteration; a NextIteration past the
+   window is deferred. A LoopCount item is never scheduled: when its frame is deleted (every
+   iteration done) it fires in the parent iteration with the iteration count, or dead when the
+   loop's last LoopCond was dead; kernels see their iteration's number (LoopStackPush/Pop,
+   LoopIterationLess, accumulators). The step ends when `outstanding` (ready + running nodes)
+   reaches zero.
+   When threads are in play, every bookkeeping change happens under the step's spinlock.
+   ========================================================================================== */
+typedef struct df__iter {
+    struct df__frame *frame;
+    int64_t num;
+    int outstanding_ops, outstanding_frames;
+    df__counts *counts;
+    df_tensor **entries;
+    struct df__frame *children;      /* frames made by Enters that ran in this iteration */
+    struct df__iter *next_free;
+} df__iter;
+
+typedef struct df__deferred { int32_t item; int32_t dead; df_tensor *t; } df__deferred;
+
+typedef struct df__frame {
+    int sf;
+    uint64_t id;
+    struct df__frame *parent;
+    df__iter *parent_iter;
+    int num_pending_inputs, num_outstanding_iterations, max_par;
+    int64_t iteration_count, first_alive;
+    df__iter **ring;
+    df__deferred *next_roots, *invs;
+    int n_next_roots, cap_next_roots, n_invs, cap_invs;
+    int32_t *dead_exits;
+    int n_dead_exits, cap_dead_exits;
+    int count_dead;                  /* the last LoopCond seen was dead (the whole loop is) */
+    uint8_t *exited;                 /* per Exit of the frame (its aux): 1 once it has sent a value out */
+    struct df__frame *sibling;       /* next child of parent_iter */
+    struct df__frame *live_next, *live_prev;
+} df__frame;
+
+/* The ready queue of a batch; it starts in the batch's own small buffer (`local`), so a short
+   batch (a Recv resumed for one iteration of a loop) allocates nothing. */
+typedef struct df__readyq { df__tagged *v; int head, len, cap; df__tagged *local; } df__readyq;
+
+/* ---- rendezvous: where a Send's value meets its Recv ----
+   Keyed by (key number, frame id, iteration): the key number stands for TensorFlow's textual
+   prefix "send_device;incarnation;recv_device;tensor_name" (df__plan interns those), so a
+   transfer hashes three integers instead of formatting a string. Each key holds a FIFO of sent
+   values or of waiting Recvs, never both. A waiting Recv is handed back to the sender as a
+   wake, resumed outside the lock. An abort fails every waiting Recv and every later call. */
+struct df__step;
+typedef struct df__rv_msg {
+    struct df__rv_msg *next;
+    df_tensor *t;                /* a sent value; NULL when it is dead */
+    int dead;
+    struct df__step *step;       /* a waiting Recv: its step and node */
+    df__tagged tag;
+} df__rv_msg;
+typedef struct df__rv_entry {
+    struct df__rv_entry *next;
+    int32_t key, recvs;          /* recvs: the queue holds waiting Recvs, else sent values */
+    uint64_t frame_id;
+    int64_t iter;
+    df__rv_msg *head, *tail;
+} df__rv_entry;
+typedef struct df__rendezvous {
+    df__spin lock;
+    df__rv_entry **buckets;
+    int n_buckets, n_entries;
+    df__rv_entry *free_entries;
+    df__rv_msg *free_msgs;
+    int aborted;
+    df_status status;
+} df__rendezvous;
+/* A Recv to resume: its step and node, the value (or dead), or failed when the run aborted. */
+typedef struct df__wake { struct df__step *step; df__tagged tag; df_tensor *t; int dead, failed;
+                          df_tensor **outs; /* a node of several outputs (a queue's dequeue): their values
+                                               instead of t; the wake owns the array (df__resume frees it) */
+} df__wake;
+
+/* The partitions of one run: their steps, the rendezvous, the first error. */
+typedef struct df__pgroup {
+    df__rendezvous rv;
+    struct df__step *steps;
+    int n_steps;
+    df__spin lock;
+    int aborted;
+    df_status status;
+    uint64_t progress;               /* bumps whenever a Recv is resumed (the hang check) */
+    int pending_wakes;               /* wakes queued on some thread, not yet resumed */
+    struct df__wstep *remote;        /* a worker's step: Sends to other processes go over the wire */
+} df__pgroup;
+/* A Send whose Recv is in another process: 1 when sent (or failed, with st set), 0 when local. */
+static int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t iter, df_tensor *v, int dead, df_status *st);
+
+struct df_session;
+typedef struct df__step {
+    const df__exec *x;
+    struct df_session *session;
+    df__device *device;
+    df_tensor *const *feeds;
+    df_tensor **fetches;
+    df__spin lock;
+    int threaded;                    /* other threads may touch this step */
+    int active;                      /* threads running this step's nodes, plus queued tasks */
+    int64_t outstanding;
+    int aborted;
+    df_status status;
+    df__frame *live;                 /* every frame not yet deleted */
+    df__frame *root;
+    df__iter **free_iters;           /* recycled iteration states, per static frame */
+    df__spin stack_lock;
+    df__stack **stacks;              /* StackV2 state of this run */
+    int n_stacks, cap_stacks;
+    df__pgroup *group;               /* the partitions of this run; NULL for a single executor */
+    struct df__ipool *ipool;         /* the session's intra-op threads */
+    struct df__step *home;           /* whose stacks this step uses: a handle may cross devices */
+    int shared;                      /* threads of other partitions resume its Recvs: always lock */
+    double deadline_ms;              /* df__clock_ms() past which the run stops; 0: none */
+    int timeout_ms;                  /* the run_timeout_ms it came from (for the message) */
+#ifndef DF_NO_THREADS
+    df__pool *pool;
+    pthread_mutex_t done_mu;
+    pthread_cond_t done_cv;
+#endif
+    int done;
+} df__step;
+
+static df__stack *df__step_stack_new(df__step *s, int64_t *id, df_status *st) {
+    s = s->home;
+    df__stack *k = (df__stack *)DF_MALLOC(sizeof *k);
+    if (k) memset(k, 0, sizeof *k);
+    df__spin_lock(&s->stack_lock);
+    int ok = k && s->n_stacks < (1 << 30) && df__grow(&s->stacks, &s->cap_stacks, s->n_stacks + 1, sizeof(df__stack *));
+    if (ok) { *id = s->n_stacks; s->stacks[s->n_stacks++] = k; }
+    df__spin_unlock(&s->stack_lock);
+    if (!ok) { DF_FREE(k); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a stack"); return NULL; }
+    return k;
+}
+static df__stack *df__step_stack_get(df__step *s, const df_tensor *h) {
+    s = s->home;
+    uint64_t w;
+    memcpy(&w, h->data, 8);
+    if ((w >> 32) != DF__STACK_MAGIC) return NULL;
+    int64_t id = (int64_t)(w & 0xffffffffu);
+    df__spin_lock(&s->stack_lock);
+    df__stack *k = id < s->n_stacks ? s->stacks[id] : NULL;
+    df__spin_unlock(&s->stack_lock);
+    return k;
+}
+
+static void df__step_task_done(df__step *s) { __atomic_sub_fetch(&s->active, 1, __ATOMIC_ACQ_REL); }
+
+static void df__group_abort(df__pgroup *g, const df_status *why);
+static void df__step_error_local(df__step *s, const df_status *st) {
+    if (s->threaded) df__spin_lock(&s->lock);
+    if (!s->aborted) { s->status = *st; __atomic_store_n(&s->aborted, 1, __ATOMIC_RELEASE); }
+    if (s->threaded) df__spin_unlock(&s->lock);
+}
+/* The first error of any partition ends the run on every partition. */
+static void df__step_error(df__step *s, const df_status *st) {
+    df__step_error_local(s, st);
+    if (s->group) df__group_abort(s->group, st);
+}
+/* Run deadlines (df_session_options.run_timeout_ms): a wall clock in ms, read as each loop
+   iteration starts (only a loop can run without end: a graph without one has finitely many
+   nodes) and while a run waits (on Recvs, on a queue). */
+static double df__clock_ms(void) {
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+static df_code df__deadline_exceeded(df_status *st, int timeout_ms) {
+    return df_status_set(st, DF_DEADLINE_EXCEEDED, "The run did not end within %d ms (df_session_options.run_timeout_ms)",
+                         timeout_ms);
+}
+static void df__step_set_deadline(df__step *s, int timeout_ms) {
+    s->timeout_ms = timeout_ms;
+    s->deadline_ms = timeout_ms > 0 ? df__clock_ms() + timeout_ms : 0;
+}
+#ifndef DF_NO_THREADS
+/* Ends the run with DF_DEADLINE_EXCEEDED once the step's deadline has passed (a waiting thread). */
+static void df__step_check_deadline(df__step *s) {
+    if (s->deadline_ms <= 0 || __atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE) || df__clock_ms() < s->deadline_ms) return;
+    df_status st;
+    df__deadline_exceeded(&st, s->timeout_ms);
+    df__step_error(s, &st);
+}
+#endif
+/* `exclusive`: the caller holds the step lock or is the only thread in the step. */
+static void df__step_oom(df__step *s, const char *what, int exclusive) {
+    df_status st;
+    df_status_set(&st, DF_RESOURCE_EXHAUSTED, "Out of memory in the executor (%s)", what);
+    if (!exclusive) { df__step_error(s, &st); return; }
+    if (!s->aborted) { s->status = st; __atomic_store_n(&s->aborted, 1, __ATOMIC_RELEASE); }
+}
+
+/* ---- the rendezvous ---- */
+static df__rv_entry **df__rv_slot(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter) {
+    uint64_t h = df__hash_mix(df__hash_mix((uint64_t)(uint32_t)key, fid), (uint64_t)iter);
+    df__rv_entry **p = &rv->buckets[h & (uint64_t)(rv->n_buckets - 1)];
+    while (*p && !((*p)->key == key && (*p)->frame_id == fid && (*p)->iter == iter)) p = &(*p)->next;
+    return p;
+}
+static int df__rv_init(df__rendezvous *rv) {
+    memset(rv, 0, sizeof *rv);
+    rv->n_buckets = 64;
+    rv->buckets = (df__rv_entry **)DF_MALLOC((size_t)rv->n_buckets * sizeof(df__rv_entry *));
+    if (!rv->buckets) return 0;
+    memset(rv->buckets, 0, (size_t)rv->n_buckets * sizeof(df__rv_entry *));
+    return 1;
+}
+/* Doubles the bucket array when entries outnumber buckets twice (a sender far ahead). */
+static void df__rv_rehash(df__rendezvous *rv) {
+    int nb = rv->n_buckets * 2;
+    df__rv_entry **b = (df__rv_entry **)DF_MALLOC((size_t)nb * sizeof(df__rv_entry *));
+    if (!b) return;                          /* longer chains, still correct */
+    memset(b, 0, (size_t)nb * sizeof(df__rv_entry *));
+    for (int i = 0; i < rv->n_buckets; i++)
+        for (df__rv_entry *e = rv->buckets[i], *next; e; e = next) {
+            next = e->next;
+            uint64_t h = df__hash_mix(df__hash_mix((uint64_t)(uint32_t)e->key, e->frame_id), (uint64_t)e->iter);
+            e->next = b[h & (uint64_t)(nb - 1)];
+            b[h & (uint64_t)(nb - 1)] = e;
+        }
+    DF_FREE(rv->buckets);
+    rv->buckets = b;
+    rv->n_buckets = nb;
+}
+static df__rv_msg *df__rv_msg_new(df__rendezvous *rv) {
+    df__rv_msg *m = rv->free_msgs;
+    if (m) rv->free_msgs = m->next;
+    else m = (df__rv_msg *)DF_MALLOC(sizeof *m);
+    if (m) memset(m, 0, sizeof *m);
+    return m;
+}
+/* Pops the head of the entry at *p (the caller holds the lock); drops the entry when empty. */
+static df__rv_msg *df__rv_pop(df__rendezvous *rv, df__rv_entry **p) {
+    df__rv_entry *e = *p;
+    df__rv_msg *m = e->head;
+    if (!(e->head = m->next)) {
+        *p = e->next;
+        e->next = rv->free_entries;
+        rv->free_entries = e;
+        rv->n_entries--;
+    }
+    return m;
+}
+/* Appends m under (key, frame, iteration) (the caller holds the lock). 0 on OOM. */
+static int df__rv_push(df__rendezvous *rv, df__rv_entry **p, int32_t key, uint64_t fid, int64_t iter,
+                       int recvs, df__rv_msg *m) {
+    df__rv_entry *e = *p;
+    if (!e) {
+        if ((e = rv->free_entries) != NULL) rv->free_entries = e->next;
+        else if (!(e = (df__rv_entry *)DF_MALLOC(sizeof *e))) return 0;
+        e->key = key; e->frame_id = fid; e->iter = iter; e->recvs = recvs;
+        e->head = e->tail = NULL;
+        e->next = NULL;
+        *p = e;
+        if (++rv->n_entries > 2 * rv->n_buckets) df__rv_rehash(rv);
+    }
+    m->next = NULL;
+    if (e->tail && e->head) e->tail->next = m;
+    else e->head = m;
+    e->tail = m;
+    return 1;
+}
+/* Sends a value (t's reference is taken; NULL and dead for a dead value). A Recv already
+   waiting comes back in *wake for the caller to resume. */
+static df_code df__rv_send(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df_tensor *t, int dead,
+                           df__wake *wake, df_status *st) {
+    memset(wake, 0, sizeof *wake);
+    df__spin_lock(&rv->lock);
+    if (rv->aborted) {
+        df__spin_unlock(&rv->lock);
+        df_tensor_release(t);
+        return df_status_set(st, DF_ABORTED, "The run was aborted: %s", rv->status.message);
+    }
+    df__rv_entry **p = df__rv_slot(rv, key, fid, iter);
+    if (*p && (*p)->recvs) {
+        df__rv_msg *m = df__rv_pop(rv, p);
+        wake->step = m->step; wake->tag = m->tag; wake->t = t; wake->dead = dead || !t; wake->failed = 0;
+        m->next = rv->free_msgs;
+        rv->free_msgs = m;
+        df__spin_unlock(&rv->lock);
+        return DF_OK;
+    }
+    df__rv_msg *m = df__rv_msg_new(rv);
+    if (!m || !df__rv_push(rv, p, key, fid, iter, 0, m)) {
+        if (m) { m->next = rv->free_msgs; rv->free_msgs = m; }
+        df__spin_unlock(&rv->lock);
+        df_tensor_release(t);
+        return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in the rendezvous");
+    }
+    m->t = t;
+    m->dead = dead || !t;
+    df__spin_unlock(&rv->lock);
+    return DF_OK;
+}
+/* A Recv: 1 with the value in *t (NULL and *dead when dead), 0 when it now waits (it is
+   resumed through a wake), -1 with st set when the run was aborted or memory ran out. */
+static int df__rv_recv(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df__step *s,
+                       const df__tagged *tag, df_tensor **t, int *dead, df_status *st) {
+    df__spin_lock(&rv->lock);
+    if (rv->aborted) {
+        df__spin_unlock(&rv->lock);
+        df_status_set(st, DF_ABORTED, "The run was aborted: %s", rv->status.message);
+        return -1;
+    }
+    df__rv_entry **p = df__rv_slot(rv, key, fid, iter);
+    if (*p && !(*p)->recvs) {
+        df__rv_msg *m = df__rv_pop(rv, p);
+        *t = m->t;
+        *dead = m->dead;
+        m->next = rv->free_msgs;
+        rv->free_msgs = m;
+        df__spin_unlock(&rv->lock);
+        return 1;
+    }
+    df__rv_msg *m = df__rv_msg_new(rv);
+    if (!m || !df__rv_push(rv, p, key, fid, iter, 1, m)) {
+        if (m) { m->next = rv->free_msgs; rv->free_msgs = m; }
+        df__spin_unlock(&rv->lock);
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in the rendezvous");
+        return -1;
+    }
+    m->step = s;
+    m->tag = *tag;
+    df__spin_unlock(&rv->lock);
+    return 0;
+}
+/* Marks the rendezvous aborted and returns every waiting Recv as a list (the caller fails
+   them); values still queued are released. */
+static df__rv_msg *df__rv_abort(df__rendezvous *rv, const df_status *why) {
+    df__rv_msg *waiting = NULL;
+    df__spin_lock(&rv->lock);
+    if (!rv->aborted) { rv->status = *why; rv->aborted = 1; }
+    for (int i = 0; i < rv->n_buckets; i++)
+        while (rv->buckets[i]) {
+            df__rv_msg *m = df__rv_pop(rv, &rv->buckets[i]);
+            if (m->step) { m->next = waiting; waiting = m; }
+            else { df_tensor_release(m->t); m->next = rv->free_msgs; rv->free_msgs = m; }
+        }
+    df__spin_unlock(&rv->lock);
+    return waiting;
+}
+static void df__rv_free(df__rendezvous *rv) {
+    for (int i = 0; i < rv->n_buckets; i++)
+        while (rv->buckets[i]) {
+            df__rv_msg *m = df__rv_pop(rv, &rv->buckets[i]);
+            df_tensor_release(m->t);
+            DF_FREE(m);
+        }
+    for (df__rv_entry *e = rv->free_entries, *n; e; e = n) { n = e->next; DF_FREE(e); }
+    for (df__rv_msg *m = rv->free_msgs, *n; m; m = n) { n = m->next; DF_FREE(m); }
+    DF_FREE(rv->buckets);
+    memset(rv, 0, sizeof *rv);
+}
+
+/* ---- wakes: Recvs resumed by the thread that sent their value ----
+   A thread inside a batch queues wakes on itself and resumes them when its outermost batch is
+   over, one after another: two partitions that ping-pong through a loop then run on one
+   thread, with no hand-off and no recursion. */
+#ifndef DF_NO_THREADS
+#define DF__TLS _Thread_local
+#else
+#define DF__TLS
+#endif
+typedef struct df__wakeq { df__wake *v; int head, n, cap, depth, draining; df__wake local[16]; } df__wakeq;
+static DF__TLS df__wakeq df__tls_wakes;
+static void df__resume(df__wake *w);
+static void df__wakes_drain(void) {
+    df__wakeq *q = &df__tls_wakes;
+    q->draining = 1;
+    while (q->n) {
+        df__wake w = q->v[q->head++];
+        if (--q->n == 0) q->head = 0;
+        df__resume(&w);
+    }
+    q->draining = 0;
+    if (q->v != q->local) DF_FREE(q->v);   /* (a thread may end: nothing stays allocated) */
+    q->v = q->local;
+    q->cap = 16;
+    q->head = 0;
+}
+static void df__wake_dispatch(df__wake *w) {
+    df__wakeq *q = &df__tls_wakes;
+    if (w->step->group) __atomic_add_fetch(&w->step->group->pending_wakes, 1, __ATOMIC_ACQ_REL);
+    if (q->depth > 0 || q->draining) {
+        if (!q->v) { q->v = q->local; q->cap = 16; }
+        if (q->head + q->n == q->cap) {
+            if (q->head > 0) { memmove(q->v, q->v + q->head, (size_t)q->n * sizeof *q->v); q->head = 0; }
+            else if (q->v == q->local) {
+                df__wake *v = (df__wake *)DF_MALLOC((size_t)q->cap * 2 * sizeof *v);
+                if (!v) { df__resume(w); return; }
+                memcpy(v, q->v, (size_t)q->n * sizeof *v);
+                q->v = v;
+                q->cap *= 2;
+            } else if (!df__grow(&q->v, &q->cap, q->cap + 1, sizeof *q->v)) { df__resume(w); return; }
+        }
+        q->v[q->head + q->n++] = *w;
+        return;
+    }
+    df__resume(w);
+    df__wakes_drain();
+}
+
+/* Ends the run on every partition: each step stops running kernels, and each waiting Recv is
+   resumed as failed. The first error is the run's error. */
+static void df__group_abort(df__pgroup *g, const df_status *why) {
+    df__spin_lock(&g->lock);
+    int first = !g->aborted;
+    if (first) { g->status = *why; __atomic_store_n(&g->aborted, 1, __ATOMIC_RELEASE); }
+    df__spin_unlock(&g->lock);
+    if (!first) return;
+    for (int i = 0; i < g->n_steps; i++) df__step_error_local(&g->steps[i], why);
+    df__rv_msg *m = df__rv_abort(&g->rv, why);
+    while (m) {
+        df__rv_msg *next = m->next;
+        df__wake w = {m->step, m->tag, NULL, 1, 1, NULL};
+        DF_FREE(m);
+        df__wake_dispatch(&w);
+        m = next;
+    }
+}
+
+static int df__readyq_push(df__readyq *q, df__tagged t) {
+    if (q->head + q->len == q->cap) {
+        if (q->head > 0 && q->head >= q->len) {        /* compact */
+            memmove(q->v, q->v + q->head, (size_t)q->len * sizeof *q->v);
+            q->head = 0;
+        } else if (q->v == q->local) {
+            df__tagged *v = (df__tagged *)DF_MALLOC((size_t)q->cap * 2 * sizeof *v);
+            if (!v) return 0;
+            memcpy(v, q->v, (size_t)(q->head + q->len) * sizeof *v);
+            q->v = v;
+            q->cap *= 2;
+        } else if (!df__grow(&q->v, &q->cap, q->cap + 1, sizeof *q->v)) {
+            return 0;
+        }
+    }
+    q->v[q->head + q->len++] = t;
+    return 1;
+}
+
+/* ---- iterations and frames (caller holds the step lock when threaded) ---- */
+static df__iter *df__iter_new(df__step *s, int sf, int64_t num) {
+    const df__sframe *f = &s->x->frames[sf];
+    df__iter *it = s->free_iters[sf];
+    if (it) s->free_iters[sf] = it->next_free;
+    else {
+        size_t counts = (size_t)(f->n_nodes + 1) * sizeof(df__counts);
+        size_t entries = (size_t)(f->total_inputs + 1) * sizeof(df_tensor *);
+        it = (df__iter *)DF_MALLOC(sizeof *it + counts + entries);
+        if (!it) return NULL;
+        it->counts = (df__counts *)(it + 1);
+        it->entries = (df_tensor **)((char *)it->counts + counts);
+        memset(it->entries, 0, entries);
+    }
+    it->num = num;
+    it->frame = NULL;                /* set by the caller */
+    it->outstanding_ops = it->outstanding_frames = 0;
+    it->children = NULL;
+    it->next_free = NULL;
+    memcpy(it->counts, f->init, (size_t)f->n_nodes * sizeof(df__counts));
+    return it;
+}
+
+static void df__iter_retire(df__step *s, int sf, df__iter *it) {
+    const df__sframe *f = &s->x->frames[sf];
+    for (int i = 0; i < f->total_inputs; i++)
+        if (it->entries[i]) { df_tensor_release(it->entries[i]); it->entries[i] = NULL; }
+    it->next_free = s->free_iters[sf];
+    s->free_iters[sf] = it;
+}
+
+static df__frame *df__frame_new(df__step *s, int sf, df__frame *parent, df__iter *parent_iter) {
+    const df__sframe *f = &s->x->frames[sf];
+    int ring = f->parallel_iterations + 1;
+    df__frame *fr = (df__frame *)DF_MALLOC(sizeof *fr + (size_t)ring * sizeof(df__iter *) + (size_t)f->n_exits);
+    if (!fr) return NULL;
+    memset(fr, 0, sizeof *fr);
+    fr->ring = (df__iter **)(fr + 1);
+    memset(fr->ring, 0, (size_t)ring * sizeof(df__iter *));
+    fr->exited = (uint8_t *)(fr->ring + ring);
+    memset(fr->exited, 0, (size_t)f->n_exits);
+    fr->sf = sf;
+    fr->parent = parent;
+    fr->parent_iter = parent_iter;
+    fr->max_par = f->parallel_iterations;
+    fr->num_pending_inputs = f->n_enters;
+    fr->num_outstanding_iterations = 1;
+    fr->id = parent ? df__hash_mix(df__hash_mix(parent->id, (uint64_t)parent_iter->num), df__hash_str(f->name)) : 0;
+    if (!(fr->ring[0] = df__iter_new(s, sf, 0))) { DF_FREE(fr); return NULL; }
+    fr->ring[0]->frame = fr;
+    fr->live_next = s->live;
+    if (s->live) s->live->live_prev = fr;
+    s->live = fr;
+    return fr;
+}
+
+static void df__frame_destroy(df__step *s, df__frame *fr) {
+    int ring = fr->max_par + 1;
+    for (int i = 0; i < ring; i++) if (fr->ring[i]) df__iter_retire(s, fr->sf, fr->ring[i]);
+    for (int i = 0; i < fr->n_next_roots; i++) df_tensor_release(fr->next_roots[i].t);
+    for (int i = 0; i < fr->n_invs; i++) df_tensor_release(fr->invs[i].t);
+    DF_FREE(fr->next_roots); DF_FREE(fr->invs); DF_FREE(fr->dead_exits);
+    if (fr->live_prev) fr->live_prev->live_next = fr->live_next;
+    else s->live = fr->live_next;
+    if (fr->live_next) fr->live_next->live_prev = fr->live_prev;
+    DF_FREE(fr);
+}
+
+static df__iter *df__frame_iter(const df__frame *fr, int64_t num) { return fr->ring[num % (fr->max_par + 1)]; }
+
+DF__HOT_INLINE int df__ready(df__step *s, df__iter *it, int32_t dst, int dead, df__readyq *q) {
+    if (q->head + q->len == q->cap) {
+        df__tagged t = {dst, dead, it};
+        if (!df__readyq_push(q, t)) return 0;
+    } else {
+        df__tagged *slot = &q->v[q->head + q->len++];
+        slot->item = dst; slot->dead = dead; slot->iter = it;
+    }
+    it->outstanding_ops++;
+    s->outstanding++;
+    return 1;
+}
+
+/* Activates the out-edges of `item` in iteration `it`; ready nodes go to q. With `move`, the
+   last edge reading an output takes outs[k]'s reference and clears it. Returns 0 on OOM. */
+static int df__activate(df__step *s, df__iter *it, int32_t item_id, df_tensor **outs,
+                        int is_dead, int move, df__readyq *q) {
+    const df__exec *x = s->x;
+    const df__xitem *item = &x->items[item_id];
+    const df__xedge *e = x->edges + item->edge_start, *end = e + item->n_edges;
+    df__counts *counts = it->counts;
+    df_tensor **entries = it->entries;
+    if (!is_dead && move) {
+        /* the common case: live outputs, handed on; Merge and ControlTrigger go the long way */
+        for (; e < end; e++) {
+            if (e->flags & (DF__XE_MERGE | DF__XE_TRIGGER | DF__XE_COUNT)) break;
+            df__counts *c = &counts[e->dst_local];
+            if (e->slot >= 0) {
+                df_tensor *t = outs[e->src_out];
+                if (!t) c->dead++;
+                else if (e->flags & DF__XE_LAST) { entries[e->slot] = t; outs[e->src_out] = NULL; }
+                else entries[e->slot] = df_tensor_retain(t);
+            }
+            if (--c->pending == 0 && !df__ready(s, it, e->dst, c->dead > 0, q)) return 0;
+        }
+    }
+    int from_enter = item->kind == DF__X_ENTER;
+    for (; e < end; e++) {
+        if (e->flags & DF__XE_COUNT) {        /* a LoopCount notes whether the loop is dead (its control
+                                                 inputs only bring nodes into the run); see frame_finish */
+            if (e->slot >= 0) it->frame->count_dead = is_dead;  /* (the value itself may have moved on) */
+            continue;
+        }
+        df__counts *c = &counts[e->dst_local];
+        int ready, dst_dead;
+        if (e->slot >= 0) {
+            df_tensor *t = is_dead ? NULL : outs[e->src_out];
+            if (e->flags & DF__XE_MERGE) {
+                if (t) {
+                    if (!(c->pending & 1)) continue;            /* already had a live input */
+                    if (move && (e->flags & DF__XE_LAST)) { entries[e->slot] = t; outs[e->src_out] = NULL; }
+                    else entries[e->slot] = df_tensor_retain(t);
+                    c->pending -= 1;
+                    ready = c->pending == 0;
+                    dst_dead = 0;
+                } else {
+                    c->dead++;
+                    dst_dead = c->dead == x->items[e->dst].n_inputs || from_enter;
+                    ready = c->pending == 1 && dst_dead;
+                    if (ready) c->pending = 0;
+                }
+            } else {
+                if (t) {
+                    if (move && (e->flags & DF__XE_LAST)) { entries[e->slot] = t; outs[e->src_out] = NULL; }
+                    else entries[e->slot] = df_tensor_retain(t);
+                } else {
+                    c->dead++;
+                }
+                ready = --c->pending == 0;
+                dst_dead = c->dead > 0;
+            }
+        } else if (e->flags & DF__XE_MERGE) {
+            c->pending -= 2;
+            dst_dead = c->dead == x->items[e->dst].n_inputs;
+            ready = c->pending == 0 || (c->pending == 1 && dst_dead);
+            if (ready) c->pending = 0;
+        } else {
+            if (is_dead) c->dead++;
+            ready = --c->pending == 0;
+            dst_dead = c->dead > 0;
+        }
+        if (!ready) continue;
+        if (e->flags & DF__XE_TRIGGER) dst_dead = 0;
+        if (!df__ready(s, it, e->dst, dst_dead, q)) return 0;
+    }
+    return 1;
+}
+
+static int df__cleanup_iterations(df__step *s, df__frame *fr, df__readyq *q);
+
+/* Starts iteration iteration_count + 1: deferred NextIteration values and invariants go in.
+   (Under the step lock, or alone in the step: past the run's deadline, the step is marked
+   aborted here, as df__step_oom does; df__node_done tells the other partitions.) */
+static int df__increment_iteration(df__step *s, df__frame *fr, df__readyq *q) {
+    if (DF__UNLIKELY(s->deadline_ms > 0) && !s->aborted && df__clock_ms() >= s->deadline_ms) {
+        df__deadline_exceeded(&s->status, s->timeout_ms);
+        __atomic_store_n(&s->aborted, 1, __ATOMIC_RELEASE);
+    }
+    int64_t num = ++fr->iteration_count;
+    df__iter *it = df__iter_new(s, fr->sf, num);
+    if (!it) return 0;
+    it->frame = fr;
+    fr->ring[num % (fr->max_par + 1)] = it;
+    fr->num_outstanding_iterations++;
+    fr->n_dead_exits = 0;
+    int n_roots = fr->n_next_roots;
+    fr->n_next_roots = 0;
+    for (int i = 0; i < n_roots; i++) {
+        df__deferred d = fr->next_roots[i];
+        int ok = df__activate(s, it, d.item, &d.t, 0, 1, q);
+        df_tensor_release(d.t);
+        if (!ok) {                   /* (the others were taken off the frame: released here) */
+            for (int k = i + 1; k < n_roots; k++) df_tensor_release(fr->next_roots[k].t);
+            return 0;
+        }
+    }
+    for (int i = 0; i < fr->n_invs; i++)
+        if (!df__activate(s, it, fr->invs[i].item, &fr->invs[i].t, fr->invs[i].dead, 0, q)) return 0;
+    return 1;
+}
+
+static int df__iteration_done(const df__frame *fr, int64_t num) {
+    const df__iter *it = df__frame_iter(fr, num);
+    return it && it->num == num && it->outstanding_ops == 0 && it->outstanding_frames == 0 &&
+           num == fr->first_alive && (num > 0 || fr->num_pending_inputs == 0);
+}
+
+/* Deletes a finished frame: dead Exits of its last iteration go to the parent, then the parent
+   iteration may itself finish. An Exit that sent nothing out at all goes out dead too: a loop
+   variable that died in an earlier iteration (its NextIteration dead) never reaches the last
+   one, and TensorFlow leaves its consumers waiting for ever (a hang where they are on another
+   device); dead, they end like the consumers of any dead value. */
+static int df__frame_finish(df__step *s, df__frame *fr, df__readyq *q) {
+    df__frame *parent = fr->parent;
+    df__iter *piter = fr->parent_iter;
+    const df__sframe *sf = &s->x->frames[fr->sf];
+    for (int i = 0; i < fr->n_dead_exits; i++) {
+        fr->exited[s->x->items[fr->dead_exits[i]].aux] = 1;
+        if (!df__activate(s, piter, fr->dead_exits[i], NULL, 1, 0, q)) return 0;
+    }
+    for (int i = 0; i < sf->n_exits; i++)
+        if (!fr->exited[i] && !df__activate(s, piter, sf->exits[i], NULL, 1, 0, q)) return 0;
+    /* LoopCounts: how many iterations ran, once every node of every iteration has (so the
+       stacks a loop filled are complete when a gradient loop starts on its count) */
+    for (int i = 0; i < sf->n_counts; i++) {
+        df_tensor *t = NULL;
+        if (!fr->count_dead) {
+            if (!(t = df_tensor_new(DF_INT32, 0, NULL, NULL))) return 0;
+            *(int32_t *)t->data = (int32_t)DF__MIN(fr->iteration_count, INT32_MAX);
+        }
+        int ok = df__activate(s, piter, sf->counts[i], &t, fr->count_dead, 1, q);
+        if (t) df_tensor_release(t);
+        if (!ok) return 0;
+    }
+    df__frame **link = &piter->children;
+    while (*link && *link != fr) link = &(*link)->sibling;
+    if (*link) *link = fr->sibling;
+    df__frame_destroy(s, fr);
+    piter->outstanding_frames--;
+    if (piter->outstanding_ops == 0 && piter->outstanding_frames == 0)
+        return df__cleanup_iterations(s, parent, q);
+    return 1;
+}
+
+/* Retires finished iterations of fr in order; starts deferred ones; deletes fr when done. */
+static int df__cleanup_iterations(df__step *s, df__frame *fr, df__readyq *q) {
+    while (fr->first_alive <= fr->iteration_count && df__iteration_done(fr, fr->first_alive)) {
+        int64_t num = fr->first_alive;
+        df__iter *it = df__frame_iter(fr, num);
+        fr->ring[num % (fr->max_par + 1)] = NULL;
+        df__iter_retire(s, fr->sf, it);
+        fr->num_outstanding_iterations--;
+        fr->first_alive++;
+        if (fr->n_next_roots && !df__increment_iteration(s, fr, q)) return 0;
+    }
+    if (fr->parent && fr->num_pending_inputs == 0 && fr->num_outstanding_iterations == 0)
+        return df__frame_finish(s, fr, q);
+    return 1;
+}
+
+static df__frame *df__child_frame(df__step *s, df__frame *fr, df__iter *it, int sf) {
+    for (df__frame *c = it->children; c; c = c->sibling) if (c->sf == sf) return c;
+    df__frame *c = df__frame_new(s, sf, fr, it);
+    if (!c) return NULL;
+    c->sibling = it->children;
+    it->children = c;
+    it->outstanding_frames++;
+    return c;
+}
+
+static int df__push_deferred(df__deferred **v, int *n, int *cap, int32_t item, df_tensor *t, int dead) {
+    if (!df__grow(v, cap, *n + 1, sizeof(df__deferred))) return 0;
+    (*v)[*n].item = item;
+    (*v)[*n].t = df_tensor_retain(t);
+    (*v)[*n].dead = dead;
+    (*n)++;
+    return 1;
+}
+
+/* After a node ran in (fr, it): route its outputs by node kind, then account for it. Returns 0
+   on OOM, the node uncounted all the same (s->outstanding), so that the aborted step still ends. */
+static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df__readyq *q) {
+    const df__xitem *item = &s->x->items[t->item];
+    df__iter *it = t->iter;
+    df__frame *fr = it->frame;
+    int dead = t->dead, ok = 1;
+    switch (item->kind) {
+    case DF__X_ENTER: {
+        df__frame *child = df__child_frame(s, fr, it, item->child_frame);
+        if (!child) { s->outstanding--; return 0; }
+        df_tensor *v = dead ? NULL : outs[0];
+        if (item->flags & DF__XF_CONST_ENTER) {
+            ok = df__push_deferred(&child->invs, &child->n_invs, &child->cap_invs, t->item, v, dead || !v);
+            for (int64_t k = child->first_alive; ok && k <= child->iteration_count; k++)
+                ok = df__activate(s, df__frame_iter(child, k), t->item, outs, dead || !v, 0, q);
+        } else {
+            ok = df__activate(s, df__frame_iter(child, 0), t->item, outs, dead || !v, 1, q);
+        }
+        child->num_pending_inputs--;
+        if (ok && child->num_pending_inputs == 0) {
+            df__iter *first = df__frame_iter(child, child->first_alive);
+            if (first && first->outstanding_ops == 0 && first->outstanding_frames == 0)
+                ok = df__cleanup_iterations(s, child, q);
+        }
+        break;
+    }
+    case DF__X_EXIT:
+        if (dead || !outs[0]) {
+            if (it->num == fr->iteration_count) {
+                if (!df__grow(&fr->dead_exits, &fr->cap_dead_exits, fr->n_dead_exits + 1, sizeof(int32_t))) {
+                    s->outstanding--;
+                    return 0;
+                }
+                fr->dead_exits[fr->n_dead_exits++] = t->item;
+            }
+        } else if (!fr->exited[item->aux]) {
+            fr->exited[item->aux] = 1;
+            ok = df__activate(s, fr->parent_iter, t->item, outs, 0, 1, q);
+        }   /* (a second live value, from a loop made by hand whose Exit fires in several
+               iterations, is dropped: its consumers took the first, and would not run again) */
+        break;
+    case DF__X_NEXT:
+        if (dead || !outs[0]) break;                      /* a dead NextIteration ends the loop */
+        if (it->num < fr->iteration_count) {
+            ok = df__activate(s, df__frame_iter(fr, it->num + 1), t->item, outs, 0, 1, q);
+        } else if (fr->num_outstanding_iterations == fr->max_par) {
+            ok = df__push_deferred(&fr->next_roots, &fr->n_next_roots, &fr->cap_next_roots, t->item, outs[0], 0);
+        } else {
+            ok = df__increment_iteration(s, fr, q) &&
+                 df__activate(s, df__frame_iter(fr, fr->iteration_count), t->item, outs, 0, 1, q);
+        }
+        break;
+    default:
+        if (DF__LIKELY(!dead && (item->flags & DF__XF_PLAIN_EDGES))) {
+            /* the common case inline: live outputs handed on along plain edges */
+            const df__xedge *e = s->x->edges + item->edge_start, *end = e + item->n_edges;
+            df__counts *counts = it->counts;
+            df_tensor **entries = it->entries;
+            for (; e < end; e++) {
+                df__counts *c = &counts[e->dst_local];
+                if (e->slot >= 0) {
+                    df_tensor *v = outs[e->src_out];
+                    if (!v) c->dead++;
+                    else if (e->flags & DF__XE_LAST) { entries[e->slot] = v; outs[e->src_out] = NULL; }
+                    else entries[e->slot] = df_tensor_retain(v);
+                }
+                if (--c->pending == 0 && !df__ready(s, it, e->dst, c->dead > 0, q)) { ok = 0; break; }
+            }
+        } else {
+            ok = df__activate(s, it, t->item, outs, dead, 1, q);
+        }
+    }
+    if (!ok) { s->outstanding--; return 0; }
+    int ops = --it->outstanding_ops;     /* (kept in a register: no wide reload after the store) */
+    s->outstanding--;
+    if (ops == 0 && fr->parent && it->outstanding_frames == 0)
+        return df__cleanup_iterations(s, fr, q);
+    return 1;
+}
+
+/* ---- running one node ---- */
+#ifndef DF_NO_THREADS
+static int df__item_expensive(const df__step *s, const df__tagged *t) {
+    const df__xitem *item = &s->x->items[t->item];
+    if (!(item->flags & DF__XF_EXPENSIVE) || t->dead) return 0;
+    df_tensor *const *in = t->iter->entries + item->input_start;
+    int64_t work = 0;
+    for (int i = 0; i < item->n_inputs; i++) if (in[i]) work += in[i]->n;
+    if ((item->flags & DF__XF_MATMUL) && in[0] && in[1] && in[0]->rank == 2 && in[1]->rank == 2)
+        work = in[0]->n * in[1]->dims[1];
+    /* TF hands a node to another thread above ~5000 cycles of expected work (op_kernel.h); a
+       hand-off costs a few microseconds on small machines, so we ask for ~30000. */
+    return work * item->cost >= 32768;
+}
+#endif
+
+/* TF's ProcessOutputs checks on what a kernel made: every needed output (bit i of need) present,
+   every output of its declared dtype. */
+static df_code df__check_outputs(const df_node *n, df_tensor *const *outs, int n_out, uint32_t need, df_status *st) {
+    for (int i = 0; i < n_out; i++) {
+        const df_tensor *o = outs[i];
+        if (o ? o->dtype == n->out_types[i] : !(need >> DF__MIN(i, 31) & 1)) continue;
+        if (o) return df__fail(st, n, DF_INTERNAL, "Output %d of type %s does not match declared output type %s", i,
+                               df_dtype_name(o->dtype), df_dtype_name(n->out_types[i]));
+        return df__fail(st, n, DF_INTERNAL, "Kernel of %s produced no output %d", n->op->name, i);
+    }
+    return DF_OK;
+}
+
+/* Runs the kernel of t (unless dead) into outs[], which arrives all NULL; a failure aborts the
+   step. Feed and fetch items move values in and out; a fetch runs even when dead, to report it,
+   and so do Send and Recv, to carry the dead bit. Returns 0 when a Recv waits for its value
+   (the node stays outstanding until its wake), else 1. A Recv whose value is dead marks t dead. */
+static int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
+    const df__xitem *item = &s->x->items[t->item];
+    df_tensor **in = t->iter->entries + item->input_start;
+    if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) {   /* read without the step lock */
+    } else if (item->kind == DF__X_FEED) {
+        if (DF__UNLIKELY(item->flags & DF__XF_DEVICE_VALUE)) {
+            df_status st;
+            if (!(outs[0] = df__to_device(s->device, s->feeds[item->aux], &st))) df__step_error(s, &st);
+        } else {
+            outs[0] = df_tensor_retain(s->feeds[item->aux]);
+        }
+    } else if (item->kind == DF__X_FETCH) {
+        if (!in[0]) {
+            df_status st;
+            df__fail(&st, item->node, DF_INVALID_ARGUMENT, "Fetched tensor '%s:%d' is dead: it was not computed "
+                     "in this run (it lies on an untaken branch of a cond, or depends on one, or on a loop "
+                     "variable that died before the loop's last iteration)",
+                     item->node->name, item->child_frame);
+            df__step_error(s, &st);
+        } else {
+            df_status st;
+            df_tensor *v = df__deref(in[0], item->node, &st);
+            in[0] = NULL;
+            if (v && (item->flags & DF__XF_DEVICE_VALUE)) {
+                df_tensor *h = df__to_host(s->device, v, &st);
+                df_tensor_release(v);
+                v = h;
+            }
+            if (v) s->fetches[item->aux] = v;
+            else df__step_error(s, &st);
+        }
+    } else if ((!t->dead || (item->flags & DF__XF_TRANSFER)) && !(item->flags & DF__XF_NO_KERNEL)) {
+        df_status st;
+        df_status_clear(&st);
+        if (item->flags & DF__XF_DEREF)
+            for (int i = 0; i < item->n_inputs; i++)
+                if (in[i] && in[i]->ref && !df__ref_arg(item->node->op, i) &&
+                    !(in[i] = df__deref(in[i], item->node, &st))) break;
+        if (!st.code) {
+            df__kctx k;
+            k.in = in; k.out = outs; k.node = item->node; k.n_in = item->n_inputs; k.n_out = item->n_outputs;
+            k.need = item->need; k.alloc = s->device->alloc; k.step = s; k.st = &st; k.iter = t->iter->num;
+            k.ipool = s->ipool;
+            k.host_out = s->x->host_out ? s->x->host_out[t->item] : 0;
+            k.gpu = k.host_out == ~0u ? NULL : s->device->gpu;
+            k.dev = s->device;
+            if (DF__UNLIKELY(k.host_out == ~0u) && !(k.alloc = df__host_allocator())) {
+                df__step_error(s, &(df_status){DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator"});
+                return 1;
+            }
+            if (DF__UNLIKELY(item->flags & (DF__XF_TRANSFER | DF__XF_ASYNC))) {
+                k.tag = t; k.aux = item->aux; k.dead = t->dead; k.out_dead = 0; k.pending = 0; k.xfer = item->child_frame;
+                item->kernel(&k);
+                if (k.pending) return 0;
+                if (k.out_dead) t->dead = 1;
+            } else if (DF__LIKELY(s->device->kernel_type == DF__DEV_CPU)) {
+                item->kernel(&k);
+            } else {
+                s->device->ops->run_kernel(s->device, item->kernel, &k);
+            }
+            /* (Switch and Merge may leave some outputs dead, a Recv may receive a dead value) */
+            if (!st.code)
+                df__check_outputs(item->node, outs, item->n_outputs,
+                                  (item->flags & (DF__XF_SWITCH | DF__XF_TRANSFER)) || item->kind == DF__X_MERGE ? 0 : item->need, &st);
+        }
+        if (st.code) df__step_error(s, &st);
+    }
+    for (int i = 0, n = item->n_inputs; i < n; i++) {
+        df_tensor *x = in[i];
+        if (x) { in[i] = NULL; df_tensor_release(x); }
+    }
+    return 1;
+}
+
+static void df__step_finish(df__step *s) {
+#ifndef DF_NO_THREADS
+    if (s->threaded) {
+        pthread_mutex_lock(&s->done_mu);
+        __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);      /* also read without the mutex */
+        pthread_cond_broadcast(&s->done_cv);
+        pthread_mutex_unlock(&s->done_mu);
+        return;
+    }
+#endif
+    s->done = 1;
+}
+
+/* After t ran: routes its outputs (or, when the step aborted, just uncounts it), releases what
+   is left of outs, hands newly ready expensive nodes to the pool, and ends the step when
+   nothing is outstanding. `before`: the ready queue's length before. */
+DF__HOT_INLINE void df__node_done(df__step *s, df__tagged *t, df_tensor **outs, df__readyq *q) {
+    const df__xitem *item = &s->x->items[t->item];
+    /* Alone in the step (no other thread running it, no task of it queued), this thread
+       needs no lock: only a running thread can queue work, and it counts it first. Steps of a
+       partitioned run always lock: another partition's thread may resume their Recvs. */
+    int locked = s->threaded && (s->shared || __atomic_load_n(&s->active, __ATOMIC_ACQUIRE) > 1);
+    if (locked) df__spin_lock(&s->lock);
+    int before = q->len;
+    DF__UNUSED(before);
+    if (s->aborted) s->outstanding--;
+    else if (!df__propagate(s, t, outs, q)) df__step_oom(s, "propagating outputs", 1);
+    int completed = s->outstanding == 0;
+    if (locked) df__spin_unlock(&s->lock);
+    for (int i = 0, n = item->n_outputs; i < n; i++) {
+        df_tensor *o = outs[i];
+        if (o) { outs[i] = NULL; df_tensor_release(o); }
+    }
+    if (DF__UNLIKELY(s->group != NULL) && __atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE) && !__atomic_load_n(&s->group->aborted, __ATOMIC_ACQUIRE))
+        df__group_abort(s->group, &s->status);       /* (an out-of-memory found under the lock) */
+#ifndef DF_NO_THREADS
+    /* Newly ready expensive nodes go to the pool, except one that can run here next. */
+    if (s->pool && q->len > before && (item->flags & DF__XF_EXPENSIVE_NEXT)) {
+        int keep = q->head + before;
+        for (int i = q->head + before; i < q->head + q->len; i++) {
+            df__tagged r = q->v[i];
+            int last = i == q->head + q->len - 1;
+            if (df__item_expensive(s, &r) && !(last && keep == q->head)) {
+                df__task task = {s, r, NULL};
+                __atomic_add_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
+                if (df__pool_push(s->pool, &task)) continue;
+                __atomic_sub_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
+            }
+            q->v[keep++] = r;
+        }
+        q->len = keep - q->head;
+    }
+#endif
+    if (completed) df__step_finish(s);
+}
+
+/* Processes the given ready nodes and everything that becomes ready inline after them, first in
+   first out (so a graph runs breadth first, in the order its items are laid out). `resumed`,
+   when given, is a Recv whose value arrived (in resumed_outs): it is routed first. Wakes this
+   batch queues for other partitions run when the thread's outermost batch is over. */
+static void df__process_batch(df__step *s, const df__tagged *first, int n_first, df__tagged *resumed,
+                              df_tensor **resumed_outs) {
+    df__tagged local[32];
+    df__readyq q = {local, 0, 0, 32, local};
+    df_tensor *small[16] = {NULL}, **outs = small;
+    int outs_cap = 16;
+    df__tls_wakes.depth++;
+    for (int i = 0; i < n_first; i++)
+        if (!df__readyq_push(&q, first[i])) {        /* drop the rest; the step ends with the error */
+            df__step_oom(s, "ready queue", 0);
+            if (s->threaded) df__spin_lock(&s->lock);
+            s->outstanding -= n_first - i;
+            int completed = s->outstanding == 0;
+            if (s->threaded) df__spin_unlock(&s->lock);
+            if (completed) df__step_finish(s);
+            break;
+        }
+    if (resumed) df__node_done(s, resumed, resumed_outs, &q);
+    while (q.len) {
+        df__tagged t = q.v[q.head++];
+        if (--q.len == 0) q.head = 0;
+        const df__xitem *item = &s->x->items[t.item];
+        if (item->n_outputs > outs_cap) {
+            df_tensor **bigger = (df_tensor **)DF_MALLOC((size_t)item->n_outputs * sizeof(df_tensor *));
+            if (bigger) {
+                memset(bigger, 0, (size_t)item->n_outputs * sizeof(df_tensor *));
+                if (outs != small) DF_FREE(outs);
+                outs = bigger;
+                outs_cap = item->n_outputs;
+            }
+        }
+        if (item->n_outputs > outs_cap) df__step_oom(s, "output array", 0);
+        else if (!df__run_item(s, &t, outs)) continue;      /* a Recv waits for its value */
+        df__node_done(s, &t, outs, &q);
+    }
+    if (outs != small) DF_FREE(outs);
+    if (q.v != local) DF_FREE(q.v);
+    if (--df__tls_wakes.depth == 0 && !df__tls_wakes.draining && df__tls_wakes.n) df__wakes_drain();
+}
+
+/* A Recv's value arrived (or the run aborted), or a waiting queue op finished: route it in its
+   step, on this thread. (Only a step of a partitioned run has a group.) */
+static void df__resume(df__wake *w) {
+    df__step *s = w->step;
+    __atomic_add_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
+    if (s->group) {
+        __atomic_sub_fetch(&s->group->pending_wakes, 1, __ATOMIC_ACQ_REL);
+        __atomic_add_fetch(&s->group->progress, 1, __ATOMIC_RELAXED);
+    }
+    df__tagged t = w->tag;
+    if (w->dead) t.dead = 1;
+    df_tensor *outs[1] = {w->t};
+    if (w->failed) df__step_error_local(s, &s->group->status);
+    df__process_batch(s, NULL, 0, &t, w->outs ? w->outs : outs);
+    DF_FREE(w->outs);
+    df__step_task_done(s);
+}
+
+#ifndef DF_NO_THREADS
+static void df__process(df__step *s, df__tagged t) { df__process_batch(s, &t, 1, NULL, NULL); }
+#endif
+
+/* Sets up a step's root frame and counts; the step is then `active` (its starter counts as a
+   thread in it) until df__step_roots has run its roots. */
+static df_code df__step_begin(df__step *s, df_status *st) {
+    const df__exec *x = s->x;
+    if (!s->home) s->home = s;
+    s->free_iters = (df__iter **)DF_MALLOC((size_t)x->n_frames * sizeof(df__iter *));
+    if (!s->free_iters) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory starting a run");
+    memset(s->free_iters, 0, (size_t)x->n_frames * sizeof(df__iter *));
+    df__frame *root = s->root = df__frame_new(s, 0, NULL, NULL);
+    if (!root) { DF_FREE(s->free_iters); s->free_iters = NULL; return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory starting a run"); }
+    s->outstanding = x->n_roots;
+    root->ring[0]->outstanding_ops = x->n_roots;
+#ifndef DF_NO_THREADS
+    if (s->threaded) { pthread_mutex_init(&s->done_mu, NULL); pthread_cond_init(&s->done_cv, NULL); }
+#endif
+    if (x->n_roots == 0) s->done = 1;
+    s->active = 1;
+    if (x->has_async && s->threaded) s->shared = 1;   /* a queue's waker may resume a node at any time */
+    return DF_OK;
+}
+
+/* Runs the roots inline in order; the first one's inline chain may already do most of the work. */
+static void df__step_roots(df__step *s) {
+    const df__exec *x = s->x;
+    df__iter *it0 = s->root->ring[0];
+    df__tagged *roots = (df__tagged *)DF_MALLOC((size_t)(x->n_roots + 1) * sizeof(df__tagged));
+    if (!roots) {
+        df__step_oom(s, "roots", 0);
+        if (s->threaded) df__spin_lock(&s->lock);
+        s->outstanding -= x->n_roots;
+        int completed = s->outstanding == 0 && x->n_roots;
+        if (s->threaded) df__spin_unlock(&s->lock);
+        if (completed) df__step_finish(s);
+    } else {
+        for (int i = 0; i < x->n_roots; i++) { roots[i].item = x->roots[i]; roots[i].dead = 0; roots[i].iter = it0; }
+        if (x->n_roots) df__process_batch(s, roots, x->n_roots, NULL, NULL);
+        DF_FREE(roots);
+    }
+    df__step_task_done(s);
+}
+
+#ifndef DF_NO_THREADS
+static void df__queue_abort_step(df__step *s);
+/* One round of waiting for a step: helps with the pool's tasks, else sleeps up to 200 us. An
+   aborted step first takes its nodes off the queues they wait on. */
+static void df__step_wait_once(df__step *s) {
+    if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) df__queue_abort_step(s);
+    df__task task;
+    if (s->pool && df__pool_pop(s->pool, &task, 0)) { df__run_task(&task); return; }
+    if (__atomic_load_n(&s->done, __ATOMIC_ACQUIRE)) { sched_yield(); return; }
+    pthread_mutex_lock(&s->done_mu);
+    if (!s->done) {
+        struct timespec ts;
+        timespec_get(&ts, TIME_UTC);
+        ts.tv_nsec += 200000;
+        if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+        pthread_cond_timedwait(&s->done_cv, &s->done_mu, &ts);
+    }
+    pthread_mutex_unlock(&s->done_mu);
+}
+#endif
+#ifndef DF_NO_THREADS
+static int df__step_over(df__step *s) {
+    return __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) && !__atomic_load_n(&s->active, __ATOMIC_ACQUIRE);
+}
+#endif
+
+/* Frees the step's frames and (for the stacks' home) its stacks; returns its status. */
+static df_code df__step_end(df__step *s, df_status *st) {
+    const df__exec *x = s->x;
+#ifndef DF_NO_THREADS
+    if (s->threaded) { pthread_mutex_destroy(&s->done_mu); pthread_cond_destroy(&s->done_cv); }
+#endif
+    while (s->live) df__frame_destroy(s, s->live);
+    for (int f = 0; s->free_iters && f < x->n_frames; f++)
+        while (s->free_iters[f]) { df__iter *it = s->free_iters[f]; s->free_iters[f] = it->next_free; DF_FREE(it); }
+    DF_FREE(s->free_iters);
+    s->free_iters = NULL;
+    if (s->home == s) {
+        for (int i = 0; i < s->n_stacks; i++) {
+            for (int k = 0; k < s->stacks[i]->n; k++) df_tensor_release(s->stacks[i]->v[k]);
+            for (int k = 0; k < s->stacks[i]->n_pend; k++) df_tensor_release(s->stacks[i]->pend[k].t);
+            DF_FREE(s->stacks[i]->v);
+            DF_FREE(s->stacks[i]->pend);
+            DF_FREE(s->stacks[i]);
+        }
+        DF_FREE(s->stacks);
+        s->stacks = NULL; s->n_stacks = 0;
+    }
+    if (s->aborted) { *st = s->status; return st->code; }
+    if (!s->done) return df_status_set(st, DF_INTERNAL, "The run ended with work outstanding");
+    return DF_OK;
+}
+
+/* Runs a compiled executor to completion on the calling thread (helped by the pool). */
+static df_code df__execute(df__step *s, df_status *st) {
+    if (df__step_begin(s, st) != DF_OK) return st->code;
+    df__step_roots(s);
+#ifndef DF_NO_THREADS
+    if (s->threaded)
+        while (!df__step_over(s)) {                         /* the end, and every thread out of it */
+            df__step_wait_once(s);
+            df__step_check_deadline(s);
+        }
+#endif
+    return df__step_end(s, st);
+}
+
+/* Runs the partitions of one run together: every step's roots on this thread, then waits for
+   all of them, helping the pool. A run where no thread holds work for any partition while some
+   partition still waits (a Recv no Send will ever match) is a bug; it ends with an error rather
+   than hanging. */
+#ifndef DF_NO_THREADS
+static int df__group_idle(df__pgroup *g) {
+    if (__atomic_load_n(&g->pending_wakes, __ATOMIC_ACQUIRE)) return 0;
+    for (int i = 0; i < g->n_steps; i++)
+        if (__atomic_load_n(&g->steps[i].active, __ATOMIC_ACQUIRE)) return 0;
+    for (int i = 0; i < g->n_steps; i++)
+        if (!__atomic_load_n(&g->steps[i].done, __ATOMIC_ACQUIRE)) return 1;
+    return 0;
+}
+#endif
+static void df__group_hang(df__pgroup *g) {
+    df_status why;
+    const char *waiting = "?";
+    for (int i = 0; i < g->n_steps; i++)
+        if (!__atomic_load_n(&g->steps[i].done, __ATOMIC_ACQUIRE)) { waiting = g->steps[i].device->name; break; }
+    /* what the rendezvous holds: a Recv that waits, a value sent that no Recv took */
+    char recv[300] = "", sent[300] = "";
+    df__spin_lock(&g->rv.lock);
+    for (int b = 0; b < g->rv.n_buckets; b++)
+        for (const df__rv_entry *e = g->rv.buckets[b]; e; e = e->next) {
+            const df__rv_msg *m = e->head;
+            if (!m) continue;
+            if (e->recvs && !recv[0] && m->step)
+                snprintf(recv, sizeof recv, ": its Recv '%s' waits (iteration %lld)", df__item_name(m->step->x, m->tag.item),
+                         (long long)e->iter);
+            else if (!e->recvs && !sent[0])
+                snprintf(sent, sizeof sent, "; a value sent in iteration %lld (key %d) was never received", (long long)e->iter,
+                         (int)e->key);
+        }
+    df__spin_unlock(&g->rv.lock);
+    df_status_set(&why, DF_INTERNAL, "The partitions of this run stopped making progress: the partition on %s "
+                  "waits for a value that no other partition will send%s%s", waiting, recv, sent);
+    df__group_abort(g, &why);
+}
+static df_code df__group_execute(df__pgroup *g, df_status *st) {
+    df_code code = DF_OK;
+    int begun = 0;
+    for (; begun < g->n_steps; begun++) {
+        df_status local;
+        if (df__step_begin(&g->steps[begun], &local) != DF_OK) { df__group_abort(g, &local); break; }
+    }
+    if (begun == g->n_steps)
+        for (int i = 0; i < g->n_steps; i++) df__step_roots(&g->steps[i]);
+    else
+        for (int i = 0; i < begun; i++) {        /* nothing ran: take the roots back */
+            g->steps[i].outstanding = 0; g->steps[i].done = 1; df__step_task_done(&g->steps[i]);
+        }
+#ifndef DF_NO_THREADS
+    if (begun == g->n_steps && g->steps[0].threaded) {
+        uint64_t seen = 0;
+        struct timespec idle_since = {0, 0};
+        for (int i = 0; i < g->n_steps; i++)
+            while (!df__step_over(&g->steps[i])) {
+                df__step_wait_once(&g->steps[i]);
+                df__step_check_deadline(&g->steps[i]);
+                uint64_t now_progress = __atomic_load_n(&g->progress, __ATOMIC_ACQUIRE);
+                if (!df__group_idle(g) || now_progress != seen) { seen = now_progress; idle_since.tv_sec = 0; continue; }
+                struct timespec now;
+                timespec_get(&now, TIME_UTC);
+                if (!idle_since.tv_sec) { idle_since = now; continue; }
+                double waited = (double)(now.tv_sec - idle_since.tv_sec) + 1e-9 * (double)(now.tv_nsec - idle_since.tv_nsec);
+                if (waited > 0.25 && !g->remote && df__group_idle(g) && __atomic_load_n(&g->progress, __ATOMIC_ACQUIRE) == seen) {
+                    if (!__atomic_load_n(&g->aborted, __ATOMIC_ACQUIRE)) df__group_hang(g);   /* (a worker's step waits for other processes: no hang check) */
+                    else if (waited > 1.25)
+                        /* Aborted, and still nothing runs, nothing is queued and nothing will
+                           wake: a step whose count of outstanding work went wrong. No thread
+                           holds it, so it is ended here rather than waited for forever. */
+                        for (int k = 0; k < g->n_steps; k++) __atomic_store_n(&g->steps[k].done, 1, __ATOMIC_RELEASE);
+                }
+            }
+    }
+#endif
+    if (begun == g->n_steps && !g->steps[0].threaded && !g->remote)
+        for (int i = 0; i < g->n_steps; i++)       /* one thread did everything it could */
+            if (!g->steps[i].done) { df__group_hang(g); break; }
+    for (int i = 0; i < begun; i++) {
+        df_status local;
+        df_status_clear(&local);
+        if (&g->steps[i] != g->steps[i].home) df__step_end(&g->steps[i], &local);
+        if (local.code && !code) { *st = local; code = local.code; }
+    }
+    for (int i = 0; i < begun; i++) {
+        df_status local;
+        df_status_clear(&local);
+        if (&g->steps[i] == g->steps[i].home) df__step_end(&g->steps[i], &local);
+        if (local.code && !code) { *st = local; code = local.code; }
+    }
+    if (g->aborted) { *st = g->status; code = st->code; }
+    return code;
+}
+

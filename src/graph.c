@@ -1,0 +1,1043 @@
+/* ==========================================================================================
+   9. GRAPH CONSTRUCTION                                                               >>graph
+   A graph owns its nodes (insertion order = id order), a name index, the scope stacks and the
+   control-flow contexts. The first error is sticky: later building calls return NULL/{NULL,0}
+   and do nothing. df_op_finish checks a node against its op definition, captures inputs that
+   cross into a cond or while context, adds pivot control edges, infers types and shapes.
+   ========================================================================================== */
+typedef struct df__shape { int rank; int64_t dims[DF_MAX_RANK]; } df__shape;
+
+typedef enum { DF__CTX_COND = 1, DF__CTX_WHILE = 2 } df__ctx_kind;
+typedef struct df__capture { df_node *src; int index; df_output value; } df__capture;
+typedef struct df__ctx df__ctx;
+struct df__ctx {
+    df__ctx_kind kind;
+    df__ctx *outer;
+    df_output pred;              /* cond: the predicate (pred_id) */
+    int branch;                  /* cond: 1 then, 0 else */
+    df_node *pivot;              /* cond: switch_t / switch_f identity */
+    char *frame_name;            /* while */
+    int parallel_iterations;     /* while */
+    df_node *pivot_for_pred;     /* while: first loop var's Merge */
+    df_node *pivot_for_body;     /* while: first loop var's body Identity */
+    df__capture *captures;
+    int n_captures, cap_captures;
+    /* while: the loop's parts, one per loop variable (the maximum_iterations counter first) */
+    int n_vars, has_counter, swap_memory;
+    int64_t checkpoint_every;
+    df_node **enters, **merges, **switches, **bodies, **nexts, **exits;
+    df_node *loop_cond;
+    /* autodiff */
+    df__ctx *grad_of;            /* a gradient loop: the forward loop whose values it reads */
+    df_node *fc_add, *fc_next, *fc_exit;   /* the forward counter, made when first needed */
+    df_node *f_sync;             /* ControlTrigger ordering the pushes made inside conds */
+    df_node *b_index;            /* checkpointed gradient loop: the decremented count; pops wait for it */
+    df_node **pops;              /* checkpointed gradient loop: its pops, which the next count waits for */
+    df_node *lcount;             /* LoopCount: how many iterations ran, once all of them are done */
+    int n_pops, cap_pops;
+    /* checkpointed loops: the body builder, called again to recompute iterations */
+    df_loop_body_fn body_fn;
+    void *user;
+};
+
+struct df_node {
+    df_graph *graph;
+    int id;
+    char *name;
+    const df__opdef *op;
+    char *device;
+    df_output *inputs;
+    int n_inputs;
+    df_node **controls;
+    int n_controls, cap_controls;
+    int n_outputs;
+    df_dtype *out_types;
+    df__shape *out_shapes;
+    unsigned char *out_is_ref;
+    df__attr *attrs;
+    int n_attrs;
+    df__ctx *ctx;                /* the control-flow context the node was made in */
+    df__ctx *cond;               /* a cond's Merge: the then-branch context (its predicate) */
+    int gstack;                  /* gradient stack ops: 1 + index in graph->gstacks */
+    unsigned char cf_part;       /* part of a while loop's machinery (Enter, Merge, Switch, ...) */
+    struct df__gg *gg;           /* a partition's _GpuGraph: the nodes it runs (cuda_graphs) */
+};
+
+typedef struct df__ctl_scope { df_node **deps; int n; } df__ctl_scope;
+
+struct df_graph {
+    df_status status;
+    int internal_names;          /* a partition shipped to a worker: runtime names (_Send, _cloop/...) */
+    df_node **nodes;
+    int n_nodes, cap_nodes;
+    df__strmap names;            /* name -> id */
+    df__strmap name_counts;      /* base name -> next suffix for unique names */
+    char **scopes;               /* full prefixes, "a/b/" */
+    int n_scopes, cap_scopes;
+    char **devices;
+    int n_devices, cap_devices;
+    df__ctl_scope *ctl;
+    int n_ctl, cap_ctl;
+    df__ctx *ctx;                /* current control-flow context */
+    df__ctx **ctxs;
+    int n_ctxs, cap_ctxs;
+    uint64_t edit_version;       /* bumps when an existing node's inputs change; atomic: runs read
+                                    it for their plan's key while another run lowers the graph */
+    int holds;                   /* the user's until df_graph_free, and one per session on the graph:
+                                    the last to let go frees it (TF_DeleteGraph); atomic, since
+                                    sessions may be freed on any thread */
+    int freed_by_user;           /* df_graph_free was called (atomic) */
+    struct df__gstack **gstacks; /* stacks made by df_gradients for while-loop gradients */
+    int n_gstacks, cap_gstacks;
+    df__ctx *next_grad_of;       /* the next df_while_loop is the gradient of this loop */
+    /* functions (>>func) */
+    df_graph *fn_parent;         /* a function's body: the graph it was defined in */
+    const df_graph *lib_from;    /* a run's working copy or partition, a call's graph: the
+                                    graph whose function library this one uses (not owned) */
+    struct df__func **funcs;     /* the library (in root graphs) */
+    int n_funcs, cap_funcs;
+    df__strmap func_names;       /* name -> index in funcs */
+    df_output *fcap_src;         /* a body: the enclosing graph's values it captured ... */
+    df_node **fcap_args;         /* ... and the _Arg nodes standing for them */
+    int n_fcap, cap_fcap_src, cap_fcap_args;
+};
+
+struct df_op_builder {
+    df_graph *g;
+    const df__opdef *op;
+    char *name;
+    char *device;
+    df_output *inputs;
+    int n_inputs, cap_inputs;
+    struct df__group { int start, count, is_list; } *groups;
+    int n_groups, cap_groups;
+    df_node **controls;
+    int n_controls, cap_controls;
+    df__attr *attrs;
+    int n_attrs, cap_attrs;
+    int oom;
+    int raw;                     /* internal: no capture, no pivot edges (control-flow plumbing) */
+};
+
+static void df__attr_clear(df__attr *a) {
+    switch (a->kind) {
+    case DF__A_STRING: case DF__A_FUNC: DF_FREE(a->u.s); break;
+    case DF__A_TENSOR: df_tensor_release(a->u.tensor); break;
+    case DF__A_INT_LIST: case DF__A_SHAPE_LIST: DF_FREE(a->u.ints.v); break;
+    case DF__A_TYPE_LIST: DF_FREE(a->u.types.v); break;
+    default: break;
+    }
+    DF_FREE((char *)a->name);
+    a->kind = DF__A_NONE;
+}
+
+/* Deep copy; returns 0 on OOM, leaving dst owning nothing (kind DF__A_NONE, no name), so that
+   df__attr_clear on it is a no-op and never frees src's values. */
+static int df__attr_copy(df__attr *dst, const df__attr *src) {
+    *dst = *src;
+    dst->name = df__strdup(src->name);
+    if (!dst->name) goto oom;
+    switch (src->kind) {
+    case DF__A_STRING: case DF__A_FUNC:
+        if (src->u.s && !(dst->u.s = df__strdup(src->u.s))) goto oom;
+        break;
+    case DF__A_TENSOR: df_tensor_retain(src->u.tensor); break;
+    case DF__A_INT_LIST: case DF__A_SHAPE_LIST:
+        dst->u.ints.v = NULL;
+        if (src->u.ints.n) {
+            if (!(dst->u.ints.v = (int64_t *)DF_MALLOC((size_t)src->u.ints.n * 8))) goto oom;
+            memcpy(dst->u.ints.v, src->u.ints.v, (size_t)src->u.ints.n * 8);
+        }
+        break;
+    case DF__A_TYPE_LIST:
+        dst->u.types.v = NULL;
+        if (src->u.types.n) {
+            size_t bytes = (size_t)src->u.types.n * sizeof(df_dtype);
+            if (!(dst->u.types.v = (df_dtype *)DF_MALLOC(bytes))) goto oom;
+            memcpy(dst->u.types.v, src->u.types.v, bytes);
+        }
+        break;
+    default: break;
+    }
+    return 1;
+oom:
+    DF_FREE((char *)dst->name);
+    memset(dst, 0, sizeof *dst);
+    dst->kind = DF__A_NONE;
+    return 0;
+}
+
+/* A status naming the node, TensorFlow style: "message {{node name}}". */
+static df_code df__fail(df_status *st, const df_node *n, df_code code, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static df_code df__fail(df_status *st, const df_node *n, df_code code, const char *fmt, ...) {
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return df_status_set(st, code, "%s {{node %s}}", msg, n && n->name ? n->name : "?");
+}
+
+static const df__attr *df__node_attr(const df_node *n, const char *name) {
+    for (int i = 0; n && i < n->n_attrs; i++)
+        if (!strcmp(n->attrs[i].name, name)) return &n->attrs[i];
+    return NULL;
+}
+static int64_t df__attr_i(const df_node *n, const char *name, int64_t def) {
+    const df__attr *a = df__node_attr(n, name);
+    return a && a->kind == DF__A_INT ? a->u.i : def;
+}
+static int df__attr_b(const df_node *n, const char *name, int def) {
+    const df__attr *a = df__node_attr(n, name);
+    return a && a->kind == DF__A_BOOL ? a->u.b : def;
+}
+static df_dtype df__attr_type(const df_node *n, const char *name) {
+    const df__attr *a = df__node_attr(n, name);
+    return a && a->kind == DF__A_TYPE ? a->u.type : (df_dtype)0;
+}
+static const char *df__attr_s(const df_node *n, const char *name) {
+    const df__attr *a = df__node_attr(n, name);
+    return a && a->kind == DF__A_STRING && a->u.s ? a->u.s : "";
+}
+
+static const df__attr *df__attr_find_kind(const df_node *n, const char *attr, df__attr_kind kind) {
+    const df__attr *a = df__node_attr(n, attr ? attr : "");
+    return a && a->kind == kind ? a : NULL;
+}
+int df_node_attr_int(const df_node *n, const char *attr, int64_t *v) {
+    const df__attr *a = df__attr_find_kind(n, attr, DF__A_INT);
+    if (a && v) *v = a->u.i;
+    return a != NULL;
+}
+int df_node_attr_float(const df_node *n, const char *attr, float *v) {
+    const df__attr *a = df__attr_find_kind(n, attr, DF__A_FLOAT);
+    if (a && v) *v = a->u.f;
+    return a != NULL;
+}
+int df_node_attr_bool(const df_node *n, const char *attr, int *v) {
+    const df__attr *a = df__attr_find_kind(n, attr, DF__A_BOOL);
+    if (a && v) *v = a->u.b;
+    return a != NULL;
+}
+int df_node_attr_type(const df_node *n, const char *attr, df_dtype *v) {
+    const df__attr *a = df__attr_find_kind(n, attr, DF__A_TYPE);
+    if (a && v) *v = a->u.type;
+    return a != NULL;
+}
+int df_node_attr_string(const df_node *n, const char *attr, const char **v) {
+    const df__attr *a = df__attr_find_kind(n, attr, DF__A_STRING);
+    if (a && v) *v = a->u.s ? a->u.s : "";
+    return a != NULL;
+}
+int df_node_attr_tensor(const df_node *n, const char *attr, const df_tensor **v) {
+    const df__attr *a = df__attr_find_kind(n, attr, DF__A_TENSOR);
+    if (a && v) *v = a->u.tensor;
+    return a != NULL;
+}
+
+/* Sets the graph's sticky error (first one wins) and returns its code. */
+static df_code df__graph_error(df_graph *g, df_code code, const char *fmt, ...) {
+    if (!g || g->status.code != DF_OK) return g ? g->status.code : code;
+    va_list ap;
+    g->status.code = code;
+    va_start(ap, fmt);
+    vsnprintf(g->status.message, sizeof g->status.message, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+df_graph *df_graph_new(void) {
+    df_graph *g = (df_graph *)DF_MALLOC(sizeof *g);
+    if (!g) return NULL;
+    memset(g, 0, sizeof *g);
+    g->holds = 1;
+    return g;
+}
+
+#ifdef DATAFLOW_CUDA
+static void df__gg_free(struct df__gg *gg);
+#endif
+static void df__node_free(df_node *n) {
+    if (!n) return;
+#ifdef DATAFLOW_CUDA
+    df__gg_free(n->gg);
+#endif
+    DF_FREE(n->name); DF_FREE(n->device); DF_FREE(n->inputs); DF_FREE(n->controls);
+    DF_FREE(n->out_types); DF_FREE(n->out_shapes); DF_FREE(n->out_is_ref);
+    for (int i = 0; i < n->n_attrs; i++) df__attr_clear(&n->attrs[i]);
+    DF_FREE(n->attrs);
+    DF_FREE(n);
+}
+
+static void df__gstacks_free(df_graph *g);
+static void df__func_free(struct df__func *f);
+static void df__graph_destroy(df_graph *g) {
+    for (int i = 0; i < g->n_funcs; i++) df__func_free(g->funcs[i]);
+    DF_FREE(g->funcs);
+    df__strmap_free(&g->func_names);
+    DF_FREE(g->fcap_src); DF_FREE(g->fcap_args);
+    for (int i = 0; i < g->n_nodes; i++) df__node_free(g->nodes[i]);
+    DF_FREE(g->nodes);
+    df__strmap_free(&g->names);
+    df__strmap_free(&g->name_counts);
+    for (int i = 0; i < g->n_scopes; i++) DF_FREE(g->scopes[i]);
+    DF_FREE(g->scopes);
+    for (int i = 0; i < g->n_devices; i++) DF_FREE(g->devices[i]);
+    DF_FREE(g->devices);
+    for (int i = 0; i < g->n_ctl; i++) DF_FREE(g->ctl[i].deps);
+    DF_FREE(g->ctl);
+    for (int i = 0; i < g->n_ctxs; i++) {
+        DF_FREE(g->ctxs[i]->frame_name);
+        DF_FREE(g->ctxs[i]->captures);
+        DF_FREE(g->ctxs[i]->enters);
+        DF_FREE(g->ctxs[i]->pops);
+        DF_FREE(g->ctxs[i]);
+    }
+    DF_FREE(g->ctxs);
+    df__gstacks_free(g);
+    DF_FREE(g);
+}
+static void df__graph_release(df_graph *g) {
+    if (__atomic_sub_fetch(&g->holds, 1, __ATOMIC_ACQ_REL) == 0) df__graph_destroy(g);
+}
+void df_graph_free(df_graph *g) {
+    if (!g) return;
+    /* (a second call, while sessions still hold g, must not let go of a hold that is theirs) */
+    if (__atomic_exchange_n(&g->freed_by_user, 1, __ATOMIC_ACQ_REL)) return;
+    df__graph_release(g);
+}
+
+const df_status *df_graph_status(const df_graph *g) {
+    static const df_status null_graph = {DF_INVALID_ARGUMENT, "graph is NULL"};
+    return g ? &g->status : &null_graph;
+}
+df_node *df_graph_find(const df_graph *g, const char *name) {
+    int id;
+    if (!g || !name || !df__strmap_get(&g->names, name, &id)) return NULL;
+    return g->nodes[id];
+}
+int df_graph_num_nodes(const df_graph *g) { return g ? g->n_nodes : 0; }
+df_node *df_graph_node_at(const df_graph *g, int i) {
+    return g && i >= 0 && i < g->n_nodes ? g->nodes[i] : NULL;
+}
+const char *df_node_name(const df_node *n) { return n ? n->name : ""; }
+const char *df_node_op(const df_node *n) { return n ? n->op->name : ""; }
+const char *df_node_device(const df_node *n) { return n && n->device ? n->device : ""; }
+int df_node_num_outputs(const df_node *n) { return n ? n->n_outputs : 0; }
+int df_node_num_inputs(const df_node *n) { return n ? n->n_inputs : 0; }
+df_output df_node_input(const df_node *n, int i) {
+    df_output none = {NULL, 0};
+    return n && i >= 0 && i < n->n_inputs ? n->inputs[i] : none;
+}
+int df_node_num_control_inputs(const df_node *n) { return n ? n->n_controls : 0; }
+df_node *df_node_control_input(const df_node *n, int i) {
+    return n && i >= 0 && i < n->n_controls ? n->controls[i] : NULL;
+}
+static int df__output_valid(df_output o) { return o.node && o.index >= 0 && o.index < o.node->n_outputs; }
+df_dtype df_output_dtype(df_output o) { return df__output_valid(o) ? o.node->out_types[o.index] : (df_dtype)0; }
+int df_output_shape(df_output o, int64_t dims[DF_MAX_RANK]) {
+    if (!df__output_valid(o)) return -1;
+    const df__shape *s = &o.node->out_shapes[o.index];
+    for (int i = 0; dims && i < s->rank; i++) dims[i] = s->dims[i];
+    return s->rank;
+}
+
+/* ---- scopes ---- */
+static const char *df__scope(const df_graph *g) { return g->n_scopes ? g->scopes[g->n_scopes - 1] : ""; }
+
+static int df__valid_node_name(const char *s);
+void df_graph_push_name_scope(df_graph *g, const char *scope) {
+    if (!g || g->status.code) return;
+    if (scope && *scope && !g->internal_names && !df__valid_node_name(scope)) {   /* (its nodes' names would be invalid) */
+        df__graph_error(g, DF_INVALID_ARGUMENT, "Invalid name scope '%s': names use letters, digits and . _ - / "
+                        "and do not start with _ - /", scope);
+        return;
+    }
+    if (!df__grow(&g->scopes, &g->cap_scopes, g->n_scopes + 1, sizeof(char *))) {
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory pushing a name scope");
+        return;
+    }
+    const char *prefix = df__scope(g);
+    size_t n = strlen(prefix) + (scope ? strlen(scope) : 0) + 2;
+    char *full = (char *)DF_MALLOC(n);
+    if (!full) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory pushing a name scope"); return; }
+    if (scope && *scope) snprintf(full, n, "%s%s/", prefix, scope);
+    else snprintf(full, n, "%s", prefix);
+    g->scopes[g->n_scopes++] = full;
+}
+void df_graph_pop_name_scope(df_graph *g) {
+    if (g && g->n_scopes) DF_FREE(g->scopes[--g->n_scopes]);
+}
+void df_graph_push_device(df_graph *g, const char *device) {
+    if (!g || g->status.code) return;
+    char *d = df__strdup(device ? device : "");
+    if (!d || !df__grow(&g->devices, &g->cap_devices, g->n_devices + 1, sizeof(char *))) {
+        DF_FREE(d);
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory pushing a device scope");
+        return;
+    }
+    g->devices[g->n_devices++] = d;
+}
+void df_graph_pop_device(df_graph *g) {
+    if (g && g->n_devices) DF_FREE(g->devices[--g->n_devices]);
+}
+void df_graph_push_control_deps(df_graph *g, df_node *const *deps, int n) {
+    if (!g || g->status.code) return;
+    if (n < 0 || (n > 0 && !deps)) {
+        df__graph_error(g, DF_INVALID_ARGUMENT, "push_control_deps: bad dependency list (n=%d)", n);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        if (!deps[i] || deps[i]->graph != g) {
+            df__graph_error(g, DF_INVALID_ARGUMENT, "push_control_deps: dependency %d is NULL or "
+                            "from another graph", i);
+            return;
+        }
+    if (!df__grow(&g->ctl, &g->cap_ctl, g->n_ctl + 1, sizeof *g->ctl)) goto oom;
+    df__ctl_scope *c = &g->ctl[g->n_ctl];
+    c->n = n;
+    c->deps = NULL;
+    if (n && !(c->deps = (df_node **)DF_MALLOC((size_t)n * sizeof(df_node *)))) goto oom;
+    if (n) memcpy(c->deps, deps, (size_t)n * sizeof(df_node *));
+    g->n_ctl++;
+    return;
+oom:
+    df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory pushing control dependencies");
+}
+void df_graph_pop_control_deps(df_graph *g) {
+    if (g && g->n_ctl) DF_FREE(g->ctl[--g->n_ctl].deps);
+}
+
+/* ---- the builder ---- */
+static int df__valid_node_name(const char *s) {
+    if (!s || !*s) return 0;
+    for (const char *p = s; *p; p++) {
+        char c = *p;
+        int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                 c == '.' || (p != s && (c == '_' || c == '-' || c == '/' || c == '>'));
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
+/* A unique name "scope/base", "scope/base_1", ... */
+static char *df__unique_name(df_graph *g, const char *base) {
+    const char *scope = df__scope(g);
+    size_t n = strlen(scope) + strlen(base) + 24;
+    char *name = (char *)DF_MALLOC(n);
+    if (!name) return NULL;
+    snprintf(name, n, "%s%s", scope, base);
+    int next = 0;
+    df__strmap_get(&g->name_counts, name, &next);
+    char *candidate = (char *)DF_MALLOC(n);
+    if (!candidate) { DF_FREE(name); return NULL; }
+    for (;;) {
+        if (next == 0) snprintf(candidate, n, "%s", name);
+        else snprintf(candidate, n, "%s_%d", name, next);
+        next++;
+        if (!df__strmap_get(&g->names, candidate, NULL)) break;
+    }
+    if (!df__strmap_put(&g->name_counts, name, next)) { DF_FREE(name); DF_FREE(candidate); return NULL; }
+    DF_FREE(name);
+    return candidate;
+}
+
+df_op_builder *df_op_new(df_graph *g, const char *op_type, const char *name) {
+    if (!g || g->status.code != DF_OK) return NULL;
+    const df__opdef *op = df__op_lookup(op_type);
+    if (!op) {
+        int state = __atomic_load_n(&df__registry.initialised, __ATOMIC_ACQUIRE);
+        if (state == -1)
+            df__graph_error(g, DF_INTERNAL, "Op registry failed to load: %s", df__registry.error);
+        else if (state == -2)
+            df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory loading the op registry");
+        else
+            df__graph_error(g, DF_NOT_FOUND, "Op type not registered '%s'%s%s", op_type ? op_type : "",
+                            name ? " for node " : "", name ? name : "");
+        return NULL;
+    }
+    df_op_builder *b = (df_op_builder *)DF_MALLOC(sizeof *b);
+    if (!b) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory in df_op_new"); return NULL; }
+    memset(b, 0, sizeof *b);
+    b->g = g;
+    b->op = op;
+    if (name) {
+        const char *scope = df__scope(g);
+        size_t n = strlen(scope) + strlen(name) + 1;
+        if ((b->name = (char *)DF_MALLOC(n))) snprintf(b->name, n, "%s%s", scope, name);
+        if (!g->internal_names && !df__valid_node_name(name)) {
+            df__graph_error(g, DF_INVALID_ARGUMENT, "Invalid node name '%s' for op %s: names use "
+                            "letters, digits and . _ - / and do not start with _ - /", name, op->name);
+            DF_FREE(b->name); DF_FREE(b);
+            return NULL;
+        }
+    } else {                   /* (from "_Arg", "Arg": a name must not start with _) */
+        const char *base = op->name;
+        while (!g->internal_names && *base == '_') base++;
+        b->name = df__unique_name(g, base);
+    }
+    if (!b->name) { b->oom = 1; }
+    if (g->n_devices && !(b->device = df__strdup(g->devices[g->n_devices - 1]))) b->oom = 1;
+    return b;
+}
+
+static void df__builder_free(df_op_builder *b) {
+    if (!b) return;
+    DF_FREE(b->name); DF_FREE(b->device); DF_FREE(b->inputs); DF_FREE(b->groups);
+    DF_FREE(b->controls);
+    for (int i = 0; i < b->n_attrs; i++) df__attr_clear(&b->attrs[i]);
+    DF_FREE(b->attrs);
+    DF_FREE(b);
+}
+
+static void df__builder_inputs(df_op_builder *b, const df_output *ins, int n, int is_list) {
+    if (!b) return;
+    if (n < 0 || (n > 0 && !ins)) { b->oom = 2; return; }
+    if (!df__grow(&b->inputs, &b->cap_inputs, b->n_inputs + n, sizeof(df_output)) ||
+        !df__grow(&b->groups, &b->cap_groups, b->n_groups + 1, sizeof *b->groups)) { b->oom = 1; return; }
+    b->groups[b->n_groups].start = b->n_inputs;
+    b->groups[b->n_groups].count = n;
+    b->groups[b->n_groups].is_list = is_list;
+    b->n_groups++;
+    if (n) memcpy(b->inputs + b->n_inputs, ins, (size_t)n * sizeof(df_output));
+    b->n_inputs += n;
+}
+void df_op_add_input(df_op_builder *b, df_output in) { df__builder_inputs(b, &in, 1, 0); }
+void df_op_add_input_list(df_op_builder *b, const df_output *ins, int n) { df__builder_inputs(b, ins, n, 1); }
+
+void df_op_add_control_input(df_op_builder *b, df_node *n) {
+    if (!b) return;
+    if (!df__grow(&b->controls, &b->cap_controls, b->n_controls + 1, sizeof(df_node *))) { b->oom = 1; return; }
+    b->controls[b->n_controls++] = n;     /* NULL is reported at finish */
+}
+
+void df_op_set_device(df_op_builder *b, const char *device) {
+    if (!b) return;
+    DF_FREE(b->device);
+    if (!(b->device = df__strdup(device ? device : ""))) b->oom = 1;
+}
+
+void df_op_colocate_with(df_op_builder *b, const df_node *n) {
+    if (!b || b->oom) return;
+    if (!n || !n->name) { b->oom = 2; return; }
+    const char *prev = "";
+    for (int i = 0; i < b->n_attrs; i++)
+        if (!strcmp(b->attrs[i].name, "_class") && b->attrs[i].kind == DF__A_STRING && b->attrs[i].u.s) prev = b->attrs[i].u.s;
+    size_t len = strlen(prev) + strlen(n->name) + 8;
+    char *v = (char *)DF_MALLOC(len);
+    if (!v) { b->oom = 1; return; }
+    snprintf(v, len, "%s%sloc:@%s", prev, *prev ? "," : "", n->name);
+    df_op_set_attr_string(b, "_class", v);
+    DF_FREE(v);
+}
+
+/* Returns the slot for attr `name`, clearing any earlier value. */
+static df__attr *df__builder_attr(df_op_builder *b, const char *name, df__attr_kind kind) {
+    if (!b) return NULL;
+    if (!name) { b->oom = 3; return NULL; }
+    for (int i = 0; i < b->n_attrs; i++)
+        if (!strcmp(b->attrs[i].name, name)) {
+            df__attr_clear(&b->attrs[i]);
+            memset(&b->attrs[i].u, 0, sizeof b->attrs[i].u);   /* (an empty list keeps no freed pointer) */
+            b->attrs[i].name = df__strdup(name);
+            b->attrs[i].kind = kind;
+            if (!b->attrs[i].name) { b->oom = 1; return NULL; }
+            return &b->attrs[i];
+        }
+    if (!df__grow(&b->attrs, &b->cap_attrs, b->n_attrs + 1, sizeof(df__attr))) { b->oom = 1; return NULL; }
+    df__attr *a = &b->attrs[b->n_attrs];
+    memset(a, 0, sizeof *a);
+    if (!(a->name = df__strdup(name))) { b->oom = 1; return NULL; }
+    a->kind = kind;
+    b->n_attrs++;
+    return a;
+}
+void df_op_set_attr_int(df_op_builder *b, const char *attr, int64_t v) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_INT); if (a) a->u.i = v;
+}
+void df_op_set_attr_float(df_op_builder *b, const char *attr, float v) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_FLOAT); if (a) a->u.f = v;
+}
+void df_op_set_attr_bool(df_op_builder *b, const char *attr, int v) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_BOOL); if (a) a->u.b = v != 0;
+}
+void df_op_set_attr_type(df_op_builder *b, const char *attr, df_dtype v) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_TYPE); if (a) a->u.type = v;
+}
+void df_op_set_attr_string(df_op_builder *b, const char *attr, const char *v) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_STRING);
+    if (a && !(a->u.s = df__strdup(v ? v : ""))) b->oom = 1;
+}
+void df_op_set_attr_func(df_op_builder *b, const char *attr, const char *function) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_FUNC);
+    if (a && !(a->u.s = df__strdup(function ? function : ""))) b->oom = 1;
+}
+void df_op_set_attr_shape(df_op_builder *b, const char *attr, int rank, const int64_t *dims) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_SHAPE);
+    if (!a) return;
+    if (rank > 0 && !dims) { b->oom = 4; a->u.shape.rank = -1; return; }
+    a->u.shape.rank = rank;     /* a bad rank is reported by df_op_finish, naming the node */
+    for (int i = 0; i < DF_MAX_RANK; i++) a->u.shape.dims[i] = i < rank ? dims[i] : 0;
+}
+void df_op_set_attr_tensor(df_op_builder *b, const char *attr, df_tensor *v) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_TENSOR);
+    if (a) a->u.tensor = df_tensor_retain(v);
+}
+void df_op_set_attr_int_list(df_op_builder *b, const char *attr, const int64_t *v, int n) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_INT_LIST);
+    if (!a) return;
+    if (n < 0 || (n > 0 && !v)) { b->oom = 5; return; }
+    a->u.ints.n = n;
+    if (n && !(a->u.ints.v = (int64_t *)DF_MALLOC((size_t)n * 8))) { b->oom = 1; a->u.ints.n = 0; return; }
+    if (n) memcpy(a->u.ints.v, v, (size_t)n * 8);
+}
+void df_op_set_attr_type_list(df_op_builder *b, const char *attr, const df_dtype *v, int n) {
+    df__attr *a = df__builder_attr(b, attr, DF__A_TYPE_LIST);
+    if (!a) return;
+    if (n < 0 || (n > 0 && !v)) { b->oom = 5; return; }
+    a->u.types.n = n;
+    if (n && !(a->u.types.v = (df_dtype *)DF_MALLOC((size_t)n * sizeof(df_dtype)))) { b->oom = 1; a->u.types.n = 0; return; }
+    if (n) memcpy(a->u.types.v, v, (size_t)n * sizeof(df_dtype));
+}
+
+/* The shape-function context: the node being made, with inputs, types and attrs in place. */
+typedef struct df__shape_ctx {
+    df_graph *g;
+    df_node *node;
+    df__shape *in_shapes;
+    df_dtype *in_types;
+    df_status *st;
+} df__shape_ctx;
+
+static const char *df__kind_name(df__attr_kind k) {
+    static const char *names[] = {"none", "int", "float", "bool", "type", "string", "shape",
+                                  "tensor", "list(int)", "list(type)", "func", "list(shape)"};
+    return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
+}
+
+
+
+/* Sets or checks a `type` attr on the node from an input; returns DF_OK or an error. */
+static df_code df__bind_type(df_node *n, const df__attrdef *ad, df_dtype t, const char *arg,
+                             df_status *st) {
+    for (int i = 0; i < n->n_attrs; i++)
+        if (!strcmp(n->attrs[i].name, ad->name)) {
+            if (n->attrs[i].u.type != t)
+                return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of '%s' Op has type %s "
+                    "that does not match type %s of attr '%s'", arg, n->op->name, df_dtype_name(t),
+                    df_dtype_name(n->attrs[i].u.type), ad->name);
+            return DF_OK;
+        }
+    df__attr a;
+    memset(&a, 0, sizeof a);
+    a.kind = DF__A_TYPE;
+    a.u.type = t;
+    if (!(a.name = df__strdup(ad->name))) return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", ad->name, n->op->name);
+    n->attrs[n->n_attrs++] = a;    /* capacity reserved for every attr of the op */
+    return DF_OK;
+}
+
+static df__attr *df__node_attr_mut(df_node *n, const char *name) {
+    return (df__attr *)df__node_attr(n, name);
+}
+
+/* Type-checks inputs against the op definition, binds inferred attrs, fills in defaults and
+   computes output dtypes. */
+static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_groups, df_status *st) {
+    const df__opdef *op = n->op;
+    if (n_groups != op->n_in)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "%s expects %d input%s, got %d",
+                              op->name, op->n_in, op->n_in == 1 ? "" : "s", n_groups);
+    for (int i = 0; i < n->n_attrs; i++) {      /* kinds first: the inputs' checks read attrs by kind */
+        const df__attrdef *ad = df__op_attrdef(op, n->attrs[i].name);
+        if (ad && ad->kind != n->attrs[i].kind)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s has kind %s, got %s",
+                                  ad->name, op->name, df__kind_name(ad->kind), df__kind_name(n->attrs[i].kind));
+    }
+    for (int k = 0; k < op->n_in; k++) {
+        const df__argdef *arg = &op->in[k];
+        const struct df__group *grp = &groups[k];
+        if (!arg->is_list && grp->count != 1)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s takes one tensor, "
+                                  "got a list of %d", arg->name, op->name, grp->count);
+        if (arg->number_attr[0]) {
+            const df__attrdef *ad = df__op_attrdef(op, arg->number_attr);
+            df__attr *have = df__node_attr_mut(n, arg->number_attr);
+            if (have && have->u.i != grp->count)
+                return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' is %lld but input '%s' "
+                    "has %d tensors", arg->number_attr, (long long)have->u.i, arg->name, grp->count);
+            if (ad && ad->min != INT64_MIN && grp->count < ad->min)
+                return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s needs at least %lld "
+                    "tensors, got %d", arg->name, op->name, (long long)ad->min, grp->count);
+            if (!have) {
+                df__attr a;
+                memset(&a, 0, sizeof a);
+                a.kind = DF__A_INT; a.u.i = grp->count;
+                if (!(a.name = df__strdup(arg->number_attr))) return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", arg->number_attr, op->name);
+                n->attrs[n->n_attrs++] = a;
+            }
+        }
+        const df__attrdef *tad = arg->type_attr[0] ? df__op_attrdef(op, arg->type_attr) : NULL;
+        if (tad && tad->kind == DF__A_TYPE_LIST) {
+            df__attr *have = df__node_attr_mut(n, tad->name);
+            if (have) {
+                if (have->u.types.n != grp->count)
+                    return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' lists %d types but input "
+                        "'%s' has %d tensors", tad->name, have->u.types.n, arg->name, grp->count);
+            } else {
+                df__attr a;
+                memset(&a, 0, sizeof a);
+                a.kind = DF__A_TYPE_LIST;
+                a.u.types.n = grp->count;
+                if (!(a.name = df__strdup(tad->name))) return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", tad->name, op->name);
+                if (grp->count && !(a.u.types.v = (df_dtype *)DF_MALLOC((size_t)grp->count * sizeof(df_dtype)))) {
+                    DF_FREE((char *)a.name);
+                    return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", tad->name, op->name);
+                }
+                for (int j = 0; j < grp->count; j++) a.u.types.v[j] = df_output_dtype(n->inputs[grp->start + j]);
+                n->attrs[n->n_attrs++] = a;
+                have = &n->attrs[n->n_attrs - 1];
+            }
+            for (int j = 0; j < grp->count; j++)
+                if (have->u.types.v[j] != df_output_dtype(n->inputs[grp->start + j]))
+                    return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' %d of %s has type %s "
+                        "but attr '%s' says %s", arg->name, j, op->name,
+                        df_dtype_name(df_output_dtype(n->inputs[grp->start + j])), tad->name,
+                        df_dtype_name(have->u.types.v[j]));
+            continue;
+        }
+        for (int j = 0; j < grp->count; j++) {
+            df_output in = n->inputs[grp->start + j];
+            df_dtype t = df_output_dtype(in);
+            if (arg->is_ref && !in.node->out_is_ref[in.index])
+                return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s must be a variable "
+                    "(a ref output such as VariableV2's), got %s:%d of op %s", arg->name, op->name,
+                    in.node->name, in.index, in.node->op->name);
+            if (arg->fixed && t != arg->fixed)
+                return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of '%s' Op has type %s "
+                    "that does not match expected type of %s", arg->name, op->name, df_dtype_name(t),
+                    df_dtype_name(arg->fixed));
+            if (tad) {
+                if (tad->allowed && !(tad->allowed & df__type_bit(t)))
+                    return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not "
+                        "in the list of allowed values for input '%s' of %s", tad->name, df_dtype_name(t),
+                        arg->name, op->name);
+                df_code c = df__bind_type(n, tad, t, arg->name, st);
+                if (c) return c;
+            }
+        }
+    }
+    /* attrs: kinds, allowed types, minimums, defaults, required */
+    for (int i = 0; i < n->n_attrs; i++) {
+        const df__attrdef *ad = df__op_attrdef(op, n->attrs[i].name);
+        if (!ad && n->attrs[i].name[0] == '_') continue;  /* internal attrs (_class, ...) as TF allows */
+        if (!ad)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Op %s has no attr named '%s'", op->name,
+                                  n->attrs[i].name);
+        if (ad->kind != n->attrs[i].kind)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s has kind %s, got %s",
+                                  ad->name, op->name, df__kind_name(ad->kind), df__kind_name(n->attrs[i].kind));
+        if (ad->kind == DF__A_STRING && !strcmp(ad->name, "data_format") && n->attrs[i].u.s &&
+            strcmp(n->attrs[i].u.s, "NHWC") && strcmp(n->attrs[i].u.s, "NCHW"))    /* (TF: "Invalid data format") */
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Invalid data_format '%.64s' for %s: NHWC or NCHW", n->attrs[i].u.s, op->name);
+        if (ad->kind == DF__A_TYPE && ad->allowed && !(ad->allowed & df__type_bit(n->attrs[i].u.type)))
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not in the "
+                "list of allowed values for %s", ad->name, df_dtype_name(n->attrs[i].u.type), op->name);
+        if (ad->kind == DF__A_TYPE && !df__dtype_valid(n->attrs[i].u.type) &&
+            !(n->attrs[i].u.type == DF_RESOURCE && ((op->flags & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER |
+              DF__OP_EXIT | DF__OP_NEXT_ITERATION | DF__OP_TRANSFER)) || !strcmp(op->name, "Identity") ||
+              !strcmp(op->name, "StackV2") || !strcmp(op->name, "LoopStackPush") ||
+              !strcmp(op->name, "LoopStackPop"))) &&  /* handles flow, and are stacked (nested loop gradients) */
+            !(n->attrs[i].u.type == DF_STRING && ((op->flags & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER | DF__OP_EXIT |
+              DF__OP_NEXT_ITERATION | DF__OP_TRANSFER)) || !strcmp(op->name, "Identity") || !strcmp(op->name, "Const") ||
+              !strcmp(op->name, "Placeholder") || !strcmp(op->name, "PlaceholderWithDefault"))))   /* strings: paths and names */
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s is an invalid dtype (%d)",
+                                  ad->name, op->name, (int)n->attrs[i].u.type);
+        if (ad->kind == DF__A_SHAPE) {
+            const df__attr *a = &n->attrs[i];
+            int64_t count = 1;
+            if (a->u.shape.rank < -1 || a->u.shape.rank > DF_MAX_RANK)
+                return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s': rank %d is outside [-1, %d]", ad->name, a->u.shape.rank, DF_MAX_RANK);
+            for (int d = 0; d < a->u.shape.rank; d++) {
+                int64_t v = a->u.shape.dims[d];
+                if (v < -1)
+                    return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s': dimension %d is %lld; dims must be >= 0 "
+                                          "or -1 (unknown)", ad->name, d, (long long)v);
+                if (v > 0 && count > INT64_MAX / v)
+                    return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s': the shape has too many elements "
+                                          "(int64 overflow)", ad->name);
+                if (v >= 0) count *= v;
+            }
+        }
+        if (ad->kind == DF__A_INT && ad->min != INT64_MIN && n->attrs[i].u.i < ad->min)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %lld must be at "
+                "least minimum %lld", ad->name, (long long)n->attrs[i].u.i, (long long)ad->min);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(n->attrs[j].name, n->attrs[i].name))
+                return df__fail(st, n, DF_INVALID_ARGUMENT, "Duplicate attr '%s'", ad->name);
+    }
+    for (int i = 0; i < op->n_attrs; i++) {
+        const df__attrdef *ad = &op->attrs[i];
+        if (df__node_attr(n, ad->name)) continue;
+        if (!ad->has_default)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "NodeDef missing attr '%s' (%s) from Op %s",
+                                  ad->name, df__kind_name(ad->kind), op->name);
+        if (!df__attr_copy(&n->attrs[n->n_attrs], &ad->def))
+            return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", ad->name, op->name);
+        n->n_attrs++;
+    }
+    /* outputs */
+    int n_out = 0;
+    for (int k = 0; k < op->n_out; k++) {
+        const df__argdef *arg = &op->out[k];
+        if (arg->number_attr[0]) n_out += (int)df__attr_i(n, arg->number_attr, 0);
+        else if (arg->type_attr[0] && df__node_attr(n, arg->type_attr)->kind == DF__A_TYPE_LIST)
+            n_out += df__node_attr(n, arg->type_attr)->u.types.n;
+        else n_out++;
+    }
+    if (n_out > 0) {
+        n->out_types = (df_dtype *)DF_MALLOC((size_t)n_out * sizeof(df_dtype));
+        n->out_shapes = (df__shape *)DF_MALLOC((size_t)n_out * sizeof(df__shape));
+        n->out_is_ref = (unsigned char *)DF_MALLOC((size_t)n_out);
+        if (!n->out_types || !n->out_shapes || !n->out_is_ref)
+            return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory for the outputs of %s", op->name);
+    }
+    if (n_out > 65535)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "%s would have %d outputs; at most 65535 are supported", op->name, n_out);
+    n->n_outputs = n_out;
+    int o = 0;
+    for (int k = 0; k < op->n_out; k++) {
+        const df__argdef *arg = &op->out[k];
+        const df__attr *ta = arg->type_attr[0] ? df__node_attr(n, arg->type_attr) : NULL;
+        int count = arg->number_attr[0] ? (int)df__attr_i(n, arg->number_attr, 0)
+                    : (ta && ta->kind == DF__A_TYPE_LIST) ? ta->u.types.n : 1;
+        for (int j = 0; j < count; j++, o++) {
+            n->out_types[o] = arg->fixed ? arg->fixed
+                              : ta->kind == DF__A_TYPE_LIST ? ta->u.types.v[j] : ta->u.type;
+            n->out_is_ref[o] = (unsigned char)arg->is_ref;
+            n->out_shapes[o].rank = -1;
+        }
+    }
+    return DF_OK;
+}
+
+static df_output df__ctx_capture(df_graph *g, df__ctx *ctx, df_output x);
+static df_node *df__ctx_capture_control(df_graph *g, df__ctx *ctx, df_node *c);
+static df_node *df__ctx_control_pivot(df__ctx *ctx);
+static int df__ctx_contains(const df__ctx *outer, const df__ctx *inner);
+
+static int df__node_has_control(const df_node *n, const df_node *c) {
+    for (int i = 0; i < n->n_controls; i++) if (n->controls[i] == c) return 1;
+    return 0;
+}
+static int df__node_add_control(df_node *n, df_node *c) {
+    if (df__node_has_control(n, c)) return 1;
+    if (!df__grow(&n->controls, &n->cap_controls, n->n_controls + 1, sizeof(df_node *))) return 0;
+    n->controls[n->n_controls++] = c;
+    return 1;
+}
+
+static int df__fn_encloses(const df_graph *outer, const df_graph *g);
+static df_output df__fn_capture(df_graph *g, df_output x);
+df_node *df_op_finish(df_op_builder *b) {
+    if (!b) return NULL;
+    df_graph *g = b->g;
+    df_node *n = NULL;
+    df_status st;
+    df_status_clear(&st);
+    if (g->status.code != DF_OK) goto fail;
+    if (b->oom) {
+        if (b->oom == 1) df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory building %s node '%s'", b->op ? b->op->name : "a",
+                                         b->name ? b->name : "?");
+        else df__graph_error(g, DF_INVALID_ARGUMENT, "Bad argument (NULL list, negative count, bad rank "
+                             "or NULL attr name) while building node '%s' {{node %s}}", b->name ? b->name : "?", b->name ? b->name : "?");
+        goto fail;
+    }
+    if (g->n_nodes >= DF_MAX_GRAPH_NODES) {
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "The graph has %d nodes, the most it may have (DF_MAX_GRAPH_NODES) "
+                        "{{node %s}}", g->n_nodes, b->name);
+        goto fail;
+    }
+    if (df__strmap_get(&g->names, b->name, NULL)) {
+        df__graph_error(g, DF_INVALID_ARGUMENT, "Duplicate node name in graph: '%s' {{node %s}}", b->name, b->name);
+        goto fail;
+    }
+    {
+        df__devspec ds;
+        if (b->device && !df__parse_device(b->device, &ds)) {
+            df__graph_error(g, DF_INVALID_ARGUMENT, "Malformed device specification '%s' {{node %s}}", b->device, b->name);
+            goto fail;
+        }
+    }
+    for (int i = 0; i < b->n_inputs; i++) {
+        df_output in = b->inputs[i];
+        if (!in.node)
+            { df__graph_error(g, DF_INVALID_ARGUMENT, "Input %d of %s is NULL (did an earlier call fail?) "
+                              "{{node %s}}", i, b->op->name, b->name); goto fail; }
+        if (in.index < 0 || in.index >= in.node->n_outputs)
+            { df__graph_error(g, DF_INVALID_ARGUMENT, "Input %d of %s refers to output %d of '%s', which has "
+                              "%d outputs {{node %s}}", i, b->op->name, in.index, in.node->name,
+                              in.node->n_outputs, b->name); goto fail; }
+        if (in.node->graph != g) {
+            /* a function's body may use values of the graphs it was defined in: captured */
+            if (!b->raw && df__fn_encloses(in.node->graph, g)) {
+                if (!(b->inputs[i] = df__fn_capture(g, in)).node) goto fail;
+                continue;
+            }
+            df__graph_error(g, DF_INVALID_ARGUMENT, "Input %d of %s comes from another graph {{node %s}}",
+                            i, b->op->name, b->name);
+            goto fail;
+        }
+    }
+    for (int i = 0; i < b->n_controls; i++)
+        if (!b->controls[i] || b->controls[i]->graph != g)
+            { df__graph_error(g, DF_INVALID_ARGUMENT, "Control input %d of %s is NULL or from another graph "
+                              "{{node %s}}", i, b->op->name, b->name); goto fail; }
+    /* Capture tensors that cross into the current cond/while context. */
+    if (g->ctx && !b->raw) {
+        for (int i = 0; i < b->n_inputs; i++) {
+            df_output x = df__ctx_capture(g, g->ctx, b->inputs[i]);
+            if (!x.node) goto fail;
+            b->inputs[i] = x;
+        }
+        for (int i = 0; i < b->n_controls; i++) {
+            df_node *c = df__ctx_capture_control(g, g->ctx, b->controls[i]);
+            if (!c) goto fail;
+            b->controls[i] = c;
+        }
+    }
+    /* Control-dependency scopes apply to every node made inside them. */
+    if (!b->raw)
+        for (int s = 0; s < g->n_ctl; s++)
+            for (int i = 0; i < g->ctl[s].n; i++) {
+                df_node *c = g->ctl[s].deps[i];
+                if (g->ctx && !(c = df__ctx_capture_control(g, g->ctx, c))) goto fail;
+                if (!df__grow(&b->controls, &b->cap_controls, b->n_controls + 1, sizeof(df_node *))) goto oom;
+                b->controls[b->n_controls++] = c;
+            }
+
+    if (!(n = (df_node *)DF_MALLOC(sizeof *n))) goto oom;
+    memset(n, 0, sizeof *n);
+    n->graph = g;
+    n->op = b->op;
+    n->ctx = g->ctx;
+    n->name = b->name; b->name = NULL;
+    n->device = b->device; b->device = NULL;
+    n->n_inputs = b->n_inputs;
+    if (b->n_inputs) {
+        if (!(n->inputs = (df_output *)DF_MALLOC((size_t)b->n_inputs * sizeof(df_output)))) goto oom;
+        memcpy(n->inputs, b->inputs, (size_t)b->n_inputs * sizeof(df_output));
+    }
+    /* Duplicate control inputs are harmless (each edge counts once each way), and checking for
+       them here would be quadratic in a group of many nodes. */
+    if (b->n_controls) {
+        if (!(n->controls = (df_node **)DF_MALLOC((size_t)b->n_controls * sizeof(df_node *)))) goto oom;
+        memcpy(n->controls, b->controls, (size_t)b->n_controls * sizeof(df_node *));
+        n->n_controls = n->cap_controls = b->n_controls;
+    }
+    /* Room for every attr the op knows plus the ones given (unknown ones are reported). */
+    if (!(n->attrs = (df__attr *)DF_MALLOC((size_t)(b->n_attrs + b->op->n_attrs + 1) * sizeof(df__attr)))) goto oom;
+    for (int i = 0; i < b->n_attrs; i++) { n->attrs[i] = b->attrs[i]; }
+    n->n_attrs = b->n_attrs;
+    b->n_attrs = 0;
+    if (df__typecheck(n, b->groups, b->n_groups, &st) != DF_OK) goto fail_status;
+
+    /* Pivot control edges: inside a context, a node with no inputs, or (in a loop) with only
+       loop-invariant inputs, would run in the wrong frame or once too often (TF #26371). */
+    if (g->ctx && !b->raw) {
+        df_node *pivot = df__ctx_control_pivot(g->ctx);
+        int gate = n->n_inputs == 0 && n->n_controls == 0;
+        if (!gate && g->ctx->kind == DF__CTX_WHILE) {   /* (control inputs too: an outside one is a constant Enter) */
+            gate = 1;
+            for (int i = 0; i < n->n_inputs + n->n_controls && gate; i++) {
+                const df_node *src = i < n->n_inputs ? n->inputs[i].node : n->controls[i - n->n_inputs];
+                if (!((src->op->flags & DF__OP_ENTER) && df__attr_b(src, "is_constant", 0) &&
+                      src->ctx == g->ctx)) gate = 0;
+            }
+        }
+        if (gate && pivot && !df__node_add_control(n, pivot)) goto oom;
+    }
+    /* Shapes. */
+    if (n->op->shape_fn) {
+        df__shape_ctx sc;
+        df__shape in_shapes_small[8];
+        df_dtype in_types_small[8];
+        df__shape *in_shapes = in_shapes_small;
+        df_dtype *in_types = in_types_small;
+        if (n->n_inputs > 8) {
+            in_shapes = (df__shape *)DF_MALLOC((size_t)n->n_inputs * sizeof(df__shape));
+            in_types = (df_dtype *)DF_MALLOC((size_t)n->n_inputs * sizeof(df_dtype));
+            if (!in_shapes || !in_types) {
+                if (in_shapes != in_shapes_small) DF_FREE(in_shapes);
+                if (in_types != in_types_small) DF_FREE(in_types);
+                goto oom;
+            }
+        }
+        for (int i = 0; i < n->n_inputs; i++) {
+            in_shapes[i] = n->inputs[i].node->out_shapes[n->inputs[i].index];
+            in_types[i] = n->inputs[i].node->out_types[n->inputs[i].index];
+        }
+        sc.g = g; sc.node = n; sc.in_shapes = in_shapes; sc.in_types = in_types; sc.st = &st;
+        df_code c = n->op->shape_fn(&sc);
+        if (in_shapes != in_shapes_small) DF_FREE(in_shapes);
+        if (in_types != in_types_small) DF_FREE(in_types);
+        if (c != DF_OK) goto fail_status;
+        /* TF's shape inference: a known shape whose element count overflows int64 is an error */
+        for (int k = 0; k < n->n_outputs; k++) {
+            const df__shape *o = &n->out_shapes[k];
+            int64_t count = 1;
+            int over = 0;
+            for (int d = 0; d < o->rank; d++) {
+                if (o->dims[d] <= 0) { over = 0; break; }          /* unknown: not yet; 0: no elements */
+                if (over || count > DF_MAX_ELEMENTS / o->dims[d]) over = 1;
+                else count *= o->dims[d];
+            }
+            if (over) {
+                df__fail(&st, n, DF_INVALID_ARGUMENT, "Output %d of %s would have more elements than int64 can count", k, n->op->name);
+                goto fail_status;
+            }
+        }
+    }
+    if (!df__grow(&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(df_node *))) goto oom;
+    if (!df__strmap_put(&g->names, n->name, g->n_nodes)) goto oom;
+    n->id = g->n_nodes;
+    g->nodes[g->n_nodes++] = n;
+    df__builder_free(b);
+    return n;
+fail_status:
+    df__graph_error(g, st.code, "%s", st.message);
+    goto fail;
+oom:
+    df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory building a node");
+fail:
+    df__node_free(n);
+    df__builder_free(b);
+    return NULL;
+}
+
+df_code df_node_update_input(df_graph *g, df_node *dst, int index, df_output src) {
+    if (!g) return DF_INVALID_ARGUMENT;
+    if (g->status.code) return g->status.code;
+    if (!dst || dst->graph != g || !src.node || src.node->graph != g)
+        return df__graph_error(g, DF_INVALID_ARGUMENT, "df_node_update_input: node is NULL or from "
+                               "another graph");
+    if (index < 0 || index >= dst->n_inputs)
+        return df__graph_error(g, DF_OUT_OF_RANGE, "df_node_update_input: input %d out of range "
+                               "(node has %d) {{node %s}}", index, dst->n_inputs, dst->name);
+    if (!df__output_valid(src))
+        return df__graph_error(g, DF_OUT_OF_RANGE, "df_node_update_input: '%s' has no output %d "
+                               "{{node %s}}", src.node->name, src.index, dst->name);
+    if (df_output_dtype(src) != df_output_dtype(dst->inputs[index]))
+        return df__graph_error(g, DF_INVALID_ARGUMENT, "df_node_update_input: input %d of %s is %s "
+            "but '%s:%d' is %s {{node %s}}", index, dst->op->name,
+            df_dtype_name(df_output_dtype(dst->inputs[index])), src.node->name, src.index,
+            df_dtype_name(df_output_dtype(src)), dst->name);
+    dst->inputs[index] = src;
+    __atomic_add_fetch(&g->edit_version, 1, __ATOMIC_RELAXED);
+    return DF_OK;
+}
+

@@ -1,0 +1,566 @@
+/* ---- the intra-op pool: kernels split big work over it (df__parallel_for) ----
+   One job at a time: workers wait for a new generation, take parts until none is left; the
+   caller takes parts too and waits for the last. A kernel that finds the pool busy (another
+   kernel's job) runs its work itself, so nothing waits on anything but its own parts. */
+typedef void (*df__par_fn)(void *arg, int64_t lo, int64_t hi);
+#ifndef DF_NO_THREADS
+typedef struct df__ipool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv, done_cv;
+    pthread_t *threads;
+    int n_threads, shutdown, busy;
+    uint64_t gen;
+    df__par_fn fn;
+    void *arg;
+    int64_t len, chunk;
+    int parts, next, finished;
+} df__ipool;
+/* Takes and runs parts of the current job; returns with the lock held. */
+static void df__ipool_work(df__ipool *p) {
+    while (p->next < p->parts) {
+        int i = p->next++;
+        int64_t lo = (int64_t)i * p->chunk, hi = DF__MIN(p->len, lo + p->chunk);
+        df__par_fn fn = p->fn;
+        void *arg = p->arg;
+        pthread_mutex_unlock(&p->mu);
+        if (lo < hi) fn(arg, lo, hi);
+        pthread_mutex_lock(&p->mu);
+        if (++p->finished == p->parts) pthread_cond_broadcast(&p->done_cv);
+    }
+}
+static void *df__ipool_main(void *arg) {
+    df__ipool *p = (df__ipool *)arg;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->shutdown && p->gen == seen) pthread_cond_wait(&p->cv, &p->mu);
+        if (p->shutdown) break;
+        seen = p->gen;
+        df__ipool_work(p);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+static df__ipool *df__ipool_new(int n_threads) {
+    df__ipool *p = (df__ipool *)DF_MALLOC(sizeof *p);
+    if (!p) return NULL;
+    memset(p, 0, sizeof *p);
+    if (!(p->threads = (pthread_t *)DF_MALLOC((size_t)DF__MAX(n_threads, 1) * sizeof(pthread_t)))) { DF_FREE(p); return NULL; }
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    pthread_cond_init(&p->done_cv, NULL);
+    for (int i = 0; i < n_threads; i++) {
+        if (pthread_create(&p->threads[i], NULL, df__ipool_main, p) != 0) break;
+        p->n_threads++;
+    }
+    return p;
+}
+static void df__ipool_free(df__ipool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->shutdown = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    pthread_cond_destroy(&p->done_cv);
+    DF_FREE(p->threads);
+    DF_FREE(p);
+}
+static int df__ipool_threads(df__ipool *p) { return p ? p->n_threads + 1 : 1; }
+/* fn over [0, len) in at most `parts` pieces whose bounds are multiples of `unit`. */
+static void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts, df__par_fn fn, void *arg) {
+    if (unit < 1) unit = 1;
+    int64_t units = (len + unit - 1) / unit;
+    if (parts > units) parts = (int)units;
+    if (!p || parts <= 1) { if (len > 0) fn(arg, 0, len); return; }
+    pthread_mutex_lock(&p->mu);
+    if (p->busy) { pthread_mutex_unlock(&p->mu); fn(arg, 0, len); return; }
+    p->busy = 1;
+    p->fn = fn; p->arg = arg; p->len = len;
+    p->chunk = (units + parts - 1) / parts * unit;
+    p->parts = parts; p->next = 0; p->finished = 0;
+    p->gen++;
+    pthread_cond_broadcast(&p->cv);
+    df__ipool_work(p);
+    while (p->finished < p->parts) pthread_cond_wait(&p->done_cv, &p->mu);
+    p->busy = 0;
+    pthread_mutex_unlock(&p->mu);
+}
+#else
+typedef struct df__ipool { int unused; } df__ipool;
+static int df__ipool_threads(df__ipool *p) { DF__UNUSED(p); return 1; }
+static void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts, df__par_fn fn, void *arg) {
+    DF__UNUSED(p); DF__UNUSED(unit); DF__UNUSED(parts);
+    if (len > 0) fn(arg, 0, len);
+}
+#endif
+
+/* ---- GEMM: C[m,n] = op(A)[m,k] op(B)[k,n], float32 and float64 ----
+   BLIS's five loops: B panels of KC x NC packed into NR-wide slivers (L3/L1), A blocks of
+   MC x KC packed into MR-tall slivers (L2), and a micro-kernel that keeps an MR x NR block of C
+   in registers. Transposes are read by the packing, never copied first. Micro-kernels: AVX-512,
+   AVX2+FMA and a portable one, chosen at run time from the CPU's features (df_set_kernel_isa forces one).
+   Small products skip packing: the direct kernel reads A and B where they are. Big products are
+   split over the session's intra-op threads by rows or columns of C. */
+/* Blocking per (precision, isa): MR x NR registers, KC x NR of B in L1, MC x KC of A in L2. */
+/* Block sizes (rows of A, depth, columns of B per packed block) may be set when compiling, for
+   tuning on a new machine: -DDF_GEMM_F32_AVX512_BLOCKS="240,256,4064" and likewise for F64 and
+   AVX2. The micro-tile sizes (mr, nr) belong to the kernels and are fixed. */
+#ifndef DF_GEMM_F32_AVX2_BLOCKS
+#define DF_GEMM_F32_AVX2_BLOCKS 240, 256, 4080
+#endif
+#ifndef DF_GEMM_F32_AVX512_BLOCKS
+#define DF_GEMM_F32_AVX512_BLOCKS 240, 256, 4064
+#endif
+#ifndef DF_GEMM_F64_AVX2_BLOCKS
+#define DF_GEMM_F64_AVX2_BLOCKS 72, 256, 2040
+#endif
+#ifndef DF_GEMM_F64_AVX512_BLOCKS
+#define DF_GEMM_F64_AVX512_BLOCKS 120, 256, 2032
+#endif
+typedef struct df__gemm_cfg { int mr, nr, mc, kc, nc; } df__gemm_cfg;
+static const df__gemm_cfg df__gemm_cfgs[2][3] = {
+    /* float:  portable, avx2, avx512 */
+    {{4, 8, 128, 256, 2048}, {6, 16, DF_GEMM_F32_AVX2_BLOCKS}, {6, 32, DF_GEMM_F32_AVX512_BLOCKS}},
+    /* double: portable, avx2, avx512 */
+    {{4, 4, 96, 256, 1024}, {6, 8, DF_GEMM_F64_AVX2_BLOCKS}, {6, 16, DF_GEMM_F64_AVX512_BLOCKS}},
+};
+
+/* ---- packing (zero-padded to full slivers) ---- */
+#define DF__PACK(T)                                                                               \
+    /* A block rows [i0, i0+mc), cols [p0, p0+kc) of op(A) into MR-tall k-major slivers */        \
+    static void df__pack_a_##T(const T *a, int64_t lda, int ta, int64_t i0, int64_t mc, int64_t p0, \
+                               int64_t kc, int mr, T *dst) {                                      \
+        for (int64_t i = 0; i < mc; i += mr) {                                                    \
+            int64_t rows = DF__MIN(mr, mc - i);                                                   \
+            for (int64_t r = 0; r < mr; r++) {                                                    \
+                T *d = dst + r;                                                                   \
+                if (r >= rows) { for (int64_t p = 0; p < kc; p++, d += mr) *d = 0; continue; }    \
+                if (!ta) { const T *s = a + (i0 + i + r) * lda + p0;                              \
+                           for (int64_t p = 0; p < kc; p++, d += mr) *d = s[p]; }                 \
+                else { const T *s = a + p0 * lda + i0 + i + r;                                    \
+                       for (int64_t p = 0; p < kc; p++, d += mr, s += lda) *d = *s; }             \
+            }                                                                                     \
+            dst += (size_t)mr * (size_t)kc;                                                       \
+        }                                                                                         \
+    }                                                                                             \
+    /* B panel rows [p0, p0+kc), cols [j0, j0+nc) of op(B) into NR-wide k-major slivers */        \
+    static void df__pack_b_##T(const T *b, int64_t ldb, int tb, int64_t p0, int64_t kc, int64_t j0, \
+                               int64_t nc, int nr, T *dst) {                                      \
+        for (int64_t j = 0; j < nc; j += nr) {                                                    \
+            int64_t cols = DF__MIN(nr, nc - j);                                                   \
+            if (!tb) {                                                                            \
+                for (int64_t p = 0; p < kc; p++) {                                                \
+                    const T *s = b + (p0 + p) * ldb + j0 + j;                                     \
+                    T *d = dst + p * nr;                                                          \
+                    int64_t c = 0;                                                                \
+                    for (; c < cols; c++) d[c] = s[c];                                            \
+                    for (; c < nr; c++) d[c] = 0;                                                 \
+                }                                                                                 \
+            } else {                                                                              \
+                for (int64_t c = 0; c < nr; c++) {                                                \
+                    T *d = dst + c;                                                               \
+                    if (c >= cols) { for (int64_t p = 0; p < kc; p++, d += nr) *d = 0; continue; } \
+                    const T *s = b + (j0 + j + c) * ldb + p0;                                     \
+                    for (int64_t p = 0; p < kc; p++, d += nr) *d = s[p];                          \
+                }                                                                                 \
+            }                                                                                     \
+            dst += (size_t)nr * (size_t)kc;                                                       \
+        }                                                                                         \
+    }
+DF__PACK(float)
+DF__PACK(double)
+
+/* ---- micro-kernels: C[mr x nr] (= or +=) Ap(mr x kc) Bp(kc x nr), row stride ldc ---- */
+#define DF__UKR_PORTABLE(T, MR, NR)                                                               \
+    static void df__ukr_##T##_portable(int64_t kc, const T *a, int64_t rsa, int64_t csa, const T *b, \
+                                       int64_t ldb, T *c, int64_t ldc, int acc) {                 \
+        T t[MR][NR];                                                                              \
+        for (int r = 0; r < MR; r++) for (int j = 0; j < NR; j++) t[r][j] = 0;                     \
+        for (int64_t p = 0; p < kc; p++, a += csa, b += ldb)                                      \
+            for (int r = 0; r < MR; r++) { T av = a[r * rsa]; for (int j = 0; j < NR; j++) t[r][j] += av * b[j]; } \
+        for (int r = 0; r < MR; r++)                                                              \
+            for (int j = 0; j < NR; j++) c[r * ldc + j] = acc ? c[r * ldc + j] + t[r][j] : t[r][j]; \
+    }
+DF__UKR_PORTABLE(float, 4, 8)
+DF__UKR_PORTABLE(double, 4, 4)
+
+#ifdef DF__X86
+/* Writes (or adds into) one row of the tile: two vectors. */
+#define DF__UKR_STORE(T, V, W, L)                                                                 \
+    DF__TARGET_AVX2 static inline void df__ukr_store_##T(T *cr, V lo, V hi, int acc) {            \
+        if (acc) { lo = _mm256_add_##W(lo, _mm256_loadu_##W(cr)); hi = _mm256_add_##W(hi, _mm256_loadu_##W(cr + L)); } \
+        _mm256_storeu_##W(cr, lo);                                                                \
+        _mm256_storeu_##W(cr + L, hi);                                                            \
+    }
+DF__UKR_STORE(float, __m256, ps, 8)
+DF__UKR_STORE(double, __m256d, pd, 4)
+/* The 6 x 2-vector register tile shared by the AVX2 kernels: accumulators c00..c51, one k step
+   (row r gets broadcast(*Pr) times the two vectors b0, b1 of B), and the stores of the rows. */
+#define DF__TILE_ZERO(V, W)                                                                       \
+    V c00 = _mm256_setzero_##W(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;          \
+    V c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+#define DF__TILE_STEP(V, W, BC, P0, P1, P2, P3, P4, P5)                                           \
+    {                                                                                             \
+        V av;                                                                                     \
+        av = BC(P0); c00 = _mm256_fmadd_##W(av, b0, c00); c01 = _mm256_fmadd_##W(av, b1, c01);    \
+        av = BC(P1); c10 = _mm256_fmadd_##W(av, b0, c10); c11 = _mm256_fmadd_##W(av, b1, c11);    \
+        av = BC(P2); c20 = _mm256_fmadd_##W(av, b0, c20); c21 = _mm256_fmadd_##W(av, b1, c21);    \
+        av = BC(P3); c30 = _mm256_fmadd_##W(av, b0, c30); c31 = _mm256_fmadd_##W(av, b1, c31);    \
+        av = BC(P4); c40 = _mm256_fmadd_##W(av, b0, c40); c41 = _mm256_fmadd_##W(av, b1, c41);    \
+        av = BC(P5); c50 = _mm256_fmadd_##W(av, b0, c50); c51 = _mm256_fmadd_##W(av, b1, c51);    \
+    }
+#define DF__TILE_STORE(T, R0, R1, R2, R3, R4, R5)                                                 \
+    df__ukr_store_##T(R0, c00, c01, acc); df__ukr_store_##T(R1, c10, c11, acc);                   \
+    df__ukr_store_##T(R2, c20, c21, acc); df__ukr_store_##T(R3, c30, c31, acc);                   \
+    df__ukr_store_##T(R4, c40, c41, acc); df__ukr_store_##T(R5, c50, c51, acc);
+/* AVX2+FMA: 6 rows x 2 vectors of C in 12 registers; each k step loads 2 vectors of B and
+   broadcasts 6 elements of A. (float: 6x16, double: 6x8) */
+#define DF__UKR_AVX2(T, V, W, L, BC)                                                              \
+    DF__TARGET_AVX2 static void df__ukr_##T##_avx2(int64_t kc, const T *a, int64_t rsa, int64_t csa, const T *b, \
+                                                   int64_t ldb, T *c, int64_t ldc, int acc) {     \
+        const int64_t r2 = 2 * rsa, r3 = 3 * rsa, r4 = 4 * rsa, r5 = 5 * rsa;                     \
+        for (int r = 0; r < 6; r++) _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);       \
+        DF__TILE_ZERO(V, W)                                                                       \
+        _Pragma("GCC unroll 4")                                                                   \
+        for (int64_t p = 0; p < kc; p++, a += csa, b += ldb) {                                    \
+            V b0 = _mm256_loadu_##W(b), b1 = _mm256_loadu_##W(b + L);                             \
+            DF__TILE_STEP(V, W, BC, a, a + rsa, a + r2, a + r3, a + r4, a + r5)                   \
+        }                                                                                         \
+        DF__TILE_STORE(T, c, c + ldc, c + 2 * ldc, c + 3 * ldc, c + 4 * ldc, c + 5 * ldc)         \
+    }
+DF__UKR_AVX2(float, __m256, ps, 8, _mm256_broadcast_ss)
+DF__UKR_AVX2(double, __m256d, pd, 4, _mm256_broadcast_sd)
+/* AVX-512: the same 6 rows x 2 vectors, each vector twice as wide (float: 6x32, double: 6x16). */
+#define DF__UKR_AVX512(T, V, W, L)                                                                \
+    DF__TARGET_AVX512 static inline void df__ukr512_store_##T(T *cr, V lo, V hi, int acc) {       \
+        if (acc) { lo = DF__Z(add_##W)(lo, DF__Z(loadu_##W)(cr)); hi = DF__Z(add_##W)(hi, DF__Z(loadu_##W)(cr + L)); } \
+        DF__Z(storeu_##W)(cr, lo);                                                                \
+        DF__Z(storeu_##W)(cr + L, hi);                                                            \
+    }                                                                                             \
+    DF__TARGET_AVX512 static void df__ukr_##T##_avx512(int64_t kc, const T *a, int64_t rsa, int64_t csa, const T *b, \
+                                                       int64_t ldb, T *c, int64_t ldc, int acc) { \
+        const int64_t r2 = 2 * rsa, r3 = 3 * rsa, r4 = 4 * rsa, r5 = 5 * rsa;                     \
+        V c00 = DF__Z(setzero_##W)(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;      \
+        V c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;                       \
+        _Pragma("GCC unroll 4")                                                                   \
+        for (int64_t p = 0; p < kc; p++, a += csa, b += ldb) {                                    \
+            V b0 = DF__Z(loadu_##W)(b), b1 = DF__Z(loadu_##W)(b + L), av;                          \
+            av = DF__Z(set1_##W)(a[0]); c00 = DF__Z(fmadd_##W)(av, b0, c00); c01 = DF__Z(fmadd_##W)(av, b1, c01); \
+            av = DF__Z(set1_##W)(a[rsa]); c10 = DF__Z(fmadd_##W)(av, b0, c10); c11 = DF__Z(fmadd_##W)(av, b1, c11); \
+            av = DF__Z(set1_##W)(a[r2]); c20 = DF__Z(fmadd_##W)(av, b0, c20); c21 = DF__Z(fmadd_##W)(av, b1, c21); \
+            av = DF__Z(set1_##W)(a[r3]); c30 = DF__Z(fmadd_##W)(av, b0, c30); c31 = DF__Z(fmadd_##W)(av, b1, c31); \
+            av = DF__Z(set1_##W)(a[r4]); c40 = DF__Z(fmadd_##W)(av, b0, c40); c41 = DF__Z(fmadd_##W)(av, b1, c41); \
+            av = DF__Z(set1_##W)(a[r5]); c50 = DF__Z(fmadd_##W)(av, b0, c50); c51 = DF__Z(fmadd_##W)(av, b1, c51); \
+        }                                                                                         \
+        df__ukr512_store_##T(c, c00, c01, acc); df__ukr512_store_##T(c + ldc, c10, c11, acc);     \
+        df__ukr512_store_##T(c + 2 * ldc, c20, c21, acc); df__ukr512_store_##T(c + 3 * ldc, c30, c31, acc); \
+        df__ukr512_store_##T(c + 4 * ldc, c40, c41, acc); df__ukr512_store_##T(c + 5 * ldc, c50, c51, acc); \
+    }
+DF__UKR_AVX512(float, DF__ZT(), ps, 16)
+DF__UKR_AVX512(double, DF__ZT(d), pd, 8)
+#endif
+
+/* One thread's share: C rows [m0, m1) x cols [n0, n1). abuf/bbuf: aligned packing buffers. */
+#define DF__GEMM_BLOCKED(T)                                                                       \
+    static void df__gemm_blocked_##T(const df__gemm_cfg *g, int isa, int64_t m0, int64_t m1, int64_t n0, \
+                                     int64_t n1, int64_t k, const T *a, int64_t lda, int ta, const T *b, \
+                                     int64_t ldb, int tb, T *c, int64_t ldc, T *abuf, T *bbuf) {  \
+        const int mr = g->mr, nr = g->nr;                                                         \
+        T tile[16 * 16];                                                                          \
+        void (*ukr)(int64_t, const T *, int64_t, int64_t, const T *, int64_t, T *, int64_t, int) = df__ukr_##T##_portable; \
+        DF__GEMM_PICK_##T                                                                         \
+        for (int64_t jc = n0; jc < n1; jc += g->nc) {                                             \
+            int64_t nc = DF__MIN(g->nc, n1 - jc);                                                 \
+            for (int64_t pc = 0; pc < k; pc += g->kc) {                                           \
+                int64_t kc = DF__MIN(g->kc, k - pc);                                              \
+                df__pack_b_##T(b, ldb, tb, pc, kc, jc, nc, nr, bbuf);                            \
+                for (int64_t ic = m0; ic < m1; ic += g->mc) {                                     \
+                    int64_t mc = DF__MIN(g->mc, m1 - ic);                                         \
+                    df__pack_a_##T(a, lda, ta, ic, mc, pc, kc, mr, abuf);                         \
+                    for (int64_t jr = 0; jr < nc; jr += nr) {                                     \
+                        int64_t cols = DF__MIN(nr, nc - jr);                                      \
+                        const T *bp = bbuf + (size_t)(jr / nr) * (size_t)nr * (size_t)kc;         \
+                        for (int64_t ir = 0; ir < mc; ir += mr) {                                 \
+                            int64_t rows = DF__MIN(mr, mc - ir);                                  \
+                            const T *ap = abuf + (size_t)(ir / mr) * (size_t)mr * (size_t)kc;     \
+                            T *cp = c + (ic + ir) * ldc + jc + jr;                                \
+                            if (rows == mr && cols == nr) { ukr(kc, ap, 1, mr, bp, nr, cp, ldc, pc > 0); continue; } \
+                            ukr(kc, ap, 1, mr, bp, nr, tile, nr, 0);                              \
+                            for (int64_t r = 0; r < rows; r++)                                    \
+                                for (int64_t j = 0; j < cols; j++)                                \
+                                    cp[r * ldc + j] = pc > 0 ? cp[r * ldc + j] + tile[r * nr + j] : tile[r * nr + j]; \
+                        }                                                                         \
+                    }                                                                             \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+    }
+#ifdef DF__X86
+#define DF__GEMM_PICK_float if (isa == DF__ISA_AVX2) ukr = df__ukr_float_avx2; if (isa == DF__ISA_AVX512) ukr = df__ukr_float_avx512;
+#define DF__GEMM_PICK_double if (isa == DF__ISA_AVX2) ukr = df__ukr_double_avx2; if (isa == DF__ISA_AVX512) ukr = df__ukr_double_avx512;
+#else
+#define DF__GEMM_PICK_float DF__UNUSED(isa);
+#define DF__GEMM_PICK_double DF__UNUSED(isa);
+#endif
+DF__GEMM_BLOCKED(float)
+DF__GEMM_BLOCKED(double)
+
+/* Direct (no packing) for small products with B not transposed: full tiles read A through its
+   strides and B's rows where they are; edge tiles first copy their few rows or columns into a
+   zero-padded block. Returns 0 on OOM. */
+#define DF__GEMM_DIRECT(T)                                                                        \
+    static int df__gemm_direct_##T(const df__gemm_cfg *g, int isa, int64_t m, int64_t n, int64_t k, \
+                                   const T *a, int64_t lda, int ta, const T *b, int64_t ldb, T *c, int64_t ldc) { \
+        const int mr = g->mr, nr = g->nr;                                                         \
+        const int64_t rsa = ta ? 1 : lda, csa = ta ? lda : 1;                                     \
+        T tile[16 * 16];                                                                          \
+        void (*ukr)(int64_t, const T *, int64_t, int64_t, const T *, int64_t, T *, int64_t, int) = df__ukr_##T##_portable; \
+        DF__GEMM_PICK_##T                                                                         \
+        int64_t n_full = n / nr * nr, m_full = m / mr * mr;                                       \
+        T *edge = NULL, *aedge = NULL, *bedge = NULL;                                             \
+        if (n_full < n || m_full < m) {                                                           \
+            edge = (T *)DF_MALLOC((size_t)(mr + nr) * (size_t)k * sizeof(T) + 64);                \
+            if (!edge) return 0;                                                                  \
+            aedge = edge; bedge = edge + (size_t)mr * (size_t)k;                                  \
+            if (n_full < n)                                                                       \
+                for (int64_t p = 0; p < k; p++)                                                   \
+                    for (int64_t j = 0; j < nr; j++) bedge[p * nr + j] = n_full + j < n ? b[p * ldb + n_full + j] : 0; \
+        }                                                                                         \
+        for (int64_t i = 0; i < m; i += mr) {                                                     \
+            int64_t rows = DF__MIN(mr, m - i);                                                    \
+            const T *ap = a + i * rsa;                                                            \
+            int64_t ars = rsa, acs = csa;                                                         \
+            if (rows < mr) {                                                                      \
+                for (int64_t p = 0; p < k; p++)                                                   \
+                    for (int64_t r = 0; r < mr; r++) aedge[p * mr + r] = r < rows ? a[(i + r) * rsa + p * csa] : 0; \
+                ap = aedge; ars = 1; acs = mr;                                                    \
+            }                                                                                     \
+            for (int64_t j = 0; j < n; j += nr) {                                                 \
+                T *cp = c + i * ldc + j;                                                          \
+                if (j < n_full && rows == mr) { ukr(k, ap, ars, acs, b + j, ldb, cp, ldc, 0); continue; } \
+                int64_t cols = DF__MIN(nr, n - j);                                                \
+                if (j < n_full) ukr(k, ap, ars, acs, b + j, ldb, tile, nr, 0);                    \
+                else ukr(k, ap, ars, acs, bedge, nr, tile, nr, 0);                                \
+                for (int64_t r = 0; r < rows; r++)                                                \
+                    for (int64_t jj = 0; jj < cols; jj++) cp[r * ldc + jj] = tile[r * nr + jj];   \
+            }                                                                                     \
+        }                                                                                         \
+        DF_FREE(edge);                                                                            \
+        return 1;                                                                                 \
+    }
+DF__GEMM_DIRECT(float)
+DF__GEMM_DIRECT(double)
+
+/* One share of a blocked product: rows or columns [lo, hi) of C, with buffers of its own. */
+typedef struct df__gemm_job {
+    int dbl, isa;
+    const df__gemm_cfg *g;
+    int64_t m, n, k, lda, ldb, ldc;
+    const void *a, *b;
+    void *c;
+    int ta, tb, split_rows, failed;
+} df__gemm_job;
+static void df__gemm_share(void *arg, int64_t lo, int64_t hi) {
+    df__gemm_job *j = (df__gemm_job *)arg;
+    const df__gemm_cfg *g = j->g;
+    int64_t m0 = j->split_rows ? lo : 0, m1 = j->split_rows ? hi : j->m;
+    int64_t n0 = j->split_rows ? 0 : lo, n1 = j->split_rows ? j->n : hi;
+    if (m1 <= m0 || n1 <= n0) return;
+    size_t es = j->dbl ? 8 : 4;
+    int64_t kc = DF__MIN(g->kc, j->k);
+    int64_t mc = (DF__MIN(g->mc, m1 - m0) + g->mr - 1) / g->mr * g->mr;
+    int64_t nc = (DF__MIN(g->nc, n1 - n0) + g->nr - 1) / g->nr * g->nr;
+    size_t abytes = (size_t)mc * (size_t)kc * es, bbytes = (size_t)nc * (size_t)kc * es;
+    char *raw = (char *)DF_MALLOC(abytes + bbytes + 128);
+    if (!raw) { __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED); return; }
+    char *abuf = (char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    char *bbuf = (char *)(((uintptr_t)abuf + abytes + 63) & ~(uintptr_t)63);
+    if (j->dbl) df__gemm_blocked_double(g, j->isa, m0, m1, n0, n1, j->k, (const double *)j->a, j->lda, j->ta,
+                                        (const double *)j->b, j->ldb, j->tb, (double *)j->c, j->ldc, (double *)abuf, (double *)bbuf);
+    else df__gemm_blocked_float(g, j->isa, m0, m1, n0, n1, j->k, (const float *)j->a, j->lda, j->ta,
+                                (const float *)j->b, j->ldb, j->tb, (float *)j->c, j->ldc, (float *)abuf, (float *)bbuf);
+    DF_FREE(raw);
+}
+
+/* C = op(A) op(B) for float (dbl 0) or double (dbl 1); row-major with leading dimensions; at
+   most max_threads threads (0: as many as the pool has). Returns 0 when memory ran out. */
+#define DF__GEMM_DIRECT_MAX (128 * 128 * 128)
+static int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, int ta,
+                       const void *b, int64_t ldb, int tb, void *c, int64_t ldc, struct df__ipool *pool,
+                       int max_threads) {
+    size_t es = dbl ? 8 : 4;
+    if (m <= 0 || n <= 0) return 1;
+    if (k <= 0) { for (int64_t i = 0; i < m; i++) memset((char *)c + (size_t)(i * ldc) * es, 0, (size_t)n * es); return 1; }
+    int isa = df__isa();
+    const df__gemm_cfg *g = &df__gemm_cfgs[dbl][isa];
+    if (!tb && m * n * k <= DF__GEMM_DIRECT_MAX)
+        return dbl ? df__gemm_direct_double(g, isa, m, n, k, (const double *)a, lda, ta, (const double *)b, ldb, (double *)c, ldc)
+                   : df__gemm_direct_float(g, isa, m, n, k, (const float *)a, lda, ta, (const float *)b, ldb, (float *)c, ldc);
+    df__gemm_job j;
+    memset(&j, 0, sizeof j);
+    j.dbl = dbl; j.isa = isa; j.g = g; j.m = m; j.n = n; j.k = k; j.lda = lda; j.ldb = ldb; j.ldc = ldc;
+    j.a = a; j.b = b; j.c = c; j.ta = ta; j.tb = tb;
+    j.split_rows = m > n;
+    int64_t len = j.split_rows ? m : n, unit = j.split_rows ? g->mr : g->nr;
+    /* below ~4M multiply-adds a hand-off to another thread costs more than it saves */
+    int threads = (double)m * (double)n * (double)k < 4.0e6 ? 1 : df__ipool_threads(pool);
+    if (max_threads > 0 && threads > max_threads) threads = max_threads;
+    df__parallel_for(pool, len, unit, threads, df__gemm_share, &j);
+    return !j.failed;
+}
+
+/* The public entry: the same GEMM on caller-owned row-major matrices. Threads come from one
+   process-wide intra-op pool made on first use (it lives as long as the process). */
+#ifndef DF_NO_THREADS
+static df__ipool *df__global_ipool;
+#endif
+static df_code df__gemm_public(int dbl, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                               const void *b, int64_t ldb, void *c, int64_t ldc, int n_threads) {
+    if (m < 0 || n < 0 || k < 0 || (m && n && !c) || (m && k && !a) || (k && n && !b)) return DF_INVALID_ARGUMENT;
+    if ((m && k && lda < (ta ? m : k)) || (k && n && ldb < (tb ? k : n)) || (m && n && ldc < n)) return DF_INVALID_ARGUMENT;
+    df__ipool *pool = NULL;
+#ifndef DF_NO_THREADS
+    if (n_threads > 1) {
+        pool = __atomic_load_n(&df__global_ipool, __ATOMIC_ACQUIRE);
+        if (!pool) {
+            df__ipool *fresh = df__ipool_new(df__num_cores() - 1), *expected = NULL;
+            if (fresh && !__atomic_compare_exchange_n(&df__global_ipool, &expected, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                df__ipool_free(fresh);
+                fresh = expected;
+            }
+            pool = fresh;
+        }
+    }
+#else
+    DF__UNUSED(n_threads);
+#endif
+    return df__gemm_fp(dbl, m, n, k, a, lda, ta, b, ldb, tb, c, ldc, pool, n_threads) ? DF_OK : DF_RESOURCE_EXHAUSTED;
+}
+df_code df_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, float *c, int64_t ldc, int n_threads) {
+    return df__gemm_public(0, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, n_threads);
+}
+df_code df_gemm_f64(int ta, int tb, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+                    const double *b, int64_t ldb, double *c, int64_t ldc, int n_threads) {
+    return df__gemm_public(1, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, n_threads);
+}
+
+/* int32 products: a plain loop with wrapping arithmetic, as TensorFlow's. */
+static void df__gemm_int32(int64_t m, int64_t n, int64_t k, const int32_t *a, int ta, const int32_t *b, int tb, int32_t *o) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            uint32_t s = 0;
+            for (int64_t p = 0; p < k; p++)
+                s += (uint32_t)(ta ? a[p * m + i] : a[i * k + p]) * (uint32_t)(tb ? b[j * k + p] : b[p * n + j]);
+            o[i * n + j] = (int32_t)s;
+        }
+}
+/* MatMul's product: float and double through the GEMM above. 0, with the kernel's status set,
+   when memory ran out. */
+static int df__gemm(df__kctx *c, df_dtype t, int64_t m, int64_t n, int64_t k, const void *a, int ta, const void *b,
+                    int tb, void *o) {
+    if (t == DF_INT32) { df__gemm_int32(m, n, k, (const int32_t *)a, ta, (const int32_t *)b, tb, (int32_t *)o); return 1; }
+    if (df__gemm_fp(t == DF_DOUBLE, m, n, k, a, ta ? m : k, ta, b, tb ? k : n, tb, o, n, c->ipool, 0)) return 1;
+    DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for the matrix product's packing buffers");
+    return 0;
+}
+
+static df_code df__matmul_dims(const df_node *node, int ra, const int64_t *da, int rb, const int64_t *db,
+                               int ta, int tb, int64_t *m, int64_t *n, int64_t *k, df_status *st) {
+    if (ra != 2 || rb != 2)
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "In[0] and In[1] must be matrices, got ranks %d and %d", ra, rb);
+    *m = ta ? da[1] : da[0];
+    *k = ta ? da[0] : da[1];
+    int64_t k2 = tb ? db[1] : db[0];
+    *n = tb ? db[0] : db[1];
+    if (*k >= 0 && k2 >= 0 && *k != k2) {
+        char s1[96], s2[96];
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "Matrix size-incompatible: In[0]: %s, In[1]: %s "
+                        "(transpose_a=%d, transpose_b=%d)", df__dims_str(ra, da, s1, 96), df__dims_str(rb, db, s2, 96), ta, tb);
+    }
+    return DF_OK;
+}
+static void df__k_matmul(df__kctx *c) {
+    const df_tensor *a = c->in[0], *b = c->in[1];
+    int ta = df__attr_b(c->node, "transpose_a", 0), tb = df__attr_b(c->node, "transpose_b", 0);
+    int64_t m = 0, n = 0, k = 0;
+    if (df__matmul_dims(c->node, a->rank, a->dims, b->rank, b->dims, ta, tb, &m, &n, &k, c->st)) return;
+    int64_t dims[2] = {m, n};
+    df_tensor *o = df__k_alloc(c, 0, a->dtype, 2, dims);
+    if (o && o->n) {
+        if (k == 0) memset(o->data, 0, o->nbytes);
+        else df__gemm(c, a->dtype, m, n, k, a->data, ta, b->data, tb, o->data);
+    }
+}
+static df_code df__sf_matmul(df__shape_ctx *c) {
+    const df__shape *a = &c->in_shapes[0], *b = &c->in_shapes[1];
+    df__shape *o = df__sc_out(c, 0);
+    if (a->rank < 0 || b->rank < 0) { o->rank = 2; o->dims[0] = o->dims[1] = -1; return DF_OK; }
+    int64_t m = 0, n = 0, k = 0;
+    if (df__matmul_dims(c->node, a->rank, a->dims, b->rank, b->dims, df__attr_b(c->node, "transpose_a", 0),
+                        df__attr_b(c->node, "transpose_b", 0), &m, &n, &k, c->st)) return c->st->code;
+    o->rank = 2; o->dims[0] = m; o->dims[1] = n;
+    return DF_OK;
+}
+
+/* Batch dims broadcast; the last two are the matrices. */
+static df_code df__bmm_shape(const df_node *node, int ra, const int64_t *da, int rb, const int64_t *db,
+                             int adj_x, int adj_y, df__shape *out, df__bcast *bc, df_status *st) {
+    if (ra < 2 || rb < 2)
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "BatchMatMul inputs must have rank >= 2, got %d and %d", ra, rb);
+    if (!df__broadcast(ra - 2, da, rb - 2, db, bc)) {
+        char s1[96], s2[96];
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "Batch dimensions do not broadcast: %s vs. %s",
+                        df__dims_str(ra, da, s1, 96), df__dims_str(rb, db, s2, 96));
+    }
+    int64_t m = adj_x ? da[ra - 1] : da[ra - 2], k = adj_x ? da[ra - 2] : da[ra - 1];
+    int64_t k2 = adj_y ? db[rb - 1] : db[rb - 2], n = adj_y ? db[rb - 2] : db[rb - 1];
+    if (k >= 0 && k2 >= 0 && k != k2) {
+        char s1[96], s2[96];
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "Matrix size-incompatible: In[0]: %s, In[1]: %s",
+                        df__dims_str(ra, da, s1, 96), df__dims_str(rb, db, s2, 96));
+    }
+    if (bc->rank + 2 > DF_MAX_RANK) return df__fail(st, node, DF_INVALID_ARGUMENT, "Rank too large");
+    out->rank = bc->rank + 2;
+    memcpy(out->dims, bc->dims, (size_t)bc->rank * 8);
+    out->dims[bc->rank] = m;
+    out->dims[bc->rank + 1] = n;
+    return DF_OK;
+}
+static df_code df__sf_bmm(df__shape_ctx *c) {
+    const df__shape *a = &c->in_shapes[0], *b = &c->in_shapes[1];
+    if (a->rank < 0 || b->rank < 0) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
+    df__bcast bc;
+    return df__bmm_shape(c->node, a->rank, a->dims, b->rank, b->dims, df__attr_b(c->node, "adj_x", 0),
+                         df__attr_b(c->node, "adj_y", 0), df__sc_out(c, 0), &bc, c->st);
+}
+static void df__k_bmm(df__kctx *c) {
+    const df_tensor *a = c->in[0], *b = c->in[1];
+    int ax = df__attr_b(c->node, "adj_x", 0), ay = df__attr_b(c->node, "adj_y", 0);
+    df__shape os;
+    df__bcast bc;
+    if (df__bmm_shape(c->node, a->rank, a->dims, b->rank, b->dims, ax, ay, &os, &bc, c->st)) return;
+    df_tensor *o = df__k_alloc(c, 0, a->dtype, os.rank, os.dims);
+    if (!o || !o->n) return;
+    int64_t m = os.dims[os.rank - 2], n = os.dims[os.rank - 1];
+    int64_t k = ax ? a->dims[a->rank - 2] : a->dims[a->rank - 1];
+    int64_t batches = 1, idx[DF_MAX_RANK] = {0}, oa = 0, ob = 0;
+    for (int i = 0; i < bc.rank; i++) batches *= bc.dims[i];
+    size_t es = df_dtype_size(a->dtype);
+    int64_t sz_a = a->dims[a->rank - 2] * a->dims[a->rank - 1], sz_b = b->dims[b->rank - 2] * b->dims[b->rank - 1];
+    for (int64_t bi = 0; bi < batches; bi++) {
+        char *op = (char *)o->data + (size_t)(bi * m * n) * es;
+        if (k == 0) memset(op, 0, (size_t)(m * n) * es);
+        else if (!df__gemm(c, a->dtype, m, n, k, (const char *)a->data + (size_t)(oa * sz_a) * es, ax,
+                           (const char *)b->data + (size_t)(ob * sz_b) * es, ay, op)) return;
+        for (int d = bc.rank - 1; d >= 0; d--) {
+            idx[d]++; oa += bc.sa[d]; ob += bc.sb[d];
+            if (idx[d] < bc.dims[d]) break;
+            oa -= bc.sa[d] * idx[d]; ob -= bc.sb[d] * idx[d]; idx[d] = 0;
+        }
+    }
+}
+

@@ -1,0 +1,182 @@
+/* ---- variables: the session keeps each variable's current tensor; updates swap it. VariableV2
+   outputs the variable's handle (a ref); consumers read the value when they run, so a control
+   dependency on an Assign orders the read after it, as in TensorFlow. ---- */
+typedef struct df__var {
+    df__spin lock;
+    df_tensor *value;            /* NULL until initialised */
+    const char *name;            /* the variable node's name, for messages */
+    df_tensor handle;            /* never freed by refcount: its count starts very high */
+} df__var;
+static df__var *df__step_var(struct df__step *s, const df_node *var_node, df_status *st);
+static uint64_t df__step_rng_next(struct df__step *s, const df_node *n, uint64_t count);
+
+/* The value behind a ref (a new reference), or t itself (taken over) when it is no ref. */
+/* Whether input i of op is a Ref(T) argument: its kernel gets the ref itself, not the value. */
+static int df__ref_arg(const df__opdef *op, int i) {
+    for (int k = 0; k < op->n_in; k++) if (op->in[k].is_list) return 0;
+    return i < op->n_in && op->in[i].is_ref;
+}
+static df_tensor *df__deref(df_tensor *t, const df_node *consumer, df_status *st) {
+    if (!t->ref) return t;
+    df__var *v = t->ref;
+    df__spin_lock(&v->lock);
+    df_tensor *value = df_tensor_retain(v->value);
+    df__spin_unlock(&v->lock);
+    if (!value) df__fail(st, consumer, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v->name);
+    df_tensor_release(t);
+    return value;
+}
+
+/* The VariableV2 behind a ref input (through Assign-family outputs, which are refs too). */
+static const df_node *df__var_node(const df_node *n) {
+    const df_node *v = n->inputs[0].node;
+    for (int depth = 0; depth < 64 && strcmp(v->op->name, "VariableV2") && v->n_inputs > 0; depth++)
+        v = v->inputs[0].node;
+    return v;
+}
+static void df__k_variable(df__kctx *c) {
+    df__var *v = df__step_var(c->step, c->node, c->st);
+    if (!v) return;
+    c->out[0] = df_tensor_retain(&v->handle);
+}
+static void df__k_assign(df__kctx *c) {
+    const df_node *vn = df__var_node(c->node);
+    df__var *v = df__step_var(c->step, vn, c->st);
+    if (!v) return;
+    df_tensor *value = c->in[1];
+    int code = c->node->op->code;   /* 0 Assign, 1 AssignAdd, 2 AssignSub */
+    const df__attr *shape = df__node_attr(vn, "shape");
+    if (code == 0 && df__attr_b(c->node, "validate_shape", 1) && shape && shape->u.shape.rank >= 0) {
+        df__shape want, got = df__shape_of(value);
+        want.rank = shape->u.shape.rank;
+        memcpy(want.dims, shape->u.shape.dims, sizeof want.dims);
+        df__shape relaxed = df__shape_relax(&want, &got);
+        int ok = want.rank == got.rank;
+        for (int d = 0; ok && d < want.rank; d++) if (want.dims[d] >= 0 && relaxed.dims[d] < 0) ok = 0;
+        if (!ok) {
+            char s1[96], s2[96];
+            DF__KFAIL(c, DF_INVALID_ARGUMENT, "Assign requires shapes of both tensors to match. lhs shape= %s rhs shape= %s",
+                      df__dims_str(want.rank, want.dims, s1, 96), df__dims_str(got.rank, got.dims, s2, 96));
+            return;
+        }
+    }
+    df__spin_lock(&v->lock);
+    if (code == 0) {
+        df_tensor *old = v->value;
+        v->value = df_tensor_retain(value);
+        df__spin_unlock(&v->lock);
+        df_tensor_release(old);
+        c->out[0] = df_tensor_retain(value);
+        return;
+    }
+    df_tensor *old = v->value;
+    if (!old) {
+        df__spin_unlock(&v->lock);
+        DF__KFAIL(c, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", vn->name);
+        return;
+    }
+    df__shape so = df__shape_of(old), sv = df__shape_of(value);
+    if (!df__shapes_equal(&so, &sv)) {
+        df__spin_unlock(&v->lock);
+        char s1[96], s2[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Must have the same shape: %s vs %s", df__dims_str(so.rank, so.dims, s1, 96), df__dims_str(sv.rank, sv.dims, s2, 96));
+        return;
+    }
+    df_tensor *fresh = df__tensor_alloc(c->alloc, old->dtype, old->rank, old->dims, c->st);
+    if (!fresh) { df__spin_unlock(&v->lock); return; }
+    if (df__add_data(code == 1 ? DF__B_ADD : DF__B_SUB, fresh, old, value, c->st)) { df__spin_unlock(&v->lock); df_tensor_release(fresh); return; }
+    /* The output's reference is taken before the lock goes: once it is gone, a concurrent
+       update may replace fresh and drop the variable's reference, freeing it. */
+    v->value = fresh;
+    c->out[0] = df_tensor_retain(fresh);
+    df__spin_unlock(&v->lock);
+    df_tensor_release(old);
+}
+static df_code df__sf_variable(df__shape_ctx *c) {
+    const df__attr *s = df__node_attr(c->node, "shape");
+    df__shape *o = df__sc_out(c, 0);
+    o->rank = s->u.shape.rank;
+    memcpy(o->dims, s->u.shape.dims, sizeof o->dims);
+    return DF_OK;
+}
+static df_code df__sf_assign(df__shape_ctx *c) {
+    const df__shape *var = &c->in_shapes[0], *val = &c->in_shapes[1];
+    int validate = c->node->op->code != 0 || df__attr_b(c->node, "validate_shape", 1);
+    if (validate && var->rank >= 0 && val->rank >= 0) {
+        df__shape r = df__shape_relax(var, val);
+        int bad = var->rank != val->rank;
+        for (int d = 0; !bad && d < r.rank; d++) if (r.dims[d] < 0 && var->dims[d] >= 0 && val->dims[d] >= 0) bad = 1;
+        if (bad) {
+            char s1[96], s2[96];
+            return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Shapes must be equal: %s vs. %s",
+                            df__dims_str(var->rank, var->dims, s1, 96), df__dims_str(val->rank, val->dims, s2, 96));
+        }
+    }
+    *df__sc_out(c, 0) = *val;
+    return DF_OK;
+}
+
+/* ---- random numbers: Philox4x32-10, counter per (session, node), seeded by (seed, seed2) ---- */
+static void df__philox(uint32_t ctr[4], uint32_t key[2], uint32_t out[4]) {
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
+    for (int r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1; c3 = (uint32_t)p0; c0 = n0; c2 = n2;
+        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+    }
+    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+typedef struct df__rng { uint32_t key[2]; uint64_t counter; uint32_t buf[4]; int left; } df__rng;
+static uint32_t df__rng_u32(df__rng *r) {
+    if (!r->left) {
+        uint32_t ctr[4] = {(uint32_t)r->counter, (uint32_t)(r->counter >> 32), 0, 0};
+        df__philox(ctr, r->key, r->buf);
+        r->counter++;
+        r->left = 4;
+    }
+    return r->buf[--r->left];
+}
+static double df__rng_uniform(df__rng *r) {     /* [0, 1) with 53 random bits */
+    uint64_t hi = df__rng_u32(r) >> 5, lo = df__rng_u32(r) >> 6;
+    return ((double)hi * 67108864.0 + (double)lo) * (1.0 / 9007199254740992.0);
+}
+static double df__rng_normal(df__rng *r) {
+    double u1 = df__rng_uniform(r), u2 = df__rng_uniform(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+static df_code df__sf_random(df__shape_ctx *c) {
+    const df_tensor *s = df__sc_const(c, 0);
+    df__shape *o = df__sc_out(c, 0);
+    if (!s) { *o = df__shape_unknown(); return DF_OK; }
+    return df__dims_from(c->node, s, o, "shape", c->st);
+}
+static void df__k_random(df__kctx *c) {
+    df__shape s;
+    if (df__dims_from(c->node, c->in[0], &s, "shape", c->st)) return;
+    df_dtype t = df__attr_type(c->node, "dtype");
+    df_tensor *o = df__k_alloc(c, 0, t, s.rank, s.dims);
+    if (!o) return;
+    df__rng r;
+    uint64_t seed = (uint64_t)df__attr_i(c->node, "seed", 0), seed2 = (uint64_t)df__attr_i(c->node, "seed2", 0);
+    r.key[0] = (uint32_t)(seed ^ (seed2 << 32 >> 32) * 0x9E3779B9u);
+    r.key[1] = (uint32_t)((seed >> 32) ^ seed2 ^ (seed2 >> 32));
+    /* Each run draws a fresh block of counters, so successive runs give new numbers. */
+    r.counter = df__step_rng_next(c->step, c->node, (uint64_t)o->n * 4 + 16);
+    r.left = 0;
+    int code = c->node->op->code;
+    for (int64_t i = 0; i < o->n; i++) {
+        double v;
+        if (code == 0) {
+            v = df__rng_uniform(&r);
+            if (t == DF_FLOAT && (float)v >= 1.0f) v = 0.99999994;   /* float rounding must stay < 1 */
+        } else if (code == 1) {
+            v = df__rng_normal(&r);
+        } else {
+            do v = df__rng_normal(&r); while (fabs(v) > 2.0);
+        }
+        df__set_from_f64(t, o->data, i, v);
+    }
+}
+

@@ -1,0 +1,327 @@
+/* ---- a session with workers (df_session_options.target) ----
+   The session's devices are the workers' (/job:worker/replica:0/task:N/device:CPU:i, task N
+   the N-th address of the target). Every plan is partitioned by device, so by worker too, and
+   each partition is registered with its worker (its GraphDef, its device, the names of its
+   feeds and fetches). A run sends each worker a RUN_STEP with its partitions' feeds and waits
+   for every STEP_DONE. The first failure (an error, a connection that closes, a worker silent
+   longer than worker_timeout_ms) is sent to the other workers as an ABORT and ends the run;
+   a worker that does not answer the ABORT within a second is given up. One run at a time per
+   session: the connections carry one step each. */
+struct df__cluster {
+    int n;
+    char (*addr)[64];
+    int *fd;                         /* -1 once broken: runs then fail with DF_UNAVAILABLE */
+    uint64_t *incarnation;
+#ifdef DF__NET
+    pthread_mutex_t mu;
+#endif
+    uint64_t next_step, salt;
+    int timeout_ms;
+};
+
+static void df__cluster_close(struct df__cluster *c) {
+    if (!c) return;
+#ifdef DF__NET
+    for (int t = 0; t < c->n; t++)
+        if (c->fd[t] >= 0) { df__w_send(c->fd[t], DF__W_CLOSE, NULL); close(c->fd[t]); }
+    pthread_mutex_destroy(&c->mu);
+#endif
+    DF_FREE(c->addr); DF_FREE(c->fd); DF_FREE(c->incarnation);
+    DF_FREE(c);
+}
+
+#ifdef DF__NET
+/* One answer on fd within timeout_ms: its type and payload (or -1 with st set). */
+static int df__cluster_await(int fd, int timeout_ms, unsigned char **data, uint64_t *len, const char *who, df_status *st) {
+    struct pollfd p = {fd, POLLIN, 0};
+    int r;
+    do r = poll(&p, 1, timeout_ms); while (r < 0 && errno == EINTR);
+    if (r == 0) { df_status_set(st, DF_UNAVAILABLE, "%s did not answer within %d ms", who, timeout_ms); return -1; }
+    const char *why = NULL;
+    char buf[160];
+    int type = df__w_recv(fd, DF_MAX_MESSAGE_BYTES, data, len, &why, buf, sizeof buf);
+    if (type <= 0) { df_status_set(st, DF_UNAVAILABLE, "%s closed the connection (%s)", who, type == 0 ? "it may have died" : why); return -1; }
+    return type;
+}
+#endif
+
+static df_code df__cluster_open(struct df_session *s, df_status *st) {
+#ifndef DF__NET
+    (void)s;
+    return df_status_set(st, DF_UNIMPLEMENTED, "Sessions with workers need POSIX sockets and threads: build dataflow.c on its own without DF_NO_THREADS");
+#else
+    const char *target = s->opts.target;
+    struct df__cluster *c = (struct df__cluster *)DF_MALLOC(sizeof *c);
+    if (!c) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    memset(c, 0, sizeof *c);
+    pthread_mutex_init(&c->mu, NULL);
+    s->cluster = c;
+    c->timeout_ms = s->opts.worker_timeout_ms > 0 ? s->opts.worker_timeout_ms : 2000;
+    c->salt = s->seed_salt << 20;
+    int n = 1;
+    for (const char *p = target; *p; p++) n += *p == ',';
+    if (n > 1024) return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: %d workers in the target, at most 1024", n);
+    c->addr = (char (*)[64])DF_MALLOC((size_t)n * 64);
+    c->fd = (int *)DF_MALLOC((size_t)n * sizeof(int));
+    c->incarnation = (uint64_t *)DF_MALLOC((size_t)n * sizeof(uint64_t));
+    if (!c->addr || !c->fd || !c->incarnation) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    for (int t = 0; t < n; t++) c->fd[t] = -1;
+    c->n = n;
+    const char *p = target;
+    for (int t = 0; t < n; t++) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (!len || len >= 64) return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: target address %d of '%s' is empty or too long", t, target);
+        memcpy(c->addr[t], p, len);
+        c->addr[t][len] = '\0';
+        p = e ? e + 1 : p + len;
+    }
+    int total = 0;
+    for (int t = 0; t < n; t++) {              /* connect, HELLO: incarnation and devices */
+        char err[256], who[96];
+        snprintf(who, sizeof who, "Worker task %d (%s)", t, c->addr[t]);
+        if ((c->fd[t] = df__connect(c->addr[t], c->timeout_ms, err, sizeof err)) < 0)
+            return df_status_set(st, DF_UNAVAILABLE, "df_session_new: worker task %d: %s", t, err);
+        /* a frame that stops halfway fails its read instead of blocking the master */
+        int rcv_ms = c->timeout_ms > 1000 ? c->timeout_ms : 1000;
+        struct timeval tv = {rcv_ms / 1000, (rcv_ms % 1000) * 1000};
+        setsockopt(c->fd[t], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        df__wbuf b = {NULL, 0, 0, 0};
+        df__wb_u32(&b, DF__W_VERSION);
+        int sent = !b.oom && !df__w_send(c->fd[t], DF__W_HELLO, &b);
+        DF_FREE(b.p);
+        unsigned char *data = NULL;
+        uint64_t len = 0;
+        int type = sent ? df__cluster_await(c->fd[t], c->timeout_ms, &data, &len, who, st) : -1;
+        if (type != DF__W_HELLO_OK) {
+            DF_FREE(data);
+            if (!st->code) df_status_set(st, DF_UNAVAILABLE, "%s did not answer HELLO", who);
+            return st->code;
+        }
+        df__wread r = {data, (size_t)len, NULL};
+        c->incarnation[t] = df__wr_u64(&r, "incarnation");
+        (void)df__wr_u32(&r, "task");
+        uint32_t nd = df__wr_u32(&r, "devices");
+        DF_FREE(data);
+        if (r.bad || nd == 0 || nd > 64) return df_status_set(st, DF_DATA_LOSS, "%s sent a malformed HELLO answer", who);
+        df__device **dv = (df__device **)DF_REALLOC(s->devices, (size_t)(total + (int)nd) * sizeof(df__device *));
+        if (!dv) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        s->devices = dv;
+        for (uint32_t i = 0; i < nd; i++) {
+            df__device *d = df__device_new_cpu((int)i, 1, st);   /* (never allocates: a name for the placer) */
+            if (!d) return st->code;
+            snprintf(d->name, sizeof d->name, "/job:worker/replica:0/task:%d/device:CPU:%u", t, i);
+            s->devices[total++] = d;
+            s->n_devices = total;
+        }
+    }
+    return DF_OK;
+#endif
+}
+
+static df_code df__cluster_register(struct df_session *s, df__plan *plan, df_status *st) {
+#ifndef DF__NET
+    (void)s; (void)plan;
+    return df_status_set(st, DF_UNIMPLEMENTED, "Sessions with workers need POSIX sockets");
+#else
+    struct df__cluster *c = s->cluster;
+    pthread_mutex_lock(&c->mu);
+    for (int p = 0; p < plan->n_parts && !st->code; p++) {
+        df__part *pt = &plan->parts[p];
+        int t = df__task_of(pt->dev->name);
+        char who[96];
+        snprintf(who, sizeof who, "Worker task %d (%s)", t, t >= 0 && t < c->n ? c->addr[t] : "?");
+        if (t < 0 || t >= c->n) { df_status_set(st, DF_INTERNAL, "Partition %d is on %s, not on a worker", p, pt->dev->name); break; }
+        if (c->fd[t] < 0) { df_status_set(st, DF_UNAVAILABLE, "%s: its connection broke earlier; make a new session", who); break; }
+        pt->task = t;
+        void *gd = NULL;
+        size_t gl = 0;
+        if (df_graph_export_graphdef(pt->g, &gd, &gl) != DF_OK) { df_status_set(st, DF_INTERNAL, "Partition %d does not export as a GraphDef", p); break; }
+        df__wbuf b = {NULL, 0, 0, 0};
+        df__wb_bytes(&b, gd, gl);
+        free(gd);
+        df__wb_u32(&b, (uint32_t)pt->dev->index);
+        df__wb_u32(&b, (uint32_t)t);
+        df__wb_u32(&b, (uint32_t)pt->n_feeds);
+        for (int k = 0; k < pt->n_feeds; k++) df__wb_str(&b, pt->io_names[k]);
+        df__wb_u32(&b, (uint32_t)pt->n_fetches);
+        for (int k = 0; k < pt->n_fetches; k++) df__wb_str(&b, pt->io_names[pt->n_feeds + k]);
+        int sent = !b.oom && !df__w_send(c->fd[t], DF__W_REGISTER, &b);
+        DF_FREE(b.p);
+        unsigned char *data = NULL;
+        uint64_t len = 0;
+        int type = sent ? df__cluster_await(c->fd[t], 60000, &data, &len, who, st) : -1;
+        df__wread r = {data, (size_t)len, NULL};
+        if (type == DF__W_REGISTERED) pt->handle = (int)df__wr_u32(&r, "handle");
+        else if (type == DF__W_ERROR) {
+            uint32_t code = df__wr_u32(&r, "code");
+            char *msg = df__wr_str(&r, 4000, "message");
+            df_status_set(st, code ? (df_code)code : DF_INTERNAL, "%s cannot take partition %d: %s", who, p, msg ? msg : "?");
+            DF_FREE(msg);
+        } else if (!st->code) df_status_set(st, DF_UNAVAILABLE, "%s answered REGISTER with %s", who, type > 0 ? df__w_type_names[type] : "nothing");
+        if (type < 0 || (type != DF__W_REGISTERED && type != DF__W_ERROR)) { close(c->fd[t]); c->fd[t] = -1; }
+        DF_FREE(data);
+    }
+    plan->registered = !st->code;
+    pthread_mutex_unlock(&c->mu);
+    return st->code;
+#endif
+}
+
+#ifdef DF__NET
+static void df__cluster_abort(struct df__cluster *c, uint64_t id, const unsigned char *pending, const df_status *why) {
+    df__wbuf b = {NULL, 0, 0, 0};
+    df__wb_u64(&b, id);
+    df__wb_u32(&b, (uint32_t)why->code);
+    df__wb_str(&b, why->message);
+    for (int t = 0; !b.oom && t < c->n; t++)
+        if (pending[t] && c->fd[t] >= 0) df__w_send(c->fd[t], DF__W_ABORT, &b);
+    DF_FREE(b.p);
+}
+static double df__now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+#endif
+
+static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
+                               int n_fetches, df_status *st) {
+#ifndef DF__NET
+    (void)s; (void)plan; (void)feed_values; (void)fetch_values; (void)n_fetches;
+    return df_status_set(st, DF_UNIMPLEMENTED, "Sessions with workers need POSIX sockets");
+#else
+    struct df__cluster *c = s->cluster;
+    if (!plan->registered) return df_status_set(st, DF_FAILED_PRECONDITION, "The run's partitions are not registered with the workers");
+    double deadline = s->opts.run_timeout_ms > 0 ? df__now_ms() + s->opts.run_timeout_ms : 0;
+    pthread_mutex_lock(&c->mu);
+    uint64_t id = c->salt + ++c->next_step;
+    int n = c->n;
+    unsigned char *pending = (unsigned char *)DF_MALLOC((size_t)n + 1);
+    double *seen = (double *)DF_MALLOC(((size_t)n + 1) * sizeof(double));
+    if (!pending || !seen) { pthread_mutex_unlock(&c->mu); DF_FREE(pending); DF_FREE(seen); return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); }
+    memset(pending, 0, (size_t)n + 1);
+    df_status first;
+    df_status_clear(&first);
+    /* RUN_STEP to every worker with partitions */
+    for (int t = 0; t < n && !first.code; t++) {
+        int np = 0;
+        for (int p = 0; p < plan->n_parts; p++) np += plan->parts[p].task == t;
+        if (!np) continue;
+        if (c->fd[t] < 0) { df_status_set(&first, DF_UNAVAILABLE, "Worker task %d (%s): its connection broke earlier; make a new session", t, c->addr[t]); break; }
+        df__wbuf b = {NULL, 0, 0, 0};
+        df__wb_u64(&b, id);
+        df__wb_u64(&b, c->incarnation[t]);
+        df__wb_u32(&b, (uint32_t)t);
+        df__wb_u32(&b, (uint32_t)n);
+        for (int k = 0; k < n; k++) df__wb_str(&b, c->addr[k]);
+        df__wb_u32(&b, (uint32_t)np);
+        for (int p = 0; p < plan->n_parts; p++) {
+            const df__part *pt = &plan->parts[p];
+            if (pt->task != t) continue;
+            df__wb_u32(&b, (uint32_t)pt->handle);
+            df__wb_u32(&b, (uint32_t)pt->n_feeds);
+            for (int k = 0; k < pt->n_feeds; k++) df__wb_tensor(&b, feed_values[pt->feed_map[k]]);
+        }
+        if (b.oom) df_status_set(&first, DF_RESOURCE_EXHAUSTED, "Out of memory sending the feeds");
+        else if (df__w_send(c->fd[t], DF__W_RUN_STEP, &b)) {
+            df_status_set(&first, DF_UNAVAILABLE, "Worker task %d (%s) cannot be reached: %s", t, c->addr[t], strerror(errno));
+            close(c->fd[t]); c->fd[t] = -1;
+        } else { pending[t] = 1; seen[t] = df__now_ms(); }
+        DF_FREE(b.p);
+    }
+    if (first.code) df__cluster_abort(c, id, pending, &first);
+    /* the answers: fetches by partition, in plan order per worker */
+    double aborted_at = first.code ? df__now_ms() : 0;
+    struct pollfd *pf = (struct pollfd *)DF_MALLOC(((size_t)n + 1) * sizeof(struct pollfd));
+    int *pt_of = (int *)DF_MALLOC(((size_t)n + 1) * sizeof(int));
+    if (!pf || !pt_of) {                         /* (no way to wait: the workers are told to stop) */
+        if (!first.code) { df_status_set(&first, DF_RESOURCE_EXHAUSTED, "Out of memory waiting for the workers"); df__cluster_abort(c, id, pending, &first); }
+        for (int t = 0; t < n; t++) if (pending[t] && c->fd[t] >= 0) { close(c->fd[t]); c->fd[t] = -1; pending[t] = 0; }
+    }
+    for (;;) {
+        int np = 0;
+        for (int t = 0; pf && pt_of && t < n; t++) if (pending[t]) { pf[np].fd = c->fd[t]; pf[np].events = POLLIN; pf[np].revents = 0; pt_of[np++] = t; }
+        if (!np) break;
+        int r = poll(pf, (nfds_t)np, 50);
+        double now = df__now_ms();
+        if (deadline > 0 && now > deadline && !first.code) {   /* the workers are told to stop */
+            df__deadline_exceeded(&first, s->opts.run_timeout_ms);
+            aborted_at = now;
+            df__cluster_abort(c, id, pending, &first);
+        }
+        for (int k = 0; r > 0 && k < np; k++) {
+            if (!pf[k].revents) continue;
+            int t = pt_of[k];
+            char who[96];
+            snprintf(who, sizeof who, "Worker task %d (%s)", t, c->addr[t]);
+            unsigned char *data = NULL;
+            uint64_t len = 0;
+            const char *why = NULL;
+            char buf[160];
+            int type = df__w_recv(c->fd[t], DF_MAX_MESSAGE_BYTES, &data, &len, &why, buf, sizeof buf);
+            seen[t] = now;
+            df_status fail;
+            df_status_clear(&fail);
+            if (type <= 0) {
+                df_status_set(&fail, DF_UNAVAILABLE, "%s closed its connection during the step (%s)", who, type == 0 ? "it may have died" : why);
+                close(c->fd[t]); c->fd[t] = -1; pending[t] = 0;
+            } else if (type == DF__W_STEP_DONE) {
+                df__wread rd = {data, (size_t)len, NULL};
+                uint64_t sid = df__wr_u64(&rd, "step");
+                uint32_t code = df__wr_u32(&rd, "code");
+                char *msg = df__wr_str(&rd, 4000, "message");
+                uint32_t nf = df__wr_u32(&rd, "fetches");
+                if (sid == id) {
+                    pending[t] = 0;
+                    if (code) df_status_set(&fail, (df_code)code, "%s", msg ? msg : "?");
+                    int want = 0;
+                    for (int p = 0; p < plan->n_parts; p++) if (plan->parts[p].task == t) want += plan->parts[p].n_fetches;
+                    if (!code && !rd.bad && nf != (uint32_t)want) df_status_set(&fail, DF_INTERNAL, "%s sent %u fetches, %d expected", who, nf, want);
+                    for (int p = 0; !fail.code && !rd.bad && p < plan->n_parts; p++) {
+                        const df__part *pt = &plan->parts[p];
+                        if (pt->task != t) continue;
+                        for (int q = 0; q < pt->n_fetches && !rd.bad; q++) {
+                            df_tensor *v = df__wr_u32(&rd, "fetch") ? df__wr_tensor(&rd, "fetch") : NULL;
+                            int to = pt->fetch_map[q];
+                            if (v && to < n_fetches && !fetch_values[to]) fetch_values[to] = v;
+                            else df_tensor_release(v);
+                        }
+                    }
+                    if (rd.bad && !fail.code) df_status_set(&fail, DF_DATA_LOSS, "%s sent a malformed STEP_DONE (%s)", who, rd.bad);
+                }
+                DF_FREE(msg);
+            } else if (type != DF__W_HEARTBEAT && type != DF__W_ERROR) {
+                df_status_set(&fail, DF_INTERNAL, "%s sent %s during a step", who, df__w_type_names[type]);
+            } else if (type == DF__W_ERROR) {
+                df__wread rd = {data, (size_t)len, NULL};
+                uint32_t code = df__wr_u32(&rd, "code");
+                char *msg = df__wr_str(&rd, 4000, "message");
+                df_status_set(&fail, code ? (df_code)code : DF_INTERNAL, "%s: %s", who, msg ? msg : "?");
+                DF_FREE(msg);
+                pending[t] = 0;
+            }
+            DF_FREE(data);
+            if (fail.code && !first.code) { first = fail; aborted_at = now; df__cluster_abort(c, id, pending, &first); }
+        }
+        for (int t = 0; t < n; t++) {              /* silence: a stopped or hung worker */
+            if (!pending[t]) continue;
+            double limit = first.code ? 1000.0 : (double)c->timeout_ms;
+            double since = first.code ? now - aborted_at : now - seen[t];   /* (after an ABORT, heartbeats do not count) */
+            if (since <= limit) continue;
+            df_status fail;
+            df_status_set(&fail, DF_UNAVAILABLE, "Worker task %d (%s) was silent for %.0f ms during the step (stopped, hung or unreachable)", t, c->addr[t], since);
+            close(c->fd[t]); c->fd[t] = -1; pending[t] = 0;
+            if (!first.code) { first = fail; aborted_at = now; df__cluster_abort(c, id, pending, &first); }
+        }
+    }
+    DF_FREE(pf); DF_FREE(pt_of); DF_FREE(pending); DF_FREE(seen);
+    pthread_mutex_unlock(&c->mu);
+    if (first.code) {
+        *st = first;
+        for (int i = 0; i < n_fetches; i++) { df_tensor_release(fetch_values[i]); fetch_values[i] = NULL; }
+    }
+    return st->code;
+#endif
+}
+

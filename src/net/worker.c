@@ -1,0 +1,1001 @@
+/* ---- the worker ----
+   A worker holds a session of its own (its devices, its variables, shared by every master),
+   the partitions masters registered, and the steps running now. A RUN_STEP runs the named
+   partitions as one group on a thread of its own; a Send whose Recv lives in another worker
+   goes to that worker as a TENSOR message (on a connection the sender opens), where it meets
+   its Recv through the step's rendezvous, keyed as in one process (key, frame, iteration). A
+   step ends with a STEP_DONE to the master; an ABORT from the master ends it early. */
+#ifdef DF__NET
+typedef struct df__wreg {            /* a registered partition */
+    df_graph *g;
+    df__exec *x;
+    df__device *dev;
+    int n_feeds, n_fetches;
+    df_output *feeds;                /* what a feed must be (dtype, static shape) */
+    int32_t *remote_keys, *remote_tasks;   /* its Sends to other workers: key -> task */
+    int n_remote;
+    int32_t *recv_keys;              /* its Recvs: key -> the dtype a value must have */
+    df_dtype *recv_types;
+    int n_recv;
+    const void *owner;               /* the connection that registered it: it goes with it */
+    int refs;                        /* the registry's, plus each step running it (worker lock) */
+} df__wreg;
+static void df__wreg_free(df__wreg *r) {
+    if (!r) return;
+    df__exec_free(r->x);
+    df_graph_free(r->g);
+    DF_FREE(r->feeds); DF_FREE(r->remote_keys); DF_FREE(r->remote_tasks); DF_FREE(r->recv_keys); DF_FREE(r->recv_types);
+    DF_FREE(r);
+}
+typedef struct df__wpeer { int fd; pthread_mutex_t mu; char addr[64]; } df__wpeer;
+typedef struct df__wpending {       /* a TENSOR whose step has not started here yet */
+    uint64_t step, fid, iter;
+    int32_t key;
+    int dead;
+    df_tensor *t;
+    time_t when;
+    struct df__wpending *next;
+} df__wpending;
+struct df__wconn;
+typedef struct df__wstep {           /* a step running on this worker */
+    uint64_t id;
+    struct df_worker *w;
+    df__pgroup g;
+    int refs;                        /* deliveries in progress (under the worker's lock) */
+    int32_t *keys, *tasks;           /* remote Sends of its partitions */
+    int n_keys;
+    int32_t *rkeys;                  /* its Recvs and the dtypes they take */
+    df_dtype *rtypes;
+    int n_rkeys;
+    char (*cluster)[64];             /* the workers' addresses for this step, by task */
+    int n_cluster;
+    struct df__wconn *conn;          /* the master's connection, which it answers on */
+    struct df__wstep *next;
+} df__wstep;
+#endif
+
+struct df_worker {
+    df_worker_options opts;
+    uint64_t incarnation;
+    int port;
+#ifdef DF__NET
+    int listen_fd;
+    int stopping;
+    pthread_t accept_thread, beat_thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int n_conns;                     /* connection threads alive, plus step threads */
+    int *conn_fds;                   /* open connections (-1: free slot), closed on stop */
+    int cap_conns;
+    df_graph *empty;                 /* the worker session's own (empty) graph */
+    df_session *sess;
+    df__wreg **regs;                 /* (pointers: a step copies the ones it runs) */
+    int n_regs, cap_regs;
+    df__wstep *steps;                /* running */
+    df__wpending *pending;           /* TENSORs that came before their step */
+    int n_pending;                   /* (at most DF__W_PENDING_MAX of them, DF__W_PENDING_BYTES in all) */
+    uint64_t pending_bytes;
+    df__wpeer **peers;               /* outgoing connections to other workers, by address */
+    int n_peers, cap_peers;
+#endif
+};
+
+#ifdef DF__NET
+static void df__w_log(const df_worker *w, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (w->opts.log) w->opts.log(w->opts.log_user, line);
+    else fprintf(stderr, "dataflow worker :%d: %s\n", w->port, line);
+}
+typedef struct df__wconn { df_worker *w; int fd, slot, refs; char peer[64]; pthread_mutex_t wmu; } df__wconn;
+/* An answer on c (its writers take turns); -1 when it cannot be sent (or b ran out of memory). */
+static int df__w_answer(df__wconn *c, int type, const df__wbuf *b) {
+    if (b && b->oom) return -1;
+    pthread_mutex_lock(&c->wmu);
+    int r = df__w_send(c->fd, type, b);
+    pthread_mutex_unlock(&c->wmu);
+    return r;
+}
+static int df__w_reply_error(df__wconn *c, df_code code, const char *msg) {
+    df__wbuf b = {NULL, 0, 0, 0};
+    df__wb_u32(&b, (uint32_t)code);
+    df__wb_str(&b, msg);
+    int r = df__w_answer(c, DF__W_ERROR, &b);
+    DF_FREE(b.p);
+    return r;
+}
+/* The connection thread and each step it started hold a reference; the last closes the socket. */
+static void df__w_conn_release(df__wconn *c) {
+    if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL)) return;
+    close(c->fd);
+    pthread_mutex_destroy(&c->wmu);
+    DF_FREE(c);
+}
+
+/* "/job:worker/replica:0/task:N/device:CPU:i": N, or -1 */
+static int df__task_of(const char *dev) {
+    df__devspec ds;
+    return dev && df__parse_device(dev, &ds) ? ds.task : -1;
+}
+
+/* REGISTER: GraphDef, device index, this worker's task, feed names, fetch names -> handle */
+static df_code df__w_register(df_worker *w, const void *owner, df__wread *r, int *handle, df_status *st) {
+    size_t gl = 0;
+    const unsigned char *gd = df__wr_bytes(r, &gl, "REGISTER: graph");
+    uint32_t dev_i = df__wr_u32(r, "REGISTER: device"), task = df__wr_u32(r, "REGISTER: task"), nf = df__wr_u32(r, "REGISTER: feeds");
+    if (r->bad) return DF_OK;
+    if (nf > 1u << 16) { r->bad = "REGISTER: feeds"; return DF_OK; }
+    char **names = (char **)DF_MALLOC(((size_t)nf + (1u << 16) + 1) * sizeof(char *));
+    if (!names) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    uint32_t n = 0, no = 0;
+    for (; n < nf && !r->bad; n++) names[n] = df__wr_str(r, 4096, "REGISTER: feed name");
+    if (!r->bad) no = df__wr_u32(r, "REGISTER: fetches");
+    if (no > 1u << 16) r->bad = "REGISTER: fetches";
+    for (uint32_t k = 0; k < no && !r->bad; k++, n++) names[n] = df__wr_str(r, 4096, "REGISTER: fetch name");
+    if (!r->bad && r->n) r->bad = "REGISTER: bytes after the fetches";
+    df__wreg *reg = NULL;
+    df_node **all = NULL;
+    if (r->bad) goto done;
+    if (dev_i >= (uint32_t)w->sess->n_devices) { df_status_set(st, DF_INVALID_ARGUMENT, "REGISTER: device %u, this worker has %d", dev_i, w->sess->n_devices); goto done; }
+    if (!(reg = (df__wreg *)DF_MALLOC(sizeof *reg))) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); goto done; }
+    memset(reg, 0, sizeof *reg);
+    reg->owner = owner;
+    reg->refs = 1;
+    if (!(reg->g = df_graph_new()) || !(reg->feeds = (df_output *)DF_MALLOC(((size_t)n + 1) * sizeof(df_output)))) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); goto done; }
+    df_graph *g = reg->g;
+    g->internal_names = 1;                      /* (partitions: _Send, _Recv, _cloop/...) */
+    if (df__gd_import(g, gd, gl, NULL, st)) goto done;
+    for (uint32_t k = 0; k < n; k++) {          /* "node:index" */
+        char *colon = strrchr(names[k], ':');
+        int idx = colon ? atoi(colon + 1) : 0;
+        if (colon) *colon = '\0';
+        df_node *nd = df_graph_find(g, names[k]);
+        if (!nd || idx < 0 || idx >= nd->n_outputs) { df_status_set(st, DF_INVALID_ARGUMENT, "REGISTER: no output '%s:%d' in the partition", names[k], idx); goto done; }
+        reg->feeds[k] = (df_output){nd, idx};
+    }
+    if (!(all = (df_node **)DF_MALLOC(((size_t)g->n_nodes + 1) * sizeof(df_node *)))) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); goto done; }
+    int n_all = 0, n_send = 0, n_recv = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int fed = 0;
+        for (uint32_t f = 0; f < nf && !fed; f++) fed = reg->feeds[f].node == g->nodes[i];
+        if (!fed) all[n_all++] = g->nodes[i];
+        const df_node *x = g->nodes[i];
+        if (x->op->flags & DF__OP_TRANSFER) { if (x->n_inputs) n_send++; else n_recv++; }
+    }
+    reg->dev = w->sess->devices[dev_i]; reg->n_feeds = (int)nf; reg->n_fetches = (int)no;
+    if (!(reg->x = df__compile(w->sess, g, reg->feeds, (int)nf, reg->feeds + nf, (int)no, all, n_all, reg->dev, st))) goto done;
+    reg->remote_keys = (int32_t *)DF_MALLOC(((size_t)n_send + 1) * sizeof(int32_t));
+    reg->remote_tasks = (int32_t *)DF_MALLOC(((size_t)n_send + 1) * sizeof(int32_t));
+    reg->recv_keys = (int32_t *)DF_MALLOC(((size_t)n_recv + 1) * sizeof(int32_t));
+    reg->recv_types = (df_dtype *)DF_MALLOC(((size_t)n_recv + 1) * sizeof(df_dtype));
+    if (!reg->remote_keys || !reg->remote_tasks || !reg->recv_keys || !reg->recv_types) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); goto done; }
+    for (int i = 0; i < g->n_nodes; i++) {      /* Sends to other workers; what each Recv takes */
+        const df_node *x = g->nodes[i];
+        if (!(x->op->flags & DF__OP_TRANSFER)) continue;
+        if (!x->n_inputs) {
+            reg->recv_keys[reg->n_recv] = (int32_t)df__attr_i(x, "_key", -1);
+            reg->recv_types[reg->n_recv++] = x->out_types[0];
+            continue;
+        }
+        int t = df__task_of(df__attr_s(x, "recv_device"));
+        if (t >= 0 && t != (int)task) {
+            reg->remote_keys[reg->n_remote] = (int32_t)df__attr_i(x, "_key", -1);
+            reg->remote_tasks[reg->n_remote++] = t;
+        }
+    }
+    pthread_mutex_lock(&w->mu);
+    if (w->n_regs < (1 << 20) && df__grow(&w->regs, &w->cap_regs, w->n_regs + 1, sizeof(df__wreg *))) { *handle = w->n_regs; w->regs[w->n_regs++] = reg; reg = NULL; }
+    pthread_mutex_unlock(&w->mu);
+    if (*handle < 0) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory (or too many registered partitions)");
+done:
+    df__wreg_free(reg);
+    for (uint32_t k = 0; k < n; k++) DF_FREE(names[k]);
+    DF_FREE(names); DF_FREE(all);
+    return st->code;
+}
+
+/* the peer connection to the worker at addr (opened on first use), locked; NULL with st set */
+static df__wpeer *df__w_peer(df_worker *w, const char *addr, df_status *st) {
+    pthread_mutex_lock(&w->mu);
+    df__wpeer *p = NULL;
+    for (int i = 0; i < w->n_peers && !p; i++) if (!strcmp(w->peers[i]->addr, addr)) p = w->peers[i];
+    if (!p && w->n_peers < 4096 && df__grow(&w->peers, &w->cap_peers, w->n_peers + 1, sizeof(df__wpeer *)) &&
+        (p = (df__wpeer *)DF_MALLOC(sizeof *p))) {
+        p->fd = -1;
+        snprintf(p->addr, sizeof p->addr, "%s", addr);
+        pthread_mutex_init(&p->mu, NULL);
+        w->peers[w->n_peers++] = p;
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (!p) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory (or too many peers) reaching %s", addr); return NULL; }
+    pthread_mutex_lock(&p->mu);
+    if (p->fd < 0) {
+        char err[256];
+        int fd = df__connect(addr, 1000, err, sizeof err);
+        __atomic_store_n(&p->fd, fd, __ATOMIC_RELEASE);   /* (df__w_stop_locked reads it unlocked) */
+        if (fd < 0) {
+            pthread_mutex_unlock(&p->mu);
+            df_status_set(st, DF_UNAVAILABLE, "Worker %s cannot be reached: %s", addr, err);
+            return NULL;
+        }
+    }
+    return p;
+}
+#endif /* DF__NET */
+
+static int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t iter, df_tensor *v, int dead, df_status *st) {
+#ifdef DF__NET
+    df__wstep *ws = g->remote;
+    int task = -1;
+    for (int i = 0; i < ws->n_keys && task < 0; i++) if (ws->keys[i] == key) task = ws->tasks[i];
+    if (task < 0) return 0;
+    /* the frame header and the fixed fields in one buffer, the value's bytes from the tensor */
+    int live = !dead && v;
+    unsigned char head[DF__W_HEADER + DF__W_TENSOR_FIXED + 16 + 8 * DF_MAX_RANK];
+    unsigned char *q = head + DF__W_HEADER;
+    df__put64(q, ws->id); df__put32(q + 8, (uint32_t)key); df__put64(q + 12, fid); df__put64(q + 20, (uint64_t)iter);
+    df__put32(q + 28, (uint32_t)!live);
+    q += DF__W_TENSOR_FIXED;
+    if (live) {
+        df__put32(q, (uint32_t)v->dtype); df__put32(q + 4, (uint32_t)v->rank); q += 8;
+        for (int d = 0; d < v->rank; d++, q += 8) df__put64(q, (uint64_t)v->dims[d]);
+        df__put64(q, v->nbytes); q += 8;
+    }
+    size_t fixed = (size_t)(q - head);
+    df__w_header(head, DF__W_TENSOR, fixed - DF__W_HEADER + (live ? v->nbytes : 0));
+    if (task >= ws->n_cluster) { df_tensor_release(v); df_status_set(st, DF_INTERNAL, "No address for worker task %d", task); return 1; }
+    df__wpeer *p = df__w_peer(ws->w, ws->cluster[task], st);
+    if (p) {
+        if (df__sock_write(p->fd, head, fixed) || (live && v->nbytes && df__sock_write(p->fd, v->data, v->nbytes))) {
+            int e = errno;
+            close(p->fd);
+            __atomic_store_n(&p->fd, -1, __ATOMIC_RELEASE);
+            df_status_set(st, DF_UNAVAILABLE, "Sending a tensor to worker task %d (%s) failed: %s", task, p->addr, strerror(e));
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    df_tensor_release(v);
+    return 1;
+#else
+    (void)g; (void)key; (void)fid; (void)iter; (void)v; (void)dead; (void)st;
+    return 0;
+#endif
+}
+
+#ifdef DF__NET
+/* TENSOR: into its step's rendezvous (or kept until the step starts). Takes t. */
+static void df__w_deliver(df__wstep *ws, int32_t key, uint64_t fid, uint64_t iter, int dead, df_tensor *t) {
+    int at = -1;
+    for (int i = 0; i < ws->n_rkeys && at < 0; i++) if (ws->rkeys[i] == key) at = i;
+    if (at < 0 || (t && t->dtype != ws->rtypes[at])) {     /* a value no Recv of the step takes */
+        df_status why;
+        if (at < 0) df_status_set(&why, DF_INVALID_ARGUMENT, "A value came for transfer key %d, which no Recv of this step on this worker has", (int)key);
+        else df_status_set(&why, DF_INVALID_ARGUMENT, "A %s value came for transfer key %d, whose Recv takes %s", df_dtype_name(t->dtype), (int)key,
+                           df_dtype_name(ws->rtypes[at]));
+        df_tensor_release(t);
+        df__group_abort(&ws->g, &why);
+        return;
+    }
+    df__wake wk;
+    df_status st;
+    if (df__rv_send(&ws->g.rv, key, fid, (int64_t)iter, t, dead, &wk, &st) != DF_OK || !wk.step) return;
+    /* the Recv resumes on the pool, not on this socket's thread (which must go on reading) */
+    df__wake *heap = (df__wake *)DF_MALLOC(sizeof *heap);
+    df__task task;
+    memset(&task, 0, sizeof task);
+    task.step = wk.step;
+    task.wake = heap;
+    if (heap) *heap = wk;
+    if (!heap || !wk.step->pool || !df__pool_push(wk.step->pool, &task)) { DF_FREE(heap); df__wake_dispatch(&wk); }
+}
+/* Drops values kept for steps that never came (after a minute; all of them when `all`).
+   Called with the worker's lock held. */
+enum { DF__W_PENDING_MAX = 65536 };
+#define DF__W_PENDING_BYTES ((uint64_t)1 << 30)
+static void df__w_pending_purge(df_worker *w, int all) {
+    time_t now = time(NULL);
+    for (df__wpending **q = &w->pending; *q;) {
+        if (all || now - (*q)->when > 60) {
+            df__wpending *o = *q;
+            *q = o->next;
+            w->n_pending--;
+            w->pending_bytes -= o->t ? o->t->nbytes : 0;
+            df_tensor_release(o->t);
+            DF_FREE(o);
+        } else q = &(*q)->next;
+    }
+}
+/* The running step `id` (or, with `conn`, a step of that connection not aborted yet), held
+   against its end until df__w_step_drop; NULL when there is none. */
+static df__wstep *df__w_step_hold(df_worker *w, uint64_t id, const struct df__wconn *conn) {
+    pthread_mutex_lock(&w->mu);
+    df__wstep *ws = w->steps;
+    while (ws && !(conn ? ws->conn == conn && !__atomic_load_n(&ws->g.aborted, __ATOMIC_ACQUIRE) : ws->id == id)) ws = ws->next;
+    if (ws) ws->refs++;
+    pthread_mutex_unlock(&w->mu);
+    return ws;
+}
+static void df__w_step_drop(df_worker *w, df__wstep *ws) {
+    pthread_mutex_lock(&w->mu);
+    ws->refs--;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+static void df__w_tensor_in(df_worker *w, uint64_t id, int32_t key, uint64_t fid, uint64_t iter, int dead, df_tensor *t) {
+    pthread_mutex_lock(&w->mu);
+    df__wstep *ws = w->steps;
+    while (ws && ws->id != id) ws = ws->next;
+    if (ws) ws->refs++;
+    else {
+        uint64_t bytes = t ? t->nbytes : 0;
+        df__wpending *pd = w->n_pending < DF__W_PENDING_MAX && w->pending_bytes + bytes <= DF__W_PENDING_BYTES ?
+                           (df__wpending *)DF_MALLOC(sizeof *pd) : NULL;
+        if (pd) {
+            pd->step = id; pd->key = key; pd->fid = fid; pd->iter = iter; pd->dead = dead; pd->t = t; pd->when = time(NULL);
+            pd->next = w->pending;
+            w->pending = pd;
+            w->n_pending++;
+            w->pending_bytes += bytes;
+            t = NULL;
+        } else df__w_log(w, "dropping a value for step %llu, which has not started here: %d values (%llu bytes) wait already",
+                         (unsigned long long)id, w->n_pending, (unsigned long long)w->pending_bytes);
+        df__w_pending_purge(w, 0);
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (!ws) { df_tensor_release(t); return; }
+    df__w_deliver(ws, key, fid, iter, dead, t);
+    df__w_step_drop(w, ws);
+}
+/* A TENSOR frame's payload read from the socket: the fixed fields, then the value's bytes
+   straight into the tensor's own memory (no copy of a large value). 0, or -1 with *why. */
+static int df__w_tensor_stream(df__wconn *c, uint64_t len, const char **why) {
+    unsigned char fx[DF__W_TENSOR_FIXED + 16 + 8 * DF_MAX_RANK];
+    if (len < DF__W_TENSOR_FIXED) { *why = "TENSOR: step"; return -1; }
+    if (df__sock_read(c->fd, fx, DF__W_TENSOR_FIXED)) { *why = "the connection broke inside a message"; return -1; }
+    uint64_t id = df__get64(fx), fid = df__get64(fx + 12), iter = df__get64(fx + 20);
+    int32_t key = (int32_t)df__get32(fx + 8);
+    uint32_t dead = df__get32(fx + 28);
+    uint64_t left = len - DF__W_TENSOR_FIXED;
+    df_tensor *t = NULL;
+    if (dead) { if (left) { *why = "TENSOR: bytes after a dead value"; return -1; } }
+    else {
+        if (left < 8 || df__sock_read(c->fd, fx, 8)) { *why = "TENSOR: value"; return -1; }
+        uint32_t dt = df__get32(fx), rank = df__get32(fx + 4);
+        left -= 8;
+        if (rank > DF_MAX_RANK || left < 8ull * rank + 8 || df__sock_read(c->fd, fx + 8, 8ull * rank + 8)) { *why = "TENSOR: value"; return -1; }
+        left -= 8ull * rank + 8;
+        int64_t dims[DF_MAX_RANK];
+        for (uint32_t d = 0; d < rank; d++) {
+            uint64_t v = df__get64(fx + 8 + 8 * d);
+            if (v > (uint64_t)INT64_MAX) { *why = "TENSOR: value"; return -1; }
+            dims[d] = (int64_t)v;
+        }
+        uint64_t nbytes = df__get64(fx + 8 + 8 * rank);
+        if (nbytes != left) { *why = "TENSOR: the value's size and the frame's disagree"; return -1; }
+        df_status st;
+        if (dt == DF_STRING) {                   /* small as a rule: through the checked decoder */
+            unsigned char *buf = (unsigned char *)DF_MALLOC((size_t)(16 + 8 * rank + nbytes) + 1);
+            if (!buf) { *why = "out of memory for a message"; return -1; }
+            memcpy(buf, fx, 16 + 8 * rank);
+            if (df__sock_read(c->fd, buf + 8 + 8 * rank + 8, (size_t)nbytes)) { DF_FREE(buf); *why = "the connection broke inside a message"; return -1; }
+            df__wread r = {buf, (size_t)(16 + 8 * rank + nbytes), NULL};
+            t = df__wr_tensor(&r, "TENSOR: value");
+            DF_FREE(buf);
+            if (!t) { *why = r.bad; return -1; }
+        } else {
+            int64_t n;
+            size_t bytes;
+            if (dt > 1000 || df__shape_check((df_dtype)dt, (int)rank, dims, &n, &bytes, 0, &st) != DF_OK || bytes != nbytes) { *why = "TENSOR: value"; return -1; }
+            if (!(t = df__tensor_alloc(NULL, (df_dtype)dt, (int)rank, dims, &st))) { *why = "out of memory for a tensor"; return -1; }
+            if (bytes && df__sock_read(c->fd, t->data, bytes)) { df_tensor_release(t); *why = "the connection broke inside a message"; return -1; }
+        }
+    }
+    df__w_tensor_in(c->w, id, key, fid, iter, (int)dead, t);
+    return 0;
+}
+
+/* RUN_STEP: step id, incarnation, this worker's task, the cluster, then per partition its
+   handle and feeds. The step runs on a thread of its own and answers STEP_DONE. */
+typedef struct df__wrun {
+    df__wstep ws;
+    df__wconn *c;
+    int n_parts, n_feeds, n_fetch, n_held;
+    df__wreg **regs;                 /* the partitions it runs, each held (n_held of them) */
+    df_tensor **feeds, **fetches;
+} df__wrun;
+static void df__wrun_free(df__wrun *run) {
+    if (!run) return;
+    df_worker *w = run->ws.w;
+    pthread_mutex_lock(&w->mu);                  /* the partitions it held */
+    for (int p = 0; run->regs && p < run->n_held; p++)
+        if (run->regs[p] && --run->regs[p]->refs == 0) df__wreg_free(run->regs[p]);
+    pthread_mutex_unlock(&w->mu);
+    for (int k = 0; k < run->n_feeds; k++) df_tensor_release(run->feeds[k]);
+    for (int k = 0; run->fetches && k < run->n_fetch; k++) df_tensor_release(run->fetches[k]);
+    df__rv_free(&run->ws.g.rv);
+    DF_FREE(run->ws.g.steps); DF_FREE(run->ws.keys); DF_FREE(run->ws.tasks); DF_FREE(run->ws.rkeys); DF_FREE(run->ws.rtypes); DF_FREE(run->ws.cluster);
+    DF_FREE(run->regs); DF_FREE(run->feeds); DF_FREE(run->fetches);
+    DF_FREE(run);
+}
+static void *df__w_step_main(void *arg) {
+    df__wrun *run = (df__wrun *)arg;
+    df__wstep *ws = &run->ws;
+    df_worker *w = ws->w;
+    df_status st;
+    df_status_clear(&st);
+    df__group_execute(&ws->g, &st);
+    /* off the list first (no delivery in progress), then the answer */
+    pthread_mutex_lock(&w->mu);
+    for (df__wstep **q = &w->steps; *q; q = &(*q)->next) if (*q == ws) { *q = ws->next; break; }
+    while (ws->refs) pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    df__wbuf b = {NULL, 0, 0, 0};
+    df__wb_u64(&b, ws->id);
+    df__wb_u32(&b, (uint32_t)st.code);
+    df__wb_str(&b, st.code ? st.message : "");
+    df__wb_u32(&b, (uint32_t)(st.code ? 0 : run->n_fetch));
+    for (int k = 0; !st.code && k < run->n_fetch; k++) {
+        df__wb_u32(&b, run->fetches[k] != NULL);
+        if (run->fetches[k]) df__wb_tensor(&b, run->fetches[k]);
+    }
+    if (b.oom) {                                 /* (the answer itself does not fit) */
+        DF_FREE(b.p);
+        memset(&b, 0, sizeof b);
+        df__wb_u64(&b, ws->id); df__wb_u32(&b, DF_RESOURCE_EXHAUSTED); df__wb_str(&b, "Out of memory sending a step's results"); df__wb_u32(&b, 0);
+    }
+    if (df__w_answer(run->c, DF__W_STEP_DONE, &b)) shutdown(run->c->fd, SHUT_RDWR);
+    DF_FREE(b.p);
+    df__wconn *c = run->c;
+    df__wrun_free(run);
+    df__w_conn_release(c);
+    pthread_mutex_lock(&w->mu);
+    w->n_conns--;                                /* (step threads count as connections for stop) */
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
+    df_worker *w = c->w;
+    uint64_t id = df__wr_u64(r, "RUN_STEP: step"), inc = df__wr_u64(r, "RUN_STEP: incarnation");
+    (void)df__wr_u32(r, "RUN_STEP: task");
+    uint32_t nc = df__wr_u32(r, "RUN_STEP: cluster");
+    if (r->bad) return 1;
+    if (nc > 4096) { *why = "RUN_STEP: cluster"; return 1; }
+    df__wrun *run = (df__wrun *)DF_MALLOC(sizeof *run);
+    if (!run) { *why = "out of memory"; return 1; }
+    memset(run, 0, sizeof *run);
+    df__wstep *ws = &run->ws;
+    ws->id = id; ws->w = w; ws->conn = c;
+    ws->g.remote = ws;
+    df_code err = DF_OK;
+    char errmsg[256] = "";
+    if (!(ws->cluster = (char (*)[64])DF_MALLOC(((size_t)nc + 1) * 64))) { DF_FREE(run); *why = "out of memory"; return 1; }
+    for (uint32_t i = 0; i < nc && !r->bad; i++) {
+        char *a = df__wr_str(r, 63, "RUN_STEP: address");
+        if (a) { memcpy(ws->cluster[i], a, strlen(a) + 1); DF_FREE(a); }
+    }
+    ws->n_cluster = (int)nc;
+    uint32_t np = df__wr_u32(r, "RUN_STEP: partitions");
+    if (!r->bad && (np == 0 || np > 4096)) r->bad = "RUN_STEP: partitions";
+    if (!r->bad && !(run->regs = (df__wreg **)DF_MALLOC(((size_t)np + 1) * sizeof(df__wreg *)))) r->bad = "out of memory";
+    int *feed_at = r->bad ? NULL : (int *)DF_MALLOC(((size_t)np + 1) * sizeof(int)), cap = 0;
+    if (!r->bad && !feed_at) r->bad = "out of memory";
+    for (uint32_t p = 0; !r->bad && p < np; p++) {
+        uint32_t h = df__wr_u32(r, "RUN_STEP: handle"), nf = df__wr_u32(r, "RUN_STEP: feeds");
+        if (r->bad) break;
+        pthread_mutex_lock(&w->mu);
+        df__wreg *rg = h < (uint32_t)w->n_regs ? w->regs[h] : NULL;
+        if (rg && rg->owner != c) rg = NULL;    /* a connection runs only what it registered */
+        if (rg) rg->refs++;                     /* (held until the step ends: df__wrun_free) */
+        pthread_mutex_unlock(&w->mu);
+        for (uint32_t q = 0; rg && q < p; q++) if (run->regs[q] == rg && !err) { err = DF_INVALID_ARGUMENT; snprintf(errmsg, sizeof errmsg, "Partition handle %u is listed twice", h); }
+        if (!rg && !err) { err = DF_FAILED_PRECONDITION; snprintf(errmsg, sizeof errmsg, "Partition handle %u is not registered on this worker by this connection (restarted?)", h); }
+        else if (rg && (int)nf != rg->n_feeds && !err) { err = DF_INVALID_ARGUMENT; snprintf(errmsg, sizeof errmsg, "Partition %u takes %d feeds, got %u", h, rg->n_feeds, nf); }
+        run->regs[p] = rg;
+        run->n_held = (int)p + 1;
+        feed_at[p] = run->n_feeds;
+        for (uint32_t k = 0; k < nf && !r->bad; k++) {
+            df_tensor *t = df__wr_tensor(r, "RUN_STEP: feed");
+            if (!t) break;
+            if (!df__grow(&run->feeds, &cap, run->n_feeds + 1, sizeof(df_tensor *))) { df_tensor_release(t); r->bad = "out of memory"; break; }
+            run->feeds[run->n_feeds++] = t;
+            if (!err && rg && (int)k < rg->n_feeds) {     /* a feed as df_session_run checks it */
+                df_output o = rg->feeds[k];
+                if (t->dtype != o.node->out_types[o.index] || !df__shape_compatible(&o.node->out_shapes[o.index], t)) {
+                    err = DF_INVALID_ARGUMENT;
+                    snprintf(errmsg, sizeof errmsg, "Feed %u of partition %u is %s of rank %d, which '%.80s:%d' does not take", k, h,
+                             df_dtype_name(t->dtype), t->rank, o.node->name, o.index);
+                }
+            }
+        }
+    }
+    if (feed_at) feed_at[np] = run->n_feeds;
+    if (!r->bad && r->n) r->bad = "RUN_STEP: bytes after the feeds";
+    if (r->bad) { DF_FREE(feed_at); df__wrun_free(run); return 1; }
+    if (!err && inc != w->incarnation) { err = DF_ABORTED; snprintf(errmsg, sizeof errmsg, "Worker incarnation changed (it restarted): the session must be made again"); }
+    /* the group, set up before the step is listed (an ABORT or a value may come at once) */
+    run->n_parts = (int)np;
+    int ok = !err && df__rv_init(&ws->g.rv);
+    for (uint32_t p = 0; ok && p < np; p++) {
+        run->n_fetch += run->regs[p]->n_fetches;
+        ws->n_keys += run->regs[p]->n_remote;
+        ws->n_rkeys += run->regs[p]->n_recv;
+    }
+    if (ok) {
+        run->fetches = (df_tensor **)DF_MALLOC(((size_t)run->n_fetch + 1) * sizeof(df_tensor *));
+        ws->g.steps = (df__step *)DF_MALLOC(((size_t)np + 1) * sizeof(df__step));
+        ws->keys = (int32_t *)DF_MALLOC(((size_t)ws->n_keys + 1) * sizeof(int32_t));
+        ws->tasks = (int32_t *)DF_MALLOC(((size_t)ws->n_keys + 1) * sizeof(int32_t));
+        ws->rkeys = (int32_t *)DF_MALLOC(((size_t)ws->n_rkeys + 1) * sizeof(int32_t));
+        ws->rtypes = (df_dtype *)DF_MALLOC(((size_t)ws->n_rkeys + 1) * sizeof(df_dtype));
+        ok = run->fetches && ws->g.steps && ws->keys && ws->tasks && ws->rkeys && ws->rtypes;
+    }
+    if (ok) {
+        memset(run->fetches, 0, ((size_t)run->n_fetch + 1) * sizeof(df_tensor *));
+        memset(ws->g.steps, 0, ((size_t)np + 1) * sizeof(df__step));
+        ws->g.n_steps = (int)np;
+        int fo = 0, nk = 0, nr = 0;
+        for (uint32_t p = 0; p < np; p++) {
+            const df__wreg *rg = run->regs[p];
+            df__step *step = &ws->g.steps[p];
+            step->x = rg->x; step->session = w->sess; step->device = rg->dev;
+            step->feeds = run->feeds ? run->feeds + feed_at[p] : NULL;   /* (none fed: no array) */
+            step->fetches = run->fetches + fo;
+            step->group = &ws->g; step->home = &ws->g.steps[0]; step->ipool = w->sess->ipool;
+            step->pool = w->sess->pool; step->threaded = w->sess->pool != NULL; step->shared = step->threaded;
+            fo += rg->n_fetches;
+            for (int k = 0; k < rg->n_remote; k++, nk++) { ws->keys[nk] = rg->remote_keys[k]; ws->tasks[nk] = rg->remote_tasks[k]; }
+            for (int k = 0; k < rg->n_recv; k++, nr++) { ws->rkeys[nr] = rg->recv_keys[k]; ws->rtypes[nr] = rg->recv_types[k]; }
+        }
+    } else if (!err) { err = DF_RESOURCE_EXHAUSTED; snprintf(errmsg, sizeof errmsg, "Out of memory starting a step"); }
+    DF_FREE(feed_at);
+    if (err) {
+        df__wrun_free(run);
+        df__wbuf b = {NULL, 0, 0, 0};
+        df__wb_u64(&b, id); df__wb_u32(&b, (uint32_t)err); df__wb_str(&b, errmsg); df__wb_u32(&b, 0);
+        int bad = df__w_answer(c, DF__W_STEP_DONE, &b);
+        DF_FREE(b.p);
+        if (bad) { *why = "cannot answer RUN_STEP"; return 1; }
+        return 0;
+    }
+    run->c = c;
+    df__wpending *mine = NULL;
+    pthread_mutex_lock(&w->mu);
+    ws->next = w->steps;
+    w->steps = ws;
+    ws->refs++;
+    for (df__wpending **q = &w->pending; *q;) {
+        if ((*q)->step == id) {
+            df__wpending *o = *q;
+            *q = o->next; o->next = mine; mine = o;
+            w->n_pending--;
+            w->pending_bytes -= o->t ? o->t->nbytes : 0;
+        } else q = &(*q)->next;
+    }
+    w->n_conns++;
+    pthread_mutex_unlock(&w->mu);
+    for (df__wpending *o = mine, *next; o; o = next) {   /* values that came first */
+        next = o->next;
+        df__w_deliver(ws, o->key, o->fid, o->iter, o->dead, o->t);
+        DF_FREE(o);
+    }
+    df__w_step_drop(w, ws);
+    pthread_t t;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    __atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+    int started = pthread_create(&t, &at, df__w_step_main, run) == 0;
+    pthread_attr_destroy(&at);
+    if (!started) {
+        __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+        pthread_mutex_lock(&w->mu);
+        for (df__wstep **q = &w->steps; *q; q = &(*q)->next) if (*q == ws) { *q = ws->next; break; }
+        while (ws->refs) pthread_cond_wait(&w->cv, &w->mu);
+        w->n_conns--;
+        pthread_mutex_unlock(&w->mu);
+        df__wrun_free(run);
+        if (df__w_reply_error(c, DF_RESOURCE_EXHAUSTED, "Cannot start a step (out of threads)")) { *why = "cannot answer RUN_STEP"; return 1; }
+    }
+    return 0;
+}
+/* ABORT: the step's group fails with the master's status */
+static void df__w_abort(df_worker *w, df__wread *r) {
+    uint64_t id = df__wr_u64(r, "ABORT: step");
+    uint32_t code = df__wr_u32(r, "ABORT: code");
+    char *msg = df__wr_str(r, 4000, "ABORT: message");
+    if (r->bad) { DF_FREE(msg); return; }
+    df_status why;
+    df_status_set(&why, code ? (df_code)code : DF_ABORTED, "%s", msg ? msg : "aborted by the master");
+    DF_FREE(msg);
+    df__wstep *ws = df__w_step_hold(w, id, NULL);
+    if (!ws) return;
+    df__group_abort(&ws->g, &why);
+    df__w_step_drop(w, ws);
+}
+
+/* Handles one message; returns 0 to go on, 1 to close (why: the reason), 2 to stop the worker. */
+static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint64_t len, const char **why) {
+    df_worker *w = c->w;
+    df__wread r = {data, (size_t)len, NULL};
+    df__wbuf out = {NULL, 0, 0, 0};
+    int ret = 0;
+    switch (type) {
+    case DF__W_HELLO: {
+        uint32_t version = df__wr_u32(&r, "HELLO: version");
+        if (r.bad) break;
+        if (version != DF__W_VERSION) { *why = "HELLO from another protocol version"; ret = 1; break; }
+        df__wb_u64(&out, w->incarnation);
+        df__wb_u32(&out, (uint32_t)w->opts.task);
+        int nd = w->sess->n_devices;
+        df__wb_u32(&out, (uint32_t)nd);
+        for (int i = 0; i < nd; i++) {
+            char name[96];
+            snprintf(name, sizeof name, "/job:worker/replica:0/task:%d/device:CPU:%d", w->opts.task, i);
+            df__wb_str(&out, name);
+        }
+        if (df__w_answer(c, DF__W_HELLO_OK, &out)) { *why = "cannot answer HELLO"; ret = 1; }
+        break;
+    }
+    case DF__W_PING: {
+        uint64_t v = df__wr_u64(&r, "PING: value");
+        if (r.bad) break;
+        df__wb_u64(&out, v);
+        if (df__w_answer(c, DF__W_PONG, &out)) { *why = "cannot answer PING"; ret = 1; }
+        break;
+    }
+    case DF__W_REGISTER: {
+        df_status st;
+        df_status_clear(&st);
+        int handle = -1;
+        df__w_register(w, c, &r, &handle, &st);
+        if (r.bad) break;
+        if (handle < 0) { if (df__w_reply_error(c, st.code ? st.code : DF_INTERNAL, st.message)) { *why = "cannot answer REGISTER"; ret = 1; } break; }
+        df__wb_u32(&out, (uint32_t)handle);
+        if (df__w_answer(c, DF__W_REGISTERED, &out)) { *why = "cannot answer REGISTER"; ret = 1; }
+        break;
+    }
+    case DF__W_RUN_STEP: ret = df__w_run_step(c, &r, why); if (!ret) r.n = 0; break;
+    case DF__W_TENSOR: r.bad = "TENSOR: read as a stream"; break;   /* (df__w_conn_main streams TENSORs) */
+    case DF__W_ABORT: df__w_abort(w, &r); break;
+    case DF__W_HEARTBEAT: r.n = 0; break;
+    case DF__W_CLOSE: *why = "closed by the peer"; ret = 1; break;
+    case DF__W_SHUTDOWN: *why = "shut down by the peer"; ret = 2; break;
+    default: *why = "a message a worker does not take"; ret = 1;
+    }
+    if (r.bad) { *why = r.bad; ret = 1; }
+    else if (!ret && r.n) { *why = "bytes after the end of a message"; ret = 1; }
+    DF_FREE(out.p);
+    return ret;
+}
+static void df__w_stop_locked(df_worker *w) {
+    if (w->stopping) return;
+    __atomic_store_n(&w->stopping, 1, __ATOMIC_RELEASE);   /* (read without the lock by the accept thread) */
+    shutdown(w->listen_fd, SHUT_RDWR);
+    for (int i = 0; i < w->cap_conns; i++) if (w->conn_fds[i] >= 0) shutdown(w->conn_fds[i], SHUT_RDWR);
+    for (int i = 0; i < w->n_peers; i++) {       /* (a send blocked on a peer ends too) */
+        int fd = __atomic_load_n(&w->peers[i]->fd, __ATOMIC_ACQUIRE);
+        if (fd >= 0) shutdown(fd, SHUT_RDWR);
+    }
+    pthread_cond_broadcast(&w->cv);
+}
+static void *df__w_conn_main(void *arg) {
+    df__wconn *c = (df__wconn *)arg;
+    df_worker *w = c->w;
+    uint64_t max = w->opts.max_message_bytes ? w->opts.max_message_bytes : DF_MAX_MESSAGE_BYTES;
+    for (;;) {
+        unsigned char *data = NULL;
+        uint64_t len = 0;
+        const char *why = NULL;
+        char buf[160];
+        int type = df__w_recv_head(c->fd, max, &len, &why, buf, sizeof buf);
+        if (type == DF__W_TENSOR) {               /* its value straight into a tensor */
+            if (df__w_tensor_stream(c, len, &why) == 0) continue;
+            if (!__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) df__w_log(w, "closing the connection from %s: malformed TENSOR message: %s", c->peer, why);
+            break;
+        }
+        if (type > 0) type = df__w_recv_body(c->fd, type, &data, len, &why);
+        if (type <= 0) {
+            if (type < 0 && !__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) df__w_log(w, "closing the connection from %s: %s", c->peer, why);
+            DF_FREE(data);
+            break;
+        }
+        int r = df__w_handle(c, type, data, len, &why);
+        DF_FREE(data);
+        if (r == 1) {
+            if (strcmp(why, "closed by the peer")) df__w_log(w, "closing the connection from %s: malformed %s message: %s", c->peer, df__w_type_names[type], why);
+            break;
+        }
+        if (r == 2) {
+            df__w_log(w, "shutting down at the request of %s", c->peer);
+            pthread_mutex_lock(&w->mu);
+            df__w_stop_locked(w);
+            pthread_mutex_unlock(&w->mu);
+            break;
+        }
+    }
+    /* the master is gone: the steps it started end (they hold c until then) */
+    df_status gone;
+    df_status_set(&gone, DF_ABORTED, "The master's connection (%s) closed during the step", c->peer);
+    for (df__wstep *ws; (ws = df__w_step_hold(w, 0, c));) {
+        df__group_abort(&ws->g, &gone);
+        df__w_step_drop(w, ws);
+    }
+    pthread_mutex_lock(&w->mu);
+    for (int i = 0; i < w->n_regs; i++)          /* its registrations go (once no step runs them) */
+        if (w->regs[i] && w->regs[i]->owner == c) {
+            if (--w->regs[i]->refs == 0) df__wreg_free(w->regs[i]);
+            w->regs[i] = NULL;
+        }
+    w->conn_fds[c->slot] = -1;
+    shutdown(c->fd, SHUT_RDWR);
+    w->n_conns--;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    df__w_conn_release(c);
+    return NULL;
+}
+/* Every 250 ms, a HEARTBEAT to the master of each running step: a step may take long, and
+   the master tells a slow step from a stopped worker by them. */
+static void *df__w_beat_main(void *arg) {
+    df_worker *w = (df_worker *)arg;
+    pthread_mutex_lock(&w->mu);
+    while (!w->stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 250000000L;
+        if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        /* the running steps' connections (each held), then the sends without the lock: a
+           master that stops reading blocks only this thread, until its send timeout */
+        enum { BEATS = 64 };
+        df__wconn *to[BEATS];
+        uint64_t ids[BEATS];
+        int n = 0;
+        for (df__wstep *ws = w->steps; ws && n < BEATS && !w->stopping; ws = ws->next) {
+            __atomic_add_fetch(&ws->conn->refs, 1, __ATOMIC_ACQ_REL);
+            to[n] = ws->conn; ids[n++] = ws->id;
+        }
+        df__w_pending_purge(w, 0);
+        pthread_mutex_unlock(&w->mu);
+        for (int i = 0; i < n; i++) {
+            unsigned char f[DF__W_HEADER + 8];
+            df__w_header(f, DF__W_HEARTBEAT, 8);
+            df__put64(f + DF__W_HEADER, ids[i]);
+            pthread_mutex_lock(&to[i]->wmu);
+            if (df__sock_write(to[i]->fd, f, sizeof f)) shutdown(to[i]->fd, SHUT_RDWR);
+            pthread_mutex_unlock(&to[i]->wmu);
+            df__w_conn_release(to[i]);
+        }
+        pthread_mutex_lock(&w->mu);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+static void *df__w_accept_main(void *arg) {
+    df_worker *w = (df_worker *)arg;
+    for (;;) {
+        struct sockaddr_in a;
+        socklen_t al = sizeof a;
+        int fd = accept(w->listen_fd, (struct sockaddr *)&a, &al);
+        if (__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) { if (fd >= 0) close(fd); break; }
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) { struct timespec ts = {0, 50000000}; nanosleep(&ts, NULL); continue; }
+            df__w_log(w, "accept failed: %s; the worker stops", strerror(errno));
+            break;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        struct timeval tv = {10, 0};             /* a peer that stops reading fails our writes */
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        df__wconn *c = (df__wconn *)DF_MALLOC(sizeof *c);
+        pthread_mutex_lock(&w->mu);
+        if (w->stopping) { pthread_mutex_unlock(&w->mu); close(fd); DF_FREE(c); break; }
+        int slot = -1;
+        for (int i = 0; i < w->cap_conns && slot < 0; i++) if (w->conn_fds[i] < 0) slot = i;
+        if (slot < 0 && c) {
+            int old = w->cap_conns;
+            if (df__grow(&w->conn_fds, &w->cap_conns, old + 1, sizeof(int))) {
+                for (int i = old; i < w->cap_conns; i++) w->conn_fds[i] = -1;
+                slot = old;
+            }
+        }
+        pthread_t t;
+        int started = 0;
+        if (c && slot >= 0) {
+            c->w = w; c->fd = fd; c->slot = slot; c->refs = 1;
+            pthread_mutex_init(&c->wmu, NULL);
+            char ip[INET_ADDRSTRLEN] = "?";
+            inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
+            snprintf(c->peer, sizeof c->peer, "%s:%d", ip, (int)ntohs(a.sin_port));
+            w->conn_fds[slot] = fd;
+            w->n_conns++;
+            pthread_attr_t at;
+            pthread_attr_init(&at);
+            pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+            started = pthread_create(&t, &at, df__w_conn_main, c) == 0;
+            pthread_attr_destroy(&at);
+            if (!started) { w->conn_fds[slot] = -1; w->n_conns--; pthread_mutex_destroy(&c->wmu); }
+        }
+        pthread_mutex_unlock(&w->mu);
+        if (!started) { df__w_log(w, "cannot serve a new connection (out of memory or threads)"); close(fd); DF_FREE(c); }
+        (void)t;
+    }
+    return NULL;
+}
+#endif /* DF__NET */
+
+df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
+    df_status local;
+    if (!st) st = &local;
+    df_status_clear(st);
+#ifndef DF__NET
+    (void)opts;
+    df_status_set(st, DF_UNIMPLEMENTED, "Workers need POSIX sockets and threads: build dataflow.c on its own (two translation units) without DF_NO_THREADS");
+    return NULL;
+#else
+    df_worker_options o;
+    memset(&o, 0, sizeof o);
+    if (opts) o = *opts;
+    if (o.port < 0 || o.port > 65535 || o.task < 0) { df_status_set(st, DF_INVALID_ARGUMENT, "df_worker_start: port %d, task %d", o.port, o.task); return NULL; }
+    df_worker *w = (df_worker *)DF_MALLOC(sizeof *w);
+    if (!w) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); return NULL; }
+    memset(w, 0, sizeof *w);
+    w->opts = o;
+    w->listen_fd = -1;
+    {   /* a fresh incarnation per worker: time, process and address mixed */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t h = df__hash_mix((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, (uint64_t)getpid());
+        w->incarnation = df__hash_mix(h, (uint64_t)(uintptr_t)w) | 1;
+    }
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)o.port);
+    const char *host = o.host ? o.host : "127.0.0.1";
+    if (!strcmp(host, "localhost")) host = "127.0.0.1";
+    if (inet_pton(AF_INET, host, &a.sin_addr) != 1) { df_status_set(st, DF_INVALID_ARGUMENT, "df_worker_start: '%s' is not an IPv4 address", host); DF_FREE(w); return NULL; }
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 64)) {
+        df_status_set(st, errno == EADDRINUSE ? DF_ALREADY_EXISTS : errno == EACCES ? DF_PERMISSION_DENIED : DF_UNAVAILABLE,
+                      "df_worker_start: cannot listen on %s:%d: %s", host, o.port, strerror(errno));
+        if (fd >= 0) close(fd);
+        DF_FREE(w);
+        return NULL;
+    }
+    socklen_t al = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &al);
+    w->port = ntohs(a.sin_port);
+    w->listen_fd = fd;
+    df_session_options so;
+    memset(&so, 0, sizeof so);
+    so.num_cpu_devices = o.num_cpu_devices > 0 ? o.num_cpu_devices : 1;
+    so.inter_op_threads = DF__MAX(2, df__num_cores());   /* (a step waits for other workers on its pool) */
+    if (!(w->empty = df_graph_new()) || !(w->sess = df_session_new(w->empty, &so, st))) {
+        if (!st->code) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        df_graph_free(w->empty);
+        close(fd);
+        DF_FREE(w);
+        return NULL;
+    }
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    if (pthread_create(&w->beat_thread, NULL, df__w_beat_main, w) != 0) {
+        close(fd);
+        pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
+        df_session_free(w->sess); df_graph_free(w->empty);
+        DF_FREE(w);
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "df_worker_start: cannot start a thread");
+        return NULL;
+    }
+    if (pthread_create(&w->accept_thread, NULL, df__w_accept_main, w) != 0) {
+        pthread_mutex_lock(&w->mu);
+        __atomic_store_n(&w->stopping, 1, __ATOMIC_RELEASE);
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->beat_thread, NULL);
+        close(fd);
+        pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
+        df_session_free(w->sess); df_graph_free(w->empty);
+        DF_FREE(w);
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "df_worker_start: cannot start a thread");
+        return NULL;
+    }
+    return w;
+#endif
+}
+int df_worker_port(const df_worker *w) { return w ? w->port : -1; }
+uint64_t df_worker_incarnation(const df_worker *w) { return w ? w->incarnation : 0; }
+/* Waits until the worker is asked to stop (a SHUTDOWN message or df_worker_stop elsewhere). */
+void df_worker_wait(df_worker *w) {
+#ifdef DF__NET
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    while (!w->stopping) pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+#else
+    (void)w;
+#endif
+}
+void df_worker_stop(df_worker *w) {
+    if (!w) return;
+#ifdef DF__NET
+    pthread_mutex_lock(&w->mu);
+    df__w_stop_locked(w);
+    while (w->n_conns > 0) pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->accept_thread, NULL);
+    pthread_join(w->beat_thread, NULL);
+    close(w->listen_fd);
+    for (int i = 0; i < w->n_regs; i++) if (w->regs[i] && --w->regs[i]->refs == 0) df__wreg_free(w->regs[i]);
+    for (int i = 0; i < w->n_peers; i++) { if (w->peers[i]->fd >= 0) close(w->peers[i]->fd); pthread_mutex_destroy(&w->peers[i]->mu); DF_FREE(w->peers[i]); }
+    df__w_pending_purge(w, 1);
+    DF_FREE(w->regs); DF_FREE(w->conn_fds); DF_FREE(w->peers);
+    df_session_free(w->sess);
+    df_graph_free(w->empty);
+    pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
+#endif
+    DF_FREE(w);
+}
+df_code df_worker_serve(const df_worker_options *opts, df_status *st) {
+    df_status local;
+    if (!st) st = &local;
+    df_worker *w = df_worker_start(opts, st);
+    if (!w) return st->code;
+    if (opts && opts->on_listening) opts->on_listening(w->port, opts->log_user);
+    df_worker_wait(w);
+    df_worker_stop(w);
+    return DF_OK;
+}
+
+/* What a worker says of itself: its incarnation, task and devices. */
+df_code df_worker_hello(const char *address, int timeout_ms, df_worker_info *info, df_status *st) {
+    df_status local;
+    if (!st) st = &local;
+    df_status_clear(st);
+    if (info) memset(info, 0, sizeof *info);
+#ifndef DF__NET
+    (void)address; (void)timeout_ms;
+    return df_status_set(st, DF_UNIMPLEMENTED, "Workers need POSIX sockets and threads");
+#else
+    char err[256];
+    int fd = df__connect(address, timeout_ms > 0 ? timeout_ms : 5000, err, sizeof err);
+    if (fd < 0) return df_status_set(st, DF_UNAVAILABLE, "%s", err);
+    struct timeval tv = {(timeout_ms > 0 ? timeout_ms : 5000) / 1000, ((timeout_ms > 0 ? timeout_ms : 5000) % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    df__wbuf b = {NULL, 0, 0, 0};
+    df__wb_u32(&b, DF__W_VERSION);
+    unsigned char *data = NULL;
+    uint64_t len = 0;
+    const char *why = NULL;
+    char buf[160];
+    int type = b.oom || df__w_send(fd, DF__W_HELLO, &b) ? -1 : df__w_recv(fd, (uint64_t)1 << 20, &data, &len, &why, buf, sizeof buf);
+    DF_FREE(b.p);
+    if (type != DF__W_HELLO_OK) {
+        DF_FREE(data);
+        close(fd);
+        return df_status_set(st, DF_UNAVAILABLE, "Worker %s did not answer HELLO: %s", address, type < 0 ? why : type == 0 ? "it closed the connection" : "a wrong answer");
+    }
+    df__wread r = {data, (size_t)len, NULL};
+    uint64_t inc = df__wr_u64(&r, "incarnation");
+    uint32_t task = df__wr_u32(&r, "task"), nd = df__wr_u32(&r, "devices");
+    if (info) { info->incarnation = inc; info->task = (int)task; info->num_devices = (int)nd; }
+    for (uint32_t i = 0; i < nd && !r.bad; i++) {
+        char *name = df__wr_str(&r, 95, "device name");
+        if (name && info && i < DF_WORKER_MAX_DEVICES) snprintf(info->devices[i], sizeof info->devices[i], "%s", name);
+        DF_FREE(name);
+    }
+    DF_FREE(data);
+    df__w_send(fd, DF__W_CLOSE, NULL);
+    close(fd);
+    if (r.bad) return df_status_set(st, DF_DATA_LOSS, "Worker %s sent a malformed HELLO answer (%s)", address, r.bad);
+    return DF_OK;
+#endif
+}
+

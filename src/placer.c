@@ -1,0 +1,450 @@
+/* ==========================================================================================
+   17. PLACER AND PARTITIONER                                                        >>partition
+   Runs once per run signature, after the whole pruned graph compiled and validated as one
+   executor (its items and static frames are what both passes read).
+   Placer: union-find colocation groups (`_class` "loc:@name" entries, ref and resource
+   edges), merged device requests, kernels per device type, soft placement; generators go to
+   their consumers' device, Shape/Size/Rank to their input's; everything else to the first
+   device (or, in the cost-model mode, where a simulation says it would finish first).
+   Switch and Exit then follow their data input, Enter and NextIteration their first consumer.
+   Partitioner: when more than one device is used, one new graph per device (the caller's graph
+   is never touched): each cross-device data edge becomes _Send/_Recv (one Recv per tensor and
+   destination), each cross-device control edge an empty Const sent, received and read by an
+   Identity. A Recv inside a loop frame fires once per iteration from a control loop (Enter,
+   Merge, Switch on the loop's predicate, NextIteration) built on its device, nested loops
+   inside their parents' control loops; devices without a cross-device edge in a frame get none.
+   ========================================================================================== */
+typedef struct df__part {
+    df_graph *g;                 /* the partition (owned), or the caller's graph for one device */
+    df__exec *x;
+    df__device *dev;
+    int *feed_map, n_feeds;      /* partition feed k is the run's feed feed_map[k] */
+    int *fetch_map, n_fetches;   /* partition fetch k is the run's fetch fetch_map[k] */
+    int task, handle;            /* a session with workers: the partition's worker and its handle there */
+    char **io_names;             /* and its feeds' and fetches' names there ("node:index") */
+} df__part;
+typedef struct df__plan {
+    df__part *parts;
+    int n_parts;
+    int owns_graphs;
+    int registered;              /* a session with workers: its partitions are registered there */
+    df_graph *work;              /* the optimised copy of the graph the plan runs (owned), or NULL */
+    df_pass_stats stats;
+} df__plan;
+struct df__cluster;
+
+/* (the session, whose devices and options placing and partitioning read) */
+struct df_session {
+    df_graph *g;
+    df_session_options opts;
+    struct df__cluster *cluster; /* opts.target: the workers */
+    df__device **devices;
+    int n_devices;
+    df__pool *pool;
+    df__ipool *ipool;            /* intra-op threads for big kernels (GEMM) */
+    df__spin lock;               /* cache and resources */
+    df__strmap cache;            /* signature -> index in plans */
+    df__plan **plans;
+    int n_plans, cap_plans;
+    df__plan *last_plan;         /* the plan of the latest run (df_session_partition) */
+    df__strmap resources;        /* "v:name" -> var index, "r:name" -> rng index */
+    df__var **vars;
+    int n_vars, cap_vars;
+    uint64_t *rng_counters;
+    int n_rng, cap_rng;
+    uint64_t seed_salt;
+    int ran;
+    int64_t gg_stats[4];         /* cuda_graphs: captures, replays, node-by-node runs, failed captures */
+    struct df__queue_set *queues;   /* FIFOQueueV2 state (section 19a); NULL until a queue is made */
+    int runs_in_flight;          /* df_session_run calls inside df__run_plan (df_session_free waits) */
+};
+
+static void df__plan_free(df__plan *p) {
+    if (!p) return;
+    for (int i = 0; i < p->n_parts; i++) {
+        df__exec_free(p->parts[i].x);
+        if (p->owns_graphs) df_graph_free(p->parts[i].g);
+        DF_FREE(p->parts[i].feed_map);
+        DF_FREE(p->parts[i].fetch_map);
+        for (int k = 0; p->parts[i].io_names && k < p->parts[i].n_feeds + p->parts[i].n_fetches; k++) DF_FREE(p->parts[i].io_names[k]);
+        DF_FREE(p->parts[i].io_names);
+    }
+    DF_FREE(p->parts);
+    df_graph_free(p->work);
+    DF_FREE(p);
+}
+/* Sessions with workers (section 21) */
+static df_code df__cluster_open(struct df_session *s, df_status *st);
+static void df__cluster_close(struct df__cluster *c);
+static df_code df__cluster_register(struct df_session *s, df__plan *plan, df_status *st);
+static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
+                               int n_fetches, df_status *st);
+
+/* ---- placer ---- */
+static int df__uf_find(int32_t *parent, int i) {
+    while (parent[i] != i) { parent[i] = parent[parent[i]]; i = parent[i]; }
+    return i;
+}
+static void df__uf_union(int32_t *parent, int32_t *rank, int a, int b) {
+    a = df__uf_find(parent, a); b = df__uf_find(parent, b);
+    if (a == b) return;
+    if (rank[a] < rank[b]) { int t = a; a = b; b = t; }
+    parent[b] = a;
+    if (rank[a] == rank[b]) rank[a]++;
+}
+/* Item -> output frame: Enter opens its child frame, Exit (and LoopCount) return to the parent. */
+static int df__item_out_frame(const df__exec *x, int i) {
+    const df__xitem *it = &x->items[i];
+    if (it->kind == DF__X_ENTER) return it->child_frame;
+    if (it->kind == DF__X_EXIT || it->kind == DF__X_COUNT) return x->frames[it->frame].parent;
+    return it->frame;
+}
+static int df__is_metadata_op(const df__opdef *op) {
+    return !strcmp(op->name, "Shape") || !strcmp(op->name, "Size") || !strcmp(op->name, "Rank");
+}
+/* The kernel a node runs on a device type, with its memory types. On a GPU, a node whose
+   inputs and outputs are all integers, booleans, strings or handles runs its CPU kernel with
+   every argument in host memory (TensorFlow's int32 rule: shapes, counters and predicates
+   stay on the host, so loop control never waits for the device); otherwise the GPU kernel
+   runs, and it must support the dtypes of its device-memory arguments. host_only (may be
+   NULL) says which of the two. NULL: no kernel. */
+static int df__host_dtype(df_dtype t) {
+    return t == DF_INT32 || t == DF_INT64 || t == DF_BOOL || t == DF_STRING || t == DF_RESOURCE;
+}
+#ifdef DATAFLOW_CUDA
+static uint32_t df__gg_mask(const struct df__gg *gg, int out);
+#endif
+static df__kernel_fn df__node_kernel(const df_node *n, int kernel_type, uint32_t *host_in, uint32_t *host_out,
+                                     int *host_only) {
+    const df__kernel_def *k = &n->op->kernels[kernel_type];
+    if (host_only) *host_only = 0;
+    if (!k->fn) return NULL;
+#ifdef DATAFLOW_CUDA
+    if (n->gg) {                                  /* the memory types its members take and make */
+        if (host_in) *host_in = df__gg_mask(n->gg, 0);
+        if (host_out) *host_out = df__gg_mask(n->gg, 1);
+        return k->fn;
+    }
+#endif
+    if (kernel_type == DF__DEV_CPU || (n->op->flags & DF__OP_TRANSFER)) {   /* _Send/_Recv: by name */
+        if (kernel_type != DF__DEV_CPU) {
+            if (host_in) *host_in = k->host_inputs;
+            if (host_out) *host_out = k->host_outputs;
+            return k->fn;
+        }
+        if (host_in) *host_in = ~0u;
+        if (host_out) *host_out = ~0u;
+        return k->fn;
+    }
+    int all_host = 1, ok = 1;
+    for (int i = 0; i < n->n_inputs; i++) {
+        df_dtype t = n->inputs[i].node->out_types[n->inputs[i].index];
+        if (!df__host_dtype(t)) all_host = 0;
+        uint32_t hin = (k->host_inputs & 0x80000000u) ? (i == n->n_inputs - 1) : k->host_inputs >> DF__MIN(i, 31) & 1;
+        if (!hin && k->types && !df__host_dtype(t) && !(k->types >> ((unsigned)t & 31) & 1)) ok = 0;
+    }
+    for (int i = 0; i < n->n_outputs; i++) {
+        df_dtype t = n->out_types[i];
+        if (!df__host_dtype(t)) all_host = 0;
+        if (!(k->host_outputs >> DF__MIN(i, 31) & 1) && k->types && !df__host_dtype(t) && !(k->types >> ((unsigned)t & 31) & 1)) ok = 0;
+    }
+    if (all_host) {
+        if (host_in) *host_in = ~0u;
+        if (host_out) *host_out = ~0u;
+        if (host_only) *host_only = 1;
+        return n->op->kernels[DF__DEV_CPU].fn;
+    }
+    if (!ok) return NULL;
+    if (host_in) *host_in = (k->host_inputs & 0x80000000u) && n->n_inputs > 0 && n->n_inputs <= 31
+                          ? (k->host_inputs & 0x7fffffffu) | 1u << (n->n_inputs - 1) : k->host_inputs;
+    if (host_out) *host_out = k->host_outputs;
+    return k->fn;
+}
+static int df__node_has_kernel(const df_node *n, const df__device *d) { return df__node_kernel(n, d->kernel_type, NULL, NULL, NULL) != NULL; }
+
+/* Where colocation groups of `_class` are written: "loc:@a" entries separated by commas or
+   spaces (a GraphDef's list(string) arrives joined). Calls fn for each name. */
+static int df__class_names(const df_node *n, int (*fn)(void *, const char *, size_t), void *user) {
+    const char *c = df__attr_s(n, "_class");
+    while (*c) {
+        while (*c == ',' || *c == ' ') c++;
+        size_t len = 0;
+        while (c[len] && c[len] != ',' && c[len] != ' ') len++;
+        if (len > 5 && !strncmp(c, "loc:@", 5) && !fn(user, c + 5, len - 5)) return 0;
+        c += len;
+    }
+    return 1;
+}
+typedef struct df__place_ctx {
+    const df__exec *x;
+    const df_graph *g;
+    const int32_t *item_of_node;
+    int32_t *parent, *rank;
+    df__devspec *spec;           /* per item: its request, then per group root: the merged one */
+    int self;
+} df__place_ctx;
+static int df__place_colocate(void *user, const char *name, size_t len) {
+    df__place_ctx *c = (df__place_ctx *)user;
+    char buf[256];
+    if (len >= sizeof buf) return 1;
+    memcpy(buf, name, len);
+    buf[len] = 0;
+    const df_node *other = df_graph_find(c->g, buf);
+    if (!other) return 1;                      /* TF ignores names it cannot find here too */
+    int j = c->item_of_node[other->id];
+    if (j >= 0) df__uf_union(c->parent, c->rank, c->self, j);
+    else {                                     /* not in this run: its request still binds */
+        df__devspec ds;
+        if (other->device && df__parse_device(other->device, &ds)) df__devspec_merge(&c->spec[c->self], &ds);
+    }
+    return 1;
+}
+
+/* An item that runs a node of the caller's graph (not a feed or fetch). */
+static int df__node_item(const df__exec *x, int i) {
+    return x->items[i].node && x->items[i].kind != DF__X_FETCH && x->items[i].kind != DF__X_FEED;
+}
+static int df__spec_constrained(const df__devspec *s) {
+    return s->type[0] || s->index >= 0 || s->job[0] || s->task >= 0 || s->replica >= 0;
+}
+/* The cost model's time to move a value of this shape to another device: ~2 us, ~8 GB/s. */
+static double df__transfer_ns(const df__shape *sh, df_dtype t) {
+    int64_t cnt = df__shape_count(sh);
+    return 2000.0 + (double)(cnt < 0 ? 4096 : cnt) * (double)df_dtype_size(t) / 8.0;
+}
+/* A rough cost in nanoseconds of running item i (the cost-model placement). */
+static double df__item_cost_ns(const df__exec *x, int i) {
+    const df_node *n = x->items[i].node;
+    double elems = 1;
+    for (int k = 0; k < n->n_outputs; k++) {
+        int64_t c = df__shape_count(&n->out_shapes[k]);
+        elems += c < 0 ? 1000 : (double)c;
+    }
+    if (!strcmp(n->op->name, "MatMul") && n->n_inputs == 2) {
+        const df__shape *a = &n->inputs[0].node->out_shapes[n->inputs[0].index];
+        if (a->rank == 2 && a->dims[1] > 0) elems *= (double)a->dims[1];
+    }
+    return 100.0 + (double)n->op->cost * elems / 3.0;
+}
+
+/* Places every node item of x on one of the session's devices: dev[i] (-1 for feed and fetch
+   items). Returns st->code. */
+static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_status *st) {
+    const df_graph *g = x->graph;
+    int n = x->n_items, nd = ss->n_devices;
+    int32_t *item_of_node = (int32_t *)DF_MALLOC((size_t)(g->n_nodes + 1) * sizeof(int32_t));
+    int32_t *parent = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    int32_t *rank = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    df__devspec *spec = (df__devspec *)DF_MALLOC((size_t)(n + 1) * sizeof(df__devspec));
+    uint32_t *kinds = (uint32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(uint32_t));  /* per root: device kinds all members can run on */
+    int32_t *group_dev = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    int32_t *gsize = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));      /* per root: members */
+    unsigned char *decided = (unsigned char *)DF_MALLOC((size_t)(n + 1));       /* per root: device fixed */
+    double *finish = NULL, *dev_free = NULL;
+    df_code code = DF_OK;
+    if (!item_of_node || !parent || !rank || !spec || !kinds || !group_dev || !gsize || !decided) goto oom;
+    for (int i = 0; i < g->n_nodes; i++) item_of_node[i] = -1;
+    for (int i = 0; i < n; i++) {
+        parent[i] = i; rank[i] = 0; group_dev[i] = -1; dev[i] = -1;
+        const df_node *nd_ = x->items[i].node;
+        df__parse_device(NULL, &spec[i]);
+        if (!df__node_item(x, i)) continue;
+        item_of_node[nd_->id] = i;
+        if (nd_->device && *nd_->device && !df__parse_device(nd_->device, &spec[i]))
+            { code = df_status_set(st, DF_INVALID_ARGUMENT, "Malformed device specification '%s' {{node %s}}", nd_->device, nd_->name); goto done; }
+    }
+    /* 1. colocation groups: _class entries, then ref and resource edges */
+    df__place_ctx pc = {x, g, item_of_node, parent, rank, spec, 0};
+    for (int i = 0; i < n; i++) {
+        const df_node *a = x->items[i].node;
+        if (!df__node_item(x, i)) continue;
+        pc.self = i;
+        df__class_names(a, df__place_colocate, &pc);
+        for (int k = 0; k < a->n_inputs; k++) {
+            df_output in = a->inputs[k];
+            int j = item_of_node[in.node->id];
+            if (j < 0) continue;                       /* fed */
+            if (df__ref_arg(a->op, k) || in.node->out_types[in.index] == DF_RESOURCE) {
+                /* TF: a reference (or resource) connection wins over the consumer's own request */
+                df__devspec merged = spec[i];
+                if (!df__devspec_merge(&merged, &spec[j])) spec[i] = spec[j];
+                df__uf_union(parent, rank, i, j);
+            }
+        }
+    }
+    /* 2. merged requests and kernel kinds per group */
+    for (int i = 0; i < n; i++) kinds[i] = ~0u;
+    for (int i = 0; i < n; i++) {
+        const df_node *a = x->items[i].node;
+        if (!df__node_item(x, i)) continue;
+        int r = df__uf_find(parent, i);
+        uint32_t k = 0;
+        for (int t = 0; t < DF__DEV_TYPES; t++) if (df__node_kernel(a, t, NULL, NULL, NULL)) k |= 1u << t;
+        kinds[r] &= k;
+        if (r == i) continue;
+        df__devspec merged = spec[r];
+        if (!df__devspec_merge(&merged, &spec[i])) {
+            if (ss->opts.soft_placement) continue;           /* the group keeps its first request */
+            char s1[96], s2[96];
+            df__devspec_str(&spec[r], s1, sizeof s1);
+            df__devspec_str(&spec[i], s2, sizeof s2);
+            code = df_status_set(st, DF_INVALID_ARGUMENT, "Cannot colocate nodes '%s' and '%s': their device "
+                                 "requests '%s' and '%s' are incompatible {{node %s}}", a->name,
+                                 x->items[r].node->name, s2, s1, a->name);
+            goto done;
+        }
+        spec[r] = merged;
+    }
+    /* 3. a device per group: the first (GPUs before CPUs, then by number) that matches the
+       request and runs every member's kernel */
+    for (int i = 0; i < n; i++) {
+        const df_node *a = x->items[i].node;
+        if (!df__node_item(x, i)) continue;
+        int r = df__uf_find(parent, i);
+        if (group_dev[r] >= 0) continue;
+        if (!kinds[r]) {
+            code = df_status_set(st, DF_INVALID_ARGUMENT, "Cannot place '%s' and the nodes colocated with it: no "
+                                 "device type has a kernel for all of their ops {{node %s}}", a->name, a->name);
+            goto done;
+        }
+        int best = -1, any = -1;
+        for (int pass = 0; pass < 2 && best < 0; pass++)
+            for (int d = 0; d < nd && best < 0; d++) {
+                const df__device *dv = ss->devices[d];
+                if ((pass == 0) != (dv->kernel_type == DF__DEV_GPU)) continue;
+                if (!(kinds[r] >> dv->kernel_type & 1)) continue;
+                if (any < 0) any = d;
+                if (df__devspec_matches(&spec[r], dv)) best = d;
+            }
+        if (best < 0) {
+            char req[96];
+            df__devspec_str(&spec[r], req, sizeof req);
+            if (!ss->opts.soft_placement || any < 0) {
+                int exists = 0, ngpu = 0;
+                for (int d = 0; d < nd; d++) if (df__devspec_matches(&spec[r], ss->devices[d])) exists = 1;
+                for (int d = 0; d < nd; d++) ngpu += ss->devices[d]->kernel_type == DF__DEV_GPU;
+                code = df_status_set(st, DF_INVALID_ARGUMENT, "Cannot assign a device for operation %s: could not "
+                    "satisfy explicit device specification '%s' because %s (this session has %d CPU device%s and "
+                    "%d GPU device%s; set soft_placement to fall back) {{node %s}}", a->name, req, exists ?
+                    "no kernel for that device type supports the op (or an op colocated with it)" :
+                    "no such device exists here", nd - ngpu, nd - ngpu == 1 ? "" : "s", ngpu, ngpu == 1 ? "" : "s", a->name);
+                goto done;
+            }
+            /* soft placement: the same type with any number, else any device that can run it */
+            df__devspec loose = spec[r];
+            loose.index = -1;
+            for (int d = 0; d < nd && best < 0; d++)
+                if ((kinds[r] >> ss->devices[d]->kernel_type & 1) && df__devspec_matches(&loose, ss->devices[d])) best = d;
+            if (best < 0) best = any;
+        }
+        group_dev[r] = best;
+        decided[r] = (unsigned char)df__spec_constrained(&spec[r]);
+    }
+    /* 4. unconstrained nodes refined: metadata follows its input and (cost model) others go
+       where they would finish first; a group follows its first member. Then generators alone in
+       their group join their consumers when those all share one device. */
+    for (int i = 0; i < n; i++) gsize[i] = 0;
+    for (int i = 0; i < n; i++) if (df__node_item(x, i)) gsize[df__uf_find(parent, i)]++;
+    if (ss->opts.placement == DF_PLACEMENT_COST_MODEL) {
+        finish = (double *)DF_MALLOC((size_t)(n + 1) * sizeof(double));
+        dev_free = (double *)DF_MALLOC((size_t)(nd + 1) * sizeof(double));
+        if (!finish || !dev_free) goto oom;
+        for (int d = 0; d < nd; d++) dev_free[d] = 0;
+    }
+    for (int i = 0; i < n; i++) {               /* (items are in topological order) */
+        const df_node *a = x->items[i].node;
+        if (!df__node_item(x, i)) continue;
+        int r = df__uf_find(parent, i);
+        int d = group_dev[r];
+        if (!decided[r]) {
+            if (gsize[r] == 1 && df__is_metadata_op(a->op) && a->n_inputs) {
+                int src = item_of_node[a->inputs[0].node->id];
+                if (src >= 0 && dev[src] >= 0 && df__node_has_kernel(a, ss->devices[dev[src]])) d = dev[src];
+            } else if (finish) {
+                double best_t = 0;
+                int best_d = -1;
+                for (int c = 0; c < nd; c++) {
+                    if (!df__node_has_kernel(a, ss->devices[c])) continue;
+                    double start = dev_free[c];
+                    for (int k = 0; k < a->n_inputs; k++) {
+                        int src = item_of_node[a->inputs[k].node->id];
+                        int from = src >= 0 ? dev[src] : 0;          /* feeds arrive on the first device */
+                        if (from < 0) continue;
+                        double ready = src >= 0 ? finish[src] : 0;
+                        if (from != c)
+                            ready += df__transfer_ns(&a->inputs[k].node->out_shapes[a->inputs[k].index], df_output_dtype(a->inputs[k]));
+                        if (ready > start) start = ready;
+                    }
+                    double t = start + df__item_cost_ns(x, i);
+                    if (c != group_dev[r])                        /* and its results go back, likely */
+                        for (int k = 0; k < a->n_outputs; k++) t += df__transfer_ns(&a->out_shapes[k], a->out_types[k]);
+                    if (best_d < 0 || t < best_t) { best_t = t; best_d = c; }
+                }
+                if (best_d >= 0) d = best_d;
+            }
+            group_dev[r] = d;
+            decided[r] = 1;                                /* later members follow */
+        }
+        dev[i] = d;
+        if (finish) {
+            double start = dev_free[d];
+            for (int k = 0; k < a->n_inputs; k++) {
+                int src = item_of_node[a->inputs[k].node->id];
+                if (src >= 0 && dev[src] >= 0 && finish[src] > start) start = finish[src];
+            }
+            finish[i] = start + df__item_cost_ns(x, i);
+            dev_free[d] = finish[i];
+        }
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        const df_node *a = x->items[i].node;
+        const df__xitem *it = &x->items[i];
+        if (!df__node_item(x, i) || a->n_inputs || a->n_outputs != 1 || a->out_is_ref[0]) continue;
+        int r = df__uf_find(parent, i);
+        if (gsize[r] != 1 || df__spec_constrained(&spec[r])) continue;
+        int d = -1, same = 1;
+        for (int e = 0; e < it->n_edges && same; e++) {       /* (control consumers count too) */
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            if (x->items[ed->dst].kind == DF__X_FETCH) continue;
+            int c = dev[ed->dst];
+            if (c < 0) continue;
+            if (d < 0) d = c; else if (d != c) same = 0;
+        }
+        if (same && d >= 0 && df__node_has_kernel(a, ss->devices[d])) dev[i] = d;
+    }
+    /* 5. control flow: Switch and Exit with their data input (forward), non-ref Enter and
+       any NextIteration with their first data consumer (backward); resource values stay put.
+       (A NextIteration of a reference goes with its Merge all the same: the partitioner has
+       no way to carry a back edge from another device, while a reference crosses as a value.) */
+    for (int i = 0; i < n; i++) {
+        const df_node *a = x->items[i].node;
+        const df__xitem *it = &x->items[i];
+        if (!a || it->kind == DF__X_FETCH || it->kind == DF__X_FEED || !a->n_inputs) continue;
+        if (!((it->flags & DF__XF_SWITCH) || it->kind == DF__X_EXIT || it->kind == DF__X_COUNT)) continue;
+        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || a->inputs[0].node->out_is_ref[a->inputs[0].index]) continue;
+        int src = item_of_node[a->inputs[0].node->id];
+        if (src >= 0 && dev[src] >= 0 && df__node_has_kernel(a, ss->devices[dev[src]])) dev[i] = dev[src];
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        const df_node *a = x->items[i].node;
+        const df__xitem *it = &x->items[i];
+        if (!a || !(it->kind == DF__X_ENTER || it->kind == DF__X_NEXT) || !a->n_inputs) continue;
+        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE ||
+            (it->kind == DF__X_ENTER && a->inputs[0].node->out_is_ref[a->inputs[0].index])) continue;
+        for (int e = 0; e < it->n_edges; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            if (ed->slot < 0 || x->items[ed->dst].kind == DF__X_FETCH || dev[ed->dst] < 0) continue;
+            if (df__node_has_kernel(a, ss->devices[dev[ed->dst]])) dev[i] = dev[ed->dst];
+            break;
+        }
+    }
+    goto done;
+oom:
+    code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory placing the graph");
+done:
+    DF_FREE(item_of_node); DF_FREE(parent); DF_FREE(rank); DF_FREE(spec); DF_FREE(kinds); DF_FREE(group_dev);
+    DF_FREE(gsize); DF_FREE(decided);
+    DF_FREE(finish); DF_FREE(dev_free);
+    return code;
+}
+
