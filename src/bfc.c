@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   5. BFC ALLOCATOR                                                                      >>bfc
+   src/bfc.c: The BFC allocator                                                         >>bfc
    Best fit with coalescing, as TensorFlow's: memory in 256-byte units carved from regions;
    every free chunk sits in one of 21 size bins (a treap ordered by size, then address), or
    in the small front cache. Invariant: no two physically adjacent chunks are both in bins;
@@ -43,7 +43,7 @@ typedef struct df__bfc_region {
                                  cached chunk and for the chunk at base; may be stale elsewhere */
 } df__bfc_region;
 
-/* ---- lock: the shared spinlock of section 1; critical sections are tens of nanoseconds ---- */
+/* ---- lock: the shared spinlock of src/platform.c; critical sections are tens of nanoseconds ---- */
 typedef df__spin df__bfc_lock;
 static void df__bfc_lock_init(df__bfc_lock *l) { __atomic_store_n(&l->locked, 0, __ATOMIC_RELAXED); }
 static void df__bfc_lock_destroy(df__bfc_lock *l) { (void)l; }

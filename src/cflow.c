@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   11. CONTROL-FLOW CONSTRUCTION                                                       >>cflow
+   src/cflow.c: Control-flow construction                                             >>cflow
    df_cond and df_while_loop emit Switch, Merge, Enter, Exit, NextIteration and LoopCond as the
    seed documents describe. A context stack records where a node is made; a tensor used inside
    a context it was not made in is captured: a Switch per (tensor, branch) for cond, a constant

@@ -1,7 +1,10 @@
-/* ---- String tensors: enough of them for the checkpoint ops' names and paths ----
+/* ==========================================================================================
+   src/checkpoint.c: String tensors, checkpoints and the saver                   >>checkpoint
+   String tensors: enough of them for the checkpoint ops' names and paths.
    Data: n+1 uint64 offsets into the bytes after them, then the strings, each ended by a NUL
    (offsets[i + 1] - offsets[i] - 1 is string i's length). Strings are values: nothing writes
-   into a string tensor once made. */
+   into a string tensor once made.
+   ========================================================================================== */
 df_tensor *df_tensor_new_strings(int rank, const int64_t *dims, const char *const *strings, df_status *st) {
     df_status local;
     if (!st) st = &local;

@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   CUDA GRAPHS (df_session_options.cuda_graphs)                                      >>cugraph
+   src/cuda_graphs.c: CUDA graphs (df_session_options.cuda_graphs)                  >>cugraph
    A GPU partition of a run without control flow (no Switch anywhere in the plan, so no value
    can arrive dead) becomes one _GpuGraph node: its inputs are the values the partition
    receives (Recvs, feeds), its outputs the values it sends or fetches, and it holds the
@@ -14,6 +14,7 @@
    node by node for good). A capture fails where a kernel copies to the host or waits: what
    cannot be captured is run.
    ========================================================================================== */
+#ifdef DATAFLOW_CUDA
 enum { DF__GG_RECAPTURES = 8, DF__GG_SMALL = 16 };
 typedef struct df__gg_src { int32_t node, out; } df__gg_src;   /* node -1: the graph node's input `out` */
 typedef struct df__gg_sig { df_dtype dtype; int rank, host; int64_t dims[DF_MAX_RANK]; df_tensor *bytes; const void *ref; } df__gg_sig;

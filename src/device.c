@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   7. DEVICES                                                                         >>device
+   src/device.c: Devices                                                             >>device
    A device owns an allocator, names itself the TensorFlow way and implements a small interface
    (allocate, free, copy to and from host memory, run a kernel, synchronise). CPU devices
    implement it here; the GPU (dataflow_cuda.cu) and remote devices implement it later. Several

@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   19. SERIALIZATION AND PICTURES                                                     >>serial
+   src/dot.c: Graphviz pictures                                                         >>dot
    Graphviz pictures: data edges solid, control edges dashed, while-loop frames as nested
    clusters (from the static frame analysis), devices under the op names, _Send/_Recv in
    orange and partitions' control loops in blue. GraphDef and .npy come with the file-format work.

@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   4. DTYPES                                                                           >>dtype
+   src/dtype.c: Data types                                                            >>dtype
    TensorFlow's DataType numbers. float16 and bfloat16 convert with round-to-nearest-even;
    the truncating bfloat16 conversion is the one TensorFlow uses to compress transfers.
    ========================================================================================== */

@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   16. EXECUTOR                                                                     >>executor
+   src/executor.c: The executor                                                    >>executor
    Runs one compiled graph. A value is a tensor pointer in an input slot of (frame instance,
    iteration); NULL is "no value", which is what dead means. Per node and iteration a pending
    count and a dead count decide readiness (Merge: 1 + 2 * control inputs, bit 0 waiting for a
@@ -11,6 +11,26 @@
    LoopIterationLess, accumulators). The step ends when `outstanding` (ready + running nodes)
    reaches zero.
    When threads are in play, every bookkeeping change happens under the step's spinlock.
+
+   The five primitives and dead values, as TensorFlow's executor has them. A node with a dead
+   input is dead: its kernel does not run and every output is dead. The exceptions:
+     node            every input live                          a dead input
+     Switch(d, p)    d goes out on output p (1: true), the     both outputs dead
+                     other output is dead
+     Merge(x...)     ready at its first live input: outputs    waits for a live input; dead once
+                     it and its index; later ones are dropped  every input is dead, or at once when
+                                                               the dead value comes from an Enter
+     Enter(x)        x into iteration 0 of the child frame     the dead value enters (what reads it
+                     (constant: into every iteration)          in the frame dies there)
+     Exit(x)         x to the parent frame, once (a second     noted; when the frame ends, an Exit
+                     live value is dropped)                    that sent nothing out goes out dead
+     NextIteration   x into iteration i+1 (held back past      nothing goes on: that loop variable
+                     parallel_iterations)                      ends there
+     _Send, _Recv    run either way, so the dead bit crosses devices (src/transfer.c)
+     ControlTrigger  runs live even when its inputs are dead
+     LoopCount       never scheduled: fires in the parent when its frame ends (dead when the
+                     loop's last LoopCond was)
+     fetch           a dead fetched value is an INVALID_ARGUMENT naming it
    ========================================================================================== */
 typedef struct df__iter {
     struct df__frame *frame;

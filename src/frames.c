@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   14. STATIC FRAME ANALYSIS                                                          >>frames
+   src/frames.c: Static frame analysis                                               >>frames
    Over the items an executor will run: every item gets one static frame (Enter opens the
    frame named by its attr, Exit returns to the parent, everything else inherits), found by a
    breadth-first walk from the roots. Malformed graphs are rejected here: inputs from different

@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   FUNCTIONS AND FUNCTIONAL CONTROL FLOW                                              >>func
+   src/function.c: Functions and functional control flow                               >>func
    A root graph holds a library of named functions. A function's body is a graph of its own:
    _Arg nodes stand for its arguments, and values of the graph it was defined in that the body
    uses are captured as extra arguments, which every call passes. If/StatelessIf and

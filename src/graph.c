@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   9. GRAPH CONSTRUCTION                                                               >>graph
+   src/graph.c: Graph construction                                                    >>graph
    A graph owns its nodes (insertion order = id order), a name index, the scope stacks and the
    control-flow contexts. The first error is sticky: later building calls return NULL/{NULL,0}
    and do nothing. df_op_finish checks a node against its op definition, captures inputs that

@@ -1,4 +1,8 @@
-/* ---- NumPy .npy: versions 1.0 to 3.0, little- and big-endian, C order ---- */
+/* ==========================================================================================
+   src/npy.c: NumPy .npy files                                                          >>npy
+   Versions 1.0 to 3.0, little- and big-endian, C order. The header is parsed with bounds on
+   every read; a shape whose size overflows or does not match the file is refused.
+   ========================================================================================== */
 static const struct { df_dtype t; const char *code; } df__npy_types[] = {
     {DF_FLOAT, "f4"}, {DF_DOUBLE, "f8"}, {DF_HALF, "f2"}, {DF_INT32, "i4"}, {DF_INT64, "i8"},
     {DF_INT16, "i2"}, {DF_INT8, "i1"}, {DF_UINT8, "u1"}, {DF_UINT16, "u2"}, {DF_UINT32, "u4"},

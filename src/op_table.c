@@ -1,3 +1,19 @@
+/* ==========================================================================================
+   src/op_table.c: The op table                                                     >>optable
+   Every op under TensorFlow's name and attrs, with its shape function, CPU kernel and flags;
+   the GPU kernels are added by src/kernels/gpu.c. Spec strings: inputs and outputs "name:T",
+   "name:float", "name:N*T", "name:Ref(T)"; attrs "name:kind{allowed}=default" or ">=min".
+   ========================================================================================== */
+#define DF__NUM "{float,double,int32,int64}"
+#define DF__FLT "{float,double}"
+#define DF__BIN(name, code) {name, "x:T,y:T", "z:T", "T:type" DF__NUM, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, code}
+#define DF__CMP(name, code, types) {name, "x:T,y:T", "z:bool", "T:type" types, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, code}
+#define DF__UN(name, code, types) {name, "x:T", "y:T", "T:type" types, df__sf_same, df__k_unary, DF__OP_EXPENSIVE, code}
+#define DF__RED(name, code) {name, "input:T,reduction_indices:Tidx", "output:T", \
+    "keep_dims:bool=false,T:type" DF__NUM ",Tidx:type{int32,int64}=int32", df__sf_reduce, df__k_reduce, DF__OP_EXPENSIVE, code}
+#define DF__RAND(name, code) {name, "shape:T", "output:dtype", "seed:int=0,seed2:int=0,dtype:type" DF__FLT \
+    ",T:type{int32,int64}", df__sf_random, df__k_random, DF__OP_STATEFUL | DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, code}
+
 static const df__opspec df__op_table[] = {
     /* functions and functional control flow (>>func): lowered before a graph runs */
     {"_Arg", "", "output:T", "T:type,index:int=0,shape:shape=?", df__sf_arg, NULL, DF__OP_NO_GRADIENT, 0},
@@ -166,7 +182,7 @@ static const df__opspec df__op_table[] = {
      df__sf_apply, df__k_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 1},
     {"ApplyAdam", "var:Ref(T),m:Ref(T),v:Ref(T),beta1_power:T,beta2_power:T,lr:T,beta1:T,beta2:T,epsilon:T,grad:T", "out:Ref(T)",
      "T:type" DF__FLT ",use_locking:bool=false,use_nesterov:bool=false", df__sf_apply, df__k_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 2},
-    /* ---- queues (section 19a); timeout_ms is accepted and, as in TensorFlow, not supported ---- */
+    /* ---- queues (src/queue.c); timeout_ms is accepted and, as in TensorFlow, not supported ---- */
 #define DF__QUEUE_OP (DF__OP_STATEFUL | DF__OP_NO_GRADIENT)
     {"FIFOQueueV2", "", "handle:resource", "component_types:list(type)>=1,shapes:list(shape)=[],capacity:int=-1,"
      "container:string=,shared_name:string=", df__sf_fifo_queue, df__k_fifo_queue, DF__QUEUE_OP, 0},

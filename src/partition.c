@@ -1,4 +1,11 @@
-/* ---- partitioner ---- */
+/* ==========================================================================================
+   src/partition.c: The partitioner                                               >>partition
+   When more than one device is used, one new graph per device (the caller's graph is never
+   touched): each cross-device data edge becomes _Send/_Recv (one Recv per tensor and
+   destination), each cross-device control edge an empty Const sent, received and read by an
+   Identity. A Recv inside a loop frame fires once per iteration from a control loop (Enter,
+   Merge, Switch on the loop's predicate, NextIteration) built on its device.
+   ========================================================================================== */
 typedef struct df__cloop { df_node *merge; } df__cloop;
 typedef struct df__pbuild {
     df_session *ss;

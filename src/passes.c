@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   GRAPH OPTIMISATION                                                                 >>optimize
+   src/passes.c: Graph optimisation passes                                         >>optimize
    Before a (feeds, fetches, targets) signature is placed, the session copies the nodes it
    needs into a working graph and rewrites that copy; the caller's graph is left as it was.
    Fed, fetched and target nodes are kept as they are, so feeds, fetches and error messages

@@ -1,18 +1,13 @@
 /* ==========================================================================================
-   17. PLACER AND PARTITIONER                                                        >>partition
+   src/placer.c: The placer                                                          >>placer
    Runs once per run signature, after the whole pruned graph compiled and validated as one
-   executor (its items and static frames are what both passes read).
+   executor (its items and static frames are what the placer and the partitioner read). The
+   plan's structs (df__plan, df__part) open this file: the partitioner fills them.
    Placer: union-find colocation groups (`_class` "loc:@name" entries, ref and resource
    edges), merged device requests, kernels per device type, soft placement; generators go to
    their consumers' device, Shape/Size/Rank to their input's; everything else to the first
    device (or, in the cost-model mode, where a simulation says it would finish first).
    Switch and Exit then follow their data input, Enter and NextIteration their first consumer.
-   Partitioner: when more than one device is used, one new graph per device (the caller's graph
-   is never touched): each cross-device data edge becomes _Send/_Recv (one Recv per tensor and
-   destination), each cross-device control edge an empty Const sent, received and read by an
-   Identity. A Recv inside a loop frame fires once per iteration from a control loop (Enter,
-   Merge, Switch on the loop's predicate, NextIteration) built on its device, nested loops
-   inside their parents' control loops; devices without a cross-device edge in a frame get none.
    ========================================================================================== */
 typedef struct df__part {
     df_graph *g;                 /* the partition (owned), or the caller's graph for one device */
@@ -55,7 +50,7 @@ struct df_session {
     uint64_t seed_salt;
     int ran;
     int64_t gg_stats[4];         /* cuda_graphs: captures, replays, node-by-node runs, failed captures */
-    struct df__queue_set *queues;   /* FIFOQueueV2 state (section 19a); NULL until a queue is made */
+    struct df__queue_set *queues;   /* FIFOQueueV2 state (src/queue.c); NULL until a queue is made */
     int runs_in_flight;          /* df_session_run calls inside df__run_plan (df_session_free waits) */
 };
 
@@ -73,7 +68,7 @@ static void df__plan_free(df__plan *p) {
     df_graph_free(p->work);
     DF_FREE(p);
 }
-/* Sessions with workers (section 21) */
+/* Sessions with workers (src/net/remote.c) */
 static df_code df__cluster_open(struct df_session *s, df_status *st);
 static void df__cluster_close(struct df__cluster *c);
 static df_code df__cluster_register(struct df_session *s, df__plan *plan, df_status *st);

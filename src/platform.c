@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   1. CONFIG AND PLATFORM                                                             >>config
+   src/platform.c: Configuration and platform                                        >>config
    Everything configurable by macro lives here. DF_MALLOC/DF_REALLOC/DF_FREE are all or none.
    Atomics use the GCC/Clang __atomic builtins; threads are POSIX threads unless DF_NO_THREADS.
    ========================================================================================== */
@@ -43,7 +43,7 @@
 #error "define both of DF_BFC_SYS_ALLOC and DF_BFC_SYS_FREE, or neither"
 #endif
 /* DF_NO_TENSOR_RECYCLE: small tensors are freed, header and buffer, when their last reference
-   goes, instead of being kept for reuse (section 6). For sanitizer builds: a recycled header is
+   goes, instead of being kept for reuse (src/tensor.c). For sanitizer builds: a recycled header is
    live memory to ASan, so a use after the last release went unseen. */
 #ifndef DF_ASSERT
 #include <assert.h>

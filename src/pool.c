@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   15. THREAD POOL                                                                      >>pool
+   src/pool.c: The inter-op thread pool                                                >>pool
    The inter-op pool: one queue of (step, tagged node) tasks under a mutex. Workers spin briefly
    before sleeping (a wake-up costs microseconds on small machines). The caller of a run helps
    with tasks while it waits, so a pool of n-1 workers gives n threads.

@@ -1,7 +1,11 @@
-/* ---- protocol buffers: a bounded reader and writer of the wire format ----
-   Enough for GraphDef and what it holds. The reader works on a byte range: every varint, tag,
+/* ==========================================================================================
+   src/protobuf.c: Protocol buffers: a bounded reader and writer                   >>protobuf
+   Protocol buffers: a bounded reader and writer of the wire format.
+   Enough for GraphDef and what it holds. The reader works on a byte range: every varint,
+   tag,
    length and nesting depth is checked against what is left, so no read goes past the buffer.
-   Unknown fields are skipped by their wire type (groups are refused). */
+   Unknown fields are skipped by their wire type (groups are refused).
+   ========================================================================================== */
 enum { DF__PB_VARINT = 0, DF__PB_I64 = 1, DF__PB_LEN = 2, DF__PB_I32 = 5, DF__PB_MAX_DEPTH = 32 };
 typedef struct df__pb { const uint8_t *p, *end; } df__pb;
 static int df__pb_varint(df__pb *r, uint64_t *v) {

@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   19a. QUEUES                                                                        >>queue
+   src/queue.c: Queues                                                                >>queue
    TensorFlow's FIFOQueueV2 and the ops on its handle. A queue belongs to its session, keyed
    like a variable (container/shared_name, else the FIFOQueueV2 node's name), so every run and
    every thread of the session shares it. It holds tuples of tensor references (copied only to

@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   8. OP REGISTRY                                                                   >>registry
+   src/registry.c: The op registry                                                 >>registry
    An op definition: typed input/output arguments (fixed dtype, attr-typed, lists of N or of a
    type list), attrs with kinds, allowed types and defaults, a shape function, a CPU kernel,
    flags (stateful, control flow kinds, ref outputs), a gradient slot and an expected cost.

@@ -1,3 +1,10 @@
+/* ==========================================================================================
+   src/run.c: The run pipeline                                                          >>run
+   df_session_run looks its (feeds, fetches, targets) signature up in the session's cache; on
+   a miss it builds a plan: the working graph (pruned and rewritten by the passes), compiled,
+   placed and partitioned. Running a plan runs its partitions together and hands the caller
+   new references to the fetched values.
+   ========================================================================================== */
 /* The working graph for a run of g: the nodes it needs, rewritten by the passes opts allow. */
 static df_code df__optimize(df_session *ss, const df_output *feeds, int n_feeds, const df_output *fetches, int n_fetches,
                             df_node *const *targets, int n_targets, df__opt *o, df_pass_stats *stats, df_status *st) {

@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   18. SESSION                                                                       >>session
+   src/session.c: Sessions                                                          >>session
    A session owns its devices, the inter-op pool, the variables and random-number state, and a
    cache of compiled executors keyed by the (feeds, fetches, targets) signature and the graph's
    edit version. Compiling prunes the graph to what the fetches and targets need, replaces fed
@@ -396,4 +396,3 @@ fail:
     return NULL;
 }
 
-#ifdef DATAFLOW_CUDA

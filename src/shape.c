@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   10. SHAPE INFERENCE                                                                 >>shape
+   src/shape.c: Shape inference                                                       >>shape
    Shape functions run when a node is made. They use constant inputs (Const, or an Identity or
    Enter of one) where an op takes a shape or axis as a tensor, and leave dims unknown (-1)
    otherwise. The checks here are repeated by the kernels: static shapes are a hint, not a promise.

@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   3. STATUS                                                                          >>status
+   src/status.c: Status                                                              >>status
    df_status carries TensorFlow's codes and a bounded message. Functions that fail write the
    first error and return its code; messages name the node involved: "... {{node name}}".
    ========================================================================================== */

@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   6. TENSORS                                                                         >>tensor
+   src/tensor.c: Tensors                                                             >>tensor
    A tensor is a header (dtype, shape, refcount) over a 64-byte aligned buffer from a BFC
    allocator. A view (Reshape, Identity) shares the buffer by holding a reference to its base.
    Element counts and byte sizes are checked for int64/size_t overflow before anything is made.

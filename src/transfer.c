@@ -1,4 +1,9 @@
-/* ---- _Send and _Recv: run even when dead, so the dead bit crosses too ---- */
+/* ==========================================================================================
+   src/transfer.c: Transfers: _Send and _Recv                                      >>transfer
+   _Send and _Recv run even when their input is dead, so the dead bit crosses devices too. A
+   Send hands its value to the run's rendezvous (or to a worker in another process), keyed by
+   (edge, frame, iteration); its Recv takes it, in the memory of the Recv's device.
+   ========================================================================================== */
 static void df__k_send(df__kctx *c) {
     df__step *s = c->step;
     if (!s->group || c->aux < 0) {

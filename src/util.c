@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   2. UTILITIES AND CONTAINERS                                                          >>util
+   src/util.c: Utilities and containers                                                >>util
    Growable arrays (df__grow), string duplication, FNV-1a hashing and an open-addressing map
    from strings to ints. Allocation failures are reported to the caller, never fatal.
    ========================================================================================== */

@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   13. AUTODIFF                                                                     >>autodiff
+   src/autodiff/autodiff.c: Automatic differentiation                              >>autodiff
    df_gradients walks back from ys over the nodes that lie between xs and ys (reachable from an
    x and reaching a y), in reverse topological order, summing the gradients that reach each
    output (AddN) and calling each op's gradient function. A cond is differentiated op by op

@@ -1,4 +1,10 @@
-/* ---- gradient functions ---- */
+/* ==========================================================================================
+   src/autodiff/grad_ops.c: Gradient functions, one per op                          >>gradops
+   Each op's gradient function (df__gfn: the node, the summed gradient of each output) builds
+   ops that compute the gradient of each input, or leaves it empty where there is none. They
+   follow TensorFlow's gradient functions op for op, so graphs and numbers match. Switch and
+   Merge are each other's gradients (the cond's duality).
+   ========================================================================================== */
 typedef struct df__gfn {
     df_graph *g;
     df_node *n;

@@ -1,4 +1,10 @@
-/* ---- the driver ---- */
+/* ==========================================================================================
+   src/autodiff/gradients.c: df_gradients: the driver                             >>gradients
+   Walks back from ys over the nodes between xs and ys in reverse topological order, one unit
+   at a time (a node, or a whole while loop nested in the region), summing the gradients that
+   reach each output (AddN) before calling the op's gradient function. A region is the top
+   level or a loop's body: loops are differentiated by src/autodiff/loops.c.
+   ========================================================================================== */
 typedef struct df__gacc { df_output *v; int n, cap; } df__gacc;
 typedef struct df__greg {
     df_graph *g;

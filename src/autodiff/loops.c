@@ -1,4 +1,10 @@
-/* ---- while-loop gradients ---- */
+/* ==========================================================================================
+   src/autodiff/loops.c: While-loop gradients                                     >>gradloops
+   The gradient of a while loop is another while loop that runs the forward loop's count of
+   iterations and differentiates the body once per iteration, popping the forward values the
+   forward loop pushed (or, when checkpointing, recomputing them from every k-th iteration's
+   loop variables).
+   ========================================================================================== */
 typedef struct df__gloop {
     df__ctx *W;
     int nv;                      /* float loop variables with a gradient variable */

@@ -1,4 +1,9 @@
-/* ---- optimizers ---- */
+/* ==========================================================================================
+   src/autodiff/optimizers.c: Optimizers: df_minimize                            >>optimizers
+   Builds the training step: gradients of the loss, then one Apply* op per variable (gradient
+   descent, momentum, Adam), with the slots they need made as variables beside the trained
+   one and their initializers returned.
+   ========================================================================================== */
 static df_output df__var_like(df_graph *g, df_output v, const char *suffix) {
     char name[300];
     snprintf(name, sizeof name, "%.200s/%s", v.node->name, suffix);

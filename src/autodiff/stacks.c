@@ -1,5 +1,8 @@
-/* ---- Stacks: per-step LIFO state for while-loop gradients. A handle is a resource scalar
-   holding the stack's index in its step and a check word; a forged handle is refused. ---- */
+/* ==========================================================================================
+   src/autodiff/stacks.c: Gradient stacks and accumulators                           >>stacks
+   Stacks: per-step LIFO state for while-loop gradients. A handle is a resource scalar.
+   holding the stack's index in its step and a check word; a forged handle is refused.
+   ========================================================================================== */
 typedef struct df__pend { int64_t iter; df_tensor *t; } df__pend;
 typedef struct df__stack {
     df__spin lock;

@@ -1,4 +1,8 @@
-/* ---- export ---- */
+/* ==========================================================================================
+   src/graphdef/export.c: GraphDef export                                          >>gdexport
+   Writes a graph as a GraphDef TensorFlow reads: nodes in their order, attrs sorted by name,
+   tensors as tensor_content, and the function library.
+   ========================================================================================== */
 static void df__gdw_shape(df__pbw *w, uint32_t field, int rank, const int64_t *dims) {
     df__pbw s;
     memset(&s, 0, sizeof s);

@@ -1,3 +1,10 @@
+/* ==========================================================================================
+   src/graphdef/import.c: GraphDef import                                          >>gdimport
+   Maps each NodeDef onto the op of the same name, in an order where every input exists
+   first; NextIteration -> Merge back edges are patched in afterwards, so a graph TensorFlow
+   wrote with v1 control flow comes back as it was. A GraphDef is a program from outside:
+   every name, index and attr is checked, and the first problem is the status.
+   ========================================================================================== */
 static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df_import_options *o, df_status *st) {
     df__gd d;
     memset(&d, 0, sizeof d);

@@ -1,8 +1,14 @@
-/* ---- the function library (FunctionDefLibrary, GraphDef field 2) ----
-   Each FunctionDef used by the graph (through func attrs, transitively) becomes a function of
+/* ==========================================================================================
+   src/graphdef/library.c: GraphDef function library                              >>gdlibrary
+   The function library (FunctionDefLibrary, GraphDef field 2)
+   Each FunctionDef used by the graph (through func attrs, transitively) becomes a function
+   of
    g's library: its body is rewritten as a GraphDef (an _Arg node per input_arg; inputs
-   "node:out_arg:i" turned into "node:flat index") and imported by the same code, so bodies get
-   the same checks as graphs. Functions are made callees first; a cycle is recursion, refused. */
+   "node:out_arg:i" turned into "node:flat index") and imported by the same code, so bodies
+   get
+   the same checks as graphs. Functions are made callees first; a cycle is recursion,
+   refused.
+   ========================================================================================== */
 typedef struct df__gd_fdef {
     df__gd_str name;
     df__pb sig, whole;           /* OpDef signature; the FunctionDef */

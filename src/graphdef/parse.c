@@ -1,11 +1,16 @@
-/* ---- TensorFlow GraphDef import and export ----
-   GraphDef: node = 1 (NodeDef), versions = 4; NodeDef: name 1, op 2, input 3, device 4, attr 5
+/* ==========================================================================================
+   src/graphdef/parse.c: GraphDef parsing                                          >>graphdef
+   TensorFlow GraphDef import and export.
+   GraphDef: node = 1 (NodeDef), versions = 4; NodeDef: name 1, op 2, input 3, device 4, attr
+   5
    (map entries: key 1, value 2); AttrValue: list 1, s 2, i 3, f 4, b 5, type 6, shape 7,
    tensor 8; ListValue: s 2, i 3, f 4, b 5, type 6; TensorShapeProto: dim 2 (size 1),
    unknown_rank 3; TensorProto: dtype 1, tensor_shape 2, tensor_content 4, then the typed
-   value fields. Import maps each NodeDef onto the op of the same name, in an order where every
+   value fields. Import maps each NodeDef onto the op of the same name, in an order where
+   every
    input exists first (NextIteration -> Merge edges, the loops' back edges, are patched in
-   afterwards), so a graph TensorFlow wrote with v1 control flow comes back as it was. */
+   afterwards), so a graph TensorFlow wrote with v1 control flow comes back as it was.
+   ========================================================================================== */
 enum { DF__GD_MAX_TENSOR_FILL = 1 << 28 };   /* bytes a short TensorProto may be expanded to */
 typedef struct df__gd_str { const uint8_t *p; size_t n; } df__gd_str;
 typedef struct df__gd_attr { df__gd_str key; df__pb value; } df__gd_attr;

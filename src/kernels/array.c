@@ -1,4 +1,9 @@
-/* ---- shape manipulation ---- */
+/* ==========================================================================================
+   src/kernels/array.c: CPU kernels: shapes, slices, gathers                          >>array
+   Reshape, ExpandDims, Squeeze, Transpose, Fill and their shape functions; ConcatV2, Pack
+   and Unpack; Slice, StridedSlice and Tile, which all reduce to one strided copy; GatherV2
+   and OneHot. Every index and size read from a tensor is checked before it is used.
+   ========================================================================================== */
 static df_code df__reshape_dims(const df_node *n, int64_t in_count, const df_tensor *shape, df__shape *out,
                                 int in_known, df_status *st) {
     if (!df__is_int_tensor(shape) || shape->rank > 1)

@@ -1,15 +1,25 @@
-/* ---- Conv2D (NHWC) and its two gradients, MaxPool/AvgPool and theirs ----
-   Geometry as TensorFlow: VALID gives ceil((in - (k-1)*d) / s) outputs, SAME ceil(in / s) with
+/* ==========================================================================================
+   src/kernels/conv.c: CPU kernels: convolutions and pooling                           >>conv
+   Conv2D (NHWC) and its two gradients, MaxPool/AvgPool and theirs.
+   Geometry as TensorFlow: VALID gives ceil((in - (k-1)*d) / s) outputs, SAME ceil(in / s)
+   with
    the padding split before/after (the extra one after).
-   Convolutions are direct: no patch matrix. A micro-kernel keeps MR output pixels x NR output
-   channels in registers and reads each pixel's taps where they lie in a zero-padded copy of the
-   input (pixel r starts at arow[r]; a tap is a run of tk contiguous values at arow[r] + toff[t];
+   Convolutions are direct: no patch matrix. A micro-kernel keeps MR output pixels x NR
+   output
+   channels in registers and reads each pixel's taps where they lie in a zero-padded copy of
+   the
+   input (pixel r starts at arow[r]; a tap is a run of tk contiguous values at arow[r] +
+   toff[t];
    with no dilation along x a whole filter row is one run). The filter is packed once into
-   NR-wide slivers in the same order. The input gradient is the same computation on the padded
-   dY, once per stride phase (the output pixels y = ry + sh*j, x = rx + sw*i) with the taps that
-   phase reaches and the filter transposed. The filter gradient reduces over runs of pixels (the
+   NR-wide slivers in the same order. The input gradient is the same computation on the
+   padded
+   dY, once per stride phase (the output pixels y = ry + sh*j, x = rx + sw*i) with the taps
+   that
+   phase reaches and the filter transposed. The filter gradient reduces over runs of pixels
+   (the
    output rows) instead, with the filter's rows as the tile's rows. A 1x1 stride-1 forward
-   convolution is one GEMM over the batch. */
+   convolution is one GEMM over the batch.
+   ========================================================================================== */
 typedef struct df__conv_geo {
     int64_t n, h, w, c, kh, kw, oc, oh, ow, sh, sw, dh, dw, ph, pw;
 } df__conv_geo;

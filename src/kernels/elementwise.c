@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   12. CPU KERNELS                                                                   >>kernels
+   src/kernels/elementwise.c: CPU kernels: elementwise ops, Cast, control flow      >>kernels
    A kernel reads c->in, writes c->out (new references) and reports errors through c->st with
    the node's name. Kernels never trust static shapes: every size, axis and index is checked
    again here. Elementwise ops broadcast NumPy-style over a row-wise odometer; sizes are

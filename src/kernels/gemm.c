@@ -1,7 +1,10 @@
-/* ---- the intra-op pool: kernels split big work over it (df__parallel_for) ----
+/* ==========================================================================================
+   src/kernels/gemm.c: CPU kernels: the intra-op pool and the GEMM                     >>gemm
+   The intra-op pool: kernels split big work over it (df__parallel_for)
    One job at a time: workers wait for a new generation, take parts until none is left; the
    caller takes parts too and waits for the last. A kernel that finds the pool busy (another
-   kernel's job) runs its work itself, so nothing waits on anything but its own parts. */
+   kernel's job) runs its work itself, so nothing waits on anything but its own parts.
+   ========================================================================================== */
 typedef void (*df__par_fn)(void *arg, int64_t lo, int64_t hi);
 #ifndef DF_NO_THREADS
 typedef struct df__ipool {

@@ -1,24 +1,12 @@
 /* ==========================================================================================
-   20. OP TABLE AND PUBLIC WRAPPERS                                                      >>api
-   Every op under TensorFlow's name and attrs. Spec strings: inputs and outputs "name:T",
-   "name:float", "name:N*T", "name:Ref(T)"; attrs "name:kind{allowed}=default" or ">=min".
+   src/kernels/gpu.c: GPU kernels                                                >>gpukernels
+   The ops a GPU runs in its own memory, through dataflow_cuda.cu's launchers. Validation
+   follows the CPU kernels; the work is queued on the GPU's compute stream, so a kernel
+   returns before its result exists, and everything after it on the stream sees it. Inputs
+   read on the host (shapes, axes, permutations) are host-memory arguments (see
+   df__gpu_kernels below), so no kernel waits for the device.
    ========================================================================================== */
-#define DF__NUM "{float,double,int32,int64}"
-#define DF__FLT "{float,double}"
-#define DF__BIN(name, code) {name, "x:T,y:T", "z:T", "T:type" DF__NUM, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, code}
-#define DF__CMP(name, code, types) {name, "x:T,y:T", "z:bool", "T:type" types, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, code}
-#define DF__UN(name, code, types) {name, "x:T", "y:T", "T:type" types, df__sf_same, df__k_unary, DF__OP_EXPENSIVE, code}
-#define DF__RED(name, code) {name, "input:T,reduction_indices:Tidx", "output:T", \
-    "keep_dims:bool=false,T:type" DF__NUM ",Tidx:type{int32,int64}=int32", df__sf_reduce, df__k_reduce, DF__OP_EXPENSIVE, code}
-#define DF__RAND(name, code) {name, "shape:T", "output:dtype", "seed:int=0,seed2:int=0,dtype:type" DF__FLT \
-    ",T:type{int32,int64}", df__sf_random, df__k_random, DF__OP_STATEFUL | DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, code}
-
 #ifdef DATAFLOW_CUDA
-/* ---- GPU kernels: the ops a GPU runs in its own memory, through dataflow_cuda.cu's launchers.
-   Validation follows the CPU kernels; the work is queued on the GPU's compute stream, so a
-   kernel returns before its result exists, and everything after it on the stream sees it.
-   Inputs read on the host (shapes, axes, permutations) are host-memory arguments (see
-   df__gpu_kernels below), so no kernel waits for the device. ---- */
 #define DF__GPU(c) ((df_cuda *)(c)->gpu)
 static df_code df__gk_strides(const df_tensor *t, int64_t *st) {       /* dense element strides */
     int64_t s = 1;

@@ -1,4 +1,9 @@
-/* ---- shape functions of the plumbing ops ---- */
+/* ==========================================================================================
+   src/kernels/grad_helpers.c: CPU kernels: plumbing shapes, gradient helpers   >>gradhelpers
+   Shape functions of Const, Placeholder and the other plumbing ops; the helper ops gradients
+   are built from, under TensorFlow's names (StridedSliceGrad, BroadcastGradientArgs,
+   UnsortedSegmentSum, Pad, BroadcastTo, ConcatOffset).
+   ========================================================================================== */
 static df_code df__sf_const(df__shape_ctx *c) {
     const df__attr *v = df__node_attr(c->node, "value");
     if (!v->u.tensor) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Const needs a value tensor");

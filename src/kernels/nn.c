@@ -1,4 +1,7 @@
-/* ---- Softmax, LogSoftmax and the two cross-entropies (stable: max subtracted first) ---- */
+/* ==========================================================================================
+   src/kernels/nn.c: CPU kernels: softmax, cross-entropies, AddN, Select                 >>nn
+   Softmax, LogSoftmax and the two cross-entropies (stable: max subtracted first)
+   ========================================================================================== */
 #ifdef DF__X86
 /* One float32 row: o[j] = e^(x[j] - max); returns the sum of o (float64) and the max in *mx. */
 DF__TARGET_AVX2 static double df__v8_exp_row(const float *x, float *o, int64_t n, float *mx) {

@@ -1,4 +1,10 @@
-/* ---- BiasAdd ---- */
+/* ==========================================================================================
+   src/kernels/reduce.c: CPU kernels: BiasAdd, reductions, ArgMax                    >>reduce
+   BiasAdd and BiasAddGrad; Sum, Mean, Max, Min and Prod over any set of axes (a pass per run
+   of adjacent reduced axes, sums in float64 for float32 inputs where TensorFlow is as
+   exact); ArgMax. Axes are checked against the input's rank at run time, negative axes count
+   from the end.
+   ========================================================================================== */
 static int df__bias_axis(const df_node *n, int rank) {
     return !strcmp(df__attr_s(n, "data_format"), "NCHW") && rank >= 3 ? 1 : rank - 1;
 }

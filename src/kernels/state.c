@@ -1,6 +1,10 @@
-/* ---- variables: the session keeps each variable's current tensor; updates swap it. VariableV2
-   outputs the variable's handle (a ref); consumers read the value when they run, so a control
-   dependency on an Assign orders the read after it, as in TensorFlow. ---- */
+/* ==========================================================================================
+   src/kernels/state.c: CPU kernels: variables and random numbers                     >>state
+   Variables: the session keeps each variable's current tensor; updates swap it. VariableV2.
+   outputs the variable's handle (a ref); consumers read the value when they run, so a
+   control
+   dependency on an Assign orders the read after it, as in TensorFlow.
+   ========================================================================================== */
 typedef struct df__var {
     df__spin lock;
     df_tensor *value;            /* NULL until initialised */

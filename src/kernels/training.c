@@ -1,5 +1,8 @@
-/* ---- Optimizer updates on variables: in place when no reader holds the value, else a fresh
-   tensor replaces it (readers keep what they read). ---- */
+/* ==========================================================================================
+   src/kernels/training.c: CPU kernels: optimizer updates on variables             >>training
+   Optimizer updates on variables: in place when no reader holds the value, else a fresh.
+   tensor replaces it (readers keep what they read).
+   ========================================================================================== */
 /* The variables an Apply op updates (its first n inputs, refs): distinct, locked in address
    order (two ops over the same variables cannot deadlock), each value made private to the
    update (copied when a reader still holds it). Returns 0, with nothing locked, on error. */

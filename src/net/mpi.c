@@ -1,13 +1,18 @@
-/* ---- MPI (-DDATAFLOW_MPI, linked with MPI) ----
+/* ==========================================================================================
+   src/net/mpi.c: The MPI transport                                                     >>mpi
+   MPI (-DDATAFLOW_MPI, linked with MPI)
    `mpirun -np N app`: rank 0 is the master, ranks 1..N-1 serve as workers (task rank-1). The
    workers' addresses are "mpi:R". A connection to one is a local socket pair whose bytes a
-   bridge carries as MPI messages: a pump thread reads every local end and sends what it reads
+   bridge carries as MPI messages: a pump thread reads every local end and sends what it
+   reads
    to the peer rank (tag DATA, the channel's id first); a receiver thread takes every message
    and writes it to its channel's local end. An OPEN message makes the peer connect its own
    worker's loopback port for the channel; CLOSE ends a channel; STOP ends the bridge. So the
-   frames, the tensors among them, travel through MPI (and whatever fabric it drives), and the
+   frames, the tensors among them, travel through MPI (and whatever fabric it drives), and
+   the
    protocol above is unchanged. MPI errors return codes (MPI_ERRORS_RETURN): a channel whose
-   sends fail is closed, which the protocol sees as a closed connection. */
+   sends fail is closed, which the protocol sees as a closed connection.
+   ========================================================================================== */
 #ifdef DATAFLOW_MPI
 #include <mpi.h>
 enum { DF__MPI_OPEN = 101, DF__MPI_DATA = 102, DF__MPI_CLOSE = 103, DF__MPI_STOP = 104, DF__MPI_CHUNK = 1 << 20 };
@@ -192,4 +197,3 @@ void df_mpi_finalize(void) {
     MPI_Finalize();
 }
 #endif /* DATAFLOW_MPI */
-#endif /* !__cplusplus */

@@ -1,12 +1,18 @@
-/* ---- a session with workers (df_session_options.target) ----
+/* ==========================================================================================
+   src/net/remote.c: Sessions with workers                                           >>remote
+   A session with workers (df_session_options.target)
    The session's devices are the workers' (/job:worker/replica:0/task:N/device:CPU:i, task N
-   the N-th address of the target). Every plan is partitioned by device, so by worker too, and
+   the N-th address of the target). Every plan is partitioned by device, so by worker too,
+   and
    each partition is registered with its worker (its GraphDef, its device, the names of its
-   feeds and fetches). A run sends each worker a RUN_STEP with its partitions' feeds and waits
-   for every STEP_DONE. The first failure (an error, a connection that closes, a worker silent
+   feeds and fetches). A run sends each worker a RUN_STEP with its partitions' feeds and
+   waits
+   for every STEP_DONE. The first failure (an error, a connection that closes, a worker
+   silent
    longer than worker_timeout_ms) is sent to the other workers as an ABORT and ends the run;
    a worker that does not answer the ABORT within a second is given up. One run at a time per
-   session: the connections carry one step each. */
+   session: the connections carry one step each.
+   ========================================================================================== */
 struct df__cluster {
     int n;
     char (*addr)[64];

@@ -1,5 +1,5 @@
 /* ==========================================================================================
-   21. WORKERS AND THE WIRE                                                             >>net
+   src/net/wire.c: Workers and the wire: frames and payloads                            >>net
    Worker processes serve a TCP port. Every message is a frame: a 24-byte header (magic
    "DFW1", protocol version, message type, payload length, flags, and a masked crc32c of the
    header's first 20 bytes) and a payload of little-endian fields: u32, u64, strings (u32

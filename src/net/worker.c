@@ -1,10 +1,13 @@
-/* ---- the worker ----
+/* ==========================================================================================
+   src/net/worker.c: The worker                                                      >>worker
+   The worker.
    A worker holds a session of its own (its devices, its variables, shared by every master),
    the partitions masters registered, and the steps running now. A RUN_STEP runs the named
    partitions as one group on a thread of its own; a Send whose Recv lives in another worker
    goes to that worker as a TENSOR message (on a connection the sender opens), where it meets
    its Recv through the step's rendezvous, keyed as in one process (key, frame, iteration). A
-   step ends with a STEP_DONE to the master; an ABORT from the master ends it early. */
+   step ends with a STEP_DONE to the master; an ABORT from the master ends it early.
+   ========================================================================================== */
 #ifdef DF__NET
 typedef struct df__wreg {            /* a registered partition */
     df_graph *g;
