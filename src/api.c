@@ -183,4 +183,3 @@ df_node *df_no_op(df_graph *g, df_node *const *deps, int n) {
     for (int i = 0; b && i < n; i++) df_op_add_control_input(b, deps[i]);
     return df_op_finish(b);
 }
-

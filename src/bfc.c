@@ -729,5 +729,3 @@ char *df_bfc_summary(df_bfc *a, char *buf, size_t n) {
     df__bfc_lock_release(&a->lock);
     return buf;
 }
-
-

@@ -70,7 +70,6 @@ static df_node *df__make_enter(df_graph *g, df__ctx *loop, df_output x, int is_c
     return n;
 }
 
-static df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x);
 static df_output df__ctx_capture(df_graph *g, df__ctx *ctx, df_output x) {
     df_output none = {NULL, 0};
     if (!ctx || df__ctx_contains(ctx, x.node->ctx)) return x;
@@ -473,4 +472,3 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
     if (g->status.code) for (int i = 0; i < n_vars; i++) outs[i].node = NULL, outs[i].index = 0;
     return g->status.code;
 }
-

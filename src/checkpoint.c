@@ -584,4 +584,3 @@ df_code df_saver_restore(df_saver *sv, df_session *s, const char *path, df_statu
     return df__saver_run(sv, s, path, sv ? sv->restore : NULL, st);
 }
 void df_saver_free(df_saver *sv) { DF_FREE(sv); }
-

@@ -16,34 +16,6 @@
    ========================================================================================== */
 #ifdef DATAFLOW_CUDA
 enum { DF__GG_RECAPTURES = 8, DF__GG_SMALL = 16 };
-typedef struct df__gg_src { int32_t node, out; } df__gg_src;   /* node -1: the graph node's input `out` */
-typedef struct df__gg_sig { df_dtype dtype; int rank, host; int64_t dims[DF_MAX_RANK]; df_tensor *bytes; const void *ref; } df__gg_sig;
-typedef struct df__gg {
-    df__device *dev;
-    int n_nodes, n_in, n_out, n_values;
-    const df_node **nodes;           /* the partition's nodes it runs, in a topological order */
-    df__kernel_fn *kernels;
-    uint32_t *host_out, *need;       /* per node: outputs in host memory (~0u: a host kernel); consumed */
-    int32_t *in_start, *val_start;   /* per node: its first source in srcs, its first value */
-    int32_t *pair;                   /* per node: a Recv's Send (a pair within the device) */
-    df__exec *sub;                   /* with loops: the nodes' own executor */
-    struct df__gg_loop *loop;        /* or a while loop with a GPU predicate: its plan */
-    int max_io;                      /* the most inputs or outputs of a node */
-    df__gg_src *srcs, *outs;
-    int32_t *uses;                   /* per value: reads by nodes and graph outputs */
-    uint32_t host_in, host_out_mask; /* the graph node's inputs and outputs in host memory */
-    int busy;                        /* taken by compare-and-swap: the capture state below */
-    int alike, recaptures, off;
-    df__gg_sig *sig;                 /* the last step's inputs */
-    void *exec;                      /* the captured graph */
-    df_tensor **static_in;           /* device-memory inputs: the buffers the graph reads */
-    df_tensor **static_out;
-    unsigned char *out_owned;        /* in the graph's memory: replayed only when nobody else holds it */
-    int32_t *out_idle;               /* its references when only the graph holds it */
-    df__hold held;                   /* device memory freed while capturing */
-    struct df__gg_var { df__var *v; const df_tensor *value; const void *data; } *vars;
-    int n_vars, cap_vars;
-} df__gg;
 
 static uint32_t df__gg_mask(const df__gg *gg, int out) { return out ? gg->host_out_mask : gg->host_in; }
 static void df__gg_loop_free(struct df__gg_loop *L);

@@ -6,37 +6,6 @@
    CPU devices in one process are real devices: each has its own allocator and incarnation, and
    values cross between them only through Send/Recv.
    ========================================================================================== */
-enum { DF__DEV_CPU, DF__DEV_GPU, DF__DEV_TYPES };   /* kernel families by device type */
-struct df__device;
-struct df__kctx;
-typedef struct df__device_ops {
-    void *(*allocate)(struct df__device *d, size_t bytes);
-    void (*deallocate)(struct df__device *d, void *p);
-    df_code (*copy_to_host)(struct df__device *d, void *host_dst, const void *dev_src, size_t bytes);
-    df_code (*copy_from_host)(struct df__device *d, void *dev_dst, const void *host_src, size_t bytes);
-    void (*run_kernel)(struct df__device *d, void (*kernel)(struct df__kctx *), struct df__kctx *k);
-    df_code (*synchronize)(struct df__device *d);
-} df__device_ops;
-
-typedef struct df__device {
-    char name[96];               /* "/job:localhost/replica:0/task:0/device:CPU:0" */
-    char type[8];                /* "CPU", "GPU" */
-    int kernel_type;             /* DF__DEV_CPU or DF__DEV_GPU: which kernels run here */
-    int index;                   /* the device's number within its type */
-    int host_memory;             /* its memory is the host's (no copies to reach the host) */
-    uint64_t incarnation;        /* random per device instance: keys tell restarted devices apart */
-    df__allocator *alloc;
-    const df__device_ops *ops;
-    void *gpu;                   /* a GPU device's df_cuda (dataflow_cuda.cu) */
-    df__spin cache_lock;         /* constants copied to this device, by host value */
-    struct { df_tensor *host, *dev; } *cache;
-    int n_cache, cap_cache;
-} df__device;
-
-/* A parsed device specification; -1 / "" means unspecified. Accepts TensorFlow's full names and
-   short forms: "/job:localhost/replica:0/task:0/device:CPU:0", "/device:GPU:1", "/cpu:0",
-   "/gpu:1", with any leading components left out and "*" for any index. */
-typedef struct df__devspec { char job[32], type[8]; int replica, task, index; } df__devspec;
 
 static int df__parse_uint(const char **p, int *out) {
     if (**p == '*') { (*p)++; *out = -1; return 1; }
@@ -260,9 +229,6 @@ static df_code df__zero_data(df_tensor *t, df_status *st) {
     memset(t->data, 0, t->nbytes);
     return DF_OK;
 }
-/* dst = a + b (code DF__B_ADD) or a - b over n elements of a float type, in their memory. */
-typedef void (*df__row_fn)(void *o, const void *a, const void *b, int64_t n, int sa, int sb);
-static df__row_fn df__binary_row(int code, df_dtype t);
 static df_code df__add_data(int code, df_tensor *dst, const df_tensor *a, const df_tensor *b, df_status *st) {
 #ifdef DATAFLOW_CUDA
     if (df__tensor_gpu(a)) {
@@ -283,4 +249,3 @@ static void df__device_free(df__device *d) {
     df__allocator_release(d->alloc);
     DF_FREE(d);
 }
-

@@ -70,4 +70,3 @@ df_code df_graph_write_dot(const df_graph *g, FILE *f) {
     df__exec_free(x);
     return ferror(f) ? DF_DATA_LOSS : DF_OK;
 }
-

@@ -94,4 +94,3 @@ uint16_t df_float_to_bfloat16_trunc(float f) {
 }
 
 float df_bfloat16_to_float(uint16_t b) { return df__bits_f32((uint32_t)b << 16); }
-

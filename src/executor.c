@@ -32,35 +32,6 @@
                      loop's last LoopCond was)
      fetch           a dead fetched value is an INVALID_ARGUMENT naming it
    ========================================================================================== */
-typedef struct df__iter {
-    struct df__frame *frame;
-    int64_t num;
-    int outstanding_ops, outstanding_frames;
-    df__counts *counts;
-    df_tensor **entries;
-    struct df__frame *children;      /* frames made by Enters that ran in this iteration */
-    struct df__iter *next_free;
-} df__iter;
-
-typedef struct df__deferred { int32_t item; int32_t dead; df_tensor *t; } df__deferred;
-
-typedef struct df__frame {
-    int sf;
-    uint64_t id;
-    struct df__frame *parent;
-    df__iter *parent_iter;
-    int num_pending_inputs, num_outstanding_iterations, max_par;
-    int64_t iteration_count, first_alive;
-    df__iter **ring;
-    df__deferred *next_roots, *invs;
-    int n_next_roots, cap_next_roots, n_invs, cap_invs;
-    int32_t *dead_exits;
-    int n_dead_exits, cap_dead_exits;
-    int count_dead;                  /* the last LoopCond seen was dead (the whole loop is) */
-    uint8_t *exited;                 /* per Exit of the frame (its aux): 1 once it has sent a value out */
-    struct df__frame *sibling;       /* next child of parent_iter */
-    struct df__frame *live_next, *live_prev;
-} df__frame;
 
 /* The ready queue of a batch; it starts in the batch's own small buffer (`local`), so a short
    batch (a Recv resumed for one iteration of a loop) allocates nothing. */
@@ -72,83 +43,6 @@ typedef struct df__readyq { df__tagged *v; int head, len, cap; df__tagged *local
    transfer hashes three integers instead of formatting a string. Each key holds a FIFO of sent
    values or of waiting Recvs, never both. A waiting Recv is handed back to the sender as a
    wake, resumed outside the lock. An abort fails every waiting Recv and every later call. */
-struct df__step;
-typedef struct df__rv_msg {
-    struct df__rv_msg *next;
-    df_tensor *t;                /* a sent value; NULL when it is dead */
-    int dead;
-    struct df__step *step;       /* a waiting Recv: its step and node */
-    df__tagged tag;
-} df__rv_msg;
-typedef struct df__rv_entry {
-    struct df__rv_entry *next;
-    int32_t key, recvs;          /* recvs: the queue holds waiting Recvs, else sent values */
-    uint64_t frame_id;
-    int64_t iter;
-    df__rv_msg *head, *tail;
-} df__rv_entry;
-typedef struct df__rendezvous {
-    df__spin lock;
-    df__rv_entry **buckets;
-    int n_buckets, n_entries;
-    df__rv_entry *free_entries;
-    df__rv_msg *free_msgs;
-    int aborted;
-    df_status status;
-} df__rendezvous;
-/* A Recv to resume: its step and node, the value (or dead), or failed when the run aborted. */
-typedef struct df__wake { struct df__step *step; df__tagged tag; df_tensor *t; int dead, failed;
-                          df_tensor **outs; /* a node of several outputs (a queue's dequeue): their values
-                                               instead of t; the wake owns the array (df__resume frees it) */
-} df__wake;
-
-/* The partitions of one run: their steps, the rendezvous, the first error. */
-typedef struct df__pgroup {
-    df__rendezvous rv;
-    struct df__step *steps;
-    int n_steps;
-    df__spin lock;
-    int aborted;
-    df_status status;
-    uint64_t progress;               /* bumps whenever a Recv is resumed (the hang check) */
-    int pending_wakes;               /* wakes queued on some thread, not yet resumed */
-    struct df__wstep *remote;        /* a worker's step: Sends to other processes go over the wire */
-} df__pgroup;
-/* A Send whose Recv is in another process: 1 when sent (or failed, with st set), 0 when local. */
-static int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t iter, df_tensor *v, int dead, df_status *st);
-
-struct df_session;
-typedef struct df__step {
-    const df__exec *x;
-    struct df_session *session;
-    df__device *device;
-    df_tensor *const *feeds;
-    df_tensor **fetches;
-    df__spin lock;
-    int threaded;                    /* other threads may touch this step */
-    int active;                      /* threads running this step's nodes, plus queued tasks */
-    int64_t outstanding;
-    int aborted;
-    df_status status;
-    df__frame *live;                 /* every frame not yet deleted */
-    df__frame *root;
-    df__iter **free_iters;           /* recycled iteration states, per static frame */
-    df__spin stack_lock;
-    df__stack **stacks;              /* StackV2 state of this run */
-    int n_stacks, cap_stacks;
-    df__pgroup *group;               /* the partitions of this run; NULL for a single executor */
-    struct df__ipool *ipool;         /* the session's intra-op threads */
-    struct df__step *home;           /* whose stacks this step uses: a handle may cross devices */
-    int shared;                      /* threads of other partitions resume its Recvs: always lock */
-    double deadline_ms;              /* df__clock_ms() past which the run stops; 0: none */
-    int timeout_ms;                  /* the run_timeout_ms it came from (for the message) */
-#ifndef DF_NO_THREADS
-    df__pool *pool;
-    pthread_mutex_t done_mu;
-    pthread_cond_t done_cv;
-#endif
-    int done;
-} df__step;
 
 static df__stack *df__step_stack_new(df__step *s, int64_t *id, df_status *st) {
     s = s->home;
@@ -175,7 +69,6 @@ static df__stack *df__step_stack_get(df__step *s, const df_tensor *h) {
 
 static void df__step_task_done(df__step *s) { __atomic_sub_fetch(&s->active, 1, __ATOMIC_ACQ_REL); }
 
-static void df__group_abort(df__pgroup *g, const df_status *why);
 static void df__step_error_local(df__step *s, const df_status *st) {
     if (s->threaded) df__spin_lock(&s->lock);
     if (!s->aborted) { s->status = *st; __atomic_store_n(&s->aborted, 1, __ATOMIC_RELEASE); }
@@ -1088,7 +981,6 @@ static void df__step_roots(df__step *s) {
 }
 
 #ifndef DF_NO_THREADS
-static void df__queue_abort_step(df__step *s);
 /* One round of waiting for a step: helps with the pool's tasks, else sleeps up to 200 us. An
    aborted step first takes its nodes off the queues they wait on. */
 static void df__step_wait_once(df__step *s) {
@@ -1248,4 +1140,3 @@ static df_code df__group_execute(df__pgroup *g, df_status *st) {
     if (g->aborted) { *st = g->status; code = st->code; }
     return code;
 }
-

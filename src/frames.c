@@ -6,59 +6,6 @@
    frames, Exit/NextIteration outside a loop, cycles not through NextIteration, two LoopConds
    in a frame, mismatched parent frames. Linear in items and edges.
    ========================================================================================== */
-enum { DF__X_NORMAL, DF__X_MERGE, DF__X_ENTER, DF__X_EXIT, DF__X_NEXT, DF__X_FEED, DF__X_FETCH, DF__X_COUNT };
-enum { DF__XF_CONST_ENTER = 1, DF__XF_CTRL_TRIGGER = 2, DF__XF_EXPENSIVE = 8,
-       DF__XF_DEREF = 16, DF__XF_SWITCH = 32, DF__XF_LOOP_COND = 64, DF__XF_MATMUL = 128,
-       DF__XF_NO_KERNEL = 256, DF__XF_EXPENSIVE_NEXT = 512, DF__XF_TRANSFER = 1024,
-       DF__XF_PLAIN_EDGES = 2048, /* no out-edge to a Merge, ControlTrigger or LoopCount */
-       DF__XF_DEVICE_VALUE = 4096, /* a feed copied to device memory; a fetch copied from it */
-       DF__XF_ASYNC = 8192 };   /* its kernel may leave it waiting (kctx.pending), as a Recv */
-
-typedef struct df__counts { int32_t pending, dead; } df__counts;
-/* An out-edge carries what activation needs, so the destination item is not touched: its
-   local index, its data-input count (Merge's dead rule), and flags. slot -1: control edge. */
-enum { DF__XE_MERGE = 1, DF__XE_TRIGGER = 2, DF__XE_LAST = 4, DF__XE_COUNT = 8 };
-typedef struct df__xedge { int32_t dst, slot, dst_local; uint16_t src_out, flags; } df__xedge;
-typedef struct df__xitem {      /* 64 bytes: what running a node touches comes first */
-    df__kernel_fn kernel;
-    const df_node *node;         /* the fetched node for a fetch item; NULL for a feed */
-    int32_t edge_start, n_edges;
-    int32_t input_start, n_inputs, n_outputs;
-    uint8_t kind, cost;          /* cost: the op's expected cycles per element, at most 255 */
-    uint16_t flags;
-    uint32_t need;               /* bit i: output i is consumed */
-    int32_t frame, local, n_control_in;
-    int32_t child_frame;         /* Enter: the frame it opens; fetch: the output index */
-    int32_t aux;                 /* feed or fetch index; Exit: its index among its frame's Exits */
-} df__xitem;
-typedef struct df__sframe {
-    char *name;
-    int parent;
-    int depth;                   /* loops it is nested in (the root frame: 0) */
-    int parallel_iterations;
-    int n_nodes, total_inputs, n_enters, n_loop_conds;
-    df__counts *init;
-    int32_t *counts;             /* LoopCount items, fired when a frame of this kind is done */
-    int n_counts, cap_counts;
-    int32_t *exits;              /* its Exit items (see df__frame_finish) */
-    int n_exits, cap_exits;
-} df__sframe;
-typedef struct df__exec {
-    df__xitem *items;
-    int n_items;
-    df__xedge *edges;
-    int n_edges;
-    df__sframe *frames;
-    int n_frames, cap_frames;
-    df__strmap frame_index;      /* frame name -> its index (made by the frame analysis) */
-    int32_t *roots;
-    int n_roots;
-    int n_feeds, n_fetches;
-    uint32_t *host_out;          /* on a device without host memory: per item, the outputs its kernel
-                                    makes in host memory (NULL elsewhere: all host) */
-    const df_graph *graph;       /* the graph whose nodes the items are */
-    int has_async;               /* some item is DF__XF_ASYNC: its steps always lock (see df__step_begin) */
-} df__exec;
 
 static void df__exec_free(df__exec *x) {
     if (!x) return;
@@ -333,4 +280,3 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
             }
     return DF_OK;
 }
-

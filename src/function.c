@@ -12,21 +12,6 @@
    handles to its outputs stay valid and the executor, the partitioner and autodiff see only
    the five primitives.
    ========================================================================================== */
-typedef struct df__func {
-    char *name;
-    df_graph *body;
-    int n_args;                  /* arguments, captures included (the last n_caps) */
-    int n_caps;
-    int n_rets;
-    df_node **args;              /* n_args _Arg nodes of body */
-    df_output *rets;
-    int stateful;                /* the body holds a stateful op */
-    int depth;                   /* 1 + the depth of the deepest function the body uses */
-    int64_t size;                /* nodes its lowering instantiates: the body's, and those of the functions
-                                    it uses, each time it uses them (at most 2^62) */
-    int defining;                /* being built: a use of it now is recursion */
-    struct df__call_rt *rt;      /* made by the first call run as a call (inlining off) */
-} df__func;
 static void df__call_rt_free(struct df__call_rt *rt);
 
 static df_graph *df__fn_root(const df_graph *g) {
@@ -116,9 +101,6 @@ static int df__fn_uses(const df_node *n, const char **names, int max) {
     return k;
 }
 
-/* Registers function `name` (body built by `build`) in g's root library. Arguments: n_args
-   typed ones, then the captures the body made. Returns NULL with g's status set on error. */
-typedef void (*df__fn_build_fn)(df_graph *fg, void *user, const df_output *args, df_output *outs);
 static df__func *df__fn_make(df_graph *g, const char *name, int n_args, const df_dtype *types,
                              const df__shape *shapes, int n_out, df__fn_build_fn build, void *user) {
     if (g->status.code) return NULL;
@@ -1015,4 +997,3 @@ df_code df_graph_lower_functions(df_graph *g, df_status *st) {
     if (df__lower_all(g) != DF_OK) *st = g->status;
     return st->code;
 }
-

@@ -5,119 +5,6 @@
    and do nothing. df_op_finish checks a node against its op definition, captures inputs that
    cross into a cond or while context, adds pivot control edges, infers types and shapes.
    ========================================================================================== */
-typedef struct df__shape { int rank; int64_t dims[DF_MAX_RANK]; } df__shape;
-
-typedef enum { DF__CTX_COND = 1, DF__CTX_WHILE = 2 } df__ctx_kind;
-typedef struct df__capture { df_node *src; int index; df_output value; } df__capture;
-typedef struct df__ctx df__ctx;
-struct df__ctx {
-    df__ctx_kind kind;
-    df__ctx *outer;
-    df_output pred;              /* cond: the predicate (pred_id) */
-    int branch;                  /* cond: 1 then, 0 else */
-    df_node *pivot;              /* cond: switch_t / switch_f identity */
-    char *frame_name;            /* while */
-    int parallel_iterations;     /* while */
-    df_node *pivot_for_pred;     /* while: first loop var's Merge */
-    df_node *pivot_for_body;     /* while: first loop var's body Identity */
-    df__capture *captures;
-    int n_captures, cap_captures;
-    /* while: the loop's parts, one per loop variable (the maximum_iterations counter first) */
-    int n_vars, has_counter, swap_memory;
-    int64_t checkpoint_every;
-    df_node **enters, **merges, **switches, **bodies, **nexts, **exits;
-    df_node *loop_cond;
-    /* autodiff */
-    df__ctx *grad_of;            /* a gradient loop: the forward loop whose values it reads */
-    df_node *fc_add, *fc_next, *fc_exit;   /* the forward counter, made when first needed */
-    df_node *f_sync;             /* ControlTrigger ordering the pushes made inside conds */
-    df_node *b_index;            /* checkpointed gradient loop: the decremented count; pops wait for it */
-    df_node **pops;              /* checkpointed gradient loop: its pops, which the next count waits for */
-    df_node *lcount;             /* LoopCount: how many iterations ran, once all of them are done */
-    int n_pops, cap_pops;
-    /* checkpointed loops: the body builder, called again to recompute iterations */
-    df_loop_body_fn body_fn;
-    void *user;
-};
-
-struct df_node {
-    df_graph *graph;
-    int id;
-    char *name;
-    const df__opdef *op;
-    char *device;
-    df_output *inputs;
-    int n_inputs;
-    df_node **controls;
-    int n_controls, cap_controls;
-    int n_outputs;
-    df_dtype *out_types;
-    df__shape *out_shapes;
-    unsigned char *out_is_ref;
-    df__attr *attrs;
-    int n_attrs;
-    df__ctx *ctx;                /* the control-flow context the node was made in */
-    df__ctx *cond;               /* a cond's Merge: the then-branch context (its predicate) */
-    int gstack;                  /* gradient stack ops: 1 + index in graph->gstacks */
-    unsigned char cf_part;       /* part of a while loop's machinery (Enter, Merge, Switch, ...) */
-    struct df__gg *gg;           /* a partition's _GpuGraph: the nodes it runs (cuda_graphs) */
-};
-
-typedef struct df__ctl_scope { df_node **deps; int n; } df__ctl_scope;
-
-struct df_graph {
-    df_status status;
-    int internal_names;          /* a partition shipped to a worker: runtime names (_Send, _cloop/...) */
-    df_node **nodes;
-    int n_nodes, cap_nodes;
-    df__strmap names;            /* name -> id */
-    df__strmap name_counts;      /* base name -> next suffix for unique names */
-    char **scopes;               /* full prefixes, "a/b/" */
-    int n_scopes, cap_scopes;
-    char **devices;
-    int n_devices, cap_devices;
-    df__ctl_scope *ctl;
-    int n_ctl, cap_ctl;
-    df__ctx *ctx;                /* current control-flow context */
-    df__ctx **ctxs;
-    int n_ctxs, cap_ctxs;
-    uint64_t edit_version;       /* bumps when an existing node's inputs change; atomic: runs read
-                                    it for their plan's key while another run lowers the graph */
-    int holds;                   /* the user's until df_graph_free, and one per session on the graph:
-                                    the last to let go frees it (TF_DeleteGraph); atomic, since
-                                    sessions may be freed on any thread */
-    int freed_by_user;           /* df_graph_free was called (atomic) */
-    struct df__gstack **gstacks; /* stacks made by df_gradients for while-loop gradients */
-    int n_gstacks, cap_gstacks;
-    df__ctx *next_grad_of;       /* the next df_while_loop is the gradient of this loop */
-    /* functions (>>func) */
-    df_graph *fn_parent;         /* a function's body: the graph it was defined in */
-    const df_graph *lib_from;    /* a run's working copy or partition, a call's graph: the
-                                    graph whose function library this one uses (not owned) */
-    struct df__func **funcs;     /* the library (in root graphs) */
-    int n_funcs, cap_funcs;
-    df__strmap func_names;       /* name -> index in funcs */
-    df_output *fcap_src;         /* a body: the enclosing graph's values it captured ... */
-    df_node **fcap_args;         /* ... and the _Arg nodes standing for them */
-    int n_fcap, cap_fcap_src, cap_fcap_args;
-};
-
-struct df_op_builder {
-    df_graph *g;
-    const df__opdef *op;
-    char *name;
-    char *device;
-    df_output *inputs;
-    int n_inputs, cap_inputs;
-    struct df__group { int start, count, is_list; } *groups;
-    int n_groups, cap_groups;
-    df_node **controls;
-    int n_controls, cap_controls;
-    df__attr *attrs;
-    int n_attrs, cap_attrs;
-    int oom;
-    int raw;                     /* internal: no capture, no pivot edges (control-flow plumbing) */
-};
 
 static void df__attr_clear(df__attr *a) {
     switch (a->kind) {
@@ -167,12 +54,6 @@ oom:
     return 0;
 }
 
-/* A status naming the node, TensorFlow style: "message {{node name}}". */
-static df_code df__fail(df_status *st, const df_node *n, df_code code, const char *fmt, ...)
-#if defined(__GNUC__) || defined(__clang__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
 static df_code df__fail(df_status *st, const df_node *n, df_code code, const char *fmt, ...) {
     char msg[400];
     va_list ap;
@@ -259,7 +140,6 @@ df_graph *df_graph_new(void) {
 }
 
 #ifdef DATAFLOW_CUDA
-static void df__gg_free(struct df__gg *gg);
 #endif
 static void df__node_free(df_node *n) {
     if (!n) return;
@@ -273,8 +153,6 @@ static void df__node_free(df_node *n) {
     DF_FREE(n);
 }
 
-static void df__gstacks_free(df_graph *g);
-static void df__func_free(struct df__func *f);
 static void df__graph_destroy(df_graph *g) {
     for (int i = 0; i < g->n_funcs; i++) df__func_free(g->funcs[i]);
     DF_FREE(g->funcs);
@@ -349,7 +227,6 @@ int df_output_shape(df_output o, int64_t dims[DF_MAX_RANK]) {
 /* ---- scopes ---- */
 static const char *df__scope(const df_graph *g) { return g->n_scopes ? g->scopes[g->n_scopes - 1] : ""; }
 
-static int df__valid_node_name(const char *s);
 void df_graph_push_name_scope(df_graph *g, const char *scope) {
     if (!g || g->status.code) return;
     if (scope && *scope && !g->internal_names && !df__valid_node_name(scope)) {   /* (its nodes' names would be invalid) */
@@ -450,14 +327,9 @@ df_op_builder *df_op_new(df_graph *g, const char *op_type, const char *name) {
     if (!g || g->status.code != DF_OK) return NULL;
     const df__opdef *op = df__op_lookup(op_type);
     if (!op) {
-        int state = __atomic_load_n(&df__registry.initialised, __ATOMIC_ACQUIRE);
-        if (state == -1)
-            df__graph_error(g, DF_INTERNAL, "Op registry failed to load: %s", df__registry.error);
-        else if (state == -2)
-            df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory loading the op registry");
-        else
-            df__graph_error(g, DF_NOT_FOUND, "Op type not registered '%s'%s%s", op_type ? op_type : "",
-                            name ? " for node " : "", name ? name : "");
+        df_status why;
+        df__op_lookup_failure(op_type, name, &why);
+        df__graph_error(g, why.code, "%s", why.message);
         return NULL;
     }
     df_op_builder *b = (df_op_builder *)DF_MALLOC(sizeof *b);
@@ -604,22 +476,11 @@ void df_op_set_attr_type_list(df_op_builder *b, const char *attr, const df_dtype
     if (n) memcpy(a->u.types.v, v, (size_t)n * sizeof(df_dtype));
 }
 
-/* The shape-function context: the node being made, with inputs, types and attrs in place. */
-typedef struct df__shape_ctx {
-    df_graph *g;
-    df_node *node;
-    df__shape *in_shapes;
-    df_dtype *in_types;
-    df_status *st;
-} df__shape_ctx;
-
 static const char *df__kind_name(df__attr_kind k) {
     static const char *names[] = {"none", "int", "float", "bool", "type", "string", "shape",
                                   "tensor", "list(int)", "list(type)", "func", "list(shape)"};
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
 }
-
-
 
 /* Sets or checks a `type` attr on the node from an input; returns DF_OK or an error. */
 static df_code df__bind_type(df_node *n, const df__attrdef *ad, df_dtype t, const char *arg,
@@ -825,11 +686,6 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
     return DF_OK;
 }
 
-static df_output df__ctx_capture(df_graph *g, df__ctx *ctx, df_output x);
-static df_node *df__ctx_capture_control(df_graph *g, df__ctx *ctx, df_node *c);
-static df_node *df__ctx_control_pivot(df__ctx *ctx);
-static int df__ctx_contains(const df__ctx *outer, const df__ctx *inner);
-
 static int df__node_has_control(const df_node *n, const df_node *c) {
     for (int i = 0; i < n->n_controls; i++) if (n->controls[i] == c) return 1;
     return 0;
@@ -841,8 +697,6 @@ static int df__node_add_control(df_node *n, df_node *c) {
     return 1;
 }
 
-static int df__fn_encloses(const df_graph *outer, const df_graph *g);
-static df_output df__fn_capture(df_graph *g, df_output x);
 df_node *df_op_finish(df_op_builder *b) {
     if (!b) return NULL;
     df_graph *g = b->g;
@@ -1040,4 +894,3 @@ df_code df_node_update_input(df_graph *g, df_node *dst, int index, df_output src
     __atomic_add_fetch(&g->edit_version, 1, __ATOMIC_RELAXED);
     return DF_OK;
 }
-

@@ -142,4 +142,3 @@ df_code df_tensor_write_npy(const df_tensor *t, const char *path) {
     ok = (fclose(f) == 0) && ok;
     return ok ? DF_OK : DF_DATA_LOSS;
 }
-

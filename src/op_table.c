@@ -202,4 +202,3 @@ static const df__opspec df__op_table[] = {
 static const int df__op_table_size = (int)(sizeof df__op_table / sizeof *df__op_table);
 
 const char *df_version(void) { return DF_VERSION_STRING; }
-

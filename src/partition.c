@@ -351,10 +351,6 @@ static df_node *df__pb_feed(df__pbuild *b, int f, int p, int host) {
     return *slot;
 }
 
-static df_code df__pb_compile(df_session *ss, df__part *pt, const df_output *feeds, int n_feeds,
-                              df_output *fetches, int n_fetches, int no_switch, df_status *st);
-static int df__gg_returns(const df__plan *plan, int p, df_status *st);
-
 /* Cuts x (placed by dev) into one graph and executor per device used. */
 static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t *dev, const df_output *feeds,
                                int n_feeds, const df_output *fetches, int n_fetches, df_status *st) {
@@ -552,4 +548,3 @@ done:
     df__strmap_free(&b.recvs);
     return plan;
 }
-

@@ -22,20 +22,6 @@
    ========================================================================================== */
 #define DF_MAX_FOLDED_BYTES ((size_t)10 << 20)
 
-typedef struct df__opt {
-    df_graph *wg;
-    unsigned char *removed;      /* per wg node: bypassed or merged */
-    unsigned char *pinned;       /* per wg node: fed or a target: kept as is */
-    df_output *fetches;          /* mapped into wg */
-    df_output *feeds;
-    df_node **targets;
-    int n_fetches, n_feeds, n_targets;
-    int cap_removed, cap_pinned;
-    unsigned char *outside;      /* pruning off: per wg node of the copy, not needed by the run
-                                    (kept, unlike what the passes made unneeded); else NULL */
-    int n_outside;
-} df__opt;
-
 static int df__attr_equal(const df__attr *a, const df__attr *b) {
     if (a->kind != b->kind || strcmp(a->name, b->name)) return 0;
     switch (a->kind) {
@@ -428,4 +414,3 @@ static void df__opt_free(df__opt *o) {
     DF_FREE(o->outside);
     memset(o, 0, sizeof *o);
 }
-

@@ -9,50 +9,6 @@
    device (or, in the cost-model mode, where a simulation says it would finish first).
    Switch and Exit then follow their data input, Enter and NextIteration their first consumer.
    ========================================================================================== */
-typedef struct df__part {
-    df_graph *g;                 /* the partition (owned), or the caller's graph for one device */
-    df__exec *x;
-    df__device *dev;
-    int *feed_map, n_feeds;      /* partition feed k is the run's feed feed_map[k] */
-    int *fetch_map, n_fetches;   /* partition fetch k is the run's fetch fetch_map[k] */
-    int task, handle;            /* a session with workers: the partition's worker and its handle there */
-    char **io_names;             /* and its feeds' and fetches' names there ("node:index") */
-} df__part;
-typedef struct df__plan {
-    df__part *parts;
-    int n_parts;
-    int owns_graphs;
-    int registered;              /* a session with workers: its partitions are registered there */
-    df_graph *work;              /* the optimised copy of the graph the plan runs (owned), or NULL */
-    df_pass_stats stats;
-} df__plan;
-struct df__cluster;
-
-/* (the session, whose devices and options placing and partitioning read) */
-struct df_session {
-    df_graph *g;
-    df_session_options opts;
-    struct df__cluster *cluster; /* opts.target: the workers */
-    df__device **devices;
-    int n_devices;
-    df__pool *pool;
-    df__ipool *ipool;            /* intra-op threads for big kernels (GEMM) */
-    df__spin lock;               /* cache and resources */
-    df__strmap cache;            /* signature -> index in plans */
-    df__plan **plans;
-    int n_plans, cap_plans;
-    df__plan *last_plan;         /* the plan of the latest run (df_session_partition) */
-    df__strmap resources;        /* "v:name" -> var index, "r:name" -> rng index */
-    df__var **vars;
-    int n_vars, cap_vars;
-    uint64_t *rng_counters;
-    int n_rng, cap_rng;
-    uint64_t seed_salt;
-    int ran;
-    int64_t gg_stats[4];         /* cuda_graphs: captures, replays, node-by-node runs, failed captures */
-    struct df__queue_set *queues;   /* FIFOQueueV2 state (src/queue.c); NULL until a queue is made */
-    int runs_in_flight;          /* df_session_run calls inside df__run_plan (df_session_free waits) */
-};
 
 static void df__plan_free(df__plan *p) {
     if (!p) return;
@@ -68,12 +24,6 @@ static void df__plan_free(df__plan *p) {
     df_graph_free(p->work);
     DF_FREE(p);
 }
-/* Sessions with workers (src/net/remote.c) */
-static df_code df__cluster_open(struct df_session *s, df_status *st);
-static void df__cluster_close(struct df__cluster *c);
-static df_code df__cluster_register(struct df_session *s, df__plan *plan, df_status *st);
-static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
-                               int n_fetches, df_status *st);
 
 /* ---- placer ---- */
 static int df__uf_find(int32_t *parent, int i) {
@@ -107,7 +57,6 @@ static int df__host_dtype(df_dtype t) {
     return t == DF_INT32 || t == DF_INT64 || t == DF_BOOL || t == DF_STRING || t == DF_RESOURCE;
 }
 #ifdef DATAFLOW_CUDA
-static uint32_t df__gg_mask(const struct df__gg *gg, int out);
 #endif
 static df__kernel_fn df__node_kernel(const df_node *n, int kernel_type, uint32_t *host_in, uint32_t *host_out,
                                      int *host_only) {
@@ -442,4 +391,3 @@ done:
     DF_FREE(finish); DF_FREE(dev_free);
     return code;
 }
-

@@ -101,4 +101,3 @@ static int df__num_cores(void) {
     return 1;
 #endif
 }
-

@@ -4,24 +4,8 @@
    before sleeping (a wake-up costs microseconds on small machines). The caller of a run helps
    with tasks while it waits, so a pool of n-1 workers gives n threads.
    ========================================================================================== */
-struct df__frame;
-struct df__iter;
-/* A ready node: item, whether it is dead, and the iteration (which knows its frame). */
-typedef struct df__tagged { int32_t item, dead; struct df__iter *iter; } df__tagged;
-struct df__wake;
-typedef struct df__task { struct df__step *step; df__tagged t; struct df__wake *wake; } df__task;   /* wake: a Recv to resume */
 
 #ifndef DF_NO_THREADS
-typedef struct df__pool {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    df__task *q;
-    int cap, head, count, waiting, shutdown, n_threads;
-    pthread_t *threads;
-} df__pool;
-
-static void df__process(struct df__step *s, df__tagged t);
-static void df__step_task_done(struct df__step *s);
 
 static int df__pool_pop(df__pool *p, df__task *out, int block) {
     pthread_mutex_lock(&p->mu);
@@ -50,9 +34,6 @@ static int df__pool_pop(df__pool *p, df__task *out, int block) {
     }
 }
 
-/* A task was counted in its step's `active` when it was pushed; it is uncounted when done, and
-   the step is not touched after that. */
-static void df__wake_dispatch(struct df__wake *w);
 static void df__run_task(df__task *t) {
     struct df__step *s = t->step;
     if (t->wake) {                      /* a value from another process: its Recv resumes here */
@@ -118,6 +99,4 @@ static void df__pool_free(df__pool *p) {
     DF_FREE(p);
 }
 #else
-typedef struct df__pool { int n_threads; } df__pool;
 #endif
-

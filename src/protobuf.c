@@ -6,8 +6,6 @@
    length and nesting depth is checked against what is left, so no read goes past the buffer.
    Unknown fields are skipped by their wire type (groups are refused).
    ========================================================================================== */
-enum { DF__PB_VARINT = 0, DF__PB_I64 = 1, DF__PB_LEN = 2, DF__PB_I32 = 5, DF__PB_MAX_DEPTH = 32 };
-typedef struct df__pb { const uint8_t *p, *end; } df__pb;
 static int df__pb_varint(df__pb *r, uint64_t *v) {
     uint64_t x = 0;
     for (int i = 0; i < 10; i++) {
@@ -79,9 +77,6 @@ static int df__pb_each(df__pb *r, int wt, int scalar_wt, int (*fn)(void *, uint6
     return 1;
 }
 
-/* The writer: a growing buffer; a message inside another is written to its own writer first,
-   then appended with its length. */
-typedef struct df__pbw { uint8_t *buf; size_t len, cap; int oom; } df__pbw;
 static void df__pbw_raw(df__pbw *w, const void *data, size_t n) {
     if (w->oom || !n) return;
     if (w->len + n > w->cap) {
@@ -115,4 +110,3 @@ static void df__pbw_msg(df__pbw *w, uint32_t field, df__pbw *sub) {   /* appends
     DF_FREE(sub->buf);
     memset(sub, 0, sizeof *sub);
 }
-

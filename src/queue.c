@@ -30,7 +30,6 @@ typedef struct df__qattempt {
     df_tensor **outs;
 } df__qattempt;
 
-struct df__queue_set;
 typedef struct df__queue {
     char *name;                  /* shared_name, else the FIFOQueueV2 node's name (messages) */
     struct df__queue_set *set;
@@ -1031,4 +1030,3 @@ df_output df_queue_is_closed(df_graph *g, df_output q) {
     df_op_add_input(b, q);
     return df__queue_out(df_op_finish(b), 0);
 }
-

@@ -5,94 +5,6 @@
    flags (stateful, control flow kinds, ref outputs), a gradient slot and an expected cost.
    Definitions are written as short spec strings (see df__op_table) parsed once.
    ========================================================================================== */
-typedef enum df__attr_kind {
-    DF__A_NONE, DF__A_INT, DF__A_FLOAT, DF__A_BOOL, DF__A_TYPE, DF__A_STRING, DF__A_SHAPE,
-    DF__A_TENSOR, DF__A_INT_LIST, DF__A_TYPE_LIST,
-    DF__A_FUNC,                  /* a function of the graph's library, by name (u.s) */
-    DF__A_SHAPE_LIST             /* in u.ints, flattened: each shape's rank (-1: unknown), then its dims */
-} df__attr_kind;
-
-typedef struct df__attr {
-    const char *name;            /* owned copy */
-    df__attr_kind kind;
-    union {
-        int64_t i;
-        float f;
-        int b;
-        df_dtype type;
-        char *s;
-        struct { int rank; int64_t dims[DF_MAX_RANK]; } shape;
-        df_tensor *tensor;
-        struct { int n; int64_t *v; } ints;
-        struct { int n; df_dtype *v; } types;
-    } u;
-} df__attr;
-
-typedef struct df__argdef {
-    char name[32];
-    df_dtype fixed;              /* nonzero: the argument always has this dtype */
-    char type_attr[24];          /* a `type` attr (T) or a `list(type)` attr (type list) */
-    char number_attr[24];        /* "N" when the argument is a list of N values of one type */
-    int is_list;                 /* N*T or a type list */
-    int is_ref;                  /* a ref to a variable (VariableV2's output, Assign's input) */
-} df__argdef;
-
-typedef struct df__attrdef {
-    char name[32];
-    df__attr_kind kind;
-    uint32_t allowed;            /* bit per dtype number for `type` attrs; 0 means any */
-    int has_default;
-    df__attr def;                /* the default (name points at this definition's name) */
-    int64_t min;                 /* for ints: minimum value; INT64_MIN if none */
-} df__attrdef;
-
-struct df__kctx;
-struct df__shape_ctx;
-typedef void (*df__kernel_fn)(struct df__kctx *c);
-typedef df_code (*df__shape_fn)(struct df__shape_ctx *c);
-
-enum {                           /* op flags */
-    DF__OP_STATEFUL = 1 << 0,
-    DF__OP_EXPENSIVE = 1 << 1,   /* may be worth a thread when its inputs are big */
-    DF__OP_SWITCH = 1 << 2, DF__OP_MERGE = 1 << 3, DF__OP_ENTER = 1 << 4, DF__OP_EXIT = 1 << 5,
-    DF__OP_NEXT_ITERATION = 1 << 6, DF__OP_LOOP_COND = 1 << 7, DF__OP_CONTROL_TRIGGER = 1 << 8,
-    DF__OP_ALLOWS_UNINIT = 1 << 9, /* may read an uninitialised variable (Assign) */
-    DF__OP_NO_GRADIENT = 1 << 10,
-    DF__OP_LOOP_COUNT = 1 << 11,   /* LoopCount: an Exit the executor fires once its frame is done */
-    DF__OP_TRANSFER = 1 << 12,     /* _Send/_Recv: run even when dead, to carry the dead bit across */
-    DF__OP_RECV = 1 << 13,         /* _Recv: asynchronous; its value arrives when the Send runs */
-    DF__OP_FUNCTIONAL = 1 << 14,   /* If, While, a function call: lowered before a graph runs */
-    DF__OP_ASYNC = 1 << 15         /* may wait (queue ops): its node is resumed later, maybe on another thread */
-};
-
-/* A kernel for one device type. Host-memory arguments stay in host memory on a device whose
-   memory is not the host's (TF keeps int32 shapes, predicates and LoopCond there on GPUs). */
-typedef struct df__kernel_def {
-    df__kernel_fn fn;            /* NULL: no kernel for this device type */
-    uint32_t host_inputs, host_outputs;   /* bit i: argument i lives in host memory */
-    uint32_t types;              /* GPU: bit t: device-memory arguments may have dtype t (0: any) */
-} df__kernel_def;
-
-typedef struct df__opdef {
-    const char *name;
-    int n_in, n_out, n_attrs;
-    df__argdef in[12], out[4];
-    df__attrdef attrs[12];
-    df__shape_fn shape_fn;
-    df__kernel_def kernels[DF__DEV_TYPES];
-    unsigned flags;
-    int code;                    /* sub-operation selector shared by a kernel family */
-    void *grad;                  /* gradient function (the autodiff issue fills these) */
-    float cost;                  /* expected cycles per element (0: cost does not grow with size) */
-} df__opdef;
-
-typedef struct df__opspec {      /* the textual form, in df__op_table */
-    const char *name, *inputs, *outputs, *attrs;
-    df__shape_fn shape_fn;
-    df__kernel_fn kernel;
-    unsigned flags;
-    int code;
-} df__opspec;
 
 static struct {
     df__opdef *ops;
@@ -214,15 +126,11 @@ static int df__parse_attr(const char *s, df__attrdef *a) {
     return 1;
 }
 
-static const df__opspec df__op_table[];
-static const int df__op_table_size;
-
 #ifndef DF_NO_THREADS
 static pthread_mutex_t df__registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 #endif
 
 #ifdef DATAFLOW_CUDA
-static void df__gpu_register(df__opdef *ops, int n_ops);
 #endif
 static void df__registry_build(void) {
     int parsed = 1;
@@ -303,9 +211,17 @@ static const df__opdef *df__op_lookup(const char *name) {
 
 int df_op_is_registered(const char *op_type) { return df__op_lookup(op_type) != NULL; }
 
+/* Why df__op_lookup found no op: the registry failed to load, or the name is unknown. */
+static df_code df__op_lookup_failure(const char *op_type, const char *name, df_status *st) {
+    int state = __atomic_load_n(&df__registry.initialised, __ATOMIC_ACQUIRE);
+    if (state == -1) return df_status_set(st, DF_INTERNAL, "Op registry failed to load: %s", df__registry.error);
+    if (state == -2) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory loading the op registry");
+    return df_status_set(st, DF_NOT_FOUND, "Op type not registered '%s'%s%s", op_type ? op_type : "",
+                         name ? " for node " : "", name ? name : "");
+}
+
 static const df__attrdef *df__op_attrdef(const df__opdef *op, const char *name) {
     for (int i = 0; i < op->n_attrs; i++)
         if (!strcmp(op->attrs[i].name, name)) return &op->attrs[i];
     return NULL;
 }
-

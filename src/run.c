@@ -362,4 +362,3 @@ df_code df_session_run(df_session *s, const df_output *feeds, df_tensor *const *
         for (int i = 0; i < n_fetches; i++) { df_tensor_release(fetch_values[i]); fetch_values[i] = NULL; }
     return code;
 }
-

@@ -137,7 +137,6 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
     return s;
 }
 
-static void df__queues_end(df_session *s);
 void df_session_free(df_session *s) {
     if (!s) return;
     df__queues_end(s);         /* cancels what waits on the queues, waits for runs in flight */
@@ -198,8 +197,6 @@ static int df__feed_index(const int *first_feed, const int *next_feed, const df_
     return -1;
 }
 
-static int df__graph_has_functional(const df_graph *g);
-static df_code df__lower_all(df_graph *g);
 static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds, int n_feeds, const df_output *fetches,
                              int n_fetches, df_node *const *targets, int n_targets, const df__device *dev, df_status *st) {
     DF__UNUSED(ss);
@@ -395,4 +392,3 @@ fail:
     df__exec_free(x);
     return NULL;
 }
-

@@ -4,28 +4,6 @@
    Enter of one) where an op takes a shape or axis as a tensor, and leave dims unknown (-1)
    otherwise. The checks here are repeated by the kernels: static shapes are a hint, not a promise.
    ========================================================================================== */
-struct df__step;
-typedef struct df__kctx {
-    df_tensor **in;              /* input values (NULL: dead; only Merge sees those) */
-    df_tensor **out;             /* outputs the kernel sets; NULL leaves one dead (Switch) */
-    const df_node *node;
-    int n_in, n_out;
-    uint32_t need;               /* bit i: output i has a consumer */
-    df__allocator *alloc;        /* the device's allocator */
-    struct df__step *step;
-    df_status *st;
-    int64_t iter;                /* the iteration of the running node's frame (0 outside loops) */
-    const struct df__tagged *tag; /* the running node, its iteration and frame (Send/Recv keys) */
-    int32_t aux;                 /* _Send/_Recv: the rendezvous key's number in the run's plan */
-    int dead;                    /* the node is dead (only transfer nodes run then) */
-    int out_dead;                /* set by a Recv whose value arrived dead */
-    int pending;                 /* set by a Recv that waits: the executor resumes it later */
-    struct df__ipool *ipool;     /* the session's intra-op threads (NULL: this thread only) */
-    uint32_t host_out;           /* bit i: output i goes to host memory (a GPU's shapes, predicates) */
-    void *gpu;                   /* the df_cuda whose memory the kernel works in; NULL: host memory */
-    df__device *dev;             /* the device the kernel runs on */
-    int32_t xfer;                /* _Send: the receiving partition * 2 + 1 if it wants device memory */
-} df__kctx;
 
 static const df_tensor *df__const_value(df_output o) {
     for (int depth = 0; o.node && depth < 8; depth++) {
@@ -57,14 +35,6 @@ static int64_t df__int_at(const df_tensor *t, int64_t i) {
     return t->dtype == DF_INT64 ? ((const int64_t *)t->data)[i] : (int64_t)((const int32_t *)t->data)[i];
 }
 static int df__is_int_tensor(const df_tensor *t) { return t && (t->dtype == DF_INT32 || t->dtype == DF_INT64); }
-
-
-/* NumPy broadcasting of two shapes. Strides are element strides into each operand (0 where
-   the operand is broadcast). Unknown dims (-1) broadcast to unknown. */
-typedef struct df__bcast {
-    int rank;
-    int64_t dims[DF_MAX_RANK], sa[DF_MAX_RANK], sb[DF_MAX_RANK];
-} df__bcast;
 
 static int df__broadcast(int ra, const int64_t *da, int rb, const int64_t *db, df__bcast *bc) {
     int r = DF__MAX(ra, rb);
@@ -115,4 +85,3 @@ static df_code df__sf_binary(df__shape_ctx *c) {
     memcpy(o->dims, bc.dims, sizeof bc.dims);
     return DF_OK;
 }
-

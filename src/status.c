@@ -26,5 +26,3 @@ void df_status_clear(df_status *st) {
     st->code = DF_OK;
     st->message[0] = 0;
 }
-
-

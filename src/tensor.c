@@ -4,19 +4,6 @@
    allocator. A view (Reshape, Identity) shares the buffer by holding a reference to its base.
    Element counts and byte sizes are checked for int64/size_t overflow before anything is made.
    ========================================================================================== */
-struct df_tensor {
-    int refs;                    /* atomic */
-    df_dtype dtype;
-    int rank;
-    int64_t dims[DF_MAX_RANK];
-    int64_t n;                   /* number of elements */
-    size_t nbytes;
-    void *data;
-    df_tensor *base;             /* a view holds its base alive; data points into base's buffer */
-    struct df__allocator *alloc; /* owner of data when base == NULL; NULL for the empty buffer */
-    struct df__var *ref;         /* non-NULL: a reference to a variable (VariableV2's output),
-                                    read by its consumers when they run, as TF's ref tensors */
-};
 
 /* A device's allocator, reference counted: tensors fetched from a session keep their buffers
    (and so the allocator) alive after the session is freed. Small tensors are recycled whole
@@ -24,17 +11,6 @@ struct df_tensor {
    rate. Recycled tensors hold no reference; the last release drains them. DF_NO_TENSOR_RECYCLE
    turns the stack off, so that ASan sees a tensor used after its last release. */
 #define DF__RECYCLE_BYTES 256
-#define DF__RECYCLE_SLOTS 1024
-typedef struct df__allocator {
-    df_bfc *bfc;
-    int refs;
-    void (*on_release)(void *);  /* after the last release (a GPU closes itself) */
-    void *gpu;                   /* a GPU's df_cuda when its memory is the GPU's; NULL: host memory */
-    void *on_release_arg;
-    df__spin recycle_lock;
-    int n_recycled;
-    df_tensor *recycled[DF__RECYCLE_SLOTS];
-} df__allocator;
 static void df__allocator_release(df__allocator *a) {
     if (!a || DF__ATOMIC_DEC(&a->refs) != 0) return;
     for (int i = 0; i < a->n_recycled; i++) { df_bfc_free(a->bfc, a->recycled[i]->data); DF_FREE(a->recycled[i]); }
@@ -205,13 +181,8 @@ df_tensor *df_tensor_retain(df_tensor *t) {
 }
 
 #ifdef DATAFLOW_CUDA
-/* While a thread captures a CUDA graph, the device memory it frees stays reserved for the graph
-   (whose replays write the same addresses): the tensors are kept here, released with the graph. */
-typedef struct df__hold { df__allocator *alloc; df_tensor **v; int n, cap, failed; } df__hold;
 #ifndef DF_NO_THREADS
-static _Thread_local df__hold *df__tls_hold;
 #else
-static df__hold *df__tls_hold;
 #endif
 static int df__hold_keep(df_tensor *t) {
     df__hold *h = df__tls_hold;
@@ -293,4 +264,3 @@ char *df_tensor_describe(const df_tensor *t, char *buf, size_t n) {
     if (len < n) snprintf(buf + len, n - len, t->n > 8 ? ", ...}" : "}");
     return buf;
 }
-

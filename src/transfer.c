@@ -61,4 +61,3 @@ int df_rendezvous_key(const df_node *n, uint64_t frame_id, int64_t iter, char *b
                     (unsigned long long)df__attr_i(n, "send_device_incarnation", 0), df__attr_s(n, "recv_device"),
                     df__attr_s(n, "tensor_name"), (unsigned long long)frame_id, (long long)iter);
 }
-

@@ -104,5 +104,3 @@ static void df__buf_printf(df__buf *b, const char *fmt, ...) {
         if (!df__grow(&b->s, &b->cap, b->len + n + 1, 1)) { b->oom = 1; return; }
     }
 }
-
-

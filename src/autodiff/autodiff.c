@@ -19,20 +19,7 @@
    (second order) works the same way: the gradients of its pops are pushed on a stack that the
    next gradient of the forward loop pops where the values were pushed.
    ========================================================================================== */
-typedef struct df__gstack {
-    df_node *stack;              /* StackV2: in the loop around the pushing loop, else outside every loop */
-    df_node *push;               /* the one LoopStackPush (checkpoints: StackPushV2) */
-    df_node *count;              /* the LoopCount of the loop the push runs in */
-    df__ctx *push_ctx;           /* where the push runs: a loop or a cond inside it */
-    df__ctx *push_loop;
-    df_node **pops;
-    int n_pops, cap_pops;
-    struct df__gstack *grad;     /* second order: the stack of its pops' gradients */
-} df__gstack;
 
-static df_output df__out(df_node *n, int i);
-static df_output df__op1(df_graph *g, const char *op, df_output a);
-static df_output df__op2(df_graph *g, const char *op, df_output a, df_output c);
 static int df__is_float(df_dtype t) { return t == DF_FLOAT || t == DF_DOUBLE || t == DF_HALF || t == DF_BFLOAT16; }
 static df__ctx *df__loop_of(df__ctx *c) { while (c && c->kind != DF__CTX_WHILE) c = c->outer; return c; }
 /* The loop a node belongs to: an Exit belongs to the loop it leaves. */
@@ -126,7 +113,6 @@ static int df__loop_counter(df_graph *g, df__ctx *W) {
     return 1;
 }
 
-static df__gstack *df__gstack_new_op(df_graph *g, df_dtype t, int sum, df__ctx *at);
 static df__gstack *df__gstack_new(df_graph *g, df_dtype t) { return df__gstack_new_op(g, t, 0, NULL); }
 /* A stack for values pushed in loop W: made in the loop around W (one stack per frame of W,
    whose iterations index it), or outside every loop. */
@@ -308,4 +294,3 @@ static df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x) {
     if (!s || !df__gstack_push(g, s, x, n->ctx, W, G->swap_memory)) return none;
     return df__gstack_pop(g, G, s, n->ctx, W, df_output_dtype(x), &n->out_shapes[x.index]);
 }
-

@@ -5,13 +5,6 @@
    follow TensorFlow's gradient functions op for op, so graphs and numbers match. Switch and
    Merge are each other's gradients (the cond's duality).
    ========================================================================================== */
-typedef struct df__gfn {
-    df_graph *g;
-    df_node *n;
-    const df_output *dy;         /* per output: the summed gradient or {NULL,0} */
-    df_output *dx;               /* per input: filled in ({NULL,0}: none) */
-} df__gfn;
-typedef void (*df__grad_fn)(df__gfn *c);
 
 #define DF__X(c, i) ((c)->n->inputs[i])
 static df_output df__Y(df__gfn *c, int i) { df_output o = {c->n, i}; return o; }
@@ -705,4 +698,3 @@ static df__grad_fn df__grad_fn_for(const df__opdef *op) {
         if (!strcmp(df__grad_table[i].op, op->name)) return df__grad_table[i].fn;
     return NULL;
 }
-

@@ -5,19 +5,6 @@
    reach each output (AddN) before calling the op's gradient function. A region is the top
    level or a loop's body: loops are differentiated by src/autodiff/loops.c.
    ========================================================================================== */
-typedef struct df__gacc { df_output *v; int n, cap; } df__gacc;
-typedef struct df__greg {
-    df_graph *g;
-    df__ctx *R;                  /* the region: NULL (top level) or the loop whose body this is */
-    int n0;                      /* nodes made before the region began */
-    int *obase;                  /* per node: index of its output 0 in acc */
-    df__gacc *acc;
-    unsigned char *fwd, *bwd;
-    int *unit;                   /* per node: its unit (node id, or n0 + child loop index), -1 outside */
-    df__ctx **loops;
-    int n_loops, cap_loops;
-    int *cstart, *cons;          /* consumers, CSR over data edges */
-} df__greg;
 
 static int df__greg_add(df__greg *r, df_output at, df_output v) {
     if (!at.node || !v.node || at.node->id >= r->n0) return 1;
@@ -59,10 +46,6 @@ static void df__greg_free(df__greg *r) {
     DF_FREE(r->obase); DF_FREE(r->acc); DF_FREE(r->fwd); DF_FREE(r->bwd); DF_FREE(r->unit);
     DF_FREE(r->loops); DF_FREE(r->cstart); DF_FREE(r->cons);
 }
-
-static df_code df__grad_loop(df__greg *r, df__ctx *W);
-static df_code df__grad_region(df_graph *g, df__ctx *R, int n_y, const df_output *ys, const df_output *gys,
-                               int n_x, const df_output *xs, df_output *dxs);
 
 /* Visits the pushes of the stack a pop reads (the edges second-order gradients follow). */
 static df__gstack *df__node_gstack(df_graph *g, const df_node *n) {
@@ -240,4 +223,3 @@ out:
     if (!df__ok(g)) for (int i = 0; i < n_x; i++) dxs[i].node = NULL, dxs[i].index = 0;
     return g->status.code;
 }
-

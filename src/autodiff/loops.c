@@ -91,7 +91,6 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
     DF_FREE(buf);
 }
 
-
 /* ---- checkpointed loop gradients: the forward loop keeps its variables every k-th iteration;
    the gradient loop, at the last iteration of each segment (going backwards), recomputes the
    segment from its checkpoint in a small loop that stacks each iteration's variables, and then
@@ -426,4 +425,3 @@ df_code df_gradients(df_graph *g, int n_y, const df_output *ys, const df_output 
     if (!df__ok(g)) for (int i = 0; i < n_x; i++) dxs[i].node = NULL, dxs[i].index = 0;
     return g->status.code;
 }
-

@@ -131,4 +131,3 @@ static void df__gstacks_free(df_graph *g) {
     for (int i = 0; i < g->n_gstacks; i++) { DF_FREE(g->gstacks[i]->pops); DF_FREE(g->gstacks[i]); }
     DF_FREE(g->gstacks);
 }
-

@@ -3,22 +3,6 @@
    Stacks: per-step LIFO state for while-loop gradients. A handle is a resource scalar.
    holding the stack's index in its step and a check word; a forged handle is refused.
    ========================================================================================== */
-typedef struct df__pend { int64_t iter; df_tensor *t; } df__pend;
-typedef struct df__stack {
-    df__spin lock;
-    df_tensor **v;               /* LoopStackPush/Pop: v[i] is iteration i's value (NULL: none) */
-    int n, cap;
-    int64_t max;
-    df_dtype type;
-    int closed;
-    int is_sum;                  /* a SumAccumulator: v[0] holds the running sum */
-    int64_t next;                /* accumulator: the iteration whose value is added next */
-    df__pend *pend;              /*   values of later iterations, waiting, by iteration */
-    int n_pend, cap_pend;
-} df__stack;
-#define DF__STACK_MAGIC 0x5354414bu
-static df__stack *df__step_stack_new(struct df__step *s, int64_t *id, df_status *st);
-static df__stack *df__step_stack_get(struct df__step *s, const df_tensor *h);
 /* New per-run state (a stack, or a sum when is_sum) and its handle as output 0. */
 static df__stack *df__k_new_state(df__kctx *c, int is_sum, df_dtype type) {
     int64_t id;
@@ -249,4 +233,3 @@ static df_code df__sf_unknown(df__shape_ctx *c) {
     for (int i = 0; i < c->node->n_outputs; i++) *df__sc_out(c, i) = df__shape_unknown();
     return DF_OK;
 }
-

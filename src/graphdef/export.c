@@ -165,4 +165,3 @@ df_code df_graph_export_graphdef(const df_graph *g, void **data, size_t *len) {
     *len = w.len;
     return DF_OK;
 }
-

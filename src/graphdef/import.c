@@ -259,4 +259,3 @@ df_code df_graph_import_graphdef_into(df_graph *g, const void *data, size_t len,
     if (c) return c;
     return df__gd_import(g, data, len, o, st);
 }
-

@@ -214,7 +214,6 @@ static void df__gd_fb_free(df__gd_fb *b) {
     DF_FREE(b->arg_names); DF_FREE(b->arg_types); DF_FREE(b->out_names); DF_FREE(b->ret_keys); DF_FREE(b->ret_vals);
 }
 
-static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df_import_options *o, df_status *st);
 typedef struct df__gd_fn_user { const df__pbw *body; const df__gd_fb *fb; df_status *st; } df__gd_fn_user;
 static void df__gd_fn_build(df_graph *fg, void *user, const df_output *args, df_output *outs) {
     const df__gd_fn_user *u = (const df__gd_fn_user *)user;
@@ -436,4 +435,3 @@ static df_code df__gd_import_library(df_graph *g, const df__gd *d, df__pb lib, c
     df__strmap_free(&L.names);
     return c;
 }
-

@@ -12,27 +12,6 @@
    afterwards), so a graph TensorFlow wrote with v1 control flow comes back as it was.
    ========================================================================================== */
 enum { DF__GD_MAX_TENSOR_FILL = 1 << 28 };   /* bytes a short TensorProto may be expanded to */
-typedef struct df__gd_str { const uint8_t *p; size_t n; } df__gd_str;
-typedef struct df__gd_attr { df__gd_str key; df__pb value; } df__gd_attr;
-typedef struct df__gd_node {
-    df__gd_str name, op, device;
-    df__gd_str *inputs;
-    df__gd_attr *attrs;
-    int n_inputs, cap_inputs, n_attrs, cap_attrs;
-    char *full;                    /* the node's name in the graph (prefix included), owned */
-    int *src;                      /* per input: the index of its node */
-    int n_data;                    /* data inputs (the control inputs follow them) */
-    int indeg, done;
-    df_node *made;
-} df__gd_node;
-typedef struct df__gd {
-    df__gd_node *nodes;
-    int n, cap;
-    df__strmap index;              /* GraphDef name -> node index */
-    df_status *st;
-    df__pb lib;                    /* the function library, if any */
-    int has_lib;
-} df__gd;
 
 static df_code df__gd_bad(df__gd *d, const char *what, const df__gd_node *n) {
     if (n && n->name.n)
@@ -168,7 +147,6 @@ static int df__gd_input(df__gd_str s, df__gd_str *name, int *index, int *control
 }
 
 /* ---- AttrValue and TensorProto decoding ---- */
-typedef struct df__gd_val { uint32_t field; int wt; df__pb sub; uint64_t v; } df__gd_val;
 /* The AttrValue's one set field (the last one written wins, as for a protobuf oneof). */
 static int df__gd_attr_value(df__pb r, df__gd_val *out) {
     uint32_t f;
@@ -390,7 +368,6 @@ malformed:
     return NULL;
 }
 
-static void df__op_set_attr_shapes_flat(df_op_builder *b, const char *attr, const int64_t *flat, int n);
 /* Sets attr `ad` of the node being built from its AttrValue; reports kind confusion. */
 typedef struct df__gd_list { int64_t *v; int n, cap, oom; } df__gd_list;
 static int df__gd_list_add(void *user, uint64_t v) {

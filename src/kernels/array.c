@@ -741,4 +741,3 @@ static void df__k_one_hot(df__kctx *c) {
                 memcpy((char *)o->data + (size_t)((q * d + k) * inner + j) * es, v == k ? on->data : off->data, es);
             }
 }
-

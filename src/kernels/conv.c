@@ -572,7 +572,6 @@ static int df__conv_input_grad_phases(const df__conv_ws *W, const void *w, void 
 
 /* mode 0: Y = conv(X, W); 1: dX from (W, dY); 2: dW from (X, dY). Tensors NHWC, W [kh,kw,c,oc]. */
 #ifdef DATAFLOW_CUDA
-static int df__step_tf32(const struct df__step *s);
 #endif
 static int df__conv_run(df__kctx *c, int mode, const df__conv_geo *g, int dbl, const void *x, const void *w,
                         const void *dy, void *out) {
@@ -974,4 +973,3 @@ static df_code df__sf_pool(df__shape_ctx *c) {
     o->rank = 4; o->dims[0] = x->dims[0]; o->dims[1] = g.oh; o->dims[2] = g.ow; o->dims[3] = x->dims[3];
     return DF_OK;
 }
-

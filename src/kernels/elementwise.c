@@ -5,7 +5,6 @@
    again here. Elementwise ops broadcast NumPy-style over a row-wise odometer; sizes are
    int64 throughout. Vector speed comes later; nothing here is quadratic where TF is linear.
    ========================================================================================== */
-#define DF__KFAIL(c, code, ...) df__fail((c)->st, (c)->node, (code), __VA_ARGS__)
 
 static df_tensor *df__k_alloc(df__kctx *c, int i, df_dtype t, int rank, const int64_t *dims) {
     df__allocator *a = (c->host_out >> DF__MIN(i, 31) & 1) ? df__host_allocator() : c->alloc;
@@ -52,10 +51,8 @@ static void df__k_forward(df__kctx *c, int out, int in) { c->out[out] = c->in[in
    runs on machines without AVX-512. */
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(DF_NO_SIMD)
 #define DF__X86 1
-#include <immintrin.h>
 #define DF__TARGET_AVX2 __attribute__((target("avx2,fma")))
 #ifdef DF_EMULATE_AVX512
-#include <simde/x86/avx512.h>
 #define DF__Z(f) simde_mm512_##f
 #define DF__ZT(t) simde__m512##t
 #define DF__TARGET_AVX512
@@ -123,12 +120,6 @@ const char *df_kernel_isa(void) {
 }
 
 /* ---- elementwise binary ---- */
-enum { DF__B_ADD, DF__B_SUB, DF__B_MUL, DF__B_DIV, DF__B_MAX, DF__B_MIN, DF__B_POW, DF__B_FLOORMOD,
-       DF__B_FLOORDIV, DF__B_SQDIFF, DF__B_LESS, DF__B_LESS_EQ, DF__B_GREATER, DF__B_GREATER_EQ,
-       DF__B_EQUAL, DF__B_NOT_EQUAL, DF__B_AND, DF__B_OR,
-       /* gradient ops: ReluGrad(dy, x) and the y-based ones (y, dy) */
-       DF__B_RELU_GRAD, DF__B_TANH_GRAD, DF__B_SIGMOID_GRAD, DF__B_SQRT_GRAD, DF__B_RSQRT_GRAD, DF__B_RECIP_GRAD,
-       DF__B_COUNT };
 
 #define DF__ROW(NAME, TI, TO, EXPR)                                                            \
     static void NAME(void *o_, const void *a_, const void *b_, int64_t n, int sa, int sb) {    \
@@ -189,7 +180,6 @@ static const df__row_fn df__rows_f32[DF__B_COUNT] = DF__ROWSET(f32, DF__GRADSET(
 static const df__row_fn df__rows_f64[DF__B_COUNT] = DF__ROWSET(f64, DF__GRADSET(f64));
 static const df__row_fn df__rows_i32[DF__B_COUNT] = DF__ROWSET(i32, NULL);
 static const df__row_fn df__rows_i64[DF__B_COUNT] = DF__ROWSET(i64, NULL);
-
 
 /* AVX2 rows for float32 and float64: the same results as the plain rows (IEEE operations lane
    by lane; Maximum/Minimum keep TensorFlow's NaN rule), eight or four elements at a time. */
@@ -266,9 +256,6 @@ static int df__any_zero_int(const df_tensor *t) {
     return 0;
 }
 
-/* The intra-op pool (below): elementwise kernels split big tensors over it. */
-struct df__ipool;
-static int df__ipool_threads(struct df__ipool *p);
 static void df__parallel_for(struct df__ipool *p, int64_t len, int64_t unit, int parts,
                              void (*fn)(void *arg, int64_t lo, int64_t hi), void *arg);
 /* A row function over n elements, in pieces on the intra-op threads when the tensors are big
@@ -343,8 +330,6 @@ static void df__k_binary(df__kctx *c) {
 }
 
 /* ---- elementwise unary ---- */
-enum { DF__U_NEG, DF__U_SQUARE, DF__U_SQRT, DF__U_RSQRT, DF__U_EXP, DF__U_LOG, DF__U_TANH,
-       DF__U_SIGMOID, DF__U_RELU, DF__U_ABS, DF__U_SIGN, DF__U_NOT, DF__U_RECIPROCAL, DF__U_FLOOR };
 
 #define DF__UNARY_LOOP(T, EXPR) { const T *a = (const T *)x->data; T *o = (T *)y->data; \
     for (int64_t i = 0; i < n; i++) { T v = a[i]; o[i] = (T)(EXPR); } }
@@ -710,4 +695,3 @@ static void df__k_loop_cond(df__kctx *c) {
     }
     df__k_forward(c, 0, 0);
 }
-

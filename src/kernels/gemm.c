@@ -5,19 +5,7 @@
    caller takes parts too and waits for the last. A kernel that finds the pool busy (another
    kernel's job) runs its work itself, so nothing waits on anything but its own parts.
    ========================================================================================== */
-typedef void (*df__par_fn)(void *arg, int64_t lo, int64_t hi);
 #ifndef DF_NO_THREADS
-typedef struct df__ipool {
-    pthread_mutex_t mu;
-    pthread_cond_t cv, done_cv;
-    pthread_t *threads;
-    int n_threads, shutdown, busy;
-    uint64_t gen;
-    df__par_fn fn;
-    void *arg;
-    int64_t len, chunk;
-    int parts, next, finished;
-} df__ipool;
 /* Takes and runs parts of the current job; returns with the lock held. */
 static void df__ipool_work(df__ipool *p) {
     while (p->next < p->parts) {
@@ -92,7 +80,6 @@ static void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts,
     pthread_mutex_unlock(&p->mu);
 }
 #else
-typedef struct df__ipool { int unused; } df__ipool;
 static int df__ipool_threads(df__ipool *p) { DF__UNUSED(p); return 1; }
 static void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts, df__par_fn fn, void *arg) {
     DF__UNUSED(p); DF__UNUSED(unit); DF__UNUSED(parts);
@@ -123,7 +110,6 @@ static void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts,
 #ifndef DF_GEMM_F64_AVX512_BLOCKS
 #define DF_GEMM_F64_AVX512_BLOCKS 120, 256, 2032
 #endif
-typedef struct df__gemm_cfg { int mr, nr, mc, kc, nc; } df__gemm_cfg;
 static const df__gemm_cfg df__gemm_cfgs[2][3] = {
     /* float:  portable, avx2, avx512 */
     {{4, 8, 128, 256, 2048}, {6, 16, DF_GEMM_F32_AVX2_BLOCKS}, {6, 32, DF_GEMM_F32_AVX512_BLOCKS}},
@@ -566,4 +552,3 @@ static void df__k_bmm(df__kctx *c) {
         }
     }
 }
-

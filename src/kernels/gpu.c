@@ -603,4 +603,3 @@ static void df__gpu_register(df__opdef *ops, int n_ops) {
         }
 }
 #endif /* DATAFLOW_CUDA */
-

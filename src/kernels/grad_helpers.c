@@ -301,4 +301,3 @@ static df_code df__sf_concat_offset(df__shape_ctx *c) {
     for (int i = 0; i < c->node->n_outputs; i++) *df__sc_out(c, i) = c->in_shapes[i + 1];
     return DF_OK;
 }
-

@@ -235,4 +235,3 @@ static void df__k_select(df__kctx *c) {
         }
     }
 }
-

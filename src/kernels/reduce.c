@@ -85,7 +85,6 @@ static void df__k_bias_add_grad(df__kctx *c) {
 }
 
 /* ---- reductions: Sum, Mean, Max, Min, Prod over any axes ---- */
-enum { DF__R_SUM, DF__R_MEAN, DF__R_MAX, DF__R_MIN, DF__R_PROD };
 
 static df_code df__norm_axes(const df_node *n, const df_tensor *axes, int rank, unsigned *mask, df_status *st) {
     *mask = 0;
@@ -384,4 +383,3 @@ static void df__k_argmax(df__kctx *c) {
         df__set_from_i64(ot, o->data, oi, best);
     }
 }
-

@@ -5,14 +5,6 @@
    control
    dependency on an Assign orders the read after it, as in TensorFlow.
    ========================================================================================== */
-typedef struct df__var {
-    df__spin lock;
-    df_tensor *value;            /* NULL until initialised */
-    const char *name;            /* the variable node's name, for messages */
-    df_tensor handle;            /* never freed by refcount: its count starts very high */
-} df__var;
-static df__var *df__step_var(struct df__step *s, const df_node *var_node, df_status *st);
-static uint64_t df__step_rng_next(struct df__step *s, const df_node *n, uint64_t count);
 
 /* The value behind a ref (a new reference), or t itself (taken over) when it is no ref. */
 /* Whether input i of op is a Ref(T) argument: its kernel gets the ref itself, not the value. */
@@ -183,4 +175,3 @@ static void df__k_random(df__kctx *c) {
         df__set_from_f64(t, o->data, i, v);
     }
 }
-

@@ -124,4 +124,3 @@ static void df__k_apply(df__kctx *c) {
     c->out[0] = keep;
 }
 static df_code df__sf_apply(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[0]; return DF_OK; }
-

@@ -14,7 +14,6 @@
    sends fail is closed, which the protocol sees as a closed connection.
    ========================================================================================== */
 #ifdef DATAFLOW_MPI
-#include <mpi.h>
 enum { DF__MPI_OPEN = 101, DF__MPI_DATA = 102, DF__MPI_CLOSE = 103, DF__MPI_STOP = 104, DF__MPI_CHUNK = 1 << 20 };
 typedef struct df__mpi_chan { uint64_t id; int peer, fd; } df__mpi_chan;
 static struct {

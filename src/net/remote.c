@@ -330,4 +330,3 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
     return st->code;
 #endif
 }
-

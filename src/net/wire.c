@@ -12,25 +12,14 @@
 uint32_t df_crc32c(uint32_t crc, const void *data, size_t n) { return data || !n ? df__crc32c(crc, data, n) : crc; }
 
 #if !defined(DF_NO_THREADS) && ((defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200112L) || defined(_GNU_SOURCE) || defined(_DEFAULT_SOURCE))
-#define DF__NET 1
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #endif
 
 #ifdef DF__NET
-enum { DF__W_MAGIC = 0x31574644u, DF__W_VERSION = 1, DF__W_HEADER = 24, DF__W_TENSOR_FIXED = 32 };
-enum { DF__W_HELLO = 1, DF__W_HELLO_OK, DF__W_PING, DF__W_PONG, DF__W_REGISTER, DF__W_REGISTERED, DF__W_ERROR,
-       DF__W_CLOSE, DF__W_SHUTDOWN, DF__W_RUN_STEP, DF__W_STEP_DONE, DF__W_TENSOR, DF__W_ABORT, DF__W_HEARTBEAT, DF__W_TYPES };
 static const char *const df__w_type_names[DF__W_TYPES] = {"?", "HELLO", "HELLO_OK", "PING", "PONG", "REGISTER", "REGISTERED",
                                                           "ERROR", "CLOSE", "SHUTDOWN", "RUN_STEP", "STEP_DONE", "TENSOR",
                                                           "ABORT", "HEARTBEAT"};
 
 /* ---- payloads: a growing buffer to write, a bounded cursor to read ---- */
-typedef struct df__wbuf { unsigned char *p; size_t n, cap; int oom; } df__wbuf;
 static unsigned char *df__wb_room(df__wbuf *b, size_t n) {
     if (b->oom) return NULL;
     if (n > SIZE_MAX / 2 - b->n) { b->oom = 1; return NULL; }
@@ -55,7 +44,6 @@ static void df__wb_bytes(df__wbuf *b, const void *d, size_t n) {
 }
 static void df__wb_str(df__wbuf *b, const char *s) { df__wb_bytes(b, s ? s : "", s ? strlen(s) : 0); }
 
-typedef struct df__wread { const unsigned char *p; size_t n; const char *bad; } df__wread;
 static int df__wr_need(df__wread *r, size_t n, const char *what) {
     if (r->bad) return 0;
     if (r->n < n) { r->bad = what; return 0; }
@@ -250,7 +238,6 @@ static int df__parse_hostport(const char *s, struct sockaddr_in *a, char *err, s
     return 1;
 }
 #ifdef DATAFLOW_MPI
-static int df__mpi_connect(const char *addr, char *err, size_t en);
 #endif
 /* A connection to addr within timeout_ms, or -1 (err says why). */
 static int df__connect(const char *addr, int timeout_ms, char *err, size_t en) {
@@ -281,4 +268,3 @@ static int df__connect(const char *addr, int timeout_ms, char *err, size_t en) {
     return fd;
 }
 #endif /* DF__NET */
-

@@ -39,7 +39,6 @@ typedef struct df__wpending {       /* a TENSOR whose step has not started here 
     time_t when;
     struct df__wpending *next;
 } df__wpending;
-struct df__wconn;
 typedef struct df__wstep {           /* a step running on this worker */
     uint64_t id;
     struct df_worker *w;
@@ -1001,4 +1000,3 @@ df_code df_worker_hello(const char *address, int timeout_ms, df_worker_info *inf
     return DF_OK;
 #endif
 }
-
