@@ -21,6 +21,13 @@ CXX=${CXX:-c++}
 WARN="-Wall -Wextra -Werror"
 LIBS="-lm -lpthread"
 mkdir -p build
+# What the -O2 programs (demo, examples, dfrun, dfworker) link: dataflow.c compiled once into
+# build/dataflow_o2.o by o2_object, instead of once per program.
+LIB_O2=dataflow.c
+o2_object() {
+    rm -f build/dataflow_o2.o
+    $CC -std=c11 -O2 $WARN -c dataflow.c -o build/dataflow_o2.o && LIB_O2=build/dataflow_o2.o
+}
 
 need() {
     command -v "$1" >/dev/null 2>&1 && return 0
@@ -88,23 +95,42 @@ GUARD
     else mv "$out" dataflow.c && echo "build.sh: dataflow.c regenerated from src/"; fi
 }
 
+# Each file of src/ after internal.h compiles on its own, after the files before internal.h and
+# internal.h: internal.h then holds everything files share, so a file's place in src/ORDER is a
+# matter of reading order only. Warnings count, except the two a lone file must give: a
+# prototype whose body is in another file, and the op table declared before its definition.
+check_sources_alone() {
+    local f prelude="" after=0 flags out
+    for f in $(df_sources); do
+        if [ $after = 0 ]; then prelude="$prelude src/$f"; [ "$f" = internal.h ] && after=1; continue; fi
+        for flags in "" "-DDATAFLOW_CUDA -DDF_NO_THREADS" "-DDF_NO_SIMD"; do
+            # shellcheck disable=SC2086
+            out=$(cat $prelude "src/$f" | $CC -std=c11 -Wall -Wextra -Wno-unused-function -Wno-unused-variable \
+                      -Wno-unused-const-variable $flags -I. -fsyntax-only -x c - 2>&1 |
+                  grep -E ' (error|warning):' | grep -v -e 'used but never defined' -e 'assumed to have one element')
+            [ -z "$out" ] || { echo "src/$f does not compile on its own after internal.h (flags: ${flags:-none}):"; echo "$out" | head -5; return 1; }
+        done
+    done
+}
+
 demo() {
     need "$CC" gcc
     need gzip gzip
-    $CC -std=c11 -O2 $WARN examples/demo.c dataflow.c -o build/demo $LIBS || exit 1
+    o2_object || exit 1
+    $CC -std=c11 -O2 $WARN examples/demo.c $LIB_O2 -o build/demo $LIBS || exit 1
     ./build/demo || exit 1
     # Two real models trained on data/digits.csv.gz, the RNN through a while loop's gradient; the
     # MLP again with its batches from a FIFOQueueV2 that a reader thread fills.
     for e in digits_mlp digits_rnn digits_queue; do
-        $CC -std=c11 -O2 $WARN examples/$e.c dataflow.c -o build/$e $LIBS || exit 1
+        $CC -std=c11 -O2 $WARN examples/$e.c $LIB_O2 -o build/$e $LIBS || exit 1
         echo; echo "== $e"
         ./build/$e data/digits.csv.gz || exit 1
     done
     # The GraphDef runner (not run here: it needs a graph; build/dfrun --help says how).
-    $CC -std=c11 -O2 $WARN examples/dfrun.c dataflow.c -o build/dfrun $LIBS || exit 1
+    $CC -std=c11 -O2 $WARN examples/dfrun.c $LIB_O2 -o build/dfrun $LIBS || exit 1
     echo; echo "== built build/dfrun (runs TensorFlow GraphDefs; build/dfrun --help)"
     # The worker process of multi-process sessions (build/dfworker --port PORT).
-    $CC -std=c11 -O2 $WARN examples/dfworker.c dataflow.c -o build/dfworker $LIBS || exit 1
+    $CC -std=c11 -O2 $WARN examples/dfworker.c $LIB_O2 -o build/dfworker $LIBS || exit 1
     echo "== built build/dfworker (serves sessions of other processes over TCP; build/dfworker --help)"
 }
 
@@ -130,7 +156,7 @@ check_impl_refuses_cpp() {
 # dfrun's error contract: a missing file is one "dfrun: ..." line on stderr and a non-zero
 # exit, a bad flag exits 2, --help exits 0.
 check_dfrun() {
-    $CC -std=c11 -O2 $WARN examples/dfrun.c dataflow.c -o build/dfrun $LIBS || return 1
+    $CC -std=c11 -O2 $WARN examples/dfrun.c $LIB_O2 -o build/dfrun $LIBS || return 1
     if ./build/dfrun /nonexistent.pb --fetch x >/dev/null 2>build/dfrun.err; then
         echo "dfrun succeeded on a missing graph file"; return 1; fi
     [ "$(wc -l <build/dfrun.err)" -eq 1 ] && grep -q '^dfrun: ' build/dfrun.err ||
@@ -143,7 +169,7 @@ check_dfrun() {
 # dfworker: a bad option is one "dfworker: ..." line and exit 2; --port 0 listens on a free
 # port and says which; it ends on SIGTERM.
 check_dfworker() {
-    $CC -std=c11 -O2 $WARN examples/dfworker.c dataflow.c -o build/dfworker $LIBS || return 1
+    $CC -std=c11 -O2 $WARN examples/dfworker.c $LIB_O2 -o build/dfworker $LIBS || return 1
     ./build/dfworker --port nope >/dev/null 2>build/dfworker.err
     [ $? -eq 2 ] && [ "$(wc -l <build/dfworker.err)" -eq 1 ] && grep -q '^dfworker: ' build/dfworker.err ||
         { echo "dfworker did not refuse a bad port with one line and exit 2:"; cat build/dfworker.err; return 1; }
@@ -166,8 +192,8 @@ netns_check() {
     local tag=$$ br="dfbr$$" i ok=0 pids=""
     ip netns add "dfw${tag}a" >/dev/null 2>&1 || { echo "ip netns add is not allowed here"; return 2; }
     ip netns del "dfw${tag}a" >/dev/null 2>&1
-    $CC -std=c11 -O2 $WARN examples/dfworker.c dataflow.c -o build/dfworker $LIBS || return 1
-    $CC -std=c11 -O2 $WARN tests/net/netns_master.c dataflow.c -o build/netns_master $LIBS || return 1
+    $CC -std=c11 -O2 $WARN examples/dfworker.c $LIB_O2 -o build/dfworker $LIBS || return 1
+    $CC -std=c11 -O2 $WARN tests/net/netns_master.c $LIB_O2 -o build/netns_master $LIBS || return 1
     cleanup_netns() {
         for p in $pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
         for i in 1 2 3; do ip netns del "dfw${tag}$i" 2>/dev/null; ip link del "dfv${tag}$i" 2>/dev/null; done
@@ -195,14 +221,14 @@ netns_check() {
 }
 
 # The committed fuzz corpora replayed without libFuzzer (tests/fuzz/standalone.c), one binary
-# per target since each defines LLVMFuzzerTestOneInput. $1: the sanitizer flags.
+# per target since each defines LLVMFuzzerTestOneInput. $1: the sanitizer flags; $2: dataflow.c
+# compiled with them (the unit tests' object).
 fuzz_regression() {
     mkdir -p build/fuzz
-    $CC -std=c11 -g -O1 $WARN $1 -c dataflow.c -o build/fuzz/dataflow_replay.o || return 1
     local name
     for name in $FUZZ_TARGETS; do
         $CC -std=c11 -g -O1 $WARN $1 -I. tests/fuzz/standalone.c tests/fuzz/fuzz_$name.c \
-            build/fuzz/dataflow_replay.o -o build/fuzz/replay_$name $LIBS || return 1
+            "$2" -o build/fuzz/replay_$name $LIBS || return 1
         TMPDIR=build/fuzz ASAN_OPTIONS=$FUZZ_ASAN_OPTIONS ./build/fuzz/replay_$name tests/fuzz/corpus/$name || return 1
     done
 }
@@ -321,13 +347,14 @@ run_tests() {
       gpu_objects build/gpu/emulated "$san" 1 >build/gpu/emulated.log 2>&1; } &
     local gpu_job=$!
     # Build checks: both documented uses, the header as C99/C11/C++, warnings as errors.
+    step "every src/ file compiles on its own after src/internal.h" check_sources_alone
     step "header compiles as C99" $CC -std=c99 $WARN -pedantic -fsyntax-only tests/compile/header_c.c
     step "header compiles as C11" $CC -std=c11 $WARN -pedantic -fsyntax-only tests/compile/header_c.c
     if command -v "$CXX" >/dev/null 2>&1; then
         step "header compiles as C++" $CXX -std=c++11 $WARN -fsyntax-only tests/compile/header_cpp.cpp
         step "dataflow.c as C++ stops at one #error" check_impl_refuses_cpp
     else skipped=$((skipped + 1)); echo "skip build: header as C++ (no C++ compiler)"; fi
-    step "dataflow.c -O2 with $CC" $CC -std=c11 -O2 $WARN -c dataflow.c -o build/dataflow_o2.o
+    step "dataflow.c -O2 with $CC (the object the -O2 programs below link)" o2_object
     step "library compiles at -O3 with warnings as errors (gcc, CMake's Release level)" sh -c "$CC -std=c11 -O3 $WARN -c dataflow.c -o build/dataflow_o3.o && $CC -std=c11 -O3 $WARN -DDATAFLOW_CUDA -c dataflow.c -o build/dataflow_o3_cuda.o"
     if command -v clang >/dev/null 2>&1; then
         step "dataflow.c with clang" clang -std=c11 -O2 $WARN -c dataflow.c -o build/dataflow_clang.o
@@ -335,10 +362,13 @@ run_tests() {
     step "DF_NO_THREADS build" $CC -std=c11 $WARN -DDF_NO_THREADS -c dataflow.c -o build/dataflow_nothreads.o
     step "two translation units" sh -c "$CC -std=c11 -O2 $WARN -DDATAFLOW_IMPLEMENTATION tests/compile/two_tu.c dataflow.c -o build/two_tu $LIBS && ./build/two_tu"
     step "one translation unit" sh -c "$CC -std=c11 -O2 $WARN tests/compile/one_tu.c -o build/one_tu $LIBS && ./build/one_tu"
+    if command -v cmake >/dev/null 2>&1; then
+        step "CMake and pkg-config: find_package, add_subdirectory and pkg-config users, static and shared (tests/packaging/check.sh)" env CC="$CC" tests/packaging/check.sh
+    else skipped=$((skipped + 1)); echo "skip build: CMake packaging (cmake not installed)"; fi
     step "benchmarks compile (bench/bench_*.c, not run)" sh -c "for b in bench/bench_*.c; do $CC -std=c11 -O2 $WARN -I. -fsyntax-only \$b || exit 1; done"
-    step "demo runs" sh -c "$CC -std=c11 -O2 $WARN examples/demo.c dataflow.c -o build/demo $LIBS && ./build/demo"
+    step "demo runs" sh -c "$CC -std=c11 -O2 $WARN examples/demo.c $LIB_O2 -o build/demo $LIBS && ./build/demo"
     for e in digits_mlp digits_rnn digits_queue; do
-        step "$e trains to its accuracy target" sh -c "$CC -std=c11 -O2 $WARN examples/$e.c dataflow.c -o build/$e $LIBS && ./build/$e data/digits.csv.gz"
+        step "$e trains to its accuracy target" sh -c "$CC -std=c11 -O2 $WARN examples/$e.c $LIB_O2 -o build/$e $LIBS && ./build/$e data/digits.csv.gz"
     done
     step "dfrun builds and reports bad input" check_dfrun
     step "dfworker builds, refuses bad options and listens" check_dfworker
@@ -352,7 +382,10 @@ run_tests() {
     if [ $nsrc -eq 2 ]; then skipped=$((skipped + 1)); echo "skip: workers in network namespaces ($(echo "$nsout" | tail -n 1))"
     elif [ $nsrc -eq 0 ]; then passed=$((passed + 1)); echo "ok   build: three workers in network namespaces: $(echo "$nsout" | tail -n 1)"
     else failed=$((failed + 1)); echo "FAIL build: three workers in network namespaces"; echo "$nsout" | head -30 | sed 's/^/    /'; fi
-    step "fuzz corpora replay without a crash (tests/fuzz/corpus)" fuzz_regression "$san"
+    # dataflow.c with the sanitizers, compiled once for the fuzz replay and the unit tests.
+    rm -f build/dataflow_san.o
+    $CC -std=c11 -g -O1 $WARN $san -c dataflow.c -o build/dataflow_san.o >build/compile_san.log 2>&1
+    step "fuzz corpora replay without a crash (tests/fuzz/corpus)" fuzz_regression "$san" build/dataflow_san.o
     local faults
     if faults=$(fault_injection "$san" 2>&1); then
         passed=$((passed + 1)); echo "ok   build: allocation faults: $(echo "$faults" | tail -n 1)"
@@ -431,8 +464,8 @@ run_tests() {
     fi
     # Unit tests: one binary, sanitizers on.
     local srcs; srcs=$(ls tests/test_*.c)
-    if ! $CC -std=c11 -g -O1 $WARN $san -I. $srcs tests/harness.c dataflow.c -o build/run_tests $LIBS >build/compile.log 2>&1; then
-        cat build/compile.log | head -60
+    if ! [ -f build/dataflow_san.o ] || ! $CC -std=c11 -g -O1 $WARN $san -I. $srcs tests/harness.c build/dataflow_san.o -o build/run_tests $LIBS >build/compile.log 2>&1; then
+        cat build/compile_san.log build/compile.log | head -60
         failed=$((failed + 1)); echo "FAIL build: unit tests do not compile"
         echo "$passed passed, $failed failed"; exit 1
     fi
@@ -449,9 +482,10 @@ run_tests() {
 
 run_bench() {
     need "$CC" gcc
+    $CC -std=c11 -O2 -march=native $WARN -c dataflow.c -o build/dataflow_bench.o || exit 1
     for b in bench/bench_*.c; do
         name=$(basename "$b" .c)
-        $CC -std=c11 -O2 -march=native $WARN -I. "$b" dataflow.c -o "build/$name" $LIBS || exit 1
+        $CC -std=c11 -O2 -march=native $WARN -I. "$b" build/dataflow_bench.o -o "build/$name" $LIBS || exit 1
     done
     if [ "${DF_BENCH_PEERS:-1}" = 1 ]; then bash bench/peers/setup.sh || echo "(peers unavailable: ratios against TensorFlow are skipped)"; fi
     for b in build/bench_*; do echo; echo "== $(basename "$b")"; "$b" || exit 1; done
