@@ -26,9 +26,9 @@
     18. src/kernels/nn.c: CPU kernels: softmax, cross-entropies, AddN, Select .......... >>nn
     19. src/kernels/state.c: CPU kernels: variables and random numbers .............. >>state
     20. src/kernels/grad_helpers.c: CPU kernels: plumbing shapes, gradient helpers  >>gradhelpers
-    21. src/autodiff/stacks.c: Gradient stacks and accumulators .................... >>stacks
-    22. src/kernels/training.c: CPU kernels: optimizer updates on variables ...... >>training
-    23. src/function.c: Functions and functional control flow ........................ >>func
+    21. src/kernels/training.c: CPU kernels: optimizer updates on variables ...... >>training
+    22. src/function.c: Functions and functional control flow ........................ >>func
+    23. src/autodiff/stacks.c: Gradient stacks and accumulators .................... >>stacks
     24. src/autodiff/autodiff.c: Automatic differentiation ....................... >>autodiff
     25. src/autodiff/grad_ops.c: Gradient functions, one per op ................... >>gradops
     26. src/autodiff/gradients.c: df_gradients: the driver ...................... >>gradients
@@ -37,29 +37,30 @@
     29. src/frames.c: Static frame analysis ........................................ >>frames
     30. src/pool.c: The inter-op thread pool ......................................... >>pool
     31. src/executor.c: The executor ............................................. >>executor
-    32. src/transfer.c: Transfers: _Send and _Recv ............................... >>transfer
-    33. src/placer.c: The placer ................................................... >>placer
-    34. src/partition.c: The partitioner ........................................ >>partition
-    35. src/session.c: Sessions ................................................... >>session
-    36. src/cuda_graphs.c: CUDA graphs (df_session_options.cuda_graphs) ........... >>cugraph
-    37. src/passes.c: Graph optimisation passes .................................. >>optimize
-    38. src/run.c: The run pipeline ................................................... >>run
-    39. src/dot.c: Graphviz pictures .................................................. >>dot
-    40. src/protobuf.c: Protocol buffers: a bounded reader and writer ............ >>protobuf
-    41. src/graphdef/parse.c: GraphDef parsing ................................... >>graphdef
-    42. src/graphdef/library.c: GraphDef function library ....................... >>gdlibrary
-    43. src/graphdef/import.c: GraphDef import ................................... >>gdimport
-    44. src/graphdef/export.c: GraphDef export ................................... >>gdexport
-    45. src/npy.c: NumPy .npy files ................................................... >>npy
-    46. src/checkpoint.c: String tensors, checkpoints and the saver ............ >>checkpoint
-    47. src/queue.c: Queues ......................................................... >>queue
-    48. src/kernels/gpu.c: GPU kernels ......................................... >>gpukernels
-    49. src/op_table.c: The op table .............................................. >>optable
-    50. src/api.c: Public op wrappers ................................................. >>api
-    51. src/net/wire.c: Workers and the wire: frames and payloads ..................... >>net
-    52. src/net/worker.c: The worker ............................................... >>worker
-    53. src/net/remote.c: Sessions with workers .................................... >>remote
-    54. src/net/mpi.c: The MPI transport .............................................. >>mpi
+    32. src/transfer.c: Transfers: the rendezvous, _Send and _Recv ............... >>transfer
+    33. src/compile.c: Compiling a graph into an executor ......................... >>compile
+    34. src/placer.c: The placer ................................................... >>placer
+    35. src/partition.c: The partitioner ........................................ >>partition
+    36. src/session.c: Sessions ................................................... >>session
+    37. src/cuda_graphs.c: CUDA graphs (df_session_options.cuda_graphs) ........... >>cugraph
+    38. src/passes.c: Graph optimisation passes .................................. >>optimize
+    39. src/run.c: The run pipeline ................................................... >>run
+    40. src/dot.c: Graphviz pictures .................................................. >>dot
+    41. src/protobuf.c: Protocol buffers: a bounded reader and writer ............ >>protobuf
+    42. src/graphdef/parse.c: GraphDef parsing ................................... >>graphdef
+    43. src/graphdef/library.c: GraphDef function library ....................... >>gdlibrary
+    44. src/graphdef/import.c: GraphDef import ................................... >>gdimport
+    45. src/graphdef/export.c: GraphDef export ................................... >>gdexport
+    46. src/npy.c: NumPy .npy files ................................................... >>npy
+    47. src/checkpoint.c: String tensors, checkpoints and the saver ............ >>checkpoint
+    48. src/queue.c: Queues ......................................................... >>queue
+    49. src/kernels/gpu.c: GPU kernels ......................................... >>gpukernels
+    50. src/op_table.c: The op table .............................................. >>optable
+    51. src/api.c: Public op wrappers ................................................. >>api
+    52. src/net/wire.c: Workers and the wire: frames and payloads ..................... >>net
+    53. src/net/worker.c: The worker ............................................... >>worker
+    54. src/net/remote.c: Sessions with workers .................................... >>remote
+    55. src/net/mpi.c: The MPI transport .............................................. >>mpi
 */
 
 /* C only: C++ refuses a goto past an initialized declaration, _Thread_local and implicit
@@ -1259,7 +1260,6 @@ static df__attr *df__builder_attr(df_op_builder *b, const char *name, df__attr_k
 static const char *df__kind_name(df__attr_kind k);
 static df__attr *df__node_attr_mut(df_node *n, const char *name);
 static int df__node_add_control(df_node *n, df_node *c);
-static int df__ctx_contains(const df__ctx *outer, const df__ctx *inner);
 static df_node *df__ctx_control_pivot(df__ctx *ctx);
 static df_node *df__raw_op(df_graph *g, df__ctx *ctx, const char *op, const df_output *ins, int n_ins,
                            int ins_as_list);
@@ -1431,20 +1431,6 @@ static df_tensor *df__cumprod_prep(df__kctx *c, int64_t *outer, int64_t *len, in
 static void df__k_cumprod(df__kctx *c);
 static void df__k_concat_offset(df__kctx *c);
 static df_code df__sf_concat_offset(df__shape_ctx *c);
-static void df__k_stack(df__kctx *c);
-static void df__k_stack_push(df__kctx *c);
-static void df__k_stack_pop(df__kctx *c);
-static void df__k_stack_close(df__kctx *c);
-static void df__k_loop_push(df__kctx *c);
-static void df__k_loop_pop(df__kctx *c);
-static void df__k_loop_iteration_less(df__kctx *c);
-static void df__k_loop_count(df__kctx *c);
-static void df__k_accum(df__kctx *c);
-static void df__k_accum_add(df__kctx *c);
-static void df__k_accum_read(df__kctx *c);
-static df_code df__sf_accum_read(df__shape_ctx *c);
-static df_code df__sf_push(df__shape_ctx *c);
-static df_code df__sf_unknown(df__shape_ctx *c);
 static int df__k_apply_lock(df__kctx *c, int n, df__var **v, df_tensor **val);
 static int df__k_apply_check(df__kctx *c, const df_tensor *var, const df_tensor *t, const char *what);
 static void df__k_apply(df__kctx *c);
@@ -1473,6 +1459,20 @@ static df_code df__lower_all_ex(df_graph *g, int keep_calls);
 static df_code df__lower_all(df_graph *g);
 static void df__k_call(df__kctx *c);
 static int df__graph_has_functional_ex(const df_graph *g, int keep_calls);
+static void df__k_stack(df__kctx *c);
+static void df__k_stack_push(df__kctx *c);
+static void df__k_stack_pop(df__kctx *c);
+static void df__k_stack_close(df__kctx *c);
+static void df__k_loop_push(df__kctx *c);
+static void df__k_loop_pop(df__kctx *c);
+static void df__k_loop_iteration_less(df__kctx *c);
+static void df__k_loop_count(df__kctx *c);
+static void df__k_accum(df__kctx *c);
+static void df__k_accum_add(df__kctx *c);
+static void df__k_accum_read(df__kctx *c);
+static df_code df__sf_accum_read(df__shape_ctx *c);
+static df_code df__sf_push(df__shape_ctx *c);
+static df_code df__sf_unknown(df__shape_ctx *c);
 static int df__is_float(df_dtype t);
 static df__ctx *df__loop_of(df__ctx *c);
 static df__ctx *df__node_loop(const df_node *n);
@@ -1519,12 +1519,6 @@ static void df__step_error(df__step *s, const df_status *st);
 static double df__clock_ms(void);
 static df_code df__deadline_exceeded(df_status *st, int timeout_ms);
 static void df__step_set_deadline(df__step *s, int timeout_ms);
-static int df__rv_init(df__rendezvous *rv);
-static df_code df__rv_send(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df_tensor *t, int dead,
-                           df__wake *wake, df_status *st);
-static int df__rv_recv(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df__step *s,
-                       const df__tagged *tag, df_tensor **t, int *dead, df_status *st);
-static void df__rv_free(df__rendezvous *rv);
 static void df__wake_dispatch(df__wake *w);
 static void df__group_abort(df__pgroup *g, const df_status *why);
 static df_code df__check_outputs(const df_node *n, df_tensor *const *outs, int n_out, uint32_t need, df_status *st);
@@ -1533,29 +1527,33 @@ static void df__process(df__step *s, df__tagged t);
 #endif
 static df_code df__execute(df__step *s, df_status *st);
 static df_code df__group_execute(df__pgroup *g, df_status *st);
+static int df__rv_init(df__rendezvous *rv);
+static df_code df__rv_send(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df_tensor *t, int dead,
+                           df__wake *wake, df_status *st);
+static df__rv_msg *df__rv_abort(df__rendezvous *rv, const df_status *why);
+static void df__rv_free(df__rendezvous *rv);
 static void df__k_send(df__kctx *c);
 static void df__k_recv(df__kctx *c);
-static void df__plan_free(df__plan *p);
-static int df__item_out_frame(const df__exec *x, int i);
 static df__kernel_fn df__node_kernel(const df_node *n, int kernel_type, uint32_t *host_in, uint32_t *host_out,
                                      int *host_only);
+static int df__node_has_kernel(const df_node *n, const df__device *d);
+static int df__out_on_host(const df_node *n, int out, const df__device *d);
+static int df__in_on_host(const df_node *n, int in, const df__device *d);
+static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds, int n_feeds, const df_output *fetches,
+                             int n_fetches, df_node *const *targets, int n_targets, const df__device *dev, df_status *st);
+static void df__plan_free(df__plan *p);
+static int df__item_out_frame(const df__exec *x, int i);
 static int df__node_item(const df__exec *x, int i);
 static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_status *st);
 static int df__pgraph_add(df_graph *g, df_node *n);
 static df_node *df__node_clone(df_graph *g, const df_node *src, const char *device);
 static char *df__pgraph_name(df_graph *g, const char *base);
-static int df__out_on_host(const df_node *n, int out, const df__device *d);
-static int df__in_on_host(const df_node *n, int in, const df__device *d);
 static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t *dev, const df_output *feeds,
                                int n_feeds, const df_output *fetches, int n_fetches, df_status *st);
 static df__var *df__step_var(df__step *s, const df_node *var_node, df_status *st);
 static uint64_t df__step_rng_next(df__step *s, const df_node *n, uint64_t count);
 #ifdef DATAFLOW_CUDA
 static int df__step_tf32(const df__step *s);
-#endif
-static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds, int n_feeds, const df_output *fetches,
-                             int n_fetches, df_node *const *targets, int n_targets, const df__device *dev, df_status *st);
-#ifdef DATAFLOW_CUDA
 static uint32_t df__gg_mask(const df__gg *gg, int out);
 static void df__gg_free(df__gg *gg);
 static void df__gk_gpu_graph(df__kctx *c);
@@ -8659,241 +8657,6 @@ static df_code df__sf_concat_offset(df__shape_ctx *c) {
     return DF_OK;
 }
 /* ==========================================================================================
-   src/autodiff/stacks.c: Gradient stacks and accumulators                           >>stacks
-   Stacks: per-step LIFO state for while-loop gradients. A handle is a resource scalar.
-   holding the stack's index in its step and a check word; a forged handle is refused.
-   ========================================================================================== */
-/* New per-run state (a stack, or a sum when is_sum) and its handle as output 0. */
-static df__stack *df__k_new_state(df__kctx *c, int is_sum, df_dtype type) {
-    int64_t id;
-    df__stack *k = df__step_stack_new(c->step, &id, c->st);
-    if (!k) { char msg[sizeof c->st->message]; memcpy(msg, c->st->message, sizeof msg); df__fail(c->st, c->node, c->st->code, "%.400s", msg); return NULL; }
-    k->is_sum = is_sum;
-    k->type = type;
-    df_tensor *o = df__k_alloc(c, 0, DF_RESOURCE, 0, NULL);
-    if (o) { uint64_t w = ((uint64_t)DF__STACK_MAGIC << 32) | (uint64_t)id; memcpy(o->data, &w, 8); }
-    return o ? k : NULL;
-}
-/* The state behind input 0, which must be a handle of the right kind made in this run. */
-static df__stack *df__k_state_of(df__kctx *c, int is_sum) {
-    df__stack *k = c->in[0]->dtype == DF_RESOURCE && c->in[0]->n == 1 ? df__step_stack_get(c->step, c->in[0]) : NULL;
-    if (!k || k->is_sum != is_sum) {
-        DF__KFAIL(c, DF_INVALID_ARGUMENT, is_sum ? "Not an accumulator handle made by SumAccumulator in this run"
-                                                 : "Not a stack handle made by StackV2 in this run");
-        return NULL;
-    }
-    return k;
-}
-static void df__k_stack(df__kctx *c) {
-    const df_tensor *m = c->in[0];
-    if (!df__is_int_tensor(m) || m->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "max_size must be a scalar"); return; }
-    df__stack *k = df__k_new_state(c, 0, df__attr_type(c->node, "elem_type"));
-    if (k) k->max = df__int_at(m, 0);
-}
-static df__stack *df__k_stack_of(df__kctx *c) { return df__k_state_of(c, 0); }
-/* What a push keeps (a new reference): the value, or with swap_memory on a GPU a copy in host
-   memory (TensorFlow's swap_memory: long loops keep their gradient stacks off the device).
-   What a pop gives: the kept value, moved back to the device when it was swapped out. */
-static df_tensor *df__stack_keep(df__kctx *c, df_tensor *x) {
-    if (c->gpu && df__attr_b(c->node, "swap_memory", 0)) return df__to_host(c->dev, x, c->st);
-    return df_tensor_retain(x);
-}
-static df_tensor *df__stack_give(df__kctx *c, df_tensor *x) {
-    const df_tensor *b = x->base ? x->base : x;
-    if (!c->gpu || b->alloc == c->alloc || !x->nbytes) return x;       /* already in the GPU's memory */
-    df_tensor *d = df__to_device(c->dev, x, c->st);
-    df_tensor_release(x);
-    return d;
-}
-static void df__k_stack_push(df__kctx *c) {
-    df__stack *k = df__k_stack_of(c);
-    if (!k) return;
-    df_tensor *x = c->in[1], *kept = df__stack_keep(c, x);
-    if (!kept) return;
-    df__spin_lock(&k->lock);
-    if (k->closed || (k->max >= 0 && k->n >= k->max) || x->dtype != k->type ||
-        k->n >= INT32_MAX - 1 || !df__grow(&k->v, &k->cap, k->n + 1, sizeof(df_tensor *))) {
-        int full = k->max >= 0 && k->n >= k->max, closed = k->closed, bad = x->dtype != k->type;
-        df__spin_unlock(&k->lock);
-        if (closed) DF__KFAIL(c, DF_ABORTED, "Stack was closed");
-        else if (bad) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype));
-        else if (full) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Stack is full (max_size %lld)", (long long)k->max);
-        else DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack");
-        df_tensor_release(kept);
-        return;
-    }
-    k->v[k->n++] = kept;
-    df__spin_unlock(&k->lock);
-    c->out[0] = df_tensor_retain(x);
-}
-static void df__k_stack_pop(df__kctx *c) {
-    df__stack *k = df__k_stack_of(c);
-    if (!k) return;
-    df__spin_lock(&k->lock);
-    df_tensor *x = k->n > 0 && !k->closed ? k->v[--k->n] : NULL;
-    df__spin_unlock(&k->lock);
-    if (!x) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack is empty"); return; }
-    c->out[0] = df__stack_give(c, x);
-}
-static void df__k_stack_close(df__kctx *c) {
-    df__stack *k = df__k_stack_of(c);
-    if (!k) return;
-    df__spin_lock(&k->lock);
-    k->closed = 1;
-    df__spin_unlock(&k->lock);
-}
-
-/* ---- Stacks indexed by iteration, for while-loop gradients: LoopStackPush keeps its value
-   under the iteration of the loop it runs in, so pushes need no order among themselves;
-   LoopStackPop, in the gradient loop's iteration k, takes the value of iteration count-1-k
-   (count: the forward loop's LoopCount), each value once. ---- */
-static void df__k_loop_push(df__kctx *c) {
-    df__stack *k = df__k_stack_of(c);
-    if (!k) return;
-    df_tensor *x = c->in[1], *kept = df__stack_keep(c, x);
-    if (!kept) return;
-    int64_t i = c->iter;
-    df__spin_lock(&k->lock);
-    int bad = x->dtype != k->type, closed = k->closed, full = i >= INT32_MAX - 1 || (k->max >= 0 && i >= k->max);
-    int twice = !bad && !closed && !full && i < k->n && k->v[i];
-    int ok = !bad && !closed && !full && !twice && df__grow(&k->v, &k->cap, (int)i + 1, sizeof(df_tensor *));
-    if (ok) {
-        while (k->n <= i) k->v[k->n++] = NULL;
-        k->v[i] = kept;
-    }
-    df__spin_unlock(&k->lock);
-    if (ok) { if (c->need & 1) c->out[0] = df_tensor_retain(x); return; }
-    df_tensor_release(kept);
-    if (closed) DF__KFAIL(c, DF_ABORTED, "Stack was closed");
-    else if (bad) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype));
-    else if (full) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Stack is full at iteration %lld (max_size %lld)", (long long)i, (long long)k->max);
-    else if (twice) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack already holds a value of iteration %lld", (long long)i);
-    else DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack");
-}
-static void df__k_loop_pop(df__kctx *c) {
-    df__stack *k = df__k_stack_of(c);
-    if (!k) return;
-    const df_tensor *n = c->in[1];
-    if (!df__is_int_tensor(n) || n->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "count must be an integer scalar"); return; }
-    int64_t i = df__int_at(n, 0) - 1 - c->iter;
-    df__spin_lock(&k->lock);
-    df_tensor *x = NULL;
-    if (i >= 0 && i < k->n && !k->closed) { x = k->v[i]; k->v[i] = NULL; }
-    df__spin_unlock(&k->lock);
-    if (!x) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds no value of iteration %lld (count %lld, popped in iteration %lld)", (long long)i, (long long)df__int_at(n, 0), (long long)c->iter); return; }
-    c->out[0] = df__stack_give(c, x);
-}
-/* Whether the number of the iteration it runs in is below `limit`: a gradient loop's predicate
-   in one node. */
-static void df__k_loop_iteration_less(df__kctx *c) {
-    const df_tensor *n = c->in[0];
-    if (!df__is_int_tensor(n) || n->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "limit must be an integer scalar"); return; }
-    df_tensor *o = df__k_alloc(c, 0, DF_BOOL, 0, NULL);
-    if (o) *(uint8_t *)o->data = c->iter < df__int_at(n, 0);
-}
-static void df__k_loop_count(df__kctx *c) {         /* never scheduled: the executor fires it */
-    DF__KFAIL(c, DF_INTERNAL, "LoopCount ran as a node");
-}
-
-/* ---- SumAccumulator: per-run state summing the values added to it (the gradients of loop
-   invariants, one add per iteration of a gradient loop, in iteration order). ---- */
-static void df__k_accum(df__kctx *c) { df__k_new_state(c, 1, df__attr_type(c->node, "dtype")); }
-static df__stack *df__k_accum_of(df__kctx *c) { return df__k_state_of(c, 1); }
-/* *acc += x (a fresh tensor; *acc NULL: x itself). The caller holds the lock. Returns 0 with
-   st set on a shape mismatch or no memory. */
-static int df__accum_into(df__kctx *c, df_tensor **acc, df_tensor *x) {
-    df_tensor *old = *acc;
-    if (!old) { *acc = df_tensor_retain(x); return 1; }
-    df__shape so = df__shape_of(old), sx = df__shape_of(x);
-    if (!df__shapes_equal(&so, &sx)) {
-        char s1[96], s2[96];
-        df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Accumulator holds shape %s, got %s", df__dims_str(so.rank, so.dims, s1, 96), df__dims_str(sx.rank, sx.dims, s2, 96));
-        return 0;
-    }
-    if (__atomic_load_n(&old->refs, __ATOMIC_ACQUIRE) == 1 && !old->base && !old->ref && old->alloc) {
-        return df__add_data(DF__B_ADD, old, old, x, c->st) == DF_OK;   /* ours alone */
-    }
-    df_tensor *sum = df__tensor_alloc(c->alloc, x->dtype, x->rank, x->dims, c->st);
-    if (!sum) return 0;
-    if (df__add_data(DF__B_ADD, sum, old, x, c->st)) { df_tensor_release(sum); return 0; }
-    *acc = sum;
-    df_tensor_release(old);
-    return 1;
-}
-/* Adds the first waiting value into the sum and drops it from the waiting list. */
-static int df__accum_take_front(df__kctx *c, df__stack *k) {
-    df_tensor *t = k->pend[0].t;
-    int ok = df__accum_into(c, &k->v[0], t);
-    df_tensor_release(t);
-    memmove(k->pend, k->pend + 1, (size_t)--k->n_pend * sizeof(df__pend));
-    return ok;
-}
-/* Values are summed in the order of the iterations they come from, whatever order they arrive
-   in (parallel iterations), so the sum is the same for any parallel_iterations: a value of a
-   later iteration waits in pend until the ones before it are in. Values of one iteration, or
-   of an earlier one than the next expected, are added as they come. */
-static void df__k_accum_add(df__kctx *c) {
-    df__stack *k = df__k_accum_of(c);
-    if (!k) return;
-    df_tensor *x = c->in[1];
-    if (x->dtype != k->type || (x->dtype != DF_FLOAT && x->dtype != DF_DOUBLE)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Accumulator holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype)); return; }
-    int64_t i = c->iter;
-    int ok = 1;
-    df__spin_lock(&k->lock);
-    if (!k->cap && !df__grow(&k->v, &k->cap, 1, sizeof(df_tensor *))) ok = 0;
-    else if (!k->n) { k->v[0] = NULL; k->n = 1; }
-    if (!ok) {
-        df_status_set(c->st, DF_RESOURCE_EXHAUSTED, "Out of memory");
-    } else if (i <= k->next) {
-        ok = df__accum_into(c, &k->v[0], x);
-        if (ok && i == k->next) {
-            k->next++;
-            while (ok && k->n_pend && k->pend[0].iter == k->next) {
-                ok = df__accum_take_front(c, k);
-                k->next++;
-            }
-        }
-    } else {
-        int at = 0;
-        while (at < k->n_pend && k->pend[at].iter < i) at++;
-        if (at < k->n_pend && k->pend[at].iter == i) ok = df__accum_into(c, &k->pend[at].t, x);
-        else if (!df__grow(&k->pend, &k->cap_pend, k->n_pend + 1, sizeof(df__pend))) {
-            ok = 0;
-            df_status_set(c->st, DF_RESOURCE_EXHAUSTED, "Out of memory");
-        } else {
-            memmove(k->pend + at + 1, k->pend + at, (size_t)(k->n_pend - at) * sizeof(df__pend));
-            k->pend[at].iter = i;
-            k->pend[at].t = df_tensor_retain(x);
-            k->n_pend++;
-        }
-    }
-    df__spin_unlock(&k->lock);
-    if (!ok && !c->st->code) df_status_set(c->st, DF_RESOURCE_EXHAUSTED, "Out of memory");
-    if (!ok && !strstr(c->st->message, "{{node")) {
-        char msg[sizeof c->st->message];
-        memcpy(msg, c->st->message, sizeof msg);
-        df__fail(c->st, c->node, c->st->code, "%.400s", msg);
-    }
-}
-/* The sum (values still waiting, of iterations after one that added nothing, go in in order);
-   `default` when nothing was added. */
-static void df__k_accum_read(df__kctx *c) {
-    df__stack *k = df__k_accum_of(c);
-    if (!k) return;
-    int ok = 1;
-    df__spin_lock(&k->lock);
-    while (ok && k->n_pend) ok = df__accum_take_front(c, k);
-    df_tensor *s = ok && k->n && k->v[0] ? df_tensor_retain(k->v[0]) : NULL;
-    df__spin_unlock(&k->lock);
-    if (ok) c->out[0] = s ? s : df_tensor_retain(c->in[1]);
-}
-static df_code df__sf_accum_read(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[1]; return DF_OK; }
-static df_code df__sf_push(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[1]; return DF_OK; }
-static df_code df__sf_unknown(df__shape_ctx *c) {
-    for (int i = 0; i < c->node->n_outputs; i++) *df__sc_out(c, i) = df__shape_unknown();
-    return DF_OK;
-}
-/* ==========================================================================================
    src/kernels/training.c: CPU kernels: optimizer updates on variables             >>training
    Optimizer updates on variables: in place when no reader holds the value, else a fresh.
    tensor replaces it (readers keep what they read).
@@ -10017,6 +9780,241 @@ df_code df_graph_lower_functions(df_graph *g, df_status *st) {
     if (!g) return df_status_set(st, DF_INVALID_ARGUMENT, "df_graph_lower_functions: graph is NULL");
     if (df__lower_all(g) != DF_OK) *st = g->status;
     return st->code;
+}
+/* ==========================================================================================
+   src/autodiff/stacks.c: Gradient stacks and accumulators                           >>stacks
+   Stacks: per-step LIFO state for while-loop gradients. A handle is a resource scalar.
+   holding the stack's index in its step and a check word; a forged handle is refused.
+   ========================================================================================== */
+/* New per-run state (a stack, or a sum when is_sum) and its handle as output 0. */
+static df__stack *df__k_new_state(df__kctx *c, int is_sum, df_dtype type) {
+    int64_t id;
+    df__stack *k = df__step_stack_new(c->step, &id, c->st);
+    if (!k) { char msg[sizeof c->st->message]; memcpy(msg, c->st->message, sizeof msg); df__fail(c->st, c->node, c->st->code, "%.400s", msg); return NULL; }
+    k->is_sum = is_sum;
+    k->type = type;
+    df_tensor *o = df__k_alloc(c, 0, DF_RESOURCE, 0, NULL);
+    if (o) { uint64_t w = ((uint64_t)DF__STACK_MAGIC << 32) | (uint64_t)id; memcpy(o->data, &w, 8); }
+    return o ? k : NULL;
+}
+/* The state behind input 0, which must be a handle of the right kind made in this run. */
+static df__stack *df__k_state_of(df__kctx *c, int is_sum) {
+    df__stack *k = c->in[0]->dtype == DF_RESOURCE && c->in[0]->n == 1 ? df__step_stack_get(c->step, c->in[0]) : NULL;
+    if (!k || k->is_sum != is_sum) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, is_sum ? "Not an accumulator handle made by SumAccumulator in this run"
+                                                 : "Not a stack handle made by StackV2 in this run");
+        return NULL;
+    }
+    return k;
+}
+static void df__k_stack(df__kctx *c) {
+    const df_tensor *m = c->in[0];
+    if (!df__is_int_tensor(m) || m->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "max_size must be a scalar"); return; }
+    df__stack *k = df__k_new_state(c, 0, df__attr_type(c->node, "elem_type"));
+    if (k) k->max = df__int_at(m, 0);
+}
+static df__stack *df__k_stack_of(df__kctx *c) { return df__k_state_of(c, 0); }
+/* What a push keeps (a new reference): the value, or with swap_memory on a GPU a copy in host
+   memory (TensorFlow's swap_memory: long loops keep their gradient stacks off the device).
+   What a pop gives: the kept value, moved back to the device when it was swapped out. */
+static df_tensor *df__stack_keep(df__kctx *c, df_tensor *x) {
+    if (c->gpu && df__attr_b(c->node, "swap_memory", 0)) return df__to_host(c->dev, x, c->st);
+    return df_tensor_retain(x);
+}
+static df_tensor *df__stack_give(df__kctx *c, df_tensor *x) {
+    const df_tensor *b = x->base ? x->base : x;
+    if (!c->gpu || b->alloc == c->alloc || !x->nbytes) return x;       /* already in the GPU's memory */
+    df_tensor *d = df__to_device(c->dev, x, c->st);
+    df_tensor_release(x);
+    return d;
+}
+static void df__k_stack_push(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    df_tensor *x = c->in[1], *kept = df__stack_keep(c, x);
+    if (!kept) return;
+    df__spin_lock(&k->lock);
+    if (k->closed || (k->max >= 0 && k->n >= k->max) || x->dtype != k->type ||
+        k->n >= INT32_MAX - 1 || !df__grow(&k->v, &k->cap, k->n + 1, sizeof(df_tensor *))) {
+        int full = k->max >= 0 && k->n >= k->max, closed = k->closed, bad = x->dtype != k->type;
+        df__spin_unlock(&k->lock);
+        if (closed) DF__KFAIL(c, DF_ABORTED, "Stack was closed");
+        else if (bad) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype));
+        else if (full) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Stack is full (max_size %lld)", (long long)k->max);
+        else DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack");
+        df_tensor_release(kept);
+        return;
+    }
+    k->v[k->n++] = kept;
+    df__spin_unlock(&k->lock);
+    c->out[0] = df_tensor_retain(x);
+}
+static void df__k_stack_pop(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    df__spin_lock(&k->lock);
+    df_tensor *x = k->n > 0 && !k->closed ? k->v[--k->n] : NULL;
+    df__spin_unlock(&k->lock);
+    if (!x) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack is empty"); return; }
+    c->out[0] = df__stack_give(c, x);
+}
+static void df__k_stack_close(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    df__spin_lock(&k->lock);
+    k->closed = 1;
+    df__spin_unlock(&k->lock);
+}
+
+/* ---- Stacks indexed by iteration, for while-loop gradients: LoopStackPush keeps its value
+   under the iteration of the loop it runs in, so pushes need no order among themselves;
+   LoopStackPop, in the gradient loop's iteration k, takes the value of iteration count-1-k
+   (count: the forward loop's LoopCount), each value once. ---- */
+static void df__k_loop_push(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    df_tensor *x = c->in[1], *kept = df__stack_keep(c, x);
+    if (!kept) return;
+    int64_t i = c->iter;
+    df__spin_lock(&k->lock);
+    int bad = x->dtype != k->type, closed = k->closed, full = i >= INT32_MAX - 1 || (k->max >= 0 && i >= k->max);
+    int twice = !bad && !closed && !full && i < k->n && k->v[i];
+    int ok = !bad && !closed && !full && !twice && df__grow(&k->v, &k->cap, (int)i + 1, sizeof(df_tensor *));
+    if (ok) {
+        while (k->n <= i) k->v[k->n++] = NULL;
+        k->v[i] = kept;
+    }
+    df__spin_unlock(&k->lock);
+    if (ok) { if (c->need & 1) c->out[0] = df_tensor_retain(x); return; }
+    df_tensor_release(kept);
+    if (closed) DF__KFAIL(c, DF_ABORTED, "Stack was closed");
+    else if (bad) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype));
+    else if (full) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Stack is full at iteration %lld (max_size %lld)", (long long)i, (long long)k->max);
+    else if (twice) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack already holds a value of iteration %lld", (long long)i);
+    else DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack");
+}
+static void df__k_loop_pop(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    const df_tensor *n = c->in[1];
+    if (!df__is_int_tensor(n) || n->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "count must be an integer scalar"); return; }
+    int64_t i = df__int_at(n, 0) - 1 - c->iter;
+    df__spin_lock(&k->lock);
+    df_tensor *x = NULL;
+    if (i >= 0 && i < k->n && !k->closed) { x = k->v[i]; k->v[i] = NULL; }
+    df__spin_unlock(&k->lock);
+    if (!x) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds no value of iteration %lld (count %lld, popped in iteration %lld)", (long long)i, (long long)df__int_at(n, 0), (long long)c->iter); return; }
+    c->out[0] = df__stack_give(c, x);
+}
+/* Whether the number of the iteration it runs in is below `limit`: a gradient loop's predicate
+   in one node. */
+static void df__k_loop_iteration_less(df__kctx *c) {
+    const df_tensor *n = c->in[0];
+    if (!df__is_int_tensor(n) || n->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "limit must be an integer scalar"); return; }
+    df_tensor *o = df__k_alloc(c, 0, DF_BOOL, 0, NULL);
+    if (o) *(uint8_t *)o->data = c->iter < df__int_at(n, 0);
+}
+static void df__k_loop_count(df__kctx *c) {         /* never scheduled: the executor fires it */
+    DF__KFAIL(c, DF_INTERNAL, "LoopCount ran as a node");
+}
+
+/* ---- SumAccumulator: per-run state summing the values added to it (the gradients of loop
+   invariants, one add per iteration of a gradient loop, in iteration order). ---- */
+static void df__k_accum(df__kctx *c) { df__k_new_state(c, 1, df__attr_type(c->node, "dtype")); }
+static df__stack *df__k_accum_of(df__kctx *c) { return df__k_state_of(c, 1); }
+/* *acc += x (a fresh tensor; *acc NULL: x itself). The caller holds the lock. Returns 0 with
+   st set on a shape mismatch or no memory. */
+static int df__accum_into(df__kctx *c, df_tensor **acc, df_tensor *x) {
+    df_tensor *old = *acc;
+    if (!old) { *acc = df_tensor_retain(x); return 1; }
+    df__shape so = df__shape_of(old), sx = df__shape_of(x);
+    if (!df__shapes_equal(&so, &sx)) {
+        char s1[96], s2[96];
+        df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Accumulator holds shape %s, got %s", df__dims_str(so.rank, so.dims, s1, 96), df__dims_str(sx.rank, sx.dims, s2, 96));
+        return 0;
+    }
+    if (__atomic_load_n(&old->refs, __ATOMIC_ACQUIRE) == 1 && !old->base && !old->ref && old->alloc) {
+        return df__add_data(DF__B_ADD, old, old, x, c->st) == DF_OK;   /* ours alone */
+    }
+    df_tensor *sum = df__tensor_alloc(c->alloc, x->dtype, x->rank, x->dims, c->st);
+    if (!sum) return 0;
+    if (df__add_data(DF__B_ADD, sum, old, x, c->st)) { df_tensor_release(sum); return 0; }
+    *acc = sum;
+    df_tensor_release(old);
+    return 1;
+}
+/* Adds the first waiting value into the sum and drops it from the waiting list. */
+static int df__accum_take_front(df__kctx *c, df__stack *k) {
+    df_tensor *t = k->pend[0].t;
+    int ok = df__accum_into(c, &k->v[0], t);
+    df_tensor_release(t);
+    memmove(k->pend, k->pend + 1, (size_t)--k->n_pend * sizeof(df__pend));
+    return ok;
+}
+/* Values are summed in the order of the iterations they come from, whatever order they arrive
+   in (parallel iterations), so the sum is the same for any parallel_iterations: a value of a
+   later iteration waits in pend until the ones before it are in. Values of one iteration, or
+   of an earlier one than the next expected, are added as they come. */
+static void df__k_accum_add(df__kctx *c) {
+    df__stack *k = df__k_accum_of(c);
+    if (!k) return;
+    df_tensor *x = c->in[1];
+    if (x->dtype != k->type || (x->dtype != DF_FLOAT && x->dtype != DF_DOUBLE)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Accumulator holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype)); return; }
+    int64_t i = c->iter;
+    int ok = 1;
+    df__spin_lock(&k->lock);
+    if (!k->cap && !df__grow(&k->v, &k->cap, 1, sizeof(df_tensor *))) ok = 0;
+    else if (!k->n) { k->v[0] = NULL; k->n = 1; }
+    if (!ok) {
+        df_status_set(c->st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    } else if (i <= k->next) {
+        ok = df__accum_into(c, &k->v[0], x);
+        if (ok && i == k->next) {
+            k->next++;
+            while (ok && k->n_pend && k->pend[0].iter == k->next) {
+                ok = df__accum_take_front(c, k);
+                k->next++;
+            }
+        }
+    } else {
+        int at = 0;
+        while (at < k->n_pend && k->pend[at].iter < i) at++;
+        if (at < k->n_pend && k->pend[at].iter == i) ok = df__accum_into(c, &k->pend[at].t, x);
+        else if (!df__grow(&k->pend, &k->cap_pend, k->n_pend + 1, sizeof(df__pend))) {
+            ok = 0;
+            df_status_set(c->st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        } else {
+            memmove(k->pend + at + 1, k->pend + at, (size_t)(k->n_pend - at) * sizeof(df__pend));
+            k->pend[at].iter = i;
+            k->pend[at].t = df_tensor_retain(x);
+            k->n_pend++;
+        }
+    }
+    df__spin_unlock(&k->lock);
+    if (!ok && !c->st->code) df_status_set(c->st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    if (!ok && !strstr(c->st->message, "{{node")) {
+        char msg[sizeof c->st->message];
+        memcpy(msg, c->st->message, sizeof msg);
+        df__fail(c->st, c->node, c->st->code, "%.400s", msg);
+    }
+}
+/* The sum (values still waiting, of iterations after one that added nothing, go in in order);
+   `default` when nothing was added. */
+static void df__k_accum_read(df__kctx *c) {
+    df__stack *k = df__k_accum_of(c);
+    if (!k) return;
+    int ok = 1;
+    df__spin_lock(&k->lock);
+    while (ok && k->n_pend) ok = df__accum_take_front(c, k);
+    df_tensor *s = ok && k->n && k->v[0] ? df_tensor_retain(k->v[0]) : NULL;
+    df__spin_unlock(&k->lock);
+    if (ok) c->out[0] = s ? s : df_tensor_retain(c->in[1]);
+}
+static df_code df__sf_accum_read(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[1]; return DF_OK; }
+static df_code df__sf_push(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[1]; return DF_OK; }
+static df_code df__sf_unknown(df__shape_ctx *c) {
+    for (int i = 0; i < c->node->n_outputs; i++) *df__sc_out(c, i) = df__shape_unknown();
+    return DF_OK;
 }
 /* ==========================================================================================
    src/autodiff/autodiff.c: Automatic differentiation                              >>autodiff
@@ -12222,12 +12220,6 @@ static void df__pool_free(df__pool *p) {
    batch (a Recv resumed for one iteration of a loop) allocates nothing. */
 typedef struct df__readyq { df__tagged *v; int head, len, cap; df__tagged *local; } df__readyq;
 
-/* ---- rendezvous: where a Send's value meets its Recv ----
-   Keyed by (key number, frame id, iteration): the key number stands for TensorFlow's textual
-   prefix "send_device;incarnation;recv_device;tensor_name" (df__plan interns those), so a
-   transfer hashes three integers instead of formatting a string. Each key holds a FIFO of sent
-   values or of waiting Recvs, never both. A waiting Recv is handed back to the sender as a
-   wake, resumed outside the lock. An abort fails every waiting Recv and every later call. */
 
 static df__stack *df__step_stack_new(df__step *s, int64_t *id, df_status *st) {
     s = s->home;
@@ -12295,168 +12287,6 @@ static void df__step_oom(df__step *s, const char *what, int exclusive) {
     df_status_set(&st, DF_RESOURCE_EXHAUSTED, "Out of memory in the executor (%s)", what);
     if (!exclusive) { df__step_error(s, &st); return; }
     if (!s->aborted) { s->status = st; __atomic_store_n(&s->aborted, 1, __ATOMIC_RELEASE); }
-}
-
-/* ---- the rendezvous ---- */
-static df__rv_entry **df__rv_slot(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter) {
-    uint64_t h = df__hash_mix(df__hash_mix((uint64_t)(uint32_t)key, fid), (uint64_t)iter);
-    df__rv_entry **p = &rv->buckets[h & (uint64_t)(rv->n_buckets - 1)];
-    while (*p && !((*p)->key == key && (*p)->frame_id == fid && (*p)->iter == iter)) p = &(*p)->next;
-    return p;
-}
-static int df__rv_init(df__rendezvous *rv) {
-    memset(rv, 0, sizeof *rv);
-    rv->n_buckets = 64;
-    rv->buckets = (df__rv_entry **)DF_MALLOC((size_t)rv->n_buckets * sizeof(df__rv_entry *));
-    if (!rv->buckets) return 0;
-    memset(rv->buckets, 0, (size_t)rv->n_buckets * sizeof(df__rv_entry *));
-    return 1;
-}
-/* Doubles the bucket array when entries outnumber buckets twice (a sender far ahead). */
-static void df__rv_rehash(df__rendezvous *rv) {
-    int nb = rv->n_buckets * 2;
-    df__rv_entry **b = (df__rv_entry **)DF_MALLOC((size_t)nb * sizeof(df__rv_entry *));
-    if (!b) return;                          /* longer chains, still correct */
-    memset(b, 0, (size_t)nb * sizeof(df__rv_entry *));
-    for (int i = 0; i < rv->n_buckets; i++)
-        for (df__rv_entry *e = rv->buckets[i], *next; e; e = next) {
-            next = e->next;
-            uint64_t h = df__hash_mix(df__hash_mix((uint64_t)(uint32_t)e->key, e->frame_id), (uint64_t)e->iter);
-            e->next = b[h & (uint64_t)(nb - 1)];
-            b[h & (uint64_t)(nb - 1)] = e;
-        }
-    DF_FREE(rv->buckets);
-    rv->buckets = b;
-    rv->n_buckets = nb;
-}
-static df__rv_msg *df__rv_msg_new(df__rendezvous *rv) {
-    df__rv_msg *m = rv->free_msgs;
-    if (m) rv->free_msgs = m->next;
-    else m = (df__rv_msg *)DF_MALLOC(sizeof *m);
-    if (m) memset(m, 0, sizeof *m);
-    return m;
-}
-/* Pops the head of the entry at *p (the caller holds the lock); drops the entry when empty. */
-static df__rv_msg *df__rv_pop(df__rendezvous *rv, df__rv_entry **p) {
-    df__rv_entry *e = *p;
-    df__rv_msg *m = e->head;
-    if (!(e->head = m->next)) {
-        *p = e->next;
-        e->next = rv->free_entries;
-        rv->free_entries = e;
-        rv->n_entries--;
-    }
-    return m;
-}
-/* Appends m under (key, frame, iteration) (the caller holds the lock). 0 on OOM. */
-static int df__rv_push(df__rendezvous *rv, df__rv_entry **p, int32_t key, uint64_t fid, int64_t iter,
-                       int recvs, df__rv_msg *m) {
-    df__rv_entry *e = *p;
-    if (!e) {
-        if ((e = rv->free_entries) != NULL) rv->free_entries = e->next;
-        else if (!(e = (df__rv_entry *)DF_MALLOC(sizeof *e))) return 0;
-        e->key = key; e->frame_id = fid; e->iter = iter; e->recvs = recvs;
-        e->head = e->tail = NULL;
-        e->next = NULL;
-        *p = e;
-        if (++rv->n_entries > 2 * rv->n_buckets) df__rv_rehash(rv);
-    }
-    m->next = NULL;
-    if (e->tail && e->head) e->tail->next = m;
-    else e->head = m;
-    e->tail = m;
-    return 1;
-}
-/* Sends a value (t's reference is taken; NULL and dead for a dead value). A Recv already
-   waiting comes back in *wake for the caller to resume. */
-static df_code df__rv_send(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df_tensor *t, int dead,
-                           df__wake *wake, df_status *st) {
-    memset(wake, 0, sizeof *wake);
-    df__spin_lock(&rv->lock);
-    if (rv->aborted) {
-        df__spin_unlock(&rv->lock);
-        df_tensor_release(t);
-        return df_status_set(st, DF_ABORTED, "The run was aborted: %s", rv->status.message);
-    }
-    df__rv_entry **p = df__rv_slot(rv, key, fid, iter);
-    if (*p && (*p)->recvs) {
-        df__rv_msg *m = df__rv_pop(rv, p);
-        wake->step = m->step; wake->tag = m->tag; wake->t = t; wake->dead = dead || !t; wake->failed = 0;
-        m->next = rv->free_msgs;
-        rv->free_msgs = m;
-        df__spin_unlock(&rv->lock);
-        return DF_OK;
-    }
-    df__rv_msg *m = df__rv_msg_new(rv);
-    if (!m || !df__rv_push(rv, p, key, fid, iter, 0, m)) {
-        if (m) { m->next = rv->free_msgs; rv->free_msgs = m; }
-        df__spin_unlock(&rv->lock);
-        df_tensor_release(t);
-        return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in the rendezvous");
-    }
-    m->t = t;
-    m->dead = dead || !t;
-    df__spin_unlock(&rv->lock);
-    return DF_OK;
-}
-/* A Recv: 1 with the value in *t (NULL and *dead when dead), 0 when it now waits (it is
-   resumed through a wake), -1 with st set when the run was aborted or memory ran out. */
-static int df__rv_recv(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df__step *s,
-                       const df__tagged *tag, df_tensor **t, int *dead, df_status *st) {
-    df__spin_lock(&rv->lock);
-    if (rv->aborted) {
-        df__spin_unlock(&rv->lock);
-        df_status_set(st, DF_ABORTED, "The run was aborted: %s", rv->status.message);
-        return -1;
-    }
-    df__rv_entry **p = df__rv_slot(rv, key, fid, iter);
-    if (*p && !(*p)->recvs) {
-        df__rv_msg *m = df__rv_pop(rv, p);
-        *t = m->t;
-        *dead = m->dead;
-        m->next = rv->free_msgs;
-        rv->free_msgs = m;
-        df__spin_unlock(&rv->lock);
-        return 1;
-    }
-    df__rv_msg *m = df__rv_msg_new(rv);
-    if (!m || !df__rv_push(rv, p, key, fid, iter, 1, m)) {
-        if (m) { m->next = rv->free_msgs; rv->free_msgs = m; }
-        df__spin_unlock(&rv->lock);
-        df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in the rendezvous");
-        return -1;
-    }
-    m->step = s;
-    m->tag = *tag;
-    df__spin_unlock(&rv->lock);
-    return 0;
-}
-/* Marks the rendezvous aborted and returns every waiting Recv as a list (the caller fails
-   them); values still queued are released. */
-static df__rv_msg *df__rv_abort(df__rendezvous *rv, const df_status *why) {
-    df__rv_msg *waiting = NULL;
-    df__spin_lock(&rv->lock);
-    if (!rv->aborted) { rv->status = *why; rv->aborted = 1; }
-    for (int i = 0; i < rv->n_buckets; i++)
-        while (rv->buckets[i]) {
-            df__rv_msg *m = df__rv_pop(rv, &rv->buckets[i]);
-            if (m->step) { m->next = waiting; waiting = m; }
-            else { df_tensor_release(m->t); m->next = rv->free_msgs; rv->free_msgs = m; }
-        }
-    df__spin_unlock(&rv->lock);
-    return waiting;
-}
-static void df__rv_free(df__rendezvous *rv) {
-    for (int i = 0; i < rv->n_buckets; i++)
-        while (rv->buckets[i]) {
-            df__rv_msg *m = df__rv_pop(rv, &rv->buckets[i]);
-            df_tensor_release(m->t);
-            DF_FREE(m);
-        }
-    for (df__rv_entry *e = rv->free_entries, *n; e; e = n) { n = e->next; DF_FREE(e); }
-    for (df__rv_msg *m = rv->free_msgs, *n; m; m = n) { n = m->next; DF_FREE(m); }
-    DF_FREE(rv->buckets);
-    memset(rv, 0, sizeof *rv);
 }
 
 /* ---- wakes: Recvs resumed by the thread that sent their value ----
@@ -13326,11 +13156,180 @@ static df_code df__group_execute(df__pgroup *g, df_status *st) {
     return code;
 }
 /* ==========================================================================================
-   src/transfer.c: Transfers: _Send and _Recv                                      >>transfer
-   _Send and _Recv run even when their input is dead, so the dead bit crosses devices too. A
-   Send hands its value to the run's rendezvous (or to a worker in another process), keyed by
-   (edge, frame, iteration); its Recv takes it, in the memory of the Recv's device.
+   src/transfer.c: Transfers: the rendezvous, _Send and _Recv                      >>transfer
+   A value crosses devices as a _Send in the producer's partition and a _Recv in the consumer's
+   (the partitioner, src/partition.c, inserts the pairs; df__pb_recv). Both run even when their
+   input is dead, so the dead bit crosses too. They meet in the run's rendezvous, keyed by (key
+   number, frame id, iteration): the key number stands for TensorFlow's textual prefix
+   "send_device;incarnation;recv_device;tensor_name" (df__plan interns those), so a transfer
+   hashes three integers instead of formatting a string. Each key holds a FIFO of sent values or
+   of waiting Recvs, never both. A waiting Recv is handed back to the sender as a wake, resumed
+   outside the lock (src/executor.c). An abort fails every waiting Recv and every later call.
+   A Send whose Recv is in another process goes over the wire instead (df__remote_send and
+   df__w_deliver, src/net/worker.c), into the rendezvous of that process's step.
    ========================================================================================== */
+/* ---- the rendezvous ---- */
+static df__rv_entry **df__rv_slot(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter) {
+    uint64_t h = df__hash_mix(df__hash_mix((uint64_t)(uint32_t)key, fid), (uint64_t)iter);
+    df__rv_entry **p = &rv->buckets[h & (uint64_t)(rv->n_buckets - 1)];
+    while (*p && !((*p)->key == key && (*p)->frame_id == fid && (*p)->iter == iter)) p = &(*p)->next;
+    return p;
+}
+static int df__rv_init(df__rendezvous *rv) {
+    memset(rv, 0, sizeof *rv);
+    rv->n_buckets = 64;
+    rv->buckets = (df__rv_entry **)DF_MALLOC((size_t)rv->n_buckets * sizeof(df__rv_entry *));
+    if (!rv->buckets) return 0;
+    memset(rv->buckets, 0, (size_t)rv->n_buckets * sizeof(df__rv_entry *));
+    return 1;
+}
+/* Doubles the bucket array when entries outnumber buckets twice (a sender far ahead). */
+static void df__rv_rehash(df__rendezvous *rv) {
+    int nb = rv->n_buckets * 2;
+    df__rv_entry **b = (df__rv_entry **)DF_MALLOC((size_t)nb * sizeof(df__rv_entry *));
+    if (!b) return;                          /* longer chains, still correct */
+    memset(b, 0, (size_t)nb * sizeof(df__rv_entry *));
+    for (int i = 0; i < rv->n_buckets; i++)
+        for (df__rv_entry *e = rv->buckets[i], *next; e; e = next) {
+            next = e->next;
+            uint64_t h = df__hash_mix(df__hash_mix((uint64_t)(uint32_t)e->key, e->frame_id), (uint64_t)e->iter);
+            e->next = b[h & (uint64_t)(nb - 1)];
+            b[h & (uint64_t)(nb - 1)] = e;
+        }
+    DF_FREE(rv->buckets);
+    rv->buckets = b;
+    rv->n_buckets = nb;
+}
+static df__rv_msg *df__rv_msg_new(df__rendezvous *rv) {
+    df__rv_msg *m = rv->free_msgs;
+    if (m) rv->free_msgs = m->next;
+    else m = (df__rv_msg *)DF_MALLOC(sizeof *m);
+    if (m) memset(m, 0, sizeof *m);
+    return m;
+}
+/* Pops the head of the entry at *p (the caller holds the lock); drops the entry when empty. */
+static df__rv_msg *df__rv_pop(df__rendezvous *rv, df__rv_entry **p) {
+    df__rv_entry *e = *p;
+    df__rv_msg *m = e->head;
+    if (!(e->head = m->next)) {
+        *p = e->next;
+        e->next = rv->free_entries;
+        rv->free_entries = e;
+        rv->n_entries--;
+    }
+    return m;
+}
+/* Appends m under (key, frame, iteration) (the caller holds the lock). 0 on OOM. */
+static int df__rv_push(df__rendezvous *rv, df__rv_entry **p, int32_t key, uint64_t fid, int64_t iter,
+                       int recvs, df__rv_msg *m) {
+    df__rv_entry *e = *p;
+    if (!e) {
+        if ((e = rv->free_entries) != NULL) rv->free_entries = e->next;
+        else if (!(e = (df__rv_entry *)DF_MALLOC(sizeof *e))) return 0;
+        e->key = key; e->frame_id = fid; e->iter = iter; e->recvs = recvs;
+        e->head = e->tail = NULL;
+        e->next = NULL;
+        *p = e;
+        if (++rv->n_entries > 2 * rv->n_buckets) df__rv_rehash(rv);
+    }
+    m->next = NULL;
+    if (e->tail && e->head) e->tail->next = m;
+    else e->head = m;
+    e->tail = m;
+    return 1;
+}
+/* Sends a value (t's reference is taken; NULL and dead for a dead value). A Recv already
+   waiting comes back in *wake for the caller to resume. */
+static df_code df__rv_send(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df_tensor *t, int dead,
+                           df__wake *wake, df_status *st) {
+    memset(wake, 0, sizeof *wake);
+    df__spin_lock(&rv->lock);
+    if (rv->aborted) {
+        df__spin_unlock(&rv->lock);
+        df_tensor_release(t);
+        return df_status_set(st, DF_ABORTED, "The run was aborted: %s", rv->status.message);
+    }
+    df__rv_entry **p = df__rv_slot(rv, key, fid, iter);
+    if (*p && (*p)->recvs) {
+        df__rv_msg *m = df__rv_pop(rv, p);
+        wake->step = m->step; wake->tag = m->tag; wake->t = t; wake->dead = dead || !t; wake->failed = 0;
+        m->next = rv->free_msgs;
+        rv->free_msgs = m;
+        df__spin_unlock(&rv->lock);
+        return DF_OK;
+    }
+    df__rv_msg *m = df__rv_msg_new(rv);
+    if (!m || !df__rv_push(rv, p, key, fid, iter, 0, m)) {
+        if (m) { m->next = rv->free_msgs; rv->free_msgs = m; }
+        df__spin_unlock(&rv->lock);
+        df_tensor_release(t);
+        return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in the rendezvous");
+    }
+    m->t = t;
+    m->dead = dead || !t;
+    df__spin_unlock(&rv->lock);
+    return DF_OK;
+}
+/* A Recv: 1 with the value in *t (NULL and *dead when dead), 0 when it now waits (it is
+   resumed through a wake), -1 with st set when the run was aborted or memory ran out. */
+static int df__rv_recv(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df__step *s,
+                       const df__tagged *tag, df_tensor **t, int *dead, df_status *st) {
+    df__spin_lock(&rv->lock);
+    if (rv->aborted) {
+        df__spin_unlock(&rv->lock);
+        df_status_set(st, DF_ABORTED, "The run was aborted: %s", rv->status.message);
+        return -1;
+    }
+    df__rv_entry **p = df__rv_slot(rv, key, fid, iter);
+    if (*p && !(*p)->recvs) {
+        df__rv_msg *m = df__rv_pop(rv, p);
+        *t = m->t;
+        *dead = m->dead;
+        m->next = rv->free_msgs;
+        rv->free_msgs = m;
+        df__spin_unlock(&rv->lock);
+        return 1;
+    }
+    df__rv_msg *m = df__rv_msg_new(rv);
+    if (!m || !df__rv_push(rv, p, key, fid, iter, 1, m)) {
+        if (m) { m->next = rv->free_msgs; rv->free_msgs = m; }
+        df__spin_unlock(&rv->lock);
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in the rendezvous");
+        return -1;
+    }
+    m->step = s;
+    m->tag = *tag;
+    df__spin_unlock(&rv->lock);
+    return 0;
+}
+/* Marks the rendezvous aborted and returns every waiting Recv as a list (the caller fails
+   them); values still queued are released. */
+static df__rv_msg *df__rv_abort(df__rendezvous *rv, const df_status *why) {
+    df__rv_msg *waiting = NULL;
+    df__spin_lock(&rv->lock);
+    if (!rv->aborted) { rv->status = *why; rv->aborted = 1; }
+    for (int i = 0; i < rv->n_buckets; i++)
+        while (rv->buckets[i]) {
+            df__rv_msg *m = df__rv_pop(rv, &rv->buckets[i]);
+            if (m->step) { m->next = waiting; waiting = m; }
+            else { df_tensor_release(m->t); m->next = rv->free_msgs; rv->free_msgs = m; }
+        }
+    df__spin_unlock(&rv->lock);
+    return waiting;
+}
+static void df__rv_free(df__rendezvous *rv) {
+    for (int i = 0; i < rv->n_buckets; i++)
+        while (rv->buckets[i]) {
+            df__rv_msg *m = df__rv_pop(rv, &rv->buckets[i]);
+            df_tensor_release(m->t);
+            DF_FREE(m);
+        }
+    for (df__rv_entry *e = rv->free_entries, *n; e; e = n) { n = e->next; DF_FREE(e); }
+    for (df__rv_msg *m = rv->free_msgs, *n; m; m = n) { n = m->next; DF_FREE(m); }
+    DF_FREE(rv->buckets);
+    memset(rv, 0, sizeof *rv);
+}
+
 static void df__k_send(df__kctx *c) {
     df__step *s = c->step;
     if (!s->group || c->aux < 0) {
@@ -13389,54 +13388,14 @@ int df_rendezvous_key(const df_node *n, uint64_t frame_id, int64_t iter, char *b
                     df__attr_s(n, "tensor_name"), (unsigned long long)frame_id, (long long)iter);
 }
 /* ==========================================================================================
-   src/placer.c: The placer                                                          >>placer
-   Runs once per run signature, after the whole pruned graph compiled and validated as one
-   executor (its items and static frames are what the placer and the partitioner read). The
-   plan's structs (df__plan, df__part) open this file: the partitioner fills them.
-   Placer: union-find colocation groups (`_class` "loc:@name" entries, ref and resource
-   edges), merged device requests, kernels per device type, soft placement; generators go to
-   their consumers' device, Shape/Size/Rank to their input's; everything else to the first
-   device (or, in the cost-model mode, where a simulation says it would finish first).
-   Switch and Exit then follow their data input, Enter and NextIteration their first consumer.
+   src/compile.c: Compiling a graph into an executor                                  >>compile
+   df__compile turns the nodes a run needs into a df__exec: one item per node (feeds and fetches
+   as items of their own), its kernel for the device it will run on, its edges with their input
+   slots, and the static frames of its loops (src/frames.c). It runs on the whole pruned graph
+   once per run signature, to validate it and give the placer and partitioner their items, and
+   again on each partition. What it shares with the partitioner, which kernel a node runs on a
+   device and whether each argument lives in host memory, is here, so neither calls the other.
    ========================================================================================== */
-
-static void df__plan_free(df__plan *p) {
-    if (!p) return;
-    for (int i = 0; i < p->n_parts; i++) {
-        df__exec_free(p->parts[i].x);
-        if (p->owns_graphs) df_graph_free(p->parts[i].g);
-        DF_FREE(p->parts[i].feed_map);
-        DF_FREE(p->parts[i].fetch_map);
-        for (int k = 0; p->parts[i].io_names && k < p->parts[i].n_feeds + p->parts[i].n_fetches; k++) DF_FREE(p->parts[i].io_names[k]);
-        DF_FREE(p->parts[i].io_names);
-    }
-    DF_FREE(p->parts);
-    df_graph_free(p->work);
-    DF_FREE(p);
-}
-
-/* ---- placer ---- */
-static int df__uf_find(int32_t *parent, int i) {
-    while (parent[i] != i) { parent[i] = parent[parent[i]]; i = parent[i]; }
-    return i;
-}
-static void df__uf_union(int32_t *parent, int32_t *rank, int a, int b) {
-    a = df__uf_find(parent, a); b = df__uf_find(parent, b);
-    if (a == b) return;
-    if (rank[a] < rank[b]) { int t = a; a = b; b = t; }
-    parent[b] = a;
-    if (rank[a] == rank[b]) rank[a]++;
-}
-/* Item -> output frame: Enter opens its child frame, Exit (and LoopCount) return to the parent. */
-static int df__item_out_frame(const df__exec *x, int i) {
-    const df__xitem *it = &x->items[i];
-    if (it->kind == DF__X_ENTER) return it->child_frame;
-    if (it->kind == DF__X_EXIT || it->kind == DF__X_COUNT) return x->frames[it->frame].parent;
-    return it->frame;
-}
-static int df__is_metadata_op(const df__opdef *op) {
-    return !strcmp(op->name, "Shape") || !strcmp(op->name, "Size") || !strcmp(op->name, "Rank");
-}
 /* The kernel a node runs on a device type, with its memory types. On a GPU, a node whose
    inputs and outputs are all integers, booleans, strings or handles runs its CPU kernel with
    every argument in host memory (TensorFlow's int32 rule: shapes, counters and predicates
@@ -13495,6 +13454,274 @@ static df__kernel_fn df__node_kernel(const df_node *n, int kernel_type, uint32_t
     return k->fn;
 }
 static int df__node_has_kernel(const df_node *n, const df__device *d) { return df__node_kernel(n, d->kernel_type, NULL, NULL, NULL) != NULL; }
+
+/* Memory types: on a device whose memory is not the host's, host-memory arguments of a kernel
+   (shapes, predicates) live in host memory; an edge between the two kinds needs a transfer even
+   on one device. CPU devices have host memory only. */
+static int df__out_on_host(const df_node *n, int out, const df__device *d) {
+    uint32_t host_out = ~0u;
+    if (d->host_memory || out < 0) return 1;
+    df__node_kernel(n, d->kernel_type, NULL, &host_out, NULL);
+    return host_out >> DF__MIN(out, 31) & 1;
+}
+static int df__in_on_host(const df_node *n, int in, const df__device *d) {
+    uint32_t host_in = ~0u;
+    if (d->host_memory || in < 0) return 1;
+    df__node_kernel(n, d->kernel_type, &host_in, NULL, NULL);
+    return host_in >> DF__MIN(in, 31) & 1;
+}
+
+/* Feed lookup: feed index of (node id, output) or -1. first_feed[id] chains feeds of a node. */
+static int df__feed_index(const int *first_feed, const int *next_feed, const df_output *feeds, df_output o) {
+    for (int f = first_feed[o.node->id]; f >= 0; f = next_feed[f])
+        if (feeds[f].index == o.index) return f;
+    return -1;
+}
+
+static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds, int n_feeds, const df_output *fetches,
+                             int n_fetches, df_node *const *targets, int n_targets, const df__device *dev, df_status *st) {
+    DF__UNUSED(ss);
+    int devmem = dev && !dev->host_memory;       /* kernels of dev's type, memory types apply */
+    int nn = g->n_nodes;
+    df__exec *x = (df__exec *)DF_MALLOC(sizeof *x);
+    int *item_of = (int *)DF_MALLOC((size_t)(nn + 1) * sizeof(int));
+    int *first_feed = (int *)DF_MALLOC((size_t)(nn + 1) * sizeof(int));
+    int *next_feed = (int *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(int));
+    int *feed_item = (int *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(int));
+    int32_t *stack = (int32_t *)DF_MALLOC((size_t)(nn + 1) * sizeof(int32_t));
+    int32_t *deg = NULL;
+    if (x) memset(x, 0, sizeof *x);           /* df__exec_free reads it */
+    if (!x || !item_of || !first_feed || !next_feed || !feed_item || !stack) goto oom;
+    x->graph = g;
+    for (int i = 0; i < nn; i++) { item_of[i] = -1; first_feed[i] = -1; }
+    for (int f = 0; f < n_feeds; f++) { next_feed[f] = first_feed[feeds[f].node->id]; first_feed[feeds[f].node->id] = f; feed_item[f] = -1; }
+    /* 1. prune: walk back from fetches and targets, stopping at fed outputs */
+    int sp = 0, n_items = 0;
+    for (int i = 0; i < n_fetches; i++)
+        if (df__feed_index(first_feed, next_feed, feeds, fetches[i]) < 0 && item_of[fetches[i].node->id] == -1) {
+            item_of[fetches[i].node->id] = -2;
+            stack[sp++] = fetches[i].node->id;
+        }
+    for (int i = 0; i < n_targets; i++)
+        if (item_of[targets[i]->id] == -1) { item_of[targets[i]->id] = -2; stack[sp++] = targets[i]->id; }
+    while (sp) {
+        const df_node *n = g->nodes[stack[--sp]];
+        item_of[n->id] = n_items++;
+        for (int i = 0; i < n->n_inputs; i++) {
+            df_output in = n->inputs[i];
+            if (df__feed_index(first_feed, next_feed, feeds, in) >= 0) continue;
+            if (item_of[in.node->id] == -1) { item_of[in.node->id] = -2; stack[sp++] = in.node->id; }
+        }
+        for (int i = 0; i < n->n_controls; i++) {
+            /* a control edge from a node whose first output is fed comes from the feed (TF) */
+            if (df__feed_index(first_feed, next_feed, feeds, (df_output){n->controls[i], 0}) >= 0) continue;
+            if (item_of[n->controls[i]->id] == -1) { item_of[n->controls[i]->id] = -2; stack[sp++] = n->controls[i]->id; }
+        }
+    }
+    /* feed items for fed outputs that something reads */
+    for (int i = 0; i < nn; i++) {
+        if (item_of[i] < 0) continue;
+        const df_node *n = g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            int f = df__feed_index(first_feed, next_feed, feeds, n->inputs[k]);
+            if (f >= 0 && feed_item[f] < 0) feed_item[f] = n_items++;
+        }
+        for (int k = 0; k < n->n_controls; k++) {
+            int f = df__feed_index(first_feed, next_feed, feeds, (df_output){n->controls[k], 0});
+            if (f >= 0 && feed_item[f] < 0) feed_item[f] = n_items++;
+        }
+    }
+    for (int i = 0; i < n_fetches; i++) {
+        int f = df__feed_index(first_feed, next_feed, feeds, fetches[i]);
+        if (f >= 0 && feed_item[f] < 0) feed_item[f] = n_items++;
+    }
+    int fetch_base = n_items;
+    n_items += n_fetches;
+    x->n_items = n_items;
+    x->items = (df__xitem *)DF_MALLOC((size_t)(n_items + 1) * sizeof(df__xitem));
+    deg = (int32_t *)DF_MALLOC((size_t)(n_items + 1) * sizeof(int32_t));
+    if (!x->items || !deg) goto oom;
+    memset(x->items, 0, (size_t)(n_items + 1) * sizeof(df__xitem));
+    if (devmem) {
+        if (!(x->host_out = (uint32_t *)DF_MALLOC((size_t)(n_items + 1) * sizeof(uint32_t)))) goto oom;
+        for (int i = 0; i <= n_items; i++) x->host_out[i] = ~0u;
+    }
+    for (int i = 0; i < nn; i++) {
+        if (item_of[i] < 0) continue;
+        const df_node *n = g->nodes[i];
+        df__xitem *it = &x->items[item_of[i]];
+        unsigned f = n->op->flags;
+        it->node = n;
+        it->kernel = n->op->kernels[DF__DEV_CPU].fn;
+        if (devmem) {
+            uint32_t host_out = ~0u;
+            int host_only = 0;
+            if (!(it->kernel = df__node_kernel(n, dev->kernel_type, NULL, &host_out, &host_only))) {
+                df_status_set(st, DF_INTERNAL, "No %s kernel for op %s (placed on %s) {{node %s}}", dev->type, n->op->name,
+                              dev->name, n->name);
+                goto fail;
+            }
+            x->host_out[item_of[i]] = host_only ? ~0u : host_out;
+        }
+        it->cost = (uint8_t)DF__MIN(n->op->cost, 255.0f);
+        it->n_inputs = n->n_inputs;
+        it->n_outputs = n->n_outputs;
+        it->n_control_in = n->n_controls;
+        it->kind = (f & DF__OP_MERGE) ? DF__X_MERGE : (f & DF__OP_ENTER) ? DF__X_ENTER
+                 : (f & DF__OP_LOOP_COUNT) ? DF__X_COUNT : (f & DF__OP_EXIT) ? DF__X_EXIT
+                 : (f & DF__OP_NEXT_ITERATION) ? DF__X_NEXT : DF__X_NORMAL;
+        if ((f & DF__OP_ENTER) && df__attr_b(n, "is_constant", 0)) it->flags |= DF__XF_CONST_ENTER;
+        if (f & DF__OP_CONTROL_TRIGGER) it->flags |= DF__XF_CTRL_TRIGGER;
+        if (f & DF__OP_EXPENSIVE) {
+            /* Known-small static inputs (scalars in loops, say) never make a node worth a thread. */
+            int64_t work = 0;
+            for (int k = 0; k < n->n_inputs && work >= 0; k++) {
+                int64_t c = df__shape_count(&n->inputs[k].node->out_shapes[n->inputs[k].index]);
+                work = c < 0 ? -1 : work + c;
+            }
+            if (work < 0 || work >= 4096 || strstr(n->op->name, "MatMul")) it->flags |= DF__XF_EXPENSIVE;
+        }
+        if (f & DF__OP_SWITCH) it->flags |= DF__XF_SWITCH;
+        if (f & DF__OP_TRANSFER) {
+            it->flags |= DF__XF_TRANSFER;
+            it->aux = (int32_t)df__attr_i(n, "_key", -1);
+            it->child_frame = (int32_t)df__attr_i(n, "_recv_memory", -1);
+        }
+        if (f & DF__OP_LOOP_COND) it->flags |= DF__XF_LOOP_COND;
+        if (f & DF__OP_ASYNC) { it->flags |= DF__XF_ASYNC; x->has_async = 1; }
+        if (!strcmp(n->op->name, "MatMul")) it->flags |= DF__XF_MATMUL;
+        if (it->kernel == df__k_noop) it->flags |= DF__XF_NO_KERNEL;
+        for (int k = 0; k < n->n_inputs; k++)      /* (Assign's value is read: only its Ref(T) may be uninitialised) */
+            if (n->inputs[k].node->out_is_ref[n->inputs[k].index] && (!(f & DF__OP_ALLOWS_UNINIT) || (n->op->n_in > k &&
+                !n->op->in[k].is_list && !df__ref_arg(n->op, k)))) it->flags |= DF__XF_DEREF;
+    }
+    for (int f = 0; f < n_feeds; f++) {
+        if (feed_item[f] < 0) continue;
+        df__xitem *it = &x->items[feed_item[f]];
+        it->kind = DF__X_FEED; it->n_outputs = 1; it->aux = f;
+        if (devmem && df__attr_b(feeds[f].node, "_device_memory", 0)) it->flags |= DF__XF_DEVICE_VALUE;
+    }
+    for (int i = 0; i < n_fetches; i++) {
+        df__xitem *it = &x->items[fetch_base + i];
+        it->kind = DF__X_FETCH; it->n_inputs = 1; it->aux = i;
+        it->node = fetches[i].node; it->child_frame = fetches[i].index;
+        if (devmem && !df__out_on_host(fetches[i].node, fetches[i].index, dev)) it->flags |= DF__XF_DEVICE_VALUE;
+    }
+    /* 2. out-edges (CSR): count per source, then fill; data edges carry the local input slot */
+    x->n_feeds = n_feeds;
+    x->n_fetches = n_fetches;
+    int n_edges = 0;
+    for (int i = 0; i < n_items; i++) deg[i] = 0;
+#define DF__SRC_ITEM(o, fidx) ((fidx) >= 0 ? feed_item[fidx] : item_of[(o).node->id])
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < nn; i++) {
+            if (item_of[i] < 0) continue;
+            const df_node *n = g->nodes[i];
+            for (int k = 0; k < n->n_inputs; k++) {
+                int fi = df__feed_index(first_feed, next_feed, feeds, n->inputs[k]);
+                int src = DF__SRC_ITEM(n->inputs[k], fi);
+                if (pass == 0) { deg[src]++; n_edges++; continue; }
+                df__xedge *e = &x->edges[x->items[src].edge_start + x->items[src].n_edges++];
+                e->dst = item_of[i]; e->slot = k; e->src_out = (uint16_t)(fi >= 0 ? 0 : n->inputs[k].index);
+            }
+            for (int k = 0; k < n->n_controls; k++) {
+                int fc = df__feed_index(first_feed, next_feed, feeds, (df_output){n->controls[k], 0});
+                int src = fc >= 0 ? feed_item[fc] : item_of[n->controls[k]->id];
+                if (pass == 0) { deg[src]++; n_edges++; continue; }
+                df__xedge *e = &x->edges[x->items[src].edge_start + x->items[src].n_edges++];
+                e->dst = item_of[i]; e->slot = -1; e->src_out = 0;
+            }
+        }
+        for (int i = 0; i < n_fetches; i++) {
+            int fi = df__feed_index(first_feed, next_feed, feeds, fetches[i]);
+            int src = DF__SRC_ITEM(fetches[i], fi);
+            if (pass == 0) { deg[src]++; n_edges++; continue; }
+            df__xedge *e = &x->edges[x->items[src].edge_start + x->items[src].n_edges++];
+            e->dst = fetch_base + i; e->slot = 0; e->src_out = (uint16_t)(fi >= 0 ? 0 : fetches[i].index);
+        }
+        if (pass == 0) {
+            x->edges = (df__xedge *)DF_MALLOC((size_t)(n_edges + 1) * sizeof(df__xedge));
+            if (!x->edges) goto oom;
+            x->n_edges = n_edges;
+            int at = 0;
+            for (int i = 0; i < n_items; i++) { x->items[i].edge_start = at; x->items[i].n_edges = 0; at += deg[i]; }
+        }
+    }
+#undef DF__SRC_ITEM
+    /* Data edges before control edges within each source: TF's order, and what `need` uses. */
+    for (int i = 0; i < n_items; i++) {
+        df__xitem *it = &x->items[i];
+        for (int e = 0; e < it->n_edges; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            if (ed->slot >= 0) it->need |= ed->src_out >= 31 ? 0x80000000u : 1u << ed->src_out;
+        }
+        if (it->n_outputs > 31 && (it->need & 0x80000000u)) it->need = 0xffffffffu;
+    }
+    /* 3. frames, validation, layout */
+    if (df__analyze_frames(x, st) != DF_OK) goto fail;
+    /* 4. roots */
+    x->roots = (int32_t *)DF_MALLOC((size_t)(n_items + 1) * sizeof(int32_t));
+    if (!x->roots) goto oom;
+    for (int i = 0; i < n_items; i++)
+        if (x->items[i].n_inputs + x->items[i].n_control_in == 0) x->roots[x->n_roots++] = i;
+    DF_FREE(item_of); DF_FREE(first_feed); DF_FREE(next_feed); DF_FREE(feed_item); DF_FREE(stack); DF_FREE(deg);
+    return x;
+oom:
+    df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory compiling the graph for a run");
+fail:
+    DF_FREE(item_of); DF_FREE(first_feed); DF_FREE(next_feed); DF_FREE(feed_item); DF_FREE(stack); DF_FREE(deg);
+    df__exec_free(x);
+    return NULL;
+}
+/* ==========================================================================================
+   src/placer.c: The placer                                                          >>placer
+   Runs once per run signature, after the whole pruned graph compiled and validated as one
+   executor (its items and static frames are what the placer and the partitioner read). The
+   plan's structs (df__plan, df__part) open this file: the partitioner fills them.
+   Placer: union-find colocation groups (`_class` "loc:@name" entries, ref and resource
+   edges), merged device requests, kernels per device type, soft placement; generators go to
+   their consumers' device, Shape/Size/Rank to their input's; everything else to the first
+   device (or, in the cost-model mode, where a simulation says it would finish first).
+   Switch and Exit then follow their data input, Enter and NextIteration their first consumer.
+   ========================================================================================== */
+
+static void df__plan_free(df__plan *p) {
+    if (!p) return;
+    for (int i = 0; i < p->n_parts; i++) {
+        df__exec_free(p->parts[i].x);
+        if (p->owns_graphs) df_graph_free(p->parts[i].g);
+        DF_FREE(p->parts[i].feed_map);
+        DF_FREE(p->parts[i].fetch_map);
+        for (int k = 0; p->parts[i].io_names && k < p->parts[i].n_feeds + p->parts[i].n_fetches; k++) DF_FREE(p->parts[i].io_names[k]);
+        DF_FREE(p->parts[i].io_names);
+    }
+    DF_FREE(p->parts);
+    df_graph_free(p->work);
+    DF_FREE(p);
+}
+
+/* ---- placer ---- */
+static int df__uf_find(int32_t *parent, int i) {
+    while (parent[i] != i) { parent[i] = parent[parent[i]]; i = parent[i]; }
+    return i;
+}
+static void df__uf_union(int32_t *parent, int32_t *rank, int a, int b) {
+    a = df__uf_find(parent, a); b = df__uf_find(parent, b);
+    if (a == b) return;
+    if (rank[a] < rank[b]) { int t = a; a = b; b = t; }
+    parent[b] = a;
+    if (rank[a] == rank[b]) rank[a]++;
+}
+/* Item -> output frame: Enter opens its child frame, Exit (and LoopCount) return to the parent. */
+static int df__item_out_frame(const df__exec *x, int i) {
+    const df__xitem *it = &x->items[i];
+    if (it->kind == DF__X_ENTER) return it->child_frame;
+    if (it->kind == DF__X_EXIT || it->kind == DF__X_COUNT) return x->frames[it->frame].parent;
+    return it->frame;
+}
+static int df__is_metadata_op(const df__opdef *op) {
+    return !strcmp(op->name, "Shape") || !strcmp(op->name, "Size") || !strcmp(op->name, "Rank");
+}
 
 /* Where colocation groups of `_class` are written: "loc:@a" entries separated by commas or
    spaces (a GraphDef's list(string) arrives joined). Calls fn for each name. */
@@ -13940,21 +14167,6 @@ static df_node *df__pb_xfer_node(df__pbuild *b, int p, int recv, int host, const
     return n;
 }
 
-/* Memory types: on a device whose memory is not the host's, host-memory arguments of a kernel
-   (shapes, predicates) live in host memory; an edge between the two kinds needs a transfer even
-   on one device. CPU devices have host memory only. */
-static int df__out_on_host(const df_node *n, int out, const df__device *d) {
-    uint32_t host_out = ~0u;
-    if (d->host_memory || out < 0) return 1;
-    df__node_kernel(n, d->kernel_type, NULL, &host_out, NULL);
-    return host_out >> DF__MIN(out, 31) & 1;
-}
-static int df__in_on_host(const df_node *n, int in, const df__device *d) {
-    uint32_t host_in = ~0u;
-    if (d->host_memory || in < 0) return 1;
-    df__node_kernel(n, d->kernel_type, &host_in, NULL, NULL);
-    return host_in >> DF__MIN(in, 31) & 1;
-}
 
 /* The value of (src item, out) seen from partition p (control: out -1, the Identity whose
    control edge stands for src), made of a Send in src's partition and a Recv in p, one per
@@ -14335,8 +14547,9 @@ done:
    src/session.c: Sessions                                                          >>session
    A session owns its devices, the inter-op pool, the variables and random-number state, and a
    cache of compiled executors keyed by the (feeds, fetches, targets) signature and the graph's
-   edit version. Compiling prunes the graph to what the fetches and targets need, replaces fed
-   outputs by feed items and runs the static frame analysis. Feeds are never modified.
+   edit version (what a run does with them: src/run.c). A session holds its graph: the graph is
+   freed with the last session on it once df_graph_free was called (TF_DeleteGraph). Feeds are
+   never modified.
    ========================================================================================== */
 
 static df__var *df__step_var(df__step *s, const df_node *var_node, df_status *st) {
@@ -14521,209 +14734,6 @@ int df_session_device_alloc_stats(df_session *s, int device, df_alloc_stats *out
     if (!s || device < 0 || device >= s->n_devices || !out) return 0;
     df_bfc_get_stats(s->devices[device]->alloc->bfc, out);
     return 1;
-}
-
-/* Feed lookup: feed index of (node id, output) or -1. first_feed[id] chains feeds of a node. */
-static int df__feed_index(const int *first_feed, const int *next_feed, const df_output *feeds, df_output o) {
-    for (int f = first_feed[o.node->id]; f >= 0; f = next_feed[f])
-        if (feeds[f].index == o.index) return f;
-    return -1;
-}
-
-static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds, int n_feeds, const df_output *fetches,
-                             int n_fetches, df_node *const *targets, int n_targets, const df__device *dev, df_status *st) {
-    DF__UNUSED(ss);
-    int devmem = dev && !dev->host_memory;       /* kernels of dev's type, memory types apply */
-    int nn = g->n_nodes;
-    df__exec *x = (df__exec *)DF_MALLOC(sizeof *x);
-    int *item_of = (int *)DF_MALLOC((size_t)(nn + 1) * sizeof(int));
-    int *first_feed = (int *)DF_MALLOC((size_t)(nn + 1) * sizeof(int));
-    int *next_feed = (int *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(int));
-    int *feed_item = (int *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(int));
-    int32_t *stack = (int32_t *)DF_MALLOC((size_t)(nn + 1) * sizeof(int32_t));
-    int32_t *deg = NULL;
-    if (x) memset(x, 0, sizeof *x);           /* df__exec_free reads it */
-    if (!x || !item_of || !first_feed || !next_feed || !feed_item || !stack) goto oom;
-    x->graph = g;
-    for (int i = 0; i < nn; i++) { item_of[i] = -1; first_feed[i] = -1; }
-    for (int f = 0; f < n_feeds; f++) { next_feed[f] = first_feed[feeds[f].node->id]; first_feed[feeds[f].node->id] = f; feed_item[f] = -1; }
-    /* 1. prune: walk back from fetches and targets, stopping at fed outputs */
-    int sp = 0, n_items = 0;
-    for (int i = 0; i < n_fetches; i++)
-        if (df__feed_index(first_feed, next_feed, feeds, fetches[i]) < 0 && item_of[fetches[i].node->id] == -1) {
-            item_of[fetches[i].node->id] = -2;
-            stack[sp++] = fetches[i].node->id;
-        }
-    for (int i = 0; i < n_targets; i++)
-        if (item_of[targets[i]->id] == -1) { item_of[targets[i]->id] = -2; stack[sp++] = targets[i]->id; }
-    while (sp) {
-        const df_node *n = g->nodes[stack[--sp]];
-        item_of[n->id] = n_items++;
-        for (int i = 0; i < n->n_inputs; i++) {
-            df_output in = n->inputs[i];
-            if (df__feed_index(first_feed, next_feed, feeds, in) >= 0) continue;
-            if (item_of[in.node->id] == -1) { item_of[in.node->id] = -2; stack[sp++] = in.node->id; }
-        }
-        for (int i = 0; i < n->n_controls; i++) {
-            /* a control edge from a node whose first output is fed comes from the feed (TF) */
-            if (df__feed_index(first_feed, next_feed, feeds, (df_output){n->controls[i], 0}) >= 0) continue;
-            if (item_of[n->controls[i]->id] == -1) { item_of[n->controls[i]->id] = -2; stack[sp++] = n->controls[i]->id; }
-        }
-    }
-    /* feed items for fed outputs that something reads */
-    for (int i = 0; i < nn; i++) {
-        if (item_of[i] < 0) continue;
-        const df_node *n = g->nodes[i];
-        for (int k = 0; k < n->n_inputs; k++) {
-            int f = df__feed_index(first_feed, next_feed, feeds, n->inputs[k]);
-            if (f >= 0 && feed_item[f] < 0) feed_item[f] = n_items++;
-        }
-        for (int k = 0; k < n->n_controls; k++) {
-            int f = df__feed_index(first_feed, next_feed, feeds, (df_output){n->controls[k], 0});
-            if (f >= 0 && feed_item[f] < 0) feed_item[f] = n_items++;
-        }
-    }
-    for (int i = 0; i < n_fetches; i++) {
-        int f = df__feed_index(first_feed, next_feed, feeds, fetches[i]);
-        if (f >= 0 && feed_item[f] < 0) feed_item[f] = n_items++;
-    }
-    int fetch_base = n_items;
-    n_items += n_fetches;
-    x->n_items = n_items;
-    x->items = (df__xitem *)DF_MALLOC((size_t)(n_items + 1) * sizeof(df__xitem));
-    deg = (int32_t *)DF_MALLOC((size_t)(n_items + 1) * sizeof(int32_t));
-    if (!x->items || !deg) goto oom;
-    memset(x->items, 0, (size_t)(n_items + 1) * sizeof(df__xitem));
-    if (devmem) {
-        if (!(x->host_out = (uint32_t *)DF_MALLOC((size_t)(n_items + 1) * sizeof(uint32_t)))) goto oom;
-        for (int i = 0; i <= n_items; i++) x->host_out[i] = ~0u;
-    }
-    for (int i = 0; i < nn; i++) {
-        if (item_of[i] < 0) continue;
-        const df_node *n = g->nodes[i];
-        df__xitem *it = &x->items[item_of[i]];
-        unsigned f = n->op->flags;
-        it->node = n;
-        it->kernel = n->op->kernels[DF__DEV_CPU].fn;
-        if (devmem) {
-            uint32_t host_out = ~0u;
-            int host_only = 0;
-            if (!(it->kernel = df__node_kernel(n, dev->kernel_type, NULL, &host_out, &host_only))) {
-                df_status_set(st, DF_INTERNAL, "No %s kernel for op %s (placed on %s) {{node %s}}", dev->type, n->op->name,
-                              dev->name, n->name);
-                goto fail;
-            }
-            x->host_out[item_of[i]] = host_only ? ~0u : host_out;
-        }
-        it->cost = (uint8_t)DF__MIN(n->op->cost, 255.0f);
-        it->n_inputs = n->n_inputs;
-        it->n_outputs = n->n_outputs;
-        it->n_control_in = n->n_controls;
-        it->kind = (f & DF__OP_MERGE) ? DF__X_MERGE : (f & DF__OP_ENTER) ? DF__X_ENTER
-                 : (f & DF__OP_LOOP_COUNT) ? DF__X_COUNT : (f & DF__OP_EXIT) ? DF__X_EXIT
-                 : (f & DF__OP_NEXT_ITERATION) ? DF__X_NEXT : DF__X_NORMAL;
-        if ((f & DF__OP_ENTER) && df__attr_b(n, "is_constant", 0)) it->flags |= DF__XF_CONST_ENTER;
-        if (f & DF__OP_CONTROL_TRIGGER) it->flags |= DF__XF_CTRL_TRIGGER;
-        if (f & DF__OP_EXPENSIVE) {
-            /* Known-small static inputs (scalars in loops, say) never make a node worth a thread. */
-            int64_t work = 0;
-            for (int k = 0; k < n->n_inputs && work >= 0; k++) {
-                int64_t c = df__shape_count(&n->inputs[k].node->out_shapes[n->inputs[k].index]);
-                work = c < 0 ? -1 : work + c;
-            }
-            if (work < 0 || work >= 4096 || strstr(n->op->name, "MatMul")) it->flags |= DF__XF_EXPENSIVE;
-        }
-        if (f & DF__OP_SWITCH) it->flags |= DF__XF_SWITCH;
-        if (f & DF__OP_TRANSFER) {
-            it->flags |= DF__XF_TRANSFER;
-            it->aux = (int32_t)df__attr_i(n, "_key", -1);
-            it->child_frame = (int32_t)df__attr_i(n, "_recv_memory", -1);
-        }
-        if (f & DF__OP_LOOP_COND) it->flags |= DF__XF_LOOP_COND;
-        if (f & DF__OP_ASYNC) { it->flags |= DF__XF_ASYNC; x->has_async = 1; }
-        if (!strcmp(n->op->name, "MatMul")) it->flags |= DF__XF_MATMUL;
-        if (it->kernel == df__k_noop) it->flags |= DF__XF_NO_KERNEL;
-        for (int k = 0; k < n->n_inputs; k++)      /* (Assign's value is read: only its Ref(T) may be uninitialised) */
-            if (n->inputs[k].node->out_is_ref[n->inputs[k].index] && (!(f & DF__OP_ALLOWS_UNINIT) || (n->op->n_in > k &&
-                !n->op->in[k].is_list && !df__ref_arg(n->op, k)))) it->flags |= DF__XF_DEREF;
-    }
-    for (int f = 0; f < n_feeds; f++) {
-        if (feed_item[f] < 0) continue;
-        df__xitem *it = &x->items[feed_item[f]];
-        it->kind = DF__X_FEED; it->n_outputs = 1; it->aux = f;
-        if (devmem && df__attr_b(feeds[f].node, "_device_memory", 0)) it->flags |= DF__XF_DEVICE_VALUE;
-    }
-    for (int i = 0; i < n_fetches; i++) {
-        df__xitem *it = &x->items[fetch_base + i];
-        it->kind = DF__X_FETCH; it->n_inputs = 1; it->aux = i;
-        it->node = fetches[i].node; it->child_frame = fetches[i].index;
-        if (devmem && !df__out_on_host(fetches[i].node, fetches[i].index, dev)) it->flags |= DF__XF_DEVICE_VALUE;
-    }
-    /* 2. out-edges (CSR): count per source, then fill; data edges carry the local input slot */
-    x->n_feeds = n_feeds;
-    x->n_fetches = n_fetches;
-    int n_edges = 0;
-    for (int i = 0; i < n_items; i++) deg[i] = 0;
-#define DF__SRC_ITEM(o, fidx) ((fidx) >= 0 ? feed_item[fidx] : item_of[(o).node->id])
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < nn; i++) {
-            if (item_of[i] < 0) continue;
-            const df_node *n = g->nodes[i];
-            for (int k = 0; k < n->n_inputs; k++) {
-                int fi = df__feed_index(first_feed, next_feed, feeds, n->inputs[k]);
-                int src = DF__SRC_ITEM(n->inputs[k], fi);
-                if (pass == 0) { deg[src]++; n_edges++; continue; }
-                df__xedge *e = &x->edges[x->items[src].edge_start + x->items[src].n_edges++];
-                e->dst = item_of[i]; e->slot = k; e->src_out = (uint16_t)(fi >= 0 ? 0 : n->inputs[k].index);
-            }
-            for (int k = 0; k < n->n_controls; k++) {
-                int fc = df__feed_index(first_feed, next_feed, feeds, (df_output){n->controls[k], 0});
-                int src = fc >= 0 ? feed_item[fc] : item_of[n->controls[k]->id];
-                if (pass == 0) { deg[src]++; n_edges++; continue; }
-                df__xedge *e = &x->edges[x->items[src].edge_start + x->items[src].n_edges++];
-                e->dst = item_of[i]; e->slot = -1; e->src_out = 0;
-            }
-        }
-        for (int i = 0; i < n_fetches; i++) {
-            int fi = df__feed_index(first_feed, next_feed, feeds, fetches[i]);
-            int src = DF__SRC_ITEM(fetches[i], fi);
-            if (pass == 0) { deg[src]++; n_edges++; continue; }
-            df__xedge *e = &x->edges[x->items[src].edge_start + x->items[src].n_edges++];
-            e->dst = fetch_base + i; e->slot = 0; e->src_out = (uint16_t)(fi >= 0 ? 0 : fetches[i].index);
-        }
-        if (pass == 0) {
-            x->edges = (df__xedge *)DF_MALLOC((size_t)(n_edges + 1) * sizeof(df__xedge));
-            if (!x->edges) goto oom;
-            x->n_edges = n_edges;
-            int at = 0;
-            for (int i = 0; i < n_items; i++) { x->items[i].edge_start = at; x->items[i].n_edges = 0; at += deg[i]; }
-        }
-    }
-#undef DF__SRC_ITEM
-    /* Data edges before control edges within each source: TF's order, and what `need` uses. */
-    for (int i = 0; i < n_items; i++) {
-        df__xitem *it = &x->items[i];
-        for (int e = 0; e < it->n_edges; e++) {
-            const df__xedge *ed = &x->edges[it->edge_start + e];
-            if (ed->slot >= 0) it->need |= ed->src_out >= 31 ? 0x80000000u : 1u << ed->src_out;
-        }
-        if (it->n_outputs > 31 && (it->need & 0x80000000u)) it->need = 0xffffffffu;
-    }
-    /* 3. frames, validation, layout */
-    if (df__analyze_frames(x, st) != DF_OK) goto fail;
-    /* 4. roots */
-    x->roots = (int32_t *)DF_MALLOC((size_t)(n_items + 1) * sizeof(int32_t));
-    if (!x->roots) goto oom;
-    for (int i = 0; i < n_items; i++)
-        if (x->items[i].n_inputs + x->items[i].n_control_in == 0) x->roots[x->n_roots++] = i;
-    DF_FREE(item_of); DF_FREE(first_feed); DF_FREE(next_feed); DF_FREE(feed_item); DF_FREE(stack); DF_FREE(deg);
-    return x;
-oom:
-    df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory compiling the graph for a run");
-fail:
-    DF_FREE(item_of); DF_FREE(first_feed); DF_FREE(next_feed); DF_FREE(feed_item); DF_FREE(stack); DF_FREE(deg);
-    df__exec_free(x);
-    return NULL;
 }
 /* ==========================================================================================
    src/cuda_graphs.c: CUDA graphs (df_session_options.cuda_graphs)                  >>cugraph
@@ -16207,9 +16217,17 @@ static void df__opt_free(df__opt *o) {
 /* ==========================================================================================
    src/run.c: The run pipeline                                                          >>run
    df_session_run looks its (feeds, fetches, targets) signature up in the session's cache; on
-   a miss it builds a plan: the working graph (pruned and rewritten by the passes), compiled,
-   placed and partitioned. Running a plan runs its partitions together and hands the caller
-   new references to the fetched values.
+   a miss df__plan_build makes a plan, in this order:
+     lower       If, While and calls become the five primitives (src/function.c)
+     passes      the working graph: pruned, identities removed, CSE, constants folded (df__optimize,
+                 here; the passes themselves in src/passes.c)
+     compile     the working graph as one executor, to validate it (src/compile.c)
+     place       a device per item (src/placer.c)
+     partition   a graph per device with _Send/_Recv between them, each compiled (src/partition.c;
+                 one device: the compiled graph is the plan's only partition)
+   and df__run_plan executes it: every partition at once on the session's pool (src/executor.c),
+   Sends meeting Recvs in the run's rendezvous (src/transfer.c). The caller gets new references
+   to the fetched values.
    ========================================================================================== */
 /* The working graph for a run of g: the nodes it needs, rewritten by the passes opts allow. */
 static df_code df__optimize(df_session *ss, const df_output *feeds, int n_feeds, const df_output *fetches, int n_fetches,

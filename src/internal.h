@@ -855,7 +855,6 @@ static df__attr *df__builder_attr(df_op_builder *b, const char *name, df__attr_k
 static const char *df__kind_name(df__attr_kind k);
 static df__attr *df__node_attr_mut(df_node *n, const char *name);
 static int df__node_add_control(df_node *n, df_node *c);
-static int df__ctx_contains(const df__ctx *outer, const df__ctx *inner);
 static df_node *df__ctx_control_pivot(df__ctx *ctx);
 static df_node *df__raw_op(df_graph *g, df__ctx *ctx, const char *op, const df_output *ins, int n_ins,
                            int ins_as_list);
@@ -1027,20 +1026,6 @@ static df_tensor *df__cumprod_prep(df__kctx *c, int64_t *outer, int64_t *len, in
 static void df__k_cumprod(df__kctx *c);
 static void df__k_concat_offset(df__kctx *c);
 static df_code df__sf_concat_offset(df__shape_ctx *c);
-static void df__k_stack(df__kctx *c);
-static void df__k_stack_push(df__kctx *c);
-static void df__k_stack_pop(df__kctx *c);
-static void df__k_stack_close(df__kctx *c);
-static void df__k_loop_push(df__kctx *c);
-static void df__k_loop_pop(df__kctx *c);
-static void df__k_loop_iteration_less(df__kctx *c);
-static void df__k_loop_count(df__kctx *c);
-static void df__k_accum(df__kctx *c);
-static void df__k_accum_add(df__kctx *c);
-static void df__k_accum_read(df__kctx *c);
-static df_code df__sf_accum_read(df__shape_ctx *c);
-static df_code df__sf_push(df__shape_ctx *c);
-static df_code df__sf_unknown(df__shape_ctx *c);
 static int df__k_apply_lock(df__kctx *c, int n, df__var **v, df_tensor **val);
 static int df__k_apply_check(df__kctx *c, const df_tensor *var, const df_tensor *t, const char *what);
 static void df__k_apply(df__kctx *c);
@@ -1069,6 +1054,20 @@ static df_code df__lower_all_ex(df_graph *g, int keep_calls);
 static df_code df__lower_all(df_graph *g);
 static void df__k_call(df__kctx *c);
 static int df__graph_has_functional_ex(const df_graph *g, int keep_calls);
+static void df__k_stack(df__kctx *c);
+static void df__k_stack_push(df__kctx *c);
+static void df__k_stack_pop(df__kctx *c);
+static void df__k_stack_close(df__kctx *c);
+static void df__k_loop_push(df__kctx *c);
+static void df__k_loop_pop(df__kctx *c);
+static void df__k_loop_iteration_less(df__kctx *c);
+static void df__k_loop_count(df__kctx *c);
+static void df__k_accum(df__kctx *c);
+static void df__k_accum_add(df__kctx *c);
+static void df__k_accum_read(df__kctx *c);
+static df_code df__sf_accum_read(df__shape_ctx *c);
+static df_code df__sf_push(df__shape_ctx *c);
+static df_code df__sf_unknown(df__shape_ctx *c);
 static int df__is_float(df_dtype t);
 static df__ctx *df__loop_of(df__ctx *c);
 static df__ctx *df__node_loop(const df_node *n);
@@ -1115,12 +1114,6 @@ static void df__step_error(df__step *s, const df_status *st);
 static double df__clock_ms(void);
 static df_code df__deadline_exceeded(df_status *st, int timeout_ms);
 static void df__step_set_deadline(df__step *s, int timeout_ms);
-static int df__rv_init(df__rendezvous *rv);
-static df_code df__rv_send(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df_tensor *t, int dead,
-                           df__wake *wake, df_status *st);
-static int df__rv_recv(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df__step *s,
-                       const df__tagged *tag, df_tensor **t, int *dead, df_status *st);
-static void df__rv_free(df__rendezvous *rv);
 static void df__wake_dispatch(df__wake *w);
 static void df__group_abort(df__pgroup *g, const df_status *why);
 static df_code df__check_outputs(const df_node *n, df_tensor *const *outs, int n_out, uint32_t need, df_status *st);
@@ -1129,29 +1122,33 @@ static void df__process(df__step *s, df__tagged t);
 #endif
 static df_code df__execute(df__step *s, df_status *st);
 static df_code df__group_execute(df__pgroup *g, df_status *st);
+static int df__rv_init(df__rendezvous *rv);
+static df_code df__rv_send(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df_tensor *t, int dead,
+                           df__wake *wake, df_status *st);
+static df__rv_msg *df__rv_abort(df__rendezvous *rv, const df_status *why);
+static void df__rv_free(df__rendezvous *rv);
 static void df__k_send(df__kctx *c);
 static void df__k_recv(df__kctx *c);
-static void df__plan_free(df__plan *p);
-static int df__item_out_frame(const df__exec *x, int i);
 static df__kernel_fn df__node_kernel(const df_node *n, int kernel_type, uint32_t *host_in, uint32_t *host_out,
                                      int *host_only);
+static int df__node_has_kernel(const df_node *n, const df__device *d);
+static int df__out_on_host(const df_node *n, int out, const df__device *d);
+static int df__in_on_host(const df_node *n, int in, const df__device *d);
+static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds, int n_feeds, const df_output *fetches,
+                             int n_fetches, df_node *const *targets, int n_targets, const df__device *dev, df_status *st);
+static void df__plan_free(df__plan *p);
+static int df__item_out_frame(const df__exec *x, int i);
 static int df__node_item(const df__exec *x, int i);
 static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_status *st);
 static int df__pgraph_add(df_graph *g, df_node *n);
 static df_node *df__node_clone(df_graph *g, const df_node *src, const char *device);
 static char *df__pgraph_name(df_graph *g, const char *base);
-static int df__out_on_host(const df_node *n, int out, const df__device *d);
-static int df__in_on_host(const df_node *n, int in, const df__device *d);
 static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t *dev, const df_output *feeds,
                                int n_feeds, const df_output *fetches, int n_fetches, df_status *st);
 static df__var *df__step_var(df__step *s, const df_node *var_node, df_status *st);
 static uint64_t df__step_rng_next(df__step *s, const df_node *n, uint64_t count);
 #ifdef DATAFLOW_CUDA
 static int df__step_tf32(const df__step *s);
-#endif
-static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds, int n_feeds, const df_output *fetches,
-                             int n_fetches, df_node *const *targets, int n_targets, const df__device *dev, df_status *st);
-#ifdef DATAFLOW_CUDA
 static uint32_t df__gg_mask(const df__gg *gg, int out);
 static void df__gg_free(df__gg *gg);
 static void df__gk_gpu_graph(df__kctx *c);

@@ -157,21 +157,6 @@ static df_node *df__pb_xfer_node(df__pbuild *b, int p, int recv, int host, const
     return n;
 }
 
-/* Memory types: on a device whose memory is not the host's, host-memory arguments of a kernel
-   (shapes, predicates) live in host memory; an edge between the two kinds needs a transfer even
-   on one device. CPU devices have host memory only. */
-static int df__out_on_host(const df_node *n, int out, const df__device *d) {
-    uint32_t host_out = ~0u;
-    if (d->host_memory || out < 0) return 1;
-    df__node_kernel(n, d->kernel_type, NULL, &host_out, NULL);
-    return host_out >> DF__MIN(out, 31) & 1;
-}
-static int df__in_on_host(const df_node *n, int in, const df__device *d) {
-    uint32_t host_in = ~0u;
-    if (d->host_memory || in < 0) return 1;
-    df__node_kernel(n, d->kernel_type, &host_in, NULL, NULL);
-    return host_in >> DF__MIN(in, 31) & 1;
-}
 
 /* The value of (src item, out) seen from partition p (control: out -1, the Identity whose
    control edge stands for src), made of a Send in src's partition and a Recv in p, one per

@@ -47,64 +47,6 @@ static int df__item_out_frame(const df__exec *x, int i) {
 static int df__is_metadata_op(const df__opdef *op) {
     return !strcmp(op->name, "Shape") || !strcmp(op->name, "Size") || !strcmp(op->name, "Rank");
 }
-/* The kernel a node runs on a device type, with its memory types. On a GPU, a node whose
-   inputs and outputs are all integers, booleans, strings or handles runs its CPU kernel with
-   every argument in host memory (TensorFlow's int32 rule: shapes, counters and predicates
-   stay on the host, so loop control never waits for the device); otherwise the GPU kernel
-   runs, and it must support the dtypes of its device-memory arguments. host_only (may be
-   NULL) says which of the two. NULL: no kernel. */
-static int df__host_dtype(df_dtype t) {
-    return t == DF_INT32 || t == DF_INT64 || t == DF_BOOL || t == DF_STRING || t == DF_RESOURCE;
-}
-#ifdef DATAFLOW_CUDA
-#endif
-static df__kernel_fn df__node_kernel(const df_node *n, int kernel_type, uint32_t *host_in, uint32_t *host_out,
-                                     int *host_only) {
-    const df__kernel_def *k = &n->op->kernels[kernel_type];
-    if (host_only) *host_only = 0;
-    if (!k->fn) return NULL;
-#ifdef DATAFLOW_CUDA
-    if (n->gg) {                                  /* the memory types its members take and make */
-        if (host_in) *host_in = df__gg_mask(n->gg, 0);
-        if (host_out) *host_out = df__gg_mask(n->gg, 1);
-        return k->fn;
-    }
-#endif
-    if (kernel_type == DF__DEV_CPU || (n->op->flags & DF__OP_TRANSFER)) {   /* _Send/_Recv: by name */
-        if (kernel_type != DF__DEV_CPU) {
-            if (host_in) *host_in = k->host_inputs;
-            if (host_out) *host_out = k->host_outputs;
-            return k->fn;
-        }
-        if (host_in) *host_in = ~0u;
-        if (host_out) *host_out = ~0u;
-        return k->fn;
-    }
-    int all_host = 1, ok = 1;
-    for (int i = 0; i < n->n_inputs; i++) {
-        df_dtype t = n->inputs[i].node->out_types[n->inputs[i].index];
-        if (!df__host_dtype(t)) all_host = 0;
-        uint32_t hin = (k->host_inputs & 0x80000000u) ? (i == n->n_inputs - 1) : k->host_inputs >> DF__MIN(i, 31) & 1;
-        if (!hin && k->types && !df__host_dtype(t) && !(k->types >> ((unsigned)t & 31) & 1)) ok = 0;
-    }
-    for (int i = 0; i < n->n_outputs; i++) {
-        df_dtype t = n->out_types[i];
-        if (!df__host_dtype(t)) all_host = 0;
-        if (!(k->host_outputs >> DF__MIN(i, 31) & 1) && k->types && !df__host_dtype(t) && !(k->types >> ((unsigned)t & 31) & 1)) ok = 0;
-    }
-    if (all_host) {
-        if (host_in) *host_in = ~0u;
-        if (host_out) *host_out = ~0u;
-        if (host_only) *host_only = 1;
-        return n->op->kernels[DF__DEV_CPU].fn;
-    }
-    if (!ok) return NULL;
-    if (host_in) *host_in = (k->host_inputs & 0x80000000u) && n->n_inputs > 0 && n->n_inputs <= 31
-                          ? (k->host_inputs & 0x7fffffffu) | 1u << (n->n_inputs - 1) : k->host_inputs;
-    if (host_out) *host_out = k->host_outputs;
-    return k->fn;
-}
-static int df__node_has_kernel(const df_node *n, const df__device *d) { return df__node_kernel(n, d->kernel_type, NULL, NULL, NULL) != NULL; }
 
 /* Where colocation groups of `_class` are written: "loc:@a" entries separated by commas or
    spaces (a GraphDef's list(string) arrives joined). Calls fn for each name. */

@@ -1,9 +1,17 @@
 /* ==========================================================================================
    src/run.c: The run pipeline                                                          >>run
    df_session_run looks its (feeds, fetches, targets) signature up in the session's cache; on
-   a miss it builds a plan: the working graph (pruned and rewritten by the passes), compiled,
-   placed and partitioned. Running a plan runs its partitions together and hands the caller
-   new references to the fetched values.
+   a miss df__plan_build makes a plan, in this order:
+     lower       If, While and calls become the five primitives (src/function.c)
+     passes      the working graph: pruned, identities removed, CSE, constants folded (df__optimize,
+                 here; the passes themselves in src/passes.c)
+     compile     the working graph as one executor, to validate it (src/compile.c)
+     place       a device per item (src/placer.c)
+     partition   a graph per device with _Send/_Recv between them, each compiled (src/partition.c;
+                 one device: the compiled graph is the plan's only partition)
+   and df__run_plan executes it: every partition at once on the session's pool (src/executor.c),
+   Sends meeting Recvs in the run's rendezvous (src/transfer.c). The caller gets new references
+   to the fetched values.
    ========================================================================================== */
 /* The working graph for a run of g: the nodes it needs, rewritten by the passes opts allow. */
 static df_code df__optimize(df_session *ss, const df_output *feeds, int n_feeds, const df_output *fetches, int n_fetches,

@@ -1,9 +1,178 @@
 /* ==========================================================================================
-   src/transfer.c: Transfers: _Send and _Recv                                      >>transfer
-   _Send and _Recv run even when their input is dead, so the dead bit crosses devices too. A
-   Send hands its value to the run's rendezvous (or to a worker in another process), keyed by
-   (edge, frame, iteration); its Recv takes it, in the memory of the Recv's device.
+   src/transfer.c: Transfers: the rendezvous, _Send and _Recv                      >>transfer
+   A value crosses devices as a _Send in the producer's partition and a _Recv in the consumer's
+   (the partitioner, src/partition.c, inserts the pairs; df__pb_recv). Both run even when their
+   input is dead, so the dead bit crosses too. They meet in the run's rendezvous, keyed by (key
+   number, frame id, iteration): the key number stands for TensorFlow's textual prefix
+   "send_device;incarnation;recv_device;tensor_name" (df__plan interns those), so a transfer
+   hashes three integers instead of formatting a string. Each key holds a FIFO of sent values or
+   of waiting Recvs, never both. A waiting Recv is handed back to the sender as a wake, resumed
+   outside the lock (src/executor.c). An abort fails every waiting Recv and every later call.
+   A Send whose Recv is in another process goes over the wire instead (df__remote_send and
+   df__w_deliver, src/net/worker.c), into the rendezvous of that process's step.
    ========================================================================================== */
+/* ---- the rendezvous ---- */
+static df__rv_entry **df__rv_slot(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter) {
+    uint64_t h = df__hash_mix(df__hash_mix((uint64_t)(uint32_t)key, fid), (uint64_t)iter);
+    df__rv_entry **p = &rv->buckets[h & (uint64_t)(rv->n_buckets - 1)];
+    while (*p && !((*p)->key == key && (*p)->frame_id == fid && (*p)->iter == iter)) p = &(*p)->next;
+    return p;
+}
+static int df__rv_init(df__rendezvous *rv) {
+    memset(rv, 0, sizeof *rv);
+    rv->n_buckets = 64;
+    rv->buckets = (df__rv_entry **)DF_MALLOC((size_t)rv->n_buckets * sizeof(df__rv_entry *));
+    if (!rv->buckets) return 0;
+    memset(rv->buckets, 0, (size_t)rv->n_buckets * sizeof(df__rv_entry *));
+    return 1;
+}
+/* Doubles the bucket array when entries outnumber buckets twice (a sender far ahead). */
+static void df__rv_rehash(df__rendezvous *rv) {
+    int nb = rv->n_buckets * 2;
+    df__rv_entry **b = (df__rv_entry **)DF_MALLOC((size_t)nb * sizeof(df__rv_entry *));
+    if (!b) return;                          /* longer chains, still correct */
+    memset(b, 0, (size_t)nb * sizeof(df__rv_entry *));
+    for (int i = 0; i < rv->n_buckets; i++)
+        for (df__rv_entry *e = rv->buckets[i], *next; e; e = next) {
+            next = e->next;
+            uint64_t h = df__hash_mix(df__hash_mix((uint64_t)(uint32_t)e->key, e->frame_id), (uint64_t)e->iter);
+            e->next = b[h & (uint64_t)(nb - 1)];
+            b[h & (uint64_t)(nb - 1)] = e;
+        }
+    DF_FREE(rv->buckets);
+    rv->buckets = b;
+    rv->n_buckets = nb;
+}
+static df__rv_msg *df__rv_msg_new(df__rendezvous *rv) {
+    df__rv_msg *m = rv->free_msgs;
+    if (m) rv->free_msgs = m->next;
+    else m = (df__rv_msg *)DF_MALLOC(sizeof *m);
+    if (m) memset(m, 0, sizeof *m);
+    return m;
+}
+/* Pops the head of the entry at *p (the caller holds the lock); drops the entry when empty. */
+static df__rv_msg *df__rv_pop(df__rendezvous *rv, df__rv_entry **p) {
+    df__rv_entry *e = *p;
+    df__rv_msg *m = e->head;
+    if (!(e->head = m->next)) {
+        *p = e->next;
+        e->next = rv->free_entries;
+        rv->free_entries = e;
+        rv->n_entries--;
+    }
+    return m;
+}
+/* Appends m under (key, frame, iteration) (the caller holds the lock). 0 on OOM. */
+static int df__rv_push(df__rendezvous *rv, df__rv_entry **p, int32_t key, uint64_t fid, int64_t iter,
+                       int recvs, df__rv_msg *m) {
+    df__rv_entry *e = *p;
+    if (!e) {
+        if ((e = rv->free_entries) != NULL) rv->free_entries = e->next;
+        else if (!(e = (df__rv_entry *)DF_MALLOC(sizeof *e))) return 0;
+        e->key = key; e->frame_id = fid; e->iter = iter; e->recvs = recvs;
+        e->head = e->tail = NULL;
+        e->next = NULL;
+        *p = e;
+        if (++rv->n_entries > 2 * rv->n_buckets) df__rv_rehash(rv);
+    }
+    m->next = NULL;
+    if (e->tail && e->head) e->tail->next = m;
+    else e->head = m;
+    e->tail = m;
+    return 1;
+}
+/* Sends a value (t's reference is taken; NULL and dead for a dead value). A Recv already
+   waiting comes back in *wake for the caller to resume. */
+static df_code df__rv_send(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df_tensor *t, int dead,
+                           df__wake *wake, df_status *st) {
+    memset(wake, 0, sizeof *wake);
+    df__spin_lock(&rv->lock);
+    if (rv->aborted) {
+        df__spin_unlock(&rv->lock);
+        df_tensor_release(t);
+        return df_status_set(st, DF_ABORTED, "The run was aborted: %s", rv->status.message);
+    }
+    df__rv_entry **p = df__rv_slot(rv, key, fid, iter);
+    if (*p && (*p)->recvs) {
+        df__rv_msg *m = df__rv_pop(rv, p);
+        wake->step = m->step; wake->tag = m->tag; wake->t = t; wake->dead = dead || !t; wake->failed = 0;
+        m->next = rv->free_msgs;
+        rv->free_msgs = m;
+        df__spin_unlock(&rv->lock);
+        return DF_OK;
+    }
+    df__rv_msg *m = df__rv_msg_new(rv);
+    if (!m || !df__rv_push(rv, p, key, fid, iter, 0, m)) {
+        if (m) { m->next = rv->free_msgs; rv->free_msgs = m; }
+        df__spin_unlock(&rv->lock);
+        df_tensor_release(t);
+        return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in the rendezvous");
+    }
+    m->t = t;
+    m->dead = dead || !t;
+    df__spin_unlock(&rv->lock);
+    return DF_OK;
+}
+/* A Recv: 1 with the value in *t (NULL and *dead when dead), 0 when it now waits (it is
+   resumed through a wake), -1 with st set when the run was aborted or memory ran out. */
+static int df__rv_recv(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df__step *s,
+                       const df__tagged *tag, df_tensor **t, int *dead, df_status *st) {
+    df__spin_lock(&rv->lock);
+    if (rv->aborted) {
+        df__spin_unlock(&rv->lock);
+        df_status_set(st, DF_ABORTED, "The run was aborted: %s", rv->status.message);
+        return -1;
+    }
+    df__rv_entry **p = df__rv_slot(rv, key, fid, iter);
+    if (*p && !(*p)->recvs) {
+        df__rv_msg *m = df__rv_pop(rv, p);
+        *t = m->t;
+        *dead = m->dead;
+        m->next = rv->free_msgs;
+        rv->free_msgs = m;
+        df__spin_unlock(&rv->lock);
+        return 1;
+    }
+    df__rv_msg *m = df__rv_msg_new(rv);
+    if (!m || !df__rv_push(rv, p, key, fid, iter, 1, m)) {
+        if (m) { m->next = rv->free_msgs; rv->free_msgs = m; }
+        df__spin_unlock(&rv->lock);
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in the rendezvous");
+        return -1;
+    }
+    m->step = s;
+    m->tag = *tag;
+    df__spin_unlock(&rv->lock);
+    return 0;
+}
+/* Marks the rendezvous aborted and returns every waiting Recv as a list (the caller fails
+   them); values still queued are released. */
+static df__rv_msg *df__rv_abort(df__rendezvous *rv, const df_status *why) {
+    df__rv_msg *waiting = NULL;
+    df__spin_lock(&rv->lock);
+    if (!rv->aborted) { rv->status = *why; rv->aborted = 1; }
+    for (int i = 0; i < rv->n_buckets; i++)
+        while (rv->buckets[i]) {
+            df__rv_msg *m = df__rv_pop(rv, &rv->buckets[i]);
+            if (m->step) { m->next = waiting; waiting = m; }
+            else { df_tensor_release(m->t); m->next = rv->free_msgs; rv->free_msgs = m; }
+        }
+    df__spin_unlock(&rv->lock);
+    return waiting;
+}
+static void df__rv_free(df__rendezvous *rv) {
+    for (int i = 0; i < rv->n_buckets; i++)
+        while (rv->buckets[i]) {
+            df__rv_msg *m = df__rv_pop(rv, &rv->buckets[i]);
+            df_tensor_release(m->t);
+            DF_FREE(m);
+        }
+    for (df__rv_entry *e = rv->free_entries, *n; e; e = n) { n = e->next; DF_FREE(e); }
+    for (df__rv_msg *m = rv->free_msgs, *n; m; m = n) { n = m->next; DF_FREE(m); }
+    DF_FREE(rv->buckets);
+    memset(rv, 0, sizeof *rv);
+}
+
 static void df__k_send(df__kctx *c) {
     df__step *s = c->step;
     if (!s->group || c->aux < 0) {
