@@ -14604,6 +14604,8 @@ static int df__step_tf32(const df__step *s) { return s && s->session && s->sessi
 #endif
 
 df_session *df_session_new(df_graph *g, const df_session_options *opts, df_status *st) {
+    df_status local;                          /* st may be NULL; what is below may read it */
+    if (!st) st = &local;
     df_status_clear(st);
     if (!g) { df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: graph is NULL"); return NULL; }
     if (__atomic_load_n(&g->freed_by_user, __ATOMIC_ACQUIRE)) {     /* (seen while other sessions keep it) */

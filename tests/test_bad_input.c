@@ -1770,6 +1770,12 @@ DF_TEST(bad_session_construction_and_variables) {
     s = df_session_new(g, NULL, NULL);                      /* st may be NULL */
     CHECK(s != NULL);
     df_session_free(s);
+    o.num_cpu_devices = 0;                                  /* ... also where the workers fail */
+    o.target = "127.0.0.1:1";                               /* (nothing listens on port 1) */
+    o.worker_timeout_ms = 2000;
+    CHECK(df_session_new(g, &o, NULL) == NULL);
+    CHECK(df_session_new(g, &o, &st) == NULL);
+    CHECK(st.code != DF_OK);
     (void)c;
     df_graph_free(g);
 

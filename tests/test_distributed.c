@@ -432,3 +432,34 @@ DF_TEST(distributed_run_timeout_aborts_the_step_on_every_worker) {
     df_graph_free(g);
     for (int i = 0; i < 3; i++) df_worker_stop(w[i]);
 }
+
+/* A peer that accepts the connection but never answers HELLO: df_session_new gives up after
+   worker_timeout_ms with a status, and with a NULL status it returns NULL (it read the status
+   it was not given). */
+#include <netinet/in.h>
+#include <sys/socket.h>
+DF_TEST(distributed_session_to_a_peer_that_never_answers) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int ready = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 4) == 0 &&
+                getsockname(fd, (struct sockaddr *)&a, &len) == 0;  /* the kernel accepts; no one answers */
+    CHECK(ready);
+    if (!ready) { if (fd >= 0) close(fd); return; }
+    char target[64];
+    snprintf(target, sizeof target, "127.0.0.1:%d", ntohs(a.sin_port));
+    df_graph *g = df_graph_new();
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.target = target;
+    o.worker_timeout_ms = 200;
+    df_status st;
+    CHECK(df_session_new(g, &o, &st) == NULL);
+    CHECK_MSG(st.code == DF_UNAVAILABLE, "%s: %s", df_code_name(st.code), st.message);
+    CHECK(df_session_new(g, &o, NULL) == NULL);
+    df_graph_free(g);
+    close(fd);
+}
