@@ -13788,34 +13788,49 @@ static double df__item_cost_ns(const df__exec *x, int i) {
     return 100.0 + (double)n->op->cost * elems / 3.0;
 }
 
-/* Places every node item of x on one of the session's devices: dev[i] (-1 for feed and fetch
-   items). Returns st->code. */
-static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_status *st) {
+/* What df__place's phases share. Per-group arrays are indexed by the group's root item. */
+typedef struct df__placer {
+    df_session *ss;
+    const df__exec *x;
+    int32_t *dev;                /* the result, per item */
+    int32_t *item_of_node;       /* per node of x's graph: its item, -1 when not in this run */
+    int32_t *parent, *rank;      /* union-find of the colocation groups */
+    df__devspec *spec;           /* per item: its request, then per group root: the merged one */
+    uint32_t *kinds;             /* per root: device kinds all members can run on */
+    int32_t *group_dev;          /* per root: its device */
+    int32_t *gsize;              /* per root: members */
+    unsigned char *decided;      /* per root: device fixed */
+    double *finish, *dev_free;   /* cost model only: per item its finish, per device when it is free */
+    df_status *st;
+} df__placer;
+
+/* Every item's own device request parsed before any grouping, so a malformed one is reported
+   against the node that wrote it. */
+static df_code df__place_read_requests(df__placer *pl) {
+    const df__exec *x = pl->x;
     const df_graph *g = x->graph;
-    int n = x->n_items, nd = ss->n_devices;
-    int32_t *item_of_node = (int32_t *)DF_MALLOC((size_t)(g->n_nodes + 1) * sizeof(int32_t));
-    int32_t *parent = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
-    int32_t *rank = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
-    df__devspec *spec = (df__devspec *)DF_MALLOC((size_t)(n + 1) * sizeof(df__devspec));
-    uint32_t *kinds = (uint32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(uint32_t));  /* per root: device kinds all members can run on */
-    int32_t *group_dev = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
-    int32_t *gsize = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));      /* per root: members */
-    unsigned char *decided = (unsigned char *)DF_MALLOC((size_t)(n + 1));       /* per root: device fixed */
-    double *finish = NULL, *dev_free = NULL;
-    df_code code = DF_OK;
-    if (!item_of_node || !parent || !rank || !spec || !kinds || !group_dev || !gsize || !decided) goto oom;
-    for (int i = 0; i < g->n_nodes; i++) item_of_node[i] = -1;
+    int n = x->n_items;
+    for (int i = 0; i < g->n_nodes; i++) pl->item_of_node[i] = -1;
     for (int i = 0; i < n; i++) {
-        parent[i] = i; rank[i] = 0; group_dev[i] = -1; dev[i] = -1;
+        pl->parent[i] = i; pl->rank[i] = 0; pl->group_dev[i] = -1; pl->dev[i] = -1;
         const df_node *nd_ = x->items[i].node;
-        df__parse_device(NULL, &spec[i]);
+        df__parse_device(NULL, &pl->spec[i]);
         if (!df__node_item(x, i)) continue;
-        item_of_node[nd_->id] = i;
-        if (nd_->device && *nd_->device && !df__parse_device(nd_->device, &spec[i]))
-            { code = df_status_set(st, DF_INVALID_ARGUMENT, "Malformed device specification '%s' {{node %s}}", nd_->device, nd_->name); goto done; }
+        pl->item_of_node[nd_->id] = i;
+        if (nd_->device && *nd_->device && !df__parse_device(nd_->device, &pl->spec[i]))
+            return df_status_set(pl->st, DF_INVALID_ARGUMENT, "Malformed device specification '%s' {{node %s}}", nd_->device, nd_->name);
     }
-    /* 1. colocation groups: _class entries, then ref and resource edges */
-    df__place_ctx pc = {x, g, item_of_node, parent, rank, spec, 0};
+    return DF_OK;
+}
+
+/* Colocation groups: _class entries, then ref and resource edges (TF keeps a reference or a
+   resource on the device of what it refers to). */
+static void df__place_colocation_groups(df__placer *pl) {
+    const df__exec *x = pl->x;
+    int n = x->n_items;
+    int32_t *item_of_node = pl->item_of_node, *parent = pl->parent, *rank = pl->rank;
+    df__devspec *spec = pl->spec;
+    df__place_ctx pc = {x, x->graph, item_of_node, parent, rank, spec, 0};
     for (int i = 0; i < n; i++) {
         const df_node *a = x->items[i].node;
         if (!df__node_item(x, i)) continue;
@@ -13833,41 +13848,71 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
             }
         }
     }
-    /* 2. merged requests and kernel kinds per group */
+}
+
+/* One request and one set of kernel kinds per group, so a group is placed as a whole; requests
+   that cannot be merged are an error unless soft placement lets the first one stand. */
+static df_code df__place_merge_group_requests(df__placer *pl) {
+    const df__exec *x = pl->x;
+    int n = x->n_items;
+    df__devspec *spec = pl->spec;
+    uint32_t *kinds = pl->kinds;
     for (int i = 0; i < n; i++) kinds[i] = ~0u;
     for (int i = 0; i < n; i++) {
         const df_node *a = x->items[i].node;
         if (!df__node_item(x, i)) continue;
-        int r = df__uf_find(parent, i);
+        int r = df__uf_find(pl->parent, i);
         uint32_t k = 0;
         for (int t = 0; t < DF__DEV_TYPES; t++) if (df__node_kernel(a, t, NULL, NULL, NULL)) k |= 1u << t;
         kinds[r] &= k;
         if (r == i) continue;
         df__devspec merged = spec[r];
         if (!df__devspec_merge(&merged, &spec[i])) {
-            if (ss->opts.soft_placement) continue;           /* the group keeps its first request */
+            if (pl->ss->opts.soft_placement) continue;           /* the group keeps its first request */
             char s1[96], s2[96];
             df__devspec_str(&spec[r], s1, sizeof s1);
             df__devspec_str(&spec[i], s2, sizeof s2);
-            code = df_status_set(st, DF_INVALID_ARGUMENT, "Cannot colocate nodes '%s' and '%s': their device "
+            return df_status_set(pl->st, DF_INVALID_ARGUMENT, "Cannot colocate nodes '%s' and '%s': their device "
                                  "requests '%s' and '%s' are incompatible {{node %s}}", a->name,
                                  x->items[r].node->name, s2, s1, a->name);
-            goto done;
         }
         spec[r] = merged;
     }
-    /* 3. a device per group: the first (GPUs before CPUs, then by number) that matches the
-       request and runs every member's kernel */
+    return DF_OK;
+}
+
+/* The error for group r (node a) when no device matches its request: it says whether the
+   device is missing or only lacks a kernel, and what this session has. */
+static df_code df__place_unsatisfiable(const df__placer *pl, const df_node *a, int r) {
+    df_session *ss = pl->ss;
+    int nd = ss->n_devices;
+    char req[96];
+    df__devspec_str(&pl->spec[r], req, sizeof req);
+    int exists = 0, ngpu = 0;
+    for (int d = 0; d < nd; d++) if (df__devspec_matches(&pl->spec[r], ss->devices[d])) exists = 1;
+    for (int d = 0; d < nd; d++) ngpu += ss->devices[d]->kernel_type == DF__DEV_GPU;
+    return df_status_set(pl->st, DF_INVALID_ARGUMENT, "Cannot assign a device for operation %s: could not "
+        "satisfy explicit device specification '%s' because %s (this session has %d CPU device%s and "
+        "%d GPU device%s; set soft_placement to fall back) {{node %s}}", a->name, req, exists ?
+        "no kernel for that device type supports the op (or an op colocated with it)" :
+        "no such device exists here", nd - ngpu, nd - ngpu == 1 ? "" : "s", ngpu, ngpu == 1 ? "" : "s", a->name);
+}
+
+/* A device per group: the first (GPUs before CPUs, then by number) that matches the request
+   and runs every member's kernel; with soft placement, the nearest that runs them all. */
+static df_code df__place_choose_group_devices(df__placer *pl) {
+    df_session *ss = pl->ss;
+    const df__exec *x = pl->x;
+    int n = x->n_items, nd = ss->n_devices;
+    const uint32_t *kinds = pl->kinds;
     for (int i = 0; i < n; i++) {
         const df_node *a = x->items[i].node;
         if (!df__node_item(x, i)) continue;
-        int r = df__uf_find(parent, i);
-        if (group_dev[r] >= 0) continue;
-        if (!kinds[r]) {
-            code = df_status_set(st, DF_INVALID_ARGUMENT, "Cannot place '%s' and the nodes colocated with it: no "
+        int r = df__uf_find(pl->parent, i);
+        if (pl->group_dev[r] >= 0) continue;
+        if (!kinds[r])
+            return df_status_set(pl->st, DF_INVALID_ARGUMENT, "Cannot place '%s' and the nodes colocated with it: no "
                                  "device type has a kernel for all of their ops {{node %s}}", a->name, a->name);
-            goto done;
-        }
         int best = -1, any = -1;
         for (int pass = 0; pass < 2 && best < 0; pass++)
             for (int d = 0; d < nd && best < 0; d++) {
@@ -13875,76 +13920,77 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
                 if ((pass == 0) != (dv->kernel_type == DF__DEV_GPU)) continue;
                 if (!(kinds[r] >> dv->kernel_type & 1)) continue;
                 if (any < 0) any = d;
-                if (df__devspec_matches(&spec[r], dv)) best = d;
+                if (df__devspec_matches(&pl->spec[r], dv)) best = d;
             }
         if (best < 0) {
-            char req[96];
-            df__devspec_str(&spec[r], req, sizeof req);
-            if (!ss->opts.soft_placement || any < 0) {
-                int exists = 0, ngpu = 0;
-                for (int d = 0; d < nd; d++) if (df__devspec_matches(&spec[r], ss->devices[d])) exists = 1;
-                for (int d = 0; d < nd; d++) ngpu += ss->devices[d]->kernel_type == DF__DEV_GPU;
-                code = df_status_set(st, DF_INVALID_ARGUMENT, "Cannot assign a device for operation %s: could not "
-                    "satisfy explicit device specification '%s' because %s (this session has %d CPU device%s and "
-                    "%d GPU device%s; set soft_placement to fall back) {{node %s}}", a->name, req, exists ?
-                    "no kernel for that device type supports the op (or an op colocated with it)" :
-                    "no such device exists here", nd - ngpu, nd - ngpu == 1 ? "" : "s", ngpu, ngpu == 1 ? "" : "s", a->name);
-                goto done;
-            }
+            if (!ss->opts.soft_placement || any < 0) return df__place_unsatisfiable(pl, a, r);
             /* soft placement: the same type with any number, else any device that can run it */
-            df__devspec loose = spec[r];
+            df__devspec loose = pl->spec[r];
             loose.index = -1;
             for (int d = 0; d < nd && best < 0; d++)
                 if ((kinds[r] >> ss->devices[d]->kernel_type & 1) && df__devspec_matches(&loose, ss->devices[d])) best = d;
             if (best < 0) best = any;
         }
-        group_dev[r] = best;
-        decided[r] = (unsigned char)df__spec_constrained(&spec[r]);
+        pl->group_dev[r] = best;
+        pl->decided[r] = (unsigned char)df__spec_constrained(&pl->spec[r]);
     }
-    /* 4. unconstrained nodes refined: metadata follows its input and (cost model) others go
-       where they would finish first; a group follows its first member. Then generators alone in
-       their group join their consumers when those all share one device. */
-    for (int i = 0; i < n; i++) gsize[i] = 0;
-    for (int i = 0; i < n; i++) if (df__node_item(x, i)) gsize[df__uf_find(parent, i)]++;
-    if (ss->opts.placement == DF_PLACEMENT_COST_MODEL) {
-        finish = (double *)DF_MALLOC((size_t)(n + 1) * sizeof(double));
-        dev_free = (double *)DF_MALLOC((size_t)(nd + 1) * sizeof(double));
-        if (!finish || !dev_free) goto oom;
-        for (int d = 0; d < nd; d++) dev_free[d] = 0;
+    return DF_OK;
+}
+
+/* The cost model's choice for item i (group r): the device where it would finish first,
+   counting its inputs' transfers and, off the group's device, its results' way back. -1 when
+   no device has its kernel. */
+static int df__place_fastest_device(const df__placer *pl, int i, int r) {
+    df_session *ss = pl->ss;
+    const df__exec *x = pl->x;
+    const df_node *a = x->items[i].node;
+    const int32_t *item_of_node = pl->item_of_node, *dev = pl->dev;
+    double best_t = 0;
+    int best_d = -1;
+    for (int c = 0; c < ss->n_devices; c++) {
+        if (!df__node_has_kernel(a, ss->devices[c])) continue;
+        double start = pl->dev_free[c];
+        for (int k = 0; k < a->n_inputs; k++) {
+            int src = item_of_node[a->inputs[k].node->id];
+            int from = src >= 0 ? dev[src] : 0;          /* feeds arrive on the first device */
+            if (from < 0) continue;
+            double ready = src >= 0 ? pl->finish[src] : 0;
+            if (from != c)
+                ready += df__transfer_ns(&a->inputs[k].node->out_shapes[a->inputs[k].index], df_output_dtype(a->inputs[k]));
+            if (ready > start) start = ready;
+        }
+        double t = start + df__item_cost_ns(x, i);
+        if (c != pl->group_dev[r])                        /* and its results go back, likely */
+            for (int k = 0; k < a->n_outputs; k++) t += df__transfer_ns(&a->out_shapes[k], a->out_types[k]);
+        if (best_d < 0 || t < best_t) { best_t = t; best_d = c; }
     }
+    return best_d;
+}
+
+/* Unconstrained groups refined, in topological order: metadata follows its input and (cost
+   model) others go where they would finish first; a group follows its first member. */
+static void df__place_refine_unconstrained(df__placer *pl) {
+    df_session *ss = pl->ss;
+    const df__exec *x = pl->x;
+    int n = x->n_items;
+    int32_t *dev = pl->dev, *group_dev = pl->group_dev;
+    const int32_t *item_of_node = pl->item_of_node;
+    double *finish = pl->finish, *dev_free = pl->dev_free;
     for (int i = 0; i < n; i++) {               /* (items are in topological order) */
         const df_node *a = x->items[i].node;
         if (!df__node_item(x, i)) continue;
-        int r = df__uf_find(parent, i);
+        int r = df__uf_find(pl->parent, i);
         int d = group_dev[r];
-        if (!decided[r]) {
-            if (gsize[r] == 1 && df__is_metadata_op(a->op) && a->n_inputs) {
+        if (!pl->decided[r]) {
+            if (pl->gsize[r] == 1 && df__is_metadata_op(a->op) && a->n_inputs) {
                 int src = item_of_node[a->inputs[0].node->id];
                 if (src >= 0 && dev[src] >= 0 && df__node_has_kernel(a, ss->devices[dev[src]])) d = dev[src];
             } else if (finish) {
-                double best_t = 0;
-                int best_d = -1;
-                for (int c = 0; c < nd; c++) {
-                    if (!df__node_has_kernel(a, ss->devices[c])) continue;
-                    double start = dev_free[c];
-                    for (int k = 0; k < a->n_inputs; k++) {
-                        int src = item_of_node[a->inputs[k].node->id];
-                        int from = src >= 0 ? dev[src] : 0;          /* feeds arrive on the first device */
-                        if (from < 0) continue;
-                        double ready = src >= 0 ? finish[src] : 0;
-                        if (from != c)
-                            ready += df__transfer_ns(&a->inputs[k].node->out_shapes[a->inputs[k].index], df_output_dtype(a->inputs[k]));
-                        if (ready > start) start = ready;
-                    }
-                    double t = start + df__item_cost_ns(x, i);
-                    if (c != group_dev[r])                        /* and its results go back, likely */
-                        for (int k = 0; k < a->n_outputs; k++) t += df__transfer_ns(&a->out_shapes[k], a->out_types[k]);
-                    if (best_d < 0 || t < best_t) { best_t = t; best_d = c; }
-                }
+                int best_d = df__place_fastest_device(pl, i, r);
                 if (best_d >= 0) d = best_d;
             }
             group_dev[r] = d;
-            decided[r] = 1;                                /* later members follow */
+            pl->decided[r] = 1;                            /* later members follow */
         }
         dev[i] = d;
         if (finish) {
@@ -13957,12 +14003,20 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
             dev_free[d] = finish[i];
         }
     }
-    for (int i = n - 1; i >= 0; i--) {
+}
+
+/* Generators alone in their group join their consumers when those all share one device, so
+   a constant does not cross to the device that reads it. */
+static void df__place_generators_with_consumers(df__placer *pl) {
+    df_session *ss = pl->ss;
+    const df__exec *x = pl->x;
+    int32_t *dev = pl->dev;
+    for (int i = x->n_items - 1; i >= 0; i--) {
         const df_node *a = x->items[i].node;
         const df__xitem *it = &x->items[i];
         if (!df__node_item(x, i) || a->n_inputs || a->n_outputs != 1 || a->out_is_ref[0]) continue;
-        int r = df__uf_find(parent, i);
-        if (gsize[r] != 1 || df__spec_constrained(&spec[r])) continue;
+        int r = df__uf_find(pl->parent, i);
+        if (pl->gsize[r] != 1 || df__spec_constrained(&pl->spec[r])) continue;
         int d = -1, same = 1;
         for (int e = 0; e < it->n_edges && same; e++) {       /* (control consumers count too) */
             const df__xedge *ed = &x->edges[it->edge_start + e];
@@ -13973,17 +14027,24 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
         }
         if (same && d >= 0 && df__node_has_kernel(a, ss->devices[d])) dev[i] = d;
     }
-    /* 5. control flow: Switch and Exit with their data input (forward), non-ref Enter and
-       any NextIteration with their first data consumer (backward); resource values stay put.
-       (A NextIteration of a reference goes with its Merge all the same: the partitioner has
-       no way to carry a back edge from another device, while a reference crosses as a value.) */
+}
+
+/* Control flow: Switch and Exit with their data input (forward), non-ref Enter and any
+   NextIteration with their first data consumer (backward); resource values stay put.
+   (A NextIteration of a reference goes with its Merge all the same: the partitioner has no
+   way to carry a back edge from another device, while a reference crosses as a value.) */
+static void df__place_control_flow(df__placer *pl) {
+    df_session *ss = pl->ss;
+    const df__exec *x = pl->x;
+    int n = x->n_items;
+    int32_t *dev = pl->dev;
     for (int i = 0; i < n; i++) {
         const df_node *a = x->items[i].node;
         const df__xitem *it = &x->items[i];
         if (!a || it->kind == DF__X_FETCH || it->kind == DF__X_FEED || !a->n_inputs) continue;
         if (!((it->flags & DF__XF_SWITCH) || it->kind == DF__X_EXIT || it->kind == DF__X_COUNT)) continue;
         if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || a->inputs[0].node->out_is_ref[a->inputs[0].index]) continue;
-        int src = item_of_node[a->inputs[0].node->id];
+        int src = pl->item_of_node[a->inputs[0].node->id];
         if (src >= 0 && dev[src] >= 0 && df__node_has_kernel(a, ss->devices[dev[src]])) dev[i] = dev[src];
     }
     for (int i = n - 1; i >= 0; i--) {
@@ -13999,13 +14060,52 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
             break;
         }
     }
+}
+
+/* Places every node item of x on one of the session's devices: dev[i] (-1 for feed and fetch
+   items). Returns st->code. */
+static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_status *st) {
+    int n = x->n_items, nd = ss->n_devices;
+    df__placer pl;
+    memset(&pl, 0, sizeof pl);
+    pl.ss = ss; pl.x = x; pl.dev = dev; pl.st = st;
+    pl.item_of_node = (int32_t *)DF_MALLOC((size_t)(x->graph->n_nodes + 1) * sizeof(int32_t));
+    pl.parent = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    pl.rank = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    pl.spec = (df__devspec *)DF_MALLOC((size_t)(n + 1) * sizeof(df__devspec));
+    pl.kinds = (uint32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(uint32_t));
+    pl.group_dev = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    pl.gsize = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    pl.decided = (unsigned char *)DF_MALLOC((size_t)(n + 1));
+    df_code code = DF_OK;
+    if (!pl.item_of_node || !pl.parent || !pl.rank || !pl.spec || !pl.kinds || !pl.group_dev || !pl.gsize || !pl.decided) goto oom;
+    if ((code = df__place_read_requests(&pl)) != DF_OK) goto done;
+    /* 1. colocation groups */
+    df__place_colocation_groups(&pl);
+    /* 2. merged requests and kernel kinds per group */
+    if ((code = df__place_merge_group_requests(&pl)) != DF_OK) goto done;
+    /* 3. a device per group */
+    if ((code = df__place_choose_group_devices(&pl)) != DF_OK) goto done;
+    /* 4. unconstrained nodes refined, then generators moved to their consumers */
+    for (int i = 0; i < n; i++) pl.gsize[i] = 0;
+    for (int i = 0; i < n; i++) if (df__node_item(x, i)) pl.gsize[df__uf_find(pl.parent, i)]++;
+    if (ss->opts.placement == DF_PLACEMENT_COST_MODEL) {
+        pl.finish = (double *)DF_MALLOC((size_t)(n + 1) * sizeof(double));
+        pl.dev_free = (double *)DF_MALLOC((size_t)(nd + 1) * sizeof(double));
+        if (!pl.finish || !pl.dev_free) goto oom;
+        for (int d = 0; d < nd; d++) pl.dev_free[d] = 0;
+    }
+    df__place_refine_unconstrained(&pl);
+    df__place_generators_with_consumers(&pl);
+    /* 5. control flow nodes beside the values they pass on */
+    df__place_control_flow(&pl);
     goto done;
 oom:
     code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory placing the graph");
 done:
-    DF_FREE(item_of_node); DF_FREE(parent); DF_FREE(rank); DF_FREE(spec); DF_FREE(kinds); DF_FREE(group_dev);
-    DF_FREE(gsize); DF_FREE(decided);
-    DF_FREE(finish); DF_FREE(dev_free);
+    DF_FREE(pl.item_of_node); DF_FREE(pl.parent); DF_FREE(pl.rank); DF_FREE(pl.spec); DF_FREE(pl.kinds); DF_FREE(pl.group_dev);
+    DF_FREE(pl.gsize); DF_FREE(pl.decided);
+    DF_FREE(pl.finish); DF_FREE(pl.dev_free);
     return code;
 }
 /* ==========================================================================================
@@ -14037,6 +14137,13 @@ typedef struct df__pbuild {
     int n_keys;
     int compress;
     df_status *st;
+    /* the whole cut, shared by df__partition's phases */
+    df__plan *plan;
+    const df_output *fetches;
+    int n_fetches;
+    int32_t *feed_of;            /* per item: feed index of a feed item */
+    int32_t *item_of_node;       /* per node of x's graph: its item, -1 when not in this run */
+    df_output **pfeeds, **pfetches;  /* per partition: what its executor is fed, what it fetches */
 } df__pbuild;
 
 static int df__pb_oom(df__pbuild *b) {
@@ -14346,202 +14453,268 @@ static df_node *df__pb_feed(df__pbuild *b, int f, int p, int host) {
     return *slot;
 }
 
-/* Cuts x (placed by dev) into one graph and executor per device used. */
-static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t *dev, const df_output *feeds,
-                               int n_feeds, const df_output *fetches, int n_fetches, df_status *st) {
-    int n = x->n_items, nd = ss->n_devices;
-    df__pbuild b;
-    memset(&b, 0, sizeof b);
-    b.ss = ss; b.x = x; b.dev = dev; b.feeds = feeds; b.n_feeds = n_feeds; b.st = st;
-    b.compress = ss->opts.compress_transfers;
-    df__plan *plan = (df__plan *)DF_MALLOC(sizeof *plan);
-    int32_t *feed_of = NULL;                 /* per item: feed index of a feed item */
-    int32_t *item_of_node = NULL;
-    df_output **pfeeds = NULL, **pfetches = NULL;
-    b.part_of_dev = (int32_t *)DF_MALLOC((size_t)(nd + 1) * sizeof(int32_t));
-    b.clone = (df_node **)DF_MALLOC((size_t)(n + 1) * sizeof(df_node *));
-    b.loop_cond = (int32_t *)DF_MALLOC((size_t)(x->n_frames + 1) * sizeof(int32_t));
-    feed_of = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
-    item_of_node = (int32_t *)DF_MALLOC((size_t)(x->graph->n_nodes + 1) * sizeof(int32_t));
+/* The plan and the tables of the cut, with the partitions numbered: one per device some item
+   is placed on, in the session's device order. */
+static int df__pb_alloc(df__pbuild *b) {
+    const df__exec *x = b->x;
+    const int32_t *dev = b->dev;
+    int n = x->n_items, nd = b->ss->n_devices;
+    df__plan *plan = b->plan = (df__plan *)DF_MALLOC(sizeof *plan);
+    b->part_of_dev = (int32_t *)DF_MALLOC((size_t)(nd + 1) * sizeof(int32_t));
+    b->clone = (df_node **)DF_MALLOC((size_t)(n + 1) * sizeof(df_node *));
+    b->loop_cond = (int32_t *)DF_MALLOC((size_t)(x->n_frames + 1) * sizeof(int32_t));
+    b->feed_of = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    b->item_of_node = (int32_t *)DF_MALLOC((size_t)(x->graph->n_nodes + 1) * sizeof(int32_t));
     if (plan) memset(plan, 0, sizeof *plan);  /* df__plan_free reads it */
-    if (!plan || !b.part_of_dev || !b.clone || !b.loop_cond || !feed_of || !item_of_node) goto oom;
-    for (int i = 0; i < x->graph->n_nodes; i++) item_of_node[i] = -1;
+    if (!plan || !b->part_of_dev || !b->clone || !b->loop_cond || !b->feed_of || !b->item_of_node) return df__pb_oom(b);
+    for (int i = 0; i < x->graph->n_nodes; i++) b->item_of_node[i] = -1;
     for (int i = 0; i < n; i++)
-        if (df__node_item(x, i)) item_of_node[x->items[i].node->id] = i;
+        if (df__node_item(x, i)) b->item_of_node[x->items[i].node->id] = i;
     plan->owns_graphs = 1;
-    for (int d = 0; d < nd; d++) b.part_of_dev[d] = -1;
-    for (int i = 0; i < n; i++) if (dev[i] >= 0) b.part_of_dev[dev[i]] = 0;
-    for (int d = 0; d < nd; d++) if (b.part_of_dev[d] == 0) b.part_of_dev[d] = b.n_parts++;
-    plan->parts = (df__part *)DF_MALLOC((size_t)b.n_parts * sizeof(df__part));
-    b.parts = plan->parts;
-    b.feed_ph = (df_node **)DF_MALLOC((size_t)(n_feeds + 1) * (size_t)b.n_parts * 2 * sizeof(df_node *));
-    b.cloops = (df__cloop *)DF_MALLOC((size_t)x->n_frames * (size_t)b.n_parts * sizeof(df__cloop));
-    b.native = (int32_t *)DF_MALLOC(2 * (size_t)x->n_frames * (size_t)b.n_parts * sizeof(int32_t));
-    b.native_enter = b.native ? b.native + (size_t)x->n_frames * (size_t)b.n_parts : NULL;
-    b.dummy = (df_node **)DF_MALLOC((size_t)b.n_parts * sizeof(df_node *));
-    pfeeds = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
-    pfetches = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
-    if (pfeeds) memset(pfeeds, 0, (size_t)b.n_parts * sizeof(df_output *));   /* (done: frees their entries) */
-    if (pfetches) memset(pfetches, 0, (size_t)b.n_parts * sizeof(df_output *));
-    if (!plan->parts || !b.feed_ph || !b.cloops || !b.native || !b.dummy || !pfeeds || !pfetches) goto oom;
-    for (size_t k = 0; k < (size_t)x->n_frames * (size_t)b.n_parts; k++) b.native[k] = -1;
-    for (int i = 0; i < n; i++) {
+    for (int d = 0; d < nd; d++) b->part_of_dev[d] = -1;
+    for (int i = 0; i < n; i++) if (dev[i] >= 0) b->part_of_dev[dev[i]] = 0;
+    for (int d = 0; d < nd; d++) if (b->part_of_dev[d] == 0) b->part_of_dev[d] = b->n_parts++;
+    plan->parts = (df__part *)DF_MALLOC((size_t)b->n_parts * sizeof(df__part));
+    b->parts = plan->parts;
+    b->feed_ph = (df_node **)DF_MALLOC((size_t)(b->n_feeds + 1) * (size_t)b->n_parts * 2 * sizeof(df_node *));
+    b->cloops = (df__cloop *)DF_MALLOC((size_t)x->n_frames * (size_t)b->n_parts * sizeof(df__cloop));
+    b->native = (int32_t *)DF_MALLOC(2 * (size_t)x->n_frames * (size_t)b->n_parts * sizeof(int32_t));
+    b->native_enter = b->native ? b->native + (size_t)x->n_frames * (size_t)b->n_parts : NULL;
+    b->dummy = (df_node **)DF_MALLOC((size_t)b->n_parts * sizeof(df_node *));
+    b->pfeeds = (df_output **)DF_MALLOC((size_t)b->n_parts * sizeof(df_output *));
+    b->pfetches = (df_output **)DF_MALLOC((size_t)b->n_parts * sizeof(df_output *));
+    if (b->pfeeds) memset(b->pfeeds, 0, (size_t)b->n_parts * sizeof(df_output *));   /* (df__partition frees their entries) */
+    if (b->pfetches) memset(b->pfetches, 0, (size_t)b->n_parts * sizeof(df_output *));
+    if (!plan->parts || !b->feed_ph || !b->cloops || !b->native || !b->dummy || !b->pfeeds || !b->pfetches) return df__pb_oom(b);
+    return 1;
+}
+
+/* Per (frame, partition), a loop variable's Merge whose Enter and NextIteration are both
+   there: it fires once per iteration, so it can serve as that partition's control loop. */
+static void df__pb_find_native_merges(df__pbuild *b) {
+    const df__exec *x = b->x;
+    const int32_t *dev = b->dev;
+    for (size_t k = 0; k < (size_t)x->n_frames * (size_t)b->n_parts; k++) b->native[k] = -1;
+    for (int i = 0; i < x->n_items; i++) {
         const df__xitem *it = &x->items[i];
         if (it->kind != DF__X_MERGE || it->n_inputs != 2 || it->n_control_in || dev[i] < 0) continue;
         int enter = 0, next = 0, enter_item = -1;
         for (int k = 0; k < 2; k++) {
             const df_node *src = it->node->inputs[k].node;
-            int j = item_of_node[src->id];
+            int j = b->item_of_node[src->id];
             if (j < 0 || dev[j] != dev[i]) break;
             if (x->items[j].kind == DF__X_ENTER && !(x->items[j].flags & DF__XF_CONST_ENTER)) { enter++; enter_item = j; }
             next += x->items[j].kind == DF__X_NEXT;
         }
-        size_t slot = (size_t)it->frame * (size_t)b.n_parts + (size_t)b.part_of_dev[dev[i]];
-        if (enter == 1 && next == 1 && b.native[slot] < 0) { b.native[slot] = i; b.native_enter[slot] = enter_item; }
+        size_t slot = (size_t)it->frame * (size_t)b->n_parts + (size_t)b->part_of_dev[dev[i]];
+        if (enter == 1 && next == 1 && b->native[slot] < 0) { b->native[slot] = i; b->native_enter[slot] = enter_item; }
     }
-    memset(plan->parts, 0, (size_t)b.n_parts * sizeof(df__part));
-    plan->n_parts = b.n_parts;
-    memset(b.feed_ph, 0, (size_t)(n_feeds + 1) * (size_t)b.n_parts * 2 * sizeof(df_node *));
-    memset(b.cloops, 0, (size_t)x->n_frames * (size_t)b.n_parts * sizeof(df__cloop));
-    memset(b.dummy, 0, (size_t)b.n_parts * sizeof(df_node *));
+}
+
+/* An empty graph per partition (its functions looked up in the caller's graph), and the
+   per-frame LoopCond and per-item feed tables the edges are cut with. */
+static int df__pb_new_graphs(df__pbuild *b) {
+    const df__exec *x = b->x;
+    df__plan *plan = b->plan;
+    int n = x->n_items, nd = b->ss->n_devices;
+    memset(plan->parts, 0, (size_t)b->n_parts * sizeof(df__part));
+    plan->n_parts = b->n_parts;
+    memset(b->feed_ph, 0, (size_t)(b->n_feeds + 1) * (size_t)b->n_parts * 2 * sizeof(df_node *));
+    memset(b->cloops, 0, (size_t)x->n_frames * (size_t)b->n_parts * sizeof(df__cloop));
+    memset(b->dummy, 0, (size_t)b->n_parts * sizeof(df_node *));
     for (int d = 0; d < nd; d++) {
-        int p = b.part_of_dev[d];
+        int p = b->part_of_dev[d];
         if (p < 0) continue;
-        plan->parts[p].dev = ss->devices[d];
-        if (!(plan->parts[p].g = df_graph_new())) goto oom;
+        plan->parts[p].dev = b->ss->devices[d];
+        if (!(plan->parts[p].g = df_graph_new())) return df__pb_oom(b);
         plan->parts[p].g->lib_from = x->graph;
     }
-    for (int f = 0; f < x->n_frames; f++) b.loop_cond[f] = -1;
+    for (int f = 0; f < x->n_frames; f++) b->loop_cond[f] = -1;
     for (int i = 0; i < n; i++) {
-        feed_of[i] = -1;
-        if (x->items[i].flags & DF__XF_LOOP_COND) b.loop_cond[x->items[i].frame] = i;
-        if (x->items[i].kind == DF__X_FEED) feed_of[i] = x->items[i].aux;
+        b->feed_of[i] = -1;
+        if (x->items[i].flags & DF__XF_LOOP_COND) b->loop_cond[x->items[i].frame] = i;
+        if (x->items[i].kind == DF__X_FEED) b->feed_of[i] = x->items[i].aux;
     }
-    /* 1. every node, on its device */
-    for (int i = 0; i < n; i++) {
-        b.clone[i] = NULL;
-        if (dev[i] < 0) continue;
-        df__part *pt = &plan->parts[b.part_of_dev[dev[i]]];
-        if (!(b.clone[i] = df__node_clone(pt->g, x->items[i].node, pt->dev->name))) goto oom;
+    return 1;
+}
+
+/* Every placed item cloned into its partition's graph, inputs still unset. */
+static int df__pb_clone_items(df__pbuild *b) {
+    const df__exec *x = b->x;
+    for (int i = 0; i < x->n_items; i++) {
+        b->clone[i] = NULL;
+        if (b->dev[i] < 0) continue;
+        df__part *pt = &b->parts[b->part_of_dev[b->dev[i]]];
+        if (!(b->clone[i] = df__node_clone(pt->g, x->items[i].node, pt->dev->name))) return df__pb_oom(b);
     }
-    /* 2. edges, by destination: data inputs in order, then control inputs */
-    {
-        /* in-edges per destination come from the out-edge lists */
-        for (int s = 0; s < n && !st->code; s++) {
-            const df__xitem *it = &x->items[s];
-            for (int e = 0; e < it->n_edges && !st->code; e++) {
-                const df__xedge *ed = &x->edges[it->edge_start + e];
-                int d = ed->dst;
-                if (x->items[d].kind == DF__X_FETCH) continue;
-                int p = b.part_of_dev[dev[d]];
-                df_node *dn = b.clone[d];
-                if (ed->slot >= 0) {
-                    df_output src;
-                    /* (analysis made data slots absolute in the frame, except a LoopCount's) */
-                    int slot = x->items[d].kind == DF__X_COUNT ? ed->slot : ed->slot - x->items[d].input_start;
-                    const df__device *dd = b.parts[p].dev;
-                    int dst_host = df__in_on_host(x->items[d].node, slot, dd);
-                    if (it->kind == DF__X_FEED) src = (df_output){df__pb_feed(&b, feed_of[s], p, dst_host), 0};
-                    else if (dev[s] == dev[d] && df__out_on_host(it->node, ed->src_out, dd) == dst_host)
-                        src = (df_output){b.clone[s], ed->src_out};
-                    else src = (df_output){df__pb_recv(&b, s, ed->src_out, p, dst_host), 0};
-                    if (!src.node) break;
-                    dn->inputs[slot] = src;
-                } else {
-                    df_node *c = it->kind == DF__X_FEED ? df__pb_feed(&b, feed_of[s], p, 1)
-                               : dev[s] == dev[d] ? b.clone[s] : df__pb_recv(&b, s, -1, p, 1);
-                    if (!c) break;
-                    if (!df__node_add_control(dn, c)) goto oom;
-                }
+    return 1;
+}
+
+/* Every edge, by destination: a fed value from its Placeholder, one on the same device (and
+   memory) directly, any other through a Send/Recv pair. In-edges come from the out-edge lists. */
+static int df__pb_connect_edges(df__pbuild *b) {
+    const df__exec *x = b->x;
+    const int32_t *dev = b->dev;
+    df_status *st = b->st;
+    for (int s = 0; s < x->n_items && !st->code; s++) {
+        const df__xitem *it = &x->items[s];
+        for (int e = 0; e < it->n_edges && !st->code; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            int d = ed->dst;
+            if (x->items[d].kind == DF__X_FETCH) continue;
+            int p = b->part_of_dev[dev[d]];
+            df_node *dn = b->clone[d];
+            if (ed->slot >= 0) {
+                df_output src;
+                /* (analysis made data slots absolute in the frame, except a LoopCount's) */
+                int slot = x->items[d].kind == DF__X_COUNT ? ed->slot : ed->slot - x->items[d].input_start;
+                const df__device *dd = b->parts[p].dev;
+                int dst_host = df__in_on_host(x->items[d].node, slot, dd);
+                if (it->kind == DF__X_FEED) src = (df_output){df__pb_feed(b, b->feed_of[s], p, dst_host), 0};
+                else if (dev[s] == dev[d] && df__out_on_host(it->node, ed->src_out, dd) == dst_host)
+                    src = (df_output){b->clone[s], ed->src_out};
+                else src = (df_output){df__pb_recv(b, s, ed->src_out, p, dst_host), 0};
+                if (!src.node) break;
+                dn->inputs[slot] = src;
+            } else {
+                df_node *c = it->kind == DF__X_FEED ? df__pb_feed(b, b->feed_of[s], p, 1)
+                           : dev[s] == dev[d] ? b->clone[s] : df__pb_recv(b, s, -1, p, 1);
+                if (!c) break;
+                if (!df__node_add_control(dn, c)) return df__pb_oom(b);
             }
         }
     }
-    if (st->code) goto fail;
-    /* 3. feeds and fetches of each partition, then its executor */
-    for (int p = 0; p < b.n_parts; p++) {
-        df__part *pt = &plan->parts[p];
+    return !st->code;
+}
+
+/* Each partition's feeds: the Placeholders cutting the edges made for it (with room for the
+   fetched feeds partition 0 may add next), and room for its fetches. */
+static int df__pb_list_part_feeds(df__pbuild *b) {
+    int n_feeds = b->n_feeds;
+    for (int p = 0; p < b->n_parts; p++) {
+        df__part *pt = &b->parts[p];
         int nf = 0;
-        if (!(pfeeds[p] = (df_output *)DF_MALLOC((size_t)(2 * n_feeds + 2) * sizeof(df_output)))) goto oom;
-        if (!(pt->feed_map = (int *)DF_MALLOC((size_t)(2 * n_feeds + 2) * sizeof(int)))) goto oom;
-        if (!(pfetches[p] = (df_output *)DF_MALLOC((size_t)(n_fetches + 1) * sizeof(df_output)))) goto oom;
-        if (!(pt->fetch_map = (int *)DF_MALLOC((size_t)(n_fetches + 1) * sizeof(int)))) goto oom;
+        if (!(b->pfeeds[p] = (df_output *)DF_MALLOC((size_t)(2 * n_feeds + 2) * sizeof(df_output)))) return df__pb_oom(b);
+        if (!(pt->feed_map = (int *)DF_MALLOC((size_t)(2 * n_feeds + 2) * sizeof(int)))) return df__pb_oom(b);
+        if (!(b->pfetches[p] = (df_output *)DF_MALLOC((size_t)(b->n_fetches + 1) * sizeof(df_output)))) return df__pb_oom(b);
+        if (!(pt->fetch_map = (int *)DF_MALLOC((size_t)(b->n_fetches + 1) * sizeof(int)))) return df__pb_oom(b);
         for (int f = 0; f < n_feeds; f++) {
             for (int h = 0; h < 2; h++) {
-                df_node *ph = b.feed_ph[((size_t)f * (size_t)b.n_parts + (size_t)p) * 2 + (size_t)h];
-                if (ph) { pfeeds[p][nf] = (df_output){ph, 0}; pt->feed_map[nf++] = f; }
+                df_node *ph = b->feed_ph[((size_t)f * (size_t)b->n_parts + (size_t)p) * 2 + (size_t)h];
+                if (ph) { b->pfeeds[p][nf] = (df_output){ph, 0}; pt->feed_map[nf++] = f; }
             }
         }
         pt->n_feeds = nf;
     }
-    for (int i = 0; i < n; i++) {
+    return 1;
+}
+
+/* Each fetch given to the partition that computes it; a fetched feed is read back from a
+   Placeholder of partition 0. */
+static int df__pb_list_part_fetches(df__pbuild *b) {
+    const df__exec *x = b->x;
+    for (int i = 0; i < x->n_items; i++) {
         const df__xitem *it = &x->items[i];
         if (it->kind != DF__X_FETCH) continue;
         /* the fetch's source: the single in-edge of this item */
         int fetch = it->aux;
-        df_output o = fetches[fetch];
+        df_output o = b->fetches[fetch];
         int p = 0, fed = -1;
         df_output src = {NULL, 0};
-        for (int f = 0; f < n_feeds; f++) if (feeds[f].node == o.node && feeds[f].index == o.index) fed = f;
+        for (int f = 0; f < b->n_feeds; f++) if (b->feeds[f].node == o.node && b->feeds[f].index == o.index) fed = f;
         if (fed >= 0) {
-            if (!(src.node = df__pb_feed(&b, fed, 0, 1))) goto fail;
-            df__part *pt = &plan->parts[0];
+            if (!(src.node = df__pb_feed(b, fed, 0, 1))) return 0;
+            df__part *pt = &b->parts[0];
             int known = 0;
-            for (int k = 0; k < pt->n_feeds; k++) if (pfeeds[0][k].node == src.node) known = 1;
-            if (!known) { pfeeds[0][pt->n_feeds] = src; pt->feed_map[pt->n_feeds++] = fed; }
+            for (int k = 0; k < pt->n_feeds; k++) if (b->pfeeds[0][k].node == src.node) known = 1;
+            if (!known) { b->pfeeds[0][pt->n_feeds] = src; pt->feed_map[pt->n_feeds++] = fed; }
         } else {
-            int s = item_of_node[o.node->id];
-            if (s < 0) { df_status_set(st, DF_INTERNAL, "Partitioning lost fetch %d", fetch); goto fail; }
-            p = b.part_of_dev[dev[s]];
-            src = (df_output){b.clone[s], o.index};
+            int s = b->item_of_node[o.node->id];
+            if (s < 0) { df_status_set(b->st, DF_INTERNAL, "Partitioning lost fetch %d", fetch); return 0; }
+            p = b->part_of_dev[b->dev[s]];
+            src = (df_output){b->clone[s], o.index};
         }
-        df__part *pt = &plan->parts[p];
-        pfetches[p][pt->n_fetches] = src;
+        df__part *pt = &b->parts[p];
+        b->pfetches[p][pt->n_fetches] = src;
         pt->fetch_map[pt->n_fetches++] = fetch;
     }
-    int switches = 0, *part_switches = (int *)DF_MALLOC(((size_t)b.n_parts + 1) * sizeof(int));
-    if (!part_switches) goto oom;
-    for (int p = 0; p < b.n_parts; p++) {      /* (no value may arrive dead: Switches stay inside) */
+    return 1;
+}
+
+/* The names a worker finds partition p's feeds and fetches by ("node:index"). */
+static int df__pb_io_names(df__pbuild *b, int p) {
+    df__part *pt = &b->parts[p];
+    int nio = pt->n_feeds + pt->n_fetches;
+    if (!(pt->io_names = (char **)DF_MALLOC(((size_t)nio + 1) * sizeof(char *)))) return df__pb_oom(b);
+    memset(pt->io_names, 0, ((size_t)nio + 1) * sizeof(char *));
+    for (int k = 0; k < nio; k++) {
+        df_output o = k < pt->n_feeds ? b->pfeeds[p][k] : b->pfetches[p][k - pt->n_feeds];
+        size_t len = strlen(o.node->name) + 16;
+        if (!(pt->io_names[k] = (char *)DF_MALLOC(len))) return df__pb_oom(b);
+        snprintf(pt->io_names[k], len, "%s:%d", o.node->name, o.index);
+    }
+    return 1;
+}
+
+/* Partition p's executor, fused into a CUDA graph only where no value may arrive dead (no
+   other partition has a Switch) and no value it sends comes back to it. `alone`: the first. */
+static int df__pb_compile_part(df__pbuild *b, int p, int alone) {
+    df_session *ss = b->ss;
+    df_status *st = b->st;
+    df__part *pt = &b->parts[p];
+    if (pt->g->status.code) { df_status_set(st, DF_INTERNAL, "Partitioning: %s", pt->g->status.message); return 0; }
+    int fuse = alone && ss->opts.cuda_graphs && !pt->dev->host_memory && !df__gg_returns(b->plan, p, st);
+    if (ss->opts.cuda_graphs && !pt->dev->host_memory && !fuse && getenv("DF_CUDA_GRAPHS_DEBUG"))
+        fprintf(stderr, "dataflow: no CUDA graph on %s: %s\n", pt->dev->name, alone ? "a value it sends comes back" : "another partition has a Switch");
+    if (st->code) return 0;
+    if (df__pb_compile(ss, pt, b->pfeeds[p], pt->n_feeds, b->pfetches[p], pt->n_fetches, fuse, st) != DF_OK) return 0;
+    if (ss->cluster && !df__pb_io_names(b, p)) return 0;
+    return 1;
+}
+
+/* Every partition's executor, after counting the Switches each partition holds. */
+static int df__pb_compile_parts(df__pbuild *b) {
+    int switches = 0, *part_switches = (int *)DF_MALLOC(((size_t)b->n_parts + 1) * sizeof(int));
+    if (!part_switches) return df__pb_oom(b);
+    for (int p = 0; p < b->n_parts; p++) {      /* (no value may arrive dead: Switches stay inside) */
         part_switches[p] = 0;
-        for (int i = 0; i < plan->parts[p].g->n_nodes; i++)
-            if (plan->parts[p].g->nodes[i]->op->flags & DF__OP_SWITCH) part_switches[p]++;
+        for (int i = 0; i < b->parts[p].g->n_nodes; i++)
+            if (b->parts[p].g->nodes[i]->op->flags & DF__OP_SWITCH) part_switches[p]++;
         switches += part_switches[p];
     }
-    for (int p = 0; p < b.n_parts; p++) {
-        df__part *pt = &plan->parts[p];
-        if (pt->g->status.code) { df_status_set(st, DF_INTERNAL, "Partitioning: %s", pt->g->status.message); goto fail; }
-        int alone = switches == part_switches[p];
-        int fuse = alone && ss->opts.cuda_graphs && !pt->dev->host_memory && !df__gg_returns(plan, p, st);
-        if (ss->opts.cuda_graphs && !pt->dev->host_memory && !fuse && getenv("DF_CUDA_GRAPHS_DEBUG"))
-            fprintf(stderr, "dataflow: no CUDA graph on %s: %s\n", pt->dev->name, alone ? "a value it sends comes back" : "another partition has a Switch");
-        if (st->code) { DF_FREE(part_switches); goto fail; }
-        if (df__pb_compile(ss, pt, pfeeds[p], pt->n_feeds, pfetches[p], pt->n_fetches, fuse, st) != DF_OK) { DF_FREE(part_switches); goto fail; }
-        if (ss->cluster) {                     /* the names a worker finds them by */
-            int nio = pt->n_feeds + pt->n_fetches;
-            if (!(pt->io_names = (char **)DF_MALLOC(((size_t)nio + 1) * sizeof(char *)))) { DF_FREE(part_switches); goto oom; }
-            memset(pt->io_names, 0, ((size_t)nio + 1) * sizeof(char *));
-            for (int k = 0; k < nio; k++) {
-                df_output o = k < pt->n_feeds ? pfeeds[p][k] : pfetches[p][k - pt->n_feeds];
-                size_t len = strlen(o.node->name) + 16;
-                if (!(pt->io_names[k] = (char *)DF_MALLOC(len))) { DF_FREE(part_switches); goto oom; }
-                snprintf(pt->io_names[k], len, "%s:%d", o.node->name, o.index);
-            }
-        }
-    }
+    int ok = 1;
+    for (int p = 0; p < b->n_parts && ok; p++) ok = df__pb_compile_part(b, p, switches == part_switches[p]);
     DF_FREE(part_switches);
-    goto done;
-oom:
-    df__pb_oom(&b);
-fail:
-    df__plan_free(plan);
-    plan = NULL;
-done:
-    for (int p = 0; pfeeds && p < b.n_parts; p++) DF_FREE(pfeeds[p]);
-    for (int p = 0; pfetches && p < b.n_parts; p++) DF_FREE(pfetches[p]);
-    DF_FREE(pfeeds); DF_FREE(pfetches);
-    DF_FREE(b.part_of_dev); DF_FREE(b.clone); DF_FREE(b.loop_cond); DF_FREE(feed_of); DF_FREE(item_of_node);
+    return ok;
+}
+
+/* Cuts x (placed by dev) into one graph and executor per device used. */
+static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t *dev, const df_output *feeds,
+                               int n_feeds, const df_output *fetches, int n_fetches, df_status *st) {
+    df__pbuild b;
+    memset(&b, 0, sizeof b);
+    b.ss = ss; b.x = x; b.dev = dev; b.feeds = feeds; b.n_feeds = n_feeds; b.st = st;
+    b.fetches = fetches; b.n_fetches = n_fetches;
+    b.compress = ss->opts.compress_transfers;
+    int ok = df__pb_alloc(&b);
+    if (ok) df__pb_find_native_merges(&b);
+    ok = ok && df__pb_new_graphs(&b)
+            && df__pb_clone_items(&b)           /* 1. every node, on its device */
+            && df__pb_connect_edges(&b)         /* 2. edges, by destination: data inputs in order, then control inputs */
+            && df__pb_list_part_feeds(&b)       /* 3. feeds and fetches of each partition, then its executor */
+            && df__pb_list_part_fetches(&b)
+            && df__pb_compile_parts(&b);
+    if (!ok) {
+        df__plan_free(b.plan);
+        b.plan = NULL;
+    }
+    for (int p = 0; b.pfeeds && p < b.n_parts; p++) DF_FREE(b.pfeeds[p]);
+    for (int p = 0; b.pfetches && p < b.n_parts; p++) DF_FREE(b.pfetches[p]);
+    DF_FREE(b.pfeeds); DF_FREE(b.pfetches);
+    DF_FREE(b.part_of_dev); DF_FREE(b.clone); DF_FREE(b.loop_cond); DF_FREE(b.feed_of); DF_FREE(b.item_of_node);
     DF_FREE(b.feed_ph); DF_FREE(b.cloops); DF_FREE(b.native); DF_FREE(b.dummy);
     df__strmap_free(&b.recvs);
-    return plan;
+    return b.plan;
 }
 /* ==========================================================================================
    src/session.c: Sessions                                                          >>session

@@ -27,6 +27,13 @@ typedef struct df__pbuild {
     int n_keys;
     int compress;
     df_status *st;
+    /* the whole cut, shared by df__partition's phases */
+    df__plan *plan;
+    const df_output *fetches;
+    int n_fetches;
+    int32_t *feed_of;            /* per item: feed index of a feed item */
+    int32_t *item_of_node;       /* per node of x's graph: its item, -1 when not in this run */
+    df_output **pfeeds, **pfetches;  /* per partition: what its executor is fed, what it fetches */
 } df__pbuild;
 
 static int df__pb_oom(df__pbuild *b) {
@@ -336,200 +343,266 @@ static df_node *df__pb_feed(df__pbuild *b, int f, int p, int host) {
     return *slot;
 }
 
-/* Cuts x (placed by dev) into one graph and executor per device used. */
-static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t *dev, const df_output *feeds,
-                               int n_feeds, const df_output *fetches, int n_fetches, df_status *st) {
-    int n = x->n_items, nd = ss->n_devices;
-    df__pbuild b;
-    memset(&b, 0, sizeof b);
-    b.ss = ss; b.x = x; b.dev = dev; b.feeds = feeds; b.n_feeds = n_feeds; b.st = st;
-    b.compress = ss->opts.compress_transfers;
-    df__plan *plan = (df__plan *)DF_MALLOC(sizeof *plan);
-    int32_t *feed_of = NULL;                 /* per item: feed index of a feed item */
-    int32_t *item_of_node = NULL;
-    df_output **pfeeds = NULL, **pfetches = NULL;
-    b.part_of_dev = (int32_t *)DF_MALLOC((size_t)(nd + 1) * sizeof(int32_t));
-    b.clone = (df_node **)DF_MALLOC((size_t)(n + 1) * sizeof(df_node *));
-    b.loop_cond = (int32_t *)DF_MALLOC((size_t)(x->n_frames + 1) * sizeof(int32_t));
-    feed_of = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
-    item_of_node = (int32_t *)DF_MALLOC((size_t)(x->graph->n_nodes + 1) * sizeof(int32_t));
+/* The plan and the tables of the cut, with the partitions numbered: one per device some item
+   is placed on, in the session's device order. */
+static int df__pb_alloc(df__pbuild *b) {
+    const df__exec *x = b->x;
+    const int32_t *dev = b->dev;
+    int n = x->n_items, nd = b->ss->n_devices;
+    df__plan *plan = b->plan = (df__plan *)DF_MALLOC(sizeof *plan);
+    b->part_of_dev = (int32_t *)DF_MALLOC((size_t)(nd + 1) * sizeof(int32_t));
+    b->clone = (df_node **)DF_MALLOC((size_t)(n + 1) * sizeof(df_node *));
+    b->loop_cond = (int32_t *)DF_MALLOC((size_t)(x->n_frames + 1) * sizeof(int32_t));
+    b->feed_of = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    b->item_of_node = (int32_t *)DF_MALLOC((size_t)(x->graph->n_nodes + 1) * sizeof(int32_t));
     if (plan) memset(plan, 0, sizeof *plan);  /* df__plan_free reads it */
-    if (!plan || !b.part_of_dev || !b.clone || !b.loop_cond || !feed_of || !item_of_node) goto oom;
-    for (int i = 0; i < x->graph->n_nodes; i++) item_of_node[i] = -1;
+    if (!plan || !b->part_of_dev || !b->clone || !b->loop_cond || !b->feed_of || !b->item_of_node) return df__pb_oom(b);
+    for (int i = 0; i < x->graph->n_nodes; i++) b->item_of_node[i] = -1;
     for (int i = 0; i < n; i++)
-        if (df__node_item(x, i)) item_of_node[x->items[i].node->id] = i;
+        if (df__node_item(x, i)) b->item_of_node[x->items[i].node->id] = i;
     plan->owns_graphs = 1;
-    for (int d = 0; d < nd; d++) b.part_of_dev[d] = -1;
-    for (int i = 0; i < n; i++) if (dev[i] >= 0) b.part_of_dev[dev[i]] = 0;
-    for (int d = 0; d < nd; d++) if (b.part_of_dev[d] == 0) b.part_of_dev[d] = b.n_parts++;
-    plan->parts = (df__part *)DF_MALLOC((size_t)b.n_parts * sizeof(df__part));
-    b.parts = plan->parts;
-    b.feed_ph = (df_node **)DF_MALLOC((size_t)(n_feeds + 1) * (size_t)b.n_parts * 2 * sizeof(df_node *));
-    b.cloops = (df__cloop *)DF_MALLOC((size_t)x->n_frames * (size_t)b.n_parts * sizeof(df__cloop));
-    b.native = (int32_t *)DF_MALLOC(2 * (size_t)x->n_frames * (size_t)b.n_parts * sizeof(int32_t));
-    b.native_enter = b.native ? b.native + (size_t)x->n_frames * (size_t)b.n_parts : NULL;
-    b.dummy = (df_node **)DF_MALLOC((size_t)b.n_parts * sizeof(df_node *));
-    pfeeds = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
-    pfetches = (df_output **)DF_MALLOC((size_t)b.n_parts * sizeof(df_output *));
-    if (pfeeds) memset(pfeeds, 0, (size_t)b.n_parts * sizeof(df_output *));   /* (done: frees their entries) */
-    if (pfetches) memset(pfetches, 0, (size_t)b.n_parts * sizeof(df_output *));
-    if (!plan->parts || !b.feed_ph || !b.cloops || !b.native || !b.dummy || !pfeeds || !pfetches) goto oom;
-    for (size_t k = 0; k < (size_t)x->n_frames * (size_t)b.n_parts; k++) b.native[k] = -1;
-    for (int i = 0; i < n; i++) {
+    for (int d = 0; d < nd; d++) b->part_of_dev[d] = -1;
+    for (int i = 0; i < n; i++) if (dev[i] >= 0) b->part_of_dev[dev[i]] = 0;
+    for (int d = 0; d < nd; d++) if (b->part_of_dev[d] == 0) b->part_of_dev[d] = b->n_parts++;
+    plan->parts = (df__part *)DF_MALLOC((size_t)b->n_parts * sizeof(df__part));
+    b->parts = plan->parts;
+    b->feed_ph = (df_node **)DF_MALLOC((size_t)(b->n_feeds + 1) * (size_t)b->n_parts * 2 * sizeof(df_node *));
+    b->cloops = (df__cloop *)DF_MALLOC((size_t)x->n_frames * (size_t)b->n_parts * sizeof(df__cloop));
+    b->native = (int32_t *)DF_MALLOC(2 * (size_t)x->n_frames * (size_t)b->n_parts * sizeof(int32_t));
+    b->native_enter = b->native ? b->native + (size_t)x->n_frames * (size_t)b->n_parts : NULL;
+    b->dummy = (df_node **)DF_MALLOC((size_t)b->n_parts * sizeof(df_node *));
+    b->pfeeds = (df_output **)DF_MALLOC((size_t)b->n_parts * sizeof(df_output *));
+    b->pfetches = (df_output **)DF_MALLOC((size_t)b->n_parts * sizeof(df_output *));
+    if (b->pfeeds) memset(b->pfeeds, 0, (size_t)b->n_parts * sizeof(df_output *));   /* (df__partition frees their entries) */
+    if (b->pfetches) memset(b->pfetches, 0, (size_t)b->n_parts * sizeof(df_output *));
+    if (!plan->parts || !b->feed_ph || !b->cloops || !b->native || !b->dummy || !b->pfeeds || !b->pfetches) return df__pb_oom(b);
+    return 1;
+}
+
+/* Per (frame, partition), a loop variable's Merge whose Enter and NextIteration are both
+   there: it fires once per iteration, so it can serve as that partition's control loop. */
+static void df__pb_find_native_merges(df__pbuild *b) {
+    const df__exec *x = b->x;
+    const int32_t *dev = b->dev;
+    for (size_t k = 0; k < (size_t)x->n_frames * (size_t)b->n_parts; k++) b->native[k] = -1;
+    for (int i = 0; i < x->n_items; i++) {
         const df__xitem *it = &x->items[i];
         if (it->kind != DF__X_MERGE || it->n_inputs != 2 || it->n_control_in || dev[i] < 0) continue;
         int enter = 0, next = 0, enter_item = -1;
         for (int k = 0; k < 2; k++) {
             const df_node *src = it->node->inputs[k].node;
-            int j = item_of_node[src->id];
+            int j = b->item_of_node[src->id];
             if (j < 0 || dev[j] != dev[i]) break;
             if (x->items[j].kind == DF__X_ENTER && !(x->items[j].flags & DF__XF_CONST_ENTER)) { enter++; enter_item = j; }
             next += x->items[j].kind == DF__X_NEXT;
         }
-        size_t slot = (size_t)it->frame * (size_t)b.n_parts + (size_t)b.part_of_dev[dev[i]];
-        if (enter == 1 && next == 1 && b.native[slot] < 0) { b.native[slot] = i; b.native_enter[slot] = enter_item; }
+        size_t slot = (size_t)it->frame * (size_t)b->n_parts + (size_t)b->part_of_dev[dev[i]];
+        if (enter == 1 && next == 1 && b->native[slot] < 0) { b->native[slot] = i; b->native_enter[slot] = enter_item; }
     }
-    memset(plan->parts, 0, (size_t)b.n_parts * sizeof(df__part));
-    plan->n_parts = b.n_parts;
-    memset(b.feed_ph, 0, (size_t)(n_feeds + 1) * (size_t)b.n_parts * 2 * sizeof(df_node *));
-    memset(b.cloops, 0, (size_t)x->n_frames * (size_t)b.n_parts * sizeof(df__cloop));
-    memset(b.dummy, 0, (size_t)b.n_parts * sizeof(df_node *));
+}
+
+/* An empty graph per partition (its functions looked up in the caller's graph), and the
+   per-frame LoopCond and per-item feed tables the edges are cut with. */
+static int df__pb_new_graphs(df__pbuild *b) {
+    const df__exec *x = b->x;
+    df__plan *plan = b->plan;
+    int n = x->n_items, nd = b->ss->n_devices;
+    memset(plan->parts, 0, (size_t)b->n_parts * sizeof(df__part));
+    plan->n_parts = b->n_parts;
+    memset(b->feed_ph, 0, (size_t)(b->n_feeds + 1) * (size_t)b->n_parts * 2 * sizeof(df_node *));
+    memset(b->cloops, 0, (size_t)x->n_frames * (size_t)b->n_parts * sizeof(df__cloop));
+    memset(b->dummy, 0, (size_t)b->n_parts * sizeof(df_node *));
     for (int d = 0; d < nd; d++) {
-        int p = b.part_of_dev[d];
+        int p = b->part_of_dev[d];
         if (p < 0) continue;
-        plan->parts[p].dev = ss->devices[d];
-        if (!(plan->parts[p].g = df_graph_new())) goto oom;
+        plan->parts[p].dev = b->ss->devices[d];
+        if (!(plan->parts[p].g = df_graph_new())) return df__pb_oom(b);
         plan->parts[p].g->lib_from = x->graph;
     }
-    for (int f = 0; f < x->n_frames; f++) b.loop_cond[f] = -1;
+    for (int f = 0; f < x->n_frames; f++) b->loop_cond[f] = -1;
     for (int i = 0; i < n; i++) {
-        feed_of[i] = -1;
-        if (x->items[i].flags & DF__XF_LOOP_COND) b.loop_cond[x->items[i].frame] = i;
-        if (x->items[i].kind == DF__X_FEED) feed_of[i] = x->items[i].aux;
+        b->feed_of[i] = -1;
+        if (x->items[i].flags & DF__XF_LOOP_COND) b->loop_cond[x->items[i].frame] = i;
+        if (x->items[i].kind == DF__X_FEED) b->feed_of[i] = x->items[i].aux;
     }
-    /* 1. every node, on its device */
-    for (int i = 0; i < n; i++) {
-        b.clone[i] = NULL;
-        if (dev[i] < 0) continue;
-        df__part *pt = &plan->parts[b.part_of_dev[dev[i]]];
-        if (!(b.clone[i] = df__node_clone(pt->g, x->items[i].node, pt->dev->name))) goto oom;
+    return 1;
+}
+
+/* Every placed item cloned into its partition's graph, inputs still unset. */
+static int df__pb_clone_items(df__pbuild *b) {
+    const df__exec *x = b->x;
+    for (int i = 0; i < x->n_items; i++) {
+        b->clone[i] = NULL;
+        if (b->dev[i] < 0) continue;
+        df__part *pt = &b->parts[b->part_of_dev[b->dev[i]]];
+        if (!(b->clone[i] = df__node_clone(pt->g, x->items[i].node, pt->dev->name))) return df__pb_oom(b);
     }
-    /* 2. edges, by destination: data inputs in order, then control inputs */
-    {
-        /* in-edges per destination come from the out-edge lists */
-        for (int s = 0; s < n && !st->code; s++) {
-            const df__xitem *it = &x->items[s];
-            for (int e = 0; e < it->n_edges && !st->code; e++) {
-                const df__xedge *ed = &x->edges[it->edge_start + e];
-                int d = ed->dst;
-                if (x->items[d].kind == DF__X_FETCH) continue;
-                int p = b.part_of_dev[dev[d]];
-                df_node *dn = b.clone[d];
-                if (ed->slot >= 0) {
-                    df_output src;
-                    /* (analysis made data slots absolute in the frame, except a LoopCount's) */
-                    int slot = x->items[d].kind == DF__X_COUNT ? ed->slot : ed->slot - x->items[d].input_start;
-                    const df__device *dd = b.parts[p].dev;
-                    int dst_host = df__in_on_host(x->items[d].node, slot, dd);
-                    if (it->kind == DF__X_FEED) src = (df_output){df__pb_feed(&b, feed_of[s], p, dst_host), 0};
-                    else if (dev[s] == dev[d] && df__out_on_host(it->node, ed->src_out, dd) == dst_host)
-                        src = (df_output){b.clone[s], ed->src_out};
-                    else src = (df_output){df__pb_recv(&b, s, ed->src_out, p, dst_host), 0};
-                    if (!src.node) break;
-                    dn->inputs[slot] = src;
-                } else {
-                    df_node *c = it->kind == DF__X_FEED ? df__pb_feed(&b, feed_of[s], p, 1)
-                               : dev[s] == dev[d] ? b.clone[s] : df__pb_recv(&b, s, -1, p, 1);
-                    if (!c) break;
-                    if (!df__node_add_control(dn, c)) goto oom;
-                }
+    return 1;
+}
+
+/* Every edge, by destination: a fed value from its Placeholder, one on the same device (and
+   memory) directly, any other through a Send/Recv pair. In-edges come from the out-edge lists. */
+static int df__pb_connect_edges(df__pbuild *b) {
+    const df__exec *x = b->x;
+    const int32_t *dev = b->dev;
+    df_status *st = b->st;
+    for (int s = 0; s < x->n_items && !st->code; s++) {
+        const df__xitem *it = &x->items[s];
+        for (int e = 0; e < it->n_edges && !st->code; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            int d = ed->dst;
+            if (x->items[d].kind == DF__X_FETCH) continue;
+            int p = b->part_of_dev[dev[d]];
+            df_node *dn = b->clone[d];
+            if (ed->slot >= 0) {
+                df_output src;
+                /* (analysis made data slots absolute in the frame, except a LoopCount's) */
+                int slot = x->items[d].kind == DF__X_COUNT ? ed->slot : ed->slot - x->items[d].input_start;
+                const df__device *dd = b->parts[p].dev;
+                int dst_host = df__in_on_host(x->items[d].node, slot, dd);
+                if (it->kind == DF__X_FEED) src = (df_output){df__pb_feed(b, b->feed_of[s], p, dst_host), 0};
+                else if (dev[s] == dev[d] && df__out_on_host(it->node, ed->src_out, dd) == dst_host)
+                    src = (df_output){b->clone[s], ed->src_out};
+                else src = (df_output){df__pb_recv(b, s, ed->src_out, p, dst_host), 0};
+                if (!src.node) break;
+                dn->inputs[slot] = src;
+            } else {
+                df_node *c = it->kind == DF__X_FEED ? df__pb_feed(b, b->feed_of[s], p, 1)
+                           : dev[s] == dev[d] ? b->clone[s] : df__pb_recv(b, s, -1, p, 1);
+                if (!c) break;
+                if (!df__node_add_control(dn, c)) return df__pb_oom(b);
             }
         }
     }
-    if (st->code) goto fail;
-    /* 3. feeds and fetches of each partition, then its executor */
-    for (int p = 0; p < b.n_parts; p++) {
-        df__part *pt = &plan->parts[p];
+    return !st->code;
+}
+
+/* Each partition's feeds: the Placeholders cutting the edges made for it (with room for the
+   fetched feeds partition 0 may add next), and room for its fetches. */
+static int df__pb_list_part_feeds(df__pbuild *b) {
+    int n_feeds = b->n_feeds;
+    for (int p = 0; p < b->n_parts; p++) {
+        df__part *pt = &b->parts[p];
         int nf = 0;
-        if (!(pfeeds[p] = (df_output *)DF_MALLOC((size_t)(2 * n_feeds + 2) * sizeof(df_output)))) goto oom;
-        if (!(pt->feed_map = (int *)DF_MALLOC((size_t)(2 * n_feeds + 2) * sizeof(int)))) goto oom;
-        if (!(pfetches[p] = (df_output *)DF_MALLOC((size_t)(n_fetches + 1) * sizeof(df_output)))) goto oom;
-        if (!(pt->fetch_map = (int *)DF_MALLOC((size_t)(n_fetches + 1) * sizeof(int)))) goto oom;
+        if (!(b->pfeeds[p] = (df_output *)DF_MALLOC((size_t)(2 * n_feeds + 2) * sizeof(df_output)))) return df__pb_oom(b);
+        if (!(pt->feed_map = (int *)DF_MALLOC((size_t)(2 * n_feeds + 2) * sizeof(int)))) return df__pb_oom(b);
+        if (!(b->pfetches[p] = (df_output *)DF_MALLOC((size_t)(b->n_fetches + 1) * sizeof(df_output)))) return df__pb_oom(b);
+        if (!(pt->fetch_map = (int *)DF_MALLOC((size_t)(b->n_fetches + 1) * sizeof(int)))) return df__pb_oom(b);
         for (int f = 0; f < n_feeds; f++) {
             for (int h = 0; h < 2; h++) {
-                df_node *ph = b.feed_ph[((size_t)f * (size_t)b.n_parts + (size_t)p) * 2 + (size_t)h];
-                if (ph) { pfeeds[p][nf] = (df_output){ph, 0}; pt->feed_map[nf++] = f; }
+                df_node *ph = b->feed_ph[((size_t)f * (size_t)b->n_parts + (size_t)p) * 2 + (size_t)h];
+                if (ph) { b->pfeeds[p][nf] = (df_output){ph, 0}; pt->feed_map[nf++] = f; }
             }
         }
         pt->n_feeds = nf;
     }
-    for (int i = 0; i < n; i++) {
+    return 1;
+}
+
+/* Each fetch given to the partition that computes it; a fetched feed is read back from a
+   Placeholder of partition 0. */
+static int df__pb_list_part_fetches(df__pbuild *b) {
+    const df__exec *x = b->x;
+    for (int i = 0; i < x->n_items; i++) {
         const df__xitem *it = &x->items[i];
         if (it->kind != DF__X_FETCH) continue;
         /* the fetch's source: the single in-edge of this item */
         int fetch = it->aux;
-        df_output o = fetches[fetch];
+        df_output o = b->fetches[fetch];
         int p = 0, fed = -1;
         df_output src = {NULL, 0};
-        for (int f = 0; f < n_feeds; f++) if (feeds[f].node == o.node && feeds[f].index == o.index) fed = f;
+        for (int f = 0; f < b->n_feeds; f++) if (b->feeds[f].node == o.node && b->feeds[f].index == o.index) fed = f;
         if (fed >= 0) {
-            if (!(src.node = df__pb_feed(&b, fed, 0, 1))) goto fail;
-            df__part *pt = &plan->parts[0];
+            if (!(src.node = df__pb_feed(b, fed, 0, 1))) return 0;
+            df__part *pt = &b->parts[0];
             int known = 0;
-            for (int k = 0; k < pt->n_feeds; k++) if (pfeeds[0][k].node == src.node) known = 1;
-            if (!known) { pfeeds[0][pt->n_feeds] = src; pt->feed_map[pt->n_feeds++] = fed; }
+            for (int k = 0; k < pt->n_feeds; k++) if (b->pfeeds[0][k].node == src.node) known = 1;
+            if (!known) { b->pfeeds[0][pt->n_feeds] = src; pt->feed_map[pt->n_feeds++] = fed; }
         } else {
-            int s = item_of_node[o.node->id];
-            if (s < 0) { df_status_set(st, DF_INTERNAL, "Partitioning lost fetch %d", fetch); goto fail; }
-            p = b.part_of_dev[dev[s]];
-            src = (df_output){b.clone[s], o.index};
+            int s = b->item_of_node[o.node->id];
+            if (s < 0) { df_status_set(b->st, DF_INTERNAL, "Partitioning lost fetch %d", fetch); return 0; }
+            p = b->part_of_dev[b->dev[s]];
+            src = (df_output){b->clone[s], o.index};
         }
-        df__part *pt = &plan->parts[p];
-        pfetches[p][pt->n_fetches] = src;
+        df__part *pt = &b->parts[p];
+        b->pfetches[p][pt->n_fetches] = src;
         pt->fetch_map[pt->n_fetches++] = fetch;
     }
-    int switches = 0, *part_switches = (int *)DF_MALLOC(((size_t)b.n_parts + 1) * sizeof(int));
-    if (!part_switches) goto oom;
-    for (int p = 0; p < b.n_parts; p++) {      /* (no value may arrive dead: Switches stay inside) */
+    return 1;
+}
+
+/* The names a worker finds partition p's feeds and fetches by ("node:index"). */
+static int df__pb_io_names(df__pbuild *b, int p) {
+    df__part *pt = &b->parts[p];
+    int nio = pt->n_feeds + pt->n_fetches;
+    if (!(pt->io_names = (char **)DF_MALLOC(((size_t)nio + 1) * sizeof(char *)))) return df__pb_oom(b);
+    memset(pt->io_names, 0, ((size_t)nio + 1) * sizeof(char *));
+    for (int k = 0; k < nio; k++) {
+        df_output o = k < pt->n_feeds ? b->pfeeds[p][k] : b->pfetches[p][k - pt->n_feeds];
+        size_t len = strlen(o.node->name) + 16;
+        if (!(pt->io_names[k] = (char *)DF_MALLOC(len))) return df__pb_oom(b);
+        snprintf(pt->io_names[k], len, "%s:%d", o.node->name, o.index);
+    }
+    return 1;
+}
+
+/* Partition p's executor, fused into a CUDA graph only where no value may arrive dead (no
+   other partition has a Switch) and no value it sends comes back to it. `alone`: the first. */
+static int df__pb_compile_part(df__pbuild *b, int p, int alone) {
+    df_session *ss = b->ss;
+    df_status *st = b->st;
+    df__part *pt = &b->parts[p];
+    if (pt->g->status.code) { df_status_set(st, DF_INTERNAL, "Partitioning: %s", pt->g->status.message); return 0; }
+    int fuse = alone && ss->opts.cuda_graphs && !pt->dev->host_memory && !df__gg_returns(b->plan, p, st);
+    if (ss->opts.cuda_graphs && !pt->dev->host_memory && !fuse && getenv("DF_CUDA_GRAPHS_DEBUG"))
+        fprintf(stderr, "dataflow: no CUDA graph on %s: %s\n", pt->dev->name, alone ? "a value it sends comes back" : "another partition has a Switch");
+    if (st->code) return 0;
+    if (df__pb_compile(ss, pt, b->pfeeds[p], pt->n_feeds, b->pfetches[p], pt->n_fetches, fuse, st) != DF_OK) return 0;
+    if (ss->cluster && !df__pb_io_names(b, p)) return 0;
+    return 1;
+}
+
+/* Every partition's executor, after counting the Switches each partition holds. */
+static int df__pb_compile_parts(df__pbuild *b) {
+    int switches = 0, *part_switches = (int *)DF_MALLOC(((size_t)b->n_parts + 1) * sizeof(int));
+    if (!part_switches) return df__pb_oom(b);
+    for (int p = 0; p < b->n_parts; p++) {      /* (no value may arrive dead: Switches stay inside) */
         part_switches[p] = 0;
-        for (int i = 0; i < plan->parts[p].g->n_nodes; i++)
-            if (plan->parts[p].g->nodes[i]->op->flags & DF__OP_SWITCH) part_switches[p]++;
+        for (int i = 0; i < b->parts[p].g->n_nodes; i++)
+            if (b->parts[p].g->nodes[i]->op->flags & DF__OP_SWITCH) part_switches[p]++;
         switches += part_switches[p];
     }
-    for (int p = 0; p < b.n_parts; p++) {
-        df__part *pt = &plan->parts[p];
-        if (pt->g->status.code) { df_status_set(st, DF_INTERNAL, "Partitioning: %s", pt->g->status.message); goto fail; }
-        int alone = switches == part_switches[p];
-        int fuse = alone && ss->opts.cuda_graphs && !pt->dev->host_memory && !df__gg_returns(plan, p, st);
-        if (ss->opts.cuda_graphs && !pt->dev->host_memory && !fuse && getenv("DF_CUDA_GRAPHS_DEBUG"))
-            fprintf(stderr, "dataflow: no CUDA graph on %s: %s\n", pt->dev->name, alone ? "a value it sends comes back" : "another partition has a Switch");
-        if (st->code) { DF_FREE(part_switches); goto fail; }
-        if (df__pb_compile(ss, pt, pfeeds[p], pt->n_feeds, pfetches[p], pt->n_fetches, fuse, st) != DF_OK) { DF_FREE(part_switches); goto fail; }
-        if (ss->cluster) {                     /* the names a worker finds them by */
-            int nio = pt->n_feeds + pt->n_fetches;
-            if (!(pt->io_names = (char **)DF_MALLOC(((size_t)nio + 1) * sizeof(char *)))) { DF_FREE(part_switches); goto oom; }
-            memset(pt->io_names, 0, ((size_t)nio + 1) * sizeof(char *));
-            for (int k = 0; k < nio; k++) {
-                df_output o = k < pt->n_feeds ? pfeeds[p][k] : pfetches[p][k - pt->n_feeds];
-                size_t len = strlen(o.node->name) + 16;
-                if (!(pt->io_names[k] = (char *)DF_MALLOC(len))) { DF_FREE(part_switches); goto oom; }
-                snprintf(pt->io_names[k], len, "%s:%d", o.node->name, o.index);
-            }
-        }
-    }
+    int ok = 1;
+    for (int p = 0; p < b->n_parts && ok; p++) ok = df__pb_compile_part(b, p, switches == part_switches[p]);
     DF_FREE(part_switches);
-    goto done;
-oom:
-    df__pb_oom(&b);
-fail:
-    df__plan_free(plan);
-    plan = NULL;
-done:
-    for (int p = 0; pfeeds && p < b.n_parts; p++) DF_FREE(pfeeds[p]);
-    for (int p = 0; pfetches && p < b.n_parts; p++) DF_FREE(pfetches[p]);
-    DF_FREE(pfeeds); DF_FREE(pfetches);
-    DF_FREE(b.part_of_dev); DF_FREE(b.clone); DF_FREE(b.loop_cond); DF_FREE(feed_of); DF_FREE(item_of_node);
+    return ok;
+}
+
+/* Cuts x (placed by dev) into one graph and executor per device used. */
+static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t *dev, const df_output *feeds,
+                               int n_feeds, const df_output *fetches, int n_fetches, df_status *st) {
+    df__pbuild b;
+    memset(&b, 0, sizeof b);
+    b.ss = ss; b.x = x; b.dev = dev; b.feeds = feeds; b.n_feeds = n_feeds; b.st = st;
+    b.fetches = fetches; b.n_fetches = n_fetches;
+    b.compress = ss->opts.compress_transfers;
+    int ok = df__pb_alloc(&b);
+    if (ok) df__pb_find_native_merges(&b);
+    ok = ok && df__pb_new_graphs(&b)
+            && df__pb_clone_items(&b)           /* 1. every node, on its device */
+            && df__pb_connect_edges(&b)         /* 2. edges, by destination: data inputs in order, then control inputs */
+            && df__pb_list_part_feeds(&b)       /* 3. feeds and fetches of each partition, then its executor */
+            && df__pb_list_part_fetches(&b)
+            && df__pb_compile_parts(&b);
+    if (!ok) {
+        df__plan_free(b.plan);
+        b.plan = NULL;
+    }
+    for (int p = 0; b.pfeeds && p < b.n_parts; p++) DF_FREE(b.pfeeds[p]);
+    for (int p = 0; b.pfetches && p < b.n_parts; p++) DF_FREE(b.pfetches[p]);
+    DF_FREE(b.pfeeds); DF_FREE(b.pfetches);
+    DF_FREE(b.part_of_dev); DF_FREE(b.clone); DF_FREE(b.loop_cond); DF_FREE(b.feed_of); DF_FREE(b.item_of_node);
     DF_FREE(b.feed_ph); DF_FREE(b.cloops); DF_FREE(b.native); DF_FREE(b.dummy);
     df__strmap_free(&b.recvs);
-    return plan;
+    return b.plan;
 }

@@ -113,34 +113,49 @@ static double df__item_cost_ns(const df__exec *x, int i) {
     return 100.0 + (double)n->op->cost * elems / 3.0;
 }
 
-/* Places every node item of x on one of the session's devices: dev[i] (-1 for feed and fetch
-   items). Returns st->code. */
-static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_status *st) {
+/* What df__place's phases share. Per-group arrays are indexed by the group's root item. */
+typedef struct df__placer {
+    df_session *ss;
+    const df__exec *x;
+    int32_t *dev;                /* the result, per item */
+    int32_t *item_of_node;       /* per node of x's graph: its item, -1 when not in this run */
+    int32_t *parent, *rank;      /* union-find of the colocation groups */
+    df__devspec *spec;           /* per item: its request, then per group root: the merged one */
+    uint32_t *kinds;             /* per root: device kinds all members can run on */
+    int32_t *group_dev;          /* per root: its device */
+    int32_t *gsize;              /* per root: members */
+    unsigned char *decided;      /* per root: device fixed */
+    double *finish, *dev_free;   /* cost model only: per item its finish, per device when it is free */
+    df_status *st;
+} df__placer;
+
+/* Every item's own device request parsed before any grouping, so a malformed one is reported
+   against the node that wrote it. */
+static df_code df__place_read_requests(df__placer *pl) {
+    const df__exec *x = pl->x;
     const df_graph *g = x->graph;
-    int n = x->n_items, nd = ss->n_devices;
-    int32_t *item_of_node = (int32_t *)DF_MALLOC((size_t)(g->n_nodes + 1) * sizeof(int32_t));
-    int32_t *parent = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
-    int32_t *rank = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
-    df__devspec *spec = (df__devspec *)DF_MALLOC((size_t)(n + 1) * sizeof(df__devspec));
-    uint32_t *kinds = (uint32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(uint32_t));  /* per root: device kinds all members can run on */
-    int32_t *group_dev = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
-    int32_t *gsize = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));      /* per root: members */
-    unsigned char *decided = (unsigned char *)DF_MALLOC((size_t)(n + 1));       /* per root: device fixed */
-    double *finish = NULL, *dev_free = NULL;
-    df_code code = DF_OK;
-    if (!item_of_node || !parent || !rank || !spec || !kinds || !group_dev || !gsize || !decided) goto oom;
-    for (int i = 0; i < g->n_nodes; i++) item_of_node[i] = -1;
+    int n = x->n_items;
+    for (int i = 0; i < g->n_nodes; i++) pl->item_of_node[i] = -1;
     for (int i = 0; i < n; i++) {
-        parent[i] = i; rank[i] = 0; group_dev[i] = -1; dev[i] = -1;
+        pl->parent[i] = i; pl->rank[i] = 0; pl->group_dev[i] = -1; pl->dev[i] = -1;
         const df_node *nd_ = x->items[i].node;
-        df__parse_device(NULL, &spec[i]);
+        df__parse_device(NULL, &pl->spec[i]);
         if (!df__node_item(x, i)) continue;
-        item_of_node[nd_->id] = i;
-        if (nd_->device && *nd_->device && !df__parse_device(nd_->device, &spec[i]))
-            { code = df_status_set(st, DF_INVALID_ARGUMENT, "Malformed device specification '%s' {{node %s}}", nd_->device, nd_->name); goto done; }
+        pl->item_of_node[nd_->id] = i;
+        if (nd_->device && *nd_->device && !df__parse_device(nd_->device, &pl->spec[i]))
+            return df_status_set(pl->st, DF_INVALID_ARGUMENT, "Malformed device specification '%s' {{node %s}}", nd_->device, nd_->name);
     }
-    /* 1. colocation groups: _class entries, then ref and resource edges */
-    df__place_ctx pc = {x, g, item_of_node, parent, rank, spec, 0};
+    return DF_OK;
+}
+
+/* Colocation groups: _class entries, then ref and resource edges (TF keeps a reference or a
+   resource on the device of what it refers to). */
+static void df__place_colocation_groups(df__placer *pl) {
+    const df__exec *x = pl->x;
+    int n = x->n_items;
+    int32_t *item_of_node = pl->item_of_node, *parent = pl->parent, *rank = pl->rank;
+    df__devspec *spec = pl->spec;
+    df__place_ctx pc = {x, x->graph, item_of_node, parent, rank, spec, 0};
     for (int i = 0; i < n; i++) {
         const df_node *a = x->items[i].node;
         if (!df__node_item(x, i)) continue;
@@ -158,41 +173,71 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
             }
         }
     }
-    /* 2. merged requests and kernel kinds per group */
+}
+
+/* One request and one set of kernel kinds per group, so a group is placed as a whole; requests
+   that cannot be merged are an error unless soft placement lets the first one stand. */
+static df_code df__place_merge_group_requests(df__placer *pl) {
+    const df__exec *x = pl->x;
+    int n = x->n_items;
+    df__devspec *spec = pl->spec;
+    uint32_t *kinds = pl->kinds;
     for (int i = 0; i < n; i++) kinds[i] = ~0u;
     for (int i = 0; i < n; i++) {
         const df_node *a = x->items[i].node;
         if (!df__node_item(x, i)) continue;
-        int r = df__uf_find(parent, i);
+        int r = df__uf_find(pl->parent, i);
         uint32_t k = 0;
         for (int t = 0; t < DF__DEV_TYPES; t++) if (df__node_kernel(a, t, NULL, NULL, NULL)) k |= 1u << t;
         kinds[r] &= k;
         if (r == i) continue;
         df__devspec merged = spec[r];
         if (!df__devspec_merge(&merged, &spec[i])) {
-            if (ss->opts.soft_placement) continue;           /* the group keeps its first request */
+            if (pl->ss->opts.soft_placement) continue;           /* the group keeps its first request */
             char s1[96], s2[96];
             df__devspec_str(&spec[r], s1, sizeof s1);
             df__devspec_str(&spec[i], s2, sizeof s2);
-            code = df_status_set(st, DF_INVALID_ARGUMENT, "Cannot colocate nodes '%s' and '%s': their device "
+            return df_status_set(pl->st, DF_INVALID_ARGUMENT, "Cannot colocate nodes '%s' and '%s': their device "
                                  "requests '%s' and '%s' are incompatible {{node %s}}", a->name,
                                  x->items[r].node->name, s2, s1, a->name);
-            goto done;
         }
         spec[r] = merged;
     }
-    /* 3. a device per group: the first (GPUs before CPUs, then by number) that matches the
-       request and runs every member's kernel */
+    return DF_OK;
+}
+
+/* The error for group r (node a) when no device matches its request: it says whether the
+   device is missing or only lacks a kernel, and what this session has. */
+static df_code df__place_unsatisfiable(const df__placer *pl, const df_node *a, int r) {
+    df_session *ss = pl->ss;
+    int nd = ss->n_devices;
+    char req[96];
+    df__devspec_str(&pl->spec[r], req, sizeof req);
+    int exists = 0, ngpu = 0;
+    for (int d = 0; d < nd; d++) if (df__devspec_matches(&pl->spec[r], ss->devices[d])) exists = 1;
+    for (int d = 0; d < nd; d++) ngpu += ss->devices[d]->kernel_type == DF__DEV_GPU;
+    return df_status_set(pl->st, DF_INVALID_ARGUMENT, "Cannot assign a device for operation %s: could not "
+        "satisfy explicit device specification '%s' because %s (this session has %d CPU device%s and "
+        "%d GPU device%s; set soft_placement to fall back) {{node %s}}", a->name, req, exists ?
+        "no kernel for that device type supports the op (or an op colocated with it)" :
+        "no such device exists here", nd - ngpu, nd - ngpu == 1 ? "" : "s", ngpu, ngpu == 1 ? "" : "s", a->name);
+}
+
+/* A device per group: the first (GPUs before CPUs, then by number) that matches the request
+   and runs every member's kernel; with soft placement, the nearest that runs them all. */
+static df_code df__place_choose_group_devices(df__placer *pl) {
+    df_session *ss = pl->ss;
+    const df__exec *x = pl->x;
+    int n = x->n_items, nd = ss->n_devices;
+    const uint32_t *kinds = pl->kinds;
     for (int i = 0; i < n; i++) {
         const df_node *a = x->items[i].node;
         if (!df__node_item(x, i)) continue;
-        int r = df__uf_find(parent, i);
-        if (group_dev[r] >= 0) continue;
-        if (!kinds[r]) {
-            code = df_status_set(st, DF_INVALID_ARGUMENT, "Cannot place '%s' and the nodes colocated with it: no "
+        int r = df__uf_find(pl->parent, i);
+        if (pl->group_dev[r] >= 0) continue;
+        if (!kinds[r])
+            return df_status_set(pl->st, DF_INVALID_ARGUMENT, "Cannot place '%s' and the nodes colocated with it: no "
                                  "device type has a kernel for all of their ops {{node %s}}", a->name, a->name);
-            goto done;
-        }
         int best = -1, any = -1;
         for (int pass = 0; pass < 2 && best < 0; pass++)
             for (int d = 0; d < nd && best < 0; d++) {
@@ -200,76 +245,77 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
                 if ((pass == 0) != (dv->kernel_type == DF__DEV_GPU)) continue;
                 if (!(kinds[r] >> dv->kernel_type & 1)) continue;
                 if (any < 0) any = d;
-                if (df__devspec_matches(&spec[r], dv)) best = d;
+                if (df__devspec_matches(&pl->spec[r], dv)) best = d;
             }
         if (best < 0) {
-            char req[96];
-            df__devspec_str(&spec[r], req, sizeof req);
-            if (!ss->opts.soft_placement || any < 0) {
-                int exists = 0, ngpu = 0;
-                for (int d = 0; d < nd; d++) if (df__devspec_matches(&spec[r], ss->devices[d])) exists = 1;
-                for (int d = 0; d < nd; d++) ngpu += ss->devices[d]->kernel_type == DF__DEV_GPU;
-                code = df_status_set(st, DF_INVALID_ARGUMENT, "Cannot assign a device for operation %s: could not "
-                    "satisfy explicit device specification '%s' because %s (this session has %d CPU device%s and "
-                    "%d GPU device%s; set soft_placement to fall back) {{node %s}}", a->name, req, exists ?
-                    "no kernel for that device type supports the op (or an op colocated with it)" :
-                    "no such device exists here", nd - ngpu, nd - ngpu == 1 ? "" : "s", ngpu, ngpu == 1 ? "" : "s", a->name);
-                goto done;
-            }
+            if (!ss->opts.soft_placement || any < 0) return df__place_unsatisfiable(pl, a, r);
             /* soft placement: the same type with any number, else any device that can run it */
-            df__devspec loose = spec[r];
+            df__devspec loose = pl->spec[r];
             loose.index = -1;
             for (int d = 0; d < nd && best < 0; d++)
                 if ((kinds[r] >> ss->devices[d]->kernel_type & 1) && df__devspec_matches(&loose, ss->devices[d])) best = d;
             if (best < 0) best = any;
         }
-        group_dev[r] = best;
-        decided[r] = (unsigned char)df__spec_constrained(&spec[r]);
+        pl->group_dev[r] = best;
+        pl->decided[r] = (unsigned char)df__spec_constrained(&pl->spec[r]);
     }
-    /* 4. unconstrained nodes refined: metadata follows its input and (cost model) others go
-       where they would finish first; a group follows its first member. Then generators alone in
-       their group join their consumers when those all share one device. */
-    for (int i = 0; i < n; i++) gsize[i] = 0;
-    for (int i = 0; i < n; i++) if (df__node_item(x, i)) gsize[df__uf_find(parent, i)]++;
-    if (ss->opts.placement == DF_PLACEMENT_COST_MODEL) {
-        finish = (double *)DF_MALLOC((size_t)(n + 1) * sizeof(double));
-        dev_free = (double *)DF_MALLOC((size_t)(nd + 1) * sizeof(double));
-        if (!finish || !dev_free) goto oom;
-        for (int d = 0; d < nd; d++) dev_free[d] = 0;
+    return DF_OK;
+}
+
+/* The cost model's choice for item i (group r): the device where it would finish first,
+   counting its inputs' transfers and, off the group's device, its results' way back. -1 when
+   no device has its kernel. */
+static int df__place_fastest_device(const df__placer *pl, int i, int r) {
+    df_session *ss = pl->ss;
+    const df__exec *x = pl->x;
+    const df_node *a = x->items[i].node;
+    const int32_t *item_of_node = pl->item_of_node, *dev = pl->dev;
+    double best_t = 0;
+    int best_d = -1;
+    for (int c = 0; c < ss->n_devices; c++) {
+        if (!df__node_has_kernel(a, ss->devices[c])) continue;
+        double start = pl->dev_free[c];
+        for (int k = 0; k < a->n_inputs; k++) {
+            int src = item_of_node[a->inputs[k].node->id];
+            int from = src >= 0 ? dev[src] : 0;          /* feeds arrive on the first device */
+            if (from < 0) continue;
+            double ready = src >= 0 ? pl->finish[src] : 0;
+            if (from != c)
+                ready += df__transfer_ns(&a->inputs[k].node->out_shapes[a->inputs[k].index], df_output_dtype(a->inputs[k]));
+            if (ready > start) start = ready;
+        }
+        double t = start + df__item_cost_ns(x, i);
+        if (c != pl->group_dev[r])                        /* and its results go back, likely */
+            for (int k = 0; k < a->n_outputs; k++) t += df__transfer_ns(&a->out_shapes[k], a->out_types[k]);
+        if (best_d < 0 || t < best_t) { best_t = t; best_d = c; }
     }
+    return best_d;
+}
+
+/* Unconstrained groups refined, in topological order: metadata follows its input and (cost
+   model) others go where they would finish first; a group follows its first member. */
+static void df__place_refine_unconstrained(df__placer *pl) {
+    df_session *ss = pl->ss;
+    const df__exec *x = pl->x;
+    int n = x->n_items;
+    int32_t *dev = pl->dev, *group_dev = pl->group_dev;
+    const int32_t *item_of_node = pl->item_of_node;
+    double *finish = pl->finish, *dev_free = pl->dev_free;
     for (int i = 0; i < n; i++) {               /* (items are in topological order) */
         const df_node *a = x->items[i].node;
         if (!df__node_item(x, i)) continue;
-        int r = df__uf_find(parent, i);
+        int r = df__uf_find(pl->parent, i);
         int d = group_dev[r];
-        if (!decided[r]) {
-            if (gsize[r] == 1 && df__is_metadata_op(a->op) && a->n_inputs) {
+        if (!pl->decided[r]) {
+            if (pl->gsize[r] == 1 && df__is_metadata_op(a->op) && a->n_inputs) {
                 int src = item_of_node[a->inputs[0].node->id];
                 if (src >= 0 && dev[src] >= 0 && df__node_has_kernel(a, ss->devices[dev[src]])) d = dev[src];
             } else if (finish) {
-                double best_t = 0;
-                int best_d = -1;
-                for (int c = 0; c < nd; c++) {
-                    if (!df__node_has_kernel(a, ss->devices[c])) continue;
-                    double start = dev_free[c];
-                    for (int k = 0; k < a->n_inputs; k++) {
-                        int src = item_of_node[a->inputs[k].node->id];
-                        int from = src >= 0 ? dev[src] : 0;          /* feeds arrive on the first device */
-                        if (from < 0) continue;
-                        double ready = src >= 0 ? finish[src] : 0;
-                        if (from != c)
-                            ready += df__transfer_ns(&a->inputs[k].node->out_shapes[a->inputs[k].index], df_output_dtype(a->inputs[k]));
-                        if (ready > start) start = ready;
-                    }
-                    double t = start + df__item_cost_ns(x, i);
-                    if (c != group_dev[r])                        /* and its results go back, likely */
-                        for (int k = 0; k < a->n_outputs; k++) t += df__transfer_ns(&a->out_shapes[k], a->out_types[k]);
-                    if (best_d < 0 || t < best_t) { best_t = t; best_d = c; }
-                }
+                int best_d = df__place_fastest_device(pl, i, r);
                 if (best_d >= 0) d = best_d;
             }
             group_dev[r] = d;
-            decided[r] = 1;                                /* later members follow */
+            pl->decided[r] = 1;                            /* later members follow */
         }
         dev[i] = d;
         if (finish) {
@@ -282,12 +328,20 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
             dev_free[d] = finish[i];
         }
     }
-    for (int i = n - 1; i >= 0; i--) {
+}
+
+/* Generators alone in their group join their consumers when those all share one device, so
+   a constant does not cross to the device that reads it. */
+static void df__place_generators_with_consumers(df__placer *pl) {
+    df_session *ss = pl->ss;
+    const df__exec *x = pl->x;
+    int32_t *dev = pl->dev;
+    for (int i = x->n_items - 1; i >= 0; i--) {
         const df_node *a = x->items[i].node;
         const df__xitem *it = &x->items[i];
         if (!df__node_item(x, i) || a->n_inputs || a->n_outputs != 1 || a->out_is_ref[0]) continue;
-        int r = df__uf_find(parent, i);
-        if (gsize[r] != 1 || df__spec_constrained(&spec[r])) continue;
+        int r = df__uf_find(pl->parent, i);
+        if (pl->gsize[r] != 1 || df__spec_constrained(&pl->spec[r])) continue;
         int d = -1, same = 1;
         for (int e = 0; e < it->n_edges && same; e++) {       /* (control consumers count too) */
             const df__xedge *ed = &x->edges[it->edge_start + e];
@@ -298,17 +352,24 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
         }
         if (same && d >= 0 && df__node_has_kernel(a, ss->devices[d])) dev[i] = d;
     }
-    /* 5. control flow: Switch and Exit with their data input (forward), non-ref Enter and
-       any NextIteration with their first data consumer (backward); resource values stay put.
-       (A NextIteration of a reference goes with its Merge all the same: the partitioner has
-       no way to carry a back edge from another device, while a reference crosses as a value.) */
+}
+
+/* Control flow: Switch and Exit with their data input (forward), non-ref Enter and any
+   NextIteration with their first data consumer (backward); resource values stay put.
+   (A NextIteration of a reference goes with its Merge all the same: the partitioner has no
+   way to carry a back edge from another device, while a reference crosses as a value.) */
+static void df__place_control_flow(df__placer *pl) {
+    df_session *ss = pl->ss;
+    const df__exec *x = pl->x;
+    int n = x->n_items;
+    int32_t *dev = pl->dev;
     for (int i = 0; i < n; i++) {
         const df_node *a = x->items[i].node;
         const df__xitem *it = &x->items[i];
         if (!a || it->kind == DF__X_FETCH || it->kind == DF__X_FEED || !a->n_inputs) continue;
         if (!((it->flags & DF__XF_SWITCH) || it->kind == DF__X_EXIT || it->kind == DF__X_COUNT)) continue;
         if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || a->inputs[0].node->out_is_ref[a->inputs[0].index]) continue;
-        int src = item_of_node[a->inputs[0].node->id];
+        int src = pl->item_of_node[a->inputs[0].node->id];
         if (src >= 0 && dev[src] >= 0 && df__node_has_kernel(a, ss->devices[dev[src]])) dev[i] = dev[src];
     }
     for (int i = n - 1; i >= 0; i--) {
@@ -324,12 +385,51 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
             break;
         }
     }
+}
+
+/* Places every node item of x on one of the session's devices: dev[i] (-1 for feed and fetch
+   items). Returns st->code. */
+static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_status *st) {
+    int n = x->n_items, nd = ss->n_devices;
+    df__placer pl;
+    memset(&pl, 0, sizeof pl);
+    pl.ss = ss; pl.x = x; pl.dev = dev; pl.st = st;
+    pl.item_of_node = (int32_t *)DF_MALLOC((size_t)(x->graph->n_nodes + 1) * sizeof(int32_t));
+    pl.parent = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    pl.rank = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    pl.spec = (df__devspec *)DF_MALLOC((size_t)(n + 1) * sizeof(df__devspec));
+    pl.kinds = (uint32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(uint32_t));
+    pl.group_dev = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    pl.gsize = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    pl.decided = (unsigned char *)DF_MALLOC((size_t)(n + 1));
+    df_code code = DF_OK;
+    if (!pl.item_of_node || !pl.parent || !pl.rank || !pl.spec || !pl.kinds || !pl.group_dev || !pl.gsize || !pl.decided) goto oom;
+    if ((code = df__place_read_requests(&pl)) != DF_OK) goto done;
+    /* 1. colocation groups */
+    df__place_colocation_groups(&pl);
+    /* 2. merged requests and kernel kinds per group */
+    if ((code = df__place_merge_group_requests(&pl)) != DF_OK) goto done;
+    /* 3. a device per group */
+    if ((code = df__place_choose_group_devices(&pl)) != DF_OK) goto done;
+    /* 4. unconstrained nodes refined, then generators moved to their consumers */
+    for (int i = 0; i < n; i++) pl.gsize[i] = 0;
+    for (int i = 0; i < n; i++) if (df__node_item(x, i)) pl.gsize[df__uf_find(pl.parent, i)]++;
+    if (ss->opts.placement == DF_PLACEMENT_COST_MODEL) {
+        pl.finish = (double *)DF_MALLOC((size_t)(n + 1) * sizeof(double));
+        pl.dev_free = (double *)DF_MALLOC((size_t)(nd + 1) * sizeof(double));
+        if (!pl.finish || !pl.dev_free) goto oom;
+        for (int d = 0; d < nd; d++) pl.dev_free[d] = 0;
+    }
+    df__place_refine_unconstrained(&pl);
+    df__place_generators_with_consumers(&pl);
+    /* 5. control flow nodes beside the values they pass on */
+    df__place_control_flow(&pl);
     goto done;
 oom:
     code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory placing the graph");
 done:
-    DF_FREE(item_of_node); DF_FREE(parent); DF_FREE(rank); DF_FREE(spec); DF_FREE(kinds); DF_FREE(group_dev);
-    DF_FREE(gsize); DF_FREE(decided);
-    DF_FREE(finish); DF_FREE(dev_free);
+    DF_FREE(pl.item_of_node); DF_FREE(pl.parent); DF_FREE(pl.rank); DF_FREE(pl.spec); DF_FREE(pl.kinds); DF_FREE(pl.group_dev);
+    DF_FREE(pl.gsize); DF_FREE(pl.decided);
+    DF_FREE(pl.finish); DF_FREE(pl.dev_free);
     return code;
 }
