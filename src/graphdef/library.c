@@ -242,6 +242,149 @@ static void df__gd_fn_build(df_graph *fg, void *user, const df_output *args, df_
     }
 }
 
+/* The one message for every allocation that fails while a function is made. */
+static df_code df__gd_fn_oom(df_status *st, const char *name) {
+    return df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory importing function '%s'", name);
+}
+
+/* The signature's input_arg (2) and output_arg (3): each of a fixed type, since a function
+   here is made once, not per instantiation of its type attrs. */
+static df_code df__gd_fn_signature(df__gd_fb *b, df__pb s, const char *name, df_status *st) {
+    uint32_t f;
+    int wt, bad;
+    while (df__pb_next(&s, &f, &wt, &bad)) {
+        if ((f == 2 || f == 3) && wt == DF__PB_LEN) {
+            df__pb a;
+            df__gd_str an;
+            df_dtype t;
+            int poly;
+            if (!df__pb_sub(&s, &a) || !df__gd_argdef(a, &an, &t, &poly)) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': malformed argument", name);
+            if (poly || (f == 2 && !df_dtype_size(t) && t != DF_STRING && t != DF_BOOL)) return df_status_set(st, DF_UNIMPLEMENTED, "GraphDef: function '%s': argument '%.*s' has a type given by an attr or a type not supported here", name, (int)DF__MIN(an.n, (size_t)100), (const char *)an.p);
+            if (f == 2) {
+                if (!df__grow(&b->arg_names, &b->cap_args, b->n_args + 1, sizeof *b->arg_names)) return df__gd_fn_oom(st, name);
+                int cap2 = b->cap_args;
+                if (!(b->arg_types = (df_dtype *)DF_REALLOC(b->arg_types, (size_t)cap2 * sizeof(df_dtype)))) return df__gd_fn_oom(st, name);
+                b->arg_names[b->n_args] = an;
+                b->arg_types[b->n_args++] = t;
+            } else {
+                if (!df__grow(&b->out_names, &b->cap_outs, b->n_outs + 1, sizeof *b->out_names)) return df__gd_fn_oom(st, name);
+                b->out_names[b->n_outs++] = an;
+            }
+        } else if (!df__pb_skip(&s, wt)) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': malformed signature", name);
+    }
+    return DF_OK;
+}
+
+/* Argument names are unique among the inputs and among the outputs (TensorFlow's
+   ValidateOpDef): the body and the ret map refer to them by name. */
+static df_code df__gd_fn_unique_args(const df__gd_fb *b, const char *name, df_status *st) {
+    for (int list = 0; list < 2; list++) {
+        const df__gd_str *v = list ? b->out_names : b->arg_names;
+        int nv = list ? b->n_outs : b->n_args, dup = -1;
+        df__strmap seen;
+        memset(&seen, 0, sizeof seen);
+        for (int i = 0; i < nv && dup < 0; i++) {
+            char *an = df__gd_cstr(v[i], NULL);
+            if (!an || (!df__strmap_get(&seen, an, NULL) && !df__strmap_put(&seen, an, i))) { DF_FREE(an); df__strmap_free(&seen); return df__gd_fn_oom(st, name); }
+            if (seen.count <= i) dup = i;
+            DF_FREE(an);
+        }
+        df__strmap_free(&seen);
+        if (dup >= 0)
+            return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s' has two %s arguments named '%.*s'", name,
+                                 list ? "output" : "input", (int)DF__MIN(v[dup].n, (size_t)100), (const char *)v[dup].p);
+    }
+    return DF_OK;
+}
+
+/* The FunctionDef's node_def (3), parsed as a GraphDef's NodeDefs are, and its ret map (4),
+   output name -> "node:out_arg:i". */
+static df_code df__gd_fn_body(df__gd_fb *b, df__pb r, const char *name, df_status *st) {
+    uint32_t f;
+    int wt, bad;
+    while (df__pb_next(&r, &f, &wt, &bad)) {
+        if (f == 3 && wt == DF__PB_LEN) {
+            df__pb sub;
+            if (!df__pb_sub(&r, &sub)) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': truncated NodeDef", name);
+            if (b->nodes.n >= DF_MAX_GRAPH_NODES) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: function '%s' has more "
+                                                                   "nodes than a graph may have (DF_MAX_GRAPH_NODES)", name);
+            if (!df__grow(&b->nodes.nodes, &b->nodes.cap, b->nodes.n + 1, sizeof *b->nodes.nodes)) return df__gd_fn_oom(st, name);
+            df__gd_node *n = &b->nodes.nodes[b->nodes.n++];
+            memset(n, 0, sizeof *n);
+            if (df__gd_parse_node(&b->nodes, &sub, n)) return st->code;
+        } else if (f == 4 && wt == DF__PB_LEN) {
+            df__pb m;
+            df__gd_str k = {NULL, 0}, v = {NULL, 0};
+            if (!df__pb_sub(&r, &m)) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': truncated ret", name);
+            uint32_t g2;
+            int w2, b2;
+            while (df__pb_next(&m, &g2, &w2, &b2)) {
+                if (g2 == 1 && w2 == DF__PB_LEN) { if (!df__gd_string(&m, &k)) break; }
+                else if (g2 == 2 && w2 == DF__PB_LEN) { if (!df__gd_string(&m, &v)) break; }
+                else if (!df__pb_skip(&m, w2)) break;
+            }
+            if (!df__grow(&b->ret_keys, &b->cap_rk, b->n_rets + 1, sizeof *b->ret_keys) ||
+                !df__grow(&b->ret_vals, &b->cap_rv, b->n_rets + 1, sizeof *b->ret_vals)) return df__gd_fn_oom(st, name);
+            b->ret_keys[b->n_rets] = k;
+            b->ret_vals[b->n_rets++] = v;
+        } else if (!df__pb_skip(&r, wt)) return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': malformed FunctionDef", name);
+    }
+    return DF_OK;
+}
+
+/* The body as a GraphDef in w, so it is imported with a graph's checks: an _Arg node per
+   input argument, then the nodes with their inputs rewritten to "node:flat index". A failed
+   write is left in w->oom for the caller. */
+static df_code df__gd_fn_graphdef(const df__gd_fb *b, df__pbw *w, const char *name, df_status *st) {
+    for (int i = 0; i < b->n_args; i++) {
+        df__pbw nd, av;
+        memset(&nd, 0, sizeof nd);
+        memset(&av, 0, sizeof av);
+        df__pbw_bytes(&nd, 1, b->arg_names[i].p, b->arg_names[i].n);
+        df__pbw_str(&nd, 2, "_Arg");
+        df__pbw ent;
+        memset(&ent, 0, sizeof ent);
+        df__pbw_str(&ent, 1, "T");
+        df__pbw_uint(&av, 6, (uint64_t)b->arg_types[i]);
+        df__pbw_msg(&ent, 2, &av);
+        df__pbw_msg(&nd, 5, &ent);
+        memset(&ent, 0, sizeof ent);
+        df__pbw_str(&ent, 1, "index");
+        df__pbw_uint(&av, 3, (uint64_t)i);
+        df__pbw_msg(&ent, 2, &av);
+        df__pbw_msg(&nd, 5, &ent);
+        df__pbw_msg(w, 1, &nd);
+    }
+    for (int i = 0; i < b->nodes.n; i++) {
+        const df__gd_node *n = &b->nodes.nodes[i];
+        df__pbw nd;
+        memset(&nd, 0, sizeof nd);
+        df__pbw_bytes(&nd, 1, n->name.p, n->name.n);
+        df__pbw_bytes(&nd, 2, n->op.p, n->op.n);
+        for (int k = 0; k < n->n_inputs; k++) {
+            char conv[512];
+            const char *why = "";
+            if (!df__gd_fn_input(b, n->inputs[k], conv, sizeof conv, &why)) {
+                DF_FREE(nd.buf);
+                return df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': input '%.*s': %s {{node %.*s}}", name,
+                                     (int)DF__MIN(n->inputs[k].n, (size_t)100), (const char *)n->inputs[k].p, why,
+                                     (int)DF__MIN(n->name.n, (size_t)100), (const char *)n->name.p);
+            }
+            df__pbw_str(&nd, 3, conv);
+        }
+        if (n->device.n) df__pbw_bytes(&nd, 4, n->device.p, n->device.n);
+        for (int k = 0; k < n->n_attrs; k++) {
+            df__pbw ent;
+            memset(&ent, 0, sizeof ent);
+            df__pbw_bytes(&ent, 1, n->attrs[k].key.p, n->attrs[k].key.n);
+            df__pbw_bytes(&ent, 2, n->attrs[k].value.p, (size_t)(n->attrs[k].value.end - n->attrs[k].value.p));
+            df__pbw_msg(&nd, 5, &ent);
+        }
+        df__pbw_msg(w, 1, &nd);
+    }
+    return DF_OK;
+}
+
 static df_code df__gd_make_function(df_graph *g, df__gd_lib *L, int fi, df_status *st, int depth) {
     df__gd_fdef *e = &L->f[fi];
     char name[256];
@@ -259,133 +402,11 @@ static df_code df__gd_make_function(df_graph *g, df__gd_lib *L, int fi, df_statu
     b.nodes.st = st;
     df__pbw w;
     memset(&w, 0, sizeof w);
-    df_code code = DF_OK;
-    /* signature: input_arg 2, output_arg 3 */
-    {
-        df__pb s = e->sig;
-        uint32_t f;
-        int wt, bad;
-        while (df__pb_next(&s, &f, &wt, &bad)) {
-            if ((f == 2 || f == 3) && wt == DF__PB_LEN) {
-                df__pb a;
-                df__gd_str an;
-                df_dtype t;
-                int poly;
-                if (!df__pb_sub(&s, &a) || !df__gd_argdef(a, &an, &t, &poly)) { code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': malformed argument", name); goto out; }
-                if (poly || (f == 2 && !df_dtype_size(t) && t != DF_STRING && t != DF_BOOL)) { code = df_status_set(st, DF_UNIMPLEMENTED, "GraphDef: function '%s': argument '%.*s' has a type given by an attr or a type not supported here", name, (int)DF__MIN(an.n, (size_t)100), (const char *)an.p); goto out; }
-                if (f == 2) {
-                    if (!df__grow(&b.arg_names, &b.cap_args, b.n_args + 1, sizeof *b.arg_names)) goto oom;
-                    int cap2 = b.cap_args;
-                    if (!(b.arg_types = (df_dtype *)DF_REALLOC(b.arg_types, (size_t)cap2 * sizeof(df_dtype)))) goto oom;
-                    b.arg_names[b.n_args] = an;
-                    b.arg_types[b.n_args++] = t;
-                } else {
-                    if (!df__grow(&b.out_names, &b.cap_outs, b.n_outs + 1, sizeof *b.out_names)) goto oom;
-                    b.out_names[b.n_outs++] = an;
-                }
-            } else if (!df__pb_skip(&s, wt)) { code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': malformed signature", name); goto out; }
-        }
-    }
-    /* argument names are unique among the inputs and among the outputs (TensorFlow's ValidateOpDef) */
-    for (int list = 0; list < 2; list++) {
-        const df__gd_str *v = list ? b.out_names : b.arg_names;
-        int nv = list ? b.n_outs : b.n_args, dup = -1;
-        df__strmap seen;
-        memset(&seen, 0, sizeof seen);
-        for (int i = 0; i < nv && dup < 0; i++) {
-            char *an = df__gd_cstr(v[i], NULL);
-            if (!an || (!df__strmap_get(&seen, an, NULL) && !df__strmap_put(&seen, an, i))) { DF_FREE(an); df__strmap_free(&seen); goto oom; }
-            if (seen.count <= i) dup = i;
-            DF_FREE(an);
-        }
-        df__strmap_free(&seen);
-        if (dup >= 0) {
-            code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s' has two %s arguments named '%.*s'", name,
-                                 list ? "output" : "input", (int)DF__MIN(v[dup].n, (size_t)100), (const char *)v[dup].p);
-            goto out;
-        }
-    }
-    /* node_def 3 (parsed as NodeDefs), ret 4 */
-    {
-        df__pb r = e->whole;
-        uint32_t f;
-        int wt, bad;
-        while (df__pb_next(&r, &f, &wt, &bad)) {
-            if (f == 3 && wt == DF__PB_LEN) {
-                df__pb sub;
-                if (!df__pb_sub(&r, &sub)) { code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': truncated NodeDef", name); goto out; }
-                if (b.nodes.n >= DF_MAX_GRAPH_NODES) { code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: function '%s' has more "
-                                                                   "nodes than a graph may have (DF_MAX_GRAPH_NODES)", name); goto out; }
-                if (!df__grow(&b.nodes.nodes, &b.nodes.cap, b.nodes.n + 1, sizeof *b.nodes.nodes)) goto oom;
-                df__gd_node *n = &b.nodes.nodes[b.nodes.n++];
-                memset(n, 0, sizeof *n);
-                if (df__gd_parse_node(&b.nodes, &sub, n)) { code = st->code; goto out; }
-            } else if (f == 4 && wt == DF__PB_LEN) {
-                df__pb m;
-                df__gd_str k = {NULL, 0}, v = {NULL, 0};
-                if (!df__pb_sub(&r, &m)) { code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': truncated ret", name); goto out; }
-                uint32_t g2;
-                int w2, b2;
-                while (df__pb_next(&m, &g2, &w2, &b2)) {
-                    if (g2 == 1 && w2 == DF__PB_LEN) { if (!df__gd_string(&m, &k)) break; }
-                    else if (g2 == 2 && w2 == DF__PB_LEN) { if (!df__gd_string(&m, &v)) break; }
-                    else if (!df__pb_skip(&m, w2)) break;
-                }
-                if (!df__grow(&b.ret_keys, &b.cap_rk, b.n_rets + 1, sizeof *b.ret_keys) ||
-                    !df__grow(&b.ret_vals, &b.cap_rv, b.n_rets + 1, sizeof *b.ret_vals)) goto oom;
-                b.ret_keys[b.n_rets] = k;
-                b.ret_vals[b.n_rets++] = v;
-            } else if (!df__pb_skip(&r, wt)) { code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': malformed FunctionDef", name); goto out; }
-        }
-    }
-    /* the body as a GraphDef: _Arg nodes, then the nodes with their inputs rewritten */
-    for (int i = 0; i < b.n_args; i++) {
-        df__pbw nd, av;
-        memset(&nd, 0, sizeof nd);
-        memset(&av, 0, sizeof av);
-        df__pbw_bytes(&nd, 1, b.arg_names[i].p, b.arg_names[i].n);
-        df__pbw_str(&nd, 2, "_Arg");
-        df__pbw ent;
-        memset(&ent, 0, sizeof ent);
-        df__pbw_str(&ent, 1, "T");
-        df__pbw_uint(&av, 6, (uint64_t)b.arg_types[i]);
-        df__pbw_msg(&ent, 2, &av);
-        df__pbw_msg(&nd, 5, &ent);
-        memset(&ent, 0, sizeof ent);
-        df__pbw_str(&ent, 1, "index");
-        df__pbw_uint(&av, 3, (uint64_t)i);
-        df__pbw_msg(&ent, 2, &av);
-        df__pbw_msg(&nd, 5, &ent);
-        df__pbw_msg(&w, 1, &nd);
-    }
-    for (int i = 0; i < b.nodes.n; i++) {
-        const df__gd_node *n = &b.nodes.nodes[i];
-        df__pbw nd;
-        memset(&nd, 0, sizeof nd);
-        df__pbw_bytes(&nd, 1, n->name.p, n->name.n);
-        df__pbw_bytes(&nd, 2, n->op.p, n->op.n);
-        for (int k = 0; k < n->n_inputs; k++) {
-            char conv[512];
-            const char *why = "";
-            if (!df__gd_fn_input(&b, n->inputs[k], conv, sizeof conv, &why)) {
-                DF_FREE(nd.buf);
-                code = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: function '%s': input '%.*s': %s {{node %.*s}}", name,
-                                     (int)DF__MIN(n->inputs[k].n, (size_t)100), (const char *)n->inputs[k].p, why,
-                                     (int)DF__MIN(n->name.n, (size_t)100), (const char *)n->name.p);
-                goto out;
-            }
-            df__pbw_str(&nd, 3, conv);
-        }
-        if (n->device.n) df__pbw_bytes(&nd, 4, n->device.p, n->device.n);
-        for (int k = 0; k < n->n_attrs; k++) {
-            df__pbw ent;
-            memset(&ent, 0, sizeof ent);
-            df__pbw_bytes(&ent, 1, n->attrs[k].key.p, n->attrs[k].key.n);
-            df__pbw_bytes(&ent, 2, n->attrs[k].value.p, (size_t)(n->attrs[k].value.end - n->attrs[k].value.p));
-            df__pbw_msg(&nd, 5, &ent);
-        }
-        df__pbw_msg(&w, 1, &nd);
-    }
+    df_code code = df__gd_fn_signature(&b, e->sig, name, st);
+    if (!code) code = df__gd_fn_unique_args(&b, name, st);
+    if (!code) code = df__gd_fn_body(&b, e->whole, name, st);
+    if (!code) code = df__gd_fn_graphdef(&b, &w, name, st);
+    if (code) goto out;
     if (w.oom) goto oom;
     {
         df__gd_fn_user u = {&w, &b, st};
@@ -413,7 +434,7 @@ static df_code df__gd_make_function(df_graph *g, df__gd_lib *L, int fi, df_statu
     e->state = 2;
     goto out;
 oom:
-    code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "GraphDef: out of memory importing function '%s'", name);
+    code = df__gd_fn_oom(st, name);
 out:
     DF_FREE(w.buf);
     df__gd_fb_free(&b);
