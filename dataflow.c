@@ -17767,8 +17767,9 @@ static df_code df__gd_fn_signature(df__gd_fb *b, df__pb s, const char *name, df_
             if (poly || (f == 2 && !df_dtype_size(t) && t != DF_STRING && t != DF_BOOL)) return df_status_set(st, DF_UNIMPLEMENTED, "GraphDef: function '%s': argument '%.*s' has a type given by an attr or a type not supported here", name, (int)DF__MIN(an.n, (size_t)100), (const char *)an.p);
             if (f == 2) {
                 if (!df__grow(&b->arg_names, &b->cap_args, b->n_args + 1, sizeof *b->arg_names)) return df__gd_fn_oom(st, name);
-                int cap2 = b->cap_args;
-                if (!(b->arg_types = (df_dtype *)DF_REALLOC(b->arg_types, (size_t)cap2 * sizeof(df_dtype)))) return df__gd_fn_oom(st, name);
+                df_dtype *types = (df_dtype *)DF_REALLOC(b->arg_types, (size_t)b->cap_args * sizeof(df_dtype));
+                if (!types) return df__gd_fn_oom(st, name);     /* (b->arg_types stays b's, freed with it) */
+                b->arg_types = types;
                 b->arg_names[b->n_args] = an;
                 b->arg_types[b->n_args++] = t;
             } else {
