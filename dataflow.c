@@ -3636,141 +3636,173 @@ static df__attr *df__node_attr_mut(df_node *n, const char *name) {
     return (df__attr *)df__node_attr(n, name);
 }
 
-/* Type-checks inputs against the op definition, binds inferred attrs, fills in defaults and
-   computes output dtypes. */
-static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_groups, df_status *st) {
+/* Sets attr `number_attr` from the length of the input list, or checks it against one given. */
+static df_code df__typecheck_number_attr(df_node *n, const df__argdef *arg, const struct df__group *grp,
+                                         df_status *st) {
     const df__opdef *op = n->op;
-    if (n_groups != op->n_in)
-        return df__fail(st, n, DF_INVALID_ARGUMENT, "%s expects %d input%s, got %d",
-                              op->name, op->n_in, op->n_in == 1 ? "" : "s", n_groups);
-    for (int i = 0; i < n->n_attrs; i++) {      /* kinds first: the inputs' checks read attrs by kind */
-        const df__attrdef *ad = df__op_attrdef(op, n->attrs[i].name);
-        if (ad && ad->kind != n->attrs[i].kind)
-            return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s has kind %s, got %s",
-                                  ad->name, op->name, df__kind_name(ad->kind), df__kind_name(n->attrs[i].kind));
+    const df__attrdef *ad = df__op_attrdef(op, arg->number_attr);
+    df__attr *have = df__node_attr_mut(n, arg->number_attr);
+    if (have && have->u.i != grp->count)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' is %lld but input '%s' "
+            "has %d tensors", arg->number_attr, (long long)have->u.i, arg->name, grp->count);
+    if (ad && ad->min != INT64_MIN && grp->count < ad->min)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s needs at least %lld "
+            "tensors, got %d", arg->name, op->name, (long long)ad->min, grp->count);
+    if (!have) {
+        df__attr a;
+        memset(&a, 0, sizeof a);
+        a.kind = DF__A_INT; a.u.i = grp->count;
+        if (!(a.name = df__strdup(arg->number_attr))) return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", arg->number_attr, op->name);
+        n->attrs[n->n_attrs++] = a;
     }
-    for (int k = 0; k < op->n_in; k++) {
-        const df__argdef *arg = &op->in[k];
-        const struct df__group *grp = &groups[k];
-        if (!arg->is_list && grp->count != 1)
-            return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s takes one tensor, "
-                                  "got a list of %d", arg->name, op->name, grp->count);
-        if (arg->number_attr[0]) {
-            const df__attrdef *ad = df__op_attrdef(op, arg->number_attr);
-            df__attr *have = df__node_attr_mut(n, arg->number_attr);
-            if (have && have->u.i != grp->count)
-                return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' is %lld but input '%s' "
-                    "has %d tensors", arg->number_attr, (long long)have->u.i, arg->name, grp->count);
-            if (ad && ad->min != INT64_MIN && grp->count < ad->min)
-                return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s needs at least %lld "
-                    "tensors, got %d", arg->name, op->name, (long long)ad->min, grp->count);
-            if (!have) {
-                df__attr a;
-                memset(&a, 0, sizeof a);
-                a.kind = DF__A_INT; a.u.i = grp->count;
-                if (!(a.name = df__strdup(arg->number_attr))) return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", arg->number_attr, op->name);
-                n->attrs[n->n_attrs++] = a;
-            }
+    return DF_OK;
+}
+
+/* A list(type) input: binds the attr from the inputs' dtypes when not given, then checks each
+   input against it. */
+static df_code df__typecheck_type_list(df_node *n, const df__argdef *arg, const df__attrdef *tad,
+                                       const struct df__group *grp, df_status *st) {
+    const df__opdef *op = n->op;
+    df__attr *have = df__node_attr_mut(n, tad->name);
+    if (have) {
+        if (have->u.types.n != grp->count)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' lists %d types but input "
+                "'%s' has %d tensors", tad->name, have->u.types.n, arg->name, grp->count);
+    } else {
+        df__attr a;
+        memset(&a, 0, sizeof a);
+        a.kind = DF__A_TYPE_LIST;
+        a.u.types.n = grp->count;
+        if (!(a.name = df__strdup(tad->name))) return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", tad->name, op->name);
+        if (grp->count && !(a.u.types.v = (df_dtype *)DF_MALLOC((size_t)grp->count * sizeof(df_dtype)))) {
+            DF_FREE((char *)a.name);
+            return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", tad->name, op->name);
         }
-        const df__attrdef *tad = arg->type_attr[0] ? df__op_attrdef(op, arg->type_attr) : NULL;
-        if (tad && tad->kind == DF__A_TYPE_LIST) {
-            df__attr *have = df__node_attr_mut(n, tad->name);
-            if (have) {
-                if (have->u.types.n != grp->count)
-                    return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' lists %d types but input "
-                        "'%s' has %d tensors", tad->name, have->u.types.n, arg->name, grp->count);
-            } else {
-                df__attr a;
-                memset(&a, 0, sizeof a);
-                a.kind = DF__A_TYPE_LIST;
-                a.u.types.n = grp->count;
-                if (!(a.name = df__strdup(tad->name))) return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", tad->name, op->name);
-                if (grp->count && !(a.u.types.v = (df_dtype *)DF_MALLOC((size_t)grp->count * sizeof(df_dtype)))) {
-                    DF_FREE((char *)a.name);
-                    return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", tad->name, op->name);
-                }
-                for (int j = 0; j < grp->count; j++) a.u.types.v[j] = df_output_dtype(n->inputs[grp->start + j]);
-                n->attrs[n->n_attrs++] = a;
-                have = &n->attrs[n->n_attrs - 1];
-            }
-            for (int j = 0; j < grp->count; j++)
-                if (have->u.types.v[j] != df_output_dtype(n->inputs[grp->start + j]))
-                    return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' %d of %s has type %s "
-                        "but attr '%s' says %s", arg->name, j, op->name,
-                        df_dtype_name(df_output_dtype(n->inputs[grp->start + j])), tad->name,
-                        df_dtype_name(have->u.types.v[j]));
-            continue;
-        }
-        for (int j = 0; j < grp->count; j++) {
-            df_output in = n->inputs[grp->start + j];
-            df_dtype t = df_output_dtype(in);
-            if (arg->is_ref && !in.node->out_is_ref[in.index])
-                return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s must be a variable "
-                    "(a ref output such as VariableV2's), got %s:%d of op %s", arg->name, op->name,
-                    in.node->name, in.index, in.node->op->name);
-            if (arg->fixed && t != arg->fixed)
-                return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of '%s' Op has type %s "
-                    "that does not match expected type of %s", arg->name, op->name, df_dtype_name(t),
-                    df_dtype_name(arg->fixed));
-            if (tad) {
-                if (tad->allowed && !(tad->allowed & df__type_bit(t)))
-                    return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not "
-                        "in the list of allowed values for input '%s' of %s", tad->name, df_dtype_name(t),
-                        arg->name, op->name);
-                df_code c = df__bind_type(n, tad, t, arg->name, st);
-                if (c) return c;
-            }
+        for (int j = 0; j < grp->count; j++) a.u.types.v[j] = df_output_dtype(n->inputs[grp->start + j]);
+        n->attrs[n->n_attrs++] = a;
+        have = &n->attrs[n->n_attrs - 1];
+    }
+    for (int j = 0; j < grp->count; j++)
+        if (have->u.types.v[j] != df_output_dtype(n->inputs[grp->start + j]))
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' %d of %s has type %s "
+                "but attr '%s' says %s", arg->name, j, op->name,
+                df_dtype_name(df_output_dtype(n->inputs[grp->start + j])), tad->name,
+                df_dtype_name(have->u.types.v[j]));
+    return DF_OK;
+}
+
+/* Each tensor of an input: a ref where the op writes through it, the fixed dtype, or an
+   allowed one that binds (or must match) the input's `type` attr. */
+static df_code df__typecheck_tensors(df_node *n, const df__argdef *arg, const df__attrdef *tad,
+                                     const struct df__group *grp, df_status *st) {
+    const df__opdef *op = n->op;
+    for (int j = 0; j < grp->count; j++) {
+        df_output in = n->inputs[grp->start + j];
+        df_dtype t = df_output_dtype(in);
+        if (arg->is_ref && !in.node->out_is_ref[in.index])
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s must be a variable "
+                "(a ref output such as VariableV2's), got %s:%d of op %s", arg->name, op->name,
+                in.node->name, in.index, in.node->op->name);
+        if (arg->fixed && t != arg->fixed)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of '%s' Op has type %s "
+                "that does not match expected type of %s", arg->name, op->name, df_dtype_name(t),
+                df_dtype_name(arg->fixed));
+        if (tad) {
+            if (tad->allowed && !(tad->allowed & df__type_bit(t)))
+                return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not "
+                    "in the list of allowed values for input '%s' of %s", tad->name, df_dtype_name(t),
+                    arg->name, op->name);
+            df_code c = df__bind_type(n, tad, t, arg->name, st);
+            if (c) return c;
         }
     }
-    /* attrs: kinds, allowed types, minimums, defaults, required */
-    for (int i = 0; i < n->n_attrs; i++) {
-        const df__attrdef *ad = df__op_attrdef(op, n->attrs[i].name);
-        if (!ad && n->attrs[i].name[0] == '_') continue;  /* internal attrs (_class, ...) as TF allows */
-        if (!ad)
-            return df__fail(st, n, DF_INVALID_ARGUMENT, "Op %s has no attr named '%s'", op->name,
-                                  n->attrs[i].name);
-        if (ad->kind != n->attrs[i].kind)
-            return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s has kind %s, got %s",
-                                  ad->name, op->name, df__kind_name(ad->kind), df__kind_name(n->attrs[i].kind));
-        if (ad->kind == DF__A_STRING && !strcmp(ad->name, "data_format") && n->attrs[i].u.s &&
-            strcmp(n->attrs[i].u.s, "NHWC") && strcmp(n->attrs[i].u.s, "NCHW"))    /* (TF: "Invalid data format") */
-            return df__fail(st, n, DF_INVALID_ARGUMENT, "Invalid data_format '%.64s' for %s: NHWC or NCHW", n->attrs[i].u.s, op->name);
-        if (ad->kind == DF__A_TYPE && ad->allowed && !(ad->allowed & df__type_bit(n->attrs[i].u.type)))
-            return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not in the "
-                "list of allowed values for %s", ad->name, df_dtype_name(n->attrs[i].u.type), op->name);
-        if (ad->kind == DF__A_TYPE && !df__dtype_valid(n->attrs[i].u.type) &&
-            !(n->attrs[i].u.type == DF_RESOURCE && ((op->flags & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER |
-              DF__OP_EXIT | DF__OP_NEXT_ITERATION | DF__OP_TRANSFER)) || !strcmp(op->name, "Identity") ||
-              !strcmp(op->name, "StackV2") || !strcmp(op->name, "LoopStackPush") ||
-              !strcmp(op->name, "LoopStackPop"))) &&  /* handles flow, and are stacked (nested loop gradients) */
-            !(n->attrs[i].u.type == DF_STRING && ((op->flags & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER | DF__OP_EXIT |
-              DF__OP_NEXT_ITERATION | DF__OP_TRANSFER)) || !strcmp(op->name, "Identity") || !strcmp(op->name, "Const") ||
-              !strcmp(op->name, "Placeholder") || !strcmp(op->name, "PlaceholderWithDefault"))))   /* strings: paths and names */
-            return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s is an invalid dtype (%d)",
-                                  ad->name, op->name, (int)n->attrs[i].u.type);
-        if (ad->kind == DF__A_SHAPE) {
-            const df__attr *a = &n->attrs[i];
-            int64_t count = 1;
-            if (a->u.shape.rank < -1 || a->u.shape.rank > DF_MAX_RANK)
-                return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s': rank %d is outside [-1, %d]", ad->name, a->u.shape.rank, DF_MAX_RANK);
-            for (int d = 0; d < a->u.shape.rank; d++) {
-                int64_t v = a->u.shape.dims[d];
-                if (v < -1)
-                    return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s': dimension %d is %lld; dims must be >= 0 "
-                                          "or -1 (unknown)", ad->name, d, (long long)v);
-                if (v > 0 && count > INT64_MAX / v)
-                    return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s': the shape has too many elements "
-                                          "(int64 overflow)", ad->name);
-                if (v >= 0) count *= v;
-            }
-        }
-        if (ad->kind == DF__A_INT && ad->min != INT64_MIN && n->attrs[i].u.i < ad->min)
-            return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %lld must be at "
-                "least minimum %lld", ad->name, (long long)n->attrs[i].u.i, (long long)ad->min);
-        for (int j = 0; j < i; j++)
-            if (!strcmp(n->attrs[j].name, n->attrs[i].name))
-                return df__fail(st, n, DF_INVALID_ARGUMENT, "Duplicate attr '%s'", ad->name);
+    return DF_OK;
+}
+
+/* One input argument of the op against its group of tensors. */
+static df_code df__typecheck_input(df_node *n, const df__argdef *arg, const struct df__group *grp,
+                                   df_status *st) {
+    const df__opdef *op = n->op;
+    if (!arg->is_list && grp->count != 1)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Input '%s' of %s takes one tensor, "
+                              "got a list of %d", arg->name, op->name, grp->count);
+    if (arg->number_attr[0]) {
+        df_code c = df__typecheck_number_attr(n, arg, grp, st);
+        if (c) return c;
     }
+    const df__attrdef *tad = arg->type_attr[0] ? df__op_attrdef(op, arg->type_attr) : NULL;
+    if (tad && tad->kind == DF__A_TYPE_LIST) return df__typecheck_type_list(n, arg, tad, grp, st);
+    return df__typecheck_tensors(n, arg, tad, grp, st);
+}
+
+/* Which dtypes a `type` attr may hold: the valid ones, plus resource handles and strings on the
+   few ops that carry them. */
+static int df__type_attr_accepts(const df__opdef *op, df_dtype t) {
+    return df__dtype_valid(t) ||
+        (t == DF_RESOURCE && ((op->flags & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER |
+          DF__OP_EXIT | DF__OP_NEXT_ITERATION | DF__OP_TRANSFER)) || !strcmp(op->name, "Identity") ||
+          !strcmp(op->name, "StackV2") || !strcmp(op->name, "LoopStackPush") ||
+          !strcmp(op->name, "LoopStackPop"))) ||  /* handles flow, and are stacked (nested loop gradients) */
+        (t == DF_STRING && ((op->flags & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER | DF__OP_EXIT |
+          DF__OP_NEXT_ITERATION | DF__OP_TRANSFER)) || !strcmp(op->name, "Identity") || !strcmp(op->name, "Const") ||
+          !strcmp(op->name, "Placeholder") || !strcmp(op->name, "PlaceholderWithDefault")));   /* strings: paths and names */
+}
+
+/* A shape attr must have a rank the runtime holds and an element count int64 can hold. */
+static df_code df__typecheck_shape_attr(df_node *n, const df__attrdef *ad, const df__attr *a, df_status *st) {
+    int64_t count = 1;
+    if (a->u.shape.rank < -1 || a->u.shape.rank > DF_MAX_RANK)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s': rank %d is outside [-1, %d]", ad->name, a->u.shape.rank, DF_MAX_RANK);
+    for (int d = 0; d < a->u.shape.rank; d++) {
+        int64_t v = a->u.shape.dims[d];
+        if (v < -1)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s': dimension %d is %lld; dims must be >= 0 "
+                                  "or -1 (unknown)", ad->name, d, (long long)v);
+        if (v > 0 && count > INT64_MAX / v)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s': the shape has too many elements "
+                                  "(int64 overflow)", ad->name);
+        if (v >= 0) count *= v;
+    }
+    return DF_OK;
+}
+
+/* Attr i against the op's definition (kind, allowed values, minimum, a sane shape), after the
+   inputs have bound theirs, so that inferred attrs are checked like given ones. */
+static df_code df__typecheck_attr(df_node *n, int i, df_status *st) {
+    const df__opdef *op = n->op;
+    const df__attrdef *ad = df__op_attrdef(op, n->attrs[i].name);
+    if (!ad && n->attrs[i].name[0] == '_') return DF_OK;  /* internal attrs (_class, ...) as TF allows */
+    if (!ad)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Op %s has no attr named '%s'", op->name,
+                              n->attrs[i].name);
+    if (ad->kind != n->attrs[i].kind)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s has kind %s, got %s",
+                              ad->name, op->name, df__kind_name(ad->kind), df__kind_name(n->attrs[i].kind));
+    if (ad->kind == DF__A_STRING && !strcmp(ad->name, "data_format") && n->attrs[i].u.s &&
+        strcmp(n->attrs[i].u.s, "NHWC") && strcmp(n->attrs[i].u.s, "NCHW"))    /* (TF: "Invalid data format") */
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Invalid data_format '%.64s' for %s: NHWC or NCHW", n->attrs[i].u.s, op->name);
+    if (ad->kind == DF__A_TYPE && ad->allowed && !(ad->allowed & df__type_bit(n->attrs[i].u.type)))
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not in the "
+            "list of allowed values for %s", ad->name, df_dtype_name(n->attrs[i].u.type), op->name);
+    if (ad->kind == DF__A_TYPE && !df__type_attr_accepts(op, n->attrs[i].u.type))
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s is an invalid dtype (%d)",
+                              ad->name, op->name, (int)n->attrs[i].u.type);
+    if (ad->kind == DF__A_SHAPE) {
+        df_code c = df__typecheck_shape_attr(n, ad, &n->attrs[i], st);
+        if (c) return c;
+    }
+    if (ad->kind == DF__A_INT && ad->min != INT64_MIN && n->attrs[i].u.i < ad->min)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %lld must be at "
+            "least minimum %lld", ad->name, (long long)n->attrs[i].u.i, (long long)ad->min);
+    for (int j = 0; j < i; j++)
+        if (!strcmp(n->attrs[j].name, n->attrs[i].name))
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Duplicate attr '%s'", ad->name);
+    return DF_OK;
+}
+
+/* Every attr of the op not given takes its default; one without a default is an error. */
+static df_code df__typecheck_defaults(df_node *n, df_status *st) {
+    const df__opdef *op = n->op;
     for (int i = 0; i < op->n_attrs; i++) {
         const df__attrdef *ad = &op->attrs[i];
         if (df__node_attr(n, ad->name)) continue;
@@ -3781,7 +3813,13 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
             return df__fail(st, n, DF_RESOURCE_EXHAUSTED, "Out of memory setting attr '%s' of %s", ad->name, op->name);
         n->n_attrs++;
     }
-    /* outputs */
+    return DF_OK;
+}
+
+/* outputs: counted from the now complete attrs, then typed; shapes start unknown for the
+   shape function to fill in. */
+static df_code df__typecheck_outputs(df_node *n, df_status *st) {
+    const df__opdef *op = n->op;
     int n_out = 0;
     for (int k = 0; k < op->n_out; k++) {
         const df__argdef *arg = &op->out[k];
@@ -3816,6 +3854,28 @@ static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_g
     return DF_OK;
 }
 
+/* Type-checks inputs against the op definition, binds inferred attrs, fills in defaults and
+   computes output dtypes. */
+static df_code df__typecheck(df_node *n, const struct df__group *groups, int n_groups, df_status *st) {
+    const df__opdef *op = n->op;
+    df_code c;
+    if (n_groups != op->n_in)
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "%s expects %d input%s, got %d",
+                              op->name, op->n_in, op->n_in == 1 ? "" : "s", n_groups);
+    for (int i = 0; i < n->n_attrs; i++) {      /* kinds first: the inputs' checks read attrs by kind */
+        const df__attrdef *ad = df__op_attrdef(op, n->attrs[i].name);
+        if (ad && ad->kind != n->attrs[i].kind)
+            return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s has kind %s, got %s",
+                                  ad->name, op->name, df__kind_name(ad->kind), df__kind_name(n->attrs[i].kind));
+    }
+    for (int k = 0; k < op->n_in; k++)
+        if ((c = df__typecheck_input(n, &op->in[k], &groups[k], st))) return c;
+    for (int i = 0; i < n->n_attrs; i++)
+        if ((c = df__typecheck_attr(n, i, st))) return c;
+    if ((c = df__typecheck_defaults(n, st))) return c;
+    return df__typecheck_outputs(n, st);
+}
+
 static int df__node_has_control(const df_node *n, const df_node *c) {
     for (int i = 0; i < n->n_controls; i++) if (n->controls[i] == c) return 1;
     return 0;
@@ -3827,70 +3887,85 @@ static int df__node_add_control(df_node *n, df_node *c) {
     return 1;
 }
 
-df_node *df_op_finish(df_op_builder *b) {
-    if (!b) return NULL;
+/* How a phase of df_op_finish ended, so that it releases the builder and the node the same way
+   on every path: the error is on the graph already (FAIL), in the local status (STATUS), or is
+   out of memory (OOM). */
+typedef enum { DF__FINISH_OK, DF__FINISH_FAIL, DF__FINISH_STATUS, DF__FINISH_OOM } df__finish_end;
+
+/* A failed graph, a failed builder call, a full graph, a taken name or a bad device stop the node
+   before anything is built. */
+static df__finish_end df__finish_check_builder(df_op_builder *b) {
     df_graph *g = b->g;
-    df_node *n = NULL;
-    df_status st;
-    df_status_clear(&st);
-    if (g->status.code != DF_OK) goto fail;
+    if (g->status.code != DF_OK) return DF__FINISH_FAIL;
     if (b->oom) {
         if (b->oom == 1) df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory building %s node '%s'", b->op ? b->op->name : "a",
                                          b->name ? b->name : "?");
         else df__graph_error(g, DF_INVALID_ARGUMENT, "Bad argument (NULL list, negative count, bad rank "
                              "or NULL attr name) while building node '%s' {{node %s}}", b->name ? b->name : "?", b->name ? b->name : "?");
-        goto fail;
+        return DF__FINISH_FAIL;
     }
     if (g->n_nodes >= DF_MAX_GRAPH_NODES) {
         df__graph_error(g, DF_RESOURCE_EXHAUSTED, "The graph has %d nodes, the most it may have (DF_MAX_GRAPH_NODES) "
                         "{{node %s}}", g->n_nodes, b->name);
-        goto fail;
+        return DF__FINISH_FAIL;
     }
     if (df__strmap_get(&g->names, b->name, NULL)) {
         df__graph_error(g, DF_INVALID_ARGUMENT, "Duplicate node name in graph: '%s' {{node %s}}", b->name, b->name);
-        goto fail;
+        return DF__FINISH_FAIL;
     }
-    {
-        df__devspec ds;
-        if (b->device && !df__parse_device(b->device, &ds)) {
-            df__graph_error(g, DF_INVALID_ARGUMENT, "Malformed device specification '%s' {{node %s}}", b->device, b->name);
-            goto fail;
-        }
+    df__devspec ds;
+    if (b->device && !df__parse_device(b->device, &ds)) {
+        df__graph_error(g, DF_INVALID_ARGUMENT, "Malformed device specification '%s' {{node %s}}", b->device, b->name);
+        return DF__FINISH_FAIL;
     }
+    return DF__FINISH_OK;
+}
+
+/* Inputs must name real outputs of this graph (or, in a function's body, of a graph enclosing it,
+   which are captured); control inputs must be nodes of this graph. */
+static df__finish_end df__finish_check_inputs(df_op_builder *b) {
+    df_graph *g = b->g;
     for (int i = 0; i < b->n_inputs; i++) {
         df_output in = b->inputs[i];
         if (!in.node)
             { df__graph_error(g, DF_INVALID_ARGUMENT, "Input %d of %s is NULL (did an earlier call fail?) "
-                              "{{node %s}}", i, b->op->name, b->name); goto fail; }
+                              "{{node %s}}", i, b->op->name, b->name); return DF__FINISH_FAIL; }
         if (in.index < 0 || in.index >= in.node->n_outputs)
             { df__graph_error(g, DF_INVALID_ARGUMENT, "Input %d of %s refers to output %d of '%s', which has "
                               "%d outputs {{node %s}}", i, b->op->name, in.index, in.node->name,
-                              in.node->n_outputs, b->name); goto fail; }
+                              in.node->n_outputs, b->name); return DF__FINISH_FAIL; }
         if (in.node->graph != g) {
             /* a function's body may use values of the graphs it was defined in: captured */
             if (!b->raw && df__fn_encloses(in.node->graph, g)) {
-                if (!(b->inputs[i] = df__fn_capture(g, in)).node) goto fail;
+                if (!(b->inputs[i] = df__fn_capture(g, in)).node) return DF__FINISH_FAIL;
                 continue;
             }
             df__graph_error(g, DF_INVALID_ARGUMENT, "Input %d of %s comes from another graph {{node %s}}",
                             i, b->op->name, b->name);
-            goto fail;
+            return DF__FINISH_FAIL;
         }
     }
     for (int i = 0; i < b->n_controls; i++)
         if (!b->controls[i] || b->controls[i]->graph != g)
             { df__graph_error(g, DF_INVALID_ARGUMENT, "Control input %d of %s is NULL or from another graph "
-                              "{{node %s}}", i, b->op->name, b->name); goto fail; }
+                              "{{node %s}}", i, b->op->name, b->name); return DF__FINISH_FAIL; }
+    return DF__FINISH_OK;
+}
+
+/* Rewires the builder's edges for the scopes the node is built in; raw nodes (control-flow
+   plumbing) keep them as given. */
+static df__finish_end df__finish_capture(df_op_builder *b) {
+    df_graph *g = b->g;
     /* Capture tensors that cross into the current cond/while context. */
     if (g->ctx && !b->raw) {
         for (int i = 0; i < b->n_inputs; i++) {
             df_output x = df__ctx_capture(g, g->ctx, b->inputs[i]);
-            if (!x.node) goto fail;
+            if (!x.node) return DF__FINISH_FAIL;
             b->inputs[i] = x;
         }
         for (int i = 0; i < b->n_controls; i++) {
             df_node *c = df__ctx_capture_control(g, g->ctx, b->controls[i]);
-            if (!c) goto fail;
+            if (!c) return DF__FINISH_FAIL;
             b->controls[i] = c;
         }
     }
@@ -3899,12 +3974,19 @@ df_node *df_op_finish(df_op_builder *b) {
         for (int s = 0; s < g->n_ctl; s++)
             for (int i = 0; i < g->ctl[s].n; i++) {
                 df_node *c = g->ctl[s].deps[i];
-                if (g->ctx && !(c = df__ctx_capture_control(g, g->ctx, c))) goto fail;
-                if (!df__grow(&b->controls, &b->cap_controls, b->n_controls + 1, sizeof(df_node *))) goto oom;
+                if (g->ctx && !(c = df__ctx_capture_control(g, g->ctx, c))) return DF__FINISH_FAIL;
+                if (!df__grow(&b->controls, &b->cap_controls, b->n_controls + 1, sizeof(df_node *))) return DF__FINISH_OOM;
                 b->controls[b->n_controls++] = c;
             }
+    return DF__FINISH_OK;
+}
 
-    if (!(n = (df_node *)DF_MALLOC(sizeof *n))) goto oom;
+/* The node takes over the builder's name, device and attrs and copies its edges; *out is set as
+   soon as the node exists, so that the caller frees whatever part of it was made. */
+static df__finish_end df__finish_new_node(df_op_builder *b, df_node **out) {
+    df_graph *g = b->g;
+    df_node *n;
+    if (!(n = *out = (df_node *)DF_MALLOC(sizeof *n))) return DF__FINISH_OOM;
     memset(n, 0, sizeof *n);
     n->graph = g;
     n->op = b->op;
@@ -3913,91 +3995,118 @@ df_node *df_op_finish(df_op_builder *b) {
     n->device = b->device; b->device = NULL;
     n->n_inputs = b->n_inputs;
     if (b->n_inputs) {
-        if (!(n->inputs = (df_output *)DF_MALLOC((size_t)b->n_inputs * sizeof(df_output)))) goto oom;
+        if (!(n->inputs = (df_output *)DF_MALLOC((size_t)b->n_inputs * sizeof(df_output)))) return DF__FINISH_OOM;
         memcpy(n->inputs, b->inputs, (size_t)b->n_inputs * sizeof(df_output));
     }
     /* Duplicate control inputs are harmless (each edge counts once each way), and checking for
        them here would be quadratic in a group of many nodes. */
     if (b->n_controls) {
-        if (!(n->controls = (df_node **)DF_MALLOC((size_t)b->n_controls * sizeof(df_node *)))) goto oom;
+        if (!(n->controls = (df_node **)DF_MALLOC((size_t)b->n_controls * sizeof(df_node *)))) return DF__FINISH_OOM;
         memcpy(n->controls, b->controls, (size_t)b->n_controls * sizeof(df_node *));
         n->n_controls = n->cap_controls = b->n_controls;
     }
     /* Room for every attr the op knows plus the ones given (unknown ones are reported). */
-    if (!(n->attrs = (df__attr *)DF_MALLOC((size_t)(b->n_attrs + b->op->n_attrs + 1) * sizeof(df__attr)))) goto oom;
+    if (!(n->attrs = (df__attr *)DF_MALLOC((size_t)(b->n_attrs + b->op->n_attrs + 1) * sizeof(df__attr)))) return DF__FINISH_OOM;
     for (int i = 0; i < b->n_attrs; i++) { n->attrs[i] = b->attrs[i]; }
     n->n_attrs = b->n_attrs;
     b->n_attrs = 0;
-    if (df__typecheck(n, b->groups, b->n_groups, &st) != DF_OK) goto fail_status;
+    return DF__FINISH_OK;
+}
 
-    /* Pivot control edges: inside a context, a node with no inputs, or (in a loop) with only
-       loop-invariant inputs, would run in the wrong frame or once too often (TF #26371). */
-    if (g->ctx && !b->raw) {
-        df_node *pivot = df__ctx_control_pivot(g->ctx);
-        int gate = n->n_inputs == 0 && n->n_controls == 0;
-        if (!gate && g->ctx->kind == DF__CTX_WHILE) {   /* (control inputs too: an outside one is a constant Enter) */
-            gate = 1;
-            for (int i = 0; i < n->n_inputs + n->n_controls && gate; i++) {
-                const df_node *src = i < n->n_inputs ? n->inputs[i].node : n->controls[i - n->n_inputs];
-                if (!((src->op->flags & DF__OP_ENTER) && df__attr_b(src, "is_constant", 0) &&
-                      src->ctx == g->ctx)) gate = 0;
-            }
-        }
-        if (gate && pivot && !df__node_add_control(n, pivot)) goto oom;
-    }
-    /* Shapes. */
-    if (n->op->shape_fn) {
-        df__shape_ctx sc;
-        df__shape in_shapes_small[8];
-        df_dtype in_types_small[8];
-        df__shape *in_shapes = in_shapes_small;
-        df_dtype *in_types = in_types_small;
-        if (n->n_inputs > 8) {
-            in_shapes = (df__shape *)DF_MALLOC((size_t)n->n_inputs * sizeof(df__shape));
-            in_types = (df_dtype *)DF_MALLOC((size_t)n->n_inputs * sizeof(df_dtype));
-            if (!in_shapes || !in_types) {
-                if (in_shapes != in_shapes_small) DF_FREE(in_shapes);
-                if (in_types != in_types_small) DF_FREE(in_types);
-                goto oom;
-            }
-        }
-        for (int i = 0; i < n->n_inputs; i++) {
-            in_shapes[i] = n->inputs[i].node->out_shapes[n->inputs[i].index];
-            in_types[i] = n->inputs[i].node->out_types[n->inputs[i].index];
-        }
-        sc.g = g; sc.node = n; sc.in_shapes = in_shapes; sc.in_types = in_types; sc.st = &st;
-        df_code c = n->op->shape_fn(&sc);
-        if (in_shapes != in_shapes_small) DF_FREE(in_shapes);
-        if (in_types != in_types_small) DF_FREE(in_types);
-        if (c != DF_OK) goto fail_status;
-        /* TF's shape inference: a known shape whose element count overflows int64 is an error */
-        for (int k = 0; k < n->n_outputs; k++) {
-            const df__shape *o = &n->out_shapes[k];
-            int64_t count = 1;
-            int over = 0;
-            for (int d = 0; d < o->rank; d++) {
-                if (o->dims[d] <= 0) { over = 0; break; }          /* unknown: not yet; 0: no elements */
-                if (over || count > DF_MAX_ELEMENTS / o->dims[d]) over = 1;
-                else count *= o->dims[d];
-            }
-            if (over) {
-                df__fail(&st, n, DF_INVALID_ARGUMENT, "Output %d of %s would have more elements than int64 can count", k, n->op->name);
-                goto fail_status;
-            }
+/* Pivot control edges: inside a context, a node with no inputs, or (in a loop) with only
+   loop-invariant inputs, would run in the wrong frame or once too often (TF #26371). */
+static df__finish_end df__finish_add_pivot(df_graph *g, df_node *n) {
+    df_node *pivot = df__ctx_control_pivot(g->ctx);
+    int gate = n->n_inputs == 0 && n->n_controls == 0;
+    if (!gate && g->ctx->kind == DF__CTX_WHILE) {   /* (control inputs too: an outside one is a constant Enter) */
+        gate = 1;
+        for (int i = 0; i < n->n_inputs + n->n_controls && gate; i++) {
+            const df_node *src = i < n->n_inputs ? n->inputs[i].node : n->controls[i - n->n_inputs];
+            if (!((src->op->flags & DF__OP_ENTER) && df__attr_b(src, "is_constant", 0) &&
+                  src->ctx == g->ctx)) gate = 0;
         }
     }
-    if (!df__grow(&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(df_node *))) goto oom;
-    if (!df__strmap_put(&g->names, n->name, g->n_nodes)) goto oom;
+    if (gate && pivot && !df__node_add_control(n, pivot)) return DF__FINISH_OOM;
+    return DF__FINISH_OK;
+}
+
+/* TF's shape inference: a known shape whose element count overflows int64 is an error */
+static df__finish_end df__finish_check_output_sizes(df_node *n, df_status *st) {
+    for (int k = 0; k < n->n_outputs; k++) {
+        const df__shape *o = &n->out_shapes[k];
+        int64_t count = 1;
+        int over = 0;
+        for (int d = 0; d < o->rank; d++) {
+            if (o->dims[d] <= 0) { over = 0; break; }          /* unknown: not yet; 0: no elements */
+            if (over || count > DF_MAX_ELEMENTS / o->dims[d]) over = 1;
+            else count *= o->dims[d];
+        }
+        if (over) {
+            df__fail(st, n, DF_INVALID_ARGUMENT, "Output %d of %s would have more elements than int64 can count", k, n->op->name);
+            return DF__FINISH_STATUS;
+        }
+    }
+    return DF__FINISH_OK;
+}
+
+/* Shapes: the op's shape function sees its inputs' shapes and dtypes (on the stack for up to
+   eight inputs, the common case). */
+static df__finish_end df__finish_infer_shapes(df_graph *g, df_node *n, df_status *st) {
+    df__shape_ctx sc;
+    df__shape in_shapes_small[8];
+    df_dtype in_types_small[8];
+    df__shape *in_shapes = in_shapes_small;
+    df_dtype *in_types = in_types_small;
+    if (n->n_inputs > 8) {
+        in_shapes = (df__shape *)DF_MALLOC((size_t)n->n_inputs * sizeof(df__shape));
+        in_types = (df_dtype *)DF_MALLOC((size_t)n->n_inputs * sizeof(df_dtype));
+        if (!in_shapes || !in_types) {
+            if (in_shapes != in_shapes_small) DF_FREE(in_shapes);
+            if (in_types != in_types_small) DF_FREE(in_types);
+            return DF__FINISH_OOM;
+        }
+    }
+    for (int i = 0; i < n->n_inputs; i++) {
+        in_shapes[i] = n->inputs[i].node->out_shapes[n->inputs[i].index];
+        in_types[i] = n->inputs[i].node->out_types[n->inputs[i].index];
+    }
+    sc.g = g; sc.node = n; sc.in_shapes = in_shapes; sc.in_types = in_types; sc.st = st;
+    df_code c = n->op->shape_fn(&sc);
+    if (in_shapes != in_shapes_small) DF_FREE(in_shapes);
+    if (in_types != in_types_small) DF_FREE(in_types);
+    if (c != DF_OK) return DF__FINISH_STATUS;
+    return df__finish_check_output_sizes(n, st);
+}
+
+/* Only a node that passed every check gets an id and its name in the index. */
+static df__finish_end df__finish_add_to_graph(df_graph *g, df_node *n) {
+    if (!df__grow(&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(df_node *))) return DF__FINISH_OOM;
+    if (!df__strmap_put(&g->names, n->name, g->n_nodes)) return DF__FINISH_OOM;
     n->id = g->n_nodes;
     g->nodes[g->n_nodes++] = n;
+    return DF__FINISH_OK;
+}
+
+df_node *df_op_finish(df_op_builder *b) {
+    if (!b) return NULL;
+    df_graph *g = b->g;
+    df_node *n = NULL;
+    df_status st;
+    df_status_clear(&st);
+    df__finish_end end;
+    if ((end = df__finish_check_builder(b)) != DF__FINISH_OK) goto failed;
+    if ((end = df__finish_check_inputs(b)) != DF__FINISH_OK) goto failed;
+    if ((end = df__finish_capture(b)) != DF__FINISH_OK) goto failed;
+    if ((end = df__finish_new_node(b, &n)) != DF__FINISH_OK) goto failed;
+    if (df__typecheck(n, b->groups, b->n_groups, &st) != DF_OK) { end = DF__FINISH_STATUS; goto failed; }
+    if (g->ctx && !b->raw && (end = df__finish_add_pivot(g, n)) != DF__FINISH_OK) goto failed;
+    if (n->op->shape_fn && (end = df__finish_infer_shapes(g, n, &st)) != DF__FINISH_OK) goto failed;
+    if ((end = df__finish_add_to_graph(g, n)) != DF__FINISH_OK) goto failed;
     df__builder_free(b);
     return n;
-fail_status:
-    df__graph_error(g, st.code, "%s", st.message);
-    goto fail;
-oom:
-    df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory building a node");
-fail:
+failed:
+    if (end == DF__FINISH_STATUS) df__graph_error(g, st.code, "%s", st.message);
+    else if (end == DF__FINISH_OOM) df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory building a node");
     df__node_free(n);
     df__builder_free(b);
     return NULL;
