@@ -622,91 +622,109 @@ static int df__gg_member(const df_node *n, const df__device *d, int *member, int
     return 1;
 }
 
-/* Makes partition pt's GPU graph node when its nodes allow one (see above); `fetches` (the
-   partition's) are redirected to the node's outputs. *all receives the nodes to compile. */
-static df_code df__gg_rewrite(df_session *ss, df__part *pt, const df_output *feeds, int n_feeds, df_output *fetches, int n_fetches,
-                              df_node ***all_out, int *n_all_out, df_status *st) {
-    df_graph *g = pt->g;
-    int n = g->n_nodes, n_s = 0, loops = 0, pairs = 0, pred_pairs = 0;
-    df__device *d = pt->dev;
-    *all_out = NULL; *n_all_out = 0;
-    unsigned char *in_s = (unsigned char *)DF_MALLOC((size_t)n + 1);
-    int32_t *order = (int32_t *)DF_MALLOC(((size_t)n + 1) * sizeof(int32_t));   /* node id -> position, then back */
-    int32_t *deg = (int32_t *)DF_MALLOC(((size_t)n + 1) * sizeof(int32_t));
-    df__gg *gg = NULL;
-    df_node *node = NULL, **all = NULL;
-    if (!in_s || !order || !deg) goto oom;
+/* What the phases of df__gg_rewrite share; the cleanup frees what is not NULL. */
+typedef struct df__gg_build {
+    df_session *ss;
+    df_graph *g;
+    df__device *d;
+    const df_output *feeds;
+    df_output *fetches;
+    int n_feeds, n_fetches;
+    int n, n_s;                  /* the partition's nodes; the members among them */
+    int loops, pairs, pred_pairs;   /* loop nodes; Send/Recv pairs within the device; those of loop predicates */
+    unsigned char *in_s;         /* per node id: a member */
+    int32_t *order;              /* the members in a topological order (a stack before) */
+    int32_t *deg;                /* scratch: marks, in-degrees, then pos */
+    int32_t *pos;                /* = deg: node id -> position in order, -1 outside */
+    df__gg *gg;
+    df_output *ext;              /* the node's inputs, until node->inputs holds them */
+    int n_ext, n_srcs;
+    int32_t *out_of;             /* per member value: the node's output that carries it, or -1 */
+    df_node *node, **all;
+} df__gg_build;
+
+/* The members: every node not fed, when each may join (df__gg_member); 0 when one may not. */
+static int df__gg_pick_members(df__gg_build *b) {
+    const df_graph *g = b->g;
+    int n = b->n, n_s = 0;
+    unsigned char *in_s = b->in_s;
     memset(in_s, 0, (size_t)n);
     for (int i = 0; i < n; i++) {
         const df_node *x = g->nodes[i];
         int fed = 0, member = 0;
-        for (int f = 0; f < n_feeds && !fed; f++) fed = feeds[f].node == x;
+        for (int f = 0; f < b->n_feeds && !fed; f++) fed = b->feeds[f].node == x;
         if (fed) continue;
-        if (!df__gg_member(x, d, &member, &loops)) {
-            if (getenv("DF_CUDA_GRAPHS_DEBUG")) fprintf(stderr, "dataflow: no CUDA graph on %s: node %s (%s)\n", d->name, x->name, x->op->name);
-            n_s = 0;
-            goto none;
+        if (!df__gg_member(x, b->d, &member, &b->loops)) {
+            if (getenv("DF_CUDA_GRAPHS_DEBUG")) fprintf(stderr, "dataflow: no CUDA graph on %s: node %s (%s)\n", b->d->name, x->name, x->op->name);
+            b->n_s = 0;
+            return 0;
         }
         in_s[i] = (unsigned char)member;
         n_s += member;
     }
-    /* A Send to this device's other memory (a host value a kernel reads in device memory, say)
-       comes back through its Recv: it and everything it waits for stay outside. */
-    {
-        int top = 0;
-        for (int i = 0; i < n; i++) {
-            const df_node *x = g->nodes[i];
-            if ((x->op->flags & DF__OP_TRANSFER) && x->n_inputs > 0 &&
-                !strcmp(df__attr_s(x, "send_device"), df__attr_s(x, "recv_device"))) {
-                /* a small host value (a size, a shape) a kernel reads in device memory: the pair
-                   joins the graph, its copy made by fills that carry the bytes */
-                const df__shape *sh = &x->inputs[0].node->out_shapes[x->inputs[0].index];
-                int64_t count = df__shape_count(sh);
-                int r_at = -1, to_loop_cond = 0;
-                for (int r = 0; r < n && r_at < 0; r++)
-                    if (g->nodes[r]->op->flags & DF__OP_RECV && df__attr_i(g->nodes[r], "_key", -2) == df__attr_i(x, "_key", -1)) r_at = r;
-                for (int r = 0; r_at >= 0 && r < n; r++)        /* read by LoopConds alone */
-                    for (int k = 0; k < g->nodes[r]->n_inputs; k++)
-                        if (g->nodes[r]->inputs[k].node == g->nodes[r_at]) to_loop_cond = (g->nodes[r]->op->flags & DF__OP_LOOP_COND) && to_loop_cond >= 0 ? 1 : -1;
-                if (!strcmp(x->op->name, "_Send") && to_loop_cond == 1 && x->inputs[0].node->out_types[x->inputs[0].index] == DF_BOOL) {
-                    /* a loop's predicate made on the GPU: the loop's plan below reads it */
-                    pred_pairs++;
-                    if (!in_s[i]) { in_s[i] = 1; n_s++; }
-                    if (!in_s[r_at]) { in_s[r_at] = 1; n_s++; }
-                    continue;
-                }
-                pairs = 1;
-                if (!strcmp(x->op->name, "_HostSend") && count >= 0 && count <= DF__GG_SMALL) {
-                    in_s[i] = 1;
-                    n_s++;
-                    for (int r = 0; r < n; r++)
-                        if (g->nodes[r]->op->flags & DF__OP_RECV && df__attr_i(g->nodes[r], "_key", -2) == df__attr_i(x, "_key", -1) &&
-                            !in_s[r]) { in_s[r] = 1; n_s++; }
-                } else order[top++] = i;
+    b->n_s = n_s;
+    return 1;
+}
+
+/* A Send to this device's other memory (a host value a kernel reads in device memory, say)
+   comes back through its Recv: it and everything it waits for stay outside. */
+static void df__gg_place_device_pairs(df__gg_build *b) {
+    const df_graph *g = b->g;
+    int n = b->n, n_s = b->n_s;
+    unsigned char *in_s = b->in_s;
+    int32_t *order = b->order, *deg = b->deg;
+    int top = 0;
+    for (int i = 0; i < n; i++) {
+        const df_node *x = g->nodes[i];
+        if ((x->op->flags & DF__OP_TRANSFER) && x->n_inputs > 0 &&
+            !strcmp(df__attr_s(x, "send_device"), df__attr_s(x, "recv_device"))) {
+            /* a small host value (a size, a shape) a kernel reads in device memory: the pair
+               joins the graph, its copy made by fills that carry the bytes */
+            const df__shape *sh = &x->inputs[0].node->out_shapes[x->inputs[0].index];
+            int64_t count = df__shape_count(sh);
+            int r_at = -1, to_loop_cond = 0;
+            for (int r = 0; r < n && r_at < 0; r++)
+                if (g->nodes[r]->op->flags & DF__OP_RECV && df__attr_i(g->nodes[r], "_key", -2) == df__attr_i(x, "_key", -1)) r_at = r;
+            for (int r = 0; r_at >= 0 && r < n; r++)        /* read by LoopConds alone */
+                for (int k = 0; k < g->nodes[r]->n_inputs; k++)
+                    if (g->nodes[r]->inputs[k].node == g->nodes[r_at]) to_loop_cond = (g->nodes[r]->op->flags & DF__OP_LOOP_COND) && to_loop_cond >= 0 ? 1 : -1;
+            if (!strcmp(x->op->name, "_Send") && to_loop_cond == 1 && x->inputs[0].node->out_types[x->inputs[0].index] == DF_BOOL) {
+                /* a loop's predicate made on the GPU: the loop's plan below reads it */
+                b->pred_pairs++;
+                if (!in_s[i]) { in_s[i] = 1; n_s++; }
+                if (!in_s[r_at]) { in_s[r_at] = 1; n_s++; }
+                continue;
             }
-        }
-        memset(deg, 0, (size_t)n * sizeof(int32_t));               /* (deg: seen) */
-        for (int i = 0; i < top; i++) deg[order[i]] = 1;
-        while (top) {
-            const df_node *x = g->nodes[order[--top]];
-            if (in_s[x->id]) { in_s[x->id] = 0; n_s--; }
-            for (int k = 0; k < x->n_inputs + x->n_controls; k++) {
-                int u = k < x->n_inputs ? x->inputs[k].node->id : x->controls[k - x->n_inputs]->id;
-                if (!deg[u]) { deg[u] = 1; order[top++] = u; }
-            }
+            b->pairs = 1;
+            if (!strcmp(x->op->name, "_HostSend") && count >= 0 && count <= DF__GG_SMALL) {
+                in_s[i] = 1;
+                n_s++;
+                for (int r = 0; r < n; r++)
+                    if (g->nodes[r]->op->flags & DF__OP_RECV && df__attr_i(g->nodes[r], "_key", -2) == df__attr_i(x, "_key", -1) &&
+                        !in_s[r]) { in_s[r] = 1; n_s++; }
+            } else order[top++] = i;
         }
     }
-    if (loops && pairs) {          /* (the loop's executor below has no rendezvous for the pair) */
-        if (getenv("DF_CUDA_GRAPHS_DEBUG")) fprintf(stderr, "dataflow: no CUDA graph on %s: loops and a Send/Recv pair within the device\n", d->name);
-        goto none;
+    memset(deg, 0, (size_t)n * sizeof(int32_t));               /* (deg: seen) */
+    for (int i = 0; i < top; i++) deg[order[i]] = 1;
+    while (top) {
+        const df_node *x = g->nodes[order[--top]];
+        if (in_s[x->id]) { in_s[x->id] = 0; n_s--; }
+        for (int k = 0; k < x->n_inputs + x->n_controls; k++) {
+            int u = k < x->n_inputs ? x->inputs[k].node->id : x->controls[k - x->n_inputs]->id;
+            if (!deg[u]) { deg[u] = 1; order[top++] = u; }
+        }
     }
-    if (getenv("DF_CUDA_GRAPHS_DEBUG")) {
-        fprintf(stderr, "dataflow: GPU graph of %d of %d nodes on %s; outside:", n_s, n, d->name);
-        for (int i = 0; i < n && i < 4000; i++) if (!in_s[i]) fprintf(stderr, " %s(%s)", g->nodes[i]->name, g->nodes[i]->op->name);
-        fprintf(stderr, "\n");
-    }
-    if (n_s < 2) goto none;
-    /* a topological order of the members (data and control edges among them) */
+    b->n_s = n_s;
+}
+
+/* a topological order of the members (data and control edges among them) into order; returns
+   how many it holds (fewer than the members: a cycle), -1 when out of memory */
+static int df__gg_order_members(df__gg_build *b) {
+    const df_graph *g = b->g;
+    int n = b->n;
+    const unsigned char *in_s = b->in_s;
+    int32_t *order = b->order, *deg = b->deg;
     memset(deg, 0, (size_t)n * sizeof(int32_t));
 #define DF__GG_EDGE(u) (in_s[(u)->id] && !((u)->op->flags & DF__OP_NEXT_ITERATION))   /* (loops: back edges aside) */
     for (int i = 0; i < n; i++) {
@@ -717,7 +735,7 @@ static df_code df__gg_rewrite(df_session *ss, df__part *pt, const df_output *fee
     }
     /* consumers among the members (CSR over node ids), then Kahn's walk */
     int32_t *cstart = (int32_t *)DF_MALLOC(((size_t)n + 2) * sizeof(int32_t)), *cons = NULL;
-    if (!cstart) goto oom;
+    if (!cstart) return -1;
     memset(cstart, 0, ((size_t)n + 2) * sizeof(int32_t));
     for (int i = 0; i < n; i++) {
         const df_node *x = g->nodes[i];
@@ -726,7 +744,7 @@ static df_code df__gg_rewrite(df_session *ss, df__part *pt, const df_output *fee
         for (int k = 0; k < x->n_controls; k++) if (DF__GG_EDGE(x->controls[k])) cstart[x->controls[k]->id + 2]++;
     }
     for (int i = 0; i < n; i++) cstart[i + 2] += cstart[i + 1];
-    if (!(cons = (int32_t *)DF_MALLOC(((size_t)cstart[n + 1] + 1) * sizeof(int32_t)))) { DF_FREE(cstart); goto oom; }
+    if (!(cons = (int32_t *)DF_MALLOC(((size_t)cstart[n + 1] + 1) * sizeof(int32_t)))) { DF_FREE(cstart); return -1; }
     for (int i = 0; i < n; i++) {
         const df_node *x = g->nodes[i];
         if (!in_s[i]) continue;
@@ -741,11 +759,19 @@ static df_code df__gg_rewrite(df_session *ss, df__part *pt, const df_output *fee
         for (int e = cstart[u]; e < cstart[u + 1]; e++) if (--deg[cons[e]] == 0) order[tail++] = cons[e];
     }
     DF_FREE(cstart); DF_FREE(cons);
-    if (tail != n_s) goto none;                                  /* (a cycle: leave it to the executor) */
-    gg = (df__gg *)DF_MALLOC(sizeof *gg);
-    if (!gg) goto oom;
+    return tail;
+}
+
+/* The graph and its per-member tables, in that order: kernels, memory, a Recv's Send, where
+   each input comes from (a member's output or one of ext); 0 when out of memory. */
+static int df__gg_make_tables(df__gg_build *b) {
+    const df_graph *g = b->g;
+    int n = b->n, n_s = b->n_s;
+    const int32_t *order = b->order;
+    df__gg *gg = b->gg = (df__gg *)DF_MALLOC(sizeof *gg);
+    if (!gg) return 0;
     memset(gg, 0, sizeof *gg);
-    gg->dev = d;
+    gg->dev = b->d;
     gg->n_nodes = n_s;
     int n_srcs = 0;
     gg->max_io = 1;
@@ -762,19 +788,19 @@ static df_code df__gg_rewrite(df_session *ss, df__part *pt, const df_output *fee
     gg->val_start = (int32_t *)DF_MALLOC((size_t)n_s * sizeof(int32_t));
     gg->pair = (int32_t *)DF_MALLOC((size_t)n_s * sizeof(int32_t));
     gg->srcs = (df__gg_src *)DF_MALLOC((size_t)(n_srcs + 1) * sizeof(df__gg_src));
-    if (!gg->nodes || !gg->kernels || !gg->host_out || !gg->need || !gg->in_start || !gg->val_start || !gg->pair || !gg->srcs) goto oom;
-    int32_t *pos = deg;                                          /* node id -> position in order */
+    if (!gg->nodes || !gg->kernels || !gg->host_out || !gg->need || !gg->in_start || !gg->val_start || !gg->pair || !gg->srcs) return 0;
+    int32_t *pos = b->pos = b->deg;                              /* node id -> position in order */
     for (int i = 0; i < n; i++) pos[i] = -1;
     for (int p = 0; p < n_s; p++) pos[order[p]] = p;
     /* external inputs: distinct (node, output) outside the members, in order of first use */
-    df_output *ext = (df_output *)DF_MALLOC((size_t)(n_srcs + 1) * sizeof(df_output));
-    if (!ext) goto oom;
+    df_output *ext = b->ext = (df_output *)DF_MALLOC((size_t)(n_srcs + 1) * sizeof(df_output));
+    if (!ext) return 0;
     int n_ext = 0, s_i = 0;
     for (int p = 0; p < n_s; p++) {
         const df_node *x = g->nodes[order[p]];
         int host_only = 0;
         gg->nodes[p] = x;
-        gg->kernels[p] = df__node_kernel(x, d->kernel_type, NULL, &gg->host_out[p], &host_only);
+        gg->kernels[p] = df__node_kernel(x, b->d->kernel_type, NULL, &gg->host_out[p], &host_only);
         if (host_only) gg->host_out[p] = ~0u;
         gg->need[p] = 0;
         gg->pair[p] = -1;
@@ -794,14 +820,25 @@ static df_code df__gg_rewrite(df_session *ss, df__part *pt, const df_output *fee
             gg->srcs[s_i] = (df__gg_src){-1, e};
         }
     }
-    /* outputs: member values read outside (by other nodes or fetches); per value, its reads */
+    b->n_ext = n_ext;
+    b->n_srcs = s_i;
+    return 1;
+}
+
+/* outputs: member values read outside (by other nodes or fetches); per value, its reads;
+   0 when out of memory */
+static int df__gg_find_outputs(df__gg_build *b) {
+    const df_graph *g = b->g;
+    int n = b->n;
+    df__gg *gg = b->gg;
+    const int32_t *pos = b->pos;
     gg->uses = (int32_t *)DF_MALLOC((size_t)(gg->n_values + 1) * sizeof(int32_t));
-    int32_t *out_of = (int32_t *)DF_MALLOC((size_t)(gg->n_values + 1) * sizeof(int32_t));
+    int32_t *out_of = b->out_of = (int32_t *)DF_MALLOC((size_t)(gg->n_values + 1) * sizeof(int32_t));
     gg->outs = (df__gg_src *)DF_MALLOC((size_t)(gg->n_values + 1) * sizeof(df__gg_src));
-    if (!gg->uses || !out_of || !gg->outs) { DF_FREE(ext); DF_FREE(out_of); goto oom; }
+    if (!gg->uses || !out_of || !gg->outs) return 0;
     memset(gg->uses, 0, (size_t)gg->n_values * sizeof(int32_t));
     for (int v = 0; v < gg->n_values; v++) out_of[v] = -1;
-    for (int s = 0; s < s_i; s++)
+    for (int s = 0; s < b->n_srcs; s++)
         if (gg->srcs[s].node >= 0) {
             int p = gg->srcs[s].node;
             gg->uses[gg->val_start[p] + gg->srcs[s].out]++;
@@ -814,19 +851,24 @@ static df_code df__gg_rewrite(df_session *ss, df__part *pt, const df_output *fee
     } while (0)
     for (int i = 0; i < n; i++) {
         const df_node *x = g->nodes[i];
-        if (in_s[i]) continue;
+        if (b->in_s[i]) continue;
         for (int k = 0; k < x->n_inputs; k++) if (pos[x->inputs[k].node->id] >= 0) DF__GG_OUT(x->inputs[k].node, x->inputs[k].index);
     }
-    for (int f = 0; f < n_fetches; f++) if (pos[fetches[f].node->id] >= 0) DF__GG_OUT(fetches[f].node, fetches[f].index);
+    for (int f = 0; f < b->n_fetches; f++) if (pos[b->fetches[f].node->id] >= 0) DF__GG_OUT(b->fetches[f].node, b->fetches[f].index);
 #undef DF__GG_OUT
-    /* memory types of the node's arguments: as its members take and make them (one bit for
-       arguments 31 and above, as everywhere: they must agree) */
+    return 1;
+}
+
+/* memory types of the node's arguments: as its members take and make them (one bit for
+   arguments 31 and above, as everywhere: they must agree, or there is no graph: 0) */
+static int df__gg_memory_types(df__gg_build *b) {
+    df__gg *gg = b->gg;
     int h31[2] = {-1, -1}, mixed = 0;
-    for (int p = 0; p < n_s; p++)
+    for (int p = 0; p < b->n_s; p++)
         for (int k = 0; k < gg->nodes[p]->n_inputs; k++) {
             const df__gg_src *sr = &gg->srcs[gg->in_start[p] + k];
             if (sr->node >= 0) continue;
-            int h = df__in_on_host(gg->nodes[p], k, d);
+            int h = df__in_on_host(gg->nodes[p], k, b->d);
             if (h) gg->host_in |= 1u << DF__MIN(sr->out, 31);
             if (sr->out >= 31) { if (h31[0] < 0) h31[0] = h; else if (h31[0] != h) mixed = 1; }
         }
@@ -835,53 +877,68 @@ static df_code df__gg_rewrite(df_session *ss, df__part *pt, const df_output *fee
         if (h) gg->host_out_mask |= 1u << DF__MIN(j, 31);
         if (j >= 31) { if (h31[1] < 0) h31[1] = h; else if (h31[1] != h) mixed = 1; }
     }
-    if (mixed) { DF_FREE(ext); DF_FREE(out_of); df__gg_free(gg); goto none; }
-    if (pred_pairs) {
-        /* a loop whose predicate the GPU makes: run by its plan */
-        const char *why = NULL;
-        if (!(gg->loop = df__gg_loop_plan(gg, &why))) {
-            if (getenv("DF_CUDA_GRAPHS_DEBUG")) fprintf(stderr, "dataflow: no CUDA graph on %s: a loop with a GPU predicate: %s\n", d->name, why);
-            DF_FREE(ext); DF_FREE(out_of); df__gg_free(gg);
-            goto none;
-        }
-        if (getenv("DF_CUDA_GRAPHS_DEBUG")) {
-            int count[5] = {0, 0, 0, 0, 0};
-            for (int p = 0; p < n_s; p++) count[gg->loop->phase[p]]++;
-            fprintf(stderr, "dataflow: GPU graph on %s: a loop with a GPU predicate, %d variables; %d nodes before it, %d of its predicate, %d of its body, %d after it\n",
-                    d->name, gg->loop->n_vars, count[DF__GL_PRE], count[DF__GL_PRED], count[DF__GL_BODY], count[DF__GL_POST]);
-        }
-    } else if (loops) {
-        /* a loop inside: the nodes run under an executor of their own (one thread, no
-           rendezvous), fed the node's inputs, fetching its outputs in the memory they are made */
-        df_output *gouts = (df_output *)DF_MALLOC(((size_t)gg->n_out + 1) * sizeof(df_output));
-        df_node **targets = (df_node **)DF_MALLOC(((size_t)n_s + 1) * sizeof(df_node *));
-        df_status cst;
-        df_status_clear(&cst);
-        if (gouts && targets) {
-            for (int j = 0; j < gg->n_out; j++) gouts[j] = (df_output){(df_node *)gg->nodes[gg->outs[j].node], gg->outs[j].out};
-            for (int p = 0; p < n_s; p++) targets[p] = (df_node *)gg->nodes[p];
-            gg->sub = df__compile(ss, g, ext, n_ext, gouts, gg->n_out, targets, n_s, d, &cst);
-        }
-        DF_FREE(gouts); DF_FREE(targets);
-        int fine = gg->sub != NULL;
-        for (int i = 0; fine && i < gg->sub->n_items; i++) {
-            df__xitem *it = &gg->sub->items[i];
-            if (it->kind == DF__X_FETCH) fine = it->frame == 0;
-            if (it->kind == DF__X_FETCH || it->kind == DF__X_FEED) it->flags &= (uint16_t)~DF__XF_DEVICE_VALUE;   /* (no copies) */
-        }
-        if (!fine) {
-            if (getenv("DF_CUDA_GRAPHS_DEBUG")) fprintf(stderr, "dataflow: no CUDA graph on %s: its loops do not compile alone: %s\n", d->name, cst.code ? cst.message : "a value leaves from inside a loop");
-            DF_FREE(ext); DF_FREE(out_of); df__gg_free(gg);
-            goto none;
-        }
+    return !mixed;
+}
+
+/* a loop whose predicate the GPU makes: run by its plan; 0 when it has none */
+static int df__gg_plan_predicate_loop(df__gg_build *b) {
+    df__gg *gg = b->gg;
+    const char *why = NULL;
+    if (!(gg->loop = df__gg_loop_plan(gg, &why))) {
+        if (getenv("DF_CUDA_GRAPHS_DEBUG")) fprintf(stderr, "dataflow: no CUDA graph on %s: a loop with a GPU predicate: %s\n", b->d->name, why);
+        return 0;
     }
-    /* the node: inputs ext, outputs gg->outs, control inputs the members' from outside */
-    node = (df_node *)DF_MALLOC(sizeof *node);
-    if (!node) { DF_FREE(ext); DF_FREE(out_of); goto oom; }
+    if (getenv("DF_CUDA_GRAPHS_DEBUG")) {
+        int count[5] = {0, 0, 0, 0, 0};
+        for (int p = 0; p < b->n_s; p++) count[gg->loop->phase[p]]++;
+        fprintf(stderr, "dataflow: GPU graph on %s: a loop with a GPU predicate, %d variables; %d nodes before it, %d of its predicate, %d of its body, %d after it\n",
+                b->d->name, gg->loop->n_vars, count[DF__GL_PRE], count[DF__GL_PRED], count[DF__GL_BODY], count[DF__GL_POST]);
+    }
+    return 1;
+}
+
+/* a loop inside: the nodes run under an executor of their own (one thread, no rendezvous),
+   fed the node's inputs, fetching its outputs in the memory they are made; 0 when they do not
+   compile so */
+static int df__gg_compile_loops(df__gg_build *b) {
+    df__gg *gg = b->gg;
+    int n_s = b->n_s;
+    df_output *gouts = (df_output *)DF_MALLOC(((size_t)gg->n_out + 1) * sizeof(df_output));
+    df_node **targets = (df_node **)DF_MALLOC(((size_t)n_s + 1) * sizeof(df_node *));
+    df_status cst;
+    df_status_clear(&cst);
+    if (gouts && targets) {
+        for (int j = 0; j < gg->n_out; j++) gouts[j] = (df_output){(df_node *)gg->nodes[gg->outs[j].node], gg->outs[j].out};
+        for (int p = 0; p < n_s; p++) targets[p] = (df_node *)gg->nodes[p];
+        gg->sub = df__compile(b->ss, b->g, b->ext, b->n_ext, gouts, gg->n_out, targets, n_s, b->d, &cst);
+    }
+    DF_FREE(gouts); DF_FREE(targets);
+    int fine = gg->sub != NULL;
+    for (int i = 0; fine && i < gg->sub->n_items; i++) {
+        df__xitem *it = &gg->sub->items[i];
+        if (it->kind == DF__X_FETCH) fine = it->frame == 0;
+        if (it->kind == DF__X_FETCH || it->kind == DF__X_FEED) it->flags &= (uint16_t)~DF__XF_DEVICE_VALUE;   /* (no copies) */
+    }
+    if (!fine) {
+        if (getenv("DF_CUDA_GRAPHS_DEBUG")) fprintf(stderr, "dataflow: no CUDA graph on %s: its loops do not compile alone: %s\n", b->d->name, cst.code ? cst.message : "a value leaves from inside a loop");
+        return 0;
+    }
+    return 1;
+}
+
+/* the node: inputs ext, outputs gg->outs, control inputs the members' from outside; added to
+   the partition's graph, it owns gg. Also allocates `all`. 0 when out of memory. */
+static int df__gg_add_node(df__gg_build *b) {
+    df_graph *g = b->g;
+    df__gg *gg = b->gg;
+    int n_ext = b->n_ext;
+    const int32_t *pos = b->pos;
+    df_node *node = b->node = (df_node *)DF_MALLOC(sizeof *node);
+    if (!node) return 0;
     memset(node, 0, sizeof *node);
     node->op = df__op_lookup("_GpuGraph");
     node->name = df__pgraph_name(g, "_gpu_graph");
-    node->device = df__strdup(d->name);
+    node->device = df__strdup(b->d->name);
     node->inputs = (df_output *)DF_MALLOC((size_t)(n_ext + 1) * sizeof(df_output));
     node->out_types = (df_dtype *)DF_MALLOC((size_t)(gg->n_out + 1) * sizeof(df_dtype));
     node->out_shapes = (df__shape *)DF_MALLOC((size_t)(gg->n_out + 1) * sizeof(df__shape));
@@ -892,16 +949,15 @@ static df_code df__gg_rewrite(df_session *ss, df__part *pt, const df_output *fee
     gg->static_out = (df_tensor **)DF_MALLOC((size_t)(gg->n_out + 1) * sizeof(df_tensor *));
     gg->out_owned = (unsigned char *)DF_MALLOC((size_t)gg->n_out + 1);
     gg->out_idle = (int32_t *)DF_MALLOC(((size_t)gg->n_out + 1) * sizeof(int32_t));
-    all = (df_node **)DF_MALLOC((size_t)(n + 2) * sizeof(df_node *));
+    b->all = (df_node **)DF_MALLOC((size_t)(b->n + 2) * sizeof(df_node *));
     if (!node->op || !node->name || !node->device || !node->inputs || !node->out_types || !node->out_shapes ||
-        !node->out_is_ref || !gg->sig || !gg->static_in || !gg->static_out || !gg->out_owned || !gg->out_idle || !all) {
-        DF_FREE(ext); DF_FREE(out_of); goto oom;
-    }
+        !node->out_is_ref || !gg->sig || !gg->static_in || !gg->static_out || !gg->out_owned || !gg->out_idle || !b->all)
+        return 0;
     memset(gg->sig, 0, (size_t)(n_ext + 1) * sizeof(df__gg_sig));
     for (int j = 0; j < n_ext; j++) gg->sig[j].rank = -1;
     memset(gg->static_in, 0, (size_t)(n_ext + 1) * sizeof(df_tensor *));
     memset(gg->static_out, 0, (size_t)(gg->n_out + 1) * sizeof(df_tensor *));
-    memcpy(node->inputs, ext, (size_t)n_ext * sizeof(df_output));
+    memcpy(node->inputs, b->ext, (size_t)n_ext * sizeof(df_output));
     node->n_inputs = n_ext;
     node->n_outputs = gg->n_out;
     for (int j = 0; j < gg->n_out; j++) {
@@ -911,18 +967,28 @@ static df_code df__gg_rewrite(df_session *ss, df__part *pt, const df_output *fee
         node->out_shapes[j] = x->out_shapes[o];
         node->out_is_ref[j] = x->out_is_ref[o];
     }
-    DF_FREE(ext);
-    for (int p = 0; p < n_s; p++) {
+    DF_FREE(b->ext);
+    b->ext = NULL;
+    for (int p = 0; p < b->n_s; p++) {
         const df_node *x = gg->nodes[p];
         for (int k = 0; k < x->n_controls; k++)
-            if (pos[x->controls[k]->id] < 0 && !df__node_add_control(node, x->controls[k])) { DF_FREE(out_of); goto oom; }
+            if (pos[x->controls[k]->id] < 0 && !df__node_add_control(node, x->controls[k])) return 0;
     }
-    if (!df__pgraph_add(g, node)) { DF_FREE(out_of); goto oom; }
+    if (!df__pgraph_add(g, node)) return 0;
     node->gg = gg;
-    /* outside nodes read the node's outputs and wait for it instead of the members */
-    for (int i = 0; i < n; i++) {
+    return 1;
+}
+
+/* outside nodes read the node's outputs and wait for it instead of the members; the fetches
+   too */
+static void df__gg_redirect_readers(df__gg_build *b) {
+    df_graph *g = b->g;
+    df_node *node = b->node;
+    const df__gg *gg = b->gg;
+    const int32_t *pos = b->pos, *out_of = b->out_of;
+    for (int i = 0; i < b->n; i++) {
         df_node *x = g->nodes[i];
-        if (in_s[i]) continue;
+        if (b->in_s[i]) continue;
         for (int k = 0; k < x->n_inputs; k++) {
             df_output *o = &x->inputs[k];
             if (pos[o->node->id] >= 0) { int v = gg->val_start[pos[o->node->id]] + o->index; *o = (df_output){node, out_of[v]}; }
@@ -934,29 +1000,75 @@ static df_code df__gg_rewrite(df_session *ss, df__part *pt, const df_output *fee
         }
         x->n_controls = w;
     }
-    for (int f = 0; f < n_fetches; f++)
-        if (fetches[f].node != node && pos[fetches[f].node->id] >= 0) {
-            int v = gg->val_start[pos[fetches[f].node->id]] + fetches[f].index;
-            fetches[f] = (df_output){node, out_of[v]};
+    for (int f = 0; f < b->n_fetches; f++)
+        if (b->fetches[f].node != node && pos[b->fetches[f].node->id] >= 0) {
+            int v = gg->val_start[pos[b->fetches[f].node->id]] + b->fetches[f].index;
+            b->fetches[f] = (df_output){node, out_of[v]};
         }
-    DF_FREE(out_of);
+}
+
+/* what the partition compiles: the nodes neither fed nor members, then the node; returns how
+   many */
+static int df__gg_list_to_compile(df__gg_build *b) {
+    const df_graph *g = b->g;
     int n_all = 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < b->n; i++) {
         int fed = 0;
-        for (int f = 0; f < n_feeds && !fed; f++) fed = feeds[f].node == g->nodes[i];
-        if (!fed && !in_s[i]) all[n_all++] = g->nodes[i];
+        for (int f = 0; f < b->n_feeds && !fed; f++) fed = b->feeds[f].node == g->nodes[i];
+        if (!fed && !b->in_s[i]) b->all[n_all++] = g->nodes[i];
     }
-    all[n_all++] = node;
-    *all_out = all; *n_all_out = n_all;
-    DF_FREE(in_s); DF_FREE(order); DF_FREE(deg);
+    b->all[n_all++] = b->node;
+    return n_all;
+}
+
+/* Makes partition pt's GPU graph node when its nodes allow one (see above); `fetches` (the
+   partition's) are redirected to the node's outputs. *all receives the nodes to compile. */
+static df_code df__gg_rewrite(df_session *ss, df__part *pt, const df_output *feeds, int n_feeds, df_output *fetches, int n_fetches,
+                              df_node ***all_out, int *n_all_out, df_status *st) {
+    df__gg_build b;
+    memset(&b, 0, sizeof b);
+    b.ss = ss; b.g = pt->g; b.d = pt->dev;
+    b.feeds = feeds; b.n_feeds = n_feeds; b.fetches = fetches; b.n_fetches = n_fetches;
+    int n = b.n = b.g->n_nodes, n_ordered = 0;
+    *all_out = NULL; *n_all_out = 0;
+    b.in_s = (unsigned char *)DF_MALLOC((size_t)n + 1);
+    b.order = (int32_t *)DF_MALLOC(((size_t)n + 1) * sizeof(int32_t));   /* node id -> position, then back */
+    b.deg = (int32_t *)DF_MALLOC(((size_t)n + 1) * sizeof(int32_t));
+    if (!b.in_s || !b.order || !b.deg) goto oom;
+    if (!df__gg_pick_members(&b)) goto none;
+    df__gg_place_device_pairs(&b);
+    if (b.loops && b.pairs) {      /* (the loop's executor below has no rendezvous for the pair) */
+        if (getenv("DF_CUDA_GRAPHS_DEBUG")) fprintf(stderr, "dataflow: no CUDA graph on %s: loops and a Send/Recv pair within the device\n", b.d->name);
+        goto none;
+    }
+    if (getenv("DF_CUDA_GRAPHS_DEBUG")) {
+        fprintf(stderr, "dataflow: GPU graph of %d of %d nodes on %s; outside:", b.n_s, n, b.d->name);
+        for (int i = 0; i < n && i < 4000; i++) if (!b.in_s[i]) fprintf(stderr, " %s(%s)", b.g->nodes[i]->name, b.g->nodes[i]->op->name);
+        fprintf(stderr, "\n");
+    }
+    if (b.n_s < 2) goto none;
+    if ((n_ordered = df__gg_order_members(&b)) < 0) goto oom;
+    if (n_ordered != b.n_s) goto none;                           /* (a cycle: leave it to the executor) */
+    if (!df__gg_make_tables(&b) || !df__gg_find_outputs(&b)) goto oom;
+    if (!df__gg_memory_types(&b)) goto none;
+    if (b.pred_pairs) { if (!df__gg_plan_predicate_loop(&b)) goto none; }
+    else if (b.loops && !df__gg_compile_loops(&b)) goto none;
+    if (!df__gg_add_node(&b)) goto oom;
+    df__gg_redirect_readers(&b);
+    DF_FREE(b.out_of);
+    *n_all_out = df__gg_list_to_compile(&b);
+    *all_out = b.all;
+    DF_FREE(b.in_s); DF_FREE(b.order); DF_FREE(b.deg);
     return DF_OK;
 none:
-    DF_FREE(in_s); DF_FREE(order); DF_FREE(deg);
+    DF_FREE(b.ext); DF_FREE(b.out_of); df__gg_free(b.gg);
+    DF_FREE(b.in_s); DF_FREE(b.order); DF_FREE(b.deg);
     return DF_OK;
 oom:
-    if (node && !node->gg) { df__node_free(node); node = NULL; }
-    df__gg_free(gg);
-    DF_FREE(all); DF_FREE(in_s); DF_FREE(order); DF_FREE(deg);
+    DF_FREE(b.ext); DF_FREE(b.out_of);
+    if (b.node && !b.node->gg) df__node_free(b.node);
+    df__gg_free(b.gg);
+    DF_FREE(b.all); DF_FREE(b.in_s); DF_FREE(b.order); DF_FREE(b.deg);
     return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a GPU graph");
 }
 #endif /* DATAFLOW_CUDA */

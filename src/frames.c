@@ -50,14 +50,10 @@ static int df__frame_find_or_add(df__exec *x, const char *name, int parent, df_s
     return x->n_frames++;
 }
 
-/* Items, in-edges and out-edges are in place (x->edges holds out-edges by source; in-degree is
-   n_inputs + n_control_in). Assigns frames, validates, lays out counts. */
-static df_code df__analyze_frames(df__exec *x, df_status *st) {
+/* 1. cycles not through NextIteration (Kahn's algorithm ignoring NextIteration's out-edges):
+   queue receives the items in that topological order (indeg is scratch). */
+static df_code df__frames_topo_order(const df__exec *x, int32_t *indeg, int32_t *queue, df_status *st) {
     int n = x->n_items;
-    int32_t *indeg = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
-    int32_t *queue = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
-    if (!indeg || !queue) { DF_FREE(indeg); DF_FREE(queue); return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis"); }
-    /* 1. cycles not through NextIteration (Kahn's algorithm ignoring NextIteration's out-edges) */
     for (int i = 0; i < n; i++) indeg[i] = 0;
     for (int i = 0; i < n; i++)
         if (x->items[i].kind != DF__X_NEXT)
@@ -75,52 +71,59 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
     if (tail < n) {
         int bad = -1;
         for (int i = 0; i < n && bad < 0; i++) if (indeg[i] > 0) bad = i;
-        DF_FREE(indeg); DF_FREE(queue);
         return df_status_set(st, DF_INVALID_ARGUMENT, "The graph has a cycle that does not go through a "
                              "NextIteration node; it includes {{node %s}}", df__item_name(x, bad));
     }
-    /* Renumber items in that order: the executor runs nodes roughly breadth first, so items,
-       edges and counts are then read nearly sequentially (it matters for big graphs). */
-    {
-        df__xitem *items = (df__xitem *)DF_MALLOC((size_t)(n + 1) * sizeof(df__xitem));
-        df__xedge *edges = (df__xedge *)DF_MALLOC((size_t)(x->n_edges + 1) * sizeof(df__xedge));
-        int32_t *renum = indeg;                        /* reused: old index -> new index */
-        if (!items || !edges) {
-            DF_FREE(items); DF_FREE(edges); DF_FREE(indeg); DF_FREE(queue);
+    return DF_OK;
+}
+
+/* Renumber items in that order: the executor runs nodes roughly breadth first, so items,
+   edges and counts are then read nearly sequentially (it matters for big graphs). renum is
+   scratch; queue becomes the identity. */
+static df_code df__frames_renumber(df__exec *x, int32_t *renum, int32_t *queue, df_status *st) {
+    int n = x->n_items;
+    df__xitem *items = (df__xitem *)DF_MALLOC((size_t)(n + 1) * sizeof(df__xitem));
+    df__xedge *edges = (df__xedge *)DF_MALLOC((size_t)(x->n_edges + 1) * sizeof(df__xedge));
+    if (!items || !edges) {
+        DF_FREE(items); DF_FREE(edges);
+        return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis");
+    }
+    for (int k = 0; k < n; k++) renum[queue[k]] = k;
+    if (x->host_out) {                             /* (queue holds old indices until below) */
+        uint32_t *ho = (uint32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(uint32_t));
+        if (!ho) {
+            DF_FREE(items); DF_FREE(edges);
             return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis");
         }
-        for (int k = 0; k < n; k++) renum[queue[k]] = k;
-        if (x->host_out) {                             /* (queue holds old indices until below) */
-            uint32_t *ho = (uint32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(uint32_t));
-            if (!ho) {
-                DF_FREE(items); DF_FREE(edges); DF_FREE(indeg); DF_FREE(queue);
-                return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis");
-            }
-            for (int k = 0; k < n; k++) ho[k] = x->host_out[queue[k]];
-            ho[n] = ~0u;
-            DF_FREE(x->host_out);
-            x->host_out = ho;
-        }
-        int at = 0;
-        for (int k = 0; k < n; k++) {
-            const df__xitem *old = &x->items[queue[k]];
-            items[k] = *old;
-            items[k].edge_start = at;
-            for (int e = 0; e < old->n_edges; e++) {
-                edges[at] = x->edges[old->edge_start + e];
-                edges[at].dst = renum[edges[at].dst];
-                at++;
-            }
-            queue[k] = k;
-        }
-        DF_FREE(x->items); DF_FREE(x->edges);
-        x->items = items;
-        x->edges = edges;
+        for (int k = 0; k < n; k++) ho[k] = x->host_out[queue[k]];
+        ho[n] = ~0u;
+        DF_FREE(x->host_out);
+        x->host_out = ho;
     }
-    /* 2. frames, in that topological order: an item's frame comes from its inputs (an Enter's
-       consumers are in the Enter's frame, an Exit's in the parent), so a node whose inputs
-       disagree is found at the node itself. Back edges from NextIteration are checked after. */
-    if (df__frame_find_or_add(x, "", 0, st, "") != 0) { DF_FREE(indeg); DF_FREE(queue); return st->code; }
+    int at = 0;
+    for (int k = 0; k < n; k++) {
+        const df__xitem *old = &x->items[queue[k]];
+        items[k] = *old;
+        items[k].edge_start = at;
+        for (int e = 0; e < old->n_edges; e++) {
+            edges[at] = x->edges[old->edge_start + e];
+            edges[at].dst = renum[edges[at].dst];
+            at++;
+        }
+        queue[k] = k;
+    }
+    DF_FREE(x->items); DF_FREE(x->edges);
+    x->items = items;
+    x->edges = edges;
+    return DF_OK;
+}
+
+/* 2. frames, in that topological order: an item's frame comes from its inputs (an Enter's
+   consumers are in the Enter's frame, an Exit's in the parent), so a node whose inputs
+   disagree is found at the node itself. Back edges from NextIteration are checked after. */
+static df_code df__frames_assign(df__exec *x, const int32_t *queue, df_status *st) {
+    int n = x->n_items;
+    if (df__frame_find_or_add(x, "", 0, st, "") != 0) return st->code;
     for (int i = 0; i < n; i++) x->items[i].frame = x->items[i].kind == DF__X_FETCH ? 0 : -1;   /* (fetches: the root frame) */
     df_code code = DF_OK;
     for (int q = 0; q < n && !code; q++) {
@@ -164,6 +167,14 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
                     x->frames[out_frame].name, x->frames[dst->frame].name, df__item_name(x, d));
         }
     }
+    return code;
+}
+
+/* The walk above skips NextIteration's out-edges: they must go into Merges of the same frame,
+   and every item must have been reached. */
+static df_code df__frames_check_back_edges(const df__exec *x, df_status *st) {
+    int n = x->n_items;
+    df_code code = DF_OK;
     for (int i = 0; i < n && !code; i++) {      /* a NextIteration in a loop is its back edge: into Merges */
         const df__xitem *it = &x->items[i];
         if (it->kind != DF__X_NEXT || it->frame <= 0) continue;
@@ -191,6 +202,14 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
             }
         }
     }
+    return code;
+}
+
+/* Each frame learns its loop's parts (counters, Exits, the one LoopCond, Enters and their
+   parallel_iterations); the loop-only nodes that ended up in the root frame are rejected. */
+static df_code df__frames_collect_loop_parts(df__exec *x, df_status *st) {
+    int n = x->n_items;
+    df_code code = DF_OK;
     for (int i = 0; i < n && !code; i++) {
         df__xitem *it = &x->items[i];
         if ((it->kind == DF__X_EXIT || it->kind == DF__X_COUNT) && it->frame == 0)
@@ -224,10 +243,12 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
             if (par > f->parallel_iterations) f->parallel_iterations = (int)DF__MIN(par, 1 << 20);
         }
     }
-    DF_FREE(indeg);
-    DF_FREE(queue);
-    if (code) return code;
-    /* 3. layout: local ids, input slots and initial counts per frame */
+    return code;
+}
+
+/* 3. layout: local ids, input slots and initial counts per frame */
+static df_code df__frames_layout(df__exec *x, df_status *st) {
+    int n = x->n_items;
     for (int i = 0; i < n; i++) {
         df__xitem *it = &x->items[i];
         df__sframe *sf = &x->frames[it->frame];
@@ -245,8 +266,14 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
         c->dead = 0;
         c->pending = it->kind == DF__X_MERGE ? 1 + 2 * it->n_control_in : it->n_inputs + it->n_control_in;
     }
-    /* data edges: absolute input slot in the destination's frame; the last data edge reading
-       each output may take the producer's reference instead of adding one */
+    return DF_OK;
+}
+
+/* data edges: absolute input slot in the destination's frame; the last data edge reading
+   each output may take the producer's reference instead of adding one. Then the items'
+   flags the executor's fast paths test. */
+static df_code df__frames_mark_edges(df__exec *x, df_status *st) {
+    int n = x->n_items;
     int max_out = 1;
     for (int i = 0; i < n; i++) max_out = DF__MAX(max_out, x->items[i].n_outputs);
     int32_t *seen = (int32_t *)DF_MALLOC((size_t)max_out * sizeof(int32_t));  /* item that last saw output k */
@@ -279,4 +306,23 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
                 break;
             }
     return DF_OK;
+}
+
+/* Items, in-edges and out-edges are in place (x->edges holds out-edges by source; in-degree is
+   n_inputs + n_control_in). Assigns frames, validates, lays out counts. */
+static df_code df__analyze_frames(df__exec *x, df_status *st) {
+    int n = x->n_items;
+    int32_t *indeg = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    int32_t *queue = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    if (!indeg || !queue) { DF_FREE(indeg); DF_FREE(queue); return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory in frame analysis"); }
+    df_code code = df__frames_topo_order(x, indeg, queue, st);
+    if (!code) code = df__frames_renumber(x, indeg, queue, st);      /* (indeg reused: old index -> new) */
+    if (!code) code = df__frames_assign(x, queue, st);
+    if (!code) code = df__frames_check_back_edges(x, st);
+    if (!code) code = df__frames_collect_loop_parts(x, st);
+    DF_FREE(indeg);
+    DF_FREE(queue);
+    if (code) return code;
+    if ((code = df__frames_layout(x, st)) != DF_OK) return code;
+    return df__frames_mark_edges(x, st);
 }
