@@ -392,6 +392,9 @@ run_tests() {
     else
         failed=$((failed + 1)); echo "FAIL build: allocation faults (tests/fault; logs: build/fault[0-3].log)"; echo "$faults" | head -40 | sed 's/^/    /'
     fi
+    # CUDA graphs on the emulated GPU with each allocation failing in turn (tests/fault).
+    step "CUDA graphs: every allocation failing in turn on the emulated GPU (tests/fault/test_cuda_graph_faults.c)" sh -c \
+        "$CC -std=c11 -g -O1 $WARN -DDATAFLOW_CUDA -I. tests/fault/test_cuda_graph_faults.c tests/cuda/gpu_emulator.c -o build/cuda_graph_faults $LIBS && ./build/cuda_graph_faults >build/cuda_graph_faults.log 2>&1 || { grep -m 20 '^FAIL' build/cuda_graph_faults.log; tail -n 1 build/cuda_graph_faults.log; exit 1; }"
     local host=build/gpu/host emu=build/gpu/emulated
     step "GPU objects compile (dataflow.c -DDATAFLOW_CUDA -O1$([ $with_cuda = 1 ] && echo ", the GPU device's tests"))" gpu_wait $gpu_job $host build/gpu/host.log
     if command -v nvcc >/dev/null 2>&1; then

@@ -15090,7 +15090,7 @@ static void df__gg_drop(df__gg *gg) {      /* forgets the captured graph and wha
     if (gg->exec) df_cuda_graph_free((df_cuda *)gg->dev->gpu, gg->exec);
     gg->exec = NULL;
     for (int j = 0; j < gg->n_in; j++) { df_tensor_release(gg->static_in[j]); gg->static_in[j] = NULL; }
-    for (int j = 0; j < gg->n_out; j++) { df_tensor_release(gg->static_out[j]); gg->static_out[j] = NULL; }
+    for (int j = 0; gg->static_out && j < gg->n_out; j++) { df_tensor_release(gg->static_out[j]); gg->static_out[j] = NULL; }
     for (int i = 0; i < gg->held.n; i++) df_tensor_release(gg->held.v[i]);
     gg->held.n = 0; gg->held.failed = 0;
     gg->n_vars = 0;
@@ -15240,11 +15240,9 @@ static int df__gg_run(df__kctx *c, df__gg *gg, df_tensor *const *in, df_tensor *
     df_tensor **kin = (df_tensor **)DF_MALLOC((size_t)gg->max_io * sizeof(df_tensor *));
     df_tensor **kout = (df_tensor **)DF_MALLOC((size_t)gg->max_io * sizeof(df_tensor *));
     int ok = vals && left && kin && kout;
+    if (vals) memset(vals, 0, (size_t)gg->n_values * sizeof(df_tensor *));   /* (released below either way) */
     if (!ok) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory running a GPU graph's nodes");
-    else {
-        memset(vals, 0, (size_t)gg->n_values * sizeof(df_tensor *));
-        memcpy(left, gg->uses, (size_t)gg->n_values * sizeof(int32_t));
-    }
+    else memcpy(left, gg->uses, (size_t)gg->n_values * sizeof(int32_t));
     for (int i = 0; ok && i < gg->n_nodes; i++) {
         const df_node *n = gg->nodes[i];
         const df__gg_src *src = gg->srcs + gg->in_start[i];
@@ -15454,11 +15452,9 @@ static int df__gg_run_loop(df__kctx *c, df__gg *gg, df_tensor *const *in, df_ten
     df_tensor **kout = (df_tensor **)DF_MALLOC((size_t)gg->max_io * sizeof(df_tensor *));
     df_tensor **cur = (df_tensor **)DF_MALLOC((size_t)(2 * nv + 1) * sizeof(df_tensor *)), **stage = cur ? cur + nv : NULL;
     int ok = vals && kin && kout && cur;
+    if (vals) memset(vals, 0, (size_t)gg->n_values * sizeof(df_tensor *));   /* (released below either way) */
+    if (cur) memset(cur, 0, (size_t)(2 * nv) * sizeof(df_tensor *));
     if (!ok) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory running a GPU graph's loop");
-    else {
-        memset(vals, 0, (size_t)gg->n_values * sizeof(df_tensor *));
-        memset(cur, 0, (size_t)(2 * nv) * sizeof(df_tensor *));
-    }
 #define DF__GL_VAL(a) ((a).node < 0 ? in[(a).out] : vals[gg->val_start[(a).node] + (a).out])
 #define DF__GL_SET(p, t) do { int v_ = gg->val_start[p]; df_tensor_release(vals[v_]); vals[v_] = df_tensor_retain(t); } while (0)
     for (int p = 0; ok && p < n; p++) if (L->phase[p] == DF__GL_PRE) ok = df__gg_node(c, gg, p, in, vals, kin, kout, record);
@@ -16017,13 +16013,16 @@ static int df__gg_add_node(df__gg_build *b) {
     gg->out_owned = (unsigned char *)DF_MALLOC((size_t)gg->n_out + 1);
     gg->out_idle = (int32_t *)DF_MALLOC(((size_t)gg->n_out + 1) * sizeof(int32_t));
     b->all = (df_node **)DF_MALLOC((size_t)(b->n + 2) * sizeof(df_node *));
+    /* zeroed before the check: on out of memory df__gg_free releases what these arrays hold */
+    if (gg->sig) {
+        memset(gg->sig, 0, (size_t)(n_ext + 1) * sizeof(df__gg_sig));
+        for (int j = 0; j < n_ext; j++) gg->sig[j].rank = -1;
+    }
+    if (gg->static_in) memset(gg->static_in, 0, (size_t)(n_ext + 1) * sizeof(df_tensor *));
+    if (gg->static_out) memset(gg->static_out, 0, (size_t)(gg->n_out + 1) * sizeof(df_tensor *));
     if (!node->op || !node->name || !node->device || !node->inputs || !node->out_types || !node->out_shapes ||
         !node->out_is_ref || !gg->sig || !gg->static_in || !gg->static_out || !gg->out_owned || !gg->out_idle || !b->all)
         return 0;
-    memset(gg->sig, 0, (size_t)(n_ext + 1) * sizeof(df__gg_sig));
-    for (int j = 0; j < n_ext; j++) gg->sig[j].rank = -1;
-    memset(gg->static_in, 0, (size_t)(n_ext + 1) * sizeof(df_tensor *));
-    memset(gg->static_out, 0, (size_t)(gg->n_out + 1) * sizeof(df_tensor *));
     memcpy(node->inputs, b->ext, (size_t)n_ext * sizeof(df_output));
     node->n_inputs = n_ext;
     node->n_outputs = gg->n_out;
