@@ -4427,13 +4427,23 @@ static df__shape df__shape_relax(const df__shape *a, const df__shape *b) {
     return r;
 }
 
-df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_cond_fn cond,
-                      df_loop_body_fn body, void *user, const df_while_options *opts,
-                      df_output *outs) {
-    for (int i = 0; outs && i < n_vars; i++) outs[i].node = NULL, outs[i].index = 0;
-    if (!g) return DF_INVALID_ARGUMENT;
-    if (g->status.code) return g->status.code;
-    if (g->fn_parent) return df_while(g, n_vars, init, cond, body, user, opts, outs);   /* in a function: While */
+/* What the phases of df_while_loop share: the loop's context and, per loop variable (the
+   iteration counter first when there is one), the tensors each phase makes for the next. */
+typedef struct df__while_build {
+    df_graph *g;
+    df__ctx *C, *outer;          /* the loop's context and the one it is built in */
+    int n, has_counter;          /* n counts the counter too */
+    int parallel_iterations;
+    int64_t max_iter;            /* 0: no limit */
+    const char *base;            /* the name its scope is made unique from */
+    df_output *vals, *merges, *switches, *body_in, *next;
+} df__while_build;
+
+/* Arguments are checked before anything is made, so that a bad call leaves the graph as it was
+   apart from its status. Fills the options part of w. */
+static df_code df__while_check_args(df__while_build *w, int n_vars, const df_output *init, df_loop_cond_fn cond,
+                                    df_loop_body_fn body, const df_while_options *opts, df_output *outs) {
+    df_graph *g = w->g;
     if (n_vars < 1 || !init || !cond || !body || !outs)
         return df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: bad arguments (n_vars %d must be "
                                ">= 1; init, cond, body and outs must be set)", n_vars);
@@ -4453,36 +4463,32 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
     const char *base = opts && opts->name && *opts->name ? opts->name : "while";
     if (!df__valid_node_name(base))
         return df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: invalid name '%s'", base);
-    char scope[96];
-    if (!df__unique_scope(g, base, scope, sizeof scope))
-        return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
-    df_graph_push_name_scope(g, scope);
-    df__ctx *outer = g->ctx;
-    int has_counter = max_iter > 0;
-    int n = n_vars + has_counter;
-    df_output *mem = (df_output *)DF_MALLOC((size_t)(5 * n + 2) * sizeof(df_output));
-    df__ctx *C = mem ? df__ctx_new(g, DF__CTX_WHILE) : NULL;
-    if (!mem || !C) {
-        DF_FREE(mem);
-        df_graph_pop_name_scope(g);
-        return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
-    }
-    memset(mem, 0, (size_t)(5 * n + 2) * sizeof(df_output));
-    df_output *vals = mem, *merges = mem + n, *switches = mem + 2 * n, *body_in = mem + 3 * n,
-              *next = mem + 4 * n;
+    w->parallel_iterations = par;
+    w->max_iter = max_iter;
+    w->base = base;
+    return DF_OK;
+}
+
+/* The context records what the loop's Enters name (frame, parallel_iterations) and what its
+   gradient needs (the body, and its nodes per variable). An allocation that fails here is
+   recorded on the graph, and the phases after it make nothing. */
+static void df__while_init_ctx(df__while_build *w, df_loop_body_fn body, void *user, const df_while_options *opts) {
+    df_graph *g = w->g;
+    df__ctx *C = w->C;
+    int n = w->n;
     const char *full = df__scope(g);
     size_t len = strlen(full);
     C->frame_name = (char *)DF_MALLOC(len + 1);
     if (C->frame_name) { memcpy(C->frame_name, full, len); C->frame_name[len ? len - 1 : 0] = 0; }
     else df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
-    C->parallel_iterations = par;
+    C->parallel_iterations = w->parallel_iterations;
     C->grad_of = g->next_grad_of;
     g->next_grad_of = NULL;
     C->swap_memory = opts ? opts->swap_memory : 0;
     C->checkpoint_every = opts && opts->checkpoint_every > 0 ? opts->checkpoint_every : 0;
     C->body_fn = body; C->user = user;
     C->n_vars = n;
-    C->has_counter = has_counter;
+    C->has_counter = w->has_counter;
     C->enters = (df_node **)DF_MALLOC((size_t)(6 * n) * sizeof(df_node *));
     if (C->enters) {
         memset(C->enters, 0, (size_t)(6 * n) * sizeof(df_node *));
@@ -4491,117 +4497,191 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
     } else {
         df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
     }
+}
 
+/* Each variable enters the loop's frame once, and a Merge picks the entering value on the first
+   iteration and the NextIteration's (wired later) after it. */
+static void df__while_enter_vars(df__while_build *w, const df_output *init, int n_vars) {
+    df_graph *g = w->g;
+    df__ctx *C = w->C;
     /* Initial values, valid in the outer context. */
-    if (has_counter) {
+    if (w->has_counter) {
         df_output zero = df_scalar_i64(g, 0);
-        vals[0] = zero;
+        w->vals[0] = zero;
     }
     for (int i = 0; i < n_vars && !g->status.code; i++)
-        vals[has_counter + i] = outer ? df__ctx_capture(g, outer, init[i]) : init[i];
+        w->vals[w->has_counter + i] = w->outer ? df__ctx_capture(g, w->outer, init[i]) : init[i];
     /* Enter and Merge per variable. */
-    for (int i = 0; i < n && !g->status.code; i++) {
-        df_node *e = df__make_enter(g, C, vals[i], 0);
+    for (int i = 0; i < w->n && !g->status.code; i++) {
+        df_node *e = df__make_enter(g, C, w->vals[i], 0);
         if (!e) break;
         df_output ev = {e, 0}, pair[2] = {ev, ev};
         df_node *m = df__raw_op(g, C, "Merge", pair, 2, 1);
         if (!m) break;
         m->cf_part = 1;
         C->enters[i] = e; C->merges[i] = m;
-        merges[i].node = m;
-        merges[i].index = 0;
+        w->merges[i].node = m;
+        w->merges[i].index = 0;
     }
-    if (!g->status.code) {
-        C->pivot_for_pred = merges[0].node;
-        g->ctx = C;
-        df_output c = cond(g, user, merges + has_counter);
-        g->ctx = outer;
-        if (!g->status.code && (!df__output_valid(c) || c.node->graph != g))
-            df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: cond returned a NULL or invalid tensor");
-        if (!g->status.code) {
-            g->ctx = C;
-            c = df__ctx_capture(g, C, c);
-            if (!g->status.code && df__check_pred(g, c, "df_while_loop cond") == DF_OK && has_counter) {
-                df_output limit = df_scalar_i64(g, max_iter);
-                df_output lt = df_less(g, merges[0], limit);
-                c = df_logical_and(g, lt, c);
-            }
-            g->ctx = outer;
-        }
-        df_node *lc = g->status.code ? NULL : df__raw_op(g, C, "LoopCond", &c, 1, 0);
-        if (lc) { lc->cf_part = 1; C->loop_cond = lc; }
-        for (int i = 0; i < n && lc; i++) {
-            df_output lcv = {lc, 0}, ins[2] = {merges[i], lcv};
-            df_node *sw = df__raw_op(g, C, "Switch", ins, 2, 0);
-            if (!sw) break;
-            switches[i].node = sw;
-            df_output t = {sw, 1};
-            sw->cf_part = 1;
-            C->switches[i] = sw;
-            if (C->grad_of && i > 0) {          /* gradient loops: only the pivot needs an Identity */
-                C->bodies[i] = sw;
-                body_in[i] = t;
-                continue;
-            }
-            df_node *id = df__raw_op(g, C, "Identity", &t, 1, 0);
-            if (!id) break;
-            id->cf_part = 1;
-            C->bodies[i] = id;
-            body_in[i].node = id;
-            if (i == 0) C->pivot_for_body = id;
-        }
-    }
-    if (!g->status.code) {
-        g->ctx = C;
-        body(g, user, body_in + has_counter, next + has_counter);
-        if (has_counter && !g->status.code) next[0] = df_add(g, body_in[0], df_scalar_i64(g, 1));
-        for (int i = 0; i < n && !g->status.code; i++) {
-            if (!df__output_valid(next[i]) || next[i].node->graph != g) {
-                df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: the body left output %d NULL or "
-                                "invalid", i - has_counter);
-                break;
-            }
-            next[i] = df__ctx_capture(g, C, next[i]);
-            if (!next[i].node) break;
-            if (df_output_dtype(next[i]) != df_output_dtype(merges[i])) {
-                df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: loop variable %d enters the loop "
-                    "as %s but the body returns %s {{node %s}}", i - has_counter,
-                    df_dtype_name(df_output_dtype(merges[i])), df_dtype_name(df_output_dtype(next[i])),
-                    next[i].node->name);
-                break;
-            }
-        }
-        g->ctx = outer;
-        for (int i = 0; i < n && !g->status.code; i++) {
-            df_node *ni = df__raw_op(g, C, "NextIteration", &next[i], 1, 0);
-            if (!ni) break;
-            ni->cf_part = 1;
-            /* A NextIteration whose value may be live when the predicate is false (fed by a loop
-               invariant, or by a Merge the body made with one among its inputs) fires in the
-               dead iteration after the loop ended too, and starts iterations without end. TF
-               (_MaybeAddControlDependency) gates the first case on the pivot; here every
-               NextIteration not fed by the pivot's own branch waits for the pivot (dead when
-               the loop ends), which covers both. */
-            if (C->pivot_for_body && !df__fed_by_pivot(next[i].node, C) &&
-                !df__node_add_control(ni, C->pivot_for_body)) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); break; }
-            C->nexts[i] = ni;
-            df_output niv = {ni, 0};
-            df__shape *ms = &merges[i].node->out_shapes[0];
-            if (!df__shapes_equal(ms, &ni->out_shapes[0])) *ms = df__shape_relax(ms, &ni->out_shapes[0]);
-            df_node_update_input(g, merges[i].node, 1, niv);
-        }
-        for (int i = 0; i < n && !g->status.code; i++) {
-            df_output f = {switches[i].node, 0};
-            switches[i].node->out_shapes[0] = switches[i].node->out_shapes[1] = merges[i].node->out_shapes[0];
-            df_node *ex = df__raw_op(g, outer, "Exit", &f, 1, 0);
-            if (!ex) break;
-            ex->cf_part = 1;
-            C->exits[i] = ex;
-            ex->out_shapes[0] = merges[i].node->out_shapes[0];
-            if (i >= has_counter) { outs[i - has_counter].node = ex; outs[i - has_counter].index = 0; }
-        }
-    }
+}
+
+/* The user's predicate, and'ed with the iteration limit, becomes the LoopCond that every
+   variable's Switch reads: its true side feeds the body (through an Identity, the first of which
+   is the body's pivot), its false side the Exit. */
+static void df__while_cond_and_switches(df__while_build *w, df_loop_cond_fn cond, void *user) {
+    df_graph *g = w->g;
+    df__ctx *C = w->C, *outer = w->outer;
+    df_output *merges = w->merges;
+    C->pivot_for_pred = merges[0].node;
+    g->ctx = C;
+    df_output c = cond(g, user, merges + w->has_counter);
     g->ctx = outer;
+    if (!g->status.code && (!df__output_valid(c) || c.node->graph != g))
+        df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: cond returned a NULL or invalid tensor");
+    if (!g->status.code) {
+        g->ctx = C;
+        c = df__ctx_capture(g, C, c);
+        if (!g->status.code && df__check_pred(g, c, "df_while_loop cond") == DF_OK && w->has_counter) {
+            df_output limit = df_scalar_i64(g, w->max_iter);
+            df_output lt = df_less(g, merges[0], limit);
+            c = df_logical_and(g, lt, c);
+        }
+        g->ctx = outer;
+    }
+    df_node *lc = g->status.code ? NULL : df__raw_op(g, C, "LoopCond", &c, 1, 0);
+    if (lc) { lc->cf_part = 1; C->loop_cond = lc; }
+    for (int i = 0; i < w->n && lc; i++) {
+        df_output lcv = {lc, 0}, ins[2] = {merges[i], lcv};
+        df_node *sw = df__raw_op(g, C, "Switch", ins, 2, 0);
+        if (!sw) break;
+        w->switches[i].node = sw;
+        df_output t = {sw, 1};
+        sw->cf_part = 1;
+        C->switches[i] = sw;
+        if (C->grad_of && i > 0) {      /* gradient loops: only the pivot needs an Identity */
+            C->bodies[i] = sw;
+            w->body_in[i] = t;
+            continue;
+        }
+        df_node *id = df__raw_op(g, C, "Identity", &t, 1, 0);
+        if (!id) break;
+        id->cf_part = 1;
+        C->bodies[i] = id;
+        w->body_in[i].node = id;
+        if (i == 0) C->pivot_for_body = id;
+    }
+}
+
+/* The user's body makes the next values inside the loop; each must be a valid tensor of its
+   variable's dtype (captured into the loop if the body returned an outer one). */
+static void df__while_call_body(df__while_build *w, df_loop_body_fn body, void *user) {
+    df_graph *g = w->g;
+    df__ctx *C = w->C;
+    int has_counter = w->has_counter;
+    df_output *merges = w->merges, *next = w->next;
+    g->ctx = C;
+    body(g, user, w->body_in + has_counter, next + has_counter);
+    if (has_counter && !g->status.code) next[0] = df_add(g, w->body_in[0], df_scalar_i64(g, 1));
+    for (int i = 0; i < w->n && !g->status.code; i++) {
+        if (!df__output_valid(next[i]) || next[i].node->graph != g) {
+            df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: the body left output %d NULL or "
+                            "invalid", i - has_counter);
+            break;
+        }
+        next[i] = df__ctx_capture(g, C, next[i]);
+        if (!next[i].node) break;
+        if (df_output_dtype(next[i]) != df_output_dtype(merges[i])) {
+            df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: loop variable %d enters the loop "
+                            "as %s but the body returns %s {{node %s}}", i - has_counter,
+                            df_dtype_name(df_output_dtype(merges[i])), df_dtype_name(df_output_dtype(next[i])),
+                            next[i].node->name);
+            break;
+        }
+    }
+    g->ctx = w->outer;
+}
+
+/* The back edges: a NextIteration per variable becomes its Merge's second input, and the Merge's
+   shape relaxes to what both iterations agree on. */
+static void df__while_next_iterations(df__while_build *w) {
+    df_graph *g = w->g;
+    df__ctx *C = w->C;
+    df_output *merges = w->merges, *next = w->next;
+    for (int i = 0; i < w->n && !g->status.code; i++) {
+        df_node *ni = df__raw_op(g, C, "NextIteration", &next[i], 1, 0);
+        if (!ni) break;
+        ni->cf_part = 1;
+        /* A NextIteration whose value may be live when the predicate is false (fed by a loop
+           invariant, or by a Merge the body made with one among its inputs) fires in the
+           dead iteration after the loop ended too, and starts iterations without end. TF
+           (_MaybeAddControlDependency) gates the first case on the pivot; here every
+           NextIteration not fed by the pivot's own branch waits for the pivot (dead when
+           the loop ends), which covers both. */
+        if (C->pivot_for_body && !df__fed_by_pivot(next[i].node, C) &&
+            !df__node_add_control(ni, C->pivot_for_body)) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); break; }
+        C->nexts[i] = ni;
+        df_output niv = {ni, 0};
+        df__shape *ms = &merges[i].node->out_shapes[0];
+        if (!df__shapes_equal(ms, &ni->out_shapes[0])) *ms = df__shape_relax(ms, &ni->out_shapes[0]);
+        df_node_update_input(g, merges[i].node, 1, niv);
+    }
+}
+
+/* An Exit per variable, in the outer context, takes the Switch's false side: the loop's results
+   (the counter's Exit is made too, but not returned). */
+static void df__while_exits(df__while_build *w, df_output *outs) {
+    df_graph *g = w->g;
+    int has_counter = w->has_counter;
+    df_output *merges = w->merges, *switches = w->switches;
+    for (int i = 0; i < w->n && !g->status.code; i++) {
+        df_output f = {switches[i].node, 0};
+        switches[i].node->out_shapes[0] = switches[i].node->out_shapes[1] = merges[i].node->out_shapes[0];
+        df_node *ex = df__raw_op(g, w->outer, "Exit", &f, 1, 0);
+        if (!ex) break;
+        ex->cf_part = 1;
+        w->C->exits[i] = ex;
+        ex->out_shapes[0] = merges[i].node->out_shapes[0];
+        if (i >= has_counter) { outs[i - has_counter].node = ex; outs[i - has_counter].index = 0; }
+    }
+}
+
+df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_cond_fn cond,
+                      df_loop_body_fn body, void *user, const df_while_options *opts,
+                      df_output *outs) {
+    for (int i = 0; outs && i < n_vars; i++) outs[i].node = NULL, outs[i].index = 0;
+    if (!g) return DF_INVALID_ARGUMENT;
+    if (g->status.code) return g->status.code;
+    if (g->fn_parent) return df_while(g, n_vars, init, cond, body, user, opts, outs);   /* in a function: While */
+    df__while_build w;
+    memset(&w, 0, sizeof w);
+    w.g = g;
+    df_code code = df__while_check_args(&w, n_vars, init, cond, body, opts, outs);
+    if (code) return code;
+    char scope[96];
+    if (!df__unique_scope(g, w.base, scope, sizeof scope))
+        return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    df_graph_push_name_scope(g, scope);
+    w.outer = g->ctx;
+    w.has_counter = w.max_iter > 0;
+    int n = w.n = n_vars + w.has_counter;
+    df_output *mem = (df_output *)DF_MALLOC((size_t)(5 * n + 2) * sizeof(df_output));
+    w.C = mem ? df__ctx_new(g, DF__CTX_WHILE) : NULL;
+    if (!mem || !w.C) {
+        DF_FREE(mem);
+        df_graph_pop_name_scope(g);
+        return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    }
+    memset(mem, 0, (size_t)(5 * n + 2) * sizeof(df_output));
+    w.vals = mem; w.merges = mem + n; w.switches = mem + 2 * n; w.body_in = mem + 3 * n; w.next = mem + 4 * n;
+    df__while_init_ctx(&w, body, user, opts);
+    df__while_enter_vars(&w, init, n_vars);
+    if (!g->status.code) df__while_cond_and_switches(&w, cond, user);
+    if (!g->status.code) {
+        df__while_call_body(&w, body, user);
+        df__while_next_iterations(&w);
+        df__while_exits(&w, outs);
+    }
+    g->ctx = w.outer;
     DF_FREE(mem);
     df_graph_pop_name_scope(g);
     if (g->status.code) for (int i = 0; i < n_vars; i++) outs[i].node = NULL, outs[i].index = 0;
@@ -13633,24 +13713,31 @@ static int df__feed_index(const int *first_feed, const int *next_feed, const df_
     return -1;
 }
 
-static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds, int n_feeds, const df_output *fetches,
-                             int n_fetches, df_node *const *targets, int n_targets, const df__device *dev, df_status *st) {
-    DF__UNUSED(ss);
-    int devmem = dev && !dev->host_memory;       /* kernels of dev's type, memory types apply */
-    int nn = g->n_nodes;
-    df__exec *x = (df__exec *)DF_MALLOC(sizeof *x);
-    int *item_of = (int *)DF_MALLOC((size_t)(nn + 1) * sizeof(int));
-    int *first_feed = (int *)DF_MALLOC((size_t)(nn + 1) * sizeof(int));
-    int *next_feed = (int *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(int));
-    int *feed_item = (int *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(int));
-    int32_t *stack = (int32_t *)DF_MALLOC((size_t)(nn + 1) * sizeof(int32_t));
-    int32_t *deg = NULL;
-    if (x) memset(x, 0, sizeof *x);           /* df__exec_free reads it */
-    if (!x || !item_of || !first_feed || !next_feed || !feed_item || !stack) goto oom;
-    x->graph = g;
-    for (int i = 0; i < nn; i++) { item_of[i] = -1; first_feed[i] = -1; }
-    for (int f = 0; f < n_feeds; f++) { next_feed[f] = first_feed[feeds[f].node->id]; first_feed[feeds[f].node->id] = f; feed_item[f] = -1; }
-    /* 1. prune: walk back from fetches and targets, stopping at fed outputs */
+/* What the phases of df__compile share: the run's feeds and fetches, and the item each node and
+   feed became. The phases copy what their loops read into locals, as one function would. */
+typedef struct df__compile_state {
+    df__exec *x;
+    df_graph *g;
+    const df_output *feeds, *fetches;
+    int n_feeds, n_fetches;
+    const df__device *dev;
+    int devmem;                  /* kernels of dev's type, memory types apply */
+    int *item_of;                /* per node id: its item; -1 pruned, -2 while on the stack */
+    int *first_feed, *next_feed; /* the feeds of a node, chained (df__feed_index) */
+    int *feed_item;              /* per feed: its item; -1 while nothing reads it */
+    int32_t *stack, *deg;
+    int fetch_base;              /* fetch items come last, in fetch order */
+} df__compile_state;
+
+/* Only what the fetches and targets need runs: a walk back from them, stopping at fed outputs,
+   numbers the nodes it reaches. Returns how many items that made. */
+static int df__compile_prune(df__compile_state *s, df_node *const *targets, int n_targets) {
+    const df_graph *g = s->g;
+    const df_output *feeds = s->feeds, *fetches = s->fetches;
+    const int *first_feed = s->first_feed, *next_feed = s->next_feed;
+    int *item_of = s->item_of;
+    int32_t *stack = s->stack;
+    int n_fetches = s->n_fetches;
     int sp = 0, n_items = 0;
     for (int i = 0; i < n_fetches; i++)
         if (df__feed_index(first_feed, next_feed, feeds, fetches[i]) < 0 && item_of[fetches[i].node->id] == -1) {
@@ -13673,7 +13760,17 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
             if (item_of[n->controls[i]->id] == -1) { item_of[n->controls[i]->id] = -2; stack[sp++] = n->controls[i]->id; }
         }
     }
-    /* feed items for fed outputs that something reads */
+    return n_items;
+}
+
+/* A feed is an item only when a kept node or a fetch reads it; numbers those after the nodes.
+   Returns the item count so far. */
+static int df__compile_number_feeds(df__compile_state *s, int n_items) {
+    const df_graph *g = s->g;
+    const df_output *feeds = s->feeds, *fetches = s->fetches;
+    const int *first_feed = s->first_feed, *next_feed = s->next_feed, *item_of = s->item_of;
+    int *feed_item = s->feed_item;
+    int nn = g->n_nodes, n_fetches = s->n_fetches;
     for (int i = 0; i < nn; i++) {
         if (item_of[i] < 0) continue;
         const df_node *n = g->nodes[i];
@@ -13690,22 +13787,74 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
         int f = df__feed_index(first_feed, next_feed, feeds, fetches[i]);
         if (f >= 0 && feed_item[f] < 0) feed_item[f] = n_items++;
     }
-    int fetch_base = n_items;
-    n_items += n_fetches;
+    return n_items;
+}
+
+/* The items, zeroed, their out-degree counts, and on a device without host memory the memory
+   types of their outputs (all host until a kernel says otherwise). 0: out of memory. */
+static int df__compile_alloc_items(df__compile_state *s, int n_items) {
+    df__exec *x = s->x;
     x->n_items = n_items;
     x->items = (df__xitem *)DF_MALLOC((size_t)(n_items + 1) * sizeof(df__xitem));
-    deg = (int32_t *)DF_MALLOC((size_t)(n_items + 1) * sizeof(int32_t));
-    if (!x->items || !deg) goto oom;
+    s->deg = (int32_t *)DF_MALLOC((size_t)(n_items + 1) * sizeof(int32_t));
+    if (!x->items || !s->deg) return 0;
     memset(x->items, 0, (size_t)(n_items + 1) * sizeof(df__xitem));
-    if (devmem) {
-        if (!(x->host_out = (uint32_t *)DF_MALLOC((size_t)(n_items + 1) * sizeof(uint32_t)))) goto oom;
+    if (s->devmem) {
+        if (!(x->host_out = (uint32_t *)DF_MALLOC((size_t)(n_items + 1) * sizeof(uint32_t)))) return 0;
         for (int i = 0; i <= n_items; i++) x->host_out[i] = ~0u;
     }
+    return 1;
+}
+
+/* An item carries what the executor asks of its node on every run (kind, cost, flags), so that
+   running it never looks at the op. */
+static void df__compile_describe_item(df__exec *x, df__xitem *it, const df_node *n) {
+    unsigned f = n->op->flags;
+    it->cost = (uint8_t)DF__MIN(n->op->cost, 255.0f);
+    it->n_inputs = n->n_inputs;
+    it->n_outputs = n->n_outputs;
+    it->n_control_in = n->n_controls;
+    it->kind = (f & DF__OP_MERGE) ? DF__X_MERGE : (f & DF__OP_ENTER) ? DF__X_ENTER
+             : (f & DF__OP_LOOP_COUNT) ? DF__X_COUNT : (f & DF__OP_EXIT) ? DF__X_EXIT
+             : (f & DF__OP_NEXT_ITERATION) ? DF__X_NEXT : DF__X_NORMAL;
+    if ((f & DF__OP_ENTER) && df__attr_b(n, "is_constant", 0)) it->flags |= DF__XF_CONST_ENTER;
+    if (f & DF__OP_CONTROL_TRIGGER) it->flags |= DF__XF_CTRL_TRIGGER;
+    if (f & DF__OP_EXPENSIVE) {
+        /* Known-small static inputs (scalars in loops, say) never make a node worth a thread. */
+        int64_t work = 0;
+        for (int k = 0; k < n->n_inputs && work >= 0; k++) {
+            int64_t c = df__shape_count(&n->inputs[k].node->out_shapes[n->inputs[k].index]);
+            work = c < 0 ? -1 : work + c;
+        }
+        if (work < 0 || work >= 4096 || strstr(n->op->name, "MatMul")) it->flags |= DF__XF_EXPENSIVE;
+    }
+    if (f & DF__OP_SWITCH) it->flags |= DF__XF_SWITCH;
+    if (f & DF__OP_TRANSFER) {
+        it->flags |= DF__XF_TRANSFER;
+        it->aux = (int32_t)df__attr_i(n, "_key", -1);
+        it->child_frame = (int32_t)df__attr_i(n, "_recv_memory", -1);
+    }
+    if (f & DF__OP_LOOP_COND) it->flags |= DF__XF_LOOP_COND;
+    if (f & DF__OP_ASYNC) { it->flags |= DF__XF_ASYNC; x->has_async = 1; }
+    if (!strcmp(n->op->name, "MatMul")) it->flags |= DF__XF_MATMUL;
+    if (it->kernel == df__k_noop) it->flags |= DF__XF_NO_KERNEL;
+    for (int k = 0; k < n->n_inputs; k++)      /* (Assign's value is read: only its Ref(T) may be uninitialised) */
+        if (n->inputs[k].node->out_is_ref[n->inputs[k].index] && (!(f & DF__OP_ALLOWS_UNINIT) || (n->op->n_in > k &&
+            !n->op->in[k].is_list && !df__ref_arg(n->op, k)))) it->flags |= DF__XF_DEREF;
+}
+
+/* Each kept node's item with its kernel: on a device whose memory is not the host's, the one for
+   the device's type and its memory types. Fails when the device has no kernel for a node. */
+static df_code df__compile_node_items(df__compile_state *s, df_status *st) {
+    df__exec *x = s->x;
+    const df_graph *g = s->g;
+    const df__device *dev = s->dev;
+    const int *item_of = s->item_of;
+    int nn = g->n_nodes, devmem = s->devmem;
     for (int i = 0; i < nn; i++) {
         if (item_of[i] < 0) continue;
         const df_node *n = g->nodes[i];
         df__xitem *it = &x->items[item_of[i]];
-        unsigned f = n->op->flags;
         it->node = n;
         it->kernel = n->op->kernels[DF__DEV_CPU].fn;
         if (devmem) {
@@ -13714,42 +13863,21 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
             if (!(it->kernel = df__node_kernel(n, dev->kernel_type, NULL, &host_out, &host_only))) {
                 df_status_set(st, DF_INTERNAL, "No %s kernel for op %s (placed on %s) {{node %s}}", dev->type, n->op->name,
                               dev->name, n->name);
-                goto fail;
+                return DF_INTERNAL;
             }
             x->host_out[item_of[i]] = host_only ? ~0u : host_out;
         }
-        it->cost = (uint8_t)DF__MIN(n->op->cost, 255.0f);
-        it->n_inputs = n->n_inputs;
-        it->n_outputs = n->n_outputs;
-        it->n_control_in = n->n_controls;
-        it->kind = (f & DF__OP_MERGE) ? DF__X_MERGE : (f & DF__OP_ENTER) ? DF__X_ENTER
-                 : (f & DF__OP_LOOP_COUNT) ? DF__X_COUNT : (f & DF__OP_EXIT) ? DF__X_EXIT
-                 : (f & DF__OP_NEXT_ITERATION) ? DF__X_NEXT : DF__X_NORMAL;
-        if ((f & DF__OP_ENTER) && df__attr_b(n, "is_constant", 0)) it->flags |= DF__XF_CONST_ENTER;
-        if (f & DF__OP_CONTROL_TRIGGER) it->flags |= DF__XF_CTRL_TRIGGER;
-        if (f & DF__OP_EXPENSIVE) {
-            /* Known-small static inputs (scalars in loops, say) never make a node worth a thread. */
-            int64_t work = 0;
-            for (int k = 0; k < n->n_inputs && work >= 0; k++) {
-                int64_t c = df__shape_count(&n->inputs[k].node->out_shapes[n->inputs[k].index]);
-                work = c < 0 ? -1 : work + c;
-            }
-            if (work < 0 || work >= 4096 || strstr(n->op->name, "MatMul")) it->flags |= DF__XF_EXPENSIVE;
-        }
-        if (f & DF__OP_SWITCH) it->flags |= DF__XF_SWITCH;
-        if (f & DF__OP_TRANSFER) {
-            it->flags |= DF__XF_TRANSFER;
-            it->aux = (int32_t)df__attr_i(n, "_key", -1);
-            it->child_frame = (int32_t)df__attr_i(n, "_recv_memory", -1);
-        }
-        if (f & DF__OP_LOOP_COND) it->flags |= DF__XF_LOOP_COND;
-        if (f & DF__OP_ASYNC) { it->flags |= DF__XF_ASYNC; x->has_async = 1; }
-        if (!strcmp(n->op->name, "MatMul")) it->flags |= DF__XF_MATMUL;
-        if (it->kernel == df__k_noop) it->flags |= DF__XF_NO_KERNEL;
-        for (int k = 0; k < n->n_inputs; k++)      /* (Assign's value is read: only its Ref(T) may be uninitialised) */
-            if (n->inputs[k].node->out_is_ref[n->inputs[k].index] && (!(f & DF__OP_ALLOWS_UNINIT) || (n->op->n_in > k &&
-                !n->op->in[k].is_list && !df__ref_arg(n->op, k)))) it->flags |= DF__XF_DEREF;
+        df__compile_describe_item(x, it, n);
     }
+    return DF_OK;
+}
+
+/* Feed and fetch items stand for the caller's tensors: aux is their index in the run's arrays. */
+static void df__compile_feed_fetch_items(df__compile_state *s) {
+    df__exec *x = s->x;
+    const df_output *feeds = s->feeds, *fetches = s->fetches;
+    const int *feed_item = s->feed_item;
+    int n_feeds = s->n_feeds, n_fetches = s->n_fetches, devmem = s->devmem;
     for (int f = 0; f < n_feeds; f++) {
         if (feed_item[f] < 0) continue;
         df__xitem *it = &x->items[feed_item[f]];
@@ -13757,14 +13885,23 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
         if (devmem && df__attr_b(feeds[f].node, "_device_memory", 0)) it->flags |= DF__XF_DEVICE_VALUE;
     }
     for (int i = 0; i < n_fetches; i++) {
-        df__xitem *it = &x->items[fetch_base + i];
+        df__xitem *it = &x->items[s->fetch_base + i];
         it->kind = DF__X_FETCH; it->n_inputs = 1; it->aux = i;
         it->node = fetches[i].node; it->child_frame = fetches[i].index;
-        if (devmem && !df__out_on_host(fetches[i].node, fetches[i].index, dev)) it->flags |= DF__XF_DEVICE_VALUE;
+        if (devmem && !df__out_on_host(fetches[i].node, fetches[i].index, s->dev)) it->flags |= DF__XF_DEVICE_VALUE;
     }
-    /* 2. out-edges (CSR): count per source, then fill; data edges carry the local input slot */
-    x->n_feeds = n_feeds;
-    x->n_fetches = n_fetches;
+}
+
+/* Out-edges in CSR, so that activating a node's successors walks one array: the first pass
+   counts per source, the second fills; data edges carry the local input slot. 0: out of memory. */
+static int df__compile_edges(df__compile_state *s) {
+    df__exec *x = s->x;
+    const df_graph *g = s->g;
+    const df_output *feeds = s->feeds, *fetches = s->fetches;
+    const int *first_feed = s->first_feed, *next_feed = s->next_feed;
+    const int *item_of = s->item_of, *feed_item = s->feed_item;
+    int32_t *deg = s->deg;
+    int nn = g->n_nodes, n_items = x->n_items, n_fetches = s->n_fetches, fetch_base = s->fetch_base;
     int n_edges = 0;
     for (int i = 0; i < n_items; i++) deg[i] = 0;
 #define DF__SRC_ITEM(o, fidx) ((fidx) >= 0 ? feed_item[fidx] : item_of[(o).node->id])
@@ -13796,13 +13933,19 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
         }
         if (pass == 0) {
             x->edges = (df__xedge *)DF_MALLOC((size_t)(n_edges + 1) * sizeof(df__xedge));
-            if (!x->edges) goto oom;
+            if (!x->edges) return 0;
             x->n_edges = n_edges;
             int at = 0;
             for (int i = 0; i < n_items; i++) { x->items[i].edge_start = at; x->items[i].n_edges = 0; at += deg[i]; }
         }
     }
 #undef DF__SRC_ITEM
+    return 1;
+}
+
+/* `need`: which outputs of an item something consumes, so that no other is kept. */
+static void df__compile_need_masks(df__exec *x) {
+    int n_items = x->n_items;
     /* Data edges before control edges within each source: TF's order, and what `need` uses. */
     for (int i = 0; i < n_items; i++) {
         df__xitem *it = &x->items[i];
@@ -13812,19 +13955,63 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
         }
         if (it->n_outputs > 31 && (it->need & 0x80000000u)) it->need = 0xffffffffu;
     }
+}
+
+/* The items with no inputs at all start every step. 0: out of memory. */
+static int df__compile_roots(df__exec *x) {
+    int n_items = x->n_items;
+    x->roots = (int32_t *)DF_MALLOC((size_t)(n_items + 1) * sizeof(int32_t));
+    if (!x->roots) return 0;
+    for (int i = 0; i < n_items; i++)
+        if (x->items[i].n_inputs + x->items[i].n_control_in == 0) x->roots[x->n_roots++] = i;
+    return 1;
+}
+
+static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds, int n_feeds, const df_output *fetches,
+                             int n_fetches, df_node *const *targets, int n_targets, const df__device *dev, df_status *st) {
+    DF__UNUSED(ss);
+    df__compile_state s = {0};
+    int nn = g->n_nodes;
+    s.g = g;
+    s.feeds = feeds; s.n_feeds = n_feeds;
+    s.fetches = fetches; s.n_fetches = n_fetches;
+    s.dev = dev;
+    s.devmem = dev && !dev->host_memory;
+    df__exec *x = s.x = (df__exec *)DF_MALLOC(sizeof *x);
+    s.item_of = (int *)DF_MALLOC((size_t)(nn + 1) * sizeof(int));
+    s.first_feed = (int *)DF_MALLOC((size_t)(nn + 1) * sizeof(int));
+    s.next_feed = (int *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(int));
+    s.feed_item = (int *)DF_MALLOC((size_t)(n_feeds + 1) * sizeof(int));
+    s.stack = (int32_t *)DF_MALLOC((size_t)(nn + 1) * sizeof(int32_t));
+    if (x) memset(x, 0, sizeof *x);           /* df__exec_free reads it */
+    if (!x || !s.item_of || !s.first_feed || !s.next_feed || !s.feed_item || !s.stack) goto oom;
+    x->graph = g;
+    for (int i = 0; i < nn; i++) { s.item_of[i] = -1; s.first_feed[i] = -1; }
+    for (int f = 0; f < n_feeds; f++) {
+        s.next_feed[f] = s.first_feed[feeds[f].node->id]; s.first_feed[feeds[f].node->id] = f; s.feed_item[f] = -1;
+    }
+    /* 1. prune: walk back from fetches and targets, stopping at fed outputs; then the items */
+    int n_items = df__compile_prune(&s, targets, n_targets);
+    n_items = df__compile_number_feeds(&s, n_items);
+    s.fetch_base = n_items;
+    if (!df__compile_alloc_items(&s, n_items + n_fetches)) goto oom;
+    if (df__compile_node_items(&s, st) != DF_OK) goto fail;
+    df__compile_feed_fetch_items(&s);
+    /* 2. out-edges and the outputs each item must keep */
+    x->n_feeds = n_feeds;
+    x->n_fetches = n_fetches;
+    if (!df__compile_edges(&s)) goto oom;
+    df__compile_need_masks(x);
     /* 3. frames, validation, layout */
     if (df__analyze_frames(x, st) != DF_OK) goto fail;
     /* 4. roots */
-    x->roots = (int32_t *)DF_MALLOC((size_t)(n_items + 1) * sizeof(int32_t));
-    if (!x->roots) goto oom;
-    for (int i = 0; i < n_items; i++)
-        if (x->items[i].n_inputs + x->items[i].n_control_in == 0) x->roots[x->n_roots++] = i;
-    DF_FREE(item_of); DF_FREE(first_feed); DF_FREE(next_feed); DF_FREE(feed_item); DF_FREE(stack); DF_FREE(deg);
+    if (!df__compile_roots(x)) goto oom;
+    DF_FREE(s.item_of); DF_FREE(s.first_feed); DF_FREE(s.next_feed); DF_FREE(s.feed_item); DF_FREE(s.stack); DF_FREE(s.deg);
     return x;
 oom:
     df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory compiling the graph for a run");
 fail:
-    DF_FREE(item_of); DF_FREE(first_feed); DF_FREE(next_feed); DF_FREE(feed_item); DF_FREE(stack); DF_FREE(deg);
+    DF_FREE(s.item_of); DF_FREE(s.first_feed); DF_FREE(s.next_feed); DF_FREE(s.feed_item); DF_FREE(s.stack); DF_FREE(s.deg);
     df__exec_free(x);
     return NULL;
 }

@@ -292,13 +292,23 @@ static df__shape df__shape_relax(const df__shape *a, const df__shape *b) {
     return r;
 }
 
-df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_cond_fn cond,
-                      df_loop_body_fn body, void *user, const df_while_options *opts,
-                      df_output *outs) {
-    for (int i = 0; outs && i < n_vars; i++) outs[i].node = NULL, outs[i].index = 0;
-    if (!g) return DF_INVALID_ARGUMENT;
-    if (g->status.code) return g->status.code;
-    if (g->fn_parent) return df_while(g, n_vars, init, cond, body, user, opts, outs);   /* in a function: While */
+/* What the phases of df_while_loop share: the loop's context and, per loop variable (the
+   iteration counter first when there is one), the tensors each phase makes for the next. */
+typedef struct df__while_build {
+    df_graph *g;
+    df__ctx *C, *outer;          /* the loop's context and the one it is built in */
+    int n, has_counter;          /* n counts the counter too */
+    int parallel_iterations;
+    int64_t max_iter;            /* 0: no limit */
+    const char *base;            /* the name its scope is made unique from */
+    df_output *vals, *merges, *switches, *body_in, *next;
+} df__while_build;
+
+/* Arguments are checked before anything is made, so that a bad call leaves the graph as it was
+   apart from its status. Fills the options part of w. */
+static df_code df__while_check_args(df__while_build *w, int n_vars, const df_output *init, df_loop_cond_fn cond,
+                                    df_loop_body_fn body, const df_while_options *opts, df_output *outs) {
+    df_graph *g = w->g;
     if (n_vars < 1 || !init || !cond || !body || !outs)
         return df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: bad arguments (n_vars %d must be "
                                ">= 1; init, cond, body and outs must be set)", n_vars);
@@ -318,36 +328,32 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
     const char *base = opts && opts->name && *opts->name ? opts->name : "while";
     if (!df__valid_node_name(base))
         return df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: invalid name '%s'", base);
-    char scope[96];
-    if (!df__unique_scope(g, base, scope, sizeof scope))
-        return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
-    df_graph_push_name_scope(g, scope);
-    df__ctx *outer = g->ctx;
-    int has_counter = max_iter > 0;
-    int n = n_vars + has_counter;
-    df_output *mem = (df_output *)DF_MALLOC((size_t)(5 * n + 2) * sizeof(df_output));
-    df__ctx *C = mem ? df__ctx_new(g, DF__CTX_WHILE) : NULL;
-    if (!mem || !C) {
-        DF_FREE(mem);
-        df_graph_pop_name_scope(g);
-        return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
-    }
-    memset(mem, 0, (size_t)(5 * n + 2) * sizeof(df_output));
-    df_output *vals = mem, *merges = mem + n, *switches = mem + 2 * n, *body_in = mem + 3 * n,
-              *next = mem + 4 * n;
+    w->parallel_iterations = par;
+    w->max_iter = max_iter;
+    w->base = base;
+    return DF_OK;
+}
+
+/* The context records what the loop's Enters name (frame, parallel_iterations) and what its
+   gradient needs (the body, and its nodes per variable). An allocation that fails here is
+   recorded on the graph, and the phases after it make nothing. */
+static void df__while_init_ctx(df__while_build *w, df_loop_body_fn body, void *user, const df_while_options *opts) {
+    df_graph *g = w->g;
+    df__ctx *C = w->C;
+    int n = w->n;
     const char *full = df__scope(g);
     size_t len = strlen(full);
     C->frame_name = (char *)DF_MALLOC(len + 1);
     if (C->frame_name) { memcpy(C->frame_name, full, len); C->frame_name[len ? len - 1 : 0] = 0; }
     else df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
-    C->parallel_iterations = par;
+    C->parallel_iterations = w->parallel_iterations;
     C->grad_of = g->next_grad_of;
     g->next_grad_of = NULL;
     C->swap_memory = opts ? opts->swap_memory : 0;
     C->checkpoint_every = opts && opts->checkpoint_every > 0 ? opts->checkpoint_every : 0;
     C->body_fn = body; C->user = user;
     C->n_vars = n;
-    C->has_counter = has_counter;
+    C->has_counter = w->has_counter;
     C->enters = (df_node **)DF_MALLOC((size_t)(6 * n) * sizeof(df_node *));
     if (C->enters) {
         memset(C->enters, 0, (size_t)(6 * n) * sizeof(df_node *));
@@ -356,117 +362,191 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_co
     } else {
         df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
     }
+}
 
+/* Each variable enters the loop's frame once, and a Merge picks the entering value on the first
+   iteration and the NextIteration's (wired later) after it. */
+static void df__while_enter_vars(df__while_build *w, const df_output *init, int n_vars) {
+    df_graph *g = w->g;
+    df__ctx *C = w->C;
     /* Initial values, valid in the outer context. */
-    if (has_counter) {
+    if (w->has_counter) {
         df_output zero = df_scalar_i64(g, 0);
-        vals[0] = zero;
+        w->vals[0] = zero;
     }
     for (int i = 0; i < n_vars && !g->status.code; i++)
-        vals[has_counter + i] = outer ? df__ctx_capture(g, outer, init[i]) : init[i];
+        w->vals[w->has_counter + i] = w->outer ? df__ctx_capture(g, w->outer, init[i]) : init[i];
     /* Enter and Merge per variable. */
-    for (int i = 0; i < n && !g->status.code; i++) {
-        df_node *e = df__make_enter(g, C, vals[i], 0);
+    for (int i = 0; i < w->n && !g->status.code; i++) {
+        df_node *e = df__make_enter(g, C, w->vals[i], 0);
         if (!e) break;
         df_output ev = {e, 0}, pair[2] = {ev, ev};
         df_node *m = df__raw_op(g, C, "Merge", pair, 2, 1);
         if (!m) break;
         m->cf_part = 1;
         C->enters[i] = e; C->merges[i] = m;
-        merges[i].node = m;
-        merges[i].index = 0;
+        w->merges[i].node = m;
+        w->merges[i].index = 0;
     }
-    if (!g->status.code) {
-        C->pivot_for_pred = merges[0].node;
-        g->ctx = C;
-        df_output c = cond(g, user, merges + has_counter);
-        g->ctx = outer;
-        if (!g->status.code && (!df__output_valid(c) || c.node->graph != g))
-            df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: cond returned a NULL or invalid tensor");
-        if (!g->status.code) {
-            g->ctx = C;
-            c = df__ctx_capture(g, C, c);
-            if (!g->status.code && df__check_pred(g, c, "df_while_loop cond") == DF_OK && has_counter) {
-                df_output limit = df_scalar_i64(g, max_iter);
-                df_output lt = df_less(g, merges[0], limit);
-                c = df_logical_and(g, lt, c);
-            }
-            g->ctx = outer;
-        }
-        df_node *lc = g->status.code ? NULL : df__raw_op(g, C, "LoopCond", &c, 1, 0);
-        if (lc) { lc->cf_part = 1; C->loop_cond = lc; }
-        for (int i = 0; i < n && lc; i++) {
-            df_output lcv = {lc, 0}, ins[2] = {merges[i], lcv};
-            df_node *sw = df__raw_op(g, C, "Switch", ins, 2, 0);
-            if (!sw) break;
-            switches[i].node = sw;
-            df_output t = {sw, 1};
-            sw->cf_part = 1;
-            C->switches[i] = sw;
-            if (C->grad_of && i > 0) {          /* gradient loops: only the pivot needs an Identity */
-                C->bodies[i] = sw;
-                body_in[i] = t;
-                continue;
-            }
-            df_node *id = df__raw_op(g, C, "Identity", &t, 1, 0);
-            if (!id) break;
-            id->cf_part = 1;
-            C->bodies[i] = id;
-            body_in[i].node = id;
-            if (i == 0) C->pivot_for_body = id;
-        }
-    }
-    if (!g->status.code) {
-        g->ctx = C;
-        body(g, user, body_in + has_counter, next + has_counter);
-        if (has_counter && !g->status.code) next[0] = df_add(g, body_in[0], df_scalar_i64(g, 1));
-        for (int i = 0; i < n && !g->status.code; i++) {
-            if (!df__output_valid(next[i]) || next[i].node->graph != g) {
-                df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: the body left output %d NULL or "
-                                "invalid", i - has_counter);
-                break;
-            }
-            next[i] = df__ctx_capture(g, C, next[i]);
-            if (!next[i].node) break;
-            if (df_output_dtype(next[i]) != df_output_dtype(merges[i])) {
-                df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: loop variable %d enters the loop "
-                    "as %s but the body returns %s {{node %s}}", i - has_counter,
-                    df_dtype_name(df_output_dtype(merges[i])), df_dtype_name(df_output_dtype(next[i])),
-                    next[i].node->name);
-                break;
-            }
-        }
-        g->ctx = outer;
-        for (int i = 0; i < n && !g->status.code; i++) {
-            df_node *ni = df__raw_op(g, C, "NextIteration", &next[i], 1, 0);
-            if (!ni) break;
-            ni->cf_part = 1;
-            /* A NextIteration whose value may be live when the predicate is false (fed by a loop
-               invariant, or by a Merge the body made with one among its inputs) fires in the
-               dead iteration after the loop ended too, and starts iterations without end. TF
-               (_MaybeAddControlDependency) gates the first case on the pivot; here every
-               NextIteration not fed by the pivot's own branch waits for the pivot (dead when
-               the loop ends), which covers both. */
-            if (C->pivot_for_body && !df__fed_by_pivot(next[i].node, C) &&
-                !df__node_add_control(ni, C->pivot_for_body)) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); break; }
-            C->nexts[i] = ni;
-            df_output niv = {ni, 0};
-            df__shape *ms = &merges[i].node->out_shapes[0];
-            if (!df__shapes_equal(ms, &ni->out_shapes[0])) *ms = df__shape_relax(ms, &ni->out_shapes[0]);
-            df_node_update_input(g, merges[i].node, 1, niv);
-        }
-        for (int i = 0; i < n && !g->status.code; i++) {
-            df_output f = {switches[i].node, 0};
-            switches[i].node->out_shapes[0] = switches[i].node->out_shapes[1] = merges[i].node->out_shapes[0];
-            df_node *ex = df__raw_op(g, outer, "Exit", &f, 1, 0);
-            if (!ex) break;
-            ex->cf_part = 1;
-            C->exits[i] = ex;
-            ex->out_shapes[0] = merges[i].node->out_shapes[0];
-            if (i >= has_counter) { outs[i - has_counter].node = ex; outs[i - has_counter].index = 0; }
-        }
-    }
+}
+
+/* The user's predicate, and'ed with the iteration limit, becomes the LoopCond that every
+   variable's Switch reads: its true side feeds the body (through an Identity, the first of which
+   is the body's pivot), its false side the Exit. */
+static void df__while_cond_and_switches(df__while_build *w, df_loop_cond_fn cond, void *user) {
+    df_graph *g = w->g;
+    df__ctx *C = w->C, *outer = w->outer;
+    df_output *merges = w->merges;
+    C->pivot_for_pred = merges[0].node;
+    g->ctx = C;
+    df_output c = cond(g, user, merges + w->has_counter);
     g->ctx = outer;
+    if (!g->status.code && (!df__output_valid(c) || c.node->graph != g))
+        df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: cond returned a NULL or invalid tensor");
+    if (!g->status.code) {
+        g->ctx = C;
+        c = df__ctx_capture(g, C, c);
+        if (!g->status.code && df__check_pred(g, c, "df_while_loop cond") == DF_OK && w->has_counter) {
+            df_output limit = df_scalar_i64(g, w->max_iter);
+            df_output lt = df_less(g, merges[0], limit);
+            c = df_logical_and(g, lt, c);
+        }
+        g->ctx = outer;
+    }
+    df_node *lc = g->status.code ? NULL : df__raw_op(g, C, "LoopCond", &c, 1, 0);
+    if (lc) { lc->cf_part = 1; C->loop_cond = lc; }
+    for (int i = 0; i < w->n && lc; i++) {
+        df_output lcv = {lc, 0}, ins[2] = {merges[i], lcv};
+        df_node *sw = df__raw_op(g, C, "Switch", ins, 2, 0);
+        if (!sw) break;
+        w->switches[i].node = sw;
+        df_output t = {sw, 1};
+        sw->cf_part = 1;
+        C->switches[i] = sw;
+        if (C->grad_of && i > 0) {      /* gradient loops: only the pivot needs an Identity */
+            C->bodies[i] = sw;
+            w->body_in[i] = t;
+            continue;
+        }
+        df_node *id = df__raw_op(g, C, "Identity", &t, 1, 0);
+        if (!id) break;
+        id->cf_part = 1;
+        C->bodies[i] = id;
+        w->body_in[i].node = id;
+        if (i == 0) C->pivot_for_body = id;
+    }
+}
+
+/* The user's body makes the next values inside the loop; each must be a valid tensor of its
+   variable's dtype (captured into the loop if the body returned an outer one). */
+static void df__while_call_body(df__while_build *w, df_loop_body_fn body, void *user) {
+    df_graph *g = w->g;
+    df__ctx *C = w->C;
+    int has_counter = w->has_counter;
+    df_output *merges = w->merges, *next = w->next;
+    g->ctx = C;
+    body(g, user, w->body_in + has_counter, next + has_counter);
+    if (has_counter && !g->status.code) next[0] = df_add(g, w->body_in[0], df_scalar_i64(g, 1));
+    for (int i = 0; i < w->n && !g->status.code; i++) {
+        if (!df__output_valid(next[i]) || next[i].node->graph != g) {
+            df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: the body left output %d NULL or "
+                            "invalid", i - has_counter);
+            break;
+        }
+        next[i] = df__ctx_capture(g, C, next[i]);
+        if (!next[i].node) break;
+        if (df_output_dtype(next[i]) != df_output_dtype(merges[i])) {
+            df__graph_error(g, DF_INVALID_ARGUMENT, "df_while_loop: loop variable %d enters the loop "
+                            "as %s but the body returns %s {{node %s}}", i - has_counter,
+                            df_dtype_name(df_output_dtype(merges[i])), df_dtype_name(df_output_dtype(next[i])),
+                            next[i].node->name);
+            break;
+        }
+    }
+    g->ctx = w->outer;
+}
+
+/* The back edges: a NextIteration per variable becomes its Merge's second input, and the Merge's
+   shape relaxes to what both iterations agree on. */
+static void df__while_next_iterations(df__while_build *w) {
+    df_graph *g = w->g;
+    df__ctx *C = w->C;
+    df_output *merges = w->merges, *next = w->next;
+    for (int i = 0; i < w->n && !g->status.code; i++) {
+        df_node *ni = df__raw_op(g, C, "NextIteration", &next[i], 1, 0);
+        if (!ni) break;
+        ni->cf_part = 1;
+        /* A NextIteration whose value may be live when the predicate is false (fed by a loop
+           invariant, or by a Merge the body made with one among its inputs) fires in the
+           dead iteration after the loop ended too, and starts iterations without end. TF
+           (_MaybeAddControlDependency) gates the first case on the pivot; here every
+           NextIteration not fed by the pivot's own branch waits for the pivot (dead when
+           the loop ends), which covers both. */
+        if (C->pivot_for_body && !df__fed_by_pivot(next[i].node, C) &&
+            !df__node_add_control(ni, C->pivot_for_body)) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); break; }
+        C->nexts[i] = ni;
+        df_output niv = {ni, 0};
+        df__shape *ms = &merges[i].node->out_shapes[0];
+        if (!df__shapes_equal(ms, &ni->out_shapes[0])) *ms = df__shape_relax(ms, &ni->out_shapes[0]);
+        df_node_update_input(g, merges[i].node, 1, niv);
+    }
+}
+
+/* An Exit per variable, in the outer context, takes the Switch's false side: the loop's results
+   (the counter's Exit is made too, but not returned). */
+static void df__while_exits(df__while_build *w, df_output *outs) {
+    df_graph *g = w->g;
+    int has_counter = w->has_counter;
+    df_output *merges = w->merges, *switches = w->switches;
+    for (int i = 0; i < w->n && !g->status.code; i++) {
+        df_output f = {switches[i].node, 0};
+        switches[i].node->out_shapes[0] = switches[i].node->out_shapes[1] = merges[i].node->out_shapes[0];
+        df_node *ex = df__raw_op(g, w->outer, "Exit", &f, 1, 0);
+        if (!ex) break;
+        ex->cf_part = 1;
+        w->C->exits[i] = ex;
+        ex->out_shapes[0] = merges[i].node->out_shapes[0];
+        if (i >= has_counter) { outs[i - has_counter].node = ex; outs[i - has_counter].index = 0; }
+    }
+}
+
+df_code df_while_loop(df_graph *g, int n_vars, const df_output *init, df_loop_cond_fn cond,
+                      df_loop_body_fn body, void *user, const df_while_options *opts,
+                      df_output *outs) {
+    for (int i = 0; outs && i < n_vars; i++) outs[i].node = NULL, outs[i].index = 0;
+    if (!g) return DF_INVALID_ARGUMENT;
+    if (g->status.code) return g->status.code;
+    if (g->fn_parent) return df_while(g, n_vars, init, cond, body, user, opts, outs);   /* in a function: While */
+    df__while_build w;
+    memset(&w, 0, sizeof w);
+    w.g = g;
+    df_code code = df__while_check_args(&w, n_vars, init, cond, body, opts, outs);
+    if (code) return code;
+    char scope[96];
+    if (!df__unique_scope(g, w.base, scope, sizeof scope))
+        return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    df_graph_push_name_scope(g, scope);
+    w.outer = g->ctx;
+    w.has_counter = w.max_iter > 0;
+    int n = w.n = n_vars + w.has_counter;
+    df_output *mem = (df_output *)DF_MALLOC((size_t)(5 * n + 2) * sizeof(df_output));
+    w.C = mem ? df__ctx_new(g, DF__CTX_WHILE) : NULL;
+    if (!mem || !w.C) {
+        DF_FREE(mem);
+        df_graph_pop_name_scope(g);
+        return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    }
+    memset(mem, 0, (size_t)(5 * n + 2) * sizeof(df_output));
+    w.vals = mem; w.merges = mem + n; w.switches = mem + 2 * n; w.body_in = mem + 3 * n; w.next = mem + 4 * n;
+    df__while_init_ctx(&w, body, user, opts);
+    df__while_enter_vars(&w, init, n_vars);
+    if (!g->status.code) df__while_cond_and_switches(&w, cond, user);
+    if (!g->status.code) {
+        df__while_call_body(&w, body, user);
+        df__while_next_iterations(&w);
+        df__while_exits(&w, outs);
+    }
+    g->ctx = w.outer;
     DF_FREE(mem);
     df_graph_pop_name_scope(g);
     if (g->status.code) for (int i = 0; i < n_vars; i++) outs[i].node = NULL, outs[i].index = 0;
