@@ -40,8 +40,9 @@ need() {
 
 # ./build.sh amalgamate: writes dataflow.c from the canonical sources in src/, concatenated in
 # the order of src/ORDER, after a table of contents made from each file's banner (its second
-# line: "   src/PATH: Title ... >>marker"), so the contents cannot drift from the code. Needs only
-# a POSIX shell, sed and awk. dataflow.c is rewritten only when it changes.
+# line: "   src/PATH: Title ... >>marker"), so the contents cannot drift from the code; functions
+# marked DF_PRIVATE (used across files) are written as static. Needs only a POSIX shell, sed
+# and awk. dataflow.c is rewritten only when it changes.
 df_sources() { sed 's/#.*//' src/ORDER | tr -s ' \t' '\n' | sed '/^$/d'; }
 amalgamate() {
     mkdir -p build
@@ -88,7 +89,7 @@ HEAD
 
 GUARD
         # shellcheck disable=SC2086
-        cat $files
+        sed 's/DF_PRIVATE /static /g' $files       # (the marker of src/platform.c)
         echo "#endif /* !__cplusplus */"
     } >"$out" || exit 1
     if cmp -s "$out" dataflow.c; then rm -f "$out"

@@ -122,6 +122,10 @@
 #define DF_ASSERT(x) assert(x)
 #endif
 
+/* Functions one file of src/ defines and others call are marked DF_PRIVATE, with their
+   prototypes in src/internal.h; ./build.sh amalgamate writes them as static, as every other
+   internal function is: dataflow.c is one translation unit, and nothing but the API leaves it. */
+#define DF_PRIVATE	static
 #define DF__ATOMIC_INC(p) __atomic_add_fetch((p), 1, __ATOMIC_RELAXED)
 #define DF__ATOMIC_DEC(p) __atomic_sub_fetch((p), 1, __ATOMIC_ACQ_REL)
 #define DF__UNUSED(x) ((void)(x))
@@ -407,10 +411,11 @@ float df_bfloat16_to_float(uint16_t b) { return df__bits_f32((uint32_t)b << 16);
    src/internal.h: Shared structs and private prototypes                            >>internal
    What more than one file of src/ uses: the structs, enums and macros they share, the data one
    file defines and others read, and a prototype of every function one file defines and another
-   calls. All of it is static: the amalgamation is one translation unit, and nothing here is
-   part of the API. With it in place every file after it compiles on its own (./build.sh test
-   checks that), so a file's place in src/ORDER matters only for reading order. A struct that
-   only one file needs stays in that file.
+   calls (those functions are marked `DF_PRIVATE`, which the amalgamation writes as static).
+   Nothing here is part of the API. With it in place every file after it compiles on its own
+   (./build.sh test checks that), so a file's place in src/ORDER matters only for reading
+   order. A struct that only one file needs stays in that file; a new function called from
+   another file gets its prototype here (the check says which one is missing).
    ========================================================================================== */
 /* ---- system headers the files after the prelude need ---- */
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(DF_NO_SIMD)

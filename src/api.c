@@ -3,13 +3,13 @@
    df_add, df_matmul, df_variable and the other typed helpers of dataflow.h: each builds one
    node with df_op_new .. df_op_finish, so a failure is recorded on the graph like any other.
    ========================================================================================== */
-static df_output df__out(df_node *n, int i) { df_output o = {n, n ? i : 0}; return o; }
-static df_output df__op1(df_graph *g, const char *op, df_output a) {
+DF_PRIVATE df_output df__out(df_node *n, int i) { df_output o = {n, n ? i : 0}; return o; }
+DF_PRIVATE df_output df__op1(df_graph *g, const char *op, df_output a) {
     df_op_builder *b = df_op_new(g, op, NULL);
     df_op_add_input(b, a);
     return df__out(df_op_finish(b), 0);
 }
-static df_output df__op2(df_graph *g, const char *op, df_output a, df_output c) {
+DF_PRIVATE df_output df__op2(df_graph *g, const char *op, df_output a, df_output c) {
     df_op_builder *b = df_op_new(g, op, NULL);
     df_op_add_input(b, a);
     df_op_add_input(b, c);

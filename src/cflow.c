@@ -12,7 +12,7 @@ static int df__ctx_contains(const df__ctx *outer, const df__ctx *inner) {
     return 0;
 }
 
-static df_node *df__ctx_control_pivot(df__ctx *ctx) {
+DF_PRIVATE df_node *df__ctx_control_pivot(df__ctx *ctx) {
     if (!ctx) return NULL;
     if (ctx->kind == DF__CTX_COND) return ctx->pivot;
     return ctx->pivot_for_body ? ctx->pivot_for_body : ctx->pivot_for_pred;
@@ -33,7 +33,7 @@ static df__ctx *df__ctx_new(df_graph *g, df__ctx_kind kind) {
 }
 
 /* Makes an op with the given inputs in context `ctx`, without capture or pivot edges. */
-static df_node *df__raw_op(df_graph *g, df__ctx *ctx, const char *op, const df_output *ins, int n_ins,
+DF_PRIVATE df_node *df__raw_op(df_graph *g, df__ctx *ctx, const char *op, const df_output *ins, int n_ins,
                            int ins_as_list) {
     df__ctx *saved = g->ctx;
     g->ctx = ctx;
@@ -48,7 +48,7 @@ static df_node *df__raw_op(df_graph *g, df__ctx *ctx, const char *op, const df_o
     return n;
 }
 
-static df_node *df__make_enter(df_graph *g, df__ctx *loop, df_output x, int is_constant) {
+DF_PRIVATE df_node *df__make_enter(df_graph *g, df__ctx *loop, df_output x, int is_constant) {
     df__ctx *saved = g->ctx;
     g->ctx = loop;
     df_op_builder *b = df_op_new(g, "Enter", NULL);
@@ -70,7 +70,7 @@ static df_node *df__make_enter(df_graph *g, df__ctx *loop, df_output x, int is_c
     return n;
 }
 
-static df_output df__ctx_capture(df_graph *g, df__ctx *ctx, df_output x) {
+DF_PRIVATE df_output df__ctx_capture(df_graph *g, df__ctx *ctx, df_output x) {
     df_output none = {NULL, 0};
     if (!ctx || df__ctx_contains(ctx, x.node->ctx)) return x;
     for (int i = 0; i < ctx->n_captures; i++)
@@ -111,7 +111,7 @@ record:
 
 /* A control input from outside a while loop cannot cross into the loop's frame directly: it
    becomes a small constant made after the outside node, captured like any tensor. */
-static df_node *df__ctx_capture_control(df_graph *g, df__ctx *ctx, df_node *c) {
+DF_PRIVATE df_node *df__ctx_capture_control(df_graph *g, df__ctx *ctx, df_node *c) {
     if (df__ctx_contains(ctx, c->ctx)) return c;
     int crosses_loop = 0;
     for (df__ctx *k = ctx; k && !df__ctx_contains(k, c->ctx); k = k->outer)
@@ -139,7 +139,7 @@ static df_node *df__ctx_capture_control(df_graph *g, df__ctx *ctx, df_node *c) {
 }
 
 /* A unique relative scope name: "cond", "cond_1", ... within the current scope. */
-static int df__unique_scope(df_graph *g, const char *base, char *out, size_t n) {
+DF_PRIVATE int df__unique_scope(df_graph *g, const char *base, char *out, size_t n) {
     char key[256];
     snprintf(key, sizeof key, "%s%s/", df__scope(g), base);
     int next = 0;
@@ -150,7 +150,7 @@ static int df__unique_scope(df_graph *g, const char *base, char *out, size_t n) 
     return 1;
 }
 
-static df_code df__check_pred(df_graph *g, df_output pred, const char *what) {
+DF_PRIVATE df_code df__check_pred(df_graph *g, df_output pred, const char *what) {
     if (!df__output_valid(pred) || pred.node->graph != g)
         return df__graph_error(g, DF_INVALID_ARGUMENT, "%s: the predicate is NULL or invalid", what);
     if (df_output_dtype(pred) != DF_BOOL)
@@ -277,14 +277,14 @@ static int df__fed_by_pivot(const df_node *n, const df__ctx *C) {
     return df__fed_by_pivot_search(n, C, 6, &budget);
 }
 
-static int df__shapes_equal(const df__shape *a, const df__shape *b) {
+DF_PRIVATE int df__shapes_equal(const df__shape *a, const df__shape *b) {
     if (a->rank != b->rank) return 0;
     for (int i = 0; i < a->rank; i++) if (a->dims[i] != b->dims[i]) return 0;
     return 1;
 }
 
 /* The most specific shape both a and b satisfy. */
-static df__shape df__shape_relax(const df__shape *a, const df__shape *b) {
+DF_PRIVATE df__shape df__shape_relax(const df__shape *a, const df__shape *b) {
     df__shape r = {0};
     if (a->rank != b->rank || a->rank < 0) { r.rank = -1; return r; }
     r.rank = a->rank;

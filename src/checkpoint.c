@@ -88,7 +88,7 @@ static void df__crc_init(void) {
         for (int t = 1; t < 8; t++) df__crc_table[t][i] = (df__crc_table[t - 1][i] >> 8) ^ df__crc_table[0][df__crc_table[t - 1][i] & 0xff];
     __atomic_store_n(&df__crc_ready, 1, __ATOMIC_RELEASE);   /* (racing initialisers write the same) */
 }
-static uint32_t df__crc32c(uint32_t crc, const void *data, size_t n) {
+DF_PRIVATE uint32_t df__crc32c(uint32_t crc, const void *data, size_t n) {
     const unsigned char *p = (const unsigned char *)data;
     df__crc_init();
     crc = ~crc;
@@ -100,7 +100,7 @@ static uint32_t df__crc32c(uint32_t crc, const void *data, size_t n) {
     while (n--) crc = (crc >> 8) ^ df__crc_table[0][(crc ^ *p++) & 0xff];
     return ~crc;
 }
-static uint32_t df__crc_mask(uint32_t c) { return ((c >> 15) | (c << 17)) + 0xa282ead8u; }
+DF_PRIVATE uint32_t df__crc_mask(uint32_t c) { return ((c >> 15) | (c << 17)) + 0xa282ead8u; }
 
 /* Fault injection for tests: the n-th file operation of a checkpoint write from now on (a write,
    an fsync, a close, a rename) fails with EIO (mode 0) or ends the process there (mode 1). */
@@ -150,10 +150,10 @@ static long long df__read_at(int fd, void *buf, size_t n, uint64_t at) {
     }
     return (long long)got;
 }
-static void df__put32(unsigned char *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i)); }
-static void df__put64(unsigned char *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i)); }
-static uint32_t df__get32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-static uint64_t df__get64(const unsigned char *p) { return (uint64_t)df__get32(p) | (uint64_t)df__get32(p + 4) << 32; }
+DF_PRIVATE void df__put32(unsigned char *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i)); }
+DF_PRIVATE void df__put64(unsigned char *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i)); }
+DF_PRIVATE uint32_t df__get32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+DF_PRIVATE uint64_t df__get64(const unsigned char *p) { return (uint64_t)df__get32(p) | (uint64_t)df__get32(p + 4) << 32; }
 
 /* Each name sorts with its index beside it: qsort has no context argument in C11, and a shared
    key let two threads writing at once sort by each other's names. */
@@ -457,7 +457,7 @@ static int df__k_ck_args(df__kctx *c, int n, const char **prefix) {
     }
     return 1;
 }
-static void df__k_save_v2(df__kctx *c) {
+DF_PRIVATE void df__k_save_v2(df__kctx *c) {
     int n = c->n_in - 3;
     const char *prefix = NULL;
     if (!df__k_ck_args(c, n, &prefix)) return;
@@ -468,7 +468,7 @@ static void df__k_save_v2(df__kctx *c) {
     if (df_checkpoint_write(prefix, n, names, c->in + 3, &st) != DF_OK) DF__KFAIL(c, st.code, "%s: %s", c->node->name, st.message);
     DF_FREE(names);
 }
-static void df__k_restore_v2(df__kctx *c) {
+DF_PRIVATE void df__k_restore_v2(df__kctx *c) {
     int n = c->n_out;
     const char *prefix = NULL;
     if (!df__k_ck_args(c, n, &prefix)) return;

@@ -18,7 +18,7 @@ static int df__host_dtype(df_dtype t) {
 }
 #ifdef DATAFLOW_CUDA
 #endif
-static df__kernel_fn df__node_kernel(const df_node *n, int kernel_type, uint32_t *host_in, uint32_t *host_out,
+DF_PRIVATE df__kernel_fn df__node_kernel(const df_node *n, int kernel_type, uint32_t *host_in, uint32_t *host_out,
                                      int *host_only) {
     const df__kernel_def *k = &n->op->kernels[kernel_type];
     if (host_only) *host_only = 0;
@@ -64,18 +64,18 @@ static df__kernel_fn df__node_kernel(const df_node *n, int kernel_type, uint32_t
     if (host_out) *host_out = k->host_outputs;
     return k->fn;
 }
-static int df__node_has_kernel(const df_node *n, const df__device *d) { return df__node_kernel(n, d->kernel_type, NULL, NULL, NULL) != NULL; }
+DF_PRIVATE int df__node_has_kernel(const df_node *n, const df__device *d) { return df__node_kernel(n, d->kernel_type, NULL, NULL, NULL) != NULL; }
 
 /* Memory types: on a device whose memory is not the host's, host-memory arguments of a kernel
    (shapes, predicates) live in host memory; an edge between the two kinds needs a transfer even
    on one device. CPU devices have host memory only. */
-static int df__out_on_host(const df_node *n, int out, const df__device *d) {
+DF_PRIVATE int df__out_on_host(const df_node *n, int out, const df__device *d) {
     uint32_t host_out = ~0u;
     if (d->host_memory || out < 0) return 1;
     df__node_kernel(n, d->kernel_type, NULL, &host_out, NULL);
     return host_out >> DF__MIN(out, 31) & 1;
 }
-static int df__in_on_host(const df_node *n, int in, const df__device *d) {
+DF_PRIVATE int df__in_on_host(const df_node *n, int in, const df__device *d) {
     uint32_t host_in = ~0u;
     if (d->host_memory || in < 0) return 1;
     df__node_kernel(n, d->kernel_type, &host_in, NULL, NULL);
@@ -343,7 +343,7 @@ static int df__compile_roots(df__exec *x) {
     return 1;
 }
 
-static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds, int n_feeds, const df_output *fetches,
+DF_PRIVATE df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds, int n_feeds, const df_output *fetches,
                              int n_fetches, df_node *const *targets, int n_targets, const df__device *dev, df_status *st) {
     DF__UNUSED(ss);
     df__compile_state s = {0};

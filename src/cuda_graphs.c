@@ -17,7 +17,7 @@
 #ifdef DATAFLOW_CUDA
 enum { DF__GG_RECAPTURES = 8, DF__GG_SMALL = 16 };
 
-static uint32_t df__gg_mask(const df__gg *gg, int out) { return out ? gg->host_out_mask : gg->host_in; }
+DF_PRIVATE uint32_t df__gg_mask(const df__gg *gg, int out) { return out ? gg->host_out_mask : gg->host_in; }
 static void df__gg_loop_free(struct df__gg_loop *L);
 static void df__gg_drop(df__gg *gg) {      /* forgets the captured graph and what it holds */
     if (gg->exec) df_cuda_graph_free((df_cuda *)gg->dev->gpu, gg->exec);
@@ -28,7 +28,7 @@ static void df__gg_drop(df__gg *gg) {      /* forgets the captured graph and wha
     gg->held.n = 0; gg->held.failed = 0;
     gg->n_vars = 0;
 }
-static void df__gg_free(df__gg *gg) {
+DF_PRIVATE void df__gg_free(df__gg *gg) {
     if (!gg) return;
     if (gg->static_in) df__gg_drop(gg);
     for (int j = 0; gg->sig && j < gg->n_in; j++) df_tensor_release(gg->sig[j].bytes);
@@ -559,7 +559,7 @@ static int df__gg_replay(df__kctx *c, df__gg *gg) {
     return 1;
 }
 
-static void df__gk_gpu_graph(df__kctx *c) {
+DF_PRIVATE void df__gk_gpu_graph(df__kctx *c) {
     df__gg *gg = c->node->gg;
     if (!gg) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "_GpuGraph nodes are made by the runtime, not by graphs"); return; }
     int expected = 0;
@@ -1075,7 +1075,7 @@ oom:
 /* Whether a value partition p sends can come back to p through other partitions (p's nodes
    then cannot wait for each other as one node). A walk from p's Sends: to the Recv of the same
    key, forward through that partition's consumers, through its Sends, and so on. */
-static int df__gg_returns(const df__plan *plan, int p, df_status *st) {
+DF_PRIVATE int df__gg_returns(const df__plan *plan, int p, df_status *st) {
     int np = plan->n_parts, total = 0, found = 0;
     for (int q = 0; q < np; q++) total += plan->parts[q].g->n_nodes;
     int32_t *base = (int32_t *)DF_MALLOC(((size_t)np + 1) * sizeof(int32_t));
@@ -1140,7 +1140,7 @@ static int df__gg_returns(const df__plan *plan, int p, df_status *st) {
 
 /* A partition's executor: everything in its graph runs (the whole graph was pruned already).
    A GPU partition of a run without Switch becomes a GPU graph node with cuda_graphs. */
-static df_code df__pb_compile(df_session *ss, df__part *pt, const df_output *feeds, int n_feeds,
+DF_PRIVATE df_code df__pb_compile(df_session *ss, df__part *pt, const df_output *feeds, int n_feeds,
                               df_output *fetches, int n_fetches, int no_switch, df_status *st) {
     df_graph *g = pt->g;
     df_node **all = NULL;

@@ -15,7 +15,7 @@ static int df__parse_uint(const char **p, int *out) {
     *out = (int)v;
     return 1;
 }
-static int df__parse_device(const char *s, df__devspec *d) {
+DF_PRIVATE int df__parse_device(const char *s, df__devspec *d) {
     memset(d, 0, sizeof *d);
     d->replica = d->task = d->index = -1;
     if (!s || !*s) return 1;
@@ -47,7 +47,7 @@ static int df__parse_device(const char *s, df__devspec *d) {
 }
 
 /* A full spec matches a device when every component it names agrees. */
-static int df__devspec_matches(const df__devspec *sp, const df__device *d) {
+DF_PRIVATE int df__devspec_matches(const df__devspec *sp, const df__device *d) {
     df__devspec dd;
     if (!df__parse_device(d->name, &dd)) return 0;
     return (!sp->job[0] || !strcmp(sp->job, dd.job)) && (sp->replica < 0 || sp->replica == dd.replica) &&
@@ -55,7 +55,7 @@ static int df__devspec_matches(const df__devspec *sp, const df__device *d) {
            (sp->index < 0 || sp->index == dd.index);
 }
 /* Two specs can name one device: no component set in both disagrees. Merges b into a. */
-static int df__devspec_merge(df__devspec *a, const df__devspec *b) {
+DF_PRIVATE int df__devspec_merge(df__devspec *a, const df__devspec *b) {
     if (a->job[0] && b->job[0] && strcmp(a->job, b->job)) return 0;
     if (a->type[0] && b->type[0] && strcmp(a->type, b->type)) return 0;
     if (a->replica >= 0 && b->replica >= 0 && a->replica != b->replica) return 0;
@@ -68,7 +68,7 @@ static int df__devspec_merge(df__devspec *a, const df__devspec *b) {
     if (a->index < 0) a->index = b->index;
     return 1;
 }
-static void df__devspec_str(const df__devspec *sp, char *buf, size_t n) {
+DF_PRIVATE void df__devspec_str(const df__devspec *sp, char *buf, size_t n) {
     size_t len = 0;
     buf[0] = 0;
     if (sp->job[0]) len += (size_t)snprintf(buf + len, n - len, "/job:%s", sp->job);
@@ -98,7 +98,7 @@ static const df__device_ops df__cpu_ops = {
 };
 
 static uint64_t df__incarnation_counter;
-static df__device *df__device_new_cpu(int index, size_t memory_limit, df_status *st) {
+DF_PRIVATE df__device *df__device_new_cpu(int index, size_t memory_limit, df_status *st) {
     df__device *d = (df__device *)DF_MALLOC(sizeof *d);
     if (!d) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a device"); return NULL; }
     memset(d, 0, sizeof *d);
@@ -144,7 +144,7 @@ static const df__device_ops df__gpu_ops = {
     df__gpu_allocate, df__gpu_deallocate, df__gpu_to_host, df__gpu_from_host, df__cpu_run_kernel, df__gpu_synchronize
 };
 static void df__gpu_close(void *g) { df_cuda_close((df_cuda *)g); }
-static df__device *df__device_new_gpu(int index, size_t memory_limit, df_status *st) {
+DF_PRIVATE df__device *df__device_new_gpu(int index, size_t memory_limit, df_status *st) {
     df__device *d = (df__device *)DF_MALLOC(sizeof *d);
     if (!d) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a device"); return NULL; }
     memset(d, 0, sizeof *d);
@@ -194,18 +194,18 @@ static df_tensor *df__move(df__device *d, const df_tensor *v, int to_device, df_
     }
     return x;
 }
-static df_tensor *df__to_device(df__device *d, const df_tensor *v, df_status *st) { return df__move(d, v, 1, st); }
-static df_tensor *df__to_host(df__device *d, const df_tensor *v, df_status *st) { return df__move(d, v, 0, st); }
+DF_PRIVATE df_tensor *df__to_device(df__device *d, const df_tensor *v, df_status *st) { return df__move(d, v, 1, st); }
+DF_PRIVATE df_tensor *df__to_host(df__device *d, const df_tensor *v, df_status *st) { return df__move(d, v, 0, st); }
 #ifdef DATAFLOW_CUDA
 /* The GPU whose memory holds t's data; NULL: host memory. */
-static df_cuda *df__tensor_gpu(const df_tensor *t) {
+DF_PRIVATE df_cuda *df__tensor_gpu(const df_tensor *t) {
     const df_tensor *b = t->base ? t->base : t;
     return b->alloc ? (df_cuda *)b->alloc->gpu : NULL;
 }
 #endif
 
 /* dst's bytes = src's (same size), in whichever memory they live: a GPU copy is queued. */
-static df_code df__copy_data(df_tensor *dst, const df_tensor *src, df_status *st) {
+DF_PRIVATE df_code df__copy_data(df_tensor *dst, const df_tensor *src, df_status *st) {
     if (!src->nbytes) return DF_OK;
 #ifdef DATAFLOW_CUDA
     if (df__tensor_gpu(src)) return df_cuda_memcpy_d2d(df__tensor_gpu(src), dst->data, src->data, src->nbytes, st);
@@ -216,7 +216,7 @@ static df_code df__copy_data(df_tensor *dst, const df_tensor *src, df_status *st
     return DF_OK;
 }
 /* All of t's bytes set to zero, in its memory. */
-static df_code df__zero_data(df_tensor *t, df_status *st) {
+DF_PRIVATE df_code df__zero_data(df_tensor *t, df_status *st) {
     if (!t->nbytes) return DF_OK;
 #ifdef DATAFLOW_CUDA
     if (df__tensor_gpu(t)) {
@@ -229,7 +229,7 @@ static df_code df__zero_data(df_tensor *t, df_status *st) {
     memset(t->data, 0, t->nbytes);
     return DF_OK;
 }
-static df_code df__add_data(int code, df_tensor *dst, const df_tensor *a, const df_tensor *b, df_status *st) {
+DF_PRIVATE df_code df__add_data(int code, df_tensor *dst, const df_tensor *a, const df_tensor *b, df_status *st) {
 #ifdef DATAFLOW_CUDA
     if (df__tensor_gpu(a)) {
         int64_t one = 1;
@@ -242,7 +242,7 @@ static df_code df__add_data(int code, df_tensor *dst, const df_tensor *a, const 
     return DF_OK;
 }
 
-static void df__device_free(df__device *d) {
+DF_PRIVATE void df__device_free(df__device *d) {
     if (!d) return;
     for (int i = 0; i < d->n_cache; i++) { df_tensor_release(d->cache[i].host); df_tensor_release(d->cache[i].dev); }
     DF_FREE(d->cache);

@@ -27,7 +27,7 @@ const char *df_dtype_name(df_dtype t) {
     }
 }
 
-static df_dtype df__dtype_from_name(const char *s) {
+DF_PRIVATE df_dtype df__dtype_from_name(const char *s) {
     static const df_dtype all[] = {DF_FLOAT, DF_DOUBLE, DF_INT32, DF_UINT8, DF_INT16, DF_INT8,
         DF_STRING, DF_COMPLEX64, DF_INT64, DF_BOOL, DF_BFLOAT16, DF_UINT16, DF_COMPLEX128,
         DF_HALF, DF_UINT32, DF_UINT64, DF_RESOURCE};
@@ -39,7 +39,7 @@ static df_dtype df__dtype_from_name(const char *s) {
 
 /* A dtype a tensor can hold here (strings are not tensors in this runtime yet). Resource
    handles are made only by kernels (StackV2), never by users, feeds or attrs. */
-static int df__dtype_valid(df_dtype t) { return df_dtype_size(t) != 0 && t != DF_RESOURCE; }
+DF_PRIVATE int df__dtype_valid(df_dtype t) { return df_dtype_size(t) != 0 && t != DF_RESOURCE; }
 
 static uint32_t df__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float df__bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }

@@ -38,7 +38,7 @@
 typedef struct df__readyq { df__tagged *v; int head, len, cap; df__tagged *local; } df__readyq;
 
 
-static df__stack *df__step_stack_new(df__step *s, int64_t *id, df_status *st) {
+DF_PRIVATE df__stack *df__step_stack_new(df__step *s, int64_t *id, df_status *st) {
     s = s->home;
     df__stack *k = (df__stack *)DF_MALLOC(sizeof *k);
     if (k) memset(k, 0, sizeof *k);
@@ -49,7 +49,7 @@ static df__stack *df__step_stack_new(df__step *s, int64_t *id, df_status *st) {
     if (!ok) { DF_FREE(k); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a stack"); return NULL; }
     return k;
 }
-static df__stack *df__step_stack_get(df__step *s, const df_tensor *h) {
+DF_PRIVATE df__stack *df__step_stack_get(df__step *s, const df_tensor *h) {
     s = s->home;
     uint64_t w;
     memcpy(&w, h->data, 8);
@@ -61,7 +61,7 @@ static df__stack *df__step_stack_get(df__step *s, const df_tensor *h) {
     return k;
 }
 
-static void df__step_task_done(df__step *s) { __atomic_sub_fetch(&s->active, 1, __ATOMIC_ACQ_REL); }
+DF_PRIVATE void df__step_task_done(df__step *s) { __atomic_sub_fetch(&s->active, 1, __ATOMIC_ACQ_REL); }
 
 static void df__step_error_local(df__step *s, const df_status *st) {
     if (s->threaded) df__spin_lock(&s->lock);
@@ -69,23 +69,23 @@ static void df__step_error_local(df__step *s, const df_status *st) {
     if (s->threaded) df__spin_unlock(&s->lock);
 }
 /* The first error of any partition ends the run on every partition. */
-static void df__step_error(df__step *s, const df_status *st) {
+DF_PRIVATE void df__step_error(df__step *s, const df_status *st) {
     df__step_error_local(s, st);
     if (s->group) df__group_abort(s->group, st);
 }
 /* Run deadlines (df_session_options.run_timeout_ms): a wall clock in ms, read as each loop
    iteration starts (only a loop can run without end: a graph without one has finitely many
    nodes) and while a run waits (on Recvs, on a queue). */
-static double df__clock_ms(void) {
+DF_PRIVATE double df__clock_ms(void) {
     struct timespec ts;
     timespec_get(&ts, TIME_UTC);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
-static df_code df__deadline_exceeded(df_status *st, int timeout_ms) {
+DF_PRIVATE df_code df__deadline_exceeded(df_status *st, int timeout_ms) {
     return df_status_set(st, DF_DEADLINE_EXCEEDED, "The run did not end within %d ms (df_session_options.run_timeout_ms)",
                          timeout_ms);
 }
-static void df__step_set_deadline(df__step *s, int timeout_ms) {
+DF_PRIVATE void df__step_set_deadline(df__step *s, int timeout_ms) {
     s->timeout_ms = timeout_ms;
     s->deadline_ms = timeout_ms > 0 ? df__clock_ms() + timeout_ms : 0;
 }
@@ -132,7 +132,7 @@ static void df__wakes_drain(void) {
     q->cap = 16;
     q->head = 0;
 }
-static void df__wake_dispatch(df__wake *w) {
+DF_PRIVATE void df__wake_dispatch(df__wake *w) {
     df__wakeq *q = &df__tls_wakes;
     if (w->step->group) __atomic_add_fetch(&w->step->group->pending_wakes, 1, __ATOMIC_ACQ_REL);
     if (q->depth > 0 || q->draining) {
@@ -156,7 +156,7 @@ static void df__wake_dispatch(df__wake *w) {
 
 /* Ends the run on every partition: each step stops running kernels, and each waiting Recv is
    resumed as failed. The first error is the run's error. */
-static void df__group_abort(df__pgroup *g, const df_status *why) {
+DF_PRIVATE void df__group_abort(df__pgroup *g, const df_status *why) {
     df__spin_lock(&g->lock);
     int first = !g->aborted;
     if (first) { g->status = *why; __atomic_store_n(&g->aborted, 1, __ATOMIC_RELEASE); }
@@ -560,7 +560,7 @@ static int df__item_expensive(const df__step *s, const df__tagged *t) {
 
 /* TF's ProcessOutputs checks on what a kernel made: every needed output (bit i of need) present,
    every output of its declared dtype. */
-static df_code df__check_outputs(const df_node *n, df_tensor *const *outs, int n_out, uint32_t need, df_status *st) {
+DF_PRIVATE df_code df__check_outputs(const df_node *n, df_tensor *const *outs, int n_out, uint32_t need, df_status *st) {
     for (int i = 0; i < n_out; i++) {
         const df_tensor *o = outs[i];
         if (o ? o->dtype == n->out_types[i] : !(need >> DF__MIN(i, 31) & 1)) continue;
@@ -768,7 +768,7 @@ static void df__resume(df__wake *w) {
 }
 
 #ifndef DF_NO_THREADS
-static void df__process(df__step *s, df__tagged t) { df__process_batch(s, &t, 1, NULL, NULL); }
+DF_PRIVATE void df__process(df__step *s, df__tagged t) { df__process_batch(s, &t, 1, NULL, NULL); }
 #endif
 
 /* Sets up a step's root frame and counts; the step is then `active` (its starter counts as a
@@ -865,7 +865,7 @@ static df_code df__step_end(df__step *s, df_status *st) {
 }
 
 /* Runs a compiled executor to completion on the calling thread (helped by the pool). */
-static df_code df__execute(df__step *s, df_status *st) {
+DF_PRIVATE df_code df__execute(df__step *s, df_status *st) {
     if (df__step_begin(s, st) != DF_OK) return st->code;
     df__step_roots(s);
 #ifndef DF_NO_THREADS
@@ -916,7 +916,7 @@ static void df__group_hang(df__pgroup *g) {
                   "waits for a value that no other partition will send%s%s", waiting, recv, sent);
     df__group_abort(g, &why);
 }
-static df_code df__group_execute(df__pgroup *g, df_status *st) {
+DF_PRIVATE df_code df__group_execute(df__pgroup *g, df_status *st) {
     df_code code = DF_OK;
     int begun = 0;
     for (; begun < g->n_steps; begun++) {

@@ -7,7 +7,7 @@
    in a frame, mismatched parent frames. Linear in items and edges.
    ========================================================================================== */
 
-static void df__exec_free(df__exec *x) {
+DF_PRIVATE void df__exec_free(df__exec *x) {
     if (!x) return;
     for (int i = 0; i < x->n_frames; i++) { DF_FREE(x->frames[i].name); DF_FREE(x->frames[i].init); DF_FREE(x->frames[i].counts); DF_FREE(x->frames[i].exits); }
     DF_FREE(x->frames); DF_FREE(x->items); DF_FREE(x->edges); DF_FREE(x->roots); DF_FREE(x->host_out);
@@ -15,7 +15,7 @@ static void df__exec_free(df__exec *x) {
     DF_FREE(x);
 }
 
-static const char *df__item_name(const df__exec *x, int i) {
+DF_PRIVATE const char *df__item_name(const df__exec *x, int i) {
     const df__xitem *it = &x->items[i];
     return it->node ? it->node->name : "_feed";
 }
@@ -310,7 +310,7 @@ static df_code df__frames_mark_edges(df__exec *x, df_status *st) {
 
 /* Items, in-edges and out-edges are in place (x->edges holds out-edges by source; in-degree is
    n_inputs + n_control_in). Assigns frames, validates, lays out counts. */
-static df_code df__analyze_frames(df__exec *x, df_status *st) {
+DF_PRIVATE df_code df__analyze_frames(df__exec *x, df_status *st) {
     int n = x->n_items;
     int32_t *indeg = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
     int32_t *queue = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));

@@ -21,19 +21,19 @@ static df_graph *df__fn_root(const df_graph *g) {
         g = g->lib_from;
     }
 }
-static df__func *df__fn_find(const df_graph *g, const char *name) {
+DF_PRIVATE df__func *df__fn_find(const df_graph *g, const char *name) {
     const df_graph *r = df__fn_root(g);
     int i;
     return name && df__strmap_get(&r->func_names, name, &i) ? r->funcs[i] : NULL;
 }
-static void df__func_free(df__func *f) {
+DF_PRIVATE void df__func_free(df__func *f) {
     if (!f) return;
     df__call_rt_free(f->rt);
     df_graph_free(f->body);
     DF_FREE(f->name); DF_FREE(f->args); DF_FREE(f->rets);
     DF_FREE(f);
 }
-static int df__fn_encloses(const df_graph *outer, const df_graph *g) {
+DF_PRIVATE int df__fn_encloses(const df_graph *outer, const df_graph *g) {
     for (g = g->fn_parent; g; g = g->fn_parent) if (g == outer) return 1;
     return 0;
 }
@@ -65,7 +65,7 @@ static df_node *df__fn_new_arg(df_graph *g, df_dtype t, const df__shape *s, int 
 
 /* x, a value of a graph enclosing body g, as g sees it: an _Arg of g made once per value
    (captured into the graphs in between first). */
-static df_output df__fn_capture(df_graph *g, df_output x) {
+DF_PRIVATE df_output df__fn_capture(df_graph *g, df_output x) {
     df_output none = {NULL, 0};
     df_output outer = x;
     if (!g->fn_parent) return none;
@@ -101,7 +101,7 @@ static int df__fn_uses(const df_node *n, const char **names, int max) {
     return k;
 }
 
-static df__func *df__fn_make(df_graph *g, const char *name, int n_args, const df_dtype *types,
+DF_PRIVATE df__func *df__fn_make(df_graph *g, const char *name, int n_args, const df_dtype *types,
                              const df__shape *shapes, int n_out, df__fn_build_fn build, void *user) {
     if (g->status.code) return NULL;
     if (df__fn_nesting(g) >= DF_MAX_FUNCTION_DEPTH) {
@@ -494,7 +494,7 @@ done:
 }
 
 /* ---- shape functions ---- */
-static df_code df__sf_arg(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_arg(df__shape_ctx *c) {
     const df__attr *s = df__node_attr(c->node, "shape");
     df__shape *o = df__sc_out(c, 0);
     *o = df__shape_unknown();
@@ -539,13 +539,13 @@ static df_code df__sf_match(df__shape_ctx *c, const df__func *f, int first_in, i
     }
     return DF_OK;
 }
-static df_code df__sf_call(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_call(df__shape_ctx *c) {
     df__func *f = df__sf_func(c, "f");
     if (!f || df__sf_match(c, f, 0, 1)) return c->st->code;
     for (int i = 0; i < f->n_rets; i++) *df__sc_out(c, i) = f->rets[i].node->out_shapes[f->rets[i].index];
     return DF_OK;
 }
-static df_code df__sf_if(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_if(df__shape_ctx *c) {
     df__func *t = df__sf_func(c, "then_branch"), *e = t ? df__sf_func(c, "else_branch") : NULL;
     if (!t || !e || df__sf_match(c, t, 1, 1) || df__sf_match(c, e, 1, 1)) return c->st->code;
     if (c->in_shapes[0].rank > 0)
@@ -556,7 +556,7 @@ static df_code df__sf_if(df__shape_ctx *c) {
                                             &e->rets[i].node->out_shapes[e->rets[i].index]);
     return DF_OK;
 }
-static df_code df__sf_while(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_while(df__shape_ctx *c) {
     df__func *fc = df__sf_func(c, "cond"), *fb = fc ? df__sf_func(c, "body") : NULL;
     if (!fc || !fb || df__sf_match(c, fc, 0, 0) || df__sf_match(c, fb, 0, 1)) return c->st->code;
     if (fc->n_rets != 1 || df_output_dtype(fc->rets[0]) != DF_BOOL)
@@ -832,7 +832,7 @@ static pthread_mutex_t df__graph_rw_mu = PTHREAD_MUTEX_INITIALIZER;   /* (no pth
 static pthread_cond_t df__graph_rw_cv = PTHREAD_COND_INITIALIZER;     /* needs feature macros that a */
 static int df__graph_readers, df__graph_writer;                       /* one-file user may not set) */
 static _Thread_local int df__graph_rw_depth;
-static void df__graph_rw_lock(int exclusive) {
+DF_PRIVATE void df__graph_rw_lock(int exclusive) {
     if (df__graph_rw_depth++) return;
     pthread_mutex_lock(&df__graph_rw_mu);
     while (df__graph_writer || (exclusive && df__graph_readers)) pthread_cond_wait(&df__graph_rw_cv, &df__graph_rw_mu);
@@ -840,7 +840,7 @@ static void df__graph_rw_lock(int exclusive) {
     else df__graph_readers++;
     pthread_mutex_unlock(&df__graph_rw_mu);
 }
-static void df__graph_rw_unlock(void) {
+DF_PRIVATE void df__graph_rw_unlock(void) {
     if (--df__graph_rw_depth) return;
     pthread_mutex_lock(&df__graph_rw_mu);
     if (df__graph_writer) df__graph_writer = 0;       /* (a writer holds it alone) */
@@ -849,10 +849,10 @@ static void df__graph_rw_unlock(void) {
     pthread_mutex_unlock(&df__graph_rw_mu);
 }
 #else
-static void df__graph_rw_lock(int exclusive) { DF__UNUSED(exclusive); }
-static void df__graph_rw_unlock(void) {}
+DF_PRIVATE void df__graph_rw_lock(int exclusive) { DF__UNUSED(exclusive); }
+DF_PRIVATE void df__graph_rw_unlock(void) {}
 #endif
-static int df__graph_has_functional(const df_graph *g) {
+DF_PRIVATE int df__graph_has_functional(const df_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) if (df__is_functional(g->nodes[i])) return 1;
     return 0;
 }
@@ -863,7 +863,7 @@ static int df__is_kept_call(const df_node *n) { return !strcmp(n->op->name, "Par
 
 /* Lowers every If, While and call of g (and those their functions hold) to the primitives;
    with keep_calls, stateless calls stay calls. */
-static df_code df__lower_all_ex(df_graph *g, int keep_calls) {
+DF_PRIVATE df_code df__lower_all_ex(df_graph *g, int keep_calls) {
     if (g->status.code) return g->status.code;
     if (g->fn_parent) return df__graph_error(g, DF_FAILED_PRECONDITION, "A function's body is not run or differentiated "
                                              "by itself; call the function");
@@ -886,7 +886,7 @@ static df_code df__lower_all_ex(df_graph *g, int keep_calls) {
     }
     return DF_OK;
 }
-static df_code df__lower_all(df_graph *g) { return df__lower_all_ex(g, 0); }
+DF_PRIVATE df_code df__lower_all(df_graph *g) { return df__lower_all_ex(g, 0); }
 
 /* ---- Calls run as calls (the inline pass off): the function inlined once into a graph of its
    own behind placeholders, run by a session of its own on the calling thread. Runs of one
@@ -954,7 +954,7 @@ static df__call_rt *df__call_rt_make(df__func *f, df_status *st) {
 }
 
 /* PartitionedCall run as a call: the function's graph for its arguments. */
-static void df__k_call(df__kctx *c) {
+DF_PRIVATE void df__k_call(df__kctx *c) {
     const char *name = df__attr_s_kind(c->node, "f");
     df__func *f = df__fn_find(c->node->graph, name);
     if (!f) { DF__KFAIL(c, DF_NOT_FOUND, "Function '%s' is not in the graph's library", name ? name : "?"); return; }
@@ -983,7 +983,7 @@ static void df__k_call(df__kctx *c) {
 #endif
     if (st.code) DF__KFAIL(c, st.code, "In a call of '%s': %s", f->name, st.message);
 }
-static int df__graph_has_functional_ex(const df_graph *g, int keep_calls) {
+DF_PRIVATE int df__graph_has_functional_ex(const df_graph *g, int keep_calls) {
     for (int i = 0; i < g->n_nodes; i++)
         if (df__is_functional(g->nodes[i]) && !(keep_calls && df__is_kept_call(g->nodes[i]))) return 1;
     return 0;

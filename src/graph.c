@@ -6,7 +6,7 @@
    cross into a cond or while context, adds pivot control edges, infers types and shapes.
    ========================================================================================== */
 
-static void df__attr_clear(df__attr *a) {
+DF_PRIVATE void df__attr_clear(df__attr *a) {
     switch (a->kind) {
     case DF__A_STRING: case DF__A_FUNC: DF_FREE(a->u.s); break;
     case DF__A_TENSOR: df_tensor_release(a->u.tensor); break;
@@ -20,7 +20,7 @@ static void df__attr_clear(df__attr *a) {
 
 /* Deep copy; returns 0 on OOM, leaving dst owning nothing (kind DF__A_NONE, no name), so that
    df__attr_clear on it is a no-op and never frees src's values. */
-static int df__attr_copy(df__attr *dst, const df__attr *src) {
+DF_PRIVATE int df__attr_copy(df__attr *dst, const df__attr *src) {
     *dst = *src;
     dst->name = df__strdup(src->name);
     if (!dst->name) goto oom;
@@ -54,7 +54,7 @@ oom:
     return 0;
 }
 
-static df_code df__fail(df_status *st, const df_node *n, df_code code, const char *fmt, ...) {
+DF_PRIVATE df_code df__fail(df_status *st, const df_node *n, df_code code, const char *fmt, ...) {
     char msg[400];
     va_list ap;
     va_start(ap, fmt);
@@ -63,29 +63,29 @@ static df_code df__fail(df_status *st, const df_node *n, df_code code, const cha
     return df_status_set(st, code, "%s {{node %s}}", msg, n && n->name ? n->name : "?");
 }
 
-static const df__attr *df__node_attr(const df_node *n, const char *name) {
+DF_PRIVATE const df__attr *df__node_attr(const df_node *n, const char *name) {
     for (int i = 0; n && i < n->n_attrs; i++)
         if (!strcmp(n->attrs[i].name, name)) return &n->attrs[i];
     return NULL;
 }
-static int64_t df__attr_i(const df_node *n, const char *name, int64_t def) {
+DF_PRIVATE int64_t df__attr_i(const df_node *n, const char *name, int64_t def) {
     const df__attr *a = df__node_attr(n, name);
     return a && a->kind == DF__A_INT ? a->u.i : def;
 }
-static int df__attr_b(const df_node *n, const char *name, int def) {
+DF_PRIVATE int df__attr_b(const df_node *n, const char *name, int def) {
     const df__attr *a = df__node_attr(n, name);
     return a && a->kind == DF__A_BOOL ? a->u.b : def;
 }
-static df_dtype df__attr_type(const df_node *n, const char *name) {
+DF_PRIVATE df_dtype df__attr_type(const df_node *n, const char *name) {
     const df__attr *a = df__node_attr(n, name);
     return a && a->kind == DF__A_TYPE ? a->u.type : (df_dtype)0;
 }
-static const char *df__attr_s(const df_node *n, const char *name) {
+DF_PRIVATE const char *df__attr_s(const df_node *n, const char *name) {
     const df__attr *a = df__node_attr(n, name);
     return a && a->kind == DF__A_STRING && a->u.s ? a->u.s : "";
 }
 
-static const df__attr *df__attr_find_kind(const df_node *n, const char *attr, df__attr_kind kind) {
+DF_PRIVATE const df__attr *df__attr_find_kind(const df_node *n, const char *attr, df__attr_kind kind) {
     const df__attr *a = df__node_attr(n, attr ? attr : "");
     return a && a->kind == kind ? a : NULL;
 }
@@ -121,7 +121,7 @@ int df_node_attr_tensor(const df_node *n, const char *attr, const df_tensor **v)
 }
 
 /* Sets the graph's sticky error (first one wins) and returns its code. */
-static df_code df__graph_error(df_graph *g, df_code code, const char *fmt, ...) {
+DF_PRIVATE df_code df__graph_error(df_graph *g, df_code code, const char *fmt, ...) {
     if (!g || g->status.code != DF_OK) return g ? g->status.code : code;
     va_list ap;
     g->status.code = code;
@@ -141,7 +141,7 @@ df_graph *df_graph_new(void) {
 
 #ifdef DATAFLOW_CUDA
 #endif
-static void df__node_free(df_node *n) {
+DF_PRIVATE void df__node_free(df_node *n) {
     if (!n) return;
 #ifdef DATAFLOW_CUDA
     df__gg_free(n->gg);
@@ -179,7 +179,7 @@ static void df__graph_destroy(df_graph *g) {
     df__gstacks_free(g);
     DF_FREE(g);
 }
-static void df__graph_release(df_graph *g) {
+DF_PRIVATE void df__graph_release(df_graph *g) {
     if (__atomic_sub_fetch(&g->holds, 1, __ATOMIC_ACQ_REL) == 0) df__graph_destroy(g);
 }
 void df_graph_free(df_graph *g) {
@@ -215,7 +215,7 @@ int df_node_num_control_inputs(const df_node *n) { return n ? n->n_controls : 0;
 df_node *df_node_control_input(const df_node *n, int i) {
     return n && i >= 0 && i < n->n_controls ? n->controls[i] : NULL;
 }
-static int df__output_valid(df_output o) { return o.node && o.index >= 0 && o.index < o.node->n_outputs; }
+DF_PRIVATE int df__output_valid(df_output o) { return o.node && o.index >= 0 && o.index < o.node->n_outputs; }
 df_dtype df_output_dtype(df_output o) { return df__output_valid(o) ? o.node->out_types[o.index] : (df_dtype)0; }
 int df_output_shape(df_output o, int64_t dims[DF_MAX_RANK]) {
     if (!df__output_valid(o)) return -1;
@@ -225,7 +225,7 @@ int df_output_shape(df_output o, int64_t dims[DF_MAX_RANK]) {
 }
 
 /* ---- scopes ---- */
-static const char *df__scope(const df_graph *g) { return g->n_scopes ? g->scopes[g->n_scopes - 1] : ""; }
+DF_PRIVATE const char *df__scope(const df_graph *g) { return g->n_scopes ? g->scopes[g->n_scopes - 1] : ""; }
 
 void df_graph_push_name_scope(df_graph *g, const char *scope) {
     if (!g || g->status.code) return;
@@ -290,7 +290,7 @@ void df_graph_pop_control_deps(df_graph *g) {
 }
 
 /* ---- the builder ---- */
-static int df__valid_node_name(const char *s) {
+DF_PRIVATE int df__valid_node_name(const char *s) {
     if (!s || !*s) return 0;
     for (const char *p = s; *p; p++) {
         char c = *p;
@@ -302,7 +302,7 @@ static int df__valid_node_name(const char *s) {
 }
 
 /* A unique name "scope/base", "scope/base_1", ... */
-static char *df__unique_name(df_graph *g, const char *base) {
+DF_PRIVATE char *df__unique_name(df_graph *g, const char *base) {
     const char *scope = df__scope(g);
     size_t n = strlen(scope) + strlen(base) + 24;
     char *name = (char *)DF_MALLOC(n);
@@ -357,7 +357,7 @@ df_op_builder *df_op_new(df_graph *g, const char *op_type, const char *name) {
     return b;
 }
 
-static void df__builder_free(df_op_builder *b) {
+DF_PRIVATE void df__builder_free(df_op_builder *b) {
     if (!b) return;
     DF_FREE(b->name); DF_FREE(b->device); DF_FREE(b->inputs); DF_FREE(b->groups);
     DF_FREE(b->controls);
@@ -408,7 +408,7 @@ void df_op_colocate_with(df_op_builder *b, const df_node *n) {
 }
 
 /* Returns the slot for attr `name`, clearing any earlier value. */
-static df__attr *df__builder_attr(df_op_builder *b, const char *name, df__attr_kind kind) {
+DF_PRIVATE df__attr *df__builder_attr(df_op_builder *b, const char *name, df__attr_kind kind) {
     if (!b) return NULL;
     if (!name) { b->oom = 3; return NULL; }
     for (int i = 0; i < b->n_attrs; i++)
@@ -476,7 +476,7 @@ void df_op_set_attr_type_list(df_op_builder *b, const char *attr, const df_dtype
     if (n) memcpy(a->u.types.v, v, (size_t)n * sizeof(df_dtype));
 }
 
-static const char *df__kind_name(df__attr_kind k) {
+DF_PRIVATE const char *df__kind_name(df__attr_kind k) {
     static const char *names[] = {"none", "int", "float", "bool", "type", "string", "shape",
                                   "tensor", "list(int)", "list(type)", "func", "list(shape)"};
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
@@ -502,7 +502,7 @@ static df_code df__bind_type(df_node *n, const df__attrdef *ad, df_dtype t, cons
     return DF_OK;
 }
 
-static df__attr *df__node_attr_mut(df_node *n, const char *name) {
+DF_PRIVATE df__attr *df__node_attr_mut(df_node *n, const char *name) {
     return (df__attr *)df__node_attr(n, name);
 }
 
@@ -750,7 +750,7 @@ static int df__node_has_control(const df_node *n, const df_node *c) {
     for (int i = 0; i < n->n_controls; i++) if (n->controls[i] == c) return 1;
     return 0;
 }
-static int df__node_add_control(df_node *n, df_node *c) {
+DF_PRIVATE int df__node_add_control(df_node *n, df_node *c) {
     if (df__node_has_control(n, c)) return 1;
     if (!df__grow(&n->controls, &n->cap_controls, n->n_controls + 1, sizeof(df_node *))) return 0;
     n->controls[n->n_controls++] = c;

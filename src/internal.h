@@ -2,10 +2,11 @@
    src/internal.h: Shared structs and private prototypes                            >>internal
    What more than one file of src/ uses: the structs, enums and macros they share, the data one
    file defines and others read, and a prototype of every function one file defines and another
-   calls. All of it is static: the amalgamation is one translation unit, and nothing here is
-   part of the API. With it in place every file after it compiles on its own (./build.sh test
-   checks that), so a file's place in src/ORDER matters only for reading order. A struct that
-   only one file needs stays in that file.
+   calls (those functions are marked `DF_PRIVATE`, which the amalgamation writes as static).
+   Nothing here is part of the API. With it in place every file after it compiles on its own
+   (./build.sh test checks that), so a file's place in src/ORDER matters only for reading
+   order. A struct that only one file needs stays in that file; a new function called from
+   another file gets its prototype here (the check says which one is missing).
    ========================================================================================== */
 /* ---- system headers the files after the prelude need ---- */
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(DF_NO_SIMD)
@@ -789,462 +790,462 @@ DF__TARGET_AVX512 static inline void df__ukr512_store_double(double *cr, DF__ZT(
 #undef DF__UKR_DECL
 
 /* ---- functions one file defines and others call ---- */
-static inline void df__spin_lock(df__spin *s);
-static void df__spin_unlock(df__spin *s);
-static int df__num_cores(void);
-static int df__grow(void *pp, int *cap, int need, size_t elem);
-static void df__copy(char *dst, size_t n, const char *src);
-static char *df__strdup(const char *s);
-static uint64_t df__hash_str(const char *s);
-static uint64_t df__hash_mix(uint64_t a, uint64_t b);
-static void df__strmap_free(df__strmap *m);
-static int df__strmap_get(const df__strmap *m, const char *k, int *out);
-static int df__strmap_put(df__strmap *m, const char *k, int v);
-static void df__buf_printf(df__buf *b, const char *fmt, ...);
-static df_dtype df__dtype_from_name(const char *s);
-static int df__dtype_valid(df_dtype t);
-static void df__allocator_release(df__allocator *a);
-static df__allocator *df__allocator_new(const df_bfc_options *o);
-static df__allocator *df__host_allocator(void);
-static df_code df__shape_check(df_dtype t, int rank, const int64_t *dims, int64_t *n_out,
+DF_PRIVATE inline void df__spin_lock(df__spin *s);
+DF_PRIVATE void df__spin_unlock(df__spin *s);
+DF_PRIVATE int df__num_cores(void);
+DF_PRIVATE int df__grow(void *pp, int *cap, int need, size_t elem);
+DF_PRIVATE void df__copy(char *dst, size_t n, const char *src);
+DF_PRIVATE char *df__strdup(const char *s);
+DF_PRIVATE uint64_t df__hash_str(const char *s);
+DF_PRIVATE uint64_t df__hash_mix(uint64_t a, uint64_t b);
+DF_PRIVATE void df__strmap_free(df__strmap *m);
+DF_PRIVATE int df__strmap_get(const df__strmap *m, const char *k, int *out);
+DF_PRIVATE int df__strmap_put(df__strmap *m, const char *k, int v);
+DF_PRIVATE void df__buf_printf(df__buf *b, const char *fmt, ...);
+DF_PRIVATE df_dtype df__dtype_from_name(const char *s);
+DF_PRIVATE int df__dtype_valid(df_dtype t);
+DF_PRIVATE void df__allocator_release(df__allocator *a);
+DF_PRIVATE df__allocator *df__allocator_new(const df_bfc_options *o);
+DF_PRIVATE df__allocator *df__host_allocator(void);
+DF_PRIVATE df_code df__shape_check(df_dtype t, int rank, const int64_t *dims, int64_t *n_out,
                                size_t *bytes_out, int internal, df_status *st);
-static df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int rank, const int64_t *dims,
+DF_PRIVATE df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int rank, const int64_t *dims,
                                    df_status *st);
-static df_tensor *df__tensor_view(df_tensor *src, int rank, const int64_t *dims, df_status *st);
-static double df__get_f64(df_dtype t, const void *p, int64_t i);
-static void df__shape_str(int rank, const int64_t *dims, char *buf, size_t n);
-static int df__parse_device(const char *s, df__devspec *d);
-static int df__devspec_matches(const df__devspec *sp, const df__device *d);
-static int df__devspec_merge(df__devspec *a, const df__devspec *b);
-static void df__devspec_str(const df__devspec *sp, char *buf, size_t n);
-static df__device *df__device_new_cpu(int index, size_t memory_limit, df_status *st);
+DF_PRIVATE df_tensor *df__tensor_view(df_tensor *src, int rank, const int64_t *dims, df_status *st);
+DF_PRIVATE double df__get_f64(df_dtype t, const void *p, int64_t i);
+DF_PRIVATE void df__shape_str(int rank, const int64_t *dims, char *buf, size_t n);
+DF_PRIVATE int df__parse_device(const char *s, df__devspec *d);
+DF_PRIVATE int df__devspec_matches(const df__devspec *sp, const df__device *d);
+DF_PRIVATE int df__devspec_merge(df__devspec *a, const df__devspec *b);
+DF_PRIVATE void df__devspec_str(const df__devspec *sp, char *buf, size_t n);
+DF_PRIVATE df__device *df__device_new_cpu(int index, size_t memory_limit, df_status *st);
 #ifdef DATAFLOW_CUDA
-static df__device *df__device_new_gpu(int index, size_t memory_limit, df_status *st);
+DF_PRIVATE df__device *df__device_new_gpu(int index, size_t memory_limit, df_status *st);
 #endif
-static df_tensor *df__to_device(df__device *d, const df_tensor *v, df_status *st);
-static df_tensor *df__to_host(df__device *d, const df_tensor *v, df_status *st);
+DF_PRIVATE df_tensor *df__to_device(df__device *d, const df_tensor *v, df_status *st);
+DF_PRIVATE df_tensor *df__to_host(df__device *d, const df_tensor *v, df_status *st);
 #ifdef DATAFLOW_CUDA
-static df_cuda *df__tensor_gpu(const df_tensor *t);
+DF_PRIVATE df_cuda *df__tensor_gpu(const df_tensor *t);
 #endif
-static df_code df__copy_data(df_tensor *dst, const df_tensor *src, df_status *st);
-static df_code df__zero_data(df_tensor *t, df_status *st);
-static df_code df__add_data(int code, df_tensor *dst, const df_tensor *a, const df_tensor *b, df_status *st);
-static void df__device_free(df__device *d);
-static uint32_t df__type_bit(df_dtype t);
-static const df__opdef *df__op_lookup(const char *name);
-static df_code df__op_lookup_failure(const char *op_type, const char *name, df_status *st);
-static const df__attrdef *df__op_attrdef(const df__opdef *op, const char *name);
-static void df__attr_clear(df__attr *a);
-static int df__attr_copy(df__attr *dst, const df__attr *src);
-static df_code df__fail(df_status *st, const df_node *n, df_code code, const char *fmt, ...);
-static const df__attr *df__node_attr(const df_node *n, const char *name);
-static int64_t df__attr_i(const df_node *n, const char *name, int64_t def);
-static int df__attr_b(const df_node *n, const char *name, int def);
-static df_dtype df__attr_type(const df_node *n, const char *name);
-static const char *df__attr_s(const df_node *n, const char *name);
-static const df__attr *df__attr_find_kind(const df_node *n, const char *attr, df__attr_kind kind);
-static df_code df__graph_error(df_graph *g, df_code code, const char *fmt, ...);
-static void df__node_free(df_node *n);
-static void df__graph_release(df_graph *g);
-static int df__output_valid(df_output o);
-static const char *df__scope(const df_graph *g);
-static int df__valid_node_name(const char *s);
-static char *df__unique_name(df_graph *g, const char *base);
-static void df__builder_free(df_op_builder *b);
-static df__attr *df__builder_attr(df_op_builder *b, const char *name, df__attr_kind kind);
-static const char *df__kind_name(df__attr_kind k);
-static df__attr *df__node_attr_mut(df_node *n, const char *name);
-static int df__node_add_control(df_node *n, df_node *c);
-static df_node *df__ctx_control_pivot(df__ctx *ctx);
-static df_node *df__raw_op(df_graph *g, df__ctx *ctx, const char *op, const df_output *ins, int n_ins,
+DF_PRIVATE df_code df__copy_data(df_tensor *dst, const df_tensor *src, df_status *st);
+DF_PRIVATE df_code df__zero_data(df_tensor *t, df_status *st);
+DF_PRIVATE df_code df__add_data(int code, df_tensor *dst, const df_tensor *a, const df_tensor *b, df_status *st);
+DF_PRIVATE void df__device_free(df__device *d);
+DF_PRIVATE uint32_t df__type_bit(df_dtype t);
+DF_PRIVATE const df__opdef *df__op_lookup(const char *name);
+DF_PRIVATE df_code df__op_lookup_failure(const char *op_type, const char *name, df_status *st);
+DF_PRIVATE const df__attrdef *df__op_attrdef(const df__opdef *op, const char *name);
+DF_PRIVATE void df__attr_clear(df__attr *a);
+DF_PRIVATE int df__attr_copy(df__attr *dst, const df__attr *src);
+DF_PRIVATE df_code df__fail(df_status *st, const df_node *n, df_code code, const char *fmt, ...);
+DF_PRIVATE const df__attr *df__node_attr(const df_node *n, const char *name);
+DF_PRIVATE int64_t df__attr_i(const df_node *n, const char *name, int64_t def);
+DF_PRIVATE int df__attr_b(const df_node *n, const char *name, int def);
+DF_PRIVATE df_dtype df__attr_type(const df_node *n, const char *name);
+DF_PRIVATE const char *df__attr_s(const df_node *n, const char *name);
+DF_PRIVATE const df__attr *df__attr_find_kind(const df_node *n, const char *attr, df__attr_kind kind);
+DF_PRIVATE df_code df__graph_error(df_graph *g, df_code code, const char *fmt, ...);
+DF_PRIVATE void df__node_free(df_node *n);
+DF_PRIVATE void df__graph_release(df_graph *g);
+DF_PRIVATE int df__output_valid(df_output o);
+DF_PRIVATE const char *df__scope(const df_graph *g);
+DF_PRIVATE int df__valid_node_name(const char *s);
+DF_PRIVATE char *df__unique_name(df_graph *g, const char *base);
+DF_PRIVATE void df__builder_free(df_op_builder *b);
+DF_PRIVATE df__attr *df__builder_attr(df_op_builder *b, const char *name, df__attr_kind kind);
+DF_PRIVATE const char *df__kind_name(df__attr_kind k);
+DF_PRIVATE df__attr *df__node_attr_mut(df_node *n, const char *name);
+DF_PRIVATE int df__node_add_control(df_node *n, df_node *c);
+DF_PRIVATE df_node *df__ctx_control_pivot(df__ctx *ctx);
+DF_PRIVATE df_node *df__raw_op(df_graph *g, df__ctx *ctx, const char *op, const df_output *ins, int n_ins,
                            int ins_as_list);
-static df_node *df__make_enter(df_graph *g, df__ctx *loop, df_output x, int is_constant);
-static df_output df__ctx_capture(df_graph *g, df__ctx *ctx, df_output x);
-static df_node *df__ctx_capture_control(df_graph *g, df__ctx *ctx, df_node *c);
-static int df__unique_scope(df_graph *g, const char *base, char *out, size_t n);
-static df_code df__check_pred(df_graph *g, df_output pred, const char *what);
-static int df__shapes_equal(const df__shape *a, const df__shape *b);
-static df__shape df__shape_relax(const df__shape *a, const df__shape *b);
-static const df_tensor *df__const_value(df_output o);
-static const df_tensor *df__sc_const(df__shape_ctx *c, int i);
-static df__shape *df__sc_out(df__shape_ctx *c, int i);
-static df__shape df__shape_of(const df_tensor *t);
-static df__shape df__shape_unknown(void);
-static df__shape df__shape_scalar(void);
-static int64_t df__int_at(const df_tensor *t, int64_t i);
-static int df__is_int_tensor(const df_tensor *t);
-static int df__broadcast(int ra, const int64_t *da, int rb, const int64_t *db, df__bcast *bc);
-static const char *df__dims_str(int rank, const int64_t *dims, char *buf, size_t n);
-static df_code df__sf_same(df__shape_ctx *c);
-static df_code df__sf_scalar(df__shape_ctx *c);
-static df_code df__sf_binary(df__shape_ctx *c);
-static df_tensor *df__k_alloc(df__kctx *c, int i, df_dtype t, int rank, const int64_t *dims);
-static df_tensor *df__k_reuse_or_alloc(df__kctx *c, int i, int in, df_dtype t, int rank, const int64_t *dims);
-static df_tensor *df__k_alloc_like(df__kctx *c, int i, df_dtype t, const df_tensor *like);
-static void df__k_forward(df__kctx *c, int out, int in);
-static int df__isa(void);
+DF_PRIVATE df_node *df__make_enter(df_graph *g, df__ctx *loop, df_output x, int is_constant);
+DF_PRIVATE df_output df__ctx_capture(df_graph *g, df__ctx *ctx, df_output x);
+DF_PRIVATE df_node *df__ctx_capture_control(df_graph *g, df__ctx *ctx, df_node *c);
+DF_PRIVATE int df__unique_scope(df_graph *g, const char *base, char *out, size_t n);
+DF_PRIVATE df_code df__check_pred(df_graph *g, df_output pred, const char *what);
+DF_PRIVATE int df__shapes_equal(const df__shape *a, const df__shape *b);
+DF_PRIVATE df__shape df__shape_relax(const df__shape *a, const df__shape *b);
+DF_PRIVATE const df_tensor *df__const_value(df_output o);
+DF_PRIVATE const df_tensor *df__sc_const(df__shape_ctx *c, int i);
+DF_PRIVATE df__shape *df__sc_out(df__shape_ctx *c, int i);
+DF_PRIVATE df__shape df__shape_of(const df_tensor *t);
+DF_PRIVATE df__shape df__shape_unknown(void);
+DF_PRIVATE df__shape df__shape_scalar(void);
+DF_PRIVATE int64_t df__int_at(const df_tensor *t, int64_t i);
+DF_PRIVATE int df__is_int_tensor(const df_tensor *t);
+DF_PRIVATE int df__broadcast(int ra, const int64_t *da, int rb, const int64_t *db, df__bcast *bc);
+DF_PRIVATE const char *df__dims_str(int rank, const int64_t *dims, char *buf, size_t n);
+DF_PRIVATE df_code df__sf_same(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_scalar(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_binary(df__shape_ctx *c);
+DF_PRIVATE df_tensor *df__k_alloc(df__kctx *c, int i, df_dtype t, int rank, const int64_t *dims);
+DF_PRIVATE df_tensor *df__k_reuse_or_alloc(df__kctx *c, int i, int in, df_dtype t, int rank, const int64_t *dims);
+DF_PRIVATE df_tensor *df__k_alloc_like(df__kctx *c, int i, df_dtype t, const df_tensor *like);
+DF_PRIVATE void df__k_forward(df__kctx *c, int out, int in);
+DF_PRIVATE int df__isa(void);
 #ifdef DF__X86   /* its callers are all x86 vector paths: unused (a warning) elsewhere */
-static int df__vec_isa(void);
+DF_PRIVATE int df__vec_isa(void);
 #endif
-static df__row_fn df__binary_row(int code, df_dtype t);
-static void df__k_binary(df__kctx *c);
+DF_PRIVATE df__row_fn df__binary_row(int code, df_dtype t);
+DF_PRIVATE void df__k_binary(df__kctx *c);
 #ifdef DF__X86
-DF__TARGET_AVX2 static inline __m256 df__v8_exp(__m256 x);
+DF__TARGET_AVX2 DF_PRIVATE inline __m256 df__v8_exp(__m256 x);
 #endif
-static void df__k_unary(df__kctx *c);
-static void df__set_from_f64(df_dtype t, void *p, int64_t i, double v);
-static void df__set_from_i64(df_dtype t, void *p, int64_t i, int64_t v);
-static int df__is_integer_type(df_dtype t);
-static int64_t df__get_i64(df_dtype t, const void *p, int64_t i);
-static void df__k_cast(df__kctx *c);
-static void df__k_identity(df__kctx *c);
-static void df__k_noop(df__kctx *c);
-static void df__k_assert(df__kctx *c);
-static void df__k_const(df__kctx *c);
-static void df__k_placeholder(df__kctx *c);
-static void df__k_switch(df__kctx *c);
-static void df__k_merge(df__kctx *c);
-static void df__k_loop_cond(df__kctx *c);
+DF_PRIVATE void df__k_unary(df__kctx *c);
+DF_PRIVATE void df__set_from_f64(df_dtype t, void *p, int64_t i, double v);
+DF_PRIVATE void df__set_from_i64(df_dtype t, void *p, int64_t i, int64_t v);
+DF_PRIVATE int df__is_integer_type(df_dtype t);
+DF_PRIVATE int64_t df__get_i64(df_dtype t, const void *p, int64_t i);
+DF_PRIVATE void df__k_cast(df__kctx *c);
+DF_PRIVATE void df__k_identity(df__kctx *c);
+DF_PRIVATE void df__k_noop(df__kctx *c);
+DF_PRIVATE void df__k_assert(df__kctx *c);
+DF_PRIVATE void df__k_const(df__kctx *c);
+DF_PRIVATE void df__k_placeholder(df__kctx *c);
+DF_PRIVATE void df__k_switch(df__kctx *c);
+DF_PRIVATE void df__k_merge(df__kctx *c);
+DF_PRIVATE void df__k_loop_cond(df__kctx *c);
 #ifndef DF_NO_THREADS
-static df__ipool *df__ipool_new(int n_threads);
-static void df__ipool_free(df__ipool *p);
-static int df__ipool_threads(df__ipool *p);
-static void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts, df__par_fn fn, void *arg);
+DF_PRIVATE df__ipool *df__ipool_new(int n_threads);
+DF_PRIVATE void df__ipool_free(df__ipool *p);
+DF_PRIVATE int df__ipool_threads(df__ipool *p);
+DF_PRIVATE void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts, df__par_fn fn, void *arg);
 #endif
 #ifndef DF_NO_THREADS
 #else
-static int df__ipool_threads(df__ipool *p);
-static void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts, df__par_fn fn, void *arg);
+DF_PRIVATE int df__ipool_threads(df__ipool *p);
+DF_PRIVATE void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts, df__par_fn fn, void *arg);
 #endif
-static int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, int ta,
+DF_PRIVATE int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, int ta,
                        const void *b, int64_t ldb, int tb, void *c, int64_t ldc, struct df__ipool *pool,
                        int max_threads);
-static void df__k_matmul(df__kctx *c);
-static df_code df__sf_matmul(df__shape_ctx *c);
-static df_code df__sf_bmm(df__shape_ctx *c);
-static void df__k_bmm(df__kctx *c);
-static void df__k_conv2d(df__kctx *c);
-static void df__k_conv2d_bp_input(df__kctx *c);
-static void df__k_conv2d_bp_filter(df__kctx *c);
-static df_code df__sf_conv2d(df__shape_ctx *c);
-static df_code df__sf_conv_bp_input(df__shape_ctx *c);
-static df_code df__sf_conv_bp_filter(df__shape_ctx *c);
-static df_code df__sf_pool_grad_avg(df__shape_ctx *c);
-static void df__k_pool(df__kctx *c);
-static void df__k_max_pool_grad(df__kctx *c);
-static void df__k_avg_pool_grad(df__kctx *c);
-static df_code df__sf_pool(df__shape_ctx *c);
-static df_code df__sf_bias_add(df__shape_ctx *c);
-static void df__k_bias_add(df__kctx *c);
-static df_code df__sf_bias_add_grad(df__shape_ctx *c);
-static void df__k_bias_add_grad(df__kctx *c);
-static df_code df__norm_axes(const df_node *n, const df_tensor *axes, int rank, unsigned *mask, df_status *st);
-static void df__reduced_shape(int rank, const int64_t *dims, unsigned mask, int keep, df__shape *out);
-static df_code df__sf_reduce(df__shape_ctx *c);
-static void df__k_reduce(df__kctx *c);
-static df_code df__sf_argmax(df__shape_ctx *c);
-static void df__k_argmax(df__kctx *c);
-static int64_t df__shape_count(const df__shape *s);
-static df_code df__sf_reshape(df__shape_ctx *c);
-static void df__k_reshape(df__kctx *c);
-static df_code df__sf_transpose(df__shape_ctx *c);
-static void df__k_transpose(df__kctx *c);
-static df_code df__sf_expand_dims(df__shape_ctx *c);
-static void df__k_expand_dims(df__kctx *c);
-static df_code df__sf_squeeze(df__shape_ctx *c);
-static void df__k_squeeze(df__kctx *c);
-static df_code df__sf_shape_op(df__shape_ctx *c);
-static void df__k_shape(df__kctx *c);
-static void df__k_size(df__kctx *c);
-static void df__k_rank(df__kctx *c);
-static df_code df__dims_from(const df_node *n, const df_tensor *t, df__shape *o, const char *what, df_status *st);
-static df_code df__sf_fill(df__shape_ctx *c);
-static void df__k_fill(df__kctx *c);
-static void df__k_zeros_like(df__kctx *c);
-static df_code df__sf_range(df__shape_ctx *c);
-static void df__k_range(df__kctx *c);
-static df_code df__sf_concat(df__shape_ctx *c);
-static void df__k_concat(df__kctx *c);
-static df_code df__sf_pack(df__shape_ctx *c);
-static void df__k_pack(df__kctx *c);
-static df_code df__sf_unpack(df__shape_ctx *c);
-static void df__k_unpack(df__kctx *c);
-static void df__strided_move(df_tensor *x, df_tensor *o, const int64_t *begin, const int64_t *step,
+DF_PRIVATE void df__k_matmul(df__kctx *c);
+DF_PRIVATE df_code df__sf_matmul(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_bmm(df__shape_ctx *c);
+DF_PRIVATE void df__k_bmm(df__kctx *c);
+DF_PRIVATE void df__k_conv2d(df__kctx *c);
+DF_PRIVATE void df__k_conv2d_bp_input(df__kctx *c);
+DF_PRIVATE void df__k_conv2d_bp_filter(df__kctx *c);
+DF_PRIVATE df_code df__sf_conv2d(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_conv_bp_input(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_conv_bp_filter(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_pool_grad_avg(df__shape_ctx *c);
+DF_PRIVATE void df__k_pool(df__kctx *c);
+DF_PRIVATE void df__k_max_pool_grad(df__kctx *c);
+DF_PRIVATE void df__k_avg_pool_grad(df__kctx *c);
+DF_PRIVATE df_code df__sf_pool(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_bias_add(df__shape_ctx *c);
+DF_PRIVATE void df__k_bias_add(df__kctx *c);
+DF_PRIVATE df_code df__sf_bias_add_grad(df__shape_ctx *c);
+DF_PRIVATE void df__k_bias_add_grad(df__kctx *c);
+DF_PRIVATE df_code df__norm_axes(const df_node *n, const df_tensor *axes, int rank, unsigned *mask, df_status *st);
+DF_PRIVATE void df__reduced_shape(int rank, const int64_t *dims, unsigned mask, int keep, df__shape *out);
+DF_PRIVATE df_code df__sf_reduce(df__shape_ctx *c);
+DF_PRIVATE void df__k_reduce(df__kctx *c);
+DF_PRIVATE df_code df__sf_argmax(df__shape_ctx *c);
+DF_PRIVATE void df__k_argmax(df__kctx *c);
+DF_PRIVATE int64_t df__shape_count(const df__shape *s);
+DF_PRIVATE df_code df__sf_reshape(df__shape_ctx *c);
+DF_PRIVATE void df__k_reshape(df__kctx *c);
+DF_PRIVATE df_code df__sf_transpose(df__shape_ctx *c);
+DF_PRIVATE void df__k_transpose(df__kctx *c);
+DF_PRIVATE df_code df__sf_expand_dims(df__shape_ctx *c);
+DF_PRIVATE void df__k_expand_dims(df__kctx *c);
+DF_PRIVATE df_code df__sf_squeeze(df__shape_ctx *c);
+DF_PRIVATE void df__k_squeeze(df__kctx *c);
+DF_PRIVATE df_code df__sf_shape_op(df__shape_ctx *c);
+DF_PRIVATE void df__k_shape(df__kctx *c);
+DF_PRIVATE void df__k_size(df__kctx *c);
+DF_PRIVATE void df__k_rank(df__kctx *c);
+DF_PRIVATE df_code df__dims_from(const df_node *n, const df_tensor *t, df__shape *o, const char *what, df_status *st);
+DF_PRIVATE df_code df__sf_fill(df__shape_ctx *c);
+DF_PRIVATE void df__k_fill(df__kctx *c);
+DF_PRIVATE void df__k_zeros_like(df__kctx *c);
+DF_PRIVATE df_code df__sf_range(df__shape_ctx *c);
+DF_PRIVATE void df__k_range(df__kctx *c);
+DF_PRIVATE df_code df__sf_concat(df__shape_ctx *c);
+DF_PRIVATE void df__k_concat(df__kctx *c);
+DF_PRIVATE df_code df__sf_pack(df__shape_ctx *c);
+DF_PRIVATE void df__k_pack(df__kctx *c);
+DF_PRIVATE df_code df__sf_unpack(df__shape_ctx *c);
+DF_PRIVATE void df__k_unpack(df__kctx *c);
+DF_PRIVATE void df__strided_move(df_tensor *x, df_tensor *o, const int64_t *begin, const int64_t *step,
                              const int64_t *odims, int rank, int scatter);
-static df_code df__sf_slice(df__shape_ctx *c);
-static void df__k_slice(df__kctx *c);
-static df_code df__strided_args(const df_node *n, const df_tensor *x, const df_tensor *bt, const df_tensor *et,
+DF_PRIVATE df_code df__sf_slice(df__shape_ctx *c);
+DF_PRIVATE void df__k_slice(df__kctx *c);
+DF_PRIVATE df_code df__strided_args(const df_node *n, const df_tensor *x, const df_tensor *bt, const df_tensor *et,
                                 const df_tensor *stt, int64_t *begin, int64_t *step, int64_t *odims,
                                 df__shape *final, df_status *st);
-static void df__k_strided_slice(df__kctx *c);
-static df_code df__sf_strided_slice(df__shape_ctx *c);
-static df_code df__sf_tile(df__shape_ctx *c);
-static void df__k_tile(df__kctx *c);
-static df_code df__gather_axis(const df_node *n, const df_tensor *axis_t, int rank, int *axis, df_status *st);
-static df_code df__gather_batch_dims(const df_node *n, const int64_t *p_dims, int ix_rank, const int64_t *ix_dims, int axis,
+DF_PRIVATE void df__k_strided_slice(df__kctx *c);
+DF_PRIVATE df_code df__sf_strided_slice(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_tile(df__shape_ctx *c);
+DF_PRIVATE void df__k_tile(df__kctx *c);
+DF_PRIVATE df_code df__gather_axis(const df_node *n, const df_tensor *axis_t, int rank, int *axis, df_status *st);
+DF_PRIVATE df_code df__gather_batch_dims(const df_node *n, const int64_t *p_dims, int ix_rank, const int64_t *ix_dims, int axis,
                                      int *batch_dims, df_status *st);
-static df_code df__sf_gather(df__shape_ctx *c);
-static void df__k_gather(df__kctx *c);
-static df_code df__sf_one_hot(df__shape_ctx *c);
-static df_tensor *df__one_hot_prep(df__kctx *c, int64_t *outer, int64_t *depth, int64_t *inner);
-static void df__k_one_hot(df__kctx *c);
-static void df__k_softmax(df__kctx *c);
-static df_code df__sf_softmax(df__shape_ctx *c);
-static df_code df__sf_xent(df__shape_ctx *c);
-static void df__k_xent(df__kctx *c);
-static df_code df__sf_add_n(df__shape_ctx *c);
-static void df__k_add_n(df__kctx *c);
-static df_code df__sf_select(df__shape_ctx *c);
-static void df__k_select(df__kctx *c);
-static int df__ref_arg(const df__opdef *op, int i);
-static df_tensor *df__deref(df_tensor *t, const df_node *consumer, df_status *st);
-static void df__k_variable(df__kctx *c);
-static void df__k_assign(df__kctx *c);
-static df_code df__sf_variable(df__shape_ctx *c);
-static df_code df__sf_assign(df__shape_ctx *c);
-static df_code df__sf_random(df__shape_ctx *c);
-static void df__k_random(df__kctx *c);
-static df_code df__sf_const(df__shape_ctx *c);
-static df_code df__sf_placeholder(df__shape_ctx *c);
-static df_code df__sf_switch(df__shape_ctx *c);
-static df_code df__sf_merge(df__shape_ctx *c);
-static df_code df__sf_loop_cond(df__shape_ctx *c);
-static df_code df__sf_enter(df__shape_ctx *c);
-static df_code df__sf_identity_n(df__shape_ctx *c);
-static df_code df__sf_shape_input(df__shape_ctx *c);
-static void df__k_strided_slice_grad(df__kctx *c);
-static void df__k_bcast_grad_args(df__kctx *c);
-static df_code df__sf_bcast_grad_args(df__shape_ctx *c);
-static df_code df__sf_segment_sum(df__shape_ctx *c);
-static void df__k_segment_sum(df__kctx *c);
-static df_code df__sf_pad(df__shape_ctx *c);
-static void df__k_pad(df__kctx *c);
-static void df__k_invert_permutation(df__kctx *c);
-static df_code df__sf_broadcast_to(df__shape_ctx *c);
-static void df__k_broadcast_to(df__kctx *c);
-static df_tensor *df__cumprod_prep(df__kctx *c, int64_t *outer, int64_t *len, int64_t *inner);
-static void df__k_cumprod(df__kctx *c);
-static void df__k_concat_offset(df__kctx *c);
-static df_code df__sf_concat_offset(df__shape_ctx *c);
-static int df__k_apply_lock(df__kctx *c, int n, df__var **v, df_tensor **val);
-static int df__k_apply_check(df__kctx *c, const df_tensor *var, const df_tensor *t, const char *what);
-static void df__k_apply(df__kctx *c);
-static df_code df__sf_apply(df__shape_ctx *c);
-static df__func *df__fn_find(const df_graph *g, const char *name);
-static void df__func_free(df__func *f);
-static int df__fn_encloses(const df_graph *outer, const df_graph *g);
-static df_output df__fn_capture(df_graph *g, df_output x);
-static df__func *df__fn_make(df_graph *g, const char *name, int n_args, const df_dtype *types,
+DF_PRIVATE df_code df__sf_gather(df__shape_ctx *c);
+DF_PRIVATE void df__k_gather(df__kctx *c);
+DF_PRIVATE df_code df__sf_one_hot(df__shape_ctx *c);
+DF_PRIVATE df_tensor *df__one_hot_prep(df__kctx *c, int64_t *outer, int64_t *depth, int64_t *inner);
+DF_PRIVATE void df__k_one_hot(df__kctx *c);
+DF_PRIVATE void df__k_softmax(df__kctx *c);
+DF_PRIVATE df_code df__sf_softmax(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_xent(df__shape_ctx *c);
+DF_PRIVATE void df__k_xent(df__kctx *c);
+DF_PRIVATE df_code df__sf_add_n(df__shape_ctx *c);
+DF_PRIVATE void df__k_add_n(df__kctx *c);
+DF_PRIVATE df_code df__sf_select(df__shape_ctx *c);
+DF_PRIVATE void df__k_select(df__kctx *c);
+DF_PRIVATE int df__ref_arg(const df__opdef *op, int i);
+DF_PRIVATE df_tensor *df__deref(df_tensor *t, const df_node *consumer, df_status *st);
+DF_PRIVATE void df__k_variable(df__kctx *c);
+DF_PRIVATE void df__k_assign(df__kctx *c);
+DF_PRIVATE df_code df__sf_variable(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_assign(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_random(df__shape_ctx *c);
+DF_PRIVATE void df__k_random(df__kctx *c);
+DF_PRIVATE df_code df__sf_const(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_placeholder(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_switch(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_merge(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_loop_cond(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_enter(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_identity_n(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_shape_input(df__shape_ctx *c);
+DF_PRIVATE void df__k_strided_slice_grad(df__kctx *c);
+DF_PRIVATE void df__k_bcast_grad_args(df__kctx *c);
+DF_PRIVATE df_code df__sf_bcast_grad_args(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_segment_sum(df__shape_ctx *c);
+DF_PRIVATE void df__k_segment_sum(df__kctx *c);
+DF_PRIVATE df_code df__sf_pad(df__shape_ctx *c);
+DF_PRIVATE void df__k_pad(df__kctx *c);
+DF_PRIVATE void df__k_invert_permutation(df__kctx *c);
+DF_PRIVATE df_code df__sf_broadcast_to(df__shape_ctx *c);
+DF_PRIVATE void df__k_broadcast_to(df__kctx *c);
+DF_PRIVATE df_tensor *df__cumprod_prep(df__kctx *c, int64_t *outer, int64_t *len, int64_t *inner);
+DF_PRIVATE void df__k_cumprod(df__kctx *c);
+DF_PRIVATE void df__k_concat_offset(df__kctx *c);
+DF_PRIVATE df_code df__sf_concat_offset(df__shape_ctx *c);
+DF_PRIVATE int df__k_apply_lock(df__kctx *c, int n, df__var **v, df_tensor **val);
+DF_PRIVATE int df__k_apply_check(df__kctx *c, const df_tensor *var, const df_tensor *t, const char *what);
+DF_PRIVATE void df__k_apply(df__kctx *c);
+DF_PRIVATE df_code df__sf_apply(df__shape_ctx *c);
+DF_PRIVATE df__func *df__fn_find(const df_graph *g, const char *name);
+DF_PRIVATE void df__func_free(df__func *f);
+DF_PRIVATE int df__fn_encloses(const df_graph *outer, const df_graph *g);
+DF_PRIVATE df_output df__fn_capture(df_graph *g, df_output x);
+DF_PRIVATE df__func *df__fn_make(df_graph *g, const char *name, int n_args, const df_dtype *types,
                              const df__shape *shapes, int n_out, df__fn_build_fn build, void *user);
-static df_code df__sf_arg(df__shape_ctx *c);
-static df_code df__sf_call(df__shape_ctx *c);
-static df_code df__sf_if(df__shape_ctx *c);
-static df_code df__sf_while(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_arg(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_call(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_if(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_while(df__shape_ctx *c);
 #ifndef DF_NO_THREADS
-static void df__graph_rw_lock(int exclusive);
-static void df__graph_rw_unlock(void);
+DF_PRIVATE void df__graph_rw_lock(int exclusive);
+DF_PRIVATE void df__graph_rw_unlock(void);
 #endif
 #ifndef DF_NO_THREADS
 #else
-static void df__graph_rw_lock(int exclusive);
-static void df__graph_rw_unlock(void);
+DF_PRIVATE void df__graph_rw_lock(int exclusive);
+DF_PRIVATE void df__graph_rw_unlock(void);
 #endif
-static int df__graph_has_functional(const df_graph *g);
-static df_code df__lower_all_ex(df_graph *g, int keep_calls);
-static df_code df__lower_all(df_graph *g);
-static void df__k_call(df__kctx *c);
-static int df__graph_has_functional_ex(const df_graph *g, int keep_calls);
-static void df__k_stack(df__kctx *c);
-static void df__k_stack_push(df__kctx *c);
-static void df__k_stack_pop(df__kctx *c);
-static void df__k_stack_close(df__kctx *c);
-static void df__k_loop_push(df__kctx *c);
-static void df__k_loop_pop(df__kctx *c);
-static void df__k_loop_iteration_less(df__kctx *c);
-static void df__k_loop_count(df__kctx *c);
-static void df__k_accum(df__kctx *c);
-static void df__k_accum_add(df__kctx *c);
-static void df__k_accum_read(df__kctx *c);
-static df_code df__sf_accum_read(df__shape_ctx *c);
-static df_code df__sf_push(df__shape_ctx *c);
-static df_code df__sf_unknown(df__shape_ctx *c);
-static int df__is_float(df_dtype t);
-static df__ctx *df__loop_of(df__ctx *c);
-static df__ctx *df__node_loop(const df_node *n);
-static int df__ok(df_graph *g);
-static df_op_builder *df__begin(df_graph *g, df__ctx *ctx, const char *op, const df_output *ins, int n_ins,
+DF_PRIVATE int df__graph_has_functional(const df_graph *g);
+DF_PRIVATE df_code df__lower_all_ex(df_graph *g, int keep_calls);
+DF_PRIVATE df_code df__lower_all(df_graph *g);
+DF_PRIVATE void df__k_call(df__kctx *c);
+DF_PRIVATE int df__graph_has_functional_ex(const df_graph *g, int keep_calls);
+DF_PRIVATE void df__k_stack(df__kctx *c);
+DF_PRIVATE void df__k_stack_push(df__kctx *c);
+DF_PRIVATE void df__k_stack_pop(df__kctx *c);
+DF_PRIVATE void df__k_stack_close(df__kctx *c);
+DF_PRIVATE void df__k_loop_push(df__kctx *c);
+DF_PRIVATE void df__k_loop_pop(df__kctx *c);
+DF_PRIVATE void df__k_loop_iteration_less(df__kctx *c);
+DF_PRIVATE void df__k_loop_count(df__kctx *c);
+DF_PRIVATE void df__k_accum(df__kctx *c);
+DF_PRIVATE void df__k_accum_add(df__kctx *c);
+DF_PRIVATE void df__k_accum_read(df__kctx *c);
+DF_PRIVATE df_code df__sf_accum_read(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_push(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_unknown(df__shape_ctx *c);
+DF_PRIVATE int df__is_float(df_dtype t);
+DF_PRIVATE df__ctx *df__loop_of(df__ctx *c);
+DF_PRIVATE df__ctx *df__node_loop(const df_node *n);
+DF_PRIVATE int df__ok(df_graph *g);
+DF_PRIVATE df_op_builder *df__begin(df_graph *g, df__ctx *ctx, const char *op, const df_output *ins, int n_ins,
                                 df_node *const *ctl, int n_ctl, int raw);
-static df_node *df__finish_in(df_graph *g, df__ctx *ctx, df_op_builder *b);
-static int df__add_control_edge(df_graph *g, df_node *n, df_node *c);
-static int df__loop_count(df_graph *g, df__ctx *W);
-static int df__loop_counter(df_graph *g, df__ctx *W);
-static df__gstack *df__gstack_new(df_graph *g, df_dtype t);
-static df__gstack *df__gstack_for(df_graph *g, df_dtype t, df__ctx *W);
-static df__gstack *df__gstack_new_op(df_graph *g, df_dtype t, int sum, df__ctx *at);
-static int df__gstack_push(df_graph *g, df__gstack *s, df_output x, df__ctx *cx, df__ctx *W, int swap);
-static int df__gstack_push_seq(df_graph *g, df__gstack *s, df_output x, df__ctx *cx, df__ctx *W, int swap);
-static df_output df__gstack_pop(df_graph *g, df__ctx *G, df__gstack *s, df__ctx *cx, df__ctx *W, df_dtype t,
+DF_PRIVATE df_node *df__finish_in(df_graph *g, df__ctx *ctx, df_op_builder *b);
+DF_PRIVATE int df__add_control_edge(df_graph *g, df_node *n, df_node *c);
+DF_PRIVATE int df__loop_count(df_graph *g, df__ctx *W);
+DF_PRIVATE int df__loop_counter(df_graph *g, df__ctx *W);
+DF_PRIVATE df__gstack *df__gstack_new(df_graph *g, df_dtype t);
+DF_PRIVATE df__gstack *df__gstack_for(df_graph *g, df_dtype t, df__ctx *W);
+DF_PRIVATE df__gstack *df__gstack_new_op(df_graph *g, df_dtype t, int sum, df__ctx *at);
+DF_PRIVATE int df__gstack_push(df_graph *g, df__gstack *s, df_output x, df__ctx *cx, df__ctx *W, int swap);
+DF_PRIVATE int df__gstack_push_seq(df_graph *g, df__gstack *s, df_output x, df__ctx *cx, df__ctx *W, int swap);
+DF_PRIVATE df_output df__gstack_pop(df_graph *g, df__ctx *G, df__gstack *s, df__ctx *cx, df__ctx *W, df_dtype t,
                                 const df__shape *shape);
-static df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x);
-static df_output df__zeros_like(df_graph *g, df_output x);
-static df_output df__scalar_of(df_graph *g, df_dtype t, double v);
-static df__grad_fn df__grad_fn_for(const df__opdef *op);
-static int df__greg_add(df__greg *r, df_output at, df_output v);
-static df_output df__greg_sum(df__greg *r, df_output at);
-static int df__greg_between(const df__greg *r, const df_node *n);
-static df__gstack *df__node_gstack(df_graph *g, const df_node *n);
-static df_code df__grad_region(df_graph *g, df__ctx *R, int n_y, const df_output *ys, const df_output *gys,
+DF_PRIVATE df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x);
+DF_PRIVATE df_output df__zeros_like(df_graph *g, df_output x);
+DF_PRIVATE df_output df__scalar_of(df_graph *g, df_dtype t, double v);
+DF_PRIVATE df__grad_fn df__grad_fn_for(const df__opdef *op);
+DF_PRIVATE int df__greg_add(df__greg *r, df_output at, df_output v);
+DF_PRIVATE df_output df__greg_sum(df__greg *r, df_output at);
+DF_PRIVATE int df__greg_between(const df__greg *r, const df_node *n);
+DF_PRIVATE df__gstack *df__node_gstack(df_graph *g, const df_node *n);
+DF_PRIVATE df_code df__grad_region(df_graph *g, df__ctx *R, int n_y, const df_output *ys, const df_output *gys,
                                int n_x, const df_output *xs, df_output *dxs);
-static df_code df__grad_loop(df__greg *r, df__ctx *W);
-static void df__gstacks_free(df_graph *g);
-static void df__exec_free(df__exec *x);
-static const char *df__item_name(const df__exec *x, int i);
-static df_code df__analyze_frames(df__exec *x, df_status *st);
+DF_PRIVATE df_code df__grad_loop(df__greg *r, df__ctx *W);
+DF_PRIVATE void df__gstacks_free(df_graph *g);
+DF_PRIVATE void df__exec_free(df__exec *x);
+DF_PRIVATE const char *df__item_name(const df__exec *x, int i);
+DF_PRIVATE df_code df__analyze_frames(df__exec *x, df_status *st);
 #ifndef DF_NO_THREADS
-static int df__pool_pop(df__pool *p, df__task *out, int block);
-static void df__run_task(df__task *t);
-static int df__pool_push(df__pool *p, const df__task *t);
-static df__pool *df__pool_new(int n_threads);
-static void df__pool_free(df__pool *p);
+DF_PRIVATE int df__pool_pop(df__pool *p, df__task *out, int block);
+DF_PRIVATE void df__run_task(df__task *t);
+DF_PRIVATE int df__pool_push(df__pool *p, const df__task *t);
+DF_PRIVATE df__pool *df__pool_new(int n_threads);
+DF_PRIVATE void df__pool_free(df__pool *p);
 #endif
-static df__stack *df__step_stack_new(df__step *s, int64_t *id, df_status *st);
-static df__stack *df__step_stack_get(df__step *s, const df_tensor *h);
-static void df__step_task_done(df__step *s);
-static void df__step_error(df__step *s, const df_status *st);
-static double df__clock_ms(void);
-static df_code df__deadline_exceeded(df_status *st, int timeout_ms);
-static void df__step_set_deadline(df__step *s, int timeout_ms);
-static void df__wake_dispatch(df__wake *w);
-static void df__group_abort(df__pgroup *g, const df_status *why);
-static df_code df__check_outputs(const df_node *n, df_tensor *const *outs, int n_out, uint32_t need, df_status *st);
+DF_PRIVATE df__stack *df__step_stack_new(df__step *s, int64_t *id, df_status *st);
+DF_PRIVATE df__stack *df__step_stack_get(df__step *s, const df_tensor *h);
+DF_PRIVATE void df__step_task_done(df__step *s);
+DF_PRIVATE void df__step_error(df__step *s, const df_status *st);
+DF_PRIVATE double df__clock_ms(void);
+DF_PRIVATE df_code df__deadline_exceeded(df_status *st, int timeout_ms);
+DF_PRIVATE void df__step_set_deadline(df__step *s, int timeout_ms);
+DF_PRIVATE void df__wake_dispatch(df__wake *w);
+DF_PRIVATE void df__group_abort(df__pgroup *g, const df_status *why);
+DF_PRIVATE df_code df__check_outputs(const df_node *n, df_tensor *const *outs, int n_out, uint32_t need, df_status *st);
 #ifndef DF_NO_THREADS
-static void df__process(df__step *s, df__tagged t);
+DF_PRIVATE void df__process(df__step *s, df__tagged t);
 #endif
-static df_code df__execute(df__step *s, df_status *st);
-static df_code df__group_execute(df__pgroup *g, df_status *st);
-static int df__rv_init(df__rendezvous *rv);
-static df_code df__rv_send(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df_tensor *t, int dead,
+DF_PRIVATE df_code df__execute(df__step *s, df_status *st);
+DF_PRIVATE df_code df__group_execute(df__pgroup *g, df_status *st);
+DF_PRIVATE int df__rv_init(df__rendezvous *rv);
+DF_PRIVATE df_code df__rv_send(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df_tensor *t, int dead,
                            df__wake *wake, df_status *st);
-static df__rv_msg *df__rv_abort(df__rendezvous *rv, const df_status *why);
-static void df__rv_free(df__rendezvous *rv);
-static void df__k_send(df__kctx *c);
-static void df__k_recv(df__kctx *c);
-static df__kernel_fn df__node_kernel(const df_node *n, int kernel_type, uint32_t *host_in, uint32_t *host_out,
+DF_PRIVATE df__rv_msg *df__rv_abort(df__rendezvous *rv, const df_status *why);
+DF_PRIVATE void df__rv_free(df__rendezvous *rv);
+DF_PRIVATE void df__k_send(df__kctx *c);
+DF_PRIVATE void df__k_recv(df__kctx *c);
+DF_PRIVATE df__kernel_fn df__node_kernel(const df_node *n, int kernel_type, uint32_t *host_in, uint32_t *host_out,
                                      int *host_only);
-static int df__node_has_kernel(const df_node *n, const df__device *d);
-static int df__out_on_host(const df_node *n, int out, const df__device *d);
-static int df__in_on_host(const df_node *n, int in, const df__device *d);
-static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds, int n_feeds, const df_output *fetches,
+DF_PRIVATE int df__node_has_kernel(const df_node *n, const df__device *d);
+DF_PRIVATE int df__out_on_host(const df_node *n, int out, const df__device *d);
+DF_PRIVATE int df__in_on_host(const df_node *n, int in, const df__device *d);
+DF_PRIVATE df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds, int n_feeds, const df_output *fetches,
                              int n_fetches, df_node *const *targets, int n_targets, const df__device *dev, df_status *st);
-static void df__plan_free(df__plan *p);
-static int df__item_out_frame(const df__exec *x, int i);
-static int df__node_item(const df__exec *x, int i);
-static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_status *st);
-static int df__pgraph_add(df_graph *g, df_node *n);
-static df_node *df__node_clone(df_graph *g, const df_node *src, const char *device);
-static char *df__pgraph_name(df_graph *g, const char *base);
-static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t *dev, const df_output *feeds,
+DF_PRIVATE void df__plan_free(df__plan *p);
+DF_PRIVATE int df__item_out_frame(const df__exec *x, int i);
+DF_PRIVATE int df__node_item(const df__exec *x, int i);
+DF_PRIVATE df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_status *st);
+DF_PRIVATE int df__pgraph_add(df_graph *g, df_node *n);
+DF_PRIVATE df_node *df__node_clone(df_graph *g, const df_node *src, const char *device);
+DF_PRIVATE char *df__pgraph_name(df_graph *g, const char *base);
+DF_PRIVATE df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t *dev, const df_output *feeds,
                                int n_feeds, const df_output *fetches, int n_fetches, df_status *st);
-static df__var *df__step_var(df__step *s, const df_node *var_node, df_status *st);
-static uint64_t df__step_rng_next(df__step *s, const df_node *n, uint64_t count);
+DF_PRIVATE df__var *df__step_var(df__step *s, const df_node *var_node, df_status *st);
+DF_PRIVATE uint64_t df__step_rng_next(df__step *s, const df_node *n, uint64_t count);
 #ifdef DATAFLOW_CUDA
-static int df__step_tf32(const df__step *s);
-static uint32_t df__gg_mask(const df__gg *gg, int out);
-static void df__gg_free(df__gg *gg);
-static void df__gk_gpu_graph(df__kctx *c);
+DF_PRIVATE int df__step_tf32(const df__step *s);
+DF_PRIVATE uint32_t df__gg_mask(const df__gg *gg, int out);
+DF_PRIVATE void df__gg_free(df__gg *gg);
+DF_PRIVATE void df__gk_gpu_graph(df__kctx *c);
 #endif
-static int df__gg_returns(const df__plan *plan, int p, df_status *st);
-static df_code df__pb_compile(df_session *ss, df__part *pt, const df_output *feeds, int n_feeds,
+DF_PRIVATE int df__gg_returns(const df__plan *plan, int p, df_status *st);
+DF_PRIVATE df_code df__pb_compile(df_session *ss, df__part *pt, const df_output *feeds, int n_feeds,
                               df_output *fetches, int n_fetches, int no_switch, df_status *st);
-static int df__opt_identities(df__opt *o);
-static int df__opt_cse(df__opt *o);
-static int df__opt_fold(df__opt *o, df_session *ss);
-static int df__opt_compact(df__opt *o);
-static void df__opt_free(df__opt *o);
-static int df__shape_compatible(const df__shape *s, const df_tensor *t);
-static int df__pb_varint(df__pb *r, uint64_t *v);
-static int df__pb_fixed(df__pb *r, int bytes, uint64_t *v);
-static int df__pb_next(df__pb *r, uint32_t *field, int *wt, int *bad);
-static int df__pb_sub(df__pb *r, df__pb *sub);
-static int df__pb_skip(df__pb *r, int wt);
-static int df__pb_each(df__pb *r, int wt, int scalar_wt, int (*fn)(void *, uint64_t), void *user);
-static void df__pbw_raw(df__pbw *w, const void *data, size_t n);
-static void df__pbw_varint(df__pbw *w, uint64_t v);
-static void df__pbw_tag(df__pbw *w, uint32_t field, int wt);
-static void df__pbw_uint(df__pbw *w, uint32_t field, uint64_t v);
-static void df__pbw_bytes(df__pbw *w, uint32_t field, const void *data, size_t n);
-static void df__pbw_str(df__pbw *w, uint32_t field, const char *s);
-static void df__pbw_msg(df__pbw *w, uint32_t field, df__pbw *sub);
-static int df__gd_string(df__pb *r, df__gd_str *s);
-static char *df__gd_cstr(df__gd_str s, const char *prefix);
-static df_code df__gd_parse_node(df__gd *d, df__pb *r, df__gd_node *n);
-static df_code df__gd_parse(df__gd *d, const void *data, size_t len);
-static void df__gd_free(df__gd *d);
-static int df__gd_input(df__gd_str s, df__gd_str *name, int *index, int *control);
-static int df__gd_attr_value(df__pb r, df__gd_val *out);
-static int df__gd_value_field(df_dtype t, int *wt);
-static df_code df__gd_set_attr(df__gd *d, const df__gd_node *n, df_op_builder *b, const df__attrdef *ad, df__pb value);
-static df_code df__gd_class(df__gd *d, const df__gd_node *n, df_op_builder *b, df__pb value, const char *prefix);
-static int df__gd_attr_count(const df__gd_node *n, const char *name, int list, int64_t *out);
-static int df__gd_back_edge(const df__gd *d, int dst, int k);
-static df_output df__gd_value(const df__gd *d, const df_import_options *o, df__gd_str name, int index, int src);
-static df_code df__gd_import_library(df_graph *g, const df__gd *d, df__pb lib, const void *data, size_t len, df_status *st);
-static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df_import_options *o, df_status *st);
-static uint32_t df__crc32c(uint32_t crc, const void *data, size_t n);
-static uint32_t df__crc_mask(uint32_t c);
-static void df__put32(unsigned char *p, uint32_t v);
-static void df__put64(unsigned char *p, uint64_t v);
-static uint32_t df__get32(const unsigned char *p);
-static uint64_t df__get64(const unsigned char *p);
-static void df__k_save_v2(df__kctx *c);
-static void df__k_restore_v2(df__kctx *c);
-static void df__op_set_attr_shapes_flat(df_op_builder *b, const char *attr, const int64_t *flat, int n);
-static df_code df__sf_fifo_queue(df__shape_ctx *c);
-static df_code df__sf_queue_enqueue(df__shape_ctx *c);
-static df_code df__sf_queue_dequeue(df__shape_ctx *c);
-static void df__k_fifo_queue(df__kctx *c);
-static void df__k_queue_enqueue(df__kctx *c);
-static void df__k_queue_dequeue(df__kctx *c);
-static void df__k_queue_close(df__kctx *c);
-static void df__k_queue_size(df__kctx *c);
-static void df__k_queue_is_closed(df__kctx *c);
+DF_PRIVATE int df__opt_identities(df__opt *o);
+DF_PRIVATE int df__opt_cse(df__opt *o);
+DF_PRIVATE int df__opt_fold(df__opt *o, df_session *ss);
+DF_PRIVATE int df__opt_compact(df__opt *o);
+DF_PRIVATE void df__opt_free(df__opt *o);
+DF_PRIVATE int df__shape_compatible(const df__shape *s, const df_tensor *t);
+DF_PRIVATE int df__pb_varint(df__pb *r, uint64_t *v);
+DF_PRIVATE int df__pb_fixed(df__pb *r, int bytes, uint64_t *v);
+DF_PRIVATE int df__pb_next(df__pb *r, uint32_t *field, int *wt, int *bad);
+DF_PRIVATE int df__pb_sub(df__pb *r, df__pb *sub);
+DF_PRIVATE int df__pb_skip(df__pb *r, int wt);
+DF_PRIVATE int df__pb_each(df__pb *r, int wt, int scalar_wt, int (*fn)(void *, uint64_t), void *user);
+DF_PRIVATE void df__pbw_raw(df__pbw *w, const void *data, size_t n);
+DF_PRIVATE void df__pbw_varint(df__pbw *w, uint64_t v);
+DF_PRIVATE void df__pbw_tag(df__pbw *w, uint32_t field, int wt);
+DF_PRIVATE void df__pbw_uint(df__pbw *w, uint32_t field, uint64_t v);
+DF_PRIVATE void df__pbw_bytes(df__pbw *w, uint32_t field, const void *data, size_t n);
+DF_PRIVATE void df__pbw_str(df__pbw *w, uint32_t field, const char *s);
+DF_PRIVATE void df__pbw_msg(df__pbw *w, uint32_t field, df__pbw *sub);
+DF_PRIVATE int df__gd_string(df__pb *r, df__gd_str *s);
+DF_PRIVATE char *df__gd_cstr(df__gd_str s, const char *prefix);
+DF_PRIVATE df_code df__gd_parse_node(df__gd *d, df__pb *r, df__gd_node *n);
+DF_PRIVATE df_code df__gd_parse(df__gd *d, const void *data, size_t len);
+DF_PRIVATE void df__gd_free(df__gd *d);
+DF_PRIVATE int df__gd_input(df__gd_str s, df__gd_str *name, int *index, int *control);
+DF_PRIVATE int df__gd_attr_value(df__pb r, df__gd_val *out);
+DF_PRIVATE int df__gd_value_field(df_dtype t, int *wt);
+DF_PRIVATE df_code df__gd_set_attr(df__gd *d, const df__gd_node *n, df_op_builder *b, const df__attrdef *ad, df__pb value);
+DF_PRIVATE df_code df__gd_class(df__gd *d, const df__gd_node *n, df_op_builder *b, df__pb value, const char *prefix);
+DF_PRIVATE int df__gd_attr_count(const df__gd_node *n, const char *name, int list, int64_t *out);
+DF_PRIVATE int df__gd_back_edge(const df__gd *d, int dst, int k);
+DF_PRIVATE df_output df__gd_value(const df__gd *d, const df_import_options *o, df__gd_str name, int index, int src);
+DF_PRIVATE df_code df__gd_import_library(df_graph *g, const df__gd *d, df__pb lib, const void *data, size_t len, df_status *st);
+DF_PRIVATE df_code df__gd_import(df_graph *g, const void *data, size_t len, const df_import_options *o, df_status *st);
+DF_PRIVATE uint32_t df__crc32c(uint32_t crc, const void *data, size_t n);
+DF_PRIVATE uint32_t df__crc_mask(uint32_t c);
+DF_PRIVATE void df__put32(unsigned char *p, uint32_t v);
+DF_PRIVATE void df__put64(unsigned char *p, uint64_t v);
+DF_PRIVATE uint32_t df__get32(const unsigned char *p);
+DF_PRIVATE uint64_t df__get64(const unsigned char *p);
+DF_PRIVATE void df__k_save_v2(df__kctx *c);
+DF_PRIVATE void df__k_restore_v2(df__kctx *c);
+DF_PRIVATE void df__op_set_attr_shapes_flat(df_op_builder *b, const char *attr, const int64_t *flat, int n);
+DF_PRIVATE df_code df__sf_fifo_queue(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_queue_enqueue(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_queue_dequeue(df__shape_ctx *c);
+DF_PRIVATE void df__k_fifo_queue(df__kctx *c);
+DF_PRIVATE void df__k_queue_enqueue(df__kctx *c);
+DF_PRIVATE void df__k_queue_dequeue(df__kctx *c);
+DF_PRIVATE void df__k_queue_close(df__kctx *c);
+DF_PRIVATE void df__k_queue_size(df__kctx *c);
+DF_PRIVATE void df__k_queue_is_closed(df__kctx *c);
 #ifndef DF_NO_THREADS
-static void df__queue_abort_step(df__step *s);
+DF_PRIVATE void df__queue_abort_step(df__step *s);
 #endif
-static void df__queues_end(df_session *s);
+DF_PRIVATE void df__queues_end(df_session *s);
 #ifdef DATAFLOW_CUDA
-static void df__gpu_register(df__opdef *ops, int n_ops);
+DF_PRIVATE void df__gpu_register(df__opdef *ops, int n_ops);
 #endif
-static df_output df__out(df_node *n, int i);
-static df_output df__op1(df_graph *g, const char *op, df_output a);
-static df_output df__op2(df_graph *g, const char *op, df_output a, df_output c);
+DF_PRIVATE df_output df__out(df_node *n, int i);
+DF_PRIVATE df_output df__op1(df_graph *g, const char *op, df_output a);
+DF_PRIVATE df_output df__op2(df_graph *g, const char *op, df_output a, df_output c);
 #ifdef DF__NET
-static void df__wb_u32(df__wbuf *b, uint32_t v);
-static void df__wb_u64(df__wbuf *b, uint64_t v);
-static void df__wb_bytes(df__wbuf *b, const void *d, size_t n);
-static void df__wb_str(df__wbuf *b, const char *s);
-static uint32_t df__wr_u32(df__wread *r, const char *what);
-static uint64_t df__wr_u64(df__wread *r, const char *what);
-static const unsigned char *df__wr_bytes(df__wread *r, size_t *len, const char *what);
-static char *df__wr_str(df__wread *r, size_t max, const char *what);
-static void df__wb_tensor(df__wbuf *b, const df_tensor *t);
-static df_tensor *df__wr_tensor(df__wread *r, const char *what);
-static void df__w_header(unsigned char *h, int type, uint64_t len);
-static int df__sock_read(int fd, void *buf, size_t n);
-static int df__sock_write(int fd, const void *buf, size_t n);
-static int df__w_send(int fd, int type, const df__wbuf *payload);
-static int df__w_recv_head(int fd, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn);
-static int df__w_recv_body(int fd, int type, unsigned char **data, uint64_t len, const char **why);
-static int df__w_recv(int fd, uint64_t max, unsigned char **data, uint64_t *len, const char **why, char *buf, size_t bn);
-static int df__connect(const char *addr, int timeout_ms, char *err, size_t en);
-static int df__task_of(const char *dev);
+DF_PRIVATE void df__wb_u32(df__wbuf *b, uint32_t v);
+DF_PRIVATE void df__wb_u64(df__wbuf *b, uint64_t v);
+DF_PRIVATE void df__wb_bytes(df__wbuf *b, const void *d, size_t n);
+DF_PRIVATE void df__wb_str(df__wbuf *b, const char *s);
+DF_PRIVATE uint32_t df__wr_u32(df__wread *r, const char *what);
+DF_PRIVATE uint64_t df__wr_u64(df__wread *r, const char *what);
+DF_PRIVATE const unsigned char *df__wr_bytes(df__wread *r, size_t *len, const char *what);
+DF_PRIVATE char *df__wr_str(df__wread *r, size_t max, const char *what);
+DF_PRIVATE void df__wb_tensor(df__wbuf *b, const df_tensor *t);
+DF_PRIVATE df_tensor *df__wr_tensor(df__wread *r, const char *what);
+DF_PRIVATE void df__w_header(unsigned char *h, int type, uint64_t len);
+DF_PRIVATE int df__sock_read(int fd, void *buf, size_t n);
+DF_PRIVATE int df__sock_write(int fd, const void *buf, size_t n);
+DF_PRIVATE int df__w_send(int fd, int type, const df__wbuf *payload);
+DF_PRIVATE int df__w_recv_head(int fd, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn);
+DF_PRIVATE int df__w_recv_body(int fd, int type, unsigned char **data, uint64_t len, const char **why);
+DF_PRIVATE int df__w_recv(int fd, uint64_t max, unsigned char **data, uint64_t *len, const char **why, char *buf, size_t bn);
+DF_PRIVATE int df__connect(const char *addr, int timeout_ms, char *err, size_t en);
+DF_PRIVATE int df__task_of(const char *dev);
 #endif
-static int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t iter, df_tensor *v, int dead, df_status *st);
-static void df__cluster_close(struct df__cluster *c);
-static df_code df__cluster_open(struct df_session *s, df_status *st);
-static df_code df__cluster_register(struct df_session *s, df__plan *plan, df_status *st);
-static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
+DF_PRIVATE int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t iter, df_tensor *v, int dead, df_status *st);
+DF_PRIVATE void df__cluster_close(struct df__cluster *c);
+DF_PRIVATE df_code df__cluster_open(struct df_session *s, df_status *st);
+DF_PRIVATE df_code df__cluster_register(struct df_session *s, df__plan *plan, df_status *st);
+DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
                                int n_fetches, df_status *st);
 #ifdef DATAFLOW_MPI
-static int df__mpi_connect(const char *addr, char *err, size_t en);
+DF_PRIVATE int df__mpi_connect(const char *addr, char *err, size_t en);
 #endif

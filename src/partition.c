@@ -41,7 +41,7 @@ static int df__pb_oom(df__pbuild *b) {
     return 0;
 }
 /* Registers a node in a partition graph (the name must be new there). */
-static int df__pgraph_add(df_graph *g, df_node *n) {
+DF_PRIVATE int df__pgraph_add(df_graph *g, df_node *n) {
     if (!df__grow(&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(df_node *))) return 0;
     if (!df__strmap_put(&g->names, n->name, g->n_nodes)) return 0;
     n->id = g->n_nodes;
@@ -50,7 +50,7 @@ static int df__pgraph_add(df_graph *g, df_node *n) {
     return 1;
 }
 /* A copy of src in partition graph g on `device`, inputs unset (NULL) and no control inputs. */
-static df_node *df__node_clone(df_graph *g, const df_node *src, const char *device) {
+DF_PRIVATE df_node *df__node_clone(df_graph *g, const df_node *src, const char *device) {
     df_node *n = (df_node *)DF_MALLOC(sizeof *n);
     if (!n) return NULL;
     memset(n, 0, sizeof *n);
@@ -85,7 +85,7 @@ static df_node *df__node_clone(df_graph *g, const df_node *src, const char *devi
     return n;
 }
 /* A fresh name in g from a base ("a/b" -> "a/b", then "a/b_1", ...). */
-static char *df__pgraph_name(df_graph *g, const char *base) {
+DF_PRIVATE char *df__pgraph_name(df_graph *g, const char *base) {
     char buf[320];
     snprintf(buf, sizeof buf, "%.300s", base);
     for (int k = 1; df__strmap_get(&g->names, buf, NULL); k++) snprintf(buf, sizeof buf, "%.300s_%d", base, k);
@@ -579,7 +579,7 @@ static int df__pb_compile_parts(df__pbuild *b) {
 }
 
 /* Cuts x (placed by dev) into one graph and executor per device used. */
-static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t *dev, const df_output *feeds,
+DF_PRIVATE df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t *dev, const df_output *feeds,
                                int n_feeds, const df_output *fetches, int n_fetches, df_status *st) {
     df__pbuild b;
     memset(&b, 0, sizeof b);

@@ -160,7 +160,7 @@ static int df__opt_identity_like(const df_node *n) {
 }
 
 /* Identity removal. Returns how many nodes were bypassed (-1: out of memory). */
-static int df__opt_identities(df__opt *o) {
+DF_PRIVATE int df__opt_identities(df__opt *o) {
     df_graph *g = o->wg;
     df__opt_uses u;
     memset(&u, 0, sizeof u);
@@ -194,7 +194,7 @@ static int df__opt_identities(df__opt *o) {
 }
 
 /* Common subexpression elimination. Returns the number of nodes merged away (-1: OOM). */
-static int df__opt_cse(df__opt *o) {
+DF_PRIVATE int df__opt_cse(df__opt *o) {
     df_graph *g = o->wg;
     int n = g->n_nodes, count = 0;
     int *order = df__opt_topo(g);
@@ -252,7 +252,7 @@ static int df__opt_cse(df__opt *o) {
 }
 
 /* Constant folding. Returns the nodes replaced by constants (-1: OOM). */
-static int df__opt_fold(df__opt *o, df_session *ss) {
+DF_PRIVATE int df__opt_fold(df__opt *o, df_session *ss) {
     df_graph *g = o->wg;
     int n = g->n_nodes;
     int *order = df__opt_topo(g);
@@ -374,7 +374,7 @@ out:
 }
 
 /* Drops the nodes of wg that no root needs (roots: fetches, targets, fed nodes). */
-static int df__opt_compact(df__opt *o) {
+DF_PRIVATE int df__opt_compact(df__opt *o) {
     df_graph *g = o->wg;
     int n = g->n_nodes, sp = 0;
     unsigned char *keep = (unsigned char *)DF_MALLOC((size_t)n + 1);
@@ -408,7 +408,7 @@ static int df__opt_compact(df__opt *o) {
     return ok;
 }
 
-static void df__opt_free(df__opt *o) {
+DF_PRIVATE void df__opt_free(df__opt *o) {
     df_graph_free(o->wg);
     DF_FREE(o->removed); DF_FREE(o->pinned); DF_FREE(o->fetches); DF_FREE(o->feeds); DF_FREE(o->targets);
     DF_FREE(o->outside);

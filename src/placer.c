@@ -10,7 +10,7 @@
    Switch and Exit then follow their data input, Enter and NextIteration their first consumer.
    ========================================================================================== */
 
-static void df__plan_free(df__plan *p) {
+DF_PRIVATE void df__plan_free(df__plan *p) {
     if (!p) return;
     for (int i = 0; i < p->n_parts; i++) {
         df__exec_free(p->parts[i].x);
@@ -38,7 +38,7 @@ static void df__uf_union(int32_t *parent, int32_t *rank, int a, int b) {
     if (rank[a] == rank[b]) rank[a]++;
 }
 /* Item -> output frame: Enter opens its child frame, Exit (and LoopCount) return to the parent. */
-static int df__item_out_frame(const df__exec *x, int i) {
+DF_PRIVATE int df__item_out_frame(const df__exec *x, int i) {
     const df__xitem *it = &x->items[i];
     if (it->kind == DF__X_ENTER) return it->child_frame;
     if (it->kind == DF__X_EXIT || it->kind == DF__X_COUNT) return x->frames[it->frame].parent;
@@ -87,7 +87,7 @@ static int df__place_colocate(void *user, const char *name, size_t len) {
 }
 
 /* An item that runs a node of the caller's graph (not a feed or fetch). */
-static int df__node_item(const df__exec *x, int i) {
+DF_PRIVATE int df__node_item(const df__exec *x, int i) {
     return x->items[i].node && x->items[i].kind != DF__X_FETCH && x->items[i].kind != DF__X_FEED;
 }
 static int df__spec_constrained(const df__devspec *s) {
@@ -389,7 +389,7 @@ static void df__place_control_flow(df__placer *pl) {
 
 /* Places every node item of x on one of the session's devices: dev[i] (-1 for feed and fetch
    items). Returns st->code. */
-static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_status *st) {
+DF_PRIVATE df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_status *st) {
     int n = x->n_items, nd = ss->n_devices;
     df__placer pl;
     memset(&pl, 0, sizeof pl);

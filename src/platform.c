@@ -50,6 +50,10 @@
 #define DF_ASSERT(x) assert(x)
 #endif
 
+/* Functions one file of src/ defines and others call are marked DF_PRIVATE, with their
+   prototypes in src/internal.h; ./build.sh amalgamate writes them as static, as every other
+   internal function is: dataflow.c is one translation unit, and nothing but the API leaves it. */
+#define DF_PRIVATE	static
 #define DF__ATOMIC_INC(p) __atomic_add_fetch((p), 1, __ATOMIC_RELAXED)
 #define DF__ATOMIC_DEC(p) __atomic_sub_fetch((p), 1, __ATOMIC_ACQ_REL)
 #define DF__UNUSED(x) ((void)(x))
@@ -88,12 +92,12 @@ static void df__spin_lock_slow(df__spin *s) {
 #endif
     }
 }
-static inline void df__spin_lock(df__spin *s) {
+DF_PRIVATE inline void df__spin_lock(df__spin *s) {
     if (__atomic_exchange_n(&s->locked, 1, __ATOMIC_ACQUIRE)) df__spin_lock_slow(s);
 }
-static void df__spin_unlock(df__spin *s) { __atomic_store_n(&s->locked, 0, __ATOMIC_RELEASE); }
+DF_PRIVATE void df__spin_unlock(df__spin *s) { __atomic_store_n(&s->locked, 0, __ATOMIC_RELEASE); }
 
-static int df__num_cores(void) {
+DF_PRIVATE int df__num_cores(void) {
 #ifndef DF_NO_THREADS
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)DF__MIN(n, 256) : 1;

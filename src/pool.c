@@ -7,7 +7,7 @@
 
 #ifndef DF_NO_THREADS
 
-static int df__pool_pop(df__pool *p, df__task *out, int block) {
+DF_PRIVATE int df__pool_pop(df__pool *p, df__task *out, int block) {
     pthread_mutex_lock(&p->mu);
     for (;;) {
         if (p->count) {
@@ -34,7 +34,7 @@ static int df__pool_pop(df__pool *p, df__task *out, int block) {
     }
 }
 
-static void df__run_task(df__task *t) {
+DF_PRIVATE void df__run_task(df__task *t) {
     struct df__step *s = t->step;
     if (t->wake) {                      /* a value from another process: its Recv resumes here */
         struct df__wake *w = t->wake;
@@ -53,7 +53,7 @@ static void *df__pool_worker(void *arg) {
     return NULL;
 }
 
-static int df__pool_push(df__pool *p, const df__task *t) {
+DF_PRIVATE int df__pool_push(df__pool *p, const df__task *t) {
     pthread_mutex_lock(&p->mu);
     if (p->count == p->cap) {
         int nc = p->cap ? p->cap * 2 : 256;
@@ -70,7 +70,7 @@ static int df__pool_push(df__pool *p, const df__task *t) {
     return 1;
 }
 
-static df__pool *df__pool_new(int n_threads) {
+DF_PRIVATE df__pool *df__pool_new(int n_threads) {
     df__pool *p = (df__pool *)DF_MALLOC(sizeof *p);
     if (!p) return NULL;
     memset(p, 0, sizeof *p);
@@ -85,7 +85,7 @@ static df__pool *df__pool_new(int n_threads) {
     return p;
 }
 
-static void df__pool_free(df__pool *p) {
+DF_PRIVATE void df__pool_free(df__pool *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
     __atomic_store_n(&p->shutdown, 1, __ATOMIC_RELEASE);

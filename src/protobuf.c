@@ -6,7 +6,7 @@
    length and nesting depth is checked against what is left, so no read goes past the buffer.
    Unknown fields are skipped by their wire type (groups are refused).
    ========================================================================================== */
-static int df__pb_varint(df__pb *r, uint64_t *v) {
+DF_PRIVATE int df__pb_varint(df__pb *r, uint64_t *v) {
     uint64_t x = 0;
     for (int i = 0; i < 10; i++) {
         if (r->p >= r->end) return 0;
@@ -17,7 +17,7 @@ static int df__pb_varint(df__pb *r, uint64_t *v) {
     }
     return 0;
 }
-static int df__pb_fixed(df__pb *r, int bytes, uint64_t *v) {
+DF_PRIVATE int df__pb_fixed(df__pb *r, int bytes, uint64_t *v) {
     if (r->end - r->p < bytes) return 0;
     uint64_t x = 0;
     for (int i = 0; i < bytes; i++) x |= (uint64_t)r->p[i] << (8 * i);
@@ -27,7 +27,7 @@ static int df__pb_fixed(df__pb *r, int bytes, uint64_t *v) {
 }
 /* The next field: its number (1 .. 2^29-1) and wire type; 0 at the end or when malformed
    (*bad set then). */
-static int df__pb_next(df__pb *r, uint32_t *field, int *wt, int *bad) {
+DF_PRIVATE int df__pb_next(df__pb *r, uint32_t *field, int *wt, int *bad) {
     *bad = 0;
     if (r->p >= r->end) return 0;
     uint64_t key;
@@ -41,7 +41,7 @@ static int df__pb_next(df__pb *r, uint32_t *field, int *wt, int *bad) {
     return 1;
 }
 /* A length-delimited field's bytes as a sub-reader. */
-static int df__pb_sub(df__pb *r, df__pb *sub) {
+DF_PRIVATE int df__pb_sub(df__pb *r, df__pb *sub) {
     uint64_t n;
     if (!df__pb_varint(r, &n) || n > (uint64_t)(r->end - r->p)) return 0;
     sub->p = r->p;
@@ -49,7 +49,7 @@ static int df__pb_sub(df__pb *r, df__pb *sub) {
     r->p += n;
     return 1;
 }
-static int df__pb_skip(df__pb *r, int wt) {
+DF_PRIVATE int df__pb_skip(df__pb *r, int wt) {
     uint64_t v;
     df__pb s;
     switch (wt) {
@@ -61,7 +61,7 @@ static int df__pb_skip(df__pb *r, int wt) {
     }
 }
 /* Calls fn for each value of a repeated scalar field, packed (one LEN field) or not. */
-static int df__pb_each(df__pb *r, int wt, int scalar_wt, int (*fn)(void *, uint64_t), void *user) {
+DF_PRIVATE int df__pb_each(df__pb *r, int wt, int scalar_wt, int (*fn)(void *, uint64_t), void *user) {
     uint64_t v;
     if (wt == scalar_wt) {
         if (!(scalar_wt == DF__PB_VARINT ? df__pb_varint(r, &v) : df__pb_fixed(r, scalar_wt == DF__PB_I64 ? 8 : 4, &v))) return 0;
@@ -77,7 +77,7 @@ static int df__pb_each(df__pb *r, int wt, int scalar_wt, int (*fn)(void *, uint6
     return 1;
 }
 
-static void df__pbw_raw(df__pbw *w, const void *data, size_t n) {
+DF_PRIVATE void df__pbw_raw(df__pbw *w, const void *data, size_t n) {
     if (w->oom || !n) return;
     if (w->len + n > w->cap) {
         size_t cap = w->cap ? w->cap : 256;
@@ -90,21 +90,21 @@ static void df__pbw_raw(df__pbw *w, const void *data, size_t n) {
     memcpy(w->buf + w->len, data, n);
     w->len += n;
 }
-static void df__pbw_varint(df__pbw *w, uint64_t v) {
+DF_PRIVATE void df__pbw_varint(df__pbw *w, uint64_t v) {
     uint8_t b[10];
     int n = 0;
     do { b[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)); v >>= 7; } while (v);
     df__pbw_raw(w, b, (size_t)n);
 }
-static void df__pbw_tag(df__pbw *w, uint32_t field, int wt) { df__pbw_varint(w, (uint64_t)field << 3 | (uint64_t)wt); }
-static void df__pbw_uint(df__pbw *w, uint32_t field, uint64_t v) { df__pbw_tag(w, field, DF__PB_VARINT); df__pbw_varint(w, v); }
-static void df__pbw_bytes(df__pbw *w, uint32_t field, const void *data, size_t n) {
+DF_PRIVATE void df__pbw_tag(df__pbw *w, uint32_t field, int wt) { df__pbw_varint(w, (uint64_t)field << 3 | (uint64_t)wt); }
+DF_PRIVATE void df__pbw_uint(df__pbw *w, uint32_t field, uint64_t v) { df__pbw_tag(w, field, DF__PB_VARINT); df__pbw_varint(w, v); }
+DF_PRIVATE void df__pbw_bytes(df__pbw *w, uint32_t field, const void *data, size_t n) {
     df__pbw_tag(w, field, DF__PB_LEN);
     df__pbw_varint(w, n);
     df__pbw_raw(w, data, n);
 }
-static void df__pbw_str(df__pbw *w, uint32_t field, const char *s) { df__pbw_bytes(w, field, s, strlen(s)); }
-static void df__pbw_msg(df__pbw *w, uint32_t field, df__pbw *sub) {   /* appends sub, frees it */
+DF_PRIVATE void df__pbw_str(df__pbw *w, uint32_t field, const char *s) { df__pbw_bytes(w, field, s, strlen(s)); }
+DF_PRIVATE void df__pbw_msg(df__pbw *w, uint32_t field, df__pbw *sub) {   /* appends sub, frees it */
     if (sub->oom) w->oom = 1;
     else df__pbw_bytes(w, field, sub->buf, sub->len);
     DF_FREE(sub->buf);

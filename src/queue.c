@@ -86,7 +86,7 @@ static int df__shape_list(const df__attr *a, int i, df__shape *out) {
     }
     return k;
 }
-static void df__op_set_attr_shapes_flat(df_op_builder *b, const char *attr, const int64_t *flat, int n) {
+DF_PRIVATE void df__op_set_attr_shapes_flat(df_op_builder *b, const char *attr, const int64_t *flat, int n) {
     df__attr *a = df__builder_attr(b, attr, DF__A_SHAPE_LIST);
     if (!a) return;
     a->u.ints.n = 0;
@@ -170,7 +170,7 @@ static const char *df__queue_def_name(const df_node *def) {
     return *shared ? shared : def->name;
 }
 
-static df_code df__sf_fifo_queue(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_fifo_queue(df__shape_ctx *c) {
     const df__attr *t = df__attr_find_kind(c->node, "component_types", DF__A_TYPE_LIST);
     const df__attr *s = df__attr_find_kind(c->node, "shapes", DF__A_SHAPE_LIST);
     if (!t || t->u.types.n < 1)
@@ -189,7 +189,7 @@ static df_code df__sf_fifo_queue(df__shape_ctx *c) {
     return DF_OK;
 }
 /* Enqueue: when the queue's node is known, its components' count, types and shapes. */
-static df_code df__sf_queue_enqueue(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_queue_enqueue(df__shape_ctx *c) {
     const df_node *def = df__queue_def(c->node->inputs[0]);
     if (!def) return DF_OK;
     const df__attr *t = df__attr_find_kind(def, "component_types", DF__A_TYPE_LIST);
@@ -220,7 +220,7 @@ static df_code df__sf_queue_enqueue(df__shape_ctx *c) {
     return DF_OK;
 }
 /* Dequeue: the queue's shapes, with DequeueMany's n in front (known when n is a constant). */
-static df_code df__sf_queue_dequeue(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_queue_dequeue(df__shape_ctx *c) {
     int many = c->node->op->code;
     for (int i = 0; i < c->node->n_outputs; i++) *df__sc_out(c, i) = df__shape_unknown();
     const df_node *def = df__queue_def(c->node->inputs[0]);
@@ -332,7 +332,7 @@ static df_code df__queue_matches(const df__queue *q, const df_node *def, df_stat
 
 /* FIFOQueueV2: finds or makes the session's queue; its handle is a resource scalar holding the
    queue's index in the session and a check word. */
-static void df__k_fifo_queue(df__kctx *c) {
+DF_PRIVATE void df__k_fifo_queue(df__kctx *c) {
     df_session *ss = c->step->session;
     if (!ss) { DF__KFAIL(c, DF_FAILED_PRECONDITION, "FIFOQueueV2 runs only in a session"); return; }
     const char *container = df__attr_s(c->node, "container"), *name = df__queue_def_name(c->node);
@@ -754,7 +754,7 @@ static df_tensor *df__queue_row(df__kctx *c, const df_tensor *x, int64_t r) {
 
 /* QueueEnqueueV2 (code 0) and QueueEnqueueManyV2 (code 1: each component's first dimension
    counts the tuples). Components are checked against the queue's types and shapes first. */
-static void df__k_queue_enqueue(df__kctx *c) {
+DF_PRIVATE void df__k_queue_enqueue(df__kctx *c) {
     int many = c->node->op->code;
     df__queue *q = df__queue_of(c);
     if (!q) return;
@@ -809,7 +809,7 @@ static void df__k_queue_enqueue(df__kctx *c) {
 }
 
 /* QueueDequeueV2 (code 0) and QueueDequeueManyV2 (code 1: n tuples, each component stacked). */
-static void df__k_queue_dequeue(df__kctx *c) {
+DF_PRIVATE void df__k_queue_dequeue(df__kctx *c) {
     int many = c->node->op->code;
     df__queue *q = df__queue_of(c);
     if (!q) return;
@@ -850,7 +850,7 @@ static void df__k_queue_dequeue(df__kctx *c) {
 
 /* QueueCloseV2: later enqueues fail; dequeues fail once no element is left for them; with
    cancel_pending_enqueues, waiting enqueues fail too (TF: closing twice is an error). */
-static void df__k_queue_close(df__kctx *c) {
+DF_PRIVATE void df__k_queue_close(df__kctx *c) {
     df__queue *q = df__queue_of(c);
     if (!q) return;
     df__qattempt *parked = NULL;
@@ -867,7 +867,7 @@ static void df__k_queue_close(df__kctx *c) {
     df__queue_complete_all(q, parked);
     if (was_closed) DF__KFAIL(c, DF_CANCELLED, "FIFOQueue '%s' is already closed.", q->name);
 }
-static void df__k_queue_size(df__kctx *c) {
+DF_PRIVATE void df__k_queue_size(df__kctx *c) {
     df__queue *q = df__queue_of(c);
     if (!q) return;
     df__queue_lock(q);
@@ -876,7 +876,7 @@ static void df__k_queue_size(df__kctx *c) {
     df_tensor *o = df__k_alloc(c, 0, DF_INT32, 0, NULL);
     if (o) *(int32_t *)o->data = (int32_t)DF__MIN(n, INT32_MAX);
 }
-static void df__k_queue_is_closed(df__kctx *c) {
+DF_PRIVATE void df__k_queue_is_closed(df__kctx *c) {
     df__queue *q = df__queue_of(c);
     if (!q) return;
     df__queue_lock(q);
@@ -889,7 +889,7 @@ static void df__k_queue_is_closed(df__kctx *c) {
 /* ---- the executor's and the session's hooks ---- */
 #ifndef DF_NO_THREADS
 /* An aborted step's nodes leave the lines they wait in (their run ends with its first error). */
-static void df__queue_abort_step(df__step *s) {
+DF_PRIVATE void df__queue_abort_step(df__step *s) {
     df__queue_set *set = s->session ? df__queue_set_of(s->session, 0) : NULL;
     if (!set || !__atomic_load_n(&set->parked, __ATOMIC_ACQUIRE)) return;
     for (int i = 0;; i++) {
@@ -911,7 +911,7 @@ static void df__queue_abort_step(df__step *s) {
 
 /* df_session_free: every waiting attempt is cancelled and later ones refused; then the runs in
    flight are waited for (they end: nothing of theirs waits any more); then the queues go. */
-static void df__queues_end(df_session *s) {
+DF_PRIVATE void df__queues_end(df_session *s) {
     df__queue_set *set = df__queue_set_of(s, 0);
     int n = 0;
     if (set) {

@@ -14,7 +14,7 @@ static struct {
     char error[256];
 } df__registry;
 
-static uint32_t df__type_bit(df_dtype t) { return (unsigned)t < 32 ? 1u << (unsigned)t : 0; }
+DF_PRIVATE uint32_t df__type_bit(df_dtype t) { return (unsigned)t < 32 ? 1u << (unsigned)t : 0; }
 
 static void df__trim(char *s) {
     size_t n = strlen(s), i = 0;
@@ -202,7 +202,7 @@ static int df__registry_ready(void) {
     return state;
 }
 
-static const df__opdef *df__op_lookup(const char *name) {
+DF_PRIVATE const df__opdef *df__op_lookup(const char *name) {
     int k;
     if (df__registry_ready() != 1 || !name || !df__strmap_get(&df__registry.index, name, &k))
         return NULL;
@@ -212,7 +212,7 @@ static const df__opdef *df__op_lookup(const char *name) {
 int df_op_is_registered(const char *op_type) { return df__op_lookup(op_type) != NULL; }
 
 /* Why df__op_lookup found no op: the registry failed to load, or the name is unknown. */
-static df_code df__op_lookup_failure(const char *op_type, const char *name, df_status *st) {
+DF_PRIVATE df_code df__op_lookup_failure(const char *op_type, const char *name, df_status *st) {
     int state = __atomic_load_n(&df__registry.initialised, __ATOMIC_ACQUIRE);
     if (state == -1) return df_status_set(st, DF_INTERNAL, "Op registry failed to load: %s", df__registry.error);
     if (state == -2) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory loading the op registry");
@@ -220,7 +220,7 @@ static df_code df__op_lookup_failure(const char *op_type, const char *name, df_s
                          name ? " for node " : "", name ? name : "");
 }
 
-static const df__attrdef *df__op_attrdef(const df__opdef *op, const char *name) {
+DF_PRIVATE const df__attrdef *df__op_attrdef(const df__opdef *op, const char *name) {
     for (int i = 0; i < op->n_attrs; i++)
         if (!strcmp(op->attrs[i].name, name)) return &op->attrs[i];
     return NULL;

@@ -276,7 +276,7 @@ df_code df_graph_validate(const df_graph *g, df_status *st) {
     return st->code;
 }
 
-static int df__shape_compatible(const df__shape *s, const df_tensor *t) {
+DF_PRIVATE int df__shape_compatible(const df__shape *s, const df_tensor *t) {
     if (s->rank < 0) return 1;
     if (s->rank != t->rank) return 0;
     for (int i = 0; i < s->rank; i++) if (s->dims[i] >= 0 && s->dims[i] != t->dims[i]) return 0;

@@ -7,7 +7,7 @@
    never modified.
    ========================================================================================== */
 
-static df__var *df__step_var(df__step *s, const df_node *var_node, df_status *st) {
+DF_PRIVATE df__var *df__step_var(df__step *s, const df_node *var_node, df_status *st) {
     struct df_session *ss = s->session;
     const char *shared = df__attr_s(var_node, "shared_name");
     char key[300];
@@ -32,7 +32,7 @@ static df__var *df__step_var(df__step *s, const df_node *var_node, df_status *st
     return v;
 }
 
-static uint64_t df__step_rng_next(df__step *s, const df_node *n, uint64_t count) {
+DF_PRIVATE uint64_t df__step_rng_next(df__step *s, const df_node *n, uint64_t count) {
     struct df_session *ss = s->session;
     char key[300];
     snprintf(key, sizeof key, "r:%.280s", n->name);
@@ -55,7 +55,7 @@ static uint64_t df__step_rng_next(df__step *s, const df_node *n, uint64_t count)
 }
 
 #ifdef DATAFLOW_CUDA
-static int df__step_tf32(const df__step *s) { return s && s->session && s->session->opts.allow_tf32; }
+DF_PRIVATE int df__step_tf32(const df__step *s) { return s && s->session && s->session->opts.allow_tf32; }
 #endif
 
 df_session *df_session_new(df_graph *g, const df_session_options *opts, df_status *st) {

@@ -5,7 +5,7 @@
    otherwise. The checks here are repeated by the kernels: static shapes are a hint, not a promise.
    ========================================================================================== */
 
-static const df_tensor *df__const_value(df_output o) {
+DF_PRIVATE const df_tensor *df__const_value(df_output o) {
     for (int depth = 0; o.node && depth < 8; depth++) {
         unsigned f = o.node->op->flags;
         if (!strcmp(o.node->op->name, "Const")) {
@@ -17,26 +17,26 @@ static const df_tensor *df__const_value(df_output o) {
     }
     return NULL;
 }
-static const df_tensor *df__sc_const(df__shape_ctx *c, int i) {
+DF_PRIVATE const df_tensor *df__sc_const(df__shape_ctx *c, int i) {
     return i < c->node->n_inputs ? df__const_value(c->node->inputs[i]) : NULL;
 }
-static df__shape *df__sc_out(df__shape_ctx *c, int i) { return &c->node->out_shapes[i]; }
-static df__shape df__shape_of(const df_tensor *t) {
+DF_PRIVATE df__shape *df__sc_out(df__shape_ctx *c, int i) { return &c->node->out_shapes[i]; }
+DF_PRIVATE df__shape df__shape_of(const df_tensor *t) {
     df__shape s;
     s.rank = t->rank;
     for (int i = 0; i < t->rank; i++) s.dims[i] = t->dims[i];
     return s;
 }
-static df__shape df__shape_unknown(void) { df__shape s; s.rank = -1; return s; }
-static df__shape df__shape_scalar(void) { df__shape s; s.rank = 0; return s; }
+DF_PRIVATE df__shape df__shape_unknown(void) { df__shape s; s.rank = -1; return s; }
+DF_PRIVATE df__shape df__shape_scalar(void) { df__shape s; s.rank = 0; return s; }
 
 /* Integer element i of an int32/int64 tensor. */
-static int64_t df__int_at(const df_tensor *t, int64_t i) {
+DF_PRIVATE int64_t df__int_at(const df_tensor *t, int64_t i) {
     return t->dtype == DF_INT64 ? ((const int64_t *)t->data)[i] : (int64_t)((const int32_t *)t->data)[i];
 }
-static int df__is_int_tensor(const df_tensor *t) { return t && (t->dtype == DF_INT32 || t->dtype == DF_INT64); }
+DF_PRIVATE int df__is_int_tensor(const df_tensor *t) { return t && (t->dtype == DF_INT32 || t->dtype == DF_INT64); }
 
-static int df__broadcast(int ra, const int64_t *da, int rb, const int64_t *db, df__bcast *bc) {
+DF_PRIVATE int df__broadcast(int ra, const int64_t *da, int rb, const int64_t *db, df__bcast *bc) {
     int r = DF__MAX(ra, rb);
     int64_t stride_a = 1, stride_b = 1;
     bc->rank = r;
@@ -56,21 +56,21 @@ static int df__broadcast(int ra, const int64_t *da, int rb, const int64_t *db, d
     return 1;
 }
 
-static const char *df__dims_str(int rank, const int64_t *dims, char *buf, size_t n) {
+DF_PRIVATE const char *df__dims_str(int rank, const int64_t *dims, char *buf, size_t n) {
     df__shape_str(rank, dims, buf, n);
     return buf;
 }
 
-static df_code df__sf_same(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_same(df__shape_ctx *c) {
     for (int i = 0; i < c->node->n_outputs; i++)
         *df__sc_out(c, i) = c->node->n_inputs ? c->in_shapes[0] : df__shape_unknown();
     return DF_OK;
 }
-static df_code df__sf_scalar(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_scalar(df__shape_ctx *c) {
     for (int i = 0; i < c->node->n_outputs; i++) *df__sc_out(c, i) = df__shape_scalar();
     return DF_OK;
 }
-static df_code df__sf_binary(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_binary(df__shape_ctx *c) {
     const df__shape *a = &c->in_shapes[0], *b = &c->in_shapes[1];
     if (a->rank < 0 || b->rank < 0) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
     df__bcast bc;

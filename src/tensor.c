@@ -11,14 +11,14 @@
    rate. Recycled tensors hold no reference; the last release drains them. DF_NO_TENSOR_RECYCLE
    turns the stack off, so that ASan sees a tensor used after its last release. */
 #define DF__RECYCLE_BYTES 256
-static void df__allocator_release(df__allocator *a) {
+DF_PRIVATE void df__allocator_release(df__allocator *a) {
     if (!a || DF__ATOMIC_DEC(&a->refs) != 0) return;
     for (int i = 0; i < a->n_recycled; i++) { df_bfc_free(a->bfc, a->recycled[i]->data); DF_FREE(a->recycled[i]); }
     df_bfc_free_all(a->bfc);
     if (a->on_release) a->on_release(a->on_release_arg);
     DF_FREE(a);
 }
-static df__allocator *df__allocator_new(const df_bfc_options *o) {
+DF_PRIVATE df__allocator *df__allocator_new(const df_bfc_options *o) {
     df__allocator *a = (df__allocator *)DF_MALLOC(sizeof *a);
     if (!a) return NULL;
     memset(a, 0, sizeof *a);
@@ -32,7 +32,7 @@ static _Alignas(64) unsigned char df__empty_buffer[64];
 
 /* The host allocator behind df_tensor_new (devices have their own). Made once, thread safe. */
 static df__allocator *df__host_alloc;
-static df__allocator *df__host_allocator(void) {
+DF_PRIVATE df__allocator *df__host_allocator(void) {
     df__allocator *a = __atomic_load_n(&df__host_alloc, __ATOMIC_ACQUIRE);
     if (a) return a;
     df_bfc_options o;
@@ -51,7 +51,7 @@ static df__allocator *df__host_allocator(void) {
 }
 
 /* Validates a shape; writes the element count. The message names what was wrong. */
-static df_code df__shape_check(df_dtype t, int rank, const int64_t *dims, int64_t *n_out,
+DF_PRIVATE df_code df__shape_check(df_dtype t, int rank, const int64_t *dims, int64_t *n_out,
                                size_t *bytes_out, int internal, df_status *st) {
     if (!df__dtype_valid(t) && !(t == DF_RESOURCE && rank == 0 && internal))
         return df_status_set(st, DF_INVALID_ARGUMENT, "Invalid or unsupported dtype %d", (int)t);
@@ -82,7 +82,7 @@ static df_code df__shape_check(df_dtype t, int rank, const int64_t *dims, int64_
 }
 
 /* A new uninitialised tensor with data from `alloc` (the host allocator if NULL). */
-static df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int rank, const int64_t *dims,
+DF_PRIVATE df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int rank, const int64_t *dims,
                                    df_status *st) {
     int64_t n = 0;
     size_t bytes = 0;
@@ -129,7 +129,7 @@ static df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int rank, c
 }
 
 /* A view of src with another shape of the same element count; shares src's buffer. */
-static df_tensor *df__tensor_view(df_tensor *src, int rank, const int64_t *dims, df_status *st) {
+DF_PRIVATE df_tensor *df__tensor_view(df_tensor *src, int rank, const int64_t *dims, df_status *st) {
     df_tensor *x = (df_tensor *)DF_MALLOC(sizeof *x);
     if (!x) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory for a tensor header"); return NULL; }
     *x = *src;
@@ -223,7 +223,7 @@ int64_t df_tensor_num_elements(const df_tensor *t) { return t ? t->n : 0; }
 size_t df_tensor_nbytes(const df_tensor *t) { return t ? t->nbytes : 0; }
 void *df_tensor_data(const df_tensor *t) { return t ? t->data : NULL; }
 
-static double df__get_f64(df_dtype t, const void *p, int64_t i) {
+DF_PRIVATE double df__get_f64(df_dtype t, const void *p, int64_t i) {
     switch (t) {
     case DF_FLOAT: return ((const float *)p)[i];
     case DF_DOUBLE: return ((const double *)p)[i];
@@ -244,7 +244,7 @@ static double df__get_f64(df_dtype t, const void *p, int64_t i) {
     }
 }
 
-static void df__shape_str(int rank, const int64_t *dims, char *buf, size_t n) {
+DF_PRIVATE void df__shape_str(int rank, const int64_t *dims, char *buf, size_t n) {
     size_t len = 0;
     if (rank < 0) { snprintf(buf, n, "<unknown>"); return; }
     len += (size_t)snprintf(buf, n, "[");

@@ -18,7 +18,7 @@ static df__rv_entry **df__rv_slot(df__rendezvous *rv, int32_t key, uint64_t fid,
     while (*p && !((*p)->key == key && (*p)->frame_id == fid && (*p)->iter == iter)) p = &(*p)->next;
     return p;
 }
-static int df__rv_init(df__rendezvous *rv) {
+DF_PRIVATE int df__rv_init(df__rendezvous *rv) {
     memset(rv, 0, sizeof *rv);
     rv->n_buckets = 64;
     rv->buckets = (df__rv_entry **)DF_MALLOC((size_t)rv->n_buckets * sizeof(df__rv_entry *));
@@ -83,7 +83,7 @@ static int df__rv_push(df__rendezvous *rv, df__rv_entry **p, int32_t key, uint64
 }
 /* Sends a value (t's reference is taken; NULL and dead for a dead value). A Recv already
    waiting comes back in *wake for the caller to resume. */
-static df_code df__rv_send(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df_tensor *t, int dead,
+DF_PRIVATE df_code df__rv_send(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t iter, df_tensor *t, int dead,
                            df__wake *wake, df_status *st) {
     memset(wake, 0, sizeof *wake);
     df__spin_lock(&rv->lock);
@@ -147,7 +147,7 @@ static int df__rv_recv(df__rendezvous *rv, int32_t key, uint64_t fid, int64_t it
 }
 /* Marks the rendezvous aborted and returns every waiting Recv as a list (the caller fails
    them); values still queued are released. */
-static df__rv_msg *df__rv_abort(df__rendezvous *rv, const df_status *why) {
+DF_PRIVATE df__rv_msg *df__rv_abort(df__rendezvous *rv, const df_status *why) {
     df__rv_msg *waiting = NULL;
     df__spin_lock(&rv->lock);
     if (!rv->aborted) { rv->status = *why; rv->aborted = 1; }
@@ -160,7 +160,7 @@ static df__rv_msg *df__rv_abort(df__rendezvous *rv, const df_status *why) {
     df__spin_unlock(&rv->lock);
     return waiting;
 }
-static void df__rv_free(df__rendezvous *rv) {
+DF_PRIVATE void df__rv_free(df__rendezvous *rv) {
     for (int i = 0; i < rv->n_buckets; i++)
         while (rv->buckets[i]) {
             df__rv_msg *m = df__rv_pop(rv, &rv->buckets[i]);
@@ -173,7 +173,7 @@ static void df__rv_free(df__rendezvous *rv) {
     memset(rv, 0, sizeof *rv);
 }
 
-static void df__k_send(df__kctx *c) {
+DF_PRIVATE void df__k_send(df__kctx *c) {
     df__step *s = c->step;
     if (!s->group || c->aux < 0) {
         df__fail(c->st, c->node, DF_FAILED_PRECONDITION, "_Send runs only in a partition the session made");
@@ -210,7 +210,7 @@ static void df__k_send(df__kctx *c) {
     if (df__rv_send(&s->group->rv, c->aux, it->frame->id, it->num, v, c->dead || !v, &w, c->st) != DF_OK) return;
     if (w.step) df__wake_dispatch(&w);
 }
-static void df__k_recv(df__kctx *c) {
+DF_PRIVATE void df__k_recv(df__kctx *c) {
     df__step *s = c->step;
     if (!s->group || c->aux < 0) {
         df__fail(c->st, c->node, DF_FAILED_PRECONDITION, "_Recv runs only in a partition the session made");

@@ -4,7 +4,7 @@
    from strings to ints. Allocation failures are reported to the caller, never fatal.
    ========================================================================================== */
 /* Makes room for `need` elements in *p (capacity *cap). Returns 0 on OOM, leaving *p intact. */
-static int df__grow(void *pp, int *cap, int need, size_t elem) {
+DF_PRIVATE int df__grow(void *pp, int *cap, int need, size_t elem) {
     void **p = (void **)pp;
     if (need <= *cap) return 1;
     int nc = *cap ? *cap : 4;
@@ -20,7 +20,7 @@ static int df__grow(void *pp, int *cap, int need, size_t elem) {
 }
 
 /* Bounded copy that always terminates (snprintf would warn about truncation at -Wall). */
-static void df__copy(char *dst, size_t n, const char *src) {
+DF_PRIVATE void df__copy(char *dst, size_t n, const char *src) {
     if (!n) return;
     size_t len = src ? strlen(src) : 0;
     if (len >= n) len = n - 1;
@@ -28,7 +28,7 @@ static void df__copy(char *dst, size_t n, const char *src) {
     dst[len] = 0;
 }
 
-static char *df__strdup(const char *s) {
+DF_PRIVATE char *df__strdup(const char *s) {
     if (!s) s = "";
     size_t n = strlen(s) + 1;
     char *d = (char *)DF_MALLOC(n);
@@ -41,8 +41,8 @@ static uint64_t df__hash_bytes(const void *data, size_t n, uint64_t h) {
     for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 1099511628211ull; }
     return h;
 }
-static uint64_t df__hash_str(const char *s) { return df__hash_bytes(s, strlen(s), 14695981039346656037ull); }
-static uint64_t df__hash_mix(uint64_t a, uint64_t b) {
+DF_PRIVATE uint64_t df__hash_str(const char *s) { return df__hash_bytes(s, strlen(s), 14695981039346656037ull); }
+DF_PRIVATE uint64_t df__hash_mix(uint64_t a, uint64_t b) {
     uint64_t h = a ^ (b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
     h ^= h >> 33; h *= 0xff51afd7ed558ccdull; h ^= h >> 33;
     return h;
@@ -50,19 +50,19 @@ static uint64_t df__hash_mix(uint64_t a, uint64_t b) {
 
 /* String -> int map; keys are owned copies. Open addressing, power-of-two capacity. */
 typedef struct df__strmap { char **keys; int *vals; int cap, count; } df__strmap;
-static void df__strmap_free(df__strmap *m) {
+DF_PRIVATE void df__strmap_free(df__strmap *m) {
     for (int i = 0; i < m->cap; i++) DF_FREE(m->keys[i]);
     DF_FREE(m->keys); DF_FREE(m->vals);
     memset(m, 0, sizeof *m);
 }
-static int df__strmap_get(const df__strmap *m, const char *k, int *out) {
+DF_PRIVATE int df__strmap_get(const df__strmap *m, const char *k, int *out) {
     if (!m->cap) return 0;
     for (uint64_t i = df__hash_str(k) & (uint64_t)(m->cap - 1);; i = (i + 1) & (uint64_t)(m->cap - 1)) {
         if (!m->keys[i]) return 0;
         if (!strcmp(m->keys[i], k)) { if (out) *out = m->vals[i]; return 1; }
     }
 }
-static int df__strmap_put(df__strmap *m, const char *k, int v) {
+DF_PRIVATE int df__strmap_put(df__strmap *m, const char *k, int v) {
     if ((m->count + 1) * 2 > m->cap) {
         int nc = m->cap ? m->cap * 2 : 64;
         char **nk = (char **)DF_MALLOC((size_t)nc * sizeof *nk);
@@ -92,7 +92,7 @@ static int df__strmap_put(df__strmap *m, const char *k, int v) {
 
 /* A growable character buffer for messages and keys. */
 typedef struct df__buf { char *s; int len, cap; int oom; } df__buf;
-static void df__buf_printf(df__buf *b, const char *fmt, ...) {
+DF_PRIVATE void df__buf_printf(df__buf *b, const char *fmt, ...) {
     va_list ap;
     for (;;) {
         int room = b->cap - b->len;

@@ -20,17 +20,17 @@
    next gradient of the forward loop pops where the values were pushed.
    ========================================================================================== */
 
-static int df__is_float(df_dtype t) { return t == DF_FLOAT || t == DF_DOUBLE || t == DF_HALF || t == DF_BFLOAT16; }
-static df__ctx *df__loop_of(df__ctx *c) { while (c && c->kind != DF__CTX_WHILE) c = c->outer; return c; }
+DF_PRIVATE int df__is_float(df_dtype t) { return t == DF_FLOAT || t == DF_DOUBLE || t == DF_HALF || t == DF_BFLOAT16; }
+DF_PRIVATE df__ctx *df__loop_of(df__ctx *c) { while (c && c->kind != DF__CTX_WHILE) c = c->outer; return c; }
 /* The loop a node belongs to: an Exit belongs to the loop it leaves. */
-static df__ctx *df__node_loop(const df_node *n) {
+DF_PRIVATE df__ctx *df__node_loop(const df_node *n) {
     if ((n->op->flags & DF__OP_EXIT) && n->n_inputs) return df__loop_of(n->inputs[0].node->ctx);
     return df__loop_of(n->ctx);
 }
-static int df__ok(df_graph *g) { return g->status.code == DF_OK; }
+DF_PRIVATE int df__ok(df_graph *g) { return g->status.code == DF_OK; }
 
 /* Starts an op in context ctx with the given inputs and control inputs; finish with df__finish_in. */
-static df_op_builder *df__begin(df_graph *g, df__ctx *ctx, const char *op, const df_output *ins, int n_ins,
+DF_PRIVATE df_op_builder *df__begin(df_graph *g, df__ctx *ctx, const char *op, const df_output *ins, int n_ins,
                                 df_node *const *ctl, int n_ctl, int raw) {
     df__ctx *saved = g->ctx;
     g->ctx = ctx;
@@ -43,14 +43,14 @@ static df_op_builder *df__begin(df_graph *g, df__ctx *ctx, const char *op, const
     g->ctx = saved;
     return b;
 }
-static df_node *df__finish_in(df_graph *g, df__ctx *ctx, df_op_builder *b) {
+DF_PRIVATE df_node *df__finish_in(df_graph *g, df__ctx *ctx, df_op_builder *b) {
     df__ctx *saved = g->ctx;
     g->ctx = ctx;
     df_node *n = df_op_finish(b);
     g->ctx = saved;
     return n;
 }
-static int df__add_control_edge(df_graph *g, df_node *n, df_node *c) {
+DF_PRIVATE int df__add_control_edge(df_graph *g, df_node *n, df_node *c) {
     if (!n || !c) return 0;
     if (!df__node_add_control(n, c)) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return 0; }
     __atomic_add_fetch(&g->edit_version, 1, __ATOMIC_RELAXED);
@@ -59,7 +59,7 @@ static int df__add_control_edge(df_graph *g, df_node *n, df_node *c) {
 
 /* The LoopCount of loop W (made once): the number of iterations W ran, given once every node
    of every iteration has run, so every push of W has happened when something reads it. */
-static int df__loop_count(df_graph *g, df__ctx *W) {
+DF_PRIVATE int df__loop_count(df_graph *g, df__ctx *W) {
     if (W->lcount) return 1;
     if (!df__ok(g)) return 0;
     df_output lc = {W->loop_cond, 0};
@@ -74,7 +74,7 @@ static int df__loop_count(df_graph *g, df__ctx *W) {
    counts iterations (made once). Its Add runs once per iteration before that iteration's
    pushes; its NextIteration waits for them, so pushes happen in iteration order whatever
    parallel_iterations allows. */
-static int df__loop_counter(df_graph *g, df__ctx *W) {
+DF_PRIVATE int df__loop_counter(df_graph *g, df__ctx *W) {
     if (W->fc_exit) return 1;
     if (!df__ok(g)) return 0;
     df__ctx *saved = g->ctx, *outer_loop = df__loop_of(W->outer);
@@ -113,12 +113,12 @@ static int df__loop_counter(df_graph *g, df__ctx *W) {
     return 1;
 }
 
-static df__gstack *df__gstack_new(df_graph *g, df_dtype t) { return df__gstack_new_op(g, t, 0, NULL); }
+DF_PRIVATE df__gstack *df__gstack_new(df_graph *g, df_dtype t) { return df__gstack_new_op(g, t, 0, NULL); }
 /* A stack for values pushed in loop W: made in the loop around W (one stack per frame of W,
    whose iterations index it), or outside every loop. */
-static df__gstack *df__gstack_for(df_graph *g, df_dtype t, df__ctx *W) { return df__gstack_new_op(g, t, 0, df__loop_of(W->outer)); }
+DF_PRIVATE df__gstack *df__gstack_for(df_graph *g, df_dtype t, df__ctx *W) { return df__gstack_new_op(g, t, 0, df__loop_of(W->outer)); }
 /* A stack made in context `at`, or (sum) a SumAccumulator made where the graph's context is. */
-static df__gstack *df__gstack_new_op(df_graph *g, df_dtype t, int sum, df__ctx *at) {
+DF_PRIVATE df__gstack *df__gstack_new_op(df_graph *g, df_dtype t, int sum, df__ctx *at) {
     df__gstack *s = (df__gstack *)DF_MALLOC(sizeof *s);
     if (!s || !df__grow(&g->gstacks, &g->cap_gstacks, g->n_gstacks + 1, sizeof(df__gstack *))) {
         DF_FREE(s);
@@ -146,7 +146,7 @@ static df__gstack *df__gstack_new_op(df_graph *g, df_dtype t, int sum, df__ctx *
 
 /* Pushes x (made in context cx, inside loop W) on s under W's iteration: LoopStackPush, which
    needs no order among pushes. */
-static int df__gstack_push(df_graph *g, df__gstack *s, df_output x, df__ctx *cx, df__ctx *W, int swap) {
+DF_PRIVATE int df__gstack_push(df_graph *g, df__gstack *s, df_output x, df__ctx *cx, df__ctx *W, int swap) {
     if (!df__loop_count(g, W)) return 0;
     df__ctx *saved = g->ctx;
     g->ctx = cx;
@@ -165,7 +165,7 @@ static int df__gstack_push(df_graph *g, df__gstack *s, df_output x, df__ctx *cx,
 
 /* Checkpoints: pushes x (made in context cx, inside loop W) on s, once per iteration of W, in
    order (StackPushV2 after the forward counter's Add). */
-static int df__gstack_push_seq(df_graph *g, df__gstack *s, df_output x, df__ctx *cx, df__ctx *W, int swap) {
+DF_PRIVATE int df__gstack_push_seq(df_graph *g, df__gstack *s, df_output x, df__ctx *cx, df__ctx *W, int swap) {
     if (!df__loop_counter(g, W)) return 0;
     df__ctx *saved = g->ctx;
     g->ctx = cx;
@@ -194,7 +194,7 @@ static int df__gstack_push_seq(df_graph *g, df__gstack *s, df_output x, df__ctx 
    that of W's iteration count-1-k); dead when the iteration it belongs to did not take the
    branch cx lies on. The count, given once the pushing loop is done, orders every pop after
    every push. */
-static df_output df__gstack_pop(df_graph *g, df__ctx *G, df__gstack *s, df__ctx *cx, df__ctx *W, df_dtype t,
+DF_PRIVATE df_output df__gstack_pop(df_graph *g, df__ctx *G, df__gstack *s, df__ctx *cx, df__ctx *W, df_dtype t,
                                 const df__shape *shape) {
     df_output none = {NULL, 0};
     df__ctx *saved = g->ctx;
@@ -256,7 +256,7 @@ static int df__maybe_dead_in_loop(const df_node *n, const df__ctx *W) {
 
 /* What gradient loop G reads when its ops use x, a value of the forward loop G->grad_of:
    constants are cloned, loop invariants read from outside, anything else comes off a stack. */
-static df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x) {
+DF_PRIVATE df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x) {
     df_output none = {NULL, 0};
     df__ctx *W = G->grad_of;
     df_node *n = x.node;

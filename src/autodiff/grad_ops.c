@@ -69,9 +69,9 @@ static df_output df__sum_to(df_graph *g, df_output grad, df_output x) {
     df_op_add_input(b, shx);
     return df__out(df_op_finish(b), 0);
 }
-static df_output df__zeros_like(df_graph *g, df_output x) { return df__op1(g, "ZerosLike", x); }
+DF_PRIVATE df_output df__zeros_like(df_graph *g, df_output x) { return df__op1(g, "ZerosLike", x); }
 /* A scalar constant of dtype t (integers take v's integer part). */
-static df_output df__scalar_of(df_graph *g, df_dtype t, double v) {
+DF_PRIVATE df_output df__scalar_of(df_graph *g, df_dtype t, double v) {
     df_tensor *k = df_tensor_new(t, 0, NULL, NULL);
     if (!k) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); return df__out(NULL, 0); }
     if (df__is_integer_type(t)) df__set_from_i64(t, k->data, 0, (int64_t)v);
@@ -692,7 +692,7 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"Softmax", df__g_softmax}, {"LogSoftmax", df__g_softmax}, {"SoftmaxCrossEntropyWithLogits", df__g_xent},
     {"SparseSoftmaxCrossEntropyWithLogits", df__g_xent}, {"Switch", df__g_switch}, {"Merge", df__g_merge},
 };
-static df__grad_fn df__grad_fn_for(const df__opdef *op) {
+DF_PRIVATE df__grad_fn df__grad_fn_for(const df__opdef *op) {
     if (op->grad) return (df__grad_fn)op->grad;
     for (size_t i = 0; i < sizeof df__grad_table / sizeof *df__grad_table; i++)
         if (!strcmp(df__grad_table[i].op, op->name)) return df__grad_table[i].fn;

@@ -6,7 +6,7 @@
    level or a loop's body: loops are differentiated by src/autodiff/loops.c.
    ========================================================================================== */
 
-static int df__greg_add(df__greg *r, df_output at, df_output v) {
+DF_PRIVATE int df__greg_add(df__greg *r, df_output at, df_output v) {
     if (!at.node || !v.node || at.node->id >= r->n0) return 1;
     df__gacc *a = &r->acc[r->obase[at.node->id] + at.index];
     if (!df__grow(&a->v, &a->cap, a->n + 1, sizeof(df_output))) {
@@ -16,7 +16,7 @@ static int df__greg_add(df__greg *r, df_output at, df_output v) {
     a->v[a->n++] = v;
     return 1;
 }
-static df_output df__greg_sum(df__greg *r, df_output at) {
+DF_PRIVATE df_output df__greg_sum(df__greg *r, df_output at) {
     df_output none = {NULL, 0};
     if (!at.node || at.node->id >= r->n0) return none;
     df__gacc *a = &r->acc[r->obase[at.node->id] + at.index];
@@ -27,7 +27,7 @@ static df_output df__greg_sum(df__greg *r, df_output at) {
     a->v[0] = s;
     return s;
 }
-static int df__greg_between(const df__greg *r, const df_node *n) { return n->id < r->n0 && r->fwd[n->id] && r->bwd[n->id]; }
+DF_PRIVATE int df__greg_between(const df__greg *r, const df_node *n) { return n->id < r->n0 && r->fwd[n->id] && r->bwd[n->id]; }
 
 static int df__greg_unit(df__greg *r, df_node *n) {
     df__ctx *L = df__node_loop(n);
@@ -48,7 +48,7 @@ static void df__greg_free(df__greg *r) {
 }
 
 /* Visits the pushes of the stack a pop reads (the edges second-order gradients follow). */
-static df__gstack *df__node_gstack(df_graph *g, const df_node *n) {
+DF_PRIVATE df__gstack *df__node_gstack(df_graph *g, const df_node *n) {
     return n->gstack > 0 && n->gstack <= g->n_gstacks ? g->gstacks[n->gstack - 1] : NULL;
 }
 /* Pops (and accumulator reads) depend on the pushes (adds) of their stack: the edges that
@@ -76,7 +76,7 @@ static void df__greg_edges(const df__greg *r, const df_node *d, int u, int *pend
     }
 }
 
-static df_code df__grad_region(df_graph *g, df__ctx *R, int n_y, const df_output *ys, const df_output *gys,
+DF_PRIVATE df_code df__grad_region(df_graph *g, df__ctx *R, int n_y, const df_output *ys, const df_output *gys,
                                int n_x, const df_output *xs, df_output *dxs) {
     df__greg r;
     memset(&r, 0, sizeof r);

@@ -244,7 +244,7 @@ static int df__ckpt_prepare(df_graph *g, df__ckpt *K) {
     return df__ok(g);
 }
 
-static df_code df__grad_loop(df__greg *r, df__ctx *W) {
+DF_PRIVATE df_code df__grad_loop(df__greg *r, df__ctx *W) {
     df_graph *g = r->g;
     df__gloop L;
     memset(&L, 0, sizeof L);

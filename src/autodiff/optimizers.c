@@ -127,7 +127,7 @@ df_node *df_minimize(df_graph *g, df_output loss, int n_vars, const df_output *v
     return step;
 }
 
-static void df__gstacks_free(df_graph *g) {
+DF_PRIVATE void df__gstacks_free(df_graph *g) {
     for (int i = 0; i < g->n_gstacks; i++) { DF_FREE(g->gstacks[i]->pops); DF_FREE(g->gstacks[i]); }
     DF_FREE(g->gstacks);
 }

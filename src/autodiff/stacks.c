@@ -24,7 +24,7 @@ static df__stack *df__k_state_of(df__kctx *c, int is_sum) {
     }
     return k;
 }
-static void df__k_stack(df__kctx *c) {
+DF_PRIVATE void df__k_stack(df__kctx *c) {
     const df_tensor *m = c->in[0];
     if (!df__is_int_tensor(m) || m->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "max_size must be a scalar"); return; }
     df__stack *k = df__k_new_state(c, 0, df__attr_type(c->node, "elem_type"));
@@ -45,7 +45,7 @@ static df_tensor *df__stack_give(df__kctx *c, df_tensor *x) {
     df_tensor_release(x);
     return d;
 }
-static void df__k_stack_push(df__kctx *c) {
+DF_PRIVATE void df__k_stack_push(df__kctx *c) {
     df__stack *k = df__k_stack_of(c);
     if (!k) return;
     df_tensor *x = c->in[1], *kept = df__stack_keep(c, x);
@@ -66,7 +66,7 @@ static void df__k_stack_push(df__kctx *c) {
     df__spin_unlock(&k->lock);
     c->out[0] = df_tensor_retain(x);
 }
-static void df__k_stack_pop(df__kctx *c) {
+DF_PRIVATE void df__k_stack_pop(df__kctx *c) {
     df__stack *k = df__k_stack_of(c);
     if (!k) return;
     df__spin_lock(&k->lock);
@@ -75,7 +75,7 @@ static void df__k_stack_pop(df__kctx *c) {
     if (!x) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack is empty"); return; }
     c->out[0] = df__stack_give(c, x);
 }
-static void df__k_stack_close(df__kctx *c) {
+DF_PRIVATE void df__k_stack_close(df__kctx *c) {
     df__stack *k = df__k_stack_of(c);
     if (!k) return;
     df__spin_lock(&k->lock);
@@ -87,7 +87,7 @@ static void df__k_stack_close(df__kctx *c) {
    under the iteration of the loop it runs in, so pushes need no order among themselves;
    LoopStackPop, in the gradient loop's iteration k, takes the value of iteration count-1-k
    (count: the forward loop's LoopCount), each value once. ---- */
-static void df__k_loop_push(df__kctx *c) {
+DF_PRIVATE void df__k_loop_push(df__kctx *c) {
     df__stack *k = df__k_stack_of(c);
     if (!k) return;
     df_tensor *x = c->in[1], *kept = df__stack_keep(c, x);
@@ -110,7 +110,7 @@ static void df__k_loop_push(df__kctx *c) {
     else if (twice) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack already holds a value of iteration %lld", (long long)i);
     else DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack");
 }
-static void df__k_loop_pop(df__kctx *c) {
+DF_PRIVATE void df__k_loop_pop(df__kctx *c) {
     df__stack *k = df__k_stack_of(c);
     if (!k) return;
     const df_tensor *n = c->in[1];
@@ -125,19 +125,19 @@ static void df__k_loop_pop(df__kctx *c) {
 }
 /* Whether the number of the iteration it runs in is below `limit`: a gradient loop's predicate
    in one node. */
-static void df__k_loop_iteration_less(df__kctx *c) {
+DF_PRIVATE void df__k_loop_iteration_less(df__kctx *c) {
     const df_tensor *n = c->in[0];
     if (!df__is_int_tensor(n) || n->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "limit must be an integer scalar"); return; }
     df_tensor *o = df__k_alloc(c, 0, DF_BOOL, 0, NULL);
     if (o) *(uint8_t *)o->data = c->iter < df__int_at(n, 0);
 }
-static void df__k_loop_count(df__kctx *c) {         /* never scheduled: the executor fires it */
+DF_PRIVATE void df__k_loop_count(df__kctx *c) {         /* never scheduled: the executor fires it */
     DF__KFAIL(c, DF_INTERNAL, "LoopCount ran as a node");
 }
 
 /* ---- SumAccumulator: per-run state summing the values added to it (the gradients of loop
    invariants, one add per iteration of a gradient loop, in iteration order). ---- */
-static void df__k_accum(df__kctx *c) { df__k_new_state(c, 1, df__attr_type(c->node, "dtype")); }
+DF_PRIVATE void df__k_accum(df__kctx *c) { df__k_new_state(c, 1, df__attr_type(c->node, "dtype")); }
 static df__stack *df__k_accum_of(df__kctx *c) { return df__k_state_of(c, 1); }
 /* *acc += x (a fresh tensor; *acc NULL: x itself). The caller holds the lock. Returns 0 with
    st set on a shape mismatch or no memory. */
@@ -172,7 +172,7 @@ static int df__accum_take_front(df__kctx *c, df__stack *k) {
    in (parallel iterations), so the sum is the same for any parallel_iterations: a value of a
    later iteration waits in pend until the ones before it are in. Values of one iteration, or
    of an earlier one than the next expected, are added as they come. */
-static void df__k_accum_add(df__kctx *c) {
+DF_PRIVATE void df__k_accum_add(df__kctx *c) {
     df__stack *k = df__k_accum_of(c);
     if (!k) return;
     df_tensor *x = c->in[1];
@@ -217,7 +217,7 @@ static void df__k_accum_add(df__kctx *c) {
 }
 /* The sum (values still waiting, of iterations after one that added nothing, go in in order);
    `default` when nothing was added. */
-static void df__k_accum_read(df__kctx *c) {
+DF_PRIVATE void df__k_accum_read(df__kctx *c) {
     df__stack *k = df__k_accum_of(c);
     if (!k) return;
     int ok = 1;
@@ -227,9 +227,9 @@ static void df__k_accum_read(df__kctx *c) {
     df__spin_unlock(&k->lock);
     if (ok) c->out[0] = s ? s : df_tensor_retain(c->in[1]);
 }
-static df_code df__sf_accum_read(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[1]; return DF_OK; }
-static df_code df__sf_push(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[1]; return DF_OK; }
-static df_code df__sf_unknown(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_accum_read(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[1]; return DF_OK; }
+DF_PRIVATE df_code df__sf_push(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[1]; return DF_OK; }
+DF_PRIVATE df_code df__sf_unknown(df__shape_ctx *c) {
     for (int i = 0; i < c->node->n_outputs; i++) *df__sc_out(c, i) = df__shape_unknown();
     return DF_OK;
 }

@@ -232,7 +232,7 @@ static df_code df__gd_import_back_edges(df__gd_imp *m) {
     return DF_OK;
 }
 
-static df_code df__gd_import(df_graph *g, const void *data, size_t len, const df_import_options *o, df_status *st) {
+DF_PRIVATE df_code df__gd_import(df_graph *g, const void *data, size_t len, const df_import_options *o, df_status *st) {
     df__gd_imp m;
     memset(&m, 0, sizeof m);
     m.g = g;

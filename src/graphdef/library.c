@@ -443,7 +443,7 @@ out:
 }
 
 /* Makes the library functions the graph's nodes use (transitively). */
-static df_code df__gd_import_library(df_graph *g, const df__gd *d, df__pb lib, const void *data, size_t len, df_status *st) {
+DF_PRIVATE df_code df__gd_import_library(df_graph *g, const df__gd *d, df__pb lib, const void *data, size_t len, df_status *st) {
     DF__UNUSED(d);
     df__gd_lib L;
     memset(&L, 0, sizeof L);

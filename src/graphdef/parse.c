@@ -20,14 +20,14 @@ static df_code df__gd_bad(df__gd *d, const char *what, const df__gd_node *n) {
     return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: %s", what);
 }
 /* A string field: no NUL bytes inside (names, ops, devices become C strings). */
-static int df__gd_string(df__pb *r, df__gd_str *s) {
+DF_PRIVATE int df__gd_string(df__pb *r, df__gd_str *s) {
     df__pb sub;
     if (!df__pb_sub(r, &sub)) return 0;
     s->p = sub.p;
     s->n = (size_t)(sub.end - sub.p);
     return memchr(s->p, 0, s->n) == NULL;
 }
-static char *df__gd_cstr(df__gd_str s, const char *prefix) {
+DF_PRIVATE char *df__gd_cstr(df__gd_str s, const char *prefix) {
     size_t pl = prefix && *prefix ? strlen(prefix) + 1 : 0;
     char *c = (char *)DF_MALLOC(pl + s.n + 1);
     if (!c) return NULL;
@@ -38,7 +38,7 @@ static char *df__gd_cstr(df__gd_str s, const char *prefix) {
 }
 static int df__gd_eq(df__gd_str s, const char *c) { return strlen(c) == s.n && !memcmp(s.p, c, s.n); }
 
-static df_code df__gd_parse_node(df__gd *d, df__pb *r, df__gd_node *n) {
+DF_PRIVATE df_code df__gd_parse_node(df__gd *d, df__pb *r, df__gd_node *n) {
     uint32_t f;
     int wt, bad;
     while (df__pb_next(r, &f, &wt, &bad)) {
@@ -85,7 +85,7 @@ static df_code df__gd_parse_node(df__gd *d, df__pb *r, df__gd_node *n) {
     if (!n->op.n) return df__gd_bad(d, "a NodeDef has no op", n);
     return DF_OK;
 }
-static df_code df__gd_parse(df__gd *d, const void *data, size_t len) {
+DF_PRIVATE df_code df__gd_parse(df__gd *d, const void *data, size_t len) {
     df__pb r = {(const uint8_t *)data, (const uint8_t *)data + len};
     uint32_t f;
     int wt, bad;
@@ -116,7 +116,7 @@ static df_code df__gd_parse(df__gd *d, const void *data, size_t len) {
     if (bad) return df__gd_bad(d, "malformed GraphDef (bad tag or wire type): not a binary GraphDef?", NULL);
     return DF_OK;
 }
-static void df__gd_free(df__gd *d) {
+DF_PRIVATE void df__gd_free(df__gd *d) {
     for (int i = 0; i < d->n; i++) {
         DF_FREE(d->nodes[i].inputs); DF_FREE(d->nodes[i].attrs); DF_FREE(d->nodes[i].full); DF_FREE(d->nodes[i].src);
     }
@@ -125,7 +125,7 @@ static void df__gd_free(df__gd *d) {
 }
 
 /* An input string: "^name" (control), "name:k" or "name". */
-static int df__gd_input(df__gd_str s, df__gd_str *name, int *index, int *control) {
+DF_PRIVATE int df__gd_input(df__gd_str s, df__gd_str *name, int *index, int *control) {
     *control = s.n > 0 && s.p[0] == '^';
     name->p = s.p + *control;
     name->n = s.n - (size_t)*control;
@@ -148,7 +148,7 @@ static int df__gd_input(df__gd_str s, df__gd_str *name, int *index, int *control
 
 /* ---- AttrValue and TensorProto decoding ---- */
 /* The AttrValue's one set field (the last one written wins, as for a protobuf oneof). */
-static int df__gd_attr_value(df__pb r, df__gd_val *out) {
+DF_PRIVATE int df__gd_attr_value(df__pb r, df__gd_val *out) {
     uint32_t f;
     int wt, bad;
     memset(out, 0, sizeof *out);
@@ -227,7 +227,7 @@ static int df__gd_put(void *user, uint64_t v) {
     return 1;
 }
 /* The typed value field of each dtype, and the wire type of its elements. */
-static int df__gd_value_field(df_dtype t, int *wt) {
+DF_PRIVATE int df__gd_value_field(df_dtype t, int *wt) {
     *wt = DF__PB_VARINT;
     switch (t) {
     case DF_FLOAT: *wt = DF__PB_I32; return 5;
@@ -377,7 +377,7 @@ static int df__gd_list_add(void *user, uint64_t v) {
     l->v[l->n++] = (int64_t)v;
     return 1;
 }
-static df_code df__gd_set_attr(df__gd *d, const df__gd_node *n, df_op_builder *b, const df__attrdef *ad, df__pb value) {
+DF_PRIVATE df_code df__gd_set_attr(df__gd *d, const df__gd_node *n, df_op_builder *b, const df__attrdef *ad, df__pb value) {
     df__gd_val v;
     char where[320];
     snprintf(where, sizeof where, "attr '%.60s' of {{node %.200s}}", ad->name, n->full);
@@ -485,7 +485,7 @@ static df_code df__gd_set_attr(df__gd *d, const df__gd_node *n, df_op_builder *b
     return DF_OK;
 }
 /* `_class`: a list of "loc:@name" strings, kept joined by commas (the placer's form). */
-static df_code df__gd_class(df__gd *d, const df__gd_node *n, df_op_builder *b, df__pb value, const char *prefix) {
+DF_PRIVATE df_code df__gd_class(df__gd *d, const df__gd_node *n, df_op_builder *b, df__pb value, const char *prefix) {
     df__gd_val v;
     if (!df__gd_attr_value(value, &v)) return df_status_set(d->st, DF_INVALID_ARGUMENT, "GraphDef: malformed _class {{node %s}}", n->full);
     if (v.field != 1) return DF_OK;             /* not a list: ignored, as TF ignores what it cannot use */
@@ -516,7 +516,7 @@ static df_code df__gd_class(df__gd *d, const df__gd_node *n, df_op_builder *b, d
 }
 
 /* The int (or list length) of attr `name` in a NodeDef, for list arguments' sizes. */
-static int df__gd_attr_count(const df__gd_node *n, const char *name, int list, int64_t *out) {
+DF_PRIVATE int df__gd_attr_count(const df__gd_node *n, const char *name, int list, int64_t *out) {
     for (int i = 0; i < n->n_attrs; i++) {
         if (!df__gd_eq(n->attrs[i].key, name)) continue;
         df__gd_val v;
@@ -537,13 +537,13 @@ static int df__gd_attr_count(const df__gd_node *n, const char *name, int list, i
     return 0;
 }
 /* Data input k of node dst is a loop's back edge (NextIteration -> Merge): made after dst. */
-static int df__gd_back_edge(const df__gd *d, int dst, int k) {
+DF_PRIVATE int df__gd_back_edge(const df__gd *d, int dst, int k) {
     const df__gd_node *n = &d->nodes[dst];
     return k < n->n_data && df__gd_eq(d->nodes[n->src[k]].op, "NextIteration") && df__gd_eq(n->op, "Merge");
 }
 /* An input's value: the mapped output when the import options map that tensor, else the output
    of the node made for it. */
-static df_output df__gd_value(const df__gd *d, const df_import_options *o, df__gd_str name, int index, int src) {
+DF_PRIVATE df_output df__gd_value(const df__gd *d, const df_import_options *o, df__gd_str name, int index, int src) {
     if (o)
         for (int m = 0; m < o->n_input_map; m++) {
             const char *k = o->input_map_names ? o->input_map_names[m] : NULL;

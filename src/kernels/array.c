@@ -40,7 +40,7 @@ static df_code df__reshape_dims(const df_node *n, int64_t in_count, const df_ten
     }
     return DF_OK;
 }
-static int64_t df__shape_count(const df__shape *s) {
+DF_PRIVATE int64_t df__shape_count(const df__shape *s) {
     if (s->rank < 0) return -1;
     int64_t n = 1;
     for (int i = 0; i < s->rank; i++) if (s->dims[i] < 0) return -1;
@@ -51,13 +51,13 @@ static int64_t df__shape_count(const df__shape *s) {
     }
     return n;
 }
-static df_code df__sf_reshape(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_reshape(df__shape_ctx *c) {
     const df_tensor *shape = df__sc_const(c, 1);
     if (!shape) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
     int64_t count = df__shape_count(&c->in_shapes[0]);
     return df__reshape_dims(c->node, count, shape, df__sc_out(c, 0), count >= 0, c->st);
 }
-static void df__k_reshape(df__kctx *c) {
+DF_PRIVATE void df__k_reshape(df__kctx *c) {
     df__shape s;
     if (df__reshape_dims(c->node, c->in[0]->n, c->in[1], &s, 1, c->st)) return;
     c->out[0] = df__tensor_view(c->in[0], s.rank, s.dims, c->st);
@@ -78,7 +78,7 @@ static df_code df__perm(const df_node *n, const df_tensor *perm, int rank, int *
     }
     return DF_OK;
 }
-static df_code df__sf_transpose(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_transpose(df__shape_ctx *c) {
     const df_tensor *perm = df__sc_const(c, 1);
     const df__shape *in = &c->in_shapes[0];
     df__shape *o = df__sc_out(c, 0);
@@ -89,7 +89,7 @@ static df_code df__sf_transpose(df__shape_ctx *c) {
     for (int i = 0; i < in->rank; i++) o->dims[i] = in->dims[p[i]];
     return DF_OK;
 }
-static void df__k_transpose(df__kctx *c) {
+DF_PRIVATE void df__k_transpose(df__kctx *c) {
     const df_tensor *x = c->in[0];
     int p[DF_MAX_RANK];
     if (df__perm(c->node, c->in[1], x->rank, p, c->st)) return;
@@ -122,12 +122,12 @@ static df_code df__expand_dims(const df_node *n, const df__shape *in, const df_t
     for (int i = 0, j = 0; i < o->rank; i++) o->dims[i] = i == d ? 1 : in->dims[j++];
     return DF_OK;
 }
-static df_code df__sf_expand_dims(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_expand_dims(df__shape_ctx *c) {
     const df_tensor *dim = df__sc_const(c, 1);
     if (!dim || c->in_shapes[0].rank < 0) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
     return df__expand_dims(c->node, &c->in_shapes[0], dim, df__sc_out(c, 0), c->st);
 }
-static void df__k_expand_dims(df__kctx *c) {
+DF_PRIVATE void df__k_expand_dims(df__kctx *c) {
     df__shape in = df__shape_of(c->in[0]), o;
     if (df__expand_dims(c->node, &in, c->in[1], &o, c->st)) return;
     c->out[0] = df__tensor_view(c->in[0], o.rank, o.dims, c->st);
@@ -152,23 +152,23 @@ static df_code df__squeeze(const df_node *n, const df__shape *in, df__shape *o, 
     }
     return DF_OK;
 }
-static df_code df__sf_squeeze(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_squeeze(df__shape_ctx *c) {
     if (c->in_shapes[0].rank < 0) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
     return df__squeeze(c->node, &c->in_shapes[0], df__sc_out(c, 0), c->st);
 }
-static void df__k_squeeze(df__kctx *c) {
+DF_PRIVATE void df__k_squeeze(df__kctx *c) {
     df__shape in = df__shape_of(c->in[0]), o;
     if (df__squeeze(c->node, &in, &o, c->st)) return;
     c->out[0] = df__tensor_view(c->in[0], o.rank, o.dims, c->st);
 }
 
-static df_code df__sf_shape_op(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_shape_op(df__shape_ctx *c) {
     df__shape *o = df__sc_out(c, 0);
     o->rank = 1;
     o->dims[0] = c->in_shapes[0].rank;
     return DF_OK;
 }
-static void df__k_shape(df__kctx *c) {
+DF_PRIVATE void df__k_shape(df__kctx *c) {
     const df_tensor *x = c->in[0];
     int64_t n = x->rank;
     df_dtype t = df__attr_type(c->node, "out_type");
@@ -179,18 +179,18 @@ static void df__k_shape(df__kctx *c) {
         df__set_from_i64(t, o->data, i, x->dims[i]);
     }
 }
-static void df__k_size(df__kctx *c) {
+DF_PRIVATE void df__k_size(df__kctx *c) {
     df_dtype t = df__attr_type(c->node, "out_type");
     if (t == DF_INT32 && c->in[0]->n > INT32_MAX) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Number of elements does not fit int32; use out_type int64"); return; }
     df_tensor *o = df__k_alloc(c, 0, t, 0, NULL);
     if (o) df__set_from_i64(t, o->data, 0, c->in[0]->n);
 }
-static void df__k_rank(df__kctx *c) {
+DF_PRIVATE void df__k_rank(df__kctx *c) {
     df_tensor *o = df__k_alloc(c, 0, DF_INT32, 0, NULL);
     if (o) *(int32_t *)o->data = c->in[0]->rank;
 }
 
-static df_code df__dims_from(const df_node *n, const df_tensor *t, df__shape *o, const char *what, df_status *st) {
+DF_PRIVATE df_code df__dims_from(const df_node *n, const df_tensor *t, df__shape *o, const char *what, df_status *st) {
     if (!df__is_int_tensor(t) || t->rank != 1)
         return df__fail(st, n, DF_INVALID_ARGUMENT, "%s must be a 1-D int32/int64 tensor", what);
     if (t->n > DF_MAX_RANK) return df__fail(st, n, DF_INVALID_ARGUMENT, "%s has rank %lld, above the maximum %d", what, (long long)t->n, DF_MAX_RANK);
@@ -204,7 +204,7 @@ static df_code df__dims_from(const df_node *n, const df_tensor *t, df__shape *o,
     }
     return DF_OK;
 }
-static df_code df__sf_fill(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_fill(df__shape_ctx *c) {
     const df_tensor *d = df__sc_const(c, 0);
     if (c->in_shapes[1].rank > 0) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "value must be a scalar");
     if (!d) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
@@ -214,14 +214,14 @@ static void df__fill_value(df_tensor *o, const void *v) {
     size_t es = df_dtype_size(o->dtype);
     for (int64_t i = 0; i < o->n; i++) memcpy((char *)o->data + (size_t)i * es, v, es);
 }
-static void df__k_fill(df__kctx *c) {
+DF_PRIVATE void df__k_fill(df__kctx *c) {
     df__shape s;
     if (df__dims_from(c->node, c->in[0], &s, "dims", c->st)) return;
     if (c->in[1]->rank != 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "value must be a scalar"); return; }
     df_tensor *o = df__k_alloc(c, 0, c->in[1]->dtype, s.rank, s.dims);
     if (o) df__fill_value(o, c->in[1]->data);
 }
-static void df__k_zeros_like(df__kctx *c) {
+DF_PRIVATE void df__k_zeros_like(df__kctx *c) {
     df_tensor *o = df__k_alloc_like(c, 0, c->in[0]->dtype, c->in[0]);
     if (!o) return;
     if (c->node->op->code == 0) memset(o->data, 0, o->nbytes);
@@ -242,7 +242,7 @@ static df_code df__range_count(const df_node *n, double start, double limit, dou
     *count = (int64_t)size;
     return DF_OK;
 }
-static df_code df__sf_range(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_range(df__shape_ctx *c) {
     const df_tensor *s = df__sc_const(c, 0), *l = df__sc_const(c, 1), *d = df__sc_const(c, 2);
     df__shape *o = df__sc_out(c, 0);
     o->rank = 1; o->dims[0] = -1;
@@ -251,7 +251,7 @@ static df_code df__sf_range(df__shape_ctx *c) {
                                df__get_f64(d->dtype, d->data, 0), df__is_integer_type(s->dtype), &o->dims[0], c->st);
     return DF_OK;
 }
-static void df__k_range(df__kctx *c) {
+DF_PRIVATE void df__k_range(df__kctx *c) {
     const df_tensor *s = c->in[0], *l = c->in[1], *d = c->in[2];
     if (s->rank || l->rank || d->rank) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "start, limit and delta must be scalars"); return; }
     int is_int = df__is_integer_type(s->dtype);
@@ -270,7 +270,7 @@ static void df__k_range(df__kctx *c) {
 }
 
 /* ---- ConcatV2, Pack, Unpack ---- */
-static df_code df__sf_concat(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_concat(df__shape_ctx *c) {
     int n = c->node->n_inputs - 1;
     const df_tensor *axis_t = df__sc_const(c, n);
     df__shape *o = df__sc_out(c, 0);
@@ -301,7 +301,7 @@ static df_code df__sf_concat(df__shape_ctx *c) {
     }
     return DF_OK;
 }
-static void df__k_concat(df__kctx *c) {
+DF_PRIVATE void df__k_concat(df__kctx *c) {
     int n = c->n_in - 1;
     const df_tensor *axis_t = c->in[n], *x0 = c->in[0];
     int rank = x0->rank;
@@ -334,7 +334,7 @@ static void df__k_concat(df__kctx *c) {
             dst += chunk;
         }
 }
-static df_code df__sf_pack(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_pack(df__shape_ctx *c) {
     int n = c->node->n_inputs;
     const df__shape *s0 = &c->in_shapes[0];
     df__shape *o = df__sc_out(c, 0);
@@ -351,7 +351,7 @@ static df_code df__sf_pack(df__shape_ctx *c) {
     for (int d = 0, j = 0; d < r; d++) o->dims[d] = d == ax ? n : s0->dims[j++];
     return DF_OK;
 }
-static void df__k_pack(df__kctx *c) {
+DF_PRIVATE void df__k_pack(df__kctx *c) {
     const df_tensor *x0 = c->in[0];
     int n = c->n_in, r = x0->rank + 1;
     int64_t ax = df__attr_i(c->node, "axis", 0);
@@ -372,7 +372,7 @@ static void df__k_pack(df__kctx *c) {
     for (int64_t q = 0; q < outer; q++)
         for (int i = 0; i < n; i++) { memcpy(dst, (const char *)c->in[i]->data + (size_t)q * chunk, chunk); dst += chunk; }
 }
-static df_code df__sf_unpack(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_unpack(df__shape_ctx *c) {
     const df__shape *s = &c->in_shapes[0];
     int64_t num = df__attr_i(c->node, "num", 0), ax = df__attr_i(c->node, "axis", 0);
     for (int i = 0; i < c->node->n_outputs; i++) *df__sc_out(c, i) = df__shape_unknown();
@@ -383,7 +383,7 @@ static df_code df__sf_unpack(df__shape_ctx *c) {
     for (int i = 0; i < c->node->n_outputs; i++) df__reduced_shape(s->rank, s->dims, 1u << ax, 0, df__sc_out(c, i));
     return DF_OK;
 }
-static void df__k_unpack(df__kctx *c) {
+DF_PRIVATE void df__k_unpack(df__kctx *c) {
     const df_tensor *x = c->in[0];
     int64_t ax = df__attr_i(c->node, "axis", 0), num = c->n_out;
     if (ax < -x->rank || ax >= x->rank) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "axis = %lld not in [%d, %d)", (long long)ax, -x->rank, x->rank); return; }
@@ -414,7 +414,7 @@ static void df__k_unpack(df__kctx *c) {
 /* ---- Slice, StridedSlice, Tile: all reduce to a strided copy ---- */
 /* Copies the strided region of x (begin, step, odims per dim) to the dense o, or, when
    `scatter`, the dense o into that region of x. */
-static void df__strided_move(df_tensor *x, df_tensor *o, const int64_t *begin, const int64_t *step,
+DF_PRIVATE void df__strided_move(df_tensor *x, df_tensor *o, const int64_t *begin, const int64_t *step,
                              const int64_t *odims, int rank, int scatter) {
     size_t es = df_dtype_size(x->dtype);
     int64_t istride[DF_MAX_RANK], s = 1, idx[DF_MAX_RANK] = {0}, off = 0;
@@ -471,7 +471,7 @@ static int df__static_tensor(const df__shape *s, df_tensor *t) {
     for (int i = 0; i < s->rank; i++) { if (s->dims[i] < 0) return 0; t->dims[i] = s->dims[i]; }
     return 1;
 }
-static df_code df__sf_slice(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_slice(df__shape_ctx *c) {
     const df_tensor *b = df__sc_const(c, 1), *sz = df__sc_const(c, 2);
     df__shape *o = df__sc_out(c, 0);
     df_tensor x;
@@ -493,7 +493,7 @@ static df_code df__sf_slice(df__shape_ctx *c) {
     }
     return DF_OK;
 }
-static void df__k_slice(df__kctx *c) {
+DF_PRIVATE void df__k_slice(df__kctx *c) {
     const df_tensor *x = c->in[0];
     int64_t begin[DF_MAX_RANK], size[DF_MAX_RANK], step[DF_MAX_RANK];
     if (df__slice_args(c->node, x, c->in[1], c->in[2], begin, size, c->st)) return;
@@ -504,7 +504,7 @@ static void df__k_slice(df__kctx *c) {
 /* StridedSlice: begin/end masks, shrink_axis_mask, ellipsis_mask and new_axis_mask, negative
    indices and strides. The sparse spec is expanded to one entry per input dimension; the final
    shape then adds the new axes and drops the shrunk ones. */
-static df_code df__strided_args(const df_node *n, const df_tensor *x, const df_tensor *bt, const df_tensor *et,
+DF_PRIVATE df_code df__strided_args(const df_node *n, const df_tensor *x, const df_tensor *bt, const df_tensor *et,
                                 const df_tensor *stt, int64_t *begin, int64_t *step, int64_t *odims,
                                 df__shape *final, df_status *st) {
     if (!df__is_int_tensor(bt) || !df__is_int_tensor(et) || !df__is_int_tensor(stt) || bt->rank != 1 ||
@@ -559,7 +559,7 @@ static df_code df__strided_args(const df_node *n, const df_tensor *x, const df_t
     }
     return DF_OK;
 }
-static void df__k_strided_slice(df__kctx *c) {
+DF_PRIVATE void df__k_strided_slice(df__kctx *c) {
     const df_tensor *x = c->in[0];
     int64_t begin[DF_MAX_RANK], step[DF_MAX_RANK], odims[DF_MAX_RANK];
     df__shape fin;
@@ -567,7 +567,7 @@ static void df__k_strided_slice(df__kctx *c) {
     df_tensor *o = df__k_alloc(c, 0, x->dtype, fin.rank, fin.dims);
     if (o && o->n) df__strided_copy(x, o, begin, step, odims, x->rank);
 }
-static df_code df__sf_strided_slice(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_strided_slice(df__shape_ctx *c) {
     const df_tensor *b = df__sc_const(c, 1), *e = df__sc_const(c, 2), *stt = df__sc_const(c, 3);
     df_tensor x;
     *df__sc_out(c, 0) = df__shape_unknown();
@@ -593,12 +593,12 @@ static df_code df__tile_dims(const df_node *n, const df__shape *in, const df_ten
     }
     return DF_OK;
 }
-static df_code df__sf_tile(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_tile(df__shape_ctx *c) {
     const df_tensor *m = df__sc_const(c, 1);
     if (!m || c->in_shapes[0].rank < 0) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
     return df__tile_dims(c->node, &c->in_shapes[0], m, df__sc_out(c, 0), c->st);
 }
-static void df__k_tile(df__kctx *c) {
+DF_PRIVATE void df__k_tile(df__kctx *c) {
     const df_tensor *x = c->in[0];
     df__shape in = df__shape_of(x), os;
     if (df__tile_dims(c->node, &in, c->in[1], &os, c->st)) return;
@@ -621,7 +621,7 @@ static void df__k_tile(df__kctx *c) {
 }
 
 /* ---- GatherV2, OneHot ---- */
-static df_code df__gather_axis(const df_node *n, const df_tensor *axis_t, int rank, int *axis, df_status *st) {
+DF_PRIVATE df_code df__gather_axis(const df_node *n, const df_tensor *axis_t, int rank, int *axis, df_status *st) {
     if (!df__is_int_tensor(axis_t) || axis_t->n != 1) return df__fail(st, n, DF_INVALID_ARGUMENT, "axis must be a scalar int32/int64");
     int64_t a = df__int_at(axis_t, 0);
     if (a < -rank || a >= rank) return df__fail(st, n, DF_INVALID_ARGUMENT, "Expected axis in the range [%d, %d), but got %lld", -rank, rank, (long long)a);
@@ -631,7 +631,7 @@ static df_code df__gather_axis(const df_node *n, const df_tensor *axis_t, int ra
 /* batch_dims made non-negative and checked as TF does: within [-rank(indices), rank(indices)],
    at most the axis, and params and indices agree on the batch dims (-1, an unknown static dim,
    agrees with anything). */
-static df_code df__gather_batch_dims(const df_node *n, const int64_t *p_dims, int ix_rank, const int64_t *ix_dims, int axis,
+DF_PRIVATE df_code df__gather_batch_dims(const df_node *n, const int64_t *p_dims, int ix_rank, const int64_t *ix_dims, int axis,
                                      int *batch_dims, df_status *st) {
     int64_t b = df__attr_i(n, "batch_dims", 0);
     if (b < -ix_rank || b > ix_rank)
@@ -645,7 +645,7 @@ static df_code df__gather_batch_dims(const df_node *n, const int64_t *p_dims, in
     *batch_dims = (int)b;
     return DF_OK;
 }
-static df_code df__sf_gather(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_gather(df__shape_ctx *c) {
     const df_tensor *ax = df__sc_const(c, 2);
     const df__shape *p = &c->in_shapes[0], *ix = &c->in_shapes[1];
     df__shape *o = df__sc_out(c, 0);
@@ -661,7 +661,7 @@ static df_code df__sf_gather(df__shape_ctx *c) {
     return DF_OK;
 }
 /* With batch_dims b: out[i_0..i_b-1, mid.., j.., tail..] = params[i_0..i_b-1, mid.., indices[i_0..i_b-1, j..], tail..]. */
-static void df__k_gather(df__kctx *c) {
+DF_PRIVATE void df__k_gather(df__kctx *c) {
     const df_tensor *p = c->in[0], *ix = c->in[1];
     int axis, batch;
     if (df__gather_axis(c->node, c->in[2], p->rank, &axis, c->st)) return;
@@ -693,7 +693,7 @@ static void df__k_gather(df__kctx *c) {
                 dst += chunk;
             }
 }
-static df_code df__sf_one_hot(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_one_hot(df__shape_ctx *c) {
     const df_tensor *depth = df__sc_const(c, 1);
     const df__shape *ix = &c->in_shapes[0];
     int64_t axis = df__attr_i(c->node, "axis", -1), d = -1;
@@ -712,7 +712,7 @@ static df_code df__sf_one_hot(df__shape_ctx *c) {
     return DF_OK;
 }
 /* OneHot's checks and output (NULL: failed, or nothing to write): [outer, depth, inner]. */
-static df_tensor *df__one_hot_prep(df__kctx *c, int64_t *outer, int64_t *depth, int64_t *inner) {
+DF_PRIVATE df_tensor *df__one_hot_prep(df__kctx *c, int64_t *outer, int64_t *depth, int64_t *inner) {
     const df_tensor *ix = c->in[0], *dt = c->in[1], *on = c->in[2], *off = c->in[3];
     if (dt->n != 1 || on->n != 1 || off->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "depth, on_value and off_value must be scalars"); return NULL; }
     int64_t d = df__int_at(dt, 0), axis = df__attr_i(c->node, "axis", -1);
@@ -728,7 +728,7 @@ static df_tensor *df__one_hot_prep(df__kctx *c, int64_t *outer, int64_t *depth, 
     for (int i = (int)axis; i < ix->rank; i++) *inner *= ix->dims[i];
     return o;
 }
-static void df__k_one_hot(df__kctx *c) {
+DF_PRIVATE void df__k_one_hot(df__kctx *c) {
     const df_tensor *ix = c->in[0], *on = c->in[2], *off = c->in[3];
     int64_t outer, d, inner;
     df_tensor *o = df__one_hot_prep(c, &outer, &d, &inner);

@@ -682,7 +682,7 @@ static int df__conv_check(df__kctx *c, const df__conv_geo *g, const int64_t *wd,
     }
     return 1;
 }
-static void df__k_conv2d(df__kctx *c) {
+DF_PRIVATE void df__k_conv2d(df__kctx *c) {
     const df_tensor *x = c->in[0], *w = c->in[1];
     if (!df__conv_float_type(c, x)) return;
     if (!df__rank4(x) || !df__rank4(w)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input and filter must be 4-D, got ranks %d and %d", x->rank, w->rank); return; }
@@ -694,7 +694,7 @@ static void df__k_conv2d(df__kctx *c) {
     df_tensor *o = df__k_alloc(c, 0, x->dtype, 4, od);
     if (o && o->n) df__conv_run(c, 0, &g, x->dtype == DF_DOUBLE, x->data, w->data, NULL, o->data);
 }
-static void df__k_conv2d_bp_input(df__kctx *c) {
+DF_PRIVATE void df__k_conv2d_bp_input(df__kctx *c) {
     const df_tensor *w = c->in[1], *dy = c->in[2];
     int64_t xd[4];
     if (!df__conv_float_type(c, w) || !df__sizes4(c, c->in[0], xd)) return;
@@ -707,7 +707,7 @@ static void df__k_conv2d_bp_input(df__kctx *c) {
     if (!dy->n || !g.oc) { df__zero_data(o, c->st); return; }
     df__conv_run(c, 1, &g, w->dtype == DF_DOUBLE, NULL, w->data, dy->data, o->data);
 }
-static void df__k_conv2d_bp_filter(df__kctx *c) {
+DF_PRIVATE void df__k_conv2d_bp_filter(df__kctx *c) {
     const df_tensor *x = c->in[0], *dy = c->in[2];
     int64_t wd[4];
     if (!df__conv_float_type(c, x) || !df__sizes4(c, c->in[1], wd)) return;
@@ -720,7 +720,7 @@ static void df__k_conv2d_bp_filter(df__kctx *c) {
     if (!dy->n) { df__zero_data(o, c->st); return; }
     df__conv_run(c, 2, &g, x->dtype == DF_DOUBLE, x->data, NULL, dy->data, o->data);
 }
-static df_code df__sf_conv2d(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_conv2d(df__shape_ctx *c) {
     const df__shape *x = &c->in_shapes[0], *w = &c->in_shapes[1];
     df__shape *o = df__sc_out(c, 0);
     if (x->rank < 0 || w->rank < 0) { *o = df__shape_unknown(); return DF_OK; }
@@ -748,9 +748,9 @@ static df_code df__sf_sizes_input(df__shape_ctx *c, int which) {
     for (int i = 0; i < 4; i++) o->dims[i] = df__int_at(t, i);
     return DF_OK;
 }
-static df_code df__sf_conv_bp_input(df__shape_ctx *c) { return df__sf_sizes_input(c, 0); }
-static df_code df__sf_conv_bp_filter(df__shape_ctx *c) { return df__sf_sizes_input(c, 1); }
-static df_code df__sf_pool_grad_avg(df__shape_ctx *c) { return df__sf_sizes_input(c, 0); }
+DF_PRIVATE df_code df__sf_conv_bp_input(df__shape_ctx *c) { return df__sf_sizes_input(c, 0); }
+DF_PRIVATE df_code df__sf_conv_bp_filter(df__shape_ctx *c) { return df__sf_sizes_input(c, 1); }
+DF_PRIVATE df_code df__sf_pool_grad_avg(df__shape_ctx *c) { return df__sf_sizes_input(c, 0); }
 
 /* ---- pooling ---- */
 static int df__pool_setup(df__kctx *c, const int64_t *in, df__conv_geo *g) {
@@ -912,7 +912,7 @@ static int df__pool_run(df__kctx *c, int grad, int dbl, df__pool_job *J) {
     return !J->failed;
 }
 
-static void df__k_pool(df__kctx *c) {
+DF_PRIVATE void df__k_pool(df__kctx *c) {
     const df_tensor *x = c->in[0];
     if (!df__conv_float_type(c, x)) return;
     if (!df__rank4(x)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input must be 4-D, got rank %d", x->rank); return; }
@@ -924,7 +924,7 @@ static void df__k_pool(df__kctx *c) {
     df__pool_job J = {&g, c->node->op->code, 0, x->data, NULL, NULL, o->data};
     df__pool_run(c, 0, x->dtype == DF_DOUBLE, &J);
 }
-static void df__k_max_pool_grad(df__kctx *c) {
+DF_PRIVATE void df__k_max_pool_grad(df__kctx *c) {
     const df_tensor *x = c->in[0], *y = c->in[1], *dy = c->in[2];
     if (!df__conv_float_type(c, x)) return;
     if (!df__rank4(x)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "orig_input must be 4-D"); return; }
@@ -942,7 +942,7 @@ static void df__k_max_pool_grad(df__kctx *c) {
     df__pool_job J = {&g, 1, 0, x->data, y->data, dy->data, o->data};
     df__pool_run(c, 1, x->dtype == DF_DOUBLE, &J);
 }
-static void df__k_avg_pool_grad(df__kctx *c) {
+DF_PRIVATE void df__k_avg_pool_grad(df__kctx *c) {
     const df_tensor *dy = c->in[1];
     int64_t xd[4];
     if (!df__conv_float_type(c, dy) || !df__sizes4(c, c->in[0], xd)) return;
@@ -960,7 +960,7 @@ static void df__k_avg_pool_grad(df__kctx *c) {
     df__pool_job J = {&g, 0, 0, NULL, NULL, dy->data, o->data};
     df__pool_run(c, 1, dy->dtype == DF_DOUBLE, &J);
 }
-static df_code df__sf_pool(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_pool(df__shape_ctx *c) {
     const df__shape *x = &c->in_shapes[0];
     df__shape *o = df__sc_out(c, 0);
     if (x->rank < 0) { *o = df__shape_unknown(); return DF_OK; }

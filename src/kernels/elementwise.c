@@ -6,7 +6,7 @@
    int64 throughout. Vector speed comes later; nothing here is quadratic where TF is linear.
    ========================================================================================== */
 
-static df_tensor *df__k_alloc(df__kctx *c, int i, df_dtype t, int rank, const int64_t *dims) {
+DF_PRIVATE df_tensor *df__k_alloc(df__kctx *c, int i, df_dtype t, int rank, const int64_t *dims) {
     df__allocator *a = (c->host_out >> DF__MIN(i, 31) & 1) ? df__host_allocator() : c->alloc;
     df_tensor *x = a ? df__tensor_alloc(a, t, rank, dims, c->st) : NULL;
     if (!a) df_status_set(c->st, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
@@ -27,7 +27,7 @@ static df_tensor *df__k_alloc(df__kctx *c, int i, df_dtype t, int rank, const in
    only reference to it (not a constant's value, a variable, a feed or a view of a shared
    buffer) and it has the output's type and shape. The kernel must then compute in place, each
    element read before it is written. Else a new tensor. */
-static df_tensor *df__k_reuse_or_alloc(df__kctx *c, int i, int in, df_dtype t, int rank, const int64_t *dims) {
+DF_PRIVATE df_tensor *df__k_reuse_or_alloc(df__kctx *c, int i, int in, df_dtype t, int rank, const int64_t *dims) {
     df_tensor *x = in < c->n_in ? c->in[in] : NULL;
     if (x && x->dtype == t && x->rank == rank && !x->base && !x->ref && x->alloc &&
         __atomic_load_n(&x->refs, __ATOMIC_ACQUIRE) == 1 &&
@@ -38,11 +38,11 @@ static df_tensor *df__k_reuse_or_alloc(df__kctx *c, int i, int in, df_dtype t, i
     }
     return df__k_alloc(c, i, t, rank, dims);
 }
-static df_tensor *df__k_alloc_like(df__kctx *c, int i, df_dtype t, const df_tensor *like) {
+DF_PRIVATE df_tensor *df__k_alloc_like(df__kctx *c, int i, df_dtype t, const df_tensor *like) {
     return df__k_alloc(c, i, t, like->rank, like->dims);
 }
 /* Passes an input through: the node owns its input references, so it hands this one on. */
-static void df__k_forward(df__kctx *c, int out, int in) { c->out[out] = c->in[in]; c->in[in] = NULL; }
+DF_PRIVATE void df__k_forward(df__kctx *c, int out, int in) { c->out[out] = c->in[in]; c->in[in] = NULL; }
 
 /* ---- CPU features: which vector kernels run (AVX-512 for the GEMM and convolutions, AVX2+FMA
    for the rest, where the CPU has them; else portable) ----
@@ -95,14 +95,14 @@ static int df__cpu_has_avx2(void) {
     return 0;
 #endif
 }
-static int df__isa(void) {
+DF_PRIVATE int df__isa(void) {
     int f = __atomic_load_n(&df__isa_forced, __ATOMIC_RELAXED);
     if (f >= 0) return f;
     return df__cpu_has_avx512() ? DF__ISA_AVX512 : df__cpu_has_avx2() ? DF__ISA_AVX2 : DF__ISA_PORTABLE;
 }
 #ifdef DF__X86   /* its callers are all x86 vector paths: unused (a warning) elsewhere */
 /* The set for kernels that have no AVX-512 version: AVX2 on an AVX-512 machine. */
-static int df__vec_isa(void) { int i = df__isa(); return i > DF__ISA_AVX2 ? DF__ISA_AVX2 : i; }
+DF_PRIVATE int df__vec_isa(void) { int i = df__isa(); return i > DF__ISA_AVX2 ? DF__ISA_AVX2 : i; }
 #endif
 df_code df_set_kernel_isa(const char *isa) {
     int v;
@@ -232,7 +232,7 @@ static const df__row_fn df__vrows_f32[DF__B_COUNT] = DF__VROWSET(f32);
 static const df__row_fn df__vrows_f64[DF__B_COUNT] = DF__VROWSET(f64);
 #endif
 
-static df__row_fn df__binary_row(int code, df_dtype t) {
+DF_PRIVATE df__row_fn df__binary_row(int code, df_dtype t) {
 #ifdef DF__X86
     if ((t == DF_FLOAT || t == DF_DOUBLE) && df__vec_isa() == DF__ISA_AVX2) {
         df__row_fn v = (t == DF_FLOAT ? df__vrows_f32 : df__vrows_f64)[code];
@@ -279,7 +279,7 @@ static void df__row_run(df__kctx *c, df__row_fn row, char *o, const char *a, con
     df__row_job j = {row, o, a, b, es, eo, sa, sb};
     df__parallel_for(c->ipool, n, 1024, df__ipool_threads(c->ipool), df__row_share, &j);
 }
-static void df__k_binary(df__kctx *c) {
+DF_PRIVATE void df__k_binary(df__kctx *c) {
     const df_tensor *a = c->in[0], *b = c->in[1];
     int code = c->node->op->code;
     df__row_fn row = df__binary_row(code, a->dtype);
@@ -411,7 +411,7 @@ DF__VUNARY(f64, double, __m256d, pd, 4, _mm256_set1_pd, _mm256_cmp_pd, _mm256_bl
    tanh: the odd Taylor series to x^15 below |x| = 0.55 (relative error < 1e-7 there), else
    sign(x) (1 - 2 / (e^(2|x|) + 1)). sigmoid: 1 / (1 + e^-x), or e^x / (1 + e^x) for x < 0 (so
    e^-x cannot overflow while the result is still above zero). NaN in gives NaN out. */
-DF__TARGET_AVX2 static inline __m256 df__v8_exp(__m256 x) {
+DF__TARGET_AVX2 DF_PRIVATE inline __m256 df__v8_exp(__m256 x) {
     const __m256 lo = _mm256_set1_ps(-110.0f), hi = _mm256_set1_ps(90.0f);
     __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
     __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -516,7 +516,7 @@ static void df__vunary_share(void *arg, int64_t lo, int64_t hi) {
     else df__vunary_f32(j->code, (const float *)j->a + lo, (float *)j->o + lo, hi - lo);
 }
 #endif
-static void df__k_unary(df__kctx *c) {
+DF_PRIVATE void df__k_unary(df__kctx *c) {
     const df_tensor *x = c->in[0];
     int code = c->node->op->code, ok = 1;
     df_tensor *y = df__k_reuse_or_alloc(c, 0, 0, x->dtype, x->rank, x->dims);
@@ -559,7 +559,7 @@ static void df__k_unary(df__kctx *c) {
 }
 
 /* ---- Cast ---- */
-static void df__set_from_f64(df_dtype t, void *p, int64_t i, double v) {
+DF_PRIVATE void df__set_from_f64(df_dtype t, void *p, int64_t i, double v) {
     switch (t) {
     case DF_FLOAT: ((float *)p)[i] = (float)v; break;
     case DF_DOUBLE: ((double *)p)[i] = v; break;
@@ -576,7 +576,7 @@ static int64_t df__f2i(double v, int64_t lo, int64_t hi) {
     if (v >= (double)hi) return hi;
     return (int64_t)v;
 }
-static void df__set_from_i64(df_dtype t, void *p, int64_t i, int64_t v) {
+DF_PRIVATE void df__set_from_i64(df_dtype t, void *p, int64_t i, int64_t v) {
     switch (t) {
     case DF_INT32: ((int32_t *)p)[i] = (int32_t)(uint32_t)v; break;
     case DF_INT64: ((int64_t *)p)[i] = v; break;
@@ -590,11 +590,11 @@ static void df__set_from_i64(df_dtype t, void *p, int64_t i, int64_t v) {
     default: df__set_from_f64(t, p, i, (double)v);
     }
 }
-static int df__is_integer_type(df_dtype t) {
+DF_PRIVATE int df__is_integer_type(df_dtype t) {
     return t == DF_INT32 || t == DF_INT64 || t == DF_UINT8 || t == DF_INT8 || t == DF_INT16 ||
            t == DF_UINT16 || t == DF_UINT32 || t == DF_UINT64;
 }
-static int64_t df__get_i64(df_dtype t, const void *p, int64_t i) {
+DF_PRIVATE int64_t df__get_i64(df_dtype t, const void *p, int64_t i) {
     switch (t) {
     case DF_INT32: return ((const int32_t *)p)[i];
     case DF_INT64: return ((const int64_t *)p)[i];
@@ -608,7 +608,7 @@ static int64_t df__get_i64(df_dtype t, const void *p, int64_t i) {
     default: return df__f2i(df__get_f64(t, p, i), INT64_MIN, INT64_MAX);
     }
 }
-static void df__k_cast(df__kctx *c) {
+DF_PRIVATE void df__k_cast(df__kctx *c) {
     const df_tensor *x = c->in[0];
     df_dtype to = df__attr_type(c->node, "DstT");
     if (to == x->dtype) { df__k_forward(c, 0, 0); return; }
@@ -630,10 +630,10 @@ static void df__k_cast(df__kctx *c) {
 }
 
 /* ---- pass-through, constants, control flow ---- */
-static void df__k_identity(df__kctx *c) { for (int i = 0; i < c->n_out; i++) df__k_forward(c, i, i); }
-static void df__k_noop(df__kctx *c) { DF__UNUSED(c); }
+DF_PRIVATE void df__k_identity(df__kctx *c) { for (int i = 0; i < c->n_out; i++) df__k_forward(c, i, i); }
+DF_PRIVATE void df__k_noop(df__kctx *c) { DF__UNUSED(c); }
 /* Assert: fails the step when the condition is false, showing the first values of the data. */
-static void df__k_assert(df__kctx *c) {
+DF_PRIVATE void df__k_assert(df__kctx *c) {
     const df_tensor *p = c->in[0];
     if (p->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "The condition of Assert must be a single bool, got %lld elements", (long long)p->n); return; }
     if (*(const unsigned char *)p->data) return;
@@ -652,18 +652,18 @@ static void df__k_assert(df__kctx *c) {
     }
     DF__KFAIL(c, DF_INVALID_ARGUMENT, "assertion failed: %s", msg);
 }
-static void df__k_const(df__kctx *c) {
+DF_PRIVATE void df__k_const(df__kctx *c) {
     const df__attr *a = df__node_attr(c->node, "value");
     c->out[0] = df_tensor_retain(a->u.tensor);
 }
-static void df__k_placeholder(df__kctx *c) {
+DF_PRIVATE void df__k_placeholder(df__kctx *c) {
     const df__attr *s = df__node_attr(c->node, "shape");
     char shp[128];
     df__shape_str(s ? s->u.shape.rank : -1, s ? s->u.shape.dims : NULL, shp, sizeof shp);
     DF__KFAIL(c, DF_INVALID_ARGUMENT, "You must feed a value for placeholder tensor '%s' with dtype %s "
               "and shape %s", c->node->name, df_dtype_name(df__attr_type(c->node, "dtype")), shp);
 }
-static void df__k_switch(df__kctx *c) {
+DF_PRIVATE void df__k_switch(df__kctx *c) {
     const df_tensor *p = c->in[1];
     if (p->rank != 0 || p->dtype != DF_BOOL) {
         char shp[96];
@@ -673,7 +673,7 @@ static void df__k_switch(df__kctx *c) {
     }
     df__k_forward(c, *(const uint8_t *)p->data ? 1 : 0, 0);
 }
-static void df__k_merge(df__kctx *c) {
+DF_PRIVATE void df__k_merge(df__kctx *c) {
     for (int i = 0; i < c->n_in; i++) {
         if (!c->in[i]) continue;
         df__k_forward(c, 0, i);
@@ -685,7 +685,7 @@ static void df__k_merge(df__kctx *c) {
     }
     DF__KFAIL(c, DF_INTERNAL, "Merge ran with no live input");
 }
-static void df__k_loop_cond(df__kctx *c) {
+DF_PRIVATE void df__k_loop_cond(df__kctx *c) {
     const df_tensor *p = c->in[0];
     if (p->rank != 0 || p->dtype != DF_BOOL) {
         char shp[96];

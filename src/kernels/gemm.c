@@ -32,7 +32,7 @@ static void *df__ipool_main(void *arg) {
     pthread_mutex_unlock(&p->mu);
     return NULL;
 }
-static df__ipool *df__ipool_new(int n_threads) {
+DF_PRIVATE df__ipool *df__ipool_new(int n_threads) {
     df__ipool *p = (df__ipool *)DF_MALLOC(sizeof *p);
     if (!p) return NULL;
     memset(p, 0, sizeof *p);
@@ -46,7 +46,7 @@ static df__ipool *df__ipool_new(int n_threads) {
     }
     return p;
 }
-static void df__ipool_free(df__ipool *p) {
+DF_PRIVATE void df__ipool_free(df__ipool *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
     p->shutdown = 1;
@@ -59,9 +59,9 @@ static void df__ipool_free(df__ipool *p) {
     DF_FREE(p->threads);
     DF_FREE(p);
 }
-static int df__ipool_threads(df__ipool *p) { return p ? p->n_threads + 1 : 1; }
+DF_PRIVATE int df__ipool_threads(df__ipool *p) { return p ? p->n_threads + 1 : 1; }
 /* fn over [0, len) in at most `parts` pieces whose bounds are multiples of `unit`. */
-static void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts, df__par_fn fn, void *arg) {
+DF_PRIVATE void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts, df__par_fn fn, void *arg) {
     if (unit < 1) unit = 1;
     int64_t units = (len + unit - 1) / unit;
     if (parts > units) parts = (int)units;
@@ -80,8 +80,8 @@ static void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts,
     pthread_mutex_unlock(&p->mu);
 }
 #else
-static int df__ipool_threads(df__ipool *p) { DF__UNUSED(p); return 1; }
-static void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts, df__par_fn fn, void *arg) {
+DF_PRIVATE int df__ipool_threads(df__ipool *p) { DF__UNUSED(p); return 1; }
+DF_PRIVATE void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts, df__par_fn fn, void *arg) {
     DF__UNUSED(p); DF__UNUSED(unit); DF__UNUSED(parts);
     if (len > 0) fn(arg, 0, len);
 }
@@ -377,7 +377,7 @@ static void df__gemm_share(void *arg, int64_t lo, int64_t hi) {
 /* C = op(A) op(B) for float (dbl 0) or double (dbl 1); row-major with leading dimensions; at
    most max_threads threads (0: as many as the pool has). Returns 0 when memory ran out. */
 #define DF__GEMM_DIRECT_MAX (128 * 128 * 128)
-static int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, int ta,
+DF_PRIVATE int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, int ta,
                        const void *b, int64_t ldb, int tb, void *c, int64_t ldc, struct df__ipool *pool,
                        int max_threads) {
     size_t es = dbl ? 8 : 4;
@@ -472,7 +472,7 @@ static df_code df__matmul_dims(const df_node *node, int ra, const int64_t *da, i
     }
     return DF_OK;
 }
-static void df__k_matmul(df__kctx *c) {
+DF_PRIVATE void df__k_matmul(df__kctx *c) {
     const df_tensor *a = c->in[0], *b = c->in[1];
     int ta = df__attr_b(c->node, "transpose_a", 0), tb = df__attr_b(c->node, "transpose_b", 0);
     int64_t m = 0, n = 0, k = 0;
@@ -484,7 +484,7 @@ static void df__k_matmul(df__kctx *c) {
         else df__gemm(c, a->dtype, m, n, k, a->data, ta, b->data, tb, o->data);
     }
 }
-static df_code df__sf_matmul(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_matmul(df__shape_ctx *c) {
     const df__shape *a = &c->in_shapes[0], *b = &c->in_shapes[1];
     df__shape *o = df__sc_out(c, 0);
     if (a->rank < 0 || b->rank < 0) { o->rank = 2; o->dims[0] = o->dims[1] = -1; return DF_OK; }
@@ -519,14 +519,14 @@ static df_code df__bmm_shape(const df_node *node, int ra, const int64_t *da, int
     out->dims[bc->rank + 1] = n;
     return DF_OK;
 }
-static df_code df__sf_bmm(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_bmm(df__shape_ctx *c) {
     const df__shape *a = &c->in_shapes[0], *b = &c->in_shapes[1];
     if (a->rank < 0 || b->rank < 0) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
     df__bcast bc;
     return df__bmm_shape(c->node, a->rank, a->dims, b->rank, b->dims, df__attr_b(c->node, "adj_x", 0),
                          df__attr_b(c->node, "adj_y", 0), df__sc_out(c, 0), &bc, c->st);
 }
-static void df__k_bmm(df__kctx *c) {
+DF_PRIVATE void df__k_bmm(df__kctx *c) {
     const df_tensor *a = c->in[0], *b = c->in[1];
     int ax = df__attr_b(c->node, "adj_x", 0), ay = df__attr_b(c->node, "adj_y", 0);
     df__shape os;

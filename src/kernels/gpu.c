@@ -590,7 +590,7 @@ static const struct { const char *name; uint32_t host_in, host_out, types; df__k
     {"Conv2DBackpropFilter", 2, 0, DF__GK_F, NULL}, {"MaxPool", 0, 0, DF__GK_F, NULL}, {"AvgPool", 0, 0, DF__GK_F, NULL},
     {"MaxPoolGrad", 0, 0, DF__GK_F, NULL}, {"AvgPoolGrad", 1, 0, DF__GK_F, NULL},
 };
-static void df__gpu_register(df__opdef *ops, int n_ops) {
+DF_PRIVATE void df__gpu_register(df__opdef *ops, int n_ops) {
     for (size_t i = 0; i < sizeof df__gpu_kernels / sizeof *df__gpu_kernels; i++)
         for (int k = 0; k < n_ops; k++) {
             if (strcmp(ops[k].name, df__gpu_kernels[i].name)) continue;

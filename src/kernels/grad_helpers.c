@@ -4,7 +4,7 @@
    are built from, under TensorFlow's names (StridedSliceGrad, BroadcastGradientArgs,
    UnsortedSegmentSum, Pad, BroadcastTo, ConcatOffset).
    ========================================================================================== */
-static df_code df__sf_const(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_const(df__shape_ctx *c) {
     const df__attr *v = df__node_attr(c->node, "value");
     if (!v->u.tensor) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Const needs a value tensor");
     if (v->u.tensor->dtype != df__attr_type(c->node, "dtype"))
@@ -14,7 +14,7 @@ static df_code df__sf_const(df__shape_ctx *c) {
     *df__sc_out(c, 0) = df__shape_of(v->u.tensor);
     return DF_OK;
 }
-static df_code df__sf_placeholder(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_placeholder(df__shape_ctx *c) {
     const df__attr *s = df__node_attr(c->node, "shape");
     df__shape *o = df__sc_out(c, 0);
     o->rank = s->u.shape.rank;
@@ -34,14 +34,14 @@ static df_code df__sf_placeholder(df__shape_ctx *c) {
     }
     return DF_OK;
 }
-static df_code df__sf_switch(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_switch(df__shape_ctx *c) {
     const df__shape *p = &c->in_shapes[1];
     if (p->rank > 0)
         return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "The predicate of Switch must be a scalar, got rank %d", p->rank);
     *df__sc_out(c, 0) = *df__sc_out(c, 1) = c->in_shapes[0];
     return DF_OK;
 }
-static df_code df__sf_merge(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_merge(df__shape_ctx *c) {
     df__shape s = c->in_shapes[0];
     for (int i = 1; i < c->node->n_inputs; i++)
         if (!df__shapes_equal(&s, &c->in_shapes[i])) s = df__shape_relax(&s, &c->in_shapes[i]);
@@ -49,20 +49,20 @@ static df_code df__sf_merge(df__shape_ctx *c) {
     *df__sc_out(c, 1) = df__shape_scalar();
     return DF_OK;
 }
-static df_code df__sf_loop_cond(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_loop_cond(df__shape_ctx *c) {
     if (c->in_shapes[0].rank > 0)
         return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "LoopCond's input must be a scalar bool, got rank %d", c->in_shapes[0].rank);
     *df__sc_out(c, 0) = df__shape_scalar();
     return DF_OK;
 }
-static df_code df__sf_enter(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_enter(df__shape_ctx *c) {
     if (!*df__attr_s(c->node, "frame_name"))
         return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Enter needs a non-empty frame_name");
     if (df__attr_i(c->node, "parallel_iterations", 10) < 1)
         return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "parallel_iterations must be positive");
     return df__sf_same(c);
 }
-static df_code df__sf_identity_n(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_identity_n(df__shape_ctx *c) {
     for (int i = 0; i < c->node->n_outputs; i++) *df__sc_out(c, i) = c->in_shapes[i];
     return DF_OK;
 }
@@ -73,12 +73,12 @@ static void df__strided_scatter(df_tensor *x, const df_tensor *o, const int64_t 
                                 const int64_t *odims, int rank) {
     df__strided_move(x, (df_tensor *)o, begin, step, odims, rank, 1);
 }
-static df_code df__sf_shape_input(df__shape_ctx *c) {      /* output shaped by the const input 0 */
+DF_PRIVATE df_code df__sf_shape_input(df__shape_ctx *c) {      /* output shaped by the const input 0 */
     const df_tensor *s = df__sc_const(c, 0);
     if (!s) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
     return df__dims_from(c->node, s, df__sc_out(c, 0), "shape", c->st);
 }
-static void df__k_strided_slice_grad(df__kctx *c) {
+DF_PRIVATE void df__k_strided_slice_grad(df__kctx *c) {
     df__shape xs;
     if (df__dims_from(c->node, c->in[0], &xs, "shape", c->st)) return;
     const df_tensor *dy = c->in[4];
@@ -97,7 +97,7 @@ static void df__k_strided_slice_grad(df__kctx *c) {
 }
 
 /* BroadcastGradientArgs: the axes each input was broadcast along. */
-static void df__k_bcast_grad_args(df__kctx *c) {
+DF_PRIVATE void df__k_bcast_grad_args(df__kctx *c) {
     const df_tensor *a = c->in[0], *b = c->in[1];
     if (a->rank != 1 || b->rank != 1 || a->n > DF_MAX_RANK || b->n > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "BroadcastGradientArgs: shapes must be vectors of at most %d", DF_MAX_RANK); return; }
     int r = (int)DF__MAX(a->n, b->n);
@@ -118,14 +118,14 @@ static void df__k_bcast_grad_args(df__kctx *c) {
     for (int i = 0; i < na; i++) df__set_from_i64(a->dtype, oa->data, i, ra[i]);
     for (int i = 0; i < nb; i++) df__set_from_i64(a->dtype, ob->data, i, rb[i]);
 }
-static df_code df__sf_bcast_grad_args(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_bcast_grad_args(df__shape_ctx *c) {
     df__sc_out(c, 0)->rank = 1; df__sc_out(c, 0)->dims[0] = -1;
     df__sc_out(c, 1)->rank = 1; df__sc_out(c, 1)->dims[0] = -1;
     return DF_OK;
 }
 
 /* UnsortedSegmentSum: out[ids[i], ...] += data[i, ...]; ids outside [0, n) are dropped, as in TF. */
-static df_code df__sf_segment_sum(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_segment_sum(df__shape_ctx *c) {
     const df__shape *d = &c->in_shapes[0], *ix = &c->in_shapes[1];
     const df_tensor *num = df__sc_const(c, 2);
     df__shape *o = df__sc_out(c, 0);
@@ -136,7 +136,7 @@ static df_code df__sf_segment_sum(df__shape_ctx *c) {
     for (int i = ix->rank; i < d->rank; i++) o->dims[i - ix->rank + 1] = d->dims[i];
     return DF_OK;
 }
-static void df__k_segment_sum(df__kctx *c) {
+DF_PRIVATE void df__k_segment_sum(df__kctx *c) {
     const df_tensor *d = c->in[0], *ix = c->in[1], *num = c->in[2];
     if (!df__is_int_tensor(num) || num->n != 1 || df__int_at(num, 0) < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "num_segments must be a non-negative scalar"); return; }
     if (ix->rank > d->rank) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "segment_ids rank %d exceeds data rank %d", ix->rank, d->rank); return; }
@@ -182,12 +182,12 @@ static df_code df__pad_dims(const df_node *n, const df__shape *in, const df_tens
     }
     return DF_OK;
 }
-static df_code df__sf_pad(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_pad(df__shape_ctx *c) {
     const df_tensor *p = df__sc_const(c, 1);
     if (!p || c->in_shapes[0].rank < 0) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
     return df__pad_dims(c->node, &c->in_shapes[0], p, df__sc_out(c, 0), c->st);
 }
-static void df__k_pad(df__kctx *c) {
+DF_PRIVATE void df__k_pad(df__kctx *c) {
     const df_tensor *x = c->in[0];
     df__shape in = df__shape_of(x), os;
     if (df__pad_dims(c->node, &in, c->in[1], &os, c->st)) return;
@@ -200,7 +200,7 @@ static void df__k_pad(df__kctx *c) {
     df__strided_scatter(o, x, begin, step, x->dims, x->rank);
 }
 
-static void df__k_invert_permutation(df__kctx *c) {
+DF_PRIVATE void df__k_invert_permutation(df__kctx *c) {
     const df_tensor *p = c->in[0];
     if (p->rank != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "permutation must be a vector"); return; }
     df_tensor *o = df__k_alloc_like(c, 0, p->dtype, p);
@@ -214,12 +214,12 @@ static void df__k_invert_permutation(df__kctx *c) {
 }
 
 /* BroadcastTo: NumPy broadcasting of the input to a given shape. */
-static df_code df__sf_broadcast_to(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_broadcast_to(df__shape_ctx *c) {
     const df_tensor *s = df__sc_const(c, 1);
     if (!s) { *df__sc_out(c, 0) = df__shape_unknown(); return DF_OK; }
     return df__dims_from(c->node, s, df__sc_out(c, 0), "shape", c->st);
 }
-static void df__k_broadcast_to(df__kctx *c) {
+DF_PRIVATE void df__k_broadcast_to(df__kctx *c) {
     const df_tensor *x = c->in[0];
     df__shape s;
     if (df__dims_from(c->node, c->in[1], &s, "shape", c->st)) return;
@@ -248,7 +248,7 @@ static void df__k_broadcast_to(df__kctx *c) {
 
 /* Cumprod along an axis (exclusive / reverse as TF's attrs). */
 /* Cumprod's checks and output (NULL: failed, or nothing to write): [outer, len, inner]. */
-static df_tensor *df__cumprod_prep(df__kctx *c, int64_t *outer, int64_t *len, int64_t *inner) {
+DF_PRIVATE df_tensor *df__cumprod_prep(df__kctx *c, int64_t *outer, int64_t *len, int64_t *inner) {
     const df_tensor *x = c->in[0], *ax = c->in[1];
     if (!df__is_int_tensor(ax) || ax->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "axis must be a scalar"); return NULL; }
     int64_t a = df__int_at(ax, 0);
@@ -261,7 +261,7 @@ static df_tensor *df__cumprod_prep(df__kctx *c, int64_t *outer, int64_t *len, in
     for (int d = (int)a + 1; d < x->rank; d++) *inner *= x->dims[d];
     return o;
 }
-static void df__k_cumprod(df__kctx *c) {
+DF_PRIVATE void df__k_cumprod(df__kctx *c) {
     const df_tensor *x = c->in[0];
     int excl = df__attr_b(c->node, "exclusive", 0), rev = df__attr_b(c->node, "reverse", 0);
     int64_t outer, len, inner;
@@ -281,7 +281,7 @@ static void df__k_cumprod(df__kctx *c) {
 }
 
 /* ConcatOffset: where each input starts along the concat axis. */
-static void df__k_concat_offset(df__kctx *c) {
+DF_PRIVATE void df__k_concat_offset(df__kctx *c) {
     const df_tensor *ax = c->in[0];
     int n = c->n_in - 1;
     if (!df__is_int_tensor(ax) || ax->n != 1 || n < 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "concat_dim must be a scalar"); return; }
@@ -297,7 +297,7 @@ static void df__k_concat_offset(df__kctx *c) {
         off += df__int_at(s, a);
     }
 }
-static df_code df__sf_concat_offset(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_concat_offset(df__shape_ctx *c) {
     for (int i = 0; i < c->node->n_outputs; i++) *df__sc_out(c, i) = c->in_shapes[i + 1];
     return DF_OK;
 }

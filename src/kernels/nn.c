@@ -56,17 +56,17 @@ static void df__softmax_rows(const df_tensor *x, df_tensor *o, int logsm) {
         }
     }
 }
-static void df__k_softmax(df__kctx *c) {
+DF_PRIVATE void df__k_softmax(df__kctx *c) {
     const df_tensor *x = c->in[0];
     if (x->rank < 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "logits must have >= 1 dimension, got rank 0"); return; }
     df_tensor *o = df__k_alloc_like(c, 0, x->dtype, x);
     if (o) df__softmax_rows(x, o, c->node->op->code);
 }
-static df_code df__sf_softmax(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_softmax(df__shape_ctx *c) {
     if (c->in_shapes[0].rank == 0) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "logits must have >= 1 dimension, got rank 0");
     return df__sf_same(c);
 }
-static df_code df__sf_xent(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_xent(df__shape_ctx *c) {
     const df__shape *f = &c->in_shapes[0], *l = &c->in_shapes[1];
     int sparse = c->node->op->code;
     if (f->rank >= 0 && f->rank != 2) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "logits must be 2-D, but got shape of rank %d", f->rank);
@@ -82,7 +82,7 @@ static df_code df__sf_xent(df__shape_ctx *c) {
     if (f->rank == 2) *bp = *f; else { bp->rank = 2; bp->dims[0] = bp->dims[1] = -1; }
     return DF_OK;
 }
-static void df__k_xent(df__kctx *c) {
+DF_PRIVATE void df__k_xent(df__kctx *c) {
     const df_tensor *f = c->in[0], *l = c->in[1];
     int sparse = c->node->op->code;
     if (f->rank != 2) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "logits must be 2-D, but got shape of rank %d", f->rank); return; }
@@ -139,7 +139,7 @@ static void df__k_xent(df__kctx *c) {
 }
 
 /* ---- AddN, Select ---- */
-static df_code df__sf_add_n(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_add_n(df__shape_ctx *c) {
     df__shape s = c->in_shapes[0];
     for (int i = 1; i < c->node->n_inputs; i++) {
         const df__shape *t = &c->in_shapes[i];
@@ -155,7 +155,7 @@ static df_code df__sf_add_n(df__shape_ctx *c) {
     *df__sc_out(c, 0) = s;
     return DF_OK;
 }
-static void df__k_add_n(df__kctx *c) {
+DF_PRIVATE void df__k_add_n(df__kctx *c) {
     const df_tensor *x0 = c->in[0];
     for (int i = 1; i < c->n_in; i++) {
         df__shape a = df__shape_of(x0), b = df__shape_of(c->in[i]);
@@ -168,7 +168,7 @@ static void df__k_add_n(df__kctx *c) {
     memcpy(o->data, x0->data, o->nbytes);
     for (int i = 1; i < c->n_in; i++) add(o->data, o->data, c->in[i]->data, o->n, 1, 1);
 }
-static df_code df__sf_select(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_select(df__shape_ctx *c) {
     const df__shape *p = &c->in_shapes[0], *a = &c->in_shapes[1], *b = &c->in_shapes[2];
     df__shape *o = df__sc_out(c, 0);
     if (p->rank < 0 || a->rank < 0 || b->rank < 0) { *o = df__shape_unknown(); return DF_OK; }
@@ -186,7 +186,7 @@ static df_code df__sf_select(df__shape_ctx *c) {
     memcpy(o->dims, bc2.dims, sizeof bc2.dims);
     return DF_OK;
 }
-static void df__k_select(df__kctx *c) {
+DF_PRIVATE void df__k_select(df__kctx *c) {
     const df_tensor *p = c->in[0], *a = c->in[1], *b = c->in[2];
     df__bcast ab, pab, pa, pb;
     int v1 = !strcmp(c->node->op->name, "Select");

@@ -8,7 +8,7 @@
 static int df__bias_axis(const df_node *n, int rank) {
     return !strcmp(df__attr_s(n, "data_format"), "NCHW") && rank >= 3 ? 1 : rank - 1;
 }
-static df_code df__sf_bias_add(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_bias_add(df__shape_ctx *c) {
     const df__shape *v = &c->in_shapes[0], *b = &c->in_shapes[1];
     *df__sc_out(c, 0) = *v;
     if (v->rank >= 0 && v->rank < 2)
@@ -30,7 +30,7 @@ static void df__bias_rows(void *arg, int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; r++)
         j->add(j->o + (size_t)(r * j->ch) * j->es, j->v + (size_t)(r * j->ch) * j->es, j->b, j->ch, 1, 1);
 }
-static void df__k_bias_add(df__kctx *c) {
+DF_PRIVATE void df__k_bias_add(df__kctx *c) {
     const df_tensor *v = c->in[0], *b = c->in[1];
     if (v->rank < 2 || b->rank != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "BiasAdd needs a value of rank >= 2 and 1-D biases"); return; }
     int ax = df__bias_axis(c->node, v->rank);
@@ -55,7 +55,7 @@ static void df__k_bias_add(df__kctx *c) {
 }
 
 /* BiasAddGrad: the bias's gradient, out_backprop summed over every axis but the channels. */
-static df_code df__sf_bias_add_grad(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_bias_add_grad(df__shape_ctx *c) {
     const df__shape *v = &c->in_shapes[0];
     df__shape *o = df__sc_out(c, 0);
     o->rank = 1;
@@ -65,7 +65,7 @@ static df_code df__sf_bias_add_grad(df__shape_ctx *c) {
     if (v->rank >= 2) o->dims[0] = v->dims[df__bias_axis(c->node, v->rank)];
     return DF_OK;
 }
-static void df__k_bias_add_grad(df__kctx *c) {
+DF_PRIVATE void df__k_bias_add_grad(df__kctx *c) {
     const df_tensor *v = c->in[0];
     if (v->rank < 2) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "BiasAddGrad needs out_backprop of rank >= 2, got %d", v->rank); return; }
     int ax = df__bias_axis(c->node, v->rank);
@@ -86,7 +86,7 @@ static void df__k_bias_add_grad(df__kctx *c) {
 
 /* ---- reductions: Sum, Mean, Max, Min, Prod over any axes ---- */
 
-static df_code df__norm_axes(const df_node *n, const df_tensor *axes, int rank, unsigned *mask, df_status *st) {
+DF_PRIVATE df_code df__norm_axes(const df_node *n, const df_tensor *axes, int rank, unsigned *mask, df_status *st) {
     *mask = 0;
     if (!df__is_int_tensor(axes) || axes->rank > 1)
         return df__fail(st, n, DF_INVALID_ARGUMENT, "reduction_indices must be a scalar or 1-D int32/int64 tensor");
@@ -102,14 +102,14 @@ static df_code df__norm_axes(const df_node *n, const df_tensor *axes, int rank, 
     }
     return DF_OK;
 }
-static void df__reduced_shape(int rank, const int64_t *dims, unsigned mask, int keep, df__shape *out) {
+DF_PRIVATE void df__reduced_shape(int rank, const int64_t *dims, unsigned mask, int keep, df__shape *out) {
     out->rank = 0;
     for (int i = 0; i < rank; i++) {
         if (mask & (1u << i)) { if (keep) out->dims[out->rank++] = 1; }
         else out->dims[out->rank++] = dims[i];
     }
 }
-static df_code df__sf_reduce(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_reduce(df__shape_ctx *c) {
     const df_tensor *axes = df__sc_const(c, 1);
     const df__shape *in = &c->in_shapes[0];
     int keep = df__attr_b(c->node, "keep_dims", 0);
@@ -263,7 +263,7 @@ static int df__float_sums(df__kctx *c, const df_tensor *x, int cols, int64_t on,
     DF_FREE(j.acc);
     return 1;
 }
-static void df__k_reduce(df__kctx *c) {
+DF_PRIVATE void df__k_reduce(df__kctx *c) {
     const df_tensor *x = c->in[0];
     int code = c->node->op->code, keep = df__attr_b(c->node, "keep_dims", 0);
     unsigned mask;
@@ -349,7 +349,7 @@ static df_code df__argmax_axis(const df_node *n, const df_tensor *dim, int rank,
     *axis = (int)(a < 0 ? a + rank : a);
     return DF_OK;
 }
-static df_code df__sf_argmax(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_argmax(df__shape_ctx *c) {
     const df_tensor *dim = df__sc_const(c, 1);
     const df__shape *in = &c->in_shapes[0];
     df__shape *o = df__sc_out(c, 0);
@@ -359,7 +359,7 @@ static df_code df__sf_argmax(df__shape_ctx *c) {
     df__reduced_shape(in->rank, in->dims, 1u << axis, 0, o);
     return DF_OK;
 }
-static void df__k_argmax(df__kctx *c) {
+DF_PRIVATE void df__k_argmax(df__kctx *c) {
     const df_tensor *x = c->in[0];
     int axis;
     if (df__argmax_axis(c->node, c->in[1], x->rank, &axis, c->st)) return;

@@ -8,11 +8,11 @@
 
 /* The value behind a ref (a new reference), or t itself (taken over) when it is no ref. */
 /* Whether input i of op is a Ref(T) argument: its kernel gets the ref itself, not the value. */
-static int df__ref_arg(const df__opdef *op, int i) {
+DF_PRIVATE int df__ref_arg(const df__opdef *op, int i) {
     for (int k = 0; k < op->n_in; k++) if (op->in[k].is_list) return 0;
     return i < op->n_in && op->in[i].is_ref;
 }
-static df_tensor *df__deref(df_tensor *t, const df_node *consumer, df_status *st) {
+DF_PRIVATE df_tensor *df__deref(df_tensor *t, const df_node *consumer, df_status *st) {
     if (!t->ref) return t;
     df__var *v = t->ref;
     df__spin_lock(&v->lock);
@@ -30,12 +30,12 @@ static const df_node *df__var_node(const df_node *n) {
         v = v->inputs[0].node;
     return v;
 }
-static void df__k_variable(df__kctx *c) {
+DF_PRIVATE void df__k_variable(df__kctx *c) {
     df__var *v = df__step_var(c->step, c->node, c->st);
     if (!v) return;
     c->out[0] = df_tensor_retain(&v->handle);
 }
-static void df__k_assign(df__kctx *c) {
+DF_PRIVATE void df__k_assign(df__kctx *c) {
     const df_node *vn = df__var_node(c->node);
     df__var *v = df__step_var(c->step, vn, c->st);
     if (!v) return;
@@ -88,14 +88,14 @@ static void df__k_assign(df__kctx *c) {
     df__spin_unlock(&v->lock);
     df_tensor_release(old);
 }
-static df_code df__sf_variable(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_variable(df__shape_ctx *c) {
     const df__attr *s = df__node_attr(c->node, "shape");
     df__shape *o = df__sc_out(c, 0);
     o->rank = s->u.shape.rank;
     memcpy(o->dims, s->u.shape.dims, sizeof o->dims);
     return DF_OK;
 }
-static df_code df__sf_assign(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_assign(df__shape_ctx *c) {
     const df__shape *var = &c->in_shapes[0], *val = &c->in_shapes[1];
     int validate = c->node->op->code != 0 || df__attr_b(c->node, "validate_shape", 1);
     if (validate && var->rank >= 0 && val->rank >= 0) {
@@ -142,13 +142,13 @@ static double df__rng_normal(df__rng *r) {
     if (u1 < 1e-300) u1 = 1e-300;
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
-static df_code df__sf_random(df__shape_ctx *c) {
+DF_PRIVATE df_code df__sf_random(df__shape_ctx *c) {
     const df_tensor *s = df__sc_const(c, 0);
     df__shape *o = df__sc_out(c, 0);
     if (!s) { *o = df__shape_unknown(); return DF_OK; }
     return df__dims_from(c->node, s, o, "shape", c->st);
 }
-static void df__k_random(df__kctx *c) {
+DF_PRIVATE void df__k_random(df__kctx *c) {
     df__shape s;
     if (df__dims_from(c->node, c->in[0], &s, "shape", c->st)) return;
     df_dtype t = df__attr_type(c->node, "dtype");

@@ -6,7 +6,7 @@
 /* The variables an Apply op updates (its first n inputs, refs): distinct, locked in address
    order (two ops over the same variables cannot deadlock), each value made private to the
    update (copied when a reader still holds it). Returns 0, with nothing locked, on error. */
-static int df__k_apply_lock(df__kctx *c, int n, df__var **v, df_tensor **val) {
+DF_PRIVATE int df__k_apply_lock(df__kctx *c, int n, df__var **v, df_tensor **val) {
     df__var *order[3];
     for (int i = 0; i < n; i++) {
         v[i] = c->in[i] ? c->in[i]->ref : NULL;
@@ -38,7 +38,7 @@ static int df__k_apply_lock(df__kctx *c, int n, df__var **v, df_tensor **val) {
     }
     return 1;
 }
-static int df__k_apply_check(df__kctx *c, const df_tensor *var, const df_tensor *t, const char *what) {
+DF_PRIVATE int df__k_apply_check(df__kctx *c, const df_tensor *var, const df_tensor *t, const char *what) {
     int same = t->rank == var->rank;
     for (int d = 0; same && d < t->rank; d++) same = t->dims[d] == var->dims[d];
     if (same) return 1;
@@ -51,7 +51,7 @@ static double df__k_scalar_arg(df__kctx *c, int i, int *ok) {
     if (c->in[i]->rank != 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input %d of %s must be a scalar", i, c->node->op->name); *ok = 0; return 0; }
     return df__get_f64(c->in[i]->dtype, c->in[i]->data, 0);
 }
-static void df__k_apply(df__kctx *c) {
+DF_PRIVATE void df__k_apply(df__kctx *c) {
     int code = c->node->op->code, ok = 1;     /* 0 GradientDescent, 1 Momentum, 2 Adam */
     df__var *vars[3] = {NULL, NULL, NULL};
     df_tensor *vals[3] = {NULL, NULL, NULL};
@@ -123,4 +123,4 @@ static void df__k_apply(df__kctx *c) {
     if (c->st->code) { df_tensor_release(keep); return; }
     c->out[0] = keep;
 }
-static df_code df__sf_apply(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[0]; return DF_OK; }
+DF_PRIVATE df_code df__sf_apply(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[0]; return DF_OK; }

@@ -47,7 +47,7 @@ static void df__mpi_drop(uint64_t id) {
         if (df__mpi.ch[i].id == id) { shutdown(df__mpi.ch[i].fd, SHUT_RDWR); close(df__mpi.ch[i].fd); df__mpi.ch[i] = df__mpi.ch[--df__mpi.n]; break; }
     pthread_mutex_unlock(&df__mpi.mu);
 }
-static int df__mpi_connect(const char *addr, char *err, size_t en) {
+DF_PRIVATE int df__mpi_connect(const char *addr, char *err, size_t en) {
     char *end = NULL;
     long r = strtol(addr + 4, &end, 10);
     if (!df__mpi.running || !end || *end || r < 0 || r >= df__mpi.size) { snprintf(err, en, "'%s' is not a rank of this MPI job", addr); return -1; }

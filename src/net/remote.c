@@ -25,7 +25,7 @@ struct df__cluster {
     int timeout_ms;
 };
 
-static void df__cluster_close(struct df__cluster *c) {
+DF_PRIVATE void df__cluster_close(struct df__cluster *c) {
     if (!c) return;
 #ifdef DF__NET
     for (int t = 0; t < c->n; t++)
@@ -51,7 +51,7 @@ static int df__cluster_await(int fd, int timeout_ms, unsigned char **data, uint6
 }
 #endif
 
-static df_code df__cluster_open(struct df_session *s, df_status *st) {
+DF_PRIVATE df_code df__cluster_open(struct df_session *s, df_status *st) {
 #ifndef DF__NET
     (void)s;
     return df_status_set(st, DF_UNIMPLEMENTED, "Sessions with workers need POSIX sockets and threads: build dataflow.c on its own without DF_NO_THREADS");
@@ -125,7 +125,7 @@ static df_code df__cluster_open(struct df_session *s, df_status *st) {
 #endif
 }
 
-static df_code df__cluster_register(struct df_session *s, df__plan *plan, df_status *st) {
+DF_PRIVATE df_code df__cluster_register(struct df_session *s, df__plan *plan, df_status *st) {
 #ifndef DF__NET
     (void)s; (void)plan;
     return df_status_set(st, DF_UNIMPLEMENTED, "Sessions with workers need POSIX sockets");
@@ -191,7 +191,7 @@ static double df__now_ms(void) {
 }
 #endif
 
-static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
+DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
                                int n_fetches, df_status *st) {
 #ifndef DF__NET
     (void)s; (void)plan; (void)feed_values; (void)fetch_values; (void)n_fetches;

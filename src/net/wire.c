@@ -34,33 +34,33 @@ static unsigned char *df__wb_room(df__wbuf *b, size_t n) {
     b->n += n;
     return at;
 }
-static void df__wb_u32(df__wbuf *b, uint32_t v) { unsigned char *p = df__wb_room(b, 4); if (p) df__put32(p, v); }
-static void df__wb_u64(df__wbuf *b, uint64_t v) { unsigned char *p = df__wb_room(b, 8); if (p) df__put64(p, v); }
-static void df__wb_bytes(df__wbuf *b, const void *d, size_t n) {
+DF_PRIVATE void df__wb_u32(df__wbuf *b, uint32_t v) { unsigned char *p = df__wb_room(b, 4); if (p) df__put32(p, v); }
+DF_PRIVATE void df__wb_u64(df__wbuf *b, uint64_t v) { unsigned char *p = df__wb_room(b, 8); if (p) df__put64(p, v); }
+DF_PRIVATE void df__wb_bytes(df__wbuf *b, const void *d, size_t n) {
     if (n > UINT32_MAX) { b->oom = 1; return; }
     df__wb_u32(b, (uint32_t)n);
     unsigned char *p = df__wb_room(b, n);
     if (p && n) memcpy(p, d, n);
 }
-static void df__wb_str(df__wbuf *b, const char *s) { df__wb_bytes(b, s ? s : "", s ? strlen(s) : 0); }
+DF_PRIVATE void df__wb_str(df__wbuf *b, const char *s) { df__wb_bytes(b, s ? s : "", s ? strlen(s) : 0); }
 
 static int df__wr_need(df__wread *r, size_t n, const char *what) {
     if (r->bad) return 0;
     if (r->n < n) { r->bad = what; return 0; }
     return 1;
 }
-static uint32_t df__wr_u32(df__wread *r, const char *what) {
+DF_PRIVATE uint32_t df__wr_u32(df__wread *r, const char *what) {
     if (!df__wr_need(r, 4, what)) return 0;
     uint32_t v = df__get32(r->p); r->p += 4; r->n -= 4;
     return v;
 }
-static uint64_t df__wr_u64(df__wread *r, const char *what) {
+DF_PRIVATE uint64_t df__wr_u64(df__wread *r, const char *what) {
     if (!df__wr_need(r, 8, what)) return 0;
     uint64_t v = df__get64(r->p); r->p += 8; r->n -= 8;
     return v;
 }
 /* bytes into the payload itself (not NUL-ended) */
-static const unsigned char *df__wr_bytes(df__wread *r, size_t *len, const char *what) {
+DF_PRIVATE const unsigned char *df__wr_bytes(df__wread *r, size_t *len, const char *what) {
     uint32_t n = df__wr_u32(r, what);
     if (!df__wr_need(r, n, what)) { *len = 0; return NULL; }
     const unsigned char *p = r->p;
@@ -68,7 +68,7 @@ static const unsigned char *df__wr_bytes(df__wread *r, size_t *len, const char *
     return p;
 }
 /* a string copied out and NUL-ended (freed by the caller); NULL when malformed */
-static char *df__wr_str(df__wread *r, size_t max, const char *what) {
+DF_PRIVATE char *df__wr_str(df__wread *r, size_t max, const char *what) {
     size_t n;
     const unsigned char *p = df__wr_bytes(r, &n, what);
     if (!p && r->bad) return NULL;
@@ -83,7 +83,7 @@ static char *df__wr_str(df__wread *r, size_t max, const char *what) {
 
 /* tensors: u32 dtype, u32 rank, u64 dims[rank], u64 byte count, the bytes; strings as their
    packed form (offsets, then the strings), checked string by string when read */
-static void df__wb_tensor(df__wbuf *b, const df_tensor *t) {
+DF_PRIVATE void df__wb_tensor(df__wbuf *b, const df_tensor *t) {
     df__wb_u32(b, (uint32_t)t->dtype);
     df__wb_u32(b, (uint32_t)t->rank);
     for (int d = 0; d < t->rank; d++) df__wb_u64(b, (uint64_t)t->dims[d]);
@@ -91,7 +91,7 @@ static void df__wb_tensor(df__wbuf *b, const df_tensor *t) {
     unsigned char *p = df__wb_room(b, t->nbytes);
     if (p && t->nbytes) memcpy(p, t->data, t->nbytes);
 }
-static df_tensor *df__wr_tensor(df__wread *r, const char *what) {
+DF_PRIVATE df_tensor *df__wr_tensor(df__wread *r, const char *what) {
     uint32_t dt = df__wr_u32(r, what), rank = df__wr_u32(r, what);
     if (r->bad) return NULL;
     if (rank > DF_MAX_RANK || dt > 1000 || (!df__dtype_valid((df_dtype)dt) && dt != DF_STRING)) { r->bad = what; return NULL; }
@@ -126,7 +126,7 @@ static df_tensor *df__wr_tensor(df__wread *r, const char *what) {
     return t;
 }
 
-static void df__w_header(unsigned char *h, int type, uint64_t len) {
+DF_PRIVATE void df__w_header(unsigned char *h, int type, uint64_t len) {
     df__put32(h, DF__W_MAGIC);
     h[4] = DF__W_VERSION & 0xff; h[5] = DF__W_VERSION >> 8;
     h[6] = (unsigned char)(type & 0xff); h[7] = (unsigned char)(type >> 8);
@@ -153,7 +153,7 @@ static int df__w_check_header(const unsigned char *h, uint64_t max, uint64_t *le
 }
 
 /* Reads or writes exactly n bytes; 0 on success, -1 on an error or a closed peer. */
-static int df__sock_read(int fd, void *buf, size_t n) {
+DF_PRIVATE int df__sock_read(int fd, void *buf, size_t n) {
     char *p = (char *)buf;
     while (n) {
         ssize_t r = recv(fd, p, n, 0);
@@ -163,7 +163,7 @@ static int df__sock_read(int fd, void *buf, size_t n) {
     }
     return 0;
 }
-static int df__sock_write(int fd, const void *buf, size_t n) {
+DF_PRIVATE int df__sock_write(int fd, const void *buf, size_t n) {
     const char *p = (const char *)buf;
     while (n) {
 #ifdef MSG_NOSIGNAL
@@ -177,7 +177,7 @@ static int df__sock_write(int fd, const void *buf, size_t n) {
     }
     return 0;
 }
-static int df__w_send(int fd, int type, const df__wbuf *payload) {
+DF_PRIVATE int df__w_send(int fd, int type, const df__wbuf *payload) {
     unsigned char h[DF__W_HEADER + 4096];
     size_t n = payload ? payload->n : 0;
     df__w_header(h, type, n);
@@ -190,7 +190,7 @@ static int df__w_send(int fd, int type, const df__wbuf *payload) {
 }
 /* Reads one frame: its type, the payload in *data (freed by the caller). 0: the peer closed
    cleanly before a header; -1: a broken frame (*why says what). */
-static int df__w_recv_head(int fd, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn) {
+DF_PRIVATE int df__w_recv_head(int fd, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn) {
     unsigned char h[DF__W_HEADER];
     *len = 0;
     ssize_t r;
@@ -200,7 +200,7 @@ static int df__w_recv_head(int fd, uint64_t max, uint64_t *len, const char **why
     int type = df__w_check_header(h, max, len, why, buf, bn);
     return type ? type : -1;
 }
-static int df__w_recv_body(int fd, int type, unsigned char **data, uint64_t len, const char **why) {
+DF_PRIVATE int df__w_recv_body(int fd, int type, unsigned char **data, uint64_t len, const char **why) {
     *data = NULL;
     if (len) {
         if (!(*data = (unsigned char *)DF_MALLOC((size_t)len))) { *why = "out of memory for a message"; return -1; }
@@ -208,7 +208,7 @@ static int df__w_recv_body(int fd, int type, unsigned char **data, uint64_t len,
     }
     return type;
 }
-static int df__w_recv(int fd, uint64_t max, unsigned char **data, uint64_t *len, const char **why, char *buf, size_t bn) {
+DF_PRIVATE int df__w_recv(int fd, uint64_t max, unsigned char **data, uint64_t *len, const char **why, char *buf, size_t bn) {
     *data = NULL;
     int type = df__w_recv_head(fd, max, len, why, buf, bn);
     if (type <= 0) return type;
@@ -240,7 +240,7 @@ static int df__parse_hostport(const char *s, struct sockaddr_in *a, char *err, s
 #ifdef DATAFLOW_MPI
 #endif
 /* A connection to addr within timeout_ms, or -1 (err says why). */
-static int df__connect(const char *addr, int timeout_ms, char *err, size_t en) {
+DF_PRIVATE int df__connect(const char *addr, int timeout_ms, char *err, size_t en) {
 #ifdef DATAFLOW_MPI
     if (addr && !strncmp(addr, "mpi:", 4)) return df__mpi_connect(addr, err, en);
 #endif

@@ -118,7 +118,7 @@ static void df__w_conn_release(df__wconn *c) {
 }
 
 /* "/job:worker/replica:0/task:N/device:CPU:i": N, or -1 */
-static int df__task_of(const char *dev) {
+DF_PRIVATE int df__task_of(const char *dev) {
     df__devspec ds;
     return dev && df__parse_device(dev, &ds) ? ds.task : -1;
 }
@@ -228,7 +228,7 @@ static df__wpeer *df__w_peer(df_worker *w, const char *addr, df_status *st) {
 }
 #endif /* DF__NET */
 
-static int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t iter, df_tensor *v, int dead, df_status *st) {
+DF_PRIVATE int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t iter, df_tensor *v, int dead, df_status *st) {
 #ifdef DF__NET
     df__wstep *ws = g->remote;
     int task = -1;
