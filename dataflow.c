@@ -21995,6 +21995,7 @@ struct df_worker {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int n_conns;                     /* connection threads alive, plus step threads */
+    int n_waiting;                   /* threads inside df_worker_wait (df_worker_stop waits for them) */
     int *conn_fds;                   /* open connections (-1: free slot), closed on stop */
     int cap_conns;
     df_graph *empty;                 /* the worker session's own (empty) graph */
@@ -22847,7 +22848,10 @@ void df_worker_wait(df_worker *w) {
 #ifdef DF__NET
     if (!w) return;
     pthread_mutex_lock(&w->mu);
+    w->n_waiting++;
     while (!w->stopping) pthread_cond_wait(&w->cv, &w->mu);
+    w->n_waiting--;
+    pthread_cond_broadcast(&w->cv);          /* (a df_worker_stop may wait for this thread to leave) */
     pthread_mutex_unlock(&w->mu);
 #else
     (void)w;
@@ -22858,7 +22862,7 @@ void df_worker_stop(df_worker *w) {
 #ifdef DF__NET
     pthread_mutex_lock(&w->mu);
     df__w_stop_locked(w);
-    while (w->n_conns > 0) pthread_cond_wait(&w->cv, &w->mu);
+    while (w->n_conns > 0 || w->n_waiting > 0) pthread_cond_wait(&w->cv, &w->mu);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->accept_thread, NULL);
     pthread_join(w->beat_thread, NULL);

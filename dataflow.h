@@ -783,7 +783,8 @@ df_output df_queue_is_closed(df_graph *g, df_output queue);   /* bool scalar */
             worker fails or is silent past worker_timeout_ms, DF_ABORTED when it restarted.
    Threads: a worker serves on threads of its own, and calls log and on_listening from them.
             df_worker_port and df_worker_incarnation may be called at any time; df_worker_stop
-            once, after every other call on the worker (df_worker_wait included) has returned.
+            once, from any thread: threads waiting in df_worker_wait return before it frees
+            the worker; no call may start after it.
             df_mpi_init once, first thing, from the main thread; df_mpi_finalize once, at the
             end.
    ============================================================================================= */
@@ -802,7 +803,7 @@ typedef struct df_worker df_worker;
 df_worker *df_worker_start(const df_worker_options *opts, df_status *st);   /* serves on threads of its own */
 int        df_worker_port(const df_worker *w);
 uint64_t   df_worker_incarnation(const df_worker *w);                       /* random per start */
-void       df_worker_wait(df_worker *w);          /* until a SHUTDOWN message arrives */
+void       df_worker_wait(df_worker *w);          /* until a SHUTDOWN message or df_worker_stop */
 void       df_worker_stop(df_worker *w);          /* closes every connection; frees w */
 /* Start, wait, stop: the body of the dfworker program. */
 df_code    df_worker_serve(const df_worker_options *opts, df_status *st);

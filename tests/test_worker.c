@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -300,4 +301,33 @@ DF_TEST(worker_refuses_bad_device_indices_and_mistyped_feeds) {
     free(gd);
     df_worker_stop(w);
     df_graph_free(g);
+}
+
+/* df_worker_stop from one thread while others wait in df_worker_wait (a program's main thread
+   waiting, a signal-handling thread stopping): the waiters return, and only then is the worker
+   freed (it was freed under them: they woke into a freed mutex). */
+typedef struct { df_worker *w; int started; } waiter_arg;
+static void *wait_for_worker(void *arg) {
+    waiter_arg *a = (waiter_arg *)arg;
+    __atomic_add_fetch(&a->started, 1, __ATOMIC_ACQ_REL);
+    df_worker_wait(a->w);
+    return NULL;
+}
+DF_TEST(worker_stop_while_others_wait) {
+    for (int round = 0; round < 10; round++) {
+        df_worker_options o;
+        memset(&o, 0, sizeof o);
+        o.log = quiet_log;
+        df_status st;
+        waiter_arg a = {df_worker_start(&o, &st), 0};
+        CHECK_OK(&st);
+        if (!a.w) return;
+        pthread_t t[3];
+        for (int i = 0; i < 3; i++) pthread_create(&t[i], NULL, wait_for_worker, &a);
+        while (__atomic_load_n(&a.started, __ATOMIC_ACQUIRE) < 3) sched_yield();
+        struct timespec ts = {0, 50000000};              /* 50 ms: inside df_worker_wait by now */
+        nanosleep(&ts, NULL);
+        df_worker_stop(a.w);
+        for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+    }
 }
