@@ -13992,6 +13992,7 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
     if (!x || !s.item_of || !s.first_feed || !s.next_feed || !s.feed_item || !s.stack) goto oom;
     x->graph = g;
     for (int i = 0; i < nn; i++) { s.item_of[i] = -1; s.first_feed[i] = -1; }
+    s.next_feed[n_feeds] = -1;                /* (gcc -O3 cannot see the chains end before it) */
     for (int f = 0; f < n_feeds; f++) {
         s.next_feed[f] = s.first_feed[feeds[f].node->id]; s.first_feed[feeds[f].node->id] = f; s.feed_item[f] = -1;
     }
