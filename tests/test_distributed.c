@@ -102,18 +102,26 @@ static int end_worker(proc *p) {
     return 0;
 }
 
+/* x (rank 1 [3] or a scalar), a = 2x on task 0 and b = a + 1 on task 1: a straight line over
+   two workers. */
+static df_graph *line_over_two_workers(int rank, df_output *x, df_output *a, df_output *b) {
+    df_graph *g = df_graph_new();
+    *x = df_placeholder(g, "x", DF_FLOAT, rank, (const int64_t[]){3});
+    df_graph_push_device(g, "/job:worker/task:0");
+    *a = df_mul(g, *x, df_scalar_f32(g, 2));
+    df_graph_pop_device(g);
+    df_graph_push_device(g, "/job:worker/task:1");
+    *b = df_add(g, *a, df_scalar_f32(g, 1));
+    df_graph_pop_device(g);
+    return g;
+}
+
 DF_TEST(distributed_straight_line_over_two_workers) {
     df_worker *w[2] = {NULL, NULL};
     char target[256];
     if (!start_workers(2, w, target, sizeof target)) return;
-    df_graph *g = df_graph_new();
-    df_output x = df_placeholder(g, "x", DF_FLOAT, 1, (const int64_t[]){3});
-    df_graph_push_device(g, "/job:worker/task:0");
-    df_output a = df_mul(g, x, df_scalar_f32(g, 2));
-    df_graph_pop_device(g);
-    df_graph_push_device(g, "/job:worker/task:1");
-    df_output b = df_add(g, a, df_scalar_f32(g, 1));
-    df_graph_pop_device(g);
+    df_output x, a, b;
+    df_graph *g = line_over_two_workers(1, &x, &a, &b);
     df_session_options o;
     memset(&o, 0, sizeof o);
     o.target = target;
@@ -144,14 +152,8 @@ DF_TEST(distributed_graph_freed_before_its_session) {
     df_worker *w[2] = {NULL, NULL};
     char target[256];
     if (!start_workers(2, w, target, sizeof target)) return;
-    df_graph *g = df_graph_new();
-    df_output x = df_placeholder(g, "x", DF_FLOAT, 0, NULL);
-    df_graph_push_device(g, "/job:worker/task:0");
-    df_output a = df_mul(g, x, df_scalar_f32(g, 2));
-    df_graph_pop_device(g);
-    df_graph_push_device(g, "/job:worker/task:1");
-    df_output b = df_add(g, a, df_scalar_f32(g, 1));
-    df_graph_pop_device(g);
+    df_output x, a, b;
+    df_graph *g = line_over_two_workers(0, &x, &a, &b);
     df_session_options o;
     memset(&o, 0, sizeof o);
     o.target = target;
