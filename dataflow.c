@@ -19239,11 +19239,11 @@ df_code df_checkpoint_write(const char *path, int n, const char *const *names, d
     for (int i = 0; i < n; i++) { order[i].name = names[i]; order[i].index = i; }
     qsort(order, (size_t)n, sizeof *order, df__ck_cmp);
     for (int i = 0; i < n; i++) {
-        if (i && !strcmp(names[order[i].index], names[order[i - 1].index])) {
-            code = df_status_set(st, DF_INVALID_ARGUMENT, "df_checkpoint_write: the name '%s' is given twice", names[order[i].index]);
+        if (i && !strcmp(order[i].name, order[i - 1].name)) {
+            code = df_status_set(st, DF_INVALID_ARGUMENT, "df_checkpoint_write: the name '%s' is given twice", order[i].name);
             goto done;
         }
-        index_bytes += 4 + strlen(names[order[i].index]) + 8 + 8 * (size_t)tensors[order[i].index]->rank + 20;
+        index_bytes += 4 + strlen(order[i].name) + 8 + 8 * (size_t)tensors[order[i].index]->rank + 20;
         data_bytes += tensors[order[i].index]->nbytes;
     }
     if (!(head = (unsigned char *)DF_MALLOC(DF__CK_HEADER + index_bytes + 4))) { code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory writing a checkpoint"); goto done; }
@@ -19259,8 +19259,8 @@ df_code df_checkpoint_write(const char *path, int n, const char *const *names, d
         uint64_t off = 0;
         for (int k = 0; k < n; k++) {
             const df_tensor *t = tensors[order[k].index];
-            size_t len = strlen(names[order[k].index]);
-            df__put32(p, (uint32_t)len); memcpy(p + 4, names[order[k].index], len); p += 4 + len;
+            size_t len = strlen(order[k].name);
+            df__put32(p, (uint32_t)len); memcpy(p + 4, order[k].name, len); p += 4 + len;
             df__put32(p, (uint32_t)t->dtype); df__put32(p + 4, (uint32_t)t->rank); p += 8;
             for (int d = 0; d < t->rank; d++, p += 8) df__put64(p, (uint64_t)t->dims[d]);
             df__put64(p, off); df__put64(p + 8, t->nbytes); df__put32(p + 16, df__crc_mask(df__crc32c(0, t->data, t->nbytes)));
