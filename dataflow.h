@@ -402,6 +402,54 @@ df_code df_while_loop(df_graph *g, int n_vars, const df_output *init,
                       df_loop_cond_fn cond, df_loop_body_fn body, void *user,
                       const df_while_options *opts, df_output *outs);
 
+/* ---- Tensor arrays and loops over sequences (additions) ----
+   TensorFlow's TensorArray (TensorArrayV3 and its ops) and its map_fn, scan and foldl, for
+   writing an RNN in C the way TensorFlow users do. A df_tensor_array is the array's handle (a
+   DF_RESOURCE scalar; the array lives for one run, on the device of the node that made it)
+   with its flow (a float scalar that orders reads after the writes before them): each write
+   gives the array back with a new flow, and what reads it must use that one. In a
+   df_while_loop body, pass the flow as a loop variable and rebuild the array from it with
+   df_tensor_array_at_flow (the handle is captured like any tensor from outside the loop).
+   Writing an index twice, reading one not written (or already read, with clear_after_read),
+   an index past the size without dynamic_size and an element of another shape or type than
+   the array's are run-time errors naming the node. df_gradients differentiates through the
+   reads and writes (the gradient arrays are TensorArrayGradV3's). Errors of graph building
+   are the graph's (section 4); the helpers return {NULL,0}, or a df_tensor_array of those, then. */
+typedef struct df_tensor_array { df_output handle, flow; df_dtype dtype; } df_tensor_array;
+/* A new array of `size` (an int32 scalar) elements of type t. dynamic_size nonzero lets writes
+   past the end grow it. element_rank -1 means any shape; otherwise every element has
+   element_dims (-1 for a dimension left open). Reads do not clear (clear_after_read false), so
+   an element may be read many times. */
+df_tensor_array df_tensor_array_new(df_graph *g, df_dtype t, df_output size, int dynamic_size,
+                                    int element_rank, const int64_t *element_dims);
+df_tensor_array df_tensor_array_at_flow(df_tensor_array ta, df_output flow);   /* same array */
+/* Element `index` (an int32 scalar) = value; the result holds the new flow. */
+df_tensor_array df_tensor_array_write(df_graph *g, df_tensor_array ta, df_output index, df_output value);
+df_output df_tensor_array_read(df_graph *g, df_tensor_array ta, df_output index);
+/* Every element stacked along a new first axis (TensorArrayGatherV3 of 0 .. size-1). */
+df_output df_tensor_array_stack(df_graph *g, df_tensor_array ta);
+/* Element i = value[i] along the first axis (TensorArrayScatterV3). */
+df_tensor_array df_tensor_array_unstack(df_graph *g, df_tensor_array ta, df_output value);
+df_output df_tensor_array_size(df_graph *g, df_tensor_array ta);              /* int32 scalar */
+
+/* map_fn, scan and foldl over the first axis of elems (n = its first dimension, fixed at run
+   time), as TensorFlow's: a df_while_loop over 0 .. n-1 reading elems through a tensor array.
+   opts as df_while_loop's (NULL: defaults; name NULL means "map", "scan", "foldl").
+   df_map_fn: out = stack of fn(elems[i]), each of type out_type.
+   df_scan:   acc = init; for each i: acc = fn(acc, elems[i]); outs[k] = stack of acc[k] over i.
+   df_foldl:  the same loop; outs[k] = the final acc[k]. df_foldr runs i from n-1 down to 0.
+   Gradients flow to elems, init and what the callbacks capture. */
+typedef df_output (*df_elem_fn)(df_graph *g, void *user, df_output elem);
+typedef void (*df_scan_fn)(df_graph *g, void *user, const df_output *acc, df_output elem, df_output *next);
+df_code df_map_fn(df_graph *g, df_output elems, df_dtype out_type, df_elem_fn fn, void *user,
+                  const df_while_options *opts, df_output *out);
+df_code df_scan(df_graph *g, int n_acc, const df_output *init, df_output elems, df_scan_fn fn, void *user,
+                const df_while_options *opts, df_output *outs);
+df_code df_foldl(df_graph *g, int n_acc, const df_output *init, df_output elems, df_scan_fn fn, void *user,
+                 const df_while_options *opts, df_output *outs);
+df_code df_foldr(df_graph *g, int n_acc, const df_output *init, df_output elems, df_scan_fn fn, void *user,
+                 const df_while_options *opts, df_output *outs);
+
 /* =============================================================================================
    6. FUNCTIONS AND FUNCTIONAL CONTROL FLOW                                              >>func
    A graph holds a library of named functions. A function's body is a graph of its own, built

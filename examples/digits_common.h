@@ -317,6 +317,33 @@ static inline void digits_rnn_step(df_graph *g, void *user, const df_output *var
     next[1] = df_tanh(g, z);
 }
 
+/* zeros [batch of x, n]: Fill(ConcatV2(Slice(Shape(x), [0], [1]), [n]), 0) (a recurrent
+   network's first state, as wide as the batch fed). */
+static inline df_output digits_zeros_like_batch(df_graph *g, df_output x, int n) {
+    int32_t begin = 0, size = 1, width = n;
+    int64_t one = 1;
+    df_tensor *tb = digits_tensor(DF_INT32, 1, &one, &begin), *ts = digits_tensor(DF_INT32, 1, &one, &size),
+              *tw = digits_tensor(DF_INT32, 1, &one, &width);
+    df_op_builder *b = df_op_new(g, "Slice", NULL);
+    df_op_add_input(b, df_shape(g, x));
+    df_op_add_input(b, df_const(g, tb));
+    df_op_add_input(b, df_const(g, ts));
+    df_output batch = {df_op_finish(b), 0};
+    df_output parts[2] = {batch, df_const(g, tw)};
+    b = df_op_new(g, "ConcatV2", NULL);
+    df_op_add_input_list(b, parts, 2);
+    df_op_add_input(b, df_scalar_i32(g, 0));
+    df_output shape = {df_op_finish(b), 0};
+    b = df_op_new(g, "Fill", NULL);
+    df_op_add_input(b, shape);
+    df_op_add_input(b, df_scalar_f32(g, 0.0f));
+    df_output zeros = {df_op_finish(b), 0};
+    df_tensor_release(tb);
+    df_tensor_release(ts);
+    df_tensor_release(tw);
+    return zeros;
+}
+
 /* Rows of `d` picked by order[start .. start+count) copied into x (count x 64) and y. */
 static inline void digits_gather(const digits_data *d, const int *order, int start, int count, float *x, int32_t *y) {
     for (int i = 0; i < count; i++) {

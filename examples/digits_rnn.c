@@ -26,32 +26,6 @@ enum { HIDDEN = 32, BATCH = 64, EPOCHS = 20 };
 #define TARGET 0.90
 #define INIT_SEED 2u
 
-/* zeros [batch of x, n]: Fill(ConcatV2(Slice(Shape(x), [0], [1]), [n]), 0) */
-static df_output zeros_like_batch(df_graph *g, df_output x, int n) {
-    int32_t begin = 0, size = 1, width = n;
-    int64_t one = 1;
-    df_tensor *tb = digits_tensor(DF_INT32, 1, &one, &begin), *ts = digits_tensor(DF_INT32, 1, &one, &size),
-              *tw = digits_tensor(DF_INT32, 1, &one, &width);
-    df_op_builder *b = df_op_new(g, "Slice", "batch_size");
-    df_op_add_input(b, df_shape(g, x));
-    df_op_add_input(b, df_const(g, tb));
-    df_op_add_input(b, df_const(g, ts));
-    df_output batch = {df_op_finish(b), 0};
-    df_output parts[2] = {batch, df_const(g, tw)};
-    b = df_op_new(g, "ConcatV2", "h0_shape");
-    df_op_add_input_list(b, parts, 2);
-    df_op_add_input(b, df_scalar_i32(g, 0));
-    df_output shape = {df_op_finish(b), 0};
-    b = df_op_new(g, "Fill", "h0");
-    df_op_add_input(b, shape);
-    df_op_add_input(b, df_scalar_f32(g, 0.0f));
-    df_output h0 = {df_op_finish(b), 0};
-    df_tensor_release(tb);
-    df_tensor_release(ts);
-    df_tensor_release(tw);
-    return h0;
-}
-
 int main(int argc, char **argv) {
     digits_data train, test;
     digits_load_split(argc, argv, &train, &test);
@@ -75,7 +49,7 @@ int main(int argc, char **argv) {
     df_output bo = digits_weight(g, "bo", 0, DIGITS_CLASSES, &r, init_ops, &n_init);
     df_node *init = df_no_op(g, init_ops, n_init);
 
-    df_output loop_init[2] = {df_scalar_i32(g, 0), zeros_like_batch(g, m.x, HIDDEN)}, loop_out[2];
+    df_output loop_init[2] = {df_scalar_i32(g, 0), digits_zeros_like_batch(g, m.x, HIDDEN)}, loop_out[2];
     df_while_options opts = {0};        /* parallel_iterations 0: the default, 10 */
     opts.name = "rnn";
     df_while_loop(g, 2, loop_init, digits_rows_left, digits_rnn_step, &w, &opts, loop_out);

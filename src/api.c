@@ -43,7 +43,7 @@ static df_output df__vector_i64(df_graph *g, int n, const int64_t *v) {
     if (!t) { df__graph_error(g, st.code, "%s", st.message); return df__out(NULL, 0); }
     return df__scalar_const(g, t);
 }
-static df_output df__vector_i32(df_graph *g, int n, const int32_t *v) {
+DF_PRIVATE df_output df__vector_i32(df_graph *g, int n, const int32_t *v) {
     if (!g || g->status.code) return df__out(NULL, 0);
     int64_t dim = n;
     df_status st;

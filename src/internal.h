@@ -1219,6 +1219,7 @@ DF_PRIVATE void df__gpu_register(df__opdef *ops, int n_ops);
 DF_PRIVATE df_output df__out(df_node *n, int i);
 DF_PRIVATE df_output df__op1(df_graph *g, const char *op, df_output a);
 DF_PRIVATE df_output df__op2(df_graph *g, const char *op, df_output a, df_output c);
+DF_PRIVATE df_output df__vector_i32(df_graph *g, int n, const int32_t *v);
 #ifdef DF__NET
 DF_PRIVATE void df__wb_u32(df__wbuf *b, uint32_t v);
 DF_PRIVATE void df__wb_u64(df__wbuf *b, uint64_t v);
