@@ -10408,8 +10408,15 @@ static int df__gstack_push_seq(df_graph *g, df__gstack *s, df_output x, df__ctx 
    that of W's iteration count-1-k); dead when the iteration it belongs to did not take the
    branch cx lies on. The count, given once the pushing loop is done, orders every pop after
    every push. */
+static df_output df__gstack_pop_guarded(df_graph *g, df__ctx *G, df__gstack *s, df__ctx *cx, df__ctx *W, df_dtype t,
+                                        const df__shape *shape, int n_guards, const df_output *preds, const int *ports);
 static df_output df__gstack_pop(df_graph *g, df__ctx *G, df__gstack *s, df__ctx *cx, df__ctx *W, df_dtype t,
                                 const df__shape *shape) {
+    return df__gstack_pop_guarded(g, G, s, cx, W, t, shape, 0, NULL, NULL);
+}
+/* The same, the stack's handle first going through Switch(h, preds[k]):ports[k] for each guard. */
+static df_output df__gstack_pop_guarded(df_graph *g, df__ctx *G, df__gstack *s, df__ctx *cx, df__ctx *W, df_dtype t,
+                                        const df__shape *shape, int n_guards, const df_output *preds, const int *ports) {
     df_output none = {NULL, 0};
     df__ctx *saved = g->ctx;
     df_output h = {s->stack, 0};
@@ -10423,6 +10430,11 @@ static df_output df__gstack_pop(df_graph *g, df__ctx *G, df__gstack *s, df__ctx 
         df_node *sw = p.node ? df__raw_op(g, G, "Switch", ins, 2, 0) : NULL;
         h.node = sw;
         h.index = cx->branch;
+    }
+    for (int k = 0; h.node && k < n_guards; k++) {
+        df_output ins[2] = {h, preds[k]};
+        h.node = df__raw_op(g, G, "Switch", ins, 2, 0);
+        h.index = ports[k];
     }
     g->ctx = saved;
     if (!h.node) return none;
@@ -10443,29 +10455,79 @@ static df_output df__gstack_pop(df_graph *g, df__ctx *G, df__gstack *s, df__ctx 
     return r;
 }
 
-/* Whether a value of gradient loop W may be dead in some iteration: it depends, not through a
-   Merge, on a Switch made by a cond's gradient inside W. A walk with a stack of its own (not
-   recursion: a loop body may be a chain as long as the graph). -1: out of memory. */
-static int df__maybe_dead_in_loop(const df_node *n, const df__ctx *W) {
-    df_graph *g = n->graph;
-    int limit = g->n_nodes, top = 0, r = 0;
+/* The Switch outputs made inside gradient loop W (by a cond's gradient there) that value x
+   depends on, not through a Merge: an op is live only when all its inputs are, so x is live in
+   an iteration of W exactly when all of these are. Adds them to sw/port (up to max, skipping
+   those already there) and returns how many there are then; -1: out of memory, -2: more than
+   max. A walk with a stack of its own (not recursion: a loop body may be a chain as long as
+   the graph). */
+static int df__switches_behind(df_output x, const df__ctx *W, const df_node **sw, int *port, int n, int max) {
+    const df_node *start = x.node;
+    df_graph *g = start->graph;
+#define DF__IS_W_SWITCH(m) ((m)->ctx == W && !(m)->cf_part && ((m)->op->flags & DF__OP_SWITCH))
+#define DF__ADD_SWITCH(m, p)                                                                    \
+    do {                                                                                        \
+        int k_ = 0;                                                                             \
+        while (k_ < n && (sw[k_] != (m) || port[k_] != (p))) k_++;                              \
+        if (k_ == n) { if (n == max) { r = -2; break; } sw[n] = (m); port[n++] = (p); }         \
+    } while (0)
+    int r = 0;
+    if (DF__IS_W_SWITCH(start)) {
+        DF__ADD_SWITCH(start, x.index);
+        return r ? r : n;
+    }
+    int limit = g->n_nodes, top = 0;
     unsigned char *seen = (unsigned char *)DF_MALLOC((size_t)limit + 1);
     const df_node **stack = (const df_node **)DF_MALLOC(((size_t)limit + 1) * sizeof *stack);
     if (!seen || !stack) { DF_FREE(seen); DF_FREE(stack); return -1; }
     memset(seen, 0, (size_t)limit + 1);
-    if (n->id < limit) { seen[n->id] = 1; stack[top++] = n; }           /* (each node pushed once) */
+    if (start->id < limit) { seen[start->id] = 1; stack[top++] = start; }      /* (each node pushed once) */
     while (top && !r) {
         const df_node *m = stack[--top];
         if (m->ctx != W || m->cf_part || (m->op->flags & DF__OP_MERGE)) continue;
-        if (m->op->flags & DF__OP_SWITCH) { r = 1; break; }
-        for (int i = 0; i < m->n_inputs; i++) {
+        for (int i = 0; i < m->n_inputs && !r; i++) {
             const df_node *src = m->inputs[i].node;
-            if (src->id < limit && !seen[src->id]) { seen[src->id] = 1; stack[top++] = src; }
+            if (DF__IS_W_SWITCH(src)) DF__ADD_SWITCH(src, m->inputs[i].index);
+            else if (src->id < limit && !seen[src->id]) { seen[src->id] = 1; stack[top++] = src; }
         }
     }
+#undef DF__ADD_SWITCH
+#undef DF__IS_W_SWITCH
     DF_FREE(seen);
     DF_FREE(stack);
-    return r;
+    return r ? r : n;
+}
+
+/* What decides whether x is live, as (predicate read in G, output port) pairs: every Switch
+   output of W that x depends on, and those its data depends on, and so on. A pop of x in G goes
+   through Switches on them all, so it runs exactly in the iterations where x was pushed.
+   Returns the number of guards, or -1 (the graph's error set). */
+#define DF__MAX_POP_GUARDS 16
+static int df__live_guards(df_graph *g, df__ctx *G, df_output x, df_output *preds, int *ports) {
+    const df_node *sw[DF__MAX_POP_GUARDS];
+    int port[DF__MAX_POP_GUARDS], n = df__switches_behind(x, G->grad_of, sw, port, 0, DF__MAX_POP_GUARDS);
+    for (int k = 0; k < n; k++)            /* a Switch's data may be behind others in turn */
+        n = df__switches_behind(sw[k]->inputs[0], G->grad_of, sw, port, n, DF__MAX_POP_GUARDS);
+    if (n == -1) { df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory differentiating a gradient loop"); return -1; }
+    if (n < 0) {
+        df__graph_error(g, DF_UNIMPLEMENTED, "Differentiating a gradient loop through a value behind more than %d "
+                        "cond branches at once {{node %s}}", DF__MAX_POP_GUARDS, x.node->name);
+        return -1;
+    }
+    for (int k = 0; k < n; k++) {
+        const df_node *ps[1];
+        int pp[1], r = df__switches_behind(sw[k]->inputs[1], G->grad_of, ps, pp, 0, 1);
+        if (r != 0) {
+            if (r == -1) df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory differentiating a gradient loop");
+            else df__graph_error(g, DF_UNIMPLEMENTED, "Differentiating a gradient loop through a cond whose "
+                                 "predicate is itself inside a cond is not supported {{node %s}}", sw[k]->name);
+            return -1;
+        }
+        preds[k] = df__grad_real_value(g, G, sw[k]->inputs[1]);
+        ports[k] = port[k];
+        if (!preds[k].node) return -1;
+    }
+    return n;
 }
 
 /* What gradient loop G reads when its ops use x, a value of the forward loop G->grad_of:
@@ -10493,20 +10555,15 @@ static df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x) {
                         "differentiates", n->name);
         return none;
     }
-    int maybe_dead = W->grad_of ? df__maybe_dead_in_loop(n, W) : 0;
-    if (maybe_dead < 0) {
-        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory differentiating a gradient loop {{node %s}}", n->name);
-        return none;
-    }
-    if (maybe_dead) {
-        df__graph_error(g, DF_UNIMPLEMENTED, "Differentiating a gradient loop through the gradient of a cond "
-                        "inside a while loop is not supported yet (a second-order gradient through a cond in a "
-                        "loop) {{node %s}}", n->name);
-        return none;
-    }
+    /* A value behind a Switch of W (the gradient of a cond in the loop W differentiates) is
+       pushed only in the iterations that took its branch; its pop goes through Switches on the
+       same predicates, so it is dead (and pops nothing) in the others. */
+    df_output preds[DF__MAX_POP_GUARDS];
+    int ports[DF__MAX_POP_GUARDS], n_guards = W->grad_of ? df__live_guards(g, G, x, preds, ports) : 0;
+    if (n_guards < 0) return none;
     df__gstack *s = df__gstack_for(g, df_output_dtype(x), W);
     if (!s || !df__gstack_push(g, s, x, n->ctx, W, G->swap_memory)) return none;
-    return df__gstack_pop(g, G, s, n->ctx, W, df_output_dtype(x), &n->out_shapes[x.index]);
+    return df__gstack_pop_guarded(g, G, s, n->ctx, W, df_output_dtype(x), &n->out_shapes[x.index], n_guards, preds, ports);
 }
 /* ==========================================================================================
    src/autodiff/grad_ops.c: Gradient functions, one per op                          >>gradops
