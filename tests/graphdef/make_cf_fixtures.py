@@ -556,7 +556,7 @@ def tf2_main():
         layer.build((BATCH, T_STEPS, DIM))
         values = [normal(rng, v.shape, 0.4) for v in layer.trainable_variables]
         # the dropout seed generator's state (no dropout here: unused)
-        fixed = [np.asarray(v.numpy()) for v in layer.non_trainable_variables]
+        fixed = [np.zeros(v.shape, v.dtype) for v in layer.non_trainable_variables]
 
         @tf.function
         def fn(x):
