@@ -61,6 +61,28 @@ DF_PRIVATE df__stack *df__step_stack_get(df__step *s, const df_tensor *h) {
     return k;
 }
 
+/* TensorArrays: like stacks, kept by the run's home step; the id is the index (-1: no memory). */
+DF_PRIVATE int64_t df__step_ta_add(df__step *s, df__tarray *a) {
+    s = s->home;
+    df__spin_lock(&s->stack_lock);
+    int ok = s->n_tarrays < (1 << 30) && df__grow(&s->tarrays, &s->cap_tarrays, s->n_tarrays + 1, sizeof(df__tarray *));
+    int64_t id = ok ? s->n_tarrays : -1;
+    if (ok) s->tarrays[s->n_tarrays++] = a;
+    df__spin_unlock(&s->stack_lock);
+    return id;
+}
+DF_PRIVATE df__tarray *df__step_ta_get(df__step *s, const df_tensor *h) {
+    s = s->home;
+    uint64_t w;
+    memcpy(&w, h->data, 8);
+    if ((w >> 32) != DF__TA_MAGIC) return NULL;
+    int64_t id = (int64_t)(w & 0xffffffffu);
+    df__spin_lock(&s->stack_lock);
+    df__tarray *a = id < s->n_tarrays ? s->tarrays[id] : NULL;
+    df__spin_unlock(&s->stack_lock);
+    return a;
+}
+
 DF_PRIVATE void df__step_task_done(df__step *s) { __atomic_sub_fetch(&s->active, 1, __ATOMIC_ACQ_REL); }
 
 static void df__step_error_local(df__step *s, const df_status *st) {
@@ -858,6 +880,9 @@ static df_code df__step_end(df__step *s, df_status *st) {
         }
         DF_FREE(s->stacks);
         s->stacks = NULL; s->n_stacks = 0;
+        for (int i = 0; i < s->n_tarrays; i++) df__ta_free(s->tarrays[i]);
+        DF_FREE(s->tarrays);
+        s->tarrays = NULL; s->n_tarrays = 0;
     }
     if (s->aborted) { *st = s->status; return st->code; }
     if (!s->done) return df_status_set(st, DF_INTERNAL, "The run ended with work outstanding");

@@ -376,6 +376,10 @@ typedef struct df__var {
     df_tensor handle;            /* never freed by refcount: its count starts very high */
 } df__var;
 
+/* ---- from src/kernels/tensor_array.c ---- */
+typedef struct df__tarray df__tarray;   /* a TensorArray: per-run state, freed when the run ends */
+#define DF__TA_MAGIC 0x54415252u
+
 /* ---- from src/autodiff/stacks.c ---- */
 typedef struct df__pend { int64_t iter; df_tensor *t; } df__pend;
 typedef struct df__stack {
@@ -606,6 +610,8 @@ typedef struct df__step {
     df__spin stack_lock;
     df__stack **stacks;              /* StackV2 state of this run */
     int n_stacks, cap_stacks;
+    df__tarray **tarrays;            /* TensorArrayV3 state of this run (under stack_lock too) */
+    int n_tarrays, cap_tarrays;
     df__pgroup *group;               /* the partitions of this run; NULL for a single executor */
     struct df__ipool *ipool;         /* the session's intra-op threads */
     struct df__step *home;           /* whose stacks this step uses: a handle may cross devices */
@@ -1031,6 +1037,27 @@ DF_PRIVATE int df__k_apply_lock(df__kctx *c, int n, df__var **v, df_tensor **val
 DF_PRIVATE int df__k_apply_check(df__kctx *c, const df_tensor *var, const df_tensor *t, const char *what);
 DF_PRIVATE void df__k_apply(df__kctx *c);
 DF_PRIVATE df_code df__sf_apply(df__shape_ctx *c);
+DF_PRIVATE void df__ta_free(df__tarray *a);
+DF_PRIVATE void df__k_ta(df__kctx *c);
+DF_PRIVATE void df__k_ta_grad(df__kctx *c);
+DF_PRIVATE void df__k_ta_write(df__kctx *c);
+DF_PRIVATE void df__k_ta_read(df__kctx *c);
+DF_PRIVATE void df__k_ta_gather(df__kctx *c);
+DF_PRIVATE void df__k_ta_concat(df__kctx *c);
+DF_PRIVATE void df__k_ta_scatter(df__kctx *c);
+DF_PRIVATE void df__k_ta_split(df__kctx *c);
+DF_PRIVATE void df__k_ta_size(df__kctx *c);
+DF_PRIVATE void df__k_ta_close(df__kctx *c);
+DF_PRIVATE df_code df__sf_ta(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_ta_read(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_ta_gather(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_ta_concat(df__shape_ctx *c);
+DF_PRIVATE void df__g_ta_read(df__gfn *c);
+DF_PRIVATE void df__g_ta_write(df__gfn *c);
+DF_PRIVATE void df__g_ta_gather(df__gfn *c);
+DF_PRIVATE void df__g_ta_scatter(df__gfn *c);
+DF_PRIVATE void df__g_ta_concat(df__gfn *c);
+DF_PRIVATE void df__g_ta_split(df__gfn *c);
 DF_PRIVATE df__func *df__fn_find(const df_graph *g, const char *name);
 DF_PRIVATE void df__func_free(df__func *f);
 DF_PRIVATE int df__fn_encloses(const df_graph *outer, const df_graph *g);
@@ -1110,6 +1137,8 @@ DF_PRIVATE void df__pool_free(df__pool *p);
 #endif
 DF_PRIVATE df__stack *df__step_stack_new(df__step *s, int64_t *id, df_status *st);
 DF_PRIVATE df__stack *df__step_stack_get(df__step *s, const df_tensor *h);
+DF_PRIVATE int64_t df__step_ta_add(df__step *s, df__tarray *a);
+DF_PRIVATE df__tarray *df__step_ta_get(df__step *s, const df_tensor *h);
 DF_PRIVATE void df__step_task_done(df__step *s);
 DF_PRIVATE void df__step_error(df__step *s, const df_status *st);
 DF_PRIVATE double df__clock_ms(void);

@@ -162,6 +162,24 @@ static const df__opspec df__op_table[] = {
     {"LoopIterationLess", "limit:int32", "output:bool", "", df__sf_scalar, df__k_loop_iteration_less, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopCount", "pred:bool", "count:int32", "", df__sf_scalar, df__k_loop_count, DF__OP_EXIT | DF__OP_LOOP_COUNT | DF__OP_NO_GRADIENT, 0},
     {"StackCloseV2", "handle:resource", "", "", NULL, df__k_stack_close, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    /* TensorArrays (src/kernels/tensor_array.c) */
+    {"TensorArrayV3", "size:int32", "handle:resource,flow:float", "dtype:type,element_shape:shape=?,dynamic_size:bool=false,"
+     "clear_after_read:bool=true,identical_element_shapes:bool=false,tensor_array_name:string=", df__sf_ta, df__k_ta,
+     DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"TensorArrayReadV3", "handle:resource,index:int32,flow_in:float", "value:dtype", "dtype:type", df__sf_ta_read, df__k_ta_read, DF__OP_STATEFUL, 0},
+    {"TensorArrayWriteV3", "handle:resource,index:int32,value:T,flow_in:float", "flow_out:float", "T:type", df__sf_scalar, df__k_ta_write, DF__OP_STATEFUL, 0},
+    {"TensorArrayGatherV3", "handle:resource,indices:int32,flow_in:float", "value:dtype", "dtype:type,element_shape:shape=?",
+     df__sf_ta_gather, df__k_ta_gather, DF__OP_STATEFUL, 0},
+    {"TensorArrayScatterV3", "handle:resource,indices:int32,value:T,flow_in:float", "flow_out:float", "T:type", df__sf_scalar, df__k_ta_scatter, DF__OP_STATEFUL, 0},
+    {"TensorArrayConcatV3", "handle:resource,flow_in:float", "value:dtype,lengths:int64", "dtype:type,element_shape_except0:shape=?",
+     df__sf_ta_concat, df__k_ta_concat, DF__OP_STATEFUL, 0},
+    {"TensorArraySplitV3", "handle:resource,value:T,lengths:int64,flow_in:float", "flow_out:float", "T:type", df__sf_scalar, df__k_ta_split, DF__OP_STATEFUL, 0},
+    {"TensorArraySizeV3", "handle:resource,flow_in:float", "size:int32", "", df__sf_scalar, df__k_ta_size, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"TensorArrayCloseV3", "handle:resource", "", "", NULL, df__k_ta_close, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"TensorArrayGradV3", "handle:resource,flow_in:float", "grad_handle:resource,flow_out:float", "source:string", df__sf_ta, df__k_ta_grad,
+     DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"TensorArrayGradWithShape", "handle:resource,flow_in:float,shape_to_prepend:int32", "grad_handle:resource,flow_out:float", "source:string",
+     df__sf_ta, df__k_ta_grad, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 1},
 #define DF__XFER_ATTRS "tensor_name:string,send_device:string,send_device_incarnation:int,recv_device:string,client_terminated:bool=false"
     {"_Send", "tensor:T", "", "T:type," DF__XFER_ATTRS, NULL, df__k_send, DF__OP_STATEFUL | DF__OP_NO_GRADIENT | DF__OP_TRANSFER, 0},
     /* a GPU partition's nodes as one CUDA graph (cuda_graphs; made by the partitioner only) */

@@ -671,6 +671,8 @@ static void df__g_avg_pool(df__gfn *c) {
 }
 
 static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
+    {"TensorArrayReadV3", df__g_ta_read}, {"TensorArrayWriteV3", df__g_ta_write}, {"TensorArrayGatherV3", df__g_ta_gather},
+    {"TensorArrayScatterV3", df__g_ta_scatter}, {"TensorArrayConcatV3", df__g_ta_concat}, {"TensorArraySplitV3", df__g_ta_split},
     {"Identity", df__g_identity}, {"IdentityN", df__g_identity}, {"PlaceholderWithDefault", df__g_first},
     {"AddN", df__g_add_n}, {"AddV2", df__g_add}, {"Add", df__g_add}, {"Sub", df__g_sub}, {"Mul", df__g_mul},
     {"RealDiv", df__g_div}, {"Div", df__g_div}, {"Maximum", df__g_maxmin}, {"Minimum", df__g_maxmin},
