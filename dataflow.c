@@ -22682,15 +22682,18 @@ static df_output df__seq_range(df_graph *g, df_output n) {
     return df__out(df_op_finish(b), 0);
 }
 
-df_output df_tensor_array_stack(df_graph *g, df_tensor_array ta) {
+/* Stack, telling the gather the elements' static shape when the caller knows it (rank >= 0). */
+static df_output df__ta_stack_shaped(df_graph *g, df_tensor_array ta, int rank, const int64_t *dims) {
     df_output idx = df__seq_range(g, df_tensor_array_size(g, ta));
     df_op_builder *b = df_op_new(g, "TensorArrayGatherV3", NULL);
     df_op_add_input(b, ta.handle);
     df_op_add_input(b, idx);
     df_op_add_input(b, ta.flow);
     df_op_set_attr_type(b, "dtype", ta.dtype);
+    if (rank >= 0) df_op_set_attr_shape(b, "element_shape", rank, dims);
     return df__out(df_op_finish(b), 0);
 }
+df_output df_tensor_array_stack(df_graph *g, df_tensor_array ta) { return df__ta_stack_shaped(g, ta, -1, NULL); }
 
 /* The first dimension of x as an int32 scalar: a constant when the static shape knows it. */
 static df_output df__seq_len(df_graph *g, df_output x) {
@@ -22727,6 +22730,8 @@ typedef struct df__seq {
     df_output n;                 /* the number of elements */
     df_tensor_array in;          /* elems, unstacked */
     df_tensor_array *out;        /* n_out arrays (their flows are loop variables) */
+    int out_rank[8];             /* the static shapes of what the body writes into them */
+    int64_t out_dims[8][DF_MAX_RANK];
     df_elem_fn map_fn;
     df_scan_fn scan_fn;
     void *user;
@@ -22755,6 +22760,7 @@ static void df__seq_body(df_graph *g, void *user, const df_output *vars, df_outp
     for (int k = 0; k < q->n_out; k++) {
         df_tensor_array o = df_tensor_array_at_flow(q->out[k], vars[1 + q->n_acc + k]);
         next[1 + q->n_acc + k] = df_tensor_array_write(g, o, at, made[k]).flow;
+        q->out_rank[k] = df__output_valid(made[k]) ? df_output_shape(made[k], q->out_dims[k]) : -1;
     }
     next[0] = df_add(g, i, df_scalar_i32(g, 1));
 }
@@ -22804,7 +22810,8 @@ static df_code df__seq_run(df_graph *g, df__seq *q, const df_output *init, df_ou
     df_graph_push_name_scope(g, o.name);
     if (q->kind == DF__SEQ_MAP || q->kind == DF__SEQ_SCAN) {
         for (int k = 0; k < q->n_out; k++)
-            outs[k] = df_tensor_array_stack(g, df_tensor_array_at_flow(out_arr[k], vout[1 + q->n_acc + k]));
+            outs[k] = df__ta_stack_shaped(g, df_tensor_array_at_flow(out_arr[k], vout[1 + q->n_acc + k]),
+                                          q->out_rank[k], q->out_dims[k]);
     } else {
         for (int k = 0; k < q->n_acc; k++) outs[k] = df_identity(g, vout[1 + k]);
     }

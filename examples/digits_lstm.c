@@ -24,8 +24,8 @@
 #include "../dataflow.h"
 #include "digits_common.h"
 
-enum { HIDDEN = 32, BATCH = 64, EPOCHS = 20, GATES = 4 };
-#define LEARNING_RATE 0.01
+enum { HIDDEN = 64, BATCH = 64, EPOCHS = 30, GATES = 4 };
+#define LEARNING_RATE 0.005
 #define TARGET 0.95
 #define INIT_SEED 3u
 
