@@ -605,6 +605,17 @@ DF_TEST(ta_gradient_through_while_loop) {
         df_code gc = df_gradients(g, 1, &loss, NULL, 2, xs, dxs);
         CHECK_MSG(gc == DF_OK, "df_gradients: %s", df_graph_status(g)->message);
         if (gc) { df_graph_free(g); continue; }
+        /* every gradient array of this df_gradients call is found by one source (TF's
+           _GetGradSource: the gradients name scope), inside the gradient loop too */
+        int n_grad_ops = 0;
+        for (int i = 0; i < df_graph_num_nodes(g); i++) {
+            df_node *nd = df_graph_node_at(g, i);
+            const char *src = NULL;
+            if (strcmp(df_node_op(nd), "TensorArrayGradV3")) continue;
+            n_grad_ops++;
+            CHECK(df_node_attr_string(nd, "source", &src) && !strcmp(src, "gradients"));
+        }
+        CHECK_EQ_INT(n_grad_ops, 2);      /* the gather's gradient, the write's (in the gradient loop) */
         df_session *s = session(g, 1, 4);
         const float wv = 0.7f, xv[3] = {0.5f, -0.3f, 0.9f};
         df_tensor *tw = df_tensor_scalar_f32(wv), *tx = df_tensor_from_data(DF_FLOAT, 1, e, xv, 12, NULL);
