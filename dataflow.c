@@ -3830,7 +3830,9 @@ static int df__type_attr_accepts(const df__opdef *op, df_dtype t) {
         (t == DF_VARIANT && ((op->flags & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER | DF__OP_EXIT |
           DF__OP_NEXT_ITERATION | DF__OP_TRANSFER)) || !strcmp(op->name, "Identity") || !strcmp(op->name, "StopGradient") ||
           !strcmp(op->name, "Placeholder") || !strcmp(op->name, "PlaceholderWithDefault") || !strcmp(op->name, "_Arg") ||
-          !strcmp(op->name, "_Retval") || !strcmp(op->name, "ZerosLike") || !strcmp(op->name, "AddN")));  /* lists flow and add */
+          !strcmp(op->name, "_Retval") || !strcmp(op->name, "ZerosLike") || !strcmp(op->name, "AddN") ||
+          !strncmp(op->name, "TensorList", 10) || !strcmp(op->name, "EmptyTensorList") ||
+          !strncmp(op->name, "Optional", 8)));  /* lists flow, add, and hold lists and optionals */
 }
 
 /* A shape attr must have a rank the runtime holds and an element count int64 can hold. */
@@ -21241,6 +21243,15 @@ static df__variant *df__variant_copy(const df__variant *src, int64_t cap) {
     for (int64_t i = 0; i < src->n; i++) v->v[i] = df_tensor_retain(src->v[i]);
     return v;
 }
+/* Copies element bytes; a variant element's payloads gain a reference each (lists of lists,
+   lists of Optionals: TensorFlow 2's If inside a While accumulates Optionals). */
+static void df__tl_copy_bytes(df_dtype t, void *dst, const void *src, size_t bytes) {
+    if (!bytes) return;
+    memcpy(dst, src, bytes);
+    if (t != DF_VARIANT) return;
+    df__variant **p = (df__variant **)dst;
+    for (size_t i = 0; i < bytes / sizeof *p; i++) if (p[i]) DF__ATOMIC_INC(&p[i]->refs);
+}
 static void df__variant_describe(const df__variant *v, char *buf, size_t n) {
     char shp[96];
     if (!n) return;
@@ -21369,7 +21380,7 @@ static df_tensor *df__tl_slice(df__kctx *c, const df_tensor *x, int64_t i, int64
     df_tensor *o = keep_rank ? df__tl_new_tensor(c, x->dtype, x->rank, dims) : df__tl_new_tensor(c, x->dtype, x->rank - 1, dims + 1);
     if (!o) return NULL;
     size_t row = x->dims[0] ? x->nbytes / (size_t)x->dims[0] : 0;
-    if (o->nbytes) memcpy(o->data, (const char *)x->data + (size_t)i * row, o->nbytes);
+    df__tl_copy_bytes(x->dtype, o->data, (const char *)x->data + (size_t)i * row, o->nbytes);
     return o;
 }
 static int df__tl_compatible(const df__shape *partial, int rank, const int64_t *dims) {
@@ -21574,7 +21585,7 @@ static void df__tl_stack(df__kctx *c, const df__variant *l, const df_tensor *idx
                       (long long)(idx ? df__int_at(idx, j) : j), df__pshape_str(&es, a, sizeof a), df__pshape_str(&m, b, sizeof b));
             return;
         }
-        if (row) memcpy(dst, e->data, row);
+        df__tl_copy_bytes(e->dtype, dst, e->data, row);
     }
 }
 static void df__k_tensor_list_stack(df__kctx *c) {
@@ -21683,7 +21694,7 @@ static void df__k_tensor_list_concat(df__kctx *c) {
     size_t row = total ? o->nbytes / (size_t)total : 0;
     for (int64_t i = 0; i < l->n; i++) {
         size_t bytes = (size_t)((int64_t *)lengths->data)[i] * row;
-        if (l->v[i]) memcpy(dst, l->v[i]->data, bytes);
+        if (l->v[i]) df__tl_copy_bytes(l->element_dtype, dst, l->v[i]->data, bytes);
         else memset(dst, 0, bytes);
         dst += bytes;
     }
