@@ -143,8 +143,9 @@ void df_status_clear(df_status *st);          /* DF_OK and an empty message; NUL
             variable assigned from a feed holds that very tensor), so write into df_tensor_data
             only before.
    Errors:  the constructors return NULL with *st set: DF_INVALID_ARGUMENT for a dtype a tensor
-            cannot hold (DF_STRING and DF_RESOURCE included: strings come from
-            df_tensor_new_strings), a rank outside [0, DF_MAX_RANK], a negative dimension, too
+            cannot hold (DF_STRING, DF_RESOURCE and DF_VARIANT included: strings come from
+            df_tensor_new_strings, variants only from kernels, and may be fetched and fed back),
+            a rank outside [0, DF_MAX_RANK], a negative dimension, too
             many elements or bytes (see Limits), an nbytes that does not match;
             DF_RESOURCE_EXHAUSTED when memory runs out. The accessors take NULL (and answer 0,
             -1 or NULL).
@@ -155,7 +156,9 @@ typedef enum df_dtype {           /* same numbers as TensorFlow's DataType */
     DF_FLOAT = 1, DF_DOUBLE = 2, DF_INT32 = 3, DF_UINT8 = 4, DF_INT16 = 5, DF_INT8 = 6,
     DF_STRING = 7, DF_COMPLEX64 = 8, DF_INT64 = 9, DF_BOOL = 10, DF_BFLOAT16 = 14,
     DF_UINT16 = 17, DF_COMPLEX128 = 18, DF_HALF = 19, DF_UINT32 = 22, DF_UINT64 = 23,
-    DF_RESOURCE = 20              /* a handle to runtime state (a gradient stack); scalar, opaque */
+    DF_RESOURCE = 20,             /* a handle to runtime state (a gradient stack); scalar, opaque */
+    DF_VARIANT = 21               /* a TensorList or Optional value (TensorFlow 2's accumulators and
+                                     If gradients); made by kernels only, opaque, host memory only */
 } df_dtype;
 size_t      df_dtype_size(df_dtype t);        /* bytes per element; 0 for DF_STRING or unknown */
 const char *df_dtype_name(df_dtype t);        /* "float", "int32", ...; "invalid" if unknown */

@@ -14,7 +14,7 @@
    runs, and it must support the dtypes of its device-memory arguments. host_only (may be
    NULL) says which of the two. NULL: no kernel. */
 static int df__host_dtype(df_dtype t) {
-    return t == DF_INT32 || t == DF_INT64 || t == DF_BOOL || t == DF_STRING || t == DF_RESOURCE;
+    return t == DF_INT32 || t == DF_INT64 || t == DF_BOOL || t == DF_STRING || t == DF_RESOURCE || t == DF_VARIANT;
 }
 #ifdef DATAFLOW_CUDA
 #endif

@@ -7,6 +7,7 @@ size_t df_dtype_size(df_dtype t) {
     switch (t) {
     case DF_FLOAT: case DF_INT32: case DF_UINT32: return 4;
     case DF_DOUBLE: case DF_INT64: case DF_UINT64: case DF_COMPLEX64: case DF_RESOURCE: return 8;
+    case DF_VARIANT: return sizeof(void *);   /* a pointer to a reference-counted payload */
     case DF_UINT8: case DF_INT8: case DF_BOOL: return 1;
     case DF_INT16: case DF_UINT16: case DF_BFLOAT16: case DF_HALF: return 2;
     case DF_COMPLEX128: return 16;
@@ -22,7 +23,7 @@ const char *df_dtype_name(df_dtype t) {
     case DF_INT64: return "int64"; case DF_BOOL: return "bool"; case DF_BFLOAT16: return "bfloat16";
     case DF_UINT16: return "uint16"; case DF_COMPLEX128: return "complex128";
     case DF_HALF: return "half"; case DF_UINT32: return "uint32"; case DF_UINT64: return "uint64";
-    case DF_RESOURCE: return "resource";
+    case DF_RESOURCE: return "resource"; case DF_VARIANT: return "variant";
     default: return "invalid";
     }
 }
@@ -30,7 +31,7 @@ const char *df_dtype_name(df_dtype t) {
 DF_PRIVATE df_dtype df__dtype_from_name(const char *s) {
     static const df_dtype all[] = {DF_FLOAT, DF_DOUBLE, DF_INT32, DF_UINT8, DF_INT16, DF_INT8,
         DF_STRING, DF_COMPLEX64, DF_INT64, DF_BOOL, DF_BFLOAT16, DF_UINT16, DF_COMPLEX128,
-        DF_HALF, DF_UINT32, DF_UINT64, DF_RESOURCE};
+        DF_HALF, DF_UINT32, DF_UINT64, DF_RESOURCE, DF_VARIANT};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (!strcmp(df_dtype_name(all[i]), s)) return all[i];
     if (!strcmp(s, "float16")) return DF_HALF;
@@ -38,8 +39,9 @@ DF_PRIVATE df_dtype df__dtype_from_name(const char *s) {
 }
 
 /* A dtype a tensor can hold here (strings are not tensors in this runtime yet). Resource
-   handles are made only by kernels (StackV2), never by users, feeds or attrs. */
-DF_PRIVATE int df__dtype_valid(df_dtype t) { return df_dtype_size(t) != 0 && t != DF_RESOURCE; }
+   handles and variants (TensorLists, Optionals) are made only by kernels (StackV2,
+   EmptyTensorList), never by users or attrs; the ops that may carry them say so one by one. */
+DF_PRIVATE int df__dtype_valid(df_dtype t) { return df_dtype_size(t) != 0 && t != DF_RESOURCE && t != DF_VARIANT; }
 
 static uint32_t df__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float df__bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }

@@ -748,6 +748,21 @@ typedef struct df__gd {
 } df__gd;
 typedef struct df__gd_val { uint32_t field; int wt; df__pb sub; uint64_t v; } df__gd_val;
 
+/* ---- from src/kernels/tensor_list.c ---- */
+/* The payload a DF_VARIANT element points at (NULL: an empty variant). Reference counted;
+   never changed once a second reference exists. Slots from n to cap are NULL. */
+enum { DF__VARIANT_LIST = 1, DF__VARIANT_OPTIONAL = 2 };
+typedef struct df__variant {
+    int refs;                    /* atomic */
+    int kind;                    /* DF__VARIANT_LIST or DF__VARIANT_OPTIONAL */
+    df_dtype element_dtype;      /* list */
+    df__shape element_shape;     /* list: a partial shape (rank -1 unknown, a dim -1 unknown) */
+    int64_t max_num_elements;    /* list: -1 for no limit */
+    int has_value;               /* optional */
+    int64_t n, cap;
+    df_tensor **v;               /* n elements, one reference each; NULL: an uninitialised element */
+} df__variant;
+
 /* ---- from src/net/wire.c ---- */
 #if !defined(DF_NO_THREADS) && ((defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200112L) || defined(_GNU_SOURCE) || defined(_DEFAULT_SOURCE))
 #define DF__NET 1
@@ -1251,6 +1266,40 @@ DF_PRIVATE void df__k_queue_is_closed(df__kctx *c);
 DF_PRIVATE void df__queue_abort_step(df__step *s);
 #endif
 DF_PRIVATE void df__queues_end(df_session *s);
+DF_PRIVATE int df__shape_list(const df__attr *a, int i, df__shape *out);
+DF_PRIVATE void df__variant_release(df__variant *v);
+DF_PRIVATE void df__variant_release_buffer(df_tensor *t);
+DF_PRIVATE void df__variant_describe(const df__variant *v, char *buf, size_t n);
+DF_PRIVATE void df__k_empty_tensor_list(df__kctx *c);
+DF_PRIVATE void df__k_tensor_list_reserve(df__kctx *c);
+DF_PRIVATE void df__k_tensor_list_from_tensor(df__kctx *c);
+DF_PRIVATE void df__k_tensor_list_split(df__kctx *c);
+DF_PRIVATE void df__k_tensor_list_stack(df__kctx *c);
+DF_PRIVATE void df__k_tensor_list_gather(df__kctx *c);
+DF_PRIVATE void df__k_tensor_list_get_item(df__kctx *c);
+DF_PRIVATE void df__k_tensor_list_length(df__kctx *c);
+DF_PRIVATE void df__k_tensor_list_element_shape(df__kctx *c);
+DF_PRIVATE void df__k_tensor_list_concat(df__kctx *c);
+DF_PRIVATE void df__k_tensor_list_push_back(df__kctx *c);
+DF_PRIVATE void df__k_tensor_list_pop_back(df__kctx *c);
+DF_PRIVATE void df__k_tensor_list_set_item(df__kctx *c);
+DF_PRIVATE void df__k_tensor_list_resize(df__kctx *c);
+DF_PRIVATE void df__k_tensor_list_scatter_into(df__kctx *c);
+DF_PRIVATE void df__k_tensor_list_scatter(df__kctx *c);
+DF_PRIVATE void df__k_optional_none(df__kctx *c);
+DF_PRIVATE void df__k_optional_from_value(df__kctx *c);
+DF_PRIVATE void df__k_optional_has_value(df__kctx *c);
+DF_PRIVATE void df__k_optional_get_value(df__kctx *c);
+DF_PRIVATE void df__k_variant_zeros_like(df__kctx *c);
+DF_PRIVATE void df__k_variant_add_n(df__kctx *c);
+DF_PRIVATE df_code df__sf_tl_handle(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_tl_pop_back(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_tl_get_item(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_tl_stack(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_tl_gather(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_tl_concat(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_tl_element_shape(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_optional_get_value(df__shape_ctx *c);
 #ifdef DATAFLOW_CUDA
 DF_PRIVATE void df__gpu_register(df__opdef *ops, int n_ops);
 #endif

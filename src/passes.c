@@ -275,7 +275,7 @@ DF_PRIVATE int df__opt_fold(df__opt *o, df_session *ss) {
         size_t bytes = 0;
         for (int k = 0; k < x->n_outputs && all; k++) {
             const df__shape *s = &x->out_shapes[k];
-            if (s->rank < 0 || x->out_types[k] == DF_STRING) { all = 0; break; }
+            if (s->rank < 0 || x->out_types[k] == DF_STRING || x->out_types[k] == DF_VARIANT) { all = 0; break; }
             size_t e = df_dtype_size(x->out_types[k]);
             for (int d = 0; d < s->rank; d++) {
                 if (s->dims[d] < 0 || (s->dims[d] && e > DF_MAX_FOLDED_BYTES / (size_t)s->dims[d])) { all = 0; break; }

@@ -70,7 +70,7 @@ static void df__queue_unlock(df__queue *q) { df__spin_unlock(&q->mu); }
 /* ---- list(shape) attrs: kept flattened in u.ints (see df__attr_kind) ---- */
 /* The number of shapes, or -1 if the list is malformed (a rank outside [-1, DF_MAX_RANK], a
    dim below -1, dims missing). Shape i into *out when out is given and i is in range. */
-static int df__shape_list(const df__attr *a, int i, df__shape *out) {
+DF_PRIVATE int df__shape_list(const df__attr *a, int i, df__shape *out) {
     if (!a->u.ints.n) return 0;
     const int64_t *p = a->u.ints.v, *end = p + a->u.ints.n;
     int k = 0;

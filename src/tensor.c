@@ -3,6 +3,8 @@
    A tensor is a header (dtype, shape, refcount) over a 64-byte aligned buffer from a BFC
    allocator. A view (Reshape, Identity) shares the buffer by holding a reference to its base.
    Element counts and byte sizes are checked for int64/size_t overflow before anything is made.
+   A DF_VARIANT buffer holds payload pointers (NULL or one reference each), zeroed when made
+   and released with the buffer, so its header is never recycled with payloads in it.
    ========================================================================================== */
 
 /* A device's allocator, reference counted: tensors fetched from a session keep their buffers
@@ -53,7 +55,7 @@ DF_PRIVATE df__allocator *df__host_allocator(void) {
 /* Validates a shape; writes the element count. The message names what was wrong. */
 DF_PRIVATE df_code df__shape_check(df_dtype t, int rank, const int64_t *dims, int64_t *n_out,
                                size_t *bytes_out, int internal, df_status *st) {
-    if (!df__dtype_valid(t) && !(t == DF_RESOURCE && rank == 0 && internal))
+    if (!df__dtype_valid(t) && !(t == DF_RESOURCE && rank == 0 && internal) && !(t == DF_VARIANT && internal))
         return df_status_set(st, DF_INVALID_ARGUMENT, "Invalid or unsupported dtype %d", (int)t);
     if (rank < 0 || rank > DF_MAX_RANK)
         return df_status_set(st, DF_INVALID_ARGUMENT, "Rank %d is outside [0, %d]", rank, DF_MAX_RANK);
@@ -91,6 +93,10 @@ DF_PRIVATE df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int ran
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
         return NULL;
     }
+    if (t == DF_VARIANT && alloc->gpu) {
+        df_status_set(st, DF_UNIMPLEMENTED, "Variant tensors (TensorLists, Optionals) live in host memory only");
+        return NULL;
+    }
 #ifndef DF_NO_TENSOR_RECYCLE
     if (bytes && bytes <= DF__RECYCLE_BYTES && __atomic_load_n(&alloc->n_recycled, __ATOMIC_RELAXED)) {
         df_tensor *x = NULL;
@@ -103,6 +109,7 @@ DF_PRIVATE df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int ran
             x->refs = 1; x->dtype = t; x->rank = rank; x->n = n; x->nbytes = bytes;
             memset(x->dims, 0, sizeof x->dims);
             if (rank) memcpy(x->dims, dims, (size_t)rank * sizeof *dims);
+            if (t == DF_VARIANT) memset(x->data, 0, bytes);
             return x;
         }
     }
@@ -125,6 +132,7 @@ DF_PRIVATE df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int ran
         DF_FREE(x);
         return NULL;
     }
+    if (t == DF_VARIANT) memset(x->data, 0, bytes);
     return x;
 }
 
@@ -197,6 +205,7 @@ void df_tensor_release(df_tensor *t) {
     if (t->base) df_tensor_release(t->base);
     else if (t->alloc) {
         df__allocator *a = t->alloc;
+        if (t->dtype == DF_VARIANT) df__variant_release_buffer(t);
 #ifdef DATAFLOW_CUDA
         if (DF__UNLIKELY(df__tls_hold != NULL) && df__tls_hold->alloc == a && df__hold_keep(t)) return;
 #endif
@@ -259,8 +268,13 @@ char *df_tensor_describe(const df_tensor *t, char *buf, size_t n) {
     char shp[128];
     df__shape_str(t->rank, t->dims, shp, sizeof shp);
     size_t len = (size_t)snprintf(buf, n, "%s %s {", df_dtype_name(t->dtype), shp);
-    for (int64_t i = 0; i < t->n && i < 8 && len < n; i++)
-        len += (size_t)snprintf(buf + len, n - len, i ? ", %g" : "%g", df__get_f64(t->dtype, t->data, i));
+    for (int64_t i = 0; i < t->n && i < 8 && len < n; i++) {
+        if (i) len += (size_t)snprintf(buf + len, n - len, ", ");
+        if (len >= n) break;
+        if (t->dtype == DF_VARIANT) df__variant_describe(((df__variant *const *)t->data)[i], buf + len, n - len);
+        else snprintf(buf + len, n - len, "%g", df__get_f64(t->dtype, t->data, i));
+        len += strlen(buf + len);
+    }
     if (len < n) snprintf(buf + len, n - len, t->n > 8 ? ", ...}" : "}");
     return buf;
 }

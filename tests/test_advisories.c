@@ -60,7 +60,7 @@
    36  TFSA-2020-015                    RaggedCountSparseOutput splits        segment and gather indices)
    37  TFSA-2021-108                    ImmutableConst resource dtype         37_resource_or_variant_dtype_attr_tfsa_2021_108 (no
                                                                               ImmutableConst; the ops making values from dtypes)
-   38  TFSA-2022-163                    CompositeTensorVariantToComponents    does not apply: no variant dtype
+   38  TFSA-2022-163                    CompositeTensorVariantToComponents    does not apply: no composite-tensor variant ops
    39  TFSA-2021-106                    Substr pos shape                      does not apply: no string ops
    40  TFSA-2021-113                    Restore with empty tensor_name        40_restore_with_empty_tensor_name_tfsa_2021_113
    41  GHSA-7pxj-m4jf-r6h2              checkpoint metadata not validated     41_checkpoint_metadata_not_validated_...
@@ -752,8 +752,9 @@ DF_TEST(advisory_07_reference_dtype_tensor_tfsa_2022_050) {
     pb p = {NULL, 0, 0};
     gd_const(&p, "ref_const", DF_FLOAT, 101, 0, NULL, &one, 4);
     EXPECT_IMPORT_ERR(&p, DF_INVALID_ARGUMENT, NULL, "ref_const");
-    /* dtype attrs: resource_ref (120), variant (21), out of range, negative */
-    const uint64_t bad[] = {120, 21, 0, 999, (uint64_t)-1};
+    /* dtype attrs: resource_ref (120), resource (20), out of range, negative (a variant
+       Placeholder is TensorFlow 2's and imports: a fed-back TensorList) */
+    const uint64_t bad[] = {120, 20, 0, 999, (uint64_t)-1};
     for (int i = 0; i < LEN(bad); i++) {
         p = (pb){NULL, 0, 0};
         gd_placeholder(&p, "bad_type", bad[i]);
@@ -1575,7 +1576,7 @@ DF_TEST(advisory_37_resource_or_variant_dtype_attr_tfsa_2021_108) {
     }
 }
 
-/* 38, 39: no variant tensors and no string ops here. */
+/* 38, 39: no composite-tensor variant ops and no string ops here. */
 
 /* =============================================================================================
    D. Checkpoints and serialized tensors

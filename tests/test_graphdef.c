@@ -651,34 +651,29 @@ DF_TEST(graphdef_tensor_proto_typed_values) {
 
 /* TensorFlow 2 graphs of tf.function code (AutoGraph's if/while/for: StatelessIf, StatelessWhile,
    If, While, PartitionedCall and a FunctionDefLibrary; tests/graphdef/make_tf2_fixtures.py) run
-   to TensorFlow's results. The gradient fixtures TensorFlow 2 writes use TensorList and Optional
-   ops and variant-typed arguments, not supported here: those must fail to import with UNIMPLEMENTED. */
+   to TensorFlow's results, the gradient fixtures too: their While accumulates intermediates in
+   TensorLists (variant-typed loop variables), their If keeps them in Optionals. */
 DF_TEST(graphdef_tensorflow2_functional_fixtures_match_tensorflow) {
-    static const char *const unsupported[] = {"tf2_grad_while", "tf2_grad_if_true", "tf2_grad_if_false"};
     char names[64][64];
     fixtures_root = "tests/graphdef/fixtures_tf2";
-    int n = fixture_dirs(names, 64), passed = 0, refused = 0;
-    CHECK_MSG(n >= 8, "only %d fixtures under %s", n, fixtures_root);
+    int n = fixture_dirs(names, 64), passed = 0, grads = 0;
+    CHECK_MSG(n >= 11, "only %d fixtures under %s", n, fixtures_root);
     for (int i = 0; i < n; i++) {
         char dir[256];
         manifest m;
         size_t len = 0;
         void *data = load_fixture(names[i], dir, sizeof dir, &m, &len);
         CHECK_MSG(data != NULL, "%s: unreadable fixture", dir);
-        int skip = 0;
-        for (size_t k = 0; k < sizeof unsupported / sizeof *unsupported; k++) skip |= !strcmp(names[i], unsupported[k]);
-        if (data && skip) {
-            df_status st;
-            df_graph *g = df_graph_import_graphdef(data, len, &st);
-            CHECK_MSG(g == NULL && st.code == DF_UNIMPLEMENTED,
-                      "%s: expected UNIMPLEMENTED (ops or variant types not supported here), got %s: %s", dir, df_code_name(st.code), st.message);
-            refused += g == NULL;
-            df_graph_free(g);
-        } else if (data) passed += run_fixture(dir, &m, data, len, "TensorFlow 2's GraphDef");
+        if (!data) continue;
+        int ok = run_fixture(dir, &m, data, len, "TensorFlow 2's GraphDef");
+        passed += ok;
+        grads += ok && !strncmp(names[i], "tf2_grad_", 9);
         free(data);
     }
     fixtures_root = FIXTURES;
-    printf("    %d of %d TensorFlow 2 fixtures match (%d refused: TensorList/Optional ops)\n", passed, n - refused, refused);
+    CHECK_MSG(passed == n, "%d of %d TensorFlow 2 fixtures match", passed, n);
+    CHECK_MSG(grads == 3, "%d of the 3 gradient fixtures (TensorList and Optional ops) match", grads);
+    printf("    %d of %d TensorFlow 2 fixtures match (%d gradient fixtures: TensorList/Optional ops)\n", passed, n, grads);
 }
 
 static int compare_names(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
@@ -690,7 +685,9 @@ static int compare_names(const void *a, const void *b) { return strcmp((const ch
    yet": mostly ops not registered here) and do not fail the test. Add a fixture's name to
    `expected` once it passes. */
 DF_TEST(graphdef_control_flow_fixtures_match_tensorflow) {
-    static const char *const expected[] = {"foldl", "hessians", "map_fn", "scan", "ta_devices", "ta_while_write"};
+    static const char *const expected[] = {"dynamic_rnn_gru", "dynamic_rnn_lstm", "foldl", "hessians", "map_fn", "scan",
+                                           "ta_devices", "ta_ops", "ta_while_write", "tf2_keras_gru", "tf2_keras_lstm",
+                                           "tf2_second_order_while", "tf2_tape_if", "tf2_tape_if_in_while", "tf2_tape_while"};
     char names[64][64];
     fixtures_root = "tests/graphdef/fixtures_cf";
     int n = fixture_dirs(names, 64), passed = 0, listed = 0;

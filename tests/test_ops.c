@@ -2055,7 +2055,10 @@ DF_TEST(dtype_size_and_name) {
        can make a tensor of them (see tensor_rank_limits_and_overflow) */
     CHECK_EQ_INT(df_dtype_size(DF_RESOURCE), 8);
     CHECK(strcmp(df_dtype_name(DF_RESOURCE), "resource") == 0);
-    const int bad[] = {0, 11, 12, 13, 15, 16, 21, 24, 101, 999, -1};
+    /* variants (TensorLists, Optionals) too: a payload pointer each, made by kernels only */
+    CHECK_EQ_INT(df_dtype_size(DF_VARIANT), sizeof(void *));
+    CHECK(strcmp(df_dtype_name(DF_VARIANT), "variant") == 0);
+    const int bad[] = {0, 11, 12, 13, 15, 16, 24, 101, 999, -1};
     for (int i = 0; i < LEN(bad); i++) {
         CHECK_EQ_INT(df_dtype_size((df_dtype)bad[i]), 0);
         const char *n = df_dtype_name((df_dtype)bad[i]);

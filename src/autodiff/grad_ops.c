@@ -670,6 +670,170 @@ static void df__g_avg_pool(df__gfn *c) {
     c->dx[0] = df__window_op(c->g, "AvgPoolGrad", c->n, in, 2);
 }
 
+/* TensorLists and Optionals (TensorFlow's list_ops.py and optional gradients): a list's
+   gradient is a list of its elements' gradients; uninitialised elements stand for zeros. */
+static df_node *df__tl_build(df_graph *g, const char *op, const df_output *in, int n, df_dtype element_dtype) {
+    df_op_builder *b = df_op_new(g, op, NULL);
+    for (int i = 0; i < n; i++) df_op_add_input(b, in[i]);
+    if (element_dtype) df_op_set_attr_type(b, "element_dtype", element_dtype);
+    return df_op_finish(b);
+}
+static df_output df__tl_op(df_graph *g, const char *op, const df_output *in, int n, df_dtype element_dtype) {
+    return df__out(df__tl_build(g, op, in, n, element_dtype), 0);
+}
+static df_output df__tl_element_shape(df_graph *g, df_output list) {
+    df_op_builder *b = df_op_new(g, "TensorListElementShape", NULL);
+    df_op_add_input(b, list);
+    df_op_set_attr_type(b, "shape_type", DF_INT32);
+    return df__out(df_op_finish(b), 0);
+}
+/* x's shape without its first dim (int32; -1 where unknown; a scalar -1 for an unknown rank). */
+static df_output df__tl_row_shape(df_graph *g, df_output x) {
+    df__shape s = x.node->out_shapes[x.index];
+    if (s.rank >= 1) {
+        int full = 1;
+        for (int d = 1; d < s.rank; d++) full &= s.dims[d] >= 0;
+        if (full) return df__g_i32s(g, s.dims + 1, s.rank - 1);
+    }
+    if (s.rank == 0) return df_scalar_i32(g, -1);
+    df_output in[3] = {df_shape(g, x), df__g_i32s(g, (int64_t[]){1}, 1), df__g_i32s(g, (int64_t[]){-1}, 1)};
+    return df__tl_op(g, "Slice", in, 3, 0);
+}
+static df_dtype df__tl_elem_type(const df__gfn *c) { return df__attr_type(c->n, "element_dtype"); }
+static void df__g_tl_push_back(df__gfn *c) {
+    if (!c->dy[0].node) return;
+    df_output in[2] = {c->dy[0], df_shape(c->g, DF__X(c, 1))};
+    df_node *p = df__tl_build(c->g, "TensorListPopBack", in, 2, df__tl_elem_type(c));
+    c->dx[0] = df__out(p, 0);
+    c->dx[1] = df__out(p, 1);
+}
+static void df__g_tl_pop_back(df__gfn *c) {
+    df_graph *g = c->g;
+    df_output dlist = c->dy[0], delem = c->dy[1];
+    if (!dlist.node && !delem.node) return;
+    if (!dlist.node) {
+        df_output in[2] = {df__tl_element_shape(g, df__Y(c, 0)), df_scalar_i32(g, -1)};
+        df_op_builder *b = df_op_new(g, "EmptyTensorList", NULL);
+        df_op_add_input(b, in[0]);
+        df_op_add_input(b, in[1]);
+        df_op_set_attr_type(b, "element_dtype", df__tl_elem_type(c));
+        dlist = df__out(df_op_finish(b), 0);
+    }
+    if (!delem.node) delem = df__zeros_like(g, df__Y(c, 1));
+    df_output in[2] = {dlist, delem};
+    c->dx[0] = df__tl_op(g, "TensorListPushBack", in, 2, df__tl_elem_type(c));
+}
+static void df__g_tl_stack(df__gfn *c) {
+    if (!c->dy[0].node) return;
+    df_output in[2] = {c->dy[0], df__tl_row_shape(c->g, c->dy[0])};
+    c->dx[0] = df__tl_op(c->g, "TensorListFromTensor", in, 2, df__tl_elem_type(c));
+}
+static void df__g_tl_from_tensor(df__gfn *c) {
+    df_graph *g = c->g;
+    df_output t = DF__X(c, 0), dlist = c->dy[0];
+    if (!dlist.node) return;       /* (TensorFlow builds an empty list here: its Stack is zeros) */
+    const df__shape *s = &t.node->out_shapes[t.index];
+    df_op_builder *b = df_op_new(g, "TensorListStack", NULL);
+    df_op_add_input(b, dlist);
+    df_op_add_input(b, df__tl_row_shape(g, t));
+    df_op_set_attr_type(b, "element_dtype", df_output_dtype(t));
+    if (s->rank >= 1 && s->dims[0] >= 0) df_op_set_attr_int(b, "num_elements", s->dims[0]);
+    c->dx[0] = df__out(df_op_finish(b), 0);
+}
+/* A list of the input's length whose element `index` is item, the others uninitialised. */
+static df_output df__tl_one_hot_list(df_graph *g, df_output like, df_output index, df_output item) {
+    df_output len = df__op1(g, "TensorListLength", like);
+    df_op_builder *b = df_op_new(g, "TensorListReserve", NULL);
+    df_op_add_input(b, df__tl_element_shape(g, like));
+    df_op_add_input(b, len);
+    df_op_set_attr_type(b, "element_dtype", df_output_dtype(item));
+    df_output in[3] = {df__out(df_op_finish(b), 0), index, item};
+    return df__tl_op(g, "TensorListSetItem", in, 3, df_output_dtype(item));
+}
+static void df__g_tl_get_item(df__gfn *c) {
+    if (!c->dy[0].node) return;
+    c->dx[0] = df__tl_one_hot_list(c->g, DF__X(c, 0), DF__X(c, 1), c->dy[0]);
+}
+static void df__g_tl_set_item(df__gfn *c) {
+    df_graph *g = c->g;
+    if (!c->dy[0].node) return;
+    df_output item = DF__X(c, 2);
+    df_output in[3] = {c->dy[0], DF__X(c, 1), df__zeros_like(g, item)};
+    df_output dlist = df__tl_op(g, "TensorListSetItem", in, 3, df_output_dtype(item));
+    df_output gin[3] = {c->dy[0], DF__X(c, 1), df_shape(g, item)};
+    c->dx[2] = df__tl_op(g, "TensorListGetItem", gin, 3, df_output_dtype(item));
+    if (df__attr_b(c->n, "resize_if_index_out_of_bounds", 0)) {
+        df_output rin[2] = {dlist, df__op1(g, "TensorListLength", DF__X(c, 0))};
+        dlist = df__tl_op(g, "TensorListResize", rin, 2, 0);
+    }
+    c->dx[0] = dlist;
+}
+static void df__g_tl_resize(df__gfn *c) {
+    if (!c->dy[0].node) return;
+    df_output in[2] = {c->dy[0], df__op1(c->g, "TensorListLength", DF__X(c, 0))};
+    c->dx[0] = df__tl_op(c->g, "TensorListResize", in, 2, 0);
+}
+static void df__g_tl_gather(df__gfn *c) {
+    df_graph *g = c->g;
+    if (!c->dy[0].node) return;
+    df_output list = DF__X(c, 0);
+    df_dtype t = df_output_dtype(c->dy[0]);
+    df_op_builder *b = df_op_new(g, "TensorListReserve", NULL);
+    df_op_add_input(b, df__tl_element_shape(g, list));
+    df_op_add_input(b, df__op1(g, "TensorListLength", list));
+    df_op_set_attr_type(b, "element_dtype", t);
+    df_output in[3] = {df__out(df_op_finish(b), 0), c->dy[0], DF__X(c, 1)};
+    c->dx[0] = df__tl_op(g, "TensorListScatterIntoExistingList", in, 3, t);
+}
+static void df__g_tl_scatter(df__gfn *c) {       /* TensorListScatter, TensorListScatterV2 */
+    if (!c->dy[0].node) return;
+    df_output t = DF__X(c, 0);
+    df_output in[3] = {c->dy[0], DF__X(c, 1), df__tl_row_shape(c->g, t)};
+    c->dx[0] = df__tl_op(c->g, "TensorListGather", in, 3, df_output_dtype(t));
+}
+static void df__g_tl_scatter_into(df__gfn *c) {
+    df_graph *g = c->g;
+    if (!c->dy[0].node) return;
+    df_output t = DF__X(c, 1), idx = DF__X(c, 2);
+    df_output in[3] = {c->dy[0], idx, df__tl_row_shape(g, t)};
+    c->dx[1] = df__tl_op(g, "TensorListGather", in, 3, df_output_dtype(t));
+    df_output sin[3] = {c->dy[0], df__zeros_like(g, t), idx};
+    c->dx[0] = df__tl_op(g, "TensorListScatterIntoExistingList", sin, 3, df_output_dtype(t));
+}
+static void df__g_optional_from_value(df__gfn *c) {
+    df_graph *g = c->g;
+    if (!c->dy[0].node) return;
+    int n = c->n->n_inputs;
+    df_dtype types[12];
+    int ranks[12];
+    const int64_t *dims[12];
+    if (n > 12) { df__graph_error(g, DF_UNIMPLEMENTED, "Gradient of OptionalFromValue with more than 12 components {{node %s}}", c->n->name); return; }
+    for (int i = 0; i < n; i++) {
+        df_output x = DF__X(c, i);
+        types[i] = df_output_dtype(x);
+        ranks[i] = x.node->out_shapes[x.index].rank;
+        dims[i] = x.node->out_shapes[x.index].dims;
+    }
+    df_op_builder *b = df_op_new(g, "OptionalGetValue", NULL);
+    df_op_add_input(b, c->dy[0]);
+    df_op_set_attr_type_list(b, "output_types", types, n);
+    df_op_set_attr_shape_list(b, "output_shapes", n, ranks, dims);
+    df_node *v = df_op_finish(b);
+    for (int i = 0; i < n; i++) c->dx[i] = df__out(v, i);
+}
+static void df__g_optional_get_value(df__gfn *c) {
+    df_graph *g = c->g;
+    int n = c->n->n_outputs, any = 0;
+    df_output in[12];
+    if (n > 12) { df__graph_error(g, DF_UNIMPLEMENTED, "Gradient of OptionalGetValue with more than 12 components {{node %s}}", c->n->name); return; }
+    for (int i = 0; i < n; i++) any |= c->dy[i].node != NULL;
+    if (!any) return;
+    for (int i = 0; i < n; i++) in[i] = c->dy[i].node ? c->dy[i] : df__zeros_like(g, df__Y(c, i));
+    df_op_builder *b = df_op_new(g, "OptionalFromValue", NULL);
+    df_op_add_input_list(b, in, n);
+    c->dx[0] = df__out(df_op_finish(b), 0);
+}
+
 static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"TensorArrayReadV3", df__g_ta_read}, {"TensorArrayWriteV3", df__g_ta_write}, {"TensorArrayGatherV3", df__g_ta_gather},
     {"TensorArrayScatterV3", df__g_ta_scatter}, {"TensorArrayConcatV3", df__g_ta_concat}, {"TensorArraySplitV3", df__g_ta_split},
@@ -695,6 +859,13 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"GatherV2", df__g_gather}, {"UnsortedSegmentSum", df__g_segment_sum}, {"BroadcastTo", df__g_broadcast_to},
     {"Softmax", df__g_softmax}, {"LogSoftmax", df__g_softmax}, {"SoftmaxCrossEntropyWithLogits", df__g_xent},
     {"SparseSoftmaxCrossEntropyWithLogits", df__g_xent}, {"Switch", df__g_switch}, {"Merge", df__g_merge},
+    {"TensorListPushBack", df__g_tl_push_back}, {"TensorListPopBack", df__g_tl_pop_back},
+    {"TensorListStack", df__g_tl_stack}, {"TensorListFromTensor", df__g_tl_from_tensor},
+    {"TensorListGetItem", df__g_tl_get_item}, {"TensorListSetItem", df__g_tl_set_item},
+    {"TensorListResize", df__g_tl_resize}, {"TensorListGather", df__g_tl_gather},
+    {"TensorListScatter", df__g_tl_scatter}, {"TensorListScatterV2", df__g_tl_scatter},
+    {"TensorListScatterIntoExistingList", df__g_tl_scatter_into},
+    {"OptionalFromValue", df__g_optional_from_value}, {"OptionalGetValue", df__g_optional_get_value},
 };
 DF_PRIVATE df__grad_fn df__grad_fn_for(const df__opdef *op) {
     if (op->grad) return (df__grad_fn)op->grad;

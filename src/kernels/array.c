@@ -222,6 +222,7 @@ DF_PRIVATE void df__k_fill(df__kctx *c) {
     if (o) df__fill_value(o, c->in[1]->data);
 }
 DF_PRIVATE void df__k_zeros_like(df__kctx *c) {
+    if (c->in[0]->dtype == DF_VARIANT) { df__k_variant_zeros_like(c); return; }   /* lists of zeros */
     df_tensor *o = df__k_alloc_like(c, 0, c->in[0]->dtype, c->in[0]);
     if (!o) return;
     if (c->node->op->code == 0) memset(o->data, 0, o->nbytes);

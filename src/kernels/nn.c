@@ -156,6 +156,7 @@ DF_PRIVATE df_code df__sf_add_n(df__shape_ctx *c) {
     return DF_OK;
 }
 DF_PRIVATE void df__k_add_n(df__kctx *c) {
+    if (c->in[0]->dtype == DF_VARIANT) { df__k_variant_add_n(c); return; }   /* lists add element by element */
     const df_tensor *x0 = c->in[0];
     for (int i = 1; i < c->n_in; i++) {
         df__shape a = df__shape_of(x0), b = df__shape_of(c->in[i]);

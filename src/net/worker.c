@@ -237,6 +237,11 @@ DF_PRIVATE int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t
     if (task < 0) return 0;
     /* the frame header and the fixed fields in one buffer, the value's bytes from the tensor */
     int live = !dead && v;
+    if (live && v->dtype == DF_VARIANT) {        /* its payloads live in this process's memory */
+        df_tensor_release(v);
+        df_status_set(st, DF_UNIMPLEMENTED, "A variant tensor (a TensorList or Optional) cannot be sent to another process (worker task %d)", task);
+        return 1;
+    }
     unsigned char head[DF__W_HEADER + DF__W_TENSOR_FIXED + 16 + 8 * DF_MAX_RANK];
     unsigned char *q = head + DF__W_HEADER;
     df__put64(q, ws->id); df__put32(q + 8, (uint32_t)key); df__put64(q + 12, fid); df__put64(q + 20, (uint64_t)iter);
@@ -430,6 +435,9 @@ static void *df__w_step_main(void *arg) {
     df_status st;
     df_status_clear(&st);
     df__group_execute(&ws->g, &st);
+    for (int k = 0; !st.code && k < run->n_fetch; k++)   /* payload pointers mean nothing in another process */
+        if (run->fetches[k] && run->fetches[k]->dtype == DF_VARIANT)
+            df_status_set(&st, DF_UNIMPLEMENTED, "Fetch %d is a variant tensor (a TensorList or Optional), which cannot be sent to another process", k);
     /* off the list first (no delivery in progress), then the answer */
     pthread_mutex_lock(&w->mu);
     for (df__wstep **q = &w->steps; *q; q = &(*q)->next) if (*q == ws) { *q = ws->next; break; }
