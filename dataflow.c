@@ -3636,6 +3636,21 @@ void df_op_set_device(df_op_builder *b, const char *device) {
     if (!(b->device = df__strdup(device ? device : ""))) b->oom = 1;
 }
 
+df_code df_node_set_device(df_graph *g, df_node *n, const char *device) {
+    if (!g) return DF_INVALID_ARGUMENT;
+    if (g->status.code) return g->status.code;
+    if (!n || n->graph != g || n->id < 0 || n->id >= g->n_nodes || g->nodes[n->id] != n)
+        return df__graph_error(g, DF_INVALID_ARGUMENT, "df_node_set_device: the node is not this graph's");
+    if (__atomic_load_n(&g->holds, __ATOMIC_ACQUIRE) > 1)
+        return df__graph_error(g, DF_FAILED_PRECONDITION, "df_node_set_device: a session has been made on the graph "
+                               "{{node %s}}", n->name);
+    char *d = df__strdup(device ? device : "");
+    if (!d) return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    DF_FREE(n->device);
+    n->device = d;
+    return DF_OK;
+}
+
 void df_op_colocate_with(df_op_builder *b, const df_node *n) {
     if (!b || b->oom) return;
     if (!n || !n->name) { b->oom = 2; return; }

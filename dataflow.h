@@ -255,6 +255,11 @@ int         df_output_shape(df_output o, int64_t dims[DF_MAX_RANK]);
 /* Re-points data input `index` of dst at src (the back edge of a hand-built loop: a Merge's
    input from its NextIteration). Types must match. Returns the graph's status code. */
 df_code     df_node_update_input(df_graph *g, df_node *dst, int index, df_output src);
+/* Sets the device n asks for, as df_op_set_device does while building (NULL or "": none), so
+   that an imported graph can be placed by hand. Only while no session is on g (a session plans
+   with the devices it saw first): DF_FAILED_PRECONDITION then. Returns the graph's
+   status code (DF_INVALID_ARGUMENT: n is not g's node). */
+df_code     df_node_set_device(df_graph *g, df_node *n, const char *device);
 /* Runs the static frame analysis over the whole graph now (sessions run it on what they
    execute): frames, inputs from different frames, Exit/NextIteration outside loops, cycles not
    through NextIteration, two LoopConds in a frame. Does not make the graph's status sticky. */

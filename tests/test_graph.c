@@ -642,3 +642,33 @@ DF_TEST(graph_and_its_sessions_freed_on_several_threads) {
         for (int i = 0; i < 3; i++) CHECK_MSG(jobs[i].ok, "round %d, session %d: %s", round, i, jobs[i].msg);
     }
 }
+
+/* df_node_set_device: places a built (or imported) node; refused once a session is on the graph
+   and for another graph's node. */
+DF_TEST(graph_node_set_device) {
+    df_graph *g = df_graph_new(), *other = df_graph_new();
+    df_output a = df_scalar_f32(g, 2), b = df_add(g, a, a), c = df_scalar_f32(other, 1);
+    CHECK_EQ_INT(df_node_set_device(g, b.node, "/device:CPU:1"), DF_OK);
+    CHECK(strcmp(df_node_device(b.node), "/device:CPU:1") == 0);
+    CHECK_EQ_INT(df_node_set_device(g, b.node, NULL), DF_OK);
+    CHECK(strcmp(df_node_device(b.node), "") == 0);
+    CHECK_EQ_INT(df_node_set_device(g, b.node, "/device:CPU:1"), DF_OK);
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.num_cpu_devices = 2;
+    df_status st;
+    df_session *s = df_session_new(g, &o, &st);
+    CHECK(s != NULL);
+    df_tensor *v = NULL;
+    CHECK_EQ_INT(df_session_run(s, NULL, NULL, 0, &b, &v, 1, NULL, 0, &st), DF_OK);
+    CHECK(v && *(float *)df_tensor_data(v) == 4);
+    df_tensor_release(v);
+    CHECK_EQ_INT(df_node_set_device(g, a.node, "/device:CPU:1"), DF_FAILED_PRECONDITION);
+    df_session_free(s);
+    df_graph_free(g);
+    CHECK_EQ_INT(df_node_set_device(other, c.node, "/cpu:0"), DF_OK);
+    g = df_graph_new();
+    CHECK_EQ_INT(df_node_set_device(g, c.node, "/cpu:0"), DF_INVALID_ARGUMENT);
+    df_graph_free(g);
+    df_graph_free(other);
+}

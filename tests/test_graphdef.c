@@ -82,6 +82,57 @@ static double value_at(const df_tensor *t, int64_t i) {
 /* Runs a fixture's graph (imported from `data`) and compares every fetch with TensorFlow's.
    Returns 1 if all match; otherwise 0 with the first reason in why. *code gets the status code
    of an import, session or run that failed (DF_OK when the results differ). */
+static int spread_devices;      /* see try_fixture */
+/* Spreads g's nodes over CPU:0 and CPU:1, as a user placing a graph by hand would: nodes that
+   must stay together (a resource with its users, TensorFlow's "_class" colocation lists, as the
+   gradient ops with their forward ops) form one group, and the groups go to the two devices in
+   turn; a group where the GraphDef names a device keeps it. */
+static int group_root(int *parent, int i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+}
+static void group_join(int *parent, int a, int b) {
+    a = group_root(parent, a);
+    b = group_root(parent, b);
+    if (a != b) parent[a > b ? a : b] = a < b ? a : b;
+}
+static void spread_over_two_devices(df_graph *g) {
+    int n = df_graph_num_nodes(g);
+    int *parent = (int *)malloc((size_t)n * sizeof(int)), *named = (int *)malloc((size_t)n * sizeof(int));
+    if (!parent || !named) { free(parent); free(named); return; }
+    for (int i = 0; i < n; i++) parent[i] = i, named[i] = -1;
+    /* a node's index: df_graph_node_at(g, i) is the i-th node */
+    for (int i = 0; i < n; i++) {
+        df_node *nd = df_graph_node_at(g, i);
+        for (int k = 0; k < df_node_num_inputs(nd); k++) {
+            df_output in = df_node_input(nd, k);
+            if (in.node && df_output_dtype(in) == DF_RESOURCE)
+                for (int j = 0; j < n; j++) if (df_graph_node_at(g, j) == in.node) { group_join(parent, i, j); break; }
+        }
+        const char *cls = NULL;
+        if (!df_node_attr_string(nd, "_class", &cls)) continue;
+        for (const char *c = cls; (c = strstr(c, "loc:@")) != NULL;) {
+            char name[256];
+            size_t len = 0;
+            for (c += 5; *c && *c != ',' && len + 1 < sizeof name; c++) name[len++] = *c;
+            name[len] = 0;
+            df_node *to = df_graph_find(g, name);
+            for (int j = 0; to && j < n; j++) if (df_graph_node_at(g, j) == to) { group_join(parent, i, j); break; }
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (*df_node_device(df_graph_node_at(g, i))) named[group_root(parent, i)] = i;
+    for (int i = 0; i < n; i++) {
+        df_node *nd = df_graph_node_at(g, i);
+        int r = group_root(parent, i);
+        if (named[r] >= 0) df_node_set_device(g, nd, df_node_device(df_graph_node_at(g, named[r])));
+        else df_node_set_device(g, nd, r % 2 ? "/device:CPU:1" : "/device:CPU:0");
+    }
+    free(parent);
+    free(named);
+}
+
+
 static int try_fixture(const char *dir, const manifest *m, const void *data, size_t len, const char *how,
                        char *why, size_t why_size, df_code *code) {
     df_status st;
@@ -96,6 +147,7 @@ static int try_fixture(const char *dir, const manifest *m, const void *data, siz
     df_output feeds[MAX_IO], fetches[MAX_IO];
     df_tensor *fv[MAX_IO] = {NULL}, *out[MAX_IO] = {NULL};
     int ok = 1;
+    if (spread_devices) spread_over_two_devices(g);
     for (int i = 0; ok && i < m->n_feeds; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s", dir, m->feed_files[i]);
@@ -114,7 +166,7 @@ static int try_fixture(const char *dir, const manifest *m, const void *data, siz
     if (ok) {
         df_session_options so;
         memset(&so, 0, sizeof so);
-        so.num_cpu_devices = m->devices;
+        so.num_cpu_devices = spread_devices && m->devices < 2 ? 2 : m->devices;
         s = df_session_new(g, &so, &st);
         if (!s) {
             *code = st.code;
@@ -684,10 +736,11 @@ static int compare_names(const void *a, const void *b) { return strcmp((const ch
    `expected` must match TensorFlow; the others are printed with the status that stops them ("not
    yet": mostly ops not registered here) and do not fail the test. Add a fixture's name to
    `expected` once it passes. */
-DF_TEST(graphdef_control_flow_fixtures_match_tensorflow) {
-    static const char *const expected[] = {"dynamic_rnn_gru", "dynamic_rnn_lstm", "foldl", "hessians", "map_fn", "scan",
+static const char *const cf_expected[] = {"dynamic_rnn_gru", "dynamic_rnn_lstm", "foldl", "hessians", "map_fn", "scan",
                                            "ta_devices", "ta_ops", "ta_while_write", "tf2_keras_gru", "tf2_keras_lstm",
                                            "tf2_second_order_while", "tf2_tape_if", "tf2_tape_if_in_while", "tf2_tape_while"};
+DF_TEST(graphdef_control_flow_fixtures_match_tensorflow) {
+    const char *const *expected = cf_expected;
     char names[64][64];
     fixtures_root = "tests/graphdef/fixtures_cf";
     int n = fixture_dirs(names, 64), passed = 0, listed = 0;
@@ -702,7 +755,7 @@ DF_TEST(graphdef_control_flow_fixtures_match_tensorflow) {
         CHECK_MSG(data != NULL, "%s: unreadable fixture", dir);
         if (!data) continue;
         int must = 0;
-        for (size_t k = 0; k < sizeof expected / sizeof *expected; k++) must |= !strcmp(names[i], expected[k]);
+        for (size_t k = 0; k < sizeof cf_expected / sizeof *cf_expected; k++) must |= !strcmp(names[i], expected[k]);
         listed += must;
         int ok = try_fixture(dir, &m, data, len, "TensorFlow's GraphDef", why, sizeof why, &code);
         passed += ok;
@@ -714,4 +767,25 @@ DF_TEST(graphdef_control_flow_fixtures_match_tensorflow) {
     }
     fixtures_root = FIXTURES;
     printf("    %d of %d control-flow fixtures match (%d expected to)\n", passed, n, listed);
+}
+
+/* The same graphs with their nodes spread over two CPU devices in turn: arrays and lists
+   written, read and carried through loops across devices (Send/Recv inside frames), refs and
+   resources kept on their devices, to TensorFlow's numbers. */
+DF_TEST(graphdef_control_flow_fixtures_over_two_devices) {
+    fixtures_root = "tests/graphdef/fixtures_cf";
+    spread_devices = 1;
+    int passed = 0, n = (int)(sizeof cf_expected / sizeof *cf_expected);
+    for (int i = 0; i < n; i++) {
+        char dir[256];
+        manifest m;
+        size_t len = 0;
+        void *data = load_fixture(cf_expected[i], dir, sizeof dir, &m, &len);
+        CHECK_MSG(data != NULL, "%s: unreadable fixture", dir);
+        if (data) passed += run_fixture(dir, &m, data, len, "nodes spread over CPU:0 and CPU:1");
+        free(data);
+    }
+    spread_devices = 0;
+    fixtures_root = FIXTURES;
+    printf("    %d of %d control-flow fixtures match over two devices\n", passed, n);
 }
