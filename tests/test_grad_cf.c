@@ -159,6 +159,18 @@ DF_TEST(grad_second_order_through_cond_in_while) {
     check_kind(2, 6, 1.2, 0, 1);
     check_kind(2, 5, 0.8, 0, 1);
     check_kind(2, 1, 0.7, 0, 1);
+    /* and TensorFlow 2's answer (tests/graphdef/fixtures_cf/tf2_second_order_if_in_while: nested
+       GradientTapes over the same loop, x = 1.2, n = 6, float64) */
+    built b = build(2, 10, 1);
+    df_session *s = df_session_new(b.g, NULL, NULL);
+    double v[3];
+    df_output f[3] = {b.y, b.dx, b.ddx};
+    CHECK(run(&b, s, 1.2, 0, 6, f, 3, v));
+    CHECK_MSG(fabs(v[0] - 29.211863039999997) <= 1e-12 * 29.2, "y %.17g", v[0]);
+    CHECK_MSG(fabs(v[1] - 120.80808960000002) <= 1e-12 * 120.8, "dy/dx %.17g", v[1]);
+    CHECK_MSG(fabs(v[2] - 442.64921599999997) <= 1e-12 * 442.6, "d2y/dx2 %.17g", v[2]);
+    df_session_free(s);
+    df_graph_free(b.g);
 }
 
 /* Nested loops with data-dependent trip counts: outer i < n, inner j < i: h = h * x + w. */

@@ -738,7 +738,8 @@ static int compare_names(const void *a, const void *b) { return strcmp((const ch
    `expected` once it passes. */
 static const char *const cf_expected[] = {"dynamic_rnn_gru", "dynamic_rnn_lstm", "foldl", "hessians", "map_fn", "scan",
                                            "ta_devices", "ta_ops", "ta_while_write", "tf2_keras_gru", "tf2_keras_lstm",
-                                           "tf2_second_order_while", "tf2_tape_if", "tf2_tape_if_in_while", "tf2_tape_while"};
+                                           "tf2_second_order_if_in_while", "tf2_second_order_while", "tf2_tape_if",
+                                          "tf2_tape_if_in_while", "tf2_tape_while"};
 DF_TEST(graphdef_control_flow_fixtures_match_tensorflow) {
     const char *const *expected = cf_expected;
     char names[64][64];

@@ -547,6 +547,34 @@ def tf2_main():
         specs = [spec([2, 3], f32, "x"), spec([], i32, "n")]
         return fn, specs, [normal(rng, [2, 3]), np.array(3, np.int32)]
 
+    def build_second_order_if_in_while(rng):
+        """Nested GradientTapes through a while loop whose body holds an if (both
+        branches taken): d2 loss / dx2, float64. TensorFlow 2 can (the intermediates
+        travel in TensorLists and Optionals); TensorFlow 1's tf.gradients cannot."""
+        del rng
+
+        @tf.function
+        def fn(x, n):
+            with tf.GradientTape() as outer:
+                outer.watch(x)
+                with tf.GradientTape() as inner:
+                    inner.watch(x)
+                    h = x * 0.5
+                    i = tf.constant(0)
+                    while i < n:
+                        if i % 2 == 0:
+                            h = h * x
+                        else:
+                            h = h + x
+                        i += 1
+                    loss = h * h
+                g = inner.gradient(loss, x)
+            g2 = outer.gradient(g, x)
+            return out(loss, "out_loss"), out(g, "grad_x"), out(g2, "grad_grad_x")
+
+        specs = [spec([], tf.float64, "x"), spec([], i32, "n")]
+        return fn, specs, [np.array(1.2, np.float64), np.array(6, np.int32)]
+
     def build_keras(rng, kind):
         import keras
         if kind == "lstm":
@@ -593,6 +621,7 @@ def tf2_main():
         ("tf2_tape_if", build_tape_if, 402),
         ("tf2_tape_if_in_while", build_tape_if_in_while, 403),
         ("tf2_second_order_while", build_second_order_while, 404),
+        ("tf2_second_order_if_in_while", build_second_order_if_in_while, 407),
         ("tf2_keras_lstm", build_keras_lstm, 405),
         ("tf2_keras_gru", build_keras_gru, 406),
     ]
