@@ -546,3 +546,57 @@ DF_TEST(tensor_list_gradients) {
     df_tensor_release(yv);
     df_graph_free(g);
 }
+
+#ifndef DF_NO_THREADS
+/* Over workers (other processes in general): a list's payload lives in one process's memory,
+   so a list crossing to another task, or fetched from one, is refused with a clear status. */
+static void tl_quiet(void *user, const char *line) { (void)user; (void)line; }
+DF_TEST(tensor_list_refused_between_processes) {
+    df_worker *w[2] = {NULL, NULL};
+    char target[256] = "";
+    for (int i = 0; i < 2; i++) {
+        df_worker_options o;
+        memset(&o, 0, sizeof o);
+        o.task = i;
+        o.log = tl_quiet;
+        df_status st;
+        if (!(w[i] = df_worker_start(&o, &st))) { CHECK_MSG(0, "worker %d: %s", i, st.message); break; }
+        size_t k = strlen(target);
+        snprintf(target + k, sizeof target - k, "%s127.0.0.1:%d", i ? "," : "", df_worker_port(w[i]));
+    }
+    if (w[0] && w[1]) {
+        df_graph *g = df_graph_new();
+        int64_t d2 = 2;
+        df_graph_push_device(g, "/job:worker/task:0");
+        df_output l = from_tensor(g, "from", f32s(g, 1, &d2, (float[]){1, 2}), df_scalar_i32(g, -1));
+        df_output local = stack(g, "stack0", l, df_scalar_i32(g, -1));
+        df_graph_pop_device(g);
+        df_graph_push_device(g, "/job:worker/task:1");
+        df_output far = stack(g, "stack1", l, df_scalar_i32(g, -1));
+        df_graph_pop_device(g);
+        df_session_options o;
+        memset(&o, 0, sizeof o);
+        o.target = target;
+        df_status st;
+        df_session *s = df_session_new(g, &o, &st);
+        CHECK_MSG(s != NULL, "session: %s", st.message);
+        df_tensor *out = NULL;
+        if (s) {
+            df_session_run(s, NULL, NULL, 0, &local, &out, 1, NULL, 0, &st);    /* within one task: fine */
+            CHECK_OK(&st);
+            CHECK(floats_are(out, 2, (float[]){1, 2}));
+            df_tensor_release(out); out = NULL;
+            df_session_run(s, NULL, NULL, 0, &far, &out, 1, NULL, 0, &st);
+            CHECK_STATUS(&st, DF_UNIMPLEMENTED, "cannot be sent to another process");
+            CHECK(out == NULL);
+            df_session_run(s, NULL, NULL, 0, &l, &out, 1, NULL, 0, &st);
+            CHECK_STATUS(&st, DF_UNIMPLEMENTED, "variant");
+            CHECK(out == NULL);
+            df_tensor_release(out);
+        }
+        df_session_free(s);
+        df_graph_free(g);
+    }
+    for (int i = 0; i < 2; i++) df_worker_stop(w[i]);
+}
+#endif
