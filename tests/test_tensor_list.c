@@ -600,3 +600,87 @@ DF_TEST(tensor_list_refused_between_processes) {
     for (int i = 0; i < 2; i++) df_worker_stop(w[i]);
 }
 #endif
+
+/* The gradient through a list carried by a while loop (pushes in the loop, a Stack after it):
+   d/dx sum_i x*i = sum_i i. A list read inside a loop without being a loop variable cannot be
+   differentiated here: a clear error, not a silent zero. */
+static df_output grad_x;
+static df_output scalar_shape(df_graph *g) {
+    df_tensor *t = df_tensor_new(DF_INT32, 1, (int64_t[]){0}, NULL);
+    df_output o = df_const(g, t);
+    df_tensor_release(t);
+    return o;
+}
+static void grad_body(df_graph *g, void *user, const df_output *v, df_output *next) {
+    (void)user;
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    next[1] = push(g, NULL, v[1], df_mul(g, grad_x, df_cast(g, v[0], DF_FLOAT)));
+}
+static df_output captured_list;
+static void read_body(df_graph *g, void *user, const df_output *v, df_output *next) {
+    (void)user;
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    next[1] = df_add(g, v[1], get_item(g, NULL, captured_list, 0, scalar_shape(g), DF_FLOAT));
+}
+DF_TEST(tensor_list_gradient_through_a_while_loop_variable) {
+    df_graph *g = df_graph_new();
+    int n = 50;
+    grad_x = df_placeholder(g, "x", DF_FLOAT, 0, NULL);
+    df_output init[2] = {df_scalar_i32(g, 0), empty_list(g, "acc", scalar_shape(g), -1)}, outs[2], dx;
+    CHECK_EQ_INT(df_while_loop(g, 2, init, loop_cond, grad_body, &n, NULL, outs), DF_OK);
+    df_output loss = df_reduce_sum(g, stack(g, "stack", outs[1], scalar_shape(g)), 0, NULL, 0);
+    CHECK_EQ_INT(df_gradients(g, 1, &loss, NULL, 1, &grad_x, &dx), DF_OK);
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    df_tensor *xv = df_tensor_scalar_f32(2), *out[2] = {0};
+    df_output f[2] = {loss, dx};
+    if (s) df_session_run(s, &grad_x, &xv, 1, f, out, 2, NULL, 0, &st);
+    CHECK_OK(&st);
+    CHECK(out[0] && *(float *)df_tensor_data(out[0]) == 2 * 1225);
+    CHECK(out[1] && *(float *)df_tensor_data(out[1]) == 1225);
+    for (int i = 0; i < 2; i++) df_tensor_release(out[i]);
+    df_tensor_release(xv);
+    df_session_free(s);
+    df_graph_free(g);
+
+    g = df_graph_new();
+    df_output y = df_placeholder(g, "y", DF_FLOAT, 0, NULL);
+    captured_list = push(g, "outside", empty_list(g, "l", scalar_shape(g), -1), y);
+    df_output init2[2] = {df_scalar_i32(g, 0), df_scalar_f32(g, 0)};
+    CHECK_EQ_INT(df_while_loop(g, 2, init2, loop_cond, read_body, &n, NULL, outs), DF_OK);
+    CHECK_EQ_INT(df_gradients(g, 1, &outs[1], NULL, 1, &y, &dx), DF_UNIMPLEMENTED);
+    CHECK_STATUS(df_graph_status(g), DF_UNIMPLEMENTED, "make it a loop variable");
+    df_graph_free(g);
+}
+
+/* ConcatV2 and Split are each other's gradients. */
+DF_TEST(tensor_list_concat_split_gradients) {
+    df_graph *g = df_graph_new();
+    int64_t d5 = 5, d2 = 2;
+    df_output x = df_placeholder(g, "x", DF_FLOAT, 1, &d5);
+    int64_t lens[2] = {3, 2};
+    df_tensor *lt = df_tensor_from_data(DF_INT64, 1, &d2, lens, sizeof lens, NULL);
+    df_output in[3] = {x, df_scalar_i32(g, -1), df_const(g, lt)};
+    df_tensor_release(lt);
+    df_output l = op0(g, "TensorListSplit", "split", in, 3, 0);
+    df_tensor *lead = df_tensor_new(DF_INT64, 1, (int64_t[]){0}, NULL);
+    df_output cin[3] = {set_item(g, "set", l, 1, df_mul(g, get_item(g, "get", l, 1, df_scalar_i32(g, -1), DF_FLOAT), df_scalar_f32(g, 4))),
+                        i32s(g, 1, (int32_t[]){-1}), df_const(g, lead)};
+    df_tensor_release(lead);
+    df_output cat = op0(g, "TensorListConcatV2", "concat", cin, 3, DF_FLOAT);
+    df_output loss = df_reduce_sum(g, df_mul(g, cat, df_scalar_f32(g, 1)), 1, (int32_t[]){0}, 0), dx;
+    CHECK_EQ_INT(df_gradients(g, 1, &loss, NULL, 1, &x, &dx), DF_OK);
+    CHECK_OK(df_graph_status(g));
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    df_tensor *xv = df_tensor_from_data(DF_FLOAT, 1, &d5, (float[]){1, 2, 3, 4, 5}, 20, NULL), *out[2] = {0};
+    df_output f[2] = {cat, dx};
+    if (s) df_session_run(s, &x, &xv, 1, f, out, 2, NULL, 0, &st);
+    CHECK_OK(&st);
+    CHECK(floats_are(out[0], 5, (float[]){1, 2, 3, 16, 20}));
+    CHECK(floats_are(out[1], 5, (float[]){1, 1, 1, 4, 4}));
+    for (int i = 0; i < 2; i++) df_tensor_release(out[i]);
+    df_tensor_release(xv);
+    df_session_free(s);
+    df_graph_free(g);
+}
