@@ -328,6 +328,10 @@ DF_TEST(tensor_list_variant_tensors_are_made_only_by_kernels_and_feed_back) {
     char path[512];
     snprintf(path, sizeof path, "%s/variant.npy", df_test_tmpdir());
     CHECK(df_tensor_write_npy(lv, path) != DF_OK);
+    snprintf(path, sizeof path, "%s/variant.ckpt", df_test_tmpdir());
+    const char *name = "list";
+    CHECK_EQ_INT(df_checkpoint_write(path, 1, &name, &lv, &st), DF_UNIMPLEMENTED);
+    CHECK_STATUS(&st, DF_UNIMPLEMENTED, "of type variant");
     df_tensor_release(sv);
     df_tensor_release(lv);
     df_session_free(s);
