@@ -382,6 +382,7 @@ DF_TEST(tensor_list_zeros_like_and_add_n_of_lists) {
     df_status st;
     CHECK_OK(df_graph_status(g));
     CHECK_EQ_INT(run(g, f, out, 2, &st), DF_OK);
+    CHECK_OK(&st);
     CHECK(floats_are(out[0], 3, (float[]){11, 122, 33}));
     CHECK(floats_are(out[1], 3, (float[]){0, 0, 0}));
     for (int i = 0; i < 2; i++) df_tensor_release(out[i]);
