@@ -21387,7 +21387,8 @@ static df__variant *df__tl_mutable(df__kctx *c, int out, int in, int64_t cap) {
     df__variant *v = df__variant_copy(l, cap);
     return df__tl_emit(c, out, v) ? v : NULL;
 }
-static df__allocator *df__tl_alloc(df__kctx *c) { return c->gpu ? df__host_allocator() : c->alloc; }
+/* Elements live in host memory, whatever the device (a GPU runs list ops' host kernels). */
+static df__allocator *df__tl_alloc(df__kctx *c) { return c->gpu || (c->dev && !c->dev->host_memory) ? df__host_allocator() : c->alloc; }
 static df_tensor *df__tl_new_tensor(df__kctx *c, df_dtype t, int rank, const int64_t *dims) {
     df__allocator *a = df__tl_alloc(c);
     df_tensor *x = a ? df__tensor_alloc(a, t, rank, dims, c->st) : NULL;
@@ -21403,7 +21404,7 @@ static df_tensor *df__tl_zeros(df__kctx *c, df_dtype t, const df__shape *s) {
     if (x && t != DF_VARIANT) memset(x->data, 0, x->nbytes);
     return x;
 }
-/* Row i of x (rank >= 1) as a new tensor of rank-1. */
+/* Rows i .. i+rows-1 of x (rank >= 1) as a new tensor; rows < 0: row i alone, of rank-1. */
 static df_tensor *df__tl_slice(df__kctx *c, const df_tensor *x, int64_t i, int64_t rows) {
     int64_t dims[DF_MAX_RANK];
     for (int d = 1; d < x->rank; d++) dims[d] = x->dims[d];
@@ -21794,19 +21795,23 @@ static void df__k_tensor_list_resize(df__kctx *c) {
     for (int64_t i = n; i < v->n; i++) { df_tensor_release(v->v[i]); v->v[i] = NULL; }
     v->n = n;
 }
-/* Rows of x into v at indices idx (checked against v's size unless `grow`). */
-static int df__tl_scatter(df__kctx *c, df__variant *v, const df_tensor *x, const df_tensor *idx) {
+/* Scatter's indices against a list of n elements, and x's rows against its element shape. */
+static int df__tl_scatter_check(df__kctx *c, const df__variant *l, const df_tensor *x, const df_tensor *idx) {
     char a[96], b[96];
     for (int64_t j = 0; j < idx->n; j++) {
         int64_t i = df__int_at(idx, j);
         if (i < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Indices in TensorListScatter must all be non-negative."); return 0; }
-        if (i >= v->n) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Trying to scatter at index %lld in list with size %lld", (long long)i, (long long)v->n); return 0; }
+        if (i >= l->n) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Trying to scatter at index %lld in list with size %lld", (long long)i, (long long)l->n); return 0; }
     }
-    if (!df__tl_compatible(&v->element_shape, x->rank - 1, x->dims + 1)) {
+    if (!df__tl_compatible(&l->element_shape, x->rank - 1, x->dims + 1)) {
         DF__KFAIL(c, DF_INVALID_ARGUMENT, "Tried to scatter a tensor of shape %s into a list of element shape %s",
-                  df__dims_str(x->rank, x->dims, a, sizeof a), df__pshape_str(&v->element_shape, b, sizeof b));
+                  df__dims_str(x->rank, x->dims, a, sizeof a), df__pshape_str(&l->element_shape, b, sizeof b));
         return 0;
     }
+    return 1;
+}
+/* Rows of x into v at indices idx (checked already). */
+static int df__tl_scatter(df__kctx *c, df__variant *v, const df_tensor *x, const df_tensor *idx) {
     for (int64_t j = 0; j < idx->n; j++) {
         int64_t i = df__int_at(idx, j);
         df_tensor *e = df__tl_slice(c, x, j, -1);
@@ -21834,10 +21839,7 @@ static void df__k_tensor_list_scatter_into(df__kctx *c) {
         DF__KFAIL(c, DF_INVALID_ARGUMENT, "Invalid data types; list elements %s but tried to scatter %s", df_dtype_name(l->element_dtype), df_dtype_name(x->dtype));
         return;
     }
-    for (int64_t j = 0; j < idx->n; j++) {         /* checked before the list is touched */
-        int64_t i = df__int_at(idx, j);
-        if (i < 0 || i >= l->n) { df__tl_scatter(c, (df__variant *)l, x, idx); return; }
-    }
+    if (!df__tl_scatter_check(c, l, x, idx)) return;    /* before the list is touched */
     df__variant *v = df__tl_mutable(c, 0, 0, l->n);
     if (v) df__tl_scatter(c, v, x, idx);
 }
@@ -21855,7 +21857,7 @@ static void df__k_tensor_list_scatter(df__kctx *c) {
     if (!v) return;
     v->n = n;
     v->element_dtype = x->dtype;
-    if (!df__tl_scatter(c, v, x, idx)) { df__variant_release(v); return; }
+    if (!df__tl_scatter_check(c, v, x, idx) || !df__tl_scatter(c, v, x, idx)) { df__variant_release(v); return; }
     df__tl_emit(c, 0, v);
 }
 

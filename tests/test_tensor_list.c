@@ -255,7 +255,15 @@ static df_output build_list_as_optional(df_graph *g) {
     df_output in[1] = {two_floats(g)};
     return op0(g, "OptionalHasValue", "has", in, 1, 0);
 }
+static df_output build_scatter_out_of_range(df_graph *g) {
+    int64_t d1 = 1;
+    df_output in[3] = {two_floats(g), f32s(g, 1, &d1, (float[]){5}), i32s(g, 1, (int32_t[]){2})};
+    return op0(g, "TensorListScatterIntoExistingList", "scatter2", in, 3, DF_FLOAT);
+}
+static df_output build_from_scalar(df_graph *g) { return from_tensor(g, "from_scalar", df_scalar_f32(g, 1), df_scalar_i32(g, -1)); }
 DF_TEST(tensor_list_errors_name_the_node) {
+    expect_error(build_scatter_out_of_range, "Trying to scatter at index 2 in list with size 2", "scatter2");
+    expect_error(build_from_scalar, "Tensor must be at least a vector", "from_scalar");
     expect_error(build_get_out_of_range, "Trying to access element 5 in a list with 2 elements", "get5");
     expect_error(build_get_negative, "Trying to access element -1 in a list with 2 elements", "get_neg");
     expect_error(build_get_wrong_dtype, "Invalid data types; op elements int32 but list elements float", "get_int");
