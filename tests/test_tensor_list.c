@@ -697,3 +697,32 @@ DF_TEST(tensor_list_concat_split_gradients) {
     df_session_free(s);
     df_graph_free(g);
 }
+
+/* TensorListPushBackBatch over a vector of lists (Pack of handles), TensorListConcatLists. */
+DF_TEST(tensor_list_push_back_batch_and_concat_lists) {
+    df_graph *g = df_graph_new();
+    int64_t d2 = 2, d22[2] = {2, 2};
+    df_output a = from_tensor(g, "a", f32s(g, 1, &d2, (float[]){1, 2}), df_scalar_i32(g, -1));
+    df_output b = from_tensor(g, "b", f32s(g, 1, &d2, (float[]){3, 4}), df_scalar_i32(g, -1));
+    df_output ab[2] = {a, b};
+    df_op_builder *bl = df_op_new(g, "Pack", "handles");
+    df_op_add_input_list(bl, ab, 2);
+    df_output handles = {df_op_finish(bl), 0};
+    df_output pin[2] = {handles, f32s(g, 2, d22, (float[]){10, 20, 30, 40})};
+    df_output pushed = op0(g, "TensorListPushBackBatch", "push_batch", pin, 2, DF_FLOAT);
+    df_output cin[2] = {a, b};
+    df_output cat = op0(g, "TensorListConcatLists", "concat_lists", cin, 2, DF_FLOAT);
+    df_output f[2] = {pushed, stack(g, "stack_cat", cat, df_scalar_i32(g, -1))};
+    df_tensor *out[2] = {0};
+    df_status st;
+    CHECK_OK(df_graph_status(g));
+    CHECK_EQ_INT(run(g, f, out, 2, &st), DF_OK);
+    CHECK_OK(&st);
+    CHECK(out[0] && df_tensor_dtype(out[0]) == DF_VARIANT && df_tensor_rank(out[0]) == 1 && df_tensor_dim(out[0], 0) == 2);
+    char buf[160];
+    df_tensor_describe(out[0], buf, sizeof buf);
+    CHECK_MSG(strstr(buf, "TensorList<float>(3), TensorList<float>(3)") != NULL, "describe: %s", buf);
+    CHECK(floats_are(out[1], 4, (float[]){1, 2, 3, 4}));
+    for (int i = 0; i < 2; i++) df_tensor_release(out[i]);
+    df_graph_free(g);
+}
