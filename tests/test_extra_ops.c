@@ -243,6 +243,17 @@ DF_TEST(dynamic_stitch_bad_inputs_give_a_status) {
     out[0] = NULL;
     df_session_run(sess, &p, &v, 1, &m, out, 1, NULL, 0, &st);
     CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "data[1].shape = [2,3] does not start with indices[1].shape = [1]");
+    /* data of a lower rank than its indices (unknown when the graph was built) */
+    df_output q = df_placeholder(g, "q", DF_FLOAT, -1, NULL);
+    df_output ix3 = konst(g, DF_INT32, 2, D(1, 1), F(0));
+    df_output m3 = {stitch(g, "DynamicStitch", &ix3, &q, 1), 0};
+    df_tensor *qv = df_tensor_new(DF_FLOAT, 1, D(1), NULL);
+    ((float *)df_tensor_data(qv))[0] = 1;
+    df_tensor_release(out[0]);
+    out[0] = NULL;
+    df_session_run(sess, &q, &qv, 1, &m3, out, 1, NULL, 0, &st);
+    CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "data[0] has rank 1, less than the rank 2 of indices[0]");
+    df_tensor_release(qv);
     df_tensor_release(v);
     df_tensor_release(out[0]);
     df_session_free(sess);

@@ -160,6 +160,10 @@ DF_PRIVATE void df__k_dynamic_stitch(df__kctx *c) {
     int n = c->n_in / 2;
     const df_tensor *d0 = c->in[n], *i0 = c->in[0];
     int64_t max_index = -1;
+    if (d0->rank < i0->rank) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "data[0] has rank %d, less than the rank %d of indices[0]", d0->rank, i0->rank);
+        return;
+    }
     for (int i = 0; i < n; i++) {
         const df_tensor *ix = c->in[i], *d = c->in[n + i];
         if (!df__is_int_tensor(ix)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "indices[%d] must be int32", i); return; }
