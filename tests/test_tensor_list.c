@@ -146,7 +146,7 @@ DF_TEST(tensor_list_from_tensor_gather_scatter_resize_concat_split) {
     df_output l = from_tensor(g, "from", x, i32s(g, 1, (int32_t[]){2}));
     df_output gin[3] = {l, i32s(g, 2, (int32_t[]){2, 0}), i32s(g, 1, (int32_t[]){2})};
     df_output gathered = op0(g, "TensorListGather", "gather", gin, 3, DF_FLOAT);
-    df_output sin[3] = {l, f32s(g, 2, d22, (float[]){10, 20, 30, 40}), i32s(g, 2, (int32_t[]){0, 2})};
+    df_output sin[3] = {l, f32s(g, 2, d22, (float[]){10, 20, 30, 40}), i32s(g, 2, (int32_t[]){0, 4})};
     df_output scattered = op0(g, "TensorListScatterIntoExistingList", "scatter_into", sin, 3, DF_FLOAT);
     df_output rin[2] = {scattered, df_scalar_i32(g, 4)};
     df_output resized = op0(g, "TensorListResize", "resize", rin, 2, 0);
@@ -177,7 +177,7 @@ DF_TEST(tensor_list_from_tensor_gather_scatter_resize_concat_split) {
     CHECK_EQ_INT(run(g, f, out, 8, &st), DF_OK);
     CHECK_OK(&st);
     CHECK(floats_are(out[0], 4, (float[]){5, 6, 1, 2}));
-    CHECK(floats_are(out[1], 6, (float[]){10, 20, 3, 4, 30, 40}));
+    CHECK(floats_are(out[1], 10, (float[]){10, 20, 3, 4, 5, 6, 0, 0, 30, 40}));   /* grown to index 4 (TensorFlow) */
     CHECK(out[2] && *(int32_t *)df_tensor_data(out[2]) == 4);
     CHECK(floats_are(out[3], 2, (float[]){1, 2}));
     CHECK(floats_are(out[4], 5, (float[]){1, 2, 3, 4, 5}));
@@ -255,25 +255,31 @@ static df_output build_list_as_optional(df_graph *g) {
     df_output in[1] = {two_floats(g)};
     return op0(g, "OptionalHasValue", "has", in, 1, 0);
 }
-static df_output build_scatter_out_of_range(df_graph *g) {
+static df_output build_scatter_out_of_range(df_graph *g) {     /* num_elements fixes the size */
     int64_t d1 = 1;
-    df_output in[3] = {two_floats(g), f32s(g, 1, &d1, (float[]){5}), i32s(g, 1, (int32_t[]){2})};
-    return op0(g, "TensorListScatterIntoExistingList", "scatter2", in, 3, DF_FLOAT);
+    df_output in[4] = {f32s(g, 1, &d1, (float[]){5}), i32s(g, 1, (int32_t[]){3}), df_scalar_i32(g, -1), df_scalar_i32(g, 2)};
+    return op0(g, "TensorListScatterV2", "scatter3", in, 4, 0);
+}
+static df_output build_scatter_negative(df_graph *g) {
+    int64_t d1 = 1;
+    df_output in[3] = {two_floats(g), f32s(g, 1, &d1, (float[]){5}), i32s(g, 1, (int32_t[]){-1})};
+    return op0(g, "TensorListScatterIntoExistingList", "scatter_neg", in, 3, DF_FLOAT);
 }
 static df_output build_from_scalar(df_graph *g) { return from_tensor(g, "from_scalar", df_scalar_f32(g, 1), df_scalar_i32(g, -1)); }
 DF_TEST(tensor_list_errors_name_the_node) {
-    expect_error(build_scatter_out_of_range, "Trying to scatter at index 2 in list with size 2", "scatter2");
+    expect_error(build_scatter_out_of_range, "TensorListScatter: Trying to scatter at index 3 in list with size 2", "scatter3");
+    expect_error(build_scatter_negative, "Indices in TensorListScatter must all be non-negative", "scatter_neg");
     expect_error(build_from_scalar, "Tensor must be at least a vector", "from_scalar");
     expect_error(build_get_out_of_range, "Trying to access element 5 in a list with 2 elements", "get5");
     expect_error(build_get_negative, "Trying to access element -1 in a list with 2 elements", "get_neg");
     expect_error(build_get_wrong_dtype, "Invalid data types; op elements int32 but list elements float", "get_int");
     expect_error(build_push_wrong_shape, "incompatible shape", "push3");
-    expect_error(build_push_wrong_dtype, "Invalid data types; list elements float but tried to append int32", "push_int");
+    expect_error(build_push_wrong_dtype, "Invalid data types; op elements int32 but list elements float", "push_int");
     expect_error(build_push_full, "Tried to push item into a full list", "push_b");
     expect_error(build_pop_empty, "Trying to pop from an empty list", "pop_empty");
     expect_error(build_set_out_of_range, "Trying to modify element 9 in a list with 2 elements", "set9");
     expect_error(build_stack_count, "expected a list with 3 elements but got a list with 2", "stack3");
-    expect_error(build_optional_none_get, "The optional does not have a value", "get_none");
+    expect_error(build_optional_none_get, "The given optional does not have a value", "get_none");
     expect_error(build_list_as_optional, "Input handle is not an optional", "has");
 }
 

@@ -258,8 +258,8 @@ static int df__tl_read_element_shape(df__kctx *c, const df__variant *l, int in, 
 static int df__tl_check_item(df__kctx *c, const df__variant *l, const df_tensor *t, const char *action) {
     char a[96], b[96];
     if (t->dtype != l->element_dtype) {
-        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Invalid data types; list elements %s but tried to %s %s",
-                  df_dtype_name(l->element_dtype), action, df_dtype_name(t->dtype));
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Invalid data types; op elements %s but list elements %s",
+                  df_dtype_name(t->dtype), df_dtype_name(l->element_dtype));
         return 0;
     }
     if (!df__tl_compatible(&l->element_shape, t->rank, t->dims)) {
@@ -661,7 +661,7 @@ static int df__tl_scatter_check(df__kctx *c, const df__variant *l, const df_tens
     for (int64_t j = 0; j < idx->n; j++) {
         int64_t i = df__int_at(idx, j);
         if (i < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Indices in TensorListScatter must all be non-negative."); return 0; }
-        if (i >= l->n) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Trying to scatter at index %lld in list with size %lld", (long long)i, (long long)l->n); return 0; }
+        if (i >= l->n) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "TensorListScatter: Trying to scatter at index %lld in list with size %lld", (long long)i, (long long)l->n); return 0; }
     }
     if (!df__tl_compatible(&l->element_shape, x->rank - 1, x->dims + 1)) {
         DF__KFAIL(c, DF_INVALID_ARGUMENT, "Tried to scatter a tensor of shape %s into a list of element shape %s",
@@ -699,12 +699,19 @@ DF_PRIVATE void df__k_tensor_list_scatter_into(df__kctx *c) {
         DF__KFAIL(c, DF_INVALID_ARGUMENT, "Invalid data types; list elements %s but tried to scatter %s", df_dtype_name(l->element_dtype), df_dtype_name(x->dtype));
         return;
     }
-    if (!df__tl_scatter_check(c, l, x, idx)) return;    /* before the list is touched */
-    df__variant *v = df__tl_mutable(c, 0, 0, l->n);
-    if (v) df__tl_scatter(c, v, x, idx);
+    int64_t top = -1;
+    for (int64_t j = 0; j < idx->n; j++) top = DF__MAX(top, df__int_at(idx, j));
+    if (top >= DF_MAX_ELEMENTS) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Index %lld is too large", (long long)top); return; }
+    df__variant grown = *l;                  /* TensorFlow grows the list to the largest index */
+    grown.n = DF__MAX(l->n, top + 1);
+    if (!df__tl_scatter_check(c, &grown, x, idx)) return;    /* before the list is touched */
+    df__variant *v = df__tl_mutable(c, 0, 0, grown.n);
+    if (!v) return;
+    v->n = grown.n;                          /* the new slots are NULL: uninitialised elements */
+    df__tl_scatter(c, v, x, idx);
 }
-/* TensorListScatter and TensorListScatterV2 (num_elements: -1 or the size, at least the
-   largest index plus one). */
+/* TensorListScatter and TensorListScatterV2 (num_elements: the size, or -1 for the largest
+   index plus one). */
 DF_PRIVATE void df__k_tensor_list_scatter(df__kctx *c) {
     const df_tensor *x = c->in[0], *idx = c->in[1];
     if (!df__tl_scatter_args(c, x, idx)) return;
@@ -712,7 +719,8 @@ DF_PRIVATE void df__k_tensor_list_scatter(df__kctx *c) {
     if (c->n_in > 3 && !df__tl_scalar_int(c, 3, "num_elements", &n)) return;
     for (int64_t j = 0; j < idx->n; j++) top = DF__MAX(top, df__int_at(idx, j));
     if (top >= DF_MAX_ELEMENTS) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Index %lld is too large", (long long)top); return; }
-    n = DF__MAX(n, top + 1);
+    if (n == -1) n = top + 1;
+    if (n < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "num_elements must be -1 or >= 0, got %lld", (long long)n); return; }
     df__variant *v = df__tl_new_list(c, 2, n);
     if (!v) return;
     v->n = n;
@@ -738,7 +746,7 @@ DF_PRIVATE void df__k_optional_has_value(df__kctx *c) {
 DF_PRIVATE void df__k_optional_get_value(df__kctx *c) {
     const df__variant *v = df__tl_get(c, 0, DF__VARIANT_OPTIONAL);
     if (!v) return;
-    if (!v->has_value) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "The optional does not have a value."); return; }
+    if (!v->has_value) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "The given optional does not have a value."); return; }
     if (v->n != c->n_out) {
         DF__KFAIL(c, DF_INVALID_ARGUMENT, "The expected number of components is %d but the optional has %lld", c->n_out, (long long)v->n);
         return;
