@@ -63,10 +63,10 @@ static int df__gg_alike(df__gg *gg, df_tensor *const *in, int keep, df_status *s
         memcpy(s->dims, t->dims, (size_t)t->rank * sizeof(int64_t));
         df_tensor_release(s->bytes);
         s->bytes = NULL;
-        if (s->host && t->dtype != DF_STRING) {
+        if (s->host && t->dtype != DF_STRING && t->dtype != DF_VARIANT) {
             if (!(s->bytes = df__tensor_alloc(NULL, t->dtype, t->rank, t->dims, st))) { s->rank = -1; return 0; }
             memcpy(s->bytes->data, t->data, t->nbytes);
-        } else if (s->host) s->rank = -1;                     /* strings: never alike */
+        } else if (s->host) s->rank = -1;                     /* strings, lists (a pointer says nothing of its contents): never alike */
     }
     return 0;
 }

@@ -635,7 +635,7 @@ static int df__type_attr_accepts(const df__opdef *op, df_dtype t) {
           DF__OP_NEXT_ITERATION | DF__OP_TRANSFER)) || !strcmp(op->name, "Identity") || !strcmp(op->name, "StopGradient") ||
           !strcmp(op->name, "Placeholder") || !strcmp(op->name, "PlaceholderWithDefault") || !strcmp(op->name, "_Arg") ||
           !strcmp(op->name, "_Retval") || !strcmp(op->name, "ZerosLike") || !strcmp(op->name, "AddN") ||
-          !strncmp(op->name, "TensorList", 10) || !strcmp(op->name, "EmptyTensorList") ||
+          !strcmp(op->name, "Pack") || !strncmp(op->name, "TensorList", 10) || !strcmp(op->name, "EmptyTensorList") ||
           !strncmp(op->name, "Optional", 8)));  /* lists flow, add, and hold lists and optionals */
 }
 

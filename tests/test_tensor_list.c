@@ -146,7 +146,7 @@ DF_TEST(tensor_list_from_tensor_gather_scatter_resize_concat_split) {
     df_output l = from_tensor(g, "from", x, i32s(g, 1, (int32_t[]){2}));
     df_output gin[3] = {l, i32s(g, 2, (int32_t[]){2, 0}), i32s(g, 1, (int32_t[]){2})};
     df_output gathered = op0(g, "TensorListGather", "gather", gin, 3, DF_FLOAT);
-    df_output sin[3] = {l, f32s(g, 2, d22, (float[]){10, 20, 30, 40}), i32s(g, 2, (int32_t[]){0, 2})};
+    df_output sin[3] = {l, f32s(g, 2, d22, (float[]){10, 20, 30, 40}), i32s(g, 2, (int32_t[]){0, 4})};
     df_output scattered = op0(g, "TensorListScatterIntoExistingList", "scatter_into", sin, 3, DF_FLOAT);
     df_output rin[2] = {scattered, df_scalar_i32(g, 4)};
     df_output resized = op0(g, "TensorListResize", "resize", rin, 2, 0);
@@ -177,7 +177,7 @@ DF_TEST(tensor_list_from_tensor_gather_scatter_resize_concat_split) {
     CHECK_EQ_INT(run(g, f, out, 8, &st), DF_OK);
     CHECK_OK(&st);
     CHECK(floats_are(out[0], 4, (float[]){5, 6, 1, 2}));
-    CHECK(floats_are(out[1], 6, (float[]){10, 20, 3, 4, 30, 40}));
+    CHECK(floats_are(out[1], 10, (float[]){10, 20, 3, 4, 5, 6, 0, 0, 30, 40}));   /* grown to index 4 (TensorFlow) */
     CHECK(out[2] && *(int32_t *)df_tensor_data(out[2]) == 4);
     CHECK(floats_are(out[3], 2, (float[]){1, 2}));
     CHECK(floats_are(out[4], 5, (float[]){1, 2, 3, 4, 5}));
@@ -255,17 +255,31 @@ static df_output build_list_as_optional(df_graph *g) {
     df_output in[1] = {two_floats(g)};
     return op0(g, "OptionalHasValue", "has", in, 1, 0);
 }
+static df_output build_scatter_out_of_range(df_graph *g) {     /* num_elements fixes the size */
+    int64_t d1 = 1;
+    df_output in[4] = {f32s(g, 1, &d1, (float[]){5}), i32s(g, 1, (int32_t[]){3}), df_scalar_i32(g, -1), df_scalar_i32(g, 2)};
+    return op0(g, "TensorListScatterV2", "scatter3", in, 4, 0);
+}
+static df_output build_scatter_negative(df_graph *g) {
+    int64_t d1 = 1;
+    df_output in[3] = {two_floats(g), f32s(g, 1, &d1, (float[]){5}), i32s(g, 1, (int32_t[]){-1})};
+    return op0(g, "TensorListScatterIntoExistingList", "scatter_neg", in, 3, DF_FLOAT);
+}
+static df_output build_from_scalar(df_graph *g) { return from_tensor(g, "from_scalar", df_scalar_f32(g, 1), df_scalar_i32(g, -1)); }
 DF_TEST(tensor_list_errors_name_the_node) {
+    expect_error(build_scatter_out_of_range, "TensorListScatter: Trying to scatter at index 3 in list with size 2", "scatter3");
+    expect_error(build_scatter_negative, "Indices in TensorListScatter must all be non-negative", "scatter_neg");
+    expect_error(build_from_scalar, "Tensor must be at least a vector", "from_scalar");
     expect_error(build_get_out_of_range, "Trying to access element 5 in a list with 2 elements", "get5");
     expect_error(build_get_negative, "Trying to access element -1 in a list with 2 elements", "get_neg");
     expect_error(build_get_wrong_dtype, "Invalid data types; op elements int32 but list elements float", "get_int");
     expect_error(build_push_wrong_shape, "incompatible shape", "push3");
-    expect_error(build_push_wrong_dtype, "Invalid data types; list elements float but tried to append int32", "push_int");
+    expect_error(build_push_wrong_dtype, "Invalid data types; op elements int32 but list elements float", "push_int");
     expect_error(build_push_full, "Tried to push item into a full list", "push_b");
     expect_error(build_pop_empty, "Trying to pop from an empty list", "pop_empty");
     expect_error(build_set_out_of_range, "Trying to modify element 9 in a list with 2 elements", "set9");
     expect_error(build_stack_count, "expected a list with 3 elements but got a list with 2", "stack3");
-    expect_error(build_optional_none_get, "The optional does not have a value", "get_none");
+    expect_error(build_optional_none_get, "The given optional does not have a value", "get_none");
     expect_error(build_list_as_optional, "Input handle is not an optional", "has");
 }
 
@@ -328,6 +342,10 @@ DF_TEST(tensor_list_variant_tensors_are_made_only_by_kernels_and_feed_back) {
     char path[512];
     snprintf(path, sizeof path, "%s/variant.npy", df_test_tmpdir());
     CHECK(df_tensor_write_npy(lv, path) != DF_OK);
+    snprintf(path, sizeof path, "%s/variant.ckpt", df_test_tmpdir());
+    const char *name = "list";
+    CHECK_EQ_INT(df_checkpoint_write(path, 1, &name, &lv, &st), DF_UNIMPLEMENTED);
+    CHECK_STATUS(&st, DF_UNIMPLEMENTED, "of type variant");
     df_tensor_release(sv);
     df_tensor_release(lv);
     df_session_free(s);
@@ -378,6 +396,7 @@ DF_TEST(tensor_list_zeros_like_and_add_n_of_lists) {
     df_status st;
     CHECK_OK(df_graph_status(g));
     CHECK_EQ_INT(run(g, f, out, 2, &st), DF_OK);
+    CHECK_OK(&st);
     CHECK(floats_are(out[0], 3, (float[]){11, 122, 33}));
     CHECK(floats_are(out[1], 3, (float[]){0, 0, 0}));
     for (int i = 0; i < 2; i++) df_tensor_release(out[i]);
@@ -544,5 +563,172 @@ DF_TEST(tensor_list_gradients) {
     df_session_free(s);
     df_tensor_release(xv);
     df_tensor_release(yv);
+    df_graph_free(g);
+}
+
+#ifndef DF_NO_THREADS
+/* Over workers (other processes in general): a list's payload lives in one process's memory,
+   so a list crossing to another task, or fetched from one, is refused with a clear status. */
+static void tl_quiet(void *user, const char *line) { (void)user; (void)line; }
+DF_TEST(tensor_list_refused_between_processes) {
+    df_worker *w[2] = {NULL, NULL};
+    char target[256] = "";
+    for (int i = 0; i < 2; i++) {
+        df_worker_options o;
+        memset(&o, 0, sizeof o);
+        o.task = i;
+        o.log = tl_quiet;
+        df_status st;
+        if (!(w[i] = df_worker_start(&o, &st))) { CHECK_MSG(0, "worker %d: %s", i, st.message); break; }
+        size_t k = strlen(target);
+        snprintf(target + k, sizeof target - k, "%s127.0.0.1:%d", i ? "," : "", df_worker_port(w[i]));
+    }
+    if (w[0] && w[1]) {
+        df_graph *g = df_graph_new();
+        int64_t d2 = 2;
+        df_graph_push_device(g, "/job:worker/task:0");
+        df_output l = from_tensor(g, "from", f32s(g, 1, &d2, (float[]){1, 2}), df_scalar_i32(g, -1));
+        df_output local = stack(g, "stack0", l, df_scalar_i32(g, -1));
+        df_graph_pop_device(g);
+        df_graph_push_device(g, "/job:worker/task:1");
+        df_output far = stack(g, "stack1", l, df_scalar_i32(g, -1));
+        df_graph_pop_device(g);
+        df_session_options o;
+        memset(&o, 0, sizeof o);
+        o.target = target;
+        df_status st;
+        df_session *s = df_session_new(g, &o, &st);
+        CHECK_MSG(s != NULL, "session: %s", st.message);
+        df_tensor *out = NULL;
+        if (s) {
+            df_session_run(s, NULL, NULL, 0, &local, &out, 1, NULL, 0, &st);    /* within one task: fine */
+            CHECK_OK(&st);
+            CHECK(floats_are(out, 2, (float[]){1, 2}));
+            df_tensor_release(out); out = NULL;
+            df_session_run(s, NULL, NULL, 0, &far, &out, 1, NULL, 0, &st);
+            CHECK_STATUS(&st, DF_UNIMPLEMENTED, "cannot be sent to another process");
+            CHECK(out == NULL);
+            df_session_run(s, NULL, NULL, 0, &l, &out, 1, NULL, 0, &st);
+            CHECK_STATUS(&st, DF_UNIMPLEMENTED, "variant");
+            CHECK(out == NULL);
+            df_tensor_release(out);
+        }
+        df_session_free(s);
+        df_graph_free(g);
+    }
+    for (int i = 0; i < 2; i++) df_worker_stop(w[i]);
+}
+#endif
+
+/* The gradient through a list carried by a while loop (pushes in the loop, a Stack after it):
+   d/dx sum_i x*i = sum_i i. A list read inside a loop without being a loop variable cannot be
+   differentiated here: a clear error, not a silent zero. */
+static df_output grad_x;
+static df_output scalar_shape(df_graph *g) {
+    df_tensor *t = df_tensor_new(DF_INT32, 1, (int64_t[]){0}, NULL);
+    df_output o = df_const(g, t);
+    df_tensor_release(t);
+    return o;
+}
+static void grad_body(df_graph *g, void *user, const df_output *v, df_output *next) {
+    (void)user;
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    next[1] = push(g, NULL, v[1], df_mul(g, grad_x, df_cast(g, v[0], DF_FLOAT)));
+}
+static df_output captured_list;
+static void read_body(df_graph *g, void *user, const df_output *v, df_output *next) {
+    (void)user;
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    next[1] = df_add(g, v[1], get_item(g, NULL, captured_list, 0, scalar_shape(g), DF_FLOAT));
+}
+DF_TEST(tensor_list_gradient_through_a_while_loop_variable) {
+    df_graph *g = df_graph_new();
+    int n = 50;
+    grad_x = df_placeholder(g, "x", DF_FLOAT, 0, NULL);
+    df_output init[2] = {df_scalar_i32(g, 0), empty_list(g, "acc", scalar_shape(g), -1)}, outs[2], dx;
+    CHECK_EQ_INT(df_while_loop(g, 2, init, loop_cond, grad_body, &n, NULL, outs), DF_OK);
+    df_output loss = df_reduce_sum(g, stack(g, "stack", outs[1], scalar_shape(g)), 0, NULL, 0);
+    CHECK_EQ_INT(df_gradients(g, 1, &loss, NULL, 1, &grad_x, &dx), DF_OK);
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    df_tensor *xv = df_tensor_scalar_f32(2), *out[2] = {0};
+    df_output f[2] = {loss, dx};
+    if (s) df_session_run(s, &grad_x, &xv, 1, f, out, 2, NULL, 0, &st);
+    CHECK_OK(&st);
+    CHECK(out[0] && *(float *)df_tensor_data(out[0]) == 2 * 1225);
+    CHECK(out[1] && *(float *)df_tensor_data(out[1]) == 1225);
+    for (int i = 0; i < 2; i++) df_tensor_release(out[i]);
+    df_tensor_release(xv);
+    df_session_free(s);
+    df_graph_free(g);
+
+    g = df_graph_new();
+    df_output y = df_placeholder(g, "y", DF_FLOAT, 0, NULL);
+    captured_list = push(g, "outside", empty_list(g, "l", scalar_shape(g), -1), y);
+    df_output init2[2] = {df_scalar_i32(g, 0), df_scalar_f32(g, 0)};
+    CHECK_EQ_INT(df_while_loop(g, 2, init2, loop_cond, read_body, &n, NULL, outs), DF_OK);
+    CHECK_EQ_INT(df_gradients(g, 1, &outs[1], NULL, 1, &y, &dx), DF_UNIMPLEMENTED);
+    CHECK_STATUS(df_graph_status(g), DF_UNIMPLEMENTED, "make it a loop variable");
+    df_graph_free(g);
+}
+
+/* ConcatV2 and Split are each other's gradients. */
+DF_TEST(tensor_list_concat_split_gradients) {
+    df_graph *g = df_graph_new();
+    int64_t d5 = 5, d2 = 2;
+    df_output x = df_placeholder(g, "x", DF_FLOAT, 1, &d5);
+    int64_t lens[2] = {3, 2};
+    df_tensor *lt = df_tensor_from_data(DF_INT64, 1, &d2, lens, sizeof lens, NULL);
+    df_output in[3] = {x, df_scalar_i32(g, -1), df_const(g, lt)};
+    df_tensor_release(lt);
+    df_output l = op0(g, "TensorListSplit", "split", in, 3, 0);
+    df_tensor *lead = df_tensor_new(DF_INT64, 1, (int64_t[]){0}, NULL);
+    df_output cin[3] = {set_item(g, "set", l, 1, df_mul(g, get_item(g, "get", l, 1, df_scalar_i32(g, -1), DF_FLOAT), df_scalar_f32(g, 4))),
+                        i32s(g, 1, (int32_t[]){-1}), df_const(g, lead)};
+    df_tensor_release(lead);
+    df_output cat = op0(g, "TensorListConcatV2", "concat", cin, 3, DF_FLOAT);
+    df_output loss = df_reduce_sum(g, df_mul(g, cat, df_scalar_f32(g, 1)), 1, (int32_t[]){0}, 0), dx;
+    CHECK_EQ_INT(df_gradients(g, 1, &loss, NULL, 1, &x, &dx), DF_OK);
+    CHECK_OK(df_graph_status(g));
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    df_tensor *xv = df_tensor_from_data(DF_FLOAT, 1, &d5, (float[]){1, 2, 3, 4, 5}, 20, NULL), *out[2] = {0};
+    df_output f[2] = {cat, dx};
+    if (s) df_session_run(s, &x, &xv, 1, f, out, 2, NULL, 0, &st);
+    CHECK_OK(&st);
+    CHECK(floats_are(out[0], 5, (float[]){1, 2, 3, 16, 20}));
+    CHECK(floats_are(out[1], 5, (float[]){1, 1, 1, 4, 4}));
+    for (int i = 0; i < 2; i++) df_tensor_release(out[i]);
+    df_tensor_release(xv);
+    df_session_free(s);
+    df_graph_free(g);
+}
+
+/* TensorListPushBackBatch over a vector of lists (Pack of handles), TensorListConcatLists. */
+DF_TEST(tensor_list_push_back_batch_and_concat_lists) {
+    df_graph *g = df_graph_new();
+    int64_t d2 = 2, d22[2] = {2, 2};
+    df_output a = from_tensor(g, "a", f32s(g, 1, &d2, (float[]){1, 2}), df_scalar_i32(g, -1));
+    df_output b = from_tensor(g, "b", f32s(g, 1, &d2, (float[]){3, 4}), df_scalar_i32(g, -1));
+    df_output ab[2] = {a, b};
+    df_op_builder *bl = df_op_new(g, "Pack", "handles");
+    df_op_add_input_list(bl, ab, 2);
+    df_output handles = {df_op_finish(bl), 0};
+    df_output pin[2] = {handles, f32s(g, 2, d22, (float[]){10, 20, 30, 40})};
+    df_output pushed = op0(g, "TensorListPushBackBatch", "push_batch", pin, 2, DF_FLOAT);
+    df_output cin[2] = {a, b};
+    df_output cat = op0(g, "TensorListConcatLists", "concat_lists", cin, 2, DF_FLOAT);
+    df_output f[2] = {pushed, stack(g, "stack_cat", cat, df_scalar_i32(g, -1))};
+    df_tensor *out[2] = {0};
+    df_status st;
+    CHECK_OK(df_graph_status(g));
+    CHECK_EQ_INT(run(g, f, out, 2, &st), DF_OK);
+    CHECK_OK(&st);
+    CHECK(out[0] && df_tensor_dtype(out[0]) == DF_VARIANT && df_tensor_rank(out[0]) == 1 && df_tensor_dim(out[0], 0) == 2);
+    char buf[160];
+    df_tensor_describe(out[0], buf, sizeof buf);
+    CHECK_MSG(strstr(buf, "TensorList<float>(3), TensorList<float>(3)") != NULL, "describe: %s", buf);
+    CHECK(floats_are(out[1], 4, (float[]){1, 2, 3, 4}));
+    for (int i = 0; i < 2; i++) df_tensor_release(out[i]);
     df_graph_free(g);
 }

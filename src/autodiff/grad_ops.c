@@ -800,13 +800,38 @@ static void df__g_tl_scatter_into(df__gfn *c) {
     df_output sin[3] = {c->dy[0], df__zeros_like(g, t), idx};
     c->dx[0] = df__tl_op(g, "TensorListScatterIntoExistingList", sin, 3, df_output_dtype(t));
 }
+static void df__g_tl_concat(df__gfn *c) {       /* TensorListConcatV2: split the gradient back */
+    df_graph *g = c->g;
+    if (!c->dy[0].node) return;
+    df_op_builder *b = df_op_new(g, "TensorListElementShape", NULL);
+    df_op_add_input(b, DF__X(c, 0));
+    df_op_set_attr_type(b, "shape_type", DF_INT64);
+    df_output in[3] = {c->dy[0], df__out(df_op_finish(b), 0), df__Y(c, 1)};
+    c->dx[0] = df__tl_op(g, "TensorListSplit", in, 3, 0);
+}
+static void df__g_tl_split(df__gfn *c) {        /* TensorListSplit: concatenate the gradient */
+    df_graph *g = c->g;
+    if (!c->dy[0].node) return;
+    df_output t = DF__X(c, 0), shape;
+    df__shape s = t.node->out_shapes[t.index];
+    if (s.rank < 1) shape = df_scalar_i32(g, -1);
+    else {
+        df_output parts[2] = {df__g_i32s(g, (int64_t[]){-1}, 1), df__tl_row_shape(g, t)};
+        df_op_builder *b = df_op_new(g, "ConcatV2", NULL);
+        df_op_add_input_list(b, parts, 2);
+        df_op_add_input(b, df_scalar_i32(g, 0));
+        shape = df__out(df_op_finish(b), 0);
+    }
+    df_output in[3] = {c->dy[0], shape, DF__X(c, 2)};
+    c->dx[0] = df__tl_op(g, "TensorListConcatV2", in, 3, df_output_dtype(t));
+}
 static void df__g_optional_from_value(df__gfn *c) {
     df_graph *g = c->g;
     if (!c->dy[0].node) return;
     int n = c->n->n_inputs;
-    df_dtype types[12];
-    int ranks[12];
-    const int64_t *dims[12];
+    df_dtype types[12] = {0};
+    int ranks[12] = {0};
+    const int64_t *dims[12] = {0};
     if (n > 12) { df__graph_error(g, DF_UNIMPLEMENTED, "Gradient of OptionalFromValue with more than 12 components {{node %s}}", c->n->name); return; }
     for (int i = 0; i < n; i++) {
         df_output x = DF__X(c, i);
@@ -866,6 +891,7 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"TensorListScatter", df__g_tl_scatter}, {"TensorListScatterV2", df__g_tl_scatter},
     {"TensorListScatterIntoExistingList", df__g_tl_scatter_into},
     {"OptionalFromValue", df__g_optional_from_value}, {"OptionalGetValue", df__g_optional_get_value},
+    {"TensorListConcatV2", df__g_tl_concat}, {"TensorListSplit", df__g_tl_split},
 };
 DF_PRIVATE df__grad_fn df__grad_fn_for(const df__opdef *op) {
     if (op->grad) return (df__grad_fn)op->grad;

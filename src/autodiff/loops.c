@@ -257,11 +257,17 @@ DF_PRIVATE df_code df__grad_loop(df__greg *r, df__ctx *W) {
     if (!L.var || !L.inv || !dy) goto oom;
     for (int i = 0; i < n; i++) {
         dy[i] = df__greg_sum(r, df__out(W->exits[i], 0));
-        if (df__is_float(W->exits[i]->out_types[0])) L.var[L.nv++] = i;
+        if (df__is_float(W->exits[i]->out_types[0]) || W->exits[i]->out_types[0] == DF_VARIANT) L.var[L.nv++] = i;   /* lists carry gradients */
         if (dy[i].node) any = 1;
     }
     for (int i = 0; i < W->n_captures; i++) {
         df_node *e = W->captures[i].value.node;
+        if ((e->op->flags & DF__OP_ENTER) && e->ctx == W && e->out_types[0] == DF_VARIANT && e->inputs[0].node->id < r->n0 &&
+            df__greg_between(r, e->inputs[0].node)) {   /* its per-iteration sum would need a list accumulator */
+            df__graph_error(g, DF_UNIMPLEMENTED, "Gradient of a TensorList or Optional read inside a while loop (not a loop "
+                            "variable) is not supported: make it a loop variable {{node %s}}", e->inputs[0].node->name);
+            goto done;
+        }
         if (!(e->op->flags & DF__OP_ENTER) || e->ctx != W || !df__is_float(e->out_types[0])) continue;
         df_node *src = e->inputs[0].node;
         int seen = 0;            /* one Enter may be recorded under two sources (a gradient loop's reads) */

@@ -372,6 +372,7 @@ DF_PRIVATE void df__k_pack(df__kctx *c) {
     char *dst = (char *)o->data;
     for (int64_t q = 0; q < outer; q++)
         for (int i = 0; i < n; i++) { memcpy(dst, (const char *)c->in[i]->data + (size_t)q * chunk, chunk); dst += chunk; }
+    if (o->dtype == DF_VARIANT) df__variant_retain_buffer(o);     /* a vector of lists: each payload shared */
 }
 DF_PRIVATE df_code df__sf_unpack(df__shape_ctx *c) {
     const df__shape *s = &c->in_shapes[0];

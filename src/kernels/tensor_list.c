@@ -36,6 +36,11 @@ DF_PRIVATE void df__variant_release_buffer(df_tensor *t) {
     df__variant **p = (df__variant **)t->data;
     for (int64_t i = 0; i < t->n; i++) { df__variant_release(p[i]); p[i] = NULL; }
 }
+/* After a variant buffer's bytes were copied from another's: one more reference each. */
+DF_PRIVATE void df__variant_retain_buffer(df_tensor *t) {
+    df__variant **p = (df__variant **)t->data;
+    for (int64_t i = 0; i < t->n; i++) if (p[i]) DF__ATOMIC_INC(&p[i]->refs);
+}
 static int df__variant_reserve(df__variant *v, int64_t n) {
     if (n <= v->cap) return 1;
     int64_t cap = v->cap < 4 ? 4 : v->cap;
@@ -77,7 +82,8 @@ DF_PRIVATE void df__variant_describe(const df__variant *v, char *buf, size_t n) 
         df__dims_str(v->element_shape.rank, v->element_shape.dims, shp, sizeof shp);
         snprintf(buf, n, "TensorList<%s%s>(%lld)", df_dtype_name(v->element_dtype), v->element_shape.rank < 0 ? "" : shp,
                  (long long)v->n);
-    } else snprintf(buf, n, v->has_value ? "Optional(%lld values)" : "Optional(none)", (long long)v->n);
+    } else if (v->has_value) snprintf(buf, n, "Optional(%lld values)", (long long)v->n);
+    else snprintf(buf, n, "Optional(none)");
 }
 
 /* ---- partial shapes (rank -1: unknown; a dim -1: unknown) ---- */
@@ -172,7 +178,8 @@ static df__variant *df__tl_mutable(df__kctx *c, int out, int in, int64_t cap) {
     df__variant *v = df__variant_copy(l, cap);
     return df__tl_emit(c, out, v) ? v : NULL;
 }
-static df__allocator *df__tl_alloc(df__kctx *c) { return c->gpu ? df__host_allocator() : c->alloc; }
+/* Elements live in host memory, whatever the device (a GPU runs list ops' host kernels). */
+static df__allocator *df__tl_alloc(df__kctx *c) { return c->gpu || (c->dev && !c->dev->host_memory) ? df__host_allocator() : c->alloc; }
 static df_tensor *df__tl_new_tensor(df__kctx *c, df_dtype t, int rank, const int64_t *dims) {
     df__allocator *a = df__tl_alloc(c);
     df_tensor *x = a ? df__tensor_alloc(a, t, rank, dims, c->st) : NULL;
@@ -188,7 +195,7 @@ static df_tensor *df__tl_zeros(df__kctx *c, df_dtype t, const df__shape *s) {
     if (x && t != DF_VARIANT) memset(x->data, 0, x->nbytes);
     return x;
 }
-/* Row i of x (rank >= 1) as a new tensor of rank-1. */
+/* Rows i .. i+rows-1 of x (rank >= 1) as a new tensor; rows < 0: row i alone, of rank-1. */
 static df_tensor *df__tl_slice(df__kctx *c, const df_tensor *x, int64_t i, int64_t rows) {
     int64_t dims[DF_MAX_RANK];
     for (int d = 1; d < x->rank; d++) dims[d] = x->dims[d];
@@ -251,8 +258,8 @@ static int df__tl_read_element_shape(df__kctx *c, const df__variant *l, int in, 
 static int df__tl_check_item(df__kctx *c, const df__variant *l, const df_tensor *t, const char *action) {
     char a[96], b[96];
     if (t->dtype != l->element_dtype) {
-        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Invalid data types; list elements %s but tried to %s %s",
-                  df_dtype_name(l->element_dtype), action, df_dtype_name(t->dtype));
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Invalid data types; op elements %s but list elements %s",
+                  df_dtype_name(t->dtype), df_dtype_name(l->element_dtype));
         return 0;
     }
     if (!df__tl_compatible(&l->element_shape, t->rank, t->dims)) {
@@ -579,19 +586,92 @@ DF_PRIVATE void df__k_tensor_list_resize(df__kctx *c) {
     for (int64_t i = n; i < v->n; i++) { df_tensor_release(v->v[i]); v->v[i] = NULL; }
     v->n = n;
 }
-/* Rows of x into v at indices idx (checked against v's size unless `grow`). */
-static int df__tl_scatter(df__kctx *c, df__variant *v, const df_tensor *x, const df_tensor *idx) {
+/* TensorListPushBackBatch: row b of tensor pushed onto list b of a vector of lists. */
+DF_PRIVATE void df__k_tensor_list_push_back_batch(df__kctx *c) {
+    const df_tensor *h = c->in[0], *x = c->in[1];
+    char a[96];
+    if (h->dtype != DF_VARIANT || h->rank != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Expected input_handles to be a vector, but saw shape: %s", df__dims_str(h->rank, h->dims, a, sizeof a)); return; }
+    if (x->rank < 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Expected tensor to be at least a vector, but saw shape: %s", df__dims_str(x->rank, x->dims, a, sizeof a)); return; }
+    if (x->dims[0] != h->n) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Expected tensor.shape[0] == input_handles.size, but saw %lld vs. %lld", (long long)x->dims[0], (long long)h->n); return; }
+    for (int64_t b = 0; b < h->n; b++) {
+        const df__variant *l = df__variant_at(h, b);
+        if (!l || l->kind != DF__VARIANT_LIST) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Input handle at index %lld is not a list", (long long)b); return; }
+        if (l->element_dtype != x->dtype) {
+            DF__KFAIL(c, DF_INVALID_ARGUMENT, "Invalid data type at index %lld; list elements %s but tried to append %s", (long long)b,
+                      df_dtype_name(l->element_dtype), df_dtype_name(x->dtype));
+            return;
+        }
+        if (!df__tl_compatible(&l->element_shape, x->rank - 1, x->dims + 1)) {
+            DF__KFAIL(c, DF_INVALID_ARGUMENT, "Tried to append a tensor with incompatible shape to list at index %lld", (long long)b);
+            return;
+        }
+        if (l->max_num_elements != -1 && l->n >= l->max_num_elements) {
+            DF__KFAIL(c, DF_INVALID_ARGUMENT, "Tried to push item into a full list at index %lld list size: %lld max_num_elements: %lld",
+                      (long long)b, (long long)l->n, (long long)l->max_num_elements);
+            return;
+        }
+    }
+    df_tensor *o = df__k_alloc(c, 0, DF_VARIANT, 1, h->dims);
+    if (!o) return;
+    for (int64_t b = 0; b < h->n; b++) {
+        const df__variant *l = df__variant_at(h, b);
+        df__variant *v = df__variant_copy(l, l->n + 1);
+        df_tensor *e = v ? df__tl_slice(c, x, b, -1) : NULL;
+        if (!e) { if (!v) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory copying a TensorList"); df__variant_release(v); return; }
+        v->v[v->n++] = e;
+        ((df__variant **)o->data)[b] = v;
+    }
+}
+/* TensorListConcatLists: list i of the output is a[i]'s elements then b[i]'s. */
+DF_PRIVATE void df__k_tensor_list_concat_lists(df__kctx *c) {
+    const df_tensor *ta = c->in[0], *tb = c->in[1];
+    char s1[96], s2[96];
+    df_dtype t = df__attr_type(c->node, "element_dtype");
+    if (ta->rank != tb->rank || (ta->rank && memcmp(ta->dims, tb->dims, (size_t)ta->rank * sizeof *ta->dims))) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "input_a and input_b should have the same shape, but saw shapes: %s vs. %s",
+                  df__dims_str(ta->rank, ta->dims, s1, sizeof s1), df__dims_str(tb->rank, tb->dims, s2, sizeof s2));
+        return;
+    }
+    df_tensor *o = df__k_alloc(c, 0, DF_VARIANT, ta->rank, ta->dims);
+    if (!o) return;
+    for (int64_t i = 0; i < ta->n; i++) {
+        const df__variant *a = df__variant_at(ta, i), *b = df__variant_at(tb, i);
+        df__shape m;
+        if (!a || !b || a->kind != DF__VARIANT_LIST || b->kind != DF__VARIANT_LIST) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input_a[%lld] or input_b[%lld] is not a list", (long long)i, (long long)i); return; }
+        if (a->element_dtype != t || b->element_dtype != t) {
+            DF__KFAIL(c, DF_INVALID_ARGUMENT, "input_%s[%lld].dtype != element_dtype.  Saw: %s vs. %s", a->element_dtype != t ? "a" : "b", (long long)i,
+                      df_dtype_name(a->element_dtype != t ? a->element_dtype : b->element_dtype), df_dtype_name(t));
+            return;
+        }
+        if (!df__pshape_merge(&a->element_shape, &b->element_shape, &m)) {
+            DF__KFAIL(c, DF_INVALID_ARGUMENT, "input_a[%lld].shape != input_b[%lld].shape: %s vs. %s", (long long)i, (long long)i,
+                      df__pshape_str(&a->element_shape, s1, sizeof s1), df__pshape_str(&b->element_shape, s2, sizeof s2));
+            return;
+        }
+        df__variant *v = df__variant_copy(a, a->n + b->n);
+        if (!v) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory concatenating TensorLists"); return; }
+        v->element_shape = m;
+        for (int64_t k = 0; k < b->n; k++) v->v[v->n++] = df_tensor_retain(b->v[k]);
+        ((df__variant **)o->data)[i] = v;
+    }
+}
+/* Scatter's indices against a list of n elements, and x's rows against its element shape. */
+static int df__tl_scatter_check(df__kctx *c, const df__variant *l, const df_tensor *x, const df_tensor *idx) {
     char a[96], b[96];
     for (int64_t j = 0; j < idx->n; j++) {
         int64_t i = df__int_at(idx, j);
         if (i < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Indices in TensorListScatter must all be non-negative."); return 0; }
-        if (i >= v->n) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Trying to scatter at index %lld in list with size %lld", (long long)i, (long long)v->n); return 0; }
+        if (i >= l->n) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "TensorListScatter: Trying to scatter at index %lld in list with size %lld", (long long)i, (long long)l->n); return 0; }
     }
-    if (!df__tl_compatible(&v->element_shape, x->rank - 1, x->dims + 1)) {
+    if (!df__tl_compatible(&l->element_shape, x->rank - 1, x->dims + 1)) {
         DF__KFAIL(c, DF_INVALID_ARGUMENT, "Tried to scatter a tensor of shape %s into a list of element shape %s",
-                  df__dims_str(x->rank, x->dims, a, sizeof a), df__pshape_str(&v->element_shape, b, sizeof b));
+                  df__dims_str(x->rank, x->dims, a, sizeof a), df__pshape_str(&l->element_shape, b, sizeof b));
         return 0;
     }
+    return 1;
+}
+/* Rows of x into v at indices idx (checked already). */
+static int df__tl_scatter(df__kctx *c, df__variant *v, const df_tensor *x, const df_tensor *idx) {
     for (int64_t j = 0; j < idx->n; j++) {
         int64_t i = df__int_at(idx, j);
         df_tensor *e = df__tl_slice(c, x, j, -1);
@@ -619,15 +699,19 @@ DF_PRIVATE void df__k_tensor_list_scatter_into(df__kctx *c) {
         DF__KFAIL(c, DF_INVALID_ARGUMENT, "Invalid data types; list elements %s but tried to scatter %s", df_dtype_name(l->element_dtype), df_dtype_name(x->dtype));
         return;
     }
-    for (int64_t j = 0; j < idx->n; j++) {         /* checked before the list is touched */
-        int64_t i = df__int_at(idx, j);
-        if (i < 0 || i >= l->n) { df__tl_scatter(c, (df__variant *)l, x, idx); return; }
-    }
-    df__variant *v = df__tl_mutable(c, 0, 0, l->n);
-    if (v) df__tl_scatter(c, v, x, idx);
+    int64_t top = -1;
+    for (int64_t j = 0; j < idx->n; j++) top = DF__MAX(top, df__int_at(idx, j));
+    if (top >= DF_MAX_ELEMENTS) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Index %lld is too large", (long long)top); return; }
+    df__variant grown = *l;                  /* TensorFlow grows the list to the largest index */
+    grown.n = DF__MAX(l->n, top + 1);
+    if (!df__tl_scatter_check(c, &grown, x, idx)) return;    /* before the list is touched */
+    df__variant *v = df__tl_mutable(c, 0, 0, grown.n);
+    if (!v) return;
+    v->n = grown.n;                          /* the new slots are NULL: uninitialised elements */
+    df__tl_scatter(c, v, x, idx);
 }
-/* TensorListScatter and TensorListScatterV2 (num_elements: -1 or the size, at least the
-   largest index plus one). */
+/* TensorListScatter and TensorListScatterV2 (num_elements: the size, or -1 for the largest
+   index plus one). */
 DF_PRIVATE void df__k_tensor_list_scatter(df__kctx *c) {
     const df_tensor *x = c->in[0], *idx = c->in[1];
     if (!df__tl_scatter_args(c, x, idx)) return;
@@ -635,12 +719,13 @@ DF_PRIVATE void df__k_tensor_list_scatter(df__kctx *c) {
     if (c->n_in > 3 && !df__tl_scalar_int(c, 3, "num_elements", &n)) return;
     for (int64_t j = 0; j < idx->n; j++) top = DF__MAX(top, df__int_at(idx, j));
     if (top >= DF_MAX_ELEMENTS) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Index %lld is too large", (long long)top); return; }
-    n = DF__MAX(n, top + 1);
+    if (n == -1) n = top + 1;
+    if (n < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "num_elements must be -1 or >= 0, got %lld", (long long)n); return; }
     df__variant *v = df__tl_new_list(c, 2, n);
     if (!v) return;
     v->n = n;
     v->element_dtype = x->dtype;
-    if (!df__tl_scatter(c, v, x, idx)) { df__variant_release(v); return; }
+    if (!df__tl_scatter_check(c, v, x, idx) || !df__tl_scatter(c, v, x, idx)) { df__variant_release(v); return; }
     df__tl_emit(c, 0, v);
 }
 
@@ -661,7 +746,7 @@ DF_PRIVATE void df__k_optional_has_value(df__kctx *c) {
 DF_PRIVATE void df__k_optional_get_value(df__kctx *c) {
     const df__variant *v = df__tl_get(c, 0, DF__VARIANT_OPTIONAL);
     if (!v) return;
-    if (!v->has_value) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "The optional does not have a value."); return; }
+    if (!v->has_value) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "The given optional does not have a value."); return; }
     if (v->n != c->n_out) {
         DF__KFAIL(c, DF_INVALID_ARGUMENT, "The expected number of components is %d but the optional has %lld", c->n_out, (long long)v->n);
         return;
@@ -781,6 +866,10 @@ static df__shape df__sf_tl_elem(df__shape_ctx *c, int in) {
 }
 DF_PRIVATE df_code df__sf_tl_handle(df__shape_ctx *c) {
     *df__sc_out(c, 0) = df__shape_scalar();
+    return DF_OK;
+}
+DF_PRIVATE df_code df__sf_tl_batch(df__shape_ctx *c) {        /* the handles' vector */
+    *df__sc_out(c, 0) = c->in_shapes[0];
     return DF_OK;
 }
 DF_PRIVATE df_code df__sf_tl_pop_back(df__shape_ctx *c) {
