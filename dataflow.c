@@ -4134,6 +4134,10 @@ df_code df_node_update_input(df_graph *g, df_node *dst, int index, df_output src
             "but '%s:%d' is %s {{node %s}}", index, dst->op->name,
             df_dtype_name(df_output_dtype(dst->inputs[index])), src.node->name, src.index,
             df_dtype_name(df_output_dtype(src)), dst->name);
+    if (df__ref_arg(dst->op, index) && !src.node->out_is_ref[src.index])   /* (RefMerge's back edge) */
+        return df__graph_error(g, DF_INVALID_ARGUMENT, "df_node_update_input: input %d of %s must be a "
+            "variable (a ref output), got '%s:%d' of op %s {{node %s}}", index, dst->op->name, src.node->name,
+            src.index, src.node->op->name, dst->name);
     dst->inputs[index] = src;
     __atomic_add_fetch(&g->edit_version, 1, __ATOMIC_RELAXED);
     return DF_OK;
@@ -4188,10 +4192,14 @@ static df_node *df__raw_op(df_graph *g, df__ctx *ctx, const char *op, const df_o
     return n;
 }
 
+/* A reference (a variable) captured as a loop invariant enters as itself (RefEnter, TF's
+   _Enter(use_ref=True)): an Assign or Apply* in the body updates the variable, and a reader
+   reads it when it runs, in each iteration. A loop variable enters as a value. */
 static df_node *df__make_enter(df_graph *g, df__ctx *loop, df_output x, int is_constant) {
     df__ctx *saved = g->ctx;
     g->ctx = loop;
-    df_op_builder *b = df_op_new(g, "Enter", NULL);
+    int ref = is_constant && x.node && x.index >= 0 && x.index < x.node->n_outputs && x.node->out_is_ref[x.index];
+    df_op_builder *b = df_op_new(g, ref ? "RefEnter" : "Enter", NULL);
     if (b) {
         b->raw = 1;
         df_op_add_input(b, x);
@@ -4225,8 +4233,8 @@ static df_output df__ctx_capture(df_graph *g, df__ctx *ctx, df_output x) {
     df_output outer_x = df__ctx_capture(g, ctx->outer, x);
     if (!outer_x.node) return none;
     if (ctx->kind == DF__CTX_COND) {
-        df_output ins[2] = {outer_x, ctx->pred};
-        df_node *sw = df__raw_op(g, ctx->outer, "Switch", ins, 2, 0);
+        df_output ins[2] = {outer_x, ctx->pred};   /* (a variable's reference: RefSwitch) */
+        df_node *sw = df__raw_op(g, ctx->outer, outer_x.node->out_is_ref[outer_x.index] ? "RefSwitch" : "Switch", ins, 2, 0);
         if (!sw) return none;
         sw->ctx = ctx;          /* its live output belongs to this branch */
         v.node = sw;
@@ -8381,6 +8389,7 @@ static void df__k_select(df__kctx *c) {
 /* The value behind a ref (a new reference), or t itself (taken over) when it is no ref. */
 /* Whether input i of op is a Ref(T) argument: its kernel gets the ref itself, not the value. */
 static int df__ref_arg(const df__opdef *op, int i) {
+    if (op->n_in == 1) return op->in[0].is_ref;     /* (RefMerge: every tensor of its one list) */
     for (int k = 0; k < op->n_in; k++) if (op->in[k].is_list) return 0;
     return i < op->n_in && op->in[i].is_ref;
 }
@@ -8409,7 +8418,9 @@ static void df__k_variable(df__kctx *c) {
 }
 static void df__k_assign(df__kctx *c) {
     const df_node *vn = df__var_node(c->node);
-    df__var *v = df__step_var(c->step, vn, c->st);
+    /* The reference that arrived names the variable (through RefSwitch, RefMerge, ... it may be
+       one of several); the graph walk is for a kernel run without one. */
+    df__var *v = c->in[0] && c->in[0]->ref ? c->in[0]->ref : df__step_var(c->step, vn, c->st);
     if (!v) return;
     df_tensor *value = c->in[1];
     int code = c->node->op->code;   /* 0 Assign, 1 AssignAdd, 2 AssignSub */
@@ -8440,7 +8451,7 @@ static void df__k_assign(df__kctx *c) {
     df_tensor *old = v->value;
     if (!old) {
         df__spin_unlock(&v->lock);
-        DF__KFAIL(c, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", vn->name);
+        DF__KFAIL(c, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v->name);
         return;
     }
     df__shape so = df__shape_of(old), sv = df__shape_of(value);
@@ -11199,6 +11210,9 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"GatherV2", df__g_gather}, {"UnsortedSegmentSum", df__g_segment_sum}, {"BroadcastTo", df__g_broadcast_to},
     {"Softmax", df__g_softmax}, {"LogSoftmax", df__g_softmax}, {"SoftmaxCrossEntropyWithLogits", df__g_xent},
     {"SparseSoftmaxCrossEntropyWithLogits", df__g_xent}, {"Switch", df__g_switch}, {"Merge", df__g_merge},
+    /* TF1's Ref control-flow ops differentiate as their twins (RefEnter, RefExit and
+       RefNextIteration, as Enter, Exit and NextIteration, with their loop: src/autodiff/loops.c) */
+    {"RefSwitch", df__g_switch}, {"RefMerge", df__g_merge}, {"RefIdentity", df__g_identity},
 };
 static df__grad_fn df__grad_fn_for(const df__opdef *op) {
     if (op->grad) return (df__grad_fn)op->grad;
@@ -14380,7 +14394,9 @@ static void df__place_generators_with_consumers(df__placer *pl) {
 /* Control flow: Switch and Exit with their data input (forward), non-ref Enter and any
    NextIteration with their first data consumer (backward); resource values stay put.
    (A NextIteration of a reference goes with its Merge all the same: the partitioner has no
-   way to carry a back edge from another device, while a reference crosses as a value.) */
+   way to carry a back edge from another device, while a reference crosses as a value.)
+   RefEnter, RefSwitch and the other Ref ops stay in their variable's colocation group: a
+   reference never crosses a Send/Recv. */
 static void df__place_control_flow(df__placer *pl) {
     df_session *ss = pl->ss;
     const df__exec *x = pl->x;
@@ -14391,7 +14407,8 @@ static void df__place_control_flow(df__placer *pl) {
         const df__xitem *it = &x->items[i];
         if (!a || it->kind == DF__X_FETCH || it->kind == DF__X_FEED || !a->n_inputs) continue;
         if (!((it->flags & DF__XF_SWITCH) || it->kind == DF__X_EXIT || it->kind == DF__X_COUNT)) continue;
-        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || a->inputs[0].node->out_is_ref[a->inputs[0].index]) continue;
+        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || a->inputs[0].node->out_is_ref[a->inputs[0].index] ||
+            (a->n_outputs && a->out_is_ref[0])) continue;
         int src = pl->item_of_node[a->inputs[0].node->id];
         if (src >= 0 && dev[src] >= 0 && df__node_has_kernel(a, ss->devices[dev[src]])) dev[i] = dev[src];
     }
@@ -14399,7 +14416,7 @@ static void df__place_control_flow(df__placer *pl) {
         const df_node *a = x->items[i].node;
         const df__xitem *it = &x->items[i];
         if (!a || !(it->kind == DF__X_ENTER || it->kind == DF__X_NEXT) || !a->n_inputs) continue;
-        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE ||
+        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || (a->n_outputs && a->out_is_ref[0]) ||
             (it->kind == DF__X_ENTER && a->inputs[0].node->out_is_ref[a->inputs[0].index])) continue;
         for (int e = 0; e < it->n_edges; e++) {
             const df__xedge *ed = &x->edges[it->edge_start + e];
@@ -14484,6 +14501,7 @@ typedef struct df__pbuild {
     int32_t *loop_cond;          /* per frame: its LoopCond item */
     int n_keys;
     int compress;
+    df_node *last_send;          /* the Send df__pb_recv made last (a reference's reads wait on it) */
     df_status *st;
     /* the whole cut, shared by df__partition's phases */
     df__plan *plan;
@@ -14712,6 +14730,7 @@ static df_node *df__pb_recv(df__pbuild *b, int src, int out, int p, int dst_host
         if (!(result = df__pb_finish(b, ob))) return NULL;
     }
     if (!is_ref && !df__strmap_put(&b->recvs, key, result->id)) { df__pb_oom(b); return NULL; }
+    b->last_send = send;         /* (after the control loop's own transfers, made above) */
     return result;
 }
 
@@ -14898,6 +14917,27 @@ static int df__pb_clone_items(df__pbuild *b) {
     return 1;
 }
 
+/* A reference read on another device (item d reads item s's ref output through `send`): the
+   value is read when the Send runs, so the Send waits for d's other inputs, as a read by d
+   itself would (TF's AddReadControl; TF's Send passes the variable's buffer, which later
+   in-place updates reach, and defers the Recv instead: our values are immutable, so the read
+   itself waits). A Merge is left alone: its inputs are alternatives, one a back edge. */
+static int df__pb_ref_read_waits(df__pbuild *b, int s, int d, df_node *send) {
+    const df__exec *x = b->x;
+    const df_node *dn = x->items[d].node;
+    if (x->items[d].kind == DF__X_MERGE) return 1;
+    int q = b->part_of_dev[b->dev[s]];
+    for (int k = 0; k < dn->n_inputs + dn->n_controls; k++) {
+        const df_node *src = k < dn->n_inputs ? dn->inputs[k].node : dn->controls[k - dn->n_inputs];
+        int j = b->item_of_node[src->id];
+        if (j < 0 || j == s || b->dev[j] < 0) continue;            /* fed, or the reference itself */
+        df_node *c = b->part_of_dev[b->dev[j]] == q ? b->clone[j] : df__pb_recv(b, j, -1, q, 1);
+        if (!c) return 0;
+        if (!df__node_add_control(send, c)) return df__pb_oom(b);
+    }
+    return 1;
+}
+
 /* Every edge, by destination: a fed value from its Placeholder, one on the same device (and
    memory) directly, any other through a Send/Recv pair. In-edges come from the out-edge lists. */
 static int df__pb_connect_edges(df__pbuild *b) {
@@ -14921,7 +14961,10 @@ static int df__pb_connect_edges(df__pbuild *b) {
                 if (it->kind == DF__X_FEED) src = (df_output){df__pb_feed(b, b->feed_of[s], p, dst_host), 0};
                 else if (dev[s] == dev[d] && df__out_on_host(it->node, ed->src_out, dd) == dst_host)
                     src = (df_output){b->clone[s], ed->src_out};
-                else src = (df_output){df__pb_recv(b, s, ed->src_out, p, dst_host), 0};
+                else {
+                    src = (df_output){df__pb_recv(b, s, ed->src_out, p, dst_host), 0};
+                    if (src.node && it->node->out_is_ref[ed->src_out] && !df__pb_ref_read_waits(b, s, d, b->last_send)) break;
+                }
                 if (!src.node) break;
                 dn->inputs[slot] = src;
             } else {
@@ -17942,10 +17985,14 @@ static int df__gd_attr_count(const df__gd_node *n, const char *name, int list, i
     }
     return 0;
 }
-/* Data input k of node dst is a loop's back edge (NextIteration -> Merge): made after dst. */
+/* Data input k of node dst is a loop's back edge (NextIteration -> Merge, or their Ref twins):
+   made after dst. */
 static int df__gd_back_edge(const df__gd *d, int dst, int k) {
     const df__gd_node *n = &d->nodes[dst];
-    return k < n->n_data && df__gd_eq(d->nodes[n->src[k]].op, "NextIteration") && df__gd_eq(n->op, "Merge");
+    if (k >= n->n_data) return 0;
+    df__gd_str src = d->nodes[n->src[k]].op;
+    return (df__gd_eq(src, "NextIteration") || df__gd_eq(src, "RefNextIteration")) &&
+           (df__gd_eq(n->op, "Merge") || df__gd_eq(n->op, "RefMerge"));
 }
 /* An input's value: the mapped output when the import options map that tensor, else the output
    of the node made for it. */
@@ -21204,6 +21251,8 @@ static const struct { const char *name; uint32_t host_in, host_out, types; df__k
     {"PlaceholderWithDefault", 0, 0, 0, NULL}, {"NoOp", 0, 0, 0, NULL}, {"ControlTrigger", 0, 0, 0, NULL},
     {"Enter", 0, 0, 0, NULL}, {"Exit", 0, 0, 0, NULL}, {"NextIteration", 0, 0, 0, NULL},
     {"Switch", 2, 0, 0, NULL}, {"Merge", 0, 2, 0, NULL}, {"LoopCond", 1, 1, 0, NULL},
+    {"RefEnter", 0, 0, 0, NULL}, {"RefExit", 0, 0, 0, NULL}, {"RefNextIteration", 0, 0, 0, NULL},
+    {"RefSwitch", 2, 0, 0, NULL}, {"RefMerge", 0, 2, 0, NULL}, {"RefIdentity", 0, 0, 0, NULL},
     {"Reshape", 2, 0, 0, NULL}, {"ExpandDims", 2, 0, 0, NULL}, {"Squeeze", 0, 0, 0, NULL},
     {"Shape", 0, 1, 0, NULL}, {"Size", 0, 1, 0, NULL}, {"Rank", 0, 1, 0, NULL},
     {"VariableV2", 0, 0, 0, NULL}, {"Assign", 0, 0, 0, NULL}, {"AssignAdd", 0, 0, DF__GK_F, NULL}, {"AssignSub", 0, 0, DF__GK_F, NULL},
@@ -21406,6 +21455,17 @@ static const df__opspec df__op_table[] = {
     {"NextIteration", "data:T", "output:T", "T:type", df__sf_same, df__k_identity, DF__OP_NEXT_ITERATION, 0},
     {"LoopCond", "input:bool", "output:bool", "", df__sf_loop_cond, df__k_loop_cond, DF__OP_LOOP_COND, 0},
     {"ControlTrigger", "", "", "", NULL, df__k_noop, DF__OP_CONTROL_TRIGGER, 0},
+    /* TF1's reference twins of the control-flow ops: they pass a variable's reference itself
+       (read by its consumers when they run), so an Assign or Apply* in a loop body or a cond
+       branch updates the variable; each behaves as its non-ref twin (same flags) */
+    {"RefEnter", "data:Ref(T)", "output:Ref(T)", "T:type,frame_name:string,is_constant:bool=false,parallel_iterations:int=10",
+     df__sf_enter, df__k_identity, DF__OP_ENTER, 0},
+    {"RefSwitch", "data:Ref(T),pred:bool", "output_false:Ref(T),output_true:Ref(T)", "T:type", df__sf_switch, df__k_switch,
+     DF__OP_SWITCH | DF__OP_ALLOWS_UNINIT, 0},
+    {"RefMerge", "inputs:Ref(N*T)", "output:Ref(T),value_index:int32", "T:type,N:int>=1", df__sf_merge, df__k_merge, DF__OP_MERGE, 0},
+    {"RefExit", "data:Ref(T)", "output:Ref(T)", "T:type", df__sf_same, df__k_identity, DF__OP_EXIT, 0},
+    {"RefNextIteration", "data:Ref(T)", "output:Ref(T)", "T:type", df__sf_same, df__k_identity, DF__OP_NEXT_ITERATION, 0},
+    {"RefIdentity", "input:Ref(T)", "output:Ref(T)", "T:type", df__sf_same, df__k_identity, DF__OP_ALLOWS_UNINIT, 0},
     {"ReluGrad", "gradients:T,features:T", "backprops:T", "T:type" DF__FLT, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_RELU_GRAD},
     {"TanhGrad", "y:T,dy:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_TANH_GRAD},
     {"SigmoidGrad", "y:T,dy:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_SIGMOID_GRAD},

@@ -357,7 +357,9 @@ static void df__place_generators_with_consumers(df__placer *pl) {
 /* Control flow: Switch and Exit with their data input (forward), non-ref Enter and any
    NextIteration with their first data consumer (backward); resource values stay put.
    (A NextIteration of a reference goes with its Merge all the same: the partitioner has no
-   way to carry a back edge from another device, while a reference crosses as a value.) */
+   way to carry a back edge from another device, while a reference crosses as a value.)
+   RefEnter, RefSwitch and the other Ref ops stay in their variable's colocation group: a
+   reference never crosses a Send/Recv. */
 static void df__place_control_flow(df__placer *pl) {
     df_session *ss = pl->ss;
     const df__exec *x = pl->x;
@@ -368,7 +370,8 @@ static void df__place_control_flow(df__placer *pl) {
         const df__xitem *it = &x->items[i];
         if (!a || it->kind == DF__X_FETCH || it->kind == DF__X_FEED || !a->n_inputs) continue;
         if (!((it->flags & DF__XF_SWITCH) || it->kind == DF__X_EXIT || it->kind == DF__X_COUNT)) continue;
-        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || a->inputs[0].node->out_is_ref[a->inputs[0].index]) continue;
+        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || a->inputs[0].node->out_is_ref[a->inputs[0].index] ||
+            (a->n_outputs && a->out_is_ref[0])) continue;
         int src = pl->item_of_node[a->inputs[0].node->id];
         if (src >= 0 && dev[src] >= 0 && df__node_has_kernel(a, ss->devices[dev[src]])) dev[i] = dev[src];
     }
@@ -376,7 +379,7 @@ static void df__place_control_flow(df__placer *pl) {
         const df_node *a = x->items[i].node;
         const df__xitem *it = &x->items[i];
         if (!a || !(it->kind == DF__X_ENTER || it->kind == DF__X_NEXT) || !a->n_inputs) continue;
-        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE ||
+        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || (a->n_outputs && a->out_is_ref[0]) ||
             (it->kind == DF__X_ENTER && a->inputs[0].node->out_is_ref[a->inputs[0].index])) continue;
         for (int e = 0; e < it->n_edges; e++) {
             const df__xedge *ed = &x->edges[it->edge_start + e];

@@ -691,6 +691,9 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"GatherV2", df__g_gather}, {"UnsortedSegmentSum", df__g_segment_sum}, {"BroadcastTo", df__g_broadcast_to},
     {"Softmax", df__g_softmax}, {"LogSoftmax", df__g_softmax}, {"SoftmaxCrossEntropyWithLogits", df__g_xent},
     {"SparseSoftmaxCrossEntropyWithLogits", df__g_xent}, {"Switch", df__g_switch}, {"Merge", df__g_merge},
+    /* TF1's Ref control-flow ops differentiate as their twins (RefEnter, RefExit and
+       RefNextIteration, as Enter, Exit and NextIteration, with their loop: src/autodiff/loops.c) */
+    {"RefSwitch", df__g_switch}, {"RefMerge", df__g_merge}, {"RefIdentity", df__g_identity},
 };
 DF_PRIVATE df__grad_fn df__grad_fn_for(const df__opdef *op) {
     if (op->grad) return (df__grad_fn)op->grad;
