@@ -14186,30 +14186,47 @@ static df_code df__place_read_requests(df__placer *pl) {
 }
 
 /* Colocation groups: _class entries, then ref and resource edges (TF keeps a reference or a
-   resource on the device of what it refers to). */
-static void df__place_colocation_groups(df__placer *pl) {
+   resource on the device of what it refers to). Along such an edge the group of what is referred
+   to wins: a consumer's request that conflicts with the group's (the variable's, or an earlier
+   consumer's: a variable read through RefEnters in loops placed on different devices) yields
+   to it, as TF's ColocateResourceOrRefEdge. */
+static df_code df__place_colocation_groups(df__placer *pl) {
     const df__exec *x = pl->x;
     int n = x->n_items;
     int32_t *item_of_node = pl->item_of_node, *parent = pl->parent, *rank = pl->rank;
     df__devspec *spec = pl->spec;
     df__place_ctx pc = {x, x->graph, item_of_node, parent, rank, spec, 0};
     for (int i = 0; i < n; i++) {
-        const df_node *a = x->items[i].node;
         if (!df__node_item(x, i)) continue;
         pc.self = i;
-        df__class_names(a, df__place_colocate, &pc);
+        df__class_names(x->items[i].node, df__place_colocate, &pc);
+    }
+    df__devspec *gspec = (df__devspec *)DF_MALLOC((size_t)(n + 1) * sizeof(df__devspec));   /* per root */
+    if (!gspec) return df_status_set(pl->st, DF_RESOURCE_EXHAUSTED, "Out of memory placing the graph");
+    for (int i = 0; i < n; i++) gspec[i] = spec[i];
+    for (int i = 0; i < n; i++) {       /* (a conflict inside a _class group is reported later) */
+        int r = df__uf_find(parent, i);
+        df__devspec merged = gspec[r];
+        if (r != i && df__devspec_merge(&merged, &spec[i])) gspec[r] = merged;
+    }
+    for (int i = 0; i < n; i++) {
+        const df_node *a = x->items[i].node;
+        if (!df__node_item(x, i)) continue;
         for (int k = 0; k < a->n_inputs; k++) {
             df_output in = a->inputs[k];
             int j = item_of_node[in.node->id];
             if (j < 0) continue;                       /* fed */
-            if (df__ref_arg(a->op, k) || in.node->out_types[in.index] == DF_RESOURCE) {
-                /* TF: a reference (or resource) connection wins over the consumer's own request */
-                df__devspec merged = spec[i];
-                if (!df__devspec_merge(&merged, &spec[j])) spec[i] = spec[j];
-                df__uf_union(parent, rank, i, j);
-            }
+            if (!df__ref_arg(a->op, k) && in.node->out_types[in.index] != DF_RESOURCE) continue;
+            int ra = df__uf_find(parent, j), rb = df__uf_find(parent, i);
+            if (ra == rb) continue;
+            df__devspec merged = gspec[ra];
+            if (!df__devspec_merge(&merged, &gspec[rb])) { merged = gspec[ra]; spec[i] = gspec[ra]; }
+            df__uf_union(parent, rank, i, j);
+            gspec[df__uf_find(parent, i)] = merged;
         }
     }
+    DF_FREE(gspec);
+    return DF_OK;
 }
 
 /* One request and one set of kernel kinds per group, so a group is placed as a whole; requests
@@ -14446,7 +14463,7 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
     if (!pl.item_of_node || !pl.parent || !pl.rank || !pl.spec || !pl.kinds || !pl.group_dev || !pl.gsize || !pl.decided) goto oom;
     if ((code = df__place_read_requests(&pl)) != DF_OK) goto done;
     /* 1. colocation groups */
-    df__place_colocation_groups(&pl);
+    if ((code = df__place_colocation_groups(&pl)) != DF_OK) goto done;
     /* 2. merged requests and kernel kinds per group */
     if ((code = df__place_merge_group_requests(&pl)) != DF_OK) goto done;
     /* 3. a device per group */
