@@ -935,6 +935,15 @@ DF_PRIVATE void df__k_pool(df__kctx *c);
 DF_PRIVATE void df__k_max_pool_grad(df__kctx *c);
 DF_PRIVATE void df__k_avg_pool_grad(df__kctx *c);
 DF_PRIVATE df_code df__sf_pool(df__shape_ctx *c);
+/* ---- from src/kernels/extra.c ---- */
+DF_PRIVATE df_code df__sf_split(df__shape_ctx *c);
+DF_PRIVATE void df__k_split(df__kctx *c);
+DF_PRIVATE df_code df__sf_dynamic_stitch(df__shape_ctx *c);
+DF_PRIVATE void df__k_dynamic_stitch(df__kctx *c);
+DF_PRIVATE void df__k_trig(df__kctx *c);
+DF_PRIVATE void df__g_split(df__gfn *c);
+DF_PRIVATE void df__g_dynamic_stitch(df__gfn *c);
+DF_PRIVATE void df__g_trig(df__gfn *c);
 DF_PRIVATE df_code df__sf_bias_add(df__shape_ctx *c);
 DF_PRIVATE void df__k_bias_add(df__kctx *c);
 DF_PRIVATE df_code df__sf_bias_add_grad(df__shape_ctx *c);

@@ -161,6 +161,15 @@ static const df__opspec df__op_table[] = {
     {"BroadcastTo", "input:T,shape:Tidx", "output:T", "T:type,Tidx:type{int32,int64}=int32", df__sf_broadcast_to, df__k_broadcast_to, DF__OP_EXPENSIVE, 0},
     {"Cumprod", "x:T,axis:Tidx", "out:T", "exclusive:bool=false,reverse:bool=false,T:type" DF__FLT ",Tidx:type{int32,int64}=int32",
      df__sf_same, df__k_cumprod, DF__OP_EXPENSIVE, 0},
+    /* src/kernels/extra.c */
+    {"Split", "split_dim:int32,value:T", "output:num_split*T", "num_split:int>=1,T:type", df__sf_split, df__k_split, DF__OP_EXPENSIVE, 0},
+    {"SplitV", "value:T,size_splits:Tlen,split_dim:int32", "output:num_split*T", "num_split:int>=1,T:type,Tlen:type{int32,int64}=int64",
+     df__sf_split, df__k_split, DF__OP_EXPENSIVE, 0},
+    {"DynamicStitch", "indices:N*int32,data:N*T", "merged:T", "N:int>=1,T:type", df__sf_dynamic_stitch, df__k_dynamic_stitch, DF__OP_EXPENSIVE, 0},
+    {"ParallelDynamicStitch", "indices:N*int32,data:N*T", "merged:T", "N:int>=1,T:type", df__sf_dynamic_stitch, df__k_dynamic_stitch,
+     DF__OP_EXPENSIVE, 0},
+    {"Sin", "x:T", "y:T", "T:type" DF__FLT, df__sf_same, df__k_trig, DF__OP_EXPENSIVE, 0},
+    {"Cos", "x:T", "y:T", "T:type" DF__FLT, df__sf_same, df__k_trig, DF__OP_EXPENSIVE, 1},
     {"ConcatOffset", "concat_dim:int32,shape:N*int32", "offset:N*int32", "N:int>=2", df__sf_concat_offset, df__k_concat_offset, DF__OP_NO_GRADIENT, 0},
     {"StridedSliceGrad", "shape:Index,begin:Index,end:Index,strides:Index,dy:T", "output:T", "T:type,Index:type{int32,int64},"
      "begin_mask:int=0,end_mask:int=0,ellipsis_mask:int=0,new_axis_mask:int=0,shrink_axis_mask:int=0",

@@ -683,6 +683,8 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"Select", df__g_select}, {"SelectV2", df__g_select}, {"Cast", df__g_cast},
     {"MatMul", df__g_matmul}, {"BatchMatMulV2", df__g_matmul}, {"BiasAdd", df__g_bias_add},
     {"Conv2D", df__g_conv2d}, {"MaxPool", df__g_max_pool}, {"AvgPool", df__g_avg_pool},
+    {"Split", df__g_split}, {"SplitV", df__g_split}, {"DynamicStitch", df__g_dynamic_stitch},
+    {"ParallelDynamicStitch", df__g_dynamic_stitch}, {"Sin", df__g_trig}, {"Cos", df__g_trig},
     {"Sum", df__g_reduce}, {"Mean", df__g_reduce}, {"Max", df__g_reduce}, {"Min", df__g_reduce}, {"Prod", df__g_reduce},
     {"Reshape", df__g_reshape}, {"ExpandDims", df__g_reshape}, {"Squeeze", df__g_reshape},
     {"Transpose", df__g_transpose}, {"Fill", df__g_fill}, {"ConcatV2", df__g_concat}, {"Pack", df__g_pack},
