@@ -8654,10 +8654,10 @@ static void df__k_select(df__kctx *c) {
 }
 /* ==========================================================================================
    src/kernels/state.c: CPU kernels: variables and random numbers                     >>state
-   Variables: the session keeps each variable's current tensor; updates swap it. VariableV2.
-   outputs the variable's handle (a ref); consumers read the value when they run, so a
-   control
-   dependency on an Assign orders the read after it, as in TensorFlow.
+   Variables: the session keeps each variable's current tensor; updates swap it. VariableV2
+   outputs the variable's handle (a ref), and so do Assign, AssignAdd and AssignSub (TF forwards
+   the reference); consumers read the value when they run, so a control dependency on an
+   Assign orders the read after it, as in TensorFlow.
    ========================================================================================== */
 
 /* The value behind a ref (a new reference), or t itself (taken over) when it is no ref. */
@@ -8719,7 +8719,7 @@ static void df__k_assign(df__kctx *c) {
         v->value = df_tensor_retain(value);
         df__spin_unlock(&v->lock);
         df_tensor_release(old);
-        c->out[0] = df_tensor_retain(value);
+        c->out[0] = df_tensor_retain(&v->handle);   /* TF forwards the reference: read when used */
         return;
     }
     df_tensor *old = v->value;
@@ -8738,11 +8738,9 @@ static void df__k_assign(df__kctx *c) {
     df_tensor *fresh = df__tensor_alloc(c->alloc, old->dtype, old->rank, old->dims, c->st);
     if (!fresh) { df__spin_unlock(&v->lock); return; }
     if (df__add_data(code == 1 ? DF__B_ADD : DF__B_SUB, fresh, old, value, c->st)) { df__spin_unlock(&v->lock); df_tensor_release(fresh); return; }
-    /* The output's reference is taken before the lock goes: once it is gone, a concurrent
-       update may replace fresh and drop the variable's reference, freeing it. */
     v->value = fresh;
-    c->out[0] = df_tensor_retain(fresh);
     df__spin_unlock(&v->lock);
+    c->out[0] = df_tensor_retain(&v->handle);
     df_tensor_release(old);
 }
 static df_code df__sf_variable(df__shape_ctx *c) {
@@ -9255,10 +9253,9 @@ static void df__k_apply(df__kctx *c) {
             }
         }
     }
-    df_tensor *keep = df_tensor_retain(var);
     for (int i = 0; i < nv; i++) df__spin_unlock(&vars[i]->lock);
-    if (c->st->code) { df_tensor_release(keep); return; }
-    c->out[0] = keep;
+    if (c->st->code) return;
+    c->out[0] = df_tensor_retain(&vars[0]->handle);   /* TF forwards the reference: read when used */
 }
 static df_code df__sf_apply(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[0]; return DF_OK; }
 /* ==========================================================================================

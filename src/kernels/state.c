@@ -1,9 +1,9 @@
 /* ==========================================================================================
    src/kernels/state.c: CPU kernels: variables and random numbers                     >>state
-   Variables: the session keeps each variable's current tensor; updates swap it. VariableV2.
-   outputs the variable's handle (a ref); consumers read the value when they run, so a
-   control
-   dependency on an Assign orders the read after it, as in TensorFlow.
+   Variables: the session keeps each variable's current tensor; updates swap it. VariableV2
+   outputs the variable's handle (a ref), and so do Assign, AssignAdd and AssignSub (TF forwards
+   the reference); consumers read the value when they run, so a control dependency on an
+   Assign orders the read after it, as in TensorFlow.
    ========================================================================================== */
 
 /* The value behind a ref (a new reference), or t itself (taken over) when it is no ref. */
@@ -65,7 +65,7 @@ DF_PRIVATE void df__k_assign(df__kctx *c) {
         v->value = df_tensor_retain(value);
         df__spin_unlock(&v->lock);
         df_tensor_release(old);
-        c->out[0] = df_tensor_retain(value);
+        c->out[0] = df_tensor_retain(&v->handle);   /* TF forwards the reference: read when used */
         return;
     }
     df_tensor *old = v->value;
@@ -84,11 +84,9 @@ DF_PRIVATE void df__k_assign(df__kctx *c) {
     df_tensor *fresh = df__tensor_alloc(c->alloc, old->dtype, old->rank, old->dims, c->st);
     if (!fresh) { df__spin_unlock(&v->lock); return; }
     if (df__add_data(code == 1 ? DF__B_ADD : DF__B_SUB, fresh, old, value, c->st)) { df__spin_unlock(&v->lock); df_tensor_release(fresh); return; }
-    /* The output's reference is taken before the lock goes: once it is gone, a concurrent
-       update may replace fresh and drop the variable's reference, freeing it. */
     v->value = fresh;
-    c->out[0] = df_tensor_retain(fresh);
     df__spin_unlock(&v->lock);
+    c->out[0] = df_tensor_retain(&v->handle);
     df_tensor_release(old);
 }
 DF_PRIVATE df_code df__sf_variable(df__shape_ctx *c) {
