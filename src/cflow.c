@@ -3,8 +3,9 @@
    df_cond and df_while_loop emit Switch, Merge, Enter, Exit, NextIteration and LoopCond as the
    seed documents describe. A context stack records where a node is made; a tensor used inside
    a context it was not made in is captured: a Switch per (tensor, branch) for cond, a constant
-   Enter per (tensor, loop) for while, recursively through every enclosing context. Ops with no
-   inputs, or only loop-invariant inputs, get a control edge from the context's pivot.
+   Enter per (tensor, loop) for while (RefSwitch, RefEnter for a variable's reference),
+   recursively through every enclosing context. Ops with no inputs, or only loop-invariant
+   inputs, get a control edge from the context's pivot (TF #26371: else they run once more).
    ========================================================================================== */
 static int df__ctx_contains(const df__ctx *outer, const df__ctx *inner) {
     if (!outer) return 1;
