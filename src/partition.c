@@ -26,7 +26,8 @@ typedef struct df__pbuild {
     int32_t *loop_cond;          /* per frame: its LoopCond item */
     int n_keys;
     int compress;
-    df_node *last_send;          /* the Send df__pb_recv made last (a reference's reads wait on it) */
+    df_node *last_read;          /* what reads the value df__pb_recv sent last: its Send, or the
+                                    Cast to bfloat16 before it (a reference's read waits there) */
     df_status *st;
     /* the whole cut, shared by df__partition's phases */
     df__plan *plan;
@@ -255,7 +256,7 @@ static df_node *df__pb_recv(df__pbuild *b, int src, int out, int p, int dst_host
         if (!(result = df__pb_finish(b, ob))) return NULL;
     }
     if (!is_ref && !df__strmap_put(&b->recvs, key, result->id)) { df__pb_oom(b); return NULL; }
-    b->last_send = send;         /* (after the control loop's own transfers, made above) */
+    b->last_read = cast ? sent : send;   /* (after the control loop's own transfers, made above) */
     return result;
 }
 
@@ -442,12 +443,13 @@ static int df__pb_clone_items(df__pbuild *b) {
     return 1;
 }
 
-/* A reference read on another device (item d reads item s's ref output through `send`): the
-   value is read when the Send runs, so the Send waits for d's other inputs, as a read by d
-   itself would (TF's AddReadControl; TF's Send passes the variable's buffer, which later
-   in-place updates reach, and defers the Recv instead: our values are immutable, so the read
-   itself waits). A Merge is left alone: its inputs are alternatives, one a back edge. */
-static int df__pb_ref_read_waits(df__pbuild *b, int s, int d, df_node *send) {
+/* A reference read on another device (item d reads item s's ref output through a Send): the
+   value is read when `reader` (the Send, or the Cast before it) runs, so it waits for d's other
+   inputs, as a read by d itself would (TF's AddReadControl; TF's Send passes the variable's
+   buffer, which later in-place updates reach, and defers the Recv instead: our values are
+   immutable, so the read itself waits). A Merge is left alone: its inputs are alternatives,
+   one a back edge. */
+static int df__pb_ref_read_waits(df__pbuild *b, int s, int d, df_node *reader) {
     const df__exec *x = b->x;
     const df_node *dn = x->items[d].node;
     if (x->items[d].kind == DF__X_MERGE) return 1;
@@ -458,7 +460,7 @@ static int df__pb_ref_read_waits(df__pbuild *b, int s, int d, df_node *send) {
         if (j < 0 || j == s || b->dev[j] < 0) continue;            /* fed, or the reference itself */
         df_node *c = b->part_of_dev[b->dev[j]] == q ? b->clone[j] : df__pb_recv(b, j, -1, q, 1);
         if (!c) return 0;
-        if (!df__node_add_control(send, c)) return df__pb_oom(b);
+        if (!df__node_add_control(reader, c)) return df__pb_oom(b);
     }
     return 1;
 }
@@ -488,7 +490,7 @@ static int df__pb_connect_edges(df__pbuild *b) {
                     src = (df_output){b->clone[s], ed->src_out};
                 else {
                     src = (df_output){df__pb_recv(b, s, ed->src_out, p, dst_host), 0};
-                    if (src.node && it->node->out_is_ref[ed->src_out] && !df__pb_ref_read_waits(b, s, d, b->last_send)) break;
+                    if (src.node && it->node->out_is_ref[ed->src_out] && !df__pb_ref_read_waits(b, s, d, b->last_read)) break;
                 }
                 if (!src.node) break;
                 dn->inputs[slot] = src;

@@ -355,7 +355,8 @@ static int ref_input_from_recv(const df_graph *p) {
     return 0;
 }
 DF_TEST(ref_cf_two_devices_variable_on_cpu0_loop_on_cpu1) {
-    for (int threads = 1; threads <= 2; threads++) {
+    for (int mode = 0; mode < 4; mode++) {      /* bit 0: two threads; bit 1: float32 crosses as bfloat16 */
+        int threads = 1 + (mode & 1);
         df_graph *g = df_graph_new();
         var_user u;
         df_node *init;
@@ -381,7 +382,14 @@ DF_TEST(ref_cf_two_devices_variable_on_cpu0_loop_on_cpu1) {
             df_graph_pop_device(g);
         }
         CHECK_OK(df_graph_status(g));
-        df_session *s = ref_session(g, 2, threads);
+        df_session_options so;
+        memset(&so, 0, sizeof so);
+        so.num_cpu_devices = 2;
+        so.inter_op_threads = threads;
+        so.compress_transfers = mode >> 1;       /* (the values here are exact in bfloat16) */
+        df_status sst;
+        df_session *s = df_session_new(g, &so, &sst);
+        CHECK_OK(&sst);
         if (s && run_targets(s, &init, 1)) {
             check_pair(s, out, read, 12.0, 7.0);              /* TF: 12, 7 */
             CHECK_EQ_INT(df_session_num_partitions(s), 2);
