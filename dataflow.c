@@ -4267,6 +4267,10 @@ df_code df_node_update_input(df_graph *g, df_node *dst, int index, df_output src
             "but '%s:%d' is %s {{node %s}}", index, dst->op->name,
             df_dtype_name(df_output_dtype(dst->inputs[index])), src.node->name, src.index,
             df_dtype_name(df_output_dtype(src)), dst->name);
+    if (df__ref_arg(dst->op, index) && !src.node->out_is_ref[src.index])   /* (RefMerge's back edge) */
+        return df__graph_error(g, DF_INVALID_ARGUMENT, "df_node_update_input: input %d of %s must be a "
+            "variable (a ref output), got '%s:%d' of op %s {{node %s}}", index, dst->op->name, src.node->name,
+            src.index, src.node->op->name, dst->name);
     dst->inputs[index] = src;
     __atomic_add_fetch(&g->edit_version, 1, __ATOMIC_RELAXED);
     return DF_OK;
@@ -4276,8 +4280,9 @@ df_code df_node_update_input(df_graph *g, df_node *dst, int index, df_output src
    df_cond and df_while_loop emit Switch, Merge, Enter, Exit, NextIteration and LoopCond as the
    seed documents describe. A context stack records where a node is made; a tensor used inside
    a context it was not made in is captured: a Switch per (tensor, branch) for cond, a constant
-   Enter per (tensor, loop) for while, recursively through every enclosing context. Ops with no
-   inputs, or only loop-invariant inputs, get a control edge from the context's pivot.
+   Enter per (tensor, loop) for while (RefSwitch, RefEnter for a variable's reference),
+   recursively through every enclosing context. Ops with no inputs, or only loop-invariant
+   inputs, get a control edge from the context's pivot (TF #26371: else they run once more).
    ========================================================================================== */
 static int df__ctx_contains(const df__ctx *outer, const df__ctx *inner) {
     if (!outer) return 1;
@@ -4321,10 +4326,14 @@ static df_node *df__raw_op(df_graph *g, df__ctx *ctx, const char *op, const df_o
     return n;
 }
 
+/* A reference (a variable) captured as a loop invariant enters as itself (RefEnter, TF's
+   _Enter(use_ref=True)): an Assign or Apply* in the body updates the variable, and a reader
+   reads it when it runs, in each iteration. A loop variable enters as a value. */
 static df_node *df__make_enter(df_graph *g, df__ctx *loop, df_output x, int is_constant) {
     df__ctx *saved = g->ctx;
     g->ctx = loop;
-    df_op_builder *b = df_op_new(g, "Enter", NULL);
+    int ref = is_constant && x.node && x.index >= 0 && x.index < x.node->n_outputs && x.node->out_is_ref[x.index];
+    df_op_builder *b = df_op_new(g, ref ? "RefEnter" : "Enter", NULL);
     if (b) {
         b->raw = 1;
         df_op_add_input(b, x);
@@ -4358,8 +4367,8 @@ static df_output df__ctx_capture(df_graph *g, df__ctx *ctx, df_output x) {
     df_output outer_x = df__ctx_capture(g, ctx->outer, x);
     if (!outer_x.node) return none;
     if (ctx->kind == DF__CTX_COND) {
-        df_output ins[2] = {outer_x, ctx->pred};
-        df_node *sw = df__raw_op(g, ctx->outer, "Switch", ins, 2, 0);
+        df_output ins[2] = {outer_x, ctx->pred};   /* (a variable's reference: RefSwitch) */
+        df_node *sw = df__raw_op(g, ctx->outer, outer_x.node->out_is_ref[outer_x.index] ? "RefSwitch" : "Switch", ins, 2, 0);
         if (!sw) return none;
         sw->ctx = ctx;          /* its live output belongs to this branch */
         v.node = sw;
@@ -8772,15 +8781,16 @@ static void df__k_select(df__kctx *c) {
 }
 /* ==========================================================================================
    src/kernels/state.c: CPU kernels: variables and random numbers                     >>state
-   Variables: the session keeps each variable's current tensor; updates swap it. VariableV2.
-   outputs the variable's handle (a ref); consumers read the value when they run, so a
-   control
-   dependency on an Assign orders the read after it, as in TensorFlow.
+   Variables: the session keeps each variable's current tensor; updates swap it. VariableV2
+   outputs the variable's handle (a ref), and so do Assign, AssignAdd and AssignSub (TF forwards
+   the reference); consumers read the value when they run, so a control dependency on an
+   Assign orders the read after it, as in TensorFlow.
    ========================================================================================== */
 
 /* The value behind a ref (a new reference), or t itself (taken over) when it is no ref. */
 /* Whether input i of op is a Ref(T) argument: its kernel gets the ref itself, not the value. */
 static int df__ref_arg(const df__opdef *op, int i) {
+    if (op->n_in == 1) return op->in[0].is_ref;     /* (RefMerge: every tensor of its one list) */
     for (int k = 0; k < op->n_in; k++) if (op->in[k].is_list) return 0;
     return i < op->n_in && op->in[i].is_ref;
 }
@@ -8809,7 +8819,9 @@ static void df__k_variable(df__kctx *c) {
 }
 static void df__k_assign(df__kctx *c) {
     const df_node *vn = df__var_node(c->node);
-    df__var *v = df__step_var(c->step, vn, c->st);
+    /* The reference that arrived names the variable (through RefSwitch, RefMerge, ... it may be
+       one of several); the graph walk is for a kernel run without one. */
+    df__var *v = c->in[0] && c->in[0]->ref ? c->in[0]->ref : df__step_var(c->step, vn, c->st);
     if (!v) return;
     df_tensor *value = c->in[1];
     int code = c->node->op->code;   /* 0 Assign, 1 AssignAdd, 2 AssignSub */
@@ -8834,13 +8846,13 @@ static void df__k_assign(df__kctx *c) {
         v->value = df_tensor_retain(value);
         df__spin_unlock(&v->lock);
         df_tensor_release(old);
-        c->out[0] = df_tensor_retain(value);
+        c->out[0] = df_tensor_retain(&v->handle);   /* TF forwards the reference: read when used */
         return;
     }
     df_tensor *old = v->value;
     if (!old) {
         df__spin_unlock(&v->lock);
-        DF__KFAIL(c, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", vn->name);
+        DF__KFAIL(c, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v->name);
         return;
     }
     df__shape so = df__shape_of(old), sv = df__shape_of(value);
@@ -8853,11 +8865,9 @@ static void df__k_assign(df__kctx *c) {
     df_tensor *fresh = df__tensor_alloc(c->alloc, old->dtype, old->rank, old->dims, c->st);
     if (!fresh) { df__spin_unlock(&v->lock); return; }
     if (df__add_data(code == 1 ? DF__B_ADD : DF__B_SUB, fresh, old, value, c->st)) { df__spin_unlock(&v->lock); df_tensor_release(fresh); return; }
-    /* The output's reference is taken before the lock goes: once it is gone, a concurrent
-       update may replace fresh and drop the variable's reference, freeing it. */
     v->value = fresh;
-    c->out[0] = df_tensor_retain(fresh);
     df__spin_unlock(&v->lock);
+    c->out[0] = df_tensor_retain(&v->handle);
     df_tensor_release(old);
 }
 static df_code df__sf_variable(df__shape_ctx *c) {
@@ -10188,10 +10198,9 @@ static void df__k_apply(df__kctx *c) {
             }
         }
     }
-    df_tensor *keep = df_tensor_retain(var);
     for (int i = 0; i < nv; i++) df__spin_unlock(&vars[i]->lock);
-    if (c->st->code) { df_tensor_release(keep); return; }
-    c->out[0] = keep;
+    if (c->st->code) return;
+    c->out[0] = df_tensor_retain(&vars[0]->handle);   /* TF forwards the reference: read when used */
 }
 static df_code df__sf_apply(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[0]; return DF_OK; }
 /* ==========================================================================================
@@ -12675,6 +12684,9 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"TensorListScatterIntoExistingList", df__g_tl_scatter_into},
     {"OptionalFromValue", df__g_optional_from_value}, {"OptionalGetValue", df__g_optional_get_value},
     {"TensorListConcatV2", df__g_tl_concat}, {"TensorListSplit", df__g_tl_split},
+    /* TF1's Ref control-flow ops differentiate as their twins (RefEnter, RefExit and
+       RefNextIteration, as Enter, Exit and NextIteration, with their loop: src/autodiff/loops.c) */
+    {"RefSwitch", df__g_switch}, {"RefMerge", df__g_merge}, {"RefIdentity", df__g_identity},
 };
 static df__grad_fn df__grad_fn_for(const df__opdef *op) {
     if (op->grad) return (df__grad_fn)op->grad;
@@ -15680,30 +15692,47 @@ static df_code df__place_read_requests(df__placer *pl) {
 }
 
 /* Colocation groups: _class entries, then ref and resource edges (TF keeps a reference or a
-   resource on the device of what it refers to). */
-static void df__place_colocation_groups(df__placer *pl) {
+   resource on the device of what it refers to). Along such an edge the group of what is referred
+   to wins: a consumer's request that conflicts with the group's (the variable's, or an earlier
+   consumer's: a variable read through RefEnters in loops placed on different devices) yields
+   to it, as TF's ColocateResourceOrRefEdge. */
+static df_code df__place_colocation_groups(df__placer *pl) {
     const df__exec *x = pl->x;
     int n = x->n_items;
     int32_t *item_of_node = pl->item_of_node, *parent = pl->parent, *rank = pl->rank;
     df__devspec *spec = pl->spec;
     df__place_ctx pc = {x, x->graph, item_of_node, parent, rank, spec, 0};
     for (int i = 0; i < n; i++) {
-        const df_node *a = x->items[i].node;
         if (!df__node_item(x, i)) continue;
         pc.self = i;
-        df__class_names(a, df__place_colocate, &pc);
+        df__class_names(x->items[i].node, df__place_colocate, &pc);
+    }
+    df__devspec *gspec = (df__devspec *)DF_MALLOC((size_t)(n + 1) * sizeof(df__devspec));   /* per root */
+    if (!gspec) return df_status_set(pl->st, DF_RESOURCE_EXHAUSTED, "Out of memory placing the graph");
+    for (int i = 0; i < n; i++) gspec[i] = spec[i];
+    for (int i = 0; i < n; i++) {       /* (a conflict inside a _class group is reported later) */
+        int r = df__uf_find(parent, i);
+        df__devspec merged = gspec[r];
+        if (r != i && df__devspec_merge(&merged, &spec[i])) gspec[r] = merged;
+    }
+    for (int i = 0; i < n; i++) {
+        const df_node *a = x->items[i].node;
+        if (!df__node_item(x, i)) continue;
         for (int k = 0; k < a->n_inputs; k++) {
             df_output in = a->inputs[k];
             int j = item_of_node[in.node->id];
             if (j < 0) continue;                       /* fed */
-            if (df__ref_arg(a->op, k) || in.node->out_types[in.index] == DF_RESOURCE) {
-                /* TF: a reference (or resource) connection wins over the consumer's own request */
-                df__devspec merged = spec[i];
-                if (!df__devspec_merge(&merged, &spec[j])) spec[i] = spec[j];
-                df__uf_union(parent, rank, i, j);
-            }
+            if (!df__ref_arg(a->op, k) && in.node->out_types[in.index] != DF_RESOURCE) continue;
+            int ra = df__uf_find(parent, j), rb = df__uf_find(parent, i);
+            if (ra == rb) continue;
+            df__devspec merged = gspec[ra];
+            if (!df__devspec_merge(&merged, &gspec[rb])) { merged = gspec[ra]; spec[i] = gspec[ra]; }
+            df__uf_union(parent, rank, i, j);
+            gspec[df__uf_find(parent, i)] = merged;
         }
     }
+    DF_FREE(gspec);
+    return DF_OK;
 }
 
 /* One request and one set of kernel kinds per group, so a group is placed as a whole; requests
@@ -15888,7 +15917,9 @@ static void df__place_generators_with_consumers(df__placer *pl) {
 /* Control flow: Switch and Exit with their data input (forward), non-ref Enter and any
    NextIteration with their first data consumer (backward); resource values stay put.
    (A NextIteration of a reference goes with its Merge all the same: the partitioner has no
-   way to carry a back edge from another device, while a reference crosses as a value.) */
+   way to carry a back edge from another device, while a reference crosses as a value.)
+   RefEnter, RefSwitch and the other Ref ops stay in their variable's colocation group: a
+   reference never crosses a Send/Recv. */
 static void df__place_control_flow(df__placer *pl) {
     df_session *ss = pl->ss;
     const df__exec *x = pl->x;
@@ -15899,7 +15930,8 @@ static void df__place_control_flow(df__placer *pl) {
         const df__xitem *it = &x->items[i];
         if (!a || it->kind == DF__X_FETCH || it->kind == DF__X_FEED || !a->n_inputs) continue;
         if (!((it->flags & DF__XF_SWITCH) || it->kind == DF__X_EXIT || it->kind == DF__X_COUNT)) continue;
-        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || a->inputs[0].node->out_is_ref[a->inputs[0].index]) continue;
+        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || a->inputs[0].node->out_is_ref[a->inputs[0].index] ||
+            (a->n_outputs && a->out_is_ref[0])) continue;
         int src = pl->item_of_node[a->inputs[0].node->id];
         if (src >= 0 && dev[src] >= 0 && df__node_has_kernel(a, ss->devices[dev[src]])) dev[i] = dev[src];
     }
@@ -15907,7 +15939,7 @@ static void df__place_control_flow(df__placer *pl) {
         const df_node *a = x->items[i].node;
         const df__xitem *it = &x->items[i];
         if (!a || !(it->kind == DF__X_ENTER || it->kind == DF__X_NEXT) || !a->n_inputs) continue;
-        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE ||
+        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || (a->n_outputs && a->out_is_ref[0]) ||
             (it->kind == DF__X_ENTER && a->inputs[0].node->out_is_ref[a->inputs[0].index])) continue;
         for (int e = 0; e < it->n_edges; e++) {
             const df__xedge *ed = &x->edges[it->edge_start + e];
@@ -15937,7 +15969,7 @@ static df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df_sta
     if (!pl.item_of_node || !pl.parent || !pl.rank || !pl.spec || !pl.kinds || !pl.group_dev || !pl.gsize || !pl.decided) goto oom;
     if ((code = df__place_read_requests(&pl)) != DF_OK) goto done;
     /* 1. colocation groups */
-    df__place_colocation_groups(&pl);
+    if ((code = df__place_colocation_groups(&pl)) != DF_OK) goto done;
     /* 2. merged requests and kernel kinds per group */
     if ((code = df__place_merge_group_requests(&pl)) != DF_OK) goto done;
     /* 3. a device per group */
@@ -15992,6 +16024,8 @@ typedef struct df__pbuild {
     int32_t *loop_cond;          /* per frame: its LoopCond item */
     int n_keys;
     int compress;
+    df_node *last_read;          /* what reads the value df__pb_recv sent last: its Send, or the
+                                    Cast to bfloat16 before it (a reference's read waits there) */
     df_status *st;
     /* the whole cut, shared by df__partition's phases */
     df__plan *plan;
@@ -16220,6 +16254,7 @@ static df_node *df__pb_recv(df__pbuild *b, int src, int out, int p, int dst_host
         if (!(result = df__pb_finish(b, ob))) return NULL;
     }
     if (!is_ref && !df__strmap_put(&b->recvs, key, result->id)) { df__pb_oom(b); return NULL; }
+    b->last_read = cast ? sent : send;   /* (after the control loop's own transfers, made above) */
     return result;
 }
 
@@ -16406,6 +16441,28 @@ static int df__pb_clone_items(df__pbuild *b) {
     return 1;
 }
 
+/* A reference read on another device (item d reads item s's ref output through a Send): the
+   value is read when `reader` (the Send, or the Cast before it) runs, so it waits for d's other
+   inputs, as a read by d itself would (TF's AddReadControl; TF's Send passes the variable's
+   buffer, which later in-place updates reach, and defers the Recv instead: our values are
+   immutable, so the read itself waits). A Merge is left alone: its inputs are alternatives,
+   one a back edge. */
+static int df__pb_ref_read_waits(df__pbuild *b, int s, int d, df_node *reader) {
+    const df__exec *x = b->x;
+    const df_node *dn = x->items[d].node;
+    if (x->items[d].kind == DF__X_MERGE) return 1;
+    int q = b->part_of_dev[b->dev[s]];
+    for (int k = 0; k < dn->n_inputs + dn->n_controls; k++) {
+        const df_node *src = k < dn->n_inputs ? dn->inputs[k].node : dn->controls[k - dn->n_inputs];
+        int j = b->item_of_node[src->id];
+        if (j < 0 || j == s || b->dev[j] < 0) continue;            /* fed, or the reference itself */
+        df_node *c = b->part_of_dev[b->dev[j]] == q ? b->clone[j] : df__pb_recv(b, j, -1, q, 1);
+        if (!c) return 0;
+        if (!df__node_add_control(reader, c)) return df__pb_oom(b);
+    }
+    return 1;
+}
+
 /* Every edge, by destination: a fed value from its Placeholder, one on the same device (and
    memory) directly, any other through a Send/Recv pair. In-edges come from the out-edge lists. */
 static int df__pb_connect_edges(df__pbuild *b) {
@@ -16429,7 +16486,10 @@ static int df__pb_connect_edges(df__pbuild *b) {
                 if (it->kind == DF__X_FEED) src = (df_output){df__pb_feed(b, b->feed_of[s], p, dst_host), 0};
                 else if (dev[s] == dev[d] && df__out_on_host(it->node, ed->src_out, dd) == dst_host)
                     src = (df_output){b->clone[s], ed->src_out};
-                else src = (df_output){df__pb_recv(b, s, ed->src_out, p, dst_host), 0};
+                else {
+                    src = (df_output){df__pb_recv(b, s, ed->src_out, p, dst_host), 0};
+                    if (src.node && it->node->out_is_ref[ed->src_out] && !df__pb_ref_read_waits(b, s, d, b->last_read)) break;
+                }
                 if (!src.node) break;
                 dn->inputs[slot] = src;
             } else {
@@ -19450,10 +19510,14 @@ static int df__gd_attr_count(const df__gd_node *n, const char *name, int list, i
     }
     return 0;
 }
-/* Data input k of node dst is a loop's back edge (NextIteration -> Merge): made after dst. */
+/* Data input k of node dst is a loop's back edge (NextIteration -> Merge, or their Ref twins):
+   made after dst. */
 static int df__gd_back_edge(const df__gd *d, int dst, int k) {
     const df__gd_node *n = &d->nodes[dst];
-    return k < n->n_data && df__gd_eq(d->nodes[n->src[k]].op, "NextIteration") && df__gd_eq(n->op, "Merge");
+    if (k >= n->n_data) return 0;
+    df__gd_str src = d->nodes[n->src[k]].op;
+    return (df__gd_eq(src, "NextIteration") || df__gd_eq(src, "RefNextIteration")) &&
+           (df__gd_eq(n->op, "Merge") || df__gd_eq(n->op, "RefMerge"));
 }
 /* An input's value: the mapped output when the import options map that tensor, else the output
    of the node made for it. */
@@ -23626,6 +23690,8 @@ static const struct { const char *name; uint32_t host_in, host_out, types; df__k
     {"PlaceholderWithDefault", 0, 0, 0, NULL}, {"NoOp", 0, 0, 0, NULL}, {"ControlTrigger", 0, 0, 0, NULL},
     {"Enter", 0, 0, 0, NULL}, {"Exit", 0, 0, 0, NULL}, {"NextIteration", 0, 0, 0, NULL},
     {"Switch", 2, 0, 0, NULL}, {"Merge", 0, 2, 0, NULL}, {"LoopCond", 1, 1, 0, NULL},
+    {"RefEnter", 0, 0, 0, NULL}, {"RefExit", 0, 0, 0, NULL}, {"RefNextIteration", 0, 0, 0, NULL},
+    {"RefSwitch", 2, 0, 0, NULL}, {"RefMerge", 0, 2, 0, NULL}, {"RefIdentity", 0, 0, 0, NULL},
     {"Reshape", 2, 0, 0, NULL}, {"ExpandDims", 2, 0, 0, NULL}, {"Squeeze", 0, 0, 0, NULL},
     {"Shape", 0, 1, 0, NULL}, {"Size", 0, 1, 0, NULL}, {"Rank", 0, 1, 0, NULL},
     {"VariableV2", 0, 0, 0, NULL}, {"Assign", 0, 0, 0, NULL}, {"AssignAdd", 0, 0, DF__GK_F, NULL}, {"AssignSub", 0, 0, DF__GK_F, NULL},
@@ -23828,6 +23894,17 @@ static const df__opspec df__op_table[] = {
     {"NextIteration", "data:T", "output:T", "T:type", df__sf_same, df__k_identity, DF__OP_NEXT_ITERATION, 0},
     {"LoopCond", "input:bool", "output:bool", "", df__sf_loop_cond, df__k_loop_cond, DF__OP_LOOP_COND, 0},
     {"ControlTrigger", "", "", "", NULL, df__k_noop, DF__OP_CONTROL_TRIGGER, 0},
+    /* TF1's reference twins of the control-flow ops: they pass a variable's reference itself
+       (read by its consumers when they run), so an Assign or Apply* in a loop body or a cond
+       branch updates the variable; each behaves as its non-ref twin (same flags) */
+    {"RefEnter", "data:Ref(T)", "output:Ref(T)", "T:type,frame_name:string,is_constant:bool=false,parallel_iterations:int=10",
+     df__sf_enter, df__k_identity, DF__OP_ENTER, 0},
+    {"RefSwitch", "data:Ref(T),pred:bool", "output_false:Ref(T),output_true:Ref(T)", "T:type", df__sf_switch, df__k_switch,
+     DF__OP_SWITCH | DF__OP_ALLOWS_UNINIT, 0},
+    {"RefMerge", "inputs:Ref(N*T)", "output:Ref(T),value_index:int32", "T:type,N:int>=1", df__sf_merge, df__k_merge, DF__OP_MERGE, 0},
+    {"RefExit", "data:Ref(T)", "output:Ref(T)", "T:type", df__sf_same, df__k_identity, DF__OP_EXIT, 0},
+    {"RefNextIteration", "data:Ref(T)", "output:Ref(T)", "T:type", df__sf_same, df__k_identity, DF__OP_NEXT_ITERATION, 0},
+    {"RefIdentity", "input:Ref(T)", "output:Ref(T)", "T:type", df__sf_same, df__k_identity, DF__OP_ALLOWS_UNINIT, 0},
     {"ReluGrad", "gradients:T,features:T", "backprops:T", "T:type" DF__FLT, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_RELU_GRAD},
     {"TanhGrad", "y:T,dy:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_TANH_GRAD},
     {"SigmoidGrad", "y:T,dy:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_SIGMOID_GRAD},

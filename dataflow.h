@@ -370,8 +370,11 @@ void df_graph_pop_control_deps(df_graph *g);
    5. CONTROL FLOW                                                                      >>cflow
    Switch, Merge, Enter, Exit, NextIteration and LoopCond, as in the seed documents. Tensors
    from outside a branch or loop body are captured automatically when an op inside uses them (a
-   Switch per captured tensor and branch; a constant Enter per loop invariant). Arbitrary nesting
-   works. Inside a function's body (section 6) df_cond and df_while_loop build If and While.
+   Switch per captured tensor and branch; a constant Enter per loop invariant). A variable (a ref
+   output: df_variable's, an assign's) is captured as its reference, with TensorFlow 1's
+   RefSwitch and RefEnter, so df_assign, df_assign_add, df_assign_sub and the Apply* ops inside
+   a body or branch update it, once per iteration or once when the branch is taken, and ops
+   that read it read its value when they run. Arbitrary nesting works. Inside a function's body (section 6) df_cond and df_while_loop build If and While.
    Owns:    the callbacks run during the call, on the calling thread, building into the graph
             they are given; `user` is only passed to them, so it need live only for the call,
             except with df_while_options.checkpoint_every > 0 (df_gradients calls the body

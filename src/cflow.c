@@ -3,8 +3,9 @@
    df_cond and df_while_loop emit Switch, Merge, Enter, Exit, NextIteration and LoopCond as the
    seed documents describe. A context stack records where a node is made; a tensor used inside
    a context it was not made in is captured: a Switch per (tensor, branch) for cond, a constant
-   Enter per (tensor, loop) for while, recursively through every enclosing context. Ops with no
-   inputs, or only loop-invariant inputs, get a control edge from the context's pivot.
+   Enter per (tensor, loop) for while (RefSwitch, RefEnter for a variable's reference),
+   recursively through every enclosing context. Ops with no inputs, or only loop-invariant
+   inputs, get a control edge from the context's pivot (TF #26371: else they run once more).
    ========================================================================================== */
 static int df__ctx_contains(const df__ctx *outer, const df__ctx *inner) {
     if (!outer) return 1;
@@ -48,10 +49,14 @@ DF_PRIVATE df_node *df__raw_op(df_graph *g, df__ctx *ctx, const char *op, const 
     return n;
 }
 
+/* A reference (a variable) captured as a loop invariant enters as itself (RefEnter, TF's
+   _Enter(use_ref=True)): an Assign or Apply* in the body updates the variable, and a reader
+   reads it when it runs, in each iteration. A loop variable enters as a value. */
 DF_PRIVATE df_node *df__make_enter(df_graph *g, df__ctx *loop, df_output x, int is_constant) {
     df__ctx *saved = g->ctx;
     g->ctx = loop;
-    df_op_builder *b = df_op_new(g, "Enter", NULL);
+    int ref = is_constant && x.node && x.index >= 0 && x.index < x.node->n_outputs && x.node->out_is_ref[x.index];
+    df_op_builder *b = df_op_new(g, ref ? "RefEnter" : "Enter", NULL);
     if (b) {
         b->raw = 1;
         df_op_add_input(b, x);
@@ -85,8 +90,8 @@ DF_PRIVATE df_output df__ctx_capture(df_graph *g, df__ctx *ctx, df_output x) {
     df_output outer_x = df__ctx_capture(g, ctx->outer, x);
     if (!outer_x.node) return none;
     if (ctx->kind == DF__CTX_COND) {
-        df_output ins[2] = {outer_x, ctx->pred};
-        df_node *sw = df__raw_op(g, ctx->outer, "Switch", ins, 2, 0);
+        df_output ins[2] = {outer_x, ctx->pred};   /* (a variable's reference: RefSwitch) */
+        df_node *sw = df__raw_op(g, ctx->outer, outer_x.node->out_is_ref[outer_x.index] ? "RefSwitch" : "Switch", ins, 2, 0);
         if (!sw) return none;
         sw->ctx = ctx;          /* its live output belongs to this branch */
         v.node = sw;

@@ -1020,6 +1020,10 @@ df_code df_node_update_input(df_graph *g, df_node *dst, int index, df_output src
             "but '%s:%d' is %s {{node %s}}", index, dst->op->name,
             df_dtype_name(df_output_dtype(dst->inputs[index])), src.node->name, src.index,
             df_dtype_name(df_output_dtype(src)), dst->name);
+    if (df__ref_arg(dst->op, index) && !src.node->out_is_ref[src.index])   /* (RefMerge's back edge) */
+        return df__graph_error(g, DF_INVALID_ARGUMENT, "df_node_update_input: input %d of %s must be a "
+            "variable (a ref output), got '%s:%d' of op %s {{node %s}}", index, dst->op->name, src.node->name,
+            src.index, src.node->op->name, dst->name);
     dst->inputs[index] = src;
     __atomic_add_fetch(&g->edit_version, 1, __ATOMIC_RELAXED);
     return DF_OK;

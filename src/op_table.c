@@ -136,6 +136,17 @@ static const df__opspec df__op_table[] = {
     {"NextIteration", "data:T", "output:T", "T:type", df__sf_same, df__k_identity, DF__OP_NEXT_ITERATION, 0},
     {"LoopCond", "input:bool", "output:bool", "", df__sf_loop_cond, df__k_loop_cond, DF__OP_LOOP_COND, 0},
     {"ControlTrigger", "", "", "", NULL, df__k_noop, DF__OP_CONTROL_TRIGGER, 0},
+    /* TF1's reference twins of the control-flow ops: they pass a variable's reference itself
+       (read by its consumers when they run), so an Assign or Apply* in a loop body or a cond
+       branch updates the variable; each behaves as its non-ref twin (same flags) */
+    {"RefEnter", "data:Ref(T)", "output:Ref(T)", "T:type,frame_name:string,is_constant:bool=false,parallel_iterations:int=10",
+     df__sf_enter, df__k_identity, DF__OP_ENTER, 0},
+    {"RefSwitch", "data:Ref(T),pred:bool", "output_false:Ref(T),output_true:Ref(T)", "T:type", df__sf_switch, df__k_switch,
+     DF__OP_SWITCH | DF__OP_ALLOWS_UNINIT, 0},
+    {"RefMerge", "inputs:Ref(N*T)", "output:Ref(T),value_index:int32", "T:type,N:int>=1", df__sf_merge, df__k_merge, DF__OP_MERGE, 0},
+    {"RefExit", "data:Ref(T)", "output:Ref(T)", "T:type", df__sf_same, df__k_identity, DF__OP_EXIT, 0},
+    {"RefNextIteration", "data:Ref(T)", "output:Ref(T)", "T:type", df__sf_same, df__k_identity, DF__OP_NEXT_ITERATION, 0},
+    {"RefIdentity", "input:Ref(T)", "output:Ref(T)", "T:type", df__sf_same, df__k_identity, DF__OP_ALLOWS_UNINIT, 0},
     {"ReluGrad", "gradients:T,features:T", "backprops:T", "T:type" DF__FLT, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_RELU_GRAD},
     {"TanhGrad", "y:T,dy:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_TANH_GRAD},
     {"SigmoidGrad", "y:T,dy:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_binary, DF__OP_EXPENSIVE, DF__B_SIGMOID_GRAD},

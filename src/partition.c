@@ -26,6 +26,8 @@ typedef struct df__pbuild {
     int32_t *loop_cond;          /* per frame: its LoopCond item */
     int n_keys;
     int compress;
+    df_node *last_read;          /* what reads the value df__pb_recv sent last: its Send, or the
+                                    Cast to bfloat16 before it (a reference's read waits there) */
     df_status *st;
     /* the whole cut, shared by df__partition's phases */
     df__plan *plan;
@@ -254,6 +256,7 @@ static df_node *df__pb_recv(df__pbuild *b, int src, int out, int p, int dst_host
         if (!(result = df__pb_finish(b, ob))) return NULL;
     }
     if (!is_ref && !df__strmap_put(&b->recvs, key, result->id)) { df__pb_oom(b); return NULL; }
+    b->last_read = cast ? sent : send;   /* (after the control loop's own transfers, made above) */
     return result;
 }
 
@@ -440,6 +443,28 @@ static int df__pb_clone_items(df__pbuild *b) {
     return 1;
 }
 
+/* A reference read on another device (item d reads item s's ref output through a Send): the
+   value is read when `reader` (the Send, or the Cast before it) runs, so it waits for d's other
+   inputs, as a read by d itself would (TF's AddReadControl; TF's Send passes the variable's
+   buffer, which later in-place updates reach, and defers the Recv instead: our values are
+   immutable, so the read itself waits). A Merge is left alone: its inputs are alternatives,
+   one a back edge. */
+static int df__pb_ref_read_waits(df__pbuild *b, int s, int d, df_node *reader) {
+    const df__exec *x = b->x;
+    const df_node *dn = x->items[d].node;
+    if (x->items[d].kind == DF__X_MERGE) return 1;
+    int q = b->part_of_dev[b->dev[s]];
+    for (int k = 0; k < dn->n_inputs + dn->n_controls; k++) {
+        const df_node *src = k < dn->n_inputs ? dn->inputs[k].node : dn->controls[k - dn->n_inputs];
+        int j = b->item_of_node[src->id];
+        if (j < 0 || j == s || b->dev[j] < 0) continue;            /* fed, or the reference itself */
+        df_node *c = b->part_of_dev[b->dev[j]] == q ? b->clone[j] : df__pb_recv(b, j, -1, q, 1);
+        if (!c) return 0;
+        if (!df__node_add_control(reader, c)) return df__pb_oom(b);
+    }
+    return 1;
+}
+
 /* Every edge, by destination: a fed value from its Placeholder, one on the same device (and
    memory) directly, any other through a Send/Recv pair. In-edges come from the out-edge lists. */
 static int df__pb_connect_edges(df__pbuild *b) {
@@ -463,7 +488,10 @@ static int df__pb_connect_edges(df__pbuild *b) {
                 if (it->kind == DF__X_FEED) src = (df_output){df__pb_feed(b, b->feed_of[s], p, dst_host), 0};
                 else if (dev[s] == dev[d] && df__out_on_host(it->node, ed->src_out, dd) == dst_host)
                     src = (df_output){b->clone[s], ed->src_out};
-                else src = (df_output){df__pb_recv(b, s, ed->src_out, p, dst_host), 0};
+                else {
+                    src = (df_output){df__pb_recv(b, s, ed->src_out, p, dst_host), 0};
+                    if (src.node && it->node->out_is_ref[ed->src_out] && !df__pb_ref_read_waits(b, s, d, b->last_read)) break;
+                }
                 if (!src.node) break;
                 dn->inputs[slot] = src;
             } else {

@@ -149,30 +149,47 @@ static df_code df__place_read_requests(df__placer *pl) {
 }
 
 /* Colocation groups: _class entries, then ref and resource edges (TF keeps a reference or a
-   resource on the device of what it refers to). */
-static void df__place_colocation_groups(df__placer *pl) {
+   resource on the device of what it refers to). Along such an edge the group of what is referred
+   to wins: a consumer's request that conflicts with the group's (the variable's, or an earlier
+   consumer's: a variable read through RefEnters in loops placed on different devices) yields
+   to it, as TF's ColocateResourceOrRefEdge. */
+static df_code df__place_colocation_groups(df__placer *pl) {
     const df__exec *x = pl->x;
     int n = x->n_items;
     int32_t *item_of_node = pl->item_of_node, *parent = pl->parent, *rank = pl->rank;
     df__devspec *spec = pl->spec;
     df__place_ctx pc = {x, x->graph, item_of_node, parent, rank, spec, 0};
     for (int i = 0; i < n; i++) {
-        const df_node *a = x->items[i].node;
         if (!df__node_item(x, i)) continue;
         pc.self = i;
-        df__class_names(a, df__place_colocate, &pc);
+        df__class_names(x->items[i].node, df__place_colocate, &pc);
+    }
+    df__devspec *gspec = (df__devspec *)DF_MALLOC((size_t)(n + 1) * sizeof(df__devspec));   /* per root */
+    if (!gspec) return df_status_set(pl->st, DF_RESOURCE_EXHAUSTED, "Out of memory placing the graph");
+    for (int i = 0; i < n; i++) gspec[i] = spec[i];
+    for (int i = 0; i < n; i++) {       /* (a conflict inside a _class group is reported later) */
+        int r = df__uf_find(parent, i);
+        df__devspec merged = gspec[r];
+        if (r != i && df__devspec_merge(&merged, &spec[i])) gspec[r] = merged;
+    }
+    for (int i = 0; i < n; i++) {
+        const df_node *a = x->items[i].node;
+        if (!df__node_item(x, i)) continue;
         for (int k = 0; k < a->n_inputs; k++) {
             df_output in = a->inputs[k];
             int j = item_of_node[in.node->id];
             if (j < 0) continue;                       /* fed */
-            if (df__ref_arg(a->op, k) || in.node->out_types[in.index] == DF_RESOURCE) {
-                /* TF: a reference (or resource) connection wins over the consumer's own request */
-                df__devspec merged = spec[i];
-                if (!df__devspec_merge(&merged, &spec[j])) spec[i] = spec[j];
-                df__uf_union(parent, rank, i, j);
-            }
+            if (!df__ref_arg(a->op, k) && in.node->out_types[in.index] != DF_RESOURCE) continue;
+            int ra = df__uf_find(parent, j), rb = df__uf_find(parent, i);
+            if (ra == rb) continue;
+            df__devspec merged = gspec[ra];
+            if (!df__devspec_merge(&merged, &gspec[rb])) { merged = gspec[ra]; spec[i] = gspec[ra]; }
+            df__uf_union(parent, rank, i, j);
+            gspec[df__uf_find(parent, i)] = merged;
         }
     }
+    DF_FREE(gspec);
+    return DF_OK;
 }
 
 /* One request and one set of kernel kinds per group, so a group is placed as a whole; requests
@@ -357,7 +374,9 @@ static void df__place_generators_with_consumers(df__placer *pl) {
 /* Control flow: Switch and Exit with their data input (forward), non-ref Enter and any
    NextIteration with their first data consumer (backward); resource values stay put.
    (A NextIteration of a reference goes with its Merge all the same: the partitioner has no
-   way to carry a back edge from another device, while a reference crosses as a value.) */
+   way to carry a back edge from another device, while a reference crosses as a value.)
+   RefEnter, RefSwitch and the other Ref ops stay in their variable's colocation group: a
+   reference never crosses a Send/Recv. */
 static void df__place_control_flow(df__placer *pl) {
     df_session *ss = pl->ss;
     const df__exec *x = pl->x;
@@ -368,7 +387,8 @@ static void df__place_control_flow(df__placer *pl) {
         const df__xitem *it = &x->items[i];
         if (!a || it->kind == DF__X_FETCH || it->kind == DF__X_FEED || !a->n_inputs) continue;
         if (!((it->flags & DF__XF_SWITCH) || it->kind == DF__X_EXIT || it->kind == DF__X_COUNT)) continue;
-        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || a->inputs[0].node->out_is_ref[a->inputs[0].index]) continue;
+        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || a->inputs[0].node->out_is_ref[a->inputs[0].index] ||
+            (a->n_outputs && a->out_is_ref[0])) continue;
         int src = pl->item_of_node[a->inputs[0].node->id];
         if (src >= 0 && dev[src] >= 0 && df__node_has_kernel(a, ss->devices[dev[src]])) dev[i] = dev[src];
     }
@@ -376,7 +396,7 @@ static void df__place_control_flow(df__placer *pl) {
         const df_node *a = x->items[i].node;
         const df__xitem *it = &x->items[i];
         if (!a || !(it->kind == DF__X_ENTER || it->kind == DF__X_NEXT) || !a->n_inputs) continue;
-        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE ||
+        if (df_output_dtype(a->inputs[0]) == DF_RESOURCE || (a->n_outputs && a->out_is_ref[0]) ||
             (it->kind == DF__X_ENTER && a->inputs[0].node->out_is_ref[a->inputs[0].index])) continue;
         for (int e = 0; e < it->n_edges; e++) {
             const df__xedge *ed = &x->edges[it->edge_start + e];
@@ -406,7 +426,7 @@ DF_PRIVATE df_code df__place(df_session *ss, const df__exec *x, int32_t *dev, df
     if (!pl.item_of_node || !pl.parent || !pl.rank || !pl.spec || !pl.kinds || !pl.group_dev || !pl.gsize || !pl.decided) goto oom;
     if ((code = df__place_read_requests(&pl)) != DF_OK) goto done;
     /* 1. colocation groups */
-    df__place_colocation_groups(&pl);
+    if ((code = df__place_colocation_groups(&pl)) != DF_OK) goto done;
     /* 2. merged requests and kernel kinds per group */
     if ((code = df__place_merge_group_requests(&pl)) != DF_OK) goto done;
     /* 3. a device per group */

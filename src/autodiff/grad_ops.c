@@ -892,6 +892,9 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"TensorListScatterIntoExistingList", df__g_tl_scatter_into},
     {"OptionalFromValue", df__g_optional_from_value}, {"OptionalGetValue", df__g_optional_get_value},
     {"TensorListConcatV2", df__g_tl_concat}, {"TensorListSplit", df__g_tl_split},
+    /* TF1's Ref control-flow ops differentiate as their twins (RefEnter, RefExit and
+       RefNextIteration, as Enter, Exit and NextIteration, with their loop: src/autodiff/loops.c) */
+    {"RefSwitch", df__g_switch}, {"RefMerge", df__g_merge}, {"RefIdentity", df__g_identity},
 };
 DF_PRIVATE df__grad_fn df__grad_fn_for(const df__opdef *op) {
     if (op->grad) return (df__grad_fn)op->grad;

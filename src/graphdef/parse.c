@@ -536,10 +536,14 @@ DF_PRIVATE int df__gd_attr_count(const df__gd_node *n, const char *name, int lis
     }
     return 0;
 }
-/* Data input k of node dst is a loop's back edge (NextIteration -> Merge): made after dst. */
+/* Data input k of node dst is a loop's back edge (NextIteration -> Merge, or their Ref twins):
+   made after dst. */
 DF_PRIVATE int df__gd_back_edge(const df__gd *d, int dst, int k) {
     const df__gd_node *n = &d->nodes[dst];
-    return k < n->n_data && df__gd_eq(d->nodes[n->src[k]].op, "NextIteration") && df__gd_eq(n->op, "Merge");
+    if (k >= n->n_data) return 0;
+    df__gd_str src = d->nodes[n->src[k]].op;
+    return (df__gd_eq(src, "NextIteration") || df__gd_eq(src, "RefNextIteration")) &&
+           (df__gd_eq(n->op, "Merge") || df__gd_eq(n->op, "RefMerge"));
 }
 /* An input's value: the mapped output when the import options map that tensor, else the output
    of the node made for it. */

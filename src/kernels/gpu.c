@@ -539,6 +539,8 @@ static const struct { const char *name; uint32_t host_in, host_out, types; df__k
     {"PlaceholderWithDefault", 0, 0, 0, NULL}, {"NoOp", 0, 0, 0, NULL}, {"ControlTrigger", 0, 0, 0, NULL},
     {"Enter", 0, 0, 0, NULL}, {"Exit", 0, 0, 0, NULL}, {"NextIteration", 0, 0, 0, NULL},
     {"Switch", 2, 0, 0, NULL}, {"Merge", 0, 2, 0, NULL}, {"LoopCond", 1, 1, 0, NULL},
+    {"RefEnter", 0, 0, 0, NULL}, {"RefExit", 0, 0, 0, NULL}, {"RefNextIteration", 0, 0, 0, NULL},
+    {"RefSwitch", 2, 0, 0, NULL}, {"RefMerge", 0, 2, 0, NULL}, {"RefIdentity", 0, 0, 0, NULL},
     {"Reshape", 2, 0, 0, NULL}, {"ExpandDims", 2, 0, 0, NULL}, {"Squeeze", 0, 0, 0, NULL},
     {"Shape", 0, 1, 0, NULL}, {"Size", 0, 1, 0, NULL}, {"Rank", 0, 1, 0, NULL},
     {"VariableV2", 0, 0, 0, NULL}, {"Assign", 0, 0, 0, NULL}, {"AssignAdd", 0, 0, DF__GK_F, NULL}, {"AssignSub", 0, 0, DF__GK_F, NULL},

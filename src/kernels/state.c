@@ -1,14 +1,15 @@
 /* ==========================================================================================
    src/kernels/state.c: CPU kernels: variables and random numbers                     >>state
-   Variables: the session keeps each variable's current tensor; updates swap it. VariableV2.
-   outputs the variable's handle (a ref); consumers read the value when they run, so a
-   control
-   dependency on an Assign orders the read after it, as in TensorFlow.
+   Variables: the session keeps each variable's current tensor; updates swap it. VariableV2
+   outputs the variable's handle (a ref), and so do Assign, AssignAdd and AssignSub (TF forwards
+   the reference); consumers read the value when they run, so a control dependency on an
+   Assign orders the read after it, as in TensorFlow.
    ========================================================================================== */
 
 /* The value behind a ref (a new reference), or t itself (taken over) when it is no ref. */
 /* Whether input i of op is a Ref(T) argument: its kernel gets the ref itself, not the value. */
 DF_PRIVATE int df__ref_arg(const df__opdef *op, int i) {
+    if (op->n_in == 1) return op->in[0].is_ref;     /* (RefMerge: every tensor of its one list) */
     for (int k = 0; k < op->n_in; k++) if (op->in[k].is_list) return 0;
     return i < op->n_in && op->in[i].is_ref;
 }
@@ -37,7 +38,9 @@ DF_PRIVATE void df__k_variable(df__kctx *c) {
 }
 DF_PRIVATE void df__k_assign(df__kctx *c) {
     const df_node *vn = df__var_node(c->node);
-    df__var *v = df__step_var(c->step, vn, c->st);
+    /* The reference that arrived names the variable (through RefSwitch, RefMerge, ... it may be
+       one of several); the graph walk is for a kernel run without one. */
+    df__var *v = c->in[0] && c->in[0]->ref ? c->in[0]->ref : df__step_var(c->step, vn, c->st);
     if (!v) return;
     df_tensor *value = c->in[1];
     int code = c->node->op->code;   /* 0 Assign, 1 AssignAdd, 2 AssignSub */
@@ -62,13 +65,13 @@ DF_PRIVATE void df__k_assign(df__kctx *c) {
         v->value = df_tensor_retain(value);
         df__spin_unlock(&v->lock);
         df_tensor_release(old);
-        c->out[0] = df_tensor_retain(value);
+        c->out[0] = df_tensor_retain(&v->handle);   /* TF forwards the reference: read when used */
         return;
     }
     df_tensor *old = v->value;
     if (!old) {
         df__spin_unlock(&v->lock);
-        DF__KFAIL(c, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", vn->name);
+        DF__KFAIL(c, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v->name);
         return;
     }
     df__shape so = df__shape_of(old), sv = df__shape_of(value);
@@ -81,11 +84,9 @@ DF_PRIVATE void df__k_assign(df__kctx *c) {
     df_tensor *fresh = df__tensor_alloc(c->alloc, old->dtype, old->rank, old->dims, c->st);
     if (!fresh) { df__spin_unlock(&v->lock); return; }
     if (df__add_data(code == 1 ? DF__B_ADD : DF__B_SUB, fresh, old, value, c->st)) { df__spin_unlock(&v->lock); df_tensor_release(fresh); return; }
-    /* The output's reference is taken before the lock goes: once it is gone, a concurrent
-       update may replace fresh and drop the variable's reference, freeing it. */
     v->value = fresh;
-    c->out[0] = df_tensor_retain(fresh);
     df__spin_unlock(&v->lock);
+    c->out[0] = df_tensor_retain(&v->handle);
     df_tensor_release(old);
 }
 DF_PRIVATE df_code df__sf_variable(df__shape_ctx *c) {

@@ -118,9 +118,8 @@ DF_PRIVATE void df__k_apply(df__kctx *c) {
             }
         }
     }
-    df_tensor *keep = df_tensor_retain(var);
     for (int i = 0; i < nv; i++) df__spin_unlock(&vars[i]->lock);
-    if (c->st->code) { df_tensor_release(keep); return; }
-    c->out[0] = keep;
+    if (c->st->code) return;
+    c->out[0] = df_tensor_retain(&vars[0]->handle);   /* TF forwards the reference: read when used */
 }
 DF_PRIVATE df_code df__sf_apply(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[0]; return DF_OK; }
