@@ -737,7 +737,7 @@ static int compare_names(const void *a, const void *b) { return strcmp((const ch
    yet": mostly ops not registered here) and do not fail the test. Add a fixture's name to
    `expected` once it passes. */
 static const char *const cf_expected[] = {"dynamic_rnn_gru", "dynamic_rnn_lstm", "foldl", "hessians", "map_fn",
-                                           "ref_cond_assign", "scan", "ta_devices", "ta_ops", "ta_while_write", "tf2_keras_gru", "tf2_keras_lstm",
+                                           "ref_cond_assign", "ref_while_assign_add", "scan", "ta_devices", "ta_ops", "ta_while_write", "tf2_keras_gru", "tf2_keras_lstm",
                                            "tf2_second_order_if_in_while", "tf2_second_order_while", "tf2_tape_if",
                                           "tf2_tape_if_in_while", "tf2_tape_while"};
 DF_TEST(graphdef_control_flow_fixtures_match_tensorflow) {

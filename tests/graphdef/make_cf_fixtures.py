@@ -349,7 +349,11 @@ def tf1_main():
             new = v1.assign_add(v, x)
             return i + 1, acc + new
 
-        i, acc = v1.while_loop(cond, body, (tf.constant(0), tf.zeros([3])), name="while")
+        # parallel_iterations=1: iteration i's Add reads v (through assign_add's
+        # reference, when the Add runs) before iteration i+1's assign_add; with more
+        # iterations in flight what it reads depends on TensorFlow's scheduling
+        i, acc = v1.while_loop(cond, body, (tf.constant(0), tf.zeros([3])), name="while",
+                               parallel_iterations=1)
         with tf.control_dependencies([acc]):
             v_after = tf.identity(v.read_value(), name="v_after")
         feeds = {x: normal(rng, [3]), n: np.array(3, np.int32)}
