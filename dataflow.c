@@ -17072,8 +17072,16 @@ static df__gg_loop *df__gg_loop_plan(const df__gg *gg, const char **why) {
         if (DF__GL_IS(p, DF__OP_ENTER)) {
             if (frame && strcmp(frame, df__attr_s(x, "frame_name"))) { *why = "two loop frames"; goto fail; }
             frame = df__attr_s(x, "frame_name");
-            if (x->out_is_ref[0]) { *why = "a reference enters the loop"; goto fail; }
+            if (x->out_is_ref[0] && !df__attr_b(x, "is_constant", 0)) { *why = "a reference is a loop variable"; goto fail; }
         }
+        /* a variable that only enters to be read is read once, as the loop starts (nothing in
+           the loop changes it); one the loop assigns must be read where each reader runs */
+        for (int k = 0; k < x->n_inputs; k++)
+            if (df__ref_arg(x->op, k) && !DF__GL_IS(p, DF__OP_ENTER | DF__OP_SWITCH | DF__OP_MERGE | DF__OP_EXIT |
+                                                       DF__OP_NEXT_ITERATION) && strcmp(x->op->name, "RefIdentity")) {
+                *why = "the loop assigns a variable";
+                goto fail;
+            }
     }
     if (lc < 0 || !n_merge) { *why = "no loop"; goto fail; }
     /* the predicate: LoopCond <- its pair's Recv <- Send <- a device-memory bool */
