@@ -756,16 +756,20 @@ static df_node *df__ta_op(df_graph *g, const char *op, const df_output *ins, int
     df_op_set_attr_type(b, tattr, t);
     return df_op_finish(b);
 }
-DF_PRIVATE void df__g_ta_read(df__gfn *c) {             /* (handle, index, flow_in) -> value */
+/* Read and Gather (handle, index or indices, flow_in) -> value: the gradient writes dy into the
+   gradient array with `op` (Write, Scatter) at the same places. */
+static void df__g_ta_get(df__gfn *c, const char *op) {
     df_graph *g = c->g;
     char src[256];
     if (!c->dy[0].node) return;
     df__ta_grad_source(c->dy[0], src, sizeof src);
     df_output gflow, gh = df__ta_grad_array(g, c->n->inputs[0], c->n->inputs[2], src, &gflow);
     df_output ins[4] = {gh, c->n->inputs[1], c->dy[0], gflow};
-    c->dx[2] = df__ta_op_out(df__ta_op(g, "TensorArrayWriteV3", ins, 4, "T", df__attr_type(c->n, "dtype")), 0);
+    c->dx[2] = df__ta_op_out(df__ta_op(g, op, ins, 4, "T", df__attr_type(c->n, "dtype")), 0);
 }
-DF_PRIVATE void df__g_ta_write(df__gfn *c) {            /* (handle, index, value, flow_in) -> flow_out */
+/* Write and Scatter (handle, index or indices, value, flow_in) -> flow_out: the value's gradient
+   is read from the gradient array with `op` (Read, Gather); the flow's is the incoming one. */
+static void df__g_ta_put(df__gfn *c, const char *op) {
     df_graph *g = c->g;
     char src[256];
     if (!c->dy[0].node) return;
@@ -773,29 +777,13 @@ DF_PRIVATE void df__g_ta_write(df__gfn *c) {            /* (handle, index, value
     df_output flow = df__ta_barrier(g, c->n, c->dy[0]);
     df_output gflow, gh = df__ta_grad_array(g, c->n->inputs[0], flow, src, &gflow);
     df_output ins[3] = {gh, c->n->inputs[1], gflow};
-    c->dx[2] = df__ta_op_out(df__ta_op(g, "TensorArrayReadV3", ins, 3, "dtype", df__attr_type(c->n, "T")), 0);
+    c->dx[2] = df__ta_op_out(df__ta_op(g, op, ins, 3, "dtype", df__attr_type(c->n, "T")), 0);
     c->dx[3] = flow;
 }
-DF_PRIVATE void df__g_ta_gather(df__gfn *c) {           /* (handle, indices, flow_in) -> value */
-    df_graph *g = c->g;
-    char src[256];
-    if (!c->dy[0].node) return;
-    df__ta_grad_source(c->dy[0], src, sizeof src);
-    df_output gflow, gh = df__ta_grad_array(g, c->n->inputs[0], c->n->inputs[2], src, &gflow);
-    df_output ins[4] = {gh, c->n->inputs[1], c->dy[0], gflow};
-    c->dx[2] = df__ta_op_out(df__ta_op(g, "TensorArrayScatterV3", ins, 4, "T", df__attr_type(c->n, "dtype")), 0);
-}
-DF_PRIVATE void df__g_ta_scatter(df__gfn *c) {          /* (handle, indices, value, flow_in) -> flow_out */
-    df_graph *g = c->g;
-    char src[256];
-    if (!c->dy[0].node) return;
-    df__ta_grad_source(c->dy[0], src, sizeof src);
-    df_output flow = df__ta_barrier(g, c->n, c->dy[0]);
-    df_output gflow, gh = df__ta_grad_array(g, c->n->inputs[0], flow, src, &gflow);
-    df_output ins[3] = {gh, c->n->inputs[1], gflow};
-    c->dx[2] = df__ta_op_out(df__ta_op(g, "TensorArrayGatherV3", ins, 3, "dtype", df__attr_type(c->n, "T")), 0);
-    c->dx[3] = flow;
-}
+DF_PRIVATE void df__g_ta_read(df__gfn *c) { df__g_ta_get(c, "TensorArrayWriteV3"); }
+DF_PRIVATE void df__g_ta_gather(df__gfn *c) { df__g_ta_get(c, "TensorArrayScatterV3"); }
+DF_PRIVATE void df__g_ta_write(df__gfn *c) { df__g_ta_put(c, "TensorArrayReadV3"); }
+DF_PRIVATE void df__g_ta_scatter(df__gfn *c) { df__g_ta_put(c, "TensorArrayGatherV3"); }
 DF_PRIVATE void df__g_ta_concat(df__gfn *c) {           /* (handle, flow_in) -> (value, lengths) */
     df_graph *g = c->g;
     char src[256];
