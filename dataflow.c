@@ -3904,8 +3904,8 @@ static df_code df__typecheck_attr(df_node *n, int i, df_status *st) {
         return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not in the "
             "list of allowed values for %s", ad->name, df_dtype_name(n->attrs[i].u.type), op->name);
     if (ad->kind == DF__A_TYPE && !df__type_attr_accepts(op, n->attrs[i].u.type))
-        return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s is an invalid dtype (%d)",
-                              ad->name, op->name, (int)n->attrs[i].u.type);
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s is an invalid dtype: %s (%d)",
+                              ad->name, op->name, df_dtype_name(n->attrs[i].u.type), (int)n->attrs[i].u.type);
     if (ad->kind == DF__A_SHAPE) {
         df_code c = df__typecheck_shape_attr(n, ad, &n->attrs[i], st);
         if (c) return c;
@@ -12568,8 +12568,8 @@ static void df__g_optional_from_value(df__gfn *c) {
     if (!c->dy[0].node) return;
     int n = c->n->n_inputs;
     df_dtype types[12];
-    int ranks[12];
-    const int64_t *dims[12];
+    int ranks[12] = {0};
+    const int64_t *dims[12] = {NULL};
     if (n > 12) { df__graph_error(g, DF_UNIMPLEMENTED, "Gradient of OptionalFromValue with more than 12 components {{node %s}}", c->n->name); return; }
     for (int i = 0; i < n; i++) {
         df_output x = DF__X(c, i);

@@ -148,12 +148,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t out_len = 0;
     df_code code = df_graph_export_graphdef(g, &out, &out_len);
     if (code == DF_RESOURCE_EXHAUSTED) { df_graph_free(g); return 0; }
-    if (code != DF_OK) fail_round_trip("an imported graph does not export", df_code_name(code));
+    /* The export writes no function library, so it refuses a graph with functional ops (If,
+       While, calls: TensorFlow 2's graphs); such a graph still runs, below, after lowering. */
+    int functional = code == DF_UNIMPLEMENTED && df_graph_num_functions(g) > 0;
+    if (code != DF_OK && !functional) fail_round_trip("an imported graph does not export", df_code_name(code));
 
-    df_graph *again = df_graph_import_graphdef(out, out_len, &st);
-    if (!again) fail_round_trip("an exported graph does not import again", st.message);
-    check_same_nodes(g, again);
-    df_graph_free(again);
+    if (code == DF_OK) {
+        df_graph *again = df_graph_import_graphdef(out, out_len, &st);
+        if (!again) fail_round_trip("an exported graph does not import again", st.message);
+        check_same_nodes(g, again);
+        df_graph_free(again);
+    }
     free(out);
 
     unsigned options = 0;                       /* (a hash of the input: mutations flip it) */
