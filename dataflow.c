@@ -15627,8 +15627,17 @@ static df_code df__place_read_requests(df__placer *pl) {
     return DF_OK;
 }
 
+/* Whether input k of a is a value a stack keeps rather than a resource it uses: the element of
+   a stack push. A nested loop's gradient pushes a resource made inside the outer loop (a
+   TensorArray's handle) onto a stack of its own device; the handle then travels like any
+   value (arrays are per-run state, found from any local device), where colocating it would
+   tie the stack's group to the array's and refuse two devices' requests. */
+static int df__place_pushed_value(const df_node *a, int k) {
+    return k == 1 && (!strcmp(a->op->name, "LoopStackPush") || !strcmp(a->op->name, "StackPushV2"));
+}
+
 /* Colocation groups: _class entries, then ref and resource edges (TF keeps a reference or a
-   resource on the device of what it refers to). */
+   resource on the device of what it refers to), save the element a stack push keeps. */
 static void df__place_colocation_groups(df__placer *pl) {
     const df__exec *x = pl->x;
     int n = x->n_items;
@@ -15644,7 +15653,7 @@ static void df__place_colocation_groups(df__placer *pl) {
             df_output in = a->inputs[k];
             int j = item_of_node[in.node->id];
             if (j < 0) continue;                       /* fed */
-            if (df__ref_arg(a->op, k) || in.node->out_types[in.index] == DF_RESOURCE) {
+            if (df__ref_arg(a->op, k) || (in.node->out_types[in.index] == DF_RESOURCE && !df__place_pushed_value(a, k))) {
                 /* TF: a reference (or resource) connection wins over the consumer's own request */
                 df__devspec merged = spec[i];
                 if (!df__devspec_merge(&merged, &spec[j])) spec[i] = spec[j];
@@ -24090,7 +24099,15 @@ static df_output df__ta_stack_shaped(df_graph *g, df_tensor_array ta, int rank, 
     if (rank >= 0) df_op_set_attr_shape(b, "element_shape", rank, dims);
     return df__out(df_op_finish(b), 0);
 }
-df_output df_tensor_array_stack(df_graph *g, df_tensor_array ta) { return df__ta_stack_shaped(g, ta, -1, NULL); }
+/* As TensorFlow's TensorArray.stack, the gather is told the element shape the array was made
+   with (when its handle comes straight from TensorArrayV3), so an empty array of a known
+   element shape stacks to [0, ...] instead of failing. */
+df_output df_tensor_array_stack(df_graph *g, df_tensor_array ta) {
+    const df__attr *a = df__output_valid(ta.handle) && !strcmp(ta.handle.node->op->name, "TensorArrayV3")
+                            ? df__attr_find_kind(ta.handle.node, "element_shape", DF__A_SHAPE) : NULL;
+    if (a && a->u.shape.rank >= 0) return df__ta_stack_shaped(g, ta, a->u.shape.rank, a->u.shape.dims);
+    return df__ta_stack_shaped(g, ta, -1, NULL);
+}
 
 /* The first dimension of x as an int32 scalar: a constant when the static shape knows it. */
 static df_output df__seq_len(df_graph *g, df_output x) {
