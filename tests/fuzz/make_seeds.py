@@ -242,6 +242,11 @@ def graphdef_seq_seeds():
     def node(gd, op, nth=0):
         return [n for n in gd.node if n.op == op][nth]
 
+    def variant_into_float(gd):
+        x = node(gd, "Placeholder")
+        x.attr["dtype"].type = types_pb2.DT_VARIANT
+        x.attr["shape"].shape.Clear()
+
     # A TensorList read as int32 though it holds floats.
     edited("seq_tensor_list.pb", "bad_seq_list_element_dtype.pb",
            lambda gd: node(gd, "TensorListGetItem").attr["element_dtype"].CopyFrom(
@@ -249,6 +254,32 @@ def graphdef_seq_seeds():
     edited("seq_tensor_list.pb", "bad_seq_stack_element_dtype.pb",
            lambda gd: node(gd, "TensorListStack").attr["element_dtype"].CopyFrom(
                tf.compat.v1.AttrValue(type=types_pb2.DT_DOUBLE)))
+
+    # The same read with nothing after it, so that the run (not the import) meets the wrong dtype.
+    def leaf_get_item_as_int(gd):
+        keep = {"x", "Reshape", "Reshape/shape", "Const", "TensorListFromTensor", "item", "Const_2", "Const_3"}
+        get = node(gd, "TensorListGetItem")
+        get.attr["element_dtype"].type = types_pb2.DT_INT32
+        needed, todo = set(), [get.name]
+        while todo:
+            name = todo.pop().split(":")[0].lstrip("^")
+            if name in needed:
+                continue
+            needed.add(name)
+            todo.extend([n for n in gd.node if n.name == name][0].input)
+        del keep
+        kept = [n for n in gd.node if n.name in needed]
+        del gd.node[:]
+        gd.node.extend(kept)
+    edited("seq_tensor_list.pb", "bad_seq_list_get_item_as_int_leaf.pb", leaf_get_item_as_int)
+
+    # Sin told its T is variant, fed a variant placeholder.
+    def sin_of_variant(gd):
+        variant_into_float(gd)
+        for n in gd.node:
+            if n.op == "Sin":
+                n.attr["T"].type = types_pb2.DT_VARIANT
+    edited("seq_split_stitch.pb", "bad_seq_sin_of_variant.pb", sin_of_variant)
 
     # A TensorArrayV3 of size -1 (its size input a constant -1).
     def negative_size(gd):
@@ -264,11 +295,7 @@ def graphdef_seq_seeds():
     with g.as_default():
         edited("seq_ta_while_write.pb", "bad_seq_ta_negative_size.pb", negative_size)
 
-    # A variant placeholder feeding a float op (Sin), and one given to Add.
-    def variant_into_float(gd):
-        x = node(gd, "Placeholder")
-        x.attr["dtype"].type = types_pb2.DT_VARIANT
-        x.attr["shape"].shape.Clear()
+    # A variant placeholder feeding a float op (Split), and one given to OptionalFromValue.
     edited("seq_split_stitch.pb", "bad_seq_variant_placeholder_into_float_op.pb", variant_into_float)
     edited("seq_optional.pb", "bad_seq_variant_placeholder_into_optional.pb", variant_into_float)
 
