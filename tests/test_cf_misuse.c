@@ -389,3 +389,104 @@ DF_TEST(cf_misuse_variant_fetch_and_feed) {
     df_session_free(s);
     df_graph_free(g);
 }
+
+/* ---- found by the random partition corpus (tests/test_partition_random.c, TensorArray sweep) ---- */
+
+/* df_tensor_array_stack of an array that got no writes (a loop that ran 0 times) failed with
+   UNIMPLEMENTED ("size zero, but element shape <unknown>"): the gather was not told the element
+   shape the array was made with, as TensorFlow's TensorArray.stack tells it. */
+DF_TEST(cf_empty_array_of_known_element_shape_stacks) {
+    df_graph *g = df_graph_new();
+    int64_t dims[2] = {2, 3};
+    df_tensor_array a = df_tensor_array_new(g, DF_FLOAT, df_scalar_i32(g, 0), 0, 2, dims);
+    df_output stacked = df_tensor_array_stack(g, a);
+    CHECK_OK(df_graph_status(g));
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    df_tensor *v = NULL;
+    if (s) df_session_run(s, NULL, NULL, 0, &stacked, &v, 1, NULL, 0, &st);
+    CHECK_OK(&st);
+    CHECK(v && df_tensor_rank(v) == 3 && df_tensor_dim(v, 0) == 0 && df_tensor_dim(v, 1) == 2 && df_tensor_dim(v, 2) == 3);
+    df_tensor_release(v);
+    df_session_free(s);
+    /* an unknown element shape still cannot be stacked empty (TensorFlow's error) */
+    a = df_tensor_array_new(g, DF_FLOAT, df_scalar_i32(g, 0), 0, -1, NULL);
+    stacked = df_tensor_array_stack(g, a);
+    expect_run_error(g, stacked, NULL, DF_UNIMPLEMENTED, "not fully defined", df_node_name(stacked.node));
+    df_graph_free(g);
+}
+
+/* An outer loop whose body makes a TensorArray on CPU:1 and fills it in an inner loop; the
+   outer loop's gradient keeps the array's handle per iteration on a stack of CPU:0. The placer
+   colocated the stack push with the handle it pushes, tying the stack's group to CPU:1, and
+   refused the session ("Cannot colocate nodes"). Values and gradient as on one device. */
+typedef struct nest { df_tensor_array ta; df_output x; const char *array_device; } nest;
+static df_output nest_inner_cond(df_graph *g, void *user, const df_output *v) {
+    (void)user;
+    return df_less(g, v[0], df_scalar_i32(g, 2));
+}
+static void nest_inner_body(df_graph *g, void *user, const df_output *v, df_output *next) {
+    nest *n = (nest *)user;
+    df_output value = df_tanh(g, df_mul(g, v[2], n->x));
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    next[1] = df_tensor_array_write(g, df_tensor_array_at_flow(n->ta, v[1]), v[0], value).flow;
+    next[2] = value;
+}
+static df_output nest_outer_cond(df_graph *g, void *user, const df_output *v) {
+    (void)user;
+    return df_less(g, v[0], df_scalar_i32(g, 2));
+}
+static void nest_outer_body(df_graph *g, void *user, const df_output *v, df_output *next) {
+    nest *n = (nest *)user;
+    nest inner = *n;
+    df_graph_push_device(g, n->array_device);
+    int64_t d = 2;
+    inner.ta = df_tensor_array_new(g, DF_FLOAT, df_scalar_i32(g, 2), 0, 1, &d);
+    df_graph_pop_device(g);
+    df_output init[3] = {df_scalar_i32(g, 0), inner.ta.flow, v[1]}, outs[3];
+    df_while_loop(g, 3, init, nest_inner_cond, nest_inner_body, &inner, NULL, outs);
+    int32_t axis = 0;
+    df_output sum = df_reduce_sum(g, df_tensor_array_stack(g, df_tensor_array_at_flow(inner.ta, outs[1])), 1, &axis, 0);
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    next[1] = df_tanh(g, sum);
+}
+DF_TEST(cf_nested_loop_gradient_pushes_array_handle_across_devices) {
+    df_tensor *want[2] = {NULL, NULL};
+    for (int devices = 1; devices <= 2; devices++) {
+        df_graph *g = df_graph_new();
+        nest n;
+        memset(&n, 0, sizeof n);
+        n.x = df_placeholder(g, "x", DF_FLOAT, 1, (int64_t[]){2});
+        n.array_device = devices == 2 ? "/cpu:1" : "/cpu:0";
+        df_graph_push_device(g, "/cpu:0");
+        df_output init[2] = {df_scalar_i32(g, 0), n.x}, outs[2];
+        CHECK_EQ_INT(df_while_loop(g, 2, init, nest_outer_cond, nest_outer_body, &n, NULL, outs), DF_OK);
+        df_output loss = df_reduce_sum(g, outs[1], 0, NULL, 0), dx;
+        CHECK_EQ_INT(df_gradients(g, 1, &loss, NULL, 1, &n.x, &dx), DF_OK);
+        df_graph_pop_device(g);
+        CHECK_OK(df_graph_status(g));
+        df_session_options so;
+        memset(&so, 0, sizeof so);
+        so.num_cpu_devices = devices;
+        df_status st;
+        df_session *s = df_session_new(g, &so, &st);
+        CHECK_OK(&st);
+        df_tensor *xv = df_tensor_from_data(DF_FLOAT, 1, (int64_t[]){2}, (float[]){0.5f, -0.25f}, 8, NULL);
+        df_output f[2] = {outs[1], dx};
+        df_tensor *got[2] = {NULL, NULL};
+        if (s) df_session_run(s, &n.x, &xv, 1, f, got, 2, NULL, 0, &st);
+        CHECK_OK(&st);
+        if (s && devices == 2) CHECK(df_session_num_partitions(s) >= 2);
+        for (int k = 0; k < 2; k++) {
+            if (devices == 1) { want[k] = got[k]; continue; }
+            CHECK(got[k] && want[k] && df_tensor_nbytes(got[k]) == df_tensor_nbytes(want[k]) &&
+                  !memcmp(df_tensor_data(got[k]), df_tensor_data(want[k]), df_tensor_nbytes(got[k])));
+            df_tensor_release(got[k]);
+        }
+        df_tensor_release(xv);
+        df_session_free(s);
+        df_graph_free(g);
+    }
+    df_tensor_release(want[0]);
+    df_tensor_release(want[1]);
+}
