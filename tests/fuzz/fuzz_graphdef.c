@@ -4,7 +4,8 @@
    never crash, leak or read out of bounds. A graph it accepts must survive a round trip: its
    export must import again, to a graph with the same nodes (name, op, inputs). A failure of
    that round trip is a library bug, so it aborts, which the fuzzer reports as a crash with the
-   input that caused it.
+   input that caused it. (A graph with a function library, TensorFlow 2's If and While, is not
+   exported: the export writes no library and says DF_UNIMPLEMENTED; it is still run.)
 
    Then the graph runs, with bounded effort: its functions lowered, its placeholders fed small
    zero tensors (unknown dimensions 1), its first Assigns run, then a few of its last nodes
