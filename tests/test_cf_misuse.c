@@ -490,3 +490,43 @@ DF_TEST(cf_nested_loop_gradient_pushes_array_handle_across_devices) {
     df_tensor_release(want[0]);
     df_tensor_release(want[1]);
 }
+
+/* A variant fetched from a session whose graph runs in a worker (over TCP): the wire cannot
+   carry one, and the run says so, naming the node, instead of sending a pointer. */
+static void quiet_log(void *user, const char *line) { (void)user; (void)line; }
+DF_TEST(cf_misuse_variant_fetch_over_the_wire) {
+    df_worker_options wo;
+    memset(&wo, 0, sizeof wo);
+    wo.log = quiet_log;
+    df_status st;
+    df_worker *w = df_worker_start(&wo, &st);
+    CHECK_OK(&st);
+    if (!w) return;
+    char target[64];
+    snprintf(target, sizeof target, "127.0.0.1:%d", df_worker_port(w));
+    df_graph *g = df_graph_new();
+    df_output l = list_of(g, "remote_list", f32v(g, 2, (float[]){1, 2}));
+    df_output len = out0(node(g, "TensorListLength", "remote_length", &l, 1, NULL, 0));
+    df_session_options so;
+    memset(&so, 0, sizeof so);
+    so.target = target;
+    df_session *s = df_session_new(g, &so, &st);
+    CHECK_OK(&st);
+    if (s) {
+        df_tensor *v = NULL;
+        df_session_run(s, NULL, NULL, 0, &len, &v, 1, NULL, 0, &st);   /* a number: fine */
+        CHECK_OK(&st);
+        CHECK(v && *(const int32_t *)df_tensor_data(v) == 2);
+        df_tensor_release(v);
+        v = NULL;
+        df_session_run(s, NULL, NULL, 0, &l, &v, 1, NULL, 0, &st);
+        CHECK(st.code != DF_OK && st.code != DF_INTERNAL);
+        CHECK_MSG(strstr(st.message, "variant") != NULL, "%s", st.message);
+        CHECK_MSG(strstr(st.message, "{{node remote_list}}") != NULL, "%s", st.message);
+        CHECK(v == NULL);
+        df_tensor_release(v);
+        df_session_free(s);
+    }
+    df_graph_free(g);
+    df_worker_stop(w);
+}
