@@ -3923,8 +3923,8 @@ static df_code df__typecheck_attr(df_node *n, int i, df_status *st) {
         return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not in the "
             "list of allowed values for %s", ad->name, df_dtype_name(n->attrs[i].u.type), op->name);
     if (ad->kind == DF__A_TYPE && !df__type_attr_accepts(op, n->attrs[i].u.type))
-        return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s is an invalid dtype (%d)",
-                              ad->name, op->name, (int)n->attrs[i].u.type);
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s is an invalid dtype: %s (%d)",
+                              ad->name, op->name, df_dtype_name(n->attrs[i].u.type), (int)n->attrs[i].u.type);
     if (ad->kind == DF__A_SHAPE) {
         df_code c = df__typecheck_shape_attr(n, ad, &n->attrs[i], st);
         if (c) return c;
@@ -8133,13 +8133,26 @@ static void df__k_concat(df__kctx *c) {
             dst += chunk;
         }
 }
+/* The inputs' static shapes merged, as TensorFlow's shape function merges them: a dimension
+   known in one input and unknown (-1) in another is the known one, so partial shapes of one
+   value (a loop variable's, [?,?] after an import, beside its [3,0] from outside the loop) are
+   not refused; two known dimensions or ranks that differ are. */
 static df_code df__sf_pack(df__shape_ctx *c) {
     int n = c->node->n_inputs;
-    const df__shape *s0 = &c->in_shapes[0];
+    df__shape merged = df__shape_unknown();
+    const df__shape *s0 = &merged;
     df__shape *o = df__sc_out(c, 0);
-    for (int i = 1; i < n; i++)
-        if (s0->rank >= 0 && c->in_shapes[i].rank >= 0 && !df__shapes_equal(s0, &c->in_shapes[i]))
-            return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Shapes of all inputs must match: values[0] and values[%d] differ", i);
+    for (int i = 0; i < n; i++) {
+        const df__shape *si = &c->in_shapes[i];
+        if (si->rank < 0) continue;
+        if (merged.rank < 0) { merged = *si; continue; }
+        int ok = merged.rank == si->rank;
+        for (int d = 0; ok && d < si->rank; d++) {
+            if (merged.dims[d] >= 0 && si->dims[d] >= 0 && merged.dims[d] != si->dims[d]) ok = 0;
+            else if (merged.dims[d] < 0) merged.dims[d] = si->dims[d];
+        }
+        if (!ok) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Shapes of all inputs must match: values[0] and values[%d] differ", i);
+    }
     if (s0->rank < 0) { *o = df__shape_unknown(); return DF_OK; }
     int64_t ax = df__attr_i(c->node, "axis", 0);
     int r = s0->rank + 1;
@@ -15679,8 +15692,17 @@ static df_code df__place_read_requests(df__placer *pl) {
     return DF_OK;
 }
 
+/* Whether input k of a is a value a stack keeps rather than a resource it uses: the element of
+   a stack push. A nested loop's gradient pushes a resource made inside the outer loop (a
+   TensorArray's handle) onto a stack of its own device; the handle then travels like any
+   value (arrays are per-run state, found from any local device), where colocating it would
+   tie the stack's group to the array's and refuse two devices' requests. */
+static int df__place_pushed_value(const df_node *a, int k) {
+    return k == 1 && (!strcmp(a->op->name, "LoopStackPush") || !strcmp(a->op->name, "StackPushV2"));
+}
+
 /* Colocation groups: _class entries, then ref and resource edges (TF keeps a reference or a
-   resource on the device of what it refers to). Along such an edge the group of what is referred
+   resource on the device of what it refers to), save the element a stack push keeps. Along such an edge the group of what is referred
    to wins: a consumer's request that conflicts with the group's (the variable's, or an earlier
    consumer's: a variable read through RefEnters in loops placed on different devices) yields
    to it, as TF's ColocateResourceOrRefEdge. */
@@ -15710,7 +15732,7 @@ static df_code df__place_colocation_groups(df__placer *pl) {
             df_output in = a->inputs[k];
             int j = item_of_node[in.node->id];
             if (j < 0) continue;                       /* fed */
-            if (!df__ref_arg(a->op, k) && in.node->out_types[in.index] != DF_RESOURCE) continue;
+            if (!df__ref_arg(a->op, k) && (in.node->out_types[in.index] != DF_RESOURCE || df__place_pushed_value(a, k))) continue;
             int ra = df__uf_find(parent, j), rb = df__uf_find(parent, i);
             if (ra == rb) continue;
             df__devspec merged = gspec[ra];
@@ -24308,7 +24330,15 @@ static df_output df__ta_stack_shaped(df_graph *g, df_tensor_array ta, int rank, 
     if (rank >= 0) df_op_set_attr_shape(b, "element_shape", rank, dims);
     return df__out(df_op_finish(b), 0);
 }
-df_output df_tensor_array_stack(df_graph *g, df_tensor_array ta) { return df__ta_stack_shaped(g, ta, -1, NULL); }
+/* As TensorFlow's TensorArray.stack, the gather is told the element shape the array was made
+   with (when its handle comes straight from TensorArrayV3), so an empty array of a known
+   element shape stacks to [0, ...] instead of failing. */
+df_output df_tensor_array_stack(df_graph *g, df_tensor_array ta) {
+    const df__attr *a = df__output_valid(ta.handle) && !strcmp(ta.handle.node->op->name, "TensorArrayV3")
+                            ? df__attr_find_kind(ta.handle.node, "element_shape", DF__A_SHAPE) : NULL;
+    if (a && a->u.shape.rank >= 0) return df__ta_stack_shaped(g, ta, a->u.shape.rank, a->u.shape.dims);
+    return df__ta_stack_shaped(g, ta, -1, NULL);
+}
 
 /* The first dimension of x as an int32 scalar: a constant when the static shape knows it. */
 static df_output df__seq_len(df_graph *g, df_output x) {
@@ -25177,9 +25207,13 @@ static void *df__w_step_main(void *arg) {
     df_status st;
     df_status_clear(&st);
     df__group_execute(&ws->g, &st);
-    for (int k = 0; !st.code && k < run->n_fetch; k++)   /* payload pointers mean nothing in another process */
-        if (run->fetches[k] && run->fetches[k]->dtype == DF_VARIANT)
-            df_status_set(&st, DF_UNIMPLEMENTED, "Fetch %d is a variant tensor (a TensorList or Optional), which cannot be sent to another process", k);
+    for (int p = 0, k = 0; !st.code && run->regs && p < ws->g.n_steps; p++)   /* payload pointers mean nothing in another process */
+        for (int q = 0; !st.code && q < run->regs[p]->n_fetches; q++, k++)
+            if (k < run->n_fetch && run->fetches[k] && run->fetches[k]->dtype == DF_VARIANT) {
+                df_output o = run->regs[p]->feeds[run->regs[p]->n_feeds + q];
+                df_status_set(&st, DF_UNIMPLEMENTED, "Fetch '%s:%d' is a variant tensor (a TensorList or Optional), which cannot "
+                              "be sent to another process {{node %s}}", o.node->name, o.index, o.node->name);
+            }
     /* off the list first (no delivery in progress), then the answer */
     pthread_mutex_lock(&w->mu);
     for (df__wstep **q = &w->steps; *q; q = &(*q)->next) if (*q == ws) { *q = ws->next; break; }

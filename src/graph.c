@@ -676,8 +676,8 @@ static df_code df__typecheck_attr(df_node *n, int i, df_status *st) {
         return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not in the "
             "list of allowed values for %s", ad->name, df_dtype_name(n->attrs[i].u.type), op->name);
     if (ad->kind == DF__A_TYPE && !df__type_attr_accepts(op, n->attrs[i].u.type))
-        return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s is an invalid dtype (%d)",
-                              ad->name, op->name, (int)n->attrs[i].u.type);
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s is an invalid dtype: %s (%d)",
+                              ad->name, op->name, df_dtype_name(n->attrs[i].u.type), (int)n->attrs[i].u.type);
     if (ad->kind == DF__A_SHAPE) {
         df_code c = df__typecheck_shape_attr(n, ad, &n->attrs[i], st);
         if (c) return c;

@@ -148,8 +148,17 @@ static df_code df__place_read_requests(df__placer *pl) {
     return DF_OK;
 }
 
+/* Whether input k of a is a value a stack keeps rather than a resource it uses: the element of
+   a stack push. A nested loop's gradient pushes a resource made inside the outer loop (a
+   TensorArray's handle) onto a stack of its own device; the handle then travels like any
+   value (arrays are per-run state, found from any local device), where colocating it would
+   tie the stack's group to the array's and refuse two devices' requests. */
+static int df__place_pushed_value(const df_node *a, int k) {
+    return k == 1 && (!strcmp(a->op->name, "LoopStackPush") || !strcmp(a->op->name, "StackPushV2"));
+}
+
 /* Colocation groups: _class entries, then ref and resource edges (TF keeps a reference or a
-   resource on the device of what it refers to). Along such an edge the group of what is referred
+   resource on the device of what it refers to), save the element a stack push keeps. Along such an edge the group of what is referred
    to wins: a consumer's request that conflicts with the group's (the variable's, or an earlier
    consumer's: a variable read through RefEnters in loops placed on different devices) yields
    to it, as TF's ColocateResourceOrRefEdge. */
@@ -179,7 +188,7 @@ static df_code df__place_colocation_groups(df__placer *pl) {
             df_output in = a->inputs[k];
             int j = item_of_node[in.node->id];
             if (j < 0) continue;                       /* fed */
-            if (!df__ref_arg(a->op, k) && in.node->out_types[in.index] != DF_RESOURCE) continue;
+            if (!df__ref_arg(a->op, k) && (in.node->out_types[in.index] != DF_RESOURCE || df__place_pushed_value(a, k))) continue;
             int ra = df__uf_find(parent, j), rb = df__uf_find(parent, i);
             if (ra == rb) continue;
             df__devspec merged = gspec[ra];

@@ -82,7 +82,15 @@ static df_output df__ta_stack_shaped(df_graph *g, df_tensor_array ta, int rank, 
     if (rank >= 0) df_op_set_attr_shape(b, "element_shape", rank, dims);
     return df__out(df_op_finish(b), 0);
 }
-df_output df_tensor_array_stack(df_graph *g, df_tensor_array ta) { return df__ta_stack_shaped(g, ta, -1, NULL); }
+/* As TensorFlow's TensorArray.stack, the gather is told the element shape the array was made
+   with (when its handle comes straight from TensorArrayV3), so an empty array of a known
+   element shape stacks to [0, ...] instead of failing. */
+df_output df_tensor_array_stack(df_graph *g, df_tensor_array ta) {
+    const df__attr *a = df__output_valid(ta.handle) && !strcmp(ta.handle.node->op->name, "TensorArrayV3")
+                            ? df__attr_find_kind(ta.handle.node, "element_shape", DF__A_SHAPE) : NULL;
+    if (a && a->u.shape.rank >= 0) return df__ta_stack_shaped(g, ta, a->u.shape.rank, a->u.shape.dims);
+    return df__ta_stack_shaped(g, ta, -1, NULL);
+}
 
 /* The first dimension of x as an int32 scalar: a constant when the static shape knows it. */
 static df_output df__seq_len(df_graph *g, df_output x) {

@@ -507,3 +507,52 @@ DF_TEST(fuzz_builder_gradient_of_a_hand_made_merge) {
         finish_run(values, 4, s, g);
     }
 }
+
+/* fuzz_builder (an export that did not import again; input export-pack-of-partial-shapes): a
+   loop packed a loop variable with a value of its first shape ([3,0]). After the import the
+   variable's shape is [?,?] (a Merge's shape is relaxed), and Pack's shape function compared
+   its inputs' shapes for equality, so [?,?] and [3,0] were refused. They are merged now, as in
+   TensorFlow (df__sf_pack): unknown dimensions take the known ones, and only known ones that
+   differ are refused, at build or, when the values disagree, in the run. */
+DF_TEST(fuzz_builder_pack_of_partial_shapes) {
+    df_graph *g = df_graph_new();
+    df_output p = df_placeholder(g, "p", DF_FLOAT, 2, (const int64_t[]){-1, -1});
+    int64_t d[2] = {3, 2};
+    df_tensor *c = df_tensor_new(DF_FLOAT, 2, d, NULL);
+    df_output k = df_const(g, c);
+    df_tensor_release(c);
+    df_output in[2] = {p, k};
+    df_op_builder *b = df_op_new(g, "Pack", "pack");
+    df_op_add_input_list(b, in, 2);
+    df_output y = {df_op_finish(b), 0};
+    CHECK_OK(df_graph_status(g));
+    int64_t dims[DF_MAX_RANK];
+    CHECK_EQ_INT(df_output_shape(y, dims), 3);
+    CHECK(dims[0] == 2 && dims[1] == 3 && dims[2] == 2);
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    CHECK_OK(&st);
+    df_tensor *good = df_tensor_new(DF_FLOAT, 2, d, NULL), *bad = df_tensor_new(DF_FLOAT, 2, (const int64_t[]){2, 2}, NULL);
+    df_tensor *v = NULL;
+    df_session_run(s, &p, &good, 1, &y, &v, 1, NULL, 0, &st);
+    CHECK_OK(&st);
+    CHECK(v && df_tensor_rank(v) == 3 && df_tensor_dim(v, 0) == 2);
+    df_tensor_release(v);
+    v = NULL;
+    df_session_run(s, &p, &bad, 1, &y, &v, 1, NULL, 0, &st);
+    CHECK(st.code != DF_OK && st.code != DF_INTERNAL);
+    CHECK_MSG(strstr(st.message, "{{node pack}}") != NULL, "%s", st.message);
+    CHECK(v == NULL);
+    df_tensor_release(good);
+    df_tensor_release(bad);
+    df_session_free(s);
+    /* known dimensions that differ are still refused when the graph is built */
+    df_output q = df_placeholder(g, "q", DF_FLOAT, 2, (const int64_t[]){-1, 4});
+    in[0] = q;
+    b = df_op_new(g, "Pack", "pack_bad");
+    df_op_add_input_list(b, in, 2);
+    CHECK(df_op_finish(b) == NULL);
+    CHECK_STATUS(df_graph_status(g), DF_INVALID_ARGUMENT, "Shapes of all inputs must match");
+    CHECK_MSG(strstr(df_graph_status(g)->message, "pack_bad") != NULL, "%s", df_graph_status(g)->message);
+    df_graph_free(g);
+}

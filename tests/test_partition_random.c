@@ -7,7 +7,11 @@
    The graph's structure comes from one random stream and its placement from another, so every
    build of a seed has the same ops, in the same order, under the same names: only the devices
    differ. Values stay bounded (a tanh wherever a bound could grow), so every result is finite and
-   any difference is a real one. */
+   any difference is a real one.
+
+   A sweep of its own (partition_random_tensor_arrays_*) adds TensorArray loops, map_fn and scan
+   (pr_ta_statement); the other sweeps never draw them, so their seeds build what they built
+   before. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 #include <signal.h>
@@ -105,6 +109,8 @@ typedef struct pr_gen {
     int n_nested;                 /* conds and loops inside a branch or loop body */
     int n_spanning;               /* conds and loops whose ops ask for two or more devices */
     df_code refused;              /* the first error df_cond, df_while_loop or df_gradients gave */
+    int with_ta;                  /* TensorArray statements too (their own sweep; see pr_ta_statement) */
+    int n_ta_writes, n_ta_reads, n_ta_seq, n_ta_spanning;
 } pr_gen;
 
 /* The device chooser, drawing only from the placement stream: /cpu:K spelled one of three ways,
@@ -473,8 +479,217 @@ static void pr_in_run_update(pr_gen *p) {
     if (u) pr_add(p, df_stop_gradient(p->g, (df_output){u, 0}), s, 3, 0);
 }
 
+/* ---- TensorArrays (the sweep of partition_random_tensor_arrays_*) ----
+   A loop writing one value per iteration into an array whose handle is made before the loop
+   (its flow a loop variable), stacked after it; a loop reading, per iteration, an array
+   unstacked before it; df_map_fn and df_scan. The array lives on its handle's device; the
+   writes and reads inside the bodies are placed at random like every other op, so they reach
+   the array through Send/Recv of the handle and the flow. Statements drawn only when with_ta
+   is set, so the other sweeps' seeds build what they always built. */
+static const int pr_elem_shape[PR_N_SHAPES] = {-1, PR_SCALAR, PR_VEC, PR_VEC};   /* a row of each */
+static const int pr_rows[PR_N_SHAPES] = {0, 3, 2, 3};
+
+typedef struct pr_ta_loop {
+    pr_gen *p;
+    df_tensor_array ta;
+    int shape, length, kind;      /* kind 0: writes value i; 1: reads element i */
+    float c;
+} pr_ta_loop;
+static df_output pr_ta_cond(df_graph *g, void *user, const df_output *v) {
+    pr_ta_loop *l = (pr_ta_loop *)user;
+    int pushed = pr_device_push(l->p);
+    df_output c = df_less(g, v[0], v[1]);
+    pr_device_pop(l->p, pushed);
+    return c;
+}
+/* vars: [counter, limit, flow (kind 0) or unused int (kind 1), value of shape l->shape] */
+static void pr_ta_body(df_graph *g, void *user, const df_output *v, df_output *next) {
+    pr_ta_loop *l = (pr_ta_loop *)user;
+    pr_gen *p = l->p;
+    int saved_n = p->n_vals, saved_start = p->frame_start;
+    p->frame_start = p->n_vals;
+    p->depth++;
+    p->loop_depth++;
+    p->counters[p->n_counters++] = v[0];
+    int pushed = pr_device_push(p);
+    pr_add(p, v[3], l->shape, 1, 0);
+    if (l->kind == 1) {   /* element i of the array unstacked before the loop */
+        int pushed_read = pr_device_push(p);
+        df_output e = df_tensor_array_read(g, l->ta, v[0]);
+        pr_device_pop(p, pushed_read);
+        pr_add(p, e, l->shape, 1, 0);
+        p->n_ta_reads++;
+    }
+    for (int k = 0; k < l->length; k++) pr_statement(p);
+    int pushed_next = pr_device_push(p);
+    pr_value add = pr_produce(p, l->shape);
+    df_output value = df_tanh(g, df_add(g, df_mul(g, v[3], df_scalar_f32(g, l->c)), add.out));
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    next[1] = v[1];
+    next[2] = v[2];
+    next[3] = value;
+    pr_device_pop(p, pushed_next);
+    if (l->kind == 0) {   /* value i into the array made before the loop */
+        int pushed_write = pr_device_push(p);
+        df_tensor_array w = df_tensor_array_write(g, df_tensor_array_at_flow(l->ta, v[2]), v[0], value);
+        pr_device_pop(p, pushed_write);
+        next[2] = w.flow;
+        p->n_ta_writes++;
+    }
+    pr_device_pop(p, pushed);
+    p->n_counters--;
+    p->loop_depth--;
+    p->depth--;
+    p->n_vals = saved_n;
+    p->frame_start = saved_start;
+}
+static void pr_ta_loop_statement(pr_gen *p, int kind) {
+    pr_ta_loop l;
+    df_output init[4], outs[4];
+    df_while_options o;
+    memset(&l, 0, sizeof l);
+    memset(&o, 0, sizeof o);
+    l.p = p;
+    l.kind = kind;
+    l.length = pr_below(&p->shape, 3);
+    l.c = pr_uniform(&p->shape);
+    o.parallel_iterations = 1 + 9 * pr_below(&p->shape, 2);
+    o.name = kind ? "ta_read_loop" : "ta_write_loop";
+    int first = df_graph_num_nodes(p->g);
+    /* The array's device, always named in placed builds: its users (the reads, writes, the
+       Enters of its handle) go where it is whatever they ask for (a resource edge wins), but
+       an array asking for no device, whose users ask for two, is refused, as TensorFlow's
+       placer refuses it ("Cannot colocate nodes"). */
+    char dev[64];
+    int pushed = 0;
+    if (p->n_devices) {
+        snprintf(dev, sizeof dev, "/cpu:%d", pr_below(&p->place, p->n_devices));
+        df_graph_push_device(p->g, dev);
+        pushed = 1;
+    }
+    df_output limit;
+    if (kind == 0) {   /* as many values as iterations: a fed count (0..4) or a constant 1..4 */
+        l.shape = pr_below(&p->shape, PR_N_SHAPES);
+        limit = pr_chance(&p->shape, 50) ? p->trip : df_scalar_i32(p->g, 1 + pr_below(&p->shape, 4));
+        int64_t dims[2] = {pr_dims[l.shape][0], pr_dims[l.shape][1]};
+        l.ta = df_tensor_array_new(p->g, DF_FLOAT, limit, 0, pr_rank[l.shape], dims);
+        init[2] = l.ta.flow;
+    } else {   /* rows of a [3], [2,3] or [3,3] value; 0 to all of them read */
+        int s = 1 + pr_below(&p->shape, PR_N_SHAPES - 1);
+        pr_value src = pr_produce(p, s);
+        l.shape = pr_elem_shape[s];
+        int64_t dims[1] = {3};
+        l.ta = df_tensor_array_new(p->g, DF_FLOAT, df_scalar_i32(p->g, pr_rows[s]), 0, pr_rank[l.shape], dims);
+        l.ta = df_tensor_array_unstack(p->g, l.ta, src.out);
+        limit = df_scalar_i32(p->g, pr_below(&p->shape, pr_rows[s] + 1));
+        init[2] = df_scalar_i32(p->g, 0);
+    }
+    pr_device_pop(p, pushed);
+    init[0] = df_scalar_i32(p->g, 0);
+    init[1] = limit;
+    init[3] = df_tanh(p->g, pr_produce(p, l.shape).out);
+    p->n_loops++;
+    if (p->depth) p->n_nested++;
+    df_code code = df_while_loop(p->g, 4, init, pr_ta_cond, pr_ta_body, &l, &o, outs);
+    if (code != DF_OK) { if (!p->refused) p->refused = code; return; }
+    pr_add(p, outs[3], l.shape, 1, p->depth == 0);
+    if (kind == 0) {   /* the values stacked ([n, ...]) and summed over n: n <= 4 values within 1 */
+        pushed = pr_device_push(p);
+        df_output stacked = df_tensor_array_stack(p->g, df_tensor_array_at_flow(l.ta, outs[2]));
+        int32_t axis = 0;
+        df_output sum = df_reduce_sum(p->g, stacked, 1, &axis, 0);
+        pr_device_pop(p, pushed);
+        pr_add(p, sum, l.shape, 4, p->depth == 0);
+    }
+    int spans = pr_spans_devices(p, first, df_graph_num_nodes(p->g));
+    p->n_spanning += spans;
+    p->n_ta_spanning += spans;
+}
+
+typedef struct pr_seq { pr_gen *p; int elem, length; float c; } pr_seq;
+static df_output pr_map_fn_body(df_graph *g, void *user, df_output elem) {
+    pr_seq *q = (pr_seq *)user;
+    pr_gen *p = q->p;
+    int saved_n = p->n_vals, saved_start = p->frame_start;
+    p->frame_start = p->n_vals;
+    p->depth++;
+    p->loop_depth++;
+    int pushed = pr_device_push(p);
+    pr_add(p, elem, q->elem, 1, 0);
+    for (int k = 0; k < q->length; k++) pr_statement(p);
+    pr_value add = pr_produce(p, q->elem);
+    df_output out = df_tanh(g, df_add(g, df_mul(g, elem, df_scalar_f32(g, q->c)), add.out));
+    pr_device_pop(p, pushed);
+    p->loop_depth--;
+    p->depth--;
+    p->n_vals = saved_n;
+    p->frame_start = saved_start;
+    return out;
+}
+static void pr_scan_body(df_graph *g, void *user, const df_output *acc, df_output elem, df_output *next) {
+    pr_seq *q = (pr_seq *)user;
+    pr_gen *p = q->p;
+    int saved_n = p->n_vals, saved_start = p->frame_start;
+    p->frame_start = p->n_vals;
+    p->depth++;
+    p->loop_depth++;
+    int pushed = pr_device_push(p);
+    pr_add(p, elem, q->elem, 1, 0);
+    pr_add(p, acc[0], q->elem, 1, 0);
+    for (int k = 0; k < q->length; k++) pr_statement(p);
+    pr_value add = pr_produce(p, q->elem);
+    next[0] = df_tanh(g, df_add(g, df_add(g, df_mul(g, acc[0], df_scalar_f32(g, q->c)), elem), add.out));
+    pr_device_pop(p, pushed);
+    p->loop_depth--;
+    p->depth--;
+    p->n_vals = saved_n;
+    p->frame_start = saved_start;
+}
+/* map_fn or scan over the rows of a [3], [2,3] or [3,3] value: the result has its shape. */
+static void pr_seq_statement(pr_gen *p) {
+    pr_seq q;
+    df_while_options o;
+    memset(&o, 0, sizeof o);
+    int s = 1 + pr_below(&p->shape, PR_N_SHAPES - 1), scan = pr_below(&p->shape, 2);
+    q.p = p;
+    q.elem = pr_elem_shape[s];
+    q.length = pr_below(&p->shape, 2);
+    q.c = pr_uniform(&p->shape);
+    o.parallel_iterations = 1 + 9 * pr_below(&p->shape, 2);
+    pr_value elems = pr_produce(p, s);
+    df_output out, init;
+    int first = df_graph_num_nodes(p->g);
+    df_code code;
+    p->n_loops++;
+    if (p->depth) p->n_nested++;
+    if (scan) {
+        init = df_tanh(p->g, pr_produce(p, q.elem).out);
+        code = df_scan(p->g, 1, &init, elems.out, pr_scan_body, &q, &o, &out);
+    } else {
+        code = df_map_fn(p->g, elems.out, DF_FLOAT, pr_map_fn_body, &q, &o, &out);
+    }
+    if (code != DF_OK) { if (!p->refused) p->refused = code; return; }
+    p->n_ta_seq++;
+    int spans = pr_spans_devices(p, first, df_graph_num_nodes(p->g));
+    p->n_spanning += spans;
+    p->n_ta_spanning += spans;
+    pr_add(p, out, s, 1, p->depth == 0);
+}
+static void pr_ta_statement(pr_gen *p) {
+    int k = pr_below(&p->shape, 10);
+    p->cf_left--;
+    if (k < 4) pr_ta_loop_statement(p, 0);
+    else if (k < 7) pr_ta_loop_statement(p, 1);
+    else pr_seq_statement(p);
+}
+
 static void pr_statement(pr_gen *p) {
     int pushed = pr_device_push(p);
+    if (p->with_ta && p->cf_left > 0 && p->depth < 3 && p->loop_depth < 2 && pr_chance(&p->shape, 25)) {
+        pr_ta_statement(p);
+        pr_device_pop(p, pushed);
+        return;
+    }
     int k = pr_below(&p->shape, 100), cf_ok = p->cf_left > 0 && p->depth < 3;
     if (k < 20) pr_unary(p, pr_pick(p));
     else if (k < 44) pr_binary(p);
@@ -492,10 +707,11 @@ static void pr_statement(pr_gen *p) {
 /* ---- Building one seed's graph ---- */
 /* Builds seed's graph, placed over n_devices devices (0: no device requests). with_gradients:
    also d(loss)/d(placeholders and variables), loss a sum of reduced fetched values. */
-static void pr_build(pr_gen *p, uint64_t seed, int n_devices, int with_gradients) {
+static void pr_build(pr_gen *p, uint64_t seed, int n_devices, int with_gradients, int with_ta) {
     char name[16];
     memset(p, 0, sizeof *p);
     p->seed = seed;
+    p->with_ta = with_ta;
     p->shape = pr_stream(seed, 1);
     p->place = pr_stream(seed, 10 + (uint64_t)n_devices);
     p->n_devices = n_devices;
@@ -726,6 +942,7 @@ typedef struct pr_stats {
     int graphs, runs, multi_device_runs, split_runs, spread_builds, gradient_graphs, gradients_compared;
     int conds, loops, nested, control_deps, nodes;
     int placed_control_flow, spanning_control_flow;   /* conds and loops in the placed builds */
+    int ta_writes, ta_reads, ta_seq, ta_spanning;     /* TensorArray statements (plain builds; spanning: placed) */
 } pr_stats;
 
 static int pr_built(const pr_gen *p) {
@@ -737,29 +954,31 @@ static int pr_built(const pr_gen *p) {
     return 0;
 }
 
-static void pr_sweep(uint64_t first_seed, int n_seeds, int gradient_percent, pr_stats *stats) {
+static void pr_sweep(uint64_t first_seed, int n_seeds, int gradient_percent, int with_ta, pr_stats *stats) {
     static pr_gen plain, placed;   /* large: kept off the stack */
     memset(stats, 0, sizeof *stats);
     for (uint64_t seed = first_seed; seed < first_seed + (uint64_t)n_seeds; seed++) {
         pr_rng choose = pr_stream(seed, 8);
         int with_gradients = pr_chance(&choose, gradient_percent);
         pr_outcome want, got;
-        pr_build(&plain, seed, 0, with_gradients);
+        pr_build(&plain, seed, 0, with_gradients, with_ta);
         stats->graphs++;
         if (!pr_built(&plain)) { df_graph_free(plain.g); continue; }
         stats->conds += plain.n_conds; stats->loops += plain.n_loops; stats->nested += plain.n_nested;
         stats->control_deps += plain.n_control_deps; stats->nodes += df_graph_num_nodes(plain.g);
+        stats->ta_writes += plain.n_ta_writes; stats->ta_reads += plain.n_ta_reads; stats->ta_seq += plain.n_ta_seq;
         pr_execute(&plain, 1 + (int)(seed & 1), &want);
         stats->runs++;
         if (want.ok) pr_check_finite(&plain, &want);
         for (int n_devices = 2; n_devices <= 4 && want.ok; n_devices++) {
             int threads = 1 + (int)((seed + (uint64_t)n_devices) & 1);
-            pr_build(&placed, seed, n_devices, with_gradients);
+            pr_build(&placed, seed, n_devices, with_gradients, with_ta);
             stats->graphs++;
             if (pr_built(&placed) && pr_same_structure(&plain, &placed)) {
                 stats->spread_builds += pr_spans_devices(&placed, 0, df_graph_num_nodes(placed.g));
                 stats->placed_control_flow += placed.n_conds + placed.n_loops;
                 stats->spanning_control_flow += placed.n_spanning;
+                stats->ta_spanning += placed.n_ta_spanning;
                 pr_execute(&placed, threads, &got);
                 stats->runs++;
                 stats->multi_device_runs++;
@@ -788,7 +1007,7 @@ static void pr_print(const char *test, const pr_stats *s) {
 DF_TEST(partition_random_graphs_agree_across_placements) {
     pr_stats s;
     pr_watch("partition_random_graphs_agree_across_placements", 300);
-    pr_sweep(1, 150, 50, &s);
+    pr_sweep(1, 150, 50, 0, &s);
     pr_unwatch();
     pr_print("agree", &s);
     CHECK(s.multi_device_runs >= 3 * 140);
@@ -807,11 +1026,30 @@ DF_TEST(partition_random_graphs_agree_across_placements) {
 DF_TEST(partition_random_graphs_really_split) {
     pr_stats s;
     pr_watch("partition_random_graphs_really_split", 300);
-    pr_sweep(100001, 40, 25, &s);
+    pr_sweep(100001, 40, 25, 0, &s);
     pr_unwatch();
     pr_print("split", &s);
     CHECK_MSG(2 * s.split_runs >= s.multi_device_runs,
               "only %d of %d multi-device runs had more than one partition", s.split_runs, s.multi_device_runs);
+}
+
+/* Seeds whose graphs hold TensorArray loops too (pr_ta_statement): values written per
+   iteration into an array made outside the loop and stacked after it, arrays unstacked before
+   a loop and read in it, df_map_fn and df_scan, their ops placed at random over 2-4 devices
+   (the arrays stay on their handles' devices). Values and, for half the seeds, gradients bit
+   for bit as on one device. */
+DF_TEST(partition_random_tensor_arrays_agree_across_placements) {
+    pr_stats s;
+    pr_watch("partition_random_tensor_arrays_agree_across_placements", 300);
+    pr_sweep(200001, 40, 50, 1, &s);
+    pr_unwatch();
+    pr_print("tensor arrays", &s);
+    printf("    tensor arrays: %d writes and %d reads in loop bodies, %d map_fn/scan (plain builds); %d TensorArray "
+           "loops span devices in placed builds\n", s.ta_writes, s.ta_reads, s.ta_seq, s.ta_spanning);
+    CHECK(s.multi_device_runs >= 3 * 36);
+    CHECK(s.ta_writes >= 10 && s.ta_reads >= 10 && s.ta_seq >= 10);
+    CHECK(s.ta_spanning >= 20);
+    CHECK(s.gradients_compared > 0);
 }
 
 /* Each optimisation pass alone, and all of them, against the graph run as built: the same
@@ -831,7 +1069,7 @@ DF_TEST(partition_random_graphs_passes_leave_results_unchanged) {
     for (uint64_t seed = 1; seed <= 60; seed++) {
         pr_rng choose = pr_stream(seed, 8);
         pr_outcome want, got;
-        pr_build(&g, seed, 0, pr_chance(&choose, 50));
+        pr_build(&g, seed, 0, pr_chance(&choose, 50), 0);
         if (!pr_built(&g)) { df_graph_free(g.g); continue; }
         pr_execute_with(&g, 1, DF_PASS_ALL, NULL, &want);
         if (want.ok) {

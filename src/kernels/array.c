@@ -335,13 +335,26 @@ DF_PRIVATE void df__k_concat(df__kctx *c) {
             dst += chunk;
         }
 }
+/* The inputs' static shapes merged, as TensorFlow's shape function merges them: a dimension
+   known in one input and unknown (-1) in another is the known one, so partial shapes of one
+   value (a loop variable's, [?,?] after an import, beside its [3,0] from outside the loop) are
+   not refused; two known dimensions or ranks that differ are. */
 DF_PRIVATE df_code df__sf_pack(df__shape_ctx *c) {
     int n = c->node->n_inputs;
-    const df__shape *s0 = &c->in_shapes[0];
+    df__shape merged = df__shape_unknown();
+    const df__shape *s0 = &merged;
     df__shape *o = df__sc_out(c, 0);
-    for (int i = 1; i < n; i++)
-        if (s0->rank >= 0 && c->in_shapes[i].rank >= 0 && !df__shapes_equal(s0, &c->in_shapes[i]))
-            return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Shapes of all inputs must match: values[0] and values[%d] differ", i);
+    for (int i = 0; i < n; i++) {
+        const df__shape *si = &c->in_shapes[i];
+        if (si->rank < 0) continue;
+        if (merged.rank < 0) { merged = *si; continue; }
+        int ok = merged.rank == si->rank;
+        for (int d = 0; ok && d < si->rank; d++) {
+            if (merged.dims[d] >= 0 && si->dims[d] >= 0 && merged.dims[d] != si->dims[d]) ok = 0;
+            else if (merged.dims[d] < 0) merged.dims[d] = si->dims[d];
+        }
+        if (!ok) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Shapes of all inputs must match: values[0] and values[%d] differ", i);
+    }
     if (s0->rank < 0) { *o = df__shape_unknown(); return DF_OK; }
     int64_t ax = df__attr_i(c->node, "axis", 0);
     int r = s0->rank + 1;

@@ -435,9 +435,13 @@ static void *df__w_step_main(void *arg) {
     df_status st;
     df_status_clear(&st);
     df__group_execute(&ws->g, &st);
-    for (int k = 0; !st.code && k < run->n_fetch; k++)   /* payload pointers mean nothing in another process */
-        if (run->fetches[k] && run->fetches[k]->dtype == DF_VARIANT)
-            df_status_set(&st, DF_UNIMPLEMENTED, "Fetch %d is a variant tensor (a TensorList or Optional), which cannot be sent to another process", k);
+    for (int p = 0, k = 0; !st.code && run->regs && p < ws->g.n_steps; p++)   /* payload pointers mean nothing in another process */
+        for (int q = 0; !st.code && q < run->regs[p]->n_fetches; q++, k++)
+            if (k < run->n_fetch && run->fetches[k] && run->fetches[k]->dtype == DF_VARIANT) {
+                df_output o = run->regs[p]->feeds[run->regs[p]->n_feeds + q];
+                df_status_set(&st, DF_UNIMPLEMENTED, "Fetch '%s:%d' is a variant tensor (a TensorList or Optional), which cannot "
+                              "be sent to another process {{node %s}}", o.node->name, o.index, o.node->name);
+            }
     /* off the list first (no delivery in progress), then the answer */
     pthread_mutex_lock(&w->mu);
     for (df__wstep **q = &w->steps; *q; q = &(*q)->next) if (*q == ws) { *q = ws->next; break; }

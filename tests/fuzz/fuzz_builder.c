@@ -23,7 +23,14 @@
    instructions nested at most 3 deep, every loop has maximum_iterations 1 to 4, the session's
    devices have 1 MiB of memory, and no op that waits or touches files is offered (queues,
    SaveV2, RestoreV2, _Send, _Recv). Graphs whose convolutions or pooling could be slow are not
-   run (fuzz_bounds.h). */
+   run (fuzz_bounds.h).
+
+   An input that starts with "seq" has instructions 32 to 35 too, which build the per-iteration
+   values: TensorArray, TensorList and Optional
+   ops (handles, flows, variants, element shapes and dtypes, DF_VARIANT among them), Split,
+   SplitV, DynamicStitch, Sin and Cos from a table of their own (uses_seq), variant
+   placeholders, and the df_tensor_array_* helpers with df_map_fn, df_scan, df_foldl and
+   df_foldr over sub-programs. */
 #include "../../dataflow.h"
 #include "fuzz_bounds.h"
 #include <math.h>
@@ -71,6 +78,7 @@ typedef struct fz {
     fz_pair pairs[MAX_PAIRS];
     int n_pairs;
     int scopes, devices, deps;       /* pushed and not popped */
+    int seq;                         /* the input starts with "seq": instructions 32-35 too */
 } fz;
 
 static unsigned byte(fz *f) { return f->at < f->n ? f->p[f->at++] : 0; }
@@ -467,6 +475,197 @@ static fz_pair *new_pair(fz *f, int n_out) {
     return c;
 }
 
+/* The per-iteration values: TensorArrays (a handle h and flow w), TensorLists and Optionals
+   (variant values v) and the plain ops that came with them. A table of its own, reached by
+   instructions 32-35 of step(), which only inputs that start with "seq" have: the other
+   tables and instructions keep their sizes, so every byte of an older input picks what it
+   picked when it was found.
+   Inputs besides those of `uses`: h a resource (a TensorArray's handle, or another), w a float
+   scalar (a flow), v a variant (a list or an optional), e an element shape (int32 vector, -1
+   for unknown dimensions, or -1 for an unknown rank), j an int32 scalar index, k an int64
+   vector of lengths, N two or three int32 index vectors and as many values of one dtype. Attr
+   kind y: a dtype, now and then variant or resource. */
+static const op_use uses_seq[] = {
+    {"TensorArrayV3", "j", "dtype:y,element_shape:S,dynamic_size:b,clear_after_read:b,identical_element_shapes:b"},
+    {"TensorArrayReadV3", "hjw", "dtype:y"}, {"TensorArrayWriteV3", "hjxw", ""},
+    {"TensorArrayGatherV3", "hiw", "dtype:y,element_shape:S"}, {"TensorArrayScatterV3", "hixw", ""},
+    {"TensorArrayConcatV3", "hw", "dtype:y,element_shape_except0:S"}, {"TensorArraySplitV3", "hxkw", ""},
+    {"TensorArraySizeV3", "hw", ""}, {"TensorArrayCloseV3", "h", ""}, {"TensorArrayGradV3", "hw", "source:s"},
+    {"TensorArrayGradWithShape", "hwi", "source:s"},
+    {"EmptyTensorList", "ej", "element_dtype:y"}, {"TensorListReserve", "ej", "element_dtype:y"},
+    {"TensorListFromTensor", "xe", ""}, {"TensorListSplit", "xek", ""},
+    {"TensorListStack", "ve", "element_dtype:y,num_elements:i"}, {"TensorListGather", "vie", "element_dtype:y"},
+    {"TensorListGetItem", "vje", "element_dtype:y"}, {"TensorListSetItem", "vjx", "resize_if_index_out_of_bounds:b"},
+    {"TensorListPushBack", "vx", ""}, {"TensorListPopBack", "ve", "element_dtype:y"}, {"TensorListLength", "v", ""},
+    {"TensorListElementShape", "v", "shape_type:y"}, {"TensorListConcatV2", "vek", "element_dtype:y"},
+    {"TensorListScatterIntoExistingList", "vxi", ""}, {"TensorListScatter", "xie", ""},
+    {"TensorListScatterV2", "xiej", ""}, {"TensorListResize", "vj", ""},
+    {"OptionalNone", "", ""}, {"OptionalFromValue", "L", ""}, {"OptionalHasValue", "v", ""},
+    {"OptionalGetValue", "v", "output_types:T,output_shapes:H"},
+    {"Split", "jx", "num_split:i"}, {"SplitV", "xij", "num_split:i"}, {"DynamicStitch", "N", ""},
+    {"ParallelDynamicStitch", "N", ""}, {"Sin", "f", ""}, {"Cos", "f", ""},
+    {"ZerosLike", "v", ""}, {"AddN", "L", ""}, {"Identity", "v", ""},
+};
+static df_dtype pick_dtype_any(fz *f) {
+    unsigned b = byte(f);
+    return b % 8 == 7 ? (b & 8 ? DF_VARIANT : DF_RESOURCE) : dtypes[(b >> 3) % (sizeof dtypes / sizeof dtypes[0])];
+}
+static df_output element_shape(fz *f) {
+    unsigned b = byte(f);
+    if (b % 8 == 0) return df_scalar_i32(f->g, -1);              /* unknown rank */
+    int64_t n = (int64_t)(b % 4);
+    int32_t v[3];
+    for (int64_t i = 0; i < n; i++) v[i] = (int32_t)below(f, 6) - 1;
+    df_tensor *x = df_tensor_from_data(DF_INT32, 1, &n, v, (size_t)n * sizeof *v, NULL);
+    df_output o = x ? df_const(f->g, x) : (df_output){NULL, 0};
+    df_tensor_release(x);
+    return o;
+}
+static df_output lengths_i64(fz *f) {
+    int64_t n = (int64_t)below(f, 4), v[3];
+    for (int64_t i = 0; i < n; i++) v[i] = (int64_t)below(f, 5) - 1;
+    df_tensor *x = df_tensor_from_data(DF_INT64, 1, &n, v, (size_t)n * sizeof *v, NULL);
+    df_output o = x ? df_const(f->g, x) : (df_output){NULL, 0};
+    df_tensor_release(x);
+    return o;
+}
+static df_output pick_flow(fz *f) {                /* a float scalar, a flow when there is one */
+    int idx[MAX_VALUES], n = 0;
+    int64_t dims[DF_MAX_RANK];
+    for (int i = 0; i < f->n_values; i++)
+        if (df_output_dtype(f->values[i]) == DF_FLOAT && df_output_shape(f->values[i], dims) == 0) idx[n++] = i;
+    if (!n || !below(f, 8)) return df_scalar_f32(f->g, 0);
+    return f->values[idx[n - 1 - (int)below(f, (unsigned)n)]];
+}
+static void add_input_seq(fz *f, df_op_builder *b, char spec) {
+    df_output list[6];
+    int n;
+    switch (spec) {
+    case 'h': df_op_add_input(b, pick_typed(f, DF_RESOURCE)); break;
+    case 'w': df_op_add_input(b, pick_flow(f)); break;
+    case 'v': df_op_add_input(b, pick_typed(f, DF_VARIANT)); break;
+    case 'e': df_op_add_input(b, element_shape(f)); break;
+    case 'j': df_op_add_input(b, df_scalar_i32(f->g, (int32_t)below(f, 6) - 1)); break;
+    case 'k': df_op_add_input(b, lengths_i64(f)); break;
+    case 'N':
+        n = 2 + (int)below(f, 2);
+        for (int k = 0; k < n; k++) list[k] = int_vector(f);
+        df_op_add_input_list(b, list, n);
+        list[0] = pick(f);
+        for (int k = 1; k < n; k++) list[k] = pick_typed(f, df_output_dtype(list[0]));
+        df_op_add_input_list(b, list, n);
+        break;
+    default: add_input(f, b, spec); break;
+    }
+}
+static void op_from_seq_table(fz *f) {
+    const op_use *u = &uses_seq[below(f, sizeof uses_seq / sizeof uses_seq[0])];
+    unsigned change = byte(f);
+    df_op_builder *b = df_op_new(f->g, u->op, NULL);
+    int skip = (change & 7) == 0 ? (int)((change >> 3) & 3) : -1;
+    for (int k = 0; u->inputs[k]; k++) if (k != skip) add_input_seq(f, b, u->inputs[k]);
+    if ((change & 7) == 1) add_input_seq(f, b, "xhvw"[(change >> 3) & 3]);
+    for (const char *a = u->attrs; *a;) {
+        const char *colon = strchr(a, ':');
+        char name[40];
+        size_t len = (size_t)(colon - a);
+        memcpy(name, a, len); name[len] = '\0';
+        if (colon[1] == 'y') df_op_set_attr_type(b, name, pick_dtype_any(f));
+        else set_attr(f, b, name, colon[1]);
+        a = colon + 2;
+        if (*a == ',') a++;
+    }
+    if ((change & 7) == 2) {                     /* an element dtype set on an op that infers it */
+        static const char *const names[] = {"element_dtype", "T", "dtype", "Toutput_types"};
+        df_op_set_attr_type(b, names[below(f, 4)], pick_dtype_any(f));
+    }
+    if ((change & 7) == 3) df_op_set_device(b, "/device:CPU:1");
+    add_outputs(f, df_op_finish(b));
+}
+
+/* The helpers of section 5: arrays written and read through df_tensor_array_*, and map_fn,
+   scan, foldl and foldr whose functions are sub-programs. */
+static df_tensor_array some_array(fz *f) {
+    df_tensor_array ta;
+    ta.handle = pick_typed(f, DF_RESOURCE);
+    ta.flow = pick_flow(f);
+    ta.dtype = below(f, 4) ? df_output_dtype(pick(f)) : pick_dtype_any(f);
+    return ta;
+}
+static df_output seq_fn(df_graph *g, void *user, df_output elem) {
+    fz_pair *c = (fz_pair *)user;
+    fz *f = c->f;
+    fz_saved sv;
+    block_enter(f, &c->a, g, &elem, &sv);
+    run_block(f);
+    df_output out = below(f, 8) ? pick_typed(f, c->a.want[0]) : pick(f);
+    block_leave(f, &c->a, &sv);
+    return out;
+}
+static void seq_scan_fn(df_graph *g, void *user, const df_output *acc, df_output elem, df_output *next) {
+    fz_pair *c = (fz_pair *)user;
+    fz *f = c->f;
+    fz_saved sv;
+    df_output extra[3] = {elem, acc[0], c->a.n_out > 1 ? acc[1] : elem};
+    block_enter(f, &c->a, g, extra, &sv);
+    run_block(f);
+    for (int i = 0; i < c->a.n_out; i++) next[i] = below(f, 8) ? pick_typed(f, df_output_dtype(acc[i])) : pick(f);
+    block_leave(f, &c->a, &sv);
+}
+static void seq_helpers(fz *f) {
+    df_graph *g = f->g;
+    df_tensor_array ta;
+    unsigned k = below(f, 10);
+    if (f->depth >= MAX_DEPTH && k >= 7) k = 2;   /* no deeper nesting */
+    switch (k) {
+    case 0: case 1: {
+        int64_t dims[DF_MAX_RANK];
+        int rank = pick_shape(f, dims);
+        if (rank && below(f, 2)) dims[0] = -1;
+        df_dtype t = below(f, 4) ? DF_FLOAT : pick_dtype_any(f);
+        ta = df_tensor_array_new(g, t, df_scalar_i32(g, (int32_t)below(f, 6) - 1), (int)below(f, 2),
+                                 below(f, 4) ? rank : (int)below(f, 3) - 2, dims);
+        add_value(f, ta.handle);
+        add_value(f, ta.flow);
+        break;
+    }
+    case 2: ta = df_tensor_array_write(g, some_array(f), int_scalar(f), pick(f)); add_value(f, ta.flow); break;
+    case 3: add_value(f, df_tensor_array_read(g, some_array(f), int_scalar(f))); break;
+    case 4: add_value(f, df_tensor_array_stack(g, some_array(f))); break;
+    case 5: ta = df_tensor_array_unstack(g, some_array(f), pick(f)); add_value(f, ta.flow); break;
+    case 6: add_value(f, df_tensor_array_size(g, some_array(f))); break;
+    default: {                                   /* map_fn, scan, foldl, foldr */
+        int kind = (int)below(f, 4), n_acc = 1 + (int)below(f, 2);
+        df_output elems = pick(f), init[2], outs[2];
+        df_while_options o;
+        memset(&o, 0, sizeof o);
+        o.maximum_iterations = 1 + (int)below(f, 4);
+        o.parallel_iterations = (int)below(f, 3);
+        fz_pair *c = new_pair(f, kind ? n_acc : 1);
+        if (!c) return;
+        c->a.n_extra = kind ? 1 + n_acc : 1;
+        for (int i = 0; i < n_acc; i++) init[i] = pick(f);
+        df_code code;
+        if (kind == 0) {
+            df_dtype t = below(f, 4) ? DF_FLOAT : pick_dtype_any(f);
+            c->a.want[0] = t;
+            c->a.n_want = 1;
+            code = df_map_fn(g, elems, t, seq_fn, c, below(f, 2) ? &o : NULL, outs);
+            n_acc = 1;
+        } else if (kind == 1) code = df_scan(g, n_acc, init, elems, seq_scan_fn, c, &o, outs);
+        else if (kind == 2) code = df_foldl(g, n_acc, init, elems, seq_scan_fn, c, &o, outs);
+        else code = df_foldr(g, n_acc, init, elems, seq_scan_fn, c, &o, outs);
+        if (code == DF_OK) for (int i = 0; i < n_acc; i++) add_value(f, outs[i]);
+        break;
+    }
+    }
+}
+static void variant_placeholder(fz *f) {
+    char name[16];
+    snprintf(name, sizeof name, "pv%d", f->n_values);
+    add_value(f, df_placeholder(f->g, name, below(f, 4) ? DF_VARIANT : DF_RESOURCE, below(f, 4) ? 0 : -1, NULL));
+}
+
 static void branch(fz_pair *c, fz_block *me, fz_block *other, df_graph *g, df_output *outs) {
     fz *f = c->f;
     fz_saved sv;
@@ -626,7 +825,7 @@ static void step(fz *f) {
     f->steps++;
     int64_t dims[DF_MAX_RANK];
     int rank;
-    unsigned op = byte(f) % 32;
+    unsigned op = byte(f) % (f->seq ? 36 : 32);
     if (f->depth >= MAX_DEPTH && op >= 16 && op <= 24) op = 5;   /* no deeper nesting */
     /* Inside a block, nothing that changes more than the values: a block must build the same
        ops when it is run again (see fz_block). */
@@ -666,6 +865,8 @@ static void step(fz *f) {
             f->deps++;
         }
         break;
+    case 32: case 33: case 34: if (below(f, 8)) op_from_seq_table(f); else if (f->g == f->top && !f->depth) variant_placeholder(f); break;
+    case 35: seq_helpers(f); break;
     default: op_helper(f); break;
     }
 }
@@ -767,6 +968,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
     fz *f = (fz *)calloc(1, sizeof *f);
     if (!f) return 0;
+    /* "seq" first: the instruction set with the per-iteration values (32-35); without it the
+       bytes mean what they meant before those were added, so the committed inputs build the
+       same graphs as when they were found. */
+    int seq = size >= 5 && !memcmp(data, "seq", 3);
+    if (seq) { data += 3; size -= 3; }
+    f->seq = seq;
     f->p = data + 2; f->n = size - 2;
     unsigned options = data[0] | (unsigned)data[1] << 8;
     f->top = f->g = df_graph_new();

@@ -4,7 +4,8 @@
    never crash, leak or read out of bounds. A graph it accepts must survive a round trip: its
    export must import again, to a graph with the same nodes (name, op, inputs). A failure of
    that round trip is a library bug, so it aborts, which the fuzzer reports as a crash with the
-   input that caused it.
+   input that caused it. (A graph with a function library, TensorFlow 2's If and While, is not
+   exported: the export writes no library and says DF_UNIMPLEMENTED; it is still run.)
 
    Then the graph runs, with bounded effort: its functions lowered, its placeholders fed small
    zero tensors (unknown dimensions 1), its first Assigns run, then a few of its last nodes
@@ -148,12 +149,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t out_len = 0;
     df_code code = df_graph_export_graphdef(g, &out, &out_len);
     if (code == DF_RESOURCE_EXHAUSTED) { df_graph_free(g); return 0; }
-    if (code != DF_OK) fail_round_trip("an imported graph does not export", df_code_name(code));
+    /* The export writes no function library, so it refuses a graph with functional ops (If,
+       While, calls: TensorFlow 2's graphs); such a graph still runs, below, after lowering. */
+    int functional = code == DF_UNIMPLEMENTED && df_graph_num_functions(g) > 0;
+    if (code != DF_OK && !functional) fail_round_trip("an imported graph does not export", df_code_name(code));
 
-    df_graph *again = df_graph_import_graphdef(out, out_len, &st);
-    if (!again) fail_round_trip("an exported graph does not import again", st.message);
-    check_same_nodes(g, again);
-    df_graph_free(again);
+    if (code == DF_OK) {
+        df_graph *again = df_graph_import_graphdef(out, out_len, &st);
+        if (!again) fail_round_trip("an exported graph does not import again", st.message);
+        check_same_nodes(g, again);
+        df_graph_free(again);
+    }
     free(out);
 
     unsigned options = 0;                       /* (a hash of the input: mutations flip it) */
