@@ -805,8 +805,8 @@ static void df__g_optional_from_value(df__gfn *c) {
     if (!c->dy[0].node) return;
     int n = c->n->n_inputs;
     df_dtype types[12];
-    int ranks[12];
-    const int64_t *dims[12];
+    int ranks[12] = {0};                /* initialised: gcc -O2 -march=native warns otherwise */
+    const int64_t *dims[12] = {0};
     if (n > 12) { df__graph_error(g, DF_UNIMPLEMENTED, "Gradient of OptionalFromValue with more than 12 components {{node %s}}", c->n->name); return; }
     for (int i = 0; i < n; i++) {
         df_output x = DF__X(c, i);
