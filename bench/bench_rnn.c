@@ -26,8 +26,10 @@
      torch:fused   torch.nn.LSTM (its fused sequence kernel) with the same weights; for the map
                    torch.vmap (one vectorised op: no loop at all, listed for reference)
    Each side runs in its own phase (ours, then each peer in its own process), with warm-up runs,
-   then the median of 7..15 runs. Ratios are peer time / ours:import time (above 1: we are
-   faster). The losses, a gradient sum and the map's sum are printed for each side as a check.
+   then the median of 7..15 runs, of the wall time and of the process's CPU time (all its
+   threads; the steadier figure for one thread on a loaded machine). Ratios are peer time /
+   ours:import time (above 1: we are faster). The losses, a gradient sum and the map's sum are
+   printed for each side as a check.
 
    Usage: bench_rnn [--no-peers]      (run from the repository root) */
 #define _POSIX_C_SOURCE 200809L
@@ -42,7 +44,8 @@ enum { C_FWD, C_BWD, C_MAP, N_CASES };
 enum { COL_IMPORT, COL_CAPI, COL_TF_ON, COL_TF_OFF, COL_TORCH_LOOP, COL_TORCH_FUSED, N_COLS };
 static const char *const case_names[N_CASES] = {"LSTM forward (ms)", "LSTM fwd+bwd (ms)", "map_fn 10000 (ms)"};
 
-static double res[N_CASES][2][N_COLS];     /* microseconds; 0 when not measured */
+static double res[N_CASES][2][N_COLS];     /* wall microseconds; 0 when not measured */
+static double cpu[N_CASES][2][N_COLS];     /* process CPU microseconds (all threads) */
 static double val_loss[N_COLS], val_gk[N_COLS], val_map[N_COLS];
 static int have_val[N_COLS];
 
@@ -51,22 +54,30 @@ static void die(const char *what, const char *msg) {
     exit(1);
 }
 
-/* Median microseconds of df_session_run with these feeds and fetches (warm runs first). */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Median wall microseconds of df_session_run with these feeds and fetches (warm runs first);
+   *cpu_us the median process CPU microseconds. */
 static double time_run(df_session *s, const df_output *feeds, df_tensor *const *fv, int nf,
-                       const df_output *fetches, int nfe, int warm, int reps, df_tensor **keep) {
-    double t[32];
+                       const df_output *fetches, int nfe, int warm, int reps, df_tensor **keep, double *cpu_us) {
+    double t[32], c[32];
     df_tensor *outs[8];
     df_status st;
     for (int r = -warm; r < reps; r++) {
-        double t0 = now();
+        double c0 = cpu_now(), t0 = now();
         if (df_session_run(s, feeds, fv, nf, fetches, outs, nfe, NULL, 0, &st)) die("run", st.message);
-        double dt = now() - t0;
-        if (r >= 0) t[r] = dt;
+        double dt = now() - t0, dc = cpu_now() - c0;
+        if (r >= 0) { t[r] = dt; c[r] = dc; }
         for (int i = 0; i < nfe; i++) {
             if (keep && r == reps - 1) keep[i] = outs[i];
             else df_tensor_release(outs[i]);
         }
     }
+    *cpu_us = median(c, reps) * 1e6;
     return median(t, reps) * 1e6;
 }
 
@@ -137,8 +148,8 @@ static void run_imported_lstm(df_tensor *xv) {
     for (int ti = 0; ti < 2; ti++) {
         df_session *s = session(g, ti + 1);
         df_tensor *keep[4];
-        res[C_FWD][ti][COL_IMPORT] = time_run(s, &x, &xv, 1, fwd, 2, 3, 15, NULL);
-        res[C_BWD][ti][COL_IMPORT] = time_run(s, &x, &xv, 1, bwd, 4, 3, 9, keep);
+        res[C_FWD][ti][COL_IMPORT] = time_run(s, &x, &xv, 1, fwd, 2, 3, 15, NULL, &cpu[C_FWD][ti][COL_IMPORT]);
+        res[C_BWD][ti][COL_IMPORT] = time_run(s, &x, &xv, 1, bwd, 4, 3, 9, keep, &cpu[C_BWD][ti][COL_IMPORT]);
         if (ti == 0) {
             val_loss[COL_IMPORT] = *(const float *)df_tensor_data(keep[0]);
             val_gk[COL_IMPORT] = sum_f32(keep[2]);
@@ -165,7 +176,7 @@ static void run_imported_map(df_tensor *ev) {
     for (int ti = 0; ti < 2; ti++) {
         df_session *s = session(g, ti + 1);
         df_tensor *keep;
-        res[C_MAP][ti][COL_IMPORT] = time_run(s, &e, &ev, 1, &y, 1, 1, 7, &keep);
+        res[C_MAP][ti][COL_IMPORT] = time_run(s, &e, &ev, 1, &y, 1, 1, 7, &keep, &cpu[C_MAP][ti][COL_IMPORT]);
         if (ti == 0) {
             val_map[COL_IMPORT] = sum_f32(keep);
             have_val[COL_IMPORT] |= 2;
@@ -238,8 +249,8 @@ static void run_capi_lstm(df_tensor *xv, df_tensor *kv, df_tensor *bv) {
     for (int ti = 0; ti < 2; ti++) {
         df_session *s = session(g, ti + 1);
         df_tensor *keep[4];
-        res[C_FWD][ti][COL_CAPI] = time_run(s, &x, &xv, 1, &y, 1, 3, 15, NULL);
-        res[C_BWD][ti][COL_CAPI] = time_run(s, &x, &xv, 1, bwd, 4, 3, 9, keep);
+        res[C_FWD][ti][COL_CAPI] = time_run(s, &x, &xv, 1, &y, 1, 3, 15, NULL, &cpu[C_FWD][ti][COL_CAPI]);
+        res[C_BWD][ti][COL_CAPI] = time_run(s, &x, &xv, 1, bwd, 4, 3, 9, keep, &cpu[C_BWD][ti][COL_CAPI]);
         if (ti == 0) {
             val_loss[COL_CAPI] = *(const float *)df_tensor_data(keep[0]);
             val_gk[COL_CAPI] = sum_f32(keep[2]);
@@ -265,7 +276,7 @@ static void run_capi_map(df_tensor *ev) {
     for (int ti = 0; ti < 2; ti++) {
         df_session *s = session(g, ti + 1);
         df_tensor *keep;
-        res[C_MAP][ti][COL_CAPI] = time_run(s, &e, &ev, 1, &y, 1, 1, 7, &keep);
+        res[C_MAP][ti][COL_CAPI] = time_run(s, &e, &ev, 1, &y, 1, 1, 7, &keep, &cpu[C_MAP][ti][COL_CAPI]);
         if (ti == 0) { val_map[COL_CAPI] = sum_f32(keep); have_val[COL_CAPI] |= 2; }
         df_tensor_release(keep);
         df_session_free(s);
@@ -295,12 +306,14 @@ static void run_peer(const char *script, int threads, int torch) {
     double v;
     int ti = threads - 1;
     while (fgets(line, sizeof line, p)) {
-        if (sscanf(line, "time %63s %63s %lf", a, b, &v) == 3) {
+        double vc = 0;
+        if (sscanf(line, "time %63s %63s %lf %lf", a, b, &v, &vc) >= 3) {
             int c = case_of(a);
             if (c < 0) continue;
             int col = torch ? (!strcmp(b, "cell") || !strcmp(b, "loop") ? COL_TORCH_LOOP : COL_TORCH_FUSED)
                             : (!strcmp(b, "on") ? COL_TF_ON : COL_TF_OFF);
             res[c][ti][col] = v;
+            cpu[c][ti][col] = vc;
         } else if (sscanf(line, "value %63s %lf", a, &v) == 2 && ti == 0) {
             int col = torch ? COL_TORCH_LOOP : COL_TF_ON;
             if (!strcmp(a, "lstm_loss") || !strcmp(a, "lstm_loss_cell")) { val_loss[col] = v; have_val[col] |= 1; }
@@ -347,19 +360,23 @@ int main(int argc, char **argv) {
         for (int t = 1; t <= 2; t++) run_peer("torch_rnn.py", t, 1);
     }
 
-    printf("\nRNN and map_fn (median ms; ours with the graph passes at their defaults; ratio = peer / ours:import)\n");
-    printf("%-19s %3s %11s %11s %11s %11s %11s %11s %9s %9s %9s\n", "case", "thr", "ours:import", "ours:C-API",
-           "TF:grappler", "TF:off", "torch:loop", "torch:fused", "TF/ours", "loop/ours", "fused/ours");
-    for (int c = 0; c < N_CASES; c++)
-        for (int ti = 0; ti < 2; ti++) {
-            const double *r = res[c][ti];
-            printf("%-19s %3d", case_names[c], ti + 1);
-            for (int k = 0; k < N_COLS; k++) cell(r[k]);
-            ratio(r[COL_TF_ON], r[COL_IMPORT]);
-            ratio(r[COL_TORCH_LOOP], r[COL_IMPORT]);
-            ratio(r[COL_TORCH_FUSED], r[COL_IMPORT]);
-            printf("\n");
-        }
+    for (int kind = 0; kind < 2; kind++) {
+        if (!kind) printf("\nRNN and map_fn: wall time (median ms; ours with our graph passes at their defaults; ratio = peer / ours:import)\n");
+        else printf("\nthe same runs: process CPU time (median ms, every thread of the process; on a loaded machine the\n"
+                    "one-thread rows are the steadier comparison; with 2 threads it counts spinning and helper threads)\n");
+        printf("%-19s %3s %11s %11s %11s %11s %11s %11s %9s %9s %9s\n", "case", "thr", "ours:import", "ours:C-API",
+               "TF:grappler", "TF:off", "torch:loop", "torch:fused", "TF/ours", "loop/ours", "fused/ours");
+        for (int c = 0; c < N_CASES; c++)
+            for (int ti = 0; ti < 2; ti++) {
+                const double *r = kind ? cpu[c][ti] : res[c][ti];
+                printf("%-19s %3d", case_names[c], ti + 1);
+                for (int k = 0; k < N_COLS; k++) cell(r[k]);
+                ratio(r[COL_TF_ON], r[COL_IMPORT]);
+                ratio(r[COL_TORCH_LOOP], r[COL_IMPORT]);
+                ratio(r[COL_TORCH_FUSED], r[COL_IMPORT]);
+                printf("\n");
+            }
+    }
     printf("torch:fused is torch.nn.LSTM for the LSTM and torch.vmap (no loop) for the map.\n");
     if (map_allocs_per_iter >= 0) printf("map_fn (imported): %.1f allocations per iteration on CPU:0\n", map_allocs_per_iter);
 

@@ -13,9 +13,10 @@ own Session running them.
                 Prints "fetch KEY TENSOR" lines: the tensor names of each fetch set.
   --time DIR --threads N
                 imports DIR's GraphDefs into a v1 Session (inter_op = intra_op = N threads) and
-                prints "time KEY GRAPPLER MICROSECONDS" (medians after warm-up runs, GRAPPLER
-                "on" for TensorFlow's default rewrites, "off" with the meta optimizer disabled
-                and OptimizerOptions L0) and "value KEY NUMBER" (loss, sum of the map's output).
+                prints "time KEY GRAPPLER WALL_US CPU_US" (medians after warm-up runs of the
+                wall time and of the process CPU time, GRAPPLER "on" for TensorFlow's default
+                rewrites, "off" with the meta optimizer disabled and OptimizerOptions L0) and
+                "value KEY NUMBER" (loss, sum of d loss / d kernel, sum of the map's output).
 """
 import argparse
 import os
@@ -26,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np                      # noqa: E402
 import tensorflow as tf                 # noqa: E402
-from peer_util import out, info, median_us   # noqa: E402
+from peer_util import out, info, median_us_cpu   # noqa: E402
 
 v1 = tf.compat.v1
 T_STEPS, BATCH, DIM, UNITS = 50, 32, 128, 128
@@ -133,8 +134,8 @@ def time_all(folder, threads):
             feed = {lstm.get_tensor_by_name("x:0"): x_val}
             fwd = [lstm.get_tensor_by_name(n) for n in FETCHES["lstm_fwd"]]
             bwd = [lstm.get_tensor_by_name(n) for n in FETCHES["lstm_bwd"]]
-            out("time lstm_fwd %s %.1f" % (tag, median_us(lambda: s.run(fwd, feed), 3, 15)))
-            out("time lstm_bwd %s %.1f" % (tag, median_us(lambda: s.run(bwd, feed), 3, 9)))
+            out("time lstm_fwd %s %.1f %.1f" % ((tag,) + median_us_cpu(lambda: s.run(fwd, feed), 3, 15)))
+            out("time lstm_bwd %s %.1f %.1f" % ((tag,) + median_us_cpu(lambda: s.run(bwd, feed), 3, 9)))
             if grappler:
                 r = s.run(bwd, feed)
                 out("value lstm_loss %.9g" % float(r[0]))
@@ -142,7 +143,7 @@ def time_all(folder, threads):
         with v1.Session(graph=mapg, config=config(threads, grappler)) as s:
             feed = {mapg.get_tensor_by_name("elems:0"): e_val}
             y = mapg.get_tensor_by_name(FETCHES["map"][0])
-            out("time map %s %.1f" % (tag, median_us(lambda: s.run(y, feed), 1, 5)))
+            out("time map %s %.1f %.1f" % ((tag,) + median_us_cpu(lambda: s.run(y, feed), 1, 5)))
             if grappler:
                 out("value map_sum %.9g" % float(np.sum(s.run(y, feed).astype(np.float64))))
 

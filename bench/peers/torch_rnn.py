@@ -10,7 +10,8 @@
   map (loop)                  a Python loop over the 10,000 rows: r * r + 1, then torch.stack
   map (vmap)                  torch.vmap of the same function (one vectorised op, not a loop)
 
-Prints "time KEY VARIANT MICROSECONDS" (medians after warm-up) and "value KEY NUMBER".
+Prints "time KEY VARIANT WALL_US CPU_US" (medians after warm-up: wall time, process CPU time)
+and "value KEY NUMBER".
 Usage: torch_rnn.py --dir DIR --threads N"""
 import argparse
 import os
@@ -20,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np                      # noqa: E402
 import torch                            # noqa: E402
-from peer_util import out, info, median_us   # noqa: E402
+from peer_util import out, info, median_us_cpu   # noqa: E402
 
 
 def main():
@@ -88,10 +89,10 @@ def main():
         loss.backward()
         return loss
 
-    out("time lstm_fwd cell %.1f" % median_us(cell_fwd, 3, 15))
-    out("time lstm_bwd cell %.1f" % median_us(cell_bwd, 3, 9))
-    out("time lstm_fwd nn %.1f" % median_us(nn_fwd, 3, 15))
-    out("time lstm_bwd nn %.1f" % median_us(nn_bwd, 3, 9))
+    out("time lstm_fwd cell %.1f %.1f" % median_us_cpu(cell_fwd, 3, 15))
+    out("time lstm_bwd cell %.1f %.1f" % median_us_cpu(cell_bwd, 3, 9))
+    out("time lstm_fwd nn %.1f %.1f" % median_us_cpu(nn_fwd, 3, 15))
+    out("time lstm_bwd nn %.1f %.1f" % median_us_cpu(nn_bwd, 3, 9))
     out("value lstm_loss_cell %.9g" % float(cell_bwd().detach()))
     out("value lstm_gk_sum_cell %.9g" % float(kg.grad.double().sum()))
     out("value lstm_loss_nn %.9g" % float(nn_bwd().detach()))
@@ -105,12 +106,12 @@ def main():
         with torch.no_grad():
             return torch.stack([fn(r) for r in elems])
 
-    out("time map loop %.1f" % median_us(map_loop, 1, 5))
+    out("time map loop %.1f %.1f" % median_us_cpu(map_loop, 1, 5))
     out("value map_sum %.9g" % float(map_loop().double().sum()))
     vmap = getattr(torch, "vmap", None) or getattr(getattr(torch, "func", None), "vmap", None)
     if vmap is not None:
         vf = vmap(fn)
-        out("time map vmap %.1f" % median_us(lambda: vf(elems), 3, 15))
+        out("time map vmap %.1f %.1f" % median_us_cpu(lambda: vf(elems), 3, 15))
     return 0
 
 

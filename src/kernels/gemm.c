@@ -145,6 +145,7 @@ static const df__gemm_cfg df__gemm_cfgs[2][3] = {
                     const T *s = b + (p0 + p) * ldb + j0 + j;                                     \
                     T *d = dst + p * nr;                                                          \
                     int64_t c = 0;                                                                \
+                    if (cols == nr) { memcpy(d, s, (size_t)nr * sizeof(T)); continue; }          \
                     for (; c < cols; c++) d[c] = s[c];                                            \
                     for (; c < nr; c++) d[c] = 0;                                                 \
                 }                                                                                 \
@@ -377,6 +378,8 @@ static void df__gemm_share(void *arg, int64_t lo, int64_t hi) {
 /* C = op(A) op(B) for float (dbl 0) or double (dbl 1); row-major with leading dimensions; at
    most max_threads threads (0: as many as the pool has). Returns 0 when memory ran out. */
 #define DF__GEMM_DIRECT_MAX (128 * 128 * 128)
+#define DF__GEMM_DIRECT_ROWS 64
+#define DF__GEMM_DIRECT_B_BYTES (512 * 1024)
 DF_PRIVATE int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, int ta,
                        const void *b, int64_t ldb, int tb, void *c, int64_t ldc, struct df__ipool *pool,
                        int max_threads) {
@@ -385,7 +388,14 @@ DF_PRIVATE int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void 
     if (k <= 0) { for (int64_t i = 0; i < m; i++) memset((char *)c + (size_t)(i * ldc) * es, 0, (size_t)n * es); return 1; }
     int isa = df__isa();
     const df__gemm_cfg *g = &df__gemm_cfgs[dbl][isa];
-    if (!tb && m * n * k <= DF__GEMM_DIRECT_MAX)
+    /* below ~4M multiply-adds a hand-off to another thread costs more than it saves */
+    int threads = (double)m * (double)n * (double)k < 4.0e6 ? 1 : df__ipool_threads(pool);
+    if (max_threads > 0 && threads > max_threads) threads = max_threads;
+    /* Direct also for a few rows of A against a B that stays in L2 (an RNN step, batch x
+       [x, h] times the gate kernel) when one thread does it: packing B would cost about as much
+       as the product. */
+    int few_rows = m <= DF__GEMM_DIRECT_ROWS && (size_t)(k * n) * es <= DF__GEMM_DIRECT_B_BYTES && threads <= 1;
+    if (!tb && (m * n * k <= DF__GEMM_DIRECT_MAX || few_rows))
         return dbl ? df__gemm_direct_double(g, isa, m, n, k, (const double *)a, lda, ta, (const double *)b, ldb, (double *)c, ldc)
                    : df__gemm_direct_float(g, isa, m, n, k, (const float *)a, lda, ta, (const float *)b, ldb, (float *)c, ldc);
     df__gemm_job j;
@@ -394,9 +404,6 @@ DF_PRIVATE int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void 
     j.a = a; j.b = b; j.c = c; j.ta = ta; j.tb = tb;
     j.split_rows = m > n;
     int64_t len = j.split_rows ? m : n, unit = j.split_rows ? g->mr : g->nr;
-    /* below ~4M multiply-adds a hand-off to another thread costs more than it saves */
-    int threads = (double)m * (double)n * (double)k < 4.0e6 ? 1 : df__ipool_threads(pool);
-    if (max_threads > 0 && threads > max_threads) threads = max_threads;
     df__parallel_for(pool, len, unit, threads, df__gemm_share, &j);
     return !j.failed;
 }
