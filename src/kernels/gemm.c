@@ -386,6 +386,10 @@ DF__GEMM_BLOCKED(double)
 DF__GEMM_DIRECT(float)
 DF__GEMM_DIRECT(double)
 
+/* A few rows of A (at most DIRECT_ROWS) against a B of at most DIRECT_B_BYTES (it stays in L2) go
+   the direct way: packing B would cost about as much as the product (an RNN step). */
+#define DF__GEMM_DIRECT_ROWS 64
+#define DF__GEMM_DIRECT_B_BYTES (512 * 1024)
 /* One share of a blocked product: rows or columns [lo, hi) of C, with buffers of its own. */
 typedef struct df__gemm_job {
     int dbl, isa;
@@ -402,6 +406,18 @@ static void df__gemm_share(void *arg, int64_t lo, int64_t hi) {
     int64_t n0 = j->split_rows ? 0 : lo, n1 = j->split_rows ? j->n : hi;
     if (m1 <= m0 || n1 <= n0) return;
     size_t es = j->dbl ? 8 : 4;
+    if (!j->tb && m1 - m0 <= DF__GEMM_DIRECT_ROWS && (size_t)(j->k * (n1 - n0)) * es <= DF__GEMM_DIRECT_B_BYTES) {
+        /* a few rows against a share of B that fits L2: no packing (as df__gemm_fp on one thread) */
+        const char *a = (const char *)j->a + (size_t)(j->ta ? m0 : m0 * j->lda) * es;
+        const char *b = (const char *)j->b + (size_t)n0 * es;
+        char *c = (char *)j->c + (size_t)(m0 * j->ldc + n0) * es;
+        int ok = j->dbl ? df__gemm_direct_double(g, j->isa, m1 - m0, n1 - n0, j->k, (const double *)a, j->lda, j->ta,
+                                                 (const double *)b, j->ldb, (double *)c, j->ldc)
+                        : df__gemm_direct_float(g, j->isa, m1 - m0, n1 - n0, j->k, (const float *)a, j->lda, j->ta,
+                                                (const float *)b, j->ldb, (float *)c, j->ldc);
+        if (!ok) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
     int64_t kc = DF__MIN(g->kc, j->k);
     int64_t mc = (DF__MIN(g->mc, m1 - m0) + g->mr - 1) / g->mr * g->mr;
     int64_t nc = (DF__MIN(g->nc, n1 - n0) + g->nr - 1) / g->nr * g->nr;
@@ -420,8 +436,6 @@ static void df__gemm_share(void *arg, int64_t lo, int64_t hi) {
 /* C = op(A) op(B) for float (dbl 0) or double (dbl 1); row-major with leading dimensions; at
    most max_threads threads (0: as many as the pool has). Returns 0 when memory ran out. */
 #define DF__GEMM_DIRECT_MAX (128 * 128 * 128)
-#define DF__GEMM_DIRECT_ROWS 64
-#define DF__GEMM_DIRECT_B_BYTES (512 * 1024)
 DF_PRIVATE int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, int ta,
                        const void *b, int64_t ldb, int tb, void *c, int64_t ldc, struct df__ipool *pool,
                        int max_threads) {
@@ -434,8 +448,8 @@ DF_PRIVATE int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void 
     int threads = (double)m * (double)n * (double)k < 4.0e6 ? 1 : df__ipool_threads(pool);
     if (max_threads > 0 && threads > max_threads) threads = max_threads;
     /* Direct also for a few rows of A against a B that stays in L2 (an RNN step, batch x
-       [x, h] times the gate kernel) when one thread does it: packing B would cost about as much
-       as the product. */
+       [x, h] times the gate kernel) when one thread does it; split over threads, each share
+       takes the same way in df__gemm_share. */
     int few_rows = m <= DF__GEMM_DIRECT_ROWS && (size_t)(k * n) * es <= DF__GEMM_DIRECT_B_BYTES && threads <= 1;
     if (!tb && (m * n * k <= DF__GEMM_DIRECT_MAX || few_rows))
         return dbl ? df__gemm_direct_double(g, isa, m, n, k, (const double *)a, lda, ta, (const double *)b, ldb, (double *)c, ldc)
