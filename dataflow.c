@@ -7734,6 +7734,9 @@ static void df__k_reduce(df__kctx *c) {
     int code = c->node->op->code, keep = df__attr_b(c->node, "keep_dims", 0);
     unsigned mask;
     if (df__norm_axes(c->node, c->in[1], x->rank, &mask, c->st)) return;
+    /* no axis: the input itself, whatever the op (the gradient of a broadcast Add whose side
+       was not broadcast asks for this, once per loop iteration in an RNN) */
+    if (!mask) { df__k_forward(c, 0, 0); return; }
     df__shape os;
     df__reduced_shape(x->rank, x->dims, mask, keep, &os);
     df_tensor *o = df__k_alloc(c, 0, x->dtype, os.rank, os.dims);
