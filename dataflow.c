@@ -5738,6 +5738,47 @@ static const df__gemm_cfg df__gemm_cfgs[2][3] = {
 };
 
 /* ---- packing (zero-padded to full slivers) ---- */
+#if defined(DF__X86) && !defined(DF_EMULATE_AVX512)
+/* dst[p * ldd + c] = src[c * lds + p] for an 8 x 8 block: a transpose through registers. */
+DF__TARGET_AVX2 static void df__tr8x8_f32(const float *src, int64_t lds, float *dst, int64_t ldd) {
+    /* named registers, not arrays: gcc -O2 keeps arrays on the stack */
+    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + lds), r2 = _mm256_loadu_ps(src + 2 * lds),
+           r3 = _mm256_loadu_ps(src + 3 * lds), r4 = _mm256_loadu_ps(src + 4 * lds),
+           r5 = _mm256_loadu_ps(src + 5 * lds), r6 = _mm256_loadu_ps(src + 6 * lds),
+           r7 = _mm256_loadu_ps(src + 7 * lds);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);   /* cols 0 1 | 4 5, 2 3 | 6 7 */
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);   /* rows 0..3 */
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);   /* rows 4..7 */
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(dst + ldd, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(dst + 2 * ldd, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(dst + 3 * ldd, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(dst + 4 * ldd, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(dst + 5 * ldd, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(dst + 6 * ldd, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+/* A full NR-wide sliver of B stored transposed (B^T rows col0 .., from depth p0) packed 8 x 8
+   at a time; returns how many of the kc depths it did (a multiple of 8), or 0 when the kernels
+   in use are not AVX2 or better, or nr is not a multiple of 8. */
+static int64_t df__pack_bt_fast_float(const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t col0, int nr,
+                                      float *dst) {
+    if (nr % 8 || df__isa() < DF__ISA_AVX2) return 0;
+    int64_t p8 = kc / 8 * 8;
+    for (int64_t c = 0; c < nr; c += 8)
+        for (int64_t p = 0; p < p8; p += 8) df__tr8x8_f32(b + (col0 + c) * ldb + p0 + p, ldb, dst + p * nr + c, nr);
+    return p8;
+}
+#define DF__PACK_BT_FAST_float(b, ldb, p0, kc, col0, nr, dst) df__pack_bt_fast_float(b, ldb, p0, kc, col0, nr, dst)
+#else
+#define DF__PACK_BT_FAST_float(b, ldb, p0, kc, col0, nr, dst) 0
+#endif
+#define DF__PACK_BT_FAST_double(b, ldb, p0, kc, col0, nr, dst) 0
 #define DF__PACK(T)                                                                               \
     /* A block rows [i0, i0+mc), cols [p0, p0+kc) of op(A) into MR-tall k-major slivers */        \
     static void df__pack_a_##T(const T *a, int64_t lda, int ta, int64_t i0, int64_t mc, int64_t p0, \
@@ -5765,15 +5806,17 @@ static const df__gemm_cfg df__gemm_cfgs[2][3] = {
                     const T *s = b + (p0 + p) * ldb + j0 + j;                                     \
                     T *d = dst + p * nr;                                                          \
                     int64_t c = 0;                                                                \
+                    if (cols == nr) { memcpy(d, s, (size_t)nr * sizeof(T)); continue; }          \
                     for (; c < cols; c++) d[c] = s[c];                                            \
                     for (; c < nr; c++) d[c] = 0;                                                 \
                 }                                                                                 \
             } else {                                                                              \
+                int64_t done = cols == nr ? DF__PACK_BT_FAST_##T(b, ldb, p0, kc, j0 + j, nr, dst) : 0; \
                 for (int64_t c = 0; c < nr; c++) {                                                \
-                    T *d = dst + c;                                                               \
-                    if (c >= cols) { for (int64_t p = 0; p < kc; p++, d += nr) *d = 0; continue; } \
+                    T *d = dst + c + done * nr;                                                   \
+                    if (c >= cols) { for (int64_t p = done; p < kc; p++, d += nr) *d = 0; continue; } \
                     const T *s = b + (j0 + j + c) * ldb + p0;                                     \
-                    for (int64_t p = 0; p < kc; p++, d += nr) *d = s[p];                          \
+                    for (int64_t p = done; p < kc; p++, d += nr) *d = s[p];                       \
                 }                                                                                 \
             }                                                                                     \
             dst += (size_t)nr * (size_t)kc;                                                       \
@@ -5963,6 +6006,10 @@ DF__GEMM_BLOCKED(double)
 DF__GEMM_DIRECT(float)
 DF__GEMM_DIRECT(double)
 
+/* A few rows of A (at most DIRECT_ROWS) against a B of at most DIRECT_B_BYTES (it stays in L2) go
+   the direct way: packing B would cost about as much as the product (an RNN step). */
+#define DF__GEMM_DIRECT_ROWS 64
+#define DF__GEMM_DIRECT_B_BYTES (512 * 1024)
 /* One share of a blocked product: rows or columns [lo, hi) of C, with buffers of its own. */
 typedef struct df__gemm_job {
     int dbl, isa;
@@ -5979,6 +6026,18 @@ static void df__gemm_share(void *arg, int64_t lo, int64_t hi) {
     int64_t n0 = j->split_rows ? 0 : lo, n1 = j->split_rows ? j->n : hi;
     if (m1 <= m0 || n1 <= n0) return;
     size_t es = j->dbl ? 8 : 4;
+    if (!j->tb && m1 - m0 <= DF__GEMM_DIRECT_ROWS && (size_t)(j->k * (n1 - n0)) * es <= DF__GEMM_DIRECT_B_BYTES) {
+        /* a few rows against a share of B that fits L2: no packing (as df__gemm_fp on one thread) */
+        const char *a = (const char *)j->a + (size_t)(j->ta ? m0 : m0 * j->lda) * es;
+        const char *b = (const char *)j->b + (size_t)n0 * es;
+        char *c = (char *)j->c + (size_t)(m0 * j->ldc + n0) * es;
+        int ok = j->dbl ? df__gemm_direct_double(g, j->isa, m1 - m0, n1 - n0, j->k, (const double *)a, j->lda, j->ta,
+                                                 (const double *)b, j->ldb, (double *)c, j->ldc)
+                        : df__gemm_direct_float(g, j->isa, m1 - m0, n1 - n0, j->k, (const float *)a, j->lda, j->ta,
+                                                (const float *)b, j->ldb, (float *)c, j->ldc);
+        if (!ok) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
     int64_t kc = DF__MIN(g->kc, j->k);
     int64_t mc = (DF__MIN(g->mc, m1 - m0) + g->mr - 1) / g->mr * g->mr;
     int64_t nc = (DF__MIN(g->nc, n1 - n0) + g->nr - 1) / g->nr * g->nr;
@@ -6005,7 +6064,14 @@ static int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void *a, 
     if (k <= 0) { for (int64_t i = 0; i < m; i++) memset((char *)c + (size_t)(i * ldc) * es, 0, (size_t)n * es); return 1; }
     int isa = df__isa();
     const df__gemm_cfg *g = &df__gemm_cfgs[dbl][isa];
-    if (!tb && m * n * k <= DF__GEMM_DIRECT_MAX)
+    /* below ~4M multiply-adds a hand-off to another thread costs more than it saves */
+    int threads = (double)m * (double)n * (double)k < 4.0e6 ? 1 : df__ipool_threads(pool);
+    if (max_threads > 0 && threads > max_threads) threads = max_threads;
+    /* Direct also for a few rows of A against a B that stays in L2 (an RNN step, batch x
+       [x, h] times the gate kernel) when one thread does it; split over threads, each share
+       takes the same way in df__gemm_share. */
+    int few_rows = m <= DF__GEMM_DIRECT_ROWS && (size_t)(k * n) * es <= DF__GEMM_DIRECT_B_BYTES && threads <= 1;
+    if (!tb && (m * n * k <= DF__GEMM_DIRECT_MAX || few_rows))
         return dbl ? df__gemm_direct_double(g, isa, m, n, k, (const double *)a, lda, ta, (const double *)b, ldb, (double *)c, ldc)
                    : df__gemm_direct_float(g, isa, m, n, k, (const float *)a, lda, ta, (const float *)b, ldb, (float *)c, ldc);
     df__gemm_job j;
@@ -6014,9 +6080,6 @@ static int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void *a, 
     j.a = a; j.b = b; j.c = c; j.ta = ta; j.tb = tb;
     j.split_rows = m > n;
     int64_t len = j.split_rows ? m : n, unit = j.split_rows ? g->mr : g->nr;
-    /* below ~4M multiply-adds a hand-off to another thread costs more than it saves */
-    int threads = (double)m * (double)n * (double)k < 4.0e6 ? 1 : df__ipool_threads(pool);
-    if (max_threads > 0 && threads > max_threads) threads = max_threads;
     df__parallel_for(pool, len, unit, threads, df__gemm_share, &j);
     return !j.failed;
 }
@@ -7490,7 +7553,25 @@ static void df__k_bias_add_grad(df__kctx *c) {
     if (!acc) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory in BiasAddGrad"); return; }
     for (int64_t j = 0; j < ch; j++) acc[j] = 0;
     int f32 = v->dtype == DF_FLOAT;
-    for (int64_t i = 0; i < v->n; i++) acc[(i / inner) % ch] += f32 ? ((const float *)v->data)[i] : ((const double *)v->data)[i];
+    /* v is [outer, ch, inner]: walk it in that order (no division per element) */
+    int64_t outer = inner ? v->n / (ch * inner) : 0;
+    const float *pf = (const float *)v->data;
+    const double *pd = (const double *)v->data;
+    if (inner == 1) {                   /* channels last: add each row */
+        for (int64_t r = 0; r < outer; r++) {
+            if (f32) for (int64_t j = 0; j < ch; j++) acc[j] += pf[r * ch + j];
+            else for (int64_t j = 0; j < ch; j++) acc[j] += pd[r * ch + j];
+        }
+        outer = 0;
+    }
+    for (int64_t r = 0, i = 0; r < outer; r++)
+        for (int64_t j = 0; j < ch; j++) {
+            double s = 0;
+            if (f32) for (int64_t q = 0; q < inner; q++) s += pf[i + q];
+            else for (int64_t q = 0; q < inner; q++) s += pd[i + q];
+            acc[j] += s;
+            i += inner;
+        }
     for (int64_t j = 0; j < ch; j++) {
         if (f32) ((float *)o->data)[j] = (float)acc[j]; else ((double *)o->data)[j] = acc[j];
     }
@@ -7681,6 +7762,9 @@ static void df__k_reduce(df__kctx *c) {
     int code = c->node->op->code, keep = df__attr_b(c->node, "keep_dims", 0);
     unsigned mask;
     if (df__norm_axes(c->node, c->in[1], x->rank, &mask, c->st)) return;
+    /* no axis: the input itself, whatever the op (the gradient of a broadcast Add whose side
+       was not broadcast asks for this, once per loop iteration in an RNN) */
+    if (!mask) { df__k_forward(c, 0, 0); return; }
     df__shape os;
     df__reduced_shape(x->rank, x->dims, mask, keep, &os);
     df_tensor *o = df__k_alloc(c, 0, x->dtype, os.rank, os.dims);
@@ -9512,15 +9596,28 @@ out:
     DF_FREE(vals);
 }
 
-/* Rows [lo, lo + len) of x (dim 0) as a new tensor, with dim 0 set to len (rank kept). */
+/* Rows [lo, lo + len) of x (dim 0) as a new tensor, with dim 0 set to len (rank kept): a view
+   of x's buffer (no copy) where the rows start on a 64-byte boundary, as TensorFlow shares
+   aligned slices; else a copy. Kernels never write into views (they forward only tensors
+   without a base), so the rows stay x's. */
 static df_tensor *df__ta_rows(df__kctx *c, const df_tensor *x, int64_t lo, int64_t len, int keep_dim0) {
     int64_t dims[DF_MAX_RANK];
     int rank = keep_dim0 ? x->rank : x->rank - 1;
     if (keep_dim0) { dims[0] = len; for (int k = 1; k < x->rank; k++) dims[k] = x->dims[k]; }
     else for (int k = 1; k < x->rank; k++) dims[k - 1] = x->dims[k];
+    size_t row = x->dims[0] ? x->nbytes / (size_t)x->dims[0] : 0;
+    char *at = (char *)x->data + (size_t)lo * row;
+    if (x->dtype != DF_STRING && x->dtype != DF_VARIANT && x->dtype != DF_RESOURCE && len > 0 && row &&
+        (uintptr_t)at % 64 == 0) {
+        df_tensor *v = df__tensor_view((df_tensor *)x, rank, dims, c->st);
+        if (!v) return NULL;
+        v->data = at;
+        v->nbytes = (size_t)len * row;
+        v->n = x->n / x->dims[0] * len;
+        return v;
+    }
     df_tensor *t = df__tensor_alloc(c->alloc, x->dtype, rank, dims, c->st);
     if (!t) return NULL;
-    size_t row = x->dims[0] ? x->nbytes / (size_t)x->dims[0] : 0;
     df_tensor part = *x;
     part.data = (char *)x->data + (size_t)lo * row;
     part.nbytes = t->nbytes;
@@ -10013,10 +10110,22 @@ static void df__k_broadcast_to(df__kctx *c) {
     df_tensor *o = df__k_alloc(c, 0, x->dtype, s.rank, s.dims);
     if (!o || !o->n) return;
     size_t es = df_dtype_size(x->dtype);
+    if (x->n == 1) {                    /* one value everywhere: fill by doubling copies */
+        memcpy(o->data, x->data, es);
+        for (int64_t done = 1; done < o->n;) {
+            int64_t k = DF__MIN(done, o->n - done);
+            memcpy((char *)o->data + (size_t)done * es, o->data, (size_t)k * es);
+            done += k;
+        }
+        return;
+    }
+    /* whole rows at a time where the last axis is not broadcast */
+    int last = s.rank - 1;
+    int64_t run = last >= 0 && bc.sa[last] == 1 ? s.dims[last] : 1;
     int64_t idx[DF_MAX_RANK] = {0}, off = 0;
-    for (int64_t i = 0; i < o->n; i++) {
-        memcpy((char *)o->data + (size_t)i * es, (const char *)x->data + (size_t)off * es, es);
-        for (int d = s.rank - 1; d >= 0; d--) {
+    for (int64_t i = 0; i < o->n; i += run) {
+        memcpy((char *)o->data + (size_t)i * es, (const char *)x->data + (size_t)off * es, (size_t)run * es);
+        for (int d = run > 1 ? last - 1 : last; d >= 0; d--) {
             idx[d]++; off += bc.sa[d];
             if (idx[d] < s.dims[d]) break;
             off -= bc.sa[d] * idx[d]; idx[d] = 0;

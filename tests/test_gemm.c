@@ -217,11 +217,12 @@ static void gemm_suite(uint64_t seed) {
     }
     /* chosen ones: past KC, past every MC, just over the direct path's limit (128^3), past every
        NC, and products over the threading threshold (4M) split by rows, by columns, and by
-       columns past NC */
+       columns past NC; a few rows against a B that fits L2 (direct on one thread, blocked on two:
+       an RNN step's shape, with edge tiles both ways) */
     static const int64_t chosen[][4] = {
         {17, 33, 257, 2}, {241, 17, 9, 2}, {49, 97, 300, 2}, {129, 128, 128, 3},
         {3, 4100, 15, 2}, {250, 64, 260, 3}, {250, 64, 260, 4}, {64, 250, 260, 3},
-        {64, 250, 260, 4}, {4, 4100, 260, 3}, {4, 4100, 260, 4},
+        {64, 250, 260, 4}, {4, 4100, 260, 3}, {4, 4100, 260, 4}, {33, 500, 257, 2},
     };
     for (int i = 0; i < LEN(chosen) && !bad; i++)
         bad += GEMM_SHAPE(chosen[i][0], chosen[i][1], chosen[i][2], (int)chosen[i][3]);

@@ -804,6 +804,39 @@ DF_TEST(ops_bias_add) {
     DONE(g);
 }
 
+/* BroadcastTo: a scalar, a row, a column and a middle axis. */
+DF_TEST(ops_broadcast_to) {
+    df_graph *g = new_graph();
+    df_output y = op2(g, "BroadcastTo", konst(g, DF_FLOAT, 0, NULL, V(2.5)), KI32(g, 2, 3));
+    EXPECT_RUN(g, y, DF_FLOAT, 2, D(2, 3), V(2.5, 2.5, 2.5, 2.5, 2.5, 2.5), 0);
+    y = op2(g, "BroadcastTo", konst(g, DF_FLOAT, 1, D(3), V(1, 2, 3)), KI32(g, 2, 3));
+    EXPECT_RUN(g, y, DF_FLOAT, 2, D(2, 3), V(1, 2, 3, 1, 2, 3), 0);
+    y = op2(g, "BroadcastTo", konst(g, DF_DOUBLE, 2, D(2, 1), V(1, 2)), KI32(g, 2, 3));
+    EXPECT_RUN(g, y, DF_DOUBLE, 2, D(2, 3), V(1, 1, 1, 2, 2, 2), 0);
+    y = op2(g, "BroadcastTo", konst(g, DF_INT32, 3, D(2, 1, 2), V(1, 2, 3, 4)), KI32(g, 2, 3, 2));
+    EXPECT_RUN(g, y, DF_INT32, 3, D(2, 3, 2), V(1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4), 0);
+    y = op2(g, "BroadcastTo", konst(g, DF_FLOAT, 2, D(1, 2), V(7, 8)), KI32(g, 3, 1, 2));
+    EXPECT_RUN(g, y, DF_FLOAT, 3, D(3, 1, 2), V(7, 8, 7, 8, 7, 8), 0);
+    DONE(g);
+}
+
+/* BiasAddGrad: the sum over every axis but the channels' (last, or 1 with NCHW). */
+DF_TEST(ops_bias_add_grad) {
+    df_graph *g = new_graph();
+    df_output y = op1(g, "BiasAddGrad", konst(g, DF_FLOAT, 2, D(2, 3), V(1, 2, 3, 4, 5, 6)));
+    EXPECT_RUN(g, y, DF_FLOAT, 1, D(3), V(5, 7, 9), 0);
+    y = op1(g, "BiasAddGrad", konst(g, DF_DOUBLE, 3, D(2, 2, 2), V(1, 2, 3, 4, 5, 6, 7, 8)));
+    EXPECT_RUN(g, y, DF_DOUBLE, 1, D(2), V(16, 20), 0);
+    df_op_builder *b = df_op_new(g, "BiasAddGrad", "nchw");
+    df_op_add_input(b, konst(g, DF_FLOAT, 4, D(2, 2, 1, 3), V(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)));
+    df_op_set_attr_string(b, "data_format", "NCHW");
+    y = (df_output){df_op_finish(b), 0};
+    EXPECT_RUN(g, y, DF_FLOAT, 1, D(2), V(1 + 2 + 3 + 7 + 8 + 9, 4 + 5 + 6 + 10 + 11 + 12), 0);
+    y = op1(g, "BiasAddGrad", konst(g, DF_FLOAT, 2, D(0, 3), V(0)));
+    EXPECT_RUN(g, y, DF_FLOAT, 1, D(3), V(0, 0, 0), 0);
+    DONE(g);
+}
+
 /* ---------------------------------------------------------------------------------------------
    Reductions
    --------------------------------------------------------------------------------------------- */

@@ -214,6 +214,52 @@ DF_TEST(ta_scatter_split_concat) {
     df_graph_free(g);
 }
 
+/* Rows of 16 floats (64 bytes) are shared with the scattered or split value (views, no copy);
+   rows of 3 floats are copied. Either way the reads give the rows, an op on a read makes a new
+   tensor, the fed value is left as it was, and the array outlives nothing it needs. */
+DF_TEST(ta_scatter_split_rows_shared_or_copied) {
+    for (int width = 3; width <= 16; width += 13) {
+        df_graph *g = df_graph_new();
+        int64_t xd[2] = {4, width};
+        df_output x = df_placeholder(g, "x", DF_FLOAT, 2, xd);
+        ta_t a = ta_make(g, "ta", DF_FLOAT, 4, 1, &xd[1], 0, 0);
+        const int32_t ix[4] = {3, 2, 1, 0};
+        df_output f = ta_scatter(g, "scatter", a, vec_i32(g, 4, ix), x, a.flow);
+        df_output r1 = ta_read(g, "r1", a, df_scalar_i32(g, 1), f, DF_FLOAT);
+        df_output dbl = df_add(g, r1, r1);                  /* may not write into a shared row */
+        ta_identical = 0;
+        ta_t b = ta_make(g, "tb", DF_FLOAT, 2, -1, NULL, 0, 0);
+        ta_identical = 1;
+        const int64_t lens[2] = {1, 3};
+        df_output fb = ta_split(g, "split", b, x, vec_i64(g, 2, lens), b.flow);
+        df_output s1 = ta_read(g, "s1", b, df_scalar_i32(g, 1), fb, DF_FLOAT);
+        df_tensor *xv = df_tensor_new(DF_FLOAT, 2, xd, NULL);
+        float *xp = (float *)df_tensor_data(xv);
+        for (int i = 0; i < 4 * width; i++) xp[i] = (float)i;
+        df_session *s = session(g, 1, 1);
+        df_output fe[3] = {r1, dbl, s1};
+        df_tensor *v[3];
+        df_status st;
+        df_session_run(s, &x, &xv, 1, fe, v, 3, NULL, 0, &st);
+        CHECK_OK(&st);
+        if (!st.code) {
+            const float *p0 = (const float *)df_tensor_data(v[0]), *p1 = (const float *)df_tensor_data(v[1]);
+            const float *p2 = (const float *)df_tensor_data(v[2]);
+            for (int j = 0; j < width; j++) {
+                CHECK(p0[j] == (float)(2 * width + j));      /* element 1 is row 2 (ix[2] == 1) */
+                CHECK(p1[j] == 2.0f * (float)(2 * width + j));
+            }
+            for (int j = 0; j < 3 * width; j++) CHECK(p2[j] == (float)(width + j));   /* rows 1..3 */
+            CHECK_EQ_INT(df_tensor_dim(v[2], 0), 3);
+            for (int i = 0; i < 4 * width; i++) CHECK(xp[i] == (float)i);
+        }
+        release(v, 3);
+        df_tensor_release(xv);
+        df_session_free(s);
+        df_graph_free(g);
+    }
+}
+
 DF_TEST(ta_dynamic_size_grows) {
     df_graph *g = df_graph_new();
     ta_t a = ta_make(g, "ta", DF_INT32, 0, 0, NULL, 1, 1);

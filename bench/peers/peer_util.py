@@ -38,3 +38,18 @@ def gpu_bench_args(doc, default_device, device_help):
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--warm", type=int, default=3)
     return ap.parse_args()
+
+
+def median_us_cpu(fn, warm, reps):
+    """As median_us, and also the median process CPU time (all threads) of a call: the pair
+    (wall microseconds, CPU microseconds). On a loaded machine the CPU time of a one-thread run
+    is the steadier figure."""
+    for _ in range(warm):
+        fn()
+    wall, cpu = [], []
+    for _ in range(reps):
+        c0, t0 = time.process_time(), time.perf_counter()
+        fn()
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return statistics.median(wall) * 1e6, statistics.median(cpu) * 1e6

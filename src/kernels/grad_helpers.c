@@ -235,10 +235,22 @@ DF_PRIVATE void df__k_broadcast_to(df__kctx *c) {
     df_tensor *o = df__k_alloc(c, 0, x->dtype, s.rank, s.dims);
     if (!o || !o->n) return;
     size_t es = df_dtype_size(x->dtype);
+    if (x->n == 1) {                    /* one value everywhere: fill by doubling copies */
+        memcpy(o->data, x->data, es);
+        for (int64_t done = 1; done < o->n;) {
+            int64_t k = DF__MIN(done, o->n - done);
+            memcpy((char *)o->data + (size_t)done * es, o->data, (size_t)k * es);
+            done += k;
+        }
+        return;
+    }
+    /* whole rows at a time where the last axis is not broadcast */
+    int last = s.rank - 1;
+    int64_t run = last >= 0 && bc.sa[last] == 1 ? s.dims[last] : 1;
     int64_t idx[DF_MAX_RANK] = {0}, off = 0;
-    for (int64_t i = 0; i < o->n; i++) {
-        memcpy((char *)o->data + (size_t)i * es, (const char *)x->data + (size_t)off * es, es);
-        for (int d = s.rank - 1; d >= 0; d--) {
+    for (int64_t i = 0; i < o->n; i += run) {
+        memcpy((char *)o->data + (size_t)i * es, (const char *)x->data + (size_t)off * es, (size_t)run * es);
+        for (int d = run > 1 ? last - 1 : last; d >= 0; d--) {
             idx[d]++; off += bc.sa[d];
             if (idx[d] < s.dims[d]) break;
             off -= bc.sa[d] * idx[d]; idx[d] = 0;

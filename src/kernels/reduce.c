@@ -77,7 +77,25 @@ DF_PRIVATE void df__k_bias_add_grad(df__kctx *c) {
     if (!acc) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory in BiasAddGrad"); return; }
     for (int64_t j = 0; j < ch; j++) acc[j] = 0;
     int f32 = v->dtype == DF_FLOAT;
-    for (int64_t i = 0; i < v->n; i++) acc[(i / inner) % ch] += f32 ? ((const float *)v->data)[i] : ((const double *)v->data)[i];
+    /* v is [outer, ch, inner]: walk it in that order (no division per element) */
+    int64_t outer = inner ? v->n / (ch * inner) : 0;
+    const float *pf = (const float *)v->data;
+    const double *pd = (const double *)v->data;
+    if (inner == 1) {                   /* channels last: add each row */
+        for (int64_t r = 0; r < outer; r++) {
+            if (f32) for (int64_t j = 0; j < ch; j++) acc[j] += pf[r * ch + j];
+            else for (int64_t j = 0; j < ch; j++) acc[j] += pd[r * ch + j];
+        }
+        outer = 0;
+    }
+    for (int64_t r = 0, i = 0; r < outer; r++)
+        for (int64_t j = 0; j < ch; j++) {
+            double s = 0;
+            if (f32) for (int64_t q = 0; q < inner; q++) s += pf[i + q];
+            else for (int64_t q = 0; q < inner; q++) s += pd[i + q];
+            acc[j] += s;
+            i += inner;
+        }
     for (int64_t j = 0; j < ch; j++) {
         if (f32) ((float *)o->data)[j] = (float)acc[j]; else ((double *)o->data)[j] = acc[j];
     }
@@ -268,6 +286,9 @@ DF_PRIVATE void df__k_reduce(df__kctx *c) {
     int code = c->node->op->code, keep = df__attr_b(c->node, "keep_dims", 0);
     unsigned mask;
     if (df__norm_axes(c->node, c->in[1], x->rank, &mask, c->st)) return;
+    /* no axis: the input itself, whatever the op (the gradient of a broadcast Add whose side
+       was not broadcast asks for this, once per loop iteration in an RNN) */
+    if (!mask) { df__k_forward(c, 0, 0); return; }
     df__shape os;
     df__reduced_shape(x->rank, x->dims, mask, keep, &os);
     df_tensor *o = df__k_alloc(c, 0, x->dtype, os.rank, os.dims);

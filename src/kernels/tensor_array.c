@@ -540,15 +540,28 @@ out:
     DF_FREE(vals);
 }
 
-/* Rows [lo, lo + len) of x (dim 0) as a new tensor, with dim 0 set to len (rank kept). */
+/* Rows [lo, lo + len) of x (dim 0) as a new tensor, with dim 0 set to len (rank kept): a view
+   of x's buffer (no copy) where the rows start on a 64-byte boundary, as TensorFlow shares
+   aligned slices; else a copy. Kernels never write into views (they forward only tensors
+   without a base), so the rows stay x's. */
 static df_tensor *df__ta_rows(df__kctx *c, const df_tensor *x, int64_t lo, int64_t len, int keep_dim0) {
     int64_t dims[DF_MAX_RANK];
     int rank = keep_dim0 ? x->rank : x->rank - 1;
     if (keep_dim0) { dims[0] = len; for (int k = 1; k < x->rank; k++) dims[k] = x->dims[k]; }
     else for (int k = 1; k < x->rank; k++) dims[k - 1] = x->dims[k];
+    size_t row = x->dims[0] ? x->nbytes / (size_t)x->dims[0] : 0;
+    char *at = (char *)x->data + (size_t)lo * row;
+    if (x->dtype != DF_STRING && x->dtype != DF_VARIANT && x->dtype != DF_RESOURCE && len > 0 && row &&
+        (uintptr_t)at % 64 == 0) {
+        df_tensor *v = df__tensor_view((df_tensor *)x, rank, dims, c->st);
+        if (!v) return NULL;
+        v->data = at;
+        v->nbytes = (size_t)len * row;
+        v->n = x->n / x->dims[0] * len;
+        return v;
+    }
     df_tensor *t = df__tensor_alloc(c->alloc, x->dtype, rank, dims, c->st);
     if (!t) return NULL;
-    size_t row = x->dims[0] ? x->nbytes / (size_t)x->dims[0] : 0;
     df_tensor part = *x;
     part.data = (char *)x->data + (size_t)lo * row;
     part.nbytes = t->nbytes;
