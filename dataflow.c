@@ -1444,6 +1444,7 @@ static df_code df__sf_select(df__shape_ctx *c);
 static void df__k_select(df__kctx *c);
 static int df__ref_arg(const df__opdef *op, int i);
 static df_tensor *df__deref(df_tensor *t, const df_node *consumer, df_status *st);
+static df_tensor *df__ref_made(df_tensor *h, df__var *v, df_tensor *value);
 static void df__k_variable(df__kctx *c);
 static void df__k_assign(df__kctx *c);
 static df_code df__sf_variable(df__shape_ctx *c);
@@ -8893,6 +8894,11 @@ static int df__ref_arg(const df__opdef *op, int i) {
 }
 static df_tensor *df__deref(df_tensor *t, const df_node *consumer, df_status *st) {
     if (!t->ref) return t;
+    if (t->base) {                       /* an update's output: the value it made (df__ref_made) */
+        df_tensor *made = df_tensor_retain(t->base);
+        df_tensor_release(t);
+        return made;
+    }
     df__var *v = t->ref;
     df__spin_lock(&v->lock);
     df_tensor *value = df_tensor_retain(v->value);
@@ -8900,6 +8906,28 @@ static df_tensor *df__deref(df_tensor *t, const df_node *consumer, df_status *st
     if (!value) df__fail(st, consumer, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v->name);
     df_tensor_release(t);
     return value;
+}
+
+/* What Assign, AssignAdd, AssignSub and the Apply ops output: the variable's reference, holding
+   the value this update made. An op that takes a reference (RefSwitch, RefMerge, another
+   Assign) acts on the variable through it, as in TensorFlow; a reader of a value gets the value
+   this update made (df__deref), so that an update's output is its own result even while other
+   runs update the variable at once (TensorFlow reads the variable when the reader runs, by
+   then perhaps holding another run's update too). h: a header from DF_MALLOC, or NULL when
+   nothing reads the output; fill it with v's lock held. Returns h. */
+static df_tensor *df__ref_made(df_tensor *h, df__var *v, df_tensor *value) {
+    if (!h) return NULL;
+    memset(h, 0, sizeof *h);
+    h->refs = 1;
+    h->dtype = value->dtype;
+    h->rank = value->rank;
+    memcpy(h->dims, value->dims, sizeof h->dims);
+    h->n = value->n;
+    h->nbytes = value->nbytes;
+    h->data = value->data;
+    h->base = df_tensor_retain(value);
+    h->ref = v;
+    return h;
 }
 
 /* The VariableV2 behind a ref input (through Assign-family outputs, which are refs too). */
@@ -8937,34 +8965,43 @@ static void df__k_assign(df__kctx *c) {
             return;
         }
     }
+    df_tensor *out = c->need & 1 ? (df_tensor *)DF_MALLOC(sizeof *out) : NULL;
+    if ((c->need & 1) && !out) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for a tensor header"); return; }
     df__spin_lock(&v->lock);
     if (code == 0) {
         df_tensor *old = v->value;
         v->value = df_tensor_retain(value);
+        c->out[0] = df__ref_made(out, v, value);
         df__spin_unlock(&v->lock);
         df_tensor_release(old);
-        c->out[0] = df_tensor_retain(&v->handle);   /* TF forwards the reference: read when used */
         return;
     }
     df_tensor *old = v->value;
     if (!old) {
         df__spin_unlock(&v->lock);
+        DF_FREE(out);
         DF__KFAIL(c, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v->name);
         return;
     }
     df__shape so = df__shape_of(old), sv = df__shape_of(value);
     if (!df__shapes_equal(&so, &sv)) {
         df__spin_unlock(&v->lock);
+        DF_FREE(out);
         char s1[96], s2[96];
         DF__KFAIL(c, DF_INVALID_ARGUMENT, "Must have the same shape: %s vs %s", df__dims_str(so.rank, so.dims, s1, 96), df__dims_str(sv.rank, sv.dims, s2, 96));
         return;
     }
     df_tensor *fresh = df__tensor_alloc(c->alloc, old->dtype, old->rank, old->dims, c->st);
-    if (!fresh) { df__spin_unlock(&v->lock); return; }
-    if (df__add_data(code == 1 ? DF__B_ADD : DF__B_SUB, fresh, old, value, c->st)) { df__spin_unlock(&v->lock); df_tensor_release(fresh); return; }
+    if (!fresh) { df__spin_unlock(&v->lock); DF_FREE(out); return; }
+    if (df__add_data(code == 1 ? DF__B_ADD : DF__B_SUB, fresh, old, value, c->st)) {
+        df__spin_unlock(&v->lock);
+        df_tensor_release(fresh);
+        DF_FREE(out);
+        return;
+    }
     v->value = fresh;
+    c->out[0] = df__ref_made(out, v, fresh);     /* before unlocking: another update could free fresh */
     df__spin_unlock(&v->lock);
-    c->out[0] = df_tensor_retain(&v->handle);
     df_tensor_release(old);
 }
 static df_code df__sf_variable(df__shape_ctx *c) {
@@ -10246,7 +10283,9 @@ static void df__k_apply(df__kctx *c) {
     df__var *vars[3] = {NULL, NULL, NULL};
     df_tensor *vals[3] = {NULL, NULL, NULL};
     int nv = code + 1;
-    if (!df__k_apply_lock(c, nv, vars, vals)) return;
+    df_tensor *out = c->need & 1 ? (df_tensor *)DF_MALLOC(sizeof *out) : NULL;
+    if ((c->need & 1) && !out) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for a tensor header"); return; }
+    if (!df__k_apply_lock(c, nv, vars, vals)) { DF_FREE(out); return; }
     df_tensor *var = vals[0], *acc = vals[1], *acc2 = vals[2];
     if (code == 0) {
         const df_tensor *d = c->in[2];
@@ -10308,9 +10347,9 @@ static void df__k_apply(df__kctx *c) {
             }
         }
     }
+    if (c->st->code) { DF_FREE(out); out = NULL; }
+    c->out[0] = df__ref_made(out, vars[0], vars[0]->value);   /* (under the lock: see df__ref_made) */
     for (int i = 0; i < nv; i++) df__spin_unlock(&vars[i]->lock);
-    if (c->st->code) return;
-    c->out[0] = df_tensor_retain(&vars[0]->handle);   /* TF forwards the reference: read when used */
 }
 static df_code df__sf_apply(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[0]; return DF_OK; }
 /* ==========================================================================================

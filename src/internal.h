@@ -1029,6 +1029,7 @@ DF_PRIVATE df_code df__sf_select(df__shape_ctx *c);
 DF_PRIVATE void df__k_select(df__kctx *c);
 DF_PRIVATE int df__ref_arg(const df__opdef *op, int i);
 DF_PRIVATE df_tensor *df__deref(df_tensor *t, const df_node *consumer, df_status *st);
+DF_PRIVATE df_tensor *df__ref_made(df_tensor *h, df__var *v, df_tensor *value);
 DF_PRIVATE void df__k_variable(df__kctx *c);
 DF_PRIVATE void df__k_assign(df__kctx *c);
 DF_PRIVATE df_code df__sf_variable(df__shape_ctx *c);

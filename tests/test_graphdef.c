@@ -196,7 +196,7 @@ static int try_fixture(const char *dir, const manifest *m, const void *data, siz
         char path[512];
         snprintf(path, sizeof path, "%s/%s", dir, m->fetch_files[i]);
         df_tensor *want = df_tensor_read_npy(path, &st);
-        if (!want) { snprintf(why, why_size, "%s: %s: %s", dir, path, st.message); ok = 0; break; }
+        if (!want) { snprintf(why, why_size, "%.200s: %.300s: %.400s", dir, path, st.message); ok = 0; break; }
         int same_shape = df_tensor_rank(out[i]) == df_tensor_rank(want);
         for (int d = 0; same_shape && d < df_tensor_rank(want); d++) same_shape = df_tensor_dim(out[i], d) == df_tensor_dim(want, d);
         if (df_tensor_dtype(out[i]) != df_tensor_dtype(want) || !same_shape) {

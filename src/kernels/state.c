@@ -15,6 +15,11 @@ DF_PRIVATE int df__ref_arg(const df__opdef *op, int i) {
 }
 DF_PRIVATE df_tensor *df__deref(df_tensor *t, const df_node *consumer, df_status *st) {
     if (!t->ref) return t;
+    if (t->base) {                       /* an update's output: the value it made (df__ref_made) */
+        df_tensor *made = df_tensor_retain(t->base);
+        df_tensor_release(t);
+        return made;
+    }
     df__var *v = t->ref;
     df__spin_lock(&v->lock);
     df_tensor *value = df_tensor_retain(v->value);
@@ -22,6 +27,28 @@ DF_PRIVATE df_tensor *df__deref(df_tensor *t, const df_node *consumer, df_status
     if (!value) df__fail(st, consumer, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v->name);
     df_tensor_release(t);
     return value;
+}
+
+/* What Assign, AssignAdd, AssignSub and the Apply ops output: the variable's reference, holding
+   the value this update made. An op that takes a reference (RefSwitch, RefMerge, another
+   Assign) acts on the variable through it, as in TensorFlow; a reader of a value gets the value
+   this update made (df__deref), so that an update's output is its own result even while other
+   runs update the variable at once (TensorFlow reads the variable when the reader runs, by
+   then perhaps holding another run's update too). h: a header from DF_MALLOC, or NULL when
+   nothing reads the output; fill it with v's lock held. Returns h. */
+DF_PRIVATE df_tensor *df__ref_made(df_tensor *h, df__var *v, df_tensor *value) {
+    if (!h) return NULL;
+    memset(h, 0, sizeof *h);
+    h->refs = 1;
+    h->dtype = value->dtype;
+    h->rank = value->rank;
+    memcpy(h->dims, value->dims, sizeof h->dims);
+    h->n = value->n;
+    h->nbytes = value->nbytes;
+    h->data = value->data;
+    h->base = df_tensor_retain(value);
+    h->ref = v;
+    return h;
 }
 
 /* The VariableV2 behind a ref input (through Assign-family outputs, which are refs too). */
@@ -59,34 +86,43 @@ DF_PRIVATE void df__k_assign(df__kctx *c) {
             return;
         }
     }
+    df_tensor *out = c->need & 1 ? (df_tensor *)DF_MALLOC(sizeof *out) : NULL;
+    if ((c->need & 1) && !out) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for a tensor header"); return; }
     df__spin_lock(&v->lock);
     if (code == 0) {
         df_tensor *old = v->value;
         v->value = df_tensor_retain(value);
+        c->out[0] = df__ref_made(out, v, value);
         df__spin_unlock(&v->lock);
         df_tensor_release(old);
-        c->out[0] = df_tensor_retain(&v->handle);   /* TF forwards the reference: read when used */
         return;
     }
     df_tensor *old = v->value;
     if (!old) {
         df__spin_unlock(&v->lock);
+        DF_FREE(out);
         DF__KFAIL(c, DF_FAILED_PRECONDITION, "Attempting to use uninitialized value %s", v->name);
         return;
     }
     df__shape so = df__shape_of(old), sv = df__shape_of(value);
     if (!df__shapes_equal(&so, &sv)) {
         df__spin_unlock(&v->lock);
+        DF_FREE(out);
         char s1[96], s2[96];
         DF__KFAIL(c, DF_INVALID_ARGUMENT, "Must have the same shape: %s vs %s", df__dims_str(so.rank, so.dims, s1, 96), df__dims_str(sv.rank, sv.dims, s2, 96));
         return;
     }
     df_tensor *fresh = df__tensor_alloc(c->alloc, old->dtype, old->rank, old->dims, c->st);
-    if (!fresh) { df__spin_unlock(&v->lock); return; }
-    if (df__add_data(code == 1 ? DF__B_ADD : DF__B_SUB, fresh, old, value, c->st)) { df__spin_unlock(&v->lock); df_tensor_release(fresh); return; }
+    if (!fresh) { df__spin_unlock(&v->lock); DF_FREE(out); return; }
+    if (df__add_data(code == 1 ? DF__B_ADD : DF__B_SUB, fresh, old, value, c->st)) {
+        df__spin_unlock(&v->lock);
+        df_tensor_release(fresh);
+        DF_FREE(out);
+        return;
+    }
     v->value = fresh;
+    c->out[0] = df__ref_made(out, v, fresh);     /* before unlocking: another update could free fresh */
     df__spin_unlock(&v->lock);
-    c->out[0] = df_tensor_retain(&v->handle);
     df_tensor_release(old);
 }
 DF_PRIVATE df_code df__sf_variable(df__shape_ctx *c) {

@@ -56,7 +56,9 @@ DF_PRIVATE void df__k_apply(df__kctx *c) {
     df__var *vars[3] = {NULL, NULL, NULL};
     df_tensor *vals[3] = {NULL, NULL, NULL};
     int nv = code + 1;
-    if (!df__k_apply_lock(c, nv, vars, vals)) return;
+    df_tensor *out = c->need & 1 ? (df_tensor *)DF_MALLOC(sizeof *out) : NULL;
+    if ((c->need & 1) && !out) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for a tensor header"); return; }
+    if (!df__k_apply_lock(c, nv, vars, vals)) { DF_FREE(out); return; }
     df_tensor *var = vals[0], *acc = vals[1], *acc2 = vals[2];
     if (code == 0) {
         const df_tensor *d = c->in[2];
@@ -118,8 +120,8 @@ DF_PRIVATE void df__k_apply(df__kctx *c) {
             }
         }
     }
+    if (c->st->code) { DF_FREE(out); out = NULL; }
+    c->out[0] = df__ref_made(out, vars[0], vars[0]->value);   /* (under the lock: see df__ref_made) */
     for (int i = 0; i < nv; i++) df__spin_unlock(&vars[i]->lock);
-    if (c->st->code) return;
-    c->out[0] = df_tensor_retain(&vars[0]->handle);   /* TF forwards the reference: read when used */
 }
 DF_PRIVATE df_code df__sf_apply(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[0]; return DF_OK; }
