@@ -6065,8 +6065,10 @@ static int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void *a, 
     if (k <= 0) { for (int64_t i = 0; i < m; i++) memset((char *)c + (size_t)(i * ldc) * es, 0, (size_t)n * es); return 1; }
     int isa = df__isa();
     const df__gemm_cfg *g = &df__gemm_cfgs[dbl][isa];
-    /* below ~4M multiply-adds a hand-off to another thread costs more than it saves */
-    int threads = (double)m * (double)n * (double)k < 4.0e6 ? 1 : df__ipool_threads(pool);
+    /* each thread's share at least ~4M multiply-adds: below, waking another thread costs more
+       than it saves (an RNN step's 32 x 256 x 512 product ran slower on two threads than one) */
+    double macs = (double)m * (double)n * (double)k;
+    int threads = macs < 8.0e6 ? 1 : (int)DF__MIN((double)df__ipool_threads(pool), macs / 4.0e6);
     if (max_threads > 0 && threads > max_threads) threads = max_threads;
     /* Direct also for a few rows of A against a B that stays in L2 (an RNN step, batch x
        [x, h] times the gate kernel) when one thread does it; split over threads, each share
