@@ -290,7 +290,7 @@ step() {   # step NAME COMMAND... : a build check counted like a test
 GPU_FORCED_SUITES="tests/test_control_flow.c tests/test_grad_cf.c tests/test_ops.c tests/test_optim.c
     tests/test_executor.c tests/test_loop_state.c tests/test_grad_ops.c tests/test_conv.c tests/test_bad_input.c
     tests/test_graph.c tests/test_partition.c tests/test_threads.c tests/test_graphdef.c tests/test_ref_cf.c
-    tests/test_tensor_array.c tests/test_tensor_list.c tests/test_seq.c"
+    tests/test_tensor_array.c tests/test_tensor_list.c tests/test_seq.c tests/test_random.c"
 gpu_skip_list() { sed 's/#.*//' tests/cuda/force_gpu.skip | tr -s ' \t\n' ',' | sed 's/^,//; s/,$//'; }
 
 # gpu_objects DIR FLAGS WITH_TESTS: the objects of the GPU device's test programs, compiled with

@@ -26,45 +26,46 @@
     18. src/kernels/array.c: CPU kernels: shapes, slices, gathers ................... >>array
     19. src/kernels/nn.c: CPU kernels: softmax, cross-entropies, AddN, Select .......... >>nn
     20. src/kernels/state.c: CPU kernels: variables and random numbers .............. >>state
-    21. src/kernels/tensor_array.c: TensorArrays: kernels, shapes and gradients  >>tensorarray
-    22. src/kernels/grad_helpers.c: CPU kernels: plumbing shapes, gradient helpers  >>gradhelpers
-    23. src/kernels/training.c: CPU kernels: optimizer updates on variables ...... >>training
-    24. src/function.c: Functions and functional control flow ........................ >>func
-    25. src/autodiff/stacks.c: Gradient stacks and accumulators .................... >>stacks
-    26. src/autodiff/autodiff.c: Automatic differentiation ....................... >>autodiff
-    27. src/autodiff/grad_ops.c: Gradient functions, one per op ................... >>gradops
-    28. src/autodiff/gradients.c: df_gradients: the driver ...................... >>gradients
-    29. src/autodiff/loops.c: While-loop gradients .............................. >>gradloops
-    30. src/autodiff/optimizers.c: Optimizers: df_minimize ..................... >>optimizers
-    31. src/frames.c: Static frame analysis ........................................ >>frames
-    32. src/pool.c: The inter-op thread pool ......................................... >>pool
-    33. src/executor.c: The executor ............................................. >>executor
-    34. src/transfer.c: Transfers: the rendezvous, _Send and _Recv ............... >>transfer
-    35. src/compile.c: Compiling a graph into an executor ......................... >>compile
-    36. src/placer.c: The placer ................................................... >>placer
-    37. src/partition.c: The partitioner ........................................ >>partition
-    38. src/session.c: Sessions ................................................... >>session
-    39. src/cuda_graphs.c: CUDA graphs (df_session_options.cuda_graphs) ........... >>cugraph
-    40. src/passes.c: Graph optimisation passes .................................. >>optimize
-    41. src/run.c: The run pipeline ................................................... >>run
-    42. src/dot.c: Graphviz pictures .................................................. >>dot
-    43. src/protobuf.c: Protocol buffers: a bounded reader and writer ............ >>protobuf
-    44. src/graphdef/parse.c: GraphDef parsing ................................... >>graphdef
-    45. src/graphdef/library.c: GraphDef function library ....................... >>gdlibrary
-    46. src/graphdef/import.c: GraphDef import ................................... >>gdimport
-    47. src/graphdef/export.c: GraphDef export ................................... >>gdexport
-    48. src/npy.c: NumPy .npy files ................................................... >>npy
-    49. src/checkpoint.c: String tensors, checkpoints and the saver ............ >>checkpoint
-    50. src/queue.c: Queues ......................................................... >>queue
-    51. src/kernels/tensor_list.c: TensorList and Optional ops (DF_VARIANT) .... >>tensorlist
-    52. src/kernels/gpu.c: GPU kernels ......................................... >>gpukernels
-    53. src/op_table.c: The op table .............................................. >>optable
-    54. src/api.c: Public op wrappers ................................................. >>api
-    55. src/seq.c: Tensor arrays and loops over sequences ............................. >>seq
-    56. src/net/wire.c: Workers and the wire: frames and payloads ..................... >>net
-    57. src/net/worker.c: The worker ............................................... >>worker
-    58. src/net/remote.c: Sessions with workers .................................... >>remote
-    59. src/net/mpi.c: The MPI transport .............................................. >>mpi
+    21. src/kernels/random.c: TensorFlow-compatible Philox random numbers .......... >>random
+    22. src/kernels/tensor_array.c: TensorArrays: kernels, shapes and gradients  >>tensorarray
+    23. src/kernels/grad_helpers.c: CPU kernels: plumbing shapes, gradient helpers  >>gradhelpers
+    24. src/kernels/training.c: CPU kernels: optimizer updates on variables ...... >>training
+    25. src/function.c: Functions and functional control flow ........................ >>func
+    26. src/autodiff/stacks.c: Gradient stacks and accumulators .................... >>stacks
+    27. src/autodiff/autodiff.c: Automatic differentiation ....................... >>autodiff
+    28. src/autodiff/grad_ops.c: Gradient functions, one per op ................... >>gradops
+    29. src/autodiff/gradients.c: df_gradients: the driver ...................... >>gradients
+    30. src/autodiff/loops.c: While-loop gradients .............................. >>gradloops
+    31. src/autodiff/optimizers.c: Optimizers: df_minimize ..................... >>optimizers
+    32. src/frames.c: Static frame analysis ........................................ >>frames
+    33. src/pool.c: The inter-op thread pool ......................................... >>pool
+    34. src/executor.c: The executor ............................................. >>executor
+    35. src/transfer.c: Transfers: the rendezvous, _Send and _Recv ............... >>transfer
+    36. src/compile.c: Compiling a graph into an executor ......................... >>compile
+    37. src/placer.c: The placer ................................................... >>placer
+    38. src/partition.c: The partitioner ........................................ >>partition
+    39. src/session.c: Sessions ................................................... >>session
+    40. src/cuda_graphs.c: CUDA graphs (df_session_options.cuda_graphs) ........... >>cugraph
+    41. src/passes.c: Graph optimisation passes .................................. >>optimize
+    42. src/run.c: The run pipeline ................................................... >>run
+    43. src/dot.c: Graphviz pictures .................................................. >>dot
+    44. src/protobuf.c: Protocol buffers: a bounded reader and writer ............ >>protobuf
+    45. src/graphdef/parse.c: GraphDef parsing ................................... >>graphdef
+    46. src/graphdef/library.c: GraphDef function library ....................... >>gdlibrary
+    47. src/graphdef/import.c: GraphDef import ................................... >>gdimport
+    48. src/graphdef/export.c: GraphDef export ................................... >>gdexport
+    49. src/npy.c: NumPy .npy files ................................................... >>npy
+    50. src/checkpoint.c: String tensors, checkpoints and the saver ............ >>checkpoint
+    51. src/queue.c: Queues ......................................................... >>queue
+    52. src/kernels/tensor_list.c: TensorList and Optional ops (DF_VARIANT) .... >>tensorlist
+    53. src/kernels/gpu.c: GPU kernels ......................................... >>gpukernels
+    54. src/op_table.c: The op table .............................................. >>optable
+    55. src/api.c: Public op wrappers ................................................. >>api
+    56. src/seq.c: Tensor arrays and loops over sequences ............................. >>seq
+    57. src/net/wire.c: Workers and the wire: frames and payloads ..................... >>net
+    58. src/net/worker.c: The worker ............................................... >>worker
+    59. src/net/remote.c: Sessions with workers .................................... >>remote
+    60. src/net/mpi.c: The MPI transport .............................................. >>mpi
 */
 
 /* C only: C++ refuses a goto past an initialized declaration, _Thread_local and implicit
@@ -790,6 +791,12 @@ typedef struct df__var {
     const char *name;            /* the variable node's name, for messages */
     df_tensor handle;            /* never freed by refcount: its count starts very high */
 } df__var;
+
+/* ---- from src/kernels/random.c ---- */
+/* Fill data (n elements of t) with TF's Philox numbers: kind 0 uniform, 1 normal, 2 truncated normal;
+   skip: Philox blocks the counter starts past (a node's earlier runs). */
+static void df__random_fill(int kind, df_dtype t, uint64_t seed, uint64_t seed2, uint64_t skip,
+                                void *data, int64_t n);
 
 /* ---- from src/kernels/tensor_array.c ---- */
 typedef struct df__tarray df__tarray;   /* a TensorArray: per-run state, freed when the run ends */
@@ -9030,36 +9037,7 @@ static df_code df__sf_assign(df__shape_ctx *c) {
     return DF_OK;
 }
 
-/* ---- random numbers: Philox4x32-10, counter per (session, node), seeded by (seed, seed2) ---- */
-static void df__philox(uint32_t ctr[4], uint32_t key[2], uint32_t out[4]) {
-    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
-    for (int r = 0; r < 10; r++) {
-        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        c1 = (uint32_t)p1; c3 = (uint32_t)p0; c0 = n0; c2 = n2;
-        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
-    }
-    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
-}
-typedef struct df__rng { uint32_t key[2]; uint64_t counter; uint32_t buf[4]; int left; } df__rng;
-static uint32_t df__rng_u32(df__rng *r) {
-    if (!r->left) {
-        uint32_t ctr[4] = {(uint32_t)r->counter, (uint32_t)(r->counter >> 32), 0, 0};
-        df__philox(ctr, r->key, r->buf);
-        r->counter++;
-        r->left = 4;
-    }
-    return r->buf[--r->left];
-}
-static double df__rng_uniform(df__rng *r) {     /* [0, 1) with 53 random bits */
-    uint64_t hi = df__rng_u32(r) >> 5, lo = df__rng_u32(r) >> 6;
-    return ((double)hi * 67108864.0 + (double)lo) * (1.0 / 9007199254740992.0);
-}
-static double df__rng_normal(df__rng *r) {
-    double u1 = df__rng_uniform(r), u2 = df__rng_uniform(r);
-    if (u1 < 1e-300) u1 = 1e-300;
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
+/* ---- random numbers: the generator is in src/kernels/random.c ---- */
 static df_code df__sf_random(df__shape_ctx *c) {
     const df_tensor *s = df__sc_const(c, 0);
     df__shape *o = df__sc_out(c, 0);
@@ -9072,25 +9050,132 @@ static void df__k_random(df__kctx *c) {
     df_dtype t = df__attr_type(c->node, "dtype");
     df_tensor *o = df__k_alloc(c, 0, t, s.rank, s.dims);
     if (!o) return;
-    df__rng r;
     uint64_t seed = (uint64_t)df__attr_i(c->node, "seed", 0), seed2 = (uint64_t)df__attr_i(c->node, "seed2", 0);
-    r.key[0] = (uint32_t)(seed ^ (seed2 << 32 >> 32) * 0x9E3779B9u);
-    r.key[1] = (uint32_t)((seed >> 32) ^ seed2 ^ (seed2 >> 32));
-    /* Each run draws a fresh block of counters, so successive runs give new numbers. */
-    r.counter = df__step_rng_next(c->step, c->node, (uint64_t)o->n * 4 + 16);
-    r.left = 0;
-    int code = c->node->op->code;
-    for (int64_t i = 0; i < o->n; i++) {
-        double v;
-        if (code == 0) {
-            v = df__rng_uniform(&r);
-            if (t == DF_FLOAT && (float)v >= 1.0f) v = 0.99999994;   /* float rounding must stay < 1 */
-        } else if (code == 1) {
-            v = df__rng_normal(&r);
-        } else {
-            do v = df__rng_normal(&r); while (fabs(v) > 2.0);
+    /* Each run reserves 256 Philox blocks per element, as TF does, so successive runs give new numbers. */
+    uint64_t skip = df__step_rng_next(c->step, c->node, (uint64_t)o->n * 256);
+    df__random_fill(c->node->op->code, t, seed, seed2, skip, o->data, o->n);
+}
+/* ==========================================================================================
+   src/kernels/random.c: TensorFlow-compatible Philox random numbers                 >>random
+   RandomUniform, RandomStandardNormal and TruncatedNormal give TensorFlow's numbers bit for bit
+   (float and double) when seed or seed2 is nonzero. The generator is Philox4x32-10: the key is
+   seed (low word, high word), the 128-bit counter's upper half is seed2 and its lower half starts
+   at zero; each run of a node reserves 256 counter steps per output element, so the second run of
+   a session gives TF's second-run numbers too. The output is made in groups (4 floats or 2
+   doubles); uniform and normal groups take one Philox block each, in order; a truncated-normal
+   group starts its own stream 256 (float) or 128 (double) blocks after the previous group and
+   draws from it until the group is full. The layout of every element is fixed by its group, so
+   the numbers do not depend on how many threads fill the tensor (TF's single-thread and
+   multi-thread outputs are the same too). With seed == seed2 == 0 TensorFlow picks random seeds;
+   we keep key 0 and start the counter at a per-session random place (see df__step_rng_next), so
+   unseeded numbers are not reproducible across sessions, as in TF, but are not TF's either.
+   ========================================================================================== */
+
+typedef struct df__philox { uint32_t key[2]; uint32_t ctr[4]; } df__philox;
+
+static void df__philox_block(df__philox *g, uint32_t out[4]) {
+    uint32_t c0 = g->ctr[0], c1 = g->ctr[1], c2 = g->ctr[2], c3 = g->ctr[3];
+    uint32_t k0 = g->key[0], k1 = g->key[1];
+    for (int r = 0; r < 10; r++) {
+        uint64_t pa = (uint64_t)0xD2511F53u * c0, pb = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(pb >> 32) ^ c1 ^ k0, n2 = (uint32_t)(pa >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)pb; c3 = (uint32_t)pa; c0 = n0; c2 = n2;
+        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+    }
+    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+    if (++g->ctr[0] == 0 && ++g->ctr[1] == 0 && ++g->ctr[2] == 0) ++g->ctr[3];
+}
+
+/* Advance the 128-bit counter by n blocks. */
+static void df__philox_skip(df__philox *g, uint64_t n) {
+    uint64_t lo = ((uint64_t)g->ctr[1] << 32 | g->ctr[0]), sum = lo + n;
+    g->ctr[0] = (uint32_t)sum; g->ctr[1] = (uint32_t)(sum >> 32);
+    if (sum < lo && ++g->ctr[2] == 0) ++g->ctr[3];
+}
+
+/* The 23 low bits as the mantissa of a float in [1, 2), minus 1. */
+static float df__u32_to_f32(uint32_t x) {
+    uint32_t bits = 0x3F800000u | (x & 0x7FFFFFu);
+    float f;
+    memcpy(&f, &bits, 4);
+    return f - 1.0f;
+}
+/* 20 bits of a and 32 of b as the mantissa of a double in [1, 2), minus 1. */
+static double df__u32x2_to_f64(uint32_t a, uint32_t b) {
+    uint64_t bits = (uint64_t)0x3FF0000000000000ull | ((uint64_t)(a & 0xFFFFFu) << 32) | b;
+    double d;
+    memcpy(&d, &bits, 8);
+    return d - 1.0;
+}
+static void df__box_muller_f32(uint32_t a, uint32_t b, float *z0, float *z1) {
+    float u = df__u32_to_f32(a);
+    if (u < 1.0e-7f) u = 1.0e-7f;
+    float angle = (float)(2.0 * 3.14159265358979323846 * df__u32_to_f32(b));
+    float rad = sqrtf(-2.0f * logf(u));
+    *z0 = sinf(angle) * rad;
+    *z1 = cosf(angle) * rad;
+}
+static void df__box_muller_f64(const uint32_t w[4], double *z0, double *z1) {
+    double u = df__u32x2_to_f64(w[0], w[1]);
+    if (u < 1.0e-7) u = 1.0e-7;
+    double angle = 2.0 * 3.14159265358979323846 * df__u32x2_to_f64(w[2], w[3]);
+    double rad = sqrt(-2.0 * log(u));
+    *z0 = sin(angle) * rad;
+    *z1 = cos(angle) * rad;
+}
+
+/* Fill one group (up to 4 floats or 2 doubles) of kind 0 uniform, 1 normal, 2 truncated normal. */
+static void df__random_group(int kind, int dbl, df__philox *g, double out[4]) {
+    uint32_t w[4];
+    if (kind != 2) {
+        df__philox_block(g, w);
+        if (!dbl && kind == 0) for (int i = 0; i < 4; i++) out[i] = df__u32_to_f32(w[i]);
+        else if (dbl && kind == 0) { out[0] = df__u32x2_to_f64(w[0], w[1]); out[1] = df__u32x2_to_f64(w[2], w[3]); }
+        else if (!dbl) {
+            float z[4];
+            df__box_muller_f32(w[0], w[1], &z[0], &z[1]);
+            df__box_muller_f32(w[2], w[3], &z[2], &z[3]);
+            for (int i = 0; i < 4; i++) out[i] = z[i];
+        } else df__box_muller_f64(w, &out[0], &out[1]);
+        return;
+    }
+    /* truncated: single words from the stream, pairs of normals, keep those with |z| < 2 */
+    int want = dbl ? 2 : 4, have = 0, used = 4;
+    uint32_t buf[4];
+    while (have < want) {
+        uint32_t x[4];
+        for (int i = 0; i < (dbl ? 4 : 2); i++) {
+            if (used == 4) { df__philox_block(g, buf); used = 0; }
+            x[i] = buf[used++];
         }
-        df__set_from_f64(t, o->data, i, v);
+        double z[2];
+        if (dbl) df__box_muller_f64(x, &z[0], &z[1]);
+        else {
+            float f0, f1;
+            df__box_muller_f32(x[0], x[1], &f0, &f1);
+            z[0] = f0; z[1] = f1;
+        }
+        for (int j = 0; j < 2 && have < want; j++) if (fabs(z[j]) < 2.0) out[have++] = z[j];
+    }
+}
+
+static void df__random_fill(int kind, df_dtype t, uint64_t seed, uint64_t seed2, uint64_t skip,
+                                void *data, int64_t n) {
+    df__philox g = {{(uint32_t)seed, (uint32_t)(seed >> 32)}, {0, 0, (uint32_t)seed2, (uint32_t)(seed2 >> 32)}};
+    df__philox_skip(&g, skip);
+    int dbl = t == DF_DOUBLE, per = dbl ? 2 : 4;
+    for (int64_t i = 0, grp = 0; i < n; i += per, grp++) {
+        double v[4];
+        if (kind == 2) {
+            df__philox h = g;
+            df__philox_skip(&h, (uint64_t)grp * (dbl ? 128u : 256u));
+            df__random_group(kind, dbl, &h, v);
+        } else df__random_group(kind, dbl, &g, v);
+        for (int j = 0; j < per && i + j < n; j++) {
+            if (dbl) ((double *)data)[i + j] = v[j];
+            else if (t == DF_FLOAT) ((float *)data)[i + j] = (float)v[j];
+            else df__set_from_f64(t, data, i + j, v[j]);
+        }
     }
 }
 /* ==========================================================================================
@@ -23800,16 +23885,22 @@ static void df__gk_segment_sum(df__kctx *c) {
     df_tensor *o = df__k_alloc(c, 0, x->dtype, r, dims);
     if (o && o->n) df_cuda_segment_sum(DF__GPU(c), x->dtype, x->data, ids->data, ids->dtype, o->data, ids->n, inner, dims[0], c->st);
 }
+/* Made on the host by the CPU kernel's generator (TensorFlow's numbers) and copied up, so a node
+   gives the same numbers on either device. */
 static void df__gk_random(df__kctx *c) {
     df__shape s;
     if (df__dims_from(c->node, c->in[0], &s, "shape", c->st)) return;
     df_dtype t = df__attr_type(c->node, "dtype");
     df_tensor *o = df__k_alloc(c, 0, t, s.rank, s.dims);
-    if (!o) return;
+    if (!o || !o->n) return;
     uint64_t seed = (uint64_t)df__attr_i(c->node, "seed", 0), seed2 = (uint64_t)df__attr_i(c->node, "seed2", 0);
-    uint32_t k0 = (uint32_t)(seed ^ (seed2 << 32 >> 32) * 0x9E3779B9u), k1 = (uint32_t)((seed >> 32) ^ seed2 ^ (seed2 >> 32));
-    uint64_t counter = df__step_rng_next(c->step, c->node, (uint64_t)o->n * 4 + 16);   /* as the CPU kernel */
-    if (o->n) df_cuda_random(DF__GPU(c), c->node->op->code, t, o->data, o->n, k0, k1, counter, c->st);
+    uint64_t skip = df__step_rng_next(c->step, c->node, (uint64_t)o->n * 256);   /* as the CPU kernel */
+    size_t bytes = (size_t)o->n * df_dtype_size(t);
+    void *host = malloc(bytes);
+    if (!host) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "out of host memory for %lld random numbers", (long long)o->n); return; }
+    df__random_fill(c->node->op->code, t, seed, seed2, skip, host, o->n);
+    df_cuda_memcpy_h2d(DF__GPU(c), o->data, host, bytes, c->st);
+    free(host);
 }
 /* ApplyGradientDescent, ApplyMomentum, ApplyAdam: hyperparameters stay on the device. */
 static void df__gk_apply(df__kctx *c) {

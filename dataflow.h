@@ -1035,9 +1035,10 @@ df_code df_cuda_gather(df_cuda *g, size_t elem_size, const void *params, const v
    ids outside [0, num_segments) are skipped. Float types (the order of the sums may vary). */
 df_code df_cuda_segment_sum(df_cuda *g, df_dtype t, const void *data, const void *ids, df_dtype index_t, void *out,
                             int64_t n_ids, int64_t inner, int64_t num_segments, df_status *st);
-/* Philox4x32-10 numbers, the stream of dataflow.c's CPU kernel: block j is philox(counter + j,
-   key), its words taken last first. kind 0 uniform [0, 1) (53 bits per value, as the CPU), 1
-   standard normal (Box-Muller on two uniforms; the CPU's values), 2 truncated normal (within 2
+/* Philox4x32-10 numbers (not TensorFlow's stream; the random ops' GPU kernels no longer use this:
+   they copy up the CPU kernel's TensorFlow-compatible numbers): block j is philox(counter + j,
+   key), its words taken last first. kind 0 uniform [0, 1) (53 bits per value), 1
+   standard normal (Box-Muller on two uniforms in double), 2 truncated normal (within 2
    standard deviations; its own parallel stream: element i tries blocks counter + i + k*n, k < 4). */
 df_code df_cuda_random(df_cuda *g, int kind, df_dtype t, void *out, int64_t n, uint32_t key0, uint32_t key1,
                        uint64_t counter, df_status *st);

@@ -376,6 +376,12 @@ typedef struct df__var {
     df_tensor handle;            /* never freed by refcount: its count starts very high */
 } df__var;
 
+/* ---- from src/kernels/random.c ---- */
+/* Fill data (n elements of t) with TF's Philox numbers: kind 0 uniform, 1 normal, 2 truncated normal;
+   skip: Philox blocks the counter starts past (a node's earlier runs). */
+DF_PRIVATE void df__random_fill(int kind, df_dtype t, uint64_t seed, uint64_t seed2, uint64_t skip,
+                                void *data, int64_t n);
+
 /* ---- from src/kernels/tensor_array.c ---- */
 typedef struct df__tarray df__tarray;   /* a TensorArray: per-run state, freed when the run ends */
 #define DF__TA_MAGIC 0x54415252u

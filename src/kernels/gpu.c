@@ -481,16 +481,22 @@ static void df__gk_segment_sum(df__kctx *c) {
     df_tensor *o = df__k_alloc(c, 0, x->dtype, r, dims);
     if (o && o->n) df_cuda_segment_sum(DF__GPU(c), x->dtype, x->data, ids->data, ids->dtype, o->data, ids->n, inner, dims[0], c->st);
 }
+/* Made on the host by the CPU kernel's generator (TensorFlow's numbers) and copied up, so a node
+   gives the same numbers on either device. */
 static void df__gk_random(df__kctx *c) {
     df__shape s;
     if (df__dims_from(c->node, c->in[0], &s, "shape", c->st)) return;
     df_dtype t = df__attr_type(c->node, "dtype");
     df_tensor *o = df__k_alloc(c, 0, t, s.rank, s.dims);
-    if (!o) return;
+    if (!o || !o->n) return;
     uint64_t seed = (uint64_t)df__attr_i(c->node, "seed", 0), seed2 = (uint64_t)df__attr_i(c->node, "seed2", 0);
-    uint32_t k0 = (uint32_t)(seed ^ (seed2 << 32 >> 32) * 0x9E3779B9u), k1 = (uint32_t)((seed >> 32) ^ seed2 ^ (seed2 >> 32));
-    uint64_t counter = df__step_rng_next(c->step, c->node, (uint64_t)o->n * 4 + 16);   /* as the CPU kernel */
-    if (o->n) df_cuda_random(DF__GPU(c), c->node->op->code, t, o->data, o->n, k0, k1, counter, c->st);
+    uint64_t skip = df__step_rng_next(c->step, c->node, (uint64_t)o->n * 256);   /* as the CPU kernel */
+    size_t bytes = (size_t)o->n * df_dtype_size(t);
+    void *host = malloc(bytes);
+    if (!host) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "out of host memory for %lld random numbers", (long long)o->n); return; }
+    df__random_fill(c->node->op->code, t, seed, seed2, skip, host, o->n);
+    df_cuda_memcpy_h2d(DF__GPU(c), o->data, host, bytes, c->st);
+    free(host);
 }
 /* ApplyGradientDescent, ApplyMomentum, ApplyAdam: hyperparameters stay on the device. */
 static void df__gk_apply(df__kctx *c) {

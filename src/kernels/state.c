@@ -149,36 +149,7 @@ DF_PRIVATE df_code df__sf_assign(df__shape_ctx *c) {
     return DF_OK;
 }
 
-/* ---- random numbers: Philox4x32-10, counter per (session, node), seeded by (seed, seed2) ---- */
-static void df__philox(uint32_t ctr[4], uint32_t key[2], uint32_t out[4]) {
-    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
-    for (int r = 0; r < 10; r++) {
-        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        c1 = (uint32_t)p1; c3 = (uint32_t)p0; c0 = n0; c2 = n2;
-        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
-    }
-    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
-}
-typedef struct df__rng { uint32_t key[2]; uint64_t counter; uint32_t buf[4]; int left; } df__rng;
-static uint32_t df__rng_u32(df__rng *r) {
-    if (!r->left) {
-        uint32_t ctr[4] = {(uint32_t)r->counter, (uint32_t)(r->counter >> 32), 0, 0};
-        df__philox(ctr, r->key, r->buf);
-        r->counter++;
-        r->left = 4;
-    }
-    return r->buf[--r->left];
-}
-static double df__rng_uniform(df__rng *r) {     /* [0, 1) with 53 random bits */
-    uint64_t hi = df__rng_u32(r) >> 5, lo = df__rng_u32(r) >> 6;
-    return ((double)hi * 67108864.0 + (double)lo) * (1.0 / 9007199254740992.0);
-}
-static double df__rng_normal(df__rng *r) {
-    double u1 = df__rng_uniform(r), u2 = df__rng_uniform(r);
-    if (u1 < 1e-300) u1 = 1e-300;
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
+/* ---- random numbers: the generator is in src/kernels/random.c ---- */
 DF_PRIVATE df_code df__sf_random(df__shape_ctx *c) {
     const df_tensor *s = df__sc_const(c, 0);
     df__shape *o = df__sc_out(c, 0);
@@ -191,24 +162,8 @@ DF_PRIVATE void df__k_random(df__kctx *c) {
     df_dtype t = df__attr_type(c->node, "dtype");
     df_tensor *o = df__k_alloc(c, 0, t, s.rank, s.dims);
     if (!o) return;
-    df__rng r;
     uint64_t seed = (uint64_t)df__attr_i(c->node, "seed", 0), seed2 = (uint64_t)df__attr_i(c->node, "seed2", 0);
-    r.key[0] = (uint32_t)(seed ^ (seed2 << 32 >> 32) * 0x9E3779B9u);
-    r.key[1] = (uint32_t)((seed >> 32) ^ seed2 ^ (seed2 >> 32));
-    /* Each run draws a fresh block of counters, so successive runs give new numbers. */
-    r.counter = df__step_rng_next(c->step, c->node, (uint64_t)o->n * 4 + 16);
-    r.left = 0;
-    int code = c->node->op->code;
-    for (int64_t i = 0; i < o->n; i++) {
-        double v;
-        if (code == 0) {
-            v = df__rng_uniform(&r);
-            if (t == DF_FLOAT && (float)v >= 1.0f) v = 0.99999994;   /* float rounding must stay < 1 */
-        } else if (code == 1) {
-            v = df__rng_normal(&r);
-        } else {
-            do v = df__rng_normal(&r); while (fabs(v) > 2.0);
-        }
-        df__set_from_f64(t, o->data, i, v);
-    }
+    /* Each run reserves 256 Philox blocks per element, as TF does, so successive runs give new numbers. */
+    uint64_t skip = df__step_rng_next(c->step, c->node, (uint64_t)o->n * 256);
+    df__random_fill(c->node->op->code, t, seed, seed2, skip, o->data, o->n);
 }
