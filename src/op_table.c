@@ -200,7 +200,8 @@ static const df__opspec df__op_table[] = {
     DF__MU("Rint", DF__M_RINT, DF__OP_NO_GRADIENT), DF__MU("Ceil", DF__M_CEIL, DF__OP_NO_GRADIENT),
     {"Atan2", "y:T,x:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_math_binary, DF__OP_EXPENSIVE, DF__M_ATAN2},
     {"TruncateDiv", "x:T,y:T", "z:T", "T:type" DF__NUM, df__sf_binary, df__k_math_binary, DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, DF__M_TRUNCATE_DIV},
-    {"TruncateMod", "x:T,y:T", "z:T", "T:type" DF__NUM, df__sf_binary, df__k_math_binary, DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, DF__M_TRUNCATE_MOD},
+    /* TruncateMod: no gradient in TensorFlow (asking for one is an error there, as here) */
+    {"TruncateMod", "x:T,y:T", "z:T", "T:type" DF__NUM, df__sf_binary, df__k_math_binary, DF__OP_EXPENSIVE, DF__M_TRUNCATE_MOD},
     {"L2Loss", "t:T", "output:T", "T:type" DF__FLT, df__sf_scalar, df__k_l2loss, DF__OP_EXPENSIVE, 0},
 #undef DF__MU
 #undef DF__MA

@@ -359,6 +359,18 @@ DF_TEST(no_gradient_ops_give_none) {
         CHECK_MSG(dx.node == NULL, "%s has a gradient", ops[k]);
         df_graph_free(g);
     }
+    /* TensorFlow registers none for TruncateMod: asking is an error naming the node (tf.gradients
+       raises LookupError "No gradient defined for operation ... (op type: TruncateMod)") */
+    df_graph *g = df_graph_new();
+    df_output in[2] = {konst(g, DF_DOUBLE, 1, D(2), F(0.3, 1.7)), konst(g, DF_DOUBLE, 1, D(2), F(2, 2))};
+    df_op_builder *b = df_op_new(g, "TruncateMod", "tmod");
+    df_op_add_input(b, in[0]);
+    df_op_add_input(b, in[1]);
+    df_output y = {df_op_finish(b), 0}, dx;
+    CHECK_EQ_INT(df_gradients(g, 1, &y, NULL, 1, &in[0], &dx), DF_UNIMPLEMENTED);
+    CHECK_MSG(strstr(df_graph_status(g)->message, "No gradient defined for operation 'tmod' (op type: TruncateMod)") != NULL,
+              "%s", df_graph_status(g)->message);
+    df_graph_free(g);
 }
 DF_TEST(bad_dtype_names_the_node) {
     df_graph *g = df_graph_new();
@@ -389,4 +401,37 @@ DF_TEST(bad_dtype_names_the_node) {
     CHECK_EQ_INT(run(g, &y, 1, &out, &st), DF_INVALID_ARGUMENT);
     CHECK(strstr(st.message, "my_div") != NULL && strstr(st.message, "division by zero") != NULL);
     df_graph_free(g);
+}
+/* Tensors big enough to be split between the intra-op threads give every element (the pieces'
+   bounds included) the value a small tensor gives. */
+DF_TEST(large_tensors_split_between_threads_match_small_ones) {
+    enum { N = 50001 };
+    static double xv[N], gv[N];
+    for (int i = 0; i < N; i++) { xv[i] = (i % 997) / 99.7 - 5.0; gv[i] = 1.0 + (i % 7) * 0.5; }
+    df_graph *g = df_graph_new();
+    df_output x = konst(g, DF_FLOAT, 1, D(N), xv), gr = konst(g, DF_FLOAT, 1, D(N), gv);
+    df_output y[2] = {apply(g, "Selu", 1, &x, -1), apply(g, "SoftplusGrad", 2, (df_output[]){gr, x}, -1)};
+    df_tensor *out[2];
+    df_status st;
+    CHECK_EQ_INT(run(g, y, 2, out, &st), DF_OK);
+    df_graph_free(g);
+    /* the small-tensor values of a few hundred elements around each 4096 boundary and the ends */
+    int bad = 0;
+    for (int i = 0; i < N && out[0] && out[1]; i++) {
+        if (!(i % 4096 < 3 || i % 4096 > 4093 || i > N - 3)) continue;
+        df_graph *s = df_graph_new();
+        df_output xi = konst(s, DF_FLOAT, 1, D(1), &xv[i]), gi = konst(s, DF_FLOAT, 1, D(1), &gv[i]);
+        df_output yi[2] = {apply(s, "Selu", 1, &xi, -1), apply(s, "SoftplusGrad", 2, (df_output[]){gi, xi}, -1)};
+        df_tensor *oi[2];
+        if (run(s, yi, 2, oi, &st) == DF_OK)
+            for (int k = 0; k < 2; k++) bad += elem(oi[k], 0) != elem(out[k], i);
+        else bad++;
+        df_tensor_release(oi[0]);
+        df_tensor_release(oi[1]);
+        df_graph_free(s);
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK(out[0] && fabs(elem(out[0], 0) - (-1.0507009873554805 * 1.6732632423543772 * -expm1(-5.0))) < 1e-6);
+    df_tensor_release(out[0]);
+    df_tensor_release(out[1]);
 }

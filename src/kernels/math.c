@@ -12,17 +12,16 @@
 /* ---- unary ops ---- */
 /* Softplus as TensorFlow computes it: x past a threshold where the result is x to the
    precision of the type, exp(x) far below it, log1p(exp(x)) between. */
-static double df__softplus(double x, int f32) {
-    double th = log(f32 ? (double)FLT_EPSILON : DBL_EPSILON) + 2.0;
+static double df__softplus(double x, double th) {
     if (x > -th) return x;
     if (x < th) return exp(x);
     return log1p(exp(x));
 }
 #define DF__SELU_SCALE 1.0507009873554804934193349852946
 #define DF__SELU_ALPHA 1.6732632423543772848170429916717
-static double df__math_un(int code, double v, int f32, double alpha) {
+static double df__math_un(int code, double v, double th, double alpha) {
     switch (code) {
-    case DF__M_SOFTPLUS: return df__softplus(v, f32);
+    case DF__M_SOFTPLUS: return df__softplus(v, th);
     case DF__M_SOFTSIGN: return v / (1.0 + fabs(v));
     case DF__M_ELU: return v < 0 ? expm1(v) : v;
     case DF__M_SELU: return v < 0 ? DF__SELU_SCALE * DF__SELU_ALPHA * expm1(v) : DF__SELU_SCALE * v;
@@ -43,6 +42,28 @@ static double df__math_un(int code, double v, int f32, double alpha) {
     default: return v;
     }
 }
+/* One loop per op and type (the op's code a constant in each, so the switch above folds away);
+   large tensors are split between the intra-op threads. */
+#define DF__MATH_CASES(X) X(DF__M_SOFTPLUS) X(DF__M_SOFTSIGN) X(DF__M_ELU) X(DF__M_SELU) X(DF__M_LEAKY_RELU) \
+    X(DF__M_RELU6) X(DF__M_LOG1P) X(DF__M_EXPM1) X(DF__M_ERF) X(DF__M_ERFC) X(DF__M_TAN) X(DF__M_ASIN)       \
+    X(DF__M_ACOS) X(DF__M_ATAN) X(DF__M_SINH) X(DF__M_COSH) X(DF__M_ROUND) X(DF__M_RINT) X(DF__M_CEIL)
+#define DF__MATH_UN_FN(SUF, T)                                                                          \
+    static void df__math_un_##SUF(int code, const T *a, T *o, int64_t n, double th, double alpha) {    \
+        switch (code) {                                                                                 \
+        DF__MATH_CASES(DF__MATH_UN_CASE_##SUF)                                                          \
+        default: break;                                                                                 \
+        }                                                                                               \
+    }
+#define DF__MATH_UN_CASE_f32(K) case K: for (int64_t i = 0; i < n; i++) o[i] = (float)df__math_un(K, a[i], th, alpha); break;
+#define DF__MATH_UN_CASE_f64(K) case K: for (int64_t i = 0; i < n; i++) o[i] = df__math_un(K, a[i], th, alpha); break;
+DF__MATH_UN_FN(f32, float)
+DF__MATH_UN_FN(f64, double)
+typedef struct { int code; df_dtype t; const void *a; void *o; double th, alpha; } df__math_job;
+static void df__math_un_share(void *arg, int64_t lo, int64_t hi) {
+    const df__math_job *j = (const df__math_job *)arg;
+    if (j->t == DF_FLOAT) df__math_un_f32(j->code, (const float *)j->a + lo, (float *)j->o + lo, hi - lo, j->th, j->alpha);
+    else df__math_un_f64(j->code, (const double *)j->a + lo, (double *)j->o + lo, hi - lo, j->th, j->alpha);
+}
 DF_PRIVATE void df__k_math_unary(df__kctx *c) {
     const df_tensor *x = c->in[0];
     int code = c->node->op->code;
@@ -62,19 +83,21 @@ DF_PRIVATE void df__k_math_unary(df__kctx *c) {
         }
         return;
     }
-    double alpha = 0;
+    if (pred) {
+        uint8_t *o = (uint8_t *)y->data;
+        for (int64_t i = 0; i < x->n; i++) {
+            double v = df__get_f64(t, x->data, i);
+            o[i] = code == DF__M_IS_NAN ? v != v : code == DF__M_IS_INF ? isinf(v) != 0 : isfinite(v) != 0;
+        }
+        return;
+    }
+    df__math_job j = {code, t, x->data, y->data, log(t == DF_FLOAT ? (double)FLT_EPSILON : DBL_EPSILON) + 2.0, 0};
     if (code == DF__M_LEAKY_RELU) {
         const df__attr *a = df__node_attr(c->node, "alpha");
-        alpha = a && a->kind == DF__A_FLOAT ? a->u.f : 0.2f;
+        j.alpha = a && a->kind == DF__A_FLOAT ? a->u.f : 0.2f;
     }
-    int f32 = t == DF_FLOAT;
-    for (int64_t i = 0; i < x->n; i++) {
-        double v = df__get_f64(t, x->data, i);
-        if (pred) {
-            uint8_t r = code == DF__M_IS_NAN ? v != v : code == DF__M_IS_INF ? isinf(v) != 0 : isfinite(v) != 0;
-            ((uint8_t *)y->data)[i] = r;
-        } else df__set_from_f64(t, y->data, i, df__math_un(code, v, f32, alpha));
-    }
+    if (x->n < 16384) df__math_un_share(&j, 0, x->n);
+    else df__parallel_for(c->ipool, x->n, 4096, df__ipool_threads(c->ipool), df__math_un_share, &j);
 }
 
 /* ---- binary ops: Atan2, TruncateDiv, TruncateMod and the activations' gradient ops ---- */
@@ -98,6 +121,28 @@ static int64_t df__math_bin_i(int code, int64_t a, int64_t b) {
     if (code == DF__M_TRUNCATE_MOD) return b == -1 ? 0 : a % b;
     if (code == DF__M_RELU6_GRAD) return b > 0 && b < 6 ? a : 0;
     return 0;
+}
+/* Same-shape float operands (the gradient ops' case): one loop per op and type, split between
+   the intra-op threads when large. */
+#define DF__MATH_BIN_CASES(X) X(DF__M_ATAN2) X(DF__M_TRUNCATE_DIV) X(DF__M_TRUNCATE_MOD) X(DF__M_ELU_GRAD)    \
+    X(DF__M_SELU_GRAD) X(DF__M_SOFTPLUS_GRAD) X(DF__M_SOFTSIGN_GRAD) X(DF__M_LEAKY_RELU_GRAD) X(DF__M_RELU6_GRAD)
+#define DF__MATH_BIN_FN(SUF, T)                                                                         \
+    static void df__math_bin_##SUF(int code, const T *a, const T *b, T *o, int64_t n, double alpha) { \
+        switch (code) {                                                                                 \
+        DF__MATH_BIN_CASES(DF__MATH_BIN_CASE_##SUF)                                                     \
+        default: break;                                                                                 \
+        }                                                                                               \
+    }
+#define DF__MATH_BIN_CASE_f32(K) case K: for (int64_t i = 0; i < n; i++) o[i] = (float)df__math_bin(K, a[i], b[i], alpha); break;
+#define DF__MATH_BIN_CASE_f64(K) case K: for (int64_t i = 0; i < n; i++) o[i] = df__math_bin(K, a[i], b[i], alpha); break;
+DF__MATH_BIN_FN(f32, float)
+DF__MATH_BIN_FN(f64, double)
+typedef struct { int code; df_dtype t; const void *a, *b; void *o; double alpha; } df__math_bin_job;
+static void df__math_bin_share(void *arg, int64_t lo, int64_t hi) {
+    const df__math_bin_job *j = (const df__math_bin_job *)arg;
+    if (j->t == DF_FLOAT)
+        df__math_bin_f32(j->code, (const float *)j->a + lo, (const float *)j->b + lo, (float *)j->o + lo, hi - lo, j->alpha);
+    else df__math_bin_f64(j->code, (const double *)j->a + lo, (const double *)j->b + lo, (double *)j->o + lo, hi - lo, j->alpha);
 }
 DF_PRIVATE void df__k_math_binary(df__kctx *c) {
     const df_tensor *a = c->in[0], *b = c->in[1];
@@ -128,6 +173,12 @@ DF_PRIVATE void df__k_math_binary(df__kctx *c) {
     }
     df_tensor *o = df__k_alloc(c, 0, t, bc.rank, bc.dims);
     if (!o || o->n == 0) return;
+    if (!is_int && a->n == o->n && b->n == o->n) {
+        df__math_bin_job j = {code, t, a->data, b->data, o->data, alpha};
+        if (o->n < 16384) df__math_bin_share(&j, 0, o->n);
+        else df__parallel_for(c->ipool, o->n, 4096, df__ipool_threads(c->ipool), df__math_bin_share, &j);
+        return;
+    }
     int r = bc.rank;
     int64_t idx[DF_MAX_RANK] = {0}, oa = 0, ob = 0;
     for (int64_t i = 0; i < o->n; i++) {
