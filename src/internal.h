@@ -442,6 +442,7 @@ typedef struct df__gfn {
     df_output *dx;               /* per input: filled in ({NULL,0}: none) */
 } df__gfn;
 typedef void (*df__grad_fn)(df__gfn *c);
+DF_PRIVATE df_output df__sum_to(df_graph *g, df_output grad, df_output x);
 
 /* ---- from src/autodiff/gradients.c ---- */
 typedef struct df__gacc { df_output *v; int n, cap; } df__gacc;
@@ -962,6 +963,20 @@ DF_PRIVATE void df__k_pool(df__kctx *c);
 DF_PRIVATE void df__k_max_pool_grad(df__kctx *c);
 DF_PRIVATE void df__k_avg_pool_grad(df__kctx *c);
 DF_PRIVATE df_code df__sf_pool(df__shape_ctx *c);
+/* ---- from src/kernels/math.c ---- */
+enum { DF__M_IS_FINITE, DF__M_IS_NAN, DF__M_IS_INF, DF__M_SOFTPLUS, DF__M_SOFTSIGN, DF__M_ELU, DF__M_SELU,
+       DF__M_LEAKY_RELU, DF__M_RELU6, DF__M_LOG1P, DF__M_EXPM1, DF__M_ERF, DF__M_ERFC, DF__M_TAN, DF__M_ASIN,
+       DF__M_ACOS, DF__M_ATAN, DF__M_SINH, DF__M_COSH, DF__M_ROUND, DF__M_RINT, DF__M_CEIL,
+       /* binary */
+       DF__M_ATAN2, DF__M_TRUNCATE_DIV, DF__M_TRUNCATE_MOD, DF__M_ELU_GRAD, DF__M_SELU_GRAD, DF__M_SOFTPLUS_GRAD,
+       DF__M_SOFTSIGN_GRAD, DF__M_LEAKY_RELU_GRAD, DF__M_RELU6_GRAD };
+DF_PRIVATE void df__k_math_unary(df__kctx *c);
+DF_PRIVATE void df__k_math_binary(df__kctx *c);
+DF_PRIVATE void df__k_all_any(df__kctx *c);
+DF_PRIVATE void df__k_l2loss(df__kctx *c);
+DF_PRIVATE void df__g_math_unary(df__gfn *c);
+DF_PRIVATE void df__g_atan2(df__gfn *c);
+DF_PRIVATE void df__g_math_grad_grad(df__gfn *c);
 /* ---- from src/kernels/extra.c ---- */
 DF_PRIVATE df_code df__sf_split(df__shape_ctx *c);
 DF_PRIVATE void df__k_split(df__kctx *c);

@@ -170,6 +170,41 @@ static const df__opspec df__op_table[] = {
      DF__OP_EXPENSIVE, 0},
     {"Sin", "x:T", "y:T", "T:type" DF__FLT, df__sf_same, df__k_trig, DF__OP_EXPENSIVE, 0},
     {"Cos", "x:T", "y:T", "T:type" DF__FLT, df__sf_same, df__k_trig, DF__OP_EXPENSIVE, 1},
+    /* src/kernels/math.c */
+#define DF__MU(name, code, flags) {name, "x:T", "y:T", "T:type" DF__FLT, df__sf_same, df__k_math_unary, DF__OP_EXPENSIVE | (flags), code}
+#define DF__MA(name, code, in, attrs) {name, in, "backprops:T", "T:type" DF__FLT attrs, df__sf_binary, df__k_math_binary, DF__OP_EXPENSIVE, code}
+    {"IsFinite", "x:T", "y:bool", "T:type" DF__FLT, df__sf_same, df__k_math_unary, DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, DF__M_IS_FINITE},
+    {"IsNan", "x:T", "y:bool", "T:type" DF__FLT, df__sf_same, df__k_math_unary, DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, DF__M_IS_NAN},
+    {"IsInf", "x:T", "y:bool", "T:type" DF__FLT, df__sf_same, df__k_math_unary, DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, DF__M_IS_INF},
+    {"All", "input:bool,reduction_indices:Tidx", "output:bool", "keep_dims:bool=false,Tidx:type{int32,int64}=int32",
+     df__sf_reduce, df__k_all_any, DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, 0},
+    {"Any", "input:bool,reduction_indices:Tidx", "output:bool", "keep_dims:bool=false,Tidx:type{int32,int64}=int32",
+     df__sf_reduce, df__k_all_any, DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, 1},
+    {"Softplus", "features:T", "activations:T", "T:type" DF__FLT, df__sf_same, df__k_math_unary, DF__OP_EXPENSIVE, DF__M_SOFTPLUS},
+    {"Softsign", "features:T", "activations:T", "T:type" DF__FLT, df__sf_same, df__k_math_unary, DF__OP_EXPENSIVE, DF__M_SOFTSIGN},
+    {"Elu", "features:T", "activations:T", "T:type" DF__FLT, df__sf_same, df__k_math_unary, DF__OP_EXPENSIVE, DF__M_ELU},
+    {"Selu", "features:T", "activations:T", "T:type" DF__FLT, df__sf_same, df__k_math_unary, DF__OP_EXPENSIVE, DF__M_SELU},
+    {"LeakyRelu", "features:T", "activations:T", "alpha:float=0.2,T:type" DF__FLT "=float", df__sf_same, df__k_math_unary,
+     DF__OP_EXPENSIVE, DF__M_LEAKY_RELU},
+    {"Relu6", "features:T", "activations:T", "T:type" DF__NUM, df__sf_same, df__k_math_unary, DF__OP_EXPENSIVE, DF__M_RELU6},
+    DF__MA("SoftplusGrad", DF__M_SOFTPLUS_GRAD, "gradients:T,features:T", ""),
+    DF__MA("SoftsignGrad", DF__M_SOFTSIGN_GRAD, "gradients:T,features:T", ""),
+    DF__MA("EluGrad", DF__M_ELU_GRAD, "gradients:T,outputs:T", ""),
+    DF__MA("SeluGrad", DF__M_SELU_GRAD, "gradients:T,outputs:T", ""),
+    DF__MA("LeakyReluGrad", DF__M_LEAKY_RELU_GRAD, "gradients:T,features:T", "=float,alpha:float=0.2"),
+    {"Relu6Grad", "gradients:T,features:T", "backprops:T", "T:type" DF__NUM, df__sf_binary, df__k_math_binary, DF__OP_EXPENSIVE, DF__M_RELU6_GRAD},
+    DF__MU("Log1p", DF__M_LOG1P, 0), DF__MU("Expm1", DF__M_EXPM1, 0), DF__MU("Erf", DF__M_ERF, 0), DF__MU("Erfc", DF__M_ERFC, 0),
+    DF__MU("Tan", DF__M_TAN, 0), DF__MU("Asin", DF__M_ASIN, 0), DF__MU("Acos", DF__M_ACOS, 0), DF__MU("Atan", DF__M_ATAN, 0),
+    DF__MU("Sinh", DF__M_SINH, 0), DF__MU("Cosh", DF__M_COSH, 0),
+    {"Round", "x:T", "y:T", "T:type" DF__NUM, df__sf_same, df__k_math_unary, DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, DF__M_ROUND},
+    DF__MU("Rint", DF__M_RINT, DF__OP_NO_GRADIENT), DF__MU("Ceil", DF__M_CEIL, DF__OP_NO_GRADIENT),
+    {"Atan2", "y:T,x:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_math_binary, DF__OP_EXPENSIVE, DF__M_ATAN2},
+    {"TruncateDiv", "x:T,y:T", "z:T", "T:type" DF__NUM, df__sf_binary, df__k_math_binary, DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, DF__M_TRUNCATE_DIV},
+    /* TruncateMod: no gradient in TensorFlow (asking for one is an error there, as here) */
+    {"TruncateMod", "x:T,y:T", "z:T", "T:type" DF__NUM, df__sf_binary, df__k_math_binary, DF__OP_EXPENSIVE, DF__M_TRUNCATE_MOD},
+    {"L2Loss", "t:T", "output:T", "T:type" DF__FLT, df__sf_scalar, df__k_l2loss, DF__OP_EXPENSIVE, 0},
+#undef DF__MU
+#undef DF__MA
     {"ConcatOffset", "concat_dim:int32,shape:N*int32", "offset:N*int32", "N:int>=2", df__sf_concat_offset, df__k_concat_offset, DF__OP_NO_GRADIENT, 0},
     {"StridedSliceGrad", "shape:Index,begin:Index,end:Index,strides:Index,dy:T", "output:T", "T:type,Index:type{int32,int64},"
      "begin_mask:int=0,end_mask:int=0,ellipsis_mask:int=0,new_axis_mask:int=0,shrink_axis_mask:int=0",

@@ -43,7 +43,7 @@ static df_output df__reduce_op(df_graph *g, const char *op, df_output x, df_outp
     return df__out(df_op_finish(b), 0);
 }
 /* Sums grad down to x's shape (undoing broadcasting). */
-static df_output df__sum_to(df_graph *g, df_output grad, df_output x) {
+DF_PRIVATE df_output df__sum_to(df_graph *g, df_output grad, df_output x) {
     if (!grad.node || !df__ok(g)) return df__out(NULL, 0);
     df__shape sx, sg;
     int fx = df__static_full(x, &sx), fg = df__static_full(grad, &sg);
@@ -895,6 +895,14 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     /* TF1's Ref control-flow ops differentiate as their twins (RefEnter, RefExit and
        RefNextIteration, as Enter, Exit and NextIteration, with their loop: src/autodiff/loops.c) */
     {"RefSwitch", df__g_switch}, {"RefMerge", df__g_merge}, {"RefIdentity", df__g_identity},
+    /* src/kernels/math.c */
+    {"Softplus", df__g_math_unary}, {"Softsign", df__g_math_unary}, {"Elu", df__g_math_unary},
+    {"Selu", df__g_math_unary}, {"LeakyRelu", df__g_math_unary}, {"Relu6", df__g_math_unary},
+    {"Log1p", df__g_math_unary}, {"Expm1", df__g_math_unary}, {"Erf", df__g_math_unary}, {"Erfc", df__g_math_unary},
+    {"Tan", df__g_math_unary}, {"Asin", df__g_math_unary}, {"Acos", df__g_math_unary}, {"Atan", df__g_math_unary},
+    {"Sinh", df__g_math_unary}, {"Cosh", df__g_math_unary}, {"L2Loss", df__g_math_unary}, {"Atan2", df__g_atan2},
+    {"EluGrad", df__g_math_grad_grad}, {"SeluGrad", df__g_math_grad_grad}, {"Relu6Grad", df__g_math_grad_grad},
+    {"LeakyReluGrad", df__g_math_grad_grad}, {"SoftplusGrad", df__g_math_grad_grad},
 };
 DF_PRIVATE df__grad_fn df__grad_fn_for(const df__opdef *op) {
     if (op->grad) return (df__grad_fn)op->grad;

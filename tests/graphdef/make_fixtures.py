@@ -50,6 +50,9 @@ Softmax SoftmaxCrossEntropyWithLogits SparseSoftmaxCrossEntropyWithLogits
 Sqrt SqrtGrad Square SquaredDifference Squeeze StackCloseV2 StackPopV2
 StackPushV2 StackV2 StopGradient StridedSlice StridedSliceGrad Sub Sum
 Switch Tanh TanhGrad Tile Transpose Unpack UnsortedSegmentSum ZerosLike
+IsFinite IsNan IsInf All Any Softplus Softsign Elu Selu LeakyRelu Relu6 SoftplusGrad
+SoftsignGrad EluGrad SeluGrad LeakyReluGrad Relu6Grad Log1p Expm1 Erf Erfc Tan Asin Acos Atan
+Sinh Cosh Atan2 L2Loss Round Rint Ceil TruncateDiv TruncateMod Sin Cos
 """.split())
 
 f32 = tf.float32
@@ -351,6 +354,31 @@ def build_grad_mlp(rng):
     return feeds, fetches
 
 
+def build_grad_math_ops(rng):
+    """Elementwise math ops (src/kernels/math.c) and their TensorFlow-made gradients."""
+    x = placeholder(f32, [3, 4], "x")
+    y = placeholder(f32, [4], "y")
+    t = 0.4 * tf.tanh(x)                               # inside every domain
+    parts = [
+        tf.nn.softplus(x), tf.nn.softsign(x), tf.nn.elu(x), tf.nn.selu(x),
+        tf.nn.leaky_relu(x, alpha=0.1), tf.nn.relu6(3.0 * x + 3.0), tf.math.log1p(t),
+        tf.math.expm1(t), tf.math.erf(x), tf.math.erfc(x), tf.math.tan(t), tf.math.asin(t),
+        tf.math.acos(t), tf.math.atan(x), tf.math.sinh(t), tf.math.cosh(t), tf.math.atan2(x, y),
+    ]
+    total = tf.add_n([tf.reduce_sum(p * (i + 1.0) / 10.0) for i, p in enumerate(parts)])
+    loss = tf.add(total, tf.nn.l2_loss(x * y), name="loss")
+    gx, gy = tf.gradients(loss, [x, y])
+    flags = tf.stack([tf.reduce_all(tf.math.is_finite(x)), tf.reduce_any(tf.math.is_nan(x)),
+                      tf.reduce_any(tf.math.is_inf(y))])
+    rounded = tf.round(2.5 * x) + tf.math.rint(1.5 * y) + tf.math.ceil(x)
+    ix = tf.cast(tf.round(5.0 * x), tf.int32)
+    idiv = tf.truncatediv(ix, 3) + tf.truncatemod(ix, 3)
+    fmod = tf.math.floormod(3.0 * x, y) + tf.truncatemod(3.0 * x, y)
+    feeds = {x: normal(rng, [3, 4]), y: np.array([0.5, -1.5, 2.0, 1.0], np.float32)}
+    return feeds, [out(loss, "out_loss"), out(gx, "grad_x"), out(gy, "grad_y"), out(flags, "out_flags"),
+                   out(rounded, "out_round"), out(idiv, "out_idiv"), out(fmod, "out_fmod")]
+
+
 # (folder, builder, seed, cpu devices, keyword arguments)
 CASES = [
     ("math", build_math, 101, 1, {}),
@@ -368,6 +396,7 @@ CASES = [
     ("devices", build_devices, 111, 2, {}),
     ("float64", build_float64, 112, 1, {}),
     ("grad_mlp", build_grad_mlp, 113, 1, {}),
+    ("grad_math_ops", build_grad_math_ops, 114, 1, {}),
 ]
 
 
