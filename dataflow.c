@@ -24886,16 +24886,20 @@ df_tensor_array df_tensor_array_at_flow(df_tensor_array ta, df_output flow) {
     return ta;
 }
 
-df_tensor_array df_tensor_array_write(df_graph *g, df_tensor_array ta, df_output index, df_output value) {
-    df_op_builder *b = df_op_new(g, "TensorArrayWriteV3", NULL);
+/* Write or Scatter (handle, where, value, flow_in) -> flow_out: the array with its new flow. */
+static df_tensor_array df__seq_ta_put(df_graph *g, const char *op, df_tensor_array ta, df_output where, df_output value) {
+    df_op_builder *b = df_op_new(g, op, NULL);
     df_op_add_input(b, ta.handle);
-    df_op_add_input(b, index);
+    df_op_add_input(b, where);
     df_op_add_input(b, value);
     df_op_add_input(b, ta.flow);
     df_node *n = df_op_finish(b);
     if (!n) return df__ta_none();
     ta.flow = df__out(n, 0);
     return ta;
+}
+df_tensor_array df_tensor_array_write(df_graph *g, df_tensor_array ta, df_output index, df_output value) {
+    return df__seq_ta_put(g, "TensorArrayWriteV3", ta, index, value);
 }
 
 df_output df_tensor_array_read(df_graph *g, df_tensor_array ta, df_output index) {
@@ -24957,16 +24961,7 @@ static df_output df__seq_len(df_graph *g, df_output x) {
 }
 
 df_tensor_array df_tensor_array_unstack(df_graph *g, df_tensor_array ta, df_output value) {
-    df_output idx = df__seq_range(g, df__seq_len(g, value));
-    df_op_builder *b = df_op_new(g, "TensorArrayScatterV3", NULL);
-    df_op_add_input(b, ta.handle);
-    df_op_add_input(b, idx);
-    df_op_add_input(b, value);
-    df_op_add_input(b, ta.flow);
-    df_node *n = df_op_finish(b);
-    if (!n) return df__ta_none();
-    ta.flow = df__out(n, 0);
-    return ta;
+    return df__seq_ta_put(g, "TensorArrayScatterV3", ta, df__seq_range(g, df__seq_len(g, value)), value);
 }
 
 /* ---- map_fn, scan, foldl, foldr: one loop over i with the accumulators and output flows ---- */
