@@ -23,50 +23,56 @@
     15. src/kernels/conv.c: CPU kernels: convolutions and pooling .................... >>conv
     16. src/kernels/extra.c: CPU kernels: Split, SplitV, DynamicStitch, Sin, Cos .... >>extra
     17. src/kernels/math.c: CPU kernels: TensorFlow's further elementwise math ops ... >>math
-    18. src/kernels/reduce.c: CPU kernels: BiasAdd, reductions, ArgMax ............. >>reduce
-    19. src/kernels/array.c: CPU kernels: shapes, slices, gathers ................... >>array
-    20. src/kernels/nn.c: CPU kernels: softmax, cross-entropies, AddN, Select .......... >>nn
-    21. src/kernels/state.c: CPU kernels: variables and random numbers .............. >>state
-    22. src/kernels/random.c: TensorFlow-compatible Philox random numbers .......... >>random
-    23. src/kernels/tensor_array.c: TensorArrays: kernels, shapes and gradients  >>tensorarray
-    24. src/kernels/grad_helpers.c: CPU kernels: plumbing shapes, gradient helpers  >>gradhelpers
-    25. src/kernels/training.c: CPU kernels: optimizer updates on variables ...... >>training
-    26. src/function.c: Functions and functional control flow ........................ >>func
-    27. src/autodiff/stacks.c: Gradient stacks and accumulators .................... >>stacks
-    28. src/autodiff/autodiff.c: Automatic differentiation ....................... >>autodiff
-    29. src/autodiff/grad_ops.c: Gradient functions, one per op ................... >>gradops
-    30. src/autodiff/gradients.c: df_gradients: the driver ...................... >>gradients
-    31. src/autodiff/loops.c: While-loop gradients .............................. >>gradloops
-    32. src/autodiff/optimizers.c: Optimizers: df_minimize ..................... >>optimizers
-    33. src/frames.c: Static frame analysis ........................................ >>frames
-    34. src/pool.c: The inter-op thread pool ......................................... >>pool
-    35. src/executor.c: The executor ............................................. >>executor
-    36. src/transfer.c: Transfers: the rendezvous, _Send and _Recv ............... >>transfer
-    37. src/compile.c: Compiling a graph into an executor ......................... >>compile
-    38. src/placer.c: The placer ................................................... >>placer
-    39. src/partition.c: The partitioner ........................................ >>partition
-    40. src/session.c: Sessions ................................................... >>session
-    41. src/cuda_graphs.c: CUDA graphs (df_session_options.cuda_graphs) ........... >>cugraph
-    42. src/passes.c: Graph optimisation passes .................................. >>optimize
-    43. src/run.c: The run pipeline ................................................... >>run
-    44. src/dot.c: Graphviz pictures .................................................. >>dot
-    45. src/protobuf.c: Protocol buffers: a bounded reader and writer ............ >>protobuf
-    46. src/graphdef/parse.c: GraphDef parsing ................................... >>graphdef
-    47. src/graphdef/library.c: GraphDef function library ....................... >>gdlibrary
-    48. src/graphdef/import.c: GraphDef import ................................... >>gdimport
-    49. src/graphdef/export.c: GraphDef export ................................... >>gdexport
-    50. src/npy.c: NumPy .npy files ................................................... >>npy
-    51. src/checkpoint.c: String tensors, checkpoints and the saver ............ >>checkpoint
-    52. src/queue.c: Queues ......................................................... >>queue
-    53. src/kernels/tensor_list.c: TensorList and Optional ops (DF_VARIANT) .... >>tensorlist
-    54. src/kernels/gpu.c: GPU kernels ......................................... >>gpukernels
-    55. src/op_table.c: The op table .............................................. >>optable
-    56. src/api.c: Public op wrappers ................................................. >>api
-    57. src/seq.c: Tensor arrays and loops over sequences ............................. >>seq
-    58. src/net/wire.c: Workers and the wire: frames and payloads ..................... >>net
-    59. src/net/worker.c: The worker ............................................... >>worker
-    60. src/net/remote.c: Sessions with workers .................................... >>remote
-    61. src/net/mpi.c: The MPI transport .............................................. >>mpi
+    18. src/kernels/index.c: CPU kernels: indexing, scatter, segment and set ops .... >>index
+    19. src/kernels/linalg.c: CPU kernels: Einsum, TopK, cumulative ops, matrices .. >>linalg
+    20. src/kernels/nn_extra.c: CPU kernels: fused batch norm, depthwise convolution .. >>nnx
+    21. src/kernels/resource.c: CPU kernels: resource variables (VarHandleOp and its ops)  >>resvar
+    22. src/kernels/half.c: half and bfloat16 kernels computing in float32 ........... >>half
+    23. src/kernels/reduce.c: CPU kernels: BiasAdd, reductions, ArgMax ............. >>reduce
+    24. src/kernels/array.c: CPU kernels: shapes, slices, gathers ................... >>array
+    25. src/kernels/nn.c: CPU kernels: softmax, cross-entropies, AddN, Select .......... >>nn
+    26. src/kernels/state.c: CPU kernels: variables and random numbers .............. >>state
+    27. src/kernels/random.c: TensorFlow-compatible Philox random numbers .......... >>random
+    28. src/kernels/tensor_array.c: TensorArrays: kernels, shapes and gradients  >>tensorarray
+    29. src/kernels/grad_helpers.c: CPU kernels: plumbing shapes, gradient helpers  >>gradhelpers
+    30. src/kernels/training.c: CPU kernels: optimizer updates on variables ...... >>training
+    31. src/function.c: Functions and functional control flow ........................ >>func
+    32. src/autodiff/stacks.c: Gradient stacks and accumulators .................... >>stacks
+    33. src/autodiff/autodiff.c: Automatic differentiation ....................... >>autodiff
+    34. src/autodiff/grad_ops.c: Gradient functions, one per op ................... >>gradops
+    35. src/autodiff/gradients.c: df_gradients: the driver ...................... >>gradients
+    36. src/autodiff/loops.c: While-loop gradients .............................. >>gradloops
+    37. src/autodiff/optimizers.c: Optimizers: df_minimize ..................... >>optimizers
+    38. src/frames.c: Static frame analysis ........................................ >>frames
+    39. src/pool.c: The inter-op thread pool ......................................... >>pool
+    40. src/executor.c: The executor ............................................. >>executor
+    41. src/transfer.c: Transfers: the rendezvous, _Send and _Recv ............... >>transfer
+    42. src/compile.c: Compiling a graph into an executor ......................... >>compile
+    43. src/placer.c: The placer ................................................... >>placer
+    44. src/partition.c: The partitioner ........................................ >>partition
+    45. src/session.c: Sessions ................................................... >>session
+    46. src/cuda_graphs.c: CUDA graphs (df_session_options.cuda_graphs) ........... >>cugraph
+    47. src/passes.c: Graph optimisation passes .................................. >>optimize
+    48. src/run.c: The run pipeline ................................................... >>run
+    49. src/dot.c: Graphviz pictures .................................................. >>dot
+    50. src/protobuf.c: Protocol buffers: a bounded reader and writer ............ >>protobuf
+    51. src/graphdef/parse.c: GraphDef parsing ................................... >>graphdef
+    52. src/graphdef/library.c: GraphDef function library ....................... >>gdlibrary
+    53. src/graphdef/import.c: GraphDef import ................................... >>gdimport
+    54. src/graphdef/export.c: GraphDef export ................................... >>gdexport
+    55. src/npy.c: NumPy .npy files ................................................... >>npy
+    56. src/checkpoint.c: String tensors, checkpoints and the saver ............ >>checkpoint
+    57. src/queue.c: Queues ......................................................... >>queue
+    58. src/kernels/tensor_list.c: TensorList and Optional ops (DF_VARIANT) .... >>tensorlist
+    59. src/kernels/gpu.c: GPU kernels ......................................... >>gpukernels
+    60. src/op_table.c: The op table .............................................. >>optable
+    61. src/api.c: Public op wrappers ................................................. >>api
+    62. src/helpers.c: typed graph-building helpers for common ops ................ >>helpers
+    63. src/seq.c: Tensor arrays and loops over sequences ............................. >>seq
+    64. src/net/wire.c: Workers and the wire: frames and payloads ..................... >>net
+    65. src/net/worker.c: The worker ............................................... >>worker
+    66. src/net/remote.c: Sessions with workers .................................... >>remote
+    67. src/net/mpi.c: The MPI transport .............................................. >>mpi
 */
 
 /* C only: C++ refuses a goto past an initialized declaration, _Thread_local and implicit
@@ -1780,6 +1786,24 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
 #ifdef DATAFLOW_MPI
 static int df__mpi_connect(const char *addr, char *err, size_t en);
 #endif
+
+/* ---- from src/kernels/index.c ---- */
+/* ---- end of src/kernels/index.c ---- */
+
+/* ---- from src/kernels/linalg.c ---- */
+/* ---- end of src/kernels/linalg.c ---- */
+
+/* ---- from src/kernels/nn_extra.c ---- */
+/* ---- end of src/kernels/nn_extra.c ---- */
+
+/* ---- from src/kernels/resource.c ---- */
+/* ---- end of src/kernels/resource.c ---- */
+
+/* ---- from src/kernels/half.c ---- */
+/* ---- end of src/kernels/half.c ---- */
+
+/* ---- from src/helpers.c ---- */
+/* ---- end of src/helpers.c ---- */
 /* ==========================================================================================
    src/bfc.c: The BFC allocator                                                         >>bfc
    Best fit with coalescing, as TensorFlow's: memory in 256-byte units carved from regions;
@@ -7802,6 +7826,21 @@ static void df__g_math_grad_grad(df__gfn *c) {
     }
 }
 /* ==========================================================================================
+   src/kernels/index.c: CPU kernels: indexing, scatter, segment and set ops            >>index
+   ========================================================================================== */
+/* ==========================================================================================
+   src/kernels/linalg.c: CPU kernels: Einsum, TopK, cumulative ops, matrices  >>linalg
+   ========================================================================================== */
+/* ==========================================================================================
+   src/kernels/nn_extra.c: CPU kernels: fused batch norm, depthwise convolution        >>nnx
+   ========================================================================================== */
+/* ==========================================================================================
+   src/kernels/resource.c: CPU kernels: resource variables (VarHandleOp and its ops)   >>resvar
+   ========================================================================================== */
+/* ==========================================================================================
+   src/kernels/half.c: half and bfloat16 kernels computing in float32                  >>half
+   ========================================================================================== */
+/* ==========================================================================================
    src/kernels/reduce.c: CPU kernels: BiasAdd, reductions, ArgMax                    >>reduce
    BiasAdd and BiasAddGrad; Sum, Mean, Max, Min and Prod over any set of axes (a pass per run
    of adjacent reduced axes, sums in float64 for float32 inputs where TensorFlow is as
@@ -13248,6 +13287,25 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"Sinh", df__g_math_unary}, {"Cosh", df__g_math_unary}, {"L2Loss", df__g_math_unary}, {"Atan2", df__g_atan2},
     {"EluGrad", df__g_math_grad_grad}, {"SeluGrad", df__g_math_grad_grad}, {"Relu6Grad", df__g_math_grad_grad},
     {"LeakyReluGrad", df__g_math_grad_grad}, {"SoftplusGrad", df__g_math_grad_grad},
+
+    /* ---- index gradients (src/kernels/index.c): begin ---- */
+    /* ---- index gradients: end ---- */
+
+    /* ---- linalg gradients (src/kernels/linalg.c): begin ---- */
+    /* ---- linalg gradients: end ---- */
+
+    /* ---- nn_extra gradients (src/kernels/nn_extra.c): begin ---- */
+    /* ---- nn_extra gradients: end ---- */
+
+    /* ---- resource gradients (src/kernels/resource.c): begin ---- */
+    /* ---- resource gradients: end ---- */
+
+    /* ---- half gradients (src/kernels/half.c): begin ---- */
+    /* ---- half gradients: end ---- */
+
+    /* ---- random2 gradients (src/kernels/random.c): begin ---- */
+    /* ---- random2 gradients: end ---- */
+
 };
 static df__grad_fn df__grad_fn_for(const df__opdef *op) {
     if (op->grad) return (df__grad_fn)op->grad;
@@ -24657,6 +24715,24 @@ static const df__opspec df__op_table[] = {
     {"OptionalHasValue", "optional:variant", "has_value:bool", "", df__sf_scalar, df__k_optional_has_value, DF__OP_NO_GRADIENT, 0},
     {"OptionalGetValue", "optional:variant", "components:output_types", "output_types:list(type)>=1,output_shapes:list(shape)>=1",
      df__sf_optional_get_value, df__k_optional_get_value, 0, 0},
+    /* ---- index ops (src/kernels/index.c): begin ---- */
+    /* ---- index ops: end ---- */
+
+    /* ---- linalg ops (src/kernels/linalg.c): begin ---- */
+    /* ---- linalg ops: end ---- */
+
+    /* ---- nn_extra ops (src/kernels/nn_extra.c): begin ---- */
+    /* ---- nn_extra ops: end ---- */
+
+    /* ---- resource ops (src/kernels/resource.c): begin ---- */
+    /* ---- resource ops: end ---- */
+
+    /* ---- half ops (src/kernels/half.c): begin ---- */
+    /* ---- half ops: end ---- */
+
+    /* ---- random2 ops (src/kernels/random.c): begin ---- */
+    /* ---- random2 ops: end ---- */
+
 #undef DF__ST
 };
 static const int df__op_table_size = (int)(sizeof df__op_table / sizeof *df__op_table);
@@ -24847,6 +24923,9 @@ df_node *df_no_op(df_graph *g, df_node *const *deps, int n) {
     for (int i = 0; b && i < n; i++) df_op_add_control_input(b, deps[i]);
     return df_op_finish(b);
 }
+/* ==========================================================================================
+   src/helpers.c: typed graph-building helpers for common ops                          >>helpers
+   ========================================================================================== */
 /* ==========================================================================================
    src/seq.c: Tensor arrays and loops over sequences                                    >>seq
    The C user's side of TensorFlow's TensorArray and of its map_fn, scan, foldl and foldr:

@@ -1363,3 +1363,21 @@ DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tens
 #ifdef DATAFLOW_MPI
 DF_PRIVATE int df__mpi_connect(const char *addr, char *err, size_t en);
 #endif
+
+/* ---- from src/kernels/index.c ---- */
+/* ---- end of src/kernels/index.c ---- */
+
+/* ---- from src/kernels/linalg.c ---- */
+/* ---- end of src/kernels/linalg.c ---- */
+
+/* ---- from src/kernels/nn_extra.c ---- */
+/* ---- end of src/kernels/nn_extra.c ---- */
+
+/* ---- from src/kernels/resource.c ---- */
+/* ---- end of src/kernels/resource.c ---- */
+
+/* ---- from src/kernels/half.c ---- */
+/* ---- end of src/kernels/half.c ---- */
+
+/* ---- from src/helpers.c ---- */
+/* ---- end of src/helpers.c ---- */

@@ -315,6 +315,24 @@ static const df__opspec df__op_table[] = {
     {"OptionalHasValue", "optional:variant", "has_value:bool", "", df__sf_scalar, df__k_optional_has_value, DF__OP_NO_GRADIENT, 0},
     {"OptionalGetValue", "optional:variant", "components:output_types", "output_types:list(type)>=1,output_shapes:list(shape)>=1",
      df__sf_optional_get_value, df__k_optional_get_value, 0, 0},
+    /* ---- index ops (src/kernels/index.c): begin ---- */
+    /* ---- index ops: end ---- */
+
+    /* ---- linalg ops (src/kernels/linalg.c): begin ---- */
+    /* ---- linalg ops: end ---- */
+
+    /* ---- nn_extra ops (src/kernels/nn_extra.c): begin ---- */
+    /* ---- nn_extra ops: end ---- */
+
+    /* ---- resource ops (src/kernels/resource.c): begin ---- */
+    /* ---- resource ops: end ---- */
+
+    /* ---- half ops (src/kernels/half.c): begin ---- */
+    /* ---- half ops: end ---- */
+
+    /* ---- random2 ops (src/kernels/random.c): begin ---- */
+    /* ---- random2 ops: end ---- */
+
 #undef DF__ST
 };
 static const int df__op_table_size = (int)(sizeof df__op_table / sizeof *df__op_table);

@@ -903,6 +903,25 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"Sinh", df__g_math_unary}, {"Cosh", df__g_math_unary}, {"L2Loss", df__g_math_unary}, {"Atan2", df__g_atan2},
     {"EluGrad", df__g_math_grad_grad}, {"SeluGrad", df__g_math_grad_grad}, {"Relu6Grad", df__g_math_grad_grad},
     {"LeakyReluGrad", df__g_math_grad_grad}, {"SoftplusGrad", df__g_math_grad_grad},
+
+    /* ---- index gradients (src/kernels/index.c): begin ---- */
+    /* ---- index gradients: end ---- */
+
+    /* ---- linalg gradients (src/kernels/linalg.c): begin ---- */
+    /* ---- linalg gradients: end ---- */
+
+    /* ---- nn_extra gradients (src/kernels/nn_extra.c): begin ---- */
+    /* ---- nn_extra gradients: end ---- */
+
+    /* ---- resource gradients (src/kernels/resource.c): begin ---- */
+    /* ---- resource gradients: end ---- */
+
+    /* ---- half gradients (src/kernels/half.c): begin ---- */
+    /* ---- half gradients: end ---- */
+
+    /* ---- random2 gradients (src/kernels/random.c): begin ---- */
+    /* ---- random2 gradients: end ---- */
+
 };
 DF_PRIVATE df__grad_fn df__grad_fn_for(const df__opdef *op) {
     if (op->grad) return (df__grad_fn)op->grad;
