@@ -260,8 +260,8 @@ static void *load_fixture(const char *name, char *dir, size_t dir_size, manifest
 }
 
 DF_TEST(graphdef_tensorflow_fixtures_match_tensorflow) {
-    char names[64][64];
-    int n = fixture_dirs(names, 64), passed = 0;
+    char names[160][64];
+    int n = fixture_dirs(names, 160), passed = 0;
     CHECK_MSG(n >= 12, "only %d fixtures under " FIXTURES " (run the tests from the repository root)", n);
     for (int i = 0; i < n; i++) {
         char dir[256];
@@ -277,8 +277,8 @@ DF_TEST(graphdef_tensorflow_fixtures_match_tensorflow) {
 
 /* Ours -> GraphDef -> ours: the same results as TensorFlow's, for every fixture. */
 DF_TEST(graphdef_export_imports_back_to_the_same_results) {
-    char names[64][64];
-    int n = fixture_dirs(names, 64);
+    char names[160][64];
+    int n = fixture_dirs(names, 160);
     for (int i = 0; i < n; i++) {
         char dir[256];
         manifest m;
@@ -706,9 +706,9 @@ DF_TEST(graphdef_tensor_proto_typed_values) {
    to TensorFlow's results, the gradient fixtures too: their While accumulates intermediates in
    TensorLists (variant-typed loop variables), their If keeps them in Optionals. */
 DF_TEST(graphdef_tensorflow2_functional_fixtures_match_tensorflow) {
-    char names[64][64];
+    char names[160][64];
     fixtures_root = "tests/graphdef/fixtures_tf2";
-    int n = fixture_dirs(names, 64), passed = 0, grads = 0;
+    int n = fixture_dirs(names, 160), passed = 0, grads = 0;
     CHECK_MSG(n >= 11, "only %d fixtures under %s", n, fixtures_root);
     for (int i = 0; i < n; i++) {
         char dir[256];
@@ -742,9 +742,9 @@ static const char *const cf_expected[] = {"dynamic_rnn_gru", "dynamic_rnn_lstm",
                                           "tf2_tape_if_in_while", "tf2_tape_while"};
 DF_TEST(graphdef_control_flow_fixtures_match_tensorflow) {
     const char *const *expected = cf_expected;
-    char names[64][64];
+    char names[160][64];
     fixtures_root = "tests/graphdef/fixtures_cf";
-    int n = fixture_dirs(names, 64), passed = 0, listed = 0;
+    int n = fixture_dirs(names, 160), passed = 0, listed = 0;
     qsort(names, (size_t)n, sizeof *names, compare_names);
     CHECK_MSG(n >= 17, "only %d fixtures under %s", n, fixtures_root);
     for (int i = 0; i < n; i++) {
