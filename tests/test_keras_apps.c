@@ -16,6 +16,7 @@
    absolute rounding of the large ones. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
+#include <dirent.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -132,12 +133,33 @@ static void run_keras_fixture(const char *model) {
     df_graph_free(g);
 }
 
-DF_TEST(keras_apps_MobileNetV2) { run_keras_fixture("MobileNetV2"); }
-DF_TEST(keras_apps_ResNet50) { run_keras_fixture("ResNet50"); }
-DF_TEST(keras_apps_EfficientNetB0) { run_keras_fixture("EfficientNetB0"); }
-DF_TEST(keras_apps_DenseNet121) { run_keras_fixture("DenseNet121"); }
-DF_TEST(keras_apps_InceptionV3) { run_keras_fixture("InceptionV3"); }
-DF_TEST(keras_apps_MobileNetV3Small) { run_keras_fixture("MobileNetV3Small"); }
-DF_TEST(keras_apps_transformer_block) { run_keras_fixture("transformer_block"); }
-DF_TEST(keras_apps_lstm) { run_keras_fixture("lstm"); }
-DF_TEST(keras_apps_gru) { run_keras_fixture("gru"); }
+static const char *const models[] = {"MobileNetV2", "ResNet50", "EfficientNetB0", "DenseNet121", "InceptionV3",
+                                     "MobileNetV3Small", "transformer_block", "lstm", "gru"};
+
+DF_TEST(keras_apps_MobileNetV2) { run_keras_fixture(models[0]); }
+DF_TEST(keras_apps_ResNet50) { run_keras_fixture(models[1]); }
+DF_TEST(keras_apps_EfficientNetB0) { run_keras_fixture(models[2]); }
+DF_TEST(keras_apps_DenseNet121) { run_keras_fixture(models[3]); }
+DF_TEST(keras_apps_InceptionV3) { run_keras_fixture(models[4]); }
+DF_TEST(keras_apps_MobileNetV3Small) { run_keras_fixture(models[5]); }
+DF_TEST(keras_apps_transformer_block) { run_keras_fixture(models[6]); }
+DF_TEST(keras_apps_lstm) { run_keras_fixture(models[7]); }
+DF_TEST(keras_apps_gru) { run_keras_fixture(models[8]); }
+
+/* Every folder of KERAS_FIXTURES is one of the models above (a new fixture needs its test). */
+DF_TEST(keras_apps_every_fixture_is_tested) {
+    DIR *dir = opendir(KERAS_FIXTURES);
+    CHECK_MSG(dir != NULL, "cannot open " KERAS_FIXTURES " (run the tests from the repository root)");
+    if (!dir) return;
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        if (e->d_name[0] == '.') continue;
+        int known = 0;
+        for (size_t i = 0; i < sizeof models / sizeof *models; i++) known |= !strcmp(e->d_name, models[i]);
+        CHECK_MSG(known, KERAS_FIXTURES "/%s has no test in tests/test_keras_apps.c", e->d_name);
+        found++;
+    }
+    closedir(dir);
+    CHECK_EQ_INT(found, (int)(sizeof models / sizeof *models));
+}

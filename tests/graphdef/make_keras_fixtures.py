@@ -39,6 +39,7 @@ tests/test_keras_apps.c runs every folder and compares with TensorFlow.
 import os
 import re
 import shutil
+import subprocess
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -184,7 +185,8 @@ def generate_weights(gd):
         node(out, "FloorMod", "gen/mod2", ["gen/add", "gen/p"], T=i32)
         node(out, "Sub", "gen/centre", ["gen/mod2", "gen/h"], T=i32)
         node(out, "Cast", "gen/base", ["gen/centre"], SrcT=i32, DstT=f32, Truncate=attr_value_pb2.AttrValue(b=False))
-    for n in gd.node:
+    # by name: TensorFlow's freezing orders the nodes differently from run to run
+    for n in sorted(gd.node, key=lambda n: n.name):
         if n.name not in values:
             out.node.add().CopyFrom(n)
             continue
@@ -222,8 +224,8 @@ def gen_params(k, value):
 def compact(gd, keep):
     """Shrinks gd without changing what it computes: drops the model's name scope from node
     names, bypasses the Identity nodes between a weight and its users (what freezing left of
-    ReadVariableOp) and drops the NoOps only `keep` nodes wait for (a frozen graph's output waits
-    for one that gathers every variable read). `keep`: node names to leave alone."""
+    ReadVariableOp), drops the NoOps only `keep` nodes wait for (a frozen graph's output waits
+    for one that gathers every variable read) and keeps only the nodes `keep` needs. `keep`: node names to leave alone."""
     weights = {n.name for n in gd.node if n.op in ("Const", "Fill") or n.name.endswith("/ReadVariableOp/resource")}
     bypass = {}
     for n in gd.node:
@@ -259,17 +261,27 @@ def compact(gd, keep):
         for i in n.input:
             users.setdefault(i.lstrip("^").split(":")[0], set()).add(n.name)
     drop = {n.name for n in gd.node if n.op == "NoOp" and n.name not in keep and users.get(n.name, set()) <= keep}
+    # only what the kept nodes need (freezing a loop leaves unused Placeholders, their number varies)
+    inputs = {n.name: [i.lstrip("^").split(":")[0] for i in n.input] for n in gd.node}
+    needed, todo = set(), [k for k in keep if k in inputs]
+    while todo:
+        k = todo.pop()
+        if k not in needed:
+            needed.add(k)
+            todo.extend(inputs[k])
     out = graph_pb2.GraphDef()
     out.versions.CopyFrom(gd.versions)
     out.library.CopyFrom(gd.library)
     for n in gd.node:
-        if n.name in bypass or n.name in drop:
+        if n.name in bypass or n.name in drop or n.name not in needed:
             continue
         m = out.node.add()
         m.CopyFrom(n)
         m.name = short(n.name)
         del m.input[:]
         m.input.extend(ref(i) for i in n.input if i.lstrip("^") not in drop)
+        if "_has_manual_control_dependencies" in m.attr:     # a marker TensorFlow sets now and then
+            del m.attr["_has_manual_control_dependencies"]
     return out
 
 
@@ -323,7 +335,7 @@ def make(name, seed):
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     with open(os.path.join(d, "graph.pb"), "wb") as f:
-        f.write(gd.SerializeToString())
+        f.write(gd.SerializeToString(deterministic=True))
     np.save(os.path.join(d, "x.npy"), x)
     np.save(os.path.join(d, "out.npy"), y)
     ops = sorted({n.op for n in gd.node} | {n.op for f in gd.library.function for n in f.node_def})
@@ -344,10 +356,19 @@ def make(name, seed):
 
 def main():
     names = sys.argv[1:] or list(MODELS)
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        sys.exit("unknown model(s) %s; models: %s" % (" ".join(unknown), " ".join(MODELS)))
+    if len(names) > 1 or os.environ.get("PYTHONHASHSEED") != "0":
+        # Python's string hashing orders some sets TensorFlow iterates while freezing.
+        # One process per model: Keras's random initialisers and layer names depend on what the
+        # process built before, and each fixture must come out the same however it is made.
+        for name in names:
+            subprocess.run([sys.executable, os.path.abspath(__file__), name], check=True,
+                           env=dict(os.environ, PYTHONHASHSEED="0"))
+        return
     check_generator()
-    for i, name in enumerate(MODELS):
-        if name in names:
-            make(name, seed=1000 + i)
+    make(names[0], seed=1000 + list(MODELS).index(names[0]))
 
 
 if __name__ == "__main__":
