@@ -1,5 +1,5 @@
 /* Keras applications: tf.keras.applications models (MobileNetV2, ResNet50, EfficientNetB0,
-   DenseNet121, InceptionV3, MobileNetV3Small; weights=None, small inputs), a Keras transformer
+   DenseNet121, InceptionV3, MobileNetV3Small, Xception, ConvNeXtTiny; weights=None, small inputs), a Keras transformer
    block and Keras LSTM and GRU layers, frozen by TensorFlow into GraphDefs
    (tests/graphdef/fixtures_keras, made by tests/graphdef/make_keras_fixtures.py: the large
    weights are generated in the graph by integer arithmetic both sides compute exactly), are
@@ -134,7 +134,7 @@ static void run_keras_fixture(const char *model) {
 }
 
 static const char *const models[] = {"MobileNetV2", "ResNet50", "EfficientNetB0", "DenseNet121", "InceptionV3",
-                                     "MobileNetV3Small", "transformer_block", "lstm", "gru"};
+                                     "MobileNetV3Small", "Xception", "ConvNeXtTiny", "transformer_block", "lstm", "gru"};
 
 DF_TEST(keras_apps_MobileNetV2) { run_keras_fixture(models[0]); }
 DF_TEST(keras_apps_ResNet50) { run_keras_fixture(models[1]); }
@@ -142,9 +142,11 @@ DF_TEST(keras_apps_EfficientNetB0) { run_keras_fixture(models[2]); }
 DF_TEST(keras_apps_DenseNet121) { run_keras_fixture(models[3]); }
 DF_TEST(keras_apps_InceptionV3) { run_keras_fixture(models[4]); }
 DF_TEST(keras_apps_MobileNetV3Small) { run_keras_fixture(models[5]); }
-DF_TEST(keras_apps_transformer_block) { run_keras_fixture(models[6]); }
-DF_TEST(keras_apps_lstm) { run_keras_fixture(models[7]); }
-DF_TEST(keras_apps_gru) { run_keras_fixture(models[8]); }
+DF_TEST(keras_apps_Xception) { run_keras_fixture(models[6]); }
+DF_TEST(keras_apps_ConvNeXtTiny) { run_keras_fixture(models[7]); }      /* grouped Conv2D in function calls */
+DF_TEST(keras_apps_transformer_block) { run_keras_fixture(models[8]); }
+DF_TEST(keras_apps_lstm) { run_keras_fixture(models[9]); }
+DF_TEST(keras_apps_gru) { run_keras_fixture(models[10]); }
 
 /* Every folder of KERAS_FIXTURES is one of the models above (a new fixture needs its test). */
 DF_TEST(keras_apps_every_fixture_is_tested) {

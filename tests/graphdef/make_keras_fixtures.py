@@ -1,6 +1,8 @@
 """Make the Keras application fixtures under tests/graphdef/fixtures_keras/.
 
-Each model (tf.keras.applications with weights=None and a small input, a Keras
+Each model (tf.keras.applications with weights=None and a small input: MobileNetV2,
+ResNet50, EfficientNetB0, DenseNet121, InceptionV3, MobileNetV3Small, Xception,
+ConvNeXtTiny (its depthwise convolutions are grouped Conv2Ds in function calls); a Keras
 transformer block, Keras LSTM and GRU layers) is frozen for inference
 (tf.function + convert_variables_to_constants_v2) into a GraphDef. A frozen
 ResNet50 is ~100 MB of weights, so every large float Const (>= 128 elements)
@@ -19,7 +21,8 @@ with begin different for each weight; scale and offset give w the standard devia
 stay in the range of a freshly built model. A Const of >= 64 equal elements
 (zero biases) becomes Fill(shape, value). Smaller Consts stay as they are.
 BatchNormalization layers get random gamma, beta, moving mean and variance
-first (Keras starts them at 1, 0, 0, 1, which would leave BN a no-op). Last,
+first (Keras starts them at 1, 0, 0, 1, which would leave BN a no-op), and
+ConvNeXt's LayerScale random gammas (Keras starts them at 1e-6). Last,
 the graph is compacted: the model's name scope is dropped from node names, the
 Identity nodes freezing left between weights and their users are bypassed, and
 the NoOp that only gathered control edges goes. TensorFlow then runs the
@@ -98,6 +101,8 @@ MODELS = {
     "DenseNet121": app(keras.applications.DenseNet121, 64),
     "InceptionV3": app(keras.applications.InceptionV3, 75),
     "MobileNetV3Small": app(keras.applications.MobileNetV3Small, 64),
+    "Xception": app(keras.applications.Xception, 71),
+    "ConvNeXtTiny": app(keras.applications.ConvNeXtTiny, 64),
     "transformer_block": transformer_block,
     "lstm": rnn(lambda: keras.layers.LSTM(16, return_sequences=True)),
     "gru": rnn(lambda: keras.layers.GRU(16)),
@@ -116,6 +121,9 @@ DESCRIPTION = {
 
 def randomise_batch_norm(model, rng):
     for layer in model.layers:
+        if type(layer).__name__ == "LayerScale":        # ConvNeXt's, 1e-6 at first: blocks would be no-ops
+            for w in layer.weights:
+                w.assign(rng.uniform(0.1, 1.0, tuple(w.shape)).astype(np.float32))
         if not isinstance(layer, keras.layers.BatchNormalization):
             continue
         for w in layer.weights:
