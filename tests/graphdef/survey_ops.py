@@ -11,8 +11,10 @@ programs whose graphs (and function libraries) use it:
     embedding MLP and a small CNN of assorted layers, each frozen and "_train";
   * mixed-precision models (mixed_float16, mixed_bfloat16);
   * tf.compat.v1 programs: a graph-mode program with a wide spread of tf.math /
-    tf.nn / tf.linalg / random ops and v1 optimizers, and a tf.compat.v1 layers
-    program with reference variables, fused batch norm, update ops and a Saver.
+    tf.nn / tf.linalg / random ops and v1 optimizers, a tf.compat.v1 layers
+    program with reference variables, fused batch norm, update ops and a Saver,
+    and the plumbing around a model (image decoding, strings, tf.print, a
+    sparse feature, fake quantisation, a sharded Saver).
 
 Writes (run from the repository root, with the TensorFlow-enabled python):
 
@@ -59,8 +61,9 @@ IO_OPS = {
 IO_PATTERNS = ("Reader", "Dataset", "Iterator", "Summary", "Checkpoint")
 IMAGE_OPS = {"ExtractJpegShape", "AdjustContrastv2", "AdjustHue", "AdjustSaturation"}
 # "Sparse" in the name but dense tensors in and out.
-DENSE_SPARSE_NAMED = ("SparseSoftmaxCrossEntropyWithLogits", "SparseSegment", "SparseApply",
-                      "ResourceSparseApply", "SparseMatMul", "SparseToDense")
+# (SparseSegment* and SparseToDense, the ops of tf.sparse.segment_* and tf.sparse.to_dense, are
+# counted as sparse.)
+DENSE_SPARSE_NAMED = ("SparseSoftmaxCrossEntropyWithLogits", "SparseApply", "ResourceSparseApply", "SparseMatMul")
 
 
 def op_category(op):
@@ -189,6 +192,8 @@ def survey_programs():
     print("  %-28s %3d ops" % ("compat_v1_program", len(programs["compat_v1_program"])), flush=True)
     programs["compat_v1_layers_ref_vars"] = compat_v1_layers_ref_vars(tf)
     print("  %-28s %3d ops" % ("compat_v1_layers_ref_vars", len(programs["compat_v1_layers_ref_vars"])), flush=True)
+    programs["compat_v1_io_plumbing"] = compat_v1_io_plumbing(tf)
+    print("  %-28s %3d ops" % ("compat_v1_io_plumbing", len(programs["compat_v1_io_plumbing"])), flush=True)
     return programs
 
 
@@ -316,6 +321,32 @@ def compat_v1_layers_ref_vars(tf):
         v1.global_variables_initializer()
         v1.train.Saver()
         v1.enable_resource_variables()
+    return ops_of(g.as_graph_def())
+
+
+def compat_v1_io_plumbing(tf):
+    """The plumbing around a TF1 model, of the kinds the runtime may leave out: reading and
+    decoding an image, parsing label strings, tf.print, a sparse feature, fake quantisation,
+    a sharded Saver."""
+    v1 = tf.compat.v1
+    g = tf.Graph()
+    with g.as_default():
+        path = v1.placeholder(tf.string, [])
+        img = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
+        img = tf.image.resize(tf.cast(img, tf.float32) / 255.0, [16, 16])
+        text = v1.placeholder(tf.string, [None])
+        label = tf.strings.to_number(tf.strings.regex_replace(text, "[^0-9]", ""), tf.int32)
+        ids = v1.sparse_placeholder(tf.float32, name="ids")
+        emb = v1.get_variable("emb", [100, 8])
+        feature = tf.sparse.sparse_dense_matmul(ids, emb)
+        x = tf.quantization.fake_quant_with_min_max_args(tf.reshape(img, [1, -1]), -1.0, 1.0)
+        w = v1.get_variable("w", [768, 8])
+        logits = tf.matmul(x, w) + tf.reduce_sum(feature)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=label[:1], logits=logits))
+        with tf.control_dependencies([tf.print("loss", loss)]):
+            v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+        v1.global_variables_initializer()
+        v1.train.Saver(sharded=True)
     return ops_of(g.as_graph_def())
 
 
