@@ -16,17 +16,19 @@ and one float add, each correctly rounded). One integer sequence is shared,
 
     w = Reshape(Slice(base, [begin], [n]) * scale + offset, shape)
 
-with begin different for each weight; scale and offset give w the standard deviation and mean of the weight Keras initialised
-(the values are spread evenly over mean -+ sqrt(3) std), so the activations
+with begin different for each weight; scale and offset give w the standard
+deviation and mean of the weight Keras initialised (the values are spread
+evenly over mean -+ sqrt(3) std), so the activations
 stay in the range of a freshly built model. A Const of >= 64 equal elements
 (zero biases) becomes Fill(shape, value). Smaller Consts stay as they are.
 BatchNormalization layers get random gamma, beta, moving mean and variance
 first (Keras starts them at 1, 0, 0, 1, which would leave BN a no-op), and
 ConvNeXt's LayerScale random gammas (Keras starts them at 1e-6). Last,
 the graph is compacted: the model's name scope is dropped from node names, the
-Identity nodes freezing left between weights and their users are bypassed, and
-the NoOp that only gathered control edges goes. TensorFlow then runs the
-modified GraphDef (tf.compat.v1.Session) on a seeded input, and each folder gets the same files as tests/graphdef/fixtures:
+Identity nodes freezing left between weights and their users are bypassed, the
+NoOp that only gathered control edges goes, and so do nodes the output does not
+need. TensorFlow then runs the modified GraphDef (tf.compat.v1.Session) on a
+seeded input, and each folder gets the same files as tests/graphdef/fixtures:
 
     graph.pb       the GraphDef, binary protobuf
     x.npy          the input, out.npy TensorFlow's output
@@ -35,6 +37,9 @@ modified GraphDef (tf.compat.v1.Session) on a seeded input, and each folder gets
 Run from the repository root with the TensorFlow-enabled python (CI does not):
 
     .venv/bin/python tests/graphdef/make_keras_fixtures.py [model ...]
+
+Each model is made in a process of its own with PYTHONHASHSEED=0, so running
+the script again rewrites the same bytes.
 
 tests/test_keras_apps.c runs every folder and compares with TensorFlow.
 """
@@ -94,6 +99,7 @@ def rnn(layer_fn):
     return build
 
 
+# The seed of a model is 1000 + its index here: add new models at the end.
 MODELS = {
     "MobileNetV2": app(keras.applications.MobileNetV2, 64),
     "ResNet50": app(keras.applications.ResNet50, 64),
@@ -119,7 +125,7 @@ DESCRIPTION = {
 # Freezing and weight generators.
 # ---------------------------------------------------------------------------
 
-def randomise_batch_norm(model, rng):
+def randomise_scales(model, rng):
     for layer in model.layers:
         if type(layer).__name__ == "LayerScale":        # ConvNeXt's, 1e-6 at first: blocks would be no-ops
             for w in layer.weights:
@@ -233,7 +239,8 @@ def compact(gd, keep):
     """Shrinks gd without changing what it computes: drops the model's name scope from node
     names, bypasses the Identity nodes between a weight and its users (what freezing left of
     ReadVariableOp), drops the NoOps only `keep` nodes wait for (a frozen graph's output waits
-    for one that gathers every variable read) and keeps only the nodes `keep` needs. `keep`: node names to leave alone."""
+    for one that gathers every variable read) and keeps only the nodes `keep` needs. `keep`:
+    the names of the input and output nodes, left alone."""
     weights = {n.name for n in gd.node if n.op in ("Const", "Fill") or n.name.endswith("/ReadVariableOp/resource")}
     bypass = {}
     for n in gd.node:
@@ -332,7 +339,7 @@ def make(name, seed):
     keras.backend.clear_session()
     keras.utils.set_random_seed(seed)
     model, shape = MODELS[name]()
-    randomise_batch_norm(model, np.random.default_rng(seed + 1))
+    randomise_scales(model, np.random.default_rng(seed + 1))
     gd, input_name, output_name = freeze(model, shape)
     gd, generated, filled, elements = generate_weights(gd)
     gd = compact(gd, {input_name.split(":")[0], output_name.split(":")[0]})
