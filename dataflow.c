@@ -1812,6 +1812,7 @@ static df_code df__sf_depthwise_conv2d(df__shape_ctx *c);
 static df_code df__sf_depthwise_sizes(df__shape_ctx *c);
 static void df__g_fused_batch_norm(df__gfn *c);
 static void df__g_depthwise_conv2d(df__gfn *c);
+static void df__g_fused_batch_norm_grad(df__gfn *c);
 /* ---- end of src/kernels/nn_extra.c ---- */
 
 /* ---- from src/kernels/resource.c ---- */
@@ -8596,6 +8597,55 @@ static void df__g_depthwise_conv2d(df__gfn *c) {
         c->dx[2] = df__dw_op(g, "DepthwiseConv2dNative", n, x, d, none);
     }
 }
+/* FusedBatchNormGrad, V2, V3 (second order, nn_grad.py's _BatchNormGradGrad): the first-order
+   gradient rebuilt from plain ops (its _BatchNormGrad) and differentiated with respect to
+   y_backprop, x and scale, seeded with the incoming gradients of x_backprop, scale_backprop
+   and offset_backprop. Float32 4-D NHWC or NCHW. */
+static void df__g_fused_batch_norm_grad(df__gfn *c) {
+    df_graph *g = c->g;
+    df_node *n = c->n;
+    df_output dy = n->inputs[0], x = n->inputs[1], scale = n->inputs[2], mean = n->inputs[3], var = n->inputs[4];
+    const char *fmt = *df__attr_s(n, "data_format") ? df__attr_s(n, "data_format") : "NHWC";
+    int train = df__attr_b(n, "is_training", 1), nchw = !strcmp(fmt, "NCHW");
+    float eps = df__nnx_attr_f(n, "epsilon", 1e-4f);
+    if (df_output_dtype(x) != DF_FLOAT || (!nchw && strcmp(fmt, "NHWC"))) {
+        df__graph_error(g, DF_UNIMPLEMENTED, "The gradient of %s is implemented for float32 4-D NHWC or NCHW inputs, "
+                        "not %s %s {{node %s}}", n->op->name, df_dtype_name(df_output_dtype(x)), fmt, n->name);
+        return;
+    }
+    const int32_t axes_nhwc[3] = {0, 1, 2}, axes_nchw[3] = {0, 2, 3};
+    const int32_t *axes = nchw ? axes_nchw : axes_nhwc;
+    const int64_t per_channel[4] = {1, -1, 1, 1};
+    df_output sc = nchw ? df_reshape(g, scale, 4, per_channel) : scale, keps = df__scalar_of(g, DF_FLOAT, eps);
+    df_output gx, gs, go;
+    if (train) {
+        int keep = nchw;
+        df_output mean_dy = df_reduce_mean(g, dy, 3, axes, keep), mean_x = df_reduce_mean(g, x, 3, axes, keep);
+        df_op_builder *b = df_op_new(g, "SquaredDifference", NULL);
+        df_op_add_input(b, x);
+        df_op_add_input(b, df_stop_gradient(g, mean_x));
+        df_output var_x = df_reduce_mean(g, df__out(df_op_finish(b), 0), 3, axes, keep);
+        df_output x_off = df_sub(g, x, mean_x), ve = df_add(g, var_x, keps), rs = df__op1(g, "Rsqrt", ve);
+        df_output m = df_reduce_mean(g, df_mul(g, dy, x_off), 3, axes, keep);
+        gx = df_mul(g, df_mul(g, sc, rs), df_sub(g, df_sub(g, dy, mean_dy), df_mul(g, df_mul(g, df__op1(g, "Reciprocal", ve), m), x_off)));
+        gs = df_mul(g, rs, df_reduce_sum(g, df_mul(g, dy, x_off), 3, axes, keep));
+        if (nchw) { const int64_t flat[1] = {-1}; gs = df_reshape(g, gs, 1, flat); }
+        go = df_reduce_sum(g, dy, 3, axes, 0);
+    } else {
+        df_output pm = nchw ? df_reshape(g, mean, 4, per_channel) : mean, pv = nchw ? df_reshape(g, var, 4, per_channel) : var;
+        df_output rs = df__op1(g, "Rsqrt", df_add(g, pv, keps));
+        go = df_reduce_sum(g, dy, 3, axes, 0);
+        gs = df_reduce_sum(g, df_mul(g, df_mul(g, dy, df_sub(g, x, pm)), rs), 3, axes, 0);
+        gx = df_mul(g, df_mul(g, dy, sc), rs);
+    }
+    df_output ys[3], seeds[3], xs[3] = {dy, x, scale}, d[3];
+    df_output firsts[3] = {gx, gs, go};
+    int k = 0;
+    for (int i = 0; i < 3; i++)
+        if (c->dy[i].node) { ys[k] = firsts[i]; seeds[k] = c->dy[i]; k++; }
+    if (!k || df_gradients(g, k, ys, seeds, 3, xs, d) != DF_OK) return;
+    for (int i = 0; i < 3; i++) c->dx[i] = d[i];
+}
 /* ==========================================================================================
    src/kernels/resource.c: CPU kernels: resource variables (VarHandleOp and its ops)   >>resvar
    ========================================================================================== */
@@ -14060,7 +14110,8 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"FusedBatchNorm", df__g_fused_batch_norm}, {"FusedBatchNormV2", df__g_fused_batch_norm},
     {"FusedBatchNormV3", df__g_fused_batch_norm}, {"DepthwiseConv2dNative", df__g_depthwise_conv2d},
     {"DepthwiseConv2dNativeBackpropInput", df__g_depthwise_conv2d},
-    {"DepthwiseConv2dNativeBackpropFilter", df__g_depthwise_conv2d},
+    {"DepthwiseConv2dNativeBackpropFilter", df__g_depthwise_conv2d}, {"FusedBatchNormGrad", df__g_fused_batch_norm_grad},
+    {"FusedBatchNormGradV2", df__g_fused_batch_norm_grad}, {"FusedBatchNormGradV3", df__g_fused_batch_norm_grad},
     /* ---- nn_extra gradients: end ---- */
 
     /* ---- resource gradients (src/kernels/resource.c): begin ---- */

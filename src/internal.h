@@ -1389,6 +1389,7 @@ DF_PRIVATE df_code df__sf_depthwise_conv2d(df__shape_ctx *c);
 DF_PRIVATE df_code df__sf_depthwise_sizes(df__shape_ctx *c);
 DF_PRIVATE void df__g_fused_batch_norm(df__gfn *c);
 DF_PRIVATE void df__g_depthwise_conv2d(df__gfn *c);
+DF_PRIVATE void df__g_fused_batch_norm_grad(df__gfn *c);
 /* ---- end of src/kernels/nn_extra.c ---- */
 
 /* ---- from src/kernels/resource.c ---- */

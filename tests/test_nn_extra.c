@@ -277,6 +277,35 @@ DF_TEST(fused_batch_norm_gradients_match_tensorflow_and_central_differences) {
     }
 }
 
+static const double bn_gg_train_x[] = {1.44494081, 0.31218487, 2.22264957, -1.26466203, 0.949951053, 0.471909612, -0.40928328, 1.58771729, -1.27883053, -0.950119317, -2.30385017, -3.02957034, -0.094740808, -0.625474572, -4.78031015, 0.760637879, -0.198028117, 2.78604746, 1.61601639, 0.439738065, 1.87250173, -1.09358633, 1.07750428, 0.12176159, -0.238207698, 1.71527052, -1.62897849, -0.779043674, -2.17629695, -3.37971854, 0.0763348937, -0.708241105, 4.18663883, 0.931713521, -0.0704748631, 2.43589926};
+static const double bn_gg_train_s[] = {-0.00464223372, -2.67691493, -0.00100844947};
+static const double bn_gg_infer_x[] = {-0.698334932, -0.139666989, 0.419000983, 0.977668941, -0.488834471, 0.0698334947, -1.02655208, 1.36873615, 0.456245393, -0.456245393, -1.36873615, 1.02655208, -0.353200376, 2.47240257, -4.94480515, -2.11920214, 0.706400752, 3.53200388, -0.768168449, -0.209500492, 0.349167466, 0.907835424, -0.558667958, 0, -0.912490785, 1.4827975, 0.570306718, -0.342184037, -1.25467479, 1.14061344, -0.706400752, 2.11920214, 4.94480515, -2.47240257, 0.353200376, 3.17880344};
+static const double bn_gg_infer_s[] = {-0.436459422, -3.39332533, -5.62913036};
+/* Second order (nn_grad.py's _BatchNormGradGrad): d/d(x, scale) of sum(w2 * dL/dx) +
+   sum(w3 * dL/dscale) with L = sum(w * y), training NHWC and inference NCHW. */
+DF_TEST(fused_batch_norm_second_order_gradients_match_tensorflow) {
+    for (int train = 1; train >= 0; train--) {
+        df_graph *g = df_graph_new();
+        df_output in[5] = {seqc(g, DF_FLOAT, 4, D(2, 3, 2, 3), 1, 1.0), konst(g, DF_FLOAT, 1, D(3), bn_scale),
+                           konst(g, DF_FLOAT, 1, D(3), bn_offset), konst(g, DF_FLOAT, 1, D(3), bn_mean),
+                           konst(g, DF_FLOAT, 1, D(3), bn_var)};
+        df_node *bn = bn_op(g, "FusedBatchNormV3", in, 5, 1, train ? "NHWC" : "NCHW", train);
+        df_output y = out(bn, 0), w = seqc(g, DF_FLOAT, 4, D(2, 3, 2, 3), 3, 1.0), g1[2];
+        CHECK_EQ_INT(df_gradients(g, 1, &y, &w, 2, in, g1), DF_OK);
+        df_output l2[2] = {df_mul(g, g1[0], seqc(g, DF_FLOAT, 4, D(2, 3, 2, 3), 9, 1.0)),
+                           df_mul(g, g1[1], konst(g, DF_FLOAT, 1, D(3), (const double[]){0.5, -1.0, 2.0}))};
+        df_output h[2];
+        CHECK_MSG(df_gradients(g, 2, l2, NULL, 2, in, h) == DF_OK, "%s", df_graph_status(g)->message);
+        df_tensor *o[2];
+        df_status st;
+        CHECK_OK((run(g, h, 2, o, &st), &st));
+        check_vals(train ? "training d2/dx" : "inference d2/dx", o[0], train ? bn_gg_train_x : bn_gg_infer_x, 36, 2e-5);
+        check_vals(train ? "training d2/dscale" : "inference d2/dscale", o[1], train ? bn_gg_train_s : bn_gg_infer_s, 3, 2e-5);
+        for (int k = 0; k < 2; k++) df_tensor_release(o[k]);
+        df_graph_free(g);
+    }
+}
+
 /* ---- depthwise convolution ---- */
 DF_TEST(depthwise_conv_and_backprops_match_tensorflow) {
     df_graph *g = df_graph_new();
