@@ -218,6 +218,61 @@ DF_TEST(fused_batch_norm_grad_ops_match_tensorflow) {
     df_graph_free(g);
 }
 
+/* Tensors big enough to be split between threads, channels last and first: the statistics
+   against float64 sums here, y and x_backprop at every position. */
+DF_TEST(fused_batch_norm_large_tensors_match_float64) {
+    for (int nchw = 0; nchw < 2; nchw++) {
+        const int64_t N = 4, S = 24 * 24, C = 40, total = N * S * C;
+        int64_t dims[4] = {N, nchw ? C : 24, 24, nchw ? 24 : C};
+        double *x = (double *)malloc((size_t)total * sizeof(double)), *dy = (double *)malloc((size_t)total * sizeof(double));
+        for (int64_t i = 0; i < total; i++) { x[i] = sin(0.37 * (double)i) * 2 + 0.5; dy[i] = cos(0.11 * (double)i); }
+        for (int64_t i = 0; i < total; i++) x[i] = (float)x[i], dy[i] = (float)dy[i];
+        double one[40], zero[40];
+        for (int k = 0; k < 40; k++) one[k] = 1.0 + 0.01 * k, zero[k] = 0.1 * k;
+        df_graph *g = df_graph_new();
+        df_output in[5] = {konst(g, DF_FLOAT, 4, dims, x), konst(g, DF_FLOAT, 1, D(40), one), konst(g, DF_FLOAT, 1, D(40), zero),
+                           konst(g, DF_FLOAT, 1, D(40), zero), konst(g, DF_FLOAT, 1, D(40), one)};
+        df_node *bn = bn_op(g, "FusedBatchNormV3", in, 5, 1, nchw ? "NCHW" : "NHWC", 1);
+        df_output gi[6] = {konst(g, DF_FLOAT, 4, dims, dy), in[0], in[1], out(bn, 3), out(bn, 4), out(bn, 5)};
+        df_node *gr = bn_op(g, "FusedBatchNormGradV3", gi, 6, 1, nchw ? "NCHW" : "NHWC", 1);
+        df_output f[4] = {out(bn, 0), out(bn, 2), out(gr, 0), out(gr, 1)};
+        df_tensor *o[4];
+        df_status st;
+        CHECK_OK((run(g, f, 4, o, &st), &st));
+        double mean[40] = {0}, var[40] = {0}, sdy[40] = {0}, sdyx[40] = {0};
+        #define CH(i) (nchw ? ((i) / S) % C : (i) % C)
+        for (int64_t i = 0; i < total; i++) mean[CH(i)] += x[i] / (double)(N * S);
+        for (int64_t i = 0; i < total; i++) var[CH(i)] += (x[i] - mean[CH(i)]) * (x[i] - mean[CH(i)]) / (double)(N * S);
+        for (int64_t i = 0; i < total; i++) {
+            double xs = (x[i] - mean[CH(i)]) / sqrt(var[CH(i)] + 0.001);
+            sdy[CH(i)] += dy[i];
+            sdyx[CH(i)] += dy[i] * xs;
+        }
+        double worst_y = 0, worst_dx = 0, worst_v = 0, worst_ds = 0;
+        for (int64_t i = 0; o[0] && o[2] && i < total; i++) {
+            int64_t ch = CH(i);
+            double r = 1 / sqrt(var[ch] + 0.001), xs = (x[i] - mean[ch]) * r;
+            double y = xs * one[ch] + zero[ch];
+            double dx = one[ch] * r * (dy[i] - sdy[ch] / (double)(N * S) - xs * sdyx[ch] / (double)(N * S));
+            worst_y = fmax(worst_y, fabs(elem(o[0], i) - y) / (1 + fabs(y)));
+            worst_dx = fmax(worst_dx, fabs(elem(o[2], i) - dx) / (1 + fabs(dx)));
+        }
+        for (int ch = 0; o[1] && o[3] && ch < C; ch++) {
+            double v = var[ch] * (double)(N * S) / (double)(N * S - 1);
+            worst_v = fmax(worst_v, fabs(elem(o[1], ch) - v) / v);
+            worst_ds = fmax(worst_ds, fabs(elem(o[3], ch) - sdyx[ch]) / (1 + fabs(sdyx[ch])));
+        }
+        #undef CH
+        CHECK_MSG(worst_y < 2e-5 && worst_dx < 2e-5, "%s: y off by %g, x_backprop by %g", nchw ? "NCHW" : "NHWC", worst_y, worst_dx);
+        CHECK_MSG(worst_v < 1e-5 && worst_ds < 1e-4, "%s: batch_variance off by %g, scale_backprop by %g", nchw ? "NCHW" : "NHWC",
+                  worst_v, worst_ds);
+        for (int k = 0; k < 4; k++) df_tensor_release(o[k]);
+        df_graph_free(g);
+        free(x);
+        free(dy);
+    }
+}
+
 /* sum(w * y) for batch norm y (training or NCHW inference) at x, scale, offset (float32). */
 static double bn_loss(const double *x, const double *s, const double *o, int train, int *ok) {
     df_graph *g = df_graph_new();
@@ -343,7 +398,8 @@ DF_TEST(depthwise_conv_and_backprops_match_tensorflow) {
 DF_TEST(depthwise_conv_float_paths_match_float64) {
     static const struct { int64_t n, h, w, c, k, m, s, d; const char *pad; } cases[] = {
         {2, 9, 13, 19, 3, 1, 1, 1, "SAME"}, {1, 12, 11, 24, 3, 1, 2, 1, "SAME"}, {1, 10, 14, 16, 5, 1, 1, 1, "VALID"},
-        {2, 8, 17, 9, 3, 1, 2, 2, "SAME"}, {1, 7, 9, 8, 3, 2, 1, 1, "SAME"}, {1, 6, 20, 33, 3, 1, 3, 1, "EXPLICIT"}};
+        {2, 8, 17, 9, 3, 1, 2, 2, "SAME"}, {1, 7, 9, 8, 3, 2, 1, 1, "SAME"}, {1, 6, 20, 33, 3, 1, 3, 1, "EXPLICIT"},
+        {1, 9, 12, 16, 3, 1, 1, 2, "EXPLICIT"}, {2, 5, 5, 8, 1, 1, 1, 1, "VALID"}};
     for (int k = 0; k < LEN(cases); k++) {
         int64_t xd[4] = {cases[k].n, cases[k].h, cases[k].w, cases[k].c}, fd[4] = {cases[k].k, cases[k].k, cases[k].c, cases[k].m};
         int64_t st4[4] = {1, cases[k].s, cases[k].s, 1}, dl[4] = {1, cases[k].d, cases[k].d, 1}, ep[8] = {0, 0, 2, 0, 1, 3, 0, 0};
@@ -377,6 +433,36 @@ DF_TEST(depthwise_conv_float_paths_match_float64) {
         for (int i = 0; i < 6; i++) df_tensor_release(o[i]);
         df_graph_free(g);
     }
+}
+
+/* half and bfloat16 (TensorFlow registers both on the CPU): computed in float, rounded once. */
+DF_TEST(depthwise_conv_16_bit_types) {
+    df_dtype types[3] = {DF_HALF, DF_BFLOAT16, DF_DOUBLE};
+    df_graph *g = df_graph_new();
+    int64_t s1[4] = {1, 1, 1, 1};
+    df_output y[3], bf[3];
+    for (int t = 0; t < 3; t++) {
+        df_output x = seqc(g, types[t], 4, D(1, 6, 7, 10), 2, 1.0), f = seqc(g, types[t], 4, D(3, 3, 10, 1), 4, 0.5), in[2] = {x, f};
+        y[t] = window_op(g, "DepthwiseConv2dNative", in, 2, s1, "SAME", NULL, NULL);
+        df_output b[3] = {x, df_shape(g, f), y[t]};
+        bf[t] = window_op(g, "DepthwiseConv2dNativeBackpropFilter", b, 3, s1, "SAME", NULL, NULL);
+    }
+    df_output fe[6] = {y[0], y[1], y[2], bf[0], bf[1], bf[2]};
+    df_tensor *o[6];
+    df_status st;
+    CHECK_OK((run(g, fe, 6, o, &st), &st));
+    for (int k = 0; k < 2 && o[0]; k++) {
+        CHECK(df_tensor_dtype(o[k]) == types[k] && df_tensor_dtype(o[3 + k]) == types[k]);
+        for (int p = 0; p < 2; p++) {
+            const df_tensor *a = o[3 * p + k], *ref = o[3 * p + 2];
+            double worst = 0, tol = k ? 1.0 / 64 : 1.0 / 512;
+            for (int64_t i = 0; i < df_tensor_num_elements(ref); i++)
+                worst = fmax(worst, fabs(elem(a, i) - elem(ref, i)) / (1 + fabs(elem(ref, i))));
+            CHECK_MSG(worst <= tol, "%s %s: off by %g", k ? "bfloat16" : "half", p ? "filter gradient" : "forward", worst);
+        }
+    }
+    for (int i = 0; i < 6; i++) df_tensor_release(o[i]);
+    df_graph_free(g);
 }
 
 /* sum(w * op(x, f)) in float64 for the window op (Conv2D or DepthwiseConv2dNative). */

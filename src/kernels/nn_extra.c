@@ -88,14 +88,145 @@ static int df__bn_x_type(df__kctx *c, df_dtype t) {
     DF__KFAIL(c, DF_UNIMPLEMENTED, "%s has no CPU kernel for %s", c->node->op->name, df_dtype_name(t));
     return 0;
 }
-/* Per-channel sums of f(i) over the rest of x (double). */
-#define DF__BN_SUM(g, acc, EXPR)                                                                   \
-    for (int64_t o_ = 0; o_ < (g)->outer; o_++)                                                   \
-        for (int64_t ch = 0; ch < (g)->c; ch++)                                                   \
-            for (int64_t in_ = 0; in_ < (g)->inner; in_++) {                                      \
-                int64_t i = (o_ * (g)->c + ch) * (g)->inner + in_;                                \
-                (acc)[ch] += (double)(EXPR);                                                      \
+/* The passes over x (and dy): sums of x (MEAN), of (x - mu)^2 (VAR), of dy and dy * (x - mu) * k1
+   (GSUM); the outputs y = (x - mu) * k1 + k2 (Y) and dx (DX: training k1 * ((dy - k2) - (x - mu)
+   * k3), inference dy * k1). Channels-last rows go through vector helpers over the channels;
+   channels-first runs of `inner` values through plain loops. Sums are kept in float over
+   blocks of rows, then in double, per thread share (slot), and the slots added in order. */
+enum { DF__BN_MEAN, DF__BN_VAR, DF__BN_GSUM, DF__BN_Y, DF__BN_DX };
+typedef struct df__bn_job {
+    const df__bn_geo *g;
+    int pass, train, isa;
+    int64_t parts;
+    const float *x, *dy, *mu, *k1, *k2, *k3;
+    float *out;
+    double *slots;               /* parts x 2C */
+    float *tmp;                  /* parts x 2C: a share's float sums over a block of rows */
+} df__bn_job;
+static void df__bn_row_sums(int pass, const float *x, const float *dy, const float *mu, const float *k1, int64_t C,
+                            float *t1, float *t2) {
+    if (pass == DF__BN_MEAN) for (int64_t i = 0; i < C; i++) t1[i] += x[i];
+    else if (pass == DF__BN_VAR) for (int64_t i = 0; i < C; i++) { float d = x[i] - mu[i]; t1[i] += d * d; }
+    else for (int64_t i = 0; i < C; i++) { t1[i] += dy[i]; t2[i] += dy[i] * ((x[i] - mu[i]) * k1[i]); }
+}
+static void df__bn_row_out(int pass, int train, const float *x, const float *dy, const float *mu, const float *k1,
+                           const float *k2, const float *k3, int64_t C, float *o) {
+    if (pass == DF__BN_Y) for (int64_t i = 0; i < C; i++) o[i] = (x[i] - mu[i]) * k1[i] + k2[i];
+    else if (train) for (int64_t i = 0; i < C; i++) o[i] = k1[i] * ((dy[i] - k2[i]) - (x[i] - mu[i]) * k3[i]);
+    else for (int64_t i = 0; i < C; i++) o[i] = dy[i] * k1[i];
+}
+#ifdef DF__NNX_X86
+DF__NNX_AVX2 static void df__bn_row_sums_avx2(int pass, const float *x, const float *dy, const float *mu, const float *k1,
+                                             int64_t C, float *t1, float *t2) {
+    int64_t i = 0;
+    for (; i + 8 <= C; i += 8) {
+        __m256 xv = _mm256_loadu_ps(x + i), a = _mm256_loadu_ps(t1 + i);
+        if (pass == DF__BN_MEAN) a = _mm256_add_ps(a, xv);
+        else if (pass == DF__BN_VAR) { __m256 d = _mm256_sub_ps(xv, _mm256_loadu_ps(mu + i)); a = _mm256_add_ps(a, _mm256_mul_ps(d, d)); }
+        else {
+            __m256 dv = _mm256_loadu_ps(dy + i), xs = _mm256_mul_ps(_mm256_sub_ps(xv, _mm256_loadu_ps(mu + i)), _mm256_loadu_ps(k1 + i));
+            a = _mm256_add_ps(a, dv);
+            _mm256_storeu_ps(t2 + i, _mm256_add_ps(_mm256_loadu_ps(t2 + i), _mm256_mul_ps(dv, xs)));
+        }
+        _mm256_storeu_ps(t1 + i, a);
+    }
+    df__bn_row_sums(pass, x + i, dy ? dy + i : NULL, mu ? mu + i : NULL, k1 ? k1 + i : NULL, C - i, t1 + i, t2 ? t2 + i : NULL);
+}
+DF__NNX_AVX2 static void df__bn_row_out_avx2(int pass, int train, const float *x, const float *dy, const float *mu,
+                                            const float *k1, const float *k2, const float *k3, int64_t C, float *o) {
+    int64_t i = 0;
+    for (; i + 8 <= C; i += 8) {
+        __m256 r, a = _mm256_loadu_ps(k1 + i);
+        if (pass == DF__BN_Y)
+            r = _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(mu + i)), a), _mm256_loadu_ps(k2 + i));
+        else if (train) {
+            __m256 c = _mm256_sub_ps(_mm256_loadu_ps(dy + i), _mm256_loadu_ps(k2 + i));
+            __m256 xc = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(mu + i)), _mm256_loadu_ps(k3 + i));
+            r = _mm256_mul_ps(a, _mm256_sub_ps(c, xc));
+        } else r = _mm256_mul_ps(_mm256_loadu_ps(dy + i), a);
+        _mm256_storeu_ps(o + i, r);
+    }
+    df__bn_row_out(pass, train, x + i, dy ? dy + i : NULL, mu + i, k1 + i, k2 ? k2 + i : NULL, k3 ? k3 + i : NULL, C - i, o + i);
+}
+#endif
+/* Share s of J->parts: outer rows [s*outer/parts, (s+1)*outer/parts). */
+static void df__bn_share(void *arg, int64_t lo, int64_t hi) {
+    const df__bn_job *J = (const df__bn_job *)arg;
+    const df__bn_geo *g = J->g;
+    const int64_t C = g->c, in = g->inner;
+    void (*sums)(int, const float *, const float *, const float *, const float *, int64_t, float *, float *) = df__bn_row_sums;
+    void (*outs)(int, int, const float *, const float *, const float *, const float *, const float *, const float *,
+                 int64_t, float *) = df__bn_row_out;
+#ifdef DF__NNX_X86
+    if (J->isa) { sums = df__bn_row_sums_avx2; outs = df__bn_row_out_avx2; }
+#endif
+    int sum = J->pass <= DF__BN_GSUM;
+    for (int64_t s = lo; s < hi; s++) {
+        float *tmp = sum ? J->tmp + s * 2 * C : NULL;
+        int64_t o0 = s * g->outer / J->parts, o1 = (s + 1) * g->outer / J->parts;
+        double *s1 = J->slots ? J->slots + s * 2 * C : NULL, *s2 = s1 ? s1 + C : NULL;
+        if (sum) { for (int64_t ch = 0; ch < 2 * C; ch++) s1[ch] = 0; }
+        if (in == 1) {                  /* channels last: rows of C */
+            for (int64_t o = o0; o < o1;) {
+                int64_t stop = DF__MIN(o1, o + 256);
+                if (sum) memset(tmp, 0, (size_t)(2 * C) * sizeof(float));
+                for (; o < stop; o++) {
+                    const float *xr = J->x + o * C, *dr = J->dy ? J->dy + o * C : NULL;
+                    if (sum) sums(J->pass, xr, dr, J->mu, J->k1, C, tmp, tmp + C);
+                    else outs(J->pass, J->train, xr, dr, J->mu, J->k1, J->k2, J->k3, C, J->out + o * C);
+                }
+                if (sum) for (int64_t ch = 0; ch < 2 * C; ch++) s1[ch] += tmp[ch];
             }
+            continue;
+        }
+        for (int64_t o = o0; o < o1; o++)   /* channels first: runs of `inner` values */
+            for (int64_t ch = 0; ch < C; ch++) {
+                int64_t base = (o * C + ch) * in;
+                const float *xr = J->x + base, *dr = J->dy ? J->dy + base : NULL;
+                float m = J->mu ? J->mu[ch] : 0, a = J->k1 ? J->k1[ch] : 0, b = J->k2 ? J->k2[ch] : 0, q = J->k3 ? J->k3[ch] : 0;
+                float u = 0, v = 0;
+                switch (J->pass) {
+                case DF__BN_MEAN: for (int64_t e = 0; e < in; e++) u += xr[e]; break;
+                case DF__BN_VAR: for (int64_t e = 0; e < in; e++) { float d = xr[e] - m; u += d * d; } break;
+                case DF__BN_GSUM: for (int64_t e = 0; e < in; e++) { u += dr[e]; v += dr[e] * ((xr[e] - m) * a); } break;
+                case DF__BN_Y: for (int64_t e = 0; e < in; e++) J->out[base + e] = (xr[e] - m) * a + b; break;
+                default:
+                    if (J->train) for (int64_t e = 0; e < in; e++) J->out[base + e] = a * ((dr[e] - b) - (xr[e] - m) * q);
+                    else for (int64_t e = 0; e < in; e++) J->out[base + e] = dr[e] * a;
+                }
+                if (sum) { s1[ch] += u; s2[ch] += v; }
+            }
+    }
+}
+/* Runs one pass over the intra-op threads; sums (when the pass makes them) into s1, s2.
+   Returns 0 out of memory. */
+static int df__bn_pass(df__kctx *c, df__bn_job *J, double *s1, double *s2) {
+    const df__bn_geo *g = J->g;
+    int64_t n = g->outer * g->c * g->inner;
+    int threads = n < 65536 ? 1 : df__ipool_threads(c->ipool);
+    J->parts = DF__MAX((int64_t)1, DF__MIN((int64_t)threads, g->outer));
+    J->slots = NULL;
+    J->tmp = NULL;
+#ifdef DF__NNX_X86
+    J->isa = df__isa() >= 1;
+#endif
+    if (J->pass <= DF__BN_GSUM) {
+        J->slots = (double *)DF_MALLOC((size_t)(J->parts * 2 * g->c) * sizeof(double) + 1);
+        J->tmp = (float *)DF_MALLOC((size_t)(J->parts * 2 * g->c) * sizeof(float) + 1);
+        if (!J->slots || !J->tmp) { DF_FREE(J->slots); DF_FREE(J->tmp); return 0; }
+    }
+    df__parallel_for(c->ipool, J->parts, 1, (int)J->parts, df__bn_share, J);
+    if (J->slots)
+        for (int64_t ch = 0; ch < g->c; ch++) {
+            double a = 0, b = 0;
+            for (int64_t p = 0; p < J->parts; p++) { a += J->slots[p * 2 * g->c + ch]; b += J->slots[p * 2 * g->c + g->c + ch]; }
+            s1[ch] = a;
+            if (s2) s2[ch] = b;
+        }
+    DF_FREE(J->slots);
+    DF_FREE(J->tmp);
+    return 1;
+}
 
 DF_PRIVATE void df__k_fused_batch_norm(df__kctx *c) {
     const df_tensor *x = c->in[0], *scale = c->in[1], *offset = c->in[2], *mean = c->in[3], *var = c->in[4];
@@ -114,25 +245,28 @@ DF_PRIVATE void df__k_fused_batch_norm(df__kctx *c) {
     df_tensor *r2 = df__k_alloc(c, 4, DF_FLOAT, 1, &cd), *r3 = v3 ? df__k_alloc(c, 5, DF_FLOAT, 0, &zero) : NULL;
     if (!y || !bm || !bv || !r1 || !r2 || (v3 && !r3)) return;
     if (r3) ((float *)r3->data)[0] = 0;          /* TF's CPU kernel: a scalar placeholder */
-    const float *xf = x->dtype == DF_FLOAT ? (const float *)x->data : df__nnx_floats(c, x);
+    int conv = x->dtype != DF_FLOAT;
+    const float *xf = conv ? df__nnx_floats(c, x) : (const float *)x->data;
+    float *yf = !conv ? (float *)y->data : xf ? (float *)DF_MALLOC((size_t)x->n * sizeof(float) + 1) : NULL;
     double *acc = (double *)DF_MALLOC((size_t)(2 * g.c) * sizeof(double) + 1);
     float *mu = (float *)DF_MALLOC((size_t)(2 * g.c) * sizeof(float) + 1);
-    if (!xf || !acc || !mu) {
-        if (xf) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory");
-        goto done;
-    }
-    float *sf = mu + g.c;                        /* scale * rsqrt(variance + epsilon) */
+    int ok = xf && yf && acc && mu;
+    float *sf = ok ? mu + g.c : NULL;            /* scale * rsqrt(variance + epsilon) */
     const float *sc = (const float *)scale->data, *of = (const float *)offset->data;
     float *obm = (float *)bm->data, *obv = (float *)bv->data, *or1 = (float *)r1->data, *or2 = (float *)r2->data;
-    if (train) {
+    df__bn_job J;
+    memset(&J, 0, sizeof J);
+    J.g = &g; J.x = xf;
+    if (ok && train) {
         double *s1 = acc, *s2 = acc + g.c;
-        memset(acc, 0, (size_t)(2 * g.c) * sizeof(double));
-        DF__BN_SUM(&g, s1, xf[i])
+        J.pass = DF__BN_MEAN;
+        ok = df__bn_pass(c, &J, s1, NULL);
         float inv = 1.0f / (float)g.rest;        /* an empty batch gives NaN statistics, as TF's */
-        for (int64_t ch = 0; ch < g.c; ch++) mu[ch] = (float)s1[ch] * inv;
-        DF__BN_SUM(&g, s2, (xf[i] - mu[ch]) * (xf[i] - mu[ch]))
+        for (int64_t ch = 0; ok && ch < g.c; ch++) mu[ch] = (float)s1[ch] * inv;
+        J.pass = DF__BN_VAR; J.mu = mu;
+        ok = ok && df__bn_pass(c, &J, s2, NULL);
         float adjust = (float)g.rest / (float)(g.rest > 1 ? g.rest - 1 : 1);   /* Bessel's correction */
-        for (int64_t ch = 0; ch < g.c; ch++) {
+        for (int64_t ch = 0; ok && ch < g.c; ch++) {
             float bvar = (float)s2[ch] * inv;
             sf[ch] = 1.0f / sqrtf(bvar + eps) * sc[ch];
             or1[ch] = mu[ch]; or2[ch] = bvar;
@@ -143,7 +277,7 @@ DF_PRIVATE void df__k_fused_batch_norm(df__kctx *c) {
                 obv[ch] = keep * ((const float *)var->data)[ch] + factor * adjust * bvar;
             }
         }
-    } else {
+    } else if (ok) {
         const float *em = (const float *)mean->data, *ev = (const float *)var->data;
         for (int64_t ch = 0; ch < g.c; ch++) {
             mu[ch] = em[ch];
@@ -152,17 +286,11 @@ DF_PRIVATE void df__k_fused_batch_norm(df__kctx *c) {
             obv[ch] = or2[ch] = ev[ch];
         }
     }
-    for (int64_t o = 0; o < g.outer; o++)
-        for (int64_t ch = 0; ch < g.c; ch++) {
-            int64_t base = (o * g.c + ch) * g.inner;
-            float m = mu[ch], s = sf[ch], b = of[ch];
-            if (x->dtype == DF_FLOAT)
-                for (int64_t k = 0; k < g.inner; k++) ((float *)y->data)[base + k] = (xf[base + k] - m) * s + b;
-            else
-                for (int64_t k = 0; k < g.inner; k++) df__nnx_set(x->dtype, y->data, base + k, (xf[base + k] - m) * s + b);
-        }
-done:
-    if (xf && xf != (const float *)x->data) DF_FREE((void *)(uintptr_t)xf);
+    J.pass = DF__BN_Y; J.mu = mu; J.k1 = sf; J.k2 = of; J.out = yf;
+    ok = ok && df__bn_pass(c, &J, NULL, NULL);
+    if (ok && conv) for (int64_t i = 0; i < x->n; i++) df__nnx_set(x->dtype, y->data, i, yf[i]);
+    if (!ok && c->st->code == DF_OK) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    if (conv) { DF_FREE((void *)(uintptr_t)xf); DF_FREE(yf); }
     DF_FREE(acc);
     DF_FREE(mu);
 }
@@ -194,42 +322,34 @@ DF_PRIVATE void df__k_fused_batch_norm_grad(df__kctx *c) {
     int conv = x->dtype != DF_FLOAT;
     const float *xf = conv ? df__nnx_floats(c, x) : (const float *)x->data;
     const float *df = !conv ? (const float *)dy->data : xf ? df__nnx_floats(c, dy) : NULL;
+    float *dxf = !conv ? (float *)dx->data : df ? (float *)DF_MALLOC((size_t)x->n * sizeof(float) + 1) : NULL;
     double *acc = (double *)DF_MALLOC((size_t)(2 * g.c) * sizeof(double) + 1);
     float *k = (float *)DF_MALLOC((size_t)(4 * g.c) * sizeof(float) + 1);
-    if (!xf || !df || !acc || !k) {
-        if (xf && df) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory");
-        goto done;
-    }
+    int ok = xf && df && dxf && acc && k;
     const float *sc = (const float *)scale->data, *mu = (const float *)mean->data, *vr = (const float *)var->data;
-    float *coef0 = k, *coef1 = k + g.c, *mdy = k + 2 * g.c, *mdyx = k + 3 * g.c;
+    float *coef0 = k, *coef1 = ok ? k + g.c : NULL, *mdy = ok ? k + 2 * g.c : NULL, *q = ok ? k + 3 * g.c : NULL;
     float *ods = (float *)ds->data, *odb = (float *)db->data;
-    for (int64_t ch = 0; ch < g.c; ch++) { coef0[ch] = 1.0f / sqrtf(vr[ch] + eps); coef1[ch] = sc[ch] * coef0[ch]; }
-    double *sdy = acc, *sdyx = acc + g.c;     /* sum(dy), sum(dy * x_scaled) */
-    memset(acc, 0, (size_t)(2 * g.c) * sizeof(double));
-    DF__BN_SUM(&g, sdy, df[i])
-    DF__BN_SUM(&g, sdyx, df[i] * ((xf[i] - mu[ch]) * coef0[ch]))
+    for (int64_t ch = 0; ok && ch < g.c; ch++) { coef0[ch] = 1.0f / sqrtf(vr[ch] + eps); coef1[ch] = sc[ch] * coef0[ch]; }
+    df__bn_job J;
+    memset(&J, 0, sizeof J);
+    J.g = &g; J.x = xf; J.dy = df; J.mu = mu; J.k1 = coef0;
+    J.pass = DF__BN_GSUM;                       /* sum(dy), sum(dy * x_scaled) */
+    ok = ok && df__bn_pass(c, &J, acc, acc + g.c);
     float inv = 1.0f / (float)(g.rest ? g.rest : 1);
-    for (int64_t ch = 0; ch < g.c; ch++) {
-        odb[ch] = (float)sdy[ch];
-        ods[ch] = (float)sdyx[ch];
-        mdy[ch] = (float)sdy[ch] * inv;
-        mdyx[ch] = (float)sdyx[ch] * inv;
+    for (int64_t ch = 0; ok && ch < g.c; ch++) {
+        odb[ch] = (float)acc[ch];
+        ods[ch] = (float)acc[g.c + ch];
+        mdy[ch] = (float)acc[ch] * inv;
+        q[ch] = coef0[ch] * ((float)acc[g.c + ch] * inv);
     }
-    for (int64_t o = 0; o < g.outer; o++)
-        for (int64_t ch = 0; ch < g.c; ch++) {
-            int64_t base = (o * g.c + ch) * g.inner;
-            for (int64_t e = 0; e < g.inner; e++) {
-                int64_t i = base + e;
-                float v = train ? coef1[ch] * ((df[i] - mdy[ch]) - (xf[i] - mu[ch]) * coef0[ch] * mdyx[ch]) : df[i] * coef1[ch];
-                if (conv) df__nnx_set(x->dtype, dx->data, i, v); else ((float *)dx->data)[i] = v;
-            }
-        }
-done:
-    if (conv) { DF_FREE((void *)(uintptr_t)xf); DF_FREE((void *)(uintptr_t)df); }
+    J.pass = DF__BN_DX; J.train = train; J.k1 = coef1; J.k2 = mdy; J.k3 = q; J.out = dxf;
+    ok = ok && df__bn_pass(c, &J, NULL, NULL);
+    if (ok && conv) for (int64_t i = 0; i < x->n; i++) df__nnx_set(x->dtype, dx->data, i, dxf[i]);
+    if (!ok && c->st->code == DF_OK) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    if (conv) { DF_FREE((void *)(uintptr_t)xf); DF_FREE((void *)(uintptr_t)df); DF_FREE(dxf); }
     DF_FREE(acc);
     DF_FREE(k);
 }
-#undef DF__BN_SUM
 
 /* Shapes: y like x; the statistics [C] (from x's channel dim or scale); V3's reserve_space_3 a
    scalar. The gradient op: x_backprop like x, [C] twice, two empty placeholders. */
@@ -358,6 +478,45 @@ DF__NNX_AVX2 static void df__dw_row_inner_avx2(const df__conv_geo *g, const floa
         }
     }
 }
+/* Filter gradient, 3x3, multiplier 1: output row r = (b, oy) with all three filter rows inside
+   the image, pixels [ox0, ox1) with all taps inside along x. The nine taps' sums for 8 channels
+   stay in registers over the row; each dY vector serves nine. */
+DF__NNX_AVX2 static void df__dw_wgrad3_row_avx2(const df__conv_geo *g, const float *x, const float *dy, float *acc,
+                                               int64_t b, int64_t oy, int64_t r, int64_t ox0, int64_t ox1) {
+    const int64_t C = g->c, W = g->w, step = g->dw * C;
+    const float *x0 = x + (b * g->h + oy * g->sh - g->ph) * W * C, *x1 = x0 + g->dh * W * C, *x2 = x1 + g->dh * W * C;
+    const float *d0 = dy + r * g->ow * C;
+    int64_t cb = 0;
+    for (; cb + 8 <= C; cb += 8) {
+        __m256 a0 = _mm256_loadu_ps(acc + cb), a1 = _mm256_loadu_ps(acc + C + cb), a2 = _mm256_loadu_ps(acc + 2 * C + cb);
+        __m256 a3 = _mm256_loadu_ps(acc + 3 * C + cb), a4 = _mm256_loadu_ps(acc + 4 * C + cb), a5 = _mm256_loadu_ps(acc + 5 * C + cb);
+        __m256 a6 = _mm256_loadu_ps(acc + 6 * C + cb), a7 = _mm256_loadu_ps(acc + 7 * C + cb), a8 = _mm256_loadu_ps(acc + 8 * C + cb);
+        for (int64_t ox = ox0; ox < ox1; ox++) {
+            __m256 d = _mm256_loadu_ps(d0 + ox * C + cb);
+            int64_t p = (ox * g->sw - g->pw) * C + cb;
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x0 + p), d, a0);
+            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x0 + p + step), d, a1);
+            a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x0 + p + 2 * step), d, a2);
+            a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x1 + p), d, a3);
+            a4 = _mm256_fmadd_ps(_mm256_loadu_ps(x1 + p + step), d, a4);
+            a5 = _mm256_fmadd_ps(_mm256_loadu_ps(x1 + p + 2 * step), d, a5);
+            a6 = _mm256_fmadd_ps(_mm256_loadu_ps(x2 + p), d, a6);
+            a7 = _mm256_fmadd_ps(_mm256_loadu_ps(x2 + p + step), d, a7);
+            a8 = _mm256_fmadd_ps(_mm256_loadu_ps(x2 + p + 2 * step), d, a8);
+        }
+        _mm256_storeu_ps(acc + cb, a0); _mm256_storeu_ps(acc + C + cb, a1); _mm256_storeu_ps(acc + 2 * C + cb, a2);
+        _mm256_storeu_ps(acc + 3 * C + cb, a3); _mm256_storeu_ps(acc + 4 * C + cb, a4); _mm256_storeu_ps(acc + 5 * C + cb, a5);
+        _mm256_storeu_ps(acc + 6 * C + cb, a6); _mm256_storeu_ps(acc + 7 * C + cb, a7); _mm256_storeu_ps(acc + 8 * C + cb, a8);
+    }
+    for (; cb < C; cb++)
+        for (int64_t ox = ox0; ox < ox1; ox++) {
+            float d = d0[ox * C + cb];
+            int64_t p = (ox * g->sw - g->pw) * C + cb;
+            const float *rows[3] = {x0, x1, x2};
+            for (int ky = 0; ky < 3; ky++)
+                for (int kx = 0; kx < 3; kx++) acc[(ky * 3 + kx) * C + cb] += rows[ky][p + kx * step] * d;
+        }
+}
 #endif
 
 /* One output pixel (b, oy, ox): o[c*m + k] = sum over taps inside the image. */
@@ -417,12 +576,23 @@ DF__DW_PIXEL(double)
         if (ox0 < ox1) df__dw_row_inner_avx2(g, x, f, o, b, oy, ox0, ox1, ky0, ky1);              \
         else ox0 = ox1 = 0;                                                                       \
     }
+#define DF__DW_WFAST_float                                                                        \
+    if (J->isa && M == 1 && g->kh == 3 && g->kw == 3 && oy * g->sh - g->ph >= 0 &&                \
+        oy * g->sh - g->ph + 2 * g->dh < g->h) {                                                  \
+        int64_t reach = g->pw - 2 * g->dw + g->w - 1;                                             \
+        fx0 = (g->pw + g->sw - 1) / g->sw;                                                        \
+        fx1 = reach < 0 ? 0 : DF__MIN(g->ow, reach / g->sw + 1);                                  \
+        if (fx0 < fx1) df__dw_wgrad3_row_avx2(g, x, dy, acc, b, oy, r, fx0, fx1);                 \
+        else fx0 = fx1 = 0;                                                                       \
+    }
 #else
 #define DF__DW_PICK_float
 #define DF__DW_FAST_float
+#define DF__DW_WFAST_float
 #endif
 #define DF__DW_PICK_double
 #define DF__DW_FAST_double
+#define DF__DW_WFAST_double
 DF__DW_FORWARD(float)
 DF__DW_FORWARD(double)
 
@@ -477,11 +647,13 @@ DF__DW_BP_INPUT(double)
             T *acc = (T *)J->slots + s * per;                                                     \
             memset(acc, 0, (size_t)per * sizeof(T));                                              \
             for (int64_t r = s * rows / J->parts; r < (s + 1) * rows / J->parts; r++) {           \
-                int64_t b = r / g->oh, oy = r - b * g->oh;                                        \
+                int64_t b = r / g->oh, oy = r - b * g->oh, fx0 = 0, fx1 = 0;  /* pixels done fast */ \
+                DF__DW_WFAST_##T                                                                  \
                 for (int64_t ky = 0; ky < g->kh; ky++) {                                          \
                     int64_t iy = oy * g->sh - g->ph + ky * g->dh;                                 \
                     if (iy < 0 || iy >= g->h) continue;                                           \
                     for (int64_t ox = 0; ox < g->ow; ox++) {                                      \
+                        if (ox >= fx0 && ox < fx1) continue;                                      \
                         const T *d = dy + (r * g->ow + ox) * g->oc;                               \
                         for (int64_t kx = 0; kx < g->kw; kx++) {                                  \
                             int64_t ix = ox * g->sw - g->pw + kx * g->dw;                         \
@@ -527,7 +699,24 @@ static int df__dw_run(df__kctx *c, int mode, const df__conv_geo *g, int64_t m, d
     int threads = macs < 2.0e5 ? 1 : df__ipool_threads(c->ipool);
     if (ok && mode == 0)
         df__parallel_for(c->ipool, g->n * g->oh, 1, threads, J.dbl ? df__dw_forward_double : df__dw_forward_float, &J);
-    else if (ok && mode == 1)
+    else if (ok && mode == 1 && m == 1 && g->sh == 1 && g->sw == 1 && (g->kh - 1) * g->dh >= g->ph &&
+             (g->kw - 1) * g->dw >= g->pw) {
+        /* stride 1: dX is the forward convolution of dY with the filter turned half round,
+           padded (k-1)*d - p before */
+        df__conv_geo t = *g;
+        t.h = g->oh; t.w = g->ow; t.oh = g->h; t.ow = g->w; t.oc = g->c;
+        t.ph = (g->kh - 1) * g->dh - g->ph; t.pw = (g->kw - 1) * g->dw - g->pw;
+        int64_t taps = g->kh * g->kw, row = g->c * (int64_t)es;
+        char *turned = (char *)DF_MALLOC((size_t)(taps * row) + 1);
+        if (!turned) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory"); ok = 0; }
+        else {
+            for (int64_t k = 0; k < taps; k++) memcpy(turned + k * row, (const char *)J.f + (taps - 1 - k) * row, (size_t)row);
+            df__dw_job turned_job = J;
+            turned_job.g = &t; turned_job.x = J.dy; turned_job.f = turned;
+            df__parallel_for(c->ipool, t.n * t.oh, 1, threads, J.dbl ? df__dw_forward_double : df__dw_forward_float, &turned_job);
+            DF_FREE(turned);
+        }
+    } else if (ok && mode == 1)
         df__parallel_for(c->ipool, g->n * g->h, 1, threads, J.dbl ? df__dw_bp_input_double : df__dw_bp_input_float, &J);
     else if (ok) {
         int64_t per = g->kh * g->kw * g->oc;
