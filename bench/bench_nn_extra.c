@@ -9,10 +9,15 @@
    calls; the peer does the same with the same counts. Ratio = peer time / dataflow time: above
    1, we are faster.
 
+   --cpu measures process CPU time instead of wall time on both sides (clock_gettime's
+   CLOCK_PROCESS_CPUTIME_ID, Python's time.process_time): on a machine shared with other work the
+   wall time of a call longer than a scheduler slice grows with the load, its CPU time does not.
+   With more than one thread CPU time adds the threads' times (and counts a peer's spinning).
+
    Build and run from the repository root (the peer runs from .venv, or the Python given with
    --python):
      cc -std=c11 -O2 -march=native -I. bench/bench_nn_extra.c dataflow.c -o build/bench_nn_extra -lm -lpthread
-     ./build/bench_nn_extra [--quick] [--no-peers] [--python PATH] */
+     ./build/bench_nn_extra [--quick] [--no-peers] [--cpu] [--python PATH] */
 #define _POSIX_C_SOURCE 200809L
 #include "../dataflow.h"
 #include "bench_util.h"
@@ -23,6 +28,13 @@ enum { N_DW = 10, N_BN = 2, N_THREADS = 2, MAX_OPS = 3 };
 typedef struct { int64_t n, h, w, c, s; } dw_case;
 typedef struct { int64_t n, h, w, c; } bn_case;
 static const int thread_list[N_THREADS] = {1, 2};
+static int use_cpu_time;
+static double clock_s(void) {
+    if (!use_cpu_time) return now();
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static void die(const char *what, const char *msg) {
     fprintf(stderr, "bench_nn_extra: %s: %s\n", what, msg);
@@ -57,9 +69,9 @@ static double time_run(df_graph *g, int threads, const df_output *feeds, df_tens
     df_status st;
     for (int i = 0; i < warm + reps; i++) {
         df_tensor *o = NULL;
-        double t0 = now();
+        double t0 = clock_s();
         if (df_session_run(s, feeds, (df_tensor **)values, n_feeds, &fetch, &o, 1, NULL, 0, &st)) die("run", st.message);
-        double dt = now() - t0;
+        double dt = clock_s() - t0;
         df_tensor_release(o);
         if (i >= warm) t[i - warm] = dt;
     }
@@ -138,7 +150,8 @@ static void run_peer(const char *python, const dw_case *dw, const bn_case *bn, i
     if (!probe) { snprintf(skip, 256, "no %s (bench/peers/setup.sh makes .venv; or give --python)", python); return; }
     fclose(probe);
     char cmd[4096], line[512];
-    int len = snprintf(cmd, sizeof cmd, "%s bench/peers/torch_nn_extra.py --threads 1,2 --warm %d --reps %d", python, warm, reps);
+    int len = snprintf(cmd, sizeof cmd, "%s bench/peers/torch_nn_extra.py --threads 1,2 --warm %d --reps %d%s", python, warm, reps,
+                   use_cpu_time ? " --cpu" : "");
     for (int i = 0; i < N_DW; i++)
         len += snprintf(cmd + len, sizeof cmd - (size_t)len, " --dw %lld,%lld,%lld,%lld,%lld", (long long)dw[i].n,
                         (long long)dw[i].h, (long long)dw[i].w, (long long)dw[i].c, (long long)dw[i].s);
@@ -180,8 +193,9 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--no-peers")) peers = 0;
+        else if (!strcmp(argv[i], "--cpu")) use_cpu_time = 1;
         else if (!strcmp(argv[i], "--python") && i + 1 < argc) python = argv[++i];
-        else { fprintf(stderr, "usage: bench_nn_extra [--quick] [--no-peers] [--python PATH]\n"); return 2; }
+        else { fprintf(stderr, "usage: bench_nn_extra [--quick] [--no-peers] [--cpu] [--python PATH]\n"); return 2; }
     }
     const int warm = 2, reps = quick ? 5 : 15;
     static const dw_case dw[N_DW] = {
@@ -204,7 +218,8 @@ int main(int argc, char **argv) {
 
     static const char *const dw_ops[3] = {"forward", "input grad", "filter grad"};
     printf("\n1. DepthwiseConv2dNative 3x3, multiplier 1, SAME, NHWC float32 (PyTorch: NCHW groups=c);\n"
-           "   median ms of %d calls after %d warm-up; ratio = pytorch / dataflow (above 1: we are faster)\n", reps, warm);
+           "   median ms (%s) of %d calls after %d warm-up; ratio = pytorch / dataflow (above 1: we are faster)\n",
+           use_cpu_time ? "process CPU time" : "wall time", reps, warm);
     printf("%-24s %3s %-11s %9s %9s %7s\n", "n h w c / stride", "thr", "op", "dataflow", "pytorch", "ratio");
     for (int i = 0; i < N_DW; i++)
         for (int t = 0; t < N_THREADS; t++)

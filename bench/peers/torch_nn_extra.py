@@ -18,7 +18,8 @@ momentum=0.1, eps=0.001) on x [n,c,h,w] (the forward under no_grad), and its bac
 torch.autograd.grad(y, [x, weight, bias], dy, retain_graph=True).
 
 torch.set_num_threads(t) for each thread count t. Warm-up calls, then the median of
-individually timed calls (time.perf_counter).
+individually timed calls (time.perf_counter; with --cpu, time.process_time: CPU time of the
+process, all its threads).
 
 stdout carries only machine-readable lines:
   version 2.x.y
@@ -28,8 +29,22 @@ or one line "skip REASON" when torch is missing.
 """
 
 import argparse
+import statistics
+import time
 
 from peer_util import out, median_us
+
+
+def median_cpu_us(fn, warm, reps):
+    """median_us with the process's CPU time instead of the wall clock."""
+    for _ in range(warm):
+        fn()
+    ts = []
+    for _ in range(reps):
+        t0 = time.process_time()
+        fn()
+        ts.append(time.process_time() - t0)
+    return statistics.median(ts) * 1e6
 
 
 def ints(s):
@@ -43,7 +58,9 @@ def main():
     ap.add_argument("--bn", action="append", default=[], type=ints)
     ap.add_argument("--warm", type=int, default=2)
     ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--cpu", action="store_true", help="time with the process's CPU time")
     args = ap.parse_args()
+    timed = median_cpu_us if args.cpu else median_us
     threads = [int(t) for t in args.threads.split(",") if t]
     try:
         import torch
@@ -71,10 +88,10 @@ def main():
 
         for t in threads:
             torch.set_num_threads(t)
-            out("dw %d %d fwd_us %.1f" % (i, t, median_us(forward, args.warm, args.reps)))
-            us = median_us(lambda: torch.autograd.grad(y, x, dy, retain_graph=True), args.warm, args.reps)
+            out("dw %d %d fwd_us %.1f" % (i, t, timed(forward, args.warm, args.reps)))
+            us = timed(lambda: torch.autograd.grad(y, x, dy, retain_graph=True), args.warm, args.reps)
             out("dw %d %d bwd_input_us %.1f" % (i, t, us))
-            us = median_us(lambda: torch.autograd.grad(y, wt, dy, retain_graph=True), args.warm, args.reps)
+            us = timed(lambda: torch.autograd.grad(y, wt, dy, retain_graph=True), args.warm, args.reps)
             out("dw %d %d bwd_filter_us %.1f" % (i, t, us))
     for i, (n, h, w, c) in enumerate(args.bn):
         xin = torch.rand(n, c, h, w, generator=gen) * 2 - 1
@@ -92,8 +109,8 @@ def main():
         y = F.batch_norm(x, rm.clone(), rv.clone(), gp, bp, training=True, momentum=0.1, eps=0.001)
         for t in threads:
             torch.set_num_threads(t)
-            out("bn %d %d fwd_us %.1f" % (i, t, median_us(forward, args.warm, args.reps)))
-            us = median_us(lambda: torch.autograd.grad(y, [x, gp, bp], dy, retain_graph=True), args.warm, args.reps)
+            out("bn %d %d fwd_us %.1f" % (i, t, timed(forward, args.warm, args.reps)))
+            us = timed(lambda: torch.autograd.grad(y, [x, gp, bp], dy, retain_graph=True), args.warm, args.reps)
             out("bn %d %d bwd_us %.1f" % (i, t, us))
 
 
