@@ -400,7 +400,9 @@ DF_TEST(depthwise_conv_float_paths_match_float64) {
         {2, 9, 13, 19, 3, 1, 1, 1, "SAME"}, {1, 12, 11, 24, 3, 1, 2, 1, "SAME"}, {1, 10, 14, 16, 5, 1, 1, 1, "VALID"},
         {2, 8, 17, 9, 3, 1, 2, 2, "SAME"}, {1, 7, 9, 8, 3, 2, 1, 1, "SAME"}, {1, 6, 20, 33, 3, 1, 3, 1, "EXPLICIT"},
         {1, 9, 12, 16, 3, 1, 1, 2, "EXPLICIT"}, {2, 5, 5, 8, 1, 1, 1, 1, "VALID"}};
-    for (int k = 0; k < LEN(cases); k++) {
+    for (int kk = 0; kk < 2 * LEN(cases); kk++) {
+        int k = kk % LEN(cases);
+        df_set_kernel_isa(kk < LEN(cases) ? "auto" : "portable");     /* the vector paths, then the plain loops */
         int64_t xd[4] = {cases[k].n, cases[k].h, cases[k].w, cases[k].c}, fd[4] = {cases[k].k, cases[k].k, cases[k].c, cases[k].m};
         int64_t st4[4] = {1, cases[k].s, cases[k].s, 1}, dl[4] = {1, cases[k].d, cases[k].d, 1}, ep[8] = {0, 0, 2, 0, 1, 3, 0, 0};
         int expl = !strcmp(cases[k].pad, "EXPLICIT");
@@ -428,11 +430,12 @@ DF_TEST(depthwise_conv_float_paths_match_float64) {
                 double a = elem(o[p], i), b = elem(o[p + 1], i);
                 worst = fmax(worst, fabs(a - b) / (1 + fabs(b)));
             }
-            CHECK_MSG(worst < 1e-5, "case %d output %d: float differs from float64 by %g", k, p / 2, worst);
+            CHECK_MSG(worst < 1e-5, "case %d (%s) output %d: float differs from float64 by %g", k, df_kernel_isa(), p / 2, worst);
         }
         for (int i = 0; i < 6; i++) df_tensor_release(o[i]);
         df_graph_free(g);
     }
+    df_set_kernel_isa("auto");
 }
 
 /* half and bfloat16 (TensorFlow registers both on the CPU): computed in float, rounded once. */
