@@ -3983,9 +3983,13 @@ static df_code df__typecheck_attr(df_node *n, int i, df_status *st) {
     if (ad->kind != n->attrs[i].kind)
         return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s has kind %s, got %s",
                               ad->name, op->name, df__kind_name(ad->kind), df__kind_name(n->attrs[i].kind));
+    /* TF: "Invalid data format"; the V3 batch norms also take the 5-D formats */
+    int five_d = !strcmp(op->name, "FusedBatchNormV3") || !strcmp(op->name, "FusedBatchNormGradV3");
     if (ad->kind == DF__A_STRING && !strcmp(ad->name, "data_format") && n->attrs[i].u.s &&
-        strcmp(n->attrs[i].u.s, "NHWC") && strcmp(n->attrs[i].u.s, "NCHW"))    /* (TF: "Invalid data format") */
-        return df__fail(st, n, DF_INVALID_ARGUMENT, "Invalid data_format '%.64s' for %s: NHWC or NCHW", n->attrs[i].u.s, op->name);
+        strcmp(n->attrs[i].u.s, "NHWC") && strcmp(n->attrs[i].u.s, "NCHW") &&
+        !(five_d && (!strcmp(n->attrs[i].u.s, "NDHWC") || !strcmp(n->attrs[i].u.s, "NCDHW"))))
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Invalid data_format '%.64s' for %s: NHWC or NCHW%s", n->attrs[i].u.s,
+                        op->name, five_d ? " (NDHWC or NCDHW for 5-D inputs)" : "");
     if (ad->kind == DF__A_TYPE && ad->allowed && !(ad->allowed & df__type_bit(n->attrs[i].u.type)))
         return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not in the "
             "list of allowed values for %s", ad->name, df_dtype_name(n->attrs[i].u.type), op->name);
@@ -8710,10 +8714,10 @@ static df_output df__nnx_i32s(df_graph *g, const int64_t *v, int n) {
     df_tensor_release(t);
     return o;
 }
-static df_output df__nnx_transpose(df_graph *g, df_output x, const int64_t *perm) {
+static df_output df__nnx_transpose(df_graph *g, df_output x, const int64_t *perm, int rank) {
     df_op_builder *b = df_op_new(g, "Transpose", NULL);
     df_op_add_input(b, x);
-    df_op_add_input(b, df__nnx_i32s(g, perm, 4));
+    df_op_add_input(b, df__nnx_i32s(g, perm, rank));
     return df__out(df_op_finish(b), 0);
 }
 /* FusedBatchNorm, V2, V3: FusedBatchNormGrad of the same version. Training reads the saved
@@ -8728,11 +8732,12 @@ static void df__g_fused_batch_norm(df__gfn *c) {
     const char *fmt = *df__attr_s(n, "data_format") ? df__attr_s(n, "data_format") : "NHWC";
     df_output x = n->inputs[0], dy = c->dy[0];
     if (!dy.node) return;                          /* TF: only y's gradient flows back */
-    int nchw = !train && !strcmp(fmt, "NCHW");
-    if (nchw) {
-        static const int64_t to_nhwc[4] = {0, 2, 3, 1};
-        x = df__nnx_transpose(g, x, to_nhwc);
-        dy = df__nnx_transpose(g, dy, to_nhwc);
+    /* channels first at inference: 4 or 5 (NCDHW) dims moved to channels last and back */
+    int first = !train && (!strcmp(fmt, "NCHW") || !strcmp(fmt, "NCDHW")), rank = !strcmp(fmt, "NCDHW") ? 5 : 4;
+    static const int64_t to_last[2][5] = {{0, 2, 3, 1}, {0, 2, 3, 4, 1}}, to_first[2][5] = {{0, 3, 1, 2}, {0, 4, 1, 2, 3}};
+    if (first) {
+        x = df__nnx_transpose(g, x, to_last[rank - 4], rank);
+        dy = df__nnx_transpose(g, dy, to_last[rank - 4], rank);
     }
     df_op_builder *b = df_op_new(g, version == 2 ? "FusedBatchNormGradV3" : version == 1 ? "FusedBatchNormGradV2" : "FusedBatchNormGrad", NULL);
     df_op_add_input(b, dy);
@@ -8747,7 +8752,7 @@ static void df__g_fused_batch_norm(df__gfn *c) {
     df_node *gr = df_op_finish(b);
     if (!gr) return;
     df_output dx = df__out(gr, 0);
-    if (nchw) { static const int64_t to_nchw[4] = {0, 3, 1, 2}; dx = df__nnx_transpose(g, dx, to_nchw); }
+    if (first) dx = df__nnx_transpose(g, dx, to_first[rank - 4], rank);
     c->dx[0] = dx;
     c->dx[1] = df__out(gr, 1);
     c->dx[2] = df__out(gr, 2);

@@ -273,6 +273,38 @@ DF_TEST(fused_batch_norm_large_tensors_match_float64) {
     }
 }
 
+/* 5-D inputs (NDHWC, NCDHW) give what the same values seen as 4-D give: forward in training
+   and the inference gradient (transposed to channels last and back for NCDHW). */
+DF_TEST(fused_batch_norm_5d_matches_4d) {
+    for (int first = 0; first < 2; first++) {
+        df_graph *g = df_graph_new();
+        int64_t d4[4] = {2, first ? 3 : 6, first ? 6 : 2, 3}, d5[5] = {2, first ? 3 : 2, first ? 2 : 3, first ? 3 : 2, 3};
+        df_output x4 = seqc(g, DF_FLOAT, 4, d4, 1, 1.0), x5 = df_reshape(g, x4, 5, d5);
+        df_output in4[5], in5[5];
+        bn_inputs(g, DF_FLOAT, 0, in4);
+        for (int i = 1; i < 5; i++) in5[i] = in4[i];
+        in4[0] = x4;
+        in5[0] = x5;
+        const char *f4 = first ? "NCHW" : "NHWC", *f5 = first ? "NCDHW" : "NDHWC";
+        df_node *a = bn_op(g, "FusedBatchNormV3", in4, 5, 1, f4, !first), *b = bn_op(g, "FusedBatchNormV3", in5, 5, 1, f5, !first);
+        df_output y4 = out(a, 0), y5 = out(b, 0), w = seqc(g, DF_FLOAT, 4, d4, 3, 1.0), w5 = df_reshape(g, w, 5, d5), g4, g5;
+        CHECK_EQ_INT(df_gradients(g, 1, &y4, &w, 1, &x4, &g4), DF_OK);
+        CHECK_MSG(df_gradients(g, 1, &y5, &w5, 1, &x5, &g5) == DF_OK, "%s", df_graph_status(g)->message);
+        df_output f[4] = {y4, y5, g4, g5};
+        df_tensor *o[4];
+        df_status st;
+        CHECK_OK((run(g, f, 4, o, &st), &st));
+        for (int k = 0; k < 4 && o[0]; k += 2) {
+            CHECK_EQ_INT(df_tensor_num_elements(o[k]), df_tensor_num_elements(o[k + 1]));
+            for (int64_t i = 0; i < df_tensor_num_elements(o[k]); i++)
+                CHECK_MSG(fabs(elem(o[k], i) - elem(o[k + 1], i)) <= 1e-6 * (1 + fabs(elem(o[k], i))), "%s %s[%lld]: %g vs %g", f5,
+                          k ? "dx" : "y", (long long)i, elem(o[k + 1], i), elem(o[k], i));
+        }
+        for (int k = 0; k < 4; k++) df_tensor_release(o[k]);
+        df_graph_free(g);
+    }
+}
+
 /* sum(w * y) for batch norm y (training or NCHW inference) at x, scale, offset (float32). */
 static double bn_loss(const double *x, const double *s, const double *o, int train, int *ok) {
     df_graph *g = df_graph_new();
