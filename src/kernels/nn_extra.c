@@ -1,15 +1,17 @@
 /* ==========================================================================================
    src/kernels/nn_extra.c: CPU kernels: fused batch norm, depthwise convolution        >>nnx
    FusedBatchNorm, V2, V3 and their gradient ops (FusedBatchNormGrad, V2, V3) as TensorFlow's
-   CPU kernels compute them: x (float, half or bfloat16) is read as float, per-channel sums are
-   kept in double; training normalises with the biased batch variance and reports the
-   Bessel-corrected one (blended with the running one when exponential_avg_factor != 1);
-   reserve_space_1/2 hold the batch mean and biased variance the gradient op reads.
-   DepthwiseConv2dNative and its two backprop ops (NHWC; input [n,h,w,c], filter
-   [kh,kw,c,m], output channel c*m + k): the forward tiles 4 output pixels x 8 channels in AVX2
-   registers; the input gradient gathers per input pixel, the filter gradient sums per thread
-   share into slots added in a fixed order. Rows of output are split between the intra-op
-   threads. Gradient functions follow TensorFlow's nn_grad.py.
+   CPU kernels compute them: x (float, half or bfloat16; 4-D or 5-D) is read as float, the
+   per-channel sums are float over blocks of rows, then double; training normalises with the
+   biased batch variance and reports the Bessel-corrected one (blended with the running one
+   when exponential_avg_factor != 1); reserve_space_1/2 hold the batch mean and biased variance
+   the gradient op reads. DepthwiseConv2dNative and its two backprop ops (NHWC; input
+   [n,h,w,c], filter [kh,kw,c,m], output channel c*m + k): the forward tiles 4 output pixels x 8
+   channels in AVX2 registers; the input gradient is the forward with the filter turned at
+   stride 1 and a gather per input pixel otherwise; the filter gradient sums per thread share
+   into slots added in a fixed order (3x3: the nine taps in registers). Work is split between
+   the intra-op threads in fixed shares, so results do not depend on the thread count.
+   Gradient functions (second order included) follow TensorFlow's nn_grad.py.
    ========================================================================================== */
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(DF_NO_SIMD)
