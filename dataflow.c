@@ -7887,7 +7887,7 @@ static void df__g_math_grad_grad(df__gfn *c) {
    channels in AVX2 registers; the input gradient is the forward with the filter turned at
    stride 1 and a gather per input pixel otherwise; the filter gradient sums per thread share
    into slots added in a fixed order (3x3: the nine taps in registers). Work is split between
-   the intra-op threads in fixed shares, so results do not depend on the thread count.
+   the intra-op threads in fixed shares: the same bits every run for a given thread count.
    Gradient functions (second order included) follow TensorFlow's nn_grad.py.
    ========================================================================================== */
 
