@@ -8513,7 +8513,7 @@ DF__DW_BP_INPUT(float)
 DF__DW_BP_INPUT(double)
 
 /* Filter gradient: share s of J->parts sums output rows [s*rows/parts, (s+1)*rows/parts) into
-   slot s; the slots are added in order afterwards (the same bits for any thread count). */
+   slot s; the slots are added in order afterwards (the same bits every run). */
 #define DF__DW_BP_FILTER(T)                                                                       \
     static void df__dw_bp_filter_##T(void *arg, int64_t lo, int64_t hi) {                         \
         const df__dw_job *J = (const df__dw_job *)arg;                                            \
