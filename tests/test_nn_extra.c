@@ -221,7 +221,9 @@ DF_TEST(fused_batch_norm_grad_ops_match_tensorflow) {
 /* Tensors big enough to be split between threads, channels last and first: the statistics
    against float64 sums here, y and x_backprop at every position. */
 DF_TEST(fused_batch_norm_large_tensors_match_float64) {
-    for (int nchw = 0; nchw < 2; nchw++) {
+    for (int kk = 0; kk < 4; kk++) {
+        int nchw = kk % 2;
+        df_set_kernel_isa(kk < 2 ? "auto" : "portable");
         const int64_t N = 4, S = 24 * 24, C = 40, total = N * S * C;
         int64_t dims[4] = {N, nchw ? C : 24, 24, nchw ? 24 : C};
         double *x = (double *)malloc((size_t)total * sizeof(double)), *dy = (double *)malloc((size_t)total * sizeof(double));
@@ -263,7 +265,8 @@ DF_TEST(fused_batch_norm_large_tensors_match_float64) {
             worst_ds = fmax(worst_ds, fabs(elem(o[3], ch) - sdyx[ch]) / (1 + fabs(sdyx[ch])));
         }
         #undef CH
-        CHECK_MSG(worst_y < 2e-5 && worst_dx < 2e-5, "%s: y off by %g, x_backprop by %g", nchw ? "NCHW" : "NHWC", worst_y, worst_dx);
+        CHECK_MSG(worst_y < 2e-5 && worst_dx < 2e-5, "%s (%s): y off by %g, x_backprop by %g", nchw ? "NCHW" : "NHWC",
+                  df_kernel_isa(), worst_y, worst_dx);
         CHECK_MSG(worst_v < 1e-5 && worst_ds < 1e-4, "%s: batch_variance off by %g, scale_backprop by %g", nchw ? "NCHW" : "NHWC",
                   worst_v, worst_ds);
         for (int k = 0; k < 4; k++) df_tensor_release(o[k]);
@@ -271,6 +274,7 @@ DF_TEST(fused_batch_norm_large_tensors_match_float64) {
         free(x);
         free(dy);
     }
+    df_set_kernel_isa("auto");
 }
 
 /* 5-D inputs (NDHWC, NCDHW) give what the same values seen as 4-D give: forward in training
