@@ -669,9 +669,13 @@ static df_code df__typecheck_attr(df_node *n, int i, df_status *st) {
     if (ad->kind != n->attrs[i].kind)
         return df__fail(st, n, DF_INVALID_ARGUMENT, "Attr '%s' of %s has kind %s, got %s",
                               ad->name, op->name, df__kind_name(ad->kind), df__kind_name(n->attrs[i].kind));
+    /* TF: "Invalid data format"; the V3 batch norms also take the 5-D formats */
+    int five_d = !strcmp(op->name, "FusedBatchNormV3") || !strcmp(op->name, "FusedBatchNormGradV3");
     if (ad->kind == DF__A_STRING && !strcmp(ad->name, "data_format") && n->attrs[i].u.s &&
-        strcmp(n->attrs[i].u.s, "NHWC") && strcmp(n->attrs[i].u.s, "NCHW"))    /* (TF: "Invalid data format") */
-        return df__fail(st, n, DF_INVALID_ARGUMENT, "Invalid data_format '%.64s' for %s: NHWC or NCHW", n->attrs[i].u.s, op->name);
+        strcmp(n->attrs[i].u.s, "NHWC") && strcmp(n->attrs[i].u.s, "NCHW") &&
+        !(five_d && (!strcmp(n->attrs[i].u.s, "NDHWC") || !strcmp(n->attrs[i].u.s, "NCDHW"))))
+        return df__fail(st, n, DF_INVALID_ARGUMENT, "Invalid data_format '%.64s' for %s: NHWC or NCHW%s", n->attrs[i].u.s,
+                        op->name, five_d ? " (NDHWC or NCDHW for 5-D inputs)" : "");
     if (ad->kind == DF__A_TYPE && ad->allowed && !(ad->allowed & df__type_bit(n->attrs[i].u.type)))
         return df__fail(st, n, DF_INVALID_ARGUMENT, "Value for attr '%s' of %s is not in the "
             "list of allowed values for %s", ad->name, df_dtype_name(n->attrs[i].u.type), op->name);

@@ -169,7 +169,7 @@ typedef struct df__kernel_def {
 typedef struct df__opdef {
     const char *name;
     int n_in, n_out, n_attrs;
-    df__argdef in[12], out[4];
+    df__argdef in[12], out[6];   /* FusedBatchNormV3 has 6 outputs */
     df__attrdef attrs[12];
     df__shape_fn shape_fn;
     df__kernel_def kernels[DF__DEV_TYPES];
@@ -952,6 +952,13 @@ DF_PRIVATE void df__k_matmul(df__kctx *c);
 DF_PRIVATE df_code df__sf_matmul(df__shape_ctx *c);
 DF_PRIVATE df_code df__sf_bmm(df__shape_ctx *c);
 DF_PRIVATE void df__k_bmm(df__kctx *c);
+/* A convolution's or pool's geometry (NHWC): input n,h,w,c; window kh,kw; out channels oc;
+   output oh,ow; strides, dilations; leading padding ph,pw (the depthwise convolutions share it). */
+typedef struct df__conv_geo {
+    int64_t n, h, w, c, kh, kw, oc, oh, ow, sh, sw, dh, dw, ph, pw;
+} df__conv_geo;
+DF_PRIVATE df_code df__conv_setup(const df_node *node, const int64_t *in, int64_t kh, int64_t kw, int pool,
+                                  df__conv_geo *g, df_status *st);
 DF_PRIVATE void df__k_conv2d(df__kctx *c);
 DF_PRIVATE void df__k_conv2d_bp_input(df__kctx *c);
 DF_PRIVATE void df__k_conv2d_bp_filter(df__kctx *c);
@@ -1371,6 +1378,18 @@ DF_PRIVATE int df__mpi_connect(const char *addr, char *err, size_t en);
 /* ---- end of src/kernels/linalg.c ---- */
 
 /* ---- from src/kernels/nn_extra.c ---- */
+DF_PRIVATE void df__k_fused_batch_norm(df__kctx *c);
+DF_PRIVATE void df__k_fused_batch_norm_grad(df__kctx *c);
+DF_PRIVATE df_code df__sf_fused_batch_norm(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_fused_batch_norm_grad(df__shape_ctx *c);
+DF_PRIVATE void df__k_depthwise_conv2d(df__kctx *c);
+DF_PRIVATE void df__k_depthwise_conv2d_bp_input(df__kctx *c);
+DF_PRIVATE void df__k_depthwise_conv2d_bp_filter(df__kctx *c);
+DF_PRIVATE df_code df__sf_depthwise_conv2d(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_depthwise_sizes(df__shape_ctx *c);
+DF_PRIVATE void df__g_fused_batch_norm(df__gfn *c);
+DF_PRIVATE void df__g_depthwise_conv2d(df__gfn *c);
+DF_PRIVATE void df__g_fused_batch_norm_grad(df__gfn *c);
 /* ---- end of src/kernels/nn_extra.c ---- */
 
 /* ---- from src/kernels/resource.c ---- */

@@ -322,6 +322,40 @@ static const df__opspec df__op_table[] = {
     /* ---- linalg ops: end ---- */
 
     /* ---- nn_extra ops (src/kernels/nn_extra.c): begin ---- */
+#define DF__BN_ATTRS "epsilon:float=0.0001,exponential_avg_factor:float=1,data_format:string=NHWC,is_training:bool=true"
+#define DF__BN_GRAD_ATTRS "epsilon:float=0.0001,data_format:string=NHWC,is_training:bool=true"
+    {"FusedBatchNorm", "x:T,scale:T,offset:T,mean:T,variance:T",
+     "y:T,batch_mean:T,batch_variance:T,reserve_space_1:T,reserve_space_2:T", "T:type{float}," DF__BN_ATTRS,
+     df__sf_fused_batch_norm, df__k_fused_batch_norm, DF__OP_EXPENSIVE, 0},
+    {"FusedBatchNormV2", "x:T,scale:U,offset:U,mean:U,variance:U",
+     "y:T,batch_mean:U,batch_variance:U,reserve_space_1:U,reserve_space_2:U",
+     "T:type{half,bfloat16,float},U:type{float}," DF__BN_ATTRS, df__sf_fused_batch_norm, df__k_fused_batch_norm, DF__OP_EXPENSIVE, 0},
+    {"FusedBatchNormV3", "x:T,scale:U,offset:U,mean:U,variance:U",
+     "y:T,batch_mean:U,batch_variance:U,reserve_space_1:U,reserve_space_2:U,reserve_space_3:U",
+     "T:type{half,bfloat16,float},U:type{bfloat16,float}," DF__BN_ATTRS, df__sf_fused_batch_norm, df__k_fused_batch_norm,
+     DF__OP_EXPENSIVE, 0},
+    {"FusedBatchNormGrad", "y_backprop:T,x:T,scale:T,reserve_space_1:T,reserve_space_2:T",
+     "x_backprop:T,scale_backprop:T,offset_backprop:T,reserve_space_3:T,reserve_space_4:T", "T:type{float}," DF__BN_GRAD_ATTRS,
+     df__sf_fused_batch_norm_grad, df__k_fused_batch_norm_grad, DF__OP_EXPENSIVE, 0},
+    {"FusedBatchNormGradV2", "y_backprop:T,x:T,scale:float,reserve_space_1:U,reserve_space_2:U",
+     "x_backprop:T,scale_backprop:U,offset_backprop:U,reserve_space_3:U,reserve_space_4:U",
+     "T:type{half,bfloat16,float},U:type{float}," DF__BN_GRAD_ATTRS, df__sf_fused_batch_norm_grad, df__k_fused_batch_norm_grad,
+     DF__OP_EXPENSIVE, 0},
+    {"FusedBatchNormGradV3", "y_backprop:T,x:T,scale:float,reserve_space_1:U,reserve_space_2:U,reserve_space_3:U",
+     "x_backprop:T,scale_backprop:U,offset_backprop:U,reserve_space_4:U,reserve_space_5:U",
+     "T:type{half,bfloat16,float},U:type{float}," DF__BN_GRAD_ATTRS, df__sf_fused_batch_norm_grad, df__k_fused_batch_norm_grad,
+     DF__OP_EXPENSIVE, 0},
+#undef DF__BN_ATTRS
+#undef DF__BN_GRAD_ATTRS
+#define DF__DW_ATTRS "T:type{half,bfloat16,float,double},strides:list(int),padding:string,explicit_paddings:list(int)=[]," \
+    "data_format:string=NHWC,dilations:list(int)=[]"
+    {"DepthwiseConv2dNative", "input:T,filter:T", "output:T", DF__DW_ATTRS, df__sf_depthwise_conv2d, df__k_depthwise_conv2d,
+     DF__OP_EXPENSIVE, 0},
+    {"DepthwiseConv2dNativeBackpropInput", "input_sizes:int32,filter:T,out_backprop:T", "output:T", DF__DW_ATTRS,
+     df__sf_depthwise_sizes, df__k_depthwise_conv2d_bp_input, DF__OP_EXPENSIVE, 0},
+    {"DepthwiseConv2dNativeBackpropFilter", "input:T,filter_sizes:int32,out_backprop:T", "output:T", DF__DW_ATTRS,
+     df__sf_depthwise_sizes, df__k_depthwise_conv2d_bp_filter, DF__OP_EXPENSIVE, 0},
+#undef DF__DW_ATTRS
     /* ---- nn_extra ops: end ---- */
 
     /* ---- resource ops (src/kernels/resource.c): begin ---- */

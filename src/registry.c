@@ -163,7 +163,7 @@ static void df__registry_build(void) {
         for (int i = 0; i < n && op->n_in < 12; i++)
             if (!df__parse_arg(items[i], &op->in[op->n_in++], op)) goto bad;
         n = df__split(sp->outputs, items, 16);
-        for (int i = 0; i < n && op->n_out < 4; i++)
+        for (int i = 0; i < n && op->n_out < (int)(sizeof op->out / sizeof *op->out); i++)
             if (!df__parse_arg(items[i], &op->out[op->n_out++], op)) goto bad;
         if (!df__strmap_put(&df__registry.index, op->name, k)) { parsed = -1; goto bad; }
         continue;

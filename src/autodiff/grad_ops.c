@@ -911,6 +911,11 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     /* ---- linalg gradients: end ---- */
 
     /* ---- nn_extra gradients (src/kernels/nn_extra.c): begin ---- */
+    {"FusedBatchNorm", df__g_fused_batch_norm}, {"FusedBatchNormV2", df__g_fused_batch_norm},
+    {"FusedBatchNormV3", df__g_fused_batch_norm}, {"DepthwiseConv2dNative", df__g_depthwise_conv2d},
+    {"DepthwiseConv2dNativeBackpropInput", df__g_depthwise_conv2d},
+    {"DepthwiseConv2dNativeBackpropFilter", df__g_depthwise_conv2d}, {"FusedBatchNormGrad", df__g_fused_batch_norm_grad},
+    {"FusedBatchNormGradV2", df__g_fused_batch_norm_grad}, {"FusedBatchNormGradV3", df__g_fused_batch_norm_grad},
     /* ---- nn_extra gradients: end ---- */
 
     /* ---- resource gradients (src/kernels/resource.c): begin ---- */

@@ -2,8 +2,9 @@
    src/kernels/conv.c: CPU kernels: convolutions and pooling                           >>conv
    Conv2D (NHWC) and its two gradients, MaxPool/AvgPool and theirs.
    Geometry as TensorFlow: VALID gives ceil((in - (k-1)*d) / s) outputs, SAME ceil(in / s)
-   with
-   the padding split before/after (the extra one after).
+   with the padding split before/after (the extra one after), EXPLICIT (convolutions only) the
+   explicit_paddings' before/after per dimension: only the leading padding (ph, pw) and the
+   output size matter to the kernels below.
    Convolutions are direct: no patch matrix. A micro-kernel keeps MR output pixels x NR
    output
    channels in registers and reads each pixel's taps where they lie in a zero-padded copy of
@@ -20,9 +21,6 @@
    output rows) instead, with the filter's rows as the tile's rows. A 1x1 stride-1 forward
    convolution is one GEMM over the batch.
    ========================================================================================== */
-typedef struct df__conv_geo {
-    int64_t n, h, w, c, kh, kw, oc, oh, ow, sh, sw, dh, dw, ph, pw;
-} df__conv_geo;
 static int df__list4(const df_node *n, const char *attr, int64_t def, int64_t *v) {
     const df__attr *a = df__node_attr(n, attr);
     v[0] = v[1] = v[2] = v[3] = def;
@@ -31,11 +29,15 @@ static int df__list4(const df_node *n, const char *attr, int64_t def, int64_t *v
     for (int i = 0; i < 4; i++) v[i] = a->u.ints.v[i];
     return 1;
 }
-/* Output size and leading padding of one spatial dimension; 0 if impossible. */
-static int df__conv_dim(int64_t in, int64_t k, int64_t s, int64_t d, int same, int64_t *out, int64_t *pad) {
+/* Output size and leading padding of one spatial dimension; 0 if impossible. same: 1 SAME,
+   0 VALID, -1 EXPLICIT with the given padding before (*pad on entry) and after. */
+static int df__conv_dim(int64_t in, int64_t k, int64_t s, int64_t d, int same, int64_t after, int64_t *out, int64_t *pad) {
     int64_t ek = (k - 1) * d + 1;
     if (k < 1 || s < 1 || d < 1 || in < 0) return 0;
-    if (same) {
+    if (same < 0) {
+        int64_t span = in + *pad + after;
+        *out = span < ek ? 0 : (span - ek) / s + 1;
+    } else if (same) {
         *out = (in + s - 1) / s;
         int64_t total = (*out - 1) * s + ek - in;
         *pad = total > 0 ? total / 2 : 0;
@@ -48,8 +50,8 @@ static int df__conv_dim(int64_t in, int64_t k, int64_t s, int64_t d, int same, i
 }
 /* Reads strides, dilations, padding and data_format; with the window (kh, kw) fills g's
    output size and padding. in: [n,h,w,c] (entries may be -1 for shape inference). */
-static df_code df__conv_setup(const df_node *node, const int64_t *in, int64_t kh, int64_t kw, int pool,
-                              df__conv_geo *g, df_status *st) {
+DF_PRIVATE df_code df__conv_setup(const df_node *node, const int64_t *in, int64_t kh, int64_t kw, int pool,
+                                  df__conv_geo *g, df_status *st) {
     int64_t s[4], d[4];
     if (!df__list4(node, "strides", 1, s) || !df__list4(node, "dilations", 1, d))
         return df__fail(st, node, DF_INVALID_ARGUMENT, "strides and dilations must have 4 entries");
@@ -61,18 +63,37 @@ static df_code df__conv_setup(const df_node *node, const int64_t *in, int64_t kh
     if (s[1] < 1 || s[2] < 1 || d[1] < 1 || d[2] < 1 || s[1] > (1 << 20) || s[2] > (1 << 20) || d[1] > (1 << 20) || d[2] > (1 << 20))
         return df__fail(st, node, DF_INVALID_ARGUMENT, "Strides and dilations must be positive");
     if (pool && (d[1] != 1 || d[2] != 1)) return df__fail(st, node, DF_INVALID_ARGUMENT, "Pooling has no dilations");
-    int same = !strcmp(pad, "SAME");
+    int same = !strcmp(pad, "SAME") ? 1 : !strcmp(pad, "EXPLICIT") && !pool ? -1 : 0;
     if (!same && strcmp(pad, "VALID"))
-        return df__fail(st, node, DF_INVALID_ARGUMENT, "padding must be SAME or VALID, got '%s'", pad);
+        return df__fail(st, node, DF_INVALID_ARGUMENT, pool ? "padding must be SAME or VALID, got '%s'"
+                                                                         : "padding must be SAME, VALID or EXPLICIT, got '%s'", pad);
+    /* EXPLICIT: explicit_paddings holds (before, after) per dimension, TF's checks and wording */
+    const df__attr *ea = df__node_attr(node, "explicit_paddings");
+    int n_ep = ea && ea->kind == DF__A_INT_LIST ? ea->u.ints.n : 0;
+    int64_t ep[8] = {0};
+    if (same >= 0 && n_ep)
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "explicit_paddings attribute must be empty if the padding attribute is not EXPLICIT");
+    if (same < 0) {
+        if (n_ep != 8)
+            return df__fail(st, node, DF_INVALID_ARGUMENT, "explicit_paddings attribute must contain 8 values, but got: %d", n_ep);
+        for (int i = 0; i < 8; i++) {
+            ep[i] = ea->u.ints.v[i];
+            if (ep[i] < 0 || ep[i] > (1 << 20))
+                return df__fail(st, node, DF_INVALID_ARGUMENT, "All elements of explicit_paddings must be nonnegative");
+        }
+        if (ep[0] || ep[1] || ep[6] || ep[7])
+            return df__fail(st, node, DF_INVALID_ARGUMENT, "Nonzero explicit padding in the batch or depth dimensions is not supported");
+    }
     memset(g, 0, sizeof *g);
     g->n = in[0]; g->h = in[1]; g->w = in[2]; g->c = in[3]; g->kh = kh; g->kw = kw;
     g->sh = s[1]; g->sw = s[2]; g->dh = d[1]; g->dw = d[2];
     g->oh = g->ow = -1;
     if (kh < 1 || kw < 1 || kh > (1 << 20) || kw > (1 << 20))
         return df__fail(st, node, DF_INVALID_ARGUMENT, "The window must be at least 1x1, got %lldx%lld", (long long)kh, (long long)kw);
-    if (g->h >= 0 && !df__conv_dim(g->h, kh, g->sh, g->dh, same, &g->oh, &g->ph))
+    g->ph = ep[2]; g->pw = ep[4];
+    if (g->h >= 0 && !df__conv_dim(g->h, kh, g->sh, g->dh, same, ep[3], &g->oh, &g->ph))
         return df__fail(st, node, DF_INVALID_ARGUMENT, "Bad convolution geometry (height)");
-    if (g->w >= 0 && !df__conv_dim(g->w, kw, g->sw, g->dw, same, &g->ow, &g->pw))
+    if (g->w >= 0 && !df__conv_dim(g->w, kw, g->sw, g->dw, same, ep[5], &g->ow, &g->pw))
         return df__fail(st, node, DF_INVALID_ARGUMENT, "Bad convolution geometry (width)");
     return DF_OK;
 }
@@ -395,7 +416,7 @@ DF__CONV_PASSES(float)
 DF__CONV_PASSES(double)
 
 static int df__conv_direct(const df__conv_geo *g) {       /* 1x1, stride 1, no padding */
-    return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+    return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 && g->oh == g->h && g->ow == g->w;
 }
 /* Filter slivers: dst[block][k][0..nr) = w[koff[k] + (block*nr + j)*js], zero past nout. */
 #define DF__CONV_PACK(T)                                                                          \
