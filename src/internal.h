@@ -1390,6 +1390,8 @@ DF_PRIVATE df_code df__sf_depthwise_sizes(df__shape_ctx *c);
 DF_PRIVATE void df__g_fused_batch_norm(df__gfn *c);
 DF_PRIVATE void df__g_depthwise_conv2d(df__gfn *c);
 DF_PRIVATE void df__g_fused_batch_norm_grad(df__gfn *c);
+DF_PRIVATE int df__dw_run(df__kctx *c, int mode, const df__conv_geo *g, int64_t m, df_dtype t, const df_tensor *x,
+                          const df_tensor *f, const df_tensor *dy, df_tensor *out);
 /* ---- end of src/kernels/nn_extra.c ---- */
 
 /* ---- from src/kernels/resource.c ---- */

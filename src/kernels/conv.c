@@ -690,18 +690,71 @@ static int df__sizes4(df__kctx *c, const df_tensor *t, int64_t *v) {
     }
     return 1;
 }
-static int df__conv_check(df__kctx *c, const df__conv_geo *g, const int64_t *wd, const df_tensor *dy) {
-    if (wd[2] != g->c) {
-        DF__KFAIL(c, DF_INVALID_ARGUMENT, "input depth %lld must equal the filter's in_depth %lld", (long long)g->c, (long long)wd[2]);
+/* The number of groups of a convolution whose filter in_depth divides the input depth (TensorFlow's
+   grouped convolution: Keras' Conv2D(groups=...)); 0 after a status. */
+static int64_t df__conv_groups(df__kctx *c, const df__conv_geo *g, const int64_t *wd) {
+    if (wd[2] <= 0 || g->c % wd[2]) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "input depth must be evenly divisible by filter depth: %lld vs %lld",
+                  (long long)g->c, (long long)wd[2]);
         return 0;
     }
+    int64_t groups = g->c / wd[2];
+    if (wd[3] % groups) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "output depth must be evenly divisible by number of groups: %lld vs %lld",
+                  (long long)wd[3], (long long)groups);
+        return 0;
+    }
+    if (groups > 1 && c->gpu) {
+        DF__KFAIL(c, DF_UNIMPLEMENTED, "grouped convolution (input depth %lld, filter in_depth %lld) has no GPU kernel",
+                  (long long)g->c, (long long)wd[2]);
+        return 0;
+    }
+    return groups;
+}
+static int64_t df__conv_check(df__kctx *c, const df__conv_geo *g, const int64_t *wd, const df_tensor *dy) {
+    int64_t groups = df__conv_groups(c, g, wd);
+    if (!groups) return 0;
     if (dy && (dy->rank != 4 || dy->dims[0] != g->n || dy->dims[1] != g->oh || dy->dims[2] != g->ow || dy->dims[3] != wd[3])) {
         char s1[96];
         DF__KFAIL(c, DF_INVALID_ARGUMENT, "out_backprop has shape %s; the convolution gives [%lld,%lld,%lld,%lld]",
                   df__dims_str(dy->rank, dy->dims, s1, 96), (long long)g->n, (long long)g->oh, (long long)g->ow, (long long)wd[3]);
         return 0;
     }
-    return 1;
+    return groups;
+}
+/* Columns [col, col + cols) of a [rows, stride] matrix to a packed [rows, cols] one, or back. */
+static void df__conv_cols(char *packed, char *m, int64_t rows, int64_t stride, int64_t col, int64_t cols, size_t es, int back) {
+    for (int64_t r = 0; r < rows; r++) {
+        char *a = packed + (size_t)(r * cols) * es, *b = m + (size_t)(r * stride + col) * es;
+        if (back) memcpy(b, a, (size_t)cols * es); else memcpy(a, b, (size_t)cols * es);
+    }
+}
+/* A grouped convolution (mode as df__conv_run; g->c and g->oc the full depths): one filter in
+   depth per group is a depthwise convolution (the filter's bytes are already in that layout);
+   otherwise each group's columns are packed, convolved and put back. */
+static int df__conv_grouped(df__kctx *c, int mode, const df__conv_geo *g, int64_t groups, df_dtype t, const df_tensor *x,
+                            const df_tensor *w, const df_tensor *dy, df_tensor *out) {
+    const int64_t fi = g->c / groups, ocg = g->oc / groups;
+    if (fi == 1) return df__dw_run(c, mode, g, ocg, t, x, w, dy, out);
+    const size_t es = t == DF_DOUBLE ? 8 : 4;
+    df__conv_geo sub = *g;
+    sub.c = fi; sub.oc = ocg;
+    const int64_t xr = g->n * g->h * g->w, yr = g->n * g->oh * g->ow, wr = g->kh * g->kw * fi;
+    char *xg = (char *)DF_MALLOC((size_t)(xr * fi) * es + 1), *wg = (char *)DF_MALLOC((size_t)(wr * ocg) * es + 1);
+    char *yg = (char *)DF_MALLOC((size_t)(yr * ocg) * es + 1);
+    int ok = xg && wg && yg;
+    if (!ok) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for the grouped convolution's buffers");
+    for (int64_t k = 0; ok && k < groups; k++) {
+        if (mode != 1) df__conv_cols(xg, (char *)x->data, xr, g->c, k * fi, fi, es, 0);
+        if (mode != 2) df__conv_cols(wg, (char *)w->data, wr, g->oc, k * ocg, ocg, es, 0);
+        if (mode != 0) df__conv_cols(yg, (char *)dy->data, yr, g->oc, k * ocg, ocg, es, 0);
+        char *res = mode == 0 ? yg : mode == 1 ? xg : wg;
+        ok = df__conv_run(c, mode, &sub, t == DF_DOUBLE, xg, wg, yg, res);
+        if (ok) df__conv_cols(res, (char *)out->data, mode == 0 ? yr : mode == 1 ? xr : wr, mode == 1 ? g->c : g->oc,
+                              k * (mode == 1 ? fi : ocg), mode == 1 ? fi : ocg, es, 1);
+    }
+    DF_FREE(xg); DF_FREE(wg); DF_FREE(yg);
+    return ok;
 }
 DF_PRIVATE void df__k_conv2d(df__kctx *c) {
     const df_tensor *x = c->in[0], *w = c->in[1];
@@ -709,11 +762,13 @@ DF_PRIVATE void df__k_conv2d(df__kctx *c) {
     if (!df__rank4(x) || !df__rank4(w)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input and filter must be 4-D, got ranks %d and %d", x->rank, w->rank); return; }
     if (!w->n) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "filter must not have zero elements (i.e. all dimensions must be non-zero)"); return; }
     df__conv_geo g;
-    if (df__conv_setup(c->node, x->dims, w->dims[0], w->dims[1], 0, &g, c->st) || !df__conv_check(c, &g, w->dims, NULL)) return;
+    int64_t groups;
+    if (df__conv_setup(c->node, x->dims, w->dims[0], w->dims[1], 0, &g, c->st) || !(groups = df__conv_check(c, &g, w->dims, NULL))) return;
     g.oc = w->dims[3];
     int64_t od[4] = {g.n, g.oh, g.ow, g.oc};
     df_tensor *o = df__k_alloc(c, 0, x->dtype, 4, od);
-    if (o && o->n) df__conv_run(c, 0, &g, x->dtype == DF_DOUBLE, x->data, w->data, NULL, o->data);
+    if (o && o->n && groups > 1) df__conv_grouped(c, 0, &g, groups, x->dtype, x, w, NULL, o);
+    else if (o && o->n) df__conv_run(c, 0, &g, x->dtype == DF_DOUBLE, x->data, w->data, NULL, o->data);
 }
 DF_PRIVATE void df__k_conv2d_bp_input(df__kctx *c) {
     const df_tensor *w = c->in[1], *dy = c->in[2];
@@ -721,12 +776,14 @@ DF_PRIVATE void df__k_conv2d_bp_input(df__kctx *c) {
     if (!df__conv_float_type(c, w) || !df__sizes4(c, c->in[0], xd)) return;
     if (!df__rank4(w)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "filter must be 4-D"); return; }
     df__conv_geo g;
-    if (df__conv_setup(c->node, xd, w->dims[0], w->dims[1], 0, &g, c->st) || !df__conv_check(c, &g, w->dims, dy)) return;
+    int64_t groups;
+    if (df__conv_setup(c->node, xd, w->dims[0], w->dims[1], 0, &g, c->st) || !(groups = df__conv_check(c, &g, w->dims, dy))) return;
     g.oc = w->dims[3];
     df_tensor *o = df__k_alloc(c, 0, w->dtype, 4, xd);
     if (!o || !o->n) return;
     if (!dy->n || !g.oc) { df__zero_data(o, c->st); return; }
-    df__conv_run(c, 1, &g, w->dtype == DF_DOUBLE, NULL, w->data, dy->data, o->data);
+    if (groups > 1) df__conv_grouped(c, 1, &g, groups, w->dtype, NULL, w, dy, o);
+    else df__conv_run(c, 1, &g, w->dtype == DF_DOUBLE, NULL, w->data, dy->data, o->data);
 }
 DF_PRIVATE void df__k_conv2d_bp_filter(df__kctx *c) {
     const df_tensor *x = c->in[0], *dy = c->in[2];
@@ -734,20 +791,22 @@ DF_PRIVATE void df__k_conv2d_bp_filter(df__kctx *c) {
     if (!df__conv_float_type(c, x) || !df__sizes4(c, c->in[1], wd)) return;
     if (!df__rank4(x)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input must be 4-D"); return; }
     df__conv_geo g;
-    if (df__conv_setup(c->node, x->dims, wd[0], wd[1], 0, &g, c->st) || !df__conv_check(c, &g, wd, dy)) return;
+    int64_t groups;
+    if (df__conv_setup(c->node, x->dims, wd[0], wd[1], 0, &g, c->st) || !(groups = df__conv_check(c, &g, wd, dy))) return;
     g.oc = wd[3];
     df_tensor *o = df__k_alloc(c, 0, x->dtype, 4, wd);
     if (!o || !o->n) return;
     if (!dy->n) { df__zero_data(o, c->st); return; }
-    df__conv_run(c, 2, &g, x->dtype == DF_DOUBLE, x->data, NULL, dy->data, o->data);
+    if (groups > 1) df__conv_grouped(c, 2, &g, groups, x->dtype, x, NULL, dy, o);
+    else df__conv_run(c, 2, &g, x->dtype == DF_DOUBLE, x->data, NULL, dy->data, o->data);
 }
 DF_PRIVATE df_code df__sf_conv2d(df__shape_ctx *c) {
     const df__shape *x = &c->in_shapes[0], *w = &c->in_shapes[1];
     df__shape *o = df__sc_out(c, 0);
     if (x->rank < 0 || w->rank < 0) { *o = df__shape_unknown(); return DF_OK; }
     if (x->rank != 4 || w->rank != 4) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "input and filter must be 4-D");
-    if (x->dims[3] >= 0 && w->dims[2] >= 0 && x->dims[3] != w->dims[2])
-        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "input depth %lld must equal the filter's in_depth %lld",
+    if (x->dims[3] >= 0 && w->dims[2] > 0 && x->dims[3] % w->dims[2])
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "input depth must be evenly divisible by filter depth: %lld vs %lld",
                         (long long)x->dims[3], (long long)w->dims[2]);
     df__conv_geo g;
     if (!w->dims[0] || !w->dims[1] || !w->dims[2] || !w->dims[3])      /* TF: no filters without elements */

@@ -676,7 +676,7 @@ DF__DW_BP_FILTER(double)
 
 /* mode 0: the forward; 1: the input gradient; 2: the filter gradient. Float, double, and half
    or bfloat16 through float copies. Returns 0 after a status. */
-static int df__dw_run(df__kctx *c, int mode, const df__conv_geo *g, int64_t m, df_dtype t, const df_tensor *x,
+DF_PRIVATE int df__dw_run(df__kctx *c, int mode, const df__conv_geo *g, int64_t m, df_dtype t, const df_tensor *x,
                       const df_tensor *f, const df_tensor *dy, df_tensor *out) {
     df__dw_job J;
     memset(&J, 0, sizeof J);
