@@ -405,3 +405,147 @@ DF_TEST(random2_multinomial_matches_tf) {
     CHECK(check_ops("Multinomial", 1) == 10);
     CHECK(check_ops("StatelessMultinomial", 1) == 10);
 }
+
+/* ---- StatelessRandomGetKeyCounter / GetAlg / GetKeyCounterAlg (values from TensorFlow 2.21) ---- */
+DF_TEST(random2_get_key_counter_alg_match_tf) {
+    for (int k = 0; k < 2; k++) {
+        df_status st;
+        df_status_clear(&st);
+        df_graph *g = df_graph_new();
+        unsigned long long seed[2] = {1, 2};
+        df_op_builder *b = df_op_new(g, k ? "StatelessRandomGetKeyCounterAlg" : "StatelessRandomGetKeyCounter", "kc");
+        df_op_add_input(b, iconst(g, k ? DF_INT32 : DF_INT64, 1, 2, seed));
+        df_node *n = df_op_finish(b);
+        df_op_builder *ba = df_op_new(g, "StatelessRandomGetAlg", "alg");
+        df_node *na = df_op_finish(ba);
+        CHECK(n != NULL && na != NULL);
+        df_output outs[4] = {{n, 0}, {n, 1}, {na, 0}, {n, 2}};
+        df_tensor *r[4] = {NULL, NULL, NULL, NULL};
+        df_session *s = df_session_new(g, NULL, &st);
+        CHECK_OK(&st);
+        if (s) df_session_run(s, NULL, NULL, 0, outs, r, k ? 4 : 3, NULL, 0, &st);
+        CHECK_OK(&st);
+        if (r[0] && r[1] && r[2]) {
+            CHECK_EQ_INT(df_tensor_dtype(r[0]), DF_UINT64);
+            CHECK_EQ_INT(df_tensor_num_elements(r[0]), 1);
+            CHECK_EQ_INT(df_tensor_num_elements(r[1]), 2);
+            const uint64_t *kk = (const uint64_t *)df_tensor_data(r[0]), *cc = (const uint64_t *)df_tensor_data(r[1]);
+            CHECK(kk[0] == 10413732777507651514ull);
+            CHECK(cc[0] == 0 && cc[1] == 17830669156045600267ull);
+            CHECK_EQ_INT(*(const int32_t *)df_tensor_data(r[2]), 1);
+            if (k) CHECK(r[3] && *(const int32_t *)df_tensor_data(r[3]) == 1);
+        } else CHECK(0);
+        for (int i = 0; i < 4; i++) df_tensor_release(r[i]);
+        df_session_free(s);
+        df_graph_free(g);
+    }
+}
+
+/* ---- bad inputs: InvalidArgument with TensorFlow's wording, naming the node ---- */
+typedef struct { const char *op; int variant; const char *want; } bad_case;
+
+static df_node *bad_graph(df_graph *g, const bad_case *bc) {
+    unsigned long long shape[1] = {4}, seed2[2] = {1, 2}, seed3[3] = {1, 2, 3}, five = 5, six = 6, m1 = (unsigned long long)-1;
+    unsigned long long key[2] = {1, 2}, ctr[2] = {3, 4}, alg1 = 1, alg2 = 2, alg7 = 7;
+    df_op_builder *b = df_op_new(g, bc->op, "bad_node");
+    const char *op = bc->op;
+    int v = bc->variant;
+    if (!strcmp(op, "RandomUniformInt")) {
+        df_op_add_input(b, iconst(g, DF_INT32, 1, 1, shape));
+        df_op_add_input(b, v == 1 ? iconst(g, DF_INT32, 1, 1, &five) : iconst(g, DF_INT32, 0, 0, &five));
+        df_op_add_input(b, iconst(g, DF_INT32, 0, 0, v == 0 ? &five : &six));
+        df_op_set_attr_int(b, "seed", 1);
+    } else if (strstr(op, "Multinomial")) {
+        double lg[4] = {0, 1, 2, 3};
+        int64_t d2[2] = {2, 2}, d1[1] = {4}, d0[2] = {2, 0};
+        df_op_add_input(b, constant(g, DF_FLOAT, v == 1 ? 1 : 2, v == 1 ? d1 : v == 2 ? d0 : d2, lg, NULL));
+        df_op_add_input(b, iconst(g, DF_INT32, 0, 0, v == 0 ? &m1 : &five));
+        if (strstr(op, "Stateless")) df_op_add_input(b, v == 3 ? iconst(g, DF_INT64, 1, 3, seed3) : iconst(g, DF_INT64, 1, 2, seed2));
+    } else if (strstr(op, "GetKeyCounter")) {
+        df_op_add_input(b, iconst(g, DF_INT64, 1, 3, seed3));
+    } else if (strstr(op, "V2")) {
+        df_op_add_input(b, iconst(g, DF_INT32, 1, 1, shape));
+        df_op_add_input(b, iconst(g, DF_UINT64, 1, v == 0 ? 2 : 1, key));
+        df_op_add_input(b, iconst(g, DF_UINT64, 1, v == 1 ? 1 : 2, ctr));
+        df_op_add_input(b, v == 2 ? iconst(g, DF_INT32, 0, 0, &alg2) : v == 3 ? iconst(g, DF_INT32, 0, 0, &alg7) :
+                           v == 4 ? iconst(g, DF_INT32, 1, 1, &alg1) : iconst(g, DF_INT32, 0, 0, &alg1));
+        if (strstr(op, "Int")) {
+            df_op_add_input(b, iconst(g, DF_INT64, 0, 0, &six));
+            df_op_add_input(b, iconst(g, DF_INT64, 0, 0, &five));
+        }
+    } else {                     /* V1 stateless */
+        df_op_add_input(b, iconst(g, DF_INT32, 1, 1, shape));
+        df_op_add_input(b, v == 0 ? iconst(g, DF_INT64, 1, 3, seed3) : iconst(g, DF_INT64, 1, 2, seed2));
+        if (strstr(op, "Int")) {
+            df_op_add_input(b, v == 2 ? iconst(g, DF_INT64, 1, 1, &five) : iconst(g, DF_INT64, 0, 0, &five));
+            df_op_add_input(b, iconst(g, DF_INT64, 0, 0, v == 1 ? &five : &six));
+        }
+    }
+    return df_op_finish(b);
+}
+
+DF_TEST(random2_bad_inputs_name_the_node) {
+    static const bad_case bad[] = {
+        {"RandomUniformInt", 0, "Need minval < maxval, got 5 >= 5"},
+        {"RandomUniformInt", 1, "minval must be 0-D, got shape [1]"},
+        {"Multinomial", 0, "num_samples should be non-negative, got -1"},
+        {"Multinomial", 1, "logits should be a matrix"},
+        {"StatelessMultinomial", 2, "num_classes should be positive, got 0"},
+        {"StatelessMultinomial", 3, "seed must have shape [2], not [3]"},
+        {"StatelessRandomGetKeyCounter", 0, "seed must have shape [2], not [3]"},
+        {"StatelessRandomGetKeyCounterAlg", 0, "seed must have shape [2], not [3]"},
+        {"StatelessRandomUniformV2", 0, "key must have shape [1], not [2]"},
+        {"StatelessRandomNormalV2", 1, "counter must be a vector with length at least 2; got shape: [1]"},
+        {"StatelessRandomUniformV2", 2, "Unsupported algorithm id: 2"},
+        {"StatelessTruncatedNormalV2", 3, "Unsupported algorithm id: 7"},
+        {"StatelessRandomUniformV2", 4, "input 3 (0-based) must have shape [], not [1]"},
+        {"StatelessRandomUniformIntV2", 5, "Need minval < maxval, got 6 >= 5"},
+        {"StatelessRandomUniform", 0, "seed must have shape [2], not [3]"},
+        {"StatelessRandomUniformInt", 1, "Need minval < maxval, got 5 >= 5"},
+        {"StatelessRandomUniformInt", 2, "minval must be 0-D, got shape [1]"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        df_status st;
+        df_status_clear(&st);
+        df_graph *g = df_graph_new();
+        df_node *n = bad_graph(g, &bad[i]);
+        df_tensor *r = NULL;
+        if (n) {
+            df_output y = {n, 0};
+            df_session *s = df_session_new(g, NULL, &st);
+            if (s) df_session_run(s, NULL, NULL, 0, &y, &r, 1, NULL, 0, &st);
+            df_session_free(s);
+        } else st = *df_graph_status(g);
+        CHECK_MSG(st.code == DF_INVALID_ARGUMENT, "%s (%d): code %d: %s", bad[i].op, bad[i].variant, st.code, st.message);
+        CHECK_MSG(strstr(st.message, bad[i].want) != NULL, "%s (%d): message '%s' lacks '%s'", bad[i].op, bad[i].variant,
+                  st.message, bad[i].want);
+        CHECK_MSG(strstr(st.message, "bad_node") != NULL, "%s (%d): message '%s' does not name the node", bad[i].op,
+                  bad[i].variant, st.message);
+        df_tensor_release(r);
+        df_graph_free(g);
+    }
+}
+
+/* ---- no gradients (TensorFlow's are None too) ---- */
+DF_TEST(random2_ops_have_no_gradient) {
+    df_graph *g = df_graph_new();
+    double v[4] = {1, 2, 3, 4};
+    int64_t d[2] = {2, 2};
+    df_output x = constant(g, DF_FLOAT, 2, d, v, NULL);
+    unsigned long long two = 2, seed[2] = {1, 2};
+    df_op_builder *b = df_op_new(g, "RandomShuffle", NULL);
+    df_op_add_input(b, x);
+    df_output sh = {df_op_finish(b), 0};
+    b = df_op_new(g, "StatelessMultinomial", NULL);
+    df_op_add_input(b, x);
+    df_op_add_input(b, iconst(g, DF_INT32, 0, 0, &two));
+    df_op_add_input(b, iconst(g, DF_INT64, 1, 2, seed));
+    df_output mn = {df_op_finish(b), 0};
+    df_output ys[2] = {df_reduce_sum(g, sh, 0, NULL, 0), df_reduce_sum(g, df_cast(g, mn, DF_FLOAT), 0, NULL, 0)};
+    for (int i = 0; i < 2; i++) {
+        df_output dx = {NULL, 0};
+        CHECK(df_gradients(g, 1, &ys[i], NULL, 1, &x, &dx) == DF_OK);
+        CHECK(dx.node == NULL);
+    }
+    df_graph_free(g);
+}
