@@ -9583,6 +9583,73 @@ static uint32_t df__philox1_next(df__philox1 *s) {
     return s->buf[s->used++];
 }
 
+/* Eight consecutive blocks of g (advancing it by 8): out[j] is block j. The AVX2 version runs
+   the eight as lanes (the 32x32->64 products of even and odd lanes apart); same words. */
+static void df__philox_block8(df__philox *g, uint32_t out[8][4]) {
+    for (int j = 0; j < 8; j++) df__philox_block(g, out[j]);
+}
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(DF_NO_SIMD)
+#define DF__RAND_AVX2 1
+/* The counters of 8 consecutive blocks as lanes (g advanced by 8), then the 10 rounds. */
+__attribute__((target("avx2"))) static void df__philox_rounds8_avx2(df__philox *g, __m256i c[4]) {
+    if (g->ctr[0] <= 0xFFFFFFF7u) {               /* no carry out of word 0 within the 8 */
+        c[0] = _mm256_add_epi32(_mm256_set1_epi32((int)g->ctr[0]), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        for (int w = 1; w < 4; w++) c[w] = _mm256_set1_epi32((int)g->ctr[w]);
+        g->ctr[0] += 8;
+    } else {
+        uint32_t ctr[4][8];
+        for (int j = 0; j < 8; j++) {
+            for (int w = 0; w < 4; w++) ctr[w][j] = g->ctr[w];
+            if (++g->ctr[0] == 0 && ++g->ctr[1] == 0 && ++g->ctr[2] == 0) ++g->ctr[3];
+        }
+        for (int w = 0; w < 4; w++) c[w] = _mm256_loadu_si256((const __m256i *)ctr[w]);
+    }
+    __m256i c0 = c[0], c1 = c[1], c2 = c[2], c3 = c[3];
+    const __m256i ma = _mm256_set1_epi64x(0xD2511F53), mb = _mm256_set1_epi64x(0xCD9E8D57);
+    uint32_t k0 = g->key[0], k1 = g->key[1];
+    for (int r = 0; r < 10; r++) {
+        __m256i pa_e = _mm256_mul_epu32(c0, ma), pa_o = _mm256_mul_epu32(_mm256_srli_epi64(c0, 32), ma);
+        __m256i pb_e = _mm256_mul_epu32(c2, mb), pb_o = _mm256_mul_epu32(_mm256_srli_epi64(c2, 32), mb);
+        __m256i hi_a = _mm256_blend_epi32(_mm256_srli_epi64(pa_e, 32), pa_o, 0xAA);
+        __m256i lo_a = _mm256_blend_epi32(pa_e, _mm256_slli_epi64(pa_o, 32), 0xAA);
+        __m256i hi_b = _mm256_blend_epi32(_mm256_srli_epi64(pb_e, 32), pb_o, 0xAA);
+        __m256i lo_b = _mm256_blend_epi32(pb_e, _mm256_slli_epi64(pb_o, 32), 0xAA);
+        c0 = _mm256_xor_si256(_mm256_xor_si256(hi_b, c1), _mm256_set1_epi32((int)k0));
+        c2 = _mm256_xor_si256(_mm256_xor_si256(hi_a, c3), _mm256_set1_epi32((int)k1));
+        c1 = lo_b; c3 = lo_a;
+        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+    }
+    /* transpose the 4 x 8 words to 8 blocks of 4: c[0] = blocks 0, 1; c[1] = 2, 3; ... */
+    __m256i t0 = _mm256_unpacklo_epi32(c0, c1), t1 = _mm256_unpackhi_epi32(c0, c1);
+    __m256i t2 = _mm256_unpacklo_epi32(c2, c3), t3 = _mm256_unpackhi_epi32(c2, c3);
+    __m256i b0 = _mm256_unpacklo_epi64(t0, t2), b1 = _mm256_unpackhi_epi64(t0, t2);
+    __m256i b2 = _mm256_unpacklo_epi64(t1, t3), b3 = _mm256_unpackhi_epi64(t1, t3);
+    /* b0 = blocks 0 and 4, b1 = 1 and 5, b2 = 2 and 6, b3 = 3 and 7 (128-bit halves) */
+    c[0] = _mm256_permute2x128_si256(b0, b1, 0x20);
+    c[1] = _mm256_permute2x128_si256(b2, b3, 0x20);
+    c[2] = _mm256_permute2x128_si256(b0, b1, 0x31);
+    c[3] = _mm256_permute2x128_si256(b2, b3, 0x31);
+}
+__attribute__((target("avx2"))) static void df__philox_block8_avx2(df__philox *g, uint32_t out[8][4]) {
+    __m256i c[4];
+    df__philox_rounds8_avx2(g, c);
+    for (int i = 0; i < 4; i++) _mm256_storeu_si256((__m256i *)out[2 * i], c[i]);
+}
+/* float uniforms of 8 * k consecutive blocks (32 * k floats) straight to dst. */
+__attribute__((target("avx2"))) static void df__philox_uniform_f32_avx2(df__philox *g, float *dst, int64_t k) {
+    const __m256i mant = _mm256_set1_epi32(0x7FFFFF), one_bits = _mm256_set1_epi32(0x3F800000);
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (int64_t i = 0; i < k; i++) {
+        __m256i c[4];
+        df__philox_rounds8_avx2(g, c);
+        for (int v = 0; v < 4; v++) {
+            __m256 f = _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(c[v], mant), one_bits));
+            _mm256_storeu_ps(dst + 32 * i + 8 * v, _mm256_sub_ps(f, one));
+        }
+    }
+}
+#endif
+
 typedef struct df__rfill {
     int kind;
     df_dtype t;
@@ -9598,60 +9665,97 @@ static void df__rfill_store_f32(df_dtype t, void *data, int64_t i, float v) {
     else ((uint16_t *)data)[i] = df_float_to_bfloat16(v);
 }
 
-/* Groups [g0, g1) of a fill. */
-static void df__rfill_groups(void *arg, int64_t g0, int64_t g1) {
-    const df__rfill *f = (const df__rfill *)arg;
-    df_dtype t = f->t;
-    int wide = df__r_wide(t), per = wide ? 2 : 4;
-    df__philox g = f->g;
-    if (f->kind != DF__RK_TRUNC) df__philox_skip(&g, (uint64_t)g0);
+/* Truncated normal groups [g0, g1): group g's own stream starts 256 (128 for 64-bit types) blocks after g-1's. */
+static void df__rfill_trunc(const df__rfill *f, int64_t g0, int64_t g1) {
+    int wide = df__r_wide(f->t), per = wide ? 2 : 4;
     for (int64_t grp = g0; grp < g1; grp++) {
         int64_t base = grp * per;
         int cnt = f->n - base < per ? (int)(f->n - base) : per;
-        uint32_t w[4];
-        if (f->kind == DF__RK_TRUNC) {
-            double v[4];
-            df__philox h = f->g;
-            df__philox_skip(&h, (uint64_t)grp * (wide ? 128u : 256u));
-            df__random_group(2, wide, &h, v);
-            for (int j = 0; j < cnt; j++) {
-                if (wide) ((double *)f->data)[base + j] = v[j];
-                else df__rfill_store_f32(t, f->data, base + j, (float)v[j]);
-            }
-            continue;
+        double v[4];
+        df__philox h = f->g;
+        df__philox_skip(&h, (uint64_t)grp * (wide ? 128u : 256u));
+        df__random_group(2, wide, &h, v);
+        for (int j = 0; j < cnt; j++) {
+            if (wide) ((double *)f->data)[base + j] = v[j];
+            else df__rfill_store_f32(f->t, f->data, base + j, (float)v[j]);
         }
-        df__philox_block(&g, w);
+    }
+}
+
+/* Groups [g0, g1) of a fill, 8 blocks (32 words in output order) at a time. */
+static void df__rfill_groups(void *arg, int64_t g0, int64_t g1) {
+    const df__rfill *f = (const df__rfill *)arg;
+    if (f->kind == DF__RK_TRUNC) { df__rfill_trunc(f, g0, g1); return; }
+    df_dtype t = f->t;
+    int wide = df__r_wide(t), per = wide ? 2 : 4;
+    df__philox g = f->g;
+    df__philox_skip(&g, (uint64_t)g0);
+    void (*gen8)(df__philox *, uint32_t[8][4]) = df__philox_block8;
+#ifdef DF__RAND_AVX2
+    if (df__isa() >= 1) gen8 = df__philox_block8_avx2;       /* 1: DF__ISA_AVX2 (src/kernels/elementwise.c) */
+    if (f->kind == DF__RK_UNIFORM && t == DF_FLOAT && gen8 != df__philox_block8 && g1 - g0 >= 8) {
+        int64_t k = (g1 - g0) / 8;
+        if (g0 + 8 * k == (f->n + 3) / 4 && f->n % 4) k--;     /* the last, partial group: below */
+        df__philox_uniform_f32_avx2(&g, (float *)f->data + 4 * g0, k);
+        g0 += 8 * k;
+    }
+#endif
+    /* a % d for 32-bit a and d as two multiplications (exact: Lemire's "fastmod") */
+    uint64_t fm = f->kind == DF__RK_INT && !wide ? UINT64_MAX / (uint32_t)f->range + 1 : 0, d32 = (uint32_t)f->range;
+    uint32_t blocks[8][4];
+    const uint32_t *w = &blocks[0][0];
+    for (int64_t grp = g0; grp < g1; grp += 8) {
+        gen8(&g, blocks);
+        int64_t base = grp * per, nb = g1 - grp < 8 ? g1 - grp : 8;
+        int cnt = (int)(f->n - base < nb * per ? f->n - base : nb * per);
         switch (f->kind) {
         case DF__RK_UNIFORM:
-            if (t == DF_FLOAT) for (int j = 0; j < cnt; j++) ((float *)f->data)[base + j] = df__u32_to_f32(w[j]);
-            else if (t == DF_DOUBLE) for (int j = 0; j < cnt; j++) ((double *)f->data)[base + j] = df__u32x2_to_f64(w[2 * j], w[2 * j + 1]);
-            else if (t == DF_HALF)   /* 10 mantissa bits: [1, 2) - 1, exact */
-                for (int j = 0; j < cnt; j++) ((uint16_t *)f->data)[base + j] = df_float_to_half((float)(w[j] & 0x3FFu) / 1024.0f);
-            else for (int j = 0; j < cnt; j++) ((uint16_t *)f->data)[base + j] = df_float_to_bfloat16((float)(w[j] & 0x7Fu) / 128.0f);
+            if (t == DF_FLOAT) {
+                float *o = (float *)f->data + base;
+                for (int j = 0; j < cnt; j++) o[j] = df__u32_to_f32(w[j]);
+            } else if (t == DF_DOUBLE) {
+                double *o = (double *)f->data + base;
+                for (int j = 0; j < cnt; j++) o[j] = df__u32x2_to_f64(w[2 * j], w[2 * j + 1]);
+            } else {                 /* 10 (half) or 7 (bfloat16) mantissa bits: [1, 2) - 1, exact */
+                uint16_t *o = (uint16_t *)f->data + base;
+                if (t == DF_HALF) for (int j = 0; j < cnt; j++) o[j] = df_float_to_half((float)(w[j] & 0x3FFu) / 1024.0f);
+                else for (int j = 0; j < cnt; j++) o[j] = df_float_to_bfloat16((float)(w[j] & 0x7Fu) / 128.0f);
+            }
             break;
         case DF__RK_NORMAL:
             if (wide) {
-                double z[2];
-                df__box_muller_f64(w, &z[0], &z[1]);
-                for (int j = 0; j < cnt; j++) ((double *)f->data)[base + j] = z[j];
+                double *o = (double *)f->data + base, z[2];
+                for (int j = 0; j < cnt; j += 2) {
+                    df__box_muller_f64(w + 2 * j, &z[0], &z[1]);
+                    o[j] = z[0];
+                    if (j + 1 < cnt) o[j + 1] = z[1];
+                }
             } else {
-                float z[4];
-                df__box_muller_f32(w[0], w[1], &z[0], &z[1]);
-                df__box_muller_f32(w[2], w[3], &z[2], &z[3]);
-                for (int j = 0; j < cnt; j++) df__rfill_store_f32(t, f->data, base + j, z[j]);
-            }
-            break;
-        default:                 /* DF__RK_INT, DF__RK_FULLINT */
-            for (int j = 0; j < cnt; j++) {
-                if (wide) {
-                    uint64_t bits = (uint64_t)w[2 * j] | (uint64_t)w[2 * j + 1] << 32;
-                    ((uint64_t *)f->data)[base + j] = f->kind == DF__RK_INT ? f->lo + bits % f->range : bits;
-                } else {
-                    uint32_t bits = w[j];
-                    ((uint32_t *)f->data)[base + j] =
-                        f->kind == DF__RK_INT ? (uint32_t)f->lo + bits % (uint32_t)f->range : bits;
+                float z[2];
+                for (int j = 0; j < cnt; j += 2) {
+                    df__box_muller_f32(w[j], w[j + 1], &z[0], &z[1]);
+                    df__rfill_store_f32(t, f->data, base + j, z[0]);
+                    if (j + 1 < cnt) df__rfill_store_f32(t, f->data, base + j + 1, z[1]);
                 }
             }
+            break;
+        case DF__RK_INT:
+            if (wide) {
+                uint64_t *o = (uint64_t *)f->data + base;
+                for (int j = 0; j < cnt; j++) o[j] = f->lo + ((uint64_t)w[2 * j] | (uint64_t)w[2 * j + 1] << 32) % f->range;
+            } else {
+                uint32_t *o = (uint32_t *)f->data + base, lo = (uint32_t)f->lo;
+                for (int j = 0; j < cnt; j++) {
+                    uint64_t low = fm * w[j];
+                    o[j] = lo + (uint32_t)(((low >> 32) * d32 + (((low & 0xFFFFFFFFu) * d32) >> 32)) >> 32);
+                }
+            }
+            break;
+        default:                 /* DF__RK_FULLINT */
+            if (wide) {
+                uint64_t *o = (uint64_t *)f->data + base;
+                for (int j = 0; j < cnt; j++) o[j] = (uint64_t)w[2 * j] | (uint64_t)w[2 * j + 1] << 32;
+            } else memcpy((uint32_t *)f->data + base, w, sizeof(uint32_t) * (size_t)cnt);
         }
     }
 }
