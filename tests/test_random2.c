@@ -7,6 +7,7 @@
    three and last two elements' bit patterns and a checksum of all of them, sum of
    bits(i) * (i + 1) mod 2^64. Bad inputs give InvalidArgument naming the node. Public API only. */
 #include "harness.h"
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -547,5 +548,98 @@ DF_TEST(random2_ops_have_no_gradient) {
         CHECK(df_gradients(g, 1, &ys[i], NULL, 1, &x, &dx) == DF_OK);
         CHECK(dx.node == NULL);
     }
+    df_graph_free(g);
+}
+
+/* ---- Multinomial with non-finite logits: skipped classes; a row of -inf gives num_classes
+   (TensorFlow 2.21's values, seeds (9, 4), output int32, runs 1 and 2 and the stateless op) ---- */
+DF_TEST(random2_multinomial_non_finite_logits_match_tf) {
+    static const int32_t want[3][18] = {
+        {1, 3, 3, 3, 1, 3, 4, 4, 4, 4, 4, 4, 1, 1, 1, 1, 1, 1},
+        {1, 3, 3, 3, 1, 1, 4, 4, 4, 4, 4, 4, 1, 3, 1, 1, 1, 1},
+        {3, 1, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 1, 1, 1, 1, 1, 1}};
+    double inf = INFINITY, nan = NAN;
+    double lg[12] = {-inf, 0, -inf, 1, -inf, -inf, -inf, -inf, nan, 2, inf, -1};
+    int64_t d[2] = {3, 4};
+    for (int k = 0; k < 2; k++) {
+        df_status st;
+        df_status_clear(&st);
+        df_graph *g = df_graph_new();
+        unsigned long long six = 6, seed[2] = {9, 4};
+        df_op_builder *b = df_op_new(g, k ? "StatelessMultinomial" : "Multinomial", "mn");
+        df_op_add_input(b, constant(g, DF_FLOAT, 2, d, lg, NULL));
+        df_op_add_input(b, iconst(g, DF_INT32, 0, 0, &six));
+        if (k) df_op_add_input(b, iconst(g, DF_INT64, 1, 2, seed));
+        else { df_op_set_attr_int(b, "seed", 9); df_op_set_attr_int(b, "seed2", 4); }
+        df_op_set_attr_type(b, "output_dtype", DF_INT32);
+        df_output y = {df_op_finish(b), 0};
+        df_session *s = df_session_new(g, NULL, &st);
+        CHECK_OK(&st);
+        for (int run = 0; run < (k ? 1 : 2) && s; run++) {
+            df_tensor *r = NULL;
+            df_session_run(s, NULL, NULL, 0, &y, &r, 1, NULL, 0, &st);
+            CHECK_OK(&st);
+            if (!r) continue;
+            CHECK_EQ_INT(df_tensor_num_elements(r), 18);
+            const int32_t *v = (const int32_t *)df_tensor_data(r);
+            for (int i = 0; i < 18; i++)
+                CHECK_MSG(v[i] == want[k ? 2 : run][i], "%s run %d: sample %d is %d, TF %d", k ? "StatelessMultinomial" : "Multinomial",
+                          run + 1, i, v[i], want[k ? 2 : run][i]);
+            df_tensor_release(r);
+        }
+        df_session_free(s);
+        df_graph_free(g);
+    }
+}
+
+/* ---- unseeded stateful ops: values in range, a permutation, new numbers each run ---- */
+DF_TEST(random2_unseeded_ops_stay_in_range_and_change) {
+    df_status st;
+    df_status_clear(&st);
+    df_graph *g = df_graph_new();
+    unsigned long long shape = 1000, lo = (unsigned long long)-7, hi = 20;
+    df_op_builder *b = df_op_new(g, "RandomUniformInt", "ri");
+    df_op_add_input(b, iconst(g, DF_INT32, 1, 1, &shape));
+    df_op_add_input(b, iconst(g, DF_INT64, 0, 0, &lo));
+    df_op_add_input(b, iconst(g, DF_INT64, 0, 0, &hi));
+    df_output ri = {df_op_finish(b), 0};
+    double v[1000];
+    unsigned long long iv[1000];
+    for (int i = 0; i < 1000; i++) { v[i] = i; iv[i] = (unsigned long long)i; }
+    int64_t d = 1000;
+    b = df_op_new(g, "RandomShuffle", "sh");
+    df_op_add_input(b, constant(g, DF_INT32, 1, &d, v, iv));
+    df_output sh = {df_op_finish(b), 0};
+    df_output outs[2] = {ri, sh};
+    df_session *s = df_session_new(g, NULL, &st);
+    CHECK_OK(&st);
+    df_tensor *r1[2] = {NULL, NULL}, *r2[2] = {NULL, NULL};
+    if (s) {
+        df_session_run(s, NULL, NULL, 0, outs, r1, 2, NULL, 0, &st); CHECK_OK(&st);
+        df_session_run(s, NULL, NULL, 0, outs, r2, 2, NULL, 0, &st); CHECK_OK(&st);
+    }
+    if (r1[0] && r1[1] && r2[0] && r2[1]) {
+        const int64_t *a = (const int64_t *)df_tensor_data(r1[0]), *a2 = (const int64_t *)df_tensor_data(r2[0]);
+        const int32_t *p = (const int32_t *)df_tensor_data(r1[1]), *p2 = (const int32_t *)df_tensor_data(r2[1]);
+        int in_range = 1, same_int = 1, same_perm = 1, moved = 0;
+        char seen[1000];
+        memset(seen, 0, sizeof seen);
+        for (int i = 0; i < 1000; i++) {
+            in_range &= a[i] >= -7 && a[i] < 20;
+            same_int &= a[i] == a2[i];
+            same_perm &= p[i] == p2[i];
+            moved += p[i] != i;
+            if (p[i] >= 0 && p[i] < 1000) seen[p[i]] = 1;
+        }
+        int perm = 1;
+        for (int i = 0; i < 1000; i++) perm &= seen[i];
+        CHECK(in_range);
+        CHECK(!same_int);
+        CHECK(perm);
+        CHECK(moved > 900);
+        CHECK(!same_perm);
+    } else CHECK(0);
+    for (int i = 0; i < 2; i++) { df_tensor_release(r1[i]); df_tensor_release(r2[i]); }
+    df_session_free(s);
     df_graph_free(g);
 }

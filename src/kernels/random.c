@@ -12,6 +12,12 @@
    multi-thread outputs are the same too). With seed == seed2 == 0 TensorFlow picks random seeds;
    we keep key 0 and start the counter at a per-session random place (see df__step_rng_next), so
    unseeded numbers are not reproducible across sessions, as in TF, but are not TF's either.
+   After them (the section below says how each takes its stream): RandomUniformInt, RandomShuffle,
+   Multinomial, the V1 stateless ops (StatelessRandomUniform, -Normal, StatelessTruncatedNormal,
+   -UniformInt, -UniformFullInt, StatelessMultinomial), the V2 ones (key, counter, alg) and
+   StatelessRandomGetKeyCounter, -GetAlg, -GetKeyCounterAlg, also bit for bit (half and bfloat16
+   too; Multinomial as TF's single-shard output). Fills split between the intra-op threads by
+   groups; Philox runs eight blocks in AVX2 lanes where the CPU has them.
    ========================================================================================== */
 
 typedef struct df__philox { uint32_t key[2]; uint32_t ctr[4]; } df__philox;
