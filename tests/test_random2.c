@@ -476,8 +476,8 @@ static df_node *bad_graph(df_graph *g, const bad_case *bc) {
         }
     } else {                     /* V1 stateless */
         df_op_add_input(b, iconst(g, DF_INT32, 1, 1, shape));
-        df_op_add_input(b, v == 0 ? iconst(g, DF_INT64, 1, 3, seed3) : iconst(g, DF_INT64, 1, 2, seed2));
-        if (strstr(op, "Int")) {
+        df_op_add_input(b, v == 0 ? iconst(g, DF_INT64, 1, 3, seed3) : iconst(g, v == 3 ? DF_UINT64 : DF_INT64, 1, 2, seed2));
+        if (strstr(op, "Int") && !strstr(op, "FullInt")) {
             df_op_add_input(b, v == 2 ? iconst(g, DF_INT64, 1, 1, &five) : iconst(g, DF_INT64, 0, 0, &five));
             df_op_add_input(b, iconst(g, DF_INT64, 0, 0, v == 1 ? &five : &six));
         }
@@ -504,6 +504,7 @@ DF_TEST(random2_bad_inputs_name_the_node) {
         {"StatelessRandomUniform", 0, "seed must have shape [2], not [3]"},
         {"StatelessRandomUniformInt", 1, "Need minval < maxval, got 5 >= 5"},
         {"StatelessRandomUniformInt", 2, "minval must be 0-D, got shape [1]"},
+        {"StatelessRandomUniformFullInt", 3, "Invalid seed type: uint64"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         df_status st;

@@ -653,7 +653,7 @@ DF_PRIVATE void df__k_multinomial(df__kctx *c) {
     int64_t dims[2] = {l->dims[0], ns};
     df_tensor *o = df__k_alloc(c, 0, ot == DF_INT32 ? DF_INT32 : DF_INT64, 2, dims);
     if (!o || o->n == 0) return;
-    if (!stateless) df__stateful_gen(c, (uint64_t)l->dims[0] * (uint64_t)((ns + 3) / 4 * 4) * 2 * 256, &g);
+    if (!stateless) df__stateful_gen(c, (uint64_t)l->dims[0] * (uint64_t)(((int64_t)ns + 3) / 4 * 4) * 2 * 256, &g);
     int parts = df__ipool_threads(c->ipool);
     int64_t rows = l->dims[0];
     if ((double)rows * (double)ns * 8 + (double)rows * (double)l->dims[1] < 1 << 18) parts = 1;
