@@ -9641,16 +9641,37 @@ __attribute__((target("avx2"))) static void df__philox_block8_avx2(df__philox *g
     df__philox_rounds8_avx2(g, c);
     for (int i = 0; i < 4; i++) _mm256_storeu_si256((__m256i *)out[2 * i], c[i]);
 }
-/* float uniforms of 8 * k consecutive blocks (32 * k floats) straight to dst. */
-__attribute__((target("avx2"))) static void df__philox_uniform_f32_avx2(df__philox *g, float *dst, int64_t k) {
+/* a * m mod 2^64 (m = mh:ml), then (that * d) >> 64, per 64-bit lane, a and d in the lanes' low words:
+   Lemire's exact a % d for 32-bit a and d (m = 2^64 / d + 1, wrapping), as the scalar code does. */
+__attribute__((target("avx2"))) static __m256i df__fastmod_lanes(__m256i a, __m256i ml, __m256i mh, __m256i d) {
+    __m256i low = _mm256_add_epi64(_mm256_mul_epu32(a, ml), _mm256_slli_epi64(_mm256_mullo_epi32(a, mh), 32));
+    __m256i t = _mm256_srli_epi64(_mm256_mul_epu32(low, d), 32);
+    return _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(low, 32), d), t), 32);
+}
+/* 8 * k consecutive blocks (32 * k values) straight to dst: mode 0 float uniforms, 1 int32
+   lo + word % d (fm = 2^64 / d + 1), 2 the words themselves. */
+__attribute__((target("avx2"))) static void df__philox_fill32_avx2(df__philox *g, void *dst, int64_t k, int mode,
+                                                                   uint64_t fm, uint32_t d, uint32_t lo) {
     const __m256i mant = _mm256_set1_epi32(0x7FFFFF), one_bits = _mm256_set1_epi32(0x3F800000);
     const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256i ml = _mm256_set1_epi64x((long long)(uint32_t)fm), mh = _mm256_set1_epi32((int)(uint32_t)(fm >> 32));
+    const __m256i dv = _mm256_set1_epi64x((long long)d), lov = _mm256_set1_epi32((int)lo);
     for (int64_t i = 0; i < k; i++) {
         __m256i c[4];
         df__philox_rounds8_avx2(g, c);
         for (int v = 0; v < 4; v++) {
-            __m256 f = _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(c[v], mant), one_bits));
-            _mm256_storeu_ps(dst + 32 * i + 8 * v, _mm256_sub_ps(f, one));
+            if (mode == 0) {
+                __m256 f = _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(c[v], mant), one_bits));
+                _mm256_storeu_ps((float *)dst + 32 * i + 8 * v, _mm256_sub_ps(f, one));
+                continue;
+            }
+            __m256i r = c[v];
+            if (mode == 1) {
+                __m256i ev = df__fastmod_lanes(r, ml, mh, dv);
+                __m256i od = df__fastmod_lanes(_mm256_srli_epi64(r, 32), ml, mh, dv);
+                r = _mm256_add_epi32(_mm256_blend_epi32(ev, _mm256_slli_epi64(od, 32), 0xAA), lov);
+            }
+            _mm256_storeu_si256((__m256i *)((uint32_t *)dst + 32 * i + 8 * v), r);
         }
     }
 }
@@ -9699,15 +9720,19 @@ static void df__rfill_groups(void *arg, int64_t g0, int64_t g1) {
     void (*gen8)(df__philox *, uint32_t[8][4]) = df__philox_block8;
 #ifdef DF__RAND_AVX2
     if (df__isa() >= 1) gen8 = df__philox_block8_avx2;       /* 1: DF__ISA_AVX2 (src/kernels/elementwise.c) */
-    if (f->kind == DF__RK_UNIFORM && t == DF_FLOAT && gen8 != df__philox_block8 && g1 - g0 >= 8) {
-        int64_t k = (g1 - g0) / 8;
-        if (g0 + 8 * k == (f->n + 3) / 4 && f->n % 4) k--;     /* the last, partial group: below */
-        df__philox_uniform_f32_avx2(&g, (float *)f->data + 4 * g0, k);
-        g0 += 8 * k;
-    }
 #endif
     /* a % d for 32-bit a and d as two multiplications (exact: Lemire's "fastmod") */
     uint64_t fm = f->kind == DF__RK_INT && !wide ? UINT64_MAX / (uint32_t)f->range + 1 : 0, d32 = (uint32_t)f->range;
+#ifdef DF__RAND_AVX2
+    int mode = f->kind == DF__RK_UNIFORM && t == DF_FLOAT ? 0 : f->kind == DF__RK_INT && !wide ? 1
+             : f->kind == DF__RK_FULLINT && !wide ? 2 : -1;
+    if (mode >= 0 && gen8 != df__philox_block8 && g1 - g0 >= 8) {
+        int64_t k = (g1 - g0) / 8;
+        if (g0 + 8 * k == (f->n + 3) / 4 && f->n % 4) k--;     /* the last, partial group: below */
+        df__philox_fill32_avx2(&g, (uint32_t *)f->data + 4 * g0, k, mode, fm, (uint32_t)d32, (uint32_t)f->lo);
+        g0 += 8 * k;
+    }
+#endif
     uint32_t blocks[8][4];
     const uint32_t *w = &blocks[0][0];
     for (int64_t grp = g0; grp < g1; grp += 8) {
