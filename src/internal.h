@@ -381,6 +381,15 @@ typedef struct df__var {
    skip: Philox blocks the counter starts past (a node's earlier runs). */
 DF_PRIVATE void df__random_fill(int kind, df_dtype t, uint64_t seed, uint64_t seed2, uint64_t skip,
                                 void *data, int64_t n);
+DF_PRIVATE void df__k_random_uniform_int(df__kctx *c);
+DF_PRIVATE void df__k_stateless_random(df__kctx *c);
+DF_PRIVATE void df__k_stateless_random_v2(df__kctx *c);
+DF_PRIVATE void df__k_stateless_get_key_counter(df__kctx *c);
+DF_PRIVATE void df__k_stateless_get_alg(df__kctx *c);
+DF_PRIVATE df_code df__sf_key_counter(df__shape_ctx *c);
+DF_PRIVATE void df__k_random_shuffle(df__kctx *c);
+DF_PRIVATE void df__k_multinomial(df__kctx *c);
+DF_PRIVATE df_code df__sf_multinomial(df__shape_ctx *c);
 
 /* ---- from src/kernels/tensor_array.c ---- */
 typedef struct df__tarray df__tarray;   /* a TensorArray: per-run state, freed when the run ends */

@@ -365,6 +365,42 @@ static const df__opspec df__op_table[] = {
     /* ---- half ops: end ---- */
 
     /* ---- random2 ops (src/kernels/random.c): begin ---- */
+#define DF__RND_F "{half,bfloat16,float,double}"
+#define DF__RND_I "{int32,int64,uint32,uint64}"
+#define DF__RND_FLAGS (DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT)
+#define DF__SRV1(name, types, def, seeds) {name, "shape:T,seed:Tseed", "output:dtype", "dtype:type" types def \
+    ",T:type{int32,int64}=int32,Tseed:type" seeds "=int64", df__sf_random, df__k_stateless_random, DF__RND_FLAGS, 0}
+#define DF__SRV2(name, types, def, extra_in) {name, "shape:Tshape,key:uint64,counter:uint64,alg:int32" extra_in, "output:dtype", \
+    "dtype:type" types def ",Tshape:type{int32,int64}=int32", df__sf_random, df__k_stateless_random_v2, DF__RND_FLAGS, 0}
+    {"RandomUniformInt", "shape:T,minval:Tout,maxval:Tout", "output:Tout", "seed:int=0,seed2:int=0,Tout:type{int32,int64},"
+     "T:type{int32,int64}", df__sf_random, df__k_random_uniform_int, DF__OP_STATEFUL | DF__RND_FLAGS, 0},
+    {"RandomShuffle", "value:T", "output:T", "seed:int=0,seed2:int=0,T:type", df__sf_same, df__k_random_shuffle,
+     DF__OP_STATEFUL | DF__RND_FLAGS, 0},
+    {"Multinomial", "logits:T,num_samples:int32", "output:output_dtype", "seed:int=0,seed2:int=0,T:type" DF__RND_F
+     ",output_dtype:type{int32,int64}=int64", df__sf_multinomial, df__k_multinomial, DF__OP_STATEFUL | DF__RND_FLAGS, 0},
+    {"StatelessMultinomial", "logits:T,num_samples:int32,seed:Tseed", "output:output_dtype", "T:type" DF__RND_F
+     ",Tseed:type{int32,int64}=int64,output_dtype:type{int32,int64}=int64", df__sf_multinomial, df__k_multinomial, DF__RND_FLAGS, 1},
+    {"StatelessRandomGetKeyCounter", "seed:Tseed", "key:uint64,counter:uint64", "Tseed:type{int32,int64}=int64",
+     df__sf_key_counter, df__k_stateless_get_key_counter, DF__OP_NO_GRADIENT, 0},
+    {"StatelessRandomGetKeyCounterAlg", "seed:Tseed", "key:uint64,counter:uint64,alg:int32", "Tseed:type{int32,int64}=int64",
+     df__sf_key_counter, df__k_stateless_get_key_counter, DF__OP_NO_GRADIENT, 1},
+    {"StatelessRandomGetAlg", "", "alg:int32", "", df__sf_scalar, df__k_stateless_get_alg, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    DF__SRV1("StatelessRandomUniform", DF__RND_F, "=float", "{int32,int64}"),
+    DF__SRV1("StatelessRandomNormal", DF__RND_F, "=float", "{int32,int64}"),
+    DF__SRV1("StatelessTruncatedNormal", DF__RND_F, "=float", "{int32,int64}"),
+    /* (unsigned seeds are allowed by the op and refused by the kernel, as in TensorFlow) */
+    DF__SRV1("StatelessRandomUniformFullInt", DF__RND_I, "=uint64", DF__RND_I),
+    {"StatelessRandomUniformInt", "shape:T,seed:Tseed,minval:dtype,maxval:dtype", "output:dtype", "dtype:type{int32,int64},"
+     "T:type{int32,int64},Tseed:type{int32,int64}=int64", df__sf_random, df__k_stateless_random, DF__RND_FLAGS, 0},
+    DF__SRV2("StatelessRandomUniformV2", DF__RND_F, "=float", ""), DF__SRV2("StatelessRandomNormalV2", DF__RND_F, "=float", ""),
+    DF__SRV2("StatelessTruncatedNormalV2", DF__RND_F, "=float", ""),
+    DF__SRV2("StatelessRandomUniformIntV2", DF__RND_I, "", ",minval:dtype,maxval:dtype"),
+    DF__SRV2("StatelessRandomUniformFullIntV2", DF__RND_I, "=uint64", ""),
+#undef DF__SRV1
+#undef DF__SRV2
+#undef DF__RND_F
+#undef DF__RND_I
+#undef DF__RND_FLAGS
     /* ---- random2 ops: end ---- */
 
 #undef DF__ST
