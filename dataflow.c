@@ -7951,7 +7951,17 @@ static int64_t *df__nd_offsets(df__kctx *c, const df_tensor *ix, int rank, const
 typedef struct { const char *src; char *dst; const int64_t *off; size_t bytes; } df__gnd_job;
 static void df__gnd_share(void *arg, int64_t lo, int64_t hi) {
     const df__gnd_job *j = (const df__gnd_job *)arg;
-    for (int64_t r = lo; r < hi; r++) memcpy(j->dst + (size_t)r * j->bytes, j->src + (size_t)j->off[r] * j->bytes, j->bytes);
+    const int64_t *off = j->off;
+    if (j->bytes == 4) {         /* single 4- or 8-byte elements: no call per element */
+        const uint32_t *s = (const uint32_t *)(const void *)j->src;
+        uint32_t *d = (uint32_t *)(void *)j->dst;
+        for (int64_t r = lo; r < hi; r++) d[r] = s[off[r]];
+    } else if (j->bytes == 8) {
+        const uint64_t *s = (const uint64_t *)(const void *)j->src;
+        uint64_t *d = (uint64_t *)(void *)j->dst;
+        for (int64_t r = lo; r < hi; r++) d[r] = s[off[r]];
+    } else
+        for (int64_t r = lo; r < hi; r++) memcpy(j->dst + (size_t)r * j->bytes, j->src + (size_t)off[r] * j->bytes, j->bytes);
 }
 static void df__k_gather_nd(df__kctx *c) {
     const df_tensor *p = c->in[0], *ix = c->in[1];
@@ -8020,20 +8030,36 @@ static int64_t df__scatter_check(df__kctx *c, const df_tensor *ix, const df_tens
         }
     return k;
 }
-#define DF__SC_LOOP(T)                                                                              \
+/* One row of a scatter: dst op= src over n elements (restrict: vectorised). */
+#define DF__SC_ROW_FNS(SUF, T)                                                                      \
+    static void df__sc_row_##SUF(int mode, T *restrict d, const T *restrict s, int64_t n) {        \
+        switch (mode) {                                                                             \
+        case DF__SC_ADD: for (int64_t e = 0; e < n; e++) d[e] += s[e]; break;                      \
+        case DF__SC_SUB: for (int64_t e = 0; e < n; e++) d[e] -= s[e]; break;                      \
+        case DF__SC_MAX: for (int64_t e = 0; e < n; e++) d[e] = s[e] > d[e] ? s[e] : d[e]; break;  \
+        case DF__SC_MIN: for (int64_t e = 0; e < n; e++) d[e] = s[e] < d[e] ? s[e] : d[e]; break;  \
+        default: break;                                                                             \
+        }                                                                                           \
+    }
+DF__SC_ROW_FNS(f32, float)
+DF__SC_ROW_FNS(f64, double)
+DF__SC_ROW_FNS(i32, int32_t)
+DF__SC_ROW_FNS(i64, int64_t)
+#undef DF__SC_ROW_FNS
+#if defined(__GNUC__) || defined(__clang__)
+#define DF__PREFETCH_W(p) __builtin_prefetch((p), 1)
+#else
+#define DF__PREFETCH_W(p) ((void)(p))
+#endif
+/* The rows in index order, the next row's destination fetched ahead (random rows otherwise
+   wait on memory one at a time). */
+#define DF__SC_LOOP(SUF, T)                                                                         \
     do {                                                                                            \
         T *o_ = (T *)out->data;                                                                     \
         const T *u_ = (const T *)upd->data;                                                         \
         for (int64_t r = 0; r < rows; r++) {                                                        \
-            T *d_ = o_ + off[r] * slice;                                                            \
-            const T *s_ = u_ + r * slice;                                                           \
-            switch (mode) {                                                                         \
-            case DF__SC_ADD: for (int64_t e = 0; e < slice; e++) d_[e] += s_[e]; break;            \
-            case DF__SC_SUB: for (int64_t e = 0; e < slice; e++) d_[e] -= s_[e]; break;            \
-            case DF__SC_MAX: for (int64_t e = 0; e < slice; e++) if (s_[e] > d_[e]) d_[e] = s_[e]; break; \
-            case DF__SC_MIN: for (int64_t e = 0; e < slice; e++) if (s_[e] < d_[e]) d_[e] = s_[e]; break; \
-            default: break;                                                                         \
-            }                                                                                       \
+            if (r + 2 < rows) DF__PREFETCH_W(o_ + off[r + 2] * slice);                              \
+            df__sc_row_##SUF(mode, o_ + off[r] * slice, u_ + r * slice, slice);                     \
         }                                                                                           \
     } while (0)
 /* Applies upd's rows to out at the rows ix names. */
@@ -8050,10 +8076,10 @@ static void df__scatter_apply(df__kctx *c, df_tensor *out, const df_tensor *ix, 
         size_t bytes = (size_t)slice * df_dtype_size(t);
         for (int64_t r = 0; r < rows && bytes; r++)
             memcpy((char *)out->data + (size_t)off[r] * bytes, (const char *)upd->data + (size_t)r * bytes, bytes);
-    } else if (t == DF_FLOAT) DF__SC_LOOP(float);
-    else if (t == DF_DOUBLE) DF__SC_LOOP(double);
-    else if (t == DF_INT32) DF__SC_LOOP(int32_t);
-    else if (t == DF_INT64) DF__SC_LOOP(int64_t);
+    } else if (t == DF_FLOAT) DF__SC_LOOP(f32, float);
+    else if (t == DF_DOUBLE) DF__SC_LOOP(f64, double);
+    else if (t == DF_INT32) DF__SC_LOOP(i32, int32_t);
+    else if (t == DF_INT64) DF__SC_LOOP(i64, int64_t);
     else if (df__is_integer_type(t)) {
         for (int64_t r = 0; r < rows; r++)
             for (int64_t e = 0; e < slice; e++) {
@@ -8260,8 +8286,8 @@ typedef struct { int code; df_dtype t; const void *x; void *o; const int64_t *st
                 const T *src = x_ + i * inner;                                                      \
                 switch (j->code) {                                                                  \
                 case DF__SEG_SUM: case DF__SEG_MEAN: for (int64_t e = 0; e < inner; e++) dst[e] += src[e]; break; \
-                case DF__SEG_MAX: for (int64_t e = 0; e < inner; e++) if (src[e] > dst[e]) dst[e] = src[e]; break; \
-                case DF__SEG_MIN: for (int64_t e = 0; e < inner; e++) if (src[e] < dst[e]) dst[e] = src[e]; break; \
+                case DF__SEG_MAX: for (int64_t e = 0; e < inner; e++) dst[e] = src[e] > dst[e] ? src[e] : dst[e]; break; \
+                case DF__SEG_MIN: for (int64_t e = 0; e < inner; e++) dst[e] = src[e] < dst[e] ? src[e] : dst[e]; break; \
                 default: for (int64_t e = 0; e < inner; e++) dst[e] *= src[e]; break;               \
                 }                                                                                   \
             }                                                                                       \
@@ -8357,8 +8383,8 @@ static void df__k_segment(df__kctx *c) {
             if (s < 0) continue;                                                                    \
             T *dst = o_ + s * inner;                                                                \
             const T *src = x_ + i * inner;                                                          \
-            if (code == DF__SEG_MAX) { for (int64_t e = 0; e < inner; e++) if (src[e] > dst[e]) dst[e] = src[e]; } \
-            else if (code == DF__SEG_MIN) { for (int64_t e = 0; e < inner; e++) if (src[e] < dst[e]) dst[e] = src[e]; } \
+            if (code == DF__SEG_MAX) { for (int64_t e = 0; e < inner; e++) dst[e] = src[e] > dst[e] ? src[e] : dst[e]; } \
+            else if (code == DF__SEG_MIN) { for (int64_t e = 0; e < inner; e++) dst[e] = src[e] < dst[e] ? src[e] : dst[e]; } \
             else for (int64_t e = 0; e < inner; e++) dst[e] *= src[e];                              \
         }                                                                                           \
     } while (0)
@@ -25110,25 +25136,30 @@ static void df__gk_cumprod(df__kctx *c) {          /* axis in host memory */
     if (o) df_cuda_cumprod(DF__GPU(c), o->dtype, c->in[0]->data, o->data, outer, len, inner, df__attr_b(c->node, "exclusive", 0),
                            df__attr_b(c->node, "reverse", 0), c->st);
 }
+/* With batch_dims b: params [batch dims, outer, axis, inner] and indices [batch dims, n_idx]
+   (the dims after the batch ones flattened) go to df_cuda_gather_batch; an index out of range
+   gives zeros (TensorFlow's GPU rule). */
 static void df__gk_gather(df__kctx *c) {
     const df_tensor *p = c->in[0], *ix = c->in[1];
     int axis, batch;
     if (df__gather_axis(c->node, c->in[2], p->rank, &axis, c->st)) return;
     if (df__gather_batch_dims(c->node, p->dims, ix->rank, ix->dims, axis, &batch, c->st)) return;
-    if (batch != 0) {            /* batch_dims -rank(indices) is 0 and runs here */
-        DF__KFAIL(c, DF_UNIMPLEMENTED, "GatherV2 on a GPU: batch_dims must be 0 (got %d); place this node on the CPU", batch);
-        return;
-    }
-    if (p->rank - 1 + ix->rank > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Gather: result rank too large"); return; }
-    int64_t dims[DF_MAX_RANK], outer = 1, inner = 1;
+    if (p->rank - 1 + ix->rank - batch > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Gather: result rank too large"); return; }
+    int64_t dims[DF_MAX_RANK], n_batch = 1, outer = 1, inner = 1, n_idx = 1;
     int r = 0;
     for (int d = 0; d < axis; d++) dims[r++] = p->dims[d];
-    for (int d = 0; d < ix->rank; d++) dims[r++] = ix->dims[d];
+    for (int d = batch; d < ix->rank; d++) { dims[r++] = ix->dims[d]; n_idx *= ix->dims[d]; }
     for (int d = axis + 1; d < p->rank; d++) dims[r++] = p->dims[d];
-    for (int d = 0; d < axis; d++) outer *= p->dims[d];
+    for (int d = 0; d < batch; d++) n_batch *= p->dims[d];
+    for (int d = batch; d < axis; d++) outer *= p->dims[d];
     for (int d = axis + 1; d < p->rank; d++) inner *= p->dims[d];
     df_tensor *o = df__k_alloc(c, 0, p->dtype, r, dims);
-    if (o && o->n) df_cuda_gather(DF__GPU(c), df_dtype_size(p->dtype), p->data, ix->data, ix->dtype, o->data, outer, p->dims[axis], inner, ix->n, c->st);
+    if (!o || !o->n) return;
+    if (batch == 0)              /* batch_dims -rank(indices) is 0 too */
+        df_cuda_gather(DF__GPU(c), df_dtype_size(p->dtype), p->data, ix->data, ix->dtype, o->data, outer, p->dims[axis], inner, n_idx, c->st);
+    else
+        df_cuda_gather_batch(DF__GPU(c), df_dtype_size(p->dtype), p->data, ix->data, ix->dtype, o->data, n_batch, outer, p->dims[axis],
+                             inner, n_idx, c->st);
 }
 static void df__gk_segment_sum(df__kctx *c) {
     const df_tensor *x = c->in[0], *ids = c->in[1], *ns = c->in[2];

@@ -93,7 +93,17 @@ static int64_t *df__nd_offsets(df__kctx *c, const df_tensor *ix, int rank, const
 typedef struct { const char *src; char *dst; const int64_t *off; size_t bytes; } df__gnd_job;
 static void df__gnd_share(void *arg, int64_t lo, int64_t hi) {
     const df__gnd_job *j = (const df__gnd_job *)arg;
-    for (int64_t r = lo; r < hi; r++) memcpy(j->dst + (size_t)r * j->bytes, j->src + (size_t)j->off[r] * j->bytes, j->bytes);
+    const int64_t *off = j->off;
+    if (j->bytes == 4) {         /* single 4- or 8-byte elements: no call per element */
+        const uint32_t *s = (const uint32_t *)(const void *)j->src;
+        uint32_t *d = (uint32_t *)(void *)j->dst;
+        for (int64_t r = lo; r < hi; r++) d[r] = s[off[r]];
+    } else if (j->bytes == 8) {
+        const uint64_t *s = (const uint64_t *)(const void *)j->src;
+        uint64_t *d = (uint64_t *)(void *)j->dst;
+        for (int64_t r = lo; r < hi; r++) d[r] = s[off[r]];
+    } else
+        for (int64_t r = lo; r < hi; r++) memcpy(j->dst + (size_t)r * j->bytes, j->src + (size_t)off[r] * j->bytes, j->bytes);
 }
 DF_PRIVATE void df__k_gather_nd(df__kctx *c) {
     const df_tensor *p = c->in[0], *ix = c->in[1];
@@ -162,20 +172,36 @@ static int64_t df__scatter_check(df__kctx *c, const df_tensor *ix, const df_tens
         }
     return k;
 }
-#define DF__SC_LOOP(T)                                                                              \
+/* One row of a scatter: dst op= src over n elements (restrict: vectorised). */
+#define DF__SC_ROW_FNS(SUF, T)                                                                      \
+    static void df__sc_row_##SUF(int mode, T *restrict d, const T *restrict s, int64_t n) {        \
+        switch (mode) {                                                                             \
+        case DF__SC_ADD: for (int64_t e = 0; e < n; e++) d[e] += s[e]; break;                      \
+        case DF__SC_SUB: for (int64_t e = 0; e < n; e++) d[e] -= s[e]; break;                      \
+        case DF__SC_MAX: for (int64_t e = 0; e < n; e++) d[e] = s[e] > d[e] ? s[e] : d[e]; break;  \
+        case DF__SC_MIN: for (int64_t e = 0; e < n; e++) d[e] = s[e] < d[e] ? s[e] : d[e]; break;  \
+        default: break;                                                                             \
+        }                                                                                           \
+    }
+DF__SC_ROW_FNS(f32, float)
+DF__SC_ROW_FNS(f64, double)
+DF__SC_ROW_FNS(i32, int32_t)
+DF__SC_ROW_FNS(i64, int64_t)
+#undef DF__SC_ROW_FNS
+#if defined(__GNUC__) || defined(__clang__)
+#define DF__PREFETCH_W(p) __builtin_prefetch((p), 1)
+#else
+#define DF__PREFETCH_W(p) ((void)(p))
+#endif
+/* The rows in index order, the next row's destination fetched ahead (random rows otherwise
+   wait on memory one at a time). */
+#define DF__SC_LOOP(SUF, T)                                                                         \
     do {                                                                                            \
         T *o_ = (T *)out->data;                                                                     \
         const T *u_ = (const T *)upd->data;                                                         \
         for (int64_t r = 0; r < rows; r++) {                                                        \
-            T *d_ = o_ + off[r] * slice;                                                            \
-            const T *s_ = u_ + r * slice;                                                           \
-            switch (mode) {                                                                         \
-            case DF__SC_ADD: for (int64_t e = 0; e < slice; e++) d_[e] += s_[e]; break;            \
-            case DF__SC_SUB: for (int64_t e = 0; e < slice; e++) d_[e] -= s_[e]; break;            \
-            case DF__SC_MAX: for (int64_t e = 0; e < slice; e++) if (s_[e] > d_[e]) d_[e] = s_[e]; break; \
-            case DF__SC_MIN: for (int64_t e = 0; e < slice; e++) if (s_[e] < d_[e]) d_[e] = s_[e]; break; \
-            default: break;                                                                         \
-            }                                                                                       \
+            if (r + 2 < rows) DF__PREFETCH_W(o_ + off[r + 2] * slice);                              \
+            df__sc_row_##SUF(mode, o_ + off[r] * slice, u_ + r * slice, slice);                     \
         }                                                                                           \
     } while (0)
 /* Applies upd's rows to out at the rows ix names. */
@@ -192,10 +218,10 @@ static void df__scatter_apply(df__kctx *c, df_tensor *out, const df_tensor *ix, 
         size_t bytes = (size_t)slice * df_dtype_size(t);
         for (int64_t r = 0; r < rows && bytes; r++)
             memcpy((char *)out->data + (size_t)off[r] * bytes, (const char *)upd->data + (size_t)r * bytes, bytes);
-    } else if (t == DF_FLOAT) DF__SC_LOOP(float);
-    else if (t == DF_DOUBLE) DF__SC_LOOP(double);
-    else if (t == DF_INT32) DF__SC_LOOP(int32_t);
-    else if (t == DF_INT64) DF__SC_LOOP(int64_t);
+    } else if (t == DF_FLOAT) DF__SC_LOOP(f32, float);
+    else if (t == DF_DOUBLE) DF__SC_LOOP(f64, double);
+    else if (t == DF_INT32) DF__SC_LOOP(i32, int32_t);
+    else if (t == DF_INT64) DF__SC_LOOP(i64, int64_t);
     else if (df__is_integer_type(t)) {
         for (int64_t r = 0; r < rows; r++)
             for (int64_t e = 0; e < slice; e++) {
@@ -402,8 +428,8 @@ typedef struct { int code; df_dtype t; const void *x; void *o; const int64_t *st
                 const T *src = x_ + i * inner;                                                      \
                 switch (j->code) {                                                                  \
                 case DF__SEG_SUM: case DF__SEG_MEAN: for (int64_t e = 0; e < inner; e++) dst[e] += src[e]; break; \
-                case DF__SEG_MAX: for (int64_t e = 0; e < inner; e++) if (src[e] > dst[e]) dst[e] = src[e]; break; \
-                case DF__SEG_MIN: for (int64_t e = 0; e < inner; e++) if (src[e] < dst[e]) dst[e] = src[e]; break; \
+                case DF__SEG_MAX: for (int64_t e = 0; e < inner; e++) dst[e] = src[e] > dst[e] ? src[e] : dst[e]; break; \
+                case DF__SEG_MIN: for (int64_t e = 0; e < inner; e++) dst[e] = src[e] < dst[e] ? src[e] : dst[e]; break; \
                 default: for (int64_t e = 0; e < inner; e++) dst[e] *= src[e]; break;               \
                 }                                                                                   \
             }                                                                                       \
@@ -499,8 +525,8 @@ DF_PRIVATE void df__k_segment(df__kctx *c) {
             if (s < 0) continue;                                                                    \
             T *dst = o_ + s * inner;                                                                \
             const T *src = x_ + i * inner;                                                          \
-            if (code == DF__SEG_MAX) { for (int64_t e = 0; e < inner; e++) if (src[e] > dst[e]) dst[e] = src[e]; } \
-            else if (code == DF__SEG_MIN) { for (int64_t e = 0; e < inner; e++) if (src[e] < dst[e]) dst[e] = src[e]; } \
+            if (code == DF__SEG_MAX) { for (int64_t e = 0; e < inner; e++) dst[e] = src[e] > dst[e] ? src[e] : dst[e]; } \
+            else if (code == DF__SEG_MIN) { for (int64_t e = 0; e < inner; e++) dst[e] = src[e] < dst[e] ? src[e] : dst[e]; } \
             else for (int64_t e = 0; e < inner; e++) dst[e] *= src[e];                              \
         }                                                                                           \
     } while (0)
