@@ -281,6 +281,36 @@ DF_TEST(in_top_k_and_bincount_match_tensorflow) {
     df_graph_free(g);
 }
 
+/* bad_indices_policy IGNORE (TensorFlow 2.21's values): a gather gives zeros for a bad row, the
+   scatters skip it; another value is an error naming the node. */
+static df_output with_policy(df_graph *g, const char *type, const char *name, int n, const df_output *ins, const char *pol) {
+    df_op_builder *b = df_op_new(g, type, name);
+    for (int i = 0; i < n; i++) df_op_add_input(b, ins[i]);
+    df_op_set_attr_string(b, "bad_indices_policy", pol);
+    df_output o = {df_op_finish(b), 0};
+    return o;
+}
+DF_TEST(bad_indices_policy_ignore_matches_tensorflow) {
+    df_graph *g = df_graph_new();
+    df_output p = konst(g, DF_DOUBLE, 2, D(3, 2), P12);
+    df_output in[3] = {p, konst(g, DF_INT32, 2, D(3, 2), F(0, 1, 5, 0, 2, 1))};
+    expect("GatherNd IGNORE", g, with_policy(g, "GatherNd", NULL, 2, in, "IGNORE"), DF_DOUBLE, 1, D(3), F(1, 0, 5));
+    in[1] = konst(g, DF_INT64, 2, D(2, 1), F(1, -1));
+    expect("GatherNd IGNORE rows", g, with_policy(g, "GatherNd", NULL, 2, in, "IGNORE"), DF_DOUBLE, 2, D(2, 2), F(2, 3, 0, 0));
+    df_output s[3] = {konst(g, DF_INT32, 2, D(3, 1), F(1, 7, 1)), konst(g, DF_FLOAT, 1, D(3), F(1, 2, 3)), konst(g, DF_INT32, 1, D(1), F(4))};
+    expect("ScatterNd IGNORE", g, with_policy(g, "ScatterNd", NULL, 3, s, "IGNORE"), DF_FLOAT, 1, D(4), F(0, 4, 0, 0));
+    df_output t[3] = {konst(g, DF_FLOAT, 1, D(4), F(1, 1, 1, 1)), konst(g, DF_INT32, 2, D(2, 1), F(1, 7)), konst(g, DF_FLOAT, 1, D(2), F(5, 2))};
+    expect("TensorScatterUpdate IGNORE", g, with_policy(g, "TensorScatterUpdate", NULL, 3, t, "IGNORE"), DF_FLOAT, 1, D(4), F(1, 5, 1, 1));
+    t[1] = konst(g, DF_INT64, 2, D(2, 1), F(1, -7));
+    expect("TensorScatterAdd IGNORE", g, with_policy(g, "TensorScatterAdd", NULL, 3, t, "IGNORE"), DF_FLOAT, 1, D(4), F(1, 6, 1, 1));
+    expect("TensorScatterMax IGNORE", g, with_policy(g, "TensorScatterMax", NULL, 3, t, "IGNORE"), DF_FLOAT, 1, D(4), F(1, 5, 1, 1));
+    expect_error("GatherNd ERROR", g, with_policy(g, "GatherNd", "gnd_err", 2, in, "ERROR"), DF_INVALID_ARGUMENT,
+                 "indices[1] = [-1] does not index into param shape [3,2]", "gnd_err");
+    expect_error("GatherNd FOO", g, with_policy(g, "GatherNd", "gnd_foo", 2, in, "FOO"), DF_INVALID_ARGUMENT,
+                 "bad_indices_policy must be '', 'DEFAULT', 'ERROR' or 'IGNORE', got 'FOO'", "gnd_foo");
+    df_graph_free(g);
+}
+
 /* ---- bad inputs ---- */
 static df_output named(df_graph *g, const char *type, const char *name, int n, const df_output *ins) {
     df_output o = {opn(g, type, name, n, ins), 0};

@@ -43,7 +43,25 @@ static df_output df__ix_op3(df_graph *g, const char *op, df_output a, df_output 
     df_output in[3] = {a, b, c};
     return df__ix_op(g, op, 3, in);
 }
+/* op on n inputs with n's bad_indices_policy (the gradients of GatherNd and TensorScatterMax/Min
+   pass it on, as TensorFlow's). */
+static df_output df__ix_op_pol(df_graph *g, const df_node *n, const char *op, int k, const df_output *ins) {
+    df_op_builder *b = df_op_new(g, op, NULL);
+    for (int i = 0; i < k; i++) df_op_add_input(b, ins[i]);
+    const char *pol = df__attr_s(n, "bad_indices_policy");
+    if (pol && *pol) df_op_set_attr_string(b, "bad_indices_policy", pol);
+    return df__out(df_op_finish(b), 0);
+}
 static int df__ix_is_float(df_dtype t) { return t == DF_FLOAT || t == DF_DOUBLE; }
+/* The bad_indices_policy attr: 0 an index out of range is an error ("", DEFAULT, ERROR), 1 its
+   row is skipped (IGNORE: a gather gives zeros there); -1 and a status for another value. */
+static int df__ix_policy(df__kctx *c) {
+    const char *p = df__attr_s(c->node, "bad_indices_policy");
+    if (!p || !*p || !strcmp(p, "DEFAULT") || !strcmp(p, "ERROR")) return 0;
+    if (!strcmp(p, "IGNORE")) return 1;
+    DF__KFAIL(c, DF_INVALID_ARGUMENT, "bad_indices_policy must be '', 'DEFAULT', 'ERROR' or 'IGNORE', got '%s'", p);
+    return -1;
+}
 
 /* ---- GatherNd ---- */
 DF_PRIVATE df_code df__sf_gather_nd(df__shape_ctx *c) {
@@ -62,10 +80,13 @@ DF_PRIVATE df_code df__sf_gather_nd(df__shape_ctx *c) {
     for (int d = (int)k; d < p->rank; d++) o->dims[o->rank++] = p->dims[d];
     return DF_OK;
 }
-/* Row offsets (in slices) of the index rows of ix into the first k dims of dims; -1 and a status
-   naming the first bad row. what: "param shape" (GatherNd) or "shape" (the scatters). */
+/* Row offsets (in slices) of the index rows of ix into the first k dims of dims; NULL and a status
+   naming the first bad row, or with bad_indices_policy IGNORE offset -1 for a bad row. what:
+   "param shape" (GatherNd) or "shape" (the scatters). */
 static int64_t *df__nd_offsets(df__kctx *c, const df_tensor *ix, int rank, const int64_t *dims, int64_t k, int64_t rows,
                                const char *what) {
+    int ignore = df__ix_policy(c);
+    if (ignore < 0) return NULL;
     int64_t *off = (int64_t *)DF_MALLOC((size_t)DF__MAX(rows, 1) * sizeof(int64_t));
     if (!off) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory"); return NULL; }
     int is64 = ix->dtype == DF_INT64;
@@ -73,6 +94,7 @@ static int64_t *df__nd_offsets(df__kctx *c, const df_tensor *ix, int rank, const
         int64_t o = 0;
         for (int64_t j = 0; j < k; j++) {
             int64_t v = df__ix_at(ix->data, is64, r * k + j);
+            if ((v < 0 || v >= dims[j]) && ignore) { o = -1; break; }
             if (v < 0 || v >= dims[j]) {
                 char a[96], b[160], s[96];
                 df__ix_slice_str(ix->rank - 1, ix->dims, r, a, sizeof a);
@@ -97,13 +119,16 @@ static void df__gnd_share(void *arg, int64_t lo, int64_t hi) {
     if (j->bytes == 4) {         /* single 4- or 8-byte elements: no call per element */
         const uint32_t *s = (const uint32_t *)(const void *)j->src;
         uint32_t *d = (uint32_t *)(void *)j->dst;
-        for (int64_t r = lo; r < hi; r++) d[r] = s[off[r]];
+        for (int64_t r = lo; r < hi; r++) d[r] = off[r] < 0 ? 0 : s[off[r]];
     } else if (j->bytes == 8) {
         const uint64_t *s = (const uint64_t *)(const void *)j->src;
         uint64_t *d = (uint64_t *)(void *)j->dst;
-        for (int64_t r = lo; r < hi; r++) d[r] = s[off[r]];
+        for (int64_t r = lo; r < hi; r++) d[r] = off[r] < 0 ? 0 : s[off[r]];
     } else
-        for (int64_t r = lo; r < hi; r++) memcpy(j->dst + (size_t)r * j->bytes, j->src + (size_t)off[r] * j->bytes, j->bytes);
+        for (int64_t r = lo; r < hi; r++) {
+            if (off[r] < 0) memset(j->dst + (size_t)r * j->bytes, 0, j->bytes);   /* IGNORE: zeros */
+            else memcpy(j->dst + (size_t)r * j->bytes, j->src + (size_t)off[r] * j->bytes, j->bytes);
+        }
 }
 DF_PRIVATE void df__k_gather_nd(df__kctx *c) {
     const df_tensor *p = c->in[0], *ix = c->in[1];
@@ -200,8 +225,8 @@ DF__SC_ROW_FNS(i64, int64_t)
         T *o_ = (T *)out->data;                                                                     \
         const T *u_ = (const T *)upd->data;                                                         \
         for (int64_t r = 0; r < rows; r++) {                                                        \
-            if (r + 2 < rows) DF__PREFETCH_W(o_ + off[r + 2] * slice);                              \
-            df__sc_row_##SUF(mode, o_ + off[r] * slice, u_ + r * slice, slice);                     \
+            if (r + 2 < rows && off[r + 2] >= 0) DF__PREFETCH_W(o_ + off[r + 2] * slice);           \
+            if (off[r] >= 0) df__sc_row_##SUF(mode, o_ + off[r] * slice, u_ + r * slice, slice);    \
         }                                                                                           \
     } while (0)
 /* Applies upd's rows to out at the rows ix names. */
@@ -217,14 +242,14 @@ static void df__scatter_apply(df__kctx *c, df_tensor *out, const df_tensor *ix, 
     if (mode == DF__SC_UPDATE) {
         size_t bytes = (size_t)slice * df_dtype_size(t);
         for (int64_t r = 0; r < rows && bytes; r++)
-            memcpy((char *)out->data + (size_t)off[r] * bytes, (const char *)upd->data + (size_t)r * bytes, bytes);
+            if (off[r] >= 0) memcpy((char *)out->data + (size_t)off[r] * bytes, (const char *)upd->data + (size_t)r * bytes, bytes);
     } else if (t == DF_FLOAT) DF__SC_LOOP(f32, float);
     else if (t == DF_DOUBLE) DF__SC_LOOP(f64, double);
     else if (t == DF_INT32) DF__SC_LOOP(i32, int32_t);
     else if (t == DF_INT64) DF__SC_LOOP(i64, int64_t);
     else if (df__is_integer_type(t)) {
         for (int64_t r = 0; r < rows; r++)
-            for (int64_t e = 0; e < slice; e++) {
+            for (int64_t e = 0; e < slice && off[r] >= 0; e++) {
                 int64_t di = off[r] * slice + e, a = df__get_i64(t, out->data, di), b = df__get_i64(t, upd->data, r * slice + e);
                 int64_t v = mode == DF__SC_ADD ? (int64_t)((uint64_t)a + (uint64_t)b) : mode == DF__SC_SUB ? (int64_t)((uint64_t)a - (uint64_t)b)
                           : mode == DF__SC_MAX ? (b > a ? b : a) : (b < a ? b : a);
@@ -760,7 +785,8 @@ static df_output df__ix_gather_nd(df_graph *g, df_output x, df_output ix) { retu
 DF_PRIVATE void df__g_gather_nd(df__gfn *c) {
     df_graph *g = c->g;
     df_output ix = c->n->inputs[1];
-    c->dx[0] = df__ix_op3(g, "ScatterNd", ix, c->dy[0], df__ix_shape_as(g, c->n->inputs[0], df_output_dtype(ix)));
+    df_output in[3] = {ix, c->dy[0], df__ix_shape_as(g, c->n->inputs[0], df_output_dtype(ix))};
+    c->dx[0] = df__ix_op_pol(g, c->n, "ScatterNd", 3, in);
 }
 /* ScatterNd: the updates' gradient is GatherNd(dy, indices). */
 DF_PRIVATE void df__g_scatter_nd(df__gfn *c) { c->dx[1] = df__ix_gather_nd(c->g, c->dy[0], c->n->inputs[0]); }
@@ -772,11 +798,14 @@ DF_PRIVATE void df__g_tensor_scatter(df__gfn *c) {
         df_dtype t = df_output_dtype(d);
         df_output out = df__out(c->n, 0);
         df_output x_ind = df_cast(g, df_equal(g, x, out), t);
-        df_output y_ind = df_cast(g, df_equal(g, y, df__ix_gather_nd(g, out, ix)), t);
-        df_output ys_ind = df__ix_op3(g, "ScatterNd", ix, y_ind, df__ix_shape_as(g, x, df_output_dtype(ix)));
+        df_output gin[2] = {out, ix};
+        df_output y_ind = df_cast(g, df_equal(g, y, df__ix_op_pol(g, c->n, "GatherNd", 2, gin)), t);
+        df_output sin[3] = {ix, y_ind, df__ix_shape_as(g, x, df_output_dtype(ix))};
+        df_output ys_ind = df__ix_op_pol(g, c->n, "ScatterNd", 3, sin);
         df_output ind = df_add(g, x_ind, ys_ind);
         c->dx[0] = df_div(g, df_mul(g, d, x_ind), ind);
-        c->dx[2] = df_mul(g, df__ix_gather_nd(g, df_div(g, d, ind), ix), y_ind);
+        gin[0] = df_div(g, d, ind);
+        c->dx[2] = df_mul(g, df__ix_op_pol(g, c->n, "GatherNd", 2, gin), y_ind);
         return;
     }
     df_output ug = df__ix_gather_nd(g, d, ix);
