@@ -1365,7 +1365,7 @@ DF_PRIVATE int df__mpi_connect(const char *addr, char *err, size_t en);
 #endif
 
 /* ---- from src/kernels/index.c ---- */
-enum { DF__SC_UPDATE, DF__SC_ADD, DF__SC_SUB, DF__SC_MAX, DF__SC_MIN };            /* TensorScatter* codes */
+enum { DF__SC_UPDATE, DF__SC_ADD, DF__SC_SUB, DF__SC_MAX, DF__SC_MIN, DF__SC_MUL };   /* TensorScatter* codes (MUL: segments) */
 enum { DF__SEG_SUM, DF__SEG_MEAN, DF__SEG_MAX, DF__SEG_MIN, DF__SEG_PROD };        /* Segment* codes */
 DF_PRIVATE df_code df__sf_gather_nd(df__shape_ctx *c);
 DF_PRIVATE void df__k_gather_nd(df__kctx *c);
