@@ -80,9 +80,30 @@ DF_PRIVATE df_code df__sf_gather_nd(df__shape_ctx *c) {
     for (int d = (int)k; d < p->rank; d++) o->dims[o->rank++] = p->dims[d];
     return DF_OK;
 }
-/* Row offsets (in slices) of the index rows of ix into the first k dims of dims; NULL and a status
-   naming the first bad row, or with bad_indices_policy IGNORE offset -1 for a bad row. what:
-   "param shape" (GatherNd) or "shape" (the scatters). */
+/* The offset (in slices) of index row r of ix (k indices) into the first k dims of dims; -1 when
+   one is out of range. */
+static inline int64_t df__nd_row(const void *ixd, int is64, int64_t r, int64_t k, const int64_t *dims) {
+    int64_t o = 0;
+    for (int64_t j = 0; j < k; j++) {
+        int64_t v = df__ix_at(ixd, is64, r * k + j);
+        if (v < 0 || v >= dims[j]) return -1;
+        o = o * dims[j] + v;
+    }
+    return o;
+}
+/* The status for bad index row r of ix (TensorFlow's wording). what: "param shape" (GatherNd) or
+   "shape" (the scatters). */
+static void df__nd_bad(df__kctx *c, const df_tensor *ix, int64_t r, int64_t k, int rank, const int64_t *dims, const char *what) {
+    char a[96], b[160], s[96];
+    df__ix_slice_str(ix->rank - 1, ix->dims, r, a, sizeof a);
+    df__ix_row_str(ix, r, k, b, sizeof b);
+    df__shape_str(rank, dims, s, sizeof s);
+    if (!strcmp(what, "param shape"))
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "indices%s = %s does not index into param shape %s, node name: %s", a, b, s, c->node->name);
+    else DF__KFAIL(c, DF_INVALID_ARGUMENT, "indices%s = %s does not index into %s %s", a, b, what, s);
+}
+/* The row offsets of every index row: NULL and a status naming the first bad row, or with
+   bad_indices_policy IGNORE -1 for a bad row. */
 static int64_t *df__nd_offsets(df__kctx *c, const df_tensor *ix, int rank, const int64_t *dims, int64_t k, int64_t rows,
                                const char *what) {
     int ignore = df__ix_policy(c);
@@ -91,27 +112,13 @@ static int64_t *df__nd_offsets(df__kctx *c, const df_tensor *ix, int rank, const
     if (!off) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory"); return NULL; }
     int is64 = ix->dtype == DF_INT64;
     for (int64_t r = 0; r < rows; r++) {
-        int64_t o = 0;
-        for (int64_t j = 0; j < k; j++) {
-            int64_t v = df__ix_at(ix->data, is64, r * k + j);
-            if ((v < 0 || v >= dims[j]) && ignore) { o = -1; break; }
-            if (v < 0 || v >= dims[j]) {
-                char a[96], b[160], s[96];
-                df__ix_slice_str(ix->rank - 1, ix->dims, r, a, sizeof a);
-                df__ix_row_str(ix, r, k, b, sizeof b);
-                df__shape_str(rank, dims, s, sizeof s);
-                if (!strcmp(what, "param shape"))
-                    DF__KFAIL(c, DF_INVALID_ARGUMENT, "indices%s = %s does not index into param shape %s, node name: %s", a, b, s, c->node->name);
-                else DF__KFAIL(c, DF_INVALID_ARGUMENT, "indices%s = %s does not index into %s %s", a, b, what, s);
-                DF_FREE(off);
-                return NULL;
-            }
-            o = o * dims[j] + v;
-        }
-        off[r] = o;
+        off[r] = df__nd_row(ix->data, is64, r, k, dims);
+        if (off[r] < 0 && !ignore) { df__nd_bad(c, ix, r, k, rank, dims, what); DF_FREE(off); return NULL; }
     }
     return off;
 }
+/* GatherNd's copy, by the rows' offsets (-1: zeros). Computing the offsets in a pass of their
+   own is faster than computing them where the rows are copied (3x for single elements). */
 typedef struct { const char *src; char *dst; const int64_t *off; size_t bytes; } df__gnd_job;
 static void df__gnd_share(void *arg, int64_t lo, int64_t hi) {
     const df__gnd_job *j = (const df__gnd_job *)arg;
