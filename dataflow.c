@@ -7865,8 +7865,10 @@ static void df__g_math_grad_grad(df__gfn *c) {
    not decrease; rows no id names get 0, or 1 for Prod) and UnsortedSegmentMax/Min/Prod (rows
    no id names get the type's lowest, highest or 1; negative ids are dropped); ReverseV2, Roll,
    ShapeN, InTopKV2, Bincount and DenseBincount. Indices out of range are TensorFlow's
-   InvalidArgument errors naming the node. Big gathers and sorted segment reductions are split
-   between the intra-op threads. Their gradient functions (here, listed in
+   InvalidArgument errors naming the node (with bad_indices_policy IGNORE a gather gives zeros
+   for a bad row and a scatter skips it). Rows are added, maxed and multiplied in blocks that
+   -O2 vectorises; big gathers and sorted segment reductions are split between the intra-op
+   threads. Their gradient functions (here, listed in
    src/autodiff/grad_ops.c's table) follow TensorFlow's array_grad.py, math_grad.py and
    manip_grad.py; Where, ShapeN and InTopKV2 have none (flagged), and Unique, ListDiff, Bincount
    and DenseBincount none either (asking for one is an error naming the node, as in TF).
