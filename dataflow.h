@@ -1031,6 +1031,12 @@ df_code df_cuda_xent(df_cuda *g, df_dtype t, const void *logits, const void *lab
    rule). */
 df_code df_cuda_gather(df_cuda *g, size_t elem_size, const void *params, const void *indices, df_dtype index_t,
                        void *out, int64_t outer, int64_t axis_dim, int64_t inner, int64_t n_idx, df_status *st);
+/* GatherV2 with batch_dims: params [n_batch, outer, axis_dim, inner], indices [n_batch, n_idx]
+   (n_batch >= 1): out[b][o][j][i] = params[b][o][idx[b][j]][i]; zeros for an index outside
+   [0, axis_dim), as df_cuda_gather. */
+df_code df_cuda_gather_batch(df_cuda *g, size_t elem_size, const void *params, const void *indices, df_dtype index_t,
+                             void *out, int64_t n_batch, int64_t outer, int64_t axis_dim, int64_t inner, int64_t n_idx,
+                             df_status *st);
 /* out[s][i] = sum of data[j][i] over j with ids[j] == s, out [num_segments, inner] zeroed first;
    ids outside [0, num_segments) are skipped. Float types (the order of the sums may vary). */
 df_code df_cuda_segment_sum(df_cuda *g, df_dtype t, const void *data, const void *ids, df_dtype index_t, void *out,

@@ -1159,10 +1159,28 @@ df_cu_gather(const E *params, const I *idx, E *out, int64_t axis_dim, int64_t in
         out[e] = k >= 0 && k < axis_dim ? params[(o * axis_dim + k) * inner + i] : E();
     }
 }
+/* With batch dims: params [n_batch, outer, axis_dim, inner], indices [n_batch, n_idx]:
+   out[b][o][j][i] = params[b][o][idx[b][j]][i]; zeros for an index outside [0, axis_dim). */
+template <class E, class I>
+__global__ void __launch_bounds__(DF_CUDA_THREADS)
+df_cu_gather_batch(const E *params, const I *idx, E *out, int64_t outer, int64_t axis_dim, int64_t inner, int64_t n_idx,
+                   int64_t total) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+        int64_t i, j, o, row = df_cu_divmod(e, inner, &i), rest = df_cu_divmod(row, n_idx, &j), b = df_cu_divmod(rest, outer, &o);
+        int64_t k = (int64_t)idx[b * n_idx + j];
+        out[e] = k >= 0 && k < axis_dim ? params[(rest * axis_dim + k) * inner + i] : E();
+    }
+}
 template <class E>
-static df_code df_cuda_gather_run(df_cuda *g, const void *params, const void *indices, df_dtype index_t, void *out,
-                                  int64_t axis_dim, int64_t inner, int64_t n_idx, int64_t total, df_status *st) {
-    if (index_t == DF_INT32)
+static df_code df_cuda_gather_run(df_cuda *g, const void *params, const void *indices, df_dtype index_t, void *out, int batched,
+                                  int64_t outer, int64_t axis_dim, int64_t inner, int64_t n_idx, int64_t total, df_status *st) {
+    if (batched && index_t == DF_INT32)
+        df_cu_gather_batch<E, int32_t><<<df_cuda_grid<df_cu_gather_batch<E, int32_t>>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
+            (const E *)params, (const int32_t *)indices, (E *)out, outer, axis_dim, inner, n_idx, total);
+    else if (batched)
+        df_cu_gather_batch<E, long long><<<df_cuda_grid<df_cu_gather_batch<E, long long>>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
+            (const E *)params, (const long long *)indices, (E *)out, outer, axis_dim, inner, n_idx, total);
+    else if (index_t == DF_INT32)
         df_cu_gather<E, int32_t><<<df_cuda_grid<df_cu_gather<E, int32_t>>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
             (const E *)params, (const int32_t *)indices, (E *)out, axis_dim, inner, n_idx, total);
     else
@@ -1171,41 +1189,60 @@ static df_code df_cuda_gather_run(df_cuda *g, const void *params, const void *in
     DF_CUDA_LAUNCHED("df_cuda_gather");
     return DF_OK;
 }
-/* A row of inner elements moves in the widest unit (up to 16 bytes) that its length and the
-   two pointers allow. */
-extern "C" df_code df_cuda_gather(df_cuda *g, size_t elem_size, const void *params, const void *indices, df_dtype index_t,
-                                  void *out, int64_t outer, int64_t axis_dim, int64_t inner, int64_t n_idx, df_status *st) {
-    DF_CUDA_ENTER("df_cuda_gather");
-    if (!df_cuda_elem_size_ok(elem_size)) DF_CUDA_BAD("df_cuda_gather: element size %zu is not 1, 2, 4, 8 or 16", elem_size);
+/* df_cuda_gather (n_batch 0: one batch, the plain kernel) and df_cuda_gather_batch. A row of
+   inner elements moves in the widest unit (up to 16 bytes) that its length and the two
+   pointers allow. */
+static df_code df_cuda_gather_any(df_cuda *g, const char *who, size_t elem_size, const void *params, const void *indices,
+                                  df_dtype index_t, void *out, int64_t n_batch, int64_t outer, int64_t axis_dim, int64_t inner,
+                                  int64_t n_idx, df_status *st) {
+    DF_CUDA_ENTER(who);
+    if (!df_cuda_elem_size_ok(elem_size)) DF_CUDA_BAD("%s: element size %zu is not 1, 2, 4, 8 or 16", who, elem_size);
     if (index_t != DF_INT32 && index_t != DF_INT64)
-        DF_CUDA_BAD("df_cuda_gather: indices must be int32 or int64, not %s", df_dtype_name(index_t));
-    const int64_t out_dims[3] = {outer, n_idx, inner}, in_dims[3] = {outer, axis_dim, inner};
-    int64_t total, in_total, bytes;
-    if (!df_cuda_count(3, out_dims, &total) || !df_cuda_count(3, in_dims, &in_total) || !df_cuda_mul(total, (int64_t)elem_size, &bytes) ||
-        !df_cuda_mul(in_total, (int64_t)elem_size, &bytes))
-        DF_CUDA_BAD("df_cuda_gather: bad sizes [%lld, %lld, %lld] with %lld indices", (long long)outer, (long long)axis_dim,
-                    (long long)inner, (long long)n_idx);
+        DF_CUDA_BAD("%s: indices must be int32 or int64, not %s", who, df_dtype_name(index_t));
+    int batched = n_batch > 0;
+    if (!batched) n_batch = 1;
+    const int64_t out_dims[4] = {n_batch, outer, n_idx, inner}, in_dims[4] = {n_batch, outer, axis_dim, inner};
+    int64_t total, in_total, bytes, n_ix;
+    if (!df_cuda_count(4, out_dims, &total) || !df_cuda_count(4, in_dims, &in_total) || !df_cuda_mul(total, (int64_t)elem_size, &bytes) ||
+        !df_cuda_mul(in_total, (int64_t)elem_size, &bytes) || !df_cuda_mul(n_batch, n_idx, &n_ix))
+        DF_CUDA_BAD("%s: bad sizes [%lld, %lld, %lld, %lld] with %lld indices", who, (long long)n_batch, (long long)outer,
+                    (long long)axis_dim, (long long)inner, (long long)n_idx);
     if (!total) return DF_OK;
-    if (!indices || !out || (!params && axis_dim)) DF_CUDA_BAD("df_cuda_gather: NULL pointer");
+    if (!indices || !out || (!params && axis_dim)) DF_CUDA_BAD("%s: NULL pointer", who);
     size_t al = df_cuda_elem_align(elem_size);
     if (df_cuda_misaligned(params, al) || df_cuda_misaligned(out, al) || df_cuda_misaligned(indices, df_dtype_size(index_t)))
-        DF_CUDA_BAD("df_cuda_gather: pointer not aligned to its elements");
+        DF_CUDA_BAD("%s: pointer not aligned to its elements", who);
     if (df_cuda_use(g, st)) return st->code;
     int64_t es = (int64_t)elem_size, row = inner * es;
     for (int64_t wide = 16; wide > es; wide /= 2)
         if (row % wide == 0 && !df_cuda_misaligned(params, (size_t)wide) && !df_cuda_misaligned(out, (size_t)wide)) { es = wide; break; }
     inner = row / es;
-    total = outer * n_idx * inner;
+    total = n_batch * outer * n_idx * inner;
     switch (es) {
-    case 1: return df_cuda_gather_run<uint8_t>(g, params, indices, index_t, out, axis_dim, inner, n_idx, total, st);
-    case 2: return df_cuda_gather_run<uint16_t>(g, params, indices, index_t, out, axis_dim, inner, n_idx, total, st);
-    case 4: return df_cuda_gather_run<uint32_t>(g, params, indices, index_t, out, axis_dim, inner, n_idx, total, st);
-    case 8: return df_cuda_gather_run<unsigned long long>(g, params, indices, index_t, out, axis_dim, inner, n_idx, total, st);
+    case 1: return df_cuda_gather_run<uint8_t>(g, params, indices, index_t, out, batched, outer, axis_dim, inner, n_idx, total, st);
+    case 2: return df_cuda_gather_run<uint16_t>(g, params, indices, index_t, out, batched, outer, axis_dim, inner, n_idx, total, st);
+    case 4: return df_cuda_gather_run<uint32_t>(g, params, indices, index_t, out, batched, outer, axis_dim, inner, n_idx, total, st);
+    case 8: return df_cuda_gather_run<unsigned long long>(g, params, indices, index_t, out, batched, outer, axis_dim, inner, n_idx, total, st);
     default:
         if (!df_cuda_misaligned(params, 16) && !df_cuda_misaligned(out, 16))
-            return df_cuda_gather_run<uint4>(g, params, indices, index_t, out, axis_dim, inner, n_idx, total, st);
-        return df_cuda_gather_run<df_cu_b16>(g, params, indices, index_t, out, axis_dim, inner, n_idx, total, st);
+            return df_cuda_gather_run<uint4>(g, params, indices, index_t, out, batched, outer, axis_dim, inner, n_idx, total, st);
+        return df_cuda_gather_run<df_cu_b16>(g, params, indices, index_t, out, batched, outer, axis_dim, inner, n_idx, total, st);
     }
+}
+extern "C" df_code df_cuda_gather(df_cuda *g, size_t elem_size, const void *params, const void *indices, df_dtype index_t,
+                                  void *out, int64_t outer, int64_t axis_dim, int64_t inner, int64_t n_idx, df_status *st) {
+    return df_cuda_gather_any(g, "df_cuda_gather", elem_size, params, indices, index_t, out, 0, outer, axis_dim, inner, n_idx, st);
+}
+extern "C" df_code df_cuda_gather_batch(df_cuda *g, size_t elem_size, const void *params, const void *indices, df_dtype index_t,
+                                        void *out, int64_t n_batch, int64_t outer, int64_t axis_dim, int64_t inner, int64_t n_idx,
+                                        df_status *st) {
+    if (n_batch < 1) {
+        df_status local;
+        if (!st) st = &local;
+        return df_status_set(st, DF_INVALID_ARGUMENT, "df_cuda_gather_batch: n_batch must be at least 1, got %lld", (long long)n_batch);
+    }
+    return df_cuda_gather_any(g, "df_cuda_gather_batch", elem_size, params, indices, index_t, out, n_batch, outer, axis_dim, inner,
+                              n_idx, st);
 }
 
 /* out[ids[j]][i] += data[j][i] with atomic adds (so the order of a segment's sum varies). */

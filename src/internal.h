@@ -1381,6 +1381,37 @@ DF_PRIVATE int df__mpi_connect(const char *addr, char *err, size_t en);
 #endif
 
 /* ---- from src/kernels/index.c ---- */
+enum { DF__SC_UPDATE, DF__SC_ADD, DF__SC_SUB, DF__SC_MAX, DF__SC_MIN, DF__SC_MUL };   /* TensorScatter* codes (MUL: segments) */
+enum { DF__SEG_SUM, DF__SEG_MEAN, DF__SEG_MAX, DF__SEG_MIN, DF__SEG_PROD };        /* Segment* codes */
+DF_PRIVATE df_code df__sf_gather_nd(df__shape_ctx *c);
+DF_PRIVATE void df__k_gather_nd(df__kctx *c);
+DF_PRIVATE df_code df__sf_scatter_nd(df__shape_ctx *c);
+DF_PRIVATE void df__k_scatter_nd(df__kctx *c);
+DF_PRIVATE void df__k_tensor_scatter(df__kctx *c);
+DF_PRIVATE df_code df__sf_where(df__shape_ctx *c);
+DF_PRIVATE void df__k_where(df__kctx *c);
+DF_PRIVATE df_code df__sf_unique(df__shape_ctx *c);
+DF_PRIVATE void df__k_unique(df__kctx *c);
+DF_PRIVATE df_code df__sf_list_diff(df__shape_ctx *c);
+DF_PRIVATE void df__k_list_diff(df__kctx *c);
+DF_PRIVATE df_code df__sf_segment(df__shape_ctx *c);
+DF_PRIVATE void df__k_segment(df__kctx *c);
+DF_PRIVATE void df__k_unsorted_segment(df__kctx *c);
+DF_PRIVATE void df__k_reverse(df__kctx *c);
+DF_PRIVATE void df__k_roll(df__kctx *c);
+DF_PRIVATE df_code df__sf_shape_n(df__shape_ctx *c);
+DF_PRIVATE void df__k_shape_n(df__kctx *c);
+DF_PRIVATE df_code df__sf_in_top_k(df__shape_ctx *c);
+DF_PRIVATE void df__k_in_top_k(df__kctx *c);
+DF_PRIVATE df_code df__sf_bincount(df__shape_ctx *c);
+DF_PRIVATE void df__k_bincount(df__kctx *c);
+DF_PRIVATE void df__g_gather_nd(df__gfn *c);
+DF_PRIVATE void df__g_scatter_nd(df__gfn *c);
+DF_PRIVATE void df__g_tensor_scatter(df__gfn *c);
+DF_PRIVATE void df__g_segment(df__gfn *c);
+DF_PRIVATE void df__g_unsorted_segment(df__gfn *c);
+DF_PRIVATE void df__g_reverse(df__gfn *c);
+DF_PRIVATE void df__g_roll(df__gfn *c);
 /* ---- end of src/kernels/index.c ---- */
 
 /* ---- from src/kernels/linalg.c ---- */

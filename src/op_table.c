@@ -316,6 +316,45 @@ static const df__opspec df__op_table[] = {
     {"OptionalGetValue", "optional:variant", "components:output_types", "output_types:list(type)>=1,output_shapes:list(shape)>=1",
      df__sf_optional_get_value, df__k_optional_get_value, 0, 0},
     /* ---- index ops (src/kernels/index.c): begin ---- */
+#define DF__IX "Tindices:type{int32,int64},bad_indices_policy:string="
+    {"GatherNd", "params:Tparams,indices:Tindices", "output:Tparams", "Tparams:type," DF__IX, df__sf_gather_nd, df__k_gather_nd, DF__OP_EXPENSIVE, 0},
+    {"ScatterNd", "indices:Tindices,updates:T,shape:Tindices", "output:T", "T:type" DF__NUM "," DF__IX, df__sf_scatter_nd, df__k_scatter_nd,
+     DF__OP_EXPENSIVE, 0},
+    {"TensorScatterUpdate", "tensor:T,indices:Tindices,updates:T", "output:T", "T:type," DF__IX, df__sf_same, df__k_tensor_scatter,
+     DF__OP_EXPENSIVE, DF__SC_UPDATE},
+    {"TensorScatterAdd", "tensor:T,indices:Tindices,updates:T", "output:T", "T:type" DF__NUM "," DF__IX, df__sf_same, df__k_tensor_scatter,
+     DF__OP_EXPENSIVE, DF__SC_ADD},
+    {"TensorScatterSub", "tensor:T,indices:Tindices,updates:T", "output:T", "T:type" DF__NUM "," DF__IX, df__sf_same, df__k_tensor_scatter,
+     DF__OP_EXPENSIVE, DF__SC_SUB},
+    {"TensorScatterMax", "tensor:T,indices:Tindices,updates:T", "output:T", "T:type" DF__NUM "," DF__IX, df__sf_same, df__k_tensor_scatter,
+     DF__OP_EXPENSIVE, DF__SC_MAX},
+    {"TensorScatterMin", "tensor:T,indices:Tindices,updates:T", "output:T", "T:type" DF__NUM "," DF__IX, df__sf_same, df__k_tensor_scatter,
+     DF__OP_EXPENSIVE, DF__SC_MIN},
+#undef DF__IX
+    {"Where", "input:T", "index:int64", "T:type{float,double,int32,int64,bool,uint8,int8,int16,uint16,uint32,uint64,half,bfloat16}=bool",
+     df__sf_where, df__k_where, DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, 0},
+    /* Unique, ListDiff, Bincount, DenseBincount: no gradient in TensorFlow (asking for one is an error, as there) */
+    {"Unique", "x:T", "y:T,idx:out_idx", "T:type,out_idx:type{int32,int64}=int32", df__sf_unique, df__k_unique, DF__OP_EXPENSIVE, 0},
+    {"ListDiff", "x:T,y:T", "out:T,idx:out_idx", "T:type,out_idx:type{int32,int64}=int32", df__sf_list_diff, df__k_list_diff, DF__OP_EXPENSIVE, 0},
+#define DF__SEG(name, code) {name, "data:T,segment_ids:Tindices", "output:T", "T:type" DF__NUM ",Tindices:type{int32,int64}", \
+    df__sf_segment, df__k_segment, DF__OP_EXPENSIVE, code}
+    DF__SEG("SegmentSum", DF__SEG_SUM), DF__SEG("SegmentMean", DF__SEG_MEAN), DF__SEG("SegmentMax", DF__SEG_MAX),
+    DF__SEG("SegmentMin", DF__SEG_MIN), DF__SEG("SegmentProd", DF__SEG_PROD),
+#undef DF__SEG
+#define DF__USEG(name, code) {name, "data:T,segment_ids:Tindices,num_segments:Tnumsegments", "output:T", "T:type" DF__NUM \
+    ",Tindices:type{int32,int64},Tnumsegments:type{int32,int64}=int32", df__sf_segment_sum, df__k_unsorted_segment, DF__OP_EXPENSIVE, code}
+    DF__USEG("UnsortedSegmentMax", DF__SEG_MAX), DF__USEG("UnsortedSegmentMin", DF__SEG_MIN), DF__USEG("UnsortedSegmentProd", DF__SEG_PROD),
+#undef DF__USEG
+    {"ReverseV2", "tensor:T,axis:Tidx", "output:T", "Tidx:type{int32,int64}=int32,T:type", df__sf_same, df__k_reverse, DF__OP_EXPENSIVE, 0},
+    {"Roll", "input:T,shift:Tshift,axis:Taxis", "output:T", "T:type,Tshift:type{int32,int64},Taxis:type{int32,int64}", df__sf_same, df__k_roll,
+     DF__OP_EXPENSIVE, 0},
+    {"ShapeN", "input:N*T", "output:N*out_type", "N:int>=1,T:type,out_type:type{int32,int64}=int32", df__sf_shape_n, df__k_shape_n,
+     DF__OP_NO_GRADIENT, 0},
+    {"InTopKV2", "predictions:float,targets:T,k:T", "precision:bool", "T:type{int32,int64}=int32", df__sf_in_top_k, df__k_in_top_k,
+     DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, 0},
+    {"Bincount", "arr:int32,size:int32,weights:T", "bins:T", "T:type" DF__NUM, df__sf_bincount, df__k_bincount, DF__OP_EXPENSIVE, 0},
+    {"DenseBincount", "input:Tidx,size:Tidx,weights:T", "output:T", "Tidx:type{int32,int64},T:type" DF__NUM ",binary_output:bool=false",
+     df__sf_bincount, df__k_bincount, DF__OP_EXPENSIVE, 1},
     /* ---- index ops: end ---- */
 
     /* ---- linalg ops (src/kernels/linalg.c): begin ---- */

@@ -905,6 +905,13 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"LeakyReluGrad", df__g_math_grad_grad}, {"SoftplusGrad", df__g_math_grad_grad},
 
     /* ---- index gradients (src/kernels/index.c): begin ---- */
+    {"GatherNd", df__g_gather_nd}, {"ScatterNd", df__g_scatter_nd}, {"TensorScatterUpdate", df__g_tensor_scatter},
+    {"TensorScatterAdd", df__g_tensor_scatter}, {"TensorScatterSub", df__g_tensor_scatter},
+    {"TensorScatterMax", df__g_tensor_scatter}, {"TensorScatterMin", df__g_tensor_scatter},
+    {"SegmentSum", df__g_segment}, {"SegmentMean", df__g_segment}, {"SegmentMax", df__g_segment},
+    {"SegmentMin", df__g_segment}, {"SegmentProd", df__g_segment}, {"UnsortedSegmentMax", df__g_unsorted_segment},
+    {"UnsortedSegmentMin", df__g_unsorted_segment}, {"UnsortedSegmentProd", df__g_unsorted_segment},
+    {"ReverseV2", df__g_reverse}, {"Roll", df__g_roll},
     /* ---- index gradients: end ---- */
 
     /* ---- linalg gradients (src/kernels/linalg.c): begin ---- */

@@ -448,25 +448,30 @@ static void df__gk_cumprod(df__kctx *c) {          /* axis in host memory */
     if (o) df_cuda_cumprod(DF__GPU(c), o->dtype, c->in[0]->data, o->data, outer, len, inner, df__attr_b(c->node, "exclusive", 0),
                            df__attr_b(c->node, "reverse", 0), c->st);
 }
+/* With batch_dims b: params [batch dims, outer, axis, inner] and indices [batch dims, n_idx]
+   (the dims after the batch ones flattened) go to df_cuda_gather_batch; an index out of range
+   gives zeros (TensorFlow's GPU rule). */
 static void df__gk_gather(df__kctx *c) {
     const df_tensor *p = c->in[0], *ix = c->in[1];
     int axis, batch;
     if (df__gather_axis(c->node, c->in[2], p->rank, &axis, c->st)) return;
     if (df__gather_batch_dims(c->node, p->dims, ix->rank, ix->dims, axis, &batch, c->st)) return;
-    if (batch != 0) {            /* batch_dims -rank(indices) is 0 and runs here */
-        DF__KFAIL(c, DF_UNIMPLEMENTED, "GatherV2 on a GPU: batch_dims must be 0 (got %d); place this node on the CPU", batch);
-        return;
-    }
-    if (p->rank - 1 + ix->rank > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Gather: result rank too large"); return; }
-    int64_t dims[DF_MAX_RANK], outer = 1, inner = 1;
+    if (p->rank - 1 + ix->rank - batch > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Gather: result rank too large"); return; }
+    int64_t dims[DF_MAX_RANK], n_batch = 1, outer = 1, inner = 1, n_idx = 1;
     int r = 0;
     for (int d = 0; d < axis; d++) dims[r++] = p->dims[d];
-    for (int d = 0; d < ix->rank; d++) dims[r++] = ix->dims[d];
+    for (int d = batch; d < ix->rank; d++) { dims[r++] = ix->dims[d]; n_idx *= ix->dims[d]; }
     for (int d = axis + 1; d < p->rank; d++) dims[r++] = p->dims[d];
-    for (int d = 0; d < axis; d++) outer *= p->dims[d];
+    for (int d = 0; d < batch; d++) n_batch *= p->dims[d];
+    for (int d = batch; d < axis; d++) outer *= p->dims[d];
     for (int d = axis + 1; d < p->rank; d++) inner *= p->dims[d];
     df_tensor *o = df__k_alloc(c, 0, p->dtype, r, dims);
-    if (o && o->n) df_cuda_gather(DF__GPU(c), df_dtype_size(p->dtype), p->data, ix->data, ix->dtype, o->data, outer, p->dims[axis], inner, ix->n, c->st);
+    if (!o || !o->n) return;
+    if (batch == 0)              /* batch_dims -rank(indices) is 0 too */
+        df_cuda_gather(DF__GPU(c), df_dtype_size(p->dtype), p->data, ix->data, ix->dtype, o->data, outer, p->dims[axis], inner, n_idx, c->st);
+    else
+        df_cuda_gather_batch(DF__GPU(c), df_dtype_size(p->dtype), p->data, ix->data, ix->dtype, o->data, n_batch, outer, p->dims[axis],
+                             inner, n_idx, c->st);
 }
 static void df__gk_segment_sum(df__kctx *c) {
     const df_tensor *x = c->in[0], *ids = c->in[1], *ns = c->in[2];

@@ -1113,6 +1113,38 @@ df_code df_cuda_gather(df_cuda *g, size_t elem_size, const void *params, const v
     return emu__finish(&c);
 }
 
+df_code df_cuda_gather_batch(df_cuda *g, size_t elem_size, const void *params, const void *indices, df_dtype index_t,
+                             void *out, int64_t n_batch, int64_t outer, int64_t axis_dim, int64_t inner, int64_t n_idx,
+                             df_status *st) {
+    emu__call c;
+    if (!emu__begin(&c, g, st, "df_cuda_gather_batch")) return c.code;
+    if (!emu__elem_size(&c, elem_size) || !emu__index_type(&c, "index_t", index_t) || !emu__nonneg(&c, "outer", outer) ||
+        !emu__nonneg(&c, "axis_dim", axis_dim) || !emu__nonneg(&c, "inner", inner) || !emu__nonneg(&c, "n_idx", n_idx))
+        return c.code;
+    if (n_batch < 1) return EMU_BAD(&c, "n_batch must be at least 1, got %lld", (long long)n_batch);
+    int64_t row = emu__mul(&c, inner, (int64_t)elem_size);
+    int64_t lead = emu__mul(&c, n_batch, outer);
+    int64_t n_out = row < 0 || lead < 0 ? -1 : emu__mul(&c, emu__mul(&c, lead, n_idx), row);
+    int64_t n_params = n_out < 0 ? -1 : emu__mul(&c, emu__mul(&c, lead, axis_dim), row);
+    int64_t n_ix = emu__mul(&c, n_batch, n_idx);
+    if (c.code || n_out == 0) return c.code;
+    const char *p = n_params > 0 && emu__aligned(&c, "params", params, elem_size)
+                  ? (const char *)emu__span(&c, "params", params, 0, n_params) : NULL;
+    const void *ix = emu__dense(&c, "indices", indices, n_ix, df_dtype_size(index_t));
+    char *o = emu__aligned(&c, "out", out, elem_size) ? (char *)emu__span(&c, "out", out, 0, n_out) : NULL;
+    if (c.code) return c.code;
+    emu__start(&c);
+    for (int64_t b = 0; b < n_batch; b++)
+        for (int64_t q = 0; q < outer; q++)
+            for (int64_t j = 0; j < n_idx; j++) {
+                int64_t v = emu__index_at(index_t, ix, b * n_idx + j);
+                char *dst = o + ((b * outer + q) * n_idx + j) * row;
+                if (v < 0 || v >= axis_dim) memset(dst, 0, (size_t)row);
+                else memmove(dst, p + ((b * outer + q) * axis_dim + v) * row, (size_t)row);
+            }
+    return emu__finish(&c);
+}
+
 df_code df_cuda_segment_sum(df_cuda *g, df_dtype t, const void *data, const void *ids, df_dtype index_t, void *out,
                             int64_t n_ids, int64_t inner, int64_t num_segments, df_status *st) {
     emu__call c;

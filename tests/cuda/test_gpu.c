@@ -2123,14 +2123,38 @@ DF_TEST(gpu_placement_on_a_missing_gpu_and_cumprod_on_the_gpu) {
     df_graph_free(g);
 }
 
-/* GatherV2 with batch_dims on a GPU: no kernel yet, refused with a status that names the node
-   (the CPU runs it); batch_dims -rank(indices) is batch_dims 0 and runs; a bad batch_dims is
-   INVALID_ARGUMENT there as on the CPU. The shapes are fed, so the kernel and not the shape
-   function sees them. */
-DF_TEST(gpu_gather_batch_dims_is_refused_cleanly) {
+/* GatherV2 with batch_dims on a GPU (df_cuda_gather_batch) against the CPU: batch dims before
+   the axis, dims between, index dims after the batch ones, negative batch_dims, index types and
+   element sizes. */
+DF_TEST(gpu_gather_batch_dims_matches_cpu) {
+    static const struct { int rank; int64_t dims[4]; int irank; int64_t idims[3]; int axis, batch; } cases[] = {
+        {2, {3, 5}, 2, {3, 4}, 1, 1},             /* the common [batch, n] case */
+        {3, {2, 3, 4}, 2, {2, 5}, 2, 1},          /* a dim between the batch dim and the axis */
+        {3, {2, 3, 4}, 3, {2, 3, 2}, 2, 2},       /* two batch dims */
+        {4, {2, 3, 4, 5}, 3, {2, 3, 6}, 2, -1},   /* batch_dims -1 is 2; trailing dims moved whole */
+        {3, {2, 4, 3}, 3, {2, 2, 2}, 1, 1},       /* index dims after the batch dim */
+        {2, {4, 6}, 2, {4, 0}, 1, 1},             /* no indices */
+    };
+    static const df_dtype types[] = {DF_FLOAT, DF_DOUBLE, DF_INT32, DF_HALF};
+    rng_seed(27);
+    int64_t l0 = launches();
+    for (int k = 0; k < LEN(cases); k++)
+        for (int ti = 0; ti < LEN(types); ti++)
+            for (int it = 0; it < 2; it++) {
+                df_tensor *ids = rand_t(it ? DF_INT64 : DF_INT32, cases[k].irank, cases[k].idims, 0, (double)cases[k].dims[cases[k].axis]);
+                opcase c = op_case("GatherV2", 3, rand_t(types[ti], cases[k].rank, cases[k].dims, -9, 9), ids,
+                                   df_tensor_scalar_i32(cases[k].axis));
+                attr_int(&c, "batch_dims", cases[k].batch);
+                run_op(&c, 0, "batch case %d %s, %s indices", k, df_dtype_name(types[ti]), it ? "int64" : "int32");
+            }
+    CHECK_LAUNCHED(l0, "GatherV2 with batch_dims");
+}
+/* A bad batch_dims is INVALID_ARGUMENT on the GPU as on the CPU, naming the node; batch_dims
+   -rank(indices) is batch_dims 0. The shapes are fed, so the kernel and not the shape function
+   sees them. */
+DF_TEST(gpu_gather_batch_dims_checks) {
     static const struct { int batch; df_code code; const char *needle; } cases[] = {
-        {1, DF_UNIMPLEMENTED, "GatherV2 on a GPU: batch_dims must be 0 (got 1)"},
-        {-1, DF_UNIMPLEMENTED, "GatherV2 on a GPU: batch_dims must be 0 (got 1)"},
+        {1, DF_OK, NULL},
         {-2, DF_OK, NULL},
         {3, DF_INVALID_ARGUMENT, "Expected batch_dims in the range [-2, 2], but got 3"},
     };
@@ -2155,7 +2179,11 @@ DF_TEST(gpu_gather_batch_dims_is_refused_cleanly) {
         df_session *s = gpu_session(g, 0, &st);
         if (s) {
             df_session_run(s, feeds, vals, 2, &y, &out, 1, NULL, 0, &st);
-            if (cases[k].code == DF_OK) {
+            if (cases[k].batch == 1) {
+                CHECK_OK(&st);
+                /* out [3, 2, 2]: out[1][0][1] = params[1][indices[1][0]][1] = 8 + 2*2 + 1 */
+                CHECK(out && df_tensor_rank(out) == 3 && ((const float *)df_tensor_data(out))[5] == 13);
+            } else if (cases[k].code == DF_OK) {
                 CHECK_OK(&st);
                 /* the plain gather: out[1][0][1][0] = params[1][indices[0][1]][0] = 8 + 2*3 */
                 CHECK(out && df_tensor_rank(out) == 4 && ((const float *)df_tensor_data(out))[14] == 14);

@@ -760,6 +760,34 @@ DF_TEST(emu_strided_copy_transposes_broadcasts_and_reverses) {
     df_cuda_close(g);
 }
 
+/* df_cuda_gather_batch: each batch gathers by its own index row; out of range gives zeros; no
+   batches is refused. */
+DF_TEST(emu_gather_batch_by_each_batch_indices) {
+    df_cuda *g = open_gpu();
+    if (!g) return;
+    /* params [2 batches, 2 outer, 4, 3] floats; indices [2, 3] */
+    float p[48], o[2 * 2 * 3 * 3];
+    for (int i = 0; i < 48; i++) p[i] = (float)(i + 1);
+    int32_t ix[6] = {3, -1, 0, 4, 2, 1};
+    void *dp = up(g, p, sizeof p), *di = up(g, ix, sizeof ix), *dout = up(g, NULL, sizeof o);
+    df_status st;
+    CHECK_EQ_INT(df_cuda_gather_batch(g, 4, dp, di, DF_INT32, dout, 2, 2, 4, 3, 3, &st), DF_OK);
+    CHECK_OK(&st);
+    down(g, o, dout, sizeof o);
+    for (int b = 0; b < 2; b++)
+        for (int q = 0; q < 2; q++)
+            for (int j = 0; j < 3; j++)
+                for (int k = 0; k < 3; k++) {
+                    int v = ix[b * 3 + j];
+                    float want = v >= 0 && v < 4 ? p[((b * 2 + q) * 4 + v) * 3 + k] : 0.0f;
+                    CHECK_MSG(o[((b * 2 + q) * 3 + j) * 3 + k] == want, "batch %d index %d: %g, want %g", b, v,
+                              o[((b * 2 + q) * 3 + j) * 3 + k], want);
+                }
+    CHECK_EQ_INT(df_cuda_gather_batch(g, 4, dp, di, DF_INT32, dout, 0, 2, 4, 3, 3, &st), DF_INVALID_ARGUMENT);
+    CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "n_batch");
+    df_cuda_free(g, dp); df_cuda_free(g, di); df_cuda_free(g, dout);
+    df_cuda_close(g);
+}
 DF_TEST(emu_gather_out_of_range_gives_zeros) {
     df_cuda *g = open_gpu();
     if (!g) return;
