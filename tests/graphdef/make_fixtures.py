@@ -497,9 +497,11 @@ def write_ops_report(graph_defs):
 
 
 def main():
-    if os.path.isdir(OUT_DIR):
-        shutil.rmtree(OUT_DIR)
-    os.makedirs(OUT_DIR)
+    # only this script's folders are remade: make_<group>_fixtures.py scripts write theirs here too
+    os.makedirs(OUT_DIR, exist_ok=True)
+    for folder, _builder, _seed, _devices, _kwargs in CASES:
+        if os.path.isdir(os.path.join(OUT_DIR, folder)):
+            shutil.rmtree(os.path.join(OUT_DIR, folder))
     graph_defs = []
     for folder, builder, seed, devices, kwargs in CASES:
         graph_defs.append((folder, make_fixture(folder, builder, seed, devices, kwargs)))
