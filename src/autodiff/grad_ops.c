@@ -914,6 +914,7 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     /* ---- nn_extra gradients: end ---- */
 
     /* ---- resource gradients (src/kernels/resource.c): begin ---- */
+    {"ReadVariableOp", df__g_read_variable}, {"ResourceGather", df__g_resource_gather},
     /* ---- resource gradients: end ---- */
 
     /* ---- half gradients (src/kernels/half.c): begin ---- */
