@@ -8,7 +8,7 @@
 #endif
 
 static df_output var_handle(df_graph *g, const char *name, df_dtype t, int rank, const int64_t *dims) {
-    df_op_builder *b = df_op_new(g, "VarHandleOp", name);
+    df_op_builder *b = df_op_new(g, "VarHandleOp", df_graph_find(g, name) ? NULL : name);   /* (a second handle: any node name) */
     df_op_set_attr_type(b, "dtype", t);
     df_op_set_attr_shape(b, "shape", rank, dims);
     df_op_set_attr_string(b, "shared_name", name);
@@ -759,3 +759,199 @@ DF_TEST(resource_vars_two_threads_update_one_session) {
     df_graph_free(g);
 }
 #endif
+
+/* ---- checkpoints: tf.compat.v1.train.Saver over resource variables ----
+   tests/graphdef/fixtures_resource/saver (tests/graphdef/make_resource_fixtures.py): TF's Saver
+   graph reads the variables through ReadVariableOp into SaveV2 and assigns RestoreV2's tensors
+   through AssignVariableOp. The values after the initializer and one Adam step are TF's; they
+   are saved, the variables reset by the initializer in a fresh session, and restored. */
+#define SAVER_DIR "tests/graphdef/fixtures_resource/saver"
+typedef struct { char filename[128], save[128], restore[128], init[128], train[128]; char fetch[16][128], file[16][128]; int n; } saver_manifest;
+static int read_saver_manifest(saver_manifest *m) {
+    memset(m, 0, sizeof *m);
+    FILE *f = fopen(SAVER_DIR "/manifest.txt", "r");
+    if (!f) return 0;
+    char line[512], kind[32], a[128], b[128];
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#') continue;
+        int k = sscanf(line, "%31s %127s %127s", kind, a, b);
+        if (k < 2) continue;
+        if (!strcmp(kind, "filename")) strcpy(m->filename, a);
+        else if (!strcmp(kind, "save")) strcpy(m->save, a);
+        else if (!strcmp(kind, "restore")) strcpy(m->restore, a);
+        else if (!strcmp(kind, "init")) strcpy(m->init, a);
+        else if (!strcmp(kind, "train")) strcpy(m->train, a);
+        else if (k == 3 && !strcmp(kind, "fetch") && m->n < 16) { strcpy(m->fetch[m->n], a); strcpy(m->file[m->n++], b); }
+    }
+    fclose(f);
+    return m->n > 0 && m->filename[0] && m->save[0] && m->restore[0] && m->init[0] && m->train[0];
+}
+static df_output by_name(df_graph *g, const char *tensor) {
+    char node[128];
+    snprintf(node, sizeof node, "%s", tensor);
+    char *colon = strrchr(node, ':');
+    int index = 0;
+    if (colon) { index = atoi(colon + 1); *colon = 0; }
+    df_output o = {df_graph_find(g, node), index};
+    return o;
+}
+static df_graph *import_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    df_status st;
+    df_graph *g = df_graph_import_graphdef(buf, n, &st);
+    CHECK_OK(&st);
+    return g;
+}
+/* Feeds the Saver's filename with path and runs its op (the save tensor as a fetch, or the
+   restore op as a target). */
+static void saver_run(df_session *s, df_graph *g, const saver_manifest *m, const char *path, int save, df_status *st) {
+    df_output fname = by_name(g, m->filename);
+    df_tensor *p = df_tensor_new_strings(0, NULL, &path, st);
+    if (save) {
+        df_output out = by_name(g, m->save);
+        df_tensor *got = NULL;
+        df_session_run(s, &fname, &p, 1, &out, &got, 1, NULL, 0, st);
+        df_tensor_release(got);
+    } else {
+        df_node *restore = df_graph_find(g, m->restore);
+        df_session_run(s, &fname, &p, 1, NULL, NULL, 0, &restore, 1, st);
+    }
+    df_tensor_release(p);
+}
+/* Every fetched variable equals TensorFlow's value (tol 0: restored) or is near it. */
+static void check_values(df_session *s, df_graph *g, const saver_manifest *m, const char *how, float tol) {
+    for (int i = 0; i < m->n; i++) {
+        df_status st;
+        char path[512];
+        snprintf(path, sizeof path, SAVER_DIR "/%s", m->file[i]);
+        df_tensor *want = df_tensor_read_npy(path, &st);
+        CHECK_OK(&st);
+        df_tensor *got = fetch1(s, by_name(g, m->fetch[i]), &st);
+        CHECK_OK(&st);
+        if (!want || !got) { df_tensor_release(want); df_tensor_release(got); continue; }
+        CHECK_EQ_INT(df_tensor_num_elements(got), df_tensor_num_elements(want));
+        int bad = 0;
+        for (int64_t k = 0; k < df_tensor_num_elements(want) && k < df_tensor_num_elements(got); k++) {
+            float a = ((const float *)df_tensor_data(got))[k], b = ((const float *)df_tensor_data(want))[k];
+            bad += !(fabsf(a - b) <= tol * (1 + fabsf(b)));
+        }
+        CHECK_MSG(bad == 0, "%s: %s differs from TensorFlow's in %d elements", how, m->fetch[i], bad);
+        df_tensor_release(want);
+        df_tensor_release(got);
+    }
+}
+DF_TEST(resource_vars_tensorflow_saver_saves_and_restores) {
+    saver_manifest m;
+    CHECK_MSG(read_saver_manifest(&m), "no " SAVER_DIR "/manifest.txt (run the tests from the repository root)");
+    if (!m.n) return;
+    df_graph *g = import_file(SAVER_DIR "/graph.pb");
+    CHECK(g != NULL);
+    if (!g) return;
+    df_session *s = session(g);
+    df_status st;
+    /* before anything: reading a variable fails, naming it */
+    df_tensor *t = fetch1(s, by_name(g, m.fetch[0]), &st);
+    CHECK_STATUS(&st, DF_FAILED_PRECONDITION, "Could not find variable");
+    df_tensor_release(t);
+    df_node *init = df_graph_find(g, m.init), *train = df_graph_find(g, m.train);
+    CHECK(init && train);
+    run_targets(s, &init, 1, &st);
+    CHECK_OK(&st);
+    run_targets(s, &train, 1, &st);
+    CHECK_OK(&st);
+    check_values(s, g, &m, "after one step", 1e-6f);
+    char mine[512];
+    snprintf(mine, sizeof mine, "%s/resource_saver.ckpt", df_test_tmpdir());
+    saver_run(s, g, &m, mine, 1, &st);
+    CHECK_OK(&st);
+    df_tensor *w_saved = fetch1(s, by_name(g, m.fetch[0]), &st);
+    df_session_free(s);
+    s = session(g);
+    run_targets(s, &init, 1, &st);
+    CHECK_OK(&st);
+    t = fetch1(s, by_name(g, m.fetch[0]), &st);
+    CHECK(t && w_saved && memcmp(df_tensor_data(t), df_tensor_data(w_saved), 4 * (size_t)df_tensor_num_elements(t)));
+    df_tensor_release(t);
+    saver_run(s, g, &m, mine, 0, &st);
+    CHECK_OK(&st);
+    t = fetch1(s, by_name(g, m.fetch[0]), &st);
+    CHECK(t && w_saved && !memcmp(df_tensor_data(t), df_tensor_data(w_saved), 4 * (size_t)df_tensor_num_elements(t)));
+    df_tensor_release(t);
+    df_tensor_release(w_saved);
+    check_values(s, g, &m, "saved and restored", 1e-6f);
+    df_session_free(s);
+    df_graph_free(g);
+}
+
+/* ---- a TF-made training program with its variables on two devices ----
+   tests/graphdef/fixtures/resource_optimizers (also run on one device by tests/test_graphdef.c):
+   each VarHandleOp goes to CPU:0 or CPU:1 in turn and the placer keeps every op using a handle
+   beside it; the values after the initializer and three train steps are TensorFlow's. */
+DF_TEST(resource_vars_tensorflow_program_over_two_devices) {
+    const char *dir = "tests/graphdef/fixtures/resource_optimizers";
+    char path[512], line[512], kind[32], a[128], b[128];
+    snprintf(path, sizeof path, "%s/graph.pb", dir);
+    df_graph *g = import_file(path);
+    CHECK_MSG(g != NULL, "no %s (run the tests from the repository root)", path);
+    if (!g) return;
+    int k = 0;
+    for (int i = 0; i < df_graph_num_nodes(g); i++) {
+        df_node *n = df_graph_node_at(g, i);
+        /* (the primary variables: their slots follow them through _class, as in TF) */
+        if (!strcmp(df_node_op(n), "VarHandleOp") && !strchr(df_node_name(n), '/')) df_node_set_device(g, n, k++ % 2 ? "/device:CPU:1" : "/device:CPU:0");
+    }
+    CHECK(k >= 5);
+    df_session_options o = {0};
+    o.num_cpu_devices = 2;
+    df_status st;
+    df_session *s = df_session_new(g, &o, &st);
+    CHECK_OK(&st);
+    snprintf(path, sizeof path, "%s/manifest.txt", dir);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    int targets = 0, fetched = 0;
+    while (f && fgets(line, sizeof line, f) && st.code == DF_OK) {
+        if (line[0] == '#') continue;
+        int nf = sscanf(line, "%31s %127s %127s", kind, a, b);
+        if (nf >= 2 && !strcmp(kind, "target")) {
+            df_node *t = df_graph_find(g, a);
+            CHECK(t != NULL);
+            run_targets(s, &t, 1, &st);
+            CHECK_OK(&st);
+            targets++;
+        } else if (nf == 3 && !strcmp(kind, "fetch")) {
+            snprintf(path, sizeof path, "%s/%s", dir, b);
+            df_tensor *want = df_tensor_read_npy(path, &st);
+            CHECK_OK(&st);
+            df_tensor *got = fetch1(s, by_name(g, a), &st);
+            CHECK_OK(&st);
+            for (int64_t i = 0; want && got && i < df_tensor_num_elements(want); i++) {
+                float w = ((const float *)df_tensor_data(want))[i], v = ((const float *)df_tensor_data(got))[i];
+                CHECK_MSG(fabsf(v - w) <= 1e-5f * (1 + fabsf(w)), "%s[%lld]: %.9g, TensorFlow %.9g", a, (long long)i, v, w);
+            }
+            df_tensor_release(want);
+            df_tensor_release(got);
+            fetched++;
+        }
+    }
+    if (f) fclose(f);
+    CHECK_EQ_INT(targets, 4);
+    CHECK(fetched >= 10);
+    CHECK(df_session_num_partitions(s) == 2);
+    /* no handle crosses between the devices */
+    for (int p = 0; p < df_session_num_partitions(s); p++) {
+        const df_graph *pg = df_session_partition(s, p, NULL);
+        for (int i = 0; pg && i < df_graph_num_nodes(pg); i++) {
+            df_node *n = df_graph_node_at(pg, i);
+            df_dtype tt = DF_FLOAT;
+            if ((!strcmp(df_node_op(n), "_Send") || !strcmp(df_node_op(n), "_Recv")) && df_node_attr_type(n, "T", &tt))
+                CHECK_MSG(tt != DF_RESOURCE, "a handle crosses devices at %s", df_node_name(n));
+        }
+    }
+    df_session_free(s);
+    df_graph_free(g);
+}
