@@ -1818,6 +1818,8 @@ static void df__k_resource_scatter(df__kctx *c);
 static void df__k_resource_apply(df__kctx *c);
 static void df__g_read_variable(df__gfn *c);
 static void df__g_resource_gather(df__gfn *c);
+static df_dtype df__res_value_dtype(df_output h);
+static df_output df__res_zeros(df_graph *g, df_output h);
 /* ---- end of src/kernels/resource.c ---- */
 
 /* ---- from src/kernels/half.c ---- */
@@ -7916,9 +7918,7 @@ static void df__k_var_handle(df__kctx *c) {
 
 /* ---- build-time checks: the VarHandleOp behind a resource input, through the ops that pass a
    handle on (Identity, Enter, Switch, Merge, ...); NULL when it cannot be seen (a feed, an _Arg) */
-static const df_node *df__res_source(const df_node *n, int input) {
-    if (input >= n->n_inputs) return NULL;
-    df_output o = n->inputs[input];
+static const df_node *df__res_source_of(df_output o) {
     for (int depth = 0; depth < 64 && o.node; depth++) {
         const df_node *s = o.node;
         if (!strcmp(s->op->name, "VarHandleOp")) return s;
@@ -7928,6 +7928,9 @@ static const df_node *df__res_source(const df_node *n, int input) {
         o = s->inputs[0];
     }
     return NULL;
+}
+static const df_node *df__res_source(const df_node *n, int input) {
+    return input < n->n_inputs ? df__res_source_of(n->inputs[input]) : NULL;
 }
 /* The variable's static shape (rank -1: unknown) and dtype (0: unknown) seen from input i. */
 static df__shape df__res_static(const df_node *n, int input, df_dtype *dtype) {
@@ -8430,6 +8433,28 @@ static void df__g_resource_gather(df__gfn *c) {
     df_op_add_input(b, ix);
     df_op_add_input(b, rows);
     c->dx[0] = df__out(df_op_finish(b), 0);
+}
+
+/* The dtype of the variable behind handle h, as far as the graph shows (0: unknown). */
+static df_dtype df__res_value_dtype(df_output h) {
+    const df_node *s = df_output_dtype(h) == DF_RESOURCE ? df__res_source_of(h) : NULL;
+    return s ? df__attr_type(s, "dtype") : (df_dtype)0;
+}
+/* TF's zeros_like of a handle (a gradient's zero): zeros of the variable's shape and dtype. */
+static df_output df__res_zeros(df_graph *g, df_output h) {
+    df_dtype t = df__res_value_dtype(h);
+    if (!t) {
+        df__graph_error(g, DF_UNIMPLEMENTED, "Gradient with respect to a resource handle whose variable is not known "
+                        "from the graph {{node %s}}", h.node ? h.node->name : "?");
+        return df__out(NULL, 0);
+    }
+    df_op_builder *b = df_op_new(g, "VariableShape", NULL);
+    df_op_add_input(b, h);
+    df_output shape = df__out(df_op_finish(b), 0);
+    b = df_op_new(g, "Fill", NULL);
+    df_op_add_input(b, shape);
+    df_op_add_input(b, df__scalar_of(g, t, 0));
+    return df__out(df_op_finish(b), 0);
 }
 /* ==========================================================================================
    src/kernels/half.c: half and bfloat16 kernels computing in float32                  >>half
@@ -13047,7 +13072,10 @@ static df_output df__sum_to(df_graph *g, df_output grad, df_output x) {
     df_op_add_input(b, shx);
     return df__out(df_op_finish(b), 0);
 }
-static df_output df__zeros_like(df_graph *g, df_output x) { return df__op1(g, "ZerosLike", x); }
+static df_output df__zeros_like(df_graph *g, df_output x) {
+    if (df_output_dtype(x) == DF_RESOURCE) return df__res_zeros(g, x);   /* a variable's handle: its value's zeros */
+    return df__op1(g, "ZerosLike", x);
+}
 /* A scalar constant of dtype t (integers take v's integer part). */
 static df_output df__scalar_of(df_graph *g, df_dtype t, double v) {
     df_tensor *k = df_tensor_new(t, 0, NULL, NULL);
@@ -14405,7 +14433,8 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
                             "variable) is not supported: make it a loop variable {{node %s}}", e->inputs[0].node->name);
             goto done;
         }
-        if (!(e->op->flags & DF__OP_ENTER) || e->ctx != W || !df__is_float(e->out_types[0])) continue;
+        if (!(e->op->flags & DF__OP_ENTER) || e->ctx != W ||
+            !df__is_float(e->out_types[0] == DF_RESOURCE ? df__res_value_dtype(e->inputs[0]) : e->out_types[0])) continue;   /* (a variable's handle: its value's gradient) */
         df_node *src = e->inputs[0].node;
         int seen = 0;            /* one Enter may be recorded under two sources (a gradient loop's reads) */
         for (int k = 0; k < L.ninv; k++) if (L.inv[k] == e) seen = 1;
@@ -14469,7 +14498,8 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
         else if (L.ninv) {
             if (!(L.acc = (df__gstack **)DF_MALLOC((size_t)L.ninv * sizeof(df__gstack *)))) { DF_FREE(init); goto oom; }
             for (int k = 0; k < L.ninv; k++)
-                if (!(L.acc[k] = df__gstack_new_op(g, L.inv[k]->out_types[0], 1, NULL))) { DF_FREE(init); goto done; }
+                if (!(L.acc[k] = df__gstack_new_op(g, L.inv[k]->out_types[0] == DF_RESOURCE ? df__res_value_dtype(L.inv[k]->inputs[0])
+                                                   : L.inv[k]->out_types[0], 1, NULL))) { DF_FREE(init); goto done; }
         }
         df_while_options o;
         memset(&o, 0, sizeof o);

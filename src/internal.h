@@ -1395,6 +1395,8 @@ DF_PRIVATE void df__k_resource_scatter(df__kctx *c);
 DF_PRIVATE void df__k_resource_apply(df__kctx *c);
 DF_PRIVATE void df__g_read_variable(df__gfn *c);
 DF_PRIVATE void df__g_resource_gather(df__gfn *c);
+DF_PRIVATE df_dtype df__res_value_dtype(df_output h);
+DF_PRIVATE df_output df__res_zeros(df_graph *g, df_output h);
 /* ---- end of src/kernels/resource.c ---- */
 
 /* ---- from src/kernels/half.c ---- */

@@ -955,3 +955,40 @@ DF_TEST(resource_vars_tensorflow_program_over_two_devices) {
     df_session_free(s);
     df_graph_free(g);
 }
+
+/* A loop body reading a captured variable: the gradient reaches the handle through the loop
+   (TF's v1 control flow accumulates a loop invariant's gradient). acc = h^3 after 3 iterations. */
+static df_output pow_cond(df_graph *g, void *user, const df_output *vars) {
+    (void)user;
+    return df_less(g, vars[0], df_scalar_i32(g, 3));
+}
+static void pow_body(df_graph *g, void *user, const df_output *vars, df_output *next) {
+    loop_user *u = (loop_user *)user;
+    next[0] = df_add(g, vars[0], df_scalar_i32(g, 1));
+    next[1] = df_mul(g, vars[1], read_var(g, u->h, DF_DOUBLE));
+}
+DF_TEST(resource_vars_gradient_through_a_while_loop) {
+    df_graph *g = df_graph_new();
+    df_output h = var_handle(g, "base", DF_DOUBLE, 0, NULL);
+    df_node *init = update(g, "AssignVariableOp", h, df_scalar_f64(g, 1.5));
+    loop_user u = {h};
+    df_output in[2] = {df_scalar_i32(g, 0), df_scalar_f64(g, 1.0)}, out[2];
+    df_while_loop(g, 2, in, pow_cond, pow_body, &u, NULL, out);
+    df_output dh = {NULL, 0};
+    df_gradients(g, 1, &out[1], NULL, 1, &h, &dh);
+    CHECK_OK(df_graph_status(g));
+    df_session *s = session(g);
+    df_status st;
+    run_targets(s, &init, 1, &st);
+    CHECK_OK(&st);
+    df_output f[2] = {out[1], dh};
+    df_tensor *v[2] = {NULL, NULL};
+    if (dh.node) df_session_run(s, NULL, NULL, 0, f, v, 2, NULL, 0, &st);
+    CHECK_OK(&st);
+    CHECK(v[0] && fabs(*(const double *)df_tensor_data(v[0]) - 3.375) < 1e-12);
+    CHECK(v[1] && fabs(*(const double *)df_tensor_data(v[1]) - 6.75) < 1e-12);
+    df_tensor_release(v[0]);
+    df_tensor_release(v[1]);
+    df_session_free(s);
+    df_graph_free(g);
+}

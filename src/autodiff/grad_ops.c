@@ -69,7 +69,10 @@ DF_PRIVATE df_output df__sum_to(df_graph *g, df_output grad, df_output x) {
     df_op_add_input(b, shx);
     return df__out(df_op_finish(b), 0);
 }
-DF_PRIVATE df_output df__zeros_like(df_graph *g, df_output x) { return df__op1(g, "ZerosLike", x); }
+DF_PRIVATE df_output df__zeros_like(df_graph *g, df_output x) {
+    if (df_output_dtype(x) == DF_RESOURCE) return df__res_zeros(g, x);   /* a variable's handle: its value's zeros */
+    return df__op1(g, "ZerosLike", x);
+}
 /* A scalar constant of dtype t (integers take v's integer part). */
 DF_PRIVATE df_output df__scalar_of(df_graph *g, df_dtype t, double v) {
     df_tensor *k = df_tensor_new(t, 0, NULL, NULL);

@@ -59,9 +59,7 @@ DF_PRIVATE void df__k_var_handle(df__kctx *c) {
 
 /* ---- build-time checks: the VarHandleOp behind a resource input, through the ops that pass a
    handle on (Identity, Enter, Switch, Merge, ...); NULL when it cannot be seen (a feed, an _Arg) */
-static const df_node *df__res_source(const df_node *n, int input) {
-    if (input >= n->n_inputs) return NULL;
-    df_output o = n->inputs[input];
+static const df_node *df__res_source_of(df_output o) {
     for (int depth = 0; depth < 64 && o.node; depth++) {
         const df_node *s = o.node;
         if (!strcmp(s->op->name, "VarHandleOp")) return s;
@@ -71,6 +69,9 @@ static const df_node *df__res_source(const df_node *n, int input) {
         o = s->inputs[0];
     }
     return NULL;
+}
+static const df_node *df__res_source(const df_node *n, int input) {
+    return input < n->n_inputs ? df__res_source_of(n->inputs[input]) : NULL;
 }
 /* The variable's static shape (rank -1: unknown) and dtype (0: unknown) seen from input i. */
 static df__shape df__res_static(const df_node *n, int input, df_dtype *dtype) {
@@ -573,4 +574,26 @@ DF_PRIVATE void df__g_resource_gather(df__gfn *c) {
     df_op_add_input(b, ix);
     df_op_add_input(b, rows);
     c->dx[0] = df__out(df_op_finish(b), 0);
+}
+
+/* The dtype of the variable behind handle h, as far as the graph shows (0: unknown). */
+DF_PRIVATE df_dtype df__res_value_dtype(df_output h) {
+    const df_node *s = df_output_dtype(h) == DF_RESOURCE ? df__res_source_of(h) : NULL;
+    return s ? df__attr_type(s, "dtype") : (df_dtype)0;
+}
+/* TF's zeros_like of a handle (a gradient's zero): zeros of the variable's shape and dtype. */
+DF_PRIVATE df_output df__res_zeros(df_graph *g, df_output h) {
+    df_dtype t = df__res_value_dtype(h);
+    if (!t) {
+        df__graph_error(g, DF_UNIMPLEMENTED, "Gradient with respect to a resource handle whose variable is not known "
+                        "from the graph {{node %s}}", h.node ? h.node->name : "?");
+        return df__out(NULL, 0);
+    }
+    df_op_builder *b = df_op_new(g, "VariableShape", NULL);
+    df_op_add_input(b, h);
+    df_output shape = df__out(df_op_finish(b), 0);
+    b = df_op_new(g, "Fill", NULL);
+    df_op_add_input(b, shape);
+    df_op_add_input(b, df__scalar_of(g, t, 0));
+    return df__out(df_op_finish(b), 0);
 }
