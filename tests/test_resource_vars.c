@@ -992,3 +992,59 @@ DF_TEST(resource_vars_gradient_through_a_while_loop) {
     df_session_free(s);
     df_graph_free(g);
 }
+
+/* ---- df_gradients against tf.gradients on a TF-made graph ----
+   tests/graphdef/fixtures_resource/grad: a loss reading w twice and table through ResourceGather;
+   our gradients with respect to the imported handles equal TF's (and TF's own gradient graph,
+   imported, runs to the same values). */
+DF_TEST(resource_vars_gradients_match_tf_gradients) {
+    const char *dir = "tests/graphdef/fixtures_resource/grad";
+    char path[512], line[512], kind[32], a[128], b[128], init_name[128] = "", loss_name[128] = "";
+    char wrt[4][128], wrt_file[4][128], fetch[4][128], fetch_file[4][128];
+    int n_wrt = 0, n_fetch = 0;
+    snprintf(path, sizeof path, "%s/manifest.txt", dir);
+    FILE *f = fopen(path, "r");
+    CHECK_MSG(f != NULL, "no %s (run the tests from the repository root)", path);
+    if (!f) return;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#') continue;
+        int k = sscanf(line, "%31s %127s %127s", kind, a, b);
+        if (k >= 2 && !strcmp(kind, "init")) strcpy(init_name, a);
+        else if (k >= 2 && !strcmp(kind, "loss")) strcpy(loss_name, a);
+        else if (k == 3 && !strcmp(kind, "wrt") && n_wrt < 4) { strcpy(wrt[n_wrt], a); strcpy(wrt_file[n_wrt++], b); }
+        else if (k == 3 && !strcmp(kind, "fetch") && n_fetch < 4) { strcpy(fetch[n_fetch], a); strcpy(fetch_file[n_fetch++], b); }
+    }
+    fclose(f);
+    CHECK_EQ_INT(n_wrt, 2);
+    snprintf(path, sizeof path, "%s/graph.pb", dir);
+    df_graph *g = import_file(path);
+    CHECK(g != NULL);
+    if (!g || n_wrt != 2) { df_graph_free(g); return; }
+    df_output loss = by_name(g, loss_name), xs[2] = {by_name(g, wrt[0]), by_name(g, wrt[1])}, dxs[2];
+    CHECK(loss.node && xs[0].node && xs[1].node && df_output_dtype(xs[0]) == DF_RESOURCE);
+    df_gradients(g, 1, &loss, NULL, 2, xs, dxs);
+    CHECK_OK(df_graph_status(g));
+    df_session *s = session(g);
+    df_status st;
+    df_node *init = df_graph_find(g, init_name);
+    run_targets(s, &init, 1, &st);
+    CHECK_OK(&st);
+    for (int i = 0; i < n_wrt + n_fetch; i++) {
+        df_output o = i < n_wrt ? dxs[i] : by_name(g, fetch[i - n_wrt]);
+        snprintf(path, sizeof path, "%s/%s", dir, i < n_wrt ? wrt_file[i] : fetch_file[i - n_wrt]);
+        df_tensor *want = df_tensor_read_npy(path, &st);
+        CHECK_OK(&st);
+        df_tensor *got = o.node ? fetch1(s, o, &st) : NULL;
+        CHECK_OK(&st);
+        CHECK(got && want && df_tensor_num_elements(got) == df_tensor_num_elements(want));
+        for (int64_t k = 0; got && want && k < df_tensor_num_elements(want) && k < df_tensor_num_elements(got); k++) {
+            float w = ((const float *)df_tensor_data(want))[k], v = ((const float *)df_tensor_data(got))[k];
+            CHECK_MSG(fabsf(v - w) <= 1e-5f * (1 + fabsf(w)), "%s[%lld]: %.9g, TensorFlow %.9g",
+                      i < n_wrt ? wrt[i] : fetch[i - n_wrt], (long long)k, v, w);
+        }
+        df_tensor_release(want);
+        df_tensor_release(got);
+    }
+    df_session_free(s);
+    df_graph_free(g);
+}

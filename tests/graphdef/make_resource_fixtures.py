@@ -17,6 +17,8 @@ One folder under tests/graphdef/fixtures_resource/ (read by tests/test_resource_
                          them through ReadVariableOp, RestoreV2 assigning them through
                          AssignVariableOp) and the values after one Adam step (the checkpoint
                          file itself is ours: our SaveV2/RestoreV2 do not write TF's bundle)
+    grad                 tf.gradients of a loss with respect to resource variables (read twice,
+                         and through ResourceGather), which our df_gradients must match
 
 Run from the repository root (needs TensorFlow; CI does not run it):
 
@@ -169,10 +171,48 @@ def make_saver():
     print("made saver:", sd.filename_tensor_name, sd.save_tensor_name, sd.restore_op_name)
 
 
+def make_grad():
+    """tf.gradients with respect to resource variables: w read twice, table through ResourceGather
+    (TF's IndexedSlices made dense)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        rng = np.random.default_rng(9)
+        x, _ = linear_data(rng)
+        w = variable("w", rng.standard_normal((3, 2)).astype(np.float32))
+        table = variable("table", rng.standard_normal((5, 2)).astype(np.float32))
+        ids = tf.constant([[0, 3], [3, 1], [4, 4], [2, 0]], name="ids")
+        h = tf.tanh(tf.matmul(x, w.read_value()))
+        emb = tf.reduce_sum(tf.nn.embedding_lookup(table, ids), axis=1)
+        loss = tf.reduce_sum(h * emb + tf.square(w.read_value())[:1, :] * 0.5, name="loss")
+        gw, gt = tf.gradients(loss, [w, table])
+        fetches = [tf.identity(gw, name="tf_grad_w"), tf.identity(tf.convert_to_tensor(gt), name="tf_grad_table"),
+                   tf.identity(loss, name="out_loss")]
+        init = tf.compat.v1.global_variables_initializer()
+        path = os.path.join(OWN, "grad")
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        write_graph(path, graph)
+        with tf.compat.v1.Session(graph=graph, config=session_config(1)) as sess:
+            sess.run(init)
+            results = sess.run(fetches)
+    lines = ["# grad: made by tests/graphdef/make_resource_fixtures.py with TensorFlow %s" % tf.__version__,
+             "# " + make_grad.__doc__.strip().replace("\n", "\n# "),
+             "init %s" % init.name, "loss %s" % loss.name,
+             "wrt %s tf_grad_w.npy" % w.handle.name, "wrt %s tf_grad_table.npy" % table.handle.name]
+    for tensor, value in zip(fetches, results):
+        name = file_for(tensor.name)
+        save_npy(os.path.join(path, name), value)
+        lines.append("fetch %s %s" % (tensor.name, name))
+    with open(os.path.join(path, "manifest.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("made grad")
+
+
 def main():
     make_trained("resource_adam", build_adam, 201)
     make_trained("resource_optimizers", build_optimizers, 202)
     make_saver()
+    make_grad()
     return 0
 
 
