@@ -1048,3 +1048,43 @@ DF_TEST(resource_vars_gradients_match_tf_gradients) {
     df_session_free(s);
     df_graph_free(g);
 }
+
+/* A cond whose taken branch reads the variable and whose other branch does not: the gradient
+   reaches the handle through the Switch (zeros of the variable for the untaken branch). */
+static void cond_then(df_graph *g, void *user, df_output *outs) {
+    loop_user *u = (loop_user *)user;
+    df_output r = read_var(g, u->h, DF_DOUBLE);
+    outs[0] = df_mul(g, r, r);
+}
+static void cond_else(df_graph *g, void *user, df_output *outs) {
+    (void)user;
+    outs[0] = df_scalar_f64(g, 2.0);
+}
+DF_TEST(resource_vars_gradient_through_a_cond) {
+    df_graph *g = df_graph_new();
+    df_output h = var_handle(g, "c", DF_DOUBLE, 0, NULL);
+    df_node *init = update(g, "AssignVariableOp", h, df_scalar_f64(g, 3.0));
+    df_output pred = df_placeholder(g, "pred", DF_BOOL, 0, NULL);
+    loop_user u = {h};
+    df_output y, dh = {NULL, 0};
+    df_cond(g, pred, 1, cond_then, cond_else, &u, &y);
+    df_gradients(g, 1, &y, NULL, 1, &h, &dh);
+    CHECK_OK(df_graph_status(g));
+    df_session *s = session(g);
+    df_status st;
+    run_targets(s, &init, 1, &st);
+    CHECK_OK(&st);
+    for (int taken = 0; taken < 2 && dh.node; taken++) {
+        df_tensor *p = df_tensor_new(DF_BOOL, 0, NULL, NULL);
+        *(unsigned char *)df_tensor_data(p) = (unsigned char)taken;
+        df_tensor *v = NULL;
+        df_session_run(s, &pred, &p, 1, &dh, &v, 1, NULL, 0, &st);
+        CHECK_OK(&st);
+        CHECK_MSG(v && *(const double *)df_tensor_data(v) == (taken ? 6.0 : 0.0), "pred %d: %g", taken,
+                  v ? *(const double *)df_tensor_data(v) : -1.0);
+        df_tensor_release(v);
+        df_tensor_release(p);
+    }
+    df_session_free(s);
+    df_graph_free(g);
+}

@@ -10,6 +10,9 @@ after the same runs:
     resource_optimizers  Momentum (Nesterov), RMSProp, centered RMSProp, Adagrad, and an
                          embedding (ResourceGather) trained by gradient descent (its sparse
                          update is ResourceScatterAdd)
+    resource_rnn         a small RNN: tf.compat.v1.while_loop (v1 control flow) reading its
+                         resource weights in the body, trained by Adam (TF's loop gradient
+                         accumulates the handles' gradients from VariableShape-made zeros)
 
 One folder under tests/graphdef/fixtures_resource/ (read by tests/test_resource_vars.c):
 
@@ -99,6 +102,26 @@ def build_optimizers(rng):
     fetches = [tf.identity(v.read_value(), name="out_" + v.op.name.replace("/", "_"))
                for v in tf.compat.v1.global_variables()]
     fetches.append(tf.identity(tf.add_n(losses), name="out_loss"))
+    return init, train, fetches
+
+
+def build_rnn(rng):
+    """An RNN over 4 steps in a tf.compat.v1.while_loop that reads resource variables, Adam."""
+    xs = tf.constant(rng.standard_normal((4, 3, 2)).astype(np.float32), name="xs")
+    y = tf.constant(rng.standard_normal((3, 5)).astype(np.float32), name="y")
+    wx = variable("wx", (0.5 * rng.standard_normal((2, 5))).astype(np.float32))
+    wh = variable("wh", (0.5 * rng.standard_normal((5, 5))).astype(np.float32))
+    b = variable("b", np.zeros(5, np.float32))
+
+    def body(t, h):
+        return t + 1, tf.tanh(tf.matmul(xs[t], wx.read_value()) + tf.matmul(h, wh.read_value()) + b.read_value())
+
+    _, h = tf.compat.v1.while_loop(lambda t, h: t < 4, body, [tf.constant(0), tf.zeros((3, 5))])
+    loss = tf.reduce_mean(tf.square(h - y), name="loss")
+    train = tf.compat.v1.train.AdamOptimizer(0.05).minimize(loss, name="train")
+    init = tf.compat.v1.global_variables_initializer()
+    fetches = [tf.identity(v.read_value(), name="out_" + v.op.name.replace("/", "_")) for v in (wx, wh, b)]
+    fetches.append(tf.identity(loss, name="out_loss"))
     return init, train, fetches
 
 
@@ -211,6 +234,7 @@ def make_grad():
 def main():
     make_trained("resource_adam", build_adam, 201)
     make_trained("resource_optimizers", build_optimizers, 202)
+    make_trained("resource_rnn", build_rnn, 203)
     make_saver()
     make_grad()
     return 0
