@@ -13594,7 +13594,7 @@ static void df__g_switch(df__gfn *c) {
         if (c->dy[k].node) { side[k] = c->dy[k]; continue; }
         df__shape s;
         df_output src = data;
-        if (df__static_full(data, &s)) {
+        if (df_output_dtype(data) != DF_RESOURCE && df__static_full(data, &s)) {   /* (a handle's zeros: df__zeros_like) */
             df_output fin[2] = {df__g_i32s(g, s.dims, s.rank), df__scalar_like(g, data, 0)};
             df_op_builder *b = df_op_new(g, "Fill", NULL);
             df_op_add_input(b, fin[0]);
