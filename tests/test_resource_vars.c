@@ -766,13 +766,28 @@ DF_TEST(resource_vars_ops_are_placed_with_their_variable) {
 }
 
 #ifndef DF_NO_THREADS
-/* ---- threads: two threads running steps on one session ---- */
+/* ---- threads: two threads running steps on one session, a third reading ---- */
 typedef struct { df_session *s; df_node *step; int n; df_code code; } thread_arg;
 static void *thread_steps(void *p) {
     thread_arg *a = (thread_arg *)p;
     df_status st;
     a->code = DF_OK;
     for (int i = 0; i < a->n && a->code == DF_OK; i++) a->code = run_targets(a->s, &a->step, 1, &st);
+    return NULL;
+}
+/* A reader beside the updaters: every value it fetches is one update's whole result (the
+   updates change the variable in place only when no reader holds its value). */
+typedef struct { df_session *s; df_output r; int n, torn; df_code code; } reader_arg;
+static void *thread_reads(void *p) {
+    reader_arg *a = (reader_arg *)p;
+    df_status st;
+    for (int i = 0; i < a->n; i++) {
+        df_tensor *t = fetch1(a->s, a->r, &st);
+        if (st.code) { a->code = st.code; break; }
+        const float *v = (const float *)df_tensor_data(t);
+        for (int64_t k = 1; k < df_tensor_num_elements(t); k++) if (v[k] != v[0]) { a->torn++; break; }
+        df_tensor_release(t);
+    }
     return NULL;
 }
 DF_TEST(resource_vars_two_threads_update_one_session) {
@@ -804,12 +819,16 @@ DF_TEST(resource_vars_two_threads_update_one_session) {
     CHECK_OK(&st);
     run_targets(s, inits, 2, &st);
     CHECK_OK(&st);
-    pthread_t th[2];
+    pthread_t th[3];
     thread_arg args[2] = {{s, step, 200, DF_OK}, {s, step, 200, DF_OK}};
+    reader_arg rd = {s, reads[1], 200, 0, DF_OK};
     for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, thread_steps, &args[i]);
-    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    pthread_create(&th[2], NULL, thread_reads, &rd);
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
     CHECK_EQ_INT(args[0].code, DF_OK);
     CHECK_EQ_INT(args[1].code, DF_OK);
+    CHECK_EQ_INT(rd.code, DF_OK);
+    CHECK_EQ_INT(rd.torn, 0);
     df_tensor *got[2] = {NULL, NULL};
     df_session_run(s, NULL, NULL, 0, reads, got, 2, NULL, 0, &st);
     CHECK_OK(&st);
