@@ -160,7 +160,7 @@ DF_TEST(resource_vars_shape_and_dtype_mismatches) {
     df_output h = var_handle(g, "v", DF_FLOAT, 1, &d2);
     df_node *bad = update(g, "AssignVariableOp", h, const_f32(g, 3, (const float[]){1, 2, 3}));
     CHECK(!bad);
-    CHECK_STATUS(df_graph_status(g), DF_INVALID_ARGUMENT, "Shapes must be equal");
+    CHECK_STATUS(df_graph_status(g), DF_INVALID_ARGUMENT, "Dimension 0 in both shapes must be equal, but are 2 and 3. Shapes are [2] and [3].");
     CHECK(strstr(df_graph_status(g)->message, "AssignVariableOp") != NULL);
     df_graph_free(g);
     g = df_graph_new();

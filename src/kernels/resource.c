@@ -118,13 +118,18 @@ DF_PRIVATE df_code df__sf_assign_variable(df__shape_ctx *c) {
     df_dtype vt;
     df__shape s = df__res_static(c->node, 0, &vt), merged;
     if (df__res_check_dtype(c, vt, df__attr_type(c->node, "dtype"))) return c->st->code;
-    if (!df__res_merge(&s, &c->in_shapes[1], &merged)) {
-        char s1[96], s2[96];
-        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Shapes must be equal: %s vs. %s",
-                        s.rank < 0 ? "?" : df__dims_str(s.rank, s.dims, s1, 96),
-                        c->in_shapes[1].rank < 0 ? "?" : df__dims_str(c->in_shapes[1].rank, c->in_shapes[1].dims, s2, 96));
-    }
-    return DF_OK;
+    if (df__res_merge(&s, &c->in_shapes[1], &merged)) return DF_OK;
+    const df__shape *v = &c->in_shapes[1];          /* (both ranks known: a merge fails only then) */
+    char s1[96], s2[96];
+    df__dims_str(s.rank, s.dims, s1, 96);
+    df__dims_str(v->rank, v->dims, s2, 96);
+    if (s.rank != v->rank)
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Shapes must be equal rank, but are %d and %d (the variable's "
+                        "%s, the value's %s)", s.rank, v->rank, s1, s2);
+    int d = 0;
+    while (d < s.rank && (s.dims[d] < 0 || v->dims[d] < 0 || s.dims[d] == v->dims[d])) d++;
+    return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Dimension %d in both shapes must be equal, but are %lld and %lld. "
+                    "Shapes are %s and %s.", d, (long long)s.dims[d], (long long)v->dims[d], s1, s2);
 }
 DF_PRIVATE df_code df__sf_variable_shape(df__shape_ctx *c) {
     df_dtype vt;
