@@ -1173,3 +1173,66 @@ DF_TEST(resource_vars_gradient_through_a_cond) {
     df_session_free(s);
     df_graph_free(g);
 }
+
+#ifndef DF_NO_THREADS
+/* ---- a session with workers: the variable lives on worker task 1, its users run beside it and
+   a value read from it crosses to task 0 as data; a handle fetched by the client is refused ---- */
+static void quiet_log(void *user, const char *line) { (void)user; (void)line; }
+DF_TEST(resource_vars_on_a_worker_process) {
+    df_worker *w[2] = {NULL, NULL};
+    char target[256] = "";
+    for (int i = 0; i < 2; i++) {
+        df_worker_options o;
+        memset(&o, 0, sizeof o);
+        o.task = i;
+        o.log = quiet_log;
+        df_status st;
+        w[i] = df_worker_start(&o, &st);
+        CHECK_MSG(w[i] != NULL, "worker %d: %s", i, st.message);
+        if (!w[i]) { for (int k = 0; k < i; k++) df_worker_stop(w[k]); return; }
+        size_t k = strlen(target);
+        snprintf(target + k, sizeof target - k, "%s127.0.0.1:%d", i ? "," : "", df_worker_port(w[i]));
+    }
+    df_graph *g = df_graph_new();
+    int64_t d = 3;
+    df_graph_push_device(g, "/job:worker/task:1");
+    df_output h = var_handle(g, "remote_v", DF_FLOAT, 1, &d);
+    df_graph_pop_device(g);
+    df_node *init = update(g, "AssignVariableOp", h, const_f32(g, 3, (const float[]){1, 2, 3}));
+    df_op_builder *b = df_op_new(g, "ResourceApplyGradientDescent", NULL);
+    df_op_add_input(b, h);
+    df_op_add_input(b, df_scalar_f32(g, 0.5f));
+    df_op_add_input(b, const_f32(g, 3, (const float[]){2, 2, 2}));
+    df_node *step = df_op_finish(b);
+    df_output r = read_var(g, h, DF_FLOAT);
+    df_graph_push_device(g, "/job:worker/task:0");
+    df_output twice = df_mul(g, r, df_scalar_f32(g, 2));
+    df_graph_pop_device(g);
+    CHECK_OK(df_graph_status(g));
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.target = target;
+    df_status st;
+    df_session *s = df_session_new(g, &o, &st);
+    CHECK_MSG(s != NULL, "session: %s", st.message);
+    if (s) {
+        run_targets(s, &init, 1, &st);
+        CHECK_OK(&st);
+        for (int i = 0; i < 3; i++) run_targets(s, &step, 1, &st);
+        CHECK_OK(&st);
+        df_tensor *t = fetch1(s, twice, &st);
+        CHECK_OK(&st);
+        for (int i = 0; t && i < 3; i++) CHECK_NEAR(((const float *)df_tensor_data(t))[i], 2 * (i + 1 - 3.0), 0);
+        df_tensor_release(t);
+        CHECK_EQ_INT(df_session_num_partitions(s), 2);
+        t = fetch1(s, h, &st);
+        CHECK(!t);
+        CHECK_STATUS(&st, DF_UNIMPLEMENTED, "is a resource handle");
+        CHECK(strstr(st.message, "remote_v") != NULL);
+        df_tensor_release(t);
+        df_session_free(s);
+    }
+    df_graph_free(g);
+    for (int i = 0; i < 2; i++) df_worker_stop(w[i]);
+}
+#endif
