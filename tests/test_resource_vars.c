@@ -657,6 +657,21 @@ DF_TEST(resource_vars_gradient_through_handle_matches_central_differences) {
     const double want[3] = {2 * 0.3 * 0.5 - 1.0, 2 * -1.2 * -1.5, 2 * 0.7 * 2.0 + 3.0 + 0.25};
     for (int i = 0; gv && i < 3; i++) CHECK_NEAR(((const double *)df_tensor_data(gv))[i], want[i], 1e-12);
     df_tensor_release(gv);
+    /* with respect to a ReadVariableOp's output instead: that read's share alone (2 v c) */
+    df_output r = {NULL, 0};
+    for (int i = 0; i < df_graph_num_nodes(g) && !r.node; i++)
+        if (!strcmp(df_node_op(df_graph_node_at(g, i)), "ReadVariableOp")) r = (df_output){df_graph_node_at(g, i), 0};
+    df_output dr = {NULL, 0};
+    df_gradients(g, 1, &loss, NULL, 1, &r, &dr);
+    CHECK_OK(df_graph_status(g));
+    memcpy(df_tensor_data(xv), x0, sizeof x0);
+    df_session_run(s, &x, &xv, 1, NULL, NULL, 0, &set, 1, &st);
+    gv = dr.node ? fetch1(s, dr, &st) : NULL;
+    CHECK_OK(&st);
+    const double cw[3] = {0.5, -1.5, 2.0};
+    for (int i = 0; gv && i < 3; i++) CHECK_NEAR(((const double *)df_tensor_data(gv))[i], 2 * x0[i] * cw[i], 1e-12);
+    CHECK(gv != NULL);
+    df_tensor_release(gv);
     df_tensor_release(xv);
     df_session_free(s);
     df_graph_free(g);
