@@ -156,7 +156,8 @@ typedef enum df_dtype {           /* same numbers as TensorFlow's DataType */
     DF_FLOAT = 1, DF_DOUBLE = 2, DF_INT32 = 3, DF_UINT8 = 4, DF_INT16 = 5, DF_INT8 = 6,
     DF_STRING = 7, DF_COMPLEX64 = 8, DF_INT64 = 9, DF_BOOL = 10, DF_BFLOAT16 = 14,
     DF_UINT16 = 17, DF_COMPLEX128 = 18, DF_HALF = 19, DF_UINT32 = 22, DF_UINT64 = 23,
-    DF_RESOURCE = 20,             /* a handle to runtime state (a gradient stack); scalar, opaque */
+    DF_RESOURCE = 20,             /* a handle to runtime state (a gradient stack, a TensorArray, a
+                                     queue, a resource variable: VarHandleOp); scalar, opaque */
     DF_VARIANT = 21               /* a TensorList or Optional value (TensorFlow 2's accumulators and
                                      If gradients); made by kernels only, opaque, host memory only */
 } df_dtype;

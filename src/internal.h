@@ -1435,6 +1435,29 @@ DF_PRIVATE int df__dw_run(df__kctx *c, int mode, const df__conv_geo *g, int64_t 
 /* ---- end of src/kernels/nn_extra.c ---- */
 
 /* ---- from src/kernels/resource.c ---- */
+/* The optimizer updates of df__k_resource_apply (its op-table codes). */
+enum { DF__RA_GD, DF__RA_MOMENTUM, DF__RA_KERAS_MOMENTUM, DF__RA_ADAM, DF__RA_ADAGRAD, DF__RA_ADAGRAD_V2,
+       DF__RA_RMSPROP, DF__RA_CENTERED_RMSPROP };
+DF_PRIVATE void df__k_var_handle(df__kctx *c);
+DF_PRIVATE df_code df__sf_var_handle(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_read_variable(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_assign_variable(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_variable_shape(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_resource_gather(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_resource_scatter(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_resource_apply(df__shape_ctx *c);
+DF_PRIVATE void df__k_read_variable(df__kctx *c);
+DF_PRIVATE void df__k_var_is_initialized(df__kctx *c);
+DF_PRIVATE void df__k_variable_shape(df__kctx *c);
+DF_PRIVATE void df__k_destroy_resource(df__kctx *c);
+DF_PRIVATE void df__k_assign_variable(df__kctx *c);
+DF_PRIVATE void df__k_resource_gather(df__kctx *c);
+DF_PRIVATE void df__k_resource_scatter(df__kctx *c);
+DF_PRIVATE void df__k_resource_apply(df__kctx *c);
+DF_PRIVATE void df__g_read_variable(df__gfn *c);
+DF_PRIVATE void df__g_resource_gather(df__gfn *c);
+DF_PRIVATE df_dtype df__res_value_dtype(df_output h);
+DF_PRIVATE df_output df__res_zeros(df_graph *g, df_output h);
 /* ---- end of src/kernels/resource.c ---- */
 
 /* ---- from src/kernels/half.c ---- */

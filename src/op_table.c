@@ -398,6 +398,52 @@ static const df__opspec df__op_table[] = {
     /* ---- nn_extra ops: end ---- */
 
     /* ---- resource ops (src/kernels/resource.c): begin ---- */
+    /* TF2's resource variables: the handle names a variable of the session's store */
+    {"VarHandleOp", "", "resource:resource", "container:string=,shared_name:string=,debug_name:string=,dtype:type,shape:shape",
+     df__sf_var_handle, df__k_var_handle, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"ReadVariableOp", "resource:resource", "value:dtype", "dtype:type", df__sf_read_variable, df__k_read_variable, DF__OP_STATEFUL, 0},
+    {"AssignVariableOp", "resource:resource,value:dtype", "", "dtype:type,validate_shape:bool=false", df__sf_assign_variable,
+     df__k_assign_variable, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"AssignAddVariableOp", "resource:resource,value:dtype", "", "dtype:type" DF__NUM, df__sf_assign_variable,
+     df__k_assign_variable, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 1},
+    {"AssignSubVariableOp", "resource:resource,value:dtype", "", "dtype:type" DF__NUM, df__sf_assign_variable,
+     df__k_assign_variable, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 2},
+    {"VarIsInitializedOp", "resource:resource", "is_initialized:bool", "", df__sf_scalar, df__k_var_is_initialized, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"VariableShape", "input:resource", "output:out_type", "out_type:type{int32,int64}=int32", df__sf_variable_shape,
+     df__k_variable_shape, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"DestroyResourceOp", "resource:resource", "", "ignore_lookup_error:bool=true", NULL, df__k_destroy_resource, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"ResourceGather", "resource:resource,indices:Tindices", "output:dtype", "batch_dims:int=0,validate_indices:bool=true,"
+     "dtype:type,Tindices:type{int32,int64}", df__sf_resource_gather, df__k_resource_gather, DF__OP_STATEFUL, 0},
+    {"ResourceScatterAdd", "resource:resource,indices:Tindices,updates:dtype", "", "dtype:type" DF__NUM ",Tindices:type{int32,int64}",
+     df__sf_resource_scatter, df__k_resource_scatter, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"ResourceScatterSub", "resource:resource,indices:Tindices,updates:dtype", "", "dtype:type" DF__NUM ",Tindices:type{int32,int64}",
+     df__sf_resource_scatter, df__k_resource_scatter, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 1},
+    {"ResourceScatterUpdate", "resource:resource,indices:Tindices,updates:dtype", "", "dtype:type{float,double,int32,int64,bool},"
+     "Tindices:type{int32,int64}", df__sf_resource_scatter, df__k_resource_scatter, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 2},
+#define DF__RAPPLY(name, ins, code) {name, ins, "", "T:type" DF__FLT ",use_locking:bool=false", df__sf_resource_apply, \
+     df__k_resource_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, code}
+    DF__RAPPLY("ResourceApplyGradientDescent", "var:resource,alpha:T,delta:T", DF__RA_GD),
+    {"ResourceApplyMomentum", "var:resource,accum:resource,lr:T,grad:T,momentum:T", "", "T:type" DF__FLT ",use_locking:bool=false,"
+     "use_nesterov:bool=false", df__sf_resource_apply, df__k_resource_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, DF__RA_MOMENTUM},
+    {"ResourceApplyKerasMomentum", "var:resource,accum:resource,lr:T,grad:T,momentum:T", "", "T:type" DF__FLT ",use_locking:bool=false,"
+     "use_nesterov:bool=false", df__sf_resource_apply, df__k_resource_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, DF__RA_KERAS_MOMENTUM},
+    {"ResourceApplyAdam", "var:resource,m:resource,v:resource,beta1_power:T,beta2_power:T,lr:T,beta1:T,beta2:T,epsilon:T,grad:T", "",
+     "T:type" DF__FLT ",use_locking:bool=false,use_nesterov:bool=false", df__sf_resource_apply, df__k_resource_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, DF__RA_ADAM},
+    {"ResourceApplyAdagrad", "var:resource,accum:resource,lr:T,grad:T", "", "T:type" DF__FLT ",use_locking:bool=false,"
+     "update_slots:bool=true", df__sf_resource_apply, df__k_resource_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, DF__RA_ADAGRAD},
+    {"ResourceApplyAdagradV2", "var:resource,accum:resource,lr:T,epsilon:T,grad:T", "", "T:type" DF__FLT ",use_locking:bool=false,"
+     "update_slots:bool=true", df__sf_resource_apply, df__k_resource_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, DF__RA_ADAGRAD_V2},
+    DF__RAPPLY("ResourceApplyRMSProp", "var:resource,ms:resource,mom:resource,lr:T,rho:T,momentum:T,epsilon:T,grad:T", DF__RA_RMSPROP),
+    DF__RAPPLY("ResourceApplyCenteredRMSProp", "var:resource,mg:resource,ms:resource,mom:resource,lr:T,rho:T,momentum:T,"
+               "epsilon:T,grad:T", DF__RA_CENTERED_RMSPROP),
+#undef DF__RAPPLY
+    /* the ref twins TF1's optimizers emit for VariableV2 that src/kernels/training.c lacks */
+    {"ApplyAdagrad", "var:Ref(T),accum:Ref(T),lr:T,grad:T", "out:Ref(T)", "T:type" DF__FLT ",use_locking:bool=false,"
+     "update_slots:bool=true", df__sf_resource_apply, df__k_resource_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, DF__RA_ADAGRAD},
+    {"ApplyRMSProp", "var:Ref(T),ms:Ref(T),mom:Ref(T),lr:T,rho:T,momentum:T,epsilon:T,grad:T", "out:Ref(T)",
+     "T:type" DF__FLT ",use_locking:bool=false", df__sf_resource_apply, df__k_resource_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, DF__RA_RMSPROP},
+    {"ApplyCenteredRMSProp", "var:Ref(T),mg:Ref(T),ms:Ref(T),mom:Ref(T),lr:T,rho:T,momentum:T,epsilon:T,grad:T", "out:Ref(T)",
+     "T:type" DF__FLT ",use_locking:bool=false", df__sf_resource_apply, df__k_resource_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, DF__RA_CENTERED_RMSPROP},
     /* ---- resource ops: end ---- */
 
     /* ---- half ops (src/kernels/half.c): begin ---- */

@@ -69,7 +69,10 @@ DF_PRIVATE df_output df__sum_to(df_graph *g, df_output grad, df_output x) {
     df_op_add_input(b, shx);
     return df__out(df_op_finish(b), 0);
 }
-DF_PRIVATE df_output df__zeros_like(df_graph *g, df_output x) { return df__op1(g, "ZerosLike", x); }
+DF_PRIVATE df_output df__zeros_like(df_graph *g, df_output x) {
+    if (df_output_dtype(x) == DF_RESOURCE) return df__res_zeros(g, x);   /* a variable's handle: its value's zeros */
+    return df__op1(g, "ZerosLike", x);
+}
 /* A scalar constant of dtype t (integers take v's integer part). */
 DF_PRIVATE df_output df__scalar_of(df_graph *g, df_dtype t, double v) {
     df_tensor *k = df_tensor_new(t, 0, NULL, NULL);
@@ -588,7 +591,7 @@ static void df__g_switch(df__gfn *c) {
         if (c->dy[k].node) { side[k] = c->dy[k]; continue; }
         df__shape s;
         df_output src = data;
-        if (df__static_full(data, &s)) {
+        if (df_output_dtype(data) != DF_RESOURCE && df__static_full(data, &s)) {   /* (a handle's zeros: df__zeros_like) */
             df_output fin[2] = {df__g_i32s(g, s.dims, s.rank), df__scalar_like(g, data, 0)};
             df_op_builder *b = df_op_new(g, "Fill", NULL);
             df_op_add_input(b, fin[0]);
@@ -926,6 +929,7 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     /* ---- nn_extra gradients: end ---- */
 
     /* ---- resource gradients (src/kernels/resource.c): begin ---- */
+    {"ReadVariableOp", df__g_read_variable}, {"ResourceGather", df__g_resource_gather},
     /* ---- resource gradients: end ---- */
 
     /* ---- half gradients (src/kernels/half.c): begin ---- */

@@ -187,7 +187,8 @@ DF_PRIVATE df_code df__grad_region(df_graph *g, df__ctx *R, int n_y, const df_ou
                 int needed = 0;
                 for (int i = 0; i < n->n_inputs; i++)
                     if (df__greg_between(&r, n->inputs[i].node) && (df__is_float(df_output_dtype(n->inputs[i])) ||
-                        df_output_dtype(n->inputs[i]) == DF_VARIANT)) needed = 1;   /* lists carry gradients */
+                        df_output_dtype(n->inputs[i]) == DF_VARIANT ||      /* lists carry gradients */
+                        (fn && df_output_dtype(n->inputs[i]) == DF_RESOURCE))) needed = 1;  /* and variable handles (ReadVariableOp) */
                 if (!fn && needed) {
                     df__graph_error(g, DF_UNIMPLEMENTED, "No gradient defined for operation '%s' (op type: %s) "
                                     "{{node %s}}", n->name, n->op->name, n->name);

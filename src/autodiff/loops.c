@@ -268,7 +268,8 @@ DF_PRIVATE df_code df__grad_loop(df__greg *r, df__ctx *W) {
                             "variable) is not supported: make it a loop variable {{node %s}}", e->inputs[0].node->name);
             goto done;
         }
-        if (!(e->op->flags & DF__OP_ENTER) || e->ctx != W || !df__is_float(e->out_types[0])) continue;
+        if (!(e->op->flags & DF__OP_ENTER) || e->ctx != W ||
+            !df__is_float(e->out_types[0] == DF_RESOURCE ? df__res_value_dtype(e->inputs[0]) : e->out_types[0])) continue;   /* (a variable's handle: its value's gradient) */
         df_node *src = e->inputs[0].node;
         int seen = 0;            /* one Enter may be recorded under two sources (a gradient loop's reads) */
         for (int k = 0; k < L.ninv; k++) if (L.inv[k] == e) seen = 1;
@@ -332,7 +333,8 @@ DF_PRIVATE df_code df__grad_loop(df__greg *r, df__ctx *W) {
         else if (L.ninv) {
             if (!(L.acc = (df__gstack **)DF_MALLOC((size_t)L.ninv * sizeof(df__gstack *)))) { DF_FREE(init); goto oom; }
             for (int k = 0; k < L.ninv; k++)
-                if (!(L.acc[k] = df__gstack_new_op(g, L.inv[k]->out_types[0], 1, NULL))) { DF_FREE(init); goto done; }
+                if (!(L.acc[k] = df__gstack_new_op(g, L.inv[k]->out_types[0] == DF_RESOURCE ? df__res_value_dtype(L.inv[k]->inputs[0])
+                                                   : L.inv[k]->out_types[0], 1, NULL))) { DF_FREE(init); goto done; }
         }
         df_while_options o;
         memset(&o, 0, sizeof o);

@@ -211,9 +211,10 @@ DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tens
     df_status_clear(&first);
     for (int p = 0; p < plan->n_parts && !first.code; p++)     /* payload pointers stay in this process */
         for (int k = 0; k < plan->parts[p].n_feeds; k++)
-            if (feed_values[plan->parts[p].feed_map[k]]->dtype == DF_VARIANT) {
-                df_status_set(&first, DF_UNIMPLEMENTED, "Feed %d is a variant tensor (a TensorList or Optional), which cannot be sent to a worker",
-                              plan->parts[p].feed_map[k]);
+            if (feed_values[plan->parts[p].feed_map[k]]->dtype == DF_VARIANT || feed_values[plan->parts[p].feed_map[k]]->dtype == DF_RESOURCE) {
+                df_status_set(&first, DF_UNIMPLEMENTED, "Feed %d is a %s, which cannot be sent to a worker", plan->parts[p].feed_map[k],
+                              feed_values[plan->parts[p].feed_map[k]]->dtype == DF_RESOURCE ? "resource handle (state of this process)"
+                              : "variant tensor (a TensorList or Optional)");
                 break;
             }
     /* RUN_STEP to every worker with partitions */

@@ -237,9 +237,11 @@ DF_PRIVATE int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t
     if (task < 0) return 0;
     /* the frame header and the fixed fields in one buffer, the value's bytes from the tensor */
     int live = !dead && v;
-    if (live && v->dtype == DF_VARIANT) {        /* its payloads live in this process's memory */
+    if (live && (v->dtype == DF_VARIANT || v->dtype == DF_RESOURCE)) {   /* its payloads (its state) live in this process */
+        int res = v->dtype == DF_RESOURCE;
         df_tensor_release(v);
-        df_status_set(st, DF_UNIMPLEMENTED, "A variant tensor (a TensorList or Optional) cannot be sent to another process (worker task %d)", task);
+        df_status_set(st, DF_UNIMPLEMENTED, "A %s cannot be sent to another process (worker task %d)",
+                      res ? "resource handle (state of this process: a variable, queue or array)" : "variant tensor (a TensorList or Optional)", task);
         return 1;
     }
     unsigned char head[DF__W_HEADER + DF__W_TENSOR_FIXED + 16 + 8 * DF_MAX_RANK];
@@ -437,10 +439,11 @@ static void *df__w_step_main(void *arg) {
     df__group_execute(&ws->g, &st);
     for (int p = 0, k = 0; !st.code && run->regs && p < ws->g.n_steps; p++)   /* payload pointers mean nothing in another process */
         for (int q = 0; !st.code && q < run->regs[p]->n_fetches; q++, k++)
-            if (k < run->n_fetch && run->fetches[k] && run->fetches[k]->dtype == DF_VARIANT) {
+            if (k < run->n_fetch && run->fetches[k] && (run->fetches[k]->dtype == DF_VARIANT || run->fetches[k]->dtype == DF_RESOURCE)) {
                 df_output o = run->regs[p]->feeds[run->regs[p]->n_feeds + q];
-                df_status_set(&st, DF_UNIMPLEMENTED, "Fetch '%s:%d' is a variant tensor (a TensorList or Optional), which cannot "
-                              "be sent to another process {{node %s}}", o.node->name, o.index, o.node->name);
+                df_status_set(&st, DF_UNIMPLEMENTED, "Fetch '%s:%d' is a %s, which cannot be sent to another process {{node %s}}",
+                              o.node->name, o.index, run->fetches[k]->dtype == DF_RESOURCE ? "resource handle (state of the "
+                              "worker's process: a variable, queue or array)" : "variant tensor (a TensorList or Optional)", o.node->name);
             }
     /* off the list first (no delivery in progress), then the answer */
     pthread_mutex_lock(&w->mu);
