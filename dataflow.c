@@ -1518,7 +1518,9 @@ static df_tensor *df__cumprod_prep(df__kctx *c, int64_t *outer, int64_t *len, in
 static void df__k_cumprod(df__kctx *c);
 static void df__k_concat_offset(df__kctx *c);
 static df_code df__sf_concat_offset(df__shape_ctx *c);
+#ifdef DATAFLOW_CUDA
 static int df__k_apply_lock(df__kctx *c, int n, df__var **v, df_tensor **val);
+#endif
 static int df__k_apply_check(df__kctx *c, const df_tensor *var, const df_tensor *t, const char *what);
 static void df__k_apply(df__kctx *c);
 static df_code df__sf_apply(df__shape_ctx *c);
@@ -1877,6 +1879,7 @@ static void df__k_assign_variable(df__kctx *c);
 static void df__k_resource_gather(df__kctx *c);
 static void df__k_resource_scatter(df__kctx *c);
 static void df__k_resource_apply(df__kctx *c);
+static void df__resource_apply_run(df__kctx *c, int op);
 static void df__g_read_variable(df__gfn *c);
 static void df__g_resource_gather(df__gfn *c);
 static df_dtype df__res_value_dtype(df_output h);
@@ -10474,9 +10477,9 @@ static void df__ra_run_float(void *arg, int64_t lo, int64_t hi) {
 }
 static void df__ra_run_double(void *arg, int64_t lo, int64_t hi) { df__ra_loop_double((const df__ra *)arg, lo, hi); }
 
-/* Every ResourceApply* op and the Apply* ref twins this file adds; code: DF__RA_*. */
-static void df__k_resource_apply(df__kctx *c) {
-    int op = c->node->op->code, nv = df__ra_form[op].n_vars, gi = df__ra_form[op].grad;
+/* Every ResourceApply* op and the Apply* ref ops; op: DF__RA_*. */
+static void df__resource_apply_run(df__kctx *c, int op) {
+    int nv = df__ra_form[op].n_vars, gi = df__ra_form[op].grad;
     int is_ref = c->node->op->in[0].is_ref;
     df__ra a;
     memset(&a, 0, sizeof a);
@@ -10527,6 +10530,8 @@ static void df__k_resource_apply(df__kctx *c) {
     }
     for (int i = 0; i < nv; i++) df__spin_unlock(&v[i]->lock);
 }
+
+static void df__k_resource_apply(df__kctx *c) { df__resource_apply_run(c, c->node->op->code); }
 
 /* ---- gradients (TF: resource_variable_ops.py) ---- */
 /* ReadVariableOp passes its gradient to the handle, so differentiating with respect to a
@@ -13996,6 +14001,7 @@ static df_code df__sf_concat_offset(df__shape_ctx *c) {
    Optimizer updates on variables: in place when no reader holds the value, else a fresh.
    tensor replaces it (readers keep what they read).
    ========================================================================================== */
+#ifdef DATAFLOW_CUDA   /* (the GPU's Apply kernels; the CPU's lock in src/kernels/resource.c) */
 /* The variables an Apply op updates (its first n inputs, refs): distinct, locked in address
    order (two ops over the same variables cannot deadlock), each value made private to the
    update (copied when a reader still holds it). Returns 0, with nothing locked, on error. */
@@ -14031,6 +14037,7 @@ static int df__k_apply_lock(df__kctx *c, int n, df__var **v, df_tensor **val) {
     }
     return 1;
 }
+#endif
 static int df__k_apply_check(df__kctx *c, const df_tensor *var, const df_tensor *t, const char *what) {
     int same = t->rank == var->rank;
     for (int d = 0; same && d < t->rank; d++) same = t->dims[d] == var->dims[d];
@@ -14040,82 +14047,12 @@ static int df__k_apply_check(df__kctx *c, const df_tensor *var, const df_tensor 
               df__dims_str(var->rank, var->dims, s1, 96), df__dims_str(t->rank, t->dims, s2, 96));
     return 0;
 }
-static double df__k_scalar_arg(df__kctx *c, int i, int *ok) {
-    if (c->in[i]->rank != 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input %d of %s must be a scalar", i, c->node->op->name); *ok = 0; return 0; }
-    return df__get_f64(c->in[i]->dtype, c->in[i]->data, 0);
-}
+/* ApplyGradientDescent, ApplyMomentum, ApplyAdam (code 0, 1, 2; the GPU's kernel reads the same
+   codes): the shared update loops of src/kernels/resource.c, vectorised and split between the
+   intra-op threads, with TensorFlow's arithmetic. */
 static void df__k_apply(df__kctx *c) {
-    int code = c->node->op->code, ok = 1;     /* 0 GradientDescent, 1 Momentum, 2 Adam */
-    df__var *vars[3] = {NULL, NULL, NULL};
-    df_tensor *vals[3] = {NULL, NULL, NULL};
-    int nv = code + 1;
-    df_tensor *out = c->need & 1 ? (df_tensor *)DF_MALLOC(sizeof *out) : NULL;
-    if ((c->need & 1) && !out) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for a tensor header"); return; }
-    if (!df__k_apply_lock(c, nv, vars, vals)) { DF_FREE(out); return; }
-    df_tensor *var = vals[0], *acc = vals[1], *acc2 = vals[2];
-    if (code == 0) {
-        const df_tensor *d = c->in[2];
-        double lr = df__k_scalar_arg(c, 1, &ok);
-        if (ok && df__k_apply_check(c, var, d, "delta")) {
-            if (var->dtype == DF_FLOAT) {
-                float *w = (float *)var->data, a = (float)lr;
-                const float *g = (const float *)d->data;
-                for (int64_t i = 0; i < var->n; i++) w[i] -= a * g[i];
-            } else {
-                for (int64_t i = 0; i < var->n; i++)
-                    df__set_from_f64(var->dtype, var->data, i, df__get_f64(var->dtype, var->data, i) - lr * df__get_f64(d->dtype, d->data, i));
-            }
-        }
-    }
-    else if (code == 1) {
-        const df_tensor *g = c->in[3];
-        double lr = df__k_scalar_arg(c, 2, &ok), mom = ok ? df__k_scalar_arg(c, 4, &ok) : 0;
-        int nesterov = df__attr_b(c->node, "use_nesterov", 0);
-        if (ok && df__k_apply_check(c, var, g, "grad") && df__k_apply_check(c, var, acc, "accum")) {
-            for (int64_t i = 0; i < var->n; i++) {
-                double gi = df__get_f64(g->dtype, g->data, i);
-                double a = df__get_f64(acc->dtype, acc->data, i) * mom + gi;
-                df__set_from_f64(acc->dtype, acc->data, i, a);
-                double w = df__get_f64(var->dtype, var->data, i);
-                w -= nesterov ? (gi * lr + a * mom * lr) : a * lr;
-                df__set_from_f64(var->dtype, var->data, i, w);
-            }
-        }
-    } else {
-        const df_tensor *g = c->in[9];
-        double b1p = df__k_scalar_arg(c, 3, &ok), b2p = ok ? df__k_scalar_arg(c, 4, &ok) : 0;
-        double lr = ok ? df__k_scalar_arg(c, 5, &ok) : 0, b1 = ok ? df__k_scalar_arg(c, 6, &ok) : 0;
-        double b2 = ok ? df__k_scalar_arg(c, 7, &ok) : 0, eps = ok ? df__k_scalar_arg(c, 8, &ok) : 0;
-        int nesterov = df__attr_b(c->node, "use_nesterov", 0);
-        if (ok && df__k_apply_check(c, var, g, "grad") && df__k_apply_check(c, var, acc, "m") &&
-            df__k_apply_check(c, var, acc2, "v")) {
-            double alpha = lr * sqrt(1 - b2p) / (1 - b1p);
-            if (var->dtype == DF_FLOAT && !nesterov) {
-                float *w = (float *)var->data, *m = (float *)acc->data, *v = (float *)acc2->data;
-                const float *gg = (const float *)g->data;
-                float fb1 = (float)b1, fb2 = (float)b2, fa = (float)alpha, fe = (float)eps;
-                for (int64_t i = 0; i < var->n; i++) {
-                    m[i] += (gg[i] - m[i]) * (1 - fb1);
-                    v[i] += (gg[i] * gg[i] - v[i]) * (1 - fb2);
-                    w[i] -= fa * m[i] / (sqrtf(v[i]) + fe);
-                }
-            } else {
-                for (int64_t i = 0; i < var->n; i++) {
-                    double gi = df__get_f64(g->dtype, g->data, i);
-                    double m = df__get_f64(acc->dtype, acc->data, i), v = df__get_f64(acc2->dtype, acc2->data, i);
-                    m += (gi - m) * (1 - b1);
-                    v += (gi * gi - v) * (1 - b2);
-                    df__set_from_f64(acc->dtype, acc->data, i, m);
-                    df__set_from_f64(acc2->dtype, acc2->data, i, v);
-                    double step = nesterov ? (m * b1 + (1 - b1) * gi) : m;
-                    df__set_from_f64(var->dtype, var->data, i, df__get_f64(var->dtype, var->data, i) - alpha * step / (sqrt(v) + eps));
-                }
-            }
-        }
-    }
-    if (c->st->code) { DF_FREE(out); out = NULL; }
-    c->out[0] = df__ref_made(out, vars[0], vars[0]->value);   /* (under the lock: see df__ref_made) */
-    for (int i = 0; i < nv; i++) df__spin_unlock(&vars[i]->lock);
+    static const int as_resource[3] = {DF__RA_GD, DF__RA_MOMENTUM, DF__RA_ADAM};
+    df__resource_apply_run(c, as_resource[c->node->op->code]);
 }
 static df_code df__sf_apply(df__shape_ctx *c) { *df__sc_out(c, 0) = c->in_shapes[0]; return DF_OK; }
 /* ==========================================================================================

@@ -1095,7 +1095,9 @@ DF_PRIVATE df_tensor *df__cumprod_prep(df__kctx *c, int64_t *outer, int64_t *len
 DF_PRIVATE void df__k_cumprod(df__kctx *c);
 DF_PRIVATE void df__k_concat_offset(df__kctx *c);
 DF_PRIVATE df_code df__sf_concat_offset(df__shape_ctx *c);
+#ifdef DATAFLOW_CUDA
 DF_PRIVATE int df__k_apply_lock(df__kctx *c, int n, df__var **v, df_tensor **val);
+#endif
 DF_PRIVATE int df__k_apply_check(df__kctx *c, const df_tensor *var, const df_tensor *t, const char *what);
 DF_PRIVATE void df__k_apply(df__kctx *c);
 DF_PRIVATE df_code df__sf_apply(df__shape_ctx *c);
@@ -1454,6 +1456,7 @@ DF_PRIVATE void df__k_assign_variable(df__kctx *c);
 DF_PRIVATE void df__k_resource_gather(df__kctx *c);
 DF_PRIVATE void df__k_resource_scatter(df__kctx *c);
 DF_PRIVATE void df__k_resource_apply(df__kctx *c);
+DF_PRIVATE void df__resource_apply_run(df__kctx *c, int op);
 DF_PRIVATE void df__g_read_variable(df__gfn *c);
 DF_PRIVATE void df__g_resource_gather(df__gfn *c);
 DF_PRIVATE df_dtype df__res_value_dtype(df_output h);

@@ -602,9 +602,9 @@ static void df__ra_run_float(void *arg, int64_t lo, int64_t hi) {
 }
 static void df__ra_run_double(void *arg, int64_t lo, int64_t hi) { df__ra_loop_double((const df__ra *)arg, lo, hi); }
 
-/* Every ResourceApply* op and the Apply* ref twins this file adds; code: DF__RA_*. */
-DF_PRIVATE void df__k_resource_apply(df__kctx *c) {
-    int op = c->node->op->code, nv = df__ra_form[op].n_vars, gi = df__ra_form[op].grad;
+/* Every ResourceApply* op and the Apply* ref ops; op: DF__RA_*. */
+DF_PRIVATE void df__resource_apply_run(df__kctx *c, int op) {
+    int nv = df__ra_form[op].n_vars, gi = df__ra_form[op].grad;
     int is_ref = c->node->op->in[0].is_ref;
     df__ra a;
     memset(&a, 0, sizeof a);
@@ -655,6 +655,8 @@ DF_PRIVATE void df__k_resource_apply(df__kctx *c) {
     }
     for (int i = 0; i < nv; i++) df__spin_unlock(&v[i]->lock);
 }
+
+DF_PRIVATE void df__k_resource_apply(df__kctx *c) { df__resource_apply_run(c, c->node->op->code); }
 
 /* ---- gradients (TF: resource_variable_ops.py) ---- */
 /* ReadVariableOp passes its gradient to the handle, so differentiating with respect to a
