@@ -49,7 +49,9 @@ static df_code df__ein_parse(const df_node *node, const char *eq, int n_in, cons
     if (n_in < 1 || n_in > 2) return df__fail(st, node, DF_INVALID_ARGUMENT, "Expecting 1 or 2 input tensors but got: %d", n_in);
     e->n_in = n_in;
     const char *arrow = strstr(eq, "->");
-    const char *lhs_end = arrow ? arrow : eq + strlen(eq);
+    if (!arrow || strstr(arrow + 2, "->"))
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "Expecting exactly one '->' in einsum equation: %s", eq);
+    const char *lhs_end = arrow;
     const char *p = eq;
     int raw[2][2 * DF_MAX_RANK], nraw[2], ell[2], count[DF__EIN_LETTERS] = {0};
     for (int i = 0; i < n_in; i++) {
@@ -76,30 +78,19 @@ static df_code df__ein_parse(const df_node *node, const char *eq, int n_in, cons
             else for (int t = 0; t < er; t++) e->lab[i][a++] = DF__EIN_LETTERS + e->ell_rank - er + t;
         }
     }
-    if (arrow) {
-        int ol[2 * DF_MAX_RANK], oell;
-        int no = df__ein_scan(arrow + 2, arrow + strlen(arrow), ol, &oell);
-        if (no < 0) return df__fail(st, node, DF_INVALID_ARGUMENT, "Invalid Einsum output subscripts in \"%s\"", eq);
-        for (int j = 0; j < no; j++) {
-            if (ol[j] < 0) {
-                if (e->n_out + e->ell_rank > DF_MAX_RANK) goto too_big;
-                for (int t = 0; t < e->ell_rank; t++) e->out[e->n_out++] = DF__EIN_LETTERS + t;
-                continue;
-            }
-            if (!count[ol[j]])
-                return df__fail(st, node, DF_INVALID_ARGUMENT, "Output subscript %c of \"%s\" appears in no input", df__ein_char(ol[j]), eq);
-            if (e->n_out >= DF_MAX_RANK) goto too_big;
-            e->out[e->n_out++] = ol[j];
+    int ol[2 * DF_MAX_RANK], oell;
+    int no = df__ein_scan(arrow + 2, arrow + strlen(arrow), ol, &oell);
+    if (no < 0) return df__fail(st, node, DF_INVALID_ARGUMENT, "Invalid Einsum output subscripts in \"%s\"", eq);
+    for (int j = 0; j < no; j++) {
+        if (ol[j] < 0) {
+            if (e->n_out + e->ell_rank > DF_MAX_RANK) goto too_big;
+            for (int t = 0; t < e->ell_rank; t++) e->out[e->n_out++] = DF__EIN_LETTERS + t;
+            continue;
         }
-    } else {                                   /* implicit: the ellipsis, then labels used once, by character */
-        for (int t = 0; t < e->ell_rank; t++) e->out[e->n_out++] = DF__EIN_LETTERS + t;
-        for (int ch = 'A'; ch <= 'z'; ch++) {
-            int l = df__ein_letter((char)ch);
-            if (l >= 0 && count[l] == 1) {
-                if (e->n_out >= DF_MAX_RANK) goto too_big;
-                e->out[e->n_out++] = l;
-            }
-        }
+        if (!count[ol[j]])
+            return df__fail(st, node, DF_INVALID_ARGUMENT, "Output subscript %c of \"%s\" appears in no input", df__ein_char(ol[j]), eq);
+        if (e->n_out >= DF_MAX_RANK) goto too_big;
+        e->out[e->n_out++] = ol[j];
     }
     return DF_OK;
 too_big:
@@ -560,26 +551,19 @@ DF_PRIVATE void df__g_einsum(df__gfn *c) {
     const char *eq = df__attr_s(n, "equation");
     if (!eq || !c->dy[0].node) return;
     char subs[3][64] = {{0}}, out[64] = {0};
-    int ns = 0, len = 0, any_ell = 0;
-    int count[128] = {0};
+    int ns = 0, len = 0;
     const char *arrow = strstr(eq, "->");
     for (const char *p = eq; *p && p != arrow; p++) {
         if (*p == ' ') continue;
         if (*p == ',') { if (++ns > 2) break; len = 0; continue; }
         if (len >= 60) { df__graph_error(g, DF_INVALID_ARGUMENT, "Einsum equation too long {{node %s}}", n->name); return; }
         subs[ns][len++] = *p;
-        if (*p == '.') any_ell = 1; else count[(unsigned char)*p & 127]++;
     }
     ns++;
     if (ns != n->n_inputs || ns > 2) return;    /* the forward op reports this */
-    if (arrow) {
-        len = 0;
-        for (const char *p = arrow + 2; *p && len < 60; p++) if (*p != ' ') out[len++] = *p;
-    } else {
-        len = 0;
-        if (any_ell) { memcpy(out, "...", 3); len = 3; }
-        for (int ch = 'A'; ch <= 'z' && len < 60; ch++) if (count[ch] == 1) out[len++] = (char)ch;
-    }
+    if (!arrow) return;                         /* the forward op reports this */
+    len = 0;
+    for (const char *p = arrow + 2; *p && len < 60; p++) if (*p != ' ') out[len++] = *p;
     df_output grad = c->dy[0];
     if (ns == 1) {
         char reduced[64] = {0};
