@@ -8626,6 +8626,15 @@ static void df__g_topk(df__gfn *c) {
         for (int64_t q = outer_lo; q < outer_hi; q++) {                                                  \
             const T *xb = x + q * len * inner;                                                            \
             T *ob = o + q * len * inner;                                                                  \
+            if (inner == 1) {                      /* the last axis: a running sum in a register */      \
+                T acc = 0;                                                                                \
+                for (int64_t s = 0; s < len; s++) {                                                       \
+                    int64_t k = rev ? len - 1 - s : s;                                                    \
+                    if (excl) { ob[k] = acc; acc = (T)ACC(acc, xb[k]); }                                  \
+                    else { acc = (T)ACC(acc, xb[k]); ob[k] = acc; }                                       \
+                }                                                                                         \
+                continue;                                                                                 \
+            }                                                                                             \
             for (int64_t s = 0; s < len; s++) {                                                           \
                 int64_t k = rev ? len - 1 - s : s, kp = rev ? k + 1 : k - 1;                              \
                 T *row = ob + k * inner;                                                                  \
@@ -8660,8 +8669,7 @@ static void df__cumsum_share(void *arg, int64_t lo, int64_t hi) {
 static void df__cumsum_cols(void *arg, int64_t lo, int64_t hi) {
     const df__cumsum_job *j = (const df__cumsum_job *)arg;
     size_t es = df_dtype_size(j->t);
-    for (int64_t q = 0; q < 1; q++) {
-        /* one outer row: scan columns [lo, hi) of each step along the axis */
+    {   /* one outer row: scan columns [lo, hi) of each step along the axis */
         for (int64_t s = 0; s < j->len; s++) {
             int64_t k = j->rev ? j->len - 1 - s : s, kp = j->rev ? k + 1 : k - 1;
             char *row = (char *)j->o + (size_t)(k * j->inner + lo) * es;
