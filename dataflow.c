@@ -8452,35 +8452,38 @@ static void df__g_einsum(df__gfn *c) {
     c->dx[1] = gy;
 }
 
-/* ---- TopKV2: a bounded heap per row (the k best seen so far, worst at the root) ---- */
+/* ---- TopKV2: a bounded heap per row (the k best seen so far, worst at the root); for larger
+   k, a radix select finds the k-th largest key in a few branch-free counting passes, keeps the
+   k best (ties: the lower index) and orders them by a stable radix sort ---- */
 /* a before b: larger value, or equal value and lower index (TensorFlow's order) */
-#define DF__TOPK_FN(SUF, T)                                                                              \
-    static void df__topk_row_##SUF(const T *x, int64_t n, int64_t k, T *hv, int32_t *hi) {     \
+#define DF__TOPK_FN(SUF, T, U, KEY)                                                                      \
+    /* xi: the elements' indices (NULL: 0..n-1), increasing */                                          \
+    static void df__topk_heap_##SUF(const T *x, const int32_t *xi, int64_t n, int64_t k, T *hv, int32_t *hi) { \
         int64_t h = 0;                                                                                    \
-        /* heap property: parent is "worse" than its children; worse = smaller, or equal and later */     \
         for (int64_t i = 0; i < n; i++) {                                                                 \
             T v = x[i];                                                                                   \
+            int32_t vi = xi ? xi[i] : (int32_t)i;                                                         \
             if (h < k) {                                                                                  \
                 int64_t p = h++;                                                                          \
                 while (p > 0) {                                                                           \
                     int64_t q = (p - 1) / 2;                                                              \
-                    if (!(v < hv[q] || (v == hv[q] && i > hi[q]))) break;                                 \
+                    if (!(v < hv[q] || (v == hv[q] && vi > hi[q]))) break;                                \
                     hv[p] = hv[q]; hi[p] = hi[q]; p = q;                                                  \
                 }                                                                                         \
-                hv[p] = v; hi[p] = (int32_t)i;                                                            \
+                hv[p] = v; hi[p] = vi;                                                                    \
                 continue;                                                                                 \
             }                                                                                             \
-            if (!(v > hv[0])) continue;            /* i is later than all kept: ties lose */            \
+            if (!(v > hv[0])) continue;            /* vi is later than all kept: ties lose */           \
             int64_t p = 0;                                                                                \
             for (;;) {                                                                                    \
                 int64_t l = 2 * p + 1, r = l + 1, w = p;                                                  \
-                T wv = v; int32_t wi = (int32_t)i;                                                        \
+                T wv = v; int32_t wi = vi;                                                                \
                 if (l < h && (hv[l] < wv || (hv[l] == wv && hi[l] > wi))) { w = l; wv = hv[l]; wi = hi[l]; } \
                 if (r < h && (hv[r] < wv || (hv[r] == wv && hi[r] > wi))) { w = r; }                      \
                 if (w == p) break;                                                                        \
                 hv[p] = hv[w]; hi[p] = hi[w]; p = w;                                                      \
             }                                                                                             \
-            hv[p] = v; hi[p] = (int32_t)i;                                                                \
+            hv[p] = v; hi[p] = vi;                                                                        \
         }                                                                                                 \
         /* heap sort in place: pop the worst to the end */                                                \
         for (int64_t e = h - 1; e > 0; e--) {                                                             \
@@ -8497,11 +8500,72 @@ static void df__g_einsum(df__gfn *c) {
             }                                                                                             \
             hv[p] = v; hi[p] = vi;                                                                        \
         }                                                                                                 \
+    }                                                                                                     \
+    /* keys ordered as the values (-0 as +0), 8 bits a pass from the top */                              \
+    static void df__topk_select_##SUF(const T *x, int64_t n, int64_t k, U *key, T *tv, int32_t *ti, int32_t *pa, int32_t *pb, \
+                                      T *hv, int32_t *hi) {                                                   \
+        for (int64_t i = 0; i < n; i++) key[i] = KEY(x[i]);                                               \
+        U prefix = 0, mask = 0;                                                                           \
+        int64_t need = k, nc = n;                                                                         \
+        for (int shift = (int)(8 * sizeof(U)) - 8; shift >= 0; shift -= 8) {                              \
+            int64_t cnt[256] = {0};                                                                       \
+            if (nc == n) {                         /* four counters a digit: no chain through one */     \
+                int32_t c4[4][256] = {{0}};                                                               \
+                int64_t i = 0;                                                                            \
+                for (; i + 4 <= n; i += 4) {                                                              \
+                    c4[0][(key[i] >> shift) & 255]++; c4[1][(key[i + 1] >> shift) & 255]++;               \
+                    c4[2][(key[i + 2] >> shift) & 255]++; c4[3][(key[i + 3] >> shift) & 255]++;           \
+                }                                                                                         \
+                for (; i < n; i++) c4[0][(key[i] >> shift) & 255]++;                                      \
+                for (int b = 0; b < 256; b++) cnt[b] = (int64_t)c4[0][b] + c4[1][b] + c4[2][b] + c4[3][b]; \
+            }                                                                                             \
+            else for (int64_t c = 0; c < nc; c++) cnt[(key[pa[c]] >> shift) & 255]++;                    \
+            for (int b = 255; b >= 0; b--) {                                                              \
+                if (cnt[b] >= need) { prefix |= (U)b << shift; mask |= (U)255 << shift; break; }          \
+                need -= cnt[b];                                                                           \
+            }                                                                                             \
+            /* the candidates left: the elements under the prefix (branch-free compaction) */            \
+            int64_t m2 = 0;                                                                               \
+            if (nc == n) for (int64_t i = 0; i < n; i++) { pa[m2] = (int32_t)i; m2 += (key[i] & mask) == prefix; } \
+            else for (int64_t c = 0; c < nc; c++) { pa[m2] = pa[c]; m2 += (key[pa[c]] & mask) == prefix; } \
+            nc = m2;                                                                                      \
+        }                                                                                                 \
+        int64_t m = 0;              /* prefix: the k-th largest key; take `need` of its equals, first ones */ \
+        for (int64_t i = 0; i < n && m < k; i++) {                                                        \
+            int take = key[i] > prefix || (key[i] == prefix && need > 0);                                 \
+            if (key[i] == prefix && take) need--;                                                         \
+            if (take) { key[m] = key[i]; tv[m] = x[i]; ti[m] = (int32_t)i; m++; }                         \
+        }                                                                                                 \
+        /* the k kept, in index order: a stable LSD radix sort by key, descending */                     \
+        for (int64_t i = 0; i < m; i++) pa[i] = (int32_t)i;                                               \
+        for (int shift = 0; shift < (int)(8 * sizeof(U)); shift += 8) {                                  \
+            int64_t cnt[256] = {0}, pos = 0;                                                              \
+            for (int64_t i = 0; i < m; i++) cnt[255 - ((key[i] >> shift) & 255)]++;                       \
+            if (cnt[255 - ((key[0] >> shift) & 255)] == m) continue;    /* one digit: nothing moves */  \
+            for (int b = 0; b < 256; b++) { int64_t c = cnt[b]; cnt[b] = pos; pos += c; }                 \
+            for (int64_t i = 0; i < m; i++) pb[cnt[255 - ((key[pa[i]] >> shift) & 255)]++] = pa[i];       \
+            int32_t *sw = pa; pa = pb; pb = sw;                                                           \
+        }                                                                                                 \
+        for (int64_t i = 0; i < m; i++) { hv[i] = tv[pa[i]]; hi[i] = ti[pa[i]]; }                         \
     }
-DF__TOPK_FN(f32, float)
-DF__TOPK_FN(f64, double)
-DF__TOPK_FN(i32, int32_t)
-DF__TOPK_FN(i64, int64_t)
+static uint32_t df__key_f32(float v) {
+    uint32_t u;
+    if (v == 0) v = 0;
+    memcpy(&u, &v, 4);
+    return (u & 0x80000000u) ? ~u : u | 0x80000000u;
+}
+static uint64_t df__key_f64(double v) {
+    uint64_t u;
+    if (v == 0) v = 0;
+    memcpy(&u, &v, 8);
+    return (u >> 63) ? ~u : u | (1ull << 63);
+}
+#define DF__KEY_I32(v) ((uint32_t)(v) ^ 0x80000000u)
+#define DF__KEY_I64(v) ((uint64_t)(v) ^ (1ull << 63))
+DF__TOPK_FN(f32, float, uint32_t, df__key_f32)
+DF__TOPK_FN(f64, double, uint64_t, df__key_f64)
+DF__TOPK_FN(i32, int32_t, uint32_t, DF__KEY_I32)
+DF__TOPK_FN(i64, int64_t, uint64_t, DF__KEY_I64)
 typedef struct df__topk_job {
     df_dtype t;
     const char *x;
@@ -8509,25 +8573,55 @@ typedef struct df__topk_job {
     void *idx;
     df_dtype it;
     int64_t n, k;
+    int failed;
 } df__topk_job;
+/* The heap alone while few elements displace the kept ones (k small beside n, or NaNs, whose
+   keys do not order as the values). */
+static int df__topk_use_select(const df__topk_job *j) { return j->k > 16 && j->k * 64 > j->n; }
 static void df__topk_rows(void *arg, int64_t lo, int64_t hi) {
-    const df__topk_job *j = (const df__topk_job *)arg;
+    df__topk_job *j = (df__topk_job *)arg;
     size_t es = df_dtype_size(j->t);
-    int32_t *ib = j->it == DF_INT32 ? NULL : (int32_t *)DF_MALLOC((size_t)(j->k ? j->k : 1) * sizeof(int32_t));
-    if (j->it != DF_INT32 && !ib) return;
+    int sel = df__topk_use_select(j) && (j->t == DF_INT32 || j->t == DF_INT64);
+    int fsel = df__topk_use_select(j) && !sel;
+    size_t scratch = (size_t)(j->k ? j->k : 1) * sizeof(int32_t);
+    if (sel || fsel) scratch += (size_t)j->n * (8 + es + 3 * sizeof(int32_t));
+    char *buf = (char *)DF_MALLOC(scratch);
+    if (!buf) { __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED); return; }
+    int32_t *ib = (int32_t *)buf;
+    char *key = buf + (size_t)(j->k ? j->k : 1) * sizeof(int32_t);
+    char *tv = key + (size_t)j->n * 8;
+    int32_t *ti = (int32_t *)(tv + (size_t)j->n * es), *pa = ti + j->n, *pb = pa + j->n;
     for (int64_t r = lo; r < hi; r++) {
         const char *x = j->x + (size_t)(r * j->n) * es;
         char *v = j->v + (size_t)(r * j->k) * es;
-        int32_t *ix = ib ? ib : (int32_t *)j->idx + r * j->k;
-        switch (j->t) {
-        case DF_FLOAT: df__topk_row_f32((const float *)x, j->n, j->k, (float *)v, ix); break;
-        case DF_DOUBLE: df__topk_row_f64((const double *)x, j->n, j->k, (double *)v, ix); break;
-        case DF_INT32: df__topk_row_i32((const int32_t *)x, j->n, j->k, (int32_t *)v, ix); break;
-        default: df__topk_row_i64((const int64_t *)x, j->n, j->k, (int64_t *)v, ix); break;
+        int32_t *ix = j->it == DF_INT32 ? (int32_t *)j->idx + r * j->k : ib;
+        int row_sel = sel;
+        if (fsel) {                            /* NaNs: the heap's comparisons, as TensorFlow's */
+            row_sel = 1;
+            for (int64_t i = 0; i < j->n && row_sel; i++)
+                row_sel = j->t == DF_FLOAT ? !isnan(((const float *)x)[i]) : !isnan(((const double *)x)[i]);
         }
-        if (ib) for (int64_t q = 0; q < j->k; q++) df__set_from_i64(j->it, j->idx, r * j->k + q, ib[q]);
+        switch (j->t) {
+        case DF_FLOAT:
+            if (row_sel) df__topk_select_f32((const float *)x, j->n, j->k, (uint32_t *)key, (float *)tv, ti, pa, pb, (float *)v, ix);
+            else df__topk_heap_f32((const float *)x, NULL, j->n, j->k, (float *)v, ix);
+            break;
+        case DF_DOUBLE:
+            if (row_sel) df__topk_select_f64((const double *)x, j->n, j->k, (uint64_t *)key, (double *)tv, ti, pa, pb, (double *)v, ix);
+            else df__topk_heap_f64((const double *)x, NULL, j->n, j->k, (double *)v, ix);
+            break;
+        case DF_INT32:
+            if (row_sel) df__topk_select_i32((const int32_t *)x, j->n, j->k, (uint32_t *)key, (int32_t *)tv, ti, pa, pb, (int32_t *)v, ix);
+            else df__topk_heap_i32((const int32_t *)x, NULL, j->n, j->k, (int32_t *)v, ix);
+            break;
+        default:
+            if (row_sel) df__topk_select_i64((const int64_t *)x, j->n, j->k, (uint64_t *)key, (int64_t *)tv, ti, pa, pb, (int64_t *)v, ix);
+            else df__topk_heap_i64((const int64_t *)x, NULL, j->n, j->k, (int64_t *)v, ix);
+            break;
+        }
+        if (j->it != DF_INT32) for (int64_t q = 0; q < j->k; q++) df__set_from_i64(j->it, j->idx, r * j->k + q, ib[q]);
     }
-    DF_FREE(ib);
+    DF_FREE(buf);
 }
 static df_code df__topk_k(const df_node *node, const df_tensor *kt, int64_t *k, df_status *st) {
     if (!df__is_int_tensor(kt) || kt->rank != 0) return df__fail(st, node, DF_INVALID_ARGUMENT, "k must be 0-D, got shape %s",
@@ -8574,10 +8668,11 @@ static void df__k_topk(df__kctx *c) {
     int64_t rows = x->n / (n ? n : 1);
     if (!x->n) rows = v->n / k;
     /* rows come out sorted whatever `sorted` says (false leaves the order to the kernel) */
-    df__topk_job j = {t, (const char *)x->data, (char *)v->data, ix->data, it, n, k};
+    df__topk_job j = {t, (const char *)x->data, (char *)v->data, ix->data, it, n, k, 0};
     double work = (double)x->n * (1.0 + log2((double)k + 1) * 0.1);
     if (rows > 1 && work > 65536) df__parallel_for(c->ipool, rows, 1, df__ipool_threads(c->ipool), df__topk_rows, &j);
     else df__topk_rows(&j, 0, rows);
+    if (j.failed) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory in TopKV2");
 }
 /* TF's _TopKGrad: the values' gradient scattered to the indices in a zero tensor of the
    input's shape, by rows flattened. */
@@ -8700,7 +8795,7 @@ static df_code df__cum_axis(const df__kctx *c, const df_tensor *x, const df_tens
 static void df__k_cumsum(df__kctx *c) {
     const df_tensor *x = c->in[0];
     df_dtype t = x->dtype;
-    int axis;
+    int axis = 0;
     if (df__cum_axis(c, x, c->in[1], &axis)) return;
     if (t != DF_FLOAT && t != DF_DOUBLE && t != DF_INT32 && t != DF_INT64) {
         DF__KFAIL(c, DF_UNIMPLEMENTED, "Cumsum has no kernel for %s", df_dtype_name(t));

@@ -396,6 +396,37 @@ DF_TEST(topk_values_indices_and_ties_match_tensorflow) {
     df_tensor_release(o[1]);
     df_graph_free(g);
 }
+/* k past the heap's range (the radix select path), with many ties and negative zeros: against
+   a plain count of what precedes each element in TensorFlow's order */
+DF_TEST(topk_large_k_matches_brute_force) {
+    for (int dt = 0; dt < 4; dt++) {
+        df_dtype t = dt == 0 ? DF_FLOAT : dt == 1 ? DF_DOUBLE : dt == 2 ? DF_INT32 : DF_INT64;
+        const int64_t rows = 3, n = 60, k = 40;
+        double x[180];
+        for (int i = 0; i < rows * n; i++) x[i] = (double)((i * 37) % 23 - 11) * (dt < 2 ? 0.5 : 1.0);
+        if (dt < 2) { x[5] = -0.0; x[6] = 0.0; }
+        df_graph *g = df_graph_new();
+        df_output in[2] = {konst(g, t, 2, D(rows, n), x, 0), scalar_i(g, k)};
+        df_node *tk = op_n(g, "TopKV2", 2, in, NULL, NULL).node;
+        df_output f[2] = {{tk, 0}, {tk, 1}};
+        df_tensor *o[2];
+        df_status st;
+        CHECK_MSG(run(g, f, 2, o, &st) == DF_OK, "%s", st.message);
+        for (int64_t r = 0; o[0] && o[1] && r < rows; r++)
+            for (int64_t i = 0; i < n; i++) {
+                const double *row = x + r * n;
+                int64_t rank = 0;             /* elements before i in (value desc, index asc) */
+                for (int64_t q = 0; q < n; q++) rank += row[q] > row[i] || (row[q] == row[i] && q < i);
+                if (rank >= k) continue;
+                CHECK_MSG(elem(o[1], r * k + rank) == (double)i && elem(o[0], r * k + rank) == row[i],
+                          "TopKV2 %s row %lld: slot %lld holds index %g, want %lld", df_dtype_name(t), (long long)r,
+                          (long long)rank, elem(o[1], r * k + rank), (long long)i);
+            }
+        df_tensor_release(o[0]);
+        df_tensor_release(o[1]);
+        df_graph_free(g);
+    }
+}
 static df_output build_topk(df_graph *g, const df_output *x, const void *arg) {
     (void)arg;
     df_output in[2] = {x[0], scalar_i(g, 2)};

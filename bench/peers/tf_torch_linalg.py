@@ -1,6 +1,7 @@
 """The peer side of bench_linalg: the same Einsum (Keras MultiHeadAttention shapes), TopK and
 Cumsum cases in TensorFlow (tf.function) and PyTorch, on the given number of threads. Prints
-"time <case> <tf|torch> <microseconds>" lines (median of the runs after warm-ups) and
+"time <case> <tf|torch> <wall us> <cpu us>" lines (medians of the runs after warm-ups; CPU time
+of the whole process, all threads) and
 "value <case> <tf|torch> <sum of the output>" to check the sides compute the same thing.
 
     .venv/bin/python bench/peers/tf_torch_linalg.py --threads 2 [--reps 9]
@@ -12,7 +13,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np
 
-from peer_util import info, median_us, out
+from peer_util import info, median_us_cpu, out
 
 # (case, kind, shapes, argument): the table bench_linalg.c also builds
 B, T, N, H, D = 8, 128, 8, 64, 512
@@ -53,7 +54,8 @@ def run_tf(threads, warm, reps):
         r = fn(*xs)
         first = r[0] if kind == "topk" else r
         out("value %s tf %.6g" % (case, float(tf.reduce_sum(tf.cast(first, tf.float64)))))
-        out("time %s tf %.1f" % (case, median_us(lambda: fn(*xs)[0].numpy() if kind == "topk" else fn(*xs).numpy(), warm, reps)))
+        wall, cpu = median_us_cpu(lambda: fn(*xs)[0].numpy() if kind == "topk" else fn(*xs).numpy(), warm, reps)
+        out("time %s tf %.1f %.1f" % (case, wall, cpu))
 
 
 def run_torch(threads, warm, reps):
@@ -69,7 +71,8 @@ def run_torch(threads, warm, reps):
             fn = lambda: torch.cumsum(xs[0], dim=arg)  # noqa: E731
         with torch.no_grad():
             out("value %s torch %.6g" % (case, float(fn().double().sum())))
-            out("time %s torch %.1f" % (case, median_us(fn, warm, reps)))
+            wall, cpu = median_us_cpu(fn, warm, reps)
+            out("time %s torch %.1f %.1f" % (case, wall, cpu))
 
 
 def main():
