@@ -266,6 +266,32 @@ DF_TEST(einsum_matches_tensorflow) {
         }
     }
 }
+/* int32 and int64 (TensorFlow registers both): against the float64 results of integer inputs */
+DF_TEST(einsum_integers) {
+    static const char *eqs[] = {"ij,jk->ik", "bij,bkj->bjki", "ab,cd->acbd", "iij,jk->ik", "abc->cb", "ii->i"};
+    static const int64_t da[][3] = {{2, 3}, {2, 2, 3}, {2, 3}, {2, 2, 3}, {2, 3, 4}, {3, 3}}, db[][3] = {{3, 4}, {2, 2, 3}, {2, 2}, {3, 2}, {0}, {0}};
+    static const int ra[] = {2, 3, 2, 3, 3, 2}, rb[] = {2, 3, 2, 2, 0, 0};
+    for (int c = 0; c < LEN(eqs); c++) {
+        double a[24], b[24];
+        for (int i = 0; i < 24; i++) { a[i] = (double)((i * 5) % 7 - 3); b[i] = (double)((i * 3) % 5 - 2); }
+        df_graph *g = df_graph_new();
+        int n = rb[c] ? 2 : 1;
+        df_output in64[2] = {konst(g, DF_DOUBLE, ra[c], da[c], a, 0), konst(g, DF_DOUBLE, rb[c], db[c], b, 0)};
+        df_tensor *ref = NULL;
+        df_status st;
+        df_output y64 = einsum(g, eqs[c], n, in64);
+        CHECK_MSG(run(g, &y64, 1, &ref, &st) == DF_OK, "%s: %s", eqs[c], st.message);
+        for (int it = 0; ref && it < 2; it++) {
+            df_dtype t = it ? DF_INT64 : DF_INT32;
+            df_output in[2] = {konst(g, t, ra[c], da[c], a, 0), konst(g, t, rb[c], db[c], b, 0)};
+            df_output y = einsum(g, eqs[c], n, in);
+            const double *want = (const double *)df_tensor_data(ref);
+            check_out(eqs[c], g, y, -1, NULL, want, df_tensor_num_elements(ref), 0);
+        }
+        df_tensor_release(ref);
+        df_graph_free(g);
+    }
+}
 /* Bigger attention-shaped products (threads, the blocked GEMM) against plain loops. */
 DF_TEST(einsum_attention_shapes_match_loops) {
     const int64_t B = 2, T = 33, S = 17, N = 3, H = 40;
@@ -329,6 +355,7 @@ DF_TEST(einsum_bad_equations_name_the_node) {
         {"ijk,jk->ik", 2, "rank"},
         {"ij,jk,kl->il", 3, "Expecting 1 or 2 input tensors"},
         {"i1,jk->ik", 2, "Invalid"},
+        {"...j,jk->k", 2, "broadcasting dimension"},
     };
     for (int c = 0; c < LEN(k); c++) {
         df_graph *g = df_graph_new();

@@ -81,6 +81,9 @@ static df_code df__ein_parse(const df_node *node, const char *eq, int n_in, cons
     int ol[2 * DF_MAX_RANK], oell;
     int no = df__ein_scan(arrow + 2, arrow + strlen(arrow), ol, &oell);
     if (no < 0) return df__fail(st, node, DF_INVALID_ARGUMENT, "Invalid Einsum output subscripts in \"%s\"", eq);
+    if (!oell && e->ell_rank > 0)
+        return df__fail(st, node, DF_INVALID_ARGUMENT, "Output contains %d broadcasting dimension(s) but no ellipsis (...) "
+                        "was found in the output subscripts.", e->ell_rank);
     for (int j = 0; j < no; j++) {
         if (ol[j] < 0) {
             if (e->n_out + e->ell_rank > DF_MAX_RANK) goto too_big;
@@ -163,7 +166,7 @@ static df_code df__ein_view_of(const df__kctx *c, const df_tensor *x, const int 
     return DF_OK;
 }
 /* dst (contiguous over kd) = src summed over the s dims; strides in elements. */
-#define DF__EIN_GATHER(SUF, T)                                                                           \
+#define DF__EIN_GATHER(SUF, T, A)                                                                         \
     static void df__ein_gather_##SUF(const T *src, int nk, const int64_t *kd, const int64_t *ks, int ns,   \
                                      const int64_t *sd, const int64_t *ss, T *dst) {                     \
         int64_t ki[DF_MAX_RANK] = {0}, inner = nk ? kd[nk - 1] : 1, istr = nk ? ks[nk - 1] : 0, total = 1; \
@@ -175,10 +178,10 @@ static df_code df__ein_view_of(const df__kctx *c, const df_tensor *x, const int 
         for (int64_t done = 0; done < total; done += inner) {                                             \
             if (!ns) for (int64_t i = 0; i < inner; i++) *dst++ = src[off + i * istr];                    \
             else for (int64_t i = 0; i < inner; i++) {                                                    \
-                double acc = 0;                                                                            \
+                A acc = 0;                                                                                 \
                 int64_t si[DF_MAX_RANK] = {0}, so = 0, base = off + i * istr;                             \
                 for (int64_t q = 0; q < sn; q++) {                                                        \
-                    acc += (double)src[base + so];                                                        \
+                    acc += (A)src[base + so];                                                             \
                     for (int d = ns - 1; d >= 0; d--) {                                                   \
                         si[d]++; so += ss[d];                                                             \
                         if (si[d] < sd[d]) break;                                                         \
@@ -207,8 +210,23 @@ static df_code df__ein_view_of(const df__kctx *c, const df_tensor *x, const int 
             }                                                                                             \
         }                                                                                                 \
     }
-DF__EIN_GATHER(f32, float)
-DF__EIN_GATHER(f64, double)
+DF__EIN_GATHER(f32, float, double)
+DF__EIN_GATHER(f64, double, double)
+DF__EIN_GATHER(i32, int32_t, uint32_t)
+DF__EIN_GATHER(i64, int64_t, uint64_t)
+static void df__ein_gather(df_dtype t, const void *src, int nk, const int64_t *kd, const int64_t *ks, int ns, const int64_t *sd,
+                           const int64_t *ss, void *dst) {
+    if (t == DF_FLOAT) df__ein_gather_f32((const float *)src, nk, kd, ks, ns, sd, ss, (float *)dst);
+    else if (t == DF_DOUBLE) df__ein_gather_f64((const double *)src, nk, kd, ks, ns, sd, ss, (double *)dst);
+    else if (t == DF_INT32) df__ein_gather_i32((const int32_t *)src, nk, kd, ks, ns, sd, ss, (int32_t *)dst);
+    else df__ein_gather_i64((const int64_t *)src, nk, kd, ks, ns, sd, ss, (int64_t *)dst);
+}
+static void df__ein_scatter(df_dtype t, const void *src, int n, const int64_t *dd, const int64_t *ds, void *dst) {
+    if (t == DF_FLOAT) df__ein_scatter_f32((const float *)src, n, dd, ds, (float *)dst);
+    else if (t == DF_DOUBLE) df__ein_scatter_f64((const double *)src, n, dd, ds, (double *)dst);
+    else if (t == DF_INT32) df__ein_scatter_i32((const int32_t *)src, n, dd, ds, (int32_t *)dst);
+    else df__ein_scatter_i64((const int64_t *)src, n, dd, ds, (int64_t *)dst);
+}
 /* Gathers view v into a new contiguous buffer over the labels keep (in that order), summing the
    view's other labels; v then describes the buffer. Returns the buffer (caller frees) or NULL. */
 static char *df__ein_materialize(df_dtype t, df__ein_view *v, const int *keep, int nk) {
@@ -223,8 +241,7 @@ static char *df__ein_materialize(df_dtype t, df__ein_view *v, const int *keep, i
     size_t es = df_dtype_size(t);
     char *buf = (char *)DF_MALLOC((size_t)(total ? total : 1) * es);
     if (!buf) return NULL;
-    if (t == DF_FLOAT) df__ein_gather_f32((const float *)v->data, nk, kd, ks, ns, sd, ss, (float *)buf);
-    else df__ein_gather_f64((const double *)v->data, nk, kd, ks, ns, sd, ss, (double *)buf);
+    df__ein_gather(t, v->data, nk, kd, ks, ns, sd, ss, buf);
     int64_t s = 1;
     v->n = nk; v->data = buf;
     for (int j = nk - 1; j >= 0; j--) { v->lab[j] = keep[j]; v->dim[j] = kd[j]; v->str[j] = s; s *= kd[j]; }
@@ -247,7 +264,8 @@ static int df__ein_group(const df__ein_view *v, const int *g, int n, int64_t *si
     return 1;
 }
 typedef struct df__ein_job {
-    int dbl, nb;
+    int dbl, nb, itype;                   /* itype: 4 int32, 8 int64, 0 float */
+    size_t es;
     int64_t bd[DF_MAX_RANK], bsa[DF_MAX_RANK], bsb[DF_MAX_RANK], bsc[DF_MAX_RANK];
     int64_t m, n, k, lda, ldb, ldc;
     int ta, tb, failed;
@@ -256,9 +274,22 @@ typedef struct df__ein_job {
     struct df__ipool *pool;
     int threads;                          /* 1: each product on one thread (the batches are split) */
 } df__ein_job;
+/* Integer products (TensorFlow registers int32 and int64 Einsum): plain loops, wrapping. */
+#define DF__EIN_INT_GEMM(SUF, T, U)                                                                     \
+    static void df__ein_gemm_##SUF(const df__ein_job *j, const T *a, const T *b, T *c) {                 \
+        for (int64_t i = 0; i < j->m; i++)                                                                \
+            for (int64_t q = 0; q < j->n; q++) {                                                          \
+                U acc = 0;                                                                                \
+                for (int64_t p = 0; p < j->k; p++)                                                        \
+                    acc += (U)a[j->ta ? p * j->lda + i : i * j->lda + p] * (U)b[j->tb ? q * j->ldb + p : p * j->ldb + q]; \
+                c[i * j->ldc + q] = (T)acc;                                                               \
+            }                                                                                             \
+    }
+DF__EIN_INT_GEMM(i32, int32_t, uint32_t)
+DF__EIN_INT_GEMM(i64, int64_t, uint64_t)
 static void df__ein_batches(void *arg, int64_t lo, int64_t hi) {
     df__ein_job *j = (df__ein_job *)arg;
-    size_t es = j->dbl ? 8 : 4;
+    size_t es = j->es;
     for (int64_t bi = lo; bi < hi; bi++) {
         int64_t r = bi, oa = 0, ob = 0, oc = 0;
         for (int d = j->nb - 1; d >= 0; d--) {
@@ -266,8 +297,10 @@ static void df__ein_batches(void *arg, int64_t lo, int64_t hi) {
             r /= j->bd[d];
             oa += q * j->bsa[d]; ob += q * j->bsb[d]; oc += q * j->bsc[d];
         }
-        if (!df__gemm_fp(j->dbl, j->m, j->n, j->k, j->a + (size_t)oa * es, j->lda, j->ta, j->b + (size_t)ob * es, j->ldb,
-                         j->tb, j->c + (size_t)oc * es, j->ldc, j->threads == 1 ? NULL : j->pool, j->threads == 1 ? 1 : 0))
+        if (j->itype == 4) df__ein_gemm_i32(j, (const int32_t *)(j->a + (size_t)oa * es), (const int32_t *)(j->b + (size_t)ob * es), (int32_t *)(j->c + (size_t)oc * es));
+        else if (j->itype == 8) df__ein_gemm_i64(j, (const int64_t *)(j->a + (size_t)oa * es), (const int64_t *)(j->b + (size_t)ob * es), (int64_t *)(j->c + (size_t)oc * es));
+        else if (!df__gemm_fp(j->dbl, j->m, j->n, j->k, j->a + (size_t)oa * es, j->lda, j->ta, j->b + (size_t)ob * es, j->ldb,
+                              j->tb, j->c + (size_t)oc * es, j->ldc, j->threads == 1 ? NULL : j->pool, j->threads == 1 ? 1 : 0))
             __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
     }
 }
@@ -284,7 +317,10 @@ DF_PRIVATE void df__k_einsum(df__kctx *c) {
     df_dtype t = c->in[0]->dtype;
     df__ein e;
     if (df__ein_parse(c->node, df__attr_s(c->node, "equation"), n_in, ranks, &e, c->st)) return;
-    if (t != DF_FLOAT && t != DF_DOUBLE) { DF__KFAIL(c, DF_UNIMPLEMENTED, "Einsum has no kernel for %s", df_dtype_name(t)); return; }
+    if (t != DF_FLOAT && t != DF_DOUBLE && t != DF_INT32 && t != DF_INT64) {
+        DF__KFAIL(c, DF_UNIMPLEMENTED, "Einsum has no kernel for %s", df_dtype_name(t));
+        return;
+    }
     if (n_in > 1 && c->in[1]->dtype != t) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Einsum operands of %s and %s", df_dtype_name(t), df_dtype_name(c->in[1]->dtype)); return; }
     int64_t ld[DF__EIN_LABELS];
     const int64_t *dims[2] = {c->in[0]->dims, n_in > 1 ? c->in[1]->dims : NULL};
@@ -354,6 +390,8 @@ DF_PRIVATE void df__k_einsum(df__kctx *c) {
         df__ein_job j;
         memset(&j, 0, sizeof j);
         j.dbl = t == DF_DOUBLE;
+        j.es = es;
+        j.itype = t == DF_INT32 ? 4 : t == DF_INT64 ? 8 : 0;
         if (!df__ein_matrix(&v[0], ml, nm, kl, nkl, &j.ta, &j.lda)) {
             int ord[DF_MAX_RANK], no = 0;
             for (int q = 0; q < nb; q++) ord[no++] = bl[q];
@@ -415,14 +453,12 @@ DF_PRIVATE void df__k_einsum(df__kctx *c) {
         if (tmp[3]) {                          /* scratch [batch, M, N] to the result's order */
             int64_t dd[DF_MAX_RANK], ds[DF_MAX_RANK];
             for (int q = 0; q < cv.n; q++) { int i = df__ein_find(&rv, cv.lab[q]); dd[q] = rv.dim[i]; ds[q] = rv.str[i]; }
-            if (t == DF_FLOAT) df__ein_scatter_f32((const float *)tmp[3], cv.n, dd, ds, (float *)res);
-            else df__ein_scatter_f64((const double *)tmp[3], cv.n, dd, ds, (double *)res);
+            df__ein_scatter(t, tmp[3], cv.n, dd, ds, res);
         }
     }
     if (inflate) {
         memset(o->data, 0, (size_t)o->n * es);
-        if (t == DF_FLOAT) df__ein_scatter_f32((const float *)res, ov.n, ov.dim, ov.str, (float *)o->data);
-        else df__ein_scatter_f64((const double *)res, ov.n, ov.dim, ov.str, (double *)o->data);
+        df__ein_scatter(t, res, ov.n, ov.dim, ov.str, o->data);
     }
     goto done;
 oom:
