@@ -684,6 +684,26 @@ DF_TEST(pad_gradients_match_central_differences) {
     for (int w = 0; w < 4; w++) gradcheck("pads", build_pad, &w, 1, r, (const int64_t *[]){w == 3 ? D(4, 7) : D(2, 3)});
 }
 
+/* ---- empty and degenerate shapes ---- */
+DF_TEST(linalg_ops_on_empty_tensors) {
+    df_graph *g = df_graph_new();
+    static const double zeros[6] = {0, 0, 0, 0, 0, 0}, sevens[4] = {7, 7, 7, 7};
+    df_output k0[2] = {konst(g, DF_FLOAT, 2, D(2, 0), NULL, 0), konst(g, DF_FLOAT, 2, D(0, 3), NULL, 0)};
+    check_out("Einsum over an empty contraction", g, einsum(g, "ij,jk->ik", 2, k0), 2, D(2, 3), zeros, 6, 0);
+    df_output k1[2] = {konst(g, DF_FLOAT, 2, D(0, 3), NULL, 0), konst(g, DF_FLOAT, 2, D(3, 2), NULL, 0)};
+    check_out("Einsum with no rows", g, einsum(g, "ij,jk->ik", 2, k1), 2, D(0, 2), zeros, 0, 0);
+    df_output t0[2] = {konst(g, DF_FLOAT, 2, D(2, 3), NULL, 0), scalar_i(g, 0)};
+    check_out("TopKV2 k = 0", g, op_n(g, "TopKV2", 2, t0, NULL, NULL), 2, D(2, 0), zeros, 0, 0);
+    df_output c0[2] = {konst(g, DF_FLOAT, 2, D(0, 3), NULL, 0), scalar_i(g, 1)};
+    check_out("Cumsum of nothing", g, op_n(g, "Cumsum", 2, c0, NULL, NULL), 2, D(0, 3), zeros, 0, 0);
+    check_out("PadV2 of nothing", g, pad(g, "PadV2", konst(g, DF_DOUBLE, 2, D(0, 2), NULL, 0), D(1, 0, 0, 0), NULL, 7), 2, D(1, 2), sevens, 2, 0);
+    df_output e0[2] = {konst(g, DF_DOUBLE, 2, D(0, 3), NULL, 0), scalar_i(g, 1)};
+    check_out("EuclideanNorm of nothing", g, op_n(g, "EuclideanNorm", 2, e0, NULL, NULL), 1, D(0), zeros, 0, 0);
+    df_output e1[2] = {konst(g, DF_DOUBLE, 2, D(2, 0), NULL, 0), scalar_i(g, 1)};
+    check_out("EuclideanNorm over an empty axis", g, op_n(g, "EuclideanNorm", 2, e1, NULL, NULL), 1, D(2), zeros, 2, 0);
+    df_graph_free(g);
+}
+
 /* ---- existing rows checked against TensorFlow: Sign, Pow, FloorMod, FloorDiv, Range ---- */
 DF_TEST(sign_pow_floormod_range_match_tensorflow) {
     df_graph *g = df_graph_new();
