@@ -8751,13 +8751,14 @@ static void df__g_topk(df__gfn *c) {
 }
 
 /* ---- Cumsum: rows of `inner` elements added one after another along the axis ---- */
+/* Scans columns [0, width) of rows `stride` apart, len rows a block, blocks len * stride apart. */
 #define DF__CUMSUM_FN(SUF, T, ACC)                                                                        \
-    static void df__cumsum_##SUF(const T *x, T *o, int64_t outer_lo, int64_t outer_hi, int64_t len, int64_t inner, \
-                                 int excl, int rev) {                                                       \
+    static void df__cumsum_##SUF(const T *x, T *o, int64_t outer_lo, int64_t outer_hi, int64_t len, int64_t stride, \
+                                 int64_t width, int excl, int rev) {                                        \
         for (int64_t q = outer_lo; q < outer_hi; q++) {                                                  \
-            const T *xb = x + q * len * inner;                                                            \
-            T *ob = o + q * len * inner;                                                                  \
-            if (inner == 1) {                      /* the last axis: a running sum in a register */      \
+            const T *xb = x + q * len * stride;                                                           \
+            T *ob = o + q * len * stride;                                                                 \
+            if (stride == 1) {                     /* the last axis: a running sum in a register */      \
                 T acc = 0;                                                                                \
                 for (int64_t s = 0; s < len; s++) {                                                       \
                     int64_t k = rev ? len - 1 - s : s;                                                    \
@@ -8768,13 +8769,13 @@ static void df__g_topk(df__gfn *c) {
             }                                                                                             \
             for (int64_t s = 0; s < len; s++) {                                                           \
                 int64_t k = rev ? len - 1 - s : s, kp = rev ? k + 1 : k - 1;                              \
-                T *row = ob + k * inner;                                                                  \
+                T *row = ob + k * stride;                                                                 \
                 if (s == 0) {                                                                             \
-                    for (int64_t j = 0; j < inner; j++) row[j] = excl ? (T)0 : xb[k * inner + j];        \
+                    for (int64_t j = 0; j < width; j++) row[j] = excl ? (T)0 : xb[k * stride + j];       \
                     continue;                                                                             \
                 }                                                                                         \
-                const T *prev = ob + kp * inner, *add = xb + (excl ? kp : k) * inner;                    \
-                for (int64_t j = 0; j < inner; j++) row[j] = (T)ACC(prev[j], add[j]);                     \
+                const T *prev = ob + kp * stride, *add = xb + (excl ? kp : k) * stride;                  \
+                for (int64_t j = 0; j < width; j++) row[j] = (T)ACC(prev[j], add[j]);                     \
             }                                                                                             \
         }                                                                                                 \
     }
@@ -8786,38 +8787,23 @@ DF__CUMSUM_FN(f64, double, DF__ADD_F)
 DF__CUMSUM_FN(i32, int32_t, DF__ADD_I32)
 DF__CUMSUM_FN(i64, int64_t, DF__ADD_I64)
 typedef struct df__cumsum_job { df_dtype t; const void *x; void *o; int64_t len, inner; int excl, rev; } df__cumsum_job;
-static void df__cumsum_share(void *arg, int64_t lo, int64_t hi) {
-    const df__cumsum_job *j = (const df__cumsum_job *)arg;
+static void df__cumsum_run(const df__cumsum_job *j, int64_t off, int64_t lo, int64_t hi, int64_t width) {
     switch (j->t) {
-    case DF_FLOAT: df__cumsum_f32((const float *)j->x, (float *)j->o, lo, hi, j->len, j->inner, j->excl, j->rev); break;
-    case DF_DOUBLE: df__cumsum_f64((const double *)j->x, (double *)j->o, lo, hi, j->len, j->inner, j->excl, j->rev); break;
-    case DF_INT32: df__cumsum_i32((const int32_t *)j->x, (int32_t *)j->o, lo, hi, j->len, j->inner, j->excl, j->rev); break;
-    default: df__cumsum_i64((const int64_t *)j->x, (int64_t *)j->o, lo, hi, j->len, j->inner, j->excl, j->rev); break;
+    case DF_FLOAT: df__cumsum_f32((const float *)j->x + off, (float *)j->o + off, lo, hi, j->len, j->inner, width, j->excl, j->rev); break;
+    case DF_DOUBLE: df__cumsum_f64((const double *)j->x + off, (double *)j->o + off, lo, hi, j->len, j->inner, width, j->excl, j->rev); break;
+    case DF_INT32: df__cumsum_i32((const int32_t *)j->x + off, (int32_t *)j->o + off, lo, hi, j->len, j->inner, width, j->excl, j->rev); break;
+    default: df__cumsum_i64((const int64_t *)j->x + off, (int64_t *)j->o + off, lo, hi, j->len, j->inner, width, j->excl, j->rev); break;
     }
 }
-/* An inner run past this many elements is split into column blocks, so the threads share one
-   long axis too (each column block is an independent scan). */
+/* outer rows [lo, hi) */
+static void df__cumsum_share(void *arg, int64_t lo, int64_t hi) {
+    const df__cumsum_job *j = (const df__cumsum_job *)arg;
+    df__cumsum_run(j, 0, lo, hi, j->inner);
+}
+/* one outer row, columns [lo, hi): the threads share one long scan of wide rows */
 static void df__cumsum_cols(void *arg, int64_t lo, int64_t hi) {
     const df__cumsum_job *j = (const df__cumsum_job *)arg;
-    size_t es = df_dtype_size(j->t);
-    {   /* one outer row: scan columns [lo, hi) of each step along the axis */
-        for (int64_t s = 0; s < j->len; s++) {
-            int64_t k = j->rev ? j->len - 1 - s : s, kp = j->rev ? k + 1 : k - 1;
-            char *row = (char *)j->o + (size_t)(k * j->inner + lo) * es;
-            const char *cur = (const char *)j->x + (size_t)(k * j->inner + lo) * es;
-            const char *prv = s ? (const char *)j->o + (size_t)(kp * j->inner + lo) * es : NULL;
-            const char *pin = s ? (const char *)j->x + (size_t)(kp * j->inner + lo) * es : NULL;
-            for (int64_t c = 0; c < hi - lo; c++) {
-                if (j->t == DF_FLOAT) ((float *)row)[c] = s == 0 ? (j->excl ? 0.f : ((const float *)cur)[c]) : ((const float *)prv)[c] + (j->excl ? ((const float *)pin)[c] : ((const float *)cur)[c]);
-                else if (j->t == DF_DOUBLE) ((double *)row)[c] = s == 0 ? (j->excl ? 0.0 : ((const double *)cur)[c]) : ((const double *)prv)[c] + (j->excl ? ((const double *)pin)[c] : ((const double *)cur)[c]);
-                else {
-                    int64_t v = s == 0 ? (j->excl ? 0 : df__get_i64(j->t, cur, c))
-                                       : (int64_t)((uint64_t)df__get_i64(j->t, prv, c) + (uint64_t)df__get_i64(j->t, j->excl ? pin : cur, c));
-                    df__set_from_i64(j->t, row, c, v);
-                }
-            }
-        }
-    }
+    df__cumsum_run(j, lo, 0, 1, hi - lo);
 }
 static df_code df__cum_axis(const df__kctx *c, const df_tensor *x, const df_tensor *ax, int *axis) {
     if (!df__is_int_tensor(ax) || ax->rank != 0)
