@@ -348,6 +348,42 @@ DF_TEST(einsum_gradients_match_central_differences) {
         gradcheck(k[c].eq, build_einsum, k[c].eq, k[c].n, k[c].r, dims);
     }
 }
+/* Keras EinsumDense's "...b,bc->...c" with an unknown batch size: the gradient sums the
+   broadcast dimensions at run time (BroadcastGradientArgs), as TensorFlow's does. */
+DF_TEST(einsum_gradient_with_unknown_batch) {
+    df_graph *g = df_graph_new();
+    df_output x = df_placeholder(g, "x", DF_DOUBLE, 3, D(-1, 2, 3));
+    df_output w = konst(g, DF_DOUBLE, 2, D(3, 4), NULL, 1);
+    df_output in[2] = {x, w};
+    df_output y = einsum(g, "...b,bc->...c", 2, in);
+    df_output dx[2];
+    CHECK_MSG(df_gradients(g, 1, &y, NULL, 2, in, dx) == DF_OK, "%s", df_graph_status(g)->message);
+    df_tensor *xv = tensor_of(DF_DOUBLE, 3, D(5, 2, 3), NULL, 0), *out[2] = {NULL, NULL};
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    df_session_run(s, &x, &xv, 1, dx, out, 2, NULL, 0, &st);
+    CHECK_MSG(st.code == DF_OK, "%s", st.message);
+    if (out[0] && out[1]) {
+        /* d sum(y) / dx[a,b] = sum_c w[b,c]; d sum(y) / dw[b,c] = sum_a x[a,b] */
+        CHECK_EQ_INT(df_tensor_num_elements(out[0]), 30);
+        CHECK_EQ_INT(df_tensor_num_elements(out[1]), 12);
+        for (int64_t i = 0; i < 30; i++) {
+            double want = 0;
+            for (int c = 0; c < 4; c++) want += val((i % 3) * 4 + c, 1);
+            CHECK_NEAR(elem(out[0], i), want, 1e-12);
+        }
+        for (int64_t i = 0; i < 12; i++) {
+            double want = 0;
+            for (int a = 0; a < 10; a++) want += val(a * 3 + i / 4, 0);
+            CHECK_NEAR(elem(out[1], i), want, 1e-12);
+        }
+    }
+    df_tensor_release(out[0]);
+    df_tensor_release(out[1]);
+    df_tensor_release(xv);
+    df_session_free(s);
+    df_graph_free(g);
+}
 DF_TEST(einsum_bad_equations_name_the_node) {
     static const struct { const char *eq; int n; const char *needle; } k[] = {
         {"ij,jk", 2, "Expecting exactly one '->'"},

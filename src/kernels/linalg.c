@@ -563,9 +563,29 @@ static df_output df__la_unbroadcast(df_graph *g, const df_node *n, df_output gx,
     int known = sx.rank >= 0 && sy.rank >= 0;
     for (int i = 0; known && i < sx.rank; i++) known = sx.dims[i] >= 0;
     for (int i = 0; known && i < sy.rank; i++) known = sy.dims[i] >= 0;
-    if (!known) {
-        df__graph_error(g, DF_UNIMPLEMENTED, "Einsum gradient with ellipsis broadcasting needs static shapes {{node %s}}", n->name);
-        return df__out(NULL, 0);
+    if (!known) {                            /* TF's dynamic path: BroadcastGradientArgs of the batch shapes */
+        if (sx.rank < 0 || sy.rank < 0) {
+            df__graph_error(g, DF_UNIMPLEMENTED, "Einsum gradient with ellipsis broadcasting needs the operands' ranks {{node %s}}", n->name);
+            return df__out(NULL, 0);
+        }
+        df_output shape_x = df_shape(g, x), bs[2];
+        for (int i = 0; i < 2; i++) {
+            int64_t begin = i ? by : bx, size = i ? ey : ex;
+            df_op_builder *b = df_op_new(g, "Slice", NULL);
+            df_op_add_input(b, i ? df_shape(g, y) : shape_x);
+            df_op_add_input(b, df__la_i32_vec(g, &begin, 1));
+            df_op_add_input(b, df__la_i32_vec(g, &size, 1));
+            bs[i] = df__out(df_op_finish(b), 0);
+        }
+        df_op_builder *b = df_op_new(g, "BroadcastGradientArgs", NULL);
+        df_op_add_input(b, bs[0]);
+        df_op_add_input(b, bs[1]);
+        df_output rx = df__out(df_op_finish(b), 0);
+        df_output axes = df_add(g, rx, df_scalar_i32(g, bx));
+        b = df_op_new(g, "Sum", NULL);
+        df_op_add_input(b, gx);
+        df_op_add_input(b, axes);
+        return df__op2(g, "Reshape", df__out(df_op_finish(b), 0), shape_x);
     }
     int same = ex == ey;
     for (int i = 0; same && i < ex; i++) same = sx.dims[bx + i] == sy.dims[by + i];
