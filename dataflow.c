@@ -8558,9 +8558,12 @@ static void df__g_einsum(df__gfn *c) {
         }                                                                                                 \
     }                                                                                                     \
     /* keys ordered as the values (-0 as +0), 8 bits a pass from the top */                              \
-    static void df__topk_select_##SUF(const T *x, int64_t n, int64_t k, U *key, T *tv, int32_t *ti, int32_t *pa, int32_t *pb, \
-                                      T *hv, int32_t *hi) {                                                   \
-        for (int64_t i = 0; i < n; i++) key[i] = KEY(x[i]);                                               \
+    /* returns 0, having written nothing, for a row with NaNs (their keys do not order as values) */     \
+    static int df__topk_select_##SUF(const T *x, int64_t n, int64_t k, U *key, T *tv, int32_t *ti, int32_t *pa, int32_t *pb, \
+                                     T *hv, int32_t *hi) {                                                    \
+        int nan = 0;                                                                                      \
+        for (int64_t i = 0; i < n; i++) { key[i] = KEY(x[i]); nan |= x[i] != x[i]; }                     \
+        if (nan) return 0;                                                                                \
         U prefix = 0, mask = 0;                                                                           \
         int64_t need = k, nc = n;                                                                         \
         for (int shift = (int)(8 * sizeof(U)) - 8; shift >= 0; shift -= 8) {                              \
@@ -8587,10 +8590,12 @@ static void df__g_einsum(df__gfn *c) {
             nc = m2;                                                                                      \
         }                                                                                                 \
         int64_t m = 0;              /* prefix: the k-th largest key; take `need` of its equals, first ones */ \
-        for (int64_t i = 0; i < n && m < k; i++) {                                                        \
-            int take = key[i] > prefix || (key[i] == prefix && need > 0);                                 \
-            if (key[i] == prefix && take) need--;                                                         \
-            if (take) { key[m] = key[i]; tv[m] = x[i]; ti[m] = (int32_t)i; m++; }                         \
+        for (int64_t i = 0; i < n; i++) {          /* branch-free: written always, kept when taken */   \
+            U kk = key[i];                                                                                \
+            int eq = kk == prefix, take = (kk > prefix) | (eq & (need > 0));                              \
+            need -= eq & take;                                                                            \
+            key[m] = kk; tv[m] = x[i]; ti[m] = (int32_t)i;                                                \
+            m += take;                                                                                    \
         }                                                                                                 \
         /* the k kept, in index order: a stable LSD radix sort by key, descending */                     \
         for (int64_t i = 0; i < m; i++) pa[i] = (int32_t)i;                                               \
@@ -8603,6 +8608,7 @@ static void df__g_einsum(df__gfn *c) {
             int32_t *sw = pa; pa = pb; pb = sw;                                                           \
         }                                                                                                 \
         for (int64_t i = 0; i < m; i++) { hv[i] = tv[pa[i]]; hi[i] = ti[pa[i]]; }                         \
+        return 1;                                                                                         \
     }
 static uint32_t df__key_f32(float v) {
     uint32_t u;
@@ -8631,16 +8637,14 @@ typedef struct df__topk_job {
     int64_t n, k;
     int failed;
 } df__topk_job;
-/* The heap alone while few elements displace the kept ones (k small beside n, or NaNs, whose
-   keys do not order as the values). */
+/* The heap alone while few elements displace the kept ones (k small beside n). */
 static int df__topk_use_select(const df__topk_job *j) { return j->k > 16 && j->k * 64 > j->n; }
 static void df__topk_rows(void *arg, int64_t lo, int64_t hi) {
     df__topk_job *j = (df__topk_job *)arg;
     size_t es = df_dtype_size(j->t);
-    int sel = df__topk_use_select(j) && (j->t == DF_INT32 || j->t == DF_INT64);
-    int fsel = df__topk_use_select(j) && !sel;
+    int sel = df__topk_use_select(j);
     size_t scratch = (size_t)(j->k ? j->k : 1) * sizeof(int32_t);
-    if (sel || fsel) scratch += (size_t)j->n * (8 + es + 3 * sizeof(int32_t));
+    if (sel) scratch += (size_t)j->n * (8 + es + 3 * sizeof(int32_t));
     char *buf = (char *)DF_MALLOC(scratch);
     if (!buf) { __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED); return; }
     int32_t *ib = (int32_t *)buf;
@@ -8651,28 +8655,22 @@ static void df__topk_rows(void *arg, int64_t lo, int64_t hi) {
         const char *x = j->x + (size_t)(r * j->n) * es;
         char *v = j->v + (size_t)(r * j->k) * es;
         int32_t *ix = j->it == DF_INT32 ? (int32_t *)j->idx + r * j->k : ib;
-        int row_sel = sel;
-        if (fsel) {                            /* NaNs: the heap's comparisons, as TensorFlow's */
-            row_sel = 1;
-            for (int64_t i = 0; i < j->n && row_sel; i++)
-                row_sel = j->t == DF_FLOAT ? !isnan(((const float *)x)[i]) : !isnan(((const double *)x)[i]);
-        }
-        switch (j->t) {
+        switch (j->t) {       /* rows with NaNs take the heap, whose comparisons are TensorFlow's */
         case DF_FLOAT:
-            if (row_sel) df__topk_select_f32((const float *)x, j->n, j->k, (uint32_t *)key, (float *)tv, ti, pa, pb, (float *)v, ix);
-            else df__topk_heap_f32((const float *)x, NULL, j->n, j->k, (float *)v, ix);
+            if (!sel || !df__topk_select_f32((const float *)x, j->n, j->k, (uint32_t *)key, (float *)tv, ti, pa, pb, (float *)v, ix))
+                df__topk_heap_f32((const float *)x, NULL, j->n, j->k, (float *)v, ix);
             break;
         case DF_DOUBLE:
-            if (row_sel) df__topk_select_f64((const double *)x, j->n, j->k, (uint64_t *)key, (double *)tv, ti, pa, pb, (double *)v, ix);
-            else df__topk_heap_f64((const double *)x, NULL, j->n, j->k, (double *)v, ix);
+            if (!sel || !df__topk_select_f64((const double *)x, j->n, j->k, (uint64_t *)key, (double *)tv, ti, pa, pb, (double *)v, ix))
+                df__topk_heap_f64((const double *)x, NULL, j->n, j->k, (double *)v, ix);
             break;
         case DF_INT32:
-            if (row_sel) df__topk_select_i32((const int32_t *)x, j->n, j->k, (uint32_t *)key, (int32_t *)tv, ti, pa, pb, (int32_t *)v, ix);
-            else df__topk_heap_i32((const int32_t *)x, NULL, j->n, j->k, (int32_t *)v, ix);
+            if (!sel || !df__topk_select_i32((const int32_t *)x, j->n, j->k, (uint32_t *)key, (int32_t *)tv, ti, pa, pb, (int32_t *)v, ix))
+                df__topk_heap_i32((const int32_t *)x, NULL, j->n, j->k, (int32_t *)v, ix);
             break;
         default:
-            if (row_sel) df__topk_select_i64((const int64_t *)x, j->n, j->k, (uint64_t *)key, (int64_t *)tv, ti, pa, pb, (int64_t *)v, ix);
-            else df__topk_heap_i64((const int64_t *)x, NULL, j->n, j->k, (int64_t *)v, ix);
+            if (!sel || !df__topk_select_i64((const int64_t *)x, j->n, j->k, (uint64_t *)key, (int64_t *)tv, ti, pa, pb, (int64_t *)v, ix))
+                df__topk_heap_i64((const int64_t *)x, NULL, j->n, j->k, (int64_t *)v, ix);
             break;
         }
         if (j->it != DF_INT32) for (int64_t q = 0; q < j->k; q++) df__set_from_i64(j->it, j->idx, r * j->k + q, ib[q]);
