@@ -8257,8 +8257,10 @@ static void df__k_einsum(df__kctx *c) {
             for (int q = 0; q < nb; q++) ord[no++] = bl[q];
             for (int q = 0; q < nm; q++) ord[no++] = ml[q];
             for (int q = 0; q < nkl; q++) ord[no++] = kl[q];
-            DF_FREE(tmp[1]);
-            if (!(tmp[1] = df__ein_materialize(t, &v[0], ord, no))) goto oom;
+            char *old = tmp[1];                /* v[0] may read it: freed once gathered */
+            tmp[1] = df__ein_materialize(t, &v[0], ord, no);
+            DF_FREE(old);
+            if (!tmp[1]) goto oom;
             df__ein_matrix(&v[0], ml, nm, kl, nkl, &j.ta, &j.lda);
         }
         if (!df__ein_matrix(&v[1], kl, nkl, nl, nn, &j.tb, &j.ldb)) {
@@ -8266,8 +8268,10 @@ static void df__k_einsum(df__kctx *c) {
             for (int q = 0; q < nb; q++) ord[no++] = bl[q];
             for (int q = 0; q < nkl; q++) ord[no++] = kl[q];
             for (int q = 0; q < nn; q++) ord[no++] = nl[q];
-            DF_FREE(tmp[2]);
-            if (!(tmp[2] = df__ein_materialize(t, &v[1], ord, no))) goto oom;
+            char *old = tmp[2];                /* v[1] may read it: freed once gathered */
+            tmp[2] = df__ein_materialize(t, &v[1], ord, no);
+            DF_FREE(old);
+            if (!tmp[2]) goto oom;
             df__ein_matrix(&v[1], kl, nkl, nl, nn, &j.tb, &j.ldb);
         }
         /* gemm's B is [K, N] row-major when tb is 0: df__ein_matrix gave [K rows, N cols] */

@@ -292,6 +292,78 @@ DF_TEST(einsum_integers) {
         df_graph_free(g);
     }
 }
+/* Random equations (repeated labels in inputs and output, summed labels, permutations) against
+   a sum over every assignment of the labels. */
+DF_TEST(einsum_random_equations_match_brute_force) {
+    uint32_t seed = 12345;
+#define RND(n) ((int)((seed = seed * 1103515245u + 12345u) >> 16) % (n))
+    for (int trial = 0; trial < 300; trial++) {
+        int nl = 1 + RND(5), dim[5], ra = 1 + RND(4), rb = RND(5), n_in = rb ? 2 : 1;
+        for (int l = 0; l < nl; l++) dim[l] = 1 + RND(3);
+        char sa[8] = {0}, sb[8] = {0}, so[8] = {0};
+        int used[5] = {0}, no = 0;
+        for (int i = 0; i < ra; i++) { int l = RND(nl); sa[i] = (char)('a' + l); used[l] = 1; }
+        for (int i = 0; i < rb; i++) { int l = RND(nl); sb[i] = (char)('a' + l); used[l] = 1; }
+        for (int l = 0; l < nl; l++) if (!used[l]) dim[l] = 1;    /* labels no operand names: nothing to sum */
+        for (int l = 0; l < nl; l++) {                 /* each used label in the output or not, any order */
+            if (!used[l] || RND(3) == 0) continue;
+            int at = RND(no + 1);
+            memmove(so + at + 1, so + at, (size_t)(no - at));
+            so[at] = (char)('a' + l);
+            no++;
+        }
+        if (no && no < 4 && RND(6) == 0) { int pick = RND(no); so[no] = so[pick]; no++; }   /* a repeated output label */
+        /* a third of them lead with broadcasting ellipses: R dims of 1 or 2, each operand's
+           right-aligned part of them, a dim of 1 where it broadcasts */
+        int R0 = RND(3) == 0 ? 1 + RND(2) : 0, ea = R0 ? RND(R0 + 1) : 0, eb = R0 ? RND(R0 + 1) : 0;
+        if (!rb) eb = 0;
+        int R = ea > eb ? ea : eb, use_ell = R0 > 0;
+        int64_t bd[2], bda[2], bdb[2];
+        for (int q = 0; q < R; q++) bd[q] = 1 + RND(2);
+        for (int q = 0; q < ea; q++) bda[q] = RND(2) ? bd[R - ea + q] : 1;
+        for (int q = 0; q < eb; q++) bdb[q] = RND(2) ? bd[R - eb + q] : 1;
+        for (int q = 0; q < R; q++) {          /* the output's dims: the broadcast of what the operands have */
+            int64_t m = 1;
+            if (q >= R - ea) m = bda[q - (R - ea)];
+            if (q >= R - eb && bdb[q - (R - eb)] > m) m = bdb[q - (R - eb)];
+            bd[q] = m;
+        }
+        char eq[48];
+        const char *ell = use_ell ? "..." : "";
+        if (rb) snprintf(eq, sizeof eq, "%s%s,%s%s->%s%s", ell, sa, ell, sb, ell, so);
+        else snprintf(eq, sizeof eq, "%s%s->%s%s", ell, sa, ell, so);
+        int64_t da[6], db[6], dout[8], on = 1;
+        for (int q = 0; q < ea; q++) da[q] = bda[q];
+        for (int q = 0; q < eb; q++) db[q] = bdb[q];
+        for (int i = 0; i < ra; i++) da[ea + i] = dim[sa[i] - 'a'];
+        for (int i = 0; i < rb; i++) db[eb + i] = dim[sb[i] - 'a'];
+        for (int q = 0; q < R; q++) { dout[q] = bd[q]; on *= bd[q]; }
+        for (int i = 0; i < no; i++) { dout[R + i] = dim[so[i] - 'a']; on *= dout[R + i]; }
+        /* the reference: every assignment of the nl labels and the R broadcast dims */
+        double want[1024] = {0};
+        int64_t total = 1;
+        for (int l = 0; l < nl; l++) total *= dim[l];
+        for (int q = 0; q < R; q++) total *= bd[q];
+        for (int64_t asg = 0; asg < total; asg++) {
+            int64_t idx[5], bi[2], r = asg;
+            for (int l = nl - 1; l >= 0; l--) { idx[l] = r % dim[l]; r /= dim[l]; }
+            for (int q = R - 1; q >= 0; q--) { bi[q] = r % bd[q]; r /= bd[q]; }
+            int64_t oa = 0, ob = 0, oo = 0;
+            for (int q = 0; q < ea; q++) oa = oa * bda[q] + (bda[q] > 1 ? bi[R - ea + q] : 0);
+            for (int q = 0; q < eb; q++) ob = ob * bdb[q] + (bdb[q] > 1 ? bi[R - eb + q] : 0);
+            for (int q = 0; q < R; q++) oo = oo * bd[q] + bi[q];
+            for (int i = 0; i < ra; i++) oa = oa * da[ea + i] + idx[sa[i] - 'a'];
+            for (int i = 0; i < rb; i++) ob = ob * db[eb + i] + idx[sb[i] - 'a'];
+            for (int i = 0; i < no; i++) oo = oo * dout[R + i] + idx[so[i] - 'a'];
+            want[oo] += val(oa, 0) * (rb ? val(ob, 1) : 1.0);
+        }
+        df_graph *g = df_graph_new();
+        df_output in[2] = {konst(g, DF_DOUBLE, ea + ra, da, NULL, 0), konst(g, DF_DOUBLE, eb + rb, db, NULL, 1)};
+        check_out(eq, g, einsum(g, eq, n_in, in), R + no, dout, want, on, 1e-12);
+        df_graph_free(g);
+    }
+#undef RND
+}
 /* Bigger attention-shaped products (threads, the blocked GEMM) against plain loops. */
 DF_TEST(einsum_attention_shapes_match_loops) {
     const int64_t B = 2, T = 33, S = 17, N = 3, H = 40;
