@@ -456,6 +456,35 @@ DF_TEST(einsum_gradient_with_unknown_batch) {
     df_session_free(s);
     df_graph_free(g);
 }
+/* Gradients of random equations (diagonals, sums, permutations, one or two operands). */
+DF_TEST(einsum_random_gradients_match_central_differences) {
+    uint32_t seed = 777;
+#define RND(n) ((int)((seed = seed * 1103515245u + 12345u) >> 16) % (n))
+    for (int trial = 0; trial < 40; trial++) {
+        int nl = 1 + RND(4), dim[4], ra = 1 + RND(3), rb = RND(4), no = 0, used[4] = {0};
+        for (int l = 0; l < nl; l++) dim[l] = 1 + RND(3);
+        char sa[8] = {0}, sb[8] = {0}, so[8] = {0};
+        for (int i = 0; i < ra; i++) { int l = RND(nl); sa[i] = (char)('a' + l); used[l] = 1; }
+        for (int i = 0; i < rb; i++) { int l = RND(nl); sb[i] = (char)('a' + l); used[l] = 1; }
+        for (int l = 0; l < nl; l++) {
+            if (!used[l] || RND(3) == 0) continue;
+            int at = RND(no + 1);
+            memmove(so + at + 1, so + at, (size_t)(no - at));
+            so[at] = (char)('a' + l);
+            no++;
+        }
+        char eq[40];
+        if (rb) snprintf(eq, sizeof eq, "%s,%s->%s", sa, sb, so);
+        else snprintf(eq, sizeof eq, "%s->%s", sa, so);
+        int64_t da[4], db[4];
+        for (int i = 0; i < ra; i++) da[i] = dim[sa[i] - 'a'];
+        for (int i = 0; i < rb; i++) db[i] = dim[sb[i] - 'a'];
+        const int r[2] = {ra, rb};
+        const int64_t *dims[2] = {da, db};
+        gradcheck(eq, build_einsum, eq, rb ? 2 : 1, r, dims);
+    }
+#undef RND
+}
 DF_TEST(einsum_bad_equations_name_the_node) {
     static const struct { const char *eq; int n; const char *needle; } k[] = {
         {"ij,jk", 2, "Expecting exactly one '->'"},
