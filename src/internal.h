@@ -1417,6 +1417,36 @@ DF_PRIVATE void df__g_roll(df__gfn *c);
 /* ---- end of src/kernels/index.c ---- */
 
 /* ---- from src/kernels/linalg.c ---- */
+enum { DF__LA_DIV_NO_NAN, DF__LA_XDIVY, DF__LA_XLOGY, DF__LA_XLOG1PY, DF__LA_POLYGAMMA, DF__LA_LGAMMA, DF__LA_DIGAMMA };
+DF_PRIVATE df_code df__sf_einsum(df__shape_ctx *c);
+DF_PRIVATE void df__k_einsum(df__kctx *c);
+DF_PRIVATE void df__g_einsum(df__gfn *c);
+DF_PRIVATE df_code df__sf_topk(df__shape_ctx *c);
+DF_PRIVATE void df__k_topk(df__kctx *c);
+DF_PRIVATE void df__g_topk(df__gfn *c);
+DF_PRIVATE void df__k_cumsum(df__kctx *c);
+DF_PRIVATE void df__g_cumsum(df__gfn *c);
+DF_PRIVATE void df__g_cumprod(df__gfn *c);
+DF_PRIVATE void df__k_band_part(df__kctx *c);
+DF_PRIVATE void df__g_band_part(df__gfn *c);
+DF_PRIVATE void df__k_diag_part_v3(df__kctx *c);
+DF_PRIVATE df_code df__sf_diag_part_v3(df__shape_ctx *c);
+DF_PRIVATE void df__k_diag_v3(df__kctx *c);
+DF_PRIVATE df_code df__sf_diag_v3(df__shape_ctx *c);
+DF_PRIVATE void df__k_set_diag_v3(df__kctx *c);
+DF_PRIVATE void df__g_diag_v3(df__gfn *c);
+DF_PRIVATE void df__g_diag_part_v3(df__gfn *c);
+DF_PRIVATE void df__g_set_diag_v3(df__gfn *c);
+DF_PRIVATE void df__k_euclidean_norm(df__kctx *c);
+DF_PRIVATE void df__g_euclidean_norm(df__gfn *c);
+DF_PRIVATE void df__k_la_binary(df__kctx *c);
+DF_PRIVATE void df__k_la_unary(df__kctx *c);
+DF_PRIVATE void df__g_la_binary(df__gfn *c);
+DF_PRIVATE void df__g_la_unary(df__gfn *c);
+DF_PRIVATE df_code df__sf_la_pad(df__shape_ctx *c);
+DF_PRIVATE void df__k_pad_v2(df__kctx *c);
+DF_PRIVATE void df__k_mirror_pad(df__kctx *c);
+DF_PRIVATE void df__g_mirror_pad(df__gfn *c);
 /* ---- end of src/kernels/linalg.c ---- */
 
 /* ---- from src/kernels/nn_extra.c ---- */

@@ -358,6 +358,34 @@ static const df__opspec df__op_table[] = {
     /* ---- index ops: end ---- */
 
     /* ---- linalg ops (src/kernels/linalg.c): begin ---- */
+    {"Einsum", "inputs:N*T", "output:T", "equation:string,N:int>=1,T:type", df__sf_einsum, df__k_einsum, DF__OP_EXPENSIVE, 0},
+    {"TopKV2", "input:T,k:Tk", "values:T,indices:index_type", "sorted:bool=true,T:type" DF__NUM ",Tk:type{int32,int64}=int32,"
+     "index_type:type{int32,int64}=int32", df__sf_topk, df__k_topk, DF__OP_EXPENSIVE, 0},
+    {"Cumsum", "x:T,axis:Tidx", "out:T", "exclusive:bool=false,reverse:bool=false,T:type" DF__NUM ",Tidx:type{int32,int64}=int32",
+     df__sf_same, df__k_cumsum, DF__OP_EXPENSIVE, 0},
+    {"MatrixBandPart", "input:T,num_lower:Tindex,num_upper:Tindex", "band:T", "T:type,Tindex:type{int32,int64}=int64",
+     df__sf_same, df__k_band_part, DF__OP_EXPENSIVE, 0},
+    {"MatrixDiagPartV3", "input:T,k:int32,padding_value:T", "diagonal:T", "T:type,align:string=RIGHT_LEFT",
+     df__sf_diag_part_v3, df__k_diag_part_v3, DF__OP_EXPENSIVE, 0},
+    {"MatrixDiagV3", "diagonal:T,k:int32,num_rows:int32,num_cols:int32,padding_value:T", "output:T", "T:type,align:string=RIGHT_LEFT",
+     df__sf_diag_v3, df__k_diag_v3, DF__OP_EXPENSIVE, 0},
+    {"MatrixSetDiagV3", "input:T,diagonal:T,k:int32", "output:T", "T:type,align:string=RIGHT_LEFT",
+     df__sf_same, df__k_set_diag_v3, DF__OP_EXPENSIVE, 0},
+    {"EuclideanNorm", "input:T,reduction_indices:Tidx", "output:T", "keep_dims:bool=false,T:type" DF__FLT ",Tidx:type{int32,int64}=int32",
+     df__sf_reduce, df__k_euclidean_norm, DF__OP_EXPENSIVE, 0},
+    {"DivNoNan", "x:T,y:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_la_binary, DF__OP_EXPENSIVE, DF__LA_DIV_NO_NAN},
+    {"Xdivy", "x:T,y:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_la_binary, DF__OP_EXPENSIVE, DF__LA_XDIVY},
+    {"Xlogy", "x:T,y:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_la_binary, DF__OP_EXPENSIVE, DF__LA_XLOGY},
+    {"Xlog1py", "x:T,y:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_la_binary, DF__OP_EXPENSIVE, DF__LA_XLOG1PY},
+    {"Polygamma", "a:T,x:T", "z:T", "T:type" DF__FLT, df__sf_binary, df__k_la_binary, DF__OP_EXPENSIVE, DF__LA_POLYGAMMA},
+    {"Lgamma", "x:T", "y:T", "T:type" DF__FLT, df__sf_same, df__k_la_unary, DF__OP_EXPENSIVE, DF__LA_LGAMMA},
+    {"Digamma", "x:T", "y:T", "T:type" DF__FLT, df__sf_same, df__k_la_unary, DF__OP_EXPENSIVE, DF__LA_DIGAMMA},
+    {"PadV2", "input:T,paddings:Tpaddings,constant_values:T", "output:T", "T:type,Tpaddings:type{int32,int64}=int32",
+     df__sf_la_pad, df__k_pad_v2, DF__OP_EXPENSIVE, 0},
+    {"MirrorPad", "input:T,paddings:Tpaddings", "output:T", "T:type,Tpaddings:type{int32,int64}=int32,mode:string",
+     df__sf_la_pad, df__k_mirror_pad, DF__OP_EXPENSIVE, 0},
+    {"MirrorPadGrad", "input:T,paddings:Tpaddings", "output:T", "T:type,Tpaddings:type{int32,int64}=int32,mode:string",
+     df__sf_la_pad, df__k_mirror_pad, DF__OP_EXPENSIVE, 0},
     /* ---- linalg ops: end ---- */
 
     /* ---- nn_extra ops (src/kernels/nn_extra.c): begin ---- */

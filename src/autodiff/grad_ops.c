@@ -918,6 +918,12 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     /* ---- index gradients: end ---- */
 
     /* ---- linalg gradients (src/kernels/linalg.c): begin ---- */
+    {"Einsum", df__g_einsum}, {"TopKV2", df__g_topk}, {"Cumsum", df__g_cumsum}, {"Cumprod", df__g_cumprod},
+    {"MatrixBandPart", df__g_band_part}, {"MatrixDiagV3", df__g_diag_v3}, {"MatrixDiagPartV3", df__g_diag_part_v3},
+    {"MatrixSetDiagV3", df__g_set_diag_v3}, {"EuclideanNorm", df__g_euclidean_norm},
+    {"DivNoNan", df__g_la_binary}, {"Xdivy", df__g_la_binary}, {"Xlogy", df__g_la_binary}, {"Xlog1py", df__g_la_binary},
+    {"Polygamma", df__g_la_binary}, {"Lgamma", df__g_la_unary}, {"Digamma", df__g_la_unary},
+    {"PadV2", df__g_pad}, {"MirrorPad", df__g_mirror_pad}, {"MirrorPadGrad", df__g_mirror_pad},
     /* ---- linalg gradients: end ---- */
 
     /* ---- nn_extra gradients (src/kernels/nn_extra.c): begin ---- */

@@ -345,7 +345,7 @@ DF_PRIVATE void df__k_binary(df__kctx *c) {
     case DF__U_SIGMOID: DF__UNARY_LOOP(T, v >= 0 ? (T)1 / ((T)1 + EXP(-v)) : EXP(v) / ((T)1 + EXP(v))) break; \
     case DF__U_RELU: DF__UNARY_LOOP(T, v > 0 ? v : (v != v ? v : (T)0)) break;             \
     case DF__U_ABS: DF__UNARY_LOOP(T, v < 0 ? -v : v) break;                               \
-    case DF__U_SIGN: DF__UNARY_LOOP(T, v > 0 ? (T)1 : v < 0 ? (T)-1 : v) break;            \
+    case DF__U_SIGN: DF__UNARY_LOOP(T, v > 0 ? (T)1 : v < 0 ? (T)-1 : v == 0 ? (T)0 : v) break; \
     case DF__U_RECIPROCAL: DF__UNARY_LOOP(T, (T)1 / v) break;                              \
     case DF__U_FLOOR: DF__UNARY_LOOP(T, FLOOR(v)) break;                                   \
     default: ok = 0;                                                                       \
