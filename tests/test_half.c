@@ -162,3 +162,281 @@ DF_TEST(bfloat16_ops_match_tensorflow_bit_for_bit) {
         CHECK_MSG(bad == 0, "bfloat16 %s (%d differ)", why, bad);
     }
 }
+
+/* ---- a two-layer MLP in half and bfloat16 (tests/half/make_mlp.py) ---- */
+static const float MLP_H_Y[] = {-0.60400390625, 0.424560546875, -0.69189453125, 0.93701171875, 0.08184814453125, -0.9140625, -0.19287109375, 0.0, 0.19287109375, 0.87353515625, 0.08184814453125, -0.93701171875};
+static const float MLP_H_LOSS[] = {0.372314453125};
+static const float MLP_H_GW1[] = {-0.140869140625, -0.0019683837890625, 0.0109405517578125, -0.003173828125, -0.030853271484375, 0.0082244873046875, 0.07080078125, 0.0252685546875, -0.0328369140625, 0.061004638671875, 0.03485107421875, -0.0246734619140625, -0.07635498046875, 0.00970458984375, 0.04376220703125, 0.0169219970703125, -0.002689361572265625, 0.03289794921875, 0.1353759765625, -0.059234619140625, 0.0, -0.0098724365234375, -0.0254364013671875, 0.0, 0.04931640625, 0.0213775634765625, -0.04376220703125, -0.0733642578125, 0.0254669189453125, -0.03289794921875};
+static const float MLP_H_GB1[] = {0.0860595703125, 0.01556396484375, 0.04376220703125, 0.02679443359375, 0.03753662109375, 0.03289794921875};
+static const float MLP_H_GW2[] = {-0.06536865234375, 0.0704345703125, -0.07427978515625, -0.0127105712890625, 0.039459228515625, -0.0509033203125, 0.054901123046875, 0.0215911865234375, -0.0303802490234375, 0.01523590087890625, 0.0156707763671875, -0.01416015625, -0.0279388427734375, 0.06097412109375, -0.075927734375, 0.0290679931640625, 0.0114288330078125, -0.016082763671875};
+static const float MLP_H_GB2[] = {-0.0413818359375, 0.0850830078125, -0.07330322265625};
+static const float MLP_B_Y[] = {-0.60546875, 0.423828125, -0.69140625, 0.9375, 0.08203125, -0.9140625, -0.1923828125, 0.0, 0.1923828125, 0.87109375, 0.08203125, -0.9375};
+static const float MLP_B_LOSS[] = {0.37109375};
+static const float MLP_B_GW1[] = {-0.1416015625, -0.0020751953125, 0.01104736328125, -0.00299072265625, -0.0308837890625, 0.00830078125, 0.0712890625, 0.0252685546875, -0.033203125, 0.060546875, 0.03466796875, -0.02490234375, -0.0771484375, 0.0096435546875, 0.044189453125, 0.017333984375, -0.0027618408203125, 0.033203125, 0.1357421875, -0.05908203125, 0.0, -0.009765625, -0.0250244140625, 0.0, 0.050048828125, 0.0213623046875, -0.044189453125, -0.07373046875, 0.025390625, -0.033203125};
+static const float MLP_B_GB1[] = {0.08544921875, 0.015625, 0.044189453125, 0.027099609375, 0.03759765625, 0.033203125};
+static const float MLP_B_GW2[] = {-0.06494140625, 0.07080078125, -0.07421875, -0.0128173828125, 0.03955078125, -0.051025390625, 0.05615234375, 0.0216064453125, -0.0301513671875, 0.015380859375, 0.015625, -0.0140380859375, -0.028076171875, 0.06103515625, -0.076171875, 0.0296630859375, 0.01141357421875, -0.0159912109375};
+static const float MLP_B_GB2[] = {-0.041015625, 0.08544921875, -0.0732421875};
+static df_tensor *formula_tensor(df_dtype t, int rank, const int64_t *dims, int mul, int mod, int off, float div) {
+    df_status st;
+    df_tensor *x = df_tensor_new(t, rank, dims, &st);
+    uint16_t *p = (uint16_t *)df_tensor_data(x);
+    for (int64_t i = 0; i < df_tensor_num_elements(x); i++) p[i] = to16(t, (float)((i * mul) % mod - off) / div);
+    return x;
+}
+static df_output bias_add(df_graph *g, df_output v, df_output b, df_dtype t) {
+    df_op_builder *bd = df_op_new(g, "BiasAdd", NULL);
+    df_op_add_input(bd, v);
+    df_op_add_input(bd, b);
+    df_op_set_attr_type(bd, "T", t);
+    return (df_output){df_op_finish(bd), 0};
+}
+/* Largest |ours - TensorFlow's| over |TensorFlow's| + floor, and the element where it is. */
+static double worst(const df_tensor *got, const float *want, int n, double floor_, int *at) {
+    double w = 0;
+    *at = -1;
+    if (df_tensor_num_elements(got) != n) return INFINITY;
+    for (int i = 0; i < n; i++) {
+        double a = from16(df_tensor_dtype(got), ((const uint16_t *)df_tensor_data(got))[i]);
+        double e = fabs(a - want[i]) / (fabs(want[i]) + floor_);
+        if (!(e <= w)) { w = e; *at = i; }
+    }
+    return w;
+}
+static void check_mlp(df_dtype t, const float *const want[6], const int n_want[6]) {
+    df_status st;
+    df_graph *g = df_graph_new();
+    const int64_t dx[2] = {4, 5}, dw1[2] = {5, 6}, db1[1] = {6}, dw2[2] = {6, 3}, db2[1] = {3};
+    df_tensor *v[5] = {formula_tensor(t, 2, dx, 7, 11, 5, 4), formula_tensor(t, 2, dw1, 5, 13, 6, 8),
+                       formula_tensor(t, 1, db1, 3, 7, 3, 8), formula_tensor(t, 2, dw2, 11, 17, 8, 8),
+                       formula_tensor(t, 1, db2, 2, 5, 2, 4)};
+    df_output p[5];
+    const char *names[5] = {"x", "w1", "b1", "w2", "b2"};
+    for (int i = 0; i < 5; i++) p[i] = df_placeholder(g, names[i], t, -1, NULL);
+    df_output h = df_relu(g, bias_add(g, df_matmul(g, p[0], p[1], 0, 0), p[2], t));
+    df_output y = df_tanh(g, bias_add(g, df_matmul(g, h, p[3], 0, 0), p[4], t));
+    const int32_t axes[2] = {0, 1};
+    df_output loss = df_reduce_mean(g, df_square(g, y), 2, axes, 0);
+    df_output fetch[6] = {y, loss};
+    CHECK_EQ_INT(df_gradients(g, 1, &loss, NULL, 4, p + 1, fetch + 2), DF_OK);
+    df_session *s = df_session_new(g, NULL, &st);
+    CHECK_OK(&st);
+    df_tensor *out[6] = {NULL};
+    if (s) df_session_run(s, p, v, 5, fetch, out, 6, NULL, 0, &st);
+    CHECK_OK(&st);
+    for (int i = 0; st.code == DF_OK && i < 6; i++) {
+        int at;
+        CHECK_EQ_INT(df_tensor_dtype(out[i]), t);
+        /* forward: TensorFlow's bits; gradients: TensorFlow's graph rounds in other places
+           (its TanhGrad and Mean's gradient round each step), so within a few units in the last place */
+        double tol = i < 2 ? 0 : t == DF_HALF ? 4e-3 : 3e-2, w = worst(out[i], want[i], n_want[i], i < 2 ? 1 : 0.02, &at);
+        CHECK_MSG(w <= tol, "%s output %d element %d: %.9g vs TensorFlow's %.9g", df_dtype_name(t), i, at,
+                  at >= 0 ? from16(t, ((const uint16_t *)df_tensor_data(out[i]))[at]) : NAN, at >= 0 ? want[i][at] : NAN);
+    }
+    for (int i = 0; i < 6; i++) df_tensor_release(out[i]);
+    for (int i = 0; i < 5; i++) df_tensor_release(v[i]);
+    df_session_free(s);
+    df_graph_free(g);
+}
+DF_TEST(half_mlp_forward_and_gradients_match_tensorflow) {
+    const float *const h[6] = {MLP_H_Y, MLP_H_LOSS, MLP_H_GW1, MLP_H_GB1, MLP_H_GW2, MLP_H_GB2};
+    const int nh[6] = {LEN(MLP_H_Y), LEN(MLP_H_LOSS), LEN(MLP_H_GW1), LEN(MLP_H_GB1), LEN(MLP_H_GW2), LEN(MLP_H_GB2)};
+    check_mlp(DF_HALF, h, nh);
+    const float *const b[6] = {MLP_B_Y, MLP_B_LOSS, MLP_B_GW1, MLP_B_GB1, MLP_B_GW2, MLP_B_GB2};
+    const int nb[6] = {LEN(MLP_B_Y), LEN(MLP_B_LOSS), LEN(MLP_B_GW1), LEN(MLP_B_GB1), LEN(MLP_B_GW2), LEN(MLP_B_GB2)};
+    check_mlp(DF_BFLOAT16, b, nb);
+}
+
+/* ---- Cast (TensorFlow 2.21's results) ---- */
+static df_tensor *run_cast(df_tensor *x, df_dtype to) {
+    df_status st;
+    df_graph *g = df_graph_new();
+    df_output p = df_placeholder(g, "x", df_tensor_dtype(x), -1, NULL), y = df_cast(g, p, to);
+    df_session *s = df_session_new(g, NULL, &st);
+    df_tensor *out = NULL;
+    if (s) df_session_run(s, &p, &x, 1, &y, &out, 1, NULL, 0, &st);
+    CHECK_OK(&st);
+    df_session_free(s);
+    df_graph_free(g);
+    return out;
+}
+static df_tensor *vec(df_dtype t, int n, const void *data) {
+    df_status st;
+    int64_t d = n;
+    df_tensor *x = df_tensor_new(t, 1, &d, &st);
+    memcpy(df_tensor_data(x), data, (size_t)n * df_dtype_size(t));
+    return x;
+}
+static void check_bits16(df_tensor *x, df_dtype to, const uint16_t *want, int n, const char *what) {
+    df_tensor *y = run_cast(x, to);
+    CHECK_MSG(y && df_tensor_dtype(y) == to && df_tensor_num_elements(y) == n, "%s: wrong result", what);
+    for (int i = 0; y && i < n && i < df_tensor_num_elements(y); i++)
+        CHECK_MSG(((const uint16_t *)df_tensor_data(y))[i] == want[i], "%s element %d: %#06x, TensorFlow %#06x", what, i,
+                  ((const uint16_t *)df_tensor_data(y))[i], want[i]);
+    df_tensor_release(y);
+    df_tensor_release(x);
+}
+static void check_ints(df_tensor *x, df_dtype to, const int64_t *want, int n, const char *what) {
+    df_tensor *y = run_cast(x, to);
+    CHECK_MSG(y && df_tensor_dtype(y) == to && df_tensor_num_elements(y) == n, "%s: wrong result", what);
+    for (int i = 0; y && i < n && i < df_tensor_num_elements(y); i++) {
+        const void *p = df_tensor_data(y);
+        int64_t v = to == DF_INT32 ? ((const int32_t *)p)[i] : to == DF_INT64 ? ((const int64_t *)p)[i] : to == DF_UINT8 ? ((const uint8_t *)p)[i]
+                  : to == DF_INT8 ? ((const int8_t *)p)[i] : ((const uint8_t *)p)[i];
+        CHECK_MSG(v == want[i], "%s element %d: %lld, TensorFlow %lld", what, i, (long long)v, (long long)want[i]);
+    }
+    df_tensor_release(y);
+    df_tensor_release(x);
+}
+DF_TEST(half_cast_matches_tensorflow) {
+    const float f[] = {1.0009765625f, 1.00048828125f, 1.00146484375f, 65519.0f, 65520.0f, -65536.0f, 5.960464477539063e-08f,
+                       2.9802322387695312e-08f, 2.98023259e-08f, 1e-9f, -0.0f, NAN, INFINITY, 3.14159265f, 1.00390625f, 1.005859375f};
+    const uint16_t fh[] = {0x3c01, 0x3c00, 0x3c02, 0x7bff, 0x7c00, 0xfc00, 0x0001, 0x0000, 0x0001, 0x0000, 0x8000, 0x7e00, 0x7c00, 0x4248, 0x3c04, 0x3c06};
+    const uint16_t fb[] = {0x3f80, 0x3f80, 0x3f80, 0x4780, 0x4780, 0xc780, 0x3380, 0x3300, 0x3300, 0x3089, 0x8000, 0x7fc0, 0x7f80, 0x4049, 0x3f80, 0x3f81};
+    check_bits16(vec(DF_FLOAT, 16, f), DF_HALF, fh, 16, "float to half");
+    check_bits16(vec(DF_FLOAT, 16, f), DF_BFLOAT16, fb, 16, "float to bfloat16");
+    const double d[] = {1.0004882812500001, 0.1, 1e300, -7.5};     /* through float: rounded twice, as TensorFlow */
+    const uint16_t dh[] = {0x3c00, 0x2e66, 0x7c00, 0xc780}, db[] = {0x3f80, 0x3dcd, 0x7f80, 0xc0f0};
+    check_bits16(vec(DF_DOUBLE, 4, d), DF_HALF, dh, 4, "double to half");
+    check_bits16(vec(DF_DOUBLE, 4, d), DF_BFLOAT16, db, 4, "double to bfloat16");
+    const int32_t i32[] = {70000, 2049, 2051, -3, 16777217, 0};
+    const uint16_t ih[] = {0x7c00, 0x6800, 0x6802, 0xc200, 0x7c00, 0x0000}, ib[] = {0x4789, 0x4500, 0x4500, 0xc040, 0x4b80, 0x0000};
+    check_bits16(vec(DF_INT32, 6, i32), DF_HALF, ih, 6, "int32 to half");
+    check_bits16(vec(DF_INT32, 6, i32), DF_BFLOAT16, ib, 6, "int32 to bfloat16");
+    const float hv[] = {-2.5f, 2.75f, 65504.0f, -65504.0f, 300.0f, -1.0f, 0.5f, -0.0f, INFINITY, -INFINITY, NAN};
+    uint16_t h16[11], b16[11];
+    for (int i = 0; i < 11; i++) { h16[i] = df_float_to_half(hv[i]); b16[i] = df_float_to_bfloat16(hv[i]); }
+    const int64_t m = INT32_MIN, m64 = INT64_MIN;
+    const int64_t h_i32[] = {-2, 2, 65504, -65504, 300, -1, 0, 0, m, m, m}, b_i32[] = {-2, 2, 65536, -65536, 300, -1, 0, 0, m, m, m};
+    const int64_t h_i64[] = {-2, 2, 65504, -65504, 300, -1, 0, 0, m64, m64, m64};
+    const int64_t h_u8[] = {254, 2, 224, 32, 44, 255, 0, 0, 0, 0, 0}, b_u8[] = {0, 2, 255, 0, 255, 0, 0, 0, 0, 0, 0};
+    const int64_t h_i8[] = {-2, 2, -32, 32, 44, -1, 0, 0, 0, 0, 0}, b_i8[] = {-2, 2, 127, -128, 127, -1, 0, 0, 0, 0, 0};
+    const int64_t bools[] = {1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1};
+    check_ints(vec(DF_HALF, 11, h16), DF_INT32, h_i32, 11, "half to int32");
+    check_ints(vec(DF_BFLOAT16, 11, b16), DF_INT32, b_i32, 11, "bfloat16 to int32");
+    check_ints(vec(DF_HALF, 11, h16), DF_INT64, h_i64, 11, "half to int64");
+    check_ints(vec(DF_HALF, 11, h16), DF_UINT8, h_u8, 11, "half to uint8 (wraps)");
+    check_ints(vec(DF_BFLOAT16, 11, b16), DF_UINT8, b_u8, 11, "bfloat16 to uint8 (saturates)");
+    check_ints(vec(DF_HALF, 8, h16), DF_INT8, h_i8, 8, "half to int8");
+    check_ints(vec(DF_BFLOAT16, 8, b16), DF_INT8, b_i8, 8, "bfloat16 to int8");
+    check_ints(vec(DF_HALF, 11, h16), DF_BOOL, bools, 11, "half to bool");
+    const uint16_t h2b[] = {0xc020, 0x4030, 0x4780, 0xc780, 0x4396, 0xbf80, 0x3f00, 0x8000};
+    const uint16_t b2h[] = {0xc100, 0x4180, 0x7c00, 0xfc00, 0x5cb0, 0xbc00, 0x3800, 0x8000};
+    check_bits16(vec(DF_HALF, 8, h16), DF_BFLOAT16, h2b, 8, "half to bfloat16");
+    check_bits16(vec(DF_BFLOAT16, 8, b16), DF_HALF, b2h, 8, "bfloat16 to half");
+    /* and back to float exactly */
+    df_tensor *hx = vec(DF_HALF, 11, h16), *y = run_cast(hx, DF_FLOAT);
+    df_tensor_release(hx);
+    for (int i = 0; y && i < 8; i++) CHECK_MSG(((const float *)df_tensor_data(y))[i] == df_half_to_float(h16[i]), "half to float %d", i);
+    df_tensor_release(y);
+}
+
+/* ---- data movement: 2-byte elements moved as they are ---- */
+static df_output op_in(df_graph *g, const char *op, int n, const df_output *ins, df_dtype t) {
+    df_op_builder *b = df_op_new(g, op, NULL);
+    for (int i = 0; i < n; i++) df_op_add_input(b, ins[i]);
+    if (t) df_op_set_attr_type(b, "T", t);
+    return (df_output){df_op_finish(b), 0};
+}
+static df_output i32v(df_graph *g, int n, const int32_t *v) {
+    df_status st;
+    int64_t d = n;
+    df_tensor *x = df_tensor_new(DF_INT32, 1, &d, &st);
+    memcpy(df_tensor_data(x), v, (size_t)n * 4);
+    df_output o = df_const(g, x);
+    df_tensor_release(x);
+    return o;
+}
+DF_TEST(half_data_movement_moves_two_byte_elements) {
+    for (int k = 0; k < 2; k++) {
+        df_dtype t = k ? DF_BFLOAT16 : DF_HALF;
+        df_status st;
+        df_graph *g = df_graph_new();
+        const int64_t d23[2] = {2, 3};
+        df_tensor *x = df_tensor_new(t, 2, d23, &st);
+        uint16_t *xp = (uint16_t *)df_tensor_data(x);
+        for (int i = 0; i < 6; i++) xp[i] = to16(t, (float)(i + 1) * 0.5f);   /* 0.5 1 1.5 / 2 2.5 3 */
+        df_output p = df_placeholder(g, "x", t, 2, d23);
+        const int32_t perm[2] = {1, 0}, pads[4] = {0, 1, 1, 0}, begin[2] = {0, 1}, size[2] = {2, 2}, idx[3] = {2, 0, 2};
+        const int32_t mult[2] = {1, 2}, axis0[1] = {0};
+        df_output tr = op_in(g, "Transpose", 2, (df_output[]){p, i32v(g, 2, perm)}, 0);
+        df_output pad = op_in(g, "Pad", 2, (df_output[]){p, df_reshape(g, i32v(g, 4, pads), 2, (const int64_t[]){2, 2})}, 0);
+        df_output sl = op_in(g, "Slice", 3, (df_output[]){p, i32v(g, 2, begin), i32v(g, 2, size)}, 0);
+        df_output ga = op_in(g, "GatherV2", 3, (df_output[]){p, i32v(g, 3, idx), df_scalar_i32(g, 1)}, 0);
+        df_output ti = op_in(g, "Tile", 2, (df_output[]){p, i32v(g, 2, mult)}, 0);
+        df_op_builder *cb = df_op_new(g, "ConcatV2", NULL);
+        df_op_add_input_list(cb, (df_output[]){p, p}, 2);
+        df_op_add_input(cb, df_reshape(g, i32v(g, 1, axis0), 0, NULL));
+        df_output cc = {df_op_finish(cb), 0};
+        df_output sel = df_select(g, df_less(g, df_cast(g, p, DF_FLOAT), df_scalar_f32(g, 1.2f)), p, df_neg(g, p));
+        df_output ones = op_in(g, "OnesLike", 1, &p, t), zeros = op_in(g, "ZerosLike", 1, &p, t);
+        df_tensor *out[9] = {NULL};
+        df_session *s = df_session_new(g, NULL, &st);
+        CHECK_OK(&st);
+        df_output all[9] = {tr, pad, sl, ga, ti, cc, sel, ones, zeros};
+        if (s) df_session_run(s, &p, &x, 1, all, out, 9, NULL, 0, &st);
+        CHECK_OK(&st);
+        if (st.code == DF_OK) {
+            /* expected, as element numbers of x (-1: zero padding, -2: one, 10+i: -x[i]) */
+            static const int want_tr[] = {0, 3, 1, 4, 2, 5}, want_pad[] = {-1, 0, 1, 2, -1, 3, 4, 5, -1, -1, -1, -1};
+            static const int want_sl[] = {1, 2, 4, 5}, want_ga[] = {2, 0, 2, 5, 3, 5};
+            static const int want_ti[] = {0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5}, want_cc[] = {0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5};
+            static const int want_sel[] = {0, 1, 12, 13, 14, 15}, want_ones[] = {-2, -2, -2, -2, -2, -2}, want_zero[] = {-1, -1, -1, -1, -1, -1};
+            const int *want[9] = {want_tr, want_pad, want_sl, want_ga, want_ti, want_cc, want_sel, want_ones, want_zero};
+            const int nw[9] = {6, 12, 4, 6, 12, 12, 6, 6, 6};
+            for (int f = 0; f < 9; f++) {
+                CHECK_MSG(df_tensor_dtype(out[f]) == t && df_tensor_num_elements(out[f]) == nw[f], "%s fetch %d: %s of %lld",
+                          df_dtype_name(t), f, df_dtype_name(df_tensor_dtype(out[f])), (long long)df_tensor_num_elements(out[f]));
+                if (df_tensor_num_elements(out[f]) != nw[f]) continue;
+                const uint16_t *o = (const uint16_t *)df_tensor_data(out[f]);
+                for (int i = 0; i < nw[f]; i++) {
+                    int w = want[f][i];
+                    uint16_t e = w == -1 ? 0 : w == -2 ? to16(t, 1.0f) : w >= 10 ? (uint16_t)(xp[w - 10] ^ 0x8000u) : xp[w];
+                    CHECK_MSG(o[i] == e, "%s fetch %d element %d: %#06x, want %#06x", df_dtype_name(t), f, i, o[i], e);
+                }
+            }
+        }
+        for (int i = 0; i < 9; i++) df_tensor_release(out[i]);
+        df_tensor_release(x);
+        df_session_free(s);
+        df_graph_free(g);
+    }
+}
+
+/* ---- bad input: a clear status naming the node ---- */
+DF_TEST(half_bad_input_names_the_node) {
+    df_status st;
+    df_graph *g = df_graph_new();
+    const int64_t d[2] = {2, 3};
+    df_output a = df_placeholder(g, "a", DF_HALF, -1, NULL), b = df_placeholder(g, "b", DF_HALF, -1, NULL);
+    df_op_builder *mb = df_op_new(g, "MatMul", "bad_product");
+    df_op_add_input(mb, a);
+    df_op_add_input(mb, b);
+    df_output m = {df_op_finish(mb), 0};
+    df_op_builder *sb = df_op_new(g, "Softmax", "bad_softmax");
+    df_op_add_input(sb, a);
+    df_output sm = {df_op_finish(sb), 0};
+    df_session *s = df_session_new(g, NULL, &st);
+    df_status tst;
+    df_tensor *x = df_tensor_new(DF_HALF, 2, d, &tst), *scalar = df_tensor_new(DF_HALF, 0, NULL, &tst), *out = NULL;
+    memset(df_tensor_data(x), 0, 12);
+    memset(df_tensor_data(scalar), 0, 2);
+    df_output feeds[2] = {a, b};
+    df_tensor *fv[2] = {x, x};
+    df_session_run(s, feeds, fv, 2, &m, &out, 1, NULL, 0, &st);     /* [2,3] x [2,3] */
+    CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "bad_product");
+    CHECK(out == NULL);
+    df_session_run(s, &a, &scalar, 1, &sm, &out, 1, NULL, 0, &st);   /* softmax of a scalar */
+    CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "bad_softmax");
+    df_tensor_release(out);
+    df_tensor_release(x);
+    df_tensor_release(scalar);
+    df_session_free(s);
+    /* a half MatMul with a float operand: an error at graph building naming the node */
+    df_output f = df_placeholder(g, "f", DF_FLOAT, -1, NULL);
+    df_op_builder *xb = df_op_new(g, "MatMul", "mixed_product");
+    df_op_add_input(xb, a);
+    df_op_add_input(xb, f);
+    df_op_finish(xb);
+    CHECK_STATUS(df_graph_status(g), DF_INVALID_ARGUMENT, "mixed_product");
+    df_graph_free(g);
+}
