@@ -440,3 +440,80 @@ DF_TEST(half_bad_input_names_the_node) {
     CHECK_STATUS(df_graph_status(g), DF_INVALID_ARGUMENT, "mixed_product");
     df_graph_free(g);
 }
+
+/* ---- gradients build and run on half graphs: the same graph in half, bfloat16 and float32
+   gives the same gradients up to the 16-bit rounding ---- */
+static df_output grad_graph(df_graph *g, df_output x, df_output w, df_output k, df_dtype t) {
+    /* conv + bias + relu, then elementwise ops, a softmax, reductions */
+    int64_t strides[4] = {1, 1, 1, 1};
+    df_op_builder *cb = df_op_new(g, "Conv2D", NULL);
+    df_op_add_input(cb, x);
+    df_op_add_input(cb, k);
+    df_op_set_attr_type(cb, "T", t);
+    df_op_set_attr_int_list(cb, "strides", strides, 4);
+    df_op_set_attr_string(cb, "padding", "SAME");
+    df_output c = {df_op_finish(cb), 0};                       /* [1, 4, 4, 2] */
+    df_output h = df_reshape(g, df_relu(g, c), 2, (const int64_t[]){4, 8});
+    df_output z = df_matmul(g, h, w, 0, 0);                   /* [4, 3] */
+    df_output e = df_add(g, df_mul(g, df_sigmoid(g, z), df_exp(g, df_neg(g, df_square(g, z)))), df_tanh(g, z));
+    df_output m = df_maximum(g, e, df_div(g, z, df_add(g, df_square(g, z), op1(g, "OnesLike", z, t))));
+    df_output sm = df_softmax(g, df_sub(g, m, op1(g, "Sqrt", df_add(g, df_square(g, z), df_exp(g, z)), t)));
+    const int32_t ax1[1] = {1}, ax0[1] = {0};
+    df_output s = df_add(g, df_reduce_sum(g, df_mul(g, sm, z), 1, ax1, 0), df_reduce_mean(g, op1(g, "Rsqrt", df_exp(g, z), t), 1, ax1, 0));
+    return df_reduce_sum(g, s, 1, ax0, 0);
+}
+static int grads_for(df_dtype t, double out[4][64], int n_out[4]) {
+    df_status st;
+    df_graph *g = df_graph_new();
+    const int64_t dx[4] = {1, 4, 4, 1}, dk[4] = {3, 3, 1, 2}, dw[2] = {8, 3};
+    df_output x = df_placeholder(g, "x", t, 4, dx), k = df_placeholder(g, "k", t, 4, dk), w = df_placeholder(g, "w", t, 2, dw);
+    df_output loss = grad_graph(g, x, w, k, t);
+    df_output wrt[3] = {x, k, w}, fetch[4] = {loss};
+    int ok = df_gradients(g, 1, &loss, NULL, 3, wrt, fetch + 1) == DF_OK;
+    CHECK_MSG(ok, "%s gradients: %s", df_dtype_name(t), df_graph_status(g)->message);
+    df_tensor *v[3] = {formula_tensor(DF_HALF, 4, dx, 7, 11, 5, 4), formula_tensor(DF_HALF, 4, dk, 5, 13, 6, 8),
+                       formula_tensor(DF_HALF, 2, dw, 3, 7, 3, 8)};
+    df_tensor *fv[3] = {NULL}, *out_t[4] = {NULL};
+    for (int i = 0; i < 3; i++) {        /* the same (half-representable) values in each type */
+        df_tensor *f = df_tensor_new(t, df_tensor_rank(v[i]), (const int64_t[]){df_tensor_dim(v[i], 0), df_tensor_rank(v[i]) > 1 ? df_tensor_dim(v[i], 1) : 1,
+                                     df_tensor_rank(v[i]) > 2 ? df_tensor_dim(v[i], 2) : 1, df_tensor_rank(v[i]) > 3 ? df_tensor_dim(v[i], 3) : 1}, &st);
+        for (int64_t j = 0; j < df_tensor_num_elements(f); j++) {
+            float val = df_half_to_float(((const uint16_t *)df_tensor_data(v[i]))[j]);
+            if (t == DF_FLOAT) ((float *)df_tensor_data(f))[j] = val;
+            else ((uint16_t *)df_tensor_data(f))[j] = to16(t, val);
+        }
+        fv[i] = f;
+    }
+    df_session *s = ok ? df_session_new(g, NULL, &st) : NULL;
+    if (s) df_session_run(s, wrt, fv, 3, fetch, out_t, 4, NULL, 0, &st);
+    if (s) CHECK_MSG(st.code == DF_OK, "%s: %s", df_dtype_name(t), st.message);
+    ok = s && st.code == DF_OK;
+    for (int i = 0; ok && i < 4; i++) {
+        CHECK_EQ_INT(df_tensor_dtype(out_t[i]), t);
+        n_out[i] = (int)df_tensor_num_elements(out_t[i]);
+        for (int j = 0; j < n_out[i] && j < 64; j++)
+            out[i][j] = t == DF_FLOAT ? ((const float *)df_tensor_data(out_t[i]))[j] : from16(t, ((const uint16_t *)df_tensor_data(out_t[i]))[j]);
+    }
+    for (int i = 0; i < 4; i++) df_tensor_release(out_t[i]);
+    for (int i = 0; i < 3; i++) { df_tensor_release(v[i]); df_tensor_release(fv[i]); }
+    df_session_free(s);
+    df_graph_free(g);
+    return ok;
+}
+DF_TEST(half_gradients_run_in_half_and_agree_with_float32) {
+    double ref[4][64], got[4][64];
+    int nr[4] = {0}, ng[4] = {0};
+    if (!grads_for(DF_FLOAT, ref, nr)) return;
+    for (int k = 0; k < 2; k++) {
+        df_dtype t = k ? DF_BFLOAT16 : DF_HALF;
+        if (!grads_for(t, got, ng)) continue;
+        for (int i = 0; i < 4; i++) {
+            CHECK_EQ_INT(ng[i], nr[i]);
+            double scale = 0;
+            for (int j = 0; j < nr[i]; j++) scale = fmax(scale, fabs(ref[i][j]));
+            for (int j = 0; j < nr[i] && j < ng[i]; j++)
+                CHECK_MSG(fabs(got[i][j] - ref[i][j]) <= (t == DF_HALF ? 0.02 : 0.1) * scale, "%s output %d element %d: %.6g, float32 %.6g",
+                          df_dtype_name(t), i, j, got[i][j], ref[i][j]);
+        }
+    }
+}
