@@ -517,3 +517,45 @@ DF_TEST(half_gradients_run_in_half_and_agree_with_float32) {
         }
     }
 }
+
+/* ---- the bulk conversions (F16C where the CPU has it, portable loops otherwise) agree with
+   the scalar ones of dataflow.h for every 16-bit pattern ---- */
+static void check_all_patterns(df_dtype t) {
+    df_status st;
+    df_graph *g = df_graph_new();
+    int64_t n = 65536;
+    df_tensor *x = df_tensor_new(t, 1, &n, &st);
+    for (int64_t i = 0; i < n; i++) ((uint16_t *)df_tensor_data(x))[i] = (uint16_t)i;
+    df_output p = df_placeholder(g, "x", t, 1, &n);
+    df_output three = df_cast(g, df_scalar_f32(g, 3.0f), t);
+    df_output y[2] = {df_div(g, p, three), df_maximum(g, p, p)};
+    df_session *s = df_session_new(g, NULL, &st);
+    df_tensor *out[2] = {NULL};
+    if (s) df_session_run(s, &p, &x, 1, y, out, 2, NULL, 0, &st);
+    CHECK_OK(&st);
+    int bad = 0;
+    for (int64_t i = 0; st.code == DF_OK && i < n && bad < 5; i++) {
+        float v = from16(t, (uint16_t)i);
+        uint16_t want = to16(t, v / 3.0f), got = ((const uint16_t *)df_tensor_data(out[0]))[i];
+        uint16_t same = ((const uint16_t *)df_tensor_data(out[1]))[i];
+        int nan = v != v;
+        if (nan ? from16(t, got) == from16(t, got) || from16(t, same) == from16(t, same) : got != want || same != (uint16_t)i) {
+            bad++;
+            CHECK_MSG(0, "%s (%s kernels) pattern %#06llx: x/3 %#06x want %#06x, max(x,x) %#06x", df_dtype_name(t),
+                      df_kernel_isa(), (unsigned long long)i, got, want, same);
+        }
+    }
+    df_tensor_release(out[0]);
+    df_tensor_release(out[1]);
+    df_tensor_release(x);
+    df_session_free(s);
+    df_graph_free(g);
+}
+DF_TEST(half_conversions_agree_for_every_pattern) {
+    check_all_patterns(DF_HALF);
+    check_all_patterns(DF_BFLOAT16);
+    CHECK_EQ_INT(df_set_kernel_isa("portable"), DF_OK);
+    check_all_patterns(DF_HALF);
+    check_all_patterns(DF_BFLOAT16);
+    df_set_kernel_isa("auto");
+}
