@@ -7926,7 +7926,7 @@ static void df__half_cvt_share(void *arg, int64_t lo, int64_t hi) {
 }
 static void df__half_convert(df__kctx *c, df_dtype t, int to_float, const void *src, void *dst, int64_t n) {
     df__half_cvt j = {src, dst, t, to_float};
-    if (n < (1 << 17)) df__half_cvt_share(&j, 0, n);
+    if (n < (1 << 15)) df__half_cvt_share(&j, 0, n);
     else df__parallel_for(c->ipool, n, 4096, df__ipool_threads(c->ipool), df__half_cvt_share, &j);
 }
 
@@ -8016,12 +8016,22 @@ static const df__half_op df__half_ops[] = {
 #define DF__HALF_N_OPS ((int)(sizeof df__half_ops / sizeof *df__half_ops))
 static struct { const df__opdef *op; df__kernel_fn fn; int mode; } df__half_orig[DF__HALF_N_OPS];
 static int df__half_n_orig;
+/* op index in the registry -> 1 + its df__half_orig entry, so the wrapper finds the float
+   kernel without a search (NULL when it could not be allocated: then it searches) */
+static unsigned char *df__half_slot;
+static const df__opdef *df__half_base;
+static int df__half_n_ops;
 
 static void df__k_half(df__kctx *c);
 /* Called once while the registry is built: widens T and puts the wrapper in front. */
 static void df__half_register(df__opdef *ops, int n_ops) {
     uint32_t bits = df__type_bit(DF_HALF) | df__type_bit(DF_BFLOAT16);
     df__half_n_orig = 0;
+    DF_FREE(df__half_slot);          /* (a registry build retried after running out of memory) */
+    df__half_slot = (unsigned char *)DF_MALLOC((size_t)(n_ops > 0 ? n_ops : 1));
+    if (df__half_slot) memset(df__half_slot, 0, (size_t)(n_ops > 0 ? n_ops : 1));
+    df__half_base = ops;
+    df__half_n_ops = n_ops;
     for (int i = 0; i < DF__HALF_N_OPS; i++)
         for (int k = 0; k < n_ops; k++) {
             df__opdef *op = &ops[k];
@@ -8032,6 +8042,7 @@ static void df__half_register(df__opdef *ops, int n_ops) {
             df__half_orig[df__half_n_orig].op = op;
             df__half_orig[df__half_n_orig].fn = op->kernels[DF__DEV_CPU].fn;
             df__half_orig[df__half_n_orig++].mode = df__half_ops[i].mode;
+            if (df__half_slot) df__half_slot[k] = (unsigned char)df__half_n_orig;
             op->kernels[DF__DEV_CPU].fn = df__k_half;
             break;
         }
@@ -8178,7 +8189,9 @@ static void df__half_sigmoid(df__kctx *c, df_tensor *xf) {
 
 static void df__k_half(df__kctx *c) {
     int k = 0;
-    while (k < df__half_n_orig && df__half_orig[k].op != c->node->op) k++;
+    ptrdiff_t at = c->node->op - df__half_base;
+    if (df__half_slot && at >= 0 && at < df__half_n_ops && df__half_slot[at]) k = df__half_slot[at] - 1;
+    else while (k < df__half_n_orig && df__half_orig[k].op != c->node->op) k++;
     if (k == df__half_n_orig) { DF__KFAIL(c, DF_INTERNAL, "No kernel for %s", c->node->op->name); return; }
     df__kernel_fn fn = df__half_orig[k].fn;
     if (df__half_orig[k].mode == DF__HALF_CAST) {
