@@ -84,7 +84,7 @@ static void df__half_cvt_share(void *arg, int64_t lo, int64_t hi) {
 }
 static void df__half_convert(df__kctx *c, df_dtype t, int to_float, const void *src, void *dst, int64_t n) {
     df__half_cvt j = {src, dst, t, to_float};
-    if (n < (1 << 15)) df__half_cvt_share(&j, 0, n);
+    if (n < (1 << 17)) df__half_cvt_share(&j, 0, n);
     else df__parallel_for(c->ipool, n, 4096, df__ipool_threads(c->ipool), df__half_cvt_share, &j);
 }
 
