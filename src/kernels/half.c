@@ -151,28 +151,38 @@ static void df__eigen_sum_outer(const float *x, int64_t outer, int64_t red, int6
 }
 
 /* ---- the wrapper ---- */
-enum { DF__HALF_CONVERT, DF__HALF_REDUCE, DF__HALF_SOFTMAX, DF__HALF_CAST, DF__HALF_SIGMOID };
-typedef struct df__half_op { const char *name; int mode; } df__half_op;
+enum { DF__HALF_CONVERT, DF__HALF_REDUCE, DF__HALF_SOFTMAX, DF__HALF_CAST, DF__HALF_STEP };
+/* elementwise ops whose TensorFlow CPU kernel rounds after each step on 16-bit types */
+enum { DF__HS_SIGMOID = 1, DF__HS_TANH_GRAD, DF__HS_SIGMOID_GRAD, DF__HS_SQRT_GRAD, DF__HS_RSQRT_GRAD, DF__HS_RECIP_GRAD,
+       DF__HS_SQDIFF, DF__HS_SOFTPLUS, DF__HS_ELU, DF__HS_SELU, DF__HS_LEAKY_RELU, DF__HS_SOFTPLUS_GRAD, DF__HS_ELU_GRAD,
+       DF__HS_ADD_N };
+typedef struct df__half_op { const char *name; int mode, step; } df__half_op;
 static const df__half_op df__half_ops[] = {
-    {"MatMul", 0}, {"BatchMatMulV2", 0}, {"Conv2D", 0}, {"Conv2DBackpropInput", 0}, {"Conv2DBackpropFilter", 0},
-    {"BiasAdd", 0}, {"BiasAddGrad", 0}, {"MaxPool", 0}, {"AvgPool", 0}, {"MaxPoolGrad", 0}, {"AvgPoolGrad", 0},
-    {"AddV2", 0}, {"Add", 0}, {"Sub", 0}, {"Mul", 0}, {"RealDiv", 0}, {"Div", 0}, {"Maximum", 0}, {"Minimum", 0},
-    {"Pow", 0}, {"SquaredDifference", 0}, {"FloorDiv", 0}, {"FloorMod", 0},
-    {"Less", 0}, {"LessEqual", 0}, {"Greater", 0}, {"GreaterEqual", 0}, {"Equal", 0}, {"NotEqual", 0},
-    {"Neg", 0}, {"Square", 0}, {"Abs", 0}, {"Sign", 0}, {"Relu", 0}, {"Sqrt", 0}, {"Rsqrt", 0}, {"Exp", 0},
-    {"Log", 0}, {"Tanh", 0}, {"Sigmoid", DF__HALF_SIGMOID}, {"Reciprocal", 0}, {"Floor", 0}, {"Ceil", 0}, {"Round", 0}, {"Rint", 0},
-    {"Sin", 0}, {"Cos", 0}, {"Tan", 0}, {"Log1p", 0}, {"Expm1", 0}, {"Erf", 0}, {"Erfc", 0},
-    {"IsFinite", 0}, {"IsNan", 0}, {"IsInf", 0}, {"Softplus", 0}, {"Softsign", 0}, {"Elu", 0}, {"Selu", 0},
-    {"LeakyRelu", 0}, {"Relu6", 0},
-    {"ReluGrad", 0}, {"TanhGrad", 0}, {"SigmoidGrad", 0}, {"SqrtGrad", 0}, {"RsqrtGrad", 0}, {"ReciprocalGrad", 0},
-    {"SoftplusGrad", 0}, {"SoftsignGrad", 0}, {"EluGrad", 0}, {"SeluGrad", 0}, {"LeakyReluGrad", 0}, {"Relu6Grad", 0},
-    {"Sum", DF__HALF_REDUCE}, {"Mean", DF__HALF_REDUCE}, {"Max", 0}, {"Min", 0}, {"Prod", 0}, {"ArgMax", 0}, {"ArgMin", 0},
-    {"Softmax", DF__HALF_SOFTMAX}, {"LogSoftmax", DF__HALF_SOFTMAX},
-    {"SoftmaxCrossEntropyWithLogits", 0}, {"SparseSoftmaxCrossEntropyWithLogits", 0},
-    {"Cast", DF__HALF_CAST}, {"AddN", 0}, {"L2Loss", 0}, {"UnsortedSegmentSum", 0}, {"Cumprod", 0}, {"AssignAdd", 0}, {"AssignSub", 0},
+    {"MatMul", 0, 0}, {"BatchMatMulV2", 0, 0}, {"Conv2D", 0, 0}, {"Conv2DBackpropInput", 0, 0},
+    {"Conv2DBackpropFilter", 0, 0}, {"BiasAdd", 0, 0}, {"BiasAddGrad", 0, 0}, {"MaxPool", 0, 0}, {"AvgPool", 0, 0},
+    {"MaxPoolGrad", 0, 0}, {"AvgPoolGrad", 0, 0}, {"AddV2", 0, 0}, {"Add", 0, 0}, {"Sub", 0, 0}, {"Mul", 0, 0},
+    {"RealDiv", 0, 0}, {"Div", 0, 0}, {"Maximum", 0, 0}, {"Minimum", 0, 0}, {"Pow", 0, 0},
+    {"SquaredDifference", DF__HALF_STEP, DF__HS_SQDIFF}, {"FloorDiv", 0, 0}, {"FloorMod", 0, 0}, {"Less", 0, 0},
+    {"LessEqual", 0, 0}, {"Greater", 0, 0}, {"GreaterEqual", 0, 0}, {"Equal", 0, 0}, {"NotEqual", 0, 0},
+    {"Neg", 0, 0}, {"Square", 0, 0}, {"Abs", 0, 0}, {"Sign", 0, 0}, {"Relu", 0, 0}, {"Sqrt", 0, 0}, {"Rsqrt", 0, 0},
+    {"Exp", 0, 0}, {"Log", 0, 0}, {"Tanh", 0, 0}, {"Sigmoid", DF__HALF_STEP, DF__HS_SIGMOID}, {"Reciprocal", 0, 0},
+    {"Floor", 0, 0}, {"Ceil", 0, 0}, {"Round", 0, 0}, {"Rint", 0, 0}, {"Sin", 0, 0}, {"Cos", 0, 0}, {"Tan", 0, 0},
+    {"Log1p", 0, 0}, {"Expm1", 0, 0}, {"Erf", 0, 0}, {"Erfc", 0, 0}, {"IsFinite", 0, 0}, {"IsNan", 0, 0},
+    {"IsInf", 0, 0}, {"Softplus", DF__HALF_STEP, DF__HS_SOFTPLUS}, {"Softsign", 0, 0},
+    {"Elu", DF__HALF_STEP, DF__HS_ELU}, {"Selu", DF__HALF_STEP, DF__HS_SELU},
+    {"LeakyRelu", DF__HALF_STEP, DF__HS_LEAKY_RELU}, {"Relu6", 0, 0}, {"ReluGrad", 0, 0},
+    {"TanhGrad", DF__HALF_STEP, DF__HS_TANH_GRAD}, {"SigmoidGrad", DF__HALF_STEP, DF__HS_SIGMOID_GRAD},
+    {"SqrtGrad", DF__HALF_STEP, DF__HS_SQRT_GRAD}, {"RsqrtGrad", DF__HALF_STEP, DF__HS_RSQRT_GRAD},
+    {"ReciprocalGrad", DF__HALF_STEP, DF__HS_RECIP_GRAD}, {"SoftplusGrad", DF__HALF_STEP, DF__HS_SOFTPLUS_GRAD},
+    {"SoftsignGrad", 0, 0}, {"EluGrad", DF__HALF_STEP, DF__HS_ELU_GRAD}, {"SeluGrad", 0, 0}, {"LeakyReluGrad", 0, 0},
+    {"Relu6Grad", 0, 0}, {"Sum", DF__HALF_REDUCE, 0}, {"Mean", DF__HALF_REDUCE, 0}, {"Max", 0, 0}, {"Min", 0, 0},
+    {"Prod", 0, 0}, {"ArgMax", 0, 0}, {"ArgMin", 0, 0}, {"Softmax", DF__HALF_SOFTMAX, 0},
+    {"LogSoftmax", DF__HALF_SOFTMAX, 0}, {"SoftmaxCrossEntropyWithLogits", 0, 0},
+    {"SparseSoftmaxCrossEntropyWithLogits", 0, 0}, {"Cast", DF__HALF_CAST, 0}, {"AddN", DF__HALF_STEP, DF__HS_ADD_N},
+    {"L2Loss", 0, 0}, {"UnsortedSegmentSum", 0, 0}, {"Cumprod", 0, 0}, {"AssignAdd", 0, 0}, {"AssignSub", 0, 0},
 };
 #define DF__HALF_N_OPS ((int)(sizeof df__half_ops / sizeof *df__half_ops))
-static struct { const df__opdef *op; df__kernel_fn fn; int mode; } df__half_orig[DF__HALF_N_OPS];
+static struct { const df__opdef *op; df__kernel_fn fn; int mode, step; } df__half_orig[DF__HALF_N_OPS];
 static int df__half_n_orig;
 /* op index in the registry -> 1 + its df__half_orig entry, so the wrapper finds the float
    kernel without a search (NULL when it could not be allocated: then it searches) */
@@ -199,6 +209,7 @@ DF_PRIVATE void df__half_register(df__opdef *ops, int n_ops) {
                     op->attrs[a].allowed |= bits;
             df__half_orig[df__half_n_orig].op = op;
             df__half_orig[df__half_n_orig].fn = op->kernels[DF__DEV_CPU].fn;
+            df__half_orig[df__half_n_orig].step = df__half_ops[i].step;
             df__half_orig[df__half_n_orig++].mode = df__half_ops[i].mode;
             if (df__half_slot) df__half_slot[k] = (unsigned char)df__half_n_orig;
             op->kernels[DF__DEV_CPU].fn = df__k_half;
@@ -334,15 +345,51 @@ static void df__half_cast(df__kctx *c, df_dtype to) {
     }
 }
 
-/* Sigmoid on a 16-bit type as Eigen's: e = exp(x), then e / (1 + e), each step rounded. */
-static void df__half_sigmoid(df__kctx *c, df_tensor *xf) {
+/* The elementwise ops whose TensorFlow kernel is an Eigen expression evaluated in the 16-bit
+   type: each operation rounds, so the steps are reproduced here (Eigen's functors: sigmoid
+   e / (1 + e) with e = exp(x); TanhGrad dy * (1 - y * y); SigmoidGrad (dy * y) * (1 - y);
+   SqrtGrad dy * (0.5 / y); RsqrtGrad (-0.5 * (dy * y)) * (y * y); ReciprocalGrad -dy * (y * y);
+   SquaredDifference (x - y)^2; Softplus log1p(exp(x)) between +-(log(eps) + 2); Elu, Selu
+   exp(x) - 1 scaled; LeakyRelu x * alpha; SoftplusGrad dy / (exp(-x) + 1); EluGrad (y + 1) * dy;
+   AddN left to right). Returns 0 when the inputs' shapes differ (broadcasting: the float
+   kernel then runs and rounds once). */
+static int df__half_step(df__kctx *c, int step, df_tensor *const *fin) {
     const df_tensor *x = c->in[0];
+    for (int i = 1; i < c->n_in; i++)
+        if (c->in[i]->n != x->n || c->in[i]->rank != x->rank || memcmp(c->in[i]->dims, x->dims, (size_t)x->rank * sizeof(int64_t)))
+            return 0;
     df__round_fn r = x->dtype == DF_HALF ? df__hr : df__bfr;
     df_tensor *o = df__k_alloc_like(c, 0, x->dtype, x);
-    if (!o) return;
-    float *v = (float *)xf->data;
-    for (int64_t i = 0; i < x->n; i++) { float e = r(expf(v[i])); v[i] = r(e / r(1.0f + e)); }
-    df__half_convert(c, x->dtype, 0, v, o->data, o->n);
+    if (!o) return 1;
+    float *a = (float *)fin[0]->data;                  /* the result goes in place of the first input */
+    const float *b = c->n_in > 1 ? (const float *)fin[1]->data : NULL;
+    float eps = x->dtype == DF_HALF ? 0.0009765625f : 0.0078125f;
+    const df__attr *al = df__node_attr(c->node, "alpha");
+    float thr = r(r(logf(eps)) + 2.0f), alpha = r(al && al->kind == DF__A_FLOAT ? al->u.f : 0.2f);
+    float scale = r(1.0507009873554805f), scale_alpha = r(1.7580993408473768f);
+    for (int64_t i = 0; i < x->n; i++) {
+        float v = a[i], w = b ? b[i] : 0, e;
+        switch (step) {
+        case DF__HS_SIGMOID: e = r(expf(v)); v = r(e / r(1.0f + e)); break;
+        case DF__HS_TANH_GRAD: v = r(w * r(1.0f - r(v * v))); break;              /* (y, dy) */
+        case DF__HS_SIGMOID_GRAD: v = r(r(w * v) * r(1.0f - v)); break;
+        case DF__HS_SQRT_GRAD: v = r(w * r(0.5f / v)); break;
+        case DF__HS_RSQRT_GRAD: v = r(r(-0.5f * r(w * v)) * r(v * v)) + 0.0f; break;   /* TF: +0, not -0 */
+        case DF__HS_RECIP_GRAD: v = r(-w * r(v * v)) + 0.0f; break;
+        case DF__HS_SQDIFF: e = r(v - w); v = r(e * e); break;
+        case DF__HS_SOFTPLUS: e = r(expf(v)); v = v > -thr ? v : v < thr ? e : r(log1pf(e)); break;
+        case DF__HS_ELU: if (v < 0) v = r(r(expf(v)) - 1.0f); break;
+        case DF__HS_SELU: v = v < 0 ? r(scale_alpha * r(r(expf(v)) - 1.0f)) : r(scale * v); break;
+        case DF__HS_LEAKY_RELU: if (!(v > 0)) v = r(v * alpha); break;
+        case DF__HS_SOFTPLUS_GRAD: v = r(v / r(r(expf(-w)) + 1.0f)); break;          /* (dy, x) */
+        case DF__HS_ELU_GRAD: if (w < 0) v = r(r(w + 1.0f) * v); break;              /* (dy, y) */
+        case DF__HS_ADD_N: for (int k = 1; k < c->n_in; k++) v = r(v + ((const float *)fin[k]->data)[i]); break;
+        default: break;
+        }
+        a[i] = v;
+    }
+    df__half_convert(c, x->dtype, 0, a, o->data, o->n);
+    return 1;
 }
 
 static void df__k_half(df__kctx *c) {
@@ -373,7 +420,7 @@ static void df__k_half(df__kctx *c) {
     int mode = df__half_orig[k].mode;
     if (mode == DF__HALF_REDUCE && t16 == DF_HALF) { df__half_reduce(c, fin[0]); goto done; }
     if (mode == DF__HALF_SOFTMAX && (t16 == DF_HALF || c->node->op->code == 1)) { df__half_softmax(c, fin[0]); goto done; }
-    if (mode == DF__HALF_SIGMOID) { df__half_sigmoid(c, fin[0]); goto done; }
+    if (mode == DF__HALF_STEP && df__half_step(c, df__half_orig[k].step, fin)) goto done;
     df__kctx sub = *c;
     sub.in = fin;
     sub.out = fout;
