@@ -615,3 +615,31 @@ DF_TEST(half_conversions_agree_for_every_pattern) {
     check_all_patterns(DF_BFLOAT16);
     df_set_kernel_isa("auto");
 }
+
+/* AddN of many half gradients (more inputs than the wrapper keeps on its stack): left to right,
+   rounding after each add, as TensorFlow's AddN on half */
+DF_TEST(half_add_n_of_many_inputs_rounds_each_add) {
+    df_status st;
+    df_graph *g = df_graph_new();
+    df_tensor *a = make_input('A', DF_HALF), *d = make_input('D', DF_HALF);
+    df_output ca = df_const(g, a), cd = df_const(g, d), ins[14];
+    for (int i = 0; i < 14; i++) ins[i] = i % 3 ? ca : cd;
+    df_output y = df_add_n(g, ins, 14);
+    df_session *s = df_session_new(g, NULL, &st);
+    df_tensor *out = NULL;
+    if (s) df_session_run(s, NULL, NULL, 0, &y, &out, 1, NULL, 0, &st);
+    CHECK_OK(&st);
+    for (int64_t j = 0; out && j < 24; j++) {
+        float v = 0;
+        for (int i = 0; i < 14; i++) {
+            uint16_t b = ((const uint16_t *)df_tensor_data(i % 3 ? a : d))[j];
+            v = i ? df_half_to_float(df_float_to_half(v + df_half_to_float(b))) : df_half_to_float(b);
+        }
+        CHECK_MSG(((const uint16_t *)df_tensor_data(out))[j] == df_float_to_half(v), "element %lld", (long long)j);
+    }
+    df_tensor_release(out);
+    df_tensor_release(a);
+    df_tensor_release(d);
+    df_session_free(s);
+    df_graph_free(g);
+}

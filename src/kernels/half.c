@@ -408,9 +408,19 @@ static void df__k_half(df__kctx *c) {
     df_dtype t16 = DF_FLOAT;
     for (int i = 0; i < c->n_in; i++) if (c->in[i] && df__is16(c->in[i]->dtype)) { t16 = c->in[i]->dtype; break; }
     if (t16 == DF_FLOAT) { fn(c); return; }       /* not a 16-bit node: the kernel itself */
-    df_tensor *fin[12] = {NULL}, *fout[4] = {NULL};
-    int converted[12] = {0};
-    if (c->n_in > 12 || c->n_out > 4) { DF__KFAIL(c, DF_UNIMPLEMENTED, "%s on %s takes at most 12 inputs", c->node->op->name, df_dtype_name(t16)); return; }
+    df_tensor *fin_here[12] = {NULL}, *fout[4] = {NULL};
+    unsigned char converted_here[12] = {0};
+    if (c->n_out > 4) { DF__KFAIL(c, DF_INTERNAL, "%s has more than 4 outputs", c->node->op->name); return; }
+    /* AddN of many gradients: the per-input arrays on the heap */
+    df_tensor **fin = c->n_in <= 12 ? fin_here : (df_tensor **)DF_MALLOC((size_t)c->n_in * sizeof *fin);
+    unsigned char *converted = c->n_in <= 12 ? converted_here : (unsigned char *)DF_MALLOC((size_t)c->n_in);
+    if (!fin || !converted) {
+        if (fin != fin_here) DF_FREE(fin);
+        if (converted != converted_here) DF_FREE(converted);
+        DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory converting %s inputs", df_dtype_name(t16));
+        return;
+    }
+    memset(converted, 0, (size_t)c->n_in);
     for (int i = 0; i < c->n_in; i++) {
         if (c->in[i] && df__is16(c->in[i]->dtype)) {
             if (!(fin[i] = df__half_to_f32(c, c->in[i]))) goto done;
@@ -438,4 +448,6 @@ static void df__k_half(df__kctx *c) {
     }
 done:
     for (int i = 0; i < c->n_in; i++) if (converted[i]) df_tensor_release(fin[i]);
+    if (fin != fin_here) DF_FREE(fin);
+    if (converted != converted_here) DF_FREE(converted);
 }
