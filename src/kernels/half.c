@@ -4,10 +4,12 @@
    registry build time the ops listed here get half and bfloat16 added to their type attr and
    a wrapper kernel; for 16-bit inputs the wrapper converts them to float32 tensors, runs the
    op's float kernel, and rounds its float outputs once to the node's type (as TensorFlow's CPU
-   kernels do for most ops). Where TensorFlow's CPU kernel accumulates in half itself (Sum,
-   Mean, Softmax, LogSoftmax on half; LogSoftmax on bfloat16) the result is reproduced step by
-   step, Eigen's summation order included, so values match bit for bit. Data movement ops
-   already take any dtype and move 2-byte elements as they are.
+   kernels do for most ops). Where TensorFlow's CPU kernel works in the 16-bit type itself
+   (Sum, Mean, Softmax on half; LogSoftmax; Sigmoid, the activation gradients, Softplus, Elu,
+   Selu, LeakyRelu, SquaredDifference, AddN) the result is reproduced step by step, Eigen's
+   summation order included, so values match TensorFlow 2.21 bit for bit. Cast to and from the
+   16-bit types has its own loop. Data movement ops already take any dtype and move 2-byte
+   elements as they are. Another op joins by a row in df__half_ops.
    ========================================================================================== */
 
 /* ---- conversions: loops of 8 the compiler vectorises, F16C where the CPU has it ---- */
