@@ -181,7 +181,7 @@ static const df__half_op df__half_ops[] = {
     {"Prod", 0, 0}, {"ArgMax", 0, 0}, {"ArgMin", 0, 0}, {"Softmax", DF__HALF_SOFTMAX, 0},
     {"LogSoftmax", DF__HALF_SOFTMAX, 0}, {"SoftmaxCrossEntropyWithLogits", 0, 0},
     {"SparseSoftmaxCrossEntropyWithLogits", 0, 0}, {"Cast", DF__HALF_CAST, 0}, {"AddN", DF__HALF_STEP, DF__HS_ADD_N},
-    {"L2Loss", 0, 0}, {"UnsortedSegmentSum", 0, 0}, {"Cumprod", 0, 0}, {"AssignAdd", 0, 0}, {"AssignSub", 0, 0},
+    {"L2Loss", 0, 0}, {"UnsortedSegmentSum", 0, 0}, {"Cumprod", 0, 0},
 };
 #define DF__HALF_N_OPS ((int)(sizeof df__half_ops / sizeof *df__half_ops))
 static struct { const df__opdef *op; df__kernel_fn fn; int mode, step; } df__half_orig[DF__HALF_N_OPS];
