@@ -1494,6 +1494,8 @@ DF_PRIVATE df_output df__res_zeros(df_graph *g, df_output h);
 /* ---- end of src/kernels/resource.c ---- */
 
 /* ---- from src/kernels/half.c ---- */
+/* Adds half and bfloat16 to the listed ops' T and wraps their CPU kernels (registry build). */
+DF_PRIVATE void df__half_register(df__opdef *ops, int n_ops);
 /* ---- end of src/kernels/half.c ---- */
 
 /* ---- from src/helpers.c ---- */

@@ -178,6 +178,7 @@ static void df__registry_build(void) {
         __atomic_store_n(&df__registry.initialised, parsed < 0 ? -2 : -1, __ATOMIC_RELEASE);
         return;
     }
+    df__half_register(ops, df__op_table_size);   /* half and bfloat16 through float kernels */
 #ifdef DATAFLOW_CUDA
     df__gpu_register(ops, df__op_table_size);
 #endif

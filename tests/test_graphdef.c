@@ -76,6 +76,7 @@ static double value_at(const df_tensor *t, int64_t i) {
     case DF_INT32: return ((const int32_t *)p)[i];
     case DF_INT64: return (double)((const int64_t *)p)[i];
     case DF_BOOL: return ((const uint8_t *)p)[i];
+    case DF_HALF: return df_half_to_float(((const uint16_t *)p)[i]);
     default: return NAN;
     }
 }
