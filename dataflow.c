@@ -8146,7 +8146,9 @@ typedef struct df__mm_job {
 #define DF__MM_TAKE(is_max, m, v, ISNAN) (((is_max) ? (v) > (m) : (v) < (m)) || ISNAN(v))
 #ifdef DF__X86
 /* AVX2 rows and column accumulations of Max/Min for float32/float64: vector max/min (which
-   drop a NaN) with the NaNs tracked beside them, one unordered compare per two vectors. */
+   drop a NaN) with the NaNs tracked beside them, one unordered compare per two vectors. The
+   prefetch 2 KB ahead matters: without it a Max over rows of 1024 floats read memory at 22 GB/s
+   on one thread where the sums read it at 33 (an AMD EPYC VM); with it, 36 to 40. */
 #define DF__VMM_FUNCS(T, SUF, VT, W, LOAD, STORE, SET1, VMAX, VMIN, CMP, OR, MASK, BLEND)               \
     DF__TARGET_AVX2 static T df__vmm_row_##SUF(const T *x, int64_t n, int is_max) {                   \
         VT m0 = SET1(x[0]), m1 = m0, m2 = m0, m3 = m0, bad = CMP(m0, m0, _CMP_UNORD_Q);               \
@@ -8154,20 +8156,22 @@ typedef struct df__mm_job {
         if (is_max)                                                                                   \
             for (; i + 4 * W <= n; i += 4 * W) {                                                      \
                 VT a = LOAD(x + i), b = LOAD(x + i + W), c = LOAD(x + i + 2 * W), d = LOAD(x + i + 3 * W); \
+                _mm_prefetch((const char *)(x + i) + 2048, _MM_HINT_T0);                                \
                 m0 = VMAX(m0, a); m1 = VMAX(m1, b); m2 = VMAX(m2, c); m3 = VMAX(m3, d);                 \
                 bad = OR(bad, OR(CMP(a, b, _CMP_UNORD_Q), CMP(c, d, _CMP_UNORD_Q)));                  \
             }                                                                                         \
         else                                                                                          \
             for (; i + 4 * W <= n; i += 4 * W) {                                                      \
                 VT a = LOAD(x + i), b = LOAD(x + i + W), c = LOAD(x + i + 2 * W), d = LOAD(x + i + 3 * W); \
+                _mm_prefetch((const char *)(x + i) + 2048, _MM_HINT_T0);                                \
                 m0 = VMIN(m0, a); m1 = VMIN(m1, b); m2 = VMIN(m2, c); m3 = VMIN(m3, d);                 \
                 bad = OR(bad, OR(CMP(a, b, _CMP_UNORD_Q), CMP(c, d, _CMP_UNORD_Q)));                  \
             }                                                                                         \
         if (MASK(bad)) return (T)NAN;                                                                 \
-        T t[4 * W];                                                                                   \
-        STORE(t, m0); STORE(t + W, m1); STORE(t + 2 * W, m2); STORE(t + 3 * W, m3);                   \
+        T t[W];                         /* no NaN in the accumulators: vector max/min combine them */ \
+        STORE(t, is_max ? VMAX(VMAX(m0, m1), VMAX(m2, m3)) : VMIN(VMIN(m0, m1), VMIN(m2, m3)));        \
         T r = t[0];                                                                                   \
-        for (int k = 1; k < 4 * W; k++) if (DF__MM_TAKE(is_max, r, t[k], DF__MM_NAN_F)) r = t[k];      \
+        for (int k = 1; k < W; k++) if (DF__MM_TAKE(is_max, r, t[k], DF__MM_NAN_F)) r = t[k];          \
         for (; i < n; i++) if (DF__MM_TAKE(is_max, r, x[i], DF__MM_NAN_F)) r = x[i];                   \
         return r;                                                                                     \
     }                                                                                                 \
