@@ -358,6 +358,120 @@ df_output df_shape(df_graph *g, df_output x);
 df_output df_stop_gradient(df_graph *g, df_output x);
 df_node  *df_assign_sub(df_graph *g, df_output var, df_output value);    /* AssignSub */
 
+/* ---- Typed helpers for shapes, layers, random numbers and initial values (additions) ----
+   Same conventions as above: TensorFlow's op under its name and attrs, one node (or a few) made
+   with df_op_new .. df_op_finish, errors kept on the graph and naming the node. Axes may be
+   negative (counted from the end, as in TensorFlow). data_format NULL means "NHWC"; padding is
+   "SAME", "VALID" or (convolutions) "EXPLICIT". The helpers that give several outputs write them
+   into the caller's array and return the graph's status code (outs are {NULL,0} on failure). */
+/* Transpose: y's dim i is x's dim perm[i]; perm NULL (n 0) reverses the dims. */
+df_output df_transpose(df_graph *g, df_output x, int n, const int32_t *perm);
+/* ConcatV2 of n >= 1 tensors along axis (one tensor: an Identity, as tf.concat). */
+df_output df_concat(df_graph *g, const df_output *xs, int n, int axis);
+/* Split into num_split equal parts along axis: outs[num_split]. */
+df_code   df_split(df_graph *g, df_output x, int num_split, int axis, df_output *outs);
+/* SplitV into n parts of the given sizes along axis (one size may be -1: the rest): outs[n]. */
+df_code   df_split_sizes(df_graph *g, df_output x, int n, const int64_t *sizes, int axis, df_output *outs);
+/* Pack: n tensors of one shape stacked along a new axis. */
+df_output df_stack(df_graph *g, const df_output *xs, int n, int axis);
+/* Unpack: x's dim `axis` (num long, known) taken apart into outs[num]. */
+df_code   df_unstack(df_graph *g, df_output x, int num, int axis, df_output *outs);
+/* BiasAdd: bias (1-D) added along the channel dim ("NHWC": last, "NCHW": dim 1). */
+df_output df_bias_add(df_graph *g, df_output x, df_output bias, const char *data_format);
+/* ArgMax / ArgMin along axis; output_type DF_INT32 or DF_INT64 (0 means DF_INT64). */
+df_output df_argmax(df_graph *g, df_output x, int axis, df_dtype output_type);
+df_output df_argmin(df_graph *g, df_output x, int axis, df_dtype output_type);
+/* OneHot of dtype t: on_value where indices (int32/int64) equal the position on the new axis
+   (-1: last), else off_value; indices outside [0, depth) give all off_value. */
+df_output df_one_hot(df_graph *g, df_output indices, int depth, double on_value, double off_value,
+                     df_dtype t, int axis);
+/* GatherV2: params' slices along axis at indices (int32/int64), batch_dims leading dims shared. */
+df_output df_gather(df_graph *g, df_output params, df_output indices, int axis, int batch_dims);
+/* GatherNd: indices' last dim indexes params' leading dims. */
+df_output df_gather_nd(df_graph *g, df_output params, df_output indices);
+/* Options of df_conv2d and df_depthwise_conv2d; a zeroed struct (or NULL) means strides 1,
+   dilations 1, "VALID", "NHWC". */
+typedef struct df_conv2d_options {
+    int         strides[2];            /* height, width; 0 means 1 */
+    int         dilations[2];          /* height, width; 0 means 1 */
+    const char *padding;               /* "SAME", "VALID" (NULL) or "EXPLICIT" */
+    int64_t     explicit_paddings[4];  /* "EXPLICIT": top, bottom, left, right */
+    const char *data_format;           /* "NHWC" (NULL) or "NCHW" */
+} df_conv2d_options;
+/* Conv2D: filter [height, width, in_channels, out_channels]. */
+df_output df_conv2d(df_graph *g, df_output input, df_output filter, const df_conv2d_options *opts);
+/* DepthwiseConv2dNative: filter [height, width, in_channels, channel_multiplier]. */
+df_output df_depthwise_conv2d(df_graph *g, df_output input, df_output filter, const df_conv2d_options *opts);
+/* MaxPool / AvgPool with window ksize and strides (height, width); padding "SAME" or "VALID". */
+df_output df_max_pool(df_graph *g, df_output x, const int ksize[2], const int strides[2], const char *padding,
+                      const char *data_format);
+df_output df_avg_pool(df_graph *g, df_output x, const int ksize[2], const int strides[2], const char *padding,
+                      const char *data_format);
+/* FusedBatchNormV3: y = scale * (x - mean) / sqrt(variance + epsilon) + offset per channel.
+   Inference (is_training 0): mean and variance are the population's. Training: the batch's are
+   used, and mean/variance may be {NULL,0} (empty: TensorFlow's default); with
+   exponential_avg_factor f in (0,1) the running values come out as (1-f)*given + f*batch.
+   *batch_mean and *batch_variance (NULL ok) get outputs 1 and 2. Returns y. */
+df_output df_fused_batch_norm(df_graph *g, df_output x, df_output scale, df_output offset, df_output mean,
+                              df_output variance, double epsilon, double exponential_avg_factor,
+                              int is_training, const char *data_format,
+                              df_output *batch_mean, df_output *batch_variance);
+/* Pads dim i by paddings[2i] before and paddings[2i+1] after (rank of x pairs). mode NULL or
+   "CONSTANT": constant_value (0: Pad, else PadV2); "REFLECT" or "SYMMETRIC": MirrorPad. */
+df_output df_pad(df_graph *g, df_output x, int rank, const int64_t *paddings, const char *mode,
+                 double constant_value);
+/* TopKV2: the k largest entries of the last dim (sorted: in descending order) and their int32
+   indices, into *values and *indices (NULL ok). */
+df_code   df_top_k(df_graph *g, df_output x, int k, int sorted, df_output *values, df_output *indices);
+/* Cumsum along axis; exclusive leaves out the element itself, reverse sums from the end. */
+df_output df_cumsum(df_graph *g, df_output x, int axis, int exclusive, int reverse);
+/* Where (one input): int64 coordinates [n, rank] of the true (nonzero) entries of x. */
+df_output df_where(df_graph *g, df_output x);
+/* Where (three inputs): SelectV2, as df_select: cond ? a : b, with broadcasting. */
+df_output df_where_select(df_graph *g, df_output cond, df_output a, df_output b);
+/* Einsum of n tensors by equation ("ij,jk->ik"). */
+df_output df_einsum(df_graph *g, const char *equation, const df_output *xs, int n);
+/* Random numbers of dtype (DF_FLOAT or DF_DOUBLE) and static shape [dims]: TensorFlow's
+   RandomUniform scaled to [minval, maxval), RandomStandardNormal and TruncatedNormal (within two
+   standard deviations) scaled by stddev and shifted by mean. seed and seed2 are the ops' attrs:
+   TensorFlow's numbers bit for bit when either is nonzero (tf.random.uniform(seed=s) in a graph
+   without a graph seed has seed 87654321, seed2 s); both 0: new numbers each session. */
+df_output df_random_uniform(df_graph *g, int rank, const int64_t *dims, df_dtype dtype, double minval, double maxval,
+                            int64_t seed, int64_t seed2);
+df_output df_random_normal(df_graph *g, int rank, const int64_t *dims, df_dtype dtype, double mean, double stddev,
+                           int64_t seed, int64_t seed2);
+df_output df_truncated_normal(df_graph *g, int rank, const int64_t *dims, df_dtype dtype, double mean, double stddev,
+                              int64_t seed, int64_t seed2);
+/* Stateless (the same numbers every run for a seed pair, as tf.random.stateless_uniform and
+   stateless_normal): StatelessRandomUniformV2 in [0, 1) / StatelessRandomNormalV2, Philox, with
+   the key and counter TensorFlow derives from (seed0, seed1), made at build time. */
+df_output df_stateless_random_uniform(df_graph *g, int rank, const int64_t *dims, df_dtype dtype,
+                                      int64_t seed0, int64_t seed1);
+df_output df_stateless_random_normal(df_graph *g, int rank, const int64_t *dims, df_dtype dtype,
+                                     int64_t seed0, int64_t seed1);
+/* Initial values for a weight of shape [dims] (TensorFlow 1's initializers, same numbers for the
+   same seed; seed 0: unseeded). fan_in and fan_out: dims[0] and dims[1] for a matrix; for a
+   convolution filter [.., in, out] the in and out dims times the window's size. Glorot uniform:
+   U(-l, l), l = sqrt(6 / (fan_in + fan_out)); Glorot normal: truncated normal, stddev
+   sqrt(2 / (fan_in + fan_out)) / 0.8796...; He: the same with 2 / fan_in in place of
+   2 / (fan_in + fan_out) (uniform l = sqrt(6 / fan_in)). */
+df_output df_glorot_uniform(df_graph *g, int rank, const int64_t *dims, df_dtype dtype, int64_t seed);
+df_output df_glorot_normal(df_graph *g, int rank, const int64_t *dims, df_dtype dtype, int64_t seed);
+df_output df_he_uniform(df_graph *g, int rank, const int64_t *dims, df_dtype dtype, int64_t seed);
+df_output df_he_normal(df_graph *g, int rank, const int64_t *dims, df_dtype dtype, int64_t seed);
+/* A Const of dtype and shape [dims] holding a copy of data (the tensor's byte size read from it;
+   strings not accepted); name NULL: "Const", made unique. No tensor is left to the caller. */
+df_output df_const_from_data(df_graph *g, const char *name, df_dtype dtype, int rank, const int64_t *dims,
+                             const void *data);
+/* A variable (VariableV2 `name`) of initial_value's dtype and static shape (which must be
+   known), with its initializer `name/Assign` (Assign of initial_value) registered in the graph's
+   initializer collection (*initializer gets it; NULL ok). Returns the variable's reference, as
+   df_variable. */
+df_output df_variable_with_init(df_graph *g, const char *name, df_output initial_value, df_node **initializer);
+/* tf.compat.v1.global_variables_initializer: a NoOp ("init", made unique) with a control input on
+   every initializer registered so far; running it initialises every such variable. */
+df_node  *df_global_variables_initializer(df_graph *g);
+
 /* ---- Scopes ---- */
 void df_graph_push_name_scope(df_graph *g, const char *scope);
 void df_graph_pop_name_scope(df_graph *g);

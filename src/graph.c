@@ -177,6 +177,7 @@ static void df__graph_destroy(df_graph *g) {
     }
     DF_FREE(g->ctxs);
     df__gstacks_free(g);
+    DF_FREE(g->initializers);
     DF_FREE(g);
 }
 DF_PRIVATE void df__graph_release(df_graph *g) {

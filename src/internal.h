@@ -278,6 +278,9 @@ struct df_graph {
     df_output *fcap_src;         /* a body: the enclosing graph's values it captured ... */
     df_node **fcap_args;         /* ... and the _Arg nodes standing for them */
     int n_fcap, cap_fcap_src, cap_fcap_args;
+    df_node **initializers;      /* df_variable_with_init's Assigns (>>helpers), for
+                                    df_global_variables_initializer */
+    int n_initializers, cap_initializers;
 };
 struct df_op_builder {
     df_graph *g;

@@ -2,8 +2,9 @@
    src/kernels/reduce.c: CPU kernels: BiasAdd, reductions, ArgMax                    >>reduce
    BiasAdd and BiasAddGrad; Sum, Mean, Max, Min and Prod over any set of axes (a pass per run
    of adjacent reduced axes, sums in float64 for float32 inputs where TensorFlow is as
-   exact); ArgMax. Axes are checked against the input's rank at run time, negative axes count
-   from the end.
+   exact; Sum, Mean, Max and Min over leading or trailing axes split between threads);
+   ArgMax. Axes are checked against the input's rank at run time, negative axes count from
+   the end.
    ========================================================================================== */
 static int df__bias_axis(const df_node *n, int rank) {
     return !strcmp(df__attr_s(n, "data_format"), "NCHW") && rank >= 3 ? 1 : rank - 1;
@@ -149,6 +150,9 @@ DF__TARGET_AVX2 static double df__vsum_f32(const float *x, int64_t n) {
     __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
+        /* into L2, 8 KB ahead: 30 to 35 GB/s on one thread (an AMD EPYC VM; 1 KB ahead into L1
+           made it slower) */
+        _mm_prefetch((const char *)(x + i) + 8192, _MM_HINT_T1);
         __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
         s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
         s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
@@ -281,6 +285,184 @@ static int df__float_sums(df__kctx *c, const df_tensor *x, int cols, int64_t on,
     DF_FREE(j.acc);
     return 1;
 }
+/* Max and Min of float32/float64/int32/int64 where x is [on, count] reduced within rows (cols
+   = 0) or [count, on] reduced over rows (cols = 1), count >= 1. A NaN wins, as in the general
+   loop below. Past 1 MB the work is split over the intra-op threads like the sums' (by output,
+   or a long row in blocks whose results are combined); Max and Min are exact in any order, so
+   the threads never change the result. Four accumulators per row keep the loop off the
+   latency of one compare chain. */
+typedef struct df__mm_job {
+    int is_max, mode;           /* 0 rows, 1 one long row in blocks, 2 column ranges, 3 row blocks */
+    df_dtype t;
+    const void *x;
+    void *out, *part;
+    int64_t on, count, rows_per_block;
+} df__mm_job;
+#define DF__MM_NAN_F(v) ((v) != (v))
+#define DF__MM_NAN_I(v) 0
+#define DF__MM_TAKE(is_max, m, v, ISNAN) (((is_max) ? (v) > (m) : (v) < (m)) || ISNAN(v))
+#ifdef DF__X86
+/* AVX2 rows and column accumulations of Max/Min for float32/float64: vector max/min (which
+   drop a NaN) with the NaNs tracked beside them, one unordered compare per two vectors. The
+   prefetch 2 KB ahead matters on one thread: a Max over rows of 1024 floats read memory at
+   22 GB/s without it and 36 to 40 with it (an AMD EPYC VM, best runs; prefetching into L2 8 KB
+   ahead as well did better alone but worse in bench_memspeed, between memcpys). */
+#define DF__VMM_FUNCS(T, SUF, VT, W, LOAD, STORE, SET1, VMAX, VMIN, CMP, OR, MASK, BLEND)               \
+    DF__TARGET_AVX2 static T df__vmm_row_##SUF(const T *x, int64_t n, int is_max) {                   \
+        VT m0 = SET1(x[0]), m1 = m0, m2 = m0, m3 = m0, bad = CMP(m0, m0, _CMP_UNORD_Q);               \
+        int64_t i = 0;                                                                                \
+        if (is_max)                                                                                   \
+            for (; i + 4 * W <= n; i += 4 * W) {                                                      \
+                VT a = LOAD(x + i), b = LOAD(x + i + W), c = LOAD(x + i + 2 * W), d = LOAD(x + i + 3 * W); \
+                _mm_prefetch((const char *)(x + i) + 2048, _MM_HINT_T0);                                \
+                m0 = VMAX(m0, a); m1 = VMAX(m1, b); m2 = VMAX(m2, c); m3 = VMAX(m3, d);                 \
+                bad = OR(bad, OR(CMP(a, b, _CMP_UNORD_Q), CMP(c, d, _CMP_UNORD_Q)));                  \
+            }                                                                                         \
+        else                                                                                          \
+            for (; i + 4 * W <= n; i += 4 * W) {                                                      \
+                VT a = LOAD(x + i), b = LOAD(x + i + W), c = LOAD(x + i + 2 * W), d = LOAD(x + i + 3 * W); \
+                _mm_prefetch((const char *)(x + i) + 2048, _MM_HINT_T0);                                \
+                m0 = VMIN(m0, a); m1 = VMIN(m1, b); m2 = VMIN(m2, c); m3 = VMIN(m3, d);                 \
+                bad = OR(bad, OR(CMP(a, b, _CMP_UNORD_Q), CMP(c, d, _CMP_UNORD_Q)));                  \
+            }                                                                                         \
+        if (MASK(bad)) return (T)NAN;                                                                 \
+        T t[W];                         /* no NaN in the accumulators: vector max/min combine them */ \
+        STORE(t, is_max ? VMAX(VMAX(m0, m1), VMAX(m2, m3)) : VMIN(VMIN(m0, m1), VMIN(m2, m3)));        \
+        T r = t[0];                                                                                   \
+        for (int k = 1; k < W; k++) if (DF__MM_TAKE(is_max, r, t[k], DF__MM_NAN_F)) r = t[k];          \
+        for (; i < n; i++) if (DF__MM_TAKE(is_max, r, x[i], DF__MM_NAN_F)) r = x[i];                   \
+        return r;                                                                                     \
+    }                                                                                                 \
+    DF__TARGET_AVX2 static void df__vmm_acc_##SUF(T *acc, const T *row, int64_t n, int is_max) {      \
+        int64_t i = 0;                                                                                \
+        for (; i + W <= n; i += W) {                                                                  \
+            VT r = LOAD(row + i), a = LOAD(acc + i);                                                  \
+            VT m = is_max ? VMAX(r, a) : VMIN(r, a);    /* a where either is NaN: a NaN in acc stays */ \
+            STORE(acc + i, BLEND(m, r, CMP(r, r, _CMP_UNORD_Q)));                                     \
+        }                                                                                             \
+        for (; i < n; i++) if (DF__MM_TAKE(is_max, acc[i], row[i], DF__MM_NAN_F)) acc[i] = row[i];     \
+    }
+DF__VMM_FUNCS(float, f32, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_max_ps, _mm256_min_ps,
+              _mm256_cmp_ps, _mm256_or_ps, _mm256_movemask_ps, _mm256_blendv_ps)
+DF__VMM_FUNCS(double, f64, __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd, _mm256_max_pd, _mm256_min_pd,
+              _mm256_cmp_pd, _mm256_or_pd, _mm256_movemask_pd, _mm256_blendv_pd)
+#define DF__VMM_ROW(SUF, p, n, is_max) if (df__vec_isa() == DF__ISA_AVX2) return df__vmm_row_##SUF(p, n, is_max)
+#define DF__VMM_ACC(SUF, acc, row, n, is_max) \
+    if (df__vec_isa() == DF__ISA_AVX2) { df__vmm_acc_##SUF(acc, row, n, is_max); return; }
+#else
+#define DF__VMM_ROW(SUF, p, n, is_max) (void)0
+#define DF__VMM_ACC(SUF, acc, row, n, is_max) (void)0
+#endif
+#define DF__VMM_ROW_i32(p, n, is_max) (void)0
+#define DF__VMM_ROW_i64(p, n, is_max) (void)0
+#define DF__VMM_ACC_i32(acc, row, n, is_max) (void)0
+#define DF__VMM_ACC_i64(acc, row, n, is_max) (void)0
+#define DF__VMM_ROW_f32(p, n, is_max) DF__VMM_ROW(f32, p, n, is_max)
+#define DF__VMM_ROW_f64(p, n, is_max) DF__VMM_ROW(f64, p, n, is_max)
+#define DF__VMM_ACC_f32(acc, row, n, is_max) DF__VMM_ACC(f32, acc, row, n, is_max)
+#define DF__VMM_ACC_f64(acc, row, n, is_max) DF__VMM_ACC(f64, acc, row, n, is_max)
+#define DF__MM_FUNCS(T, SUF, ISNAN)                                                                   \
+    static T df__mm_row_##SUF(const T *p, int64_t n, int is_max) {                                    \
+        DF__VMM_ROW_##SUF(p, n, is_max);                                                              \
+        T m0 = p[0], m1 = p[0], m2 = p[0], m3 = p[0];                                                 \
+        int64_t i = 1;                                                                                \
+        if (is_max) {                                                                                 \
+            for (; i + 4 <= n; i += 4) {                                                              \
+                if (DF__MM_TAKE(1, m0, p[i], ISNAN)) m0 = p[i];                                       \
+                if (DF__MM_TAKE(1, m1, p[i + 1], ISNAN)) m1 = p[i + 1];                               \
+                if (DF__MM_TAKE(1, m2, p[i + 2], ISNAN)) m2 = p[i + 2];                               \
+                if (DF__MM_TAKE(1, m3, p[i + 3], ISNAN)) m3 = p[i + 3];                               \
+            }                                                                                         \
+        } else {                                                                                      \
+            for (; i + 4 <= n; i += 4) {                                                              \
+                if (DF__MM_TAKE(0, m0, p[i], ISNAN)) m0 = p[i];                                       \
+                if (DF__MM_TAKE(0, m1, p[i + 1], ISNAN)) m1 = p[i + 1];                               \
+                if (DF__MM_TAKE(0, m2, p[i + 2], ISNAN)) m2 = p[i + 2];                               \
+                if (DF__MM_TAKE(0, m3, p[i + 3], ISNAN)) m3 = p[i + 3];                               \
+            }                                                                                         \
+        }                                                                                             \
+        for (; i < n; i++) if (DF__MM_TAKE(is_max, m0, p[i], ISNAN)) m0 = p[i];                       \
+        if (DF__MM_TAKE(is_max, m0, m1, ISNAN)) m0 = m1;                                              \
+        if (DF__MM_TAKE(is_max, m2, m3, ISNAN)) m2 = m3;                                              \
+        if (DF__MM_TAKE(is_max, m0, m2, ISNAN)) m0 = m2;                                              \
+        return m0;                                                                                    \
+    }                                                                                                 \
+    static void df__mm_acc_##SUF(T *acc, const T *row, int64_t n, int is_max) {                       \
+        DF__VMM_ACC_##SUF(acc, row, n, is_max);                                                       \
+        if (is_max) { for (int64_t i = 0; i < n; i++) if (DF__MM_TAKE(1, acc[i], row[i], ISNAN)) acc[i] = row[i]; } \
+        else { for (int64_t i = 0; i < n; i++) if (DF__MM_TAKE(0, acc[i], row[i], ISNAN)) acc[i] = row[i]; }         \
+    }                                                                                                 \
+    static void df__mm_share_##SUF(const df__mm_job *j, int64_t lo, int64_t hi) {                     \
+        const T *x = (const T *)j->x;                                                                 \
+        T *out = (T *)j->out, *part = (T *)j->part;                                                   \
+        switch (j->mode) {                                                                            \
+        case 0: for (int64_t i = lo; i < hi; i++) out[i] = df__mm_row_##SUF(x + i * j->count, j->count, j->is_max); break; \
+        case 1:                                                                                       \
+            for (int64_t b = lo; b < hi; b++)                                                         \
+                part[b] = df__mm_row_##SUF(x + b * DF__SUM_BLOCK, DF__MIN((int64_t)DF__SUM_BLOCK, j->count - b * DF__SUM_BLOCK), j->is_max); \
+            break;                                                                                    \
+        case 2:                                                                                       \
+            memcpy(out + lo, x + lo, (size_t)(hi - lo) * sizeof(T));                                  \
+            for (int64_t r = 1; r < j->count; r++) df__mm_acc_##SUF(out + lo, x + r * j->on + lo, hi - lo, j->is_max); \
+            break;                                                                                    \
+        default:                                                                                      \
+            for (int64_t b = lo; b < hi; b++) {                                                       \
+                int64_t r0 = b * j->rows_per_block, r1 = DF__MIN(j->count, r0 + j->rows_per_block);  \
+                T *p = part + b * j->on;                                                              \
+                memcpy(p, x + r0 * j->on, (size_t)j->on * sizeof(T));                                 \
+                for (int64_t r = r0 + 1; r < r1; r++) df__mm_acc_##SUF(p, x + r * j->on, j->on, j->is_max); \
+            }                                                                                         \
+        }                                                                                             \
+    }                                                                                                 \
+    static void df__mm_finish_##SUF(const df__mm_job *j, int64_t blocks) {                            \
+        T *out = (T *)j->out, *part = (T *)j->part;                                                   \
+        if (j->mode == 1) out[0] = df__mm_row_##SUF(part, blocks, j->is_max);                         \
+        if (j->mode == 3) {                                                                           \
+            memcpy(out, part, (size_t)j->on * sizeof(T));                                             \
+            for (int64_t b = 1; b < blocks; b++) df__mm_acc_##SUF(out, part + b * j->on, j->on, j->is_max); \
+        }                                                                                             \
+    }
+DF__MM_FUNCS(float, f32, DF__MM_NAN_F)
+DF__MM_FUNCS(double, f64, DF__MM_NAN_F)
+DF__MM_FUNCS(int32_t, i32, DF__MM_NAN_I)
+DF__MM_FUNCS(int64_t, i64, DF__MM_NAN_I)
+static void df__mm_share(void *arg, int64_t lo, int64_t hi) {
+    const df__mm_job *j = (const df__mm_job *)arg;
+    switch (j->t) {
+    case DF_FLOAT: df__mm_share_f32(j, lo, hi); break;
+    case DF_DOUBLE: df__mm_share_f64(j, lo, hi); break;
+    case DF_INT32: df__mm_share_i32(j, lo, hi); break;
+    default: df__mm_share_i64(j, lo, hi); break;
+    }
+}
+static void df__minmax(df__kctx *c, const df_tensor *x, int cols, int64_t on, int64_t count, int is_max, df_tensor *o) {
+    df__mm_job j;
+    memset(&j, 0, sizeof j);
+    j.is_max = is_max; j.t = x->dtype; j.x = x->data; j.out = o->data; j.on = on; j.count = count;
+    size_t es = df_dtype_size(x->dtype);
+    int64_t len, unit = 1, blocks = 0;
+    if (!cols && on > 1) { j.mode = 0; len = on; }
+    else if (!cols) { j.mode = 1; blocks = len = (count + DF__SUM_BLOCK - 1) / DF__SUM_BLOCK; }
+    else if (on >= 256 || count * on <= DF__SUM_BLOCK) { j.mode = 2; len = on; unit = 64; }
+    else {
+        j.mode = 3;
+        j.rows_per_block = DF__MAX((int64_t)1, DF__SUM_BLOCK / on);
+        blocks = len = (count + j.rows_per_block - 1) / j.rows_per_block;
+    }
+    if (blocks) {
+        j.part = DF_MALLOC((size_t)blocks * (j.mode == 3 ? (size_t)on : 1) * es);
+        if (!j.part) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory in reduction"); return; }
+    }
+    int threads = (size_t)x->n * es >= ((size_t)1 << 20) ? df__ipool_threads(c->ipool) : 1;
+    df__parallel_for(c->ipool, len, unit, threads, df__mm_share, &j);
+    switch (j.t) {
+    case DF_FLOAT: df__mm_finish_f32(&j, blocks); break;
+    case DF_DOUBLE: df__mm_finish_f64(&j, blocks); break;
+    case DF_INT32: df__mm_finish_i32(&j, blocks); break;
+    default: df__mm_finish_i64(&j, blocks); break;
+    }
+    DF_FREE(j.part);
+}
 DF_PRIVATE void df__k_reduce(df__kctx *c) {
     const df_tensor *x = c->in[0];
     int code = c->node->op->code, keep = df__attr_b(c->node, "keep_dims", 0);
@@ -296,14 +478,19 @@ DF_PRIVATE void df__k_reduce(df__kctx *c) {
     int64_t on = o->n, count = on ? x->n / on : 0;
     if (x->n == 0) count = 0;
     else if (on == 0) return;
-    if ((x->dtype == DF_FLOAT || x->dtype == DF_DOUBLE) && (code == DF__R_SUM || code == DF__R_MEAN) && mask) {
-        /* fast paths: the reduced axes lead (sum rows together) or trail (sum within rows) */
+    int sums = (x->dtype == DF_FLOAT || x->dtype == DF_DOUBLE) && (code == DF__R_SUM || code == DF__R_MEAN);
+    int extremes = (x->dtype == DF_FLOAT || x->dtype == DF_DOUBLE || x->dtype == DF_INT32 || x->dtype == DF_INT64) &&
+                   (code == DF__R_MAX || code == DF__R_MIN) && count > 0;
+    if (sums || extremes) {
+        /* fast paths: the reduced axes lead (reduce rows together) or trail (reduce within rows) */
         int lo = 0, hi = x->rank;
         while (lo < x->rank && (mask >> lo & 1u)) lo++;
         while (hi > 0 && (mask >> (hi - 1) & 1u)) hi--;
         int prefix = (mask >> lo) == 0, suffix = hi == 0 || (mask & ((1u << hi) - 1)) == 0;
         if (prefix || suffix) {
-            df__float_sums(c, x, prefix && !(suffix && on == 1), on, count, code == DF__R_MEAN, o);
+            int cols = prefix && !(suffix && on == 1);
+            if (sums) df__float_sums(c, x, cols, on, count, code == DF__R_MEAN, o);
+            else df__minmax(c, x, cols, on, count, code == DF__R_MAX, o);
             return;
         }
     }
