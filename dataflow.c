@@ -7972,7 +7972,7 @@ static int df__rs_setup(df__kctx *c, df__rs_geo *g) {
 }
 /* Rows of work split between the intra-op threads when the whole is large. */
 static void df__rs_share(df__kctx *c, int64_t rows, int64_t work, df__par_fn fn, void *arg) {
-    if (work < 32768 || rows < 2) fn(arg, 0, rows);
+    if (work < 16384 || rows < 2) fn(arg, 0, rows);
     else df__parallel_for(c->ipool, rows, 1, df__ipool_threads(c->ipool), fn, arg);
 }
 
