@@ -3,8 +3,7 @@
    for the same inputs (tf.raw_ops, eager) for align_corners / half_pixel_centers (0,0), (1,0),
    (0,1) (and (1,1) where TensorFlow accepts it), upsampling and downsampling; uint8, half,
    int32 and double images; 10 channels (the vectorized blocks); large images split between
-   intra-op threads against TensorFlow's
-   weighted sums; the gradients against central differences in float64; bad inputs' statuses
+   intra-op threads, against TensorFlow's weighted sums; the gradients against central differences in float64; bad inputs' statuses
    naming the node. Public API and the harness only. */
 #include "harness.h"
 #include <math.h>
@@ -67,8 +66,9 @@ static const double BIG_BI_10 = 1074.2501564100385;
 static const double BIG_BLG = 575.94560761470348;
 static const double BIG_NNG = 448.1999945640564;
 /* 10 channels (blocks of 8 and a tail): X = BIG on [1,9,11,10], DY = BIG on [1,13,7,10]; bilinear
-   (0,1), (1,0); bilinear grad (0,1), (0,0); nearest grad (0,1), (1,0) */
-static const double CHAN10[6] = {131.67650496214628, 366.29978038370609, -230.96494369208813, -736.73302504234016, 268.40000633895397, 268.40000633895397};
+   (0,1), (1,0); bilinear grad (0,1), (0,0); nearest grad (0,1), (1,0); bilinear (0,1) down to [4,5] */
+static const double CHAN10[7] = {131.67650496214628, 366.29978038370609, -230.96494369208813, -736.73302504234016, 268.40000633895397, 268.40000633895397,
+                                    -66.847511179745197};
 
 static const int COMBO[4][2] = {{0, 0}, {1, 0}, {0, 1}, {1, 1}};   /* align_corners, half_pixel_centers */
 static const int64_t SIZES[2][2] = {{5, 7}, {2, 3}};
@@ -263,15 +263,16 @@ DF_TEST(resize_many_channels_match_tensorflow) {
     df_output x = konst_f(g, DF_FLOAT, 4, D(1, 9, 11, 10), bigval);
     df_output dy = konst_f(g, DF_FLOAT, 4, D(1, 13, 7, 10), bigval);
     df_output sz = size_const(g, 2, D(13, 7)), osz = size_const(g, 2, D(9, 11));
-    df_output ys[6] = {
+    df_output ys[7] = {
         resize(g, "ResizeBilinear", NULL, x, sz, 0, 1), resize(g, "ResizeBilinear", NULL, x, sz, 1, 0),
         resize(g, "ResizeBilinearGrad", NULL, dy, x, 0, 1), resize(g, "ResizeBilinearGrad", NULL, dy, x, 0, 0),
         resize(g, "ResizeNearestNeighborGrad", NULL, dy, osz, 0, 1), resize(g, "ResizeNearestNeighborGrad", NULL, dy, osz, 1, 0),
+        resize(g, "ResizeBilinear", NULL, x, size_const(g, 2, D(4, 5)), 0, 1),
     };
-    df_tensor *out[6];
+    df_tensor *out[7];
     df_status st;
-    CHECK_OK((run(g, ys, 6, out, &st), &st));
-    for (int i = 0; i < 6; i++) {
+    CHECK_OK((run(g, ys, 7, out, &st), &st));
+    for (int i = 0; i < 7; i++) {
         CHECK_MSG(fabs(wsum(out[i]) - CHAN10[i]) <= 1e-6 * fabs(CHAN10[i]), "output %d: %.17g, TensorFlow %.17g", i, wsum(out[i]), CHAN10[i]);
         df_tensor_release(out[i]);
     }

@@ -9,7 +9,9 @@
    TensorFlow does; its gradient accumulates float products in the image's type (float for
    half and bfloat16). Each output row is one unit of work, shared between the intra-op
    threads for large images; the gradients accumulate each output row from the rows that
-   feed it in TensorFlow's order, so they share rows too. The gradient functions follow
+   feed it in TensorFlow's order, so they share rows too. Channels go in blocks of 8 that
+   the compiler vectorizes (restrict pointers; each rounding its own statement, so nothing
+   is fused and the results match TensorFlow's scalar code). The gradient functions follow
    TensorFlow's image_grad.py.
    ========================================================================================== */
 
@@ -131,8 +133,11 @@ typedef struct {
     float *out;
 } df__rs_bl_job;
 /* One output row per (batch, y): the four neighbours of each pixel read as float, mixed
-   along x, then along y, in float. Channels go in blocks of 8 the compiler can vectorize
-   (the same operations in the same order: the results do not change). */
+   along x (tl + (tr - tl) * xl, each input row once and kept for the next output row that
+   needs it), then along y (top + (bottom - top) * yl), in float: TensorFlow's operations in
+   its order, so the same results. Channels and the vertical pass go in blocks of 8 that the
+   compiler vectorizes. Downsampling in y (no input row serves two output rows), or without
+   memory for the two mixed rows: pixel by pixel. */
 #define DF__RS_LERP(LOAD, k)                                                                            \
     do {                                                                                                \
         float tl = LOAD(top[l + (k)]), tr = LOAD(top[rr + (k)]);                                        \
@@ -147,7 +152,24 @@ typedef struct {
         d = d * yl;                                                                                     \
         o[(k)] = tv + d;                                                                                \
     } while (0)
+#define DF__RS_HLERP(LOAD, k)                                                                           \
+    do {                                                                                                \
+        float tl = LOAD(row[l + (k)]), tr = LOAD(row[rr + (k)]);                                        \
+        float d = tr - tl;                                                                              \
+        d = d * xl;                                                                                     \
+        hx[(k)] = tl + d;                                                                               \
+    } while (0)
 #define DF__RS_BL_FN(SUF, T, LOAD)                                                                      \
+    static void df__rs_bl_h_##SUF(const T *restrict row, float *restrict h, const df__rs_w *xs, int64_t ow, \
+                                  int64_t C) {                                                          \
+        for (int64_t x = 0; x < ow; x++) {                                                              \
+            int64_t l = xs[x].lo * C, rr = xs[x].hi * C, k = 0;                                         \
+            float xl = xs[x].lerp, *hx = h + x * C;                                                     \
+            for (; k + 8 <= C; k += 8)                                                                  \
+                for (int u = 0; u < 8; u++) DF__RS_HLERP(LOAD, k + u);                                  \
+            for (; k < C; k++) DF__RS_HLERP(LOAD, k);                                                   \
+        }                                                                                               \
+    }                                                                                                   \
     static void df__rs_bl_px_##SUF(const T *restrict top, const T *restrict bot, float *restrict o,      \
                                    int64_t l, int64_t rr, float xl, float yl, int64_t C) {              \
         int64_t k = 0;                                                                                  \
@@ -157,16 +179,45 @@ typedef struct {
     }                                                                                                   \
     static void df__rs_bl_rows_##SUF(const df__rs_bl_job *j, int64_t lo, int64_t hi) {                  \
         const df__rs_geo *g = j->g;                                                                     \
-        int64_t C = g->ch, irow = g->iw * C;                                                           \
+        int64_t C = g->ch, irow = g->iw * C, n = g->ow * C;                                            \
+        /* rows kept only pay when output rows share input rows (upsampling in y) */                   \
+        float *buf = g->oh >= g->ih ? (float *)malloc(sizeof(float) * 2 * (size_t)n) : NULL;           \
+        int64_t key[2] = {-1, -1};                                                                      \
         for (int64_t r = lo; r < hi; r++) {                                                             \
             int64_t b = r / g->oh, y = r % g->oh;                                                       \
             const T *base = (const T *)j->in + b * g->ih * irow;                                        \
+            float yl = j->ys[y].lerp, *o = j->out + r * n;                                              \
+            if (buf) {                                                                                  \
+                int64_t want[2] = {b * g->ih + j->ys[y].lo, b * g->ih + j->ys[y].hi};                   \
+                int slot[2];                                                                            \
+                for (int w = 0; w < 2; w++) {                                                           \
+                    slot[w] = key[0] == want[w] ? 0 : key[1] == want[w] ? 1 : -1;                       \
+                    if (slot[w] >= 0) continue;                                                         \
+                    slot[w] = w == 1 ? 1 - slot[0] : key[0] == want[1] ? 1 : 0;                         \
+                    key[slot[w]] = want[w];                                                             \
+                    df__rs_bl_h_##SUF(base + (w ? j->ys[y].hi : j->ys[y].lo) * irow, buf + slot[w] * n, \
+                                      j->xs, g->ow, C);                                                 \
+                }                                                                                       \
+                df__rs_bl_v(buf + slot[0] * n, buf + slot[1] * n, o, yl, n);                            \
+                continue;                                                                               \
+            }                                                                                           \
             const T *top = base + j->ys[y].lo * irow, *bot = base + j->ys[y].hi * irow;                 \
-            for (int64_t x = 0; x < g->ow; x++)                                                         \
-                df__rs_bl_px_##SUF(top, bot, j->out + (r * g->ow + x) * C, j->xs[x].lo * C, j->xs[x].hi * C, \
-                                   j->xs[x].lerp, j->ys[y].lerp, C);                                    \
+            for (int64_t x = 0; x < g->ow; x++, o += C) {                                               \
+                int64_t l = j->xs[x].lo * C, rr = j->xs[x].hi * C;                                      \
+                float xl = j->xs[x].lerp;                                                               \
+                if (C >= 8) df__rs_bl_px_##SUF(top, bot, o, l, rr, xl, yl, C);                          \
+                else for (int64_t k = 0; k < C; k++) DF__RS_LERP(LOAD, k);   /* few channels: inline */ \
+            }                                                                                           \
         }                                                                                               \
+        free(buf);                                                                                      \
     }
+/* The vertical pass: top + (bottom - top) * yl over a row. */
+static void df__rs_bl_v(const float *restrict t, const float *restrict b, float *restrict o, float yl, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int u = 0; u < 8; u++) { float d = b[i + u] - t[i + u]; d = d * yl; o[i + u] = t[i + u] + d; }
+    for (; i < n; i++) { float d = b[i] - t[i]; d = d * yl; o[i] = t[i] + d; }
+}
 #define DF__RS_CAST(v) ((float)(v))
 #define DF__RS_HALF(v) df_half_to_float(v)
 #define DF__RS_BF16(v) df_bfloat16_to_float(v)
@@ -499,10 +550,10 @@ DF_PRIVATE df_code df__sf_resize_bilinear_grad(df__shape_ctx *c) {
     const df__shape *d = &c->in_shapes[0], *x = &c->in_shapes[1];
     df__shape *o = df__sc_out(c, 0);
     o->rank = 4;
-    o->dims[0] = d->rank == 4 ? d->dims[0] : -1;
-    o->dims[1] = x->rank == 4 ? x->dims[1] : -1;
-    o->dims[2] = x->rank == 4 ? x->dims[2] : -1;
-    o->dims[3] = d->rank == 4 ? d->dims[3] : -1;
+    for (int i = 0; i < 4; i++) {        /* (TensorFlow's: the original image's shape) */
+        int64_t a = i == 0 || i == 3 ? (d->rank == 4 ? d->dims[i] : -1) : -1, b = x->rank == 4 ? x->dims[i] : -1;
+        o->dims[i] = a >= 0 ? a : b;
+    }
     return DF_OK;
 }
 
