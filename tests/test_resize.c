@@ -1,7 +1,8 @@
 /* test_resize.c - ResizeBilinear, ResizeBilinearGrad, ResizeNearestNeighbor and
    ResizeNearestNeighborGrad (src/kernels/resize.c): values against what TensorFlow 2.21 printed
    for the same inputs (tf.raw_ops, eager) for align_corners / half_pixel_centers (0,0), (1,0),
-   (0,1) (and (1,1) where TensorFlow accepts it), upsampling and downsampling; uint8, half,
+   (0,1) (and (1,1) where TensorFlow accepts it), upsampling and downsampling, sizes of 1 and
+   the same size; uint8, half, int64,
    int32 and double images; 10 channels (the vectorized blocks); large images split between
    intra-op threads, against TensorFlow's weighted sums; the gradients against central differences in float64; bad inputs' statuses
    naming the node. Public API and the harness only. */
@@ -65,6 +66,19 @@ static const double BIG_NE_01 = 2229.8000483438373;
 static const double BIG_BI_10 = 1074.2501564100385;
 static const double BIG_BLG = 575.94560761470348;
 static const double BIG_NNG = 448.1999945640564;
+/* Edge sizes of X: [1,1] align_corners, [1,1] half pixel, [1,5] align_corners, [4,1] half pixel,
+   [1,1] neither; int64 values near 2^60 (an int64 image) resized to its own size */
+static const double BL_EDGE[5][10] = {{-3.5, 3.625},
+    {3.375, -0.5},
+    {-3.5, 3.625, -1.0625, 6.0625, 1.375, 3, 3.8125, -0.0625, 6.25, 2.375},
+    {1.375, 3, 2.625, 0.8125, 4.125, 0.25, 5.375, 1.5},
+    {-3.5, 3.625}};
+static const double NN_EDGE[5][10] = {{-3.5, 3.625},
+    {5, 1.125},
+    {-3.5, 3.625, -0.25, 6.875, 3, -0.875, 3, -0.875, 6.25, 2.375},
+    {3, -0.875, 5, 1.125, 5, 1.125, 7, 3.125},
+    {-3.5, 3.625}};
+static const double BL_I64_SAME[24] = {1.1529215e+18, 1.15292247e+18, 1.15292343e+18, 1.15292439e+18, 1.15292535e+18, 1.15292645e+18, 1.15292741e+18, 1.15292838e+18, 1.15292934e+18, 1.1529303e+18, 1.15293126e+18, 1.15293222e+18, 1.15293319e+18, 1.15293415e+18, 1.15293525e+18, 1.15293621e+18, 1.15293717e+18, 1.15293813e+18, 1.1529391e+18, 1.15294006e+18, 1.15294102e+18, 1.15294198e+18, 1.15294295e+18, 1.15294391e+18};
 /* 10 channels (blocks of 8 and a tail): X = BIG on [1,9,11,10], DY = BIG on [1,13,7,10]; bilinear
    (0,1), (1,0); bilinear grad (0,1), (0,0); nearest grad (0,1), (1,0); bilinear (0,1) down to [4,5] */
 static const double CHAN10[7] = {131.67650496214628, 366.29978038370609, -230.96494369208813, -736.73302504234016, 268.40000633895397, 268.40000633895397,
@@ -177,6 +191,39 @@ DF_TEST(resize_forward_matches_tensorflow) {
                 df_tensor_release(out);
                 df_graph_free(g);
             }
+}
+DF_TEST(resize_edge_sizes_match_tensorflow) {
+    static const int64_t sz[5][2] = {{1, 1}, {1, 1}, {1, 5}, {4, 1}, {1, 1}};
+    static const int at[5][2] = {{1, 0}, {0, 1}, {1, 0}, {0, 1}, {0, 0}};
+    for (int op = 0; op < 2; op++)
+        for (int k = 0; k < 5; k++) {
+            df_graph *g = df_graph_new();
+            df_output x = konst_f(g, DF_FLOAT, 4, D(1, 3, 4, 2), xval);
+            df_output y = resize(g, op ? "ResizeNearestNeighbor" : "ResizeBilinear", NULL, x, size_const(g, 2, sz[k]), at[k][0], at[k][1]);
+            df_tensor *out = NULL;
+            df_status st;
+            CHECK_OK((run(g, &y, 1, &out, &st), &st));
+            char what[64];
+            snprintf(what, sizeof what, "%s edge case %d", op ? "nearest" : "bilinear", k);
+            check_values(what, out, DF_FLOAT, D(1, sz[k][0], sz[k][1], 2), op ? NN_EDGE[k] : BL_EDGE[k], 1e-6);
+            df_tensor_release(out);
+            df_graph_free(g);
+        }
+    /* the same size: the image as float, int64 straight to float */
+    df_graph *g = df_graph_new();
+    df_tensor *t = df_tensor_new(DF_INT64, 4, D(1, 3, 4, 2), NULL);
+    for (int64_t i = 0; i < 24; i++) ((int64_t *)df_tensor_data(t))[i] = i * 1000000007 * 977 + ((int64_t)1 << 60);
+    df_output y = resize(g, "ResizeBilinear", NULL, df_const(g, t), size_const(g, 2, D(3, 4)), 0, 0);
+    df_tensor_release(t);
+    df_tensor *out = NULL;
+    df_status st;
+    CHECK_OK((run(g, &y, 1, &out, &st), &st));
+    CHECK(out && df_tensor_dtype(out) == DF_FLOAT && df_tensor_num_elements(out) == 24);
+    for (int i = 0; out && i < 24; i++)
+        CHECK_MSG(((const float *)df_tensor_data(out))[i] == (float)BL_I64_SAME[i], "int64 same size [%d]: %.9g, TensorFlow %.9g", i,
+                  ((const float *)df_tensor_data(out))[i], BL_I64_SAME[i]);
+    df_tensor_release(out);
+    df_graph_free(g);
 }
 DF_TEST(resize_grad_ops_match_tensorflow) {
     for (int op = 0; op < 2; op++)

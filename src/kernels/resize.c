@@ -264,7 +264,8 @@ DF_PRIVATE void df__k_resize_bilinear(df__kctx *c) {
     if (!o || !o->n) return;
     float *out = (float *)o->data;
     if (g.oh == g.ih && g.ow == g.iw) {                 /* the same size: the image as float */
-        for (int64_t i = 0; i < o->n; i++) out[i] = (float)df__get_f64(x->dtype, x->data, i);
+        for (int64_t i = 0; i < o->n; i++)       /* (int64 straight to float: no double rounding) */
+            out[i] = x->dtype == DF_INT64 ? (float)((const int64_t *)x->data)[i] : (float)df__get_f64(x->dtype, x->data, i);
         return;
     }
     df__rs_w *ys = (df__rs_w *)malloc(sizeof *ys * (size_t)(g.oh + g.ow));
