@@ -2,10 +2,10 @@
    ResizeNearestNeighborGrad (src/kernels/resize.c): values against what TensorFlow 2.21 printed
    for the same inputs (tf.raw_ops, eager) for align_corners / half_pixel_centers (0,0), (1,0),
    (0,1) (and (1,1) where TensorFlow accepts it), upsampling and downsampling, sizes of 1 and
-   the same size; uint8, half, int64,
-   int32 and double images; 10 channels (the vectorized blocks); large images split between
-   intra-op threads, against TensorFlow's weighted sums; the gradients against central differences in float64; bad inputs' statuses
-   naming the node. Public API and the harness only. */
+   the same size; uint8, half, int64, int32 and double images; 10 channels (the vectorized
+   blocks); large images split between intra-op threads, against TensorFlow's weighted sums;
+   the gradients against central differences in float64; bad inputs' statuses naming the
+   node. Public API and the harness only. */
 #include "harness.h"
 #include <math.h>
 #include <stdint.h>
