@@ -1503,3 +1503,14 @@ DF_PRIVATE void df__half_register(df__opdef *ops, int n_ops);
 
 /* ---- from src/helpers.c ---- */
 /* ---- end of src/helpers.c ---- */
+
+/* ---- from src/kernels/resize.c ---- */
+DF_PRIVATE void df__k_resize_bilinear(df__kctx *c);
+DF_PRIVATE void df__k_resize_bilinear_grad(df__kctx *c);
+DF_PRIVATE void df__k_resize_nearest(df__kctx *c);
+DF_PRIVATE void df__k_resize_nearest_grad(df__kctx *c);
+DF_PRIVATE df_code df__sf_resize(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_resize_bilinear_grad(df__shape_ctx *c);
+DF_PRIVATE void df__g_resize_bilinear(df__gfn *c);
+DF_PRIVATE void df__g_resize_nearest(df__gfn *c);
+/* ---- end of src/kernels/resize.c ---- */

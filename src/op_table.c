@@ -516,6 +516,22 @@ static const df__opspec df__op_table[] = {
 #undef DF__RND_FLAGS
     /* ---- random2 ops: end ---- */
 
+    /* ---- resize ops (src/kernels/resize.c): begin ---- */
+#define DF__RS_T "{int8,uint8,int16,uint16,int32,int64,bfloat16,half,float,double}"
+#define DF__RS_A ",align_corners:bool=false,half_pixel_centers:bool=false"
+    {"ResizeBilinear", "images:T,size:int32", "resized_images:float", "T:type" DF__RS_T DF__RS_A, df__sf_resize,
+     df__k_resize_bilinear, DF__OP_EXPENSIVE, 0},
+    {"ResizeBilinearGrad", "grads:float,original_image:T", "output:T", "T:type{float,bfloat16,half,double}" DF__RS_A,
+     df__sf_resize_bilinear_grad, df__k_resize_bilinear_grad, DF__OP_EXPENSIVE | DF__OP_NO_GRADIENT, 0},
+    {"ResizeNearestNeighbor", "images:T,size:int32", "resized_images:T", "T:type" DF__RS_T DF__RS_A, df__sf_resize,
+     df__k_resize_nearest, DF__OP_EXPENSIVE, 0},
+    /* ResizeNearestNeighborGrad: no gradient in TensorFlow (asking is an error, as there) */
+    {"ResizeNearestNeighborGrad", "grads:T,size:int32", "output:T", "T:type{uint8,int8,int32,half,float,double,bfloat16}"
+     DF__RS_A, df__sf_resize, df__k_resize_nearest_grad, DF__OP_EXPENSIVE, 0},
+#undef DF__RS_T
+#undef DF__RS_A
+    /* ---- resize ops: end ---- */
+
 #undef DF__ST
 };
 static const int df__op_table_size = (int)(sizeof df__op_table / sizeof *df__op_table);

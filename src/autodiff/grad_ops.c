@@ -944,6 +944,10 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     /* ---- random2 gradients (src/kernels/random.c): begin ---- */
     /* ---- random2 gradients: end ---- */
 
+    /* ---- resize gradients (src/kernels/resize.c): begin ---- */
+    {"ResizeBilinear", df__g_resize_bilinear}, {"ResizeNearestNeighbor", df__g_resize_nearest},
+    /* ---- resize gradients: end ---- */
+
 };
 DF_PRIVATE df__grad_fn df__grad_fn_for(const df__opdef *op) {
     if (op->grad) return (df__grad_fn)op->grad;
