@@ -170,7 +170,8 @@ DF_TEST(helpers_new_bad_arguments_name_the_node) {
     df_conv2d_options o = {0};
     o.padding = "EXPLICIT";
     o.explicit_paddings[2] = -1;
-    df_depthwise_conv2d(g, conv_x(g), conv_x(g), &o);
+    df_output cx = conv_x(g);
+    df_depthwise_conv2d(g, cx, cx, &o);
     hu_check_graph_error(g, DF_INVALID_ARGUMENT, "DepthwiseConv2dNative", "explicit_paddings");
     df_graph_free(g);
     g = df_graph_new();
