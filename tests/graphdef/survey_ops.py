@@ -422,10 +422,32 @@ def write_docs():
         for op, cat, progs in rows:
             reg = "yes" if op in known else "**no**"
             f.write("| `%s` | %s | %s | %s |\n" % (op, reg, cat or "", ", ".join(progs)))
+    write_readme_block(checked, have, missing, rows, programs)
     print("docs/ops.md: coverage %d of %d (%d op types, %d skipped)" % (len(have), len(checked), len(rows),
                                                                          len(rows) - len(checked)))
     if missing:
         print("missing: " + " ".join(missing))
+
+
+README = os.path.join(ROOT, "README.md")
+BEGIN, END = "<!-- survey_ops.py: begin -->", "<!-- survey_ops.py: end -->"
+
+
+def write_readme_block(checked, have, missing, rows, programs):
+    """The coverage count and the surveyed op list, between BEGIN and END in README.md."""
+    with open(README) as f:
+        text = f.read()
+    if BEGIN not in text or END not in text:
+        return
+    block = ["**%d of the %d op types** that %d surveyed TensorFlow programs use (outside string, sparse,"
+             " quantized, image-decoding and file-I/O ops, %d more) run here%s. The surveyed op types:"
+             % (len(have), len(checked), len(programs), len(rows) - len(checked),
+                "" if not missing else " (missing: %s)" % ", ".join(missing)), ""]
+    block.append(", ".join("`%s`" % r[0] for r in checked) + ".")
+    head, rest = text.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    with open(README, "w") as f:
+        f.write(head + BEGIN + "\n" + "\n".join(block) + "\n" + END + tail)
 
 
 def main():
