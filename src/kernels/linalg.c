@@ -846,7 +846,7 @@ DF_PRIVATE df_code df__sf_topk(df__shape_ctx *c) {
 }
 DF_PRIVATE void df__k_topk(df__kctx *c) {
     const df_tensor *x = c->in[0];
-    int64_t k;
+    int64_t k = 0;
     if (df__topk_k(c->node, c->in[1], &k, c->st)) return;
     if (x->rank < 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input must be at least 1-D, got shape %s", "[]"); return; }
     df_dtype t = x->dtype, it = df__attr_type(c->node, "index_type");
