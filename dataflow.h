@@ -987,6 +987,24 @@ enum { DF_CUDA_B_ADD, DF_CUDA_B_SUB, DF_CUDA_B_MUL, DF_CUDA_B_DIV, DF_CUDA_B_MAX
        DF_CUDA_B_SQRT_GRAD, DF_CUDA_B_RSQRT_GRAD, DF_CUDA_B_RECIP_GRAD, DF_CUDA_B_COUNT };
 df_code df_cuda_binary(df_cuda *g, int op, df_dtype t, int rank, const int64_t *dims, const void *a,
                        const int64_t *sa, const void *b, const int64_t *sb, void *c, df_status *st);
+/* The further math ops of dataflow.c (src/kernels/math.c and extra.c), in the order of its own
+   codes: each element computed in double and rounded once to t (Sin and Cos in t, as the CPU).
+   Unary (df_cuda_math_unary): IS_FINITE, IS_NAN and IS_INF write DF_BOOL; SOFTPLUS uses the
+   type's threshold log(epsilon) + 2; LEAKY_RELU takes alpha. Binary (df_cuda_math_binary, with
+   broadcasting as df_cuda_binary): ATAN2 (a = y, b = x), TRUNCATE_DIV trunc(a/b), TRUNCATE_MOD
+   fmod(a, b), and the gradient ops with a the incoming gradient and b the features (outputs for
+   ELU_GRAD and SELU_GRAD); LEAKY_RELU_GRAD takes alpha. Float types only. */
+enum { DF_CUDA_M_IS_FINITE, DF_CUDA_M_IS_NAN, DF_CUDA_M_IS_INF, DF_CUDA_M_SOFTPLUS, DF_CUDA_M_SOFTSIGN, DF_CUDA_M_ELU,
+       DF_CUDA_M_SELU, DF_CUDA_M_LEAKY_RELU, DF_CUDA_M_RELU6, DF_CUDA_M_LOG1P, DF_CUDA_M_EXPM1, DF_CUDA_M_ERF,
+       DF_CUDA_M_ERFC, DF_CUDA_M_TAN, DF_CUDA_M_ASIN, DF_CUDA_M_ACOS, DF_CUDA_M_ATAN, DF_CUDA_M_SINH, DF_CUDA_M_COSH,
+       DF_CUDA_M_ROUND, DF_CUDA_M_RINT, DF_CUDA_M_CEIL,
+       DF_CUDA_M_ATAN2, DF_CUDA_M_TRUNCATE_DIV, DF_CUDA_M_TRUNCATE_MOD, DF_CUDA_M_ELU_GRAD, DF_CUDA_M_SELU_GRAD,
+       DF_CUDA_M_SOFTPLUS_GRAD, DF_CUDA_M_SOFTSIGN_GRAD, DF_CUDA_M_LEAKY_RELU_GRAD, DF_CUDA_M_RELU6_GRAD,
+       DF_CUDA_M_SIN, DF_CUDA_M_COS, DF_CUDA_M_COUNT };
+df_code df_cuda_math_unary(df_cuda *g, int op, df_dtype t, const void *x, void *y, int64_t n, double alpha,
+                           df_status *st);
+df_code df_cuda_math_binary(df_cuda *g, int op, df_dtype t, int rank, const int64_t *dims, const void *a,
+                            const int64_t *sa, const void *b, const int64_t *sb, void *c, double alpha, df_status *st);
 /* out = cond ? x : y elementwise with broadcasting (strides as df_cuda_binary); cond is DF_BOOL;
    any element size 1, 2, 4, 8 or 16. */
 df_code df_cuda_select(df_cuda *g, size_t elem_size, int rank, const int64_t *dims, const void *cond,

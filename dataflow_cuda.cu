@@ -20,6 +20,7 @@
 #include "dataflow.h"
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -671,7 +672,7 @@ template <int OP, class T> struct df_cu_binary_fn {
 /* c[i] = f(a[i or 0], b[i or 0]): sa/sb 1 for a dense operand, 0 for a scalar one. */
 template <class F, int V>
 __global__ void __launch_bounds__(DF_CUDA_THREADS)
-df_cu_flat(const typename F::in_t *a, const typename F::in_t *b, typename F::out_t *c, int64_t n, int sa, int sb) {
+df_cu_flat(const typename F::in_t *a, const typename F::in_t *b, typename F::out_t *c, int64_t n, int sa, int sb, F fn) {
     typedef typename F::in_t T;
     typedef typename F::out_t TO;
     typedef df_cu_vec<T, V> VI;
@@ -692,27 +693,28 @@ df_cu_flat(const typename F::in_t *a, const typename F::in_t *b, typename F::out
             for (int k = 0; k < V; k++) y.v[k] = ys;
         }
 #pragma unroll
-        for (int k = 0; k < V; k++) r.v[k] = F::f(x.v[k], y.v[k]);
+        for (int k = 0; k < V; k++) r.v[k] = fn.f(x.v[k], y.v[k]);
         ((VO *)c)[i] = r;
     }
     if (V > 1) {   /* fewer than V left: one each for the first threads */
         int64_t t = nv * V + first;
-        if (t < n) c[t] = F::f(sa ? a[t] : xs, sb ? b[t] : ys);
+        if (t < n) c[t] = fn.f(sa ? a[t] : xs, sb ? b[t] : ys);
     }
 }
 template <class F>
 __global__ void __launch_bounds__(DF_CUDA_THREADS)
-df_cu_strided(df_cuda_index ix, const typename F::in_t *a, const typename F::in_t *b, typename F::out_t *c, int64_t n) {
+df_cu_strided(df_cuda_index ix, const typename F::in_t *a, const typename F::in_t *b, typename F::out_t *c, int64_t n, F fn) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[2];
         df_cu_offsets<2>(ix, i, off);
-        c[i] = F::f(a[off[0]], b[off[1]]);
+        c[i] = fn.f(a[off[0]], b[off[1]]);
     }
 }
-/* Runs F over the index space ix (operands a, b; c dense) of n > 0 elements. */
+/* Runs F over the index space ix (operands a, b; c dense) of n > 0 elements (fn: the functor,
+   with the parameters of the ops that take some). */
 template <class F>
 static df_code df_cuda_elementwise_run(df_cuda *g, const df_cuda_index &ix, int64_t n, const void *a, const void *b, void *c,
-                                       const char *who, df_status *st) {
+                                       const char *who, df_status *st, F fn = F()) {
     typedef typename F::in_t T;
     typedef typename F::out_t TO;
     const T *pa = (const T *)a, *pb = (const T *)b;
@@ -724,10 +726,10 @@ static df_code df_cuda_elementwise_run(df_cuda *g, const df_cuda_index &ix, int6
         constexpr int V = 16 / sizeof(T);
         const int vec = n >= V && (!sa || !df_cuda_misaligned(a, 16)) && (!sb || !df_cuda_misaligned(b, 16)) &&
                         !df_cuda_misaligned(c, V * sizeof(TO));
-        if (vec) df_cu_flat<F, V><<<df_cuda_grid<df_cu_flat<F, V>>(g, n / V), DF_CUDA_THREADS, 0, DF_CS(g)>>>(pa, pb, pc, n, sa, sb);
-        else df_cu_flat<F, 1><<<df_cuda_grid<df_cu_flat<F, 1>>(g, n), DF_CUDA_THREADS, 0, DF_CS(g)>>>(pa, pb, pc, n, sa, sb);
+        if (vec) df_cu_flat<F, V><<<df_cuda_grid<df_cu_flat<F, V>>(g, n / V), DF_CUDA_THREADS, 0, DF_CS(g)>>>(pa, pb, pc, n, sa, sb, fn);
+        else df_cu_flat<F, 1><<<df_cuda_grid<df_cu_flat<F, 1>>(g, n), DF_CUDA_THREADS, 0, DF_CS(g)>>>(pa, pb, pc, n, sa, sb, fn);
     } else {
-        df_cu_strided<F><<<df_cuda_grid<df_cu_strided<F>>(g, n), DF_CUDA_THREADS, 0, DF_CS(g)>>>(ix, pa, pb, pc, n);
+        df_cu_strided<F><<<df_cuda_grid<df_cu_strided<F>>(g, n), DF_CUDA_THREADS, 0, DF_CS(g)>>>(ix, pa, pb, pc, n, fn);
     }
     DF_CUDA_LAUNCHED(who);
     return DF_OK;
@@ -812,6 +814,127 @@ extern "C" df_code df_cuda_binary(df_cuda *g, int op, df_dtype t, int rank, cons
 #undef DF_CU_BINARY_CASE
     default: DF_CUDA_BAD("df_cuda_binary: unknown op %d", op);
     }
+}
+
+/* ---- the further math ops (dataflow.c's src/kernels/math.c and extra.c) ----
+   Each element in double, rounded once to T, as the CPU kernels (Sin and Cos in T). */
+template <int OP> struct df_cu_math_is_predicate {
+    static constexpr bool value = OP == DF_CUDA_M_IS_FINITE || OP == DF_CUDA_M_IS_NAN || OP == DF_CUDA_M_IS_INF;
+};
+#define DF_CU_SELU_SCALE 1.0507009873554804934193349852946
+#define DF_CU_SELU_ALPHA 1.6732632423543772848170429916717
+template <int OP, class T> struct df_cu_math_fn {
+    typedef T in_t;
+    typedef typename std::conditional<df_cu_math_is_predicate<OP>::value, uint8_t, T>::type out_t;
+    double alpha, th;     /* LeakyRelu's alpha; Softplus's threshold log(epsilon) + 2 */
+    __device__ __forceinline__ out_t f(T xt, T yt) const {
+        const double v = (double)xt, a = v, b = (double)yt;
+        if constexpr (OP == DF_CUDA_M_IS_FINITE) return (uint8_t)(isfinite(v) != 0);
+        else if constexpr (OP == DF_CUDA_M_IS_NAN) return (uint8_t)(v != v);
+        else if constexpr (OP == DF_CUDA_M_IS_INF) return (uint8_t)(isinf(v) != 0);
+        else if constexpr (OP == DF_CUDA_M_SIN) { if constexpr (sizeof(T) == 4) return sinf((float)xt); else return (T)sin(v); }
+        else if constexpr (OP == DF_CUDA_M_COS) { if constexpr (sizeof(T) == 4) return cosf((float)xt); else return (T)cos(v); }
+        else {
+            double r;
+            if constexpr (OP == DF_CUDA_M_SOFTPLUS) r = v > -th ? v : v < th ? exp(v) : log1p(exp(v));
+            else if constexpr (OP == DF_CUDA_M_SOFTSIGN) r = v / (1.0 + fabs(v));
+            else if constexpr (OP == DF_CUDA_M_ELU) r = v < 0 ? expm1(v) : v;
+            else if constexpr (OP == DF_CUDA_M_SELU) r = v < 0 ? DF_CU_SELU_SCALE * DF_CU_SELU_ALPHA * expm1(v) : DF_CU_SELU_SCALE * v;
+            else if constexpr (OP == DF_CUDA_M_LEAKY_RELU) r = v < 0 ? v * alpha : v;
+            else if constexpr (OP == DF_CUDA_M_RELU6) r = v != v ? v : v < 0 ? 0.0 : v > 6 ? 6.0 : v;
+            else if constexpr (OP == DF_CUDA_M_LOG1P) r = log1p(v);
+            else if constexpr (OP == DF_CUDA_M_EXPM1) r = expm1(v);
+            else if constexpr (OP == DF_CUDA_M_ERF) r = erf(v);
+            else if constexpr (OP == DF_CUDA_M_ERFC) r = erfc(v);
+            else if constexpr (OP == DF_CUDA_M_TAN) r = tan(v);
+            else if constexpr (OP == DF_CUDA_M_ASIN) r = asin(v);
+            else if constexpr (OP == DF_CUDA_M_ACOS) r = acos(v);
+            else if constexpr (OP == DF_CUDA_M_ATAN) r = atan(v);
+            else if constexpr (OP == DF_CUDA_M_SINH) r = sinh(v);
+            else if constexpr (OP == DF_CUDA_M_COSH) r = cosh(v);
+            else if constexpr (OP == DF_CUDA_M_ROUND || OP == DF_CUDA_M_RINT) r = rint(v);     /* half to even */
+            else if constexpr (OP == DF_CUDA_M_CEIL) r = ceil(v);
+            else if constexpr (OP == DF_CUDA_M_ATAN2) r = atan2(a, b);
+            else if constexpr (OP == DF_CUDA_M_TRUNCATE_DIV) r = trunc(a / b);
+            else if constexpr (OP == DF_CUDA_M_TRUNCATE_MOD) r = fmod(a, b);
+            else if constexpr (OP == DF_CUDA_M_ELU_GRAD) r = b < 0 ? a * (b + 1) : a;
+            else if constexpr (OP == DF_CUDA_M_SELU_GRAD) r = b < 0 ? a * (b + DF_CU_SELU_SCALE * DF_CU_SELU_ALPHA) : a * DF_CU_SELU_SCALE;
+            else if constexpr (OP == DF_CUDA_M_SOFTPLUS_GRAD) r = a / (1 + exp(-b));
+            else if constexpr (OP == DF_CUDA_M_SOFTSIGN_GRAD) r = a / ((1 + fabs(b)) * (1 + fabs(b)));
+            else if constexpr (OP == DF_CUDA_M_LEAKY_RELU_GRAD) r = b > 0 ? a : a * alpha;
+            else r = a * (double)(b > 0 && b < 6);                                     /* RELU6_GRAD */
+            return (T)r;
+        }
+    }
+};
+static int df_cuda_math_is_binary(int op) { return op >= DF_CUDA_M_ATAN2 && op <= DF_CUDA_M_RELU6_GRAD; }
+template <int OP>
+static df_code df_cuda_math_op(df_cuda *g, df_dtype t, const df_cuda_index &ix, int64_t n, const void *a, const void *b, void *c,
+                               double alpha, const char *who, df_status *st) {
+    if (t == DF_FLOAT) {
+        df_cu_math_fn<OP, float> fn;
+        fn.alpha = alpha; fn.th = log((double)FLT_EPSILON) + 2.0;
+        return df_cuda_elementwise_run<df_cu_math_fn<OP, float>>(g, ix, n, a, b, c, who, st, fn);
+    }
+    df_cu_math_fn<OP, double> fn;
+    fn.alpha = alpha; fn.th = log(DBL_EPSILON) + 2.0;
+    return df_cuda_elementwise_run<df_cu_math_fn<OP, double>>(g, ix, n, a, b, c, who, st, fn);
+}
+static df_code df_cuda_math_switch(df_cuda *g, int op, df_dtype t, const df_cuda_index &ix, int64_t n, const void *a,
+                                   const void *b, void *c, double alpha, const char *who, df_status *st) {
+    switch (op) {
+#define DF_CU_MATH_CASE(OP) case OP: return df_cuda_math_op<OP>(g, t, ix, n, a, b, c, alpha, who, st);
+    DF_CU_MATH_CASE(DF_CUDA_M_IS_FINITE) DF_CU_MATH_CASE(DF_CUDA_M_IS_NAN) DF_CU_MATH_CASE(DF_CUDA_M_IS_INF)
+    DF_CU_MATH_CASE(DF_CUDA_M_SOFTPLUS) DF_CU_MATH_CASE(DF_CUDA_M_SOFTSIGN) DF_CU_MATH_CASE(DF_CUDA_M_ELU)
+    DF_CU_MATH_CASE(DF_CUDA_M_SELU) DF_CU_MATH_CASE(DF_CUDA_M_LEAKY_RELU) DF_CU_MATH_CASE(DF_CUDA_M_RELU6)
+    DF_CU_MATH_CASE(DF_CUDA_M_LOG1P) DF_CU_MATH_CASE(DF_CUDA_M_EXPM1) DF_CU_MATH_CASE(DF_CUDA_M_ERF)
+    DF_CU_MATH_CASE(DF_CUDA_M_ERFC) DF_CU_MATH_CASE(DF_CUDA_M_TAN) DF_CU_MATH_CASE(DF_CUDA_M_ASIN)
+    DF_CU_MATH_CASE(DF_CUDA_M_ACOS) DF_CU_MATH_CASE(DF_CUDA_M_ATAN) DF_CU_MATH_CASE(DF_CUDA_M_SINH)
+    DF_CU_MATH_CASE(DF_CUDA_M_COSH) DF_CU_MATH_CASE(DF_CUDA_M_ROUND) DF_CU_MATH_CASE(DF_CUDA_M_RINT)
+    DF_CU_MATH_CASE(DF_CUDA_M_CEIL) DF_CU_MATH_CASE(DF_CUDA_M_ATAN2) DF_CU_MATH_CASE(DF_CUDA_M_TRUNCATE_DIV)
+    DF_CU_MATH_CASE(DF_CUDA_M_TRUNCATE_MOD) DF_CU_MATH_CASE(DF_CUDA_M_ELU_GRAD) DF_CU_MATH_CASE(DF_CUDA_M_SELU_GRAD)
+    DF_CU_MATH_CASE(DF_CUDA_M_SOFTPLUS_GRAD) DF_CU_MATH_CASE(DF_CUDA_M_SOFTSIGN_GRAD)
+    DF_CU_MATH_CASE(DF_CUDA_M_LEAKY_RELU_GRAD) DF_CU_MATH_CASE(DF_CUDA_M_RELU6_GRAD)
+    DF_CU_MATH_CASE(DF_CUDA_M_SIN) DF_CU_MATH_CASE(DF_CUDA_M_COS)
+#undef DF_CU_MATH_CASE
+    default: DF_CUDA_BAD("%s: unknown op %d", who, op);
+    }
+}
+extern "C" df_code df_cuda_math_unary(df_cuda *g, int op, df_dtype t, const void *x, void *y, int64_t n, double alpha,
+                                      df_status *st) {
+    DF_CUDA_ENTER("df_cuda_math_unary");
+    if (op < 0 || op >= DF_CUDA_M_COUNT || df_cuda_math_is_binary(op)) DF_CUDA_BAD("df_cuda_math_unary: unknown op %d", op);
+    if (!df_cuda_is_float(t)) DF_CUDA_BAD("df_cuda_math_unary: op %d has no kernel for %s", op, df_dtype_name(t));
+    if (n < 0) DF_CUDA_BAD("df_cuda_math_unary: negative count %lld", (long long)n);
+    if (!n) return DF_OK;
+    if (!x || !y) DF_CUDA_BAD("df_cuda_math_unary: NULL pointer");
+    size_t es = df_dtype_size(t);
+    if (df_cuda_misaligned(x, es) || df_cuda_misaligned(y, op <= DF_CUDA_M_IS_INF ? 1 : es))
+        DF_CUDA_BAD("df_cuda_math_unary: pointer not aligned to %s", df_dtype_name(t));
+    if (df_cuda_use(g, st)) return st->code;
+    df_cuda_index ix;
+    const int64_t one = 1, *strides[2] = {&one, &one};
+    df_cuda_index_make(&ix, 1, &n, 2, strides);
+    return df_cuda_math_switch(g, op, t, ix, n, x, x, y, alpha, "df_cuda_math_unary", st);
+}
+extern "C" df_code df_cuda_math_binary(df_cuda *g, int op, df_dtype t, int rank, const int64_t *dims, const void *a,
+                                       const int64_t *sa, const void *b, const int64_t *sb, void *c, double alpha, df_status *st) {
+    DF_CUDA_ENTER("df_cuda_math_binary");
+    if (!df_cuda_math_is_binary(op)) DF_CUDA_BAD("df_cuda_math_binary: unknown op %d", op);
+    if (!df_cuda_is_float(t)) DF_CUDA_BAD("df_cuda_math_binary: op %d has no kernel for %s", op, df_dtype_name(t));
+    int64_t n;
+    if (!df_cuda_count(rank, dims, &n)) DF_CUDA_BAD("df_cuda_math_binary: bad shape (rank %d)", rank);
+    if (rank && (!sa || !sb)) DF_CUDA_BAD("df_cuda_math_binary: NULL strides");
+    if (!n) return DF_OK;
+    if (!a || !b || !c) DF_CUDA_BAD("df_cuda_math_binary: NULL pointer");
+    size_t es = df_dtype_size(t);
+    if (df_cuda_misaligned(a, es) || df_cuda_misaligned(b, es) || df_cuda_misaligned(c, es))
+        DF_CUDA_BAD("df_cuda_math_binary: pointer not aligned to its elements");
+    const int64_t *strides[2] = {sa, sb};
+    df_cuda_index ix;
+    df_cuda_index_make(&ix, rank, dims, 2, strides);
+    if (df_cuda_use(g, st)) return st->code;
+    return df_cuda_math_switch(g, op, t, ix, n, a, b, c, alpha, "df_cuda_math_binary", st);
 }
 
 /* ---- Select, AddN, Cast ---- */

@@ -498,6 +498,71 @@ static void df__gk_random(df__kctx *c) {
     df_cuda_memcpy_h2d(DF__GPU(c), o->data, host, bytes, c->st);
     free(host);
 }
+/* The further random ops (src/kernels/random.c: RandomUniformInt, the stateless ops V1 and V2,
+   Multinomial): the CPU kernel runs on the host with every argument in host memory (seeds,
+   keys, counters, shapes: host-memory inputs), its outputs made in host memory, and each output
+   the GPU keeps in device memory is copied up, so a node gives TensorFlow's numbers on either
+   device. */
+static void df__gk_on_host(df__kctx *c) {
+    uint32_t keep = c->host_out;
+    c->host_out = ~0u;
+    c->node->op->kernels[DF__DEV_CPU].fn(c);
+    c->host_out = keep;
+    for (int i = 0; i < c->n_out && !c->st->code; i++) {
+        df_tensor *h = c->out[i];
+        if (!h || (keep >> DF__MIN(i, 31) & 1)) continue;
+        df_tensor *d = df__to_device(c->dev, h, c->st);
+        if (!d) return;
+        c->out[i] = d;
+        df_tensor_release(h);
+    }
+}
+
+/* The further math ops of src/kernels/math.c (and Sin, Cos of extra.c): the op's code is
+   dataflow.h's DF_CUDA_M_ code (the two enums share an order); computed in double and rounded
+   once, as the CPU kernels. */
+_Static_assert((int)DF__M_IS_FINITE == (int)DF_CUDA_M_IS_FINITE && (int)DF__M_CEIL == (int)DF_CUDA_M_CEIL &&
+               (int)DF__M_ATAN2 == (int)DF_CUDA_M_ATAN2 &&
+               (int)DF__M_RELU6_GRAD == (int)DF_CUDA_M_RELU6_GRAD, "math.c's op codes and dataflow.h's DF_CUDA_M_ codes differ");
+static double df__gk_alpha(df__kctx *c) {
+    const df__attr *a = df__node_attr(c->node, "alpha");
+    return a && a->kind == DF__A_FLOAT ? a->u.f : 0.2f;
+}
+static void df__gk_math_unary(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    int code = c->node->op->kernels[DF__DEV_CPU].fn == df__k_trig ? DF_CUDA_M_SIN + c->node->op->code : c->node->op->code;
+    int pred = code == DF_CUDA_M_IS_FINITE || code == DF_CUDA_M_IS_NAN || code == DF_CUDA_M_IS_INF;
+    if (x->dtype != DF_FLOAT && x->dtype != DF_DOUBLE) {
+        DF__KFAIL(c, DF_UNIMPLEMENTED, "%s has no GPU kernel for %s", c->node->op->name, df_dtype_name(x->dtype));
+        return;
+    }
+    df_tensor *o = pred ? df__k_alloc(c, 0, DF_BOOL, x->rank, x->dims) : df__k_reuse_or_alloc(c, 0, 0, x->dtype, x->rank, x->dims);
+    if (o && o->n)
+        df_cuda_math_unary(DF__GPU(c), code, x->dtype, x->data, o->data, o->n, code == DF_CUDA_M_LEAKY_RELU ? df__gk_alpha(c) : 0, c->st);
+}
+static void df__gk_math_binary(df__kctx *c) {
+    const df_tensor *a = c->in[0], *b = c->in[1];
+    int code = c->node->op->code;
+    df__bcast bc;
+    if (a->dtype != b->dtype) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s: inputs of %s and %s", c->node->op->name, df_dtype_name(a->dtype), df_dtype_name(b->dtype)); return; }
+    if (a->dtype != DF_FLOAT && a->dtype != DF_DOUBLE) {
+        DF__KFAIL(c, DF_UNIMPLEMENTED, "%s has no GPU kernel for %s", c->node->op->name, df_dtype_name(a->dtype));
+        return;
+    }
+    if (!df__broadcast(a->rank, a->dims, b->rank, b->dims, &bc)) {
+        char s1[96], s2[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s for %s",
+                  df__dims_str(a->rank, a->dims, s1, 96), df__dims_str(b->rank, b->dims, s2, 96), c->node->op->name);
+        return;
+    }
+    df_tensor *o = df__k_alloc(c, 0, a->dtype, bc.rank, bc.dims);
+    if (!o || !o->n) return;
+    double alpha = code == DF_CUDA_M_LEAKY_RELU_GRAD ? df__gk_alpha(c) : 0;
+    int64_t one = 1, zero = 0;
+    if (bc.rank == 0) df_cuda_math_binary(DF__GPU(c), code, a->dtype, 1, &one, a->data, &zero, b->data, &zero, o->data, alpha, c->st);
+    else df_cuda_math_binary(DF__GPU(c), code, a->dtype, bc.rank, bc.dims, a->data, bc.sa, b->data, bc.sb, o->data, alpha, c->st);
+}
+
 /* ApplyGradientDescent, ApplyMomentum, ApplyAdam: hyperparameters stay on the device. */
 static void df__gk_apply(df__kctx *c) {
     int code = c->node->op->code;
@@ -539,6 +604,7 @@ static void df__gk_apply(df__kctx *c) {
 #define DF__GK_CAST (DF__GK_FH | (1u << DF_UINT8) | (1u << DF_INT8))
 #define DF__GK_HOSTONLY (1u << DF_INT32)
 #define DF__GK_HOST_LAST 0x80000000u
+#define DF__GK_ALL_IN 0x7fffffffu        /* every input in host memory */
 static const struct { const char *name; uint32_t host_in, host_out, types; df__kernel_fn fn; } df__gpu_kernels[] = {
     {"Const", 0, 0, 0, df__gk_const}, {"_GpuGraph", 0, 0, 0, df__gk_gpu_graph},
     {"Identity", 0, 0, 0, NULL}, {"IdentityN", 0, 0, 0, NULL}, {"StopGradient", 0, 0, 0, NULL},
@@ -594,6 +660,40 @@ static const struct { const char *name; uint32_t host_in, host_out, types; df__k
     {"TruncatedNormal", 1, 0, DF__GK_F, df__gk_random},
     {"ApplyGradientDescent", 0, 0, DF__GK_F, df__gk_apply}, {"ApplyMomentum", 0, 0, DF__GK_F, df__gk_apply},
     {"ApplyAdam", 0, 0, DF__GK_F, df__gk_apply},
+    /* src/kernels/math.c and extra.c */
+    {"IsFinite", 0, 0, DF__GK_F, df__gk_math_unary}, {"IsNan", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"IsInf", 0, 0, DF__GK_F, df__gk_math_unary}, {"Softplus", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Softsign", 0, 0, DF__GK_F, df__gk_math_unary}, {"Elu", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Selu", 0, 0, DF__GK_F, df__gk_math_unary}, {"LeakyRelu", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Relu6", 0, 0, DF__GK_F, df__gk_math_unary}, {"Log1p", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Expm1", 0, 0, DF__GK_F, df__gk_math_unary}, {"Erf", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Erfc", 0, 0, DF__GK_F, df__gk_math_unary}, {"Tan", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Asin", 0, 0, DF__GK_F, df__gk_math_unary}, {"Acos", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Atan", 0, 0, DF__GK_F, df__gk_math_unary}, {"Sinh", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Cosh", 0, 0, DF__GK_F, df__gk_math_unary}, {"Round", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Rint", 0, 0, DF__GK_F, df__gk_math_unary}, {"Ceil", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Sin", 0, 0, DF__GK_F, df__gk_math_unary}, {"Cos", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Atan2", 0, 0, DF__GK_F, df__gk_math_binary}, {"TruncateDiv", 0, 0, DF__GK_F, df__gk_math_binary},
+    {"TruncateMod", 0, 0, DF__GK_F, df__gk_math_binary}, {"EluGrad", 0, 0, DF__GK_F, df__gk_math_binary},
+    {"SeluGrad", 0, 0, DF__GK_F, df__gk_math_binary}, {"SoftplusGrad", 0, 0, DF__GK_F, df__gk_math_binary},
+    {"SoftsignGrad", 0, 0, DF__GK_F, df__gk_math_binary}, {"LeakyReluGrad", 0, 0, DF__GK_F, df__gk_math_binary},
+    {"Relu6Grad", 0, 0, DF__GK_F, df__gk_math_binary},
+    /* src/kernels/random.c: on the host, every input in host memory; float results copied up,
+       integer ones (and the keys, counters, algorithms) left in host memory */
+    {"RandomUniformInt", DF__GK_ALL_IN, ~0u, DF__GK_HOSTONLY, NULL},
+    {"Multinomial", DF__GK_ALL_IN, ~0u, 0, NULL}, {"StatelessMultinomial", DF__GK_ALL_IN, ~0u, 0, NULL},
+    {"StatelessRandomGetKeyCounter", DF__GK_ALL_IN, ~0u, 0, NULL},
+    {"StatelessRandomGetKeyCounterAlg", DF__GK_ALL_IN, ~0u, 0, NULL}, {"StatelessRandomGetAlg", DF__GK_ALL_IN, ~0u, 0, NULL},
+    {"StatelessRandomUniform", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
+    {"StatelessRandomNormal", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
+    {"StatelessTruncatedNormal", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
+    {"StatelessRandomUniformFullInt", DF__GK_ALL_IN, ~0u, 0, NULL},
+    {"StatelessRandomUniformInt", DF__GK_ALL_IN, ~0u, DF__GK_HOSTONLY, NULL},
+    {"StatelessRandomUniformV2", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
+    {"StatelessRandomNormalV2", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
+    {"StatelessTruncatedNormalV2", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
+    {"StatelessRandomUniformIntV2", DF__GK_ALL_IN, ~0u, 0, NULL},
+    {"StatelessRandomUniformFullIntV2", DF__GK_ALL_IN, ~0u, 0, NULL},
     {"Conv2D", 0, 0, DF__GK_F, NULL}, {"Conv2DBackpropInput", 1, 0, DF__GK_F, NULL},
     {"Conv2DBackpropFilter", 2, 0, DF__GK_F, NULL}, {"MaxPool", 0, 0, DF__GK_F, NULL}, {"AvgPool", 0, 0, DF__GK_F, NULL},
     {"MaxPoolGrad", 0, 0, DF__GK_F, NULL}, {"AvgPoolGrad", 1, 0, DF__GK_F, NULL},

@@ -41,6 +41,7 @@
 #include "../../dataflow.h"
 #include "gpu_emulator.h"
 
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -822,6 +823,102 @@ df_code df_cuda_binary(df_cuda *g, int op, df_dtype t, int rank, const int64_t *
         emu__binary_float(op, &w, n, (const float *)ah, (const float *)bh, ch);
     } else {
         emu__binary_double(op, &w, n, (const double *)ah, (const double *)bh, ch);
+    }
+    return emu__finish(&c);
+}
+
+/* The further math ops (dataflow.c's src/kernels/math.c and extra.c): each element in double,
+   rounded once to the type (Sin and Cos in the type), the CPU kernels' formulas. */
+#define EMU_SELU_SCALE 1.0507009873554804934193349852946
+#define EMU_SELU_ALPHA 1.6732632423543772848170429916717
+static double emu__math(int op, double a, double b, double th, double alpha) {
+    double v = a;
+    switch (op) {
+    case DF_CUDA_M_IS_FINITE: return isfinite(v) != 0;
+    case DF_CUDA_M_IS_NAN: return v != v;
+    case DF_CUDA_M_IS_INF: return isinf(v) != 0;
+    case DF_CUDA_M_SOFTPLUS: return v > -th ? v : v < th ? exp(v) : log1p(exp(v));
+    case DF_CUDA_M_SOFTSIGN: return v / (1.0 + fabs(v));
+    case DF_CUDA_M_ELU: return v < 0 ? expm1(v) : v;
+    case DF_CUDA_M_SELU: return v < 0 ? EMU_SELU_SCALE * EMU_SELU_ALPHA * expm1(v) : EMU_SELU_SCALE * v;
+    case DF_CUDA_M_LEAKY_RELU: return v < 0 ? v * alpha : v;
+    case DF_CUDA_M_RELU6: return v != v ? v : v < 0 ? 0.0 : v > 6 ? 6.0 : v;
+    case DF_CUDA_M_LOG1P: return log1p(v);
+    case DF_CUDA_M_EXPM1: return expm1(v);
+    case DF_CUDA_M_ERF: return erf(v);
+    case DF_CUDA_M_ERFC: return erfc(v);
+    case DF_CUDA_M_TAN: return tan(v);
+    case DF_CUDA_M_ASIN: return asin(v);
+    case DF_CUDA_M_ACOS: return acos(v);
+    case DF_CUDA_M_ATAN: return atan(v);
+    case DF_CUDA_M_SINH: return sinh(v);
+    case DF_CUDA_M_COSH: return cosh(v);
+    case DF_CUDA_M_ROUND: case DF_CUDA_M_RINT: return nearbyint(v);
+    case DF_CUDA_M_CEIL: return ceil(v);
+    case DF_CUDA_M_ATAN2: return atan2(a, b);
+    case DF_CUDA_M_TRUNCATE_DIV: return trunc(a / b);
+    case DF_CUDA_M_TRUNCATE_MOD: return fmod(a, b);
+    case DF_CUDA_M_ELU_GRAD: return b < 0 ? a * (b + 1) : a;
+    case DF_CUDA_M_SELU_GRAD: return b < 0 ? a * (b + EMU_SELU_SCALE * EMU_SELU_ALPHA) : a * EMU_SELU_SCALE;
+    case DF_CUDA_M_SOFTPLUS_GRAD: return a / (1 + exp(-b));
+    case DF_CUDA_M_SOFTSIGN_GRAD: return a / ((1 + fabs(b)) * (1 + fabs(b)));
+    case DF_CUDA_M_LEAKY_RELU_GRAD: return b > 0 ? a : a * alpha;
+    case DF_CUDA_M_RELU6_GRAD: return a * (double)(b > 0 && b < 6);
+    case DF_CUDA_M_SIN: return sin(v);
+    default: return cos(v);
+    }
+}
+static void emu__math_put(int op, df_dtype t, void *out, int64_t i, double a, double b, double alpha) {
+    if (op <= DF_CUDA_M_IS_INF) { ((uint8_t *)out)[i] = (uint8_t)emu__math(op, a, b, 0, alpha); return; }
+    if (t == DF_FLOAT) {
+        float r = op == DF_CUDA_M_SIN ? sinf((float)a) : op == DF_CUDA_M_COS ? cosf((float)a)
+                                      : (float)emu__math(op, a, b, log((double)FLT_EPSILON) + 2.0, alpha);
+        ((float *)out)[i] = r;
+    } else {
+        ((double *)out)[i] = emu__math(op, a, b, log(DBL_EPSILON) + 2.0, alpha);
+    }
+}
+static int emu__math_binary_op(int op) { return op >= DF_CUDA_M_ATAN2 && op <= DF_CUDA_M_RELU6_GRAD; }
+
+df_code df_cuda_math_unary(df_cuda *g, int op, df_dtype t, const void *x, void *y, int64_t n, double alpha, df_status *st) {
+    emu__call c;
+    if (!emu__begin(&c, g, st, "df_cuda_math_unary")) return c.code;
+    if (op < 0 || op >= DF_CUDA_M_COUNT || emu__math_binary_op(op)) return EMU_BAD(&c, "op %d is not a unary math op", op);
+    if (t != DF_FLOAT && t != DF_DOUBLE) return EMU_BAD(&c, "op %d does not take %s (float or double)", op, df_dtype_name(t));
+    if (!emu__nonneg(&c, "n", n) || n == 0) return c.code;
+    size_t es = df_dtype_size(t);
+    const void *xs = emu__dense(&c, "x", x, n, es);
+    void *ys = emu__dense(&c, "y", y, n, op <= DF_CUDA_M_IS_INF ? 1 : es);
+    if (c.code) return c.code;
+    emu__start(&c);
+    for (int64_t i = 0; i < n; i++) {
+        double v = t == DF_FLOAT ? (double)((const float *)xs)[i] : ((const double *)xs)[i];
+        emu__math_put(op, t, ys, i, v, v, alpha);
+    }
+    return emu__finish(&c);
+}
+
+df_code df_cuda_math_binary(df_cuda *g, int op, df_dtype t, int rank, const int64_t *dims, const void *a, const int64_t *sa,
+                            const void *b, const int64_t *sb, void *c_, double alpha, df_status *st) {
+    emu__call c;
+    if (!emu__begin(&c, g, st, "df_cuda_math_binary")) return c.code;
+    if (!emu__math_binary_op(op)) return EMU_BAD(&c, "op %d is not a binary math op", op);
+    if (t != DF_FLOAT && t != DF_DOUBLE) return EMU_BAD(&c, "op %d does not take %s (float or double)", op, df_dtype_name(t));
+    int64_t n = emu__shape(&c, rank, dims);
+    if (n <= 0) return c.code;
+    size_t es = df_dtype_size(t);
+    const void *ah = emu__strided(&c, "a", a, rank, dims, sa, es);
+    const void *bh = emu__strided(&c, "b", b, rank, dims, sb, es);
+    void *ch = emu__dense(&c, "c", c_, n, es);
+    if (c.code) return c.code;
+    emu__walk w;
+    const int64_t *strides[2] = {sa, sb};
+    emu__walk_init(&w, rank, dims, 2, strides);
+    emu__start(&c);
+    for (int64_t i = 0; i < n; i++, emu__walk_next(&w)) {
+        double x = t == DF_FLOAT ? (double)((const float *)ah)[w.off[0]] : ((const double *)ah)[w.off[0]];
+        double y = t == DF_FLOAT ? (double)((const float *)bh)[w.off[1]] : ((const double *)bh)[w.off[1]];
+        emu__math_put(op, t, ch, i, x, y, alpha);
     }
     return emu__finish(&c);
 }

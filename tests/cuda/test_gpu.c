@@ -1407,6 +1407,136 @@ DF_TEST(gpu_convolution_pooling_and_their_gradients) {
     CHECK_LAUNCHED(l0, "convolutions");
 }
 
+/* The further math ops (src/kernels/math.c, extra.c) on the GPU against the CPU: the unary ones
+   over the usual shapes and their special values, the binary ones with broadcasting. */
+static void attr_float(opcase *c, const char *name, double v) { op_attr *a = &c->attrs[c->n_attrs++]; a->name = name; a->kind = A_FLOAT; a->f = v; }
+DF_TEST(gpu_math_unary_ops_match_cpu) {
+    static const struct { const char *op; double lo, hi, q; } ops[] = {
+        {"IsFinite", -3, 3, 0}, {"IsNan", -3, 3, 0}, {"IsInf", -3, 3, 0}, {"Softplus", -40, 40, 0}, {"Softsign", -5, 5, 0},
+        {"Elu", -4, 4, 0.5}, {"Selu", -4, 4, 0.5}, {"LeakyRelu", -4, 4, 0.5}, {"Relu6", -3, 9, 0.5}, {"Log1p", -0.9, 5, 0},
+        {"Expm1", -3, 3, 0}, {"Erf", -3, 3, 0}, {"Erfc", -3, 6, 0}, {"Tan", -1.5, 1.5, 0}, {"Asin", -1, 1, 0},
+        {"Acos", -1, 1, 0}, {"Atan", -9, 9, 0}, {"Sinh", -5, 5, 0}, {"Cosh", -5, 5, 0}, {"Round", -4, 4, 0.25},
+        {"Rint", -4, 4, 0.25}, {"Ceil", -4, 4, 0.25}, {"Sin", -7, 7, 0}, {"Cos", -7, 7, 0},
+    };
+    rng_seed(41);
+    int64_t l0 = launches();
+    char b[64];
+    for (int o = 0; o < LEN(ops); o++)
+        for (int ti = 0; ti < 2; ti++)
+            for (int k = 0; k < LEN(shapes); k++) {
+                const shape *s = &shapes[k];
+                opcase c = op_case(ops[o].op, 1, rand_q(float_types[ti], s->rank, s->dims, ops[o].lo, ops[o].hi, ops[o].q));
+                if (!strcmp(ops[o].op, "LeakyRelu")) attr_float(&c, "alpha", 0.3);
+                run_op(&c, 1e-5, "%s %s", df_dtype_name(float_types[ti]), sh(s, b));
+            }
+    /* NaN, infinities, signed zeros, halves (Round and Rint: half to even), out of domain */
+    double v[] = {NAN, INFINITY, -INFINITY, 0, -0.0, 0.5, 1.5, 2.5, -2.5, -0.5, 6, 7, -1, 1, 2, -40, 40, 1e-30};
+    for (int o = 0; o < LEN(ops); o++)
+        for (int ti = 0; ti < 2; ti++) {
+            opcase c = op_case(ops[o].op, 1, vals_t(float_types[ti], 1, D(LEN(v)), v));
+            run_op(&c, 1e-5, "special values %s", df_dtype_name(float_types[ti]));
+        }
+    CHECK_LAUNCHED(l0, "math unary ops");
+}
+DF_TEST(gpu_math_binary_ops_match_cpu) {
+    static const char *ops[] = {"Atan2", "TruncateDiv", "TruncateMod", "EluGrad", "SeluGrad", "SoftplusGrad", "SoftsignGrad",
+                                "LeakyReluGrad", "Relu6Grad"};
+    rng_seed(42);
+    int64_t l0 = launches();
+    char b1[64], b2[64];
+    for (int o = 0; o < LEN(ops); o++)
+        for (int ti = 0; ti < 2; ti++)
+            for (int k = 0; k < LEN(pairs); k++) {
+                df_dtype t = float_types[ti];
+                df_tensor *x = rand_q(t, pairs[k][0].rank, pairs[k][0].dims, -7, 7, 0);
+                df_tensor *y = rand_q(t, pairs[k][1].rank, pairs[k][1].dims, -2, 8, !strcmp(ops[o], "Relu6Grad") ? 0.5 : 0);
+                if (o == 1 || o == 2)
+                    for (int64_t i = 0; i < df_tensor_num_elements(y); i++) {    /* divisors away from 0 */
+                        double w = get(t, df_tensor_data(y), i);
+                        put(t, df_tensor_data(y), i, w < 0 ? w - 0.25 : w + 0.25);
+                    }
+                opcase c = op_case(ops[o], 2, x, y);
+                if (!strcmp(ops[o], "LeakyReluGrad")) attr_float(&c, "alpha", 0.05);
+                run_op(&c, 1e-5, "%s %s, %s", df_dtype_name(t), sh(&pairs[k][0], b1), sh(&pairs[k][1], b2));
+            }
+    double a[] = {NAN, 1, 3, INFINITY, -INFINITY, 0, 2, -0.0, -3, 7};
+    double c2[] = {1, NAN, 0, 1, 2, 0, -0.0, 0, -0.5, 6};
+    for (int o = 0; o < LEN(ops); o++) {
+        opcase c = op_case(ops[o], 2, vals_t(DF_DOUBLE, 1, D(10), a), vals_t(DF_DOUBLE, 1, D(10), c2));
+        run_op(&c, 1e-12, "NaN, infinities, zeros");
+    }
+    CHECK_LAUNCHED(l0, "math binary ops");
+}
+
+/* The further random ops under /gpu:0 give the CPU's (TensorFlow's) numbers: made on the host from
+   seeds, keys and counters in host memory and copied up. */
+static df_tensor *u64vec(int n, const uint64_t *v) {
+    int64_t d = n;
+    df_tensor *x = df_tensor_new(DF_UINT64, 1, &d, NULL);
+    if (x) memcpy(df_tensor_data(x), v, (size_t)n * sizeof *v);
+    return x;
+}
+static df_tensor *i64vec(int n, const int64_t *v) {
+    int64_t d = n;
+    df_tensor *x = df_tensor_new(DF_INT64, 1, &d, NULL);
+    if (x) memcpy(df_tensor_data(x), v, (size_t)n * sizeof *v);
+    return x;
+}
+static df_tensor *iscalar(df_dtype t, int64_t v) {
+    df_tensor *x = df_tensor_new(t, 0, NULL, NULL);
+    if (x) put(t, df_tensor_data(x), 0, (double)v);
+    return x;
+}
+/* y = op's output * 2 on the same device, so a GPU kernel reads the numbers from device memory */
+static void build_random_scaled(df_graph *g, const void *user, int gpu, built *b) {
+    build_op(g, user, gpu, b);
+    const opcase *c = (const opcase *)user;
+    if (c->n_attrs && c->attrs[0].kind == A_TYPE && (c->attrs[0].i == DF_FLOAT || c->attrs[0].i == DF_DOUBLE))
+        b->outs[b->n_out++] = df_mul(g, b->outs[0], kscalar(g, (df_dtype)c->attrs[0].i, 2));
+}
+DF_TEST(gpu_stateless_random_ops_equal_cpu) {
+    static const shape cases[] = {{1, {1000}}, {2, {7, 33}}, {0, {0}}, {1, {0}}, {3, {2, 3, 5}}};
+    static const char *v1[] = {"StatelessRandomUniform", "StatelessRandomNormal", "StatelessTruncatedNormal"};
+    static const char *v2[] = {"StatelessRandomUniformV2", "StatelessRandomNormalV2", "StatelessTruncatedNormalV2"};
+    static const uint64_t keys[][3] = {{1, 0, 0}, {0x123456789abcdefull, 7, 99}, {42, 0xffffffffffffffffull, 3}};
+    char b[64];
+    int64_t h0 = emulated() ? df_emu_h2d_copies() : 0;
+    for (int o = 0; o < 3; o++)
+        for (int k = 0; k < LEN(cases); k++)
+            for (int ki = 0; ki < LEN(keys); ki++)
+                for (int ti = 0; ti < 2; ti++) {
+                    df_dtype t = float_types[ti];
+                    int64_t seed[2] = {(int64_t)keys[ki][0], (int64_t)keys[ki][2]};
+                    opcase c = op_case(v1[o], 2, ivec(cases[k].rank, cases[k].dims), i64vec(2, seed));
+                    attr_type(&c, "dtype", t);
+                    char what[160];
+                    snprintf(what, sizeof what, "%s %s seed %d %s", v1[o], sh(&cases[k], b), ki, df_dtype_name(t));
+                    both(what, build_random_scaled, &c, 1e-6);
+                    for (int i = 0; i < c.n_in; i++) df_tensor_release(c.in[i]);
+                    opcase c2 = op_case(v2[o], 4, ivec(cases[k].rank, cases[k].dims), u64vec(1, keys[ki]), u64vec(2, keys[ki] + 1),
+                                        iscalar(DF_INT32, 1));
+                    attr_type(&c2, "dtype", t);
+                    snprintf(what, sizeof what, "%s %s key %d %s", v2[o], sh(&cases[k], b), ki, df_dtype_name(t));
+                    both(what, build_random_scaled, &c2, 1e-6);
+                    for (int i = 0; i < c2.n_in; i++) df_tensor_release(c2.in[i]);
+                }
+    if (emulated()) CHECK_MSG(df_emu_h2d_copies() > h0, "the stateless random numbers were not copied to the GPU");
+    /* integer results: on the host of the GPU, exactly the CPU's */
+    opcase c = op_case("StatelessRandomUniformIntV2", 6, ivec(2, D(5, 9)), u64vec(1, keys[1]), u64vec(2, keys[1] + 1),
+                       iscalar(DF_INT32, 1), iscalar(DF_INT64, -5), iscalar(DF_INT64, 1000));
+    attr_type(&c, "dtype", DF_INT64);
+    both("StatelessRandomUniformIntV2", build_random_scaled, &c, 0);
+    for (int i = 0; i < c.n_in; i++) df_tensor_release(c.in[i]);
+    opcase c3 = op_case("RandomUniformInt", 3, ivec(1, D(100)), iscalar(DF_INT32, -3), iscalar(DF_INT32, 17));
+    attr_int(&c3, "seed", 5);
+    attr_int(&c3, "seed2", 6);
+    run_op(&c3, 0, "seeded");
+    opcase c4 = op_case("StatelessRandomUniformFullIntV2", 4, ivec(1, D(64)), u64vec(1, keys[2]), u64vec(2, keys[2] + 1),
+                        iscalar(DF_INT32, 1));
+    attr_type(&c4, "dtype", DF_UINT64);
+    run_op(&c4, 0, "uint64");
+}
+
 /* Integer and boolean ops under /gpu:0: they run on the host, inside the GPU device. */
 static void build_host_only(df_graph *g, const void *user, int gpu, built *b) {
     (void)gpu; (void)user;
