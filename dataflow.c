@@ -26016,6 +26016,123 @@ static void df__gk_math_binary(df__kctx *c) {
     else df_cuda_math_binary(DF__GPU(c), code, a->dtype, bc.rank, bc.dims, a->data, bc.sa, b->data, bc.sb, o->data, alpha, c->st);
 }
 
+/* DepthwiseConv2dNative and its two backprops (NHWC), as the CPU kernels check them (the sizes
+   in host memory); direct kernels, one thread per result element. code 0 forward, 1 input
+   gradient, 2 filter gradient. */
+static int df__gk_dw_geo(df__kctx *c, const int64_t *in, const int64_t *fd, df_cuda_conv *p) {
+    const char *fmt = df__attr_s(c->node, "data_format");
+    if (*fmt && strcmp(fmt, "NHWC")) {
+        DF__KFAIL(c, DF_UNIMPLEMENTED, "Depthwise convolution on GPU is only supported for NHWC format here, got %s", fmt);
+        return 0;
+    }
+    if (in[3] != fd[2]) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "input and filter must have the same depth: %lld vs %lld", (long long)in[3], (long long)fd[2]);
+        return 0;
+    }
+    if (fd[0] == 0 || fd[1] == 0 || fd[3] == 0) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "filter must not have zero elements (i.e. all dimensions must be non-zero)");
+        return 0;
+    }
+    df__conv_geo g;
+    if (df__conv_setup(c->node, in, fd[0], fd[1], 0, &g, c->st)) return 0;
+    df_cuda_conv q = {g.n, g.h, g.w, g.c, g.kh, g.kw, in[3] * fd[3], g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.ph, g.pw};
+    *p = q;
+    return 1;
+}
+static int df__gk_dw_sizes(df__kctx *c, const df_tensor *t, const char *what, int64_t *v) {
+    if (!df__is_int_tensor(t) || t->rank != 1 || t->n != 4) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s must be a 4-vector", what); return 0; }
+    for (int i = 0; i < 4; i++) {
+        v[i] = df__int_at(t, i);
+        if (v[i] < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s has a negative entry", what); return 0; }
+    }
+    return 1;
+}
+static void df__gk_depthwise(df__kctx *c) {
+    int which = !strcmp(c->node->op->name, "DepthwiseConv2dNative") ? 0 : !strcmp(c->node->op->name, "DepthwiseConv2dNativeBackpropInput") ? 1 : 2;
+    int64_t xd[4], fd[4], od[4];
+    const df_tensor *a = c->in[which == 1 ? 1 : 0], *b = c->in[which == 0 ? 1 : 2];
+    if (which == 0) {
+        if (a->rank != 4 || b->rank != 4) {
+            DF__KFAIL(c, DF_INVALID_ARGUMENT, "input and filter must be 4-dimensional, got ranks %d and %d", a->rank, b->rank);
+            return;
+        }
+        memcpy(xd, a->dims, sizeof xd);
+        memcpy(fd, b->dims, sizeof fd);
+    } else if (which == 1) {
+        if (!df__gk_dw_sizes(c, c->in[0], "input_sizes", xd)) return;
+        if (a->rank != 4) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "filter must be 4-dimensional, got rank %d", a->rank); return; }
+        memcpy(fd, a->dims, sizeof fd);
+    } else {
+        if (!df__gk_dw_sizes(c, c->in[1], "filter_sizes", fd)) return;
+        if (a->rank != 4) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input must be 4-dimensional, got rank %d", a->rank); return; }
+        memcpy(xd, a->dims, sizeof xd);
+    }
+    df_cuda_conv p;
+    if (!df__gk_dw_geo(c, xd, fd, &p)) return;
+    if (which && !(b->rank == 4 && b->dims[0] == p.n && b->dims[1] == p.oh && b->dims[2] == p.ow && b->dims[3] == p.oc)) {
+        char s[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "out_backprop has shape %s; the depthwise convolution gives [%lld,%lld,%lld,%lld]",
+                  df__dims_str(b->rank, b->dims, s, 96), (long long)p.n, (long long)p.oh, (long long)p.ow, (long long)p.oc);
+        return;
+    }
+    od[0] = p.n; od[1] = p.oh; od[2] = p.ow; od[3] = p.oc;
+    df_tensor *o = df__k_alloc(c, 0, b->dtype, 4, which == 0 ? od : which == 1 ? xd : fd);
+    if (o && o->n) df_cuda_depthwise_conv2d(DF__GPU(c), which, b->dtype, &p, fd[3], a->data, b->data, o->data, c->st);
+}
+
+/* FusedBatchNorm, V2 and V3 forward on float x (is_training true or false), checked as the CPU
+   kernel checks them; reserve_space_3 (V3) is a scalar 0, as TensorFlow's CPU kernel gives. */
+static float df__gk_attr_f(const df_node *n, const char *name, float def) {
+    const df__attr *a = df__node_attr(n, name);
+    return a && a->kind == DF__A_FLOAT ? a->u.f : def;
+}
+static int df__gk_bn_vec(df__kctx *c, const df_tensor *t, const char *what, const char *prefix, int64_t ch) {
+    if (t->rank != 1) {
+        char s[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s must be 1-dimensional%s", what, df__dims_str(t->rank, t->dims, s, 96));
+        return 0;
+    }
+    if (t->dtype != DF_FLOAT) { DF__KFAIL(c, DF_UNIMPLEMENTED, "%s has no GPU kernel for %s %s", c->node->op->name, what, df_dtype_name(t->dtype)); return 0; }
+    if (ch >= 0 && t->dims[0] != ch) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s%s must have the same number of elements as the channels of x, got %lld and %lld",
+                  prefix, what, (long long)t->dims[0], (long long)ch);
+        return 0;
+    }
+    return 1;
+}
+static void df__gk_batch_norm(df__kctx *c) {
+    const df_tensor *x = c->in[0], *scale = c->in[1], *offset = c->in[2], *mean = c->in[3], *var = c->in[4];
+    const df_node *n = c->node;
+    int train = df__attr_b(n, "is_training", 1), v3 = c->n_out > 5;
+    float eps = df__gk_attr_f(n, "epsilon", 1e-4f), factor = df__gk_attr_f(n, "exponential_avg_factor", 1.0f);
+    const char *fmt = df__attr_s(n, "data_format");
+    int first = !strcmp(fmt, "NCHW") || !strcmp(fmt, "NCDHW");
+    if (*fmt && !first && strcmp(fmt, "NHWC") && strcmp(fmt, "NDHWC")) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Invalid data format '%s'", fmt); return; }
+    if (x->dtype != DF_FLOAT) { DF__KFAIL(c, DF_UNIMPLEMENTED, "%s has no GPU kernel for %s", n->op->name, df_dtype_name(x->dtype)); return; }
+    if (x->rank != 4 && x->rank != 5) {
+        char s[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "input must be 4 or 5-dimensional%s", df__dims_str(x->rank, x->dims, s, 96));
+        return;
+    }
+    int cax = first ? 1 : x->rank - 1;
+    int64_t ch = x->dims[cax], outer = 1, inner = 1;
+    for (int d = 0; d < x->rank; d++) if (d < cax) outer *= x->dims[d]; else if (d > cax) inner *= x->dims[d];
+    if (!df__gk_bn_vec(c, scale, "scale", "", ch) || !df__gk_bn_vec(c, offset, "offset", "", ch)) return;
+    int use_running = !train || factor != 1.0f;
+    const char *pre = train ? "When exponential_avg_factor != 1, " : "When is_training=false, ";
+    if (!df__gk_bn_vec(c, mean, "mean", pre, use_running ? ch : -1) || !df__gk_bn_vec(c, var, "variance", pre, use_running ? ch : -1)) return;
+    int64_t zero = 0;
+    df_tensor *y = df__k_alloc(c, 0, DF_FLOAT, x->rank, x->dims), *bm = df__k_alloc(c, 1, DF_FLOAT, 1, &ch);
+    df_tensor *bv = df__k_alloc(c, 2, DF_FLOAT, 1, &ch), *r1 = df__k_alloc(c, 3, DF_FLOAT, 1, &ch);
+    df_tensor *r2 = df__k_alloc(c, 4, DF_FLOAT, 1, &ch), *r3 = v3 ? df__k_alloc(c, 5, DF_FLOAT, 0, &zero) : NULL;
+    if (!y || !bm || !bv || !r1 || !r2 || (v3 && !r3)) return;
+    if (r3 && df_cuda_fill(DF__GPU(c), r3->data, 1, sizeof(float), &(float){0}, c->st)) return;
+    df_cuda_batch_norm(DF__GPU(c), train, (const float *)x->data, (const float *)scale->data, (const float *)offset->data,
+                       use_running ? (const float *)mean->data : NULL, use_running ? (const float *)var->data : NULL,
+                       (float *)y->data, (float *)bm->data, (float *)bv->data, (float *)r1->data, (float *)r2->data,
+                       outer, ch, inner, eps, factor, c->st);
+}
+
 /* ApplyGradientDescent, ApplyMomentum, ApplyAdam: hyperparameters stay on the device. */
 static void df__gk_apply(df__kctx *c) {
     int code = c->node->op->code;
@@ -26147,6 +26264,12 @@ static const struct { const char *name; uint32_t host_in, host_out, types; df__k
     {"StatelessTruncatedNormalV2", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
     {"StatelessRandomUniformIntV2", DF__GK_ALL_IN, ~0u, 0, NULL},
     {"StatelessRandomUniformFullIntV2", DF__GK_ALL_IN, ~0u, 0, NULL},
+    /* src/kernels/nn_extra.c (float x for the batch norms; their gradient ops stay on the CPU) */
+    {"DepthwiseConv2dNative", 0, 0, DF__GK_F, df__gk_depthwise},
+    {"DepthwiseConv2dNativeBackpropInput", 1, 0, DF__GK_F, df__gk_depthwise},
+    {"DepthwiseConv2dNativeBackpropFilter", 2, 0, DF__GK_F, df__gk_depthwise},
+    {"FusedBatchNorm", 0, 0, DF__GK_F, df__gk_batch_norm}, {"FusedBatchNormV2", 0, 0, DF__GK_F, df__gk_batch_norm},
+    {"FusedBatchNormV3", 0, 0, DF__GK_F, df__gk_batch_norm},
     {"Conv2D", 0, 0, DF__GK_F, NULL}, {"Conv2DBackpropInput", 1, 0, DF__GK_F, NULL},
     {"Conv2DBackpropFilter", 2, 0, DF__GK_F, NULL}, {"MaxPool", 0, 0, DF__GK_F, NULL}, {"AvgPool", 0, 0, DF__GK_F, NULL},
     {"MaxPoolGrad", 0, 0, DF__GK_F, NULL}, {"AvgPoolGrad", 1, 0, DF__GK_F, NULL},

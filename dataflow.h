@@ -1085,6 +1085,22 @@ df_code df_cuda_pool(df_cuda *g, df_dtype t, const df_cuda_conv *p, int max, con
 df_code df_cuda_max_pool_grad(df_cuda *g, df_dtype t, const df_cuda_conv *p, const void *x, const void *y,
                               const void *dy, void *dx, df_status *st);
 df_code df_cuda_avg_pool_grad(df_cuda *g, df_dtype t, const df_cuda_conv *p, const void *dy, void *dx, df_status *st);
+/* Depthwise convolution, NHWC, filter [kh, kw, c, m] (p->oc = c * m; output channel c * m + k),
+   one thread per result element, sums in t in the order of the window: which 0 forward (a = x,
+   b = filter, out = y), 1 input gradient (a = filter, b = dy, out = dx), 2 filter gradient
+   (a = x, b = dy, out = dfilter). */
+df_code df_cuda_depthwise_conv2d(df_cuda *g, int which, df_dtype t, const df_cuda_conv *p, int64_t m, const void *a,
+                                 const void *b, void *out, df_status *st);
+/* FusedBatchNorm forward, float, x seen as [outer, c, inner] (NHWC: inner 1). train 0: y from the
+   given mean and variance, which are copied to batch_mean, batch_variance, reserve_1 and
+   reserve_2. train 1: the batch mean and biased variance (sums in double) go to reserve_1 and
+   reserve_2 and normalise y; batch_mean and batch_variance get the mean and the Bessel-corrected
+   variance, blended as (1 - factor) running + factor batch when factor != 1. y = (x - mu) *
+   (scale / sqrtf(var + epsilon)) + offset, in float. */
+df_code df_cuda_batch_norm(df_cuda *g, int train, const float *x, const float *scale, const float *offset,
+                           const float *mean, const float *variance, float *y, float *batch_mean, float *batch_variance,
+                           float *reserve_1, float *reserve_2, int64_t outer, int64_t c, int64_t inner, float epsilon,
+                           float factor, df_status *st);
 /* Cumulative product along the middle axis of [outer, len, inner] (exclusive: from 1; reverse:
    from the end), multiplied in double in the CPU kernel's order. Float types. */
 df_code df_cuda_cumprod(df_cuda *g, df_dtype t, const void *x, void *y, int64_t outer, int64_t len, int64_t inner,

@@ -2546,6 +2546,126 @@ static df_code df_cuda_pool_run(df_cuda *g, int which, const df_cuda_conv *p, in
     DF_CUDA_LAUNCHED(who);
     return DF_OK;
 }
+/* ---- depthwise convolution and batch norm: direct kernels, one thread per result element ---- */
+template <class T>
+__global__ void __launch_bounds__(DF_CUDA_THREADS)
+df_cu_depthwise(int which, df_cuda_conv p, int64_t m, const T *a, const T *b, T *out, int64_t total) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+        T acc = 0;
+        if (which == 0) {                        /* e over y [n, oh, ow, c*m] */
+            int64_t oc = e % p.oc, r = e / p.oc, ox = r % p.ow, oy = r / p.ow % p.oh, n = r / p.ow / p.oh;
+            int64_t ci = oc / m, k = oc % m;
+            for (int64_t ky = 0; ky < p.kh; ky++) {
+                int64_t iy = oy * p.stride_h + ky * p.dil_h - p.pad_top;
+                if (iy < 0 || iy >= p.h) continue;
+                for (int64_t kx = 0; kx < p.kw; kx++) {
+                    int64_t ix = ox * p.stride_w + kx * p.dil_w - p.pad_left;
+                    if (ix < 0 || ix >= p.w) continue;
+                    acc += a[((n * p.h + iy) * p.w + ix) * p.c + ci] * b[((ky * p.kw + kx) * p.c + ci) * m + k];
+                }
+            }
+        } else if (which == 1) {                 /* e over dx [n, h, w, c] */
+            int64_t ci = e % p.c, r = e / p.c, x = r % p.w, y = r / p.w % p.h, n = r / p.w / p.h;
+            for (int64_t ky = 0; ky < p.kh; ky++) {
+                int64_t ty = y + p.pad_top - ky * p.dil_h;
+                if (ty < 0 || ty % p.stride_h) continue;
+                int64_t oy = ty / p.stride_h;
+                if (oy >= p.oh) continue;
+                for (int64_t kx = 0; kx < p.kw; kx++) {
+                    int64_t tx = x + p.pad_left - kx * p.dil_w;
+                    if (tx < 0 || tx % p.stride_w) continue;
+                    int64_t ox = tx / p.stride_w;
+                    if (ox >= p.ow) continue;
+                    for (int64_t k = 0; k < m; k++)
+                        acc += b[((n * p.oh + oy) * p.ow + ox) * p.oc + ci * m + k] * a[((ky * p.kw + kx) * p.c + ci) * m + k];
+                }
+            }
+        } else {                                 /* e over dfilter [kh, kw, c, m] */
+            int64_t k = e % m, ci = e / m % p.c, kx = e / m / p.c % p.kw, ky = e / m / p.c / p.kw;
+            for (int64_t n = 0; n < p.n; n++)
+                for (int64_t oy = 0; oy < p.oh; oy++) {
+                    int64_t iy = oy * p.stride_h + ky * p.dil_h - p.pad_top;
+                    if (iy < 0 || iy >= p.h) continue;
+                    for (int64_t ox = 0; ox < p.ow; ox++) {
+                        int64_t ix = ox * p.stride_w + kx * p.dil_w - p.pad_left;
+                        if (ix < 0 || ix >= p.w) continue;
+                        acc += a[((n * p.h + iy) * p.w + ix) * p.c + ci] * b[((n * p.oh + oy) * p.ow + ox) * p.oc + ci * m + k];
+                    }
+                }
+        }
+        out[e] = acc;
+    }
+}
+extern "C" df_code df_cuda_depthwise_conv2d(df_cuda *g, int which, df_dtype t, const df_cuda_conv *p, int64_t m, const void *a,
+                                            const void *b, void *out, df_status *st) {
+    DF_CUDA_ENTER("df_cuda_depthwise_conv2d");
+    if (!df_cuda_is_float(t)) DF_CUDA_BAD("df_cuda_depthwise_conv2d: no kernel for %s", df_dtype_name(t));
+    if (which < 0 || which > 2) DF_CUDA_BAD("df_cuda_depthwise_conv2d: which is %d (0, 1 or 2)", which);
+    if (!df_cuda_conv_sane(p, 0) || m < 1 || p->oc != p->c * m) DF_CUDA_BAD("df_cuda_depthwise_conv2d: bad geometry");
+    int64_t total = which == 0 ? p->n * p->oh * p->ow * p->oc : which == 1 ? p->n * p->h * p->w * p->c : p->kh * p->kw * p->c * m;
+    if (!total) return DF_OK;
+    if (!a || !b || !out) DF_CUDA_BAD("df_cuda_depthwise_conv2d: NULL pointer");
+    if (df_cuda_use(g, st)) return st->code;
+    if (t == DF_FLOAT)
+        df_cu_depthwise<float><<<df_cuda_grid<df_cu_depthwise<float>>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
+            which, *p, m, (const float *)a, (const float *)b, (float *)out, total);
+    else
+        df_cu_depthwise<double><<<df_cuda_grid<df_cu_depthwise<double>>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
+            which, *p, m, (const double *)a, (const double *)b, (double *)out, total);
+    DF_CUDA_LAUNCHED("df_cuda_depthwise_conv2d");
+    return DF_OK;
+}
+/* One thread per channel: the statistics (or the given ones) into the four vectors. */
+__global__ void __launch_bounds__(DF_CUDA_THREADS)
+df_cu_bn_stats(int train, const float *x, const float *mean, const float *variance, float *bm, float *bv, float *r1, float *r2,
+               int64_t outer, int64_t c, int64_t inner, float factor) {
+    for (int64_t ch = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; ch < c; ch += (int64_t)gridDim.x * blockDim.x) {
+        if (!train) { bm[ch] = r1[ch] = mean[ch]; bv[ch] = r2[ch] = variance[ch]; continue; }
+        const int64_t rest = outer * inner;
+        double s = 0, q = 0;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < inner; i++) s += x[(o * c + ch) * inner + i];
+        const float inv = 1.0f / (float)rest, mu = (float)s * inv;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < inner; i++) { float d = x[(o * c + ch) * inner + i] - mu; q += d * d; }
+        const float bvar = (float)q * inv, adjust = (float)rest / (float)(rest > 1 ? rest - 1 : 1);
+        r1[ch] = mu; r2[ch] = bvar;
+        if (factor == 1.0f) { bm[ch] = mu; bv[ch] = bvar * adjust; }
+        else { bm[ch] = (1.0f - factor) * mean[ch] + factor * mu; bv[ch] = (1.0f - factor) * variance[ch] + factor * adjust * bvar; }
+    }
+}
+__global__ void __launch_bounds__(DF_CUDA_THREADS)
+df_cu_bn_y(const float *x, const float *scale, const float *offset, const float *mu, const float *var, float *y, int64_t c,
+           int64_t inner, float eps, int64_t total) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t ch = e / inner % c;
+        const float k1 = 1.0f / sqrtf(var[ch] + eps) * scale[ch];
+        y[e] = (x[e] - mu[ch]) * k1 + offset[ch];
+    }
+}
+extern "C" df_code df_cuda_batch_norm(df_cuda *g, int train, const float *x, const float *scale, const float *offset,
+                                      const float *mean, const float *variance, float *y, float *batch_mean, float *batch_variance,
+                                      float *reserve_1, float *reserve_2, int64_t outer, int64_t c, int64_t inner, float epsilon,
+                                      float factor, df_status *st) {
+    DF_CUDA_ENTER("df_cuda_batch_norm");
+    int64_t total;
+    if (outer < 0 || c < 0 || inner < 0 || !df_cuda_mul(outer, c, &total) || !df_cuda_mul(total, inner, &total))
+        DF_CUDA_BAD("df_cuda_batch_norm: bad shape");
+    if (!c) return DF_OK;
+    if (!scale || !offset || !batch_mean || !batch_variance || !reserve_1 || !reserve_2 || (total && (!x || !y)) ||
+        ((!train || factor != 1.0f) && (!mean || !variance)))
+        DF_CUDA_BAD("df_cuda_batch_norm: NULL pointer");
+    if (df_cuda_use(g, st)) return st->code;
+    df_cu_bn_stats<<<df_cuda_grid<df_cu_bn_stats>(g, c), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
+        train, x, mean, variance, batch_mean, batch_variance, reserve_1, reserve_2, outer, c, inner, factor);
+    DF_CUDA_LAUNCHED("df_cuda_batch_norm");
+    if (!total) return DF_OK;
+    df_cu_bn_y<<<df_cuda_grid<df_cu_bn_y>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(x, scale, offset, reserve_1, reserve_2, y, c,
+                                                                                     inner, epsilon, total);
+    DF_CUDA_LAUNCHED("df_cuda_batch_norm");
+    return DF_OK;
+}
+
 extern "C" df_code df_cuda_pool(df_cuda *g, df_dtype t, const df_cuda_conv *p, int max, const void *x, void *y, df_status *st) {
     DF_CUDA_ENTER("df_cuda_pool");
     if (df_cuda_pool_begin(t, p, "df_cuda_pool", st)) return st->code;

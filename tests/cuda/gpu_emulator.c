@@ -1953,3 +1953,124 @@ df_code df_cuda_one_hot(df_cuda *g, size_t elem_size, const void *indices, df_dt
     }
     return emu__finish(&c);
 }
+
+/* Depthwise convolution (NHWC, filter [kh,kw,c,m]) and the batch norm forward, as
+   dataflow_cuda.cu's direct kernels: one result element at a time, its sum in the type in the
+   order of the window. */
+#define EMU__DEPTHWISE(T)                                                                           \
+    static void emu__depthwise_##T(int which, const df_cuda_conv *p, int64_t m, const T *a, const T *b, T *out, \
+                                   int64_t total) {                                                 \
+        for (int64_t e = 0; e < total; e++) {                                                       \
+            T acc = 0;                                                                              \
+            if (which == 0) {                                                                       \
+                int64_t oc = e % p->oc, r = e / p->oc, ox = r % p->ow, oy = r / p->ow % p->oh, n = r / p->ow / p->oh; \
+                int64_t ci = oc / m, k = oc % m;                                                    \
+                for (int64_t ky = 0; ky < p->kh; ky++) {                                            \
+                    int64_t iy = oy * p->stride_h + ky * p->dil_h - p->pad_top;                     \
+                    if (iy < 0 || iy >= p->h) continue;                                             \
+                    for (int64_t kx = 0; kx < p->kw; kx++) {                                        \
+                        int64_t ix = ox * p->stride_w + kx * p->dil_w - p->pad_left;                \
+                        if (ix < 0 || ix >= p->w) continue;                                         \
+                        acc += a[((n * p->h + iy) * p->w + ix) * p->c + ci] * b[((ky * p->kw + kx) * p->c + ci) * m + k]; \
+                    }                                                                               \
+                }                                                                                   \
+            } else if (which == 1) {                                                                \
+                int64_t ci = e % p->c, r = e / p->c, x = r % p->w, y = r / p->w % p->h, n = r / p->w / p->h; \
+                for (int64_t ky = 0; ky < p->kh; ky++) {                                            \
+                    int64_t ty = y + p->pad_top - ky * p->dil_h;                                    \
+                    if (ty < 0 || ty % p->stride_h || ty / p->stride_h >= p->oh) continue;          \
+                    int64_t oy = ty / p->stride_h;                                                  \
+                    for (int64_t kx = 0; kx < p->kw; kx++) {                                        \
+                        int64_t tx = x + p->pad_left - kx * p->dil_w;                               \
+                        if (tx < 0 || tx % p->stride_w || tx / p->stride_w >= p->ow) continue;      \
+                        int64_t ox = tx / p->stride_w;                                              \
+                        for (int64_t k = 0; k < m; k++)                                             \
+                            acc += b[((n * p->oh + oy) * p->ow + ox) * p->oc + ci * m + k] *        \
+                                   a[((ky * p->kw + kx) * p->c + ci) * m + k];                       \
+                    }                                                                               \
+                }                                                                                   \
+            } else {                                                                                \
+                int64_t k = e % m, ci = e / m % p->c, kx = e / m / p->c % p->kw, ky = e / m / p->c / p->kw; \
+                for (int64_t n = 0; n < p->n; n++)                                                  \
+                    for (int64_t oy = 0; oy < p->oh; oy++) {                                        \
+                        int64_t iy = oy * p->stride_h + ky * p->dil_h - p->pad_top;                 \
+                        if (iy < 0 || iy >= p->h) continue;                                         \
+                        for (int64_t ox = 0; ox < p->ow; ox++) {                                    \
+                            int64_t ix = ox * p->stride_w + kx * p->dil_w - p->pad_left;            \
+                            if (ix < 0 || ix >= p->w) continue;                                     \
+                            acc += a[((n * p->h + iy) * p->w + ix) * p->c + ci] *                   \
+                                   b[((n * p->oh + oy) * p->ow + ox) * p->oc + ci * m + k];          \
+                        }                                                                           \
+                    }                                                                               \
+            }                                                                                       \
+            out[e] = acc;                                                                           \
+        }                                                                                           \
+    }
+EMU__DEPTHWISE(float)
+EMU__DEPTHWISE(double)
+
+df_code df_cuda_depthwise_conv2d(df_cuda *g, int which, df_dtype t, const df_cuda_conv *p, int64_t m, const void *a,
+                                 const void *b, void *out, df_status *st) {
+    emu__call c;
+    int64_t nx, nf, ny;
+    if (!emu__begin(&c, g, st, "df_cuda_depthwise_conv2d")) return c.code;
+    if (!emu__float_type(&c, t) || !emu__conv_geometry(&c, p, 0, &nx, &nf, &ny)) return c.code;
+    if (which < 0 || which > 2) return EMU_BAD(&c, "which is %d (0, 1 or 2)", which);
+    if (m < 1 || p->oc != emu__mul(&c, p->c, m)) return EMU_BAD(&c, "oc %lld is not c %lld times m %lld", (long long)p->oc, (long long)p->c, (long long)m);
+    nf = p->kh * p->kw * p->c * m;
+    int64_t total = which == 0 ? ny : which == 1 ? nx : nf;
+    if (total == 0) return c.code;
+    size_t es = df_dtype_size(t);
+    int64_t na = which == 1 ? nf : nx, nb = which == 0 ? nf : ny;
+    const void *as = na ? emu__dense(&c, "a", a, na, es) : NULL;
+    const void *bs = nb ? emu__dense(&c, "b", b, nb, es) : NULL;
+    void *os = emu__dense(&c, "out", out, total, es);
+    if (c.code) return c.code;
+    emu__start(&c);
+    if (t == DF_FLOAT) emu__depthwise_float(which, p, m, (const float *)as, (const float *)bs, (float *)os, total);
+    else emu__depthwise_double(which, p, m, (const double *)as, (const double *)bs, (double *)os, total);
+    return emu__finish(&c);
+}
+
+df_code df_cuda_batch_norm(df_cuda *g, int train, const float *x, const float *scale, const float *offset,
+                           const float *mean, const float *variance, float *y, float *batch_mean, float *batch_variance,
+                           float *reserve_1, float *reserve_2, int64_t outer, int64_t ch, int64_t inner, float epsilon,
+                           float factor, df_status *st) {
+    emu__call c;
+    if (!emu__begin(&c, g, st, "df_cuda_batch_norm")) return c.code;
+    if (!emu__nonneg(&c, "outer", outer) || !emu__nonneg(&c, "c", ch) || !emu__nonneg(&c, "inner", inner) || ch == 0) return c.code;
+    int64_t total = emu__mul(&c, emu__mul(&c, outer, ch), inner);
+    int running = !train || factor != 1.0f;
+    const float *xs = total ? (const float *)emu__dense(&c, "x", x, total, 4) : NULL;
+    float *ys = total ? (float *)emu__dense(&c, "y", y, total, 4) : NULL;
+    const float *sc = (const float *)emu__dense(&c, "scale", scale, ch, 4);
+    const float *of = (const float *)emu__dense(&c, "offset", offset, ch, 4);
+    const float *me = running ? (const float *)emu__dense(&c, "mean", mean, ch, 4) : NULL;
+    const float *va = running ? (const float *)emu__dense(&c, "variance", variance, ch, 4) : NULL;
+    float *bm = (float *)emu__dense(&c, "batch_mean", batch_mean, ch, 4);
+    float *bv = (float *)emu__dense(&c, "batch_variance", batch_variance, ch, 4);
+    float *r1 = (float *)emu__dense(&c, "reserve_1", reserve_1, ch, 4);
+    float *r2 = (float *)emu__dense(&c, "reserve_2", reserve_2, ch, 4);
+    if (c.code) return c.code;
+    emu__start(&c);
+    for (int64_t k = 0; k < ch; k++) {
+        if (!train) { bm[k] = r1[k] = me[k]; bv[k] = r2[k] = va[k]; continue; }
+        int64_t rest = outer * inner;
+        double s = 0, q = 0;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < inner; i++) s += xs[(o * ch + k) * inner + i];
+        float inv = 1.0f / (float)rest, mu = (float)s * inv;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < inner; i++) { float d = xs[(o * ch + k) * inner + i] - mu; q += d * d; }
+        float bvar = (float)q * inv, adjust = (float)rest / (float)(rest > 1 ? rest - 1 : 1);
+        r1[k] = mu; r2[k] = bvar;
+        if (factor == 1.0f) { bm[k] = mu; bv[k] = bvar * adjust; }
+        else { bm[k] = (1.0f - factor) * me[k] + factor * mu; bv[k] = (1.0f - factor) * va[k] + factor * adjust * bvar; }
+    }
+    for (int64_t e = 0; e < total; e++) {
+        int64_t k = e / inner % ch;
+        float k1 = 1.0f / sqrtf(r2[k] + epsilon) * sc[k];
+        ys[e] = (xs[e] - r1[k]) * k1 + of[k];
+    }
+    return emu__finish(&c);
+}

@@ -1537,6 +1537,86 @@ DF_TEST(gpu_stateless_random_ops_equal_cpu) {
     run_op(&c4, 0, "uint64");
 }
 
+/* DepthwiseConv2dNative and its gradients (DepthwiseConv2dNativeBackpropInput and ...Filter, from
+   df_gradients) in several geometries, float and double. */
+typedef struct dw_case { int64_t x[4], f[4], stride[2], dil[2]; const char *pad; df_dtype t; } dw_case;
+static void build_depthwise(df_graph *g, const void *user, int gpu, built *b) {
+    const dw_case *c = (const dw_case *)user;
+    (void)gpu;
+    rng_seed(43);
+    df_output x = kconst(g, rand_t(c->t, 4, c->x, -1, 1)), f = kconst(g, rand_t(c->t, 4, c->f, -1, 1));
+    df_op_builder *cb = df_op_new(g, "DepthwiseConv2dNative", NULL);
+    df_op_add_input(cb, x);
+    df_op_add_input(cb, f);
+    df_op_set_attr_int_list(cb, "strides", D(1, c->stride[0], c->stride[1], 1), 4);
+    df_op_set_attr_int_list(cb, "dilations", D(1, c->dil[0], c->dil[1], 1), 4);
+    df_op_set_attr_string(cb, "padding", c->pad);
+    df_output y = {df_op_finish(cb), 0};
+    df_output loss = df_reduce_sum(g, df_square(g, df_tanh(g, y)), 0, NULL, 0);
+    df_output xs[2] = {x, f}, d[2];
+    df_gradients(g, 1, &loss, NULL, 2, xs, d);
+    b->outs[0] = y; b->outs[1] = d[0]; b->outs[2] = d[1];
+    b->n_out = 3;
+}
+DF_TEST(gpu_depthwise_conv2d_and_its_gradients) {
+    static const dw_case cases[] = {
+        {{2, 9, 7, 3}, {3, 3, 3, 1}, {1, 1}, {1, 1}, "SAME", DF_FLOAT},
+        {{1, 8, 8, 2}, {3, 2, 2, 3}, {2, 2}, {1, 1}, "VALID", DF_FLOAT},
+        {{2, 7, 6, 4}, {2, 3, 4, 2}, {1, 1}, {2, 2}, "SAME", DF_FLOAT},
+        {{1, 5, 9, 1}, {5, 1, 1, 4}, {2, 3}, {1, 1}, "SAME", DF_FLOAT},
+        {{2, 6, 5, 3}, {3, 3, 3, 2}, {2, 1}, {1, 1}, "VALID", DF_DOUBLE},
+        {{1, 4, 4, 5}, {1, 1, 5, 1}, {1, 1}, {1, 1}, "VALID", DF_DOUBLE},
+    };
+    int64_t l0 = launches();
+    for (int k = 0; k < LEN(cases); k++) {
+        char what[96];
+        snprintf(what, sizeof what, "DepthwiseConv2dNative and gradients, case %d (%s)", k, df_dtype_name(cases[k].t));
+        both(what, build_depthwise, &cases[k], 1e-4);
+    }
+    CHECK_LAUNCHED(l0, "depthwise convolutions");
+}
+
+/* FusedBatchNormV3 (and FusedBatchNorm, V2) forward, training and inference, NHWC and NCHW, with
+   exponential_avg_factor 1 and 0.25: all six outputs against the CPU's. */
+typedef struct bn_case { const char *op, *format; int rank; int64_t x[5]; int train; double factor; } bn_case;
+static void build_batch_norm(df_graph *g, const void *user, int gpu, built *b) {
+    const bn_case *c = (const bn_case *)user;
+    (void)gpu;
+    rng_seed(44);
+    int cax = !strcmp(c->format, "NCHW") || !strcmp(c->format, "NCDHW") ? 1 : c->rank - 1;
+    int64_t ch = c->x[cax];
+    df_op_builder *ob = df_op_new(g, c->op, NULL);
+    df_op_add_input(ob, kconst(g, rand_t(DF_FLOAT, c->rank, c->x, -2, 3)));
+    df_op_add_input(ob, kconst(g, rand_t(DF_FLOAT, 1, &ch, 0.5, 2)));
+    df_op_add_input(ob, kconst(g, rand_t(DF_FLOAT, 1, &ch, -1, 1)));
+    df_op_add_input(ob, kconst(g, rand_t(DF_FLOAT, 1, &ch, -1, 1)));
+    df_op_add_input(ob, kconst(g, rand_t(DF_FLOAT, 1, &ch, 0.5, 2)));
+    df_op_set_attr_string(ob, "data_format", c->format);
+    df_op_set_attr_bool(ob, "is_training", c->train);
+    df_op_set_attr_float(ob, "epsilon", 0.001f);
+    if (strcmp(c->op, "FusedBatchNorm")) df_op_set_attr_float(ob, "exponential_avg_factor", (float)c->factor);
+    df_node *n = df_op_finish(ob);
+    b->n_out = !strcmp(c->op, "FusedBatchNormV3") ? 6 : 5;
+    for (int i = 0; i < b->n_out; i++) { b->outs[i].node = n; b->outs[i].index = i; }
+}
+DF_TEST(gpu_fused_batch_norm_training_and_inference) {
+    static const bn_case cases[] = {
+        {"FusedBatchNormV3", "NHWC", 4, {2, 5, 3, 7}, 1, 1}, {"FusedBatchNormV3", "NHWC", 4, {2, 5, 3, 7}, 0, 1},
+        {"FusedBatchNormV3", "NCHW", 4, {3, 4, 5, 2}, 1, 0.25}, {"FusedBatchNormV3", "NCHW", 4, {3, 4, 5, 2}, 0, 1},
+        {"FusedBatchNormV3", "NHWC", 4, {1, 1, 1, 33}, 1, 1}, {"FusedBatchNormV3", "NDHWC", 5, {2, 2, 3, 2, 5}, 1, 0.25},
+        {"FusedBatchNormV3", "NHWC", 4, {0, 2, 2, 3}, 0, 1}, {"FusedBatchNormV2", "NHWC", 4, {4, 3, 3, 8}, 1, 1},
+        {"FusedBatchNorm", "NCHW", 4, {2, 3, 4, 4}, 1, 1}, {"FusedBatchNorm", "NHWC", 4, {2, 3, 4, 4}, 0, 1},
+    };
+    int64_t l0 = launches();
+    for (int k = 0; k < LEN(cases); k++) {
+        char what[128];
+        snprintf(what, sizeof what, "%s %s %s factor %g, case %d", cases[k].op, cases[k].format,
+                 cases[k].train ? "training" : "inference", cases[k].factor, k);
+        both(what, build_batch_norm, &cases[k], 1e-5);
+    }
+    CHECK_LAUNCHED(l0, "batch norms");
+}
+
 /* Integer and boolean ops under /gpu:0: they run on the host, inside the GPU device. */
 static void build_host_only(df_graph *g, const void *user, int gpu, built *b) {
     (void)gpu; (void)user;
