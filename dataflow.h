@@ -1101,6 +1101,14 @@ df_code df_cuda_batch_norm(df_cuda *g, int train, const float *x, const float *s
                            const float *mean, const float *variance, float *y, float *batch_mean, float *batch_variance,
                            float *reserve_1, float *reserve_2, int64_t outer, int64_t c, int64_t inner, float epsilon,
                            float factor, df_status *st);
+/* FusedBatchNormGrad, float, laid out as df_cuda_batch_norm, from the saved mean and biased
+   variance (is_training false: the running ones): offset_backprop = sum dy and scale_backprop =
+   sum dy (x - mu) / sqrtf(var + epsilon) per channel (sums in double); x_backprop (train)
+   k ((dy - mean dy) - (x - mu) q) with k = scale / sqrtf(var + epsilon), q = scale_backprop /
+   rest / sqrtf(var + epsilon); (inference) dy k. */
+df_code df_cuda_batch_norm_grad(df_cuda *g, int train, const float *dy, const float *x, const float *scale, const float *mean,
+                                const float *variance, float *dx, float *scale_backprop, float *offset_backprop,
+                                int64_t outer, int64_t c, int64_t inner, float epsilon, df_status *st);
 /* Cumulative product along the middle axis of [outer, len, inner] (exclusive: from 1; reverse:
    from the end), multiplied in double in the CPU kernel's order. Float types. */
 df_code df_cuda_cumprod(df_cuda *g, df_dtype t, const void *x, void *y, int64_t outer, int64_t len, int64_t inner,

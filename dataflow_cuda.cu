@@ -2666,6 +2666,55 @@ extern "C" df_code df_cuda_batch_norm(df_cuda *g, int train, const float *x, con
     return DF_OK;
 }
 
+__global__ void __launch_bounds__(DF_CUDA_THREADS)
+df_cu_bn_grad_sums(const float *dy, const float *x, const float *mean, const float *variance, float *ds, float *db,
+                   int64_t outer, int64_t c, int64_t inner, float eps) {
+    for (int64_t ch = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; ch < c; ch += (int64_t)gridDim.x * blockDim.x) {
+        const float mu = mean[ch], coef0 = 1.0f / sqrtf(variance[ch] + eps);
+        double s = 0, q = 0;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < inner; i++) {
+                const int64_t e = (o * c + ch) * inner + i;
+                s += dy[e];
+                q += dy[e] * ((x[e] - mu) * coef0);
+            }
+        db[ch] = (float)s;
+        ds[ch] = (float)q;
+    }
+}
+__global__ void __launch_bounds__(DF_CUDA_THREADS)
+df_cu_bn_grad_dx(int train, const float *dy, const float *x, const float *scale, const float *mean, const float *variance,
+                 const float *ds, const float *db, float *dx, int64_t c, int64_t inner, int64_t rest, float eps, int64_t total) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t ch = e / inner % c;
+        const float coef0 = 1.0f / sqrtf(variance[ch] + eps), coef1 = scale[ch] * coef0;
+        if (!train) { dx[e] = dy[e] * coef1; continue; }
+        const float inv = 1.0f / (float)(rest ? rest : 1), mdy = db[ch] * inv, q = coef0 * (ds[ch] * inv);
+        dx[e] = coef1 * ((dy[e] - mdy) - (x[e] - mean[ch]) * q);
+    }
+}
+extern "C" df_code df_cuda_batch_norm_grad(df_cuda *g, int train, const float *dy, const float *x, const float *scale,
+                                           const float *mean, const float *variance, float *dx, float *scale_backprop,
+                                           float *offset_backprop, int64_t outer, int64_t c, int64_t inner, float epsilon,
+                                           df_status *st) {
+    DF_CUDA_ENTER("df_cuda_batch_norm_grad");
+    int64_t total;
+    if (outer < 0 || c < 0 || inner < 0 || !df_cuda_mul(outer, c, &total) || !df_cuda_mul(total, inner, &total))
+        DF_CUDA_BAD("df_cuda_batch_norm_grad: bad shape");
+    if (!c) return DF_OK;
+    if (!scale || !mean || !variance || !scale_backprop || !offset_backprop || (total && (!x || !dy || !dx)))
+        DF_CUDA_BAD("df_cuda_batch_norm_grad: NULL pointer");
+    if (df_cuda_use(g, st)) return st->code;
+    df_cu_bn_grad_sums<<<df_cuda_grid<df_cu_bn_grad_sums>(g, c), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
+        dy, x, mean, variance, scale_backprop, offset_backprop, outer, c, inner, epsilon);
+    DF_CUDA_LAUNCHED("df_cuda_batch_norm_grad");
+    if (!total) return DF_OK;
+    df_cu_bn_grad_dx<<<df_cuda_grid<df_cu_bn_grad_dx>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
+        train, dy, x, scale, mean, variance, scale_backprop, offset_backprop, dx, c, inner, outer * inner, epsilon, total);
+    DF_CUDA_LAUNCHED("df_cuda_batch_norm_grad");
+    return DF_OK;
+}
+
 extern "C" df_code df_cuda_pool(df_cuda *g, df_dtype t, const df_cuda_conv *p, int max, const void *x, void *y, df_status *st) {
     DF_CUDA_ENTER("df_cuda_pool");
     if (df_cuda_pool_begin(t, p, "df_cuda_pool", st)) return st->code;

@@ -647,23 +647,29 @@ static int df__gk_bn_vec(df__kctx *c, const df_tensor *t, const char *what, cons
     }
     return 1;
 }
+/* x (float, 4-D or 5-D) as [outer, c, inner] by data_format; 0 after a status. */
+static int df__gk_bn_layout(df__kctx *c, const df_tensor *x, const char *what, int64_t *outer, int64_t *ch, int64_t *inner) {
+    const char *fmt = df__attr_s(c->node, "data_format");
+    int first = !strcmp(fmt, "NCHW") || !strcmp(fmt, "NCDHW");
+    if (*fmt && !first && strcmp(fmt, "NHWC") && strcmp(fmt, "NDHWC")) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Invalid data format '%s'", fmt); return 0; }
+    if (x->dtype != DF_FLOAT) { DF__KFAIL(c, DF_UNIMPLEMENTED, "%s has no GPU kernel for %s", c->node->op->name, df_dtype_name(x->dtype)); return 0; }
+    if (x->rank != 4 && x->rank != 5) {
+        char s[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s must be 4 or 5-dimensional%s", what, df__dims_str(x->rank, x->dims, s, 96));
+        return 0;
+    }
+    int cax = first ? 1 : x->rank - 1;
+    *ch = x->dims[cax]; *outer = 1; *inner = 1;
+    for (int d = 0; d < x->rank; d++) if (d < cax) *outer *= x->dims[d]; else if (d > cax) *inner *= x->dims[d];
+    return 1;
+}
 static void df__gk_batch_norm(df__kctx *c) {
     const df_tensor *x = c->in[0], *scale = c->in[1], *offset = c->in[2], *mean = c->in[3], *var = c->in[4];
     const df_node *n = c->node;
     int train = df__attr_b(n, "is_training", 1), v3 = c->n_out > 5;
     float eps = df__gk_attr_f(n, "epsilon", 1e-4f), factor = df__gk_attr_f(n, "exponential_avg_factor", 1.0f);
-    const char *fmt = df__attr_s(n, "data_format");
-    int first = !strcmp(fmt, "NCHW") || !strcmp(fmt, "NCDHW");
-    if (*fmt && !first && strcmp(fmt, "NHWC") && strcmp(fmt, "NDHWC")) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Invalid data format '%s'", fmt); return; }
-    if (x->dtype != DF_FLOAT) { DF__KFAIL(c, DF_UNIMPLEMENTED, "%s has no GPU kernel for %s", n->op->name, df_dtype_name(x->dtype)); return; }
-    if (x->rank != 4 && x->rank != 5) {
-        char s[96];
-        DF__KFAIL(c, DF_INVALID_ARGUMENT, "input must be 4 or 5-dimensional%s", df__dims_str(x->rank, x->dims, s, 96));
-        return;
-    }
-    int cax = first ? 1 : x->rank - 1;
-    int64_t ch = x->dims[cax], outer = 1, inner = 1;
-    for (int d = 0; d < x->rank; d++) if (d < cax) outer *= x->dims[d]; else if (d > cax) inner *= x->dims[d];
+    int64_t outer, ch, inner;
+    if (!df__gk_bn_layout(c, x, "input", &outer, &ch, &inner)) return;
     if (!df__gk_bn_vec(c, scale, "scale", "", ch) || !df__gk_bn_vec(c, offset, "offset", "", ch)) return;
     int use_running = !train || factor != 1.0f;
     const char *pre = train ? "When exponential_avg_factor != 1, " : "When is_training=false, ";
@@ -678,6 +684,35 @@ static void df__gk_batch_norm(df__kctx *c) {
                        use_running ? (const float *)mean->data : NULL, use_running ? (const float *)var->data : NULL,
                        (float *)y->data, (float *)bm->data, (float *)bv->data, (float *)r1->data, (float *)r2->data,
                        outer, ch, inner, eps, factor, c->st);
+}
+
+/* FusedBatchNormGrad, V2 and V3 on float x: from the saved mean and variance (reserve_space_1
+   and 2), checked as the CPU kernel checks them; reserve_space_4 and 5 are empty. */
+static void df__gk_batch_norm_grad(df__kctx *c) {
+    const df_tensor *dy = c->in[0], *x = c->in[1], *scale = c->in[2], *mean = c->in[3], *var = c->in[4];
+    const df_node *n = c->node;
+    int train = df__attr_b(n, "is_training", 1);
+    float eps = df__gk_attr_f(n, "epsilon", 1e-4f);
+    int64_t outer, ch, inner;
+    if (!df__gk_bn_layout(c, x, "x", &outer, &ch, &inner)) return;
+    int same = dy->rank == x->rank && dy->dtype == x->dtype;
+    for (int d = 0; same && d < x->rank; d++) same = dy->dims[d] == x->dims[d];
+    if (!same) {
+        char s1[96], s2[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "x and y_backprop must have same shape, but x has shape %s and y_backprop has shape %s",
+                  df__dims_str(x->rank, x->dims, s1, 96), df__dims_str(dy->rank, dy->dims, s2, 96));
+        return;
+    }
+    if (!df__gk_bn_vec(c, scale, "scale", "", ch) || !df__gk_bn_vec(c, mean, "reserve_space_1", "", ch) ||
+        !df__gk_bn_vec(c, var, "reserve_space_2", "", ch)) return;
+    int64_t zero = 0;
+    df_tensor *dx = df__k_alloc(c, 0, DF_FLOAT, x->rank, x->dims), *ds = df__k_alloc(c, 1, DF_FLOAT, 1, &ch);
+    df_tensor *db = df__k_alloc(c, 2, DF_FLOAT, 1, &ch), *r4 = df__k_alloc(c, 3, DF_FLOAT, 1, &zero);
+    df_tensor *r5 = df__k_alloc(c, 4, DF_FLOAT, 1, &zero);
+    if (!dx || !ds || !db || !r4 || !r5) return;
+    df_cuda_batch_norm_grad(DF__GPU(c), train, (const float *)dy->data, (const float *)x->data, (const float *)scale->data,
+                            (const float *)mean->data, (const float *)var->data, (float *)dx->data, (float *)ds->data,
+                            (float *)db->data, outer, ch, inner, eps, c->st);
 }
 
 /* ApplyGradientDescent, ApplyMomentum, ApplyAdam: hyperparameters stay on the device. */
@@ -811,12 +846,13 @@ static const struct { const char *name; uint32_t host_in, host_out, types; df__k
     {"StatelessTruncatedNormalV2", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
     {"StatelessRandomUniformIntV2", DF__GK_ALL_IN, ~0u, 0, NULL},
     {"StatelessRandomUniformFullIntV2", DF__GK_ALL_IN, ~0u, 0, NULL},
-    /* src/kernels/nn_extra.c (float x for the batch norms; their gradient ops stay on the CPU) */
+    /* src/kernels/nn_extra.c (float x for the batch norms) */
     {"DepthwiseConv2dNative", 0, 0, DF__GK_F, df__gk_depthwise},
     {"DepthwiseConv2dNativeBackpropInput", 1, 0, DF__GK_F, df__gk_depthwise},
     {"DepthwiseConv2dNativeBackpropFilter", 2, 0, DF__GK_F, df__gk_depthwise},
     {"FusedBatchNorm", 0, 0, DF__GK_F, df__gk_batch_norm}, {"FusedBatchNormV2", 0, 0, DF__GK_F, df__gk_batch_norm},
-    {"FusedBatchNormV3", 0, 0, DF__GK_F, df__gk_batch_norm},
+    {"FusedBatchNormV3", 0, 0, DF__GK_F, df__gk_batch_norm}, {"FusedBatchNormGrad", 0, 0, DF__GK_F, df__gk_batch_norm_grad},
+    {"FusedBatchNormGradV2", 0, 0, DF__GK_F, df__gk_batch_norm_grad}, {"FusedBatchNormGradV3", 0, 0, DF__GK_F, df__gk_batch_norm_grad},
     {"Conv2D", 0, 0, DF__GK_F, NULL}, {"Conv2DBackpropInput", 1, 0, DF__GK_F, NULL},
     {"Conv2DBackpropFilter", 2, 0, DF__GK_F, NULL}, {"MaxPool", 0, 0, DF__GK_F, NULL}, {"AvgPool", 0, 0, DF__GK_F, NULL},
     {"MaxPoolGrad", 0, 0, DF__GK_F, NULL}, {"AvgPoolGrad", 1, 0, DF__GK_F, NULL},

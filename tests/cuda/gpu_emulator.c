@@ -2074,3 +2074,42 @@ df_code df_cuda_batch_norm(df_cuda *g, int train, const float *x, const float *s
     }
     return emu__finish(&c);
 }
+
+df_code df_cuda_batch_norm_grad(df_cuda *g, int train, const float *dy, const float *x, const float *scale, const float *mean,
+                                const float *variance, float *dx, float *scale_backprop, float *offset_backprop,
+                                int64_t outer, int64_t ch, int64_t inner, float epsilon, df_status *st) {
+    emu__call c;
+    if (!emu__begin(&c, g, st, "df_cuda_batch_norm_grad")) return c.code;
+    if (!emu__nonneg(&c, "outer", outer) || !emu__nonneg(&c, "c", ch) || !emu__nonneg(&c, "inner", inner) || ch == 0) return c.code;
+    int64_t total = emu__mul(&c, emu__mul(&c, outer, ch), inner), rest = outer * inner;
+    const float *dys = total ? (const float *)emu__dense(&c, "dy", dy, total, 4) : NULL;
+    const float *xs = total ? (const float *)emu__dense(&c, "x", x, total, 4) : NULL;
+    float *dxs = total ? (float *)emu__dense(&c, "dx", dx, total, 4) : NULL;
+    const float *sc = (const float *)emu__dense(&c, "scale", scale, ch, 4);
+    const float *mu = (const float *)emu__dense(&c, "mean", mean, ch, 4);
+    const float *va = (const float *)emu__dense(&c, "variance", variance, ch, 4);
+    float *ds = (float *)emu__dense(&c, "scale_backprop", scale_backprop, ch, 4);
+    float *db = (float *)emu__dense(&c, "offset_backprop", offset_backprop, ch, 4);
+    if (c.code) return c.code;
+    emu__start(&c);
+    for (int64_t k = 0; k < ch; k++) {
+        float coef0 = 1.0f / sqrtf(va[k] + epsilon);
+        double s = 0, q = 0;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < inner; i++) {
+                int64_t e = (o * ch + k) * inner + i;
+                s += dys[e];
+                q += dys[e] * ((xs[e] - mu[k]) * coef0);
+            }
+        db[k] = (float)s;
+        ds[k] = (float)q;
+    }
+    for (int64_t e = 0; e < total; e++) {
+        int64_t k = e / inner % ch;
+        float coef0 = 1.0f / sqrtf(va[k] + epsilon), coef1 = sc[k] * coef0;
+        if (!train) { dxs[e] = dys[e] * coef1; continue; }
+        float inv = 1.0f / (float)(rest ? rest : 1), mdy = db[k] * inv, q = coef0 * (ds[k] * inv);
+        dxs[e] = coef1 * ((dys[e] - mdy) - (xs[e] - mu[k]) * q);
+    }
+    return emu__finish(&c);
+}

@@ -1577,7 +1577,8 @@ DF_TEST(gpu_depthwise_conv2d_and_its_gradients) {
 }
 
 /* FusedBatchNormV3 (and FusedBatchNorm, V2) forward, training and inference, NHWC and NCHW, with
-   exponential_avg_factor 1 and 0.25: all six outputs against the CPU's. */
+   exponential_avg_factor 1 and 0.25: all outputs against the CPU's, and the gradients of x, scale
+   and offset (the FusedBatchNormGrad ops). */
 typedef struct bn_case { const char *op, *format; int rank; int64_t x[5]; int train; double factor; } bn_case;
 static void build_batch_norm(df_graph *g, const void *user, int gpu, built *b) {
     const bn_case *c = (const bn_case *)user;
@@ -1586,9 +1587,11 @@ static void build_batch_norm(df_graph *g, const void *user, int gpu, built *b) {
     int cax = !strcmp(c->format, "NCHW") || !strcmp(c->format, "NCDHW") ? 1 : c->rank - 1;
     int64_t ch = c->x[cax];
     df_op_builder *ob = df_op_new(g, c->op, NULL);
-    df_op_add_input(ob, kconst(g, rand_t(DF_FLOAT, c->rank, c->x, -2, 3)));
-    df_op_add_input(ob, kconst(g, rand_t(DF_FLOAT, 1, &ch, 0.5, 2)));
-    df_op_add_input(ob, kconst(g, rand_t(DF_FLOAT, 1, &ch, -1, 1)));
+    df_output x = kconst(g, rand_t(DF_FLOAT, c->rank, c->x, -2, 3)), sc = kconst(g, rand_t(DF_FLOAT, 1, &ch, 0.5, 2));
+    df_output of = kconst(g, rand_t(DF_FLOAT, 1, &ch, -1, 1));
+    df_op_add_input(ob, x);
+    df_op_add_input(ob, sc);
+    df_op_add_input(ob, of);
     df_op_add_input(ob, kconst(g, rand_t(DF_FLOAT, 1, &ch, -1, 1)));
     df_op_add_input(ob, kconst(g, rand_t(DF_FLOAT, 1, &ch, 0.5, 2)));
     df_op_set_attr_string(ob, "data_format", c->format);
@@ -1598,8 +1601,13 @@ static void build_batch_norm(df_graph *g, const void *user, int gpu, built *b) {
     df_node *n = df_op_finish(ob);
     b->n_out = !strcmp(c->op, "FusedBatchNormV3") ? 6 : 5;
     for (int i = 0; i < b->n_out; i++) { b->outs[i].node = n; b->outs[i].index = i; }
+    /* the gradient op (FusedBatchNormGrad, V2, V3) through df_gradients of sum(y * w) */
+    df_output loss = df_reduce_sum(g, df_mul(g, b->outs[0], kconst(g, rand_t(DF_FLOAT, c->rank, c->x, -1, 1))), 0, NULL, 0);
+    df_output xs[3] = {x, sc, of};
+    df_gradients(g, 1, &loss, NULL, 3, xs, b->outs + b->n_out);
+    b->n_out += 3;
 }
-DF_TEST(gpu_fused_batch_norm_training_and_inference) {
+DF_TEST(gpu_fused_batch_norm_and_its_gradient) {
     static const bn_case cases[] = {
         {"FusedBatchNormV3", "NHWC", 4, {2, 5, 3, 7}, 1, 1}, {"FusedBatchNormV3", "NHWC", 4, {2, 5, 3, 7}, 0, 1},
         {"FusedBatchNormV3", "NCHW", 4, {3, 4, 5, 2}, 1, 0.25}, {"FusedBatchNormV3", "NCHW", 4, {3, 4, 5, 2}, 0, 1},
@@ -1614,7 +1622,7 @@ DF_TEST(gpu_fused_batch_norm_training_and_inference) {
                  cases[k].train ? "training" : "inference", cases[k].factor, k);
         both(what, build_batch_norm, &cases[k], 1e-5);
     }
-    CHECK_LAUNCHED(l0, "batch norms");
+    CHECK_LAUNCHED(l0, "batch norms and their gradients");
 }
 
 /* Integer and boolean ops under /gpu:0: they run on the host, inside the GPU device. */
