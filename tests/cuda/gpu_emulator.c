@@ -19,6 +19,7 @@
     11. RANDOM NUMBERS ............................................... >>emu-random
     12. OPTIMIZER UPDATES ............................................ >>emu-apply
     13. CONVOLUTION AND POOLING ...................................... >>emu-conv
+    14. DEPTHWISE CONVOLUTION AND BATCH NORM ......................... >>emu-nn
 
    Invariants, for the whole file:
    - Device memory is host memory whose address has EMU_TAG (bit 62) flipped: a device pointer
@@ -1954,9 +1955,12 @@ df_code df_cuda_one_hot(df_cuda *g, size_t elem_size, const void *indices, df_dt
     return emu__finish(&c);
 }
 
-/* Depthwise convolution (NHWC, filter [kh,kw,c,m]) and the batch norm forward, as
-   dataflow_cuda.cu's direct kernels: one result element at a time, its sum in the type in the
-   order of the window. */
+/* ==========================================================================================
+   14. DEPTHWISE CONVOLUTION AND BATCH NORM                                          >>emu-nn
+   Depthwise convolution (NHWC, filter [kh,kw,c,m]) as dataflow_cuda.cu's direct kernel: one
+   result element at a time, its sum in the type in the order of the window. The batch norm
+   forward and gradient: per-channel sums in double, the elements in float, as the CPU's.
+   ========================================================================================== */
 #define EMU__DEPTHWISE(T)                                                                           \
     static void emu__depthwise_##T(int which, const df_cuda_conv *p, int64_t m, const T *a, const T *b, T *out, \
                                    int64_t total) {                                                 \
