@@ -1625,6 +1625,61 @@ DF_TEST(gpu_fused_batch_norm_and_its_gradient) {
     CHECK_LAUNCHED(l0, "batch norms and their gradients");
 }
 
+/* The integer forms of Round, Relu6, TruncateDiv and TruncateMod under /gpu:0 run on the host of
+   the GPU (the CPU's kernel), and bad inputs to the new GPU kernels, known only when they run,
+   give a status that names the node. */
+DF_TEST(gpu_new_kernels_integer_forms_and_bad_inputs) {
+    double iv[] = {-7, -3, 0, 2, 5, 9, 13, -12}, dv[] = {3, -2, 5, 4, -3, 7, 2, 5};
+    static const char *bin[] = {"TruncateDiv", "TruncateMod", "Relu6Grad"};
+    for (int o = 0; o < LEN(bin); o++) {
+        opcase c = op_case(bin[o], 2, vals_t(DF_INT32, 1, D(8), iv), vals_t(DF_INT32, 1, D(8), dv));
+        run_op(&c, 0, "int32");
+    }
+    static const char *un[] = {"Round", "Relu6"};
+    for (int o = 0; o < LEN(un); o++) {
+        opcase c = op_case(un[o], 1, vals_t(DF_INT64, 1, D(8), iv));
+        run_op(&c, 0, "int64");
+    }
+    /* shapes fed at run time: the kernels' checks */
+    df_graph *g = df_graph_new();
+    df_graph_push_device(g, "/gpu:0");
+    df_output x = df_placeholder(g, "x", DF_FLOAT, -1, NULL), f = df_placeholder(g, "f", DF_FLOAT, -1, NULL);
+    df_output v = df_placeholder(g, "v", DF_FLOAT, -1, NULL);
+    df_op_builder *db = df_op_new(g, "DepthwiseConv2dNative", "dw");
+    df_op_add_input(db, x);
+    df_op_add_input(db, f);
+    df_op_set_attr_int_list(db, "strides", D(1, 1, 1, 1), 4);
+    df_op_set_attr_string(db, "padding", "SAME");
+    df_output dw = {df_op_finish(db), 0};
+    df_op_builder *bb = df_op_new(g, "FusedBatchNormV3", "bn");
+    df_op_add_input(bb, x);
+    for (int i = 0; i < 4; i++) df_op_add_input(bb, v);
+    df_op_set_attr_bool(bb, "is_training", 0);
+    df_output bn = {df_op_finish(bb), 0};
+    df_output at = op_2(g, "Atan2", x, v);
+    df_graph_pop_device(g);
+    df_status st;
+    df_session *s = gpu_session(g, 0, &st);
+    if (s) {
+        df_tensor *xv = rand_t(DF_FLOAT, 4, D(1, 3, 3, 2), -1, 1), *fv = rand_t(DF_FLOAT, 4, D(2, 2, 3, 1), -1, 1);
+        df_tensor *vv = rand_t(DF_FLOAT, 1, D(3), 0.5, 1);
+        df_output feeds[3] = {x, f, v};
+        df_tensor *vals[3] = {xv, fv, vv}, *out = NULL;
+        struct { df_output fetch; const char *node; } bad[] = {{dw, "dw"}, {bn, "bn"}, {at, at.node ? df_node_name(at.node) : "?"}};
+        for (int i = 0; i < LEN(bad); i++) {
+            df_code code = df_session_run(s, feeds, vals, 3, &bad[i].fetch, &out, 1, NULL, 0, &st);
+            CHECK_MSG(code == DF_INVALID_ARGUMENT, "%s: got %s (%s)", bad[i].node, df_code_name(code), st.message);
+            CHECK_MSG(strstr(st.message, bad[i].node) != NULL, "the message names %s: %s", bad[i].node, st.message);
+            df_tensor_release(out);
+            out = NULL;
+        }
+        CHECK(strstr(st.message, "Incompatible shapes") != NULL);
+        for (int i = 0; i < 3; i++) df_tensor_release(vals[i]);
+        df_session_free(s);
+    }
+    df_graph_free(g);
+}
+
 /* Integer and boolean ops under /gpu:0: they run on the host, inside the GPU device. */
 static void build_host_only(df_graph *g, const void *user, int gpu, built *b) {
     (void)gpu; (void)user;
