@@ -1102,6 +1102,24 @@ enum { DF_CUDA_B_ADD, DF_CUDA_B_SUB, DF_CUDA_B_MUL, DF_CUDA_B_DIV, DF_CUDA_B_MAX
        DF_CUDA_B_SQRT_GRAD, DF_CUDA_B_RSQRT_GRAD, DF_CUDA_B_RECIP_GRAD, DF_CUDA_B_COUNT };
 df_code df_cuda_binary(df_cuda *g, int op, df_dtype t, int rank, const int64_t *dims, const void *a,
                        const int64_t *sa, const void *b, const int64_t *sb, void *c, df_status *st);
+/* The further math ops of dataflow.c (src/kernels/math.c and extra.c), in the order of its own
+   codes: each element computed in double and rounded once to t (Sin and Cos in t, as the CPU).
+   Unary (df_cuda_math_unary): IS_FINITE, IS_NAN and IS_INF write DF_BOOL; SOFTPLUS uses the
+   type's threshold log(epsilon) + 2; LEAKY_RELU takes alpha. Binary (df_cuda_math_binary, with
+   broadcasting as df_cuda_binary): ATAN2 (a = y, b = x), TRUNCATE_DIV trunc(a/b), TRUNCATE_MOD
+   fmod(a, b), and the gradient ops with a the incoming gradient and b the features (outputs for
+   ELU_GRAD and SELU_GRAD); LEAKY_RELU_GRAD takes alpha. Float types only. */
+enum { DF_CUDA_M_IS_FINITE, DF_CUDA_M_IS_NAN, DF_CUDA_M_IS_INF, DF_CUDA_M_SOFTPLUS, DF_CUDA_M_SOFTSIGN, DF_CUDA_M_ELU,
+       DF_CUDA_M_SELU, DF_CUDA_M_LEAKY_RELU, DF_CUDA_M_RELU6, DF_CUDA_M_LOG1P, DF_CUDA_M_EXPM1, DF_CUDA_M_ERF,
+       DF_CUDA_M_ERFC, DF_CUDA_M_TAN, DF_CUDA_M_ASIN, DF_CUDA_M_ACOS, DF_CUDA_M_ATAN, DF_CUDA_M_SINH, DF_CUDA_M_COSH,
+       DF_CUDA_M_ROUND, DF_CUDA_M_RINT, DF_CUDA_M_CEIL,
+       DF_CUDA_M_ATAN2, DF_CUDA_M_TRUNCATE_DIV, DF_CUDA_M_TRUNCATE_MOD, DF_CUDA_M_ELU_GRAD, DF_CUDA_M_SELU_GRAD,
+       DF_CUDA_M_SOFTPLUS_GRAD, DF_CUDA_M_SOFTSIGN_GRAD, DF_CUDA_M_LEAKY_RELU_GRAD, DF_CUDA_M_RELU6_GRAD,
+       DF_CUDA_M_SIN, DF_CUDA_M_COS, DF_CUDA_M_COUNT };
+df_code df_cuda_math_unary(df_cuda *g, int op, df_dtype t, const void *x, void *y, int64_t n, double alpha,
+                           df_status *st);
+df_code df_cuda_math_binary(df_cuda *g, int op, df_dtype t, int rank, const int64_t *dims, const void *a,
+                            const int64_t *sa, const void *b, const int64_t *sb, void *c, double alpha, df_status *st);
 /* out = cond ? x : y elementwise with broadcasting (strides as df_cuda_binary); cond is DF_BOOL;
    any element size 1, 2, 4, 8 or 16. */
 df_code df_cuda_select(df_cuda *g, size_t elem_size, int rank, const int64_t *dims, const void *cond,
@@ -1188,6 +1206,30 @@ df_code df_cuda_pool(df_cuda *g, df_dtype t, const df_cuda_conv *p, int max, con
 df_code df_cuda_max_pool_grad(df_cuda *g, df_dtype t, const df_cuda_conv *p, const void *x, const void *y,
                               const void *dy, void *dx, df_status *st);
 df_code df_cuda_avg_pool_grad(df_cuda *g, df_dtype t, const df_cuda_conv *p, const void *dy, void *dx, df_status *st);
+/* Depthwise convolution, NHWC, filter [kh, kw, c, m] (p->oc = c * m; output channel c * m + k),
+   one thread per result element, sums in t in the order of the window: which 0 forward (a = x,
+   b = filter, out = y), 1 input gradient (a = filter, b = dy, out = dx), 2 filter gradient
+   (a = x, b = dy, out = dfilter). */
+df_code df_cuda_depthwise_conv2d(df_cuda *g, int which, df_dtype t, const df_cuda_conv *p, int64_t m, const void *a,
+                                 const void *b, void *out, df_status *st);
+/* FusedBatchNorm forward, float, x seen as [outer, c, inner] (NHWC: inner 1). train 0: y from the
+   given mean and variance, which are copied to batch_mean, batch_variance, reserve_1 and
+   reserve_2. train 1: the batch mean and biased variance (sums in double) go to reserve_1 and
+   reserve_2 and normalise y; batch_mean and batch_variance get the mean and the Bessel-corrected
+   variance, blended as (1 - factor) running + factor batch when factor != 1. y = (x - mu) *
+   (scale / sqrtf(var + epsilon)) + offset, in float. */
+df_code df_cuda_batch_norm(df_cuda *g, int train, const float *x, const float *scale, const float *offset,
+                           const float *mean, const float *variance, float *y, float *batch_mean, float *batch_variance,
+                           float *reserve_1, float *reserve_2, int64_t outer, int64_t c, int64_t inner, float epsilon,
+                           float factor, df_status *st);
+/* FusedBatchNormGrad, float, laid out as df_cuda_batch_norm, from the saved mean and biased
+   variance (is_training false: the running ones): offset_backprop = sum dy and scale_backprop =
+   sum dy (x - mu) / sqrtf(var + epsilon) per channel (sums in double); x_backprop (train)
+   k ((dy - mean dy) - (x - mu) q) with k = scale / sqrtf(var + epsilon), q = scale_backprop /
+   rest / sqrtf(var + epsilon); (inference) dy k. */
+df_code df_cuda_batch_norm_grad(df_cuda *g, int train, const float *dy, const float *x, const float *scale, const float *mean,
+                                const float *variance, float *dx, float *scale_backprop, float *offset_backprop,
+                                int64_t outer, int64_t c, int64_t inner, float epsilon, df_status *st);
 /* Cumulative product along the middle axis of [outer, len, inner] (exclusive: from 1; reverse:
    from the end), multiplied in double in the CPU kernel's order. Float types. */
 df_code df_cuda_cumprod(df_cuda *g, df_dtype t, const void *x, void *y, int64_t outer, int64_t len, int64_t inner,

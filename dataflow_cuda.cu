@@ -20,6 +20,7 @@
 #include "dataflow.h"
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -671,7 +672,7 @@ template <int OP, class T> struct df_cu_binary_fn {
 /* c[i] = f(a[i or 0], b[i or 0]): sa/sb 1 for a dense operand, 0 for a scalar one. */
 template <class F, int V>
 __global__ void __launch_bounds__(DF_CUDA_THREADS)
-df_cu_flat(const typename F::in_t *a, const typename F::in_t *b, typename F::out_t *c, int64_t n, int sa, int sb) {
+df_cu_flat(const typename F::in_t *a, const typename F::in_t *b, typename F::out_t *c, int64_t n, int sa, int sb, F fn) {
     typedef typename F::in_t T;
     typedef typename F::out_t TO;
     typedef df_cu_vec<T, V> VI;
@@ -692,27 +693,28 @@ df_cu_flat(const typename F::in_t *a, const typename F::in_t *b, typename F::out
             for (int k = 0; k < V; k++) y.v[k] = ys;
         }
 #pragma unroll
-        for (int k = 0; k < V; k++) r.v[k] = F::f(x.v[k], y.v[k]);
+        for (int k = 0; k < V; k++) r.v[k] = fn.f(x.v[k], y.v[k]);
         ((VO *)c)[i] = r;
     }
     if (V > 1) {   /* fewer than V left: one each for the first threads */
         int64_t t = nv * V + first;
-        if (t < n) c[t] = F::f(sa ? a[t] : xs, sb ? b[t] : ys);
+        if (t < n) c[t] = fn.f(sa ? a[t] : xs, sb ? b[t] : ys);
     }
 }
 template <class F>
 __global__ void __launch_bounds__(DF_CUDA_THREADS)
-df_cu_strided(df_cuda_index ix, const typename F::in_t *a, const typename F::in_t *b, typename F::out_t *c, int64_t n) {
+df_cu_strided(df_cuda_index ix, const typename F::in_t *a, const typename F::in_t *b, typename F::out_t *c, int64_t n, F fn) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[2];
         df_cu_offsets<2>(ix, i, off);
-        c[i] = F::f(a[off[0]], b[off[1]]);
+        c[i] = fn.f(a[off[0]], b[off[1]]);
     }
 }
-/* Runs F over the index space ix (operands a, b; c dense) of n > 0 elements. */
+/* Runs F over the index space ix (operands a, b; c dense) of n > 0 elements (fn: the functor,
+   with the parameters of the ops that take some). */
 template <class F>
 static df_code df_cuda_elementwise_run(df_cuda *g, const df_cuda_index &ix, int64_t n, const void *a, const void *b, void *c,
-                                       const char *who, df_status *st) {
+                                       const char *who, df_status *st, F fn = F()) {
     typedef typename F::in_t T;
     typedef typename F::out_t TO;
     const T *pa = (const T *)a, *pb = (const T *)b;
@@ -724,10 +726,10 @@ static df_code df_cuda_elementwise_run(df_cuda *g, const df_cuda_index &ix, int6
         constexpr int V = 16 / sizeof(T);
         const int vec = n >= V && (!sa || !df_cuda_misaligned(a, 16)) && (!sb || !df_cuda_misaligned(b, 16)) &&
                         !df_cuda_misaligned(c, V * sizeof(TO));
-        if (vec) df_cu_flat<F, V><<<df_cuda_grid<df_cu_flat<F, V>>(g, n / V), DF_CUDA_THREADS, 0, DF_CS(g)>>>(pa, pb, pc, n, sa, sb);
-        else df_cu_flat<F, 1><<<df_cuda_grid<df_cu_flat<F, 1>>(g, n), DF_CUDA_THREADS, 0, DF_CS(g)>>>(pa, pb, pc, n, sa, sb);
+        if (vec) df_cu_flat<F, V><<<df_cuda_grid<df_cu_flat<F, V>>(g, n / V), DF_CUDA_THREADS, 0, DF_CS(g)>>>(pa, pb, pc, n, sa, sb, fn);
+        else df_cu_flat<F, 1><<<df_cuda_grid<df_cu_flat<F, 1>>(g, n), DF_CUDA_THREADS, 0, DF_CS(g)>>>(pa, pb, pc, n, sa, sb, fn);
     } else {
-        df_cu_strided<F><<<df_cuda_grid<df_cu_strided<F>>(g, n), DF_CUDA_THREADS, 0, DF_CS(g)>>>(ix, pa, pb, pc, n);
+        df_cu_strided<F><<<df_cuda_grid<df_cu_strided<F>>(g, n), DF_CUDA_THREADS, 0, DF_CS(g)>>>(ix, pa, pb, pc, n, fn);
     }
     DF_CUDA_LAUNCHED(who);
     return DF_OK;
@@ -812,6 +814,127 @@ extern "C" df_code df_cuda_binary(df_cuda *g, int op, df_dtype t, int rank, cons
 #undef DF_CU_BINARY_CASE
     default: DF_CUDA_BAD("df_cuda_binary: unknown op %d", op);
     }
+}
+
+/* ---- the further math ops (dataflow.c's src/kernels/math.c and extra.c) ----
+   Each element in double, rounded once to T, as the CPU kernels (Sin and Cos in T). */
+template <int OP> struct df_cu_math_is_predicate {
+    static constexpr bool value = OP == DF_CUDA_M_IS_FINITE || OP == DF_CUDA_M_IS_NAN || OP == DF_CUDA_M_IS_INF;
+};
+#define DF_CU_SELU_SCALE 1.0507009873554804934193349852946
+#define DF_CU_SELU_ALPHA 1.6732632423543772848170429916717
+template <int OP, class T> struct df_cu_math_fn {
+    typedef T in_t;
+    typedef typename std::conditional<df_cu_math_is_predicate<OP>::value, uint8_t, T>::type out_t;
+    double alpha, th;     /* LeakyRelu's alpha; Softplus's threshold log(epsilon) + 2 */
+    __device__ __forceinline__ out_t f(T xt, T yt) const {
+        const double v = (double)xt, a = v, b = (double)yt;
+        if constexpr (OP == DF_CUDA_M_IS_FINITE) return (uint8_t)(isfinite(v) != 0);
+        else if constexpr (OP == DF_CUDA_M_IS_NAN) return (uint8_t)(v != v);
+        else if constexpr (OP == DF_CUDA_M_IS_INF) return (uint8_t)(isinf(v) != 0);
+        else if constexpr (OP == DF_CUDA_M_SIN) { if constexpr (sizeof(T) == 4) return sinf((float)xt); else return (T)sin(v); }
+        else if constexpr (OP == DF_CUDA_M_COS) { if constexpr (sizeof(T) == 4) return cosf((float)xt); else return (T)cos(v); }
+        else {
+            double r;
+            if constexpr (OP == DF_CUDA_M_SOFTPLUS) r = v > -th ? v : v < th ? exp(v) : log1p(exp(v));
+            else if constexpr (OP == DF_CUDA_M_SOFTSIGN) r = v / (1.0 + fabs(v));
+            else if constexpr (OP == DF_CUDA_M_ELU) r = v < 0 ? expm1(v) : v;
+            else if constexpr (OP == DF_CUDA_M_SELU) r = v < 0 ? DF_CU_SELU_SCALE * DF_CU_SELU_ALPHA * expm1(v) : DF_CU_SELU_SCALE * v;
+            else if constexpr (OP == DF_CUDA_M_LEAKY_RELU) r = v < 0 ? v * alpha : v;
+            else if constexpr (OP == DF_CUDA_M_RELU6) r = v != v ? v : v < 0 ? 0.0 : v > 6 ? 6.0 : v;
+            else if constexpr (OP == DF_CUDA_M_LOG1P) r = log1p(v);
+            else if constexpr (OP == DF_CUDA_M_EXPM1) r = expm1(v);
+            else if constexpr (OP == DF_CUDA_M_ERF) r = erf(v);
+            else if constexpr (OP == DF_CUDA_M_ERFC) r = erfc(v);
+            else if constexpr (OP == DF_CUDA_M_TAN) r = tan(v);
+            else if constexpr (OP == DF_CUDA_M_ASIN) r = asin(v);
+            else if constexpr (OP == DF_CUDA_M_ACOS) r = acos(v);
+            else if constexpr (OP == DF_CUDA_M_ATAN) r = atan(v);
+            else if constexpr (OP == DF_CUDA_M_SINH) r = sinh(v);
+            else if constexpr (OP == DF_CUDA_M_COSH) r = cosh(v);
+            else if constexpr (OP == DF_CUDA_M_ROUND || OP == DF_CUDA_M_RINT) r = rint(v);     /* half to even */
+            else if constexpr (OP == DF_CUDA_M_CEIL) r = ceil(v);
+            else if constexpr (OP == DF_CUDA_M_ATAN2) r = atan2(a, b);
+            else if constexpr (OP == DF_CUDA_M_TRUNCATE_DIV) r = trunc(a / b);
+            else if constexpr (OP == DF_CUDA_M_TRUNCATE_MOD) r = fmod(a, b);
+            else if constexpr (OP == DF_CUDA_M_ELU_GRAD) r = b < 0 ? a * (b + 1) : a;
+            else if constexpr (OP == DF_CUDA_M_SELU_GRAD) r = b < 0 ? a * (b + DF_CU_SELU_SCALE * DF_CU_SELU_ALPHA) : a * DF_CU_SELU_SCALE;
+            else if constexpr (OP == DF_CUDA_M_SOFTPLUS_GRAD) r = a / (1 + exp(-b));
+            else if constexpr (OP == DF_CUDA_M_SOFTSIGN_GRAD) r = a / ((1 + fabs(b)) * (1 + fabs(b)));
+            else if constexpr (OP == DF_CUDA_M_LEAKY_RELU_GRAD) r = b > 0 ? a : a * alpha;
+            else r = a * (double)(b > 0 && b < 6);                                     /* RELU6_GRAD */
+            return (T)r;
+        }
+    }
+};
+static int df_cuda_math_is_binary(int op) { return op >= DF_CUDA_M_ATAN2 && op <= DF_CUDA_M_RELU6_GRAD; }
+template <int OP>
+static df_code df_cuda_math_op(df_cuda *g, df_dtype t, const df_cuda_index &ix, int64_t n, const void *a, const void *b, void *c,
+                               double alpha, const char *who, df_status *st) {
+    if (t == DF_FLOAT) {
+        df_cu_math_fn<OP, float> fn;
+        fn.alpha = alpha; fn.th = log((double)FLT_EPSILON) + 2.0;
+        return df_cuda_elementwise_run<df_cu_math_fn<OP, float>>(g, ix, n, a, b, c, who, st, fn);
+    }
+    df_cu_math_fn<OP, double> fn;
+    fn.alpha = alpha; fn.th = log(DBL_EPSILON) + 2.0;
+    return df_cuda_elementwise_run<df_cu_math_fn<OP, double>>(g, ix, n, a, b, c, who, st, fn);
+}
+static df_code df_cuda_math_switch(df_cuda *g, int op, df_dtype t, const df_cuda_index &ix, int64_t n, const void *a,
+                                   const void *b, void *c, double alpha, const char *who, df_status *st) {
+    switch (op) {
+#define DF_CU_MATH_CASE(OP) case OP: return df_cuda_math_op<OP>(g, t, ix, n, a, b, c, alpha, who, st);
+    DF_CU_MATH_CASE(DF_CUDA_M_IS_FINITE) DF_CU_MATH_CASE(DF_CUDA_M_IS_NAN) DF_CU_MATH_CASE(DF_CUDA_M_IS_INF)
+    DF_CU_MATH_CASE(DF_CUDA_M_SOFTPLUS) DF_CU_MATH_CASE(DF_CUDA_M_SOFTSIGN) DF_CU_MATH_CASE(DF_CUDA_M_ELU)
+    DF_CU_MATH_CASE(DF_CUDA_M_SELU) DF_CU_MATH_CASE(DF_CUDA_M_LEAKY_RELU) DF_CU_MATH_CASE(DF_CUDA_M_RELU6)
+    DF_CU_MATH_CASE(DF_CUDA_M_LOG1P) DF_CU_MATH_CASE(DF_CUDA_M_EXPM1) DF_CU_MATH_CASE(DF_CUDA_M_ERF)
+    DF_CU_MATH_CASE(DF_CUDA_M_ERFC) DF_CU_MATH_CASE(DF_CUDA_M_TAN) DF_CU_MATH_CASE(DF_CUDA_M_ASIN)
+    DF_CU_MATH_CASE(DF_CUDA_M_ACOS) DF_CU_MATH_CASE(DF_CUDA_M_ATAN) DF_CU_MATH_CASE(DF_CUDA_M_SINH)
+    DF_CU_MATH_CASE(DF_CUDA_M_COSH) DF_CU_MATH_CASE(DF_CUDA_M_ROUND) DF_CU_MATH_CASE(DF_CUDA_M_RINT)
+    DF_CU_MATH_CASE(DF_CUDA_M_CEIL) DF_CU_MATH_CASE(DF_CUDA_M_ATAN2) DF_CU_MATH_CASE(DF_CUDA_M_TRUNCATE_DIV)
+    DF_CU_MATH_CASE(DF_CUDA_M_TRUNCATE_MOD) DF_CU_MATH_CASE(DF_CUDA_M_ELU_GRAD) DF_CU_MATH_CASE(DF_CUDA_M_SELU_GRAD)
+    DF_CU_MATH_CASE(DF_CUDA_M_SOFTPLUS_GRAD) DF_CU_MATH_CASE(DF_CUDA_M_SOFTSIGN_GRAD)
+    DF_CU_MATH_CASE(DF_CUDA_M_LEAKY_RELU_GRAD) DF_CU_MATH_CASE(DF_CUDA_M_RELU6_GRAD)
+    DF_CU_MATH_CASE(DF_CUDA_M_SIN) DF_CU_MATH_CASE(DF_CUDA_M_COS)
+#undef DF_CU_MATH_CASE
+    default: DF_CUDA_BAD("%s: unknown op %d", who, op);
+    }
+}
+extern "C" df_code df_cuda_math_unary(df_cuda *g, int op, df_dtype t, const void *x, void *y, int64_t n, double alpha,
+                                      df_status *st) {
+    DF_CUDA_ENTER("df_cuda_math_unary");
+    if (op < 0 || op >= DF_CUDA_M_COUNT || df_cuda_math_is_binary(op)) DF_CUDA_BAD("df_cuda_math_unary: unknown op %d", op);
+    if (!df_cuda_is_float(t)) DF_CUDA_BAD("df_cuda_math_unary: op %d has no kernel for %s", op, df_dtype_name(t));
+    if (n < 0) DF_CUDA_BAD("df_cuda_math_unary: negative count %lld", (long long)n);
+    if (!n) return DF_OK;
+    if (!x || !y) DF_CUDA_BAD("df_cuda_math_unary: NULL pointer");
+    size_t es = df_dtype_size(t);
+    if (df_cuda_misaligned(x, es) || df_cuda_misaligned(y, op <= DF_CUDA_M_IS_INF ? 1 : es))
+        DF_CUDA_BAD("df_cuda_math_unary: pointer not aligned to %s", df_dtype_name(t));
+    if (df_cuda_use(g, st)) return st->code;
+    df_cuda_index ix;
+    const int64_t one = 1, *strides[2] = {&one, &one};
+    df_cuda_index_make(&ix, 1, &n, 2, strides);
+    return df_cuda_math_switch(g, op, t, ix, n, x, x, y, alpha, "df_cuda_math_unary", st);
+}
+extern "C" df_code df_cuda_math_binary(df_cuda *g, int op, df_dtype t, int rank, const int64_t *dims, const void *a,
+                                       const int64_t *sa, const void *b, const int64_t *sb, void *c, double alpha, df_status *st) {
+    DF_CUDA_ENTER("df_cuda_math_binary");
+    if (!df_cuda_math_is_binary(op)) DF_CUDA_BAD("df_cuda_math_binary: unknown op %d", op);
+    if (!df_cuda_is_float(t)) DF_CUDA_BAD("df_cuda_math_binary: op %d has no kernel for %s", op, df_dtype_name(t));
+    int64_t n;
+    if (!df_cuda_count(rank, dims, &n)) DF_CUDA_BAD("df_cuda_math_binary: bad shape (rank %d)", rank);
+    if (rank && (!sa || !sb)) DF_CUDA_BAD("df_cuda_math_binary: NULL strides");
+    if (!n) return DF_OK;
+    if (!a || !b || !c) DF_CUDA_BAD("df_cuda_math_binary: NULL pointer");
+    size_t es = df_dtype_size(t);
+    if (df_cuda_misaligned(a, es) || df_cuda_misaligned(b, es) || df_cuda_misaligned(c, es))
+        DF_CUDA_BAD("df_cuda_math_binary: pointer not aligned to its elements");
+    const int64_t *strides[2] = {sa, sb};
+    df_cuda_index ix;
+    df_cuda_index_make(&ix, rank, dims, 2, strides);
+    if (df_cuda_use(g, st)) return st->code;
+    return df_cuda_math_switch(g, op, t, ix, n, a, b, c, alpha, "df_cuda_math_binary", st);
 }
 
 /* ---- Select, AddN, Cast ---- */
@@ -2460,6 +2583,175 @@ static df_code df_cuda_pool_run(df_cuda *g, int which, const df_cuda_conv *p, in
     DF_CUDA_LAUNCHED(who);
     return DF_OK;
 }
+/* ---- depthwise convolution and batch norm: direct kernels, one thread per result element ---- */
+template <class T>
+__global__ void __launch_bounds__(DF_CUDA_THREADS)
+df_cu_depthwise(int which, df_cuda_conv p, int64_t m, const T *a, const T *b, T *out, int64_t total) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+        T acc = 0;
+        if (which == 0) {                        /* e over y [n, oh, ow, c*m] */
+            int64_t oc = e % p.oc, r = e / p.oc, ox = r % p.ow, oy = r / p.ow % p.oh, n = r / p.ow / p.oh;
+            int64_t ci = oc / m, k = oc % m;
+            for (int64_t ky = 0; ky < p.kh; ky++) {
+                int64_t iy = oy * p.stride_h + ky * p.dil_h - p.pad_top;
+                if (iy < 0 || iy >= p.h) continue;
+                for (int64_t kx = 0; kx < p.kw; kx++) {
+                    int64_t ix = ox * p.stride_w + kx * p.dil_w - p.pad_left;
+                    if (ix < 0 || ix >= p.w) continue;
+                    acc += a[((n * p.h + iy) * p.w + ix) * p.c + ci] * b[((ky * p.kw + kx) * p.c + ci) * m + k];
+                }
+            }
+        } else if (which == 1) {                 /* e over dx [n, h, w, c] */
+            int64_t ci = e % p.c, r = e / p.c, x = r % p.w, y = r / p.w % p.h, n = r / p.w / p.h;
+            for (int64_t ky = 0; ky < p.kh; ky++) {
+                int64_t ty = y + p.pad_top - ky * p.dil_h;
+                if (ty < 0 || ty % p.stride_h) continue;
+                int64_t oy = ty / p.stride_h;
+                if (oy >= p.oh) continue;
+                for (int64_t kx = 0; kx < p.kw; kx++) {
+                    int64_t tx = x + p.pad_left - kx * p.dil_w;
+                    if (tx < 0 || tx % p.stride_w) continue;
+                    int64_t ox = tx / p.stride_w;
+                    if (ox >= p.ow) continue;
+                    for (int64_t k = 0; k < m; k++)
+                        acc += b[((n * p.oh + oy) * p.ow + ox) * p.oc + ci * m + k] * a[((ky * p.kw + kx) * p.c + ci) * m + k];
+                }
+            }
+        } else {                                 /* e over dfilter [kh, kw, c, m] */
+            int64_t k = e % m, ci = e / m % p.c, kx = e / m / p.c % p.kw, ky = e / m / p.c / p.kw;
+            for (int64_t n = 0; n < p.n; n++)
+                for (int64_t oy = 0; oy < p.oh; oy++) {
+                    int64_t iy = oy * p.stride_h + ky * p.dil_h - p.pad_top;
+                    if (iy < 0 || iy >= p.h) continue;
+                    for (int64_t ox = 0; ox < p.ow; ox++) {
+                        int64_t ix = ox * p.stride_w + kx * p.dil_w - p.pad_left;
+                        if (ix < 0 || ix >= p.w) continue;
+                        acc += a[((n * p.h + iy) * p.w + ix) * p.c + ci] * b[((n * p.oh + oy) * p.ow + ox) * p.oc + ci * m + k];
+                    }
+                }
+        }
+        out[e] = acc;
+    }
+}
+extern "C" df_code df_cuda_depthwise_conv2d(df_cuda *g, int which, df_dtype t, const df_cuda_conv *p, int64_t m, const void *a,
+                                            const void *b, void *out, df_status *st) {
+    DF_CUDA_ENTER("df_cuda_depthwise_conv2d");
+    if (!df_cuda_is_float(t)) DF_CUDA_BAD("df_cuda_depthwise_conv2d: no kernel for %s", df_dtype_name(t));
+    if (which < 0 || which > 2) DF_CUDA_BAD("df_cuda_depthwise_conv2d: which is %d (0, 1 or 2)", which);
+    if (!df_cuda_conv_sane(p, 0) || m < 1 || p->oc != p->c * m) DF_CUDA_BAD("df_cuda_depthwise_conv2d: bad geometry");
+    int64_t total = which == 0 ? p->n * p->oh * p->ow * p->oc : which == 1 ? p->n * p->h * p->w * p->c : p->kh * p->kw * p->c * m;
+    if (!total) return DF_OK;
+    if (!a || !b || !out) DF_CUDA_BAD("df_cuda_depthwise_conv2d: NULL pointer");
+    if (df_cuda_use(g, st)) return st->code;
+    if (t == DF_FLOAT)
+        df_cu_depthwise<float><<<df_cuda_grid<df_cu_depthwise<float>>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
+            which, *p, m, (const float *)a, (const float *)b, (float *)out, total);
+    else
+        df_cu_depthwise<double><<<df_cuda_grid<df_cu_depthwise<double>>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
+            which, *p, m, (const double *)a, (const double *)b, (double *)out, total);
+    DF_CUDA_LAUNCHED("df_cuda_depthwise_conv2d");
+    return DF_OK;
+}
+/* One thread per channel: the statistics (or the given ones) into the four vectors. */
+__global__ void __launch_bounds__(DF_CUDA_THREADS)
+df_cu_bn_stats(int train, const float *x, const float *mean, const float *variance, float *bm, float *bv, float *r1, float *r2,
+               int64_t outer, int64_t c, int64_t inner, float factor) {
+    for (int64_t ch = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; ch < c; ch += (int64_t)gridDim.x * blockDim.x) {
+        if (!train) { bm[ch] = r1[ch] = mean[ch]; bv[ch] = r2[ch] = variance[ch]; continue; }
+        const int64_t rest = outer * inner;
+        double s = 0, q = 0;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < inner; i++) s += x[(o * c + ch) * inner + i];
+        const float inv = 1.0f / (float)rest, mu = (float)s * inv;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < inner; i++) { float d = x[(o * c + ch) * inner + i] - mu; q += d * d; }
+        const float bvar = (float)q * inv, adjust = (float)rest / (float)(rest > 1 ? rest - 1 : 1);
+        r1[ch] = mu; r2[ch] = bvar;
+        if (factor == 1.0f) { bm[ch] = mu; bv[ch] = bvar * adjust; }
+        else { bm[ch] = (1.0f - factor) * mean[ch] + factor * mu; bv[ch] = (1.0f - factor) * variance[ch] + factor * adjust * bvar; }
+    }
+}
+__global__ void __launch_bounds__(DF_CUDA_THREADS)
+df_cu_bn_y(const float *x, const float *scale, const float *offset, const float *mu, const float *var, float *y, int64_t c,
+           int64_t inner, float eps, int64_t total) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t ch = e / inner % c;
+        const float k1 = 1.0f / sqrtf(var[ch] + eps) * scale[ch];
+        y[e] = (x[e] - mu[ch]) * k1 + offset[ch];
+    }
+}
+extern "C" df_code df_cuda_batch_norm(df_cuda *g, int train, const float *x, const float *scale, const float *offset,
+                                      const float *mean, const float *variance, float *y, float *batch_mean, float *batch_variance,
+                                      float *reserve_1, float *reserve_2, int64_t outer, int64_t c, int64_t inner, float epsilon,
+                                      float factor, df_status *st) {
+    DF_CUDA_ENTER("df_cuda_batch_norm");
+    int64_t total;
+    if (outer < 0 || c < 0 || inner < 0 || !df_cuda_mul(outer, c, &total) || !df_cuda_mul(total, inner, &total))
+        DF_CUDA_BAD("df_cuda_batch_norm: bad shape");
+    if (!c) return DF_OK;
+    if (!scale || !offset || !batch_mean || !batch_variance || !reserve_1 || !reserve_2 || (total && (!x || !y)) ||
+        ((!train || factor != 1.0f) && (!mean || !variance)))
+        DF_CUDA_BAD("df_cuda_batch_norm: NULL pointer");
+    if (df_cuda_use(g, st)) return st->code;
+    df_cu_bn_stats<<<df_cuda_grid<df_cu_bn_stats>(g, c), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
+        train, x, mean, variance, batch_mean, batch_variance, reserve_1, reserve_2, outer, c, inner, factor);
+    DF_CUDA_LAUNCHED("df_cuda_batch_norm");
+    if (!total) return DF_OK;
+    df_cu_bn_y<<<df_cuda_grid<df_cu_bn_y>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(x, scale, offset, reserve_1, reserve_2, y, c,
+                                                                                     inner, epsilon, total);
+    DF_CUDA_LAUNCHED("df_cuda_batch_norm");
+    return DF_OK;
+}
+
+__global__ void __launch_bounds__(DF_CUDA_THREADS)
+df_cu_bn_grad_sums(const float *dy, const float *x, const float *mean, const float *variance, float *ds, float *db,
+                   int64_t outer, int64_t c, int64_t inner, float eps) {
+    for (int64_t ch = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; ch < c; ch += (int64_t)gridDim.x * blockDim.x) {
+        const float mu = mean[ch], coef0 = 1.0f / sqrtf(variance[ch] + eps);
+        double s = 0, q = 0;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < inner; i++) {
+                const int64_t e = (o * c + ch) * inner + i;
+                s += dy[e];
+                q += dy[e] * ((x[e] - mu) * coef0);
+            }
+        db[ch] = (float)s;
+        ds[ch] = (float)q;
+    }
+}
+__global__ void __launch_bounds__(DF_CUDA_THREADS)
+df_cu_bn_grad_dx(int train, const float *dy, const float *x, const float *scale, const float *mean, const float *variance,
+                 const float *ds, const float *db, float *dx, int64_t c, int64_t inner, int64_t rest, float eps, int64_t total) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t ch = e / inner % c;
+        const float coef0 = 1.0f / sqrtf(variance[ch] + eps), coef1 = scale[ch] * coef0;
+        if (!train) { dx[e] = dy[e] * coef1; continue; }
+        const float inv = 1.0f / (float)(rest ? rest : 1), mdy = db[ch] * inv, q = coef0 * (ds[ch] * inv);
+        dx[e] = coef1 * ((dy[e] - mdy) - (x[e] - mean[ch]) * q);
+    }
+}
+extern "C" df_code df_cuda_batch_norm_grad(df_cuda *g, int train, const float *dy, const float *x, const float *scale,
+                                           const float *mean, const float *variance, float *dx, float *scale_backprop,
+                                           float *offset_backprop, int64_t outer, int64_t c, int64_t inner, float epsilon,
+                                           df_status *st) {
+    DF_CUDA_ENTER("df_cuda_batch_norm_grad");
+    int64_t total;
+    if (outer < 0 || c < 0 || inner < 0 || !df_cuda_mul(outer, c, &total) || !df_cuda_mul(total, inner, &total))
+        DF_CUDA_BAD("df_cuda_batch_norm_grad: bad shape");
+    if (!c) return DF_OK;
+    if (!scale || !mean || !variance || !scale_backprop || !offset_backprop || (total && (!x || !dy || !dx)))
+        DF_CUDA_BAD("df_cuda_batch_norm_grad: NULL pointer");
+    if (df_cuda_use(g, st)) return st->code;
+    df_cu_bn_grad_sums<<<df_cuda_grid<df_cu_bn_grad_sums>(g, c), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
+        dy, x, mean, variance, scale_backprop, offset_backprop, outer, c, inner, epsilon);
+    DF_CUDA_LAUNCHED("df_cuda_batch_norm_grad");
+    if (!total) return DF_OK;
+    df_cu_bn_grad_dx<<<df_cuda_grid<df_cu_bn_grad_dx>(g, total), DF_CUDA_THREADS, 0, DF_CS(g)>>>(
+        train, dy, x, scale, mean, variance, scale_backprop, offset_backprop, dx, c, inner, outer * inner, epsilon, total);
+    DF_CUDA_LAUNCHED("df_cuda_batch_norm_grad");
+    return DF_OK;
+}
+
 extern "C" df_code df_cuda_pool(df_cuda *g, df_dtype t, const df_cuda_conv *p, int max, const void *x, void *y, df_status *st) {
     DF_CUDA_ENTER("df_cuda_pool");
     if (df_cuda_pool_begin(t, p, "df_cuda_pool", st)) return st->code;

@@ -616,6 +616,9 @@ static int df__gg_member(const df_node *n, const df__device *d, int *member, int
     if (f & DF__OP_TRANSFER) return 1;         /* (a pair within the device may join: below) */
     if (f & (DF__OP_CONTROL_TRIGGER | DF__OP_LOOP_COUNT)) return 0;
     if (f & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER | DF__OP_EXIT | DF__OP_NEXT_ITERATION | DF__OP_LOOP_COND)) *loops = 1;
+    /* the stateless random ops: made on the host and copied up (src/kernels/gpu.c), a copy a
+       capture refuses, so they are left alone as the stateful random ops are */
+    if (!strncmp(n->op->name, "Stateless", 9)) return 0;
     if (f & DF__OP_STATEFUL) {
         int ok = 0;
         for (size_t i = 0; i < sizeof stateful_ok / sizeof *stateful_ok; i++) ok |= !strcmp(n->op->name, stateful_ok[i]);

@@ -503,6 +503,223 @@ static void df__gk_random(df__kctx *c) {
     df_cuda_memcpy_h2d(DF__GPU(c), o->data, host, bytes, c->st);
     free(host);
 }
+/* The further random ops (src/kernels/random.c: RandomUniformInt, the stateless ops V1 and V2,
+   Multinomial): the CPU kernel runs on the host with every argument in host memory (seeds,
+   keys, counters, shapes: host-memory inputs), its outputs made in host memory, and each output
+   the GPU keeps in device memory is copied up, so a node gives TensorFlow's numbers on either
+   device. */
+static void df__gk_on_host(df__kctx *c) {
+    uint32_t keep = c->host_out;
+    c->host_out = ~0u;
+    c->node->op->kernels[DF__DEV_CPU].fn(c);
+    c->host_out = keep;
+    for (int i = 0; i < c->n_out && !c->st->code; i++) {
+        df_tensor *h = c->out[i];
+        if (!h || (keep >> DF__MIN(i, 31) & 1)) continue;
+        df_tensor *d = df__to_device(c->dev, h, c->st);
+        if (!d) return;
+        c->out[i] = d;
+        df_tensor_release(h);
+    }
+}
+
+/* The further math ops of src/kernels/math.c (and Sin, Cos of extra.c): the op's code is
+   dataflow.h's DF_CUDA_M_ code (the two enums share an order); computed in double and rounded
+   once, as the CPU kernels. */
+_Static_assert((int)DF__M_IS_FINITE == (int)DF_CUDA_M_IS_FINITE && (int)DF__M_CEIL == (int)DF_CUDA_M_CEIL &&
+               (int)DF__M_ATAN2 == (int)DF_CUDA_M_ATAN2 &&
+               (int)DF__M_RELU6_GRAD == (int)DF_CUDA_M_RELU6_GRAD, "math.c's op codes and dataflow.h's DF_CUDA_M_ codes differ");
+static double df__gk_alpha(df__kctx *c) {
+    const df__attr *a = df__node_attr(c->node, "alpha");
+    return a && a->kind == DF__A_FLOAT ? a->u.f : 0.2f;
+}
+static void df__gk_math_unary(df__kctx *c) {
+    const df_tensor *x = c->in[0];
+    int code = c->node->op->kernels[DF__DEV_CPU].fn == df__k_trig ? DF_CUDA_M_SIN + c->node->op->code : c->node->op->code;
+    int pred = code == DF_CUDA_M_IS_FINITE || code == DF_CUDA_M_IS_NAN || code == DF_CUDA_M_IS_INF;
+    if (x->dtype != DF_FLOAT && x->dtype != DF_DOUBLE) {
+        DF__KFAIL(c, DF_UNIMPLEMENTED, "%s has no GPU kernel for %s", c->node->op->name, df_dtype_name(x->dtype));
+        return;
+    }
+    df_tensor *o = pred ? df__k_alloc(c, 0, DF_BOOL, x->rank, x->dims) : df__k_reuse_or_alloc(c, 0, 0, x->dtype, x->rank, x->dims);
+    if (o && o->n)
+        df_cuda_math_unary(DF__GPU(c), code, x->dtype, x->data, o->data, o->n, code == DF_CUDA_M_LEAKY_RELU ? df__gk_alpha(c) : 0, c->st);
+}
+static void df__gk_math_binary(df__kctx *c) {
+    const df_tensor *a = c->in[0], *b = c->in[1];
+    int code = c->node->op->code;
+    df__bcast bc;
+    if (a->dtype != b->dtype) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s: inputs of %s and %s", c->node->op->name, df_dtype_name(a->dtype), df_dtype_name(b->dtype)); return; }
+    if (a->dtype != DF_FLOAT && a->dtype != DF_DOUBLE) {
+        DF__KFAIL(c, DF_UNIMPLEMENTED, "%s has no GPU kernel for %s", c->node->op->name, df_dtype_name(a->dtype));
+        return;
+    }
+    if (!df__broadcast(a->rank, a->dims, b->rank, b->dims, &bc)) {
+        char s1[96], s2[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s for %s",
+                  df__dims_str(a->rank, a->dims, s1, 96), df__dims_str(b->rank, b->dims, s2, 96), c->node->op->name);
+        return;
+    }
+    df_tensor *o = df__k_alloc(c, 0, a->dtype, bc.rank, bc.dims);
+    if (!o || !o->n) return;
+    double alpha = code == DF_CUDA_M_LEAKY_RELU_GRAD ? df__gk_alpha(c) : 0;
+    int64_t one = 1, zero = 0;
+    if (bc.rank == 0) df_cuda_math_binary(DF__GPU(c), code, a->dtype, 1, &one, a->data, &zero, b->data, &zero, o->data, alpha, c->st);
+    else df_cuda_math_binary(DF__GPU(c), code, a->dtype, bc.rank, bc.dims, a->data, bc.sa, b->data, bc.sb, o->data, alpha, c->st);
+}
+
+/* DepthwiseConv2dNative and its two backprops (NHWC), as the CPU kernels check them (the sizes
+   in host memory); direct kernels, one thread per result element. code 0 forward, 1 input
+   gradient, 2 filter gradient. */
+static int df__gk_dw_geo(df__kctx *c, const int64_t *in, const int64_t *fd, df_cuda_conv *p) {
+    const char *fmt = df__attr_s(c->node, "data_format");
+    if (*fmt && strcmp(fmt, "NHWC")) {
+        DF__KFAIL(c, DF_UNIMPLEMENTED, "Depthwise convolution on GPU is only supported for NHWC format here, got %s", fmt);
+        return 0;
+    }
+    if (in[3] != fd[2]) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "input and filter must have the same depth: %lld vs %lld", (long long)in[3], (long long)fd[2]);
+        return 0;
+    }
+    if (fd[0] == 0 || fd[1] == 0 || fd[3] == 0) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "filter must not have zero elements (i.e. all dimensions must be non-zero)");
+        return 0;
+    }
+    df__conv_geo g;
+    if (df__conv_setup(c->node, in, fd[0], fd[1], 0, &g, c->st)) return 0;
+    df_cuda_conv q = {g.n, g.h, g.w, g.c, g.kh, g.kw, in[3] * fd[3], g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.ph, g.pw};
+    *p = q;
+    return 1;
+}
+static int df__gk_dw_sizes(df__kctx *c, const df_tensor *t, const char *what, int64_t *v) {
+    if (!df__is_int_tensor(t) || t->rank != 1 || t->n != 4) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s must be a 4-vector", what); return 0; }
+    for (int i = 0; i < 4; i++) {
+        v[i] = df__int_at(t, i);
+        if (v[i] < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s has a negative entry", what); return 0; }
+    }
+    return 1;
+}
+static void df__gk_depthwise(df__kctx *c) {
+    int which = !strcmp(c->node->op->name, "DepthwiseConv2dNative") ? 0 : !strcmp(c->node->op->name, "DepthwiseConv2dNativeBackpropInput") ? 1 : 2;
+    int64_t xd[4], fd[4], od[4];
+    const df_tensor *a = c->in[which == 1 ? 1 : 0], *b = c->in[which == 0 ? 1 : 2];
+    if (which == 0) {
+        if (a->rank != 4 || b->rank != 4) {
+            DF__KFAIL(c, DF_INVALID_ARGUMENT, "input and filter must be 4-dimensional, got ranks %d and %d", a->rank, b->rank);
+            return;
+        }
+        memcpy(xd, a->dims, sizeof xd);
+        memcpy(fd, b->dims, sizeof fd);
+    } else if (which == 1) {
+        if (!df__gk_dw_sizes(c, c->in[0], "input_sizes", xd)) return;
+        if (a->rank != 4) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "filter must be 4-dimensional, got rank %d", a->rank); return; }
+        memcpy(fd, a->dims, sizeof fd);
+    } else {
+        if (!df__gk_dw_sizes(c, c->in[1], "filter_sizes", fd)) return;
+        if (a->rank != 4) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "input must be 4-dimensional, got rank %d", a->rank); return; }
+        memcpy(xd, a->dims, sizeof xd);
+    }
+    df_cuda_conv p;
+    if (!df__gk_dw_geo(c, xd, fd, &p)) return;
+    if (which && !(b->rank == 4 && b->dims[0] == p.n && b->dims[1] == p.oh && b->dims[2] == p.ow && b->dims[3] == p.oc)) {
+        char s[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "out_backprop has shape %s; the depthwise convolution gives [%lld,%lld,%lld,%lld]",
+                  df__dims_str(b->rank, b->dims, s, 96), (long long)p.n, (long long)p.oh, (long long)p.ow, (long long)p.oc);
+        return;
+    }
+    od[0] = p.n; od[1] = p.oh; od[2] = p.ow; od[3] = p.oc;
+    df_tensor *o = df__k_alloc(c, 0, b->dtype, 4, which == 0 ? od : which == 1 ? xd : fd);
+    if (o && o->n) df_cuda_depthwise_conv2d(DF__GPU(c), which, b->dtype, &p, fd[3], a->data, b->data, o->data, c->st);
+}
+
+/* FusedBatchNorm, V2 and V3 forward on float x (is_training true or false), checked as the CPU
+   kernel checks them; reserve_space_3 (V3) is a scalar 0, as TensorFlow's CPU kernel gives. */
+static float df__gk_attr_f(const df_node *n, const char *name, float def) {
+    const df__attr *a = df__node_attr(n, name);
+    return a && a->kind == DF__A_FLOAT ? a->u.f : def;
+}
+static int df__gk_bn_vec(df__kctx *c, const df_tensor *t, const char *what, const char *prefix, int64_t ch) {
+    if (t->rank != 1) {
+        char s[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s must be 1-dimensional%s", what, df__dims_str(t->rank, t->dims, s, 96));
+        return 0;
+    }
+    if (t->dtype != DF_FLOAT) { DF__KFAIL(c, DF_UNIMPLEMENTED, "%s has no GPU kernel for %s %s", c->node->op->name, what, df_dtype_name(t->dtype)); return 0; }
+    if (ch >= 0 && t->dims[0] != ch) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s%s must have the same number of elements as the channels of x, got %lld and %lld",
+                  prefix, what, (long long)t->dims[0], (long long)ch);
+        return 0;
+    }
+    return 1;
+}
+/* x (float, 4-D or 5-D) as [outer, c, inner] by data_format; 0 after a status. */
+static int df__gk_bn_layout(df__kctx *c, const df_tensor *x, const char *what, int64_t *outer, int64_t *ch, int64_t *inner) {
+    const char *fmt = df__attr_s(c->node, "data_format");
+    int first = !strcmp(fmt, "NCHW") || !strcmp(fmt, "NCDHW");
+    if (*fmt && !first && strcmp(fmt, "NHWC") && strcmp(fmt, "NDHWC")) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Invalid data format '%s'", fmt); return 0; }
+    if (x->dtype != DF_FLOAT) { DF__KFAIL(c, DF_UNIMPLEMENTED, "%s has no GPU kernel for %s", c->node->op->name, df_dtype_name(x->dtype)); return 0; }
+    if (x->rank != 4 && x->rank != 5) {
+        char s[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "%s must be 4 or 5-dimensional%s", what, df__dims_str(x->rank, x->dims, s, 96));
+        return 0;
+    }
+    int cax = first ? 1 : x->rank - 1;
+    *ch = x->dims[cax]; *outer = 1; *inner = 1;
+    for (int d = 0; d < x->rank; d++) if (d < cax) *outer *= x->dims[d]; else if (d > cax) *inner *= x->dims[d];
+    return 1;
+}
+static void df__gk_batch_norm(df__kctx *c) {
+    const df_tensor *x = c->in[0], *scale = c->in[1], *offset = c->in[2], *mean = c->in[3], *var = c->in[4];
+    const df_node *n = c->node;
+    int train = df__attr_b(n, "is_training", 1), v3 = c->n_out > 5;
+    float eps = df__gk_attr_f(n, "epsilon", 1e-4f), factor = df__gk_attr_f(n, "exponential_avg_factor", 1.0f);
+    int64_t outer, ch, inner;
+    if (!df__gk_bn_layout(c, x, "input", &outer, &ch, &inner)) return;
+    if (!df__gk_bn_vec(c, scale, "scale", "", ch) || !df__gk_bn_vec(c, offset, "offset", "", ch)) return;
+    int use_running = !train || factor != 1.0f;
+    const char *pre = train ? "When exponential_avg_factor != 1, " : "When is_training=false, ";
+    if (!df__gk_bn_vec(c, mean, "mean", pre, use_running ? ch : -1) || !df__gk_bn_vec(c, var, "variance", pre, use_running ? ch : -1)) return;
+    int64_t zero = 0;
+    df_tensor *y = df__k_alloc(c, 0, DF_FLOAT, x->rank, x->dims), *bm = df__k_alloc(c, 1, DF_FLOAT, 1, &ch);
+    df_tensor *bv = df__k_alloc(c, 2, DF_FLOAT, 1, &ch), *r1 = df__k_alloc(c, 3, DF_FLOAT, 1, &ch);
+    df_tensor *r2 = df__k_alloc(c, 4, DF_FLOAT, 1, &ch), *r3 = v3 ? df__k_alloc(c, 5, DF_FLOAT, 0, &zero) : NULL;
+    if (!y || !bm || !bv || !r1 || !r2 || (v3 && !r3)) return;
+    if (r3 && df_cuda_fill(DF__GPU(c), r3->data, 1, sizeof(float), &(float){0}, c->st)) return;
+    df_cuda_batch_norm(DF__GPU(c), train, (const float *)x->data, (const float *)scale->data, (const float *)offset->data,
+                       use_running ? (const float *)mean->data : NULL, use_running ? (const float *)var->data : NULL,
+                       (float *)y->data, (float *)bm->data, (float *)bv->data, (float *)r1->data, (float *)r2->data,
+                       outer, ch, inner, eps, factor, c->st);
+}
+
+/* FusedBatchNormGrad, V2 and V3 on float x: from the saved mean and variance (reserve_space_1
+   and 2), checked as the CPU kernel checks them; reserve_space_4 and 5 are empty. */
+static void df__gk_batch_norm_grad(df__kctx *c) {
+    const df_tensor *dy = c->in[0], *x = c->in[1], *scale = c->in[2], *mean = c->in[3], *var = c->in[4];
+    const df_node *n = c->node;
+    int train = df__attr_b(n, "is_training", 1);
+    float eps = df__gk_attr_f(n, "epsilon", 1e-4f);
+    int64_t outer, ch, inner;
+    if (!df__gk_bn_layout(c, x, "x", &outer, &ch, &inner)) return;
+    int same = dy->rank == x->rank && dy->dtype == x->dtype;
+    for (int d = 0; same && d < x->rank; d++) same = dy->dims[d] == x->dims[d];
+    if (!same) {
+        char s1[96], s2[96];
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "x and y_backprop must have same shape, but x has shape %s and y_backprop has shape %s",
+                  df__dims_str(x->rank, x->dims, s1, 96), df__dims_str(dy->rank, dy->dims, s2, 96));
+        return;
+    }
+    if (!df__gk_bn_vec(c, scale, "scale", "", ch) || !df__gk_bn_vec(c, mean, "reserve_space_1", "", ch) ||
+        !df__gk_bn_vec(c, var, "reserve_space_2", "", ch)) return;
+    int64_t zero = 0;
+    df_tensor *dx = df__k_alloc(c, 0, DF_FLOAT, x->rank, x->dims), *ds = df__k_alloc(c, 1, DF_FLOAT, 1, &ch);
+    df_tensor *db = df__k_alloc(c, 2, DF_FLOAT, 1, &ch), *r4 = df__k_alloc(c, 3, DF_FLOAT, 1, &zero);
+    df_tensor *r5 = df__k_alloc(c, 4, DF_FLOAT, 1, &zero);
+    if (!dx || !ds || !db || !r4 || !r5) return;
+    df_cuda_batch_norm_grad(DF__GPU(c), train, (const float *)dy->data, (const float *)x->data, (const float *)scale->data,
+                            (const float *)mean->data, (const float *)var->data, (float *)dx->data, (float *)ds->data,
+                            (float *)db->data, outer, ch, inner, eps, c->st);
+}
+
 /* ApplyGradientDescent, ApplyMomentum, ApplyAdam: hyperparameters stay on the device. */
 static void df__gk_apply(df__kctx *c) {
     int code = c->node->op->code;
@@ -544,6 +761,7 @@ static void df__gk_apply(df__kctx *c) {
 #define DF__GK_CAST (DF__GK_FH | (1u << DF_UINT8) | (1u << DF_INT8))
 #define DF__GK_HOSTONLY (1u << DF_INT32)
 #define DF__GK_HOST_LAST 0x80000000u
+#define DF__GK_ALL_IN 0x7fffffffu        /* every input in host memory */
 static const struct { const char *name; uint32_t host_in, host_out, types; df__kernel_fn fn; } df__gpu_kernels[] = {
     {"Const", 0, 0, 0, df__gk_const}, {"_GpuGraph", 0, 0, 0, df__gk_gpu_graph},
     {"Identity", 0, 0, 0, NULL}, {"IdentityN", 0, 0, 0, NULL}, {"StopGradient", 0, 0, 0, NULL},
@@ -599,6 +817,47 @@ static const struct { const char *name; uint32_t host_in, host_out, types; df__k
     {"TruncatedNormal", 1, 0, DF__GK_F, df__gk_random},
     {"ApplyGradientDescent", 0, 0, DF__GK_F, df__gk_apply}, {"ApplyMomentum", 0, 0, DF__GK_F, df__gk_apply},
     {"ApplyAdam", 0, 0, DF__GK_F, df__gk_apply},
+    /* src/kernels/math.c and extra.c */
+    {"IsFinite", 0, 0, DF__GK_F, df__gk_math_unary}, {"IsNan", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"IsInf", 0, 0, DF__GK_F, df__gk_math_unary}, {"Softplus", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Softsign", 0, 0, DF__GK_F, df__gk_math_unary}, {"Elu", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Selu", 0, 0, DF__GK_F, df__gk_math_unary}, {"LeakyRelu", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Relu6", 0, 0, DF__GK_F, df__gk_math_unary}, {"Log1p", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Expm1", 0, 0, DF__GK_F, df__gk_math_unary}, {"Erf", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Erfc", 0, 0, DF__GK_F, df__gk_math_unary}, {"Tan", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Asin", 0, 0, DF__GK_F, df__gk_math_unary}, {"Acos", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Atan", 0, 0, DF__GK_F, df__gk_math_unary}, {"Sinh", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Cosh", 0, 0, DF__GK_F, df__gk_math_unary}, {"Round", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Rint", 0, 0, DF__GK_F, df__gk_math_unary}, {"Ceil", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Sin", 0, 0, DF__GK_F, df__gk_math_unary}, {"Cos", 0, 0, DF__GK_F, df__gk_math_unary},
+    {"Atan2", 0, 0, DF__GK_F, df__gk_math_binary}, {"TruncateDiv", 0, 0, DF__GK_F, df__gk_math_binary},
+    {"TruncateMod", 0, 0, DF__GK_F, df__gk_math_binary}, {"EluGrad", 0, 0, DF__GK_F, df__gk_math_binary},
+    {"SeluGrad", 0, 0, DF__GK_F, df__gk_math_binary}, {"SoftplusGrad", 0, 0, DF__GK_F, df__gk_math_binary},
+    {"SoftsignGrad", 0, 0, DF__GK_F, df__gk_math_binary}, {"LeakyReluGrad", 0, 0, DF__GK_F, df__gk_math_binary},
+    {"Relu6Grad", 0, 0, DF__GK_F, df__gk_math_binary},
+    /* src/kernels/random.c: on the host, every input in host memory; float results copied up,
+       integer ones (and the keys, counters, algorithms) left in host memory */
+    {"RandomUniformInt", DF__GK_ALL_IN, ~0u, DF__GK_HOSTONLY, NULL},
+    {"Multinomial", DF__GK_ALL_IN, ~0u, 0, NULL}, {"StatelessMultinomial", DF__GK_ALL_IN, ~0u, 0, NULL},
+    {"StatelessRandomGetKeyCounter", DF__GK_ALL_IN, ~0u, 0, NULL},
+    {"StatelessRandomGetKeyCounterAlg", DF__GK_ALL_IN, ~0u, 0, NULL}, {"StatelessRandomGetAlg", DF__GK_ALL_IN, ~0u, 0, NULL},
+    {"StatelessRandomUniform", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
+    {"StatelessRandomNormal", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
+    {"StatelessTruncatedNormal", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
+    {"StatelessRandomUniformFullInt", DF__GK_ALL_IN, ~0u, 0, NULL},
+    {"StatelessRandomUniformInt", DF__GK_ALL_IN, ~0u, DF__GK_HOSTONLY, NULL},
+    {"StatelessRandomUniformV2", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
+    {"StatelessRandomNormalV2", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
+    {"StatelessTruncatedNormalV2", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
+    {"StatelessRandomUniformIntV2", DF__GK_ALL_IN, ~0u, 0, NULL},
+    {"StatelessRandomUniformFullIntV2", DF__GK_ALL_IN, ~0u, 0, NULL},
+    /* src/kernels/nn_extra.c (float x for the batch norms) */
+    {"DepthwiseConv2dNative", 0, 0, DF__GK_F, df__gk_depthwise},
+    {"DepthwiseConv2dNativeBackpropInput", 1, 0, DF__GK_F, df__gk_depthwise},
+    {"DepthwiseConv2dNativeBackpropFilter", 2, 0, DF__GK_F, df__gk_depthwise},
+    {"FusedBatchNorm", 0, 0, DF__GK_F, df__gk_batch_norm}, {"FusedBatchNormV2", 0, 0, DF__GK_F, df__gk_batch_norm},
+    {"FusedBatchNormV3", 0, 0, DF__GK_F, df__gk_batch_norm}, {"FusedBatchNormGrad", 0, 0, DF__GK_F, df__gk_batch_norm_grad},
+    {"FusedBatchNormGradV2", 0, 0, DF__GK_F, df__gk_batch_norm_grad}, {"FusedBatchNormGradV3", 0, 0, DF__GK_F, df__gk_batch_norm_grad},
     {"Conv2D", 0, 0, DF__GK_F, NULL}, {"Conv2DBackpropInput", 1, 0, DF__GK_F, NULL},
     {"Conv2DBackpropFilter", 2, 0, DF__GK_F, NULL}, {"MaxPool", 0, 0, DF__GK_F, NULL}, {"AvgPool", 0, 0, DF__GK_F, NULL},
     {"MaxPoolGrad", 0, 0, DF__GK_F, NULL}, {"AvgPoolGrad", 1, 0, DF__GK_F, NULL},

@@ -19,6 +19,7 @@
     11. RANDOM NUMBERS ............................................... >>emu-random
     12. OPTIMIZER UPDATES ............................................ >>emu-apply
     13. CONVOLUTION AND POOLING ...................................... >>emu-conv
+    14. DEPTHWISE CONVOLUTION AND BATCH NORM ......................... >>emu-nn
 
    Invariants, for the whole file:
    - Device memory is host memory whose address has EMU_TAG (bit 62) flipped: a device pointer
@@ -41,6 +42,7 @@
 #include "../../dataflow.h"
 #include "gpu_emulator.h"
 
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -822,6 +824,102 @@ df_code df_cuda_binary(df_cuda *g, int op, df_dtype t, int rank, const int64_t *
         emu__binary_float(op, &w, n, (const float *)ah, (const float *)bh, ch);
     } else {
         emu__binary_double(op, &w, n, (const double *)ah, (const double *)bh, ch);
+    }
+    return emu__finish(&c);
+}
+
+/* The further math ops (dataflow.c's src/kernels/math.c and extra.c): each element in double,
+   rounded once to the type (Sin and Cos in the type), the CPU kernels' formulas. */
+#define EMU_SELU_SCALE 1.0507009873554804934193349852946
+#define EMU_SELU_ALPHA 1.6732632423543772848170429916717
+static double emu__math(int op, double a, double b, double th, double alpha) {
+    double v = a;
+    switch (op) {
+    case DF_CUDA_M_IS_FINITE: return isfinite(v) != 0;
+    case DF_CUDA_M_IS_NAN: return v != v;
+    case DF_CUDA_M_IS_INF: return isinf(v) != 0;
+    case DF_CUDA_M_SOFTPLUS: return v > -th ? v : v < th ? exp(v) : log1p(exp(v));
+    case DF_CUDA_M_SOFTSIGN: return v / (1.0 + fabs(v));
+    case DF_CUDA_M_ELU: return v < 0 ? expm1(v) : v;
+    case DF_CUDA_M_SELU: return v < 0 ? EMU_SELU_SCALE * EMU_SELU_ALPHA * expm1(v) : EMU_SELU_SCALE * v;
+    case DF_CUDA_M_LEAKY_RELU: return v < 0 ? v * alpha : v;
+    case DF_CUDA_M_RELU6: return v != v ? v : v < 0 ? 0.0 : v > 6 ? 6.0 : v;
+    case DF_CUDA_M_LOG1P: return log1p(v);
+    case DF_CUDA_M_EXPM1: return expm1(v);
+    case DF_CUDA_M_ERF: return erf(v);
+    case DF_CUDA_M_ERFC: return erfc(v);
+    case DF_CUDA_M_TAN: return tan(v);
+    case DF_CUDA_M_ASIN: return asin(v);
+    case DF_CUDA_M_ACOS: return acos(v);
+    case DF_CUDA_M_ATAN: return atan(v);
+    case DF_CUDA_M_SINH: return sinh(v);
+    case DF_CUDA_M_COSH: return cosh(v);
+    case DF_CUDA_M_ROUND: case DF_CUDA_M_RINT: return nearbyint(v);
+    case DF_CUDA_M_CEIL: return ceil(v);
+    case DF_CUDA_M_ATAN2: return atan2(a, b);
+    case DF_CUDA_M_TRUNCATE_DIV: return trunc(a / b);
+    case DF_CUDA_M_TRUNCATE_MOD: return fmod(a, b);
+    case DF_CUDA_M_ELU_GRAD: return b < 0 ? a * (b + 1) : a;
+    case DF_CUDA_M_SELU_GRAD: return b < 0 ? a * (b + EMU_SELU_SCALE * EMU_SELU_ALPHA) : a * EMU_SELU_SCALE;
+    case DF_CUDA_M_SOFTPLUS_GRAD: return a / (1 + exp(-b));
+    case DF_CUDA_M_SOFTSIGN_GRAD: return a / ((1 + fabs(b)) * (1 + fabs(b)));
+    case DF_CUDA_M_LEAKY_RELU_GRAD: return b > 0 ? a : a * alpha;
+    case DF_CUDA_M_RELU6_GRAD: return a * (double)(b > 0 && b < 6);
+    case DF_CUDA_M_SIN: return sin(v);
+    default: return cos(v);
+    }
+}
+static void emu__math_put(int op, df_dtype t, void *out, int64_t i, double a, double b, double alpha) {
+    if (op <= DF_CUDA_M_IS_INF) { ((uint8_t *)out)[i] = (uint8_t)emu__math(op, a, b, 0, alpha); return; }
+    if (t == DF_FLOAT) {
+        float r = op == DF_CUDA_M_SIN ? sinf((float)a) : op == DF_CUDA_M_COS ? cosf((float)a)
+                                      : (float)emu__math(op, a, b, log((double)FLT_EPSILON) + 2.0, alpha);
+        ((float *)out)[i] = r;
+    } else {
+        ((double *)out)[i] = emu__math(op, a, b, log(DBL_EPSILON) + 2.0, alpha);
+    }
+}
+static int emu__math_binary_op(int op) { return op >= DF_CUDA_M_ATAN2 && op <= DF_CUDA_M_RELU6_GRAD; }
+
+df_code df_cuda_math_unary(df_cuda *g, int op, df_dtype t, const void *x, void *y, int64_t n, double alpha, df_status *st) {
+    emu__call c;
+    if (!emu__begin(&c, g, st, "df_cuda_math_unary")) return c.code;
+    if (op < 0 || op >= DF_CUDA_M_COUNT || emu__math_binary_op(op)) return EMU_BAD(&c, "op %d is not a unary math op", op);
+    if (t != DF_FLOAT && t != DF_DOUBLE) return EMU_BAD(&c, "op %d does not take %s (float or double)", op, df_dtype_name(t));
+    if (!emu__nonneg(&c, "n", n) || n == 0) return c.code;
+    size_t es = df_dtype_size(t);
+    const void *xs = emu__dense(&c, "x", x, n, es);
+    void *ys = emu__dense(&c, "y", y, n, op <= DF_CUDA_M_IS_INF ? 1 : es);
+    if (c.code) return c.code;
+    emu__start(&c);
+    for (int64_t i = 0; i < n; i++) {
+        double v = t == DF_FLOAT ? (double)((const float *)xs)[i] : ((const double *)xs)[i];
+        emu__math_put(op, t, ys, i, v, v, alpha);
+    }
+    return emu__finish(&c);
+}
+
+df_code df_cuda_math_binary(df_cuda *g, int op, df_dtype t, int rank, const int64_t *dims, const void *a, const int64_t *sa,
+                            const void *b, const int64_t *sb, void *c_, double alpha, df_status *st) {
+    emu__call c;
+    if (!emu__begin(&c, g, st, "df_cuda_math_binary")) return c.code;
+    if (!emu__math_binary_op(op)) return EMU_BAD(&c, "op %d is not a binary math op", op);
+    if (t != DF_FLOAT && t != DF_DOUBLE) return EMU_BAD(&c, "op %d does not take %s (float or double)", op, df_dtype_name(t));
+    int64_t n = emu__shape(&c, rank, dims);
+    if (n <= 0) return c.code;
+    size_t es = df_dtype_size(t);
+    const void *ah = emu__strided(&c, "a", a, rank, dims, sa, es);
+    const void *bh = emu__strided(&c, "b", b, rank, dims, sb, es);
+    void *ch = emu__dense(&c, "c", c_, n, es);
+    if (c.code) return c.code;
+    emu__walk w;
+    const int64_t *strides[2] = {sa, sb};
+    emu__walk_init(&w, rank, dims, 2, strides);
+    emu__start(&c);
+    for (int64_t i = 0; i < n; i++, emu__walk_next(&w)) {
+        double x = t == DF_FLOAT ? (double)((const float *)ah)[w.off[0]] : ((const double *)ah)[w.off[0]];
+        double y = t == DF_FLOAT ? (double)((const float *)bh)[w.off[1]] : ((const double *)bh)[w.off[1]];
+        emu__math_put(op, t, ch, i, x, y, alpha);
     }
     return emu__finish(&c);
 }
@@ -1885,6 +1983,169 @@ df_code df_cuda_one_hot(df_cuda *g, size_t elem_size, const void *indices, df_dt
     for (int64_t t = 0; t < n; t++) {
         int64_t j = t % inner, k = (t / inner) % depth, q = t / (inner * depth);
         memcpy(ys + t * (int64_t)elem_size, emu__index_at(index_t, ix, q * inner + j) == k ? host_on : host_off, elem_size);
+    }
+    return emu__finish(&c);
+}
+
+/* ==========================================================================================
+   14. DEPTHWISE CONVOLUTION AND BATCH NORM                                          >>emu-nn
+   Depthwise convolution (NHWC, filter [kh,kw,c,m]) as dataflow_cuda.cu's direct kernel: one
+   result element at a time, its sum in the type in the order of the window. The batch norm
+   forward and gradient: per-channel sums in double, the elements in float, as the CPU's.
+   ========================================================================================== */
+#define EMU__DEPTHWISE(T)                                                                           \
+    static void emu__depthwise_##T(int which, const df_cuda_conv *p, int64_t m, const T *a, const T *b, T *out, \
+                                   int64_t total) {                                                 \
+        for (int64_t e = 0; e < total; e++) {                                                       \
+            T acc = 0;                                                                              \
+            if (which == 0) {                                                                       \
+                int64_t oc = e % p->oc, r = e / p->oc, ox = r % p->ow, oy = r / p->ow % p->oh, n = r / p->ow / p->oh; \
+                int64_t ci = oc / m, k = oc % m;                                                    \
+                for (int64_t ky = 0; ky < p->kh; ky++) {                                            \
+                    int64_t iy = oy * p->stride_h + ky * p->dil_h - p->pad_top;                     \
+                    if (iy < 0 || iy >= p->h) continue;                                             \
+                    for (int64_t kx = 0; kx < p->kw; kx++) {                                        \
+                        int64_t ix = ox * p->stride_w + kx * p->dil_w - p->pad_left;                \
+                        if (ix < 0 || ix >= p->w) continue;                                         \
+                        acc += a[((n * p->h + iy) * p->w + ix) * p->c + ci] * b[((ky * p->kw + kx) * p->c + ci) * m + k]; \
+                    }                                                                               \
+                }                                                                                   \
+            } else if (which == 1) {                                                                \
+                int64_t ci = e % p->c, r = e / p->c, x = r % p->w, y = r / p->w % p->h, n = r / p->w / p->h; \
+                for (int64_t ky = 0; ky < p->kh; ky++) {                                            \
+                    int64_t ty = y + p->pad_top - ky * p->dil_h;                                    \
+                    if (ty < 0 || ty % p->stride_h || ty / p->stride_h >= p->oh) continue;          \
+                    int64_t oy = ty / p->stride_h;                                                  \
+                    for (int64_t kx = 0; kx < p->kw; kx++) {                                        \
+                        int64_t tx = x + p->pad_left - kx * p->dil_w;                               \
+                        if (tx < 0 || tx % p->stride_w || tx / p->stride_w >= p->ow) continue;      \
+                        int64_t ox = tx / p->stride_w;                                              \
+                        for (int64_t k = 0; k < m; k++)                                             \
+                            acc += b[((n * p->oh + oy) * p->ow + ox) * p->oc + ci * m + k] *        \
+                                   a[((ky * p->kw + kx) * p->c + ci) * m + k];                       \
+                    }                                                                               \
+                }                                                                                   \
+            } else {                                                                                \
+                int64_t k = e % m, ci = e / m % p->c, kx = e / m / p->c % p->kw, ky = e / m / p->c / p->kw; \
+                for (int64_t n = 0; n < p->n; n++)                                                  \
+                    for (int64_t oy = 0; oy < p->oh; oy++) {                                        \
+                        int64_t iy = oy * p->stride_h + ky * p->dil_h - p->pad_top;                 \
+                        if (iy < 0 || iy >= p->h) continue;                                         \
+                        for (int64_t ox = 0; ox < p->ow; ox++) {                                    \
+                            int64_t ix = ox * p->stride_w + kx * p->dil_w - p->pad_left;            \
+                            if (ix < 0 || ix >= p->w) continue;                                     \
+                            acc += a[((n * p->h + iy) * p->w + ix) * p->c + ci] *                   \
+                                   b[((n * p->oh + oy) * p->ow + ox) * p->oc + ci * m + k];          \
+                        }                                                                           \
+                    }                                                                               \
+            }                                                                                       \
+            out[e] = acc;                                                                           \
+        }                                                                                           \
+    }
+EMU__DEPTHWISE(float)
+EMU__DEPTHWISE(double)
+
+df_code df_cuda_depthwise_conv2d(df_cuda *g, int which, df_dtype t, const df_cuda_conv *p, int64_t m, const void *a,
+                                 const void *b, void *out, df_status *st) {
+    emu__call c;
+    int64_t nx, nf, ny;
+    if (!emu__begin(&c, g, st, "df_cuda_depthwise_conv2d")) return c.code;
+    if (!emu__float_type(&c, t) || !emu__conv_geometry(&c, p, 0, &nx, &nf, &ny)) return c.code;
+    if (which < 0 || which > 2) return EMU_BAD(&c, "which is %d (0, 1 or 2)", which);
+    if (m < 1 || p->oc != emu__mul(&c, p->c, m)) return EMU_BAD(&c, "oc %lld is not c %lld times m %lld", (long long)p->oc, (long long)p->c, (long long)m);
+    nf = p->kh * p->kw * p->c * m;
+    int64_t total = which == 0 ? ny : which == 1 ? nx : nf;
+    if (total == 0) return c.code;
+    size_t es = df_dtype_size(t);
+    int64_t na = which == 1 ? nf : nx, nb = which == 0 ? nf : ny;
+    const void *as = na ? emu__dense(&c, "a", a, na, es) : NULL;
+    const void *bs = nb ? emu__dense(&c, "b", b, nb, es) : NULL;
+    void *os = emu__dense(&c, "out", out, total, es);
+    if (c.code) return c.code;
+    emu__start(&c);
+    if (t == DF_FLOAT) emu__depthwise_float(which, p, m, (const float *)as, (const float *)bs, (float *)os, total);
+    else emu__depthwise_double(which, p, m, (const double *)as, (const double *)bs, (double *)os, total);
+    return emu__finish(&c);
+}
+
+df_code df_cuda_batch_norm(df_cuda *g, int train, const float *x, const float *scale, const float *offset,
+                           const float *mean, const float *variance, float *y, float *batch_mean, float *batch_variance,
+                           float *reserve_1, float *reserve_2, int64_t outer, int64_t ch, int64_t inner, float epsilon,
+                           float factor, df_status *st) {
+    emu__call c;
+    if (!emu__begin(&c, g, st, "df_cuda_batch_norm")) return c.code;
+    if (!emu__nonneg(&c, "outer", outer) || !emu__nonneg(&c, "c", ch) || !emu__nonneg(&c, "inner", inner) || ch == 0) return c.code;
+    int64_t total = emu__mul(&c, emu__mul(&c, outer, ch), inner);
+    int running = !train || factor != 1.0f;
+    const float *xs = total ? (const float *)emu__dense(&c, "x", x, total, 4) : NULL;
+    float *ys = total ? (float *)emu__dense(&c, "y", y, total, 4) : NULL;
+    const float *sc = (const float *)emu__dense(&c, "scale", scale, ch, 4);
+    const float *of = (const float *)emu__dense(&c, "offset", offset, ch, 4);
+    const float *me = running ? (const float *)emu__dense(&c, "mean", mean, ch, 4) : NULL;
+    const float *va = running ? (const float *)emu__dense(&c, "variance", variance, ch, 4) : NULL;
+    float *bm = (float *)emu__dense(&c, "batch_mean", batch_mean, ch, 4);
+    float *bv = (float *)emu__dense(&c, "batch_variance", batch_variance, ch, 4);
+    float *r1 = (float *)emu__dense(&c, "reserve_1", reserve_1, ch, 4);
+    float *r2 = (float *)emu__dense(&c, "reserve_2", reserve_2, ch, 4);
+    if (c.code) return c.code;
+    emu__start(&c);
+    for (int64_t k = 0; k < ch; k++) {
+        if (!train) { bm[k] = r1[k] = me[k]; bv[k] = r2[k] = va[k]; continue; }
+        int64_t rest = outer * inner;
+        double s = 0, q = 0;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < inner; i++) s += xs[(o * ch + k) * inner + i];
+        float inv = 1.0f / (float)rest, mu = (float)s * inv;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < inner; i++) { float d = xs[(o * ch + k) * inner + i] - mu; q += d * d; }
+        float bvar = (float)q * inv, adjust = (float)rest / (float)(rest > 1 ? rest - 1 : 1);
+        r1[k] = mu; r2[k] = bvar;
+        if (factor == 1.0f) { bm[k] = mu; bv[k] = bvar * adjust; }
+        else { bm[k] = (1.0f - factor) * me[k] + factor * mu; bv[k] = (1.0f - factor) * va[k] + factor * adjust * bvar; }
+    }
+    for (int64_t e = 0; e < total; e++) {
+        int64_t k = e / inner % ch;
+        float k1 = 1.0f / sqrtf(r2[k] + epsilon) * sc[k];
+        ys[e] = (xs[e] - r1[k]) * k1 + of[k];
+    }
+    return emu__finish(&c);
+}
+
+df_code df_cuda_batch_norm_grad(df_cuda *g, int train, const float *dy, const float *x, const float *scale, const float *mean,
+                                const float *variance, float *dx, float *scale_backprop, float *offset_backprop,
+                                int64_t outer, int64_t ch, int64_t inner, float epsilon, df_status *st) {
+    emu__call c;
+    if (!emu__begin(&c, g, st, "df_cuda_batch_norm_grad")) return c.code;
+    if (!emu__nonneg(&c, "outer", outer) || !emu__nonneg(&c, "c", ch) || !emu__nonneg(&c, "inner", inner) || ch == 0) return c.code;
+    int64_t total = emu__mul(&c, emu__mul(&c, outer, ch), inner), rest = outer * inner;
+    const float *dys = total ? (const float *)emu__dense(&c, "dy", dy, total, 4) : NULL;
+    const float *xs = total ? (const float *)emu__dense(&c, "x", x, total, 4) : NULL;
+    float *dxs = total ? (float *)emu__dense(&c, "dx", dx, total, 4) : NULL;
+    const float *sc = (const float *)emu__dense(&c, "scale", scale, ch, 4);
+    const float *mu = (const float *)emu__dense(&c, "mean", mean, ch, 4);
+    const float *va = (const float *)emu__dense(&c, "variance", variance, ch, 4);
+    float *ds = (float *)emu__dense(&c, "scale_backprop", scale_backprop, ch, 4);
+    float *db = (float *)emu__dense(&c, "offset_backprop", offset_backprop, ch, 4);
+    if (c.code) return c.code;
+    emu__start(&c);
+    for (int64_t k = 0; k < ch; k++) {
+        float coef0 = 1.0f / sqrtf(va[k] + epsilon);
+        double s = 0, q = 0;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < inner; i++) {
+                int64_t e = (o * ch + k) * inner + i;
+                s += dys[e];
+                q += dys[e] * ((xs[e] - mu[k]) * coef0);
+            }
+        db[k] = (float)s;
+        ds[k] = (float)q;
+    }
+    for (int64_t e = 0; e < total; e++) {
+        int64_t k = e / inner % ch;
+        float coef0 = 1.0f / sqrtf(va[k] + epsilon), coef1 = sc[k] * coef0;
+        if (!train) { dxs[e] = dys[e] * coef1; continue; }
+        float inv = 1.0f / (float)(rest ? rest : 1), mdy = db[k] * inv, q = coef0 * (ds[k] * inv);
+        dxs[e] = coef1 * ((dys[e] - mdy) - (xs[e] - mu[k]) * q);
     }
     return emu__finish(&c);
 }

@@ -1407,6 +1407,279 @@ DF_TEST(gpu_convolution_pooling_and_their_gradients) {
     CHECK_LAUNCHED(l0, "convolutions");
 }
 
+/* The further math ops (src/kernels/math.c, extra.c) on the GPU against the CPU: the unary ones
+   over the usual shapes and their special values, the binary ones with broadcasting. */
+static void attr_float(opcase *c, const char *name, double v) { op_attr *a = &c->attrs[c->n_attrs++]; a->name = name; a->kind = A_FLOAT; a->f = v; }
+DF_TEST(gpu_math_unary_ops_match_cpu) {
+    static const struct { const char *op; double lo, hi, q; } ops[] = {
+        {"IsFinite", -3, 3, 0}, {"IsNan", -3, 3, 0}, {"IsInf", -3, 3, 0}, {"Softplus", -40, 40, 0}, {"Softsign", -5, 5, 0},
+        {"Elu", -4, 4, 0.5}, {"Selu", -4, 4, 0.5}, {"LeakyRelu", -4, 4, 0.5}, {"Relu6", -3, 9, 0.5}, {"Log1p", -0.9, 5, 0},
+        {"Expm1", -3, 3, 0}, {"Erf", -3, 3, 0}, {"Erfc", -3, 6, 0}, {"Tan", -1.5, 1.5, 0}, {"Asin", -1, 1, 0},
+        {"Acos", -1, 1, 0}, {"Atan", -9, 9, 0}, {"Sinh", -5, 5, 0}, {"Cosh", -5, 5, 0}, {"Round", -4, 4, 0.25},
+        {"Rint", -4, 4, 0.25}, {"Ceil", -4, 4, 0.25}, {"Sin", -7, 7, 0}, {"Cos", -7, 7, 0},
+    };
+    rng_seed(41);
+    int64_t l0 = launches();
+    char b[64];
+    for (int o = 0; o < LEN(ops); o++)
+        for (int ti = 0; ti < 2; ti++)
+            for (int k = 0; k < LEN(shapes); k++) {
+                const shape *s = &shapes[k];
+                opcase c = op_case(ops[o].op, 1, rand_q(float_types[ti], s->rank, s->dims, ops[o].lo, ops[o].hi, ops[o].q));
+                if (!strcmp(ops[o].op, "LeakyRelu")) attr_float(&c, "alpha", 0.3);
+                run_op(&c, 1e-5, "%s %s", df_dtype_name(float_types[ti]), sh(s, b));
+            }
+    /* NaN, infinities, signed zeros, halves (Round and Rint: half to even), out of domain */
+    double v[] = {NAN, INFINITY, -INFINITY, 0, -0.0, 0.5, 1.5, 2.5, -2.5, -0.5, 6, 7, -1, 1, 2, -40, 40, 1e-30};
+    for (int o = 0; o < LEN(ops); o++)
+        for (int ti = 0; ti < 2; ti++) {
+            opcase c = op_case(ops[o].op, 1, vals_t(float_types[ti], 1, D(LEN(v)), v));
+            run_op(&c, 1e-5, "special values %s", df_dtype_name(float_types[ti]));
+        }
+    CHECK_LAUNCHED(l0, "math unary ops");
+}
+DF_TEST(gpu_math_binary_ops_match_cpu) {
+    static const char *ops[] = {"Atan2", "TruncateDiv", "TruncateMod", "EluGrad", "SeluGrad", "SoftplusGrad", "SoftsignGrad",
+                                "LeakyReluGrad", "Relu6Grad"};
+    rng_seed(42);
+    int64_t l0 = launches();
+    char b1[64], b2[64];
+    for (int o = 0; o < LEN(ops); o++)
+        for (int ti = 0; ti < 2; ti++)
+            for (int k = 0; k < LEN(pairs); k++) {
+                df_dtype t = float_types[ti];
+                df_tensor *x = rand_q(t, pairs[k][0].rank, pairs[k][0].dims, -7, 7, 0);
+                df_tensor *y = rand_q(t, pairs[k][1].rank, pairs[k][1].dims, -2, 8, !strcmp(ops[o], "Relu6Grad") ? 0.5 : 0);
+                if (o == 1 || o == 2)
+                    for (int64_t i = 0; i < df_tensor_num_elements(y); i++) {    /* divisors away from 0 */
+                        double w = get(t, df_tensor_data(y), i);
+                        put(t, df_tensor_data(y), i, w < 0 ? w - 0.25 : w + 0.25);
+                    }
+                opcase c = op_case(ops[o], 2, x, y);
+                if (!strcmp(ops[o], "LeakyReluGrad")) attr_float(&c, "alpha", 0.05);
+                run_op(&c, 1e-5, "%s %s, %s", df_dtype_name(t), sh(&pairs[k][0], b1), sh(&pairs[k][1], b2));
+            }
+    double a[] = {NAN, 1, 3, INFINITY, -INFINITY, 0, 2, -0.0, -3, 7};
+    double c2[] = {1, NAN, 0, 1, 2, 0, -0.0, 0, -0.5, 6};
+    for (int o = 0; o < LEN(ops); o++) {
+        opcase c = op_case(ops[o], 2, vals_t(DF_DOUBLE, 1, D(10), a), vals_t(DF_DOUBLE, 1, D(10), c2));
+        run_op(&c, 1e-12, "NaN, infinities, zeros");
+    }
+    CHECK_LAUNCHED(l0, "math binary ops");
+}
+
+/* The further random ops under /gpu:0 give the CPU's (TensorFlow's) numbers: made on the host from
+   seeds, keys and counters in host memory and copied up. */
+static df_tensor *u64vec(int n, const uint64_t *v) {
+    int64_t d = n;
+    df_tensor *x = df_tensor_new(DF_UINT64, 1, &d, NULL);
+    if (x) memcpy(df_tensor_data(x), v, (size_t)n * sizeof *v);
+    return x;
+}
+static df_tensor *i64vec(int n, const int64_t *v) {
+    int64_t d = n;
+    df_tensor *x = df_tensor_new(DF_INT64, 1, &d, NULL);
+    if (x) memcpy(df_tensor_data(x), v, (size_t)n * sizeof *v);
+    return x;
+}
+static df_tensor *iscalar(df_dtype t, int64_t v) {
+    df_tensor *x = df_tensor_new(t, 0, NULL, NULL);
+    if (x) put(t, df_tensor_data(x), 0, (double)v);
+    return x;
+}
+/* y = op's output * 2 on the same device, so a GPU kernel reads the numbers from device memory */
+static void build_random_scaled(df_graph *g, const void *user, int gpu, built *b) {
+    build_op(g, user, gpu, b);
+    const opcase *c = (const opcase *)user;
+    if (c->n_attrs && c->attrs[0].kind == A_TYPE && (c->attrs[0].i == DF_FLOAT || c->attrs[0].i == DF_DOUBLE))
+        b->outs[b->n_out++] = df_mul(g, b->outs[0], kscalar(g, (df_dtype)c->attrs[0].i, 2));
+}
+DF_TEST(gpu_stateless_random_ops_equal_cpu) {
+    static const shape cases[] = {{1, {1000}}, {2, {7, 33}}, {0, {0}}, {1, {0}}, {3, {2, 3, 5}}};
+    static const char *v1[] = {"StatelessRandomUniform", "StatelessRandomNormal", "StatelessTruncatedNormal"};
+    static const char *v2[] = {"StatelessRandomUniformV2", "StatelessRandomNormalV2", "StatelessTruncatedNormalV2"};
+    static const uint64_t keys[][3] = {{1, 0, 0}, {0x123456789abcdefull, 7, 99}, {42, 0xffffffffffffffffull, 3}};
+    char b[64];
+    int64_t h0 = emulated() ? df_emu_h2d_copies() : 0;
+    for (int o = 0; o < 3; o++)
+        for (int k = 0; k < LEN(cases); k++)
+            for (int ki = 0; ki < LEN(keys); ki++)
+                for (int ti = 0; ti < 2; ti++) {
+                    df_dtype t = float_types[ti];
+                    int64_t seed[2] = {(int64_t)keys[ki][0], (int64_t)keys[ki][2]};
+                    opcase c = op_case(v1[o], 2, ivec(cases[k].rank, cases[k].dims), i64vec(2, seed));
+                    attr_type(&c, "dtype", t);
+                    char what[160];
+                    snprintf(what, sizeof what, "%s %s seed %d %s", v1[o], sh(&cases[k], b), ki, df_dtype_name(t));
+                    both(what, build_random_scaled, &c, 1e-6);
+                    for (int i = 0; i < c.n_in; i++) df_tensor_release(c.in[i]);
+                    opcase c2 = op_case(v2[o], 4, ivec(cases[k].rank, cases[k].dims), u64vec(1, keys[ki]), u64vec(2, keys[ki] + 1),
+                                        iscalar(DF_INT32, 1));
+                    attr_type(&c2, "dtype", t);
+                    snprintf(what, sizeof what, "%s %s key %d %s", v2[o], sh(&cases[k], b), ki, df_dtype_name(t));
+                    both(what, build_random_scaled, &c2, 1e-6);
+                    for (int i = 0; i < c2.n_in; i++) df_tensor_release(c2.in[i]);
+                }
+    if (emulated()) CHECK_MSG(df_emu_h2d_copies() > h0, "the stateless random numbers were not copied to the GPU");
+    /* integer results: on the host of the GPU, exactly the CPU's */
+    opcase c = op_case("StatelessRandomUniformIntV2", 6, ivec(2, D(5, 9)), u64vec(1, keys[1]), u64vec(2, keys[1] + 1),
+                       iscalar(DF_INT32, 1), iscalar(DF_INT64, -5), iscalar(DF_INT64, 1000));
+    attr_type(&c, "dtype", DF_INT64);
+    both("StatelessRandomUniformIntV2", build_random_scaled, &c, 0);
+    for (int i = 0; i < c.n_in; i++) df_tensor_release(c.in[i]);
+    opcase c3 = op_case("RandomUniformInt", 3, ivec(1, D(100)), iscalar(DF_INT32, -3), iscalar(DF_INT32, 17));
+    attr_int(&c3, "seed", 5);
+    attr_int(&c3, "seed2", 6);
+    run_op(&c3, 0, "seeded");
+    opcase c4 = op_case("StatelessRandomUniformFullIntV2", 4, ivec(1, D(64)), u64vec(1, keys[2]), u64vec(2, keys[2] + 1),
+                        iscalar(DF_INT32, 1));
+    attr_type(&c4, "dtype", DF_UINT64);
+    run_op(&c4, 0, "uint64");
+}
+
+/* DepthwiseConv2dNative and its gradients (DepthwiseConv2dNativeBackpropInput and ...Filter, from
+   df_gradients) in several geometries, float and double. */
+typedef struct dw_case { int64_t x[4], f[4], stride[2], dil[2]; const char *pad; df_dtype t; } dw_case;
+static void build_depthwise(df_graph *g, const void *user, int gpu, built *b) {
+    const dw_case *c = (const dw_case *)user;
+    (void)gpu;
+    rng_seed(43);
+    df_output x = kconst(g, rand_t(c->t, 4, c->x, -1, 1)), f = kconst(g, rand_t(c->t, 4, c->f, -1, 1));
+    df_op_builder *cb = df_op_new(g, "DepthwiseConv2dNative", NULL);
+    df_op_add_input(cb, x);
+    df_op_add_input(cb, f);
+    df_op_set_attr_int_list(cb, "strides", D(1, c->stride[0], c->stride[1], 1), 4);
+    df_op_set_attr_int_list(cb, "dilations", D(1, c->dil[0], c->dil[1], 1), 4);
+    df_op_set_attr_string(cb, "padding", c->pad);
+    df_output y = {df_op_finish(cb), 0};
+    df_output loss = df_reduce_sum(g, df_square(g, df_tanh(g, y)), 0, NULL, 0);
+    df_output xs[2] = {x, f}, d[2];
+    df_gradients(g, 1, &loss, NULL, 2, xs, d);
+    b->outs[0] = y; b->outs[1] = d[0]; b->outs[2] = d[1];
+    b->n_out = 3;
+}
+DF_TEST(gpu_depthwise_conv2d_and_its_gradients) {
+    static const dw_case cases[] = {
+        {{2, 9, 7, 3}, {3, 3, 3, 1}, {1, 1}, {1, 1}, "SAME", DF_FLOAT},
+        {{1, 8, 8, 2}, {3, 2, 2, 3}, {2, 2}, {1, 1}, "VALID", DF_FLOAT},
+        {{2, 7, 6, 4}, {2, 3, 4, 2}, {1, 1}, {2, 2}, "SAME", DF_FLOAT},
+        {{1, 5, 9, 1}, {5, 1, 1, 4}, {2, 3}, {1, 1}, "SAME", DF_FLOAT},
+        {{2, 6, 5, 3}, {3, 3, 3, 2}, {2, 1}, {1, 1}, "VALID", DF_DOUBLE},
+        {{1, 4, 4, 5}, {1, 1, 5, 1}, {1, 1}, {1, 1}, "VALID", DF_DOUBLE},
+    };
+    int64_t l0 = launches();
+    for (int k = 0; k < LEN(cases); k++) {
+        char what[96];
+        snprintf(what, sizeof what, "DepthwiseConv2dNative and gradients, case %d (%s)", k, df_dtype_name(cases[k].t));
+        both(what, build_depthwise, &cases[k], 1e-4);
+    }
+    CHECK_LAUNCHED(l0, "depthwise convolutions");
+}
+
+/* FusedBatchNormV3 (and FusedBatchNorm, V2) forward, training and inference, NHWC and NCHW, with
+   exponential_avg_factor 1 and 0.25: all outputs against the CPU's, and the gradients of x, scale
+   and offset (the FusedBatchNormGrad ops). */
+typedef struct bn_case { const char *op, *format; int rank; int64_t x[5]; int train; double factor; } bn_case;
+static void build_batch_norm(df_graph *g, const void *user, int gpu, built *b) {
+    const bn_case *c = (const bn_case *)user;
+    (void)gpu;
+    rng_seed(44);
+    int cax = !strcmp(c->format, "NCHW") || !strcmp(c->format, "NCDHW") ? 1 : c->rank - 1;
+    int64_t ch = c->x[cax];
+    df_op_builder *ob = df_op_new(g, c->op, NULL);
+    df_output x = kconst(g, rand_t(DF_FLOAT, c->rank, c->x, -2, 3)), sc = kconst(g, rand_t(DF_FLOAT, 1, &ch, 0.5, 2));
+    df_output of = kconst(g, rand_t(DF_FLOAT, 1, &ch, -1, 1));
+    df_op_add_input(ob, x);
+    df_op_add_input(ob, sc);
+    df_op_add_input(ob, of);
+    df_op_add_input(ob, kconst(g, rand_t(DF_FLOAT, 1, &ch, -1, 1)));
+    df_op_add_input(ob, kconst(g, rand_t(DF_FLOAT, 1, &ch, 0.5, 2)));
+    df_op_set_attr_string(ob, "data_format", c->format);
+    df_op_set_attr_bool(ob, "is_training", c->train);
+    df_op_set_attr_float(ob, "epsilon", 0.001f);
+    if (strcmp(c->op, "FusedBatchNorm")) df_op_set_attr_float(ob, "exponential_avg_factor", (float)c->factor);
+    df_node *n = df_op_finish(ob);
+    b->n_out = !strcmp(c->op, "FusedBatchNormV3") ? 6 : 5;
+    for (int i = 0; i < b->n_out; i++) { b->outs[i].node = n; b->outs[i].index = i; }
+    /* the gradient op (FusedBatchNormGrad, V2, V3) through df_gradients of sum(y * w) */
+    df_output loss = df_reduce_sum(g, df_mul(g, b->outs[0], kconst(g, rand_t(DF_FLOAT, c->rank, c->x, -1, 1))), 0, NULL, 0);
+    df_output xs[3] = {x, sc, of};
+    df_gradients(g, 1, &loss, NULL, 3, xs, b->outs + b->n_out);
+    b->n_out += 3;
+}
+DF_TEST(gpu_fused_batch_norm_and_its_gradient) {
+    static const bn_case cases[] = {
+        {"FusedBatchNormV3", "NHWC", 4, {2, 5, 3, 7}, 1, 1}, {"FusedBatchNormV3", "NHWC", 4, {2, 5, 3, 7}, 0, 1},
+        {"FusedBatchNormV3", "NCHW", 4, {3, 4, 5, 2}, 1, 0.25}, {"FusedBatchNormV3", "NCHW", 4, {3, 4, 5, 2}, 0, 1},
+        {"FusedBatchNormV3", "NHWC", 4, {1, 1, 1, 33}, 1, 1}, {"FusedBatchNormV3", "NDHWC", 5, {2, 2, 3, 2, 5}, 1, 0.25},
+        {"FusedBatchNormV3", "NHWC", 4, {0, 2, 2, 3}, 0, 1}, {"FusedBatchNormV2", "NHWC", 4, {4, 3, 3, 8}, 1, 1},
+        {"FusedBatchNorm", "NCHW", 4, {2, 3, 4, 4}, 1, 1}, {"FusedBatchNorm", "NHWC", 4, {2, 3, 4, 4}, 0, 1},
+    };
+    int64_t l0 = launches();
+    for (int k = 0; k < LEN(cases); k++) {
+        char what[128];
+        snprintf(what, sizeof what, "%s %s %s factor %g, case %d", cases[k].op, cases[k].format,
+                 cases[k].train ? "training" : "inference", cases[k].factor, k);
+        both(what, build_batch_norm, &cases[k], 1e-5);
+    }
+    CHECK_LAUNCHED(l0, "batch norms and their gradients");
+}
+
+/* The integer forms of Round, Relu6, TruncateDiv and TruncateMod under /gpu:0 run on the host of
+   the GPU (the CPU's kernel), and bad inputs to the new GPU kernels, known only when they run,
+   give a status that names the node. */
+DF_TEST(gpu_new_kernels_integer_forms_and_bad_inputs) {
+    double iv[] = {-7, -3, 0, 2, 5, 9, 13, -12}, dv[] = {3, -2, 5, 4, -3, 7, 2, 5};
+    static const char *bin[] = {"TruncateDiv", "TruncateMod", "Relu6Grad"};
+    for (int o = 0; o < LEN(bin); o++) {
+        opcase c = op_case(bin[o], 2, vals_t(DF_INT32, 1, D(8), iv), vals_t(DF_INT32, 1, D(8), dv));
+        run_op(&c, 0, "int32");
+    }
+    static const char *un[] = {"Round", "Relu6"};
+    for (int o = 0; o < LEN(un); o++) {
+        opcase c = op_case(un[o], 1, vals_t(DF_INT64, 1, D(8), iv));
+        run_op(&c, 0, "int64");
+    }
+    /* shapes fed at run time: the kernels' checks */
+    df_graph *g = df_graph_new();
+    df_graph_push_device(g, "/gpu:0");
+    df_output x = df_placeholder(g, "x", DF_FLOAT, -1, NULL), f = df_placeholder(g, "f", DF_FLOAT, -1, NULL);
+    df_output v = df_placeholder(g, "v", DF_FLOAT, -1, NULL);
+    df_op_builder *db = df_op_new(g, "DepthwiseConv2dNative", "dw");
+    df_op_add_input(db, x);
+    df_op_add_input(db, f);
+    df_op_set_attr_int_list(db, "strides", D(1, 1, 1, 1), 4);
+    df_op_set_attr_string(db, "padding", "SAME");
+    df_output dw = {df_op_finish(db), 0};
+    df_op_builder *bb = df_op_new(g, "FusedBatchNormV3", "bn");
+    df_op_add_input(bb, x);
+    for (int i = 0; i < 4; i++) df_op_add_input(bb, v);
+    df_op_set_attr_bool(bb, "is_training", 0);
+    df_output bn = {df_op_finish(bb), 0};
+    df_output at = op_2(g, "Atan2", x, v);
+    df_graph_pop_device(g);
+    df_status st;
+    df_session *s = gpu_session(g, 0, &st);
+    if (s) {
+        df_tensor *xv = rand_t(DF_FLOAT, 4, D(1, 3, 3, 2), -1, 1), *fv = rand_t(DF_FLOAT, 4, D(2, 2, 3, 1), -1, 1);
+        df_tensor *vv = rand_t(DF_FLOAT, 1, D(3), 0.5, 1);
+        df_output feeds[3] = {x, f, v};
+        df_tensor *vals[3] = {xv, fv, vv}, *out = NULL;
+        struct { df_output fetch; const char *node; } bad[] = {{dw, "dw"}, {bn, "bn"}, {at, at.node ? df_node_name(at.node) : "?"}};
+        for (int i = 0; i < LEN(bad); i++) {
+            df_code code = df_session_run(s, feeds, vals, 3, &bad[i].fetch, &out, 1, NULL, 0, &st);
+            CHECK_MSG(code == DF_INVALID_ARGUMENT, "%s: got %s (%s)", bad[i].node, df_code_name(code), st.message);
+            CHECK_MSG(strstr(st.message, bad[i].node) != NULL, "the message names %s: %s", bad[i].node, st.message);
+            df_tensor_release(out);
+            out = NULL;
+        }
+        CHECK(strstr(st.message, "Incompatible shapes") != NULL);
+        for (int i = 0; i < 3; i++) df_tensor_release(vals[i]);
+        df_session_free(s);
+    }
+    df_graph_free(g);
+}
+
 /* Integer and boolean ops under /gpu:0: they run on the host, inside the GPU device. */
 static void build_host_only(df_graph *g, const void *user, int gpu, built *b) {
     (void)gpu; (void)user;
