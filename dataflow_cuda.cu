@@ -626,7 +626,7 @@ template <int OP, class T> struct df_cu_unary_fn {
             return v >= 0 ? (T)1 / ((T)1 + df_cu_exp(-v)) : df_cu_exp(v) / ((T)1 + df_cu_exp(v));
         else if constexpr (OP == DF_CUDA_U_RELU) return v > 0 ? v : (v != v ? v : (T)0);
         else if constexpr (OP == DF_CUDA_U_ABS) return v < 0 ? -v : v;
-        else if constexpr (OP == DF_CUDA_U_SIGN) return v > 0 ? (T)1 : v < 0 ? (T)-1 : v;
+        else if constexpr (OP == DF_CUDA_U_SIGN) return v > 0 ? (T)1 : v < 0 ? (T)-1 : v == 0 ? (T)0 : v;   /* +0 for -0, NaN stays */
         else if constexpr (OP == DF_CUDA_U_NOT) return (T)!v;
         else if constexpr (OP == DF_CUDA_U_RECIPROCAL) return (T)1 / v;
         else return df_cu_floor(v);
@@ -1135,6 +1135,18 @@ __device__ __forceinline__ long long df_cu_f2i(double v, long long lo, long long
     if (v >= (double)hi) return hi;
     return (long long)v;
 }
+/* From half or bfloat16 to an integer, as src/kernels/half.c's Cast (TensorFlow's CPU): through
+   float, truncating; what does not fit (inf, NaN) x86's INT_MIN (INT64_MIN to int64); narrow
+   types wrap from half and saturate from bfloat16 (0 for what does not fit int32). */
+template <int FROM, int TO> __device__ __forceinline__ long long df_cu_16_to_int(float v) {
+    bool fits32 = v == v && v > -2147483904.0f && v < 2147483648.0f;
+    long long t32 = fits32 ? (long long)v : (long long)INT32_MIN;
+    if constexpr (TO == DF_INT64) return v == v && v > -9.3e18f && v < 9.2e18f ? (long long)v : LLONG_MIN;
+    else if constexpr (FROM == DF_BFLOAT16 && (TO == DF_UINT8 || TO == DF_INT8)) {
+        constexpr long long lo = TO == DF_INT8 ? -128 : 0, hi = TO == DF_INT8 ? 127 : 255;
+        return !fits32 ? 0 : t32 < lo ? lo : t32 > hi ? hi : t32;
+    } else return t32;
+}
 template <int FROM, int TO>
 __global__ void __launch_bounds__(DF_CUDA_THREADS)
 df_cu_cast(const typename df_cu_dtype<FROM>::type *x, typename df_cu_dtype<TO>::type *y, int64_t n) {
@@ -1145,6 +1157,7 @@ df_cu_cast(const typename df_cu_dtype<FROM>::type *x, typename df_cu_dtype<TO>::
             constexpr long long hi = TO == DF_INT32 ? INT32_MAX : LLONG_MAX;
             long long iv;
             if constexpr (df_cu_integral<FROM>::or_bool) iv = df_cu_get_i64<FROM>(v);
+            else if constexpr (FROM == DF_HALF || FROM == DF_BFLOAT16) iv = df_cu_16_to_int<FROM, TO>((float)df_cu_get_f64<FROM>(v));
             else iv = df_cu_f2i(df_cu_get_f64<FROM>(v), lo, hi);
             y[i] = df_cu_set_i64<TO>(iv);
         } else if constexpr (df_cu_integral<FROM>::or_bool && TO != DF_BOOL) {

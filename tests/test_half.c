@@ -184,7 +184,7 @@ static int run_case(int k, df_dtype t, char *why, size_t why_size) {
     if (s) df_session_run(s, feeds, fv, n_in, &y, &out, 1, NULL, 0, &st);
     const uint16_t *want = t == DF_HALF ? CASES[k].h : CASES[k].bf;
     int n = t == DF_HALF ? CASES[k].nh : CASES[k].nb;
-    if (!s || st.code != DF_OK) snprintf(why, why_size, "%s: %s", CASES[k].name, st.message);
+    if (!s || st.code != DF_OK) snprintf(why, why_size, "%s: %.200s", CASES[k].name, st.message);
     else if (df_tensor_dtype(out) != t || df_tensor_num_elements(out) != n)
         snprintf(why, why_size, "%s: %s of %lld elements", CASES[k].name, df_dtype_name(df_tensor_dtype(out)),
                  (long long)df_tensor_num_elements(out));

@@ -535,7 +535,9 @@ static double df__gk_alpha(df__kctx *c) {
 }
 static void df__gk_math_unary(df__kctx *c) {
     const df_tensor *x = c->in[0];
-    int code = c->node->op->kernels[DF__DEV_CPU].fn == df__k_trig ? DF_CUDA_M_SIN + c->node->op->code : c->node->op->code;
+    /* (by name: the CPU kernel pointer may be src/kernels/half.c's wrapper) */
+    const char *name = c->node->op->name;
+    int code = !strcmp(name, "Sin") ? DF_CUDA_M_SIN : !strcmp(name, "Cos") ? DF_CUDA_M_COS : c->node->op->code;
     int pred = code == DF_CUDA_M_IS_FINITE || code == DF_CUDA_M_IS_NAN || code == DF_CUDA_M_IS_INF;
     if (x->dtype != DF_FLOAT && x->dtype != DF_DOUBLE) {
         DF__KFAIL(c, DF_UNIMPLEMENTED, "%s has no GPU kernel for %s", c->node->op->name, df_dtype_name(x->dtype));

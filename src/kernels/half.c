@@ -187,8 +187,10 @@ static const df__half_op df__half_ops[] = {
 static struct { const df__opdef *op; df__kernel_fn fn; int mode, step; } df__half_orig[DF__HALF_N_OPS];
 static int df__half_n_orig;
 /* op index in the registry -> 1 + its df__half_orig entry, so the wrapper finds the float
-   kernel without a search (NULL when it could not be allocated: then it searches) */
-static unsigned char *df__half_slot;
+   kernel without a search (a static table: the registry holds no allocation of ours; past
+   DF__HALF_MAX_OPS ops the wrapper searches) */
+#define DF__HALF_MAX_OPS 1024
+static unsigned char df__half_slot[DF__HALF_MAX_OPS];
 static const df__opdef *df__half_base;
 static int df__half_n_ops;
 
@@ -197,9 +199,7 @@ static void df__k_half(df__kctx *c);
 DF_PRIVATE void df__half_register(df__opdef *ops, int n_ops) {
     uint32_t bits = df__type_bit(DF_HALF) | df__type_bit(DF_BFLOAT16);
     df__half_n_orig = 0;
-    DF_FREE(df__half_slot);          /* (a registry build retried after running out of memory) */
-    df__half_slot = (unsigned char *)DF_MALLOC((size_t)(n_ops > 0 ? n_ops : 1));
-    if (df__half_slot) memset(df__half_slot, 0, (size_t)(n_ops > 0 ? n_ops : 1));
+    memset(df__half_slot, 0, sizeof df__half_slot);   /* (a registry build retried after running out of memory) */
     df__half_base = ops;
     df__half_n_ops = n_ops;
     for (int i = 0; i < DF__HALF_N_OPS; i++)
@@ -213,7 +213,7 @@ DF_PRIVATE void df__half_register(df__opdef *ops, int n_ops) {
             df__half_orig[df__half_n_orig].fn = op->kernels[DF__DEV_CPU].fn;
             df__half_orig[df__half_n_orig].step = df__half_ops[i].step;
             df__half_orig[df__half_n_orig++].mode = df__half_ops[i].mode;
-            if (df__half_slot) df__half_slot[k] = (unsigned char)df__half_n_orig;
+            if (k < DF__HALF_MAX_OPS) df__half_slot[k] = (unsigned char)df__half_n_orig;
             op->kernels[DF__DEV_CPU].fn = df__k_half;
             break;
         }
@@ -397,7 +397,7 @@ static int df__half_step(df__kctx *c, int step, df_tensor *const *fin) {
 static void df__k_half(df__kctx *c) {
     int k = 0;
     ptrdiff_t at = c->node->op - df__half_base;
-    if (df__half_slot && at >= 0 && at < df__half_n_ops && df__half_slot[at]) k = df__half_slot[at] - 1;
+    if (at >= 0 && at < df__half_n_ops && at < DF__HALF_MAX_OPS && df__half_slot[at]) k = df__half_slot[at] - 1;
     else while (k < df__half_n_orig && df__half_orig[k].op != c->node->op) k++;
     if (k == df__half_n_orig) { DF__KFAIL(c, DF_INTERNAL, "No kernel for %s", c->node->op->name); return; }
     df__kernel_fn fn = df__half_orig[k].fn;

@@ -726,7 +726,7 @@ df_code df_cuda_elementwise_f32(df_cuda *g, int op, const float *a, const float 
             case DF_CUDA_U_SIGMOID: r = v >= 0 ? (T)1 / ((T)1 + EXP(-v)) : EXP(v) / ((T)1 + EXP(v)); break; \
             case DF_CUDA_U_RELU: r = v > 0 ? v : (v != v ? v : (T)0); break;                      \
             case DF_CUDA_U_ABS: r = v < 0 ? -v : v; break;                                        \
-            case DF_CUDA_U_SIGN: r = v > 0 ? (T)1 : v < 0 ? (T)-1 : v; break;                     \
+            case DF_CUDA_U_SIGN: r = v > 0 ? (T)1 : v < 0 ? (T)-1 : v == 0 ? (T)0 : v; break;                   \
             case DF_CUDA_U_RECIPROCAL: r = (T)1 / v; break;                                       \
             default: r = FLOOR(v); break;                                                         \
             }                                                                                     \
@@ -1014,6 +1014,19 @@ static int64_t emu__get_int(df_dtype t, const void *p, int64_t i) {
     default: return ((const uint8_t *)p)[i] != 0;        /* bool */
     }
 }
+/* From half or bfloat16 to an integer, as src/kernels/half.c's Cast (TensorFlow's CPU): through
+   float, truncating; what does not fit (inf, NaN) x86's INT_MIN (INT64_MIN to int64); narrow
+   types wrap from half and saturate from bfloat16 (0 for what does not fit int32). */
+static int64_t emu__16_to_int(df_dtype from, df_dtype to, float v) {
+    int fits32 = v == v && v > -2147483904.0f && v < 2147483648.0f;
+    int64_t t32 = fits32 ? (int64_t)v : INT32_MIN;
+    if (to == DF_INT64) return v == v && v > -9.3e18f && v < 9.2e18f ? (int64_t)v : INT64_MIN;
+    if (from == DF_BFLOAT16 && (to == DF_UINT8 || to == DF_INT8)) {
+        int64_t lo = to == DF_INT8 ? -128 : 0, hi = to == DF_INT8 ? 127 : 255;
+        return !fits32 ? 0 : t32 < lo ? lo : t32 > hi ? hi : t32;
+    }
+    return t32;
+}
 static void emu__set_int(df_dtype t, void *p, int64_t i, int64_t v) {
     switch (t) {
     case DF_INT32: ((int32_t *)p)[i] = (int32_t)(uint32_t)v; break;
@@ -1042,7 +1055,9 @@ df_code df_cuda_cast(df_cuda *g, df_dtype from, const void *x, df_dtype to, void
         if (emu__is_int(to)) {
             int64_t lo = to == DF_INT32 ? INT32_MIN : to == DF_INT64 ? INT64_MIN : 0;
             int64_t hi = to == DF_INT32 ? INT32_MAX : INT64_MAX;
-            emu__set_int(to, ys, i, from_int ? emu__get_int(from, xs, i) : emu__f2i(emu__get(from, xs, i), lo, hi));
+            emu__set_int(to, ys, i, from_int ? emu__get_int(from, xs, i)
+                                    : from == DF_HALF || from == DF_BFLOAT16 ? emu__16_to_int(from, to, (float)emu__get(from, xs, i))
+                                    : emu__f2i(emu__get(from, xs, i), lo, hi));
         } else if (from_int && to != DF_BOOL) {
             emu__set(to, ys, i, (double)emu__get_int(from, xs, i));
         } else {
