@@ -10975,6 +10975,37 @@ DF__NNX_AVX2 static void df__dw_row_inner_avx2(const df__conv_geo *g, const floa
     const int64_t C = g->c, W = g->w, sw = g->sw;
     const int64_t step = sw * C;
     int64_t ox = ox0;
+    if (sw == 1 && g->dw == 1 && g->kw == 3 && C % 8 == 0)
+        /* the common 3-wide window, stride 1: 6 pixels share each input vector, which is loaded
+           once and added into the (up to) three sums it belongs to */
+        for (; ox + 6 <= ox1; ox += 6)
+            for (int64_t cb = 0; cb < C; cb += 8) {
+                __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, v;
+                for (int64_t ky = ky0; ky < ky1; ky++) {
+                    const float *p = x + ((b * g->h + oy * g->sh - g->ph + ky * g->dh) * W + ox - g->pw) * C + cb;
+                    const float *fr = f + ky * 3 * C + cb;
+                    const __m256 f0 = _mm256_loadu_ps(fr), f1 = _mm256_loadu_ps(fr + C), f2 = _mm256_loadu_ps(fr + 2 * C);
+                    v = _mm256_loadu_ps(p);
+                    a0 = _mm256_fmadd_ps(v, f0, a0);
+                    v = _mm256_loadu_ps(p + C);
+                    a0 = _mm256_fmadd_ps(v, f1, a0); a1 = _mm256_fmadd_ps(v, f0, a1);
+                    v = _mm256_loadu_ps(p + 2 * C);
+                    a0 = _mm256_fmadd_ps(v, f2, a0); a1 = _mm256_fmadd_ps(v, f1, a1); a2 = _mm256_fmadd_ps(v, f0, a2);
+                    v = _mm256_loadu_ps(p + 3 * C);
+                    a1 = _mm256_fmadd_ps(v, f2, a1); a2 = _mm256_fmadd_ps(v, f1, a2); a3 = _mm256_fmadd_ps(v, f0, a3);
+                    v = _mm256_loadu_ps(p + 4 * C);
+                    a2 = _mm256_fmadd_ps(v, f2, a2); a3 = _mm256_fmadd_ps(v, f1, a3); a4 = _mm256_fmadd_ps(v, f0, a4);
+                    v = _mm256_loadu_ps(p + 5 * C);
+                    a3 = _mm256_fmadd_ps(v, f2, a3); a4 = _mm256_fmadd_ps(v, f1, a4); a5 = _mm256_fmadd_ps(v, f0, a5);
+                    v = _mm256_loadu_ps(p + 6 * C);
+                    a4 = _mm256_fmadd_ps(v, f2, a4); a5 = _mm256_fmadd_ps(v, f1, a5);
+                    v = _mm256_loadu_ps(p + 7 * C);
+                    a5 = _mm256_fmadd_ps(v, f2, a5);
+                }
+                float *op = o + ox * C + cb;
+                _mm256_storeu_ps(op, a0); _mm256_storeu_ps(op + C, a1); _mm256_storeu_ps(op + 2 * C, a2);
+                _mm256_storeu_ps(op + 3 * C, a3); _mm256_storeu_ps(op + 4 * C, a4); _mm256_storeu_ps(op + 5 * C, a5);
+            }
     for (; ox + 4 <= ox1; ox += 4) {
         int64_t cb = 0;
         for (; cb + 8 <= C; cb += 8) {

@@ -435,7 +435,8 @@ DF_TEST(depthwise_conv_float_paths_match_float64) {
     static const struct { int64_t n, h, w, c, k, m, s, d; const char *pad; } cases[] = {
         {2, 9, 13, 19, 3, 1, 1, 1, "SAME"}, {1, 12, 11, 24, 3, 1, 2, 1, "SAME"}, {1, 10, 14, 16, 5, 1, 1, 1, "VALID"},
         {2, 8, 17, 9, 3, 1, 2, 2, "SAME"}, {1, 7, 9, 8, 3, 2, 1, 1, "SAME"}, {1, 6, 20, 33, 3, 1, 3, 1, "EXPLICIT"},
-        {1, 9, 12, 16, 3, 1, 1, 2, "EXPLICIT"}, {2, 5, 5, 8, 1, 1, 1, 1, "VALID"}};
+        {1, 9, 12, 16, 3, 1, 1, 2, "EXPLICIT"}, {2, 5, 5, 8, 1, 1, 1, 1, "VALID"},
+        {2, 7, 15, 24, 3, 1, 1, 1, "SAME"}, {1, 6, 13, 16, 3, 1, 1, 1, "EXPLICIT"}, {1, 5, 20, 8, 3, 1, 1, 1, "VALID"}};   /* the last three: the 6-pixel 3-wide tile */
     for (int kk = 0; kk < 2 * LEN(cases); kk++) {
         int k = kk % LEN(cases);
         df_set_kernel_isa(kk < LEN(cases) ? "auto" : "portable");     /* the vector paths, then the plain loops */
