@@ -7120,6 +7120,10 @@ static int df__sizes4(df__kctx *c, const df_tensor *t, int64_t *v) {
 /* The number of groups of a convolution whose filter in_depth divides the input depth (TensorFlow's
    grouped convolution: Keras' Conv2D(groups=...)); 0 after a status. */
 static int64_t df__conv_groups(df__kctx *c, const df__conv_geo *g, const int64_t *wd) {
+    if (g->c <= 0) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "input depth must be positive, got %lld", (long long)g->c);
+        return 0;
+    }
     if (wd[2] <= 0 || g->c % wd[2]) {
         DF__KFAIL(c, DF_INVALID_ARGUMENT, "input depth must be evenly divisible by filter depth: %lld vs %lld",
                   (long long)g->c, (long long)wd[2]);
@@ -8562,7 +8566,9 @@ static void df__k_segment(df__kctx *c) {
         return;
     }
     int is64 = ix->dtype == DF_INT64;
-    int64_t n = ix->n, rows = n ? df__ix_at(ix->data, is64, n - 1) + 1 : 0;
+    int64_t n = ix->n, last_id = n ? df__ix_at(ix->data, is64, n - 1) : -1;
+    if (last_id == INT64_MAX) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "segment id %lld is too large", (long long)last_id); return; }
+    int64_t rows = last_id + 1;
     if (rows < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "segment ids must be >= 0"); return; }
     /* TensorFlow's walk and order of checks: a decrease, then the finished segment's id */
     if (n) {
@@ -8639,6 +8645,7 @@ static void df__k_unsorted_segment(df__kctx *c) {
     }
     int64_t dims[DF_MAX_RANK], inner = 1;
     int r = x->rank - ix->rank + 1;
+    if (r > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "the output would have rank %d (at most %d)", r, DF_MAX_RANK); return; }
     dims[0] = nseg;
     for (int d = ix->rank; d < x->rank; d++) { dims[d - ix->rank + 1] = x->dims[d]; inner *= x->dims[d]; }
     df_tensor *o = df__k_alloc(c, 0, x->dtype, r, dims);
@@ -10409,9 +10416,14 @@ static df_code df__la_pad_dims(const df_node *node, int rank, const int64_t *dim
                                 mirror == 1 ? "not less than" : "greater than", (long long)(mirror == 1 ? dims[d] : dims[d]));
         }
         lo[d] = a;
+        if (dims[d] >= 0 && (a > INT64_MAX / 4 || b > INT64_MAX / 4))    /* (no sum below can overflow) */
+            return df__fail(st, node, DF_INVALID_ARGUMENT, "Paddings %lld, %lld are too large", (long long)a, (long long)b);
         od[d] = dims[d] < 0 ? -1 : grad ? dims[d] - a - b : dims[d] + a + b;
         if (grad && od[d] < 0 && dims[d] >= 0)
             return df__fail(st, node, DF_INVALID_ARGUMENT, "MirrorPadGrad: paddings %lld, %lld exceed the dimension %lld", (long long)a, (long long)b, (long long)dims[d]);
+        if (grad && dims[d] >= 0 && (mirror == 1 ? a >= od[d] || b >= od[d] : a > od[d] || b > od[d]))
+            return df__fail(st, node, DF_INVALID_ARGUMENT, "paddings must be %s the output dimension size: %lld, %lld against %lld",
+                            mirror == 1 ? "less than" : "no greater than", (long long)a, (long long)b, (long long)od[d]);
     }
     return DF_OK;
 }
@@ -16714,6 +16726,8 @@ static df_code df__sf_segment_sum(df__shape_ctx *c) {
     df__shape *o = df__sc_out(c, 0);
     if (d->rank < 0 || ix->rank < 0) { *o = df__shape_unknown(); return DF_OK; }
     if (ix->rank > d->rank) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "segment_ids rank %d exceeds data rank %d", ix->rank, d->rank);
+    if (d->rank - ix->rank + 1 > DF_MAX_RANK)
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "the output would have rank %d (at most %d)", d->rank - ix->rank + 1, DF_MAX_RANK);
     o->rank = d->rank - ix->rank + 1;
     o->dims[0] = num && df__is_int_tensor(num) && num->n == 1 ? df__int_at(num, 0) : -1;
     for (int i = ix->rank; i < d->rank; i++) o->dims[i - ix->rank + 1] = d->dims[i];
@@ -16727,6 +16741,7 @@ static void df__k_segment_sum(df__kctx *c) {
         if (ix->dims[i] != d->dims[i]) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "data.shape must start with segment_ids.shape"); return; }
     int64_t n = df__int_at(num, 0), dims[DF_MAX_RANK], inner = 1;
     int r = d->rank - ix->rank + 1;
+    if (r > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "the output would have rank %d (at most %d)", r, DF_MAX_RANK); return; }
     dims[0] = n;
     for (int i = ix->rank; i < d->rank; i++) { dims[i - ix->rank + 1] = d->dims[i]; inner *= d->dims[i]; }
     df_tensor *o = df__k_alloc(c, 0, d->dtype, r, dims);

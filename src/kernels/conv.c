@@ -693,6 +693,10 @@ static int df__sizes4(df__kctx *c, const df_tensor *t, int64_t *v) {
 /* The number of groups of a convolution whose filter in_depth divides the input depth (TensorFlow's
    grouped convolution: Keras' Conv2D(groups=...)); 0 after a status. */
 static int64_t df__conv_groups(df__kctx *c, const df__conv_geo *g, const int64_t *wd) {
+    if (g->c <= 0) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "input depth must be positive, got %lld", (long long)g->c);
+        return 0;
+    }
     if (wd[2] <= 0 || g->c % wd[2]) {
         DF__KFAIL(c, DF_INVALID_ARGUMENT, "input depth must be evenly divisible by filter depth: %lld vs %lld",
                   (long long)g->c, (long long)wd[2]);

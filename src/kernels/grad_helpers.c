@@ -131,6 +131,8 @@ DF_PRIVATE df_code df__sf_segment_sum(df__shape_ctx *c) {
     df__shape *o = df__sc_out(c, 0);
     if (d->rank < 0 || ix->rank < 0) { *o = df__shape_unknown(); return DF_OK; }
     if (ix->rank > d->rank) return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "segment_ids rank %d exceeds data rank %d", ix->rank, d->rank);
+    if (d->rank - ix->rank + 1 > DF_MAX_RANK)
+        return df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "the output would have rank %d (at most %d)", d->rank - ix->rank + 1, DF_MAX_RANK);
     o->rank = d->rank - ix->rank + 1;
     o->dims[0] = num && df__is_int_tensor(num) && num->n == 1 ? df__int_at(num, 0) : -1;
     for (int i = ix->rank; i < d->rank; i++) o->dims[i - ix->rank + 1] = d->dims[i];
@@ -144,6 +146,7 @@ DF_PRIVATE void df__k_segment_sum(df__kctx *c) {
         if (ix->dims[i] != d->dims[i]) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "data.shape must start with segment_ids.shape"); return; }
     int64_t n = df__int_at(num, 0), dims[DF_MAX_RANK], inner = 1;
     int r = d->rank - ix->rank + 1;
+    if (r > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "the output would have rank %d (at most %d)", r, DF_MAX_RANK); return; }
     dims[0] = n;
     for (int i = ix->rank; i < d->rank; i++) { dims[i - ix->rank + 1] = d->dims[i]; inner *= d->dims[i]; }
     df_tensor *o = df__k_alloc(c, 0, d->dtype, r, dims);

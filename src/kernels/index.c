@@ -515,7 +515,9 @@ DF_PRIVATE void df__k_segment(df__kctx *c) {
         return;
     }
     int is64 = ix->dtype == DF_INT64;
-    int64_t n = ix->n, rows = n ? df__ix_at(ix->data, is64, n - 1) + 1 : 0;
+    int64_t n = ix->n, last_id = n ? df__ix_at(ix->data, is64, n - 1) : -1;
+    if (last_id == INT64_MAX) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "segment id %lld is too large", (long long)last_id); return; }
+    int64_t rows = last_id + 1;
     if (rows < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "segment ids must be >= 0"); return; }
     /* TensorFlow's walk and order of checks: a decrease, then the finished segment's id */
     if (n) {
@@ -592,6 +594,7 @@ DF_PRIVATE void df__k_unsorted_segment(df__kctx *c) {
     }
     int64_t dims[DF_MAX_RANK], inner = 1;
     int r = x->rank - ix->rank + 1;
+    if (r > DF_MAX_RANK) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "the output would have rank %d (at most %d)", r, DF_MAX_RANK); return; }
     dims[0] = nseg;
     for (int d = ix->rank; d < x->rank; d++) { dims[d - ix->rank + 1] = x->dims[d]; inner *= x->dims[d]; }
     df_tensor *o = df__k_alloc(c, 0, x->dtype, r, dims);

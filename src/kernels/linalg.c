@@ -1455,9 +1455,14 @@ static df_code df__la_pad_dims(const df_node *node, int rank, const int64_t *dim
                                 mirror == 1 ? "not less than" : "greater than", (long long)(mirror == 1 ? dims[d] : dims[d]));
         }
         lo[d] = a;
+        if (dims[d] >= 0 && (a > INT64_MAX / 4 || b > INT64_MAX / 4))    /* (no sum below can overflow) */
+            return df__fail(st, node, DF_INVALID_ARGUMENT, "Paddings %lld, %lld are too large", (long long)a, (long long)b);
         od[d] = dims[d] < 0 ? -1 : grad ? dims[d] - a - b : dims[d] + a + b;
         if (grad && od[d] < 0 && dims[d] >= 0)
             return df__fail(st, node, DF_INVALID_ARGUMENT, "MirrorPadGrad: paddings %lld, %lld exceed the dimension %lld", (long long)a, (long long)b, (long long)dims[d]);
+        if (grad && dims[d] >= 0 && (mirror == 1 ? a >= od[d] || b >= od[d] : a > od[d] || b > od[d]))
+            return df__fail(st, node, DF_INVALID_ARGUMENT, "paddings must be %s the output dimension size: %lld, %lld against %lld",
+                            mirror == 1 ? "less than" : "no greater than", (long long)a, (long long)b, (long long)od[d]);
     }
     return DF_OK;
 }
