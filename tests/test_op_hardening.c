@@ -7,12 +7,20 @@
 #include <stdint.h>
 /* A Const of t holding data (zeros when NULL). */
 static df_output cst(df_graph *g, df_dtype t, int rank, const int64_t *dims, const void *data) {
-    df_tensor *x = df_tensor_new(t, rank, dims, NULL); if (data) memcpy(df_tensor_data(x), data, (size_t)df_tensor_num_elements(x) * df_dtype_size(t)); df_output o = df_const(g, x); df_tensor_release(x); return o;
+    df_tensor *x = df_tensor_new(t, rank, dims, NULL);
+    if (x && data) memcpy(df_tensor_data(x), data, (size_t)df_tensor_num_elements(x) * df_dtype_size(t));
+    df_output o = df_const(g, x);
+    df_tensor_release(x);
+    return o;
 }
+/* Runs y once; the status's code. */
 static df_code run1(df_graph *g, df_output y, df_status *st) {
-    df_tensor *out = NULL; df_session *s = df_session_new(g, NULL, st);
+    df_tensor *out = NULL;
+    df_session *s = df_session_new(g, NULL, st);
     if (s) df_session_run(s, NULL, NULL, 0, &y, &out, 1, NULL, 0, st);
-    df_tensor_release(out); df_session_free(s); return st->code;
+    df_tensor_release(out);
+    df_session_free(s);
+    return st->code;
 }
 DF_TEST(new_ops_refuse_hostile_sizes) {
     df_status st = {0};
