@@ -63,12 +63,19 @@ const char *df_tensor_string(const df_tensor *t, int64_t i, size_t *len) {
        i64 dims[rank], u64 offset in the data, u64 size, u32 masked crc32c of its bytes
      u32 masked crc32c of the header and the index
      data: the tensors' bytes one after another
-   Writing goes to "<path>.tmp-<pid>-<n>", which is fsynced, renamed over path, and the
-   directory fsynced: a crash at any moment leaves the old checkpoint or the new one, whole.
+   Writing goes to "<path>.tmp-<16 hex digits>", a new file (O_EXCL: never one that is there,
+   nor a symlink planted there) under a name nobody can guess, which is fsynced, renamed over
+   path, and the directory fsynced: a crash at any moment leaves the old checkpoint or the new one, whole.
    Reading checks every size and offset against the file's size before allocating anything, and
    every crc: a damaged or truncated file is DF_DATA_LOSS. */
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0            /* (hidden by strict C modes in the one-translation-unit use) */
+#endif
+#ifndef O_NOFOLLOW
+#define O_NOFOLLOW 0           /* (likewise; O_CREAT | O_EXCL already refuses a symlink) */
+#endif
+#ifndef O_NONBLOCK
+#define O_NONBLOCK 0
 #endif
 enum { DF__CK_HEADER = 40, DF__CK_VERSION = 1, DF__CK_MAX_NAME = 65536, DF__CK_MIN_ENTRY = 32 };
 static const char df__ck_magic[8] = {'D', 'F', 'C', 'K', 'P', 'T', '\r', '\n'};
@@ -158,6 +165,12 @@ DF_PRIVATE uint64_t df__get64(const unsigned char *p) { return (uint64_t)df__get
 /* Each name sorts with its index beside it: qsort has no context argument in C11, and a shared
    key let two threads writing at once sort by each other's names. */
 typedef struct df__ck_named { const char *name; int index; } df__ck_named;
+/* splitmix64's finaliser: the bits of a temporary file's name */
+static uint64_t df__ck_mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
 static int df__ck_cmp(const void *a, const void *b) {
     return strcmp(((const df__ck_named *)a)->name, ((const df__ck_named *)b)->name);
 }
@@ -222,13 +235,20 @@ df_code df_checkpoint_write(const char *path, int n, const char *const *names, d
         }
         df__put32(p, df__crc_mask(df__crc32c(0, head, DF__CK_HEADER + index_bytes)));
     }
-    {
+    {   /* a new file under a name nobody can guess: O_EXCL never opens what is there already (a
+           file, or a symlink planted to redirect the write), and a name taken is tried again */
         static int counter;
         size_t plen = strlen(path) + 64;
         if (!(tmp = (char *)DF_MALLOC(plen))) { code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory writing a checkpoint"); goto done; }
-        snprintf(tmp, plen, "%s.tmp-%ld-%d", path, (long)getpid(), __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+        for (int attempt = 0; fd < 0 && attempt < 16; attempt++) {
+            uint64_t r = df__ck_mix((uint64_t)time(NULL) << 32 ^ (uint64_t)clock() ^ (uint64_t)(uintptr_t)tmp ^
+                                    (uint64_t)getpid() << 40 ^ (uint64_t)__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) << 20);
+            snprintf(tmp, plen, "%s.tmp-%016llx", path, (unsigned long long)r);
+            fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+            if (fd < 0 && errno != EEXIST) break;
+        }
     }
-    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) { code = df__io_error(st, errno, "Cannot create the checkpoint file", tmp); goto done; }
+    if (fd < 0) { code = df__io_error(st, errno, "Cannot create the checkpoint file", tmp); goto done; }
     if (df__write_all(fd, head, DF__CK_HEADER + index_bytes + 4)) { code = df__io_error(st, errno, "Cannot write the checkpoint", tmp); goto done; }
     for (int k = 0; k < n; k++)
         if (df__write_all(fd, tensors[order[k].index]->data, tensors[order[k].index]->nbytes)) { code = df__io_error(st, errno, "Cannot write the checkpoint", tmp); goto done; }
@@ -341,7 +361,9 @@ static df_code df__ck_open(df__ck *ck, const char *path, df_status *st) {
     ck->fd = -1;
     ck->path = path;
     if (!path) return df_status_set(st, DF_INVALID_ARGUMENT, "No checkpoint path");
-    if ((ck->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) return df__io_error(st, errno, "Cannot open the checkpoint", path);
+    /* (O_NONBLOCK: a FIFO or device named as a checkpoint must not block the open; it is refused
+       below as not a regular file, and reads of a regular file ignore the flag) */
+    if ((ck->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0) return df__io_error(st, errno, "Cannot open the checkpoint", path);
     struct stat sb;
     if (fstat(ck->fd, &sb) || !S_ISREG(sb.st_mode)) return df_status_set(st, DF_FAILED_PRECONDITION, "Checkpoint '%s' is not a regular file", path);
     uint64_t size = (uint64_t)sb.st_size;

@@ -23,13 +23,39 @@ static const char *df__npy_key(const char *h, const char *key) {
     return p;
 }
 
+#ifndef O_NONBLOCK
+#define O_NONBLOCK 0           /* (hidden by strict C modes in the one-translation-unit use) */
+#endif
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0
+#endif
+/* A .npy file opened for reading or (write) writing, a regular file only: the path is first
+   opened without blocking (O_NONBLOCK) and checked, so a FIFO or a device given as the path is
+   refused at once with DF_FAILED_PRECONDITION instead of stopping the thread for good (a writer
+   meets a FIFO nobody reads as ENXIO); NULL after a status. */
+static FILE *df__npy_open(const char *path, int write, df_status *st) {
+    int fd = write ? open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644) : open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        df_status_set(st, errno == ENOENT ? DF_NOT_FOUND : errno == EACCES ? DF_PERMISSION_DENIED : DF_FAILED_PRECONDITION,
+                      "Cannot open '%s' for %s: %s", path, write ? "writing" : "reading", strerror(errno));
+        return NULL;
+    }
+    struct stat sb;
+    int regular = !fstat(fd, &sb) && S_ISREG(sb.st_mode);
+    close(fd);
+    if (!regular) { df_status_set(st, DF_FAILED_PRECONDITION, "'%s' is not a regular file", path); return NULL; }
+    FILE *f = fopen(path, write ? "wb" : "rb");
+    if (!f) df_status_set(st, DF_NOT_FOUND, "Cannot open '%s' for %s", path, write ? "writing" : "reading");
+    return f;
+}
+
 df_tensor *df_tensor_read_npy(const char *path, df_status *st) {
     df_status local;
     if (!st) st = &local;
     df_status_clear(st);
     if (!path) { df_status_set(st, DF_INVALID_ARGUMENT, "df_tensor_read_npy: path is NULL"); return NULL; }
-    FILE *f = fopen(path, "rb");
-    if (!f) { df_status_set(st, DF_NOT_FOUND, "Cannot open '%s' for reading", path); return NULL; }
+    FILE *f = df__npy_open(path, 0, st);
+    if (!f) return NULL;
     unsigned char pre[12];
     char *header = NULL;
     df_tensor *t = NULL;
@@ -136,8 +162,9 @@ df_code df_tensor_write_npy(const df_tensor *t, const char *path) {
     memcpy(head + 10, dict, (size_t)n);
     memset(head + 10 + n, ' ', padded - 10 - (size_t)n);
     head[padded - 1] = '\n';
-    FILE *f = fopen(path, "wb");
-    if (!f) return DF_NOT_FOUND;
+    df_status ost;
+    FILE *f = df__npy_open(path, 1, &ost);
+    if (!f) return ost.code;
     int ok = fwrite(head, 1, padded, f) == padded && fwrite(t->data, 1, t->nbytes, f) == t->nbytes;
     ok = (fclose(f) == 0) && ok;
     return ok ? DF_OK : DF_DATA_LOSS;
