@@ -13,6 +13,9 @@
    a worker that does not answer the ABORT within a second is given up. One run at a time per
    session: the connections carry one step each.
    ========================================================================================== */
+/* A status code a peer sent: one of ours (1 to 15), else the message is malformed (DF_DATA_LOSS);
+   never taken as our own DF_OK. */
+static df_code df__peer_code(uint32_t code) { return code >= 1 && code <= 15 ? (df_code)code : DF_DATA_LOSS; }
 struct df__cluster {
     int n;
     char (*addr)[64];
@@ -157,12 +160,19 @@ DF_PRIVATE df_code df__cluster_register(struct df_session *s, df__plan *plan, df
         unsigned char *data = NULL;
         uint64_t len = 0;
         int type = sent ? df__cluster_await(c->fd[t], 60000, &data, &len, who, st) : -1;
+        /* a HEARTBEAT (the worker's to another master's step) may come first: skipped, a bounded
+           number of times (a peer that only beats gets no answer from us forever) */
+        for (int beats = 0; type == DF__W_HEARTBEAT && beats < 1000; beats++) {
+            DF_FREE(data);
+            data = NULL;
+            type = df__cluster_await(c->fd[t], 60000, &data, &len, who, st);
+        }
         df__wread r = {data, (size_t)len, NULL};
         if (type == DF__W_REGISTERED) pt->handle = (int)df__wr_u32(&r, "handle");
         else if (type == DF__W_ERROR) {
             uint32_t code = df__wr_u32(&r, "code");
             char *msg = df__wr_str(&r, 4000, "message");
-            df_status_set(st, code ? (df_code)code : DF_INTERNAL, "%s cannot take partition %d: %s", who, p, msg ? msg : "?");
+            df_status_set(st, df__peer_code(code), "%s cannot take partition %d: %s", who, p, msg ? msg : "?");
             DF_FREE(msg);
         } else if (!st->code) df_status_set(st, DF_UNAVAILABLE, "%s answered REGISTER with %s", who, type > 0 ? df__w_type_names[type] : "nothing");
         if (type < 0 || (type != DF__W_REGISTERED && type != DF__W_ERROR)) { close(c->fd[t]); c->fd[t] = -1; }
@@ -288,10 +298,10 @@ DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tens
                 uint32_t nf = df__wr_u32(&rd, "fetches");
                 if (sid == id) {
                     pending[t] = 0;
-                    if (code) df_status_set(&fail, (df_code)code, "%s", msg ? msg : "?");
+                    if (code) df_status_set(&fail, df__peer_code(code), "%s", msg ? msg : "?");
                     int want = 0;
                     for (int p = 0; p < plan->n_parts; p++) if (plan->parts[p].task == t) want += plan->parts[p].n_fetches;
-                    if (!code && !rd.bad && nf != (uint32_t)want) df_status_set(&fail, DF_INTERNAL, "%s sent %u fetches, %d expected", who, nf, want);
+                    if (!code && !rd.bad && nf != (uint32_t)want) df_status_set(&fail, DF_DATA_LOSS, "%s sent %u fetches, %d expected", who, nf, want);
                     for (int p = 0; !fail.code && !rd.bad && p < plan->n_parts; p++) {
                         const df__part *pt = &plan->parts[p];
                         if (pt->task != t) continue;
@@ -306,12 +316,12 @@ DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tens
                 }
                 DF_FREE(msg);
             } else if (type != DF__W_HEARTBEAT && type != DF__W_ERROR) {
-                df_status_set(&fail, DF_INTERNAL, "%s sent %s during a step", who, df__w_type_names[type]);
+                df_status_set(&fail, DF_DATA_LOSS, "%s sent %s during a step", who, df__w_type_names[type]);
             } else if (type == DF__W_ERROR) {
                 df__wread rd = {data, (size_t)len, NULL};
                 uint32_t code = df__wr_u32(&rd, "code");
                 char *msg = df__wr_str(&rd, 4000, "message");
-                df_status_set(&fail, code ? (df_code)code : DF_INTERNAL, "%s: %s", who, msg ? msg : "?");
+                df_status_set(&fail, df__peer_code(code), "%s: %s", who, msg ? msg : "?");
                 DF_FREE(msg);
                 pending[t] = 0;
             }

@@ -627,7 +627,7 @@ static void df__w_abort(df_worker *w, df__wread *r) {
     char *msg = df__wr_str(r, 4000, "ABORT: message");
     if (r->bad) { DF_FREE(msg); return; }
     df_status why;
-    df_status_set(&why, code ? (df_code)code : DF_ABORTED, "%s", msg ? msg : "aborted by the master");
+    df_status_set(&why, code >= 1 && code <= 15 ? (df_code)code : DF_ABORTED, "%s", msg ? msg : "aborted by the master");
     DF_FREE(msg);
     df__wstep *ws = df__w_step_hold(w, id, NULL);
     if (!ws) return;
