@@ -110,7 +110,11 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
     s->g = g;
     __atomic_add_fetch(&g->holds, 1, __ATOMIC_RELAXED);     /* (df_session_free lets go, also of a session half made) */
     s->opts = o;
-    s->seed_salt = df__hash_mix((uint64_t)time(NULL), (uint64_t)(uintptr_t)s);
+    {   /* (a counter too: a session made in the same second at a freed one's address) */
+        static uint64_t sessions_made;
+        uint64_t k = __atomic_add_fetch(&sessions_made, 1, __ATOMIC_RELAXED);
+        s->seed_salt = df__hash_mix((uint64_t)time(NULL) ^ k << 32, (uint64_t)(uintptr_t)s ^ k * 0x9e3779b97f4a7c15ull);
+    }
     if (o.target && *o.target) {              /* the workers' devices, and no local one */
         if (df__cluster_open(s, st) != DF_OK) { df_session_free(s); return NULL; }
         o.num_cpu_devices = 0;
