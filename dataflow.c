@@ -33728,9 +33728,6 @@ df_code df_worker_hello(const char *address, int timeout_ms, df_worker_info *inf
    a worker that does not answer the ABORT within a second is given up. One run at a time per
    session: the connections carry one step each.
    ========================================================================================== */
-/* A status code a peer sent: one of ours (1 to 15), else the message is malformed (DF_DATA_LOSS);
-   never taken as our own DF_OK. */
-static df_code df__peer_code(uint32_t code) { return code >= 1 && code <= 15 ? (df_code)code : DF_DATA_LOSS; }
 struct df__cluster {
     int n;
     char (*addr)[64];
@@ -33755,6 +33752,9 @@ static void df__cluster_close(struct df__cluster *c) {
 }
 
 #ifdef DF__NET
+/* A status code a peer sent: one of ours (1 to 15), else the message is malformed (DF_DATA_LOSS);
+   never taken as our own DF_OK. */
+static df_code df__peer_code(uint32_t code) { return code >= 1 && code <= 15 ? (df_code)code : DF_DATA_LOSS; }
 /* One answer on fd within timeout_ms: its type and payload (or -1 with st set). */
 static int df__cluster_await(int fd, int timeout_ms, unsigned char **data, uint64_t *len, const char *who, df_status *st) {
     struct pollfd p = {fd, POLLIN, 0};
