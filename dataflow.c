@@ -8,72 +8,73 @@
    Table of contents (search for the marker)
      1. src/platform.c: Configuration and platform ................................. >>config
      2. src/util.c: Utilities and containers ......................................... >>util
-     3. src/status.c: Status ....................................................... >>status
-     4. src/dtype.c: Data types ..................................................... >>dtype
-     5. src/internal.h: Shared structs and private prototypes .................... >>internal
-     6. src/bfc.c: The BFC allocator .................................................. >>bfc
-     7. src/tensor.c: Tensors ...................................................... >>tensor
-     8. src/device.c: Devices ...................................................... >>device
-     9. src/registry.c: The op registry .......................................... >>registry
-    10. src/graph.c: Graph construction ............................................. >>graph
-    11. src/cflow.c: Control-flow construction ...................................... >>cflow
-    12. src/shape.c: Shape inference ................................................ >>shape
-    13. src/kernels/elementwise.c: CPU kernels: elementwise ops, Cast, control flow  >>kernels
-    14. src/kernels/gemm.c: CPU kernels: the intra-op pool and the GEMM .............. >>gemm
-    15. src/kernels/conv.c: CPU kernels: convolutions and pooling .................... >>conv
-    16. src/kernels/extra.c: CPU kernels: Split, SplitV, DynamicStitch, Sin, Cos .... >>extra
-    17. src/kernels/math.c: CPU kernels: TensorFlow's further elementwise math ops ... >>math
-    18. src/kernels/index.c: CPU kernels: indexing, scatter, segment and set ops .... >>index
-    19. src/kernels/linalg.c: CPU kernels: Einsum, TopK, cumulative ops, matrices .. >>linalg
-    20. src/kernels/nn_extra.c: CPU kernels: fused batch norm, depthwise convolution .. >>nnx
-    21. src/kernels/resource.c: CPU kernels: resource variables (VarHandleOp and its ops)  >>resvar
-    22. src/kernels/half.c: half and bfloat16 kernels computing in float32 ........... >>half
-    23. src/kernels/resize.c: CPU kernels: image resizing (bilinear, nearest neighbor)  >>resize
-    24. src/kernels/reduce.c: CPU kernels: BiasAdd, reductions, ArgMax ............. >>reduce
-    25. src/kernels/array.c: CPU kernels: shapes, slices, gathers ................... >>array
-    26. src/kernels/nn.c: CPU kernels: softmax, cross-entropies, AddN, Select .......... >>nn
-    27. src/kernels/state.c: CPU kernels: variables and random numbers .............. >>state
-    28. src/kernels/random.c: TensorFlow-compatible Philox random numbers .......... >>random
-    29. src/kernels/tensor_array.c: TensorArrays: kernels, shapes and gradients  >>tensorarray
-    30. src/kernels/grad_helpers.c: CPU kernels: plumbing shapes, gradient helpers  >>gradhelpers
-    31. src/kernels/training.c: CPU kernels: optimizer updates on variables ...... >>training
-    32. src/function.c: Functions and functional control flow ........................ >>func
-    33. src/autodiff/stacks.c: Gradient stacks and accumulators .................... >>stacks
-    34. src/autodiff/autodiff.c: Automatic differentiation ....................... >>autodiff
-    35. src/autodiff/grad_ops.c: Gradient functions, one per op ................... >>gradops
-    36. src/autodiff/gradients.c: df_gradients: the driver ...................... >>gradients
-    37. src/autodiff/loops.c: While-loop gradients .............................. >>gradloops
-    38. src/autodiff/optimizers.c: Optimizers: df_minimize ..................... >>optimizers
-    39. src/frames.c: Static frame analysis ........................................ >>frames
-    40. src/pool.c: The inter-op thread pool ......................................... >>pool
-    41. src/executor.c: The executor ............................................. >>executor
-    42. src/transfer.c: Transfers: the rendezvous, _Send and _Recv ............... >>transfer
-    43. src/compile.c: Compiling a graph into an executor ......................... >>compile
-    44. src/placer.c: The placer ................................................... >>placer
-    45. src/partition.c: The partitioner ........................................ >>partition
-    46. src/session.c: Sessions ................................................... >>session
-    47. src/cuda_graphs.c: CUDA graphs (df_session_options.cuda_graphs) ........... >>cugraph
-    48. src/passes.c: Graph optimisation passes .................................. >>optimize
-    49. src/run.c: The run pipeline ................................................... >>run
-    50. src/dot.c: Graphviz pictures .................................................. >>dot
-    51. src/protobuf.c: Protocol buffers: a bounded reader and writer ............ >>protobuf
-    52. src/graphdef/parse.c: GraphDef parsing ................................... >>graphdef
-    53. src/graphdef/library.c: GraphDef function library ....................... >>gdlibrary
-    54. src/graphdef/import.c: GraphDef import ................................... >>gdimport
-    55. src/graphdef/export.c: GraphDef export ................................... >>gdexport
-    56. src/npy.c: NumPy .npy files ................................................... >>npy
-    57. src/checkpoint.c: String tensors, checkpoints and the saver ............ >>checkpoint
-    58. src/queue.c: Queues ......................................................... >>queue
-    59. src/kernels/tensor_list.c: TensorList and Optional ops (DF_VARIANT) .... >>tensorlist
-    60. src/kernels/gpu.c: GPU kernels ......................................... >>gpukernels
-    61. src/op_table.c: The op table .............................................. >>optable
-    62. src/api.c: Public op wrappers ................................................. >>api
-    63. src/helpers.c: typed graph-building helpers for common ops ................ >>helpers
-    64. src/seq.c: Tensor arrays and loops over sequences ............................. >>seq
-    65. src/net/wire.c: Workers and the wire: frames and payloads ..................... >>net
-    66. src/net/worker.c: The worker ............................................... >>worker
-    67. src/net/remote.c: Sessions with workers .................................... >>remote
-    68. src/net/mpi.c: The MPI transport .............................................. >>mpi
+     3. src/crypto.c: SHA-256, HMAC-SHA256, constant-time compare, OS randomness ... >>crypto
+     4. src/status.c: Status ....................................................... >>status
+     5. src/dtype.c: Data types ..................................................... >>dtype
+     6. src/internal.h: Shared structs and private prototypes .................... >>internal
+     7. src/bfc.c: The BFC allocator .................................................. >>bfc
+     8. src/tensor.c: Tensors ...................................................... >>tensor
+     9. src/device.c: Devices ...................................................... >>device
+    10. src/registry.c: The op registry .......................................... >>registry
+    11. src/graph.c: Graph construction ............................................. >>graph
+    12. src/cflow.c: Control-flow construction ...................................... >>cflow
+    13. src/shape.c: Shape inference ................................................ >>shape
+    14. src/kernels/elementwise.c: CPU kernels: elementwise ops, Cast, control flow  >>kernels
+    15. src/kernels/gemm.c: CPU kernels: the intra-op pool and the GEMM .............. >>gemm
+    16. src/kernels/conv.c: CPU kernels: convolutions and pooling .................... >>conv
+    17. src/kernels/extra.c: CPU kernels: Split, SplitV, DynamicStitch, Sin, Cos .... >>extra
+    18. src/kernels/math.c: CPU kernels: TensorFlow's further elementwise math ops ... >>math
+    19. src/kernels/index.c: CPU kernels: indexing, scatter, segment and set ops .... >>index
+    20. src/kernels/linalg.c: CPU kernels: Einsum, TopK, cumulative ops, matrices .. >>linalg
+    21. src/kernels/nn_extra.c: CPU kernels: fused batch norm, depthwise convolution .. >>nnx
+    22. src/kernels/resource.c: CPU kernels: resource variables (VarHandleOp and its ops)  >>resvar
+    23. src/kernels/half.c: half and bfloat16 kernels computing in float32 ........... >>half
+    24. src/kernels/resize.c: CPU kernels: image resizing (bilinear, nearest neighbor)  >>resize
+    25. src/kernels/reduce.c: CPU kernels: BiasAdd, reductions, ArgMax ............. >>reduce
+    26. src/kernels/array.c: CPU kernels: shapes, slices, gathers ................... >>array
+    27. src/kernels/nn.c: CPU kernels: softmax, cross-entropies, AddN, Select .......... >>nn
+    28. src/kernels/state.c: CPU kernels: variables and random numbers .............. >>state
+    29. src/kernels/random.c: TensorFlow-compatible Philox random numbers .......... >>random
+    30. src/kernels/tensor_array.c: TensorArrays: kernels, shapes and gradients  >>tensorarray
+    31. src/kernels/grad_helpers.c: CPU kernels: plumbing shapes, gradient helpers  >>gradhelpers
+    32. src/kernels/training.c: CPU kernels: optimizer updates on variables ...... >>training
+    33. src/function.c: Functions and functional control flow ........................ >>func
+    34. src/autodiff/stacks.c: Gradient stacks and accumulators .................... >>stacks
+    35. src/autodiff/autodiff.c: Automatic differentiation ....................... >>autodiff
+    36. src/autodiff/grad_ops.c: Gradient functions, one per op ................... >>gradops
+    37. src/autodiff/gradients.c: df_gradients: the driver ...................... >>gradients
+    38. src/autodiff/loops.c: While-loop gradients .............................. >>gradloops
+    39. src/autodiff/optimizers.c: Optimizers: df_minimize ..................... >>optimizers
+    40. src/frames.c: Static frame analysis ........................................ >>frames
+    41. src/pool.c: The inter-op thread pool ......................................... >>pool
+    42. src/executor.c: The executor ............................................. >>executor
+    43. src/transfer.c: Transfers: the rendezvous, _Send and _Recv ............... >>transfer
+    44. src/compile.c: Compiling a graph into an executor ......................... >>compile
+    45. src/placer.c: The placer ................................................... >>placer
+    46. src/partition.c: The partitioner ........................................ >>partition
+    47. src/session.c: Sessions ................................................... >>session
+    48. src/cuda_graphs.c: CUDA graphs (df_session_options.cuda_graphs) ........... >>cugraph
+    49. src/passes.c: Graph optimisation passes .................................. >>optimize
+    50. src/run.c: The run pipeline ................................................... >>run
+    51. src/dot.c: Graphviz pictures .................................................. >>dot
+    52. src/protobuf.c: Protocol buffers: a bounded reader and writer ............ >>protobuf
+    53. src/graphdef/parse.c: GraphDef parsing ................................... >>graphdef
+    54. src/graphdef/library.c: GraphDef function library ....................... >>gdlibrary
+    55. src/graphdef/import.c: GraphDef import ................................... >>gdimport
+    56. src/graphdef/export.c: GraphDef export ................................... >>gdexport
+    57. src/npy.c: NumPy .npy files ................................................... >>npy
+    58. src/checkpoint.c: String tensors, checkpoints and the saver ............ >>checkpoint
+    59. src/queue.c: Queues ......................................................... >>queue
+    60. src/kernels/tensor_list.c: TensorList and Optional ops (DF_VARIANT) .... >>tensorlist
+    61. src/kernels/gpu.c: GPU kernels ......................................... >>gpukernels
+    62. src/op_table.c: The op table .............................................. >>optable
+    63. src/api.c: Public op wrappers ................................................. >>api
+    64. src/helpers.c: typed graph-building helpers for common ops ................ >>helpers
+    65. src/seq.c: Tensor arrays and loops over sequences ............................. >>seq
+    66. src/net/wire.c: Workers and the wire: frames and payloads ..................... >>net
+    67. src/net/worker.c: The worker ............................................... >>worker
+    68. src/net/remote.c: Sessions with workers .................................... >>remote
+    69. src/net/mpi.c: The MPI transport .............................................. >>mpi
 */
 
 /* C only: C++ refuses a goto past an initialized declaration, _Thread_local and implicit
@@ -297,6 +298,334 @@ static void df__buf_printf(df__buf *b, const char *fmt, ...) {
     }
 }
 /* ==========================================================================================
+   src/crypto.c: SHA-256, HMAC-SHA256, constant-time compare, OS randomness          >>crypto
+   What the cluster's authentication is built from (issue 28): SHA-256 (FIPS 180-4), HMAC
+   (RFC 2104) with a key's two pad blocks hashed once, so a message costs only its own blocks,
+   and random bytes from the operating system only, never a weaker fallback. Compression runs
+   on the x86 SHA extensions where the CPU has them (chosen once, at run time), else in
+   portable C; DF_NO_SHA_NI=1 in the environment, or DF_NO_SIMD at build time, keeps to the
+   portable path. Self-contained (standard C and POSIX only; it precedes src/internal.h), so
+   tests/test_crypto.c and bench/bench_mac.c compile this file on its own.
+   ========================================================================================== */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(DF_NO_SIMD)
+#define DF__SHA_NI 1
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+/* getrandom(2) where the C library has it (glibc 2.25 on; the header is not hidden by strict C
+   modes there); getentropy(2) on Apple systems; else /dev/urandom. */
+#if defined(__linux__) && defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 25))
+#define DF__GETRANDOM 1
+#include <sys/random.h>
+#elif defined(__APPLE__) && defined(__has_include)
+#if __has_include(<sys/random.h>)
+#define DF__GETENTROPY 1
+#include <sys/random.h>
+#endif
+#endif
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0            /* (hidden by strict C modes in the one-translation-unit use; set below) */
+#endif
+
+typedef struct df__sha256 {
+    uint32_t h[8];             /* the chaining state */
+    uint64_t len;              /* bytes hashed so far, the buffered ones included */
+    unsigned char buf[64];     /* a partial block */
+    size_t nbuf;
+} df__sha256;
+/* A key's HMAC states after its inner (ipad) and outer (opad) blocks: made once per key. */
+typedef struct df__hmac_key { df__sha256 inner, outer; } df__hmac_key;
+/* One message's MAC in progress; k must outlive it. */
+typedef struct df__hmac { df__sha256 inner; const df__hmac_key *k; } df__hmac;
+
+static const uint32_t df__sha256_k[64] = {
+    0x428a2f98u, 0x71374491u, 0xb5c0fbcfu, 0xe9b5dba5u, 0x3956c25bu, 0x59f111f1u, 0x923f82a4u, 0xab1c5ed5u,
+    0xd807aa98u, 0x12835b01u, 0x243185beu, 0x550c7dc3u, 0x72be5d74u, 0x80deb1feu, 0x9bdc06a7u, 0xc19bf174u,
+    0xe49b69c1u, 0xefbe4786u, 0x0fc19dc6u, 0x240ca1ccu, 0x2de92c6fu, 0x4a7484aau, 0x5cb0a9dcu, 0x76f988dau,
+    0x983e5152u, 0xa831c66du, 0xb00327c8u, 0xbf597fc7u, 0xc6e00bf3u, 0xd5a79147u, 0x06ca6351u, 0x14292967u,
+    0x27b70a85u, 0x2e1b2138u, 0x4d2c6dfcu, 0x53380d13u, 0x650a7354u, 0x766a0abbu, 0x81c2c92eu, 0x92722c85u,
+    0xa2bfe8a1u, 0xa81a664bu, 0xc24b8b70u, 0xc76c51a3u, 0xd192e819u, 0xd6990624u, 0xf40e3585u, 0x106aa070u,
+    0x19a4c116u, 0x1e376c08u, 0x2748774cu, 0x34b0bcb5u, 0x391c0cb3u, 0x4ed8aa4au, 0x5b9cca4fu, 0x682e6ff3u,
+    0x748f82eeu, 0x78a5636fu, 0x84c87814u, 0x8cc70208u, 0x90befffau, 0xa4506cebu, 0xbef9a3f7u, 0xc67178f2u};
+
+/* Zeroes n bytes in a way the compiler may not drop as a dead store (key material). */
+static void df__secure_zero(void *p, size_t n) {
+    volatile unsigned char *v = (volatile unsigned char *)p;
+    while (n--) *v++ = 0;
+}
+
+/* ---- compression: all of n_blocks 64-byte blocks in one call ---- */
+#define DF__ROR32(x, n) ((x) >> (n) | (x) << (32 - (n)))
+static uint32_t df__sha_be32(const unsigned char *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+/* One round on the eight working variables named in rotation, so a round moves no data:
+   d += T1 and h = T1 + T2 is the shift of the standard's a..h by one. */
+#define DF__SHA_ROUND(a, b, c, d, e, f, g, h, kw)                                               \
+    do {                                                                                        \
+        uint32_t t1_ = h + (DF__ROR32(e, 6) ^ DF__ROR32(e, 11) ^ DF__ROR32(e, 25)) +            \
+                       (g ^ (e & (f ^ g))) + (kw);                                              \
+        d += t1_;                                                                               \
+        h = t1_ + (DF__ROR32(a, 2) ^ DF__ROR32(a, 13) ^ DF__ROR32(a, 22)) + ((a & b) | (c & (a | b))); \
+    } while (0)
+/* W[t] for t >= 16 in a ring of 16: W[t] = s1(W[t-2]) + W[t-7] + s0(W[t-15]) + W[t-16]. */
+#define DF__SHA_SCHEDULE(w, t)                                                                  \
+    (w[(t) & 15] += (DF__ROR32(w[((t) - 2) & 15], 17) ^ DF__ROR32(w[((t) - 2) & 15], 19) ^ (w[((t) - 2) & 15] >> 10)) + \
+                    w[((t) - 7) & 15] +                                                         \
+                    (DF__ROR32(w[((t) - 15) & 15], 7) ^ DF__ROR32(w[((t) - 15) & 15], 18) ^ (w[((t) - 15) & 15] >> 3)))
+#define DF__SHA_EIGHT(W)                                                                        \
+    do {                                                                                        \
+        DF__SHA_ROUND(a, b, c, d, e, f, g, h, df__sha256_k[t + 0] + W(t + 0));                  \
+        DF__SHA_ROUND(h, a, b, c, d, e, f, g, df__sha256_k[t + 1] + W(t + 1));                  \
+        DF__SHA_ROUND(g, h, a, b, c, d, e, f, df__sha256_k[t + 2] + W(t + 2));                  \
+        DF__SHA_ROUND(f, g, h, a, b, c, d, e, df__sha256_k[t + 3] + W(t + 3));                  \
+        DF__SHA_ROUND(e, f, g, h, a, b, c, d, df__sha256_k[t + 4] + W(t + 4));                  \
+        DF__SHA_ROUND(d, e, f, g, h, a, b, c, df__sha256_k[t + 5] + W(t + 5));                  \
+        DF__SHA_ROUND(c, d, e, f, g, h, a, b, df__sha256_k[t + 6] + W(t + 6));                  \
+        DF__SHA_ROUND(b, c, d, e, f, g, h, a, df__sha256_k[t + 7] + W(t + 7));                  \
+    } while (0)
+static void df__sha256_blocks_portable(uint32_t st[8], const unsigned char *p, size_t n_blocks) {
+    for (; n_blocks; n_blocks--, p += 64) {
+        uint32_t w[16];
+        uint32_t a = st[0], b = st[1], c = st[2], d = st[3], e = st[4], f = st[5], g = st[6], h = st[7];
+        for (int i = 0; i < 16; i++) w[i] = df__sha_be32(p + 4 * i);
+        int t;
+#define DF__W_LOADED(i) w[(i)]
+#define DF__W_NEXT(i) DF__SHA_SCHEDULE(w, (i))
+        for (t = 0; t < 16; t += 8) DF__SHA_EIGHT(DF__W_LOADED);
+        for (; t < 64; t += 8) DF__SHA_EIGHT(DF__W_NEXT);
+#undef DF__W_LOADED
+#undef DF__W_NEXT
+        st[0] += a; st[1] += b; st[2] += c; st[3] += d; st[4] += e; st[5] += f; st[6] += g; st[7] += h;
+    }
+}
+
+#ifdef DF__SHA_NI
+/* The SHA extensions keep the state as two vectors, ABEF and CDGH (A in the top lane);
+   sha256rnds2 runs two rounds with W+K from the low two lanes of its third operand and
+   returns the new ABEF, the old ABEF being the new CDGH. msg1 and msg2 compute the schedule
+   four words at a time: msg1 adds s0 of the words after W[t-16..t-13], the W[t-7..t-4] are
+   added in between, msg2 adds s1, two of its four from the words it makes itself. */
+__attribute__((target("sha,sse4.1,ssse3")))
+static void df__sha256_blocks_shani(uint32_t st[8], const unsigned char *p, size_t n_blocks) {
+    const __m128i bswap = _mm_set_epi8(12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3);
+    __m128i abef = _mm_set_epi32((int)st[0], (int)st[1], (int)st[4], (int)st[5]);
+    __m128i cdgh = _mm_set_epi32((int)st[2], (int)st[3], (int)st[6], (int)st[7]);
+#define DF__NI_ROUNDS4(m, i)                                                                    \
+    do {                                                                                        \
+        __m128i wk_ = _mm_add_epi32((m), _mm_loadu_si128((const __m128i *)(const void *)&df__sha256_k[4 * (i)])); \
+        cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk_);                                          \
+        abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(wk_, 0x0e));                 \
+    } while (0)
+#define DF__NI_NEXT(m0, m1, m2, m3)                                                             \
+    (m0 = _mm_sha256msg2_epu32(_mm_add_epi32(_mm_sha256msg1_epu32(m0, m1), _mm_alignr_epi8(m3, m2, 4)), m3))
+    for (; n_blocks; n_blocks--, p += 64) {
+        const __m128i abef0 = abef, cdgh0 = cdgh;
+        __m128i m0 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)(p + 0)), bswap);
+        __m128i m1 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)(p + 16)), bswap);
+        __m128i m2 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)(p + 32)), bswap);
+        __m128i m3 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)(p + 48)), bswap);
+        DF__NI_ROUNDS4(m0, 0);
+        DF__NI_ROUNDS4(m1, 1);
+        DF__NI_ROUNDS4(m2, 2);
+        DF__NI_ROUNDS4(m3, 3);
+        for (int i = 4; i < 16; i += 4) {    /* m0..m3 hold W[4i-16 .. 4i-1] in turn */
+            DF__NI_NEXT(m0, m1, m2, m3); DF__NI_ROUNDS4(m0, i);
+            DF__NI_NEXT(m1, m2, m3, m0); DF__NI_ROUNDS4(m1, i + 1);
+            DF__NI_NEXT(m2, m3, m0, m1); DF__NI_ROUNDS4(m2, i + 2);
+            DF__NI_NEXT(m3, m0, m1, m2); DF__NI_ROUNDS4(m3, i + 3);
+        }
+        abef = _mm_add_epi32(abef, abef0);
+        cdgh = _mm_add_epi32(cdgh, cdgh0);
+    }
+#undef DF__NI_ROUNDS4
+#undef DF__NI_NEXT
+    uint32_t x[4], y[4];           /* lanes low to high: x = F E B A, y = H G D C */
+    _mm_storeu_si128((__m128i *)(void *)x, abef);
+    _mm_storeu_si128((__m128i *)(void *)y, cdgh);
+    st[0] = x[3]; st[1] = x[2]; st[4] = x[1]; st[5] = x[0];
+    st[2] = y[3]; st[3] = y[2]; st[6] = y[1]; st[7] = y[0];
+}
+/* SHA (CPUID leaf 7, EBX bit 29) and the SSSE3 and SSE4.1 its path also uses (leaf 1, ECX
+   bits 9 and 19). */
+static int df__cpu_has_sha_ni(void) {
+    unsigned a, b, c, d;
+    if (__get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid(1, a, b, c, d);
+    if (!(c >> 9 & 1) || !(c >> 19 & 1)) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    return (int)(b >> 29 & 1);
+}
+#endif
+
+static int df__sha_path = -1;          /* -1: not chosen yet; 0: portable; 1: SHA extensions */
+static int df__sha_choose(void) {
+    int v = __atomic_load_n(&df__sha_path, __ATOMIC_RELAXED);
+    if (v >= 0) return v;
+    v = 0;
+#ifdef DF__SHA_NI
+    const char *off = getenv("DF_NO_SHA_NI");
+    if (!(off && *off && strcmp(off, "0"))) v = df__cpu_has_sha_ni();
+#endif
+    __atomic_store_n(&df__sha_path, v, __ATOMIC_RELAXED);   /* (racing choosers store the same) */
+    return v;
+}
+/* For tests and benchmarks: nonzero keeps to the portable compression, 0 chooses again
+   (the SHA extensions where the CPU has them and DF_NO_SHA_NI is unset). Process-wide. */
+static void df__sha256_force_portable(int on) { __atomic_store_n(&df__sha_path, on ? 0 : -1, __ATOMIC_RELAXED); }
+/* The compression in use: "sha-ni" or "portable". */
+static const char *df__sha256_impl(void) { return df__sha_choose() ? "sha-ni" : "portable"; }
+static void df__sha256_blocks(uint32_t st[8], const unsigned char *p, size_t n_blocks) {
+#ifdef DF__SHA_NI
+    if (df__sha_choose()) { df__sha256_blocks_shani(st, p, n_blocks); return; }
+#endif
+    df__sha256_blocks_portable(st, p, n_blocks);
+}
+
+/* ---- SHA-256 ---- */
+static void df__sha256_init(df__sha256 *c) {
+    static const uint32_t iv[8] = {0x6a09e667u, 0xbb67ae85u, 0x3c6ef372u, 0xa54ff53au,
+                                   0x510e527fu, 0x9b05688cu, 0x1f83d9abu, 0x5be0cd19u};
+    memcpy(c->h, iv, sizeof iv);
+    c->len = 0;
+    c->nbuf = 0;
+}
+static void df__sha256_update(df__sha256 *c, const void *data, size_t n) {
+    const unsigned char *p = (const unsigned char *)data;
+    if (!n) return;
+    c->len += n;
+    if (c->nbuf) {                     /* top up the partial block first */
+        size_t take = n < 64 - c->nbuf ? n : 64 - c->nbuf;
+        memcpy(c->buf + c->nbuf, p, take);
+        c->nbuf += take; p += take; n -= take;
+        if (c->nbuf < 64) return;
+        df__sha256_blocks(c->h, c->buf, 1);
+        c->nbuf = 0;
+    }
+    if (n >= 64) {                     /* whole blocks straight from the caller's memory */
+        df__sha256_blocks(c->h, p, n / 64);
+        p += n & ~(size_t)63;
+        n &= 63;
+    }
+    if (n) { memcpy(c->buf, p, n); c->nbuf = n; }
+}
+/* Pads (0x80, zeros, the length in bits, big-endian), writes the digest and wipes c. */
+static void df__sha256_final(df__sha256 *c, unsigned char out[32]) {
+    uint64_t bits = c->len * 8;
+    c->buf[c->nbuf++] = 0x80;
+    if (c->nbuf > 56) {
+        memset(c->buf + c->nbuf, 0, 64 - c->nbuf);
+        df__sha256_blocks(c->h, c->buf, 1);
+        c->nbuf = 0;
+    }
+    memset(c->buf + c->nbuf, 0, 56 - c->nbuf);
+    for (int i = 0; i < 8; i++) c->buf[56 + i] = (unsigned char)(bits >> (56 - 8 * i));
+    df__sha256_blocks(c->h, c->buf, 1);
+    for (int i = 0; i < 8; i++) {
+        out[4 * i] = (unsigned char)(c->h[i] >> 24); out[4 * i + 1] = (unsigned char)(c->h[i] >> 16);
+        out[4 * i + 2] = (unsigned char)(c->h[i] >> 8); out[4 * i + 3] = (unsigned char)c->h[i];
+    }
+    df__secure_zero(c, sizeof *c);
+}
+static void df__sha256_hash(const void *data, size_t n, unsigned char out[32]) {
+    df__sha256 c;
+    df__sha256_init(&c);
+    df__sha256_update(&c, data, n);
+    df__sha256_final(&c, out);
+}
+
+/* ---- HMAC-SHA256 (RFC 2104): H((K ^ opad) || H((K ^ ipad) || message)), a key longer than a
+   block replaced by its hash ---- */
+static void df__hmac_key_init(df__hmac_key *k, const void *key, size_t klen) {
+    unsigned char block[64], pad[64];
+    memset(block, 0, sizeof block);
+    if (klen > 64) df__sha256_hash(key, klen, block);
+    else if (klen) memcpy(block, key, klen);
+    for (int i = 0; i < 64; i++) pad[i] = (unsigned char)(block[i] ^ 0x36);
+    df__sha256_init(&k->inner);
+    df__sha256_update(&k->inner, pad, 64);
+    for (int i = 0; i < 64; i++) pad[i] = (unsigned char)(block[i] ^ 0x5c);
+    df__sha256_init(&k->outer);
+    df__sha256_update(&k->outer, pad, 64);
+    df__secure_zero(block, sizeof block);
+    df__secure_zero(pad, sizeof pad);
+}
+static void df__hmac_begin(df__hmac *m, const df__hmac_key *k) { m->inner = k->inner; m->k = k; }
+static void df__hmac_update(df__hmac *m, const void *data, size_t n) { df__sha256_update(&m->inner, data, n); }
+/* Writes the MAC and wipes m (a new message starts with df__hmac_begin). */
+static void df__hmac_final(df__hmac *m, unsigned char out[32]) {
+    unsigned char inner[32];
+    df__sha256 outer = m->k->outer;
+    df__sha256_final(&m->inner, inner);
+    df__sha256_update(&outer, inner, 32);
+    df__sha256_final(&outer, out);
+    df__secure_zero(inner, sizeof inner);
+    df__secure_zero(m, sizeof *m);
+}
+static void df__hmac_sha256(const void *key, size_t klen, const void *data, size_t n, unsigned char out[32]) {
+    df__hmac_key k;
+    df__hmac m;
+    df__hmac_key_init(&k, key, klen);
+    df__hmac_begin(&m, &k);
+    df__hmac_update(&m, data, n);
+    df__hmac_final(&m, out);
+    df__secure_zero(&k, sizeof k);
+}
+
+/* 1 when the n bytes at a and b are equal, 0 if not; the time taken depends on n only, not on
+   where they differ (MACs and challenge answers are compared with this). */
+static int df__ct_equal(const void *a, const void *b, size_t n) {
+    const volatile unsigned char *x = (const volatile unsigned char *)a, *y = (const volatile unsigned char *)b;
+    unsigned diff = 0;
+    for (size_t i = 0; i < n; i++) diff |= (unsigned)(x[i] ^ y[i]);
+    return (int)(((diff - 1u) >> 8) & 1u);   /* diff is 0..255: only 0 borrows into bit 8 */
+}
+
+/* ---- randomness from the operating system ---- */
+static int df__urandom(unsigned char *p, size_t n) {
+    int fd;
+    do fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) return -1;
+#ifdef FD_CLOEXEC
+    if (!O_CLOEXEC) (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+#endif
+    struct stat sb;                    /* a regular file planted there (a chroot) is no source */
+    if (fstat(fd, &sb) || !S_ISCHR(sb.st_mode)) { close(fd); return -1; }
+    while (n) {
+        ssize_t got = read(fd, p, n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) { close(fd); return -1; }
+        p += got; n -= (size_t)got;
+    }
+    close(fd);
+    return 0;
+}
+/* Fills out with n random bytes from the operating system: 0, or -1 (out then holds no
+   secret: it is zeroed). getrandom blocks until the kernel's pool has been seeded once, then
+   never; where the system call does not exist (Linux before 3.17) or is refused, /dev/urandom. */
+static int df__random_bytes(void *out, size_t n) {
+    unsigned char *p = (unsigned char *)out;
+    size_t left = n;
+#if defined(DF__GETRANDOM)
+    while (left) {
+        ssize_t got = getrandom(p, left, 0);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0 && (errno == ENOSYS || errno == EPERM)) break;
+        if (got <= 0) { df__secure_zero(out, n); return -1; }
+        p += got; left -= (size_t)got;
+    }
+#elif defined(DF__GETENTROPY)
+    while (left) {                     /* at most 256 bytes a call */
+        size_t take = left < 256 ? left : 256;
+        if (getentropy(p, take)) { df__secure_zero(out, n); return -1; }
+        p += take; left -= take;
+    }
+#endif
+    if (left && df__urandom(p, left)) { df__secure_zero(out, n); return -1; }
+    return 0;
+}
+/* ==========================================================================================
    src/status.c: Status                                                              >>status
    df_status carries TensorFlow's codes and a bounded message. Functions that fail write the
    first error and return its code; messages name the node involved: "... {{node name}}".
@@ -305,7 +634,7 @@ const char *df_code_name(df_code code) {
     static const char *names[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT",
         "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED",
         "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-        "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS"};
+        "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
     return (unsigned)code < sizeof names / sizeof *names ? names[code] : "UNKNOWN_CODE";
 }
 
@@ -1210,10 +1539,14 @@ typedef struct df__variant {
 #if !defined(DF_NO_THREADS) && ((defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200112L) || defined(_GNU_SOURCE) || defined(_DEFAULT_SOURCE))
 #define DF__NET 1
 #endif
+/* A connection: its socket and, on a keyed cluster, its signing state (src/net/wire.c). */
+typedef struct df__wchan { int fd; struct df__wkeys *k; } df__wchan;
 #ifdef DF__NET
 enum { DF__W_MAGIC = 0x31574644u, DF__W_VERSION = 1, DF__W_HEADER = 24, DF__W_TENSOR_FIXED = 32 };
 enum { DF__W_HELLO = 1, DF__W_HELLO_OK, DF__W_PING, DF__W_PONG, DF__W_REGISTER, DF__W_REGISTERED, DF__W_ERROR,
-       DF__W_CLOSE, DF__W_SHUTDOWN, DF__W_RUN_STEP, DF__W_STEP_DONE, DF__W_TENSOR, DF__W_ABORT, DF__W_HEARTBEAT, DF__W_TYPES };
+       DF__W_CLOSE, DF__W_SHUTDOWN, DF__W_RUN_STEP, DF__W_STEP_DONE, DF__W_TENSOR, DF__W_ABORT, DF__W_HEARTBEAT,
+       DF__W_AUTH, DF__W_AUTH_CHALLENGE, DF__W_AUTH_PROOF, DF__W_AUTH_OK, DF__W_TYPES };
+enum { DF__W_FLAG_MAC = 1, DF__W_MAC = 32, DF__W_NONCE = 32, DF__W_ROLE_MASTER = 1, DF__W_ROLE_WORKER = 2 };
 typedef struct df__wbuf { unsigned char *p; size_t n, cap; int oom; } df__wbuf;
 typedef struct df__wread { const unsigned char *p; size_t n; const char *bad; } df__wread;
 #endif
@@ -1789,13 +2122,26 @@ static const unsigned char *df__wr_bytes(df__wread *r, size_t *len, const char *
 static char *df__wr_str(df__wread *r, size_t max, const char *what);
 static void df__wb_tensor(df__wbuf *b, const df_tensor *t);
 static df_tensor *df__wr_tensor(df__wread *r, const char *what);
-static void df__w_header(unsigned char *h, int type, uint64_t len);
+static void df__w_header(unsigned char *h, int type, uint64_t len, uint32_t flags);
 static int df__sock_read(int fd, void *buf, size_t n);
 static int df__sock_write(int fd, const void *buf, size_t n);
-static int df__w_send(int fd, int type, const df__wbuf *payload);
-static int df__w_recv_head(int fd, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn);
-static int df__w_recv_body(int fd, int type, unsigned char **data, uint64_t len, const char **why);
-static int df__w_recv(int fd, uint64_t max, unsigned char **data, uint64_t *len, const char **why, char *buf, size_t bn);
+static void df__chan_close(df__wchan *ch);
+static int df__chan_read(df__wchan *ch, void *buf, size_t n);
+static int df__w_send(df__wchan *ch, int type, const df__wbuf *payload);
+static int df__w_send_parts(df__wchan *ch, int type, const void *a, size_t an, const void *b, size_t bn);
+static int df__w_recv_head(df__wchan *ch, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn);
+static int df__w_recv_end(df__wchan *ch, const char **why);
+static int df__w_take_head(df__wchan *ch, const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn);
+static int df__w_recv_body(df__wchan *ch, int type, unsigned char **data, uint64_t len, const char **why);
+static int df__w_recv(df__wchan *ch, uint64_t max, unsigned char **data, uint64_t *len, const char **why, char *buf, size_t bn);
+static struct df__hmac_key *df__key_load(const char *path, const char *who, df_status *st);
+static const char *df__key_path(const char *given);
+static void df__w_auth_proof(const struct df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns, unsigned char out[32]);
+static struct df__wkeys *df__w_auth_keys(const struct df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns);
+static df_code df__w_auth_client(df__wchan *ch, const struct df__hmac_key *key, uint32_t role, int timeout_ms, const char *who, df_status *st);
+static int df__addr_is_loopback(const char *addr);
+static double df__now_ms(void);
+static int df__w_check_header(const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn, int keyed);
 static int df__connect(const char *addr, int timeout_ms, char *err, size_t en);
 static int df__task_of(const char *dev);
 #endif
@@ -1938,6 +2284,35 @@ static df_code df__sf_resize_bilinear_grad(df__shape_ctx *c);
 static void df__g_resize_bilinear(df__gfn *c);
 static void df__g_resize_nearest(df__gfn *c);
 /* ---- end of src/kernels/resize.c ---- */
+
+/* ---- crypto (issue 28): begin ---- */
+/* src/crypto.c: SHA-256, HMAC-SHA256, constant-time compare, OS randomness. It precedes this
+   header (self-contained, so tests/test_crypto.c and bench/bench_mac.c compile it alone) and
+   defines its types there: df__sha256 (a hash in progress), df__hmac_key (a key's inner and
+   outer states, made once per key), df__hmac (one message's MAC in progress; its key must
+   outlive it). Digests and MACs are 32 bytes. */
+static void df__sha256_init(df__sha256 *c);
+static void df__sha256_update(df__sha256 *c, const void *data, size_t n);
+static void df__sha256_final(df__sha256 *c, unsigned char out[32]);   /* wipes c */
+static void df__sha256_hash(const void *data, size_t n, unsigned char out[32]);
+/* HMAC-SHA256 with the key's pads hashed once: per message only the message is hashed. */
+static void df__hmac_key_init(df__hmac_key *k, const void *key, size_t klen);
+static void df__hmac_begin(df__hmac *m, const df__hmac_key *k);
+static void df__hmac_update(df__hmac *m, const void *data, size_t n);
+static void df__hmac_final(df__hmac *m, unsigned char out[32]);       /* wipes m */
+static void df__hmac_sha256(const void *key, size_t klen, const void *data, size_t n, unsigned char out[32]);
+/* 1 when equal; the time depends on n only, not on where the bytes differ. */
+static int df__ct_equal(const void *a, const void *b, size_t n);
+/* n bytes from the OS (getrandom, getentropy or /dev/urandom; never a weaker source): 0, or -1
+   with out zeroed. */
+static int df__random_bytes(void *out, size_t n);
+/* Zeroes key material (a store the compiler may not drop). */
+static void df__secure_zero(void *p, size_t n);
+/* Tests and benchmarks: nonzero forces the portable compression, 0 chooses again (the x86 SHA
+   extensions where the CPU has them, unless DF_NO_SHA_NI=1 or DF_NO_SIMD); which one runs. */
+static void df__sha256_force_portable(int on);
+static const char *df__sha256_impl(void);
+/* ---- crypto (issue 28): end ---- */
 /* ==========================================================================================
    src/bfc.c: The BFC allocator                                                         >>bfc
    Best fit with coalescing, as TensorFlow's: memory in 256-byte units carved from regions;
@@ -32432,6 +32807,13 @@ df_code df_foldr(df_graph *g, int n_acc, const df_output *init, df_output elems,
    that does not decode closes its connection, with the reason logged; the worker goes on
    serving the others. Application errors (a graph that does not import) are answered with an
    ERROR message and keep the connection.
+   A cluster with a key (df_worker_options.key_file, df_session_options.cluster_key_file) starts
+   every connection with a mutual challenge: AUTH (the client's role and nonce), AUTH_CHALLENGE
+   (the server's nonce and its proof, HMAC-SHA256 under the key of a label and both nonces),
+   AUTH_PROOF (the client's proof, under another label), AUTH_OK. Each side derives a key per
+   direction from the two nonces; every later frame has flag 1 set and a 32-byte MAC after its
+   payload, HMAC-SHA256 under its direction's key of the frame's sequence number, header and
+   payload: a frame altered, replayed, dropped or reordered fails it and closes the connection.
    ========================================================================================== */
 uint32_t df_crc32c(uint32_t crc, const void *data, size_t n) { return data || !n ? df__crc32c(crc, data, n) : crc; }
 
@@ -32441,7 +32823,7 @@ uint32_t df_crc32c(uint32_t crc, const void *data, size_t n) { return data || !n
 #ifdef DF__NET
 static const char *const df__w_type_names[DF__W_TYPES] = {"?", "HELLO", "HELLO_OK", "PING", "PONG", "REGISTER", "REGISTERED",
                                                           "ERROR", "CLOSE", "SHUTDOWN", "RUN_STEP", "STEP_DONE", "TENSOR",
-                                                          "ABORT", "HEARTBEAT"};
+                                                          "ABORT", "HEARTBEAT", "AUTH", "AUTH_CHALLENGE", "AUTH_PROOF", "AUTH_OK"};
 
 /* ---- payloads: a growing buffer to write, a bounded cursor to read ---- */
 static unsigned char *df__wb_room(df__wbuf *b, size_t n) {
@@ -32550,22 +32932,25 @@ static df_tensor *df__wr_tensor(df__wread *r, const char *what) {
     return t;
 }
 
-static void df__w_header(unsigned char *h, int type, uint64_t len) {
+static void df__w_header(unsigned char *h, int type, uint64_t len, uint32_t flags) {
     df__put32(h, DF__W_MAGIC);
     h[4] = DF__W_VERSION & 0xff; h[5] = DF__W_VERSION >> 8;
     h[6] = (unsigned char)(type & 0xff); h[7] = (unsigned char)(type >> 8);
     df__put64(h + 8, len);
-    df__put32(h + 16, 0);
+    df__put32(h + 16, flags);
     df__put32(h + 20, df__crc_mask(df__crc32c(0, h, 20)));
 }
 /* Checks a header; returns the message type, or 0 with *why set. */
-static int df__w_check_header(const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn) {
+static int df__w_check_header(const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn, int keyed) {
     if (df__get32(h) != DF__W_MAGIC) { *why = "not a dataflow frame (bad magic)"; return 0; }
     if (df__get32(h + 20) != df__crc_mask(df__crc32c(0, h, 20))) { *why = "the frame header fails its checksum"; return 0; }
     unsigned version = (unsigned)h[4] | (unsigned)h[5] << 8, type = (unsigned)h[6] | (unsigned)h[7] << 8;
     if (version != DF__W_VERSION) { snprintf(buf, bn, "protocol version %u (this side speaks %d)", version, DF__W_VERSION); *why = buf; return 0; }
     if (!type || type >= DF__W_TYPES) { snprintf(buf, bn, "unknown message type %u", type); *why = buf; return 0; }
-    if (df__get32(h + 16)) { *why = "unknown flags in the frame header"; return 0; }
+    uint32_t flags = df__get32(h + 16);
+    if (flags & ~(uint32_t)DF__W_FLAG_MAC) { *why = "unknown flags in the frame header"; return 0; }
+    if (keyed && !flags) { *why = "an unsigned frame on a connection of a keyed cluster"; return 0; }
+    if (!keyed && flags) { *why = "a signed frame, but this side has no cluster key"; return 0; }
     *len = df__get64(h + 8);
     if (type != DF__W_REGISTER && type != DF__W_RUN_STEP && type != DF__W_TENSOR && type != DF__W_STEP_DONE && *len > 65536 && *len <= max) {
         snprintf(buf, bn, "a %s message of %llu bytes (at most 65536)", df__w_type_names[type], (unsigned long long)*len);
@@ -32601,46 +32986,233 @@ static int df__sock_write(int fd, const void *buf, size_t n) {
     }
     return 0;
 }
-static int df__w_send(int fd, int type, const df__wbuf *payload) {
-    unsigned char h[DF__W_HEADER + 4096];
-    size_t n = payload ? payload->n : 0;
-    df__w_header(h, type, n);
-    if (n <= 4096) {                              /* small: one write, one segment */
-        if (n) memcpy(h + DF__W_HEADER, payload->p, n);
-        return df__sock_write(fd, h, DF__W_HEADER + n);
-    }
-    if (df__sock_write(fd, h, DF__W_HEADER)) return -1;
-    return df__sock_write(fd, payload->p, n);
+/* ---- signed frames ---- */
+struct df__wkeys {                   /* a keyed connection's signing state */
+    df__hmac_key tx, rx;             /* one key per direction, derived from both nonces */
+    uint64_t tx_seq, rx_seq;         /* frames sent and read: in every MAC, so a frame replayed,
+                                        dropped or reordered fails */
+    df__hmac rx_mac;                 /* the frame being read */
+};
+static void df__chan_close(df__wchan *ch) {
+    if (ch->fd >= 0) close(ch->fd);
+    ch->fd = -1;
+    DF_FREE(ch->k);
+    ch->k = NULL;
 }
-/* Reads one frame: its type, the payload in *data (freed by the caller). 0: the peer closed
-   cleanly before a header; -1: a broken frame (*why says what). */
-static int df__w_recv_head(int fd, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn) {
+/* A frame from parts: header, a, b (and the MAC). 0, or -1 when it cannot be sent. The
+   caller serializes the writers of a connection (the sequence number is theirs). */
+static int df__w_send_parts(df__wchan *ch, int type, const void *a, size_t an, const void *b, size_t bn) {
+    unsigned char h[DF__W_HEADER + 4096 + DF__W_MAC];
+    struct df__wkeys *k = ch->k;
+    size_t n = an + bn, tail = k ? DF__W_MAC : 0;
+    df__w_header(h, type, n, k ? DF__W_FLAG_MAC : 0);
+    unsigned char mac[DF__W_MAC];
+    if (k) {
+        unsigned char seq[8];
+        df__put64(seq, k->tx_seq++);
+        df__hmac m;
+        df__hmac_begin(&m, &k->tx);
+        df__hmac_update(&m, seq, 8);
+        df__hmac_update(&m, h, DF__W_HEADER);
+        if (an) df__hmac_update(&m, a, an);
+        if (bn) df__hmac_update(&m, b, bn);
+        df__hmac_final(&m, mac);
+    }
+    if (n <= 4096) {                              /* small: one write, one segment */
+        if (an) memcpy(h + DF__W_HEADER, a, an);
+        if (bn) memcpy(h + DF__W_HEADER + an, b, bn);
+        if (tail) memcpy(h + DF__W_HEADER + n, mac, tail);
+        return df__sock_write(ch->fd, h, DF__W_HEADER + n + tail);
+    }
+    if (df__sock_write(ch->fd, h, DF__W_HEADER) || (an && df__sock_write(ch->fd, a, an)) || (bn && df__sock_write(ch->fd, b, bn))) return -1;
+    return tail ? df__sock_write(ch->fd, mac, tail) : 0;
+}
+static int df__w_send(df__wchan *ch, int type, const df__wbuf *payload) {
+    return df__w_send_parts(ch, type, payload ? payload->p : NULL, payload ? payload->n : 0, NULL, 0);
+}
+/* Reads one frame header: its type, or 0 (the peer closed cleanly before it), or -1 (a broken
+   frame: *why says what). A keyed connection's MAC begins with it; the payload is read with
+   df__chan_read and the frame ends with df__w_recv_end. */
+static int df__w_recv_head(df__wchan *ch, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn) {
     unsigned char h[DF__W_HEADER];
     *len = 0;
     ssize_t r;
-    do r = recv(fd, h, 1, 0); while (r < 0 && errno == EINTR);
+    do r = recv(ch->fd, h, 1, 0); while (r < 0 && errno == EINTR);
     if (r == 0) { *why = "closed"; return 0; }
-    if (r < 0 || df__sock_read(fd, h + 1, sizeof h - 1)) { *why = "the connection broke inside a frame header"; return -1; }
-    int type = df__w_check_header(h, max, len, why, buf, bn);
+    if (r < 0 || df__sock_read(ch->fd, h + 1, sizeof h - 1)) { *why = "the connection broke inside a frame header"; return -1; }
+    return df__w_take_head(ch, h, max, len, why, buf, bn);
+}
+/* A header already read (the handshake poller reads a keyless connection's first one). */
+static int df__w_take_head(df__wchan *ch, const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn) {
+    *len = 0;
+    int type = df__w_check_header(h, max, len, why, buf, bn, ch->k != NULL);
+    if (type && ch->k) {
+        unsigned char seq[8];
+        df__put64(seq, ch->k->rx_seq++);
+        df__hmac_begin(&ch->k->rx_mac, &ch->k->rx);
+        df__hmac_update(&ch->k->rx_mac, seq, 8);
+        df__hmac_update(&ch->k->rx_mac, h, DF__W_HEADER);
+    }
     return type ? type : -1;
 }
-static int df__w_recv_body(int fd, int type, unsigned char **data, uint64_t len, const char **why) {
+static int df__chan_read(df__wchan *ch, void *buf, size_t n) {
+    if (df__sock_read(ch->fd, buf, n)) return -1;
+    if (ch->k && n) df__hmac_update(&ch->k->rx_mac, buf, n);
+    return 0;
+}
+/* The end of a frame: on a keyed connection its MAC, read and checked. 0, or -1 with *why. */
+static int df__w_recv_end(df__wchan *ch, const char **why) {
+    if (!ch->k) return 0;
+    unsigned char got[DF__W_MAC], want[DF__W_MAC];
+    if (df__sock_read(ch->fd, got, sizeof got)) { *why = "the connection broke inside a frame's MAC"; return -1; }
+    df__hmac_final(&ch->k->rx_mac, want);
+    if (!df__ct_equal(got, want, sizeof want)) { *why = "a frame failed its MAC (altered, replayed, reordered or not signed with the cluster key)"; return -1; }
+    return 0;
+}
+static int df__w_recv_body(df__wchan *ch, int type, unsigned char **data, uint64_t len, const char **why) {
     *data = NULL;
     if (len) {
         if (!(*data = (unsigned char *)DF_MALLOC((size_t)len))) { *why = "out of memory for a message"; return -1; }
-        if (df__sock_read(fd, *data, (size_t)len)) { DF_FREE(*data); *data = NULL; *why = "the connection broke inside a message"; return -1; }
+        if (df__chan_read(ch, *data, (size_t)len)) { DF_FREE(*data); *data = NULL; *why = "the connection broke inside a message"; return -1; }
+    }
+    if (df__w_recv_end(ch, why)) { DF_FREE(*data); *data = NULL; return -1; }
+    return type;
+}
+static int df__w_recv(df__wchan *ch, uint64_t max, unsigned char **data, uint64_t *len, const char **why, char *buf, size_t bn) {
+    *data = NULL;
+    int type = df__w_recv_head(ch, max, len, why, buf, bn);
+    if (type <= 0) return type;
+    return df__w_recv_body(ch, type, data, *len, why);
+}
+
+/* ---- the cluster key and the handshake ---- */
+/* The key file named, else DF_CLUSTER_KEY_FILE's, else NULL (no key). */
+static const char *df__key_path(const char *given) {
+    if (given && *given) return given;
+    const char *env = getenv("DF_CLUSTER_KEY_FILE");
+    return env && *env ? env : NULL;
+}
+/* The cluster key from a file: a regular file its owner alone may read, of 16 to 4096 bytes
+   (trailing white space dropped, so `openssl rand -hex 32 > key` works). */
+static df__hmac_key *df__key_load(const char *path, const char *who, df_status *st) {
+    int flags = O_RDONLY | O_NONBLOCK;
+#ifdef O_CLOEXEC
+    flags |= O_CLOEXEC;
+#endif
+    int fd = open(path, flags);
+    if (fd < 0) {
+        df_status_set(st, errno == ENOENT ? DF_NOT_FOUND : DF_PERMISSION_DENIED, "%s: cannot open the cluster key file '%s': %s", who, path, strerror(errno));
+        return NULL;
+    }
+    struct stat sb;
+    unsigned char buf[4097];
+    ssize_t n = 0;
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) df_status_set(st, DF_FAILED_PRECONDITION, "%s: the cluster key '%s' is not a regular file", who, path);
+    else if (sb.st_mode & 077)
+        df_status_set(st, DF_PERMISSION_DENIED, "%s: the cluster key '%s' may be read by others than its owner (mode %03o): chmod 600 it", who, path, (unsigned)(sb.st_mode & 0777));
+    else {
+        size_t got = 0;
+        while (got < sizeof buf && (n = read(fd, buf + got, sizeof buf - got)) > 0) got += (size_t)n;
+        if (n < 0) df_status_set(st, DF_DATA_LOSS, "%s: cannot read the cluster key '%s': %s", who, path, strerror(errno));
+        n = (ssize_t)got;
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t')) n--;
+        if (!st->code && (got > 4096 || n < 16))
+            df_status_set(st, DF_INVALID_ARGUMENT, "%s: the cluster key '%s' holds %s bytes; a key is 16 to 4096 bytes (e.g. openssl rand -hex 32)", who, path,
+                          got > 4096 ? "more than 4096" : n ? "too few" : "no");
+    }
+    close(fd);
+    df__hmac_key *k = st->code ? NULL : (df__hmac_key *)DF_MALLOC(sizeof *k);
+    if (k) df__hmac_key_init(k, buf, (size_t)n);
+    else if (!st->code) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    memset(buf, 0, sizeof buf);
+    return k;
+}
+/* HMAC under the cluster key of a label, a zero byte and both nonces. */
+static void df__w_auth_mac(const df__hmac_key *key, const char *label, const unsigned char *nc, const unsigned char *ns, unsigned char out[32]) {
+    df__hmac m;
+    df__hmac_begin(&m, key);
+    df__hmac_update(&m, label, strlen(label) + 1);
+    df__hmac_update(&m, nc, DF__W_NONCE);
+    df__hmac_update(&m, ns, DF__W_NONCE);
+    df__hmac_final(&m, out);
+}
+static void df__w_auth_proof(const df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns, unsigned char out[32]) {
+    df__w_auth_mac(key, server ? "dataflow-1 server proof" : "dataflow-1 client proof", nc, ns, out);
+}
+/* The connection's keys, from the side of the server or of the client. */
+static struct df__wkeys *df__w_auth_keys(const df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns) {
+    struct df__wkeys *k = (struct df__wkeys *)DF_MALLOC(sizeof *k);
+    if (!k) return NULL;
+    memset(k, 0, sizeof *k);
+    unsigned char c2s[32], s2c[32];
+    df__w_auth_mac(key, "dataflow-1 client to server", nc, ns, c2s);
+    df__w_auth_mac(key, "dataflow-1 server to client", nc, ns, s2c);
+    df__hmac_key_init(&k->tx, server ? s2c : c2s, 32);
+    df__hmac_key_init(&k->rx, server ? c2s : s2c, 32);
+    memset(c2s, 0, sizeof c2s); memset(s2c, 0, sizeof s2c);
+    return k;
+}
+/* One unsigned frame of the handshake within timeout_ms: its type (ERROR: *st set from it). */
+static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data, uint64_t *len, const char *who, df_status *st) {
+    struct pollfd p = {ch->fd, POLLIN, 0};
+    int r;
+    do r = poll(&p, 1, timeout_ms); while (r < 0 && errno == EINTR);
+    if (r == 0) { df_status_set(st, DF_UNAVAILABLE, "%s did not answer the handshake within %d ms", who, timeout_ms); return -1; }
+    const char *why = NULL;
+    char buf[160];
+    int type = df__w_recv(ch, 4096, data, len, &why, buf, sizeof buf);
+    if (type <= 0) { df_status_set(st, DF_UNAVAILABLE, "%s closed the connection in the handshake (%s)", who, type == 0 ? "refused, or it may have died" : why); return -1; }
+    if (type == DF__W_ERROR) {
+        df__wread rd = {*data, (size_t)*len, NULL};
+        uint32_t code = df__wr_u32(&rd, "code");
+        char *msg = df__wr_str(&rd, 4000, "message");
+        df_status_set(st, code >= 1 && code <= 16 ? (df_code)code : DF_DATA_LOSS, "%s refused the connection: %s", who, msg ? msg : "?");
+        DF_FREE(msg);
+        return -1;
     }
     return type;
 }
-static int df__w_recv(int fd, uint64_t max, unsigned char **data, uint64_t *len, const char **why, char *buf, size_t bn) {
-    *data = NULL;
-    int type = df__w_recv_head(fd, max, len, why, buf, bn);
-    if (type <= 0) return type;
-    if (*len) {
-        if (!(*data = (unsigned char *)DF_MALLOC((size_t)*len))) { *why = "out of memory for a message"; return -1; }
-        if (df__sock_read(fd, *data, (size_t)*len)) { DF_FREE(*data); *data = NULL; *why = "the connection broke inside a message"; return -1; }
+/* The client's side of the handshake on a fresh connection; on success ch is keyed. */
+static df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uint32_t role, int timeout_ms, const char *who, df_status *st) {
+    unsigned char nc[DF__W_NONCE], ns[DF__W_NONCE], proof[32];
+    if (df__random_bytes(nc, sizeof nc)) return df_status_set(st, DF_UNAVAILABLE, "%s: no random numbers from the system for the handshake", who);
+    df__wbuf b = {NULL, 0, 0, 0};
+    df__wb_u32(&b, DF__W_VERSION);
+    df__wb_u32(&b, role);
+    df__wb_bytes(&b, nc, sizeof nc);
+    int sent = !b.oom && !df__w_send(ch, DF__W_AUTH, &b);
+    DF_FREE(b.p);
+    if (!sent) return df_status_set(st, DF_UNAVAILABLE, "%s: cannot send the handshake: %s", who, strerror(errno));
+    unsigned char *data = NULL;
+    uint64_t len = 0;
+    int type = df__w_auth_await(ch, timeout_ms, &data, &len, who, st);
+    if (type < 0) { DF_FREE(data); return st->code; }
+    df__wread r = {data, (size_t)len, NULL};
+    size_t nl = 0, pl = 0;
+    const unsigned char *np = df__wr_bytes(&r, &nl, "nonce"), *pp = df__wr_bytes(&r, &pl, "proof");
+    if (type != DF__W_AUTH_CHALLENGE || r.bad || r.n || nl != DF__W_NONCE || pl != 32) {
+        DF_FREE(data);
+        return df_status_set(st, DF_UNAUTHENTICATED, "%s answered the handshake with %s%s", who, df__w_type_names[type],
+                             type == DF__W_AUTH_CHALLENGE ? " (malformed)" : " (is it a worker with --key-file?)");
     }
-    return type;
+    memcpy(ns, np, sizeof ns);
+    df__w_auth_proof(key, 1, nc, ns, proof);
+    int good = df__ct_equal(proof, pp, 32);
+    DF_FREE(data);
+    data = NULL;
+    if (!good) return df_status_set(st, DF_UNAUTHENTICATED, "%s does not hold this cluster's key (its proof is wrong)", who);
+    df__w_auth_proof(key, 0, nc, ns, proof);
+    memset(&b, 0, sizeof b);
+    df__wb_bytes(&b, proof, sizeof proof);
+    sent = !b.oom && !df__w_send(ch, DF__W_AUTH_PROOF, &b);
+    DF_FREE(b.p);
+    if (!sent) return df_status_set(st, DF_UNAVAILABLE, "%s: the connection broke in the handshake", who);
+    type = df__w_auth_await(ch, timeout_ms, &data, &len, who, st);
+    DF_FREE(data);
+    if (type < 0) return st->code;
+    if (type != DF__W_AUTH_OK || len) return df_status_set(st, DF_UNAUTHENTICATED, "%s ended the handshake with %s", who, df__w_type_names[type]);
+    if (!(ch->k = df__w_auth_keys(key, 0, nc, ns))) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    return DF_OK;
 }
 
 /* "host:port" (an IPv4 address or "localhost") to a socket address */
@@ -32661,8 +33233,17 @@ static int df__parse_hostport(const char *s, struct sockaddr_in *a, char *err, s
     if (inet_pton(AF_INET, host, &a->sin_addr) != 1) { snprintf(err, en, "'%.200s' is not an IPv4 address or localhost", host); return 0; }
     return 1;
 }
-#ifdef DATAFLOW_MPI
-#endif
+static double df__now_ms(void) {         /* monotonic milliseconds */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+/* 1 when addr ("host:port") is a loopback address (127.0.0.0/8, localhost) */
+static int df__addr_is_loopback(const char *addr) {
+    struct sockaddr_in a;
+    char err[64];
+    return df__parse_hostport(addr, &a, err, sizeof err) && (ntohl(a.sin_addr.s_addr) >> 24) == 127;
+}
 /* A connection to addr within timeout_ms, or -1 (err says why). */
 static int df__connect(const char *addr, int timeout_ms, char *err, size_t en) {
 #ifdef DATAFLOW_MPI
@@ -32724,7 +33305,7 @@ static void df__wreg_free(df__wreg *r) {
     DF_FREE(r->feeds); DF_FREE(r->remote_keys); DF_FREE(r->remote_tasks); DF_FREE(r->recv_keys); DF_FREE(r->recv_types);
     DF_FREE(r);
 }
-typedef struct df__wpeer { int fd; pthread_mutex_t mu; char addr[64]; } df__wpeer;
+typedef struct df__wpeer { df__wchan ch; pthread_mutex_t mu; char addr[64]; } df__wpeer;
 typedef struct df__wpending {       /* a TENSOR whose step has not started here yet */
     uint64_t step, fid, iter;
     int32_t key;
@@ -32755,7 +33336,7 @@ struct df_worker {
     uint64_t incarnation;
     int port;
 #ifdef DF__NET
-    int listen_fd;
+    int listen_fd, wake[2];          /* wake: df_worker_stop's byte ends the accept thread's poll */
     int stopping;
     pthread_t accept_thread, beat_thread;
     pthread_mutex_t mu;
@@ -32774,6 +33355,11 @@ struct df_worker {
     uint64_t pending_bytes;
     df__wpeer **peers;               /* outgoing connections to other workers, by address */
     int n_peers, cap_peers;
+    struct df__hmac_key *key;        /* the cluster key (NULL: none) */
+    struct df__wshake *shakes;       /* connections in their handshake (the accept thread's) */
+    int n_shakes, cap_shakes, evicted;
+    double evict_logged;
+    uint64_t next_conn;
 #endif
 };
 
@@ -32787,12 +33373,21 @@ static void df__w_log(const df_worker *w, const char *fmt, ...) {
     if (w->opts.log) w->opts.log(w->opts.log_user, line);
     else fprintf(stderr, "dataflow worker :%d: %s\n", w->port, line);
 }
-typedef struct df__wconn { df_worker *w; int fd, slot, refs; char peer[64]; pthread_mutex_t wmu; } df__wconn;
+typedef struct df__wconn {
+    df_worker *w;
+    df__wchan ch;
+    int slot, refs, has_first;
+    uint32_t role;
+    uint64_t id;
+    char peer[64];
+    unsigned char first[DF__W_HEADER];  /* (has_first: its first header, read by the handshake poller) */
+    pthread_mutex_t wmu;
+} df__wconn;
 /* An answer on c (its writers take turns); -1 when it cannot be sent (or b ran out of memory). */
 static int df__w_answer(df__wconn *c, int type, const df__wbuf *b) {
     if (b && b->oom) return -1;
     pthread_mutex_lock(&c->wmu);
-    int r = df__w_send(c->fd, type, b);
+    int r = df__w_send(&c->ch, type, b);
     pthread_mutex_unlock(&c->wmu);
     return r;
 }
@@ -32807,7 +33402,7 @@ static int df__w_reply_error(df__wconn *c, df_code code, const char *msg) {
 /* The connection thread and each step it started hold a reference; the last closes the socket. */
 static void df__w_conn_release(df__wconn *c) {
     if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL)) return;
-    close(c->fd);
+    df__chan_close(&c->ch);
     pthread_mutex_destroy(&c->wmu);
     DF_FREE(c);
 }
@@ -32894,14 +33489,44 @@ done:
     return st->code;
 }
 
+/* May this worker send tensors to addr? The addresses of --cluster when given; else those an
+   authenticated master names; with no key, loopback addresses only (unless --insecure). */
+static int df__w_peer_allowed(const df_worker *w, const char *addr) {
+    if (!strncmp(addr, "mpi:", 4)) return 1;     /* (ranks of this MPI job) */
+    if (w->opts.cluster) {
+        size_t al = strlen(addr);
+        for (const char *p = w->opts.cluster; *p;) {
+            const char *e = strchr(p, ',');
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            if (len == al && !memcmp(p, addr, al)) return 1;
+            p = e ? e + 1 : p + len;
+        }
+        return 0;
+    }
+    return w->key || w->opts.insecure || df__addr_is_loopback(addr);
+}
+/* Is a connection we opened still there? The other side never writes on it, so anything to
+   read means it closed (the worker restarted: its new process does not know this one). */
+static int df__w_peer_stale(int fd) {
+    struct pollfd q = {fd, POLLIN, 0};
+    int r;
+    do r = poll(&q, 1, 0); while (r < 0 && errno == EINTR);
+    return r != 0;
+}
 /* the peer connection to the worker at addr (opened on first use), locked; NULL with st set */
 static df__wpeer *df__w_peer(df_worker *w, const char *addr, df_status *st) {
+    if (!df__w_peer_allowed(w, addr)) {
+        df_status_set(st, DF_PERMISSION_DENIED, "This worker sends tensors only to the workers of its cluster (%s), not to %s",
+                      w->opts.cluster ? "--cluster" : "no key: loopback only", addr);
+        return NULL;
+    }
     pthread_mutex_lock(&w->mu);
     df__wpeer *p = NULL;
     for (int i = 0; i < w->n_peers && !p; i++) if (!strcmp(w->peers[i]->addr, addr)) p = w->peers[i];
     if (!p && w->n_peers < 4096 && df__grow(&w->peers, &w->cap_peers, w->n_peers + 1, sizeof(df__wpeer *)) &&
         (p = (df__wpeer *)DF_MALLOC(sizeof *p))) {
-        p->fd = -1;
+        p->ch.fd = -1;
+        p->ch.k = NULL;
         snprintf(p->addr, sizeof p->addr, "%s", addr);
         pthread_mutex_init(&p->mu, NULL);
         w->peers[w->n_peers++] = p;
@@ -32909,15 +33534,34 @@ static df__wpeer *df__w_peer(df_worker *w, const char *addr, df_status *st) {
     pthread_mutex_unlock(&w->mu);
     if (!p) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory (or too many peers) reaching %s", addr); return NULL; }
     pthread_mutex_lock(&p->mu);
-    if (p->fd < 0) {
+    if (p->ch.fd >= 0 && df__w_peer_stale(p->ch.fd)) {   /* (closed by a restart: a new connection) */
+        int fd = p->ch.fd;
+        __atomic_store_n(&p->ch.fd, -1, __ATOMIC_RELEASE);
+        close(fd);
+        DF_FREE(p->ch.k);
+        p->ch.k = NULL;
+    }
+    if (p->ch.fd < 0) {
         char err[256];
-        int fd = df__connect(addr, 1000, err, sizeof err);
-        __atomic_store_n(&p->fd, fd, __ATOMIC_RELEASE);   /* (df__w_stop_locked reads it unlocked) */
-        if (fd < 0) {
+        df__wchan ch = {df__connect(addr, 1000, err, sizeof err), NULL};
+        if (ch.fd < 0) {
             pthread_mutex_unlock(&p->mu);
             df_status_set(st, DF_UNAVAILABLE, "Worker %s cannot be reached: %s", addr, err);
             return NULL;
         }
+        if (w->key) {
+            char who[96];
+            snprintf(who, sizeof who, "Worker %s", addr);
+            struct timeval tv = {5, 0};
+            setsockopt(ch.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            if (df__w_auth_client(&ch, w->key, DF__W_ROLE_WORKER, 5000, who, st)) {
+                df__chan_close(&ch);
+                pthread_mutex_unlock(&p->mu);
+                return NULL;
+            }
+        }
+        p->ch.k = ch.k;
+        __atomic_store_n(&p->ch.fd, ch.fd, __ATOMIC_RELEASE);   /* (df__w_stop_locked reads it unlocked) */
     }
     return p;
 }
@@ -32949,14 +33593,15 @@ static int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t ite
         df__put64(q, v->nbytes); q += 8;
     }
     size_t fixed = (size_t)(q - head);
-    df__w_header(head, DF__W_TENSOR, fixed - DF__W_HEADER + (live ? v->nbytes : 0));
     if (task >= ws->n_cluster) { df_tensor_release(v); df_status_set(st, DF_INTERNAL, "No address for worker task %d", task); return 1; }
     df__wpeer *p = df__w_peer(ws->w, ws->cluster[task], st);
     if (p) {
-        if (df__sock_write(p->fd, head, fixed) || (live && v->nbytes && df__sock_write(p->fd, v->data, v->nbytes))) {
-            int e = errno;
-            close(p->fd);
-            __atomic_store_n(&p->fd, -1, __ATOMIC_RELEASE);
+        if (df__w_send_parts(&p->ch, DF__W_TENSOR, head + DF__W_HEADER, fixed - DF__W_HEADER, live ? v->data : NULL, live ? v->nbytes : 0)) {
+            int e = errno, fd = p->ch.fd;
+            __atomic_store_n(&p->ch.fd, -1, __ATOMIC_RELEASE);
+            close(fd);
+            DF_FREE(p->ch.k);
+            p->ch.k = NULL;
             df_status_set(st, DF_UNAVAILABLE, "Sending a tensor to worker task %d (%s) failed: %s", task, p->addr, strerror(e));
         }
         pthread_mutex_unlock(&p->mu);
@@ -33058,7 +33703,7 @@ static void df__w_tensor_in(df_worker *w, uint64_t id, int32_t key, uint64_t fid
 static int df__w_tensor_stream(df__wconn *c, uint64_t len, const char **why) {
     unsigned char fx[DF__W_TENSOR_FIXED + 16 + 8 * DF_MAX_RANK];
     if (len < DF__W_TENSOR_FIXED) { *why = "TENSOR: step"; return -1; }
-    if (df__sock_read(c->fd, fx, DF__W_TENSOR_FIXED)) { *why = "the connection broke inside a message"; return -1; }
+    if (df__chan_read(&c->ch, fx, DF__W_TENSOR_FIXED)) { *why = "the connection broke inside a message"; return -1; }
     uint64_t id = df__get64(fx), fid = df__get64(fx + 12), iter = df__get64(fx + 20);
     int32_t key = (int32_t)df__get32(fx + 8);
     uint32_t dead = df__get32(fx + 28);
@@ -33066,10 +33711,10 @@ static int df__w_tensor_stream(df__wconn *c, uint64_t len, const char **why) {
     df_tensor *t = NULL;
     if (dead) { if (left) { *why = "TENSOR: bytes after a dead value"; return -1; } }
     else {
-        if (left < 8 || df__sock_read(c->fd, fx, 8)) { *why = "TENSOR: value"; return -1; }
+        if (left < 8 || df__chan_read(&c->ch, fx, 8)) { *why = "TENSOR: value"; return -1; }
         uint32_t dt = df__get32(fx), rank = df__get32(fx + 4);
         left -= 8;
-        if (rank > DF_MAX_RANK || left < 8ull * rank + 8 || df__sock_read(c->fd, fx + 8, 8ull * rank + 8)) { *why = "TENSOR: value"; return -1; }
+        if (rank > DF_MAX_RANK || left < 8ull * rank + 8 || df__chan_read(&c->ch, fx + 8, 8ull * rank + 8)) { *why = "TENSOR: value"; return -1; }
         left -= 8ull * rank + 8;
         int64_t dims[DF_MAX_RANK];
         for (uint32_t d = 0; d < rank; d++) {
@@ -33084,7 +33729,7 @@ static int df__w_tensor_stream(df__wconn *c, uint64_t len, const char **why) {
             unsigned char *buf = (unsigned char *)DF_MALLOC((size_t)(16 + 8 * rank + nbytes) + 1);
             if (!buf) { *why = "out of memory for a message"; return -1; }
             memcpy(buf, fx, 16 + 8 * rank);
-            if (df__sock_read(c->fd, buf + 8 + 8 * rank + 8, (size_t)nbytes)) { DF_FREE(buf); *why = "the connection broke inside a message"; return -1; }
+            if (df__chan_read(&c->ch, buf + 8 + 8 * rank + 8, (size_t)nbytes)) { DF_FREE(buf); *why = "the connection broke inside a message"; return -1; }
             df__wread r = {buf, (size_t)(16 + 8 * rank + nbytes), NULL};
             t = df__wr_tensor(&r, "TENSOR: value");
             DF_FREE(buf);
@@ -33094,9 +33739,10 @@ static int df__w_tensor_stream(df__wconn *c, uint64_t len, const char **why) {
             size_t bytes;
             if (dt > 1000 || df__shape_check((df_dtype)dt, (int)rank, dims, &n, &bytes, 0, &st) != DF_OK || bytes != nbytes) { *why = "TENSOR: value"; return -1; }
             if (!(t = df__tensor_alloc(NULL, (df_dtype)dt, (int)rank, dims, &st))) { *why = "out of memory for a tensor"; return -1; }
-            if (bytes && df__sock_read(c->fd, t->data, bytes)) { df_tensor_release(t); *why = "the connection broke inside a message"; return -1; }
+            if (bytes && df__chan_read(&c->ch, t->data, bytes)) { df_tensor_release(t); *why = "the connection broke inside a message"; return -1; }
         }
     }
+    if (df__w_recv_end(&c->ch, why)) { df_tensor_release(t); return -1; }   /* (delivered only once its MAC holds) */
     df__w_tensor_in(c->w, id, key, fid, iter, (int)dead, t);
     return 0;
 }
@@ -33158,7 +33804,7 @@ static void *df__w_step_main(void *arg) {
         memset(&b, 0, sizeof b);
         df__wb_u64(&b, ws->id); df__wb_u32(&b, DF_RESOURCE_EXHAUSTED); df__wb_str(&b, "Out of memory sending a step's results"); df__wb_u32(&b, 0);
     }
-    if (df__w_answer(run->c, DF__W_STEP_DONE, &b)) shutdown(run->c->fd, SHUT_RDWR);
+    if (df__w_answer(run->c, DF__W_STEP_DONE, &b)) shutdown(run->c->ch.fd, SHUT_RDWR);
     DF_FREE(b.p);
     df__wconn *c = run->c;
     df__wrun_free(run);
@@ -33321,7 +33967,7 @@ static void df__w_abort(df_worker *w, df__wread *r) {
     char *msg = df__wr_str(r, 4000, "ABORT: message");
     if (r->bad) { DF_FREE(msg); return; }
     df_status why;
-    df_status_set(&why, code >= 1 && code <= 15 ? (df_code)code : DF_ABORTED, "%s", msg ? msg : "aborted by the master");
+    df_status_set(&why, code >= 1 && code <= 16 ? (df_code)code : DF_ABORTED, "%s", msg ? msg : "aborted by the master");
     DF_FREE(msg);
     df__wstep *ws = df__w_step_hold(w, id, NULL);
     if (!ws) return;
@@ -33375,7 +34021,25 @@ static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint6
     case DF__W_ABORT: df__w_abort(w, &r); break;
     case DF__W_HEARTBEAT: r.n = 0; break;
     case DF__W_CLOSE: *why = "closed by the peer"; ret = 1; break;
-    case DF__W_SHUTDOWN: *why = "shut down by the peer"; ret = 2; break;
+    case DF__W_SHUTDOWN: {
+        int policy = w->opts.shutdown;
+        if (policy == DF_WORKER_SHUTDOWN_ANY || (policy == DF_WORKER_SHUTDOWN_AUTHENTICATED && c->ch.k && c->role == DF__W_ROLE_MASTER)) {
+            *why = "shut down by the peer";
+            ret = 2;
+            break;
+        }
+        df__w_log(w, "refused a SHUTDOWN from %s (%s)", c->peer, policy == DF_WORKER_SHUTDOWN_NEVER ? "this worker takes none" : "only a master holding the cluster key may");
+        if (df__w_reply_error(c, policy == DF_WORKER_SHUTDOWN_NEVER ? DF_PERMISSION_DENIED : DF_UNAUTHENTICATED,
+                              policy == DF_WORKER_SHUTDOWN_NEVER ? "This worker takes no SHUTDOWN message (stop it with a signal)"
+                              : "SHUTDOWN needs a master that holds the cluster key (this worker has none: stop it with a signal)")) { *why = "cannot answer SHUTDOWN"; ret = 1; }
+        break;
+    }
+    case DF__W_AUTH:                             /* (a keyed master; this worker has no key) */
+        df__w_reply_error(c, DF_UNAUTHENTICATED, "This worker has no cluster key (started without --key-file), and the master has one");
+        *why = "a master with a cluster key; this worker has none";
+        ret = 1;
+        r.n = 0;
+        break;
     default: *why = "a message a worker does not take"; ret = 1;
     }
     if (r.bad) { *why = r.bad; ret = 1; }
@@ -33387,9 +34051,11 @@ static void df__w_stop_locked(df_worker *w) {
     if (w->stopping) return;
     __atomic_store_n(&w->stopping, 1, __ATOMIC_RELEASE);   /* (read without the lock by the accept thread) */
     shutdown(w->listen_fd, SHUT_RDWR);
+    char one = 1;
+    if (w->wake[1] >= 0 && write(w->wake[1], &one, 1) < 0) { /* (the accept thread looks again within a second) */ }
     for (int i = 0; i < w->cap_conns; i++) if (w->conn_fds[i] >= 0) shutdown(w->conn_fds[i], SHUT_RDWR);
     for (int i = 0; i < w->n_peers; i++) {       /* (a send blocked on a peer ends too) */
-        int fd = __atomic_load_n(&w->peers[i]->fd, __ATOMIC_ACQUIRE);
+        int fd = __atomic_load_n(&w->peers[i]->ch.fd, __ATOMIC_ACQUIRE);
         if (fd >= 0) shutdown(fd, SHUT_RDWR);
     }
     pthread_cond_broadcast(&w->cv);
@@ -33403,13 +34069,15 @@ static void *df__w_conn_main(void *arg) {
         uint64_t len = 0;
         const char *why = NULL;
         char buf[160];
-        int type = df__w_recv_head(c->fd, max, &len, &why, buf, sizeof buf);
+        int type = c->has_first ? df__w_take_head(&c->ch, c->first, max, &len, &why, buf, sizeof buf)
+                                : df__w_recv_head(&c->ch, max, &len, &why, buf, sizeof buf);
+        c->has_first = 0;
         if (type == DF__W_TENSOR) {               /* its value straight into a tensor */
             if (df__w_tensor_stream(c, len, &why) == 0) continue;
             if (!__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) df__w_log(w, "closing the connection from %s: malformed TENSOR message: %s", c->peer, why);
             break;
         }
-        if (type > 0) type = df__w_recv_body(c->fd, type, &data, len, &why);
+        if (type > 0) type = df__w_recv_body(&c->ch, type, &data, len, &why);
         if (type <= 0) {
             if (type < 0 && !__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) df__w_log(w, "closing the connection from %s: %s", c->peer, why);
             DF_FREE(data);
@@ -33443,7 +34111,7 @@ static void *df__w_conn_main(void *arg) {
             w->regs[i] = NULL;
         }
     w->conn_fds[c->slot] = -1;
-    shutdown(c->fd, SHUT_RDWR);
+    shutdown(c->ch.fd, SHUT_RDWR);
     w->n_conns--;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
@@ -33474,11 +34142,10 @@ static void *df__w_beat_main(void *arg) {
         df__w_pending_purge(w, 0);
         pthread_mutex_unlock(&w->mu);
         for (int i = 0; i < n; i++) {
-            unsigned char f[DF__W_HEADER + 8];
-            df__w_header(f, DF__W_HEARTBEAT, 8);
-            df__put64(f + DF__W_HEADER, ids[i]);
+            unsigned char f[8];
+            df__put64(f, ids[i]);
             pthread_mutex_lock(&to[i]->wmu);
-            if (df__sock_write(to[i]->fd, f, sizeof f)) shutdown(to[i]->fd, SHUT_RDWR);
+            if (df__w_send_parts(&to[i]->ch, DF__W_HEARTBEAT, f, 8, NULL, 0)) shutdown(to[i]->ch.fd, SHUT_RDWR);
             pthread_mutex_unlock(&to[i]->wmu);
             df__w_conn_release(to[i]);
         }
@@ -33487,60 +34154,243 @@ static void *df__w_beat_main(void *arg) {
     pthread_mutex_unlock(&w->mu);
     return NULL;
 }
+/* ---- connections in their handshake: the accept thread polls them all ----
+   No thread is spent on a connection before it proves the key (or, with no key, before its
+   first frame header is there); each has handshake_timeout_ms; at most max_handshakes wait
+   at once and a quarter of that from one address, the oldest closed first to make room. */
+typedef struct df__wshake {
+    int fd, stage;                   /* 0: waiting for AUTH (no key: a first header); 1: for AUTH_PROOF */
+    uint32_t ip, role;
+    double since;
+    char peer[64];
+    unsigned char nc[DF__W_NONCE], ns[DF__W_NONCE];
+    unsigned char in[DF__W_HEADER + 128];
+    size_t have;
+} df__wshake;
+/* A connection past its handshake gets a thread (k: its keys, NULL with no key); fd is closed
+   when it cannot. */
+static void df__w_adopt(df_worker *w, int fd, const char *peer, struct df__wkeys *k, uint32_t role, const unsigned char *first) {
+    int fl = fcntl(fd, F_GETFL, 0);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct timeval tv = {10, 0};                 /* a peer that stops reading fails our writes */
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    df__wconn *c = (df__wconn *)DF_MALLOC(sizeof *c);
+    pthread_mutex_lock(&w->mu);
+    int slot = -1, started = 0;
+    for (int i = 0; i < w->cap_conns && slot < 0; i++) if (w->conn_fds[i] < 0) slot = i;
+    if (slot < 0 && c) {
+        int old = w->cap_conns;
+        if (df__grow(&w->conn_fds, &w->cap_conns, old + 1, sizeof(int))) {
+            for (int i = old; i < w->cap_conns; i++) w->conn_fds[i] = -1;
+            slot = old;
+        }
+    }
+    if (c && slot >= 0 && !w->stopping) {
+        memset(c, 0, sizeof *c);
+        c->w = w; c->ch.fd = fd; c->ch.k = k; c->slot = slot; c->refs = 1; c->role = role; c->id = ++w->next_conn;
+        if (first) { memcpy(c->first, first, DF__W_HEADER); c->has_first = 1; }
+        snprintf(c->peer, sizeof c->peer, "%s", peer);
+        pthread_mutex_init(&c->wmu, NULL);
+        w->conn_fds[slot] = fd;
+        w->n_conns++;
+        pthread_t t;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        started = pthread_create(&t, &at, df__w_conn_main, c) == 0;
+        pthread_attr_destroy(&at);
+        if (!started) { w->conn_fds[slot] = -1; w->n_conns--; pthread_mutex_destroy(&c->wmu); }
+    }
+    int stopping = w->stopping;
+    pthread_mutex_unlock(&w->mu);
+    if (!started) {
+        if (!stopping) df__w_log(w, "cannot serve the connection from %s (out of memory or threads)", peer);
+        close(fd); DF_FREE(k); DF_FREE(c);
+    }
+}
+/* An ERROR to a connection being refused (unsigned; it may not get there). */
+static void df__w_shake_refuse(int fd, df_code code, const char *msg) {
+    df__wbuf b = {NULL, 0, 0, 0};
+    df__wb_u32(&b, (uint32_t)code);
+    df__wb_str(&b, msg);
+    df__wchan ch = {fd, NULL};
+    if (!b.oom) (void)df__w_send(&ch, DF__W_ERROR, &b);
+    DF_FREE(b.p);
+}
+/* Reads what came on s: 0 to wait for more, 1 when s is done with (adopted, or closed). */
+static int df__w_shake_step(df_worker *w, df__wshake *s) {
+    size_t want = s->have < DF__W_HEADER ? DF__W_HEADER : DF__W_HEADER + (size_t)df__get64(s->in + 8);
+    ssize_t r = recv(s->fd, s->in + s->have, want - s->have, MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        if (s->have) df__w_log(w, "closing the connection from %s: the connection broke inside a frame header", s->peer);
+        close(s->fd);
+        return 1;
+    }
+    if (r < 0) return 0;
+    s->have += (size_t)r;
+    if (!w->key && s->have == DF__W_HEADER) {     /* no key: its first header, then a thread */
+        df__w_adopt(w, s->fd, s->peer, NULL, DF__W_ROLE_MASTER, s->in);
+        return 1;
+    }
+    if (s->have == DF__W_HEADER) {
+        uint64_t len = 0;
+        const char *why = NULL;
+        char buf[160];
+        int type = df__w_check_header(s->in, sizeof s->in - DF__W_HEADER, &len, &why, buf, sizeof buf, 0);
+        if (type && type != (s->stage ? DF__W_AUTH_PROOF : DF__W_AUTH)) {
+            df__w_shake_refuse(s->fd, DF_UNAUTHENTICATED, "This worker serves only masters and workers that hold its cluster key "
+                               "(df_session_options.cluster_key_file or DF_CLUSTER_KEY_FILE)");
+            df__w_log(w, "closing the connection from %s: it did not prove the cluster key (it sent %s)", s->peer, df__w_type_names[type]);
+            close(s->fd);
+            return 1;
+        }
+        if (!type) { df__w_log(w, "closing the connection from %s in its handshake: %s", s->peer, why); close(s->fd); return 1; }
+        want = DF__W_HEADER + (size_t)len;
+    }
+    if (s->have < want) return 0;
+    df__wread rd = {s->in + DF__W_HEADER, s->have - DF__W_HEADER, NULL};
+    df__wchan ch = {s->fd, NULL};
+    if (s->stage == 0) {                         /* AUTH: version, role, the client's nonce */
+        uint32_t version = df__wr_u32(&rd, "version"), role = df__wr_u32(&rd, "role");
+        size_t nl = 0;
+        const unsigned char *nc = df__wr_bytes(&rd, &nl, "nonce");
+        if (rd.bad || rd.n || nl != DF__W_NONCE || version != DF__W_VERSION || (role != DF__W_ROLE_MASTER && role != DF__W_ROLE_WORKER)) {
+            df__w_log(w, "closing the connection from %s: a malformed AUTH", s->peer);
+            close(s->fd);
+            return 1;
+        }
+        memcpy(s->nc, nc, DF__W_NONCE);
+        s->role = role;
+        unsigned char proof[32];
+        df__wbuf b = {NULL, 0, 0, 0};
+        int ok = !df__random_bytes(s->ns, DF__W_NONCE);
+        if (ok) {
+            df__w_auth_proof(w->key, 1, s->nc, s->ns, proof);
+            df__wb_bytes(&b, s->ns, DF__W_NONCE);
+            df__wb_bytes(&b, proof, sizeof proof);
+            ok = !b.oom && !df__w_send(&ch, DF__W_AUTH_CHALLENGE, &b);
+        }
+        DF_FREE(b.p);
+        if (!ok) { close(s->fd); return 1; }
+        s->stage = 1;
+        s->have = 0;
+        return 0;
+    }
+    size_t pl = 0;                               /* AUTH_PROOF: the client's proof */
+    const unsigned char *pc = df__wr_bytes(&rd, &pl, "proof");
+    unsigned char expect[32];
+    df__w_auth_proof(w->key, 0, s->nc, s->ns, expect);
+    if (rd.bad || rd.n || pl != 32 || !df__ct_equal(pc, expect, 32)) {
+        df__w_shake_refuse(s->fd, DF_UNAUTHENTICATED, "Wrong cluster key");
+        df__w_log(w, "closing the connection from %s: wrong cluster key", s->peer);
+        close(s->fd);
+        return 1;
+    }
+    struct df__wkeys *k = df__w_auth_keys(w->key, 1, s->nc, s->ns);
+    if (!k || df__w_send(&ch, DF__W_AUTH_OK, NULL)) { DF_FREE(k); close(s->fd); return 1; }
+    df__w_adopt(w, s->fd, s->peer, k, s->role, NULL);
+    return 1;
+}
+/* Closes the handshake at i (the oldest make room for new ones). */
+static void df__w_shake_evict(df_worker *w, int i, double now, const char *why) {
+    close(w->shakes[i].fd);
+    w->shakes[i] = w->shakes[--w->n_shakes];
+    w->evicted++;
+    if (now - w->evict_logged > 1000) {          /* (a flood is one line a second) */
+        df__w_log(w, "closed %d connection%s that did not finish the handshake (%s)", w->evicted, w->evicted == 1 ? "" : "s", why);
+        w->evicted = 0;
+        w->evict_logged = now;
+    }
+}
+/* The handshake to close for room (from address ip when by_ip): the oldest that has sent
+   nothing yet, else the oldest (a master that is answering gets through a flood). */
+static int df__w_shake_victim(const df_worker *w, int by_ip, uint32_t ip) {
+    int idle = -1, any = -1;
+    for (int i = 0; i < w->n_shakes; i++) {
+        const df__wshake *s = &w->shakes[i];
+        if (by_ip && s->ip != ip) continue;
+        if (any < 0 || s->since < w->shakes[any].since) any = i;
+        if (!s->stage && !s->have && (idle < 0 || s->since < w->shakes[idle].since)) idle = i;
+    }
+    return idle >= 0 ? idle : any;
+}
 static void *df__w_accept_main(void *arg) {
     df_worker *w = (df_worker *)arg;
-    for (;;) {
-        struct sockaddr_in a;
-        socklen_t al = sizeof a;
-        int fd = accept(w->listen_fd, (struct sockaddr *)&a, &al);
-        if (__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) { if (fd >= 0) close(fd); break; }
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) { struct timespec ts = {0, 50000000}; nanosleep(&ts, NULL); continue; }
-            df__w_log(w, "accept failed: %s; the worker stops", strerror(errno));
-            break;
+    int limit_ms = w->opts.handshake_timeout_ms > 0 ? w->opts.handshake_timeout_ms : 5000;
+    int cap = w->opts.max_handshakes > 0 ? w->opts.max_handshakes : 64, per_addr = cap >= 4 ? cap / 4 : 1;
+    struct pollfd *pf = NULL;
+    int cap_pf = 0, fl = fcntl(w->listen_fd, F_GETFL, 0);
+    if (fl >= 0) fcntl(w->listen_fd, F_SETFL, fl | O_NONBLOCK);
+    while (!__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) {
+        if (!df__grow(&pf, &cap_pf, w->n_shakes + 2, sizeof *pf)) { struct timespec ts = {0, 50000000}; nanosleep(&ts, NULL); continue; }
+        pf[0].fd = w->listen_fd; pf[0].events = POLLIN; pf[0].revents = 0;
+        pf[1].fd = w->wake[0]; pf[1].events = POLLIN; pf[1].revents = 0;
+        double now = df__now_ms();
+        int wait = 1000;
+        for (int i = 0; i < w->n_shakes; i++) {
+            pf[i + 2].fd = w->shakes[i].fd; pf[i + 2].events = POLLIN; pf[i + 2].revents = 0;
+            double left = w->shakes[i].since + limit_ms - now;
+            if (left < wait) wait = left > 0 ? (int)left + 1 : 0;
         }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        struct timeval tv = {10, 0};             /* a peer that stops reading fails our writes */
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        df__wconn *c = (df__wconn *)DF_MALLOC(sizeof *c);
-        pthread_mutex_lock(&w->mu);
-        if (w->stopping) { pthread_mutex_unlock(&w->mu); close(fd); DF_FREE(c); break; }
-        int slot = -1;
-        for (int i = 0; i < w->cap_conns && slot < 0; i++) if (w->conn_fds[i] < 0) slot = i;
-        if (slot < 0 && c) {
-            int old = w->cap_conns;
-            if (df__grow(&w->conn_fds, &w->cap_conns, old + 1, sizeof(int))) {
-                for (int i = old; i < w->cap_conns; i++) w->conn_fds[i] = -1;
-                slot = old;
+        int r = poll(pf, (nfds_t)w->n_shakes + 2, wait);
+        if (__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) break;
+        now = df__now_ms();
+        for (int i = w->n_shakes - 1; i >= 0; i--) {   /* (a swap brings in one already seen) */
+            df__wshake *s = &w->shakes[i];
+            int done = r > 0 && pf[i + 2].revents ? df__w_shake_step(w, s) : 0;
+            if (done) w->shakes[i] = w->shakes[--w->n_shakes];
+            else if (now - s->since > limit_ms) df__w_shake_evict(w, i, now, "the handshake deadline passed");
+        }
+        if (r <= 0 || !pf[0].revents) continue;
+        for (int batch = 0; batch < 16; batch++) {
+            struct sockaddr_in a;
+            socklen_t al = sizeof a;
+            int fd = accept(w->listen_fd, (struct sockaddr *)&a, &al);
+            if (fd < 0) {
+                if (errno == EINTR || errno == ECONNABORTED) continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                    int victim = df__w_shake_victim(w, 0, 0);   /* (a descriptor back from a handshake) */
+                    if (victim >= 0) df__w_shake_evict(w, victim, now, "out of file descriptors");
+                    else { struct timespec ts = {0, 20000000}; nanosleep(&ts, NULL); }
+                    break;
+                }
+                if (!__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) df__w_log(w, "accept failed: %s; the worker takes no new connections", strerror(errno));
+                goto out;
             }
+            int ffl = fcntl(fd, F_GETFL, 0);
+            if (ffl >= 0) fcntl(fd, F_SETFL, ffl | O_NONBLOCK);
+            uint32_t ip = ntohl(a.sin_addr.s_addr);
+            int same = 0;
+            for (int i = 0; i < w->n_shakes; i++) same += w->shakes[i].ip == ip;
+            if (same >= per_addr) df__w_shake_evict(w, df__w_shake_victim(w, 1, ip), now, "too many from one address");
+            else if (w->n_shakes >= cap) df__w_shake_evict(w, df__w_shake_victim(w, 0, 0), now, "too many at once");
+            if (!df__grow(&w->shakes, &w->cap_shakes, w->n_shakes + 1, sizeof *w->shakes)) { close(fd); continue; }
+            df__wshake *s = &w->shakes[w->n_shakes++];
+            memset(s, 0, sizeof *s);
+            s->fd = fd; s->ip = ip; s->since = now;
+            char ipbuf[INET_ADDRSTRLEN] = "?";
+            inet_ntop(AF_INET, &a.sin_addr, ipbuf, sizeof ipbuf);
+            snprintf(s->peer, sizeof s->peer, "%s:%d", ipbuf, (int)ntohs(a.sin_port));
         }
-        pthread_t t;
-        int started = 0;
-        if (c && slot >= 0) {
-            c->w = w; c->fd = fd; c->slot = slot; c->refs = 1;
-            pthread_mutex_init(&c->wmu, NULL);
-            char ip[INET_ADDRSTRLEN] = "?";
-            inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
-            snprintf(c->peer, sizeof c->peer, "%s:%d", ip, (int)ntohs(a.sin_port));
-            w->conn_fds[slot] = fd;
-            w->n_conns++;
-            pthread_attr_t at;
-            pthread_attr_init(&at);
-            pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-            started = pthread_create(&t, &at, df__w_conn_main, c) == 0;
-            pthread_attr_destroy(&at);
-            if (!started) { w->conn_fds[slot] = -1; w->n_conns--; pthread_mutex_destroy(&c->wmu); }
-        }
-        pthread_mutex_unlock(&w->mu);
-        if (!started) { df__w_log(w, "cannot serve a new connection (out of memory or threads)"); close(fd); DF_FREE(c); }
-        (void)t;
     }
+out:
+    for (int i = 0; i < w->n_shakes; i++) close(w->shakes[i].fd);
+    w->n_shakes = 0;
+    DF_FREE(pf);
     return NULL;
 }
 #endif /* DF__NET */
 
+#ifdef DF__NET
+static void df__w_free_early(df_worker *w) {         /* (a start that failed) */
+    if (w->wake[0] >= 0) { close(w->wake[0]); close(w->wake[1]); }
+    DF_FREE(w->key);
+    DF_FREE(w);
+}
+#endif
 df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
     df_status local;
     if (!st) st = &local;
@@ -33554,46 +34404,63 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
     memset(&o, 0, sizeof o);
     if (opts) o = *opts;
     if (o.port < 0 || o.port > 65535 || o.task < 0) { df_status_set(st, DF_INVALID_ARGUMENT, "df_worker_start: port %d, task %d", o.port, o.task); return NULL; }
+    if (o.shutdown < DF_WORKER_SHUTDOWN_AUTHENTICATED || o.shutdown > DF_WORKER_SHUTDOWN_ANY) { df_status_set(st, DF_INVALID_ARGUMENT, "df_worker_start: shutdown policy %d", o.shutdown); return NULL; }
+    const char *host = o.host ? o.host : "127.0.0.1";
+    if (!strcmp(host, "localhost")) host = "127.0.0.1";
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)o.port);
+    if (inet_pton(AF_INET, host, &a.sin_addr) != 1) { df_status_set(st, DF_INVALID_ARGUMENT, "df_worker_start: '%s' is not an IPv4 address", host); return NULL; }
+    if (!o.key_file && !o.insecure && (ntohl(a.sin_addr.s_addr) >> 24) != 127) {
+        df_status_set(st, DF_PERMISSION_DENIED, "df_worker_start: listening on %s without a cluster key lets anyone who reaches it run graphs as this "
+                      "process's user; give a key file (--key-file), or insecure (--insecure) on a network you trust", host);
+        return NULL;
+    }
     df_worker *w = (df_worker *)DF_MALLOC(sizeof *w);
     if (!w) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); return NULL; }
     memset(w, 0, sizeof *w);
     w->opts = o;
     w->listen_fd = -1;
+    w->wake[0] = w->wake[1] = -1;
+    if (o.key_file && !(w->key = df__key_load(o.key_file, "df_worker_start", st))) { DF_FREE(w); return NULL; }
+    if (pipe(w->wake)) {
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "df_worker_start: pipe: %s", strerror(errno));
+        DF_FREE(w->key); DF_FREE(w);
+        return NULL;
+    }
     {   /* a fresh incarnation per worker: time, process and address mixed */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         uint64_t h = df__hash_mix((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, (uint64_t)getpid());
         w->incarnation = df__hash_mix(h, (uint64_t)(uintptr_t)w) | 1;
     }
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)o.port);
-    const char *host = o.host ? o.host : "127.0.0.1";
-    if (!strcmp(host, "localhost")) host = "127.0.0.1";
-    if (inet_pton(AF_INET, host, &a.sin_addr) != 1) { df_status_set(st, DF_INVALID_ARGUMENT, "df_worker_start: '%s' is not an IPv4 address", host); DF_FREE(w); return NULL; }
     int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
     if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 64)) {
         df_status_set(st, errno == EADDRINUSE ? DF_ALREADY_EXISTS : errno == EACCES ? DF_PERMISSION_DENIED : DF_UNAVAILABLE,
                       "df_worker_start: cannot listen on %s:%d: %s", host, o.port, strerror(errno));
         if (fd >= 0) close(fd);
-        DF_FREE(w);
+        df__w_free_early(w);
         return NULL;
     }
     socklen_t al = sizeof a;
     getsockname(fd, (struct sockaddr *)&a, &al);
     w->port = ntohs(a.sin_port);
     w->listen_fd = fd;
+    if (!w->key)
+        df__w_log(w, "no cluster key: anyone who can reach port %d of %s runs graphs as this process's user (see SECURITY.md: --key-file)", w->port, host);
     df_session_options so;
     memset(&so, 0, sizeof so);
     so.num_cpu_devices = o.num_cpu_devices > 0 ? o.num_cpu_devices : 1;
     so.inter_op_threads = DF__MAX(2, df__num_cores());   /* (a step waits for other workers on its pool) */
+    so.memory_limit = o.memory_limit;
+    so.data_dir = o.data_dir ? o.data_dir : "";          /* ("": no file access) */
     if (!(w->empty = df_graph_new()) || !(w->sess = df_session_new(w->empty, &so, st))) {
         if (!st->code) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
         df_graph_free(w->empty);
         close(fd);
-        DF_FREE(w);
+        df__w_free_early(w);
         return NULL;
     }
     pthread_mutex_init(&w->mu, NULL);
@@ -33602,7 +34469,7 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
         close(fd);
         pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
         df_session_free(w->sess); df_graph_free(w->empty);
-        DF_FREE(w);
+        df__w_free_early(w);
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "df_worker_start: cannot start a thread");
         return NULL;
     }
@@ -33615,7 +34482,7 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
         close(fd);
         pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
         df_session_free(w->sess); df_graph_free(w->empty);
-        DF_FREE(w);
+        df__w_free_early(w);
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "df_worker_start: cannot start a thread");
         return NULL;
     }
@@ -33648,8 +34515,11 @@ void df_worker_stop(df_worker *w) {
     pthread_join(w->accept_thread, NULL);
     pthread_join(w->beat_thread, NULL);
     close(w->listen_fd);
+    close(w->wake[0]); close(w->wake[1]);
+    DF_FREE(w->shakes);
+    if (w->key) { memset(w->key, 0, sizeof *w->key); DF_FREE(w->key); }
     for (int i = 0; i < w->n_regs; i++) if (w->regs[i] && --w->regs[i]->refs == 0) df__wreg_free(w->regs[i]);
-    for (int i = 0; i < w->n_peers; i++) { if (w->peers[i]->fd >= 0) close(w->peers[i]->fd); pthread_mutex_destroy(&w->peers[i]->mu); DF_FREE(w->peers[i]); }
+    for (int i = 0; i < w->n_peers; i++) { df__chan_close(&w->peers[i]->ch); pthread_mutex_destroy(&w->peers[i]->mu); DF_FREE(w->peers[i]); }
     df__w_pending_purge(w, 1);
     DF_FREE(w->regs); DF_FREE(w->conn_fds); DF_FREE(w->peers);
     df_session_free(w->sess);
@@ -33680,22 +34550,39 @@ df_code df_worker_hello(const char *address, int timeout_ms, df_worker_info *inf
     return df_status_set(st, DF_UNIMPLEMENTED, "Workers need POSIX sockets and threads");
 #else
     char err[256];
-    int fd = df__connect(address, timeout_ms > 0 ? timeout_ms : 5000, err, sizeof err);
-    if (fd < 0) return df_status_set(st, DF_UNAVAILABLE, "%s", err);
-    struct timeval tv = {(timeout_ms > 0 ? timeout_ms : 5000) / 1000, ((timeout_ms > 0 ? timeout_ms : 5000) % 1000) * 1000};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int ms = timeout_ms > 0 ? timeout_ms : 5000;
+    const char *key_path = df__key_path(NULL);
+    df__hmac_key *key = key_path ? df__key_load(key_path, "df_worker_hello", st) : NULL;
+    if (key_path && !key) return st->code;
+    df__wchan ch = {df__connect(address, ms, err, sizeof err), NULL};
+    if (ch.fd < 0) { DF_FREE(key); return df_status_set(st, DF_UNAVAILABLE, "%s", err); }
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    setsockopt(ch.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char who[96];
+    snprintf(who, sizeof who, "Worker %s", address);
+    if (key && df__w_auth_client(&ch, key, DF__W_ROLE_MASTER, ms, who, st)) { DF_FREE(key); df__chan_close(&ch); return st->code; }
+    DF_FREE(key);
     df__wbuf b = {NULL, 0, 0, 0};
     df__wb_u32(&b, DF__W_VERSION);
     unsigned char *data = NULL;
     uint64_t len = 0;
     const char *why = NULL;
     char buf[160];
-    int type = b.oom || df__w_send(fd, DF__W_HELLO, &b) ? -1 : df__w_recv(fd, (uint64_t)1 << 20, &data, &len, &why, buf, sizeof buf);
+    int type = b.oom || df__w_send(&ch, DF__W_HELLO, &b) ? -1 : df__w_recv(&ch, (uint64_t)1 << 20, &data, &len, &why, buf, sizeof buf);
     DF_FREE(b.p);
+    if (type == DF__W_ERROR) {                   /* (a keyed worker, and no key here) */
+        df__wread r = {data, (size_t)len, NULL};
+        uint32_t code = df__wr_u32(&r, "code");
+        char *msg = df__wr_str(&r, 4000, "message");
+        df_status_set(st, code >= 1 && code <= 16 ? (df_code)code : DF_DATA_LOSS, "Worker %s refused: %s", address, msg ? msg : "?");
+        DF_FREE(msg); DF_FREE(data);
+        df__chan_close(&ch);
+        return st->code;
+    }
     if (type != DF__W_HELLO_OK) {
         DF_FREE(data);
-        close(fd);
-        return df_status_set(st, DF_UNAVAILABLE, "Worker %s did not answer HELLO: %s", address, type < 0 ? why : type == 0 ? "it closed the connection" : "a wrong answer");
+        df__chan_close(&ch);
+        return df_status_set(st, DF_UNAVAILABLE, "Worker %s did not answer HELLO: %s", address, type < 0 ? (why ? why : "it could not be sent") : type == 0 ? "it closed the connection" : "a wrong answer");
     }
     df__wread r = {data, (size_t)len, NULL};
     uint64_t inc = df__wr_u64(&r, "incarnation");
@@ -33707,8 +34594,8 @@ df_code df_worker_hello(const char *address, int timeout_ms, df_worker_info *inf
         DF_FREE(name);
     }
     DF_FREE(data);
-    df__w_send(fd, DF__W_CLOSE, NULL);
-    close(fd);
+    df__w_send(&ch, DF__W_CLOSE, NULL);
+    df__chan_close(&ch);
     if (r.bad) return df_status_set(st, DF_DATA_LOSS, "Worker %s sent a malformed HELLO answer (%s)", address, r.bad);
     return DF_OK;
 #endif
@@ -33731,7 +34618,8 @@ df_code df_worker_hello(const char *address, int timeout_ms, df_worker_info *inf
 struct df__cluster {
     int n;
     char (*addr)[64];
-    int *fd;                         /* -1 once broken: runs then fail with DF_UNAVAILABLE */
+    df__wchan *ch;                   /* fd -1 once broken: runs then fail with DF_UNAVAILABLE */
+    struct df__hmac_key *key;        /* the cluster key (NULL: none) */
     uint64_t *incarnation;
 #ifdef DF__NET
     pthread_mutex_t mu;
@@ -33743,27 +34631,27 @@ struct df__cluster {
 static void df__cluster_close(struct df__cluster *c) {
     if (!c) return;
 #ifdef DF__NET
-    for (int t = 0; t < c->n; t++)
-        if (c->fd[t] >= 0) { df__w_send(c->fd[t], DF__W_CLOSE, NULL); close(c->fd[t]); }
+    for (int t = 0; c->ch && t < c->n; t++)
+        if (c->ch[t].fd >= 0) { df__w_send(&c->ch[t], DF__W_CLOSE, NULL); df__chan_close(&c->ch[t]); }
     pthread_mutex_destroy(&c->mu);
 #endif
-    DF_FREE(c->addr); DF_FREE(c->fd); DF_FREE(c->incarnation);
+    DF_FREE(c->addr); DF_FREE(c->ch); DF_FREE(c->incarnation); DF_FREE(c->key);
     DF_FREE(c);
 }
 
 #ifdef DF__NET
 /* A status code a peer sent: one of ours (1 to 15), else the message is malformed (DF_DATA_LOSS);
    never taken as our own DF_OK. */
-static df_code df__peer_code(uint32_t code) { return code >= 1 && code <= 15 ? (df_code)code : DF_DATA_LOSS; }
+static df_code df__peer_code(uint32_t code) { return code >= 1 && code <= 16 ? (df_code)code : DF_DATA_LOSS; }
 /* One answer on fd within timeout_ms: its type and payload (or -1 with st set). */
-static int df__cluster_await(int fd, int timeout_ms, unsigned char **data, uint64_t *len, const char *who, df_status *st) {
-    struct pollfd p = {fd, POLLIN, 0};
+static int df__cluster_await(df__wchan *ch, int timeout_ms, unsigned char **data, uint64_t *len, const char *who, df_status *st) {
+    struct pollfd p = {ch->fd, POLLIN, 0};
     int r;
     do r = poll(&p, 1, timeout_ms); while (r < 0 && errno == EINTR);
     if (r == 0) { df_status_set(st, DF_UNAVAILABLE, "%s did not answer within %d ms", who, timeout_ms); return -1; }
     const char *why = NULL;
     char buf[160];
-    int type = df__w_recv(fd, DF_MAX_MESSAGE_BYTES, data, len, &why, buf, sizeof buf);
+    int type = df__w_recv(ch, DF_MAX_MESSAGE_BYTES, data, len, &why, buf, sizeof buf);
     if (type <= 0) { df_status_set(st, DF_UNAVAILABLE, "%s closed the connection (%s)", who, type == 0 ? "it may have died" : why); return -1; }
     return type;
 }
@@ -33782,14 +34670,16 @@ static df_code df__cluster_open(struct df_session *s, df_status *st) {
     s->cluster = c;
     c->timeout_ms = s->opts.worker_timeout_ms > 0 ? s->opts.worker_timeout_ms : 2000;
     c->salt = s->seed_salt << 20;
+    const char *key_path = df__key_path(s->opts.cluster_key_file);
+    if (key_path && !(c->key = df__key_load(key_path, "df_session_new", st))) return st->code;
     int n = 1;
     for (const char *p = target; *p; p++) n += *p == ',';
     if (n > 1024) return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: %d workers in the target, at most 1024", n);
     c->addr = (char (*)[64])DF_MALLOC((size_t)n * 64);
-    c->fd = (int *)DF_MALLOC((size_t)n * sizeof(int));
+    c->ch = (df__wchan *)DF_MALLOC((size_t)n * sizeof(df__wchan));
     c->incarnation = (uint64_t *)DF_MALLOC((size_t)n * sizeof(uint64_t));
-    if (!c->addr || !c->fd || !c->incarnation) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
-    for (int t = 0; t < n; t++) c->fd[t] = -1;
+    if (!c->addr || !c->ch || !c->incarnation) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    for (int t = 0; t < n; t++) { c->ch[t].fd = -1; c->ch[t].k = NULL; }
     c->n = n;
     const char *p = target;
     for (int t = 0; t < n; t++) {
@@ -33804,19 +34694,27 @@ static df_code df__cluster_open(struct df_session *s, df_status *st) {
     for (int t = 0; t < n; t++) {              /* connect, HELLO: incarnation and devices */
         char err[256], who[96];
         snprintf(who, sizeof who, "Worker task %d (%s)", t, c->addr[t]);
-        if ((c->fd[t] = df__connect(c->addr[t], c->timeout_ms, err, sizeof err)) < 0)
+        if ((c->ch[t].fd = df__connect(c->addr[t], c->timeout_ms, err, sizeof err)) < 0)
             return df_status_set(st, DF_UNAVAILABLE, "df_session_new: worker task %d: %s", t, err);
         /* a frame that stops halfway fails its read instead of blocking the master */
         int rcv_ms = c->timeout_ms > 1000 ? c->timeout_ms : 1000;
         struct timeval tv = {rcv_ms / 1000, (rcv_ms % 1000) * 1000};
-        setsockopt(c->fd[t], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(c->ch[t].fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        if (c->key && df__w_auth_client(&c->ch[t], c->key, DF__W_ROLE_MASTER, c->timeout_ms > 5000 ? c->timeout_ms : 5000, who, st)) return st->code;
         df__wbuf b = {NULL, 0, 0, 0};
         df__wb_u32(&b, DF__W_VERSION);
-        int sent = !b.oom && !df__w_send(c->fd[t], DF__W_HELLO, &b);
+        int sent = !b.oom && !df__w_send(&c->ch[t], DF__W_HELLO, &b);
         DF_FREE(b.p);
         unsigned char *data = NULL;
         uint64_t len = 0;
-        int type = sent ? df__cluster_await(c->fd[t], c->timeout_ms, &data, &len, who, st) : -1;
+        int type = sent ? df__cluster_await(&c->ch[t], c->timeout_ms, &data, &len, who, st) : -1;
+        if (type == DF__W_ERROR) {                /* (a keyed worker refuses a master without the key) */
+            df__wread r = {data, (size_t)len, NULL};
+            uint32_t code = df__wr_u32(&r, "code");
+            char *msg = df__wr_str(&r, 4000, "message");
+            df_status_set(st, df__peer_code(code), "%s refused the session: %s", who, msg ? msg : "?");
+            DF_FREE(msg);
+        }
         if (type != DF__W_HELLO_OK) {
             DF_FREE(data);
             if (!st->code) df_status_set(st, DF_UNAVAILABLE, "%s did not answer HELLO", who);
@@ -33856,7 +34754,7 @@ static df_code df__cluster_register(struct df_session *s, df__plan *plan, df_sta
         char who[96];
         snprintf(who, sizeof who, "Worker task %d (%s)", t, t >= 0 && t < c->n ? c->addr[t] : "?");
         if (t < 0 || t >= c->n) { df_status_set(st, DF_INTERNAL, "Partition %d is on %s, not on a worker", p, pt->dev->name); break; }
-        if (c->fd[t] < 0) { df_status_set(st, DF_UNAVAILABLE, "%s: its connection broke earlier; make a new session", who); break; }
+        if (c->ch[t].fd < 0) { df_status_set(st, DF_UNAVAILABLE, "%s: its connection broke earlier; make a new session", who); break; }
         pt->task = t;
         void *gd = NULL;
         size_t gl = 0;
@@ -33870,17 +34768,17 @@ static df_code df__cluster_register(struct df_session *s, df__plan *plan, df_sta
         for (int k = 0; k < pt->n_feeds; k++) df__wb_str(&b, pt->io_names[k]);
         df__wb_u32(&b, (uint32_t)pt->n_fetches);
         for (int k = 0; k < pt->n_fetches; k++) df__wb_str(&b, pt->io_names[pt->n_feeds + k]);
-        int sent = !b.oom && !df__w_send(c->fd[t], DF__W_REGISTER, &b);
+        int sent = !b.oom && !df__w_send(&c->ch[t], DF__W_REGISTER, &b);
         DF_FREE(b.p);
         unsigned char *data = NULL;
         uint64_t len = 0;
-        int type = sent ? df__cluster_await(c->fd[t], 60000, &data, &len, who, st) : -1;
+        int type = sent ? df__cluster_await(&c->ch[t], 60000, &data, &len, who, st) : -1;
         /* a HEARTBEAT (the worker's to another master's step) may come first: skipped, a bounded
            number of times (a peer that only beats gets no answer from us forever) */
         for (int beats = 0; type == DF__W_HEARTBEAT && beats < 1000; beats++) {
             DF_FREE(data);
             data = NULL;
-            type = df__cluster_await(c->fd[t], 60000, &data, &len, who, st);
+            type = df__cluster_await(&c->ch[t], 60000, &data, &len, who, st);
         }
         df__wread r = {data, (size_t)len, NULL};
         if (type == DF__W_REGISTERED) pt->handle = (int)df__wr_u32(&r, "handle");
@@ -33890,7 +34788,7 @@ static df_code df__cluster_register(struct df_session *s, df__plan *plan, df_sta
             df_status_set(st, df__peer_code(code), "%s cannot take partition %d: %s", who, p, msg ? msg : "?");
             DF_FREE(msg);
         } else if (!st->code) df_status_set(st, DF_UNAVAILABLE, "%s answered REGISTER with %s", who, type > 0 ? df__w_type_names[type] : "nothing");
-        if (type < 0 || (type != DF__W_REGISTERED && type != DF__W_ERROR)) { close(c->fd[t]); c->fd[t] = -1; }
+        if (type < 0 || (type != DF__W_REGISTERED && type != DF__W_ERROR)) { df__chan_close(&c->ch[t]); }
         DF_FREE(data);
     }
     plan->registered = !st->code;
@@ -33906,13 +34804,8 @@ static void df__cluster_abort(struct df__cluster *c, uint64_t id, const unsigned
     df__wb_u32(&b, (uint32_t)why->code);
     df__wb_str(&b, why->message);
     for (int t = 0; !b.oom && t < c->n; t++)
-        if (pending[t] && c->fd[t] >= 0) df__w_send(c->fd[t], DF__W_ABORT, &b);
+        if (pending[t] && c->ch[t].fd >= 0) df__w_send(&c->ch[t], DF__W_ABORT, &b);
     DF_FREE(b.p);
-}
-static double df__now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 #endif
 
@@ -33947,7 +34840,7 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
         int np = 0;
         for (int p = 0; p < plan->n_parts; p++) np += plan->parts[p].task == t;
         if (!np) continue;
-        if (c->fd[t] < 0) { df_status_set(&first, DF_UNAVAILABLE, "Worker task %d (%s): its connection broke earlier; make a new session", t, c->addr[t]); break; }
+        if (c->ch[t].fd < 0) { df_status_set(&first, DF_UNAVAILABLE, "Worker task %d (%s): its connection broke earlier; make a new session", t, c->addr[t]); break; }
         df__wbuf b = {NULL, 0, 0, 0};
         df__wb_u64(&b, id);
         df__wb_u64(&b, c->incarnation[t]);
@@ -33963,9 +34856,9 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
             for (int k = 0; k < pt->n_feeds; k++) df__wb_tensor(&b, feed_values[pt->feed_map[k]]);
         }
         if (b.oom) df_status_set(&first, DF_RESOURCE_EXHAUSTED, "Out of memory sending the feeds");
-        else if (df__w_send(c->fd[t], DF__W_RUN_STEP, &b)) {
+        else if (df__w_send(&c->ch[t], DF__W_RUN_STEP, &b)) {
             df_status_set(&first, DF_UNAVAILABLE, "Worker task %d (%s) cannot be reached: %s", t, c->addr[t], strerror(errno));
-            close(c->fd[t]); c->fd[t] = -1;
+            df__chan_close(&c->ch[t]);
         } else { pending[t] = 1; seen[t] = df__now_ms(); }
         DF_FREE(b.p);
     }
@@ -33976,11 +34869,11 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
     int *pt_of = (int *)DF_MALLOC(((size_t)n + 1) * sizeof(int));
     if (!pf || !pt_of) {                         /* (no way to wait: the workers are told to stop) */
         if (!first.code) { df_status_set(&first, DF_RESOURCE_EXHAUSTED, "Out of memory waiting for the workers"); df__cluster_abort(c, id, pending, &first); }
-        for (int t = 0; t < n; t++) if (pending[t] && c->fd[t] >= 0) { close(c->fd[t]); c->fd[t] = -1; pending[t] = 0; }
+        for (int t = 0; t < n; t++) if (pending[t] && c->ch[t].fd >= 0) { df__chan_close(&c->ch[t]); pending[t] = 0; }
     }
     for (;;) {
         int np = 0;
-        for (int t = 0; pf && pt_of && t < n; t++) if (pending[t]) { pf[np].fd = c->fd[t]; pf[np].events = POLLIN; pf[np].revents = 0; pt_of[np++] = t; }
+        for (int t = 0; pf && pt_of && t < n; t++) if (pending[t]) { pf[np].fd = c->ch[t].fd; pf[np].events = POLLIN; pf[np].revents = 0; pt_of[np++] = t; }
         if (!np) break;
         int r = poll(pf, (nfds_t)np, 50);
         double now = df__now_ms();
@@ -33998,13 +34891,13 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
             uint64_t len = 0;
             const char *why = NULL;
             char buf[160];
-            int type = df__w_recv(c->fd[t], DF_MAX_MESSAGE_BYTES, &data, &len, &why, buf, sizeof buf);
+            int type = df__w_recv(&c->ch[t], DF_MAX_MESSAGE_BYTES, &data, &len, &why, buf, sizeof buf);
             seen[t] = now;
             df_status fail;
             df_status_clear(&fail);
             if (type <= 0) {
                 df_status_set(&fail, DF_UNAVAILABLE, "%s closed its connection during the step (%s)", who, type == 0 ? "it may have died" : why);
-                close(c->fd[t]); c->fd[t] = -1; pending[t] = 0;
+                df__chan_close(&c->ch[t]); pending[t] = 0;
             } else if (type == DF__W_STEP_DONE) {
                 df__wread rd = {data, (size_t)len, NULL};
                 uint64_t sid = df__wr_u64(&rd, "step");
@@ -34050,7 +34943,7 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
             if (since <= limit) continue;
             df_status fail;
             df_status_set(&fail, DF_UNAVAILABLE, "Worker task %d (%s) was silent for %.0f ms during the step (stopped, hung or unreachable)", t, c->addr[t], since);
-            close(c->fd[t]); c->fd[t] = -1; pending[t] = 0;
+            df__chan_close(&c->ch[t]); pending[t] = 0;
             if (!first.code) { first = fail; aborted_at = now; df__cluster_abort(c, id, pending, &first); }
         }
     }
@@ -34226,6 +35119,8 @@ df_code df_mpi_init(int *argc, char ***argv, const char **target, df_status *st)
         df_worker_options o;
         memset(&o, 0, sizeof o);
         o.task = df__mpi.rank - 1;
+        o.key_file = df__key_path(NULL);        /* (DF_CLUSTER_KEY_FILE: the bridge's local port is keyed too) */
+        o.data_dir = getenv("DF_DATA_DIR");     /* (no file access unless named) */
         if (!(df__mpi.worker = df_worker_start(&o, st))) { MPI_Finalize(); return st->code; }
         df__mpi.worker_port = df_worker_port(df__mpi.worker);
     }

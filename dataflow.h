@@ -74,7 +74,8 @@ typedef enum df_code {            /* same numbers as TensorFlow / absl status co
     DF_DEADLINE_EXCEEDED = 4, DF_NOT_FOUND = 5, DF_ALREADY_EXISTS = 6,
     DF_PERMISSION_DENIED = 7, DF_RESOURCE_EXHAUSTED = 8, DF_FAILED_PRECONDITION = 9,
     DF_ABORTED = 10, DF_OUT_OF_RANGE = 11, DF_UNIMPLEMENTED = 12, DF_INTERNAL = 13,
-    DF_UNAVAILABLE = 14, DF_DATA_LOSS = 15
+    DF_UNAVAILABLE = 14, DF_DATA_LOSS = 15,
+    DF_UNAUTHENTICATED = 16       /* a peer without the cluster key (see df_worker_options.key_file) */
 } df_code;
 
 typedef struct df_status { df_code code; char message[512]; } df_status;  /* stack-allocatable */
@@ -717,6 +718,15 @@ typedef struct df_session_options {
                                         DF_DEADLINE_EXCEEDED (a loop built by hand that never
                                         ends, a dequeue that waits for ever); 0: no limit, as
                                         TensorFlow's RunOptions.timeout_in_ms */
+    const char *cluster_key_file;    /* with a target: the cluster's secret (a file of at least 16
+                                        bytes, readable by its owner only), proved to every worker
+                                        and used to sign every frame; NULL: the environment
+                                        variable DF_CLUSTER_KEY_FILE, else no key (workers on
+                                        loopback without --key-file only) */
+    const char *data_dir;            /* files a graph's ops open (SaveV2, RestoreV2) must lie in
+                                        this directory (no "..", no symbolic link, regular files
+                                        only: DF_PERMISSION_DENIED otherwise); "": no file access;
+                                        NULL: no restriction (the program trusts its graphs) */
 } df_session_options;
 
 /* Graph optimisation passes (on a copy of the graph, per feeds/fetches/targets signature). */
@@ -972,7 +982,29 @@ typedef struct df_worker_options {
     void (*log)(void *user, const char *line);    /* why a connection closed, etc.; NULL: stderr */
     void (*on_listening)(int port, void *user);   /* df_worker_serve calls it once listening */
     void       *log_user;            /* passed to log and on_listening */
+    /* Security (see SECURITY.md). Zero means the safe default. */
+    const char *key_file;            /* the cluster's secret: every connection proves it (a mutual
+                                        HMAC-SHA256 challenge) before any other frame is read, and
+                                        every frame after carries a MAC; NULL: no key, which is
+                                        allowed only on a loopback host unless `insecure` */
+    int         insecure;            /* listen beyond loopback without a key (anyone who reaches
+                                        the port runs graphs as this process's user) */
+    const char *data_dir;            /* files the graphs' ops open (SaveV2, RestoreV2) stay in this
+                                        directory; NULL: no file access at all */
+    size_t      memory_limit;        /* bytes per device (variables included); 0: no limit */
+    const char *cluster;             /* "host:port,host:port": the only workers this one sends
+                                        tensors to; NULL: those an authenticated master names (with
+                                        no key: loopback addresses only, unless `insecure`) */
+    int         shutdown;            /* DF_WORKER_SHUTDOWN_*: who may stop the worker by message */
+    int         handshake_timeout_ms;/* a connection not authenticated by then is closed; 0: 5000 */
+    int         max_handshakes;      /* connections in the handshake at once (the oldest closed
+                                        first); 0: 64, and 16 from one address */
 } df_worker_options;
+enum {
+    DF_WORKER_SHUTDOWN_AUTHENTICATED = 0,  /* a master that proved the key (none without a key) */
+    DF_WORKER_SHUTDOWN_NEVER = 1,          /* SHUTDOWN messages are refused; stop it by signal */
+    DF_WORKER_SHUTDOWN_ANY = 2             /* any connection (tests on loopback; no key) */
+};
 typedef struct df_worker df_worker;
 df_worker *df_worker_start(const df_worker_options *opts, df_status *st);   /* serves on threads of its own */
 int        df_worker_port(const df_worker *w);

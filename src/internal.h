@@ -786,10 +786,14 @@ typedef struct df__variant {
 #if !defined(DF_NO_THREADS) && ((defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200112L) || defined(_GNU_SOURCE) || defined(_DEFAULT_SOURCE))
 #define DF__NET 1
 #endif
+/* A connection: its socket and, on a keyed cluster, its signing state (src/net/wire.c). */
+typedef struct df__wchan { int fd; struct df__wkeys *k; } df__wchan;
 #ifdef DF__NET
 enum { DF__W_MAGIC = 0x31574644u, DF__W_VERSION = 1, DF__W_HEADER = 24, DF__W_TENSOR_FIXED = 32 };
 enum { DF__W_HELLO = 1, DF__W_HELLO_OK, DF__W_PING, DF__W_PONG, DF__W_REGISTER, DF__W_REGISTERED, DF__W_ERROR,
-       DF__W_CLOSE, DF__W_SHUTDOWN, DF__W_RUN_STEP, DF__W_STEP_DONE, DF__W_TENSOR, DF__W_ABORT, DF__W_HEARTBEAT, DF__W_TYPES };
+       DF__W_CLOSE, DF__W_SHUTDOWN, DF__W_RUN_STEP, DF__W_STEP_DONE, DF__W_TENSOR, DF__W_ABORT, DF__W_HEARTBEAT,
+       DF__W_AUTH, DF__W_AUTH_CHALLENGE, DF__W_AUTH_PROOF, DF__W_AUTH_OK, DF__W_TYPES };
+enum { DF__W_FLAG_MAC = 1, DF__W_MAC = 32, DF__W_NONCE = 32, DF__W_ROLE_MASTER = 1, DF__W_ROLE_WORKER = 2 };
 typedef struct df__wbuf { unsigned char *p; size_t n, cap; int oom; } df__wbuf;
 typedef struct df__wread { const unsigned char *p; size_t n; const char *bad; } df__wread;
 #endif
@@ -1365,13 +1369,26 @@ DF_PRIVATE const unsigned char *df__wr_bytes(df__wread *r, size_t *len, const ch
 DF_PRIVATE char *df__wr_str(df__wread *r, size_t max, const char *what);
 DF_PRIVATE void df__wb_tensor(df__wbuf *b, const df_tensor *t);
 DF_PRIVATE df_tensor *df__wr_tensor(df__wread *r, const char *what);
-DF_PRIVATE void df__w_header(unsigned char *h, int type, uint64_t len);
+DF_PRIVATE void df__w_header(unsigned char *h, int type, uint64_t len, uint32_t flags);
 DF_PRIVATE int df__sock_read(int fd, void *buf, size_t n);
 DF_PRIVATE int df__sock_write(int fd, const void *buf, size_t n);
-DF_PRIVATE int df__w_send(int fd, int type, const df__wbuf *payload);
-DF_PRIVATE int df__w_recv_head(int fd, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn);
-DF_PRIVATE int df__w_recv_body(int fd, int type, unsigned char **data, uint64_t len, const char **why);
-DF_PRIVATE int df__w_recv(int fd, uint64_t max, unsigned char **data, uint64_t *len, const char **why, char *buf, size_t bn);
+DF_PRIVATE void df__chan_close(df__wchan *ch);
+DF_PRIVATE int df__chan_read(df__wchan *ch, void *buf, size_t n);
+DF_PRIVATE int df__w_send(df__wchan *ch, int type, const df__wbuf *payload);
+DF_PRIVATE int df__w_send_parts(df__wchan *ch, int type, const void *a, size_t an, const void *b, size_t bn);
+DF_PRIVATE int df__w_recv_head(df__wchan *ch, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn);
+DF_PRIVATE int df__w_recv_end(df__wchan *ch, const char **why);
+DF_PRIVATE int df__w_take_head(df__wchan *ch, const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn);
+DF_PRIVATE int df__w_recv_body(df__wchan *ch, int type, unsigned char **data, uint64_t len, const char **why);
+DF_PRIVATE int df__w_recv(df__wchan *ch, uint64_t max, unsigned char **data, uint64_t *len, const char **why, char *buf, size_t bn);
+DF_PRIVATE struct df__hmac_key *df__key_load(const char *path, const char *who, df_status *st);
+DF_PRIVATE const char *df__key_path(const char *given);
+DF_PRIVATE void df__w_auth_proof(const struct df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns, unsigned char out[32]);
+DF_PRIVATE struct df__wkeys *df__w_auth_keys(const struct df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns);
+DF_PRIVATE df_code df__w_auth_client(df__wchan *ch, const struct df__hmac_key *key, uint32_t role, int timeout_ms, const char *who, df_status *st);
+DF_PRIVATE int df__addr_is_loopback(const char *addr);
+DF_PRIVATE double df__now_ms(void);
+DF_PRIVATE int df__w_check_header(const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn, int keyed);
 DF_PRIVATE int df__connect(const char *addr, int timeout_ms, char *err, size_t en);
 DF_PRIVATE int df__task_of(const char *dev);
 #endif
@@ -1514,3 +1531,32 @@ DF_PRIVATE df_code df__sf_resize_bilinear_grad(df__shape_ctx *c);
 DF_PRIVATE void df__g_resize_bilinear(df__gfn *c);
 DF_PRIVATE void df__g_resize_nearest(df__gfn *c);
 /* ---- end of src/kernels/resize.c ---- */
+
+/* ---- crypto (issue 28): begin ---- */
+/* src/crypto.c: SHA-256, HMAC-SHA256, constant-time compare, OS randomness. It precedes this
+   header (self-contained, so tests/test_crypto.c and bench/bench_mac.c compile it alone) and
+   defines its types there: df__sha256 (a hash in progress), df__hmac_key (a key's inner and
+   outer states, made once per key), df__hmac (one message's MAC in progress; its key must
+   outlive it). Digests and MACs are 32 bytes. */
+DF_PRIVATE void df__sha256_init(df__sha256 *c);
+DF_PRIVATE void df__sha256_update(df__sha256 *c, const void *data, size_t n);
+DF_PRIVATE void df__sha256_final(df__sha256 *c, unsigned char out[32]);   /* wipes c */
+DF_PRIVATE void df__sha256_hash(const void *data, size_t n, unsigned char out[32]);
+/* HMAC-SHA256 with the key's pads hashed once: per message only the message is hashed. */
+DF_PRIVATE void df__hmac_key_init(df__hmac_key *k, const void *key, size_t klen);
+DF_PRIVATE void df__hmac_begin(df__hmac *m, const df__hmac_key *k);
+DF_PRIVATE void df__hmac_update(df__hmac *m, const void *data, size_t n);
+DF_PRIVATE void df__hmac_final(df__hmac *m, unsigned char out[32]);       /* wipes m */
+DF_PRIVATE void df__hmac_sha256(const void *key, size_t klen, const void *data, size_t n, unsigned char out[32]);
+/* 1 when equal; the time depends on n only, not on where the bytes differ. */
+DF_PRIVATE int df__ct_equal(const void *a, const void *b, size_t n);
+/* n bytes from the OS (getrandom, getentropy or /dev/urandom; never a weaker source): 0, or -1
+   with out zeroed. */
+DF_PRIVATE int df__random_bytes(void *out, size_t n);
+/* Zeroes key material (a store the compiler may not drop). */
+DF_PRIVATE void df__secure_zero(void *p, size_t n);
+/* Tests and benchmarks: nonzero forces the portable compression, 0 chooses again (the x86 SHA
+   extensions where the CPU has them, unless DF_NO_SHA_NI=1 or DF_NO_SIMD); which one runs. */
+DF_PRIVATE void df__sha256_force_portable(int on);
+DF_PRIVATE const char *df__sha256_impl(void);
+/* ---- crypto (issue 28): end ---- */

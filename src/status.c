@@ -7,7 +7,7 @@ const char *df_code_name(df_code code) {
     static const char *names[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT",
         "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED",
         "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-        "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS"};
+        "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
     return (unsigned)code < sizeof names / sizeof *names ? names[code] : "UNKNOWN_CODE";
 }
 

@@ -161,6 +161,8 @@ df_code df_mpi_init(int *argc, char ***argv, const char **target, df_status *st)
         df_worker_options o;
         memset(&o, 0, sizeof o);
         o.task = df__mpi.rank - 1;
+        o.key_file = df__key_path(NULL);        /* (DF_CLUSTER_KEY_FILE: the bridge's local port is keyed too) */
+        o.data_dir = getenv("DF_DATA_DIR");     /* (no file access unless named) */
         if (!(df__mpi.worker = df_worker_start(&o, st))) { MPI_Finalize(); return st->code; }
         df__mpi.worker_port = df_worker_port(df__mpi.worker);
     }

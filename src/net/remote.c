@@ -16,7 +16,8 @@
 struct df__cluster {
     int n;
     char (*addr)[64];
-    int *fd;                         /* -1 once broken: runs then fail with DF_UNAVAILABLE */
+    df__wchan *ch;                   /* fd -1 once broken: runs then fail with DF_UNAVAILABLE */
+    struct df__hmac_key *key;        /* the cluster key (NULL: none) */
     uint64_t *incarnation;
 #ifdef DF__NET
     pthread_mutex_t mu;
@@ -28,27 +29,27 @@ struct df__cluster {
 DF_PRIVATE void df__cluster_close(struct df__cluster *c) {
     if (!c) return;
 #ifdef DF__NET
-    for (int t = 0; t < c->n; t++)
-        if (c->fd[t] >= 0) { df__w_send(c->fd[t], DF__W_CLOSE, NULL); close(c->fd[t]); }
+    for (int t = 0; c->ch && t < c->n; t++)
+        if (c->ch[t].fd >= 0) { df__w_send(&c->ch[t], DF__W_CLOSE, NULL); df__chan_close(&c->ch[t]); }
     pthread_mutex_destroy(&c->mu);
 #endif
-    DF_FREE(c->addr); DF_FREE(c->fd); DF_FREE(c->incarnation);
+    DF_FREE(c->addr); DF_FREE(c->ch); DF_FREE(c->incarnation); DF_FREE(c->key);
     DF_FREE(c);
 }
 
 #ifdef DF__NET
 /* A status code a peer sent: one of ours (1 to 15), else the message is malformed (DF_DATA_LOSS);
    never taken as our own DF_OK. */
-static df_code df__peer_code(uint32_t code) { return code >= 1 && code <= 15 ? (df_code)code : DF_DATA_LOSS; }
+static df_code df__peer_code(uint32_t code) { return code >= 1 && code <= 16 ? (df_code)code : DF_DATA_LOSS; }
 /* One answer on fd within timeout_ms: its type and payload (or -1 with st set). */
-static int df__cluster_await(int fd, int timeout_ms, unsigned char **data, uint64_t *len, const char *who, df_status *st) {
-    struct pollfd p = {fd, POLLIN, 0};
+static int df__cluster_await(df__wchan *ch, int timeout_ms, unsigned char **data, uint64_t *len, const char *who, df_status *st) {
+    struct pollfd p = {ch->fd, POLLIN, 0};
     int r;
     do r = poll(&p, 1, timeout_ms); while (r < 0 && errno == EINTR);
     if (r == 0) { df_status_set(st, DF_UNAVAILABLE, "%s did not answer within %d ms", who, timeout_ms); return -1; }
     const char *why = NULL;
     char buf[160];
-    int type = df__w_recv(fd, DF_MAX_MESSAGE_BYTES, data, len, &why, buf, sizeof buf);
+    int type = df__w_recv(ch, DF_MAX_MESSAGE_BYTES, data, len, &why, buf, sizeof buf);
     if (type <= 0) { df_status_set(st, DF_UNAVAILABLE, "%s closed the connection (%s)", who, type == 0 ? "it may have died" : why); return -1; }
     return type;
 }
@@ -67,14 +68,16 @@ DF_PRIVATE df_code df__cluster_open(struct df_session *s, df_status *st) {
     s->cluster = c;
     c->timeout_ms = s->opts.worker_timeout_ms > 0 ? s->opts.worker_timeout_ms : 2000;
     c->salt = s->seed_salt << 20;
+    const char *key_path = df__key_path(s->opts.cluster_key_file);
+    if (key_path && !(c->key = df__key_load(key_path, "df_session_new", st))) return st->code;
     int n = 1;
     for (const char *p = target; *p; p++) n += *p == ',';
     if (n > 1024) return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: %d workers in the target, at most 1024", n);
     c->addr = (char (*)[64])DF_MALLOC((size_t)n * 64);
-    c->fd = (int *)DF_MALLOC((size_t)n * sizeof(int));
+    c->ch = (df__wchan *)DF_MALLOC((size_t)n * sizeof(df__wchan));
     c->incarnation = (uint64_t *)DF_MALLOC((size_t)n * sizeof(uint64_t));
-    if (!c->addr || !c->fd || !c->incarnation) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
-    for (int t = 0; t < n; t++) c->fd[t] = -1;
+    if (!c->addr || !c->ch || !c->incarnation) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    for (int t = 0; t < n; t++) { c->ch[t].fd = -1; c->ch[t].k = NULL; }
     c->n = n;
     const char *p = target;
     for (int t = 0; t < n; t++) {
@@ -89,19 +92,27 @@ DF_PRIVATE df_code df__cluster_open(struct df_session *s, df_status *st) {
     for (int t = 0; t < n; t++) {              /* connect, HELLO: incarnation and devices */
         char err[256], who[96];
         snprintf(who, sizeof who, "Worker task %d (%s)", t, c->addr[t]);
-        if ((c->fd[t] = df__connect(c->addr[t], c->timeout_ms, err, sizeof err)) < 0)
+        if ((c->ch[t].fd = df__connect(c->addr[t], c->timeout_ms, err, sizeof err)) < 0)
             return df_status_set(st, DF_UNAVAILABLE, "df_session_new: worker task %d: %s", t, err);
         /* a frame that stops halfway fails its read instead of blocking the master */
         int rcv_ms = c->timeout_ms > 1000 ? c->timeout_ms : 1000;
         struct timeval tv = {rcv_ms / 1000, (rcv_ms % 1000) * 1000};
-        setsockopt(c->fd[t], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(c->ch[t].fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        if (c->key && df__w_auth_client(&c->ch[t], c->key, DF__W_ROLE_MASTER, c->timeout_ms > 5000 ? c->timeout_ms : 5000, who, st)) return st->code;
         df__wbuf b = {NULL, 0, 0, 0};
         df__wb_u32(&b, DF__W_VERSION);
-        int sent = !b.oom && !df__w_send(c->fd[t], DF__W_HELLO, &b);
+        int sent = !b.oom && !df__w_send(&c->ch[t], DF__W_HELLO, &b);
         DF_FREE(b.p);
         unsigned char *data = NULL;
         uint64_t len = 0;
-        int type = sent ? df__cluster_await(c->fd[t], c->timeout_ms, &data, &len, who, st) : -1;
+        int type = sent ? df__cluster_await(&c->ch[t], c->timeout_ms, &data, &len, who, st) : -1;
+        if (type == DF__W_ERROR) {                /* (a keyed worker refuses a master without the key) */
+            df__wread r = {data, (size_t)len, NULL};
+            uint32_t code = df__wr_u32(&r, "code");
+            char *msg = df__wr_str(&r, 4000, "message");
+            df_status_set(st, df__peer_code(code), "%s refused the session: %s", who, msg ? msg : "?");
+            DF_FREE(msg);
+        }
         if (type != DF__W_HELLO_OK) {
             DF_FREE(data);
             if (!st->code) df_status_set(st, DF_UNAVAILABLE, "%s did not answer HELLO", who);
@@ -141,7 +152,7 @@ DF_PRIVATE df_code df__cluster_register(struct df_session *s, df__plan *plan, df
         char who[96];
         snprintf(who, sizeof who, "Worker task %d (%s)", t, t >= 0 && t < c->n ? c->addr[t] : "?");
         if (t < 0 || t >= c->n) { df_status_set(st, DF_INTERNAL, "Partition %d is on %s, not on a worker", p, pt->dev->name); break; }
-        if (c->fd[t] < 0) { df_status_set(st, DF_UNAVAILABLE, "%s: its connection broke earlier; make a new session", who); break; }
+        if (c->ch[t].fd < 0) { df_status_set(st, DF_UNAVAILABLE, "%s: its connection broke earlier; make a new session", who); break; }
         pt->task = t;
         void *gd = NULL;
         size_t gl = 0;
@@ -155,17 +166,17 @@ DF_PRIVATE df_code df__cluster_register(struct df_session *s, df__plan *plan, df
         for (int k = 0; k < pt->n_feeds; k++) df__wb_str(&b, pt->io_names[k]);
         df__wb_u32(&b, (uint32_t)pt->n_fetches);
         for (int k = 0; k < pt->n_fetches; k++) df__wb_str(&b, pt->io_names[pt->n_feeds + k]);
-        int sent = !b.oom && !df__w_send(c->fd[t], DF__W_REGISTER, &b);
+        int sent = !b.oom && !df__w_send(&c->ch[t], DF__W_REGISTER, &b);
         DF_FREE(b.p);
         unsigned char *data = NULL;
         uint64_t len = 0;
-        int type = sent ? df__cluster_await(c->fd[t], 60000, &data, &len, who, st) : -1;
+        int type = sent ? df__cluster_await(&c->ch[t], 60000, &data, &len, who, st) : -1;
         /* a HEARTBEAT (the worker's to another master's step) may come first: skipped, a bounded
            number of times (a peer that only beats gets no answer from us forever) */
         for (int beats = 0; type == DF__W_HEARTBEAT && beats < 1000; beats++) {
             DF_FREE(data);
             data = NULL;
-            type = df__cluster_await(c->fd[t], 60000, &data, &len, who, st);
+            type = df__cluster_await(&c->ch[t], 60000, &data, &len, who, st);
         }
         df__wread r = {data, (size_t)len, NULL};
         if (type == DF__W_REGISTERED) pt->handle = (int)df__wr_u32(&r, "handle");
@@ -175,7 +186,7 @@ DF_PRIVATE df_code df__cluster_register(struct df_session *s, df__plan *plan, df
             df_status_set(st, df__peer_code(code), "%s cannot take partition %d: %s", who, p, msg ? msg : "?");
             DF_FREE(msg);
         } else if (!st->code) df_status_set(st, DF_UNAVAILABLE, "%s answered REGISTER with %s", who, type > 0 ? df__w_type_names[type] : "nothing");
-        if (type < 0 || (type != DF__W_REGISTERED && type != DF__W_ERROR)) { close(c->fd[t]); c->fd[t] = -1; }
+        if (type < 0 || (type != DF__W_REGISTERED && type != DF__W_ERROR)) { df__chan_close(&c->ch[t]); }
         DF_FREE(data);
     }
     plan->registered = !st->code;
@@ -191,13 +202,8 @@ static void df__cluster_abort(struct df__cluster *c, uint64_t id, const unsigned
     df__wb_u32(&b, (uint32_t)why->code);
     df__wb_str(&b, why->message);
     for (int t = 0; !b.oom && t < c->n; t++)
-        if (pending[t] && c->fd[t] >= 0) df__w_send(c->fd[t], DF__W_ABORT, &b);
+        if (pending[t] && c->ch[t].fd >= 0) df__w_send(&c->ch[t], DF__W_ABORT, &b);
     DF_FREE(b.p);
-}
-static double df__now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 #endif
 
@@ -232,7 +238,7 @@ DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tens
         int np = 0;
         for (int p = 0; p < plan->n_parts; p++) np += plan->parts[p].task == t;
         if (!np) continue;
-        if (c->fd[t] < 0) { df_status_set(&first, DF_UNAVAILABLE, "Worker task %d (%s): its connection broke earlier; make a new session", t, c->addr[t]); break; }
+        if (c->ch[t].fd < 0) { df_status_set(&first, DF_UNAVAILABLE, "Worker task %d (%s): its connection broke earlier; make a new session", t, c->addr[t]); break; }
         df__wbuf b = {NULL, 0, 0, 0};
         df__wb_u64(&b, id);
         df__wb_u64(&b, c->incarnation[t]);
@@ -248,9 +254,9 @@ DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tens
             for (int k = 0; k < pt->n_feeds; k++) df__wb_tensor(&b, feed_values[pt->feed_map[k]]);
         }
         if (b.oom) df_status_set(&first, DF_RESOURCE_EXHAUSTED, "Out of memory sending the feeds");
-        else if (df__w_send(c->fd[t], DF__W_RUN_STEP, &b)) {
+        else if (df__w_send(&c->ch[t], DF__W_RUN_STEP, &b)) {
             df_status_set(&first, DF_UNAVAILABLE, "Worker task %d (%s) cannot be reached: %s", t, c->addr[t], strerror(errno));
-            close(c->fd[t]); c->fd[t] = -1;
+            df__chan_close(&c->ch[t]);
         } else { pending[t] = 1; seen[t] = df__now_ms(); }
         DF_FREE(b.p);
     }
@@ -261,11 +267,11 @@ DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tens
     int *pt_of = (int *)DF_MALLOC(((size_t)n + 1) * sizeof(int));
     if (!pf || !pt_of) {                         /* (no way to wait: the workers are told to stop) */
         if (!first.code) { df_status_set(&first, DF_RESOURCE_EXHAUSTED, "Out of memory waiting for the workers"); df__cluster_abort(c, id, pending, &first); }
-        for (int t = 0; t < n; t++) if (pending[t] && c->fd[t] >= 0) { close(c->fd[t]); c->fd[t] = -1; pending[t] = 0; }
+        for (int t = 0; t < n; t++) if (pending[t] && c->ch[t].fd >= 0) { df__chan_close(&c->ch[t]); pending[t] = 0; }
     }
     for (;;) {
         int np = 0;
-        for (int t = 0; pf && pt_of && t < n; t++) if (pending[t]) { pf[np].fd = c->fd[t]; pf[np].events = POLLIN; pf[np].revents = 0; pt_of[np++] = t; }
+        for (int t = 0; pf && pt_of && t < n; t++) if (pending[t]) { pf[np].fd = c->ch[t].fd; pf[np].events = POLLIN; pf[np].revents = 0; pt_of[np++] = t; }
         if (!np) break;
         int r = poll(pf, (nfds_t)np, 50);
         double now = df__now_ms();
@@ -283,13 +289,13 @@ DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tens
             uint64_t len = 0;
             const char *why = NULL;
             char buf[160];
-            int type = df__w_recv(c->fd[t], DF_MAX_MESSAGE_BYTES, &data, &len, &why, buf, sizeof buf);
+            int type = df__w_recv(&c->ch[t], DF_MAX_MESSAGE_BYTES, &data, &len, &why, buf, sizeof buf);
             seen[t] = now;
             df_status fail;
             df_status_clear(&fail);
             if (type <= 0) {
                 df_status_set(&fail, DF_UNAVAILABLE, "%s closed its connection during the step (%s)", who, type == 0 ? "it may have died" : why);
-                close(c->fd[t]); c->fd[t] = -1; pending[t] = 0;
+                df__chan_close(&c->ch[t]); pending[t] = 0;
             } else if (type == DF__W_STEP_DONE) {
                 df__wread rd = {data, (size_t)len, NULL};
                 uint64_t sid = df__wr_u64(&rd, "step");
@@ -335,7 +341,7 @@ DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tens
             if (since <= limit) continue;
             df_status fail;
             df_status_set(&fail, DF_UNAVAILABLE, "Worker task %d (%s) was silent for %.0f ms during the step (stopped, hung or unreachable)", t, c->addr[t], since);
-            close(c->fd[t]); c->fd[t] = -1; pending[t] = 0;
+            df__chan_close(&c->ch[t]); pending[t] = 0;
             if (!first.code) { first = fail; aborted_at = now; df__cluster_abort(c, id, pending, &first); }
         }
     }

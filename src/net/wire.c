@@ -8,6 +8,13 @@
    that does not decode closes its connection, with the reason logged; the worker goes on
    serving the others. Application errors (a graph that does not import) are answered with an
    ERROR message and keep the connection.
+   A cluster with a key (df_worker_options.key_file, df_session_options.cluster_key_file) starts
+   every connection with a mutual challenge: AUTH (the client's role and nonce), AUTH_CHALLENGE
+   (the server's nonce and its proof, HMAC-SHA256 under the key of a label and both nonces),
+   AUTH_PROOF (the client's proof, under another label), AUTH_OK. Each side derives a key per
+   direction from the two nonces; every later frame has flag 1 set and a 32-byte MAC after its
+   payload, HMAC-SHA256 under its direction's key of the frame's sequence number, header and
+   payload: a frame altered, replayed, dropped or reordered fails it and closes the connection.
    ========================================================================================== */
 uint32_t df_crc32c(uint32_t crc, const void *data, size_t n) { return data || !n ? df__crc32c(crc, data, n) : crc; }
 
@@ -17,7 +24,7 @@ uint32_t df_crc32c(uint32_t crc, const void *data, size_t n) { return data || !n
 #ifdef DF__NET
 static const char *const df__w_type_names[DF__W_TYPES] = {"?", "HELLO", "HELLO_OK", "PING", "PONG", "REGISTER", "REGISTERED",
                                                           "ERROR", "CLOSE", "SHUTDOWN", "RUN_STEP", "STEP_DONE", "TENSOR",
-                                                          "ABORT", "HEARTBEAT"};
+                                                          "ABORT", "HEARTBEAT", "AUTH", "AUTH_CHALLENGE", "AUTH_PROOF", "AUTH_OK"};
 
 /* ---- payloads: a growing buffer to write, a bounded cursor to read ---- */
 static unsigned char *df__wb_room(df__wbuf *b, size_t n) {
@@ -126,22 +133,25 @@ DF_PRIVATE df_tensor *df__wr_tensor(df__wread *r, const char *what) {
     return t;
 }
 
-DF_PRIVATE void df__w_header(unsigned char *h, int type, uint64_t len) {
+DF_PRIVATE void df__w_header(unsigned char *h, int type, uint64_t len, uint32_t flags) {
     df__put32(h, DF__W_MAGIC);
     h[4] = DF__W_VERSION & 0xff; h[5] = DF__W_VERSION >> 8;
     h[6] = (unsigned char)(type & 0xff); h[7] = (unsigned char)(type >> 8);
     df__put64(h + 8, len);
-    df__put32(h + 16, 0);
+    df__put32(h + 16, flags);
     df__put32(h + 20, df__crc_mask(df__crc32c(0, h, 20)));
 }
 /* Checks a header; returns the message type, or 0 with *why set. */
-static int df__w_check_header(const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn) {
+DF_PRIVATE int df__w_check_header(const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn, int keyed) {
     if (df__get32(h) != DF__W_MAGIC) { *why = "not a dataflow frame (bad magic)"; return 0; }
     if (df__get32(h + 20) != df__crc_mask(df__crc32c(0, h, 20))) { *why = "the frame header fails its checksum"; return 0; }
     unsigned version = (unsigned)h[4] | (unsigned)h[5] << 8, type = (unsigned)h[6] | (unsigned)h[7] << 8;
     if (version != DF__W_VERSION) { snprintf(buf, bn, "protocol version %u (this side speaks %d)", version, DF__W_VERSION); *why = buf; return 0; }
     if (!type || type >= DF__W_TYPES) { snprintf(buf, bn, "unknown message type %u", type); *why = buf; return 0; }
-    if (df__get32(h + 16)) { *why = "unknown flags in the frame header"; return 0; }
+    uint32_t flags = df__get32(h + 16);
+    if (flags & ~(uint32_t)DF__W_FLAG_MAC) { *why = "unknown flags in the frame header"; return 0; }
+    if (keyed && !flags) { *why = "an unsigned frame on a connection of a keyed cluster"; return 0; }
+    if (!keyed && flags) { *why = "a signed frame, but this side has no cluster key"; return 0; }
     *len = df__get64(h + 8);
     if (type != DF__W_REGISTER && type != DF__W_RUN_STEP && type != DF__W_TENSOR && type != DF__W_STEP_DONE && *len > 65536 && *len <= max) {
         snprintf(buf, bn, "a %s message of %llu bytes (at most 65536)", df__w_type_names[type], (unsigned long long)*len);
@@ -177,46 +187,233 @@ DF_PRIVATE int df__sock_write(int fd, const void *buf, size_t n) {
     }
     return 0;
 }
-DF_PRIVATE int df__w_send(int fd, int type, const df__wbuf *payload) {
-    unsigned char h[DF__W_HEADER + 4096];
-    size_t n = payload ? payload->n : 0;
-    df__w_header(h, type, n);
-    if (n <= 4096) {                              /* small: one write, one segment */
-        if (n) memcpy(h + DF__W_HEADER, payload->p, n);
-        return df__sock_write(fd, h, DF__W_HEADER + n);
-    }
-    if (df__sock_write(fd, h, DF__W_HEADER)) return -1;
-    return df__sock_write(fd, payload->p, n);
+/* ---- signed frames ---- */
+struct df__wkeys {                   /* a keyed connection's signing state */
+    df__hmac_key tx, rx;             /* one key per direction, derived from both nonces */
+    uint64_t tx_seq, rx_seq;         /* frames sent and read: in every MAC, so a frame replayed,
+                                        dropped or reordered fails */
+    df__hmac rx_mac;                 /* the frame being read */
+};
+DF_PRIVATE void df__chan_close(df__wchan *ch) {
+    if (ch->fd >= 0) close(ch->fd);
+    ch->fd = -1;
+    DF_FREE(ch->k);
+    ch->k = NULL;
 }
-/* Reads one frame: its type, the payload in *data (freed by the caller). 0: the peer closed
-   cleanly before a header; -1: a broken frame (*why says what). */
-DF_PRIVATE int df__w_recv_head(int fd, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn) {
+/* A frame from parts: header, a, b (and the MAC). 0, or -1 when it cannot be sent. The
+   caller serializes the writers of a connection (the sequence number is theirs). */
+DF_PRIVATE int df__w_send_parts(df__wchan *ch, int type, const void *a, size_t an, const void *b, size_t bn) {
+    unsigned char h[DF__W_HEADER + 4096 + DF__W_MAC];
+    struct df__wkeys *k = ch->k;
+    size_t n = an + bn, tail = k ? DF__W_MAC : 0;
+    df__w_header(h, type, n, k ? DF__W_FLAG_MAC : 0);
+    unsigned char mac[DF__W_MAC];
+    if (k) {
+        unsigned char seq[8];
+        df__put64(seq, k->tx_seq++);
+        df__hmac m;
+        df__hmac_begin(&m, &k->tx);
+        df__hmac_update(&m, seq, 8);
+        df__hmac_update(&m, h, DF__W_HEADER);
+        if (an) df__hmac_update(&m, a, an);
+        if (bn) df__hmac_update(&m, b, bn);
+        df__hmac_final(&m, mac);
+    }
+    if (n <= 4096) {                              /* small: one write, one segment */
+        if (an) memcpy(h + DF__W_HEADER, a, an);
+        if (bn) memcpy(h + DF__W_HEADER + an, b, bn);
+        if (tail) memcpy(h + DF__W_HEADER + n, mac, tail);
+        return df__sock_write(ch->fd, h, DF__W_HEADER + n + tail);
+    }
+    if (df__sock_write(ch->fd, h, DF__W_HEADER) || (an && df__sock_write(ch->fd, a, an)) || (bn && df__sock_write(ch->fd, b, bn))) return -1;
+    return tail ? df__sock_write(ch->fd, mac, tail) : 0;
+}
+DF_PRIVATE int df__w_send(df__wchan *ch, int type, const df__wbuf *payload) {
+    return df__w_send_parts(ch, type, payload ? payload->p : NULL, payload ? payload->n : 0, NULL, 0);
+}
+/* Reads one frame header: its type, or 0 (the peer closed cleanly before it), or -1 (a broken
+   frame: *why says what). A keyed connection's MAC begins with it; the payload is read with
+   df__chan_read and the frame ends with df__w_recv_end. */
+DF_PRIVATE int df__w_recv_head(df__wchan *ch, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn) {
     unsigned char h[DF__W_HEADER];
     *len = 0;
     ssize_t r;
-    do r = recv(fd, h, 1, 0); while (r < 0 && errno == EINTR);
+    do r = recv(ch->fd, h, 1, 0); while (r < 0 && errno == EINTR);
     if (r == 0) { *why = "closed"; return 0; }
-    if (r < 0 || df__sock_read(fd, h + 1, sizeof h - 1)) { *why = "the connection broke inside a frame header"; return -1; }
-    int type = df__w_check_header(h, max, len, why, buf, bn);
+    if (r < 0 || df__sock_read(ch->fd, h + 1, sizeof h - 1)) { *why = "the connection broke inside a frame header"; return -1; }
+    return df__w_take_head(ch, h, max, len, why, buf, bn);
+}
+/* A header already read (the handshake poller reads a keyless connection's first one). */
+DF_PRIVATE int df__w_take_head(df__wchan *ch, const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn) {
+    *len = 0;
+    int type = df__w_check_header(h, max, len, why, buf, bn, ch->k != NULL);
+    if (type && ch->k) {
+        unsigned char seq[8];
+        df__put64(seq, ch->k->rx_seq++);
+        df__hmac_begin(&ch->k->rx_mac, &ch->k->rx);
+        df__hmac_update(&ch->k->rx_mac, seq, 8);
+        df__hmac_update(&ch->k->rx_mac, h, DF__W_HEADER);
+    }
     return type ? type : -1;
 }
-DF_PRIVATE int df__w_recv_body(int fd, int type, unsigned char **data, uint64_t len, const char **why) {
+DF_PRIVATE int df__chan_read(df__wchan *ch, void *buf, size_t n) {
+    if (df__sock_read(ch->fd, buf, n)) return -1;
+    if (ch->k && n) df__hmac_update(&ch->k->rx_mac, buf, n);
+    return 0;
+}
+/* The end of a frame: on a keyed connection its MAC, read and checked. 0, or -1 with *why. */
+DF_PRIVATE int df__w_recv_end(df__wchan *ch, const char **why) {
+    if (!ch->k) return 0;
+    unsigned char got[DF__W_MAC], want[DF__W_MAC];
+    if (df__sock_read(ch->fd, got, sizeof got)) { *why = "the connection broke inside a frame's MAC"; return -1; }
+    df__hmac_final(&ch->k->rx_mac, want);
+    if (!df__ct_equal(got, want, sizeof want)) { *why = "a frame failed its MAC (altered, replayed, reordered or not signed with the cluster key)"; return -1; }
+    return 0;
+}
+DF_PRIVATE int df__w_recv_body(df__wchan *ch, int type, unsigned char **data, uint64_t len, const char **why) {
     *data = NULL;
     if (len) {
         if (!(*data = (unsigned char *)DF_MALLOC((size_t)len))) { *why = "out of memory for a message"; return -1; }
-        if (df__sock_read(fd, *data, (size_t)len)) { DF_FREE(*data); *data = NULL; *why = "the connection broke inside a message"; return -1; }
+        if (df__chan_read(ch, *data, (size_t)len)) { DF_FREE(*data); *data = NULL; *why = "the connection broke inside a message"; return -1; }
+    }
+    if (df__w_recv_end(ch, why)) { DF_FREE(*data); *data = NULL; return -1; }
+    return type;
+}
+DF_PRIVATE int df__w_recv(df__wchan *ch, uint64_t max, unsigned char **data, uint64_t *len, const char **why, char *buf, size_t bn) {
+    *data = NULL;
+    int type = df__w_recv_head(ch, max, len, why, buf, bn);
+    if (type <= 0) return type;
+    return df__w_recv_body(ch, type, data, *len, why);
+}
+
+/* ---- the cluster key and the handshake ---- */
+/* The key file named, else DF_CLUSTER_KEY_FILE's, else NULL (no key). */
+DF_PRIVATE const char *df__key_path(const char *given) {
+    if (given && *given) return given;
+    const char *env = getenv("DF_CLUSTER_KEY_FILE");
+    return env && *env ? env : NULL;
+}
+/* The cluster key from a file: a regular file its owner alone may read, of 16 to 4096 bytes
+   (trailing white space dropped, so `openssl rand -hex 32 > key` works). */
+DF_PRIVATE df__hmac_key *df__key_load(const char *path, const char *who, df_status *st) {
+    int flags = O_RDONLY | O_NONBLOCK;
+#ifdef O_CLOEXEC
+    flags |= O_CLOEXEC;
+#endif
+    int fd = open(path, flags);
+    if (fd < 0) {
+        df_status_set(st, errno == ENOENT ? DF_NOT_FOUND : DF_PERMISSION_DENIED, "%s: cannot open the cluster key file '%s': %s", who, path, strerror(errno));
+        return NULL;
+    }
+    struct stat sb;
+    unsigned char buf[4097];
+    ssize_t n = 0;
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) df_status_set(st, DF_FAILED_PRECONDITION, "%s: the cluster key '%s' is not a regular file", who, path);
+    else if (sb.st_mode & 077)
+        df_status_set(st, DF_PERMISSION_DENIED, "%s: the cluster key '%s' may be read by others than its owner (mode %03o): chmod 600 it", who, path, (unsigned)(sb.st_mode & 0777));
+    else {
+        size_t got = 0;
+        while (got < sizeof buf && (n = read(fd, buf + got, sizeof buf - got)) > 0) got += (size_t)n;
+        if (n < 0) df_status_set(st, DF_DATA_LOSS, "%s: cannot read the cluster key '%s': %s", who, path, strerror(errno));
+        n = (ssize_t)got;
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t')) n--;
+        if (!st->code && (got > 4096 || n < 16))
+            df_status_set(st, DF_INVALID_ARGUMENT, "%s: the cluster key '%s' holds %s bytes; a key is 16 to 4096 bytes (e.g. openssl rand -hex 32)", who, path,
+                          got > 4096 ? "more than 4096" : n ? "too few" : "no");
+    }
+    close(fd);
+    df__hmac_key *k = st->code ? NULL : (df__hmac_key *)DF_MALLOC(sizeof *k);
+    if (k) df__hmac_key_init(k, buf, (size_t)n);
+    else if (!st->code) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    memset(buf, 0, sizeof buf);
+    return k;
+}
+/* HMAC under the cluster key of a label, a zero byte and both nonces. */
+static void df__w_auth_mac(const df__hmac_key *key, const char *label, const unsigned char *nc, const unsigned char *ns, unsigned char out[32]) {
+    df__hmac m;
+    df__hmac_begin(&m, key);
+    df__hmac_update(&m, label, strlen(label) + 1);
+    df__hmac_update(&m, nc, DF__W_NONCE);
+    df__hmac_update(&m, ns, DF__W_NONCE);
+    df__hmac_final(&m, out);
+}
+DF_PRIVATE void df__w_auth_proof(const df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns, unsigned char out[32]) {
+    df__w_auth_mac(key, server ? "dataflow-1 server proof" : "dataflow-1 client proof", nc, ns, out);
+}
+/* The connection's keys, from the side of the server or of the client. */
+DF_PRIVATE struct df__wkeys *df__w_auth_keys(const df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns) {
+    struct df__wkeys *k = (struct df__wkeys *)DF_MALLOC(sizeof *k);
+    if (!k) return NULL;
+    memset(k, 0, sizeof *k);
+    unsigned char c2s[32], s2c[32];
+    df__w_auth_mac(key, "dataflow-1 client to server", nc, ns, c2s);
+    df__w_auth_mac(key, "dataflow-1 server to client", nc, ns, s2c);
+    df__hmac_key_init(&k->tx, server ? s2c : c2s, 32);
+    df__hmac_key_init(&k->rx, server ? c2s : s2c, 32);
+    memset(c2s, 0, sizeof c2s); memset(s2c, 0, sizeof s2c);
+    return k;
+}
+/* One unsigned frame of the handshake within timeout_ms: its type (ERROR: *st set from it). */
+static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data, uint64_t *len, const char *who, df_status *st) {
+    struct pollfd p = {ch->fd, POLLIN, 0};
+    int r;
+    do r = poll(&p, 1, timeout_ms); while (r < 0 && errno == EINTR);
+    if (r == 0) { df_status_set(st, DF_UNAVAILABLE, "%s did not answer the handshake within %d ms", who, timeout_ms); return -1; }
+    const char *why = NULL;
+    char buf[160];
+    int type = df__w_recv(ch, 4096, data, len, &why, buf, sizeof buf);
+    if (type <= 0) { df_status_set(st, DF_UNAVAILABLE, "%s closed the connection in the handshake (%s)", who, type == 0 ? "refused, or it may have died" : why); return -1; }
+    if (type == DF__W_ERROR) {
+        df__wread rd = {*data, (size_t)*len, NULL};
+        uint32_t code = df__wr_u32(&rd, "code");
+        char *msg = df__wr_str(&rd, 4000, "message");
+        df_status_set(st, code >= 1 && code <= 16 ? (df_code)code : DF_DATA_LOSS, "%s refused the connection: %s", who, msg ? msg : "?");
+        DF_FREE(msg);
+        return -1;
     }
     return type;
 }
-DF_PRIVATE int df__w_recv(int fd, uint64_t max, unsigned char **data, uint64_t *len, const char **why, char *buf, size_t bn) {
-    *data = NULL;
-    int type = df__w_recv_head(fd, max, len, why, buf, bn);
-    if (type <= 0) return type;
-    if (*len) {
-        if (!(*data = (unsigned char *)DF_MALLOC((size_t)*len))) { *why = "out of memory for a message"; return -1; }
-        if (df__sock_read(fd, *data, (size_t)*len)) { DF_FREE(*data); *data = NULL; *why = "the connection broke inside a message"; return -1; }
+/* The client's side of the handshake on a fresh connection; on success ch is keyed. */
+DF_PRIVATE df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uint32_t role, int timeout_ms, const char *who, df_status *st) {
+    unsigned char nc[DF__W_NONCE], ns[DF__W_NONCE], proof[32];
+    if (df__random_bytes(nc, sizeof nc)) return df_status_set(st, DF_UNAVAILABLE, "%s: no random numbers from the system for the handshake", who);
+    df__wbuf b = {NULL, 0, 0, 0};
+    df__wb_u32(&b, DF__W_VERSION);
+    df__wb_u32(&b, role);
+    df__wb_bytes(&b, nc, sizeof nc);
+    int sent = !b.oom && !df__w_send(ch, DF__W_AUTH, &b);
+    DF_FREE(b.p);
+    if (!sent) return df_status_set(st, DF_UNAVAILABLE, "%s: cannot send the handshake: %s", who, strerror(errno));
+    unsigned char *data = NULL;
+    uint64_t len = 0;
+    int type = df__w_auth_await(ch, timeout_ms, &data, &len, who, st);
+    if (type < 0) { DF_FREE(data); return st->code; }
+    df__wread r = {data, (size_t)len, NULL};
+    size_t nl = 0, pl = 0;
+    const unsigned char *np = df__wr_bytes(&r, &nl, "nonce"), *pp = df__wr_bytes(&r, &pl, "proof");
+    if (type != DF__W_AUTH_CHALLENGE || r.bad || r.n || nl != DF__W_NONCE || pl != 32) {
+        DF_FREE(data);
+        return df_status_set(st, DF_UNAUTHENTICATED, "%s answered the handshake with %s%s", who, df__w_type_names[type],
+                             type == DF__W_AUTH_CHALLENGE ? " (malformed)" : " (is it a worker with --key-file?)");
     }
-    return type;
+    memcpy(ns, np, sizeof ns);
+    df__w_auth_proof(key, 1, nc, ns, proof);
+    int good = df__ct_equal(proof, pp, 32);
+    DF_FREE(data);
+    data = NULL;
+    if (!good) return df_status_set(st, DF_UNAUTHENTICATED, "%s does not hold this cluster's key (its proof is wrong)", who);
+    df__w_auth_proof(key, 0, nc, ns, proof);
+    memset(&b, 0, sizeof b);
+    df__wb_bytes(&b, proof, sizeof proof);
+    sent = !b.oom && !df__w_send(ch, DF__W_AUTH_PROOF, &b);
+    DF_FREE(b.p);
+    if (!sent) return df_status_set(st, DF_UNAVAILABLE, "%s: the connection broke in the handshake", who);
+    type = df__w_auth_await(ch, timeout_ms, &data, &len, who, st);
+    DF_FREE(data);
+    if (type < 0) return st->code;
+    if (type != DF__W_AUTH_OK || len) return df_status_set(st, DF_UNAUTHENTICATED, "%s ended the handshake with %s", who, df__w_type_names[type]);
+    if (!(ch->k = df__w_auth_keys(key, 0, nc, ns))) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    return DF_OK;
 }
 
 /* "host:port" (an IPv4 address or "localhost") to a socket address */
@@ -237,8 +434,17 @@ static int df__parse_hostport(const char *s, struct sockaddr_in *a, char *err, s
     if (inet_pton(AF_INET, host, &a->sin_addr) != 1) { snprintf(err, en, "'%.200s' is not an IPv4 address or localhost", host); return 0; }
     return 1;
 }
-#ifdef DATAFLOW_MPI
-#endif
+DF_PRIVATE double df__now_ms(void) {         /* monotonic milliseconds */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+/* 1 when addr ("host:port") is a loopback address (127.0.0.0/8, localhost) */
+DF_PRIVATE int df__addr_is_loopback(const char *addr) {
+    struct sockaddr_in a;
+    char err[64];
+    return df__parse_hostport(addr, &a, err, sizeof err) && (ntohl(a.sin_addr.s_addr) >> 24) == 127;
+}
 /* A connection to addr within timeout_ms, or -1 (err says why). */
 DF_PRIVATE int df__connect(const char *addr, int timeout_ms, char *err, size_t en) {
 #ifdef DATAFLOW_MPI

@@ -30,7 +30,7 @@ static void df__wreg_free(df__wreg *r) {
     DF_FREE(r->feeds); DF_FREE(r->remote_keys); DF_FREE(r->remote_tasks); DF_FREE(r->recv_keys); DF_FREE(r->recv_types);
     DF_FREE(r);
 }
-typedef struct df__wpeer { int fd; pthread_mutex_t mu; char addr[64]; } df__wpeer;
+typedef struct df__wpeer { df__wchan ch; pthread_mutex_t mu; char addr[64]; } df__wpeer;
 typedef struct df__wpending {       /* a TENSOR whose step has not started here yet */
     uint64_t step, fid, iter;
     int32_t key;
@@ -61,7 +61,7 @@ struct df_worker {
     uint64_t incarnation;
     int port;
 #ifdef DF__NET
-    int listen_fd;
+    int listen_fd, wake[2];          /* wake: df_worker_stop's byte ends the accept thread's poll */
     int stopping;
     pthread_t accept_thread, beat_thread;
     pthread_mutex_t mu;
@@ -80,6 +80,11 @@ struct df_worker {
     uint64_t pending_bytes;
     df__wpeer **peers;               /* outgoing connections to other workers, by address */
     int n_peers, cap_peers;
+    struct df__hmac_key *key;        /* the cluster key (NULL: none) */
+    struct df__wshake *shakes;       /* connections in their handshake (the accept thread's) */
+    int n_shakes, cap_shakes, evicted;
+    double evict_logged;
+    uint64_t next_conn;
 #endif
 };
 
@@ -93,12 +98,21 @@ static void df__w_log(const df_worker *w, const char *fmt, ...) {
     if (w->opts.log) w->opts.log(w->opts.log_user, line);
     else fprintf(stderr, "dataflow worker :%d: %s\n", w->port, line);
 }
-typedef struct df__wconn { df_worker *w; int fd, slot, refs; char peer[64]; pthread_mutex_t wmu; } df__wconn;
+typedef struct df__wconn {
+    df_worker *w;
+    df__wchan ch;
+    int slot, refs, has_first;
+    uint32_t role;
+    uint64_t id;
+    char peer[64];
+    unsigned char first[DF__W_HEADER];  /* (has_first: its first header, read by the handshake poller) */
+    pthread_mutex_t wmu;
+} df__wconn;
 /* An answer on c (its writers take turns); -1 when it cannot be sent (or b ran out of memory). */
 static int df__w_answer(df__wconn *c, int type, const df__wbuf *b) {
     if (b && b->oom) return -1;
     pthread_mutex_lock(&c->wmu);
-    int r = df__w_send(c->fd, type, b);
+    int r = df__w_send(&c->ch, type, b);
     pthread_mutex_unlock(&c->wmu);
     return r;
 }
@@ -113,7 +127,7 @@ static int df__w_reply_error(df__wconn *c, df_code code, const char *msg) {
 /* The connection thread and each step it started hold a reference; the last closes the socket. */
 static void df__w_conn_release(df__wconn *c) {
     if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL)) return;
-    close(c->fd);
+    df__chan_close(&c->ch);
     pthread_mutex_destroy(&c->wmu);
     DF_FREE(c);
 }
@@ -200,14 +214,44 @@ done:
     return st->code;
 }
 
+/* May this worker send tensors to addr? The addresses of --cluster when given; else those an
+   authenticated master names; with no key, loopback addresses only (unless --insecure). */
+static int df__w_peer_allowed(const df_worker *w, const char *addr) {
+    if (!strncmp(addr, "mpi:", 4)) return 1;     /* (ranks of this MPI job) */
+    if (w->opts.cluster) {
+        size_t al = strlen(addr);
+        for (const char *p = w->opts.cluster; *p;) {
+            const char *e = strchr(p, ',');
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            if (len == al && !memcmp(p, addr, al)) return 1;
+            p = e ? e + 1 : p + len;
+        }
+        return 0;
+    }
+    return w->key || w->opts.insecure || df__addr_is_loopback(addr);
+}
+/* Is a connection we opened still there? The other side never writes on it, so anything to
+   read means it closed (the worker restarted: its new process does not know this one). */
+static int df__w_peer_stale(int fd) {
+    struct pollfd q = {fd, POLLIN, 0};
+    int r;
+    do r = poll(&q, 1, 0); while (r < 0 && errno == EINTR);
+    return r != 0;
+}
 /* the peer connection to the worker at addr (opened on first use), locked; NULL with st set */
 static df__wpeer *df__w_peer(df_worker *w, const char *addr, df_status *st) {
+    if (!df__w_peer_allowed(w, addr)) {
+        df_status_set(st, DF_PERMISSION_DENIED, "This worker sends tensors only to the workers of its cluster (%s), not to %s",
+                      w->opts.cluster ? "--cluster" : "no key: loopback only", addr);
+        return NULL;
+    }
     pthread_mutex_lock(&w->mu);
     df__wpeer *p = NULL;
     for (int i = 0; i < w->n_peers && !p; i++) if (!strcmp(w->peers[i]->addr, addr)) p = w->peers[i];
     if (!p && w->n_peers < 4096 && df__grow(&w->peers, &w->cap_peers, w->n_peers + 1, sizeof(df__wpeer *)) &&
         (p = (df__wpeer *)DF_MALLOC(sizeof *p))) {
-        p->fd = -1;
+        p->ch.fd = -1;
+        p->ch.k = NULL;
         snprintf(p->addr, sizeof p->addr, "%s", addr);
         pthread_mutex_init(&p->mu, NULL);
         w->peers[w->n_peers++] = p;
@@ -215,15 +259,34 @@ static df__wpeer *df__w_peer(df_worker *w, const char *addr, df_status *st) {
     pthread_mutex_unlock(&w->mu);
     if (!p) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory (or too many peers) reaching %s", addr); return NULL; }
     pthread_mutex_lock(&p->mu);
-    if (p->fd < 0) {
+    if (p->ch.fd >= 0 && df__w_peer_stale(p->ch.fd)) {   /* (closed by a restart: a new connection) */
+        int fd = p->ch.fd;
+        __atomic_store_n(&p->ch.fd, -1, __ATOMIC_RELEASE);
+        close(fd);
+        DF_FREE(p->ch.k);
+        p->ch.k = NULL;
+    }
+    if (p->ch.fd < 0) {
         char err[256];
-        int fd = df__connect(addr, 1000, err, sizeof err);
-        __atomic_store_n(&p->fd, fd, __ATOMIC_RELEASE);   /* (df__w_stop_locked reads it unlocked) */
-        if (fd < 0) {
+        df__wchan ch = {df__connect(addr, 1000, err, sizeof err), NULL};
+        if (ch.fd < 0) {
             pthread_mutex_unlock(&p->mu);
             df_status_set(st, DF_UNAVAILABLE, "Worker %s cannot be reached: %s", addr, err);
             return NULL;
         }
+        if (w->key) {
+            char who[96];
+            snprintf(who, sizeof who, "Worker %s", addr);
+            struct timeval tv = {5, 0};
+            setsockopt(ch.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            if (df__w_auth_client(&ch, w->key, DF__W_ROLE_WORKER, 5000, who, st)) {
+                df__chan_close(&ch);
+                pthread_mutex_unlock(&p->mu);
+                return NULL;
+            }
+        }
+        p->ch.k = ch.k;
+        __atomic_store_n(&p->ch.fd, ch.fd, __ATOMIC_RELEASE);   /* (df__w_stop_locked reads it unlocked) */
     }
     return p;
 }
@@ -255,14 +318,15 @@ DF_PRIVATE int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t
         df__put64(q, v->nbytes); q += 8;
     }
     size_t fixed = (size_t)(q - head);
-    df__w_header(head, DF__W_TENSOR, fixed - DF__W_HEADER + (live ? v->nbytes : 0));
     if (task >= ws->n_cluster) { df_tensor_release(v); df_status_set(st, DF_INTERNAL, "No address for worker task %d", task); return 1; }
     df__wpeer *p = df__w_peer(ws->w, ws->cluster[task], st);
     if (p) {
-        if (df__sock_write(p->fd, head, fixed) || (live && v->nbytes && df__sock_write(p->fd, v->data, v->nbytes))) {
-            int e = errno;
-            close(p->fd);
-            __atomic_store_n(&p->fd, -1, __ATOMIC_RELEASE);
+        if (df__w_send_parts(&p->ch, DF__W_TENSOR, head + DF__W_HEADER, fixed - DF__W_HEADER, live ? v->data : NULL, live ? v->nbytes : 0)) {
+            int e = errno, fd = p->ch.fd;
+            __atomic_store_n(&p->ch.fd, -1, __ATOMIC_RELEASE);
+            close(fd);
+            DF_FREE(p->ch.k);
+            p->ch.k = NULL;
             df_status_set(st, DF_UNAVAILABLE, "Sending a tensor to worker task %d (%s) failed: %s", task, p->addr, strerror(e));
         }
         pthread_mutex_unlock(&p->mu);
@@ -364,7 +428,7 @@ static void df__w_tensor_in(df_worker *w, uint64_t id, int32_t key, uint64_t fid
 static int df__w_tensor_stream(df__wconn *c, uint64_t len, const char **why) {
     unsigned char fx[DF__W_TENSOR_FIXED + 16 + 8 * DF_MAX_RANK];
     if (len < DF__W_TENSOR_FIXED) { *why = "TENSOR: step"; return -1; }
-    if (df__sock_read(c->fd, fx, DF__W_TENSOR_FIXED)) { *why = "the connection broke inside a message"; return -1; }
+    if (df__chan_read(&c->ch, fx, DF__W_TENSOR_FIXED)) { *why = "the connection broke inside a message"; return -1; }
     uint64_t id = df__get64(fx), fid = df__get64(fx + 12), iter = df__get64(fx + 20);
     int32_t key = (int32_t)df__get32(fx + 8);
     uint32_t dead = df__get32(fx + 28);
@@ -372,10 +436,10 @@ static int df__w_tensor_stream(df__wconn *c, uint64_t len, const char **why) {
     df_tensor *t = NULL;
     if (dead) { if (left) { *why = "TENSOR: bytes after a dead value"; return -1; } }
     else {
-        if (left < 8 || df__sock_read(c->fd, fx, 8)) { *why = "TENSOR: value"; return -1; }
+        if (left < 8 || df__chan_read(&c->ch, fx, 8)) { *why = "TENSOR: value"; return -1; }
         uint32_t dt = df__get32(fx), rank = df__get32(fx + 4);
         left -= 8;
-        if (rank > DF_MAX_RANK || left < 8ull * rank + 8 || df__sock_read(c->fd, fx + 8, 8ull * rank + 8)) { *why = "TENSOR: value"; return -1; }
+        if (rank > DF_MAX_RANK || left < 8ull * rank + 8 || df__chan_read(&c->ch, fx + 8, 8ull * rank + 8)) { *why = "TENSOR: value"; return -1; }
         left -= 8ull * rank + 8;
         int64_t dims[DF_MAX_RANK];
         for (uint32_t d = 0; d < rank; d++) {
@@ -390,7 +454,7 @@ static int df__w_tensor_stream(df__wconn *c, uint64_t len, const char **why) {
             unsigned char *buf = (unsigned char *)DF_MALLOC((size_t)(16 + 8 * rank + nbytes) + 1);
             if (!buf) { *why = "out of memory for a message"; return -1; }
             memcpy(buf, fx, 16 + 8 * rank);
-            if (df__sock_read(c->fd, buf + 8 + 8 * rank + 8, (size_t)nbytes)) { DF_FREE(buf); *why = "the connection broke inside a message"; return -1; }
+            if (df__chan_read(&c->ch, buf + 8 + 8 * rank + 8, (size_t)nbytes)) { DF_FREE(buf); *why = "the connection broke inside a message"; return -1; }
             df__wread r = {buf, (size_t)(16 + 8 * rank + nbytes), NULL};
             t = df__wr_tensor(&r, "TENSOR: value");
             DF_FREE(buf);
@@ -400,9 +464,10 @@ static int df__w_tensor_stream(df__wconn *c, uint64_t len, const char **why) {
             size_t bytes;
             if (dt > 1000 || df__shape_check((df_dtype)dt, (int)rank, dims, &n, &bytes, 0, &st) != DF_OK || bytes != nbytes) { *why = "TENSOR: value"; return -1; }
             if (!(t = df__tensor_alloc(NULL, (df_dtype)dt, (int)rank, dims, &st))) { *why = "out of memory for a tensor"; return -1; }
-            if (bytes && df__sock_read(c->fd, t->data, bytes)) { df_tensor_release(t); *why = "the connection broke inside a message"; return -1; }
+            if (bytes && df__chan_read(&c->ch, t->data, bytes)) { df_tensor_release(t); *why = "the connection broke inside a message"; return -1; }
         }
     }
+    if (df__w_recv_end(&c->ch, why)) { df_tensor_release(t); return -1; }   /* (delivered only once its MAC holds) */
     df__w_tensor_in(c->w, id, key, fid, iter, (int)dead, t);
     return 0;
 }
@@ -464,7 +529,7 @@ static void *df__w_step_main(void *arg) {
         memset(&b, 0, sizeof b);
         df__wb_u64(&b, ws->id); df__wb_u32(&b, DF_RESOURCE_EXHAUSTED); df__wb_str(&b, "Out of memory sending a step's results"); df__wb_u32(&b, 0);
     }
-    if (df__w_answer(run->c, DF__W_STEP_DONE, &b)) shutdown(run->c->fd, SHUT_RDWR);
+    if (df__w_answer(run->c, DF__W_STEP_DONE, &b)) shutdown(run->c->ch.fd, SHUT_RDWR);
     DF_FREE(b.p);
     df__wconn *c = run->c;
     df__wrun_free(run);
@@ -627,7 +692,7 @@ static void df__w_abort(df_worker *w, df__wread *r) {
     char *msg = df__wr_str(r, 4000, "ABORT: message");
     if (r->bad) { DF_FREE(msg); return; }
     df_status why;
-    df_status_set(&why, code >= 1 && code <= 15 ? (df_code)code : DF_ABORTED, "%s", msg ? msg : "aborted by the master");
+    df_status_set(&why, code >= 1 && code <= 16 ? (df_code)code : DF_ABORTED, "%s", msg ? msg : "aborted by the master");
     DF_FREE(msg);
     df__wstep *ws = df__w_step_hold(w, id, NULL);
     if (!ws) return;
@@ -681,7 +746,25 @@ static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint6
     case DF__W_ABORT: df__w_abort(w, &r); break;
     case DF__W_HEARTBEAT: r.n = 0; break;
     case DF__W_CLOSE: *why = "closed by the peer"; ret = 1; break;
-    case DF__W_SHUTDOWN: *why = "shut down by the peer"; ret = 2; break;
+    case DF__W_SHUTDOWN: {
+        int policy = w->opts.shutdown;
+        if (policy == DF_WORKER_SHUTDOWN_ANY || (policy == DF_WORKER_SHUTDOWN_AUTHENTICATED && c->ch.k && c->role == DF__W_ROLE_MASTER)) {
+            *why = "shut down by the peer";
+            ret = 2;
+            break;
+        }
+        df__w_log(w, "refused a SHUTDOWN from %s (%s)", c->peer, policy == DF_WORKER_SHUTDOWN_NEVER ? "this worker takes none" : "only a master holding the cluster key may");
+        if (df__w_reply_error(c, policy == DF_WORKER_SHUTDOWN_NEVER ? DF_PERMISSION_DENIED : DF_UNAUTHENTICATED,
+                              policy == DF_WORKER_SHUTDOWN_NEVER ? "This worker takes no SHUTDOWN message (stop it with a signal)"
+                              : "SHUTDOWN needs a master that holds the cluster key (this worker has none: stop it with a signal)")) { *why = "cannot answer SHUTDOWN"; ret = 1; }
+        break;
+    }
+    case DF__W_AUTH:                             /* (a keyed master; this worker has no key) */
+        df__w_reply_error(c, DF_UNAUTHENTICATED, "This worker has no cluster key (started without --key-file), and the master has one");
+        *why = "a master with a cluster key; this worker has none";
+        ret = 1;
+        r.n = 0;
+        break;
     default: *why = "a message a worker does not take"; ret = 1;
     }
     if (r.bad) { *why = r.bad; ret = 1; }
@@ -693,9 +776,11 @@ static void df__w_stop_locked(df_worker *w) {
     if (w->stopping) return;
     __atomic_store_n(&w->stopping, 1, __ATOMIC_RELEASE);   /* (read without the lock by the accept thread) */
     shutdown(w->listen_fd, SHUT_RDWR);
+    char one = 1;
+    if (w->wake[1] >= 0 && write(w->wake[1], &one, 1) < 0) { /* (the accept thread looks again within a second) */ }
     for (int i = 0; i < w->cap_conns; i++) if (w->conn_fds[i] >= 0) shutdown(w->conn_fds[i], SHUT_RDWR);
     for (int i = 0; i < w->n_peers; i++) {       /* (a send blocked on a peer ends too) */
-        int fd = __atomic_load_n(&w->peers[i]->fd, __ATOMIC_ACQUIRE);
+        int fd = __atomic_load_n(&w->peers[i]->ch.fd, __ATOMIC_ACQUIRE);
         if (fd >= 0) shutdown(fd, SHUT_RDWR);
     }
     pthread_cond_broadcast(&w->cv);
@@ -709,13 +794,15 @@ static void *df__w_conn_main(void *arg) {
         uint64_t len = 0;
         const char *why = NULL;
         char buf[160];
-        int type = df__w_recv_head(c->fd, max, &len, &why, buf, sizeof buf);
+        int type = c->has_first ? df__w_take_head(&c->ch, c->first, max, &len, &why, buf, sizeof buf)
+                                : df__w_recv_head(&c->ch, max, &len, &why, buf, sizeof buf);
+        c->has_first = 0;
         if (type == DF__W_TENSOR) {               /* its value straight into a tensor */
             if (df__w_tensor_stream(c, len, &why) == 0) continue;
             if (!__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) df__w_log(w, "closing the connection from %s: malformed TENSOR message: %s", c->peer, why);
             break;
         }
-        if (type > 0) type = df__w_recv_body(c->fd, type, &data, len, &why);
+        if (type > 0) type = df__w_recv_body(&c->ch, type, &data, len, &why);
         if (type <= 0) {
             if (type < 0 && !__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) df__w_log(w, "closing the connection from %s: %s", c->peer, why);
             DF_FREE(data);
@@ -749,7 +836,7 @@ static void *df__w_conn_main(void *arg) {
             w->regs[i] = NULL;
         }
     w->conn_fds[c->slot] = -1;
-    shutdown(c->fd, SHUT_RDWR);
+    shutdown(c->ch.fd, SHUT_RDWR);
     w->n_conns--;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
@@ -780,11 +867,10 @@ static void *df__w_beat_main(void *arg) {
         df__w_pending_purge(w, 0);
         pthread_mutex_unlock(&w->mu);
         for (int i = 0; i < n; i++) {
-            unsigned char f[DF__W_HEADER + 8];
-            df__w_header(f, DF__W_HEARTBEAT, 8);
-            df__put64(f + DF__W_HEADER, ids[i]);
+            unsigned char f[8];
+            df__put64(f, ids[i]);
             pthread_mutex_lock(&to[i]->wmu);
-            if (df__sock_write(to[i]->fd, f, sizeof f)) shutdown(to[i]->fd, SHUT_RDWR);
+            if (df__w_send_parts(&to[i]->ch, DF__W_HEARTBEAT, f, 8, NULL, 0)) shutdown(to[i]->ch.fd, SHUT_RDWR);
             pthread_mutex_unlock(&to[i]->wmu);
             df__w_conn_release(to[i]);
         }
@@ -793,60 +879,243 @@ static void *df__w_beat_main(void *arg) {
     pthread_mutex_unlock(&w->mu);
     return NULL;
 }
+/* ---- connections in their handshake: the accept thread polls them all ----
+   No thread is spent on a connection before it proves the key (or, with no key, before its
+   first frame header is there); each has handshake_timeout_ms; at most max_handshakes wait
+   at once and a quarter of that from one address, the oldest closed first to make room. */
+typedef struct df__wshake {
+    int fd, stage;                   /* 0: waiting for AUTH (no key: a first header); 1: for AUTH_PROOF */
+    uint32_t ip, role;
+    double since;
+    char peer[64];
+    unsigned char nc[DF__W_NONCE], ns[DF__W_NONCE];
+    unsigned char in[DF__W_HEADER + 128];
+    size_t have;
+} df__wshake;
+/* A connection past its handshake gets a thread (k: its keys, NULL with no key); fd is closed
+   when it cannot. */
+static void df__w_adopt(df_worker *w, int fd, const char *peer, struct df__wkeys *k, uint32_t role, const unsigned char *first) {
+    int fl = fcntl(fd, F_GETFL, 0);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct timeval tv = {10, 0};                 /* a peer that stops reading fails our writes */
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    df__wconn *c = (df__wconn *)DF_MALLOC(sizeof *c);
+    pthread_mutex_lock(&w->mu);
+    int slot = -1, started = 0;
+    for (int i = 0; i < w->cap_conns && slot < 0; i++) if (w->conn_fds[i] < 0) slot = i;
+    if (slot < 0 && c) {
+        int old = w->cap_conns;
+        if (df__grow(&w->conn_fds, &w->cap_conns, old + 1, sizeof(int))) {
+            for (int i = old; i < w->cap_conns; i++) w->conn_fds[i] = -1;
+            slot = old;
+        }
+    }
+    if (c && slot >= 0 && !w->stopping) {
+        memset(c, 0, sizeof *c);
+        c->w = w; c->ch.fd = fd; c->ch.k = k; c->slot = slot; c->refs = 1; c->role = role; c->id = ++w->next_conn;
+        if (first) { memcpy(c->first, first, DF__W_HEADER); c->has_first = 1; }
+        snprintf(c->peer, sizeof c->peer, "%s", peer);
+        pthread_mutex_init(&c->wmu, NULL);
+        w->conn_fds[slot] = fd;
+        w->n_conns++;
+        pthread_t t;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        started = pthread_create(&t, &at, df__w_conn_main, c) == 0;
+        pthread_attr_destroy(&at);
+        if (!started) { w->conn_fds[slot] = -1; w->n_conns--; pthread_mutex_destroy(&c->wmu); }
+    }
+    int stopping = w->stopping;
+    pthread_mutex_unlock(&w->mu);
+    if (!started) {
+        if (!stopping) df__w_log(w, "cannot serve the connection from %s (out of memory or threads)", peer);
+        close(fd); DF_FREE(k); DF_FREE(c);
+    }
+}
+/* An ERROR to a connection being refused (unsigned; it may not get there). */
+static void df__w_shake_refuse(int fd, df_code code, const char *msg) {
+    df__wbuf b = {NULL, 0, 0, 0};
+    df__wb_u32(&b, (uint32_t)code);
+    df__wb_str(&b, msg);
+    df__wchan ch = {fd, NULL};
+    if (!b.oom) (void)df__w_send(&ch, DF__W_ERROR, &b);
+    DF_FREE(b.p);
+}
+/* Reads what came on s: 0 to wait for more, 1 when s is done with (adopted, or closed). */
+static int df__w_shake_step(df_worker *w, df__wshake *s) {
+    size_t want = s->have < DF__W_HEADER ? DF__W_HEADER : DF__W_HEADER + (size_t)df__get64(s->in + 8);
+    ssize_t r = recv(s->fd, s->in + s->have, want - s->have, MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        if (s->have) df__w_log(w, "closing the connection from %s: the connection broke inside a frame header", s->peer);
+        close(s->fd);
+        return 1;
+    }
+    if (r < 0) return 0;
+    s->have += (size_t)r;
+    if (!w->key && s->have == DF__W_HEADER) {     /* no key: its first header, then a thread */
+        df__w_adopt(w, s->fd, s->peer, NULL, DF__W_ROLE_MASTER, s->in);
+        return 1;
+    }
+    if (s->have == DF__W_HEADER) {
+        uint64_t len = 0;
+        const char *why = NULL;
+        char buf[160];
+        int type = df__w_check_header(s->in, sizeof s->in - DF__W_HEADER, &len, &why, buf, sizeof buf, 0);
+        if (type && type != (s->stage ? DF__W_AUTH_PROOF : DF__W_AUTH)) {
+            df__w_shake_refuse(s->fd, DF_UNAUTHENTICATED, "This worker serves only masters and workers that hold its cluster key "
+                               "(df_session_options.cluster_key_file or DF_CLUSTER_KEY_FILE)");
+            df__w_log(w, "closing the connection from %s: it did not prove the cluster key (it sent %s)", s->peer, df__w_type_names[type]);
+            close(s->fd);
+            return 1;
+        }
+        if (!type) { df__w_log(w, "closing the connection from %s in its handshake: %s", s->peer, why); close(s->fd); return 1; }
+        want = DF__W_HEADER + (size_t)len;
+    }
+    if (s->have < want) return 0;
+    df__wread rd = {s->in + DF__W_HEADER, s->have - DF__W_HEADER, NULL};
+    df__wchan ch = {s->fd, NULL};
+    if (s->stage == 0) {                         /* AUTH: version, role, the client's nonce */
+        uint32_t version = df__wr_u32(&rd, "version"), role = df__wr_u32(&rd, "role");
+        size_t nl = 0;
+        const unsigned char *nc = df__wr_bytes(&rd, &nl, "nonce");
+        if (rd.bad || rd.n || nl != DF__W_NONCE || version != DF__W_VERSION || (role != DF__W_ROLE_MASTER && role != DF__W_ROLE_WORKER)) {
+            df__w_log(w, "closing the connection from %s: a malformed AUTH", s->peer);
+            close(s->fd);
+            return 1;
+        }
+        memcpy(s->nc, nc, DF__W_NONCE);
+        s->role = role;
+        unsigned char proof[32];
+        df__wbuf b = {NULL, 0, 0, 0};
+        int ok = !df__random_bytes(s->ns, DF__W_NONCE);
+        if (ok) {
+            df__w_auth_proof(w->key, 1, s->nc, s->ns, proof);
+            df__wb_bytes(&b, s->ns, DF__W_NONCE);
+            df__wb_bytes(&b, proof, sizeof proof);
+            ok = !b.oom && !df__w_send(&ch, DF__W_AUTH_CHALLENGE, &b);
+        }
+        DF_FREE(b.p);
+        if (!ok) { close(s->fd); return 1; }
+        s->stage = 1;
+        s->have = 0;
+        return 0;
+    }
+    size_t pl = 0;                               /* AUTH_PROOF: the client's proof */
+    const unsigned char *pc = df__wr_bytes(&rd, &pl, "proof");
+    unsigned char expect[32];
+    df__w_auth_proof(w->key, 0, s->nc, s->ns, expect);
+    if (rd.bad || rd.n || pl != 32 || !df__ct_equal(pc, expect, 32)) {
+        df__w_shake_refuse(s->fd, DF_UNAUTHENTICATED, "Wrong cluster key");
+        df__w_log(w, "closing the connection from %s: wrong cluster key", s->peer);
+        close(s->fd);
+        return 1;
+    }
+    struct df__wkeys *k = df__w_auth_keys(w->key, 1, s->nc, s->ns);
+    if (!k || df__w_send(&ch, DF__W_AUTH_OK, NULL)) { DF_FREE(k); close(s->fd); return 1; }
+    df__w_adopt(w, s->fd, s->peer, k, s->role, NULL);
+    return 1;
+}
+/* Closes the handshake at i (the oldest make room for new ones). */
+static void df__w_shake_evict(df_worker *w, int i, double now, const char *why) {
+    close(w->shakes[i].fd);
+    w->shakes[i] = w->shakes[--w->n_shakes];
+    w->evicted++;
+    if (now - w->evict_logged > 1000) {          /* (a flood is one line a second) */
+        df__w_log(w, "closed %d connection%s that did not finish the handshake (%s)", w->evicted, w->evicted == 1 ? "" : "s", why);
+        w->evicted = 0;
+        w->evict_logged = now;
+    }
+}
+/* The handshake to close for room (from address ip when by_ip): the oldest that has sent
+   nothing yet, else the oldest (a master that is answering gets through a flood). */
+static int df__w_shake_victim(const df_worker *w, int by_ip, uint32_t ip) {
+    int idle = -1, any = -1;
+    for (int i = 0; i < w->n_shakes; i++) {
+        const df__wshake *s = &w->shakes[i];
+        if (by_ip && s->ip != ip) continue;
+        if (any < 0 || s->since < w->shakes[any].since) any = i;
+        if (!s->stage && !s->have && (idle < 0 || s->since < w->shakes[idle].since)) idle = i;
+    }
+    return idle >= 0 ? idle : any;
+}
 static void *df__w_accept_main(void *arg) {
     df_worker *w = (df_worker *)arg;
-    for (;;) {
-        struct sockaddr_in a;
-        socklen_t al = sizeof a;
-        int fd = accept(w->listen_fd, (struct sockaddr *)&a, &al);
-        if (__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) { if (fd >= 0) close(fd); break; }
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) { struct timespec ts = {0, 50000000}; nanosleep(&ts, NULL); continue; }
-            df__w_log(w, "accept failed: %s; the worker stops", strerror(errno));
-            break;
+    int limit_ms = w->opts.handshake_timeout_ms > 0 ? w->opts.handshake_timeout_ms : 5000;
+    int cap = w->opts.max_handshakes > 0 ? w->opts.max_handshakes : 64, per_addr = cap >= 4 ? cap / 4 : 1;
+    struct pollfd *pf = NULL;
+    int cap_pf = 0, fl = fcntl(w->listen_fd, F_GETFL, 0);
+    if (fl >= 0) fcntl(w->listen_fd, F_SETFL, fl | O_NONBLOCK);
+    while (!__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) {
+        if (!df__grow(&pf, &cap_pf, w->n_shakes + 2, sizeof *pf)) { struct timespec ts = {0, 50000000}; nanosleep(&ts, NULL); continue; }
+        pf[0].fd = w->listen_fd; pf[0].events = POLLIN; pf[0].revents = 0;
+        pf[1].fd = w->wake[0]; pf[1].events = POLLIN; pf[1].revents = 0;
+        double now = df__now_ms();
+        int wait = 1000;
+        for (int i = 0; i < w->n_shakes; i++) {
+            pf[i + 2].fd = w->shakes[i].fd; pf[i + 2].events = POLLIN; pf[i + 2].revents = 0;
+            double left = w->shakes[i].since + limit_ms - now;
+            if (left < wait) wait = left > 0 ? (int)left + 1 : 0;
         }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        struct timeval tv = {10, 0};             /* a peer that stops reading fails our writes */
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        df__wconn *c = (df__wconn *)DF_MALLOC(sizeof *c);
-        pthread_mutex_lock(&w->mu);
-        if (w->stopping) { pthread_mutex_unlock(&w->mu); close(fd); DF_FREE(c); break; }
-        int slot = -1;
-        for (int i = 0; i < w->cap_conns && slot < 0; i++) if (w->conn_fds[i] < 0) slot = i;
-        if (slot < 0 && c) {
-            int old = w->cap_conns;
-            if (df__grow(&w->conn_fds, &w->cap_conns, old + 1, sizeof(int))) {
-                for (int i = old; i < w->cap_conns; i++) w->conn_fds[i] = -1;
-                slot = old;
+        int r = poll(pf, (nfds_t)w->n_shakes + 2, wait);
+        if (__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) break;
+        now = df__now_ms();
+        for (int i = w->n_shakes - 1; i >= 0; i--) {   /* (a swap brings in one already seen) */
+            df__wshake *s = &w->shakes[i];
+            int done = r > 0 && pf[i + 2].revents ? df__w_shake_step(w, s) : 0;
+            if (done) w->shakes[i] = w->shakes[--w->n_shakes];
+            else if (now - s->since > limit_ms) df__w_shake_evict(w, i, now, "the handshake deadline passed");
+        }
+        if (r <= 0 || !pf[0].revents) continue;
+        for (int batch = 0; batch < 16; batch++) {
+            struct sockaddr_in a;
+            socklen_t al = sizeof a;
+            int fd = accept(w->listen_fd, (struct sockaddr *)&a, &al);
+            if (fd < 0) {
+                if (errno == EINTR || errno == ECONNABORTED) continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                    int victim = df__w_shake_victim(w, 0, 0);   /* (a descriptor back from a handshake) */
+                    if (victim >= 0) df__w_shake_evict(w, victim, now, "out of file descriptors");
+                    else { struct timespec ts = {0, 20000000}; nanosleep(&ts, NULL); }
+                    break;
+                }
+                if (!__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) df__w_log(w, "accept failed: %s; the worker takes no new connections", strerror(errno));
+                goto out;
             }
+            int ffl = fcntl(fd, F_GETFL, 0);
+            if (ffl >= 0) fcntl(fd, F_SETFL, ffl | O_NONBLOCK);
+            uint32_t ip = ntohl(a.sin_addr.s_addr);
+            int same = 0;
+            for (int i = 0; i < w->n_shakes; i++) same += w->shakes[i].ip == ip;
+            if (same >= per_addr) df__w_shake_evict(w, df__w_shake_victim(w, 1, ip), now, "too many from one address");
+            else if (w->n_shakes >= cap) df__w_shake_evict(w, df__w_shake_victim(w, 0, 0), now, "too many at once");
+            if (!df__grow(&w->shakes, &w->cap_shakes, w->n_shakes + 1, sizeof *w->shakes)) { close(fd); continue; }
+            df__wshake *s = &w->shakes[w->n_shakes++];
+            memset(s, 0, sizeof *s);
+            s->fd = fd; s->ip = ip; s->since = now;
+            char ipbuf[INET_ADDRSTRLEN] = "?";
+            inet_ntop(AF_INET, &a.sin_addr, ipbuf, sizeof ipbuf);
+            snprintf(s->peer, sizeof s->peer, "%s:%d", ipbuf, (int)ntohs(a.sin_port));
         }
-        pthread_t t;
-        int started = 0;
-        if (c && slot >= 0) {
-            c->w = w; c->fd = fd; c->slot = slot; c->refs = 1;
-            pthread_mutex_init(&c->wmu, NULL);
-            char ip[INET_ADDRSTRLEN] = "?";
-            inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
-            snprintf(c->peer, sizeof c->peer, "%s:%d", ip, (int)ntohs(a.sin_port));
-            w->conn_fds[slot] = fd;
-            w->n_conns++;
-            pthread_attr_t at;
-            pthread_attr_init(&at);
-            pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-            started = pthread_create(&t, &at, df__w_conn_main, c) == 0;
-            pthread_attr_destroy(&at);
-            if (!started) { w->conn_fds[slot] = -1; w->n_conns--; pthread_mutex_destroy(&c->wmu); }
-        }
-        pthread_mutex_unlock(&w->mu);
-        if (!started) { df__w_log(w, "cannot serve a new connection (out of memory or threads)"); close(fd); DF_FREE(c); }
-        (void)t;
     }
+out:
+    for (int i = 0; i < w->n_shakes; i++) close(w->shakes[i].fd);
+    w->n_shakes = 0;
+    DF_FREE(pf);
     return NULL;
 }
 #endif /* DF__NET */
 
+#ifdef DF__NET
+static void df__w_free_early(df_worker *w) {         /* (a start that failed) */
+    if (w->wake[0] >= 0) { close(w->wake[0]); close(w->wake[1]); }
+    DF_FREE(w->key);
+    DF_FREE(w);
+}
+#endif
 df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
     df_status local;
     if (!st) st = &local;
@@ -860,46 +1129,63 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
     memset(&o, 0, sizeof o);
     if (opts) o = *opts;
     if (o.port < 0 || o.port > 65535 || o.task < 0) { df_status_set(st, DF_INVALID_ARGUMENT, "df_worker_start: port %d, task %d", o.port, o.task); return NULL; }
+    if (o.shutdown < DF_WORKER_SHUTDOWN_AUTHENTICATED || o.shutdown > DF_WORKER_SHUTDOWN_ANY) { df_status_set(st, DF_INVALID_ARGUMENT, "df_worker_start: shutdown policy %d", o.shutdown); return NULL; }
+    const char *host = o.host ? o.host : "127.0.0.1";
+    if (!strcmp(host, "localhost")) host = "127.0.0.1";
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)o.port);
+    if (inet_pton(AF_INET, host, &a.sin_addr) != 1) { df_status_set(st, DF_INVALID_ARGUMENT, "df_worker_start: '%s' is not an IPv4 address", host); return NULL; }
+    if (!o.key_file && !o.insecure && (ntohl(a.sin_addr.s_addr) >> 24) != 127) {
+        df_status_set(st, DF_PERMISSION_DENIED, "df_worker_start: listening on %s without a cluster key lets anyone who reaches it run graphs as this "
+                      "process's user; give a key file (--key-file), or insecure (--insecure) on a network you trust", host);
+        return NULL;
+    }
     df_worker *w = (df_worker *)DF_MALLOC(sizeof *w);
     if (!w) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); return NULL; }
     memset(w, 0, sizeof *w);
     w->opts = o;
     w->listen_fd = -1;
+    w->wake[0] = w->wake[1] = -1;
+    if (o.key_file && !(w->key = df__key_load(o.key_file, "df_worker_start", st))) { DF_FREE(w); return NULL; }
+    if (pipe(w->wake)) {
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "df_worker_start: pipe: %s", strerror(errno));
+        DF_FREE(w->key); DF_FREE(w);
+        return NULL;
+    }
     {   /* a fresh incarnation per worker: time, process and address mixed */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         uint64_t h = df__hash_mix((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, (uint64_t)getpid());
         w->incarnation = df__hash_mix(h, (uint64_t)(uintptr_t)w) | 1;
     }
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)o.port);
-    const char *host = o.host ? o.host : "127.0.0.1";
-    if (!strcmp(host, "localhost")) host = "127.0.0.1";
-    if (inet_pton(AF_INET, host, &a.sin_addr) != 1) { df_status_set(st, DF_INVALID_ARGUMENT, "df_worker_start: '%s' is not an IPv4 address", host); DF_FREE(w); return NULL; }
     int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
     if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 64)) {
         df_status_set(st, errno == EADDRINUSE ? DF_ALREADY_EXISTS : errno == EACCES ? DF_PERMISSION_DENIED : DF_UNAVAILABLE,
                       "df_worker_start: cannot listen on %s:%d: %s", host, o.port, strerror(errno));
         if (fd >= 0) close(fd);
-        DF_FREE(w);
+        df__w_free_early(w);
         return NULL;
     }
     socklen_t al = sizeof a;
     getsockname(fd, (struct sockaddr *)&a, &al);
     w->port = ntohs(a.sin_port);
     w->listen_fd = fd;
+    if (!w->key)
+        df__w_log(w, "no cluster key: anyone who can reach port %d of %s runs graphs as this process's user (see SECURITY.md: --key-file)", w->port, host);
     df_session_options so;
     memset(&so, 0, sizeof so);
     so.num_cpu_devices = o.num_cpu_devices > 0 ? o.num_cpu_devices : 1;
     so.inter_op_threads = DF__MAX(2, df__num_cores());   /* (a step waits for other workers on its pool) */
+    so.memory_limit = o.memory_limit;
+    so.data_dir = o.data_dir ? o.data_dir : "";          /* ("": no file access) */
     if (!(w->empty = df_graph_new()) || !(w->sess = df_session_new(w->empty, &so, st))) {
         if (!st->code) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
         df_graph_free(w->empty);
         close(fd);
-        DF_FREE(w);
+        df__w_free_early(w);
         return NULL;
     }
     pthread_mutex_init(&w->mu, NULL);
@@ -908,7 +1194,7 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
         close(fd);
         pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
         df_session_free(w->sess); df_graph_free(w->empty);
-        DF_FREE(w);
+        df__w_free_early(w);
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "df_worker_start: cannot start a thread");
         return NULL;
     }
@@ -921,7 +1207,7 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
         close(fd);
         pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
         df_session_free(w->sess); df_graph_free(w->empty);
-        DF_FREE(w);
+        df__w_free_early(w);
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "df_worker_start: cannot start a thread");
         return NULL;
     }
@@ -954,8 +1240,11 @@ void df_worker_stop(df_worker *w) {
     pthread_join(w->accept_thread, NULL);
     pthread_join(w->beat_thread, NULL);
     close(w->listen_fd);
+    close(w->wake[0]); close(w->wake[1]);
+    DF_FREE(w->shakes);
+    if (w->key) { memset(w->key, 0, sizeof *w->key); DF_FREE(w->key); }
     for (int i = 0; i < w->n_regs; i++) if (w->regs[i] && --w->regs[i]->refs == 0) df__wreg_free(w->regs[i]);
-    for (int i = 0; i < w->n_peers; i++) { if (w->peers[i]->fd >= 0) close(w->peers[i]->fd); pthread_mutex_destroy(&w->peers[i]->mu); DF_FREE(w->peers[i]); }
+    for (int i = 0; i < w->n_peers; i++) { df__chan_close(&w->peers[i]->ch); pthread_mutex_destroy(&w->peers[i]->mu); DF_FREE(w->peers[i]); }
     df__w_pending_purge(w, 1);
     DF_FREE(w->regs); DF_FREE(w->conn_fds); DF_FREE(w->peers);
     df_session_free(w->sess);
@@ -986,22 +1275,39 @@ df_code df_worker_hello(const char *address, int timeout_ms, df_worker_info *inf
     return df_status_set(st, DF_UNIMPLEMENTED, "Workers need POSIX sockets and threads");
 #else
     char err[256];
-    int fd = df__connect(address, timeout_ms > 0 ? timeout_ms : 5000, err, sizeof err);
-    if (fd < 0) return df_status_set(st, DF_UNAVAILABLE, "%s", err);
-    struct timeval tv = {(timeout_ms > 0 ? timeout_ms : 5000) / 1000, ((timeout_ms > 0 ? timeout_ms : 5000) % 1000) * 1000};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int ms = timeout_ms > 0 ? timeout_ms : 5000;
+    const char *key_path = df__key_path(NULL);
+    df__hmac_key *key = key_path ? df__key_load(key_path, "df_worker_hello", st) : NULL;
+    if (key_path && !key) return st->code;
+    df__wchan ch = {df__connect(address, ms, err, sizeof err), NULL};
+    if (ch.fd < 0) { DF_FREE(key); return df_status_set(st, DF_UNAVAILABLE, "%s", err); }
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    setsockopt(ch.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char who[96];
+    snprintf(who, sizeof who, "Worker %s", address);
+    if (key && df__w_auth_client(&ch, key, DF__W_ROLE_MASTER, ms, who, st)) { DF_FREE(key); df__chan_close(&ch); return st->code; }
+    DF_FREE(key);
     df__wbuf b = {NULL, 0, 0, 0};
     df__wb_u32(&b, DF__W_VERSION);
     unsigned char *data = NULL;
     uint64_t len = 0;
     const char *why = NULL;
     char buf[160];
-    int type = b.oom || df__w_send(fd, DF__W_HELLO, &b) ? -1 : df__w_recv(fd, (uint64_t)1 << 20, &data, &len, &why, buf, sizeof buf);
+    int type = b.oom || df__w_send(&ch, DF__W_HELLO, &b) ? -1 : df__w_recv(&ch, (uint64_t)1 << 20, &data, &len, &why, buf, sizeof buf);
     DF_FREE(b.p);
+    if (type == DF__W_ERROR) {                   /* (a keyed worker, and no key here) */
+        df__wread r = {data, (size_t)len, NULL};
+        uint32_t code = df__wr_u32(&r, "code");
+        char *msg = df__wr_str(&r, 4000, "message");
+        df_status_set(st, code >= 1 && code <= 16 ? (df_code)code : DF_DATA_LOSS, "Worker %s refused: %s", address, msg ? msg : "?");
+        DF_FREE(msg); DF_FREE(data);
+        df__chan_close(&ch);
+        return st->code;
+    }
     if (type != DF__W_HELLO_OK) {
         DF_FREE(data);
-        close(fd);
-        return df_status_set(st, DF_UNAVAILABLE, "Worker %s did not answer HELLO: %s", address, type < 0 ? why : type == 0 ? "it closed the connection" : "a wrong answer");
+        df__chan_close(&ch);
+        return df_status_set(st, DF_UNAVAILABLE, "Worker %s did not answer HELLO: %s", address, type < 0 ? (why ? why : "it could not be sent") : type == 0 ? "it closed the connection" : "a wrong answer");
     }
     df__wread r = {data, (size_t)len, NULL};
     uint64_t inc = df__wr_u64(&r, "incarnation");
@@ -1013,8 +1319,8 @@ df_code df_worker_hello(const char *address, int timeout_ms, df_worker_info *inf
         DF_FREE(name);
     }
     DF_FREE(data);
-    df__w_send(fd, DF__W_CLOSE, NULL);
-    close(fd);
+    df__w_send(&ch, DF__W_CLOSE, NULL);
+    df__chan_close(&ch);
     if (r.bad) return df_status_set(st, DF_DATA_LOSS, "Worker %s sent a malformed HELLO answer (%s)", address, r.bad);
     return DF_OK;
 #endif
