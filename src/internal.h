@@ -1514,3 +1514,32 @@ DF_PRIVATE df_code df__sf_resize_bilinear_grad(df__shape_ctx *c);
 DF_PRIVATE void df__g_resize_bilinear(df__gfn *c);
 DF_PRIVATE void df__g_resize_nearest(df__gfn *c);
 /* ---- end of src/kernels/resize.c ---- */
+
+/* ---- crypto (issue 28): begin ---- */
+/* src/crypto.c: SHA-256, HMAC-SHA256, constant-time compare, OS randomness. It precedes this
+   header (self-contained, so tests/test_crypto.c and bench/bench_mac.c compile it alone) and
+   defines its types there: df__sha256 (a hash in progress), df__hmac_key (a key's inner and
+   outer states, made once per key), df__hmac (one message's MAC in progress; its key must
+   outlive it). Digests and MACs are 32 bytes. */
+DF_PRIVATE void df__sha256_init(df__sha256 *c);
+DF_PRIVATE void df__sha256_update(df__sha256 *c, const void *data, size_t n);
+DF_PRIVATE void df__sha256_final(df__sha256 *c, unsigned char out[32]);   /* wipes c */
+DF_PRIVATE void df__sha256_hash(const void *data, size_t n, unsigned char out[32]);
+/* HMAC-SHA256 with the key's pads hashed once: per message only the message is hashed. */
+DF_PRIVATE void df__hmac_key_init(df__hmac_key *k, const void *key, size_t klen);
+DF_PRIVATE void df__hmac_begin(df__hmac *m, const df__hmac_key *k);
+DF_PRIVATE void df__hmac_update(df__hmac *m, const void *data, size_t n);
+DF_PRIVATE void df__hmac_final(df__hmac *m, unsigned char out[32]);       /* wipes m */
+DF_PRIVATE void df__hmac_sha256(const void *key, size_t klen, const void *data, size_t n, unsigned char out[32]);
+/* 1 when equal; the time depends on n only, not on where the bytes differ. */
+DF_PRIVATE int df__ct_equal(const void *a, const void *b, size_t n);
+/* n bytes from the OS (getrandom, getentropy or /dev/urandom; never a weaker source): 0, or -1
+   with out zeroed. */
+DF_PRIVATE int df__random_bytes(void *out, size_t n);
+/* Zeroes key material (a store the compiler may not drop). */
+DF_PRIVATE void df__secure_zero(void *p, size_t n);
+/* Tests and benchmarks: nonzero forces the portable compression, 0 chooses again (the x86 SHA
+   extensions where the CPU has them, unless DF_NO_SHA_NI=1 or DF_NO_SIMD); which one runs. */
+DF_PRIVATE void df__sha256_force_portable(int on);
+DF_PRIVATE const char *df__sha256_impl(void);
+/* ---- crypto (issue 28): end ---- */
