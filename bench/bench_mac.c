@@ -1,8 +1,9 @@
 /* What a frame's MAC costs (issue 28: every frame carries an HMAC-SHA256 over its payload,
    in place of the crc32c it carried): on a 64 MiB buffer (one large tensor), the crc32c
    (df_crc32c, what frames and checkpoints check now), HMAC-SHA256 on the x86 SHA extensions
-   and on the portable compression, each the median of 5 timed runs after a warm-up. Printed:
-   GB/s and the ratio of each MAC's time to the crc32c's. Also SHA-256 alone on each path.
+   and on the portable compression, and SHA-256 alone on each: 5 rounds after a warm-up, each
+   round timing every row once. Printed: the median time and GB/s of each, and the median of
+   its per-round ratio to the crc32c's time.
    src/crypto.c is compiled here (its functions are internal to dataflow.c).
    Usage: bench_mac [--mib N] [--reps N] */
 #define _POSIX_C_SOURCE 200809L
@@ -16,7 +17,7 @@
 #define DF_PRIVATE static
 #include "../src/crypto.c"
 
-enum { MAX_REPS = 101 };
+enum { MAX_REPS = 101, N_ROWS = 5 };
 static size_t bytes;
 static const unsigned char *buf;
 static uint32_t crc_sink;
@@ -32,16 +33,12 @@ static void run_hmac(void) {
 }
 static void run_sha(void) { df__sha256_hash(buf, bytes, mac_sink); }
 
-/* The median seconds of reps timed runs of fn, after one untimed. */
-static double time_median(void (*fn)(void), int reps) {
-    double t[MAX_REPS];
-    fn();
-    for (int i = 0; i < reps; i++) {
-        double t0 = now();
-        fn();
-        t[i] = now() - t0;
-    }
-    return median(t, reps);
+typedef struct row { const char *name; void (*fn)(void); int portable; double t[MAX_REPS], ratio[MAX_REPS]; } row;
+static double timed(const row *r) {
+    df__sha256_force_portable(r->portable);
+    double t0 = now();
+    r->fn();
+    return now() - t0;
 }
 
 int main(int argc, char **argv) {
@@ -67,27 +64,35 @@ int main(int argc, char **argv) {
     cpu_model(cpu, sizeof cpu);
     df__sha256_force_portable(0);
     int has_ni = !strcmp(df__sha256_impl(), "sha-ni");
-    printf("MAC cost on %ld MiB, median of %d runs (CPU: %s; SHA extensions: %s)\n", mib, reps, cpu,
-           has_ni ? "yes" : "no (or DF_NO_SHA_NI set)");
-    double t_crc = time_median(run_crc, reps);
-    double gb = (double)bytes / 1e9;
-    printf("%-30s %10s %10s %16s\n", "", "ms", "GB/s", "time vs crc32c");
-    printf("%-30s %10.2f %10.2f %15.2fx\n", "crc32c (df_crc32c)", t_crc * 1e3, gb / t_crc, 1.0);
-    unsigned char mac_ni[32] = {0}, mac_portable[32];
-    for (int path = has_ni ? 0 : 1; path < 2; path++) {
-        df__sha256_force_portable(path);
-        const char *name = path ? "portable" : "SHA extensions";
-        char label[64];
-        double t = time_median(run_hmac, reps);
-        memcpy(path ? mac_portable : mac_ni, mac_sink, 32);
-        snprintf(label, sizeof label, "HMAC-SHA256, %s", name);
-        printf("%-30s %10.2f %10.2f %15.2fx\n", label, t * 1e3, gb / t, t / t_crc);
-        t = time_median(run_sha, reps);
-        snprintf(label, sizeof label, "SHA-256, %s", name);
-        printf("%-30s %10.2f %10.2f %15.2fx\n", label, t * 1e3, gb / t, t / t_crc);
+    static row rows[N_ROWS] = {{"crc32c (df_crc32c)", run_crc, 0, {0}, {0}},
+                               {"HMAC-SHA256, SHA extensions", run_hmac, 0, {0}, {0}},
+                               {"SHA-256, SHA extensions", run_sha, 0, {0}, {0}},
+                               {"HMAC-SHA256, portable", run_hmac, 1, {0}, {0}},
+                               {"SHA-256, portable", run_sha, 1, {0}, {0}}};
+    unsigned char mac_ni[32], mac_portable[32];
+    /* Each round times every row once, one after another, so a change in the machine's load
+       or clock falls on all of them: the ratios are per round, then their median. */
+    for (int r = -1; r < reps; r++) {          /* round -1: warm-up, not counted */
+        for (int i = 0; i < N_ROWS; i++) {
+            if (!has_ni && i >= 1 && i <= 2) continue;
+            double t = timed(&rows[i]);
+            if (i == 1) memcpy(mac_ni, mac_sink, 32);
+            if (i == 3) memcpy(mac_portable, mac_sink, 32);
+            if (r >= 0) rows[i].t[r] = t;
+        }
+        for (int i = 0; r >= 0 && i < N_ROWS; i++) rows[i].ratio[r] = rows[i].t[r] / rows[0].t[r];
     }
     df__sha256_force_portable(0);
     if (has_ni && memcmp(mac_ni, mac_portable, 32)) { fprintf(stderr, "bench_mac: the two paths' MACs differ\n"); return 1; }
+
+    printf("MAC cost on %ld MiB, medians of %d rounds (CPU: %s; SHA extensions: %s)\n", mib, reps, cpu,
+           has_ni ? "yes" : "no (or DF_NO_SHA_NI set)");
+    printf("%-30s %10s %10s %16s\n", "", "ms", "GB/s", "time vs crc32c");
+    for (int i = 0; i < N_ROWS; i++) {
+        if (!has_ni && i >= 1 && i <= 2) continue;
+        double t = median(rows[i].t, reps);
+        printf("%-30s %10.2f %10.2f %15.2fx\n", rows[i].name, t * 1e3, (double)bytes / 1e9 / t, median(rows[i].ratio, reps));
+    }
     printf("(crc32c of the buffer %08x)\n", (unsigned)crc_sink);
     free(p);
     return 0;
