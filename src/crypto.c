@@ -24,6 +24,13 @@
 #include <sys/random.h>
 #endif
 #endif
+/* Its callers (the wire's handshake and frame MACs) are compiled only where networking is, and
+   the switches for tests only into tests: what a build does not call must not warn there. */
+#if defined(__GNUC__) || defined(__clang__)
+#define DF__MAYBE_UNUSED __attribute__((unused))
+#else
+#define DF__MAYBE_UNUSED
+#endif
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0            /* (hidden by strict C modes in the one-translation-unit use; set below) */
 #endif
@@ -50,7 +57,7 @@ static const uint32_t df__sha256_k[64] = {
     0x748f82eeu, 0x78a5636fu, 0x84c87814u, 0x8cc70208u, 0x90befffau, 0xa4506cebu, 0xbef9a3f7u, 0xc67178f2u};
 
 /* Zeroes n bytes in a way the compiler may not drop as a dead store (key material). */
-DF_PRIVATE void df__secure_zero(void *p, size_t n) {
+DF_PRIVATE DF__MAYBE_UNUSED void df__secure_zero(void *p, size_t n) {
     volatile unsigned char *v = (volatile unsigned char *)p;
     while (n--) *v++ = 0;
 }
@@ -173,9 +180,9 @@ static int df__sha_choose(void) {
 }
 /* For tests and benchmarks: nonzero keeps to the portable compression, 0 chooses again
    (the SHA extensions where the CPU has them and DF_NO_SHA_NI is unset). Process-wide. */
-DF_PRIVATE void df__sha256_force_portable(int on) { __atomic_store_n(&df__sha_path, on ? 0 : -1, __ATOMIC_RELAXED); }
+DF_PRIVATE DF__MAYBE_UNUSED void df__sha256_force_portable(int on) { __atomic_store_n(&df__sha_path, on ? 0 : -1, __ATOMIC_RELAXED); }
 /* The compression in use: "sha-ni" or "portable". */
-DF_PRIVATE const char *df__sha256_impl(void) { return df__sha_choose() ? "sha-ni" : "portable"; }
+DF_PRIVATE DF__MAYBE_UNUSED const char *df__sha256_impl(void) { return df__sha_choose() ? "sha-ni" : "portable"; }
 static void df__sha256_blocks(uint32_t st[8], const unsigned char *p, size_t n_blocks) {
 #ifdef DF__SHA_NI
     if (df__sha_choose()) { df__sha256_blocks_shani(st, p, n_blocks); return; }
@@ -184,14 +191,14 @@ static void df__sha256_blocks(uint32_t st[8], const unsigned char *p, size_t n_b
 }
 
 /* ---- SHA-256 ---- */
-DF_PRIVATE void df__sha256_init(df__sha256 *c) {
+DF_PRIVATE DF__MAYBE_UNUSED void df__sha256_init(df__sha256 *c) {
     static const uint32_t iv[8] = {0x6a09e667u, 0xbb67ae85u, 0x3c6ef372u, 0xa54ff53au,
                                    0x510e527fu, 0x9b05688cu, 0x1f83d9abu, 0x5be0cd19u};
     memcpy(c->h, iv, sizeof iv);
     c->len = 0;
     c->nbuf = 0;
 }
-DF_PRIVATE void df__sha256_update(df__sha256 *c, const void *data, size_t n) {
+DF_PRIVATE DF__MAYBE_UNUSED void df__sha256_update(df__sha256 *c, const void *data, size_t n) {
     const unsigned char *p = (const unsigned char *)data;
     if (!n) return;
     c->len += n;
@@ -211,7 +218,7 @@ DF_PRIVATE void df__sha256_update(df__sha256 *c, const void *data, size_t n) {
     if (n) { memcpy(c->buf, p, n); c->nbuf = n; }
 }
 /* Pads (0x80, zeros, the length in bits, big-endian), writes the digest and wipes c. */
-DF_PRIVATE void df__sha256_final(df__sha256 *c, unsigned char out[32]) {
+DF_PRIVATE DF__MAYBE_UNUSED void df__sha256_final(df__sha256 *c, unsigned char out[32]) {
     uint64_t bits = c->len * 8;
     c->buf[c->nbuf++] = 0x80;
     if (c->nbuf > 56) {
@@ -228,7 +235,7 @@ DF_PRIVATE void df__sha256_final(df__sha256 *c, unsigned char out[32]) {
     }
     df__secure_zero(c, sizeof *c);
 }
-DF_PRIVATE void df__sha256_hash(const void *data, size_t n, unsigned char out[32]) {
+DF_PRIVATE DF__MAYBE_UNUSED void df__sha256_hash(const void *data, size_t n, unsigned char out[32]) {
     df__sha256 c;
     df__sha256_init(&c);
     df__sha256_update(&c, data, n);
@@ -237,7 +244,7 @@ DF_PRIVATE void df__sha256_hash(const void *data, size_t n, unsigned char out[32
 
 /* ---- HMAC-SHA256 (RFC 2104): H((K ^ opad) || H((K ^ ipad) || message)), a key longer than a
    block replaced by its hash ---- */
-DF_PRIVATE void df__hmac_key_init(df__hmac_key *k, const void *key, size_t klen) {
+DF_PRIVATE DF__MAYBE_UNUSED void df__hmac_key_init(df__hmac_key *k, const void *key, size_t klen) {
     unsigned char block[64], pad[64];
     memset(block, 0, sizeof block);
     if (klen > 64) df__sha256_hash(key, klen, block);
@@ -251,10 +258,10 @@ DF_PRIVATE void df__hmac_key_init(df__hmac_key *k, const void *key, size_t klen)
     df__secure_zero(block, sizeof block);
     df__secure_zero(pad, sizeof pad);
 }
-DF_PRIVATE void df__hmac_begin(df__hmac *m, const df__hmac_key *k) { m->inner = k->inner; m->k = k; }
-DF_PRIVATE void df__hmac_update(df__hmac *m, const void *data, size_t n) { df__sha256_update(&m->inner, data, n); }
+DF_PRIVATE DF__MAYBE_UNUSED void df__hmac_begin(df__hmac *m, const df__hmac_key *k) { m->inner = k->inner; m->k = k; }
+DF_PRIVATE DF__MAYBE_UNUSED void df__hmac_update(df__hmac *m, const void *data, size_t n) { df__sha256_update(&m->inner, data, n); }
 /* Writes the MAC and wipes m (a new message starts with df__hmac_begin). */
-DF_PRIVATE void df__hmac_final(df__hmac *m, unsigned char out[32]) {
+DF_PRIVATE DF__MAYBE_UNUSED void df__hmac_final(df__hmac *m, unsigned char out[32]) {
     unsigned char inner[32];
     df__sha256 outer = m->k->outer;
     df__sha256_final(&m->inner, inner);
@@ -263,7 +270,7 @@ DF_PRIVATE void df__hmac_final(df__hmac *m, unsigned char out[32]) {
     df__secure_zero(inner, sizeof inner);
     df__secure_zero(m, sizeof *m);
 }
-DF_PRIVATE void df__hmac_sha256(const void *key, size_t klen, const void *data, size_t n, unsigned char out[32]) {
+DF_PRIVATE DF__MAYBE_UNUSED void df__hmac_sha256(const void *key, size_t klen, const void *data, size_t n, unsigned char out[32]) {
     df__hmac_key k;
     df__hmac m;
     df__hmac_key_init(&k, key, klen);
@@ -275,7 +282,7 @@ DF_PRIVATE void df__hmac_sha256(const void *key, size_t klen, const void *data, 
 
 /* 1 when the n bytes at a and b are equal, 0 if not; the time taken depends on n only, not on
    where they differ (MACs and challenge answers are compared with this). */
-DF_PRIVATE int df__ct_equal(const void *a, const void *b, size_t n) {
+DF_PRIVATE DF__MAYBE_UNUSED int df__ct_equal(const void *a, const void *b, size_t n) {
     const volatile unsigned char *x = (const volatile unsigned char *)a, *y = (const volatile unsigned char *)b;
     unsigned diff = 0;
     for (size_t i = 0; i < n; i++) diff |= (unsigned)(x[i] ^ y[i]);
@@ -305,7 +312,7 @@ static int df__urandom(unsigned char *p, size_t n) {
 /* Fills out with n random bytes from the operating system: 0, or -1 (out then holds no
    secret: it is zeroed). getrandom blocks until the kernel's pool has been seeded once, then
    never; where the system call does not exist (Linux before 3.17) or is refused, /dev/urandom. */
-DF_PRIVATE int df__random_bytes(void *out, size_t n) {
+DF_PRIVATE DF__MAYBE_UNUSED int df__random_bytes(void *out, size_t n) {
     unsigned char *p = (unsigned char *)out;
     size_t left = n;
 #if defined(DF__GETRANDOM)
