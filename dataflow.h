@@ -717,6 +717,14 @@ typedef struct df_session_options {
                                         DF_DEADLINE_EXCEEDED (a loop built by hand that never
                                         ends, a dequeue that waits for ever); 0: no limit, as
                                         TensorFlow's RunOptions.timeout_in_ms */
+    const char *data_dir;            /* NULL: a graph's ops (SaveV2, RestoreV2) open the paths
+                                        they name as given. A directory: they open files only
+                                        inside it (relative paths from it; '..', absolute paths
+                                        elsewhere, symbolic links below it and files that are
+                                        not regular are refused with DF_PERMISSION_DENIED or
+                                        DF_FAILED_PRECONDITION). "": they open no file at all.
+                                        df_saver and df_checkpoint_* calls stay unconfined (the
+                                        program's own); copied by df_session_new */
 } df_session_options;
 
 /* Graph optimisation passes (on a copy of the graph, per feeds/fetches/targets signature). */
