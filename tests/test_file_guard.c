@@ -8,8 +8,10 @@
 #include "harness.h"
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* base/data (the data dir) and base/outside beside it, made fresh */
@@ -414,5 +416,66 @@ DF_TEST(file_guard_saver_is_the_programs_own_call) {
     df_saver_free(sv);
     df_session_free(s);
     df_graph_free(g);
+    rm_tree(d.base);
+}
+
+/* A directory swapped for a symbolic link out of the data dir while SaveV2 writes through it
+   again and again: the walk holds descriptors opened without following links, so whatever the
+   timing, nothing is written outside. */
+typedef struct flipper { const char *sw, *outside; volatile int stop; int flips; } flipper;
+static void *flip(void *arg) {
+    flipper *f = (flipper *)arg;
+    while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
+        DIR *d = opendir(f->sw);                /* (a directory now: only this thread changes sw) */
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            char p[512];
+            snprintf(p, sizeof p, "%s/%s", f->sw, e->d_name);
+            unlink(p);
+        }
+        if (d) closedir(d);
+        if (rmdir(f->sw)) continue;
+        /* each state a while (a save with its fsyncs takes about a millisecond): saves meet both */
+        struct timespec as_link = {0, 1000000}, as_dir = {0, 3000000};
+        if (symlink(f->outside, f->sw) == 0) {
+            nanosleep(&as_link, NULL);
+            unlink(f->sw);
+        }
+        mkdir(f->sw, 0700);
+        __atomic_add_fetch(&f->flips, 1, __ATOMIC_RELEASE);
+        nanosleep(&as_dir, NULL);
+    }
+    return NULL;
+}
+DF_TEST(file_guard_directory_swapped_for_a_link_during_the_walk) {
+    guard_dirs d;
+    dirs_make(&d, "r");
+    guard_graph gg = graph_make();
+    char sw[300];
+    snprintf(sw, sizeof sw, "%s/sw", d.data);
+    mkdir(sw, 0700);
+    flipper f = {sw, d.outside, 0, 0};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, flip, &f) == 0);
+    df_status st;
+    df_session_options o = {0};
+    o.data_dir = d.data;
+    df_session *s = df_session_new(gg.g, &o, &st);
+    const char *path = "sw/f.ckpt";
+    df_tensor *p = df_tensor_new_strings(0, NULL, &path, NULL);
+    int ok = 0, denied = 0, runs = 0;
+    for (; s && runs < 20000 && __atomic_load_n(&f.flips, __ATOMIC_ACQUIRE) < 20; runs++) {
+        df_session_run(s, &gg.prefix, &p, 1, NULL, NULL, 0, &gg.save, 1, &st);
+        ok += st.code == DF_OK;
+        denied += st.code == DF_PERMISSION_DENIED;
+    }
+    __atomic_store_n(&f.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    CHECK_MSG(entries(d.outside) == 0, "%d files were written outside the data dir through the swapped link", entries(d.outside));
+    printf("    %d saves while the directory flipped %d times: %d written inside, %d refused at a link\n", runs, f.flips, ok, denied);
+    df_tensor_release(p);
+    df_session_free(s);
+    df_graph_free(gg.g);
     rm_tree(d.base);
 }
