@@ -724,7 +724,8 @@ typedef struct df_session_options {
                                         not regular are refused with DF_PERMISSION_DENIED or
                                         DF_FAILED_PRECONDITION). "": they open no file at all.
                                         df_saver and df_checkpoint_* calls stay unconfined (the
-                                        program's own); copied by df_session_new */
+                                        program's own); with a target, each worker's own
+                                        data_dir applies. Copied by df_session_new */
 } df_session_options;
 
 /* Graph optimisation passes (on a copy of the graph, per feeds/fetches/targets signature). */
