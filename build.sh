@@ -155,7 +155,10 @@ check_impl_refuses_cpp() {
 }
 
 # dfrun's error contract: a missing file is one "dfrun: ..." line on stderr and a non-zero
-# exit, a bad flag exits 2, --help exits 0.
+# exit, a bad flag exits 2, --help exits 0. Its bounds (graphs from tests/dfrun/make_graphs.c):
+# a loop that never ends stops at --timeout-ms, a 1 GiB Fill past --memory-limit is
+# RESOURCE_EXHAUSTED (not a killed process), and a SaveV2 of "../escaped.ckpt" is refused
+# unless --data-dir / is given.
 check_dfrun() {
     $CC -std=c11 -O2 $WARN examples/dfrun.c $LIB_O2 -o build/dfrun $LIBS || return 1
     if ./build/dfrun /nonexistent.pb --fetch x >/dev/null 2>build/dfrun.err; then
@@ -165,6 +168,20 @@ check_dfrun() {
     ./build/dfrun x.pb --fetch x --no-such-flag >/dev/null 2>&1
     [ $? -eq 2 ] || { echo "dfrun did not exit 2 on a bad flag"; return 1; }
     ./build/dfrun --help >/dev/null || { echo "dfrun --help did not exit 0"; return 1; }
+    local d=build/dfrun_bounds rc
+    rm -rf $d && mkdir -p $d/run || return 1
+    $CC -std=c11 -O2 $WARN tests/dfrun/make_graphs.c $LIB_O2 -o $d/make_graphs $LIBS && $d/make_graphs $d || return 1
+    (cd $d/run && ../../dfrun ../loop.pb --fetch out --timeout-ms 200 >/dev/null 2>../loop.err); rc=$?
+    [ $rc -eq 1 ] && grep -q '^dfrun: .*DEADLINE_EXCEEDED' $d/loop.err ||
+        { echo "dfrun --timeout-ms 200 on an endless loop: exit $rc, not 1 with DEADLINE_EXCEEDED:"; cat $d/loop.err; return 1; }
+    (cd $d/run && ../../dfrun ../fill.pb --feed dims=../dims.npy --fetch big --memory-limit 64M >/dev/null 2>../fill.err); rc=$?
+    [ $rc -eq 1 ] && grep -q '^dfrun: .*RESOURCE_EXHAUSTED' $d/fill.err ||
+        { echo "dfrun --memory-limit 64M on a 1 GiB Fill: exit $rc, not 1 with RESOURCE_EXHAUSTED:"; cat $d/fill.err; return 1; }
+    (cd $d/run && ../../dfrun ../save.pb --fetch out >/dev/null 2>../save.err); rc=$?
+    [ $rc -eq 1 ] && grep -q '^dfrun: .*PERMISSION_DENIED' $d/save.err && [ ! -e $d/escaped.ckpt ] ||
+        { echo "dfrun let a graph write ../escaped.ckpt outside the current directory (exit $rc):"; cat $d/save.err; return 1; }
+    (cd $d/run && ../../dfrun ../save.pb --fetch out --data-dir / >/dev/null 2>../save.err) && [ -s $d/escaped.ckpt ] ||
+        { echo "dfrun --data-dir / did not let the graph write ../escaped.ckpt:"; cat $d/save.err; return 1; }
 }
 
 # dfworker: a bad option is one "dfworker: ..." line and exit 2; --port 0 listens on a free
@@ -372,7 +389,7 @@ run_tests() {
     for e in digits_mlp digits_rnn digits_lstm digits_queue; do
         step "$e trains to its accuracy target" sh -c "$CC -std=c11 -O2 $WARN examples/$e.c $LIB_O2 -o build/$e $LIBS && ./build/$e data/digits.csv.gz"
     done
-    step "dfrun builds and reports bad input" check_dfrun
+    step "dfrun builds, reports bad input and keeps to its bounds" check_dfrun
     step "dfworker builds, refuses bad options and listens" check_dfworker
     # The MPI transport (-DDATAFLOW_MPI): where Open MPI is installed (.ci/run installs it).
     if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then

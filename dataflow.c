@@ -63,18 +63,19 @@
     55. src/graphdef/import.c: GraphDef import ................................... >>gdimport
     56. src/graphdef/export.c: GraphDef export ................................... >>gdexport
     57. src/npy.c: NumPy .npy files ................................................... >>npy
-    58. src/checkpoint.c: String tensors, checkpoints and the saver ............ >>checkpoint
-    59. src/queue.c: Queues ......................................................... >>queue
-    60. src/kernels/tensor_list.c: TensorList and Optional ops (DF_VARIANT) .... >>tensorlist
-    61. src/kernels/gpu.c: GPU kernels ......................................... >>gpukernels
-    62. src/op_table.c: The op table .............................................. >>optable
-    63. src/api.c: Public op wrappers ................................................. >>api
-    64. src/helpers.c: typed graph-building helpers for common ops ................ >>helpers
-    65. src/seq.c: Tensor arrays and loops over sequences ............................. >>seq
-    66. src/net/wire.c: Workers and the wire: frames and payloads ..................... >>net
-    67. src/net/worker.c: The worker ............................................... >>worker
-    68. src/net/remote.c: Sessions with workers .................................... >>remote
-    69. src/net/mpi.c: The MPI transport .............................................. >>mpi
+    58. src/fileguard.c: Files a graph names, kept inside the session's data dir  >>fileguard
+    59. src/checkpoint.c: String tensors, checkpoints and the saver ............ >>checkpoint
+    60. src/queue.c: Queues ......................................................... >>queue
+    61. src/kernels/tensor_list.c: TensorList and Optional ops (DF_VARIANT) .... >>tensorlist
+    62. src/kernels/gpu.c: GPU kernels ......................................... >>gpukernels
+    63. src/op_table.c: The op table .............................................. >>optable
+    64. src/api.c: Public op wrappers ................................................. >>api
+    65. src/helpers.c: typed graph-building helpers for common ops ................ >>helpers
+    66. src/seq.c: Tensor arrays and loops over sequences ............................. >>seq
+    67. src/net/wire.c: Workers and the wire: frames and payloads ..................... >>net
+    68. src/net/worker.c: The worker ............................................... >>worker
+    69. src/net/remote.c: Sessions with workers .................................... >>remote
+    70. src/net/mpi.c: The MPI transport .............................................. >>mpi
 */
 
 /* C only: C++ refuses a goto past an initialized declaration, _Thread_local and implicit
@@ -1397,6 +1398,7 @@ typedef struct df__step {
     int shared;                      /* threads of other partitions resume its Recvs: always lock */
     double deadline_ms;              /* df__clock_ms() past which the run stops; 0: none */
     int timeout_ms;                  /* the run_timeout_ms it came from (for the message) */
+    const char *files_node;          /* a df_saver call's node: its files are not confined to data_dir */
 #ifndef DF_NO_THREADS
     df__pool *pool;
     pthread_mutex_t done_mu;
@@ -2320,6 +2322,48 @@ static void df__secure_zero(void *p, size_t n);
 static void df__sha256_force_portable(int on);
 static const char *df__sha256_impl(void);
 /* ---- crypto (issue 28): end ---- */
+
+/* ---- files (issue 28): begin ---- */
+/* ---- from src/fileguard.c ---- */
+/* openat with O_NOFOLLOW and O_DIRECTORY (POSIX 2008): what confining a graph's files to
+   df_session_options.data_dir needs. Strict C modes (the one-translation-unit use under
+   -std=c11) hide them; that build refuses every file of a session that has a data_dir. */
+#if defined(AT_FDCWD) && defined(O_NOFOLLOW) && defined(O_DIRECTORY)
+#define DF__HAVE_OPENAT 1
+#define DF__CWD AT_FDCWD
+#else
+#define DF__CWD (-100)
+#endif
+/* Where a file is: a directory and a name in it. dir DF__CWD: name is the path as given
+   (unconfined); otherwise dir is a descriptor of the directory (owned), reached from the data
+   dir without following a link, and name one component. */
+typedef struct df__fileloc {
+    int dir;
+    const char *name;
+    char *buf;                       /* storage of name (owned), NULL when it is the caller's */
+} df__fileloc;
+/* Resolves a path a graph op names: data_dir NULL gives the path as it is; otherwise the place
+   inside data_dir, or DF_PERMISSION_DENIED (outside it, through a link, data_dir "", a build
+   without openat), DF_NOT_FOUND (a directory on the way is missing), ... Close pl after DF_OK. */
+static df_code df__fileloc_resolve(const char *data_dir, const char *path, df__fileloc *pl, df_status *st);
+static void df__fileloc_close(df__fileloc *pl);
+/* open, rename, unlink of names in pl's directory (flags as open's; confined: O_NOFOLLOW added) */
+static int df__fileloc_open(const df__fileloc *pl, const char *name, int flags, unsigned mode);
+static int df__fileloc_rename(const df__fileloc *pl, const char *from, const char *to);
+static int df__fileloc_unlink(const df__fileloc *pl, const char *name);
+/* Confined: DF_OK when pl's file is missing or a regular file, else PERMISSION_DENIED (a link)
+   or FAILED_PRECONDITION (a directory, FIFO, device); `path` is what messages show. */
+static df_code df__fileloc_check_target(const df__fileloc *pl, const char *path, df_status *st);
+/* A refused open of a confined file (errno err): a link is DF_PERMISSION_DENIED; 0 otherwise. */
+static int df__fileloc_link_refused(const df__fileloc *pl, int err, const char *path, df_status *st);
+/* ---- end of src/fileguard.c ---- */
+/* ---- from src/run.c ---- */
+/* df_session_run, but the node named file_node (a df_saver's SaveV2 or RestoreV2: the program's
+   own call) opens its files unconfined by data_dir. */
+static df_code df__session_run_files(df_session *s, const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
+                                         const df_output *fetches, df_tensor **fetch_values, int n_fetches,
+                                         df_node *const *targets, int n_targets, const char *file_node, df_status *st);
+/* ---- files (issue 28): end ---- */
 /* ==========================================================================================
    src/bfc.c: The BFC allocator                                                         >>bfc
    Best fit with coalescing, as TensorFlow's: memory in 256-byte units carved from regions;
@@ -23958,6 +24002,14 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
     s->g = g;
     __atomic_add_fetch(&g->holds, 1, __ATOMIC_RELAXED);     /* (df_session_free lets go, also of a session half made) */
     s->opts = o;
+    s->opts.data_dir = NULL;                  /* (the caller's string may go: a copy of it) */
+    if (o.data_dir) {
+        size_t n = strlen(o.data_dir) + 1;
+        char *copy = (char *)DF_MALLOC(n);
+        if (!copy) { df_session_free(s); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a session"); return NULL; }
+        memcpy(copy, o.data_dir, n);
+        s->opts.data_dir = copy;
+    }
     {   /* (a counter too: a session made in the same second at a freed one's address) */
         static uint64_t sessions_made;
         uint64_t k = __atomic_add_fetch(&sessions_made, 1, __ATOMIC_RELAXED);
@@ -24009,6 +24061,7 @@ void df_session_free(df_session *s) {
     df__strmap_free(&s->resources);
     for (int i = 0; i < s->n_devices; i++) df__device_free(s->devices[i]);
     DF_FREE(s->devices);
+    DF_FREE((void *)s->opts.data_dir);
     df_graph *g = s->g;
     DF_FREE(s);
     if (g) df__graph_release(g);           /* last: the plans and pools above may read g */
@@ -25834,7 +25887,7 @@ static df__plan *df__plan_build_lowered(df_session *ss, const df_output *feeds, 
 
 /* Runs a plan: one executor on the calling thread, or every partition together. */
 static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
-                            int n_fetches, df_status *st) {
+                            int n_fetches, const char *files_node, df_status *st) {
     if (s->cluster) return df__cluster_run(s, plan, feed_values, fetch_values, n_fetches, st);
     if (!plan->owns_graphs) {
         df__step step;
@@ -25846,6 +25899,7 @@ static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *fee
         step.fetches = fetch_values;
         step.ipool = s->ipool;
         df__step_set_deadline(&step, s->opts.run_timeout_ms);
+        step.files_node = files_node;
 #ifndef DF_NO_THREADS
         step.pool = s->pool;
         step.threaded = s->pool != NULL;
@@ -25881,6 +25935,7 @@ static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *fee
         step->home = &g.steps[0];
         step->ipool = s->ipool;
         df__step_set_deadline(step, s->opts.run_timeout_ms);
+        step->files_node = files_node;
 #ifndef DF_NO_THREADS
         step->pool = s->pool;
         step->threaded = s->pool != NULL;
@@ -25933,6 +25988,11 @@ static int df__shape_compatible(const df__shape *s, const df_tensor *t) {
 df_code df_session_run(df_session *s, const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
                        const df_output *fetches, df_tensor **fetch_values, int n_fetches,
                        df_node *const *targets, int n_targets, df_status *st) {
+    return df__session_run_files(s, feeds, feed_values, n_feeds, fetches, fetch_values, n_fetches, targets, n_targets, NULL, st);
+}
+static df_code df__session_run_files(df_session *s, const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
+                                         const df_output *fetches, df_tensor **fetch_values, int n_fetches,
+                                         df_node *const *targets, int n_targets, const char *file_node, df_status *st) {
     df_status local;
     if (!st) st = &local;
     df_status_clear(st);
@@ -26005,7 +26065,7 @@ df_code df_session_run(df_session *s, const df_output *feeds, df_tensor *const *
     DF_FREE(key.s);
     __atomic_store_n(&s->last_plan, plan, __ATOMIC_RELEASE);
     __atomic_add_fetch(&s->runs_in_flight, 1, __ATOMIC_ACQ_REL);
-    df_code code = df__run_plan(s, plan, feed_values, fetch_values, n_fetches, st);
+    df_code code = df__run_plan(s, plan, feed_values, fetch_values, n_fetches, file_node, st);
     __atomic_store_n(&s->ran, 1, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&s->runs_in_flight, 1, __ATOMIC_ACQ_REL);
     for (int i = 0; code == DF_OK && i < n_fetches; i++)
@@ -27874,6 +27934,200 @@ df_code df_tensor_write_npy(const df_tensor *t, const char *path) {
     return ok ? DF_OK : DF_DATA_LOSS;
 }
 /* ==========================================================================================
+   src/fileguard.c: Files a graph names, kept inside the session's data dir      >>fileguard
+   df_session_options.data_dir NULL: an op's path is used as given (the program is trusted with
+   its own files). Set: the path is resolved inside that directory from a descriptor of it, one
+   component at a time (openat with O_NOFOLLOW | O_DIRECTORY), so no '..', absolute path or
+   symbolic link (there before, or swapped in during the walk) leads out. What is outside is
+   refused from the path's text alone, before any file is looked at: the same DF_PERMISSION_DENIED
+   whether it exists or not. "" refuses every file; so does a build without openat.
+   ========================================================================================== */
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0            /* (hidden by strict C modes in the one-translation-unit use) */
+#endif
+
+#ifdef DF__HAVE_OPENAT
+static df_code df__guard_outside(df_status *st, const char *path, const char *data_dir) {
+    return df_status_set(st, DF_PERMISSION_DENIED, "The path '%s' is outside the data dir '%s' (df_session_options.data_dir); "
+                         "files of a graph's ops stay inside it", path, data_dir);
+}
+
+/* Splits the path in buf (written over) into components: empty ones and '.' dropped, a '..'
+   taking back the component before it. A '..' with nothing before it is dropped when `clamp`
+   (at "/", as the kernel does) and makes the result -1 otherwise (it climbs out). */
+static int df__guard_split(char *buf, const char **comps, int clamp) {
+    int n = 0;
+    for (char *p = buf; *p;) {
+        while (*p == '/') *p++ = '\0';
+        if (!*p) break;
+        char *c = p;
+        while (*p && *p != '/') p++;
+        if (*p) *p++ = '\0';
+        if (!strcmp(c, ".")) continue;
+        if (!strcmp(c, "..")) {
+            if (n) n--;
+            else if (!clamp) return -1;
+            continue;
+        }
+        comps[n++] = c;
+    }
+    return n;
+}
+/* The number of components of an absolute path in `dir` that start abs[0..n): the length of
+   the prefix when dir's components are exactly abs's first ones, else -1. */
+static int df__guard_prefix(const char *dir, const char *const *abs, int n) {
+    size_t len = strlen(dir);
+    char *buf = (char *)DF_MALLOC(len + 1);
+    const char **dc = (const char **)DF_MALLOC((len / 2 + 2) * sizeof(char *));
+    int m = -1;
+    if (buf && dc) {
+        memcpy(buf, dir, len + 1);
+        m = df__guard_split(buf, dc, 1);
+        if (m > n) m = -1;
+        for (int i = 0; m >= 0 && i < m; i++)
+            if (strcmp(dc[i], abs[i])) m = -1;
+    }
+    DF_FREE(buf); DF_FREE((void *)dc);
+    return m;
+}
+#endif
+
+static df_code df__fileloc_resolve(const char *data_dir, const char *path, df__fileloc *pl, df_status *st) {
+    pl->dir = DF__CWD;
+    pl->name = path;
+    pl->buf = NULL;
+    if (!data_dir) return DF_OK;
+    if (!*data_dir)
+        return df_status_set(st, DF_PERMISSION_DENIED, "The path '%s' is refused: this session opens no files (its data_dir is \"\", "
+                             "as a worker started without --data-dir)", path);
+#ifndef DF__HAVE_OPENAT
+    return df_status_set(st, DF_PERMISSION_DENIED, "The path '%s' is refused: this build of the library cannot keep files inside the "
+                         "data dir '%s' (openat and O_NOFOLLOW were hidden when dataflow.c was compiled; compile it with "
+                         "_POSIX_C_SOURCE 200809L)", path, data_dir);
+#else
+    size_t len = strlen(path);
+    const char **comps = (const char **)DF_MALLOC((len / 2 + 2) * sizeof(char *));
+    char *buf = (char *)DF_MALLOC(len + 1);
+    char *cwd = NULL, *real = NULL;
+    int n = 0, skip = 0, fd = -1;
+    df_code code = DF_OK;
+    if (!comps || !buf) { code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory resolving a path"); goto done; }
+    memcpy(buf, path, len + 1);
+    if (path[0] != '/') {
+        if ((n = df__guard_split(buf, comps, 0)) < 0) { code = df__guard_outside(st, path, data_dir); goto done; }
+    } else {
+        /* An absolute path: its components after the data dir's (written as given, made
+           absolute; else found by inode below) */
+        n = df__guard_split(buf, comps, 1);
+        skip = -1;
+        if (data_dir[0] == '/') skip = df__guard_prefix(data_dir, comps, n);
+        else {
+            size_t cap = 4096, dl = strlen(data_dir);
+            if ((cwd = (char *)DF_MALLOC(cap + dl + 2)) && getcwd(cwd, cap)) {
+                size_t cl = strlen(cwd);
+                cwd[cl] = '/';
+                memcpy(cwd + cl + 1, data_dir, dl + 1);
+                skip = df__guard_prefix(cwd, comps, n);
+            }
+        }
+    }
+    if ((fd = open(data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        code = df_status_set(st, DF_FAILED_PRECONDITION, "The data dir '%s' cannot be opened: %s", data_dir, strerror(errno));
+        goto done;
+    }
+    if (skip < 0) {
+        /* Not under the data dir as written: under it by another name (a link on the way to
+           it: /tmp -> /private/tmp)? The path's leading directories against the data dir's
+           device and inode. Whatever they are, a path outside is refused the same way. */
+        struct stat root, sb;
+        size_t at = 0;
+        if (!(real = (char *)DF_MALLOC(len + 2)) || fstat(fd, &root)) { code = df__guard_outside(st, path, data_dir); goto done; }
+        real[at++] = '/';
+        real[at] = '\0';
+        for (int k = 0; k < n && skip < 0; k++) {
+            if (!stat(real, &sb) && sb.st_dev == root.st_dev && sb.st_ino == root.st_ino) skip = k;
+            size_t cl = strlen(comps[k]);
+            if (k) real[at++] = '/';
+            memcpy(real + at, comps[k], cl + 1);
+            at += cl;
+        }
+        if (skip < 0) { code = df__guard_outside(st, path, data_dir); goto done; }
+    }
+    if (n - skip <= 0) { code = df_status_set(st, DF_INVALID_ARGUMENT, "The path '%s' names the data dir '%s' itself, not a file in it", path, data_dir); goto done; }
+    for (int i = skip; i < n - 1; i++) {
+        int next = openat(fd, comps[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next >= 0) { close(fd); fd = next; continue; }
+        int err = errno;
+        struct stat sb;
+        int link = err == ELOOP || err == EMLINK || (!fstatat(fd, comps[i], &sb, AT_SYMLINK_NOFOLLOW) && S_ISLNK(sb.st_mode));
+        if (link)
+            code = df_status_set(st, DF_PERMISSION_DENIED, "The path '%s' goes through '%s', a symbolic link in the data dir '%s': links are not "
+                                 "followed there (one could lead outside the data dir)", path, comps[i], data_dir);
+        else if (err == ENOENT) code = df_status_set(st, DF_NOT_FOUND, "The path '%s': there is no directory '%s' on the way in the data dir '%s'", path, comps[i], data_dir);
+        else if (err == ENOTDIR) code = df_status_set(st, DF_FAILED_PRECONDITION, "The path '%s': '%s' on the way is not a directory", path, comps[i]);
+        else code = df_status_set(st, err == EACCES || err == EPERM ? DF_PERMISSION_DENIED : DF_FAILED_PRECONDITION,
+                                  "The path '%s': cannot open the directory '%s' on the way: %s", path, comps[i], strerror(err));
+        goto done;
+    }
+    /* the name alone, at the start of buf (comps point into buf, after it) */
+    {
+        size_t nl = strlen(comps[n - 1]);
+        memmove(buf, comps[n - 1], nl + 1);
+    }
+    pl->dir = fd;
+    pl->name = pl->buf = buf;
+    fd = -1;
+    buf = NULL;
+done:
+    if (fd >= 0) close(fd);
+    DF_FREE(buf); DF_FREE((void *)comps); DF_FREE(cwd); DF_FREE(real);
+    return code;
+#endif
+}
+
+static void df__fileloc_close(df__fileloc *pl) {
+    if (pl->dir != DF__CWD && pl->dir >= 0) close(pl->dir);
+    DF_FREE(pl->buf);
+    pl->dir = DF__CWD;
+    pl->buf = NULL;
+    pl->name = NULL;
+}
+
+#ifdef DF__HAVE_OPENAT
+static int df__fileloc_open(const df__fileloc *pl, const char *name, int flags, unsigned mode) {
+    return openat(pl->dir, name, pl->dir == DF__CWD ? flags : flags | O_NOFOLLOW, (mode_t)mode);
+}
+static int df__fileloc_rename(const df__fileloc *pl, const char *from, const char *to) { return renameat(pl->dir, from, pl->dir, to); }
+static int df__fileloc_unlink(const df__fileloc *pl, const char *name) { return unlinkat(pl->dir, name, 0); }
+#else
+/* (only DF__CWD places exist without openat: df__fileloc_resolve refuses a data dir) */
+static int df__fileloc_open(const df__fileloc *pl, const char *name, int flags, unsigned mode) { DF__UNUSED(pl); return open(name, flags, (mode_t)mode); }
+static int df__fileloc_rename(const df__fileloc *pl, const char *from, const char *to) { DF__UNUSED(pl); return rename(from, to); }
+static int df__fileloc_unlink(const df__fileloc *pl, const char *name) { DF__UNUSED(pl); return unlink(name); }
+#endif
+
+static df_code df__fileloc_check_target(const df__fileloc *pl, const char *path, df_status *st) {
+    if (pl->dir == DF__CWD) return DF_OK;
+#ifdef DF__HAVE_OPENAT
+    struct stat sb;
+    if (fstatat(pl->dir, pl->name, &sb, AT_SYMLINK_NOFOLLOW) || S_ISREG(sb.st_mode)) return DF_OK;
+    if (S_ISLNK(sb.st_mode))
+        return df_status_set(st, DF_PERMISSION_DENIED, "The path '%s' is a symbolic link in the data dir: links are not followed there "
+                             "(one could lead outside the data dir)", path);
+    return df_status_set(st, DF_FAILED_PRECONDITION, "The path '%s' is not a regular file", path);
+#else
+    DF__UNUSED(path); DF__UNUSED(st);
+    return DF_OK;
+#endif
+}
+
+static int df__fileloc_link_refused(const df__fileloc *pl, int err, const char *path, df_status *st) {
+    if (pl->dir == DF__CWD || (err != ELOOP && err != EMLINK)) return 0;
+    df_status_set(st, DF_PERMISSION_DENIED, "The path '%s' is a symbolic link in the data dir: links are not followed there "
+                  "(one could lead outside the data dir)", path);
+    return 1;
+}
+/* ==========================================================================================
    src/checkpoint.c: String tensors, checkpoints and the saver                   >>checkpoint
    String tensors: enough of them for the checkpoint ops' names and paths.
    Data: n+1 uint64 offsets into the bytes after them, then the strings, each ended by a NUL
@@ -28050,10 +28304,13 @@ static int df__ck_cmp(const void *a, const void *b) {
     return strcmp(((const df__ck_named *)a)->name, ((const df__ck_named *)b)->name);
 }
 
-df_code df_checkpoint_write(const char *path, int n, const char *const *names, df_tensor *const *tensors, df_status *st) {
+/* Writes the checkpoint at pl (NULL: at path as given); path is what messages show. */
+static df_code df__ck_write(const df__fileloc *pl, const char *path, int n, const char *const *names, df_tensor *const *tensors, df_status *st) {
     df_status local;
     if (!st) st = &local;
     df_status_clear(st);
+    df__fileloc here = {DF__CWD, path, NULL};
+    if (!pl) pl = &here;
     if (!path || !*path) return df_status_set(st, DF_INVALID_ARGUMENT, "df_checkpoint_write: no path");
     if (n < 0 || (n > 0 && (!names || !tensors))) return df_status_set(st, DF_INVALID_ARGUMENT, "df_checkpoint_write: %d tensors, names %p, tensors %p", n, (const void *)names, (const void *)tensors);
     if (n > (1 << 24)) return df_status_set(st, DF_INVALID_ARGUMENT, "df_checkpoint_write: %d tensors is more than %d", n, 1 << 24);
@@ -28110,16 +28367,18 @@ df_code df_checkpoint_write(const char *path, int n, const char *const *names, d
         }
         df__put32(p, df__crc_mask(df__crc32c(0, head, DF__CK_HEADER + index_bytes)));
     }
+    if ((code = df__fileloc_check_target(pl, path, st)) != DF_OK) goto done;
     {   /* a new file under a name nobody can guess: O_EXCL never opens what is there already (a
-           file, or a symlink planted to redirect the write), and a name taken is tried again */
+           file, or a symlink planted to redirect the write), and a name taken is tried again; in
+           the file's directory (pl's), so inside the data dir when there is one */
         static int counter;
-        size_t plen = strlen(path) + 64;
+        size_t plen = strlen(pl->name) + 64;
         if (!(tmp = (char *)DF_MALLOC(plen))) { code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory writing a checkpoint"); goto done; }
         for (int attempt = 0; fd < 0 && attempt < 16; attempt++) {
             uint64_t r = df__ck_mix((uint64_t)time(NULL) << 32 ^ (uint64_t)clock() ^ (uint64_t)(uintptr_t)tmp ^
                                     (uint64_t)getpid() << 40 ^ (uint64_t)__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) << 20);
-            snprintf(tmp, plen, "%s.tmp-%016llx", path, (unsigned long long)r);
-            fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+            snprintf(tmp, plen, "%s.tmp-%016llx", pl->name, (unsigned long long)r);
+            fd = df__fileloc_open(pl, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
             if (fd < 0 && errno != EEXIST) break;
         }
     }
@@ -28133,9 +28392,11 @@ df_code df_checkpoint_write(const char *path, int n, const char *const *names, d
         fd = -1;
         if (c) { code = df__io_error(st, errno, "Cannot close the checkpoint", tmp); goto done; }
     }
-    if (df__io_fault() || rename(tmp, path)) { code = df__io_error(st, errno, "Cannot move the checkpoint into place at", path); goto done; }
+    if (df__io_fault() || df__fileloc_rename(pl, tmp, pl->name)) { code = df__io_error(st, errno, "Cannot move the checkpoint into place at", path); goto done; }
     DF_FREE(tmp); tmp = NULL;
-    {   /* the rename itself to disk: the directory fsynced */
+    if (pl->dir != DF__CWD) {   /* the rename itself to disk: the directory fsynced */
+        if ((df__io_fault() || fsync(pl->dir)) && errno != EINVAL) code = df__io_error(st, errno, "Cannot flush the checkpoint's directory of", path);
+    } else {
         size_t plen = strlen(path);
         char *dir = (char *)DF_MALLOC(plen + 2);
         if (!dir) { code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory writing a checkpoint"); goto done; }
@@ -28155,9 +28416,12 @@ df_code df_checkpoint_write(const char *path, int n, const char *const *names, d
     }
 done:
     if (fd >= 0) close(fd);
-    if (tmp) { unlink(tmp); DF_FREE(tmp); }
+    if (tmp) { df__fileloc_unlink(pl, tmp); DF_FREE(tmp); }
     DF_FREE(order); DF_FREE(head);
     return code;
+}
+df_code df_checkpoint_write(const char *path, int n, const char *const *names, df_tensor *const *tensors, df_status *st) {
+    return df__ck_write(NULL, path, n, names, tensors, st);
 }
 
 /* A checkpoint's index, parsed and checked; the data read from fd or from `mem`. */
@@ -28231,14 +28495,20 @@ static df_code df__ck_parse(df__ck *ck, unsigned char *head, size_t have, uint64
     if (q != end) return df_status_set(st, DF_DATA_LOSS, "Checkpoint '%s': %lld bytes after the last index entry", p, (long long)(end - q));
     return DF_OK;
 }
-static df_code df__ck_open(df__ck *ck, const char *path, df_status *st) {
+/* The checkpoint at pl (NULL: at path as given; confined: a link is refused, not followed). */
+static df_code df__ck_open(df__ck *ck, const df__fileloc *pl, const char *path, df_status *st) {
     memset(ck, 0, sizeof *ck);
     ck->fd = -1;
     ck->path = path;
     if (!path) return df_status_set(st, DF_INVALID_ARGUMENT, "No checkpoint path");
     /* (O_NONBLOCK: a FIFO or device named as a checkpoint must not block the open; it is refused
        below as not a regular file, and reads of a regular file ignore the flag) */
-    if ((ck->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0) return df__io_error(st, errno, "Cannot open the checkpoint", path);
+    ck->fd = pl ? df__fileloc_open(pl, pl->name, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0) : open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (ck->fd < 0) {
+        int err = errno;
+        if (pl && df__fileloc_link_refused(pl, err, path, st)) return st->code;
+        return df__io_error(st, err, "Cannot open the checkpoint", path);
+    }
     struct stat sb;
     if (fstat(ck->fd, &sb) || !S_ISREG(sb.st_mode)) return df_status_set(st, DF_FAILED_PRECONDITION, "Checkpoint '%s' is not a regular file", path);
     uint64_t size = (uint64_t)sb.st_size;
@@ -28288,7 +28558,7 @@ df_tensor *df_checkpoint_read(const char *path, const char *name, df_status *st)
     df_status_clear(st);
     if (!name) { df_status_set(st, DF_INVALID_ARGUMENT, "df_checkpoint_read: no name"); return NULL; }
     df__ck ck;
-    df_tensor *t = df__ck_open(&ck, path, st) == DF_OK ? df__ck_load(&ck, name, st) : NULL;
+    df_tensor *t = df__ck_open(&ck, NULL, path, st) == DF_OK ? df__ck_load(&ck, name, st) : NULL;
     df__ck_close(&ck);
     return t;
 }
@@ -28316,7 +28586,7 @@ int df_checkpoint_names(const char *path, char ***names, df_status *st) {
     if (names) *names = NULL;
     df__ck ck;
     int n = -1;
-    if (df__ck_open(&ck, path, st) == DF_OK) {
+    if (df__ck_open(&ck, NULL, path, st) == DF_OK) {
         char **v = names ? (char **)calloc((size_t)ck.n + 1, sizeof(char *)) : NULL;
         int ok = !names || v;
         for (int i = 0; ok && names && i < ck.n; i++) {
@@ -28334,7 +28604,16 @@ int df_checkpoint_names(const char *path, char ***names, df_status *st) {
 }
 
 /* SaveV2 / RestoreV2: TensorFlow's ops (prefix, tensor_names, shape_and_slices; whole tensors
-   only: every shape_and_slice must be empty). */
+   only: every shape_and_slice must be empty). The prefix is a path of the session's data dir
+   when it has one (src/fileguard.c), except for a df_saver call's own node. */
+static df_code df__k_ck_place(df__kctx *c, const char *prefix, df__fileloc *pl) {
+    const df__step *s = c->step;
+    const char *data_dir = s && s->session ? s->session->opts.data_dir : NULL;
+    if (s && s->files_node && !strcmp(s->files_node, c->node->name)) data_dir = NULL;
+    df_status st;
+    if (df__fileloc_resolve(data_dir, prefix, pl, &st) == DF_OK) return DF_OK;
+    return DF__KFAIL(c, st.code, "%s: %s", c->node->name, st.message);
+}
 static int df__k_ck_args(df__kctx *c, int n, const char **prefix) {
     const df_tensor *p = c->in[0], *names = c->in[1], *slices = c->in[2];
     if (p->dtype != DF_STRING || p->rank != 0 || !(*prefix = df_tensor_string(p, 0, NULL)) || !**prefix) {
@@ -28362,7 +28641,11 @@ static void df__k_save_v2(df__kctx *c) {
     if (!names) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory"); return; }
     for (int i = 0; i < n; i++) names[i] = df_tensor_string(c->in[1], i, NULL);
     df_status st;
-    if (df_checkpoint_write(prefix, n, names, c->in + 3, &st) != DF_OK) DF__KFAIL(c, st.code, "%s: %s", c->node->name, st.message);
+    df__fileloc pl;
+    if (df__k_ck_place(c, prefix, &pl) == DF_OK) {
+        if (df__ck_write(&pl, prefix, n, names, c->in + 3, &st) != DF_OK) DF__KFAIL(c, st.code, "%s: %s", c->node->name, st.message);
+        df__fileloc_close(&pl);
+    }
     DF_FREE(names);
 }
 static void df__k_restore_v2(df__kctx *c) {
@@ -28371,7 +28654,11 @@ static void df__k_restore_v2(df__kctx *c) {
     if (!df__k_ck_args(c, n, &prefix)) return;
     df_status st;
     df__ck ck;
-    if (df__ck_open(&ck, prefix, &st) != DF_OK) { DF__KFAIL(c, st.code, "%s: %s", c->node->name, st.message); df__ck_close(&ck); return; }
+    df__fileloc pl;
+    if (df__k_ck_place(c, prefix, &pl) != DF_OK) return;
+    df_code opened = df__ck_open(&ck, &pl, prefix, &st);
+    df__fileloc_close(&pl);            /* (the file stays open) */
+    if (opened != DF_OK) { DF__KFAIL(c, st.code, "%s: %s", c->node->name, st.message); df__ck_close(&ck); return; }
     for (int i = 0; i < n; i++) {
         const char *nm = df_tensor_string(c->in[1], i, NULL);
         df_tensor *t = df__ck_load(&ck, nm, &st);
@@ -28392,6 +28679,7 @@ struct df_saver {
     df_graph *g;
     df_output prefix;                /* the path, a string placeholder fed at each call */
     df_node *save, *restore;
+    df_node *restore_op;             /* the RestoreV2 node (restore is the NoOp after the Assigns) */
 };
 df_saver *df_saver_new(df_graph *g, int n_vars, const df_output *vars, df_status *st) {
     df_status local;
@@ -28450,6 +28738,7 @@ df_saver *df_saver_new(df_graph *g, int n_vars, const df_output *vars, df_status
         if (*dev) df_graph_pop_device(g);
     }
     sv->restore = r ? df_no_op(g, assigns, n) : NULL;
+    sv->restore_op = r;
     df_graph_pop_name_scope(g);
     if (g->status.code || !sv->save || !sv->restore) {
         df_status_set(st, g->status.code ? g->status.code : DF_INTERNAL, "df_saver_new: %s", g->status.code ? g->status.message : "building failed");
@@ -28463,22 +28752,23 @@ fail:
     DF_FREE(v); DF_FREE(names); DF_FREE(empty); DF_FREE(types); DF_FREE(assigns); DF_FREE(sv);
     return NULL;
 }
-static df_code df__saver_run(df_saver *sv, df_session *s, const char *path, df_node *target, df_status *st) {
+static df_code df__saver_run(df_saver *sv, df_session *s, const char *path, df_node *target, const df_node *file_op, df_status *st) {
     df_status local;
     if (!st) st = &local;
     df_status_clear(st);
     if (!sv || !s || !path || !*path) return df_status_set(st, DF_INVALID_ARGUMENT, "df_saver: saver, session and path are needed");
     df_tensor *p = df_tensor_new_strings(0, NULL, &path, st);
     if (!p) return st->code;
-    df_session_run(s, &sv->prefix, &p, 1, NULL, NULL, 0, &target, 1, st);
+    /* (the program's own call: its path is not confined to the session's data_dir) */
+    df__session_run_files(s, &sv->prefix, &p, 1, NULL, NULL, 0, &target, 1, file_op ? file_op->name : NULL, st);
     df_tensor_release(p);
     return st->code;
 }
 df_code df_saver_save(df_saver *sv, df_session *s, const char *path, df_status *st) {
-    return df__saver_run(sv, s, path, sv ? sv->save : NULL, st);
+    return df__saver_run(sv, s, path, sv ? sv->save : NULL, sv ? sv->save : NULL, st);
 }
 df_code df_saver_restore(df_saver *sv, df_session *s, const char *path, df_status *st) {
-    return df__saver_run(sv, s, path, sv ? sv->restore : NULL, st);
+    return df__saver_run(sv, s, path, sv ? sv->restore : NULL, sv ? sv->restore_op : NULL, st);
 }
 void df_saver_free(df_saver *sv) { DF_FREE(sv); }
 /* ==========================================================================================

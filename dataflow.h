@@ -723,10 +723,15 @@ typedef struct df_session_options {
                                         and used to sign every frame; NULL: the environment
                                         variable DF_CLUSTER_KEY_FILE, else no key (workers on
                                         loopback without --key-file only) */
-    const char *data_dir;            /* files a graph's ops open (SaveV2, RestoreV2) must lie in
-                                        this directory (no "..", no symbolic link, regular files
-                                        only: DF_PERMISSION_DENIED otherwise); "": no file access;
-                                        NULL: no restriction (the program trusts its graphs) */
+    const char *data_dir;            /* NULL: a graph's ops (SaveV2, RestoreV2) open the paths
+                                        they name as given. A directory: they open files only
+                                        inside it (relative paths from it; '..', absolute paths
+                                        elsewhere, symbolic links below it and files that are
+                                        not regular are refused with DF_PERMISSION_DENIED or
+                                        DF_FAILED_PRECONDITION). "": they open no file at all.
+                                        df_saver and df_checkpoint_* calls stay unconfined (the
+                                        program's own); with a target, each worker's own
+                                        data_dir applies. Copied by df_session_new */
 } df_session_options;
 
 /* Graph optimisation passes (on a copy of the graph, per feeds/fetches/targets signature). */

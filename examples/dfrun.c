@@ -2,11 +2,16 @@
    as .npy files.
 
        dfrun graph.pb --feed x=x.npy --fetch y:0 [--out dir] [--devices cpu:2] [--repeat 10]
+             [--timeout-ms 5000] [--memory-limit 2G] [--data-dir dir]
 
    Tensor names are "node" or "node:k" (output k; "node" means output 0). The graph runs once
    (the warm-up, whose results are written) and then --repeat more times, timed. Errors are one
    line on stderr starting with "dfrun: "; the exit status is 2 for a usage error and 1 for an
    error met while loading or running.
+
+   A GraphDef is a program: its ops may write and read files (SaveV2, RestoreV2), loop for
+   ever or allocate without end. The files it names are confined to the current directory by
+   default (--data-dir), and --timeout-ms and --memory-limit bound a run.
 
    Build: ./build.sh   (or: cc -std=c11 -O2 -DDATAFLOW_IMPLEMENTATION examples/dfrun.c dataflow.c
           -o dfrun -lm -lpthread) */
@@ -27,10 +32,12 @@ enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 #define DFRUN_MAX_GRAPHDEF_BYTES ((size_t)2 << 30)
 #define DFRUN_MAX_DEVICES 256
 #define DFRUN_MAX_REPEAT 1000000
+#define DFRUN_MAX_TIMEOUT_MS 2000000000
 
 static const char usage_text[] =
     "usage: dfrun GRAPH.pb [--feed NAME=FILE.npy]... --fetch NAME... [--out DIR]\n"
-    "             [--devices cpu:N] [--repeat N]\n"
+    "             [--devices cpu:N] [--repeat N] [--timeout-ms N] [--memory-limit BYTES]\n"
+    "             [--data-dir DIR]\n"
     "\n"
     "Imports a TensorFlow GraphDef (binary protobuf), feeds .npy files to tensors, runs the\n"
     "fetches and writes each fetched tensor to DIR/<name>.npy (':' and '/' in the name become '_').\n"
@@ -40,7 +47,19 @@ static const char usage_text[] =
     "  --out DIR          where fetched tensors are written (default \".\"; created if missing)\n"
     "  --devices cpu:N    run on N CPU devices (default cpu:1)\n"
     "  --repeat N         timed runs after the first run (default 1)\n"
+    "  --timeout-ms N     a run not over after N milliseconds stops with DEADLINE_EXCEEDED\n"
+    "                     (default: no limit)\n"
+    "  --memory-limit B   at most B bytes of tensors per device (suffix K, M or G: 512M); an\n"
+    "                     allocation past it fails the run with RESOURCE_EXHAUSTED (default: none)\n"
+    "  --data-dir DIR     the only directory whose files the graph's ops (SaveV2, RestoreV2) may\n"
+    "                     open: relative paths from it; '..' out of it, absolute paths elsewhere\n"
+    "                     and symbolic links are refused (default: the current directory;\n"
+    "                     --data-dir / gives it every file you can reach, links too). The --feed\n"
+    "                     and --out files are yours and not confined\n"
     "  --help             print this and exit\n"
+    "\n"
+    "A GraphDef is a program: run only graphs you trust, or bound them with the three options\n"
+    "above.\n"
     "\n"
     "Device requests in the graph that cannot be met (a GPU) fall back to a CPU device.\n"
     "Prints the number of nodes, each fetch's dtype and shape, the first run's time and the\n"
@@ -238,6 +257,9 @@ typedef struct options {
     const char  *graph_path;
     const char  *out_dir;
     int          num_devices, repeat;
+    int          timeout_ms;          /* 0: none */
+    size_t       memory_limit;        /* 0: none */
+    const char  *data_dir;
     int          n_feeds, n_fetches;
     tensor_name *feeds, *fetches;     /* argc entries each: enough for any command line */
     const char **feed_files;
@@ -255,6 +277,30 @@ static int parse_count(const char *s, int max) {
     return (int)v;
 }
 
+/* A byte count: digits, then optionally K, M or G (powers of 1024; "KiB" or "kb" are refused
+   rather than guessed), from 1 byte to 2^60; 0 if s is anything else. */
+static size_t parse_bytes(const char *s) {
+    unsigned long long v = 0;
+    if (*s < '0' || *s > '9') return 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        v = v * 10 + (unsigned long long)(*s - '0');
+        if (v > (1ull << 60)) return 0;
+    }
+    int shift = 0;
+    if (*s) {
+        switch (*s++) {
+        case 'k': case 'K': shift = 10; break;
+        case 'm': case 'M': shift = 20; break;
+        case 'g': case 'G': shift = 30; break;
+        default: return 0;
+        }
+        if (*s) return 0;
+    }
+    if (v > (1ull << 60) >> shift) return 0;
+    v <<= shift;
+    return v > (unsigned long long)SIZE_MAX ? 0 : (size_t)v;
+}
+
 /* Fills o from argv. Returns 0, or the exit code after printing the error (-1: --help). */
 static int parse_args(int argc, char **argv, options *o) {
     for (int i = 1; i < argc; i++) {
@@ -266,7 +312,8 @@ static int parse_args(int argc, char **argv, options *o) {
             continue;
         }
         /* Options take a value: "--opt value" or "--opt=value". */
-        static const char *const with_value[] = {"--feed", "--fetch", "--out", "--devices", "--repeat"};
+        static const char *const with_value[] = {"--feed", "--fetch", "--out", "--devices", "--repeat",
+                                                 "--timeout-ms", "--memory-limit", "--data-dir"};
         const char *opt = NULL;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) {
             size_t n = strlen(with_value[k]);
@@ -305,6 +352,20 @@ static int parse_args(int argc, char **argv, options *o) {
                         ? parse_count(value + 4, DFRUN_MAX_DEVICES) : 0;
             if (!n) return usage_error("--devices wants cpu:N with N from 1 to 256, not '%s'", value);
             o->num_devices = n;
+        } else if (!strcmp(opt, "--timeout-ms")) {
+            int n = parse_count(value, DFRUN_MAX_TIMEOUT_MS);
+            if (!n) return usage_error("--timeout-ms wants milliseconds from 1 to 2000000000, not '%s'", value);
+            o->timeout_ms = n;
+        } else if (!strcmp(opt, "--memory-limit")) {
+            size_t n = parse_bytes(value);
+            if (!n) return usage_error("--memory-limit wants bytes with an optional K, M or G (512M), not '%s'", value);
+            o->memory_limit = n;
+        } else if (!strcmp(opt, "--data-dir")) {
+            struct stat info;
+            if (!*value) return usage_error("--data-dir needs a directory");
+            if (stat(value, &info) != 0 || !S_ISDIR(info.st_mode))
+                return usage_error("--data-dir '%s' is not a directory", value);
+            o->data_dir = strcmp(value, "/") ? value : NULL;     /* "/": no confinement at all */
         } else {
             int n = parse_count(value, DFRUN_MAX_REPEAT);
             if (!n) return usage_error("--repeat wants a count from 1 to 1000000, not '%s'", value);
@@ -372,6 +433,9 @@ static int run(const options *o, run_state *r) {
     df_session_options opts = {0};
     opts.num_cpu_devices = o->num_devices;
     opts.soft_placement = 1;
+    opts.run_timeout_ms = o->timeout_ms;
+    opts.memory_limit = o->memory_limit;
+    opts.data_dir = o->data_dir;
     if (!(r->session = df_session_new(r->graph, &opts, &st)))
         return fail(EXIT_RUNTIME, "cannot create a session: %s: %s", df_code_name(st.code), st.message);
 
@@ -430,6 +494,7 @@ int main(int argc, char **argv) {
     o.out_dir = ".";
     o.num_devices = 1;
     o.repeat = 1;
+    o.data_dir = ".";                /* the graph's files: the current directory's only */
     o.feeds = calloc((size_t)argc, sizeof *o.feeds);
     o.fetches = calloc((size_t)argc, sizeof *o.fetches);
     o.feed_files = calloc((size_t)argc, sizeof *o.feed_files);

@@ -175,10 +175,13 @@ static int df__ck_cmp(const void *a, const void *b) {
     return strcmp(((const df__ck_named *)a)->name, ((const df__ck_named *)b)->name);
 }
 
-df_code df_checkpoint_write(const char *path, int n, const char *const *names, df_tensor *const *tensors, df_status *st) {
+/* Writes the checkpoint at pl (NULL: at path as given); path is what messages show. */
+static df_code df__ck_write(const df__fileloc *pl, const char *path, int n, const char *const *names, df_tensor *const *tensors, df_status *st) {
     df_status local;
     if (!st) st = &local;
     df_status_clear(st);
+    df__fileloc here = {DF__CWD, path, NULL};
+    if (!pl) pl = &here;
     if (!path || !*path) return df_status_set(st, DF_INVALID_ARGUMENT, "df_checkpoint_write: no path");
     if (n < 0 || (n > 0 && (!names || !tensors))) return df_status_set(st, DF_INVALID_ARGUMENT, "df_checkpoint_write: %d tensors, names %p, tensors %p", n, (const void *)names, (const void *)tensors);
     if (n > (1 << 24)) return df_status_set(st, DF_INVALID_ARGUMENT, "df_checkpoint_write: %d tensors is more than %d", n, 1 << 24);
@@ -235,16 +238,18 @@ df_code df_checkpoint_write(const char *path, int n, const char *const *names, d
         }
         df__put32(p, df__crc_mask(df__crc32c(0, head, DF__CK_HEADER + index_bytes)));
     }
+    if ((code = df__fileloc_check_target(pl, path, st)) != DF_OK) goto done;
     {   /* a new file under a name nobody can guess: O_EXCL never opens what is there already (a
-           file, or a symlink planted to redirect the write), and a name taken is tried again */
+           file, or a symlink planted to redirect the write), and a name taken is tried again; in
+           the file's directory (pl's), so inside the data dir when there is one */
         static int counter;
-        size_t plen = strlen(path) + 64;
+        size_t plen = strlen(pl->name) + 64;
         if (!(tmp = (char *)DF_MALLOC(plen))) { code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory writing a checkpoint"); goto done; }
         for (int attempt = 0; fd < 0 && attempt < 16; attempt++) {
             uint64_t r = df__ck_mix((uint64_t)time(NULL) << 32 ^ (uint64_t)clock() ^ (uint64_t)(uintptr_t)tmp ^
                                     (uint64_t)getpid() << 40 ^ (uint64_t)__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) << 20);
-            snprintf(tmp, plen, "%s.tmp-%016llx", path, (unsigned long long)r);
-            fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+            snprintf(tmp, plen, "%s.tmp-%016llx", pl->name, (unsigned long long)r);
+            fd = df__fileloc_open(pl, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
             if (fd < 0 && errno != EEXIST) break;
         }
     }
@@ -258,9 +263,11 @@ df_code df_checkpoint_write(const char *path, int n, const char *const *names, d
         fd = -1;
         if (c) { code = df__io_error(st, errno, "Cannot close the checkpoint", tmp); goto done; }
     }
-    if (df__io_fault() || rename(tmp, path)) { code = df__io_error(st, errno, "Cannot move the checkpoint into place at", path); goto done; }
+    if (df__io_fault() || df__fileloc_rename(pl, tmp, pl->name)) { code = df__io_error(st, errno, "Cannot move the checkpoint into place at", path); goto done; }
     DF_FREE(tmp); tmp = NULL;
-    {   /* the rename itself to disk: the directory fsynced */
+    if (pl->dir != DF__CWD) {   /* the rename itself to disk: the directory fsynced */
+        if ((df__io_fault() || fsync(pl->dir)) && errno != EINVAL) code = df__io_error(st, errno, "Cannot flush the checkpoint's directory of", path);
+    } else {
         size_t plen = strlen(path);
         char *dir = (char *)DF_MALLOC(plen + 2);
         if (!dir) { code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory writing a checkpoint"); goto done; }
@@ -280,9 +287,12 @@ df_code df_checkpoint_write(const char *path, int n, const char *const *names, d
     }
 done:
     if (fd >= 0) close(fd);
-    if (tmp) { unlink(tmp); DF_FREE(tmp); }
+    if (tmp) { df__fileloc_unlink(pl, tmp); DF_FREE(tmp); }
     DF_FREE(order); DF_FREE(head);
     return code;
+}
+df_code df_checkpoint_write(const char *path, int n, const char *const *names, df_tensor *const *tensors, df_status *st) {
+    return df__ck_write(NULL, path, n, names, tensors, st);
 }
 
 /* A checkpoint's index, parsed and checked; the data read from fd or from `mem`. */
@@ -356,14 +366,20 @@ static df_code df__ck_parse(df__ck *ck, unsigned char *head, size_t have, uint64
     if (q != end) return df_status_set(st, DF_DATA_LOSS, "Checkpoint '%s': %lld bytes after the last index entry", p, (long long)(end - q));
     return DF_OK;
 }
-static df_code df__ck_open(df__ck *ck, const char *path, df_status *st) {
+/* The checkpoint at pl (NULL: at path as given; confined: a link is refused, not followed). */
+static df_code df__ck_open(df__ck *ck, const df__fileloc *pl, const char *path, df_status *st) {
     memset(ck, 0, sizeof *ck);
     ck->fd = -1;
     ck->path = path;
     if (!path) return df_status_set(st, DF_INVALID_ARGUMENT, "No checkpoint path");
     /* (O_NONBLOCK: a FIFO or device named as a checkpoint must not block the open; it is refused
        below as not a regular file, and reads of a regular file ignore the flag) */
-    if ((ck->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0) return df__io_error(st, errno, "Cannot open the checkpoint", path);
+    ck->fd = pl ? df__fileloc_open(pl, pl->name, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0) : open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (ck->fd < 0) {
+        int err = errno;
+        if (pl && df__fileloc_link_refused(pl, err, path, st)) return st->code;
+        return df__io_error(st, err, "Cannot open the checkpoint", path);
+    }
     struct stat sb;
     if (fstat(ck->fd, &sb) || !S_ISREG(sb.st_mode)) return df_status_set(st, DF_FAILED_PRECONDITION, "Checkpoint '%s' is not a regular file", path);
     uint64_t size = (uint64_t)sb.st_size;
@@ -413,7 +429,7 @@ df_tensor *df_checkpoint_read(const char *path, const char *name, df_status *st)
     df_status_clear(st);
     if (!name) { df_status_set(st, DF_INVALID_ARGUMENT, "df_checkpoint_read: no name"); return NULL; }
     df__ck ck;
-    df_tensor *t = df__ck_open(&ck, path, st) == DF_OK ? df__ck_load(&ck, name, st) : NULL;
+    df_tensor *t = df__ck_open(&ck, NULL, path, st) == DF_OK ? df__ck_load(&ck, name, st) : NULL;
     df__ck_close(&ck);
     return t;
 }
@@ -441,7 +457,7 @@ int df_checkpoint_names(const char *path, char ***names, df_status *st) {
     if (names) *names = NULL;
     df__ck ck;
     int n = -1;
-    if (df__ck_open(&ck, path, st) == DF_OK) {
+    if (df__ck_open(&ck, NULL, path, st) == DF_OK) {
         char **v = names ? (char **)calloc((size_t)ck.n + 1, sizeof(char *)) : NULL;
         int ok = !names || v;
         for (int i = 0; ok && names && i < ck.n; i++) {
@@ -459,7 +475,16 @@ int df_checkpoint_names(const char *path, char ***names, df_status *st) {
 }
 
 /* SaveV2 / RestoreV2: TensorFlow's ops (prefix, tensor_names, shape_and_slices; whole tensors
-   only: every shape_and_slice must be empty). */
+   only: every shape_and_slice must be empty). The prefix is a path of the session's data dir
+   when it has one (src/fileguard.c), except for a df_saver call's own node. */
+static df_code df__k_ck_place(df__kctx *c, const char *prefix, df__fileloc *pl) {
+    const df__step *s = c->step;
+    const char *data_dir = s && s->session ? s->session->opts.data_dir : NULL;
+    if (s && s->files_node && !strcmp(s->files_node, c->node->name)) data_dir = NULL;
+    df_status st;
+    if (df__fileloc_resolve(data_dir, prefix, pl, &st) == DF_OK) return DF_OK;
+    return DF__KFAIL(c, st.code, "%s: %s", c->node->name, st.message);
+}
 static int df__k_ck_args(df__kctx *c, int n, const char **prefix) {
     const df_tensor *p = c->in[0], *names = c->in[1], *slices = c->in[2];
     if (p->dtype != DF_STRING || p->rank != 0 || !(*prefix = df_tensor_string(p, 0, NULL)) || !**prefix) {
@@ -487,7 +512,11 @@ DF_PRIVATE void df__k_save_v2(df__kctx *c) {
     if (!names) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory"); return; }
     for (int i = 0; i < n; i++) names[i] = df_tensor_string(c->in[1], i, NULL);
     df_status st;
-    if (df_checkpoint_write(prefix, n, names, c->in + 3, &st) != DF_OK) DF__KFAIL(c, st.code, "%s: %s", c->node->name, st.message);
+    df__fileloc pl;
+    if (df__k_ck_place(c, prefix, &pl) == DF_OK) {
+        if (df__ck_write(&pl, prefix, n, names, c->in + 3, &st) != DF_OK) DF__KFAIL(c, st.code, "%s: %s", c->node->name, st.message);
+        df__fileloc_close(&pl);
+    }
     DF_FREE(names);
 }
 DF_PRIVATE void df__k_restore_v2(df__kctx *c) {
@@ -496,7 +525,11 @@ DF_PRIVATE void df__k_restore_v2(df__kctx *c) {
     if (!df__k_ck_args(c, n, &prefix)) return;
     df_status st;
     df__ck ck;
-    if (df__ck_open(&ck, prefix, &st) != DF_OK) { DF__KFAIL(c, st.code, "%s: %s", c->node->name, st.message); df__ck_close(&ck); return; }
+    df__fileloc pl;
+    if (df__k_ck_place(c, prefix, &pl) != DF_OK) return;
+    df_code opened = df__ck_open(&ck, &pl, prefix, &st);
+    df__fileloc_close(&pl);            /* (the file stays open) */
+    if (opened != DF_OK) { DF__KFAIL(c, st.code, "%s: %s", c->node->name, st.message); df__ck_close(&ck); return; }
     for (int i = 0; i < n; i++) {
         const char *nm = df_tensor_string(c->in[1], i, NULL);
         df_tensor *t = df__ck_load(&ck, nm, &st);
@@ -517,6 +550,7 @@ struct df_saver {
     df_graph *g;
     df_output prefix;                /* the path, a string placeholder fed at each call */
     df_node *save, *restore;
+    df_node *restore_op;             /* the RestoreV2 node (restore is the NoOp after the Assigns) */
 };
 df_saver *df_saver_new(df_graph *g, int n_vars, const df_output *vars, df_status *st) {
     df_status local;
@@ -575,6 +609,7 @@ df_saver *df_saver_new(df_graph *g, int n_vars, const df_output *vars, df_status
         if (*dev) df_graph_pop_device(g);
     }
     sv->restore = r ? df_no_op(g, assigns, n) : NULL;
+    sv->restore_op = r;
     df_graph_pop_name_scope(g);
     if (g->status.code || !sv->save || !sv->restore) {
         df_status_set(st, g->status.code ? g->status.code : DF_INTERNAL, "df_saver_new: %s", g->status.code ? g->status.message : "building failed");
@@ -588,21 +623,22 @@ fail:
     DF_FREE(v); DF_FREE(names); DF_FREE(empty); DF_FREE(types); DF_FREE(assigns); DF_FREE(sv);
     return NULL;
 }
-static df_code df__saver_run(df_saver *sv, df_session *s, const char *path, df_node *target, df_status *st) {
+static df_code df__saver_run(df_saver *sv, df_session *s, const char *path, df_node *target, const df_node *file_op, df_status *st) {
     df_status local;
     if (!st) st = &local;
     df_status_clear(st);
     if (!sv || !s || !path || !*path) return df_status_set(st, DF_INVALID_ARGUMENT, "df_saver: saver, session and path are needed");
     df_tensor *p = df_tensor_new_strings(0, NULL, &path, st);
     if (!p) return st->code;
-    df_session_run(s, &sv->prefix, &p, 1, NULL, NULL, 0, &target, 1, st);
+    /* (the program's own call: its path is not confined to the session's data_dir) */
+    df__session_run_files(s, &sv->prefix, &p, 1, NULL, NULL, 0, &target, 1, file_op ? file_op->name : NULL, st);
     df_tensor_release(p);
     return st->code;
 }
 df_code df_saver_save(df_saver *sv, df_session *s, const char *path, df_status *st) {
-    return df__saver_run(sv, s, path, sv ? sv->save : NULL, st);
+    return df__saver_run(sv, s, path, sv ? sv->save : NULL, sv ? sv->save : NULL, st);
 }
 df_code df_saver_restore(df_saver *sv, df_session *s, const char *path, df_status *st) {
-    return df__saver_run(sv, s, path, sv ? sv->restore : NULL, st);
+    return df__saver_run(sv, s, path, sv ? sv->restore : NULL, sv ? sv->restore_op : NULL, st);
 }
 void df_saver_free(df_saver *sv) { DF_FREE(sv); }

@@ -637,6 +637,7 @@ typedef struct df__step {
     int shared;                      /* threads of other partitions resume its Recvs: always lock */
     double deadline_ms;              /* df__clock_ms() past which the run stops; 0: none */
     int timeout_ms;                  /* the run_timeout_ms it came from (for the message) */
+    const char *files_node;          /* a df_saver call's node: its files are not confined to data_dir */
 #ifndef DF_NO_THREADS
     df__pool *pool;
     pthread_mutex_t done_mu;
@@ -1560,3 +1561,45 @@ DF_PRIVATE void df__secure_zero(void *p, size_t n);
 DF_PRIVATE void df__sha256_force_portable(int on);
 DF_PRIVATE const char *df__sha256_impl(void);
 /* ---- crypto (issue 28): end ---- */
+
+/* ---- files (issue 28): begin ---- */
+/* ---- from src/fileguard.c ---- */
+/* openat with O_NOFOLLOW and O_DIRECTORY (POSIX 2008): what confining a graph's files to
+   df_session_options.data_dir needs. Strict C modes (the one-translation-unit use under
+   -std=c11) hide them; that build refuses every file of a session that has a data_dir. */
+#if defined(AT_FDCWD) && defined(O_NOFOLLOW) && defined(O_DIRECTORY)
+#define DF__HAVE_OPENAT 1
+#define DF__CWD AT_FDCWD
+#else
+#define DF__CWD (-100)
+#endif
+/* Where a file is: a directory and a name in it. dir DF__CWD: name is the path as given
+   (unconfined); otherwise dir is a descriptor of the directory (owned), reached from the data
+   dir without following a link, and name one component. */
+typedef struct df__fileloc {
+    int dir;
+    const char *name;
+    char *buf;                       /* storage of name (owned), NULL when it is the caller's */
+} df__fileloc;
+/* Resolves a path a graph op names: data_dir NULL gives the path as it is; otherwise the place
+   inside data_dir, or DF_PERMISSION_DENIED (outside it, through a link, data_dir "", a build
+   without openat), DF_NOT_FOUND (a directory on the way is missing), ... Close pl after DF_OK. */
+DF_PRIVATE df_code df__fileloc_resolve(const char *data_dir, const char *path, df__fileloc *pl, df_status *st);
+DF_PRIVATE void df__fileloc_close(df__fileloc *pl);
+/* open, rename, unlink of names in pl's directory (flags as open's; confined: O_NOFOLLOW added) */
+DF_PRIVATE int df__fileloc_open(const df__fileloc *pl, const char *name, int flags, unsigned mode);
+DF_PRIVATE int df__fileloc_rename(const df__fileloc *pl, const char *from, const char *to);
+DF_PRIVATE int df__fileloc_unlink(const df__fileloc *pl, const char *name);
+/* Confined: DF_OK when pl's file is missing or a regular file, else PERMISSION_DENIED (a link)
+   or FAILED_PRECONDITION (a directory, FIFO, device); `path` is what messages show. */
+DF_PRIVATE df_code df__fileloc_check_target(const df__fileloc *pl, const char *path, df_status *st);
+/* A refused open of a confined file (errno err): a link is DF_PERMISSION_DENIED; 0 otherwise. */
+DF_PRIVATE int df__fileloc_link_refused(const df__fileloc *pl, int err, const char *path, df_status *st);
+/* ---- end of src/fileguard.c ---- */
+/* ---- from src/run.c ---- */
+/* df_session_run, but the node named file_node (a df_saver's SaveV2 or RestoreV2: the program's
+   own call) opens its files unconfined by data_dir. */
+DF_PRIVATE df_code df__session_run_files(df_session *s, const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
+                                         const df_output *fetches, df_tensor **fetch_values, int n_fetches,
+                                         df_node *const *targets, int n_targets, const char *file_node, df_status *st);
+/* ---- files (issue 28): end ---- */

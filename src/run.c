@@ -187,7 +187,7 @@ static df__plan *df__plan_build_lowered(df_session *ss, const df_output *feeds, 
 
 /* Runs a plan: one executor on the calling thread, or every partition together. */
 static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
-                            int n_fetches, df_status *st) {
+                            int n_fetches, const char *files_node, df_status *st) {
     if (s->cluster) return df__cluster_run(s, plan, feed_values, fetch_values, n_fetches, st);
     if (!plan->owns_graphs) {
         df__step step;
@@ -199,6 +199,7 @@ static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *fee
         step.fetches = fetch_values;
         step.ipool = s->ipool;
         df__step_set_deadline(&step, s->opts.run_timeout_ms);
+        step.files_node = files_node;
 #ifndef DF_NO_THREADS
         step.pool = s->pool;
         step.threaded = s->pool != NULL;
@@ -234,6 +235,7 @@ static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *fee
         step->home = &g.steps[0];
         step->ipool = s->ipool;
         df__step_set_deadline(step, s->opts.run_timeout_ms);
+        step->files_node = files_node;
 #ifndef DF_NO_THREADS
         step->pool = s->pool;
         step->threaded = s->pool != NULL;
@@ -286,6 +288,11 @@ DF_PRIVATE int df__shape_compatible(const df__shape *s, const df_tensor *t) {
 df_code df_session_run(df_session *s, const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
                        const df_output *fetches, df_tensor **fetch_values, int n_fetches,
                        df_node *const *targets, int n_targets, df_status *st) {
+    return df__session_run_files(s, feeds, feed_values, n_feeds, fetches, fetch_values, n_fetches, targets, n_targets, NULL, st);
+}
+DF_PRIVATE df_code df__session_run_files(df_session *s, const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
+                                         const df_output *fetches, df_tensor **fetch_values, int n_fetches,
+                                         df_node *const *targets, int n_targets, const char *file_node, df_status *st) {
     df_status local;
     if (!st) st = &local;
     df_status_clear(st);
@@ -358,7 +365,7 @@ df_code df_session_run(df_session *s, const df_output *feeds, df_tensor *const *
     DF_FREE(key.s);
     __atomic_store_n(&s->last_plan, plan, __ATOMIC_RELEASE);
     __atomic_add_fetch(&s->runs_in_flight, 1, __ATOMIC_ACQ_REL);
-    df_code code = df__run_plan(s, plan, feed_values, fetch_values, n_fetches, st);
+    df_code code = df__run_plan(s, plan, feed_values, fetch_values, n_fetches, file_node, st);
     __atomic_store_n(&s->ran, 1, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&s->runs_in_flight, 1, __ATOMIC_ACQ_REL);
     for (int i = 0; code == DF_OK && i < n_fetches; i++)

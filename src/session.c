@@ -110,6 +110,14 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
     s->g = g;
     __atomic_add_fetch(&g->holds, 1, __ATOMIC_RELAXED);     /* (df_session_free lets go, also of a session half made) */
     s->opts = o;
+    s->opts.data_dir = NULL;                  /* (the caller's string may go: a copy of it) */
+    if (o.data_dir) {
+        size_t n = strlen(o.data_dir) + 1;
+        char *copy = (char *)DF_MALLOC(n);
+        if (!copy) { df_session_free(s); df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making a session"); return NULL; }
+        memcpy(copy, o.data_dir, n);
+        s->opts.data_dir = copy;
+    }
     {   /* (a counter too: a session made in the same second at a freed one's address) */
         static uint64_t sessions_made;
         uint64_t k = __atomic_add_fetch(&sessions_made, 1, __ATOMIC_RELAXED);
@@ -161,6 +169,7 @@ void df_session_free(df_session *s) {
     df__strmap_free(&s->resources);
     for (int i = 0; i < s->n_devices; i++) df__device_free(s->devices[i]);
     DF_FREE(s->devices);
+    DF_FREE((void *)s->opts.data_dir);
     df_graph *g = s->g;
     DF_FREE(s);
     if (g) df__graph_release(g);           /* last: the plans and pools above may read g */
