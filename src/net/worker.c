@@ -80,6 +80,7 @@ struct df_worker {
     uint64_t pending_bytes;
     df__wpeer **peers;               /* outgoing connections to other workers, by address */
     int n_peers, cap_peers;
+    uint64_t n_accepted;             /* connections accepted: the next one's id (its resource scope) */
 #endif
 };
 
@@ -93,7 +94,7 @@ static void df__w_log(const df_worker *w, const char *fmt, ...) {
     if (w->opts.log) w->opts.log(w->opts.log_user, line);
     else fprintf(stderr, "dataflow worker :%d: %s\n", w->port, line);
 }
-typedef struct df__wconn { df_worker *w; int fd, slot, refs; char peer[64]; pthread_mutex_t wmu; } df__wconn;
+typedef struct df__wconn { df_worker *w; int fd, slot, refs; char peer[64]; pthread_mutex_t wmu; uint64_t id; } df__wconn;
 /* An answer on c (its writers take turns); -1 when it cannot be sent (or b ran out of memory). */
 static int df__w_answer(df__wconn *c, int type, const df__wbuf *b) {
     if (b && b->oom) return -1;
@@ -113,6 +114,7 @@ static int df__w_reply_error(df__wconn *c, df_code code, const char *msg) {
 /* The connection thread and each step it started hold a reference; the last closes the socket. */
 static void df__w_conn_release(df__wconn *c) {
     if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL)) return;
+    df__session_drop_scope(c->w->sess, c->id);   /* its variables and queues: no step of c runs now */
     close(c->fd);
     pthread_mutex_destroy(&c->wmu);
     DF_FREE(c);
@@ -559,7 +561,7 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
         for (uint32_t p = 0; p < np; p++) {
             const df__wreg *rg = run->regs[p];
             df__step *step = &ws->g.steps[p];
-            step->x = rg->x; step->session = w->sess; step->device = rg->dev;
+            step->x = rg->x; step->session = w->sess; step->device = rg->dev; step->scope = c->id;
             step->feeds = run->feeds ? run->feeds + feed_at[p] : NULL;   /* (none fed: no array) */
             step->fetches = run->fetches + fo;
             step->group = &ws->g; step->home = &ws->g.steps[0]; step->ipool = w->sess->ipool;
@@ -750,10 +752,12 @@ static void *df__w_conn_main(void *arg) {
         }
     w->conn_fds[c->slot] = -1;
     shutdown(c->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&w->mu);
+    df__w_conn_release(c);                       /* (before n_conns drops: df_worker_stop frees w->sess) */
+    pthread_mutex_lock(&w->mu);
     w->n_conns--;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
-    df__w_conn_release(c);
     return NULL;
 }
 /* Every 250 ms, a HEARTBEAT to the master of each running step: a step may take long, and
@@ -825,7 +829,7 @@ static void *df__w_accept_main(void *arg) {
         pthread_t t;
         int started = 0;
         if (c && slot >= 0) {
-            c->w = w; c->fd = fd; c->slot = slot; c->refs = 1;
+            c->w = w; c->fd = fd; c->slot = slot; c->refs = 1; c->id = ++w->n_accepted;
             pthread_mutex_init(&c->wmu, NULL);
             char ip[INET_ADDRSTRLEN] = "?";
             inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
