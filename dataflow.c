@@ -1136,7 +1136,9 @@ enum { DF__R_SUM, DF__R_MEAN, DF__R_MAX, DF__R_MIN, DF__R_PROD };
 typedef struct df__var {
     df__spin lock;
     df_tensor *value;            /* NULL until initialised */
-    const char *name;            /* the variable node's name, for messages */
+    char *name;                  /* the variable node's name, for messages (owned: the graph may go first) */
+    uint64_t scope;              /* the step scope that made it; 0: none, or in a named container */
+    int index;                   /* its slot in the session's vars (a resource handle names it) */
     df_tensor handle;            /* never freed by refcount: its count starts very high */
 } df__var;
 
@@ -1396,6 +1398,8 @@ typedef struct df__step {
     struct df__ipool *ipool;         /* the session's intra-op threads */
     struct df__step *home;           /* whose stacks this step uses: a handle may cross devices */
     int shared;                      /* threads of other partitions resume its Recvs: always lock */
+    uint64_t scope;                  /* whose resources it makes and sees (a worker's connection);
+                                        0: the session's own, as every in-process run (src/session.c) */
     double deadline_ms;              /* df__clock_ms() past which the run stops; 0: none */
     int timeout_ms;                  /* the run_timeout_ms it came from (for the message) */
     const char *files_node;          /* a df_saver call's node: its files are not confined to data_dir */
@@ -1439,11 +1443,13 @@ struct df_session {
     df__plan **plans;
     int n_plans, cap_plans;
     df__plan *last_plan;         /* the plan of the latest run (df_session_partition) */
-    df__strmap resources;        /* "v:name" -> var index, "r:name" -> rng index */
-    df__var **vars;
+    df__strmap resources;        /* df__resource_key: 'v' -> var index, 'r' -> rng index */
+    df__var **vars;              /* (NULL: a slot a dropped scope freed) */
     int n_vars, cap_vars;
     uint64_t *rng_counters;
     int n_rng, cap_rng;
+    int *free_vars, n_free_vars, cap_free_vars;   /* slots of vars and rng_counters a dropped */
+    int *free_rng, n_free_rng, cap_free_rng;      /* scope left, taken again first */
     uint64_t seed_salt;
     int ran;
     int64_t gg_stats[4];         /* cuda_graphs: captures, replays, node-by-node runs, failed captures */
@@ -2364,6 +2370,19 @@ static df_code df__session_run_files(df_session *s, const df_output *feeds, df_t
                                          const df_output *fetches, df_tensor **fetch_values, int n_fetches,
                                          df_node *const *targets, int n_targets, const char *file_node, df_status *st);
 /* ---- files (issue 28): end ---- */
+
+/* ---- scope (issue 28): begin ---- */
+/* from src/session.c: the key of a resource in the session's maps (kind 'v' variable, 'r' random
+   state, 'q' queue) into b; returns the scope it lives in (0 in a named container). */
+static uint64_t df__resource_key(df__buf *b, char kind, uint64_t scope, const char *container, const char *name);
+#ifdef DF__NET
+static int df__strmap_del(df__strmap *m, const char *k);
+static int df__resource_key_in_scope(const char *key, uint64_t scope);
+static void df__session_drop_scope(struct df_session *s, uint64_t scope);
+/* from src/queue.c */
+static void df__queues_drop_scope(df_session *s, uint64_t scope);
+#endif
+/* ---- scope (issue 28): end ---- */
 /* ==========================================================================================
    src/bfc.c: The BFC allocator                                                         >>bfc
    Best fit with coalescing, as TensorFlow's: memory in 256-byte units carved from regions;
@@ -11973,7 +11992,8 @@ static void df__g_fused_batch_norm_grad(df__gfn *c) {
    TF2's resource variables: VarHandleOp outputs a DF_RESOURCE scalar naming a variable of the
    session's store (the df__var a VariableV2 of the same shared_name, or node name when that is
    empty, also uses: both kinds see one storage). The handle holds a check word, this session's
-   salt and the variable's index; a forged or foreign handle is refused. Readers take a
+   salt and the variable's index; a forged or foreign handle is refused, and so is one of
+   another step scope's variable (another master of a worker: src/session.c). Readers take a
    reference to the current value under the variable's lock; updates replace it, or change it
    in place when no reader holds it (as src/kernels/training.c). The optimizer updates follow
    TF's training_ops.cc element for element, in the variable's type (float math for floats).
@@ -11994,6 +12014,7 @@ static df__var *df__res_var(df__kctx *c, int i) {
         int64_t idx = (int64_t)(w & 0xffffffffu);
         df__spin_lock(&ss->lock);
         if (idx < ss->n_vars) v = ss->vars[idx];
+        if (v && v->scope && v->scope != c->step->scope) v = NULL;   /* another master's (a worker) */
         df__spin_unlock(&ss->lock);
     }
     if (!v) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Input %d of %s is not a variable handle made by VarHandleOp in this session",
@@ -12012,15 +12033,7 @@ static void df__k_var_handle(df__kctx *c) {
     df__var *v = df__step_var(c->step, c->node, c->st);
     if (!v) return;
     df_session *ss = c->step->session;
-    /* the variable's index in the store, under the key df__step_var made it with */
-    const char *shared = df__attr_s(c->node, "shared_name");
-    char key[300];
-    snprintf(key, sizeof key, "v:%.280s", *shared ? shared : c->node->name);
-    int idx = -1;
-    df__spin_lock(&ss->lock);
-    if (!df__strmap_get(&ss->resources, key, &idx) || idx < 0 || idx >= ss->n_vars || ss->vars[idx] != v) idx = -1;
-    df__spin_unlock(&ss->lock);
-    if (idx < 0) { DF__KFAIL(c, DF_INTERNAL, "The variable store lost %s", key + 2); return; }
+    int idx = v->index;                 /* (fixed while the variable lives, and it lives while its scope runs) */
     df_tensor *o = df__k_alloc(c, 0, DF_RESOURCE, 0, NULL);
     if (!o) return;
     uint64_t w = ((uint64_t)DF__VAR_MAGIC << 48) | (df__res_salt(ss) << 32) | (uint64_t)(uint32_t)idx;
@@ -23892,59 +23905,171 @@ static df__plan *df__partition(df_session *ss, const df__exec *x, const int32_t 
 }
 /* ==========================================================================================
    src/session.c: Sessions                                                          >>session
-   A session owns its devices, the inter-op pool, the variables and random-number state, and a
-   cache of compiled executors keyed by the (feeds, fetches, targets) signature and the graph's
-   edit version (what a run does with them: src/run.c). A session holds its graph: the graph is
-   freed with the last session on it once df_graph_free was called (TF_DeleteGraph). Feeds are
-   never modified.
+   A session owns its devices, the inter-op pool, the variables and random-number state (by
+   scope: each master of a worker has its own, see df__resource_key), and a cache of compiled
+   executors keyed by the (feeds, fetches, targets) signature and the graph's edit version (what
+   a run does with them: src/run.c). A session holds its graph: the graph is freed with the last
+   session on it once df_graph_free was called (TF_DeleteGraph). Feeds are never modified.
    ========================================================================================== */
+
+/* ---- resources and their scopes ----
+   A session's variables, random-number states and queues are found by key. A step with a scope
+   (a worker's connection: df__step.scope) makes and sees its own, unless the node names a
+   container: that one is shared by every scope, as TensorFlow's resource containers are by the
+   sessions of one server. Keys are unambiguous whatever the names hold:
+     "k:c<len>:<container>/<name>"  in a named container
+     "k:s<16 hex digits>:<name>"    in a scope
+     "k:g:<name>"                   otherwise (every in-process run) */
+static uint64_t df__resource_key(df__buf *b, char kind, uint64_t scope, const char *container, const char *name) {
+    if (container && *container) {
+        df__buf_printf(b, "%c:c%zu:%s/%s", kind, strlen(container), container, name);
+        return 0;
+    }
+    if (scope) df__buf_printf(b, "%c:s%016llx:%s", kind, (unsigned long long)scope, name);
+    else df__buf_printf(b, "%c:g:%s", kind, name);
+    return scope;
+}
+
+/* A slot for a new entry of an array with a free list (*n_free of them in free_at), or a new
+   one at the end; -1 when out of memory. Called with the session's lock held. */
+static int df__slot_take(void *arr, int *n, int *cap, size_t elem, int *free_at, int *n_free) {
+    if (*n_free) return free_at[--*n_free];
+    if (*n == INT32_MAX || !df__grow(arr, cap, *n + 1, elem)) return -1;
+    return (*n)++;
+}
 
 static df__var *df__step_var(df__step *s, const df_node *var_node, df_status *st) {
     struct df_session *ss = s->session;
     const char *shared = df__attr_s(var_node, "shared_name");
-    char key[300];
-    snprintf(key, sizeof key, "v:%.280s", *shared ? shared : var_node->name);
-    df__spin_lock(&ss->lock);
-    int idx;
+    df__buf key = {NULL, 0, 0, 0};
+    uint64_t scope = df__resource_key(&key, 'v', s->scope, df__attr_s(var_node, "container"), *shared ? shared : var_node->name);
     df__var *v = NULL;
-    if (df__strmap_get(&ss->resources, key, &idx)) v = ss->vars[idx];
-    else if (df__grow(&ss->vars, &ss->cap_vars, ss->n_vars + 1, sizeof(df__var *)) &&
-             (v = (df__var *)DF_MALLOC(sizeof *v)) != NULL) {
-        memset(v, 0, sizeof *v);
-        v->name = var_node->name;
-        v->handle.refs = 1 << 30;
-        v->handle.dtype = df__attr_type(var_node, "dtype");
-        v->handle.data = df__empty_buffer;
-        v->handle.ref = v;
-        if (df__strmap_put(&ss->resources, key, ss->n_vars)) ss->vars[ss->n_vars++] = v;
-        else { DF_FREE(v); v = NULL; }
+    int idx;
+    if (!key.oom) {
+        df__spin_lock(&ss->lock);
+        if (df__strmap_get(&ss->resources, key.s, &idx)) v = ss->vars[idx];
+        else if ((v = (df__var *)DF_MALLOC(sizeof *v)) != NULL) {
+            memset(v, 0, sizeof *v);
+            v->name = df__strdup(var_node->name);
+            v->scope = scope;
+            v->handle.refs = 1 << 30;
+            v->handle.dtype = df__attr_type(var_node, "dtype");
+            v->handle.data = df__empty_buffer;
+            v->handle.ref = v;
+            idx = v->name ? df__slot_take(&ss->vars, &ss->n_vars, &ss->cap_vars, sizeof(df__var *), ss->free_vars, &ss->n_free_vars) : -1;
+            if (idx >= 0 && df__strmap_put(&ss->resources, key.s, idx)) { v->index = idx; ss->vars[idx] = v; }
+            else {
+                if (idx >= 0) {                  /* (the slot goes back: a free slot, or the last one) */
+                    if (idx == ss->n_vars - 1) ss->n_vars--;
+                    else ss->free_vars[ss->n_free_vars++] = idx;
+                }
+                DF_FREE(v->name); DF_FREE(v); v = NULL;
+            }
+        }
+        df__spin_unlock(&ss->lock);
     }
-    df__spin_unlock(&ss->lock);
+    DF_FREE(key.s);
     if (!v) df__fail(st, var_node, DF_RESOURCE_EXHAUSTED, "Out of memory creating variable state");
     return v;
 }
 
 static uint64_t df__step_rng_next(df__step *s, const df_node *n, uint64_t count) {
     struct df_session *ss = s->session;
-    char key[300];
-    snprintf(key, sizeof key, "r:%.280s", n->name);
+    df__buf key = {NULL, 0, 0, 0};
+    df__resource_key(&key, 'r', s->scope, NULL, n->name);
     uint64_t base = 0;
-    df__spin_lock(&ss->lock);
-    int idx;
-    if (!df__strmap_get(&ss->resources, key, &idx)) {
-        idx = -1;
-        if (df__grow(&ss->rng_counters, &ss->cap_rng, ss->n_rng + 1, sizeof(uint64_t)) &&
-            df__strmap_put(&ss->resources, key, ss->n_rng)) {
-            idx = ss->n_rng++;
-            /* unseeded ops start somewhere different per session; seeded ones at zero */
-            int seeded = df__attr_i(n, "seed", 0) || df__attr_i(n, "seed2", 0);
-            ss->rng_counters[idx] = seeded ? 0 : df__hash_mix(ss->seed_salt, df__hash_str(n->name)) >> 8;
+    int idx = -1;
+    if (!key.oom) {
+        df__spin_lock(&ss->lock);
+        if (!df__strmap_get(&ss->resources, key.s, &idx)) {
+            idx = df__slot_take(&ss->rng_counters, &ss->n_rng, &ss->cap_rng, sizeof(uint64_t), ss->free_rng, &ss->n_free_rng);
+            if (idx >= 0 && !df__strmap_put(&ss->resources, key.s, idx)) {
+                if (idx == ss->n_rng - 1) ss->n_rng--;
+                else ss->free_rng[ss->n_free_rng++] = idx;
+                idx = -1;
+            }
+            if (idx >= 0) {
+                /* unseeded ops start somewhere different per session (and per scope: two masters of
+                   one worker draw different numbers); seeded ones at zero */
+                int seeded = df__attr_i(n, "seed", 0) || df__attr_i(n, "seed2", 0);
+                uint64_t salt = ss->seed_salt ^ s->scope * 0x9e3779b97f4a7c15ull;
+                ss->rng_counters[idx] = seeded ? 0 : df__hash_mix(salt, df__hash_str(n->name)) >> 8;
+            }
         }
+        if (idx >= 0) { base = ss->rng_counters[idx]; ss->rng_counters[idx] += count; }
+        df__spin_unlock(&ss->lock);
     }
-    if (idx >= 0) { base = ss->rng_counters[idx]; ss->rng_counters[idx] += count; }
-    df__spin_unlock(&ss->lock);
+    DF_FREE(key.s);
     return base;
 }
+
+#ifdef DF__NET
+/* Removes key k (which may be the map's own copy of it) from a map of src/util.c; 1 when it was
+   there. The entries after it in its run move back (backward-shift deletion: lookups need no
+   tombstones). A walk over the slots that removes the entry at slot i looks at slot i again: it
+   may now hold an entry from further on, and no entry the walk has not reached moves behind i. */
+static int df__strmap_del(df__strmap *m, const char *k) {
+    if (!m->cap) return 0;
+    uint64_t mask = (uint64_t)(m->cap - 1), i = df__hash_str(k) & mask;
+    while (m->keys[i] && strcmp(m->keys[i], k)) i = (i + 1) & mask;
+    if (!m->keys[i]) return 0;
+    DF_FREE(m->keys[i]);                         /* (k is not read after this) */
+    m->keys[i] = NULL;
+    m->count--;
+    for (uint64_t j = (i + 1) & mask; m->keys[j]; j = (j + 1) & mask) {
+        uint64_t home = df__hash_str(m->keys[j]) & mask;
+        if (i < j ? (home > i && home <= j) : (home > i || home <= j)) continue;   /* home in (i, j]: it stays */
+        m->keys[i] = m->keys[j];
+        m->vals[i] = m->vals[j];
+        m->keys[j] = NULL;
+        i = j;
+    }
+    return 1;
+}
+/* Whether key (of df__resource_key, any kind) is of that scope. */
+static int df__resource_key_in_scope(const char *key, uint64_t scope) {
+    char tag[24];
+    snprintf(tag, sizeof tag, "s%016llx:", (unsigned long long)scope);
+    return key[0] && key[1] == ':' && !strncmp(key + 2, tag, 18);
+}
+
+/* Frees every resource of a scope: its variables (their values released), its random-number
+   states and its queues. The caller guarantees that no step of that scope runs or will run
+   again (a worker drops a connection's scope when the last reference to the connection goes,
+   after its steps ended; its ids are never reused); steps of other scopes never reach these
+   resources (df__res_var and df__queue_of refuse another scope's handle), so nothing else
+   holds them. Their slots are taken again by later resources. */
+static void df__session_drop_scope(struct df_session *ss, uint64_t scope) {
+    if (!ss || !scope) return;
+    df__queues_drop_scope(ss, scope);
+    /* the variables go into gone[], freed after the lock; its room is the slots there were before
+       (the scope makes no new ones); without it they are freed under the lock */
+    df__spin_lock(&ss->lock);
+    int room = ss->n_vars;
+    df__spin_unlock(&ss->lock);
+    df__var **gone = room ? (df__var **)DF_MALLOC((size_t)room * sizeof(df__var *)) : NULL;
+    int n_gone = 0;
+    df__spin_lock(&ss->lock);
+    df__strmap *m = &ss->resources;
+    for (int i = 0; i < m->cap; i++)
+        while (m->keys[i] && df__resource_key_in_scope(m->keys[i], scope)) {
+            int kind = m->keys[i][0], idx = m->vals[i];
+            if (kind == 'v' && idx >= 0 && idx < ss->n_vars && ss->vars[idx]) {
+                df__var *v = ss->vars[idx];
+                ss->vars[idx] = NULL;
+                if (df__grow(&ss->free_vars, &ss->cap_free_vars, ss->n_free_vars + 1, sizeof(int))) ss->free_vars[ss->n_free_vars++] = idx;
+                if (gone && n_gone < room) gone[n_gone++] = v;
+                else { df_tensor_release(v->value); DF_FREE(v->name); DF_FREE(v); }
+            } else if (kind == 'r' && idx >= 0 && idx < ss->n_rng &&
+                       df__grow(&ss->free_rng, &ss->cap_free_rng, ss->n_free_rng + 1, sizeof(int)))
+                ss->free_rng[ss->n_free_rng++] = idx;
+            df__strmap_del(m, m->keys[i]);      /* (a slot not listed as free stays unused) */
+        }
+    df__spin_unlock(&ss->lock);
+    for (int i = 0; i < n_gone; i++) { df_tensor_release(gone[i]->value); DF_FREE(gone[i]->name); DF_FREE(gone[i]); }
+    DF_FREE(gone);
+}
+#endif
 
 #ifdef DATAFLOW_CUDA
 static int df__step_tf32(const df__step *s) { return s && s->session && s->session->opts.allow_tf32; }
@@ -24055,9 +24180,12 @@ void df_session_free(df_session *s) {
     for (int i = 0; i < s->n_plans; i++) df__plan_free(s->plans[i]);
     DF_FREE(s->plans);
     df__strmap_free(&s->cache);
-    for (int i = 0; i < s->n_vars; i++) { df_tensor_release(s->vars[i]->value); DF_FREE(s->vars[i]); }
+    for (int i = 0; i < s->n_vars; i++)
+        if (s->vars[i]) { df_tensor_release(s->vars[i]->value); DF_FREE(s->vars[i]->name); DF_FREE(s->vars[i]); }
     DF_FREE(s->vars);
     DF_FREE(s->rng_counters);
+    DF_FREE(s->free_vars);
+    DF_FREE(s->free_rng);
     df__strmap_free(&s->resources);
     for (int i = 0; i < s->n_devices; i++) df__device_free(s->devices[i]);
     DF_FREE(s->devices);
@@ -24200,6 +24328,7 @@ static int df__gg_run_sub(df__kctx *c, df__gg *gg, df_tensor *const *in, df_tens
     memset(&step, 0, sizeof step);
     step.x = gg->sub;
     step.session = c->step->session;
+    step.scope = c->step->scope;
     step.device = gg->dev;
     step.feeds = in;
     step.fetches = outs;
@@ -28774,8 +28903,9 @@ void df_saver_free(df_saver *sv) { DF_FREE(sv); }
 /* ==========================================================================================
    src/queue.c: Queues                                                                >>queue
    TensorFlow's FIFOQueueV2 and the ops on its handle. A queue belongs to its session, keyed
-   like a variable (container/shared_name, else the FIFOQueueV2 node's name), so every run and
-   every thread of the session shares it. It holds tuples of tensor references (copied only to
+   like a variable (container/shared_name, else the FIFOQueueV2 node's name, in the step's scope
+   unless a container is named: df__resource_key), so every run and every thread of the session
+   (of one master, on a worker) shares it. It holds tuples of tensor references (copied only to
    split EnqueueMany's batches and to stack DequeueMany's). Enqueue and dequeue attempts are
    served in arrival order, each kind in a line of its own; one that cannot finish waits in its
    line: a threaded step parks the node (kctx.pending, as a _Recv) and whoever finishes the
@@ -28805,6 +28935,7 @@ typedef struct df__qattempt {
 
 typedef struct df__queue {
     char *name;                  /* shared_name, else the FIFOQueueV2 node's name (messages) */
+    uint64_t scope;              /* the step scope that made it (0: none, or a named container) */
     struct df__queue_set *set;
     int n_comp;
     df_dtype *types;
@@ -28824,10 +28955,11 @@ typedef struct df__queue {
 } df__queue;
 
 typedef struct df__queue_set {
-    df__spin lock;               /* names, v, n, shut */
-    df__strmap names;            /* "len(container):container/name" -> index in v */
-    df__queue **v;
+    df__spin lock;               /* names, v, n, free, shut */
+    df__strmap names;            /* df__resource_key 'q' -> index in v */
+    df__queue **v;               /* (NULL: a slot a dropped scope freed) */
     int n, cap;
+    int *free, n_free, cap_free; /* those slots, taken again first */
     int shut;                    /* no new queue: the session is being freed */
     int parked;                  /* PARKED attempts not yet finished (atomic): an abort looks only then */
 } df__queue_set;
@@ -29110,7 +29242,7 @@ static void df__k_fifo_queue(df__kctx *c) {
     if (!ss) { DF__KFAIL(c, DF_FAILED_PRECONDITION, "FIFOQueueV2 runs only in a session"); return; }
     const char *container = df__attr_s(c->node, "container"), *name = df__queue_def_name(c->node);
     df__buf key = {NULL, 0, 0, 0};
-    df__buf_printf(&key, "%zu:%s/%s", strlen(container), container, name);    /* (container, name), unambiguous */
+    uint64_t scope = df__resource_key(&key, 'q', c->step->scope, container, name);
     df__queue_set *set = key.oom ? NULL : df__queue_set_of(ss, 1);
     if (!set) { DF_FREE(key.s); DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory making the session's queues"); return; }
     int idx = -1;
@@ -29122,11 +29254,13 @@ static void df__k_fifo_queue(df__kctx *c) {
     else if (df__strmap_get(&set->names, key.s, &idx)) q = set->v[idx];
     else if ((q = df__queue_new(c->node, name, &made)) != NULL) {
         q->set = set;
-        if (set->n < INT32_MAX && df__grow(&set->v, &set->cap, set->n + 1, sizeof(df__queue *)) &&
-            df__strmap_put(&set->names, key.s, set->n)) {
-            idx = set->n;
-            set->v[set->n++] = q;
-        } else {
+        q->scope = scope;
+        if (set->n_free) idx = set->free[--set->n_free];
+        else if (set->n < INT32_MAX && df__grow(&set->v, &set->cap, set->n + 1, sizeof(df__queue *))) idx = set->n++;
+        if (idx >= 0 && df__strmap_put(&set->names, key.s, idx)) set->v[idx] = q;
+        else {
+            if (idx >= 0) { if (idx == set->n - 1) set->n--; else set->free[set->n_free++] = idx; }   /* (the slot goes back) */
+            idx = -1;
             df__queue_free(q);
             q = NULL;
             df__fail(&made, c->node, DF_RESOURCE_EXHAUSTED, "Out of memory making FIFOQueue '%s'", name);
@@ -29151,6 +29285,7 @@ static df__queue *df__queue_of(df__kctx *c) {
         int64_t idx = (int64_t)(w & 0xffffffffu);
         df__spin_lock(&set->lock);
         if (idx < set->n) q = set->v[idx];
+        if (q && q->scope && q->scope != c->step->scope) q = NULL;   /* another master's (a worker) */
         df__spin_unlock(&set->lock);
     }
     if (!q) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Not a queue handle made by FIFOQueueV2 in this session");
@@ -29667,9 +29802,12 @@ static void df__queue_abort_step(df__step *s) {
     if (!set || !__atomic_load_n(&set->parked, __ATOMIC_ACQUIRE)) return;
     for (int i = 0;; i++) {
         df__spin_lock(&set->lock);
-        df__queue *q = i < set->n ? set->v[i] : NULL;
+        int end = i >= set->n;
+        df__queue *q = end ? NULL : set->v[i];
+        if (q && q->scope && q->scope != s->scope) q = NULL;   /* (not its: another scope may free it now) */
         df__spin_unlock(&set->lock);
-        if (!q) break;
+        if (end) break;
+        if (!q) continue;
         df__qattempt *parked = NULL;
         int woke = 0;
         df__queue_lock(q);
@@ -29695,6 +29833,7 @@ static void df__queues_end(df_session *s) {
     }
     for (int i = 0; i < n; i++) {                 /* (set->v no longer changes) */
         df__queue *q = set->v[i];
+        if (!q) continue;
         df__qattempt *parked = NULL;
         int woke = 0;
         df__queue_lock(q);
@@ -29726,10 +29865,42 @@ static void df__queues_end(df_session *s) {
     if (!set) return;
     for (int i = 0; i < set->n; i++) df__queue_free(set->v[i]);
     DF_FREE(set->v);
+    DF_FREE(set->free);
     df__strmap_free(&set->names);
     DF_FREE(set);
     s->queues = NULL;
 }
+
+#ifdef DF__NET
+/* df__session_drop_scope: the scope's queues leave the set and are freed. No step of that scope
+   runs any more (the caller's guarantee), so no attempt waits in them: a parked one keeps its
+   step running, and steps of other scopes never reach them (df__queue_of, df__queue_abort_step). */
+static void df__queues_drop_scope(df_session *s, uint64_t scope) {
+    df__queue_set *set = df__queue_set_of(s, 0);
+    if (!set) return;
+    df__spin_lock(&set->lock);
+    int room = set->n;
+    df__spin_unlock(&set->lock);
+    df__queue **gone = room ? (df__queue **)DF_MALLOC((size_t)room * sizeof(df__queue *)) : NULL;
+    int n_gone = 0;
+    if (room && !gone) return;                   /* (out of memory: they stay until the session ends) */
+    df__spin_lock(&set->lock);
+    df__strmap *m = &set->names;
+    for (int i = 0; i < m->cap; i++)
+        while (m->keys[i] && df__resource_key_in_scope(m->keys[i], scope)) {
+            int idx = m->vals[i];
+            if (idx >= 0 && idx < set->n && set->v[idx] && n_gone < room) {
+                gone[n_gone++] = set->v[idx];
+                set->v[idx] = NULL;
+                if (df__grow(&set->free, &set->cap_free, set->n_free + 1, sizeof(int))) set->free[set->n_free++] = idx;
+            }
+            df__strmap_del(m, m->keys[i]);
+        }
+    df__spin_unlock(&set->lock);
+    for (int k = 0; k < n_gone; k++) df__queue_free(gone[k]);   /* (its elements' references go) */
+    DF_FREE(gone);
+}
+#endif
 
 /* ---- public helpers ---- */
 static df_output df__queue_out(df_node *n, int i) { df_output o = {n, n ? i : 0}; return o; }
@@ -33699,6 +33870,7 @@ static int df__w_reply_error(df__wconn *c, df_code code, const char *msg) {
 /* The connection thread and each step it started hold a reference; the last closes the socket. */
 static void df__w_conn_release(df__wconn *c) {
     if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL)) return;
+    df__session_drop_scope(c->w->sess, c->id);   /* its variables and queues: no step of c runs now */
     df__chan_close(&c->ch);
     pthread_mutex_destroy(&c->wmu);
     DF_FREE(c);
@@ -34196,7 +34368,7 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
         for (uint32_t p = 0; p < np; p++) {
             const df__wreg *rg = run->regs[p];
             df__step *step = &ws->g.steps[p];
-            step->x = rg->x; step->session = w->sess; step->device = rg->dev;
+            step->x = rg->x; step->session = w->sess; step->device = rg->dev; step->scope = c->id;
             step->feeds = run->feeds ? run->feeds + feed_at[p] : NULL;   /* (none fed: no array) */
             step->fetches = run->fetches + fo;
             step->group = &ws->g; step->home = &ws->g.steps[0]; step->ipool = w->sess->ipool;
@@ -34409,10 +34581,12 @@ static void *df__w_conn_main(void *arg) {
         }
     w->conn_fds[c->slot] = -1;
     shutdown(c->ch.fd, SHUT_RDWR);
+    pthread_mutex_unlock(&w->mu);
+    df__w_conn_release(c);                       /* (before n_conns drops: df_worker_stop frees w->sess) */
+    pthread_mutex_lock(&w->mu);
     w->n_conns--;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
-    df__w_conn_release(c);
     return NULL;
 }
 /* Every 250 ms, a HEARTBEAT to the master of each running step: a step may take long, and

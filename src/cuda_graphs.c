@@ -101,6 +101,7 @@ static int df__gg_run_sub(df__kctx *c, df__gg *gg, df_tensor *const *in, df_tens
     memset(&step, 0, sizeof step);
     step.x = gg->sub;
     step.session = c->step->session;
+    step.scope = c->step->scope;
     step.device = gg->dev;
     step.feeds = in;
     step.fetches = outs;

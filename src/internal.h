@@ -375,7 +375,9 @@ enum { DF__R_SUM, DF__R_MEAN, DF__R_MAX, DF__R_MIN, DF__R_PROD };
 typedef struct df__var {
     df__spin lock;
     df_tensor *value;            /* NULL until initialised */
-    const char *name;            /* the variable node's name, for messages */
+    char *name;                  /* the variable node's name, for messages (owned: the graph may go first) */
+    uint64_t scope;              /* the step scope that made it; 0: none, or in a named container */
+    int index;                   /* its slot in the session's vars (a resource handle names it) */
     df_tensor handle;            /* never freed by refcount: its count starts very high */
 } df__var;
 
@@ -635,6 +637,8 @@ typedef struct df__step {
     struct df__ipool *ipool;         /* the session's intra-op threads */
     struct df__step *home;           /* whose stacks this step uses: a handle may cross devices */
     int shared;                      /* threads of other partitions resume its Recvs: always lock */
+    uint64_t scope;                  /* whose resources it makes and sees (a worker's connection);
+                                        0: the session's own, as every in-process run (src/session.c) */
     double deadline_ms;              /* df__clock_ms() past which the run stops; 0: none */
     int timeout_ms;                  /* the run_timeout_ms it came from (for the message) */
     const char *files_node;          /* a df_saver call's node: its files are not confined to data_dir */
@@ -678,11 +682,13 @@ struct df_session {
     df__plan **plans;
     int n_plans, cap_plans;
     df__plan *last_plan;         /* the plan of the latest run (df_session_partition) */
-    df__strmap resources;        /* "v:name" -> var index, "r:name" -> rng index */
-    df__var **vars;
+    df__strmap resources;        /* df__resource_key: 'v' -> var index, 'r' -> rng index */
+    df__var **vars;              /* (NULL: a slot a dropped scope freed) */
     int n_vars, cap_vars;
     uint64_t *rng_counters;
     int n_rng, cap_rng;
+    int *free_vars, n_free_vars, cap_free_vars;   /* slots of vars and rng_counters a dropped */
+    int *free_rng, n_free_rng, cap_free_rng;      /* scope left, taken again first */
     uint64_t seed_salt;
     int ran;
     int64_t gg_stats[4];         /* cuda_graphs: captures, replays, node-by-node runs, failed captures */
@@ -1603,3 +1609,16 @@ DF_PRIVATE df_code df__session_run_files(df_session *s, const df_output *feeds, 
                                          const df_output *fetches, df_tensor **fetch_values, int n_fetches,
                                          df_node *const *targets, int n_targets, const char *file_node, df_status *st);
 /* ---- files (issue 28): end ---- */
+
+/* ---- scope (issue 28): begin ---- */
+/* from src/session.c: the key of a resource in the session's maps (kind 'v' variable, 'r' random
+   state, 'q' queue) into b; returns the scope it lives in (0 in a named container). */
+DF_PRIVATE uint64_t df__resource_key(df__buf *b, char kind, uint64_t scope, const char *container, const char *name);
+#ifdef DF__NET
+DF_PRIVATE int df__strmap_del(df__strmap *m, const char *k);
+DF_PRIVATE int df__resource_key_in_scope(const char *key, uint64_t scope);
+DF_PRIVATE void df__session_drop_scope(struct df_session *s, uint64_t scope);
+/* from src/queue.c */
+DF_PRIVATE void df__queues_drop_scope(df_session *s, uint64_t scope);
+#endif
+/* ---- scope (issue 28): end ---- */

@@ -1,8 +1,9 @@
 /* ==========================================================================================
    src/queue.c: Queues                                                                >>queue
    TensorFlow's FIFOQueueV2 and the ops on its handle. A queue belongs to its session, keyed
-   like a variable (container/shared_name, else the FIFOQueueV2 node's name), so every run and
-   every thread of the session shares it. It holds tuples of tensor references (copied only to
+   like a variable (container/shared_name, else the FIFOQueueV2 node's name, in the step's scope
+   unless a container is named: df__resource_key), so every run and every thread of the session
+   (of one master, on a worker) shares it. It holds tuples of tensor references (copied only to
    split EnqueueMany's batches and to stack DequeueMany's). Enqueue and dequeue attempts are
    served in arrival order, each kind in a line of its own; one that cannot finish waits in its
    line: a threaded step parks the node (kctx.pending, as a _Recv) and whoever finishes the
@@ -32,6 +33,7 @@ typedef struct df__qattempt {
 
 typedef struct df__queue {
     char *name;                  /* shared_name, else the FIFOQueueV2 node's name (messages) */
+    uint64_t scope;              /* the step scope that made it (0: none, or a named container) */
     struct df__queue_set *set;
     int n_comp;
     df_dtype *types;
@@ -51,10 +53,11 @@ typedef struct df__queue {
 } df__queue;
 
 typedef struct df__queue_set {
-    df__spin lock;               /* names, v, n, shut */
-    df__strmap names;            /* "len(container):container/name" -> index in v */
-    df__queue **v;
+    df__spin lock;               /* names, v, n, free, shut */
+    df__strmap names;            /* df__resource_key 'q' -> index in v */
+    df__queue **v;               /* (NULL: a slot a dropped scope freed) */
     int n, cap;
+    int *free, n_free, cap_free; /* those slots, taken again first */
     int shut;                    /* no new queue: the session is being freed */
     int parked;                  /* PARKED attempts not yet finished (atomic): an abort looks only then */
 } df__queue_set;
@@ -337,7 +340,7 @@ DF_PRIVATE void df__k_fifo_queue(df__kctx *c) {
     if (!ss) { DF__KFAIL(c, DF_FAILED_PRECONDITION, "FIFOQueueV2 runs only in a session"); return; }
     const char *container = df__attr_s(c->node, "container"), *name = df__queue_def_name(c->node);
     df__buf key = {NULL, 0, 0, 0};
-    df__buf_printf(&key, "%zu:%s/%s", strlen(container), container, name);    /* (container, name), unambiguous */
+    uint64_t scope = df__resource_key(&key, 'q', c->step->scope, container, name);
     df__queue_set *set = key.oom ? NULL : df__queue_set_of(ss, 1);
     if (!set) { DF_FREE(key.s); DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory making the session's queues"); return; }
     int idx = -1;
@@ -349,11 +352,13 @@ DF_PRIVATE void df__k_fifo_queue(df__kctx *c) {
     else if (df__strmap_get(&set->names, key.s, &idx)) q = set->v[idx];
     else if ((q = df__queue_new(c->node, name, &made)) != NULL) {
         q->set = set;
-        if (set->n < INT32_MAX && df__grow(&set->v, &set->cap, set->n + 1, sizeof(df__queue *)) &&
-            df__strmap_put(&set->names, key.s, set->n)) {
-            idx = set->n;
-            set->v[set->n++] = q;
-        } else {
+        q->scope = scope;
+        if (set->n_free) idx = set->free[--set->n_free];
+        else if (set->n < INT32_MAX && df__grow(&set->v, &set->cap, set->n + 1, sizeof(df__queue *))) idx = set->n++;
+        if (idx >= 0 && df__strmap_put(&set->names, key.s, idx)) set->v[idx] = q;
+        else {
+            if (idx >= 0) { if (idx == set->n - 1) set->n--; else set->free[set->n_free++] = idx; }   /* (the slot goes back) */
+            idx = -1;
             df__queue_free(q);
             q = NULL;
             df__fail(&made, c->node, DF_RESOURCE_EXHAUSTED, "Out of memory making FIFOQueue '%s'", name);
@@ -378,6 +383,7 @@ static df__queue *df__queue_of(df__kctx *c) {
         int64_t idx = (int64_t)(w & 0xffffffffu);
         df__spin_lock(&set->lock);
         if (idx < set->n) q = set->v[idx];
+        if (q && q->scope && q->scope != c->step->scope) q = NULL;   /* another master's (a worker) */
         df__spin_unlock(&set->lock);
     }
     if (!q) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Not a queue handle made by FIFOQueueV2 in this session");
@@ -894,9 +900,12 @@ DF_PRIVATE void df__queue_abort_step(df__step *s) {
     if (!set || !__atomic_load_n(&set->parked, __ATOMIC_ACQUIRE)) return;
     for (int i = 0;; i++) {
         df__spin_lock(&set->lock);
-        df__queue *q = i < set->n ? set->v[i] : NULL;
+        int end = i >= set->n;
+        df__queue *q = end ? NULL : set->v[i];
+        if (q && q->scope && q->scope != s->scope) q = NULL;   /* (not its: another scope may free it now) */
         df__spin_unlock(&set->lock);
-        if (!q) break;
+        if (end) break;
+        if (!q) continue;
         df__qattempt *parked = NULL;
         int woke = 0;
         df__queue_lock(q);
@@ -922,6 +931,7 @@ DF_PRIVATE void df__queues_end(df_session *s) {
     }
     for (int i = 0; i < n; i++) {                 /* (set->v no longer changes) */
         df__queue *q = set->v[i];
+        if (!q) continue;
         df__qattempt *parked = NULL;
         int woke = 0;
         df__queue_lock(q);
@@ -953,10 +963,42 @@ DF_PRIVATE void df__queues_end(df_session *s) {
     if (!set) return;
     for (int i = 0; i < set->n; i++) df__queue_free(set->v[i]);
     DF_FREE(set->v);
+    DF_FREE(set->free);
     df__strmap_free(&set->names);
     DF_FREE(set);
     s->queues = NULL;
 }
+
+#ifdef DF__NET
+/* df__session_drop_scope: the scope's queues leave the set and are freed. No step of that scope
+   runs any more (the caller's guarantee), so no attempt waits in them: a parked one keeps its
+   step running, and steps of other scopes never reach them (df__queue_of, df__queue_abort_step). */
+DF_PRIVATE void df__queues_drop_scope(df_session *s, uint64_t scope) {
+    df__queue_set *set = df__queue_set_of(s, 0);
+    if (!set) return;
+    df__spin_lock(&set->lock);
+    int room = set->n;
+    df__spin_unlock(&set->lock);
+    df__queue **gone = room ? (df__queue **)DF_MALLOC((size_t)room * sizeof(df__queue *)) : NULL;
+    int n_gone = 0;
+    if (room && !gone) return;                   /* (out of memory: they stay until the session ends) */
+    df__spin_lock(&set->lock);
+    df__strmap *m = &set->names;
+    for (int i = 0; i < m->cap; i++)
+        while (m->keys[i] && df__resource_key_in_scope(m->keys[i], scope)) {
+            int idx = m->vals[i];
+            if (idx >= 0 && idx < set->n && set->v[idx] && n_gone < room) {
+                gone[n_gone++] = set->v[idx];
+                set->v[idx] = NULL;
+                if (df__grow(&set->free, &set->cap_free, set->n_free + 1, sizeof(int))) set->free[set->n_free++] = idx;
+            }
+            df__strmap_del(m, m->keys[i]);
+        }
+    df__spin_unlock(&set->lock);
+    for (int k = 0; k < n_gone; k++) df__queue_free(gone[k]);   /* (its elements' references go) */
+    DF_FREE(gone);
+}
+#endif
 
 /* ---- public helpers ---- */
 static df_output df__queue_out(df_node *n, int i) { df_output o = {n, n ? i : 0}; return o; }

@@ -3,7 +3,8 @@
    TF2's resource variables: VarHandleOp outputs a DF_RESOURCE scalar naming a variable of the
    session's store (the df__var a VariableV2 of the same shared_name, or node name when that is
    empty, also uses: both kinds see one storage). The handle holds a check word, this session's
-   salt and the variable's index; a forged or foreign handle is refused. Readers take a
+   salt and the variable's index; a forged or foreign handle is refused, and so is one of
+   another step scope's variable (another master of a worker: src/session.c). Readers take a
    reference to the current value under the variable's lock; updates replace it, or change it
    in place when no reader holds it (as src/kernels/training.c). The optimizer updates follow
    TF's training_ops.cc element for element, in the variable's type (float math for floats).
@@ -24,6 +25,7 @@ static df__var *df__res_var(df__kctx *c, int i) {
         int64_t idx = (int64_t)(w & 0xffffffffu);
         df__spin_lock(&ss->lock);
         if (idx < ss->n_vars) v = ss->vars[idx];
+        if (v && v->scope && v->scope != c->step->scope) v = NULL;   /* another master's (a worker) */
         df__spin_unlock(&ss->lock);
     }
     if (!v) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Input %d of %s is not a variable handle made by VarHandleOp in this session",
@@ -42,15 +44,7 @@ DF_PRIVATE void df__k_var_handle(df__kctx *c) {
     df__var *v = df__step_var(c->step, c->node, c->st);
     if (!v) return;
     df_session *ss = c->step->session;
-    /* the variable's index in the store, under the key df__step_var made it with */
-    const char *shared = df__attr_s(c->node, "shared_name");
-    char key[300];
-    snprintf(key, sizeof key, "v:%.280s", *shared ? shared : c->node->name);
-    int idx = -1;
-    df__spin_lock(&ss->lock);
-    if (!df__strmap_get(&ss->resources, key, &idx) || idx < 0 || idx >= ss->n_vars || ss->vars[idx] != v) idx = -1;
-    df__spin_unlock(&ss->lock);
-    if (idx < 0) { DF__KFAIL(c, DF_INTERNAL, "The variable store lost %s", key + 2); return; }
+    int idx = v->index;                 /* (fixed while the variable lives, and it lives while its scope runs) */
     df_tensor *o = df__k_alloc(c, 0, DF_RESOURCE, 0, NULL);
     if (!o) return;
     uint64_t w = ((uint64_t)DF__VAR_MAGIC << 48) | (df__res_salt(ss) << 32) | (uint64_t)(uint32_t)idx;

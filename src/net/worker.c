@@ -127,6 +127,7 @@ static int df__w_reply_error(df__wconn *c, df_code code, const char *msg) {
 /* The connection thread and each step it started hold a reference; the last closes the socket. */
 static void df__w_conn_release(df__wconn *c) {
     if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL)) return;
+    df__session_drop_scope(c->w->sess, c->id);   /* its variables and queues: no step of c runs now */
     df__chan_close(&c->ch);
     pthread_mutex_destroy(&c->wmu);
     DF_FREE(c);
@@ -624,7 +625,7 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
         for (uint32_t p = 0; p < np; p++) {
             const df__wreg *rg = run->regs[p];
             df__step *step = &ws->g.steps[p];
-            step->x = rg->x; step->session = w->sess; step->device = rg->dev;
+            step->x = rg->x; step->session = w->sess; step->device = rg->dev; step->scope = c->id;
             step->feeds = run->feeds ? run->feeds + feed_at[p] : NULL;   /* (none fed: no array) */
             step->fetches = run->fetches + fo;
             step->group = &ws->g; step->home = &ws->g.steps[0]; step->ipool = w->sess->ipool;
@@ -837,10 +838,12 @@ static void *df__w_conn_main(void *arg) {
         }
     w->conn_fds[c->slot] = -1;
     shutdown(c->ch.fd, SHUT_RDWR);
+    pthread_mutex_unlock(&w->mu);
+    df__w_conn_release(c);                       /* (before n_conns drops: df_worker_stop frees w->sess) */
+    pthread_mutex_lock(&w->mu);
     w->n_conns--;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
-    df__w_conn_release(c);
     return NULL;
 }
 /* Every 250 ms, a HEARTBEAT to the master of each running step: a step may take long, and
