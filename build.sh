@@ -226,12 +226,14 @@ netns_check() {
         ip netns exec "dfw${tag}$i" ip link set "dfp${tag}$i" up && ip netns exec "dfw${tag}$i" ip link set lo up || ok=0
     done
     if [ $ok != 1 ]; then echo "cannot make the namespaces' links here"; cleanup_netns; return 2; fi
+    # (beyond loopback a worker needs the cluster key: the master reads it from the environment)
+    (umask 077; od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >build/netns.key)
     for i in 1 2 3; do
-        ip netns exec "dfw${tag}$i" ./build/dfworker --host "10.231.0.$((i + 1))" --port 2222 --task $((i - 1)) >"build/netns_worker$i.log" 2>&1 &
+        ip netns exec "dfw${tag}$i" ./build/dfworker --key-file build/netns.key --host "10.231.0.$((i + 1))" --port 2222 --task $((i - 1)) >"build/netns_worker$i.log" 2>&1 &
         pids="$pids $!"
     done
     for i in $(seq 100); do [ "$(cat build/netns_worker*.log 2>/dev/null | grep -c 'listening on')" -ge 3 ] && break; sleep 0.05; done
-    ./build/netns_master 10.231.0.2:2222,10.231.0.3:2222,10.231.0.4:2222 >build/netns_master.log 2>&1
+    DF_CLUSTER_KEY_FILE=build/netns.key ./build/netns_master 10.231.0.2:2222,10.231.0.3:2222,10.231.0.4:2222 >build/netns_master.log 2>&1
     local rc=$?
     cat build/netns_master.log
     cleanup_netns
