@@ -1,8 +1,10 @@
 /* ==========================================================================================
    src/net/worker.c: The worker                                                      >>worker
    The worker.
-   A worker holds a session of its own (its devices, its variables, shared by every master),
-   the partitions masters registered, and the steps running now. A RUN_STEP runs the named
+   A worker holds a session of its own (its devices; each master connection's variables, queues
+   and random state in a scope of its own, shared only through a named container), the
+   partitions masters registered, and the steps running now. Connections wait in the accept
+   thread's poll until they prove the cluster key (src/net/wire.c), then get a thread each. A RUN_STEP runs the named
    partitions as one group on a thread of its own; a Send whose Recv lives in another worker
    goes to that worker as a TENSOR message (on a connection the sender opens), where it meets
    its Recv through the step's rendezvous, keyed as in one process (key, frame, iteration). A
