@@ -26,7 +26,7 @@ static void log_line(void *user, const char *line) {
 #define DFW_USAGE "dfworker --port PORT [--key-file PATH] [--host ADDR] [--task N] [--cpus N] [--data-dir DIR]\n" \
     "         [--memory-limit BYTES[K|M|G]] [--cluster HOST:PORT,...] [--max-message-bytes B] [--insecure] [--no-shutdown]"
 static int usage(const char *why) {
-    fprintf(stderr, "dfworker: %s (usage: " DFW_USAGE ")\n", why);
+    fprintf(stderr, "dfworker: %s (usage: dfworker --port PORT [options]; dfworker --help lists them)\n", why);
     return 2;
 }
 /* "123", "64K", "512M", "2G": bytes, or 0 when malformed */
