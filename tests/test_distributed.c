@@ -47,6 +47,7 @@ __attribute__((constructor)) static void worker_process_main(void) {
     memset(&o, 0, sizeof o);
     o.task = task;
     o.log = quiet;
+    o.data_dir = ".";                   /* (the test's checkpoint, under our directory, which it shares) */
     df_status st;
     df_worker *w = df_worker_start(&o, &st);
     int port = w ? df_worker_port(w) : -1;
