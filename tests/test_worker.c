@@ -177,6 +177,7 @@ DF_TEST(worker_registers_partitions_and_shuts_down) {
     memset(&o, 0, sizeof o);
     o.log = log_to_book;
     o.log_user = &book;
+    o.shutdown = DF_WORKER_SHUTDOWN_ANY;   /* (a keyless worker refuses SHUTDOWN by default: test_security.c) */
     df_worker *w = df_worker_start(&o, &st);
     CHECK(w != NULL);
     int fd = w ? dial(df_worker_port(w)) : -1;
