@@ -38,10 +38,14 @@
        when df_worker_hello or df_session_new says DF_OK).
      bits 6-7: the MAC check itself. The last whole signed frame of the input is 1: altered
        (its payload's last byte, or its MAC's first with no payload, flipped after signing),
-       2: replayed (sent twice), 3: reordered (sent before the frame ahead of it, each with
-       its own sequence number; alone, it takes the number after its own, as if one had been
+       2: replaced by a replay of the signed frame before it, as it went (or sent twice when
+       it is the first), 3: reordered (sent before the frame ahead of it, each with its own
+       sequence number; the first, it takes the number after its own, as if one had been
        dropped). On the worker side with repaired frames, the connection is then not
        half-closed: the worker must close it itself (else it took the frame; an abort here).
+
+   FUZZ_WORKER_LOG=1 in the environment prints the worker's log, the masters' statuses and
+   how the input's handshake went (to see what an input reaches).
 
    Repaired streams also get what the fuzz input cannot know: a RUN_STEP gets the worker's
    incarnation (else it is refused before it runs) and a STEP_DONE the master's step id. The
