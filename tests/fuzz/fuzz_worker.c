@@ -965,6 +965,8 @@ static void handshake_seeds(void) {
     write_rec("key-shake-worker-role-shutdown", shake, &r);
     rec_hello(&r, 1); rec_frame(&r, T_SHUTDOWN, NULL, 0, 1); rec_hello(&r, 1);
     write_rec("key-worker-shutdown", KEYED, &r);
+    rec_hello(&r, 1); rec_auth(&r, 1, ROLE_MASTER, NONCE, 1); rec_hello(&r, 1);   /* (refused: closed) */
+    write_rec("key-auth-after-handshake", KEYED, &r);
     /* a keyless worker sent AUTH */
     rec_auth(&r, 1, ROLE_MASTER, NONCE, 0); rec_hello(&r, 0);
     write_rec("auth-to-keyless-worker", 0, &r);
