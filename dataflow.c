@@ -34536,6 +34536,7 @@ static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint6
         break;
     }
     case DF__W_AUTH:                             /* (a keyed master; this worker has no key) */
+        if (c->ch.k) { *why = "AUTH on a connection past its handshake"; ret = 1; r.n = 0; break; }
         df__w_reply_error(c, DF_UNAUTHENTICATED, "This worker has no cluster key (started without --key-file), and the master has one");
         *why = "a master with a cluster key; this worker has none";
         ret = 1;

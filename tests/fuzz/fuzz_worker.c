@@ -17,6 +17,36 @@
        its payload length cut to the bytes that follow, so that mutations reach the payload
        decoders. Set: the bytes go as they are (the header checks and broken streams).
 
+   Bits 4-7 are read only with bit 4 set: a keyed cluster (issue 28). The worker (or the
+   master) then holds a fixed test key, from a 0600 file this process writes once under
+   $TMPDIR, and every connection starts with the handshake: AUTH (version, role, the client's
+   nonce), AUTH_CHALLENGE (the server's nonce and proof), AUTH_PROOF, AUTH_OK; after it every
+   frame has flag 1 and a MAC after its payload (HMAC-SHA256 under the key of its direction,
+   of its sequence number, header and payload).
+     bit 5 clear: this process does the handshake itself (a wrong answer of the library's side
+       aborts), then signs every frame of the input as it goes: the frames need not hold MACs,
+       and a repaired one also gets flag 1. On the master side the fake worker also checks the
+       master's own AUTH, proof and MACs (a wrong one aborts).
+     bit 5 set: the input's first frames are the handshake, sent unsigned as they are (repaired
+       or raw as bit 1 says): on the worker side AUTH and AUTH_PROOF frames (and anything else
+       before them) go to the worker's handshake decoder; on the master side they are the fake
+       worker's answers to AUTH and AUTH_PROOF, one frame each. Once repaired, a well-formed
+       proof in them is replaced by the right one, so that the handshake can succeed and what
+       follows it is signed; a raw one stays wrong. When the worker answers AUTH_OK (or the
+       fake worker sent a valid AUTH_OK), the rest of the input is signed as with bit 5 clear;
+       otherwise it goes unsigned. A master whose handshake failed must fail (it aborts here
+       when df_worker_hello or df_session_new says DF_OK).
+     bits 6-7: the MAC check itself. The last whole signed frame of the input is 1: altered
+       (its payload's last byte, or its MAC's first with no payload, flipped after signing),
+       2: replaced by a replay of the signed frame before it, as it went (or sent twice when
+       it is the first), 3: reordered (sent before the frame ahead of it, each with its own
+       sequence number; the first, it takes the number after its own, as if one had been
+       dropped). On the worker side with repaired frames, the connection is then not
+       half-closed: the worker must close it itself (else it took the frame; an abort here).
+
+   FUZZ_WORKER_LOG=1 in the environment prints the worker's log, the masters' statuses and
+   how the input's handshake went (to see what an input reaches).
+
    Repaired streams also get what the fuzz input cannot know: a RUN_STEP gets the worker's
    incarnation (else it is refused before it runs) and a STEP_DONE the master's step id. The
    worker then really runs what the input registered, so that happens only when every REGISTER
@@ -29,16 +59,18 @@
 
    Built with -DFUZZ_WORKER_SEEDS, this file is instead a program that writes the seed corpus
    (tests/fuzz/corpus/worker): it runs the same masters against real workers through a
-   recording proxy and keeps what each side sent.
+   recording proxy and keeps what each side sent, and writes the keyed modes' seeds from the
+   same recordings and a few handshakes of its own (key-*).
 
        cc -DFUZZ_WORKER_SEEDS -I. tests/fuzz/fuzz_worker.c dataflow.c -o seeds -lm -lpthread
        ./seeds tests/fuzz/corpus/worker */
-#define _POSIX_C_SOURCE 200809L          /* sockets, poll, clock_gettime with -std=c11 */
+#define _POSIX_C_SOURCE 200809L          /* sockets, poll, clock_gettime, mkstemp with -std=c11 */
 #include "../../dataflow.h"
 #include "fuzz_bounds.h"
 #include "../wire.h"
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -48,31 +80,60 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { HEADER = 24, T_REGISTER = 5, T_RUN_STEP = 10, T_STEP_DONE = 11, T_HEARTBEAT = 14 };
-enum { SIDE_MASTER = 1, RAW = 2 };
+enum { HEADER = 24, MAC = 32, NONCE = 32, T_HELLO = 1, T_HELLO_OK = 2, T_ERROR = 7, T_SHUTDOWN = 9, T_REGISTER = 5,
+       T_RUN_STEP = 10, T_STEP_DONE = 11, T_HEARTBEAT = 14, T_AUTH = 15, T_AUTH_CHALLENGE = 16, T_AUTH_PROOF = 17,
+       T_AUTH_OK = 18 };
+enum { SIDE_MASTER = 1, RAW = 2, KEYED = 16, SHAKE = 32, TAMPER_SHIFT = 6 };
+enum { TAMPER_NONE, TAMPER_FLIP, TAMPER_REPLAY, TAMPER_REORDER };
+enum { ROLE_MASTER = 1, ROLE_WORKER = 2 };
 
 static void die(const char *what, const char *detail) {
     fprintf(stderr, "fuzz_worker: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
     abort();
 }
-static void quiet_log(void *user, const char *line) { (void)user; (void)line; }
+/* FUZZ_WORKER_LOG=1 in the environment: the worker's log and the master's statuses on stderr
+   (to see what an input reaches). */
+static int verbose = -1;
+static int is_verbose(void) {
+    if (verbose < 0) verbose = getenv("FUZZ_WORKER_LOG") && *getenv("FUZZ_WORKER_LOG") == '1';
+    return verbose;
+}
+static void worker_log(void *user, const char *line) { (void)user; if (is_verbose()) fprintf(stderr, "  worker: %s\n", line); }
+static void say_status(const char *who, df_code code, const df_status *st) {
+    if (is_verbose()) fprintf(stderr, "  %s: %s\n", who, code ? st->message : "OK");
+}
+
+static uint32_t get32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
+/* A header's checksum, recomputed after a change to its first 20 bytes. */
+static void fix_crc(uint8_t *h) {
+    uint32_t c = df_crc32c(0, h, 20);
+    put32(h + 20, ((c >> 15) | (c << 17)) + 0xa282ead8u);
+}
 
 /* ---- the masters (also what the seed program runs against real workers) ---- */
 
 static void master_branch_a(df_graph *g, void *user, df_output *outs) { outs[0] = df_mul(g, *(df_output *)user, df_scalar_f32(g, 2)); }
 static void master_branch_b(df_graph *g, void *user, df_output *outs) { outs[0] = df_neg(g, *(df_output *)user); }
-static void run_master(int which, const char *address, int timeout_ms) {
+/* Runs master `which` against address; returns how its connection went: df_worker_hello's
+   code, or df_session_new's (DF_OK when the session opened, whatever its runs did). With
+   key_file, the master holds that cluster key. */
+static df_code run_master(int which, const char *address, int timeout_ms, const char *key_file) {
     df_status st;
     if (which == 0) {
         df_worker_info info;
-        df_worker_hello(address, timeout_ms, &info, &st);
-        return;
+        if (key_file) setenv("DF_CLUSTER_KEY_FILE", key_file, 1);   /* (df_worker_hello's only source) */
+        df_code code = df_worker_hello(address, timeout_ms, &info, &st);
+        if (key_file) unsetenv("DF_CLUSTER_KEY_FILE");
+        say_status("df_worker_hello", code, &st);
+        return code;
     }
     df_graph *g = df_graph_new();
     if (!g) die("out of memory", NULL);
@@ -101,19 +162,26 @@ static void run_master(int which, const char *address, int timeout_ms) {
         df_cond(g, df_greater(g, sum, df_scalar_f32(g, 0)), 1, master_branch_a, master_branch_b, &sum, &fetches[0]);
     }
     df_tensor_release(c);
+    if (df_graph_status(g)->code) die("the master's graph does not build", df_graph_status(g)->message);
     df_session_options so;
     memset(&so, 0, sizeof so);
     so.target = address;
     so.worker_timeout_ms = timeout_ms;
-    df_session *s = df_graph_status(g)->code ? NULL : df_session_new(g, &so, &st);
+    so.cluster_key_file = key_file;
+    df_session *s = df_session_new(g, &so, &st);
+    df_code code = s ? DF_OK : st.code;
+    say_status("df_session_new", code, &st);
     for (int run = 0; s && run < 2; run++) {    /* the second run: registered already */
-        if (target && run == 0) df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &target, 1, &st);
-        else df_session_run(s, &feed, &feed_value, feed_value ? 1 : 0, fetches, values, n_fetches, NULL, 0, &st);
+        df_code rc;
+        if (target && run == 0) rc = df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &target, 1, &st);
+        else rc = df_session_run(s, &feed, &feed_value, feed_value ? 1 : 0, fetches, values, n_fetches, NULL, 0, &st);
+        say_status("df_session_run", rc, &st);
         for (int k = 0; k < 2; k++) { df_tensor_release(values[k]); values[k] = NULL; }
     }
     df_session_free(s);
     df_tensor_release(feed_value);
     df_graph_free(g);
+    return code;
 }
 
 static int send_all(int fd, const uint8_t *p, size_t n) {
@@ -127,12 +195,81 @@ static int send_all(int fd, const uint8_t *p, size_t n) {
 }
 
 #ifndef FUZZ_WORKER_SEEDS
-static uint32_t get32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
+/* SHA-256 and HMAC of the library's own source (static here; dataflow.c keeps its copy to
+   itself), for the handshake and the MACs this process computes. */
+#define DF_PRIVATE static
+#include "../../src/crypto.c"
+
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* ---- the cluster key, the handshake's proofs and the frames' MACs ---- */
+/* The keyed modes' cluster key: what the key file holds (less its newline, which the library
+   drops as it does any trailing white space). */
+static const char fuzz_key[] = "dataflow fuzz_worker cluster key, not a secret";
+
+static char key_path[4096];
+static df__hmac_key cluster_key;
+static void key_remove(void) { if (*key_path) unlink(key_path); }
+/* The key file (written once: a 0600 file under $TMPDIR, removed at exit). */
+static const char *key_file(void) {
+    if (*key_path) return key_path;
+    const char *dir = getenv("TMPDIR");
+    snprintf(key_path, sizeof key_path, "%s/fuzz_worker_key_XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(key_path);
+    if (fd < 0) { *key_path = '\0'; die("cannot write the key file", strerror(errno)); }
+    char line[sizeof fuzz_key + 1];
+    snprintf(line, sizeof line, "%s\n", fuzz_key);
+    if (fchmod(fd, 0600) || write(fd, line, strlen(line)) != (ssize_t)strlen(line) || close(fd)) die("cannot write the key file", strerror(errno));
+    df__hmac_key_init(&cluster_key, fuzz_key, strlen(fuzz_key));
+    atexit(key_remove);
+    return key_path;
+}
+/* HMAC under the cluster key of a label, its zero byte and both nonces. */
+static void auth_mac(const char *label, const uint8_t *nc, const uint8_t *ns, uint8_t out[32]) {
+    df__hmac m;
+    df__hmac_begin(&m, &cluster_key);
+    df__hmac_update(&m, label, strlen(label) + 1);
+    df__hmac_update(&m, nc, NONCE);
+    df__hmac_update(&m, ns, NONCE);
+    df__hmac_final(&m, out);
+}
+static void proof_of(int server, const uint8_t *nc, const uint8_t *ns, uint8_t out[32]) {
+    auth_mac(server ? "dataflow-1 server proof" : "dataflow-1 client proof", nc, ns, out);
+}
+/* One side's signing state after the handshake: the key of each direction, the frames sent. */
+typedef struct wkeys { df__hmac_key tx, rx; uint64_t tx_seq, rx_seq; } wkeys;
+static void derive_keys(wkeys *k, int server, const uint8_t *nc, const uint8_t *ns) {
+    uint8_t c2s[32], s2c[32];
+    auth_mac("dataflow-1 client to server", nc, ns, c2s);
+    auth_mac("dataflow-1 server to client", nc, ns, s2c);
+    df__hmac_key_init(&k->tx, server ? s2c : c2s, 32);
+    df__hmac_key_init(&k->rx, server ? c2s : s2c, 32);
+    k->tx_seq = k->rx_seq = 0;
+}
+/* The MAC of a whole frame (header and payload) sent as number seq. */
+static void frame_mac(const df__hmac_key *key, uint64_t seq, const uint8_t *f, size_t n, uint8_t out[32]) {
+    uint8_t s[8];
+    put64(s, seq);
+    df__hmac m;
+    df__hmac_begin(&m, key);
+    df__hmac_update(&m, s, 8);
+    df__hmac_update(&m, f, n);
+    df__hmac_final(&m, out);
+}
+/* Whether h is a header the library takes on an unsigned connection (any type, length). */
+static int header_ok_unsigned(const uint8_t *h) {
+    uint32_t c = df_crc32c(0, h, 20);
+    return get32(h) == 0x31574644u && h[4] == 1 && h[5] == 0 && get32(h + 16) == 0 && get32(h + 20) == ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+/* A whole frame, header and payload, into out (cap bytes at least HEADER + n). */
+static size_t make_frame(uint8_t *out, int type, const uint8_t *payload, size_t n) {
+    header(out, 1, (unsigned)type, n, 0);
+    if (n) memcpy(out + HEADER, payload, n);
+    return HEADER + n;
 }
 
 /* ---- frames: the input cut where each header says its payload ends ---- */
@@ -172,12 +309,71 @@ static frames split_frames(const uint8_t *p, size_t n, int raw) {
         f->type = type;
         if (!raw && len >= HEADER) {
             put64(f->p + 8, len - HEADER);
-            uint32_t c = df_crc32c(0, f->p, 20);
-            put32(f->p + 20, ((c >> 15) | (c << 17)) + 0xa282ead8u);
+            fix_crc(f->p);
         }
         p += len; n -= len;
     }
     return fs;
+}
+/* A frame about to be signed: a repaired one gets flag 1 (a raw one keeps its flags). */
+static void seal(frame *f, int raw) {
+    if (raw || f->n < HEADER) return;
+    put32(f->p + 16, 1);
+    fix_crc(f->p);
+}
+/* The last whole frame at or after first (-1: none): the one bits 6-7 tamper with. */
+static int last_whole(const frames *fs, int first) {
+    int last = -1;
+    for (int i = first; i < fs->n; i++) if (fs->f[i].n >= HEADER) last = i;
+    return last;
+}
+
+/* A growing byte buffer. */
+typedef struct bytes { uint8_t *p; size_t n, cap; } bytes;
+static void bytes_add(bytes *b, const void *p, size_t n) {
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n) cap *= 2;
+        uint8_t *q = (uint8_t *)realloc(b->p, cap);
+        if (!q) die("out of memory", NULL);
+        b->p = q; b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->n, p, n);
+    b->n += n;
+}
+/* A frame and its MAC as number seq; flip: altered after signing (the payload's last byte, or
+   the MAC's first when it has no payload). */
+static void add_signed(bytes *b, const df__hmac_key *key, const frame *f, uint64_t seq, int flip) {
+    uint8_t mac[MAC];
+    frame_mac(key, seq, f->p, f->n, mac);
+    size_t at = b->n;
+    bytes_add(b, f->p, f->n);
+    bytes_add(b, mac, MAC);
+    if (flip) b->p[f->n > HEADER ? at + f->n - 1 : at + f->n] ^= 1;
+}
+/* Frames from..to-1 of fs into b: signed under k when k (the signed frames began at frame
+   base), and frame `last` tampered with as bits 6-7 say (tamper). A reordered frame goes with
+   the one ahead of it, which must then be in the range. */
+static void add_frames(bytes *b, frames *fs, int base, int from, int to, wkeys *k, int raw, int tamper, int last) {
+    for (int i = from; i < to; i++) {
+        frame *f = &fs->f[i];
+        if (!k || f->n < HEADER) { bytes_add(b, f->p, f->n); continue; }
+        seal(f, raw);
+        if (tamper == TAMPER_REORDER && i + 1 == last) {   /* the last, then the one ahead */
+            seal(&fs->f[last], raw);
+            add_signed(b, &k->tx, &fs->f[last], k->tx_seq + 1, 0);
+            add_signed(b, &k->tx, f, k->tx_seq, 0);
+            k->tx_seq += 2;
+            i++;
+            continue;
+        }
+        if (i != last || tamper == TAMPER_NONE) add_signed(b, &k->tx, f, k->tx_seq, 0);
+        else if (tamper == TAMPER_FLIP) add_signed(b, &k->tx, f, k->tx_seq, 1);
+        else if (tamper == TAMPER_REORDER) add_signed(b, &k->tx, f, k->tx_seq + 1, 0);   /* (alone: one dropped) */
+        else if (i > base && fs->f[i - 1].n >= HEADER) add_signed(b, &k->tx, &fs->f[i - 1], k->tx_seq - 1, 0);   /* replayed */
+        else { add_signed(b, &k->tx, f, k->tx_seq, 0); add_signed(b, &k->tx, f, k->tx_seq, 0); }
+        k->tx_seq++;
+    }
 }
 
 /* ---- the worker side ---- */
@@ -201,15 +397,15 @@ static int register_is_bounded(const frame *f) {
     return ok;
 }
 
-/* Sends n bytes on fd while reading and dropping what comes back, then half-closes and reads
-   until the peer closes. 0 when the peer closed within 8 s. */
-static int pump(int fd, const uint8_t *p, size_t n) {
+/* Sends n bytes on fd while reading and dropping what comes back, then (with half_close)
+   half-closes, and reads until the peer closes. 0 when the peer closed within 8 s. */
+static int pump(int fd, const uint8_t *p, size_t n, int half_close) {
     size_t sent = 0;
     int shut = 0;
     double start = now_ms();
     char sink[65536];
     for (;;) {
-        if (sent == n && !shut) { shutdown(fd, SHUT_WR); shut = 1; }
+        if (sent == n && !shut && half_close) { shutdown(fd, SHUT_WR); shut = 1; }
         struct pollfd pf = {fd, (short)(POLLIN | (sent < n ? POLLOUT : 0)), 0};
         int left = (int)(8000 - (now_ms() - start));
         if (left <= 0) return -1;
@@ -228,7 +424,99 @@ static int pump(int fd, const uint8_t *p, size_t n) {
     }
 }
 
-static void worker_side(const uint8_t *data, size_t size, int raw) {
+/* n bytes from fd before the deadline: 1, 0 when the peer closed or broke, -1 past it. */
+static int recv_by(int fd, uint8_t *p, size_t n, double deadline) {
+    while (n) {
+        struct pollfd pf = {fd, POLLIN, 0};
+        int left = (int)(deadline - now_ms());
+        if (left <= 0) return -1;
+        int r = poll(&pf, 1, left);
+        if (r < 0 && errno == EINTR) continue;
+        if (r == 0) return -1;
+        ssize_t got = recv(fd, p, n, MSG_DONTWAIT);
+        if (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+        if (got <= 0) return 0;
+        p += got; n -= (size_t)got;
+    }
+    return 1;
+}
+/* One unsigned answer of the worker in its handshake (within 8 s: else it hangs, an abort):
+   its type and payload (at most cap bytes), or 0 when it closed the connection. */
+static int shake_answer(int fd, uint8_t *payload, size_t cap, size_t *len) {
+    uint8_t h[HEADER];
+    double deadline = now_ms() + 8000;
+    int r = recv_by(fd, h, HEADER, deadline);
+    if (r < 0) die("the worker neither answered a handshake frame nor closed the connection", NULL);
+    if (!r) return 0;
+    if (!header_ok_unsigned(h)) die("the worker's handshake answer has a bad header", NULL);
+    uint64_t n = get64(h + 8);
+    if (n > cap) die("the worker's handshake answer is too long", NULL);
+    if ((r = recv_by(fd, payload, (size_t)n, deadline)) < 0) die("the worker stopped inside a handshake answer", NULL);
+    *len = (size_t)n;
+    return r ? h[6] | h[7] << 8 : 0;
+}
+/* This process's handshake with the keyed worker, as a master: every answer must be right. */
+static void worker_handshake(int fd, wkeys *k) {
+    uint8_t nc[NONCE], ns[NONCE], proof[32], msg[HEADER + 128], answer[4096];
+    for (int i = 0; i < NONCE; i++) nc[i] = (uint8_t)(0xc0 + i);
+    uint8_t auth[44];
+    put32(auth, 1); put32(auth + 4, ROLE_MASTER); put32(auth + 8, NONCE);
+    memcpy(auth + 12, nc, NONCE);
+    size_t len = 0;
+    if (send_all(fd, msg, make_frame(msg, T_AUTH, auth, sizeof auth))) die("cannot send AUTH", strerror(errno));
+    int type = shake_answer(fd, answer, sizeof answer, &len);
+    if (type != T_AUTH_CHALLENGE || len != 72 || get32(answer) != NONCE || get32(answer + 36) != 32) die("the worker did not answer AUTH with a challenge", NULL);
+    memcpy(ns, answer + 4, NONCE);
+    proof_of(1, nc, ns, proof);
+    if (memcmp(proof, answer + 40, 32)) die("the worker's proof of the key is wrong", NULL);
+    uint8_t p[36];
+    put32(p, 32);
+    proof_of(0, nc, ns, p + 4);
+    if (send_all(fd, msg, make_frame(msg, T_AUTH_PROOF, p, sizeof p))) die("cannot send AUTH_PROOF", strerror(errno));
+    if ((type = shake_answer(fd, answer, sizeof answer, &len)) != T_AUTH_OK || len) die("the worker did not take a right proof", NULL);
+    derive_keys(k, 0, nc, ns);
+}
+/* The input's own handshake (bit 5): its frames go one at a time while the worker answers
+   them. Returns the first frame left for the stream; *authed when the worker said AUTH_OK. */
+static int input_handshake(int fd, frames *fs, int raw, wkeys *k, int *authed) {
+    uint8_t nc[NONCE], ns[NONCE], answer[4096];
+    int have_nc = 0, have_ns = 0;
+    *authed = 0;
+    for (int i = 0; i < fs->n; i++) {
+        frame *f = &fs->f[i];
+        /* what the worker answers at once (or closes on); anything else, and a raw last frame
+           (which may stop halfway), goes with the rest */
+        if (f->n < HEADER || (raw && i == fs->n - 1) || (f->type != T_AUTH && f->type != T_AUTH_PROOF)) return i;
+        if (f->type == T_AUTH) {                 /* (as the worker reads it, when well-formed) */
+            have_nc = f->n == HEADER + 44 && get32(f->p + HEADER + 8) == NONCE;
+            if (have_nc) memcpy(nc, f->p + HEADER + 12, NONCE);
+        }
+        if (!raw && f->type == T_AUTH_PROOF && have_nc && have_ns && f->n == HEADER + 36 && get32(f->p + HEADER) == 32)
+            proof_of(0, nc, ns, f->p + HEADER + 4);
+        if (send_all(fd, f->p, f->n)) return i + 1;
+        size_t len = 0;
+        int type = shake_answer(fd, answer, sizeof answer, &len);
+        if (type == T_AUTH_CHALLENGE) {
+            if (!have_nc || len != 72 || get32(answer) != NONCE || get32(answer + 36) != 32) die("the worker sent a malformed challenge", NULL);
+            uint8_t proof[32];
+            memcpy(ns, answer + 4, NONCE);
+            have_ns = 1;
+            proof_of(1, nc, ns, proof);
+            if (memcmp(proof, answer + 40, 32)) die("the worker's proof of the key is wrong", NULL);
+        } else if (type == T_AUTH_OK) {
+            if (!have_nc || !have_ns || len) die("the worker took a handshake it should not have", NULL);
+            derive_keys(k, 0, nc, ns);
+            *authed = 1;
+            if (is_verbose()) fprintf(stderr, "  fuzz_worker: the input's handshake passed (frame %d)\n", i);
+            return i + 1;
+        } else if (type == T_ERROR || type == 0) return i + 1;   /* (refused: it closes) */
+        else die("the worker answered the handshake with another message", NULL);
+    }
+    return fs->n;
+}
+
+static void worker_side(const uint8_t *data, size_t size, int mode) {
+    int raw = mode & RAW, keyed = mode & KEYED, tamper = keyed ? (mode >> TAMPER_SHIFT) & 3 : TAMPER_NONE;
     frames fs = split_frames(data, size, raw);
     int bounded = 1;
     for (int i = 0; i < fs.n && bounded; i++) if (fs.f[i].type == T_REGISTER) bounded = register_is_bounded(&fs.f[i]);
@@ -236,39 +524,50 @@ static void worker_side(const uint8_t *data, size_t size, int raw) {
     df_worker_options o;
     memset(&o, 0, sizeof o);
     o.max_message_bytes = 1 << 20;
-    o.log = quiet_log;
+    o.log = worker_log;
+    o.key_file = keyed ? key_file() : NULL;
     df_status st;
     df_worker *w = df_worker_start(&o, &st);
     if (!w) die("cannot start a worker", st.message);
-    size_t total = 0;
-    for (int i = 0; i < fs.n; i++) {
+    for (int i = 0; i < fs.n; i++)
         if (!raw && bounded && fs.f[i].type == T_RUN_STEP && fs.f[i].n >= HEADER + 16)
             put64(fs.f[i].p + HEADER + 8, df_worker_incarnation(w));
-        total += fs.f[i].n;
-    }
-    uint8_t *stream = (uint8_t *)malloc(total + 1);
-    if (!stream) die("out of memory", NULL);
-    total = 0;
-    for (int i = 0; i < fs.n; i++) { memcpy(stream + total, fs.f[i].p, fs.f[i].n); total += fs.f[i].n; }
-    frames_free(&fs);
 
     int fd = dial(df_worker_port(w));
     if (fd < 0) die("cannot connect to the worker", strerror(errno));
-    if (pump(fd, stream, total)) die("the worker did not close a connection whose peer stopped sending", NULL);
+    wkeys k;
+    int first = 0, authed = 0;
+    if (keyed && (mode & SHAKE)) first = input_handshake(fd, &fs, raw, &k, &authed);
+    else if (keyed) { worker_handshake(fd, &k); authed = 1; }
+    bytes stream = {NULL, 0, 0};
+    int last = authed && tamper ? last_whole(&fs, first) : -1;
+    add_frames(&stream, &fs, first, first, fs.n, authed ? &k : NULL, raw, tamper, last);
+    frames_free(&fs);
+    /* a repaired stream with a bad frame: the worker must close the connection itself */
+    int must_close = last >= 0 && !raw;
+    if (pump(fd, stream.p, stream.n, !must_close))
+        die(must_close ? "the worker took a frame whose MAC is wrong (it kept the connection open)"
+                       : "the worker did not close a connection whose peer stopped sending", NULL);
     close(fd);
-    free(stream);
+    free(stream.p);
     df_worker_stop(w);
 }
 
 /* ---- the master side: a "worker" that answers from the input ---- */
 static int listen_fd = -1, listen_port;
 
-typedef struct fake_worker { const frames *fs; int raw; } fake_worker;
+typedef struct fake_worker {
+    frames *fs;
+    int raw, keyed, shake, tamper;
+    int shake_ok;                    /* bit 5: the input's handshake answers were good ones */
+} fake_worker;
 
-/* Reads one whole frame from the master into buf (its payload's first 8 bytes kept for the
-   step id); 0 at its end of the connection or on a broken frame. */
-static int read_request(int fd, int *type, uint64_t *step) {
-    uint8_t h[HEADER], body[8];
+/* One frame of the master: its type, length, flags and first 64 payload bytes. */
+typedef struct request { int type; uint32_t flags; uint64_t len; uint8_t head[64]; } request;
+/* Reads one whole frame from the master; with k, also its MAC, which must hold (else the
+   master signs wrong: an abort). 0 at its end of the connection or on a broken frame. */
+static int read_request(int fd, request *q, wkeys *k) {
+    uint8_t h[HEADER];
     size_t got = 0;
     while (got < HEADER) {
         ssize_t r = recv(fd, h + got, HEADER - got, 0);
@@ -276,20 +575,103 @@ static int read_request(int fd, int *type, uint64_t *step) {
         if (r <= 0) return 0;
         got += (size_t)r;
     }
-    *type = h[6] | h[7] << 8;
-    uint64_t len = get64(h + 8);
-    *step = 0;
-    for (uint64_t k = 0; k < len;) {
+    q->type = h[6] | h[7] << 8;
+    q->flags = get32(h + 16);
+    q->len = get64(h + 8);
+    memset(q->head, 0, sizeof q->head);
+    df__hmac m;
+    uint8_t s[8];
+    if (k) {
+        if (q->flags != 1) die("the master sent an unsigned frame after the handshake", NULL);
+        put64(s, k->rx_seq++);
+        df__hmac_begin(&m, &k->rx);
+        df__hmac_update(&m, s, 8);
+        df__hmac_update(&m, h, HEADER);
+    }
+    for (uint64_t at = 0; at < q->len;) {
         uint8_t sink[4096];
-        size_t want = len - k < sizeof sink ? (size_t)(len - k) : sizeof sink;
+        size_t want = q->len - at < sizeof sink ? (size_t)(q->len - at) : sizeof sink;
         ssize_t r = recv(fd, sink, want, 0);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) return 0;
-        for (ssize_t i = 0; i < r; i++) if (k + (uint64_t)i < 8) body[k + (uint64_t)i] = sink[i];
-        k += (uint64_t)r;
+        for (ssize_t i = 0; i < r; i++) if (at + (uint64_t)i < sizeof q->head) q->head[at + (uint64_t)i] = sink[i];
+        if (k) df__hmac_update(&m, sink, (size_t)r);
+        at += (uint64_t)r;
     }
-    if (len >= 8) *step = get64(body);
+    if (k) {
+        uint8_t mac[MAC], want[MAC];
+        for (got = 0; got < MAC;) {
+            ssize_t r = recv(fd, mac + got, MAC - got, 0);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) return 0;
+            got += (size_t)r;
+        }
+        df__hmac_final(&m, want);
+        if (memcmp(mac, want, MAC)) die("a frame of the master fails its MAC", NULL);
+    }
     return 1;
+}
+/* The server's half of the handshake: this process's own (a wrong AUTH or proof of the master
+   aborts), or with bit 5 the input's answers. 1 with *authed when keys were agreed; 0 when the
+   connection ended. */
+static int fake_handshake(int fd, fake_worker *fw, int *next, wkeys *k, int *authed) {
+    request q;
+    uint8_t nc[NONCE], ns[NONCE], proof[32], msg[HEADER + 72];
+    *authed = 0;
+    if (!read_request(fd, &q, NULL)) return 0;
+    if (q.type != T_AUTH || q.flags || q.len != 44 || get32(q.head) != 1 || get32(q.head + 4) != ROLE_MASTER || get32(q.head + 8) != NONCE)
+        die("the master's AUTH is malformed", NULL);
+    memcpy(nc, q.head + 12, NONCE);
+    int good = 0;                    /* the challenge sent is one the master must take */
+    if (!fw->shake) {
+        for (int i = 0; i < NONCE; i++) ns[i] = (uint8_t)(0x5a ^ i);
+        uint8_t c[72];
+        put32(c, NONCE); memcpy(c + 4, ns, NONCE);
+        put32(c + 36, 32); proof_of(1, nc, ns, c + 40);
+        if (send_all(fd, msg, make_frame(msg, T_AUTH_CHALLENGE, c, sizeof c))) return 0;
+        good = 1;
+    } else {
+        if (*next >= fw->fs->n) return 0;
+        frame *f = &fw->fs->f[(*next)++];
+        if (f->n == HEADER + 72 && f->type == T_AUTH_CHALLENGE && get32(f->p + HEADER) == NONCE && get32(f->p + HEADER + 36) == 32) {
+            memcpy(ns, f->p + HEADER + 4, NONCE);
+            proof_of(1, nc, ns, proof);
+            if (!fw->raw) memcpy(f->p + HEADER + 40, proof, 32);
+            good = header_ok_unsigned(f->p) && get64(f->p + 8) == 72 && !memcmp(proof, f->p + HEADER + 40, 32);
+        }
+        if (send_all(fd, f->p, f->n)) return 0;
+    }
+    if (!read_request(fd, &q, NULL)) return 0;
+    if (q.type != T_AUTH_PROOF) return 1;      /* (it refused the challenge: CLOSE, or nothing) */
+    if (!good) die("the master answered a wrong challenge with its proof", NULL);
+    proof_of(0, nc, ns, proof);
+    if (q.flags || q.len != 36 || get32(q.head) != 32 || memcmp(q.head + 4, proof, 32)) die("the master's AUTH_PROOF is wrong", NULL);
+    if (!fw->shake) {
+        if (send_all(fd, msg, make_frame(msg, T_AUTH_OK, NULL, 0))) return 0;
+    } else {
+        if (*next >= fw->fs->n) return 0;
+        frame *f = &fw->fs->f[(*next)++];
+        if (send_all(fd, f->p, f->n)) return 0;
+        if (f->n != HEADER || f->type != T_AUTH_OK || get64(f->p + 8) || !header_ok_unsigned(f->p)) return 1;
+        fw->shake_ok = 1;
+        if (is_verbose()) fprintf(stderr, "  fuzz_worker: the input's handshake answers were good ones\n");
+    }
+    derive_keys(k, 1, nc, ns);
+    *authed = 1;
+    return 1;
+}
+/* One answer of the fake worker: frame i of the input, signed when k (the signed ones began at
+   base; reordered, frame last goes now and ahead of i: *next skips it). */
+static int send_answer(int fd, fake_worker *fw, int base, int i, int last, wkeys *k, int *next) {
+    frame *f = &fw->fs->f[i];
+    if (!k || f->n < HEADER) return send_all(fd, f->p, f->n);
+    bytes b = {NULL, 0, 0};
+    int to = fw->tamper == TAMPER_REORDER && i + 1 == last ? i + 2 : i + 1;
+    add_frames(&b, fw->fs, base, i, to, k, fw->raw, fw->tamper, last);
+    *next += to - i - 1;
+    int r = send_all(fd, b.p, b.n);
+    free(b.p);
+    return r;
 }
 /* Serves one connection: the next frames of the input for each message of the master; when
    they run out, it half-closes and waits for the master to close. */
@@ -305,27 +687,32 @@ static void *fake_worker_main(void *arg) {
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     int one = 1;                                /* (each answer goes at once, as the worker's do) */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    int next = 0, type;
-    uint64_t step;
-    while (next < fw->fs->n && read_request(fd, &type, &step)) {
-        for (int sent_answer = 0; !sent_answer && next < fw->fs->n; next++) {
-            frame *f = &fw->fs->f[next];
-            if (!fw->raw && f->type == T_STEP_DONE && type == T_RUN_STEP && f->n >= HEADER + 8) put64(f->p + HEADER, step);
-            if (send_all(fd, f->p, f->n)) { next = fw->fs->n; break; }
-            sent_answer = f->type != T_HEARTBEAT;
+    int next = 0, authed = 0;
+    wkeys k;
+    request q;
+    if (!fw->keyed || fake_handshake(fd, fw, &next, &k, &authed)) {
+        int base = next, last = authed && fw->tamper ? last_whole(fw->fs, next) : -1;
+        while (next < fw->fs->n && read_request(fd, &q, authed ? &k : NULL)) {
+            uint64_t step = q.len >= 8 ? get64(q.head) : 0;
+            for (int sent_answer = 0; !sent_answer && next < fw->fs->n; next++) {
+                frame *f = &fw->fs->f[next];
+                if (!fw->raw && f->type == T_STEP_DONE && q.type == T_RUN_STEP && f->n >= HEADER + 8) put64(f->p + HEADER, step);
+                if (send_answer(fd, fw, base, next, last, authed ? &k : NULL, &next)) { next = fw->fs->n; break; }
+                sent_answer = f->type != T_HEARTBEAT;
+            }
         }
     }
     shutdown(fd, SHUT_WR);
     char sink[4096];
     for (;;) {
-        ssize_t r = recv(fd, sink, sizeof sink, 0);
-        if (r <= 0 && !(r < 0 && errno == EINTR)) break;
+        ssize_t got = recv(fd, sink, sizeof sink, 0);
+        if (got <= 0 && !(got < 0 && errno == EINTR)) break;
     }
     close(fd);
     return NULL;
 }
 
-static void master_side(const uint8_t *data, size_t size, int raw, int which) {
+static void master_side(const uint8_t *data, size_t size, int mode) {
     if (listen_fd < 0) {
         struct sockaddr_in a;
         memset(&a, 0, sizeof a);
@@ -338,23 +725,30 @@ static void master_side(const uint8_t *data, size_t size, int raw, int which) {
             die("cannot listen on a loopback port", strerror(errno));
         listen_port = ntohs(a.sin_port);
     }
+    int raw = mode & RAW, keyed = mode & KEYED;
     frames fs = split_frames(data, size, raw);
-    fake_worker fw = {&fs, raw};
+    fake_worker fw = {&fs, raw, keyed, keyed && (mode & SHAKE), keyed ? (mode >> TAMPER_SHIFT) & 3 : TAMPER_NONE, 0};
     pthread_t t;
     if (pthread_create(&t, NULL, fake_worker_main, &fw)) die("cannot start a thread", NULL);
     char address[64];
     snprintf(address, sizeof address, "127.0.0.1:%d", listen_port);
-    run_master(which, address, 300);
+    df_code code = run_master((mode >> 2) & 3, address, 300, keyed ? key_file() : NULL);
     pthread_join(t, NULL);
     frames_free(&fs);
+    if (fw.shake && !fw.shake_ok && code == DF_OK) die("the master went on after a handshake that failed", NULL);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    static int once;
+    if (!once) {                                 /* (only the keyed modes hold a key) */
+        unsetenv("DF_CLUSTER_KEY_FILE");
+        once = 1;
+    }
     if (size < 1) return 0;
     if (size > (1 << 20)) return 0;
     int mode = data[0];
-    if (mode & SIDE_MASTER) master_side(data + 1, size - 1, mode & RAW, (mode >> 2) & 3);
-    else worker_side(data + 1, size - 1, mode & RAW);
+    if (mode & SIDE_MASTER) master_side(data + 1, size - 1, mode);
+    else worker_side(data + 1, size - 1, mode);
     return 0;
 }
 
@@ -447,6 +841,152 @@ static void write_seed(const char *name, int mode, const recording *a, const rec
     printf("%6zu  %s\n", (size_t)1 + (a ? a->n : 0) + (b ? b->n : 0), name);
 }
 
+/* ---- the keyed modes' seeds: what a keyed session sends after its handshake is what an
+   unkeyed one sends, with flag 1 (and MACs, which the fuzzer adds itself) ---- */
+static void rec_add(recording *r, const void *p, size_t n) {
+    if (!(r->p = (uint8_t *)realloc(r->p, r->n + n + 1))) die("out of memory", NULL);
+    if (n) memcpy(r->p + r->n, p, n);
+    r->n += n;
+}
+static void rec_frame(recording *r, int type, const void *payload, size_t n, uint32_t flags) {
+    uint8_t h[HEADER];
+    header(h, 1, (unsigned)type, n, flags);
+    rec_add(r, h, HEADER);
+    rec_add(r, payload, n);
+}
+/* A recording's frames with flag 1 (the last one left out with drop_last). */
+static recording rec_keyed(const recording *r, int drop_last) {
+    recording k = {NULL, 0};
+    rec_add(&k, r->p, r->n);
+    size_t at = 0, prev = 0;
+    while (k.n - at >= HEADER) {
+        put32(k.p + at + 16, 1);
+        fix_crc(k.p + at);
+        prev = at;
+        at += HEADER + (size_t)get64(k.p + at + 8);
+    }
+    if (drop_last) k.n = prev;
+    return k;
+}
+/* AUTH (version, role, a nonce of nonce_len bytes) as a client sends it. */
+static void rec_auth(recording *r, uint32_t version, uint32_t role, uint32_t nonce_len, uint32_t flags) {
+    uint8_t p[12 + 64];
+    put32(p, version); put32(p + 4, role); put32(p + 8, nonce_len);
+    for (uint32_t i = 0; i < nonce_len; i++) p[12 + i] = (uint8_t)(0xa0 + i);
+    rec_frame(r, T_AUTH, p, 12 + nonce_len, flags);
+}
+/* AUTH_PROOF with a proof of n zero bytes (the fuzzer writes the right one when n is 32). */
+static void rec_proof(recording *r, uint32_t n) {
+    uint8_t p[4 + 64];
+    put32(p, n);
+    memset(p + 4, 0, n);
+    rec_frame(r, T_AUTH_PROOF, p, 4 + n, 0);
+}
+/* AUTH_CHALLENGE: a nonce of nonce_len bytes and a zero proof (the fuzzer writes the right one). */
+static void rec_challenge(recording *r, uint32_t nonce_len) {
+    uint8_t p[8 + 64 + 32];
+    put32(p, nonce_len);
+    for (uint32_t i = 0; i < nonce_len; i++) p[4 + i] = (uint8_t)(0x50 + i);
+    put32(p + 4 + nonce_len, 32);
+    memset(p + 8 + nonce_len, 0, 32);
+    rec_frame(r, T_AUTH_CHALLENGE, p, 8 + nonce_len + 32, 0);
+}
+static void rec_hello(recording *r, uint32_t flags) {
+    uint8_t v[4];
+    put32(v, 1);
+    rec_frame(r, T_HELLO, v, 4, flags);
+}
+static void write_rec(const char *name, int mode, recording *r) {
+    write_seed(name, mode, r, NULL);
+    free(r->p);
+    r->p = NULL; r->n = 0;
+}
+/* The keyed seeds of one master's session (to_worker: what it sent; to_master: the answers). */
+static void keyed_seeds(int which, const recording *to_worker, const recording *to_master) {
+    char name[64];
+    recording w = rec_keyed(to_worker, 0), m = rec_keyed(to_master, 0), r = {NULL, 0};
+    snprintf(name, sizeof name, "key-worker-master%d-0", which);
+    write_seed(name, KEYED, &w, NULL);
+    snprintf(name, sizeof name, "key-master%d-0", which);
+    write_seed(name, KEYED | SIDE_MASTER | which << 2, &m, NULL);
+    if (which == 3) write_seed("key-worker-master3-0-raw", KEYED | RAW, &w, NULL);
+    if (which == 1 || which == 3) {             /* the input's own handshake, then the session */
+        rec_auth(&r, 1, ROLE_MASTER, NONCE, 0);
+        rec_proof(&r, 32);
+        rec_add(&r, w.p, w.n);
+        snprintf(name, sizeof name, "key-shake-worker-master%d-0", which);
+        write_seed(name, KEYED | SHAKE, &r, NULL);
+        if (which == 1) write_seed("key-shake-worker-master1-0-raw", KEYED | SHAKE | RAW, &r, NULL);   /* (a wrong proof) */
+        free(r.p); r.p = NULL; r.n = 0;
+    }
+    if (which == 0 || which == 2) {
+        rec_challenge(&r, NONCE);
+        rec_frame(&r, T_AUTH_OK, NULL, 0, 0);
+        rec_add(&r, m.p, m.n);
+        snprintf(name, sizeof name, "key-shake-master%d-0", which);
+        write_seed(name, KEYED | SHAKE | SIDE_MASTER | which << 2, &r, NULL);
+        if (which == 2) write_seed("key-shake-master2-0-raw", KEYED | SHAKE | RAW | SIDE_MASTER | which << 2, &r, NULL);
+        free(r.p); r.p = NULL; r.n = 0;
+    }
+    static const char *const tampers[4] = {NULL, "flip", "replay", "reorder"};
+    for (int t = 1; t < 4; t++) {
+        if (which == 3) {                       /* the last RUN_STEP tampered with (the CLOSE left out) */
+            recording x = rec_keyed(to_worker, 1);
+            snprintf(name, sizeof name, "key-%s-worker-master3-0", tampers[t]);
+            write_rec(name, KEYED | t << TAMPER_SHIFT, &x);
+        }
+        if (which == 2) {
+            snprintf(name, sizeof name, "key-%s-master2-0", tampers[t]);
+            write_seed(name, KEYED | SIDE_MASTER | which << 2 | t << TAMPER_SHIFT, &m, NULL);
+        }
+    }
+    free(w.p); free(m.p);
+}
+/* Handshakes that fail, each followed by a HELLO (what a worker must then not answer). */
+static void handshake_seeds(void) {
+    recording r = {NULL, 0};
+    const int shake = KEYED | SHAKE, master = KEYED | SHAKE | SIDE_MASTER | 1 << 2;
+    rec_hello(&r, 0); rec_auth(&r, 1, ROLE_MASTER, NONCE, 0); rec_proof(&r, 32);
+    write_rec("key-shake-hello-first", shake, &r);
+    rec_auth(&r, 1, 3, NONCE, 0); rec_proof(&r, 32); rec_hello(&r, 1);
+    write_rec("key-shake-auth-role3", shake, &r);
+    rec_auth(&r, 2, ROLE_MASTER, NONCE, 0); rec_proof(&r, 32); rec_hello(&r, 1);
+    write_rec("key-shake-auth-version2", shake, &r);
+    rec_auth(&r, 1, ROLE_MASTER, 16, 0); rec_proof(&r, 32); rec_hello(&r, 1);
+    write_rec("key-shake-auth-short-nonce", shake, &r);
+    rec_auth(&r, 1, ROLE_MASTER, NONCE, 0); rec_auth(&r, 1, ROLE_MASTER, NONCE, 0); rec_hello(&r, 1);
+    write_rec("key-shake-auth-twice", shake, &r);
+    rec_auth(&r, 1, ROLE_MASTER, NONCE, 0); rec_proof(&r, 31); rec_hello(&r, 1);
+    write_rec("key-shake-proof-short", shake, &r);
+    rec_auth(&r, 1, ROLE_MASTER, NONCE, 1); rec_proof(&r, 32); rec_hello(&r, 1);
+    write_rec("key-shake-signed-auth", shake, &r);
+    /* a worker's connection (role 2) may not stop the worker; a master's may */
+    rec_auth(&r, 1, ROLE_WORKER, NONCE, 0); rec_proof(&r, 32); rec_frame(&r, T_SHUTDOWN, NULL, 0, 1); rec_hello(&r, 1);
+    write_rec("key-shake-worker-role-shutdown", shake, &r);
+    rec_hello(&r, 1); rec_frame(&r, T_SHUTDOWN, NULL, 0, 1); rec_hello(&r, 1);
+    write_rec("key-worker-shutdown", KEYED, &r);
+    rec_hello(&r, 1); rec_auth(&r, 1, ROLE_MASTER, NONCE, 1); rec_hello(&r, 1);   /* (refused: closed) */
+    write_rec("key-auth-after-handshake", KEYED, &r);
+    /* a keyless worker sent AUTH */
+    rec_auth(&r, 1, ROLE_MASTER, NONCE, 0); rec_hello(&r, 0);
+    write_rec("auth-to-keyless-worker", 0, &r);
+    /* the master side: a fake worker's wrong answers to AUTH and AUTH_PROOF */
+    uint8_t hello_ok[8 + 4 + 4] = {0}, error[4 + 4 + 17];   /* (incarnation, task, no devices) */
+    put32(error, 16); put32(error + 4, 17); memcpy(error + 8, "Wrong cluster key", 17);
+    rec_challenge(&r, 16); rec_frame(&r, T_AUTH_OK, NULL, 0, 0);
+    write_rec("key-shake-master-short-nonce", master, &r);
+    rec_frame(&r, T_HELLO_OK, hello_ok, sizeof hello_ok, 0);
+    write_rec("key-shake-master-hello-ok", master, &r);
+    rec_frame(&r, T_ERROR, error, sizeof error, 0);
+    write_rec("key-shake-master-error", master, &r);
+    rec_challenge(&r, NONCE); rec_frame(&r, T_AUTH_OK, error, 4, 0);
+    write_rec("key-shake-master-ok-payload", master, &r);
+    rec_challenge(&r, NONCE); rec_frame(&r, T_HELLO_OK, hello_ok, sizeof hello_ok, 0);
+    write_rec("key-shake-master-no-ok", master, &r);
+    rec_challenge(&r, NONCE); rec_frame(&r, T_AUTH_OK, NULL, 0, 1);
+    write_rec("key-shake-master-signed-ok", master, &r);
+}
+
 /* A loop whose body is split over two workers: REGISTERs with _Send and _Recv, and TENSORs
    between the workers. */
 static void loop_body(df_graph *g, void *user, const df_output *vars, df_output *next) {
@@ -479,7 +1019,7 @@ int main(int argc, char **argv) {
     out_dir = argv[1];
     df_worker_options o;
     memset(&o, 0, sizeof o);
-    o.log = quiet_log;
+    o.log = worker_log;
     df_status st;
     char name[64], address[64];
     for (int which = 0; which < 4; which++) {    /* one worker, each master */
@@ -488,7 +1028,7 @@ int main(int argc, char **argv) {
         proxy x;
         proxy_start(&x, df_worker_port(w));
         snprintf(address, sizeof address, "127.0.0.1:%d", x.port);
-        run_master(which, address, 2000);
+        run_master(which, address, 2000, NULL);
         df_worker_stop(w);
         proxy_stop(&x);
         for (int i = 0; i < x.n_conns; i++) {
@@ -499,6 +1039,7 @@ int main(int argc, char **argv) {
             snprintf(name, sizeof name, "master%d-%d", which, i);
             write_seed(name, SIDE_MASTER | which << 2, &x.to_master[i].rec, NULL);
         }
+        if (x.n_conns) keyed_seeds(which, &x.to_worker[0].rec, &x.to_master[0].rec);
         proxy_free(&x);
     }
     {                                            /* two workers */
@@ -524,7 +1065,15 @@ int main(int argc, char **argv) {
                 write_seed(name, 0, &x[t].to_worker[0].rec, &x[t].to_worker[i].rec);
             }
         }
+        if (x[1].n_conns > 1) {                  /* keyed: TENSORs streamed and MAC-checked */
+            /* (the master's CLOSE left out, so that the other worker's TENSORs are read) */
+            recording a = rec_keyed(&x[1].to_worker[0].rec, 1), b = rec_keyed(&x[1].to_worker[1].rec, 0);
+            write_seed("key-two-workers-task1-steps-1", KEYED, &a, &b);
+            write_seed("key-flip-two-workers-task1-steps-1", KEYED | TAMPER_FLIP << TAMPER_SHIFT, &a, &b);
+            free(a.p); free(b.p);
+        }
         for (int t = 0; t < 2; t++) proxy_free(&x[t]);
+        handshake_seeds();
     }
     return 0;
 }
