@@ -2153,7 +2153,7 @@ static struct df__hmac_key *df__key_load(const char *path, const char *who, df_s
 static const char *df__key_path(const char *given);
 static void df__w_auth_proof(const struct df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns, unsigned char out[32]);
 static struct df__wkeys *df__w_auth_keys(const struct df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns);
-static df_code df__w_auth_client(df__wchan *ch, const struct df__hmac_key *key, uint32_t role, int timeout_ms, const char *who, df_status *st);
+static df_code df__w_auth_client(df__wchan *ch, const struct df__hmac_key *key, uint32_t role, int timeout_ms, const char *who, int *closed, df_status *st);
 static int df__addr_is_loopback(const char *addr);
 static double df__now_ms(void);
 static int df__w_check_header(const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn, int keyed);
@@ -33651,7 +33651,7 @@ static struct df__wkeys *df__w_auth_keys(const df__hmac_key *key, int server, co
     return k;
 }
 /* One unsigned frame of the handshake within timeout_ms: its type (ERROR: *st set from it). */
-static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data, uint64_t *len, const char *who, df_status *st) {
+static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data, uint64_t *len, const char *who, int *closed, df_status *st) {
     struct pollfd p = {ch->fd, POLLIN, 0};
     int r;
     do r = poll(&p, 1, timeout_ms); while (r < 0 && errno == EINTR);
@@ -33659,7 +33659,11 @@ static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data,
     const char *why = NULL;
     char buf[160];
     int type = df__w_recv(ch, 4096, data, len, &why, buf, sizeof buf);
-    if (type <= 0) { df_status_set(st, DF_UNAVAILABLE, "%s closed the connection in the handshake (%s)", who, type == 0 ? "refused, or it may have died" : why); return -1; }
+    if (type <= 0) {
+        if (closed) *closed = 1;
+        df_status_set(st, DF_UNAVAILABLE, "%s closed the connection in the handshake (%s)", who, type == 0 ? "refused, or it may have died" : why);
+        return -1;
+    }
     if (type == DF__W_ERROR) {
         df__wread rd = {*data, (size_t)*len, NULL};
         uint32_t code = df__wr_u32(&rd, "code");
@@ -33670,8 +33674,10 @@ static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data,
     }
     return type;
 }
-/* The client's side of the handshake on a fresh connection; on success ch is keyed. */
-static df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uint32_t role, int timeout_ms, const char *who, df_status *st) {
+/* The client's side of the handshake on a fresh connection; on success ch is keyed. *closed
+   (when given) is set when the worker closed the connection in it without a word: a worker
+   under a flood of connections closes the oldest to make room, so the caller may dial again. */
+static df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uint32_t role, int timeout_ms, const char *who, int *closed, df_status *st) {
     unsigned char nc[DF__W_NONCE], ns[DF__W_NONCE], proof[32];
     if (df__random_bytes(nc, sizeof nc)) return df_status_set(st, DF_UNAVAILABLE, "%s: no random numbers from the system for the handshake", who);
     df__wbuf b = {NULL, 0, 0, 0};
@@ -33683,7 +33689,7 @@ static df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uint32_
     if (!sent) return df_status_set(st, DF_UNAVAILABLE, "%s: cannot send the handshake: %s", who, strerror(errno));
     unsigned char *data = NULL;
     uint64_t len = 0;
-    int type = df__w_auth_await(ch, timeout_ms, &data, &len, who, st);
+    int type = df__w_auth_await(ch, timeout_ms, &data, &len, who, closed, st);
     if (type < 0) { DF_FREE(data); return st->code; }
     df__wread r = {data, (size_t)len, NULL};
     size_t nl = 0, pl = 0;
@@ -33705,7 +33711,7 @@ static df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uint32_
     sent = !b.oom && !df__w_send(ch, DF__W_AUTH_PROOF, &b);
     DF_FREE(b.p);
     if (!sent) return df_status_set(st, DF_UNAVAILABLE, "%s: the connection broke in the handshake", who);
-    type = df__w_auth_await(ch, timeout_ms, &data, &len, who, st);
+    type = df__w_auth_await(ch, timeout_ms, &data, &len, who, closed, st);
     DF_FREE(data);
     if (type < 0) return st->code;
     if (type != DF__W_AUTH_OK || len) return df_status_set(st, DF_UNAUTHENTICATED, "%s ended the handshake with %s", who, df__w_type_names[type]);
@@ -34044,22 +34050,25 @@ static df__wpeer *df__w_peer(df_worker *w, const char *addr, df_status *st) {
     }
     if (p->ch.fd < 0) {
         char err[256];
-        df__wchan ch = {df__connect(addr, 1000, err, sizeof err), NULL};
-        if (ch.fd < 0) {
-            pthread_mutex_unlock(&p->mu);
-            df_status_set(st, DF_UNAVAILABLE, "Worker %s cannot be reached: %s", addr, err);
-            return NULL;
-        }
-        if (w->key) {
+        df__wchan ch = {-1, NULL};
+        for (int attempt = 0; ch.fd < 0; attempt++) {   /* (dialled again when closed in the handshake) */
+            if ((ch.fd = df__connect(addr, 1000, err, sizeof err)) < 0) {
+                pthread_mutex_unlock(&p->mu);
+                df_status_set(st, DF_UNAVAILABLE, "Worker %s cannot be reached: %s", addr, err);
+                return NULL;
+            }
+            if (!w->key) break;
             char who[96];
             snprintf(who, sizeof who, "Worker %s", addr);
             struct timeval tv = {5, 0};
             setsockopt(ch.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-            if (df__w_auth_client(&ch, w->key, DF__W_ROLE_WORKER, 5000, who, st)) {
-                df__chan_close(&ch);
-                pthread_mutex_unlock(&p->mu);
-                return NULL;
-            }
+            int closed = 0;
+            df_status_clear(st);
+            if (df__w_auth_client(&ch, w->key, DF__W_ROLE_WORKER, 5000, who, &closed, st) == DF_OK) break;
+            df__chan_close(&ch);
+            if (!closed || attempt == 3) { pthread_mutex_unlock(&p->mu); return NULL; }
+            struct timespec ts = {0, 10000000L * (attempt + 1)};
+            nanosleep(&ts, NULL);
         }
         p->ch.k = ch.k;
         __atomic_store_n(&p->ch.fd, ch.fd, __ATOMIC_RELEASE);   /* (df__w_stop_locked reads it unlocked) */
@@ -35064,7 +35073,7 @@ df_code df_worker_hello(const char *address, int timeout_ms, df_worker_info *inf
     setsockopt(ch.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     char who[96];
     snprintf(who, sizeof who, "Worker %s", address);
-    if (key && df__w_auth_client(&ch, key, DF__W_ROLE_MASTER, ms, who, st)) { DF_FREE(key); df__chan_close(&ch); return st->code; }
+    if (key && df__w_auth_client(&ch, key, DF__W_ROLE_MASTER, ms, who, NULL, st)) { DF_FREE(key); df__chan_close(&ch); return st->code; }
     DF_FREE(key);
     df__wbuf b = {NULL, 0, 0, 0};
     df__wb_u32(&b, DF__W_VERSION);
@@ -35198,13 +35207,22 @@ static df_code df__cluster_open(struct df_session *s, df_status *st) {
     for (int t = 0; t < n; t++) {              /* connect, HELLO: incarnation and devices */
         char err[256], who[96];
         snprintf(who, sizeof who, "Worker task %d (%s)", t, c->addr[t]);
-        if ((c->ch[t].fd = df__connect(c->addr[t], c->timeout_ms, err, sizeof err)) < 0)
-            return df_status_set(st, DF_UNAVAILABLE, "df_session_new: worker task %d: %s", t, err);
-        /* a frame that stops halfway fails its read instead of blocking the master */
-        int rcv_ms = c->timeout_ms > 1000 ? c->timeout_ms : 1000;
-        struct timeval tv = {rcv_ms / 1000, (rcv_ms % 1000) * 1000};
-        setsockopt(c->ch[t].fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        if (c->key && df__w_auth_client(&c->ch[t], c->key, DF__W_ROLE_MASTER, c->timeout_ms > 5000 ? c->timeout_ms : 5000, who, st)) return st->code;
+        for (int attempt = 0;; attempt++) {   /* (dialled again when closed in the handshake: a worker under a
+                                                  flood of connections closes the oldest; a silent one is not) */
+            if ((c->ch[t].fd = df__connect(c->addr[t], c->timeout_ms, err, sizeof err)) < 0)
+                return df_status_set(st, DF_UNAVAILABLE, "df_session_new: worker task %d: %s", t, err);
+            /* a frame that stops halfway fails its read instead of blocking the master */
+            int rcv_ms = c->timeout_ms > 1000 ? c->timeout_ms : 1000;
+            struct timeval tv = {rcv_ms / 1000, (rcv_ms % 1000) * 1000};
+            setsockopt(c->ch[t].fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            int closed = 0;
+            if (!c->key || df__w_auth_client(&c->ch[t], c->key, DF__W_ROLE_MASTER, c->timeout_ms > 5000 ? c->timeout_ms : 5000, who, &closed, st) == DF_OK) break;
+            df__chan_close(&c->ch[t]);
+            if (!closed || attempt == 3) return st->code;
+            df_status_clear(st);
+            struct timespec ts = {0, 10000000L * (attempt + 1)};
+            nanosleep(&ts, NULL);
+        }
         df__wbuf b = {NULL, 0, 0, 0};
         df__wb_u32(&b, DF__W_VERSION);
         int sent = !b.oom && !df__w_send(&c->ch[t], DF__W_HELLO, &b);

@@ -1392,7 +1392,7 @@ DF_PRIVATE struct df__hmac_key *df__key_load(const char *path, const char *who, 
 DF_PRIVATE const char *df__key_path(const char *given);
 DF_PRIVATE void df__w_auth_proof(const struct df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns, unsigned char out[32]);
 DF_PRIVATE struct df__wkeys *df__w_auth_keys(const struct df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns);
-DF_PRIVATE df_code df__w_auth_client(df__wchan *ch, const struct df__hmac_key *key, uint32_t role, int timeout_ms, const char *who, df_status *st);
+DF_PRIVATE df_code df__w_auth_client(df__wchan *ch, const struct df__hmac_key *key, uint32_t role, int timeout_ms, const char *who, int *closed, df_status *st);
 DF_PRIVATE int df__addr_is_loopback(const char *addr);
 DF_PRIVATE double df__now_ms(void);
 DF_PRIVATE int df__w_check_header(const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn, int keyed);

@@ -92,13 +92,22 @@ DF_PRIVATE df_code df__cluster_open(struct df_session *s, df_status *st) {
     for (int t = 0; t < n; t++) {              /* connect, HELLO: incarnation and devices */
         char err[256], who[96];
         snprintf(who, sizeof who, "Worker task %d (%s)", t, c->addr[t]);
-        if ((c->ch[t].fd = df__connect(c->addr[t], c->timeout_ms, err, sizeof err)) < 0)
-            return df_status_set(st, DF_UNAVAILABLE, "df_session_new: worker task %d: %s", t, err);
-        /* a frame that stops halfway fails its read instead of blocking the master */
-        int rcv_ms = c->timeout_ms > 1000 ? c->timeout_ms : 1000;
-        struct timeval tv = {rcv_ms / 1000, (rcv_ms % 1000) * 1000};
-        setsockopt(c->ch[t].fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        if (c->key && df__w_auth_client(&c->ch[t], c->key, DF__W_ROLE_MASTER, c->timeout_ms > 5000 ? c->timeout_ms : 5000, who, st)) return st->code;
+        for (int attempt = 0;; attempt++) {   /* (dialled again when closed in the handshake: a worker under a
+                                                  flood of connections closes the oldest; a silent one is not) */
+            if ((c->ch[t].fd = df__connect(c->addr[t], c->timeout_ms, err, sizeof err)) < 0)
+                return df_status_set(st, DF_UNAVAILABLE, "df_session_new: worker task %d: %s", t, err);
+            /* a frame that stops halfway fails its read instead of blocking the master */
+            int rcv_ms = c->timeout_ms > 1000 ? c->timeout_ms : 1000;
+            struct timeval tv = {rcv_ms / 1000, (rcv_ms % 1000) * 1000};
+            setsockopt(c->ch[t].fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            int closed = 0;
+            if (!c->key || df__w_auth_client(&c->ch[t], c->key, DF__W_ROLE_MASTER, c->timeout_ms > 5000 ? c->timeout_ms : 5000, who, &closed, st) == DF_OK) break;
+            df__chan_close(&c->ch[t]);
+            if (!closed || attempt == 3) return st->code;
+            df_status_clear(st);
+            struct timespec ts = {0, 10000000L * (attempt + 1)};
+            nanosleep(&ts, NULL);
+        }
         df__wbuf b = {NULL, 0, 0, 0};
         df__wb_u32(&b, DF__W_VERSION);
         int sent = !b.oom && !df__w_send(&c->ch[t], DF__W_HELLO, &b);

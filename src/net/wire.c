@@ -384,7 +384,7 @@ DF_PRIVATE struct df__wkeys *df__w_auth_keys(const df__hmac_key *key, int server
     return k;
 }
 /* One unsigned frame of the handshake within timeout_ms: its type (ERROR: *st set from it). */
-static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data, uint64_t *len, const char *who, df_status *st) {
+static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data, uint64_t *len, const char *who, int *closed, df_status *st) {
     struct pollfd p = {ch->fd, POLLIN, 0};
     int r;
     do r = poll(&p, 1, timeout_ms); while (r < 0 && errno == EINTR);
@@ -392,7 +392,11 @@ static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data,
     const char *why = NULL;
     char buf[160];
     int type = df__w_recv(ch, 4096, data, len, &why, buf, sizeof buf);
-    if (type <= 0) { df_status_set(st, DF_UNAVAILABLE, "%s closed the connection in the handshake (%s)", who, type == 0 ? "refused, or it may have died" : why); return -1; }
+    if (type <= 0) {
+        if (closed) *closed = 1;
+        df_status_set(st, DF_UNAVAILABLE, "%s closed the connection in the handshake (%s)", who, type == 0 ? "refused, or it may have died" : why);
+        return -1;
+    }
     if (type == DF__W_ERROR) {
         df__wread rd = {*data, (size_t)*len, NULL};
         uint32_t code = df__wr_u32(&rd, "code");
@@ -403,8 +407,10 @@ static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data,
     }
     return type;
 }
-/* The client's side of the handshake on a fresh connection; on success ch is keyed. */
-DF_PRIVATE df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uint32_t role, int timeout_ms, const char *who, df_status *st) {
+/* The client's side of the handshake on a fresh connection; on success ch is keyed. *closed
+   (when given) is set when the worker closed the connection in it without a word: a worker
+   under a flood of connections closes the oldest to make room, so the caller may dial again. */
+DF_PRIVATE df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uint32_t role, int timeout_ms, const char *who, int *closed, df_status *st) {
     unsigned char nc[DF__W_NONCE], ns[DF__W_NONCE], proof[32];
     if (df__random_bytes(nc, sizeof nc)) return df_status_set(st, DF_UNAVAILABLE, "%s: no random numbers from the system for the handshake", who);
     df__wbuf b = {NULL, 0, 0, 0};
@@ -416,7 +422,7 @@ DF_PRIVATE df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uin
     if (!sent) return df_status_set(st, DF_UNAVAILABLE, "%s: cannot send the handshake: %s", who, strerror(errno));
     unsigned char *data = NULL;
     uint64_t len = 0;
-    int type = df__w_auth_await(ch, timeout_ms, &data, &len, who, st);
+    int type = df__w_auth_await(ch, timeout_ms, &data, &len, who, closed, st);
     if (type < 0) { DF_FREE(data); return st->code; }
     df__wread r = {data, (size_t)len, NULL};
     size_t nl = 0, pl = 0;
@@ -438,7 +444,7 @@ DF_PRIVATE df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uin
     sent = !b.oom && !df__w_send(ch, DF__W_AUTH_PROOF, &b);
     DF_FREE(b.p);
     if (!sent) return df_status_set(st, DF_UNAVAILABLE, "%s: the connection broke in the handshake", who);
-    type = df__w_auth_await(ch, timeout_ms, &data, &len, who, st);
+    type = df__w_auth_await(ch, timeout_ms, &data, &len, who, closed, st);
     DF_FREE(data);
     if (type < 0) return st->code;
     if (type != DF__W_AUTH_OK || len) return df_status_set(st, DF_UNAUTHENTICATED, "%s ended the handshake with %s", who, df__w_type_names[type]);

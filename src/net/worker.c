@@ -271,22 +271,25 @@ static df__wpeer *df__w_peer(df_worker *w, const char *addr, df_status *st) {
     }
     if (p->ch.fd < 0) {
         char err[256];
-        df__wchan ch = {df__connect(addr, 1000, err, sizeof err), NULL};
-        if (ch.fd < 0) {
-            pthread_mutex_unlock(&p->mu);
-            df_status_set(st, DF_UNAVAILABLE, "Worker %s cannot be reached: %s", addr, err);
-            return NULL;
-        }
-        if (w->key) {
+        df__wchan ch = {-1, NULL};
+        for (int attempt = 0; ch.fd < 0; attempt++) {   /* (dialled again when closed in the handshake) */
+            if ((ch.fd = df__connect(addr, 1000, err, sizeof err)) < 0) {
+                pthread_mutex_unlock(&p->mu);
+                df_status_set(st, DF_UNAVAILABLE, "Worker %s cannot be reached: %s", addr, err);
+                return NULL;
+            }
+            if (!w->key) break;
             char who[96];
             snprintf(who, sizeof who, "Worker %s", addr);
             struct timeval tv = {5, 0};
             setsockopt(ch.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-            if (df__w_auth_client(&ch, w->key, DF__W_ROLE_WORKER, 5000, who, st)) {
-                df__chan_close(&ch);
-                pthread_mutex_unlock(&p->mu);
-                return NULL;
-            }
+            int closed = 0;
+            df_status_clear(st);
+            if (df__w_auth_client(&ch, w->key, DF__W_ROLE_WORKER, 5000, who, &closed, st) == DF_OK) break;
+            df__chan_close(&ch);
+            if (!closed || attempt == 3) { pthread_mutex_unlock(&p->mu); return NULL; }
+            struct timespec ts = {0, 10000000L * (attempt + 1)};
+            nanosleep(&ts, NULL);
         }
         p->ch.k = ch.k;
         __atomic_store_n(&p->ch.fd, ch.fd, __ATOMIC_RELEASE);   /* (df__w_stop_locked reads it unlocked) */
@@ -1291,7 +1294,7 @@ df_code df_worker_hello(const char *address, int timeout_ms, df_worker_info *inf
     setsockopt(ch.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     char who[96];
     snprintf(who, sizeof who, "Worker %s", address);
-    if (key && df__w_auth_client(&ch, key, DF__W_ROLE_MASTER, ms, who, st)) { DF_FREE(key); df__chan_close(&ch); return st->code; }
+    if (key && df__w_auth_client(&ch, key, DF__W_ROLE_MASTER, ms, who, NULL, st)) { DF_FREE(key); df__chan_close(&ch); return st->code; }
     DF_FREE(key);
     df__wbuf b = {NULL, 0, 0, 0};
     df__wb_u32(&b, DF__W_VERSION);
