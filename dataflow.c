@@ -1555,13 +1555,20 @@ typedef struct df__variant {
 #define DF__NET 1
 #endif
 /* A connection: its socket and, on a keyed cluster, its signing state (src/net/wire.c). */
-typedef struct df__wchan { int fd; struct df__wkeys *k; } df__wchan;
+typedef struct df__wchan {
+    int fd;
+    struct df__wkeys *k;
+    int frame_ms;                    /* > 0: once a frame has begun, the peer may pause this long at most */
+} df__wchan;
 #ifdef DF__NET
 enum { DF__W_MAGIC = 0x31574644u, DF__W_VERSION = 1, DF__W_HEADER = 24, DF__W_TENSOR_FIXED = 32 };
 enum { DF__W_HELLO = 1, DF__W_HELLO_OK, DF__W_PING, DF__W_PONG, DF__W_REGISTER, DF__W_REGISTERED, DF__W_ERROR,
        DF__W_CLOSE, DF__W_SHUTDOWN, DF__W_RUN_STEP, DF__W_STEP_DONE, DF__W_TENSOR, DF__W_ABORT, DF__W_HEARTBEAT,
        DF__W_AUTH, DF__W_AUTH_CHALLENGE, DF__W_AUTH_PROOF, DF__W_AUTH_OK, DF__W_TYPES };
-enum { DF__W_FLAG_MAC = 1, DF__W_MAC = 32, DF__W_NONCE = 32, DF__W_ROLE_MASTER = 1, DF__W_ROLE_WORKER = 2 };
+enum { DF__W_FLAG_MAC = 1, DF__W_MAC = 32, DF__W_NONCE = 32, DF__W_ID = 16, DF__W_ROLE_MASTER = 1, DF__W_ROLE_WORKER = 2 };
+/* What a handshake's proofs and keys cover: the client's role, both sides' instance ids (a
+   process never accepts its own: no reflected handshake) and both nonces. */
+typedef struct df__wauth { uint32_t role; unsigned char idc[DF__W_ID], ids[DF__W_ID], nc[DF__W_NONCE], ns[DF__W_NONCE]; } df__wauth;
 typedef struct df__wbuf { unsigned char *p; size_t n, cap; int oom; } df__wbuf;
 typedef struct df__wread { const unsigned char *p; size_t n; const char *bad; } df__wread;
 #endif
@@ -2151,9 +2158,9 @@ static int df__w_recv_body(df__wchan *ch, int type, unsigned char **data, uint64
 static int df__w_recv(df__wchan *ch, uint64_t max, unsigned char **data, uint64_t *len, const char **why, char *buf, size_t bn);
 static struct df__hmac_key *df__key_load(const char *path, const char *who, df_status *st);
 static const char *df__key_path(const char *given);
-static void df__w_auth_proof(const struct df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns, unsigned char out[32]);
-static struct df__wkeys *df__w_auth_keys(const struct df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns);
-static df_code df__w_auth_client(df__wchan *ch, const struct df__hmac_key *key, uint32_t role, int timeout_ms, const char *who, int *closed, df_status *st);
+static void df__w_auth_proof(const struct df__hmac_key *key, int server, const df__wauth *a, unsigned char out[32]);
+static struct df__wkeys *df__w_auth_keys(const struct df__hmac_key *key, int server, const df__wauth *a);
+static df_code df__w_auth_client(df__wchan *ch, const struct df__hmac_key *key, uint32_t role, const unsigned char *id, int timeout_ms, const char *who, int *closed, df_status *st);
 static int df__addr_is_loopback(const char *addr);
 static double df__now_ms(void);
 static int df__w_check_header(const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn, int keyed);
@@ -33531,8 +33538,16 @@ static int df__w_recv_head(df__wchan *ch, uint64_t max, uint64_t *len, const cha
     unsigned char h[DF__W_HEADER];
     *len = 0;
     ssize_t r;
+    if (ch->frame_ms > 0) {                      /* between frames a peer may be idle for ever */
+        struct timeval tv = {0, 0};
+        setsockopt(ch->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
     do r = recv(ch->fd, h, 1, 0); while (r < 0 && errno == EINTR);
     if (r == 0) { *why = "closed"; return 0; }
+    if (r > 0 && ch->frame_ms > 0) {             /* inside one, it may not trickle */
+        struct timeval tv = {ch->frame_ms / 1000, (ch->frame_ms % 1000) * 1000};
+        setsockopt(ch->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
     if (r < 0 || df__sock_read(ch->fd, h + 1, sizeof h - 1)) { *why = "the connection broke inside a frame header"; return -1; }
     return df__w_take_head(ch, h, max, len, why, buf, bn);
 }
@@ -33625,26 +33640,32 @@ static df__hmac_key *df__key_load(const char *path, const char *who, df_status *
     memset(buf, 0, sizeof buf);
     return k;
 }
-/* HMAC under the cluster key of a label, a zero byte and both nonces. */
-static void df__w_auth_mac(const df__hmac_key *key, const char *label, const unsigned char *nc, const unsigned char *ns, unsigned char out[32]) {
+/* HMAC under the cluster key of a label, a zero byte and the handshake's transcript (role, both
+   ids, both nonces). */
+static void df__w_auth_mac(const df__hmac_key *key, const char *label, const df__wauth *a, unsigned char out[32]) {
+    unsigned char role[4];
+    df__put32(role, a->role);
     df__hmac m;
     df__hmac_begin(&m, key);
     df__hmac_update(&m, label, strlen(label) + 1);
-    df__hmac_update(&m, nc, DF__W_NONCE);
-    df__hmac_update(&m, ns, DF__W_NONCE);
+    df__hmac_update(&m, role, 4);
+    df__hmac_update(&m, a->idc, DF__W_ID);
+    df__hmac_update(&m, a->ids, DF__W_ID);
+    df__hmac_update(&m, a->nc, DF__W_NONCE);
+    df__hmac_update(&m, a->ns, DF__W_NONCE);
     df__hmac_final(&m, out);
 }
-static void df__w_auth_proof(const df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns, unsigned char out[32]) {
-    df__w_auth_mac(key, server ? "dataflow-1 server proof" : "dataflow-1 client proof", nc, ns, out);
+static void df__w_auth_proof(const df__hmac_key *key, int server, const df__wauth *a, unsigned char out[32]) {
+    df__w_auth_mac(key, server ? "dataflow-1 server proof" : "dataflow-1 client proof", a, out);
 }
 /* The connection's keys, from the side of the server or of the client. */
-static struct df__wkeys *df__w_auth_keys(const df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns) {
+static struct df__wkeys *df__w_auth_keys(const df__hmac_key *key, int server, const df__wauth *a) {
     struct df__wkeys *k = (struct df__wkeys *)DF_MALLOC(sizeof *k);
     if (!k) return NULL;
     memset(k, 0, sizeof *k);
     unsigned char c2s[32], s2c[32];
-    df__w_auth_mac(key, "dataflow-1 client to server", nc, ns, c2s);
-    df__w_auth_mac(key, "dataflow-1 server to client", nc, ns, s2c);
+    df__w_auth_mac(key, "dataflow-1 client to server", a, c2s);
+    df__w_auth_mac(key, "dataflow-1 server to client", a, s2c);
     df__hmac_key_init(&k->tx, server ? s2c : c2s, 32);
     df__hmac_key_init(&k->rx, server ? c2s : s2c, 32);
     memset(c2s, 0, sizeof c2s); memset(s2c, 0, sizeof s2c);
@@ -33668,7 +33689,7 @@ static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data,
         df__wread rd = {*data, (size_t)*len, NULL};
         uint32_t code = df__wr_u32(&rd, "code");
         char *msg = df__wr_str(&rd, 4000, "message");
-        df_status_set(st, code >= 1 && code <= 16 ? (df_code)code : DF_DATA_LOSS, "%s refused the connection: %s", who, msg ? msg : "?");
+        df_status_set(st, code == DF_PERMISSION_DENIED || code == DF_RESOURCE_EXHAUSTED ? (df_code)code : DF_UNAUTHENTICATED, "%s refused the connection: %s", who, msg ? msg : "?");
         DF_FREE(msg);
         return -1;
     }
@@ -33677,13 +33698,18 @@ static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data,
 /* The client's side of the handshake on a fresh connection; on success ch is keyed. *closed
    (when given) is set when the worker closed the connection in it without a word: a worker
    under a flood of connections closes the oldest to make room, so the caller may dial again. */
-static df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uint32_t role, int timeout_ms, const char *who, int *closed, df_status *st) {
-    unsigned char nc[DF__W_NONCE], ns[DF__W_NONCE], proof[32];
-    if (df__random_bytes(nc, sizeof nc)) return df_status_set(st, DF_UNAVAILABLE, "%s: no random numbers from the system for the handshake", who);
+static df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uint32_t role, const unsigned char *id, int timeout_ms, const char *who, int *closed, df_status *st) {
+    df__wauth a;
+    unsigned char proof[32];
+    memset(&a, 0, sizeof a);
+    a.role = role;
+    memcpy(a.idc, id, DF__W_ID);
+    if (df__random_bytes(a.nc, sizeof a.nc)) return df_status_set(st, DF_UNAVAILABLE, "%s: no random numbers from the system for the handshake", who);
     df__wbuf b = {NULL, 0, 0, 0};
     df__wb_u32(&b, DF__W_VERSION);
     df__wb_u32(&b, role);
-    df__wb_bytes(&b, nc, sizeof nc);
+    df__wb_bytes(&b, a.nc, sizeof a.nc);
+    df__wb_bytes(&b, a.idc, sizeof a.idc);
     int sent = !b.oom && !df__w_send(ch, DF__W_AUTH, &b);
     DF_FREE(b.p);
     if (!sent) return df_status_set(st, DF_UNAVAILABLE, "%s: cannot send the handshake: %s", who, strerror(errno));
@@ -33692,20 +33718,22 @@ static df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uint32_
     int type = df__w_auth_await(ch, timeout_ms, &data, &len, who, closed, st);
     if (type < 0) { DF_FREE(data); return st->code; }
     df__wread r = {data, (size_t)len, NULL};
-    size_t nl = 0, pl = 0;
-    const unsigned char *np = df__wr_bytes(&r, &nl, "nonce"), *pp = df__wr_bytes(&r, &pl, "proof");
-    if (type != DF__W_AUTH_CHALLENGE || r.bad || r.n || nl != DF__W_NONCE || pl != 32) {
+    size_t nl = 0, pl = 0, il = 0;
+    const unsigned char *np = df__wr_bytes(&r, &nl, "nonce"), *pp = df__wr_bytes(&r, &pl, "proof"), *ip = df__wr_bytes(&r, &il, "id");
+    if (type != DF__W_AUTH_CHALLENGE || r.bad || r.n || nl != DF__W_NONCE || pl != 32 || il != DF__W_ID) {
         DF_FREE(data);
         return df_status_set(st, DF_UNAUTHENTICATED, "%s answered the handshake with %s%s", who, df__w_type_names[type],
                              type == DF__W_AUTH_CHALLENGE ? " (malformed)" : " (is it a worker with --key-file?)");
     }
-    memcpy(ns, np, sizeof ns);
-    df__w_auth_proof(key, 1, nc, ns, proof);
-    int good = df__ct_equal(proof, pp, 32);
+    memcpy(a.ns, np, sizeof a.ns);
+    memcpy(a.ids, ip, sizeof a.ids);
+    df__w_auth_proof(key, 1, &a, proof);
+    int good = df__ct_equal(proof, pp, 32), self = !memcmp(a.ids, a.idc, DF__W_ID);
     DF_FREE(data);
     data = NULL;
+    if (self) return df_status_set(st, DF_UNAUTHENTICATED, "%s is this process itself (a reflected handshake)", who);
     if (!good) return df_status_set(st, DF_UNAUTHENTICATED, "%s does not hold this cluster's key (its proof is wrong)", who);
-    df__w_auth_proof(key, 0, nc, ns, proof);
+    df__w_auth_proof(key, 0, &a, proof);
     memset(&b, 0, sizeof b);
     df__wb_bytes(&b, proof, sizeof proof);
     sent = !b.oom && !df__w_send(ch, DF__W_AUTH_PROOF, &b);
@@ -33715,7 +33743,7 @@ static df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uint32_
     DF_FREE(data);
     if (type < 0) return st->code;
     if (type != DF__W_AUTH_OK || len) return df_status_set(st, DF_UNAUTHENTICATED, "%s ended the handshake with %s", who, df__w_type_names[type]);
-    if (!(ch->k = df__w_auth_keys(key, 0, nc, ns))) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    if (!(ch->k = df__w_auth_keys(key, 0, &a))) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
     return DF_OK;
 }
 
@@ -33862,6 +33890,7 @@ struct df_worker {
     df__wpeer **peers;               /* outgoing connections to other workers, by address */
     int n_peers, cap_peers;
     struct df__hmac_key *key;        /* the cluster key (NULL: none) */
+    unsigned char id[DF__W_ID];      /* random: this worker in handshakes, both ways */
     struct df__wshake *shakes;       /* connections in their handshake (the accept thread's) */
     int n_shakes, cap_shakes, evicted;
     double evict_logged;
@@ -34034,6 +34063,7 @@ static df__wpeer *df__w_peer(df_worker *w, const char *addr, df_status *st) {
         (p = (df__wpeer *)DF_MALLOC(sizeof *p))) {
         p->ch.fd = -1;
         p->ch.k = NULL;
+        p->ch.frame_ms = 0;
         snprintf(p->addr, sizeof p->addr, "%s", addr);
         pthread_mutex_init(&p->mu, NULL);
         w->peers[w->n_peers++] = p;
@@ -34050,7 +34080,7 @@ static df__wpeer *df__w_peer(df_worker *w, const char *addr, df_status *st) {
     }
     if (p->ch.fd < 0) {
         char err[256];
-        df__wchan ch = {-1, NULL};
+        df__wchan ch = {-1, NULL, 0};
         for (int attempt = 0; ch.fd < 0; attempt++) {   /* (dialled again when closed in the handshake) */
             if ((ch.fd = df__connect(addr, 1000, err, sizeof err)) < 0) {
                 pthread_mutex_unlock(&p->mu);
@@ -34064,7 +34094,7 @@ static df__wpeer *df__w_peer(df_worker *w, const char *addr, df_status *st) {
             setsockopt(ch.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
             int closed = 0;
             df_status_clear(st);
-            if (df__w_auth_client(&ch, w->key, DF__W_ROLE_WORKER, 5000, who, &closed, st) == DF_OK) break;
+            if (df__w_auth_client(&ch, w->key, DF__W_ROLE_WORKER, w->id, 5000, who, &closed, st) == DF_OK) break;
             df__chan_close(&ch);
             if (!closed || attempt == 3) { pthread_mutex_unlock(&p->mu); return NULL; }
             struct timespec ts = {0, 10000000L * (attempt + 1)};
@@ -34103,7 +34133,7 @@ static int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t ite
         df__put64(q, v->nbytes); q += 8;
     }
     size_t fixed = (size_t)(q - head);
-    if (task >= ws->n_cluster) { df_tensor_release(v); df_status_set(st, DF_INTERNAL, "No address for worker task %d", task); return 1; }
+    if (task >= ws->n_cluster) { df_tensor_release(v); df_status_set(st, DF_INVALID_ARGUMENT, "The master's RUN_STEP gave no address for worker task %d", task); return 1; }
     df__wpeer *p = df__w_peer(ws->w, ws->cluster[task], st);
     if (p) {
         if (df__w_send_parts(&p->ch, DF__W_TENSOR, head + DF__W_HEADER, fixed - DF__W_HEADER, live ? v->data : NULL, live ? v->nbytes : 0)) {
@@ -34673,10 +34703,10 @@ static void *df__w_beat_main(void *arg) {
    at once and a quarter of that from one address, the oldest closed first to make room. */
 typedef struct df__wshake {
     int fd, stage;                   /* 0: waiting for AUTH (no key: a first header); 1: for AUTH_PROOF */
-    uint32_t ip, role;
+    uint32_t ip;
     double since;
     char peer[64];
-    unsigned char nc[DF__W_NONCE], ns[DF__W_NONCE];
+    df__wauth a;                     /* the transcript so far */
     unsigned char in[DF__W_HEADER + 128];
     size_t have;
 } df__wshake;
@@ -34703,6 +34733,7 @@ static void df__w_adopt(df_worker *w, int fd, const char *peer, struct df__wkeys
     if (c && slot >= 0 && !w->stopping) {
         memset(c, 0, sizeof *c);
         c->w = w; c->ch.fd = fd; c->ch.k = k; c->slot = slot; c->refs = 1; c->role = role; c->id = ++w->next_conn;
+        c->ch.frame_ms = 10000;                  /* (a frame that stops halfway for 10 s closes its connection) */
         if (first) { memcpy(c->first, first, DF__W_HEADER); c->has_first = 1; }
         snprintf(c->peer, sizeof c->peer, "%s", peer);
         pthread_mutex_init(&c->wmu, NULL);
@@ -34728,7 +34759,7 @@ static void df__w_shake_refuse(int fd, df_code code, const char *msg) {
     df__wbuf b = {NULL, 0, 0, 0};
     df__wb_u32(&b, (uint32_t)code);
     df__wb_str(&b, msg);
-    df__wchan ch = {fd, NULL};
+    df__wchan ch = {fd, NULL, 0};
     if (!b.oom) (void)df__w_send(&ch, DF__W_ERROR, &b);
     DF_FREE(b.p);
 }
@@ -34764,25 +34795,33 @@ static int df__w_shake_step(df_worker *w, df__wshake *s) {
     }
     if (s->have < want) return 0;
     df__wread rd = {s->in + DF__W_HEADER, s->have - DF__W_HEADER, NULL};
-    df__wchan ch = {s->fd, NULL};
-    if (s->stage == 0) {                         /* AUTH: version, role, the client's nonce */
+    df__wchan ch = {s->fd, NULL, 0};
+    if (s->stage == 0) {                         /* AUTH: version, role, the client's nonce and id */
         uint32_t version = df__wr_u32(&rd, "version"), role = df__wr_u32(&rd, "role");
-        size_t nl = 0;
-        const unsigned char *nc = df__wr_bytes(&rd, &nl, "nonce");
-        if (rd.bad || rd.n || nl != DF__W_NONCE || version != DF__W_VERSION || (role != DF__W_ROLE_MASTER && role != DF__W_ROLE_WORKER)) {
+        size_t nl = 0, il = 0;
+        const unsigned char *nc = df__wr_bytes(&rd, &nl, "nonce"), *idc = df__wr_bytes(&rd, &il, "id");
+        if (rd.bad || rd.n || nl != DF__W_NONCE || il != DF__W_ID || version != DF__W_VERSION || (role != DF__W_ROLE_MASTER && role != DF__W_ROLE_WORKER)) {
             df__w_log(w, "closing the connection from %s: a malformed AUTH", s->peer);
             close(s->fd);
             return 1;
         }
-        memcpy(s->nc, nc, DF__W_NONCE);
-        s->role = role;
+        if (!memcmp(idc, w->id, DF__W_ID)) {     /* our own dial, turned back to us */
+            df__w_log(w, "closing the connection from %s: a handshake of this worker's own (reflected)", s->peer);
+            close(s->fd);
+            return 1;
+        }
+        s->a.role = role;
+        memcpy(s->a.nc, nc, DF__W_NONCE);
+        memcpy(s->a.idc, idc, DF__W_ID);
+        memcpy(s->a.ids, w->id, DF__W_ID);
         unsigned char proof[32];
         df__wbuf b = {NULL, 0, 0, 0};
-        int ok = !df__random_bytes(s->ns, DF__W_NONCE);
+        int ok = !df__random_bytes(s->a.ns, DF__W_NONCE);
         if (ok) {
-            df__w_auth_proof(w->key, 1, s->nc, s->ns, proof);
-            df__wb_bytes(&b, s->ns, DF__W_NONCE);
+            df__w_auth_proof(w->key, 1, &s->a, proof);
+            df__wb_bytes(&b, s->a.ns, DF__W_NONCE);
             df__wb_bytes(&b, proof, sizeof proof);
+            df__wb_bytes(&b, w->id, DF__W_ID);
             ok = !b.oom && !df__w_send(&ch, DF__W_AUTH_CHALLENGE, &b);
         }
         DF_FREE(b.p);
@@ -34794,16 +34833,16 @@ static int df__w_shake_step(df_worker *w, df__wshake *s) {
     size_t pl = 0;                               /* AUTH_PROOF: the client's proof */
     const unsigned char *pc = df__wr_bytes(&rd, &pl, "proof");
     unsigned char expect[32];
-    df__w_auth_proof(w->key, 0, s->nc, s->ns, expect);
+    df__w_auth_proof(w->key, 0, &s->a, expect);
     if (rd.bad || rd.n || pl != 32 || !df__ct_equal(pc, expect, 32)) {
         df__w_shake_refuse(s->fd, DF_UNAUTHENTICATED, "Wrong cluster key");
         df__w_log(w, "closing the connection from %s: wrong cluster key", s->peer);
         close(s->fd);
         return 1;
     }
-    struct df__wkeys *k = df__w_auth_keys(w->key, 1, s->nc, s->ns);
+    struct df__wkeys *k = df__w_auth_keys(w->key, 1, &s->a);
     if (!k || df__w_send(&ch, DF__W_AUTH_OK, NULL)) { DF_FREE(k); close(s->fd); return 1; }
-    df__w_adopt(w, s->fd, s->peer, k, s->role, NULL);
+    df__w_adopt(w, s->fd, s->peer, k, s->a.role, NULL);
     return 1;
 }
 /* Closes the handshake at i (the oldest make room for new ones). */
@@ -34937,6 +34976,11 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
     w->listen_fd = -1;
     w->wake[0] = w->wake[1] = -1;
     if (o.key_file && !(w->key = df__key_load(o.key_file, "df_worker_start", st))) { DF_FREE(w); return NULL; }
+    if (w->key && df__random_bytes(w->id, sizeof w->id)) {
+        df_status_set(st, DF_UNAVAILABLE, "df_worker_start: no random numbers from the system");
+        DF_FREE(w->key); DF_FREE(w);
+        return NULL;
+    }
     if (pipe(w->wake)) {
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "df_worker_start: pipe: %s", strerror(errno));
         DF_FREE(w->key); DF_FREE(w);
@@ -35067,13 +35111,15 @@ df_code df_worker_hello(const char *address, int timeout_ms, df_worker_info *inf
     const char *key_path = df__key_path(NULL);
     df__hmac_key *key = key_path ? df__key_load(key_path, "df_worker_hello", st) : NULL;
     if (key_path && !key) return st->code;
-    df__wchan ch = {df__connect(address, ms, err, sizeof err), NULL};
+    df__wchan ch = {df__connect(address, ms, err, sizeof err), NULL, 0};
     if (ch.fd < 0) { DF_FREE(key); return df_status_set(st, DF_UNAVAILABLE, "%s", err); }
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
     setsockopt(ch.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     char who[96];
     snprintf(who, sizeof who, "Worker %s", address);
-    if (key && df__w_auth_client(&ch, key, DF__W_ROLE_MASTER, ms, who, NULL, st)) { DF_FREE(key); df__chan_close(&ch); return st->code; }
+    unsigned char id[DF__W_ID];
+    if (key && df__random_bytes(id, sizeof id)) { DF_FREE(key); df__chan_close(&ch); return df_status_set(st, DF_UNAVAILABLE, "df_worker_hello: no random numbers from the system"); }
+    if (key && df__w_auth_client(&ch, key, DF__W_ROLE_MASTER, id, ms, who, NULL, st)) { DF_FREE(key); df__chan_close(&ch); return st->code; }
     DF_FREE(key);
     df__wbuf b = {NULL, 0, 0, 0};
     df__wb_u32(&b, DF__W_VERSION);
@@ -35133,6 +35179,7 @@ struct df__cluster {
     char (*addr)[64];
     df__wchan *ch;                   /* fd -1 once broken: runs then fail with DF_UNAVAILABLE */
     struct df__hmac_key *key;        /* the cluster key (NULL: none) */
+    unsigned char id[DF__W_ID];      /* random: this master in handshakes */
     uint64_t *incarnation;
 #ifdef DF__NET
     pthread_mutex_t mu;
@@ -35185,6 +35232,7 @@ static df_code df__cluster_open(struct df_session *s, df_status *st) {
     c->salt = s->seed_salt << 20;
     const char *key_path = df__key_path(s->opts.cluster_key_file);
     if (key_path && !(c->key = df__key_load(key_path, "df_session_new", st))) return st->code;
+    if (c->key && df__random_bytes(c->id, sizeof c->id)) return df_status_set(st, DF_UNAVAILABLE, "df_session_new: no random numbers from the system");
     int n = 1;
     for (const char *p = target; *p; p++) n += *p == ',';
     if (n > 1024) return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: %d workers in the target, at most 1024", n);
@@ -35192,7 +35240,7 @@ static df_code df__cluster_open(struct df_session *s, df_status *st) {
     c->ch = (df__wchan *)DF_MALLOC((size_t)n * sizeof(df__wchan));
     c->incarnation = (uint64_t *)DF_MALLOC((size_t)n * sizeof(uint64_t));
     if (!c->addr || !c->ch || !c->incarnation) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
-    for (int t = 0; t < n; t++) { c->ch[t].fd = -1; c->ch[t].k = NULL; }
+    for (int t = 0; t < n; t++) { c->ch[t].fd = -1; c->ch[t].k = NULL; c->ch[t].frame_ms = 0; }
     c->n = n;
     const char *p = target;
     for (int t = 0; t < n; t++) {
@@ -35216,7 +35264,7 @@ static df_code df__cluster_open(struct df_session *s, df_status *st) {
             struct timeval tv = {rcv_ms / 1000, (rcv_ms % 1000) * 1000};
             setsockopt(c->ch[t].fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
             int closed = 0;
-            if (!c->key || df__w_auth_client(&c->ch[t], c->key, DF__W_ROLE_MASTER, c->timeout_ms > 5000 ? c->timeout_ms : 5000, who, &closed, st) == DF_OK) break;
+            if (!c->key || df__w_auth_client(&c->ch[t], c->key, DF__W_ROLE_MASTER, c->id, c->timeout_ms > 5000 ? c->timeout_ms : 5000, who, &closed, st) == DF_OK) break;
             df__chan_close(&c->ch[t]);
             if (!closed || attempt == 3) return st->code;
             df_status_clear(st);

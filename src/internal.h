@@ -794,13 +794,20 @@ typedef struct df__variant {
 #define DF__NET 1
 #endif
 /* A connection: its socket and, on a keyed cluster, its signing state (src/net/wire.c). */
-typedef struct df__wchan { int fd; struct df__wkeys *k; } df__wchan;
+typedef struct df__wchan {
+    int fd;
+    struct df__wkeys *k;
+    int frame_ms;                    /* > 0: once a frame has begun, the peer may pause this long at most */
+} df__wchan;
 #ifdef DF__NET
 enum { DF__W_MAGIC = 0x31574644u, DF__W_VERSION = 1, DF__W_HEADER = 24, DF__W_TENSOR_FIXED = 32 };
 enum { DF__W_HELLO = 1, DF__W_HELLO_OK, DF__W_PING, DF__W_PONG, DF__W_REGISTER, DF__W_REGISTERED, DF__W_ERROR,
        DF__W_CLOSE, DF__W_SHUTDOWN, DF__W_RUN_STEP, DF__W_STEP_DONE, DF__W_TENSOR, DF__W_ABORT, DF__W_HEARTBEAT,
        DF__W_AUTH, DF__W_AUTH_CHALLENGE, DF__W_AUTH_PROOF, DF__W_AUTH_OK, DF__W_TYPES };
-enum { DF__W_FLAG_MAC = 1, DF__W_MAC = 32, DF__W_NONCE = 32, DF__W_ROLE_MASTER = 1, DF__W_ROLE_WORKER = 2 };
+enum { DF__W_FLAG_MAC = 1, DF__W_MAC = 32, DF__W_NONCE = 32, DF__W_ID = 16, DF__W_ROLE_MASTER = 1, DF__W_ROLE_WORKER = 2 };
+/* What a handshake's proofs and keys cover: the client's role, both sides' instance ids (a
+   process never accepts its own: no reflected handshake) and both nonces. */
+typedef struct df__wauth { uint32_t role; unsigned char idc[DF__W_ID], ids[DF__W_ID], nc[DF__W_NONCE], ns[DF__W_NONCE]; } df__wauth;
 typedef struct df__wbuf { unsigned char *p; size_t n, cap; int oom; } df__wbuf;
 typedef struct df__wread { const unsigned char *p; size_t n; const char *bad; } df__wread;
 #endif
@@ -1390,9 +1397,9 @@ DF_PRIVATE int df__w_recv_body(df__wchan *ch, int type, unsigned char **data, ui
 DF_PRIVATE int df__w_recv(df__wchan *ch, uint64_t max, unsigned char **data, uint64_t *len, const char **why, char *buf, size_t bn);
 DF_PRIVATE struct df__hmac_key *df__key_load(const char *path, const char *who, df_status *st);
 DF_PRIVATE const char *df__key_path(const char *given);
-DF_PRIVATE void df__w_auth_proof(const struct df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns, unsigned char out[32]);
-DF_PRIVATE struct df__wkeys *df__w_auth_keys(const struct df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns);
-DF_PRIVATE df_code df__w_auth_client(df__wchan *ch, const struct df__hmac_key *key, uint32_t role, int timeout_ms, const char *who, int *closed, df_status *st);
+DF_PRIVATE void df__w_auth_proof(const struct df__hmac_key *key, int server, const df__wauth *a, unsigned char out[32]);
+DF_PRIVATE struct df__wkeys *df__w_auth_keys(const struct df__hmac_key *key, int server, const df__wauth *a);
+DF_PRIVATE df_code df__w_auth_client(df__wchan *ch, const struct df__hmac_key *key, uint32_t role, const unsigned char *id, int timeout_ms, const char *who, int *closed, df_status *st);
 DF_PRIVATE int df__addr_is_loopback(const char *addr);
 DF_PRIVATE double df__now_ms(void);
 DF_PRIVATE int df__w_check_header(const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn, int keyed);

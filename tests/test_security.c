@@ -313,12 +313,19 @@ static int closed_within(int fd, int ms) {
     return 0;
 }
 
-static void auth_mac(const df__hmac_key *k, const char *label, const unsigned char *nc, const unsigned char *ns, unsigned char out[32]) {
+/* The handshake's transcript: the client's role, both ids, both nonces. */
+typedef struct transcript { uint32_t role; unsigned char idc[16], ids[16], nc[32], ns[32]; } transcript;
+static void auth_mac(const df__hmac_key *k, const char *label, const transcript *t, unsigned char out[32]) {
+    unsigned char role[4];
+    put32(role, t->role);
     df__hmac m;
     df__hmac_begin(&m, k);
     df__hmac_update(&m, label, strlen(label) + 1);       /* (the label's NUL included) */
-    df__hmac_update(&m, nc, 32);
-    df__hmac_update(&m, ns, 32);
+    df__hmac_update(&m, role, 4);
+    df__hmac_update(&m, t->idc, 16);
+    df__hmac_update(&m, t->ids, 16);
+    df__hmac_update(&m, t->nc, 32);
+    df__hmac_update(&m, t->ns, 32);
     df__hmac_final(&m, out);
 }
 /* The client's side of the handshake with key (klen bytes) as `role`. Returns AUTH_OK with r
@@ -327,21 +334,26 @@ static void auth_mac(const df__hmac_key *k, const char *label, const unsigned ch
 static int raw_handshake(raw *r, const void *key, size_t klen, uint32_t role, int *server_ok) {
     df__hmac_key K;
     df__hmac_key_init(&K, key, klen);
-    unsigned char nc[32], ns[32], proof[32];
-    if (df__random_bytes(nc, sizeof nc)) return R_CLOSED;
+    transcript t;
+    unsigned char proof[32];
+    memset(&t, 0, sizeof t);
+    t.role = role;
+    if (df__random_bytes(t.nc, sizeof t.nc) || df__random_bytes(t.idc, sizeof t.idc)) return R_CLOSED;
     pb p = {{0}, 0};
     pb_u32(&p, 1);
     pb_u32(&p, role);
-    pb_bytes(&p, nc, 32);
+    pb_bytes(&p, t.nc, 32);
+    pb_bytes(&p, t.idc, 16);
     if (server_ok) *server_ok = 0;
     if (!raw_send(r, AUTH, p.b, p.n)) return R_CLOSED;
     int type = raw_recv(r, 3000);
     if (type != AUTH_CHALLENGE) return type;
-    if (r->got_n != 72 || get32(r->got) != 32 || get32(r->got + 36) != 32) return R_TOO_BIG;
-    memcpy(ns, r->got + 4, 32);
-    auth_mac(&K, "dataflow-1 server proof", nc, ns, proof);
+    if (r->got_n != 92 || get32(r->got) != 32 || get32(r->got + 36) != 32 || get32(r->got + 72) != 16) return R_TOO_BIG;
+    memcpy(t.ns, r->got + 4, 32);
+    memcpy(t.ids, r->got + 76, 16);
+    auth_mac(&K, "dataflow-1 server proof", &t, proof);
     if (server_ok) *server_ok = !memcmp(proof, r->got + 40, 32);
-    auth_mac(&K, "dataflow-1 client proof", nc, ns, proof);
+    auth_mac(&K, "dataflow-1 client proof", &t, proof);
     p.n = 0;
     pb_bytes(&p, proof, 32);
     if (!raw_send(r, AUTH_PROOF, p.b, p.n)) return R_CLOSED;
@@ -349,8 +361,8 @@ static int raw_handshake(raw *r, const void *key, size_t klen, uint32_t role, in
     if (type != AUTH_OK) return type;
     if (r->got_n) return R_TOO_BIG;
     unsigned char c2s[32], s2c[32];
-    auth_mac(&K, "dataflow-1 client to server", nc, ns, c2s);
-    auth_mac(&K, "dataflow-1 server to client", nc, ns, s2c);
+    auth_mac(&K, "dataflow-1 client to server", &t, c2s);
+    auth_mac(&K, "dataflow-1 server to client", &t, s2c);
     df__hmac_key_init(&r->tx, c2s, 32);
     df__hmac_key_init(&r->rx, s2c, 32);
     r->keyed = 1;
@@ -1387,4 +1399,44 @@ DF_TEST(security_13_worker_sends_only_to_its_cluster) {
     }
     df_graph_free(l.g);
     wk_stop(&b);
+}
+
+/* ===========================================================================================
+   14. A reflected handshake: the worker's own id (learnt from one challenge) sent back to it as
+   a client's is refused, so a worker's dial to a hostile address cannot be turned back onto
+   the worker itself (its TENSORs would otherwise come back to it as a peer's).
+   =========================================================================================== */
+DF_TEST(security_14_a_handshake_reflected_onto_the_worker_is_refused) {
+    keys k;
+    if (!keys_make(&k)) return;
+    wk w;
+    df_status st;
+    df_worker_options o = wopts(0, k.key);
+    CHECK_MSG(wk_start(&w, &o, &st), "worker: %s", st.message);
+    if (!w.w) { rm_tree(k.dir); return; }
+    raw r;
+    unsigned char id[16];
+    int learnt = 0;
+    if (raw_open(&r, w.port)) {                  /* a challenge tells the worker's id */
+        pb p = {{0}, 0};
+        unsigned char nonce[32];
+        memset(nonce, 7, sizeof nonce);
+        memset(id, 9, sizeof id);
+        pb_u32(&p, 1); pb_u32(&p, ROLE_WORKER); pb_bytes(&p, nonce, 32); pb_bytes(&p, id, 16);
+        if (raw_send(&r, AUTH, p.b, p.n) && raw_recv(&r, 3000) == AUTH_CHALLENGE && r.got_n == 92) { memcpy(id, r.got + 76, 16); learnt = 1; }
+        raw_close(&r);
+    }
+    CHECK_MSG(learnt, "no AUTH_CHALLENGE with the worker's id");
+    if (learnt && raw_open(&r, w.port)) {         /* its own id as the client's: closed, no challenge */
+        pb p = {{0}, 0};
+        unsigned char nonce[32];
+        memset(nonce, 8, sizeof nonce);
+        pb_u32(&p, 1); pb_u32(&p, ROLE_WORKER); pb_bytes(&p, nonce, 32); pb_bytes(&p, id, 16);
+        int sent = raw_send(&r, AUTH, p.b, p.n), type = sent ? raw_recv(&r, 3000) : -1;
+        CHECK_MSG(type != AUTH_CHALLENGE, "the worker answered its own id with a challenge");
+        CHECK(book_wait(&w.book, "reflected", 1, 2000));
+        raw_close(&r);
+    }
+    wk_stop(&w);
+    rm_tree(k.dir);
 }

@@ -18,6 +18,7 @@ struct df__cluster {
     char (*addr)[64];
     df__wchan *ch;                   /* fd -1 once broken: runs then fail with DF_UNAVAILABLE */
     struct df__hmac_key *key;        /* the cluster key (NULL: none) */
+    unsigned char id[DF__W_ID];      /* random: this master in handshakes */
     uint64_t *incarnation;
 #ifdef DF__NET
     pthread_mutex_t mu;
@@ -70,6 +71,7 @@ DF_PRIVATE df_code df__cluster_open(struct df_session *s, df_status *st) {
     c->salt = s->seed_salt << 20;
     const char *key_path = df__key_path(s->opts.cluster_key_file);
     if (key_path && !(c->key = df__key_load(key_path, "df_session_new", st))) return st->code;
+    if (c->key && df__random_bytes(c->id, sizeof c->id)) return df_status_set(st, DF_UNAVAILABLE, "df_session_new: no random numbers from the system");
     int n = 1;
     for (const char *p = target; *p; p++) n += *p == ',';
     if (n > 1024) return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: %d workers in the target, at most 1024", n);
@@ -77,7 +79,7 @@ DF_PRIVATE df_code df__cluster_open(struct df_session *s, df_status *st) {
     c->ch = (df__wchan *)DF_MALLOC((size_t)n * sizeof(df__wchan));
     c->incarnation = (uint64_t *)DF_MALLOC((size_t)n * sizeof(uint64_t));
     if (!c->addr || !c->ch || !c->incarnation) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
-    for (int t = 0; t < n; t++) { c->ch[t].fd = -1; c->ch[t].k = NULL; }
+    for (int t = 0; t < n; t++) { c->ch[t].fd = -1; c->ch[t].k = NULL; c->ch[t].frame_ms = 0; }
     c->n = n;
     const char *p = target;
     for (int t = 0; t < n; t++) {
@@ -101,7 +103,7 @@ DF_PRIVATE df_code df__cluster_open(struct df_session *s, df_status *st) {
             struct timeval tv = {rcv_ms / 1000, (rcv_ms % 1000) * 1000};
             setsockopt(c->ch[t].fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
             int closed = 0;
-            if (!c->key || df__w_auth_client(&c->ch[t], c->key, DF__W_ROLE_MASTER, c->timeout_ms > 5000 ? c->timeout_ms : 5000, who, &closed, st) == DF_OK) break;
+            if (!c->key || df__w_auth_client(&c->ch[t], c->key, DF__W_ROLE_MASTER, c->id, c->timeout_ms > 5000 ? c->timeout_ms : 5000, who, &closed, st) == DF_OK) break;
             df__chan_close(&c->ch[t]);
             if (!closed || attempt == 3) return st->code;
             df_status_clear(st);

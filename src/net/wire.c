@@ -264,8 +264,16 @@ DF_PRIVATE int df__w_recv_head(df__wchan *ch, uint64_t max, uint64_t *len, const
     unsigned char h[DF__W_HEADER];
     *len = 0;
     ssize_t r;
+    if (ch->frame_ms > 0) {                      /* between frames a peer may be idle for ever */
+        struct timeval tv = {0, 0};
+        setsockopt(ch->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
     do r = recv(ch->fd, h, 1, 0); while (r < 0 && errno == EINTR);
     if (r == 0) { *why = "closed"; return 0; }
+    if (r > 0 && ch->frame_ms > 0) {             /* inside one, it may not trickle */
+        struct timeval tv = {ch->frame_ms / 1000, (ch->frame_ms % 1000) * 1000};
+        setsockopt(ch->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
     if (r < 0 || df__sock_read(ch->fd, h + 1, sizeof h - 1)) { *why = "the connection broke inside a frame header"; return -1; }
     return df__w_take_head(ch, h, max, len, why, buf, bn);
 }
@@ -358,26 +366,32 @@ DF_PRIVATE df__hmac_key *df__key_load(const char *path, const char *who, df_stat
     memset(buf, 0, sizeof buf);
     return k;
 }
-/* HMAC under the cluster key of a label, a zero byte and both nonces. */
-static void df__w_auth_mac(const df__hmac_key *key, const char *label, const unsigned char *nc, const unsigned char *ns, unsigned char out[32]) {
+/* HMAC under the cluster key of a label, a zero byte and the handshake's transcript (role, both
+   ids, both nonces). */
+static void df__w_auth_mac(const df__hmac_key *key, const char *label, const df__wauth *a, unsigned char out[32]) {
+    unsigned char role[4];
+    df__put32(role, a->role);
     df__hmac m;
     df__hmac_begin(&m, key);
     df__hmac_update(&m, label, strlen(label) + 1);
-    df__hmac_update(&m, nc, DF__W_NONCE);
-    df__hmac_update(&m, ns, DF__W_NONCE);
+    df__hmac_update(&m, role, 4);
+    df__hmac_update(&m, a->idc, DF__W_ID);
+    df__hmac_update(&m, a->ids, DF__W_ID);
+    df__hmac_update(&m, a->nc, DF__W_NONCE);
+    df__hmac_update(&m, a->ns, DF__W_NONCE);
     df__hmac_final(&m, out);
 }
-DF_PRIVATE void df__w_auth_proof(const df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns, unsigned char out[32]) {
-    df__w_auth_mac(key, server ? "dataflow-1 server proof" : "dataflow-1 client proof", nc, ns, out);
+DF_PRIVATE void df__w_auth_proof(const df__hmac_key *key, int server, const df__wauth *a, unsigned char out[32]) {
+    df__w_auth_mac(key, server ? "dataflow-1 server proof" : "dataflow-1 client proof", a, out);
 }
 /* The connection's keys, from the side of the server or of the client. */
-DF_PRIVATE struct df__wkeys *df__w_auth_keys(const df__hmac_key *key, int server, const unsigned char *nc, const unsigned char *ns) {
+DF_PRIVATE struct df__wkeys *df__w_auth_keys(const df__hmac_key *key, int server, const df__wauth *a) {
     struct df__wkeys *k = (struct df__wkeys *)DF_MALLOC(sizeof *k);
     if (!k) return NULL;
     memset(k, 0, sizeof *k);
     unsigned char c2s[32], s2c[32];
-    df__w_auth_mac(key, "dataflow-1 client to server", nc, ns, c2s);
-    df__w_auth_mac(key, "dataflow-1 server to client", nc, ns, s2c);
+    df__w_auth_mac(key, "dataflow-1 client to server", a, c2s);
+    df__w_auth_mac(key, "dataflow-1 server to client", a, s2c);
     df__hmac_key_init(&k->tx, server ? s2c : c2s, 32);
     df__hmac_key_init(&k->rx, server ? c2s : s2c, 32);
     memset(c2s, 0, sizeof c2s); memset(s2c, 0, sizeof s2c);
@@ -401,7 +415,7 @@ static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data,
         df__wread rd = {*data, (size_t)*len, NULL};
         uint32_t code = df__wr_u32(&rd, "code");
         char *msg = df__wr_str(&rd, 4000, "message");
-        df_status_set(st, code >= 1 && code <= 16 ? (df_code)code : DF_DATA_LOSS, "%s refused the connection: %s", who, msg ? msg : "?");
+        df_status_set(st, code == DF_PERMISSION_DENIED || code == DF_RESOURCE_EXHAUSTED ? (df_code)code : DF_UNAUTHENTICATED, "%s refused the connection: %s", who, msg ? msg : "?");
         DF_FREE(msg);
         return -1;
     }
@@ -410,13 +424,18 @@ static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data,
 /* The client's side of the handshake on a fresh connection; on success ch is keyed. *closed
    (when given) is set when the worker closed the connection in it without a word: a worker
    under a flood of connections closes the oldest to make room, so the caller may dial again. */
-DF_PRIVATE df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uint32_t role, int timeout_ms, const char *who, int *closed, df_status *st) {
-    unsigned char nc[DF__W_NONCE], ns[DF__W_NONCE], proof[32];
-    if (df__random_bytes(nc, sizeof nc)) return df_status_set(st, DF_UNAVAILABLE, "%s: no random numbers from the system for the handshake", who);
+DF_PRIVATE df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uint32_t role, const unsigned char *id, int timeout_ms, const char *who, int *closed, df_status *st) {
+    df__wauth a;
+    unsigned char proof[32];
+    memset(&a, 0, sizeof a);
+    a.role = role;
+    memcpy(a.idc, id, DF__W_ID);
+    if (df__random_bytes(a.nc, sizeof a.nc)) return df_status_set(st, DF_UNAVAILABLE, "%s: no random numbers from the system for the handshake", who);
     df__wbuf b = {NULL, 0, 0, 0};
     df__wb_u32(&b, DF__W_VERSION);
     df__wb_u32(&b, role);
-    df__wb_bytes(&b, nc, sizeof nc);
+    df__wb_bytes(&b, a.nc, sizeof a.nc);
+    df__wb_bytes(&b, a.idc, sizeof a.idc);
     int sent = !b.oom && !df__w_send(ch, DF__W_AUTH, &b);
     DF_FREE(b.p);
     if (!sent) return df_status_set(st, DF_UNAVAILABLE, "%s: cannot send the handshake: %s", who, strerror(errno));
@@ -425,20 +444,22 @@ DF_PRIVATE df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uin
     int type = df__w_auth_await(ch, timeout_ms, &data, &len, who, closed, st);
     if (type < 0) { DF_FREE(data); return st->code; }
     df__wread r = {data, (size_t)len, NULL};
-    size_t nl = 0, pl = 0;
-    const unsigned char *np = df__wr_bytes(&r, &nl, "nonce"), *pp = df__wr_bytes(&r, &pl, "proof");
-    if (type != DF__W_AUTH_CHALLENGE || r.bad || r.n || nl != DF__W_NONCE || pl != 32) {
+    size_t nl = 0, pl = 0, il = 0;
+    const unsigned char *np = df__wr_bytes(&r, &nl, "nonce"), *pp = df__wr_bytes(&r, &pl, "proof"), *ip = df__wr_bytes(&r, &il, "id");
+    if (type != DF__W_AUTH_CHALLENGE || r.bad || r.n || nl != DF__W_NONCE || pl != 32 || il != DF__W_ID) {
         DF_FREE(data);
         return df_status_set(st, DF_UNAUTHENTICATED, "%s answered the handshake with %s%s", who, df__w_type_names[type],
                              type == DF__W_AUTH_CHALLENGE ? " (malformed)" : " (is it a worker with --key-file?)");
     }
-    memcpy(ns, np, sizeof ns);
-    df__w_auth_proof(key, 1, nc, ns, proof);
-    int good = df__ct_equal(proof, pp, 32);
+    memcpy(a.ns, np, sizeof a.ns);
+    memcpy(a.ids, ip, sizeof a.ids);
+    df__w_auth_proof(key, 1, &a, proof);
+    int good = df__ct_equal(proof, pp, 32), self = !memcmp(a.ids, a.idc, DF__W_ID);
     DF_FREE(data);
     data = NULL;
+    if (self) return df_status_set(st, DF_UNAUTHENTICATED, "%s is this process itself (a reflected handshake)", who);
     if (!good) return df_status_set(st, DF_UNAUTHENTICATED, "%s does not hold this cluster's key (its proof is wrong)", who);
-    df__w_auth_proof(key, 0, nc, ns, proof);
+    df__w_auth_proof(key, 0, &a, proof);
     memset(&b, 0, sizeof b);
     df__wb_bytes(&b, proof, sizeof proof);
     sent = !b.oom && !df__w_send(ch, DF__W_AUTH_PROOF, &b);
@@ -448,7 +469,7 @@ DF_PRIVATE df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uin
     DF_FREE(data);
     if (type < 0) return st->code;
     if (type != DF__W_AUTH_OK || len) return df_status_set(st, DF_UNAUTHENTICATED, "%s ended the handshake with %s", who, df__w_type_names[type]);
-    if (!(ch->k = df__w_auth_keys(key, 0, nc, ns))) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    if (!(ch->k = df__w_auth_keys(key, 0, &a))) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
     return DF_OK;
 }
 

@@ -83,6 +83,7 @@ struct df_worker {
     df__wpeer **peers;               /* outgoing connections to other workers, by address */
     int n_peers, cap_peers;
     struct df__hmac_key *key;        /* the cluster key (NULL: none) */
+    unsigned char id[DF__W_ID];      /* random: this worker in handshakes, both ways */
     struct df__wshake *shakes;       /* connections in their handshake (the accept thread's) */
     int n_shakes, cap_shakes, evicted;
     double evict_logged;
@@ -255,6 +256,7 @@ static df__wpeer *df__w_peer(df_worker *w, const char *addr, df_status *st) {
         (p = (df__wpeer *)DF_MALLOC(sizeof *p))) {
         p->ch.fd = -1;
         p->ch.k = NULL;
+        p->ch.frame_ms = 0;
         snprintf(p->addr, sizeof p->addr, "%s", addr);
         pthread_mutex_init(&p->mu, NULL);
         w->peers[w->n_peers++] = p;
@@ -271,7 +273,7 @@ static df__wpeer *df__w_peer(df_worker *w, const char *addr, df_status *st) {
     }
     if (p->ch.fd < 0) {
         char err[256];
-        df__wchan ch = {-1, NULL};
+        df__wchan ch = {-1, NULL, 0};
         for (int attempt = 0; ch.fd < 0; attempt++) {   /* (dialled again when closed in the handshake) */
             if ((ch.fd = df__connect(addr, 1000, err, sizeof err)) < 0) {
                 pthread_mutex_unlock(&p->mu);
@@ -285,7 +287,7 @@ static df__wpeer *df__w_peer(df_worker *w, const char *addr, df_status *st) {
             setsockopt(ch.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
             int closed = 0;
             df_status_clear(st);
-            if (df__w_auth_client(&ch, w->key, DF__W_ROLE_WORKER, 5000, who, &closed, st) == DF_OK) break;
+            if (df__w_auth_client(&ch, w->key, DF__W_ROLE_WORKER, w->id, 5000, who, &closed, st) == DF_OK) break;
             df__chan_close(&ch);
             if (!closed || attempt == 3) { pthread_mutex_unlock(&p->mu); return NULL; }
             struct timespec ts = {0, 10000000L * (attempt + 1)};
@@ -324,7 +326,7 @@ DF_PRIVATE int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t
         df__put64(q, v->nbytes); q += 8;
     }
     size_t fixed = (size_t)(q - head);
-    if (task >= ws->n_cluster) { df_tensor_release(v); df_status_set(st, DF_INTERNAL, "No address for worker task %d", task); return 1; }
+    if (task >= ws->n_cluster) { df_tensor_release(v); df_status_set(st, DF_INVALID_ARGUMENT, "The master's RUN_STEP gave no address for worker task %d", task); return 1; }
     df__wpeer *p = df__w_peer(ws->w, ws->cluster[task], st);
     if (p) {
         if (df__w_send_parts(&p->ch, DF__W_TENSOR, head + DF__W_HEADER, fixed - DF__W_HEADER, live ? v->data : NULL, live ? v->nbytes : 0)) {
@@ -894,10 +896,10 @@ static void *df__w_beat_main(void *arg) {
    at once and a quarter of that from one address, the oldest closed first to make room. */
 typedef struct df__wshake {
     int fd, stage;                   /* 0: waiting for AUTH (no key: a first header); 1: for AUTH_PROOF */
-    uint32_t ip, role;
+    uint32_t ip;
     double since;
     char peer[64];
-    unsigned char nc[DF__W_NONCE], ns[DF__W_NONCE];
+    df__wauth a;                     /* the transcript so far */
     unsigned char in[DF__W_HEADER + 128];
     size_t have;
 } df__wshake;
@@ -924,6 +926,7 @@ static void df__w_adopt(df_worker *w, int fd, const char *peer, struct df__wkeys
     if (c && slot >= 0 && !w->stopping) {
         memset(c, 0, sizeof *c);
         c->w = w; c->ch.fd = fd; c->ch.k = k; c->slot = slot; c->refs = 1; c->role = role; c->id = ++w->next_conn;
+        c->ch.frame_ms = 10000;                  /* (a frame that stops halfway for 10 s closes its connection) */
         if (first) { memcpy(c->first, first, DF__W_HEADER); c->has_first = 1; }
         snprintf(c->peer, sizeof c->peer, "%s", peer);
         pthread_mutex_init(&c->wmu, NULL);
@@ -949,7 +952,7 @@ static void df__w_shake_refuse(int fd, df_code code, const char *msg) {
     df__wbuf b = {NULL, 0, 0, 0};
     df__wb_u32(&b, (uint32_t)code);
     df__wb_str(&b, msg);
-    df__wchan ch = {fd, NULL};
+    df__wchan ch = {fd, NULL, 0};
     if (!b.oom) (void)df__w_send(&ch, DF__W_ERROR, &b);
     DF_FREE(b.p);
 }
@@ -985,25 +988,33 @@ static int df__w_shake_step(df_worker *w, df__wshake *s) {
     }
     if (s->have < want) return 0;
     df__wread rd = {s->in + DF__W_HEADER, s->have - DF__W_HEADER, NULL};
-    df__wchan ch = {s->fd, NULL};
-    if (s->stage == 0) {                         /* AUTH: version, role, the client's nonce */
+    df__wchan ch = {s->fd, NULL, 0};
+    if (s->stage == 0) {                         /* AUTH: version, role, the client's nonce and id */
         uint32_t version = df__wr_u32(&rd, "version"), role = df__wr_u32(&rd, "role");
-        size_t nl = 0;
-        const unsigned char *nc = df__wr_bytes(&rd, &nl, "nonce");
-        if (rd.bad || rd.n || nl != DF__W_NONCE || version != DF__W_VERSION || (role != DF__W_ROLE_MASTER && role != DF__W_ROLE_WORKER)) {
+        size_t nl = 0, il = 0;
+        const unsigned char *nc = df__wr_bytes(&rd, &nl, "nonce"), *idc = df__wr_bytes(&rd, &il, "id");
+        if (rd.bad || rd.n || nl != DF__W_NONCE || il != DF__W_ID || version != DF__W_VERSION || (role != DF__W_ROLE_MASTER && role != DF__W_ROLE_WORKER)) {
             df__w_log(w, "closing the connection from %s: a malformed AUTH", s->peer);
             close(s->fd);
             return 1;
         }
-        memcpy(s->nc, nc, DF__W_NONCE);
-        s->role = role;
+        if (!memcmp(idc, w->id, DF__W_ID)) {     /* our own dial, turned back to us */
+            df__w_log(w, "closing the connection from %s: a handshake of this worker's own (reflected)", s->peer);
+            close(s->fd);
+            return 1;
+        }
+        s->a.role = role;
+        memcpy(s->a.nc, nc, DF__W_NONCE);
+        memcpy(s->a.idc, idc, DF__W_ID);
+        memcpy(s->a.ids, w->id, DF__W_ID);
         unsigned char proof[32];
         df__wbuf b = {NULL, 0, 0, 0};
-        int ok = !df__random_bytes(s->ns, DF__W_NONCE);
+        int ok = !df__random_bytes(s->a.ns, DF__W_NONCE);
         if (ok) {
-            df__w_auth_proof(w->key, 1, s->nc, s->ns, proof);
-            df__wb_bytes(&b, s->ns, DF__W_NONCE);
+            df__w_auth_proof(w->key, 1, &s->a, proof);
+            df__wb_bytes(&b, s->a.ns, DF__W_NONCE);
             df__wb_bytes(&b, proof, sizeof proof);
+            df__wb_bytes(&b, w->id, DF__W_ID);
             ok = !b.oom && !df__w_send(&ch, DF__W_AUTH_CHALLENGE, &b);
         }
         DF_FREE(b.p);
@@ -1015,16 +1026,16 @@ static int df__w_shake_step(df_worker *w, df__wshake *s) {
     size_t pl = 0;                               /* AUTH_PROOF: the client's proof */
     const unsigned char *pc = df__wr_bytes(&rd, &pl, "proof");
     unsigned char expect[32];
-    df__w_auth_proof(w->key, 0, s->nc, s->ns, expect);
+    df__w_auth_proof(w->key, 0, &s->a, expect);
     if (rd.bad || rd.n || pl != 32 || !df__ct_equal(pc, expect, 32)) {
         df__w_shake_refuse(s->fd, DF_UNAUTHENTICATED, "Wrong cluster key");
         df__w_log(w, "closing the connection from %s: wrong cluster key", s->peer);
         close(s->fd);
         return 1;
     }
-    struct df__wkeys *k = df__w_auth_keys(w->key, 1, s->nc, s->ns);
+    struct df__wkeys *k = df__w_auth_keys(w->key, 1, &s->a);
     if (!k || df__w_send(&ch, DF__W_AUTH_OK, NULL)) { DF_FREE(k); close(s->fd); return 1; }
-    df__w_adopt(w, s->fd, s->peer, k, s->role, NULL);
+    df__w_adopt(w, s->fd, s->peer, k, s->a.role, NULL);
     return 1;
 }
 /* Closes the handshake at i (the oldest make room for new ones). */
@@ -1158,6 +1169,11 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
     w->listen_fd = -1;
     w->wake[0] = w->wake[1] = -1;
     if (o.key_file && !(w->key = df__key_load(o.key_file, "df_worker_start", st))) { DF_FREE(w); return NULL; }
+    if (w->key && df__random_bytes(w->id, sizeof w->id)) {
+        df_status_set(st, DF_UNAVAILABLE, "df_worker_start: no random numbers from the system");
+        DF_FREE(w->key); DF_FREE(w);
+        return NULL;
+    }
     if (pipe(w->wake)) {
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "df_worker_start: pipe: %s", strerror(errno));
         DF_FREE(w->key); DF_FREE(w);
@@ -1288,13 +1304,15 @@ df_code df_worker_hello(const char *address, int timeout_ms, df_worker_info *inf
     const char *key_path = df__key_path(NULL);
     df__hmac_key *key = key_path ? df__key_load(key_path, "df_worker_hello", st) : NULL;
     if (key_path && !key) return st->code;
-    df__wchan ch = {df__connect(address, ms, err, sizeof err), NULL};
+    df__wchan ch = {df__connect(address, ms, err, sizeof err), NULL, 0};
     if (ch.fd < 0) { DF_FREE(key); return df_status_set(st, DF_UNAVAILABLE, "%s", err); }
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
     setsockopt(ch.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     char who[96];
     snprintf(who, sizeof who, "Worker %s", address);
-    if (key && df__w_auth_client(&ch, key, DF__W_ROLE_MASTER, ms, who, NULL, st)) { DF_FREE(key); df__chan_close(&ch); return st->code; }
+    unsigned char id[DF__W_ID];
+    if (key && df__random_bytes(id, sizeof id)) { DF_FREE(key); df__chan_close(&ch); return df_status_set(st, DF_UNAVAILABLE, "df_worker_hello: no random numbers from the system"); }
+    if (key && df__w_auth_client(&ch, key, DF__W_ROLE_MASTER, id, ms, who, NULL, st)) { DF_FREE(key); df__chan_close(&ch); return st->code; }
     DF_FREE(key);
     df__wbuf b = {NULL, 0, 0, 0};
     df__wb_u32(&b, DF__W_VERSION);
