@@ -407,6 +407,9 @@ run_tests() {
     rm -f build/dataflow_san.o
     $CC -std=c11 -g -O1 $WARN $san -c dataflow.c -o build/dataflow_san.o >build/compile_san.log 2>&1
     step "fuzz corpora replay without a crash (tests/fuzz/corpus)" fuzz_regression "$san" build/dataflow_san.o
+    # The distributed suite again on a keyed cluster: its workers and masters take the cluster
+    # key from DF_CLUSTER_KEY_FILE, so every connection is authenticated and every frame signed.
+    step "the distributed tests on a keyed cluster (DF_CLUSTER_KEY_FILE)" sh -c "$CC -std=c11 -g -O1 $WARN $san -I. tests/harness.c tests/test_distributed.c build/dataflow_san.o -o build/keyed_distributed $LIBS && (umask 077; printf '%s' 0123456789abcdef0123456789abcdef >build/keyed.key) && DF_CLUSTER_KEY_FILE=build/keyed.key ./build/keyed_distributed >build/keyed_distributed.log 2>&1 || { grep -A3 '^FAIL' build/keyed_distributed.log | head -30; tail -n 1 build/keyed_distributed.log; exit 1; }"
     local faults
     if faults=$(fault_injection "$san" 2>&1); then
         passed=$((passed + 1)); echo "ok   build: allocation faults: $(echo "$faults" | tail -n 1)"

@@ -18,6 +18,7 @@ static int start_workers(int n, df_worker **w, char *target, size_t tn) {
         df_worker_options o;
         memset(&o, 0, sizeof o);
         o.task = i;
+        o.key_file = getenv("DF_CLUSTER_KEY_FILE");   /* (set: a keyed cluster) */
         o.log = quiet;
         df_status st;
         if (!(w[i] = df_worker_start(&o, &st))) { CHECK_MSG(0, "worker %d: %s", i, st.message); return 0; }
@@ -48,6 +49,7 @@ __attribute__((constructor)) static void worker_process_main(void) {
     o.task = task;
     o.log = quiet;
     o.data_dir = ".";                  /* (the checkpoint test saves under our build directory) */
+    o.key_file = getenv("DF_CLUSTER_KEY_FILE");   /* (set: the whole suite on a keyed cluster) */
     df_status st;
     df_worker *w = df_worker_start(&o, &st);
     int port = w ? df_worker_port(w) : -1;
