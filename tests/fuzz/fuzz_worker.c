@@ -20,18 +20,23 @@
    Bits 4-7 are read only with bit 4 set: a keyed cluster (issue 28). The worker (or the
    master) then holds a fixed test key, from a 0600 file this process writes once under
    $TMPDIR, and every connection starts with the handshake: AUTH (version, role, the client's
-   nonce), AUTH_CHALLENGE (the server's nonce and proof), AUTH_PROOF, AUTH_OK; after it every
-   frame has flag 1 and a MAC after its payload (HMAC-SHA256 under the key of its direction,
-   of its sequence number, header and payload).
+   nonce and instance id), AUTH_CHALLENGE (the server's nonce, proof and id), AUTH_PROOF,
+   AUTH_OK; proofs and keys cover the client's role, both ids and both nonces, and a side
+   refuses a peer whose id is its own (a reflected handshake). After it every frame has flag 1
+   and a MAC after its payload (HMAC-SHA256 under the key of its direction, of its sequence
+   number, header and payload).
      bit 5 clear: this process does the handshake itself (a wrong answer of the library's side
        aborts), then signs every frame of the input as it goes: the frames need not hold MACs,
-       and a repaired one also gets flag 1. On the master side the fake worker also checks the
-       master's own AUTH, proof and MACs (a wrong one aborts).
+       and a repaired one also gets flag 1. On the master side the fake worker (whose id is a
+       fixed one, no master's) also checks the master's own AUTH, proof and MACs (a wrong one
+       aborts).
      bit 5 set: the input's first frames are the handshake, sent unsigned as they are (repaired
        or raw as bit 1 says): on the worker side AUTH and AUTH_PROOF frames (and anything else
        before them) go to the worker's handshake decoder; on the master side they are the fake
        worker's answers to AUTH and AUTH_PROOF, one frame each. Once repaired, a well-formed
-       proof in them is replaced by the right one, so that the handshake can succeed and what
+       proof in them is replaced by the right one (of the transcript: the role and id of the
+       input's AUTH, or the master's, the worker's id or the input's challenge's, the nonces),
+       so that the handshake can succeed and what
        follows it is signed; a raw one stays wrong. When the worker answers AUTH_OK (or the
        fake worker sent a valid AUTH_OK), the rest of the input is signed as with bit 5 clear;
        otherwise it goes unsigned. A master whose handshake failed must fail (it aborts here
@@ -87,7 +92,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { HEADER = 24, MAC = 32, NONCE = 32, T_HELLO = 1, T_HELLO_OK = 2, T_ERROR = 7, T_SHUTDOWN = 9, T_REGISTER = 5,
+enum { HEADER = 24, MAC = 32, NONCE = 32, ID = 16, T_HELLO = 1, T_HELLO_OK = 2, T_ERROR = 7, T_SHUTDOWN = 9, T_REGISTER = 5,
        T_RUN_STEP = 10, T_STEP_DONE = 11, T_HEARTBEAT = 14, T_AUTH = 15, T_AUTH_CHALLENGE = 16, T_AUTH_PROOF = 17,
        T_AUTH_OK = 18 };
 enum { SIDE_MASTER = 1, RAW = 2, KEYED = 16, SHAKE = 32, TAMPER_SHIFT = 6 };
@@ -228,24 +233,32 @@ static const char *key_file(void) {
     atexit(key_remove);
     return key_path;
 }
-/* HMAC under the cluster key of a label, its zero byte and both nonces. */
-static void auth_mac(const char *label, const uint8_t *nc, const uint8_t *ns, uint8_t out[32]) {
+/* The handshake's transcript: the role of the client's AUTH, both instance ids, both nonces. */
+typedef struct transcript { uint32_t role; uint8_t idc[ID], ids[ID], nc[NONCE], ns[NONCE]; } transcript;
+/* HMAC under the cluster key of a label, its zero byte and the transcript (the role as u32
+   little-endian, idc, ids, nc, ns). */
+static void auth_mac(const char *label, const transcript *t, uint8_t out[32]) {
+    uint8_t role[4];
+    put32(role, t->role);
     df__hmac m;
     df__hmac_begin(&m, &cluster_key);
     df__hmac_update(&m, label, strlen(label) + 1);
-    df__hmac_update(&m, nc, NONCE);
-    df__hmac_update(&m, ns, NONCE);
+    df__hmac_update(&m, role, 4);
+    df__hmac_update(&m, t->idc, ID);
+    df__hmac_update(&m, t->ids, ID);
+    df__hmac_update(&m, t->nc, NONCE);
+    df__hmac_update(&m, t->ns, NONCE);
     df__hmac_final(&m, out);
 }
-static void proof_of(int server, const uint8_t *nc, const uint8_t *ns, uint8_t out[32]) {
-    auth_mac(server ? "dataflow-1 server proof" : "dataflow-1 client proof", nc, ns, out);
+static void proof_of(int server, const transcript *t, uint8_t out[32]) {
+    auth_mac(server ? "dataflow-1 server proof" : "dataflow-1 client proof", t, out);
 }
 /* One side's signing state after the handshake: the key of each direction, the frames sent. */
 typedef struct wkeys { df__hmac_key tx, rx; uint64_t tx_seq, rx_seq; } wkeys;
-static void derive_keys(wkeys *k, int server, const uint8_t *nc, const uint8_t *ns) {
+static void derive_keys(wkeys *k, int server, const transcript *t) {
     uint8_t c2s[32], s2c[32];
-    auth_mac("dataflow-1 client to server", nc, ns, c2s);
-    auth_mac("dataflow-1 server to client", nc, ns, s2c);
+    auth_mac("dataflow-1 client to server", t, c2s);
+    auth_mac("dataflow-1 server to client", t, s2c);
     df__hmac_key_init(&k->tx, server ? s2c : c2s, 32);
     df__hmac_key_init(&k->rx, server ? c2s : s2c, 32);
     k->tx_seq = k->rx_seq = 0;
@@ -456,30 +469,43 @@ static int shake_answer(int fd, uint8_t *payload, size_t cap, size_t *len) {
     return r ? h[6] | h[7] << 8 : 0;
 }
 /* This process's handshake with the keyed worker, as a master: every answer must be right. */
+/* A challenge as the library sends it: 92 bytes, (32) ns, (32) proof, (16) ids. */
+static int challenge_ok(const uint8_t *c, size_t len) {
+    return len == 92 && get32(c) == NONCE && get32(c + 36) == 32 && get32(c + 72) == ID;
+}
 static void worker_handshake(int fd, wkeys *k) {
-    uint8_t nc[NONCE], ns[NONCE], proof[32], msg[HEADER + 128], answer[4096];
-    for (int i = 0; i < NONCE; i++) nc[i] = (uint8_t)(0xc0 + i);
-    uint8_t auth[44];
+    uint8_t proof[32], msg[HEADER + 128], answer[4096];
+    transcript t;
+    memset(&t, 0, sizeof t);
+    t.role = ROLE_MASTER;
+    for (int i = 0; i < NONCE; i++) t.nc[i] = (uint8_t)(0xc0 + i);
+    for (int i = 0; i < ID; i++) t.idc[i] = (uint8_t)(0x3c + i);
+    uint8_t auth[64];
     put32(auth, 1); put32(auth + 4, ROLE_MASTER); put32(auth + 8, NONCE);
-    memcpy(auth + 12, nc, NONCE);
+    memcpy(auth + 12, t.nc, NONCE);
+    put32(auth + 44, ID); memcpy(auth + 48, t.idc, ID);
     size_t len = 0;
     if (send_all(fd, msg, make_frame(msg, T_AUTH, auth, sizeof auth))) die("cannot send AUTH", strerror(errno));
     int type = shake_answer(fd, answer, sizeof answer, &len);
-    if (type != T_AUTH_CHALLENGE || len != 72 || get32(answer) != NONCE || get32(answer + 36) != 32) die("the worker did not answer AUTH with a challenge", NULL);
-    memcpy(ns, answer + 4, NONCE);
-    proof_of(1, nc, ns, proof);
+    if (type != T_AUTH_CHALLENGE || !challenge_ok(answer, len)) die("the worker did not answer AUTH with a challenge", NULL);
+    memcpy(t.ns, answer + 4, NONCE);
+    memcpy(t.ids, answer + 76, ID);
+    if (!memcmp(t.ids, t.idc, ID)) die("the worker sent this process's own id back", NULL);
+    proof_of(1, &t, proof);
     if (memcmp(proof, answer + 40, 32)) die("the worker's proof of the key is wrong", NULL);
     uint8_t p[36];
     put32(p, 32);
-    proof_of(0, nc, ns, p + 4);
+    proof_of(0, &t, p + 4);
     if (send_all(fd, msg, make_frame(msg, T_AUTH_PROOF, p, sizeof p))) die("cannot send AUTH_PROOF", strerror(errno));
     if ((type = shake_answer(fd, answer, sizeof answer, &len)) != T_AUTH_OK || len) die("the worker did not take a right proof", NULL);
-    derive_keys(k, 0, nc, ns);
+    derive_keys(k, 0, &t);
 }
 /* The input's own handshake (bit 5): its frames go one at a time while the worker answers
    them. Returns the first frame left for the stream; *authed when the worker said AUTH_OK. */
 static int input_handshake(int fd, frames *fs, int raw, wkeys *k, int *authed) {
-    uint8_t nc[NONCE], ns[NONCE], answer[4096];
+    uint8_t answer[4096];
+    transcript t;
+    memset(&t, 0, sizeof t);
     int have_nc = 0, have_ns = 0;
     *authed = 0;
     for (int i = 0; i < fs->n; i++) {
@@ -488,24 +514,27 @@ static int input_handshake(int fd, frames *fs, int raw, wkeys *k, int *authed) {
            (which may stop halfway), goes with the rest */
         if (f->n < HEADER || (raw && i == fs->n - 1) || (f->type != T_AUTH && f->type != T_AUTH_PROOF)) return i;
         if (f->type == T_AUTH) {                 /* (as the worker reads it, when well-formed) */
-            have_nc = f->n == HEADER + 44 && get32(f->p + HEADER + 8) == NONCE;
-            if (have_nc) memcpy(nc, f->p + HEADER + 12, NONCE);
+            const uint8_t *a = f->p + HEADER;
+            have_nc = f->n == HEADER + 64 && get32(a + 8) == NONCE && get32(a + 44) == ID;
+            if (have_nc) { t.role = get32(a + 4); memcpy(t.nc, a + 12, NONCE); memcpy(t.idc, a + 48, ID); }
         }
         if (!raw && f->type == T_AUTH_PROOF && have_nc && have_ns && f->n == HEADER + 36 && get32(f->p + HEADER) == 32)
-            proof_of(0, nc, ns, f->p + HEADER + 4);
+            proof_of(0, &t, f->p + HEADER + 4);
         if (send_all(fd, f->p, f->n)) return i + 1;
         size_t len = 0;
         int type = shake_answer(fd, answer, sizeof answer, &len);
         if (type == T_AUTH_CHALLENGE) {
-            if (!have_nc || len != 72 || get32(answer) != NONCE || get32(answer + 36) != 32) die("the worker sent a malformed challenge", NULL);
+            if (!have_nc || !challenge_ok(answer, len)) die("the worker sent a malformed challenge", NULL);
             uint8_t proof[32];
-            memcpy(ns, answer + 4, NONCE);
+            memcpy(t.ns, answer + 4, NONCE);
+            memcpy(t.ids, answer + 76, ID);
             have_ns = 1;
-            proof_of(1, nc, ns, proof);
+            if (!memcmp(t.ids, t.idc, ID)) die("the worker took an AUTH that holds its own id (reflected)", NULL);
+            proof_of(1, &t, proof);
             if (memcmp(proof, answer + 40, 32)) die("the worker's proof of the key is wrong", NULL);
         } else if (type == T_AUTH_OK) {
             if (!have_nc || !have_ns || len) die("the worker took a handshake it should not have", NULL);
-            derive_keys(k, 0, nc, ns);
+            derive_keys(k, 0, &t);
             *authed = 1;
             if (is_verbose()) fprintf(stderr, "  fuzz_worker: the input's handshake passed (frame %d)\n", i);
             return i + 1;
@@ -616,35 +645,45 @@ static int read_request(int fd, request *q, wkeys *k) {
    connection ended. */
 static int fake_handshake(int fd, fake_worker *fw, int *next, wkeys *k, int *authed) {
     request q;
-    uint8_t nc[NONCE], ns[NONCE], proof[32], msg[HEADER + 72];
+    uint8_t proof[32], msg[HEADER + 92];
+    transcript t;
+    memset(&t, 0, sizeof t);
     *authed = 0;
     if (!read_request(fd, &q, NULL)) return 0;
-    if (q.type != T_AUTH || q.flags || q.len != 44 || get32(q.head) != 1 || get32(q.head + 4) != ROLE_MASTER || get32(q.head + 8) != NONCE)
+    if (q.type != T_AUTH || q.flags || q.len != 64 || get32(q.head) != 1 || get32(q.head + 4) != ROLE_MASTER || get32(q.head + 8) != NONCE ||
+        get32(q.head + 44) != ID)
         die("the master's AUTH is malformed", NULL);
-    memcpy(nc, q.head + 12, NONCE);
+    t.role = ROLE_MASTER;
+    memcpy(t.nc, q.head + 12, NONCE);
+    memcpy(t.idc, q.head + 48, ID);
     int good = 0;                    /* the challenge sent is one the master must take */
     if (!fw->shake) {
-        for (int i = 0; i < NONCE; i++) ns[i] = (uint8_t)(0x5a ^ i);
-        uint8_t c[72];
-        put32(c, NONCE); memcpy(c + 4, ns, NONCE);
-        put32(c + 36, 32); proof_of(1, nc, ns, c + 40);
+        for (int i = 0; i < NONCE; i++) t.ns[i] = (uint8_t)(0x5a ^ i);
+        for (int i = 0; i < ID; i++) t.ids[i] = (uint8_t)(0xf0 ^ i);   /* (a fixed id: no master's) */
+        if (!memcmp(t.ids, t.idc, ID)) die("the master's id is the fake worker's", NULL);
+        uint8_t c[92];
+        put32(c, NONCE); memcpy(c + 4, t.ns, NONCE);
+        put32(c + 36, 32); proof_of(1, &t, c + 40);
+        put32(c + 72, ID); memcpy(c + 76, t.ids, ID);
         if (send_all(fd, msg, make_frame(msg, T_AUTH_CHALLENGE, c, sizeof c))) return 0;
         good = 1;
     } else {
         if (*next >= fw->fs->n) return 0;
         frame *f = &fw->fs->f[(*next)++];
-        if (f->n == HEADER + 72 && f->type == T_AUTH_CHALLENGE && get32(f->p + HEADER) == NONCE && get32(f->p + HEADER + 36) == 32) {
-            memcpy(ns, f->p + HEADER + 4, NONCE);
-            proof_of(1, nc, ns, proof);
+        if (f->type == T_AUTH_CHALLENGE && f->n == HEADER + 92 && challenge_ok(f->p + HEADER, 92)) {
+            memcpy(t.ns, f->p + HEADER + 4, NONCE);
+            memcpy(t.ids, f->p + HEADER + 76, ID);
+            proof_of(1, &t, proof);
             if (!fw->raw) memcpy(f->p + HEADER + 40, proof, 32);
-            good = header_ok_unsigned(f->p) && get64(f->p + 8) == 72 && !memcmp(proof, f->p + HEADER + 40, 32);
+            /* (an id that is the master's own: it must refuse even a right proof) */
+            good = header_ok_unsigned(f->p) && get64(f->p + 8) == 92 && !memcmp(proof, f->p + HEADER + 40, 32) && memcmp(t.ids, t.idc, ID);
         }
         if (send_all(fd, f->p, f->n)) return 0;
     }
     if (!read_request(fd, &q, NULL)) return 0;
     if (q.type != T_AUTH_PROOF) return 1;      /* (it refused the challenge: CLOSE, or nothing) */
     if (!good) die("the master answered a wrong challenge with its proof", NULL);
-    proof_of(0, nc, ns, proof);
+    proof_of(0, &t, proof);
     if (q.flags || q.len != 36 || get32(q.head) != 32 || memcmp(q.head + 4, proof, 32)) die("the master's AUTH_PROOF is wrong", NULL);
     if (!fw->shake) {
         if (send_all(fd, msg, make_frame(msg, T_AUTH_OK, NULL, 0))) return 0;
@@ -656,7 +695,7 @@ static int fake_handshake(int fd, fake_worker *fw, int *next, wkeys *k, int *aut
         fw->shake_ok = 1;
         if (is_verbose()) fprintf(stderr, "  fuzz_worker: the input's handshake answers were good ones\n");
     }
-    derive_keys(k, 1, nc, ns);
+    derive_keys(k, 1, &t);
     *authed = 1;
     return 1;
 }
@@ -868,12 +907,17 @@ static recording rec_keyed(const recording *r, int drop_last) {
     if (drop_last) k.n = prev;
     return k;
 }
-/* AUTH (version, role, a nonce of nonce_len bytes) as a client sends it. */
-static void rec_auth(recording *r, uint32_t version, uint32_t role, uint32_t nonce_len, uint32_t flags) {
-    uint8_t p[12 + 64];
+/* AUTH (version, role, a nonce of nonce_len bytes, a client id of id_len) as a client sends it. */
+static void rec_auth_id(recording *r, uint32_t version, uint32_t role, uint32_t nonce_len, uint32_t id_len, uint32_t flags) {
+    uint8_t p[12 + 64 + 4 + 32];
     put32(p, version); put32(p + 4, role); put32(p + 8, nonce_len);
     for (uint32_t i = 0; i < nonce_len; i++) p[12 + i] = (uint8_t)(0xa0 + i);
-    rec_frame(r, T_AUTH, p, 12 + nonce_len, flags);
+    put32(p + 12 + nonce_len, id_len);
+    for (uint32_t i = 0; i < id_len; i++) p[16 + nonce_len + i] = (uint8_t)(0x30 + i);
+    rec_frame(r, T_AUTH, p, 16 + nonce_len + id_len, flags);
+}
+static void rec_auth(recording *r, uint32_t version, uint32_t role, uint32_t nonce_len, uint32_t flags) {
+    rec_auth_id(r, version, role, nonce_len, ID, flags);
 }
 /* AUTH_PROOF with a proof of n zero bytes (the fuzzer writes the right one when n is 32). */
 static void rec_proof(recording *r, uint32_t n) {
@@ -882,15 +926,23 @@ static void rec_proof(recording *r, uint32_t n) {
     memset(p + 4, 0, n);
     rec_frame(r, T_AUTH_PROOF, p, 4 + n, 0);
 }
-/* AUTH_CHALLENGE: a nonce of nonce_len bytes and a zero proof (the fuzzer writes the right one). */
-static void rec_challenge(recording *r, uint32_t nonce_len) {
-    uint8_t p[8 + 64 + 32];
+/* AUTH_CHALLENGE: a nonce of nonce_len bytes, a zero proof (the fuzzer writes the right one)
+   and a server id of id_len bytes (none at all, not even its length, when id_len is 0). */
+static void rec_challenge_id(recording *r, uint32_t nonce_len, uint32_t id_len) {
+    uint8_t p[8 + 64 + 32 + 4 + 32];
     put32(p, nonce_len);
     for (uint32_t i = 0; i < nonce_len; i++) p[4 + i] = (uint8_t)(0x50 + i);
     put32(p + 4 + nonce_len, 32);
     memset(p + 8 + nonce_len, 0, 32);
-    rec_frame(r, T_AUTH_CHALLENGE, p, 8 + nonce_len + 32, 0);
+    size_t n = 8 + nonce_len + 32;
+    if (id_len) {
+        put32(p + n, id_len);
+        for (uint32_t i = 0; i < id_len; i++) p[n + 4 + i] = (uint8_t)(0xe0 + i);
+        n += 4 + id_len;
+    }
+    rec_frame(r, T_AUTH_CHALLENGE, p, n, 0);
 }
+static void rec_challenge(recording *r, uint32_t nonce_len) { rec_challenge_id(r, nonce_len, ID); }
 static void rec_hello(recording *r, uint32_t flags) {
     uint8_t v[4];
     put32(v, 1);
@@ -958,6 +1010,10 @@ static void handshake_seeds(void) {
     write_rec("key-shake-auth-twice", shake, &r);
     rec_auth(&r, 1, ROLE_MASTER, NONCE, 0); rec_proof(&r, 31); rec_hello(&r, 1);
     write_rec("key-shake-proof-short", shake, &r);
+    rec_auth_id(&r, 1, ROLE_MASTER, NONCE, 8, 0); rec_proof(&r, 32); rec_hello(&r, 1);
+    write_rec("key-shake-auth-short-id", shake, &r);
+    rec_auth_id(&r, 1, ROLE_MASTER, NONCE, 0, 0); rec_proof(&r, 32); rec_hello(&r, 1);   /* (an id of no bytes) */
+    write_rec("key-shake-auth-empty-id", shake, &r);
     rec_auth(&r, 1, ROLE_MASTER, NONCE, 1); rec_proof(&r, 32); rec_hello(&r, 1);
     write_rec("key-shake-signed-auth", shake, &r);
     /* a worker's connection (role 2) may not stop the worker; a master's may */
@@ -981,6 +1037,10 @@ static void handshake_seeds(void) {
     write_rec("key-shake-master-error", master, &r);
     rec_challenge(&r, NONCE); rec_frame(&r, T_AUTH_OK, error, 4, 0);
     write_rec("key-shake-master-ok-payload", master, &r);
+    rec_challenge_id(&r, NONCE, 0); rec_frame(&r, T_AUTH_OK, NULL, 0, 0);   /* (the layout before ids) */
+    write_rec("key-shake-master-no-id", master, &r);
+    rec_challenge_id(&r, NONCE, 8); rec_frame(&r, T_AUTH_OK, NULL, 0, 0);
+    write_rec("key-shake-master-short-id", master, &r);
     rec_challenge(&r, NONCE); rec_frame(&r, T_HELLO_OK, hello_ok, sizeof hello_ok, 0);
     write_rec("key-shake-master-no-ok", master, &r);
     rec_challenge(&r, NONCE); rec_frame(&r, T_AUTH_OK, NULL, 0, 1);
