@@ -33681,7 +33681,7 @@ static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data,
     char buf[160];
     int type = df__w_recv(ch, 4096, data, len, &why, buf, sizeof buf);
     if (type <= 0) {
-        if (closed) *closed = 1;
+        if (closed && type == 0) *closed = 1;    /* (closed without a word; a broken frame is no reason to dial again) */
         df_status_set(st, DF_UNAVAILABLE, "%s closed the connection in the handshake (%s)", who, type == 0 ? "refused, or it may have died" : why);
         return -1;
     }
