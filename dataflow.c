@@ -35179,9 +35179,9 @@ struct df__cluster {
     char (*addr)[64];
     df__wchan *ch;                   /* fd -1 once broken: runs then fail with DF_UNAVAILABLE */
     struct df__hmac_key *key;        /* the cluster key (NULL: none) */
-    unsigned char id[DF__W_ID];      /* random: this master in handshakes */
     uint64_t *incarnation;
 #ifdef DF__NET
+    unsigned char id[DF__W_ID];      /* random: this master in handshakes */
     pthread_mutex_t mu;
 #endif
     uint64_t next_step, salt;
