@@ -398,17 +398,46 @@ DF_PRIVATE struct df__wkeys *df__w_auth_keys(const df__hmac_key *key, int server
     return k;
 }
 /* One unsigned frame of the handshake within timeout_ms: its type (ERROR: *st set from it). */
+/* n bytes by the deadline (monotonic ms): 0; 1 when the peer closed before the first byte;
+   -1 when it broke or the deadline passed (a peer that trickles holds us no longer). */
+static int df__read_by(int fd, unsigned char *buf, size_t n, double deadline) {
+    size_t got = 0;
+    while (got < n) {
+        int left = (int)(deadline - df__now_ms());
+        struct pollfd p = {fd, POLLIN, 0};
+        int r;
+        if (left <= 0) return -1;
+        do r = poll(&p, 1, left); while (r < 0 && errno == EINTR);
+        if (r <= 0) return -1;
+        ssize_t k = recv(fd, buf + got, n - got, MSG_DONTWAIT);
+        if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+        if (k <= 0) return k == 0 && !got ? 1 : -1;
+        got += (size_t)k;
+    }
+    return 0;
+}
+/* One unsigned frame of the handshake, whole within timeout_ms: its type (ERROR: *st set from
+   it; -1: none, *st says why, *closed set when the peer closed without a word). */
 static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data, uint64_t *len, const char *who, int *closed, df_status *st) {
-    struct pollfd p = {ch->fd, POLLIN, 0};
-    int r;
-    do r = poll(&p, 1, timeout_ms); while (r < 0 && errno == EINTR);
-    if (r == 0) { df_status_set(st, DF_UNAVAILABLE, "%s did not answer the handshake within %d ms", who, timeout_ms); return -1; }
+    double deadline = df__now_ms() + timeout_ms;
+    unsigned char h[DF__W_HEADER];
     const char *why = NULL;
     char buf[160];
-    int type = df__w_recv(ch, 4096, data, len, &why, buf, sizeof buf);
-    if (type <= 0) {
-        if (closed && type == 0) *closed = 1;    /* (closed without a word; a broken frame is no reason to dial again) */
-        df_status_set(st, DF_UNAVAILABLE, "%s closed the connection in the handshake (%s)", who, type == 0 ? "refused, or it may have died" : why);
+    *data = NULL;
+    *len = 0;
+    int r = df__read_by(ch->fd, h, sizeof h, deadline), type = 0;
+    if (r == 1) {
+        if (closed) *closed = 1;
+        df_status_set(st, DF_UNAVAILABLE, "%s closed the connection in the handshake (refused, or it may have died)", who);
+        return -1;
+    }
+    if (r < 0) { df_status_set(st, DF_UNAVAILABLE, "%s did not answer the handshake within %d ms", who, timeout_ms); return -1; }
+    if (!(type = df__w_check_header(h, 4096, len, &why, buf, sizeof buf, 0))) {
+        df_status_set(st, DF_UNAUTHENTICATED, "%s answered the handshake with a broken frame (%s)", who, why);
+        return -1;
+    }
+    if (*len && (!(*data = (unsigned char *)DF_MALLOC((size_t)*len)) || df__read_by(ch->fd, *data, (size_t)*len, deadline))) {
+        df_status_set(st, DF_UNAVAILABLE, "%s did not finish its handshake answer within %d ms", who, timeout_ms);
         return -1;
     }
     if (type == DF__W_ERROR) {
