@@ -2166,6 +2166,7 @@ static double df__now_ms(void);
 static int df__w_check_header(const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn, int keyed);
 static int df__connect(const char *addr, int timeout_ms, char *err, size_t en);
 static int df__task_of(const char *dev);
+static int df__cluster_index(int n, const char (*job)[32], const int *jtask, const char *dev);
 #endif
 static int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t iter, df_tensor *v, int dead, df_status *st);
 static void df__cluster_close(struct df__cluster *c);
@@ -33978,7 +33979,19 @@ static int df__task_of(const char *dev) {
     return dev && df__parse_device(dev, &ds) ? ds.task : -1;
 }
 
-/* REGISTER: GraphDef, device index, this worker's task, feed names, fetch names -> handle */
+/* The cluster index of device dev: the address whose job and task it names (a device that
+   names no job is the worker job's); -1 when none. */
+static int df__cluster_index(int n, const char (*job)[32], const int *jtask, const char *dev) {
+    df__devspec ds;
+    if (!dev || !df__parse_device(dev, &ds)) return -1;
+    const char *j = ds.job[0] ? ds.job : "worker";
+    int task = ds.task < 0 ? 0 : ds.task;
+    for (int t = 0; t < n; t++) if (jtask[t] == task && !strcmp(job[t], j)) return t;
+    return -1;
+}
+
+/* REGISTER: GraphDef, device index, this worker's index in the cluster, feed names, fetch
+   names, then (optional) the cluster's jobs by index: u32 n, n x (job, task) -> handle */
 static df_code df__w_register(df_worker *w, const void *owner, df__wread *r, int *handle, df_status *st) {
     size_t gl = 0;
     const unsigned char *gd = df__wr_bytes(r, &gl, "REGISTER: graph");
@@ -33992,7 +34005,22 @@ static df_code df__w_register(df_worker *w, const void *owner, df__wread *r, int
     if (!r->bad) no = df__wr_u32(r, "REGISTER: fetches");
     if (no > 1u << 16) r->bad = "REGISTER: fetches";
     for (uint32_t k = 0; k < no && !r->bad; k++, n++) names[n] = df__wr_str(r, 4096, "REGISTER: fetch name");
-    if (!r->bad && r->n) r->bad = "REGISTER: bytes after the fetches";
+    uint32_t nj = 0;
+    char (*jobs)[32] = NULL;
+    int *jtasks = NULL;
+    if (!r->bad && r->n) {                       /* the jobs (a master of jobs by name sends them) */
+        nj = df__wr_u32(r, "REGISTER: jobs");
+        if (!r->bad && (nj == 0 || nj > 4096)) r->bad = "REGISTER: jobs";
+        if (!r->bad && (!(jobs = (char (*)[32])DF_MALLOC((size_t)nj * 32)) || !(jtasks = (int *)DF_MALLOC((size_t)nj * sizeof(int))))) r->bad = "out of memory";
+        for (uint32_t k = 0; k < nj && !r->bad; k++) {
+            char *j = df__wr_str(r, 31, "REGISTER: job name");
+            uint32_t jt = df__wr_u32(r, "REGISTER: job task");
+            if (j) { snprintf(jobs[k], 32, "%s", j); DF_FREE(j); }
+            if (!r->bad && jt > 1u << 20) r->bad = "REGISTER: job task";
+            jtasks[k] = (int)jt;
+        }
+    }
+    if (!r->bad && r->n) r->bad = "REGISTER: bytes after the jobs";
     df__wreg *reg = NULL;
     df_node **all = NULL;
     if (r->bad) goto done;
@@ -34037,7 +34065,7 @@ static df_code df__w_register(df_worker *w, const void *owner, df__wread *r, int
             reg->recv_types[reg->n_recv++] = x->out_types[0];
             continue;
         }
-        int t = df__task_of(df__attr_s(x, "recv_device"));
+        int t = jobs ? df__cluster_index((int)nj, (const char (*)[32])jobs, jtasks, df__attr_s(x, "recv_device")) : df__task_of(df__attr_s(x, "recv_device"));
         if (t >= 0 && t != (int)task) {
             reg->remote_keys[reg->n_remote] = (int32_t)df__attr_i(x, "_key", -1);
             reg->remote_tasks[reg->n_remote++] = t;
@@ -34049,6 +34077,7 @@ static df_code df__w_register(df_worker *w, const void *owner, df__wread *r, int
     if (*handle < 0) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory (or too many registered partitions)");
 done:
     df__wreg_free(reg);
+    DF_FREE(jobs); DF_FREE(jtasks);
     for (uint32_t k = 0; k < n; k++) DF_FREE(names[k]);
     DF_FREE(names); DF_FREE(all);
     return st->code;
@@ -35206,6 +35235,8 @@ df_code df_worker_hello(const char *address, int timeout_ms, df_worker_info *inf
 struct df__cluster {
     int n;
     char (*addr)[64];
+    char (*job)[32];                 /* each address's job ("worker" unless the target names one) */
+    int *jtask;                      /* and its task in that job */
     df__wchan *ch;                   /* fd -1 once broken: runs then fail with DF_UNAVAILABLE */
     struct df__hmac_key *key;        /* the cluster key (NULL: none) */
     uint64_t *incarnation;
@@ -35224,7 +35255,7 @@ static void df__cluster_close(struct df__cluster *c) {
         if (c->ch[t].fd >= 0) { df__w_send(&c->ch[t], DF__W_CLOSE, NULL); df__chan_close(&c->ch[t]); }
     pthread_mutex_destroy(&c->mu);
 #endif
-    DF_FREE(c->addr); DF_FREE(c->ch); DF_FREE(c->incarnation); DF_FREE(c->key);
+    DF_FREE(c->addr); DF_FREE(c->job); DF_FREE(c->jtask); DF_FREE(c->ch); DF_FREE(c->incarnation); DF_FREE(c->key);
     DF_FREE(c);
 }
 
@@ -35262,24 +35293,49 @@ static df_code df__cluster_open(struct df_session *s, df_status *st) {
     const char *key_path = df__key_path(s->opts.cluster_key_file);
     if (key_path && !(c->key = df__key_load(key_path, "df_session_new", st))) return st->code;
     if (c->key && df__random_bytes(c->id, sizeof c->id)) return df_status_set(st, DF_UNAVAILABLE, "df_session_new: no random numbers from the system");
+    /* "h:p,h:p" (the worker job) or jobs by name, as TensorFlow's cluster spec: "ps=h:p;worker=h:p,h:p" */
     int n = 1;
-    for (const char *p = target; *p; p++) n += *p == ',';
+    for (const char *p = target; *p; p++) n += *p == ',' || *p == ';';
     if (n > 1024) return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: %d workers in the target, at most 1024", n);
     c->addr = (char (*)[64])DF_MALLOC((size_t)n * 64);
+    c->job = (char (*)[32])DF_MALLOC((size_t)n * 32);
+    c->jtask = (int *)DF_MALLOC((size_t)n * sizeof(int));
     c->ch = (df__wchan *)DF_MALLOC((size_t)n * sizeof(df__wchan));
     c->incarnation = (uint64_t *)DF_MALLOC((size_t)n * sizeof(uint64_t));
-    if (!c->addr || !c->ch || !c->incarnation) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    if (!c->addr || !c->job || !c->jtask || !c->ch || !c->incarnation) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
     for (int t = 0; t < n; t++) { c->ch[t].fd = -1; c->ch[t].k = NULL; c->ch[t].frame_ms = 0; }
-    c->n = n;
-    const char *p = target;
-    for (int t = 0; t < n; t++) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (!len || len >= 64) return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: target address %d of '%s' is empty or too long", t, target);
-        memcpy(c->addr[t], p, len);
-        c->addr[t][len] = '\0';
-        p = e ? e + 1 : p + len;
+    c->n = 0;
+    for (const char *p = target;;) {
+        const char *end = strchr(p, ';'), *eq = strchr(p, '=');
+        const char *stop = end ? end : p + strlen(p), *list = p;
+        char job[32] = "worker";
+        if (eq && eq < stop) {                    /* "name=..." */
+            size_t nl = (size_t)(eq - p);
+            if (!nl || nl >= sizeof job) return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: a job name in '%s' is empty or too long", target);
+            memcpy(job, p, nl);
+            job[nl] = '\0';
+            for (size_t i = 0; i < nl; i++)
+                if (!((job[i] >= 'a' && job[i] <= 'z') || (job[i] >= 'A' && job[i] <= 'Z') || (job[i] >= '0' && job[i] <= '9') || job[i] == '_' || job[i] == '-'))
+                    return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: '%s' is not a job name (letters, digits, '_' and '-')", job);
+            for (int t = 0; t < c->n; t++)
+                if (!strcmp(c->job[t], job)) return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: job '%s' named twice in '%s'", job, target);
+            list = eq + 1;
+        } else if (end || p != target) return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: '%s' mixes jobs by name and a plain list", target);
+        for (int k = 0;; k++) {
+            const char *e = (const char *)memchr(list, ',', (size_t)(stop - list));
+            size_t len = e ? (size_t)(e - list) : (size_t)(stop - list);
+            if (!len || len >= 64) return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_new: address %d of job '%s' in '%s' is empty or too long", k, job, target);
+            memcpy(c->addr[c->n], list, len);
+            c->addr[c->n][len] = '\0';
+            snprintf(c->job[c->n], 32, "%s", job);
+            c->jtask[c->n++] = k;
+            if (!e) break;
+            list = e + 1;
+        }
+        if (!end) break;
+        p = end + 1;
     }
+    n = c->n;
     int total = 0;
     for (int t = 0; t < n; t++) {              /* connect, HELLO: incarnation and devices */
         char err[256], who[96];
@@ -35331,7 +35387,7 @@ static df_code df__cluster_open(struct df_session *s, df_status *st) {
         for (uint32_t i = 0; i < nd; i++) {
             df__device *d = df__device_new_cpu((int)i, 1, st);   /* (never allocates: a name for the placer) */
             if (!d) return st->code;
-            snprintf(d->name, sizeof d->name, "/job:worker/replica:0/task:%d/device:CPU:%u", t, i);
+            snprintf(d->name, sizeof d->name, "/job:%s/replica:0/task:%d/device:CPU:%u", c->job[t], c->jtask[t], i);
             s->devices[total++] = d;
             s->n_devices = total;
         }
@@ -35349,7 +35405,7 @@ static df_code df__cluster_register(struct df_session *s, df__plan *plan, df_sta
     pthread_mutex_lock(&c->mu);
     for (int p = 0; p < plan->n_parts && !st->code; p++) {
         df__part *pt = &plan->parts[p];
-        int t = df__task_of(pt->dev->name);
+        int t = df__cluster_index(c->n, c->job, c->jtask, pt->dev->name);
         char who[96];
         snprintf(who, sizeof who, "Worker task %d (%s)", t, t >= 0 && t < c->n ? c->addr[t] : "?");
         if (t < 0 || t >= c->n) { df_status_set(st, DF_INTERNAL, "Partition %d is on %s, not on a worker", p, pt->dev->name); break; }
@@ -35367,6 +35423,8 @@ static df_code df__cluster_register(struct df_session *s, df__plan *plan, df_sta
         for (int k = 0; k < pt->n_feeds; k++) df__wb_str(&b, pt->io_names[k]);
         df__wb_u32(&b, (uint32_t)pt->n_fetches);
         for (int k = 0; k < pt->n_fetches; k++) df__wb_str(&b, pt->io_names[pt->n_feeds + k]);
+        df__wb_u32(&b, (uint32_t)c->n);           /* the cluster's jobs, by index: where its Sends go */
+        for (int k = 0; k < c->n; k++) { df__wb_str(&b, c->job[k]); df__wb_u32(&b, (uint32_t)c->jtask[k]); }
         int sent = !b.oom && !df__w_send(&c->ch[t], DF__W_REGISTER, &b);
         DF_FREE(b.p);
         unsigned char *data = NULL;

@@ -1405,6 +1405,7 @@ DF_PRIVATE double df__now_ms(void);
 DF_PRIVATE int df__w_check_header(const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn, int keyed);
 DF_PRIVATE int df__connect(const char *addr, int timeout_ms, char *err, size_t en);
 DF_PRIVATE int df__task_of(const char *dev);
+DF_PRIVATE int df__cluster_index(int n, const char (*job)[32], const int *jtask, const char *dev);
 #endif
 DF_PRIVATE int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t iter, df_tensor *v, int dead, df_status *st);
 DF_PRIVATE void df__cluster_close(struct df__cluster *c);

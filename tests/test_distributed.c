@@ -149,6 +149,64 @@ DF_TEST(distributed_straight_line_over_two_workers) {
     for (int i = 0; i < 2; i++) df_worker_stop(w[i]);
 }
 
+/* Jobs by name, as TensorFlow's cluster spec: "ps=h:p;worker=h:p,h:p". A variable on the
+   parameter server (/job:ps/task:0), read and updated from both tasks of the worker job: the
+   values cross ps -> worker 0 -> worker 1 -> ps each step. Malformed targets are refused. */
+DF_TEST(distributed_ps_and_worker_jobs_by_name) {
+    df_worker *w[3] = {NULL, NULL, NULL};
+    char plain[256], target[300];
+    if (!start_workers(3, w, plain, sizeof plain)) return;
+    char *a1 = strchr(plain, ','), *a2 = a1 ? strchr(a1 + 1, ',') : NULL;
+    CHECK(a1 && a2);
+    if (!a1 || !a2) { for (int i = 0; i < 3; i++) df_worker_stop(w[i]); return; }
+    *a1 = *a2 = '\0';
+    snprintf(target, sizeof target, "ps=%s;worker=%s,%s", plain, a1 + 1, a2 + 1);
+    df_graph *g = df_graph_new();
+    df_graph_push_device(g, "/job:ps/task:0");
+    df_output v = df_variable(g, "v", DF_FLOAT, 0, NULL);
+    df_node *init = df_assign(g, v, df_scalar_f32(g, 1));
+    df_graph_pop_device(g);
+    df_graph_push_device(g, "/job:worker/task:0");
+    df_output a = df_mul(g, v, df_scalar_f32(g, 3));             /* 3v on worker 0 */
+    df_graph_pop_device(g);
+    df_graph_push_device(g, "/job:worker/task:1");
+    df_output b = df_add(g, a, df_scalar_f32(g, 1));             /* 3v + 1 on worker 1 */
+    df_graph_pop_device(g);
+    df_graph_push_device(g, "/job:ps/task:0");
+    df_node *upd = df_assign(g, v, b);                           /* v = 3v + 1, back on the ps */
+    df_graph_pop_device(g);
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.target = target;
+    df_status st;
+    df_session *s = df_session_new(g, &o, &st);
+    CHECK_MSG(s != NULL, "session on '%s': %s", target, st.message);
+    if (s) {
+        CHECK_EQ_INT(df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &init, 1, &st), DF_OK);
+        float want = 1;
+        for (int step = 0; step < 3; step++) {
+            CHECK_MSG(df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &upd, 1, &st) == DF_OK, "step %d: %s", step, st.message);
+            want = 3 * want + 1;
+        }
+        CHECK_EQ_INT(df_session_num_partitions(s), 3);           /* (the last run's: ps, worker 0, worker 1) */
+        df_tensor *vv = NULL;
+        CHECK_EQ_INT(df_session_run(s, NULL, NULL, 0, &v, &vv, 1, NULL, 0, &st), DF_OK);
+        CHECK_MSG(vv && *(float *)df_tensor_data(vv) == want, "v after 3 steps: %g, want %g", vv ? *(float *)df_tensor_data(vv) : -1.0, want);
+        df_tensor_release(vv);
+    }
+    df_session_free(s);
+    const char *bad[] = {"ps=;worker=127.0.0.1:1", "=127.0.0.1:1", "ps=127.0.0.1:1;ps=127.0.0.1:2", "p s=127.0.0.1:1",
+                         "127.0.0.1:1;worker=127.0.0.1:2", "ps=127.0.0.1:1,,127.0.0.1:2"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        o.target = bad[i];
+        df_session *t = df_session_new(g, &o, &st);
+        CHECK_MSG(!t && st.code == DF_INVALID_ARGUMENT, "target '%s': %s", bad[i], t ? "accepted" : st.message);
+        df_session_free(t);
+    }
+    df_graph_free(g);
+    for (int i = 0; i < 3; i++) df_worker_stop(w[i]);
+}
+
 /* A session over workers keeps its graph when the user frees it first (TF_DeleteGraph): it
    goes on running it, a new set of fetches (a new plan from the graph) included, and frees it. */
 DF_TEST(distributed_graph_freed_before_its_session) {

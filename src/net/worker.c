@@ -142,7 +142,19 @@ DF_PRIVATE int df__task_of(const char *dev) {
     return dev && df__parse_device(dev, &ds) ? ds.task : -1;
 }
 
-/* REGISTER: GraphDef, device index, this worker's task, feed names, fetch names -> handle */
+/* The cluster index of device dev: the address whose job and task it names (a device that
+   names no job is the worker job's); -1 when none. */
+DF_PRIVATE int df__cluster_index(int n, const char (*job)[32], const int *jtask, const char *dev) {
+    df__devspec ds;
+    if (!dev || !df__parse_device(dev, &ds)) return -1;
+    const char *j = ds.job[0] ? ds.job : "worker";
+    int task = ds.task < 0 ? 0 : ds.task;
+    for (int t = 0; t < n; t++) if (jtask[t] == task && !strcmp(job[t], j)) return t;
+    return -1;
+}
+
+/* REGISTER: GraphDef, device index, this worker's index in the cluster, feed names, fetch
+   names, then (optional) the cluster's jobs by index: u32 n, n x (job, task) -> handle */
 static df_code df__w_register(df_worker *w, const void *owner, df__wread *r, int *handle, df_status *st) {
     size_t gl = 0;
     const unsigned char *gd = df__wr_bytes(r, &gl, "REGISTER: graph");
@@ -156,7 +168,22 @@ static df_code df__w_register(df_worker *w, const void *owner, df__wread *r, int
     if (!r->bad) no = df__wr_u32(r, "REGISTER: fetches");
     if (no > 1u << 16) r->bad = "REGISTER: fetches";
     for (uint32_t k = 0; k < no && !r->bad; k++, n++) names[n] = df__wr_str(r, 4096, "REGISTER: fetch name");
-    if (!r->bad && r->n) r->bad = "REGISTER: bytes after the fetches";
+    uint32_t nj = 0;
+    char (*jobs)[32] = NULL;
+    int *jtasks = NULL;
+    if (!r->bad && r->n) {                       /* the jobs (a master of jobs by name sends them) */
+        nj = df__wr_u32(r, "REGISTER: jobs");
+        if (!r->bad && (nj == 0 || nj > 4096)) r->bad = "REGISTER: jobs";
+        if (!r->bad && (!(jobs = (char (*)[32])DF_MALLOC((size_t)nj * 32)) || !(jtasks = (int *)DF_MALLOC((size_t)nj * sizeof(int))))) r->bad = "out of memory";
+        for (uint32_t k = 0; k < nj && !r->bad; k++) {
+            char *j = df__wr_str(r, 31, "REGISTER: job name");
+            uint32_t jt = df__wr_u32(r, "REGISTER: job task");
+            if (j) { snprintf(jobs[k], 32, "%s", j); DF_FREE(j); }
+            if (!r->bad && jt > 1u << 20) r->bad = "REGISTER: job task";
+            jtasks[k] = (int)jt;
+        }
+    }
+    if (!r->bad && r->n) r->bad = "REGISTER: bytes after the jobs";
     df__wreg *reg = NULL;
     df_node **all = NULL;
     if (r->bad) goto done;
@@ -201,7 +228,7 @@ static df_code df__w_register(df_worker *w, const void *owner, df__wread *r, int
             reg->recv_types[reg->n_recv++] = x->out_types[0];
             continue;
         }
-        int t = df__task_of(df__attr_s(x, "recv_device"));
+        int t = jobs ? df__cluster_index((int)nj, (const char (*)[32])jobs, jtasks, df__attr_s(x, "recv_device")) : df__task_of(df__attr_s(x, "recv_device"));
         if (t >= 0 && t != (int)task) {
             reg->remote_keys[reg->n_remote] = (int32_t)df__attr_i(x, "_key", -1);
             reg->remote_tasks[reg->n_remote++] = t;
@@ -213,6 +240,7 @@ static df_code df__w_register(df_worker *w, const void *owner, df__wread *r, int
     if (*handle < 0) df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory (or too many registered partitions)");
 done:
     df__wreg_free(reg);
+    DF_FREE(jobs); DF_FREE(jtasks);
     for (uint32_t k = 0; k < n; k++) DF_FREE(names[k]);
     DF_FREE(names); DF_FREE(all);
     return st->code;
