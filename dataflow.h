@@ -479,6 +479,10 @@ void df_graph_pop_name_scope(df_graph *g);
 void df_graph_push_device(df_graph *g, const char *device);   /* "/device:CPU:1", "/cpu:1", "/gpu:0",
                                                                "/job:worker/task:1/device:CPU:0" */
 void df_graph_pop_device(df_graph *g);
+/* TensorFlow's replica_device_setter as a device scope: the variables made inside it go round
+   robin to /job:ps/task:0 .. ps_tasks-1, every other op to worker_device (NULL: "/job:worker");
+   ended by df_graph_pop_device. For between-graph replication over a "ps=...;worker=..." target. */
+void df_graph_push_replica_device_setter(df_graph *g, int ps_tasks, const char *worker_device);
 void df_graph_push_control_deps(df_graph *g, df_node *const *deps, int n);
 void df_graph_pop_control_deps(df_graph *g);
 

@@ -260,6 +260,16 @@ void df_graph_push_device(df_graph *g, const char *device) {
     }
     g->devices[g->n_devices++] = d;
 }
+/* Variables round robin over the ps tasks, every other op on worker_device: TensorFlow's
+   replica_device_setter. Popped with df_graph_pop_device. */
+void df_graph_push_replica_device_setter(df_graph *g, int ps_tasks, const char *worker_device) {
+    if (!g || g->status.code) return;
+    if (ps_tasks < 1 || ps_tasks > 1 << 20) { df__graph_error(g, DF_INVALID_ARGUMENT, "replica_device_setter: %d ps tasks", ps_tasks); return; }
+    char spec[128];
+    int n = snprintf(spec, sizeof spec, "%c%d:%s", 1, ps_tasks, worker_device ? worker_device : "/job:worker");
+    if (n < 0 || (size_t)n >= sizeof spec) { df__graph_error(g, DF_INVALID_ARGUMENT, "replica_device_setter: worker device '%s' is too long", worker_device); return; }
+    df_graph_push_device(g, spec);
+}
 void df_graph_pop_device(df_graph *g) {
     if (g && g->n_devices) DF_FREE(g->devices[--g->n_devices]);
 }
@@ -354,7 +364,16 @@ df_op_builder *df_op_new(df_graph *g, const char *op_type, const char *name) {
         b->name = df__unique_name(g, base);
     }
     if (!b->name) { b->oom = 1; }
-    if (g->n_devices && !(b->device = df__strdup(g->devices[g->n_devices - 1]))) b->oom = 1;
+    const char *top = g->n_devices ? g->devices[g->n_devices - 1] : NULL;
+    if (top && top[0] == '\001') {              /* a replica device setter: "\001ps_tasks:worker_device" */
+        int ps_tasks = atoi(top + 1);
+        const char *worker = strchr(top, ':') + 1;
+        char dev[96];
+        if (!strcmp(op->name, "VariableV2") || !strcmp(op->name, "VarHandleOp") || !strcmp(op->name, "Variable"))
+            snprintf(dev, sizeof dev, "/job:ps/task:%d", g->replica_next++ % ps_tasks);
+        else snprintf(dev, sizeof dev, "%s", worker);
+        if (!(b->device = df__strdup(dev))) b->oom = 1;
+    } else if (top && !(b->device = df__strdup(top))) b->oom = 1;
     return b;
 }
 

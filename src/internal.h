@@ -254,6 +254,7 @@ struct df_graph {
     int n_scopes, cap_scopes;
     char **devices;
     int n_devices, cap_devices;
+    int replica_next;                /* df_graph_push_replica_device_setter's round robin */
     df__ctl_scope *ctl;
     int n_ctl, cap_ctl;
     df__ctx *ctx;                /* current control-flow context */

@@ -207,6 +207,55 @@ DF_TEST(distributed_ps_and_worker_jobs_by_name) {
     for (int i = 0; i < 3; i++) df_worker_stop(w[i]);
 }
 
+/* The replica device setter: variables round robin over the ps tasks, the rest on the worker
+   device; a step over 2 ps and 1 worker tasks gives the values of one process. */
+DF_TEST(distributed_replica_device_setter_puts_variables_on_the_ps_tasks) {
+    df_graph *g = df_graph_new();
+    df_graph_push_replica_device_setter(g, 2, "/job:worker/task:0");
+    df_output v[3];
+    df_node *init[3];
+    for (int i = 0; i < 3; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "v%d", i);
+        v[i] = df_variable(g, name, DF_FLOAT, 0, NULL);
+        init[i] = df_assign(g, v[i], df_scalar_f32(g, (float)(i + 1)));
+    }
+    df_output sum = df_add(g, df_add(g, v[0], v[1]), v[2]);
+    df_graph_pop_device(g);
+    CHECK_OK(df_graph_status(g));
+    CHECK_MSG(!strcmp(df_node_device(v[0].node), "/job:ps/task:0"), "device %s, want %s", df_node_device(v[0].node), "/job:ps/task:0");
+    CHECK_MSG(!strcmp(df_node_device(v[1].node), "/job:ps/task:1"), "device %s, want %s", df_node_device(v[1].node), "/job:ps/task:1");
+    CHECK_MSG(!strcmp(df_node_device(v[2].node), "/job:ps/task:0"), "device %s, want %s", df_node_device(v[2].node), "/job:ps/task:0");
+    CHECK_MSG(!strcmp(df_node_device(sum.node), "/job:worker/task:0"), "device %s, want %s", df_node_device(sum.node), "/job:worker/task:0");
+    df_worker *w[3] = {NULL, NULL, NULL};
+    char plain[256], target[300];
+    if (start_workers(3, w, plain, sizeof plain)) {
+        char *a1 = strchr(plain, ','), *a2 = a1 ? strchr(a1 + 1, ',') : NULL;
+        if (a1 && a2) {
+            *a1 = *a2 = '\0';
+            snprintf(target, sizeof target, "ps=%s,%s;worker=%s", plain, a1 + 1, a2 + 1);
+            df_session_options o;
+            memset(&o, 0, sizeof o);
+            o.target = target;
+            df_status st;
+            df_session *s = df_session_new(g, &o, &st);
+            CHECK_MSG(s != NULL, "session: %s", st.message);
+            df_tensor *out = NULL;
+            if (s) {
+                CHECK_EQ_INT(df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, init, 3, &st), DF_OK);
+                CHECK_MSG(df_session_run(s, NULL, NULL, 0, &sum, &out, 1, NULL, 0, &st) == DF_OK, "run: %s", st.message);
+                CHECK_MSG(out && *(float *)df_tensor_data(out) == 6.0f, "sum %g", out ? *(float *)df_tensor_data(out) : -1.0);
+            }
+            df_tensor_release(out);
+            df_session_free(s);
+        }
+        for (int i = 0; i < 3; i++) df_worker_stop(w[i]);
+    }
+    df_graph_push_replica_device_setter(g, 0, NULL);
+    CHECK_EQ_INT(df_graph_status(g)->code, DF_INVALID_ARGUMENT);
+    df_graph_free(g);
+}
+
 /* A session over workers keeps its graph when the user frees it first (TF_DeleteGraph): it
    goes on running it, a new set of fetches (a new plan from the graph) included, and frees it. */
 DF_TEST(distributed_graph_freed_before_its_session) {
