@@ -215,7 +215,7 @@ DF_TEST(distributed_replica_device_setter_puts_variables_on_the_ps_tasks) {
     df_output v[3];
     df_node *init[3];
     for (int i = 0; i < 3; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "v%d", i);
         v[i] = df_variable(g, name, DF_FLOAT, 0, NULL);
         init[i] = df_assign(g, v[i], df_scalar_f32(g, (float)(i + 1)));
