@@ -1559,7 +1559,8 @@ typedef struct df__variant {
 typedef struct df__wchan {
     int fd;
     struct df__wkeys *k;
-    int frame_ms;                    /* > 0: once a frame has begun, the peer may pause this long at most */
+    int frame_ms;                    /* > 0: the socket's receive timeout: a frame that stops halfway
+                                        this long fails; the wait for a next frame goes on */
 } df__wchan;
 #ifdef DF__NET
 enum { DF__W_MAGIC = 0x31574644u, DF__W_VERSION = 1, DF__W_HEADER = 24, DF__W_TENSOR_FIXED = 32 };
@@ -2164,6 +2165,7 @@ static struct df__wkeys *df__w_auth_keys(const struct df__hmac_key *key, int ser
 static df_code df__w_auth_client(df__wchan *ch, const struct df__hmac_key *key, uint32_t role, const unsigned char *id, int timeout_ms, const char *who, int *closed, df_status *st);
 static int df__addr_is_loopback(const char *addr);
 static double df__now_ms(void);
+static df_code df__peer_code(uint32_t code);
 static int df__w_check_header(const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn, int keyed);
 static int df__connect(const char *addr, int timeout_ms, char *err, size_t en);
 static int df__task_of(const char *dev);
@@ -33559,16 +33561,10 @@ static int df__w_recv_head(df__wchan *ch, uint64_t max, uint64_t *len, const cha
     unsigned char h[DF__W_HEADER];
     *len = 0;
     ssize_t r;
-    if (ch->frame_ms > 0) {                      /* between frames a peer may be idle for ever */
-        struct timeval tv = {0, 0};
-        setsockopt(ch->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    }
-    do r = recv(ch->fd, h, 1, 0); while (r < 0 && errno == EINTR);
+    /* between frames a peer may be idle for ever: with frame_ms the socket's receive timeout
+       (set once) ends only a frame that stops halfway, not the wait for the next one */
+    do r = recv(ch->fd, h, 1, 0); while (r < 0 && (errno == EINTR || (ch->frame_ms > 0 && (errno == EAGAIN || errno == EWOULDBLOCK))));
     if (r == 0) { *why = "closed"; return 0; }
-    if (r > 0 && ch->frame_ms > 0) {             /* inside one, it may not trickle */
-        struct timeval tv = {ch->frame_ms / 1000, (ch->frame_ms % 1000) * 1000};
-        setsockopt(ch->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    }
     if (r < 0 || df__sock_read(ch->fd, h + 1, sizeof h - 1)) { *why = "the connection broke inside a frame header"; return -1; }
     return df__w_take_head(ch, h, max, len, why, buf, bn);
 }
@@ -33618,6 +33614,10 @@ static int df__w_recv(df__wchan *ch, uint64_t max, unsigned char **data, uint64_
     if (type <= 0) return type;
     return df__w_recv_body(ch, type, data, *len, why);
 }
+
+/* A status code a peer sent: one of ours (1 to 16), else the message is malformed (DF_DATA_LOSS);
+   never taken as our own DF_OK. */
+static df_code df__peer_code(uint32_t code) { return code >= 1 && code <= 16 ? (df_code)code : DF_DATA_LOSS; }
 
 /* ---- the cluster key and the handshake ---- */
 /* The key file named, else DF_CLUSTER_KEY_FILE's, else NULL (no key). */
@@ -34812,6 +34812,8 @@ static void df__w_adopt(df_worker *w, int fd, const char *peer, struct df__wkeys
         memset(c, 0, sizeof *c);
         c->w = w; c->ch.fd = fd; c->ch.k = k; c->slot = slot; c->refs = 1; c->role = role; c->id = ++w->next_conn;
         c->ch.frame_ms = 10000;                  /* (a frame that stops halfway for 10 s closes its connection) */
+        struct timeval rt = {c->ch.frame_ms / 1000, (c->ch.frame_ms % 1000) * 1000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &rt, sizeof rt);
         if (first) { memcpy(c->first, first, DF__W_HEADER); c->has_first = 1; }
         snprintf(c->peer, sizeof c->peer, "%s", peer);
         pthread_mutex_init(&c->wmu, NULL);
@@ -35211,7 +35213,7 @@ df_code df_worker_hello(const char *address, int timeout_ms, df_worker_info *inf
         df__wread r = {data, (size_t)len, NULL};
         uint32_t code = df__wr_u32(&r, "code");
         char *msg = df__wr_str(&r, 4000, "message");
-        df_status_set(st, code >= 1 && code <= 16 ? (df_code)code : DF_DATA_LOSS, "Worker %s refused: %s", address, msg ? msg : "?");
+        df_status_set(st, df__peer_code(code), "Worker %s refused: %s", address, msg ? msg : "?");
         DF_FREE(msg); DF_FREE(data);
         df__chan_close(&ch);
         return st->code;
@@ -35280,9 +35282,6 @@ static void df__cluster_close(struct df__cluster *c) {
 }
 
 #ifdef DF__NET
-/* A status code a peer sent: one of ours (1 to 15), else the message is malformed (DF_DATA_LOSS);
-   never taken as our own DF_OK. */
-static df_code df__peer_code(uint32_t code) { return code >= 1 && code <= 16 ? (df_code)code : DF_DATA_LOSS; }
 /* One answer on fd within timeout_ms: its type and payload (or -1 with st set). */
 static int df__cluster_await(df__wchan *ch, int timeout_ms, unsigned char **data, uint64_t *len, const char *who, df_status *st) {
     struct pollfd p = {ch->fd, POLLIN, 0};

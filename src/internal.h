@@ -798,7 +798,8 @@ typedef struct df__variant {
 typedef struct df__wchan {
     int fd;
     struct df__wkeys *k;
-    int frame_ms;                    /* > 0: once a frame has begun, the peer may pause this long at most */
+    int frame_ms;                    /* > 0: the socket's receive timeout: a frame that stops halfway
+                                        this long fails; the wait for a next frame goes on */
 } df__wchan;
 #ifdef DF__NET
 enum { DF__W_MAGIC = 0x31574644u, DF__W_VERSION = 1, DF__W_HEADER = 24, DF__W_TENSOR_FIXED = 32 };
@@ -1403,6 +1404,7 @@ DF_PRIVATE struct df__wkeys *df__w_auth_keys(const struct df__hmac_key *key, int
 DF_PRIVATE df_code df__w_auth_client(df__wchan *ch, const struct df__hmac_key *key, uint32_t role, const unsigned char *id, int timeout_ms, const char *who, int *closed, df_status *st);
 DF_PRIVATE int df__addr_is_loopback(const char *addr);
 DF_PRIVATE double df__now_ms(void);
+DF_PRIVATE df_code df__peer_code(uint32_t code);
 DF_PRIVATE int df__w_check_header(const unsigned char *h, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn, int keyed);
 DF_PRIVATE int df__connect(const char *addr, int timeout_ms, char *err, size_t en);
 DF_PRIVATE int df__task_of(const char *dev);

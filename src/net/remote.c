@@ -41,9 +41,6 @@ DF_PRIVATE void df__cluster_close(struct df__cluster *c) {
 }
 
 #ifdef DF__NET
-/* A status code a peer sent: one of ours (1 to 15), else the message is malformed (DF_DATA_LOSS);
-   never taken as our own DF_OK. */
-static df_code df__peer_code(uint32_t code) { return code >= 1 && code <= 16 ? (df_code)code : DF_DATA_LOSS; }
 /* One answer on fd within timeout_ms: its type and payload (or -1 with st set). */
 static int df__cluster_await(df__wchan *ch, int timeout_ms, unsigned char **data, uint64_t *len, const char *who, df_status *st) {
     struct pollfd p = {ch->fd, POLLIN, 0};

@@ -264,16 +264,10 @@ DF_PRIVATE int df__w_recv_head(df__wchan *ch, uint64_t max, uint64_t *len, const
     unsigned char h[DF__W_HEADER];
     *len = 0;
     ssize_t r;
-    if (ch->frame_ms > 0) {                      /* between frames a peer may be idle for ever */
-        struct timeval tv = {0, 0};
-        setsockopt(ch->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    }
-    do r = recv(ch->fd, h, 1, 0); while (r < 0 && errno == EINTR);
+    /* between frames a peer may be idle for ever: with frame_ms the socket's receive timeout
+       (set once) ends only a frame that stops halfway, not the wait for the next one */
+    do r = recv(ch->fd, h, 1, 0); while (r < 0 && (errno == EINTR || (ch->frame_ms > 0 && (errno == EAGAIN || errno == EWOULDBLOCK))));
     if (r == 0) { *why = "closed"; return 0; }
-    if (r > 0 && ch->frame_ms > 0) {             /* inside one, it may not trickle */
-        struct timeval tv = {ch->frame_ms / 1000, (ch->frame_ms % 1000) * 1000};
-        setsockopt(ch->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    }
     if (r < 0 || df__sock_read(ch->fd, h + 1, sizeof h - 1)) { *why = "the connection broke inside a frame header"; return -1; }
     return df__w_take_head(ch, h, max, len, why, buf, bn);
 }
@@ -323,6 +317,10 @@ DF_PRIVATE int df__w_recv(df__wchan *ch, uint64_t max, unsigned char **data, uin
     if (type <= 0) return type;
     return df__w_recv_body(ch, type, data, *len, why);
 }
+
+/* A status code a peer sent: one of ours (1 to 16), else the message is malformed (DF_DATA_LOSS);
+   never taken as our own DF_OK. */
+DF_PRIVATE df_code df__peer_code(uint32_t code) { return code >= 1 && code <= 16 ? (df_code)code : DF_DATA_LOSS; }
 
 /* ---- the cluster key and the handshake ---- */
 /* The key file named, else DF_CLUSTER_KEY_FILE's, else NULL (no key). */

@@ -955,6 +955,8 @@ static void df__w_adopt(df_worker *w, int fd, const char *peer, struct df__wkeys
         memset(c, 0, sizeof *c);
         c->w = w; c->ch.fd = fd; c->ch.k = k; c->slot = slot; c->refs = 1; c->role = role; c->id = ++w->next_conn;
         c->ch.frame_ms = 10000;                  /* (a frame that stops halfway for 10 s closes its connection) */
+        struct timeval rt = {c->ch.frame_ms / 1000, (c->ch.frame_ms % 1000) * 1000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &rt, sizeof rt);
         if (first) { memcpy(c->first, first, DF__W_HEADER); c->has_first = 1; }
         snprintf(c->peer, sizeof c->peer, "%s", peer);
         pthread_mutex_init(&c->wmu, NULL);
@@ -1354,7 +1356,7 @@ df_code df_worker_hello(const char *address, int timeout_ms, df_worker_info *inf
         df__wread r = {data, (size_t)len, NULL};
         uint32_t code = df__wr_u32(&r, "code");
         char *msg = df__wr_str(&r, 4000, "message");
-        df_status_set(st, code >= 1 && code <= 16 ? (df_code)code : DF_DATA_LOSS, "Worker %s refused: %s", address, msg ? msg : "?");
+        df_status_set(st, df__peer_code(code), "Worker %s refused: %s", address, msg ? msg : "?");
         DF_FREE(msg); DF_FREE(data);
         df__chan_close(&ch);
         return st->code;
