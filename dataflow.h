@@ -663,6 +663,54 @@ typedef struct df_optimizer {
 df_node *df_minimize(df_graph *g, df_output loss, int n_vars, const df_output *vars,
                      const df_optimizer *opt, df_node **init);
 
+/* ---- Synchronous data-parallel training (issue 29): begin ----
+   Gradient accumulators, TensorFlow's ConditionalAccumulator ops (the handle is a resource
+   scalar; dtype float or double; rank -1: any shape). An accumulator lives on the device it is
+   placed on, keyed by container/shared_name (else its node name) as a queue is: name a
+   container to share it between the masters of a worker (between-graph replication).
+   apply_gradient adds `gradient` unless local_step (int64 scalar) is below the accumulator's
+   global step (a stale gradient is dropped, not an error); take_gradient (num_required: int32
+   scalar > 0) waits until that many gradients are in, outputs their mean, empties the
+   accumulator and advances its global step; it ends CANCELLED when its run aborts or the
+   session is freed. num_accumulated is an int32 scalar; set_global_step takes an int64 scalar. */
+df_output df_conditional_accumulator(df_graph *g, df_dtype dtype, int rank, const int64_t *dims, const char *container,
+                                     const char *shared_name);
+df_node  *df_accumulator_apply_gradient(df_graph *g, df_output acc, df_output local_step, df_output gradient);
+df_output df_accumulator_take_gradient(df_graph *g, df_output acc, df_output num_required);
+df_output df_accumulator_num_accumulated(df_graph *g, df_output acc);
+df_node  *df_accumulator_set_global_step(df_graph *g, df_output acc, df_output new_global_step);
+
+/* TensorFlow's SyncReplicasOptimizer for plain SGD, built into g (between-graph replication:
+   every worker builds the same graph and calls this with the same arguments). For each
+   vars[i] (df_variable outputs, placed on the parameter servers, in `container`) an accumulator
+   on its device; a global step (int64 variable "sync_global_step" beside vars[0]) and a queue
+   of tokens there. A worker's step: its gradients of loss go into the accumulators at its
+   local step, then it waits for a token (the new global step) and takes it as its local step.
+   The chief's update: the mean of replicas_to_aggregate gradients per variable, applied with
+   ApplyGradientDescent(learning_rate), the global step advanced, total_replicas tokens queued.
+   The local step is a variable "sync_local_step" on worker_device (NULL: where the device scope
+   puts it); it is private to each master unless in a container, so leave it outside one.
+   Run: chief once: init_op (after the model's own initialisation or restore; it does not reset
+   the global step), then chief_init_op; each worker once: local_init_op (after the chief's
+   init); then each worker loops on train_op while the chief also loops on chief_update_op in a
+   session of its own (one session runs one step at a time). All names are fixed: one call per
+   graph. Returns the graph's status. */
+typedef struct df_sync_replicas {
+    df_node  *train_op;              /* every worker, each step */
+    df_node  *chief_update_op;       /* the chief, each step, in a second session */
+    df_node  *init_op;               /* the chief, once at the first start: global step := 0 */
+    df_node  *chief_init_op;         /* the chief, once per start: accumulators' steps := global step */
+    df_node  *local_init_op;         /* every worker, once per start: local step := global step */
+    df_output global_step;           /* int64 variable (save it with the model) */
+    df_output local_step;            /* int64 variable */
+    df_output token_queue;           /* the FIFOQueueV2 of tokens */
+    df_output accumulators[64];      /* one per variable (at most 64 variables) */
+} df_sync_replicas;
+df_code df_sync_replicas_sgd(df_graph *g, df_output loss, int n_vars, const df_output *vars, double learning_rate,
+                             int replicas_to_aggregate, int total_replicas, const char *container,
+                             const char *worker_device, df_sync_replicas *out);
+/* ---- Synchronous data-parallel training (issue 29): end ---- */
+
 /* =============================================================================================
    8. SESSIONS AND RUNNING                                                            >>session
    Owns:    df_session_free frees a session, and its graph with it when df_graph_free was

@@ -838,7 +838,7 @@ static void df__step_roots(df__step *s) {
 /* One round of waiting for a step: helps with the pool's tasks, else sleeps up to 200 us. An
    aborted step first takes its nodes off the queues they wait on. */
 static void df__step_wait_once(df__step *s) {
-    if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) df__queue_abort_step(s);
+    if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) { df__queue_abort_step(s); df__accums_abort_step(s); }
     df__task task;
     if (s->pool && df__pool_pop(s->pool, &task, 0)) { df__run_task(&task); return; }
     if (__atomic_load_n(&s->done, __ATOMIC_ACQUIRE)) { sched_yield(); return; }

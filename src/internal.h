@@ -695,6 +695,7 @@ struct df_session {
     int64_t gg_stats[4];         /* cuda_graphs: captures, replays, node-by-node runs, failed captures */
     struct df__queue_set *queues;   /* FIFOQueueV2 state (src/queue.c); NULL until a queue is made */
     int runs_in_flight;          /* df_session_run calls inside df__run_plan (df_session_free waits) */
+    struct df__accum_set *accums;   /* ConditionalAccumulator state (src/kernels/accumulator.c) */
 };
 
 /* ---- from src/cuda_graphs.c ---- */
@@ -1633,3 +1634,23 @@ DF_PRIVATE void df__session_drop_scope(struct df_session *s, uint64_t scope);
 DF_PRIVATE void df__queues_drop_scope(df_session *s, uint64_t scope);
 #endif
 /* ---- scope (issue 28): end ---- */
+
+/* ---- sync (issue 29): begin ---- */
+/* from src/kernels/accumulator.c */
+DF_PRIVATE df_code df__sf_accumulator(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_accum_apply(df__shape_ctx *c);
+DF_PRIVATE df_code df__sf_accum_take(df__shape_ctx *c);
+DF_PRIVATE void df__k_accumulator(df__kctx *c);
+DF_PRIVATE void df__k_accum_apply(df__kctx *c);
+DF_PRIVATE void df__k_accum_take(df__kctx *c);
+DF_PRIVATE void df__k_accum_num(df__kctx *c);
+DF_PRIVATE void df__k_accum_set_step(df__kctx *c);
+#ifndef DF_NO_THREADS
+DF_PRIVATE void df__accums_abort_step(df__step *s);
+#endif
+DF_PRIVATE void df__accums_cancel(df_session *s);
+DF_PRIVATE void df__accums_free(df_session *s);
+#ifdef DF__NET
+DF_PRIVATE void df__accums_drop_scope(df_session *s, uint64_t scope);
+#endif
+/* ---- sync (issue 29): end ---- */

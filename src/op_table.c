@@ -270,6 +270,23 @@ static const df__opspec df__op_table[] = {
     {"QueueCloseV2", "handle:resource", "", "cancel_pending_enqueues:bool=false", NULL, df__k_queue_close, DF__QUEUE_OP, 0},
     {"QueueSizeV2", "handle:resource", "size:int32", "", df__sf_scalar, df__k_queue_size, DF__QUEUE_OP, 0},
     {"QueueIsClosedV2", "handle:resource", "is_closed:bool", "", df__sf_scalar, df__k_queue_is_closed, DF__QUEUE_OP, 0},
+    /* ---- gradient accumulators (src/kernels/accumulator.c); the handle is a resource scalar ---- */
+#define DF__ACCUM_DEF "dtype:type{float,double},shape:shape=?,container:string=,shared_name:string=,reduction_type:string=MEAN"
+    {"ConditionalAccumulator", "", "handle:resource", DF__ACCUM_DEF, df__sf_accumulator, df__k_accumulator, DF__QUEUE_OP, 0},
+    {"ResourceConditionalAccumulator", "", "handle:resource", DF__ACCUM_DEF, df__sf_accumulator, df__k_accumulator, DF__QUEUE_OP, 0},
+    {"AccumulatorApplyGradient", "handle:resource,local_step:int64,gradient:dtype", "", "dtype:type{float,double}",
+     df__sf_accum_apply, df__k_accum_apply, DF__QUEUE_OP, 0},
+    {"ResourceAccumulatorApplyGradient", "handle:resource,local_step:int64,gradient:dtype", "", "dtype:type{float,double}",
+     df__sf_accum_apply, df__k_accum_apply, DF__QUEUE_OP, 0},
+    {"AccumulatorTakeGradient", "handle:resource,num_required:int32", "average:dtype", "dtype:type{float,double}",
+     df__sf_accum_take, df__k_accum_take, DF__QUEUE_OP | DF__OP_ASYNC, 0},
+    {"ResourceAccumulatorTakeGradient", "handle:resource,num_required:int32", "average:dtype", "dtype:type{float,double}",
+     df__sf_accum_take, df__k_accum_take, DF__QUEUE_OP | DF__OP_ASYNC, 0},
+    {"AccumulatorNumAccumulated", "handle:resource", "num_accumulated:int32", "", df__sf_scalar, df__k_accum_num, DF__QUEUE_OP, 0},
+    {"ResourceAccumulatorNumAccumulated", "handle:resource", "num_accumulated:int32", "", df__sf_scalar, df__k_accum_num, DF__QUEUE_OP, 0},
+    {"AccumulatorSetGlobalStep", "handle:resource,new_global_step:int64", "", "", NULL, df__k_accum_set_step, DF__QUEUE_OP, 0},
+    {"ResourceAccumulatorSetGlobalStep", "handle:resource,new_global_step:int64", "", "", NULL, df__k_accum_set_step, DF__QUEUE_OP, 0},
+#undef DF__ACCUM_DEF
 #undef DF__QUEUE_OP
     /* ---- TensorLists and Optionals (src/kernels/tensor_list.c): values in DF_VARIANT scalars ---- */
 #define DF__ST "shape_type:type{int32,int64}"

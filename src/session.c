@@ -137,6 +137,7 @@ DF_PRIVATE int df__resource_key_in_scope(const char *key, uint64_t scope) {
 DF_PRIVATE void df__session_drop_scope(struct df_session *ss, uint64_t scope) {
     if (!ss || !scope) return;
     df__queues_drop_scope(ss, scope);
+    df__accums_drop_scope(ss, scope);
     /* the variables go into gone[], freed after the lock; its room is the slots there were before
        (the scope makes no new ones); without it they are freed under the lock */
     df__spin_lock(&ss->lock);
@@ -266,7 +267,9 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
 
 void df_session_free(df_session *s) {
     if (!s) return;
+    df__accums_cancel(s);      /* ends the takes that wait on gradient accumulators */
     df__queues_end(s);         /* cancels what waits on the queues, waits for runs in flight */
+    df__accums_free(s);
     df__cluster_close(s->cluster);
 #ifndef DF_NO_THREADS
     df__pool_free(s->pool);
