@@ -121,8 +121,9 @@ demo() {
     $CC -std=c11 -O2 $WARN examples/demo.c $LIB_O2 -o build/demo $LIBS || exit 1
     ./build/demo || exit 1
     # Two real models trained on data/digits.csv.gz, the RNN through a while loop's gradient; the
-    # MLP again with its batches from a FIFOQueueV2 that a reader thread fills.
-    for e in digits_mlp digits_rnn digits_lstm digits_queue; do
+    # MLP again with its batches from a FIFOQueueV2 that a reader thread fills; and data-parallel
+    # over 1 ps + 2 worker processes on loopback (digits_ps, a few seconds).
+    for e in digits_mlp digits_rnn digits_lstm digits_queue digits_ps; do
         $CC -std=c11 -O2 $WARN examples/$e.c $LIB_O2 -o build/$e $LIBS || exit 1
         echo; echo "== $e"
         ./build/$e data/digits.csv.gz || exit 1
@@ -388,7 +389,7 @@ run_tests() {
     else skipped=$((skipped + 1)); echo "skip build: CMake packaging (cmake not installed)"; fi
     step "benchmarks compile (bench/bench_*.c, not run)" sh -c "for b in bench/bench_*.c; do $CC -std=c11 -O2 $WARN -I. -fsyntax-only \$b || exit 1; done"
     step "demo runs" sh -c "$CC -std=c11 -O2 $WARN examples/demo.c $LIB_O2 -o build/demo $LIBS && ./build/demo"
-    for e in digits_mlp digits_rnn digits_lstm digits_queue; do
+    for e in digits_mlp digits_rnn digits_lstm digits_queue digits_ps; do
         step "$e trains to its accuracy target" sh -c "$CC -std=c11 -O2 $WARN examples/$e.c $LIB_O2 -o build/$e $LIBS && ./build/$e data/digits.csv.gz"
     done
     step "dfrun builds, reports bad input and keeps to its bounds" check_dfrun

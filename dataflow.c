@@ -24192,6 +24192,11 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
         static uint64_t sessions_made;
         uint64_t k = __atomic_add_fetch(&sessions_made, 1, __ATOMIC_RELAXED);
         s->seed_salt = df__hash_mix((uint64_t)time(NULL) ^ k << 32, (uint64_t)(uintptr_t)s ^ k * 0x9e3779b97f4a7c15ull);
+        /* and the system's random numbers: processes forked from one parent in the same second
+           have the same heap and counter, and their masters then numbered their steps alike on a
+           shared worker, which mixed up the steps' tensors (between-graph replication) */
+        uint64_t r = 0;
+        if (!df__random_bytes(&r, sizeof r)) s->seed_salt = df__hash_mix(s->seed_salt, r);
     }
     if (o.target && *o.target) {              /* the workers' devices, and no local one */
         if (df__cluster_open(s, st) != DF_OK) { df_session_free(s); return NULL; }
@@ -30449,6 +30454,7 @@ static void df__k_accum_take(df__kctx *c) {
     }
     df__atake *t = (df__atake *)DF_MALLOC(sizeof *t);
     if (!t) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory in a TakeGradient"); return; }
+    for (int i = 0; i < c->n_in; i++) { df_tensor_release(c->in[i]); c->in[i] = NULL; }   /* (a parked node keeps none) */
     memset(t, 0, sizeof *t);
     t->need = need;
     t->node = c->node;
@@ -30469,7 +30475,7 @@ static void df__k_accum_take(df__kctx *c) {
         *tail = t;
         df__accum_flush(a, &parked, &woke);
 #ifndef DF_NO_THREADS
-        if (!t->finished && c->step->threaded) {
+        if (!t->finished && c->step->threaded) {   /* park: whoever completes the take resumes the node */
             t->mode = DF__AT_PARKED;
             t->step = c->step;
             t->tag = *c->tag;
@@ -30482,21 +30488,25 @@ static void df__k_accum_take(df__kctx *c) {
             return;
         }
         if (woke) pthread_cond_broadcast(&a->cv);
-        while (!t->finished) {                   /* a step without threads: this thread waits */
-            if (c->step->deadline_ms <= 0) { pthread_cond_wait(&a->cv, &a->mu); continue; }
-            double left = c->step->deadline_ms - df__clock_ms();
-            if (left <= 0) {
+        while (!t->finished) {                   /* a step without threads waits: 10 ms at a time (an abort) */
+            double left = c->step->deadline_ms > 0 ? c->step->deadline_ms - df__clock_ms() : 10.0;
+            int aborted = __atomic_load_n(&c->step->aborted, __ATOMIC_ACQUIRE) ||
+                          (c->step->group && __atomic_load_n(&c->step->group->aborted, __ATOMIC_ACQUIRE));
+            if (left <= 0 || aborted) {
                 df__atake **at = &a->takes;
                 while (*at && *at != t) at = &(*at)->next;
                 if (*at) *at = t->next;
-                df__fail(&t->st, t->node, DF_DEADLINE_EXCEEDED, "The run did not end within %d ms (df_session_options."
-                         "run_timeout_ms): accumulator '%s' still waits for %d gradients (%lld in)", c->step->timeout_ms,
-                         a->name, (int)need, (long long)a->counter);
+                if (aborted)
+                    df__fail(&t->st, t->node, DF_CANCELLED, "TakeGradient operation was cancelled: its run was aborted");
+                else
+                    df__fail(&t->st, t->node, DF_DEADLINE_EXCEEDED, "The run did not end within %d ms (df_session_options."
+                             "run_timeout_ms): accumulator '%s' still waits for %d gradients (%lld in)", c->step->timeout_ms,
+                             a->name, (int)need, (long long)a->counter);
                 break;
             }
             struct timespec ts;
             timespec_get(&ts, TIME_UTC);
-            ts.tv_nsec += (long)(DF__MIN(left, 100.0) * 1e6);
+            ts.tv_nsec += (long)(DF__MIN(left, 10.0) * 1e6);
             while (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
             pthread_cond_timedwait(&a->cv, &a->mu, &ts);
         }
@@ -30659,16 +30669,18 @@ static df_output df__sync_var(df_graph *g, const char *name, df_dtype t, int ran
 }
 
 df_code df_sync_replicas_sgd(df_graph *g, df_output loss, int n_vars, const df_output *vars, double learning_rate,
-                             int replicas_to_aggregate, int total_replicas, const char *container,
+                             int replicas_to_aggregate, int total_replicas, int worker_index, const char *container,
                              const char *worker_device, df_sync_replicas *out) {
     if (out) memset(out, 0, sizeof *out);
     if (!g) return DF_INVALID_ARGUMENT;
     if (g->status.code) return g->status.code;
     if (!out || n_vars < 1 || n_vars > 64 || !vars || !df__output_valid(loss) || loss.node->graph != g ||
-        replicas_to_aggregate < 1 || total_replicas < 1 || !(learning_rate > 0))
+        replicas_to_aggregate < 1 || total_replicas < 1 || total_replicas > 1024 || worker_index < 0 ||
+        worker_index >= total_replicas || !(learning_rate > 0))
         return df__graph_error(g, DF_INVALID_ARGUMENT, "df_sync_replicas_sgd: bad arguments (loss, n_vars %d (1..64), vars, "
-                               "learning_rate %g > 0, replicas_to_aggregate %d >= 1, total_replicas %d >= 1, out)", n_vars,
-                               learning_rate, replicas_to_aggregate, total_replicas);
+                               "learning_rate %g > 0, replicas_to_aggregate %d >= 1, total_replicas %d (1..1024), worker_index "
+                               "%d in [0, total_replicas), out)", n_vars, learning_rate, replicas_to_aggregate, total_replicas,
+                               worker_index);
     for (int i = 0; i < n_vars; i++)
         if (!df__output_valid(vars[i]) || vars[i].node->graph != g || !vars[i].node->out_is_ref[vars[i].index] ||
             !df__accum_type_ok(df_output_dtype(vars[i])))
@@ -30687,16 +30699,20 @@ df_code df_sync_replicas_sgd(df_graph *g, df_output loss, int n_vars, const df_o
     df_graph_push_device(g, ps_dev);
     out->global_step = df__sync_var(g, "sync_global_step", DF_INT64, 0, NULL, container);
     out->init_op = df_assign(g, out->global_step, df_scalar_i64(g, 0));
-    {
+    df_output *queues = (df_output *)DF_MALLOC((size_t)total_replicas * sizeof(df_output));
+    if (!queues) { df_graph_pop_device(g); return df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory"); }
+    for (int r = 0; r < total_replicas; r++) {     /* a token queue per worker: no worker takes another's token */
         df_dtype t = DF_INT64;
         int rank0 = 0;
         const int64_t *no_dims = NULL;
-        df_op_builder *b = df_op_new(g, "FIFOQueueV2", "sync_token_q");
+        snprintf(name, sizeof name, "sync_token_q_%d", r);
+        df_op_builder *b = df_op_new(g, "FIFOQueueV2", name);
         df_op_set_attr_type_list(b, "component_types", &t, 1);
         df_op_set_attr_shape_list(b, "shapes", 1, &rank0, &no_dims);
         if (container && *container) df_op_set_attr_string(b, "container", container);
-        out->token_queue = df__accum_out(df_op_finish(b));
+        queues[r] = df__accum_out(df_op_finish(b));
     }
+    out->token_queue = queues[worker_index];
     df_graph_pop_device(g);
     /* the worker's local step */
     if (worker_device) df_graph_push_device(g, worker_device);
@@ -30726,7 +30742,9 @@ df_code df_sync_replicas_sgd(df_graph *g, df_output loss, int n_vars, const df_o
         df_graph_pop_control_deps(g);
     }
     /* the chief's update: mean gradients applied, global step advanced, tokens for everyone */
+    df_graph_push_device(g, ps_dev);           /* (the chief's update runs on the ps alone: no transfers) */
     df_output need = df_scalar_i32(g, replicas_to_aggregate);
+    df_graph_pop_device(g);
     for (int i = 0; i < n_vars && df__ok(g); i++) {
         df_graph_push_device(g, df_node_device(vars[i].node));
         df_output mean = df_accumulator_take_gradient(g, out->accumulators[i], need);
@@ -30744,19 +30762,16 @@ df_code df_sync_replicas_sgd(df_graph *g, df_output loss, int n_vars, const df_o
         df_node *bump = df_assign_add(g, out->global_step, df_scalar_i64(g, 1));
         df_graph_pop_control_deps(g);
         df_graph_push_control_deps(g, &bump, 1);
-        int tokens = total_replicas > replicas_to_aggregate ? total_replicas : replicas_to_aggregate;
-        df_op_builder *b = df_op_new(g, "Fill", NULL);
-        int32_t nt = tokens;
-        df_tensor *dims_t = df_tensor_new(DF_INT32, 1, (int64_t[]){1}, NULL);
-        if (dims_t) memcpy(dims_t->data, &nt, sizeof nt);
-        df_op_add_input(b, dims_t ? df_const(g, dims_t) : df__accum_out(NULL));
-        df_tensor_release(dims_t);
-        df_op_add_input(b, df_identity(g, out->global_step));
-        df_output fill = df__accum_out(df_op_finish(b));
-        out->chief_update_op = df_queue_enqueue_many(g, out->token_queue, 1, &fill);
+        df_output token = df_identity(g, out->global_step);
+        df_node **enq = (df_node **)DF_MALLOC((size_t)total_replicas * sizeof(df_node *));
+        if (!enq) df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        for (int r = 0; enq && r < total_replicas && df__ok(g); r++) enq[r] = df_queue_enqueue(g, queues[r], 1, &token);
+        if (enq && df__ok(g)) out->chief_update_op = df_no_op(g, enq, total_replicas);
+        DF_FREE(enq);
         df_graph_pop_control_deps(g);
         df_graph_pop_device(g);
     }
+    DF_FREE(queues);
     if (!df__ok(g)) {
         df_code code = g->status.code;
         memset(out, 0, sizeof *out);

@@ -684,10 +684,14 @@ df_node  *df_accumulator_set_global_step(df_graph *g, df_output acc, df_output n
    every worker builds the same graph and calls this with the same arguments). For each
    vars[i] (df_variable outputs, placed on the parameter servers, in `container`) an accumulator
    on its device; a global step (int64 variable "sync_global_step" beside vars[0]) and a queue
-   of tokens there. A worker's step: its gradients of loss go into the accumulators at its
-   local step, then it waits for a token (the new global step) and takes it as its local step.
-   The chief's update: the mean of replicas_to_aggregate gradients per variable, applied with
-   ApplyGradientDescent(learning_rate), the global step advanced, total_replicas tokens queued.
+   of tokens per worker there. A worker's step (this graph's worker is worker_index, 0 ..
+   total_replicas-1): its gradients of loss go into the accumulators at its local step, then it
+   waits for a token in its queue (the new global step) and takes it as its local step. The
+   chief's update: the mean of replicas_to_aggregate gradients per variable, applied with
+   ApplyGradientDescent(learning_rate), the global step advanced, a token into every worker's
+   queue. (TF's single token queue lets a fast worker take a slow one's token and send two
+   gradients in one round; a queue per worker keeps the workers in step, so the result is the
+   SGD of the mean gradient exactly.)
    The local step is a variable "sync_local_step" on worker_device (NULL: where the device scope
    puts it); it is private to each master unless in a container, so leave it outside one.
    Run: chief once: init_op (after the model's own initialisation or restore; it does not reset
@@ -703,11 +707,11 @@ typedef struct df_sync_replicas {
     df_node  *local_init_op;         /* every worker, once per start: local step := global step */
     df_output global_step;           /* int64 variable (save it with the model) */
     df_output local_step;            /* int64 variable */
-    df_output token_queue;           /* the FIFOQueueV2 of tokens */
+    df_output token_queue;           /* this worker's FIFOQueueV2 of tokens */
     df_output accumulators[64];      /* one per variable (at most 64 variables) */
 } df_sync_replicas;
 df_code df_sync_replicas_sgd(df_graph *g, df_output loss, int n_vars, const df_output *vars, double learning_rate,
-                             int replicas_to_aggregate, int total_replicas, const char *container,
+                             int replicas_to_aggregate, int total_replicas, int worker_index, const char *container,
                              const char *worker_device, df_sync_replicas *out);
 /* ---- Synchronous data-parallel training (issue 29): end ---- */
 

@@ -235,6 +235,11 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
         static uint64_t sessions_made;
         uint64_t k = __atomic_add_fetch(&sessions_made, 1, __ATOMIC_RELAXED);
         s->seed_salt = df__hash_mix((uint64_t)time(NULL) ^ k << 32, (uint64_t)(uintptr_t)s ^ k * 0x9e3779b97f4a7c15ull);
+        /* and the system's random numbers: processes forked from one parent in the same second
+           have the same heap and counter, and their masters then numbered their steps alike on a
+           shared worker, which mixed up the steps' tensors (between-graph replication) */
+        uint64_t r = 0;
+        if (!df__random_bytes(&r, sizeof r)) s->seed_salt = df__hash_mix(s->seed_salt, r);
     }
     if (o.target && *o.target) {              /* the workers' devices, and no local one */
         if (df__cluster_open(s, st) != DF_OK) { df_session_free(s); return NULL; }

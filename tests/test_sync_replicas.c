@@ -359,7 +359,7 @@ static sr_model sr_build(int task) {
     m.b = sr_var(m.g, "b", 1, db, "model");
     df_output loss = sr_loss(m.g, m.w, m.b, task);
     df_output vars[2] = {m.w, m.b};
-    CHECK_EQ_INT(df_sync_replicas_sgd(m.g, loss, 2, vars, SR_LR, 2, 2, "model", wdev, &m.sr), DF_OK);
+    CHECK_EQ_INT(df_sync_replicas_sgd(m.g, loss, 2, vars, SR_LR, 2, 2, task, "model", wdev, &m.sr), DF_OK);
     df_node *inits[2] = {df_assign(m.g, m.w, sr_const(m.g, 2, dw, sr_w0)), df_assign(m.g, m.b, sr_const(m.g, 1, db, sr_b0))};
     m.init = df_no_op(m.g, inits, 2);
     m.pw = df_placeholder(m.g, "restore_w", DF_FLOAT, 2, dw);
