@@ -635,3 +635,45 @@ DF_TEST(sync_replicas_killed_worker_fails_fast_and_resumes_from_checkpoint) {
     for (int i = 0; i < 3; i++) df_worker_stop(n[i]);
 }
 #endif
+
+/* Masters forked from one parent in the same second drew the same step numbers (and the same
+   unseeded random numbers): their session salt came from the time, the heap address and a
+   counter, all alike after fork. On a worker both masters use, their steps' tensors were mixed
+   up. Two forked sessions must now draw different unseeded numbers. */
+DF_TEST(sync_forked_sessions_are_salted_apart) {
+    int fds[2][2];
+    pid_t pid[2] = {-1, -1};
+    fflush(stdout);
+    fflush(stderr);
+    for (int k = 0; k < 2; k++) {
+        if (pipe(fds[k])) { CHECK(0); return; }
+        pid[k] = fork();
+        if (pid[k] == 0) {
+            close(fds[k][0]);
+            df_graph *g = df_graph_new();
+            int64_t d = 4;
+            df_output r = df_random_uniform(g, 1, &d, DF_FLOAT, 0, 1, 0, 0);
+            df_session_options o;
+            memset(&o, 0, sizeof o);
+            o.deterministic = 1;
+            o.inter_op_threads = 1;
+            o.intra_op_threads = 1;
+            df_status st;
+            df_session *s = df_session_new(g, &o, &st);
+            df_tensor *v = NULL;
+            float out[4] = {-1, -1, -1, -1};
+            if (s && df_session_run(s, NULL, NULL, 0, &r, &v, 1, NULL, 0, &st) == DF_OK) memcpy(out, df_tensor_data(v), sizeof out);
+            if (write(fds[k][1], out, sizeof out) != (ssize_t)sizeof out) _exit(2);
+            _exit(0);
+        }
+        close(fds[k][1]);
+    }
+    float got[2][4];
+    for (int k = 0; k < 2; k++) {
+        CHECK(pid[k] > 0 && read(fds[k][0], got[k], sizeof got[k]) == (ssize_t)sizeof got[k]);
+        close(fds[k][0]);
+        if (pid[k] > 0) waitpid(pid[k], NULL, 0);
+    }
+    CHECK(got[0][0] >= 0 && got[1][0] >= 0);
+    CHECK_MSG(memcmp(got[0], got[1], sizeof got[0]) != 0, "two forked sessions drew the same numbers (%g %g)", got[0][0], got[1][0]);
+}
