@@ -18,6 +18,7 @@
 #include <pthread.h>
 #endif
 
+#ifndef DF_NO_THREADS
 static double sr_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -27,6 +28,7 @@ static void sr_sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
+#endif
 static df_tensor *sr_vec(int n, const float *v) {
     int64_t d = n;
     df_tensor *t = df_tensor_new(DF_FLOAT, 1, &d, NULL);
@@ -219,6 +221,26 @@ DF_TEST(sync_accumulator_bad_input_names_the_node) {
     CHECK(df_graph_status(g)->code == DF_INVALID_ARGUMENT);
     df_graph_free(g);
 }
+
+#ifdef DF_NO_THREADS
+/* Without threads nothing can wait: a take short of gradients fails at once. */
+DF_TEST(sync_accumulator_no_threads_take_fails_instead_of_waiting) {
+    acc_graph a = acc_build(1, 2, NULL);
+    df_session *s = acc_session(a.g, 1, 1, 0);
+    df_status st;
+    const float g1[2] = {1, 2};
+    CHECK_EQ_INT(acc_apply(s, &a, 0, 2, g1, &st), DF_OK);
+    df_tensor *m = acc_take(s, &a, 2, &st);
+    CHECK_STATUS(&st, DF_FAILED_PRECONDITION, "no threads to wait with");
+    CHECK(m == NULL);
+    m = acc_take(s, &a, 1, &st);
+    CHECK_OK(&st);
+    CHECK(m && ((float *)df_tensor_data(m))[1] == 2.0f);
+    df_tensor_release(m);
+    df_session_free(s);
+    df_graph_free(a.g);
+}
+#endif
 
 #ifndef DF_NO_THREADS
 typedef struct taker { df_session *s; const acc_graph *a; int need; df_tensor *out; df_status st; int done; double took; } taker;
