@@ -17,7 +17,10 @@
        build/digits_ps --job ps|worker --task N --cluster "ps=H:P;worker=H:P,H:P" [--key FILE]
                        [--ckpt DIR] [data]
            one role, as TensorFlow's scripts run them (worker 0 is the chief).
-       build/digits_ps --mpi ...   (reserved: see MPI below)
+       build/digits_ps --allreduce ...   the same training with no ps: the two workers swap
+           gradients through a queue on each and both apply the mean (a measurement of the
+           other way to average; no checkpoints)
+       build/digits_ps --mpi ...   (reserved: see the MPI mode in main)
 
    Failure: every session has worker_timeout_ms 1000 and run_timeout_ms 1000 (a sync step takes
    a few milliseconds; one that waits a second for a dead peer has failed), so a step under a
@@ -47,7 +50,7 @@ enum { HIDDEN = 64, WORKERS = 2, BATCH = 32 /* per worker: 64 a step in all */, 
 
 typedef struct args {
     const char *data, *job, *cluster, *key, *ckpt;
-    int task, epochs, kill_demo, mpi;
+    int task, epochs, kill_demo, mpi, allreduce;
 } args;
 
 /* ---- the model (the same in every process, and in the single-process reference) ---- */
@@ -396,6 +399,129 @@ static int run_worker(const args *a, const digits_data *train, const digits_data
     return rc;
 }
 
+/* ---- --allreduce: the same training with no ps: each worker keeps its own copy of the
+   variables and the two workers swap gradients through a queue on each (its peer enqueues into
+   it, in a named container), then both apply the mean. (g0 + g1 and g1 + g0 are the same
+   floats, so the two copies stay identical.) A measurement of the other way to average; no
+   checkpoints. ---- */
+static df_output make_queue(df_graph *g, const char *name, const model *m) {
+    df_dtype types[4];
+    int ranks[4];
+    int64_t dims[4][DF_MAX_RANK];
+    const int64_t *dp[4];
+    for (int i = 0; i < 4; i++) {
+        types[i] = DF_FLOAT;
+        ranks[i] = df_output_shape(m->w[i], dims[i]);
+        dp[i] = dims[i];
+    }
+    df_op_builder *b = df_op_new(g, "FIFOQueueV2", name);
+    df_op_set_attr_type_list(b, "component_types", types, 4);
+    df_op_set_attr_shape_list(b, "shapes", 4, ranks, dp);
+    df_op_set_attr_string(b, "container", "allreduce");
+    df_output q = {df_op_finish(b), 0};
+    return q;
+}
+static int run_worker_allreduce(const args *a, const digits_data *train, const digits_data *test) {
+    int task = a->task, chief = task == 0, peer = 1 - task;
+    df_worker *server = serve(a, task);
+    digits_data shard;
+    shard_of(train, task, &shard);
+    int spe = steps_per_epoch(shard.n);
+    df_graph *g = df_graph_new();
+    char dev[64], pdev[64];
+    snprintf(dev, sizeof dev, "/job:worker/task:%d", task);
+    snprintf(pdev, sizeof pdev, "/job:worker/task:%d", peer);
+    df_graph_push_device(g, dev);
+    model m;
+    model_vars(g, &m, NULL);
+    m.x = df_placeholder(g, "x", DF_FLOAT, 2, (const int64_t[]){-1, DIGITS_PIXELS});
+    m.y = df_placeholder(g, "y", DF_INT32, 1, (const int64_t[]){-1});
+    m.logits = model_logits(g, &m, m.x);
+    m.loss = df_sparse_softmax_cross_entropy(g, m.logits, m.y);
+    df_output grads[4], theirs[4];
+    df_gradients(g, 1, &m.loss, NULL, 4, m.w, grads);
+    char name[32];
+    snprintf(name, sizeof name, "allreduce_q_%d", task);
+    df_output mine_q = make_queue(g, name, &m);
+    df_graph_pop_device(g);
+    df_graph_push_device(g, pdev);
+    snprintf(name, sizeof name, "allreduce_q_%d", peer);
+    df_output peer_q = make_queue(g, name, &m);
+    df_node *send = df_queue_enqueue(g, peer_q, 4, grads);          /* runs on the peer */
+    df_graph_pop_device(g);
+    df_graph_push_device(g, dev);
+    df_queue_dequeue(g, mine_q, 4, theirs);
+    df_node *deps[5] = {grads[0].node, grads[1].node, grads[2].node, grads[3].node, send}, *ups[4];
+    df_graph_push_control_deps(g, deps, 5);
+    for (int i = 0; i < 4; i++) {
+        df_output mean = df_mul(g, df_add(g, grads[i], theirs[i]), df_scalar_f32(g, 0.5f));
+        df_op_builder *b = df_op_new(g, "ApplyGradientDescent", NULL);
+        df_op_add_input(b, m.w[i]);
+        df_op_add_input(b, df_scalar_f32(g, (float)LEARNING_RATE));
+        df_op_add_input(b, mean);
+        ups[i] = df_op_finish(b);
+    }
+    df_graph_pop_control_deps(g);
+    df_node *train_op = df_no_op(g, ups, 4);
+    df_graph_pop_device(g);
+    digits_check_graph(g, "building the all-reduce model");
+    df_session *s = client(g, a);
+    df_status st;
+    if (df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &m.init, 1, &st)) digits_die("initialising", st.message);
+    if (chief) {
+        printf("dataflow %s: MLP 64-%d-10 over %d workers, gradients swapped between the workers (no ps), SGD lr %g, "
+               "batch %d per worker, %d epochs\n", df_version(), HIDDEN, WORKERS, LEARNING_RATE, BATCH, a->epochs);
+        printf("%5s %10s %10s %10s %12s\n", "epoch", "loss", "train", "test", "step");
+    }
+    int *order = (int *)digits_xmalloc((size_t)shard.n * sizeof(int));
+    double step_time = 0;
+    long steps = 0;
+    int rc = 0;
+    for (int e = 0; e < a->epochs && !rc; e++) {
+        shard_order(task, e, shard.n, order);
+        double loss_sum = 0, t_epoch = 0;
+        for (int k = 0; k < spe; k++) {
+            df_tensor *v[2], *loss = NULL;
+            batch_feeds(&shard, order, k, &v[0], &v[1]);
+            df_output f[2] = {m.x, m.y};
+            double t0 = digits_now();
+            df_code c = df_session_run(s, f, v, 2, &m.loss, &loss, 1, &train_op, 1, &st);
+            double dt = digits_now() - t0;
+            df_tensor_release(v[0]);
+            df_tensor_release(v[1]);
+            if (c != DF_OK) {
+                fprintf(stderr, "worker %d: step %d failed: %s: %s\n", task, e * spe + k, df_code_name(st.code), st.message);
+                rc = 3;
+                break;
+            }
+            step_time += dt;
+            t_epoch += dt;
+            steps++;
+            loss_sum += (double)*(float *)df_tensor_data(loss);
+            df_tensor_release(loss);
+        }
+        if (!rc && chief) {
+            printf("%5d %10.4f %9.2f%% %9.2f%% %9.2f ms\n", e + 1, loss_sum / spe, 100 * accuracy(s, m.x, m.logits, train),
+                   100 * accuracy(s, m.x, m.logits, test), 1e3 * t_epoch / spe);
+            fflush(stdout);
+        }
+    }
+    if (chief && !rc) {
+        double acc = accuracy(s, m.x, m.logits, test);
+        printf("mean step, gradients swapped between %d workers: %.2f ms over %ld steps\n", WORKERS, 1e3 * step_time / (double)steps, steps);
+        double ref = single_process_accuracy(train, test, a->epochs);
+        printf("held-out test accuracy: %.2f%% over %d workers (all-reduce), %.2f%% in one process\n", 100 * acc, WORKERS, 100 * ref);
+        if (acc < ref - 0.005 || acc < 0.90) { printf("FAILED: below the single-process accuracy\n"); rc = 1; }
+    }
+    free(order);
+    digits_data_free(&shard);
+    df_session_free(s);
+    df_graph_free(g);
+    if (!chief && !rc) { fflush(stdout); df_worker_wait(server); }
+    df_worker_stop(server);
+    return rc;
+}
+
 static int run_ps(const args *a) {
     df_worker *w = serve(a, a->task);
     df_worker_wait(w);               /* until killed (or a SHUTDOWN from a master with the key) */
@@ -436,7 +562,7 @@ static pid_t spawn(const args *base, const char *job, int task, const digits_dat
         args a = *base;
         a.job = job;
         a.task = task;
-        int rc = !strcmp(job, "ps") ? run_ps(&a) : run_worker(&a, train, test);
+        int rc = !strcmp(job, "ps") ? run_ps(&a) : a.allreduce ? run_worker_allreduce(&a, train, test) : run_worker(&a, train, test);
         fflush(stdout);
         fflush(stderr);
         _exit(rc);
@@ -495,7 +621,7 @@ static int run_job(const args *base, const digits_data *train, const digits_data
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: digits_ps [data] [--ckpt DIR] [--key FILE] [--epochs N] [--kill-demo]\n"
+    fprintf(stderr, "usage: digits_ps [data] [--ckpt DIR] [--key FILE] [--epochs N] [--kill-demo] [--allreduce]\n"
                     "       digits_ps --job ps|worker --task N --cluster \"ps=H:P;worker=H:P,H:P\" [--key FILE] [--ckpt DIR] [data]\n"
                     "       digits_ps --mpi ... (reserved)\n");
     return 2;
@@ -513,6 +639,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(o, "--ckpt") && v) a.ckpt = argv[++i];
         else if (!strcmp(o, "--epochs") && v) a.epochs = atoi(argv[++i]);
         else if (!strcmp(o, "--kill-demo")) a.kill_demo = 1;
+        else if (!strcmp(o, "--allreduce")) a.allreduce = 1;
         else if (!strcmp(o, "--mpi")) a.mpi = 1;
         else if (!strncmp(o, "--", 2)) return usage();
         else a.data = o;
@@ -539,7 +666,8 @@ int main(int argc, char **argv) {
     digits_data_free(&all);
     if (!a.job) printf("data: %s, %d images: %d to train (%d per worker), %d held out\n", path, train.n + test.n, train.n,
                        train.n / WORKERS, test.n);
-    int rc = !a.job ? run_job(&a, &train, &test) : !strcmp(a.job, "ps") ? run_ps(&a) : run_worker(&a, &train, &test);
+    int rc = !a.job ? run_job(&a, &train, &test) : !strcmp(a.job, "ps") ? run_ps(&a)
+           : a.allreduce ? run_worker_allreduce(&a, &train, &test) : run_worker(&a, &train, &test);
     if (a.ckpt == tmp) {             /* (a directory of our own: its key and checkpoint go with it) */
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", tmp, CKPT_NAME);
