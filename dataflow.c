@@ -2394,6 +2394,12 @@ static void df__session_drop_scope(struct df_session *s, uint64_t scope);
 static void df__queues_drop_scope(df_session *s, uint64_t scope);
 #endif
 /* ---- scope (issue 28): end ---- */
+
+/* ---- gpu (issue 29): begin ---- */
+/* from src/transfer.c: a value a Recv gives out in device memory (devmem) that arrived in host
+   memory (over the wire, or from a worker's Send) copied to the step's device; takes t. */
+static df_tensor *df__recv_to_device(df__step *s, int devmem, df_tensor *t, df_status *st);
+/* ---- gpu (issue 29): end ---- */
 /* ==========================================================================================
    src/bfc.c: The BFC allocator                                                         >>bfc
    Best fit with coalescing, as TensorFlow's: memory in 256-byte units carved from regions;
@@ -21994,6 +22000,12 @@ static void df__resume(df__wake *w) {
     if (w->dead) t.dead = 1;
     df_tensor *outs[1] = {w->t};
     if (w->failed) df__step_error_local(s, &s->group->status);
+    else if (w->t && !w->outs && !s->device->host_memory && (s->x->items[t.item].flags & DF__XF_TRANSFER)) {
+        df_status st;                         /* a Recv's value for device memory, from the host */
+        df_status_clear(&st);
+        int devmem = s->x->host_out && !(s->x->host_out[t.item] & 1);
+        if (!(outs[0] = df__recv_to_device(s, devmem, w->t, &st))) { df__step_error_local(s, &st); t.dead = 1; }
+    }
     df__process_batch(s, NULL, 0, &t, w->outs ? w->outs : outs);
     DF_FREE(w->outs);
     df__step_task_done(s);
@@ -22393,7 +22405,19 @@ static void df__k_send(df__kctx *c) {
     if (!c->dead) { v = c->in[0]; c->in[0] = NULL; }        /* the rendezvous takes the reference */
     /* The value goes in the memory its Recv gives out: from a GPU's memory through the host,
        into a GPU's memory from the host (the copy is queued before anything can read it). */
-    if (v && c->xfer >= 0 && c->xfer / 2 < s->group->n_steps) {
+    if (v && s->group->remote) {
+#ifdef DATAFLOW_CUDA
+        /* A worker's step: its Recv may be in another process (the bytes go from host memory to
+           the wire), and _recv_memory numbers the master's partitions, not this group's; the
+           value goes out in host memory and a Recv that gives device memory copies it there
+           (df__recv_to_device). */
+        if (df__tensor_gpu(v)) {
+            df_tensor *h = df__to_host(s->device, v, c->st);
+            df_tensor_release(v);
+            if (!(v = h)) return;
+        }
+#endif
+    } else if (v && c->xfer >= 0 && c->xfer / 2 < s->group->n_steps) {
         df__device *dst = s->group->steps[c->xfer / 2].device;
         int dst_dev = (c->xfer & 1) && !dst->host_memory;
         if (c->gpu && !(dst_dev && dst == s->device)) {
@@ -22430,7 +22454,24 @@ static void df__k_recv(df__kctx *c) {
     int dead = 0;
     int r = df__rv_recv(&s->group->rv, c->aux, it->frame->id, it->num, s, c->tag, &t, &dead, c->st);
     if (r == 0) c->pending = 1;
-    else if (r > 0) { c->out[0] = t; c->out_dead = dead; }
+    else if (r > 0) { c->out[0] = df__recv_to_device(s, c->gpu != NULL, t, c->st); c->out_dead = dead; }
+}
+
+/* A value a Recv gives out in device memory (`devmem`: a _Recv on a GPU) that arrived in host
+   memory (from another process, or from a Send of a worker's step, which leaves values on the
+   host) is copied to the Recv's device: host -> device, never a device pointer read on the
+   host. Takes t; NULL with st set when the copy fails. */
+static df_tensor *df__recv_to_device(df__step *s, int devmem, df_tensor *t, df_status *st) {
+#ifdef DATAFLOW_CUDA
+    if (t && devmem && !s->device->host_memory && !df__tensor_gpu(t) && t->dtype != DF_RESOURCE && t->dtype != DF_VARIANT) {
+        df_tensor *d = df__to_device(s->device, t, st);
+        df_tensor_release(t);
+        return d;
+    }
+#else
+    DF__UNUSED(s); DF__UNUSED(devmem); DF__UNUSED(st);
+#endif
+    return t;
 }
 
 int df_rendezvous_key(const df_node *n, uint64_t frame_id, int64_t iter, char *buf, size_t size) {
@@ -23113,6 +23154,9 @@ static df_code df__place_choose_group_devices(df__placer *pl) {
             /* soft placement: the same type with any number, else any device that can run it */
             df__devspec loose = pl->spec[r];
             loose.index = -1;
+            for (int d = 0; d < nd && best < 0; d++)
+                if ((kinds[r] >> ss->devices[d]->kernel_type & 1) && df__devspec_matches(&loose, ss->devices[d])) best = d;
+            loose.type[0] = '\0';                /* then another type of the same job and task (a worker's CPU for its GPU) */
             for (int d = 0; d < nd && best < 0; d++)
                 if ((kinds[r] >> ss->devices[d]->kernel_type & 1) && df__devspec_matches(&loose, ss->devices[d])) best = d;
             if (best < 0) best = any;
@@ -27618,6 +27662,11 @@ static df_code df__gd_import_node_attrs(df__gd_imp *m, df__gd_node *n, const df_
         if (!ad && m->g->internal_names && (!strcmp(key, "_key") || !strcmp(key, "_recv_memory"))) {
             df__gd_val v;               /* (a partition shipped to a worker: its transfer keys) */
             if (df__gd_attr_value(n->attrs[k].value, &v) && v.field == 3 && v.wt == DF__PB_VARINT) df_op_set_attr_int(b, key, (int64_t)v.v);
+            else c = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: malformed %s {{node %s}}", key, n->full);
+        }
+        if (!ad && m->g->internal_names && !strcmp(key, "_device_memory")) {
+            df__gd_val v;               /* (a feed of a partition on a worker's GPU: copied to the device) */
+            if (df__gd_attr_value(n->attrs[k].value, &v) && v.field == 5 && v.wt == DF__PB_VARINT) df_op_set_attr_bool(b, key, v.v != 0);
             else c = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: malformed %s {{node %s}}", key, n->full);
         }
         DF_FREE(key);
@@ -34608,9 +34657,10 @@ static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint6
         df__wb_u32(&out, (uint32_t)w->opts.task);
         int nd = w->sess->n_devices;
         df__wb_u32(&out, (uint32_t)nd);
-        for (int i = 0; i < nd; i++) {
+        for (int i = 0; i < nd; i++) {       /* its CPUs, then its GPUs (their index in REGISTER is i) */
             char name[96];
-            snprintf(name, sizeof name, "/job:worker/replica:0/task:%d/device:CPU:%d", w->opts.task, i);
+            const df__device *d = w->sess->devices[i];
+            snprintf(name, sizeof name, "/job:worker/replica:0/task:%d/device:%s:%d", w->opts.task, d->type, d->index);
             df__wb_str(&out, name);
         }
         if (df__w_answer(c, DF__W_HELLO_OK, &out)) { *why = "cannot answer HELLO"; ret = 1; }
@@ -35090,6 +35140,7 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
     df_session_options so;
     memset(&so, 0, sizeof so);
     so.num_cpu_devices = o.num_cpu_devices > 0 ? o.num_cpu_devices : 1;
+    so.num_gpu_devices = o.num_gpu_devices;              /* (df_session_new checks it: -1 every visible GPU) */
     so.inter_op_threads = DF__MAX(2, df__num_cores());   /* (a step waits for other workers on its pool) */
     so.memory_limit = o.memory_limit;
     so.data_dir = o.data_dir ? o.data_dir : "";          /* ("": no file access) */
@@ -35398,19 +35449,33 @@ static df_code df__cluster_open(struct df_session *s, df_status *st) {
         c->incarnation[t] = df__wr_u64(&r, "incarnation");
         (void)df__wr_u32(&r, "task");
         uint32_t nd = df__wr_u32(&r, "devices");
-        DF_FREE(data);
-        if (r.bad || nd == 0 || nd > 64) return df_status_set(st, DF_DATA_LOSS, "%s sent a malformed HELLO answer", who);
+        if (r.bad || nd == 0 || nd > 80) { DF_FREE(data); return df_status_set(st, DF_DATA_LOSS, "%s sent a malformed HELLO answer", who); }
         df__device **dv = (df__device **)DF_REALLOC(s->devices, (size_t)(total + (int)nd) * sizeof(df__device *));
-        if (!dv) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        if (!dv) { DF_FREE(data); return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); }
         s->devices = dv;
         for (uint32_t i = 0; i < nd; i++) {
+            /* its devices by name: "CPU:k" or "GPU:k" (a worker that names none: CPU:i); index i
+               is the device's number in REGISTER */
+            char *name = r.n ? df__wr_str(&r, 95, "device name") : NULL;
+            df__devspec ds;
+            int gpu = name && df__parse_device(name, &ds) && !strcmp(ds.type, "GPU") && ds.index >= 0;
+            int k = gpu ? ds.index : (int)i;
+            DF_FREE(name);
             df__device *d = df__device_new_cpu((int)i, 1, st);   /* (never allocates: a name for the placer) */
-            if (!d) return st->code;
-            snprintf(d->name, sizeof d->name, "/job:%s/replica:0/task:%d/device:CPU:%u", c->job[t], c->jtask[t], i);
+            if (!d) { DF_FREE(data); return st->code; }
+            snprintf(d->name, sizeof d->name, "/job:%s/replica:0/task:%d/device:%s:%d", c->job[t], c->jtask[t], gpu ? "GPU" : "CPU", k);
+            if (gpu) {                        /* placed and partitioned as a GPU: its kernels, its memory types */
+                memcpy(d->type, "GPU", 4);
+                d->kernel_type = DF__DEV_GPU;
+                d->host_memory = 0;
+            }
             s->devices[total++] = d;
             s->n_devices = total;
         }
+        DF_FREE(data);
+        if (r.bad) return df_status_set(st, DF_DATA_LOSS, "%s sent a malformed HELLO answer (%s)", who, r.bad);
     }
+    s->opts.cuda_graphs = 0;                  /* (the workers' business; not sent to them) */
     return DF_OK;
 #endif
 }

@@ -1008,6 +1008,9 @@ typedef struct df_worker_options {
     int         handshake_timeout_ms;/* a connection not authenticated by then is closed; 0: 5000 */
     int         max_handshakes;      /* connections in the handshake at once (the oldest closed
                                         first); 0: 64, and 16 from one address */
+    int         num_gpu_devices;     /* GPUs it serves, /job:worker/replica:0/task:N/device:GPU:j
+                                        after its CPUs (as df_session_options.num_gpu_devices: 0
+                                        none, -1 every visible GPU; needs -DDATAFLOW_CUDA) */
 } df_worker_options;
 enum {
     DF_WORKER_SHUTDOWN_AUTHENTICATED = 0,  /* a master that proved the key (none without a key) */

@@ -1633,3 +1633,9 @@ DF_PRIVATE void df__session_drop_scope(struct df_session *s, uint64_t scope);
 DF_PRIVATE void df__queues_drop_scope(df_session *s, uint64_t scope);
 #endif
 /* ---- scope (issue 28): end ---- */
+
+/* ---- gpu (issue 29): begin ---- */
+/* from src/transfer.c: a value a Recv gives out in device memory (devmem) that arrived in host
+   memory (over the wire, or from a worker's Send) copied to the step's device; takes t. */
+DF_PRIVATE df_tensor *df__recv_to_device(df__step *s, int devmem, df_tensor *t, df_status *st);
+/* ---- gpu (issue 29): end ---- */
