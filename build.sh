@@ -324,6 +324,7 @@ gpu_objects() {
     $CC $flags -c tests/harness.c -o "$dir/harness.o" || return 1
     $CC $flags -c tests/cuda/test_gpu.c -o "$dir/test_gpu.o" || return 1
     $CC $flags -c tests/cuda/test_gpu_emulator.c -o "$dir/test_gpu_emulator.o" || return 1
+    $CC $flags -c tests/cuda/test_gpu_worker.c -o "$dir/test_gpu_worker.o" || return 1
     $CC $flags -c tests/cuda/force_gpu.c -o "$dir/force_gpu.o" || return 1
     for f in $GPU_FORCED_SUITES; do
         $CC $flags -include tests/cuda/force_gpu.h -c "$f" -o "$dir/forced_$(basename "$f" .c).o" || return 1
@@ -427,7 +428,7 @@ run_tests() {
         local cuda_link="build/dataflow_cuda.o -L$cuda_lib -Wl,-rpath,$cuda_lib -lcudart -lcublas -lstdc++"
         step "dataflow_cuda.cu compiles with nvcc" nvcc ${DF_NVCC_FLAGS:-} -c dataflow_cuda.cu -o build/dataflow_cuda.o
         step "GPU tests build (tests/cuda, -DDATAFLOW_CUDA, cuBLAS)" sh -c "$CC -std=c11 -O1 $WARN -DDATAFLOW_CUDA -I. tests/cuda/test_cuda.c $host/harness.o $host/dataflow.o $cuda_link -o build/cuda_tests $LIBS && $CC -std=c11 -O1 $WARN -DDATAFLOW_CUDA tests/cuda/gpu_count.c $host/dataflow.o $cuda_link -o build/gpu_count $LIBS"
-        step "GPU device tests build with dataflow_cuda.o (test_gpu.c; the suites on the GPU)" sh -c "$CC $host/test_gpu.o $host/harness.o $host/dataflow.o $cuda_link -o build/gpu/gpu_tests $LIBS && $CC $host/forced_*.o $host/force_gpu.o $host/harness.o $host/dataflow.o $cuda_link -o build/gpu/gpu_forced $LIBS"
+        step "GPU device tests build with dataflow_cuda.o (test_gpu.c; the suites on the GPU)" sh -c "$CC $host/test_gpu.o $host/test_gpu_worker.o $host/harness.o $host/dataflow.o $cuda_link -o build/gpu/gpu_tests $LIBS && $CC $host/forced_*.o $host/force_gpu.o $host/harness.o $host/dataflow.o $cuda_link -o build/gpu/gpu_forced $LIBS"
         local gpus; gpus=$(./build/gpu_count 2>/dev/null || echo 0)
         if [ "${gpus:-0}" -gt 0 ] 2>/dev/null; then
             step "GPU tests on $gpus GPU(s) (build/cuda_tests)" sh -c "./build/cuda_tests >build/cuda_tests.log 2>&1; rc=\$?; tail -n 1 build/cuda_tests.log; grep -q ' 0 failed' build/cuda_tests.log && [ \$rc -eq 0 ]"
@@ -438,7 +439,7 @@ run_tests() {
         else
             skipped=$((skipped + 3))
             echo "skip: GPU tests ($(grep -c '^DF_TEST' tests/cuda/test_cuda.c) tests; no GPU visible)"
-            echo "skip: GPU device tests on a GPU ($(grep -c '^DF_TEST' tests/cuda/test_gpu.c) tests; no GPU visible)"
+            echo "skip: GPU device tests on a GPU ($(cat tests/cuda/test_gpu.c tests/cuda/test_gpu_worker.c | grep -c '^DF_TEST') tests; no GPU visible)"
             echo "skip: the suites with every session on a GPU ($(cat $GPU_FORCED_SUITES | grep -c '^DF_TEST') tests; no GPU visible)"
         fi
     else skipped=$((skipped + 1)); echo "skip build: nvcc not found (dataflow_cuda.cu not compiled)"; fi
@@ -448,7 +449,7 @@ run_tests() {
     step "GPU device tests compile for the emulated GPU (tests/cuda/gpu_emulator.c, sanitizers)" gpu_wait $gpu_job $emu build/gpu/emulated.log
     local emu_runs=""
     if [ -f $emu/complete ]; then
-        if $CC $san $emu/test_gpu.o $emu/test_gpu_emulator.o $emu/harness.o $emu/dataflow.o $emu/gpu_emulator.o -o build/gpu/emulated_tests $LIBS >build/gpu/link.log 2>&1 &&
+        if $CC $san $emu/test_gpu.o $emu/test_gpu_emulator.o $emu/test_gpu_worker.o $emu/harness.o $emu/dataflow.o $emu/gpu_emulator.o -o build/gpu/emulated_tests $LIBS >build/gpu/link.log 2>&1 &&
            $CC $san $emu/forced_*.o $emu/force_gpu.o $emu/harness.o $emu/dataflow.o $emu/gpu_emulator.o -o build/gpu/emulated_forced $LIBS >>build/gpu/link.log 2>&1; then
             { ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} ./build/gpu/emulated_tests ${DF_TEST_FILTER:-} >build/gpu/emulated_tests.log 2>&1
               DF_TEST_SKIP=$(gpu_skip_list) ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} ./build/gpu/emulated_forced ${DF_TEST_FILTER:-} >build/gpu/emulated_forced.log 2>&1; } &
