@@ -1120,6 +1120,10 @@ df_code  df_cuda_elementwise_f32(df_cuda *g, int op, const float *a, const float
    NaN rules), to within floating-point rounding. */
 void   *df_cuda_region_alloc(size_t bytes, void *gpu);   /* BFC sys_alloc hook (gpu: a df_cuda *) */
 void    df_cuda_region_free(void *p, size_t bytes, void *gpu);
+/* BFC hooks for page-locked (pinned) host memory, usable with every GPU: where a value in a GPU's
+   memory is staged on its way to another process (user unused). NULL when none can be had. */
+void   *df_cuda_pinned_alloc(size_t bytes, void *user);
+void    df_cuda_pinned_free(void *p, size_t bytes, void *user);
 /* Host to device: ordered after the work queued so far; later work is ordered after it. Returns
    once host_src may be reused. */
 df_code df_cuda_memcpy_h2d(df_cuda *g, void *dst, const void *host_src, size_t bytes, df_status *st);

@@ -1638,4 +1638,9 @@ DF_PRIVATE void df__queues_drop_scope(df_session *s, uint64_t scope);
 /* from src/transfer.c: a value a Recv gives out in device memory (devmem) that arrived in host
    memory (over the wire, or from a worker's Send) copied to the step's device; takes t. */
 DF_PRIVATE df_tensor *df__recv_to_device(df__step *s, int devmem, df_tensor *t, df_status *st);
+#ifdef DATAFLOW_CUDA
+/* from src/device.c: a copy of v (in GPU d's memory) in pinned host memory (ordinary host
+   memory past the pinned pool's limit); NULL with st set when the copy fails. */
+DF_PRIVATE df_tensor *df__to_host_pinned(df__device *d, const df_tensor *v, df_status *st);
+#endif
 /* ---- gpu (issue 29): end ---- */

@@ -188,10 +188,10 @@ DF_PRIVATE void df__k_send(df__kctx *c) {
 #ifdef DATAFLOW_CUDA
         /* A worker's step: its Recv may be in another process (the bytes go from host memory to
            the wire), and _recv_memory numbers the master's partitions, not this group's; the
-           value goes out in host memory and a Recv that gives device memory copies it there
-           (df__recv_to_device). */
+           value goes out in pinned host memory and a Recv that gives device memory copies it
+           there (df__recv_to_device). */
         if (df__tensor_gpu(v)) {
-            df_tensor *h = df__to_host(s->device, v, c->st);
+            df_tensor *h = df__to_host_pinned(s->device, v, c->st);
             df_tensor_release(v);
             if (!(v = h)) return;
         }

@@ -29,6 +29,7 @@
 #pragma weak df_emu_launches
 #pragma weak df_emu_h2d_copies
 #pragma weak df_emu_d2h_copies
+#pragma weak df_emu_pinned_regions
 
 static void gw_quiet(void *user, const char *line) { (void)user; (void)line; }
 static int64_t gw_launches(void) { return df_emu_launches ? df_emu_launches() : 0; }
@@ -171,6 +172,7 @@ static void gw_matmul_over_two_workers(const char *key_file) {
     if (df_emu_launches) {                 /* the emulated GPU ran the kernels; values crossed its memory */
         CHECK_MSG(gw_launches() - l0 >= 6, "%lld launches", (long long)(gw_launches() - l0));
         CHECK_MSG(gw_h2d() - h0 >= 9 && gw_d2h() - d0 >= 6, "%lld copies to the GPU, %lld back", (long long)(gw_h2d() - h0), (long long)(gw_d2h() - d0));
+        CHECK_MSG(df_emu_pinned_regions() > 0, "the values left the GPU for the wire without pinned host memory");
     }
     df_session_free(s); df_session_free(rs);
     df_graph_free(g); df_graph_free(ref);
