@@ -201,6 +201,28 @@ check_dfworker() {
     return $ok
 }
 
+# A master built without DATAFLOW_CUDA places on a worker's GPU: task 0 a dfworker --gpus 1 on
+# the emulated GPU (build/gpu/host's objects), task 1 a plain dfworker; tests/net/gpu_master.c
+# checks the results against one process and where each node ran.
+gpu_master_check() {
+    local host=build/gpu/host i p0 p1 w0 w1 ok
+    $CC -std=c11 -O1 $WARN examples/dfworker.c $host/dataflow.o $host/gpu_emulator.o -o build/gpu/dfworker_gpu $LIBS || return 1
+    $CC -std=c11 -O2 $WARN examples/dfworker.c $LIB_O2 -o build/dfworker $LIBS || return 1
+    $CC -std=c11 -O2 $WARN tests/net/gpu_master.c $LIB_O2 -o build/gpu/gpu_master $LIBS || return 1
+    ./build/gpu/dfworker_gpu --port 0 --task 0 --gpus 1 >build/gpu/worker0.out 2>&1 &
+    w0=$!
+    ./build/dfworker --port 0 --task 1 >build/gpu/worker1.out 2>&1 &
+    w1=$!
+    for i in $(seq 100); do grep -q 'listening on' build/gpu/worker0.out && grep -q 'listening on' build/gpu/worker1.out && break; sleep 0.05; done
+    p0=$(sed -n 's/^dfworker: task 0 listening on 127.0.0.1:\([0-9]*\)$/\1/p' build/gpu/worker0.out)
+    p1=$(sed -n 's/^dfworker: task 1 listening on 127.0.0.1:\([0-9]*\)$/\1/p' build/gpu/worker1.out)
+    timeout 60 ./build/gpu/gpu_master "127.0.0.1:$p0,127.0.0.1:$p1"
+    ok=$?
+    kill $w0 $w1 2>/dev/null; wait $w0 $w1 2>/dev/null
+    [ $ok -eq 0 ] || { echo "the workers said:"; cat build/gpu/worker0.out build/gpu/worker1.out | head -20; }
+    return $ok
+}
+
 # Three dfworker processes, each in a network namespace of its own (addresses 10.231.0.2-4
 # behind a bridge), serve a loop and its gradient for tests/net/netns_master.c. Needs the right
 # to make namespaces (root, CAP_NET_ADMIN): where `ip netns add` is refused, the check says
@@ -457,6 +479,7 @@ run_tests() {
             echo "(the GPU device tests on the emulated GPU run in the background; their results come before the unit tests)"
         else failed=$((failed + 1)); echo "FAIL build: the emulated GPU's test programs do not link"; head -40 build/gpu/link.log | sed 's/^/    /'; fi
     fi
+    step "a master without CUDA places on a worker's GPU (dfworker --gpus 1 on the emulated GPU, tests/net/gpu_master.c)" gpu_master_check
     step "digits_mlp --gpu trains to its accuracy target on the emulated GPU" sh -c "$CC -std=c11 -O1 $WARN -DDATAFLOW_CUDA examples/digits_mlp.c $host/dataflow.o $host/gpu_emulator.o -o build/gpu/digits_mlp $LIBS && ./build/gpu/digits_mlp data/digits.csv.gz --gpu"
     # The AVX-512 GEMM kernel on CPUs without AVX-512: the whole suite built against SIMDe's
     # portable definitions of the AVX-512 intrinsics (Debian: libsimde-dev), that kernel chosen.

@@ -2128,9 +2128,7 @@ static df_code df__sf_tl_gather(df__shape_ctx *c);
 static df_code df__sf_tl_concat(df__shape_ctx *c);
 static df_code df__sf_tl_element_shape(df__shape_ctx *c);
 static df_code df__sf_optional_get_value(df__shape_ctx *c);
-#ifdef DATAFLOW_CUDA
-static void df__gpu_register(df__opdef *ops, int n_ops);
-#endif
+static void df__gpu_register(df__opdef *ops, int n_ops);   /* (also without DATAFLOW_CUDA: see gpu.c) */
 static df_output df__out(df_node *n, int i);
 static df_output df__op1(df_graph *g, const char *op, df_output a);
 static df_output df__op2(df_graph *g, const char *op, df_output a, df_output c);
@@ -3881,9 +3879,7 @@ static void df__registry_build(void) {
         return;
     }
     df__half_register(ops, df__op_table_size);   /* half and bfloat16 through float kernels */
-#ifdef DATAFLOW_CUDA
-    df__gpu_register(ops, df__op_table_size);
-#endif
+    df__gpu_register(ops, df__op_table_size);    /* (without DATAFLOW_CUDA: which ops a worker's GPU runs) */
     df__registry.ops = ops;
     df__registry.n_ops = df__op_table_size;
     __atomic_store_n(&df__registry.initialised, 1, __ATOMIC_RELEASE);
@@ -31760,6 +31756,17 @@ static void df__gk_apply(df__kctx *c) {
     c->out[0] = keep;
 }
 
+#endif /* DATAFLOW_CUDA */
+
+/* In a build without DATAFLOW_CUDA the table is registered all the same, with the CPU kernels
+   in place of the GPU ones (no GPU device exists there to run them): a master that places on
+   its workers' GPUs (/job:worker/task:N/device:GPU:j) finds which ops a GPU runs and in which
+   memory their arguments live, as a master built with CUDA does. */
+#ifdef DATAFLOW_CUDA
+#define DF__GKF(f) f
+#else
+#define DF__GKF(f) NULL
+#endif
 /* The GPU's kernels: host-memory arguments (bit i; HOST_LAST: the last input, ConcatV2's axis),
    the dtypes its device-memory arguments may have (0: any; integers and booleans always may),
    and the kernel (NULL: the CPU kernel, which reads no device memory: pass-through, views,
@@ -31772,7 +31779,7 @@ static void df__gk_apply(df__kctx *c) {
 #define DF__GK_HOST_LAST 0x80000000u
 #define DF__GK_ALL_IN 0x7fffffffu        /* every input in host memory */
 static const struct { const char *name; uint32_t host_in, host_out, types; df__kernel_fn fn; } df__gpu_kernels[] = {
-    {"Const", 0, 0, 0, df__gk_const}, {"_GpuGraph", 0, 0, 0, df__gk_gpu_graph},
+    {"Const", 0, 0, 0, DF__GKF(df__gk_const)}, {"_GpuGraph", 0, 0, 0, DF__GKF(df__gk_gpu_graph)},
     {"Identity", 0, 0, 0, NULL}, {"IdentityN", 0, 0, 0, NULL}, {"StopGradient", 0, 0, 0, NULL},
     {"PlaceholderWithDefault", 0, 0, 0, NULL}, {"NoOp", 0, 0, 0, NULL}, {"ControlTrigger", 0, 0, 0, NULL},
     {"Enter", 0, 0, 0, NULL}, {"Exit", 0, 0, 0, NULL}, {"NextIteration", 0, 0, 0, NULL},
@@ -31790,83 +31797,83 @@ static const struct { const char *name; uint32_t host_in, host_out, types; df__k
     {"Range", 0, 0, DF__GK_HOSTONLY, NULL}, {"InvertPermutation", 0, 0, DF__GK_HOSTONLY, NULL},
     {"BroadcastGradientArgs", 0, 0, DF__GK_HOSTONLY, NULL}, {"ConcatOffset", 0, 0, DF__GK_HOSTONLY, NULL},
     {"LogicalAnd", 0, 0, DF__GK_HOSTONLY, NULL}, {"LogicalOr", 0, 0, DF__GK_HOSTONLY, NULL}, {"LogicalNot", 0, 0, DF__GK_HOSTONLY, NULL},
-    {"AddV2", 0, 0, DF__GK_F, df__gk_binary}, {"Add", 0, 0, DF__GK_F, df__gk_binary}, {"Sub", 0, 0, DF__GK_F, df__gk_binary},
-    {"Mul", 0, 0, DF__GK_F, df__gk_binary}, {"RealDiv", 0, 0, DF__GK_F, df__gk_binary}, {"Div", 0, 0, DF__GK_F, df__gk_binary},
-    {"Maximum", 0, 0, DF__GK_F, df__gk_binary}, {"Minimum", 0, 0, DF__GK_F, df__gk_binary}, {"Pow", 0, 0, DF__GK_F, df__gk_binary},
-    {"FloorMod", 0, 0, DF__GK_F, df__gk_binary}, {"FloorDiv", 0, 0, DF__GK_F, df__gk_binary},
-    {"SquaredDifference", 0, 0, DF__GK_F, df__gk_binary}, {"Less", 0, 0, DF__GK_F, df__gk_binary},
-    {"LessEqual", 0, 0, DF__GK_F, df__gk_binary}, {"Greater", 0, 0, DF__GK_F, df__gk_binary},
-    {"GreaterEqual", 0, 0, DF__GK_F, df__gk_binary}, {"Equal", 0, 0, DF__GK_F, df__gk_binary},
-    {"NotEqual", 0, 0, DF__GK_F, df__gk_binary}, {"ReluGrad", 0, 0, DF__GK_F, df__gk_binary},
-    {"TanhGrad", 0, 0, DF__GK_F, df__gk_binary}, {"SigmoidGrad", 0, 0, DF__GK_F, df__gk_binary},
-    {"SqrtGrad", 0, 0, DF__GK_F, df__gk_binary}, {"RsqrtGrad", 0, 0, DF__GK_F, df__gk_binary},
-    {"ReciprocalGrad", 0, 0, DF__GK_F, df__gk_binary},
-    {"Neg", 0, 0, DF__GK_F, df__gk_unary}, {"Square", 0, 0, DF__GK_F, df__gk_unary}, {"Abs", 0, 0, DF__GK_F, df__gk_unary},
-    {"Sign", 0, 0, DF__GK_F, df__gk_unary}, {"Relu", 0, 0, DF__GK_F, df__gk_unary}, {"Sqrt", 0, 0, DF__GK_F, df__gk_unary},
-    {"Rsqrt", 0, 0, DF__GK_F, df__gk_unary}, {"Exp", 0, 0, DF__GK_F, df__gk_unary}, {"Log", 0, 0, DF__GK_F, df__gk_unary},
-    {"Tanh", 0, 0, DF__GK_F, df__gk_unary}, {"Sigmoid", 0, 0, DF__GK_F, df__gk_unary},
-    {"Reciprocal", 0, 0, DF__GK_F, df__gk_unary}, {"Floor", 0, 0, DF__GK_F, df__gk_unary},
-    {"BiasAdd", 0, 0, DF__GK_F, df__gk_bias_add}, {"BiasAddGrad", 0, 0, DF__GK_F, df__gk_bias_add_grad},
-    {"Sum", 2, 0, DF__GK_F, df__gk_reduce}, {"Mean", 2, 0, DF__GK_F, df__gk_reduce}, {"Max", 2, 0, DF__GK_F, df__gk_reduce},
-    {"Min", 2, 0, DF__GK_F, df__gk_reduce}, {"Prod", 2, 0, DF__GK_F, df__gk_reduce},
-    {"ArgMax", 2, 0, DF__GK_F, df__gk_argmax}, {"ArgMin", 2, 0, DF__GK_F, df__gk_argmax},
-    {"MatMul", 0, 0, DF__GK_FH, df__gk_matmul}, {"BatchMatMulV2", 0, 0, DF__GK_FH, df__gk_bmm},
-    {"Softmax", 0, 0, DF__GK_F, df__gk_softmax}, {"LogSoftmax", 0, 0, DF__GK_F, df__gk_softmax},
-    {"SoftmaxCrossEntropyWithLogits", 0, 0, DF__GK_F, df__gk_xent},
-    {"SparseSoftmaxCrossEntropyWithLogits", 0, 0, DF__GK_F, df__gk_xent},
-    {"Cast", 0, 0, DF__GK_CAST, df__gk_cast}, {"Select", 0, 0, 0, df__gk_select}, {"SelectV2", 0, 0, 0, df__gk_select},
-    {"AddN", 0, 0, DF__GK_F, df__gk_add_n}, {"ZerosLike", 0, 0, DF__GK_FH, df__gk_zeros_like},
-    {"OnesLike", 0, 0, DF__GK_FH, df__gk_zeros_like}, {"Fill", 1, 0, 0, df__gk_fill},
-    {"Transpose", 2, 0, 0, df__gk_transpose}, {"ConcatV2", DF__GK_HOST_LAST, 0, 0, df__gk_concat},
-    {"Pack", 0, 0, 0, df__gk_concat}, {"Tile", 2, 0, 0, df__gk_tile}, {"BroadcastTo", 2, 0, 0, df__gk_tile},
+    {"AddV2", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"Add", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"Sub", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"Mul", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"RealDiv", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"Div", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"Maximum", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"Minimum", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"Pow", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"FloorMod", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"FloorDiv", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"SquaredDifference", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"Less", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"LessEqual", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"Greater", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"GreaterEqual", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"Equal", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"NotEqual", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"ReluGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"TanhGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"SigmoidGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"SqrtGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"RsqrtGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"ReciprocalGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"Neg", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)}, {"Square", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)}, {"Abs", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)},
+    {"Sign", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)}, {"Relu", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)}, {"Sqrt", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)},
+    {"Rsqrt", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)}, {"Exp", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)}, {"Log", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)},
+    {"Tanh", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)}, {"Sigmoid", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)},
+    {"Reciprocal", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)}, {"Floor", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)},
+    {"BiasAdd", 0, 0, DF__GK_F, DF__GKF(df__gk_bias_add)}, {"BiasAddGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_bias_add_grad)},
+    {"Sum", 2, 0, DF__GK_F, DF__GKF(df__gk_reduce)}, {"Mean", 2, 0, DF__GK_F, DF__GKF(df__gk_reduce)}, {"Max", 2, 0, DF__GK_F, DF__GKF(df__gk_reduce)},
+    {"Min", 2, 0, DF__GK_F, DF__GKF(df__gk_reduce)}, {"Prod", 2, 0, DF__GK_F, DF__GKF(df__gk_reduce)},
+    {"ArgMax", 2, 0, DF__GK_F, DF__GKF(df__gk_argmax)}, {"ArgMin", 2, 0, DF__GK_F, DF__GKF(df__gk_argmax)},
+    {"MatMul", 0, 0, DF__GK_FH, DF__GKF(df__gk_matmul)}, {"BatchMatMulV2", 0, 0, DF__GK_FH, DF__GKF(df__gk_bmm)},
+    {"Softmax", 0, 0, DF__GK_F, DF__GKF(df__gk_softmax)}, {"LogSoftmax", 0, 0, DF__GK_F, DF__GKF(df__gk_softmax)},
+    {"SoftmaxCrossEntropyWithLogits", 0, 0, DF__GK_F, DF__GKF(df__gk_xent)},
+    {"SparseSoftmaxCrossEntropyWithLogits", 0, 0, DF__GK_F, DF__GKF(df__gk_xent)},
+    {"Cast", 0, 0, DF__GK_CAST, DF__GKF(df__gk_cast)}, {"Select", 0, 0, 0, DF__GKF(df__gk_select)}, {"SelectV2", 0, 0, 0, DF__GKF(df__gk_select)},
+    {"AddN", 0, 0, DF__GK_F, DF__GKF(df__gk_add_n)}, {"ZerosLike", 0, 0, DF__GK_FH, DF__GKF(df__gk_zeros_like)},
+    {"OnesLike", 0, 0, DF__GK_FH, DF__GKF(df__gk_zeros_like)}, {"Fill", 1, 0, 0, DF__GKF(df__gk_fill)},
+    {"Transpose", 2, 0, 0, DF__GKF(df__gk_transpose)}, {"ConcatV2", DF__GK_HOST_LAST, 0, 0, DF__GKF(df__gk_concat)},
+    {"Pack", 0, 0, 0, DF__GKF(df__gk_concat)}, {"Tile", 2, 0, 0, DF__GKF(df__gk_tile)}, {"BroadcastTo", 2, 0, 0, DF__GKF(df__gk_tile)},
     {"Slice", 6, 0, 0, NULL}, {"StridedSlice", 14, 0, 0, NULL}, {"StridedSliceGrad", 15, 0, 0, NULL},
     {"Pad", 2, 0, 0, NULL}, {"Unpack", 0, 0, 0, NULL},
-    {"GatherV2", 4, 0, 0, df__gk_gather}, {"OneHot", 14, 0, 0, df__gk_one_hot}, {"Cumprod", 2, 0, DF__GK_F, df__gk_cumprod}, {"UnsortedSegmentSum", 4, 0, DF__GK_F, df__gk_segment_sum},
-    {"RandomUniform", 1, 0, DF__GK_F, df__gk_random}, {"RandomStandardNormal", 1, 0, DF__GK_F, df__gk_random},
-    {"TruncatedNormal", 1, 0, DF__GK_F, df__gk_random},
-    {"ApplyGradientDescent", 0, 0, DF__GK_F, df__gk_apply}, {"ApplyMomentum", 0, 0, DF__GK_F, df__gk_apply},
-    {"ApplyAdam", 0, 0, DF__GK_F, df__gk_apply},
+    {"GatherV2", 4, 0, 0, DF__GKF(df__gk_gather)}, {"OneHot", 14, 0, 0, DF__GKF(df__gk_one_hot)}, {"Cumprod", 2, 0, DF__GK_F, DF__GKF(df__gk_cumprod)}, {"UnsortedSegmentSum", 4, 0, DF__GK_F, DF__GKF(df__gk_segment_sum)},
+    {"RandomUniform", 1, 0, DF__GK_F, DF__GKF(df__gk_random)}, {"RandomStandardNormal", 1, 0, DF__GK_F, DF__GKF(df__gk_random)},
+    {"TruncatedNormal", 1, 0, DF__GK_F, DF__GKF(df__gk_random)},
+    {"ApplyGradientDescent", 0, 0, DF__GK_F, DF__GKF(df__gk_apply)}, {"ApplyMomentum", 0, 0, DF__GK_F, DF__GKF(df__gk_apply)},
+    {"ApplyAdam", 0, 0, DF__GK_F, DF__GKF(df__gk_apply)},
     /* src/kernels/math.c and extra.c */
-    {"IsFinite", 0, 0, DF__GK_F, df__gk_math_unary}, {"IsNan", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"IsInf", 0, 0, DF__GK_F, df__gk_math_unary}, {"Softplus", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Softsign", 0, 0, DF__GK_F, df__gk_math_unary}, {"Elu", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Selu", 0, 0, DF__GK_F, df__gk_math_unary}, {"LeakyRelu", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Relu6", 0, 0, DF__GK_F, df__gk_math_unary}, {"Log1p", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Expm1", 0, 0, DF__GK_F, df__gk_math_unary}, {"Erf", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Erfc", 0, 0, DF__GK_F, df__gk_math_unary}, {"Tan", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Asin", 0, 0, DF__GK_F, df__gk_math_unary}, {"Acos", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Atan", 0, 0, DF__GK_F, df__gk_math_unary}, {"Sinh", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Cosh", 0, 0, DF__GK_F, df__gk_math_unary}, {"Round", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Rint", 0, 0, DF__GK_F, df__gk_math_unary}, {"Ceil", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Sin", 0, 0, DF__GK_F, df__gk_math_unary}, {"Cos", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Atan2", 0, 0, DF__GK_F, df__gk_math_binary}, {"TruncateDiv", 0, 0, DF__GK_F, df__gk_math_binary},
-    {"TruncateMod", 0, 0, DF__GK_F, df__gk_math_binary}, {"EluGrad", 0, 0, DF__GK_F, df__gk_math_binary},
-    {"SeluGrad", 0, 0, DF__GK_F, df__gk_math_binary}, {"SoftplusGrad", 0, 0, DF__GK_F, df__gk_math_binary},
-    {"SoftsignGrad", 0, 0, DF__GK_F, df__gk_math_binary}, {"LeakyReluGrad", 0, 0, DF__GK_F, df__gk_math_binary},
-    {"Relu6Grad", 0, 0, DF__GK_F, df__gk_math_binary},
+    {"IsFinite", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"IsNan", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"IsInf", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Softplus", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Softsign", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Elu", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Selu", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"LeakyRelu", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Relu6", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Log1p", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Expm1", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Erf", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Erfc", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Tan", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Asin", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Acos", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Atan", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Sinh", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Cosh", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Round", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Rint", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Ceil", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Sin", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Cos", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Atan2", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)}, {"TruncateDiv", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)},
+    {"TruncateMod", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)}, {"EluGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)},
+    {"SeluGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)}, {"SoftplusGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)},
+    {"SoftsignGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)}, {"LeakyReluGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)},
+    {"Relu6Grad", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)},
     /* src/kernels/random.c: on the host, every input in host memory; float results copied up,
        integer ones (and the keys, counters, algorithms) left in host memory */
     {"RandomUniformInt", DF__GK_ALL_IN, ~0u, DF__GK_HOSTONLY, NULL},
     {"Multinomial", DF__GK_ALL_IN, ~0u, 0, NULL}, {"StatelessMultinomial", DF__GK_ALL_IN, ~0u, 0, NULL},
     {"StatelessRandomGetKeyCounter", DF__GK_ALL_IN, ~0u, 0, NULL},
     {"StatelessRandomGetKeyCounterAlg", DF__GK_ALL_IN, ~0u, 0, NULL}, {"StatelessRandomGetAlg", DF__GK_ALL_IN, ~0u, 0, NULL},
-    {"StatelessRandomUniform", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
-    {"StatelessRandomNormal", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
-    {"StatelessTruncatedNormal", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
+    {"StatelessRandomUniform", DF__GK_ALL_IN, 0, DF__GK_F, DF__GKF(df__gk_on_host)},
+    {"StatelessRandomNormal", DF__GK_ALL_IN, 0, DF__GK_F, DF__GKF(df__gk_on_host)},
+    {"StatelessTruncatedNormal", DF__GK_ALL_IN, 0, DF__GK_F, DF__GKF(df__gk_on_host)},
     {"StatelessRandomUniformFullInt", DF__GK_ALL_IN, ~0u, 0, NULL},
     {"StatelessRandomUniformInt", DF__GK_ALL_IN, ~0u, DF__GK_HOSTONLY, NULL},
-    {"StatelessRandomUniformV2", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
-    {"StatelessRandomNormalV2", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
-    {"StatelessTruncatedNormalV2", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
+    {"StatelessRandomUniformV2", DF__GK_ALL_IN, 0, DF__GK_F, DF__GKF(df__gk_on_host)},
+    {"StatelessRandomNormalV2", DF__GK_ALL_IN, 0, DF__GK_F, DF__GKF(df__gk_on_host)},
+    {"StatelessTruncatedNormalV2", DF__GK_ALL_IN, 0, DF__GK_F, DF__GKF(df__gk_on_host)},
     {"StatelessRandomUniformIntV2", DF__GK_ALL_IN, ~0u, 0, NULL},
     {"StatelessRandomUniformFullIntV2", DF__GK_ALL_IN, ~0u, 0, NULL},
     /* src/kernels/nn_extra.c (float x for the batch norms) */
-    {"DepthwiseConv2dNative", 0, 0, DF__GK_F, df__gk_depthwise},
-    {"DepthwiseConv2dNativeBackpropInput", 1, 0, DF__GK_F, df__gk_depthwise},
-    {"DepthwiseConv2dNativeBackpropFilter", 2, 0, DF__GK_F, df__gk_depthwise},
-    {"FusedBatchNorm", 0, 0, DF__GK_F, df__gk_batch_norm}, {"FusedBatchNormV2", 0, 0, DF__GK_F, df__gk_batch_norm},
-    {"FusedBatchNormV3", 0, 0, DF__GK_F, df__gk_batch_norm}, {"FusedBatchNormGrad", 0, 0, DF__GK_F, df__gk_batch_norm_grad},
-    {"FusedBatchNormGradV2", 0, 0, DF__GK_F, df__gk_batch_norm_grad}, {"FusedBatchNormGradV3", 0, 0, DF__GK_F, df__gk_batch_norm_grad},
+    {"DepthwiseConv2dNative", 0, 0, DF__GK_F, DF__GKF(df__gk_depthwise)},
+    {"DepthwiseConv2dNativeBackpropInput", 1, 0, DF__GK_F, DF__GKF(df__gk_depthwise)},
+    {"DepthwiseConv2dNativeBackpropFilter", 2, 0, DF__GK_F, DF__GKF(df__gk_depthwise)},
+    {"FusedBatchNorm", 0, 0, DF__GK_F, DF__GKF(df__gk_batch_norm)}, {"FusedBatchNormV2", 0, 0, DF__GK_F, DF__GKF(df__gk_batch_norm)},
+    {"FusedBatchNormV3", 0, 0, DF__GK_F, DF__GKF(df__gk_batch_norm)}, {"FusedBatchNormGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_batch_norm_grad)},
+    {"FusedBatchNormGradV2", 0, 0, DF__GK_F, DF__GKF(df__gk_batch_norm_grad)}, {"FusedBatchNormGradV3", 0, 0, DF__GK_F, DF__GKF(df__gk_batch_norm_grad)},
     {"Conv2D", 0, 0, DF__GK_F, NULL}, {"Conv2DBackpropInput", 1, 0, DF__GK_F, NULL},
     {"Conv2DBackpropFilter", 2, 0, DF__GK_F, NULL}, {"MaxPool", 0, 0, DF__GK_F, NULL}, {"AvgPool", 0, 0, DF__GK_F, NULL},
     {"MaxPoolGrad", 0, 0, DF__GK_F, NULL}, {"AvgPoolGrad", 1, 0, DF__GK_F, NULL},
@@ -31883,7 +31890,6 @@ static void df__gpu_register(df__opdef *ops, int n_ops) {
             break;
         }
 }
-#endif /* DATAFLOW_CUDA */
 /* ==========================================================================================
    src/op_table.c: The op table                                                     >>optable
    Every op under TensorFlow's name and attrs, with its shape function, CPU kernel and flags;

@@ -1367,9 +1367,7 @@ DF_PRIVATE df_code df__sf_tl_gather(df__shape_ctx *c);
 DF_PRIVATE df_code df__sf_tl_concat(df__shape_ctx *c);
 DF_PRIVATE df_code df__sf_tl_element_shape(df__shape_ctx *c);
 DF_PRIVATE df_code df__sf_optional_get_value(df__shape_ctx *c);
-#ifdef DATAFLOW_CUDA
-DF_PRIVATE void df__gpu_register(df__opdef *ops, int n_ops);
-#endif
+DF_PRIVATE void df__gpu_register(df__opdef *ops, int n_ops);   /* (also without DATAFLOW_CUDA: see gpu.c) */
 DF_PRIVATE df_output df__out(df_node *n, int i);
 DF_PRIVATE df_output df__op1(df_graph *g, const char *op, df_output a);
 DF_PRIVATE df_output df__op2(df_graph *g, const char *op, df_output a, df_output c);
