@@ -202,6 +202,28 @@ check_dfworker() {
     return $ok
 }
 
+# A master built without DATAFLOW_CUDA places on a worker's GPU: task 0 a dfworker --gpus 1 on
+# the emulated GPU (build/gpu/host's objects), task 1 a plain dfworker; tests/net/gpu_master.c
+# checks the results against one process and where each node ran.
+gpu_master_check() {
+    local host=build/gpu/host i p0 p1 w0 w1 ok
+    $CC -std=c11 -O1 $WARN examples/dfworker.c $host/dataflow.o $host/gpu_emulator.o -o build/gpu/dfworker_gpu $LIBS || return 1
+    $CC -std=c11 -O2 $WARN examples/dfworker.c $LIB_O2 -o build/dfworker $LIBS || return 1
+    $CC -std=c11 -O2 $WARN tests/net/gpu_master.c $LIB_O2 -o build/gpu/gpu_master $LIBS || return 1
+    ./build/gpu/dfworker_gpu --port 0 --task 0 --gpus 1 >build/gpu/worker0.out 2>&1 &
+    w0=$!
+    ./build/dfworker --port 0 --task 1 >build/gpu/worker1.out 2>&1 &
+    w1=$!
+    for i in $(seq 100); do grep -q 'listening on' build/gpu/worker0.out && grep -q 'listening on' build/gpu/worker1.out && break; sleep 0.05; done
+    p0=$(sed -n 's/^dfworker: task 0 listening on 127.0.0.1:\([0-9]*\)$/\1/p' build/gpu/worker0.out)
+    p1=$(sed -n 's/^dfworker: task 1 listening on 127.0.0.1:\([0-9]*\)$/\1/p' build/gpu/worker1.out)
+    timeout 60 ./build/gpu/gpu_master "127.0.0.1:$p0,127.0.0.1:$p1"
+    ok=$?
+    kill $w0 $w1 2>/dev/null; wait $w0 $w1 2>/dev/null
+    [ $ok -eq 0 ] || { echo "the workers said:"; cat build/gpu/worker0.out build/gpu/worker1.out | head -20; }
+    return $ok
+}
+
 # Three dfworker processes, each in a network namespace of its own (addresses 10.231.0.2-4
 # behind a bridge), serve a loop and its gradient for tests/net/netns_master.c. Needs the right
 # to make namespaces (root, CAP_NET_ADMIN): where `ip netns add` is refused, the check says
@@ -325,6 +347,7 @@ gpu_objects() {
     $CC $flags -c tests/harness.c -o "$dir/harness.o" || return 1
     $CC $flags -c tests/cuda/test_gpu.c -o "$dir/test_gpu.o" || return 1
     $CC $flags -c tests/cuda/test_gpu_emulator.c -o "$dir/test_gpu_emulator.o" || return 1
+    $CC $flags -c tests/cuda/test_gpu_worker.c -o "$dir/test_gpu_worker.o" || return 1
     $CC $flags -c tests/cuda/force_gpu.c -o "$dir/force_gpu.o" || return 1
     for f in $GPU_FORCED_SUITES; do
         $CC $flags -include tests/cuda/force_gpu.h -c "$f" -o "$dir/forced_$(basename "$f" .c).o" || return 1
@@ -428,7 +451,7 @@ run_tests() {
         local cuda_link="build/dataflow_cuda.o -L$cuda_lib -Wl,-rpath,$cuda_lib -lcudart -lcublas -lstdc++"
         step "dataflow_cuda.cu compiles with nvcc" nvcc ${DF_NVCC_FLAGS:-} -c dataflow_cuda.cu -o build/dataflow_cuda.o
         step "GPU tests build (tests/cuda, -DDATAFLOW_CUDA, cuBLAS)" sh -c "$CC -std=c11 -O1 $WARN -DDATAFLOW_CUDA -I. tests/cuda/test_cuda.c $host/harness.o $host/dataflow.o $cuda_link -o build/cuda_tests $LIBS && $CC -std=c11 -O1 $WARN -DDATAFLOW_CUDA tests/cuda/gpu_count.c $host/dataflow.o $cuda_link -o build/gpu_count $LIBS"
-        step "GPU device tests build with dataflow_cuda.o (test_gpu.c; the suites on the GPU)" sh -c "$CC $host/test_gpu.o $host/harness.o $host/dataflow.o $cuda_link -o build/gpu/gpu_tests $LIBS && $CC $host/forced_*.o $host/force_gpu.o $host/harness.o $host/dataflow.o $cuda_link -o build/gpu/gpu_forced $LIBS"
+        step "GPU device tests build with dataflow_cuda.o (test_gpu.c; the suites on the GPU)" sh -c "$CC $host/test_gpu.o $host/test_gpu_worker.o $host/harness.o $host/dataflow.o $cuda_link -o build/gpu/gpu_tests $LIBS && $CC $host/forced_*.o $host/force_gpu.o $host/harness.o $host/dataflow.o $cuda_link -o build/gpu/gpu_forced $LIBS"
         local gpus; gpus=$(./build/gpu_count 2>/dev/null || echo 0)
         if [ "${gpus:-0}" -gt 0 ] 2>/dev/null; then
             step "GPU tests on $gpus GPU(s) (build/cuda_tests)" sh -c "./build/cuda_tests >build/cuda_tests.log 2>&1; rc=\$?; tail -n 1 build/cuda_tests.log; grep -q ' 0 failed' build/cuda_tests.log && [ \$rc -eq 0 ]"
@@ -439,7 +462,7 @@ run_tests() {
         else
             skipped=$((skipped + 3))
             echo "skip: GPU tests ($(grep -c '^DF_TEST' tests/cuda/test_cuda.c) tests; no GPU visible)"
-            echo "skip: GPU device tests on a GPU ($(grep -c '^DF_TEST' tests/cuda/test_gpu.c) tests; no GPU visible)"
+            echo "skip: GPU device tests on a GPU ($(cat tests/cuda/test_gpu.c tests/cuda/test_gpu_worker.c | grep -c '^DF_TEST') tests; no GPU visible)"
             echo "skip: the suites with every session on a GPU ($(cat $GPU_FORCED_SUITES | grep -c '^DF_TEST') tests; no GPU visible)"
         fi
     else skipped=$((skipped + 1)); echo "skip build: nvcc not found (dataflow_cuda.cu not compiled)"; fi
@@ -449,7 +472,7 @@ run_tests() {
     step "GPU device tests compile for the emulated GPU (tests/cuda/gpu_emulator.c, sanitizers)" gpu_wait $gpu_job $emu build/gpu/emulated.log
     local emu_runs=""
     if [ -f $emu/complete ]; then
-        if $CC $san $emu/test_gpu.o $emu/test_gpu_emulator.o $emu/harness.o $emu/dataflow.o $emu/gpu_emulator.o -o build/gpu/emulated_tests $LIBS >build/gpu/link.log 2>&1 &&
+        if $CC $san $emu/test_gpu.o $emu/test_gpu_emulator.o $emu/test_gpu_worker.o $emu/harness.o $emu/dataflow.o $emu/gpu_emulator.o -o build/gpu/emulated_tests $LIBS >build/gpu/link.log 2>&1 &&
            $CC $san $emu/forced_*.o $emu/force_gpu.o $emu/harness.o $emu/dataflow.o $emu/gpu_emulator.o -o build/gpu/emulated_forced $LIBS >>build/gpu/link.log 2>&1; then
             { ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} ./build/gpu/emulated_tests ${DF_TEST_FILTER:-} >build/gpu/emulated_tests.log 2>&1
               DF_TEST_SKIP=$(gpu_skip_list) ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} ./build/gpu/emulated_forced ${DF_TEST_FILTER:-} >build/gpu/emulated_forced.log 2>&1; } &
@@ -457,6 +480,7 @@ run_tests() {
             echo "(the GPU device tests on the emulated GPU run in the background; their results come before the unit tests)"
         else failed=$((failed + 1)); echo "FAIL build: the emulated GPU's test programs do not link"; head -40 build/gpu/link.log | sed 's/^/    /'; fi
     fi
+    step "a master without CUDA places on a worker's GPU (dfworker --gpus 1 on the emulated GPU, tests/net/gpu_master.c)" gpu_master_check
     step "digits_mlp --gpu trains to its accuracy target on the emulated GPU" sh -c "$CC -std=c11 -O1 $WARN -DDATAFLOW_CUDA examples/digits_mlp.c $host/dataflow.o $host/gpu_emulator.o -o build/gpu/digits_mlp $LIBS && ./build/gpu/digits_mlp data/digits.csv.gz --gpu"
     # The AVX-512 GEMM kernel on CPUs without AVX-512: the whole suite built against SIMDe's
     # portable definitions of the AVX-512 intrinsics (Debian: libsimde-dev), that kernel chosen.

@@ -2130,9 +2130,7 @@ static df_code df__sf_tl_gather(df__shape_ctx *c);
 static df_code df__sf_tl_concat(df__shape_ctx *c);
 static df_code df__sf_tl_element_shape(df__shape_ctx *c);
 static df_code df__sf_optional_get_value(df__shape_ctx *c);
-#ifdef DATAFLOW_CUDA
-static void df__gpu_register(df__opdef *ops, int n_ops);
-#endif
+static void df__gpu_register(df__opdef *ops, int n_ops);   /* (also without DATAFLOW_CUDA: see gpu.c) */
 static df_output df__out(df_node *n, int i);
 static df_output df__op1(df_graph *g, const char *op, df_output a);
 static df_output df__op2(df_graph *g, const char *op, df_output a, df_output c);
@@ -2416,6 +2414,17 @@ static void df__accums_free(df_session *s);
 static void df__accums_drop_scope(df_session *s, uint64_t scope);
 #endif
 /* ---- sync (issue 29): end ---- */
+
+/* ---- gpu (issue 29): begin ---- */
+/* from src/transfer.c: a value a Recv gives out in device memory (devmem) that arrived in host
+   memory (over the wire, or from a worker's Send) copied to the step's device; takes t. */
+static df_tensor *df__recv_to_device(df__step *s, int devmem, df_tensor *t, df_status *st);
+#ifdef DATAFLOW_CUDA
+/* from src/device.c: a copy of v (in GPU d's memory) in pinned host memory (ordinary host
+   memory past the pinned pool's limit); NULL with st set when the copy fails. */
+static df_tensor *df__to_host_pinned(df__device *d, const df_tensor *v, df_status *st);
+#endif
+/* ---- gpu (issue 29): end ---- */
 /* ==========================================================================================
    src/bfc.c: The BFC allocator                                                         >>bfc
    Best fit with coalescing, as TensorFlow's: memory in 256-byte units carved from regions;
@@ -3626,6 +3635,39 @@ static df_tensor *df__move(df__device *d, const df_tensor *v, int to_device, df_
 static df_tensor *df__to_device(df__device *d, const df_tensor *v, df_status *st) { return df__move(d, v, 1, st); }
 static df_tensor *df__to_host(df__device *d, const df_tensor *v, df_status *st) { return df__move(d, v, 0, st); }
 #ifdef DATAFLOW_CUDA
+/* A copy of v (in d's memory) in pinned host memory, for the wire: the DMA engine fills it at
+   full speed and the socket (or MPI) sends it as it is. One allocator for the process, at most
+   DF__PINNED_LIMIT bytes; past it, or where no pinned memory can be had, ordinary host memory. */
+#define DF__PINNED_LIMIT ((size_t)1 << 30)
+static df__allocator *df__pinned_alloc;
+static df_tensor *df__to_host_pinned(df__device *d, const df_tensor *v, df_status *st) {
+    df__allocator *a = __atomic_load_n(&df__pinned_alloc, __ATOMIC_ACQUIRE);
+    if (!a) {
+        df_bfc_options o;
+        memset(&o, 0, sizeof o);
+        o.memory_limit = DF__PINNED_LIMIT;
+        o.allow_growth = 1;
+        o.garbage_collection = 1;
+        o.sys_alloc = df_cuda_pinned_alloc;
+        o.sys_free = df_cuda_pinned_free;
+        df__allocator *fresh = df__allocator_new(&o), *expected = NULL;
+        if (fresh && !__atomic_compare_exchange_n(&df__pinned_alloc, &expected, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            df__allocator_release(fresh);
+            fresh = expected;
+        }
+        a = fresh;                        /* (lives as long as the process) */
+    }
+    df_status local;
+    df_tensor *x = a && v->nbytes ? df__tensor_alloc(a, v->dtype, v->rank, v->dims, &local) : NULL;
+    if (!x) return df__to_host(d, v, st);
+    df_code code = d->ops->copy_to_host(d, x->data, v->data, v->nbytes);
+    if (code) {
+        df_status_set(st, code, "Copying %zu bytes from %s failed", v->nbytes, d->name);
+        df_tensor_release(x);
+        return NULL;
+    }
+    return x;
+}
 /* The GPU whose memory holds t's data; NULL: host memory. */
 static df_cuda *df__tensor_gpu(const df_tensor *t) {
     const df_tensor *b = t->base ? t->base : t;
@@ -3859,9 +3901,7 @@ static void df__registry_build(void) {
         return;
     }
     df__half_register(ops, df__op_table_size);   /* half and bfloat16 through float kernels */
-#ifdef DATAFLOW_CUDA
-    df__gpu_register(ops, df__op_table_size);
-#endif
+    df__gpu_register(ops, df__op_table_size);    /* (without DATAFLOW_CUDA: which ops a worker's GPU runs) */
     df__registry.ops = ops;
     df__registry.n_ops = df__op_table_size;
     __atomic_store_n(&df__registry.initialised, 1, __ATOMIC_RELEASE);
@@ -22016,6 +22056,12 @@ static void df__resume(df__wake *w) {
     if (w->dead) t.dead = 1;
     df_tensor *outs[1] = {w->t};
     if (w->failed) df__step_error_local(s, &s->group->status);
+    else if (w->t && !w->outs && !s->device->host_memory && (s->x->items[t.item].flags & DF__XF_TRANSFER)) {
+        df_status st;                         /* a Recv's value for device memory, from the host */
+        df_status_clear(&st);
+        int devmem = s->x->host_out && !(s->x->host_out[t.item] & 1);
+        if (!(outs[0] = df__recv_to_device(s, devmem, w->t, &st))) { df__step_error_local(s, &st); t.dead = 1; }
+    }
     df__process_batch(s, NULL, 0, &t, w->outs ? w->outs : outs);
     DF_FREE(w->outs);
     df__step_task_done(s);
@@ -22415,7 +22461,19 @@ static void df__k_send(df__kctx *c) {
     if (!c->dead) { v = c->in[0]; c->in[0] = NULL; }        /* the rendezvous takes the reference */
     /* The value goes in the memory its Recv gives out: from a GPU's memory through the host,
        into a GPU's memory from the host (the copy is queued before anything can read it). */
-    if (v && c->xfer >= 0 && c->xfer / 2 < s->group->n_steps) {
+    if (v && s->group->remote) {
+#ifdef DATAFLOW_CUDA
+        /* A worker's step: its Recv may be in another process (the bytes go from host memory to
+           the wire), and _recv_memory numbers the master's partitions, not this group's; the
+           value goes out in pinned host memory and a Recv that gives device memory copies it
+           there (df__recv_to_device). */
+        if (df__tensor_gpu(v)) {
+            df_tensor *h = df__to_host_pinned(s->device, v, c->st);
+            df_tensor_release(v);
+            if (!(v = h)) return;
+        }
+#endif
+    } else if (v && c->xfer >= 0 && c->xfer / 2 < s->group->n_steps) {
         df__device *dst = s->group->steps[c->xfer / 2].device;
         int dst_dev = (c->xfer & 1) && !dst->host_memory;
         if (c->gpu && !(dst_dev && dst == s->device)) {
@@ -22452,7 +22510,24 @@ static void df__k_recv(df__kctx *c) {
     int dead = 0;
     int r = df__rv_recv(&s->group->rv, c->aux, it->frame->id, it->num, s, c->tag, &t, &dead, c->st);
     if (r == 0) c->pending = 1;
-    else if (r > 0) { c->out[0] = t; c->out_dead = dead; }
+    else if (r > 0) { c->out[0] = df__recv_to_device(s, c->gpu != NULL, t, c->st); c->out_dead = dead; }
+}
+
+/* A value a Recv gives out in device memory (`devmem`: a _Recv on a GPU) that arrived in host
+   memory (from another process, or from a Send of a worker's step, which leaves values on the
+   host) is copied to the Recv's device: host -> device, never a device pointer read on the
+   host. Takes t; NULL with st set when the copy fails. */
+static df_tensor *df__recv_to_device(df__step *s, int devmem, df_tensor *t, df_status *st) {
+#ifdef DATAFLOW_CUDA
+    if (t && devmem && !s->device->host_memory && !df__tensor_gpu(t) && t->dtype != DF_RESOURCE && t->dtype != DF_VARIANT) {
+        df_tensor *d = df__to_device(s->device, t, st);
+        df_tensor_release(t);
+        return d;
+    }
+#else
+    DF__UNUSED(s); DF__UNUSED(devmem); DF__UNUSED(st);
+#endif
+    return t;
 }
 
 int df_rendezvous_key(const df_node *n, uint64_t frame_id, int64_t iter, char *buf, size_t size) {
@@ -23135,6 +23210,9 @@ static df_code df__place_choose_group_devices(df__placer *pl) {
             /* soft placement: the same type with any number, else any device that can run it */
             df__devspec loose = pl->spec[r];
             loose.index = -1;
+            for (int d = 0; d < nd && best < 0; d++)
+                if ((kinds[r] >> ss->devices[d]->kernel_type & 1) && df__devspec_matches(&loose, ss->devices[d])) best = d;
+            loose.type[0] = '\0';                /* then another type of the same job and task (a worker's CPU for its GPU) */
             for (int d = 0; d < nd && best < 0; d++)
                 if ((kinds[r] >> ss->devices[d]->kernel_type & 1) && df__devspec_matches(&loose, ss->devices[d])) best = d;
             if (best < 0) best = any;
@@ -27648,6 +27726,11 @@ static df_code df__gd_import_node_attrs(df__gd_imp *m, df__gd_node *n, const df_
         if (!ad && m->g->internal_names && (!strcmp(key, "_key") || !strcmp(key, "_recv_memory"))) {
             df__gd_val v;               /* (a partition shipped to a worker: its transfer keys) */
             if (df__gd_attr_value(n->attrs[k].value, &v) && v.field == 3 && v.wt == DF__PB_VARINT) df_op_set_attr_int(b, key, (int64_t)v.v);
+            else c = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: malformed %s {{node %s}}", key, n->full);
+        }
+        if (!ad && m->g->internal_names && !strcmp(key, "_device_memory")) {
+            df__gd_val v;               /* (a feed of a partition on a worker's GPU: copied to the device) */
+            if (df__gd_attr_value(n->attrs[k].value, &v) && v.field == 5 && v.wt == DF__PB_VARINT) df_op_set_attr_bool(b, key, v.v != 0);
             else c = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: malformed %s {{node %s}}", key, n->full);
         }
         DF_FREE(key);
@@ -32448,6 +32531,17 @@ static void df__gk_apply(df__kctx *c) {
     c->out[0] = keep;
 }
 
+#endif /* DATAFLOW_CUDA */
+
+/* In a build without DATAFLOW_CUDA the table is registered all the same, with the CPU kernels
+   in place of the GPU ones (no GPU device exists there to run them): a master that places on
+   its workers' GPUs (/job:worker/task:N/device:GPU:j) finds which ops a GPU runs and in which
+   memory their arguments live, as a master built with CUDA does. */
+#ifdef DATAFLOW_CUDA
+#define DF__GKF(f) f
+#else
+#define DF__GKF(f) NULL
+#endif
 /* The GPU's kernels: host-memory arguments (bit i; HOST_LAST: the last input, ConcatV2's axis),
    the dtypes its device-memory arguments may have (0: any; integers and booleans always may),
    and the kernel (NULL: the CPU kernel, which reads no device memory: pass-through, views,
@@ -32460,7 +32554,7 @@ static void df__gk_apply(df__kctx *c) {
 #define DF__GK_HOST_LAST 0x80000000u
 #define DF__GK_ALL_IN 0x7fffffffu        /* every input in host memory */
 static const struct { const char *name; uint32_t host_in, host_out, types; df__kernel_fn fn; } df__gpu_kernels[] = {
-    {"Const", 0, 0, 0, df__gk_const}, {"_GpuGraph", 0, 0, 0, df__gk_gpu_graph},
+    {"Const", 0, 0, 0, DF__GKF(df__gk_const)}, {"_GpuGraph", 0, 0, 0, DF__GKF(df__gk_gpu_graph)},
     {"Identity", 0, 0, 0, NULL}, {"IdentityN", 0, 0, 0, NULL}, {"StopGradient", 0, 0, 0, NULL},
     {"PlaceholderWithDefault", 0, 0, 0, NULL}, {"NoOp", 0, 0, 0, NULL}, {"ControlTrigger", 0, 0, 0, NULL},
     {"Enter", 0, 0, 0, NULL}, {"Exit", 0, 0, 0, NULL}, {"NextIteration", 0, 0, 0, NULL},
@@ -32478,83 +32572,83 @@ static const struct { const char *name; uint32_t host_in, host_out, types; df__k
     {"Range", 0, 0, DF__GK_HOSTONLY, NULL}, {"InvertPermutation", 0, 0, DF__GK_HOSTONLY, NULL},
     {"BroadcastGradientArgs", 0, 0, DF__GK_HOSTONLY, NULL}, {"ConcatOffset", 0, 0, DF__GK_HOSTONLY, NULL},
     {"LogicalAnd", 0, 0, DF__GK_HOSTONLY, NULL}, {"LogicalOr", 0, 0, DF__GK_HOSTONLY, NULL}, {"LogicalNot", 0, 0, DF__GK_HOSTONLY, NULL},
-    {"AddV2", 0, 0, DF__GK_F, df__gk_binary}, {"Add", 0, 0, DF__GK_F, df__gk_binary}, {"Sub", 0, 0, DF__GK_F, df__gk_binary},
-    {"Mul", 0, 0, DF__GK_F, df__gk_binary}, {"RealDiv", 0, 0, DF__GK_F, df__gk_binary}, {"Div", 0, 0, DF__GK_F, df__gk_binary},
-    {"Maximum", 0, 0, DF__GK_F, df__gk_binary}, {"Minimum", 0, 0, DF__GK_F, df__gk_binary}, {"Pow", 0, 0, DF__GK_F, df__gk_binary},
-    {"FloorMod", 0, 0, DF__GK_F, df__gk_binary}, {"FloorDiv", 0, 0, DF__GK_F, df__gk_binary},
-    {"SquaredDifference", 0, 0, DF__GK_F, df__gk_binary}, {"Less", 0, 0, DF__GK_F, df__gk_binary},
-    {"LessEqual", 0, 0, DF__GK_F, df__gk_binary}, {"Greater", 0, 0, DF__GK_F, df__gk_binary},
-    {"GreaterEqual", 0, 0, DF__GK_F, df__gk_binary}, {"Equal", 0, 0, DF__GK_F, df__gk_binary},
-    {"NotEqual", 0, 0, DF__GK_F, df__gk_binary}, {"ReluGrad", 0, 0, DF__GK_F, df__gk_binary},
-    {"TanhGrad", 0, 0, DF__GK_F, df__gk_binary}, {"SigmoidGrad", 0, 0, DF__GK_F, df__gk_binary},
-    {"SqrtGrad", 0, 0, DF__GK_F, df__gk_binary}, {"RsqrtGrad", 0, 0, DF__GK_F, df__gk_binary},
-    {"ReciprocalGrad", 0, 0, DF__GK_F, df__gk_binary},
-    {"Neg", 0, 0, DF__GK_F, df__gk_unary}, {"Square", 0, 0, DF__GK_F, df__gk_unary}, {"Abs", 0, 0, DF__GK_F, df__gk_unary},
-    {"Sign", 0, 0, DF__GK_F, df__gk_unary}, {"Relu", 0, 0, DF__GK_F, df__gk_unary}, {"Sqrt", 0, 0, DF__GK_F, df__gk_unary},
-    {"Rsqrt", 0, 0, DF__GK_F, df__gk_unary}, {"Exp", 0, 0, DF__GK_F, df__gk_unary}, {"Log", 0, 0, DF__GK_F, df__gk_unary},
-    {"Tanh", 0, 0, DF__GK_F, df__gk_unary}, {"Sigmoid", 0, 0, DF__GK_F, df__gk_unary},
-    {"Reciprocal", 0, 0, DF__GK_F, df__gk_unary}, {"Floor", 0, 0, DF__GK_F, df__gk_unary},
-    {"BiasAdd", 0, 0, DF__GK_F, df__gk_bias_add}, {"BiasAddGrad", 0, 0, DF__GK_F, df__gk_bias_add_grad},
-    {"Sum", 2, 0, DF__GK_F, df__gk_reduce}, {"Mean", 2, 0, DF__GK_F, df__gk_reduce}, {"Max", 2, 0, DF__GK_F, df__gk_reduce},
-    {"Min", 2, 0, DF__GK_F, df__gk_reduce}, {"Prod", 2, 0, DF__GK_F, df__gk_reduce},
-    {"ArgMax", 2, 0, DF__GK_F, df__gk_argmax}, {"ArgMin", 2, 0, DF__GK_F, df__gk_argmax},
-    {"MatMul", 0, 0, DF__GK_FH, df__gk_matmul}, {"BatchMatMulV2", 0, 0, DF__GK_FH, df__gk_bmm},
-    {"Softmax", 0, 0, DF__GK_F, df__gk_softmax}, {"LogSoftmax", 0, 0, DF__GK_F, df__gk_softmax},
-    {"SoftmaxCrossEntropyWithLogits", 0, 0, DF__GK_F, df__gk_xent},
-    {"SparseSoftmaxCrossEntropyWithLogits", 0, 0, DF__GK_F, df__gk_xent},
-    {"Cast", 0, 0, DF__GK_CAST, df__gk_cast}, {"Select", 0, 0, 0, df__gk_select}, {"SelectV2", 0, 0, 0, df__gk_select},
-    {"AddN", 0, 0, DF__GK_F, df__gk_add_n}, {"ZerosLike", 0, 0, DF__GK_FH, df__gk_zeros_like},
-    {"OnesLike", 0, 0, DF__GK_FH, df__gk_zeros_like}, {"Fill", 1, 0, 0, df__gk_fill},
-    {"Transpose", 2, 0, 0, df__gk_transpose}, {"ConcatV2", DF__GK_HOST_LAST, 0, 0, df__gk_concat},
-    {"Pack", 0, 0, 0, df__gk_concat}, {"Tile", 2, 0, 0, df__gk_tile}, {"BroadcastTo", 2, 0, 0, df__gk_tile},
+    {"AddV2", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"Add", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"Sub", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"Mul", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"RealDiv", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"Div", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"Maximum", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"Minimum", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"Pow", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"FloorMod", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"FloorDiv", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"SquaredDifference", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"Less", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"LessEqual", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"Greater", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"GreaterEqual", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"Equal", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"NotEqual", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"ReluGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"TanhGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"SigmoidGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"SqrtGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)}, {"RsqrtGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"ReciprocalGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_binary)},
+    {"Neg", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)}, {"Square", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)}, {"Abs", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)},
+    {"Sign", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)}, {"Relu", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)}, {"Sqrt", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)},
+    {"Rsqrt", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)}, {"Exp", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)}, {"Log", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)},
+    {"Tanh", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)}, {"Sigmoid", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)},
+    {"Reciprocal", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)}, {"Floor", 0, 0, DF__GK_F, DF__GKF(df__gk_unary)},
+    {"BiasAdd", 0, 0, DF__GK_F, DF__GKF(df__gk_bias_add)}, {"BiasAddGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_bias_add_grad)},
+    {"Sum", 2, 0, DF__GK_F, DF__GKF(df__gk_reduce)}, {"Mean", 2, 0, DF__GK_F, DF__GKF(df__gk_reduce)}, {"Max", 2, 0, DF__GK_F, DF__GKF(df__gk_reduce)},
+    {"Min", 2, 0, DF__GK_F, DF__GKF(df__gk_reduce)}, {"Prod", 2, 0, DF__GK_F, DF__GKF(df__gk_reduce)},
+    {"ArgMax", 2, 0, DF__GK_F, DF__GKF(df__gk_argmax)}, {"ArgMin", 2, 0, DF__GK_F, DF__GKF(df__gk_argmax)},
+    {"MatMul", 0, 0, DF__GK_FH, DF__GKF(df__gk_matmul)}, {"BatchMatMulV2", 0, 0, DF__GK_FH, DF__GKF(df__gk_bmm)},
+    {"Softmax", 0, 0, DF__GK_F, DF__GKF(df__gk_softmax)}, {"LogSoftmax", 0, 0, DF__GK_F, DF__GKF(df__gk_softmax)},
+    {"SoftmaxCrossEntropyWithLogits", 0, 0, DF__GK_F, DF__GKF(df__gk_xent)},
+    {"SparseSoftmaxCrossEntropyWithLogits", 0, 0, DF__GK_F, DF__GKF(df__gk_xent)},
+    {"Cast", 0, 0, DF__GK_CAST, DF__GKF(df__gk_cast)}, {"Select", 0, 0, 0, DF__GKF(df__gk_select)}, {"SelectV2", 0, 0, 0, DF__GKF(df__gk_select)},
+    {"AddN", 0, 0, DF__GK_F, DF__GKF(df__gk_add_n)}, {"ZerosLike", 0, 0, DF__GK_FH, DF__GKF(df__gk_zeros_like)},
+    {"OnesLike", 0, 0, DF__GK_FH, DF__GKF(df__gk_zeros_like)}, {"Fill", 1, 0, 0, DF__GKF(df__gk_fill)},
+    {"Transpose", 2, 0, 0, DF__GKF(df__gk_transpose)}, {"ConcatV2", DF__GK_HOST_LAST, 0, 0, DF__GKF(df__gk_concat)},
+    {"Pack", 0, 0, 0, DF__GKF(df__gk_concat)}, {"Tile", 2, 0, 0, DF__GKF(df__gk_tile)}, {"BroadcastTo", 2, 0, 0, DF__GKF(df__gk_tile)},
     {"Slice", 6, 0, 0, NULL}, {"StridedSlice", 14, 0, 0, NULL}, {"StridedSliceGrad", 15, 0, 0, NULL},
     {"Pad", 2, 0, 0, NULL}, {"Unpack", 0, 0, 0, NULL},
-    {"GatherV2", 4, 0, 0, df__gk_gather}, {"OneHot", 14, 0, 0, df__gk_one_hot}, {"Cumprod", 2, 0, DF__GK_F, df__gk_cumprod}, {"UnsortedSegmentSum", 4, 0, DF__GK_F, df__gk_segment_sum},
-    {"RandomUniform", 1, 0, DF__GK_F, df__gk_random}, {"RandomStandardNormal", 1, 0, DF__GK_F, df__gk_random},
-    {"TruncatedNormal", 1, 0, DF__GK_F, df__gk_random},
-    {"ApplyGradientDescent", 0, 0, DF__GK_F, df__gk_apply}, {"ApplyMomentum", 0, 0, DF__GK_F, df__gk_apply},
-    {"ApplyAdam", 0, 0, DF__GK_F, df__gk_apply},
+    {"GatherV2", 4, 0, 0, DF__GKF(df__gk_gather)}, {"OneHot", 14, 0, 0, DF__GKF(df__gk_one_hot)}, {"Cumprod", 2, 0, DF__GK_F, DF__GKF(df__gk_cumprod)}, {"UnsortedSegmentSum", 4, 0, DF__GK_F, DF__GKF(df__gk_segment_sum)},
+    {"RandomUniform", 1, 0, DF__GK_F, DF__GKF(df__gk_random)}, {"RandomStandardNormal", 1, 0, DF__GK_F, DF__GKF(df__gk_random)},
+    {"TruncatedNormal", 1, 0, DF__GK_F, DF__GKF(df__gk_random)},
+    {"ApplyGradientDescent", 0, 0, DF__GK_F, DF__GKF(df__gk_apply)}, {"ApplyMomentum", 0, 0, DF__GK_F, DF__GKF(df__gk_apply)},
+    {"ApplyAdam", 0, 0, DF__GK_F, DF__GKF(df__gk_apply)},
     /* src/kernels/math.c and extra.c */
-    {"IsFinite", 0, 0, DF__GK_F, df__gk_math_unary}, {"IsNan", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"IsInf", 0, 0, DF__GK_F, df__gk_math_unary}, {"Softplus", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Softsign", 0, 0, DF__GK_F, df__gk_math_unary}, {"Elu", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Selu", 0, 0, DF__GK_F, df__gk_math_unary}, {"LeakyRelu", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Relu6", 0, 0, DF__GK_F, df__gk_math_unary}, {"Log1p", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Expm1", 0, 0, DF__GK_F, df__gk_math_unary}, {"Erf", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Erfc", 0, 0, DF__GK_F, df__gk_math_unary}, {"Tan", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Asin", 0, 0, DF__GK_F, df__gk_math_unary}, {"Acos", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Atan", 0, 0, DF__GK_F, df__gk_math_unary}, {"Sinh", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Cosh", 0, 0, DF__GK_F, df__gk_math_unary}, {"Round", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Rint", 0, 0, DF__GK_F, df__gk_math_unary}, {"Ceil", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Sin", 0, 0, DF__GK_F, df__gk_math_unary}, {"Cos", 0, 0, DF__GK_F, df__gk_math_unary},
-    {"Atan2", 0, 0, DF__GK_F, df__gk_math_binary}, {"TruncateDiv", 0, 0, DF__GK_F, df__gk_math_binary},
-    {"TruncateMod", 0, 0, DF__GK_F, df__gk_math_binary}, {"EluGrad", 0, 0, DF__GK_F, df__gk_math_binary},
-    {"SeluGrad", 0, 0, DF__GK_F, df__gk_math_binary}, {"SoftplusGrad", 0, 0, DF__GK_F, df__gk_math_binary},
-    {"SoftsignGrad", 0, 0, DF__GK_F, df__gk_math_binary}, {"LeakyReluGrad", 0, 0, DF__GK_F, df__gk_math_binary},
-    {"Relu6Grad", 0, 0, DF__GK_F, df__gk_math_binary},
+    {"IsFinite", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"IsNan", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"IsInf", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Softplus", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Softsign", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Elu", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Selu", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"LeakyRelu", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Relu6", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Log1p", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Expm1", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Erf", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Erfc", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Tan", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Asin", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Acos", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Atan", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Sinh", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Cosh", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Round", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Rint", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Ceil", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Sin", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)}, {"Cos", 0, 0, DF__GK_F, DF__GKF(df__gk_math_unary)},
+    {"Atan2", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)}, {"TruncateDiv", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)},
+    {"TruncateMod", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)}, {"EluGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)},
+    {"SeluGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)}, {"SoftplusGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)},
+    {"SoftsignGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)}, {"LeakyReluGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)},
+    {"Relu6Grad", 0, 0, DF__GK_F, DF__GKF(df__gk_math_binary)},
     /* src/kernels/random.c: on the host, every input in host memory; float results copied up,
        integer ones (and the keys, counters, algorithms) left in host memory */
     {"RandomUniformInt", DF__GK_ALL_IN, ~0u, DF__GK_HOSTONLY, NULL},
     {"Multinomial", DF__GK_ALL_IN, ~0u, 0, NULL}, {"StatelessMultinomial", DF__GK_ALL_IN, ~0u, 0, NULL},
     {"StatelessRandomGetKeyCounter", DF__GK_ALL_IN, ~0u, 0, NULL},
     {"StatelessRandomGetKeyCounterAlg", DF__GK_ALL_IN, ~0u, 0, NULL}, {"StatelessRandomGetAlg", DF__GK_ALL_IN, ~0u, 0, NULL},
-    {"StatelessRandomUniform", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
-    {"StatelessRandomNormal", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
-    {"StatelessTruncatedNormal", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
+    {"StatelessRandomUniform", DF__GK_ALL_IN, 0, DF__GK_F, DF__GKF(df__gk_on_host)},
+    {"StatelessRandomNormal", DF__GK_ALL_IN, 0, DF__GK_F, DF__GKF(df__gk_on_host)},
+    {"StatelessTruncatedNormal", DF__GK_ALL_IN, 0, DF__GK_F, DF__GKF(df__gk_on_host)},
     {"StatelessRandomUniformFullInt", DF__GK_ALL_IN, ~0u, 0, NULL},
     {"StatelessRandomUniformInt", DF__GK_ALL_IN, ~0u, DF__GK_HOSTONLY, NULL},
-    {"StatelessRandomUniformV2", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
-    {"StatelessRandomNormalV2", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
-    {"StatelessTruncatedNormalV2", DF__GK_ALL_IN, 0, DF__GK_F, df__gk_on_host},
+    {"StatelessRandomUniformV2", DF__GK_ALL_IN, 0, DF__GK_F, DF__GKF(df__gk_on_host)},
+    {"StatelessRandomNormalV2", DF__GK_ALL_IN, 0, DF__GK_F, DF__GKF(df__gk_on_host)},
+    {"StatelessTruncatedNormalV2", DF__GK_ALL_IN, 0, DF__GK_F, DF__GKF(df__gk_on_host)},
     {"StatelessRandomUniformIntV2", DF__GK_ALL_IN, ~0u, 0, NULL},
     {"StatelessRandomUniformFullIntV2", DF__GK_ALL_IN, ~0u, 0, NULL},
     /* src/kernels/nn_extra.c (float x for the batch norms) */
-    {"DepthwiseConv2dNative", 0, 0, DF__GK_F, df__gk_depthwise},
-    {"DepthwiseConv2dNativeBackpropInput", 1, 0, DF__GK_F, df__gk_depthwise},
-    {"DepthwiseConv2dNativeBackpropFilter", 2, 0, DF__GK_F, df__gk_depthwise},
-    {"FusedBatchNorm", 0, 0, DF__GK_F, df__gk_batch_norm}, {"FusedBatchNormV2", 0, 0, DF__GK_F, df__gk_batch_norm},
-    {"FusedBatchNormV3", 0, 0, DF__GK_F, df__gk_batch_norm}, {"FusedBatchNormGrad", 0, 0, DF__GK_F, df__gk_batch_norm_grad},
-    {"FusedBatchNormGradV2", 0, 0, DF__GK_F, df__gk_batch_norm_grad}, {"FusedBatchNormGradV3", 0, 0, DF__GK_F, df__gk_batch_norm_grad},
+    {"DepthwiseConv2dNative", 0, 0, DF__GK_F, DF__GKF(df__gk_depthwise)},
+    {"DepthwiseConv2dNativeBackpropInput", 1, 0, DF__GK_F, DF__GKF(df__gk_depthwise)},
+    {"DepthwiseConv2dNativeBackpropFilter", 2, 0, DF__GK_F, DF__GKF(df__gk_depthwise)},
+    {"FusedBatchNorm", 0, 0, DF__GK_F, DF__GKF(df__gk_batch_norm)}, {"FusedBatchNormV2", 0, 0, DF__GK_F, DF__GKF(df__gk_batch_norm)},
+    {"FusedBatchNormV3", 0, 0, DF__GK_F, DF__GKF(df__gk_batch_norm)}, {"FusedBatchNormGrad", 0, 0, DF__GK_F, DF__GKF(df__gk_batch_norm_grad)},
+    {"FusedBatchNormGradV2", 0, 0, DF__GK_F, DF__GKF(df__gk_batch_norm_grad)}, {"FusedBatchNormGradV3", 0, 0, DF__GK_F, DF__GKF(df__gk_batch_norm_grad)},
     {"Conv2D", 0, 0, DF__GK_F, NULL}, {"Conv2DBackpropInput", 1, 0, DF__GK_F, NULL},
     {"Conv2DBackpropFilter", 2, 0, DF__GK_F, NULL}, {"MaxPool", 0, 0, DF__GK_F, NULL}, {"AvgPool", 0, 0, DF__GK_F, NULL},
     {"MaxPoolGrad", 0, 0, DF__GK_F, NULL}, {"AvgPoolGrad", 1, 0, DF__GK_F, NULL},
@@ -32571,7 +32665,6 @@ static void df__gpu_register(df__opdef *ops, int n_ops) {
             break;
         }
 }
-#endif /* DATAFLOW_CUDA */
 /* ==========================================================================================
    src/op_table.c: The op table                                                     >>optable
    Every op under TensorFlow's name and attrs, with its shape function, CPU kernel and flags;
@@ -35400,9 +35493,10 @@ static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint6
         df__wb_u32(&out, (uint32_t)w->opts.task);
         int nd = w->sess->n_devices;
         df__wb_u32(&out, (uint32_t)nd);
-        for (int i = 0; i < nd; i++) {
+        for (int i = 0; i < nd; i++) {       /* its CPUs, then its GPUs (their index in REGISTER is i) */
             char name[96];
-            snprintf(name, sizeof name, "/job:worker/replica:0/task:%d/device:CPU:%d", w->opts.task, i);
+            const df__device *d = w->sess->devices[i];
+            snprintf(name, sizeof name, "/job:worker/replica:0/task:%d/device:%s:%d", w->opts.task, d->type, d->index);
             df__wb_str(&out, name);
         }
         if (df__w_answer(c, DF__W_HELLO_OK, &out)) { *why = "cannot answer HELLO"; ret = 1; }
@@ -35882,6 +35976,7 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
     df_session_options so;
     memset(&so, 0, sizeof so);
     so.num_cpu_devices = o.num_cpu_devices > 0 ? o.num_cpu_devices : 1;
+    so.num_gpu_devices = o.num_gpu_devices;              /* (df_session_new checks it: -1 every visible GPU) */
     so.inter_op_threads = DF__MAX(2, df__num_cores());   /* (a step waits for other workers on its pool) */
     so.memory_limit = o.memory_limit;
     so.data_dir = o.data_dir ? o.data_dir : "";          /* ("": no file access) */
@@ -36190,19 +36285,33 @@ static df_code df__cluster_open(struct df_session *s, df_status *st) {
         c->incarnation[t] = df__wr_u64(&r, "incarnation");
         (void)df__wr_u32(&r, "task");
         uint32_t nd = df__wr_u32(&r, "devices");
-        DF_FREE(data);
-        if (r.bad || nd == 0 || nd > 64) return df_status_set(st, DF_DATA_LOSS, "%s sent a malformed HELLO answer", who);
+        if (r.bad || nd == 0 || nd > 80) { DF_FREE(data); return df_status_set(st, DF_DATA_LOSS, "%s sent a malformed HELLO answer", who); }
         df__device **dv = (df__device **)DF_REALLOC(s->devices, (size_t)(total + (int)nd) * sizeof(df__device *));
-        if (!dv) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        if (!dv) { DF_FREE(data); return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); }
         s->devices = dv;
         for (uint32_t i = 0; i < nd; i++) {
+            /* its devices by name: "CPU:k" or "GPU:k" (a worker that names none: CPU:i); index i
+               is the device's number in REGISTER */
+            char *name = r.n ? df__wr_str(&r, 95, "device name") : NULL;
+            df__devspec ds;
+            int gpu = name && df__parse_device(name, &ds) && !strcmp(ds.type, "GPU") && ds.index >= 0;
+            int k = gpu ? ds.index : (int)i;
+            DF_FREE(name);
             df__device *d = df__device_new_cpu((int)i, 1, st);   /* (never allocates: a name for the placer) */
-            if (!d) return st->code;
-            snprintf(d->name, sizeof d->name, "/job:%s/replica:0/task:%d/device:CPU:%u", c->job[t], c->jtask[t], i);
+            if (!d) { DF_FREE(data); return st->code; }
+            snprintf(d->name, sizeof d->name, "/job:%s/replica:0/task:%d/device:%s:%d", c->job[t], c->jtask[t], gpu ? "GPU" : "CPU", k);
+            if (gpu) {                        /* placed and partitioned as a GPU: its kernels, its memory types */
+                memcpy(d->type, "GPU", 4);
+                d->kernel_type = DF__DEV_GPU;
+                d->host_memory = 0;
+            }
             s->devices[total++] = d;
             s->n_devices = total;
         }
+        DF_FREE(data);
+        if (r.bad) return df_status_set(st, DF_DATA_LOSS, "%s sent a malformed HELLO answer (%s)", who, r.bad);
     }
+    s->opts.cuda_graphs = 0;                  /* (the workers' business; not sent to them) */
     return DF_OK;
 #endif
 }

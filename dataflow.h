@@ -1060,6 +1060,9 @@ typedef struct df_worker_options {
     int         handshake_timeout_ms;/* a connection not authenticated by then is closed; 0: 5000 */
     int         max_handshakes;      /* connections in the handshake at once (the oldest closed
                                         first); 0: 64, and 16 from one address */
+    int         num_gpu_devices;     /* GPUs it serves, /job:worker/replica:0/task:N/device:GPU:j
+                                        after its CPUs (as df_session_options.num_gpu_devices: 0
+                                        none, -1 every visible GPU; needs -DDATAFLOW_CUDA) */
 } df_worker_options;
 enum {
     DF_WORKER_SHUTDOWN_AUTHENTICATED = 0,  /* a master that proved the key (none without a key) */
@@ -1169,6 +1172,10 @@ df_code  df_cuda_elementwise_f32(df_cuda *g, int op, const float *a, const float
    NaN rules), to within floating-point rounding. */
 void   *df_cuda_region_alloc(size_t bytes, void *gpu);   /* BFC sys_alloc hook (gpu: a df_cuda *) */
 void    df_cuda_region_free(void *p, size_t bytes, void *gpu);
+/* BFC hooks for page-locked (pinned) host memory, usable with every GPU: where a value in a GPU's
+   memory is staged on its way to another process (user unused). NULL when none can be had. */
+void   *df_cuda_pinned_alloc(size_t bytes, void *user);
+void    df_cuda_pinned_free(void *p, size_t bytes, void *user);
 /* Host to device: ordered after the work queued so far; later work is ordered after it. Returns
    once host_src may be reused. */
 df_code df_cuda_memcpy_h2d(df_cuda *g, void *dst, const void *host_src, size_t bytes, df_status *st);

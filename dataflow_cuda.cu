@@ -121,6 +121,21 @@ extern "C" void df_cuda_region_free(void *p, size_t bytes, void *user) {
     cudaFree(p);
 }
 
+/* Pinned host memory, portable to every GPU (the staging of values sent to other processes). */
+extern "C" void *df_cuda_pinned_alloc(size_t bytes, void *user) {
+    (void)user;
+    void *p = NULL;
+    if (!bytes || cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
+        (void)cudaGetLastError();    /* none to be had: the allocator reports NULL */
+        return NULL;
+    }
+    return p;
+}
+extern "C" void df_cuda_pinned_free(void *p, size_t bytes, void *user) {
+    (void)bytes; (void)user;
+    if (p && cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError();
+}
+
 extern "C" df_cuda *df_cuda_open(int device, size_t memory_limit, df_status *st) {
     df_status local;
     if (!st) st = &local;

@@ -2,12 +2,14 @@
    (see docs/clusters.md and SECURITY.md), until a master holding the cluster key asks it to
    shut down or it is killed.
 
-     build/dfworker --port 2222 [--key-file PATH] [--host ADDR] [--task N] [--cpus N]
+     build/dfworker --port 2222 [--key-file PATH] [--host ADDR] [--task N] [--cpus N] [--gpus N]
                     [--data-dir DIR] [--memory-limit BYTES] [--cluster H:P,H:P]
                     [--max-message-bytes B] [--insecure] [--no-shutdown]
 
    Prints "dfworker: task N listening on HOST:PORT" once it listens (--port 0 picks a free
-   port; the line says which). Errors are one "dfworker: ..." line on stderr. */
+   port; the line says which). Errors are one "dfworker: ..." line on stderr. --gpus N serves N
+   GPUs (-1: every visible one) as /job:worker/task:N/device:GPU:j: build it with
+   -DDATAFLOW_CUDA and link dataflow_cuda.o (see docs/clusters.md, "GPUs on workers"). */
 #include "../dataflow.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,7 @@ static void log_line(void *user, const char *line) {
     const ctx *c = (const ctx *)user;
     fprintf(stderr, "dfworker task %d: %s\n", c->task, line);
 }
-#define DFW_USAGE "dfworker --port PORT [--key-file PATH] [--host ADDR] [--task N] [--cpus N] [--data-dir DIR]\n" \
+#define DFW_USAGE "dfworker --port PORT [--key-file PATH] [--host ADDR] [--task N] [--cpus N] [--gpus N] [--data-dir DIR]\n" \
     "         [--memory-limit BYTES[K|M|G]] [--cluster HOST:PORT,...] [--max-message-bytes B] [--insecure] [--no-shutdown]"
 static int usage(const char *why) {
     fprintf(stderr, "dfworker: %s (usage: dfworker --port PORT [options]; dfworker --help lists them)\n", why);
@@ -58,6 +60,7 @@ int main(int argc, char **argv) {
                    "                      (umask 077; openssl rand -hex 32 > cluster.key)\n"
                    "  --host ADDR         the address to listen on (127.0.0.1); another needs --key-file or --insecure\n"
                    "  --data-dir DIR      files the graphs save and restore stay inside DIR (none: no file access)\n"
+                   "  --gpus N            serve N GPUs after the CPUs (-1: every visible GPU; needs a -DDATAFLOW_CUDA build)\n"
                    "  --memory-limit B    bytes per device, variables included (over it: RESOURCE_EXHAUSTED)\n"
                    "  --cluster LIST      the only workers this one sends tensors to\n"
                    "  --insecure          listen beyond loopback without a key (a trusted network only)\n"
@@ -74,6 +77,7 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--port") && numeric && n >= 0 && n <= 65535) o.port = (int)n;
         else if (!strcmp(a, "--task") && numeric && n >= 0 && n < 1000000) o.task = (int)n;
         else if (!strcmp(a, "--cpus") && numeric && n >= 1 && n <= 16) o.num_cpu_devices = (int)n;
+        else if (!strcmp(a, "--gpus") && numeric && n >= -1 && n <= 16) o.num_gpu_devices = (int)n;
         else if (!strcmp(a, "--max-message-bytes") && numeric && n >= 1024) o.max_message_bytes = (uint64_t)n;
         else if (!strcmp(a, "--memory-limit") && bytes_of(v) >= 4096) o.memory_limit = (size_t)bytes_of(v);
         else if (!strcmp(a, "--host")) o.host = v;

@@ -197,6 +197,39 @@ static df_tensor *df__move(df__device *d, const df_tensor *v, int to_device, df_
 DF_PRIVATE df_tensor *df__to_device(df__device *d, const df_tensor *v, df_status *st) { return df__move(d, v, 1, st); }
 DF_PRIVATE df_tensor *df__to_host(df__device *d, const df_tensor *v, df_status *st) { return df__move(d, v, 0, st); }
 #ifdef DATAFLOW_CUDA
+/* A copy of v (in d's memory) in pinned host memory, for the wire: the DMA engine fills it at
+   full speed and the socket (or MPI) sends it as it is. One allocator for the process, at most
+   DF__PINNED_LIMIT bytes; past it, or where no pinned memory can be had, ordinary host memory. */
+#define DF__PINNED_LIMIT ((size_t)1 << 30)
+static df__allocator *df__pinned_alloc;
+DF_PRIVATE df_tensor *df__to_host_pinned(df__device *d, const df_tensor *v, df_status *st) {
+    df__allocator *a = __atomic_load_n(&df__pinned_alloc, __ATOMIC_ACQUIRE);
+    if (!a) {
+        df_bfc_options o;
+        memset(&o, 0, sizeof o);
+        o.memory_limit = DF__PINNED_LIMIT;
+        o.allow_growth = 1;
+        o.garbage_collection = 1;
+        o.sys_alloc = df_cuda_pinned_alloc;
+        o.sys_free = df_cuda_pinned_free;
+        df__allocator *fresh = df__allocator_new(&o), *expected = NULL;
+        if (fresh && !__atomic_compare_exchange_n(&df__pinned_alloc, &expected, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            df__allocator_release(fresh);
+            fresh = expected;
+        }
+        a = fresh;                        /* (lives as long as the process) */
+    }
+    df_status local;
+    df_tensor *x = a && v->nbytes ? df__tensor_alloc(a, v->dtype, v->rank, v->dims, &local) : NULL;
+    if (!x) return df__to_host(d, v, st);
+    df_code code = d->ops->copy_to_host(d, x->data, v->data, v->nbytes);
+    if (code) {
+        df_status_set(st, code, "Copying %zu bytes from %s failed", v->nbytes, d->name);
+        df_tensor_release(x);
+        return NULL;
+    }
+    return x;
+}
 /* The GPU whose memory holds t's data; NULL: host memory. */
 DF_PRIVATE df_cuda *df__tensor_gpu(const df_tensor *t) {
     const df_tensor *b = t->base ? t->base : t;

@@ -784,6 +784,12 @@ static void df__resume(df__wake *w) {
     if (w->dead) t.dead = 1;
     df_tensor *outs[1] = {w->t};
     if (w->failed) df__step_error_local(s, &s->group->status);
+    else if (w->t && !w->outs && !s->device->host_memory && (s->x->items[t.item].flags & DF__XF_TRANSFER)) {
+        df_status st;                         /* a Recv's value for device memory, from the host */
+        df_status_clear(&st);
+        int devmem = s->x->host_out && !(s->x->host_out[t.item] & 1);
+        if (!(outs[0] = df__recv_to_device(s, devmem, w->t, &st))) { df__step_error_local(s, &st); t.dead = 1; }
+    }
     df__process_batch(s, NULL, 0, &t, w->outs ? w->outs : outs);
     DF_FREE(w->outs);
     df__step_task_done(s);

@@ -1368,9 +1368,7 @@ DF_PRIVATE df_code df__sf_tl_gather(df__shape_ctx *c);
 DF_PRIVATE df_code df__sf_tl_concat(df__shape_ctx *c);
 DF_PRIVATE df_code df__sf_tl_element_shape(df__shape_ctx *c);
 DF_PRIVATE df_code df__sf_optional_get_value(df__shape_ctx *c);
-#ifdef DATAFLOW_CUDA
-DF_PRIVATE void df__gpu_register(df__opdef *ops, int n_ops);
-#endif
+DF_PRIVATE void df__gpu_register(df__opdef *ops, int n_ops);   /* (also without DATAFLOW_CUDA: see gpu.c) */
 DF_PRIVATE df_output df__out(df_node *n, int i);
 DF_PRIVATE df_output df__op1(df_graph *g, const char *op, df_output a);
 DF_PRIVATE df_output df__op2(df_graph *g, const char *op, df_output a, df_output c);
@@ -1654,3 +1652,14 @@ DF_PRIVATE void df__accums_free(df_session *s);
 DF_PRIVATE void df__accums_drop_scope(df_session *s, uint64_t scope);
 #endif
 /* ---- sync (issue 29): end ---- */
+
+/* ---- gpu (issue 29): begin ---- */
+/* from src/transfer.c: a value a Recv gives out in device memory (devmem) that arrived in host
+   memory (over the wire, or from a worker's Send) copied to the step's device; takes t. */
+DF_PRIVATE df_tensor *df__recv_to_device(df__step *s, int devmem, df_tensor *t, df_status *st);
+#ifdef DATAFLOW_CUDA
+/* from src/device.c: a copy of v (in GPU d's memory) in pinned host memory (ordinary host
+   memory past the pinned pool's limit); NULL with st set when the copy fails. */
+DF_PRIVATE df_tensor *df__to_host_pinned(df__device *d, const df_tensor *v, df_status *st);
+#endif
+/* ---- gpu (issue 29): end ---- */

@@ -280,6 +280,9 @@ static df_code df__place_choose_group_devices(df__placer *pl) {
             loose.index = -1;
             for (int d = 0; d < nd && best < 0; d++)
                 if ((kinds[r] >> ss->devices[d]->kernel_type & 1) && df__devspec_matches(&loose, ss->devices[d])) best = d;
+            loose.type[0] = '\0';                /* then another type of the same job and task (a worker's CPU for its GPU) */
+            for (int d = 0; d < nd && best < 0; d++)
+                if ((kinds[r] >> ss->devices[d]->kernel_type & 1) && df__devspec_matches(&loose, ss->devices[d])) best = d;
             if (best < 0) best = any;
         }
         pl->group_dev[r] = best;

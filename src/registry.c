@@ -179,9 +179,7 @@ static void df__registry_build(void) {
         return;
     }
     df__half_register(ops, df__op_table_size);   /* half and bfloat16 through float kernels */
-#ifdef DATAFLOW_CUDA
-    df__gpu_register(ops, df__op_table_size);
-#endif
+    df__gpu_register(ops, df__op_table_size);    /* (without DATAFLOW_CUDA: which ops a worker's GPU runs) */
     df__registry.ops = ops;
     df__registry.n_ops = df__op_table_size;
     __atomic_store_n(&df__registry.initialised, 1, __ATOMIC_RELEASE);

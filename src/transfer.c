@@ -184,7 +184,19 @@ DF_PRIVATE void df__k_send(df__kctx *c) {
     if (!c->dead) { v = c->in[0]; c->in[0] = NULL; }        /* the rendezvous takes the reference */
     /* The value goes in the memory its Recv gives out: from a GPU's memory through the host,
        into a GPU's memory from the host (the copy is queued before anything can read it). */
-    if (v && c->xfer >= 0 && c->xfer / 2 < s->group->n_steps) {
+    if (v && s->group->remote) {
+#ifdef DATAFLOW_CUDA
+        /* A worker's step: its Recv may be in another process (the bytes go from host memory to
+           the wire), and _recv_memory numbers the master's partitions, not this group's; the
+           value goes out in pinned host memory and a Recv that gives device memory copies it
+           there (df__recv_to_device). */
+        if (df__tensor_gpu(v)) {
+            df_tensor *h = df__to_host_pinned(s->device, v, c->st);
+            df_tensor_release(v);
+            if (!(v = h)) return;
+        }
+#endif
+    } else if (v && c->xfer >= 0 && c->xfer / 2 < s->group->n_steps) {
         df__device *dst = s->group->steps[c->xfer / 2].device;
         int dst_dev = (c->xfer & 1) && !dst->host_memory;
         if (c->gpu && !(dst_dev && dst == s->device)) {
@@ -221,7 +233,24 @@ DF_PRIVATE void df__k_recv(df__kctx *c) {
     int dead = 0;
     int r = df__rv_recv(&s->group->rv, c->aux, it->frame->id, it->num, s, c->tag, &t, &dead, c->st);
     if (r == 0) c->pending = 1;
-    else if (r > 0) { c->out[0] = t; c->out_dead = dead; }
+    else if (r > 0) { c->out[0] = df__recv_to_device(s, c->gpu != NULL, t, c->st); c->out_dead = dead; }
+}
+
+/* A value a Recv gives out in device memory (`devmem`: a _Recv on a GPU) that arrived in host
+   memory (from another process, or from a Send of a worker's step, which leaves values on the
+   host) is copied to the Recv's device: host -> device, never a device pointer read on the
+   host. Takes t; NULL with st set when the copy fails. */
+DF_PRIVATE df_tensor *df__recv_to_device(df__step *s, int devmem, df_tensor *t, df_status *st) {
+#ifdef DATAFLOW_CUDA
+    if (t && devmem && !s->device->host_memory && !df__tensor_gpu(t) && t->dtype != DF_RESOURCE && t->dtype != DF_VARIANT) {
+        df_tensor *d = df__to_device(s->device, t, st);
+        df_tensor_release(t);
+        return d;
+    }
+#else
+    DF__UNUSED(s); DF__UNUSED(devmem); DF__UNUSED(st);
+#endif
+    return t;
 }
 
 int df_rendezvous_key(const df_node *n, uint64_t frame_id, int64_t iter, char *buf, size_t size) {

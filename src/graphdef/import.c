@@ -177,6 +177,11 @@ static df_code df__gd_import_node_attrs(df__gd_imp *m, df__gd_node *n, const df_
             if (df__gd_attr_value(n->attrs[k].value, &v) && v.field == 3 && v.wt == DF__PB_VARINT) df_op_set_attr_int(b, key, (int64_t)v.v);
             else c = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: malformed %s {{node %s}}", key, n->full);
         }
+        if (!ad && m->g->internal_names && !strcmp(key, "_device_memory")) {
+            df__gd_val v;               /* (a feed of a partition on a worker's GPU: copied to the device) */
+            if (df__gd_attr_value(n->attrs[k].value, &v) && v.field == 5 && v.wt == DF__PB_VARINT) df_op_set_attr_bool(b, key, v.v != 0);
+            else c = df_status_set(st, DF_INVALID_ARGUMENT, "GraphDef: malformed %s {{node %s}}", key, n->full);
+        }
         DF_FREE(key);
         if (c) return c;
     }

@@ -157,19 +157,33 @@ DF_PRIVATE df_code df__cluster_open(struct df_session *s, df_status *st) {
         c->incarnation[t] = df__wr_u64(&r, "incarnation");
         (void)df__wr_u32(&r, "task");
         uint32_t nd = df__wr_u32(&r, "devices");
-        DF_FREE(data);
-        if (r.bad || nd == 0 || nd > 64) return df_status_set(st, DF_DATA_LOSS, "%s sent a malformed HELLO answer", who);
+        if (r.bad || nd == 0 || nd > 80) { DF_FREE(data); return df_status_set(st, DF_DATA_LOSS, "%s sent a malformed HELLO answer", who); }
         df__device **dv = (df__device **)DF_REALLOC(s->devices, (size_t)(total + (int)nd) * sizeof(df__device *));
-        if (!dv) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        if (!dv) { DF_FREE(data); return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); }
         s->devices = dv;
         for (uint32_t i = 0; i < nd; i++) {
+            /* its devices by name: "CPU:k" or "GPU:k" (a worker that names none: CPU:i); index i
+               is the device's number in REGISTER */
+            char *name = r.n ? df__wr_str(&r, 95, "device name") : NULL;
+            df__devspec ds;
+            int gpu = name && df__parse_device(name, &ds) && !strcmp(ds.type, "GPU") && ds.index >= 0;
+            int k = gpu ? ds.index : (int)i;
+            DF_FREE(name);
             df__device *d = df__device_new_cpu((int)i, 1, st);   /* (never allocates: a name for the placer) */
-            if (!d) return st->code;
-            snprintf(d->name, sizeof d->name, "/job:%s/replica:0/task:%d/device:CPU:%u", c->job[t], c->jtask[t], i);
+            if (!d) { DF_FREE(data); return st->code; }
+            snprintf(d->name, sizeof d->name, "/job:%s/replica:0/task:%d/device:%s:%d", c->job[t], c->jtask[t], gpu ? "GPU" : "CPU", k);
+            if (gpu) {                        /* placed and partitioned as a GPU: its kernels, its memory types */
+                memcpy(d->type, "GPU", 4);
+                d->kernel_type = DF__DEV_GPU;
+                d->host_memory = 0;
+            }
             s->devices[total++] = d;
             s->n_devices = total;
         }
+        DF_FREE(data);
+        if (r.bad) return df_status_set(st, DF_DATA_LOSS, "%s sent a malformed HELLO answer (%s)", who, r.bad);
     }
+    s->opts.cuda_graphs = 0;                  /* (the workers' business; not sent to them) */
     return DF_OK;
 #endif
 }

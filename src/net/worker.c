@@ -751,9 +751,10 @@ static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint6
         df__wb_u32(&out, (uint32_t)w->opts.task);
         int nd = w->sess->n_devices;
         df__wb_u32(&out, (uint32_t)nd);
-        for (int i = 0; i < nd; i++) {
+        for (int i = 0; i < nd; i++) {       /* its CPUs, then its GPUs (their index in REGISTER is i) */
             char name[96];
-            snprintf(name, sizeof name, "/job:worker/replica:0/task:%d/device:CPU:%d", w->opts.task, i);
+            const df__device *d = w->sess->devices[i];
+            snprintf(name, sizeof name, "/job:worker/replica:0/task:%d/device:%s:%d", w->opts.task, d->type, d->index);
             df__wb_str(&out, name);
         }
         if (df__w_answer(c, DF__W_HELLO_OK, &out)) { *why = "cannot answer HELLO"; ret = 1; }
@@ -1233,6 +1234,7 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
     df_session_options so;
     memset(&so, 0, sizeof so);
     so.num_cpu_devices = o.num_cpu_devices > 0 ? o.num_cpu_devices : 1;
+    so.num_gpu_devices = o.num_gpu_devices;              /* (df_session_new checks it: -1 every visible GPU) */
     so.inter_op_threads = DF__MAX(2, df__num_cores());   /* (a step waits for other workers on its pool) */
     so.memory_limit = o.memory_limit;
     so.data_dir = o.data_dir ? o.data_dir : "";          /* ("": no file access) */

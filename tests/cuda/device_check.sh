@@ -24,6 +24,7 @@ nvcc ${DF_NVCC_FLAGS:--arch=sm_90} -c dataflow_cuda.cu -o "$dir/dataflow_cuda.o"
 $CC $flags -c dataflow.c -o "$dir/dataflow.o" >"$out/cc_dataflow.log" 2>&1 & pids="$pids $!"
 $CC $flags -c tests/harness.c -o "$dir/harness.o" 2>>"$out/cc.log" & pids="$pids $!"
 $CC $flags -c tests/cuda/test_gpu.c -o "$dir/test_gpu.o" 2>>"$out/cc.log" & pids="$pids $!"
+$CC $flags -c tests/cuda/test_gpu_worker.c -o "$dir/test_gpu_worker.o" 2>>"$out/cc.log" & pids="$pids $!"
 $CC $flags -c tests/cuda/test_cuda.c -o "$dir/test_cuda.o" 2>>"$out/cc.log" & pids="$pids $!"
 $CC $flags -c tests/cuda/force_gpu.c -o "$dir/force_gpu.o" 2>>"$out/cc.log" & pids="$pids $!"
 for f in $suites; do
@@ -34,7 +35,7 @@ for p in $pids; do wait "$p" || echo "a compile failed (see $out/*.log)"; done
 echo "built in $(( $(date +%s) - t0 )) s"
 cuda="$dir/dataflow_cuda.o $libs"
 $CC "$dir/test_cuda.o" "$dir/harness.o" "$dir/dataflow.o" $cuda -o "$dir/cuda_tests" 2>>"$out/link.log"
-$CC "$dir/test_gpu.o" "$dir/harness.o" "$dir/dataflow.o" $cuda -o "$dir/gpu_tests" 2>>"$out/link.log"
+$CC "$dir/test_gpu.o" "$dir/test_gpu_worker.o" "$dir/harness.o" "$dir/dataflow.o" $cuda -o "$dir/gpu_tests" 2>>"$out/link.log"
 $CC "$dir"/forced_*.o "$dir/force_gpu.o" "$dir/harness.o" "$dir/dataflow.o" $cuda -o "$dir/gpu_forced" 2>>"$out/link.log"
 $CC -std=c11 -O2 -march=native -DDATAFLOW_CUDA -I. bench/cuda/bench_cuda.c "$dir/dataflow_o2.o" $cuda -o "$dir/bench_cuda" 2>>"$out/link.log"
 skip=$(sed 's/#.*//' tests/cuda/force_gpu.skip | tr -s ' \t\n' ',' | sed 's/^,//; s/,$//')

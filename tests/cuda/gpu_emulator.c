@@ -287,6 +287,18 @@ void *df_cuda_region_alloc(size_t bytes, void *gpu) {
     return emu__tag(host);
 }
 
+/* Pinned host memory: plain host memory here (untagged: the host may read it), counted. */
+static _Atomic int64_t emu__n_pinned;
+int64_t df_emu_pinned_regions(void) { return atomic_load_explicit(&emu__n_pinned, memory_order_relaxed); }
+void *df_cuda_pinned_alloc(size_t bytes, void *user) {
+    (void)user;
+    void *p = NULL;
+    if (bytes == 0 || posix_memalign(&p, 4096, bytes) != 0) return NULL;
+    emu__count(&emu__n_pinned);
+    return p;
+}
+void df_cuda_pinned_free(void *p, size_t bytes, void *user) { (void)bytes; (void)user; free(p); }
+
 /* A region given back that is not one (or with another size) is a bug of the caller: no status
    can carry it, so it is said on stderr and the memory is left alone. */
 void df_cuda_region_free(void *p, size_t bytes, void *gpu) {

@@ -31,6 +31,8 @@ int64_t df_emu_launches(void);
 int64_t df_emu_h2d_copies(void);
 int64_t df_emu_d2h_copies(void);
 int64_t df_emu_captures_refused(void);   /* df_cuda_capture_begin calls (all refused) */
+/* Regions of pinned host memory made (df_cuda_pinned_alloc) since start. */
+int64_t df_emu_pinned_regions(void);
 /* Bytes of the live regions of all emulated GPUs together. */
 int64_t df_emu_bytes_in_use(void);
 
