@@ -88,6 +88,7 @@ struct df_worker {
     int n_shakes, cap_shakes, evicted;
     double evict_logged;
     uint64_t next_conn;
+    pthread_cond_t beat_cv;          /* the heartbeat thread's (broadcast on stop only) */
 #endif
 };
 
@@ -443,8 +444,7 @@ static df__wstep *df__w_step_hold(df_worker *w, uint64_t id, const struct df__wc
 }
 static void df__w_step_drop(df_worker *w, df__wstep *ws) {
     pthread_mutex_lock(&w->mu);
-    ws->refs--;
-    pthread_cond_broadcast(&w->cv);
+    if (--ws->refs == 0) pthread_cond_broadcast(&w->cv);   /* (the step's end waits for none) */
     pthread_mutex_unlock(&w->mu);
 }
 static int df__w_let_go(df__wconn *c);
@@ -487,6 +487,22 @@ static int df__w_tensor_in(df__wconn *c, uint64_t id, int32_t key, uint64_t fid,
 static int df__w_tensor_stream(df__wconn *c, uint64_t len, const char **why, int *gone) {
     unsigned char fx[DF__W_TENSOR_FIXED + 16 + 8 * DF_MAX_RANK];
     if (len < DF__W_TENSOR_FIXED) { *why = "TENSOR: step"; return -1; }
+    if (len <= 512) {                            /* small: the whole payload in one read, then decoded */
+        unsigned char all[512];
+        if (df__chan_read(&c->ch, all, (size_t)len)) { *why = "the connection broke inside a message"; return -1; }
+        if (df__w_recv_end(&c->ch, why)) return -1;
+        uint64_t id = df__get64(all), fid = df__get64(all + 12), iter = df__get64(all + 20);
+        int32_t key = (int32_t)df__get32(all + 8);
+        uint32_t dead = df__get32(all + 28);
+        df_tensor *t = NULL;
+        if (dead && len > DF__W_TENSOR_FIXED) { *why = "TENSOR: bytes after a dead value"; return -1; }
+        if (!dead) {
+            df__wread r = {all + DF__W_TENSOR_FIXED, (size_t)len - DF__W_TENSOR_FIXED, NULL};
+            if (!(t = df__wr_tensor(&r, "TENSOR: value")) || r.n) { df_tensor_release(t); *why = r.bad ? r.bad : "TENSOR: the value's size and the frame's disagree"; return -1; }
+        }
+        *gone = df__w_tensor_in(c, id, key, fid, iter, (int)dead, t);
+        return 0;
+    }
     if (df__chan_read(&c->ch, fx, DF__W_TENSOR_FIXED)) { *why = "the connection broke inside a message"; return -1; }
     uint64_t id = df__get64(fx), fid = df__get64(fx + 12), iter = df__get64(fx + 20);
     int32_t key = (int32_t)df__get32(fx + 8);
@@ -860,6 +876,7 @@ static void df__w_stop_locked(df_worker *w) {
         if (fd >= 0) shutdown(fd, SHUT_RDWR);
     }
     pthread_cond_broadcast(&w->cv);
+    pthread_cond_broadcast(&w->beat_cv);
 }
 enum { DF__W_CONN_THREADS = 16 };     /* threads of one connection at most (a step or a Recv's work each) */
 static void *df__w_conn_main(void *arg);
@@ -988,12 +1005,21 @@ static void *df__w_conn_main(void *arg) {
 static void *df__w_beat_main(void *arg) {
     df_worker *w = (df_worker *)arg;
     pthread_mutex_lock(&w->mu);
+    double next = df__now_ms() + 250;
     while (!w->stopping) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 250000000L;
-        if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
-        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        /* (beat_cv is broadcast when the worker stops; the beats keep their own time) */
+        double left = next - df__now_ms();
+        if (left > 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            long ns = ts.tv_nsec + (long)(left * 1e6);
+            ts.tv_sec += ns / 1000000000L;
+            ts.tv_nsec = ns % 1000000000L;
+            pthread_cond_timedwait(&w->beat_cv, &w->mu, &ts);
+            continue;
+        }
+        next += 250;
+        if (next < df__now_ms()) next = df__now_ms() + 250;   /* (this thread was held up) */
         /* the running steps' connections (each held), then the sends without the lock: a
            master that stops reading blocks only this thread, until its send timeout */
         enum { BEATS = 64 };
@@ -1349,9 +1375,10 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
     }
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
+    pthread_cond_init(&w->beat_cv, NULL);
     if (pthread_create(&w->beat_thread, NULL, df__w_beat_main, w) != 0) {
         close(fd);
-        pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv); pthread_cond_destroy(&w->beat_cv);
         df_session_free(w->sess); df_graph_free(w->empty);
         df__w_free_early(w);
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "df_worker_start: cannot start a thread");
@@ -1360,11 +1387,11 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
     if (pthread_create(&w->accept_thread, NULL, df__w_accept_main, w) != 0) {
         pthread_mutex_lock(&w->mu);
         __atomic_store_n(&w->stopping, 1, __ATOMIC_RELEASE);
-        pthread_cond_broadcast(&w->cv);
+        pthread_cond_broadcast(&w->beat_cv);
         pthread_mutex_unlock(&w->mu);
         pthread_join(w->beat_thread, NULL);
         close(fd);
-        pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv); pthread_cond_destroy(&w->beat_cv);
         df_session_free(w->sess); df_graph_free(w->empty);
         df__w_free_early(w);
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "df_worker_start: cannot start a thread");
@@ -1408,7 +1435,7 @@ void df_worker_stop(df_worker *w) {
     DF_FREE(w->regs); DF_FREE(w->conn_fds); DF_FREE(w->peers);
     df_session_free(w->sess);
     df_graph_free(w->empty);
-    pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv); pthread_cond_destroy(&w->beat_cv);
 #endif
     DF_FREE(w);
 }
