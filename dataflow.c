@@ -34817,8 +34817,9 @@ static void *df__w_conn_main(void *arg) {
     int ended = 0;
     for (;;) {
         pthread_mutex_lock(&c->lmu);
-        /* (back from work: a follower waits already, so this thread is one too many) */
-        int spare = c->reading && c->idle > 0;
+        /* (back from work: two followers wait already, so this thread is one too many; one more
+           than the one needed, as a step's thread may come back just after the next RUN_STEP) */
+        int spare = c->reading && c->idle > 1;
         while (!spare && c->reading && !c->closing) { c->idle++; pthread_cond_wait(&c->lcv, &c->lmu); c->idle--; }
         if (spare || c->closing) { pthread_mutex_unlock(&c->lmu); break; }
         c->reading = 1;
