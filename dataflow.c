@@ -33861,11 +33861,14 @@ static int df__connect(const char *addr, int timeout_ms, char *err, size_t en) {
    A worker holds a session of its own (its devices; each master connection's variables, queues
    and random state in a scope of its own, shared only through a named container), the
    partitions masters registered, and the steps running now. Connections wait in the accept
-   thread's poll until they prove the cluster key (src/net/wire.c), then get a thread each. A RUN_STEP runs the named
-   partitions as one group on a thread of its own; a Send whose Recv lives in another worker
+   thread's poll until they prove the cluster key (src/net/wire.c), then get a thread each (and
+   a follower: the threads of a connection take turns reading it). A RUN_STEP runs the named
+   partitions as one group on the thread that read it, a follower reading the connection
+   meanwhile; a Send whose Recv lives in another worker
    goes to that worker as a TENSOR message (on a connection the sender opens), where it meets
    its Recv through the step's rendezvous, keyed as in one process (key, frame, iteration). A
-   step ends with a STEP_DONE to the master; an ABORT from the master ends it early.
+   step ends with a STEP_DONE to the master; an ABORT from the master ends it early. A value a
+   waiting Recv takes resumes its partition on the thread that read the value.
    ========================================================================================== */
 #ifdef DF__NET
 typedef struct df__wreg {            /* a registered partition */
