@@ -34448,9 +34448,9 @@ static int df__w_recv_head(df__wchan *ch, uint64_t max, uint64_t *len, const cha
     ssize_t r;
     /* between frames a peer may be idle for ever: with frame_ms the socket's receive timeout
        (set once) ends only a frame that stops halfway, not the wait for the next one */
-    do r = recv(ch->fd, h, 1, 0); while (r < 0 && (errno == EINTR || (ch->frame_ms > 0 && (errno == EAGAIN || errno == EWOULDBLOCK))));
+    do r = recv(ch->fd, h, sizeof h, 0); while (r < 0 && (errno == EINTR || (ch->frame_ms > 0 && (errno == EAGAIN || errno == EWOULDBLOCK))));
     if (r == 0) { *why = "closed"; return 0; }
-    if (r < 0 || df__sock_read(ch->fd, h + 1, sizeof h - 1)) { *why = "the connection broke inside a frame header"; return -1; }
+    if (r < 0 || (r < (ssize_t)sizeof h && df__sock_read(ch->fd, h + r, sizeof h - (size_t)r))) { *why = "the connection broke inside a frame header"; return -1; }
     return df__w_take_head(ch, h, max, len, why, buf, bn);
 }
 /* A header already read (the handshake poller reads a keyless connection's first one). */
@@ -34746,11 +34746,14 @@ static int df__connect(const char *addr, int timeout_ms, char *err, size_t en) {
    A worker holds a session of its own (its devices; each master connection's variables, queues
    and random state in a scope of its own, shared only through a named container), the
    partitions masters registered, and the steps running now. Connections wait in the accept
-   thread's poll until they prove the cluster key (src/net/wire.c), then get a thread each. A RUN_STEP runs the named
-   partitions as one group on a thread of its own; a Send whose Recv lives in another worker
+   thread's poll until they prove the cluster key (src/net/wire.c), then get a thread each (and
+   a follower: the threads of a connection take turns reading it). A RUN_STEP runs the named
+   partitions as one group on the thread that read it, a follower reading the connection
+   meanwhile; a Send whose Recv lives in another worker
    goes to that worker as a TENSOR message (on a connection the sender opens), where it meets
    its Recv through the step's rendezvous, keyed as in one process (key, frame, iteration). A
-   step ends with a STEP_DONE to the master; an ABORT from the master ends it early.
+   step ends with a STEP_DONE to the master; an ABORT from the master ends it early. A value a
+   waiting Recv takes resumes its partition on the thread that read the value.
    ========================================================================================== */
 #ifdef DF__NET
 typedef struct df__wreg {            /* a registered partition */
@@ -34830,6 +34833,7 @@ struct df_worker {
     int n_shakes, cap_shakes, evicted;
     double evict_logged;
     uint64_t next_conn;
+    pthread_cond_t beat_cv;          /* the heartbeat thread's (broadcast on stop only) */
 #endif
 };
 
@@ -34852,6 +34856,13 @@ typedef struct df__wconn {
     char peer[64];
     unsigned char first[DF__W_HEADER];  /* (has_first: its first header, read by the handshake poller) */
     pthread_mutex_t wmu;
+    /* Leader and followers: the threads of a connection take turns reading it. The reader that
+       reads a RUN_STEP (or a value a waiting Recv takes) hands the reading to a follower and runs
+       the step (or the Recv's partition) itself, on the thread that read it: no hop to another
+       thread on the step's path, and the connection is still read (an ABORT) meanwhile. */
+    pthread_mutex_t lmu;
+    pthread_cond_t lcv;
+    int reading, idle, threads, closing;   /* (under lmu) reading: a thread reads; idle: followers waiting */
 } df__wconn;
 /* An answer on c (its writers take turns); -1 when it cannot be sent (or b ran out of memory). */
 static int df__w_answer(df__wconn *c, int type, const df__wbuf *b) {
@@ -34875,6 +34886,8 @@ static void df__w_conn_release(df__wconn *c) {
     df__session_drop_scope(c->w->sess, c->id);   /* its variables and queues: no step of c runs now */
     df__chan_close(&c->ch);
     pthread_mutex_destroy(&c->wmu);
+    pthread_mutex_destroy(&c->lmu);
+    pthread_cond_destroy(&c->lcv);
     DF_FREE(c);
 }
 
@@ -35118,8 +35131,21 @@ static int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t ite
 }
 
 #ifdef DF__NET
-/* TENSOR: into its step's rendezvous (or kept until the step starts). Takes t. */
-static void df__w_deliver(df__wstep *ws, int32_t key, uint64_t fid, uint64_t iter, int dead, df_tensor *t) {
+/* Resumes a Recv whose value came on the inter-op pool (the reader of its connection goes on
+   reading), or here when the pool cannot take it. */
+static void df__w_wake_on_pool(df__wake *wk) {
+    df__wake *heap = (df__wake *)DF_MALLOC(sizeof *heap);
+    df__task task;
+    memset(&task, 0, sizeof task);
+    task.step = wk->step;
+    task.wake = heap;
+    if (heap) *heap = *wk;
+    if (!heap || !wk->step->pool || !df__pool_push(wk->step->pool, &task)) { DF_FREE(heap); df__wake_dispatch(wk); }
+}
+/* TENSOR: into its step's rendezvous (or kept until the step starts). Takes t. 1 when a Recv
+   waited for it: *wk resumes it (df__wake_dispatch), after the caller dropped its hold on the
+   step (the Recv holds the step open until it has run). */
+static int df__w_deliver(df__wstep *ws, int32_t key, uint64_t fid, uint64_t iter, int dead, df_tensor *t, df__wake *wk) {
     int at = -1;
     for (int i = 0; i < ws->n_rkeys && at < 0; i++) if (ws->rkeys[i] == key) at = i;
     if (at < 0 || (t && t->dtype != ws->rtypes[at])) {     /* a value no Recv of the step takes */
@@ -35129,19 +35155,10 @@ static void df__w_deliver(df__wstep *ws, int32_t key, uint64_t fid, uint64_t ite
                            df_dtype_name(ws->rtypes[at]));
         df_tensor_release(t);
         df__group_abort(&ws->g, &why);
-        return;
+        return 0;
     }
-    df__wake wk;
     df_status st;
-    if (df__rv_send(&ws->g.rv, key, fid, (int64_t)iter, t, dead, &wk, &st) != DF_OK || !wk.step) return;
-    /* the Recv resumes on the pool, not on this socket's thread (which must go on reading) */
-    df__wake *heap = (df__wake *)DF_MALLOC(sizeof *heap);
-    df__task task;
-    memset(&task, 0, sizeof task);
-    task.step = wk.step;
-    task.wake = heap;
-    if (heap) *heap = wk;
-    if (!heap || !wk.step->pool || !df__pool_push(wk.step->pool, &task)) { DF_FREE(heap); df__wake_dispatch(&wk); }
+    return df__rv_send(&ws->g.rv, key, fid, (int64_t)iter, t, dead, wk, &st) == DF_OK && wk->step;
 }
 /* Drops values kept for steps that never came (after a minute; all of them when `all`).
    Called with the worker's lock held. */
@@ -35172,11 +35189,14 @@ static df__wstep *df__w_step_hold(df_worker *w, uint64_t id, const struct df__wc
 }
 static void df__w_step_drop(df_worker *w, df__wstep *ws) {
     pthread_mutex_lock(&w->mu);
-    ws->refs--;
-    pthread_cond_broadcast(&w->cv);
+    if (--ws->refs == 0) pthread_cond_broadcast(&w->cv);   /* (the step's end waits for none) */
     pthread_mutex_unlock(&w->mu);
 }
-static void df__w_tensor_in(df_worker *w, uint64_t id, int32_t key, uint64_t fid, uint64_t iter, int dead, df_tensor *t) {
+static int df__w_let_go(df__wconn *c);
+/* A value read on c for step id. A Recv that waits for it resumes on this thread, once a
+   follower reads c in its place (then 1: this thread reads c no more); else on the pool. */
+static int df__w_tensor_in(df__wconn *c, uint64_t id, int32_t key, uint64_t fid, uint64_t iter, int dead, df_tensor *t) {
+    df_worker *w = c->w;
     pthread_mutex_lock(&w->mu);
     df__wstep *ws = w->steps;
     while (ws && ws->id != id) ws = ws->next;
@@ -35197,15 +35217,37 @@ static void df__w_tensor_in(df_worker *w, uint64_t id, int32_t key, uint64_t fid
         df__w_pending_purge(w, 0);
     }
     pthread_mutex_unlock(&w->mu);
-    if (!ws) { df_tensor_release(t); return; }
-    df__w_deliver(ws, key, fid, iter, dead, t);
+    if (!ws) { df_tensor_release(t); return 0; }
+    df__wake wk;
+    int woke = df__w_deliver(ws, key, fid, iter, dead, t, &wk);
     df__w_step_drop(w, ws);
+    if (!woke) return 0;
+    if (df__w_let_go(c)) { df__wake_dispatch(&wk); return 1; }
+    df__w_wake_on_pool(&wk);
+    return 0;
 }
 /* A TENSOR frame's payload read from the socket: the fixed fields, then the value's bytes
-   straight into the tensor's own memory (no copy of a large value). 0, or -1 with *why. */
-static int df__w_tensor_stream(df__wconn *c, uint64_t len, const char **why) {
+   straight into the tensor's own memory (no copy of a large value). 0, or -1 with *why; *gone
+   set when this thread handed the reading of c on (df__w_tensor_in). */
+static int df__w_tensor_stream(df__wconn *c, uint64_t len, const char **why, int *gone) {
     unsigned char fx[DF__W_TENSOR_FIXED + 16 + 8 * DF_MAX_RANK];
     if (len < DF__W_TENSOR_FIXED) { *why = "TENSOR: step"; return -1; }
+    if (len <= 512) {                            /* small: the whole payload in one read, then decoded */
+        unsigned char all[512];
+        if (df__chan_read(&c->ch, all, (size_t)len)) { *why = "the connection broke inside a message"; return -1; }
+        if (df__w_recv_end(&c->ch, why)) return -1;
+        uint64_t id = df__get64(all), fid = df__get64(all + 12), iter = df__get64(all + 20);
+        int32_t key = (int32_t)df__get32(all + 8);
+        uint32_t dead = df__get32(all + 28);
+        df_tensor *t = NULL;
+        if (dead && len > DF__W_TENSOR_FIXED) { *why = "TENSOR: bytes after a dead value"; return -1; }
+        if (!dead) {
+            df__wread r = {all + DF__W_TENSOR_FIXED, (size_t)len - DF__W_TENSOR_FIXED, NULL};
+            if (!(t = df__wr_tensor(&r, "TENSOR: value")) || r.n) { df_tensor_release(t); *why = r.bad ? r.bad : "TENSOR: the value's size and the frame's disagree"; return -1; }
+        }
+        *gone = df__w_tensor_in(c, id, key, fid, iter, (int)dead, t);
+        return 0;
+    }
     if (df__chan_read(&c->ch, fx, DF__W_TENSOR_FIXED)) { *why = "the connection broke inside a message"; return -1; }
     uint64_t id = df__get64(fx), fid = df__get64(fx + 12), iter = df__get64(fx + 20);
     int32_t key = (int32_t)df__get32(fx + 8);
@@ -35246,7 +35288,7 @@ static int df__w_tensor_stream(df__wconn *c, uint64_t len, const char **why) {
         }
     }
     if (df__w_recv_end(&c->ch, why)) { df_tensor_release(t); return -1; }   /* (delivered only once its MAC holds) */
-    df__w_tensor_in(c->w, id, key, fid, iter, (int)dead, t);
+    *gone = df__w_tensor_in(c, id, key, fid, iter, (int)dead, t);
     return 0;
 }
 
@@ -35273,8 +35315,9 @@ static void df__wrun_free(df__wrun *run) {
     DF_FREE(run->regs); DF_FREE(run->feeds); DF_FREE(run->fetches);
     DF_FREE(run);
 }
-static void *df__w_step_main(void *arg) {
-    df__wrun *run = (df__wrun *)arg;
+/* Runs a step that RUN_STEP set up and answers STEP_DONE (on the thread that read the RUN_STEP,
+   or one of its own); frees run. */
+static void df__w_step_run(df__wrun *run) {
     df__wstep *ws = &run->ws;
     df_worker *w = ws->w;
     df_status st;
@@ -35309,8 +35352,13 @@ static void *df__w_step_main(void *arg) {
     }
     if (df__w_answer(run->c, DF__W_STEP_DONE, &b)) shutdown(run->c->ch.fd, SHUT_RDWR);
     DF_FREE(b.p);
-    df__wconn *c = run->c;
     df__wrun_free(run);
+}
+static void *df__w_step_main(void *arg) {
+    df__wrun *run = (df__wrun *)arg;
+    df__wconn *c = run->c;
+    df_worker *w = c->w;
+    df__w_step_run(run);
     df__w_conn_release(c);
     pthread_mutex_lock(&w->mu);
     w->n_conns--;                                /* (step threads count as connections for stop) */
@@ -35318,7 +35366,7 @@ static void *df__w_step_main(void *arg) {
     pthread_mutex_unlock(&w->mu);
     return NULL;
 }
-static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
+static int df__w_run_step(df__wconn *c, df__wread *r, const char **why, df__wrun **go) {
     df_worker *w = c->w;
     uint64_t id = df__wr_u64(r, "RUN_STEP: step"), inc = df__wr_u64(r, "RUN_STEP: incarnation");
     (void)df__wr_u32(r, "RUN_STEP: task");
@@ -35436,14 +35484,24 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why) {
             w->pending_bytes -= o->t ? o->t->nbytes : 0;
         } else q = &(*q)->next;
     }
-    w->n_conns++;
     pthread_mutex_unlock(&w->mu);
     for (df__wpending *o = mine, *next; o; o = next) {   /* values that came first */
         next = o->next;
-        df__w_deliver(ws, o->key, o->fid, o->iter, o->dead, o->t);
+        df__wake wk;
+        if (df__w_deliver(ws, o->key, o->fid, o->iter, o->dead, o->t, &wk)) df__w_wake_on_pool(&wk);   /* (none: no Recv ran yet) */
         DF_FREE(o);
     }
     df__w_step_drop(w, ws);
+    *go = run;                                   /* (run by the reader, or df__w_step_thread) */
+    return 0;
+}
+/* A step on a thread of its own (when the reader cannot hand the reading on). 0, or 1 to close. */
+static int df__w_step_thread(df__wconn *c, df__wrun *run, const char **why) {
+    df_worker *w = c->w;
+    df__wstep *ws = &run->ws;
+    pthread_mutex_lock(&w->mu);
+    w->n_conns++;
+    pthread_mutex_unlock(&w->mu);
     pthread_t t;
     pthread_attr_t at;
     pthread_attr_init(&at);
@@ -35479,7 +35537,7 @@ static void df__w_abort(df_worker *w, df__wread *r) {
 }
 
 /* Handles one message; returns 0 to go on, 1 to close (why: the reason), 2 to stop the worker. */
-static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint64_t len, const char **why) {
+static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint64_t len, const char **why, df__wrun **go) {
     df_worker *w = c->w;
     df__wread r = {data, (size_t)len, NULL};
     df__wbuf out = {NULL, 0, 0, 0};
@@ -35520,7 +35578,7 @@ static int df__w_handle(df__wconn *c, int type, const unsigned char *data, uint6
         if (df__w_answer(c, DF__W_REGISTERED, &out)) { *why = "cannot answer REGISTER"; ret = 1; }
         break;
     }
-    case DF__W_RUN_STEP: ret = df__w_run_step(c, &r, why); if (!ret) r.n = 0; break;
+    case DF__W_RUN_STEP: ret = df__w_run_step(c, &r, why, go); if (!ret) r.n = 0; break;
     case DF__W_TENSOR: r.bad = "TENSOR: read as a stream"; break;   /* (df__w_conn_main streams TENSORs) */
     case DF__W_ABORT: df__w_abort(w, &r); break;
     case DF__W_HEARTBEAT: r.n = 0; break;
@@ -35564,9 +35622,42 @@ static void df__w_stop_locked(df_worker *w) {
         if (fd >= 0) shutdown(fd, SHUT_RDWR);
     }
     pthread_cond_broadcast(&w->cv);
+    pthread_cond_broadcast(&w->beat_cv);
 }
-static void *df__w_conn_main(void *arg) {
-    df__wconn *c = (df__wconn *)arg;
+enum { DF__W_CONN_THREADS = 16 };     /* threads of one connection at most (a step or a Recv's work each) */
+static void *df__w_conn_main(void *arg);
+/* The reader of c hands the reading on to a follower (one waiting, else a new thread) before it
+   runs work of its own; 0 when there is no follower to be had (the reader goes on reading). */
+static int df__w_let_go(df__wconn *c) {
+    df_worker *w = c->w;
+    pthread_mutex_lock(&c->lmu);
+    int ok = c->idle > 0;
+    if (!ok && c->threads < DF__W_CONN_THREADS) {
+        pthread_mutex_lock(&w->mu);
+        if (!w->stopping) {
+            w->n_conns++;
+            __atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+            pthread_t t;
+            pthread_attr_t at;
+            pthread_attr_init(&at);
+            pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+            ok = pthread_create(&t, &at, df__w_conn_main, c) == 0;
+            pthread_attr_destroy(&at);
+            if (ok) c->threads++;
+            else { w->n_conns--; __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL); }
+        }
+        pthread_mutex_unlock(&w->mu);
+    }
+    if (ok) {
+        c->reading = 0;
+        pthread_cond_signal(&c->lcv);
+    }
+    pthread_mutex_unlock(&c->lmu);
+    return ok;
+}
+/* Reads frames while this thread is c's reader: 0 when it handed the reading on (and did its
+   work), 1 when the connection ends, 2 when the worker is to stop. */
+static int df__w_read_frames(df__wconn *c) {
     df_worker *w = c->w;
     uint64_t max = w->opts.max_message_bytes ? w->opts.max_message_bytes : DF_MAX_MESSAGE_BYTES;
     for (;;) {
@@ -35578,46 +35669,77 @@ static void *df__w_conn_main(void *arg) {
                                 : df__w_recv_head(&c->ch, max, &len, &why, buf, sizeof buf);
         c->has_first = 0;
         if (type == DF__W_TENSOR) {               /* its value straight into a tensor */
-            if (df__w_tensor_stream(c, len, &why) == 0) continue;
+            int gone = 0;
+            if (df__w_tensor_stream(c, len, &why, &gone) == 0) { if (gone) return 0; continue; }
             if (!__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) df__w_log(w, "closing the connection from %s: malformed TENSOR message: %s", c->peer, why);
-            break;
+            return 1;
         }
         if (type > 0) type = df__w_recv_body(&c->ch, type, &data, len, &why);
         if (type <= 0) {
             if (type < 0 && !__atomic_load_n(&w->stopping, __ATOMIC_ACQUIRE)) df__w_log(w, "closing the connection from %s: %s", c->peer, why);
             DF_FREE(data);
-            break;
+            return 1;
         }
-        int r = df__w_handle(c, type, data, len, &why);
+        df__wrun *go = NULL;
+        int r = df__w_handle(c, type, data, len, &why, &go);
         DF_FREE(data);
         if (r == 1) {
             if (strcmp(why, "closed by the peer")) df__w_log(w, "closing the connection from %s: malformed %s message: %s", c->peer, df__w_type_names[type], why);
-            break;
+            return 1;
         }
         if (r == 2) {
             df__w_log(w, "shutting down at the request of %s", c->peer);
             pthread_mutex_lock(&w->mu);
             df__w_stop_locked(w);
             pthread_mutex_unlock(&w->mu);
-            break;
+            return 2;
+        }
+        if (go) {                                /* a step: run here while a follower reads */
+            if (df__w_let_go(c)) { df__w_step_run(go); return 0; }
+            if (df__w_step_thread(c, go, &why)) { df__w_log(w, "closing the connection from %s: %s", c->peer, why); return 1; }
         }
     }
-    /* the master is gone: the steps it started end (they hold c until then) */
-    df_status gone;
-    df_status_set(&gone, DF_ABORTED, "The master's connection (%s) closed during the step", c->peer);
-    for (df__wstep *ws; (ws = df__w_step_hold(w, 0, c));) {
-        df__group_abort(&ws->g, &gone);
-        df__w_step_drop(w, ws);
+}
+static void *df__w_conn_main(void *arg) {
+    df__wconn *c = (df__wconn *)arg;
+    df_worker *w = c->w;
+    int ended = 0;
+    for (;;) {
+        pthread_mutex_lock(&c->lmu);
+        /* (back from work: two followers wait already, so this thread is one too many; one more
+           than the one needed, as a step's thread may come back just after the next RUN_STEP) */
+        int spare = c->reading && c->idle > 1;
+        while (!spare && c->reading && !c->closing) { c->idle++; pthread_cond_wait(&c->lcv, &c->lmu); c->idle--; }
+        if (spare || c->closing) { pthread_mutex_unlock(&c->lmu); break; }
+        c->reading = 1;
+        pthread_mutex_unlock(&c->lmu);
+        if (df__w_read_frames(c)) { ended = 1; break; }
     }
-    pthread_mutex_lock(&w->mu);
-    for (int i = 0; i < w->n_regs; i++)          /* its registrations go (once no step runs them) */
-        if (w->regs[i] && w->regs[i]->owner == c) {
-            if (--w->regs[i]->refs == 0) df__wreg_free(w->regs[i]);
-            w->regs[i] = NULL;
+    if (ended) {
+        pthread_mutex_lock(&c->lmu);
+        c->closing = 1;                          /* (its followers leave) */
+        pthread_cond_broadcast(&c->lcv);
+        pthread_mutex_unlock(&c->lmu);
+        /* the master is gone: the steps it started end (they hold c until then) */
+        df_status gone;
+        df_status_set(&gone, DF_ABORTED, "The master's connection (%s) closed during the step", c->peer);
+        for (df__wstep *ws; (ws = df__w_step_hold(w, 0, c));) {
+            df__group_abort(&ws->g, &gone);
+            df__w_step_drop(w, ws);
         }
-    w->conn_fds[c->slot] = -1;
-    shutdown(c->ch.fd, SHUT_RDWR);
-    pthread_mutex_unlock(&w->mu);
+        pthread_mutex_lock(&w->mu);
+        for (int i = 0; i < w->n_regs; i++)      /* its registrations go (once no step runs them) */
+            if (w->regs[i] && w->regs[i]->owner == c) {
+                if (--w->regs[i]->refs == 0) df__wreg_free(w->regs[i]);
+                w->regs[i] = NULL;
+            }
+        w->conn_fds[c->slot] = -1;
+        shutdown(c->ch.fd, SHUT_RDWR);
+        pthread_mutex_unlock(&w->mu);
+    }
+    pthread_mutex_lock(&c->lmu);
+    c->threads--;
+    pthread_mutex_unlock(&c->lmu);
     df__w_conn_release(c);                       /* (before n_conns drops: df_worker_stop frees w->sess) */
     pthread_mutex_lock(&w->mu);
     w->n_conns--;
@@ -35630,12 +35752,21 @@ static void *df__w_conn_main(void *arg) {
 static void *df__w_beat_main(void *arg) {
     df_worker *w = (df_worker *)arg;
     pthread_mutex_lock(&w->mu);
+    double next = df__now_ms() + 250;
     while (!w->stopping) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 250000000L;
-        if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
-        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        /* (beat_cv is broadcast when the worker stops; the beats keep their own time) */
+        double left = next - df__now_ms();
+        if (left > 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            long ns = ts.tv_nsec + (long)(left * 1e6);
+            ts.tv_sec += ns / 1000000000L;
+            ts.tv_nsec = ns % 1000000000L;
+            pthread_cond_timedwait(&w->beat_cv, &w->mu, &ts);
+            continue;
+        }
+        next += 250;
+        if (next < df__now_ms()) next = df__now_ms() + 250;   /* (this thread was held up) */
         /* the running steps' connections (each held), then the sends without the lock: a
            master that stops reading blocks only this thread, until its send timeout */
         enum { BEATS = 64 };
@@ -35703,6 +35834,9 @@ static void df__w_adopt(df_worker *w, int fd, const char *peer, struct df__wkeys
         if (first) { memcpy(c->first, first, DF__W_HEADER); c->has_first = 1; }
         snprintf(c->peer, sizeof c->peer, "%s", peer);
         pthread_mutex_init(&c->wmu, NULL);
+        pthread_mutex_init(&c->lmu, NULL);
+        pthread_cond_init(&c->lcv, NULL);
+        c->threads = 1;
         w->conn_fds[slot] = fd;
         w->n_conns++;
         pthread_t t;
@@ -35711,7 +35845,7 @@ static void df__w_adopt(df_worker *w, int fd, const char *peer, struct df__wkeys
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
         started = pthread_create(&t, &at, df__w_conn_main, c) == 0;
         pthread_attr_destroy(&at);
-        if (!started) { w->conn_fds[slot] = -1; w->n_conns--; pthread_mutex_destroy(&c->wmu); }
+        if (!started) { w->conn_fds[slot] = -1; w->n_conns--; pthread_mutex_destroy(&c->wmu); pthread_mutex_destroy(&c->lmu); pthread_cond_destroy(&c->lcv); }
     }
     int stopping = w->stopping;
     pthread_mutex_unlock(&w->mu);
@@ -35989,9 +36123,10 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
     }
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
+    pthread_cond_init(&w->beat_cv, NULL);
     if (pthread_create(&w->beat_thread, NULL, df__w_beat_main, w) != 0) {
         close(fd);
-        pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv); pthread_cond_destroy(&w->beat_cv);
         df_session_free(w->sess); df_graph_free(w->empty);
         df__w_free_early(w);
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "df_worker_start: cannot start a thread");
@@ -36000,11 +36135,11 @@ df_worker *df_worker_start(const df_worker_options *opts, df_status *st) {
     if (pthread_create(&w->accept_thread, NULL, df__w_accept_main, w) != 0) {
         pthread_mutex_lock(&w->mu);
         __atomic_store_n(&w->stopping, 1, __ATOMIC_RELEASE);
-        pthread_cond_broadcast(&w->cv);
+        pthread_cond_broadcast(&w->beat_cv);
         pthread_mutex_unlock(&w->mu);
         pthread_join(w->beat_thread, NULL);
         close(fd);
-        pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv); pthread_cond_destroy(&w->beat_cv);
         df_session_free(w->sess); df_graph_free(w->empty);
         df__w_free_early(w);
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "df_worker_start: cannot start a thread");
@@ -36048,7 +36183,7 @@ void df_worker_stop(df_worker *w) {
     DF_FREE(w->regs); DF_FREE(w->conn_fds); DF_FREE(w->peers);
     df_session_free(w->sess);
     df_graph_free(w->empty);
-    pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu); pthread_cond_destroy(&w->cv); pthread_cond_destroy(&w->beat_cv);
 #endif
     DF_FREE(w);
 }

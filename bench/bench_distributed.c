@@ -1,11 +1,17 @@
 /* Sessions with workers on loopback (worker processes forked at start):
    1. per-step cost of a tiny graph split over 2 and 3 workers (x + 1 on each worker in turn),
-      against the same graph over 2 and 3 CPU devices of one process;
+      against the same graph over 2 and 3 CPU devices of one process, against the floor of its
+      messages (a plain ping-pong between two processes, and the ring the step's critical path
+      takes: master -> task 0 -> task 1 -> master, each hop a small write on loopback), and
+      against TensorFlow's own distributed runtime on the same graph (two tf.distribute.Server
+      tasks on loopback, graph mode: bench/peers/tf_dist_step.py, run after ours, alone);
    2. moving a 64 MiB float32 tensor from one worker to another (a variable on task 0, summed
       on task 1), against a plain TCP copy of the same bytes between two processes on loopback.
    3. both again on a keyed cluster (a cluster key: every connection authenticated, every frame
       signed with HMAC-SHA256), against the same workers without a key.
-   Medians of REPS runs; ratios > 1 mean the plain copy (or one process) is faster. */
+   Medians of REPS runs; ratios > 1 mean the plain copy (or one process) is faster.
+   Usage: bench_distributed [--quick] [--no-peers]   (run from the repository root; --quick: the
+   tiny steps only) */
 #define _POSIX_C_SOURCE 200809L
 #include "../dataflow.h"
 #include "bench_util.h"
@@ -14,6 +20,7 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -172,29 +179,145 @@ static double plain_tcp_ms(void) {
     return median(t, REPS);
 }
 
-int main(void) {
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    proc p[3];
-    for (int i = 0; i < 3; i++) {
-        p[i] = spawn_worker(i);
-        if (p[i].pid <= 0 || p[i].port <= 0) { printf("bench_distributed: worker %d did not start\n", i); return 1; }
+/* The floor under a step's messages on loopback, us per round: n = 2, a ping-pong of 64-byte
+   messages between this process and another; n = 3, a ring this process -> A -> B -> this
+   process (the critical path of the tiny step over two workers: RUN_STEP to task 0, its value to
+   task 1, task 1's STEP_DONE back). Each hop a blocking read and a write of 64 bytes, TCP_NODELAY. */
+static int tcp_pair(int *a, int *b) {
+    int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    struct sockaddr_in ad;
+    memset(&ad, 0, sizeof ad);
+    ad.sin_family = AF_INET;
+    ad.sin_addr.s_addr = htonl(0x7f000001);
+    socklen_t al = sizeof ad;
+    if (ls < 0 || bind(ls, (struct sockaddr *)&ad, sizeof ad) || listen(ls, 1) || getsockname(ls, (struct sockaddr *)&ad, &al)) return -1;
+    *a = socket(AF_INET, SOCK_STREAM, 0);
+    if (*a < 0 || connect(*a, (struct sockaddr *)&ad, sizeof ad)) return -1;
+    *b = accept(ls, NULL, NULL);
+    close(ls);
+    setsockopt(*a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(*b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return *b < 0 ? -1 : 0;
+}
+static int hop(int in, int out) {
+    char m[64];
+    size_t got = 0;
+    while (got < sizeof m) { ssize_t r = recv(in, m + got, sizeof m - got, 0); if (r <= 0) return -1; got += (size_t)r; }
+    return send(out, m, sizeof m, 0) == (ssize_t)sizeof m ? 0 : -1;
+}
+static double loopback_floor_us(int n) {
+    enum { ROUNDS = 2000 };
+    int fd[3][2];                                /* link k: fd[k][0] written by k, fd[k][1] read by k + 1 */
+    for (int k = 0; k < n; k++) if (tcp_pair(&fd[k][0], &fd[k][1])) return -1;
+    pid_t kids[2];
+    fflush(stdout);
+    for (int k = 1; k < n; k++) {
+        kids[k - 1] = fork();
+        if (kids[k - 1] == 0) {                  /* process k: reads link k - 1, writes link k */
+            for (int r = 0; r < (REPS + 1) * ROUNDS; r++) if (hop(fd[k - 1][1], fd[k % n][0])) _exit(1);
+            _exit(0);
+        }
     }
+    double t[REPS + 1];
+    char m[64];
+    memset(m, 7, sizeof m);
+    for (int r = 0; r < REPS + 1; r++) {
+        double t0 = now();
+        for (int k = 0; k < ROUNDS; k++) {
+            size_t got = 0;
+            if (send(fd[0][0], m, sizeof m, 0) != (ssize_t)sizeof m) return -1;
+            while (got < sizeof m) { ssize_t x = recv(fd[n - 1][1], m + got, sizeof m - got, 0); if (x <= 0) return -1; got += (size_t)x; }
+        }
+        t[r] = (now() - t0) / ROUNDS * 1e6;
+    }
+    for (int k = 1; k < n; k++) waitpid(kids[k - 1], NULL, 0);
+    for (int k = 0; k < n; k++) { close(fd[k][0]); close(fd[k][1]); }
+    return median(t + 1, REPS);
+}
+
+/* TensorFlow's distributed runtime on the same tiny graph (its own processes): us per step */
+static double tf_step_us(void) {
+    FILE *probe = fopen(".venv/bin/python", "r");
+    if (!probe) { printf("(TensorFlow peer skipped: no .venv; bench/peers/setup.sh makes it)\n"); return -1; }
+    fclose(probe);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, ".venv/bin/python bench/peers/tf_dist_step.py --steps %d --reps %d 2>build/tf_dist_step.log", TINY_STEPS, REPS);
+    fflush(stdout);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    char line[256];
+    double us = -1, v;
+    while (fgets(line, sizeof line, p))
+        if (sscanf(line, "tf_dist_step_us %lf", &v) == 1) us = v;
+    if (pclose(p) != 0 || us <= 0) { printf("(the TensorFlow peer failed: see build/tf_dist_step.log)\n"); return -1; }
+    return us;
+}
+
+static int start_workers(proc *p, int n) {
+    for (int i = 0; i < n; i++) {
+        p[i] = spawn_worker(i);
+        if (p[i].pid <= 0 || p[i].port <= 0) { printf("bench_distributed: worker %d did not start\n", i); return 0; }
+    }
+    return 1;
+}
+static void stop_workers(proc *p, int n) {
+    for (int i = 0; i < n; i++) { kill(p[i].pid, SIGTERM); waitpid(p[i].pid, NULL, 0); }
+}
+static void target_of(char *out, size_t size, const proc *p, int n) {
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) { size_t k = strlen(out); snprintf(out + k, size - k, "%s127.0.0.1:%d", i ? "," : "", p[i].port); }
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    int quick = 0, peers = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--no-peers")) peers = 0;
+        else { printf("usage: bench_distributed [--quick] [--no-peers]\n"); return 2; }
+    }
+    mkdir("build", 0777);
+    proc p[3], q[2];
+    if (!start_workers(p, 3)) return 1;
+    char key[] = "/tmp/bench_distributed_key_XXXXXX";   /* keyed workers of their own */
+    int kfd = mkstemp(key);                      /* (mode 0600) */
+    if (kfd < 0 || write(kfd, "0123456789abcdef0123456789abcdef", 32) != 32) { printf("cannot write a key file\n"); return 1; }
+    close(kfd);
+    g_key = key;
+    int kok = start_workers(q, 2);
+    g_key = NULL;
+    if (!kok) { unlink(key); return 1; }
     char cpu[256];
     cpu_model(cpu, sizeof cpu);
-    printf("cpu: %s; worker processes on loopback; medians of %d runs\n\n", cpu, REPS);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("cpu: %s, %ld cores; worker processes on loopback; medians of %d runs of %d steps\n\n", cpu, cores, REPS, TINY_STEPS);
+    /* phase 1: ours (no key, then keyed), one process, the floor; phase 2: TensorFlow alone */
+    char target[256], ktarget[256];
+    target_of(target, sizeof target, p, 2);
+    target_of(ktarget, sizeof ktarget, q, 2);
+    double w2 = tiny_step_us(2, target), l2 = tiny_step_us(2, NULL);
+    char target3[256];
+    target_of(target3, sizeof target3, p, 3);
+    double w3 = tiny_step_us(3, target3), l3 = tiny_step_us(3, NULL);
+    g_key = key;
+    double k2 = tiny_step_us(2, ktarget);
+    g_key = NULL;
+    double ping = loopback_floor_us(2), ring = loopback_floor_us(3);
+    double tf = peers ? tf_step_us() : -1;
     printf("1. Per-step cost of a tiny graph (x + 1 on each device in turn), us per step\n");
-    printf("%-36s %12s %14s %8s\n", "split over", "workers", "one process", "ratio");
-    for (int n = 2; n <= 3; n++) {
-        char target[256];
-        target[0] = '\0';
-        for (int i = 0; i < n; i++) { size_t k = strlen(target); snprintf(target + k, sizeof target - k, "%s127.0.0.1:%d", i ? "," : "", p[i].port); }
-        double w = tiny_step_us(n, target), l = tiny_step_us(n, NULL);
-        char label[64];
-        snprintf(label, sizeof label, "%d workers / %d CPU devices", n, n);
-        printf("%-36s %12.1f %14.1f %7.1fx\n", label, w, l, w > 0 && l > 0 ? w / l : 0);
-    }
-    char target[128];
-    snprintf(target, sizeof target, "127.0.0.1:%d,127.0.0.1:%d", p[0].port, p[1].port);
+    printf("%-52s %10s\n", "case", "us");
+    printf("%-52s %10.1f\n", "2 workers (no key)", w2);
+    printf("%-52s %10.1f\n", "2 workers, keyed (every frame signed)", k2);
+    printf("%-52s %10.1f\n", "3 workers (no key)", w3);
+    printf("%-52s %10.1f\n", "2 CPU devices of one process", l2);
+    printf("%-52s %10.1f\n", "3 CPU devices of one process", l3);
+    printf("%-52s %10.1f\n", "floor: ping-pong of 64 bytes, 2 processes", ping);
+    printf("%-52s %10.1f\n", "floor: ring of 3 processes (the step's 3 hops)", ring);
+    if (tf > 0) printf("%-52s %10.1f\n", "TensorFlow: 2 tf.distribute.Server tasks, graph mode", tf);
+    printf("ratios: 2 workers over one process %.1fx, over the 3-hop ring %.2fx", w2 > 0 && l2 > 0 ? w2 / l2 : 0, w2 > 0 && ring > 0 ? w2 / ring : 0);
+    if (tf > 0 && w2 > 0 && k2 > 0) printf("; TensorFlow over ours %.1fx (no key), %.1fx (keyed)", tf / w2, tf / k2);
+    printf("\n");
+    if (quick) { stop_workers(q, 2); unlink(key); stop_workers(p, 3); return 0; }
     double sum_ms = 0, ms = big_transfer_ms(target, &sum_ms), tcp = plain_tcp_ms();
     double mib = (double)BIG_FLOATS * 4 / (1 << 20);
     printf("\n2. A %.0f MiB float32 tensor from worker 0 to worker 1\n", mib);
@@ -204,19 +327,8 @@ int main(void) {
     printf("%-52s %10.1f %10.0f\n", "plain TCP copy of the same bytes (two processes)", tcp, tcp > 0 ? mib / (tcp / 1e3) : 0);
     if (ms > 0 && tcp > 0)
         printf("transfer time (step minus the sum) over the plain copy: %.2fx (1.00 = as fast as a plain copy)\n", (ms - sum_ms) / tcp);
-    /* 3. keyed: workers of their own with a key, the same runs */
-    char key[] = "/tmp/bench_distributed_key_XXXXXX";
-    int kfd = mkstemp(key);                      /* (mode 0600) */
-    if (kfd < 0 || write(kfd, "0123456789abcdef0123456789abcdef", 32) != 32) { printf("cannot write a key file\n"); return 1; }
-    close(kfd);
+    /* 3. keyed against keyless, the same runs side by side */
     g_key = key;
-    proc q[2];
-    for (int i = 0; i < 2; i++) {
-        q[i] = spawn_worker(i);
-        if (q[i].pid <= 0 || q[i].port <= 0) { printf("bench_distributed: keyed worker %d did not start\n", i); unlink(key); return 1; }
-    }
-    char ktarget[128];
-    snprintf(ktarget, sizeof ktarget, "127.0.0.1:%d,127.0.0.1:%d", q[0].port, q[1].port);
     double ktiny = tiny_step_us(2, ktarget);
     g_key = NULL;
     double tiny = tiny_step_us(2, target);
@@ -228,8 +340,8 @@ int main(void) {
     printf("%-52s %10s %10s %8s\n", "case", "keyed", "no key", "ratio");
     printf("%-52s %10.1f %10.1f %7.2fx\n", "tiny step over 2 workers, us", ktiny, tiny, ktiny > 0 && tiny > 0 ? ktiny / tiny : 0);
     printf("%-52s %10.1f %10.1f %7.2fx\n", "64 MiB tensor from worker 0 to worker 1, ms", kms, ms2, kms > 0 && ms2 > 0 ? kms / ms2 : 0);
-    for (int i = 0; i < 2; i++) { kill(q[i].pid, SIGTERM); waitpid(q[i].pid, NULL, 0); }
+    stop_workers(q, 2);
     unlink(key);
-    for (int i = 0; i < 3; i++) { kill(p[i].pid, SIGTERM); waitpid(p[i].pid, NULL, 0); }
+    stop_workers(p, 3);
     return 0;
 }

@@ -266,9 +266,9 @@ DF_PRIVATE int df__w_recv_head(df__wchan *ch, uint64_t max, uint64_t *len, const
     ssize_t r;
     /* between frames a peer may be idle for ever: with frame_ms the socket's receive timeout
        (set once) ends only a frame that stops halfway, not the wait for the next one */
-    do r = recv(ch->fd, h, 1, 0); while (r < 0 && (errno == EINTR || (ch->frame_ms > 0 && (errno == EAGAIN || errno == EWOULDBLOCK))));
+    do r = recv(ch->fd, h, sizeof h, 0); while (r < 0 && (errno == EINTR || (ch->frame_ms > 0 && (errno == EAGAIN || errno == EWOULDBLOCK))));
     if (r == 0) { *why = "closed"; return 0; }
-    if (r < 0 || df__sock_read(ch->fd, h + 1, sizeof h - 1)) { *why = "the connection broke inside a frame header"; return -1; }
+    if (r < 0 || (r < (ssize_t)sizeof h && df__sock_read(ch->fd, h + r, sizeof h - (size_t)r))) { *why = "the connection broke inside a frame header"; return -1; }
     return df__w_take_head(ch, h, max, len, why, buf, bn);
 }
 /* A header already read (the handshake poller reads a keyless connection's first one). */
