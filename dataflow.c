@@ -788,6 +788,9 @@ float df_bfloat16_to_float(uint16_t b) { return df__bits_f32((uint32_t)b << 16);
 #endif
 #ifdef DATAFLOW_MPI
 #include <mpi.h>
+#ifdef __linux__
+#include <sys/prctl.h>                       /* (src/net/mpi.c: its progress thread's timer slack) */
+#endif
 #endif
 
 /* ---- structs that point at each other, declared first ---- */
@@ -35842,6 +35845,7 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
    ========================================================================================== */
 #ifdef DATAFLOW_MPI
 enum { DF__MPI_TAG_HEAD = 1, DF__MPI_TAG_BODY = 64, DF__MPI_PREFIX = 24 };
+#define DF__MPI_SPIN_MS 0.3
 enum { DF__MPI_OPEN = 1, DF__MPI_FRAME, DF__MPI_CLOSE, DF__MPI_STOP, DF__MPI_FIN };
 typedef struct df__mpi_msg {         /* a frame that came: its HEAD message, prefix first */
     struct df__mpi_msg *next;
@@ -35885,14 +35889,22 @@ static int df__mpi_tag(uint64_t cid, int dir) {
     uint64_t span = (uint64_t)(df__mpi.tag_ub - DF__MPI_TAG_BODY);
     return DF__MPI_TAG_BODY + (int)((((cid & 0xffffffffffull) << 1) | (uint64_t)dir) % span);
 }
+/* A wait's pause, by how long the wait has lasted (ms): yields for DF__MPI_SPIN_MS, then short
+   sleeps, then longer ones (a 2-core host runs a progress thread, a sender and a reader per
+   rank: spinning longer would starve the one working). */
+static void df__mpi_pause(double waited) {
+    if (waited < DF__MPI_SPIN_MS) { sched_yield(); return; }
+    struct timespec ts = {0, waited < 50 ? 20000 : 200000};
+    nanosleep(&ts, NULL);
+}
 /* Waits (spinning a while, then sleeping a little) until every request is done; 0 or -1. */
 static int df__mpi_wait(int n, MPI_Request *req) {
-    for (int spins = 0;; spins++) {
+    double t0 = df__now_ms();
+    for (;;) {
         int done = 0;
         if (MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) return -1;
         if (done) return 0;
-        if (spins < 2000) sched_yield();
-        else { struct timespec ts = {0, 50000}; nanosleep(&ts, NULL); }
+        df__mpi_pause(df__now_ms() - t0);
     }
 }
 static int df__mpi_post(int kind, int dir, uint64_t cid, int nmsg, int to) {
@@ -35916,7 +35928,8 @@ static void df__mpi_unsignal(struct df__mpi_ep *ep) {
    deadline (a sender that died never sends them). */
 static void df__mpi_drain(int src, int tag, int n, double deadline) {
     for (int i = 0; i < n; i++) {
-        for (int spins = 0;; spins++) {
+        double t0 = df__now_ms();
+        for (;;) {
             int flag = 0, count = 0;
             MPI_Message m;
             MPI_Status s;
@@ -35928,9 +35941,9 @@ static void df__mpi_drain(int src, int tag, int n, double deadline) {
                 DF_FREE(buf);
                 break;
             }
-            if (df__now_ms() > deadline) return;
-            if (spins < 1000) sched_yield();
-            else { struct timespec ts = {0, 100000}; nanosleep(&ts, NULL); }
+            double t = df__now_ms();
+            if (t > deadline) return;
+            df__mpi_pause(t - t0);
         }
     }
 }
@@ -35990,7 +36003,7 @@ static struct df__mpi_ep *df__mpi_ep_of(int fd) {
 /* ---- reading a frame ---- */
 static int df__mpi_frame_drop(struct df__mpi_ep *ep) {   /* the current frame, read or not: 0 when read whole */
     int whole = ep->cur && ep->at == ep->cur->n && ep->s_at == ep->s_n && !ep->left;
-    if (ep->left > 0) df__mpi_drain(ep->peer, df__mpi_tag(ep->cid, 1 - ep->rx_dir), ep->left, df__now_ms() + 2000);
+    if (ep->left > 0) df__mpi_drain(ep->peer, df__mpi_tag(ep->cid, ep->rx_dir), ep->left, df__now_ms() + 2000);
     df__mpi_free_msg(ep->cur);
     ep->cur = NULL;
     ep->at = ep->s_n = ep->s_at = 0;
@@ -36048,16 +36061,15 @@ static int df__mpi_read(struct df__mpi_ep *ep, void *buf, size_t n) {
             ep->s_at += k;
         } else {
             if (ep->left <= 0) return -1;
-            int tag = df__mpi_tag(ep->cid, 1 - ep->rx_dir), flag = 0, count = 0;
+            int tag = df__mpi_tag(ep->cid, ep->rx_dir), flag = 0, count = 0;
             MPI_Message m;
             MPI_Status s;
-            double deadline = df__now_ms() + 60000;
+            double t0 = df__now_ms(), deadline = t0 + 60000;
             for (int spins = 0; !flag; spins++) {
                 if (MPI_Improbe(ep->peer, tag, df__mpi.comm, &flag, &m, &s) != MPI_SUCCESS) return -1;
                 if (flag) break;
                 if ((spins & 255) == 255 && (df__mpi_shut(ep->fd) || df__now_ms() > deadline)) return -1;
-                if (spins < 2000) sched_yield();
-                else { struct timespec ts = {0, 50000}; nanosleep(&ts, NULL); }
+                df__mpi_pause(df__now_ms() - t0);
             }
             MPI_Get_count(&s, MPI_BYTE, &count);
             ep->left--;
@@ -36120,7 +36132,7 @@ static void df__mpi_close(struct df__mpi_ep *ep) {
     int running = df__mpi.running;
     pthread_mutex_unlock(&df__mpi.mu);
     if (running) df__mpi_post(DF__MPI_CLOSE, 1 - ep->rx_dir, ep->cid, 0, ep->peer);
-    int tag = df__mpi_tag(ep->cid, 1 - ep->rx_dir);
+    int tag = df__mpi_tag(ep->cid, ep->rx_dir);
     if (ep->cur) df__mpi_frame_drop(ep);
     for (df__mpi_msg *m = ep->q; m && running; m = m->next) df__mpi_drain(ep->peer, tag, m->nmsg, df__now_ms() + 2000);
     df__mpi_ep_free(ep, 1);
@@ -36194,17 +36206,18 @@ static void df__mpi_opened(uint64_t cid, int src) {
 /* The progress thread: every HEAD message, until a FIN came from every rank. */
 static void *df__mpi_progress_main(void *arg) {
     (void)arg;
-    for (int idle = 0;;) {
+#if defined(__linux__) && defined(PR_SET_TIMERSLACK)
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);   /* (its short sleeps end on time) */
+#endif
+    for (double last = df__now_ms();;) {
         int flag = 0, count = 0;
         MPI_Message mm;
         MPI_Status s;
         if (MPI_Improbe(MPI_ANY_SOURCE, DF__MPI_TAG_HEAD, df__mpi.comm, &flag, &mm, &s) != MPI_SUCCESS) break;
         if (!flag) {
-            if (++idle < 4000) sched_yield();
-            else { struct timespec ts = {0, idle < 20000 ? 20000 : 200000}; nanosleep(&ts, NULL); }
+            df__mpi_pause(df__now_ms() - last);
             continue;
         }
-        idle = 0;
         MPI_Get_count(&s, MPI_BYTE, &count);
         df__mpi_msg *m = (df__mpi_msg *)DF_MALLOC(sizeof *m + (count > 0 ? (size_t)count : 1));
         if (!m) { MPI_Mrecv(NULL, 0, MPI_BYTE, &mm, MPI_STATUS_IGNORE); continue; }   /* (truncated: an error, dropped) */
@@ -36214,6 +36227,7 @@ static void *df__mpi_progress_main(void *arg) {
         m->nmsg = (int)df__get32(m->d + 16);
         m->n = (size_t)count - DF__MPI_PREFIX;
         m->next = NULL;
+        last = df__now_ms();
         if (kind == DF__MPI_FRAME) {
             pthread_mutex_lock(&df__mpi.mu);
             struct df__mpi_ep *ep = df__mpi_find(cid, dir);

@@ -27,6 +27,9 @@
 #endif
 #ifdef DATAFLOW_MPI
 #include <mpi.h>
+#ifdef __linux__
+#include <sys/prctl.h>                       /* (src/net/mpi.c: its progress thread's timer slack) */
+#endif
 #endif
 
 /* ---- structs that point at each other, declared first ---- */
