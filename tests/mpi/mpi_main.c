@@ -174,7 +174,7 @@ int main(int argc, char **argv) {
     int bad = span_loop_check("mpi_span_loop", target);    /* (only rank 0 gets here) */
     if (!bad) mpi_big_tensor(target);
     if (!bad && rank) mpi_stopped_rank(target);
-    for (int r = 0; r < 4; r++) { char n[8]; snprintf(n, sizeof n, "%d", r); pid_file(path, sizeof path, n); unlink(path); }
+    for (int r = 0; r < 4; r++) { char n[16]; snprintf(n, sizeof n, "%d", r); pid_file(path, sizeof path, n); unlink(path); }
     df_mpi_finalize();
     return bad || failures;
 }
