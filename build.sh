@@ -401,6 +401,11 @@ run_tests() {
             "mpicc -std=c11 -O1 $WARN -DDATAFLOW_MPI -I. tests/mpi/mpi_main.c dataflow.c -o build/mpi_test $LIBS && k=\$(mktemp) && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > \$k && \
              DF_CLUSTER_KEY_FILE=\$k timeout 120 mpirun --allow-run-as-root --oversubscribe -x DF_CLUSTER_KEY_FILE -np 4 ./build/mpi_test && \
              DF_CLUSTER_KEY_FILE=\$k timeout 120 mpirun --allow-run-as-root --oversubscribe -x DF_CLUSTER_KEY_FILE -np 4 ./build/mpi_test cluster; r=\$?; rm -f \$k; exit \$r"
+        # a rank killed: its steps fail with a status (Open MPI's default would end the job at
+        # once); df_mpi_finalize then ends the job with MPI_Abort (a dead rank never finalizes)
+        step "MPI transport: mpirun -np 4, a killed rank fails its steps with a status naming it" sh -c \
+            "out=\$(DF_MPI_FINALIZE_TIMEOUT=2 timeout 60 mpirun --allow-run-as-root --oversubscribe --mca orte_abort_on_non_zero_status 0 -x DF_MPI_FINALIZE_TIMEOUT -np 4 ./build/mpi_test dead 2>&1); \
+             echo \"\$out\" | grep '^mpi_'; echo \"\$out\" | grep -q '^mpi_dead_rank: ok' && ! echo \"\$out\" | grep 'FAIL'"
     else skipped=$((skipped + 1)); echo "skip build: MPI transport (mpicc/mpirun not installed; Debian: libopenmpi-dev openmpi-bin)"; fi
     local nsout nsrc
     nsout=$(netns_check 2>&1); nsrc=$?

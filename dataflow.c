@@ -35874,6 +35874,7 @@ struct df__mpi_tx {
 };
 static struct {
     int rank, size, tag_ub, running, fins, cluster, busy, stop_asked;
+    unsigned char *fin_from;         /* the ranks whose FIN came */
     MPI_Comm comm;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -35883,7 +35884,7 @@ static struct {
     uint64_t next_id;
     pthread_t progress;
     df_worker *worker;
-} df__mpi = {0, 0, 0, 0, 0, 0, 0, 0, MPI_COMM_NULL, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0, NULL};
+} df__mpi = {0, 0, 0, 0, 0, 0, 0, 0, NULL, MPI_COMM_NULL, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0, NULL};
 
 static int df__mpi_tag(uint64_t cid, int dir) {
     uint64_t span = (uint64_t)(df__mpi.tag_ub - DF__MPI_TAG_BODY);
@@ -36253,7 +36254,13 @@ static void *df__mpi_progress_main(void *arg) {
             df__mpi.stop_asked = 1;
             pthread_cond_broadcast(&df__mpi.cv);
             pthread_mutex_unlock(&df__mpi.mu);
-        } else if (kind == DF__MPI_FIN && ++df__mpi.fins == df__mpi.size) break;
+        } else if (kind == DF__MPI_FIN) {
+            pthread_mutex_lock(&df__mpi.mu);
+            if (df__mpi.fin_from && !df__mpi.fin_from[src]) { df__mpi.fin_from[src] = 1; df__mpi.fins++; }
+            int all = df__mpi.fins == df__mpi.size;
+            pthread_mutex_unlock(&df__mpi.mu);
+            if (all) break;
+        }
     }
     pthread_mutex_lock(&df__mpi.mu);                /* every channel left ends for its reader */
     __atomic_store_n(&df__mpi.running, 0, __ATOMIC_RELEASE);
@@ -36296,6 +36303,9 @@ static df_code df__mpi_serve(int task, df_status *st) {   /* this rank's worker,
     o.key_file = df__key_path(NULL);             /* (DF_CLUSTER_KEY_FILE: the handshake and every frame signed) */
     o.data_dir = getenv("DF_DATA_DIR");          /* (no file access unless named) */
     if (task >= 0 && !(df__mpi.worker = df_worker_start(&o, st))) { MPI_Abort(MPI_COMM_WORLD, 1); return st->code; }
+    if (!(df__mpi.fin_from = (unsigned char *)DF_MALLOC((size_t)df__mpi.size))) { MPI_Abort(MPI_COMM_WORLD, 1); return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory"); }
+    memset(df__mpi.fin_from, 0, (size_t)df__mpi.size);
+    df__mpi.fins = 0;
     __atomic_store_n(&df__mpi.running, 1, __ATOMIC_RELEASE);
     if (pthread_create(&df__mpi.progress, NULL, df__mpi_progress_main, NULL)) {
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -36303,15 +36313,55 @@ static df_code df__mpi_serve(int task, df_status *st) {   /* this rank's worker,
     }
     return DF_OK;
 }
+/* How long df_mpi_finalize waits for the other ranks (DF_MPI_FINALIZE_TIMEOUT seconds, 60
+   unless set; 0: for ever) before it takes a rank for dead and ends the job with MPI_Abort:
+   MPI cannot finalize without every rank, and a rank that died never comes. */
+static double df__mpi_deadline(void) {
+    const char *e = getenv("DF_MPI_FINALIZE_TIMEOUT");
+    double sec = e && *e ? atof(e) : 60;
+    return sec > 0 ? df__now_ms() + sec * 1e3 : 0;
+}
+static void df__mpi_give_up(const char *what) {
+    char missing[256] = "";
+    size_t k = 0;
+    for (int r = 0; df__mpi.fin_from && r < df__mpi.size && k + 16 < sizeof missing; r++)
+        if (!df__mpi.fin_from[r]) k += (size_t)snprintf(missing + k, sizeof missing - k, "%s%d", k ? "," : " (ranks ", r);
+    if (k) snprintf(missing + k, sizeof missing - k, ")");
+    fprintf(stderr, "dataflow rank %d: df_mpi_finalize: %s%s did not come in time (a rank died?); ending the job with MPI_Abort\n", df__mpi.rank, what, missing);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    _exit(1);
+}
+static void df__mpi_barrier(double deadline, const char *what) {   /* a barrier that sleeps, and gives up at the deadline */
+    MPI_Request r;
+    int done = 0;
+    if (MPI_Ibarrier(MPI_COMM_WORLD, &r) != MPI_SUCCESS) return;
+    while (!done) {
+        if (MPI_Test(&r, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return;
+        if (done) break;
+        if (deadline > 0 && df__now_ms() > deadline) df__mpi_give_up(what);
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
 /* every rank, at its end: the worker stopped, a FIN to every rank (after this rank's last
-   CLOSE), the progress thread joined once all came, MPI_Finalize */
-static void df__mpi_end(void) {
+   CLOSE), the progress thread joined once all came, a barrier, MPI_Finalize */
+static void df__mpi_end(double deadline) {
     df_worker_stop(df__mpi.worker);
     df__mpi.worker = NULL;
     pthread_mutex_lock(&df__mpi.mu);
     while (df__mpi.busy) pthread_cond_wait(&df__mpi.cv, &df__mpi.mu);
     pthread_mutex_unlock(&df__mpi.mu);
     for (int r = 0; r < df__mpi.size; r++) df__mpi_post(DF__MPI_FIN, 0, 0, 0, r);
+    pthread_mutex_lock(&df__mpi.mu);
+    while (df__mpi.running) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100000000L;
+        if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+        pthread_cond_timedwait(&df__mpi.cv, &df__mpi.mu, &ts);
+        if (df__mpi.running && deadline > 0 && df__now_ms() > deadline) { pthread_mutex_unlock(&df__mpi.mu); df__mpi_give_up("the end of every rank"); }
+    }
+    pthread_mutex_unlock(&df__mpi.mu);
     pthread_join(df__mpi.progress, NULL);
     pthread_mutex_lock(&df__mpi.mu);
     while (df__mpi.eps) {                        /* (channels no one closed) */
@@ -36323,7 +36373,9 @@ static void df__mpi_end(void) {
     df__mpi.by_fd = NULL;
     df__mpi.cap_fd = 0;
     pthread_mutex_unlock(&df__mpi.mu);
-    MPI_Barrier(MPI_COMM_WORLD);
+    df__mpi_barrier(deadline, "a barrier of every rank");
+    DF_FREE(df__mpi.fin_from);
+    df__mpi.fin_from = NULL;
     MPI_Comm_free(&df__mpi.comm);
     df__mpi.size = 0;
     MPI_Finalize();
@@ -36346,7 +36398,7 @@ df_code df_mpi_init(int *argc, char ***argv, const char **target, df_status *st)
     pthread_mutex_lock(&df__mpi.mu);
     while (!df__mpi.stop_asked) pthread_cond_wait(&df__mpi.cv, &df__mpi.mu);
     pthread_mutex_unlock(&df__mpi.mu);
-    df__mpi_end();
+    df__mpi_end(df__mpi_deadline());
     exit(0);
 }
 df_code df_mpi_init_cluster(int *argc, char ***argv, const char *jobs, df_mpi_cluster *out, df_status *st) {
@@ -36397,10 +36449,11 @@ df_code df_mpi_init_cluster(int *argc, char ***argv, const char *jobs, df_mpi_cl
 }
 void df_mpi_finalize(void) {
     if (!df__mpi.size) return;
-    if (df__mpi.cluster) MPI_Barrier(MPI_COMM_WORLD);   /* (every rank's client is done) */
+    double deadline = df__mpi_deadline();
+    if (df__mpi.cluster) df__mpi_barrier(deadline, "a barrier of every rank's client");   /* (every rank's client is done) */
     else if (df__mpi.rank == 0)
         for (int r = 1; r < df__mpi.size; r++) df__mpi_post(DF__MPI_STOP, 0, 0, 0, r);
-    df__mpi_end();
+    df__mpi_end(deadline);
 }
 #endif /* DATAFLOW_MPI */
 #endif /* !__cplusplus */

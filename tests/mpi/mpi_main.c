@@ -8,6 +8,9 @@
      mpi_stopped_rank   worker rank 3 stopped (SIGSTOP): a step on it fails within the
                         session's worker_timeout_ms with DF_UNAVAILABLE naming mpi:3; once it
                         goes on (SIGCONT), a new session runs on it again.
+   `mpi_test dead` (as `mpi_test`; mpirun --mca orte_abort_on_non_zero_status 0): mpi_dead_rank
+                        rank 3 killed: its steps fail with a status naming it, the ranks alive
+                        go on; df_mpi_finalize then ends the job with MPI_Abort.
    `mpi_test cluster` (df_mpi_init_cluster "ps:1,worker:3": every rank a worker and a client):
      mpi_cluster_ps     a variable in a named container on /job:ps/task:0, set by the ps rank;
                         each worker rank adds (task + 1) to it five times from its own session,
@@ -19,6 +22,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 static int failures;
@@ -107,6 +111,62 @@ static void mpi_stopped_rank(const char *target) {
     df_graph_free(g);
 }
 
+/* rank 3 killed (run with --mca orte_abort_on_non_zero_status 0, else mpirun ends the job):
+   a step on it fails with DF_UNAVAILABLE naming mpi:3, so does a new session; a session on the
+   ranks alive runs. Prints "mpi_dead_rank: ok" (df_mpi_finalize then ends the job with
+   MPI_Abort after DF_MPI_FINALIZE_TIMEOUT: a dead rank never finalizes). */
+static void mpi_dead_rank(const char *target) {
+    char path[128];
+    pid_file(path, sizeof path, "3");
+    FILE *f = fopen(path, "r");
+    long pid = 0;
+    if (!f || fscanf(f, "%ld", &pid) != 1 || pid <= 1) { EXPECT(0, "mpi_dead_rank: no pid for rank 3 in %s", path); if (f) fclose(f); return; }
+    fclose(f);
+    df_graph *g = df_graph_new();
+    df_output x = df_placeholder(g, "x", DF_FLOAT, 0, NULL);
+    df_graph_push_device(g, "/job:worker/task:2");
+    df_output y = df_add(g, x, df_scalar_f32(g, 1));
+    df_graph_pop_device(g);
+    df_graph_push_device(g, "/job:worker/task:1");
+    df_output z = df_add(g, x, df_scalar_f32(g, 2));
+    df_graph_pop_device(g);
+    df_graph *live = df_graph_new();               /* (for a session on the ranks alive) */
+    df_output lx = df_placeholder(live, "x", DF_FLOAT, 0, NULL);
+    df_graph_push_device(live, "/job:worker/task:1");
+    df_output ly = df_add(live, lx, df_scalar_f32(live, 1));
+    df_graph_pop_device(live);
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.target = target;
+    o.worker_timeout_ms = 500;
+    df_status st;
+    float out = 0;
+    df_session *s = df_session_new(g, &o, &st);
+    EXPECT(s && tiny_run(s, x, y, &out, &st) == DF_OK && out == 2.0f, "mpi_dead_rank: before: %s", st.message);
+    kill((pid_t)pid, SIGKILL);
+    struct timespec ts = {0, 300000000L};
+    nanosleep(&ts, NULL);
+    double t0 = MPI_Wtime();
+    df_code c = s ? tiny_run(s, x, y, &out, &st) : DF_INTERNAL;
+    double took = MPI_Wtime() - t0;
+    EXPECT(c == DF_UNAVAILABLE && strstr(st.message, "mpi:3"), "mpi_dead_rank: a step on the dead rank gave %d: %s", (int)c, st.message);
+    EXPECT(took < 3.0, "mpi_dead_rank: the failure took %.1f s", took);
+    printf("mpi_dead_rank: a step on killed rank 3 failed in %.2f s: %s\n", took, st.message);
+    EXPECT(s && tiny_run(s, x, z, &out, &st) == DF_OK && out == 3.0f, "mpi_dead_rank: a step on a live rank in the same session: %s", st.message);
+    df_session_free(s);
+    s = df_session_new(g, &o, &st);
+    EXPECT(!s && st.code == DF_UNAVAILABLE && strstr(st.message, "mpi:3"), "mpi_dead_rank: a new session with the dead rank: %d %s", (int)st.code, st.message);
+    df_session_free(s);
+    o.target = "mpi:1,mpi:2";                      /* (task 1 is mpi:2 there) */
+    s = df_session_new(live, &o, &st);
+    EXPECT(s && tiny_run(s, lx, ly, &out, &st) == DF_OK && out == 2.0f, "mpi_dead_rank: a session on the live ranks: %s", st.message);
+    df_session_free(s);
+    df_graph_free(live);
+    df_graph_free(g);
+    if (!failures) printf("mpi_dead_rank: ok\n");
+    fflush(stdout);
+}
+
 static void mpi_cluster_ps(const df_mpi_cluster *c) {
     df_graph *g = df_graph_new();
     df_graph_push_device(g, "/job:ps/task:0");
@@ -172,8 +232,12 @@ int main(int argc, char **argv) {
     const char *target = NULL;
     if (df_mpi_init(&argc, &argv, &target, &st) != DF_OK) { fprintf(stderr, "mpi_test: %s\n", st.message); return 2; }
     int bad = span_loop_check("mpi_span_loop", target);    /* (only rank 0 gets here) */
-    if (!bad) mpi_big_tensor(target);
-    if (!bad && rank) mpi_stopped_rank(target);
+    int dead = argc > 1 && !strcmp(argv[argc - 1], "dead");
+    if (dead) { if (rank) mpi_dead_rank(target); else EXPECT(0, "mpi_dead_rank: not under Open MPI's mpirun"); }
+    else {
+        if (!bad) mpi_big_tensor(target);
+        if (!bad && rank) mpi_stopped_rank(target);
+    }
     for (int r = 0; r < 4; r++) { char n[16]; snprintf(n, sizeof n, "%d", r); pid_file(path, sizeof path, n); unlink(path); }
     df_mpi_finalize();
     return bad || failures;
