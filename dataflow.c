@@ -2399,17 +2399,15 @@ static void df__queues_drop_scope(df_session *s, uint64_t scope);
 /* ---- scope (issue 28): end ---- */
 
 /* ---- mpi (issue 29): begin ---- */
-#ifdef DF__NET
+#ifdef DATAFLOW_MPI
 /* from src/net/wire.c: the server's side of the handshake on a channel that blocks */
 static df_code df__w_auth_server(df__wchan *ch, const struct df__hmac_key *key, const unsigned char *id, int timeout_ms, const char *who, uint32_t *role, df_status *st);
-#endif
-#ifdef DATAFLOW_MPI
 /* from src/net/mpi.c: MPI channels, found by their fd (NULL: a socket) */
 struct df__mpi_ep;
 struct df__mpi_tx;
 static struct df__mpi_ep *df__mpi_ep_of(int fd);
 static int df__mpi_next(struct df__mpi_ep *ep, unsigned char *h, double deadline);
-static int df__mpi_read(struct df__mpi_ep *ep, void *buf, size_t n);
+static int df__mpi_read(struct df__mpi_ep *ep, void *buf, size_t n, struct df__hmac *m);
 static int df__mpi_frame_end(struct df__mpi_ep *ep);
 static struct df__mpi_tx *df__mpi_tx_begin(struct df__mpi_ep *ep, unsigned char *head, size_t n, int nmsg);
 static int df__mpi_tx_part(struct df__mpi_tx *tx, const void *p, size_t n);
@@ -33533,11 +33531,12 @@ static int df__w_send_signed_big(df__wchan *ch, int type, const void *a, size_t 
 #ifdef DATAFLOW_MPI
 /* A frame on an MPI channel (src/net/mpi.c): the header, a small payload and its MAC in one
    message; a payload over DF__W_MPI_INLINE as body messages sent from a and b themselves (on a
-   keyed channel in chunks of DF__W_MAC_CHUNK, each signed as it goes, then the MAC). */
-enum { DF__W_MPI_PREFIX = 24, DF__W_MPI_INLINE = 64 << 10 };
+   keyed channel in chunks of DF__W_MPI_MAC_CHUNK, each signed as it goes and checked as it
+   comes, then the MAC). */
+enum { DF__W_MPI_PREFIX = 24, DF__W_MPI_INLINE = 64 << 10, DF__W_MPI_MAC_CHUNK = 1 << 20 };
 static int df__w_send_mpi(df__wchan *ch, struct df__mpi_ep *ep, int type, const void *a, size_t an, const void *b, size_t bn) {
     struct df__wkeys *k = ch->k;
-    size_t n = an + bn, chunk = k ? (size_t)DF__W_MAC_CHUNK : (size_t)1 << 30;
+    size_t n = an + bn, chunk = k ? (size_t)DF__W_MPI_MAC_CHUNK : (size_t)1 << 30;
     int ina = an <= DF__W_MPI_INLINE, inb = ina && n <= DF__W_MPI_INLINE;
     const unsigned char *part[2] = {ina ? NULL : (const unsigned char *)a, inb ? NULL : (const unsigned char *)b};
     size_t len[2] = {ina ? 0 : an, inb ? 0 : bn};
@@ -33671,16 +33670,12 @@ static int df__w_take_head(df__wchan *ch, const unsigned char *h, uint64_t max, 
 static int df__chan_read(df__wchan *ch, void *buf, size_t n) {
 #ifdef DATAFLOW_MPI
     struct df__mpi_ep *ep = df__mpi_ep_of(ch->fd);
-    if (ep && !ch->k) return df__mpi_read(ep, buf, n);
+    if (ep) return df__mpi_read(ep, buf, n, ch->k ? &ch->k->rx_mac : NULL);   /* (hashed message by message) */
 #endif
     if (!ch->k) return df__sock_read(ch->fd, buf, n);
     for (size_t at = 0; at < n; at += DF__W_MAC_CHUNK) {   /* (checked as it comes: see df__w_send_signed_big) */
         size_t part = n - at < DF__W_MAC_CHUNK ? n - at : DF__W_MAC_CHUNK;
-#ifdef DATAFLOW_MPI
-        if (ep ? df__mpi_read(ep, (unsigned char *)buf + at, part) : df__sock_read(ch->fd, (unsigned char *)buf + at, part)) return -1;
-#else
         if (df__sock_read(ch->fd, (unsigned char *)buf + at, part)) return -1;
-#endif
         df__hmac_update(&ch->k->rx_mac, (unsigned char *)buf + at, part);
     }
     return 0;
@@ -33691,7 +33686,7 @@ static int df__w_recv_end(df__wchan *ch, const char **why) {
 #ifdef DATAFLOW_MPI
     struct df__mpi_ep *ep = df__mpi_ep_of(ch->fd);
     if (ep) {                                    /* (the MAC is the frame's last bytes; then nothing may be left) */
-        int bad = ch->k && df__mpi_read(ep, got, sizeof got);
+        int bad = ch->k && df__mpi_read(ep, got, sizeof got, NULL);
         if (df__mpi_frame_end(ep) || bad) { *why = bad ? "the MPI channel broke inside a frame's MAC" : "a frame longer than its header says"; return -1; }
         if (!ch->k) return 0;
     } else
@@ -33841,7 +33836,7 @@ static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data,
         return -1;
     }
 #ifdef DATAFLOW_MPI
-    if (ep && ((*len && (!(*data = (unsigned char *)DF_MALLOC((size_t)*len)) || df__mpi_read(ep, *data, (size_t)*len))) || df__mpi_frame_end(ep))) {
+    if (ep && ((*len && (!(*data = (unsigned char *)DF_MALLOC((size_t)*len)) || df__mpi_read(ep, *data, (size_t)*len, NULL))) || df__mpi_frame_end(ep))) {
         df_status_set(st, DF_UNAVAILABLE, "%s sent a broken handshake answer", who);
         return -1;
     }
@@ -33913,8 +33908,9 @@ static df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uint32_
     return DF_OK;
 }
 
-/* The server's side of the handshake on a channel that blocks (an MPI channel: a TCP worker
-   polls its handshakes instead), as the worker's poller does it: AUTH, AUTH_CHALLENGE,
+#ifdef DATAFLOW_MPI
+/* The server's side of the handshake on a channel that blocks (src/net/mpi.c's channels; a TCP
+   worker polls its handshakes instead), as the worker's poller does it: AUTH, AUTH_CHALLENGE,
    AUTH_PROOF, AUTH_OK; on success ch is keyed and *role says who dialled. */
 static df_code df__w_auth_server(df__wchan *ch, const df__hmac_key *key, const unsigned char *id, int timeout_ms, const char *who, uint32_t *role, df_status *st) {
     df__wauth a;
@@ -33978,6 +33974,7 @@ static df_code df__w_auth_server(df__wchan *ch, const df__hmac_key *key, const u
     *role = a.role;
     return DF_OK;
 }
+#endif
 
 /* "host:port" (an IPv4 address or "localhost") to a socket address */
 static int df__parse_hostport(const char *s, struct sockaddr_in *a, char *err, size_t en) {
@@ -35832,7 +35829,7 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
    their memory (a tensor's own buffer) with a tag of the channel's (its id and direction),
    and the reader receives them (MPI_Improbe, MPI_Mrecv) straight into the memory it reads
    into: a TENSOR's value into its freshly allocated tensor. On a keyed cluster the body goes
-   in chunks of DF__W_MAC_CHUNK, each signed before it is sent and checked as it comes, and
+   in chunks of DF__W_MPI_MAC_CHUNK, each signed before it is sent and checked as it comes, and
    the MAC is the frame's last message. One progress thread per process takes every HEAD
    message and queues the frame on its channel; each channel has a socket pair that carries no
    data, only a byte while frames wait (or the channel ended), so the poll loops of the master
@@ -35890,12 +35887,14 @@ static int df__mpi_tag(uint64_t cid, int dir) {
     uint64_t span = (uint64_t)(df__mpi.tag_ub - DF__MPI_TAG_BODY);
     return DF__MPI_TAG_BODY + (int)((((cid & 0xffffffffffull) << 1) | (uint64_t)dir) % span);
 }
-/* A wait's pause, by how long the wait has lasted (ms): yields for DF__MPI_SPIN_MS, then short
-   sleeps, then longer ones (a 2-core host runs a progress thread, a sender and a reader per
-   rank: spinning longer would starve the one working). */
+/* A wait's pause, by how long the wait has lasted (ms): yields for DF__MPI_SPIN_MS, then sleeps
+   of a quarter of the time waited past that, from 20 us to 1 ms (a 2-core host runs a progress
+   thread, a sender and a reader per rank: spinning, or waking often, starves the one working). */
 static void df__mpi_pause(double waited) {
     if (waited < DF__MPI_SPIN_MS) { sched_yield(); return; }
-    struct timespec ts = {0, waited < 50 ? 20000 : 200000};
+    double ms = (waited - DF__MPI_SPIN_MS) * 0.25;
+    long ns = ms < 0.02 ? 20000L : ms > 1.0 ? 1000000L : (long)(ms * 1e6);
+    struct timespec ts = {0, ns};
     nanosleep(&ts, NULL);
 }
 /* Waits (spinning a while, then sleeping a little) until every request is done; 0 or -1. */
@@ -36045,9 +36044,10 @@ static int df__mpi_next(struct df__mpi_ep *ep, unsigned char *h, double deadline
         if (r > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL))) return 0;
     }
 }
-/* n bytes of the current frame into buf: a body message that fits is received into buf itself.
-   0, or -1 (the frame is shorter, or its body did not come). */
-static int df__mpi_read(struct df__mpi_ep *ep, void *buf, size_t n) {
+/* n bytes of the current frame into buf: a body message that fits is received into buf itself;
+   with m, each piece is hashed as it comes (while the sender signs the next). 0, or -1 (the
+   frame is shorter, or its body did not come). */
+static int df__mpi_read(struct df__mpi_ep *ep, void *buf, size_t n, df__hmac *m) {
     unsigned char *p = (unsigned char *)buf;
     if (!ep->cur) return -1;
     while (n) {
@@ -36063,11 +36063,11 @@ static int df__mpi_read(struct df__mpi_ep *ep, void *buf, size_t n) {
         } else {
             if (ep->left <= 0) return -1;
             int tag = df__mpi_tag(ep->cid, ep->rx_dir), flag = 0, count = 0;
-            MPI_Message m;
+            MPI_Message mm;
             MPI_Status s;
             double t0 = df__now_ms(), deadline = t0 + 60000;
             for (int spins = 0; !flag; spins++) {
-                if (MPI_Improbe(ep->peer, tag, df__mpi.comm, &flag, &m, &s) != MPI_SUCCESS) return -1;
+                if (MPI_Improbe(ep->peer, tag, df__mpi.comm, &flag, &mm, &s) != MPI_SUCCESS) return -1;
                 if (flag) break;
                 if ((spins & 255) == 255 && (df__mpi_shut(ep->fd) || df__now_ms() > deadline)) return -1;
                 df__mpi_pause(df__now_ms() - t0);
@@ -36076,19 +36076,20 @@ static int df__mpi_read(struct df__mpi_ep *ep, void *buf, size_t n) {
             ep->left--;
             if (count < 0) return -1;
             if ((size_t)count <= n) {             /* straight into the reader's memory */
-                if (MPI_Mrecv(p, count, MPI_BYTE, &m, MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
+                if (MPI_Mrecv(p, count, MPI_BYTE, &mm, MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
                 k = (size_t)count;
             } else {
                 if ((size_t)count > ep->s_cap) {
                     unsigned char *q = (unsigned char *)DF_REALLOC(ep->scratch, (size_t)count);
-                    if (!q) { MPI_Mrecv(NULL, 0, MPI_BYTE, &m, MPI_STATUS_IGNORE); return -1; }
+                    if (!q) { MPI_Mrecv(NULL, 0, MPI_BYTE, &mm, MPI_STATUS_IGNORE); return -1; }
                     ep->scratch = q; ep->s_cap = (size_t)count;
                 }
-                if (MPI_Mrecv(ep->scratch, count, MPI_BYTE, &m, MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
+                if (MPI_Mrecv(ep->scratch, count, MPI_BYTE, &mm, MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
                 ep->s_n = (size_t)count; ep->s_at = 0;
                 continue;
             }
         }
+        if (m) df__hmac_update(m, p, k);
         p += k; n -= k;
     }
     return 0;

@@ -1638,17 +1638,15 @@ DF_PRIVATE void df__queues_drop_scope(df_session *s, uint64_t scope);
 /* ---- scope (issue 28): end ---- */
 
 /* ---- mpi (issue 29): begin ---- */
-#ifdef DF__NET
+#ifdef DATAFLOW_MPI
 /* from src/net/wire.c: the server's side of the handshake on a channel that blocks */
 DF_PRIVATE df_code df__w_auth_server(df__wchan *ch, const struct df__hmac_key *key, const unsigned char *id, int timeout_ms, const char *who, uint32_t *role, df_status *st);
-#endif
-#ifdef DATAFLOW_MPI
 /* from src/net/mpi.c: MPI channels, found by their fd (NULL: a socket) */
 struct df__mpi_ep;
 struct df__mpi_tx;
 DF_PRIVATE struct df__mpi_ep *df__mpi_ep_of(int fd);
 DF_PRIVATE int df__mpi_next(struct df__mpi_ep *ep, unsigned char *h, double deadline);
-DF_PRIVATE int df__mpi_read(struct df__mpi_ep *ep, void *buf, size_t n);
+DF_PRIVATE int df__mpi_read(struct df__mpi_ep *ep, void *buf, size_t n, struct df__hmac *m);
 DF_PRIVATE int df__mpi_frame_end(struct df__mpi_ep *ep);
 DF_PRIVATE struct df__mpi_tx *df__mpi_tx_begin(struct df__mpi_ep *ep, unsigned char *head, size_t n, int nmsg);
 DF_PRIVATE int df__mpi_tx_part(struct df__mpi_tx *tx, const void *p, size_t n);

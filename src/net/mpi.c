@@ -10,7 +10,7 @@
    their memory (a tensor's own buffer) with a tag of the channel's (its id and direction),
    and the reader receives them (MPI_Improbe, MPI_Mrecv) straight into the memory it reads
    into: a TENSOR's value into its freshly allocated tensor. On a keyed cluster the body goes
-   in chunks of DF__W_MAC_CHUNK, each signed before it is sent and checked as it comes, and
+   in chunks of DF__W_MPI_MAC_CHUNK, each signed before it is sent and checked as it comes, and
    the MAC is the frame's last message. One progress thread per process takes every HEAD
    message and queues the frame on its channel; each channel has a socket pair that carries no
    data, only a byte while frames wait (or the channel ended), so the poll loops of the master
@@ -68,12 +68,14 @@ static int df__mpi_tag(uint64_t cid, int dir) {
     uint64_t span = (uint64_t)(df__mpi.tag_ub - DF__MPI_TAG_BODY);
     return DF__MPI_TAG_BODY + (int)((((cid & 0xffffffffffull) << 1) | (uint64_t)dir) % span);
 }
-/* A wait's pause, by how long the wait has lasted (ms): yields for DF__MPI_SPIN_MS, then short
-   sleeps, then longer ones (a 2-core host runs a progress thread, a sender and a reader per
-   rank: spinning longer would starve the one working). */
+/* A wait's pause, by how long the wait has lasted (ms): yields for DF__MPI_SPIN_MS, then sleeps
+   of a quarter of the time waited past that, from 20 us to 1 ms (a 2-core host runs a progress
+   thread, a sender and a reader per rank: spinning, or waking often, starves the one working). */
 static void df__mpi_pause(double waited) {
     if (waited < DF__MPI_SPIN_MS) { sched_yield(); return; }
-    struct timespec ts = {0, waited < 50 ? 20000 : 200000};
+    double ms = (waited - DF__MPI_SPIN_MS) * 0.25;
+    long ns = ms < 0.02 ? 20000L : ms > 1.0 ? 1000000L : (long)(ms * 1e6);
+    struct timespec ts = {0, ns};
     nanosleep(&ts, NULL);
 }
 /* Waits (spinning a while, then sleeping a little) until every request is done; 0 or -1. */
@@ -223,9 +225,10 @@ DF_PRIVATE int df__mpi_next(struct df__mpi_ep *ep, unsigned char *h, double dead
         if (r > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL))) return 0;
     }
 }
-/* n bytes of the current frame into buf: a body message that fits is received into buf itself.
-   0, or -1 (the frame is shorter, or its body did not come). */
-DF_PRIVATE int df__mpi_read(struct df__mpi_ep *ep, void *buf, size_t n) {
+/* n bytes of the current frame into buf: a body message that fits is received into buf itself;
+   with m, each piece is hashed as it comes (while the sender signs the next). 0, or -1 (the
+   frame is shorter, or its body did not come). */
+DF_PRIVATE int df__mpi_read(struct df__mpi_ep *ep, void *buf, size_t n, df__hmac *m) {
     unsigned char *p = (unsigned char *)buf;
     if (!ep->cur) return -1;
     while (n) {
@@ -241,11 +244,11 @@ DF_PRIVATE int df__mpi_read(struct df__mpi_ep *ep, void *buf, size_t n) {
         } else {
             if (ep->left <= 0) return -1;
             int tag = df__mpi_tag(ep->cid, ep->rx_dir), flag = 0, count = 0;
-            MPI_Message m;
+            MPI_Message mm;
             MPI_Status s;
             double t0 = df__now_ms(), deadline = t0 + 60000;
             for (int spins = 0; !flag; spins++) {
-                if (MPI_Improbe(ep->peer, tag, df__mpi.comm, &flag, &m, &s) != MPI_SUCCESS) return -1;
+                if (MPI_Improbe(ep->peer, tag, df__mpi.comm, &flag, &mm, &s) != MPI_SUCCESS) return -1;
                 if (flag) break;
                 if ((spins & 255) == 255 && (df__mpi_shut(ep->fd) || df__now_ms() > deadline)) return -1;
                 df__mpi_pause(df__now_ms() - t0);
@@ -254,19 +257,20 @@ DF_PRIVATE int df__mpi_read(struct df__mpi_ep *ep, void *buf, size_t n) {
             ep->left--;
             if (count < 0) return -1;
             if ((size_t)count <= n) {             /* straight into the reader's memory */
-                if (MPI_Mrecv(p, count, MPI_BYTE, &m, MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
+                if (MPI_Mrecv(p, count, MPI_BYTE, &mm, MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
                 k = (size_t)count;
             } else {
                 if ((size_t)count > ep->s_cap) {
                     unsigned char *q = (unsigned char *)DF_REALLOC(ep->scratch, (size_t)count);
-                    if (!q) { MPI_Mrecv(NULL, 0, MPI_BYTE, &m, MPI_STATUS_IGNORE); return -1; }
+                    if (!q) { MPI_Mrecv(NULL, 0, MPI_BYTE, &mm, MPI_STATUS_IGNORE); return -1; }
                     ep->scratch = q; ep->s_cap = (size_t)count;
                 }
-                if (MPI_Mrecv(ep->scratch, count, MPI_BYTE, &m, MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
+                if (MPI_Mrecv(ep->scratch, count, MPI_BYTE, &mm, MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
                 ep->s_n = (size_t)count; ep->s_at = 0;
                 continue;
             }
         }
+        if (m) df__hmac_update(m, p, k);
         p += k; n -= k;
     }
     return 0;

@@ -209,11 +209,12 @@ static int df__w_send_signed_big(df__wchan *ch, int type, const void *a, size_t 
 #ifdef DATAFLOW_MPI
 /* A frame on an MPI channel (src/net/mpi.c): the header, a small payload and its MAC in one
    message; a payload over DF__W_MPI_INLINE as body messages sent from a and b themselves (on a
-   keyed channel in chunks of DF__W_MAC_CHUNK, each signed as it goes, then the MAC). */
-enum { DF__W_MPI_PREFIX = 24, DF__W_MPI_INLINE = 64 << 10 };
+   keyed channel in chunks of DF__W_MPI_MAC_CHUNK, each signed as it goes and checked as it
+   comes, then the MAC). */
+enum { DF__W_MPI_PREFIX = 24, DF__W_MPI_INLINE = 64 << 10, DF__W_MPI_MAC_CHUNK = 1 << 20 };
 static int df__w_send_mpi(df__wchan *ch, struct df__mpi_ep *ep, int type, const void *a, size_t an, const void *b, size_t bn) {
     struct df__wkeys *k = ch->k;
-    size_t n = an + bn, chunk = k ? (size_t)DF__W_MAC_CHUNK : (size_t)1 << 30;
+    size_t n = an + bn, chunk = k ? (size_t)DF__W_MPI_MAC_CHUNK : (size_t)1 << 30;
     int ina = an <= DF__W_MPI_INLINE, inb = ina && n <= DF__W_MPI_INLINE;
     const unsigned char *part[2] = {ina ? NULL : (const unsigned char *)a, inb ? NULL : (const unsigned char *)b};
     size_t len[2] = {ina ? 0 : an, inb ? 0 : bn};
@@ -347,16 +348,12 @@ DF_PRIVATE int df__w_take_head(df__wchan *ch, const unsigned char *h, uint64_t m
 DF_PRIVATE int df__chan_read(df__wchan *ch, void *buf, size_t n) {
 #ifdef DATAFLOW_MPI
     struct df__mpi_ep *ep = df__mpi_ep_of(ch->fd);
-    if (ep && !ch->k) return df__mpi_read(ep, buf, n);
+    if (ep) return df__mpi_read(ep, buf, n, ch->k ? &ch->k->rx_mac : NULL);   /* (hashed message by message) */
 #endif
     if (!ch->k) return df__sock_read(ch->fd, buf, n);
     for (size_t at = 0; at < n; at += DF__W_MAC_CHUNK) {   /* (checked as it comes: see df__w_send_signed_big) */
         size_t part = n - at < DF__W_MAC_CHUNK ? n - at : DF__W_MAC_CHUNK;
-#ifdef DATAFLOW_MPI
-        if (ep ? df__mpi_read(ep, (unsigned char *)buf + at, part) : df__sock_read(ch->fd, (unsigned char *)buf + at, part)) return -1;
-#else
         if (df__sock_read(ch->fd, (unsigned char *)buf + at, part)) return -1;
-#endif
         df__hmac_update(&ch->k->rx_mac, (unsigned char *)buf + at, part);
     }
     return 0;
@@ -367,7 +364,7 @@ DF_PRIVATE int df__w_recv_end(df__wchan *ch, const char **why) {
 #ifdef DATAFLOW_MPI
     struct df__mpi_ep *ep = df__mpi_ep_of(ch->fd);
     if (ep) {                                    /* (the MAC is the frame's last bytes; then nothing may be left) */
-        int bad = ch->k && df__mpi_read(ep, got, sizeof got);
+        int bad = ch->k && df__mpi_read(ep, got, sizeof got, NULL);
         if (df__mpi_frame_end(ep) || bad) { *why = bad ? "the MPI channel broke inside a frame's MAC" : "a frame longer than its header says"; return -1; }
         if (!ch->k) return 0;
     } else
@@ -517,7 +514,7 @@ static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data,
         return -1;
     }
 #ifdef DATAFLOW_MPI
-    if (ep && ((*len && (!(*data = (unsigned char *)DF_MALLOC((size_t)*len)) || df__mpi_read(ep, *data, (size_t)*len))) || df__mpi_frame_end(ep))) {
+    if (ep && ((*len && (!(*data = (unsigned char *)DF_MALLOC((size_t)*len)) || df__mpi_read(ep, *data, (size_t)*len, NULL))) || df__mpi_frame_end(ep))) {
         df_status_set(st, DF_UNAVAILABLE, "%s sent a broken handshake answer", who);
         return -1;
     }
@@ -589,8 +586,9 @@ DF_PRIVATE df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uin
     return DF_OK;
 }
 
-/* The server's side of the handshake on a channel that blocks (an MPI channel: a TCP worker
-   polls its handshakes instead), as the worker's poller does it: AUTH, AUTH_CHALLENGE,
+#ifdef DATAFLOW_MPI
+/* The server's side of the handshake on a channel that blocks (src/net/mpi.c's channels; a TCP
+   worker polls its handshakes instead), as the worker's poller does it: AUTH, AUTH_CHALLENGE,
    AUTH_PROOF, AUTH_OK; on success ch is keyed and *role says who dialled. */
 DF_PRIVATE df_code df__w_auth_server(df__wchan *ch, const df__hmac_key *key, const unsigned char *id, int timeout_ms, const char *who, uint32_t *role, df_status *st) {
     df__wauth a;
@@ -654,6 +652,7 @@ DF_PRIVATE df_code df__w_auth_server(df__wchan *ch, const df__hmac_key *key, con
     *role = a.role;
     return DF_OK;
 }
+#endif
 
 /* "host:port" (an IPv4 address or "localhost") to a socket address */
 static int df__parse_hostport(const char *s, struct sockaddr_in *a, char *err, size_t en) {
