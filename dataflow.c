@@ -35888,12 +35888,12 @@ static int df__mpi_tag(uint64_t cid, int dir) {
     return DF__MPI_TAG_BODY + (int)((((cid & 0xffffffffffull) << 1) | (uint64_t)dir) % span);
 }
 /* A wait's pause, by how long the wait has lasted (ms): yields for DF__MPI_SPIN_MS, then sleeps
-   of a sixteenth of the time waited past that, from 20 us to 0.5 ms (a 2-core host runs a progress
+   of a sixteenth of the time waited past that, from 20 us to 0.2 ms (a 2-core host runs a progress
    thread, a sender and a reader per rank: spinning, or waking often, starves the one working). */
 static void df__mpi_pause(double waited) {
     if (waited < DF__MPI_SPIN_MS) { sched_yield(); return; }
     double ms = (waited - DF__MPI_SPIN_MS) * 0.0625;
-    long ns = ms < 0.02 ? 20000L : ms > 0.5 ? 500000L : (long)(ms * 1e6);
+    long ns = ms < 0.02 ? 20000L : ms > 0.2 ? 200000L : (long)(ms * 1e6);
     struct timespec ts = {0, ns};
     nanosleep(&ts, NULL);
 }

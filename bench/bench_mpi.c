@@ -1,7 +1,8 @@
 /* The MPI transport, under `mpirun -np 2` (built with mpicc -DDATAFLOW_MPI; rank 0 measures,
    rank 1 serves; both are workers of df_mpi_init_cluster, "worker=mpi:0,mpi:1"):
    1. a 64 MiB float32 tensor from worker 0 to worker 1: a variable on task 0 whose first
-      element a Gather on task 1 takes (the step is the transfer and little else), against a
+      element a Gather on task 1 takes (the step is the transfer and little else: the same step
+      with the Gather on task 0 is shown too), against a
       plain MPI_Send/MPI_Recv of the same bytes between the two ranks in the same run (into a
       buffer reused, and into a fresh one each time, as the transport receives into a new
       tensor), and against the same step over our TCP path (a TCP worker on each rank).
@@ -27,8 +28,9 @@ enum { REPS = 9, TINY_STEPS = 200, BIG_FLOATS = 16 << 20 };
 
 static void quiet(void *u, const char *l) { (void)u; (void)l; }
 
-/* a 64 MiB variable on task 0; task 1 gathers its first element: ms per step */
-static double big_ms(const char *target) {
+/* a 64 MiB variable on task 0; task `on` gathers its first element (1: across, the transfer;
+   0: where it lives, the step without the transfer): ms per step */
+static double big_ms(const char *target, int on) {
     df_graph *g = df_graph_new();
     int64_t d = BIG_FLOATS;
     df_graph_push_device(g, "/job:worker/task:0");
@@ -39,7 +41,7 @@ static double big_ms(const char *target) {
     df_node *init = df_assign(g, v, df_const(g, init_v));
     df_tensor_release(init_v);
     df_graph_pop_device(g);
-    df_graph_push_device(g, "/job:worker/task:1");
+    df_graph_push_device(g, on ? "/job:worker/task:1" : "/job:worker/task:0");
     df_tensor *zero = df_tensor_new(DF_INT32, 0, NULL, NULL);
     *(int32_t *)df_tensor_data(zero) = 0;
     df_output first = df_gather(g, v, df_const(g, zero), 0, 0);
@@ -157,7 +159,7 @@ int main(int argc, char **argv) {
     if (c.rank == 0) {
         char tcp[128], cpu[256];
         snprintf(tcp, sizeof tcp, "127.0.0.1:%d,127.0.0.1:%d", ports[0], ports[1]);
-        double ours = big_ms(c.target), viatcp = ports[0] > 0 && ports[1] > 0 ? big_ms(tcp) : -1;
+        double ours = big_ms(c.target, 1), viatcp = ports[0] > 0 && ports[1] > 0 ? big_ms(tcp, 1) : -1, local = big_ms(c.target, 0);
         double tiny_mpi = tiny_us(c.target), tiny_tcp = ports[0] > 0 && ports[1] > 0 ? tiny_us(tcp) : -1;
         cpu_model(cpu, sizeof cpu);
         printf("bench_mpi: 2 ranks on %s, %ld cores online; cluster key: %s; medians of %d\n", cpu, sysconf(_SC_NPROCESSORS_ONLN), key && *key ? "on" : "off", REPS);
@@ -169,6 +171,7 @@ int main(int argc, char **argv) {
         printf("%-58s %10.1f %10.0f %7.2fx\n", "dataflow step over MPI (vs MPI_Send/Recv, fresh buffer)", ours, mib / ours * 1e3, ours / mpi_fresh);
         printf("%-58s %10.1f %10.0f %7.2fx\n", "dataflow step over MPI (vs MPI_Send/Recv, buffer reused)", ours, mib / ours * 1e3, ours / mpi_reuse);
         printf("%-58s %10.1f %10.0f %7.2fx\n", "dataflow step over TCP (vs the step over MPI)", viatcp, mib / viatcp * 1e3, viatcp / ours);
+        printf("%-58s %10.1f %10s %8s\n", "the same step with the Gather where the variable lives", local, "", "");
         printf("\n2. The tiny step (x + 1 on each of the 2 workers in turn), us per step\n");
         printf("%-58s %10.1f\n", "over MPI", tiny_mpi);
         printf("%-58s %10.1f\n", "over TCP", tiny_tcp);
