@@ -528,11 +528,12 @@ static void df__mpi_barrier(double deadline, const char *what) {   /* a barrier 
 /* every rank, at its end: the worker stopped, a FIN to every rank (after this rank's last
    CLOSE), the progress thread joined once all came, a barrier, MPI_Finalize */
 static void df__mpi_end(double deadline) {
-    df_worker_stop(df__mpi.worker);
+    pthread_mutex_lock(&df__mpi.mu);             /* (no new channel goes to the worker; those in their handshake end first) */
+    df_worker *w = df__mpi.worker;
     df__mpi.worker = NULL;
-    pthread_mutex_lock(&df__mpi.mu);
     while (df__mpi.busy) pthread_cond_wait(&df__mpi.cv, &df__mpi.mu);
     pthread_mutex_unlock(&df__mpi.mu);
+    df_worker_stop(w);
     for (int r = 0; r < df__mpi.size; r++) df__mpi_post(DF__MPI_FIN, 0, 0, 0, r);
     pthread_mutex_lock(&df__mpi.mu);
     while (df__mpi.running) {
