@@ -36434,6 +36434,13 @@ df_code df_mpi_init_cluster(int *argc, char ***argv, const char *jobs, df_mpi_cl
         for (size_t i = 0; name[i]; i++)
             if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') || (name[i] >= '0' && name[i] <= '9') || name[i] == '_' || name[i] == '-')) { df_status_set(st, DF_INVALID_ARGUMENT, "df_mpi_init_cluster: '%s' is not a job name", name); break; }
         if (st->code) break;
+        for (const char *q = t; *q; ) {          /* (a job named twice) */
+            size_t nl = strlen(name);
+            if (!strncmp(q, name, nl) && q[nl] == '=') { df_status_set(st, DF_INVALID_ARGUMENT, "df_mpi_init_cluster: job '%s' named twice in '%s'", name, jobs); break; }
+            const char *semi = strchr(q, ';');
+            q = semi ? semi + 1 : q + strlen(q);
+        }
+        if (st->code) break;
         k += (size_t)snprintf(t + k, sizeof t - k, "%s%s=", k ? ";" : "", name);
         for (long i = 0; i < count && k + 24 < sizeof t; i++, at++) {
             k += (size_t)snprintf(t + k, sizeof t - k, "%smpi:%d", i ? "," : "", at);
