@@ -419,8 +419,17 @@ run_tests() {
     step "dfworker builds, refuses bad options and listens" check_dfworker
     # The MPI transport (-DDATAFLOW_MPI): where Open MPI is installed (.ci/run installs it).
     if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
-        step "MPI transport: mpirun -np 4, a loop and its gradient over three worker ranks" sh -c \
-            "mpicc -std=c11 -O1 $WARN -DDATAFLOW_MPI -I. tests/mpi/mpi_main.c dataflow.c -o build/mpi_test $LIBS && timeout 300 mpirun --allow-run-as-root --oversubscribe -np 4 ./build/mpi_test"
+        # keyed (a 0600 key file of the step's own): the loop over three worker ranks, a 32 MiB
+        # tensor bit-exact, a stopped rank's status; then df_mpi_init_cluster (ps and workers)
+        step "MPI transport: mpirun -np 4, keyed: a loop and its gradient over three worker ranks, a big tensor, a stopped rank, ps and workers each with a client" sh -c \
+            "mpicc -std=c11 -O1 $WARN -DDATAFLOW_MPI -I. tests/mpi/mpi_main.c dataflow.c -o build/mpi_test $LIBS && k=\$(mktemp) && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > \$k && \
+             DF_CLUSTER_KEY_FILE=\$k timeout 120 mpirun --allow-run-as-root --oversubscribe -x DF_CLUSTER_KEY_FILE -np 4 ./build/mpi_test && \
+             DF_CLUSTER_KEY_FILE=\$k timeout 120 mpirun --allow-run-as-root --oversubscribe -x DF_CLUSTER_KEY_FILE -np 4 ./build/mpi_test cluster; r=\$?; rm -f \$k; exit \$r"
+        # a rank killed: its steps fail with a status (Open MPI's default would end the job at
+        # once); df_mpi_finalize then ends the job with MPI_Abort (a dead rank never finalizes)
+        step "MPI transport: mpirun -np 4, a killed rank fails its steps with a status naming it" sh -c \
+            "out=\$(DF_MPI_FINALIZE_TIMEOUT=2 timeout 60 mpirun --allow-run-as-root --oversubscribe --mca orte_abort_on_non_zero_status 0 -x DF_MPI_FINALIZE_TIMEOUT -np 4 ./build/mpi_test dead 2>&1); \
+             echo \"\$out\" | grep '^mpi_'; echo \"\$out\" | grep -q '^mpi_dead_rank: ok' && ! echo \"\$out\" | grep 'FAIL'"
     else skipped=$((skipped + 1)); echo "skip build: MPI transport (mpicc/mpirun not installed; Debian: libopenmpi-dev openmpi-bin)"; fi
     local nsout nsrc
     nsout=$(netns_check 2>&1); nsrc=$?
@@ -541,6 +550,15 @@ run_bench() {
     done
     if [ "${DF_BENCH_PEERS:-1}" = 1 ]; then bash bench/peers/setup.sh || echo "(peers unavailable: ratios against TensorFlow are skipped)"; fi
     for b in build/bench_*; do echo; echo "== $(basename "$b")"; "$b" || exit 1; done
+    if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then   # the MPI transport: 2 ranks, without and with a key
+        mpicc -std=c11 -O2 -march=native $WARN -DDATAFLOW_MPI -I. bench/bench_mpi.c dataflow.c -o build/mpi_bench $LIBS || exit 1
+        local k; k=$(mktemp); head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$k"
+        for key in "" "$k"; do
+            echo; echo "== mpi_bench (mpirun -np 2${key:+, keyed})"
+            DF_CLUSTER_KEY_FILE=$key mpirun --allow-run-as-root --oversubscribe -x DF_CLUSTER_KEY_FILE -np 2 ./build/mpi_bench 2>/dev/null || { rm -f "$k"; exit 1; }
+        done
+        rm -f "$k"
+    fi
     if command -v nvcc >/dev/null 2>&1; then     # the GPU bench (says so and skips without a GPU)
         local cuda_top; cuda_top="$(dirname "$(dirname "$(command -v nvcc)")")"
         nvcc ${DF_NVCC_FLAGS:-} -c dataflow_cuda.cu -o build/dataflow_cuda.o || exit 1

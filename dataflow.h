@@ -1092,6 +1092,16 @@ df_code    df_worker_hello(const char *address, int timeout_ms, df_worker_info *
    df_session_options.target; ranks 1..N-1 serve as workers (task rank-1) and end the process
    when rank 0 calls df_mpi_finalize. Every message between ranks travels through MPI. */
 df_code    df_mpi_init(int *argc, char ***argv, const char **target, df_status *st);
+/* Between-graph replication: every rank serves as a worker of its job AND runs a client of its
+   own. jobs: "ps:1,worker:2" (counts in rank order, summing to the job's size; NULL: every rank
+   in "worker"). Every rank starts its worker (cluster key from DF_CLUSTER_KEY_FILE, data dir
+   from DF_DATA_DIR, as df_mpi_init's) and returns with out->target the whole cluster (e.g.
+   "ps=mpi:0;worker=mpi:1,mpi:2", static storage) and out->job / out->task this rank's place.
+   Ranks share variables through a named container (df_variable's container attr). */
+typedef struct df_mpi_cluster { int rank, size; const char *target; const char *job; int task; } df_mpi_cluster;
+df_code    df_mpi_init_cluster(int *argc, char ***argv, const char *jobs, df_mpi_cluster *out, df_status *st);
+/* Ends either mode, on every rank (cluster mode: all ranks call it; free sessions first):
+   a barrier, this rank's worker stopped, MPI_Finalize. */
 void       df_mpi_finalize(void);
 #endif
 

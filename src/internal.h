@@ -27,6 +27,9 @@
 #endif
 #ifdef DATAFLOW_MPI
 #include <mpi.h>
+#ifdef __linux__
+#include <sys/prctl.h>                       /* (src/net/mpi.c: its progress thread's timer slack) */
+#endif
 #endif
 
 /* ---- structs that point at each other, declared first ---- */
@@ -1663,3 +1666,25 @@ DF_PRIVATE df_tensor *df__recv_to_device(df__step *s, int devmem, df_tensor *t, 
 DF_PRIVATE df_tensor *df__to_host_pinned(df__device *d, const df_tensor *v, df_status *st);
 #endif
 /* ---- gpu (issue 29): end ---- */
+
+/* ---- mpi (issue 29): begin ---- */
+#ifdef DATAFLOW_MPI
+/* from src/net/wire.c: the server's side of the handshake on a channel that blocks */
+DF_PRIVATE df_code df__w_auth_server(df__wchan *ch, const struct df__hmac_key *key, const unsigned char *id, int timeout_ms, const char *who, uint32_t *role, df_status *st);
+/* from src/net/mpi.c: MPI channels, found by their fd (NULL: a socket) */
+struct df__mpi_ep;
+struct df__mpi_tx;
+DF_PRIVATE struct df__mpi_ep *df__mpi_ep_of(int fd);
+DF_PRIVATE int df__mpi_next(struct df__mpi_ep *ep, unsigned char *h, double deadline);
+DF_PRIVATE int df__mpi_read(struct df__mpi_ep *ep, void *buf, size_t n, struct df__hmac *m);
+DF_PRIVATE int df__mpi_frame_end(struct df__mpi_ep *ep);
+DF_PRIVATE struct df__mpi_tx *df__mpi_tx_begin(struct df__mpi_ep *ep, unsigned char *head, size_t n, int nmsg);
+DF_PRIVATE int df__mpi_tx_part(struct df__mpi_tx *tx, const void *p, size_t n);
+DF_PRIVATE int df__mpi_tx_end(struct df__mpi_tx *tx);
+DF_PRIVATE void df__mpi_close(struct df__mpi_ep *ep);
+/* from src/net/worker.c: an MPI channel served as a connection (after mpi.c's handshake with
+   the worker's key and id) */
+DF_PRIVATE const struct df__hmac_key *df__worker_key(const df_worker *w, const unsigned char **id);
+DF_PRIVATE void df__worker_adopt(df_worker *w, int fd, const char *peer, struct df__wkeys *k, uint32_t role);
+#endif
+/* ---- mpi (issue 29): end ---- */

@@ -68,6 +68,11 @@ DF_PRIVATE df_code df__cluster_open(struct df_session *s, df_status *st) {
     s->cluster = c;
     c->timeout_ms = s->opts.worker_timeout_ms > 0 ? s->opts.worker_timeout_ms : 2000;
     c->salt = s->seed_salt << 20;
+    {   /* step ids unique among masters: a worker shared by masters in other processes (between-graph
+           replication) meets their TENSORs by step id, and their seed_salts may agree (no ASLR) */
+        uint64_t r = 0;
+        if (!df__random_bytes(&r, sizeof r)) c->salt ^= r << 20;
+    }
     const char *key_path = df__key_path(s->opts.cluster_key_file);
     if (key_path && !(c->key = df__key_load(key_path, "df_session_new", st))) return st->code;
     if (c->key && df__random_bytes(c->id, sizeof c->id)) return df_status_set(st, DF_UNAVAILABLE, "df_session_new: no random numbers from the system");

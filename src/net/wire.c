@@ -195,6 +195,10 @@ struct df__wkeys {                   /* a keyed connection's signing state */
     df__hmac rx_mac;                 /* the frame being read */
 };
 DF_PRIVATE void df__chan_close(df__wchan *ch) {
+#ifdef DATAFLOW_MPI
+    struct df__mpi_ep *ep = df__mpi_ep_of(ch->fd);
+    if (ep) { df__mpi_close(ep); ch->fd = -1; }   /* (the peer told; its fd closed) */
+#endif
     if (ch->fd >= 0) close(ch->fd);
     ch->fd = -1;
     DF_FREE(ch->k);
@@ -202,9 +206,58 @@ DF_PRIVATE void df__chan_close(df__wchan *ch) {
 }
 enum { DF__W_MAC_CHUNK = 256 << 10 };
 static int df__w_send_signed_big(df__wchan *ch, int type, const void *a, size_t an, const void *b, size_t bn);
+#ifdef DATAFLOW_MPI
+/* A frame on an MPI channel (src/net/mpi.c): the header, a small payload and its MAC in one
+   message; a payload over DF__W_MPI_INLINE as body messages sent from a and b themselves (on a
+   keyed channel in chunks of DF__W_MPI_MAC_CHUNK, each signed as it goes and checked as it
+   comes, then the MAC). */
+enum { DF__W_MPI_PREFIX = 24, DF__W_MPI_INLINE = 64 << 10, DF__W_MPI_MAC_CHUNK = 1 << 20 };
+static int df__w_send_mpi(df__wchan *ch, struct df__mpi_ep *ep, int type, const void *a, size_t an, const void *b, size_t bn) {
+    struct df__wkeys *k = ch->k;
+    size_t n = an + bn, chunk = k ? (size_t)DF__W_MPI_MAC_CHUNK : (size_t)1 << 30;
+    int ina = an <= DF__W_MPI_INLINE, inb = ina && n <= DF__W_MPI_INLINE;
+    const unsigned char *part[2] = {ina ? NULL : (const unsigned char *)a, inb ? NULL : (const unsigned char *)b};
+    size_t len[2] = {ina ? 0 : an, inb ? 0 : bn};
+    int nmsg = 0;
+    for (int i = 0; i < 2; i++) nmsg += (int)((len[i] + chunk - 1) / chunk);
+    if (k && nmsg) nmsg++;                       /* (the MAC: the frame's last message) */
+    size_t inl = DF__W_MPI_PREFIX + DF__W_HEADER + (ina ? an : 0) + (inb ? bn : 0) + (k && !nmsg ? DF__W_MAC : 0);
+    unsigned char small[DF__W_MPI_PREFIX + DF__W_HEADER + 1024 + DF__W_MAC], mac[DF__W_MAC];
+    unsigned char *head = inl <= sizeof small ? small : (unsigned char *)DF_MALLOC(inl), *q;
+    if (!head) return -1;
+    df__w_header(head + DF__W_MPI_PREFIX, type, n, k ? DF__W_FLAG_MAC : 0);
+    q = head + DF__W_MPI_PREFIX + DF__W_HEADER;
+    if (ina && an) { memcpy(q, a, an); q += an; }
+    if (inb && bn) { memcpy(q, b, bn); q += bn; }
+    df__hmac m;
+    if (k) {
+        unsigned char seq[8];
+        df__put64(seq, k->tx_seq++);
+        df__hmac_begin(&m, &k->tx);
+        df__hmac_update(&m, seq, 8);
+        df__hmac_update(&m, head + DF__W_MPI_PREFIX, (size_t)(q - head) - DF__W_MPI_PREFIX);
+        if (!nmsg) { df__hmac_final(&m, mac); memcpy(q, mac, DF__W_MAC); }
+    }
+    struct df__mpi_tx *tx = df__mpi_tx_begin(ep, head, inl, nmsg);
+    for (int i = 0; tx && i < 2; i++)
+        for (size_t at = 0; at < len[i]; at += chunk) {
+            size_t c = len[i] - at < chunk ? len[i] - at : chunk;
+            if (k) df__hmac_update(&m, part[i] + at, c);   /* (signed while the chunk before travels) */
+            if (df__mpi_tx_part(tx, part[i] + at, c)) break;
+        }
+    if (tx && k && nmsg) { df__hmac_final(&m, mac); df__mpi_tx_part(tx, mac, DF__W_MAC); }
+    int r = df__mpi_tx_end(tx);
+    if (head != small) DF_FREE(head);
+    return r;
+}
+#endif
 /* A frame from parts: header, a, b (and the MAC). 0, or -1 when it cannot be sent. The
    caller serializes the writers of a connection (the sequence number is theirs). */
 DF_PRIVATE int df__w_send_parts(df__wchan *ch, int type, const void *a, size_t an, const void *b, size_t bn) {
+#ifdef DATAFLOW_MPI
+    struct df__mpi_ep *ep = df__mpi_ep_of(ch->fd);
+    if (ep) return df__w_send_mpi(ch, ep, type, a, an, b, bn);
+#endif
     unsigned char h[DF__W_HEADER + 4096 + DF__W_MAC];
     struct df__wkeys *k = ch->k;
     size_t n = an + bn, tail = k ? DF__W_MAC : 0;
@@ -263,6 +316,14 @@ DF_PRIVATE int df__w_send(df__wchan *ch, int type, const df__wbuf *payload) {
 DF_PRIVATE int df__w_recv_head(df__wchan *ch, uint64_t max, uint64_t *len, const char **why, char *buf, size_t bn) {
     unsigned char h[DF__W_HEADER];
     *len = 0;
+#ifdef DATAFLOW_MPI
+    struct df__mpi_ep *ep = df__mpi_ep_of(ch->fd);
+    if (ep) {
+        int got = df__mpi_next(ep, h, 0);
+        if (got <= 0) { *why = got ? "the MPI channel broke" : "closed"; return got; }
+        return df__w_take_head(ch, h, max, len, why, buf, bn);
+    }
+#endif
     ssize_t r;
     /* between frames a peer may be idle for ever: with frame_ms the socket's receive timeout
        (set once) ends only a frame that stops halfway, not the wait for the next one */
@@ -285,6 +346,10 @@ DF_PRIVATE int df__w_take_head(df__wchan *ch, const unsigned char *h, uint64_t m
     return type ? type : -1;
 }
 DF_PRIVATE int df__chan_read(df__wchan *ch, void *buf, size_t n) {
+#ifdef DATAFLOW_MPI
+    struct df__mpi_ep *ep = df__mpi_ep_of(ch->fd);
+    if (ep) return df__mpi_read(ep, buf, n, ch->k ? &ch->k->rx_mac : NULL);   /* (hashed message by message) */
+#endif
     if (!ch->k) return df__sock_read(ch->fd, buf, n);
     for (size_t at = 0; at < n; at += DF__W_MAC_CHUNK) {   /* (checked as it comes: see df__w_send_signed_big) */
         size_t part = n - at < DF__W_MAC_CHUNK ? n - at : DF__W_MAC_CHUNK;
@@ -295,9 +360,17 @@ DF_PRIVATE int df__chan_read(df__wchan *ch, void *buf, size_t n) {
 }
 /* The end of a frame: on a keyed connection its MAC, read and checked. 0, or -1 with *why. */
 DF_PRIVATE int df__w_recv_end(df__wchan *ch, const char **why) {
-    if (!ch->k) return 0;
     unsigned char got[DF__W_MAC], want[DF__W_MAC];
-    if (df__sock_read(ch->fd, got, sizeof got)) { *why = "the connection broke inside a frame's MAC"; return -1; }
+#ifdef DATAFLOW_MPI
+    struct df__mpi_ep *ep = df__mpi_ep_of(ch->fd);
+    if (ep) {                                    /* (the MAC is the frame's last bytes; then nothing may be left) */
+        int bad = ch->k && df__mpi_read(ep, got, sizeof got, NULL);
+        if (df__mpi_frame_end(ep) || bad) { *why = bad ? "the MPI channel broke inside a frame's MAC" : "a frame longer than its header says"; return -1; }
+        if (!ch->k) return 0;
+    } else
+#endif
+    if (!ch->k) return 0;
+    else if (df__sock_read(ch->fd, got, sizeof got)) { *why = "the connection broke inside a frame's MAC"; return -1; }
     df__hmac_final(&ch->k->rx_mac, want);
     if (!df__ct_equal(got, want, sizeof want)) { *why = "a frame failed its MAC (altered, replayed, reordered or not signed with the cluster key)"; return -1; }
     return 0;
@@ -423,7 +496,13 @@ static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data,
     char buf[160];
     *data = NULL;
     *len = 0;
+#ifdef DATAFLOW_MPI
+    struct df__mpi_ep *ep = df__mpi_ep_of(ch->fd);
+    int r = ep ? df__mpi_next(ep, h, deadline) : df__read_by(ch->fd, h, sizeof h, deadline), type = 0;
+    if (ep) r = r == 1 ? 0 : r == 0 ? 1 : -1;
+#else
     int r = df__read_by(ch->fd, h, sizeof h, deadline), type = 0;
+#endif
     if (r == 1) {
         if (closed) *closed = 1;
         df_status_set(st, DF_UNAVAILABLE, "%s closed the connection in the handshake (refused, or it may have died)", who);
@@ -434,6 +513,13 @@ static int df__w_auth_await(df__wchan *ch, int timeout_ms, unsigned char **data,
         df_status_set(st, DF_UNAUTHENTICATED, "%s answered the handshake with a broken frame (%s)", who, why);
         return -1;
     }
+#ifdef DATAFLOW_MPI
+    if (ep && ((*len && (!(*data = (unsigned char *)DF_MALLOC((size_t)*len)) || df__mpi_read(ep, *data, (size_t)*len, NULL))) || df__mpi_frame_end(ep))) {
+        df_status_set(st, DF_UNAVAILABLE, "%s sent a broken handshake answer", who);
+        return -1;
+    }
+    if (!ep)
+#endif
     if (*len && (!(*data = (unsigned char *)DF_MALLOC((size_t)*len)) || df__read_by(ch->fd, *data, (size_t)*len, deadline))) {
         df_status_set(st, DF_UNAVAILABLE, "%s did not finish its handshake answer within %d ms", who, timeout_ms);
         return -1;
@@ -499,6 +585,74 @@ DF_PRIVATE df_code df__w_auth_client(df__wchan *ch, const df__hmac_key *key, uin
     if (!(ch->k = df__w_auth_keys(key, 0, &a))) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
     return DF_OK;
 }
+
+#ifdef DATAFLOW_MPI
+/* The server's side of the handshake on a channel that blocks (src/net/mpi.c's channels; a TCP
+   worker polls its handshakes instead), as the worker's poller does it: AUTH, AUTH_CHALLENGE,
+   AUTH_PROOF, AUTH_OK; on success ch is keyed and *role says who dialled. */
+DF_PRIVATE df_code df__w_auth_server(df__wchan *ch, const df__hmac_key *key, const unsigned char *id, int timeout_ms, const char *who, uint32_t *role, df_status *st) {
+    df__wauth a;
+    unsigned char *data = NULL, proof[32];
+    uint64_t len = 0;
+    memset(&a, 0, sizeof a);
+    int type = df__w_auth_await(ch, timeout_ms, &data, &len, who, NULL, st);
+    if (type < 0) { DF_FREE(data); return st->code; }
+    df__wread rd = {data, (size_t)len, NULL};
+    uint32_t version = df__wr_u32(&rd, "version");
+    a.role = df__wr_u32(&rd, "role");
+    size_t nl = 0, il = 0;
+    const unsigned char *nc = df__wr_bytes(&rd, &nl, "nonce"), *idc = df__wr_bytes(&rd, &il, "id");
+    df__wbuf b = {NULL, 0, 0, 0};
+    if (type != DF__W_AUTH) {
+        df__wb_u32(&b, DF_UNAUTHENTICATED);
+        df__wb_str(&b, "This worker serves only masters and workers that hold its cluster key (df_session_options.cluster_key_file or DF_CLUSTER_KEY_FILE)");
+        if (!b.oom) (void)df__w_send(ch, DF__W_ERROR, &b);
+        DF_FREE(b.p); DF_FREE(data);
+        return df_status_set(st, DF_UNAUTHENTICATED, "%s did not prove the cluster key (it sent %s)", who, df__w_type_names[type]);
+    }
+    if (rd.bad || rd.n || nl != DF__W_NONCE || il != DF__W_ID || version != DF__W_VERSION || (a.role != DF__W_ROLE_MASTER && a.role != DF__W_ROLE_WORKER)) {
+        DF_FREE(data);
+        return df_status_set(st, DF_UNAUTHENTICATED, "%s sent a malformed AUTH", who);
+    }
+    if (!memcmp(idc, id, DF__W_ID)) { DF_FREE(data); return df_status_set(st, DF_UNAUTHENTICATED, "%s: a handshake of this worker's own (reflected)", who); }
+    memcpy(a.nc, nc, DF__W_NONCE);
+    memcpy(a.idc, idc, DF__W_ID);
+    memcpy(a.ids, id, DF__W_ID);
+    DF_FREE(data);
+    data = NULL;
+    if (df__random_bytes(a.ns, DF__W_NONCE)) return df_status_set(st, DF_UNAVAILABLE, "%s: no random numbers from the system for the handshake", who);
+    df__w_auth_proof(key, 1, &a, proof);
+    df__wb_bytes(&b, a.ns, DF__W_NONCE);
+    df__wb_bytes(&b, proof, sizeof proof);
+    df__wb_bytes(&b, id, DF__W_ID);
+    int sent = !b.oom && !df__w_send(ch, DF__W_AUTH_CHALLENGE, &b);
+    DF_FREE(b.p);
+    if (!sent) return df_status_set(st, DF_UNAVAILABLE, "%s: the connection broke in the handshake", who);
+    type = df__w_auth_await(ch, timeout_ms, &data, &len, who, NULL, st);
+    if (type < 0) { DF_FREE(data); return st->code; }
+    df__wread rp = {data, (size_t)len, NULL};
+    size_t pl = 0;
+    const unsigned char *pc = df__wr_bytes(&rp, &pl, "proof");
+    unsigned char expect[32];
+    df__w_auth_proof(key, 0, &a, expect);
+    int good = type == DF__W_AUTH_PROOF && !rp.bad && !rp.n && pl == 32 && df__ct_equal(pc, expect, 32);
+    DF_FREE(data);
+    if (!good) {
+        memset(&b, 0, sizeof b);
+        df__wb_u32(&b, DF_UNAUTHENTICATED);
+        df__wb_str(&b, "Wrong cluster key");
+        if (!b.oom) (void)df__w_send(ch, DF__W_ERROR, &b);
+        DF_FREE(b.p);
+        return df_status_set(st, DF_UNAUTHENTICATED, "%s: wrong cluster key", who);
+    }
+    struct df__wkeys *k = df__w_auth_keys(key, 1, &a);
+    if (!k) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory");
+    if (df__w_send(ch, DF__W_AUTH_OK, NULL)) { DF_FREE(k); return df_status_set(st, DF_UNAVAILABLE, "%s: the connection broke in the handshake", who); }
+    ch->k = k;
+    *role = a.role;
+    return DF_OK;
+}
+#endif
 
 /* "host:port" (an IPv4 address or "localhost") to a socket address */
 static int df__parse_hostport(const char *s, struct sockaddr_in *a, char *err, size_t en) {

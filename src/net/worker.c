@@ -1112,6 +1112,12 @@ static void df__w_adopt(df_worker *w, int fd, const char *peer, struct df__wkeys
         close(fd); DF_FREE(k); DF_FREE(c);
     }
 }
+#ifdef DATAFLOW_MPI
+/* An MPI channel (src/net/mpi.c), past the handshake mpi.c ran with this worker's key and id,
+   served as a connection like an accepted one. */
+DF_PRIVATE const struct df__hmac_key *df__worker_key(const df_worker *w, const unsigned char **id) { *id = w->id; return w->key; }
+DF_PRIVATE void df__worker_adopt(df_worker *w, int fd, const char *peer, struct df__wkeys *k, uint32_t role) { df__w_adopt(w, fd, peer, k, role, NULL); }
+#endif
 /* An ERROR to a connection being refused (unsigned; it may not get there). */
 static void df__w_shake_refuse(int fd, df_code code, const char *msg) {
     df__wbuf b = {NULL, 0, 0, 0};
