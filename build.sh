@@ -430,6 +430,10 @@ run_tests() {
         step "MPI transport: mpirun -np 4, a killed rank fails its steps with a status naming it" sh -c \
             "out=\$(DF_MPI_FINALIZE_TIMEOUT=2 timeout 60 mpirun --allow-run-as-root --oversubscribe --mca orte_abort_on_non_zero_status 0 -x DF_MPI_FINALIZE_TIMEOUT -np 4 ./build/mpi_test dead 2>&1); \
              echo \"\$out\" | grep '^mpi_'; echo \"\$out\" | grep -q '^mpi_dead_rank: ok' && ! echo \"\$out\" | grep 'FAIL'"
+        # the data-parallel example over MPI: rank 0 the ps, ranks 1 and 2 the workers, keyed
+        step "digits_ps over MPI (mpirun -np 3, keyed): 1 ps + 2 workers reach the single-process accuracy" sh -c \
+            "mpicc -std=c11 -O2 $WARN -DDATAFLOW_MPI -I. examples/digits_ps.c dataflow.c -o build/digits_ps_mpi $LIBS && k=\$(mktemp) && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > \$k && \
+             DF_CLUSTER_KEY_FILE=\$k timeout 180 mpirun --allow-run-as-root --oversubscribe -x DF_CLUSTER_KEY_FILE -np 3 ./build/digits_ps_mpi --mpi data/digits.csv.gz; r=\$?; rm -f \$k; exit \$r"
     else skipped=$((skipped + 1)); echo "skip build: MPI transport (mpicc/mpirun not installed; Debian: libopenmpi-dev openmpi-bin)"; fi
     local nsout nsrc
     nsout=$(netns_check 2>&1); nsrc=$?

@@ -37500,8 +37500,14 @@ df_code df_mpi_init_cluster(int *argc, char ***argv, const char *jobs, df_mpi_cl
 void df_mpi_finalize(void) {
     if (!df__mpi.size) return;
     double deadline = df__mpi_deadline();
-    if (df__mpi.cluster) df__mpi_barrier(deadline, "a barrier of every rank's client");   /* (every rank's client is done) */
-    else if (df__mpi.rank == 0)
+    if (df__mpi.cluster) {
+        /* Every rank's client done first: this rank's worker serves the others until then (a ps
+           reaches here at once and serves for the whole training), so no deadline unless
+           DF_MPI_FINALIZE_TIMEOUT is set; the shutdown after it has one. */
+        const char *e = getenv("DF_MPI_FINALIZE_TIMEOUT");
+        df__mpi_barrier(e && *e ? deadline : 0, "a barrier of every rank's client");
+        deadline = df__mpi_deadline();
+    } else if (df__mpi.rank == 0)
         for (int r = 1; r < df__mpi.size; r++) df__mpi_post(DF__MPI_STOP, 0, 0, 0, r);
     df__mpi_end(deadline);
 }

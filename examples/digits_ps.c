@@ -20,7 +20,9 @@
        build/digits_ps --allreduce ...   the same training with no ps: the two workers swap
            gradients through a queue on each and both apply the mean (a measurement of the
            other way to average; no checkpoints)
-       build/digits_ps --mpi ...   (reserved: see the MPI mode in main)
+       mpirun -np 3 build/digits_ps_mpi --mpi [--ckpt DIR] [data]   (built with mpicc -DDATAFLOW_MPI)
+           the same job over MPI: rank 0 the ps, ranks 1 and 2 the workers (df_mpi_init_cluster);
+           a key from DF_CLUSTER_KEY_FILE (mpirun -x DF_CLUSTER_KEY_FILE)
 
    Failure: every session has worker_timeout_ms 1000 and run_timeout_ms 1000 (a sync step takes
    a few milliseconds; one that waits a second for a dead peer has failed), so a step under a
@@ -231,6 +233,7 @@ static int cluster_addr(const char *cluster, const char *job, int task, char *ho
     return 0;
 }
 static df_worker *serve(const args *a, int task) {
+    if (a->mpi) return NULL;         /* (MPI: df_mpi_init_cluster serves this rank's task) */
     char host[64];
     df_worker_options o = {0};
     if (!cluster_addr(a->cluster, a->job, task, host, sizeof host, &o.port)) digits_die("--cluster", "no address for this task");
@@ -378,7 +381,7 @@ static int run_worker(const args *a, const digits_data *train, const digits_data
     if (chief && !rc && u.failed) { fprintf(stderr, "chief: update failed: %s\n", u.st.message); rc = 3; }
     if (chief && !rc) {
         double acc = accuracy(s, m.x, m.logits, test);
-        printf("mean sync step (1 ps + %d workers, loopback): %.2f ms over %ld steps\n", WORKERS, 1e3 * step_time / (double)steps, steps);
+        printf("mean sync step (1 ps + %d workers, %s): %.2f ms over %ld steps\n", WORKERS, a->mpi ? "MPI" : "TCP", 1e3 * step_time / (double)steps, steps);
         printf("computing the single-process accuracy of the same model and batches...\n");
         fflush(stdout);
         double ref = single_process_accuracy(train, test, a->epochs);
@@ -393,9 +396,9 @@ static int run_worker(const args *a, const digits_data *train, const digits_data
     if (!chief && !rc) {
         printf("worker %d: done; serving until stopped\n", task);
         fflush(stdout);
-        df_worker_wait(server);
+        if (server) df_worker_wait(server);
     }
-    df_worker_stop(server);
+    if (server) df_worker_stop(server);
     return rc;
 }
 
@@ -517,12 +520,13 @@ static int run_worker_allreduce(const args *a, const digits_data *train, const d
     digits_data_free(&shard);
     df_session_free(s);
     df_graph_free(g);
-    if (!chief && !rc) { fflush(stdout); df_worker_wait(server); }
-    df_worker_stop(server);
+    if (!chief && !rc && server) { fflush(stdout); df_worker_wait(server); }
+    if (server) df_worker_stop(server);
     return rc;
 }
 
 static int run_ps(const args *a) {
+    if (a->mpi) return 0;            /* (MPI: its worker serves until every rank's df_mpi_finalize) */
     df_worker *w = serve(a, a->task);
     df_worker_wait(w);               /* until killed (or a SHUTDOWN from a master with the key) */
     df_worker_stop(w);
@@ -623,7 +627,7 @@ static int run_job(const args *base, const digits_data *train, const digits_data
 static int usage(void) {
     fprintf(stderr, "usage: digits_ps [data] [--ckpt DIR] [--key FILE] [--epochs N] [--kill-demo] [--allreduce]\n"
                     "       digits_ps --job ps|worker --task N --cluster \"ps=H:P;worker=H:P,H:P\" [--key FILE] [--ckpt DIR] [data]\n"
-                    "       digits_ps --mpi ... (reserved)\n");
+                    "       mpirun -np 3 digits_ps_mpi --mpi [--ckpt DIR] [data]   (mpicc -DDATAFLOW_MPI)\n");
     return 2;
 }
 int main(int argc, char **argv) {
@@ -646,13 +650,24 @@ int main(int argc, char **argv) {
     }
     if (a.epochs < 1 || (a.job && strcmp(a.job, "ps") && strcmp(a.job, "worker")) || (a.job && !a.cluster)) return usage();
     if (a.mpi) {
-        /* ==== MPI mode: to be wired by the integrator ====
-           df_mpi_init_cluster (another part of issue 29) makes every rank serve and returns this
-           rank's target (the whole cluster), job and task: set a.cluster, a.job and a.task from
-           it, leave a.key NULL (MPI carries the frames), and fall through to run_ps / run_worker
-           below, as with --job. Nothing else here depends on the transport. */
-        fprintf(stderr, "digits_ps: --mpi is not wired in this build yet\n");
+#ifdef DATAFLOW_MPI
+        /* every rank serves its task (df_mpi_init_cluster) and runs its role's client; the
+           cluster key, if any, comes from DF_CLUSTER_KEY_FILE in every rank's environment */
+        df_mpi_cluster mc;
+        df_status st;
+        if (df_mpi_init_cluster(&argc, &argv, "ps:1,worker:2", &mc, &st) != DF_OK) {
+            fprintf(stderr, "digits_ps: df_mpi_init_cluster: %s: %s (run under mpirun -np 3)\n", df_code_name(st.code), st.message);
+            return 2;
+        }
+        a.cluster = mc.target;
+        a.job = mc.job;
+        a.task = mc.task;
+        a.key = NULL;                /* (df_mpi_init_cluster read DF_CLUSTER_KEY_FILE) */
+        if (a.kill_demo || a.allreduce) { fprintf(stderr, "digits_ps: --mpi runs the ps training only\n"); df_mpi_finalize(); return 2; }
+#else
+        fprintf(stderr, "digits_ps: --mpi needs a build with mpicc -DDATAFLOW_MPI\n");
         return 2;
+#endif
     }
     char tmp[] = "/tmp/digits_ps.XXXXXX";
     if (!a.ckpt) {
@@ -678,5 +693,8 @@ int main(int argc, char **argv) {
     }
     digits_data_free(&train);
     digits_data_free(&test);
+#ifdef DATAFLOW_MPI
+    if (a.mpi) df_mpi_finalize();    /* (every rank: the ps serves until the workers are done) */
+#endif
     return rc;
 }
