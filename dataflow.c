@@ -2176,6 +2176,7 @@ static int df__cluster_index(int n, const char (*job)[32], const int *jtask, con
 #endif
 static int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t iter, df_tensor *v, int dead, df_status *st);
 static void df__cluster_close(struct df__cluster *c);
+static void df__cluster_cancel(struct df__cluster *c);   /* df_session_free: runs in flight end CANCELLED */
 static df_code df__cluster_open(struct df_session *s, df_status *st);
 static df_code df__cluster_register(struct df_session *s, df__plan *plan, df_status *st);
 static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
@@ -24332,6 +24333,7 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
 
 void df_session_free(df_session *s) {
     if (!s) return;
+    df__cluster_cancel(s->cluster);   /* runs waiting on workers end (their takes, dequeues) */
     df__accums_cancel(s);      /* ends the takes that wait on gradient accumulators */
     df__queues_end(s);         /* cancels what waits on the queues, waits for runs in flight */
     df__accums_free(s);
@@ -30784,11 +30786,12 @@ df_code df_sync_replicas_sgd(df_graph *g, df_output loss, int n_vars, const df_o
     if (g->status.code) return g->status.code;
     if (!out || n_vars < 1 || n_vars > 64 || !vars || !df__output_valid(loss) || loss.node->graph != g ||
         replicas_to_aggregate < 1 || total_replicas < 1 || total_replicas > 1024 || worker_index < 0 ||
-        worker_index >= total_replicas || !(learning_rate > 0))
+        worker_index >= total_replicas || !(learning_rate > 0) || replicas_to_aggregate > total_replicas || !container || !*container)
         return df__graph_error(g, DF_INVALID_ARGUMENT, "df_sync_replicas_sgd: bad arguments (loss, n_vars %d (1..64), vars, "
-                               "learning_rate %g > 0, replicas_to_aggregate %d >= 1, total_replicas %d (1..1024), worker_index "
-                               "%d in [0, total_replicas), out)", n_vars, learning_rate, replicas_to_aggregate, total_replicas,
-                               worker_index);
+                               "learning_rate %g > 0, replicas_to_aggregate %d in [1, total_replicas] (each worker sends one gradient a round), "
+                               "total_replicas %d (1..1024), worker_index %d in [0, total_replicas), a container (the masters share "
+                               "the accumulators through it; '%s'), out)", n_vars, learning_rate, replicas_to_aggregate, total_replicas,
+                               worker_index, container ? container : "(null)");
     for (int i = 0; i < n_vars; i++)
         if (!df__output_valid(vars[i]) || vars[i].node->graph != g || !vars[i].node->out_is_ref[vars[i].index] ||
             !df__accum_type_ok(df_output_dtype(vars[i])))
@@ -36475,8 +36478,14 @@ struct df__cluster {
 #endif
     uint64_t next_step, salt;
     int timeout_ms;
+    int cancelled;                   /* df_session_free began: runs in flight are aborted, new ones refused */
 };
 
+/* The session is being freed while runs may wait on workers (a TakeGradient, a dequeue on a
+   ps): every run in flight sends its workers an ABORT (CANCELLED) within 50 ms and ends. */
+static void df__cluster_cancel(struct df__cluster *c) {
+    if (c) __atomic_store_n(&c->cancelled, 1, __ATOMIC_RELEASE);
+}
 static void df__cluster_close(struct df__cluster *c) {
     if (!c) return;
 #ifdef DF__NET
@@ -36720,6 +36729,7 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
     struct df__cluster *c = s->cluster;
     if (!plan->registered) return df_status_set(st, DF_FAILED_PRECONDITION, "The run's partitions are not registered with the workers");
     double deadline = s->opts.run_timeout_ms > 0 ? df__now_ms() + s->opts.run_timeout_ms : 0;
+    if (__atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE)) return df_status_set(st, DF_CANCELLED, "The session is being freed");
     pthread_mutex_lock(&c->mu);
     uint64_t id = c->salt + ++c->next_step;
     int n = c->n;
@@ -36779,6 +36789,11 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
         if (!np) break;
         int r = poll(pf, (nfds_t)np, 50);
         double now = df__now_ms();
+        if (!first.code && __atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE)) {   /* df_session_free */
+            df_status_set(&first, DF_CANCELLED, "The session was freed while this run waited on its workers");
+            aborted_at = now;
+            df__cluster_abort(c, id, pending, &first);
+        }
         if (deadline > 0 && now > deadline && !first.code) {   /* the workers are told to stop */
             df__deadline_exceeded(&first, s->opts.run_timeout_ms);
             aborted_at = now;

@@ -691,7 +691,9 @@ df_node  *df_accumulator_set_global_step(df_graph *g, df_output acc, df_output n
    ApplyGradientDescent(learning_rate), the global step advanced, a token into every worker's
    queue. (TF's single token queue lets a fast worker take a slow one's token and send two
    gradients in one round; a queue per worker keeps the workers in step, so the result is the
-   SGD of the mean gradient exactly.)
+   SGD of the mean gradient exactly; so replicas_to_aggregate is at most total_replicas, fewer
+   meaning backup workers whose late gradients are dropped. `container` must be named: it is
+   how the masters of all the workers share the accumulators, queues and global step.)
    The local step is a variable "sync_local_step" on worker_device (NULL: where the device scope
    puts it); it is private to each master unless in a container, so leave it outside one.
    Run: chief once: init_op (after the model's own initialisation or restore; it does not reset

@@ -1414,6 +1414,7 @@ DF_PRIVATE int df__cluster_index(int n, const char (*job)[32], const int *jtask,
 #endif
 DF_PRIVATE int df__remote_send(df__pgroup *g, int32_t key, uint64_t fid, int64_t iter, df_tensor *v, int dead, df_status *st);
 DF_PRIVATE void df__cluster_close(struct df__cluster *c);
+DF_PRIVATE void df__cluster_cancel(struct df__cluster *c);   /* df_session_free: runs in flight end CANCELLED */
 DF_PRIVATE df_code df__cluster_open(struct df_session *s, df_status *st);
 DF_PRIVATE df_code df__cluster_register(struct df_session *s, df__plan *plan, df_status *st);
 DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,

@@ -272,6 +272,7 @@ df_session *df_session_new(df_graph *g, const df_session_options *opts, df_statu
 
 void df_session_free(df_session *s) {
     if (!s) return;
+    df__cluster_cancel(s->cluster);   /* runs waiting on workers end (their takes, dequeues) */
     df__accums_cancel(s);      /* ends the takes that wait on gradient accumulators */
     df__queues_end(s);         /* cancels what waits on the queues, waits for runs in flight */
     df__accums_free(s);

@@ -699,3 +699,72 @@ DF_TEST(sync_forked_sessions_are_salted_apart) {
     CHECK(got[0][0] >= 0 && got[1][0] >= 0);
     CHECK_MSG(memcmp(got[0], got[1], sizeof got[0]) != 0, "two forked sessions drew the same numbers (%g %g)", got[0][0], got[1][0]);
 }
+
+#ifndef DF_NO_THREADS
+/* A master freed while its run waits in a worker's TakeGradient (the chief's update thread at
+   the end of training): the run ends CANCELLED within about a second, the free returns, and the
+   worker serves the next master. */
+DF_TEST(sync_master_freed_while_its_run_waits_on_a_worker) {
+    df_worker *w = sr_worker(0);
+    if (!w) return;
+    char target[64];
+    snprintf(target, sizeof target, "127.0.0.1:%d", df_worker_port(w));
+    for (int round = 0; round < 2; round++) {
+        df_graph *g = df_graph_new();
+        df_graph_push_device(g, "/job:worker/task:0");
+        int64_t dims[1] = {2};
+        df_op_builder *b = df_op_new(g, "ConditionalAccumulator", "acc");
+        df_op_set_attr_type(b, "dtype", DF_FLOAT);
+        df_op_set_attr_shape(b, "shape", 1, dims);
+        df_op_set_attr_string(b, "container", "freed");
+        acc_graph a;
+        memset(&a, 0, sizeof a);
+        a.g = g;
+        a.acc.node = df_op_finish(b);
+        a.need = df_placeholder(g, "need", DF_INT32, 0, NULL);
+        a.take = df_accumulator_take_gradient(g, a.acc, a.need);
+        df_graph_pop_device(g);
+        df_session *s = sr_session(g, target, 0);              /* (no run deadline) */
+        if (!s) { df_graph_free(g); break; }
+        taker t;
+        memset(&t, 0, sizeof t);
+        t.s = s; t.a = &a; t.need = 1;
+        pthread_t th;
+        pthread_create(&th, NULL, taker_main, &t);
+        sr_sleep_ms(100);
+        CHECK_MSG(!__atomic_load_n(&t.done, __ATOMIC_ACQUIRE), "round %d: the take did not wait", round);
+        double t0 = sr_now();
+        df_session_free(s);
+        double took = sr_now() - t0;
+        pthread_join(th, NULL);
+        CHECK_STATUS(&t.st, DF_CANCELLED, "freed");
+        CHECK(t.out == NULL);
+        CHECK_MSG(took < 3.0, "round %d: df_session_free took %.2f s", round, took);
+        df_graph_free(g);
+    }
+    df_worker_stop(w);
+}
+#endif
+
+DF_TEST(sync_replicas_sgd_refuses_what_would_hang) {
+    df_graph *g = df_graph_new();
+    df_output w = sr_var(g, "w", 2, (const int64_t[]){SR_FEAT, 1}, "model");
+    df_output bb = sr_var(g, "b", 1, (const int64_t[]){1}, "model");
+    sr_data();
+    df_output loss = sr_loss(g, w, bb, 0);
+    df_output vars[2] = {w, bb};
+    df_sync_replicas sr;
+    /* more gradients a round than workers: TakeGradient would wait for ever */
+    CHECK_EQ_INT(df_sync_replicas_sgd(g, loss, 2, vars, SR_LR, 3, 2, 0, "model", NULL, &sr), DF_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(df_graph_status(g)->message, "replicas_to_aggregate 3") != NULL, "%s", df_graph_status(g)->message);
+    df_graph_free(g);
+    g = df_graph_new();
+    w = sr_var(g, "w", 2, (const int64_t[]){SR_FEAT, 1}, "model");
+    bb = sr_var(g, "b", 1, (const int64_t[]){1}, "model");
+    loss = sr_loss(g, w, bb, 0);
+    vars[0] = w; vars[1] = bb;
+    /* no container: every master would get accumulators of its own */
+    CHECK_EQ_INT(df_sync_replicas_sgd(g, loss, 2, vars, SR_LR, 2, 2, 0, NULL, NULL, &sr), DF_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(df_graph_status(g)->message, "container") != NULL, "%s", df_graph_status(g)->message);
+    df_graph_free(g);
+}

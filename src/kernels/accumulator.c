@@ -640,11 +640,12 @@ df_code df_sync_replicas_sgd(df_graph *g, df_output loss, int n_vars, const df_o
     if (g->status.code) return g->status.code;
     if (!out || n_vars < 1 || n_vars > 64 || !vars || !df__output_valid(loss) || loss.node->graph != g ||
         replicas_to_aggregate < 1 || total_replicas < 1 || total_replicas > 1024 || worker_index < 0 ||
-        worker_index >= total_replicas || !(learning_rate > 0))
+        worker_index >= total_replicas || !(learning_rate > 0) || replicas_to_aggregate > total_replicas || !container || !*container)
         return df__graph_error(g, DF_INVALID_ARGUMENT, "df_sync_replicas_sgd: bad arguments (loss, n_vars %d (1..64), vars, "
-                               "learning_rate %g > 0, replicas_to_aggregate %d >= 1, total_replicas %d (1..1024), worker_index "
-                               "%d in [0, total_replicas), out)", n_vars, learning_rate, replicas_to_aggregate, total_replicas,
-                               worker_index);
+                               "learning_rate %g > 0, replicas_to_aggregate %d in [1, total_replicas] (each worker sends one gradient a round), "
+                               "total_replicas %d (1..1024), worker_index %d in [0, total_replicas), a container (the masters share "
+                               "the accumulators through it; '%s'), out)", n_vars, learning_rate, replicas_to_aggregate, total_replicas,
+                               worker_index, container ? container : "(null)");
     for (int i = 0; i < n_vars; i++)
         if (!df__output_valid(vars[i]) || vars[i].node->graph != g || !vars[i].node->out_is_ref[vars[i].index] ||
             !df__accum_type_ok(df_output_dtype(vars[i])))

@@ -27,8 +27,14 @@ struct df__cluster {
 #endif
     uint64_t next_step, salt;
     int timeout_ms;
+    int cancelled;                   /* df_session_free began: runs in flight are aborted, new ones refused */
 };
 
+/* The session is being freed while runs may wait on workers (a TakeGradient, a dequeue on a
+   ps): every run in flight sends its workers an ABORT (CANCELLED) within 50 ms and ends. */
+DF_PRIVATE void df__cluster_cancel(struct df__cluster *c) {
+    if (c) __atomic_store_n(&c->cancelled, 1, __ATOMIC_RELEASE);
+}
 DF_PRIVATE void df__cluster_close(struct df__cluster *c) {
     if (!c) return;
 #ifdef DF__NET
@@ -272,6 +278,7 @@ DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tens
     struct df__cluster *c = s->cluster;
     if (!plan->registered) return df_status_set(st, DF_FAILED_PRECONDITION, "The run's partitions are not registered with the workers");
     double deadline = s->opts.run_timeout_ms > 0 ? df__now_ms() + s->opts.run_timeout_ms : 0;
+    if (__atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE)) return df_status_set(st, DF_CANCELLED, "The session is being freed");
     pthread_mutex_lock(&c->mu);
     uint64_t id = c->salt + ++c->next_step;
     int n = c->n;
@@ -331,6 +338,11 @@ DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tens
         if (!np) break;
         int r = poll(pf, (nfds_t)np, 50);
         double now = df__now_ms();
+        if (!first.code && __atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE)) {   /* df_session_free */
+            df_status_set(&first, DF_CANCELLED, "The session was freed while this run waited on its workers");
+            aborted_at = now;
+            df__cluster_abort(c, id, pending, &first);
+        }
         if (deadline > 0 && now > deadline && !first.code) {   /* the workers are told to stop */
             df__deadline_exceeded(&first, s->opts.run_timeout_ms);
             aborted_at = now;
