@@ -746,6 +746,7 @@ DF_TEST(sync_master_freed_while_its_run_waits_on_a_worker) {
 }
 #endif
 
+#ifndef DF_NO_THREADS
 DF_TEST(sync_replicas_sgd_refuses_what_would_hang) {
     df_graph *g = df_graph_new();
     df_output w = sr_var(g, "w", 2, (const int64_t[]){SR_FEAT, 1}, "model");
@@ -766,5 +767,34 @@ DF_TEST(sync_replicas_sgd_refuses_what_would_hang) {
     /* no container: every master would get accumulators of its own */
     CHECK_EQ_INT(df_sync_replicas_sgd(g, loss, 2, vars, SR_LR, 2, 2, 0, NULL, NULL, &sr), DF_INVALID_ARGUMENT);
     CHECK_MSG(strstr(df_graph_status(g)->message, "container") != NULL, "%s", df_graph_status(g)->message);
+    df_graph_free(g);
+}
+#endif
+
+/* One shared accumulator asked for with another reduction_type fails naming both (TensorFlow's
+   resource manager would hand back the first). */
+DF_TEST(sync_accumulator_shared_with_another_reduction_is_refused) {
+    df_graph *g = df_graph_new();
+    int64_t d2 = 2;
+    df_output mean = df_conditional_accumulator(g, DF_FLOAT, 1, &d2, NULL, "shared");
+    df_op_builder *b = df_op_new(g, "ConditionalAccumulator", "sum_acc");
+    df_op_set_attr_type(b, "dtype", DF_FLOAT);
+    df_op_set_attr_shape(b, "shape", 1, &d2);
+    df_op_set_attr_string(b, "shared_name", "shared");
+    df_op_set_attr_string(b, "reduction_type", "SUM");
+    df_output sum = {df_op_finish(b), 0};
+    df_output n1 = df_accumulator_num_accumulated(g, mean), n2 = df_accumulator_num_accumulated(g, sum);
+    CHECK_OK(df_graph_status(g));
+    df_session *s = df_session_new(g, NULL, NULL);
+    df_status st;
+    df_tensor *out = NULL;
+    CHECK_EQ_INT(df_session_run(s, NULL, NULL, 0, &n1, &out, 1, NULL, 0, &st), DF_OK);
+    df_tensor_release(out);
+    out = NULL;
+    df_session_run(s, NULL, NULL, 0, &n2, &out, 1, NULL, 0, &st);
+    CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "reduction_type MEAN");
+    CHECK_MSG(strstr(st.message, "sum_acc") != NULL, "no node name in '%s'", st.message);
+    CHECK(out == NULL);
+    df_session_free(s);
     df_graph_free(g);
 }

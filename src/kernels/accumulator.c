@@ -228,6 +228,11 @@ DF_PRIVATE void df__k_accumulator(df__kctx *c) {
                   df_dtype_name(t), df__dims_str(shape.rank, shape.dims, s2, 96));
         return;
     }
+    if (a->mean != mean) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Shared accumulator '%s' was made with reduction_type %s; %s asks for %s", a->name,
+                  a->mean ? "MEAN" : "SUM", c->node->op->name, mean ? "MEAN" : "SUM");
+        return;
+    }
     df_tensor *o = df__k_alloc(c, 0, DF_RESOURCE, 0, NULL);
     if (o) { uint64_t w = ((uint64_t)DF__ACCUM_MAGIC << 32) | (uint64_t)(uint32_t)idx; memcpy(o->data, &w, 8); }
 }
@@ -529,7 +534,9 @@ DF_PRIVATE void df__accums_abort_step(df__step *s) {
 /* df_session_free, before the runs in flight are waited for: every waiting take ends CANCELLED
    and later ones are refused. */
 DF_PRIVATE void df__accums_cancel(df_session *s) {
-    df__accum_set *set = df__accum_set_of(s, 0);
+    /* (made here if no run made it yet: a run in flight that makes its first accumulator after
+       this point finds the set shut, instead of parking a take no one will cancel) */
+    df__accum_set *set = df__accum_set_of(s, 1);
     if (!set) return;
     df__spin_lock(&set->lock);
     set->shut = 1;
