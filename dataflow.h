@@ -1125,6 +1125,21 @@ const char *df_version(void);                 /* DF_VERSION_STRING; static stora
 /* crc32c (Castagnoli) of n bytes, continuing from crc (0 to start). */
 uint32_t   df_crc32c(uint32_t crc, const void *data, size_t n);
 
+/* Event files for TensorBoard (issue 30). df_summary_writer_new creates logdir if missing and
+   opens events.out.tfevents.<unix time>.<hostname> there (first record: Event{wall_time,
+   file_version "brain.Event:2"}); add_summary appends Event{wall_time, step, summary} with the
+   given serialized Summary proto. Records use TFRecord framing. Writes are synchronous and
+   buffered; a write error is returned by the call that meets it and by every later call.
+   DF_INVALID_ARGUMENT for a logdir that cannot be created or opened. close flushes and frees
+   (NULL ok); path is the file's path (owned by the writer). */
+typedef struct df_summary_writer df_summary_writer;
+df_summary_writer *df_summary_writer_new(const char *logdir, df_status *st);
+df_code     df_summary_writer_add_summary(df_summary_writer *w, const void *summary_bytes, size_t n, int64_t step,
+                                          df_status *st);
+df_code     df_summary_writer_flush(df_summary_writer *w, df_status *st);
+void        df_summary_writer_close(df_summary_writer *w);
+const char *df_summary_writer_path(const df_summary_writer *w);
+
 /* The library's matrix product on row-major matrices: C[m,n] = op(A)[m,k] op(B)[k,n], op a
    transpose when ta/tb is set; lda/ldb/ldc are row strides in elements. n_threads > 1 splits big
    products over a process-wide pool. DF_INVALID_ARGUMENT for bad sizes or strides, or a NULL
