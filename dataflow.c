@@ -29174,7 +29174,7 @@ df_summary_writer *df_summary_writer_new(const char *logdir, df_status *st) {
         free(path); free(w);
         return NULL;
     }
-    if (df__sw_event(w, "brain.Event:2", NULL, 0, 0, 0, st) != DF_OK) { df_summary_writer_close(w); return NULL; }
+    if (df__sw_event(w, "brain.Event:2", NULL, 0, 0, 0, st) != DF_OK) { df_summary_writer_free(w); return NULL; }
     return w;
 }
 
@@ -29193,7 +29193,15 @@ df_code df_summary_writer_flush(df_summary_writer *w, df_status *st) {
     return df__sw_report(w, st);
 }
 
-void df_summary_writer_close(df_summary_writer *w) {
+df_code df_summary_writer_close(df_summary_writer *w, df_status *st) {
+    if (!w) return df__fail(st, NULL, DF_INVALID_ARGUMENT, "summary writer: NULL writer");
+    if (!w->f) return df__fail(st, NULL, DF_FAILED_PRECONDITION, "summary writer: %s is closed", w->path);
+    if (fclose(w->f) != 0) df__sw_seterr(w, "closing");
+    w->f = NULL;
+    return df__sw_report(w, st);
+}
+
+void df_summary_writer_free(df_summary_writer *w) {
     if (!w) return;
     if (w->f) fclose(w->f);
     free(w->path);

@@ -1125,20 +1125,120 @@ const char *df_version(void);                 /* DF_VERSION_STRING; static stora
 /* crc32c (Castagnoli) of n bytes, continuing from crc (0 to start). */
 uint32_t   df_crc32c(uint32_t crc, const void *data, size_t n);
 
-/* Event files for TensorBoard (issue 30). df_summary_writer_new creates logdir if missing and
+/* ---- TensorBoard summaries and event files (issue 30): begin ---- */
+/* Event files for TensorBoard. df_summary_writer_new creates logdir if missing (one level) and
    opens events.out.tfevents.<unix time>.<hostname> there (first record: Event{wall_time,
-   file_version "brain.Event:2"}); add_summary appends Event{wall_time, step, summary} with the
-   given serialized Summary proto. Records use TFRecord framing. Writes are synchronous and
-   buffered; a write error is returned by the call that meets it and by every later call.
-   DF_INVALID_ARGUMENT for a logdir that cannot be created or opened. close flushes and frees
-   (NULL ok); path is the file's path (owned by the writer). */
+   file_version "brain.Event:2"}). Every add_* call encodes its Event and hands it to the
+   writer's background thread through a bounded queue (max_queue events; a full queue makes
+   the caller wait for room, as TensorFlow's), which writes TFRecord records and flushes at
+   least every flush_millis. So a training step does not wait on the disk.
+   Errors:  df_summary_writer_new: DF_INVALID_ARGUMENT (NULL or empty logdir, a logdir that is
+            not a directory or cannot be made, a file that cannot be opened). A write or flush
+            error met by the thread (a full disk, a file size limit, an events file removed
+            under the writer) is kept and returned by the next call (add_*, flush or close) as
+            DF_UNAVAILABLE naming the file and the system's reason; records written before it
+            stay intact, nothing more is written. Calls on a closed writer:
+            DF_FAILED_PRECONDITION. DF_INVALID_ARGUMENT for NULL arguments.
+   Owns:    df_summary_writer_free closes (if not closed) and frees (NULL ok); path is owned
+            by the writer.
+   Threads: one writer may be used from several threads at once (each call is atomic); close
+            and free are not to race with other calls. */
 typedef struct df_summary_writer df_summary_writer;
+typedef struct df_run_metadata df_run_metadata;   /* (run traces, below) */
+typedef struct df_summary_writer_options {
+    int max_queue;                   /* events waiting for the thread; 0 means 10 (TensorFlow's) */
+    int flush_millis;                /* 0 means 120000 (TensorFlow's 2 minutes) */
+    const char *filename_suffix;     /* appended to the file's name; NULL means none */
+} df_summary_writer_options;
 df_summary_writer *df_summary_writer_new(const char *logdir, df_status *st);
+df_summary_writer *df_summary_writer_new_with_options(const char *logdir, const df_summary_writer_options *opts,
+                                                      df_status *st);
+/* Event{wall_time, step, summary}: summary_bytes is a serialized Summary proto (from the
+   summary ops below, fetched as a scalar string tensor). */
 df_code     df_summary_writer_add_summary(df_summary_writer *w, const void *summary_bytes, size_t n, int64_t step,
                                           df_status *st);
+/* Host-side shortcuts: a Summary with one simple_value, or one histogram of values (any real
+   dtype, TensorFlow's bucket scheme), computed here without a graph. */
+df_code     df_summary_writer_add_scalar(df_summary_writer *w, const char *tag, double value, int64_t step,
+                                         df_status *st);
+df_code     df_summary_writer_add_histogram(df_summary_writer *w, const char *tag, const df_tensor *values,
+                                            int64_t step, df_status *st);
+/* Event{graph_def}: the graph as a GraphDef (df_graph_export_graphdef), which TensorBoard's
+   graph page draws with its name scopes folded. */
+df_code     df_summary_writer_add_graph(df_summary_writer *w, const df_graph *g, df_status *st);
+/* What a session ran, for TensorBoard's graph page under a tag of its own: the optimized graph
+   (tag "<tag>/optimized") and every partition with its Send and Recv nodes (as a RunMetadata's
+   partition_graphs, tag "<tag>"); with md (a traced run's metadata, NULL for none) the nodes'
+   step stats too, for TensorBoard's compute time and memory colouring. DF_FAILED_PRECONDITION
+   before the session's first run. */
+df_code     df_summary_writer_add_session_graphs(df_summary_writer *w, df_session *s, const char *tag,
+                                                 const df_run_metadata *md, int64_t step, df_status *st);
+/* Waits until every event handed over so far is written and flushed to the file. */
 df_code     df_summary_writer_flush(df_summary_writer *w, df_status *st);
-void        df_summary_writer_close(df_summary_writer *w);
+/* Flushes, stops the thread and closes the file; the writer stays valid (every later call but
+   free gives DF_FAILED_PRECONDITION). Returns the first error not yet reported. */
+df_code     df_summary_writer_close(df_summary_writer *w, df_status *st);
+void        df_summary_writer_free(df_summary_writer *w);
 const char *df_summary_writer_path(const df_summary_writer *w);
+
+/* Reading TFRecord files (event files among them): records one by one, each length and data
+   checked against its masked crc32c. next returns DF_OK with *data and *n set (valid until the
+   next call), DF_OUT_OF_RANGE at a clean end, DF_DATA_LOSS for a bad checksum or a truncated
+   record (naming the offset), DF_NOT_FOUND/DF_INVALID_ARGUMENT when the file cannot be opened. */
+typedef struct df_record_reader df_record_reader;
+df_record_reader *df_record_reader_open(const char *path, df_status *st);
+df_code           df_record_reader_next(df_record_reader *r, const void **data, size_t *n, df_status *st);
+void              df_record_reader_close(df_record_reader *r);
+
+/* Summary ops as TensorFlow names them; each output is a scalar string tensor holding a
+   serialized Summary proto, to fetch and give to df_summary_writer_add_summary.
+   df_summary_scalar: ScalarSummary(tags, values) with a scalar tag const (values: a real scalar).
+   df_summary_histogram: HistogramSummary(tag, values) (values: any real tensor; a NaN or an
+   infinity fails the run with DF_INVALID_ARGUMENT naming the node, as TensorFlow's).
+   df_summary_merge: MergeSummary(inputs) (a tag seen twice fails the run).
+   df_summary_tensor: TensorSummaryV2(tag, tensor, serialized_summary_metadata) with an empty
+   metadata. The graph's error, as every builder, for bad arguments. */
+df_output df_summary_scalar(df_graph *g, const char *tag, df_output value);
+df_output df_summary_histogram(df_graph *g, const char *tag, df_output values);
+df_output df_summary_merge(df_graph *g, int n, const df_output *summaries);
+df_output df_summary_tensor(df_graph *g, const char *tag, df_output tensor);
+
+/* Run traces, as TensorFlow's RunOptions.trace_level and RunMetadata.step_stats. */
+enum { DF_TRACE_NONE = 0, DF_TRACE_SOFTWARE = 1, DF_TRACE_HARDWARE = 2, DF_TRACE_FULL = 3 };
+typedef struct df_run_options {
+    int trace_level;                 /* DF_TRACE_*: anything above NONE records every node run */
+    int timeout_ms;                  /* 0: the session's run_timeout_ms */
+} df_run_options;
+enum { DF_TRACE_OP = 0, DF_TRACE_SEND = 1, DF_TRACE_RECV = 2 };
+typedef struct df_node_trace {
+    const char *node, *op;           /* strings owned by the metadata */
+    const char *device;              /* full device name */
+    int         thread;              /* a small number per thread of this process (0 the caller's) */
+    int64_t     start_ns, end_ns;    /* since the run began */
+    const char *frame;               /* "" for the root frame, else the loop frame's name */
+    int64_t     iter;                /* iteration in that frame */
+    int64_t     bytes;               /* bytes its outputs newly allocated */
+    int         kind;                /* DF_TRACE_OP, _SEND or _RECV */
+    uint64_t    flow;                /* a Send and its Recv share it (non-zero) */
+} df_node_trace;
+struct df_run_metadata {
+    df_node_trace *nodes;            /* in order of start */
+    int            n_nodes;
+    int64_t        start_unix_us;    /* when the run began */
+    int64_t        duration_ns;
+    void          *priv;             /* internal: the strings */
+};
+/* df_session_run with options; md (may be NULL) receives the trace (its previous content is
+   freed first; zero it before first use). */
+df_code df_session_run_with_options(df_session *s, const df_run_options *ro,
+                                    const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
+                                    const df_output *fetches, df_tensor **fetch_values, int n_fetches,
+                                    df_node *const *targets, int n_targets, df_run_metadata *md, df_status *st);
+void    df_run_metadata_clear(df_run_metadata *md);
+/* Chrome trace JSON (chrome://tracing, Perfetto): a process per device, a track per thread,
+   an X event per node (args: op, frame, iter, bytes), flow arrows from each Send to its Recv. */
+df_code df_run_metadata_write_chrome_trace(const df_run_metadata *md, const char *path, df_status *st);
+/* ---- TensorBoard summaries and event files (issue 30): end ---- */
 
 /* The library's matrix product on row-major matrices: C[m,n] = op(A)[m,k] op(B)[k,n], op a
    transpose when ta/tb is set; lda/ldb/ldc are row strides in elements. n_threads > 1 splits big

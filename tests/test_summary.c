@@ -54,8 +54,9 @@ DF_TEST(summary_writer_records) {
     CHECK_EQ_INT(df_summary_writer_flush(w, &st), DF_OK);
     char copy[512];
     snprintf(copy, sizeof copy, "%s", path);
-    df_summary_writer_close(w);
-    df_summary_writer_close(NULL);
+    CHECK_EQ_INT(df_summary_writer_close(w, &st), DF_OK);
+    df_summary_writer_free(w);
+    df_summary_writer_free(NULL);
 
     static unsigned char recs[8][256];
     size_t lens[8];
