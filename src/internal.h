@@ -1689,3 +1689,14 @@ DF_PRIVATE const struct df__hmac_key *df__worker_key(const df_worker *w, const u
 DF_PRIVATE void df__worker_adopt(df_worker *w, int fd, const char *peer, struct df__wkeys *k, uint32_t role);
 #endif
 /* ---- mpi (issue 29): end ---- */
+
+/* ---- ops (issue 30): begin ---- */
+/* from src/kernels/summary_ops.c: the summary ops' kernels, and protobuf writers of a double
+   (wire type I64) and a float (I32), written whatever the value */
+DF_PRIVATE void df__k_scalar_summary(df__kctx *c);
+DF_PRIVATE void df__k_histogram_summary(df__kctx *c);
+DF_PRIVATE void df__k_merge_summary(df__kctx *c);
+DF_PRIVATE void df__k_tensor_summary_v2(df__kctx *c);
+DF_PRIVATE void df__pbw_f64(df__pbw *w, uint32_t field, double v);
+DF_PRIVATE void df__pbw_f32(df__pbw *w, uint32_t field, float v);
+/* ---- ops (issue 30): end ---- */

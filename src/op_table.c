@@ -549,6 +549,19 @@ static const df__opspec df__op_table[] = {
 #undef DF__RS_A
     /* ---- resize ops: end ---- */
 
+    /* ---- summary ops (src/kernels/summary_ops.c): begin ---- */
+#define DF__SUM_T "{float,double,int32,uint8,int16,int8,int64,bfloat16,uint16,half,uint32,uint64}"
+    {"ScalarSummary", "tags:string,values:T", "summary:string", "T:type" DF__SUM_T, df__sf_scalar,
+     df__k_scalar_summary, DF__OP_NO_GRADIENT, 0},
+    {"HistogramSummary", "tag:string,values:T", "summary:string", "T:type" DF__SUM_T "=float", df__sf_scalar,
+     df__k_histogram_summary, DF__OP_NO_GRADIENT, 0},
+    {"MergeSummary", "inputs:N*string", "summary:string", "N:int>=1", df__sf_scalar, df__k_merge_summary,
+     DF__OP_NO_GRADIENT, 0},
+    {"TensorSummaryV2", "tag:string,tensor:T,serialized_summary_metadata:string", "summary:string", "T:type",
+     df__sf_scalar, df__k_tensor_summary_v2, DF__OP_NO_GRADIENT, 0},
+#undef DF__SUM_T
+    /* ---- summary ops: end ---- */
+
 #undef DF__ST
 };
 static const int df__op_table_size = (int)(sizeof df__op_table / sizeof *df__op_table);
