@@ -4637,7 +4637,8 @@ static int df__type_attr_accepts(const df__opdef *op, df_dtype t) {
           !strcmp(op->name, "LoopStackPop"))) ||  /* handles flow, and are stacked (nested loop gradients) */
         (t == DF_STRING && ((op->flags & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER | DF__OP_EXIT |
           DF__OP_NEXT_ITERATION | DF__OP_TRANSFER)) || !strcmp(op->name, "Identity") || !strcmp(op->name, "Const") ||
-          !strcmp(op->name, "Placeholder") || !strcmp(op->name, "PlaceholderWithDefault"))) ||  /* strings: paths and names */
+          !strcmp(op->name, "Placeholder") || !strcmp(op->name, "PlaceholderWithDefault") ||
+          !strcmp(op->name, "TensorSummaryV2"))) ||  /* strings: paths and names, summaries of them */
         (t == DF_VARIANT && ((op->flags & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER | DF__OP_EXIT |
           DF__OP_NEXT_ITERATION | DF__OP_TRANSFER)) || !strcmp(op->name, "Identity") || !strcmp(op->name, "StopGradient") ||
           !strcmp(op->name, "Placeholder") || !strcmp(op->name, "PlaceholderWithDefault") || !strcmp(op->name, "_Arg") ||
@@ -33942,7 +33943,8 @@ static const df__opspec df__op_table[] = {
      df__k_histogram_summary, DF__OP_NO_GRADIENT, 0},
     {"MergeSummary", "inputs:N*string", "summary:string", "N:int>=1", df__sf_scalar, df__k_merge_summary,
      DF__OP_NO_GRADIENT, 0},
-    {"TensorSummaryV2", "tag:string,tensor:T,serialized_summary_metadata:string", "summary:string", "T:type",
+    {"TensorSummaryV2", "tag:string,tensor:T,serialized_summary_metadata:string", "summary:string", "T:type{float,"
+     "double,int32,uint8,int16,int8,string,complex64,int64,bool,bfloat16,uint16,complex128,half,uint32,uint64}",
      df__sf_scalar, df__k_tensor_summary_v2, DF__OP_NO_GRADIENT, 0},
 #undef DF__SUM_T
     /* ---- summary ops: end ---- */

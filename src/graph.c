@@ -650,7 +650,8 @@ static int df__type_attr_accepts(const df__opdef *op, df_dtype t) {
           !strcmp(op->name, "LoopStackPop"))) ||  /* handles flow, and are stacked (nested loop gradients) */
         (t == DF_STRING && ((op->flags & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER | DF__OP_EXIT |
           DF__OP_NEXT_ITERATION | DF__OP_TRANSFER)) || !strcmp(op->name, "Identity") || !strcmp(op->name, "Const") ||
-          !strcmp(op->name, "Placeholder") || !strcmp(op->name, "PlaceholderWithDefault"))) ||  /* strings: paths and names */
+          !strcmp(op->name, "Placeholder") || !strcmp(op->name, "PlaceholderWithDefault") ||
+          !strcmp(op->name, "TensorSummaryV2"))) ||  /* strings: paths and names, summaries of them */
         (t == DF_VARIANT && ((op->flags & (DF__OP_SWITCH | DF__OP_MERGE | DF__OP_ENTER | DF__OP_EXIT |
           DF__OP_NEXT_ITERATION | DF__OP_TRANSFER)) || !strcmp(op->name, "Identity") || !strcmp(op->name, "StopGradient") ||
           !strcmp(op->name, "Placeholder") || !strcmp(op->name, "PlaceholderWithDefault") || !strcmp(op->name, "_Arg") ||

@@ -557,7 +557,8 @@ static const df__opspec df__op_table[] = {
      df__k_histogram_summary, DF__OP_NO_GRADIENT, 0},
     {"MergeSummary", "inputs:N*string", "summary:string", "N:int>=1", df__sf_scalar, df__k_merge_summary,
      DF__OP_NO_GRADIENT, 0},
-    {"TensorSummaryV2", "tag:string,tensor:T,serialized_summary_metadata:string", "summary:string", "T:type",
+    {"TensorSummaryV2", "tag:string,tensor:T,serialized_summary_metadata:string", "summary:string", "T:type{float,"
+     "double,int32,uint8,int16,int8,string,complex64,int64,bool,bfloat16,uint16,complex128,half,uint32,uint64}",
      df__sf_scalar, df__k_tensor_summary_v2, DF__OP_NO_GRADIENT, 0},
 #undef DF__SUM_T
     /* ---- summary ops: end ---- */

@@ -468,3 +468,85 @@ DF_TEST(summary_writer_host_side_equals_kernels) {
     unlink(path);
     rmdir(dir);
 }
+
+DF_TEST(summary_tensor_of_strings_matches_tensorflow_bytes) {
+    df_graph *g = df_graph_new();
+    int64_t d = SF_N_STRINGS;
+    df_output t = const_of(g, strings_tensor(1, &d, sf_strings));
+    df_output o = df_summary_tensor(g, "ts", t);
+    df_status st;
+    size_t n;
+    unsigned char *got = run_bytes(g, o, NULL, NULL, 0, &n, &st);
+    CHECK_MSG(got != NULL, "%s", st.message);
+    if (got) CHECK(bytes_equal("strings", got, n, sf_strings_expected, sizeof sf_strings_expected));
+    free(got);
+    df_graph_free(g);
+}
+
+/* tags and metadata that are not scalars: TensorFlow's messages */
+DF_TEST(summary_tag_not_scalar) {
+    int64_t d = 2;
+    const char *const two[] = {"a", "b"};
+    for (int k = 0; k < 3; k++) {
+        df_graph *g = df_graph_new();
+        df_status st;
+        float v[2] = {1, 2};
+        df_output in[3];
+        in[0] = const_of(g, k == 2 ? strings_tensor(0, NULL, two) : strings_tensor(1, &d, two));
+        in[1] = df_const_from_data(g, NULL, DF_FLOAT, 1, &d, v);
+        in[2] = const_of(g, k == 2 ? strings_tensor(1, &d, two) : strings_tensor(0, NULL, two));
+        df_output o = raw_op(g, k == 0 ? "HistogramSummary" : "TensorSummaryV2", in, k == 0 ? 2 : 3);
+        size_t n;
+        unsigned char *got = run_bytes(g, o, NULL, NULL, 0, &n, &st);
+        CHECK(got == NULL);
+        free(got);
+        CHECK_STATUS(&st, DF_INVALID_ARGUMENT, k == 0 ? "tags must be scalar" : k == 1 ? "tag must be scalar"
+                                                      : "serialized_summary_metadata must be scalar");
+        df_graph_free(g);
+    }
+}
+
+/* MergeSummary on damaged summaries (TensorFlow's own, truncated and with bytes changed) and on
+   random bytes: a status or a result, never a crash; a result only for a well-formed proto. */
+DF_TEST(summary_merge_damaged_inputs) {
+    df_graph *g = df_graph_new();
+    df_output p = df_placeholder(g, "s", DF_STRING, 0, NULL);
+    df_output m = df_summary_merge(g, 1, &p);
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    CHECK_OK(&st);
+    if (!s) { df_graph_free(g); return; }
+    unsigned seed = 12345;
+    int ok = 0, refused = 0;
+    char buf[1200];
+    for (int it = 0; it < 600; it++) {
+        const sf_case *c = &sf_cases[it % SF_N_CASES];
+        size_t len;
+        if (it % 3 == 2) {                       /* random bytes */
+            seed = seed * 1103515245u + 12345u;
+            len = (seed >> 16) % 64;
+            for (size_t i = 0; i < len; i++) { seed = seed * 1103515245u + 12345u; buf[i] = (char)(1 + (seed >> 16) % 255); }
+        } else {                                 /* a fixture, NULs made 1s, cut or changed */
+            len = c->expected_len < sizeof buf - 1 ? c->expected_len : sizeof buf - 1;
+            for (size_t i = 0; i < len; i++) buf[i] = c->expected[i] ? (char)c->expected[i] : 1;
+            seed = seed * 1103515245u + 12345u;
+            if (it % 3 == 0 && len) len = (seed >> 16) % len;
+            else if (len) buf[(seed >> 16) % len] = (char)(1 + (seed >> 8) % 255);
+        }
+        buf[len] = 0;
+        const char *sp = buf;
+        df_tensor *in = df_tensor_new_strings(0, NULL, &sp, &st);
+        df_tensor *out = NULL;
+        df_code rc = df_session_run(s, &p, &in, 1, &m, &out, 1, NULL, 0, &st);
+        if (rc == DF_OK) ok++;
+        else {
+            refused++;
+            CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "summary inputs");
+        }
+        df_tensor_release(out);
+        df_tensor_release(in);
+    }
+    CHECK(ok > 0 && refused > 0);
+    df_session_free(s);
+    df_graph_free(g);
+}

@@ -139,6 +139,18 @@ def main():
     out.append("#define SF_N_CASES ((int)(sizeof sf_cases / sizeof *sf_cases))")
     out.append("")
 
+    # TensorSummaryV2 of a string tensor (string_val, not tensor_content)
+    strs = ["ab", "", "c d"]
+
+    def build_strings():
+        return tf.raw_ops.TensorSummaryV2(tag=tf1.constant("ts"), tensor=tf1.constant(strs, dtype=tf.string),
+                                          serialized_summary_metadata=tf1.constant(""))
+    eb, en = c_bytes(run(build_strings))
+    out.append("static const char *const sf_strings[] = {%s};" % ", ".join(c_str(x) for x in strs))
+    out.append("#define SF_N_STRINGS %d" % len(strs))
+    out.append("static const unsigned char sf_strings_expected[] = %s;" % eb)
+    out.append("")
+
     # MergeSummary of some of the cases above, in this order
     merge_names = ["scalar_f32", "histo_f32", "scalar_vec_f32", "tensor_f32", "histo_empty"]
 
