@@ -26,6 +26,9 @@ OP_SCALAR, OP_HISTO, OP_TENSOR = 0, 1, 2
 DT = {np.float32: 1, np.float64: 2, np.int32: 3, np.uint8: 4, np.int16: 5, np.int8: 6,
       np.int64: 9, np.uint16: 17, np.float16: 19, np.uint32: 22, np.uint64: 23}
 
+BF16 = tf.bfloat16.as_numpy_dtype
+DT[BF16] = 14
+
 rng = np.random.RandomState(20261127)
 
 # (name, op, tags (list; one for histograms), values (numpy array), metadata bytes for TensorSummaryV2)
@@ -42,6 +45,13 @@ CASES = [
     # TensorFlow's kernels run with subnormals flushed to zero (FTZ/DAZ)
     ("scalar_f64_subnormal", OP_SCALAR, ["sub", "nsub"], np.array([1e-40, -1e-40], np.float64)),
     ("scalar_f32_subnormal", OP_SCALAR, ["sub32"], np.array(1e-41, np.float32)),
+    ("scalar_bf16", OP_SCALAR, ["bf", "bfsub"], np.array([-1.25, 1e-39], BF16)),
+    ("scalar_u64", OP_SCALAR, ["u64"], np.array(2**64 - 1, np.uint64)),
+    ("scalar_u32", OP_SCALAR, ["u32"], np.array(4294967295, np.uint32)),
+    ("scalar_i64_odd", OP_SCALAR, ["i64odd"], np.array(2**24 + 1, np.int64)),
+    ("scalar_i8", OP_SCALAR, ["i8", "i8b"], np.array([-128, 127], np.int8)),
+    ("scalar_i16", OP_SCALAR, ["i16"], np.array(-32768, np.int16)),
+    ("scalar_u16", OP_SCALAR, ["u16"], np.array(65535, np.uint16)),
     ("scalar_f16", OP_SCALAR, ["half"], np.array(1.5, np.float16)),
     ("scalar_vec_f32", OP_SCALAR, ["a", "b", "c"], np.array([1.0, -2.5, 0.0], np.float32)),
     ("scalar_mat_f64", OP_SCALAR, ["m00", "m01", "m10", "m11"], np.array([[1.0, 2.0], [3.0, 4.0]], np.float64)),
@@ -60,6 +70,12 @@ CASES = [
     ("histo_subnormal", OP_HISTO, ["sub"], np.array([1e-310, 2e-310, -5e-324, 1e-160, 1.0], np.float64)),
     ("histo_subnormal_min", OP_HISTO, ["submin"], np.array([2e-310, -1e-310], np.float64)),
     ("histo_f32_subnormal", OP_HISTO, ["sub32"], np.array([1e-41, -1e-42, 2.0], np.float32)),
+    ("histo_bf16", OP_HISTO, ["bf16"], np.array([0.5, -3.0e38, 1e-39, -2.0, 7.0], BF16)),
+    ("histo_u64", OP_HISTO, ["u64"], np.array([2**64 - 1, 2**53 + 1, 0], np.uint64)),
+    ("histo_small_ints", OP_HISTO, ["i8"], np.array([-128, 127, 0, -1], np.int8)),
+    ("histo_i16", OP_HISTO, ["i16"], np.array([-32768, 32767, 5], np.int16)),
+    ("histo_u16", OP_HISTO, ["u16"], np.array([65535, 1], np.uint16)),
+    ("histo_u32", OP_HISTO, ["u32"], np.array([4294967295, 3], np.uint32)),
     ("histo_i64", OP_HISTO, ["i64"], np.array([2**62, -2**40, 7], np.int64)),
     ("histo_u8", OP_HISTO, ["u8"], np.arange(0, 256, 5, dtype=np.uint8)),
     ("histo_f16", OP_HISTO, ["f16"], np.array([0.5, -65504.0, 6e-8, 3.0], np.float16)),
