@@ -29517,8 +29517,7 @@ static void df__k_histogram_summary(df__kctx *c) {
 }
 
 /* ---- MergeSummary ---- */
-/* Checks that r holds well-formed fields to its end (depth: how far to look into the Value's
-   messages). */
+/* Checks that r holds well-formed fields to its end (their contents are not looked into). */
 static int df__sum_wellformed(df__pb r) {
     uint32_t f;
     int wt, bad;
