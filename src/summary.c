@@ -86,7 +86,7 @@ static void df__sw_seterr(df_summary_writer *w, const char *what, int errnum) {
 static df_code df__sw_report(df_summary_writer *w, df_status *st) {
     if (w->err == DF_OK) { df_status_clear(st); return DF_OK; }
     w->err_reported = 1;
-    return df__fail(st, NULL, w->err, "%s", w->msg);
+    return df_status_set(st, w->err, "%s", w->msg);
 }
 
 /* One TFRecord record around data, in a buffer of its own (DF_FREE it). */
@@ -217,11 +217,11 @@ static void *df__sw_thread(void *arg) {
 
 /* Checks the writer before a call (takes mu; on DF_OK returns holding it). */
 static df_code df__sw_enter(df_summary_writer *w, df_status *st) {
-    if (!w) return df__fail(st, NULL, DF_INVALID_ARGUMENT, "summary writer: NULL writer");
+    if (!w) return df_status_set(st, DF_INVALID_ARGUMENT, "summary writer: NULL writer");
     df__sw_lock(w);
     if (w->closed) {
         df__sw_unlock(w);
-        return df__fail(st, NULL, DF_FAILED_PRECONDITION, "summary writer: %s is closed", w->path);
+        return df_status_set(st, DF_FAILED_PRECONDITION, "summary writer: %s is closed", w->path);
     }
     if (w->err != DF_OK) {
         df_code c = df__sw_report(w, st);
@@ -236,7 +236,7 @@ static df_code df__sw_submit(df_summary_writer *w, df__pbw *ev, df_status *st) {
     if (ev->oom) {
         df__sw_unlock(w);
         DF_FREE(ev->buf);
-        return df__fail(st, NULL, DF_RESOURCE_EXHAUSTED, "summary writer: out of memory encoding an event");
+        return df_status_set(st, DF_RESOURCE_EXHAUSTED, "summary writer: out of memory encoding an event");
     }
     size_t n = 0;
     uint8_t *rec = df__tfr_frame(ev->buf, ev->len, &n);
@@ -244,14 +244,14 @@ static df_code df__sw_submit(df_summary_writer *w, df__pbw *ev, df_status *st) {
     memset(ev, 0, sizeof *ev);
     if (!rec) {
         df__sw_unlock(w);
-        return df__fail(st, NULL, DF_RESOURCE_EXHAUSTED, "summary writer: out of memory framing an event");
+        return df_status_set(st, DF_RESOURCE_EXHAUSTED, "summary writer: out of memory framing an event");
     }
 #ifndef DF_NO_THREADS
     while (w->q_len == w->max_queue && !w->closed) pthread_cond_wait(&w->room, &w->mu);
     if (w->closed) {   /* close raced with us: the header says not to; still, do no harm */
         pthread_mutex_unlock(&w->mu);
         DF_FREE(rec);
-        return df__fail(st, NULL, DF_FAILED_PRECONDITION, "summary writer: %s is closed", w->path);
+        return df_status_set(st, DF_FAILED_PRECONDITION, "summary writer: %s is closed", w->path);
     }
     w->queue[(w->q_head + w->q_len) % w->max_queue] = (df__sw_item){rec, n};
     w->q_len++;
@@ -283,26 +283,26 @@ static void df__sw_event_head(df__pbw *e, int64_t step, int has_step) {
 
 df_summary_writer *df_summary_writer_new_with_options(const char *logdir, const df_summary_writer_options *opts,
                                                       df_status *st) {
-    if (!logdir || !*logdir) { df__fail(st, NULL, DF_INVALID_ARGUMENT, "summary writer: empty logdir"); return NULL; }
+    if (!logdir || !*logdir) { df_status_set(st, DF_INVALID_ARGUMENT, "summary writer: empty logdir"); return NULL; }
     df_summary_writer_options o = {0};
     if (opts) o = *opts;
     if (o.max_queue < 0 || o.flush_millis < 0) {
-        df__fail(st, NULL, DF_INVALID_ARGUMENT, "summary writer: negative max_queue (%d) or flush_millis (%d)",
+        df_status_set(st, DF_INVALID_ARGUMENT, "summary writer: negative max_queue (%d) or flush_millis (%d)",
                  o.max_queue, o.flush_millis);
         return NULL;
     }
     if (o.filename_suffix && strchr(o.filename_suffix, '/')) {
-        df__fail(st, NULL, DF_INVALID_ARGUMENT, "summary writer: filename_suffix \"%s\" holds a '/'", o.filename_suffix);
+        df_status_set(st, DF_INVALID_ARGUMENT, "summary writer: filename_suffix \"%s\" holds a '/'", o.filename_suffix);
         return NULL;
     }
     struct stat sb;
     if (stat(logdir, &sb) != 0) {
         if (mkdir(logdir, 0777) != 0 && errno != EEXIST) {
-            df__fail(st, NULL, DF_INVALID_ARGUMENT, "summary writer: cannot create logdir %s: %s", logdir, strerror(errno));
+            df_status_set(st, DF_INVALID_ARGUMENT, "summary writer: cannot create logdir %s: %s", logdir, strerror(errno));
             return NULL;
         }
     } else if (!S_ISDIR(sb.st_mode)) {
-        df__fail(st, NULL, DF_INVALID_ARGUMENT, "summary writer: logdir %s is not a directory", logdir);
+        df_status_set(st, DF_INVALID_ARGUMENT, "summary writer: logdir %s is not a directory", logdir);
         return NULL;
     }
     char host[256] = "localhost";
@@ -312,13 +312,13 @@ df_summary_writer *df_summary_writer_new_with_options(const char *logdir, const 
     size_t plen = strlen(logdir) + strlen(host) + strlen(suffix) + 64;
     df_summary_writer *w = (df_summary_writer *)calloc(1, sizeof *w);
     char *path = (char *)malloc(plen);
-    if (!w || !path) { free(w); free(path); df__fail(st, NULL, DF_RESOURCE_EXHAUSTED, "summary writer: out of memory"); return NULL; }
+    if (!w || !path) { free(w); free(path); df_status_set(st, DF_RESOURCE_EXHAUSTED, "summary writer: out of memory"); return NULL; }
     snprintf(path, plen, "%s/events.out.tfevents.%lld.%s%s", logdir, (long long)time(NULL), host, suffix);
     w->path = path;
     w->flush_millis = o.flush_millis ? o.flush_millis : 120000;
     w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (w->fd < 0) {
-        df__fail(st, NULL, DF_INVALID_ARGUMENT, "summary writer: cannot open %s: %s", path, strerror(errno));
+        df_status_set(st, DF_INVALID_ARGUMENT, "summary writer: cannot open %s: %s", path, strerror(errno));
         free(path); free(w);
         return NULL;
     }
@@ -333,7 +333,7 @@ df_summary_writer *df_summary_writer_new_with_options(const char *logdir, const 
     if (rec) df__sw_take(w, rec, n, &err);
     if (!err) err = df__sw_write_out(w, 0);
     if (err) {
-        df__fail(st, NULL, DF_INVALID_ARGUMENT, "summary writer: cannot write %s: %s", path, strerror(err));
+        df_status_set(st, DF_INVALID_ARGUMENT, "summary writer: cannot write %s: %s", path, strerror(err));
         close(w->fd); DF_FREE(w->out.buf); free(path); free(w);
         return NULL;
     }
@@ -350,7 +350,7 @@ df_summary_writer *df_summary_writer_new_with_options(const char *logdir, const 
         w->thread_started = ok;
     }
     if (!ok) {
-        df__fail(st, NULL, DF_RESOURCE_EXHAUSTED, "summary writer: cannot start the writer thread for %s", path);
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "summary writer: cannot start the writer thread for %s", path);
         df_summary_writer_free(w);
         return NULL;
     }
@@ -367,7 +367,7 @@ const char *df_summary_writer_path(const df_summary_writer *w) { return w ? w->p
 
 df_code df_summary_writer_add_summary(df_summary_writer *w, const void *summary_bytes, size_t n, int64_t step,
                                       df_status *st) {
-    if (!summary_bytes && n) return df__fail(st, NULL, DF_INVALID_ARGUMENT, "summary writer: NULL summary bytes");
+    if (!summary_bytes && n) return df_status_set(st, DF_INVALID_ARGUMENT, "summary writer: NULL summary bytes");
     df__pbw e = {0};
     df__sw_event_head(&e, step, 1);   /* the wall time of the call, not of the write */
     df__pbw_bytes(&e, 5, summary_bytes ? summary_bytes : "", n);
@@ -377,7 +377,7 @@ df_code df_summary_writer_add_summary(df_summary_writer *w, const void *summary_
 }
 
 df_code df_summary_writer_add_graph(df_summary_writer *w, const df_graph *g, df_status *st) {
-    if (!g) return df__fail(st, NULL, DF_INVALID_ARGUMENT, "summary writer: NULL graph");
+    if (!g) return df_status_set(st, DF_INVALID_ARGUMENT, "summary writer: NULL graph");
     df_code c = df__sw_enter(w, st);
     if (c != DF_OK) return c;
     df__sw_unlock(w);
@@ -385,7 +385,7 @@ df_code df_summary_writer_add_graph(df_summary_writer *w, const df_graph *g, df_
     size_t gn = 0;
     c = df_graph_export_graphdef(g, &gd, &gn);
     if (c != DF_OK)
-        return df__fail(st, NULL, c, "summary writer: the graph cannot be written as a GraphDef (%s)",
+        return df_status_set(st, c, "summary writer: the graph cannot be written as a GraphDef (%s)",
                         c == DF_UNIMPLEMENTED ? "If, While or function calls not lowered" : "export failed");
     df__pbw e = {0};
     df__sw_event_head(&e, 0, 0);
@@ -484,14 +484,14 @@ static void df__sw_blob_value(df__pbw *sum, const char *tag, const char *plugin,
 
 df_code df_summary_writer_add_session_graphs(df_summary_writer *w, df_session *s, const char *tag,
                                              const df_run_metadata *md, int64_t step, df_status *st) {
-    if (!s || !tag || !*tag) return df__fail(st, NULL, DF_INVALID_ARGUMENT, "summary writer: NULL session or empty tag");
+    if (!s || !tag || !*tag) return df_status_set(st, DF_INVALID_ARGUMENT, "summary writer: NULL session or empty tag");
     df_code c = df__sw_enter(w, st);
     if (c != DF_OK) return c;
     df__sw_unlock(w);
     const df_graph *opt = df_session_optimized_graph(s, NULL);
     int n_parts = df_session_num_partitions(s);
     if (!opt || n_parts <= 0)
-        return df__fail(st, NULL, DF_FAILED_PRECONDITION,
+        return df_status_set(st, DF_FAILED_PRECONDITION,
                         "summary writer: the session has not run yet: no partitions to write for tag \"%s\"", tag);
     void **gd = (void **)calloc((size_t)n_parts + 1, sizeof *gd);
     size_t *gn = (size_t *)calloc((size_t)n_parts + 1, sizeof *gn);
@@ -499,19 +499,19 @@ df_code df_summary_writer_add_session_graphs(df_summary_writer *w, df_session *s
     char (*prefix)[24] = (char (*)[24])calloc((size_t)n_parts, sizeof *prefix);
     const char **prefix_p = (const char **)calloc((size_t)n_parts, sizeof *prefix_p);
     c = (gd && gn && devices && prefix && prefix_p) ? DF_OK : DF_RESOURCE_EXHAUSTED;
-    if (c != DF_OK) df__fail(st, NULL, c, "summary writer: out of memory");
+    if (c != DF_OK) df_status_set(st, c, "summary writer: out of memory");
     for (int i = 0; i < n_parts && c == DF_OK; i++) {
         const df_graph *pg = df_session_partition(s, i, &devices[i]);
         c = pg ? df_graph_export_graphdef(pg, &gd[i], &gn[i]) : DF_INTERNAL;
         if (c != DF_OK)
-            df__fail(st, NULL, c, "summary writer: partition %d (%s) cannot be written as a GraphDef", i,
+            df_status_set(st, c, "summary writer: partition %d (%s) cannot be written as a GraphDef", i,
                      devices[i] ? devices[i] : "?");
         snprintf(prefix[i], sizeof prefix[i], "graph_%d", i + 1);   /* graph_util.merge_graph_defs */
         prefix_p[i] = prefix[i];
     }
     if (c == DF_OK) {
         c = df_graph_export_graphdef(opt, &gd[n_parts], &gn[n_parts]);
-        if (c != DF_OK) df__fail(st, NULL, c, "summary writer: the optimized graph cannot be written as a GraphDef");
+        if (c != DF_OK) df_status_set(st, c, "summary writer: the optimized graph cannot be written as a GraphDef");
     }
     df__pbw e = {0};
     if (c == DF_OK) {
@@ -571,11 +571,11 @@ df_code df_summary_writer_flush(df_summary_writer *w, df_status *st) {
 }
 
 df_code df_summary_writer_close(df_summary_writer *w, df_status *st) {
-    if (!w) return df__fail(st, NULL, DF_INVALID_ARGUMENT, "summary writer: NULL writer");
+    if (!w) return df_status_set(st, DF_INVALID_ARGUMENT, "summary writer: NULL writer");
     df__sw_lock(w);
     if (w->closed) {
         df__sw_unlock(w);
-        return df__fail(st, NULL, DF_FAILED_PRECONDITION, "summary writer: %s is closed", w->path);
+        return df_status_set(st, DF_FAILED_PRECONDITION, "summary writer: %s is closed", w->path);
     }
     w->closed = 1;
 #ifndef DF_NO_THREADS
@@ -635,18 +635,18 @@ struct df_record_reader {
 };
 
 df_record_reader *df_record_reader_open(const char *path, df_status *st) {
-    if (!path || !*path) { df__fail(st, NULL, DF_INVALID_ARGUMENT, "record reader: empty path"); return NULL; }
+    if (!path || !*path) { df_status_set(st, DF_INVALID_ARGUMENT, "record reader: empty path"); return NULL; }
     FILE *f = fopen(path, "rb");
     if (!f) {
         int e = errno;
-        df__fail(st, NULL, e == ENOENT ? DF_NOT_FOUND : DF_INVALID_ARGUMENT, "record reader: cannot open %s: %s", path,
+        df_status_set(st, e == ENOENT ? DF_NOT_FOUND : DF_INVALID_ARGUMENT, "record reader: cannot open %s: %s", path,
                  strerror(e));
         return NULL;
     }
     struct stat sb;
     if (fstat(fileno(f), &sb) != 0 || S_ISDIR(sb.st_mode)) {
         fclose(f);
-        df__fail(st, NULL, DF_INVALID_ARGUMENT, "record reader: %s is not a file", path);
+        df_status_set(st, DF_INVALID_ARGUMENT, "record reader: %s is not a file", path);
         return NULL;
     }
     df_record_reader *r = (df_record_reader *)calloc(1, sizeof *r);
@@ -654,7 +654,7 @@ df_record_reader *df_record_reader_open(const char *path, df_status *st) {
     char *p = (char *)malloc(pl);
     if (!r || !p) {
         fclose(f); free(r); free(p);
-        df__fail(st, NULL, DF_RESOURCE_EXHAUSTED, "record reader: out of memory");
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "record reader: out of memory");
         return NULL;
     }
     memcpy(p, path, pl);
@@ -665,20 +665,20 @@ df_record_reader *df_record_reader_open(const char *path, df_status *st) {
 }
 
 df_code df_record_reader_next(df_record_reader *r, const void **data, size_t *n, df_status *st) {
-    if (!r || !data || !n) return df__fail(st, NULL, DF_INVALID_ARGUMENT, "record reader: NULL argument");
+    if (!r || !data || !n) return df_status_set(st, DF_INVALID_ARGUMENT, "record reader: NULL argument");
     *data = NULL;
     *n = 0;
     uint8_t hdr[12];
     if (fseek(r->f, (long)r->off, SEEK_SET) != 0)
-        return df__fail(st, NULL, DF_DATA_LOSS, "record reader: %s: cannot seek to offset %llu", r->path,
+        return df_status_set(st, DF_DATA_LOSS, "record reader: %s: cannot seek to offset %llu", r->path,
                         (unsigned long long)r->off);
     size_t got = fread(hdr, 1, 12, r->f);
-    if (got == 0 && !ferror(r->f)) return df__fail(st, NULL, DF_OUT_OF_RANGE, "record reader: end of %s", r->path);
+    if (got == 0 && !ferror(r->f)) return df_status_set(st, DF_OUT_OF_RANGE, "record reader: end of %s", r->path);
     if (got < 12)
-        return df__fail(st, NULL, DF_DATA_LOSS, "record reader: %s: truncated record header at offset %llu", r->path,
+        return df_status_set(st, DF_DATA_LOSS, "record reader: %s: truncated record header at offset %llu", r->path,
                         (unsigned long long)r->off);
     if (df__tfr_mask(df_crc32c(0, hdr, 8)) != df__tfr_le32(hdr + 8))
-        return df__fail(st, NULL, DF_DATA_LOSS, "record reader: %s: corrupted record length (bad crc) at offset %llu",
+        return df_status_set(st, DF_DATA_LOSS, "record reader: %s: corrupted record length (bad crc) at offset %llu",
                         r->path, (unsigned long long)r->off);
     uint64_t len = 0;
     for (int i = 0; i < 8; i++) len |= (uint64_t)hdr[i] << (8 * i);
@@ -687,22 +687,22 @@ df_code df_record_reader_next(df_record_reader *r, const void **data, size_t *n,
     uint64_t size = fstat(fileno(r->f), &sb) == 0 ? (uint64_t)sb.st_size : 0;
     uint64_t left = size > r->off + 12 ? size - r->off - 12 : 0;
     if (len > left || left - len < 4)
-        return df__fail(st, NULL, DF_DATA_LOSS,
+        return df_status_set(st, DF_DATA_LOSS,
                         "record reader: %s: truncated record at offset %llu (%llu bytes of data announced, %llu left)",
                         r->path, (unsigned long long)r->off, (unsigned long long)len,
                         (unsigned long long)(left > 4 ? left - 4 : 0));
     if (len + 4 > r->cap) {
         uint8_t *nb = (uint8_t *)DF_REALLOC(r->buf, (size_t)len + 4);
-        if (!nb) return df__fail(st, NULL, DF_RESOURCE_EXHAUSTED, "record reader: out of memory for a %llu-byte record",
+        if (!nb) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "record reader: out of memory for a %llu-byte record",
                                  (unsigned long long)len);
         r->buf = nb;
         r->cap = (size_t)len + 4;
     }
     if (fread(r->buf, 1, (size_t)len + 4, r->f) != (size_t)len + 4)
-        return df__fail(st, NULL, DF_DATA_LOSS, "record reader: %s: truncated record at offset %llu", r->path,
+        return df_status_set(st, DF_DATA_LOSS, "record reader: %s: truncated record at offset %llu", r->path,
                         (unsigned long long)r->off);
     if (df__tfr_mask(df_crc32c(0, r->buf, (size_t)len)) != df__tfr_le32(r->buf + len))
-        return df__fail(st, NULL, DF_DATA_LOSS, "record reader: %s: corrupted record data (bad crc) at offset %llu",
+        return df_status_set(st, DF_DATA_LOSS, "record reader: %s: corrupted record data (bad crc) at offset %llu",
                         r->path, (unsigned long long)r->off);
     r->off += 12 + len + 4;
     *data = r->buf;
