@@ -231,21 +231,19 @@ static df_code df__sw_enter(df_summary_writer *w, df_status *st) {
     return DF_OK;
 }
 
-/* Hands an encoded Event to the writer (frees ev's buffer). Called holding mu (df__sw_enter). */
-static df_code df__sw_submit(df_summary_writer *w, df__pbw *ev, df_status *st) {
-    if (ev->oom) {
-        df__sw_unlock(w);
-        DF_FREE(ev->buf);
-        return df_status_set(st, DF_RESOURCE_EXHAUSTED, "summary writer: out of memory encoding an event");
-    }
-    size_t n = 0;
-    uint8_t *rec = df__tfr_frame(ev->buf, ev->len, &n);
+/* Frames an encoded Event as a record, on the caller's thread (frees ev's buffer); NULL with
+   the status set when out of memory. */
+static uint8_t *df__sw_frame_event(df__pbw *ev, size_t *n, df_status *st) {
+    uint8_t *rec = ev->oom ? NULL : df__tfr_frame(ev->buf, ev->len, n);
     DF_FREE(ev->buf);
     memset(ev, 0, sizeof *ev);
-    if (!rec) {
-        df__sw_unlock(w);
-        return df_status_set(st, DF_RESOURCE_EXHAUSTED, "summary writer: out of memory framing an event");
-    }
+    if (!rec) df_status_set(st, DF_RESOURCE_EXHAUSTED, "summary writer: out of memory encoding an event");
+    return rec;
+}
+
+/* Hands a framed record to the writer (it owns rec from here). Called holding mu (df__sw_enter);
+   returns without it. A full queue makes the caller wait, as TensorFlow's. */
+static df_code df__sw_submit(df_summary_writer *w, uint8_t *rec, size_t n, df_status *st) {
 #ifndef DF_NO_THREADS
     while (w->q_len == w->max_queue && !w->closed) pthread_cond_wait(&w->room, &w->mu);
     if (w->closed) {   /* close raced with us: the header says not to; still, do no harm */
@@ -371,9 +369,12 @@ df_code df_summary_writer_add_summary(df_summary_writer *w, const void *summary_
     df__pbw e = {0};
     df__sw_event_head(&e, step, 1);   /* the wall time of the call, not of the write */
     df__pbw_bytes(&e, 5, summary_bytes ? summary_bytes : "", n);
+    size_t rn = 0;
+    uint8_t *rec = df__sw_frame_event(&e, &rn, st);
+    if (!rec) return DF_RESOURCE_EXHAUSTED;
     df_code c = df__sw_enter(w, st);
-    if (c != DF_OK) { DF_FREE(e.buf); return c; }
-    return df__sw_submit(w, &e, st);
+    if (c != DF_OK) { DF_FREE(rec); return c; }
+    return df__sw_submit(w, rec, rn, st);
 }
 
 df_code df_summary_writer_add_graph(df_summary_writer *w, const df_graph *g, df_status *st) {
@@ -391,9 +392,12 @@ df_code df_summary_writer_add_graph(df_summary_writer *w, const df_graph *g, df_
     df__sw_event_head(&e, 0, 0);
     df__pbw_bytes(&e, 4, gd, gn);
     free(gd);
+    size_t rn = 0;
+    uint8_t *rec = df__sw_frame_event(&e, &rn, st);
+    if (!rec) return DF_RESOURCE_EXHAUSTED;
     c = df__sw_enter(w, st);
-    if (c != DF_OK) { DF_FREE(e.buf); return c; }
-    return df__sw_submit(w, &e, st);
+    if (c != DF_OK) { DF_FREE(rec); return c; }
+    return df__sw_submit(w, rec, rn, st);
 }
 
 /* ---- session graphs for TensorBoard's graph page ----
@@ -546,9 +550,12 @@ df_code df_summary_writer_add_session_graphs(df_summary_writer *w, df_session *s
     if (gd) for (int i = 0; i <= n_parts; i++) free(gd[i]);
     free(gd); free(gn); free(devices); free(prefix); free(prefix_p);
     if (c != DF_OK) { DF_FREE(e.buf); return c; }
+    size_t rn = 0;
+    uint8_t *rec = df__sw_frame_event(&e, &rn, st);
+    if (!rec) return DF_RESOURCE_EXHAUSTED;
     c = df__sw_enter(w, st);
-    if (c != DF_OK) { DF_FREE(e.buf); return c; }
-    return df__sw_submit(w, &e, st);
+    if (c != DF_OK) { DF_FREE(rec); return c; }
+    return df__sw_submit(w, rec, rn, st);
 }
 
 df_code df_summary_writer_flush(df_summary_writer *w, df_status *st) {
