@@ -15,6 +15,12 @@
 #include <sys/utsname.h>
 #include <errno.h>
 
+/* ftruncate is POSIX.1-2001, but strict C modes without feature macros (dataflow.h included
+   first, as in the one-file use) hide its prototype; the signature is POSIX's. */
+#if !defined(_POSIX_C_SOURCE) && !defined(_XOPEN_SOURCE)
+int ftruncate(int fd, off_t length);
+#endif
+
 #define DF__SW_BUFFER_BYTES (64 * 1024)   /* the thread writes once its buffer holds this much */
 
 typedef struct df__sw_item { uint8_t *buf; size_t n; } df__sw_item;
@@ -74,12 +80,16 @@ static void df__sw_unlock(df_summary_writer *w) {
 #endif
 }
 
-/* Keeps the first error (caller holds mu, or is the only thread). */
-static void df__sw_seterr(df_summary_writer *w, const char *what, int errnum) {
-    if (w->err != DF_OK) return;
+/* Keeps the first error (caller holds mu, or is the only thread): e as df__sw_write_out gives
+   it, or what was being done for other errors. */
+static void df__sw_seterr(df_summary_writer *w, const char *what, int e) {
+    if (w->err != DF_OK || !e) return;
     w->err = DF_UNAVAILABLE;
     w->err_reported = 0;
-    snprintf(w->msg, sizeof w->msg, "summary writer: %s %s: %s", what, w->path, strerror(errnum));
+    if (e < 0)
+        snprintf(w->msg, sizeof w->msg, "summary writer: the events file %s has disappeared (%s)", w->path, strerror(-e));
+    else
+        snprintf(w->msg, sizeof w->msg, "summary writer: %s %s: %s", what, w->path, strerror(e));
 }
 
 /* The kept error as a status (caller holds mu); DF_OK when none. */
@@ -108,8 +118,8 @@ static uint8_t *df__tfr_frame(const uint8_t *data, size_t n, size_t *out_n) {
 
 /* Writes the buffer out. A short or failed write cuts the file back to its last whole record.
    The events file must still be there: TensorFlow's EventsWriter checks it on every flush
-   ("has disappeared"), since writes to an unlinked file succeed and are lost. Returns the
-   error number, 0 when all is well. */
+   ("has disappeared"), since writes to an unlinked file succeed and are lost. Returns 0 when
+   all is well, the error number of a failed write, or minus it when the file has gone. */
 static int df__sw_write_out(df_summary_writer *w, int check_file) {
     w->last_write = df__wall_time();
     size_t done = 0;
@@ -128,8 +138,8 @@ static int df__sw_write_out(df_summary_writer *w, int check_file) {
     w->out.len = 0;
     if (check_file) {
         struct stat sb, fb;
-        if (stat(w->path, &sb) != 0) return errno ? errno : ENOENT;
-        if (fstat(w->fd, &fb) == 0 && (sb.st_ino != fb.st_ino || sb.st_dev != fb.st_dev)) return ENOENT;
+        if (stat(w->path, &sb) != 0) return errno ? -errno : -ENOENT;
+        if (fstat(w->fd, &fb) == 0 && (sb.st_ino != fb.st_ino || sb.st_dev != fb.st_dev)) return -ENOENT;
     }
     return 0;
 }
@@ -156,15 +166,7 @@ static void df__sw_thread_write(df_summary_writer *w) {
     pthread_mutex_unlock(&w->mu);
     int e = failed ? 0 : df__sw_write_out(w, 1);
     pthread_mutex_lock(&w->mu);
-    if (e == ENOENT) {
-        if (w->err == DF_OK) {
-            w->err = DF_UNAVAILABLE;
-            w->err_reported = 0;
-            snprintf(w->msg, sizeof w->msg, "summary writer: the events file %s has disappeared", w->path);
-        }
-    } else if (e) {
-        df__sw_seterr(w, "writing", e);
-    }
+    df__sw_seterr(w, "writing", e);
 }
 
 /* A flush is served once the thread has taken every record handed over before it was asked
@@ -188,7 +190,7 @@ static void *df__sw_thread(void *arg) {
             df__sw_take(w, it.buf, it.n, &e);
             pthread_mutex_lock(&w->mu);
             w->n_taken++;
-            if (e > 0) df__sw_seterr(w, "writing", e);
+            if (e != -1) df__sw_seterr(w, "writing", e);
         } else if (w->stop) {
             df__sw_thread_write(w);
             w->flush_done = w->flush_req;
@@ -262,7 +264,7 @@ static df_code df__sw_submit(df_summary_writer *w, uint8_t *rec, size_t n, df_st
     int e = 0;
     df__sw_take(w, rec, n, &e);
     if (!e && df__sw_flush_due(w)) e = df__sw_write_out(w, 1);
-    if (e) df__sw_seterr(w, e == ENOENT ? "the events file has disappeared:" : "writing", e);
+    df__sw_seterr(w, "writing", e);
     return df__sw_report(w, st);
 #endif
 }
@@ -337,19 +339,15 @@ df_summary_writer *df_summary_writer_new_with_options(const char *logdir, const 
     }
 #ifndef DF_NO_THREADS
     w->max_queue = o.max_queue ? o.max_queue : 10;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->work, NULL);
+    pthread_cond_init(&w->room, NULL);
+    pthread_cond_init(&w->done, NULL);
     w->queue = (df__sw_item *)calloc((size_t)w->max_queue, sizeof *w->queue);
-    int ok = w->queue != NULL;
-    if (ok) {
-        pthread_mutex_init(&w->mu, NULL);
-        pthread_cond_init(&w->work, NULL);
-        pthread_cond_init(&w->room, NULL);
-        pthread_cond_init(&w->done, NULL);
-        ok = pthread_create(&w->thread, NULL, df__sw_thread, w) == 0;
-        w->thread_started = ok;
-    }
-    if (!ok) {
+    w->thread_started = w->queue && pthread_create(&w->thread, NULL, df__sw_thread, w) == 0;
+    if (!w->thread_started) {
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "summary writer: cannot start the writer thread for %s", path);
-        df_summary_writer_free(w);
+        df_summary_writer_free(w);   /* closes the file: the file_version record stays */
         return NULL;
     }
 #endif
@@ -570,9 +568,7 @@ df_code df_summary_writer_flush(df_summary_writer *w, df_status *st) {
     pthread_mutex_unlock(&w->mu);
     return c;
 #else
-    int e = df__sw_write_out(w, 1);
-    if (e == ENOENT) df__sw_seterr(w, "the events file has disappeared:", e);
-    else if (e) df__sw_seterr(w, "writing", e);
+    df__sw_seterr(w, "writing", df__sw_write_out(w, 1));
     return df__sw_report(w, st);
 #endif
 }
@@ -594,11 +590,7 @@ df_code df_summary_writer_close(df_summary_writer *w, df_status *st) {
     w->thread_started = 0;
     pthread_mutex_lock(&w->mu);
 #else
-    if (w->err == DF_OK) {
-        int e = df__sw_write_out(w, 1);
-        if (e == ENOENT) df__sw_seterr(w, "the events file has disappeared:", e);
-        else if (e) df__sw_seterr(w, "writing", e);
-    }
+    if (w->err == DF_OK) df__sw_seterr(w, "writing", df__sw_write_out(w, 1));
 #endif
     if (w->fd >= 0 && close(w->fd) != 0) df__sw_seterr(w, "closing", errno);
     w->fd = -1;
@@ -616,14 +608,12 @@ void df_summary_writer_free(df_summary_writer *w) {
         df_summary_writer_close(w, &st);
     }
 #ifndef DF_NO_THREADS
-    if (w->queue) {
-        for (int i = 0; i < w->q_len; i++) DF_FREE(w->queue[(w->q_head + i) % w->max_queue].buf);
-        pthread_mutex_destroy(&w->mu);
-        pthread_cond_destroy(&w->work);
-        pthread_cond_destroy(&w->room);
-        pthread_cond_destroy(&w->done);
-        free(w->queue);
-    }
+    for (int i = 0; w->queue && i < w->q_len; i++) DF_FREE(w->queue[(w->q_head + i) % w->max_queue].buf);
+    free(w->queue);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->work);
+    pthread_cond_destroy(&w->room);
+    pthread_cond_destroy(&w->done);
 #endif
     if (w->fd >= 0) close(w->fd);
     DF_FREE(w->out.buf);
@@ -634,7 +624,7 @@ void df_summary_writer_free(df_summary_writer *w) {
 /* ---- reading TFRecord files ---- */
 
 struct df_record_reader {
-    FILE *f;
+    int fd;
     char *path;
     uint8_t *buf;
     size_t cap;
@@ -643,16 +633,16 @@ struct df_record_reader {
 
 df_record_reader *df_record_reader_open(const char *path, df_status *st) {
     if (!path || !*path) { df_status_set(st, DF_INVALID_ARGUMENT, "record reader: empty path"); return NULL; }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
         int e = errno;
         df_status_set(st, e == ENOENT ? DF_NOT_FOUND : DF_INVALID_ARGUMENT, "record reader: cannot open %s: %s", path,
-                 strerror(e));
+                      strerror(e));
         return NULL;
     }
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || S_ISDIR(sb.st_mode)) {
-        fclose(f);
+    if (fstat(fd, &sb) != 0 || S_ISDIR(sb.st_mode)) {
+        close(fd);
         df_status_set(st, DF_INVALID_ARGUMENT, "record reader: %s is not a file", path);
         return NULL;
     }
@@ -660,57 +650,65 @@ df_record_reader *df_record_reader_open(const char *path, df_status *st) {
     size_t pl = strlen(path) + 1;
     char *p = (char *)malloc(pl);
     if (!r || !p) {
-        fclose(f); free(r); free(p);
+        close(fd); free(r); free(p);
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "record reader: out of memory");
         return NULL;
     }
     memcpy(p, path, pl);
-    r->f = f;
+    r->fd = fd;
     r->path = p;
     df_status_clear(st);
     return r;
+}
+
+/* n bytes at r->off + at; the count read (short at the end of the file), -1 on an error. */
+static long long df__rr_read(df_record_reader *r, uint64_t at, void *buf, size_t n) {
+    if (lseek(r->fd, (off_t)(r->off + at), SEEK_SET) == (off_t)-1) return -1;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = read(r->fd, (char *)buf + got, n - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return -1;
+        if (k == 0) break;
+        got += (size_t)k;
+    }
+    return (long long)got;
 }
 
 df_code df_record_reader_next(df_record_reader *r, const void **data, size_t *n, df_status *st) {
     if (!r || !data || !n) return df_status_set(st, DF_INVALID_ARGUMENT, "record reader: NULL argument");
     *data = NULL;
     *n = 0;
+    unsigned long long at = (unsigned long long)r->off;
     uint8_t hdr[12];
-    if (fseek(r->f, (long)r->off, SEEK_SET) != 0)
-        return df_status_set(st, DF_DATA_LOSS, "record reader: %s: cannot seek to offset %llu", r->path,
-                        (unsigned long long)r->off);
-    size_t got = fread(hdr, 1, 12, r->f);
-    if (got == 0 && !ferror(r->f)) return df_status_set(st, DF_OUT_OF_RANGE, "record reader: end of %s", r->path);
-    if (got < 12)
-        return df_status_set(st, DF_DATA_LOSS, "record reader: %s: truncated record header at offset %llu", r->path,
-                        (unsigned long long)r->off);
+    long long got = df__rr_read(r, 0, hdr, 12);
+    if (got < 0) return df_status_set(st, DF_DATA_LOSS, "record reader: %s: cannot read at offset %llu: %s", r->path, at,
+                                      strerror(errno));
+    if (got == 0) return df_status_set(st, DF_OUT_OF_RANGE, "record reader: end of %s", r->path);
+    if (got < 12) return df_status_set(st, DF_DATA_LOSS, "record reader: %s: truncated record header at offset %llu", r->path, at);
     if (df__tfr_mask(df_crc32c(0, hdr, 8)) != df__tfr_le32(hdr + 8))
-        return df_status_set(st, DF_DATA_LOSS, "record reader: %s: corrupted record length (bad crc) at offset %llu",
-                        r->path, (unsigned long long)r->off);
+        return df_status_set(st, DF_DATA_LOSS, "record reader: %s: corrupted record length (bad crc) at offset %llu", r->path, at);
     uint64_t len = 0;
     for (int i = 0; i < 8; i++) len |= (uint64_t)hdr[i] << (8 * i);
-    /* A length is only believed as far as the file goes: no absurd allocation for a bad one. */
+    /* A length is believed only as far as the file goes: no absurd allocation for a bad one. */
     struct stat sb;
-    uint64_t size = fstat(fileno(r->f), &sb) == 0 ? (uint64_t)sb.st_size : 0;
+    uint64_t size = fstat(r->fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
     uint64_t left = size > r->off + 12 ? size - r->off - 12 : 0;
     if (len > left || left - len < 4)
         return df_status_set(st, DF_DATA_LOSS,
-                        "record reader: %s: truncated record at offset %llu (%llu bytes of data announced, %llu left)",
-                        r->path, (unsigned long long)r->off, (unsigned long long)len,
-                        (unsigned long long)(left > 4 ? left - 4 : 0));
+                             "record reader: %s: truncated record at offset %llu (%llu bytes of data announced, %llu left)",
+                             r->path, at, (unsigned long long)len, (unsigned long long)(left > 4 ? left - 4 : 0));
     if (len + 4 > r->cap) {
         uint8_t *nb = (uint8_t *)DF_REALLOC(r->buf, (size_t)len + 4);
         if (!nb) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "record reader: out of memory for a %llu-byte record",
-                                 (unsigned long long)len);
+                                      (unsigned long long)len);
         r->buf = nb;
         r->cap = (size_t)len + 4;
     }
-    if (fread(r->buf, 1, (size_t)len + 4, r->f) != (size_t)len + 4)
-        return df_status_set(st, DF_DATA_LOSS, "record reader: %s: truncated record at offset %llu", r->path,
-                        (unsigned long long)r->off);
+    if (df__rr_read(r, 12, r->buf, (size_t)len + 4) != (long long)len + 4)
+        return df_status_set(st, DF_DATA_LOSS, "record reader: %s: truncated record at offset %llu", r->path, at);
     if (df__tfr_mask(df_crc32c(0, r->buf, (size_t)len)) != df__tfr_le32(r->buf + len))
-        return df_status_set(st, DF_DATA_LOSS, "record reader: %s: corrupted record data (bad crc) at offset %llu",
-                        r->path, (unsigned long long)r->off);
+        return df_status_set(st, DF_DATA_LOSS, "record reader: %s: corrupted record data (bad crc) at offset %llu", r->path, at);
     r->off += 12 + len + 4;
     *data = r->buf;
     *n = (size_t)len;
@@ -720,7 +718,7 @@ df_code df_record_reader_next(df_record_reader *r, const void **data, size_t *n,
 
 void df_record_reader_close(df_record_reader *r) {
     if (!r) return;
-    fclose(r->f);
+    close(r->fd);
     DF_FREE(r->buf);
     free(r->path);
     free(r);
