@@ -29490,18 +29490,24 @@ df_code df_summary_writer_add_graph(df_summary_writer *w, const df_graph *g, df_
 static void df__sw_step_stats(df__pbw *rm, const df_run_metadata *md, int n_parts, const char **devices,
                               const char *const *prefix) {
     df__pbw ss = {0};
-    /* one DeviceStepStats per device, in order of first appearance */
+    /* one DeviceStepStats per device, in order of first appearance (devices are few) */
+    const char **devs = (const char **)calloc((size_t)md->n_nodes + 1, sizeof *devs);
+    int n_devs = 0;
+    if (!devs) { rm->oom = 1; return; }
     for (int i = 0; i < md->n_nodes; i++) {
         const char *dev = md->nodes[i].device ? md->nodes[i].device : "";
         int seen = 0;
-        for (int j = 0; j < i && !seen; j++) seen = !strcmp(md->nodes[j].device ? md->nodes[j].device : "", dev);
-        if (seen) continue;
+        for (int j = 0; j < n_devs && !seen; j++) seen = !strcmp(devs[j], dev);
+        if (!seen) devs[n_devs++] = dev;
+    }
+    for (int d = 0; d < n_devs; d++) {
+        const char *dev = devs[d];
         const char *pre = NULL;
         for (int p = 0; p < n_parts && prefix; p++)
             if (devices[p] && !strcmp(devices[p], dev)) pre = prefix[p];
         df__pbw ds = {0};
         df__pbw_str(&ds, 1, dev);
-        for (int j = i; j < md->n_nodes; j++) {
+        for (int j = 0; j < md->n_nodes; j++) {
             const df_node_trace *t = &md->nodes[j];
             if (strcmp(t->device ? t->device : "", dev)) continue;
             const char *name = t->node ? t->node : "";
@@ -29517,8 +29523,11 @@ static void df__sw_step_stats(df__pbw *rm, const df_run_metadata *md, int n_part
             }
             df__pbw_uint(&ns, 2, (uint64_t)(md->start_unix_us + t->start_ns / 1000));
             df__pbw_uint(&ns, 3, 0);
-            df__pbw_uint(&ns, 4, (uint64_t)(dur / 1000));
-            df__pbw_uint(&ns, 5, (uint64_t)(dur / 1000));
+            /* TensorBoard colours a node by compute time only when all_end_rel_micros > 0:
+               a node that ran at all gets at least one microsecond (the nanos are exact) */
+            uint64_t dur_us = (uint64_t)((dur + 999) / 1000);
+            df__pbw_uint(&ns, 4, dur_us);
+            df__pbw_uint(&ns, 5, dur_us);
             if (t->bytes > 0) {
                 df__pbw mem = {0};
                 df__pbw_str(&mem, 1, dev);
@@ -29537,6 +29546,7 @@ static void df__sw_step_stats(df__pbw *rm, const df_run_metadata *md, int n_part
         }
         df__pbw_msg(&ss, 1, &ds);
     }
+    free(devs);
     df__pbw_msg(rm, 1, &ss);
 }
 
