@@ -128,7 +128,10 @@ DF_TEST(summary_writer_records) {
     if (!w) return;
     const char *path = df_summary_writer_path(w);
     CHECK(strstr(path, "/events.out.tfevents.") != NULL);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_REALTIME, &t0);
     CHECK_EQ_INT(df_summary_writer_add_summary(w, k_summary, sizeof k_summary, 7, &st), DF_OK);
+    clock_gettime(CLOCK_REALTIME, &t1);
     CHECK_EQ_INT(df_summary_writer_add_summary(w, k_summary, sizeof k_summary, 300, &st), DF_OK);
     CHECK_EQ_INT(df_summary_writer_flush(w, &st), DF_OK);
     char copy[512];
@@ -154,6 +157,9 @@ DF_TEST(summary_writer_records) {
     CHECK_EQ_INT((int)lens[0], 9 + 2 + 13);
     /* then: Event{wall_time, step (field 2), summary (field 5) holding our bytes} */
     const int64_t steps[2] = {7, 300};
+    /* the wall time is the call's, not the write's */
+    memcpy(&wt, recs[1] + 1, 8);
+    CHECK(wt >= (double)t0.tv_sec + t0.tv_nsec / 1e9 - 1e-3 && wt <= (double)t1.tv_sec + t1.tv_nsec / 1e9 + 1e-3);
     for (int r = 1; r < 3; r++) {
         p = recs[r];
         CHECK_EQ_INT(p[0], 0x09);
