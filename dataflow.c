@@ -29383,8 +29383,23 @@ df_summary_writer *df_summary_writer_new_with_options(const char *logdir, const 
     }
     struct stat sb;
     if (stat(logdir, &sb) != 0) {
-        if (mkdir(logdir, 0777) != 0 && errno != EEXIST) {
-            df_status_set(st, DF_INVALID_ARGUMENT, "summary writer: cannot create logdir %s: %s", logdir, strerror(errno));
+        /* every missing level, as TensorFlow's RecursivelyCreateDir */
+        size_t ln = strlen(logdir);
+        char *d = (char *)malloc(ln + 1);
+        if (!d) { df_status_set(st, DF_RESOURCE_EXHAUSTED, "summary writer: out of memory"); return NULL; }
+        memcpy(d, logdir, ln + 1);
+        int err = 0;
+        for (size_t i = 1; i <= ln && !err; i++) {
+            if (d[i] != '/' && d[i] != 0) continue;
+            char c = d[i];
+            d[i] = 0;
+            if (mkdir(d, 0777) != 0 && errno != EEXIST) err = errno;
+            d[i] = c;
+        }
+        free(d);
+        if (err || stat(logdir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            df_status_set(st, DF_INVALID_ARGUMENT, "summary writer: cannot create logdir %s: %s", logdir,
+                          strerror(err ? err : ENOTDIR));
             return NULL;
         }
     } else if (!S_ISDIR(sb.st_mode)) {

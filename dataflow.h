@@ -1126,7 +1126,7 @@ const char *df_version(void);                 /* DF_VERSION_STRING; static stora
 uint32_t   df_crc32c(uint32_t crc, const void *data, size_t n);
 
 /* ---- TensorBoard summaries and event files (issue 30): begin ---- */
-/* Event files for TensorBoard. df_summary_writer_new creates logdir if missing (one level) and
+/* Event files for TensorBoard. df_summary_writer_new creates logdir if missing (every level) and
    opens events.out.tfevents.<unix time>.<hostname> there (first record: Event{wall_time,
    file_version "brain.Event:2"}). Every add_* call encodes its Event and hands it to the
    writer's background thread through a bounded queue (max_queue events; a full queue makes

@@ -197,9 +197,22 @@ DF_TEST(summary_writer_bad_logdir) {
     snprintf(bad, sizeof bad, "%s/plain/sub", dir);        /* a path under a regular file */
     CHECK(df_summary_writer_new(bad, &st) == NULL);
     CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "logdir");
-    snprintf(bad, sizeof bad, "%s/a/b/c", dir);            /* more than one level missing */
+    snprintf(bad, sizeof bad, "%s/plain/a/b", dir);        /* levels missing under a regular file */
     CHECK(df_summary_writer_new(bad, &st) == NULL);
     CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "cannot create logdir");
+    snprintf(bad, sizeof bad, "%s/a/b/c", dir);            /* three levels missing: all made */
+    df_summary_writer *deep = df_summary_writer_new(bad, &st);
+    CHECK_OK(&st);
+    CHECK(deep != NULL);
+    if (deep) {
+        CHECK(strncmp(df_summary_writer_path(deep), bad, strlen(bad)) == 0);
+        CHECK_EQ_INT(df_summary_writer_close(deep, &st), DF_OK);
+        remove(df_summary_writer_path(deep));
+        df_summary_writer_free(deep);
+    }
+    snprintf(bad, sizeof bad, "%s/a/b/c", dir); rmdir(bad);
+    snprintf(bad, sizeof bad, "%s/a/b", dir); rmdir(bad);
+    snprintf(bad, sizeof bad, "%s/a", dir); rmdir(bad);
     CHECK(df_summary_writer_new("", &st) == NULL);
     CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "empty");
     CHECK(df_summary_writer_new(NULL, &st) == NULL);
