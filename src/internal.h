@@ -652,6 +652,7 @@ typedef struct df__step {
     pthread_cond_t done_cv;
 #endif
     int done;
+    struct df__trace *trace;         /* a traced run's recorder (src/trace.c); NULL: not traced */
 } df__step;
 
 /* ---- from src/placer.c ---- */
@@ -1689,3 +1690,33 @@ DF_PRIVATE const struct df__hmac_key *df__worker_key(const df_worker *w, const u
 DF_PRIVATE void df__worker_adopt(df_worker *w, int fd, const char *peer, struct df__wkeys *k, uint32_t role);
 #endif
 /* ---- mpi (issue 29): end ---- */
+
+/* ---- trace (issue 30): begin ---- */
+/* from src/trace.c: a run's trace as it is recorded, shared by every partition of the run.
+   Records are raw (pointers into the plan, which outlives the run) until df__trace_finish
+   copies them into a df_run_metadata. Appends take the spinlock (only under tracing). */
+typedef struct df__trace_rec {
+    const df_node *node;
+    const df__device *dev;
+    const char *frame;               /* the static frame's name (the plan's), NULL for the root */
+    int64_t iter, start, end, bytes; /* start/end: monotonic ns */
+    uint64_t flow, tid;              /* tid: the thread's process-wide number (df__trace_tid) */
+    int kind;
+} df__trace_rec;
+typedef struct df__trace {
+    df__spin lock;
+    int64_t t0;                      /* monotonic ns when the run began */
+    int64_t start_unix_us;
+    df__trace_rec *v;
+    int n, cap, oom;
+    uint64_t caller_tid;
+} df__trace;
+DF_PRIVATE int64_t df__trace_now(void);
+DF_PRIVATE uint64_t df__trace_tid(void);
+DF_PRIVATE void df__trace_add(df__trace *tr, const df__trace_rec *r);
+/* Bytes the outputs of a node newly allocated: outputs that own their buffer, hold their only
+   reference and whose data is none of the inputs' (in_data, taken before the kernel ran). */
+DF_PRIVATE int64_t df__trace_bytes(df_tensor *const *outs, int n_out, void *const *in_data, int n_in);
+DF_PRIVATE void df__trace_begin(df__trace *tr);
+DF_PRIVATE df_code df__trace_finish(df__trace *tr, df_run_metadata *md, df_status *st);
+/* ---- trace (issue 30): end ---- */
