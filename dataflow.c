@@ -2467,12 +2467,14 @@ typedef struct df__trace_rec {
     uint64_t flow, tid;              /* tid: the thread's process-wide number (df__trace_tid) */
     int kind;
 } df__trace_rec;
+typedef struct df__trace_chunk { struct df__trace_chunk *next; int n; df__trace_rec v[1024]; } df__trace_chunk;
 typedef struct df__trace {
     df__spin lock;
     int64_t t0;                      /* monotonic ns when the run began */
     int64_t start_unix_us;
-    df__trace_rec *v;
-    int n, cap, oom;
+    df__trace_chunk *head, *tail;    /* the records in chunks (nothing is moved as they grow) */
+    int64_t n;
+    int oom;
     uint64_t caller_tid;
 } df__trace;
 static int64_t df__trace_now(void);
@@ -26571,8 +26573,18 @@ static uint64_t df__trace_tid(void) {
 }
 static void df__trace_add(df__trace *tr, const df__trace_rec *r) {
     df__spin_lock(&tr->lock);
-    if (tr->n < INT32_MAX - 1 && df__grow(&tr->v, &tr->cap, tr->n + 1, sizeof *tr->v)) tr->v[tr->n++] = *r;
-    else tr->oom = 1;
+    df__trace_chunk *c = tr->tail;
+    if (!c || c->n == (int)(sizeof c->v / sizeof c->v[0])) {
+        if (tr->n >= INT32_MAX - 1 || !(c = (df__trace_chunk *)DF_MALLOC(sizeof *c))) { tr->oom = 1; c = NULL; }
+        else {
+            c->next = NULL;
+            c->n = 0;
+            if (tr->tail) tr->tail->next = c;
+            else tr->head = c;
+            tr->tail = c;
+        }
+    }
+    if (c) { c->v[c->n++] = *r; tr->n++; }
     df__spin_unlock(&tr->lock);
 }
 static int64_t df__trace_bytes(df_tensor *const *outs, int n_out, void *const *in_data, int n_in) {
@@ -26597,25 +26609,62 @@ static void df__trace_begin(df__trace *tr) {
     tr->t0 = df__trace_now();
 }
 
-/* The metadata's strings: each distinct one once. */
-typedef struct df__md_priv { df__strmap index; char **strs; int n, cap; } df__md_priv;
-static const char *df__md_str(df__md_priv *p, const char *s) {
-    int k;
-    if (!s) s = "";
-    if (df__strmap_get(&p->index, s, &k)) return p->strs[k];
-    char *c = df__strdup(s);
-    if (!c || !df__grow(&p->strs, &p->cap, p->n + 1, sizeof(char *)) || !df__strmap_put(&p->index, s, p->n)) {
-        DF_FREE(c);
-        return NULL;
+/* The metadata's strings: copied once per source pointer (a node's name, a device's, a frame's:
+   each stays put while the plan lives) into chunks of the metadata's own. */
+typedef struct df__md_chunk { struct df__md_chunk *next; size_t used, size; char data[]; } df__md_chunk;
+typedef struct df__md_priv { const char **keys, **vals; int cap, count; df__md_chunk *chunks; } df__md_priv;
+static const char *df__md_copy(df__md_priv *p, const char *s) {
+    size_t n = strlen(s) + 1;
+    df__md_chunk *c = p->chunks;
+    if (!c || c->size - c->used < n) {
+        size_t size = n > 65536 ? n : 65536;
+        if (!(c = (df__md_chunk *)DF_MALLOC(sizeof *c + size))) return NULL;
+        c->next = p->chunks;
+        c->used = 0;
+        c->size = size;
+        p->chunks = c;
     }
-    p->strs[p->n] = c;
-    return p->strs[p->n++];
+    char *d = c->data + c->used;
+    memcpy(d, s, n);
+    c->used += n;
+    return d;
+}
+static size_t df__md_slot(const df__md_priv *p, const char *s) {
+    size_t i = (size_t)(((uint64_t)(uintptr_t)s * 0x9e3779b97f4a7c15ull) >> 20) & (size_t)(p->cap - 1);
+    while (p->keys[i] && p->keys[i] != s) i = (i + 1) & (size_t)(p->cap - 1);
+    return i;
+}
+static const char *df__md_str(df__md_priv *p, const char *s) {
+    if (!s) s = "";
+    if ((p->count + 1) * 2 > p->cap) {
+        df__md_priv bigger = *p;
+        bigger.cap = p->cap ? p->cap * 2 : 256;
+        bigger.keys = (const char **)DF_MALLOC((size_t)bigger.cap * sizeof(char *));
+        bigger.vals = (const char **)DF_MALLOC((size_t)bigger.cap * sizeof(char *));
+        if (!bigger.keys || !bigger.vals || p->cap > INT32_MAX / 4) { DF_FREE(bigger.keys); DF_FREE(bigger.vals); return NULL; }
+        memset(bigger.keys, 0, (size_t)bigger.cap * sizeof(char *));
+        for (int i = 0; i < p->cap; i++)
+            if (p->keys[i]) {
+                size_t k = df__md_slot(&bigger, p->keys[i]);
+                bigger.keys[k] = p->keys[i];
+                bigger.vals[k] = p->vals[i];
+            }
+        DF_FREE(p->keys); DF_FREE(p->vals);
+        *p = bigger;
+    }
+    size_t i = df__md_slot(p, s);
+    if (p->keys[i]) return p->vals[i];
+    const char *c = df__md_copy(p, s);
+    if (!c) return NULL;
+    p->keys[i] = s;
+    p->vals[i] = c;
+    p->count++;
+    return c;
 }
 static void df__md_priv_free(df__md_priv *p) {
     if (!p) return;
-    for (int i = 0; i < p->n; i++) DF_FREE(p->strs[i]);
-    DF_FREE(p->strs);
-    df__strmap_free(&p->index);
+    for (df__md_chunk *c = p->chunks, *n; c; c = n) { n = c->next; DF_FREE(c); }
+    DF_FREE(p->keys); DF_FREE(p->vals);
     DF_FREE(p);
 }
 
@@ -26626,14 +26675,20 @@ void df_run_metadata_clear(df_run_metadata *md) {
     memset(md, 0, sizeof *md);
 }
 
-static int df__trace_rec_cmp(const void *a, const void *b) {
-    const df__trace_rec *x = (const df__trace_rec *)a, *y = (const df__trace_rec *)b;
-    if (x->start != y->start) return x->start < y->start ? -1 : 1;
-    if (x->end != y->end) return x->end > y->end ? -1 : 1;       /* the enclosing one first */
-    return x->tid < y->tid ? -1 : x->tid > y->tid;
+static int df__node_trace_cmp(const void *a, const void *b) {
+    const df_node_trace *x = (const df_node_trace *)a, *y = (const df_node_trace *)b;
+    if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
+    if (x->end_ns != y->end_ns) return x->end_ns > y->end_ns ? -1 : 1;     /* the enclosing one first */
+    return x->thread < y->thread ? -1 : x->thread > y->thread;
+}
+static void df__trace_free_chunks(df__trace *tr) {
+    for (df__trace_chunk *c = tr->head, *n; c; c = n) { n = c->next; DF_FREE(c); }
+    tr->head = tr->tail = NULL;
+    tr->n = 0;
 }
 
-/* Fills md (cleared by the caller) from the records; frees them. */
+/* Fills md (cleared by the caller) from the records and frees them: ordered by start (a run on
+   one thread records in that order already), threads numbered by their first record. */
 static df_code df__trace_finish(df__trace *tr, df_run_metadata *md, df_status *st) {
     int64_t end = df__trace_now();
     md->start_unix_us = tr->start_unix_us;
@@ -26641,46 +26696,57 @@ static df_code df__trace_finish(df__trace *tr, df_run_metadata *md, df_status *s
     df_code code = DF_OK;
     df__md_priv *p = (df__md_priv *)DF_MALLOC(sizeof *p);
     uint64_t *tids = (uint64_t *)DF_MALLOC(sizeof(uint64_t) * 8);
-    int n_tids = 1, cap_tids = 8;
+    int *renum = NULL;
+    int n_tids = 1, cap_tids = 8, sorted = 1;
     if (p) memset(p, 0, sizeof *p);
     md->priv = p;
     if (!p || !tids || tr->oom) goto oom;
     tids[0] = tr->caller_tid;
-    if (tr->n) {
-        qsort(tr->v, (size_t)tr->n, sizeof *tr->v, df__trace_rec_cmp);
-        if (!(md->nodes = (df_node_trace *)DF_MALLOC((size_t)tr->n * sizeof(df_node_trace)))) goto oom;
-    }
-    for (int i = 0; i < tr->n; i++) {
-        const df__trace_rec *r = &tr->v[i];
-        df_node_trace *o = &md->nodes[i];
-        int th = 0;
-        while (th < n_tids && tids[th] != r->tid) th++;
-        if (th == n_tids) {
-            if (!df__grow(&tids, &cap_tids, n_tids + 1, sizeof *tids)) goto oom;
-            tids[n_tids++] = r->tid;
+    if (tr->n && !(md->nodes = (df_node_trace *)DF_MALLOC((size_t)tr->n * sizeof(df_node_trace)))) goto oom;
+    int i = 0;
+    for (const df__trace_chunk *c = tr->head; c; c = c->next)
+        for (int k = 0; k < c->n; k++, i++) {
+            const df__trace_rec *r = &c->v[k];
+            df_node_trace *o = &md->nodes[i];
+            int th = 0;
+            while (th < n_tids && tids[th] != r->tid) th++;
+            if (th == n_tids) {
+                if (!df__grow(&tids, &cap_tids, n_tids + 1, sizeof *tids)) goto oom;
+                tids[n_tids++] = r->tid;
+            }
+            o->node = df__md_str(p, r->node ? r->node->name : "?");
+            o->op = df__md_str(p, r->node ? r->node->op->name : "?");
+            o->device = df__md_str(p, r->dev ? r->dev->name : "?");
+            o->frame = df__md_str(p, r->frame);
+            if (!o->node || !o->op || !o->device || !o->frame) goto oom;
+            o->thread = th;                  /* (for now: the order threads were met in) */
+            o->start_ns = r->start - tr->t0;
+            o->end_ns = r->end - tr->t0;
+            o->iter = r->iter;
+            o->bytes = r->bytes;
+            o->kind = r->kind;
+            o->flow = r->flow;
+            if (i && df__node_trace_cmp(&md->nodes[i - 1], o) > 0) sorted = 0;
+            md->n_nodes = i + 1;
         }
-        o->node = df__md_str(p, r->node ? r->node->name : "?");
-        o->op = df__md_str(p, r->node ? r->node->op->name : "?");
-        o->device = df__md_str(p, r->dev ? r->dev->name : "?");
-        o->frame = df__md_str(p, r->frame);
-        if (!o->node || !o->op || !o->device || !o->frame) goto oom;
-        o->thread = th;
-        o->start_ns = r->start - tr->t0;
-        o->end_ns = r->end - tr->t0;
-        o->iter = r->iter;
-        o->bytes = r->bytes;
-        o->kind = r->kind;
-        o->flow = r->flow;
-        md->n_nodes = i + 1;
+    if (!sorted) qsort(md->nodes, (size_t)md->n_nodes, sizeof *md->nodes, df__node_trace_cmp);
+    /* the caller's thread 0, the others 1, 2, ... as they first appear */
+    if (!(renum = (int *)DF_MALLOC((size_t)n_tids * sizeof(int)))) goto oom;
+    for (int k = 1; k < n_tids; k++) renum[k] = -1;
+    renum[0] = 0;
+    int next = 1;
+    for (int k = 0; k < md->n_nodes; k++) {
+        int *r = &renum[md->nodes[k].thread];
+        if (*r < 0) *r = next++;
+        md->nodes[k].thread = *r;
     }
     goto done;
 oom:
     code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory recording the run's trace");
 done:
     DF_FREE(tids);
-    DF_FREE(tr->v);
-    tr->v = NULL;
-    tr->n = tr->cap = 0;
+    DF_FREE(renum);
+    df__trace_free_chunks(tr);
     return code;
 }
 

@@ -1703,12 +1703,14 @@ typedef struct df__trace_rec {
     uint64_t flow, tid;              /* tid: the thread's process-wide number (df__trace_tid) */
     int kind;
 } df__trace_rec;
+typedef struct df__trace_chunk { struct df__trace_chunk *next; int n; df__trace_rec v[1024]; } df__trace_chunk;
 typedef struct df__trace {
     df__spin lock;
     int64_t t0;                      /* monotonic ns when the run began */
     int64_t start_unix_us;
-    df__trace_rec *v;
-    int n, cap, oom;
+    df__trace_chunk *head, *tail;    /* the records in chunks (nothing is moved as they grow) */
+    int64_t n;
+    int oom;
     uint64_t caller_tid;
 } df__trace;
 DF_PRIVATE int64_t df__trace_now(void);
