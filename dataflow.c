@@ -21915,7 +21915,7 @@ static int df__item_expensive(const df__step *s, const df__tagged *t) {
 
 /* TF's ProcessOutputs checks on what a kernel made: every needed output (bit i of need) present,
    every output of its declared dtype. */
-static df_code df__check_outputs(const df_node *n, df_tensor *const *outs, int n_out, uint32_t need, df_status *st) {
+DF__HOT_INLINE df_code df__check_outputs(const df_node *n, df_tensor *const *outs, int n_out, uint32_t need, df_status *st) {
     for (int i = 0; i < n_out; i++) {
         const df_tensor *o = outs[i];
         if (o ? o->dtype == n->out_types[i] : !(need >> DF__MIN(i, 31) & 1)) continue;
@@ -21930,7 +21930,7 @@ static df_code df__check_outputs(const df_node *n, df_tensor *const *outs, int n
    step. Feed and fetch items move values in and out; a fetch runs even when dead, to report it,
    and so do Send and Recv, to carry the dead bit. Returns 0 when a Recv waits for its value
    (the node stays outstanding until its wake), else 1. A Recv whose value is dead marks t dead. */
-static int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
+DF__HOT_INLINE int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
     const df__xitem *item = &s->x->items[t->item];
     df_tensor **in = t->iter->entries + item->input_start;
     if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) {   /* read without the step lock */
@@ -22058,6 +22058,15 @@ static DF__TRACE_COLD void df__trace_after(df__step *s, const df__tagged *t, df_
     }
     if (p->in != p->small) DF_FREE(p->in);
 }
+/* df__run_item of a traced step (df__run_item is inlined here and in the batch loop, so an
+   untraced run pays one test of a register per node). */
+static DF__TRACE_COLD int df__run_item_traced(df__step *s, df__tagged *t, df_tensor **outs) {
+    df__trace_pre pre;
+    df__trace_before(s, t, &pre);
+    int ran = df__run_item(s, t, outs);
+    df__trace_after(s, t, outs, ran, &pre);
+    return ran;
+}
 
 static void df__step_finish(df__step *s) {
 #ifndef DF_NO_THREADS
@@ -22125,6 +22134,7 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first,
     df__readyq q = {local, 0, 0, 32, local};
     df_tensor *small[16] = {NULL}, **outs = small;
     int outs_cap = 16;
+    df__trace *const traced = s->trace;                 /* (NULL but for a traced run) */
     df__tls_wakes.depth++;
     for (int i = 0; i < n_first; i++)
         if (!df__readyq_push(&q, first[i])) {        /* drop the rest; the step ends with the error */
@@ -22151,13 +22161,8 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first,
             }
         }
         if (item->n_outputs > outs_cap) df__step_oom(s, "output array", 0);
-        else {
-            df__trace_pre pre;
-            if (DF__UNLIKELY(s->trace != NULL)) df__trace_before(s, &t, &pre);
-            int ran = df__run_item(s, &t, outs);
-            if (DF__UNLIKELY(s->trace != NULL)) df__trace_after(s, &t, outs, ran, &pre);
-            if (!ran) continue;                             /* a Recv waits for its value */
-        }
+        else if (DF__LIKELY(traced == NULL) ? !df__run_item(s, &t, outs) : !df__run_item_traced(s, &t, outs))
+            continue;                                       /* a Recv waits for its value */
         df__node_done(s, &t, outs, &q);
     }
     if (outs != small) DF_FREE(outs);
