@@ -292,10 +292,10 @@ df_code df_run_metadata_write_chrome_trace(const df_run_metadata *md, const char
         if (fstat(fd, &sb) || !(S_ISREG(sb.st_mode) || S_ISCHR(sb.st_mode))) {
             close(fd);
             code = df_status_set(st, DF_INVALID_ARGUMENT, "The trace file '%s' is not a regular file", path);
-        } else if (!(f = fdopen(fd, "w"))) {
-            int err = errno;
+        } else {
             close(fd);
-            code = df_status_set(st, DF_UNAVAILABLE, "Cannot write the trace file '%s': %s", path, strerror(err));
+            if (!(f = fopen(path, "w")))
+                code = df_status_set(st, DF_UNAVAILABLE, "Cannot write the trace file '%s': %s", path, strerror(errno));
         }
     }
     if (code) { DF_FREE(devs); DF_FREE(pid); DF_FREE(xfers); return code; }
