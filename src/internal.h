@@ -1419,7 +1419,7 @@ DF_PRIVATE void df__cluster_cancel(struct df__cluster *c);   /* df_session_free:
 DF_PRIVATE df_code df__cluster_open(struct df_session *s, df_status *st);
 DF_PRIVATE df_code df__cluster_register(struct df_session *s, df__plan *plan, df_status *st);
 DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
-                               int n_fetches, df_status *st);
+                               int n_fetches, int timeout_ms, df_status *st);   /* timeout_ms: the run's (0: none) */
 #ifdef DATAFLOW_MPI
 DF_PRIVATE int df__mpi_connect(const char *addr, char *err, size_t en);
 #endif

@@ -606,3 +606,45 @@ DF_TEST(trace_off_options_and_errors) {
     df_session_free(s);
     df_graph_free(g);
 }
+
+/* ---- a session with a worker: its nodes run there and are not recorded; timeout_ms holds ---- */
+static void quiet_log(void *user, const char *line) { (void)user; (void)line; }
+DF_TEST(trace_remote_run_records_no_nodes_and_keeps_its_timeout) {
+    df_worker_options wo;
+    memset(&wo, 0, sizeof wo);
+    wo.log = quiet_log;
+    wo.shutdown = DF_WORKER_SHUTDOWN_ANY;
+    df_status st;
+    df_worker *w = df_worker_start(&wo, &st);
+    CHECK_MSG(w != NULL, "df_worker_start: %s", st.message);
+    if (!w) return;
+    char target[64];
+    snprintf(target, sizeof target, "127.0.0.1:%d", df_worker_port(w));
+    df_graph *g = df_graph_new();
+    df_output init[2] = {df_scalar_i32(g, 0), df_scalar_i32(g, 1)}, outs[2];
+    CHECK_EQ_INT(df_while_loop(g, 2, init, endless_cond, endless_body, NULL, NULL, outs), DF_OK);
+    df_output two = df_mul(g, df_scalar_f32(g, 3), df_scalar_f32(g, 2));
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.target = target;
+    df_session *s = df_session_new(g, &o, &st);
+    CHECK_MSG(s != NULL, "session: %s", st.message);
+    if (s) {
+        df_run_metadata md;
+        memset(&md, 0, sizeof md);
+        df_tensor *out = NULL;
+        CHECK_EQ_INT(df_session_run_with_options(s, &full, NULL, NULL, 0, &two, &out, 1, NULL, 0, &md, &st), DF_OK);
+        CHECK(out && ((float *)df_tensor_data(out))[0] == 6.0f);
+        CHECK_EQ_INT(md.n_nodes, 0);
+        CHECK(md.duration_ns > 0);
+        df_tensor_release(out);
+        out = NULL;
+        df_run_options to = {DF_TRACE_FULL, 200};
+        CHECK_EQ_INT(df_session_run_with_options(s, &to, NULL, NULL, 0, &outs[0], &out, 1, NULL, 0, &md, &st), DF_DEADLINE_EXCEEDED);
+        CHECK(out == NULL && md.duration_ns >= 150000000ll);
+        df_run_metadata_clear(&md);
+        df_session_free(s);
+    }
+    df_graph_free(g);
+    df_worker_stop(w);
+}
