@@ -2,8 +2,9 @@
    JSON): every node whose kernel ran appears once per execution (a loop's body once per
    iteration with its frame and iteration, a cond's untaken branch not at all), intervals nest on
    every thread, Send/Recv pairs of a two-device run share a flow id, bytes a MatMul allocated,
-   the JSON file parses (a small JSON reader here), errors give a status, and metadata reused
-   across runs frees its old trace. */
+   the JSON file parses (a small JSON reader here), errors give a status, metadata reused
+   across runs frees its old trace, and a run on a worker (whose nodes are not recorded) keeps
+   its own timeout_ms. */
 #include "harness.h"
 #include <stdint.h>
 
