@@ -183,6 +183,22 @@ check_dfrun() {
         { echo "dfrun let a graph write ../escaped.ckpt outside the current directory (exit $rc):"; cat $d/save.err; return 1; }
     (cd $d/run && ../../dfrun ../save.pb --fetch out --data-dir / >/dev/null 2>../save.err) && [ -s $d/escaped.ckpt ] ||
         { echo "dfrun --data-dir / did not let the graph write ../escaped.ckpt:"; cat $d/save.err; return 1; }
+    # --trace: a Chrome trace JSON of the last run, its brackets balanced, X events for the nodes
+    # and as many flow starts as ends (Sends to Recvs between the two devices); a bad path is
+    # one error line before any run
+    (cd $d/run && ../../dfrun ../small.pb --fetch out --devices cpu:2 --repeat 2 --trace ../trace.json >/dev/null 2>../trace.err) ||
+        { echo "dfrun --trace failed:"; cat $d/trace.err; return 1; }
+    local t=$d/trace.json br
+    br=$(tr -cd '{}[]' <$t)
+    [ "$(printf %s "$br" | tr -cd '{' | wc -c)" -eq "$(printf %s "$br" | tr -cd '}' | wc -c)" ] &&
+    [ "$(printf %s "$br" | tr -cd '[' | wc -c)" -eq "$(printf %s "$br" | tr -cd ']' | wc -c)" ] &&
+    head -c 16 $t | grep -q '^{"traceEvents":\[' && tail -n 1 $t | grep -q '^\],"displayTimeUnit":"ns"}$' &&
+    [ "$(grep -c '"ph":"X".*"pid":1,' $t)" -ge 5 ] && [ "$(grep -c '"ph":"s"' $t)" -ge 5 ] &&
+    [ "$(grep -c '"ph":"s"' $t)" -eq "$(grep -c '"ph":"f"' $t)" ] && grep -q '"name":"process_name"' $t ||
+        { echo "dfrun --trace wrote a trace that is not what it should be:"; head -c 2000 $t; return 1; }
+    (cd $d/run && ../../dfrun ../small.pb --fetch out --trace /nonexistent-dir/t.json >/dev/null 2>../trace.err); rc=$?
+    [ $rc -eq 1 ] && [ "$(wc -l <$d/trace.err)" -eq 1 ] && grep -q '^dfrun: --trace: ' $d/trace.err ||
+        { echo "dfrun --trace to a missing directory: exit $rc:"; cat $d/trace.err; return 1; }
 }
 
 # dfworker: a bad option is one "dfworker: ..." line and exit 2; --port 0 listens on a free

@@ -56,29 +56,30 @@
     48. src/cuda_graphs.c: CUDA graphs (df_session_options.cuda_graphs) ........... >>cugraph
     49. src/passes.c: Graph optimisation passes .................................. >>optimize
     50. src/run.c: The run pipeline ................................................... >>run
-    51. src/dot.c: Graphviz pictures .................................................. >>dot
-    52. src/protobuf.c: Protocol buffers: a bounded reader and writer ............ >>protobuf
-    53. src/graphdef/parse.c: GraphDef parsing ................................... >>graphdef
-    54. src/graphdef/library.c: GraphDef function library ....................... >>gdlibrary
-    55. src/graphdef/import.c: GraphDef import ................................... >>gdimport
-    56. src/graphdef/export.c: GraphDef export ................................... >>gdexport
-    57. src/npy.c: NumPy .npy files ................................................... >>npy
-    58. src/fileguard.c: Files a graph names, kept inside the session's data dir  >>fileguard
-    59. src/checkpoint.c: String tensors, checkpoints and the saver ............ >>checkpoint
-    60. src/summary.c: Event files for TensorBoard (the summary writer, the record reader)  >>summary
-    61. src/kernels/summary_ops.c: Summary ops and histograms (TensorBoard) .... >>summaryops
-    62. src/queue.c: Queues ......................................................... >>queue
-    63. src/kernels/accumulator.c: Gradient accumulators (synchronous replicas)  >>accumulator
-    64. src/kernels/tensor_list.c: TensorList and Optional ops (DF_VARIANT) .... >>tensorlist
-    65. src/kernels/gpu.c: GPU kernels ......................................... >>gpukernels
-    66. src/op_table.c: The op table .............................................. >>optable
-    67. src/api.c: Public op wrappers ................................................. >>api
-    68. src/helpers.c: typed graph-building helpers for common ops ................ >>helpers
-    69. src/seq.c: Tensor arrays and loops over sequences ............................. >>seq
-    70. src/net/wire.c: Workers and the wire: frames and payloads ..................... >>net
-    71. src/net/worker.c: The worker ............................................... >>worker
-    72. src/net/remote.c: Sessions with workers .................................... >>remote
-    73. src/net/mpi.c: The MPI transport .............................................. >>mpi
+    51. src/trace.c: Run traces (RunOptions.trace_level, RunMetadata.step_stats) .... >>trace
+    52. src/dot.c: Graphviz pictures .................................................. >>dot
+    53. src/protobuf.c: Protocol buffers: a bounded reader and writer ............ >>protobuf
+    54. src/graphdef/parse.c: GraphDef parsing ................................... >>graphdef
+    55. src/graphdef/library.c: GraphDef function library ....................... >>gdlibrary
+    56. src/graphdef/import.c: GraphDef import ................................... >>gdimport
+    57. src/graphdef/export.c: GraphDef export ................................... >>gdexport
+    58. src/npy.c: NumPy .npy files ................................................... >>npy
+    59. src/fileguard.c: Files a graph names, kept inside the session's data dir  >>fileguard
+    60. src/checkpoint.c: String tensors, checkpoints and the saver ............ >>checkpoint
+    61. src/summary.c: Event files for TensorBoard (the summary writer, the record reader)  >>summary
+    62. src/kernels/summary_ops.c: Summary ops and histograms (TensorBoard) .... >>summaryops
+    63. src/queue.c: Queues ......................................................... >>queue
+    64. src/kernels/accumulator.c: Gradient accumulators (synchronous replicas)  >>accumulator
+    65. src/kernels/tensor_list.c: TensorList and Optional ops (DF_VARIANT) .... >>tensorlist
+    66. src/kernels/gpu.c: GPU kernels ......................................... >>gpukernels
+    67. src/op_table.c: The op table .............................................. >>optable
+    68. src/api.c: Public op wrappers ................................................. >>api
+    69. src/helpers.c: typed graph-building helpers for common ops ................ >>helpers
+    70. src/seq.c: Tensor arrays and loops over sequences ............................. >>seq
+    71. src/net/wire.c: Workers and the wire: frames and payloads ..................... >>net
+    72. src/net/worker.c: The worker ............................................... >>worker
+    73. src/net/remote.c: Sessions with workers .................................... >>remote
+    74. src/net/mpi.c: The MPI transport .............................................. >>mpi
 */
 
 /* C only: C++ refuses a goto past an initialized declaration, _Thread_local and implicit
@@ -1416,6 +1417,7 @@ typedef struct df__step {
     pthread_cond_t done_cv;
 #endif
     int done;
+    struct df__trace *trace;         /* a traced run's recorder (src/trace.c); NULL: not traced */
 } df__step;
 
 /* ---- from src/placer.c ---- */
@@ -2182,7 +2184,7 @@ static void df__cluster_cancel(struct df__cluster *c);   /* df_session_free: run
 static df_code df__cluster_open(struct df_session *s, df_status *st);
 static df_code df__cluster_register(struct df_session *s, df__plan *plan, df_status *st);
 static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
-                               int n_fetches, df_status *st);
+                               int n_fetches, int timeout_ms, df_status *st);   /* timeout_ms: the run's (0: none) */
 #ifdef DATAFLOW_MPI
 static int df__mpi_connect(const char *addr, char *err, size_t en);
 #endif
@@ -2464,6 +2466,37 @@ static void df__k_tensor_summary_v2(df__kctx *c);
 static void df__pbw_f64(df__pbw *w, uint32_t field, double v);
 static void df__pbw_f32(df__pbw *w, uint32_t field, float v);
 /* ---- ops (issue 30): end ---- */
+/* ---- trace (issue 30): begin ---- */
+/* from src/trace.c: a run's trace as it is recorded, shared by every partition of the run.
+   Records are raw (pointers into the plan, which outlives the run) until df__trace_finish
+   copies them into a df_run_metadata. Appends take the spinlock (only under tracing). */
+typedef struct df__trace_rec {
+    const df_node *node;
+    const df__device *dev;
+    const char *frame;               /* the static frame's name (the plan's), NULL for the root */
+    int64_t iter, start, end, bytes; /* start/end: monotonic ns */
+    uint64_t flow, tid;              /* tid: the thread's process-wide number (df__trace_tid) */
+    int kind;
+} df__trace_rec;
+typedef struct df__trace_chunk { struct df__trace_chunk *next; int n; df__trace_rec v[1024]; } df__trace_chunk;
+typedef struct df__trace {
+    df__spin lock;
+    int64_t t0;                      /* monotonic ns when the run began */
+    int64_t start_unix_us;
+    df__trace_chunk *head, *tail;    /* the records in chunks (nothing is moved as they grow) */
+    int64_t n;
+    int oom;
+    uint64_t caller_tid;
+} df__trace;
+static int64_t df__trace_now(void);
+static uint64_t df__trace_tid(void);
+static void df__trace_add(df__trace *tr, const df__trace_rec *r);
+/* Bytes the outputs of a node newly allocated: outputs that own their buffer, hold their only
+   reference and whose data is none of the inputs' (in_data, taken before the kernel ran). */
+static int64_t df__trace_bytes(df_tensor *const *outs, int n_out, void *const *in_data, int n_in);
+static void df__trace_begin(df__trace *tr);
+static df_code df__trace_finish(df__trace *tr, df_run_metadata *md, df_status *st);
+/* ---- trace (issue 30): end ---- */
 /* ==========================================================================================
    src/bfc.c: The BFC allocator                                                         >>bfc
    Best fit with coalescing, as TensorFlow's: memory in 256-byte units carved from regions;
@@ -21894,7 +21927,7 @@ static int df__item_expensive(const df__step *s, const df__tagged *t) {
 
 /* TF's ProcessOutputs checks on what a kernel made: every needed output (bit i of need) present,
    every output of its declared dtype. */
-static df_code df__check_outputs(const df_node *n, df_tensor *const *outs, int n_out, uint32_t need, df_status *st) {
+DF__HOT_INLINE df_code df__check_outputs(const df_node *n, df_tensor *const *outs, int n_out, uint32_t need, df_status *st) {
     for (int i = 0; i < n_out; i++) {
         const df_tensor *o = outs[i];
         if (o ? o->dtype == n->out_types[i] : !(need >> DF__MIN(i, 31) & 1)) continue;
@@ -21909,7 +21942,7 @@ static df_code df__check_outputs(const df_node *n, df_tensor *const *outs, int n
    step. Feed and fetch items move values in and out; a fetch runs even when dead, to report it,
    and so do Send and Recv, to carry the dead bit. Returns 0 when a Recv waits for its value
    (the node stays outstanding until its wake), else 1. A Recv whose value is dead marks t dead. */
-static int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
+DF__HOT_INLINE int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
     const df__xitem *item = &s->x->items[t->item];
     df_tensor **in = t->iter->entries + item->input_start;
     if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) {   /* read without the step lock */
@@ -21983,6 +22016,70 @@ static int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
     return 1;
 }
 
+/* ---- run traces (src/trace.c keeps them): only a traced run (s->trace set) comes here ----
+   What one item's record needs from before its kernel ran: the time, and its inputs' buffers
+   (an output on one of them was forwarded, not allocated). Feeds, fetches, items of an aborted
+   step and dead nodes (whose kernels do not run; Send and Recv run either way) are not recorded. */
+typedef struct df__trace_pre { int64_t start; int on, n_in; void *small[8]; void **in; } df__trace_pre;
+#if defined(__GNUC__) || defined(__clang__)
+#define DF__TRACE_COLD __attribute__((noinline, cold))
+#else
+#define DF__TRACE_COLD
+#endif
+static DF__TRACE_COLD void df__trace_before(const df__step *s, const df__tagged *t, df__trace_pre *p) {
+    const df__xitem *item = &s->x->items[t->item];
+    p->on = !__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE) && item->kind != DF__X_FEED && item->kind != DF__X_FETCH &&
+            (!t->dead || (item->flags & DF__XF_TRANSFER));
+    p->n_in = 0;
+    p->in = p->small;
+    if (!p->on) return;
+    df_tensor *const *in = t->iter->entries + item->input_start;
+    if (item->n_inputs > 8 && !(p->in = (void **)DF_MALLOC((size_t)item->n_inputs * sizeof(void *)))) p->in = p->small;
+    else p->n_in = item->n_inputs;
+    for (int i = 0; i < p->n_in; i++) p->in[i] = in[i] ? in[i]->data : NULL;
+    p->start = df__trace_now();
+}
+/* One record: the item t of step s ran from start to end on this thread. */
+static void df__trace_item(df__step *s, const df__tagged *t, int64_t start, int64_t end, int64_t bytes) {
+    const df__xitem *item = &s->x->items[t->item];
+    const df__iter *it = t->iter;
+    df__trace_rec r;
+    r.node = item->node;
+    r.dev = s->device;
+    r.frame = it->frame->sf ? s->x->frames[it->frame->sf].name : NULL;
+    r.iter = it->num;
+    r.start = start;
+    r.end = end;
+    r.bytes = bytes;
+    r.tid = df__trace_tid();
+    r.kind = DF_TRACE_OP;
+    r.flow = 0;
+    if (item->flags & DF__XF_TRANSFER) {   /* a Send and its Recv meet under (key, frame, iteration) */
+        r.kind = item->kernel == df__k_send ? DF_TRACE_SEND : DF_TRACE_RECV;
+        r.flow = df__hash_mix(df__hash_mix((uint64_t)(uint32_t)item->aux, it->frame->id), (uint64_t)it->num);
+        if (!r.flow) r.flow = 1;
+    }
+    df__trace_add(s->trace, &r);
+}
+/* After df__run_item: a record unless the item waits (a Recv, a queue op: recorded when resumed). */
+static DF__TRACE_COLD void df__trace_after(df__step *s, const df__tagged *t, df_tensor **outs, int ran, df__trace_pre *p) {
+    if (p->on && ran) {
+        int64_t end = df__trace_now();
+        const df__xitem *item = &s->x->items[t->item];
+        df__trace_item(s, t, p->start, end, df__trace_bytes(outs, item->n_outputs, (void *const *)p->in, p->n_in));
+    }
+    if (p->in != p->small) DF_FREE(p->in);
+}
+/* df__run_item of a traced step (df__run_item is inlined here and in the batch loop, so an
+   untraced run pays one test of a register per node). */
+static DF__TRACE_COLD int df__run_item_traced(df__step *s, df__tagged *t, df_tensor **outs) {
+    df__trace_pre pre;
+    df__trace_before(s, t, &pre);
+    int ran = df__run_item(s, t, outs);
+    df__trace_after(s, t, outs, ran, &pre);
+    return ran;
+}
+
 static void df__step_finish(df__step *s) {
 #ifndef DF_NO_THREADS
     if (s->threaded) {
@@ -22049,6 +22146,7 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first,
     df__readyq q = {local, 0, 0, 32, local};
     df_tensor *small[16] = {NULL}, **outs = small;
     int outs_cap = 16;
+    df__trace *const traced = s->trace;                 /* (NULL but for a traced run) */
     df__tls_wakes.depth++;
     for (int i = 0; i < n_first; i++)
         if (!df__readyq_push(&q, first[i])) {        /* drop the rest; the step ends with the error */
@@ -22075,7 +22173,8 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first,
             }
         }
         if (item->n_outputs > outs_cap) df__step_oom(s, "output array", 0);
-        else if (!df__run_item(s, &t, outs)) continue;      /* a Recv waits for its value */
+        else if (DF__LIKELY(traced == NULL) ? !df__run_item(s, &t, outs) : !df__run_item_traced(s, &t, outs))
+            continue;                                       /* a Recv waits for its value */
         df__node_done(s, &t, outs, &q);
     }
     if (outs != small) DF_FREE(outs);
@@ -22087,6 +22186,7 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first,
    step, on this thread. (Only a step of a partitioned run has a group.) */
 static void df__resume(df__wake *w) {
     df__step *s = w->step;
+    int64_t trace_start = DF__UNLIKELY(s->trace != NULL) ? df__trace_now() : 0;
     __atomic_add_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
     if (s->group) {
         __atomic_sub_fetch(&s->group->pending_wakes, 1, __ATOMIC_ACQ_REL);
@@ -22102,6 +22202,10 @@ static void df__resume(df__wake *w) {
         int devmem = s->x->host_out && !(s->x->host_out[t.item] & 1);
         if (!(outs[0] = df__recv_to_device(s, devmem, w->t, &st))) { df__step_error_local(s, &st); t.dead = 1; }
     }
+    if (DF__UNLIKELY(s->trace != NULL) && !w->failed && !__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE))
+        /* a waiting Recv (or queue op) is recorded once, when its value arrives: from then to
+           here (a copy into device memory), on this thread; its wait is the gap since its Send */
+        df__trace_item(s, &t, trace_start, df__trace_now(), outs[0] && outs[0] != w->t ? (int64_t)outs[0]->nbytes : 0);
     df__process_batch(s, NULL, 0, &t, w->outs ? w->outs : outs);
     DF_FREE(w->outs);
     df__step_task_done(s);
@@ -26195,8 +26299,8 @@ static df__plan *df__plan_build_lowered(df_session *ss, const df_output *feeds, 
 
 /* Runs a plan: one executor on the calling thread, or every partition together. */
 static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
-                            int n_fetches, const char *files_node, df_status *st) {
-    if (s->cluster) return df__cluster_run(s, plan, feed_values, fetch_values, n_fetches, st);
+                            int n_fetches, const char *files_node, int timeout_ms, df__trace *trace, df_status *st) {
+    if (s->cluster) return df__cluster_run(s, plan, feed_values, fetch_values, n_fetches, timeout_ms, st);
     if (!plan->owns_graphs) {
         df__step step;
         memset(&step, 0, sizeof step);
@@ -26206,8 +26310,9 @@ static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *fee
         step.feeds = feed_values;
         step.fetches = fetch_values;
         step.ipool = s->ipool;
-        df__step_set_deadline(&step, s->opts.run_timeout_ms);
+        df__step_set_deadline(&step, timeout_ms);
         step.files_node = files_node;
+        step.trace = trace;
 #ifndef DF_NO_THREADS
         step.pool = s->pool;
         step.threaded = s->pool != NULL;
@@ -26242,8 +26347,9 @@ static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *fee
         step->group = &g;
         step->home = &g.steps[0];
         step->ipool = s->ipool;
-        df__step_set_deadline(step, s->opts.run_timeout_ms);
+        df__step_set_deadline(step, timeout_ms);
         step->files_node = files_node;
+        step->trace = trace;
 #ifndef DF_NO_THREADS
         step->pool = s->pool;
         step->threaded = s->pool != NULL;
@@ -26298,9 +26404,54 @@ df_code df_session_run(df_session *s, const df_output *feeds, df_tensor *const *
                        df_node *const *targets, int n_targets, df_status *st) {
     return df__session_run_files(s, feeds, feed_values, n_feeds, fetches, fetch_values, n_fetches, targets, n_targets, NULL, st);
 }
+/* A run: timeout_ms < 0 is the session's run_timeout_ms; trace (NULL: none) records the nodes. */
+static df_code df__session_run_ex(df_session *s, const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
+                                  const df_output *fetches, df_tensor **fetch_values, int n_fetches,
+                                  df_node *const *targets, int n_targets, const char *file_node, int timeout_ms,
+                                  df__trace *trace, df_status *st);
 static df_code df__session_run_files(df_session *s, const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
                                          const df_output *fetches, df_tensor **fetch_values, int n_fetches,
                                          df_node *const *targets, int n_targets, const char *file_node, df_status *st) {
+    return df__session_run_ex(s, feeds, feed_values, n_feeds, fetches, fetch_values, n_fetches, targets, n_targets, file_node,
+                              -1, NULL, st);
+}
+df_code df_session_run_with_options(df_session *s, const df_run_options *ro,
+                                    const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
+                                    const df_output *fetches, df_tensor **fetch_values, int n_fetches,
+                                    df_node *const *targets, int n_targets, df_run_metadata *md, df_status *st) {
+    df_status local;
+    if (!st) st = &local;
+    df_status_clear(st);
+    df_run_metadata_clear(md);
+    int level = ro ? ro->trace_level : DF_TRACE_NONE, timeout_ms = ro && ro->timeout_ms ? ro->timeout_ms : -1;
+    if (ro && (ro->trace_level < DF_TRACE_NONE || ro->trace_level > DF_TRACE_FULL))
+        return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_run_with_options: trace_level %d is not one of DF_TRACE_NONE..DF_TRACE_FULL",
+                             ro->trace_level);
+    if (ro && ro->timeout_ms < 0)
+        return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_run_with_options: timeout_ms %d is negative", ro->timeout_ms);
+    if (level == DF_TRACE_NONE || !md)
+        return df__session_run_ex(s, feeds, feed_values, n_feeds, fetches, fetch_values, n_fetches, targets, n_targets, NULL,
+                                  timeout_ms, NULL, st);
+    df__trace *tr = (df__trace *)DF_MALLOC(sizeof *tr);
+    if (!tr) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory starting a traced run");
+    df__trace_begin(tr);
+    df_code code = df__session_run_ex(s, feeds, feed_values, n_feeds, fetches, fetch_values, n_fetches, targets, n_targets,
+                                      NULL, timeout_ms, tr, st);
+    /* (the metadata of a failed run holds what ran before the error) */
+    df_status mst;
+    df_status_clear(&mst);
+    if (df__trace_finish(tr, md, &mst) != DF_OK && code == DF_OK) {
+        *st = mst;
+        code = mst.code;
+        for (int i = 0; i < n_fetches; i++) { df_tensor_release(fetch_values[i]); fetch_values[i] = NULL; }
+    }
+    DF_FREE(tr);
+    return code;
+}
+static df_code df__session_run_ex(df_session *s, const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
+                                  const df_output *fetches, df_tensor **fetch_values, int n_fetches,
+                                  df_node *const *targets, int n_targets, const char *file_node, int timeout_ms,
+                                  df__trace *trace, df_status *st) {
     df_status local;
     if (!st) st = &local;
     df_status_clear(st);
@@ -26373,7 +26524,8 @@ static df_code df__session_run_files(df_session *s, const df_output *feeds, df_t
     DF_FREE(key.s);
     __atomic_store_n(&s->last_plan, plan, __ATOMIC_RELEASE);
     __atomic_add_fetch(&s->runs_in_flight, 1, __ATOMIC_ACQ_REL);
-    df_code code = df__run_plan(s, plan, feed_values, fetch_values, n_fetches, file_node, st);
+    df_code code = df__run_plan(s, plan, feed_values, fetch_values, n_fetches, file_node,
+                                timeout_ms < 0 ? s->opts.run_timeout_ms : timeout_ms, trace, st);
     __atomic_store_n(&s->ran, 1, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&s->runs_in_flight, 1, __ATOMIC_ACQ_REL);
     for (int i = 0; code == DF_OK && i < n_fetches; i++)
@@ -26384,6 +26536,368 @@ static df_code df__session_run_files(df_session *s, const df_output *feeds, df_t
     if (code != DF_OK)
         for (int i = 0; i < n_fetches; i++) { df_tensor_release(fetch_values[i]); fetch_values[i] = NULL; }
     return code;
+}
+/* ==========================================================================================
+   src/trace.c: Run traces (RunOptions.trace_level, RunMetadata.step_stats)          >>trace
+   A traced run (df_session_run_with_options, trace_level above NONE) gives every step of the
+   run one df__trace (df__step.trace; NULL otherwise, so an untraced run pays one predicted
+   branch per node). The executor (src/executor.c) appends a record per node whose kernel ran:
+     node, op, device  the step's device
+     thread            a number per thread of the process, taken on first use (thread-local);
+                       renumbered per run when the metadata is built: the caller's thread 0, the
+                       others 1, 2, ... in order of their first record
+     start, end        monotonic ns around the kernel, made relative to the run's start here
+     frame, iter       the iteration's static frame name ("" for the root) and number
+     bytes             bytes of outputs that own a buffer of their own, hold their only
+                       reference and are none of the inputs' buffers (forwarded inputs, views,
+                       constants and variables' values are not counted)
+     kind, flow        Send/Recv: a hash of the rendezvous key number, frame id and iteration,
+                       which the two share (non-zero)
+   Not recorded: feeds and fetches (the run's own input and output items), dead nodes (their
+   kernels do not run; Send and Recv run either way and are), nodes of an aborted step. A Recv
+   (or a queue op) that waits is recorded once, when its value arrives, on the thread that
+   resumes it: its interval is the hand-over (a copy into device memory, if any), so intervals
+   nest on every thread; the wait is the gap from its Send, drawn as a flow. Remote partitions
+   (a session with a target) run on the workers and are not recorded (the master runs none).
+   Appends take a spinlock (traced runs only). df__trace_finish copies the records into a
+   df_run_metadata, ordered by start, the strings in a table of the metadata's own (priv).
+   df_run_metadata_write_chrome_trace writes the Chrome trace event format.
+   ========================================================================================== */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static uint64_t df__trace_next_tid;
+#ifndef DF_NO_THREADS
+static _Thread_local uint64_t df__trace_my_tid;
+#else
+static uint64_t df__trace_my_tid;
+#endif
+
+static int64_t df__trace_now(void) {
+    struct timespec ts;
+#ifdef CLOCK_MONOTONIC
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+#else
+    timespec_get(&ts, TIME_UTC);
+#endif
+    return (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
+}
+static uint64_t df__trace_tid(void) {
+    if (!df__trace_my_tid) df__trace_my_tid = __atomic_add_fetch(&df__trace_next_tid, 1, __ATOMIC_RELAXED);
+    return df__trace_my_tid;
+}
+static void df__trace_add(df__trace *tr, const df__trace_rec *r) {
+    df__spin_lock(&tr->lock);
+    df__trace_chunk *c = tr->tail;
+    if (!c || c->n == (int)(sizeof c->v / sizeof c->v[0])) {
+        if (tr->n >= INT32_MAX - 1 || !(c = (df__trace_chunk *)DF_MALLOC(sizeof *c))) { tr->oom = 1; c = NULL; }
+        else {
+            c->next = NULL;
+            c->n = 0;
+            if (tr->tail) tr->tail->next = c;
+            else tr->head = c;
+            tr->tail = c;
+        }
+    }
+    if (c) { c->v[c->n++] = *r; tr->n++; }
+    df__spin_unlock(&tr->lock);
+}
+static int64_t df__trace_bytes(df_tensor *const *outs, int n_out, void *const *in_data, int n_in) {
+    int64_t bytes = 0;
+    for (int i = 0; i < n_out; i++) {
+        const df_tensor *o = outs[i];
+        if (!o || o->base || o->ref || !o->alloc || !o->data || !o->nbytes || __atomic_load_n(&o->refs, __ATOMIC_ACQUIRE) != 1)
+            continue;
+        int seen = 0;
+        for (int k = 0; k < n_in && !seen; k++) seen = in_data[k] == o->data;
+        for (int k = 0; k < i && !seen; k++) seen = outs[k] == o;
+        if (!seen) bytes += (int64_t)o->nbytes;
+    }
+    return bytes;
+}
+static void df__trace_begin(df__trace *tr) {
+    memset(tr, 0, sizeof *tr);
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    tr->start_unix_us = (int64_t)ts.tv_sec * 1000000 + (int64_t)ts.tv_nsec / 1000;
+    tr->caller_tid = df__trace_tid();
+    tr->t0 = df__trace_now();
+}
+
+/* The metadata's strings: copied once per source pointer (a node's name, a device's, a frame's:
+   each stays put while the plan lives) into chunks of the metadata's own. */
+typedef struct df__md_chunk { struct df__md_chunk *next; size_t used, size; char data[]; } df__md_chunk;
+typedef struct df__md_priv { const char **keys, **vals; int cap, count; df__md_chunk *chunks; } df__md_priv;
+static const char *df__md_copy(df__md_priv *p, const char *s) {
+    size_t n = strlen(s) + 1;
+    df__md_chunk *c = p->chunks;
+    if (!c || c->size - c->used < n) {
+        size_t size = n > 65536 ? n : 65536;
+        if (!(c = (df__md_chunk *)DF_MALLOC(sizeof *c + size))) return NULL;
+        c->next = p->chunks;
+        c->used = 0;
+        c->size = size;
+        p->chunks = c;
+    }
+    char *d = c->data + c->used;
+    memcpy(d, s, n);
+    c->used += n;
+    return d;
+}
+static size_t df__md_slot(const df__md_priv *p, const char *s) {
+    size_t i = (size_t)(((uint64_t)(uintptr_t)s * 0x9e3779b97f4a7c15ull) >> 20) & (size_t)(p->cap - 1);
+    while (p->keys[i] && p->keys[i] != s) i = (i + 1) & (size_t)(p->cap - 1);
+    return i;
+}
+static const char *df__md_str(df__md_priv *p, const char *s) {
+    if (!s) s = "";
+    if ((p->count + 1) * 2 > p->cap) {
+        df__md_priv bigger = *p;
+        bigger.cap = p->cap ? p->cap * 2 : 256;
+        bigger.keys = (const char **)DF_MALLOC((size_t)bigger.cap * sizeof(char *));
+        bigger.vals = (const char **)DF_MALLOC((size_t)bigger.cap * sizeof(char *));
+        if (!bigger.keys || !bigger.vals || p->cap > INT32_MAX / 4) { DF_FREE(bigger.keys); DF_FREE(bigger.vals); return NULL; }
+        memset(bigger.keys, 0, (size_t)bigger.cap * sizeof(char *));
+        for (int i = 0; i < p->cap; i++)
+            if (p->keys[i]) {
+                size_t k = df__md_slot(&bigger, p->keys[i]);
+                bigger.keys[k] = p->keys[i];
+                bigger.vals[k] = p->vals[i];
+            }
+        DF_FREE(p->keys); DF_FREE(p->vals);
+        *p = bigger;
+    }
+    size_t i = df__md_slot(p, s);
+    if (p->keys[i]) return p->vals[i];
+    const char *c = df__md_copy(p, s);
+    if (!c) return NULL;
+    p->keys[i] = s;
+    p->vals[i] = c;
+    p->count++;
+    return c;
+}
+static void df__md_priv_free(df__md_priv *p) {
+    if (!p) return;
+    for (df__md_chunk *c = p->chunks, *n; c; c = n) { n = c->next; DF_FREE(c); }
+    DF_FREE(p->keys); DF_FREE(p->vals);
+    DF_FREE(p);
+}
+
+void df_run_metadata_clear(df_run_metadata *md) {
+    if (!md) return;
+    DF_FREE(md->nodes);
+    df__md_priv_free((df__md_priv *)md->priv);
+    memset(md, 0, sizeof *md);
+}
+
+static int df__node_trace_cmp(const void *a, const void *b) {
+    const df_node_trace *x = (const df_node_trace *)a, *y = (const df_node_trace *)b;
+    if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
+    if (x->end_ns != y->end_ns) return x->end_ns > y->end_ns ? -1 : 1;     /* the enclosing one first */
+    return x->thread < y->thread ? -1 : x->thread > y->thread;
+}
+static void df__trace_free_chunks(df__trace *tr) {
+    for (df__trace_chunk *c = tr->head, *n; c; c = n) { n = c->next; DF_FREE(c); }
+    tr->head = tr->tail = NULL;
+    tr->n = 0;
+}
+
+/* Fills md (cleared by the caller) from the records and frees them: ordered by start (a run on
+   one thread records in that order already), threads numbered by their first record. */
+static df_code df__trace_finish(df__trace *tr, df_run_metadata *md, df_status *st) {
+    int64_t end = df__trace_now();
+    md->start_unix_us = tr->start_unix_us;
+    md->duration_ns = end - tr->t0;
+    df_code code = DF_OK;
+    df__md_priv *p = (df__md_priv *)DF_MALLOC(sizeof *p);
+    uint64_t *tids = (uint64_t *)DF_MALLOC(sizeof(uint64_t) * 8);
+    int *renum = NULL;
+    int n_tids = 1, cap_tids = 8, sorted = 1;
+    if (p) memset(p, 0, sizeof *p);
+    md->priv = p;
+    if (!p || !tids || tr->oom) goto oom;
+    tids[0] = tr->caller_tid;
+    if (tr->n && !(md->nodes = (df_node_trace *)DF_MALLOC((size_t)tr->n * sizeof(df_node_trace)))) goto oom;
+    int i = 0;
+    for (const df__trace_chunk *c = tr->head; c; c = c->next)
+        for (int k = 0; k < c->n; k++, i++) {
+            const df__trace_rec *r = &c->v[k];
+            df_node_trace *o = &md->nodes[i];
+            int th = 0;
+            while (th < n_tids && tids[th] != r->tid) th++;
+            if (th == n_tids) {
+                if (!df__grow(&tids, &cap_tids, n_tids + 1, sizeof *tids)) goto oom;
+                tids[n_tids++] = r->tid;
+            }
+            o->node = df__md_str(p, r->node ? r->node->name : "?");
+            o->op = df__md_str(p, r->node ? r->node->op->name : "?");
+            o->device = df__md_str(p, r->dev ? r->dev->name : "?");
+            o->frame = df__md_str(p, r->frame);
+            if (!o->node || !o->op || !o->device || !o->frame) goto oom;
+            o->thread = th;                  /* (for now: the order threads were met in) */
+            o->start_ns = r->start - tr->t0;
+            o->end_ns = r->end - tr->t0;
+            o->iter = r->iter;
+            o->bytes = r->bytes;
+            o->kind = r->kind;
+            o->flow = r->flow;
+            if (i && df__node_trace_cmp(&md->nodes[i - 1], o) > 0) sorted = 0;
+            md->n_nodes = i + 1;
+        }
+    if (!sorted) qsort(md->nodes, (size_t)md->n_nodes, sizeof *md->nodes, df__node_trace_cmp);
+    /* the caller's thread 0, the others 1, 2, ... as they first appear */
+    if (!(renum = (int *)DF_MALLOC((size_t)n_tids * sizeof(int)))) goto oom;
+    for (int k = 1; k < n_tids; k++) renum[k] = -1;
+    renum[0] = 0;
+    int next = 1;
+    for (int k = 0; k < md->n_nodes; k++) {
+        int *r = &renum[md->nodes[k].thread];
+        if (*r < 0) *r = next++;
+        md->nodes[k].thread = *r;
+    }
+    goto done;
+oom:
+    code = df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory recording the run's trace");
+done:
+    DF_FREE(tids);
+    DF_FREE(renum);
+    df__trace_free_chunks(tr);
+    return code;
+}
+
+/* ---- Chrome trace event format (JSON) ---- */
+static void df__json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++) {
+        if (*c == '"' || *c == '\\') { fputc('\\', f); fputc(*c, f); }
+        else if (*c == '\n') fputs("\\n", f);
+        else if (*c == '\t') fputs("\\t", f);
+        else if (*c == '\r') fputs("\\r", f);
+        else if (*c < 0x20 || *c == 0x7f) fprintf(f, "\\u%04x", *c);
+        else fputc(*c, f);   /* (UTF-8 passes through as it is) */
+    }
+    fputc('"', f);
+}
+/* ns as microseconds with their fraction, exactly */
+static void df__json_us(FILE *f, int64_t ns) {
+    if (ns < 0) { fputc('-', f); ns = -ns; }
+    fprintf(f, "%lld.%03lld", (long long)(ns / 1000), (long long)(ns % 1000));
+}
+static int df__flow_cmp(const void *a, const void *b) {
+    const df_node_trace *x = *(const df_node_trace *const *)a, *y = *(const df_node_trace *const *)b;
+    if (x->flow != y->flow) return x->flow < y->flow ? -1 : 1;
+    if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;   /* the Send first */
+    return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+static int df__dev_index(const char **devs, int n_devs, const char *d) {
+    for (int i = 0; i < n_devs; i++) if (!strcmp(devs[i], d)) return i;
+    return -1;
+}
+
+df_code df_run_metadata_write_chrome_trace(const df_run_metadata *md, const char *path, df_status *st) {
+    df_status local;
+    if (!st) st = &local;
+    df_status_clear(st);
+    if (!md) return df_status_set(st, DF_INVALID_ARGUMENT, "df_run_metadata_write_chrome_trace: metadata is NULL");
+    if (!path || !*path) return df_status_set(st, DF_INVALID_ARGUMENT, "df_run_metadata_write_chrome_trace: path is NULL or empty");
+    if (md->n_nodes < 0 || (md->n_nodes && !md->nodes))
+        return df_status_set(st, DF_INVALID_ARGUMENT, "df_run_metadata_write_chrome_trace: the metadata has no nodes array");
+    int n = md->n_nodes, n_devs = 0;
+    const char **devs = (const char **)DF_MALLOC(((size_t)n + 1) * sizeof(char *));
+    int *pid = (int *)DF_MALLOC(((size_t)n + 1) * sizeof(int));
+    const df_node_trace **xfers = (const df_node_trace **)DF_MALLOC(((size_t)n + 1) * sizeof(df_node_trace *));
+    if (!devs || !pid || !xfers) {
+        DF_FREE(devs); DF_FREE(pid); DF_FREE(xfers);
+        return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory writing a trace");
+    }
+    int n_xfers = 0;
+    for (int i = 0; i < n; i++) {
+        const char *d = md->nodes[i].device ? md->nodes[i].device : "?";
+        int k = df__dev_index(devs, n_devs, d);
+        if (k < 0) { k = n_devs; devs[n_devs++] = d; }
+        pid[i] = k;
+        if (md->nodes[i].kind != DF_TRACE_OP && md->nodes[i].flow) xfers[n_xfers++] = &md->nodes[i];
+    }
+    /* open: a regular file (or a character device such as /dev/null); never a FIFO left waiting */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK, 0644);
+    FILE *f = NULL;
+    df_code code = DF_OK;
+    if (fd < 0) {
+        code = df_status_set(st, DF_INVALID_ARGUMENT, "Cannot open the trace file '%s' for writing: %s", path, strerror(errno));
+    } else {
+        struct stat sb;
+        if (fstat(fd, &sb) || !(S_ISREG(sb.st_mode) || S_ISCHR(sb.st_mode))) {
+            close(fd);
+            code = df_status_set(st, DF_INVALID_ARGUMENT, "The trace file '%s' is not a regular file", path);
+        } else {
+            close(fd);
+            if (!(f = fopen(path, "w")))
+                code = df_status_set(st, DF_UNAVAILABLE, "Cannot write the trace file '%s': %s", path, strerror(errno));
+        }
+    }
+    if (code) { DF_FREE(devs); DF_FREE(pid); DF_FREE(xfers); return code; }
+    fputs("{\"traceEvents\":[\n", f);
+    int first = 1;
+#define DF__SEP() do { if (!first) fputs(",\n", f); first = 0; } while (0)
+    for (int d = 0; d < n_devs; d++) {           /* a process per device, a track per thread */
+        DF__SEP();
+        fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":0,\"pid\":%d,\"tid\":0,\"args\":{\"name\":", d);
+        df__json_str(f, devs[d]);
+        fputs("}}", f);
+        DF__SEP();
+        fprintf(f, "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"ts\":0,\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}}", d, d);
+        int max_th = -1;
+        for (int i = 0; i < n; i++) if (pid[i] == d && md->nodes[i].thread > max_th) max_th = md->nodes[i].thread;
+        for (int th = 0; th <= max_th; th++) {
+            int used = 0;
+            for (int i = 0; i < n && !used; i++) used = pid[i] == d && md->nodes[i].thread == th;
+            if (!used) continue;
+            DF__SEP();
+            fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0,\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"thread %d%s\"}}",
+                    d, th, th, th ? "" : " (caller)");
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        const df_node_trace *e = &md->nodes[i];
+        DF__SEP();
+        fputs("{\"name\":", f);
+        df__json_str(f, e->node);
+        fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":", e->kind == DF_TRACE_SEND ? "send" : e->kind == DF_TRACE_RECV ? "recv" : "op");
+        df__json_us(f, e->start_ns);
+        fputs(",\"dur\":", f);
+        df__json_us(f, e->end_ns >= e->start_ns ? e->end_ns - e->start_ns : 0);
+        fprintf(f, ",\"pid\":%d,\"tid\":%d,\"args\":{\"op\":", pid[i], e->thread);
+        df__json_str(f, e->op);
+        fputs(",\"frame\":", f);
+        df__json_str(f, e->frame);
+        fprintf(f, ",\"iter\":%lld,\"bytes\":%lld}}", (long long)e->iter, (long long)e->bytes);
+    }
+    /* flows: each Send to the Recv with its flow id (bound to the slices they start and end in) */
+    qsort(xfers, (size_t)n_xfers, sizeof *xfers, df__flow_cmp);
+    for (int i = 0; i + 1 < n_xfers; i++) {
+        const df_node_trace *a = xfers[i], *b = xfers[i + 1];
+        if (a->flow != b->flow || a->kind != DF_TRACE_SEND || b->kind != DF_TRACE_RECV) continue;
+        int pa = pid[a - md->nodes], pb = pid[b - md->nodes];
+        DF__SEP();
+        fprintf(f, "{\"name\":\"transfer\",\"cat\":\"transfer\",\"ph\":\"s\",\"id\":\"0x%016llx\",\"ts\":", (unsigned long long)a->flow);
+        df__json_us(f, a->start_ns + (a->end_ns - a->start_ns) / 2);
+        fprintf(f, ",\"pid\":%d,\"tid\":%d}", pa, a->thread);
+        DF__SEP();
+        fprintf(f, "{\"name\":\"transfer\",\"cat\":\"transfer\",\"ph\":\"f\",\"bp\":\"e\",\"id\":\"0x%016llx\",\"ts\":", (unsigned long long)b->flow);
+        df__json_us(f, b->start_ns + (b->end_ns - b->start_ns) / 2);
+        fprintf(f, ",\"pid\":%d,\"tid\":%d}", pb, b->thread);
+        i++;
+    }
+#undef DF__SEP
+    fputs("\n],\"displayTimeUnit\":\"ns\"}\n", f);
+    int bad = ferror(f);
+    int err = bad ? errno : 0;
+    if (fclose(f) && !bad) { bad = 1; err = errno; }
+    DF_FREE(devs); DF_FREE(pid); DF_FREE(xfers);
+    if (bad) return df_status_set(st, DF_UNAVAILABLE, "Writing the trace file '%s' failed: %s", path, strerror(err ? err : EIO));
+    return DF_OK;
 }
 /* ==========================================================================================
    src/dot.c: Graphviz pictures                                                         >>dot
@@ -38039,14 +38553,14 @@ static void df__cluster_abort(struct df__cluster *c, uint64_t id, const unsigned
 #endif
 
 static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
-                               int n_fetches, df_status *st) {
+                               int n_fetches, int timeout_ms, df_status *st) {
 #ifndef DF__NET
-    (void)s; (void)plan; (void)feed_values; (void)fetch_values; (void)n_fetches;
+    (void)s; (void)plan; (void)feed_values; (void)fetch_values; (void)n_fetches; (void)timeout_ms;
     return df_status_set(st, DF_UNIMPLEMENTED, "Sessions with workers need POSIX sockets");
 #else
     struct df__cluster *c = s->cluster;
     if (!plan->registered) return df_status_set(st, DF_FAILED_PRECONDITION, "The run's partitions are not registered with the workers");
-    double deadline = s->opts.run_timeout_ms > 0 ? df__now_ms() + s->opts.run_timeout_ms : 0;
+    double deadline = timeout_ms > 0 ? df__now_ms() + timeout_ms : 0;
     if (__atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE)) return df_status_set(st, DF_CANCELLED, "The session is being freed");
     pthread_mutex_lock(&c->mu);
     uint64_t id = c->salt + ++c->next_step;
@@ -38113,7 +38627,7 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
             df__cluster_abort(c, id, pending, &first);
         }
         if (deadline > 0 && now > deadline && !first.code) {   /* the workers are told to stop */
-            df__deadline_exceeded(&first, s->opts.run_timeout_ms);
+            df__deadline_exceeded(&first, timeout_ms);
             aborted_at = now;
             df__cluster_abort(c, id, pending, &first);
         }

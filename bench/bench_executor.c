@@ -2,6 +2,8 @@
    per-iteration cost of `i = 0; while i < N: i += 1` with N = 1,000,000. Each is run with 1 and
    2 inter-op threads; TensorFlow (tf.compat.v1 graph mode, same graphs) is measured in the same
    run through bench/peers/tf_executor.py when .venv holds it. Prints a table with ratios.
+   Each case runs plainly (df_session_run: "off") and traced (df_session_run_with_options with
+   DF_TRACE_FULL and a df_run_metadata: "traced"); the "on/off" column is what tracing costs.
    Usage: bench_executor [--quick] [--no-peers] */
 #define _POSIX_C_SOURCE 200809L
 #include "../dataflow.h"
@@ -24,15 +26,19 @@ static void die(const char *what, const df_status *st) {
     exit(1);
 }
 
-/* Median seconds of `reps` runs of target (after `warm` untimed ones). */
-static double time_target(df_session *s, df_node *target, const df_output *fetch, int warm, int reps) {
+/* Median seconds of `reps` runs of target (after `warm` untimed ones); md: traced runs into it. */
+static double time_target(df_session *s, df_node *target, const df_output *fetch, int warm, int reps,
+                          df_run_metadata *md) {
     df_status st;
+    static const df_run_options traced = {DF_TRACE_FULL, 0};
     double *t = (double *)malloc((size_t)reps * sizeof(double));
     for (int i = 0; i < warm + reps; i++) {
         df_tensor *out = NULL;
         double t0 = now();
-        if (df_session_run(s, NULL, NULL, 0, fetch, fetch ? &out : NULL, fetch ? 1 : 0,
-                           target ? &target : NULL, target ? 1 : 0, &st) != DF_OK)
+        if (md ? df_session_run_with_options(s, &traced, NULL, NULL, 0, fetch, fetch ? &out : NULL, fetch ? 1 : 0,
+                                             target ? &target : NULL, target ? 1 : 0, md, &st) != DF_OK
+               : df_session_run(s, NULL, NULL, 0, fetch, fetch ? &out : NULL, fetch ? 1 : 0,
+                                target ? &target : NULL, target ? 1 : 0, &st) != DF_OK)
             die("run", &st);
         double dt = now() - t0;
         df_tensor_release(out);
@@ -125,37 +131,47 @@ int main(int argc, char **argv) {
                 df_graph_status(gw)->message);
         return 1;
     }
-    double ours[3][3];      /* [threads 1,2][chain, dag, while] */
+    double ours[2][3][2];   /* [threads 1,2][chain, dag, while][off, traced] */
+    df_run_metadata md;
+    memset(&md, 0, sizeof md);
     for (int ti = 0; ti < 2; ti++) {
         int threads = ti + 1;
-        df_session *s = session(gc, threads);
-        ours[ti][0] = time_target(s, chain, NULL, 20, 51) / (chain_n + 0.0) * 1e9;
-        df_session_free(s);
-        s = session(gd, threads);
-        ours[ti][1] = time_target(s, dag, NULL, 2, quick ? 5 : 7) / ((double)dag_w * dag_d + 1) * 1e9;
-        df_session_free(s);
-        s = session(gw, threads);
-        df_tensor *nv = df_tensor_scalar_i32(loop_n), *out = NULL;
-        double best[5];
-        for (int r = 0; r < 5; r++) {
-            double t0 = now();
-            if (df_session_run(s, &limit, &nv, 1, &result, &out, 1, NULL, 0, &st)) die("while", &st);
-            best[r] = now() - t0;
-            if (*(int32_t *)df_tensor_data(out) != loop_n) die("while loop result is wrong", NULL);
-            df_tensor_release(out);
+        for (int on = 0; on < 2; on++) {
+            df_run_metadata *mdp = on ? &md : NULL;
+            df_session *s = session(gc, threads);
+            ours[ti][0][on] = time_target(s, chain, NULL, 20, 51, mdp) / (chain_n + 0.0) * 1e9;
+            df_session_free(s);
+            s = session(gd, threads);
+            ours[ti][1][on] = time_target(s, dag, NULL, 2, quick ? 5 : 7, mdp) / ((double)dag_w * dag_d + 1) * 1e9;
+            df_session_free(s);
+            s = session(gw, threads);
+            df_tensor *nv = df_tensor_scalar_i32(loop_n), *out = NULL;
+            static const df_run_options traced = {DF_TRACE_FULL, 0};
+            double best[5];
+            for (int r = 0; r < 5; r++) {
+                double t0 = now();
+                if (on ? df_session_run_with_options(s, &traced, &limit, &nv, 1, &result, &out, 1, NULL, 0, &md, &st)
+                       : df_session_run(s, &limit, &nv, 1, &result, &out, 1, NULL, 0, &st))
+                    die("while", &st);
+                best[r] = now() - t0;
+                if (*(int32_t *)df_tensor_data(out) != loop_n) die("while loop result is wrong", NULL);
+                df_tensor_release(out);
+            }
+            qsort(best, 5, sizeof *best, cmp_double);
+            ours[ti][2][on] = best[2] / loop_n * 1e6;
+            df_tensor_release(nv);
+            df_session_free(s);
+            df_run_metadata_clear(&md);
         }
-        qsort(best, 5, sizeof *best, cmp_double);
-        ours[ti][2] = best[2] / loop_n * 1e6;
-        df_tensor_release(nv);
-        df_session_free(s);
     }
     peer_result tf[2];
     for (int ti = 0; ti < 2; ti++) {
         if (peers) run_peer(ti + 1, quick, &tf[ti]);
         else memset(&tf[ti], 0, sizeof tf[ti]);
     }
-    printf("executor benchmarks (median of runs; ratio = TensorFlow time / dataflow time)\n");
-    printf("%-34s %8s %12s %12s %9s\n", "case", "threads", "dataflow", "tensorflow", "ratio");
+    printf("executor benchmarks (median of runs; ratio = TensorFlow time / dataflow time, untraced;\n"
+           "traced: DF_TRACE_FULL into a df_run_metadata, on/off its cost)\n");
+    printf("%-34s %8s %12s %12s %7s %12s %9s\n", "case", "threads", "dataflow", "traced", "on/off", "tensorflow", "ratio");
     const char *names[3] = {"chain of 10000 NoOps (ns/node)", "NoOp DAG (ns/node)", "while i<N: i+=1 (us/iter)"};
     for (int k = 0; k < 3; k++)
         for (int ti = 0; ti < 2; ti++) {
@@ -164,8 +180,10 @@ int main(int argc, char **argv) {
             char label[64];
             if (k == 1) snprintf(label, sizeof label, "NoOp DAG %dx%d (ns/node)", dag_w, dag_d);
             else snprintf(label, sizeof label, "%s", names[k]);
-            if (have) printf("%-34s %8d %12.3f %12.3f %8.1fx\n", label, ti + 1, ours[ti][k], peer, peer / ours[ti][k]);
-            else printf("%-34s %8d %12.3f %12s %9s\n", label, ti + 1, ours[ti][k], "-", "-");
+            double off = ours[ti][k][0], on = ours[ti][k][1];
+            printf("%-34s %8d %12.3f %12.3f %6.2fx", label, ti + 1, off, on, on / off);
+            if (have) printf(" %12.3f %8.1fx\n", peer, peer / off);
+            else printf(" %12s %9s\n", "-", "-");
         }
     if (tf[0].have & 2 && strcmp(tf[0].dag_dims, "")) printf("(TensorFlow's DAG: %s)\n", tf[0].dag_dims);
     printf("targets: <= 50 ns/node single-threaded; 2 threads no slower than 1; <= 0.4 us/iteration\n");

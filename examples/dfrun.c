@@ -2,7 +2,7 @@
    as .npy files.
 
        dfrun graph.pb --feed x=x.npy --fetch y:0 [--out dir] [--devices cpu:2] [--repeat 10]
-             [--timeout-ms 5000] [--memory-limit 2G] [--data-dir dir]
+             [--timeout-ms 5000] [--memory-limit 2G] [--data-dir dir] [--trace run.json]
 
    Tensor names are "node" or "node:k" (output k; "node" means output 0). The graph runs once
    (the warm-up, whose results are written) and then --repeat more times, timed. Errors are one
@@ -37,7 +37,7 @@ enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 static const char usage_text[] =
     "usage: dfrun GRAPH.pb [--feed NAME=FILE.npy]... --fetch NAME... [--out DIR]\n"
     "             [--devices cpu:N] [--repeat N] [--timeout-ms N] [--memory-limit BYTES]\n"
-    "             [--data-dir DIR]\n"
+    "             [--data-dir DIR] [--trace FILE]\n"
     "\n"
     "Imports a TensorFlow GraphDef (binary protobuf), feeds .npy files to tensors, runs the\n"
     "fetches and writes each fetched tensor to DIR/<name>.npy (':' and '/' in the name become '_').\n"
@@ -56,6 +56,10 @@ static const char usage_text[] =
     "                     and symbolic links are refused (default: the current directory;\n"
     "                     --data-dir / gives it every file you can reach, links too). The --feed\n"
     "                     and --out files are yours and not confined\n"
+    "  --trace FILE       write a trace of the last timed run to FILE (Chrome trace JSON: open\n"
+    "                     it in Perfetto or chrome://tracing): every node run, its device and\n"
+    "                     thread, start and end, Send/Recv pairs as arrows; that run's time\n"
+    "                     includes the tracing\n"
     "  --help             print this and exit\n"
     "\n"
     "A GraphDef is a program: run only graphs you trust, or bound them with the three options\n"
@@ -260,6 +264,7 @@ typedef struct options {
     int          timeout_ms;          /* 0: none */
     size_t       memory_limit;        /* 0: none */
     const char  *data_dir;
+    const char  *trace_path;          /* NULL: no trace */
     int          n_feeds, n_fetches;
     tensor_name *feeds, *fetches;     /* argc entries each: enough for any command line */
     const char **feed_files;
@@ -313,7 +318,7 @@ static int parse_args(int argc, char **argv, options *o) {
         }
         /* Options take a value: "--opt value" or "--opt=value". */
         static const char *const with_value[] = {"--feed", "--fetch", "--out", "--devices", "--repeat",
-                                                 "--timeout-ms", "--memory-limit", "--data-dir"};
+                                                 "--timeout-ms", "--memory-limit", "--data-dir", "--trace"};
         const char *opt = NULL;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) {
             size_t n = strlen(with_value[k]);
@@ -366,6 +371,9 @@ static int parse_args(int argc, char **argv, options *o) {
             if (stat(value, &info) != 0 || !S_ISDIR(info.st_mode))
                 return usage_error("--data-dir '%s' is not a directory", value);
             o->data_dir = strcmp(value, "/") ? value : NULL;     /* "/": no confinement at all */
+        } else if (!strcmp(opt, "--trace")) {
+            if (!*value) return usage_error("--trace needs a file name");
+            o->trace_path = value;
         } else {
             int n = parse_count(value, DFRUN_MAX_REPEAT);
             if (!n) return usage_error("--repeat wants a count from 1 to 1000000, not '%s'", value);
@@ -428,6 +436,11 @@ static int run(const options *o, run_state *r) {
                         df_code_name(st.code), st.message);
     /* The output directory before the runs, so that a bad --out does not cost a long run. */
     if ((rc = make_dirs(o->out_dir))) return rc;
+    if (o->trace_path) {              /* and the trace file (an empty trace until the runs) */
+        df_run_metadata none = {0};
+        if (df_run_metadata_write_chrome_trace(&none, o->trace_path, &st) != DF_OK)
+            return fail(EXIT_RUNTIME, "--trace: %s: %s", df_code_name(st.code), st.message);
+    }
 
     /* Soft placement: graphs written on a GPU machine carry "/device:GPU:0" requests. */
     df_session_options opts = {0};
@@ -450,15 +463,25 @@ static int run(const options *o, run_state *r) {
 
     df_tensor **scratch = calloc((size_t)nx, sizeof *scratch);
     if (!scratch) return fail(EXIT_RUNTIME, "out of memory");
+    df_run_metadata md = {0};
+    const df_run_options traced = {DF_TRACE_FULL, 0};
     for (int k = 0; k < o->repeat && !rc; k++) {
         double t = now_ms();
-        if (df_session_run(r->session, r->feed_outputs, r->feed_values, nf, r->fetch_outputs,
-                           scratch, nx, NULL, 0, &st) != DF_OK)
+        int last_traced = o->trace_path && k == o->repeat - 1;
+        if (df_session_run_with_options(r->session, last_traced ? &traced : NULL, r->feed_outputs, r->feed_values, nf,
+                                        r->fetch_outputs, scratch, nx, NULL, 0, last_traced ? &md : NULL, &st) != DF_OK)
             rc = fail(EXIT_RUNTIME, "timed run %d failed: %s: %s", k + 1, df_code_name(st.code), st.message);
         r->times[k] = now_ms() - t;
         for (int i = 0; i < nx; i++) { df_tensor_release(scratch[i]); scratch[i] = NULL; }
     }
     free(scratch);
+    if (!rc && o->trace_path) {
+        if (df_run_metadata_write_chrome_trace(&md, o->trace_path, &st) != DF_OK)
+            rc = fail(EXIT_RUNTIME, "--trace: %s: %s", df_code_name(st.code), st.message);
+        else
+            printf("trace of the last run (%d nodes run) -> %s\n", md.n_nodes, o->trace_path);
+    }
+    df_run_metadata_clear(&md);
     if (rc) return rc;
 
     for (int i = 0; i < nx; i++) {

@@ -582,7 +582,7 @@ static int df__item_expensive(const df__step *s, const df__tagged *t) {
 
 /* TF's ProcessOutputs checks on what a kernel made: every needed output (bit i of need) present,
    every output of its declared dtype. */
-DF_PRIVATE df_code df__check_outputs(const df_node *n, df_tensor *const *outs, int n_out, uint32_t need, df_status *st) {
+DF__HOT_INLINE df_code df__check_outputs(const df_node *n, df_tensor *const *outs, int n_out, uint32_t need, df_status *st) {
     for (int i = 0; i < n_out; i++) {
         const df_tensor *o = outs[i];
         if (o ? o->dtype == n->out_types[i] : !(need >> DF__MIN(i, 31) & 1)) continue;
@@ -597,7 +597,7 @@ DF_PRIVATE df_code df__check_outputs(const df_node *n, df_tensor *const *outs, i
    step. Feed and fetch items move values in and out; a fetch runs even when dead, to report it,
    and so do Send and Recv, to carry the dead bit. Returns 0 when a Recv waits for its value
    (the node stays outstanding until its wake), else 1. A Recv whose value is dead marks t dead. */
-static int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
+DF__HOT_INLINE int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
     const df__xitem *item = &s->x->items[t->item];
     df_tensor **in = t->iter->entries + item->input_start;
     if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) {   /* read without the step lock */
@@ -671,6 +671,70 @@ static int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
     return 1;
 }
 
+/* ---- run traces (src/trace.c keeps them): only a traced run (s->trace set) comes here ----
+   What one item's record needs from before its kernel ran: the time, and its inputs' buffers
+   (an output on one of them was forwarded, not allocated). Feeds, fetches, items of an aborted
+   step and dead nodes (whose kernels do not run; Send and Recv run either way) are not recorded. */
+typedef struct df__trace_pre { int64_t start; int on, n_in; void *small[8]; void **in; } df__trace_pre;
+#if defined(__GNUC__) || defined(__clang__)
+#define DF__TRACE_COLD __attribute__((noinline, cold))
+#else
+#define DF__TRACE_COLD
+#endif
+static DF__TRACE_COLD void df__trace_before(const df__step *s, const df__tagged *t, df__trace_pre *p) {
+    const df__xitem *item = &s->x->items[t->item];
+    p->on = !__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE) && item->kind != DF__X_FEED && item->kind != DF__X_FETCH &&
+            (!t->dead || (item->flags & DF__XF_TRANSFER));
+    p->n_in = 0;
+    p->in = p->small;
+    if (!p->on) return;
+    df_tensor *const *in = t->iter->entries + item->input_start;
+    if (item->n_inputs > 8 && !(p->in = (void **)DF_MALLOC((size_t)item->n_inputs * sizeof(void *)))) p->in = p->small;
+    else p->n_in = item->n_inputs;
+    for (int i = 0; i < p->n_in; i++) p->in[i] = in[i] ? in[i]->data : NULL;
+    p->start = df__trace_now();
+}
+/* One record: the item t of step s ran from start to end on this thread. */
+static void df__trace_item(df__step *s, const df__tagged *t, int64_t start, int64_t end, int64_t bytes) {
+    const df__xitem *item = &s->x->items[t->item];
+    const df__iter *it = t->iter;
+    df__trace_rec r;
+    r.node = item->node;
+    r.dev = s->device;
+    r.frame = it->frame->sf ? s->x->frames[it->frame->sf].name : NULL;
+    r.iter = it->num;
+    r.start = start;
+    r.end = end;
+    r.bytes = bytes;
+    r.tid = df__trace_tid();
+    r.kind = DF_TRACE_OP;
+    r.flow = 0;
+    if (item->flags & DF__XF_TRANSFER) {   /* a Send and its Recv meet under (key, frame, iteration) */
+        r.kind = item->kernel == df__k_send ? DF_TRACE_SEND : DF_TRACE_RECV;
+        r.flow = df__hash_mix(df__hash_mix((uint64_t)(uint32_t)item->aux, it->frame->id), (uint64_t)it->num);
+        if (!r.flow) r.flow = 1;
+    }
+    df__trace_add(s->trace, &r);
+}
+/* After df__run_item: a record unless the item waits (a Recv, a queue op: recorded when resumed). */
+static DF__TRACE_COLD void df__trace_after(df__step *s, const df__tagged *t, df_tensor **outs, int ran, df__trace_pre *p) {
+    if (p->on && ran) {
+        int64_t end = df__trace_now();
+        const df__xitem *item = &s->x->items[t->item];
+        df__trace_item(s, t, p->start, end, df__trace_bytes(outs, item->n_outputs, (void *const *)p->in, p->n_in));
+    }
+    if (p->in != p->small) DF_FREE(p->in);
+}
+/* df__run_item of a traced step (df__run_item is inlined here and in the batch loop, so an
+   untraced run pays one test of a register per node). */
+static DF__TRACE_COLD int df__run_item_traced(df__step *s, df__tagged *t, df_tensor **outs) {
+    df__trace_pre pre;
+    df__trace_before(s, t, &pre);
+    int ran = df__run_item(s, t, outs);
+    df__trace_after(s, t, outs, ran, &pre);
+    return ran;
+}
+
 static void df__step_finish(df__step *s) {
 #ifndef DF_NO_THREADS
     if (s->threaded) {
@@ -737,6 +801,7 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first,
     df__readyq q = {local, 0, 0, 32, local};
     df_tensor *small[16] = {NULL}, **outs = small;
     int outs_cap = 16;
+    df__trace *const traced = s->trace;                 /* (NULL but for a traced run) */
     df__tls_wakes.depth++;
     for (int i = 0; i < n_first; i++)
         if (!df__readyq_push(&q, first[i])) {        /* drop the rest; the step ends with the error */
@@ -763,7 +828,8 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first,
             }
         }
         if (item->n_outputs > outs_cap) df__step_oom(s, "output array", 0);
-        else if (!df__run_item(s, &t, outs)) continue;      /* a Recv waits for its value */
+        else if (DF__LIKELY(traced == NULL) ? !df__run_item(s, &t, outs) : !df__run_item_traced(s, &t, outs))
+            continue;                                       /* a Recv waits for its value */
         df__node_done(s, &t, outs, &q);
     }
     if (outs != small) DF_FREE(outs);
@@ -775,6 +841,7 @@ static void df__process_batch(df__step *s, const df__tagged *first, int n_first,
    step, on this thread. (Only a step of a partitioned run has a group.) */
 static void df__resume(df__wake *w) {
     df__step *s = w->step;
+    int64_t trace_start = DF__UNLIKELY(s->trace != NULL) ? df__trace_now() : 0;
     __atomic_add_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
     if (s->group) {
         __atomic_sub_fetch(&s->group->pending_wakes, 1, __ATOMIC_ACQ_REL);
@@ -790,6 +857,10 @@ static void df__resume(df__wake *w) {
         int devmem = s->x->host_out && !(s->x->host_out[t.item] & 1);
         if (!(outs[0] = df__recv_to_device(s, devmem, w->t, &st))) { df__step_error_local(s, &st); t.dead = 1; }
     }
+    if (DF__UNLIKELY(s->trace != NULL) && !w->failed && !__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE))
+        /* a waiting Recv (or queue op) is recorded once, when its value arrives: from then to
+           here (a copy into device memory), on this thread; its wait is the gap since its Send */
+        df__trace_item(s, &t, trace_start, df__trace_now(), outs[0] && outs[0] != w->t ? (int64_t)outs[0]->nbytes : 0);
     df__process_batch(s, NULL, 0, &t, w->outs ? w->outs : outs);
     DF_FREE(w->outs);
     df__step_task_done(s);

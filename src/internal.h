@@ -652,6 +652,7 @@ typedef struct df__step {
     pthread_cond_t done_cv;
 #endif
     int done;
+    struct df__trace *trace;         /* a traced run's recorder (src/trace.c); NULL: not traced */
 } df__step;
 
 /* ---- from src/placer.c ---- */
@@ -1418,7 +1419,7 @@ DF_PRIVATE void df__cluster_cancel(struct df__cluster *c);   /* df_session_free:
 DF_PRIVATE df_code df__cluster_open(struct df_session *s, df_status *st);
 DF_PRIVATE df_code df__cluster_register(struct df_session *s, df__plan *plan, df_status *st);
 DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
-                               int n_fetches, df_status *st);
+                               int n_fetches, int timeout_ms, df_status *st);   /* timeout_ms: the run's (0: none) */
 #ifdef DATAFLOW_MPI
 DF_PRIVATE int df__mpi_connect(const char *addr, char *err, size_t en);
 #endif
@@ -1700,3 +1701,34 @@ DF_PRIVATE void df__k_tensor_summary_v2(df__kctx *c);
 DF_PRIVATE void df__pbw_f64(df__pbw *w, uint32_t field, double v);
 DF_PRIVATE void df__pbw_f32(df__pbw *w, uint32_t field, float v);
 /* ---- ops (issue 30): end ---- */
+/* ---- trace (issue 30): begin ---- */
+/* from src/trace.c: a run's trace as it is recorded, shared by every partition of the run.
+   Records are raw (pointers into the plan, which outlives the run) until df__trace_finish
+   copies them into a df_run_metadata. Appends take the spinlock (only under tracing). */
+typedef struct df__trace_rec {
+    const df_node *node;
+    const df__device *dev;
+    const char *frame;               /* the static frame's name (the plan's), NULL for the root */
+    int64_t iter, start, end, bytes; /* start/end: monotonic ns */
+    uint64_t flow, tid;              /* tid: the thread's process-wide number (df__trace_tid) */
+    int kind;
+} df__trace_rec;
+typedef struct df__trace_chunk { struct df__trace_chunk *next; int n; df__trace_rec v[1024]; } df__trace_chunk;
+typedef struct df__trace {
+    df__spin lock;
+    int64_t t0;                      /* monotonic ns when the run began */
+    int64_t start_unix_us;
+    df__trace_chunk *head, *tail;    /* the records in chunks (nothing is moved as they grow) */
+    int64_t n;
+    int oom;
+    uint64_t caller_tid;
+} df__trace;
+DF_PRIVATE int64_t df__trace_now(void);
+DF_PRIVATE uint64_t df__trace_tid(void);
+DF_PRIVATE void df__trace_add(df__trace *tr, const df__trace_rec *r);
+/* Bytes the outputs of a node newly allocated: outputs that own their buffer, hold their only
+   reference and whose data is none of the inputs' (in_data, taken before the kernel ran). */
+DF_PRIVATE int64_t df__trace_bytes(df_tensor *const *outs, int n_out, void *const *in_data, int n_in);
+DF_PRIVATE void df__trace_begin(df__trace *tr);
+DF_PRIVATE df_code df__trace_finish(df__trace *tr, df_run_metadata *md, df_status *st);
+/* ---- trace (issue 30): end ---- */

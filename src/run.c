@@ -187,8 +187,8 @@ static df__plan *df__plan_build_lowered(df_session *ss, const df_output *feeds, 
 
 /* Runs a plan: one executor on the calling thread, or every partition together. */
 static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
-                            int n_fetches, const char *files_node, df_status *st) {
-    if (s->cluster) return df__cluster_run(s, plan, feed_values, fetch_values, n_fetches, st);
+                            int n_fetches, const char *files_node, int timeout_ms, df__trace *trace, df_status *st) {
+    if (s->cluster) return df__cluster_run(s, plan, feed_values, fetch_values, n_fetches, timeout_ms, st);
     if (!plan->owns_graphs) {
         df__step step;
         memset(&step, 0, sizeof step);
@@ -198,8 +198,9 @@ static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *fee
         step.feeds = feed_values;
         step.fetches = fetch_values;
         step.ipool = s->ipool;
-        df__step_set_deadline(&step, s->opts.run_timeout_ms);
+        df__step_set_deadline(&step, timeout_ms);
         step.files_node = files_node;
+        step.trace = trace;
 #ifndef DF_NO_THREADS
         step.pool = s->pool;
         step.threaded = s->pool != NULL;
@@ -234,8 +235,9 @@ static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *fee
         step->group = &g;
         step->home = &g.steps[0];
         step->ipool = s->ipool;
-        df__step_set_deadline(step, s->opts.run_timeout_ms);
+        df__step_set_deadline(step, timeout_ms);
         step->files_node = files_node;
+        step->trace = trace;
 #ifndef DF_NO_THREADS
         step->pool = s->pool;
         step->threaded = s->pool != NULL;
@@ -290,9 +292,54 @@ df_code df_session_run(df_session *s, const df_output *feeds, df_tensor *const *
                        df_node *const *targets, int n_targets, df_status *st) {
     return df__session_run_files(s, feeds, feed_values, n_feeds, fetches, fetch_values, n_fetches, targets, n_targets, NULL, st);
 }
+/* A run: timeout_ms < 0 is the session's run_timeout_ms; trace (NULL: none) records the nodes. */
+static df_code df__session_run_ex(df_session *s, const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
+                                  const df_output *fetches, df_tensor **fetch_values, int n_fetches,
+                                  df_node *const *targets, int n_targets, const char *file_node, int timeout_ms,
+                                  df__trace *trace, df_status *st);
 DF_PRIVATE df_code df__session_run_files(df_session *s, const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
                                          const df_output *fetches, df_tensor **fetch_values, int n_fetches,
                                          df_node *const *targets, int n_targets, const char *file_node, df_status *st) {
+    return df__session_run_ex(s, feeds, feed_values, n_feeds, fetches, fetch_values, n_fetches, targets, n_targets, file_node,
+                              -1, NULL, st);
+}
+df_code df_session_run_with_options(df_session *s, const df_run_options *ro,
+                                    const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
+                                    const df_output *fetches, df_tensor **fetch_values, int n_fetches,
+                                    df_node *const *targets, int n_targets, df_run_metadata *md, df_status *st) {
+    df_status local;
+    if (!st) st = &local;
+    df_status_clear(st);
+    df_run_metadata_clear(md);
+    int level = ro ? ro->trace_level : DF_TRACE_NONE, timeout_ms = ro && ro->timeout_ms ? ro->timeout_ms : -1;
+    if (ro && (ro->trace_level < DF_TRACE_NONE || ro->trace_level > DF_TRACE_FULL))
+        return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_run_with_options: trace_level %d is not one of DF_TRACE_NONE..DF_TRACE_FULL",
+                             ro->trace_level);
+    if (ro && ro->timeout_ms < 0)
+        return df_status_set(st, DF_INVALID_ARGUMENT, "df_session_run_with_options: timeout_ms %d is negative", ro->timeout_ms);
+    if (level == DF_TRACE_NONE || !md)
+        return df__session_run_ex(s, feeds, feed_values, n_feeds, fetches, fetch_values, n_fetches, targets, n_targets, NULL,
+                                  timeout_ms, NULL, st);
+    df__trace *tr = (df__trace *)DF_MALLOC(sizeof *tr);
+    if (!tr) return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory starting a traced run");
+    df__trace_begin(tr);
+    df_code code = df__session_run_ex(s, feeds, feed_values, n_feeds, fetches, fetch_values, n_fetches, targets, n_targets,
+                                      NULL, timeout_ms, tr, st);
+    /* (the metadata of a failed run holds what ran before the error) */
+    df_status mst;
+    df_status_clear(&mst);
+    if (df__trace_finish(tr, md, &mst) != DF_OK && code == DF_OK) {
+        *st = mst;
+        code = mst.code;
+        for (int i = 0; i < n_fetches; i++) { df_tensor_release(fetch_values[i]); fetch_values[i] = NULL; }
+    }
+    DF_FREE(tr);
+    return code;
+}
+static df_code df__session_run_ex(df_session *s, const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
+                                  const df_output *fetches, df_tensor **fetch_values, int n_fetches,
+                                  df_node *const *targets, int n_targets, const char *file_node, int timeout_ms,
+                                  df__trace *trace, df_status *st) {
     df_status local;
     if (!st) st = &local;
     df_status_clear(st);
@@ -365,7 +412,8 @@ DF_PRIVATE df_code df__session_run_files(df_session *s, const df_output *feeds, 
     DF_FREE(key.s);
     __atomic_store_n(&s->last_plan, plan, __ATOMIC_RELEASE);
     __atomic_add_fetch(&s->runs_in_flight, 1, __ATOMIC_ACQ_REL);
-    df_code code = df__run_plan(s, plan, feed_values, fetch_values, n_fetches, file_node, st);
+    df_code code = df__run_plan(s, plan, feed_values, fetch_values, n_fetches, file_node,
+                                timeout_ms < 0 ? s->opts.run_timeout_ms : timeout_ms, trace, st);
     __atomic_store_n(&s->ran, 1, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&s->runs_in_flight, 1, __ATOMIC_ACQ_REL);
     for (int i = 0; code == DF_OK && i < n_fetches; i++)

@@ -270,14 +270,14 @@ static void df__cluster_abort(struct df__cluster *c, uint64_t id, const unsigned
 #endif
 
 DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
-                               int n_fetches, df_status *st) {
+                               int n_fetches, int timeout_ms, df_status *st) {
 #ifndef DF__NET
-    (void)s; (void)plan; (void)feed_values; (void)fetch_values; (void)n_fetches;
+    (void)s; (void)plan; (void)feed_values; (void)fetch_values; (void)n_fetches; (void)timeout_ms;
     return df_status_set(st, DF_UNIMPLEMENTED, "Sessions with workers need POSIX sockets");
 #else
     struct df__cluster *c = s->cluster;
     if (!plan->registered) return df_status_set(st, DF_FAILED_PRECONDITION, "The run's partitions are not registered with the workers");
-    double deadline = s->opts.run_timeout_ms > 0 ? df__now_ms() + s->opts.run_timeout_ms : 0;
+    double deadline = timeout_ms > 0 ? df__now_ms() + timeout_ms : 0;
     if (__atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE)) return df_status_set(st, DF_CANCELLED, "The session is being freed");
     pthread_mutex_lock(&c->mu);
     uint64_t id = c->salt + ++c->next_step;
@@ -344,7 +344,7 @@ DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tens
             df__cluster_abort(c, id, pending, &first);
         }
         if (deadline > 0 && now > deadline && !first.code) {   /* the workers are told to stop */
-            df__deadline_exceeded(&first, s->opts.run_timeout_ms);
+            df__deadline_exceeded(&first, timeout_ms);
             aborted_at = now;
             df__cluster_abort(c, id, pending, &first);
         }

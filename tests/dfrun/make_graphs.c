@@ -3,6 +3,8 @@
      fill.pb   Fill of 1.0 to the shape fed to "dims" (int32 [1]); fetch "big"
      dims.npy  [268435456]: a 1 GiB float32 tensor
      save.pb   SaveV2 of x to the path "../escaped.ckpt" before fetch "out" (a control edge)
+     small.pb  i = 0, x = 1; while i < 5: i += 1, x *= 2 (the Mul on /cpu:1); fetch "out" (32),
+               for --trace with --devices cpu:2 (Sends and Recvs between the two)
    Usage: make_graphs DIR. Built with dataflow.c as the other examples are. */
 #include "../../dataflow.h"
 #include <stdio.h>
@@ -15,6 +17,17 @@ static df_output loop_cond(df_graph *g, void *user, const df_output *vars) {
 static void loop_body(df_graph *g, void *user, const df_output *vars, df_output *next) {
     (void)user;
     next[0] = df_add(g, vars[0], df_scalar_f32(g, 1.0f));
+}
+static df_output small_cond(df_graph *g, void *user, const df_output *vars) {
+    (void)user;
+    return df_less(g, vars[0], df_scalar_i32(g, 5));
+}
+static void small_body(df_graph *g, void *user, const df_output *vars, df_output *next) {
+    (void)user;
+    next[0] = df_add(g, vars[0], df_scalar_i32(g, 1));
+    df_graph_push_device(g, "/cpu:1");
+    next[1] = df_mul(g, vars[1], df_scalar_f32(g, 2.0f));
+    df_graph_pop_device(g);
 }
 static df_output named_identity(df_graph *g, const char *name, df_output x, df_node *after) {
     df_op_builder *b = df_op_new(g, "Identity", name);
@@ -79,6 +92,13 @@ int main(int argc, char **argv) {
     named_identity(g, "out", x, df_op_finish(b));
     df_tensor_release(p); df_tensor_release(nm); df_tensor_release(sl);
     bad |= write_graph(g, argv[1], "save.pb");
+    df_graph_free(g);
+
+    g = df_graph_new();
+    df_output vars[2] = {df_scalar_i32(g, 0), df_scalar_f32(g, 1.0f)}, outs[2];
+    df_while_loop(g, 2, vars, small_cond, small_body, NULL, NULL, outs);
+    named_identity(g, "out", outs[1], NULL);
+    bad |= write_graph(g, argv[1], "small.pb");
     df_graph_free(g);
     return bad;
 }
