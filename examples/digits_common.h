@@ -242,7 +242,15 @@ static inline int digits_n_train(int n) { return (4 * n + 2) / 5; }     /* 80%: 
 
 /* The first argument that is not an option ("--..."), or NULL. */
 static inline const char *digits_arg(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) if (strncmp(argv[i], "--", 2)) return argv[i];
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--logdir") || !strcmp(argv[i], "--trace")) { i++; continue; }  /* (their values) */
+        if (strncmp(argv[i], "--", 2)) return argv[i];
+    }
+    return NULL;
+}
+/* The value of option `name` ("--logdir DIR"), or NULL. */
+static inline const char *digits_opt(int argc, char **argv, const char *name) {
+    for (int i = 1; i + 1 < argc; i++) if (!strcmp(argv[i], name)) return argv[i + 1];
     return NULL;
 }
 /* --gpu: 1 GPU device for the session (the build must include dataflow_cuda.cu), else 0. */
@@ -365,6 +373,8 @@ static inline int digits_count_correct(const df_tensor *logits, const int32_t *l
     return correct;
 }
 
+static inline void digits_check_graph(const df_graph *g, const char *what);
+
 /* ---- Training ---- */
 typedef struct digits_model {
     df_output x;                     /* float placeholder: [batch, 64] (x_rank 2) or [batch, 8, 8] (3) */
@@ -379,7 +389,40 @@ typedef struct digits_fit_options {
     int      epochs, batch;
     uint64_t seed;                   /* the per-epoch shuffles */
     double   target;                 /* held-out accuracy to reach, 0..1 */
+    /* TensorBoard (--logdir DIR, see digits_logging): NULL writer for none */
+    df_summary_writer *writer;
+    df_output histograms;            /* a MergeSummary of the weights' histograms, run each epoch */
+    const char *trace_path;          /* --trace FILE: a Chrome trace of the first epoch's last step */
 } digits_fit_options;
+
+/* --logdir DIR: opens a TensorBoard event file in DIR, writes the graph there and adds to it one
+   HistogramSummary per variable (tagged with the variable's name), merged into one op that
+   digits_fit runs after each epoch. digits_fit then logs the loss of every step ("loss/step"),
+   and per epoch the mean loss ("loss/epoch") and both accuracies ("accuracy/train",
+   "accuracy/test"). --trace FILE: the options' trace_path. Without --logdir, nothing changes. */
+static inline void digits_logging(int argc, char **argv, df_graph *g, int n_vars, const df_output *vars,
+                                  digits_fit_options *o) {
+    o->trace_path = digits_opt(argc, argv, "--trace");
+    const char *logdir = digits_opt(argc, argv, "--logdir");
+    if (!logdir) return;
+    df_status st;
+    df_output hist[64];
+    int n = n_vars < 64 ? n_vars : 64;
+    df_graph_push_name_scope(g, "summaries");
+    for (int i = 0; i < n; i++) hist[i] = df_summary_histogram(g, df_node_name(vars[i].node), vars[i]);
+    o->histograms = df_summary_merge(g, n, hist);
+    df_graph_pop_name_scope(g);
+    digits_check_graph(g, "adding the summaries");
+    if (!(o->writer = df_summary_writer_new(logdir, &st))) digits_die("--logdir", st.message);
+    if (df_summary_writer_add_graph(o->writer, g, &st) != DF_OK) digits_die("writing the graph", st.message);
+    printf("TensorBoard: logging to %s (see it with: tensorboard --logdir %s)\n", df_summary_writer_path(o->writer), logdir);
+}
+
+/* The writer's calls, stopping the example on an error (a full disk, a removed directory). */
+static inline void digits_log_scalar(df_summary_writer *w, const char *tag, double v, int64_t step) {
+    df_status st;
+    if (w && df_summary_writer_add_scalar(w, tag, v, step, &st) != DF_OK) digits_die("--logdir", st.message);
+}
 
 static inline df_tensor *digits_x_tensor(const digits_model *m, int n, const float *x) {
     int64_t dims[3] = {n, DIGITS_PIXELS, 0};
@@ -422,11 +465,25 @@ static inline int digits_fit(df_session *s, const digits_model *m, const digits_
             int64_t n = count;
             df_tensor *feeds[2] = {digits_x_tensor(m, count, xb), digits_tensor(DF_INT32, 1, &n, yb)}, *loss = NULL;
             df_output feed_outs[2] = {m->x, m->y};
+            int traced = o->trace_path && epoch == 1 && start + o->batch >= train->n;
+            df_run_options ro = {0};
+            df_run_metadata md = {0};
+            ro.trace_level = traced ? DF_TRACE_FULL : DF_TRACE_NONE;
             double t0 = digits_now();
-            if (df_session_run(s, feed_outs, feeds, 2, &m->loss, &loss, 1, (df_node *const *)&m->train, 1, &st) != DF_OK)
+            if (df_session_run_with_options(s, &ro, feed_outs, feeds, 2, &m->loss, &loss, 1, (df_node *const *)&m->train, 1,
+                                            traced ? &md : NULL, &st) != DF_OK)
                 digits_die("training step", st.message);
             step_seconds += digits_now() - t0;
             steps++;
+            if (traced) {
+                if (df_run_metadata_write_chrome_trace(&md, o->trace_path, &st) != DF_OK) digits_die("--trace", st.message);
+                printf("trace of step %ld (%d nodes run) written to %s: open it in https://ui.perfetto.dev or chrome://tracing\n",
+                       steps, md.n_nodes, o->trace_path);
+                if (o->writer && df_summary_writer_add_session_graphs(o->writer, s, "train_step", &md, steps, &st) != DF_OK)
+                    digits_die("writing the step's graphs", st.message);
+                df_run_metadata_clear(&md);
+            }
+            digits_log_scalar(o->writer, "loss/step", (double)*(const float *)df_tensor_data(loss), steps);
             loss_sum += (double)*(const float *)df_tensor_data(loss) * count;
             df_tensor_release(loss);
             df_tensor_release(feeds[0]);
@@ -434,9 +491,22 @@ static inline int digits_fit(df_session *s, const digits_model *m, const digits_
         }
         double loss_mean = loss_sum / train->n;
         if (!isfinite(loss_mean)) { fprintf(stderr, "digits: the loss diverged at epoch %d\n", epoch); return 1; }
-        printf("%5d %10.4f %9.2f%% %9.2f%%\n", epoch, loss_mean, 100 * digits_accuracy(s, m, train, NULL),
-               100 * digits_accuracy(s, m, test, NULL));
+        double train_acc = digits_accuracy(s, m, train, NULL), test_acc = digits_accuracy(s, m, test, NULL);
+        printf("%5d %10.4f %9.2f%% %9.2f%%\n", epoch, loss_mean, 100 * train_acc, 100 * test_acc);
         fflush(stdout);
+        if (o->writer) {
+            digits_log_scalar(o->writer, "loss/epoch", loss_mean, steps);
+            digits_log_scalar(o->writer, "accuracy/train", train_acc, steps);
+            digits_log_scalar(o->writer, "accuracy/test", test_acc, steps);
+            df_tensor *h = NULL;
+            if (df_session_run(s, NULL, NULL, 0, &o->histograms, &h, 1, NULL, 0, &st) != DF_OK)
+                digits_die("--logdir histograms", st.message);
+            size_t len = 0;
+            const char *bytes = df_tensor_string(h, 0, &len);      /* (a Summary proto: holds NULs) */
+            if (df_summary_writer_add_summary(o->writer, bytes, len, steps, &st) != DF_OK)
+                digits_die("--logdir histograms", st.message);
+            df_tensor_release(h);
+        }
     }
     int correct;
     double acc = digits_accuracy(s, m, test, &correct);
@@ -445,6 +515,10 @@ static inline int digits_fit(df_session *s, const digits_model *m, const digits_
     free(order);
     free(xb);
     free(yb);
+    if (o->writer) {
+        if (df_summary_writer_close(o->writer, &st) != DF_OK) digits_die("--logdir", st.message);
+        df_summary_writer_free(o->writer);
+    }
     if (acc < o->target) {
         printf("FAILED: held-out accuracy %.2f%% is below the target %.0f%%\n", 100 * acc, 100 * o->target);
         return 1;

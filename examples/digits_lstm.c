@@ -118,7 +118,8 @@ int main(int argc, char **argv) {
 
     printf("dataflow %s: LSTM over image rows (df_foldl over a tensor array), 8 steps of 8 pixels, "
            "%d units, Adam lr %g, batch %d, %d epochs\n", df_version(), HIDDEN, LEARNING_RATE, BATCH, EPOCHS);
-    digits_fit_options fit = {EPOCHS, BATCH, 7u, TARGET};
+    digits_fit_options fit = {.epochs = EPOCHS, .batch = BATCH, .seed = 7u, .target = TARGET};
+    digits_logging(argc, argv, g, n_vars, vars, &fit);   /* --logdir DIR, --trace FILE */
     int rc = digits_fit(s, &m, &train, &test, &fit);
 
     df_session_free(s);

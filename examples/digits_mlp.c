@@ -72,7 +72,8 @@ int main(int argc, char **argv) {
 
     printf("dataflow %s: MLP 64-%d-10 (relu), Adam lr %g, batch %d, %d epochs\n", df_version(), HIDDEN,
            LEARNING_RATE, BATCH, EPOCHS);
-    digits_fit_options fit = {EPOCHS, BATCH, 7u, TARGET};
+    digits_fit_options fit = {.epochs = EPOCHS, .batch = BATCH, .seed = 7u, .target = TARGET};
+    digits_logging(argc, argv, g, 4, vars, &fit);   /* --logdir DIR, --trace FILE */
     int rc = digits_fit(s, &m, &train, &test, &fit);
 
     df_session_free(s);

@@ -80,7 +80,8 @@ int main(int argc, char **argv) {
 
     printf("dataflow %s: RNN over image rows in a while loop, 8 steps of 8 pixels, %d tanh units, "
            "Adam lr %g, batch %d, %d epochs\n", df_version(), HIDDEN, LEARNING_RATE, BATCH, EPOCHS);
-    digits_fit_options fit = {EPOCHS, BATCH, 7u, TARGET};
+    digits_fit_options fit = {.epochs = EPOCHS, .batch = BATCH, .seed = 7u, .target = TARGET};
+    digits_logging(argc, argv, g, 5, vars, &fit);   /* --logdir DIR, --trace FILE */
     int rc = digits_fit(s, &m, &train, &test, &fit);
 
     df_session_free(s);
