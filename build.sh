@@ -431,6 +431,12 @@ run_tests() {
     for e in digits_mlp digits_rnn digits_lstm digits_queue digits_ps; do
         step "$e trains to its accuracy target" sh -c "$CC -std=c11 -O2 $WARN examples/$e.c $LIB_O2 -o build/$e $LIBS && ./build/$e data/digits.csv.gz"
     done
+    # The same with TensorBoard logging and a step's trace: an event file whose records all
+    # read back (df_record_reader) with the summaries each epoch adds, and a trace file.
+    step "digits_rnn --logdir --trace: event file and trace written, every record reads back" sh -c \
+        "rm -rf build/tb && ./build/digits_rnn data/digits.csv.gz --logdir build/tb/rnn --trace build/tb/rnn.trace.json > build/tb.log && \
+         $CC -std=c11 -O1 $WARN -I. tests/summary/count_events.c $LIB_O2 -o build/count_events $LIBS && \
+         ./build/count_events build/tb/rnn 20 && grep -q '\"ph\":\"X\"' build/tb/rnn.trace.json"
     step "dfrun builds, reports bad input and keeps to its bounds" check_dfrun
     step "dfworker builds, refuses bad options and listens" check_dfworker
     # The MPI transport (-DDATAFLOW_MPI): where Open MPI is installed (.ci/run installs it).
