@@ -10,6 +10,10 @@
 #   ./build.sh fuzz     build the fuzzers in tests/fuzz/ with clang's libFuzzer (+ASan+UBSan)
 #                       and run each for DF_FUZZ_SECONDS from its corpus in tests/fuzz/corpus/;
 #                       a crash keeps its input under build/fuzz-crashes/ and fails
+#   ./build.sh docs     check the documentation against the tools it describes (not in CI:
+#                       needs Python and Chromium, installed when missing): TensorBoard reads
+#                       our event files and draws the digits example's pages (screenshots in
+#                       build/tensorboard_check/), tests/summary/browser_check.sh
 # Environment: CC (default cc), CXX (default c++), DF_SANITIZE=0 turns sanitizers off,
 #              DF_TEST_FILTER=substring runs only matching tests, DF_FUZZ_SECONDS (default 120
 #              per fuzzer), DF_FUZZ_MERGE=1 merges what the fuzzers found into the committed
@@ -655,5 +659,6 @@ case "${1:-demo}" in
     test) amalgamate; run_tests ;;
     bench) amalgamate; run_bench ;;
     fuzz) amalgamate; run_fuzz ;;
+    docs) amalgamate; .ci/check_links && tests/summary/check_tensorboard.sh && tests/summary/browser_check.sh ;;
     *) echo "usage: ./build.sh [amalgamate|test|bench|fuzz]" >&2; exit 2 ;;
 esac
