@@ -26567,6 +26567,7 @@ static df_code df__session_run_ex(df_session *s, const df_output *feeds, df_tens
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+FILE *fdopen(int fd, const char *mode);   /* (POSIX; strict C modes without feature macros hide it) */
 
 static uint64_t df__trace_next_tid;
 #ifndef DF_NO_THREADS
@@ -26768,6 +26769,16 @@ done:
 }
 
 /* ---- Chrome trace event format (JSON) ---- */
+/* The length of the valid UTF-8 sequence at c (1 to 4), or 0 if it is not one. */
+static int df__utf8_len(const unsigned char *c) {
+    int n = *c < 0xc2 ? 0 : *c < 0xe0 ? 2 : *c < 0xf0 ? 3 : *c < 0xf5 ? 4 : 0;
+    for (int i = 1; i < n; i++) if ((c[i] & 0xc0) != 0x80) return 0;
+    if (n == 3 && ((*c == 0xe0 && c[1] < 0xa0) || (*c == 0xed && c[1] >= 0xa0))) return 0;   /* overlong, surrogates */
+    if (n == 4 && ((*c == 0xf0 && c[1] < 0x90) || (*c == 0xf4 && c[1] >= 0x90))) return 0;   /* overlong, > U+10FFFF */
+    return n;
+}
+/* A JSON string: valid UTF-8 passes through, any other byte (an imported frame name may hold
+   anything) becomes U+FFFD, so JSON readers always accept the file. */
 static void df__json_str(FILE *f, const char *s) {
     fputc('"', f);
     for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++) {
@@ -26776,7 +26787,12 @@ static void df__json_str(FILE *f, const char *s) {
         else if (*c == '\t') fputs("\\t", f);
         else if (*c == '\r') fputs("\\r", f);
         else if (*c < 0x20 || *c == 0x7f) fprintf(f, "\\u%04x", *c);
-        else fputc(*c, f);   /* (UTF-8 passes through as it is) */
+        else if (*c < 0x80) fputc(*c, f);
+        else {
+            int n = df__utf8_len(c);
+            if (n) { fwrite(c, 1, (size_t)n, f); c += n - 1; }
+            else fputs("\\ufffd", f);
+        }
     }
     fputc('"', f);
 }
@@ -26832,9 +26848,13 @@ df_code df_run_metadata_write_chrome_trace(const df_run_metadata *md, const char
             close(fd);
             code = df_status_set(st, DF_INVALID_ARGUMENT, "The trace file '%s' is not a regular file", path);
         } else {
-            close(fd);
-            if (!(f = fopen(path, "w")))
+            /* the file checked is the file written (no second open a FIFO could slip into) */
+            int fl = fcntl(fd, F_GETFL);
+            if (fl != -1) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+            if (!(f = fdopen(fd, "w"))) {
                 code = df_status_set(st, DF_UNAVAILABLE, "Cannot write the trace file '%s': %s", path, strerror(errno));
+                close(fd);
+            }
         }
     }
     if (code) { DF_FREE(devs); DF_FREE(pid); DF_FREE(xfers); return code; }
@@ -29615,11 +29635,13 @@ void df_saver_free(df_saver *sv) { DF_FREE(sv); }
 #include <sys/utsname.h>
 #include <errno.h>
 
-/* ftruncate is POSIX.1-2001, but strict C modes without feature macros (dataflow.h included
-   first, as in the one-file use) hide its prototype; the signature is POSIX's. */
+/* ftruncate and realpath are POSIX.1-2001, but strict C modes without feature macros
+   (dataflow.h included first, as in the one-file use) hide their prototypes; the signatures
+   are POSIX's. */
 #if !defined(_POSIX_C_SOURCE) && !defined(_XOPEN_SOURCE)
 int ftruncate(int fd, off_t length);
 #endif
+char *realpath(const char *path, char *resolved);   /* (glibc hides it under _POSIX_C_SOURCE alone) */
 
 #define DF__SW_BUFFER_BYTES (64 * 1024)   /* the thread writes once its buffer holds this much */
 
@@ -29924,14 +29946,32 @@ df_summary_writer *df_summary_writer_new_with_options(const char *logdir, const 
     struct utsname un;
     if (uname(&un) == 0 && un.nodename[0]) snprintf(host, sizeof host, "%s", un.nodename);
     const char *suffix = o.filename_suffix ? o.filename_suffix : "";
-    size_t plen = strlen(logdir) + strlen(host) + strlen(suffix) + 64;
+    /* The absolute directory: the "has disappeared" check must not depend on the working
+       directory, which the program may change. */
+    char *absdir = realpath(logdir, NULL);
+    const char *dir = absdir ? absdir : logdir;
+    size_t plen = strlen(dir) + strlen(host) + strlen(suffix) + 96;
     df_summary_writer *w = (df_summary_writer *)calloc(1, sizeof *w);
     char *path = (char *)malloc(plen);
-    if (!w || !path) { free(w); free(path); df_status_set(st, DF_RESOURCE_EXHAUSTED, "summary writer: out of memory"); return NULL; }
-    snprintf(path, plen, "%s/events.out.tfevents.%lld.%s%s", logdir, (long long)time(NULL), host, suffix);
+    if (!w || !path) {
+        free(w); free(path); free(absdir);
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "summary writer: out of memory");
+        return NULL;
+    }
+    /* A name no other writer has (the process and a counter, as TensorFlow 2's), and opened
+       only if new: two writers on one logdir in one second must not share, or truncate, a file. */
+    static unsigned df__sw_counter;
+    long long now = (long long)time(NULL);
+    w->fd = -1;
+    for (int tries = 0; tries < 1000 && w->fd < 0; tries++) {
+        unsigned k = __atomic_fetch_add(&df__sw_counter, 1, __ATOMIC_RELAXED);
+        snprintf(path, plen, "%s/events.out.tfevents.%lld.%s.%ld.%u%s", dir, now, host, (long)getpid(), k, suffix);
+        w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (w->fd < 0 && errno != EEXIST) break;
+    }
+    free(absdir);
     w->path = path;
     w->flush_millis = o.flush_millis ? o.flush_millis : 120000;
-    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (w->fd < 0) {
         df_status_set(st, DF_INVALID_ARGUMENT, "summary writer: cannot open %s: %s", path, strerror(errno));
         free(path); free(w);
@@ -30115,8 +30155,11 @@ df_code df_summary_writer_add_session_graphs(df_summary_writer *w, df_session *s
     df_code c = df__sw_enter(w, st);
     if (c != DF_OK) return c;
     df__sw_unlock(w);
-    const df_graph *opt = df_session_optimized_graph(s, NULL);
-    int n_parts = df_session_num_partitions(s);
+    /* one snapshot of the session's last plan (another thread's run may replace it meanwhile;
+       plans live as long as the session) */
+    const df__plan *plan = __atomic_load_n(&s->last_plan, __ATOMIC_ACQUIRE);
+    const df_graph *opt = plan ? (plan->work ? plan->work : s->g) : NULL;
+    int n_parts = plan ? plan->n_parts : 0;
     if (!opt || n_parts <= 0)
         return df_status_set(st, DF_FAILED_PRECONDITION,
                         "summary writer: the session has not run yet: no partitions to write for tag \"%s\"", tag);
@@ -30128,7 +30171,8 @@ df_code df_summary_writer_add_session_graphs(df_summary_writer *w, df_session *s
     c = (gd && gn && devices && prefix && prefix_p) ? DF_OK : DF_RESOURCE_EXHAUSTED;
     if (c != DF_OK) df_status_set(st, c, "summary writer: out of memory");
     for (int i = 0; i < n_parts && c == DF_OK; i++) {
-        const df_graph *pg = df_session_partition(s, i, &devices[i]);
+        const df_graph *pg = plan->parts[i].g;
+        devices[i] = plan->parts[i].dev->name;
         c = pg ? df_graph_export_graphdef(pg, &gd[i], &gn[i]) : DF_INTERNAL;
         if (c != DF_OK)
             df_status_set(st, c, "summary writer: partition %d (%s) cannot be written as a GraphDef", i,
@@ -30319,7 +30363,7 @@ df_code df_record_reader_next(df_record_reader *r, const void **data, size_t *n,
     struct stat sb;
     uint64_t size = fstat(r->fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
     uint64_t left = size > r->off + 12 ? size - r->off - 12 : 0;
-    if (len > left || left - len < 4)
+    if (len > left || left - len < 4 || len > (uint64_t)(SIZE_MAX / 2))
         return df_status_set(st, DF_DATA_LOSS,
                              "record reader: %s: truncated record at offset %llu (%llu bytes of data announced, %llu left)",
                              r->path, at, (unsigned long long)len, (unsigned long long)(left > 4 ? left - 4 : 0));

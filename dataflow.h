@@ -1127,7 +1127,8 @@ uint32_t   df_crc32c(uint32_t crc, const void *data, size_t n);
 
 /* ---- TensorBoard summaries and event files (issue 30): begin ---- */
 /* Event files for TensorBoard. df_summary_writer_new creates logdir if missing (every level) and
-   opens events.out.tfevents.<unix time>.<hostname> there (first record: Event{wall_time,
+   opens a new events.out.tfevents.<unix time>.<hostname>.<pid>.<n><suffix> there (never an existing
+   file: a second writer on the same logdir gets a file of its own) (first record: Event{wall_time,
    file_version "brain.Event:2"}). Every add_* call encodes its Event and hands it to the
    writer's background thread through a bounded queue (max_queue events; a full queue makes
    the caller wait for room, as TensorFlow's), which writes TFRecord records and flushes at
@@ -1169,8 +1170,9 @@ df_code     df_summary_writer_add_graph(df_summary_writer *w, const df_graph *g,
 /* What a session ran, for TensorBoard's graph page under a tag of its own: the optimized graph
    (tag "<tag>/optimized") and every partition with its Send and Recv nodes (as a RunMetadata's
    partition_graphs, tag "<tag>"); with md (a traced run's metadata, NULL for none) the nodes'
-   step stats too, for TensorBoard's compute time and memory colouring. DF_FAILED_PRECONDITION
-   before the session's first run. */
+   step stats too, for TensorBoard's compute time and memory colouring. The graphs are those of
+   the session's last run: call it after the run md traced, before another thread runs other
+   fetches. DF_FAILED_PRECONDITION before the session's first run. */
 df_code     df_summary_writer_add_session_graphs(df_summary_writer *w, df_session *s, const char *tag,
                                                  const df_run_metadata *md, int64_t step, df_status *st);
 /* Waits until every event handed over so far is written and flushed to the file. */

@@ -30,8 +30,21 @@
 #define DIGITS_CLASSES 10
 #define DIGITS_SPLIT_SEED 20240611u  /* the shuffle before the split; fixed so runs compare */
 
+/* The --logdir writer while it is open: an example that stops on an error closes it first, so
+   what it logged (the curve of a run that diverged, say) reaches the file. */
+static df_summary_writer *digits_open_writer;
+static inline void digits_close_log(void) {
+    df_summary_writer *w = digits_open_writer;
+    digits_open_writer = NULL;
+    if (w) {
+        df_status st;
+        if (df_summary_writer_close(w, &st) != DF_OK) fprintf(stderr, "digits: --logdir: %s\n", st.message);
+        df_summary_writer_free(w);
+    }
+}
 static inline void digits_die(const char *what, const char *why) {
     fprintf(stderr, "digits: %s: %s\n", what, why);
+    digits_close_log();
     exit(1);
 }
 static inline void *digits_xmalloc(size_t n) {
@@ -414,6 +427,7 @@ static inline void digits_logging(int argc, char **argv, df_graph *g, int n_vars
     df_graph_pop_name_scope(g);
     digits_check_graph(g, "adding the summaries");
     if (!(o->writer = df_summary_writer_new(logdir, &st))) digits_die("--logdir", st.message);
+    digits_open_writer = o->writer;
     if (df_summary_writer_add_graph(o->writer, g, &st) != DF_OK) digits_die("writing the graph", st.message);
     printf("TensorBoard: logging to %s (see it with: tensorboard --logdir %s)\n", df_summary_writer_path(o->writer), logdir);
 }
@@ -490,7 +504,11 @@ static inline int digits_fit(df_session *s, const digits_model *m, const digits_
             df_tensor_release(feeds[1]);
         }
         double loss_mean = loss_sum / train->n;
-        if (!isfinite(loss_mean)) { fprintf(stderr, "digits: the loss diverged at epoch %d\n", epoch); return 1; }
+        if (!isfinite(loss_mean)) {
+            char why[64];
+            snprintf(why, sizeof why, "the loss diverged at epoch %d", epoch);
+            digits_die("training", why);
+        }
         double train_acc = digits_accuracy(s, m, train, NULL), test_acc = digits_accuracy(s, m, test, NULL);
         printf("%5d %10.4f %9.2f%% %9.2f%%\n", epoch, loss_mean, 100 * train_acc, 100 * test_acc);
         fflush(stdout);
@@ -516,6 +534,7 @@ static inline int digits_fit(df_session *s, const digits_model *m, const digits_
     free(xb);
     free(yb);
     if (o->writer) {
+        digits_open_writer = NULL;
         if (df_summary_writer_close(o->writer, &st) != DF_OK) digits_die("--logdir", st.message);
         df_summary_writer_free(o->writer);
     }

@@ -15,11 +15,13 @@
 #include <sys/utsname.h>
 #include <errno.h>
 
-/* ftruncate is POSIX.1-2001, but strict C modes without feature macros (dataflow.h included
-   first, as in the one-file use) hide its prototype; the signature is POSIX's. */
+/* ftruncate and realpath are POSIX.1-2001, but strict C modes without feature macros
+   (dataflow.h included first, as in the one-file use) hide their prototypes; the signatures
+   are POSIX's. */
 #if !defined(_POSIX_C_SOURCE) && !defined(_XOPEN_SOURCE)
 int ftruncate(int fd, off_t length);
 #endif
+char *realpath(const char *path, char *resolved);   /* (glibc hides it under _POSIX_C_SOURCE alone) */
 
 #define DF__SW_BUFFER_BYTES (64 * 1024)   /* the thread writes once its buffer holds this much */
 
@@ -324,14 +326,32 @@ df_summary_writer *df_summary_writer_new_with_options(const char *logdir, const 
     struct utsname un;
     if (uname(&un) == 0 && un.nodename[0]) snprintf(host, sizeof host, "%s", un.nodename);
     const char *suffix = o.filename_suffix ? o.filename_suffix : "";
-    size_t plen = strlen(logdir) + strlen(host) + strlen(suffix) + 64;
+    /* The absolute directory: the "has disappeared" check must not depend on the working
+       directory, which the program may change. */
+    char *absdir = realpath(logdir, NULL);
+    const char *dir = absdir ? absdir : logdir;
+    size_t plen = strlen(dir) + strlen(host) + strlen(suffix) + 96;
     df_summary_writer *w = (df_summary_writer *)calloc(1, sizeof *w);
     char *path = (char *)malloc(plen);
-    if (!w || !path) { free(w); free(path); df_status_set(st, DF_RESOURCE_EXHAUSTED, "summary writer: out of memory"); return NULL; }
-    snprintf(path, plen, "%s/events.out.tfevents.%lld.%s%s", logdir, (long long)time(NULL), host, suffix);
+    if (!w || !path) {
+        free(w); free(path); free(absdir);
+        df_status_set(st, DF_RESOURCE_EXHAUSTED, "summary writer: out of memory");
+        return NULL;
+    }
+    /* A name no other writer has (the process and a counter, as TensorFlow 2's), and opened
+       only if new: two writers on one logdir in one second must not share, or truncate, a file. */
+    static unsigned df__sw_counter;
+    long long now = (long long)time(NULL);
+    w->fd = -1;
+    for (int tries = 0; tries < 1000 && w->fd < 0; tries++) {
+        unsigned k = __atomic_fetch_add(&df__sw_counter, 1, __ATOMIC_RELAXED);
+        snprintf(path, plen, "%s/events.out.tfevents.%lld.%s.%ld.%u%s", dir, now, host, (long)getpid(), k, suffix);
+        w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (w->fd < 0 && errno != EEXIST) break;
+    }
+    free(absdir);
     w->path = path;
     w->flush_millis = o.flush_millis ? o.flush_millis : 120000;
-    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (w->fd < 0) {
         df_status_set(st, DF_INVALID_ARGUMENT, "summary writer: cannot open %s: %s", path, strerror(errno));
         free(path); free(w);
@@ -515,8 +535,11 @@ df_code df_summary_writer_add_session_graphs(df_summary_writer *w, df_session *s
     df_code c = df__sw_enter(w, st);
     if (c != DF_OK) return c;
     df__sw_unlock(w);
-    const df_graph *opt = df_session_optimized_graph(s, NULL);
-    int n_parts = df_session_num_partitions(s);
+    /* one snapshot of the session's last plan (another thread's run may replace it meanwhile;
+       plans live as long as the session) */
+    const df__plan *plan = __atomic_load_n(&s->last_plan, __ATOMIC_ACQUIRE);
+    const df_graph *opt = plan ? (plan->work ? plan->work : s->g) : NULL;
+    int n_parts = plan ? plan->n_parts : 0;
     if (!opt || n_parts <= 0)
         return df_status_set(st, DF_FAILED_PRECONDITION,
                         "summary writer: the session has not run yet: no partitions to write for tag \"%s\"", tag);
@@ -528,7 +551,8 @@ df_code df_summary_writer_add_session_graphs(df_summary_writer *w, df_session *s
     c = (gd && gn && devices && prefix && prefix_p) ? DF_OK : DF_RESOURCE_EXHAUSTED;
     if (c != DF_OK) df_status_set(st, c, "summary writer: out of memory");
     for (int i = 0; i < n_parts && c == DF_OK; i++) {
-        const df_graph *pg = df_session_partition(s, i, &devices[i]);
+        const df_graph *pg = plan->parts[i].g;
+        devices[i] = plan->parts[i].dev->name;
         c = pg ? df_graph_export_graphdef(pg, &gd[i], &gn[i]) : DF_INTERNAL;
         if (c != DF_OK)
             df_status_set(st, c, "summary writer: partition %d (%s) cannot be written as a GraphDef", i,
@@ -719,7 +743,7 @@ df_code df_record_reader_next(df_record_reader *r, const void **data, size_t *n,
     struct stat sb;
     uint64_t size = fstat(r->fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
     uint64_t left = size > r->off + 12 ? size - r->off - 12 : 0;
-    if (len > left || left - len < 4)
+    if (len > left || left - len < 4 || len > (uint64_t)(SIZE_MAX / 2))
         return df_status_set(st, DF_DATA_LOSS,
                              "record reader: %s: truncated record at offset %llu (%llu bytes of data announced, %llu left)",
                              r->path, at, (unsigned long long)len, (unsigned long long)(left > 4 ? left - 4 : 0));

@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+FILE *fdopen(int fd, const char *mode);   /* (POSIX; strict C modes without feature macros hide it) */
 
 static uint64_t df__trace_next_tid;
 #ifndef DF_NO_THREADS
@@ -229,6 +230,16 @@ done:
 }
 
 /* ---- Chrome trace event format (JSON) ---- */
+/* The length of the valid UTF-8 sequence at c (1 to 4), or 0 if it is not one. */
+static int df__utf8_len(const unsigned char *c) {
+    int n = *c < 0xc2 ? 0 : *c < 0xe0 ? 2 : *c < 0xf0 ? 3 : *c < 0xf5 ? 4 : 0;
+    for (int i = 1; i < n; i++) if ((c[i] & 0xc0) != 0x80) return 0;
+    if (n == 3 && ((*c == 0xe0 && c[1] < 0xa0) || (*c == 0xed && c[1] >= 0xa0))) return 0;   /* overlong, surrogates */
+    if (n == 4 && ((*c == 0xf0 && c[1] < 0x90) || (*c == 0xf4 && c[1] >= 0x90))) return 0;   /* overlong, > U+10FFFF */
+    return n;
+}
+/* A JSON string: valid UTF-8 passes through, any other byte (an imported frame name may hold
+   anything) becomes U+FFFD, so JSON readers always accept the file. */
 static void df__json_str(FILE *f, const char *s) {
     fputc('"', f);
     for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++) {
@@ -237,7 +248,12 @@ static void df__json_str(FILE *f, const char *s) {
         else if (*c == '\t') fputs("\\t", f);
         else if (*c == '\r') fputs("\\r", f);
         else if (*c < 0x20 || *c == 0x7f) fprintf(f, "\\u%04x", *c);
-        else fputc(*c, f);   /* (UTF-8 passes through as it is) */
+        else if (*c < 0x80) fputc(*c, f);
+        else {
+            int n = df__utf8_len(c);
+            if (n) { fwrite(c, 1, (size_t)n, f); c += n - 1; }
+            else fputs("\\ufffd", f);
+        }
     }
     fputc('"', f);
 }
@@ -293,9 +309,13 @@ df_code df_run_metadata_write_chrome_trace(const df_run_metadata *md, const char
             close(fd);
             code = df_status_set(st, DF_INVALID_ARGUMENT, "The trace file '%s' is not a regular file", path);
         } else {
-            close(fd);
-            if (!(f = fopen(path, "w")))
+            /* the file checked is the file written (no second open a FIFO could slip into) */
+            int fl = fcntl(fd, F_GETFL);
+            if (fl != -1) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+            if (!(f = fdopen(fd, "w"))) {
                 code = df_status_set(st, DF_UNAVAILABLE, "Cannot write the trace file '%s': %s", path, strerror(errno));
+                close(fd);
+            }
         }
     }
     if (code) { DF_FREE(devs); DF_FREE(pid); DF_FREE(xfers); return code; }

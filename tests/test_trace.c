@@ -525,6 +525,21 @@ DF_TEST(trace_chrome_json_parses) {
         CHECK_EQ_INT(seen, 1);
         jfree(&root);
     }
+    /* bytes that are not UTF-8 (an imported frame name may hold any) become U+FFFD; valid
+       UTF-8 passes through */
+    df_node_trace odd = {"n\xc3\xa9", "Op", "/job:localhost/replica:0/task:0/device:CPU:0", 0, 0, 10,
+                         "fr\xff\xc3", 0, 0, DF_TRACE_OP, 0};
+    df_run_metadata odd_md = {&odd, 1, 0, 10, NULL};
+    snprintf(path, sizeof path, "%s/trace_utf8.json", df_test_tmpdir());
+    CHECK_EQ_INT(df_run_metadata_write_chrome_trace(&odd_md, path, &st), DF_OK);
+    FILE *f = fopen(path, "rb");
+    char text[4096];
+    size_t tn = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[tn] = 0;
+    CHECK(strstr(text, "\"n\xc3\xa9\"") != NULL);
+    CHECK(strstr(text, "\"fr\\ufffd\\ufffd\"") != NULL);
+    for (size_t i = 0; i < tn; i++) CHECK((unsigned char)text[i] != 0xff);
     /* an empty trace is a valid file too */
     df_run_metadata empty;
     memset(&empty, 0, sizeof empty);
