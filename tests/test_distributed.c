@@ -494,7 +494,9 @@ DF_TEST(distributed_silent_worker_ends_the_step_after_the_timeout) {
         double ended = now_s();
         pthread_join(t, NULL);
         CHECK_MSG(code == DF_UNAVAILABLE && strstr(st.message, "silent"), "the step with a stopped worker: %s: %s", df_code_name(code), st.message);
-        CHECK_MSG(ended - k.at < 5.0 && ended - k.at > 0.4, "the step ended %.2f s after the stop (timeout 0.5 s)", ended - k.at);
+        /* silence counts from the last message heard, and heartbeats come every 250 ms: the
+           step may end as early as 0.25 s after the stop (the message says how long it was) */
+        CHECK_MSG(ended - k.at < 5.0 && ended - k.at > 0.2, "the step ended %.2f s after the stop (timeout 0.5 s)", ended - k.at);
         printf("    the step ended %.0f ms after worker 1 stopped (timeout 500 ms): %s\n", 1e3 * (ended - k.at), st.message);
         df_tensor_release(v);
         kill(p[1].pid, SIGCONT);
