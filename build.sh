@@ -190,8 +190,15 @@ check_dfrun() {
     # --trace: a Chrome trace JSON of the last run, its brackets balanced, X events for the nodes
     # and as many flow starts as ends (Sends to Recvs between the two devices); a bad path is
     # one error line before any run
-    (cd $d/run && ../../dfrun ../small.pb --fetch out --devices cpu:2 --repeat 2 --trace ../trace.json >/dev/null 2>../trace.err) ||
-        { echo "dfrun --trace failed:"; cat $d/trace.err; return 1; }
+    (cd $d/run && ../../dfrun ../small.pb --fetch out --devices cpu:2 --repeat 2 --trace ../trace.json --logdir ../tb >/dev/null 2>../trace.err) ||
+        { echo "dfrun --trace --logdir failed:"; cat $d/trace.err; return 1; }
+    # --logdir: one event file, holding the graph and the partitions' run metadata
+    [ "$(ls $d/tb | grep -c '^events\.out\.tfevents\.')" -eq 1 ] && grep -q 'graph_run_metadata' $d/tb/events.out.tfevents.* &&
+        grep -q '_Send' $d/tb/events.out.tfevents.* ||
+        { echo "dfrun --logdir wrote no event file with the partitions:"; ls -la $d/tb; return 1; }
+    (cd $d/run && ../../dfrun ../small.pb --fetch out --logdir ../small.pb >/dev/null 2>../log.err); rc=$?
+    [ $rc -eq 1 ] && [ "$(wc -l <$d/log.err)" -eq 1 ] && grep -q '^dfrun: --logdir: .*not a directory' $d/log.err ||
+        { echo "dfrun --logdir on a file: exit $rc:"; cat $d/log.err; return 1; }
     local t=$d/trace.json br
     br=$(tr -cd '{}[]' <$t)
     [ "$(printf %s "$br" | tr -cd '{' | wc -c)" -eq "$(printf %s "$br" | tr -cd '}' | wc -c)" ] &&

@@ -2,7 +2,7 @@
    as .npy files.
 
        dfrun graph.pb --feed x=x.npy --fetch y:0 [--out dir] [--devices cpu:2] [--repeat 10]
-             [--timeout-ms 5000] [--memory-limit 2G] [--data-dir dir] [--trace run.json]
+             [--timeout-ms 5000] [--memory-limit 2G] [--data-dir dir] [--trace run.json] [--logdir dir]
 
    Tensor names are "node" or "node:k" (output k; "node" means output 0). The graph runs once
    (the warm-up, whose results are written) and then --repeat more times, timed. Errors are one
@@ -37,7 +37,7 @@ enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 static const char usage_text[] =
     "usage: dfrun GRAPH.pb [--feed NAME=FILE.npy]... --fetch NAME... [--out DIR]\n"
     "             [--devices cpu:N] [--repeat N] [--timeout-ms N] [--memory-limit BYTES]\n"
-    "             [--data-dir DIR] [--trace FILE]\n"
+    "             [--data-dir DIR] [--trace FILE] [--logdir DIR]\n"
     "\n"
     "Imports a TensorFlow GraphDef (binary protobuf), feeds .npy files to tensors, runs the\n"
     "fetches and writes each fetched tensor to DIR/<name>.npy (':' and '/' in the name become '_').\n"
@@ -60,6 +60,9 @@ static const char usage_text[] =
     "                     it in Perfetto or chrome://tracing): every node run, its device and\n"
     "                     thread, start and end, Send/Recv pairs as arrows; that run's time\n"
     "                     includes the tracing\n"
+    "  --logdir DIR       write the graph, and after the runs what ran (the optimized graph and\n"
+    "                     every partition with its Send/Recv nodes, with --trace their compute\n"
+    "                     times), to a TensorBoard event file in DIR (tensorboard --logdir DIR)\n"
     "  --help             print this and exit\n"
     "\n"
     "A GraphDef is a program: run only graphs you trust, or bound them with the three options\n"
@@ -265,6 +268,7 @@ typedef struct options {
     size_t       memory_limit;        /* 0: none */
     const char  *data_dir;
     const char  *trace_path;          /* NULL: no trace */
+    const char  *logdir;              /* NULL: no event file */
     int          n_feeds, n_fetches;
     tensor_name *feeds, *fetches;     /* argc entries each: enough for any command line */
     const char **feed_files;
@@ -318,7 +322,7 @@ static int parse_args(int argc, char **argv, options *o) {
         }
         /* Options take a value: "--opt value" or "--opt=value". */
         static const char *const with_value[] = {"--feed", "--fetch", "--out", "--devices", "--repeat",
-                                                 "--timeout-ms", "--memory-limit", "--data-dir", "--trace"};
+                                                 "--timeout-ms", "--memory-limit", "--data-dir", "--trace", "--logdir"};
         const char *opt = NULL;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) {
             size_t n = strlen(with_value[k]);
@@ -371,6 +375,9 @@ static int parse_args(int argc, char **argv, options *o) {
             if (stat(value, &info) != 0 || !S_ISDIR(info.st_mode))
                 return usage_error("--data-dir '%s' is not a directory", value);
             o->data_dir = strcmp(value, "/") ? value : NULL;     /* "/": no confinement at all */
+        } else if (!strcmp(opt, "--logdir")) {
+            if (!*value) return usage_error("--logdir needs a directory");
+            o->logdir = value;
         } else if (!strcmp(opt, "--trace")) {
             if (!*value) return usage_error("--trace needs a file name");
             o->trace_path = value;
@@ -442,6 +449,14 @@ static int run(const options *o, run_state *r) {
             return fail(EXIT_RUNTIME, "--trace: %s: %s", df_code_name(st.code), st.message);
     }
 
+    df_summary_writer *log = NULL;    /* --logdir: the graph now, what ran after the runs */
+    if (o->logdir) {
+        if (!(log = df_summary_writer_new(o->logdir, &st)) || df_summary_writer_add_graph(log, r->graph, &st) != DF_OK) {
+            df_summary_writer_free(log);
+            return fail(EXIT_RUNTIME, "--logdir: %s: %s", df_code_name(st.code), st.message);
+        }
+    }
+
     /* Soft placement: graphs written on a GPU machine carry "/device:GPU:0" requests. */
     df_session_options opts = {0};
     opts.num_cpu_devices = o->num_devices;
@@ -449,20 +464,24 @@ static int run(const options *o, run_state *r) {
     opts.run_timeout_ms = o->timeout_ms;
     opts.memory_limit = o->memory_limit;
     opts.data_dir = o->data_dir;
-    if (!(r->session = df_session_new(r->graph, &opts, &st)))
+    if (!(r->session = df_session_new(r->graph, &opts, &st))) {
+        df_summary_writer_free(log);
         return fail(EXIT_RUNTIME, "cannot create a session: %s: %s", df_code_name(st.code), st.message);
+    }
 
     /* The first run compiles and partitions the graph, so it is timed apart from the others.
        Its results are the ones written: later runs only measure (a graph with variables may
        give different values each run). */
     double t0 = now_ms();
     if (df_session_run(r->session, r->feed_outputs, r->feed_values, nf, r->fetch_outputs,
-                       r->fetch_values, nx, NULL, 0, &st) != DF_OK)
+                       r->fetch_values, nx, NULL, 0, &st) != DF_OK) {
+        df_summary_writer_free(log);
         return fail(EXIT_RUNTIME, "run failed: %s: %s", df_code_name(st.code), st.message);
+    }
     double first_ms = now_ms() - t0;
 
     df_tensor **scratch = calloc((size_t)nx, sizeof *scratch);
-    if (!scratch) return fail(EXIT_RUNTIME, "out of memory");
+    if (!scratch) { df_summary_writer_free(log); return fail(EXIT_RUNTIME, "out of memory"); }
     df_run_metadata md = {0};
     const df_run_options traced = {DF_TRACE_FULL, 0};
     for (int k = 0; k < o->repeat && !rc; k++) {
@@ -481,6 +500,14 @@ static int run(const options *o, run_state *r) {
         else
             printf("trace of the last run (%d nodes run) -> %s\n", md.n_nodes, o->trace_path);
     }
+    if (!rc && log) {
+        if (df_summary_writer_add_session_graphs(log, r->session, "run", o->trace_path ? &md : NULL, 1, &st) != DF_OK ||
+            df_summary_writer_close(log, &st) != DF_OK)
+            rc = fail(EXIT_RUNTIME, "--logdir: %s: %s", df_code_name(st.code), st.message);
+        else
+            printf("graph and partitions -> %s (tensorboard --logdir %s)\n", df_summary_writer_path(log), o->logdir);
+    }
+    df_summary_writer_free(log);
     df_run_metadata_clear(&md);
     if (rc) return rc;
 
