@@ -667,5 +667,5 @@ case "${1:-demo}" in
     bench) amalgamate; run_bench ;;
     fuzz) amalgamate; run_fuzz ;;
     docs) amalgamate; .ci/check_links && tests/summary/check_tensorboard.sh && tests/summary/browser_check.sh ;;
-    *) echo "usage: ./build.sh [amalgamate|test|bench|fuzz]" >&2; exit 2 ;;
+    *) echo "usage: ./build.sh [amalgamate|test|bench|fuzz|docs]" >&2; exit 2 ;;
 esac
