@@ -867,6 +867,7 @@ DF_PRIVATE void df__strmap_free(df__strmap *m);
 DF_PRIVATE int df__strmap_get(const df__strmap *m, const char *k, int *out);
 DF_PRIVATE int df__strmap_put(df__strmap *m, const char *k, int v);
 DF_PRIVATE void df__buf_printf(df__buf *b, const char *fmt, ...);
+DF_PRIVATE int df__utf8_seq(const uint8_t *p, size_t n);   /* valid UTF-8 at p: its length, else 0 */
 DF_PRIVATE df_dtype df__dtype_from_name(const char *s);
 DF_PRIVATE int df__dtype_valid(df_dtype t);
 DF_PRIVATE void df__allocator_release(df__allocator *a);

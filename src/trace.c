@@ -230,14 +230,6 @@ done:
 }
 
 /* ---- Chrome trace event format (JSON) ---- */
-/* The length of the valid UTF-8 sequence at c (1 to 4), or 0 if it is not one. */
-static int df__utf8_len(const unsigned char *c) {
-    int n = *c < 0xc2 ? 0 : *c < 0xe0 ? 2 : *c < 0xf0 ? 3 : *c < 0xf5 ? 4 : 0;
-    for (int i = 1; i < n; i++) if ((c[i] & 0xc0) != 0x80) return 0;
-    if (n == 3 && ((*c == 0xe0 && c[1] < 0xa0) || (*c == 0xed && c[1] >= 0xa0))) return 0;   /* overlong, surrogates */
-    if (n == 4 && ((*c == 0xf0 && c[1] < 0x90) || (*c == 0xf4 && c[1] >= 0x90))) return 0;   /* overlong, > U+10FFFF */
-    return n;
-}
 /* A JSON string: valid UTF-8 passes through, any other byte (an imported frame name may hold
    anything) becomes U+FFFD, so JSON readers always accept the file. */
 static void df__json_str(FILE *f, const char *s) {
@@ -250,7 +242,7 @@ static void df__json_str(FILE *f, const char *s) {
         else if (*c < 0x20 || *c == 0x7f) fprintf(f, "\\u%04x", *c);
         else if (*c < 0x80) fputc(*c, f);
         else {
-            int n = df__utf8_len(c);
+            int n = df__utf8_seq(c, !c[1] ? 1 : !c[2] ? 2 : !c[3] ? 3 : 4);   /* (stops at the NUL) */
             if (n) { fwrite(c, 1, (size_t)n, f); c += n - 1; }
             else fputs("\\ufffd", f);
         }

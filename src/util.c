@@ -104,3 +104,16 @@ DF_PRIVATE void df__buf_printf(df__buf *b, const char *fmt, ...) {
         if (!df__grow(&b->s, &b->cap, b->len + n + 1, 1)) { b->oom = 1; return; }
     }
 }
+
+/* The length (1 to 4) of the valid UTF-8 sequence at p, of the n bytes there; 0 if none is
+   (a stray or missing continuation byte, an overlong form, a surrogate, past U+10FFFF). */
+DF_PRIVATE int df__utf8_seq(const uint8_t *p, size_t n) {
+    if (!n) return 0;
+    if (*p < 0x80) return 1;
+    int k = *p < 0xc2 ? 0 : *p < 0xe0 ? 2 : *p < 0xf0 ? 3 : *p < 0xf5 ? 4 : 0;
+    if (!k || (size_t)k > n) return 0;
+    for (int i = 1; i < k; i++) if ((p[i] & 0xc0) != 0x80) return 0;
+    if (k == 3 && ((*p == 0xe0 && p[1] < 0xa0) || (*p == 0xed && p[1] >= 0xa0))) return 0;
+    if (k == 4 && ((*p == 0xf0 && p[1] < 0x90) || (*p == 0xf4 && p[1] >= 0x90))) return 0;
+    return k;
+}

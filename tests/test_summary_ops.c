@@ -274,6 +274,12 @@ DF_TEST(summary_merge_malformed_input) {
         "\x0a\x04\x2a\x02\x0f\x01",       /* a bad wire type inside histo */
         "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",   /* a key past 64 bits */
         "\x15\x01\x02",                   /* a float field cut short */
+        /* what TensorFlow's parser refuses beyond the wire format (each checked with TF 2.21) */
+        "\x0a\x05\x0a\x03" "a\xff" "c",                           /* a tag that is not UTF-8 */
+        "\x0a\x10\x0a\x03" "abc\x2a\x09\x3a\x07\x01\x01\x01\x01\x01\x01\x01",  /* packed doubles: 7 bytes */
+        "\x0a\x04\x3a\x02\xff\xfe",                         /* node_name not UTF-8 */
+        "\x0a\x0b\x0a\x02" "ab\x4a\x05\x0a\x03\x0a\x01\xff",   /* a plugin name not UTF-8 */
+        "\x0a\x0a\x0a\x02" "ab\x42\x04\x3a\x02\x80\x80",      /* packed int_val: a varint cut short */
     };
     for (int i = 0; i < (int)(sizeof bad / sizeof *bad); i++) {
         df_graph *g = df_graph_new();
@@ -285,6 +291,23 @@ DF_TEST(summary_merge_malformed_input) {
         CHECK_MSG(got == NULL, "malformed input %d accepted", i);
         free(got);
         CHECK_STATUS(&st, DF_INVALID_ARGUMENT, "Could not parse one of the summary inputs");
+        df_graph_free(g);
+    }
+    /* and what it accepts: 8 bytes of packed doubles, a whole varint */
+    static const char *const fine[] = {
+        "\x0a\x11\x0a\x03" "abc\x2a\x0a\x3a\x08\x01\x01\x01\x01\x01\x01\x01\x01",
+        "\x0a\x0a\x0a\x02" "ab\x42\x04\x3a\x02\x80\x01",
+    };
+    for (int i = 0; i < (int)(sizeof fine / sizeof *fine); i++) {
+        df_graph *g = df_graph_new();
+        df_output in = const_of(g, strings_tensor(0, NULL, &fine[i]));
+        df_output m = df_summary_merge(g, 1, &in);
+        df_status st;
+        size_t n;
+        unsigned char *got = run_bytes(g, m, NULL, NULL, 0, &n, &st);
+        CHECK_MSG(got != NULL, "well-formed input %d refused: %s", i, st.message);
+        if (got) CHECK(n == strlen(fine[i]) && !memcmp(got, fine[i], n));
+        free(got);
         df_graph_free(g);
     }
     /* well formed, with fields other than value (skipped) and a vector of summaries */

@@ -295,11 +295,64 @@ DF_PRIVATE void df__k_histogram_summary(df__kctx *c) {
 }
 
 /* ---- MergeSummary ---- */
-/* Checks that r holds well-formed fields to its end (their contents are not looked into). */
-static int df__sum_wellformed(df__pb r) {
+/* What TensorFlow's proto parser checks beyond the wire format, for the messages a Summary
+   value holds: strings are UTF-8 (proto3), packed numbers fill their bytes exactly, and every
+   message inside is well formed. One row per checked field of each message. */
+enum { DF__SK_STR = 1, DF__SK_MSG, DF__SK_P64, DF__SK_P32, DF__SK_PVAR };
+enum { DF__SM_VALUE, DF__SM_META, DF__SM_PLUGIN, DF__SM_IMAGE, DF__SM_AUDIO, DF__SM_HISTO, DF__SM_TENSOR,
+       DF__SM_SHAPE, DF__SM_DIM, DF__SM_HANDLE, DF__SM_DTSHAPE, DF__SM_VARIANT, DF__SM_N };
+typedef struct df__sum_field { uint8_t msg, field, kind, sub; } df__sum_field;
+static const df__sum_field df__sum_schema[] = {
+    {DF__SM_VALUE, 1, DF__SK_STR, 0}, {DF__SM_VALUE, 7, DF__SK_STR, 0},
+    {DF__SM_VALUE, 9, DF__SK_MSG, DF__SM_META}, {DF__SM_VALUE, 4, DF__SK_MSG, DF__SM_IMAGE},
+    {DF__SM_VALUE, 5, DF__SK_MSG, DF__SM_HISTO}, {DF__SM_VALUE, 6, DF__SK_MSG, DF__SM_AUDIO},
+    {DF__SM_VALUE, 8, DF__SK_MSG, DF__SM_TENSOR},
+    {DF__SM_META, 1, DF__SK_MSG, DF__SM_PLUGIN}, {DF__SM_META, 2, DF__SK_STR, 0}, {DF__SM_META, 3, DF__SK_STR, 0},
+    {DF__SM_PLUGIN, 1, DF__SK_STR, 0},
+    {DF__SM_IMAGE, 1, DF__SK_PVAR, 0}, {DF__SM_IMAGE, 2, DF__SK_PVAR, 0}, {DF__SM_IMAGE, 3, DF__SK_PVAR, 0},
+    {DF__SM_AUDIO, 5, DF__SK_STR, 0},
+    {DF__SM_HISTO, 6, DF__SK_P64, 0}, {DF__SM_HISTO, 7, DF__SK_P64, 0},
+    {DF__SM_TENSOR, 2, DF__SK_MSG, DF__SM_SHAPE}, {DF__SM_TENSOR, 5, DF__SK_P32, 0}, {DF__SM_TENSOR, 6, DF__SK_P64, 0},
+    {DF__SM_TENSOR, 7, DF__SK_PVAR, 0}, {DF__SM_TENSOR, 9, DF__SK_P32, 0}, {DF__SM_TENSOR, 10, DF__SK_PVAR, 0},
+    {DF__SM_TENSOR, 11, DF__SK_PVAR, 0}, {DF__SM_TENSOR, 12, DF__SK_P64, 0}, {DF__SM_TENSOR, 13, DF__SK_PVAR, 0},
+    {DF__SM_TENSOR, 14, DF__SK_MSG, DF__SM_HANDLE}, {DF__SM_TENSOR, 15, DF__SK_MSG, DF__SM_VARIANT},
+    {DF__SM_TENSOR, 16, DF__SK_PVAR, 0}, {DF__SM_TENSOR, 17, DF__SK_PVAR, 0},
+    {DF__SM_SHAPE, 2, DF__SK_MSG, DF__SM_DIM}, {DF__SM_DIM, 2, DF__SK_STR, 0},
+    {DF__SM_HANDLE, 1, DF__SK_STR, 0}, {DF__SM_HANDLE, 2, DF__SK_STR, 0}, {DF__SM_HANDLE, 3, DF__SK_STR, 0},
+    {DF__SM_HANDLE, 5, DF__SK_STR, 0}, {DF__SM_HANDLE, 6, DF__SK_MSG, DF__SM_DTSHAPE},
+    {DF__SM_DTSHAPE, 2, DF__SK_MSG, DF__SM_SHAPE},
+    {DF__SM_VARIANT, 1, DF__SK_STR, 0}, {DF__SM_VARIANT, 3, DF__SK_MSG, DF__SM_TENSOR},
+};
+static int df__sum_utf8(const uint8_t *p, const uint8_t *end) {
+    while (p < end) {
+        int k = df__utf8_seq(p, (size_t)(end - p));
+        if (!k) return 0;
+        p += k;
+    }
+    return 1;
+}
+/* r, a message of kind msg, as TensorFlow's parser would accept it (nesting at most
+   DF__PB_MAX_DEPTH deep). Unknown fields, and known ones of another wire type, are skipped
+   (the parser keeps them as unknown). */
+static int df__sum_check(df__pb r, int msg, int depth) {
     uint32_t f;
     int wt, bad;
-    while (df__pb_next(&r, &f, &wt, &bad)) if (!df__pb_skip(&r, wt)) return 0;
+    if (depth > DF__PB_MAX_DEPTH) return 0;
+    while (df__pb_next(&r, &f, &wt, &bad)) {
+        if (wt != DF__PB_LEN) { if (!df__pb_skip(&r, wt)) return 0; continue; }
+        df__pb sub;
+        if (!df__pb_sub(&r, &sub)) return 0;
+        const df__sum_field *k = NULL;
+        for (size_t i = 0; i < sizeof df__sum_schema / sizeof *df__sum_schema && !k; i++)
+            if (df__sum_schema[i].msg == msg && df__sum_schema[i].field == f) k = &df__sum_schema[i];
+        if (!k) continue;
+        size_t n = (size_t)(sub.end - sub.p);
+        if (k->kind == DF__SK_STR && !df__sum_utf8(sub.p, sub.end)) return 0;
+        if (k->kind == DF__SK_MSG && !df__sum_check(sub, k->sub, depth + 1)) return 0;
+        if ((k->kind == DF__SK_P64 && n % 8) || (k->kind == DF__SK_P32 && n % 4)) return 0;
+        if (k->kind == DF__SK_PVAR)
+            while (sub.p < sub.end) if (!df__pb_skip(&sub, DF__PB_VARINT)) return 0;
+    }
     return !bad;
 }
 /* A Value: well formed, its messages too; *tag (NULL: none) is its last tag field. */
@@ -308,12 +361,12 @@ static int df__sum_value(df__pb r, const uint8_t **tag, size_t *tag_len) {
     int wt, bad;
     *tag = NULL;
     *tag_len = 0;
+    if (!df__sum_check(r, DF__SM_VALUE, 0)) return 0;
     while (df__pb_next(&r, &f, &wt, &bad)) {
         if (wt != DF__PB_LEN) { if (!df__pb_skip(&r, wt)) return 0; continue; }
         df__pb sub;
         if (!df__pb_sub(&r, &sub)) return 0;
         if (f == 1) { *tag = sub.p; *tag_len = (size_t)(sub.end - sub.p); }
-        else if ((f == 4 || f == 5 || f == 6 || f == 8 || f == 9) && !df__sum_wellformed(sub)) return 0;
     }
     return !bad;
 }
@@ -436,7 +489,7 @@ DF_PRIVATE void df__k_tensor_summary_v2(df__kctx *c) {
     df__spb_tag(&v, t, tlen);
     df__pbw_msg(&v, 8, &tp);
     df__pb mr = {(const uint8_t *)m, (const uint8_t *)m + mlen};
-    df__pbw_bytes(&v, 9, m, df__sum_wellformed(mr) ? mlen : 0);   /* (TF leaves metadata it cannot parse empty) */
+    df__pbw_bytes(&v, 9, m, df__sum_check(mr, DF__SM_META, 0) ? mlen : 0);   /* (TF leaves metadata it cannot parse empty) */
     df__pbw_msg(&s, 1, &v);
     df__summary_out(c, &s);
 }
