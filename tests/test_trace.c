@@ -5,10 +5,13 @@
    the JSON file parses (a small JSON reader here), errors give a status, metadata reused
    across runs frees its old trace, and runs on workers (in this process, one and two, with and
    without a cluster key) bring the workers' nodes back and keep their own timeout_ms. */
+#define _POSIX_C_SOURCE 200809L
 #include "harness.h"
+#include "wire.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static df_session *session(df_graph *g, int devices, int threads) {
     df_session_options o;
@@ -805,4 +808,161 @@ DF_TEST(trace_remote_run_on_two_workers_pairs_their_transfers) {
         df_worker_stop(w0);
         df_worker_stop(w1);
     }
+}
+
+/* ---- a fake worker (a socket of this test's, no key): what a broken or hostile worker's
+   trace gets. Its runs, in order: untraced (the RUN_STEP's task field without the trace bit,
+   no records in the answer); a well-formed record; then malformed traces (a count beyond the
+   bytes, a partition it has not, a string longer than the message, a kind of no one, a start
+   time days away, a thread number too large), each DF_DATA_LOSS naming the trace, the session
+   usable after; and last no trace at all (a worker that ignores the bit): no nodes, no error. */
+enum { F_HELLO = 1, F_HELLO_OK = 2, F_REGISTER = 5, F_REGISTERED = 6, F_CLOSE = 8, F_RUN_STEP = 10, F_STEP_DONE = 11 };
+typedef struct fakew { int listen_fd, n_runs, trace_bits[16]; pthread_t t; } fakew;
+typedef struct fbuf { unsigned char b[4096]; size_t n; } fbuf;
+static void fb_u32(fbuf *f, uint32_t v) { put32(f->b + f->n, v); f->n += 4; }
+static void fb_u64(fbuf *f, uint64_t v) { put64(f->b + f->n, v); f->n += 8; }
+static void fb_str(fbuf *f, const char *s) { fb_u32(f, (uint32_t)strlen(s)); memcpy(f->b + f->n, s, strlen(s)); f->n += strlen(s); }
+static int read_all(int fd, unsigned char *p, size_t n) {
+    while (n) {
+        struct pollfd q = {fd, POLLIN, 0};
+        if (poll(&q, 1, 10000) != 1) return 0;
+        ssize_t r = recv(fd, p, n, 0);
+        if (r <= 0) return 0;
+        p += r; n -= (size_t)r;
+    }
+    return 1;
+}
+static int frame_in(int fd, unsigned char *payload, size_t cap, size_t *n) {
+    unsigned char h[24];
+    if (!read_all(fd, h, 24)) return -1;
+    uint64_t len = 0;
+    for (int i = 0; i < 8; i++) len |= (uint64_t)h[8 + i] << (8 * i);
+    if (len > cap || !read_all(fd, payload, (size_t)len)) return -1;
+    *n = (size_t)len;
+    return h[6] | h[7] << 8;
+}
+static void frame_out(int fd, unsigned type, const fbuf *f) {
+    unsigned char h[24];
+    header(h, 1, type, f->n, 0);
+    if (send(fd, h, 24, MSG_NOSIGNAL) != 24 || (f->n && send(fd, f->b, f->n, MSG_NOSIGNAL) != (ssize_t)f->n)) {}
+}
+static void fake_record(fbuf *f, uint32_t part, const char *node, uint32_t thread, uint64_t start, uint64_t end, uint32_t kind, uint64_t flow) {
+    fb_u32(f, part); fb_str(f, node); fb_str(f, "AddV2"); fb_str(f, "");
+    fb_u32(f, thread); fb_u64(f, start); fb_u64(f, end); fb_u64(f, 0); fb_u64(f, 4); fb_u32(f, kind); fb_u64(f, flow);
+}
+static void *fakew_main(void *arg) {
+    fakew *fw = (fakew *)arg;
+    struct pollfd p = {fw->listen_fd, POLLIN, 0};
+    if (poll(&p, 1, 10000) != 1) return NULL;
+    int fd = accept(fw->listen_fd, NULL, NULL);
+    static unsigned char in[65536];
+    for (size_t n; fd >= 0;) {
+        int type = frame_in(fd, in, sizeof in, &n);
+        if (type < 0 || type == F_CLOSE) break;
+        fbuf out;
+        out.n = 0;
+        if (type == F_HELLO) {
+            fb_u64(&out, 0x77); fb_u32(&out, 0); fb_u32(&out, 1); fb_str(&out, "/job:worker/replica:0/task:0/device:CPU:0");
+            frame_out(fd, F_HELLO_OK, &out);
+        } else if (type == F_REGISTER) {
+            fb_u32(&out, 0);
+            frame_out(fd, F_REGISTERED, &out);
+        } else if (type == F_RUN_STEP && n >= 20) {
+            uint64_t id = 0;
+            for (int i = 0; i < 8; i++) id |= (uint64_t)in[i] << (8 * i);
+            int run = fw->n_runs++;
+            if (run < 16) fw->trace_bits[run] = (in[19] & 0x80) != 0;   /* the task field's top bit */
+            fb_u64(&out, id); fb_u32(&out, 0); fb_str(&out, ""); fb_u32(&out, 1); fb_u32(&out, 1);
+            fb_u32(&out, DF_FLOAT); fb_u32(&out, 0); fb_u64(&out, 4);
+            float v = 41;
+            memcpy(out.b + out.n, &v, 4);
+            out.n += 4;
+            struct timespec ts;
+            timespec_get(&ts, TIME_UTC);
+            uint64_t now_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+            if (run >= 1 && run <= 7) fb_u64(&out, run == 6 ? now_us + ((uint64_t)1 << 45) : now_us);
+            if (run == 1) { fb_u32(&out, 1); fake_record(&out, 0, "fake/add", 0, 10, 20, DF_TRACE_OP, 0); }
+            else if (run == 2) { fb_u32(&out, 0xffffffffu); fake_record(&out, 0, "fake/add", 0, 10, 20, DF_TRACE_OP, 0); }
+            else if (run == 3) { fb_u32(&out, 1); fake_record(&out, 5, "fake/add", 0, 10, 20, DF_TRACE_OP, 0); }
+            else if (run == 4) { fb_u32(&out, 1); fb_u32(&out, 0); fb_u32(&out, 0x7fffffffu); memset(out.b + out.n, 'a', 80); out.n += 80; }
+            else if (run == 5) { fb_u32(&out, 1); fake_record(&out, 0, "fake/add", 0, 10, 20, 7, 1); }
+            else if (run == 6) { fb_u32(&out, 1); fake_record(&out, 0, "fake/add", 0, 10, 20, DF_TRACE_OP, 0); }
+            else if (run == 7) { fb_u32(&out, 1); fake_record(&out, 0, "fake/add", 5000000, 10, 20, DF_TRACE_OP, 0); }
+            frame_out(fd, F_STEP_DONE, &out);
+        }
+    }
+    if (fd >= 0) close(fd);
+    return NULL;
+}
+DF_TEST(trace_remote_malformed_worker_traces_are_data_loss) {
+    fakew fw;
+    memset(&fw, 0, sizeof fw);
+    fw.listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    socklen_t al = sizeof a;
+    if (fw.listen_fd < 0 || bind(fw.listen_fd, (struct sockaddr *)&a, sizeof a) || listen(fw.listen_fd, 4) ||
+        getsockname(fw.listen_fd, (struct sockaddr *)&a, &al)) {
+        CHECK_MSG(0, "cannot listen: %s", strerror(errno));
+        if (fw.listen_fd >= 0) close(fw.listen_fd);
+        return;
+    }
+    char target[32];
+    snprintf(target, sizeof target, "127.0.0.1:%d", (int)ntohs(a.sin_port));
+    pthread_create(&fw.t, NULL, fakew_main, &fw);
+    df_graph *g = df_graph_new();
+    df_graph_push_device(g, "/job:worker/replica:0/task:0/device:CPU:0");
+    df_output x = df_placeholder(g, "x", DF_FLOAT, 0, NULL);
+    df_output y = df_add(g, x, df_scalar_f32(g, 1));
+    df_graph_pop_device(g);
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.target = target;
+    o.run_timeout_ms = 20000;
+    df_status st;
+    df_session *s = df_session_new(g, &o, &st);
+    CHECK_MSG(s != NULL, "a session with the fake worker: %s", st.message);
+    if (s) {
+        df_run_metadata md;
+        memset(&md, 0, sizeof md);
+        df_tensor *in = df_tensor_scalar_f32(40), *out = NULL;
+        CHECK_EQ_INT(df_session_run_with_options(s, NULL, &x, &in, 1, &y, &out, 1, NULL, 0, &md, &st), DF_OK);   /* 0 */
+        CHECK(out && *(const float *)df_tensor_data(out) == 41 && md.n_nodes == 0);
+        df_tensor_release(out);
+        out = NULL;
+        CHECK_EQ_INT(df_session_run_with_options(s, &full, &x, &in, 1, &y, &out, 1, NULL, 0, &md, &st), DF_OK);  /* 1 */
+        CHECK_OK(&st);
+        CHECK(out && *(const float *)df_tensor_data(out) == 41);
+        CHECK_EQ_INT(md.n_nodes, 1);
+        if (md.n_nodes == 1) {
+            const df_node_trace *e = &md.nodes[0];
+            CHECK(!strcmp(e->node, "fake/add") && !strcmp(e->op, "AddV2") && !strcmp(e->frame, "") && e->bytes == 4);
+            CHECK(!strcmp(e->device, "/job:worker/replica:0/task:0/device:CPU:0"));
+            CHECK_MSG(e->start_ns >= 0 && e->end_ns == e->start_ns + 10 && e->end_ns <= md.duration_ns,
+                      "[%lld, %lld] in a run of %lld ns", (long long)e->start_ns, (long long)e->end_ns, (long long)md.duration_ns);
+            CHECK_EQ_INT(e->thread, 1);          /* (after the master's thread 0) */
+        }
+        df_tensor_release(out);
+        out = NULL;
+        const char *why[6] = {"trace: records", "trace: partition", "trace: node", "trace: kind", "trace: start time", "trace: thread"};
+        for (int k = 0; k < 6; k++) {                                                                                /* 2..7 */
+            CHECK_EQ_INT(df_session_run_with_options(s, &full, &x, &in, 1, &y, &out, 1, NULL, 0, &md, &st), DF_DATA_LOSS);
+            CHECK_MSG(strstr(st.message, "malformed trace") && strstr(st.message, why[k]), "run %d: %s", k + 2, st.message);
+            CHECK(out == NULL);
+        }
+        CHECK_EQ_INT(df_session_run_with_options(s, &full, &x, &in, 1, &y, &out, 1, NULL, 0, &md, &st), DF_OK);  /* 8: none */
+        CHECK(out && *(const float *)df_tensor_data(out) == 41 && md.n_nodes == 0);
+        df_tensor_release(out);
+        df_tensor_release(in);
+        df_run_metadata_clear(&md);
+        CHECK_EQ_INT(fw.n_runs, 9);
+        CHECK_EQ_INT(fw.trace_bits[0], 0);
+        for (int k = 1; k < 9; k++) CHECK_MSG(fw.trace_bits[k] == 1, "run %d: no trace bit", k);
+        df_session_free(s);
+    }
+    pthread_join(fw.t, NULL);
+    close(fw.listen_fd);
+    df_graph_free(g);
 }
