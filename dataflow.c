@@ -2501,7 +2501,9 @@ static df_code df__trace_finish(df__trace *tr, df_run_metadata *md, df_status *s
    strings are copied, its times are already on the run's clock, its thread is the worker's own
    number (df__trace_finish numbers the workers' threads after the master's, apart per worker).
    0 when out of memory (the trace then fails as a whole). */
+#ifdef DF__NET
 static int df__trace_add_remote(df__trace *tr, int worker, const df_node_trace *r);
+#endif
 /* RUN_STEP's task field: this bit asks the worker for its step's trace (src/net/remote.c,
    src/net/worker.c); the records follow the fetches in its STEP_DONE. */
 #define DF__W_RUN_TRACE 0x80000000u
@@ -26731,6 +26733,7 @@ static void df__trace_free_chunks(df__trace *tr) {
         tr->ext = NULL;
     }
 }
+#ifdef DF__NET   /* (a session with a target needs the sockets) */
 static int df__trace_add_remote(df__trace *tr, int worker, const df_node_trace *r) {
     int ok = 0;
     df__spin_lock(&tr->lock);
@@ -26751,6 +26754,7 @@ static int df__trace_add_remote(df__trace *tr, int worker, const df_node_trace *
     df__spin_unlock(&tr->lock);
     return ok;
 }
+#endif
 
 /* Fills md (cleared by the caller) from the records and frees them: ordered by start (a run on
    one thread records in that order already), threads numbered by their first record. */

@@ -1736,7 +1736,9 @@ DF_PRIVATE df_code df__trace_finish(df__trace *tr, df_run_metadata *md, df_statu
    strings are copied, its times are already on the run's clock, its thread is the worker's own
    number (df__trace_finish numbers the workers' threads after the master's, apart per worker).
    0 when out of memory (the trace then fails as a whole). */
+#ifdef DF__NET
 DF_PRIVATE int df__trace_add_remote(df__trace *tr, int worker, const df_node_trace *r);
+#endif
 /* RUN_STEP's task field: this bit asks the worker for its step's trace (src/net/remote.c,
    src/net/worker.c); the records follow the fetches in its STEP_DONE. */
 #define DF__W_RUN_TRACE 0x80000000u

@@ -183,6 +183,7 @@ static void df__trace_free_chunks(df__trace *tr) {
         tr->ext = NULL;
     }
 }
+#ifdef DF__NET   /* (a session with a target needs the sockets) */
 DF_PRIVATE int df__trace_add_remote(df__trace *tr, int worker, const df_node_trace *r) {
     int ok = 0;
     df__spin_lock(&tr->lock);
@@ -203,6 +204,7 @@ DF_PRIVATE int df__trace_add_remote(df__trace *tr, int worker, const df_node_tra
     df__spin_unlock(&tr->lock);
     return ok;
 }
+#endif
 
 /* Fills md (cleared by the caller) from the records and frees them: ordered by start (a run on
    one thread records in that order already), threads numbered by their first record. */
