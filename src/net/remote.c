@@ -274,12 +274,12 @@ static void df__cluster_abort(struct df__cluster *c, uint64_t id, const unsigned
    df__w_trace_put, has the layout) into the run's trace. Every count, length and number is
    checked before it is used: a broken worker's trace fails the run with DF_DATA_LOSS. */
 static void df__cluster_trace_in(df__wread *rd, const df__plan *plan, int t, df__trace *tr, const char *who, df_status *fail) {
-    const df__part *mine[4096];
+    const df__part **mine = (const df__part **)DF_MALLOC(((size_t)plan->n_parts + 1) * sizeof(df__part *));
     int np = 0;
-    for (int p = 0; p < plan->n_parts && np < 4096; p++) if (plan->parts[p].task == t) mine[np++] = &plan->parts[p];
+    for (int p = 0; mine && p < plan->n_parts; p++) if (plan->parts[p].task == t) mine[np++] = &plan->parts[p];
     int64_t w_us = (int64_t)df__wr_u64(rd, "trace: start");
     uint32_t n = df__wr_u32(rd, "trace: records");
-    const char *bad = rd->bad;
+    const char *bad = mine ? rd->bad : "out of memory";
     if (!bad && (n > (1u << 24) || (uint64_t)n * 64 > rd->n)) bad = "trace: records";
     /* its clock onto the run's: the two unix start times (as aligned as the hosts' clocks are) */
     int64_t d_us = w_us - tr->start_unix_us;
@@ -315,7 +315,9 @@ static void df__cluster_trace_in(df__wread *rd, const df__plan *plan, int t, df_
         }
         DF_FREE(node); DF_FREE(op); DF_FREE(frame);
     }
-    if (bad && !fail->code) df_status_set(fail, DF_DATA_LOSS, "%s sent a malformed trace (%s)", who, bad);
+    DF_FREE(mine);
+    if (bad && !fail->code && !strcmp(bad, "out of memory")) df_status_set(fail, DF_RESOURCE_EXHAUSTED, "Out of memory taking %s's trace", who);
+    else if (bad && !fail->code) df_status_set(fail, DF_DATA_LOSS, "%s sent a malformed trace (%s)", who, bad);
 }
 #endif
 
