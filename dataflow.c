@@ -2198,7 +2198,7 @@ static void df__cluster_cancel(struct df__cluster *c);   /* df_session_free: run
 static df_code df__cluster_open(struct df_session *s, df_status *st);
 static df_code df__cluster_register(struct df_session *s, df__plan *plan, df_status *st);
 static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
-                               int n_fetches, int timeout_ms, df_status *st);   /* timeout_ms: the run's (0: none) */
+                               int n_fetches, int timeout_ms, struct df__trace *trace, df_status *st);   /* timeout_ms: the run's (0: none); trace: NULL, or the workers' records go there */
 #ifdef DATAFLOW_MPI
 static int df__mpi_connect(const char *addr, char *err, size_t en);
 #endif
@@ -2501,6 +2501,7 @@ typedef struct df__trace {
     int64_t n;
     int oom;
     uint64_t caller_tid;
+    struct df__trace_ext *ext;       /* the workers' records (a session with a target), or NULL */
 } df__trace;
 static int64_t df__trace_now(void);
 static uint64_t df__trace_tid(void);
@@ -2510,6 +2511,16 @@ static void df__trace_add(df__trace *tr, const df__trace_rec *r);
 static int64_t df__trace_bytes(df_tensor *const *outs, int n_out, void *const *in_data, int n_in);
 static void df__trace_begin(df__trace *tr);
 static df_code df__trace_finish(df__trace *tr, df_run_metadata *md, df_status *st);
+/* A worker's record for the run's trace (the master's side of a session with a target): r's
+   strings are copied, its times are already on the run's clock, its thread is the worker's own
+   number (df__trace_finish numbers the workers' threads after the master's, apart per worker).
+   0 when out of memory (the trace then fails as a whole). */
+#ifdef DF__NET
+static int df__trace_add_remote(df__trace *tr, int worker, const df_node_trace *r);
+#endif
+/* RUN_STEP's task field: this bit asks the worker for its step's trace (src/net/remote.c,
+   src/net/worker.c); the records follow the fetches in its STEP_DONE. */
+#define DF__W_RUN_TRACE 0x80000000u
 /* ---- trace (issue 30): end ---- */
 /* ==========================================================================================
    src/bfc.c: The BFC allocator                                                         >>bfc
@@ -26314,7 +26325,7 @@ static df__plan *df__plan_build_lowered(df_session *ss, const df_output *feeds, 
 /* Runs a plan: one executor on the calling thread, or every partition together. */
 static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
                             int n_fetches, const char *files_node, int timeout_ms, df__trace *trace, df_status *st) {
-    if (s->cluster) return df__cluster_run(s, plan, feed_values, fetch_values, n_fetches, timeout_ms, st);
+    if (s->cluster) return df__cluster_run(s, plan, feed_values, fetch_values, n_fetches, timeout_ms, trace, st);
     if (!plan->owns_graphs) {
         df__step step;
         memset(&step, 0, sizeof step);
@@ -26571,8 +26582,18 @@ static df_code df__session_run_ex(df_session *s, const df_output *feeds, df_tens
    kernels do not run; Send and Recv run either way and are), nodes of an aborted step. A Recv
    (or a queue op) that waits is recorded once, when its value arrives, on the thread that
    resumes it: its interval is the hand-over (a copy into device memory, if any), so intervals
-   nest on every thread; the wait is the gap from its Send, drawn as a flow. Remote partitions
-   (a session with a target) run on the workers and are not recorded (the master runs none).
+   nest on every thread; the wait is the gap from its Send, drawn as a flow.
+   A session with a target (the master runs no partition): the master's RUN_STEP asks each
+   worker for its trace (DF__W_RUN_TRACE), the worker records its partitions with a df__trace
+   of its own (this same code) and sends the records after its STEP_DONE's fetches (strings by
+   value, times since its step began and its unix start time); the master adds them here
+   (df__trace_add_remote): devices by the master's full names for the workers' devices, times
+   moved onto the run's clock through the two unix start times (hosts agree only as far as
+   their system clocks do; on one host they agree to a microsecond or so), threads numbered
+   after the master's, apart per worker. The flow id depends only on what every process of
+   the run knows alike (the plan's key number, which the partitions carry to the workers as
+   `_key`; the frame id, a hash of frame names and parent iterations; the iteration), so a
+   Send on one worker and its Recv on another share it.
    Appends take a spinlock (traced runs only). df__trace_finish copies the records into a
    df_run_metadata, ordered by start, the strings in a table of the metadata's own (priv).
    df_run_metadata_write_chrome_trace writes the Chrome trace event format.
@@ -26713,11 +26734,42 @@ static int df__node_trace_cmp(const void *a, const void *b) {
     if (x->end_ns != y->end_ns) return x->end_ns > y->end_ns ? -1 : 1;     /* the enclosing one first */
     return x->thread < y->thread ? -1 : x->thread > y->thread;
 }
+/* The workers' records: converted already, their strings in chunks of a df__md_priv (handed
+   to the metadata whole by df__trace_finish). */
+typedef struct df__trace_ext { df_node_trace *v; int *worker; int n, cap; df__md_priv strings; } df__trace_ext;
 static void df__trace_free_chunks(df__trace *tr) {
     for (df__trace_chunk *c = tr->head, *n; c; c = n) { n = c->next; DF_FREE(c); }
     tr->head = tr->tail = NULL;
     tr->n = 0;
+    if (tr->ext) {
+        for (df__md_chunk *c = tr->ext->strings.chunks, *n; c; c = n) { n = c->next; DF_FREE(c); }
+        DF_FREE(tr->ext->v); DF_FREE(tr->ext->worker);
+        DF_FREE(tr->ext);
+        tr->ext = NULL;
+    }
 }
+#ifdef DF__NET   /* (a session with a target needs the sockets) */
+static int df__trace_add_remote(df__trace *tr, int worker, const df_node_trace *r) {
+    int ok = 0;
+    df__spin_lock(&tr->lock);
+    df__trace_ext *e = tr->ext;
+    if (!e && (e = (df__trace_ext *)DF_MALLOC(sizeof *e))) { memset(e, 0, sizeof *e); tr->ext = e; }
+    if (e && worker >= 0 && e->n < INT32_MAX / 2 - (int)tr->n) {
+        int cap = e->cap;
+        if (e->n < cap || (df__grow(&e->v, &cap, e->n + 1, sizeof *e->v) && df__grow(&e->worker, &e->cap, e->n + 1, sizeof *e->worker))) {
+            df_node_trace o = *r;
+            o.node = df__md_copy(&e->strings, r->node ? r->node : "?");
+            o.op = o.node ? df__md_copy(&e->strings, r->op ? r->op : "?") : NULL;
+            o.device = o.op ? df__md_copy(&e->strings, r->device ? r->device : "?") : NULL;
+            o.frame = o.device ? df__md_copy(&e->strings, r->frame ? r->frame : "") : NULL;
+            if (o.frame) { e->v[e->n] = o; e->worker[e->n++] = worker; ok = 1; }
+        }
+    }
+    if (!ok) tr->oom = 1;
+    df__spin_unlock(&tr->lock);
+    return ok;
+}
+#endif
 
 /* Fills md (cleared by the caller) from the records and frees them: ordered by start (a run on
    one thread records in that order already), threads numbered by their first record. */
@@ -26734,7 +26786,8 @@ static df_code df__trace_finish(df__trace *tr, df_run_metadata *md, df_status *s
     md->priv = p;
     if (!p || !tids || tr->oom) goto oom;
     tids[0] = tr->caller_tid;
-    if (tr->n && !(md->nodes = (df_node_trace *)DF_MALLOC((size_t)tr->n * sizeof(df_node_trace)))) goto oom;
+    int n_ext = tr->ext ? tr->ext->n : 0;
+    if (tr->n + n_ext && !(md->nodes = (df_node_trace *)DF_MALLOC((size_t)(tr->n + n_ext) * sizeof(df_node_trace)))) goto oom;
     int i = 0;
     for (const df__trace_chunk *c = tr->head; c; c = c->next)
         for (int k = 0; k < c->n; k++, i++) {
@@ -26771,6 +26824,29 @@ static df_code df__trace_finish(df__trace *tr, df_run_metadata *md, df_status *s
         int *r = &renum[md->nodes[k].thread];
         if (*r < 0) *r = next++;
         md->nodes[k].thread = *r;
+    }
+    if (n_ext) {   /* the workers': their threads after these, each worker's apart, in worker order */
+        df__trace_ext *e = tr->ext;
+        int max_w = 0;
+        for (int k = 0; k < n_ext; k++) if (e->worker[k] > max_w) max_w = e->worker[k];
+        int *base = (int *)DF_MALLOC(((size_t)max_w + 2) * sizeof(int));
+        if (!base) goto oom;
+        for (int w = 0; w <= max_w + 1; w++) base[w] = 0;
+        for (int k = 0; k < n_ext; k++)        /* base[w + 1]: threads worker w uses */
+            if (e->v[k].thread + 1 > base[e->worker[k] + 1]) base[e->worker[k] + 1] = e->v[k].thread + 1;
+        base[0] = next;
+        for (int w = 1; w <= max_w + 1; w++) base[w] += base[w - 1];
+        for (int k = 0; k < n_ext; k++) {
+            md->nodes[md->n_nodes] = e->v[k];
+            md->nodes[md->n_nodes++].thread = base[e->worker[k]] + e->v[k].thread;
+        }
+        DF_FREE(base);
+        df__md_chunk **last = &e->strings.chunks;     /* the strings go to the metadata */
+        while (*last) last = &(*last)->next;
+        *last = p->chunks;
+        p->chunks = e->strings.chunks;
+        e->strings.chunks = NULL;
+        qsort(md->nodes, (size_t)md->n_nodes, sizeof *md->nodes, df__node_trace_cmp);
     }
     goto done;
 oom:
@@ -37417,6 +37493,7 @@ typedef struct df__wrun {
     int n_parts, n_feeds, n_fetch, n_held;
     df__wreg **regs;                 /* the partitions it runs, each held (n_held of them) */
     df_tensor **feeds, **fetches;
+    df__trace *trace;                /* the master asked for the step's trace (DF__W_RUN_TRACE); else NULL */
 } df__wrun;
 static void df__wrun_free(df__wrun *run) {
     if (!run) return;
@@ -37430,7 +37507,41 @@ static void df__wrun_free(df__wrun *run) {
     df__rv_free(&run->ws.g.rv);
     DF_FREE(run->ws.g.steps); DF_FREE(run->ws.keys); DF_FREE(run->ws.tasks); DF_FREE(run->ws.rkeys); DF_FREE(run->ws.rtypes); DF_FREE(run->ws.cluster);
     DF_FREE(run->regs); DF_FREE(run->feeds); DF_FREE(run->fetches);
+    DF_FREE(run->trace);                         /* (a step that never ran: no records) */
     DF_FREE(run);
+}
+/* A traced step's records after its STEP_DONE's fetches: u64 the step's unix start (us), u32 n,
+   then n records: u32 partition (its place in the RUN_STEP), node, op, frame (strings), u32
+   thread (0: the thread that ran the step; others as they first appear), u64 start and end
+   (ns since the step began), u64 iteration, u64 bytes, u32 kind, u64 flow. Past 256 MiB of
+   records the rest are left out (the answer must stay under the master's message limit). */
+static void df__w_trace_put(df__wbuf *b, df__wrun *run) {
+    df_run_metadata md;
+    memset(&md, 0, sizeof md);
+    df_status st;
+    df_status_clear(&st);
+    df_code code = df__trace_finish(run->trace, &md, &st);
+    df__wb_u64(b, (uint64_t)md.start_unix_us);
+    size_t at = b->n;
+    df__wb_u32(b, 0);
+    uint32_t n = 0;
+    for (int i = 0; !code && !b->oom && i < md.n_nodes && b->n - at < ((size_t)1 << 28); i++) {
+        const df_node_trace *e = &md.nodes[i];
+        int p = 0;
+        while (p < run->n_parts && strcmp(run->regs[p]->dev->name, e->device)) p++;
+        if (p == run->n_parts) continue;
+        df__wb_u32(b, (uint32_t)p);
+        df__wb_str(b, e->node); df__wb_str(b, e->op); df__wb_str(b, e->frame);
+        df__wb_u32(b, (uint32_t)e->thread);
+        df__wb_u64(b, (uint64_t)e->start_ns); df__wb_u64(b, (uint64_t)e->end_ns);
+        df__wb_u64(b, (uint64_t)e->iter); df__wb_u64(b, (uint64_t)e->bytes);
+        df__wb_u32(b, (uint32_t)e->kind); df__wb_u64(b, e->flow);
+        n++;
+    }
+    if (!b->oom) df__put32(b->p + at, n);
+    df_run_metadata_clear(&md);
+    DF_FREE(run->trace);
+    run->trace = NULL;
 }
 /* Runs a step that RUN_STEP set up and answers STEP_DONE (on the thread that read the RUN_STEP,
    or one of its own); frees run. */
@@ -37439,6 +37550,7 @@ static void df__w_step_run(df__wrun *run) {
     df_worker *w = ws->w;
     df_status st;
     df_status_clear(&st);
+    if (run->trace) df__trace_begin(run->trace);   /* (on the thread that runs the step: its thread 0) */
     df__group_execute(&ws->g, &st);
     for (int p = 0, k = 0; !st.code && run->regs && p < ws->g.n_steps; p++)   /* payload pointers mean nothing in another process */
         for (int q = 0; !st.code && q < run->regs[p]->n_fetches; q++, k++)
@@ -37462,6 +37574,7 @@ static void df__w_step_run(df__wrun *run) {
         df__wb_u32(&b, run->fetches[k] != NULL);
         if (run->fetches[k]) df__wb_tensor(&b, run->fetches[k]);
     }
+    if (run->trace) df__w_trace_put(&b, run);
     if (b.oom) {                                 /* (the answer itself does not fit) */
         DF_FREE(b.p);
         memset(&b, 0, sizeof b);
@@ -37486,7 +37599,7 @@ static void *df__w_step_main(void *arg) {
 static int df__w_run_step(df__wconn *c, df__wread *r, const char **why, df__wrun **go) {
     df_worker *w = c->w;
     uint64_t id = df__wr_u64(r, "RUN_STEP: step"), inc = df__wr_u64(r, "RUN_STEP: incarnation");
-    (void)df__wr_u32(r, "RUN_STEP: task");
+    int traced = (df__wr_u32(r, "RUN_STEP: task") & DF__W_RUN_TRACE) != 0;   /* (the task itself: unused) */
     uint32_t nc = df__wr_u32(r, "RUN_STEP: cluster");
     if (r->bad) return 1;
     if (nc > 4096) { *why = "RUN_STEP: cluster"; return 1; }
@@ -37558,6 +37671,10 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why, df__wrun
         ws->rkeys = (int32_t *)DF_MALLOC(((size_t)ws->n_rkeys + 1) * sizeof(int32_t));
         ws->rtypes = (df_dtype *)DF_MALLOC(((size_t)ws->n_rkeys + 1) * sizeof(df_dtype));
         ok = run->fetches && ws->g.steps && ws->keys && ws->tasks && ws->rkeys && ws->rtypes;
+        if (ok && traced) {
+            ok = (run->trace = (df__trace *)DF_MALLOC(sizeof *run->trace)) != NULL;
+            if (ok) memset(run->trace, 0, sizeof *run->trace);   /* (df__trace_begin when the step starts) */
+        }
     }
     if (ok) {
         memset(run->fetches, 0, ((size_t)run->n_fetch + 1) * sizeof(df_tensor *));
@@ -37572,6 +37689,7 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why, df__wrun
             step->fetches = run->fetches + fo;
             step->group = &ws->g; step->home = &ws->g.steps[0]; step->ipool = w->sess->ipool;
             step->pool = w->sess->pool; step->threaded = w->sess->pool != NULL; step->shared = step->threaded;
+            step->trace = run->trace;
             fo += rg->n_fetches;
             for (int k = 0; k < rg->n_remote; k++, nk++) { ws->keys[nk] = rg->remote_keys[k]; ws->tasks[nk] = rg->remote_tasks[k]; }
             for (int k = 0; k < rg->n_recv; k++, nr++) { ws->rkeys[nr] = rg->recv_keys[k]; ws->rtypes[nr] = rg->recv_types[k]; }
@@ -38655,10 +38773,62 @@ static void df__cluster_abort(struct df__cluster *c, uint64_t id, const unsigned
 }
 #endif
 
+#ifdef DF__NET
+/* A traced step's records after the fetches of worker t's STEP_DONE (src/net/worker.c,
+   df__w_trace_put, has the layout) into the run's trace. Every count, length and number is
+   checked before it is used: a broken worker's trace fails the run with DF_DATA_LOSS. */
+static void df__cluster_trace_in(df__wread *rd, const df__plan *plan, int t, df__trace *tr, const char *who, df_status *fail) {
+    const df__part **mine = (const df__part **)DF_MALLOC(((size_t)plan->n_parts + 1) * sizeof(df__part *));
+    int np = 0;
+    for (int p = 0; mine && p < plan->n_parts; p++) if (plan->parts[p].task == t) mine[np++] = &plan->parts[p];
+    int64_t w_us = (int64_t)df__wr_u64(rd, "trace: start");
+    uint32_t n = df__wr_u32(rd, "trace: records");
+    const char *bad = mine ? rd->bad : "out of memory";
+    if (!bad && (n > (1u << 24) || (uint64_t)n * 64 > rd->n)) bad = "trace: records";
+    /* its clock onto the run's: the two unix start times (as aligned as the hosts' clocks are) */
+    int64_t d_us = w_us - tr->start_unix_us;
+    if (!bad && (w_us < 0 || d_us > ((int64_t)1 << 40) || d_us < -((int64_t)1 << 40))) bad = "trace: start time";
+    for (uint32_t i = 0; !bad && i < n; i++) {
+        uint32_t p = df__wr_u32(rd, "trace: partition");
+        char *node = df__wr_str(rd, 4096, "trace: node");
+        char *op = node ? df__wr_str(rd, 256, "trace: op") : NULL;
+        char *frame = op ? df__wr_str(rd, 4096, "trace: frame") : NULL;
+        df_node_trace e;
+        memset(&e, 0, sizeof e);
+        uint32_t th = df__wr_u32(rd, "trace: thread");
+        e.start_ns = (int64_t)df__wr_u64(rd, "trace: start");
+        e.end_ns = (int64_t)df__wr_u64(rd, "trace: end");
+        e.iter = (int64_t)df__wr_u64(rd, "trace: iteration");
+        e.bytes = (int64_t)df__wr_u64(rd, "trace: bytes");
+        uint32_t kind = df__wr_u32(rd, "trace: kind");
+        e.flow = df__wr_u64(rd, "trace: flow");
+        bad = rd->bad;
+        if (!bad && p >= (uint32_t)np) bad = "trace: partition";
+        if (!bad && th >= 1024) bad = "trace: thread";
+        if (!bad && (e.start_ns < 0 || e.end_ns < e.start_ns || e.end_ns > ((int64_t)1 << 50))) bad = "trace: times";
+        if (!bad && (e.iter < 0 || e.bytes < 0)) bad = "trace: iteration or bytes";
+        if (!bad && (kind > DF_TRACE_RECV || (kind == DF_TRACE_OP) != (e.flow == 0))) bad = "trace: kind";
+        if (!bad) {
+            e.node = node; e.op = op; e.frame = frame;
+            e.device = mine[p]->dev->name;   /* the master's full name for that device of the worker */
+            e.thread = (int)th;
+            e.kind = (int)kind;
+            e.start_ns += d_us * 1000;
+            e.end_ns += d_us * 1000;
+            if (!df__trace_add_remote(tr, t, &e)) bad = "out of memory";
+        }
+        DF_FREE(node); DF_FREE(op); DF_FREE(frame);
+    }
+    DF_FREE(mine);
+    if (bad && !fail->code && !strcmp(bad, "out of memory")) df_status_set(fail, DF_RESOURCE_EXHAUSTED, "Out of memory taking %s's trace", who);
+    else if (bad && !fail->code) df_status_set(fail, DF_DATA_LOSS, "%s sent a malformed trace (%s)", who, bad);
+}
+#endif
+
 static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
-                               int n_fetches, int timeout_ms, df_status *st) {
+                               int n_fetches, int timeout_ms, df__trace *trace, df_status *st) {
 #ifndef DF__NET
-    (void)s; (void)plan; (void)feed_values; (void)fetch_values; (void)n_fetches; (void)timeout_ms;
+    (void)s; (void)plan; (void)feed_values; (void)fetch_values; (void)n_fetches; (void)timeout_ms; (void)trace;
     return df_status_set(st, DF_UNIMPLEMENTED, "Sessions with workers need POSIX sockets");
 #else
     struct df__cluster *c = s->cluster;
@@ -38691,7 +38861,7 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
         df__wbuf b = {NULL, 0, 0, 0};
         df__wb_u64(&b, id);
         df__wb_u64(&b, c->incarnation[t]);
-        df__wb_u32(&b, (uint32_t)t);
+        df__wb_u32(&b, (uint32_t)t | (trace ? DF__W_RUN_TRACE : 0u));   /* (a traced run asks for the records) */
         df__wb_u32(&b, (uint32_t)n);
         for (int k = 0; k < n; k++) df__wb_str(&b, c->addr[k]);
         df__wb_u32(&b, (uint32_t)np);
@@ -38773,6 +38943,9 @@ static df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *
                         }
                     }
                     if (rd.bad && !fail.code) df_status_set(&fail, DF_DATA_LOSS, "%s sent a malformed STEP_DONE (%s)", who, rd.bad);
+                    /* a traced run: the worker's records follow its fetches (none from a worker
+                       that does not know the flag, or that failed before its step began) */
+                    if (trace && !rd.bad && rd.n && (code || !fail.code)) df__cluster_trace_in(&rd, plan, t, trace, who, &fail);
                 }
                 DF_FREE(msg);
             } else if (type != DF__W_HEARTBEAT && type != DF__W_ERROR) {

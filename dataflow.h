@@ -1214,9 +1214,13 @@ typedef struct df_run_options {
 enum { DF_TRACE_OP = 0, DF_TRACE_SEND = 1, DF_TRACE_RECV = 2 };
 typedef struct df_node_trace {
     const char *node, *op;           /* strings owned by the metadata */
-    const char *device;              /* full device name */
-    int         thread;              /* a small number per thread of this process (0 the caller's) */
-    int64_t     start_ns, end_ns;    /* since the run began */
+    const char *device;              /* full device name (a worker's: /job:worker/replica:0/task:N/...) */
+    int         thread;              /* a small number per thread of this process (0 the caller's);
+                                        a worker's threads (a session with a target) numbered
+                                        after these, apart per worker */
+    int64_t     start_ns, end_ns;    /* since the run began (a worker's: moved onto this clock
+                                        through the unix start times, as aligned as the hosts'
+                                        system clocks are) */
     const char *frame;               /* "" for the root frame, else the loop frame's name */
     int64_t     iter;                /* iteration in that frame */
     int64_t     bytes;               /* bytes its outputs newly allocated */
@@ -1231,7 +1235,8 @@ struct df_run_metadata {
     void          *priv;             /* internal: the strings */
 };
 /* df_session_run with options; md (may be NULL) receives the trace (its previous content is
-   freed first; zero it before first use). */
+   freed first; zero it before first use). A session with a target traces its workers' nodes
+   too (they send their records with their results; a malformed trace is DF_DATA_LOSS). */
 df_code df_session_run_with_options(df_session *s, const df_run_options *ro,
                                     const df_output *feeds, df_tensor *const *feed_values, int n_feeds,
                                     const df_output *fetches, df_tensor **fetch_values, int n_fetches,

@@ -1420,7 +1420,7 @@ DF_PRIVATE void df__cluster_cancel(struct df__cluster *c);   /* df_session_free:
 DF_PRIVATE df_code df__cluster_open(struct df_session *s, df_status *st);
 DF_PRIVATE df_code df__cluster_register(struct df_session *s, df__plan *plan, df_status *st);
 DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
-                               int n_fetches, int timeout_ms, df_status *st);   /* timeout_ms: the run's (0: none) */
+                               int n_fetches, int timeout_ms, struct df__trace *trace, df_status *st);   /* timeout_ms: the run's (0: none); trace: NULL, or the workers' records go there */
 #ifdef DATAFLOW_MPI
 DF_PRIVATE int df__mpi_connect(const char *addr, char *err, size_t en);
 #endif
@@ -1723,6 +1723,7 @@ typedef struct df__trace {
     int64_t n;
     int oom;
     uint64_t caller_tid;
+    struct df__trace_ext *ext;       /* the workers' records (a session with a target), or NULL */
 } df__trace;
 DF_PRIVATE int64_t df__trace_now(void);
 DF_PRIVATE uint64_t df__trace_tid(void);
@@ -1732,4 +1733,14 @@ DF_PRIVATE void df__trace_add(df__trace *tr, const df__trace_rec *r);
 DF_PRIVATE int64_t df__trace_bytes(df_tensor *const *outs, int n_out, void *const *in_data, int n_in);
 DF_PRIVATE void df__trace_begin(df__trace *tr);
 DF_PRIVATE df_code df__trace_finish(df__trace *tr, df_run_metadata *md, df_status *st);
+/* A worker's record for the run's trace (the master's side of a session with a target): r's
+   strings are copied, its times are already on the run's clock, its thread is the worker's own
+   number (df__trace_finish numbers the workers' threads after the master's, apart per worker).
+   0 when out of memory (the trace then fails as a whole). */
+#ifdef DF__NET
+DF_PRIVATE int df__trace_add_remote(df__trace *tr, int worker, const df_node_trace *r);
+#endif
+/* RUN_STEP's task field: this bit asks the worker for its step's trace (src/net/remote.c,
+   src/net/worker.c); the records follow the fetches in its STEP_DONE. */
+#define DF__W_RUN_TRACE 0x80000000u
 /* ---- trace (issue 30): end ---- */

@@ -188,7 +188,7 @@ static df__plan *df__plan_build_lowered(df_session *ss, const df_output *feeds, 
 /* Runs a plan: one executor on the calling thread, or every partition together. */
 static df_code df__run_plan(df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
                             int n_fetches, const char *files_node, int timeout_ms, df__trace *trace, df_status *st) {
-    if (s->cluster) return df__cluster_run(s, plan, feed_values, fetch_values, n_fetches, timeout_ms, st);
+    if (s->cluster) return df__cluster_run(s, plan, feed_values, fetch_values, n_fetches, timeout_ms, trace, st);
     if (!plan->owns_graphs) {
         df__step step;
         memset(&step, 0, sizeof step);

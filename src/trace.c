@@ -18,8 +18,18 @@
    kernels do not run; Send and Recv run either way and are), nodes of an aborted step. A Recv
    (or a queue op) that waits is recorded once, when its value arrives, on the thread that
    resumes it: its interval is the hand-over (a copy into device memory, if any), so intervals
-   nest on every thread; the wait is the gap from its Send, drawn as a flow. Remote partitions
-   (a session with a target) run on the workers and are not recorded (the master runs none).
+   nest on every thread; the wait is the gap from its Send, drawn as a flow.
+   A session with a target (the master runs no partition): the master's RUN_STEP asks each
+   worker for its trace (DF__W_RUN_TRACE), the worker records its partitions with a df__trace
+   of its own (this same code) and sends the records after its STEP_DONE's fetches (strings by
+   value, times since its step began and its unix start time); the master adds them here
+   (df__trace_add_remote): devices by the master's full names for the workers' devices, times
+   moved onto the run's clock through the two unix start times (hosts agree only as far as
+   their system clocks do; on one host they agree to a microsecond or so), threads numbered
+   after the master's, apart per worker. The flow id depends only on what every process of
+   the run knows alike (the plan's key number, which the partitions carry to the workers as
+   `_key`; the frame id, a hash of frame names and parent iterations; the iteration), so a
+   Send on one worker and its Recv on another share it.
    Appends take a spinlock (traced runs only). df__trace_finish copies the records into a
    df_run_metadata, ordered by start, the strings in a table of the metadata's own (priv).
    df_run_metadata_write_chrome_trace writes the Chrome trace event format.
@@ -160,11 +170,42 @@ static int df__node_trace_cmp(const void *a, const void *b) {
     if (x->end_ns != y->end_ns) return x->end_ns > y->end_ns ? -1 : 1;     /* the enclosing one first */
     return x->thread < y->thread ? -1 : x->thread > y->thread;
 }
+/* The workers' records: converted already, their strings in chunks of a df__md_priv (handed
+   to the metadata whole by df__trace_finish). */
+typedef struct df__trace_ext { df_node_trace *v; int *worker; int n, cap; df__md_priv strings; } df__trace_ext;
 static void df__trace_free_chunks(df__trace *tr) {
     for (df__trace_chunk *c = tr->head, *n; c; c = n) { n = c->next; DF_FREE(c); }
     tr->head = tr->tail = NULL;
     tr->n = 0;
+    if (tr->ext) {
+        for (df__md_chunk *c = tr->ext->strings.chunks, *n; c; c = n) { n = c->next; DF_FREE(c); }
+        DF_FREE(tr->ext->v); DF_FREE(tr->ext->worker);
+        DF_FREE(tr->ext);
+        tr->ext = NULL;
+    }
 }
+#ifdef DF__NET   /* (a session with a target needs the sockets) */
+DF_PRIVATE int df__trace_add_remote(df__trace *tr, int worker, const df_node_trace *r) {
+    int ok = 0;
+    df__spin_lock(&tr->lock);
+    df__trace_ext *e = tr->ext;
+    if (!e && (e = (df__trace_ext *)DF_MALLOC(sizeof *e))) { memset(e, 0, sizeof *e); tr->ext = e; }
+    if (e && worker >= 0 && e->n < INT32_MAX / 2 - (int)tr->n) {
+        int cap = e->cap;
+        if (e->n < cap || (df__grow(&e->v, &cap, e->n + 1, sizeof *e->v) && df__grow(&e->worker, &e->cap, e->n + 1, sizeof *e->worker))) {
+            df_node_trace o = *r;
+            o.node = df__md_copy(&e->strings, r->node ? r->node : "?");
+            o.op = o.node ? df__md_copy(&e->strings, r->op ? r->op : "?") : NULL;
+            o.device = o.op ? df__md_copy(&e->strings, r->device ? r->device : "?") : NULL;
+            o.frame = o.device ? df__md_copy(&e->strings, r->frame ? r->frame : "") : NULL;
+            if (o.frame) { e->v[e->n] = o; e->worker[e->n++] = worker; ok = 1; }
+        }
+    }
+    if (!ok) tr->oom = 1;
+    df__spin_unlock(&tr->lock);
+    return ok;
+}
+#endif
 
 /* Fills md (cleared by the caller) from the records and frees them: ordered by start (a run on
    one thread records in that order already), threads numbered by their first record. */
@@ -181,7 +222,8 @@ DF_PRIVATE df_code df__trace_finish(df__trace *tr, df_run_metadata *md, df_statu
     md->priv = p;
     if (!p || !tids || tr->oom) goto oom;
     tids[0] = tr->caller_tid;
-    if (tr->n && !(md->nodes = (df_node_trace *)DF_MALLOC((size_t)tr->n * sizeof(df_node_trace)))) goto oom;
+    int n_ext = tr->ext ? tr->ext->n : 0;
+    if (tr->n + n_ext && !(md->nodes = (df_node_trace *)DF_MALLOC((size_t)(tr->n + n_ext) * sizeof(df_node_trace)))) goto oom;
     int i = 0;
     for (const df__trace_chunk *c = tr->head; c; c = c->next)
         for (int k = 0; k < c->n; k++, i++) {
@@ -218,6 +260,29 @@ DF_PRIVATE df_code df__trace_finish(df__trace *tr, df_run_metadata *md, df_statu
         int *r = &renum[md->nodes[k].thread];
         if (*r < 0) *r = next++;
         md->nodes[k].thread = *r;
+    }
+    if (n_ext) {   /* the workers': their threads after these, each worker's apart, in worker order */
+        df__trace_ext *e = tr->ext;
+        int max_w = 0;
+        for (int k = 0; k < n_ext; k++) if (e->worker[k] > max_w) max_w = e->worker[k];
+        int *base = (int *)DF_MALLOC(((size_t)max_w + 2) * sizeof(int));
+        if (!base) goto oom;
+        for (int w = 0; w <= max_w + 1; w++) base[w] = 0;
+        for (int k = 0; k < n_ext; k++)        /* base[w + 1]: threads worker w uses */
+            if (e->v[k].thread + 1 > base[e->worker[k] + 1]) base[e->worker[k] + 1] = e->v[k].thread + 1;
+        base[0] = next;
+        for (int w = 1; w <= max_w + 1; w++) base[w] += base[w - 1];
+        for (int k = 0; k < n_ext; k++) {
+            md->nodes[md->n_nodes] = e->v[k];
+            md->nodes[md->n_nodes++].thread = base[e->worker[k]] + e->v[k].thread;
+        }
+        DF_FREE(base);
+        df__md_chunk **last = &e->strings.chunks;     /* the strings go to the metadata */
+        while (*last) last = &(*last)->next;
+        *last = p->chunks;
+        p->chunks = e->strings.chunks;
+        e->strings.chunks = NULL;
+        qsort(md->nodes, (size_t)md->n_nodes, sizeof *md->nodes, df__node_trace_cmp);
     }
     goto done;
 oom:

@@ -3,10 +3,15 @@
    iteration with its frame and iteration, a cond's untaken branch not at all), intervals nest on
    every thread, Send/Recv pairs of a two-device run share a flow id, bytes a MatMul allocated,
    the JSON file parses (a small JSON reader here), errors give a status, metadata reused
-   across runs frees its old trace, and a run on a worker (whose nodes are not recorded) keeps
-   its own timeout_ms. */
+   across runs frees its old trace, and runs on workers (in this process, one and two, with and
+   without a cluster key) bring the workers' nodes back and keep their own timeout_ms. */
+#define _POSIX_C_SOURCE 200809L
 #include "harness.h"
+#include "wire.h"
 #include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
 
 static df_session *session(df_graph *g, int devices, int threads) {
     df_session_options o;
@@ -623,44 +628,356 @@ DF_TEST(trace_off_options_and_errors) {
     df_graph_free(g);
 }
 
-/* ---- a session with a worker: its nodes run there and are not recorded; timeout_ms holds ---- */
+/* ---- sessions with a target: the workers' nodes come back with their STEP_DONEs ---- */
 static void quiet_log(void *user, const char *line) { (void)user; (void)line; }
-DF_TEST(trace_remote_run_records_no_nodes_and_keeps_its_timeout) {
+static df_worker *worker_start(int task, int devices, const char *key_file) {
     df_worker_options wo;
     memset(&wo, 0, sizeof wo);
     wo.log = quiet_log;
     wo.shutdown = DF_WORKER_SHUTDOWN_ANY;
+    wo.task = task;
+    wo.num_cpu_devices = devices;
+    wo.key_file = key_file;
     df_status st;
     df_worker *w = df_worker_start(&wo, &st);
     CHECK_MSG(w != NULL, "df_worker_start: %s", st.message);
+    return w;
+}
+/* Every Send has exactly one Recv with its flow, on another device, same frame and iteration,
+   ending after the Send starts (one host: one clock); returns the pairs whose two ends are on
+   devices of different tasks. */
+static int check_flows(const df_run_metadata *md, int *n_sends) {
+    int sends = 0, recvs = 0, across = 0;
+    for (int i = 0; i < md->n_nodes; i++) {
+        const df_node_trace *e = &md->nodes[i];
+        recvs += e->kind == DF_TRACE_RECV;
+        if (e->kind != DF_TRACE_SEND) continue;
+        sends++;
+        int match = 0;
+        for (int k = 0; k < md->n_nodes; k++) {
+            const df_node_trace *r = &md->nodes[k];
+            if (r->flow != e->flow || r == e) continue;
+            CHECK_MSG(r->kind == DF_TRACE_RECV, "two Sends share flow %llx", (unsigned long long)e->flow);
+            match++;
+            CHECK(!strcmp(r->op, "_Recv") && !strcmp(e->op, "_Send"));
+            CHECK(strcmp(r->device, e->device) != 0);
+            CHECK(!strcmp(r->frame, e->frame) && r->iter == e->iter);
+            CHECK_MSG(r->end_ns >= e->start_ns, "Recv %s ends before its Send %s starts", r->node, e->node);
+            const char *ta = strstr(e->device, "/task:"), *tb = strstr(r->device, "/task:");
+            if (ta && tb && atoi(ta + 6) != atoi(tb + 6)) across++;
+        }
+        CHECK_MSG(match == 1, "Send %s (iteration %lld): %d Recvs with its flow", e->node, (long long)e->iter, match);
+    }
+    CHECK_MSG(sends == recvs, "%d Sends, %d Recvs", sends, recvs);
+    *n_sends = sends;
+    return across;
+}
+/* The Chrome file has a process named after each of the devices (once each). */
+static void check_chrome_processes(const char *path, const char *const *devs, int n_devs) {
+    jv root;
+    CHECK_MSG(parse_file(path, &root), "%s does not parse as JSON", path);
+    if (root.type != 'o') return;
+    const jv *ev = jget(&root, "traceEvents");
+    for (int d = 0; d < n_devs; d++) {
+        int found = 0;
+        for (int i = 0; ev && i < ev->n; i++) {
+            const jv *name = jget(&ev->items[i], "name"), *args = jget(&ev->items[i], "args");
+            const jv *pn = args ? jget(args, "name") : NULL;
+            found += name && name->str && !strcmp(name->str, "process_name") && pn && pn->str && !strcmp(pn->str, devs[d]);
+        }
+        CHECK_MSG(found == 1, "%s: %d processes named %s", path, found, devs[d]);
+    }
+    jfree(&root);
+}
+/* One worker with two devices (the loop's body Mul on its CPU:1): its nodes come back once each
+   with its full device names, inside the run; its Send/Recv pairs share flows; the Chrome trace
+   has a process per worker device; and a traced run on a worker keeps its own timeout_ms. */
+DF_TEST(trace_remote_run_records_the_workers_nodes_and_keeps_its_timeout) {
+    df_worker *w = worker_start(0, 2, NULL);
     if (!w) return;
     char target[64];
     snprintf(target, sizeof target, "127.0.0.1:%d", df_worker_port(w));
     df_graph *g = df_graph_new();
     df_output init[2] = {df_scalar_i32(g, 0), df_scalar_i32(g, 1)}, outs[2];
     CHECK_EQ_INT(df_while_loop(g, 2, init, endless_cond, endless_body, NULL, NULL, outs), DF_OK);
-    df_output two = df_mul(g, df_scalar_f32(g, 3), df_scalar_f32(g, 2));
+    loop_names u = {"/job:worker/task:0/device:CPU:1", NULL, NULL, NULL};
+    df_output n = df_placeholder(g, "n", DF_INT32, 0, NULL);
+    df_output y = df_identity(g, df_mul(g, build_loop(g, n, &u), df_scalar_f32(g, 3)));
     df_session_options o;
     memset(&o, 0, sizeof o);
     o.target = target;
+    df_status st;
     df_session *s = df_session_new(g, &o, &st);
     CHECK_MSG(s != NULL, "session: %s", st.message);
     if (s) {
         df_run_metadata md;
         memset(&md, 0, sizeof md);
-        df_tensor *out = NULL;
-        CHECK_EQ_INT(df_session_run_with_options(s, &full, NULL, NULL, 0, &two, &out, 1, NULL, 0, &md, &st), DF_OK);
-        CHECK(out && ((float *)df_tensor_data(out))[0] == 6.0f);
-        CHECK_EQ_INT(md.n_nodes, 0);
-        CHECK(md.duration_ns > 0);
+        df_tensor *nv = df_tensor_scalar_i32(4), *out = NULL;
+        for (int run = 0; run < 2; run++) {      /* (the second run: a registered plan, metadata reused) */
+            CHECK_EQ_INT(df_session_run_with_options(s, &full, &n, &nv, 1, &y, &out, 1, NULL, 0, &md, &st), DF_OK);
+            CHECK_OK(&st);
+            CHECK(out && ((float *)df_tensor_data(out))[0] == 48.0f);
+            df_tensor_release(out);
+            out = NULL;
+            check_invariants(&md);
+            int on0 = 0, on1 = 0, sends = 0;
+            for (int i = 0; i < md.n_nodes; i++) {
+                const char *d = md.nodes[i].device;
+                on0 += !strcmp(d, "/job:worker/replica:0/task:0/device:CPU:0");
+                on1 += !strcmp(d, "/job:worker/replica:0/task:0/device:CPU:1");
+            }
+            CHECK_MSG(on0 + on1 == md.n_nodes && on0 > 0 && on1 > 0, "%d records: %d on CPU:0, %d on CPU:1", md.n_nodes, on0, on1);
+            CHECK_EQ_INT(count_node(&md, u.mul, NULL, 0), 4);
+            CHECK_EQ_INT(count_node(&md, u.mul, "myloop", 3), 1);
+            for (int i = 0; i < md.n_nodes; i++)
+                if (!strcmp(md.nodes[i].node, u.mul)) CHECK(strstr(md.nodes[i].device, "CPU:1") != NULL);
+            CHECK_EQ_INT(check_flows(&md, &sends), 0);
+            CHECK_MSG(sends >= 8, "%d Sends", sends);
+        }
+        char path[512];
+        snprintf(path, sizeof path, "%s/trace_remote_one.json", df_test_tmpdir());
+        CHECK_EQ_INT(df_run_metadata_write_chrome_trace(&md, path, &st), DF_OK);
+        check_chrome_file(path, &md);
+        const char *devs[2] = {"/job:worker/replica:0/task:0/device:CPU:0", "/job:worker/replica:0/task:0/device:CPU:1"};
+        check_chrome_processes(path, devs, 2);
+        /* untraced: no records, the metadata untouched but cleared */
+        CHECK_EQ_INT(df_session_run_with_options(s, NULL, &n, &nv, 1, &y, &out, 1, NULL, 0, &md, &st), DF_OK);
+        CHECK(out && ((float *)df_tensor_data(out))[0] == 48.0f && md.n_nodes == 0);
         df_tensor_release(out);
         out = NULL;
+        /* the run's own timeout on a worker, traced */
         df_run_options to = {DF_TRACE_FULL, 200};
         CHECK_EQ_INT(df_session_run_with_options(s, &to, NULL, NULL, 0, &outs[0], &out, 1, NULL, 0, &md, &st), DF_DEADLINE_EXCEEDED);
         CHECK(out == NULL && md.duration_ns >= 150000000ll);
         df_run_metadata_clear(&md);
+        df_tensor_release(nv);
         df_session_free(s);
     }
     df_graph_free(g);
     df_worker_stop(w);
+}
+/* Two workers (the loop's body Mul on task 1, the rest on task 0), plain and with a cluster
+   key: both workers' nodes once each, the Send/Recv pairs across the two share flows, the
+   workers' threads apart, the Chrome trace a process per worker device. */
+DF_TEST(trace_remote_run_on_two_workers_pairs_their_transfers) {
+    char key[512];
+    snprintf(key, sizeof key, "%s/trace_cluster.key", df_test_tmpdir());
+    FILE *kf = fopen(key, "w");
+    CHECK(kf != NULL);
+    if (!kf) return;
+    fputs("6b2f0e54c1a39d87f0b6e2d4a8c51f93e7d06a2b4c8e1f3a5b7d9c0e2f4a6b8c\n", kf);
+    fclose(kf);
+    chmod(key, 0600);
+    for (int keyed = 0; keyed < 2; keyed++) {
+        df_worker *w0 = worker_start(0, 1, keyed ? key : NULL), *w1 = worker_start(1, 1, keyed ? key : NULL);
+        if (!w0 || !w1) { if (w0) df_worker_stop(w0); if (w1) df_worker_stop(w1); return; }
+        char target[96];
+        snprintf(target, sizeof target, "127.0.0.1:%d,127.0.0.1:%d", df_worker_port(w0), df_worker_port(w1));
+        df_graph *g = df_graph_new();
+        df_graph_push_device(g, "/job:worker/task:0/device:CPU:0");
+        loop_names u = {"/job:worker/task:1/device:CPU:0", NULL, NULL, NULL};
+        df_output n = df_placeholder(g, "n", DF_INT32, 0, NULL);
+        df_output y = df_identity(g, df_mul(g, build_loop(g, n, &u), df_scalar_f32(g, 3)));
+        df_graph_pop_device(g);
+        df_session_options o;
+        memset(&o, 0, sizeof o);
+        o.target = target;
+        o.cluster_key_file = keyed ? key : NULL;
+        o.run_timeout_ms = 20000;
+        df_status st;
+        df_session *s = df_session_new(g, &o, &st);
+        CHECK_MSG(s != NULL, "session (keyed %d): %s", keyed, st.message);
+        if (s) {
+            df_run_metadata md;
+            memset(&md, 0, sizeof md);
+            df_tensor *nv = df_tensor_scalar_i32(4), *out = NULL;
+            CHECK_EQ_INT(df_session_run_with_options(s, &full, &n, &nv, 1, &y, &out, 1, NULL, 0, &md, &st), DF_OK);
+            CHECK_OK(&st);
+            CHECK(out && ((float *)df_tensor_data(out))[0] == 48.0f);
+            check_invariants(&md);
+            const char *devs[2] = {"/job:worker/replica:0/task:0/device:CPU:0", "/job:worker/replica:0/task:1/device:CPU:0"};
+            int on[2] = {0, 0};
+            for (int i = 0; i < md.n_nodes; i++)
+                for (int d = 0; d < 2; d++) on[d] += !strcmp(md.nodes[i].device, devs[d]);
+            CHECK_MSG(on[0] + on[1] == md.n_nodes && on[0] > 0 && on[1] > 0, "%d records: %d on task 0, %d on task 1", md.n_nodes, on[0], on[1]);
+            CHECK_EQ_INT(count_node(&md, u.mul, NULL, 0), 4);
+            for (int i = 0; i < md.n_nodes; i++)
+                if (!strcmp(md.nodes[i].node, u.mul)) CHECK(!strcmp(md.nodes[i].device, devs[1]));
+            int sends = 0, across = check_flows(&md, &sends);
+            CHECK_MSG(across >= 8 && across == sends, "%d Sends, %d across the workers", sends, across);
+            /* the workers' threads apart: no thread number on both */
+            for (int i = 0; i < md.n_nodes; i++)
+                for (int k = 0; k < md.n_nodes; k++)
+                    if (md.nodes[i].thread == md.nodes[k].thread) CHECK(!strcmp(md.nodes[i].device, md.nodes[k].device));
+            char path[512];
+            snprintf(path, sizeof path, "%s/trace_remote_two_%d.json", df_test_tmpdir(), keyed);
+            CHECK_EQ_INT(df_run_metadata_write_chrome_trace(&md, path, &st), DF_OK);
+            check_chrome_file(path, &md);
+            check_chrome_processes(path, devs, 2);
+            df_run_metadata_clear(&md);
+            df_tensor_release(out);
+            df_tensor_release(nv);
+            df_session_free(s);
+        }
+        df_graph_free(g);
+        df_worker_stop(w0);
+        df_worker_stop(w1);
+    }
+}
+
+/* ---- a fake worker (a socket of this test's, no key): what a broken or hostile worker's
+   trace gets. Its runs, in order: untraced (the RUN_STEP's task field without the trace bit,
+   no records in the answer); a well-formed record; then malformed traces (a count beyond the
+   bytes, a partition it has not, a string longer than the message, a kind of no one, a start
+   time days away, a thread number too large), each DF_DATA_LOSS naming the trace, the session
+   usable after; and last no trace at all (a worker that ignores the bit): no nodes, no error. */
+enum { F_HELLO = 1, F_HELLO_OK = 2, F_REGISTER = 5, F_REGISTERED = 6, F_CLOSE = 8, F_RUN_STEP = 10, F_STEP_DONE = 11 };
+typedef struct fakew { int listen_fd, n_runs, trace_bits[16]; pthread_t t; } fakew;
+typedef struct fbuf { unsigned char b[4096]; size_t n; } fbuf;
+static void fb_u32(fbuf *f, uint32_t v) { put32(f->b + f->n, v); f->n += 4; }
+static void fb_u64(fbuf *f, uint64_t v) { put64(f->b + f->n, v); f->n += 8; }
+static void fb_str(fbuf *f, const char *s) { fb_u32(f, (uint32_t)strlen(s)); memcpy(f->b + f->n, s, strlen(s)); f->n += strlen(s); }
+static int read_all(int fd, unsigned char *p, size_t n) {
+    while (n) {
+        struct pollfd q = {fd, POLLIN, 0};
+        if (poll(&q, 1, 10000) != 1) return 0;
+        ssize_t r = recv(fd, p, n, 0);
+        if (r <= 0) return 0;
+        p += r; n -= (size_t)r;
+    }
+    return 1;
+}
+static int frame_in(int fd, unsigned char *payload, size_t cap, size_t *n) {
+    unsigned char h[24];
+    if (!read_all(fd, h, 24)) return -1;
+    uint64_t len = 0;
+    for (int i = 0; i < 8; i++) len |= (uint64_t)h[8 + i] << (8 * i);
+    if (len > cap || !read_all(fd, payload, (size_t)len)) return -1;
+    *n = (size_t)len;
+    return h[6] | h[7] << 8;
+}
+static void frame_out(int fd, unsigned type, const fbuf *f) {
+    unsigned char h[24];
+    header(h, 1, type, f->n, 0);
+    if (send(fd, h, 24, MSG_NOSIGNAL) != 24 || (f->n && send(fd, f->b, f->n, MSG_NOSIGNAL) != (ssize_t)f->n)) {}
+}
+static void fake_record(fbuf *f, uint32_t part, const char *node, uint32_t thread, uint64_t start, uint64_t end, uint32_t kind, uint64_t flow) {
+    fb_u32(f, part); fb_str(f, node); fb_str(f, "AddV2"); fb_str(f, "");
+    fb_u32(f, thread); fb_u64(f, start); fb_u64(f, end); fb_u64(f, 0); fb_u64(f, 4); fb_u32(f, kind); fb_u64(f, flow);
+}
+static void *fakew_main(void *arg) {
+    fakew *fw = (fakew *)arg;
+    struct pollfd p = {fw->listen_fd, POLLIN, 0};
+    if (poll(&p, 1, 10000) != 1) return NULL;
+    int fd = accept(fw->listen_fd, NULL, NULL);
+    static unsigned char in[65536];
+    for (size_t n; fd >= 0;) {
+        int type = frame_in(fd, in, sizeof in, &n);
+        if (type < 0 || type == F_CLOSE) break;
+        fbuf out;
+        out.n = 0;
+        if (type == F_HELLO) {
+            fb_u64(&out, 0x77); fb_u32(&out, 0); fb_u32(&out, 1); fb_str(&out, "/job:worker/replica:0/task:0/device:CPU:0");
+            frame_out(fd, F_HELLO_OK, &out);
+        } else if (type == F_REGISTER) {
+            fb_u32(&out, 0);
+            frame_out(fd, F_REGISTERED, &out);
+        } else if (type == F_RUN_STEP && n >= 20) {
+            uint64_t id = 0;
+            for (int i = 0; i < 8; i++) id |= (uint64_t)in[i] << (8 * i);
+            int run = fw->n_runs++;
+            if (run < 16) fw->trace_bits[run] = (in[19] & 0x80) != 0;   /* the task field's top bit */
+            fb_u64(&out, id); fb_u32(&out, 0); fb_str(&out, ""); fb_u32(&out, 1); fb_u32(&out, 1);
+            fb_u32(&out, DF_FLOAT); fb_u32(&out, 0); fb_u64(&out, 4);
+            float v = 41;
+            memcpy(out.b + out.n, &v, 4);
+            out.n += 4;
+            struct timespec ts;
+            timespec_get(&ts, TIME_UTC);
+            uint64_t now_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+            if (run >= 1 && run <= 7) fb_u64(&out, run == 6 ? now_us + ((uint64_t)1 << 45) : now_us);
+            if (run == 1) { fb_u32(&out, 1); fake_record(&out, 0, "fake/add", 0, 10, 20, DF_TRACE_OP, 0); }
+            else if (run == 2) { fb_u32(&out, 0xffffffffu); fake_record(&out, 0, "fake/add", 0, 10, 20, DF_TRACE_OP, 0); }
+            else if (run == 3) { fb_u32(&out, 1); fake_record(&out, 5, "fake/add", 0, 10, 20, DF_TRACE_OP, 0); }
+            else if (run == 4) { fb_u32(&out, 1); fb_u32(&out, 0); fb_u32(&out, 0x7fffffffu); memset(out.b + out.n, 'a', 80); out.n += 80; }
+            else if (run == 5) { fb_u32(&out, 1); fake_record(&out, 0, "fake/add", 0, 10, 20, 7, 1); }
+            else if (run == 6) { fb_u32(&out, 1); fake_record(&out, 0, "fake/add", 0, 10, 20, DF_TRACE_OP, 0); }
+            else if (run == 7) { fb_u32(&out, 1); fake_record(&out, 0, "fake/add", 5000000, 10, 20, DF_TRACE_OP, 0); }
+            frame_out(fd, F_STEP_DONE, &out);
+        }
+    }
+    if (fd >= 0) close(fd);
+    return NULL;
+}
+DF_TEST(trace_remote_malformed_worker_traces_are_data_loss) {
+    fakew fw;
+    memset(&fw, 0, sizeof fw);
+    fw.listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    socklen_t al = sizeof a;
+    if (fw.listen_fd < 0 || bind(fw.listen_fd, (struct sockaddr *)&a, sizeof a) || listen(fw.listen_fd, 4) ||
+        getsockname(fw.listen_fd, (struct sockaddr *)&a, &al)) {
+        CHECK_MSG(0, "cannot listen: %s", strerror(errno));
+        if (fw.listen_fd >= 0) close(fw.listen_fd);
+        return;
+    }
+    char target[32];
+    snprintf(target, sizeof target, "127.0.0.1:%d", (int)ntohs(a.sin_port));
+    pthread_create(&fw.t, NULL, fakew_main, &fw);
+    df_graph *g = df_graph_new();
+    df_graph_push_device(g, "/job:worker/replica:0/task:0/device:CPU:0");
+    df_output x = df_placeholder(g, "x", DF_FLOAT, 0, NULL);
+    df_output y = df_add(g, x, df_scalar_f32(g, 1));
+    df_graph_pop_device(g);
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.target = target;
+    o.run_timeout_ms = 20000;
+    df_status st;
+    df_session *s = df_session_new(g, &o, &st);
+    CHECK_MSG(s != NULL, "a session with the fake worker: %s", st.message);
+    if (s) {
+        df_run_metadata md;
+        memset(&md, 0, sizeof md);
+        df_tensor *in = df_tensor_scalar_f32(40), *out = NULL;
+        CHECK_EQ_INT(df_session_run_with_options(s, NULL, &x, &in, 1, &y, &out, 1, NULL, 0, &md, &st), DF_OK);   /* 0 */
+        CHECK(out && *(const float *)df_tensor_data(out) == 41 && md.n_nodes == 0);
+        df_tensor_release(out);
+        out = NULL;
+        CHECK_EQ_INT(df_session_run_with_options(s, &full, &x, &in, 1, &y, &out, 1, NULL, 0, &md, &st), DF_OK);  /* 1 */
+        CHECK_OK(&st);
+        CHECK(out && *(const float *)df_tensor_data(out) == 41);
+        CHECK_EQ_INT(md.n_nodes, 1);
+        if (md.n_nodes == 1) {
+            const df_node_trace *e = &md.nodes[0];
+            CHECK(!strcmp(e->node, "fake/add") && !strcmp(e->op, "AddV2") && !strcmp(e->frame, "") && e->bytes == 4);
+            CHECK(!strcmp(e->device, "/job:worker/replica:0/task:0/device:CPU:0"));
+            CHECK_MSG(e->start_ns >= 0 && e->end_ns == e->start_ns + 10 && e->end_ns <= md.duration_ns,
+                      "[%lld, %lld] in a run of %lld ns", (long long)e->start_ns, (long long)e->end_ns, (long long)md.duration_ns);
+            CHECK_EQ_INT(e->thread, 1);          /* (after the master's thread 0) */
+        }
+        df_tensor_release(out);
+        out = NULL;
+        const char *why[6] = {"trace: records", "trace: partition", "trace: node", "trace: kind", "trace: start time", "trace: thread"};
+        for (int k = 0; k < 6; k++) {                                                                                /* 2..7 */
+            CHECK_EQ_INT(df_session_run_with_options(s, &full, &x, &in, 1, &y, &out, 1, NULL, 0, &md, &st), DF_DATA_LOSS);
+            CHECK_MSG(strstr(st.message, "malformed trace") && strstr(st.message, why[k]), "run %d: %s", k + 2, st.message);
+            CHECK(out == NULL);
+        }
+        CHECK_EQ_INT(df_session_run_with_options(s, &full, &x, &in, 1, &y, &out, 1, NULL, 0, &md, &st), DF_OK);  /* 8: none */
+        CHECK(out && *(const float *)df_tensor_data(out) == 41 && md.n_nodes == 0);
+        df_tensor_release(out);
+        df_tensor_release(in);
+        df_run_metadata_clear(&md);
+        CHECK_EQ_INT(fw.n_runs, 9);
+        CHECK_EQ_INT(fw.trace_bits[0], 0);
+        for (int k = 1; k < 9; k++) CHECK_MSG(fw.trace_bits[k] == 1, "run %d: no trace bit", k);
+        df_session_free(s);
+    }
+    pthread_join(fw.t, NULL);
+    close(fw.listen_fd);
+    df_graph_free(g);
 }

@@ -269,10 +269,62 @@ static void df__cluster_abort(struct df__cluster *c, uint64_t id, const unsigned
 }
 #endif
 
+#ifdef DF__NET
+/* A traced step's records after the fetches of worker t's STEP_DONE (src/net/worker.c,
+   df__w_trace_put, has the layout) into the run's trace. Every count, length and number is
+   checked before it is used: a broken worker's trace fails the run with DF_DATA_LOSS. */
+static void df__cluster_trace_in(df__wread *rd, const df__plan *plan, int t, df__trace *tr, const char *who, df_status *fail) {
+    const df__part **mine = (const df__part **)DF_MALLOC(((size_t)plan->n_parts + 1) * sizeof(df__part *));
+    int np = 0;
+    for (int p = 0; mine && p < plan->n_parts; p++) if (plan->parts[p].task == t) mine[np++] = &plan->parts[p];
+    int64_t w_us = (int64_t)df__wr_u64(rd, "trace: start");
+    uint32_t n = df__wr_u32(rd, "trace: records");
+    const char *bad = mine ? rd->bad : "out of memory";
+    if (!bad && (n > (1u << 24) || (uint64_t)n * 64 > rd->n)) bad = "trace: records";
+    /* its clock onto the run's: the two unix start times (as aligned as the hosts' clocks are) */
+    int64_t d_us = w_us - tr->start_unix_us;
+    if (!bad && (w_us < 0 || d_us > ((int64_t)1 << 40) || d_us < -((int64_t)1 << 40))) bad = "trace: start time";
+    for (uint32_t i = 0; !bad && i < n; i++) {
+        uint32_t p = df__wr_u32(rd, "trace: partition");
+        char *node = df__wr_str(rd, 4096, "trace: node");
+        char *op = node ? df__wr_str(rd, 256, "trace: op") : NULL;
+        char *frame = op ? df__wr_str(rd, 4096, "trace: frame") : NULL;
+        df_node_trace e;
+        memset(&e, 0, sizeof e);
+        uint32_t th = df__wr_u32(rd, "trace: thread");
+        e.start_ns = (int64_t)df__wr_u64(rd, "trace: start");
+        e.end_ns = (int64_t)df__wr_u64(rd, "trace: end");
+        e.iter = (int64_t)df__wr_u64(rd, "trace: iteration");
+        e.bytes = (int64_t)df__wr_u64(rd, "trace: bytes");
+        uint32_t kind = df__wr_u32(rd, "trace: kind");
+        e.flow = df__wr_u64(rd, "trace: flow");
+        bad = rd->bad;
+        if (!bad && p >= (uint32_t)np) bad = "trace: partition";
+        if (!bad && th >= 1024) bad = "trace: thread";
+        if (!bad && (e.start_ns < 0 || e.end_ns < e.start_ns || e.end_ns > ((int64_t)1 << 50))) bad = "trace: times";
+        if (!bad && (e.iter < 0 || e.bytes < 0)) bad = "trace: iteration or bytes";
+        if (!bad && (kind > DF_TRACE_RECV || (kind == DF_TRACE_OP) != (e.flow == 0))) bad = "trace: kind";
+        if (!bad) {
+            e.node = node; e.op = op; e.frame = frame;
+            e.device = mine[p]->dev->name;   /* the master's full name for that device of the worker */
+            e.thread = (int)th;
+            e.kind = (int)kind;
+            e.start_ns += d_us * 1000;
+            e.end_ns += d_us * 1000;
+            if (!df__trace_add_remote(tr, t, &e)) bad = "out of memory";
+        }
+        DF_FREE(node); DF_FREE(op); DF_FREE(frame);
+    }
+    DF_FREE(mine);
+    if (bad && !fail->code && !strcmp(bad, "out of memory")) df_status_set(fail, DF_RESOURCE_EXHAUSTED, "Out of memory taking %s's trace", who);
+    else if (bad && !fail->code) df_status_set(fail, DF_DATA_LOSS, "%s sent a malformed trace (%s)", who, bad);
+}
+#endif
+
 DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tensor *const *feed_values, df_tensor **fetch_values,
-                               int n_fetches, int timeout_ms, df_status *st) {
+                               int n_fetches, int timeout_ms, df__trace *trace, df_status *st) {
 #ifndef DF__NET
-    (void)s; (void)plan; (void)feed_values; (void)fetch_values; (void)n_fetches; (void)timeout_ms;
+    (void)s; (void)plan; (void)feed_values; (void)fetch_values; (void)n_fetches; (void)timeout_ms; (void)trace;
     return df_status_set(st, DF_UNIMPLEMENTED, "Sessions with workers need POSIX sockets");
 #else
     struct df__cluster *c = s->cluster;
@@ -305,7 +357,7 @@ DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tens
         df__wbuf b = {NULL, 0, 0, 0};
         df__wb_u64(&b, id);
         df__wb_u64(&b, c->incarnation[t]);
-        df__wb_u32(&b, (uint32_t)t);
+        df__wb_u32(&b, (uint32_t)t | (trace ? DF__W_RUN_TRACE : 0u));   /* (a traced run asks for the records) */
         df__wb_u32(&b, (uint32_t)n);
         for (int k = 0; k < n; k++) df__wb_str(&b, c->addr[k]);
         df__wb_u32(&b, (uint32_t)np);
@@ -387,6 +439,9 @@ DF_PRIVATE df_code df__cluster_run(struct df_session *s, df__plan *plan, df_tens
                         }
                     }
                     if (rd.bad && !fail.code) df_status_set(&fail, DF_DATA_LOSS, "%s sent a malformed STEP_DONE (%s)", who, rd.bad);
+                    /* a traced run: the worker's records follow its fetches (none from a worker
+                       that does not know the flag, or that failed before its step began) */
+                    if (trace && !rd.bad && rd.n && (code || !fail.code)) df__cluster_trace_in(&rd, plan, t, trace, who, &fail);
                 }
                 DF_FREE(msg);
             } else if (type != DF__W_HEARTBEAT && type != DF__W_ERROR) {

@@ -558,6 +558,7 @@ typedef struct df__wrun {
     int n_parts, n_feeds, n_fetch, n_held;
     df__wreg **regs;                 /* the partitions it runs, each held (n_held of them) */
     df_tensor **feeds, **fetches;
+    df__trace *trace;                /* the master asked for the step's trace (DF__W_RUN_TRACE); else NULL */
 } df__wrun;
 static void df__wrun_free(df__wrun *run) {
     if (!run) return;
@@ -571,7 +572,41 @@ static void df__wrun_free(df__wrun *run) {
     df__rv_free(&run->ws.g.rv);
     DF_FREE(run->ws.g.steps); DF_FREE(run->ws.keys); DF_FREE(run->ws.tasks); DF_FREE(run->ws.rkeys); DF_FREE(run->ws.rtypes); DF_FREE(run->ws.cluster);
     DF_FREE(run->regs); DF_FREE(run->feeds); DF_FREE(run->fetches);
+    DF_FREE(run->trace);                         /* (a step that never ran: no records) */
     DF_FREE(run);
+}
+/* A traced step's records after its STEP_DONE's fetches: u64 the step's unix start (us), u32 n,
+   then n records: u32 partition (its place in the RUN_STEP), node, op, frame (strings), u32
+   thread (0: the thread that ran the step; others as they first appear), u64 start and end
+   (ns since the step began), u64 iteration, u64 bytes, u32 kind, u64 flow. Past 256 MiB of
+   records the rest are left out (the answer must stay under the master's message limit). */
+static void df__w_trace_put(df__wbuf *b, df__wrun *run) {
+    df_run_metadata md;
+    memset(&md, 0, sizeof md);
+    df_status st;
+    df_status_clear(&st);
+    df_code code = df__trace_finish(run->trace, &md, &st);
+    df__wb_u64(b, (uint64_t)md.start_unix_us);
+    size_t at = b->n;
+    df__wb_u32(b, 0);
+    uint32_t n = 0;
+    for (int i = 0; !code && !b->oom && i < md.n_nodes && b->n - at < ((size_t)1 << 28); i++) {
+        const df_node_trace *e = &md.nodes[i];
+        int p = 0;
+        while (p < run->n_parts && strcmp(run->regs[p]->dev->name, e->device)) p++;
+        if (p == run->n_parts) continue;
+        df__wb_u32(b, (uint32_t)p);
+        df__wb_str(b, e->node); df__wb_str(b, e->op); df__wb_str(b, e->frame);
+        df__wb_u32(b, (uint32_t)e->thread);
+        df__wb_u64(b, (uint64_t)e->start_ns); df__wb_u64(b, (uint64_t)e->end_ns);
+        df__wb_u64(b, (uint64_t)e->iter); df__wb_u64(b, (uint64_t)e->bytes);
+        df__wb_u32(b, (uint32_t)e->kind); df__wb_u64(b, e->flow);
+        n++;
+    }
+    if (!b->oom) df__put32(b->p + at, n);
+    df_run_metadata_clear(&md);
+    DF_FREE(run->trace);
+    run->trace = NULL;
 }
 /* Runs a step that RUN_STEP set up and answers STEP_DONE (on the thread that read the RUN_STEP,
    or one of its own); frees run. */
@@ -580,6 +615,7 @@ static void df__w_step_run(df__wrun *run) {
     df_worker *w = ws->w;
     df_status st;
     df_status_clear(&st);
+    if (run->trace) df__trace_begin(run->trace);   /* (on the thread that runs the step: its thread 0) */
     df__group_execute(&ws->g, &st);
     for (int p = 0, k = 0; !st.code && run->regs && p < ws->g.n_steps; p++)   /* payload pointers mean nothing in another process */
         for (int q = 0; !st.code && q < run->regs[p]->n_fetches; q++, k++)
@@ -603,6 +639,7 @@ static void df__w_step_run(df__wrun *run) {
         df__wb_u32(&b, run->fetches[k] != NULL);
         if (run->fetches[k]) df__wb_tensor(&b, run->fetches[k]);
     }
+    if (run->trace) df__w_trace_put(&b, run);
     if (b.oom) {                                 /* (the answer itself does not fit) */
         DF_FREE(b.p);
         memset(&b, 0, sizeof b);
@@ -627,7 +664,7 @@ static void *df__w_step_main(void *arg) {
 static int df__w_run_step(df__wconn *c, df__wread *r, const char **why, df__wrun **go) {
     df_worker *w = c->w;
     uint64_t id = df__wr_u64(r, "RUN_STEP: step"), inc = df__wr_u64(r, "RUN_STEP: incarnation");
-    (void)df__wr_u32(r, "RUN_STEP: task");
+    int traced = (df__wr_u32(r, "RUN_STEP: task") & DF__W_RUN_TRACE) != 0;   /* (the task itself: unused) */
     uint32_t nc = df__wr_u32(r, "RUN_STEP: cluster");
     if (r->bad) return 1;
     if (nc > 4096) { *why = "RUN_STEP: cluster"; return 1; }
@@ -699,6 +736,10 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why, df__wrun
         ws->rkeys = (int32_t *)DF_MALLOC(((size_t)ws->n_rkeys + 1) * sizeof(int32_t));
         ws->rtypes = (df_dtype *)DF_MALLOC(((size_t)ws->n_rkeys + 1) * sizeof(df_dtype));
         ok = run->fetches && ws->g.steps && ws->keys && ws->tasks && ws->rkeys && ws->rtypes;
+        if (ok && traced) {
+            ok = (run->trace = (df__trace *)DF_MALLOC(sizeof *run->trace)) != NULL;
+            if (ok) memset(run->trace, 0, sizeof *run->trace);   /* (df__trace_begin when the step starts) */
+        }
     }
     if (ok) {
         memset(run->fetches, 0, ((size_t)run->n_fetch + 1) * sizeof(df_tensor *));
@@ -713,6 +754,7 @@ static int df__w_run_step(df__wconn *c, df__wread *r, const char **why, df__wrun
             step->fetches = run->fetches + fo;
             step->group = &ws->g; step->home = &ws->g.steps[0]; step->ipool = w->sess->ipool;
             step->pool = w->sess->pool; step->threaded = w->sess->pool != NULL; step->shared = step->threaded;
+            step->trace = run->trace;
             fo += rg->n_fetches;
             for (int k = 0; k < rg->n_remote; k++, nk++) { ws->keys[nk] = rg->remote_keys[k]; ws->tasks[nk] = rg->remote_tasks[k]; }
             for (int k = 0; k < rg->n_recv; k++, nr++) { ws->rkeys[nr] = rg->recv_keys[k]; ws->rtypes[nr] = rg->recv_types[k]; }
