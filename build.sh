@@ -468,6 +468,15 @@ run_tests() {
             "mpicc -std=c11 -O2 $WARN -DDATAFLOW_MPI -I. examples/digits_ps.c dataflow.c -o build/digits_ps_mpi $LIBS && k=\$(mktemp) && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > \$k && \
              DF_CLUSTER_KEY_FILE=\$k timeout 180 mpirun --allow-run-as-root --oversubscribe -x DF_CLUSTER_KEY_FILE -np 3 ./build/digits_ps_mpi --mpi data/digits.csv.gz; r=\$?; rm -f \$k; exit \$r"
     else skipped=$((skipped + 1)); echo "skip build: MPI transport (mpicc/mpirun not installed; Debian: libopenmpi-dev openmpi-bin)"; fi
+    # A really full disk: a 64 KiB tmpfs in a mount namespace of its own (root only; skipped
+    # where namespaces or mounts are refused): the event writer reports ENOSPC and leaves whole
+    # records that read back.
+    local fdd=build/full_disk_mnt
+    mkdir -p $fdd
+    if command -v unshare >/dev/null 2>&1 && unshare -m sh -c "mount -t tmpfs -o size=64k tmpfs $fdd" >/dev/null 2>&1; then
+        step "event writer on a full file system (64 KiB tmpfs): ENOSPC reported, whole records left" sh -c \
+            "$CC -std=c11 -O1 $WARN -I. tests/summary/full_disk.c $LIB_O2 -o build/full_disk $LIBS && unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs $fdd && ./build/full_disk $fdd'"
+    else skipped=$((skipped + 1)); echo "skip build: event writer on a full file system (no mount namespace here)"; fi
     local nsout nsrc
     nsout=$(netns_check 2>&1); nsrc=$?
     if [ $nsrc -eq 2 ]; then skipped=$((skipped + 1)); echo "skip: workers in network namespaces ($(echo "$nsout" | tail -n 1))"
