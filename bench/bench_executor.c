@@ -4,6 +4,10 @@
    run through bench/peers/tf_executor.py when .venv holds it. Prints a table with ratios.
    Each case runs plainly (df_session_run: "off") and traced (df_session_run_with_options with
    DF_TRACE_FULL and a df_run_metadata: "traced"); the "on/off" column is what tracing costs.
+   The executor is measured with the graph passes off (DF_PASS_ALL disabled: otherwise CSE merges
+   the DAG's identical NoOps and the figure measures almost nothing), and TensorFlow with
+   Grappler off likewise; "passes" and "tf default" beside them are what a user gets with every
+   optimisation on (ours, TensorFlow's), per node of the graph as built.
    Usage: bench_executor [--quick] [--no-peers] */
 #define _POSIX_C_SOURCE 200809L
 #include "../dataflow.h"
@@ -50,11 +54,12 @@ static double time_target(df_session *s, df_node *target, const df_output *fetch
     return m;
 }
 
-static df_session *session(df_graph *g, int threads) {
+static df_session *session(df_graph *g, int threads, int passes) {
     df_session_options o;
     df_status st;
     memset(&o, 0, sizeof o);
     o.inter_op_threads = threads;
+    o.disable_passes = passes ? 0 : DF_PASS_ALL;
     df_session *s = df_session_new(g, &o, &st);
     if (!s) die("session", &st);
     return s;
@@ -93,14 +98,14 @@ static void loop_body(df_graph *g, void *user, const df_output *v, df_output *ne
 
 typedef struct { double chain_ns, dag_ns, while_us; char dag_dims[32]; int have; } peer_result;
 
-static void run_peer(int threads, int quick, peer_result *r) {
+static void run_peer(int threads, int quick, int defaults, peer_result *r) {
     memset(r, 0, sizeof *r);
     FILE *probe = fopen(".venv/bin/python", "r");
     if (!probe) return;
     fclose(probe);
     char cmd[256];
-    snprintf(cmd, sizeof cmd, ".venv/bin/python bench/peers/tf_executor.py --threads %d%s 2>/dev/null",
-             threads, quick ? " --quick" : "");
+    snprintf(cmd, sizeof cmd, ".venv/bin/python bench/peers/tf_executor.py --threads %d%s%s 2>/dev/null",
+             threads, quick ? " --quick" : "", defaults ? " --defaults" : "");
     FILE *p = popen(cmd, "r");
     if (!p) return;
     char line[256];
@@ -131,20 +136,21 @@ int main(int argc, char **argv) {
                 df_graph_status(gw)->message);
         return 1;
     }
-    double ours[2][3][2];   /* [threads 1,2][chain, dag, while][off, traced] */
+    double ours[2][3][3];   /* [threads 1,2][chain, dag, while][off, traced, with passes] */
     df_run_metadata md;
     memset(&md, 0, sizeof md);
     for (int ti = 0; ti < 2; ti++) {
         int threads = ti + 1;
-        for (int on = 0; on < 2; on++) {
+        for (int mode = 0; mode < 3; mode++) {
+            int on = mode == 1, passes = mode == 2;
             df_run_metadata *mdp = on ? &md : NULL;
-            df_session *s = session(gc, threads);
-            ours[ti][0][on] = time_target(s, chain, NULL, 20, 51, mdp) / (chain_n + 0.0) * 1e9;
+            df_session *s = session(gc, threads, passes);
+            ours[ti][0][mode] = time_target(s, chain, NULL, 20, 51, mdp) / (chain_n + 0.0) * 1e9;
             df_session_free(s);
-            s = session(gd, threads);
-            ours[ti][1][on] = time_target(s, dag, NULL, 2, quick ? 5 : 7, mdp) / ((double)dag_w * dag_d + 1) * 1e9;
+            s = session(gd, threads, passes);
+            ours[ti][1][mode] = time_target(s, dag, NULL, 2, quick ? 5 : 7, mdp) / ((double)dag_w * dag_d + 1) * 1e9;
             df_session_free(s);
-            s = session(gw, threads);
+            s = session(gw, threads, passes);
             df_tensor *nv = df_tensor_scalar_i32(loop_n), *out = NULL;
             static const df_run_options traced = {DF_TRACE_FULL, 0};
             double best[5];
@@ -158,20 +164,23 @@ int main(int argc, char **argv) {
                 df_tensor_release(out);
             }
             qsort(best, 5, sizeof *best, cmp_double);
-            ours[ti][2][on] = best[2] / loop_n * 1e6;
+            ours[ti][2][mode] = best[2] / loop_n * 1e6;
             df_tensor_release(nv);
             df_session_free(s);
             df_run_metadata_clear(&md);
         }
     }
-    peer_result tf[2];
+    peer_result tf[2], tfd[2];   /* Grappler off; TensorFlow's defaults */
     for (int ti = 0; ti < 2; ti++) {
-        if (peers) run_peer(ti + 1, quick, &tf[ti]);
-        else memset(&tf[ti], 0, sizeof tf[ti]);
+        if (peers) { run_peer(ti + 1, quick, 0, &tf[ti]); run_peer(ti + 1, quick, 1, &tfd[ti]); }
+        else { memset(&tf[ti], 0, sizeof tf[ti]); memset(&tfd[ti], 0, sizeof tfd[ti]); }
     }
-    printf("executor benchmarks (median of runs; ratio = TensorFlow time / dataflow time, untraced;\n"
-           "traced: DF_TRACE_FULL into a df_run_metadata, on/off its cost)\n");
-    printf("%-34s %8s %12s %12s %7s %12s %9s\n", "case", "threads", "dataflow", "traced", "on/off", "tensorflow", "ratio");
+    printf("executor benchmarks (median of runs; graph passes and Grappler off, so every node runs;\n"
+           "ratio = TensorFlow time / dataflow time, untraced; traced: DF_TRACE_FULL into a\n"
+           "df_run_metadata, on/off its cost; passes and tf default: every optimisation on, per node\n"
+           "of the graph as built, what a user gets)\n");
+    printf("%-34s %7s %10s %10s %7s %10s %9s %10s %9s\n", "case", "threads", "dataflow", "traced", "on/off",
+           "tensorflow", "ratio", "passes", "tf default");
     const char *names[3] = {"chain of 10000 NoOps (ns/node)", "NoOp DAG (ns/node)", "while i<N: i+=1 (us/iter)"};
     for (int k = 0; k < 3; k++)
         for (int ti = 0; ti < 2; ti++) {
@@ -180,10 +189,15 @@ int main(int argc, char **argv) {
             char label[64];
             if (k == 1) snprintf(label, sizeof label, "NoOp DAG %dx%d (ns/node)", dag_w, dag_d);
             else snprintf(label, sizeof label, "%s", names[k]);
-            double off = ours[ti][k][0], on = ours[ti][k][1];
-            printf("%-34s %8d %12.3f %12.3f %6.2fx", label, ti + 1, off, on, on / off);
-            if (have) printf(" %12.3f %8.1fx\n", peer, peer / off);
-            else printf(" %12s %9s\n", "-", "-");
+            double off = ours[ti][k][0], on = ours[ti][k][1], pass = ours[ti][k][2];
+            double peer_d = k == 0 ? tfd[ti].chain_ns : k == 1 ? tfd[ti].dag_ns : tfd[ti].while_us;
+            int have_d = tfd[ti].have >> k & 1;
+            printf("%-34s %7d %10.3f %10.3f %6.2fx", label, ti + 1, off, on, on / off);
+            if (have) printf(" %10.3f %8.1fx", peer, peer / off);
+            else printf(" %10s %9s", "-", "-");
+            printf(" %10.3f", pass);
+            if (have_d) printf(" %9.3f\n", peer_d);
+            else printf(" %9s\n", "-");
         }
     if (tf[0].have & 2 && strcmp(tf[0].dag_dims, "")) printf("(TensorFlow's DAG: %s)\n", tf[0].dag_dims);
     printf("targets: <= 50 ns/node single-threaded; 2 threads no slower than 1; <= 0.4 us/iteration\n");

@@ -28,7 +28,8 @@ Grappler's meta optimizer disabled).  With TF's defaults, common-subexpression
 elimination merges all the identical NoOps of a DAG level and Grappler's
 dependency optimizer removes NoOps, so the 1024x1024 DAG runs as 2 nodes and
 the benchmark would measure nothing.  A traced run checks how many nodes
-actually execute.
+actually execute.  --defaults keeps TensorFlow's default optimisation (what a
+user gets; the executor is then not what is measured).
 
 The graphs are built as GraphDef protobufs.  The chain (10k nodes) goes
 through the public tf.compat.v1.import_graph_def.  For the 1M-node DAG that
@@ -79,9 +80,14 @@ def out(msg):
     print(msg, flush=True)
 
 
+DEFAULTS = False   # --defaults: TensorFlow's default graph optimisation
+
+
 def session_config(threads):
     cfg = v1.ConfigProto(inter_op_parallelism_threads=threads,
                          intra_op_parallelism_threads=threads)
+    if DEFAULTS:
+        return cfg
     # No CSE / constant folding / inlining, no Grappler: run the graph as built.
     cfg.graph_options.optimizer_options.opt_level = v1.OptimizerOptions.L0
     cfg.graph_options.rewrite_options.disable_meta_optimizer = True
@@ -324,7 +330,11 @@ def main():
     ap.add_argument("--dag-dims", type=parse_dims, metavar="WxD",
                     help="DAG width x depth (default 1024x1024, 256x256 "
                          "with --quick)")
+    ap.add_argument("--defaults", action="store_true",
+                    help="TensorFlow's default graph optimisation (Grappler on)")
     args = ap.parse_args()
+    global DEFAULTS
+    DEFAULTS = args.defaults
     if args.threads < 1:
         ap.error("--threads must be >= 1")
 
