@@ -2073,6 +2073,9 @@ static void df__pbw_raw(df__pbw *w, const void *data, size_t n);
 static void df__pbw_varint(df__pbw *w, uint64_t v);
 static void df__pbw_tag(df__pbw *w, uint32_t field, int wt);
 static void df__pbw_uint(df__pbw *w, uint32_t field, uint64_t v);
+static void df__pbw_f64_bytes(df__pbw *w, double v);
+static void df__pbw_f64(df__pbw *w, uint32_t field, double v);
+static void df__pbw_f32(df__pbw *w, uint32_t field, float v);
 static void df__pbw_bytes(df__pbw *w, uint32_t field, const void *data, size_t n);
 static void df__pbw_str(df__pbw *w, uint32_t field, const char *s);
 static void df__pbw_msg(df__pbw *w, uint32_t field, df__pbw *sub);
@@ -2471,14 +2474,11 @@ static void df__worker_adopt(df_worker *w, int fd, const char *peer, struct df__
 /* ---- mpi (issue 29): end ---- */
 
 /* ---- ops (issue 30): begin ---- */
-/* from src/kernels/summary_ops.c: the summary ops' kernels, and protobuf writers of a double
-   (wire type I64) and a float (I32), written whatever the value */
+/* from src/kernels/summary_ops.c: the summary ops' kernels */
 static void df__k_scalar_summary(df__kctx *c);
 static void df__k_histogram_summary(df__kctx *c);
 static void df__k_merge_summary(df__kctx *c);
 static void df__k_tensor_summary_v2(df__kctx *c);
-static void df__pbw_f64(df__pbw *w, uint32_t field, double v);
-static void df__pbw_f32(df__pbw *w, uint32_t field, float v);
 /* ---- ops (issue 30): end ---- */
 /* ---- trace (issue 30): begin ---- */
 /* from src/trace.c: a run's trace as it is recorded, shared by every partition of the run.
@@ -27172,6 +27172,27 @@ static void df__pbw_varint(df__pbw *w, uint64_t v) {
     df__pbw_raw(w, b, (size_t)n);
 }
 static void df__pbw_tag(df__pbw *w, uint32_t field, int wt) { df__pbw_varint(w, (uint64_t)field << 3 | (uint64_t)wt); }
+/* A double's 8 bytes, little endian (no tag); a double or a float field, written whatever the
+   value (proto3 leaves out zeros of plain fields: the caller decides). */
+static void df__pbw_f64_bytes(df__pbw *w, double v) {
+    uint64_t b;
+    uint8_t o[8];
+    memcpy(&b, &v, 8);
+    for (int i = 0; i < 8; i++) o[i] = (uint8_t)(b >> (8 * i));
+    df__pbw_raw(w, o, 8);
+}
+static void df__pbw_f64(df__pbw *w, uint32_t field, double v) {
+    df__pbw_tag(w, field, DF__PB_I64);
+    df__pbw_f64_bytes(w, v);
+}
+static void df__pbw_f32(df__pbw *w, uint32_t field, float v) {
+    uint32_t b;
+    uint8_t o[4];
+    memcpy(&b, &v, 4);
+    for (int i = 0; i < 4; i++) o[i] = (uint8_t)(b >> (8 * i));
+    df__pbw_tag(w, field, DF__PB_I32);
+    df__pbw_raw(w, o, 4);
+}
 static void df__pbw_uint(df__pbw *w, uint32_t field, uint64_t v) { df__pbw_tag(w, field, DF__PB_VARINT); df__pbw_varint(w, v); }
 static void df__pbw_bytes(df__pbw *w, uint32_t field, const void *data, size_t n) {
     df__pbw_tag(w, field, DF__PB_LEN);
@@ -29976,12 +29997,7 @@ static df_code df__sw_submit(df_summary_writer *w, uint8_t *rec, size_t n, df_st
 /* Event: wall_time = 1 (double), step = 2 (int64); what: file_version = 3, graph_def = 4,
    summary = 5, tagged_run_metadata = 8. */
 static void df__sw_event_head(df__pbw *e, int64_t step, int has_step) {
-    double t = df__wall_time();
-    uint64_t b; uint8_t o[8];
-    memcpy(&b, &t, 8);
-    for (int i = 0; i < 8; i++) o[i] = (uint8_t)(b >> (8 * i));
-    df__pbw_tag(e, 1, 1);
-    df__pbw_raw(e, o, 8);
+    df__pbw_f64(e, 1, df__wall_time());
     if (has_step) df__pbw_uint(e, 2, (uint64_t)step);
 }
 
@@ -30495,23 +30511,6 @@ void df_record_reader_close(df_record_reader *r) {
    ========================================================================================== */
 #include <float.h>
 
-/* ---- protobuf scalars (proto3: a double or float written whatever its value) ---- */
-static void df__pbw_f64(df__pbw *w, uint32_t field, double v) {
-    uint64_t b;
-    uint8_t o[8];
-    memcpy(&b, &v, 8);
-    for (int i = 0; i < 8; i++) o[i] = (uint8_t)(b >> (8 * i));
-    df__pbw_tag(w, field, DF__PB_I64);
-    df__pbw_raw(w, o, 8);
-}
-static void df__pbw_f32(df__pbw *w, uint32_t field, float v) {
-    uint32_t b;
-    uint8_t o[4];
-    memcpy(&b, &v, 4);
-    for (int i = 0; i < 4; i++) o[i] = (uint8_t)(b >> (8 * i));
-    df__pbw_tag(w, field, DF__PB_I32);
-    df__pbw_raw(w, o, 4);
-}
 /* proto3's rule for a plain (non-oneof) double: left out when all its bits are zero (-0.0 is written) */
 static void df__spb_f64_nz(df__pbw *w, uint32_t field, double v) {
     uint64_t b;
@@ -30522,13 +30521,7 @@ static void df__spb_packed_f64(df__pbw *w, uint32_t field, const double *v, size
     if (!n) return;
     df__pbw_tag(w, field, DF__PB_LEN);
     df__pbw_varint(w, (uint64_t)n * 8);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t b;
-        uint8_t o[8];
-        memcpy(&b, &v[i], 8);
-        for (int k = 0; k < 8; k++) o[k] = (uint8_t)(b >> (8 * k));
-        df__pbw_raw(w, o, 8);
-    }
+    for (size_t i = 0; i < n; i++) df__pbw_f64_bytes(w, v[i]);
 }
 static void df__spb_tag(df__pbw *w, const char *tag, size_t len) { if (len) df__pbw_bytes(w, 1, tag, len); }
 

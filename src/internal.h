@@ -1295,6 +1295,9 @@ DF_PRIVATE void df__pbw_raw(df__pbw *w, const void *data, size_t n);
 DF_PRIVATE void df__pbw_varint(df__pbw *w, uint64_t v);
 DF_PRIVATE void df__pbw_tag(df__pbw *w, uint32_t field, int wt);
 DF_PRIVATE void df__pbw_uint(df__pbw *w, uint32_t field, uint64_t v);
+DF_PRIVATE void df__pbw_f64_bytes(df__pbw *w, double v);
+DF_PRIVATE void df__pbw_f64(df__pbw *w, uint32_t field, double v);
+DF_PRIVATE void df__pbw_f32(df__pbw *w, uint32_t field, float v);
 DF_PRIVATE void df__pbw_bytes(df__pbw *w, uint32_t field, const void *data, size_t n);
 DF_PRIVATE void df__pbw_str(df__pbw *w, uint32_t field, const char *s);
 DF_PRIVATE void df__pbw_msg(df__pbw *w, uint32_t field, df__pbw *sub);
@@ -1693,14 +1696,11 @@ DF_PRIVATE void df__worker_adopt(df_worker *w, int fd, const char *peer, struct 
 /* ---- mpi (issue 29): end ---- */
 
 /* ---- ops (issue 30): begin ---- */
-/* from src/kernels/summary_ops.c: the summary ops' kernels, and protobuf writers of a double
-   (wire type I64) and a float (I32), written whatever the value */
+/* from src/kernels/summary_ops.c: the summary ops' kernels */
 DF_PRIVATE void df__k_scalar_summary(df__kctx *c);
 DF_PRIVATE void df__k_histogram_summary(df__kctx *c);
 DF_PRIVATE void df__k_merge_summary(df__kctx *c);
 DF_PRIVATE void df__k_tensor_summary_v2(df__kctx *c);
-DF_PRIVATE void df__pbw_f64(df__pbw *w, uint32_t field, double v);
-DF_PRIVATE void df__pbw_f32(df__pbw *w, uint32_t field, float v);
 /* ---- ops (issue 30): end ---- */
 /* ---- trace (issue 30): begin ---- */
 /* from src/trace.c: a run's trace as it is recorded, shared by every partition of the run.

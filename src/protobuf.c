@@ -97,6 +97,27 @@ DF_PRIVATE void df__pbw_varint(df__pbw *w, uint64_t v) {
     df__pbw_raw(w, b, (size_t)n);
 }
 DF_PRIVATE void df__pbw_tag(df__pbw *w, uint32_t field, int wt) { df__pbw_varint(w, (uint64_t)field << 3 | (uint64_t)wt); }
+/* A double's 8 bytes, little endian (no tag); a double or a float field, written whatever the
+   value (proto3 leaves out zeros of plain fields: the caller decides). */
+DF_PRIVATE void df__pbw_f64_bytes(df__pbw *w, double v) {
+    uint64_t b;
+    uint8_t o[8];
+    memcpy(&b, &v, 8);
+    for (int i = 0; i < 8; i++) o[i] = (uint8_t)(b >> (8 * i));
+    df__pbw_raw(w, o, 8);
+}
+DF_PRIVATE void df__pbw_f64(df__pbw *w, uint32_t field, double v) {
+    df__pbw_tag(w, field, DF__PB_I64);
+    df__pbw_f64_bytes(w, v);
+}
+DF_PRIVATE void df__pbw_f32(df__pbw *w, uint32_t field, float v) {
+    uint32_t b;
+    uint8_t o[4];
+    memcpy(&b, &v, 4);
+    for (int i = 0; i < 4; i++) o[i] = (uint8_t)(b >> (8 * i));
+    df__pbw_tag(w, field, DF__PB_I32);
+    df__pbw_raw(w, o, 4);
+}
 DF_PRIVATE void df__pbw_uint(df__pbw *w, uint32_t field, uint64_t v) { df__pbw_tag(w, field, DF__PB_VARINT); df__pbw_varint(w, v); }
 DF_PRIVATE void df__pbw_bytes(df__pbw *w, uint32_t field, const void *data, size_t n) {
     df__pbw_tag(w, field, DF__PB_LEN);

@@ -274,12 +274,7 @@ static df_code df__sw_submit(df_summary_writer *w, uint8_t *rec, size_t n, df_st
 /* Event: wall_time = 1 (double), step = 2 (int64); what: file_version = 3, graph_def = 4,
    summary = 5, tagged_run_metadata = 8. */
 static void df__sw_event_head(df__pbw *e, int64_t step, int has_step) {
-    double t = df__wall_time();
-    uint64_t b; uint8_t o[8];
-    memcpy(&b, &t, 8);
-    for (int i = 0; i < 8; i++) o[i] = (uint8_t)(b >> (8 * i));
-    df__pbw_tag(e, 1, 1);
-    df__pbw_raw(e, o, 8);
+    df__pbw_f64(e, 1, df__wall_time());
     if (has_step) df__pbw_uint(e, 2, (uint64_t)step);
 }
 

@@ -19,23 +19,6 @@
    ========================================================================================== */
 #include <float.h>
 
-/* ---- protobuf scalars (proto3: a double or float written whatever its value) ---- */
-DF_PRIVATE void df__pbw_f64(df__pbw *w, uint32_t field, double v) {
-    uint64_t b;
-    uint8_t o[8];
-    memcpy(&b, &v, 8);
-    for (int i = 0; i < 8; i++) o[i] = (uint8_t)(b >> (8 * i));
-    df__pbw_tag(w, field, DF__PB_I64);
-    df__pbw_raw(w, o, 8);
-}
-DF_PRIVATE void df__pbw_f32(df__pbw *w, uint32_t field, float v) {
-    uint32_t b;
-    uint8_t o[4];
-    memcpy(&b, &v, 4);
-    for (int i = 0; i < 4; i++) o[i] = (uint8_t)(b >> (8 * i));
-    df__pbw_tag(w, field, DF__PB_I32);
-    df__pbw_raw(w, o, 4);
-}
 /* proto3's rule for a plain (non-oneof) double: left out when all its bits are zero (-0.0 is written) */
 static void df__spb_f64_nz(df__pbw *w, uint32_t field, double v) {
     uint64_t b;
@@ -46,13 +29,7 @@ static void df__spb_packed_f64(df__pbw *w, uint32_t field, const double *v, size
     if (!n) return;
     df__pbw_tag(w, field, DF__PB_LEN);
     df__pbw_varint(w, (uint64_t)n * 8);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t b;
-        uint8_t o[8];
-        memcpy(&b, &v[i], 8);
-        for (int k = 0; k < 8; k++) o[k] = (uint8_t)(b >> (8 * k));
-        df__pbw_raw(w, o, 8);
-    }
+    for (size_t i = 0; i < n; i++) df__pbw_f64_bytes(w, v[i]);
 }
 static void df__spb_tag(df__pbw *w, const char *tag, size_t len) { if (len) df__pbw_bytes(w, 1, tag, len); }
 
