@@ -46,40 +46,41 @@
     38. src/autodiff/loops.c: While-loop gradients .............................. >>gradloops
     39. src/autodiff/optimizers.c: Optimizers: df_minimize ..................... >>optimizers
     40. src/frames.c: Static frame analysis ........................................ >>frames
-    41. src/pool.c: The inter-op thread pool ......................................... >>pool
-    42. src/executor.c: The executor ............................................. >>executor
-    43. src/transfer.c: Transfers: the rendezvous, _Send and _Recv ............... >>transfer
-    44. src/compile.c: Compiling a graph into an executor ......................... >>compile
-    45. src/placer.c: The placer ................................................... >>placer
-    46. src/partition.c: The partitioner ........................................ >>partition
-    47. src/session.c: Sessions ................................................... >>session
-    48. src/cuda_graphs.c: CUDA graphs (df_session_options.cuda_graphs) ........... >>cugraph
-    49. src/passes.c: Graph optimisation passes .................................. >>optimize
-    50. src/run.c: The run pipeline ................................................... >>run
-    51. src/trace.c: Run traces (RunOptions.trace_level, RunMetadata.step_stats) .... >>trace
-    52. src/dot.c: Graphviz pictures .................................................. >>dot
-    53. src/protobuf.c: Protocol buffers: a bounded reader and writer ............ >>protobuf
-    54. src/graphdef/parse.c: GraphDef parsing ................................... >>graphdef
-    55. src/graphdef/library.c: GraphDef function library ....................... >>gdlibrary
-    56. src/graphdef/import.c: GraphDef import ................................... >>gdimport
-    57. src/graphdef/export.c: GraphDef export ................................... >>gdexport
-    58. src/npy.c: NumPy .npy files ................................................... >>npy
-    59. src/fileguard.c: Files a graph names, kept inside the session's data dir  >>fileguard
-    60. src/checkpoint.c: String tensors, checkpoints and the saver ............ >>checkpoint
-    61. src/summary.c: Event files for TensorBoard (the summary writer, the record reader)  >>summary
-    62. src/kernels/summary_ops.c: Summary ops and histograms (TensorBoard) .... >>summaryops
-    63. src/queue.c: Queues ......................................................... >>queue
-    64. src/kernels/accumulator.c: Gradient accumulators (synchronous replicas)  >>accumulator
-    65. src/kernels/tensor_list.c: TensorList and Optional ops (DF_VARIANT) .... >>tensorlist
-    66. src/kernels/gpu.c: GPU kernels ......................................... >>gpukernels
-    67. src/op_table.c: The op table .............................................. >>optable
-    68. src/api.c: Public op wrappers ................................................. >>api
-    69. src/helpers.c: typed graph-building helpers for common ops ................ >>helpers
-    70. src/seq.c: Tensor arrays and loops over sequences ............................. >>seq
-    71. src/net/wire.c: Workers and the wire: frames and payloads ..................... >>net
-    72. src/net/worker.c: The worker ............................................... >>worker
-    73. src/net/remote.c: Sessions with workers .................................... >>remote
-    74. src/net/mpi.c: The MPI transport .............................................. >>mpi
+    41. src/schedule.c: Static schedules ......................................... >>schedule
+    42. src/pool.c: The inter-op thread pool ......................................... >>pool
+    43. src/executor.c: The executor ............................................. >>executor
+    44. src/transfer.c: Transfers: the rendezvous, _Send and _Recv ............... >>transfer
+    45. src/compile.c: Compiling a graph into an executor ......................... >>compile
+    46. src/placer.c: The placer ................................................... >>placer
+    47. src/partition.c: The partitioner ........................................ >>partition
+    48. src/session.c: Sessions ................................................... >>session
+    49. src/cuda_graphs.c: CUDA graphs (df_session_options.cuda_graphs) ........... >>cugraph
+    50. src/passes.c: Graph optimisation passes .................................. >>optimize
+    51. src/run.c: The run pipeline ................................................... >>run
+    52. src/trace.c: Run traces (RunOptions.trace_level, RunMetadata.step_stats) .... >>trace
+    53. src/dot.c: Graphviz pictures .................................................. >>dot
+    54. src/protobuf.c: Protocol buffers: a bounded reader and writer ............ >>protobuf
+    55. src/graphdef/parse.c: GraphDef parsing ................................... >>graphdef
+    56. src/graphdef/library.c: GraphDef function library ....................... >>gdlibrary
+    57. src/graphdef/import.c: GraphDef import ................................... >>gdimport
+    58. src/graphdef/export.c: GraphDef export ................................... >>gdexport
+    59. src/npy.c: NumPy .npy files ................................................... >>npy
+    60. src/fileguard.c: Files a graph names, kept inside the session's data dir  >>fileguard
+    61. src/checkpoint.c: String tensors, checkpoints and the saver ............ >>checkpoint
+    62. src/summary.c: Event files for TensorBoard (the summary writer, the record reader)  >>summary
+    63. src/kernels/summary_ops.c: Summary ops and histograms (TensorBoard) .... >>summaryops
+    64. src/queue.c: Queues ......................................................... >>queue
+    65. src/kernels/accumulator.c: Gradient accumulators (synchronous replicas)  >>accumulator
+    66. src/kernels/tensor_list.c: TensorList and Optional ops (DF_VARIANT) .... >>tensorlist
+    67. src/kernels/gpu.c: GPU kernels ......................................... >>gpukernels
+    68. src/op_table.c: The op table .............................................. >>optable
+    69. src/api.c: Public op wrappers ................................................. >>api
+    70. src/helpers.c: typed graph-building helpers for common ops ................ >>helpers
+    71. src/seq.c: Tensor arrays and loops over sequences ............................. >>seq
+    72. src/net/wire.c: Workers and the wire: frames and payloads ..................... >>net
+    73. src/net/worker.c: The worker ............................................... >>worker
+    74. src/net/remote.c: Sessions with workers .................................... >>remote
+    75. src/net/mpi.c: The MPI transport .............................................. >>mpi
 */
 
 /* C only: C++ refuses a goto past an initialized declaration, _Thread_local and implicit
@@ -1256,7 +1257,8 @@ typedef struct df__greg {
 } df__greg;
 
 /* ---- from src/frames.c ---- */
-enum { DF__X_NORMAL, DF__X_MERGE, DF__X_ENTER, DF__X_EXIT, DF__X_NEXT, DF__X_FEED, DF__X_FETCH, DF__X_COUNT };
+enum { DF__X_NORMAL, DF__X_MERGE, DF__X_ENTER, DF__X_EXIT, DF__X_NEXT, DF__X_FEED, DF__X_FETCH, DF__X_COUNT,
+       DF__X_LOOP /* a whole while loop run from its static schedule (src/schedule.c); past n_items */ };
 enum { DF__XF_CONST_ENTER = 1, DF__XF_CTRL_TRIGGER = 2, DF__XF_EXPENSIVE = 8,
        DF__XF_DEREF = 16, DF__XF_SWITCH = 32, DF__XF_LOOP_COND = 64, DF__XF_MATMUL = 128,
        DF__XF_NO_KERNEL = 256, DF__XF_EXPENSIVE_NEXT = 512, DF__XF_TRANSFER = 1024,
@@ -1280,6 +1282,15 @@ typedef struct df__xitem {      /* 64 bytes: what running a node touches comes f
     int32_t child_frame;         /* Enter: the frame it opens; fetch: the output index */
     int32_t aux;                 /* feed or fetch index; Exit: its index among its frame's Exits */
 } df__xitem;
+/* A loop frame's static schedule (src/schedule.c): the items of one iteration in index order
+   (LoopCounts excluded), each with the side of the loop's Switches it depends on. */
+enum { DF__SC_ALWAYS = 0, DF__SC_BODY = 1, DF__SC_EXIT = 2, DF__SC_NEVER = 3 };
+typedef struct df__sloop {
+    int n;
+    int32_t *items;
+    uint8_t *cls;                /* DF__SC_*: runs every iteration; when the predicate is true; when
+                                    it is false; never (it reads both sides: always dead) */
+} df__sloop;
 typedef struct df__sframe {
     char *name;
     int parent;
@@ -1291,6 +1302,8 @@ typedef struct df__sframe {
     int n_counts, cap_counts;
     int32_t *exits;              /* its Exit items (see df__frame_finish) */
     int n_exits, cap_exits;
+    struct df__sloop *sloop;     /* a loop that can run from a static schedule, else NULL */
+    int32_t loop_item;           /* then: its DF__X_LOOP item (index n_items + k); else -1 */
 } df__sframe;
 typedef struct df__exec {
     df__xitem *items;
@@ -1307,6 +1320,12 @@ typedef struct df__exec {
                                     makes in host memory (NULL elsewhere: all host) */
     const df_graph *graph;       /* the graph whose nodes the items are */
     int has_async;               /* some item is DF__XF_ASYNC: its steps always lock (see df__step_begin) */
+    int flat;                    /* the whole graph runs from a static schedule: items in index order
+                                    (src/schedule.c) */
+    int flat_parallel;           /* ... but two items worth a thread each may run at once: a run with
+                                    threads keeps the tagged executor */
+    int n_loops;                 /* DF__X_LOOP items after the n_items items */
+    int max_outputs;             /* the most outputs of any item */
 } df__exec;
 
 /* ---- from src/pool.c ---- */
@@ -1431,6 +1450,7 @@ typedef struct df__step {
 #endif
     int done;
     struct df__trace *trace;         /* a traced run's recorder (src/trace.c); NULL: not traced */
+    int statics;                     /* static schedules on (src/schedule.c): set by df__step_begin */
 } df__step;
 
 /* ---- from src/placer.c ---- */
@@ -1475,6 +1495,7 @@ struct df_session {
     uint64_t seed_salt;
     int ran;
     int64_t gg_stats[4];         /* cuda_graphs: captures, replays, node-by-node runs, failed captures */
+    int64_t sched_stats[3];      /* static schedules: flat runs, static loops run, loops sent back */
     struct df__queue_set *queues;   /* FIFOQueueV2 state (src/queue.c); NULL until a queue is made */
     int runs_in_flight;          /* df_session_run calls inside df__run_plan (df_session_free waits) */
     struct df__accum_set *accums;   /* ConditionalAccumulator state (src/kernels/accumulator.c) */
@@ -2522,6 +2543,12 @@ static int df__trace_add_remote(df__trace *tr, int worker, const df_node_trace *
    src/net/worker.c); the records follow the fetches in its STEP_DONE. */
 #define DF__W_RUN_TRACE 0x80000000u
 /* ---- trace (issue 30): end ---- */
+
+/* ---- from src/schedule.c (issue 31: static schedules) ---- */
+static int df__static_schedules_env(void);
+static void df__schedule_free(df__exec *x);
+static void df__schedule_build(df__exec *x);
+/* ---- static schedules: end ---- */
 /* ==========================================================================================
    src/bfc.c: The BFC allocator                                                         >>bfc
    Best fit with coalescing, as TensorFlow's: memory in 256-byte units carved from regions;
@@ -20949,6 +20976,7 @@ static void df__gstacks_free(df_graph *g) {
 
 static void df__exec_free(df__exec *x) {
     if (!x) return;
+    df__schedule_free(x);
     for (int i = 0; i < x->n_frames; i++) { DF_FREE(x->frames[i].name); DF_FREE(x->frames[i].init); DF_FREE(x->frames[i].counts); DF_FREE(x->frames[i].exits); }
     DF_FREE(x->frames); DF_FREE(x->items); DF_FREE(x->edges); DF_FREE(x->roots); DF_FREE(x->host_out);
     df__strmap_free(&x->frame_index);
@@ -21265,6 +21293,299 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
     if (code) return code;
     if ((code = df__frames_layout(x, st)) != DF_OK) return code;
     return df__frames_mark_edges(x, st);
+}
+/* ==========================================================================================
+   src/schedule.c: Static schedules                                                  >>schedule
+   The tagged executor (src/executor.c) pays, for every node of every iteration, a pending
+   count, a ready queue and a tagged lookup. Much of what it runs needs none of that: the
+   order is fixed when the graph is compiled. This file finds two such shapes; the executor
+   runs them from the order found here (the items are numbered in a topological order, so
+   "index order" is one).
+
+   A flat graph: one frame, no Switch, Merge, Send, Recv or op that may wait. No value can be
+   dead in it, so every item runs once, in index order, reading its inputs from one array and
+   writing its outputs into its consumers' slots (df__execute_flat). A run with threads keeps
+   the tagged executor when two items worth a thread of their own (DF__XF_EXPENSIVE) may run
+   at the same time: there the executor's parallelism pays.
+
+   A static loop: a while loop frame in TensorFlow's shape, with nothing in its body that
+   needs the tagged executor:
+     - no loop nested in it, no Send, Recv or op that may wait, no ControlTrigger;
+     - each Merge reads one non-constant Enter and one NextIteration, and no control input;
+     - each Switch reads the frame's one LoopCond as its predicate;
+     - non-constant Enters feed only those Merges.
+   Then what is dead in an iteration follows from the predicate alone: an item that reads the
+   true side of a Switch (directly or not) runs when the predicate is true (the body), one
+   that reads the false side when it is false (the Exits), one that reads neither in every
+   iteration (the predicate's own computation), one that reads both never. The executor runs
+   such a loop as one item of its parent frame (DF__X_LOOP, kept after the n_items items)
+   once every Enter has its value: iteration after iteration of the items in index order,
+   the loop's invariants placed anew in each, until the predicate is false. A dead Enter value
+   (a loop inside an untaken cond branch) sends the frame back to the tagged executor.
+
+   Waiting for every Enter could deadlock where a value entering the loop depends on one
+   leaving it: an Exit that reaches an Enter of its own frame (a graph made by hand), or a
+   partition whose Exits reach a Send while a Recv reaches its Enters (the other partition may
+   close the circle). Such loops keep the tagged executor.
+
+   df_session_options.dynamic_only, or DF_STATIC_SCHEDULES=0 in the environment, turns both
+   off: every test runs both ways.
+   ========================================================================================== */
+
+/* DF_STATIC_SCHEDULES=0 in the environment: every run uses the tagged executor. */
+static int df__static_schedules_env(void) {
+    static int v = -1;
+    int r = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (r < 0) {
+        const char *e = getenv("DF_STATIC_SCHEDULES");
+        r = !(e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no")));
+        __atomic_store_n(&v, r, __ATOMIC_RELAXED);
+    }
+    return r;
+}
+
+static void df__schedule_free(df__exec *x) {
+    for (int f = 0; f < x->n_frames; f++) {
+        df__sloop *p = x->frames[f].sloop;
+        if (!p) continue;
+        DF_FREE(p->items); DF_FREE(p->cls); DF_FREE(p);
+        x->frames[f].sloop = NULL;
+    }
+}
+
+/* Whether item b can be reached from item a (a < b) along out-edges, visiting only items
+   numbered at most b (the numbering is topological). `stamp`/`mark` avoid clearing `seen`;
+   `stack` holds n_items; *budget counts the items visited and stops the search at 0 (-1). */
+static int df__sched_reaches(const df__exec *x, int a, int b, int32_t *seen, int32_t mark, int32_t *stack, int64_t *budget) {
+    int sp = 0;
+    stack[sp++] = a;
+    seen[a] = mark;
+    while (sp) {
+        int i = stack[--sp];
+        if (--*budget < 0) return -1;
+        const df__xitem *it = &x->items[i];
+        if (it->kind == DF__X_NEXT) continue;                /* (back edges: not in the order) */
+        for (int e = 0; e < it->n_edges; e++) {
+            int d = x->edges[it->edge_start + e].dst;
+            if (d == b) return 1;
+            if (d > b || seen[d] == mark) continue;
+            seen[d] = mark;
+            stack[sp++] = d;
+        }
+    }
+    return 0;
+}
+
+/* A flat graph: one frame, nothing that can make a value dead or make an item wait. Then
+   whether its expensive items are totally ordered (each reaches the next). */
+static void df__sched_flat(df__exec *x, int32_t *seen, int32_t *stack) {
+    if (x->n_frames != 1 || x->n_items == 0) return;
+    for (int i = 0; i < x->n_items; i++) {
+        const df__xitem *it = &x->items[i];
+        if (it->kind != DF__X_NORMAL && it->kind != DF__X_FEED && it->kind != DF__X_FETCH) return;
+        if (it->flags & (DF__XF_SWITCH | DF__XF_TRANSFER | DF__XF_ASYNC | DF__XF_LOOP_COND)) return;
+    }
+    x->flat = 1;
+    int64_t budget = 8 * ((int64_t)x->n_items + x->n_edges) + 1024;
+    int prev = -1;
+    for (int i = 0; i < x->n_items; i++) {
+        if (!(x->items[i].flags & DF__XF_EXPENSIVE)) continue;
+        if (prev >= 0 && df__sched_reaches(x, prev, i, seen, prev + 1, stack, &budget) != 1) { x->flat_parallel = 1; return; }
+        prev = i;
+    }
+}
+
+/* The per-item scratch of the loop analysis. */
+typedef struct df__sched_scratch {
+    int32_t *in_src;             /* per item input slot (ioff[i] + k): the producing item, -1 none */
+    uint16_t *in_out;            /* ... and its output index */
+    int64_t *ioff;
+    uint8_t *cls;                /* per item: DF__SC_* within its frame */
+    uint8_t *anc, *desc;         /* a Recv (or waiting op) before it; a Send (or waiting op) after it */
+    int32_t *seen, *stack;
+    int32_t mark;                /* the latest search's mark in seen */
+} df__sched_scratch;
+
+/* Whether frame f can run from a static schedule (see the banner). */
+static int df__sched_loop_ok(const df__exec *x, int f, df__sched_scratch *S) {
+    const df__sframe *sf = &x->frames[f];
+    if (sf->n_loop_conds != 1) return 0;
+    for (int g = 1; g < x->n_frames; g++) if (x->frames[g].parent == f) return 0;   /* a nested loop */
+    int n = x->n_items, enters_anc = 0, exits_desc = 0, min_exit = n, max_enter = -1;
+    for (int i = 0; i < n; i++) {
+        const df__xitem *it = &x->items[i];
+        if (it->kind == DF__X_ENTER && it->child_frame == f) {
+            enters_anc |= S->anc[i];
+            max_enter = DF__MAX(max_enter, i);
+            if (it->flags & DF__XF_CONST_ENTER) continue;
+            for (int e = 0; e < it->n_edges; e++) {             /* non-constant: into Merges only */
+                const df__xedge *ed = &x->edges[it->edge_start + e];
+                if (ed->slot < 0 || x->items[ed->dst].kind != DF__X_MERGE) return 0;
+            }
+            continue;
+        }
+        if (it->frame != f) continue;
+        if (it->flags & (DF__XF_ASYNC | DF__XF_TRANSFER | DF__XF_CTRL_TRIGGER)) return 0;
+        if (it->kind == DF__X_FEED || it->kind == DF__X_FETCH) return 0;
+        uint8_t c = S->cls[i];
+        if (it->kind == DF__X_EXIT || it->kind == DF__X_COUNT) {
+            if (it->kind == DF__X_EXIT && c != DF__SC_EXIT && c != DF__SC_NEVER) return 0;
+            exits_desc |= S->desc[i];
+            min_exit = DF__MIN(min_exit, i);
+        }
+        if (it->kind == DF__X_NEXT && c != DF__SC_BODY) return 0;
+        if ((it->flags & DF__XF_LOOP_COND) && c != DF__SC_ALWAYS) return 0;
+        const int32_t *src = S->in_src + S->ioff[i];
+        if (it->kind == DF__X_MERGE) {
+            if (it->n_inputs != 2 || it->n_control_in != 0 || src[0] < 0 || src[1] < 0) return 0;
+            const df__xitem *a = &x->items[src[0]], *b = &x->items[src[1]];
+            if (a->kind == DF__X_NEXT) { const df__xitem *t = a; a = b; b = t; }
+            if (a->kind != DF__X_ENTER || a->child_frame != f || (a->flags & DF__XF_CONST_ENTER)) return 0;
+            if (b->kind != DF__X_NEXT || b->frame != f) return 0;
+        }
+        if (it->flags & DF__XF_SWITCH) {
+            if (it->n_inputs != 2 || it->n_outputs != 2 || src[1] < 0) return 0;
+            const df__xitem *p = &x->items[src[1]];
+            if (!(p->flags & DF__XF_LOOP_COND) || p->frame != f) return 0;
+        }
+    }
+    if (enters_anc && exits_desc) return 0;        /* the circle may close in another partition */
+    if (max_enter > min_exit) {                    /* may an Exit (or LoopCount) reach an Enter? */
+        int64_t budget = 8 * ((int64_t)n + x->n_edges) + 1024;
+        for (int i = min_exit; i < n; i++) {
+            const df__xitem *it = &x->items[i];
+            if (it->frame != f || (it->kind != DF__X_EXIT && it->kind != DF__X_COUNT)) continue;
+            for (int j = i + 1; j <= max_enter; j++) {
+                const df__xitem *e = &x->items[j];
+                if (e->kind != DF__X_ENTER || e->child_frame != f) continue;
+                if (df__sched_reaches(x, i, j, S->seen, ++S->mark, S->stack, &budget) != 0) return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* Fills the scratch: input sources, frame-local classes, and the Recv/Send reach bits. */
+static void df__sched_fill(const df__exec *x, df__sched_scratch *S) {
+    int n = x->n_items;
+    for (int i = 0; i < n; i++) {
+        const df__xitem *it = &x->items[i];
+        for (int e = 0; e < it->n_edges; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            if (ed->slot < 0 || (ed->flags & DF__XE_COUNT)) continue;
+            const df__xitem *d = &x->items[ed->dst];
+            int k = ed->slot - d->input_start;
+            if (k < 0 || k >= d->n_inputs) continue;
+            S->in_src[S->ioff[ed->dst] + k] = i;
+            S->in_out[S->ioff[ed->dst] + k] = ed->src_out;
+        }
+    }
+    for (int i = 0; i < n; i++) S->anc[i] |= (x->items[i].flags & (DF__XF_TRANSFER | DF__XF_ASYNC)) ? 1 : 0;
+    for (int i = 0; i < n; i++) {                   /* forward: classes within a frame; Recvs before */
+        const df__xitem *it = &x->items[i];
+        if (it->kind == DF__X_NEXT) continue;
+        int loop_switch = (it->flags & DF__XF_SWITCH) && it->n_inputs == 2;
+        for (int e = 0; e < it->n_edges; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            if (ed->dst <= i) continue;
+            S->anc[ed->dst] |= S->anc[i];
+            if (x->items[ed->dst].frame != it->frame || it->kind == DF__X_EXIT || (ed->flags & DF__XE_COUNT)) continue;
+            uint8_t c = S->cls[i];
+            if (loop_switch && ed->slot >= 0) c |= ed->src_out == 0 ? DF__SC_EXIT : DF__SC_BODY;
+            S->cls[ed->dst] |= c;
+        }
+    }
+    for (int i = n - 1; i >= 0; i--) {              /* backward: Sends after */
+        const df__xitem *it = &x->items[i];
+        uint8_t d = (it->flags & (DF__XF_TRANSFER | DF__XF_ASYNC)) ? 1 : 0;
+        if (it->kind != DF__X_NEXT)
+            for (int e = 0; e < it->n_edges; e++) {
+                int dst = x->edges[it->edge_start + e].dst;
+                if (dst > i) d |= S->desc[dst];
+            }
+        S->desc[i] = d;
+    }
+}
+
+/* Gives frame f its schedule and its DF__X_LOOP item (at x->items[n_items + x->n_loops]). */
+static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
+    df__sframe *sf = &x->frames[f];
+    df__sloop *p = (df__sloop *)DF_MALLOC(sizeof *p);
+    if (!p) return 0;
+    memset(p, 0, sizeof *p);
+    int cnt = 0;
+    for (int i = 0; i < x->n_items; i++) if (x->items[i].frame == f && x->items[i].kind != DF__X_COUNT) cnt++;
+    p->items = (int32_t *)DF_MALLOC((size_t)(cnt + 1) * sizeof(int32_t));
+    p->cls = (uint8_t *)DF_MALLOC((size_t)cnt + 1);
+    if (!p->items || !p->cls) { DF_FREE(p->items); DF_FREE(p->cls); DF_FREE(p); return 0; }
+    const df_node *cond = NULL;
+    for (int i = 0; i < x->n_items; i++) {
+        const df__xitem *it = &x->items[i];
+        if (it->frame != f || it->kind == DF__X_COUNT) continue;
+        if (it->flags & DF__XF_LOOP_COND) cond = it->node;
+        p->items[p->n] = i;
+        p->cls[p->n++] = S->cls[i];
+    }
+    df__xitem *li = &x->items[x->n_items + x->n_loops];
+    memset(li, 0, sizeof *li);
+    li->kind = DF__X_LOOP;
+    li->node = cond;                 /* (names the loop in messages) */
+    li->flags = DF__XF_NO_KERNEL;
+    li->n_outputs = sf->n_exits;
+    li->frame = sf->parent;
+    li->local = -1;
+    li->child_frame = f;
+    sf->sloop = p;
+    sf->loop_item = x->n_items + x->n_loops++;
+    return 1;
+}
+
+/* Finds the flat graph and the static loops of a compiled executor. Out of memory leaves the
+   executor as it is (the tagged executor runs everything): this never fails. */
+static void df__schedule_build(df__exec *x) {
+    int n = x->n_items;
+    for (int f = 0; f < x->n_frames; f++) x->frames[f].loop_item = -1;
+    x->max_outputs = 1;
+    for (int i = 0; i < n; i++) x->max_outputs = DF__MAX(x->max_outputs, x->items[i].n_outputs);
+    df__sched_scratch S;
+    memset(&S, 0, sizeof S);
+    uint8_t *ok = NULL;
+    S.seen = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    S.stack = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    if (!S.seen || !S.stack) goto done;
+    for (int i = 0; i < n; i++) S.seen[i] = 0;
+    df__sched_flat(x, S.seen, S.stack);
+    if (x->n_frames < 2) goto done;
+    S.ioff = (int64_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int64_t));
+    S.cls = (uint8_t *)DF_MALLOC((size_t)n + 1);
+    S.anc = (uint8_t *)DF_MALLOC((size_t)n + 1);
+    S.desc = (uint8_t *)DF_MALLOC((size_t)n + 1);
+    if (!S.ioff || !S.cls || !S.anc || !S.desc) goto done;
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) { S.ioff[i] = total; total += x->items[i].n_inputs; }
+    S.in_src = (int32_t *)DF_MALLOC((size_t)(total + 1) * sizeof(int32_t));
+    S.in_out = (uint16_t *)DF_MALLOC((size_t)(total + 1) * sizeof(uint16_t));
+    if (!S.in_src || !S.in_out) goto done;
+    for (int64_t k = 0; k < total; k++) S.in_src[k] = -1;
+    memset(S.cls, 0, (size_t)n);
+    memset(S.anc, 0, (size_t)n);
+    for (int i = 0; i < n; i++) S.seen[i] = 0;
+    S.mark = 0;
+    df__sched_fill(x, &S);
+    if (!(ok = (uint8_t *)DF_MALLOC((size_t)x->n_frames))) goto done;
+    int ok_loops = 0;
+    for (int f = 1; f < x->n_frames; f++) ok_loops += (ok[f] = (uint8_t)df__sched_loop_ok(x, f, &S));
+    if (ok_loops) {
+        df__xitem *items = (df__xitem *)DF_REALLOC(x->items, (size_t)(n + ok_loops + 1) * sizeof(df__xitem));
+        if (!items) goto done;
+        x->items = items;
+        for (int f = 1; f < x->n_frames; f++)
+            if (ok[f] && !df__sched_make_loop(x, f, &S)) break;
+        for (int k = 0; k < x->n_loops; k++) x->max_outputs = DF__MAX(x->max_outputs, x->items[n + k].n_outputs);
+    }
+done:
+    DF_FREE(S.seen); DF_FREE(S.stack); DF_FREE(S.ioff); DF_FREE(S.cls); DF_FREE(S.anc); DF_FREE(S.desc);
+    DF_FREE(S.in_src); DF_FREE(S.in_out); DF_FREE(ok);
 }
 /* ==========================================================================================
    src/pool.c: The inter-op thread pool                                                >>pool
@@ -21853,6 +22174,46 @@ static int df__push_deferred(df__deferred **v, int *n, int *cap, int32_t item, d
     return 1;
 }
 
+/* ---- static loops (src/schedule.c): the loop's end, seen from its parent iteration ---- */
+static df__frame *df__child_of(const df__iter *it, int sf) {
+    for (df__frame *c = it->children; c; c = c->sibling) if (c->sf == sf) return c;
+    return NULL;
+}
+/* A static loop ran (df__loop_run): its Exits' values (outs, by Exit index; NULL: dead) go to
+   the parent iteration, its LoopCounts fire, its frame is deleted. Dead: a dead value entered
+   it, and the tagged executor runs it instead, from what the Enters brought. 0: out of memory. */
+static int df__loop_done(df__step *s, df__iter *it, const df__xitem *item, df_tensor **outs, int dead, df__readyq *q) {
+    const df__sframe *sf = &s->x->frames[item->child_frame];
+    df__frame *fr = df__child_of(it, item->child_frame);
+    if (!fr) return 1;                    /* (not reached: the Enters made it) */
+    if (dead) {
+        df__iter *first = fr->ring[0];
+        for (int i = 0; i < fr->n_invs; i++)
+            if (!df__activate(s, first, fr->invs[i].item, &fr->invs[i].t, fr->invs[i].dead, 0, q)) return 0;
+        int n = fr->n_next_roots;
+        fr->n_next_roots = 0;
+        for (int i = 0; i < n; i++) {
+            df__deferred d = fr->next_roots[i];
+            int ok = df__activate(s, first, d.item, &d.t, d.dead, 1, q);
+            df_tensor_release(d.t);
+            if (!ok) {
+                for (int k = i + 1; k < n; k++) df_tensor_release(fr->next_roots[k].t);
+                return 0;
+            }
+        }
+        if (first->outstanding_ops == 0 && first->outstanding_frames == 0) return df__cleanup_iterations(s, fr, q);
+        return 1;
+    }
+    for (int k = 0; k < sf->n_exits; k++) {
+        if (!outs[k]) continue;
+        fr->exited[k] = 1;
+        if (!df__activate(s, it, sf->exits[k], outs + k, 0, 1, q)) return 0;
+    }
+    fr->n_dead_exits = 0;
+    fr->count_dead = 0;
+    return df__frame_finish(s, fr, q);
+}
+
 /* After a node ran in (fr, it): route its outputs by node kind, then account for it. Returns 0
    on OOM, the node uncounted all the same (s->outstanding), so that the aborted step still ends. */
 static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df__readyq *q) {
@@ -21865,6 +22226,17 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df_
         df__frame *child = df__child_frame(s, fr, it, item->child_frame);
         if (!child) { s->outstanding--; return 0; }
         df_tensor *v = dead ? NULL : outs[0];
+        int32_t loop_item = s->x->frames[item->child_frame].loop_item;
+        if (loop_item >= 0 && s->statics) {
+            /* a static loop: the values wait on the frame until every Enter has run, then
+               the loop runs as one item of this iteration (df__loop_run) */
+            if (item->flags & DF__XF_CONST_ENTER)
+                ok = df__push_deferred(&child->invs, &child->n_invs, &child->cap_invs, t->item, v, dead || !v);
+            else
+                ok = df__push_deferred(&child->next_roots, &child->n_next_roots, &child->cap_next_roots, t->item, v, dead || !v);
+            if (ok && --child->num_pending_inputs == 0) ok = df__ready(s, it, loop_item, 0, q);
+            break;
+        }
         if (item->flags & DF__XF_CONST_ENTER) {
             ok = df__push_deferred(&child->invs, &child->n_invs, &child->cap_invs, t->item, v, dead || !v);
             for (int64_t k = child->first_alive; ok && k <= child->iteration_count; k++)
@@ -21905,6 +22277,9 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df_
             ok = df__increment_iteration(s, fr, q) &&
                  df__activate(s, df__frame_iter(fr, fr->iteration_count), t->item, outs, 0, 1, q);
         }
+        break;
+    case DF__X_LOOP:
+        ok = df__loop_done(s, it, item, outs, dead, q);
         break;
     default:
         if (DF__LIKELY(!dead && (item->flags & DF__XF_PLAIN_EDGES))) {
@@ -21949,6 +22324,21 @@ static int df__item_expensive(const df__step *s, const df__tagged *t) {
     return work * item->cost >= 32768;
 }
 #endif
+
+static void df__loop_run(df__step *s, df__tagged *t, df_tensor **outs);
+
+/* Static schedules: an item's live outputs into its consumers' input slots along its data
+   edges. With `move`, the last edge reading an output takes its reference. */
+DF__HOT_INLINE void df__route(const df__exec *x, const df__xitem *item, df_tensor **outs, df_tensor **entries, int move) {
+    const df__xedge *e = x->edges + item->edge_start, *end = e + item->n_edges;
+    for (; e < end; e++) {
+        if (e->slot < 0 || (e->flags & DF__XE_COUNT)) continue;
+        df_tensor *v = outs[e->src_out];
+        if (!v) continue;
+        if (move && (e->flags & DF__XE_LAST)) { entries[e->slot] = v; outs[e->src_out] = NULL; }
+        else entries[e->slot] = df_tensor_retain(v);
+    }
+}
 
 /* TF's ProcessOutputs checks on what a kernel made: every needed output (bit i of need) present,
    every output of its declared dtype. */
@@ -22033,12 +22423,98 @@ DF__HOT_INLINE int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
                                   (item->flags & (DF__XF_SWITCH | DF__XF_TRANSFER)) || item->kind == DF__X_MERGE ? 0 : item->need, &st);
         }
         if (st.code) df__step_error(s, &st);
+    } else if (DF__UNLIKELY(item->kind == DF__X_LOOP)) {
+        df__loop_run(s, t, outs);
     }
     for (int i = 0, n = item->n_inputs; i < n; i++) {
         df_tensor *x = in[i];
         if (x) { in[i] = NULL; df_tensor_release(x); }
     }
     return 1;
+}
+
+/* ---- static loops: one whole loop on this thread (see src/schedule.c) ----
+   t is the loop's DF__X_LOOP item in its parent iteration; every Enter has run, their values
+   wait on the frame (invs: the invariants; next_roots: the loop variables' first values).
+   Iteration after iteration, the invariants go into their consumers' slots and the items of
+   the schedule run in order, each skipped (its inputs released) when it lies on the side of
+   the Switches the predicate did not take. The Exits' values go to outs. A dead value among
+   the Enters' marks t dead: df__loop_done then hands the frame to the tagged executor. */
+static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, df_tensor **outs) {
+    const df__exec *x = s->x;
+    const df__xitem *li = &x->items[t->item];
+    const df__sframe *sf = &x->frames[li->child_frame];
+    const df__sloop *P = sf->sloop;
+    df__frame *fr = df__child_of(t->iter, li->child_frame);
+    if (!fr) {
+        df__step_error(s, &(df_status){DF_INTERNAL, "A static loop ran without its frame"});
+        return;
+    }
+    int dead = 0;
+    for (int i = 0; i < fr->n_invs; i++) dead |= fr->invs[i].dead;
+    for (int i = 0; i < fr->n_next_roots; i++) dead |= fr->next_roots[i].dead;
+    if (s->session) __atomic_add_fetch(&s->session->sched_stats[dead ? 2 : 1], 1, __ATOMIC_RELAXED);
+    if (dead) { t->dead = 1; return; }
+    df__iter *it = fr->ring[0];
+    df_tensor **E = it->entries;
+    df_tensor *small[16], **io = small;
+    if (x->max_outputs > 16 && !(io = (df_tensor **)DF_MALLOC((size_t)x->max_outputs * sizeof(df_tensor *)))) {
+        df__step_oom(s, "a static loop", 0);
+        return;
+    }
+    memset(io, 0, (size_t)(io == small ? 16 : x->max_outputs) * sizeof *io);
+    for (int i = 0; i < fr->n_next_roots; i++) {         /* the first values, into their Merges */
+        df__deferred *d = &fr->next_roots[i];
+        df__route(x, &x->items[d->item], &d->t, E, 1);
+        if (d->t) { df_tensor_release(d->t); d->t = NULL; }
+    }
+    fr->n_next_roots = 0;
+    df__tagged ti = {0, 0, it};
+    int64_t n = 0;
+    for (;; n++) {
+        if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) break;
+        if (DF__UNLIKELY(s->deadline_ms > 0) && n > 0 && df__clock_ms() >= s->deadline_ms) {
+            df_status st;
+            df__deadline_exceeded(&st, s->timeout_ms);
+            df__step_error(s, &st);
+            break;
+        }
+        it->num = n;
+        for (int i = 0; i < fr->n_invs; i++) {
+            df_tensor *v = fr->invs[i].t;
+            df__route(x, &x->items[fr->invs[i].item], &v, E, 0);
+        }
+        int pred = -1;
+        for (int k = 0; k < P->n; k++) {
+            const df__xitem *item = &x->items[P->items[k]];
+            uint8_t c = P->cls[k];
+            if (c != DF__SC_ALWAYS && (c == DF__SC_NEVER || (c == DF__SC_BODY) != (pred == 1))) {
+                df_tensor **in = E + item->input_start;          /* dead this iteration */
+                for (int j = 0; j < item->n_inputs; j++)
+                    if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
+                continue;
+            }
+            ti.item = P->items[k];
+            ti.dead = 0;
+            df__run_item(s, &ti, io);
+            if (DF__UNLIKELY(__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE))) {
+                for (int j = 0; j < item->n_outputs; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+                goto out;
+            }
+            if (item->flags & DF__XF_LOOP_COND) pred = io[0] && *(const uint8_t *)io[0]->data ? 1 : 0;
+            if (item->kind == DF__X_EXIT) {
+                if (io[0] && !outs[item->aux]) { outs[item->aux] = io[0]; io[0] = NULL; }
+            } else {
+                df__route(x, item, io, E, 1);
+            }
+            for (int j = 0; j < item->n_outputs; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+        }
+        if (pred != 1) break;
+    }
+out:
+    fr->iteration_count = n;
+    for (int k = 0; k < sf->total_inputs; k++) if (E[k]) { df_tensor_release(E[k]); E[k] = NULL; }
+    if (io != small) DF_FREE(io);
 }
 
 /* ---- run traces (src/trace.c keeps them): only a traced run (s->trace set) comes here ----
@@ -22240,6 +22716,71 @@ static void df__resume(df__wake *w) {
 static void df__process(df__step *s, df__tagged t) { df__process_batch(s, &t, 1, NULL, NULL); }
 #endif
 
+/* Static schedules run unless turned off (df_session_options.dynamic_only, DF_STATIC_SCHEDULES=0),
+   for a run that is not traced (a trace records the tagged executor's nodes), on a device whose
+   memory is the host's (a loop's predicate is read there). */
+static int df__statics_on(const df__step *s) {
+    return !s->trace && s->device->host_memory && !(s->session && s->session->opts.dynamic_only) && df__static_schedules_env();
+}
+
+/* Frees what the stacks' home step made: its stacks and TensorArrays. */
+static void df__step_free_stacks(df__step *s) {
+    if (s->home != s) return;
+    for (int i = 0; i < s->n_stacks; i++) {
+        for (int k = 0; k < s->stacks[i]->n; k++) df_tensor_release(s->stacks[i]->v[k]);
+        for (int k = 0; k < s->stacks[i]->n_pend; k++) df_tensor_release(s->stacks[i]->pend[k].t);
+        DF_FREE(s->stacks[i]->v);
+        DF_FREE(s->stacks[i]->pend);
+        DF_FREE(s->stacks[i]);
+    }
+    DF_FREE(s->stacks);
+    s->stacks = NULL; s->n_stacks = 0;
+    for (int i = 0; i < s->n_tarrays; i++) df__ta_free(s->tarrays[i]);
+    DF_FREE(s->tarrays);
+    s->tarrays = NULL; s->n_tarrays = 0;
+}
+
+/* A flat graph (src/schedule.c) on the calling thread: every item once, in index order; its
+   inputs in one array of slots, its outputs handed to its consumers' slots as it ends. The
+   first error ends the run. */
+static df_code df__execute_flat(df__step *s, df_status *st) {
+    const df__exec *x = s->x;
+    if (!s->home) s->home = s;
+    size_t n_slots = (size_t)x->frames[0].total_inputs;
+    df_tensor *small_in[64], *small_out[16];
+    df_tensor **E = n_slots <= 64 ? small_in : (df_tensor **)DF_MALLOC(n_slots * sizeof(df_tensor *));
+    df_tensor **io = x->max_outputs <= 16 ? small_out : (df_tensor **)DF_MALLOC((size_t)x->max_outputs * sizeof(df_tensor *));
+    if (!E || !io) {
+        if (E != small_in) DF_FREE(E);
+        if (io != small_out) DF_FREE(io);
+        return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory starting a run");
+    }
+    memset(E, 0, DF__MAX(n_slots, 1) * sizeof *E);
+    memset(io, 0, (size_t)(io == small_out ? 16 : x->max_outputs) * sizeof *io);
+    df__iter it;
+    memset(&it, 0, sizeof it);
+    it.entries = E;
+    df__tagged t = {0, 0, &it};
+    for (int i = 0, n = x->n_items; i < n; i++) {
+        const df__xitem *item = &x->items[i];
+        t.item = i;
+        df__run_item(s, &t, io);
+        if (DF__UNLIKELY(__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE))) {
+            for (int j = 0; j < item->n_outputs; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+            break;
+        }
+        df__route(x, item, io, E, 1);
+        for (int j = 0, m = item->n_outputs; j < m; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+    }
+    for (size_t k = 0; k < n_slots; k++) if (E[k]) df_tensor_release(E[k]);
+    if (E != small_in) DF_FREE(E);
+    if (io != small_out) DF_FREE(io);
+    df__step_free_stacks(s);
+    s->done = 1;
+    if (s->aborted) { *st = s->status; return st->code; }
+    return DF_OK;
+}
+
 /* Sets up a step's root frame and counts; the step is then `active` (its starter counts as a
    thread in it) until df__step_roots has run its roots. */
 static df_code df__step_begin(df__step *s, df_status *st) {
@@ -22257,6 +22798,7 @@ static df_code df__step_begin(df__step *s, df_status *st) {
 #endif
     if (x->n_roots == 0) s->done = 1;
     s->active = 1;
+    s->statics = df__statics_on(s);
     if (x->has_async && s->threaded) s->shared = 1;   /* a queue's waker may resume a node at any time */
     return DF_OK;
 }
@@ -22317,20 +22859,7 @@ static df_code df__step_end(df__step *s, df_status *st) {
         while (s->free_iters[f]) { df__iter *it = s->free_iters[f]; s->free_iters[f] = it->next_free; DF_FREE(it); }
     DF_FREE(s->free_iters);
     s->free_iters = NULL;
-    if (s->home == s) {
-        for (int i = 0; i < s->n_stacks; i++) {
-            for (int k = 0; k < s->stacks[i]->n; k++) df_tensor_release(s->stacks[i]->v[k]);
-            for (int k = 0; k < s->stacks[i]->n_pend; k++) df_tensor_release(s->stacks[i]->pend[k].t);
-            DF_FREE(s->stacks[i]->v);
-            DF_FREE(s->stacks[i]->pend);
-            DF_FREE(s->stacks[i]);
-        }
-        DF_FREE(s->stacks);
-        s->stacks = NULL; s->n_stacks = 0;
-        for (int i = 0; i < s->n_tarrays; i++) df__ta_free(s->tarrays[i]);
-        DF_FREE(s->tarrays);
-        s->tarrays = NULL; s->n_tarrays = 0;
-    }
+    df__step_free_stacks(s);
     if (s->aborted) { *st = s->status; return st->code; }
     if (!s->done) return df_status_set(st, DF_INTERNAL, "The run ended with work outstanding");
     return DF_OK;
@@ -22338,6 +22867,10 @@ static df_code df__step_end(df__step *s, df_status *st) {
 
 /* Runs a compiled executor to completion on the calling thread (helped by the pool). */
 static df_code df__execute(df__step *s, df_status *st) {
+    if (s->x->flat && (!s->threaded || !s->x->flat_parallel) && df__statics_on(s)) {
+        if (s->session) __atomic_add_fetch(&s->session->sched_stats[0], 1, __ATOMIC_RELAXED);
+        return df__execute_flat(s, st);
+    }
     if (df__step_begin(s, st) != DF_OK) return st->code;
     df__step_roots(s);
 #ifndef DF_NO_THREADS
@@ -23090,6 +23623,8 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
     if (df__analyze_frames(x, st) != DF_OK) goto fail;
     /* 4. roots */
     if (!df__compile_roots(x)) goto oom;
+    /* 5. what can run from a static schedule */
+    df__schedule_build(x);
     DF_FREE(s.item_of); DF_FREE(s.first_feed); DF_FREE(s.next_feed); DF_FREE(s.feed_item); DF_FREE(s.stack); DF_FREE(s.deg);
     return x;
 oom:
@@ -24511,6 +25046,15 @@ void df_session_cuda_graph_stats(df_session *s, df_cuda_graph_stats *out) {
     out->replays = __atomic_load_n(&s->gg_stats[1], __ATOMIC_RELAXED);
     out->eager_runs = __atomic_load_n(&s->gg_stats[2], __ATOMIC_RELAXED);
     out->failed_captures = __atomic_load_n(&s->gg_stats[3], __ATOMIC_RELAXED);
+}
+
+void df_session_schedule_stats(df_session *s, df_schedule_stats *out) {
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    if (!s) return;
+    out->flat_runs = __atomic_load_n(&s->sched_stats[0], __ATOMIC_RELAXED);
+    out->static_loops = __atomic_load_n(&s->sched_stats[1], __ATOMIC_RELAXED);
+    out->dynamic_loops = __atomic_load_n(&s->sched_stats[2], __ATOMIC_RELAXED);
 }
 
 int df_session_num_partitions(df_session *s) {

@@ -790,6 +790,11 @@ typedef struct df_session_options {
                                         df_saver and df_checkpoint_* calls stay unconfined (the
                                         program's own); with a target, each worker's own
                                         data_dir applies. Copied by df_session_new */
+    int         dynamic_only;        /* run every graph with the tagged (dynamic) executor: no static
+                                        schedules (a graph without control flow run as a flat list,
+                                        a while loop in TensorFlow's shape run iteration after
+                                        iteration from a fixed order). The environment variable
+                                        DF_STATIC_SCHEDULES=0 does the same for every session */
 } df_session_options;
 
 /* Graph optimisation passes (on a copy of the graph, per feeds/fetches/targets signature). */
@@ -833,6 +838,12 @@ void df_session_free(df_session *s);
    captures that failed (the partition then runs node by node for good). Zeros without a GPU. */
 typedef struct df_cuda_graph_stats { int64_t captures, replays, eager_runs, failed_captures; } df_cuda_graph_stats;
 void df_session_cuda_graph_stats(df_session *s, df_cuda_graph_stats *out);
+/* How often this session's runs used static schedules (see df_session_options.dynamic_only):
+   flat_runs, runs of a whole graph as a flat list; static_loops, while loops run from their
+   fixed order; dynamic_loops, such loops handed back to the tagged executor because a dead
+   value entered them (a loop on an untaken cond branch). */
+typedef struct df_schedule_stats { int64_t flat_runs, static_loops, dynamic_loops; } df_schedule_stats;
+void df_session_schedule_stats(df_session *s, df_schedule_stats *out);
 
 /* The placed, partitioned graphs that the session runs (after its first run), one per device,
    with their Send/Recv nodes and control loops: for tests, DOT pictures and debugging. */

@@ -383,6 +383,8 @@ DF_PRIVATE df__exec *df__compile(df_session *ss, df_graph *g, const df_output *f
     if (df__analyze_frames(x, st) != DF_OK) goto fail;
     /* 4. roots */
     if (!df__compile_roots(x)) goto oom;
+    /* 5. what can run from a static schedule */
+    df__schedule_build(x);
     DF_FREE(s.item_of); DF_FREE(s.first_feed); DF_FREE(s.next_feed); DF_FREE(s.feed_item); DF_FREE(s.stack); DF_FREE(s.deg);
     return x;
 oom:

@@ -483,6 +483,46 @@ static int df__push_deferred(df__deferred **v, int *n, int *cap, int32_t item, d
     return 1;
 }
 
+/* ---- static loops (src/schedule.c): the loop's end, seen from its parent iteration ---- */
+static df__frame *df__child_of(const df__iter *it, int sf) {
+    for (df__frame *c = it->children; c; c = c->sibling) if (c->sf == sf) return c;
+    return NULL;
+}
+/* A static loop ran (df__loop_run): its Exits' values (outs, by Exit index; NULL: dead) go to
+   the parent iteration, its LoopCounts fire, its frame is deleted. Dead: a dead value entered
+   it, and the tagged executor runs it instead, from what the Enters brought. 0: out of memory. */
+static int df__loop_done(df__step *s, df__iter *it, const df__xitem *item, df_tensor **outs, int dead, df__readyq *q) {
+    const df__sframe *sf = &s->x->frames[item->child_frame];
+    df__frame *fr = df__child_of(it, item->child_frame);
+    if (!fr) return 1;                    /* (not reached: the Enters made it) */
+    if (dead) {
+        df__iter *first = fr->ring[0];
+        for (int i = 0; i < fr->n_invs; i++)
+            if (!df__activate(s, first, fr->invs[i].item, &fr->invs[i].t, fr->invs[i].dead, 0, q)) return 0;
+        int n = fr->n_next_roots;
+        fr->n_next_roots = 0;
+        for (int i = 0; i < n; i++) {
+            df__deferred d = fr->next_roots[i];
+            int ok = df__activate(s, first, d.item, &d.t, d.dead, 1, q);
+            df_tensor_release(d.t);
+            if (!ok) {
+                for (int k = i + 1; k < n; k++) df_tensor_release(fr->next_roots[k].t);
+                return 0;
+            }
+        }
+        if (first->outstanding_ops == 0 && first->outstanding_frames == 0) return df__cleanup_iterations(s, fr, q);
+        return 1;
+    }
+    for (int k = 0; k < sf->n_exits; k++) {
+        if (!outs[k]) continue;
+        fr->exited[k] = 1;
+        if (!df__activate(s, it, sf->exits[k], outs + k, 0, 1, q)) return 0;
+    }
+    fr->n_dead_exits = 0;
+    fr->count_dead = 0;
+    return df__frame_finish(s, fr, q);
+}
+
 /* After a node ran in (fr, it): route its outputs by node kind, then account for it. Returns 0
    on OOM, the node uncounted all the same (s->outstanding), so that the aborted step still ends. */
 static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df__readyq *q) {
@@ -495,6 +535,17 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df_
         df__frame *child = df__child_frame(s, fr, it, item->child_frame);
         if (!child) { s->outstanding--; return 0; }
         df_tensor *v = dead ? NULL : outs[0];
+        int32_t loop_item = s->x->frames[item->child_frame].loop_item;
+        if (loop_item >= 0 && s->statics) {
+            /* a static loop: the values wait on the frame until every Enter has run, then
+               the loop runs as one item of this iteration (df__loop_run) */
+            if (item->flags & DF__XF_CONST_ENTER)
+                ok = df__push_deferred(&child->invs, &child->n_invs, &child->cap_invs, t->item, v, dead || !v);
+            else
+                ok = df__push_deferred(&child->next_roots, &child->n_next_roots, &child->cap_next_roots, t->item, v, dead || !v);
+            if (ok && --child->num_pending_inputs == 0) ok = df__ready(s, it, loop_item, 0, q);
+            break;
+        }
         if (item->flags & DF__XF_CONST_ENTER) {
             ok = df__push_deferred(&child->invs, &child->n_invs, &child->cap_invs, t->item, v, dead || !v);
             for (int64_t k = child->first_alive; ok && k <= child->iteration_count; k++)
@@ -535,6 +586,9 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df_
             ok = df__increment_iteration(s, fr, q) &&
                  df__activate(s, df__frame_iter(fr, fr->iteration_count), t->item, outs, 0, 1, q);
         }
+        break;
+    case DF__X_LOOP:
+        ok = df__loop_done(s, it, item, outs, dead, q);
         break;
     default:
         if (DF__LIKELY(!dead && (item->flags & DF__XF_PLAIN_EDGES))) {
@@ -579,6 +633,21 @@ static int df__item_expensive(const df__step *s, const df__tagged *t) {
     return work * item->cost >= 32768;
 }
 #endif
+
+static void df__loop_run(df__step *s, df__tagged *t, df_tensor **outs);
+
+/* Static schedules: an item's live outputs into its consumers' input slots along its data
+   edges. With `move`, the last edge reading an output takes its reference. */
+DF__HOT_INLINE void df__route(const df__exec *x, const df__xitem *item, df_tensor **outs, df_tensor **entries, int move) {
+    const df__xedge *e = x->edges + item->edge_start, *end = e + item->n_edges;
+    for (; e < end; e++) {
+        if (e->slot < 0 || (e->flags & DF__XE_COUNT)) continue;
+        df_tensor *v = outs[e->src_out];
+        if (!v) continue;
+        if (move && (e->flags & DF__XE_LAST)) { entries[e->slot] = v; outs[e->src_out] = NULL; }
+        else entries[e->slot] = df_tensor_retain(v);
+    }
+}
 
 /* TF's ProcessOutputs checks on what a kernel made: every needed output (bit i of need) present,
    every output of its declared dtype. */
@@ -663,12 +732,98 @@ DF__HOT_INLINE int df__run_item(df__step *s, df__tagged *t, df_tensor **outs) {
                                   (item->flags & (DF__XF_SWITCH | DF__XF_TRANSFER)) || item->kind == DF__X_MERGE ? 0 : item->need, &st);
         }
         if (st.code) df__step_error(s, &st);
+    } else if (DF__UNLIKELY(item->kind == DF__X_LOOP)) {
+        df__loop_run(s, t, outs);
     }
     for (int i = 0, n = item->n_inputs; i < n; i++) {
         df_tensor *x = in[i];
         if (x) { in[i] = NULL; df_tensor_release(x); }
     }
     return 1;
+}
+
+/* ---- static loops: one whole loop on this thread (see src/schedule.c) ----
+   t is the loop's DF__X_LOOP item in its parent iteration; every Enter has run, their values
+   wait on the frame (invs: the invariants; next_roots: the loop variables' first values).
+   Iteration after iteration, the invariants go into their consumers' slots and the items of
+   the schedule run in order, each skipped (its inputs released) when it lies on the side of
+   the Switches the predicate did not take. The Exits' values go to outs. A dead value among
+   the Enters' marks t dead: df__loop_done then hands the frame to the tagged executor. */
+static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, df_tensor **outs) {
+    const df__exec *x = s->x;
+    const df__xitem *li = &x->items[t->item];
+    const df__sframe *sf = &x->frames[li->child_frame];
+    const df__sloop *P = sf->sloop;
+    df__frame *fr = df__child_of(t->iter, li->child_frame);
+    if (!fr) {
+        df__step_error(s, &(df_status){DF_INTERNAL, "A static loop ran without its frame"});
+        return;
+    }
+    int dead = 0;
+    for (int i = 0; i < fr->n_invs; i++) dead |= fr->invs[i].dead;
+    for (int i = 0; i < fr->n_next_roots; i++) dead |= fr->next_roots[i].dead;
+    if (s->session) __atomic_add_fetch(&s->session->sched_stats[dead ? 2 : 1], 1, __ATOMIC_RELAXED);
+    if (dead) { t->dead = 1; return; }
+    df__iter *it = fr->ring[0];
+    df_tensor **E = it->entries;
+    df_tensor *small[16], **io = small;
+    if (x->max_outputs > 16 && !(io = (df_tensor **)DF_MALLOC((size_t)x->max_outputs * sizeof(df_tensor *)))) {
+        df__step_oom(s, "a static loop", 0);
+        return;
+    }
+    memset(io, 0, (size_t)(io == small ? 16 : x->max_outputs) * sizeof *io);
+    for (int i = 0; i < fr->n_next_roots; i++) {         /* the first values, into their Merges */
+        df__deferred *d = &fr->next_roots[i];
+        df__route(x, &x->items[d->item], &d->t, E, 1);
+        if (d->t) { df_tensor_release(d->t); d->t = NULL; }
+    }
+    fr->n_next_roots = 0;
+    df__tagged ti = {0, 0, it};
+    int64_t n = 0;
+    for (;; n++) {
+        if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) break;
+        if (DF__UNLIKELY(s->deadline_ms > 0) && n > 0 && df__clock_ms() >= s->deadline_ms) {
+            df_status st;
+            df__deadline_exceeded(&st, s->timeout_ms);
+            df__step_error(s, &st);
+            break;
+        }
+        it->num = n;
+        for (int i = 0; i < fr->n_invs; i++) {
+            df_tensor *v = fr->invs[i].t;
+            df__route(x, &x->items[fr->invs[i].item], &v, E, 0);
+        }
+        int pred = -1;
+        for (int k = 0; k < P->n; k++) {
+            const df__xitem *item = &x->items[P->items[k]];
+            uint8_t c = P->cls[k];
+            if (c != DF__SC_ALWAYS && (c == DF__SC_NEVER || (c == DF__SC_BODY) != (pred == 1))) {
+                df_tensor **in = E + item->input_start;          /* dead this iteration */
+                for (int j = 0; j < item->n_inputs; j++)
+                    if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
+                continue;
+            }
+            ti.item = P->items[k];
+            ti.dead = 0;
+            df__run_item(s, &ti, io);
+            if (DF__UNLIKELY(__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE))) {
+                for (int j = 0; j < item->n_outputs; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+                goto out;
+            }
+            if (item->flags & DF__XF_LOOP_COND) pred = io[0] && *(const uint8_t *)io[0]->data ? 1 : 0;
+            if (item->kind == DF__X_EXIT) {
+                if (io[0] && !outs[item->aux]) { outs[item->aux] = io[0]; io[0] = NULL; }
+            } else {
+                df__route(x, item, io, E, 1);
+            }
+            for (int j = 0; j < item->n_outputs; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+        }
+        if (pred != 1) break;
+    }
+out:
+    fr->iteration_count = n;
+    for (int k = 0; k < sf->total_inputs; k++) if (E[k]) { df_tensor_release(E[k]); E[k] = NULL; }
+    if (io != small) DF_FREE(io);
 }
 
 /* ---- run traces (src/trace.c keeps them): only a traced run (s->trace set) comes here ----
@@ -870,6 +1025,71 @@ static void df__resume(df__wake *w) {
 DF_PRIVATE void df__process(df__step *s, df__tagged t) { df__process_batch(s, &t, 1, NULL, NULL); }
 #endif
 
+/* Static schedules run unless turned off (df_session_options.dynamic_only, DF_STATIC_SCHEDULES=0),
+   for a run that is not traced (a trace records the tagged executor's nodes), on a device whose
+   memory is the host's (a loop's predicate is read there). */
+static int df__statics_on(const df__step *s) {
+    return !s->trace && s->device->host_memory && !(s->session && s->session->opts.dynamic_only) && df__static_schedules_env();
+}
+
+/* Frees what the stacks' home step made: its stacks and TensorArrays. */
+static void df__step_free_stacks(df__step *s) {
+    if (s->home != s) return;
+    for (int i = 0; i < s->n_stacks; i++) {
+        for (int k = 0; k < s->stacks[i]->n; k++) df_tensor_release(s->stacks[i]->v[k]);
+        for (int k = 0; k < s->stacks[i]->n_pend; k++) df_tensor_release(s->stacks[i]->pend[k].t);
+        DF_FREE(s->stacks[i]->v);
+        DF_FREE(s->stacks[i]->pend);
+        DF_FREE(s->stacks[i]);
+    }
+    DF_FREE(s->stacks);
+    s->stacks = NULL; s->n_stacks = 0;
+    for (int i = 0; i < s->n_tarrays; i++) df__ta_free(s->tarrays[i]);
+    DF_FREE(s->tarrays);
+    s->tarrays = NULL; s->n_tarrays = 0;
+}
+
+/* A flat graph (src/schedule.c) on the calling thread: every item once, in index order; its
+   inputs in one array of slots, its outputs handed to its consumers' slots as it ends. The
+   first error ends the run. */
+static df_code df__execute_flat(df__step *s, df_status *st) {
+    const df__exec *x = s->x;
+    if (!s->home) s->home = s;
+    size_t n_slots = (size_t)x->frames[0].total_inputs;
+    df_tensor *small_in[64], *small_out[16];
+    df_tensor **E = n_slots <= 64 ? small_in : (df_tensor **)DF_MALLOC(n_slots * sizeof(df_tensor *));
+    df_tensor **io = x->max_outputs <= 16 ? small_out : (df_tensor **)DF_MALLOC((size_t)x->max_outputs * sizeof(df_tensor *));
+    if (!E || !io) {
+        if (E != small_in) DF_FREE(E);
+        if (io != small_out) DF_FREE(io);
+        return df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory starting a run");
+    }
+    memset(E, 0, DF__MAX(n_slots, 1) * sizeof *E);
+    memset(io, 0, (size_t)(io == small_out ? 16 : x->max_outputs) * sizeof *io);
+    df__iter it;
+    memset(&it, 0, sizeof it);
+    it.entries = E;
+    df__tagged t = {0, 0, &it};
+    for (int i = 0, n = x->n_items; i < n; i++) {
+        const df__xitem *item = &x->items[i];
+        t.item = i;
+        df__run_item(s, &t, io);
+        if (DF__UNLIKELY(__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE))) {
+            for (int j = 0; j < item->n_outputs; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+            break;
+        }
+        df__route(x, item, io, E, 1);
+        for (int j = 0, m = item->n_outputs; j < m; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+    }
+    for (size_t k = 0; k < n_slots; k++) if (E[k]) df_tensor_release(E[k]);
+    if (E != small_in) DF_FREE(E);
+    if (io != small_out) DF_FREE(io);
+    df__step_free_stacks(s);
+    s->done = 1;
+    if (s->aborted) { *st = s->status; return st->code; }
+    return DF_OK;
+}
+
 /* Sets up a step's root frame and counts; the step is then `active` (its starter counts as a
    thread in it) until df__step_roots has run its roots. */
 static df_code df__step_begin(df__step *s, df_status *st) {
@@ -887,6 +1107,7 @@ static df_code df__step_begin(df__step *s, df_status *st) {
 #endif
     if (x->n_roots == 0) s->done = 1;
     s->active = 1;
+    s->statics = df__statics_on(s);
     if (x->has_async && s->threaded) s->shared = 1;   /* a queue's waker may resume a node at any time */
     return DF_OK;
 }
@@ -947,20 +1168,7 @@ static df_code df__step_end(df__step *s, df_status *st) {
         while (s->free_iters[f]) { df__iter *it = s->free_iters[f]; s->free_iters[f] = it->next_free; DF_FREE(it); }
     DF_FREE(s->free_iters);
     s->free_iters = NULL;
-    if (s->home == s) {
-        for (int i = 0; i < s->n_stacks; i++) {
-            for (int k = 0; k < s->stacks[i]->n; k++) df_tensor_release(s->stacks[i]->v[k]);
-            for (int k = 0; k < s->stacks[i]->n_pend; k++) df_tensor_release(s->stacks[i]->pend[k].t);
-            DF_FREE(s->stacks[i]->v);
-            DF_FREE(s->stacks[i]->pend);
-            DF_FREE(s->stacks[i]);
-        }
-        DF_FREE(s->stacks);
-        s->stacks = NULL; s->n_stacks = 0;
-        for (int i = 0; i < s->n_tarrays; i++) df__ta_free(s->tarrays[i]);
-        DF_FREE(s->tarrays);
-        s->tarrays = NULL; s->n_tarrays = 0;
-    }
+    df__step_free_stacks(s);
     if (s->aborted) { *st = s->status; return st->code; }
     if (!s->done) return df_status_set(st, DF_INTERNAL, "The run ended with work outstanding");
     return DF_OK;
@@ -968,6 +1176,10 @@ static df_code df__step_end(df__step *s, df_status *st) {
 
 /* Runs a compiled executor to completion on the calling thread (helped by the pool). */
 DF_PRIVATE df_code df__execute(df__step *s, df_status *st) {
+    if (s->x->flat && (!s->threaded || !s->x->flat_parallel) && df__statics_on(s)) {
+        if (s->session) __atomic_add_fetch(&s->session->sched_stats[0], 1, __ATOMIC_RELAXED);
+        return df__execute_flat(s, st);
+    }
     if (df__step_begin(s, st) != DF_OK) return st->code;
     df__step_roots(s);
 #ifndef DF_NO_THREADS

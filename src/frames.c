@@ -9,6 +9,7 @@
 
 DF_PRIVATE void df__exec_free(df__exec *x) {
     if (!x) return;
+    df__schedule_free(x);
     for (int i = 0; i < x->n_frames; i++) { DF_FREE(x->frames[i].name); DF_FREE(x->frames[i].init); DF_FREE(x->frames[i].counts); DF_FREE(x->frames[i].exits); }
     DF_FREE(x->frames); DF_FREE(x->items); DF_FREE(x->edges); DF_FREE(x->roots); DF_FREE(x->host_out);
     df__strmap_free(&x->frame_index);

@@ -478,7 +478,8 @@ typedef struct df__greg {
 } df__greg;
 
 /* ---- from src/frames.c ---- */
-enum { DF__X_NORMAL, DF__X_MERGE, DF__X_ENTER, DF__X_EXIT, DF__X_NEXT, DF__X_FEED, DF__X_FETCH, DF__X_COUNT };
+enum { DF__X_NORMAL, DF__X_MERGE, DF__X_ENTER, DF__X_EXIT, DF__X_NEXT, DF__X_FEED, DF__X_FETCH, DF__X_COUNT,
+       DF__X_LOOP /* a whole while loop run from its static schedule (src/schedule.c); past n_items */ };
 enum { DF__XF_CONST_ENTER = 1, DF__XF_CTRL_TRIGGER = 2, DF__XF_EXPENSIVE = 8,
        DF__XF_DEREF = 16, DF__XF_SWITCH = 32, DF__XF_LOOP_COND = 64, DF__XF_MATMUL = 128,
        DF__XF_NO_KERNEL = 256, DF__XF_EXPENSIVE_NEXT = 512, DF__XF_TRANSFER = 1024,
@@ -502,6 +503,15 @@ typedef struct df__xitem {      /* 64 bytes: what running a node touches comes f
     int32_t child_frame;         /* Enter: the frame it opens; fetch: the output index */
     int32_t aux;                 /* feed or fetch index; Exit: its index among its frame's Exits */
 } df__xitem;
+/* A loop frame's static schedule (src/schedule.c): the items of one iteration in index order
+   (LoopCounts excluded), each with the side of the loop's Switches it depends on. */
+enum { DF__SC_ALWAYS = 0, DF__SC_BODY = 1, DF__SC_EXIT = 2, DF__SC_NEVER = 3 };
+typedef struct df__sloop {
+    int n;
+    int32_t *items;
+    uint8_t *cls;                /* DF__SC_*: runs every iteration; when the predicate is true; when
+                                    it is false; never (it reads both sides: always dead) */
+} df__sloop;
 typedef struct df__sframe {
     char *name;
     int parent;
@@ -513,6 +523,8 @@ typedef struct df__sframe {
     int n_counts, cap_counts;
     int32_t *exits;              /* its Exit items (see df__frame_finish) */
     int n_exits, cap_exits;
+    struct df__sloop *sloop;     /* a loop that can run from a static schedule, else NULL */
+    int32_t loop_item;           /* then: its DF__X_LOOP item (index n_items + k); else -1 */
 } df__sframe;
 typedef struct df__exec {
     df__xitem *items;
@@ -529,6 +541,12 @@ typedef struct df__exec {
                                     makes in host memory (NULL elsewhere: all host) */
     const df_graph *graph;       /* the graph whose nodes the items are */
     int has_async;               /* some item is DF__XF_ASYNC: its steps always lock (see df__step_begin) */
+    int flat;                    /* the whole graph runs from a static schedule: items in index order
+                                    (src/schedule.c) */
+    int flat_parallel;           /* ... but two items worth a thread each may run at once: a run with
+                                    threads keeps the tagged executor */
+    int n_loops;                 /* DF__X_LOOP items after the n_items items */
+    int max_outputs;             /* the most outputs of any item */
 } df__exec;
 
 /* ---- from src/pool.c ---- */
@@ -653,6 +671,7 @@ typedef struct df__step {
 #endif
     int done;
     struct df__trace *trace;         /* a traced run's recorder (src/trace.c); NULL: not traced */
+    int statics;                     /* static schedules on (src/schedule.c): set by df__step_begin */
 } df__step;
 
 /* ---- from src/placer.c ---- */
@@ -697,6 +716,7 @@ struct df_session {
     uint64_t seed_salt;
     int ran;
     int64_t gg_stats[4];         /* cuda_graphs: captures, replays, node-by-node runs, failed captures */
+    int64_t sched_stats[3];      /* static schedules: flat runs, static loops run, loops sent back */
     struct df__queue_set *queues;   /* FIFOQueueV2 state (src/queue.c); NULL until a queue is made */
     int runs_in_flight;          /* df_session_run calls inside df__run_plan (df_session_free waits) */
     struct df__accum_set *accums;   /* ConditionalAccumulator state (src/kernels/accumulator.c) */
@@ -1744,3 +1764,9 @@ DF_PRIVATE int df__trace_add_remote(df__trace *tr, int worker, const df_node_tra
    src/net/worker.c); the records follow the fetches in its STEP_DONE. */
 #define DF__W_RUN_TRACE 0x80000000u
 /* ---- trace (issue 30): end ---- */
+
+/* ---- from src/schedule.c (issue 31: static schedules) ---- */
+DF_PRIVATE int df__static_schedules_env(void);
+DF_PRIVATE void df__schedule_free(df__exec *x);
+DF_PRIVATE void df__schedule_build(df__exec *x);
+/* ---- static schedules: end ---- */

@@ -309,6 +309,15 @@ void df_session_cuda_graph_stats(df_session *s, df_cuda_graph_stats *out) {
     out->failed_captures = __atomic_load_n(&s->gg_stats[3], __ATOMIC_RELAXED);
 }
 
+void df_session_schedule_stats(df_session *s, df_schedule_stats *out) {
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    if (!s) return;
+    out->flat_runs = __atomic_load_n(&s->sched_stats[0], __ATOMIC_RELAXED);
+    out->static_loops = __atomic_load_n(&s->sched_stats[1], __ATOMIC_RELAXED);
+    out->dynamic_loops = __atomic_load_n(&s->sched_stats[2], __ATOMIC_RELAXED);
+}
+
 int df_session_num_partitions(df_session *s) {
     df__plan *p = s ? __atomic_load_n(&s->last_plan, __ATOMIC_ACQUIRE) : NULL;
     return p ? p->n_parts : 0;

@@ -1,0 +1,293 @@
+/* ==========================================================================================
+   src/schedule.c: Static schedules                                                  >>schedule
+   The tagged executor (src/executor.c) pays, for every node of every iteration, a pending
+   count, a ready queue and a tagged lookup. Much of what it runs needs none of that: the
+   order is fixed when the graph is compiled. This file finds two such shapes; the executor
+   runs them from the order found here (the items are numbered in a topological order, so
+   "index order" is one).
+
+   A flat graph: one frame, no Switch, Merge, Send, Recv or op that may wait. No value can be
+   dead in it, so every item runs once, in index order, reading its inputs from one array and
+   writing its outputs into its consumers' slots (df__execute_flat). A run with threads keeps
+   the tagged executor when two items worth a thread of their own (DF__XF_EXPENSIVE) may run
+   at the same time: there the executor's parallelism pays.
+
+   A static loop: a while loop frame in TensorFlow's shape, with nothing in its body that
+   needs the tagged executor:
+     - no loop nested in it, no Send, Recv or op that may wait, no ControlTrigger;
+     - each Merge reads one non-constant Enter and one NextIteration, and no control input;
+     - each Switch reads the frame's one LoopCond as its predicate;
+     - non-constant Enters feed only those Merges.
+   Then what is dead in an iteration follows from the predicate alone: an item that reads the
+   true side of a Switch (directly or not) runs when the predicate is true (the body), one
+   that reads the false side when it is false (the Exits), one that reads neither in every
+   iteration (the predicate's own computation), one that reads both never. The executor runs
+   such a loop as one item of its parent frame (DF__X_LOOP, kept after the n_items items)
+   once every Enter has its value: iteration after iteration of the items in index order,
+   the loop's invariants placed anew in each, until the predicate is false. A dead Enter value
+   (a loop inside an untaken cond branch) sends the frame back to the tagged executor.
+
+   Waiting for every Enter could deadlock where a value entering the loop depends on one
+   leaving it: an Exit that reaches an Enter of its own frame (a graph made by hand), or a
+   partition whose Exits reach a Send while a Recv reaches its Enters (the other partition may
+   close the circle). Such loops keep the tagged executor.
+
+   df_session_options.dynamic_only, or DF_STATIC_SCHEDULES=0 in the environment, turns both
+   off: every test runs both ways.
+   ========================================================================================== */
+
+/* DF_STATIC_SCHEDULES=0 in the environment: every run uses the tagged executor. */
+DF_PRIVATE int df__static_schedules_env(void) {
+    static int v = -1;
+    int r = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (r < 0) {
+        const char *e = getenv("DF_STATIC_SCHEDULES");
+        r = !(e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no")));
+        __atomic_store_n(&v, r, __ATOMIC_RELAXED);
+    }
+    return r;
+}
+
+DF_PRIVATE void df__schedule_free(df__exec *x) {
+    for (int f = 0; f < x->n_frames; f++) {
+        df__sloop *p = x->frames[f].sloop;
+        if (!p) continue;
+        DF_FREE(p->items); DF_FREE(p->cls); DF_FREE(p);
+        x->frames[f].sloop = NULL;
+    }
+}
+
+/* Whether item b can be reached from item a (a < b) along out-edges, visiting only items
+   numbered at most b (the numbering is topological). `stamp`/`mark` avoid clearing `seen`;
+   `stack` holds n_items; *budget counts the items visited and stops the search at 0 (-1). */
+static int df__sched_reaches(const df__exec *x, int a, int b, int32_t *seen, int32_t mark, int32_t *stack, int64_t *budget) {
+    int sp = 0;
+    stack[sp++] = a;
+    seen[a] = mark;
+    while (sp) {
+        int i = stack[--sp];
+        if (--*budget < 0) return -1;
+        const df__xitem *it = &x->items[i];
+        if (it->kind == DF__X_NEXT) continue;                /* (back edges: not in the order) */
+        for (int e = 0; e < it->n_edges; e++) {
+            int d = x->edges[it->edge_start + e].dst;
+            if (d == b) return 1;
+            if (d > b || seen[d] == mark) continue;
+            seen[d] = mark;
+            stack[sp++] = d;
+        }
+    }
+    return 0;
+}
+
+/* A flat graph: one frame, nothing that can make a value dead or make an item wait. Then
+   whether its expensive items are totally ordered (each reaches the next). */
+static void df__sched_flat(df__exec *x, int32_t *seen, int32_t *stack) {
+    if (x->n_frames != 1 || x->n_items == 0) return;
+    for (int i = 0; i < x->n_items; i++) {
+        const df__xitem *it = &x->items[i];
+        if (it->kind != DF__X_NORMAL && it->kind != DF__X_FEED && it->kind != DF__X_FETCH) return;
+        if (it->flags & (DF__XF_SWITCH | DF__XF_TRANSFER | DF__XF_ASYNC | DF__XF_LOOP_COND)) return;
+    }
+    x->flat = 1;
+    int64_t budget = 8 * ((int64_t)x->n_items + x->n_edges) + 1024;
+    int prev = -1;
+    for (int i = 0; i < x->n_items; i++) {
+        if (!(x->items[i].flags & DF__XF_EXPENSIVE)) continue;
+        if (prev >= 0 && df__sched_reaches(x, prev, i, seen, prev + 1, stack, &budget) != 1) { x->flat_parallel = 1; return; }
+        prev = i;
+    }
+}
+
+/* The per-item scratch of the loop analysis. */
+typedef struct df__sched_scratch {
+    int32_t *in_src;             /* per item input slot (ioff[i] + k): the producing item, -1 none */
+    uint16_t *in_out;            /* ... and its output index */
+    int64_t *ioff;
+    uint8_t *cls;                /* per item: DF__SC_* within its frame */
+    uint8_t *anc, *desc;         /* a Recv (or waiting op) before it; a Send (or waiting op) after it */
+    int32_t *seen, *stack;
+    int32_t mark;                /* the latest search's mark in seen */
+} df__sched_scratch;
+
+/* Whether frame f can run from a static schedule (see the banner). */
+static int df__sched_loop_ok(const df__exec *x, int f, df__sched_scratch *S) {
+    const df__sframe *sf = &x->frames[f];
+    if (sf->n_loop_conds != 1) return 0;
+    for (int g = 1; g < x->n_frames; g++) if (x->frames[g].parent == f) return 0;   /* a nested loop */
+    int n = x->n_items, enters_anc = 0, exits_desc = 0, min_exit = n, max_enter = -1;
+    for (int i = 0; i < n; i++) {
+        const df__xitem *it = &x->items[i];
+        if (it->kind == DF__X_ENTER && it->child_frame == f) {
+            enters_anc |= S->anc[i];
+            max_enter = DF__MAX(max_enter, i);
+            if (it->flags & DF__XF_CONST_ENTER) continue;
+            for (int e = 0; e < it->n_edges; e++) {             /* non-constant: into Merges only */
+                const df__xedge *ed = &x->edges[it->edge_start + e];
+                if (ed->slot < 0 || x->items[ed->dst].kind != DF__X_MERGE) return 0;
+            }
+            continue;
+        }
+        if (it->frame != f) continue;
+        if (it->flags & (DF__XF_ASYNC | DF__XF_TRANSFER | DF__XF_CTRL_TRIGGER)) return 0;
+        if (it->kind == DF__X_FEED || it->kind == DF__X_FETCH) return 0;
+        uint8_t c = S->cls[i];
+        if (it->kind == DF__X_EXIT || it->kind == DF__X_COUNT) {
+            if (it->kind == DF__X_EXIT && c != DF__SC_EXIT && c != DF__SC_NEVER) return 0;
+            exits_desc |= S->desc[i];
+            min_exit = DF__MIN(min_exit, i);
+        }
+        if (it->kind == DF__X_NEXT && c != DF__SC_BODY) return 0;
+        if ((it->flags & DF__XF_LOOP_COND) && c != DF__SC_ALWAYS) return 0;
+        const int32_t *src = S->in_src + S->ioff[i];
+        if (it->kind == DF__X_MERGE) {
+            if (it->n_inputs != 2 || it->n_control_in != 0 || src[0] < 0 || src[1] < 0) return 0;
+            const df__xitem *a = &x->items[src[0]], *b = &x->items[src[1]];
+            if (a->kind == DF__X_NEXT) { const df__xitem *t = a; a = b; b = t; }
+            if (a->kind != DF__X_ENTER || a->child_frame != f || (a->flags & DF__XF_CONST_ENTER)) return 0;
+            if (b->kind != DF__X_NEXT || b->frame != f) return 0;
+        }
+        if (it->flags & DF__XF_SWITCH) {
+            if (it->n_inputs != 2 || it->n_outputs != 2 || src[1] < 0) return 0;
+            const df__xitem *p = &x->items[src[1]];
+            if (!(p->flags & DF__XF_LOOP_COND) || p->frame != f) return 0;
+        }
+    }
+    if (enters_anc && exits_desc) return 0;        /* the circle may close in another partition */
+    if (max_enter > min_exit) {                    /* may an Exit (or LoopCount) reach an Enter? */
+        int64_t budget = 8 * ((int64_t)n + x->n_edges) + 1024;
+        for (int i = min_exit; i < n; i++) {
+            const df__xitem *it = &x->items[i];
+            if (it->frame != f || (it->kind != DF__X_EXIT && it->kind != DF__X_COUNT)) continue;
+            for (int j = i + 1; j <= max_enter; j++) {
+                const df__xitem *e = &x->items[j];
+                if (e->kind != DF__X_ENTER || e->child_frame != f) continue;
+                if (df__sched_reaches(x, i, j, S->seen, ++S->mark, S->stack, &budget) != 0) return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* Fills the scratch: input sources, frame-local classes, and the Recv/Send reach bits. */
+static void df__sched_fill(const df__exec *x, df__sched_scratch *S) {
+    int n = x->n_items;
+    for (int i = 0; i < n; i++) {
+        const df__xitem *it = &x->items[i];
+        for (int e = 0; e < it->n_edges; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            if (ed->slot < 0 || (ed->flags & DF__XE_COUNT)) continue;
+            const df__xitem *d = &x->items[ed->dst];
+            int k = ed->slot - d->input_start;
+            if (k < 0 || k >= d->n_inputs) continue;
+            S->in_src[S->ioff[ed->dst] + k] = i;
+            S->in_out[S->ioff[ed->dst] + k] = ed->src_out;
+        }
+    }
+    for (int i = 0; i < n; i++) S->anc[i] |= (x->items[i].flags & (DF__XF_TRANSFER | DF__XF_ASYNC)) ? 1 : 0;
+    for (int i = 0; i < n; i++) {                   /* forward: classes within a frame; Recvs before */
+        const df__xitem *it = &x->items[i];
+        if (it->kind == DF__X_NEXT) continue;
+        int loop_switch = (it->flags & DF__XF_SWITCH) && it->n_inputs == 2;
+        for (int e = 0; e < it->n_edges; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            if (ed->dst <= i) continue;
+            S->anc[ed->dst] |= S->anc[i];
+            if (x->items[ed->dst].frame != it->frame || it->kind == DF__X_EXIT || (ed->flags & DF__XE_COUNT)) continue;
+            uint8_t c = S->cls[i];
+            if (loop_switch && ed->slot >= 0) c |= ed->src_out == 0 ? DF__SC_EXIT : DF__SC_BODY;
+            S->cls[ed->dst] |= c;
+        }
+    }
+    for (int i = n - 1; i >= 0; i--) {              /* backward: Sends after */
+        const df__xitem *it = &x->items[i];
+        uint8_t d = (it->flags & (DF__XF_TRANSFER | DF__XF_ASYNC)) ? 1 : 0;
+        if (it->kind != DF__X_NEXT)
+            for (int e = 0; e < it->n_edges; e++) {
+                int dst = x->edges[it->edge_start + e].dst;
+                if (dst > i) d |= S->desc[dst];
+            }
+        S->desc[i] = d;
+    }
+}
+
+/* Gives frame f its schedule and its DF__X_LOOP item (at x->items[n_items + x->n_loops]). */
+static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
+    df__sframe *sf = &x->frames[f];
+    df__sloop *p = (df__sloop *)DF_MALLOC(sizeof *p);
+    if (!p) return 0;
+    memset(p, 0, sizeof *p);
+    int cnt = 0;
+    for (int i = 0; i < x->n_items; i++) if (x->items[i].frame == f && x->items[i].kind != DF__X_COUNT) cnt++;
+    p->items = (int32_t *)DF_MALLOC((size_t)(cnt + 1) * sizeof(int32_t));
+    p->cls = (uint8_t *)DF_MALLOC((size_t)cnt + 1);
+    if (!p->items || !p->cls) { DF_FREE(p->items); DF_FREE(p->cls); DF_FREE(p); return 0; }
+    const df_node *cond = NULL;
+    for (int i = 0; i < x->n_items; i++) {
+        const df__xitem *it = &x->items[i];
+        if (it->frame != f || it->kind == DF__X_COUNT) continue;
+        if (it->flags & DF__XF_LOOP_COND) cond = it->node;
+        p->items[p->n] = i;
+        p->cls[p->n++] = S->cls[i];
+    }
+    df__xitem *li = &x->items[x->n_items + x->n_loops];
+    memset(li, 0, sizeof *li);
+    li->kind = DF__X_LOOP;
+    li->node = cond;                 /* (names the loop in messages) */
+    li->flags = DF__XF_NO_KERNEL;
+    li->n_outputs = sf->n_exits;
+    li->frame = sf->parent;
+    li->local = -1;
+    li->child_frame = f;
+    sf->sloop = p;
+    sf->loop_item = x->n_items + x->n_loops++;
+    return 1;
+}
+
+/* Finds the flat graph and the static loops of a compiled executor. Out of memory leaves the
+   executor as it is (the tagged executor runs everything): this never fails. */
+DF_PRIVATE void df__schedule_build(df__exec *x) {
+    int n = x->n_items;
+    for (int f = 0; f < x->n_frames; f++) x->frames[f].loop_item = -1;
+    x->max_outputs = 1;
+    for (int i = 0; i < n; i++) x->max_outputs = DF__MAX(x->max_outputs, x->items[i].n_outputs);
+    df__sched_scratch S;
+    memset(&S, 0, sizeof S);
+    uint8_t *ok = NULL;
+    S.seen = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    S.stack = (int32_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int32_t));
+    if (!S.seen || !S.stack) goto done;
+    for (int i = 0; i < n; i++) S.seen[i] = 0;
+    df__sched_flat(x, S.seen, S.stack);
+    if (x->n_frames < 2) goto done;
+    S.ioff = (int64_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int64_t));
+    S.cls = (uint8_t *)DF_MALLOC((size_t)n + 1);
+    S.anc = (uint8_t *)DF_MALLOC((size_t)n + 1);
+    S.desc = (uint8_t *)DF_MALLOC((size_t)n + 1);
+    if (!S.ioff || !S.cls || !S.anc || !S.desc) goto done;
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) { S.ioff[i] = total; total += x->items[i].n_inputs; }
+    S.in_src = (int32_t *)DF_MALLOC((size_t)(total + 1) * sizeof(int32_t));
+    S.in_out = (uint16_t *)DF_MALLOC((size_t)(total + 1) * sizeof(uint16_t));
+    if (!S.in_src || !S.in_out) goto done;
+    for (int64_t k = 0; k < total; k++) S.in_src[k] = -1;
+    memset(S.cls, 0, (size_t)n);
+    memset(S.anc, 0, (size_t)n);
+    for (int i = 0; i < n; i++) S.seen[i] = 0;
+    S.mark = 0;
+    df__sched_fill(x, &S);
+    if (!(ok = (uint8_t *)DF_MALLOC((size_t)x->n_frames))) goto done;
+    int ok_loops = 0;
+    for (int f = 1; f < x->n_frames; f++) ok_loops += (ok[f] = (uint8_t)df__sched_loop_ok(x, f, &S));
+    if (ok_loops) {
+        df__xitem *items = (df__xitem *)DF_REALLOC(x->items, (size_t)(n + ok_loops + 1) * sizeof(df__xitem));
+        if (!items) goto done;
+        x->items = items;
+        for (int f = 1; f < x->n_frames; f++)
+            if (ok[f] && !df__sched_make_loop(x, f, &S)) break;
+        for (int k = 0; k < x->n_loops; k++) x->max_outputs = DF__MAX(x->max_outputs, x->items[n + k].n_outputs);
+    }
+done:
+    DF_FREE(S.seen); DF_FREE(S.stack); DF_FREE(S.ioff); DF_FREE(S.cls); DF_FREE(S.anc); DF_FREE(S.desc);
+    DF_FREE(S.in_src); DF_FREE(S.in_out); DF_FREE(ok);
+}
