@@ -1285,11 +1285,15 @@ typedef struct df__xitem {      /* 64 bytes: what running a node touches comes f
 /* A loop frame's static schedule (src/schedule.c): the items of one iteration in index order
    (LoopCounts excluded), each with the side of the loop's Switches it depends on. */
 enum { DF__SC_ALWAYS = 0, DF__SC_BODY = 1, DF__SC_EXIT = 2, DF__SC_NEVER = 3 };
+enum { DF__SO_KERNEL, DF__SO_FORWARD, DF__SO_COND, DF__SO_SWITCH, DF__SO_MERGE, DF__SO_CONST };
 typedef struct df__sloop {
     int n;
     int32_t *items;
     uint8_t *cls;                /* DF__SC_*: runs every iteration; when the predicate is true; when
                                     it is false; never (it reads both sides: always dead) */
+    uint8_t *op;                 /* DF__SO_*: what the loop does itself instead of calling the kernel
+                                    (Identity, Exit, NextIteration; LoopCond; Switch; Merge; Const) */
+    df_tensor **cval;            /* DF__SO_CONST: the Const's value (the graph's) */
 } df__sloop;
 typedef struct df__sframe {
     char *name;
@@ -21348,7 +21352,7 @@ static void df__schedule_free(df__exec *x) {
     for (int f = 0; f < x->n_frames; f++) {
         df__sloop *p = x->frames[f].sloop;
         if (!p) continue;
-        DF_FREE(p->items); DF_FREE(p->cls); DF_FREE(p);
+        DF_FREE(p->items); DF_FREE(p->cls); DF_FREE(p->op); DF_FREE(p->cval); DF_FREE(p);
         x->frames[f].sloop = NULL;
     }
 }
@@ -21507,6 +21511,25 @@ static void df__sched_fill(const df__exec *x, df__sched_scratch *S) {
     }
 }
 
+/* What a loop does itself for its plumbing (the kernel's work without its call): forwarding a
+   value (Identity, Exit, NextIteration), the predicate (LoopCond, whose input must be a scalar
+   bool: else the kernel runs, for its message), Switch and Merge (without value_index), Const.
+   Never for a reference input (DF__XF_DEREF: the kernel path reads the variable). */
+static uint8_t df__sched_inline_op(const df__xitem *it, df_tensor **cval) {
+    if (!it->node || (it->flags & DF__XF_DEREF)) return DF__SO_KERNEL;
+    const char *op = it->node->op->name;
+    if (it->kernel == df__k_identity && it->n_inputs == 1 && it->n_outputs == 1 &&
+        (!strcmp(op, "Identity") || !strcmp(op, "Exit") || !strcmp(op, "NextIteration"))) return DF__SO_FORWARD;
+    if (it->kernel == df__k_loop_cond && it->n_inputs == 1 && !strcmp(op, "LoopCond")) return DF__SO_COND;
+    if (it->kernel == df__k_switch && it->n_inputs == 2 && it->n_outputs == 2 && !strcmp(op, "Switch")) return DF__SO_SWITCH;
+    if (it->kernel == df__k_merge && it->n_inputs == 2 && !(it->need & 2) && !strcmp(op, "Merge")) return DF__SO_MERGE;
+    if (it->kernel == df__k_const && it->n_inputs == 0 && !strcmp(op, "Const")) {
+        const df__attr *a = df__node_attr(it->node, "value");
+        if (a && a->u.tensor && a->u.tensor->dtype == it->node->out_types[0]) { *cval = a->u.tensor; return DF__SO_CONST; }
+    }
+    return DF__SO_KERNEL;
+}
+
 /* Gives frame f its schedule and its DF__X_LOOP item (at x->items[n_items + x->n_loops]). */
 static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
     df__sframe *sf = &x->frames[f];
@@ -21517,13 +21540,20 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
     for (int i = 0; i < x->n_items; i++) if (x->items[i].frame == f && x->items[i].kind != DF__X_COUNT) cnt++;
     p->items = (int32_t *)DF_MALLOC((size_t)(cnt + 1) * sizeof(int32_t));
     p->cls = (uint8_t *)DF_MALLOC((size_t)cnt + 1);
-    if (!p->items || !p->cls) { DF_FREE(p->items); DF_FREE(p->cls); DF_FREE(p); return 0; }
+    p->op = (uint8_t *)DF_MALLOC((size_t)cnt + 1);
+    p->cval = (df_tensor **)DF_MALLOC((size_t)(cnt + 1) * sizeof(df_tensor *));
+    if (!p->items || !p->cls || !p->op || !p->cval) {
+        DF_FREE(p->items); DF_FREE(p->cls); DF_FREE(p->op); DF_FREE(p->cval); DF_FREE(p);
+        return 0;
+    }
     const df_node *cond = NULL;
     for (int i = 0; i < x->n_items; i++) {
         const df__xitem *it = &x->items[i];
         if (it->frame != f || it->kind == DF__X_COUNT) continue;
         if (it->flags & DF__XF_LOOP_COND) cond = it->node;
         p->items[p->n] = i;
+        p->cval[p->n] = NULL;
+        p->op[p->n] = df__sched_inline_op(it, &p->cval[p->n]);
         p->cls[p->n++] = S->cls[i];
     }
     df__xitem *li = &x->items[x->n_items + x->n_loops];
@@ -22494,9 +22524,35 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
                     if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
                 continue;
             }
-            ti.item = P->items[k];
-            ti.dead = 0;
-            df__run_item(s, &ti, io);
+            df_tensor **in = E + item->input_start;
+            switch (P->op[k]) {                /* the plumbing without a kernel call */
+            case DF__SO_FORWARD: io[0] = in[0]; in[0] = NULL; break;
+            case DF__SO_COND:
+                if (in[0]->rank != 0 || in[0]->dtype != DF_BOOL) goto kernel;
+                io[0] = in[0]; in[0] = NULL;
+                break;
+            case DF__SO_SWITCH:
+                if (in[1]->rank != 0 || in[1]->dtype != DF_BOOL) goto kernel;
+                io[*(const uint8_t *)in[1]->data ? 1 : 0] = in[0];
+                in[0] = NULL;
+                df_tensor_release(in[1]);
+                in[1] = NULL;
+                break;
+            case DF__SO_MERGE: {
+                int live = in[0] ? 0 : 1;
+                io[0] = in[live];
+                in[live] = NULL;
+                if (!io[0]) goto kernel;           /* (not reached: the kernel reports it) */
+                if (in[1 - live]) { df_tensor_release(in[1 - live]); in[1 - live] = NULL; }
+                break;
+            }
+            case DF__SO_CONST: io[0] = df_tensor_retain(P->cval[k]); break;
+            default:
+            kernel:
+                ti.item = P->items[k];
+                ti.dead = 0;
+                df__run_item(s, &ti, io);
+            }
             if (DF__UNLIKELY(__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE))) {
                 for (int j = 0; j < item->n_outputs; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
                 goto out;

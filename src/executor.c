@@ -803,9 +803,35 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
                     if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
                 continue;
             }
-            ti.item = P->items[k];
-            ti.dead = 0;
-            df__run_item(s, &ti, io);
+            df_tensor **in = E + item->input_start;
+            switch (P->op[k]) {                /* the plumbing without a kernel call */
+            case DF__SO_FORWARD: io[0] = in[0]; in[0] = NULL; break;
+            case DF__SO_COND:
+                if (in[0]->rank != 0 || in[0]->dtype != DF_BOOL) goto kernel;
+                io[0] = in[0]; in[0] = NULL;
+                break;
+            case DF__SO_SWITCH:
+                if (in[1]->rank != 0 || in[1]->dtype != DF_BOOL) goto kernel;
+                io[*(const uint8_t *)in[1]->data ? 1 : 0] = in[0];
+                in[0] = NULL;
+                df_tensor_release(in[1]);
+                in[1] = NULL;
+                break;
+            case DF__SO_MERGE: {
+                int live = in[0] ? 0 : 1;
+                io[0] = in[live];
+                in[live] = NULL;
+                if (!io[0]) goto kernel;           /* (not reached: the kernel reports it) */
+                if (in[1 - live]) { df_tensor_release(in[1 - live]); in[1 - live] = NULL; }
+                break;
+            }
+            case DF__SO_CONST: io[0] = df_tensor_retain(P->cval[k]); break;
+            default:
+            kernel:
+                ti.item = P->items[k];
+                ti.dead = 0;
+                df__run_item(s, &ti, io);
+            }
             if (DF__UNLIKELY(__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE))) {
                 for (int j = 0; j < item->n_outputs; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
                 goto out;

@@ -506,11 +506,15 @@ typedef struct df__xitem {      /* 64 bytes: what running a node touches comes f
 /* A loop frame's static schedule (src/schedule.c): the items of one iteration in index order
    (LoopCounts excluded), each with the side of the loop's Switches it depends on. */
 enum { DF__SC_ALWAYS = 0, DF__SC_BODY = 1, DF__SC_EXIT = 2, DF__SC_NEVER = 3 };
+enum { DF__SO_KERNEL, DF__SO_FORWARD, DF__SO_COND, DF__SO_SWITCH, DF__SO_MERGE, DF__SO_CONST };
 typedef struct df__sloop {
     int n;
     int32_t *items;
     uint8_t *cls;                /* DF__SC_*: runs every iteration; when the predicate is true; when
                                     it is false; never (it reads both sides: always dead) */
+    uint8_t *op;                 /* DF__SO_*: what the loop does itself instead of calling the kernel
+                                    (Identity, Exit, NextIteration; LoopCond; Switch; Merge; Const) */
+    df_tensor **cval;            /* DF__SO_CONST: the Const's value (the graph's) */
 } df__sloop;
 typedef struct df__sframe {
     char *name;

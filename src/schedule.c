@@ -52,7 +52,7 @@ DF_PRIVATE void df__schedule_free(df__exec *x) {
     for (int f = 0; f < x->n_frames; f++) {
         df__sloop *p = x->frames[f].sloop;
         if (!p) continue;
-        DF_FREE(p->items); DF_FREE(p->cls); DF_FREE(p);
+        DF_FREE(p->items); DF_FREE(p->cls); DF_FREE(p->op); DF_FREE(p->cval); DF_FREE(p);
         x->frames[f].sloop = NULL;
     }
 }
@@ -211,6 +211,25 @@ static void df__sched_fill(const df__exec *x, df__sched_scratch *S) {
     }
 }
 
+/* What a loop does itself for its plumbing (the kernel's work without its call): forwarding a
+   value (Identity, Exit, NextIteration), the predicate (LoopCond, whose input must be a scalar
+   bool: else the kernel runs, for its message), Switch and Merge (without value_index), Const.
+   Never for a reference input (DF__XF_DEREF: the kernel path reads the variable). */
+static uint8_t df__sched_inline_op(const df__xitem *it, df_tensor **cval) {
+    if (!it->node || (it->flags & DF__XF_DEREF)) return DF__SO_KERNEL;
+    const char *op = it->node->op->name;
+    if (it->kernel == df__k_identity && it->n_inputs == 1 && it->n_outputs == 1 &&
+        (!strcmp(op, "Identity") || !strcmp(op, "Exit") || !strcmp(op, "NextIteration"))) return DF__SO_FORWARD;
+    if (it->kernel == df__k_loop_cond && it->n_inputs == 1 && !strcmp(op, "LoopCond")) return DF__SO_COND;
+    if (it->kernel == df__k_switch && it->n_inputs == 2 && it->n_outputs == 2 && !strcmp(op, "Switch")) return DF__SO_SWITCH;
+    if (it->kernel == df__k_merge && it->n_inputs == 2 && !(it->need & 2) && !strcmp(op, "Merge")) return DF__SO_MERGE;
+    if (it->kernel == df__k_const && it->n_inputs == 0 && !strcmp(op, "Const")) {
+        const df__attr *a = df__node_attr(it->node, "value");
+        if (a && a->u.tensor && a->u.tensor->dtype == it->node->out_types[0]) { *cval = a->u.tensor; return DF__SO_CONST; }
+    }
+    return DF__SO_KERNEL;
+}
+
 /* Gives frame f its schedule and its DF__X_LOOP item (at x->items[n_items + x->n_loops]). */
 static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
     df__sframe *sf = &x->frames[f];
@@ -221,13 +240,20 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
     for (int i = 0; i < x->n_items; i++) if (x->items[i].frame == f && x->items[i].kind != DF__X_COUNT) cnt++;
     p->items = (int32_t *)DF_MALLOC((size_t)(cnt + 1) * sizeof(int32_t));
     p->cls = (uint8_t *)DF_MALLOC((size_t)cnt + 1);
-    if (!p->items || !p->cls) { DF_FREE(p->items); DF_FREE(p->cls); DF_FREE(p); return 0; }
+    p->op = (uint8_t *)DF_MALLOC((size_t)cnt + 1);
+    p->cval = (df_tensor **)DF_MALLOC((size_t)(cnt + 1) * sizeof(df_tensor *));
+    if (!p->items || !p->cls || !p->op || !p->cval) {
+        DF_FREE(p->items); DF_FREE(p->cls); DF_FREE(p->op); DF_FREE(p->cval); DF_FREE(p);
+        return 0;
+    }
     const df_node *cond = NULL;
     for (int i = 0; i < x->n_items; i++) {
         const df__xitem *it = &x->items[i];
         if (it->frame != f || it->kind == DF__X_COUNT) continue;
         if (it->flags & DF__XF_LOOP_COND) cond = it->node;
         p->items[p->n] = i;
+        p->cval[p->n] = NULL;
+        p->op[p->n] = df__sched_inline_op(it, &p->cval[p->n]);
         p->cls[p->n++] = S->cls[i];
     }
     df__xitem *li = &x->items[x->n_items + x->n_loops];
