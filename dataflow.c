@@ -1294,6 +1294,8 @@ typedef struct df__sloop {
     uint8_t *op;                 /* DF__SO_*: what the loop does itself instead of calling the kernel
                                     (Identity, Exit, NextIteration; LoopCond; Switch; Merge; Const) */
     df_tensor **cval;            /* DF__SO_CONST: the Const's value (the graph's) */
+    int expensive;               /* an item worth a thread of its own (DF__XF_EXPENSIVE): a run with
+                                    threads keeps the tagged executor, which overlaps iterations */
 } df__sloop;
 typedef struct df__sframe {
     char *name;
@@ -21325,7 +21327,9 @@ static df_code df__analyze_frames(df__exec *x, df_status *st) {
    such a loop as one item of its parent frame (DF__X_LOOP, kept after the n_items items)
    once every Enter has its value: iteration after iteration of the items in index order,
    the loop's invariants placed anew in each, until the predicate is false. A dead Enter value
-   (a loop inside an untaken cond branch) sends the frame back to the tagged executor.
+   (a loop inside an untaken cond branch) sends the frame back to the tagged executor. A run
+   with threads keeps the tagged executor for a loop whose body holds an item worth a thread
+   of its own (DF__XF_EXPENSIVE): there it overlaps iterations and branches.
 
    Waiting for every Enter could deadlock where a value entering the loop depends on one
    leaving it: an Exit that reaches an Enter of its own frame (a graph made by hand), or a
@@ -21551,6 +21555,7 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
         const df__xitem *it = &x->items[i];
         if (it->frame != f || it->kind == DF__X_COUNT) continue;
         if (it->flags & DF__XF_LOOP_COND) cond = it->node;
+        if (it->flags & DF__XF_EXPENSIVE) p->expensive = 1;
         p->items[p->n] = i;
         p->cval[p->n] = NULL;
         p->op[p->n] = df__sched_inline_op(it, &p->cval[p->n]);
@@ -21577,6 +21582,8 @@ static void df__schedule_build(df__exec *x) {
     for (int f = 0; f < x->n_frames; f++) x->frames[f].loop_item = -1;
     x->max_outputs = 1;
     for (int i = 0; i < n; i++) x->max_outputs = DF__MAX(x->max_outputs, x->items[i].n_outputs);
+    if (n <= 0) return;
+    size_t un = (size_t)(unsigned)n;
     df__sched_scratch S;
     memset(&S, 0, sizeof S);
     uint8_t *ok = NULL;
@@ -21597,8 +21604,8 @@ static void df__schedule_build(df__exec *x) {
     S.in_out = (uint16_t *)DF_MALLOC((size_t)(total + 1) * sizeof(uint16_t));
     if (!S.in_src || !S.in_out) goto done;
     for (int64_t k = 0; k < total; k++) S.in_src[k] = -1;
-    memset(S.cls, 0, (size_t)n);
-    memset(S.anc, 0, (size_t)n);
+    memset(S.cls, 0, un);
+    memset(S.anc, 0, un);
     for (int i = 0; i < n; i++) S.seen[i] = 0;
     S.mark = 0;
     df__sched_fill(x, &S);
@@ -22256,15 +22263,15 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df_
         df__frame *child = df__child_frame(s, fr, it, item->child_frame);
         if (!child) { s->outstanding--; return 0; }
         df_tensor *v = dead ? NULL : outs[0];
-        int32_t loop_item = s->x->frames[item->child_frame].loop_item;
-        if (loop_item >= 0 && s->statics) {
+        const df__sframe *csf = &s->x->frames[item->child_frame];
+        if (csf->loop_item >= 0 && s->statics && !(s->threaded && csf->sloop->expensive)) {
             /* a static loop: the values wait on the frame until every Enter has run, then
                the loop runs as one item of this iteration (df__loop_run) */
             if (item->flags & DF__XF_CONST_ENTER)
                 ok = df__push_deferred(&child->invs, &child->n_invs, &child->cap_invs, t->item, v, dead || !v);
             else
                 ok = df__push_deferred(&child->next_roots, &child->n_next_roots, &child->cap_next_roots, t->item, v, dead || !v);
-            if (ok && --child->num_pending_inputs == 0) ok = df__ready(s, it, loop_item, 0, q);
+            if (ok && --child->num_pending_inputs == 0) ok = df__ready(s, it, csf->loop_item, 0, q);
             break;
         }
         if (item->flags & DF__XF_CONST_ENTER) {
@@ -22819,6 +22826,11 @@ static df_code df__execute_flat(df__step *s, df_status *st) {
     df__tagged t = {0, 0, &it};
     for (int i = 0, n = x->n_items; i < n; i++) {
         const df__xitem *item = &x->items[i];
+        if ((item->flags & DF__XF_NO_KERNEL) && item->kind == DF__X_NORMAL && item->n_outputs == 0) {
+            df_tensor **in = E + item->input_start;       /* a NoOp: nothing out, its inputs dropped */
+            for (int j = 0, m = item->n_inputs; j < m; j++) if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
+            continue;
+        }
         t.item = i;
         df__run_item(s, &t, io);
         if (DF__UNLIKELY(__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE))) {

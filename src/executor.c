@@ -535,15 +535,15 @@ static int df__propagate(df__step *s, const df__tagged *t, df_tensor **outs, df_
         df__frame *child = df__child_frame(s, fr, it, item->child_frame);
         if (!child) { s->outstanding--; return 0; }
         df_tensor *v = dead ? NULL : outs[0];
-        int32_t loop_item = s->x->frames[item->child_frame].loop_item;
-        if (loop_item >= 0 && s->statics) {
+        const df__sframe *csf = &s->x->frames[item->child_frame];
+        if (csf->loop_item >= 0 && s->statics && !(s->threaded && csf->sloop->expensive)) {
             /* a static loop: the values wait on the frame until every Enter has run, then
                the loop runs as one item of this iteration (df__loop_run) */
             if (item->flags & DF__XF_CONST_ENTER)
                 ok = df__push_deferred(&child->invs, &child->n_invs, &child->cap_invs, t->item, v, dead || !v);
             else
                 ok = df__push_deferred(&child->next_roots, &child->n_next_roots, &child->cap_next_roots, t->item, v, dead || !v);
-            if (ok && --child->num_pending_inputs == 0) ok = df__ready(s, it, loop_item, 0, q);
+            if (ok && --child->num_pending_inputs == 0) ok = df__ready(s, it, csf->loop_item, 0, q);
             break;
         }
         if (item->flags & DF__XF_CONST_ENTER) {
@@ -1098,6 +1098,11 @@ static df_code df__execute_flat(df__step *s, df_status *st) {
     df__tagged t = {0, 0, &it};
     for (int i = 0, n = x->n_items; i < n; i++) {
         const df__xitem *item = &x->items[i];
+        if ((item->flags & DF__XF_NO_KERNEL) && item->kind == DF__X_NORMAL && item->n_outputs == 0) {
+            df_tensor **in = E + item->input_start;       /* a NoOp: nothing out, its inputs dropped */
+            for (int j = 0, m = item->n_inputs; j < m; j++) if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
+            continue;
+        }
         t.item = i;
         df__run_item(s, &t, io);
         if (DF__UNLIKELY(__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE))) {

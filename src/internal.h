@@ -515,6 +515,8 @@ typedef struct df__sloop {
     uint8_t *op;                 /* DF__SO_*: what the loop does itself instead of calling the kernel
                                     (Identity, Exit, NextIteration; LoopCond; Switch; Merge; Const) */
     df_tensor **cval;            /* DF__SO_CONST: the Const's value (the graph's) */
+    int expensive;               /* an item worth a thread of its own (DF__XF_EXPENSIVE): a run with
+                                    threads keeps the tagged executor, which overlaps iterations */
 } df__sloop;
 typedef struct df__sframe {
     char *name;

@@ -25,7 +25,9 @@
    such a loop as one item of its parent frame (DF__X_LOOP, kept after the n_items items)
    once every Enter has its value: iteration after iteration of the items in index order,
    the loop's invariants placed anew in each, until the predicate is false. A dead Enter value
-   (a loop inside an untaken cond branch) sends the frame back to the tagged executor.
+   (a loop inside an untaken cond branch) sends the frame back to the tagged executor. A run
+   with threads keeps the tagged executor for a loop whose body holds an item worth a thread
+   of its own (DF__XF_EXPENSIVE): there it overlaps iterations and branches.
 
    Waiting for every Enter could deadlock where a value entering the loop depends on one
    leaving it: an Exit that reaches an Enter of its own frame (a graph made by hand), or a
@@ -251,6 +253,7 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
         const df__xitem *it = &x->items[i];
         if (it->frame != f || it->kind == DF__X_COUNT) continue;
         if (it->flags & DF__XF_LOOP_COND) cond = it->node;
+        if (it->flags & DF__XF_EXPENSIVE) p->expensive = 1;
         p->items[p->n] = i;
         p->cval[p->n] = NULL;
         p->op[p->n] = df__sched_inline_op(it, &p->cval[p->n]);
@@ -277,6 +280,8 @@ DF_PRIVATE void df__schedule_build(df__exec *x) {
     for (int f = 0; f < x->n_frames; f++) x->frames[f].loop_item = -1;
     x->max_outputs = 1;
     for (int i = 0; i < n; i++) x->max_outputs = DF__MAX(x->max_outputs, x->items[i].n_outputs);
+    if (n <= 0) return;
+    size_t un = (size_t)(unsigned)n;
     df__sched_scratch S;
     memset(&S, 0, sizeof S);
     uint8_t *ok = NULL;
@@ -297,8 +302,8 @@ DF_PRIVATE void df__schedule_build(df__exec *x) {
     S.in_out = (uint16_t *)DF_MALLOC((size_t)(total + 1) * sizeof(uint16_t));
     if (!S.in_src || !S.in_out) goto done;
     for (int64_t k = 0; k < total; k++) S.in_src[k] = -1;
-    memset(S.cls, 0, (size_t)n);
-    memset(S.anc, 0, (size_t)n);
+    memset(S.cls, 0, un);
+    memset(S.anc, 0, un);
     for (int i = 0; i < n; i++) S.seen[i] = 0;
     S.mark = 0;
     df__sched_fill(x, &S);
