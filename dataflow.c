@@ -2554,6 +2554,8 @@ static int df__trace_add_remote(df__trace *tr, int worker, const df_node_trace *
 static int df__static_schedules_env(void);
 static void df__schedule_free(df__exec *x);
 static void df__schedule_build(df__exec *x);
+/* from src/kernels/half.c: the float kernel under the 16-bit wrapper, where the types allow */
+static df__kernel_fn df__half_unwrap(const df_node *n, df__kernel_fn fn);
 /* ---- static schedules: end ---- */
 /* ==========================================================================================
    src/bfc.c: The BFC allocator                                                         >>bfc
@@ -13368,6 +13370,22 @@ done:
     if (fin != fin_here) DF_FREE(fin);
     if (converted != converted_here) DF_FREE(converted);
 }
+
+/* The kernel an item of node n can call directly: the float kernel under the 16-bit wrapper
+   when none of n's inputs (nor a Cast's target) is float16 or bfloat16, which the graph's types
+   settle before any run (fed values must have their placeholder's type); else fn itself. */
+static df__kernel_fn df__half_unwrap(const df_node *n, df__kernel_fn fn) {
+    if (fn != df__k_half) return fn;
+    int k = 0;
+    ptrdiff_t at = n->op - df__half_base;
+    if (at >= 0 && at < df__half_n_ops && at < DF__HALF_MAX_OPS && df__half_slot[at]) k = df__half_slot[at] - 1;
+    else while (k < df__half_n_orig && df__half_orig[k].op != n->op) k++;
+    if (k == df__half_n_orig) return fn;
+    for (int i = 0; i < n->n_inputs; i++)
+        if (df__is16(n->inputs[i].node->out_types[n->inputs[i].index])) return fn;
+    for (int i = 0; i < n->n_outputs; i++) if (df__is16(n->out_types[i])) return fn;
+    return df__half_orig[k].fn;
+}
 /* ==========================================================================================
    src/kernels/resize.c: CPU kernels: image resizing (bilinear, nearest neighbor)      >>resize
    ResizeBilinear, ResizeBilinearGrad, ResizeNearestNeighbor and ResizeNearestNeighborGrad on
@@ -23540,7 +23558,7 @@ static df_code df__compile_node_items(df__compile_state *s, df_status *st) {
         const df_node *n = g->nodes[i];
         df__xitem *it = &x->items[item_of[i]];
         it->node = n;
-        it->kernel = n->op->kernels[DF__DEV_CPU].fn;
+        it->kernel = df__half_unwrap(n, n->op->kernels[DF__DEV_CPU].fn);
         if (devmem) {
             uint32_t host_out = ~0u;
             int host_only = 0;

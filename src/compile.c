@@ -232,7 +232,7 @@ static df_code df__compile_node_items(df__compile_state *s, df_status *st) {
         const df_node *n = g->nodes[i];
         df__xitem *it = &x->items[item_of[i]];
         it->node = n;
-        it->kernel = n->op->kernels[DF__DEV_CPU].fn;
+        it->kernel = df__half_unwrap(n, n->op->kernels[DF__DEV_CPU].fn);
         if (devmem) {
             uint32_t host_out = ~0u;
             int host_only = 0;

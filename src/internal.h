@@ -1775,4 +1775,6 @@ DF_PRIVATE int df__trace_add_remote(df__trace *tr, int worker, const df_node_tra
 DF_PRIVATE int df__static_schedules_env(void);
 DF_PRIVATE void df__schedule_free(df__exec *x);
 DF_PRIVATE void df__schedule_build(df__exec *x);
+/* from src/kernels/half.c: the float kernel under the 16-bit wrapper, where the types allow */
+DF_PRIVATE df__kernel_fn df__half_unwrap(const df_node *n, df__kernel_fn fn);
 /* ---- static schedules: end ---- */

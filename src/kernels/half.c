@@ -453,3 +453,19 @@ done:
     if (fin != fin_here) DF_FREE(fin);
     if (converted != converted_here) DF_FREE(converted);
 }
+
+/* The kernel an item of node n can call directly: the float kernel under the 16-bit wrapper
+   when none of n's inputs (nor a Cast's target) is float16 or bfloat16, which the graph's types
+   settle before any run (fed values must have their placeholder's type); else fn itself. */
+DF_PRIVATE df__kernel_fn df__half_unwrap(const df_node *n, df__kernel_fn fn) {
+    if (fn != df__k_half) return fn;
+    int k = 0;
+    ptrdiff_t at = n->op - df__half_base;
+    if (at >= 0 && at < df__half_n_ops && at < DF__HALF_MAX_OPS && df__half_slot[at]) k = df__half_slot[at] - 1;
+    else while (k < df__half_n_orig && df__half_orig[k].op != n->op) k++;
+    if (k == df__half_n_orig) return fn;
+    for (int i = 0; i < n->n_inputs; i++)
+        if (df__is16(n->inputs[i].node->out_types[n->inputs[i].index])) return fn;
+    for (int i = 0; i < n->n_outputs; i++) if (df__is16(n->out_types[i])) return fn;
+    return df__half_orig[k].fn;
+}
