@@ -1286,14 +1286,28 @@ typedef struct df__xitem {      /* 64 bytes: what running a node touches comes f
    (LoopCounts excluded), each with the side of the loop's Switches it depends on. */
 enum { DF__SC_ALWAYS = 0, DF__SC_BODY = 1, DF__SC_EXIT = 2, DF__SC_NEVER = 3 };
 enum { DF__SO_KERNEL, DF__SO_FORWARD, DF__SO_COND, DF__SO_SWITCH, DF__SO_MERGE, DF__SO_CONST };
+/* One item of a loop's iteration: where its inputs are, where its outputs go (routes: its data
+   edges, in order), what runs it. */
+typedef struct df__sstep {
+    int32_t item, in_start, route, n_route;
+    int32_t n_in, n_out;
+    uint8_t cls;                 /* DF__SC_*: runs every iteration; when the predicate is true; when
+                                    it is false; never (it reads both sides: always dead) */
+    uint8_t op;                  /* DF__SO_*: what the loop does itself instead of calling the kernel
+                                    (Identity, Exit, NextIteration; LoopCond; Switch; Merge; Const) */
+    uint8_t is_cond;             /* the LoopCond: its output is the predicate */
+    uint8_t general;             /* a kernel with reference inputs, a Switch or Merge kernel (RefSwitch):
+                                    df__run_item's path */
+    uint8_t clean;               /* every output it makes has a last route (takes it): none is
+                                    left to release */
+    int32_t exit;                /* an Exit: its index among the frame's Exits; else -1 */
+    df_tensor *cval;             /* DF__SO_CONST: the Const's value (the graph's) */
+} df__sstep;
+typedef struct df__sroute { int32_t slot; uint16_t src_out, last; } df__sroute;
 typedef struct df__sloop {
     int n;
-    int32_t *items;
-    uint8_t *cls;                /* DF__SC_*: runs every iteration; when the predicate is true; when
-                                    it is false; never (it reads both sides: always dead) */
-    uint8_t *op;                 /* DF__SO_*: what the loop does itself instead of calling the kernel
-                                    (Identity, Exit, NextIteration; LoopCond; Switch; Merge; Const) */
-    df_tensor **cval;            /* DF__SO_CONST: the Const's value (the graph's) */
+    df__sstep *steps;
+    df__sroute *routes;
     int expensive;               /* an item worth a thread of its own (DF__XF_EXPENSIVE): a run with
                                     threads keeps the tagged executor, which overlaps iterations */
 } df__sloop;
@@ -21374,7 +21388,7 @@ static void df__schedule_free(df__exec *x) {
     for (int f = 0; f < x->n_frames; f++) {
         df__sloop *p = x->frames[f].sloop;
         if (!p) continue;
-        DF_FREE(p->items); DF_FREE(p->cls); DF_FREE(p->op); DF_FREE(p->cval); DF_FREE(p);
+        DF_FREE(p->steps); DF_FREE(p->routes); DF_FREE(p);
         x->frames[f].sloop = NULL;
     }
 }
@@ -21558,26 +21572,56 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
     df__sloop *p = (df__sloop *)DF_MALLOC(sizeof *p);
     if (!p) return 0;
     memset(p, 0, sizeof *p);
-    int cnt = 0;
-    for (int i = 0; i < x->n_items; i++) if (x->items[i].frame == f && x->items[i].kind != DF__X_COUNT) cnt++;
-    p->items = (int32_t *)DF_MALLOC((size_t)(cnt + 1) * sizeof(int32_t));
-    p->cls = (uint8_t *)DF_MALLOC((size_t)cnt + 1);
-    p->op = (uint8_t *)DF_MALLOC((size_t)cnt + 1);
-    p->cval = (df_tensor **)DF_MALLOC((size_t)(cnt + 1) * sizeof(df_tensor *));
-    if (!p->items || !p->cls || !p->op || !p->cval) {
-        DF_FREE(p->items); DF_FREE(p->cls); DF_FREE(p->op); DF_FREE(p->cval); DF_FREE(p);
-        return 0;
+    int cnt = 0, nr = 0;
+    for (int i = 0; i < x->n_items; i++) {
+        const df__xitem *it = &x->items[i];
+        if (it->frame != f || it->kind == DF__X_COUNT) continue;
+        cnt++;
+        for (int e = 0; e < it->n_edges; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            if (ed->slot >= 0 && !(ed->flags & DF__XE_COUNT)) nr++;
+        }
     }
+    p->steps = (df__sstep *)DF_MALLOC((size_t)(cnt + 1) * sizeof(df__sstep));
+    p->routes = (df__sroute *)DF_MALLOC((size_t)(nr + 1) * sizeof(df__sroute));
+    if (!p->steps || !p->routes) { DF_FREE(p->steps); DF_FREE(p->routes); DF_FREE(p); return 0; }
     const df_node *cond = NULL;
+    int at = 0;
     for (int i = 0; i < x->n_items; i++) {
         const df__xitem *it = &x->items[i];
         if (it->frame != f || it->kind == DF__X_COUNT) continue;
         if (it->flags & DF__XF_LOOP_COND) cond = it->node;
         if (it->flags & DF__XF_EXPENSIVE) p->expensive = 1;
-        p->items[p->n] = i;
-        p->cval[p->n] = NULL;
-        p->op[p->n] = df__sched_inline_op(it, &p->cval[p->n]);
-        p->cls[p->n++] = S->cls[i];
+        df__sstep *k = &p->steps[p->n++];
+        memset(k, 0, sizeof *k);
+        k->item = i;
+        k->in_start = it->input_start;
+        k->n_in = it->n_inputs;
+        k->n_out = it->n_outputs;
+        k->cls = S->cls[i];
+        k->op = df__sched_inline_op(it, &k->cval);
+        k->is_cond = (it->flags & DF__XF_LOOP_COND) ? 1 : 0;
+        /* (a Switch or Merge kernel leaves outputs dead: df__run_item checks them so) */
+        k->general = (it->flags & (DF__XF_DEREF | DF__XF_SWITCH)) || it->kind == DF__X_MERGE ? 1 : 0;
+        k->exit = it->kind == DF__X_EXIT ? it->aux : -1;
+        k->route = at;
+        if (it->kind == DF__X_EXIT) continue;        /* (its edges lead out of the loop) */
+        for (int e = 0; e < it->n_edges; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            if (ed->slot < 0 || (ed->flags & DF__XE_COUNT)) continue;
+            p->routes[at].slot = ed->slot;
+            p->routes[at].src_out = ed->src_out;
+            p->routes[at++].last = (ed->flags & DF__XE_LAST) ? 1 : 0;
+        }
+        k->n_route = at - k->route;
+        /* outputs it makes: the inline ops one (a Switch two), a kernel any of them */
+        int made = k->op == DF__SO_KERNEL ? k->n_out : k->op == DF__SO_SWITCH ? 2 : 1;
+        k->clean = made <= 64;
+        for (int o = 0; o < made && k->clean; o++) {
+            int taken = 0;
+            for (int r = k->route; r < at; r++) taken |= p->routes[r].src_out == o && p->routes[r].last;
+            k->clean = (uint8_t)taken;
+        }
     }
     df__xitem *li = &x->items[x->n_items + x->n_loops];
     memset(li, 0, sizeof *li);
@@ -22525,6 +22569,12 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
     }
     fr->n_next_roots = 0;
     df__tagged ti = {0, 0, it};
+    df_status st;                        /* the kernels' context, the same in every call */
+    df_status_clear(&st);
+    df__kctx k_ctx;
+    memset(&k_ctx, 0, sizeof k_ctx);
+    k_ctx.out = io; k_ctx.alloc = s->device->alloc; k_ctx.step = s; k_ctx.st = &st; k_ctx.ipool = s->ipool;
+    k_ctx.host_out = 0; k_ctx.gpu = s->device->gpu; k_ctx.dev = s->device;
     int64_t n = 0;
     for (;; n++) {
         if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) break;
@@ -22541,23 +22591,22 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
         }
         int pred = -1;
         for (int k = 0; k < P->n; k++) {
-            const df__xitem *item = &x->items[P->items[k]];
-            uint8_t c = P->cls[k];
+            const df__sstep *sp = &P->steps[k];
+            df_tensor **in = E + sp->in_start;
+            uint8_t c = sp->cls;
             if (c != DF__SC_ALWAYS && (c == DF__SC_NEVER || (c == DF__SC_BODY) != (pred == 1))) {
-                df_tensor **in = E + item->input_start;          /* dead this iteration */
-                for (int j = 0; j < item->n_inputs; j++)
+                for (int j = 0; j < sp->n_in; j++)                 /* dead this iteration */
                     if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
                 continue;
             }
-            df_tensor **in = E + item->input_start;
-            switch (P->op[k]) {                /* the plumbing without a kernel call */
+            switch (sp->op) {                  /* the plumbing without a kernel call */
             case DF__SO_FORWARD: io[0] = in[0]; in[0] = NULL; break;
             case DF__SO_COND:
-                if (in[0]->rank != 0 || in[0]->dtype != DF_BOOL) goto kernel;
+                if (in[0]->rank != 0 || in[0]->dtype != DF_BOOL) goto general;
                 io[0] = in[0]; in[0] = NULL;
                 break;
             case DF__SO_SWITCH:
-                if (in[1]->rank != 0 || in[1]->dtype != DF_BOOL) goto kernel;
+                if (in[1]->rank != 0 || in[1]->dtype != DF_BOOL) goto general;
                 io[*(const uint8_t *)in[1]->data ? 1 : 0] = in[0];
                 in[0] = NULL;
                 df_tensor_release(in[1]);
@@ -22567,28 +22616,47 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
                 int live = in[0] ? 0 : 1;
                 io[0] = in[live];
                 in[live] = NULL;
-                if (!io[0]) goto kernel;           /* (not reached: the kernel reports it) */
+                if (!io[0]) goto general;          /* (not reached: the kernel reports it) */
                 if (in[1 - live]) { df_tensor_release(in[1 - live]); in[1 - live] = NULL; }
                 break;
             }
-            case DF__SO_CONST: io[0] = df_tensor_retain(P->cval[k]); break;
+            case DF__SO_CONST: io[0] = df_tensor_retain(sp->cval); break;
             default:
-            kernel:
-                ti.item = P->items[k];
+                if (sp->general) goto general;
+                {   /* a kernel: df__run_item's path for a live CPU node without reference inputs */
+                    const df__xitem *item = &x->items[sp->item];
+                    st.code = DF_OK;
+                    st.message[0] = 0;
+                    k_ctx.in = in; k_ctx.node = item->node; k_ctx.n_in = sp->n_in; k_ctx.n_out = sp->n_out;
+                    k_ctx.need = item->need; k_ctx.iter = n;
+                    item->kernel(&k_ctx);
+                    if (!st.code) df__check_outputs(item->node, io, sp->n_out, item->need, &st);
+                    if (st.code) df__step_error(s, &st);
+                    for (int j = 0; j < sp->n_in; j++) if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
+                }
+                break;
+            general:
+                ti.item = sp->item;
                 ti.dead = 0;
                 df__run_item(s, &ti, io);
             }
             if (DF__UNLIKELY(__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE))) {
-                for (int j = 0; j < item->n_outputs; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+                for (int j = 0; j < sp->n_out; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
                 goto out;
             }
-            if (item->flags & DF__XF_LOOP_COND) pred = io[0] && *(const uint8_t *)io[0]->data ? 1 : 0;
-            if (item->kind == DF__X_EXIT) {
-                if (io[0] && !outs[item->aux]) { outs[item->aux] = io[0]; io[0] = NULL; }
+            if (sp->is_cond) pred = io[0] && *(const uint8_t *)io[0]->data ? 1 : 0;
+            if (sp->exit >= 0) {
+                if (io[0] && !outs[sp->exit]) { outs[sp->exit] = io[0]; io[0] = NULL; }
             } else {
-                df__route(x, item, io, E, 1);
+                for (const df__sroute *r = P->routes + sp->route, *end = r + sp->n_route; r < end; r++) {
+                    df_tensor *v = io[r->src_out];
+                    if (!v) continue;
+                    if (r->last) { E[r->slot] = v; io[r->src_out] = NULL; }
+                    else E[r->slot] = df_tensor_retain(v);
+                }
+                if (sp->clean) continue;
             }
-            for (int j = 0; j < item->n_outputs; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+            for (int j = 0; j < sp->n_out; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
         }
         if (pred != 1) break;
     }
@@ -22801,7 +22869,8 @@ static void df__process(df__step *s, df__tagged t) { df__process_batch(s, &t, 1,
    for a run that is not traced (a trace records the tagged executor's nodes), on a device whose
    memory is the host's (a loop's predicate is read there). */
 static int df__statics_on(const df__step *s) {
-    return !s->trace && s->device->host_memory && !(s->session && s->session->opts.dynamic_only) && df__static_schedules_env();
+    return !s->trace && s->device->host_memory && s->device->kernel_type == DF__DEV_CPU &&
+           !(s->session && s->session->opts.dynamic_only) && df__static_schedules_env();
 }
 
 /* Frees what the stacks' home step made: its stacks and TensorArrays. */

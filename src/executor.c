@@ -779,6 +779,12 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
     }
     fr->n_next_roots = 0;
     df__tagged ti = {0, 0, it};
+    df_status st;                        /* the kernels' context, the same in every call */
+    df_status_clear(&st);
+    df__kctx k_ctx;
+    memset(&k_ctx, 0, sizeof k_ctx);
+    k_ctx.out = io; k_ctx.alloc = s->device->alloc; k_ctx.step = s; k_ctx.st = &st; k_ctx.ipool = s->ipool;
+    k_ctx.host_out = 0; k_ctx.gpu = s->device->gpu; k_ctx.dev = s->device;
     int64_t n = 0;
     for (;; n++) {
         if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) break;
@@ -795,23 +801,22 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
         }
         int pred = -1;
         for (int k = 0; k < P->n; k++) {
-            const df__xitem *item = &x->items[P->items[k]];
-            uint8_t c = P->cls[k];
+            const df__sstep *sp = &P->steps[k];
+            df_tensor **in = E + sp->in_start;
+            uint8_t c = sp->cls;
             if (c != DF__SC_ALWAYS && (c == DF__SC_NEVER || (c == DF__SC_BODY) != (pred == 1))) {
-                df_tensor **in = E + item->input_start;          /* dead this iteration */
-                for (int j = 0; j < item->n_inputs; j++)
+                for (int j = 0; j < sp->n_in; j++)                 /* dead this iteration */
                     if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
                 continue;
             }
-            df_tensor **in = E + item->input_start;
-            switch (P->op[k]) {                /* the plumbing without a kernel call */
+            switch (sp->op) {                  /* the plumbing without a kernel call */
             case DF__SO_FORWARD: io[0] = in[0]; in[0] = NULL; break;
             case DF__SO_COND:
-                if (in[0]->rank != 0 || in[0]->dtype != DF_BOOL) goto kernel;
+                if (in[0]->rank != 0 || in[0]->dtype != DF_BOOL) goto general;
                 io[0] = in[0]; in[0] = NULL;
                 break;
             case DF__SO_SWITCH:
-                if (in[1]->rank != 0 || in[1]->dtype != DF_BOOL) goto kernel;
+                if (in[1]->rank != 0 || in[1]->dtype != DF_BOOL) goto general;
                 io[*(const uint8_t *)in[1]->data ? 1 : 0] = in[0];
                 in[0] = NULL;
                 df_tensor_release(in[1]);
@@ -821,28 +826,47 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
                 int live = in[0] ? 0 : 1;
                 io[0] = in[live];
                 in[live] = NULL;
-                if (!io[0]) goto kernel;           /* (not reached: the kernel reports it) */
+                if (!io[0]) goto general;          /* (not reached: the kernel reports it) */
                 if (in[1 - live]) { df_tensor_release(in[1 - live]); in[1 - live] = NULL; }
                 break;
             }
-            case DF__SO_CONST: io[0] = df_tensor_retain(P->cval[k]); break;
+            case DF__SO_CONST: io[0] = df_tensor_retain(sp->cval); break;
             default:
-            kernel:
-                ti.item = P->items[k];
+                if (sp->general) goto general;
+                {   /* a kernel: df__run_item's path for a live CPU node without reference inputs */
+                    const df__xitem *item = &x->items[sp->item];
+                    st.code = DF_OK;
+                    st.message[0] = 0;
+                    k_ctx.in = in; k_ctx.node = item->node; k_ctx.n_in = sp->n_in; k_ctx.n_out = sp->n_out;
+                    k_ctx.need = item->need; k_ctx.iter = n;
+                    item->kernel(&k_ctx);
+                    if (!st.code) df__check_outputs(item->node, io, sp->n_out, item->need, &st);
+                    if (st.code) df__step_error(s, &st);
+                    for (int j = 0; j < sp->n_in; j++) if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
+                }
+                break;
+            general:
+                ti.item = sp->item;
                 ti.dead = 0;
                 df__run_item(s, &ti, io);
             }
             if (DF__UNLIKELY(__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE))) {
-                for (int j = 0; j < item->n_outputs; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+                for (int j = 0; j < sp->n_out; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
                 goto out;
             }
-            if (item->flags & DF__XF_LOOP_COND) pred = io[0] && *(const uint8_t *)io[0]->data ? 1 : 0;
-            if (item->kind == DF__X_EXIT) {
-                if (io[0] && !outs[item->aux]) { outs[item->aux] = io[0]; io[0] = NULL; }
+            if (sp->is_cond) pred = io[0] && *(const uint8_t *)io[0]->data ? 1 : 0;
+            if (sp->exit >= 0) {
+                if (io[0] && !outs[sp->exit]) { outs[sp->exit] = io[0]; io[0] = NULL; }
             } else {
-                df__route(x, item, io, E, 1);
+                for (const df__sroute *r = P->routes + sp->route, *end = r + sp->n_route; r < end; r++) {
+                    df_tensor *v = io[r->src_out];
+                    if (!v) continue;
+                    if (r->last) { E[r->slot] = v; io[r->src_out] = NULL; }
+                    else E[r->slot] = df_tensor_retain(v);
+                }
+                if (sp->clean) continue;
             }
-            for (int j = 0; j < item->n_outputs; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+            for (int j = 0; j < sp->n_out; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
         }
         if (pred != 1) break;
     }
@@ -1055,7 +1079,8 @@ DF_PRIVATE void df__process(df__step *s, df__tagged t) { df__process_batch(s, &t
    for a run that is not traced (a trace records the tagged executor's nodes), on a device whose
    memory is the host's (a loop's predicate is read there). */
 static int df__statics_on(const df__step *s) {
-    return !s->trace && s->device->host_memory && !(s->session && s->session->opts.dynamic_only) && df__static_schedules_env();
+    return !s->trace && s->device->host_memory && s->device->kernel_type == DF__DEV_CPU &&
+           !(s->session && s->session->opts.dynamic_only) && df__static_schedules_env();
 }
 
 /* Frees what the stacks' home step made: its stacks and TensorArrays. */

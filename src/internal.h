@@ -507,14 +507,28 @@ typedef struct df__xitem {      /* 64 bytes: what running a node touches comes f
    (LoopCounts excluded), each with the side of the loop's Switches it depends on. */
 enum { DF__SC_ALWAYS = 0, DF__SC_BODY = 1, DF__SC_EXIT = 2, DF__SC_NEVER = 3 };
 enum { DF__SO_KERNEL, DF__SO_FORWARD, DF__SO_COND, DF__SO_SWITCH, DF__SO_MERGE, DF__SO_CONST };
+/* One item of a loop's iteration: where its inputs are, where its outputs go (routes: its data
+   edges, in order), what runs it. */
+typedef struct df__sstep {
+    int32_t item, in_start, route, n_route;
+    int32_t n_in, n_out;
+    uint8_t cls;                 /* DF__SC_*: runs every iteration; when the predicate is true; when
+                                    it is false; never (it reads both sides: always dead) */
+    uint8_t op;                  /* DF__SO_*: what the loop does itself instead of calling the kernel
+                                    (Identity, Exit, NextIteration; LoopCond; Switch; Merge; Const) */
+    uint8_t is_cond;             /* the LoopCond: its output is the predicate */
+    uint8_t general;             /* a kernel with reference inputs, a Switch or Merge kernel (RefSwitch):
+                                    df__run_item's path */
+    uint8_t clean;               /* every output it makes has a last route (takes it): none is
+                                    left to release */
+    int32_t exit;                /* an Exit: its index among the frame's Exits; else -1 */
+    df_tensor *cval;             /* DF__SO_CONST: the Const's value (the graph's) */
+} df__sstep;
+typedef struct df__sroute { int32_t slot; uint16_t src_out, last; } df__sroute;
 typedef struct df__sloop {
     int n;
-    int32_t *items;
-    uint8_t *cls;                /* DF__SC_*: runs every iteration; when the predicate is true; when
-                                    it is false; never (it reads both sides: always dead) */
-    uint8_t *op;                 /* DF__SO_*: what the loop does itself instead of calling the kernel
-                                    (Identity, Exit, NextIteration; LoopCond; Switch; Merge; Const) */
-    df_tensor **cval;            /* DF__SO_CONST: the Const's value (the graph's) */
+    df__sstep *steps;
+    df__sroute *routes;
     int expensive;               /* an item worth a thread of its own (DF__XF_EXPENSIVE): a run with
                                     threads keeps the tagged executor, which overlaps iterations */
 } df__sloop;

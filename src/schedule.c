@@ -54,7 +54,7 @@ DF_PRIVATE void df__schedule_free(df__exec *x) {
     for (int f = 0; f < x->n_frames; f++) {
         df__sloop *p = x->frames[f].sloop;
         if (!p) continue;
-        DF_FREE(p->items); DF_FREE(p->cls); DF_FREE(p->op); DF_FREE(p->cval); DF_FREE(p);
+        DF_FREE(p->steps); DF_FREE(p->routes); DF_FREE(p);
         x->frames[f].sloop = NULL;
     }
 }
@@ -238,26 +238,56 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
     df__sloop *p = (df__sloop *)DF_MALLOC(sizeof *p);
     if (!p) return 0;
     memset(p, 0, sizeof *p);
-    int cnt = 0;
-    for (int i = 0; i < x->n_items; i++) if (x->items[i].frame == f && x->items[i].kind != DF__X_COUNT) cnt++;
-    p->items = (int32_t *)DF_MALLOC((size_t)(cnt + 1) * sizeof(int32_t));
-    p->cls = (uint8_t *)DF_MALLOC((size_t)cnt + 1);
-    p->op = (uint8_t *)DF_MALLOC((size_t)cnt + 1);
-    p->cval = (df_tensor **)DF_MALLOC((size_t)(cnt + 1) * sizeof(df_tensor *));
-    if (!p->items || !p->cls || !p->op || !p->cval) {
-        DF_FREE(p->items); DF_FREE(p->cls); DF_FREE(p->op); DF_FREE(p->cval); DF_FREE(p);
-        return 0;
+    int cnt = 0, nr = 0;
+    for (int i = 0; i < x->n_items; i++) {
+        const df__xitem *it = &x->items[i];
+        if (it->frame != f || it->kind == DF__X_COUNT) continue;
+        cnt++;
+        for (int e = 0; e < it->n_edges; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            if (ed->slot >= 0 && !(ed->flags & DF__XE_COUNT)) nr++;
+        }
     }
+    p->steps = (df__sstep *)DF_MALLOC((size_t)(cnt + 1) * sizeof(df__sstep));
+    p->routes = (df__sroute *)DF_MALLOC((size_t)(nr + 1) * sizeof(df__sroute));
+    if (!p->steps || !p->routes) { DF_FREE(p->steps); DF_FREE(p->routes); DF_FREE(p); return 0; }
     const df_node *cond = NULL;
+    int at = 0;
     for (int i = 0; i < x->n_items; i++) {
         const df__xitem *it = &x->items[i];
         if (it->frame != f || it->kind == DF__X_COUNT) continue;
         if (it->flags & DF__XF_LOOP_COND) cond = it->node;
         if (it->flags & DF__XF_EXPENSIVE) p->expensive = 1;
-        p->items[p->n] = i;
-        p->cval[p->n] = NULL;
-        p->op[p->n] = df__sched_inline_op(it, &p->cval[p->n]);
-        p->cls[p->n++] = S->cls[i];
+        df__sstep *k = &p->steps[p->n++];
+        memset(k, 0, sizeof *k);
+        k->item = i;
+        k->in_start = it->input_start;
+        k->n_in = it->n_inputs;
+        k->n_out = it->n_outputs;
+        k->cls = S->cls[i];
+        k->op = df__sched_inline_op(it, &k->cval);
+        k->is_cond = (it->flags & DF__XF_LOOP_COND) ? 1 : 0;
+        /* (a Switch or Merge kernel leaves outputs dead: df__run_item checks them so) */
+        k->general = (it->flags & (DF__XF_DEREF | DF__XF_SWITCH)) || it->kind == DF__X_MERGE ? 1 : 0;
+        k->exit = it->kind == DF__X_EXIT ? it->aux : -1;
+        k->route = at;
+        if (it->kind == DF__X_EXIT) continue;        /* (its edges lead out of the loop) */
+        for (int e = 0; e < it->n_edges; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            if (ed->slot < 0 || (ed->flags & DF__XE_COUNT)) continue;
+            p->routes[at].slot = ed->slot;
+            p->routes[at].src_out = ed->src_out;
+            p->routes[at++].last = (ed->flags & DF__XE_LAST) ? 1 : 0;
+        }
+        k->n_route = at - k->route;
+        /* outputs it makes: the inline ops one (a Switch two), a kernel any of them */
+        int made = k->op == DF__SO_KERNEL ? k->n_out : k->op == DF__SO_SWITCH ? 2 : 1;
+        k->clean = made <= 64;
+        for (int o = 0; o < made && k->clean; o++) {
+            int taken = 0;
+            for (int r = k->route; r < at; r++) taken |= p->routes[r].src_out == o && p->routes[r].last;
+            k->clean = (uint8_t)taken;
+        }
     }
     df__xitem *li = &x->items[x->n_items + x->n_loops];
     memset(li, 0, sizeof *li);
