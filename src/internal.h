@@ -417,6 +417,7 @@ typedef struct df__stack {
     int64_t next;                /* accumulator: the iteration whose value is added next */
     df__pend *pend;              /*   values of later iterations, waiting, by iteration */
     int n_pend, cap_pend;
+    int row;                     /* LoopStackPushN/PopN: values per iteration, v[i*row + s] (0: none yet) */
 } df__stack;
 #define DF__STACK_MAGIC 0x5354414bu
 
@@ -450,6 +451,9 @@ typedef struct df__gstack {
     df_node **pops;
     int n_pops, cap_pops;
     struct df__gstack *grad;     /* second order: the stack of its pops' gradients */
+    int slot;                    /* a row stack (LoopStackPushN/PopN, shared by several values):
+                                    this value's input of the push is 1 + slot, its output of the
+                                    pop is slot; 0 for the other stacks */
 } df__gstack;
 
 /* ---- from src/autodiff/grad_ops.c ---- */
@@ -1744,3 +1748,8 @@ DF_PRIVATE int df__trace_add_remote(df__trace *tr, int worker, const df_node_tra
    src/net/worker.c); the records follow the fetches in its STEP_DONE. */
 #define DF__W_RUN_TRACE 0x80000000u
 /* ---- trace (issue 30): end ---- */
+
+/* ---- loop gradients: stacks holding a row of values per iteration (issue 31) ---- */
+DF_PRIVATE void df__k_loop_push_n(df__kctx *c);
+DF_PRIVATE void df__k_loop_pop_n(df__kctx *c);
+/* ---- loop gradients (issue 31): end ---- */
