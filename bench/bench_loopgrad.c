@@ -96,12 +96,8 @@ int main(int argc, char **argv) {
     loop L;
     build(&L, threads);
     float v[2];
-    if (only >= 0) {                      /* one warm-up run outside the counted function */
+    if (only >= 0) {                      /* (first-run costs cancel in the difference of two N) */
         float w;
-        df_status st;
-        df_tensor *t = NULL;
-        if (df_session_run(L.s, NULL, NULL, 0, &L.fetch[only], &t, 1, NULL, 0, &st)) die("loop run", st.message);
-        df_tensor_release(t);
         run_fetches(&L, only, reps, NULL, &w);
         printf("%s n=%d reps=%d first=%.9g\n", only ? "fwdbwd" : "fwd", loop_n, reps, w);
     } else {

@@ -9,7 +9,9 @@
    the executor gives once every node of every iteration has run. Forward values go on stacks
    indexed by iteration (LoopStackPush keeps iteration i's value at i; no order among pushes is
    needed), and the gradient loop, whose predicate is LoopIterationLess(N) (no counting loop
-   variable), pops in its iteration k the value of iteration N-1-k. Gradients of loop invariants
+   variable), pops in its iteration k the value of iteration N-1-k. The values of the loop's body
+   itself (not of a cond in it) share one stack of rows: one LoopStackPushN per iteration keeps
+   them all, one LoopStackPopN gives them back. Gradients of loop invariants
    are summed by a SumAccumulator, one add per iteration, summed in iteration order whatever the
    arrival order, read once the gradient loop's own LoopCount fires (by accumulator loop
    variables when checkpointing, whose sequential stacks still use a forward counter). A loop
@@ -351,7 +353,7 @@ static df_output df__row_value(df_graph *g, df__ctx *G, df__ctx *W, df_output x)
     df_node *n = x.node;
     df_dtype t = df_output_dtype(x);
     df__gstack *s0 = NULL;
-    for (int i = 0; i < g->n_gstacks && !s0; i++) {
+    for (int i = g->n_gstacks - 1; i >= 0 && !s0; i--) {        /* (G's own: among the newest) */
         df__gstack *s = g->gstacks[i];
         if (s->slot == 0 && s->push && s->push_loop == W && s->n_pops == 1 && s->pops[0]->ctx == G &&
             !strcmp(s->push->op->name, "LoopStackPushN") && df__same_device(s->push->inputs[1].node, n)) s0 = s;
