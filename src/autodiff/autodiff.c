@@ -323,12 +323,10 @@ static int df__live_guards(df_graph *g, df__ctx *G, df_output x, df_output *pred
    pop in G gives them all back (LoopStackPushN, LoopStackPopN): per iteration one push and one
    pop, and one stack handle entering each loop, however many values the gradient reads. The
    push and the pop grow by one value each time G reads another; each value keeps a gstack of
-   its own (slot: its place in the row) for second-order gradients. One row stack per (W, G,
-   requested device of the values). ---- */
+   its own (slot: its place in the row) for second-order gradients. One row stack per (W, G),
+   whatever devices the values are on: the push and the pop go with the stack's handle, as the
+   one-value pushes and pops do (the graph is the same however it is placed). ---- */
 static int df__row_dtype(df_dtype t) { return t != DF_RESOURCE && t != DF_VARIANT && t != DF_STRING; }
-static int df__same_device(const df_node *a, const df_node *b) {
-    return !strcmp(a->device ? a->device : "", b->device ? b->device : "");
-}
 /* A gstack for slot k of row stack s0 (same stack, push and pop). */
 static df__gstack *df__row_slot(df_graph *g, const df__gstack *s0, int k) {
     df__gstack *s = (df__gstack *)DF_MALLOC(sizeof *s);
@@ -356,7 +354,7 @@ static df_output df__row_value(df_graph *g, df__ctx *G, df__ctx *W, df_output x)
     for (int i = g->n_gstacks - 1; i >= 0 && !s0; i--) {        /* (G's own: among the newest) */
         df__gstack *s = g->gstacks[i];
         if (s->slot == 0 && s->push && s->push_loop == W && s->n_pops == 1 && s->pops[0]->ctx == G &&
-            !strcmp(s->push->op->name, "LoopStackPushN") && df__same_device(s->push->inputs[1].node, n)) s0 = s;
+            !strcmp(s->push->op->name, "LoopStackPushN")) s0 = s;
     }
     if (s0) {                    /* one more value in the row: the push and the pop grow */
         df_node *p = s0->push, *pop = s0->pops[0];
