@@ -1196,6 +1196,7 @@ typedef struct df__stack {
     int64_t next;                /* accumulator: the iteration whose value is added next */
     df__pend *pend;              /*   values of later iterations, waiting, by iteration */
     int n_pend, cap_pend;
+    int row;                     /* LoopStackPushN/PopN: values per iteration, v[i*row + s] (0: none yet) */
 } df__stack;
 #define DF__STACK_MAGIC 0x5354414bu
 
@@ -1229,6 +1230,9 @@ typedef struct df__gstack {
     df_node **pops;
     int n_pops, cap_pops;
     struct df__gstack *grad;     /* second order: the stack of its pops' gradients */
+    int slot;                    /* a row stack (LoopStackPushN/PopN, shared by several values):
+                                    this value's input of the push is 1 + slot, its output of the
+                                    pop is slot; 0 for the other stacks */
 } df__gstack;
 
 /* ---- from src/autodiff/grad_ops.c ---- */
@@ -2571,6 +2575,10 @@ static void df__schedule_build(df__exec *x);
 /* from src/kernels/half.c: the float kernel under the 16-bit wrapper, where the types allow */
 static df__kernel_fn df__half_unwrap(const df_node *n, df__kernel_fn fn);
 /* ---- static schedules: end ---- */
+/* ---- loop gradients: stacks holding a row of values per iteration (issue 31) ---- */
+static void df__k_loop_push_n(df__kctx *c);
+static void df__k_loop_pop_n(df__kctx *c);
+/* ---- loop gradients (issue 31): end ---- */
 /* ==========================================================================================
    src/bfc.c: The BFC allocator                                                         >>bfc
    Best fit with coalescing, as TensorFlow's: memory in 256-byte units carved from regions;
@@ -18788,6 +18796,73 @@ static void df__k_loop_pop(df__kctx *c) {
     if (!x) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds no value of iteration %lld (count %lld, popped in iteration %lld)", (long long)i, (long long)df__int_at(n, 0), (long long)c->iter); return; }
     c->out[0] = df__stack_give(c, x);
 }
+/* ---- Row stacks: LoopStackPushN keeps the K values of the iteration i it runs in as row i
+   (v[i*K + s]); LoopStackPopN, in the gradient loop's iteration k, takes row count-1-k, each row
+   once. One push and one pop per iteration for all the values a gradient loop reads from its
+   loop's body, where a stack each took a push and a pop per value. ---- */
+static void df__k_loop_push_n(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    int K = c->n_in - 1;
+    if (K < 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "LoopStackPushN needs at least one value"); return; }
+    df_tensor *small[8], **kept = K <= 8 ? small : (df_tensor **)DF_MALLOC((size_t)K * sizeof(df_tensor *));
+    if (!kept) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack"); return; }
+    int n_kept = 0;
+    while (n_kept < K && (kept[n_kept] = df__stack_keep(c, c->in[1 + n_kept])) != NULL) n_kept++;
+    int64_t i = c->iter, at = i * K;
+    int ok = 0, other = 0, closed = 0, full = 0, twice = 0;
+    if (n_kept == K) {
+        df__spin_lock(&k->lock);
+        other = k->row && k->row != K;
+        closed = k->closed;
+        full = i >= (INT32_MAX - 1) / K || (k->max >= 0 && i >= k->max);
+        twice = !other && !closed && !full && at < k->n && k->v[at];
+        ok = !other && !closed && !full && !twice && df__grow(&k->v, &k->cap, (int)(at + K), sizeof(df_tensor *));
+        if (ok) {
+            k->row = K;
+            while (k->n < at + K) k->v[k->n++] = NULL;
+            for (int s = 0; s < K; s++) k->v[at + s] = kept[s];
+        }
+        df__spin_unlock(&k->lock);
+    }
+    if (!ok) for (int s = 0; s < n_kept; s++) df_tensor_release(kept[s]);
+    if (kept != small) DF_FREE(kept);
+    if (ok || n_kept < K) return;          /* (a value that could not be kept: st is set) */
+    if (closed) DF__KFAIL(c, DF_ABORTED, "Stack was closed");
+    else if (other) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds rows of %d values, got %d", k->row, K);
+    else if (full) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Stack is full at iteration %lld (max_size %lld)", (long long)i, (long long)k->max);
+    else if (twice) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack already holds the values of iteration %lld", (long long)i);
+    else DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack");
+}
+static void df__k_loop_pop_n(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    const df_tensor *n = c->in[1];
+    if (!df__is_int_tensor(n) || n->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "count must be an integer scalar"); return; }
+    int K = c->n_out;
+    int64_t r = df__int_at(n, 0) - 1 - c->iter;
+    df__spin_lock(&k->lock);
+    int row = k->row, ok = K >= 1 && row == K && r >= 0 && r < k->n / K && !k->closed && k->v[r * K];
+    for (int s = 0; ok && s < K; s++) {
+        df_tensor *x = k->v[r * K + s];
+        ok = x && x->dtype == c->node->out_types[s];
+    }
+    if (ok) for (int s = 0; s < K; s++) { c->out[s] = k->v[r * K + s]; k->v[r * K + s] = NULL; }
+    df__spin_unlock(&k->lock);
+    if (!ok) {
+        if (row && row != K) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds rows of %d values, pop gives %d", row, K);
+        else DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds no values of iteration %lld of the types popped (count %lld, popped in iteration %lld)",
+                       (long long)r, (long long)df__int_at(n, 0), (long long)c->iter);
+        return;
+    }
+    for (int s = 0; s < K; s++) {
+        if (!c->out[s]) continue;
+        if (!(c->out[s] = df__stack_give(c, c->out[s]))) {        /* (st set; the rest go back) */
+            for (int t = s + 1; t < K; t++) { df_tensor_release(c->out[t]); c->out[t] = NULL; }
+            return;
+        }
+    }
+}
 /* Whether the number of the iteration it runs in is below `limit`: a gradient loop's predicate
    in one node. */
 static void df__k_loop_iteration_less(df__kctx *c) {
@@ -18809,8 +18884,10 @@ static df__stack *df__k_accum_of(df__kctx *c) { return df__k_state_of(c, 1); }
 static int df__accum_into(df__kctx *c, df_tensor **acc, df_tensor *x) {
     df_tensor *old = *acc;
     if (!old) { *acc = df_tensor_retain(x); return 1; }
-    df__shape so = df__shape_of(old), sx = df__shape_of(x);
-    if (!df__shapes_equal(&so, &sx)) {
+    int same = old->rank == x->rank;
+    for (int d = 0; same && d < x->rank; d++) same = old->dims[d] == x->dims[d];
+    if (!same) {
+        df__shape so = df__shape_of(old), sx = df__shape_of(x);
         char s1[96], s2[96];
         df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Accumulator holds shape %s, got %s", df__dims_str(so.rank, so.dims, s1, 96), df__dims_str(sx.rank, sx.dims, s2, 96));
         return 0;
@@ -18909,7 +18986,9 @@ static df_code df__sf_unknown(df__shape_ctx *c) {
    the executor gives once every node of every iteration has run. Forward values go on stacks
    indexed by iteration (LoopStackPush keeps iteration i's value at i; no order among pushes is
    needed), and the gradient loop, whose predicate is LoopIterationLess(N) (no counting loop
-   variable), pops in its iteration k the value of iteration N-1-k. Gradients of loop invariants
+   variable), pops in its iteration k the value of iteration N-1-k. The values of the loop's body
+   itself (not of a cond in it) share one stack of rows: one LoopStackPushN per iteration keeps
+   them all, one LoopStackPopN gives them back. Gradients of loop invariants
    are summed by a SumAccumulator, one add per iteration, summed in iteration order whatever the
    arrival order, read once the gradient loop's own LoopCount fires (by accumulator loop
    variables when checkpointing, whose sequential stacks still use a forward counter). A loop
@@ -19216,6 +19295,123 @@ static int df__live_guards(df_graph *g, df__ctx *G, df_output x, df_output *pred
     return n;
 }
 
+/* ---- Row stacks: the values of W's body itself (not of a cond in it) that gradient loop G
+   reads share one stack, whose push in W keeps them all as the row of its iteration and whose
+   pop in G gives them all back (LoopStackPushN, LoopStackPopN): per iteration one push and one
+   pop, and one stack handle entering each loop, however many values the gradient reads. The
+   push and the pop grow by one value each time G reads another; each value keeps a gstack of
+   its own (slot: its place in the row) for second-order gradients. One row stack per (W, G),
+   whatever devices the values are on: the push and the pop go with the stack's handle, as the
+   one-value pushes and pops do (the graph is the same however it is placed). ---- */
+static int df__row_dtype(df_dtype t) { return t != DF_RESOURCE && t != DF_VARIANT && t != DF_STRING; }
+/* A gstack for slot k of row stack s0 (same stack, push and pop). */
+static df__gstack *df__row_slot(df_graph *g, const df__gstack *s0, int k) {
+    df__gstack *s = (df__gstack *)DF_MALLOC(sizeof *s);
+    df_node **pops = (df_node **)DF_MALLOC(sizeof(df_node *));
+    if (!s || !pops || !df__grow(&g->gstacks, &g->cap_gstacks, g->n_gstacks + 1, sizeof(df__gstack *))) {
+        DF_FREE(s); DF_FREE(pops);
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory making a gradient stack");
+        return NULL;
+    }
+    memset(s, 0, sizeof *s);
+    s->stack = s0->stack; s->push = s0->push; s->count = s0->count;
+    s->push_ctx = s0->push_ctx; s->push_loop = s0->push_loop;
+    s->pops = pops; s->n_pops = s->cap_pops = 1; pops[0] = s0->pops[0];
+    s->slot = k;
+    g->gstacks[g->n_gstacks++] = s;
+    return s;
+}
+/* x (of W's body, read in G) as an output of the row stack's pop: a new row stack, or one more
+   value of the one there is. */
+static df_output df__row_value(df_graph *g, df__ctx *G, df__ctx *W, df_output x) {
+    df_output none = {NULL, 0};
+    df_node *n = x.node;
+    df_dtype t = df_output_dtype(x);
+    df__gstack *s0 = NULL;
+    for (int i = g->n_gstacks - 1; i >= 0 && !s0; i--) {        /* (G's own: among the newest) */
+        df__gstack *s = g->gstacks[i];
+        if (s->slot == 0 && s->push && s->push_loop == W && s->n_pops == 1 && s->pops[0]->ctx == G &&
+            !strcmp(s->push->op->name, "LoopStackPushN")) s0 = s;
+    }
+    if (s0) {                    /* one more value in the row: the push and the pop grow */
+        df_node *p = s0->push, *pop = s0->pops[0];
+        int k = pop->n_outputs, ni = p->n_inputs;
+        df__attr *pt = df__node_attr_mut(p, "T"), *ot = df__node_attr_mut(pop, "T");
+        if (!pt || !ot || pt->kind != DF__A_TYPE_LIST || ot->kind != DF__A_TYPE_LIST || pt->u.types.n != k ||
+            ot->u.types.n != k || ni != k + 1) {
+            df__graph_error(g, DF_INTERNAL, "Row stack push and pop disagree {{node %s}}", pop->name);
+            return none;
+        }
+        /* every array first (a failure leaves the nodes as they were), then the new value */
+        df_output *in = (df_output *)DF_REALLOC(p->inputs, (size_t)(ni + 1) * sizeof(df_output));
+        if (in) p->inputs = in;
+        df_dtype *tv = in ? (df_dtype *)DF_REALLOC(pt->u.types.v, (size_t)(k + 1) * sizeof(df_dtype)) : NULL;
+        if (tv) pt->u.types.v = tv;
+        df_dtype *ov = tv ? (df_dtype *)DF_REALLOC(ot->u.types.v, (size_t)(k + 1) * sizeof(df_dtype)) : NULL;
+        if (ov) ot->u.types.v = ov;
+        df_dtype *oty = ov ? (df_dtype *)DF_REALLOC(pop->out_types, (size_t)(k + 1) * sizeof(df_dtype)) : NULL;
+        if (oty) pop->out_types = oty;
+        df__shape *osh = oty ? (df__shape *)DF_REALLOC(pop->out_shapes, (size_t)(k + 1) * sizeof(df__shape)) : NULL;
+        if (osh) pop->out_shapes = osh;
+        unsigned char *orf = osh ? (unsigned char *)DF_REALLOC(pop->out_is_ref, (size_t)(k + 1)) : NULL;
+        if (orf) pop->out_is_ref = orf;
+        df__gstack *s = orf ? df__row_slot(g, s0, k) : NULL;
+        if (!s) {
+            if (df__ok(g)) df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory growing a gradient stack");
+            return none;
+        }
+        p->inputs[ni] = x;
+        p->n_inputs = ni + 1;
+        pt->u.types.v[k] = t; pt->u.types.n = k + 1;
+        ot->u.types.v[k] = t; ot->u.types.n = k + 1;
+        pop->out_types[k] = t;
+        pop->out_shapes[k] = n->out_shapes[x.index];
+        pop->out_is_ref[k] = 0;
+        pop->n_outputs = k + 1;
+        __atomic_add_fetch(&g->edit_version, 1, __ATOMIC_RELAXED);
+        df_output r = {pop, k};
+        return r;
+    }
+    if (!df__loop_count(g, W)) return none;
+    df__gstack *s = df__gstack_for(g, t, W);
+    if (!s) return none;
+    df__ctx *saved = g->ctx;
+    g->ctx = W;
+    df_output h = df__ctx_capture(g, W, df__out(s->stack, 0));
+    g->ctx = saved;
+    if (!h.node) return none;
+    df_op_builder *b = df__begin(g, W, "LoopStackPushN", &h, 1, NULL, 0, 1);
+    if (b) {
+        df_op_add_input_list(b, &x, 1);
+        df_op_set_attr_type_list(b, "T", &t, 1);
+        df_op_set_attr_bool(b, "swap_memory", G->swap_memory);
+    }
+    df_node *p = df__finish_in(g, W, b);
+    if (!p) return none;
+    p->gstack = s->stack->gstack;
+    s->push = p; s->push_ctx = W; s->push_loop = W; s->count = W->lcount;
+    if (!df__add_control_edge(g, W->lcount, p)) return none;     /* a run that reads the count runs the push */
+    g->ctx = G;
+    df_output cnt = df__ctx_capture(g, G, df__out(s->count, 0)), hg = cnt.node ? df__ctx_capture(g, G, df__out(s->stack, 0)) : none;
+    g->ctx = saved;
+    if (!hg.node) return none;
+    df_node *ctl = df__ctx_control_pivot(G);     /* not in the loop's last, dead, iteration */
+    df_output ins[2] = {hg, cnt};
+    b = df__begin(g, G, "LoopStackPopN", ins, 2, &ctl, ctl ? 1 : 0, 1);
+    if (b) df_op_set_attr_type_list(b, "T", &t, 1);
+    df_node *pop = df__finish_in(g, G, b);
+    if (!pop) return none;
+    pop->out_shapes[0] = n->out_shapes[x.index];
+    pop->gstack = s->stack->gstack;
+    if (!df__grow(&s->pops, &s->cap_pops, s->n_pops + 1, sizeof(df_node *))) {
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        return none;
+    }
+    s->pops[s->n_pops++] = pop;
+    df_output r = {pop, 0};
+    return r;
+}
+
 /* What gradient loop G reads when its ops use x, a value of the forward loop G->grad_of:
    constants are cloned, loop invariants read from outside, anything else comes off a stack. */
 static df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x) {
@@ -19247,6 +19443,7 @@ static df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x) {
     df_output preds[DF__MAX_POP_GUARDS];
     int ports[DF__MAX_POP_GUARDS], n_guards = W->grad_of ? df__live_guards(g, G, x, preds, ports) : 0;
     if (n_guards < 0) return none;
+    if (!n_guards && n->ctx == W && df__row_dtype(df_output_dtype(x))) return df__row_value(g, G, W, x);
     df__gstack *s = df__gstack_for(g, df_output_dtype(x), W);
     if (!s || !df__gstack_push(g, s, x, n->ctx, W, G->swap_memory)) return none;
     return df__gstack_pop_guarded(g, G, s, n->ctx, W, df_output_dtype(x), &n->out_shapes[x.index], n_guards, preds, ports);
@@ -20218,6 +20415,7 @@ static df__grad_fn df__grad_fn_for(const df__opdef *op) {
 
 static int df__greg_add(df__greg *r, df_output at, df_output v) {
     if (!at.node || !v.node || at.node->id >= r->n0) return 1;
+    if (r->obase[at.node->id] + at.index >= r->obase[at.node->id + 1]) return 1;   /* (an output added since: a row stack's pop) */
     df__gacc *a = &r->acc[r->obase[at.node->id] + at.index];
     if (!df__grow(&a->v, &a->cap, a->n + 1, sizeof(df_output))) {
         df__graph_error(r->g, DF_RESOURCE_EXHAUSTED, "Out of memory accumulating gradients");
@@ -20228,7 +20426,7 @@ static int df__greg_add(df__greg *r, df_output at, df_output v) {
 }
 static df_output df__greg_sum(df__greg *r, df_output at) {
     df_output none = {NULL, 0};
-    if (!at.node || at.node->id >= r->n0) return none;
+    if (!at.node || at.node->id >= r->n0 || r->obase[at.node->id] + at.index >= r->obase[at.node->id + 1]) return none;
     df__gacc *a = &r->acc[r->obase[at.node->id] + at.index];
     if (a->n == 0) return none;
     if (a->n == 1) return a->v[0];
@@ -20264,11 +20462,11 @@ static df__gstack *df__node_gstack(df_graph *g, const df_node *n) {
 /* Pops (and accumulator reads) depend on the pushes (adds) of their stack: the edges that
    second-order gradients follow. */
 static int df__is_pop(const df_node *n) {
-    return n->gstack && (!strcmp(n->op->name, "LoopStackPop") || !strcmp(n->op->name, "StackPopV2") ||
+    return n->gstack && (!strcmp(n->op->name, "LoopStackPop") || !strcmp(n->op->name, "LoopStackPopN") || !strcmp(n->op->name, "StackPopV2") ||
                          !strcmp(n->op->name, "SumAccumulatorRead"));
 }
 static int df__is_push(const df_node *n) {
-    return n->gstack && (!strcmp(n->op->name, "LoopStackPush") || !strcmp(n->op->name, "StackPushV2") ||
+    return n->gstack && (!strcmp(n->op->name, "LoopStackPush") || !strcmp(n->op->name, "LoopStackPushN") || !strcmp(n->op->name, "StackPushV2") ||
                          !strcmp(n->op->name, "SumAccumulatorAdd"));
 }
 
@@ -20449,9 +20647,10 @@ typedef struct df__gloop {
     int ninv;
     df_node **inv;               /* loop-invariant Enters whose gradient is summed */
     int nseq_out;
-    df_node **seq_out;           /* pushes in W whose pops got gradients (second order) */
+    df__gstack **seq_out;        /* stacks pushed in W whose pops got gradients (second order) */
     int nseq_in;
-    df_node **seq_in;            /* pops in W (W is itself a gradient loop) */
+    df_output *seq_in;           /* pops' outputs in W (W is itself a gradient loop) */
+    df__gstack **seq_in_s;       /*   and their stacks */
     int base;                    /* index of the first gradient variable: 1 when a placeholder
                                     variable (or, checkpointing, the count) comes first */
     df_output zero, one;         /* checkpoints: int32 constants made outside the loop (entered once) */
@@ -20488,18 +20687,17 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
         xs[k].index = (W->bodies[L->var[k]]->op->flags & DF__OP_SWITCH) ? 1 : 0;
     }
     for (int k = 0; k < L->nseq_out; k++) {
-        df_node *p = L->seq_out[k];
-        df__gstack *s = df__node_gstack(g, p);
-        ys[L->nv + k] = p->inputs[1];
-        gys[L->nv + k] = df__gstack_pop(g, G, s->grad, s->push_ctx, W, df_output_dtype(p->inputs[1]),
-                                        &p->inputs[1].node->out_shapes[p->inputs[1].index]);
+        df__gstack *s = L->seq_out[k];
+        df_output v = s->push->inputs[1 + s->slot];        /* the value pushed */
+        ys[L->nv + k] = v;
+        gys[L->nv + k] = df__gstack_pop(g, G, s->grad, s->push_ctx, W, df_output_dtype(v), &v.node->out_shapes[v.index]);
     }
     for (int k = 0; k < L->nacc_out; k++) {     /* each add's value gets its reads' gradient */
         ys[L->nv + L->nseq_out + k] = L->acc_out[k]->inputs[1];
         gys[L->nv + L->nseq_out + k] = L->acc_gy[k];
     }
     for (int k = 0; k < L->ninv; k++) { xs[L->nv + k].node = L->inv[k]; xs[L->nv + k].index = 0; }
-    for (int k = 0; k < L->nseq_in; k++) { xs[L->nv + L->ninv + k].node = L->seq_in[k]; xs[L->nv + L->ninv + k].index = 0; }
+    for (int k = 0; k < L->nseq_in; k++) xs[L->nv + L->ninv + k] = L->seq_in[k];
     if (df__ok(g)) df__grad_region(g, W, ny, ys, gys, nx, xs, dxs);
     if (!df__ok(g)) { DF_FREE(buf); return; }
     for (int k = 0; k < L->nv; k++) next[vb + k] = dxs[k].node ? dxs[k] : df__zeros_like(g, vars[vb + k]);
@@ -20521,7 +20719,7 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
     for (int k = 0; k < L->nseq_in && df__ok(g); k++) {
         df_output d = dxs[L->nv + L->ninv + k];
         if (!d.node) continue;
-        df__gstack *s = df__node_gstack(g, L->seq_in[k]);
+        df__gstack *s = L->seq_in_s[k];
         if (!s->grad && !(s->grad = df__gstack_for(g, df_output_dtype(d), G))) break;
         if (!df__gstack_push(g, s->grad, d, G, G, W->swap_memory)) break;
     }
@@ -20716,10 +20914,10 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
     for (int i = 0; i < g->n_gstacks; i++) {
         df__gstack *s = g->gstacks[i];
         if (s->push && s->push_loop == W && s->grad && s->push->id < r->n0) {
-            df_node **nv = (df_node **)DF_REALLOC(L.seq_out, (size_t)(L.nseq_out + 1) * sizeof(df_node *));
+            df__gstack **nv = (df__gstack **)DF_REALLOC(L.seq_out, (size_t)(L.nseq_out + 1) * sizeof(df__gstack *));
             if (!nv) goto oom;
             L.seq_out = nv;
-            L.seq_out[L.nseq_out++] = s->push;
+            L.seq_out[L.nseq_out++] = s;
             any = 1;
         }
         if (s->push && s->push_loop == W && s->push->id < r->n0 && !strcmp(s->push->op->name, "SumAccumulatorAdd")) {
@@ -20742,12 +20940,16 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
         }
         for (int k = 0; k < s->n_pops; k++) {
             df_node *p = s->pops[k];
-            if (p->id >= r->n0 || strcmp(p->op->name, "LoopStackPop") || df__loop_of(p->ctx) != W ||
-                !df__is_float(p->out_types[0]) || !df__greg_between(r, p)) continue;
-            df_node **nv = (df_node **)DF_REALLOC(L.seq_in, (size_t)(L.nseq_in + 1) * sizeof(df_node *));
-            if (!nv) goto oom;
-            L.seq_in = nv;
-            L.seq_in[L.nseq_in++] = p;
+            if (p->id >= r->n0 || (strcmp(p->op->name, "LoopStackPop") && strcmp(p->op->name, "LoopStackPopN")) ||
+                df__loop_of(p->ctx) != W || s->slot >= p->n_outputs || !df__is_float(p->out_types[s->slot]) ||
+                !df__greg_between(r, p)) continue;
+            df_output *nv = (df_output *)DF_REALLOC(L.seq_in, (size_t)(L.nseq_in + 1) * sizeof(df_output));
+            if (nv) L.seq_in = nv;
+            df__gstack **ns = (df__gstack **)DF_REALLOC(L.seq_in_s, (size_t)(L.nseq_in + 1) * sizeof(df__gstack *));
+            if (ns) L.seq_in_s = ns;
+            if (!nv || !ns) goto oom;
+            L.seq_in[L.nseq_in] = df__out(p, s->slot);
+            L.seq_in_s[L.nseq_in++] = s;
         }
     }
     if (!any) goto done;
@@ -20820,7 +21022,7 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
 oom:
     df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory differentiating a while loop");
 done:
-    DF_FREE(L.var); DF_FREE(L.inv); DF_FREE(L.seq_out); DF_FREE(L.seq_in); DF_FREE(dy);
+    DF_FREE(L.var); DF_FREE(L.inv); DF_FREE(L.seq_out); DF_FREE(L.seq_in); DF_FREE(L.seq_in_s); DF_FREE(dy);
     DF_FREE(L.acc); DF_FREE(L.acc_out); DF_FREE(L.acc_gy);
     return g->status.code;
 }
@@ -35284,6 +35486,7 @@ static const struct { const char *name; uint32_t host_in, host_out, types; df__k
     {"_Send", 0, 0, 0, NULL}, {"_Recv", 0, 0, 0, NULL}, {"_HostSend", ~0u, ~0u, 0, NULL}, {"_HostRecv", ~0u, ~0u, 0, NULL},
     {"StackV2", ~0u, ~0u, 0, NULL}, {"StackPushV2", 1, 0, 0, NULL}, {"StackPopV2", 1, 0, 0, NULL}, {"StackCloseV2", ~0u, ~0u, 0, NULL},
     {"LoopStackPush", 1, 0, 0, NULL}, {"LoopStackPop", 3, 0, 0, NULL},
+    {"LoopStackPushN", 1, 0, 0, NULL}, {"LoopStackPopN", 3, 0, 0, NULL},
     {"SumAccumulator", ~0u, ~0u, 0, NULL}, {"SumAccumulatorAdd", 1, 0, DF__GK_F, NULL}, {"SumAccumulatorRead", 1, 0, DF__GK_F, NULL},
     {"LoopIterationLess", ~0u, ~0u, DF__GK_HOSTONLY, NULL}, {"LoopCount", ~0u, ~0u, DF__GK_HOSTONLY, NULL},
     {"Range", 0, 0, DF__GK_HOSTONLY, NULL}, {"InvertPermutation", 0, 0, DF__GK_HOSTONLY, NULL},
@@ -35598,6 +35801,8 @@ static const df__opspec df__op_table[] = {
     {"StackPopV2", "handle:resource", "elem:elem_type", "elem_type:type", df__sf_unknown, df__k_stack_pop, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopStackPush", "handle:resource,elem:T", "output:T", "T:type,swap_memory:bool=false", df__sf_push, df__k_loop_push, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopStackPop", "handle:resource,count:int32", "elem:elem_type", "elem_type:type", df__sf_unknown, df__k_loop_pop, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"LoopStackPushN", "handle:resource,elems:T", "", "T:list(type),swap_memory:bool=false", NULL, df__k_loop_push_n, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"LoopStackPopN", "handle:resource,count:int32", "elems:T", "T:list(type)", df__sf_unknown, df__k_loop_pop_n, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopIterationLess", "limit:int32", "output:bool", "", df__sf_scalar, df__k_loop_iteration_less, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopCount", "pred:bool", "count:int32", "", df__sf_scalar, df__k_loop_count, DF__OP_EXIT | DF__OP_LOOP_COUNT | DF__OP_NO_GRADIENT, 0},
     {"StackCloseV2", "handle:resource", "", "", NULL, df__k_stack_close, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},

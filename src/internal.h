@@ -417,6 +417,7 @@ typedef struct df__stack {
     int64_t next;                /* accumulator: the iteration whose value is added next */
     df__pend *pend;              /*   values of later iterations, waiting, by iteration */
     int n_pend, cap_pend;
+    int row;                     /* LoopStackPushN/PopN: values per iteration, v[i*row + s] (0: none yet) */
 } df__stack;
 #define DF__STACK_MAGIC 0x5354414bu
 
@@ -450,6 +451,9 @@ typedef struct df__gstack {
     df_node **pops;
     int n_pops, cap_pops;
     struct df__gstack *grad;     /* second order: the stack of its pops' gradients */
+    int slot;                    /* a row stack (LoopStackPushN/PopN, shared by several values):
+                                    this value's input of the push is 1 + slot, its output of the
+                                    pop is slot; 0 for the other stacks */
 } df__gstack;
 
 /* ---- from src/autodiff/grad_ops.c ---- */
@@ -1792,3 +1796,7 @@ DF_PRIVATE void df__schedule_build(df__exec *x);
 /* from src/kernels/half.c: the float kernel under the 16-bit wrapper, where the types allow */
 DF_PRIVATE df__kernel_fn df__half_unwrap(const df_node *n, df__kernel_fn fn);
 /* ---- static schedules: end ---- */
+/* ---- loop gradients: stacks holding a row of values per iteration (issue 31) ---- */
+DF_PRIVATE void df__k_loop_push_n(df__kctx *c);
+DF_PRIVATE void df__k_loop_pop_n(df__kctx *c);
+/* ---- loop gradients (issue 31): end ---- */

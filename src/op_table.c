@@ -214,6 +214,8 @@ static const df__opspec df__op_table[] = {
     {"StackPopV2", "handle:resource", "elem:elem_type", "elem_type:type", df__sf_unknown, df__k_stack_pop, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopStackPush", "handle:resource,elem:T", "output:T", "T:type,swap_memory:bool=false", df__sf_push, df__k_loop_push, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopStackPop", "handle:resource,count:int32", "elem:elem_type", "elem_type:type", df__sf_unknown, df__k_loop_pop, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"LoopStackPushN", "handle:resource,elems:T", "", "T:list(type),swap_memory:bool=false", NULL, df__k_loop_push_n, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"LoopStackPopN", "handle:resource,count:int32", "elems:T", "T:list(type)", df__sf_unknown, df__k_loop_pop_n, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopIterationLess", "limit:int32", "output:bool", "", df__sf_scalar, df__k_loop_iteration_less, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"LoopCount", "pred:bool", "count:int32", "", df__sf_scalar, df__k_loop_count, DF__OP_EXIT | DF__OP_LOOP_COUNT | DF__OP_NO_GRADIENT, 0},
     {"StackCloseV2", "handle:resource", "", "", NULL, df__k_stack_close, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},

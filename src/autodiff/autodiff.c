@@ -9,7 +9,9 @@
    the executor gives once every node of every iteration has run. Forward values go on stacks
    indexed by iteration (LoopStackPush keeps iteration i's value at i; no order among pushes is
    needed), and the gradient loop, whose predicate is LoopIterationLess(N) (no counting loop
-   variable), pops in its iteration k the value of iteration N-1-k. Gradients of loop invariants
+   variable), pops in its iteration k the value of iteration N-1-k. The values of the loop's body
+   itself (not of a cond in it) share one stack of rows: one LoopStackPushN per iteration keeps
+   them all, one LoopStackPopN gives them back. Gradients of loop invariants
    are summed by a SumAccumulator, one add per iteration, summed in iteration order whatever the
    arrival order, read once the gradient loop's own LoopCount fires (by accumulator loop
    variables when checkpointing, whose sequential stacks still use a forward counter). A loop
@@ -316,6 +318,123 @@ static int df__live_guards(df_graph *g, df__ctx *G, df_output x, df_output *pred
     return n;
 }
 
+/* ---- Row stacks: the values of W's body itself (not of a cond in it) that gradient loop G
+   reads share one stack, whose push in W keeps them all as the row of its iteration and whose
+   pop in G gives them all back (LoopStackPushN, LoopStackPopN): per iteration one push and one
+   pop, and one stack handle entering each loop, however many values the gradient reads. The
+   push and the pop grow by one value each time G reads another; each value keeps a gstack of
+   its own (slot: its place in the row) for second-order gradients. One row stack per (W, G),
+   whatever devices the values are on: the push and the pop go with the stack's handle, as the
+   one-value pushes and pops do (the graph is the same however it is placed). ---- */
+static int df__row_dtype(df_dtype t) { return t != DF_RESOURCE && t != DF_VARIANT && t != DF_STRING; }
+/* A gstack for slot k of row stack s0 (same stack, push and pop). */
+static df__gstack *df__row_slot(df_graph *g, const df__gstack *s0, int k) {
+    df__gstack *s = (df__gstack *)DF_MALLOC(sizeof *s);
+    df_node **pops = (df_node **)DF_MALLOC(sizeof(df_node *));
+    if (!s || !pops || !df__grow(&g->gstacks, &g->cap_gstacks, g->n_gstacks + 1, sizeof(df__gstack *))) {
+        DF_FREE(s); DF_FREE(pops);
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory making a gradient stack");
+        return NULL;
+    }
+    memset(s, 0, sizeof *s);
+    s->stack = s0->stack; s->push = s0->push; s->count = s0->count;
+    s->push_ctx = s0->push_ctx; s->push_loop = s0->push_loop;
+    s->pops = pops; s->n_pops = s->cap_pops = 1; pops[0] = s0->pops[0];
+    s->slot = k;
+    g->gstacks[g->n_gstacks++] = s;
+    return s;
+}
+/* x (of W's body, read in G) as an output of the row stack's pop: a new row stack, or one more
+   value of the one there is. */
+static df_output df__row_value(df_graph *g, df__ctx *G, df__ctx *W, df_output x) {
+    df_output none = {NULL, 0};
+    df_node *n = x.node;
+    df_dtype t = df_output_dtype(x);
+    df__gstack *s0 = NULL;
+    for (int i = g->n_gstacks - 1; i >= 0 && !s0; i--) {        /* (G's own: among the newest) */
+        df__gstack *s = g->gstacks[i];
+        if (s->slot == 0 && s->push && s->push_loop == W && s->n_pops == 1 && s->pops[0]->ctx == G &&
+            !strcmp(s->push->op->name, "LoopStackPushN")) s0 = s;
+    }
+    if (s0) {                    /* one more value in the row: the push and the pop grow */
+        df_node *p = s0->push, *pop = s0->pops[0];
+        int k = pop->n_outputs, ni = p->n_inputs;
+        df__attr *pt = df__node_attr_mut(p, "T"), *ot = df__node_attr_mut(pop, "T");
+        if (!pt || !ot || pt->kind != DF__A_TYPE_LIST || ot->kind != DF__A_TYPE_LIST || pt->u.types.n != k ||
+            ot->u.types.n != k || ni != k + 1) {
+            df__graph_error(g, DF_INTERNAL, "Row stack push and pop disagree {{node %s}}", pop->name);
+            return none;
+        }
+        /* every array first (a failure leaves the nodes as they were), then the new value */
+        df_output *in = (df_output *)DF_REALLOC(p->inputs, (size_t)(ni + 1) * sizeof(df_output));
+        if (in) p->inputs = in;
+        df_dtype *tv = in ? (df_dtype *)DF_REALLOC(pt->u.types.v, (size_t)(k + 1) * sizeof(df_dtype)) : NULL;
+        if (tv) pt->u.types.v = tv;
+        df_dtype *ov = tv ? (df_dtype *)DF_REALLOC(ot->u.types.v, (size_t)(k + 1) * sizeof(df_dtype)) : NULL;
+        if (ov) ot->u.types.v = ov;
+        df_dtype *oty = ov ? (df_dtype *)DF_REALLOC(pop->out_types, (size_t)(k + 1) * sizeof(df_dtype)) : NULL;
+        if (oty) pop->out_types = oty;
+        df__shape *osh = oty ? (df__shape *)DF_REALLOC(pop->out_shapes, (size_t)(k + 1) * sizeof(df__shape)) : NULL;
+        if (osh) pop->out_shapes = osh;
+        unsigned char *orf = osh ? (unsigned char *)DF_REALLOC(pop->out_is_ref, (size_t)(k + 1)) : NULL;
+        if (orf) pop->out_is_ref = orf;
+        df__gstack *s = orf ? df__row_slot(g, s0, k) : NULL;
+        if (!s) {
+            if (df__ok(g)) df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory growing a gradient stack");
+            return none;
+        }
+        p->inputs[ni] = x;
+        p->n_inputs = ni + 1;
+        pt->u.types.v[k] = t; pt->u.types.n = k + 1;
+        ot->u.types.v[k] = t; ot->u.types.n = k + 1;
+        pop->out_types[k] = t;
+        pop->out_shapes[k] = n->out_shapes[x.index];
+        pop->out_is_ref[k] = 0;
+        pop->n_outputs = k + 1;
+        __atomic_add_fetch(&g->edit_version, 1, __ATOMIC_RELAXED);
+        df_output r = {pop, k};
+        return r;
+    }
+    if (!df__loop_count(g, W)) return none;
+    df__gstack *s = df__gstack_for(g, t, W);
+    if (!s) return none;
+    df__ctx *saved = g->ctx;
+    g->ctx = W;
+    df_output h = df__ctx_capture(g, W, df__out(s->stack, 0));
+    g->ctx = saved;
+    if (!h.node) return none;
+    df_op_builder *b = df__begin(g, W, "LoopStackPushN", &h, 1, NULL, 0, 1);
+    if (b) {
+        df_op_add_input_list(b, &x, 1);
+        df_op_set_attr_type_list(b, "T", &t, 1);
+        df_op_set_attr_bool(b, "swap_memory", G->swap_memory);
+    }
+    df_node *p = df__finish_in(g, W, b);
+    if (!p) return none;
+    p->gstack = s->stack->gstack;
+    s->push = p; s->push_ctx = W; s->push_loop = W; s->count = W->lcount;
+    if (!df__add_control_edge(g, W->lcount, p)) return none;     /* a run that reads the count runs the push */
+    g->ctx = G;
+    df_output cnt = df__ctx_capture(g, G, df__out(s->count, 0)), hg = cnt.node ? df__ctx_capture(g, G, df__out(s->stack, 0)) : none;
+    g->ctx = saved;
+    if (!hg.node) return none;
+    df_node *ctl = df__ctx_control_pivot(G);     /* not in the loop's last, dead, iteration */
+    df_output ins[2] = {hg, cnt};
+    b = df__begin(g, G, "LoopStackPopN", ins, 2, &ctl, ctl ? 1 : 0, 1);
+    if (b) df_op_set_attr_type_list(b, "T", &t, 1);
+    df_node *pop = df__finish_in(g, G, b);
+    if (!pop) return none;
+    pop->out_shapes[0] = n->out_shapes[x.index];
+    pop->gstack = s->stack->gstack;
+    if (!df__grow(&s->pops, &s->cap_pops, s->n_pops + 1, sizeof(df_node *))) {
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        return none;
+    }
+    s->pops[s->n_pops++] = pop;
+    df_output r = {pop, 0};
+    return r;
+}
+
 /* What gradient loop G reads when its ops use x, a value of the forward loop G->grad_of:
    constants are cloned, loop invariants read from outside, anything else comes off a stack. */
 DF_PRIVATE df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x) {
@@ -347,6 +466,7 @@ DF_PRIVATE df_output df__grad_real_value(df_graph *g, df__ctx *G, df_output x) {
     df_output preds[DF__MAX_POP_GUARDS];
     int ports[DF__MAX_POP_GUARDS], n_guards = W->grad_of ? df__live_guards(g, G, x, preds, ports) : 0;
     if (n_guards < 0) return none;
+    if (!n_guards && n->ctx == W && df__row_dtype(df_output_dtype(x))) return df__row_value(g, G, W, x);
     df__gstack *s = df__gstack_for(g, df_output_dtype(x), W);
     if (!s || !df__gstack_push(g, s, x, n->ctx, W, G->swap_memory)) return none;
     return df__gstack_pop_guarded(g, G, s, n->ctx, W, df_output_dtype(x), &n->out_shapes[x.index], n_guards, preds, ports);

@@ -8,6 +8,7 @@
 
 DF_PRIVATE int df__greg_add(df__greg *r, df_output at, df_output v) {
     if (!at.node || !v.node || at.node->id >= r->n0) return 1;
+    if (r->obase[at.node->id] + at.index >= r->obase[at.node->id + 1]) return 1;   /* (an output added since: a row stack's pop) */
     df__gacc *a = &r->acc[r->obase[at.node->id] + at.index];
     if (!df__grow(&a->v, &a->cap, a->n + 1, sizeof(df_output))) {
         df__graph_error(r->g, DF_RESOURCE_EXHAUSTED, "Out of memory accumulating gradients");
@@ -18,7 +19,7 @@ DF_PRIVATE int df__greg_add(df__greg *r, df_output at, df_output v) {
 }
 DF_PRIVATE df_output df__greg_sum(df__greg *r, df_output at) {
     df_output none = {NULL, 0};
-    if (!at.node || at.node->id >= r->n0) return none;
+    if (!at.node || at.node->id >= r->n0 || r->obase[at.node->id] + at.index >= r->obase[at.node->id + 1]) return none;
     df__gacc *a = &r->acc[r->obase[at.node->id] + at.index];
     if (a->n == 0) return none;
     if (a->n == 1) return a->v[0];
@@ -54,11 +55,11 @@ DF_PRIVATE df__gstack *df__node_gstack(df_graph *g, const df_node *n) {
 /* Pops (and accumulator reads) depend on the pushes (adds) of their stack: the edges that
    second-order gradients follow. */
 static int df__is_pop(const df_node *n) {
-    return n->gstack && (!strcmp(n->op->name, "LoopStackPop") || !strcmp(n->op->name, "StackPopV2") ||
+    return n->gstack && (!strcmp(n->op->name, "LoopStackPop") || !strcmp(n->op->name, "LoopStackPopN") || !strcmp(n->op->name, "StackPopV2") ||
                          !strcmp(n->op->name, "SumAccumulatorRead"));
 }
 static int df__is_push(const df_node *n) {
-    return n->gstack && (!strcmp(n->op->name, "LoopStackPush") || !strcmp(n->op->name, "StackPushV2") ||
+    return n->gstack && (!strcmp(n->op->name, "LoopStackPush") || !strcmp(n->op->name, "LoopStackPushN") || !strcmp(n->op->name, "StackPushV2") ||
                          !strcmp(n->op->name, "SumAccumulatorAdd"));
 }
 

@@ -12,9 +12,10 @@ typedef struct df__gloop {
     int ninv;
     df_node **inv;               /* loop-invariant Enters whose gradient is summed */
     int nseq_out;
-    df_node **seq_out;           /* pushes in W whose pops got gradients (second order) */
+    df__gstack **seq_out;        /* stacks pushed in W whose pops got gradients (second order) */
     int nseq_in;
-    df_node **seq_in;            /* pops in W (W is itself a gradient loop) */
+    df_output *seq_in;           /* pops' outputs in W (W is itself a gradient loop) */
+    df__gstack **seq_in_s;       /*   and their stacks */
     int base;                    /* index of the first gradient variable: 1 when a placeholder
                                     variable (or, checkpointing, the count) comes first */
     df_output zero, one;         /* checkpoints: int32 constants made outside the loop (entered once) */
@@ -51,18 +52,17 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
         xs[k].index = (W->bodies[L->var[k]]->op->flags & DF__OP_SWITCH) ? 1 : 0;
     }
     for (int k = 0; k < L->nseq_out; k++) {
-        df_node *p = L->seq_out[k];
-        df__gstack *s = df__node_gstack(g, p);
-        ys[L->nv + k] = p->inputs[1];
-        gys[L->nv + k] = df__gstack_pop(g, G, s->grad, s->push_ctx, W, df_output_dtype(p->inputs[1]),
-                                        &p->inputs[1].node->out_shapes[p->inputs[1].index]);
+        df__gstack *s = L->seq_out[k];
+        df_output v = s->push->inputs[1 + s->slot];        /* the value pushed */
+        ys[L->nv + k] = v;
+        gys[L->nv + k] = df__gstack_pop(g, G, s->grad, s->push_ctx, W, df_output_dtype(v), &v.node->out_shapes[v.index]);
     }
     for (int k = 0; k < L->nacc_out; k++) {     /* each add's value gets its reads' gradient */
         ys[L->nv + L->nseq_out + k] = L->acc_out[k]->inputs[1];
         gys[L->nv + L->nseq_out + k] = L->acc_gy[k];
     }
     for (int k = 0; k < L->ninv; k++) { xs[L->nv + k].node = L->inv[k]; xs[L->nv + k].index = 0; }
-    for (int k = 0; k < L->nseq_in; k++) { xs[L->nv + L->ninv + k].node = L->seq_in[k]; xs[L->nv + L->ninv + k].index = 0; }
+    for (int k = 0; k < L->nseq_in; k++) xs[L->nv + L->ninv + k] = L->seq_in[k];
     if (df__ok(g)) df__grad_region(g, W, ny, ys, gys, nx, xs, dxs);
     if (!df__ok(g)) { DF_FREE(buf); return; }
     for (int k = 0; k < L->nv; k++) next[vb + k] = dxs[k].node ? dxs[k] : df__zeros_like(g, vars[vb + k]);
@@ -84,7 +84,7 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
     for (int k = 0; k < L->nseq_in && df__ok(g); k++) {
         df_output d = dxs[L->nv + L->ninv + k];
         if (!d.node) continue;
-        df__gstack *s = df__node_gstack(g, L->seq_in[k]);
+        df__gstack *s = L->seq_in_s[k];
         if (!s->grad && !(s->grad = df__gstack_for(g, df_output_dtype(d), G))) break;
         if (!df__gstack_push(g, s->grad, d, G, G, W->swap_memory)) break;
     }
@@ -279,10 +279,10 @@ DF_PRIVATE df_code df__grad_loop(df__greg *r, df__ctx *W) {
     for (int i = 0; i < g->n_gstacks; i++) {
         df__gstack *s = g->gstacks[i];
         if (s->push && s->push_loop == W && s->grad && s->push->id < r->n0) {
-            df_node **nv = (df_node **)DF_REALLOC(L.seq_out, (size_t)(L.nseq_out + 1) * sizeof(df_node *));
+            df__gstack **nv = (df__gstack **)DF_REALLOC(L.seq_out, (size_t)(L.nseq_out + 1) * sizeof(df__gstack *));
             if (!nv) goto oom;
             L.seq_out = nv;
-            L.seq_out[L.nseq_out++] = s->push;
+            L.seq_out[L.nseq_out++] = s;
             any = 1;
         }
         if (s->push && s->push_loop == W && s->push->id < r->n0 && !strcmp(s->push->op->name, "SumAccumulatorAdd")) {
@@ -305,12 +305,16 @@ DF_PRIVATE df_code df__grad_loop(df__greg *r, df__ctx *W) {
         }
         for (int k = 0; k < s->n_pops; k++) {
             df_node *p = s->pops[k];
-            if (p->id >= r->n0 || strcmp(p->op->name, "LoopStackPop") || df__loop_of(p->ctx) != W ||
-                !df__is_float(p->out_types[0]) || !df__greg_between(r, p)) continue;
-            df_node **nv = (df_node **)DF_REALLOC(L.seq_in, (size_t)(L.nseq_in + 1) * sizeof(df_node *));
-            if (!nv) goto oom;
-            L.seq_in = nv;
-            L.seq_in[L.nseq_in++] = p;
+            if (p->id >= r->n0 || (strcmp(p->op->name, "LoopStackPop") && strcmp(p->op->name, "LoopStackPopN")) ||
+                df__loop_of(p->ctx) != W || s->slot >= p->n_outputs || !df__is_float(p->out_types[s->slot]) ||
+                !df__greg_between(r, p)) continue;
+            df_output *nv = (df_output *)DF_REALLOC(L.seq_in, (size_t)(L.nseq_in + 1) * sizeof(df_output));
+            if (nv) L.seq_in = nv;
+            df__gstack **ns = (df__gstack **)DF_REALLOC(L.seq_in_s, (size_t)(L.nseq_in + 1) * sizeof(df__gstack *));
+            if (ns) L.seq_in_s = ns;
+            if (!nv || !ns) goto oom;
+            L.seq_in[L.nseq_in] = df__out(p, s->slot);
+            L.seq_in_s[L.nseq_in++] = s;
         }
     }
     if (!any) goto done;
@@ -383,7 +387,7 @@ DF_PRIVATE df_code df__grad_loop(df__greg *r, df__ctx *W) {
 oom:
     df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory differentiating a while loop");
 done:
-    DF_FREE(L.var); DF_FREE(L.inv); DF_FREE(L.seq_out); DF_FREE(L.seq_in); DF_FREE(dy);
+    DF_FREE(L.var); DF_FREE(L.inv); DF_FREE(L.seq_out); DF_FREE(L.seq_in); DF_FREE(L.seq_in_s); DF_FREE(dy);
     DF_FREE(L.acc); DF_FREE(L.acc_out); DF_FREE(L.acc_gy);
     return g->status.code;
 }

@@ -123,6 +123,73 @@ DF_PRIVATE void df__k_loop_pop(df__kctx *c) {
     if (!x) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds no value of iteration %lld (count %lld, popped in iteration %lld)", (long long)i, (long long)df__int_at(n, 0), (long long)c->iter); return; }
     c->out[0] = df__stack_give(c, x);
 }
+/* ---- Row stacks: LoopStackPushN keeps the K values of the iteration i it runs in as row i
+   (v[i*K + s]); LoopStackPopN, in the gradient loop's iteration k, takes row count-1-k, each row
+   once. One push and one pop per iteration for all the values a gradient loop reads from its
+   loop's body, where a stack each took a push and a pop per value. ---- */
+DF_PRIVATE void df__k_loop_push_n(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    int K = c->n_in - 1;
+    if (K < 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "LoopStackPushN needs at least one value"); return; }
+    df_tensor *small[8], **kept = K <= 8 ? small : (df_tensor **)DF_MALLOC((size_t)K * sizeof(df_tensor *));
+    if (!kept) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack"); return; }
+    int n_kept = 0;
+    while (n_kept < K && (kept[n_kept] = df__stack_keep(c, c->in[1 + n_kept])) != NULL) n_kept++;
+    int64_t i = c->iter, at = i * K;
+    int ok = 0, other = 0, closed = 0, full = 0, twice = 0;
+    if (n_kept == K) {
+        df__spin_lock(&k->lock);
+        other = k->row && k->row != K;
+        closed = k->closed;
+        full = i >= (INT32_MAX - 1) / K || (k->max >= 0 && i >= k->max);
+        twice = !other && !closed && !full && at < k->n && k->v[at];
+        ok = !other && !closed && !full && !twice && df__grow(&k->v, &k->cap, (int)(at + K), sizeof(df_tensor *));
+        if (ok) {
+            k->row = K;
+            while (k->n < at + K) k->v[k->n++] = NULL;
+            for (int s = 0; s < K; s++) k->v[at + s] = kept[s];
+        }
+        df__spin_unlock(&k->lock);
+    }
+    if (!ok) for (int s = 0; s < n_kept; s++) df_tensor_release(kept[s]);
+    if (kept != small) DF_FREE(kept);
+    if (ok || n_kept < K) return;          /* (a value that could not be kept: st is set) */
+    if (closed) DF__KFAIL(c, DF_ABORTED, "Stack was closed");
+    else if (other) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds rows of %d values, got %d", k->row, K);
+    else if (full) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Stack is full at iteration %lld (max_size %lld)", (long long)i, (long long)k->max);
+    else if (twice) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack already holds the values of iteration %lld", (long long)i);
+    else DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack");
+}
+DF_PRIVATE void df__k_loop_pop_n(df__kctx *c) {
+    df__stack *k = df__k_stack_of(c);
+    if (!k) return;
+    const df_tensor *n = c->in[1];
+    if (!df__is_int_tensor(n) || n->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "count must be an integer scalar"); return; }
+    int K = c->n_out;
+    int64_t r = df__int_at(n, 0) - 1 - c->iter;
+    df__spin_lock(&k->lock);
+    int row = k->row, ok = K >= 1 && row == K && r >= 0 && r < k->n / K && !k->closed && k->v[r * K];
+    for (int s = 0; ok && s < K; s++) {
+        df_tensor *x = k->v[r * K + s];
+        ok = x && x->dtype == c->node->out_types[s];
+    }
+    if (ok) for (int s = 0; s < K; s++) { c->out[s] = k->v[r * K + s]; k->v[r * K + s] = NULL; }
+    df__spin_unlock(&k->lock);
+    if (!ok) {
+        if (row && row != K) DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds rows of %d values, pop gives %d", row, K);
+        else DF__KFAIL(c, DF_INVALID_ARGUMENT, "Stack holds no values of iteration %lld of the types popped (count %lld, popped in iteration %lld)",
+                       (long long)r, (long long)df__int_at(n, 0), (long long)c->iter);
+        return;
+    }
+    for (int s = 0; s < K; s++) {
+        if (!c->out[s]) continue;
+        if (!(c->out[s] = df__stack_give(c, c->out[s]))) {        /* (st set; the rest go back) */
+            for (int t = s + 1; t < K; t++) { df_tensor_release(c->out[t]); c->out[t] = NULL; }
+            return;
+        }
+    }
+}
 /* Whether the number of the iteration it runs in is below `limit`: a gradient loop's predicate
    in one node. */
 DF_PRIVATE void df__k_loop_iteration_less(df__kctx *c) {
@@ -144,8 +211,10 @@ static df__stack *df__k_accum_of(df__kctx *c) { return df__k_state_of(c, 1); }
 static int df__accum_into(df__kctx *c, df_tensor **acc, df_tensor *x) {
     df_tensor *old = *acc;
     if (!old) { *acc = df_tensor_retain(x); return 1; }
-    df__shape so = df__shape_of(old), sx = df__shape_of(x);
-    if (!df__shapes_equal(&so, &sx)) {
+    int same = old->rank == x->rank;
+    for (int d = 0; same && d < x->rank; d++) same = old->dims[d] == x->dims[d];
+    if (!same) {
+        df__shape so = df__shape_of(old), sx = df__shape_of(x);
         char s1[96], s2[96];
         df__fail(c->st, c->node, DF_INVALID_ARGUMENT, "Accumulator holds shape %s, got %s", df__dims_str(so.rank, so.dims, s1, 96), df__dims_str(sx.rank, sx.dims, s2, 96));
         return 0;

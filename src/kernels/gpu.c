@@ -789,6 +789,7 @@ static const struct { const char *name; uint32_t host_in, host_out, types; df__k
     {"_Send", 0, 0, 0, NULL}, {"_Recv", 0, 0, 0, NULL}, {"_HostSend", ~0u, ~0u, 0, NULL}, {"_HostRecv", ~0u, ~0u, 0, NULL},
     {"StackV2", ~0u, ~0u, 0, NULL}, {"StackPushV2", 1, 0, 0, NULL}, {"StackPopV2", 1, 0, 0, NULL}, {"StackCloseV2", ~0u, ~0u, 0, NULL},
     {"LoopStackPush", 1, 0, 0, NULL}, {"LoopStackPop", 3, 0, 0, NULL},
+    {"LoopStackPushN", 1, 0, 0, NULL}, {"LoopStackPopN", 3, 0, 0, NULL},
     {"SumAccumulator", ~0u, ~0u, 0, NULL}, {"SumAccumulatorAdd", 1, 0, DF__GK_F, NULL}, {"SumAccumulatorRead", 1, 0, DF__GK_F, NULL},
     {"LoopIterationLess", ~0u, ~0u, DF__GK_HOSTONLY, NULL}, {"LoopCount", ~0u, ~0u, DF__GK_HOSTONLY, NULL},
     {"Range", 0, 0, DF__GK_HOSTONLY, NULL}, {"InvertPermutation", 0, 0, DF__GK_HOSTONLY, NULL},
