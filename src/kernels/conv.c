@@ -893,7 +893,45 @@ DF__POOL_HELPERS(double)
     }
 DF__POOL_HELPERS_AVX2(float, __m256, ps, 8)
 DF__POOL_HELPERS_AVX2(double, __m256d, pd, 4)
-#define DF__POOL_PICK(T) if (df__vec_isa() == DF__ISA_AVX2) { pmax = df__pmax_##T##_avx2; padd = df__padd_##T##_avx2; pgrad = df__pgrad_##T##_avx2; }
+/* The same on AVX-512, the tail (channels past the last whole vector) under a mask. pgrad's
+   flags: a lane of f is nonzero once a position took it (1 here; the plain helper's 1 or the
+   AVX2 one's all-ones bits would read the same). */
+#define DF__POOL_HELPERS_AVX512(T, V, W, L)                                                       \
+    DF__TARGET_AVX512 static void df__pmax_##T##_avx512(T *o, const T *p, int64_t n) {            \
+        for (int64_t i = 0; i < n; i += L) {                                                      \
+            uint32_t k = n - i >= L ? DF__ZTAIL(L) : DF__ZTAIL(n - i);                            \
+            V ov = DF__ZX(maskz_loadu_##W)(k, o + i), pv = DF__ZX(maskz_loadu_##W)(k, p + i);     \
+            uint32_t take = DF__Z(cmp_##W##_mask)(pv, ov, _CMP_GT_OQ) | DF__Z(cmp_##W##_mask)(pv, pv, _CMP_UNORD_Q); \
+            DF__ZX(mask_storeu_##W)(o + i, k & take, pv);                                         \
+        }                                                                                         \
+    }                                                                                             \
+    DF__TARGET_AVX512 static void df__padd_##T##_avx512(T *o, const T *p, int64_t n) {            \
+        int64_t i = 0;                                                                            \
+        for (; i + L <= n; i += L) DF__Z(storeu_##W)(o + i, DF__Z(add_##W)(DF__Z(loadu_##W)(o + i), DF__Z(loadu_##W)(p + i))); \
+        if (i < n) {                                                                              \
+            uint32_t k = DF__ZTAIL(n - i);                                                        \
+            DF__ZX(mask_storeu_##W)(o + i, k, DF__Z(add_##W)(DF__ZX(maskz_loadu_##W)(k, o + i), DF__ZX(maskz_loadu_##W)(k, p + i))); \
+        }                                                                                         \
+    }                                                                                             \
+    DF__TARGET_AVX512 static void df__pgrad_##T##_avx512(T *dx, const T *x, const T *m, const T *d, T *f, int64_t n) { \
+        const V zero = DF__Z(setzero_##W)();                                                      \
+        for (int64_t i = 0; i < n; i += L) {                                                      \
+            uint32_t k = n - i >= L ? DF__ZTAIL(L) : DF__ZTAIL(n - i);                            \
+            V xv = DF__ZX(maskz_loadu_##W)(k, x + i), mv = DF__ZX(maskz_loadu_##W)(k, m + i);     \
+            uint32_t eq = k & (DF__Z(cmp_##W##_mask)(xv, mv, _CMP_EQ_OQ) |                         \
+                               (DF__Z(cmp_##W##_mask)(xv, xv, _CMP_UNORD_Q) & DF__Z(cmp_##W##_mask)(mv, mv, _CMP_UNORD_Q))); \
+            uint32_t taken = DF__Z(cmp_##W##_mask)(DF__ZX(maskz_loadu_##W)(k, f + i), zero, _CMP_NEQ_UQ); \
+            uint32_t take = eq & ~taken;                                                          \
+            if (!take) continue;                                                                  \
+            DF__ZX(mask_storeu_##W)(dx + i, take, DF__Z(add_##W)(DF__ZX(maskz_loadu_##W)(take, dx + i), DF__ZX(maskz_loadu_##W)(take, d + i))); \
+            DF__ZX(mask_storeu_##W)(f + i, take, DF__Z(set1_##W)((T)1));                          \
+        }                                                                                         \
+    }
+DF__POOL_HELPERS_AVX512(float, DF__ZT(), ps, 16)
+DF__POOL_HELPERS_AVX512(double, DF__ZT(d), pd, 8)
+#define DF__POOL_PICK(T)                                                                          \
+    if (df__isa() == DF__ISA_AVX512) { pmax = df__pmax_##T##_avx512; padd = df__padd_##T##_avx512; pgrad = df__pgrad_##T##_avx512; } \
+    else if (df__vec_isa() == DF__ISA_AVX2) { pmax = df__pmax_##T##_avx2; padd = df__padd_##T##_avx2; pgrad = df__pgrad_##T##_avx2; }
 #else
 #define DF__POOL_PICK(T)
 #endif
