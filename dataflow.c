@@ -6001,6 +6001,18 @@ static const df__row_fn df__vrows_f64[DF__B_COUNT] = DF__VROWSET(f64);
     }
 DF__ZEMU_LOAD(ps, float, 16, simde__m512)
 DF__ZEMU_LOAD(pd, double, 8, simde__m512d)
+/* (SIMDe 0.7's roundscale ignores the rounding mode when the no-exception bit is set) */
+#define DF__ZEMU_ROUND(W, T, L, V, RINT, FLOOR, CEIL, TRUNC)                                      \
+    static inline V df__zemu_roundscale_##W(V x, int mode) {                                      \
+        T v[L];                                                                                   \
+        memcpy(v, &x, sizeof v);                                                                  \
+        for (int i = 0; i < L; i++)                                                               \
+            v[i] = (mode & 3) == 0 ? RINT(v[i]) : (mode & 3) == 1 ? FLOOR(v[i]) : (mode & 3) == 2 ? CEIL(v[i]) : TRUNC(v[i]); \
+        memcpy(&x, v, sizeof v);                                                                  \
+        return x;                                                                                 \
+    }
+DF__ZEMU_ROUND(ps, float, 16, simde__m512, nearbyintf, floorf, ceilf, truncf)
+DF__ZEMU_ROUND(pd, double, 8, simde__m512d, nearbyint, floor, ceil, trunc)
 static inline simde__m512i df__zemu_cvtps_epi32(simde__m512 x) {   /* x holds whole numbers here */
     float f[16];
     int32_t v[16];
@@ -6103,7 +6115,7 @@ static const df__row_fn df__zrows_f64[DF__B_COUNT] = DF__ZROWSET(f64);
         case DF__U_SQRT: DF__ZLOOP(V, W, L, DF__Z(sqrt_##W)(v))                                    \
         case DF__U_RSQRT: DF__ZLOOP(V, W, L, DF__Z(div_##W)(one, DF__Z(sqrt_##W)(v)))               \
         case DF__U_RECIPROCAL: DF__ZLOOP(V, W, L, DF__Z(div_##W)(one, v))                          \
-        case DF__U_FLOOR: DF__ZLOOP(V, W, L, DF__Z(roundscale_##W)(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)) \
+        case DF__U_FLOOR: DF__ZLOOP(V, W, L, DF__ZX(roundscale_##W)(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)) \
         case DF__U_RELU: DF__ZLOOP(V, W, L, DF__Z(maskz_mov_##W)(DF__Z(cmp_##W##_mask)(v, zero, _CMP_NLE_UQ), v)) \
         case DF__U_ABS: DF__ZLOOP(V, W, L, DF__Z(mask_sub_##W)(v, DF__Z(cmp_##W##_mask)(v, zero, _CMP_LT_OQ), zero, v)) \
         default: DF__UNUSED(zero); DF__UNUSED(one); return 0;                                     \
@@ -6397,7 +6409,7 @@ DF__TARGET_AVX2 static int df__vtrans_f32(int code, const float *a, float *o, in
 #define DF__ZF2I(x) DF__Z(castps_si512)(x)
 DF__TARGET_AVX512 static inline DF__ZT() df__v16_exp(DF__ZT() x) {
     DF__ZT() xc = DF__ZPS(min)(DF__ZPS(max)(x, DF__ZC(-110.0f)), DF__ZC(90.0f));
-    DF__ZT() n = DF__ZPS(roundscale)(DF__ZPS(mul)(xc, DF__ZC(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    DF__ZT() n = DF__ZX(roundscale_ps)(DF__ZPS(mul)(xc, DF__ZC(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     DF__ZT() r = DF__ZPS(fnmadd)(n, DF__ZC(0.693145751953125f), xc);
     r = DF__ZPS(fnmadd)(n, DF__ZC(1.428606820309417232e-6f), r);
     DF__ZT() p = DF__ZC(1.0f / 5040);
@@ -8202,13 +8214,17 @@ DF__POOL_HELPERS_AVX2(double, __m256d, pd, 4)
    flags: a lane of f is nonzero once a position took it (1 here; the plain helper's 1 or the
    AVX2 one's all-ones bits would read the same). */
 #define DF__POOL_HELPERS_AVX512(T, V, W, L)                                                       \
+    DF__TARGET_AVX512 static inline void df__pmax1_##T##_avx512(T *o, const T *p, uint32_t k, int full) { \
+        V ov = full ? DF__Z(loadu_##W)(o) : DF__ZX(maskz_loadu_##W)(k, o);                        \
+        V pv = full ? DF__Z(loadu_##W)(p) : DF__ZX(maskz_loadu_##W)(k, p);                        \
+        uint32_t take = DF__Z(cmp_##W##_mask)(pv, ov, _CMP_GT_OQ) | DF__Z(cmp_##W##_mask)(pv, pv, _CMP_UNORD_Q); \
+        if (full) DF__Z(storeu_##W)(o, DF__Z(mask_blend_##W)(take, ov, pv));                      \
+        else DF__ZX(mask_storeu_##W)(o, k & take, pv);                                            \
+    }                                                                                             \
     DF__TARGET_AVX512 static void df__pmax_##T##_avx512(T *o, const T *p, int64_t n) {            \
-        for (int64_t i = 0; i < n; i += L) {                                                      \
-            uint32_t k = n - i >= L ? DF__ZTAIL(L) : DF__ZTAIL(n - i);                            \
-            V ov = DF__ZX(maskz_loadu_##W)(k, o + i), pv = DF__ZX(maskz_loadu_##W)(k, p + i);     \
-            uint32_t take = DF__Z(cmp_##W##_mask)(pv, ov, _CMP_GT_OQ) | DF__Z(cmp_##W##_mask)(pv, pv, _CMP_UNORD_Q); \
-            DF__ZX(mask_storeu_##W)(o + i, k & take, pv);                                         \
-        }                                                                                         \
+        int64_t i = 0;                                                                            \
+        for (; i + L <= n; i += L) df__pmax1_##T##_avx512(o + i, p + i, 0, 1);                     \
+        if (i < n) df__pmax1_##T##_avx512(o + i, p + i, DF__ZTAIL(n - i), 0);                      \
     }                                                                                             \
     DF__TARGET_AVX512 static void df__padd_##T##_avx512(T *o, const T *p, int64_t n) {            \
         int64_t i = 0;                                                                            \
@@ -8218,19 +8234,28 @@ DF__POOL_HELPERS_AVX2(double, __m256d, pd, 4)
             DF__ZX(mask_storeu_##W)(o + i, k, DF__Z(add_##W)(DF__ZX(maskz_loadu_##W)(k, o + i), DF__ZX(maskz_loadu_##W)(k, p + i))); \
         }                                                                                         \
     }                                                                                             \
-    DF__TARGET_AVX512 static void df__pgrad_##T##_avx512(T *dx, const T *x, const T *m, const T *d, T *f, int64_t n) { \
-        const V zero = DF__Z(setzero_##W)();                                                      \
-        for (int64_t i = 0; i < n; i += L) {                                                      \
-            uint32_t k = n - i >= L ? DF__ZTAIL(L) : DF__ZTAIL(n - i);                            \
-            V xv = DF__ZX(maskz_loadu_##W)(k, x + i), mv = DF__ZX(maskz_loadu_##W)(k, m + i);     \
-            uint32_t eq = k & (DF__Z(cmp_##W##_mask)(xv, mv, _CMP_EQ_OQ) |                         \
-                               (DF__Z(cmp_##W##_mask)(xv, xv, _CMP_UNORD_Q) & DF__Z(cmp_##W##_mask)(mv, mv, _CMP_UNORD_Q))); \
-            uint32_t taken = DF__Z(cmp_##W##_mask)(DF__ZX(maskz_loadu_##W)(k, f + i), zero, _CMP_NEQ_UQ); \
-            uint32_t take = eq & ~taken;                                                          \
-            if (!take) continue;                                                                  \
-            DF__ZX(mask_storeu_##W)(dx + i, take, DF__Z(add_##W)(DF__ZX(maskz_loadu_##W)(take, dx + i), DF__ZX(maskz_loadu_##W)(take, d + i))); \
-            DF__ZX(mask_storeu_##W)(f + i, take, DF__Z(set1_##W)((T)1));                          \
+    DF__TARGET_AVX512 static inline void df__pgrad1_##T##_avx512(T *dx, const T *x, const T *m, const T *d, T *f, uint32_t k, int full) { \
+        V xv = full ? DF__Z(loadu_##W)(x) : DF__ZX(maskz_loadu_##W)(k, x);                        \
+        V mv = full ? DF__Z(loadu_##W)(m) : DF__ZX(maskz_loadu_##W)(k, m);                        \
+        V fv = full ? DF__Z(loadu_##W)(f) : DF__ZX(maskz_loadu_##W)(k, f);                        \
+        uint32_t eq = k & (DF__Z(cmp_##W##_mask)(xv, mv, _CMP_EQ_OQ) |                             \
+                           (DF__Z(cmp_##W##_mask)(xv, xv, _CMP_UNORD_Q) & DF__Z(cmp_##W##_mask)(mv, mv, _CMP_UNORD_Q))); \
+        uint32_t take = eq & ~(uint32_t)DF__Z(cmp_##W##_mask)(fv, DF__Z(setzero_##W)(), _CMP_NEQ_UQ); \
+        if (!take) return;                                                                        \
+        V dv = full ? DF__Z(loadu_##W)(dx) : DF__ZX(maskz_loadu_##W)(k, dx);                      \
+        V gv = full ? DF__Z(loadu_##W)(d) : DF__ZX(maskz_loadu_##W)(k, d);                        \
+        if (full) {                                                                               \
+            DF__Z(storeu_##W)(dx, DF__Z(mask_add_##W)(dv, take, dv, gv));                         \
+            DF__Z(storeu_##W)(f, DF__Z(mask_mov_##W)(fv, take, DF__Z(set1_##W)((T)1)));           \
+        } else {                                                                                  \
+            DF__ZX(mask_storeu_##W)(dx, take, DF__Z(add_##W)(dv, gv));                            \
+            DF__ZX(mask_storeu_##W)(f, take, DF__Z(set1_##W)((T)1));                              \
         }                                                                                         \
+    }                                                                                             \
+    DF__TARGET_AVX512 static void df__pgrad_##T##_avx512(T *dx, const T *x, const T *m, const T *d, T *f, int64_t n) { \
+        int64_t i = 0;                                                                            \
+        for (; i + L <= n; i += L) df__pgrad1_##T##_avx512(dx + i, x + i, m + i, d + i, f + i, DF__ZTAIL(L), 1); \
+        if (i < n) df__pgrad1_##T##_avx512(dx + i, x + i, m + i, d + i, f + i, DF__ZTAIL(n - i), 0); \
     }
 DF__POOL_HELPERS_AVX512(float, DF__ZT(), ps, 16)
 DF__POOL_HELPERS_AVX512(double, DF__ZT(d), pd, 8)

@@ -161,7 +161,9 @@ DF_TEST(simd512_exp_log_tanh_sigmoid_bits_of_avx2_and_4_ulp) {
     for (int i = 0; i < 21; i++) v[N - 21 + i] = v[i * 3] = sp[i];
     for (int o = 0; o < 4; o++) {
         df_tensor *z = run_op("avx512", ops[o], 1, &in), *a = run_op("avx2", ops[o], 1, &in);
+#ifndef DF_EMULATE_AVX512   /* (SIMDe's fmadd rounds twice: the bits differ there, the ulp bound holds) */
         if (a) same(z, a, "avx512 vs avx2", ops[o], N);
+#endif
         const float *r = z ? (const float *)df_tensor_data(z) : NULL;
         double worst = 0, worst_x = 0;
         int special_bad = 0;
@@ -178,16 +180,23 @@ DF_TEST(simd512_exp_log_tanh_sigmoid_bits_of_avx2_and_4_ulp) {
         }
         CHECK(r != NULL);
         CHECK_MSG(worst <= 4, "avx512 %s: %.2f ulp at %.9g", ops[o], worst, worst_x);
-        df_tensor_release(z); df_tensor_release(a);
-        /* every tail: lengths 1..67 from an offset, against the long run's elements */
-        for (int len = 1; len <= 67; len++) {
+        /* every tail: lengths 1..67 from an offset, the long run's bits for the same inputs */
+        for (int len = 1; r && len <= 67; len++) {
             int64_t dl[1] = {len};
             df_tensor *piece = df_tensor_new(DF_FLOAT, 1, dl, NULL);
             memcpy(df_tensor_data(piece), v + 1000 + len * 7, (size_t)len * sizeof(float));
-            df_tensor *zp = run_op("avx512", ops[o], 1, &piece), *pp = run_op(a ? "avx2" : "avx512", ops[o], 1, &piece);
-            if (!same(zp, pp, "avx512 tail vs avx2", ops[o], len)) len = 68;
-            df_tensor_release(zp); df_tensor_release(pp); df_tensor_release(piece);
+            df_tensor *zp = run_op("avx512", ops[o], 1, &piece);
+            const float *q = zp ? (const float *)df_tensor_data(zp) : NULL;
+            for (int j = 0; q && j < len; j++)
+                if (memcmp(&q[j], &r[1000 + len * 7 + j], sizeof(float)) && !(isnan(q[j]) && isnan(r[1000 + len * 7 + j]))) {
+                    CHECK_MSG(0, "avx512 %s tail of %d [%d]: %.9g, in a long run %.9g", ops[o], len, j, q[j], r[1000 + len * 7 + j]);
+                    len = 68;
+                    break;
+                }
+            CHECK(q != NULL);
+            df_tensor_release(zp); df_tensor_release(piece);
         }
+        df_tensor_release(z); df_tensor_release(a);
     }
     df_tensor_release(in);
 }

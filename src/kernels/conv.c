@@ -897,13 +897,17 @@ DF__POOL_HELPERS_AVX2(double, __m256d, pd, 4)
    flags: a lane of f is nonzero once a position took it (1 here; the plain helper's 1 or the
    AVX2 one's all-ones bits would read the same). */
 #define DF__POOL_HELPERS_AVX512(T, V, W, L)                                                       \
+    DF__TARGET_AVX512 static inline void df__pmax1_##T##_avx512(T *o, const T *p, uint32_t k, int full) { \
+        V ov = full ? DF__Z(loadu_##W)(o) : DF__ZX(maskz_loadu_##W)(k, o);                        \
+        V pv = full ? DF__Z(loadu_##W)(p) : DF__ZX(maskz_loadu_##W)(k, p);                        \
+        uint32_t take = DF__Z(cmp_##W##_mask)(pv, ov, _CMP_GT_OQ) | DF__Z(cmp_##W##_mask)(pv, pv, _CMP_UNORD_Q); \
+        if (full) DF__Z(storeu_##W)(o, DF__Z(mask_blend_##W)(take, ov, pv));                      \
+        else DF__ZX(mask_storeu_##W)(o, k & take, pv);                                            \
+    }                                                                                             \
     DF__TARGET_AVX512 static void df__pmax_##T##_avx512(T *o, const T *p, int64_t n) {            \
-        for (int64_t i = 0; i < n; i += L) {                                                      \
-            uint32_t k = n - i >= L ? DF__ZTAIL(L) : DF__ZTAIL(n - i);                            \
-            V ov = DF__ZX(maskz_loadu_##W)(k, o + i), pv = DF__ZX(maskz_loadu_##W)(k, p + i);     \
-            uint32_t take = DF__Z(cmp_##W##_mask)(pv, ov, _CMP_GT_OQ) | DF__Z(cmp_##W##_mask)(pv, pv, _CMP_UNORD_Q); \
-            DF__ZX(mask_storeu_##W)(o + i, k & take, pv);                                         \
-        }                                                                                         \
+        int64_t i = 0;                                                                            \
+        for (; i + L <= n; i += L) df__pmax1_##T##_avx512(o + i, p + i, 0, 1);                     \
+        if (i < n) df__pmax1_##T##_avx512(o + i, p + i, DF__ZTAIL(n - i), 0);                      \
     }                                                                                             \
     DF__TARGET_AVX512 static void df__padd_##T##_avx512(T *o, const T *p, int64_t n) {            \
         int64_t i = 0;                                                                            \
@@ -913,19 +917,28 @@ DF__POOL_HELPERS_AVX2(double, __m256d, pd, 4)
             DF__ZX(mask_storeu_##W)(o + i, k, DF__Z(add_##W)(DF__ZX(maskz_loadu_##W)(k, o + i), DF__ZX(maskz_loadu_##W)(k, p + i))); \
         }                                                                                         \
     }                                                                                             \
-    DF__TARGET_AVX512 static void df__pgrad_##T##_avx512(T *dx, const T *x, const T *m, const T *d, T *f, int64_t n) { \
-        const V zero = DF__Z(setzero_##W)();                                                      \
-        for (int64_t i = 0; i < n; i += L) {                                                      \
-            uint32_t k = n - i >= L ? DF__ZTAIL(L) : DF__ZTAIL(n - i);                            \
-            V xv = DF__ZX(maskz_loadu_##W)(k, x + i), mv = DF__ZX(maskz_loadu_##W)(k, m + i);     \
-            uint32_t eq = k & (DF__Z(cmp_##W##_mask)(xv, mv, _CMP_EQ_OQ) |                         \
-                               (DF__Z(cmp_##W##_mask)(xv, xv, _CMP_UNORD_Q) & DF__Z(cmp_##W##_mask)(mv, mv, _CMP_UNORD_Q))); \
-            uint32_t taken = DF__Z(cmp_##W##_mask)(DF__ZX(maskz_loadu_##W)(k, f + i), zero, _CMP_NEQ_UQ); \
-            uint32_t take = eq & ~taken;                                                          \
-            if (!take) continue;                                                                  \
-            DF__ZX(mask_storeu_##W)(dx + i, take, DF__Z(add_##W)(DF__ZX(maskz_loadu_##W)(take, dx + i), DF__ZX(maskz_loadu_##W)(take, d + i))); \
-            DF__ZX(mask_storeu_##W)(f + i, take, DF__Z(set1_##W)((T)1));                          \
+    DF__TARGET_AVX512 static inline void df__pgrad1_##T##_avx512(T *dx, const T *x, const T *m, const T *d, T *f, uint32_t k, int full) { \
+        V xv = full ? DF__Z(loadu_##W)(x) : DF__ZX(maskz_loadu_##W)(k, x);                        \
+        V mv = full ? DF__Z(loadu_##W)(m) : DF__ZX(maskz_loadu_##W)(k, m);                        \
+        V fv = full ? DF__Z(loadu_##W)(f) : DF__ZX(maskz_loadu_##W)(k, f);                        \
+        uint32_t eq = k & (DF__Z(cmp_##W##_mask)(xv, mv, _CMP_EQ_OQ) |                             \
+                           (DF__Z(cmp_##W##_mask)(xv, xv, _CMP_UNORD_Q) & DF__Z(cmp_##W##_mask)(mv, mv, _CMP_UNORD_Q))); \
+        uint32_t take = eq & ~(uint32_t)DF__Z(cmp_##W##_mask)(fv, DF__Z(setzero_##W)(), _CMP_NEQ_UQ); \
+        if (!take) return;                                                                        \
+        V dv = full ? DF__Z(loadu_##W)(dx) : DF__ZX(maskz_loadu_##W)(k, dx);                      \
+        V gv = full ? DF__Z(loadu_##W)(d) : DF__ZX(maskz_loadu_##W)(k, d);                        \
+        if (full) {                                                                               \
+            DF__Z(storeu_##W)(dx, DF__Z(mask_add_##W)(dv, take, dv, gv));                         \
+            DF__Z(storeu_##W)(f, DF__Z(mask_mov_##W)(fv, take, DF__Z(set1_##W)((T)1)));           \
+        } else {                                                                                  \
+            DF__ZX(mask_storeu_##W)(dx, take, DF__Z(add_##W)(dv, gv));                            \
+            DF__ZX(mask_storeu_##W)(f, take, DF__Z(set1_##W)((T)1));                              \
         }                                                                                         \
+    }                                                                                             \
+    DF__TARGET_AVX512 static void df__pgrad_##T##_avx512(T *dx, const T *x, const T *m, const T *d, T *f, int64_t n) { \
+        int64_t i = 0;                                                                            \
+        for (; i + L <= n; i += L) df__pgrad1_##T##_avx512(dx + i, x + i, m + i, d + i, f + i, DF__ZTAIL(L), 1); \
+        if (i < n) df__pgrad1_##T##_avx512(dx + i, x + i, m + i, d + i, f + i, DF__ZTAIL(n - i), 0); \
     }
 DF__POOL_HELPERS_AVX512(float, DF__ZT(), ps, 16)
 DF__POOL_HELPERS_AVX512(double, DF__ZT(d), pd, 8)

@@ -255,6 +255,18 @@ static const df__row_fn df__vrows_f64[DF__B_COUNT] = DF__VROWSET(f64);
     }
 DF__ZEMU_LOAD(ps, float, 16, simde__m512)
 DF__ZEMU_LOAD(pd, double, 8, simde__m512d)
+/* (SIMDe 0.7's roundscale ignores the rounding mode when the no-exception bit is set) */
+#define DF__ZEMU_ROUND(W, T, L, V, RINT, FLOOR, CEIL, TRUNC)                                      \
+    static inline V df__zemu_roundscale_##W(V x, int mode) {                                      \
+        T v[L];                                                                                   \
+        memcpy(v, &x, sizeof v);                                                                  \
+        for (int i = 0; i < L; i++)                                                               \
+            v[i] = (mode & 3) == 0 ? RINT(v[i]) : (mode & 3) == 1 ? FLOOR(v[i]) : (mode & 3) == 2 ? CEIL(v[i]) : TRUNC(v[i]); \
+        memcpy(&x, v, sizeof v);                                                                  \
+        return x;                                                                                 \
+    }
+DF__ZEMU_ROUND(ps, float, 16, simde__m512, nearbyintf, floorf, ceilf, truncf)
+DF__ZEMU_ROUND(pd, double, 8, simde__m512d, nearbyint, floor, ceil, trunc)
 static inline simde__m512i df__zemu_cvtps_epi32(simde__m512 x) {   /* x holds whole numbers here */
     float f[16];
     int32_t v[16];
@@ -357,7 +369,7 @@ static const df__row_fn df__zrows_f64[DF__B_COUNT] = DF__ZROWSET(f64);
         case DF__U_SQRT: DF__ZLOOP(V, W, L, DF__Z(sqrt_##W)(v))                                    \
         case DF__U_RSQRT: DF__ZLOOP(V, W, L, DF__Z(div_##W)(one, DF__Z(sqrt_##W)(v)))               \
         case DF__U_RECIPROCAL: DF__ZLOOP(V, W, L, DF__Z(div_##W)(one, v))                          \
-        case DF__U_FLOOR: DF__ZLOOP(V, W, L, DF__Z(roundscale_##W)(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)) \
+        case DF__U_FLOOR: DF__ZLOOP(V, W, L, DF__ZX(roundscale_##W)(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)) \
         case DF__U_RELU: DF__ZLOOP(V, W, L, DF__Z(maskz_mov_##W)(DF__Z(cmp_##W##_mask)(v, zero, _CMP_NLE_UQ), v)) \
         case DF__U_ABS: DF__ZLOOP(V, W, L, DF__Z(mask_sub_##W)(v, DF__Z(cmp_##W##_mask)(v, zero, _CMP_LT_OQ), zero, v)) \
         default: DF__UNUSED(zero); DF__UNUSED(one); return 0;                                     \
@@ -651,7 +663,7 @@ DF__TARGET_AVX2 static int df__vtrans_f32(int code, const float *a, float *o, in
 #define DF__ZF2I(x) DF__Z(castps_si512)(x)
 DF__TARGET_AVX512 DF_PRIVATE inline DF__ZT() df__v16_exp(DF__ZT() x) {
     DF__ZT() xc = DF__ZPS(min)(DF__ZPS(max)(x, DF__ZC(-110.0f)), DF__ZC(90.0f));
-    DF__ZT() n = DF__ZPS(roundscale)(DF__ZPS(mul)(xc, DF__ZC(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    DF__ZT() n = DF__ZX(roundscale_ps)(DF__ZPS(mul)(xc, DF__ZC(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     DF__ZT() r = DF__ZPS(fnmadd)(n, DF__ZC(0.693145751953125f), xc);
     r = DF__ZPS(fnmadd)(n, DF__ZC(1.428606820309417232e-6f), r);
     DF__ZT() p = DF__ZC(1.0f / 5040);
