@@ -1744,3 +1744,8 @@ DF_PRIVATE int df__trace_add_remote(df__trace *tr, int worker, const df_node_tra
    src/net/worker.c); the records follow the fetches in its STEP_DONE. */
 #define DF__W_RUN_TRACE 0x80000000u
 /* ---- trace (issue 30): end ---- */
+/* ---- AVX-512 elementwise kernels (issue 31): from src/kernels/elementwise.c ---- */
+#ifdef DF__X86
+DF__TARGET_AVX512 DF_PRIVATE inline DF__ZT() df__v16_exp(DF__ZT() x);
+#endif
+/* ---- AVX-512 elementwise kernels (issue 31): end ---- */

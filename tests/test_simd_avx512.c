@@ -41,7 +41,7 @@ static df_tensor *run_op(const char *isa, const char *op, int n, df_tensor **in)
     if (df_set_kernel_isa(isa) != DF_OK) return NULL;
     df_graph *g = df_graph_new();
     df_output p[3];
-    char name[8];
+    char name[16];
     for (int i = 0; i < n; i++) {
         int64_t d[8];
         for (int k = 0; k < df_tensor_rank(in[i]) && k < 8; k++) d[k] = df_tensor_dim(in[i], k);

@@ -655,30 +655,50 @@ DF__TARGET_AVX2 static int df__vtrans_f32(int code, const float *a, float *o, in
 
 #ifdef DF__X86
 /* ---- float32 exp, log, tanh and sigmoid on 16 lanes (AVX-512) ----
-   The AVX2 versions' steps one for one (the same constants, roundings and fused operations,
-   blends as masked moves), so the same bits as they give, lane by lane. */
+   The AVX2 versions' steps (the same constants, roundings and fused operations, blends as
+   masked moves), so the same bits as they give, lane by lane; tanh's e^(2|x|) skips what
+   cannot change its result (the NaN rule, the split scaling for results near overflow or
+   subnormal), sigmoid's the NaN rule (both set NaN lanes at the end). */
 #define DF__ZPS(f) DF__Z(f##_ps)
 #define DF__ZC(v) DF__Z(set1_ps)(v)
 #define DF__ZI2F(x) DF__Z(castsi512_ps)(x)
 #define DF__ZF2I(x) DF__Z(castps_si512)(x)
-DF__TARGET_AVX512 DF_PRIVATE inline DF__ZT() df__v16_exp(DF__ZT() x) {
+/* p = e^r for |r| <= ln2/2: its Taylor series to r^7. */
+#define DF__Z_EXP_SERIES(p, r)                                                                    \
+    DF__ZT() p = DF__ZC(1.0f / 5040);                                                             \
+    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f / 720));                                                 \
+    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f / 120));                                                 \
+    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f / 24));                                                  \
+    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f / 6));                                                   \
+    p = DF__ZPS(fmadd)(p, r, DF__ZC(0.5f));                                                       \
+    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f));                                                       \
+    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f));
+/* e^x without the NaN rule (a NaN lane's result is any number: the callers set it). */
+DF__TARGET_AVX512 static inline DF__ZT() df__v16_exp_core(DF__ZT() x) {
     DF__ZT() xc = DF__ZPS(min)(DF__ZPS(max)(x, DF__ZC(-110.0f)), DF__ZC(90.0f));
     DF__ZT() n = DF__ZX(roundscale_ps)(DF__ZPS(mul)(xc, DF__ZC(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     DF__ZT() r = DF__ZPS(fnmadd)(n, DF__ZC(0.693145751953125f), xc);
     r = DF__ZPS(fnmadd)(n, DF__ZC(1.428606820309417232e-6f), r);
-    DF__ZT() p = DF__ZC(1.0f / 5040);
-    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f / 720));
-    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f / 120));
-    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f / 24));
-    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f / 6));
-    p = DF__ZPS(fmadd)(p, r, DF__ZC(0.5f));
-    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f));
-    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f));
+    DF__Z_EXP_SERIES(p, r)
     DF__ZT(i) ni = DF__ZX(cvtps_epi32)(n), n1 = DF__ZX(srai_epi32)(ni, 1), n2 = DF__Z(sub_epi32)(ni, n1);
     DF__ZT() s1 = DF__ZI2F(DF__Z(slli_epi32)(DF__Z(add_epi32)(n1, DF__Z(set1_epi32)(127)), 23));
     DF__ZT() s2 = DF__ZI2F(DF__Z(slli_epi32)(DF__Z(add_epi32)(n2, DF__Z(set1_epi32)(127)), 23));
-    DF__ZT() y = DF__ZPS(mul)(DF__ZPS(mul)(p, s1), s2);
-    return DF__ZPS(mask_mov)(y, DF__Z(cmp_ps_mask)(x, x, _CMP_UNORD_Q), x);
+    return DF__ZPS(mul)(DF__ZPS(mul)(p, s1), s2);
+}
+/* e^t for t in [0, 20] only (tanh's e^(2|x|), past 20 clamped: tanh is then 1 either way): the
+   same steps as df__v16_exp_core, whose two scalings by 2^n1 and 2^n2 are exact here, so one
+   by 2^n gives the same bits. */
+DF__TARGET_AVX512 static inline DF__ZT() df__v16_exp_0_20(DF__ZT() t) {
+    DF__ZT() xc = DF__ZPS(min)(t, DF__ZC(20.0f));
+    DF__ZT() n = DF__ZX(roundscale_ps)(DF__ZPS(mul)(xc, DF__ZC(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    DF__ZT() r = DF__ZPS(fnmadd)(n, DF__ZC(0.693145751953125f), xc);
+    r = DF__ZPS(fnmadd)(n, DF__ZC(1.428606820309417232e-6f), r);
+    DF__Z_EXP_SERIES(p, r)
+    DF__ZT() s = DF__ZI2F(DF__Z(slli_epi32)(DF__Z(add_epi32)(DF__ZX(cvtps_epi32)(n), DF__Z(set1_epi32)(127)), 23));
+    return DF__ZPS(mul)(p, s);
+}
+DF__TARGET_AVX512 DF_PRIVATE inline DF__ZT() df__v16_exp(DF__ZT() x) {
+    return DF__ZPS(mask_mov)(df__v16_exp_core(x), DF__Z(cmp_ps_mask)(x, x, _CMP_UNORD_Q), x);
 }
 DF__TARGET_AVX512 static inline DF__ZT() df__v16_log(DF__ZT() x) {
     const DF__ZT() one = DF__ZC(1.0f);
@@ -718,7 +738,7 @@ DF__TARGET_AVX512 static inline DF__ZT() df__v16_tanh(DF__ZT() x) {
     p = DF__ZPS(fmadd)(p, x2, DF__ZC(0.133333333333333333f));
     p = DF__ZPS(fmadd)(p, x2, DF__ZC(-0.333333333333333333f));
     DF__ZT() small = DF__ZPS(fmadd)(DF__ZPS(mul)(p, x2), x, x);
-    DF__ZT() e = df__v16_exp(DF__ZPS(add)(ax, ax));
+    DF__ZT() e = df__v16_exp_0_20(DF__ZPS(add)(ax, ax));
     DF__ZT() large = DF__ZPS(sub)(one, DF__ZPS(div)(DF__ZC(2.0f), DF__ZPS(add)(e, one)));
     large = DF__ZI2F(DF__Z(or_si512)(DF__ZF2I(large), DF__Z(and_si512)(DF__ZF2I(x), sign)));
     DF__ZT() y = DF__ZPS(mask_mov)(large, DF__Z(cmp_ps_mask)(ax, DF__ZC(0.55f), _CMP_LT_OQ), small);
@@ -727,7 +747,7 @@ DF__TARGET_AVX512 static inline DF__ZT() df__v16_tanh(DF__ZT() x) {
 DF__TARGET_AVX512 static inline DF__ZT() df__v16_sigmoid(DF__ZT() x) {
     const DF__ZT() one = DF__ZC(1.0f);
     uint32_t neg = DF__Z(cmp_ps_mask)(x, DF__Z(setzero_ps)(), _CMP_LT_OQ);        /* e^-|x| never overflows */
-    DF__ZT() e = df__v16_exp(DF__ZI2F(DF__Z(or_si512)(DF__ZF2I(x), DF__Z(set1_epi32)((int32_t)0x80000000u))));
+    DF__ZT() e = df__v16_exp_core(DF__ZI2F(DF__Z(or_si512)(DF__ZF2I(x), DF__Z(set1_epi32)((int32_t)0x80000000u))));
     DF__ZT() y = DF__ZPS(div)(DF__ZPS(mask_mov)(one, neg, e), DF__ZPS(add)(one, e));
     return DF__ZPS(mask_mov)(y, DF__Z(cmp_ps_mask)(x, x, _CMP_UNORD_Q), x);
 }
