@@ -164,8 +164,13 @@ DF__ROW(df__row_or_b, uint8_t, uint8_t, x || y)
 DF__ROW(df__row_eq_b, uint8_t, uint8_t, (x != 0) == (y != 0))
 DF__ROW(df__row_ne_b, uint8_t, uint8_t, (x != 0) != (y != 0))
 
+/* TanhGrad's y (1 - x^2) in three statements: a compiler that fuses a product into a sum
+   within one expression (clang's default) would round 1 - x^2 once here and twice in the
+   vector rows, whose results must be the same. */
+static inline float df__tanhg_f32(float x, float y) { float s = x * x; float d = 1 - s; return y * d; }
+static inline double df__tanhg_f64(double x, double y) { double s = x * x; double d = 1 - s; return y * d; }
 #define DF__GRAD_ROWS(SUF, T, SQRTF)                                                           \
-    DF__ROW(df__row_relug_##SUF, T, T, y > 0 ? x : 0) DF__ROW(df__row_tanhg_##SUF, T, T, y * (1 - x * x)) \
+    DF__ROW(df__row_relug_##SUF, T, T, y > 0 ? x : 0) DF__ROW(df__row_tanhg_##SUF, T, T, df__tanhg_##SUF(x, y)) \
     DF__ROW(df__row_sigg_##SUF, T, T, y * x * (1 - x)) DF__ROW(df__row_sqrtg_##SUF, T, T, y * (T)0.5 / x) \
     DF__ROW(df__row_rsqrtg_##SUF, T, T, y * (T)-0.5 * x * x * x) DF__ROW(df__row_recipg_##SUF, T, T, -y * x * x)
 DF__GRAD_ROWS(f32, float, sqrtf)
@@ -220,7 +225,7 @@ static const df__row_fn df__rows_i64[DF__B_COUNT] = DF__ROWSET(i64, NULL);
     DF__VROW(df__vrow_relug_##SUF, T, V, W, L, SET1,                                            \
              _mm256_and_##W(x, CMP(y, _mm256_setzero_##W(), _CMP_GT_OQ)), ys > 0 ? xs : 0)      \
     DF__VROW(df__vrow_tanhg_##SUF, T, V, W, L, SET1,                                            \
-             _mm256_mul_##W(y, _mm256_sub_##W(ONE, _mm256_mul_##W(x, x))), ys * (1 - xs * xs))  \
+             _mm256_mul_##W(y, _mm256_sub_##W(ONE, _mm256_mul_##W(x, x))), df__tanhg_##SUF(xs, ys)) \
     DF__VROW(df__vrow_sigg_##SUF, T, V, W, L, SET1,                                             \
              _mm256_mul_##W(_mm256_mul_##W(y, x), _mm256_sub_##W(ONE, x)), ys * xs * (1 - xs))
 DF__VROWS(f32, float, __m256, ps, 8, _mm256_set1_ps, _mm256_cmp_ps, _mm256_blendv_ps, _mm256_set1_ps(1.0f))
