@@ -44,11 +44,12 @@ DF_PRIVATE df_tensor *df__k_alloc_like(df__kctx *c, int i, df_dtype t, const df_
 /* Passes an input through: the node owns its input references, so it hands this one on. */
 DF_PRIVATE void df__k_forward(df__kctx *c, int out, int in) { c->out[out] = c->in[in]; c->in[in] = NULL; }
 
-/* ---- CPU features: which vector kernels run (AVX-512 for the GEMM and convolutions, AVX2+FMA
-   for the rest, where the CPU has them; else portable) ----
-   DF_EMULATE_AVX512 (tests only) compiles the AVX-512 kernel against SIMDe's portable
-   definitions of the same intrinsics and reports the CPU as having it, so that kernel's logic
-   runs on machines without AVX-512. */
+/* ---- CPU features: which vector kernels run (AVX-512 for the GEMM, the convolutions, the
+   float elementwise ops, Exp/Log/Tanh/Sigmoid, Softmax and pooling; AVX2+FMA for the rest,
+   where the CPU has them; else portable) ----
+   DF_EMULATE_AVX512 (tests only) compiles the AVX-512 kernels against SIMDe's portable
+   definitions of the same intrinsics (DF__ZX below: the few SIMDe lacks) and reports the CPU
+   as having it, so those kernels' logic runs on machines without AVX-512. */
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(DF_NO_SIMD)
 #define DF__X86 1
 #define DF__TARGET_AVX2 __attribute__((target("avx2,fma")))
