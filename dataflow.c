@@ -8288,10 +8288,33 @@ DF__POOL_HELPERS_AVX2(double, __m256d, pd, 4)
         for (; i + L <= n; i += L) df__pgrad1_##T##_avx512(dx + i, x + i, m + i, d + i, f + i, DF__ZTAIL(L), 1); \
         if (i < n) df__pgrad1_##T##_avx512(dx + i, x + i, m + i, d + i, f + i, DF__ZTAIL(n - i), 0); \
     }
+/* MaxPool's whole window for one output pixel: each block of channels kept in a register over
+   the window's ny x nx positions (row stride rs, pixel stride c), in the order and with the
+   rule of the pmax calls (the same bits), stored once. */
+#define DF__POOL_WINDOW_AVX512(T, V, W, L)                                                        \
+    DF__TARGET_AVX512 static void df__pwin_##T##_avx512(T *o, const T *p, int64_t ny, int64_t nx, int64_t rs, int64_t c) { \
+        for (int64_t ci = 0; ci < c; ci += L) {                                                   \
+            int full = c - ci >= L;                                                               \
+            uint32_t k = full ? DF__ZTAIL(L) : DF__ZTAIL(c - ci);                                 \
+            V acc = full ? DF__Z(loadu_##W)(p + ci) : DF__ZX(maskz_loadu_##W)(k, p + ci);          \
+            for (int64_t yy = 0; yy < ny; yy++)                                                   \
+                for (int64_t xx = yy ? 0 : 1; xx < nx; xx++) {                                    \
+                    const T *q = p + yy * rs + xx * c + ci;                                       \
+                    V pv = full ? DF__Z(loadu_##W)(q) : DF__ZX(maskz_loadu_##W)(k, q);             \
+                    uint32_t take = DF__Z(cmp_##W##_mask)(pv, acc, _CMP_GT_OQ) | DF__Z(cmp_##W##_mask)(pv, pv, _CMP_UNORD_Q); \
+                    acc = DF__Z(mask_blend_##W)(take, acc, pv);                                   \
+                }                                                                                 \
+            if (full) DF__Z(storeu_##W)(o + ci, acc);                                             \
+            else DF__ZX(mask_storeu_##W)(o + ci, k, acc);                                         \
+        }                                                                                         \
+    }
 DF__POOL_HELPERS_AVX512(float, DF__ZT(), ps, 16)
 DF__POOL_HELPERS_AVX512(double, DF__ZT(d), pd, 8)
+DF__POOL_WINDOW_AVX512(float, DF__ZT(), ps, 16)
+DF__POOL_WINDOW_AVX512(double, DF__ZT(d), pd, 8)
 #define DF__POOL_PICK(T)                                                                          \
-    if (df__isa() == DF__ISA_AVX512) { pmax = df__pmax_##T##_avx512; padd = df__padd_##T##_avx512; pgrad = df__pgrad_##T##_avx512; } \
+    if (df__isa() == DF__ISA_AVX512) { pmax = df__pmax_##T##_avx512; padd = df__padd_##T##_avx512; pgrad = df__pgrad_##T##_avx512; \
+                                       pwin = df__pwin_##T##_avx512; }                            \
     else if (df__vec_isa() == DF__ISA_AVX2) { pmax = df__pmax_##T##_avx2; padd = df__padd_##T##_avx2; pgrad = df__pgrad_##T##_avx2; }
 #else
 #define DF__POOL_PICK(T)
@@ -8312,6 +8335,7 @@ typedef struct df__pool_job {
         const T *x = (const T *)J->x;                                                             \
         void (*pmax)(T *, const T *, int64_t) = df__pmax_##T, (*padd)(T *, const T *, int64_t) = df__padd_##T; \
         void (*pgrad)(T *, const T *, const T *, const T *, T *, int64_t) = df__pgrad_##T;         \
+        void (*pwin)(T *, const T *, int64_t, int64_t, int64_t, int64_t) = NULL;                  \
         DF__POOL_PICK(T)                                                                          \
         DF__UNUSED(pgrad);                                                                        \
         for (int64_t r = lo; r < hi; r++) {                                                       \
@@ -8321,6 +8345,10 @@ typedef struct df__pool_job {
                 T *o = (T *)J->out + (r * g->ow + ox) * g->c;                                     \
                 int64_t x0 = DF__MAX(ox * g->sw - g->pw, 0), x1 = DF__MIN(ox * g->sw - g->pw + g->kw, g->w); \
                 if (y0 >= y1 || x0 >= x1) { for (int64_t ci = 0; ci < g->c; ci++) o[ci] = J->max ? -(T)INFINITY : 0; continue; } \
+                if (J->max && pwin) {                                                             \
+                    pwin(o, x + ((b * g->h + y0) * g->w + x0) * g->c, y1 - y0, x1 - x0, g->w * g->c, g->c); \
+                    continue;                                                                     \
+                }                                                                                 \
                 int first = 1;                                                                    \
                 for (int64_t yy = y0; yy < y1; yy++)                                              \
                     for (int64_t xx = x0; xx < x1; xx++) {                                        \
@@ -8341,8 +8369,9 @@ typedef struct df__pool_job {
         const T *x = (const T *)J->x, *y = (const T *)J->y, *dy = (const T *)J->dy;               \
         void (*pmax)(T *, const T *, int64_t) = df__pmax_##T, (*padd)(T *, const T *, int64_t) = df__padd_##T; \
         void (*pgrad)(T *, const T *, const T *, const T *, T *, int64_t) = df__pgrad_##T;         \
+        void (*pwin)(T *, const T *, int64_t, int64_t, int64_t, int64_t) = NULL;                  \
         DF__POOL_PICK(T)                                                                          \
-        DF__UNUSED(pmax);                                                                         \
+        DF__UNUSED(pmax); DF__UNUSED(pwin);                                                       \
         T *f = (T *)DF_MALLOC((size_t)g->c * sizeof(T) + 1);                                      \
         if (!f) { __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED); return; }                    \
         for (int64_t b = lo; b < hi; b++) {                                                       \
