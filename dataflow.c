@@ -2579,6 +2579,11 @@ static df__kernel_fn df__half_unwrap(const df_node *n, df__kernel_fn fn);
 static void df__k_loop_push_n(df__kctx *c);
 static void df__k_loop_pop_n(df__kctx *c);
 /* ---- loop gradients (issue 31): end ---- */
+/* ---- AVX-512 elementwise kernels (issue 31): from src/kernels/elementwise.c ---- */
+#ifdef DF__X86
+DF__TARGET_AVX512 static inline DF__ZT() df__v16_exp(DF__ZT() x);
+#endif
+/* ---- AVX-512 elementwise kernels (issue 31): end ---- */
 /* ==========================================================================================
    src/bfc.c: The BFC allocator                                                         >>bfc
    Best fit with coalescing, as TensorFlow's: memory in 256-byte units carved from regions;
@@ -5847,11 +5852,12 @@ static df_tensor *df__k_alloc_like(df__kctx *c, int i, df_dtype t, const df_tens
 /* Passes an input through: the node owns its input references, so it hands this one on. */
 static void df__k_forward(df__kctx *c, int out, int in) { c->out[out] = c->in[in]; c->in[in] = NULL; }
 
-/* ---- CPU features: which vector kernels run (AVX-512 for the GEMM and convolutions, AVX2+FMA
-   for the rest, where the CPU has them; else portable) ----
-   DF_EMULATE_AVX512 (tests only) compiles the AVX-512 kernel against SIMDe's portable
-   definitions of the same intrinsics and reports the CPU as having it, so that kernel's logic
-   runs on machines without AVX-512. */
+/* ---- CPU features: which vector kernels run (AVX-512 for the GEMM, the convolutions, the
+   float elementwise ops, Exp/Log/Tanh/Sigmoid, Softmax and pooling; AVX2+FMA for the rest,
+   where the CPU has them; else portable) ----
+   DF_EMULATE_AVX512 (tests only) compiles the AVX-512 kernels against SIMDe's portable
+   definitions of the same intrinsics (DF__ZX below: the few SIMDe lacks) and reports the CPU
+   as having it, so those kernels' logic runs on machines without AVX-512. */
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(DF_NO_SIMD)
 #define DF__X86 1
 #define DF__TARGET_AVX2 __attribute__((target("avx2,fma")))
@@ -5967,8 +5973,13 @@ DF__ROW(df__row_or_b, uint8_t, uint8_t, x || y)
 DF__ROW(df__row_eq_b, uint8_t, uint8_t, (x != 0) == (y != 0))
 DF__ROW(df__row_ne_b, uint8_t, uint8_t, (x != 0) != (y != 0))
 
+/* TanhGrad's y (1 - x^2) in three statements: a compiler that fuses a product into a sum
+   within one expression (clang's default) would round 1 - x^2 once here and twice in the
+   vector rows, whose results must be the same. */
+static inline float df__tanhg_f32(float x, float y) { float s = x * x; float d = 1 - s; return y * d; }
+static inline double df__tanhg_f64(double x, double y) { double s = x * x; double d = 1 - s; return y * d; }
 #define DF__GRAD_ROWS(SUF, T, SQRTF)                                                           \
-    DF__ROW(df__row_relug_##SUF, T, T, y > 0 ? x : 0) DF__ROW(df__row_tanhg_##SUF, T, T, y * (1 - x * x)) \
+    DF__ROW(df__row_relug_##SUF, T, T, y > 0 ? x : 0) DF__ROW(df__row_tanhg_##SUF, T, T, df__tanhg_##SUF(x, y)) \
     DF__ROW(df__row_sigg_##SUF, T, T, y * x * (1 - x)) DF__ROW(df__row_sqrtg_##SUF, T, T, y * (T)0.5 / x) \
     DF__ROW(df__row_rsqrtg_##SUF, T, T, y * (T)-0.5 * x * x * x) DF__ROW(df__row_recipg_##SUF, T, T, -y * x * x)
 DF__GRAD_ROWS(f32, float, sqrtf)
@@ -6023,7 +6034,7 @@ static const df__row_fn df__rows_i64[DF__B_COUNT] = DF__ROWSET(i64, NULL);
     DF__VROW(df__vrow_relug_##SUF, T, V, W, L, SET1,                                            \
              _mm256_and_##W(x, CMP(y, _mm256_setzero_##W(), _CMP_GT_OQ)), ys > 0 ? xs : 0)      \
     DF__VROW(df__vrow_tanhg_##SUF, T, V, W, L, SET1,                                            \
-             _mm256_mul_##W(y, _mm256_sub_##W(ONE, _mm256_mul_##W(x, x))), ys * (1 - xs * xs))  \
+             _mm256_mul_##W(y, _mm256_sub_##W(ONE, _mm256_mul_##W(x, x))), df__tanhg_##SUF(xs, ys)) \
     DF__VROW(df__vrow_sigg_##SUF, T, V, W, L, SET1,                                             \
              _mm256_mul_##W(_mm256_mul_##W(y, x), _mm256_sub_##W(ONE, x)), ys * xs * (1 - xs))
 DF__VROWS(f32, float, __m256, ps, 8, _mm256_set1_ps, _mm256_cmp_ps, _mm256_blendv_ps, _mm256_set1_ps(1.0f))
@@ -6035,8 +6046,159 @@ static const df__row_fn df__vrows_f32[DF__B_COUNT] = DF__VROWSET(f32);
 static const df__row_fn df__vrows_f64[DF__B_COUNT] = DF__VROWSET(f64);
 #endif
 
+/* ---- AVX-512 rows and unary ops (float32: 16 lanes, float64: 8) ----
+   The same lane-by-lane IEEE operations as the AVX2 rows above, so the same bits; the tail
+   (fewer than a vector) goes through masked loads and stores instead of a scalar loop.
+   DF__ZX: the few AVX-512 intrinsics SIMDe 0.7 does not define, lane by lane in its place
+   (DF_EMULATE_AVX512 only; the native build uses the instructions). */
+#ifdef DF__X86
+#ifdef DF_EMULATE_AVX512
+#define DF__ZX(f) df__zemu_##f
+#define DF__ZEMU_LOAD(W, T, L, V)                                                                 \
+    static inline V df__zemu_maskz_loadu_##W(uint32_t k, const void *p) {                        \
+        T v[L] = {0};                                                                             \
+        for (int i = 0; i < L; i++) if (k >> i & 1) memcpy(&v[i], (const char *)p + i * sizeof(T), sizeof(T)); \
+        V r;                                                                                      \
+        memcpy(&r, v, sizeof r);                                                                  \
+        return r;                                                                                 \
+    }                                                                                             \
+    static inline void df__zemu_mask_storeu_##W(void *p, uint32_t k, V x) {                      \
+        T v[L];                                                                                   \
+        memcpy(v, &x, sizeof v);                                                                  \
+        for (int i = 0; i < L; i++) if (k >> i & 1) memcpy((char *)p + i * sizeof(T), &v[i], sizeof(T)); \
+    }
+DF__ZEMU_LOAD(ps, float, 16, simde__m512)
+DF__ZEMU_LOAD(pd, double, 8, simde__m512d)
+/* (SIMDe 0.7's roundscale ignores the rounding mode when the no-exception bit is set) */
+#define DF__ZEMU_ROUND(W, T, L, V, RINT, FLOOR, CEIL, TRUNC)                                      \
+    static inline V df__zemu_roundscale_##W(V x, int mode) {                                      \
+        T v[L];                                                                                   \
+        memcpy(v, &x, sizeof v);                                                                  \
+        for (int i = 0; i < L; i++)                                                               \
+            v[i] = (mode & 3) == 0 ? RINT(v[i]) : (mode & 3) == 1 ? FLOOR(v[i]) : (mode & 3) == 2 ? CEIL(v[i]) : TRUNC(v[i]); \
+        memcpy(&x, v, sizeof v);                                                                  \
+        return x;                                                                                 \
+    }
+DF__ZEMU_ROUND(ps, float, 16, simde__m512, nearbyintf, floorf, ceilf, truncf)
+DF__ZEMU_ROUND(pd, double, 8, simde__m512d, nearbyint, floor, ceil, trunc)
+static inline simde__m512i df__zemu_cvtps_epi32(simde__m512 x) {   /* x holds whole numbers here */
+    float f[16];
+    int32_t v[16];
+    simde__m512i r;
+    memcpy(f, &x, sizeof f);
+    for (int i = 0; i < 16; i++) v[i] = (int32_t)f[i];
+    memcpy(&r, v, sizeof r);
+    return r;
+}
+static inline simde__m512 df__zemu_cvtepi32_ps(simde__m512i x) {
+    int32_t v[16];
+    float f[16];
+    simde__m512 r;
+    memcpy(v, &x, sizeof v);
+    for (int i = 0; i < 16; i++) f[i] = (float)v[i];
+    memcpy(&r, f, sizeof r);
+    return r;
+}
+static inline simde__m512i df__zemu_srai_epi32(simde__m512i x, int s) {
+    int32_t v[16];
+    memcpy(v, &x, sizeof v);
+    for (int i = 0; i < 16; i++) v[i] >>= s;   /* arithmetic on the compilers that build this */
+    memcpy(&x, v, sizeof v);
+    return x;
+}
+#else
+#define DF__ZX(f) _mm512_##f
+#endif
+/* The lanes of a tail of n (< a vector) elements. */
+#define DF__ZTAIL(n) ((uint32_t)((1u << (n)) - 1u))
+
+#define DF__ZROW(NAME, T, V, W, L, VEXPR)                                                       \
+    DF__TARGET_AVX512 static void NAME(void *o_, const void *a_, const void *b_, int64_t n, int sa, int sb) { \
+        T *o = (T *)o_;                                                                         \
+        const T *a = (const T *)a_, *b = (const T *)b_;                                         \
+        int64_t i = 0;                                                                          \
+        if (sa && sb) {                                                                         \
+            for (; i + L <= n; i += L) { V x = DF__Z(loadu_##W)(a + i), y = DF__Z(loadu_##W)(b + i); DF__Z(storeu_##W)(o + i, VEXPR); } \
+            if (i < n) { uint32_t k = DF__ZTAIL(n - i);                                         \
+                V x = DF__ZX(maskz_loadu_##W)(k, a + i), y = DF__ZX(maskz_loadu_##W)(k, b + i); DF__ZX(mask_storeu_##W)(o + i, k, VEXPR); } \
+        } else if (sa) {                                                                        \
+            V y = DF__Z(set1_##W)(b[0]);                                                        \
+            for (; i + L <= n; i += L) { V x = DF__Z(loadu_##W)(a + i); DF__Z(storeu_##W)(o + i, VEXPR); } \
+            if (i < n) { uint32_t k = DF__ZTAIL(n - i);                                         \
+                V x = DF__ZX(maskz_loadu_##W)(k, a + i); DF__ZX(mask_storeu_##W)(o + i, k, VEXPR); } \
+        } else if (sb) {                                                                        \
+            V x = DF__Z(set1_##W)(a[0]);                                                        \
+            for (; i + L <= n; i += L) { V y = DF__Z(loadu_##W)(b + i); DF__Z(storeu_##W)(o + i, VEXPR); } \
+            if (i < n) { uint32_t k = DF__ZTAIL(n - i);                                         \
+                V y = DF__ZX(maskz_loadu_##W)(k, b + i); DF__ZX(mask_storeu_##W)(o + i, k, VEXPR); } \
+        } else {                                                                                \
+            V x = DF__Z(set1_##W)(a[0]), y = DF__Z(set1_##W)(b[0]);                             \
+            T v[L];                                                                             \
+            DF__Z(storeu_##W)(v, VEXPR);                                                        \
+            for (; i < n; i++) o[i] = v[0];                                                     \
+        }                                                                                       \
+    }
+#define DF__ZROWS(SUF, T, V, W, L)                                                              \
+    DF__ZROW(df__zrow_add_##SUF, T, V, W, L, DF__Z(add_##W)(x, y))                              \
+    DF__ZROW(df__zrow_sub_##SUF, T, V, W, L, DF__Z(sub_##W)(x, y))                              \
+    DF__ZROW(df__zrow_mul_##SUF, T, V, W, L, DF__Z(mul_##W)(x, y))                              \
+    DF__ZROW(df__zrow_div_##SUF, T, V, W, L, DF__Z(div_##W)(x, y))                              \
+    DF__ZROW(df__zrow_max_##SUF, T, V, W, L,                                                    \
+             DF__Z(mask_blend_##W)(DF__Z(cmp_##W##_mask)(x, y, _CMP_GT_OQ) | DF__Z(cmp_##W##_mask)(x, x, _CMP_UNORD_Q), y, x)) \
+    DF__ZROW(df__zrow_min_##SUF, T, V, W, L,                                                    \
+             DF__Z(mask_blend_##W)(DF__Z(cmp_##W##_mask)(x, y, _CMP_LT_OQ) | DF__Z(cmp_##W##_mask)(x, x, _CMP_UNORD_Q), y, x)) \
+    DF__ZROW(df__zrow_sqd_##SUF, T, V, W, L, DF__Z(mul_##W)(DF__Z(sub_##W)(x, y), DF__Z(sub_##W)(x, y))) \
+    DF__ZROW(df__zrow_relug_##SUF, T, V, W, L,                                                  \
+             DF__Z(maskz_mov_##W)(DF__Z(cmp_##W##_mask)(y, DF__Z(setzero_##W)(), _CMP_GT_OQ), x)) \
+    DF__ZROW(df__zrow_tanhg_##SUF, T, V, W, L,                                                  \
+             DF__Z(mul_##W)(y, DF__Z(sub_##W)(DF__Z(set1_##W)(1), DF__Z(mul_##W)(x, x))))       \
+    DF__ZROW(df__zrow_sigg_##SUF, T, V, W, L,                                                   \
+             DF__Z(mul_##W)(DF__Z(mul_##W)(y, x), DF__Z(sub_##W)(DF__Z(set1_##W)(1), x)))
+DF__ZROWS(f32, float, DF__ZT(), ps, 16)
+DF__ZROWS(f64, double, DF__ZT(d), pd, 8)
+#define DF__ZROWSET(SUF) { df__zrow_add_##SUF, df__zrow_sub_##SUF, df__zrow_mul_##SUF, df__zrow_div_##SUF, \
+    df__zrow_max_##SUF, df__zrow_min_##SUF, NULL, NULL, NULL, df__zrow_sqd_##SUF, NULL, NULL, NULL, NULL, \
+    NULL, NULL, NULL, NULL, df__zrow_relug_##SUF, df__zrow_tanhg_##SUF, df__zrow_sigg_##SUF, NULL, NULL, NULL }
+static const df__row_fn df__zrows_f32[DF__B_COUNT] = DF__ZROWSET(f32);
+static const df__row_fn df__zrows_f64[DF__B_COUNT] = DF__ZROWSET(f64);
+
+/* v = the input vector, EXPR the result: whole vectors, then the tail under a mask. */
+#define DF__ZLOOP(V, W, L, EXPR)                                                                \
+    {                                                                                           \
+        int64_t i = 0;                                                                          \
+        for (; i + L <= n; i += L) { V v = DF__Z(loadu_##W)(a + i); DF__Z(storeu_##W)(o + i, EXPR); } \
+        if (i < n) { uint32_t k = DF__ZTAIL(n - i); V v = DF__ZX(maskz_loadu_##W)(k, a + i); DF__ZX(mask_storeu_##W)(o + i, k, EXPR); } \
+        DF__UNUSED(zero); DF__UNUSED(one);                                                      \
+        return 1;                                                                               \
+    }
+/* The AVX2 unary ops on AVX-512 (the same results); 0 if not handled. Abs keeps -0 and a
+   negative NaN as they are (v < 0 is false for both), as the plain loop does. */
+#define DF__ZUNARY(SUF, T, V, W, L)                                                              \
+    DF__TARGET_AVX512 static int df__zunary_##SUF(int code, const T *a, T *o, int64_t n) {        \
+        const V zero = DF__Z(setzero_##W)(), one = DF__Z(set1_##W)((T)1);                         \
+        switch (code) {                                                                           \
+        case DF__U_NEG: DF__ZLOOP(V, W, L, DF__Z(castsi512_##W)(DF__Z(xor_si512)(DF__Z(cast##W##_si512)(v), \
+                                                                             DF__Z(cast##W##_si512)(DF__Z(set1_##W)((T)-0.0))))) \
+        case DF__U_SQUARE: DF__ZLOOP(V, W, L, DF__Z(mul_##W)(v, v))                                \
+        case DF__U_SQRT: DF__ZLOOP(V, W, L, DF__Z(sqrt_##W)(v))                                    \
+        case DF__U_RSQRT: DF__ZLOOP(V, W, L, DF__Z(div_##W)(one, DF__Z(sqrt_##W)(v)))               \
+        case DF__U_RECIPROCAL: DF__ZLOOP(V, W, L, DF__Z(div_##W)(one, v))                          \
+        case DF__U_FLOOR: DF__ZLOOP(V, W, L, DF__ZX(roundscale_##W)(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)) \
+        case DF__U_RELU: DF__ZLOOP(V, W, L, DF__Z(maskz_mov_##W)(DF__Z(cmp_##W##_mask)(v, zero, _CMP_NLE_UQ), v)) \
+        case DF__U_ABS: DF__ZLOOP(V, W, L, DF__Z(mask_sub_##W)(v, DF__Z(cmp_##W##_mask)(v, zero, _CMP_LT_OQ), zero, v)) \
+        default: DF__UNUSED(zero); DF__UNUSED(one); return 0;                                     \
+        }                                                                                         \
+    }
+DF__ZUNARY(f32, float, DF__ZT(), ps, 16)
+DF__ZUNARY(f64, double, DF__ZT(d), pd, 8)
+#endif
+
 static df__row_fn df__binary_row(int code, df_dtype t) {
 #ifdef DF__X86
+    if ((t == DF_FLOAT || t == DF_DOUBLE) && df__isa() == DF__ISA_AVX512) {
+        df__row_fn v = (t == DF_FLOAT ? df__zrows_f32 : df__zrows_f64)[code];
+        if (v) return v;
+    }
     if ((t == DF_FLOAT || t == DF_DOUBLE) && df__vec_isa() == DF__ISA_AVX2) {
         df__row_fn v = (t == DF_FLOAT ? df__vrows_f32 : df__vrows_f64)[code];
         if (v) return v;
@@ -6306,17 +6468,136 @@ DF__TARGET_AVX2 static int df__vtrans_f32(int code, const float *a, float *o, in
 #endif
 
 #ifdef DF__X86
+/* ---- float32 exp, log, tanh and sigmoid on 16 lanes (AVX-512) ----
+   The AVX2 versions' steps (the same constants, roundings and fused operations, blends as
+   masked moves), so the same bits as they give, lane by lane; tanh's e^(2|x|) skips what
+   cannot change its result (the NaN rule, the split scaling for results near overflow or
+   subnormal), sigmoid's the NaN rule (both set NaN lanes at the end). */
+#define DF__ZPS(f) DF__Z(f##_ps)
+#define DF__ZC(v) DF__Z(set1_ps)(v)
+#define DF__ZI2F(x) DF__Z(castsi512_ps)(x)
+#define DF__ZF2I(x) DF__Z(castps_si512)(x)
+/* p = e^r for |r| <= ln2/2: its Taylor series to r^7. */
+#define DF__Z_EXP_SERIES(p, r)                                                                    \
+    DF__ZT() p = DF__ZC(1.0f / 5040);                                                             \
+    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f / 720));                                                 \
+    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f / 120));                                                 \
+    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f / 24));                                                  \
+    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f / 6));                                                   \
+    p = DF__ZPS(fmadd)(p, r, DF__ZC(0.5f));                                                       \
+    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f));                                                       \
+    p = DF__ZPS(fmadd)(p, r, DF__ZC(1.0f));
+/* e^x without the NaN rule (a NaN lane's result is any number: the callers set it). */
+DF__TARGET_AVX512 static inline DF__ZT() df__v16_exp_core(DF__ZT() x) {
+    DF__ZT() xc = DF__ZPS(min)(DF__ZPS(max)(x, DF__ZC(-110.0f)), DF__ZC(90.0f));
+    DF__ZT() n = DF__ZX(roundscale_ps)(DF__ZPS(mul)(xc, DF__ZC(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    DF__ZT() r = DF__ZPS(fnmadd)(n, DF__ZC(0.693145751953125f), xc);
+    r = DF__ZPS(fnmadd)(n, DF__ZC(1.428606820309417232e-6f), r);
+    DF__Z_EXP_SERIES(p, r)
+    DF__ZT(i) ni = DF__ZX(cvtps_epi32)(n), n1 = DF__ZX(srai_epi32)(ni, 1), n2 = DF__Z(sub_epi32)(ni, n1);
+    DF__ZT() s1 = DF__ZI2F(DF__Z(slli_epi32)(DF__Z(add_epi32)(n1, DF__Z(set1_epi32)(127)), 23));
+    DF__ZT() s2 = DF__ZI2F(DF__Z(slli_epi32)(DF__Z(add_epi32)(n2, DF__Z(set1_epi32)(127)), 23));
+    return DF__ZPS(mul)(DF__ZPS(mul)(p, s1), s2);
+}
+/* e^t for t in [0, 20] only (tanh's e^(2|x|), past 20 clamped: tanh is then 1 either way): the
+   same steps as df__v16_exp_core, whose two scalings by 2^n1 and 2^n2 are exact here, so one
+   by 2^n gives the same bits. */
+DF__TARGET_AVX512 static inline DF__ZT() df__v16_exp_0_20(DF__ZT() t) {
+    DF__ZT() xc = DF__ZPS(min)(t, DF__ZC(20.0f));
+    DF__ZT() n = DF__ZX(roundscale_ps)(DF__ZPS(mul)(xc, DF__ZC(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    DF__ZT() r = DF__ZPS(fnmadd)(n, DF__ZC(0.693145751953125f), xc);
+    r = DF__ZPS(fnmadd)(n, DF__ZC(1.428606820309417232e-6f), r);
+    DF__Z_EXP_SERIES(p, r)
+    DF__ZT() s = DF__ZI2F(DF__Z(slli_epi32)(DF__Z(add_epi32)(DF__ZX(cvtps_epi32)(n), DF__Z(set1_epi32)(127)), 23));
+    return DF__ZPS(mul)(p, s);
+}
+DF__TARGET_AVX512 static inline DF__ZT() df__v16_exp(DF__ZT() x) {
+    return DF__ZPS(mask_mov)(df__v16_exp_core(x), DF__Z(cmp_ps_mask)(x, x, _CMP_UNORD_Q), x);
+}
+DF__TARGET_AVX512 static inline DF__ZT() df__v16_log(DF__ZT() x) {
+    const DF__ZT() one = DF__ZC(1.0f);
+    uint32_t tiny = DF__Z(cmp_ps_mask)(x, DF__ZC(1.17549435e-38f), _CMP_LT_OQ);     /* subnormals: scaled by 2^23 first */
+    DF__ZT() xs = DF__ZPS(mask_mov)(x, tiny, DF__ZPS(mul)(x, DF__ZC(8388608.0f)));
+    DF__ZT(i) bits = DF__ZF2I(xs);
+    DF__ZT(i) e = DF__Z(sub_epi32)(DF__Z(srli_epi32)(bits, 23), DF__Z(set1_epi32)(127));
+    DF__ZT() m = DF__ZI2F(DF__Z(or_si512)(DF__Z(and_si512)(bits, DF__Z(set1_epi32)(0x007fffff)), DF__Z(set1_epi32)(0x3f800000)));
+    uint32_t big = DF__Z(cmp_ps_mask)(m, DF__ZC(1.41421356f), _CMP_GT_OQ);
+    m = DF__ZPS(mask_mov)(m, big, DF__ZPS(mul)(m, DF__ZC(0.5f)));
+    DF__ZT() ef = DF__ZPS(mask_add)(DF__ZX(cvtepi32_ps)(e), big, DF__ZX(cvtepi32_ps)(e), one);
+    ef = DF__ZPS(mask_sub)(ef, tiny, ef, DF__ZC(23.0f));
+    DF__ZT() f = DF__ZPS(sub)(m, one), s = DF__ZPS(div)(f, DF__ZPS(add)(f, DF__ZC(2.0f))), s2 = DF__ZPS(mul)(s, s);
+    DF__ZT() R = DF__ZC(2.0f / 9);
+    R = DF__ZPS(fmadd)(R, s2, DF__ZC(2.0f / 7));
+    R = DF__ZPS(fmadd)(R, s2, DF__ZC(2.0f / 5));
+    R = DF__ZPS(fmadd)(R, s2, DF__ZC(2.0f / 3));
+    R = DF__ZPS(mul)(R, s2);
+    DF__ZT() hf = DF__ZPS(mul)(DF__ZC(0.5f), DF__ZPS(mul)(f, f));
+    DF__ZT() lm = DF__ZPS(sub)(f, DF__ZPS(fnmadd)(s, DF__ZPS(add)(hf, R), hf));
+    DF__ZT() y = DF__ZPS(fmadd)(ef, DF__ZC(0.693145751953125f), DF__ZPS(fmadd)(ef, DF__ZC(1.428606820309417232e-6f), lm));
+    const DF__ZT() zero = DF__Z(setzero_ps)(), inf = DF__ZC(INFINITY);
+    y = DF__ZPS(mask_mov)(y, DF__Z(cmp_ps_mask)(x, zero, _CMP_EQ_OQ), DF__ZC(-INFINITY));
+    y = DF__ZPS(mask_mov)(y, DF__Z(cmp_ps_mask)(x, inf, _CMP_EQ_OQ), inf);
+    y = DF__ZPS(mask_mov)(y, DF__Z(cmp_ps_mask)(x, zero, _CMP_LT_OQ), DF__ZC(NAN));
+    return DF__ZPS(mask_mov)(y, DF__Z(cmp_ps_mask)(x, x, _CMP_UNORD_Q), x);
+}
+DF__TARGET_AVX512 static inline DF__ZT() df__v16_tanh(DF__ZT() x) {
+    const DF__ZT(i) sign = DF__Z(set1_epi32)((int32_t)0x80000000u);
+    const DF__ZT() one = DF__ZC(1.0f);
+    DF__ZT() ax = DF__ZI2F(DF__Z(andnot_si512)(sign, DF__ZF2I(x))), x2 = DF__ZPS(mul)(x, x);
+    DF__ZT() p = DF__ZC(-0.00145583438705131827f);
+    p = DF__ZPS(fmadd)(p, x2, DF__ZC(0.00359212803657248102f));
+    p = DF__ZPS(fmadd)(p, x2, DF__ZC(-0.00886323552990219656f));
+    p = DF__ZPS(fmadd)(p, x2, DF__ZC(0.0218694885361552028f));
+    p = DF__ZPS(fmadd)(p, x2, DF__ZC(-0.0539682539682539683f));
+    p = DF__ZPS(fmadd)(p, x2, DF__ZC(0.133333333333333333f));
+    p = DF__ZPS(fmadd)(p, x2, DF__ZC(-0.333333333333333333f));
+    DF__ZT() small = DF__ZPS(fmadd)(DF__ZPS(mul)(p, x2), x, x);
+    DF__ZT() e = df__v16_exp_0_20(DF__ZPS(add)(ax, ax));
+    DF__ZT() large = DF__ZPS(sub)(one, DF__ZPS(div)(DF__ZC(2.0f), DF__ZPS(add)(e, one)));
+    large = DF__ZI2F(DF__Z(or_si512)(DF__ZF2I(large), DF__Z(and_si512)(DF__ZF2I(x), sign)));
+    DF__ZT() y = DF__ZPS(mask_mov)(large, DF__Z(cmp_ps_mask)(ax, DF__ZC(0.55f), _CMP_LT_OQ), small);
+    return DF__ZPS(mask_mov)(y, DF__Z(cmp_ps_mask)(x, x, _CMP_UNORD_Q), x);
+}
+DF__TARGET_AVX512 static inline DF__ZT() df__v16_sigmoid(DF__ZT() x) {
+    const DF__ZT() one = DF__ZC(1.0f);
+    uint32_t neg = DF__Z(cmp_ps_mask)(x, DF__Z(setzero_ps)(), _CMP_LT_OQ);        /* e^-|x| never overflows */
+    DF__ZT() e = df__v16_exp_core(DF__ZI2F(DF__Z(or_si512)(DF__ZF2I(x), DF__Z(set1_epi32)((int32_t)0x80000000u))));
+    DF__ZT() y = DF__ZPS(div)(DF__ZPS(mask_mov)(one, neg, e), DF__ZPS(add)(one, e));
+    return DF__ZPS(mask_mov)(y, DF__Z(cmp_ps_mask)(x, x, _CMP_UNORD_Q), x);
+}
+/* o[i] = f(a[i]) for Exp, Log, Tanh, Sigmoid (float32) on AVX-512; 0 for other ops. */
+#define DF__ZTRANS(F)                                                                             \
+    {                                                                                             \
+        for (; i + 16 <= n; i += 16) DF__Z(storeu_ps)(o + i, F(DF__Z(loadu_ps)(a + i)));          \
+        if (i < n) { uint32_t k = DF__ZTAIL(n - i); DF__ZX(mask_storeu_ps)(o + i, k, F(DF__ZX(maskz_loadu_ps)(k, a + i))); } \
+        return 1;                                                                                 \
+    }
+DF__TARGET_AVX512 static int df__ztrans_f32(int code, const float *a, float *o, int64_t n) {
+    int64_t i = 0;
+    switch (code) {
+    case DF__U_EXP: DF__ZTRANS(df__v16_exp)
+    case DF__U_LOG: DF__ZTRANS(df__v16_log)
+    case DF__U_TANH: DF__ZTRANS(df__v16_tanh)
+    case DF__U_SIGMOID: DF__ZTRANS(df__v16_sigmoid)
+    default: return 0;
+    }
+}
+#endif
+
+#ifdef DF__X86
 typedef struct df__vtrans_job { int code; const float *a; float *o; } df__vtrans_job;
 static void df__vtrans_share(void *arg, int64_t lo, int64_t hi) {
     const df__vtrans_job *j = (const df__vtrans_job *)arg;
-    df__vtrans_f32(j->code, j->a + lo, j->o + lo, hi - lo);
+    if (df__isa() == DF__ISA_AVX512) df__ztrans_f32(j->code, j->a + lo, j->o + lo, hi - lo);
+    else df__vtrans_f32(j->code, j->a + lo, j->o + lo, hi - lo);
 }
 /* The memory-bound vector ops (Neg, Relu, Abs...) on a piece, float32 or float64. */
 typedef struct df__vunary_job { int code, dbl; const char *a; char *o; } df__vunary_job;
 static void df__vunary_share(void *arg, int64_t lo, int64_t hi) {
     const df__vunary_job *j = (const df__vunary_job *)arg;
-    if (j->dbl) df__vunary_f64(j->code, (const double *)j->a + lo, (double *)j->o + lo, hi - lo);
-    else df__vunary_f32(j->code, (const float *)j->a + lo, (float *)j->o + lo, hi - lo);
+    int z = df__isa() == DF__ISA_AVX512;
+    if (j->dbl) (z ? df__zunary_f64 : df__vunary_f64)(j->code, (const double *)j->a + lo, (double *)j->o + lo, hi - lo);
+    else (z ? df__zunary_f32 : df__vunary_f32)(j->code, (const float *)j->a + lo, (float *)j->o + lo, hi - lo);
 }
 #endif
 static void df__k_unary(df__kctx *c) {
@@ -6341,6 +6622,11 @@ static void df__k_unary(df__kctx *c) {
         df__parallel_for(c->ipool, n, 1024, df__ipool_threads(c->ipool), df__vunary_share, &j);
         return;
     }
+    if ((x->dtype == DF_FLOAT || x->dtype == DF_DOUBLE) && df__isa() == DF__ISA_AVX512 &&
+        (x->dtype == DF_FLOAT ? df__zunary_f32(code, (const float *)x->data, (float *)y->data, n) ||
+                                df__ztrans_f32(code, (const float *)x->data, (float *)y->data, n)
+                              : df__zunary_f64(code, (const double *)x->data, (double *)y->data, n)))
+        return;
     if ((x->dtype == DF_FLOAT || x->dtype == DF_DOUBLE) && df__vec_isa() == DF__ISA_AVX2 &&
         (x->dtype == DF_FLOAT ? df__vunary_f32(code, (const float *)x->data, (float *)y->data, n) ||
                                 df__vtrans_f32(code, (const float *)x->data, (float *)y->data, n)
@@ -8012,7 +8298,81 @@ DF__POOL_HELPERS(double)
     }
 DF__POOL_HELPERS_AVX2(float, __m256, ps, 8)
 DF__POOL_HELPERS_AVX2(double, __m256d, pd, 4)
-#define DF__POOL_PICK(T) if (df__vec_isa() == DF__ISA_AVX2) { pmax = df__pmax_##T##_avx2; padd = df__padd_##T##_avx2; pgrad = df__pgrad_##T##_avx2; }
+/* The same on AVX-512, the tail (channels past the last whole vector) under a mask. pgrad's
+   flags: a lane of f is nonzero once a position took it (1 here; the plain helper's 1 or the
+   AVX2 one's all-ones bits would read the same). */
+#define DF__POOL_HELPERS_AVX512(T, V, W, L)                                                       \
+    DF__TARGET_AVX512 static inline void df__pmax1_##T##_avx512(T *o, const T *p, uint32_t k, int full) { \
+        V ov = full ? DF__Z(loadu_##W)(o) : DF__ZX(maskz_loadu_##W)(k, o);                        \
+        V pv = full ? DF__Z(loadu_##W)(p) : DF__ZX(maskz_loadu_##W)(k, p);                        \
+        uint32_t take = DF__Z(cmp_##W##_mask)(pv, ov, _CMP_GT_OQ) | DF__Z(cmp_##W##_mask)(pv, pv, _CMP_UNORD_Q); \
+        if (full) DF__Z(storeu_##W)(o, DF__Z(mask_blend_##W)(take, ov, pv));                      \
+        else DF__ZX(mask_storeu_##W)(o, k & take, pv);                                            \
+    }                                                                                             \
+    DF__TARGET_AVX512 static void df__pmax_##T##_avx512(T *o, const T *p, int64_t n) {            \
+        int64_t i = 0;                                                                            \
+        for (; i + L <= n; i += L) df__pmax1_##T##_avx512(o + i, p + i, 0, 1);                     \
+        if (i < n) df__pmax1_##T##_avx512(o + i, p + i, DF__ZTAIL(n - i), 0);                      \
+    }                                                                                             \
+    DF__TARGET_AVX512 static void df__padd_##T##_avx512(T *o, const T *p, int64_t n) {            \
+        int64_t i = 0;                                                                            \
+        for (; i + L <= n; i += L) DF__Z(storeu_##W)(o + i, DF__Z(add_##W)(DF__Z(loadu_##W)(o + i), DF__Z(loadu_##W)(p + i))); \
+        if (i < n) {                                                                              \
+            uint32_t k = DF__ZTAIL(n - i);                                                        \
+            DF__ZX(mask_storeu_##W)(o + i, k, DF__Z(add_##W)(DF__ZX(maskz_loadu_##W)(k, o + i), DF__ZX(maskz_loadu_##W)(k, p + i))); \
+        }                                                                                         \
+    }                                                                                             \
+    DF__TARGET_AVX512 static inline void df__pgrad1_##T##_avx512(T *dx, const T *x, const T *m, const T *d, T *f, uint32_t k, int full) { \
+        V xv = full ? DF__Z(loadu_##W)(x) : DF__ZX(maskz_loadu_##W)(k, x);                        \
+        V mv = full ? DF__Z(loadu_##W)(m) : DF__ZX(maskz_loadu_##W)(k, m);                        \
+        V fv = full ? DF__Z(loadu_##W)(f) : DF__ZX(maskz_loadu_##W)(k, f);                        \
+        uint32_t eq = k & (DF__Z(cmp_##W##_mask)(xv, mv, _CMP_EQ_OQ) |                             \
+                           (DF__Z(cmp_##W##_mask)(xv, xv, _CMP_UNORD_Q) & DF__Z(cmp_##W##_mask)(mv, mv, _CMP_UNORD_Q))); \
+        uint32_t take = eq & ~(uint32_t)DF__Z(cmp_##W##_mask)(fv, DF__Z(setzero_##W)(), _CMP_NEQ_UQ); \
+        if (!take) return;                                                                        \
+        V dv = full ? DF__Z(loadu_##W)(dx) : DF__ZX(maskz_loadu_##W)(k, dx);                      \
+        V gv = full ? DF__Z(loadu_##W)(d) : DF__ZX(maskz_loadu_##W)(k, d);                        \
+        if (full) {                                                                               \
+            DF__Z(storeu_##W)(dx, DF__Z(mask_add_##W)(dv, take, dv, gv));                         \
+            DF__Z(storeu_##W)(f, DF__Z(mask_mov_##W)(fv, take, DF__Z(set1_##W)((T)1)));           \
+        } else {                                                                                  \
+            DF__ZX(mask_storeu_##W)(dx, take, DF__Z(add_##W)(dv, gv));                            \
+            DF__ZX(mask_storeu_##W)(f, take, DF__Z(set1_##W)((T)1));                              \
+        }                                                                                         \
+    }                                                                                             \
+    DF__TARGET_AVX512 static void df__pgrad_##T##_avx512(T *dx, const T *x, const T *m, const T *d, T *f, int64_t n) { \
+        int64_t i = 0;                                                                            \
+        for (; i + L <= n; i += L) df__pgrad1_##T##_avx512(dx + i, x + i, m + i, d + i, f + i, DF__ZTAIL(L), 1); \
+        if (i < n) df__pgrad1_##T##_avx512(dx + i, x + i, m + i, d + i, f + i, DF__ZTAIL(n - i), 0); \
+    }
+/* MaxPool's whole window for one output pixel: each block of channels kept in a register over
+   the window's ny x nx positions (row stride rs, pixel stride c), in the order and with the
+   rule of the pmax calls (the same bits), stored once. */
+#define DF__POOL_WINDOW_AVX512(T, V, W, L)                                                        \
+    DF__TARGET_AVX512 static void df__pwin_##T##_avx512(T *o, const T *p, int64_t ny, int64_t nx, int64_t rs, int64_t c) { \
+        for (int64_t ci = 0; ci < c; ci += L) {                                                   \
+            int full = c - ci >= L;                                                               \
+            uint32_t k = full ? DF__ZTAIL(L) : DF__ZTAIL(c - ci);                                 \
+            V acc = full ? DF__Z(loadu_##W)(p + ci) : DF__ZX(maskz_loadu_##W)(k, p + ci);          \
+            for (int64_t yy = 0; yy < ny; yy++)                                                   \
+                for (int64_t xx = yy ? 0 : 1; xx < nx; xx++) {                                    \
+                    const T *q = p + yy * rs + xx * c + ci;                                       \
+                    V pv = full ? DF__Z(loadu_##W)(q) : DF__ZX(maskz_loadu_##W)(k, q);             \
+                    uint32_t take = DF__Z(cmp_##W##_mask)(pv, acc, _CMP_GT_OQ) | DF__Z(cmp_##W##_mask)(pv, pv, _CMP_UNORD_Q); \
+                    acc = DF__Z(mask_blend_##W)(take, acc, pv);                                   \
+                }                                                                                 \
+            if (full) DF__Z(storeu_##W)(o + ci, acc);                                             \
+            else DF__ZX(mask_storeu_##W)(o + ci, k, acc);                                         \
+        }                                                                                         \
+    }
+DF__POOL_HELPERS_AVX512(float, DF__ZT(), ps, 16)
+DF__POOL_HELPERS_AVX512(double, DF__ZT(d), pd, 8)
+DF__POOL_WINDOW_AVX512(float, DF__ZT(), ps, 16)
+DF__POOL_WINDOW_AVX512(double, DF__ZT(d), pd, 8)
+#define DF__POOL_PICK(T)                                                                          \
+    if (df__isa() == DF__ISA_AVX512) { pmax = df__pmax_##T##_avx512; padd = df__padd_##T##_avx512; pgrad = df__pgrad_##T##_avx512; \
+                                       pwin = df__pwin_##T##_avx512; }                            \
+    else if (df__vec_isa() == DF__ISA_AVX2) { pmax = df__pmax_##T##_avx2; padd = df__padd_##T##_avx2; pgrad = df__pgrad_##T##_avx2; }
 #else
 #define DF__POOL_PICK(T)
 #endif
@@ -8032,6 +8392,7 @@ typedef struct df__pool_job {
         const T *x = (const T *)J->x;                                                             \
         void (*pmax)(T *, const T *, int64_t) = df__pmax_##T, (*padd)(T *, const T *, int64_t) = df__padd_##T; \
         void (*pgrad)(T *, const T *, const T *, const T *, T *, int64_t) = df__pgrad_##T;         \
+        void (*pwin)(T *, const T *, int64_t, int64_t, int64_t, int64_t) = NULL;                  \
         DF__POOL_PICK(T)                                                                          \
         DF__UNUSED(pgrad);                                                                        \
         for (int64_t r = lo; r < hi; r++) {                                                       \
@@ -8041,6 +8402,10 @@ typedef struct df__pool_job {
                 T *o = (T *)J->out + (r * g->ow + ox) * g->c;                                     \
                 int64_t x0 = DF__MAX(ox * g->sw - g->pw, 0), x1 = DF__MIN(ox * g->sw - g->pw + g->kw, g->w); \
                 if (y0 >= y1 || x0 >= x1) { for (int64_t ci = 0; ci < g->c; ci++) o[ci] = J->max ? -(T)INFINITY : 0; continue; } \
+                if (J->max && pwin) {                                                             \
+                    pwin(o, x + ((b * g->h + y0) * g->w + x0) * g->c, y1 - y0, x1 - x0, g->w * g->c, g->c); \
+                    continue;                                                                     \
+                }                                                                                 \
                 int first = 1;                                                                    \
                 for (int64_t yy = y0; yy < y1; yy++)                                              \
                     for (int64_t xx = x0; xx < x1; xx++) {                                        \
@@ -8061,8 +8426,9 @@ typedef struct df__pool_job {
         const T *x = (const T *)J->x, *y = (const T *)J->y, *dy = (const T *)J->dy;               \
         void (*pmax)(T *, const T *, int64_t) = df__pmax_##T, (*padd)(T *, const T *, int64_t) = df__padd_##T; \
         void (*pgrad)(T *, const T *, const T *, const T *, T *, int64_t) = df__pgrad_##T;         \
+        void (*pwin)(T *, const T *, int64_t, int64_t, int64_t, int64_t) = NULL;                  \
         DF__POOL_PICK(T)                                                                          \
-        DF__UNUSED(pmax);                                                                         \
+        DF__UNUSED(pmax); DF__UNUSED(pwin);                                                       \
         T *f = (T *)DF_MALLOC((size_t)g->c * sizeof(T) + 1);                                      \
         if (!f) { __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED); return; }                    \
         for (int64_t b = lo; b < hi; b++) {                                                       \
@@ -15395,10 +15761,69 @@ DF__TARGET_AVX2 static double df__v8_exp_row(const float *x, float *o, int64_t n
     }
     return sum;
 }
+/* The same on AVX-512: 16 lanes, the tail under a mask (its dead lanes count as -inf in the
+   max and 0 in the sum). */
+DF__TARGET_AVX512 static double df__v16_exp_row(const float *x, float *o, int64_t n, float *mx) {
+    DF__ZT() m = DF__Z(set1_ps)(-INFINITY);
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) m = DF__Z(max_ps)(m, DF__Z(loadu_ps)(x + j));
+    uint32_t k = DF__ZTAIL(n - j);
+    if (j < n) m = DF__Z(mask_mov_ps)(m, k, DF__Z(max_ps)(m, DF__ZX(maskz_loadu_ps)(k, x + j)));
+    float lanes[16], best = -INFINITY;
+    DF__Z(storeu_ps)(lanes, m);
+    for (int i = 0; i < 16; i++) if (lanes[i] > best) best = lanes[i];
+    *mx = best;
+    DF__ZT() acc = DF__Z(setzero_ps)(), acc2 = acc, b = DF__Z(set1_ps)(best);
+    for (j = 0; j + 32 <= n; j += 32) {
+        DF__ZT() e = df__v16_exp(DF__Z(sub_ps)(DF__Z(loadu_ps)(x + j), b));
+        DF__ZT() e2 = df__v16_exp(DF__Z(sub_ps)(DF__Z(loadu_ps)(x + j + 16), b));
+        DF__Z(storeu_ps)(o + j, e);
+        DF__Z(storeu_ps)(o + j + 16, e2);
+        acc = DF__Z(add_ps)(acc, e);
+        acc2 = DF__Z(add_ps)(acc2, e2);
+    }
+    for (; j + 16 <= n; j += 16) {
+        DF__ZT() e = df__v16_exp(DF__Z(sub_ps)(DF__Z(loadu_ps)(x + j), b));
+        DF__Z(storeu_ps)(o + j, e);
+        acc = DF__Z(add_ps)(acc, e);
+    }
+    if (j < n) {
+        DF__ZT() e = DF__Z(maskz_mov_ps)(k, df__v16_exp(DF__Z(sub_ps)(DF__ZX(maskz_loadu_ps)(k, x + j), b)));
+        DF__ZX(mask_storeu_ps)(o + j, k, e);
+        acc = DF__Z(add_ps)(acc, e);
+    }
+    float l1[16], l2[16];
+    DF__Z(storeu_ps)(l1, acc);
+    DF__Z(storeu_ps)(l2, acc2);
+    double sum = 0;
+    for (int i = 0; i < 16; i++) sum += (double)l1[i] + (double)l2[i];
+    return sum;
+}
+/* o = o * inv (Softmax) or o = (x - mx) - lse (LogSoftmax), one row on AVX-512. */
+DF__TARGET_AVX512 static void df__v16_softmax_finish(const float *x, float *o, int64_t n, float mx, float v, int logsm) {
+    DF__ZT() vv = DF__Z(set1_ps)(v), mv = DF__Z(set1_ps)(mx);
+    int64_t j = 0;
+    if (logsm) {
+        for (; j + 16 <= n; j += 16) DF__Z(storeu_ps)(o + j, DF__Z(sub_ps)(DF__Z(sub_ps)(DF__Z(loadu_ps)(x + j), mv), vv));
+        if (j < n) { uint32_t k = DF__ZTAIL(n - j); DF__ZX(mask_storeu_ps)(o + j, k, DF__Z(sub_ps)(DF__Z(sub_ps)(DF__ZX(maskz_loadu_ps)(k, x + j), mv), vv)); }
+    } else {
+        for (; j + 16 <= n; j += 16) DF__Z(storeu_ps)(o + j, DF__Z(mul_ps)(DF__Z(loadu_ps)(o + j), vv));
+        if (j < n) { uint32_t k = DF__ZTAIL(n - j); DF__ZX(mask_storeu_ps)(o + j, k, DF__Z(mul_ps)(DF__ZX(maskz_loadu_ps)(k, o + j), vv)); }
+    }
+}
 #endif
 static void df__softmax_rows(const df_tensor *x, df_tensor *o, int logsm) {
     int64_t cols = x->rank ? x->dims[x->rank - 1] : 1, rows = cols ? x->n / cols : 0;
 #ifdef DF__X86
+    if (x->dtype == DF_FLOAT && df__isa() == DF__ISA_AVX512) {
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = (const float *)x->data + r * cols;
+            float *orow = (float *)o->data + r * cols, mx;
+            double sum = df__v16_exp_row(xr, orow, cols, &mx);
+            df__v16_softmax_finish(xr, orow, cols, mx, logsm ? (float)log(sum) : (float)(1.0 / sum), logsm);
+        }
+        return;
+    }
     if (x->dtype == DF_FLOAT && df__vec_isa() == DF__ISA_AVX2) {
         for (int64_t r = 0; r < rows; r++) {
             const float *xr = (const float *)x->data + r * cols;
@@ -15469,7 +15894,8 @@ static void df__k_xent(df__kctx *c) {
         for (int64_t i = 0; i < b; i++) {
             const float *xr = (const float *)f->data + i * k;
             float *br = (float *)bp->data + i * k, mx;
-            double sum = df__v8_exp_row(xr, br, k, &mx), lse = log(sum), total = 0;
+            double sum = df__isa() == DF__ISA_AVX512 ? df__v16_exp_row(xr, br, k, &mx) : df__v8_exp_row(xr, br, k, &mx);
+            double lse = log(sum), total = 0;
             float inv = (float)(1.0 / sum);
             if (sparse) {
                 int64_t y = df__int_at(l, i);

@@ -1800,3 +1800,8 @@ DF_PRIVATE df__kernel_fn df__half_unwrap(const df_node *n, df__kernel_fn fn);
 DF_PRIVATE void df__k_loop_push_n(df__kctx *c);
 DF_PRIVATE void df__k_loop_pop_n(df__kctx *c);
 /* ---- loop gradients (issue 31): end ---- */
+/* ---- AVX-512 elementwise kernels (issue 31): from src/kernels/elementwise.c ---- */
+#ifdef DF__X86
+DF__TARGET_AVX512 DF_PRIVATE inline DF__ZT() df__v16_exp(DF__ZT() x);
+#endif
+/* ---- AVX-512 elementwise kernels (issue 31): end ---- */

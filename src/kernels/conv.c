@@ -893,7 +893,81 @@ DF__POOL_HELPERS(double)
     }
 DF__POOL_HELPERS_AVX2(float, __m256, ps, 8)
 DF__POOL_HELPERS_AVX2(double, __m256d, pd, 4)
-#define DF__POOL_PICK(T) if (df__vec_isa() == DF__ISA_AVX2) { pmax = df__pmax_##T##_avx2; padd = df__padd_##T##_avx2; pgrad = df__pgrad_##T##_avx2; }
+/* The same on AVX-512, the tail (channels past the last whole vector) under a mask. pgrad's
+   flags: a lane of f is nonzero once a position took it (1 here; the plain helper's 1 or the
+   AVX2 one's all-ones bits would read the same). */
+#define DF__POOL_HELPERS_AVX512(T, V, W, L)                                                       \
+    DF__TARGET_AVX512 static inline void df__pmax1_##T##_avx512(T *o, const T *p, uint32_t k, int full) { \
+        V ov = full ? DF__Z(loadu_##W)(o) : DF__ZX(maskz_loadu_##W)(k, o);                        \
+        V pv = full ? DF__Z(loadu_##W)(p) : DF__ZX(maskz_loadu_##W)(k, p);                        \
+        uint32_t take = DF__Z(cmp_##W##_mask)(pv, ov, _CMP_GT_OQ) | DF__Z(cmp_##W##_mask)(pv, pv, _CMP_UNORD_Q); \
+        if (full) DF__Z(storeu_##W)(o, DF__Z(mask_blend_##W)(take, ov, pv));                      \
+        else DF__ZX(mask_storeu_##W)(o, k & take, pv);                                            \
+    }                                                                                             \
+    DF__TARGET_AVX512 static void df__pmax_##T##_avx512(T *o, const T *p, int64_t n) {            \
+        int64_t i = 0;                                                                            \
+        for (; i + L <= n; i += L) df__pmax1_##T##_avx512(o + i, p + i, 0, 1);                     \
+        if (i < n) df__pmax1_##T##_avx512(o + i, p + i, DF__ZTAIL(n - i), 0);                      \
+    }                                                                                             \
+    DF__TARGET_AVX512 static void df__padd_##T##_avx512(T *o, const T *p, int64_t n) {            \
+        int64_t i = 0;                                                                            \
+        for (; i + L <= n; i += L) DF__Z(storeu_##W)(o + i, DF__Z(add_##W)(DF__Z(loadu_##W)(o + i), DF__Z(loadu_##W)(p + i))); \
+        if (i < n) {                                                                              \
+            uint32_t k = DF__ZTAIL(n - i);                                                        \
+            DF__ZX(mask_storeu_##W)(o + i, k, DF__Z(add_##W)(DF__ZX(maskz_loadu_##W)(k, o + i), DF__ZX(maskz_loadu_##W)(k, p + i))); \
+        }                                                                                         \
+    }                                                                                             \
+    DF__TARGET_AVX512 static inline void df__pgrad1_##T##_avx512(T *dx, const T *x, const T *m, const T *d, T *f, uint32_t k, int full) { \
+        V xv = full ? DF__Z(loadu_##W)(x) : DF__ZX(maskz_loadu_##W)(k, x);                        \
+        V mv = full ? DF__Z(loadu_##W)(m) : DF__ZX(maskz_loadu_##W)(k, m);                        \
+        V fv = full ? DF__Z(loadu_##W)(f) : DF__ZX(maskz_loadu_##W)(k, f);                        \
+        uint32_t eq = k & (DF__Z(cmp_##W##_mask)(xv, mv, _CMP_EQ_OQ) |                             \
+                           (DF__Z(cmp_##W##_mask)(xv, xv, _CMP_UNORD_Q) & DF__Z(cmp_##W##_mask)(mv, mv, _CMP_UNORD_Q))); \
+        uint32_t take = eq & ~(uint32_t)DF__Z(cmp_##W##_mask)(fv, DF__Z(setzero_##W)(), _CMP_NEQ_UQ); \
+        if (!take) return;                                                                        \
+        V dv = full ? DF__Z(loadu_##W)(dx) : DF__ZX(maskz_loadu_##W)(k, dx);                      \
+        V gv = full ? DF__Z(loadu_##W)(d) : DF__ZX(maskz_loadu_##W)(k, d);                        \
+        if (full) {                                                                               \
+            DF__Z(storeu_##W)(dx, DF__Z(mask_add_##W)(dv, take, dv, gv));                         \
+            DF__Z(storeu_##W)(f, DF__Z(mask_mov_##W)(fv, take, DF__Z(set1_##W)((T)1)));           \
+        } else {                                                                                  \
+            DF__ZX(mask_storeu_##W)(dx, take, DF__Z(add_##W)(dv, gv));                            \
+            DF__ZX(mask_storeu_##W)(f, take, DF__Z(set1_##W)((T)1));                              \
+        }                                                                                         \
+    }                                                                                             \
+    DF__TARGET_AVX512 static void df__pgrad_##T##_avx512(T *dx, const T *x, const T *m, const T *d, T *f, int64_t n) { \
+        int64_t i = 0;                                                                            \
+        for (; i + L <= n; i += L) df__pgrad1_##T##_avx512(dx + i, x + i, m + i, d + i, f + i, DF__ZTAIL(L), 1); \
+        if (i < n) df__pgrad1_##T##_avx512(dx + i, x + i, m + i, d + i, f + i, DF__ZTAIL(n - i), 0); \
+    }
+/* MaxPool's whole window for one output pixel: each block of channels kept in a register over
+   the window's ny x nx positions (row stride rs, pixel stride c), in the order and with the
+   rule of the pmax calls (the same bits), stored once. */
+#define DF__POOL_WINDOW_AVX512(T, V, W, L)                                                        \
+    DF__TARGET_AVX512 static void df__pwin_##T##_avx512(T *o, const T *p, int64_t ny, int64_t nx, int64_t rs, int64_t c) { \
+        for (int64_t ci = 0; ci < c; ci += L) {                                                   \
+            int full = c - ci >= L;                                                               \
+            uint32_t k = full ? DF__ZTAIL(L) : DF__ZTAIL(c - ci);                                 \
+            V acc = full ? DF__Z(loadu_##W)(p + ci) : DF__ZX(maskz_loadu_##W)(k, p + ci);          \
+            for (int64_t yy = 0; yy < ny; yy++)                                                   \
+                for (int64_t xx = yy ? 0 : 1; xx < nx; xx++) {                                    \
+                    const T *q = p + yy * rs + xx * c + ci;                                       \
+                    V pv = full ? DF__Z(loadu_##W)(q) : DF__ZX(maskz_loadu_##W)(k, q);             \
+                    uint32_t take = DF__Z(cmp_##W##_mask)(pv, acc, _CMP_GT_OQ) | DF__Z(cmp_##W##_mask)(pv, pv, _CMP_UNORD_Q); \
+                    acc = DF__Z(mask_blend_##W)(take, acc, pv);                                   \
+                }                                                                                 \
+            if (full) DF__Z(storeu_##W)(o + ci, acc);                                             \
+            else DF__ZX(mask_storeu_##W)(o + ci, k, acc);                                         \
+        }                                                                                         \
+    }
+DF__POOL_HELPERS_AVX512(float, DF__ZT(), ps, 16)
+DF__POOL_HELPERS_AVX512(double, DF__ZT(d), pd, 8)
+DF__POOL_WINDOW_AVX512(float, DF__ZT(), ps, 16)
+DF__POOL_WINDOW_AVX512(double, DF__ZT(d), pd, 8)
+#define DF__POOL_PICK(T)                                                                          \
+    if (df__isa() == DF__ISA_AVX512) { pmax = df__pmax_##T##_avx512; padd = df__padd_##T##_avx512; pgrad = df__pgrad_##T##_avx512; \
+                                       pwin = df__pwin_##T##_avx512; }                            \
+    else if (df__vec_isa() == DF__ISA_AVX2) { pmax = df__pmax_##T##_avx2; padd = df__padd_##T##_avx2; pgrad = df__pgrad_##T##_avx2; }
 #else
 #define DF__POOL_PICK(T)
 #endif
@@ -913,6 +987,7 @@ typedef struct df__pool_job {
         const T *x = (const T *)J->x;                                                             \
         void (*pmax)(T *, const T *, int64_t) = df__pmax_##T, (*padd)(T *, const T *, int64_t) = df__padd_##T; \
         void (*pgrad)(T *, const T *, const T *, const T *, T *, int64_t) = df__pgrad_##T;         \
+        void (*pwin)(T *, const T *, int64_t, int64_t, int64_t, int64_t) = NULL;                  \
         DF__POOL_PICK(T)                                                                          \
         DF__UNUSED(pgrad);                                                                        \
         for (int64_t r = lo; r < hi; r++) {                                                       \
@@ -922,6 +997,10 @@ typedef struct df__pool_job {
                 T *o = (T *)J->out + (r * g->ow + ox) * g->c;                                     \
                 int64_t x0 = DF__MAX(ox * g->sw - g->pw, 0), x1 = DF__MIN(ox * g->sw - g->pw + g->kw, g->w); \
                 if (y0 >= y1 || x0 >= x1) { for (int64_t ci = 0; ci < g->c; ci++) o[ci] = J->max ? -(T)INFINITY : 0; continue; } \
+                if (J->max && pwin) {                                                             \
+                    pwin(o, x + ((b * g->h + y0) * g->w + x0) * g->c, y1 - y0, x1 - x0, g->w * g->c, g->c); \
+                    continue;                                                                     \
+                }                                                                                 \
                 int first = 1;                                                                    \
                 for (int64_t yy = y0; yy < y1; yy++)                                              \
                     for (int64_t xx = x0; xx < x1; xx++) {                                        \
@@ -942,8 +1021,9 @@ typedef struct df__pool_job {
         const T *x = (const T *)J->x, *y = (const T *)J->y, *dy = (const T *)J->dy;               \
         void (*pmax)(T *, const T *, int64_t) = df__pmax_##T, (*padd)(T *, const T *, int64_t) = df__padd_##T; \
         void (*pgrad)(T *, const T *, const T *, const T *, T *, int64_t) = df__pgrad_##T;         \
+        void (*pwin)(T *, const T *, int64_t, int64_t, int64_t, int64_t) = NULL;                  \
         DF__POOL_PICK(T)                                                                          \
-        DF__UNUSED(pmax);                                                                         \
+        DF__UNUSED(pmax); DF__UNUSED(pwin);                                                       \
         T *f = (T *)DF_MALLOC((size_t)g->c * sizeof(T) + 1);                                      \
         if (!f) { __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED); return; }                    \
         for (int64_t b = lo; b < hi; b++) {                                                       \

@@ -30,10 +30,69 @@ DF__TARGET_AVX2 static double df__v8_exp_row(const float *x, float *o, int64_t n
     }
     return sum;
 }
+/* The same on AVX-512: 16 lanes, the tail under a mask (its dead lanes count as -inf in the
+   max and 0 in the sum). */
+DF__TARGET_AVX512 static double df__v16_exp_row(const float *x, float *o, int64_t n, float *mx) {
+    DF__ZT() m = DF__Z(set1_ps)(-INFINITY);
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) m = DF__Z(max_ps)(m, DF__Z(loadu_ps)(x + j));
+    uint32_t k = DF__ZTAIL(n - j);
+    if (j < n) m = DF__Z(mask_mov_ps)(m, k, DF__Z(max_ps)(m, DF__ZX(maskz_loadu_ps)(k, x + j)));
+    float lanes[16], best = -INFINITY;
+    DF__Z(storeu_ps)(lanes, m);
+    for (int i = 0; i < 16; i++) if (lanes[i] > best) best = lanes[i];
+    *mx = best;
+    DF__ZT() acc = DF__Z(setzero_ps)(), acc2 = acc, b = DF__Z(set1_ps)(best);
+    for (j = 0; j + 32 <= n; j += 32) {
+        DF__ZT() e = df__v16_exp(DF__Z(sub_ps)(DF__Z(loadu_ps)(x + j), b));
+        DF__ZT() e2 = df__v16_exp(DF__Z(sub_ps)(DF__Z(loadu_ps)(x + j + 16), b));
+        DF__Z(storeu_ps)(o + j, e);
+        DF__Z(storeu_ps)(o + j + 16, e2);
+        acc = DF__Z(add_ps)(acc, e);
+        acc2 = DF__Z(add_ps)(acc2, e2);
+    }
+    for (; j + 16 <= n; j += 16) {
+        DF__ZT() e = df__v16_exp(DF__Z(sub_ps)(DF__Z(loadu_ps)(x + j), b));
+        DF__Z(storeu_ps)(o + j, e);
+        acc = DF__Z(add_ps)(acc, e);
+    }
+    if (j < n) {
+        DF__ZT() e = DF__Z(maskz_mov_ps)(k, df__v16_exp(DF__Z(sub_ps)(DF__ZX(maskz_loadu_ps)(k, x + j), b)));
+        DF__ZX(mask_storeu_ps)(o + j, k, e);
+        acc = DF__Z(add_ps)(acc, e);
+    }
+    float l1[16], l2[16];
+    DF__Z(storeu_ps)(l1, acc);
+    DF__Z(storeu_ps)(l2, acc2);
+    double sum = 0;
+    for (int i = 0; i < 16; i++) sum += (double)l1[i] + (double)l2[i];
+    return sum;
+}
+/* o = o * inv (Softmax) or o = (x - mx) - lse (LogSoftmax), one row on AVX-512. */
+DF__TARGET_AVX512 static void df__v16_softmax_finish(const float *x, float *o, int64_t n, float mx, float v, int logsm) {
+    DF__ZT() vv = DF__Z(set1_ps)(v), mv = DF__Z(set1_ps)(mx);
+    int64_t j = 0;
+    if (logsm) {
+        for (; j + 16 <= n; j += 16) DF__Z(storeu_ps)(o + j, DF__Z(sub_ps)(DF__Z(sub_ps)(DF__Z(loadu_ps)(x + j), mv), vv));
+        if (j < n) { uint32_t k = DF__ZTAIL(n - j); DF__ZX(mask_storeu_ps)(o + j, k, DF__Z(sub_ps)(DF__Z(sub_ps)(DF__ZX(maskz_loadu_ps)(k, x + j), mv), vv)); }
+    } else {
+        for (; j + 16 <= n; j += 16) DF__Z(storeu_ps)(o + j, DF__Z(mul_ps)(DF__Z(loadu_ps)(o + j), vv));
+        if (j < n) { uint32_t k = DF__ZTAIL(n - j); DF__ZX(mask_storeu_ps)(o + j, k, DF__Z(mul_ps)(DF__ZX(maskz_loadu_ps)(k, o + j), vv)); }
+    }
+}
 #endif
 static void df__softmax_rows(const df_tensor *x, df_tensor *o, int logsm) {
     int64_t cols = x->rank ? x->dims[x->rank - 1] : 1, rows = cols ? x->n / cols : 0;
 #ifdef DF__X86
+    if (x->dtype == DF_FLOAT && df__isa() == DF__ISA_AVX512) {
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = (const float *)x->data + r * cols;
+            float *orow = (float *)o->data + r * cols, mx;
+            double sum = df__v16_exp_row(xr, orow, cols, &mx);
+            df__v16_softmax_finish(xr, orow, cols, mx, logsm ? (float)log(sum) : (float)(1.0 / sum), logsm);
+        }
+        return;
+    }
     if (x->dtype == DF_FLOAT && df__vec_isa() == DF__ISA_AVX2) {
         for (int64_t r = 0; r < rows; r++) {
             const float *xr = (const float *)x->data + r * cols;
@@ -104,7 +163,8 @@ DF_PRIVATE void df__k_xent(df__kctx *c) {
         for (int64_t i = 0; i < b; i++) {
             const float *xr = (const float *)f->data + i * k;
             float *br = (float *)bp->data + i * k, mx;
-            double sum = df__v8_exp_row(xr, br, k, &mx), lse = log(sum), total = 0;
+            double sum = df__isa() == DF__ISA_AVX512 ? df__v16_exp_row(xr, br, k, &mx) : df__v8_exp_row(xr, br, k, &mx);
+            double lse = log(sum), total = 0;
             float inv = (float)(1.0 / sum);
             if (sparse) {
                 int64_t y = df__int_at(l, i);
