@@ -155,16 +155,63 @@ static int64_t df__pack_bt_fast_float(const float *b, int64_t ldb, int64_t p0, i
     return p8;
 }
 #define DF__PACK_BT_FAST_float(b, ldb, p0, kc, col0, nr, dst) df__pack_bt_fast_float(b, ldb, p0, kc, col0, nr, dst)
+/* A full 6-tall sliver of A (rows row0.., depths p0..p0+kc) into dst[p * 6 + r], in vectors
+   (the scalar loop's strided stores were 1/8 of a 256-cube's time). Not transposed: 8 depths of
+   the 6 rows at a time, transposed in registers, each depth's 6 values stored as 4 + 2;
+   transposed: each depth's 6 values are contiguous (masked load and store). */
+DF__TARGET_AVX2 static void df__pack_a6_avx2(const float *a, int64_t lda, int ta, int64_t row0, int64_t p0,
+                                            int64_t kc, float *dst) {
+    if (ta) {
+        const __m256i six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+        const float *s = a + p0 * lda + row0;
+        for (int64_t p = 0; p < kc; p++, s += lda) _mm256_maskstore_ps(dst + p * 6, six, _mm256_maskload_ps(s, six));
+        return;
+    }
+    const float *s = a + row0 * lda + p0;
+    int64_t p8 = kc / 8 * 8, p = 0;
+    for (; p < p8; p += 8) {
+        __m256 r0 = _mm256_loadu_ps(s + p), r1 = _mm256_loadu_ps(s + lda + p), r2 = _mm256_loadu_ps(s + 2 * lda + p),
+               r3 = _mm256_loadu_ps(s + 3 * lda + p), r4 = _mm256_loadu_ps(s + 4 * lda + p),
+               r5 = _mm256_loadu_ps(s + 5 * lda + p);
+        __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+        __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+        __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+        __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+        __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+        __m256 u4 = _mm256_shuffle_ps(t4, t4, 0x44), u5 = _mm256_shuffle_ps(t4, t4, 0xEE);
+        __m256 u6 = _mm256_shuffle_ps(t5, t5, 0x44), u7 = _mm256_shuffle_ps(t5, t5, 0xEE);
+        /* u0..u3: depths (0|4), (1|5), (2|6), (3|7) of rows 0..3; u4..u7 the same of rows 4, 5 */
+        float *d = dst + p * 6;
+        _mm_storeu_ps(d, _mm256_castps256_ps128(u0)); _mm_storel_pi((__m64 *)(d + 4), _mm256_castps256_ps128(u4));
+        _mm_storeu_ps(d + 6, _mm256_castps256_ps128(u1)); _mm_storel_pi((__m64 *)(d + 10), _mm256_castps256_ps128(u5));
+        _mm_storeu_ps(d + 12, _mm256_castps256_ps128(u2)); _mm_storel_pi((__m64 *)(d + 16), _mm256_castps256_ps128(u6));
+        _mm_storeu_ps(d + 18, _mm256_castps256_ps128(u3)); _mm_storel_pi((__m64 *)(d + 22), _mm256_castps256_ps128(u7));
+        _mm_storeu_ps(d + 24, _mm256_extractf128_ps(u0, 1)); _mm_storel_pi((__m64 *)(d + 28), _mm256_extractf128_ps(u4, 1));
+        _mm_storeu_ps(d + 30, _mm256_extractf128_ps(u1, 1)); _mm_storel_pi((__m64 *)(d + 34), _mm256_extractf128_ps(u5, 1));
+        _mm_storeu_ps(d + 36, _mm256_extractf128_ps(u2, 1)); _mm_storel_pi((__m64 *)(d + 40), _mm256_extractf128_ps(u6, 1));
+        _mm_storeu_ps(d + 42, _mm256_extractf128_ps(u3, 1)); _mm_storel_pi((__m64 *)(d + 46), _mm256_extractf128_ps(u7, 1));
+    }
+    for (; p < kc; p++)
+        for (int r = 0; r < 6; r++) dst[p * 6 + r] = s[r * lda + p];
+}
+#define DF__PACK_A6_FAST_float(a, lda, ta, row0, p0, kc, mr, dst) \
+    (mr == 6 && df__isa() >= DF__ISA_AVX2 ? (df__pack_a6_avx2(a, lda, ta, row0, p0, kc, dst), 1) : 0)
 #else
 #define DF__PACK_BT_FAST_float(b, ldb, p0, kc, col0, nr, dst) 0
+#define DF__PACK_A6_FAST_float(a, lda, ta, row0, p0, kc, mr, dst) 0
 #endif
 #define DF__PACK_BT_FAST_double(b, ldb, p0, kc, col0, nr, dst) 0
+#define DF__PACK_A6_FAST_double(a, lda, ta, row0, p0, kc, mr, dst) 0
 #define DF__PACK(T)                                                                               \
     /* A block rows [i0, i0+mc), cols [p0, p0+kc) of op(A) into MR-tall k-major slivers */        \
     static void df__pack_a_##T(const T *a, int64_t lda, int ta, int64_t i0, int64_t mc, int64_t p0, \
                                int64_t kc, int mr, T *dst) {                                      \
         for (int64_t i = 0; i < mc; i += mr) {                                                    \
             int64_t rows = DF__MIN(mr, mc - i);                                                   \
+            if (rows == mr && DF__PACK_A6_FAST_##T(a, lda, ta, i0 + i, p0, kc, mr, dst)) {           \
+                dst += (size_t)mr * (size_t)kc;                                                   \
+                continue;                                                                         \
+            }                                                                                     \
             for (int64_t r = 0; r < mr; r++) {                                                    \
                 T *d = dst + r;                                                                   \
                 if (r >= rows) { for (int64_t p = 0; p < kc; p++, d += mr) *d = 0; continue; }    \
