@@ -6,6 +6,21 @@
    kernel's job) runs its work itself, so nothing waits on anything but its own parts.
    ========================================================================================== */
 #ifndef DF_NO_THREADS
+/* Spins (without the lock) for up to about DF__IPOOL_SPIN_NS while *v == while_eq (wait_ne 1)
+   or *v < while_lt (wait_ne 0): a sleeping thread's wake-up costs tens of microseconds on a
+   virtual machine, as much as a 256-cube product's share. */
+#define DF__IPOOL_SPIN_NS 60000.0
+static void df__ipool_spin(const volatile uint64_t *g, uint64_t seen, const volatile int *fin, int parts) {
+    double t0 = df__now_ms();
+    for (int i = 1;; i++) {
+        if (g && __atomic_load_n(g, __ATOMIC_ACQUIRE) != seen) return;
+        if (fin && __atomic_load_n(fin, __ATOMIC_ACQUIRE) >= parts) return;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if (!(i & 63) && (df__now_ms() - t0) * 1e6 > DF__IPOOL_SPIN_NS) return;
+    }
+}
 /* Takes and runs parts of the current job; returns with the lock held. */
 static void df__ipool_work(df__ipool *p) {
     while (p->next < p->parts) {
@@ -16,7 +31,7 @@ static void df__ipool_work(df__ipool *p) {
         pthread_mutex_unlock(&p->mu);
         if (lo < hi) fn(arg, lo, hi);
         pthread_mutex_lock(&p->mu);
-        if (++p->finished == p->parts) pthread_cond_broadcast(&p->done_cv);
+        if (__atomic_add_fetch(&p->finished, 1, __ATOMIC_RELEASE) == p->parts) pthread_cond_broadcast(&p->done_cv);
     }
 }
 static void *df__ipool_main(void *arg) {
@@ -24,6 +39,11 @@ static void *df__ipool_main(void *arg) {
     uint64_t seen = 0;
     pthread_mutex_lock(&p->mu);
     for (;;) {
+        if (!p->shutdown && p->gen == seen) {   /* the next job often follows at once: spin first */
+            pthread_mutex_unlock(&p->mu);
+            df__ipool_spin(&p->gen, seen, NULL, 0);
+            pthread_mutex_lock(&p->mu);
+        }
         while (!p->shutdown && p->gen == seen) pthread_cond_wait(&p->cv, &p->mu);
         if (p->shutdown) break;
         seen = p->gen;
@@ -72,9 +92,14 @@ DF_PRIVATE void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int pa
     p->fn = fn; p->arg = arg; p->len = len;
     p->chunk = (units + parts - 1) / parts * unit;
     p->parts = parts; p->next = 0; p->finished = 0;
-    p->gen++;
+    __atomic_store_n(&p->gen, p->gen + 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&p->cv);
     df__ipool_work(p);
+    if (p->finished < p->parts) {
+        pthread_mutex_unlock(&p->mu);
+        df__ipool_spin(NULL, 0, &p->finished, p->parts);
+        pthread_mutex_lock(&p->mu);
+    }
     while (p->finished < p->parts) pthread_cond_wait(&p->done_cv, &p->mu);
     p->busy = 0;
     pthread_mutex_unlock(&p->mu);
@@ -322,6 +347,10 @@ DF__UKR_AVX2(double, __m256d, pd, 4, _mm256_broadcast_sd)
     DF__TARGET_AVX512 static void df__ukr_##T##_avx512(int64_t kc, const T *a, int64_t rsa, int64_t csa, const T *b, \
                                                        int64_t ldb, T *c, int64_t ldc, int acc) { \
         const int64_t r2 = 2 * rsa, r3 = 3 * rsa, r4 = 4 * rsa, r5 = 5 * rsa;                     \
+        for (int r = 0; r < 6; r++) {                                                             \
+            _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);                               \
+            _mm_prefetch((const char *)(c + r * ldc + 2 * L - 1), _MM_HINT_T0);                   \
+        }                                                                                         \
         V c00 = DF__Z(setzero_##W)(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;      \
         V c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;                       \
         _Pragma("GCC unroll 4")                                                                   \
@@ -398,7 +427,10 @@ DF__GEMM_BLOCKED(double)
         T tile[16 * 16];                                                                          \
         void (*ukr)(int64_t, const T *, int64_t, int64_t, const T *, int64_t, T *, int64_t, int) = df__ukr_##T##_portable; \
         DF__GEMM_PICK_##T                                                                         \
-        int64_t n_full = n / nr * nr, m_full = m / mr * mr;                                       \
+        /* a last partial tile overlaps the one before when the product has a full tile's rows \
+           (columns): the overlap is computed twice, the same way, and C is only written */      \
+        int over_m = m >= mr, over_n = n >= nr;                                                   \
+        int64_t n_full = over_n ? n : n / nr * nr, m_full = over_m ? m : m / mr * mr;             \
         T *edge = NULL, *aedge = NULL, *bedge = NULL;                                             \
         if (n_full < n || m_full < m) {                                                           \
             edge = (T *)DF_MALLOC((size_t)(mr + nr) * (size_t)k * sizeof(T) + 64);                \
@@ -408,8 +440,8 @@ DF__GEMM_BLOCKED(double)
                 for (int64_t p = 0; p < k; p++)                                                   \
                     for (int64_t j = 0; j < nr; j++) bedge[p * nr + j] = n_full + j < n ? b[p * ldb + n_full + j] : 0; \
         }                                                                                         \
-        for (int64_t i = 0; i < m; i += mr) {                                                     \
-            int64_t rows = DF__MIN(mr, m - i);                                                    \
+        for (int64_t i0 = 0; i0 < m; i0 += mr) {                                                  \
+            int64_t i = over_m && i0 + mr > m ? m - mr : i0, rows = DF__MIN(mr, m - i);           \
             const T *ap = a + i * rsa;                                                            \
             int64_t ars = rsa, acs = csa;                                                         \
             if (rows < mr) {                                                                      \
@@ -417,7 +449,8 @@ DF__GEMM_BLOCKED(double)
                     for (int64_t r = 0; r < mr; r++) aedge[p * mr + r] = r < rows ? a[(i + r) * rsa + p * csa] : 0; \
                 ap = aedge; ars = 1; acs = mr;                                                    \
             }                                                                                     \
-            for (int64_t j = 0; j < n; j += nr) {                                                 \
+            for (int64_t j0 = 0; j0 < n; j0 += nr) {                                              \
+                int64_t j = over_n && j0 + nr > n ? n - nr : j0;                                  \
                 T *cp = c + i * ldc + j;                                                          \
                 if (j < n_full && rows == mr) { ukr(k, ap, ars, acs, b + j, ldb, cp, ldc, 0); continue; } \
                 int64_t cols = DF__MIN(nr, n - j);                                                \
