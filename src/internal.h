@@ -1744,3 +1744,11 @@ DF_PRIVATE int df__trace_add_remote(df__trace *tr, int worker, const df_node_tra
    src/net/worker.c); the records follow the fetches in its STEP_DONE. */
 #define DF__W_RUN_TRACE 0x80000000u
 /* ---- trace (issue 30): end ---- */
+
+/* ---- GEMM (issue 31): from src/kernels/gemm.c ---- */
+/* C (float32) = op(A) op(B) for bfloat16 A and B through AVX512_BF16: 1 done, 0 out of memory,
+   -1 when this CPU (or the kernels forced) has no such path (then nothing is written). */
+DF_PRIVATE int df__gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t lda, int ta,
+                             const uint16_t *b, int64_t ldb, int tb, float *c, int64_t ldc, struct df__ipool *pool,
+                             int max_threads);
+/* ---- GEMM (issue 31): end ---- */

@@ -216,8 +216,8 @@ DF__TARGET_AVX2 static void df__pack_a6_avx2(const float *a, int64_t lda, int ta
         _mm_storeu_ps(d + 36, _mm256_extractf128_ps(u2, 1)); _mm_storel_pi((__m64 *)(d + 40), _mm256_extractf128_ps(u6, 1));
         _mm_storeu_ps(d + 42, _mm256_extractf128_ps(u3, 1)); _mm_storel_pi((__m64 *)(d + 46), _mm256_extractf128_ps(u7, 1));
     }
-    for (; p < kc; p++)
-        for (int r = 0; r < 6; r++) dst[p * 6 + r] = s[r * lda + p];
+    for (; p < kc; p++)   /* memcpy: the bfloat16 GEMM packs its 32-bit pairs through this too */
+        for (int r = 0; r < 6; r++) memcpy(dst + p * 6 + r, s + r * lda + p, 4);
 }
 #define DF__PACK_A6_FAST_float(a, lda, ta, row0, p0, kc, mr, dst) \
     (mr == 6 && df__isa() >= DF__ISA_AVX2 ? (df__pack_a6_avx2(a, lda, ta, row0, p0, kc, dst), 1) : 0)
@@ -512,6 +512,177 @@ static void df__gemm_share(void *arg, int64_t lo, int64_t hi) {
                                 (const float *)j->b, j->ldb, j->tb, (float *)j->c, j->ldc, (float *)abuf, (float *)bbuf);
     DF_FREE(raw);
 }
+
+/* ---- bfloat16 GEMM: C[m,n] (float32) = op(A) op(B), A and B bfloat16 ----
+   With AVX512_BF16 (detected at run time; AVX-512 kernels in use): vdpbf16ps multiplies pairs
+   of bfloat16 along k (exact products) and adds them to float32 accumulators, twice the
+   multiply-adds per instruction of the float32 kernel. Operands are packed as 32-bit pairs
+   (k, k+1), a zero after an odd k's last: B once and whole, as 32-column panels [q][32 columns]
+   shared by the threads; A per block, as 6-row slivers [q][6 rows]. The micro-kernel keeps a
+   6 x 32 block of C in 12 registers, as the float32 one. Threads split the rows. */
+#define DF__BF16_MC 240   /* rows of A per packed block */
+#define DF__BF16_KQ 256   /* k pairs per block: a 32-column sliver of B is 32 KiB (L1) */
+#if defined(DF__X86) && !defined(DF_EMULATE_AVX512)
+#define DF__TARGET_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")))
+static int df__cpu_has_bf16(void) {
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+        if (v) { __asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(1)); v = (eax >> 5) & 1; }
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+DF__TARGET_BF16 static inline void df__bf16_store(float *cr, __m512 lo, __m512 hi, int acc) {
+    if (acc) { lo = _mm512_add_ps(lo, _mm512_loadu_ps(cr)); hi = _mm512_add_ps(hi, _mm512_loadu_ps(cr + 16)); }
+    _mm512_storeu_ps(cr, lo);
+    _mm512_storeu_ps(cr + 16, hi);
+}
+/* C[6 x 32] (= or +=) the kq pairs of a 6-row sliver of A times a 32-column sliver of B */
+DF__TARGET_BF16 static void df__ukr_bf16(int64_t kq, const uint32_t *a, const uint32_t *b, float *c, int64_t ldc,
+                                         int acc) {
+    for (int r = 0; r < 6; r++) {
+        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + r * ldc + 31), _MM_HINT_T0);
+    }
+    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    _Pragma("GCC unroll 4")
+    for (int64_t q = 0; q < kq; q++, a += 6, b += 32) {
+        __m512bh b0 = (__m512bh)_mm512_loadu_si512(b), b1 = (__m512bh)_mm512_loadu_si512(b + 16), av;
+        av = (__m512bh)_mm512_set1_epi32((int)a[0]); c00 = _mm512_dpbf16_ps(c00, av, b0); c01 = _mm512_dpbf16_ps(c01, av, b1);
+        av = (__m512bh)_mm512_set1_epi32((int)a[1]); c10 = _mm512_dpbf16_ps(c10, av, b0); c11 = _mm512_dpbf16_ps(c11, av, b1);
+        av = (__m512bh)_mm512_set1_epi32((int)a[2]); c20 = _mm512_dpbf16_ps(c20, av, b0); c21 = _mm512_dpbf16_ps(c21, av, b1);
+        av = (__m512bh)_mm512_set1_epi32((int)a[3]); c30 = _mm512_dpbf16_ps(c30, av, b0); c31 = _mm512_dpbf16_ps(c31, av, b1);
+        av = (__m512bh)_mm512_set1_epi32((int)a[4]); c40 = _mm512_dpbf16_ps(c40, av, b0); c41 = _mm512_dpbf16_ps(c41, av, b1);
+        av = (__m512bh)_mm512_set1_epi32((int)a[5]); c50 = _mm512_dpbf16_ps(c50, av, b0); c51 = _mm512_dpbf16_ps(c51, av, b1);
+    }
+    df__bf16_store(c, c00, c01, acc); df__bf16_store(c + ldc, c10, c11, acc);
+    df__bf16_store(c + 2 * ldc, c20, c21, acc); df__bf16_store(c + 3 * ldc, c30, c31, acc);
+    df__bf16_store(c + 4 * ldc, c40, c41, acc); df__bf16_store(c + 5 * ldc, c50, c51, acc);
+}
+/* the pair (x[p], x[p + step]) of op(X) along k, the second 0 past k */
+static inline uint32_t df__bf16_pair(const uint16_t *x, int64_t step, int64_t p, int64_t k) {
+    return (uint32_t)x[0] | (p + 1 < k ? (uint32_t)x[step] << 16 : 0u);
+}
+typedef struct df__bf16_job {
+    int64_t m, n, k, kq, lda, ldb, ldc;
+    const uint16_t *a, *b;
+    int ta, tb, failed;
+    uint32_t *bp;          /* packed B: ceil(n / 32) panels of kq x 32 pairs */
+    float *c;
+} df__bf16_job;
+/* Packs B's 32-column panels [lo, hi) (in columns). */
+DF__TARGET_BF16 static void df__bf16_pack_b(void *arg, int64_t lo, int64_t hi) {
+    df__bf16_job *j = (df__bf16_job *)arg;
+    const int64_t k = j->k, kq = j->kq, ldb = j->ldb;
+    /* interleaves 32 columns of rows 2q and 2q + 1: word 2c + e of the output is row e's column c */
+    static const uint16_t lo_ix[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+                                                     8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    const __m512i ix0 = _mm512_loadu_si512(lo_ix), ix1 = _mm512_add_epi16(ix0, _mm512_set1_epi16(16));
+    for (int64_t j0 = lo; j0 < hi; j0 += 32) {
+        int64_t cols = DF__MIN(32, j->n - j0);
+        uint32_t *d = j->bp + (size_t)(j0 / 32) * (size_t)kq * 32;
+        if (!j->tb) {
+            __mmask32 mk = cols == 32 ? 0xffffffffu : (__mmask32)((1u << cols) - 1u);
+            for (int64_t q = 0; q < kq; q++, d += 32) {
+                const uint16_t *r0 = j->b + 2 * q * ldb + j0;
+                __m512i x0 = _mm512_maskz_loadu_epi16(mk, r0);
+                __m512i x1 = 2 * q + 1 < k ? _mm512_maskz_loadu_epi16(mk, r0 + ldb) : _mm512_setzero_si512();
+                _mm512_storeu_si512(d, _mm512_permutex2var_epi16(x0, ix0, x1));
+                _mm512_storeu_si512(d + 16, _mm512_permutex2var_epi16(x0, ix1, x1));
+            }
+        } else {
+            for (int64_t q = 0; q < kq; q++, d += 32)
+                for (int64_t c = 0; c < 32; c++)
+                    d[c] = c < cols ? df__bf16_pair(j->b + (j0 + c) * ldb + 2 * q, 1, 2 * q, k) : 0u;
+        }
+    }
+}
+/* Packs rows [i0, i0 + mc) x pairs [q0, q0 + nq) of op(A) into 6-row slivers. */
+static void df__bf16_pack_a(const df__bf16_job *j, int64_t i0, int64_t mc, int64_t q0, int64_t nq, uint32_t *dst) {
+    const int64_t lda = j->lda, k = j->k;
+    for (int64_t i = 0; i < mc; i += 6, dst += 6 * nq) {
+        int64_t rows = DF__MIN(6, mc - i);
+        /* full pairs of a full sliver, A not transposed, rows of whole pairs: the float packer on 32-bit pairs */
+        int64_t whole = DF__MIN(nq, k / 2 - q0);
+        int64_t done = 0;
+        if (!j->ta && rows == 6 && !(lda & 1) && whole > 0) {
+            df__pack_a6_avx2((const float *)(const void *)j->a, lda / 2, 0, i0 + i, q0, whole, (float *)(void *)dst);
+            done = whole;
+        }
+        for (int64_t q = done; q < nq; q++)
+            for (int64_t r = 0; r < 6; r++) {
+                int64_t p = 2 * (q0 + q);
+                dst[q * 6 + r] = r >= rows ? 0u : j->ta ? df__bf16_pair(j->a + p * lda + i0 + i + r, lda, p, k)
+                                                         : df__bf16_pair(j->a + (i0 + i + r) * lda + p, 1, p, k);
+            }
+    }
+}
+static void df__bf16_share(void *arg, int64_t lo, int64_t hi) {
+    df__bf16_job *j = (df__bf16_job *)arg;
+    int64_t mcap = DF__MIN(DF__BF16_MC, (hi - lo + 5) / 6 * 6), kqcap = DF__MIN(DF__BF16_KQ, j->kq);
+    uint32_t *abuf = (uint32_t *)DF_MALLOC((size_t)mcap * (size_t)kqcap * 4 + 64);
+    if (!abuf) { __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED); return; }
+    float tile[6 * 32];
+    for (int64_t ic = lo; ic < hi; ic += DF__BF16_MC) {
+        int64_t mc = DF__MIN(DF__BF16_MC, hi - ic);
+        for (int64_t qc = 0; qc < j->kq; qc += DF__BF16_KQ) {
+            int64_t nq = DF__MIN(DF__BF16_KQ, j->kq - qc);
+            df__bf16_pack_a(j, ic, mc, qc, nq, abuf);
+            for (int64_t jr = 0; jr < j->n; jr += 32) {
+                int64_t cols = DF__MIN(32, j->n - jr);
+                const uint32_t *bp = j->bp + (size_t)(jr / 32) * (size_t)j->kq * 32 + (size_t)qc * 32;
+                for (int64_t ir = 0; ir < mc; ir += 6) {
+                    int64_t rows = DF__MIN(6, mc - ir);
+                    const uint32_t *ap = abuf + (size_t)ir * (size_t)nq;
+                    float *cp = j->c + (ic + ir) * j->ldc + jr;
+                    if (rows == 6 && cols == 32) { df__ukr_bf16(nq, ap, bp, cp, j->ldc, qc > 0); continue; }
+                    df__ukr_bf16(nq, ap, bp, tile, 32, 0);
+                    for (int64_t r = 0; r < rows; r++)
+                        for (int64_t c = 0; c < cols; c++)
+                            cp[r * j->ldc + c] = qc > 0 ? cp[r * j->ldc + c] + tile[r * 32 + c] : tile[r * 32 + c];
+                }
+            }
+        }
+    }
+    DF_FREE(abuf);
+}
+DF_PRIVATE int df__gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t lda, int ta,
+                             const uint16_t *b, int64_t ldb, int tb, float *c, int64_t ldc, struct df__ipool *pool,
+                             int max_threads) {
+    if (df__isa() != DF__ISA_AVX512 || !df__cpu_has_bf16()) return -1;
+    if (m <= 0 || n <= 0) return 1;
+    if (k <= 0) { for (int64_t i = 0; i < m; i++) memset(c + i * ldc, 0, (size_t)n * 4); return 1; }
+    df__bf16_job j;
+    memset(&j, 0, sizeof j);
+    j.m = m; j.n = n; j.k = k; j.kq = (k + 1) / 2; j.lda = lda; j.ldb = ldb; j.ldc = ldc;
+    j.a = a; j.b = b; j.ta = ta; j.tb = tb; j.c = c;
+    int64_t panels = (n + 31) / 32;
+    void *raw = DF_MALLOC((size_t)panels * (size_t)j.kq * 32 * 4 + 64);
+    if (!raw) return 0;
+    j.bp = (uint32_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    /* threads as the float32 GEMM's, for twice the multiply-adds per share (they go twice as fast) */
+    double macs = (double)m * (double)n * (double)k;
+    int threads = macs < 16.0e6 ? 1 : (int)DF__MIN((double)df__ipool_threads(pool), macs / 8.0e6);
+    if (max_threads > 0 && threads > max_threads) threads = max_threads;
+    df__parallel_for(pool, n, 32, threads, df__bf16_pack_b, &j);
+    df__parallel_for(pool, m, 6, threads, df__bf16_share, &j);
+    DF_FREE(raw);
+    return !j.failed;
+}
+#else
+DF_PRIVATE int df__gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t lda, int ta,
+                             const uint16_t *b, int64_t ldb, int tb, float *c, int64_t ldc, struct df__ipool *pool,
+                             int max_threads) {
+    DF__UNUSED(m); DF__UNUSED(n); DF__UNUSED(k); DF__UNUSED(a); DF__UNUSED(lda); DF__UNUSED(ta); DF__UNUSED(b);
+    DF__UNUSED(ldb); DF__UNUSED(tb); DF__UNUSED(c); DF__UNUSED(ldc); DF__UNUSED(pool); DF__UNUSED(max_threads);
+    return -1;
+}
+#endif
 
 /* C = op(A) op(B) for float (dbl 0) or double (dbl 1); row-major with leading dimensions; at
    most max_threads threads (0: as many as the pool has). Returns 0 when memory ran out. */
