@@ -7162,7 +7162,10 @@ static int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void *a, 
     memset(&j, 0, sizeof j);
     j.dbl = dbl; j.isa = isa; j.g = g; j.m = m; j.n = n; j.k = k; j.lda = lda; j.ldb = ldb; j.ldc = ldc;
     j.a = a; j.b = b; j.c = c; j.ta = ta; j.tb = tb;
-    j.split_rows = m > n;
+    /* rows unless C is much wider than tall: each share then packs its rows of A (the costlier
+       packing, a transpose into slivers) and all of B (row copies); by columns each would pack
+       all of A */
+    j.split_rows = 2 * m >= n;
     int64_t len = j.split_rows ? m : n, unit = j.split_rows ? g->mr : g->nr;
     df__parallel_for(pool, len, unit, threads, df__gemm_share, &j);
     return !j.failed;
