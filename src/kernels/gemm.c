@@ -371,6 +371,13 @@ DF__UKR_AVX512(float, DF__ZT(), ps, 16)
 DF__UKR_AVX512(double, DF__ZT(d), pd, 8)
 #endif
 
+/* The block size for a span: as many blocks as `most` needs, of equal size rounded up to a
+   multiple of `unit` (never above `most`, a multiple of unit). */
+static int64_t df__gemm_even(int64_t span, int64_t most, int64_t unit) {
+    if (span <= most) return span;
+    int64_t blocks = (span + most - 1) / most, b = (span + blocks - 1) / blocks;
+    return DF__MIN(most, (b + unit - 1) / unit * unit);
+}
 /* One thread's share: C rows [m0, m1) x cols [n0, n1). abuf/bbuf: aligned packing buffers. */
 #define DF__GEMM_BLOCKED(T)                                                                       \
     static void df__gemm_blocked_##T(const df__gemm_cfg *g, int isa, int64_t m0, int64_t m1, int64_t n0, \
@@ -380,13 +387,17 @@ DF__UKR_AVX512(double, DF__ZT(d), pd, 8)
         T tile[16 * 16];                                                                          \
         void (*ukr)(int64_t, const T *, int64_t, int64_t, const T *, int64_t, T *, int64_t, int) = df__ukr_##T##_portable; \
         DF__GEMM_PICK_##T                                                                         \
-        for (int64_t jc = n0; jc < n1; jc += g->nc) {                                             \
-            int64_t nc = DF__MIN(g->nc, n1 - jc);                                                 \
-            for (int64_t pc = 0; pc < k; pc += g->kc) {                                           \
-                int64_t kc = DF__MIN(g->kc, k - pc);                                              \
+        /* blocks of about equal size, at most the configured ones (n = 4096 made a 4064 and a    \
+           32-column block, packing all of A twice; k = 300 a 256 and a 44-deep one) */          \
+        const int64_t NC = df__gemm_even(n1 - n0, g->nc, nr), KC = df__gemm_even(k, g->kc, 1);  \
+        const int64_t MC = df__gemm_even(m1 - m0, g->mc, mr);                                     \
+        for (int64_t jc = n0; jc < n1; jc += NC) {                                                \
+            int64_t nc = DF__MIN(NC, n1 - jc);                                                    \
+            for (int64_t pc = 0; pc < k; pc += KC) {                                              \
+                int64_t kc = DF__MIN(KC, k - pc);                                                 \
                 df__pack_b_##T(b, ldb, tb, pc, kc, jc, nc, nr, bbuf);                            \
-                for (int64_t ic = m0; ic < m1; ic += g->mc) {                                     \
-                    int64_t mc = DF__MIN(g->mc, m1 - ic);                                         \
+                for (int64_t ic = m0; ic < m1; ic += MC) {                                        \
+                    int64_t mc = DF__MIN(MC, m1 - ic);                                            \
                     df__pack_a_##T(a, lda, ta, ic, mc, pc, kc, mr, abuf);                         \
                     for (int64_t jr = 0; jr < nc; jr += nr) {                                     \
                         int64_t cols = DF__MIN(nr, nc - jr);                                      \
