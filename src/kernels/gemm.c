@@ -9,16 +9,16 @@
 /* Spins (without the lock) for up to about DF__IPOOL_SPIN_NS while *v == while_eq (wait_ne 1)
    or *v < while_lt (wait_ne 0): a sleeping thread's wake-up costs tens of microseconds on a
    virtual machine, as much as a 256-cube product's share. */
-#define DF__IPOOL_SPIN_NS 60000.0
+#define DF__IPOOL_SPIN_NS 60000
 static void df__ipool_spin(const volatile uint64_t *g, uint64_t seen, const volatile int *fin, int parts) {
-    double t0 = df__now_ms();
+    int64_t t0 = df__trace_now();
     for (int i = 1;; i++) {
         if (g && __atomic_load_n(g, __ATOMIC_ACQUIRE) != seen) return;
         if (fin && __atomic_load_n(fin, __ATOMIC_ACQUIRE) >= parts) return;
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
-        if (!(i & 63) && (df__now_ms() - t0) * 1e6 > DF__IPOOL_SPIN_NS) return;
+        if (!(i & 63) && df__trace_now() - t0 > DF__IPOOL_SPIN_NS) return;
     }
 }
 /* Takes and runs parts of the current job; returns with the lock held. */
