@@ -2584,6 +2584,13 @@ static void df__k_loop_pop_n(df__kctx *c);
 DF__TARGET_AVX512 static inline DF__ZT() df__v16_exp(DF__ZT() x);
 #endif
 /* ---- AVX-512 elementwise kernels (issue 31): end ---- */
+/* ---- GEMM (issue 31): from src/kernels/gemm.c ---- */
+/* C (float32) = op(A) op(B) for bfloat16 A and B through AVX512_BF16: 1 done, 0 out of memory,
+   -1 when this CPU (or the kernels forced) has no such path (then nothing is written). */
+static int df__gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t lda, int ta,
+                             const uint16_t *b, int64_t ldb, int tb, float *c, int64_t ldc, struct df__ipool *pool,
+                             int max_threads);
+/* ---- GEMM (issue 31): end ---- */
 /* ==========================================================================================
    src/bfc.c: The BFC allocator                                                         >>bfc
    Best fit with coalescing, as TensorFlow's: memory in 256-byte units carved from regions;
@@ -6792,6 +6799,21 @@ static void df__k_loop_cond(df__kctx *c) {
    kernel's job) runs its work itself, so nothing waits on anything but its own parts.
    ========================================================================================== */
 #ifndef DF_NO_THREADS
+/* Spins (without the lock) for up to about DF__IPOOL_SPIN_NS while *v == while_eq (wait_ne 1)
+   or *v < while_lt (wait_ne 0): a sleeping thread's wake-up costs tens of microseconds on a
+   virtual machine, as much as a 256-cube product's share. */
+#define DF__IPOOL_SPIN_NS 60000
+static void df__ipool_spin(const volatile uint64_t *g, uint64_t seen, const volatile int *fin, int parts) {
+    int64_t t0 = df__trace_now();
+    for (int i = 1;; i++) {
+        if (g && __atomic_load_n(g, __ATOMIC_ACQUIRE) != seen) return;
+        if (fin && __atomic_load_n(fin, __ATOMIC_ACQUIRE) >= parts) return;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if (!(i & 63) && df__trace_now() - t0 > DF__IPOOL_SPIN_NS) return;
+    }
+}
 /* Takes and runs parts of the current job; returns with the lock held. */
 static void df__ipool_work(df__ipool *p) {
     while (p->next < p->parts) {
@@ -6802,7 +6824,7 @@ static void df__ipool_work(df__ipool *p) {
         pthread_mutex_unlock(&p->mu);
         if (lo < hi) fn(arg, lo, hi);
         pthread_mutex_lock(&p->mu);
-        if (++p->finished == p->parts) pthread_cond_broadcast(&p->done_cv);
+        if (__atomic_add_fetch(&p->finished, 1, __ATOMIC_RELEASE) == p->parts) pthread_cond_broadcast(&p->done_cv);
     }
 }
 static void *df__ipool_main(void *arg) {
@@ -6810,6 +6832,11 @@ static void *df__ipool_main(void *arg) {
     uint64_t seen = 0;
     pthread_mutex_lock(&p->mu);
     for (;;) {
+        if (!p->shutdown && p->gen == seen) {   /* the next job often follows at once: spin first */
+            pthread_mutex_unlock(&p->mu);
+            df__ipool_spin(&p->gen, seen, NULL, 0);
+            pthread_mutex_lock(&p->mu);
+        }
         while (!p->shutdown && p->gen == seen) pthread_cond_wait(&p->cv, &p->mu);
         if (p->shutdown) break;
         seen = p->gen;
@@ -6858,9 +6885,14 @@ static void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int parts,
     p->fn = fn; p->arg = arg; p->len = len;
     p->chunk = (units + parts - 1) / parts * unit;
     p->parts = parts; p->next = 0; p->finished = 0;
-    p->gen++;
+    __atomic_store_n(&p->gen, p->gen + 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&p->cv);
     df__ipool_work(p);
+    if (p->finished < p->parts) {
+        pthread_mutex_unlock(&p->mu);
+        df__ipool_spin(NULL, 0, &p->finished, p->parts);
+        pthread_mutex_lock(&p->mu);
+    }
     while (p->finished < p->parts) pthread_cond_wait(&p->done_cv, &p->mu);
     p->busy = 0;
     pthread_mutex_unlock(&p->mu);
@@ -6941,16 +6973,63 @@ static int64_t df__pack_bt_fast_float(const float *b, int64_t ldb, int64_t p0, i
     return p8;
 }
 #define DF__PACK_BT_FAST_float(b, ldb, p0, kc, col0, nr, dst) df__pack_bt_fast_float(b, ldb, p0, kc, col0, nr, dst)
+/* A full 6-tall sliver of A (rows row0.., depths p0..p0+kc) into dst[p * 6 + r], in vectors
+   (the scalar loop's strided stores were 1/8 of a 256-cube's time). Not transposed: 8 depths of
+   the 6 rows at a time, transposed in registers, each depth's 6 values stored as 4 + 2;
+   transposed: each depth's 6 values are contiguous (masked load and store). */
+DF__TARGET_AVX2 static void df__pack_a6_avx2(const float *a, int64_t lda, int ta, int64_t row0, int64_t p0,
+                                            int64_t kc, float *dst) {
+    if (ta) {
+        const __m256i six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+        const float *s = a + p0 * lda + row0;
+        for (int64_t p = 0; p < kc; p++, s += lda) _mm256_maskstore_ps(dst + p * 6, six, _mm256_maskload_ps(s, six));
+        return;
+    }
+    const float *s = a + row0 * lda + p0;
+    int64_t p8 = kc / 8 * 8, p = 0;
+    for (; p < p8; p += 8) {
+        __m256 r0 = _mm256_loadu_ps(s + p), r1 = _mm256_loadu_ps(s + lda + p), r2 = _mm256_loadu_ps(s + 2 * lda + p),
+               r3 = _mm256_loadu_ps(s + 3 * lda + p), r4 = _mm256_loadu_ps(s + 4 * lda + p),
+               r5 = _mm256_loadu_ps(s + 5 * lda + p);
+        __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+        __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+        __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+        __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+        __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+        __m256 u4 = _mm256_shuffle_ps(t4, t4, 0x44), u5 = _mm256_shuffle_ps(t4, t4, 0xEE);
+        __m256 u6 = _mm256_shuffle_ps(t5, t5, 0x44), u7 = _mm256_shuffle_ps(t5, t5, 0xEE);
+        /* u0..u3: depths (0|4), (1|5), (2|6), (3|7) of rows 0..3; u4..u7 the same of rows 4, 5 */
+        float *d = dst + p * 6;
+        _mm_storeu_ps(d, _mm256_castps256_ps128(u0)); _mm_storel_pi((__m64 *)(d + 4), _mm256_castps256_ps128(u4));
+        _mm_storeu_ps(d + 6, _mm256_castps256_ps128(u1)); _mm_storel_pi((__m64 *)(d + 10), _mm256_castps256_ps128(u5));
+        _mm_storeu_ps(d + 12, _mm256_castps256_ps128(u2)); _mm_storel_pi((__m64 *)(d + 16), _mm256_castps256_ps128(u6));
+        _mm_storeu_ps(d + 18, _mm256_castps256_ps128(u3)); _mm_storel_pi((__m64 *)(d + 22), _mm256_castps256_ps128(u7));
+        _mm_storeu_ps(d + 24, _mm256_extractf128_ps(u0, 1)); _mm_storel_pi((__m64 *)(d + 28), _mm256_extractf128_ps(u4, 1));
+        _mm_storeu_ps(d + 30, _mm256_extractf128_ps(u1, 1)); _mm_storel_pi((__m64 *)(d + 34), _mm256_extractf128_ps(u5, 1));
+        _mm_storeu_ps(d + 36, _mm256_extractf128_ps(u2, 1)); _mm_storel_pi((__m64 *)(d + 40), _mm256_extractf128_ps(u6, 1));
+        _mm_storeu_ps(d + 42, _mm256_extractf128_ps(u3, 1)); _mm_storel_pi((__m64 *)(d + 46), _mm256_extractf128_ps(u7, 1));
+    }
+    for (; p < kc; p++)   /* memcpy: the bfloat16 GEMM packs its 32-bit pairs through this too */
+        for (int r = 0; r < 6; r++) memcpy(dst + p * 6 + r, s + r * lda + p, 4);
+}
+#define DF__PACK_A6_FAST_float(a, lda, ta, row0, p0, kc, mr, dst) \
+    (mr == 6 && df__isa() >= DF__ISA_AVX2 ? (df__pack_a6_avx2(a, lda, ta, row0, p0, kc, dst), 1) : 0)
 #else
 #define DF__PACK_BT_FAST_float(b, ldb, p0, kc, col0, nr, dst) 0
+#define DF__PACK_A6_FAST_float(a, lda, ta, row0, p0, kc, mr, dst) 0
 #endif
 #define DF__PACK_BT_FAST_double(b, ldb, p0, kc, col0, nr, dst) 0
+#define DF__PACK_A6_FAST_double(a, lda, ta, row0, p0, kc, mr, dst) 0
 #define DF__PACK(T)                                                                               \
     /* A block rows [i0, i0+mc), cols [p0, p0+kc) of op(A) into MR-tall k-major slivers */        \
     static void df__pack_a_##T(const T *a, int64_t lda, int ta, int64_t i0, int64_t mc, int64_t p0, \
                                int64_t kc, int mr, T *dst) {                                      \
         for (int64_t i = 0; i < mc; i += mr) {                                                    \
             int64_t rows = DF__MIN(mr, mc - i);                                                   \
+            if (rows == mr && DF__PACK_A6_FAST_##T(a, lda, ta, i0 + i, p0, kc, mr, dst)) {           \
+                dst += (size_t)mr * (size_t)kc;                                                   \
+                continue;                                                                         \
+            }                                                                                     \
             for (int64_t r = 0; r < mr; r++) {                                                    \
                 T *d = dst + r;                                                                   \
                 if (r >= rows) { for (int64_t p = 0; p < kc; p++, d += mr) *d = 0; continue; }    \
@@ -7061,6 +7140,10 @@ DF__UKR_AVX2(double, __m256d, pd, 4, _mm256_broadcast_sd)
     DF__TARGET_AVX512 static void df__ukr_##T##_avx512(int64_t kc, const T *a, int64_t rsa, int64_t csa, const T *b, \
                                                        int64_t ldb, T *c, int64_t ldc, int acc) { \
         const int64_t r2 = 2 * rsa, r3 = 3 * rsa, r4 = 4 * rsa, r5 = 5 * rsa;                     \
+        for (int r = 0; r < 6; r++) {                                                             \
+            _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);                               \
+            _mm_prefetch((const char *)(c + r * ldc + 2 * L - 1), _MM_HINT_T0);                   \
+        }                                                                                         \
         V c00 = DF__Z(setzero_##W)(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;      \
         V c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;                       \
         _Pragma("GCC unroll 4")                                                                   \
@@ -7081,6 +7164,13 @@ DF__UKR_AVX512(float, DF__ZT(), ps, 16)
 DF__UKR_AVX512(double, DF__ZT(d), pd, 8)
 #endif
 
+/* The block size for a span: as many blocks as `most` needs, of equal size rounded up to a
+   multiple of `unit` (never above `most`, a multiple of unit). */
+static int64_t df__gemm_even(int64_t span, int64_t most, int64_t unit) {
+    if (span <= most) return span;
+    int64_t blocks = (span + most - 1) / most, b = (span + blocks - 1) / blocks;
+    return DF__MIN(most, (b + unit - 1) / unit * unit);
+}
 /* One thread's share: C rows [m0, m1) x cols [n0, n1). abuf/bbuf: aligned packing buffers. */
 #define DF__GEMM_BLOCKED(T)                                                                       \
     static void df__gemm_blocked_##T(const df__gemm_cfg *g, int isa, int64_t m0, int64_t m1, int64_t n0, \
@@ -7090,13 +7180,17 @@ DF__UKR_AVX512(double, DF__ZT(d), pd, 8)
         T tile[16 * 16];                                                                          \
         void (*ukr)(int64_t, const T *, int64_t, int64_t, const T *, int64_t, T *, int64_t, int) = df__ukr_##T##_portable; \
         DF__GEMM_PICK_##T                                                                         \
-        for (int64_t jc = n0; jc < n1; jc += g->nc) {                                             \
-            int64_t nc = DF__MIN(g->nc, n1 - jc);                                                 \
-            for (int64_t pc = 0; pc < k; pc += g->kc) {                                           \
-                int64_t kc = DF__MIN(g->kc, k - pc);                                              \
+        /* blocks of about equal size, at most the configured ones (n = 4096 made a 4064 and a    \
+           32-column block, packing all of A twice; k = 300 a 256 and a 44-deep one) */          \
+        const int64_t NC = df__gemm_even(n1 - n0, g->nc, nr), KC = df__gemm_even(k, g->kc, 1);  \
+        const int64_t MC = df__gemm_even(m1 - m0, g->mc, mr);                                     \
+        for (int64_t jc = n0; jc < n1; jc += NC) {                                                \
+            int64_t nc = DF__MIN(NC, n1 - jc);                                                    \
+            for (int64_t pc = 0; pc < k; pc += KC) {                                              \
+                int64_t kc = DF__MIN(KC, k - pc);                                                 \
                 df__pack_b_##T(b, ldb, tb, pc, kc, jc, nc, nr, bbuf);                            \
-                for (int64_t ic = m0; ic < m1; ic += g->mc) {                                     \
-                    int64_t mc = DF__MIN(g->mc, m1 - ic);                                         \
+                for (int64_t ic = m0; ic < m1; ic += MC) {                                        \
+                    int64_t mc = DF__MIN(MC, m1 - ic);                                            \
                     df__pack_a_##T(a, lda, ta, ic, mc, pc, kc, mr, abuf);                         \
                     for (int64_t jr = 0; jr < nc; jr += nr) {                                     \
                         int64_t cols = DF__MIN(nr, nc - jr);                                      \
@@ -7137,7 +7231,10 @@ DF__GEMM_BLOCKED(double)
         T tile[16 * 16];                                                                          \
         void (*ukr)(int64_t, const T *, int64_t, int64_t, const T *, int64_t, T *, int64_t, int) = df__ukr_##T##_portable; \
         DF__GEMM_PICK_##T                                                                         \
-        int64_t n_full = n / nr * nr, m_full = m / mr * mr;                                       \
+        /* a last partial tile overlaps the one before when the product has a full tile's rows \
+           (columns): the overlap is computed twice, the same way, and C is only written */      \
+        int over_m = m >= mr, over_n = n >= nr;                                                   \
+        int64_t n_full = over_n ? n : n / nr * nr, m_full = over_m ? m : m / mr * mr;             \
         T *edge = NULL, *aedge = NULL, *bedge = NULL;                                             \
         if (n_full < n || m_full < m) {                                                           \
             edge = (T *)DF_MALLOC((size_t)(mr + nr) * (size_t)k * sizeof(T) + 64);                \
@@ -7147,8 +7244,8 @@ DF__GEMM_BLOCKED(double)
                 for (int64_t p = 0; p < k; p++)                                                   \
                     for (int64_t j = 0; j < nr; j++) bedge[p * nr + j] = n_full + j < n ? b[p * ldb + n_full + j] : 0; \
         }                                                                                         \
-        for (int64_t i = 0; i < m; i += mr) {                                                     \
-            int64_t rows = DF__MIN(mr, m - i);                                                    \
+        for (int64_t i0 = 0; i0 < m; i0 += mr) {                                                  \
+            int64_t i = over_m && i0 + mr > m ? m - mr : i0, rows = DF__MIN(mr, m - i);           \
             const T *ap = a + i * rsa;                                                            \
             int64_t ars = rsa, acs = csa;                                                         \
             if (rows < mr) {                                                                      \
@@ -7156,7 +7253,8 @@ DF__GEMM_BLOCKED(double)
                     for (int64_t r = 0; r < mr; r++) aedge[p * mr + r] = r < rows ? a[(i + r) * rsa + p * csa] : 0; \
                 ap = aedge; ars = 1; acs = mr;                                                    \
             }                                                                                     \
-            for (int64_t j = 0; j < n; j += nr) {                                                 \
+            for (int64_t j0 = 0; j0 < n; j0 += nr) {                                              \
+                int64_t j = over_n && j0 + nr > n ? n - nr : j0;                                  \
                 T *cp = c + i * ldc + j;                                                          \
                 if (j < n_full && rows == mr) { ukr(k, ap, ars, acs, b + j, ldb, cp, ldc, 0); continue; } \
                 int64_t cols = DF__MIN(nr, n - j);                                                \
@@ -7219,6 +7317,177 @@ static void df__gemm_share(void *arg, int64_t lo, int64_t hi) {
     DF_FREE(raw);
 }
 
+/* ---- bfloat16 GEMM: C[m,n] (float32) = op(A) op(B), A and B bfloat16 ----
+   With AVX512_BF16 (detected at run time; AVX-512 kernels in use): vdpbf16ps multiplies pairs
+   of bfloat16 along k (exact products) and adds them to float32 accumulators, twice the
+   multiply-adds per instruction of the float32 kernel. Operands are packed as 32-bit pairs
+   (k, k+1), a zero after an odd k's last: B once and whole, as 32-column panels [q][32 columns]
+   shared by the threads; A per block, as 6-row slivers [q][6 rows]. The micro-kernel keeps a
+   6 x 32 block of C in 12 registers, as the float32 one. Threads split the rows. */
+#define DF__BF16_MC 240   /* rows of A per packed block */
+#define DF__BF16_KQ 256   /* k pairs per block: a 32-column sliver of B is 32 KiB (L1) */
+#if defined(DF__X86) && !defined(DF_EMULATE_AVX512)
+#define DF__TARGET_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")))
+static int df__cpu_has_bf16(void) {
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+        if (v) { __asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(1)); v = (eax >> 5) & 1; }
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+DF__TARGET_BF16 static inline void df__bf16_store(float *cr, __m512 lo, __m512 hi, int acc) {
+    if (acc) { lo = _mm512_add_ps(lo, _mm512_loadu_ps(cr)); hi = _mm512_add_ps(hi, _mm512_loadu_ps(cr + 16)); }
+    _mm512_storeu_ps(cr, lo);
+    _mm512_storeu_ps(cr + 16, hi);
+}
+/* C[6 x 32] (= or +=) the kq pairs of a 6-row sliver of A times a 32-column sliver of B */
+DF__TARGET_BF16 static void df__ukr_bf16(int64_t kq, const uint32_t *a, const uint32_t *b, float *c, int64_t ldc,
+                                         int acc) {
+    for (int r = 0; r < 6; r++) {
+        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + r * ldc + 31), _MM_HINT_T0);
+    }
+    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    _Pragma("GCC unroll 4")
+    for (int64_t q = 0; q < kq; q++, a += 6, b += 32) {
+        __m512bh b0 = (__m512bh)_mm512_loadu_si512(b), b1 = (__m512bh)_mm512_loadu_si512(b + 16), av;
+        av = (__m512bh)_mm512_set1_epi32((int)a[0]); c00 = _mm512_dpbf16_ps(c00, av, b0); c01 = _mm512_dpbf16_ps(c01, av, b1);
+        av = (__m512bh)_mm512_set1_epi32((int)a[1]); c10 = _mm512_dpbf16_ps(c10, av, b0); c11 = _mm512_dpbf16_ps(c11, av, b1);
+        av = (__m512bh)_mm512_set1_epi32((int)a[2]); c20 = _mm512_dpbf16_ps(c20, av, b0); c21 = _mm512_dpbf16_ps(c21, av, b1);
+        av = (__m512bh)_mm512_set1_epi32((int)a[3]); c30 = _mm512_dpbf16_ps(c30, av, b0); c31 = _mm512_dpbf16_ps(c31, av, b1);
+        av = (__m512bh)_mm512_set1_epi32((int)a[4]); c40 = _mm512_dpbf16_ps(c40, av, b0); c41 = _mm512_dpbf16_ps(c41, av, b1);
+        av = (__m512bh)_mm512_set1_epi32((int)a[5]); c50 = _mm512_dpbf16_ps(c50, av, b0); c51 = _mm512_dpbf16_ps(c51, av, b1);
+    }
+    df__bf16_store(c, c00, c01, acc); df__bf16_store(c + ldc, c10, c11, acc);
+    df__bf16_store(c + 2 * ldc, c20, c21, acc); df__bf16_store(c + 3 * ldc, c30, c31, acc);
+    df__bf16_store(c + 4 * ldc, c40, c41, acc); df__bf16_store(c + 5 * ldc, c50, c51, acc);
+}
+/* the pair (x[p], x[p + step]) of op(X) along k, the second 0 past k */
+static inline uint32_t df__bf16_pair(const uint16_t *x, int64_t step, int64_t p, int64_t k) {
+    return (uint32_t)x[0] | (p + 1 < k ? (uint32_t)x[step] << 16 : 0u);
+}
+typedef struct df__bf16_job {
+    int64_t m, n, k, kq, lda, ldb, ldc;
+    const uint16_t *a, *b;
+    int ta, tb, failed;
+    uint32_t *bp;          /* packed B: ceil(n / 32) panels of kq x 32 pairs */
+    float *c;
+} df__bf16_job;
+/* Packs B's 32-column panels [lo, hi) (in columns). */
+DF__TARGET_BF16 static void df__bf16_pack_b(void *arg, int64_t lo, int64_t hi) {
+    df__bf16_job *j = (df__bf16_job *)arg;
+    const int64_t k = j->k, kq = j->kq, ldb = j->ldb;
+    /* interleaves 32 columns of rows 2q and 2q + 1: word 2c + e of the output is row e's column c */
+    static const uint16_t lo_ix[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+                                                     8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    const __m512i ix0 = _mm512_loadu_si512(lo_ix), ix1 = _mm512_add_epi16(ix0, _mm512_set1_epi16(16));
+    for (int64_t j0 = lo; j0 < hi; j0 += 32) {
+        int64_t cols = DF__MIN(32, j->n - j0);
+        uint32_t *d = j->bp + (size_t)(j0 / 32) * (size_t)kq * 32;
+        if (!j->tb) {
+            __mmask32 mk = cols == 32 ? 0xffffffffu : (__mmask32)((1u << cols) - 1u);
+            for (int64_t q = 0; q < kq; q++, d += 32) {
+                const uint16_t *r0 = j->b + 2 * q * ldb + j0;
+                __m512i x0 = _mm512_maskz_loadu_epi16(mk, r0);
+                __m512i x1 = 2 * q + 1 < k ? _mm512_maskz_loadu_epi16(mk, r0 + ldb) : _mm512_setzero_si512();
+                _mm512_storeu_si512(d, _mm512_permutex2var_epi16(x0, ix0, x1));
+                _mm512_storeu_si512(d + 16, _mm512_permutex2var_epi16(x0, ix1, x1));
+            }
+        } else {
+            for (int64_t q = 0; q < kq; q++, d += 32)
+                for (int64_t c = 0; c < 32; c++)
+                    d[c] = c < cols ? df__bf16_pair(j->b + (j0 + c) * ldb + 2 * q, 1, 2 * q, k) : 0u;
+        }
+    }
+}
+/* Packs rows [i0, i0 + mc) x pairs [q0, q0 + nq) of op(A) into 6-row slivers. */
+static void df__bf16_pack_a(const df__bf16_job *j, int64_t i0, int64_t mc, int64_t q0, int64_t nq, uint32_t *dst) {
+    const int64_t lda = j->lda, k = j->k;
+    for (int64_t i = 0; i < mc; i += 6, dst += 6 * nq) {
+        int64_t rows = DF__MIN(6, mc - i);
+        /* full pairs of a full sliver, A not transposed, rows of whole pairs: the float packer on 32-bit pairs */
+        int64_t whole = DF__MIN(nq, k / 2 - q0);
+        int64_t done = 0;
+        if (!j->ta && rows == 6 && !(lda & 1) && whole > 0) {
+            df__pack_a6_avx2((const float *)(const void *)j->a, lda / 2, 0, i0 + i, q0, whole, (float *)(void *)dst);
+            done = whole;
+        }
+        for (int64_t q = done; q < nq; q++)
+            for (int64_t r = 0; r < 6; r++) {
+                int64_t p = 2 * (q0 + q);
+                dst[q * 6 + r] = r >= rows ? 0u : j->ta ? df__bf16_pair(j->a + p * lda + i0 + i + r, lda, p, k)
+                                                         : df__bf16_pair(j->a + (i0 + i + r) * lda + p, 1, p, k);
+            }
+    }
+}
+static void df__bf16_share(void *arg, int64_t lo, int64_t hi) {
+    df__bf16_job *j = (df__bf16_job *)arg;
+    int64_t mcap = DF__MIN(DF__BF16_MC, (hi - lo + 5) / 6 * 6), kqcap = DF__MIN(DF__BF16_KQ, j->kq);
+    uint32_t *abuf = (uint32_t *)DF_MALLOC((size_t)mcap * (size_t)kqcap * 4 + 64);
+    if (!abuf) { __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED); return; }
+    float tile[6 * 32];
+    for (int64_t ic = lo; ic < hi; ic += DF__BF16_MC) {
+        int64_t mc = DF__MIN(DF__BF16_MC, hi - ic);
+        for (int64_t qc = 0; qc < j->kq; qc += DF__BF16_KQ) {
+            int64_t nq = DF__MIN(DF__BF16_KQ, j->kq - qc);
+            df__bf16_pack_a(j, ic, mc, qc, nq, abuf);
+            for (int64_t jr = 0; jr < j->n; jr += 32) {
+                int64_t cols = DF__MIN(32, j->n - jr);
+                const uint32_t *bp = j->bp + (size_t)(jr / 32) * (size_t)j->kq * 32 + (size_t)qc * 32;
+                for (int64_t ir = 0; ir < mc; ir += 6) {
+                    int64_t rows = DF__MIN(6, mc - ir);
+                    const uint32_t *ap = abuf + (size_t)ir * (size_t)nq;
+                    float *cp = j->c + (ic + ir) * j->ldc + jr;
+                    if (rows == 6 && cols == 32) { df__ukr_bf16(nq, ap, bp, cp, j->ldc, qc > 0); continue; }
+                    df__ukr_bf16(nq, ap, bp, tile, 32, 0);
+                    for (int64_t r = 0; r < rows; r++)
+                        for (int64_t c = 0; c < cols; c++)
+                            cp[r * j->ldc + c] = qc > 0 ? cp[r * j->ldc + c] + tile[r * 32 + c] : tile[r * 32 + c];
+                }
+            }
+        }
+    }
+    DF_FREE(abuf);
+}
+static int df__gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t lda, int ta,
+                             const uint16_t *b, int64_t ldb, int tb, float *c, int64_t ldc, struct df__ipool *pool,
+                             int max_threads) {
+    if (df__isa() != DF__ISA_AVX512 || !df__cpu_has_bf16()) return -1;
+    if (m <= 0 || n <= 0) return 1;
+    if (k <= 0) { for (int64_t i = 0; i < m; i++) memset(c + i * ldc, 0, (size_t)n * 4); return 1; }
+    df__bf16_job j;
+    memset(&j, 0, sizeof j);
+    j.m = m; j.n = n; j.k = k; j.kq = (k + 1) / 2; j.lda = lda; j.ldb = ldb; j.ldc = ldc;
+    j.a = a; j.b = b; j.ta = ta; j.tb = tb; j.c = c;
+    int64_t panels = (n + 31) / 32;
+    void *raw = DF_MALLOC((size_t)panels * (size_t)j.kq * 32 * 4 + 64);
+    if (!raw) return 0;
+    j.bp = (uint32_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    /* threads as the float32 GEMM's, for twice the multiply-adds per share (they go twice as fast) */
+    double macs = (double)m * (double)n * (double)k;
+    int threads = macs < 16.0e6 ? 1 : (int)DF__MIN((double)df__ipool_threads(pool), macs / 8.0e6);
+    if (max_threads > 0 && threads > max_threads) threads = max_threads;
+    df__parallel_for(pool, n, 32, threads, df__bf16_pack_b, &j);
+    df__parallel_for(pool, m, 6, threads, df__bf16_share, &j);
+    DF_FREE(raw);
+    return !j.failed;
+}
+#else
+static int df__gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t lda, int ta,
+                             const uint16_t *b, int64_t ldb, int tb, float *c, int64_t ldc, struct df__ipool *pool,
+                             int max_threads) {
+    DF__UNUSED(m); DF__UNUSED(n); DF__UNUSED(k); DF__UNUSED(a); DF__UNUSED(lda); DF__UNUSED(ta); DF__UNUSED(b);
+    DF__UNUSED(ldb); DF__UNUSED(tb); DF__UNUSED(c); DF__UNUSED(ldc); DF__UNUSED(pool); DF__UNUSED(max_threads);
+    return -1;
+}
+#endif
+
 /* C = op(A) op(B) for float (dbl 0) or double (dbl 1); row-major with leading dimensions; at
    most max_threads threads (0: as many as the pool has). Returns 0 when memory ran out. */
 #define DF__GEMM_DIRECT_MAX (128 * 128 * 128)
@@ -7246,7 +7515,10 @@ static int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void *a, 
     memset(&j, 0, sizeof j);
     j.dbl = dbl; j.isa = isa; j.g = g; j.m = m; j.n = n; j.k = k; j.lda = lda; j.ldb = ldb; j.ldc = ldc;
     j.a = a; j.b = b; j.c = c; j.ta = ta; j.tb = tb;
-    j.split_rows = m > n;
+    /* rows unless C is much wider than tall: each share then packs its rows of A (the costlier
+       packing, a transpose into slivers) and all of B (row copies); by columns each would pack
+       all of A */
+    j.split_rows = 2 * m >= n;
     int64_t len = j.split_rows ? m : n, unit = j.split_rows ? g->mr : g->nr;
     df__parallel_for(pool, len, unit, threads, df__gemm_share, &j);
     return !j.failed;
@@ -13699,6 +13971,32 @@ static int df__half_step(df__kctx *c, int step, df_tensor *const *fin) {
     return 1;
 }
 
+/* A bfloat16 MatMul through the AVX512_BF16 GEMM (float32 accumulation, one rounding at the
+   end, as the float path): 1 when it ran (or failed with the status set), 0 when this CPU has no
+   such kernel or the shapes are not plain matrices that agree (the float kernel then runs, and
+   says what is wrong). Products of bfloat16 are exact in float32, so only the order of the sums
+   and vdpbf16ps's flushing of subnormals differ from the float path. */
+static int df__half_matmul_bf16(df__kctx *c) {
+    const df_tensor *a = c->in[0], *b = c->in[1];
+    if (a->dtype != DF_BFLOAT16 || b->dtype != DF_BFLOAT16 || a->rank != 2 || b->rank != 2) return 0;
+    int ta = df__attr_b(c->node, "transpose_a", 0), tb = df__attr_b(c->node, "transpose_b", 0);
+    int64_t m = a->dims[ta], k = a->dims[!ta], n = b->dims[!tb];
+    if (b->dims[tb] != k || m * n * k < 32 * 32 * 32) return 0;   /* tiny: conversions cost as much */
+    int64_t dims[2] = {m, n};
+    float *f = (float *)DF_MALLOC((size_t)(m * n) * sizeof(float) + 64);
+    if (!f) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for the bfloat16 product"); return 1; }
+    int done = df__gemm_bf16(m, n, k, (const uint16_t *)a->data, ta ? m : k, ta, (const uint16_t *)b->data,
+                             tb ? k : n, tb, f, n, c->ipool, 0);
+    if (done < 0) { DF_FREE(f); return 0; }
+    if (!done) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for the matrix product's packing buffers");
+    else {
+        df_tensor *o = df__k_alloc(c, 0, DF_BFLOAT16, 2, dims);
+        if (o) df__half_convert(c, DF_BFLOAT16, 0, f, o->data, o->n);
+    }
+    DF_FREE(f);
+    return 1;
+}
+
 static void df__k_half(df__kctx *c) {
     int k = 0;
     ptrdiff_t at = c->node->op - df__half_base;
@@ -13715,6 +14013,7 @@ static void df__k_half(df__kctx *c) {
     df_dtype t16 = DF_FLOAT;
     for (int i = 0; i < c->n_in; i++) if (c->in[i] && df__is16(c->in[i]->dtype)) { t16 = c->in[i]->dtype; break; }
     if (t16 == DF_FLOAT) { fn(c); return; }       /* not a 16-bit node: the kernel itself */
+    if (t16 == DF_BFLOAT16 && c->n_in == 2 && !strcmp(c->node->op->name, "MatMul") && df__half_matmul_bf16(c)) return;
     df_tensor *fin_here[12] = {NULL}, *fout[4] = {NULL};
     unsigned char converted_here[12] = {0};
     if (c->n_out > 4) { DF__KFAIL(c, DF_INTERNAL, "%s has more than 4 outputs", c->node->op->name); return; }

@@ -1,6 +1,7 @@
 /* GEMM benchmark: the library's df_gemm_f32 / df_gemm_f64 against OpenBLAS in the same run.
 
-   1. SGEMM, row-major C = A B: square n = 64, 128, 256, 512, 1024, 2048 (--quick: up to 1024)
+   1. SGEMM, row-major C = A B: square n = 64, 128, 256, 512, 1024, 2048, 4096 (--quick: up to
+      1024; n = 4096 one call per measurement)
       and tall-skinny shapes (16384 x 64 x 64, 16384 x 128 x 128, 1024 x 1024 x 64), with 1 and
       2 threads, against cblas_sgemm(CblasRowMajor) with openblas_set_num_threads set to the
       same count. GFLOPS = 2mnk / time for both, the ratio dataflow / OpenBLAS, and each as a
@@ -25,11 +26,16 @@
 
    OpenBLAS is loaded at run time (dlopen "libopenblas.so.0"), so this builds and runs
    without it; then it says so and prints our figures alone (bench/peers/setup.sh installs it).
-   Targets: dataflow >= 0.85x OpenBLAS for square n >= 1024; faster than OpenBLAS for square
-   n <= 128.
+   Target (issue 31): dataflow >= 1.0x OpenBLAS at every square n, 1 and 2 threads. OpenBLAS
+   0.3.21 takes a CPU it does not know (AMD Zen 4/5 with AVX-512) for Haswell: set
+   OPENBLAS_CORETYPE=SkylakeX to compare with its AVX-512 kernels, Haswell with --isa avx2.
+   "best ratio": the same ratio from the fastest of the measurements of each (on a loaded
+   machine the least disturbed figure; the median is the one to quote on a quiet one).
    Usage: bench_gemm [--quick] [--no-peers] [--threads N] [--isa auto|portable|avx2|avx512]
+                     [--sizes N,N,...]
    (--threads N: only N threads instead of 1 and 2, 0 meaning the number of cores; --no-peers:
-   skip OpenBLAS; --isa: df_set_kernel_isa first) */
+   skip OpenBLAS; --isa: df_set_kernel_isa first; --sizes: only these square sizes, no tall
+   shapes, no DGEMM) */
 #define _POSIX_C_SOURCE 200809L
 #include "../dataflow.h"
 #include "bench_util.h"
@@ -51,7 +57,7 @@
 enum { REPS = 5, PEAK_RUNS = 7, MAX_THREAD_COUNTS = 2, N_SAMPLES = 61 };
 #define FLOAT_TOLERANCE 1e-3
 #define DOUBLE_TOLERANCE 1e-9
-#define BIG_RATIO_TARGET 0.85
+#define BIG_RATIO_TARGET 1.0
 #define OPENBLAS_SETTLE_S 0.15   /* OpenBLAS's default thread timeout is 2^28 cycles, ~0.1 s */
 #define BURST_S 0.02             /* one library's turn, single-threaded */
 
@@ -247,6 +253,7 @@ typedef struct gemm_case {
     int dbl, threads;
     /* results */
     double ours_gflops, ob_gflops, ob_diff, ref_diff;
+    double ours_best, ob_best;     /* GFLOPS of the fastest of the REPS measurements */
     int have_ob;
 } gemm_case;
 
@@ -368,9 +375,15 @@ static void run_case(gemm_case *g, const openblas *ob, double min_time, uint64_t
         double again = max_rel_diff(o.c_ours, o.c_ob, g->dbl, g->m * g->n);
         if (!(again <= g->ob_diff)) g->ob_diff = again;
     }
-    double flops = 2.0 * (double)g->m * (double)g->n * (double)g->k;
+    double flops = 2.0 * (double)g->m * (double)g->n * (double)g->k, best_ours = t_ours[0], best_ob = t_ob[0];
+    for (int rep = 1; rep < REPS; rep++) {
+        if (t_ours[rep] < best_ours) best_ours = t_ours[rep];
+        if (t_ob[rep] < best_ob) best_ob = t_ob[rep];
+    }
     g->ours_gflops = flops / median(t_ours, REPS) * 1e-9;
     g->ob_gflops = g->have_ob ? flops / median(t_ob, REPS) * 1e-9 : 0.0;
+    g->ours_best = flops / best_ours * 1e-9;
+    g->ob_best = g->have_ob ? flops / best_ob * 1e-9 : 0.0;
     free(o.a);
     free(o.b);
     free(o.c_ours);
@@ -378,8 +391,8 @@ static void run_case(gemm_case *g, const openblas *ob, double min_time, uint64_t
 }
 
 static void print_header(void) {
-    printf("%-24s %7s %9s %9s %7s %8s %8s %12s %12s\n", "m x n x k", "threads", "dataflow", "openblas", "ratio",
-           "df/peak", "ob/peak", "diff vs ob", "diff vs f64");
+    printf("%-24s %7s %9s %9s %7s %8s %8s %12s %12s %11s\n", "m x n x k", "threads", "dataflow", "openblas", "ratio",
+           "df/peak", "ob/peak", "diff vs ob", "diff vs f64", "best ratio");
 }
 static void print_row(const gemm_case *g, double peak) {
     char label[64], peak_ours[16] = "-", peak_ob[16] = "-";
@@ -390,8 +403,9 @@ static void print_row(const gemm_case *g, double peak) {
         if (g->have_ob) snprintf(peak_ob, sizeof peak_ob, "%.0f%%", 100.0 * g->ob_gflops / peak);
     }
     if (g->have_ob)
-        printf("%-24s %7d %9.1f %9.1f %6.2fx %8s %8s %12.2e %12.2e\n", label, g->threads, g->ours_gflops,
-               g->ob_gflops, g->ours_gflops / g->ob_gflops, peak_ours, peak_ob, g->ob_diff, g->ref_diff);
+        printf("%-24s %7d %9.1f %9.1f %6.2fx %8s %8s %12.2e %12.2e %10.2fx\n", label, g->threads, g->ours_gflops,
+               g->ob_gflops, g->ours_gflops / g->ob_gflops, peak_ours, peak_ob, g->ob_diff, g->ref_diff,
+               g->ours_best / g->ob_best);
     else
         printf("%-24s %7d %9.1f %9s %7s %8s %8s %12s %12.2e\n", label, g->threads, g->ours_gflops, "-", "-",
                peak_ours, "-", "-", g->ref_diff);
@@ -399,15 +413,20 @@ static void print_row(const gemm_case *g, double peak) {
 
 
 int main(int argc, char **argv) {
-    int quick = 0, peers = 1, only_threads = -1;
+    int quick = 0, peers = 1, only_threads = -1, n_only = 0;
+    int64_t only_sizes[8];
     const char *isa = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--no-peers")) peers = 0;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) only_threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
+        else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
+            for (char *t = strtok(argv[++i], ","); t && n_only < 8; t = strtok(NULL, ",")) only_sizes[n_only++] = atoll(t);
+        }
         else {
-            fprintf(stderr, "usage: bench_gemm [--quick] [--no-peers] [--threads N] [--isa auto|portable|avx2|avx512]\n");
+            fprintf(stderr, "usage: bench_gemm [--quick] [--no-peers] [--threads N] [--isa auto|portable|avx2|avx512] "
+                            "[--sizes N,N,...]\n");
             return 2;
         }
     }
@@ -457,9 +476,11 @@ int main(int argc, char **argv) {
 
     /* SGEMM */
     enum { MAX_CASES = 32 };
-    static const int64_t squares[6] = {64, 128, 256, 512, 1024, 2048};
+    static const int64_t all_squares[7] = {64, 128, 256, 512, 1024, 2048, 4096};
     static const int64_t talls[3][3] = {{16384, 64, 64}, {16384, 128, 128}, {1024, 1024, 64}};
-    int n_squares = quick ? 5 : 6;
+    int n_squares = quick ? 5 : 7;
+    const int64_t *squares = n_only ? only_sizes : all_squares;
+    if (n_only) n_squares = n_only;
     gemm_case cases[MAX_CASES];
     int n_cases = 0;
     for (int t = 0; t < n_thread_counts; t++) {
@@ -470,7 +491,7 @@ int main(int argc, char **argv) {
             g->m = g->n = g->k = squares[s];
             g->threads = thread_list[t];
         }
-        for (int s = 0; s < 3; s++) {
+        for (int s = 0; s < 3 && !n_only; s++) {
             gemm_case *g = &cases[n_cases++];
             memset(g, 0, sizeof *g);
             g->kind = "tall";
@@ -480,12 +501,16 @@ int main(int argc, char **argv) {
             g->threads = thread_list[t];
         }
     }
-    for (int c = 0; c < n_cases; c++) run_case(&cases[c], &ob, min_time, 0x6e77u + (uint64_t)c);
+    /* n = 4096 (a call takes about half a second): one call per measurement */
+    for (int c = 0; c < n_cases; c++)
+        run_case(&cases[c], &ob, cases[c].m * cases[c].n * cases[c].k >= (int64_t)1 << 36 ? 0.01 : min_time,
+                 0x6e77u + (uint64_t)c);
 
     /* DGEMM, with the first thread count (1 unless --threads says otherwise) */
     static const int64_t dsizes[3] = {128, 512, 1024};
     gemm_case dcases[3];
-    for (int s = 0; s < 3; s++) {
+    int n_dcases = n_only ? 0 : 3;
+    for (int s = 0; s < n_dcases; s++) {
         gemm_case *g = &dcases[s];
         memset(g, 0, sizeof *g);
         g->kind = "square";
@@ -510,7 +535,7 @@ int main(int argc, char **argv) {
 
     printf("\nDGEMM, row-major C = A B (float64 peak taken as half the float32 one)\n");
     print_header();
-    for (int s = 0; s < 3; s++) print_row(&dcases[s], peak[0] / 2.0);
+    for (int s = 0; s < n_dcases; s++) print_row(&dcases[s], peak[0] / 2.0);
 
     /* targets, for square sizes */
     printf("\ntargets (square n; ratio = dataflow / OpenBLAS):\n");
@@ -518,13 +543,12 @@ int main(int argc, char **argv) {
     for (int t = 0; t < n_thread_counts && ob.sgemm; t++) {
         for (int which = 0; which < 2; which++) {
             printf("  %d thread%s, %s:", thread_list[t], thread_list[t] == 1 ? "" : "s",
-                   which == 0 ? "n >= 1024, ratio >= 0.85" : "n <= 128, ratio > 1 (faster)");
+                   which == 0 ? "every n, median ratio >= 1.0" : "every n, best ratio >= 1.0");
             for (int c = 0; c < n_cases; c++) {
                 const gemm_case *g = &cases[c];
                 if (strcmp(g->kind, "square") || g->threads != thread_list[t]) continue;
-                if (which == 0 ? g->n < 1024 : g->n > 128) continue;
-                double ratio = g->ours_gflops / g->ob_gflops;
-                int met = which == 0 ? ratio >= BIG_RATIO_TARGET : ratio > 1.0;
+                double ratio = which == 0 ? g->ours_gflops / g->ob_gflops : g->ours_best / g->ob_best;
+                int met = ratio >= BIG_RATIO_TARGET;
                 printf(" n=%lld %.2fx %s;", (long long)g->n, ratio, met ? "met" : "NOT met");
             }
             printf("\n");
@@ -533,7 +557,7 @@ int main(int argc, char **argv) {
 
     /* agreement */
     int bad = 0;
-    for (int c = 0; c < n_cases + 3; c++) {
+    for (int c = 0; c < n_cases + n_dcases; c++) {
         const gemm_case *g = c < n_cases ? &cases[c] : &dcases[c - n_cases];
         double tol = g->dbl ? DOUBLE_TOLERANCE : FLOAT_TOLERANCE;
         double worst = g->have_ob && !(g->ob_diff <= g->ref_diff) ? g->ob_diff : g->ref_diff;

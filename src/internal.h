@@ -1805,3 +1805,10 @@ DF_PRIVATE void df__k_loop_pop_n(df__kctx *c);
 DF__TARGET_AVX512 DF_PRIVATE inline DF__ZT() df__v16_exp(DF__ZT() x);
 #endif
 /* ---- AVX-512 elementwise kernels (issue 31): end ---- */
+/* ---- GEMM (issue 31): from src/kernels/gemm.c ---- */
+/* C (float32) = op(A) op(B) for bfloat16 A and B through AVX512_BF16: 1 done, 0 out of memory,
+   -1 when this CPU (or the kernels forced) has no such path (then nothing is written). */
+DF_PRIVATE int df__gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t lda, int ta,
+                             const uint16_t *b, int64_t ldb, int tb, float *c, int64_t ldc, struct df__ipool *pool,
+                             int max_threads);
+/* ---- GEMM (issue 31): end ---- */

@@ -394,6 +394,32 @@ static int df__half_step(df__kctx *c, int step, df_tensor *const *fin) {
     return 1;
 }
 
+/* A bfloat16 MatMul through the AVX512_BF16 GEMM (float32 accumulation, one rounding at the
+   end, as the float path): 1 when it ran (or failed with the status set), 0 when this CPU has no
+   such kernel or the shapes are not plain matrices that agree (the float kernel then runs, and
+   says what is wrong). Products of bfloat16 are exact in float32, so only the order of the sums
+   and vdpbf16ps's flushing of subnormals differ from the float path. */
+static int df__half_matmul_bf16(df__kctx *c) {
+    const df_tensor *a = c->in[0], *b = c->in[1];
+    if (a->dtype != DF_BFLOAT16 || b->dtype != DF_BFLOAT16 || a->rank != 2 || b->rank != 2) return 0;
+    int ta = df__attr_b(c->node, "transpose_a", 0), tb = df__attr_b(c->node, "transpose_b", 0);
+    int64_t m = a->dims[ta], k = a->dims[!ta], n = b->dims[!tb];
+    if (b->dims[tb] != k || m * n * k < 32 * 32 * 32) return 0;   /* tiny: conversions cost as much */
+    int64_t dims[2] = {m, n};
+    float *f = (float *)DF_MALLOC((size_t)(m * n) * sizeof(float) + 64);
+    if (!f) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for the bfloat16 product"); return 1; }
+    int done = df__gemm_bf16(m, n, k, (const uint16_t *)a->data, ta ? m : k, ta, (const uint16_t *)b->data,
+                             tb ? k : n, tb, f, n, c->ipool, 0);
+    if (done < 0) { DF_FREE(f); return 0; }
+    if (!done) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory for the matrix product's packing buffers");
+    else {
+        df_tensor *o = df__k_alloc(c, 0, DF_BFLOAT16, 2, dims);
+        if (o) df__half_convert(c, DF_BFLOAT16, 0, f, o->data, o->n);
+    }
+    DF_FREE(f);
+    return 1;
+}
+
 static void df__k_half(df__kctx *c) {
     int k = 0;
     ptrdiff_t at = c->node->op - df__half_base;
@@ -410,6 +436,7 @@ static void df__k_half(df__kctx *c) {
     df_dtype t16 = DF_FLOAT;
     for (int i = 0; i < c->n_in; i++) if (c->in[i] && df__is16(c->in[i]->dtype)) { t16 = c->in[i]->dtype; break; }
     if (t16 == DF_FLOAT) { fn(c); return; }       /* not a 16-bit node: the kernel itself */
+    if (t16 == DF_BFLOAT16 && c->n_in == 2 && !strcmp(c->node->op->name, "MatMul") && df__half_matmul_bf16(c)) return;
     df_tensor *fin_here[12] = {NULL}, *fout[4] = {NULL};
     unsigned char converted_here[12] = {0};
     if (c->n_out > 4) { DF__KFAIL(c, DF_INTERNAL, "%s has more than 4 outputs", c->node->op->name); return; }
