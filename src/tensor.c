@@ -86,9 +86,10 @@ DF_PRIVATE df_code df__shape_check(df_dtype t, int rank, const int64_t *dims, in
 /* A new uninitialised tensor with data from `alloc` (the host allocator if NULL). */
 DF_PRIVATE df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int rank, const int64_t *dims,
                                    df_status *st) {
-    int64_t n = 0;
+    int64_t n = 1;
     size_t bytes = 0;
-    if (df__shape_check(t, rank, dims, &n, &bytes, alloc != NULL, st) != DF_OK) return NULL;
+    if (rank == 0 && df__dtype_valid(t)) bytes = df_dtype_size(t);     /* a scalar (loops make many) */
+    else if (df__shape_check(t, rank, dims, &n, &bytes, alloc != NULL, st) != DF_OK) return NULL;
     if (!alloc && !(alloc = df__host_allocator())) {
         df_status_set(st, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
         return NULL;
