@@ -3360,6 +3360,8 @@ static int df__bfc_tc_maybe_all_free(df_bfc *a, df__bfc_tc *tc) {
     return 1;
 }
 
+static int df__bfc_tc_put_locked(df_bfc *a, df__bfc_tc *tc, void *p, df__bfc_slot *s);
+
 /* The owner's free into its cache, no lock, once the hint holds p (at off): 1 when done
    (cached, or ignored as no live chunk), 0 when the locked path must do it. */
 DF__HOT_INLINE int df__bfc_tc_put(df_bfc *a, df__bfc_tc *tc, void *p, uintptr_t off) {
@@ -3369,7 +3371,7 @@ DF__HOT_INLINE int df__bfc_tc_put(df_bfc *a, df__bfc_tc *tc, void *p, uintptr_t 
     if (DF__BFC_W_STATE(w) != DF__BFC_W_USED) return 1;        /* stale, double free */
     uint32_t cls1 = DF__BFC_W_CLS1(w), cls = (cls1 - 1) & (DF__BFC_CACHE_CLASSES - 1);
     uint32_t n = tc->cache.n[cls];
-    if (n >= a->tc_depth1[cls1]) return 0;        /* full, or too big to cache (depth 0) */
+    if (n >= a->tc_depth1[cls1]) return df__bfc_tc_put_locked(a, tc, p, s);   /* full, too big */
     DF__BFC_STORE(s->word, DF__BFC_W_CACHED | cls1 << 2);
     tc->cache.e[cls][n].p = (char *)p;
     tc->cache.e[cls][n].slot = s;
@@ -3534,6 +3536,8 @@ void *df_bfc_alloc(df_bfc *a, size_t nbytes) {
 #endif
 }
 
+static void df__bfc_free_chunk(df_bfc *a, df__bfc_tc *tc, void *p, df__bfc_slot *s);
+
 /* The locked free: the same checks as df__bfc_lookup_used, with a one-region hint before the
    search; the front cache, or the bins (everything coalesced when nothing is left in use). */
 static void df__bfc_free_locked(df_bfc *a, df__bfc_tc *tc, void *p) {
@@ -3549,7 +3553,11 @@ static void df__bfc_free_locked(df_bfc *a, df__bfc_tc *tc, void *p) {
         off = (uintptr_t)p - (uintptr_t)r->base;
     }
     if (off & (DF__BFC_MIN - 1)) return;
-    df__bfc_slot *s = &r->slots[off >> DF__BFC_MIN_BITS];
+    df__bfc_free_chunk(a, tc, p, &r->slots[off >> DF__BFC_MIN_BITS]);
+}
+
+/* The locked free of the chunk that may start at p, whose slot is s. */
+static void df__bfc_free_chunk(df_bfc *a, df__bfc_tc *tc, void *p, df__bfc_slot *s) {
     if (DF__BFC_W_STATE(DF__BFC_LOAD(s->word)) != DF__BFC_W_USED) return;   /* stale, double free */
     df__bfc_chunk *c = &a->chunks[s->h];
     DF_ASSERT(s->h < a->n_chunks && c->ptr == (char *)p && c->state == DF__BFC_USED);
@@ -3585,6 +3593,19 @@ static void df__bfc_free_lock(df_bfc *a, df__bfc_tc *tc, void *p) {
     df__bfc_free_locked(a, tc, p);
     df__bfc_lock_release(&a->lock);
 }
+
+#ifdef DF__BFC_TC
+/* The owner's free of the chunk at p (slot s) that its cache does not take: under the lock. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline))
+#endif
+static int df__bfc_tc_put_locked(df_bfc *a, df__bfc_tc *tc, void *p, df__bfc_slot *s) {
+    df__bfc_lock_acquire(&a->lock);
+    df__bfc_free_chunk(a, tc, p, s);
+    df__bfc_lock_release(&a->lock);
+    return 1;
+}
+#endif
 
 void df_bfc_free(df_bfc *a, void *p) {
     if (!a || !p) return;
