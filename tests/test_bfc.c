@@ -792,6 +792,7 @@ DF_TEST(bfc_threads) {
     CHECK_EQ_INT(t.n, 0);
 }
 
+#ifndef DF_NO_THREADS   /* (without threads there are no thread caches) */
 /* ---- thread caches ---- */
 /* Two threads taking turns: step k waits until the other has called gate_pass k times. */
 typedef struct { pthread_mutex_t mu; pthread_cond_t cv; int passed[2]; } gate;
@@ -892,6 +893,8 @@ DF_TEST(bfc_thread_cache_flush_request) {
     CHECK_EQ_INT(st.largest_free_block, 4 * MiB);
     df_bfc_free_all(a);
 }
+
+#endif
 
 typedef struct { df_bfc *a; void *p; int freed_twice_ok; } freer;
 static void *free_twice_main(void *arg) {
