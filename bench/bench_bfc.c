@@ -360,8 +360,34 @@ static void bench_fragmentation(const char *name, void (*make)(trace *, int)) {
     free(t.ev);
 }
 
+/* `bench_bfc count N [lo hi]`: N single-thread alloc/free pairs on one allocator, nothing else,
+   for instruction counts (valgrind --tool=callgrind): the difference of two N, divided by the
+   difference of N, is the cost of one pair without the warm-up. */
+static int count_pairs(long n, size_t lo, size_t hi) {
+    static size_t sizes[N_SIZES];
+    static uint16_t slots[N_SIZES];
+    make_sizes(sizes, slots, lo, hi, 0x2545F4914F6CDD1Dull);
+    df_bfc *a = df_bfc_new(NULL);
+    static run_ctx c;
+    memset(&c, 0, sizeof c);
+    c.bfc = a; c.sizes = sizes; c.slots = slots; c.pairs = N_SIZES * 4;
+    run_pairs(&c);                             /* warm up: regions, caches */
+    c.pairs = n;
+    run_pairs(&c);
+    drain(&c);
+    df_alloc_stats st;
+    df_bfc_get_stats(a, &st);
+    df_bfc_free_all(a);
+    printf("%ld pairs of %zu to %zu bytes: %lld allocations, %lld bytes in use at the end\n", n,
+           lo, hi, (long long)st.num_allocs, (long long)st.bytes_in_use);
+    return st.bytes_in_use != 0;
+}
+
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : "";          /* e.g. "pair", "thr", "frag" */
+    if (!strcmp(only, "count") && argc > 2)
+        return count_pairs(atol(argv[2]), argc > 4 ? (size_t)atol(argv[3]) : 16,
+                           argc > 4 ? (size_t)atol(argv[4]) : 1024);
     printf("%-28s %8s   %-15s   %s\n", "benchmark (df_bfc)", "ours", "peer", "ours/peer");
     if (strstr("bfc_pair_small", only)) bench_pairs("bfc_pair_small_ns", 16, 1024);
     if (strstr("bfc_pair_mixed", only)) bench_pairs("bfc_pair_mixed_ns", 16, 64 << 10);

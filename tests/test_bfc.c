@@ -791,3 +791,197 @@ DF_TEST(bfc_threads) {
     df_bfc_free_all(a);
     CHECK_EQ_INT(t.n, 0);
 }
+
+#ifndef DF_NO_THREADS   /* (without threads there are no thread caches) */
+/* ---- thread caches ---- */
+/* Two threads taking turns: step k waits until the other has called gate_pass k times. */
+typedef struct { pthread_mutex_t mu; pthread_cond_t cv; int passed[2]; } gate;
+static void gate_pass(gate *g, int me) {
+    pthread_mutex_lock(&g->mu);
+    g->passed[me]++;
+    pthread_cond_broadcast(&g->cv);
+    while (g->passed[!me] < g->passed[me]) pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+}
+
+typedef struct {
+    df_bfc *a;
+    void *keep;                  /* left in use by the thread */
+    void *ptrs[8];
+    gate *bar;                   /* NULL: none; the thread is side 1 */
+    int ok;
+} cache_user;
+
+/* Keeps one block in use, allocates and frees small ones (they go to the thread's own cache). */
+static void *cache_user_main(void *arg) {
+    cache_user *u = (cache_user *)arg;
+    u->keep = df_bfc_alloc(u->a, 1000);
+    u->ok = u->keep != NULL;
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 8; i++) u->ptrs[i] = df_bfc_alloc(u->a, (size_t)(100 + 300 * i));
+        for (int i = 0; i < 8; i++) {
+            if (!u->ptrs[i]) u->ok = 0;
+            df_bfc_free(u->a, u->ptrs[i]);
+        }
+    }
+    if (u->bar) {
+        gate_pass(u->bar, 1);              /* the main thread looks at the caches */
+        gate_pass(u->bar, 1);
+        df_bfc_free(u->a, df_bfc_alloc(u->a, 100));   /* a call: a flush request is served */
+    }
+    return NULL;
+}
+
+/* A thread's cache goes back to the bins when the thread exits: nothing stays cached, the
+   counts stay exact, and the block it left in use can be freed by another thread. */
+DF_TEST(bfc_thread_cache_given_back_at_exit) {
+    df_bfc *a = new_bfc(64 * MiB, 1, 0);
+    cache_user u;
+    memset(&u, 0, sizeof u);
+    u.a = a;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, cache_user_main, &u) == 0);
+    pthread_join(th, NULL);
+    CHECK(u.ok);
+    df_alloc_stats st = stats_of(a);
+    CHECK_EQ_INT(st.num_allocs, 3 * 8 + 1);
+    CHECK_EQ_INT(st.bytes_in_use, 1024);
+    CHECK_EQ_INT(st.peak_bytes_in_use, 1024 + 256 + 512 + 768 + 1024 + 1536 + 1792 + 2048 + 2304);
+    static char buf[16 * 1024];
+    df_bfc_summary(a, buf, sizeof buf);
+    CHECK_EQ_INT(count_of(buf, "Cached"), 0);
+    CHECK_EQ_INT(count_of(buf, "InUse"), 1);
+    df_bfc_free(a, u.keep);                          /* freed by another thread */
+    df_bfc_free(a, u.keep);                          /* twice: ignored */
+    st = stats_of(a);
+    CHECK_EQ_INT(st.bytes_in_use, 0);
+    CHECK_EQ_INT(st.num_allocs, 3 * 8 + 1);
+    CHECK_EQ_INT(st.largest_free_block, 2 * MiB);    /* all coalesced */
+    df_bfc_summary(a, buf, sizeof buf);
+    CHECK_EQ_INT(count_of(buf, "Free   at"), 1);
+    df_bfc_free_all(a);
+}
+
+/* A thread that needs memory asks the others to give their cached chunks back; a thread that
+   is waiting does so at its next call. */
+DF_TEST(bfc_thread_cache_flush_request) {
+    df_bfc *a = new_bfc(64 * MiB, 1, 0);
+    gate bar = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {0, 0}};
+    cache_user u;
+    memset(&u, 0, sizeof u);
+    u.a = a;
+    u.bar = &bar;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, cache_user_main, &u) == 0);
+    gate_pass(&bar, 0);
+    static char buf[16 * 1024];
+    df_bfc_summary(a, buf, sizeof buf);
+    CHECK_EQ_INT(count_of(buf, "Cached"), 8);          /* in the other thread's cache */
+    CHECK_EQ_INT(stats_of(a).largest_free_block, 2 * MiB - 11 * KiB);   /* the rest of the region */
+    void *big = df_bfc_alloc(a, 2 * MiB - 9 * KiB);  /* no bin fits: the caches are asked back */
+    CHECK(big != NULL);                              /* (from a new region meanwhile) */
+    CHECK_EQ_INT(stats_of(a).bytes_reserved, 6 * MiB);
+    gate_pass(&bar, 0);
+    pthread_join(th, NULL);                          /* its call flushed, then it exited */
+    df_bfc_free(a, big);
+    df_bfc_summary(a, buf, sizeof buf);
+    CHECK_EQ_INT(count_of(buf, "Cached"), 0);
+    CHECK_EQ_INT(count_of(buf, "InUse"), 1);         /* the block the thread kept */
+    df_bfc_free(a, u.keep);
+    df_alloc_stats st = stats_of(a);
+    CHECK_EQ_INT(st.bytes_in_use, 0);
+    CHECK_EQ_INT(st.largest_free_block, 4 * MiB);
+    df_bfc_free_all(a);
+}
+
+#endif
+
+typedef struct { df_bfc *a; void *p; int freed_twice_ok; } freer;
+static void *free_twice_main(void *arg) {
+    freer *f = (freer *)arg;
+    df_bfc_free(f->a, f->p);
+    df_alloc_stats st;
+    df_bfc_get_stats(f->a, &st);
+    df_bfc_free(f->a, f->p);                         /* a double free on this thread: ignored */
+    df_bfc_free(f->a, (char *)f->p + 256);           /* not a chunk's start: ignored */
+    int x;
+    df_bfc_free(f->a, &x);                           /* not the allocator's: ignored */
+    df_alloc_stats st2;
+    df_bfc_get_stats(f->a, &st2);
+    f->freed_twice_ok = st.bytes_in_use == st2.bytes_in_use;
+    return NULL;
+}
+
+/* Blocks freed on another thread than the one that allocated them; double frees and foreign
+   pointers are ignored whichever thread frees (one after the other, not at the same moment). */
+DF_TEST(bfc_cross_thread_frees) {
+    df_bfc *a = new_bfc(64 * MiB, 1, 0);
+    void *keep = df_bfc_alloc(a, 5000);
+    void *p = df_bfc_alloc(a, 300);                  /* small: cached by whoever frees it */
+    void *q = df_bfc_alloc(a, 64 * KiB);             /* big: to the bins */
+    CHECK(keep && p && q);
+    for (int k = 0; k < 2; k++) {
+        freer f = {a, k ? q : p, 0};
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, free_twice_main, &f) == 0);
+        pthread_join(th, NULL);
+        CHECK(f.freed_twice_ok);
+    }
+    df_bfc_free(a, p);                               /* and again here: ignored */
+    df_bfc_free(a, q);
+    CHECK_EQ_INT(df_bfc_allocated_size(a, p), 0);
+    df_alloc_stats st = stats_of(a);
+    CHECK_EQ_INT(st.bytes_in_use, (int64_t)round256(5000));
+    CHECK_EQ_INT(st.num_allocs, 3);
+    CHECK_EQ_INT(st.peak_bytes_in_use, (int64_t)(round256(5000) + 512 + 64 * KiB));
+    void *r = df_bfc_alloc(a, 300);
+    CHECK(r != NULL);
+    df_bfc_free(a, r);
+    df_bfc_free(a, keep);
+    st = stats_of(a);
+    CHECK_EQ_INT(st.bytes_in_use, 0);
+    CHECK_EQ_INT(st.largest_free_block, 2 * MiB);
+    df_bfc_free_all(a);
+}
+
+static void *use_many_main(void *arg) {
+    df_bfc **as = (df_bfc **)arg;                    /* more allocators than the table's ways */
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 12; i++) {
+            void *p = df_bfc_alloc(as[i], (size_t)(200 + i));
+            void *q = df_bfc_alloc(as[i], 5000);
+            df_bfc_free(as[i], p);
+            df_bfc_free(as[i], q);
+        }
+    }
+    df_bfc_free(as[0], df_bfc_alloc(as[0], 100));
+    return NULL;
+}
+
+/* Threads come and go (more than an allocator has cache slots, in turn), use more allocators
+   than a thread's table holds, and outlive allocators that are destroyed under them: caches
+   are given back and freed each time (LeakSanitizer) and nothing is counted twice. */
+DF_TEST(bfc_thread_caches_come_and_go) {
+    df_bfc *as[12];
+    for (int i = 0; i < 12; i++) CHECK((as[i] = new_bfc(0, 1, 0)) != NULL);
+    for (int t = 0; t < 80; t++) {
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, use_many_main, as) == 0);
+        pthread_join(th, NULL);
+    }
+    use_many_main(as);                               /* this thread too */
+    for (int i = 0; i < 12; i++) {
+        df_alloc_stats st = stats_of(as[i]);
+        CHECK_EQ_INT(st.bytes_in_use, 0);
+        CHECK_EQ_INT(st.num_allocs, 81 * 6 + (i == 0 ? 81 : 0));
+        CHECK_EQ_INT(st.largest_free_block, 2 * MiB);
+    }
+    /* a thread whose allocator is destroyed while it lives, and then uses a new one */
+    for (int i = 1; i < 12; i++) df_bfc_free_all(as[i]);
+    for (int i = 1; i < 12; i++) CHECK((as[i] = new_bfc(0, 1, 0)) != NULL);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, use_many_main, as) == 0);
+    pthread_join(th, NULL);
+    CHECK_EQ_INT(stats_of(as[5]).num_allocs, 6);
+    for (int i = 0; i < 12; i++) df_bfc_free_all(as[i]);
+}
