@@ -1744,3 +1744,8 @@ DF_PRIVATE int df__trace_add_remote(df__trace *tr, int worker, const df_node_tra
    src/net/worker.c); the records follow the fetches in its STEP_DONE. */
 #define DF__W_RUN_TRACE 0x80000000u
 /* ---- trace (issue 30): end ---- */
+
+/* ---- dependency optimizer (issue 31) ---- */
+/* ---- from src/passes.c ---- */
+DF_PRIVATE int df__opt_dependencies(df__opt *o, int *edges);
+/* ---- dependency optimizer (issue 31): end ---- */
