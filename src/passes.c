@@ -557,21 +557,13 @@ static int df__dep_bypass(df__dep *d, int i) {
     if (o->removed[i] || o->pinned[i] || d->fed[i] || (o->outside && i < o->n_outside && o->outside[i]) ||
         !df__dep_forwarder(d, x, &ident))
         return 0;
-    /* its inputs: the data input of an Identity, then the live control inputs */
-    d->stamp++;
+    /* its inputs: the data input of an Identity, then the live control inputs (the sweep drops
+       stale entries, so a node looked at again and again is not walked in full each time) */
+    df__dep_sweep(d, x);
     d->n_in = 0;
-    if (ident) {
-        if (!df__grow(&d->ins, &d->cap_ins, 1, sizeof(df_node *))) return -1;
-        d->ins[d->n_in++] = x->inputs[0].node;
-        d->mark[x->inputs[0].node->id] = d->stamp;
-    }
-    for (int k = 0; k < x->n_controls; k++) {
-        df_node *s = x->controls[k];
-        if (d->mark[s->id] == d->stamp || !df__dep_has(d, s->id, i)) continue;
-        d->mark[s->id] = d->stamp;
-        if (!df__grow(&d->ins, &d->cap_ins, d->n_in + 1, sizeof(df_node *))) return -1;
-        d->ins[d->n_in++] = s;
-    }
+    if (!df__grow(&d->ins, &d->cap_ins, x->n_controls + 1, sizeof(df_node *))) return -1;
+    if (ident) d->ins[d->n_in++] = x->inputs[0].node;
+    for (int k = 0; k < x->n_controls; k++) d->ins[d->n_in++] = x->controls[k];
     /* its consumers (all through control edges) */
     d->stamp++;
     d->n_out = 0;
