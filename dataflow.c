@@ -26432,6 +26432,7 @@ static int df__opt_dependencies(df__opt *o, int *edges) {
     int n = d.n, count = 0, ok = 0;
     *edges = 0;
     d.cons = (int **)DF_MALLOC((size_t)(n + 1) * sizeof(int *));
+    if (d.cons) memset(d.cons, 0, (size_t)(n + 1) * sizeof(int *));      /* (freed entry by entry) */
     d.n_cons = (int *)DF_MALLOC((size_t)(n + 1) * sizeof(int));
     d.cap_cons = (int *)DF_MALLOC((size_t)(n + 1) * sizeof(int));
     d.n_data = (int *)DF_MALLOC((size_t)(n + 1) * sizeof(int));
@@ -26444,7 +26445,6 @@ static int df__opt_dependencies(df__opt *o, int *edges) {
     while ((size_t)(n_ctl + 1) * 4 > d.cap_edges) d.cap_edges *= 2;
     d.edges = (uint64_t *)DF_MALLOC(d.cap_edges * sizeof(uint64_t));
     if (!d.cons || !d.n_cons || !d.cap_cons || !d.n_data || !d.mark || !d.queued || !d.fed || !d.edges) goto out;
-    memset(d.cons, 0, (size_t)(n + 1) * sizeof(int *));
     memset(d.n_cons, 0, (size_t)(n + 1) * sizeof(int));
     memset(d.cap_cons, 0, (size_t)(n + 1) * sizeof(int));
     memset(d.n_data, 0, (size_t)(n + 1) * sizeof(int));
