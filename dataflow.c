@@ -2591,6 +2591,10 @@ static int df__gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int
                              const uint16_t *b, int64_t ldb, int tb, float *c, int64_t ldc, struct df__ipool *pool,
                              int max_threads);
 /* ---- GEMM (issue 31): end ---- */
+/* ---- dependency optimizer (issue 31) ---- */
+/* ---- from src/passes.c ---- */
+static int df__opt_dependencies(df__opt *o, int *edges);
+/* ---- dependency optimizer (issue 31): end ---- */
 /* ==========================================================================================
    src/bfc.c: The BFC allocator                                                         >>bfc
    Best fit with coalescing, as TensorFlow's: memory in 256-byte units carved from regions;
@@ -27890,7 +27894,9 @@ static df_code df__pb_compile(df_session *ss, df__part *pt, const df_output *fee
    - constant folding: a node whose inputs are all constants with no control inputs (so it sits
      outside every loop frame and cond branch), not stateful and not control flow, is evaluated
      once on the CPU at compile time and replaced by a Const, if its outputs are at most
-     DF_MAX_FOLDED_BYTES. Errors leave the node to fail at run time as it would have.
+     DF_MAX_FOLDED_BYTES. Errors leave the node to fail at run time as it would have;
+   - dependency optimizer (last): NoOps that only pass control on are bypassed, duplicate and
+     transitively implied control edges dropped, keeping order and dead values (below).
    Function calls, If and While are always lowered (inlined) before this: there is no function
    runtime to run them otherwise.
    ========================================================================================== */
@@ -28288,6 +28294,349 @@ static void df__opt_free(df__opt *o) {
     DF_FREE(o->outside);
     memset(o, 0, sizeof *o);
 }
+
+/* ---- dependency optimizer ----------------------------------------------------------------
+   Grappler's dependency optimizer, on the working graph: a NoOp (or an Identity, StopGradient or
+   Snapshot whose value nothing reads) that only passes control on is removed, each of its control
+   consumers waiting instead on each of its inputs; duplicate control edges, control edges beside a
+   data edge from the same node, and control edges implied by a longer path (transitive
+   reduction) are dropped. As TensorFlow: a node is bypassed only when fan-in * fan-out is at most
+   fan-in + fan-out and no more edges would cross devices; fetched, fed and target nodes stay.
+   Deadness is kept: a control edge carries its source's deadness, so a consumer of the bypassed
+   node sees the same dead inputs, and paths that could lose it (through Merge, ControlTrigger,
+   Enter/Exit/NextIteration, or a fed node) never make an edge redundant. Unlike TensorFlow,
+   other ops read only through control edges are not turned into NoOps (their errors stay), and
+   a data edge into a Merge does not order the Merge (it fires at its first live input). */
+
+/* The loop machinery that changes frames, and LoopCount (an Exit). */
+#define DF__DEP_FRAME (DF__OP_ENTER | DF__OP_EXIT | DF__OP_NEXT_ITERATION | DF__OP_LOOP_COUNT)
+
+typedef struct df__dep {
+    df__opt *o;
+    df_graph *g;
+    int n;
+    int **cons;                  /* per node: nodes it has a control edge to (may hold stale entries) */
+    int *n_cons, *cap_cons;
+    int *n_data;                 /* per node: live data consumers */
+    int *mark;                   /* stamps for set membership */
+    int stamp;
+    int *work, n_work, cap_work; /* nodes to look at (again) */
+    unsigned char *queued, *fed;
+    uint64_t *edges;             /* the live control edges (df__dep_key), open addressing */
+    size_t cap_edges, used_edges, n_edges;
+    df_node **ins;               /* df__dep_bypass's scratch: the inputs of the node */
+    int n_in, cap_ins, n_out;
+    int64_t edges_removed;
+} df__dep;
+
+static const char *df__dep_dev(const df_node *x) { return x->device ? x->device : ""; }
+
+static int df__dep_add_cons(df__dep *d, int from, int to) {
+    if (!df__grow(&d->cons[from], &d->cap_cons[from], d->n_cons[from] + 1, sizeof(int))) return 0;
+    d->cons[from][d->n_cons[from]++] = to;
+    return 1;
+}
+static int df__dep_push(df__dep *d, int i) {
+    if (d->queued[i]) return 1;
+    if (!df__grow(&d->work, &d->cap_work, d->n_work + 1, sizeof(int))) return 0;
+    d->work[d->n_work++] = i;
+    d->queued[i] = 1;
+    return 1;
+}
+static int df__dep_has_data_from(const df_node *c, const df_node *x) {
+    for (int k = 0; k < c->n_inputs; k++) if (c->inputs[k].node == x) return 1;
+    return 0;
+}
+
+
+/* The live control edges (source, consumer), as a set: a node's `controls` may keep stale
+   entries while the pass runs; df__dep_sweep brings them in line with the set. */
+enum { DF__DEP_EMPTY = 0, DF__DEP_GONE = 1 };
+static uint64_t df__dep_key(int s, int c) { return ((uint64_t)(uint32_t)s << 32 | (uint32_t)c) + 2; }
+static size_t df__dep_find(const df__dep *d, uint64_t key) {
+    size_t m = d->cap_edges - 1, i = (size_t)df__hash_mix(0x9e3779b97f4a7c15ull, key) & m;
+    while (d->edges[i] != DF__DEP_EMPTY && d->edges[i] != key) i = (i + 1) & m;
+    return i;
+}
+static int df__dep_has(const df__dep *d, int s, int c) {
+    uint64_t key = df__dep_key(s, c);
+    return d->edges[df__dep_find(d, key)] == key;
+}
+static int df__dep_insert(df__dep *d, int s, int c) {
+    uint64_t key = df__dep_key(s, c);
+    if (d->edges[df__dep_find(d, key)] == key) return 1;
+    if ((d->used_edges + 1) * 2 > d->cap_edges) {          /* grow, dropping the tombstones */
+        size_t cap = d->cap_edges;
+        while ((d->n_edges + 1) * 4 > cap) cap *= 2;
+        uint64_t *old = d->edges;
+        size_t old_cap = d->cap_edges;
+        d->edges = (uint64_t *)DF_MALLOC(cap * sizeof(uint64_t));
+        if (!d->edges) { d->edges = old; return 0; }
+        memset(d->edges, 0, cap * sizeof(uint64_t));
+        d->cap_edges = cap;
+        d->used_edges = d->n_edges;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i] > DF__DEP_GONE) d->edges[df__dep_find(d, old[i])] = old[i];
+        DF_FREE(old);
+    }
+    size_t m = d->cap_edges - 1, i = (size_t)df__hash_mix(0x9e3779b97f4a7c15ull, key) & m;
+    while (d->edges[i] > DF__DEP_GONE) i = (i + 1) & m;
+    if (d->edges[i] == DF__DEP_EMPTY) d->used_edges++;
+    d->edges[i] = key;
+    d->n_edges++;
+    return 1;
+}
+static void df__dep_erase(df__dep *d, int s, int c) {
+    uint64_t key = df__dep_key(s, c);
+    size_t i = df__dep_find(d, key);
+    if (d->edges[i] == key) { d->edges[i] = DF__DEP_GONE; d->n_edges--; }
+}
+
+/* Brings c->controls in line with the edge set (order kept), dropping duplicates and, but on a
+   Merge (which waits for one data input only), control inputs from a node that is also a data
+   input: the data edge orders and kills as much. */
+static void df__dep_sweep(df__dep *d, df_node *c) {
+    int data = ++d->stamp, ctl = ++d->stamp;
+    int merge = (c->op->flags & DF__OP_MERGE) != 0, m = 0;
+    if (!merge) for (int k = 0; k < c->n_inputs; k++) d->mark[c->inputs[k].node->id] = data;
+    for (int k = 0; k < c->n_controls; k++) {
+        df_node *s = c->controls[k];
+        if (d->mark[s->id] == ctl || !df__dep_has(d, s->id, c->id)) { d->edges_removed += d->mark[s->id] == ctl; continue; }
+        if (d->mark[s->id] == data) { df__dep_erase(d, s->id, c->id); d->edges_removed++; continue; }
+        d->mark[s->id] = ctl;
+        c->controls[m++] = s;
+    }
+    c->n_controls = m;
+}
+
+/* A node that only forwards control: a NoOp, or an Identity-like node whose value nothing reads
+   (not after a Switch, whose untaken output is dead while its control edges are not; not after
+   a variable, a transfer or the loop machinery, as TensorFlow). */
+static int df__dep_forwarder(const df__dep *d, const df_node *x, int *is_identity) {
+    *is_identity = 0;
+    if (!strcmp(x->op->name, "NoOp")) return x->n_inputs == 0;
+    if (strcmp(x->op->name, "Identity") && strcmp(x->op->name, "StopGradient") && strcmp(x->op->name, "Snapshot")) return 0;
+    if (x->n_inputs != 1 || x->n_outputs != 1 || d->n_data[x->id] || x->out_is_ref[0]) return 0;
+    const df_node *s = x->inputs[0].node;
+    if (s->out_is_ref[x->inputs[0].index] || (s->op->flags & (DF__OP_SWITCH | DF__OP_STATEFUL | DF__OP_TRANSFER | DF__OP_RECV |
+                                                               DF__OP_NEXT_ITERATION | DF__OP_LOOP_COUNT)))
+        return 0;
+    *is_identity = 1;
+    return 1;
+}
+
+/* Bypasses node i if it only forwards control and that does not add edges (TensorFlow's rule:
+   fan-in * fan-out <= fan-in + fan-out) or device crossings. Returns 1 if it was removed,
+   0 if not, -1 on OOM. */
+static int df__dep_bypass(df__dep *d, int i) {
+    df__opt *o = d->o;
+    df_node *x = d->g->nodes[i];
+    int ident;
+    if (o->removed[i] || o->pinned[i] || d->fed[i] || (o->outside && i < o->n_outside && o->outside[i]) ||
+        !df__dep_forwarder(d, x, &ident))
+        return 0;
+    /* its inputs: the data input of an Identity, then the live control inputs (the sweep drops
+       stale entries, so a node looked at again and again is not walked in full each time) */
+    df__dep_sweep(d, x);
+    d->n_in = 0;
+    if (!df__grow(&d->ins, &d->cap_ins, x->n_controls + 1, sizeof(df_node *))) return -1;
+    if (ident) d->ins[d->n_in++] = x->inputs[0].node;
+    for (int k = 0; k < x->n_controls; k++) d->ins[d->n_in++] = x->controls[k];
+    /* its consumers (all through control edges) */
+    d->stamp++;
+    d->n_out = 0;
+    int m = 0;
+    for (int k = 0; k < d->n_cons[i]; k++) {
+        int c = d->cons[i][k];
+        if (d->mark[c] == d->stamp || !df__dep_has(d, i, c)) continue;
+        d->mark[c] = d->stamp;
+        d->cons[i][m++] = c;                  /* (the stale entries go) */
+    }
+    d->n_cons[i] = d->n_out = m;
+    int64_t n_in = d->n_in, n_out = d->n_out;
+    if (n_in * n_out > n_in + n_out) return 0;
+    const char *dx = df__dep_dev(x);
+    if (n_in == 1 && n_out > 1 && strcmp(df__dep_dev(d->ins[0]), dx)) return 0;
+    if (n_in > 1 && n_out == 1 && strcmp(df__dep_dev(d->g->nodes[d->cons[i][0]]), dx)) return 0;
+    int cross_in = 0, cross_out = 0, cross_after = 0;
+    for (int a = 0; a < d->n_in; a++) cross_in += strcmp(df__dep_dev(d->ins[a]), dx) != 0;
+    for (int b = 0; b < d->n_out; b++) cross_out += strcmp(df__dep_dev(d->g->nodes[d->cons[i][b]]), dx) != 0;
+    for (int a = 0; a < d->n_in; a++)
+        for (int b = 0; b < d->n_out; b++)
+            cross_after += strcmp(df__dep_dev(d->ins[a]), df__dep_dev(d->g->nodes[d->cons[i][b]])) != 0;
+    if (cross_after > cross_in + cross_out) return 0;
+    if (ident && cross_in && cross_out && cross_after) return 0;     /* (maybe after a Recv once partitioned) */
+    /* each consumer waits on each input instead */
+    for (int b = 0; b < d->n_out; b++) {
+        df_node *c = d->g->nodes[d->cons[i][b]];
+        df__dep_erase(d, i, c->id);
+        int merge = (c->op->flags & DF__OP_MERGE) != 0;
+        for (int a = 0; a < d->n_in; a++) {
+            df_node *s = d->ins[a];
+            if (s == c || df__dep_has(d, s->id, c->id) || (!merge && df__dep_has_data_from(c, s))) continue;
+            if (!df__grow(&c->controls, &c->cap_controls, c->n_controls + 1, sizeof(df_node *)) ||
+                !df__dep_insert(d, s->id, c->id) || !df__dep_add_cons(d, s->id, c->id) || !df__dep_push(d, s->id))
+                return -1;
+            c->controls[c->n_controls++] = s;
+        }
+        if (!df__dep_push(d, c->id)) return -1;
+    }
+    for (int a = 0; a < d->n_in; a++) {
+        if (a > 0 || !ident) df__dep_erase(d, d->ins[a]->id, i);
+        if (!df__dep_push(d, d->ins[a]->id)) return -1;
+    }
+    if (ident) d->n_data[x->inputs[0].node->id]--;
+    x->n_controls = 0;
+    d->n_cons[i] = 0;
+    o->removed[i] = 1;
+    return 1;
+}
+
+/* Transitive reduction of the control edges (TensorFlow's: per source, in topological order,
+   the nodes reached by a path of two or more edges; a control edge to such a node is implied).
+   Paths go only through edges that carry both the order and the deadness of their source: none
+   out of a Merge or ControlTrigger (live after dead inputs), out of or into Enter, Exit,
+   NextIteration or LoopCount (they change frames), into a fed node (it does not wait for its
+   inputs) or, as data, into a Merge. `budget` bounds the edges walked (the walk is quadratic at
+   worst); what is left unreduced is only slower. Returns the edges removed, -1 on OOM. */
+static int df__dep_edge_ok(const df__dep *d, const df_node *s, const df_node *c, int control) {
+    if ((s->op->flags & (DF__DEP_FRAME | DF__OP_MERGE | DF__OP_CONTROL_TRIGGER)) || (c->op->flags & DF__DEP_FRAME) ||
+        d->fed[c->id])
+        return 0;
+    return control || !(c->op->flags & DF__OP_MERGE);
+}
+static int64_t df__dep_reduce(df__dep *d, int64_t budget) {
+    df_graph *g = d->g;
+    int n = d->n;
+    int *order = df__opt_topo(g);
+    if (!order) return 0;                           /* (a cycle: left as it is) */
+    int64_t removed = 0;
+    int *pos = (int *)DF_MALLOC((size_t)(n + 1) * sizeof(int)), *first = (int *)DF_MALLOC((size_t)(n + 2) * sizeof(int));
+    int *adj = NULL, *stack = (int *)DF_MALLOC((size_t)(2 * n + 2) * sizeof(int)), *seen = (int *)DF_MALLOC((size_t)(n + 1) * sizeof(int));
+    unsigned char *dist = (unsigned char *)DF_MALLOC((size_t)n + 1);
+    unsigned char *ctl = NULL;
+    int64_t n_adj = 0;
+    if (!pos || !first || !stack || !seen || !dist) { removed = -1; goto out; }
+    for (int q = 0; q < n; q++) pos[order[q]] = q;
+    /* out-edges in CSR form, per source: its consumers along the edges paths may use */
+    memset(first, 0, (size_t)(n + 2) * sizeof(int));
+    for (int c = 0; c < n; c++) {
+        const df_node *x = g->nodes[c];
+        if (d->o->removed[c]) continue;
+        for (int k = 0; k < x->n_inputs; k++) if (df__dep_edge_ok(d, x->inputs[k].node, x, 0)) first[x->inputs[k].node->id + 1]++;
+        for (int k = 0; k < x->n_controls; k++) if (df__dep_edge_ok(d, x->controls[k], x, 1)) first[x->controls[k]->id + 1]++;
+    }
+    for (int i = 0; i < n; i++) first[i + 1] += first[i];
+    n_adj = first[n];
+    adj = (int *)DF_MALLOC((size_t)(n_adj + 1) * sizeof(int));
+    ctl = (unsigned char *)DF_MALLOC((size_t)n_adj + 1);
+    if (!adj || !ctl) { removed = -1; goto out; }
+    for (int i = 0; i < n; i++) seen[i] = first[i];
+    for (int c = 0; c < n; c++) {
+        const df_node *x = g->nodes[c];
+        if (d->o->removed[c]) continue;
+        for (int k = 0; k < x->n_inputs; k++)
+            if (df__dep_edge_ok(d, x->inputs[k].node, x, 0)) { int e = seen[x->inputs[k].node->id]++; adj[e] = c; ctl[e] = 0; }
+        for (int k = 0; k < x->n_controls; k++)
+            if (df__dep_edge_ok(d, x->controls[k], x, 1)) { int e = seen[x->controls[k]->id]++; adj[e] = c; ctl[e] = 1; }
+    }
+    memset(dist, 0, (size_t)n + 1);
+    for (int i = 0; i < n; i++) seen[i] = -1;
+    for (int q = 0; q < n && budget > 0; q++) {
+        int s = order[q], lo = n, hi = -1;
+        for (int e = first[s]; e < first[s + 1]; e++) {
+            if (pos[adj[e]] < lo) lo = pos[adj[e]];
+            if (ctl[e] && pos[adj[e]] > hi) hi = pos[adj[e]];
+        }
+        if (lo >= hi) continue;                     /* no control edge that a longer path could imply */
+        /* dist: 1 reached once, 2 reached by two or more edges (a path of length >= 2) */
+        int sp = 0;
+        stack[sp++] = s;
+        while (sp) {
+            int u = stack[--sp];
+            for (int e = first[u]; e < first[u + 1]; e++) {
+                int v = adj[e];
+                budget--;
+                if (pos[v] < lo || pos[v] > hi) continue;
+                if (seen[v] != s) { seen[v] = s; dist[v] = 0; }
+                if (dist[v] == 2) continue;
+                dist[v]++;
+                stack[sp++] = v;
+            }
+        }
+        for (int e = first[s]; e < first[s + 1]; e++)
+            if (ctl[e] && seen[adj[e]] == s && dist[adj[e]] == 2) { df__dep_erase(d, s, adj[e]); removed++; }
+    }
+out:
+    DF_FREE(order); DF_FREE(pos); DF_FREE(first); DF_FREE(adj); DF_FREE(ctl); DF_FREE(stack); DF_FREE(seen); DF_FREE(dist);
+    return removed;
+}
+
+/* The dependency optimizer. Returns the nodes removed (-1: out of memory); *edges: the control
+   edges dropped besides those of the removed nodes. */
+static int df__opt_dependencies(df__opt *o, int *edges) {
+    df_graph *g = o->wg;
+    df__dep d;
+    memset(&d, 0, sizeof d);
+    d.o = o;
+    d.g = g;
+    d.n = g->n_nodes;
+    int n = d.n, count = 0, ok = 0;
+    *edges = 0;
+    d.cons = (int **)DF_MALLOC((size_t)(n + 1) * sizeof(int *));
+    if (d.cons) memset(d.cons, 0, (size_t)(n + 1) * sizeof(int *));      /* (freed entry by entry) */
+    d.n_cons = (int *)DF_MALLOC((size_t)(n + 1) * sizeof(int));
+    d.cap_cons = (int *)DF_MALLOC((size_t)(n + 1) * sizeof(int));
+    d.n_data = (int *)DF_MALLOC((size_t)(n + 1) * sizeof(int));
+    d.mark = (int *)DF_MALLOC((size_t)(n + 1) * sizeof(int));
+    d.queued = (unsigned char *)DF_MALLOC((size_t)n + 1);
+    d.fed = (unsigned char *)DF_MALLOC((size_t)n + 1);
+    int64_t n_ctl = 0;
+    for (int i = 0; i < n; i++) n_ctl += g->nodes[i]->n_controls;
+    d.cap_edges = 64;
+    while ((size_t)(n_ctl + 1) * 4 > d.cap_edges) d.cap_edges *= 2;
+    d.edges = (uint64_t *)DF_MALLOC(d.cap_edges * sizeof(uint64_t));
+    if (!d.cons || !d.n_cons || !d.cap_cons || !d.n_data || !d.mark || !d.queued || !d.fed || !d.edges) goto out;
+    memset(d.n_cons, 0, (size_t)(n + 1) * sizeof(int));
+    memset(d.cap_cons, 0, (size_t)(n + 1) * sizeof(int));
+    memset(d.n_data, 0, (size_t)(n + 1) * sizeof(int));
+    memset(d.mark, 0, (size_t)(n + 1) * sizeof(int));
+    memset(d.queued, 0, (size_t)n + 1);
+    memset(d.fed, 0, (size_t)n + 1);
+    memset(d.edges, 0, d.cap_edges * sizeof(uint64_t));
+    for (int f = 0; f < o->n_feeds; f++) d.fed[o->feeds[f].node->id] = 1;
+    for (int c = 0; c < n; c++) {
+        const df_node *x = g->nodes[c];
+        if (o->removed[c]) continue;
+        for (int k = 0; k < x->n_inputs; k++) d.n_data[x->inputs[k].node->id]++;
+        for (int k = 0; k < x->n_controls; k++)
+            if (!df__dep_insert(&d, x->controls[k]->id, c) || !df__dep_add_cons(&d, x->controls[k]->id, c)) goto out;
+    }
+    for (int c = 0; c < n; c++) if (!o->removed[c]) df__dep_sweep(&d, g->nodes[c]);
+    /* as TensorFlow: twice (reduce, bypass, clean up); each bypass may make more */
+    for (int round = 0; round < 2; round++) {
+        int64_t r = df__dep_reduce(&d, (int64_t)64 << 20);
+        if (r < 0) goto out;
+        d.edges_removed += r;
+        for (int c = 0; c < n; c++) if (!o->removed[c]) df__dep_sweep(&d, g->nodes[c]);
+        for (int i = 0; i < n; i++) if (!df__dep_push(&d, i)) goto out;
+        while (d.n_work) {
+            int i = d.work[--d.n_work];
+            d.queued[i] = 0;
+            int b = df__dep_bypass(&d, i);
+            if (b < 0) goto out;
+            count += b;
+        }
+        for (int c = 0; c < n; c++) if (!o->removed[c]) df__dep_sweep(&d, g->nodes[c]);
+    }
+    ok = 1;
+out:
+    if (d.cons) for (int i = 0; i < n; i++) DF_FREE(d.cons[i]);
+    DF_FREE(d.cons); DF_FREE(d.n_cons); DF_FREE(d.cap_cons); DF_FREE(d.n_data); DF_FREE(d.mark); DF_FREE(d.queued);
+    DF_FREE(d.fed); DF_FREE(d.edges); DF_FREE(d.work); DF_FREE(d.ins);
+    *edges = d.edges_removed > INT32_MAX ? INT32_MAX : (int)d.edges_removed;
+    return ok ? count : -1;
+}
 /* ==========================================================================================
    src/run.c: The run pipeline                                                          >>run
    df_session_run looks its (feeds, fetches, targets) signature up in the session's cache; on
@@ -28393,6 +28742,10 @@ static df_code df__optimize(df_session *ss, const df_output *feeds, int n_feeds,
             if ((r = df__opt_cse(o)) < 0) goto oom;
             stats->cse_merged += r;
         }
+    }
+    if (mask & DF_PASS_DEPENDENCY) {
+        if ((r = df__opt_dependencies(o, &stats->control_edges_removed)) < 0) goto oom;
+        stats->dependencies_removed = r;
     }
     if (!df__opt_compact(o)) goto oom;
     stats->nodes_out = o->wg->n_nodes;

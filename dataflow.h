@@ -807,13 +807,18 @@ enum {
                                         stateless call runs its function as a graph of its own (a
                                         stateful call, or any call of a session with a target, is
                                         always inlined; If and While are always lowered) */
-    DF_PASS_ALL = 31
+    DF_PASS_DEPENDENCY = 32,         /* Grappler's dependency optimizer: bypass NoOps (and Identities
+                                        read only through control edges) that only pass control on,
+                                        drop duplicate and transitively implied control edges */
+    DF_PASS_ALL = 63
 };
 typedef struct df_pass_stats {
     int nodes_in;                    /* nodes of the graph (after If/While/calls were lowered) */
     int nodes_needed;                /* after pruning */
     int identities_removed, cse_merged, constants_folded;
     int nodes_out;                   /* nodes of the graph that runs */
+    int dependencies_removed;        /* NoOps and Identities bypassed (DF_PASS_DEPENDENCY) */
+    int control_edges_removed;       /* duplicate or implied control edges dropped (likewise) */
 } df_pass_stats;
 /* DEFAULT: TensorFlow's placer (requests, colocation, then the first device). COST_MODEL:
    nodes without a request go where a simulation of the graph says they finish first, counting

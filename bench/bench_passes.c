@@ -156,6 +156,7 @@ static const struct { const char *name; int disable; } settings[] = {
     {"identity only", DF_PASS_ALL & ~DF_PASS_IDENTITY},
     {"cse only", DF_PASS_ALL & ~DF_PASS_CSE},
     {"folding only", DF_PASS_ALL & ~DF_PASS_CONSTANT_FOLDING},
+    {"depend. only", DF_PASS_ALL & ~DF_PASS_DEPENDENCY},
     {"all passes", 0},
 };
 enum { N_SETTINGS = (int)(sizeof settings / sizeof settings[0]) };
@@ -180,18 +181,99 @@ static void bench(bench_graph *b, int rounds, int steps) {
     int as_built = df_graph_num_nodes(b->g);       /* (after lowering, which the first run did) */
     double base = median(t[0], rounds);
     printf("\n%s: %d nodes as built (after If/While/call lowering)\n", b->name, as_built);
-    printf("  %-14s %7s %7s %7s %7s %7s %12s %8s\n", "passes", "nodes", "pruned", "ident", "cse", "folded", "step (us)", "ratio");
+    printf("  %-14s %7s %7s %7s %7s %7s %7s %12s %8s\n", "passes", "nodes", "pruned", "ident", "cse", "folded", "deps",
+           "step (us)", "ratio");
     for (int k = 0; k < N_SETTINGS; k++) {
         double m = median(t[k], rounds);
         int nodes = k == 0 ? as_built : ps[k].nodes_out;
-        printf("  %-14s %7d %7d %7d %7d %7d %12.1f %7.2fx\n", settings[k].name, nodes,
+        printf("  %-14s %7d %7d %7d %7d %7d %7d %12.1f %7.2fx\n", settings[k].name, nodes,
                k == 0 ? 0 : ps[k].nodes_in - ps[k].nodes_needed, ps[k].identities_removed, ps[k].cse_merged,
-               ps[k].constants_folded, m * 1e6, base / m);
+               ps[k].constants_folded, ps[k].dependencies_removed, m * 1e6, base / m);
     }
     write_dot(b->g, b->name, "before");
     write_dot(df_session_optimized_graph(s[N_SETTINGS - 1], NULL), b->name, "after");
     printf("  pictures: build/passes_%s_before.dot, build/passes_%s_after.dot\n", b->name, b->name);
     for (int k = 0; k < N_SETTINGS; k++) { df_session_free(s[k]); free(t[k]); }
+}
+
+/* The dependency optimizer's own cost on large graphs of control edges: the first run (which
+   builds the plan: lowering, the passes, compiling) with every pass on, and with all but it,
+   then the step. Graphs: a chain of NoOps; layers of NoOps and AssignAdds, each waiting on two
+   nodes of the layer before (CSE merges little: the pairs differ). */
+static df_node *build_layers(df_graph *g, int width, int depth, unsigned seed) {
+    df_node **prev = (df_node **)malloc(sizeof(df_node *) * (size_t)width), **cur = (df_node **)malloc(sizeof(df_node *) * (size_t)width);
+    df_output v = df_variable(g, "acc", DF_INT32, 0, NULL), one = df_scalar_i32(g, 1);
+    for (int i = 0; i < width; i++) prev[i] = df_no_op(g, NULL, 0);
+    for (int d = 1; d < depth; d++) {
+        for (int i = 0; i < width; i++) {
+            seed = seed * 1103515245u + 12345u;
+            df_node *deps[2] = {prev[i], prev[(seed >> 8) % (unsigned)width]};
+            if (i % 16 == 0) {
+                df_graph_push_control_deps(g, deps, 2);
+                cur[i] = df_assign_add(g, v, one);
+                df_graph_pop_control_deps(g);
+            } else {
+                cur[i] = df_no_op(g, deps, 2);
+            }
+        }
+        df_node **t = prev; prev = cur; cur = t;
+    }
+    df_node *last = df_no_op(g, prev, width);
+    free(prev);
+    free(cur);
+    return last;
+}
+static void bench_dependency_cost(int quick) {
+    printf("\ndependency optimizer on large graphs (first run: plan build; step: median)\n");
+    printf("  %-22s %8s %8s %8s %8s %14s %14s %12s %12s\n", "graph", "nodes", "nodes out", "bypassed", "edges -",
+           "first run, on", "first run, off", "step, on", "step, off");
+    for (int which = 0; which < 2; which++) {
+        df_graph *g = df_graph_new();
+        df_node *target;
+        char label[64];
+        df_node *init = NULL;
+        if (which == 0) {
+            int n = quick ? 20000 : 100000;
+            df_node *prev = NULL;
+            for (int i = 0; i < n; i++) prev = df_no_op(g, prev ? &prev : NULL, prev ? 1 : 0);
+            target = prev;
+            snprintf(label, sizeof label, "NoOp chain");
+        } else {
+            int w = quick ? 100 : 200, d = quick ? 100 : 250;
+            target = build_layers(g, w, d, 7u);
+            init = df_assign(g, (df_output){df_graph_find(g, "acc"), 0}, df_scalar_i32(g, 0));
+            snprintf(label, sizeof label, "layers %dx%d", w, d);
+        }
+        if (df_graph_status(g)->code) die("building", df_graph_status(g)->message);
+        double first[2], steps[2];
+        df_pass_stats ps[2];
+        for (int off = 0; off < 2; off++) {
+            df_session_options o;
+            memset(&o, 0, sizeof o);
+            o.disable_passes = off ? DF_PASS_DEPENDENCY : 0;
+            o.inter_op_threads = 1;
+            df_status st;
+            df_session *s = df_session_new(g, &o, &st);
+            if (!s) die("session", st.message);
+            if (init && df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &init, 1, &st)) die("init", st.message);
+            double t0 = now();
+            if (df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &target, 1, &st)) die("run", st.message);
+            first[off] = now() - t0;
+            df_session_optimized_graph(s, &ps[off]);
+            double sample[15];
+            for (int i = 0; i < 15; i++) {
+                t0 = now();
+                if (df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &target, 1, &st)) die("run", st.message);
+                sample[i] = now() - t0;
+            }
+            steps[off] = median(sample, 15);
+            df_session_free(s);
+        }
+        printf("  %-22s %8d %8d %8d %8d %11.1f ms %11.1f ms %9.1f us %9.1f us\n", label, df_graph_num_nodes(g),
+               ps[0].nodes_out, ps[0].dependencies_removed, ps[0].control_edges_removed, first[0] * 1e3,
+               first[1] * 1e3, steps[0] * 1e6, steps[1] * 1e6);
+        df_graph_free(g);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -230,6 +312,7 @@ int main(int argc, char **argv) {
     } else {
         printf("\ntf2_loop: tests/graphdef/fixtures_tf2/tf2_matmul_loop not found (run from the repository's root)\n");
     }
+    bench_dependency_cost(quick);
     for (int i = 0; i < rnn.n_feeds; i++) df_tensor_release(rnn.values[i]);
     df_graph_free(rnn.g);
     return 0;

@@ -1812,3 +1812,7 @@ DF_PRIVATE int df__gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a,
                              const uint16_t *b, int64_t ldb, int tb, float *c, int64_t ldc, struct df__ipool *pool,
                              int max_threads);
 /* ---- GEMM (issue 31): end ---- */
+/* ---- dependency optimizer (issue 31) ---- */
+/* ---- from src/passes.c ---- */
+DF_PRIVATE int df__opt_dependencies(df__opt *o, int *edges);
+/* ---- dependency optimizer (issue 31): end ---- */

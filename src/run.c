@@ -104,6 +104,10 @@ static df_code df__optimize(df_session *ss, const df_output *feeds, int n_feeds,
             stats->cse_merged += r;
         }
     }
+    if (mask & DF_PASS_DEPENDENCY) {
+        if ((r = df__opt_dependencies(o, &stats->control_edges_removed)) < 0) goto oom;
+        stats->dependencies_removed = r;
+    }
     if (!df__opt_compact(o)) goto oom;
     stats->nodes_out = o->wg->n_nodes;
     if (o->wg->status.code) { df_status_set(st, o->wg->status.code, "Optimising the graph: %s", o->wg->status.message); df__opt_free(o); return st->code; }
