@@ -1290,6 +1290,7 @@ typedef struct df__xitem {      /* 64 bytes: what running a node touches comes f
    (LoopCounts excluded), each with the side of the loop's Switches it depends on. */
 enum { DF__SC_ALWAYS = 0, DF__SC_BODY = 1, DF__SC_EXIT = 2, DF__SC_NEVER = 3 };
 enum { DF__SO_KERNEL, DF__SO_FORWARD, DF__SO_COND, DF__SO_SWITCH, DF__SO_MERGE, DF__SO_CONST };
+enum { DF__SP_COND = 1, DF__SP_EXIT = 2, DF__SP_KERNEL = 4 };   /* sets the predicate; an Exit; may fail */
 /* One item of a loop's iteration: where its inputs are, where its outputs go (routes: its data
    edges, in order), what runs it. */
 typedef struct df__sstep {
@@ -1304,6 +1305,9 @@ typedef struct df__sstep {
                                     df__run_item's path */
     uint8_t clean;               /* every output it makes has a last route (takes it): none is
                                     left to release */
+    uint8_t post;                /* DF__SP_*: what follows its run beyond routing its outputs */
+    int32_t fwd_slot;            /* DF__SO_FORWARD with one route, the last: its input goes straight
+                                    to that slot; else -1 */
     int32_t exit;                /* an Exit: its index among the frame's Exits; else -1 */
     df_tensor *cval;             /* DF__SO_CONST: the Const's value (the graph's) */
 } df__sstep;
@@ -23063,6 +23067,9 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
         k->general = (it->flags & (DF__XF_DEREF | DF__XF_SWITCH)) || it->kind == DF__X_MERGE ? 1 : 0;
         k->exit = it->kind == DF__X_EXIT ? it->aux : -1;
         k->route = at;
+        k->fwd_slot = -1;
+        k->post = (uint8_t)((k->is_cond ? DF__SP_COND : 0) | (k->exit >= 0 ? DF__SP_EXIT : 0) |
+                            (k->op == DF__SO_FORWARD || k->op == DF__SO_CONST ? 0 : DF__SP_KERNEL));
         if (it->kind == DF__X_EXIT) continue;        /* (its edges lead out of the loop) */
         for (int e = 0; e < it->n_edges; e++) {
             const df__xedge *ed = &x->edges[it->edge_start + e];
@@ -23072,6 +23079,8 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
             p->routes[at++].last = (ed->flags & DF__XE_LAST) ? 1 : 0;
         }
         k->n_route = at - k->route;
+        k->fwd_slot = k->op == DF__SO_FORWARD && k->n_route == 1 && p->routes[k->route].last &&
+                      p->routes[k->route].src_out == 0 ? p->routes[k->route].slot : -1;
         /* outputs it makes: the inline ops one (a Switch two), a kernel any of them */
         int made = k->op == DF__SO_KERNEL ? k->n_out : k->op == DF__SO_SWITCH ? 2 : 1;
         k->clean = made <= 64;
@@ -24057,6 +24066,11 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
                     if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
                 continue;
             }
+            if (sp->fwd_slot >= 0) {           /* an Identity or NextIteration read once */
+                E[sp->fwd_slot] = in[0];
+                in[0] = NULL;
+                continue;
+            }
             switch (sp->op) {                  /* the plumbing without a kernel call */
             case DF__SO_FORWARD: io[0] = in[0]; in[0] = NULL; break;
             case DF__SO_COND:
@@ -24098,12 +24112,14 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
                 ti.dead = 0;
                 df__run_item(s, &ti, io);
             }
-            if (DF__UNLIKELY(__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE))) {
-                for (int j = 0; j < sp->n_out; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
-                goto out;
+            if (DF__UNLIKELY(sp->post)) {
+                if ((sp->post & DF__SP_KERNEL) && __atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) {
+                    for (int j = 0; j < sp->n_out; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+                    goto out;
+                }
+                if (sp->post & DF__SP_COND) pred = io[0] && *(const uint8_t *)io[0]->data ? 1 : 0;
             }
-            if (sp->is_cond) pred = io[0] && *(const uint8_t *)io[0]->data ? 1 : 0;
-            if (sp->exit >= 0) {
+            if (DF__UNLIKELY(sp->post & DF__SP_EXIT)) {
                 if (io[0] && !outs[sp->exit]) { outs[sp->exit] = io[0]; io[0] = NULL; }
             } else {
                 for (const df__sroute *r = P->routes + sp->route, *end = r + sp->n_route; r < end; r++) {

@@ -809,6 +809,11 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
                     if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
                 continue;
             }
+            if (sp->fwd_slot >= 0) {           /* an Identity or NextIteration read once */
+                E[sp->fwd_slot] = in[0];
+                in[0] = NULL;
+                continue;
+            }
             switch (sp->op) {                  /* the plumbing without a kernel call */
             case DF__SO_FORWARD: io[0] = in[0]; in[0] = NULL; break;
             case DF__SO_COND:
@@ -850,12 +855,14 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
                 ti.dead = 0;
                 df__run_item(s, &ti, io);
             }
-            if (DF__UNLIKELY(__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE))) {
-                for (int j = 0; j < sp->n_out; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
-                goto out;
+            if (DF__UNLIKELY(sp->post)) {
+                if ((sp->post & DF__SP_KERNEL) && __atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) {
+                    for (int j = 0; j < sp->n_out; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+                    goto out;
+                }
+                if (sp->post & DF__SP_COND) pred = io[0] && *(const uint8_t *)io[0]->data ? 1 : 0;
             }
-            if (sp->is_cond) pred = io[0] && *(const uint8_t *)io[0]->data ? 1 : 0;
-            if (sp->exit >= 0) {
+            if (DF__UNLIKELY(sp->post & DF__SP_EXIT)) {
                 if (io[0] && !outs[sp->exit]) { outs[sp->exit] = io[0]; io[0] = NULL; }
             } else {
                 for (const df__sroute *r = P->routes + sp->route, *end = r + sp->n_route; r < end; r++) {

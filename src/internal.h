@@ -511,6 +511,7 @@ typedef struct df__xitem {      /* 64 bytes: what running a node touches comes f
    (LoopCounts excluded), each with the side of the loop's Switches it depends on. */
 enum { DF__SC_ALWAYS = 0, DF__SC_BODY = 1, DF__SC_EXIT = 2, DF__SC_NEVER = 3 };
 enum { DF__SO_KERNEL, DF__SO_FORWARD, DF__SO_COND, DF__SO_SWITCH, DF__SO_MERGE, DF__SO_CONST };
+enum { DF__SP_COND = 1, DF__SP_EXIT = 2, DF__SP_KERNEL = 4 };   /* sets the predicate; an Exit; may fail */
 /* One item of a loop's iteration: where its inputs are, where its outputs go (routes: its data
    edges, in order), what runs it. */
 typedef struct df__sstep {
@@ -525,6 +526,9 @@ typedef struct df__sstep {
                                     df__run_item's path */
     uint8_t clean;               /* every output it makes has a last route (takes it): none is
                                     left to release */
+    uint8_t post;                /* DF__SP_*: what follows its run beyond routing its outputs */
+    int32_t fwd_slot;            /* DF__SO_FORWARD with one route, the last: its input goes straight
+                                    to that slot; else -1 */
     int32_t exit;                /* an Exit: its index among the frame's Exits; else -1 */
     df_tensor *cval;             /* DF__SO_CONST: the Const's value (the graph's) */
 } df__sstep;

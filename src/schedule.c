@@ -271,6 +271,9 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
         k->general = (it->flags & (DF__XF_DEREF | DF__XF_SWITCH)) || it->kind == DF__X_MERGE ? 1 : 0;
         k->exit = it->kind == DF__X_EXIT ? it->aux : -1;
         k->route = at;
+        k->fwd_slot = -1;
+        k->post = (uint8_t)((k->is_cond ? DF__SP_COND : 0) | (k->exit >= 0 ? DF__SP_EXIT : 0) |
+                            (k->op == DF__SO_FORWARD || k->op == DF__SO_CONST ? 0 : DF__SP_KERNEL));
         if (it->kind == DF__X_EXIT) continue;        /* (its edges lead out of the loop) */
         for (int e = 0; e < it->n_edges; e++) {
             const df__xedge *ed = &x->edges[it->edge_start + e];
@@ -280,6 +283,8 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
             p->routes[at++].last = (ed->flags & DF__XE_LAST) ? 1 : 0;
         }
         k->n_route = at - k->route;
+        k->fwd_slot = k->op == DF__SO_FORWARD && k->n_route == 1 && p->routes[k->route].last &&
+                      p->routes[k->route].src_out == 0 ? p->routes[k->route].slot : -1;
         /* outputs it makes: the inline ops one (a Switch two), a kernel any of them */
         int made = k->op == DF__SO_KERNEL ? k->n_out : k->op == DF__SO_SWITCH ? 2 : 1;
         k->clean = made <= 64;
