@@ -754,7 +754,10 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
     const df__xitem *li = &x->items[t->item];
     const df__sframe *sf = &x->frames[li->child_frame];
     const df__sloop *P = sf->sloop;
+    /* (another thread may unlink and free a sibling frame of this iteration meanwhile) */
+    if (s->threaded) df__spin_lock(&s->lock);
     df__frame *fr = df__child_of(t->iter, li->child_frame);
+    if (s->threaded) df__spin_unlock(&s->lock);
     if (!fr) {
         df__step_error(s, &(df_status){DF_INTERNAL, "A static loop ran without its frame"});
         return;

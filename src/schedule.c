@@ -29,10 +29,13 @@
    with threads keeps the tagged executor for a loop whose body holds an item worth a thread
    of its own (DF__XF_EXPENSIVE): there it overlaps iterations and branches.
 
-   Waiting for every Enter could deadlock where a value entering the loop depends on one
-   leaving it: an Exit that reaches an Enter of its own frame (a graph made by hand), or a
-   partition whose Exits reach a Send while a Recv reaches its Enters (the other partition may
-   close the circle). Such loops keep the tagged executor.
+   Waiting for every Enter could deadlock where a value entering the loop depends on what the
+   loop does: an Exit that reaches an Enter of its own frame (a graph made by hand), an Enter
+   fed through a Recv (another partition may wait on this loop) or by an op that may wait (a
+   dequeue or an accumulator's take that an enqueue, close or apply in the body would end).
+   Such loops keep the tagged executor, as does a frame without a NextIteration (the tagged
+   executor ends it after one iteration) and one whose LoopCount reads anything but its
+   LoopCond.
 
    df_session_options.dynamic_only, or DF_STATIC_SCHEDULES=0 in the environment, turns both
    off: every test runs both ways.
@@ -107,7 +110,7 @@ typedef struct df__sched_scratch {
     uint16_t *in_out;            /* ... and its output index */
     int64_t *ioff;
     uint8_t *cls;                /* per item: DF__SC_* within its frame */
-    uint8_t *anc, *desc;         /* a Recv (or waiting op) before it; a Send (or waiting op) after it */
+    uint8_t *anc;                /* a Recv (or an op that may wait) before it */
     int32_t *seen, *stack;
     int32_t mark;                /* the latest search's mark in seen */
 } df__sched_scratch;
@@ -117,7 +120,7 @@ static int df__sched_loop_ok(const df__exec *x, int f, df__sched_scratch *S) {
     const df__sframe *sf = &x->frames[f];
     if (sf->n_loop_conds != 1) return 0;
     for (int g = 1; g < x->n_frames; g++) if (x->frames[g].parent == f) return 0;   /* a nested loop */
-    int n = x->n_items, enters_anc = 0, exits_desc = 0, min_exit = n, max_enter = -1;
+    int n = x->n_items, enters_anc = 0, min_exit = n, max_enter = -1, n_next = 0;
     for (int i = 0; i < n; i++) {
         const df__xitem *it = &x->items[i];
         if (it->kind == DF__X_ENTER && it->child_frame == f) {
@@ -134,14 +137,17 @@ static int df__sched_loop_ok(const df__exec *x, int f, df__sched_scratch *S) {
         if (it->flags & (DF__XF_ASYNC | DF__XF_TRANSFER | DF__XF_CTRL_TRIGGER)) return 0;
         if (it->kind == DF__X_FEED || it->kind == DF__X_FETCH) return 0;
         uint8_t c = S->cls[i];
+        const int32_t *src = S->in_src + S->ioff[i];
         if (it->kind == DF__X_EXIT || it->kind == DF__X_COUNT) {
             if (it->kind == DF__X_EXIT && c != DF__SC_EXIT && c != DF__SC_NEVER) return 0;
-            exits_desc |= S->desc[i];
+            /* a LoopCount counts the iterations the LoopCond saw: it must read that LoopCond */
+            if (it->kind == DF__X_COUNT && (it->n_inputs != 1 || src[0] < 0 || !(x->items[src[0]].flags & DF__XF_LOOP_COND)))
+                return 0;
             min_exit = DF__MIN(min_exit, i);
         }
         if (it->kind == DF__X_NEXT && c != DF__SC_BODY) return 0;
+        if (it->kind == DF__X_NEXT) n_next++;
         if ((it->flags & DF__XF_LOOP_COND) && c != DF__SC_ALWAYS) return 0;
-        const int32_t *src = S->in_src + S->ioff[i];
         if (it->kind == DF__X_MERGE) {
             if (it->n_inputs != 2 || it->n_control_in != 0 || src[0] < 0 || src[1] < 0) return 0;
             const df__xitem *a = &x->items[src[0]], *b = &x->items[src[1]];
@@ -155,7 +161,13 @@ static int df__sched_loop_ok(const df__exec *x, int f, df__sched_scratch *S) {
             if (!(p->flags & DF__XF_LOOP_COND) || p->frame != f) return 0;
         }
     }
-    if (enters_anc && exits_desc) return 0;        /* the circle may close in another partition */
+    /* Without a NextIteration nothing carries a value into the next iteration: the tagged
+       executor ends the frame after one, a loop of iterations would not end. */
+    if (n_next == 0) return 0;
+    /* A value entering through a Recv or from an op that may wait (a dequeue, an accumulator's
+       take) may wait on what the loop itself does (its Exits, or an apply or close in its body,
+       here or in another partition): the tagged executor starts iterating before that Enter. */
+    if (enters_anc) return 0;
     if (max_enter > min_exit) {                    /* may an Exit (or LoopCount) reach an Enter? */
         int64_t budget = 8 * ((int64_t)n + x->n_edges) + 1024;
         for (int i = min_exit; i < n; i++) {
@@ -171,16 +183,17 @@ static int df__sched_loop_ok(const df__exec *x, int f, df__sched_scratch *S) {
     return 1;
 }
 
-/* Fills the scratch: input sources, frame-local classes, and the Recv/Send reach bits. */
+/* Fills the scratch: input sources, frame-local classes, and the Recv reach bits. */
 static void df__sched_fill(const df__exec *x, df__sched_scratch *S) {
     int n = x->n_items;
     for (int i = 0; i < n; i++) {
         const df__xitem *it = &x->items[i];
         for (int e = 0; e < it->n_edges; e++) {
             const df__xedge *ed = &x->edges[it->edge_start + e];
-            if (ed->slot < 0 || (ed->flags & DF__XE_COUNT)) continue;
+            if (ed->slot < 0) continue;
             const df__xitem *d = &x->items[ed->dst];
-            int k = ed->slot - d->input_start;
+            int k = (ed->flags & DF__XE_COUNT) ? ed->slot : ed->slot - d->input_start;   /* (a LoopCount's
+                                                                            slots stay local) */
             if (k < 0 || k >= d->n_inputs) continue;
             S->in_src[S->ioff[ed->dst] + k] = i;
             S->in_out[S->ioff[ed->dst] + k] = ed->src_out;
@@ -200,16 +213,6 @@ static void df__sched_fill(const df__exec *x, df__sched_scratch *S) {
             if (loop_switch && ed->slot >= 0) c |= ed->src_out == 0 ? DF__SC_EXIT : DF__SC_BODY;
             S->cls[ed->dst] |= c;
         }
-    }
-    for (int i = n - 1; i >= 0; i--) {              /* backward: Sends after */
-        const df__xitem *it = &x->items[i];
-        uint8_t d = (it->flags & (DF__XF_TRANSFER | DF__XF_ASYNC)) ? 1 : 0;
-        if (it->kind != DF__X_NEXT)
-            for (int e = 0; e < it->n_edges; e++) {
-                int dst = x->edges[it->edge_start + e].dst;
-                if (dst > i) d |= S->desc[dst];
-            }
-        S->desc[i] = d;
     }
 }
 
@@ -329,8 +332,7 @@ DF_PRIVATE void df__schedule_build(df__exec *x) {
     S.ioff = (int64_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int64_t));
     S.cls = (uint8_t *)DF_MALLOC((size_t)n + 1);
     S.anc = (uint8_t *)DF_MALLOC((size_t)n + 1);
-    S.desc = (uint8_t *)DF_MALLOC((size_t)n + 1);
-    if (!S.ioff || !S.cls || !S.anc || !S.desc) goto done;
+    if (!S.ioff || !S.cls || !S.anc) goto done;
     int64_t total = 0;
     for (int i = 0; i < n; i++) { S.ioff[i] = total; total += x->items[i].n_inputs; }
     S.in_src = (int32_t *)DF_MALLOC((size_t)(total + 1) * sizeof(int32_t));
@@ -354,6 +356,6 @@ DF_PRIVATE void df__schedule_build(df__exec *x) {
         for (int k = 0; k < x->n_loops; k++) x->max_outputs = DF__MAX(x->max_outputs, x->items[n + k].n_outputs);
     }
 done:
-    DF_FREE(S.seen); DF_FREE(S.stack); DF_FREE(S.ioff); DF_FREE(S.cls); DF_FREE(S.anc); DF_FREE(S.desc);
+    DF_FREE(S.seen); DF_FREE(S.stack); DF_FREE(S.ioff); DF_FREE(S.cls); DF_FREE(S.anc);
     DF_FREE(S.in_src); DF_FREE(S.in_out); DF_FREE(ok);
 }

@@ -455,3 +455,87 @@ DF_TEST(sched_traced_runs_use_the_tagged_executor) {
     df_session_free(s);
     df_graph_free(g);
 }
+
+/* Loops the static schedule must leave to the tagged executor, which starts iterating before
+   every Enter has its value: an invariant that an accumulator's take makes, while the loop's
+   body applies the gradients it waits for (waiting for every Enter would hang). */
+static df_output acc_handle, acc_taken;
+static df_output acc_cond(df_graph *g, void *u, const df_output *v) { (void)u; return df_less(g, v[0], df_scalar_i32(g, 3)); }
+static void acc_body(df_graph *g, void *u, const df_output *v, df_output *next) {
+    (void)u;
+    df_node *ap = df_accumulator_apply_gradient(g, acc_handle, df_scalar_i64(g, 0), df_scalar_f32(g, 1.0f));
+    df_graph_push_control_deps(g, &ap, 1);
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    df_graph_pop_control_deps(g);
+    next[1] = df_add(g, v[1], acc_taken);
+}
+DF_TEST(sched_loop_whose_enter_waits_on_its_body_stays_tagged) {
+    for (int dyn = 0; dyn < 2; dyn++) {
+        df_graph *g = df_graph_new();
+        df_op_builder *b = df_op_new(g, "ConditionalAccumulator", "acc");
+        df_op_set_attr_type(b, "dtype", DF_FLOAT);
+        df_op_set_attr_shape(b, "shape", 0, NULL);
+        acc_handle.node = df_op_finish(b);
+        acc_handle.index = 0;
+        acc_taken = df_accumulator_take_gradient(g, acc_handle, df_scalar_i32(g, 1));
+        df_output init[2] = {df_scalar_i32(g, 0), df_scalar_f32(g, 0.0f)}, outs[2];
+        CHECK(df_while_loop(g, 2, init, acc_cond, acc_body, NULL, NULL, outs) == DF_OK);
+        df_session_options o;
+        memset(&o, 0, sizeof o);
+        o.run_timeout_ms = 5000;
+        o.dynamic_only = dyn;
+        df_status st;
+        df_session *s = df_session_new(g, &o, &st);
+        df_tensor *r = NULL;
+        df_session_run(s, NULL, NULL, 0, &outs[1], &r, 1, NULL, 0, &st);
+        CHECK_OK(&st);
+        if (r) CHECK_NEAR(*(const float *)df_tensor_data(r), 3.0, 0);
+        df_schedule_stats ss;
+        df_session_schedule_stats(s, &ss);
+        CHECK_EQ_INT(ss.static_loops, 0);
+        df_tensor_release(r);
+        df_session_free(s);
+        df_graph_free(g);
+    }
+}
+
+/* A frame made by hand without a NextIteration: the tagged executor ends it after one iteration
+   (nothing carries a value on), however the predicate reads. */
+static df_node *hand_op1(df_graph *g, const char *t, const char *nm, df_output a) {
+    df_op_builder *b = df_op_new(g, t, nm);
+    df_op_add_input(b, a);
+    return df_op_finish(b);
+}
+static df_node *hand_enter(df_graph *g, const char *nm, df_output d) {
+    df_op_builder *b = df_op_new(g, "Enter", nm);
+    df_op_add_input(b, d);
+    df_op_set_attr_string(b, "frame_name", "f");
+    df_op_set_attr_bool(b, "is_constant", 1);
+    return df_op_finish(b);
+}
+DF_TEST(sched_frame_without_next_iteration_ends_after_one) {
+    for (int dyn = 0; dyn < 2; dyn++) {
+        df_graph *g = df_graph_new();
+        df_node *p = hand_enter(g, "p", df_scalar_bool(g, 1));
+        df_node *v = hand_enter(g, "v", df_scalar_f32(g, 5.0f));
+        df_node *lc = hand_op1(g, "LoopCond", "lc", (df_output){p, 0});
+        df_op_builder *b = df_op_new(g, "Switch", "sw");
+        df_op_add_input(b, (df_output){v, 0});
+        df_op_add_input(b, (df_output){lc, 0});
+        df_node *sw = df_op_finish(b);
+        df_node *targets[2] = {hand_op1(g, "Exit", "exit", (df_output){sw, 0}), hand_op1(g, "Identity", "body", (df_output){sw, 1})};
+        df_session_options o;
+        memset(&o, 0, sizeof o);
+        o.run_timeout_ms = 5000;
+        o.dynamic_only = dyn;
+        df_status st;
+        df_session *s = df_session_new(g, &o, &st);
+        df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, targets, 2, &st);
+        CHECK_OK(&st);
+        df_schedule_stats ss;
+        df_session_schedule_stats(s, &ss);
+        CHECK_EQ_INT(ss.static_loops, 0);
+        df_session_free(s);
+        df_graph_free(g);
+    }
+}
