@@ -20429,6 +20429,20 @@ static int df__gstack_push_seq(df_graph *g, df__gstack *s, df_output x, df__ctx 
     return df__add_control_edge(g, W->f_sync, p);
 }
 
+/* A pop the gradient loop made from stack s: noted on it (a second-order gradient finds its
+   pops there); its output 0, or {NULL,0} with the graph's error set when memory ran out. */
+static df_output df__gstack_note_pop(df_graph *g, df__gstack *s, df_node *pop) {
+    df_output none = {NULL, 0};
+    pop->gstack = s->stack->gstack;
+    if (!df__grow(&s->pops, &s->cap_pops, s->n_pops + 1, sizeof(df_node *))) {
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        return none;
+    }
+    s->pops[s->n_pops++] = pop;
+    df_output r = {pop, 0};
+    return r;
+}
+
 /* Pops, in gradient loop G, the value pushed by s in context cx of loop W (in G's iteration k,
    that of W's iteration count-1-k); dead when the iteration it belongs to did not take the
    branch cx lies on. The count, given once the pushing loop is done, orders every pop after
@@ -20470,14 +20484,7 @@ static df_output df__gstack_pop_guarded(df_graph *g, df__ctx *G, df__gstack *s, 
     df_node *pop = df__finish_in(g, G, b);
     if (!pop) return none;
     if (shape) pop->out_shapes[0] = *shape;
-    pop->gstack = s->stack->gstack;
-    if (!df__grow(&s->pops, &s->cap_pops, s->n_pops + 1, sizeof(df_node *))) {
-        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
-        return none;
-    }
-    s->pops[s->n_pops++] = pop;
-    df_output r = {pop, 0};
-    return r;
+    return df__gstack_note_pop(g, s, pop);
 }
 
 /* The Switch outputs made inside gradient loop W (by a cond's gradient there) that value x
@@ -20662,14 +20669,7 @@ static df_output df__row_value(df_graph *g, df__ctx *G, df__ctx *W, df_output x)
     df_node *pop = df__finish_in(g, G, b);
     if (!pop) return none;
     pop->out_shapes[0] = n->out_shapes[x.index];
-    pop->gstack = s->stack->gstack;
-    if (!df__grow(&s->pops, &s->cap_pops, s->n_pops + 1, sizeof(df_node *))) {
-        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
-        return none;
-    }
-    s->pops[s->n_pops++] = pop;
-    df_output r = {pop, 0};
-    return r;
+    return df__gstack_note_pop(g, s, pop);
 }
 
 /* What gradient loop G reads when its ops use x, a value of the forward loop G->grad_of:
@@ -22903,7 +22903,6 @@ static void df__sched_flat(df__exec *x, int32_t *seen, int32_t *stack) {
 /* The per-item scratch of the loop analysis. */
 typedef struct df__sched_scratch {
     int32_t *in_src;             /* per item input slot (ioff[i] + k): the producing item, -1 none */
-    uint16_t *in_out;            /* ... and its output index */
     int64_t *ioff;
     uint8_t *cls;                /* per item: DF__SC_* within its frame */
     uint8_t *anc;                /* a Recv (or an op that may wait) before it */
@@ -22992,7 +22991,6 @@ static void df__sched_fill(const df__exec *x, df__sched_scratch *S) {
                                                                             slots stay local) */
             if (k < 0 || k >= d->n_inputs) continue;
             S->in_src[S->ioff[ed->dst] + k] = i;
-            S->in_out[S->ioff[ed->dst] + k] = ed->src_out;
         }
     }
     for (int i = 0; i < n; i++) S->anc[i] |= (x->items[i].flags & (DF__XF_TRANSFER | DF__XF_ASYNC)) ? 1 : 0;
@@ -23132,8 +23130,7 @@ static void df__schedule_build(df__exec *x) {
     int64_t total = 0;
     for (int i = 0; i < n; i++) { S.ioff[i] = total; total += x->items[i].n_inputs; }
     S.in_src = (int32_t *)DF_MALLOC((size_t)(total + 1) * sizeof(int32_t));
-    S.in_out = (uint16_t *)DF_MALLOC((size_t)(total + 1) * sizeof(uint16_t));
-    if (!S.in_src || !S.in_out) goto done;
+    if (!S.in_src) goto done;
     for (int64_t k = 0; k < total; k++) S.in_src[k] = -1;
     memset(S.cls, 0, un);
     memset(S.anc, 0, un);
@@ -23153,7 +23150,7 @@ static void df__schedule_build(df__exec *x) {
     }
 done:
     DF_FREE(S.seen); DF_FREE(S.stack); DF_FREE(S.ioff); DF_FREE(S.cls); DF_FREE(S.anc);
-    DF_FREE(S.in_src); DF_FREE(S.in_out); DF_FREE(ok);
+    DF_FREE(S.in_src); DF_FREE(ok);
 }
 /* ==========================================================================================
    src/pool.c: The inter-op thread pool                                                >>pool
@@ -24051,7 +24048,6 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
     for (;; n++) {
         if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) break;
         if (DF__UNLIKELY(s->deadline_ms > 0) && n > 0 && df__clock_ms() >= s->deadline_ms) {
-            df_status st;
             df__deadline_exceeded(&st, s->timeout_ms);
             df__step_error(s, &st);
             break;

@@ -792,7 +792,6 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
     for (;; n++) {
         if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) break;
         if (DF__UNLIKELY(s->deadline_ms > 0) && n > 0 && df__clock_ms() >= s->deadline_ms) {
-            df_status st;
             df__deadline_exceeded(&st, s->timeout_ms);
             df__step_error(s, &st);
             break;

@@ -107,7 +107,6 @@ static void df__sched_flat(df__exec *x, int32_t *seen, int32_t *stack) {
 /* The per-item scratch of the loop analysis. */
 typedef struct df__sched_scratch {
     int32_t *in_src;             /* per item input slot (ioff[i] + k): the producing item, -1 none */
-    uint16_t *in_out;            /* ... and its output index */
     int64_t *ioff;
     uint8_t *cls;                /* per item: DF__SC_* within its frame */
     uint8_t *anc;                /* a Recv (or an op that may wait) before it */
@@ -196,7 +195,6 @@ static void df__sched_fill(const df__exec *x, df__sched_scratch *S) {
                                                                             slots stay local) */
             if (k < 0 || k >= d->n_inputs) continue;
             S->in_src[S->ioff[ed->dst] + k] = i;
-            S->in_out[S->ioff[ed->dst] + k] = ed->src_out;
         }
     }
     for (int i = 0; i < n; i++) S->anc[i] |= (x->items[i].flags & (DF__XF_TRANSFER | DF__XF_ASYNC)) ? 1 : 0;
@@ -336,8 +334,7 @@ DF_PRIVATE void df__schedule_build(df__exec *x) {
     int64_t total = 0;
     for (int i = 0; i < n; i++) { S.ioff[i] = total; total += x->items[i].n_inputs; }
     S.in_src = (int32_t *)DF_MALLOC((size_t)(total + 1) * sizeof(int32_t));
-    S.in_out = (uint16_t *)DF_MALLOC((size_t)(total + 1) * sizeof(uint16_t));
-    if (!S.in_src || !S.in_out) goto done;
+    if (!S.in_src) goto done;
     for (int64_t k = 0; k < total; k++) S.in_src[k] = -1;
     memset(S.cls, 0, un);
     memset(S.anc, 0, un);
@@ -357,5 +354,5 @@ DF_PRIVATE void df__schedule_build(df__exec *x) {
     }
 done:
     DF_FREE(S.seen); DF_FREE(S.stack); DF_FREE(S.ioff); DF_FREE(S.cls); DF_FREE(S.anc);
-    DF_FREE(S.in_src); DF_FREE(S.in_out); DF_FREE(ok);
+    DF_FREE(S.in_src); DF_FREE(ok);
 }

@@ -192,6 +192,20 @@ DF_PRIVATE int df__gstack_push_seq(df_graph *g, df__gstack *s, df_output x, df__
     return df__add_control_edge(g, W->f_sync, p);
 }
 
+/* A pop the gradient loop made from stack s: noted on it (a second-order gradient finds its
+   pops there); its output 0, or {NULL,0} with the graph's error set when memory ran out. */
+static df_output df__gstack_note_pop(df_graph *g, df__gstack *s, df_node *pop) {
+    df_output none = {NULL, 0};
+    pop->gstack = s->stack->gstack;
+    if (!df__grow(&s->pops, &s->cap_pops, s->n_pops + 1, sizeof(df_node *))) {
+        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
+        return none;
+    }
+    s->pops[s->n_pops++] = pop;
+    df_output r = {pop, 0};
+    return r;
+}
+
 /* Pops, in gradient loop G, the value pushed by s in context cx of loop W (in G's iteration k,
    that of W's iteration count-1-k); dead when the iteration it belongs to did not take the
    branch cx lies on. The count, given once the pushing loop is done, orders every pop after
@@ -233,14 +247,7 @@ static df_output df__gstack_pop_guarded(df_graph *g, df__ctx *G, df__gstack *s, 
     df_node *pop = df__finish_in(g, G, b);
     if (!pop) return none;
     if (shape) pop->out_shapes[0] = *shape;
-    pop->gstack = s->stack->gstack;
-    if (!df__grow(&s->pops, &s->cap_pops, s->n_pops + 1, sizeof(df_node *))) {
-        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
-        return none;
-    }
-    s->pops[s->n_pops++] = pop;
-    df_output r = {pop, 0};
-    return r;
+    return df__gstack_note_pop(g, s, pop);
 }
 
 /* The Switch outputs made inside gradient loop W (by a cond's gradient there) that value x
@@ -425,14 +432,7 @@ static df_output df__row_value(df_graph *g, df__ctx *G, df__ctx *W, df_output x)
     df_node *pop = df__finish_in(g, G, b);
     if (!pop) return none;
     pop->out_shapes[0] = n->out_shapes[x.index];
-    pop->gstack = s->stack->gstack;
-    if (!df__grow(&s->pops, &s->cap_pops, s->n_pops + 1, sizeof(df_node *))) {
-        df__graph_error(g, DF_RESOURCE_EXHAUSTED, "Out of memory");
-        return none;
-    }
-    s->pops[s->n_pops++] = pop;
-    df_output r = {pop, 0};
-    return r;
+    return df__gstack_note_pop(g, s, pop);
 }
 
 /* What gradient loop G reads when its ops use x, a value of the forward loop G->grad_of:
