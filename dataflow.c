@@ -1354,12 +1354,30 @@ typedef struct df__exec {
                                     threads keeps the tagged executor */
     int n_loops;                 /* DF__X_LOOP items after the n_items items */
     int max_outputs;             /* the most outputs of any item */
+    struct df__fplan *fplan;     /* a flat_parallel graph: its items split between threads (NULL:
+                                    the tagged executor runs it on a run with threads) */
 } df__exec;
+/* A flat graph's plan for threads (src/schedule.c): its items in n_lists lists, each in index
+   order; a thread runs a list, and before an item waits for the items of other lists it reads
+   (for each such list, the last one: a list runs in order). */
+typedef struct df__fplan {
+    int n_lists;
+    int32_t *lstart;             /* n_lists + 1: list v is order[lstart[v] .. lstart[v + 1]) */
+    int32_t *order;
+    uint8_t *owner;              /* per item: its list */
+    int32_t *wstart;             /* n_items + 1: item i waits for waits[wstart[i] .. wstart[i + 1]) */
+    int32_t *waits;
+} df__fplan;
 
 /* ---- from src/pool.c ---- */
 /* A ready node: item, whether it is dead, and the iteration (which knows its frame). */
 typedef struct df__tagged { int32_t item, dead; struct df__iter *iter; } df__tagged;
-typedef struct df__task { struct df__step *step; df__tagged t; struct df__wake *wake; } df__task;   /* wake: a Recv to resume */
+typedef struct df__task {
+    struct df__step *step;
+    df__tagged t;
+    struct df__wake *wake;       /* a Recv to resume */
+    struct df__fpar *fpar;       /* a flat graph's run on threads: its list t.item to run */
+} df__task;
 #ifndef DF_NO_THREADS
 typedef struct df__pool {
     pthread_mutex_t mu;
@@ -1523,7 +1541,8 @@ struct df_session {
     uint64_t seed_salt;
     int ran;
     int64_t gg_stats[4];         /* cuda_graphs: captures, replays, node-by-node runs, failed captures */
-    int64_t sched_stats[3];      /* static schedules: flat runs, static loops run, loops sent back */
+    int64_t sched_stats[4];      /* static schedules: flat runs, static loops run, loops sent back,
+                                    flat runs on threads */
     struct df__queue_set *queues;   /* FIFOQueueV2 state (src/queue.c); NULL until a queue is made */
     int runs_in_flight;          /* df_session_run calls inside df__run_plan (df_session_free waits) */
     struct df__accum_set *accums;   /* ConditionalAccumulator state (src/kernels/accumulator.c) */
@@ -2051,6 +2070,9 @@ static df_code df__analyze_frames(df__exec *x, df_status *st);
 #ifndef DF_NO_THREADS
 static int df__pool_pop(df__pool *p, df__task *out, int block);
 static void df__run_task(df__task *t);
+#ifndef DF_NO_THREADS
+static void df__fpar_task(struct df__fpar *R, int list);
+#endif
 static int df__pool_push(df__pool *p, const df__task *t);
 static df__pool *df__pool_new(int n_threads);
 static void df__pool_free(df__pool *p);
@@ -2575,7 +2597,7 @@ static int df__trace_add_remote(df__trace *tr, int worker, const df_node_trace *
 /* ---- from src/schedule.c (issue 31: static schedules) ---- */
 static int df__static_schedules_env(void);
 static void df__schedule_free(df__exec *x);
-static void df__schedule_build(df__exec *x);
+static void df__schedule_build(df__exec *x, int n_threads);
 /* from src/kernels/half.c: the float kernel under the 16-bit wrapper, where the types allow */
 static df__kernel_fn df__half_unwrap(const df_node *n, df__kernel_fn fn);
 /* ---- static schedules: end ---- */
@@ -22850,6 +22872,11 @@ static int df__static_schedules_env(void) {
 }
 
 static void df__schedule_free(df__exec *x) {
+    if (x->fplan) {
+        df__fplan *p = x->fplan;
+        DF_FREE(p->lstart); DF_FREE(p->order); DF_FREE(p->owner); DF_FREE(p->wstart); DF_FREE(p->waits); DF_FREE(p);
+        x->fplan = NULL;
+    }
     for (int f = 0; f < x->n_frames; f++) {
         df__sloop *p = x->frames[f].sloop;
         if (!p) continue;
@@ -22898,6 +22925,131 @@ static void df__sched_flat(df__exec *x, int32_t *seen, int32_t *stack) {
         if (prev >= 0 && df__sched_reaches(x, prev, i, seen, prev + 1, stack, &budget) != 1) { x->flat_parallel = 1; return; }
         prev = i;
     }
+}
+
+/* ---- a flat graph's plan for threads ----
+   An item's expected time, in nanoseconds, from what the graph knows of its inputs' shapes: a
+   plumbing item a few, a cheap kernel a call, an expensive one (DF__XF_EXPENSIVE) its work; an
+   unknown shape counts as a big one (the tagged executor would have given it a thread). */
+static double df__sched_cost(const df__xitem *it) {
+    if (it->kind != DF__X_NORMAL) return 5;
+    if (it->flags & DF__XF_NO_KERNEL) return 2;
+    if (!(it->flags & DF__XF_EXPENSIVE)) return 40;
+    const df_node *n = it->node;
+    double work = 0;
+    if ((it->flags & DF__XF_MATMUL) && n->n_inputs >= 2 && n->n_outputs >= 1) {
+        /* (m*k)(k*n)(m*n) = (mkn)^2, whichever inputs are transposed */
+        int64_t a = df__shape_count(&n->inputs[0].node->out_shapes[n->inputs[0].index]);
+        int64_t b = df__shape_count(&n->inputs[1].node->out_shapes[n->inputs[1].index]);
+        int64_t c = df__shape_count(&n->out_shapes[0]);
+        if (a < 0 || b < 0 || c < 0) return 1e6;
+        work = sqrt((double)a * (double)b * (double)c) / 16.0;      /* ~32 flops per ns */
+    } else {
+        for (int k = 0; k < n->n_inputs; k++) {
+            int64_t c = df__shape_count(&n->inputs[k].node->out_shapes[n->inputs[k].index]);
+            if (c < 0) return 1e6;
+            work += (double)c;
+        }
+        work *= DF__MAX(it->cost, 1) / 4.0;
+    }
+    return 40 + work;
+}
+
+/* Splits a flat graph whose expensive items may overlap into lists for n threads: items in
+   index order, each to the list where it would end first given its inputs' ends (a value from
+   another list costs a wake-up), as list schedulers do. Worth it when the plan's expected
+   length is well under the sum of its items; else the graph runs on one thread (flat_parallel
+   cleared). Out of memory leaves fplan NULL: the tagged executor runs it. */
+#define DF__SCHED_WAKE_NS 3000.0
+static void df__sched_plan(df__exec *x, int n_threads) {
+    int n = x->n_items, W = DF__MIN(n_threads, 16);
+    if (W < 2 || n < 2) { x->flat_parallel = 0; return; }
+    size_t un = (size_t)(unsigned)n;
+    double *fin = (double *)DF_MALLOC(un * sizeof(double));
+    double avail[16];
+    int32_t *pstart = (int32_t *)DF_MALLOC((un + 1) * sizeof(int32_t));
+    int32_t *preds = (int32_t *)DF_MALLOC(((size_t)x->n_edges + 1) * sizeof(int32_t));
+    int32_t last[16];
+    df__fplan *p = (df__fplan *)DF_MALLOC(sizeof *p);
+    if (p) memset(p, 0, sizeof *p);
+    if (!fin || !pstart || !preds || !p) goto oom;
+    p->n_lists = W;
+    p->lstart = (int32_t *)DF_MALLOC((size_t)(W + 1) * sizeof(int32_t));
+    p->order = (int32_t *)DF_MALLOC(un * sizeof(int32_t));
+    p->owner = (uint8_t *)DF_MALLOC(un);
+    p->wstart = (int32_t *)DF_MALLOC((un + 1) * sizeof(int32_t));
+    if (!p->lstart || !p->order || !p->owner || !p->wstart) goto oom;
+    /* each item's predecessors (data and control), by counting sort on the destination */
+    for (int i = 0; i <= n; i++) pstart[i] = 0;
+    for (int i = 0; i < n; i++)
+        for (int e = 0; e < x->items[i].n_edges; e++) pstart[x->edges[x->items[i].edge_start + e].dst + 1]++;
+    for (int i = 0; i < n; i++) pstart[i + 1] += pstart[i];
+    for (int i = 0; i < n; i++)
+        for (int e = 0; e < x->items[i].n_edges; e++) preds[pstart[x->edges[x->items[i].edge_start + e].dst]++] = i;
+    for (int i = n; i > 0; i--) pstart[i] = pstart[i - 1];
+    pstart[0] = 0;
+    double serial = 0, span = 0;
+    for (int v = 0; v < W; v++) avail[v] = 0;
+    int64_t n_waits = 0;
+    for (int i = 0; i < n; i++) {
+        double c = df__sched_cost(&x->items[i]), best_end = 0;
+        int best = 0, near = -1;
+        double near_end = -1;
+        for (int k = pstart[i]; k < pstart[i + 1]; k++)
+            if (fin[preds[k]] > near_end) { near_end = fin[preds[k]]; near = p->owner[preds[k]]; }
+        for (int v = 0; v < W; v++) {
+            double ready = avail[v];
+            for (int k = pstart[i]; k < pstart[i + 1]; k++) {
+                int q = preds[k];
+                double r = fin[q] + (p->owner[q] == v ? 0 : DF__SCHED_WAKE_NS);
+                if (r > ready) ready = r;
+            }
+            double end = ready + c;
+            if (v == 0 || end < best_end || (end == best_end && v == near)) { best_end = end; best = v; }
+        }
+        p->owner[i] = (uint8_t)best;
+        fin[i] = best_end;
+        avail[best] = best_end;
+        serial += c;
+        if (best_end > span) span = best_end;
+        /* the waits: per other list, its last item this one reads */
+        for (int v = 0; v < W; v++) last[v] = -1;
+        for (int k = pstart[i]; k < pstart[i + 1]; k++) {
+            int q = preds[k];
+            if (p->owner[q] != best && q > last[p->owner[q]]) last[p->owner[q]] = q;
+        }
+        for (int v = 0; v < W; v++) n_waits += last[v] >= 0;
+    }
+    if (span * 1.25 > serial) {                       /* not worth a thread: one runs it */
+        x->flat_parallel = 0;
+        goto out;
+    }
+    p->waits = (int32_t *)DF_MALLOC((size_t)(n_waits + 1) * sizeof(int32_t));
+    if (!p->waits) goto oom;
+    int64_t w = 0;
+    for (int i = 0; i < n; i++) {
+        p->wstart[i] = (int32_t)w;
+        for (int v = 0; v < W; v++) last[v] = -1;
+        for (int k = pstart[i]; k < pstart[i + 1]; k++) {
+            int q = preds[k];
+            if (p->owner[q] != p->owner[i] && q > last[p->owner[q]]) last[p->owner[q]] = q;
+        }
+        for (int v = 0; v < W; v++) if (last[v] >= 0) p->waits[w++] = last[v];
+    }
+    p->wstart[n] = (int32_t)w;
+    for (int v = 0; v <= W; v++) p->lstart[v] = 0;
+    for (int i = 0; i < n; i++) p->lstart[p->owner[i] + 1]++;
+    for (int v = 0; v < W; v++) p->lstart[v + 1] += p->lstart[v];
+    for (int v = 0; v < W; v++) last[v] = p->lstart[v];
+    for (int i = 0; i < n; i++) p->order[last[p->owner[i]]++] = i;
+    x->fplan = p;
+    p = NULL;
+    goto out;
+oom:
+    x->fplan = NULL;
+out:
+    if (p) { DF_FREE(p->lstart); DF_FREE(p->order); DF_FREE(p->owner); DF_FREE(p->wstart); DF_FREE(p->waits); DF_FREE(p); }
+    DF_FREE(fin); DF_FREE(pstart); DF_FREE(preds);
 }
 
 /* The per-item scratch of the loop analysis. */
@@ -23107,7 +23259,7 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
 
 /* Finds the flat graph and the static loops of a compiled executor. Out of memory leaves the
    executor as it is (the tagged executor runs everything): this never fails. */
-static void df__schedule_build(df__exec *x) {
+static void df__schedule_build(df__exec *x, int n_threads) {
     int n = x->n_items;
     for (int f = 0; f < x->n_frames; f++) x->frames[f].loop_item = -1;
     x->max_outputs = 1;
@@ -23122,6 +23274,7 @@ static void df__schedule_build(df__exec *x) {
     if (!S.seen || !S.stack) goto done;
     for (int i = 0; i < n; i++) S.seen[i] = 0;
     df__sched_flat(x, S.seen, S.stack);
+    if (x->flat_parallel) df__sched_plan(x, n_threads);
     if (x->n_frames < 2) goto done;
     S.ioff = (int64_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int64_t));
     S.cls = (uint8_t *)DF_MALLOC((size_t)n + 1);
@@ -23190,6 +23343,7 @@ static int df__pool_pop(df__pool *p, df__task *out, int block) {
 
 static void df__run_task(df__task *t) {
     struct df__step *s = t->step;
+    if (t->fpar) { df__fpar_task(t->fpar, t->t.item); return; }
     if (t->wake) {                      /* a value from another process: its Recv resumes here */
         struct df__wake *w = t->wake;
         df__wake_dispatch(w);
@@ -24248,7 +24402,7 @@ DF__HOT_INLINE void df__node_done(df__step *s, df__tagged *t, df_tensor **outs, 
             df__tagged r = q->v[i];
             int last = i == q->head + q->len - 1;
             if (df__item_expensive(s, &r) && !(last && keep == q->head)) {
-                df__task task = {s, r, NULL};
+                df__task task = {s, r, NULL, NULL};
                 __atomic_add_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
                 if (df__pool_push(s->pool, &task)) continue;
                 __atomic_sub_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
@@ -24411,6 +24565,201 @@ static df_code df__execute_flat(df__step *s, df_status *st) {
     return DF_OK;
 }
 
+#ifndef DF_NO_THREADS
+/* ---- a flat graph on threads (x->fplan, src/schedule.c) ----
+   The run's caller takes list 0 and queues one task per other list. A thread claims lists
+   (once each, for the whole run) and runs the items of those it holds in index order, each
+   after the items of other lists it reads. One whose input comes from a list no thread holds
+   yet claims that list too, so no item waits for a task still queued; and as every thread
+   runs what it holds in index order, no two can wait for each other. A thread out of items
+   claims what is left; the caller then claims every list (a task run later finds nothing)
+   and waits for the threads inside. The run's state is shared with the queued tasks, so the
+   last of them frees it. */
+typedef struct df__fpar {
+    int refs;                    /* the caller and each queued task */
+    int running;                 /* threads inside df__fpar_run */
+    int waiters;                 /* threads asleep on cv */
+    df__step *s;
+    const df__fplan *p;
+    df_tensor **E;               /* the input slots */
+    uint8_t *done;               /* per item: it ran */
+    int32_t *pos;                /* per list: its next item (read and written by its holder) */
+    int *claimed;                /* per list: a thread holds it */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} df__fpar;
+
+static void df__fpar_unref(df__fpar *R) {
+    if (__atomic_sub_fetch(&R->refs, 1, __ATOMIC_ACQ_REL)) return;
+    pthread_mutex_destroy(&R->mu);
+    pthread_cond_destroy(&R->cv);
+    DF_FREE(R);
+}
+
+static void df__fpar_wake(df__fpar *R) {
+    pthread_mutex_lock(&R->mu);
+    pthread_cond_broadcast(&R->cv);
+    pthread_mutex_unlock(&R->mu);
+}
+
+/* Waits for item q (run by another thread); 0 when the run aborts first. */
+static int df__fpar_wait(df__fpar *R, int q) {
+    df__step *s = R->s;
+    for (int spin = 0; spin < 4000; spin++) {
+        if (__atomic_load_n(&R->done[q], __ATOMIC_ACQUIRE)) return 1;
+        if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) return 0;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    pthread_mutex_lock(&R->mu);
+    __atomic_add_fetch(&R->waiters, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&R->done[q], __ATOMIC_SEQ_CST) && !__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) {
+        struct timespec ts;
+        timespec_get(&ts, TIME_UTC);
+        ts.tv_nsec += 1000000;
+        if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+        pthread_cond_timedwait(&R->cv, &R->mu, &ts);
+        df__step_check_deadline(s);
+    }
+    __atomic_sub_fetch(&R->waiters, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&R->mu);
+    return __atomic_load_n(&R->done[q], __ATOMIC_ACQUIRE) && !__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE);
+}
+
+static int df__fpar_claim(df__fpar *R, int v) {
+    int zero = 0;
+    return __atomic_compare_exchange_n(&R->claimed[v], &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+/* One thread's part of the run: list `first` if no thread holds it, then whatever it must or
+   can claim (see above). */
+static void df__fpar_run(df__fpar *R, int first) {
+    const df__fplan *p = R->p;
+    int W = p->n_lists;
+    uint64_t held = 0;
+    __atomic_add_fetch(&R->running, 1, __ATOMIC_SEQ_CST);
+    if (df__fpar_claim(R, first)) held = 1ull << first;
+    else for (int v = 0; v < W && !held; v++) if (df__fpar_claim(R, v)) held = 1ull << v;
+    if (held) {
+        df__step *s = R->s;
+        const df__exec *x = s->x;
+        df_tensor *small_out[16];
+        df_tensor **io = x->max_outputs <= 16 ? small_out : (df_tensor **)DF_MALLOC((size_t)x->max_outputs * sizeof(df_tensor *));
+        if (!io) df__step_error(s, &(df_status){DF_RESOURCE_EXHAUSTED, "Out of memory starting a run"});
+        else memset(io, 0, (size_t)(io == small_out ? 16 : x->max_outputs) * sizeof *io);
+        df__iter it;
+        memset(&it, 0, sizeof it);
+        it.entries = R->E;
+        df__tagged t = {0, 0, &it};
+        while (io && !__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) {
+            int v = -1, i = INT32_MAX;                /* the held list whose next item comes first */
+            for (uint64_t m = held; m; m &= m - 1) {
+                int u = __builtin_ctzll(m);
+                if (R->pos[u] < p->lstart[u + 1] - p->lstart[u] && p->order[p->lstart[u] + R->pos[u]] < i) {
+                    i = p->order[p->lstart[u] + R->pos[u]];
+                    v = u;
+                }
+            }
+            if (v < 0) {                              /* out of items: claim a list no thread holds */
+                int got = 0;
+                for (int u = 0; u < W && !got; u++) if (!(held >> u & 1) && df__fpar_claim(R, u)) { held |= 1ull << u; got = 1; }
+                if (!got) break;
+                continue;
+            }
+            int again = 0, ok = 1;
+            for (int k = p->wstart[i]; k < p->wstart[i + 1] && ok && !again; k++) {
+                int q = p->waits[k];
+                if (__atomic_load_n(&R->done[q], __ATOMIC_ACQUIRE)) continue;
+                int u = p->owner[q];
+                if (held >> u & 1) {                  /* (cannot be: held lists run in index order) */
+                    df__step_error(s, &(df_status){DF_INTERNAL, "A threaded flat schedule waits on itself"});
+                    ok = 0;
+                } else if (df__fpar_claim(R, u)) {
+                    held |= 1ull << u;                /* no thread had started it: ours now */
+                    again = 1;
+                } else ok = df__fpar_wait(R, q);
+            }
+            if (!ok) break;
+            if (again) continue;
+            const df__xitem *item = &x->items[i];
+            R->pos[v]++;
+            if ((item->flags & DF__XF_NO_KERNEL) && item->kind == DF__X_NORMAL && item->n_outputs == 0) {
+                df_tensor **in = R->E + item->input_start;
+                for (int j = 0, n = item->n_inputs; j < n; j++) if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
+            } else {
+                t.item = i;
+                df__run_item(s, &t, io);
+                if (!__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) df__route(x, item, io, R->E, 1);
+                for (int j = 0, n = item->n_outputs; j < n; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+            }
+            __atomic_store_n(&R->done[i], 1, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(&R->waiters, __ATOMIC_SEQ_CST)) df__fpar_wake(R);
+        }
+        if (io && io != small_out) DF_FREE(io);
+        if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) df__fpar_wake(R);
+    }
+    if (__atomic_sub_fetch(&R->running, 1, __ATOMIC_SEQ_CST) == 0) df__fpar_wake(R);
+}
+
+/* A queued task of a flat run on threads (src/pool.c). */
+static void df__fpar_task(df__fpar *R, int list) {
+    df__fpar_run(R, list);
+    df__fpar_unref(R);
+}
+
+static df_code df__execute_flat(df__step *s, df_status *st);
+
+static df_code df__execute_flat_par(df__step *s, df_status *st) {
+    const df__exec *x = s->x;
+    const df__fplan *p = x->fplan;
+    int W = p->n_lists, n = x->n_items;
+    size_t n_slots = (size_t)x->frames[0].total_inputs;
+    size_t bytes = sizeof(df__fpar) + n_slots * sizeof(df_tensor *) + (size_t)W * (sizeof(int32_t) + sizeof(int)) + (size_t)n + 16;
+    df__fpar *R = (df__fpar *)DF_MALLOC(bytes);
+    if (!R) return df__execute_flat(s, st);            /* on this thread alone */
+    memset(R, 0, bytes);
+    if (!s->home) s->home = s;
+    R->s = s; R->p = p;
+    R->E = (df_tensor **)(R + 1);
+    R->pos = (int32_t *)(R->E + n_slots);
+    R->claimed = (int *)(R->pos + W);
+    R->done = (uint8_t *)(R->claimed + W);
+    pthread_mutex_init(&R->mu, NULL);
+    pthread_cond_init(&R->cv, NULL);
+    R->refs = 1;
+    for (int v = 1; v < W; v++) {
+        df__task task;
+        memset(&task, 0, sizeof task);
+        task.fpar = R;
+        task.t.item = v;
+        __atomic_add_fetch(&R->refs, 1, __ATOMIC_ACQ_REL);
+        if (!df__pool_push(s->pool, &task)) __atomic_sub_fetch(&R->refs, 1, __ATOMIC_ACQ_REL);
+    }
+    df__fpar_run(R, 0);
+    for (int v = 0; v < W; v++) df__fpar_claim(R, v);  /* (a task that starts now finds nothing) */
+    if (__atomic_load_n(&R->running, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&R->mu);
+        __atomic_add_fetch(&R->waiters, 1, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&R->running, __ATOMIC_SEQ_CST)) {
+            struct timespec ts;
+            timespec_get(&ts, TIME_UTC);
+            ts.tv_nsec += 1000000;
+            if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+            pthread_cond_timedwait(&R->cv, &R->mu, &ts);
+        }
+        __atomic_sub_fetch(&R->waiters, 1, __ATOMIC_SEQ_CST);
+        pthread_mutex_unlock(&R->mu);
+    }
+    for (size_t k = 0; k < n_slots; k++) if (R->E[k]) df_tensor_release(R->E[k]);
+    df__fpar_unref(R);
+    df__step_free_stacks(s);
+    s->done = 1;
+    if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) { *st = s->status; return st->code; }
+    return DF_OK;
+}
+#endif
+
 /* Sets up a step's root frame and counts; the step is then `active` (its starter counts as a
    thread in it) until df__step_roots has run its roots. */
 static df_code df__step_begin(df__step *s, df_status *st) {
@@ -24501,6 +24850,12 @@ static df_code df__execute(df__step *s, df_status *st) {
         if (s->session) __atomic_add_fetch(&s->session->sched_stats[0], 1, __ATOMIC_RELAXED);
         return df__execute_flat(s, st);
     }
+#ifndef DF_NO_THREADS
+    if (s->x->flat && s->x->fplan && s->pool && df__statics_on(s)) {
+        if (s->session) __atomic_add_fetch(&s->session->sched_stats[3], 1, __ATOMIC_RELAXED);
+        return df__execute_flat_par(s, st);
+    }
+#endif
     if (df__step_begin(s, st) != DF_OK) return st->code;
     df__step_roots(s);
 #ifndef DF_NO_THREADS
@@ -25215,7 +25570,6 @@ static int df__compile_roots(df__exec *x) {
 
 static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds, int n_feeds, const df_output *fetches,
                              int n_fetches, df_node *const *targets, int n_targets, const df__device *dev, df_status *st) {
-    DF__UNUSED(ss);
     df__compile_state s = {0};
     int nn = g->n_nodes;
     s.g = g;
@@ -25254,7 +25608,12 @@ static df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds
     /* 4. roots */
     if (!df__compile_roots(x)) goto oom;
     /* 5. what can run from a static schedule */
-    df__schedule_build(x);
+#ifndef DF_NO_THREADS
+    df__schedule_build(x, ss && ss->pool ? ss->pool->n_threads + 1 : 1);
+#else
+    DF__UNUSED(ss);
+    df__schedule_build(x, 1);
+#endif
     DF_FREE(s.item_of); DF_FREE(s.first_feed); DF_FREE(s.next_feed); DF_FREE(s.feed_item); DF_FREE(s.stack); DF_FREE(s.deg);
     return x;
 oom:
@@ -26685,6 +27044,7 @@ void df_session_schedule_stats(df_session *s, df_schedule_stats *out) {
     out->flat_runs = __atomic_load_n(&s->sched_stats[0], __ATOMIC_RELAXED);
     out->static_loops = __atomic_load_n(&s->sched_stats[1], __ATOMIC_RELAXED);
     out->dynamic_loops = __atomic_load_n(&s->sched_stats[2], __ATOMIC_RELAXED);
+    out->flat_parallel_runs = __atomic_load_n(&s->sched_stats[3], __ATOMIC_RELAXED);
 }
 
 int df_session_num_partitions(df_session *s) {

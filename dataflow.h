@@ -846,8 +846,10 @@ void df_session_cuda_graph_stats(df_session *s, df_cuda_graph_stats *out);
 /* How often this session's runs used static schedules (see df_session_options.dynamic_only):
    flat_runs, runs of a whole graph as a flat list; static_loops, while loops run from their
    fixed order; dynamic_loops, such loops handed back to the tagged executor because a dead
-   value entered them (a loop on an untaken cond branch). */
-typedef struct df_schedule_stats { int64_t flat_runs, static_loops, dynamic_loops; } df_schedule_stats;
+   value entered them (a loop on an untaken cond branch); flat_parallel_runs, runs of a flat graph
+   whose expensive nodes can overlap, split between the session's threads by a plan made when
+   the graph was compiled. */
+typedef struct df_schedule_stats { int64_t flat_runs, static_loops, dynamic_loops, flat_parallel_runs; } df_schedule_stats;
 void df_session_schedule_stats(df_session *s, df_schedule_stats *out);
 
 /* The placed, partitioned graphs that the session runs (after its first run), one per device,

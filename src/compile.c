@@ -345,7 +345,6 @@ static int df__compile_roots(df__exec *x) {
 
 DF_PRIVATE df__exec *df__compile(df_session *ss, df_graph *g, const df_output *feeds, int n_feeds, const df_output *fetches,
                              int n_fetches, df_node *const *targets, int n_targets, const df__device *dev, df_status *st) {
-    DF__UNUSED(ss);
     df__compile_state s = {0};
     int nn = g->n_nodes;
     s.g = g;
@@ -384,7 +383,12 @@ DF_PRIVATE df__exec *df__compile(df_session *ss, df_graph *g, const df_output *f
     /* 4. roots */
     if (!df__compile_roots(x)) goto oom;
     /* 5. what can run from a static schedule */
-    df__schedule_build(x);
+#ifndef DF_NO_THREADS
+    df__schedule_build(x, ss && ss->pool ? ss->pool->n_threads + 1 : 1);
+#else
+    DF__UNUSED(ss);
+    df__schedule_build(x, 1);
+#endif
     DF_FREE(s.item_of); DF_FREE(s.first_feed); DF_FREE(s.next_feed); DF_FREE(s.feed_item); DF_FREE(s.stack); DF_FREE(s.deg);
     return x;
 oom:

@@ -992,7 +992,7 @@ DF__HOT_INLINE void df__node_done(df__step *s, df__tagged *t, df_tensor **outs, 
             df__tagged r = q->v[i];
             int last = i == q->head + q->len - 1;
             if (df__item_expensive(s, &r) && !(last && keep == q->head)) {
-                df__task task = {s, r, NULL};
+                df__task task = {s, r, NULL, NULL};
                 __atomic_add_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
                 if (df__pool_push(s->pool, &task)) continue;
                 __atomic_sub_fetch(&s->active, 1, __ATOMIC_ACQ_REL);
@@ -1155,6 +1155,201 @@ static df_code df__execute_flat(df__step *s, df_status *st) {
     return DF_OK;
 }
 
+#ifndef DF_NO_THREADS
+/* ---- a flat graph on threads (x->fplan, src/schedule.c) ----
+   The run's caller takes list 0 and queues one task per other list. A thread claims lists
+   (once each, for the whole run) and runs the items of those it holds in index order, each
+   after the items of other lists it reads. One whose input comes from a list no thread holds
+   yet claims that list too, so no item waits for a task still queued; and as every thread
+   runs what it holds in index order, no two can wait for each other. A thread out of items
+   claims what is left; the caller then claims every list (a task run later finds nothing)
+   and waits for the threads inside. The run's state is shared with the queued tasks, so the
+   last of them frees it. */
+typedef struct df__fpar {
+    int refs;                    /* the caller and each queued task */
+    int running;                 /* threads inside df__fpar_run */
+    int waiters;                 /* threads asleep on cv */
+    df__step *s;
+    const df__fplan *p;
+    df_tensor **E;               /* the input slots */
+    uint8_t *done;               /* per item: it ran */
+    int32_t *pos;                /* per list: its next item (read and written by its holder) */
+    int *claimed;                /* per list: a thread holds it */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} df__fpar;
+
+static void df__fpar_unref(df__fpar *R) {
+    if (__atomic_sub_fetch(&R->refs, 1, __ATOMIC_ACQ_REL)) return;
+    pthread_mutex_destroy(&R->mu);
+    pthread_cond_destroy(&R->cv);
+    DF_FREE(R);
+}
+
+static void df__fpar_wake(df__fpar *R) {
+    pthread_mutex_lock(&R->mu);
+    pthread_cond_broadcast(&R->cv);
+    pthread_mutex_unlock(&R->mu);
+}
+
+/* Waits for item q (run by another thread); 0 when the run aborts first. */
+static int df__fpar_wait(df__fpar *R, int q) {
+    df__step *s = R->s;
+    for (int spin = 0; spin < 4000; spin++) {
+        if (__atomic_load_n(&R->done[q], __ATOMIC_ACQUIRE)) return 1;
+        if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) return 0;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    pthread_mutex_lock(&R->mu);
+    __atomic_add_fetch(&R->waiters, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&R->done[q], __ATOMIC_SEQ_CST) && !__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) {
+        struct timespec ts;
+        timespec_get(&ts, TIME_UTC);
+        ts.tv_nsec += 1000000;
+        if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+        pthread_cond_timedwait(&R->cv, &R->mu, &ts);
+        df__step_check_deadline(s);
+    }
+    __atomic_sub_fetch(&R->waiters, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&R->mu);
+    return __atomic_load_n(&R->done[q], __ATOMIC_ACQUIRE) && !__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE);
+}
+
+static int df__fpar_claim(df__fpar *R, int v) {
+    int zero = 0;
+    return __atomic_compare_exchange_n(&R->claimed[v], &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+/* One thread's part of the run: list `first` if no thread holds it, then whatever it must or
+   can claim (see above). */
+static void df__fpar_run(df__fpar *R, int first) {
+    const df__fplan *p = R->p;
+    int W = p->n_lists;
+    uint64_t held = 0;
+    __atomic_add_fetch(&R->running, 1, __ATOMIC_SEQ_CST);
+    if (df__fpar_claim(R, first)) held = 1ull << first;
+    else for (int v = 0; v < W && !held; v++) if (df__fpar_claim(R, v)) held = 1ull << v;
+    if (held) {
+        df__step *s = R->s;
+        const df__exec *x = s->x;
+        df_tensor *small_out[16];
+        df_tensor **io = x->max_outputs <= 16 ? small_out : (df_tensor **)DF_MALLOC((size_t)x->max_outputs * sizeof(df_tensor *));
+        if (!io) df__step_error(s, &(df_status){DF_RESOURCE_EXHAUSTED, "Out of memory starting a run"});
+        else memset(io, 0, (size_t)(io == small_out ? 16 : x->max_outputs) * sizeof *io);
+        df__iter it;
+        memset(&it, 0, sizeof it);
+        it.entries = R->E;
+        df__tagged t = {0, 0, &it};
+        while (io && !__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) {
+            int v = -1, i = INT32_MAX;                /* the held list whose next item comes first */
+            for (uint64_t m = held; m; m &= m - 1) {
+                int u = __builtin_ctzll(m);
+                if (R->pos[u] < p->lstart[u + 1] - p->lstart[u] && p->order[p->lstart[u] + R->pos[u]] < i) {
+                    i = p->order[p->lstart[u] + R->pos[u]];
+                    v = u;
+                }
+            }
+            if (v < 0) {                              /* out of items: claim a list no thread holds */
+                int got = 0;
+                for (int u = 0; u < W && !got; u++) if (!(held >> u & 1) && df__fpar_claim(R, u)) { held |= 1ull << u; got = 1; }
+                if (!got) break;
+                continue;
+            }
+            int again = 0, ok = 1;
+            for (int k = p->wstart[i]; k < p->wstart[i + 1] && ok && !again; k++) {
+                int q = p->waits[k];
+                if (__atomic_load_n(&R->done[q], __ATOMIC_ACQUIRE)) continue;
+                int u = p->owner[q];
+                if (held >> u & 1) {                  /* (cannot be: held lists run in index order) */
+                    df__step_error(s, &(df_status){DF_INTERNAL, "A threaded flat schedule waits on itself"});
+                    ok = 0;
+                } else if (df__fpar_claim(R, u)) {
+                    held |= 1ull << u;                /* no thread had started it: ours now */
+                    again = 1;
+                } else ok = df__fpar_wait(R, q);
+            }
+            if (!ok) break;
+            if (again) continue;
+            const df__xitem *item = &x->items[i];
+            R->pos[v]++;
+            if ((item->flags & DF__XF_NO_KERNEL) && item->kind == DF__X_NORMAL && item->n_outputs == 0) {
+                df_tensor **in = R->E + item->input_start;
+                for (int j = 0, n = item->n_inputs; j < n; j++) if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
+            } else {
+                t.item = i;
+                df__run_item(s, &t, io);
+                if (!__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) df__route(x, item, io, R->E, 1);
+                for (int j = 0, n = item->n_outputs; j < n; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+            }
+            __atomic_store_n(&R->done[i], 1, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(&R->waiters, __ATOMIC_SEQ_CST)) df__fpar_wake(R);
+        }
+        if (io && io != small_out) DF_FREE(io);
+        if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) df__fpar_wake(R);
+    }
+    if (__atomic_sub_fetch(&R->running, 1, __ATOMIC_SEQ_CST) == 0) df__fpar_wake(R);
+}
+
+/* A queued task of a flat run on threads (src/pool.c). */
+DF_PRIVATE void df__fpar_task(df__fpar *R, int list) {
+    df__fpar_run(R, list);
+    df__fpar_unref(R);
+}
+
+static df_code df__execute_flat(df__step *s, df_status *st);
+
+static df_code df__execute_flat_par(df__step *s, df_status *st) {
+    const df__exec *x = s->x;
+    const df__fplan *p = x->fplan;
+    int W = p->n_lists, n = x->n_items;
+    size_t n_slots = (size_t)x->frames[0].total_inputs;
+    size_t bytes = sizeof(df__fpar) + n_slots * sizeof(df_tensor *) + (size_t)W * (sizeof(int32_t) + sizeof(int)) + (size_t)n + 16;
+    df__fpar *R = (df__fpar *)DF_MALLOC(bytes);
+    if (!R) return df__execute_flat(s, st);            /* on this thread alone */
+    memset(R, 0, bytes);
+    if (!s->home) s->home = s;
+    R->s = s; R->p = p;
+    R->E = (df_tensor **)(R + 1);
+    R->pos = (int32_t *)(R->E + n_slots);
+    R->claimed = (int *)(R->pos + W);
+    R->done = (uint8_t *)(R->claimed + W);
+    pthread_mutex_init(&R->mu, NULL);
+    pthread_cond_init(&R->cv, NULL);
+    R->refs = 1;
+    for (int v = 1; v < W; v++) {
+        df__task task;
+        memset(&task, 0, sizeof task);
+        task.fpar = R;
+        task.t.item = v;
+        __atomic_add_fetch(&R->refs, 1, __ATOMIC_ACQ_REL);
+        if (!df__pool_push(s->pool, &task)) __atomic_sub_fetch(&R->refs, 1, __ATOMIC_ACQ_REL);
+    }
+    df__fpar_run(R, 0);
+    for (int v = 0; v < W; v++) df__fpar_claim(R, v);  /* (a task that starts now finds nothing) */
+    if (__atomic_load_n(&R->running, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&R->mu);
+        __atomic_add_fetch(&R->waiters, 1, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&R->running, __ATOMIC_SEQ_CST)) {
+            struct timespec ts;
+            timespec_get(&ts, TIME_UTC);
+            ts.tv_nsec += 1000000;
+            if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+            pthread_cond_timedwait(&R->cv, &R->mu, &ts);
+        }
+        __atomic_sub_fetch(&R->waiters, 1, __ATOMIC_SEQ_CST);
+        pthread_mutex_unlock(&R->mu);
+    }
+    for (size_t k = 0; k < n_slots; k++) if (R->E[k]) df_tensor_release(R->E[k]);
+    df__fpar_unref(R);
+    df__step_free_stacks(s);
+    s->done = 1;
+    if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) { *st = s->status; return st->code; }
+    return DF_OK;
+}
+#endif
+
 /* Sets up a step's root frame and counts; the step is then `active` (its starter counts as a
    thread in it) until df__step_roots has run its roots. */
 static df_code df__step_begin(df__step *s, df_status *st) {
@@ -1245,6 +1440,12 @@ DF_PRIVATE df_code df__execute(df__step *s, df_status *st) {
         if (s->session) __atomic_add_fetch(&s->session->sched_stats[0], 1, __ATOMIC_RELAXED);
         return df__execute_flat(s, st);
     }
+#ifndef DF_NO_THREADS
+    if (s->x->flat && s->x->fplan && s->pool && df__statics_on(s)) {
+        if (s->session) __atomic_add_fetch(&s->session->sched_stats[3], 1, __ATOMIC_RELAXED);
+        return df__execute_flat_par(s, st);
+    }
+#endif
     if (df__step_begin(s, st) != DF_OK) return st->code;
     df__step_roots(s);
 #ifndef DF_NO_THREADS

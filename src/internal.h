@@ -575,12 +575,30 @@ typedef struct df__exec {
                                     threads keeps the tagged executor */
     int n_loops;                 /* DF__X_LOOP items after the n_items items */
     int max_outputs;             /* the most outputs of any item */
+    struct df__fplan *fplan;     /* a flat_parallel graph: its items split between threads (NULL:
+                                    the tagged executor runs it on a run with threads) */
 } df__exec;
+/* A flat graph's plan for threads (src/schedule.c): its items in n_lists lists, each in index
+   order; a thread runs a list, and before an item waits for the items of other lists it reads
+   (for each such list, the last one: a list runs in order). */
+typedef struct df__fplan {
+    int n_lists;
+    int32_t *lstart;             /* n_lists + 1: list v is order[lstart[v] .. lstart[v + 1]) */
+    int32_t *order;
+    uint8_t *owner;              /* per item: its list */
+    int32_t *wstart;             /* n_items + 1: item i waits for waits[wstart[i] .. wstart[i + 1]) */
+    int32_t *waits;
+} df__fplan;
 
 /* ---- from src/pool.c ---- */
 /* A ready node: item, whether it is dead, and the iteration (which knows its frame). */
 typedef struct df__tagged { int32_t item, dead; struct df__iter *iter; } df__tagged;
-typedef struct df__task { struct df__step *step; df__tagged t; struct df__wake *wake; } df__task;   /* wake: a Recv to resume */
+typedef struct df__task {
+    struct df__step *step;
+    df__tagged t;
+    struct df__wake *wake;       /* a Recv to resume */
+    struct df__fpar *fpar;       /* a flat graph's run on threads: its list t.item to run */
+} df__task;
 #ifndef DF_NO_THREADS
 typedef struct df__pool {
     pthread_mutex_t mu;
@@ -744,7 +762,8 @@ struct df_session {
     uint64_t seed_salt;
     int ran;
     int64_t gg_stats[4];         /* cuda_graphs: captures, replays, node-by-node runs, failed captures */
-    int64_t sched_stats[3];      /* static schedules: flat runs, static loops run, loops sent back */
+    int64_t sched_stats[4];      /* static schedules: flat runs, static loops run, loops sent back,
+                                    flat runs on threads */
     struct df__queue_set *queues;   /* FIFOQueueV2 state (src/queue.c); NULL until a queue is made */
     int runs_in_flight;          /* df_session_run calls inside df__run_plan (df_session_free waits) */
     struct df__accum_set *accums;   /* ConditionalAccumulator state (src/kernels/accumulator.c) */
@@ -1272,6 +1291,9 @@ DF_PRIVATE df_code df__analyze_frames(df__exec *x, df_status *st);
 #ifndef DF_NO_THREADS
 DF_PRIVATE int df__pool_pop(df__pool *p, df__task *out, int block);
 DF_PRIVATE void df__run_task(df__task *t);
+#ifndef DF_NO_THREADS
+DF_PRIVATE void df__fpar_task(struct df__fpar *R, int list);
+#endif
 DF_PRIVATE int df__pool_push(df__pool *p, const df__task *t);
 DF_PRIVATE df__pool *df__pool_new(int n_threads);
 DF_PRIVATE void df__pool_free(df__pool *p);
@@ -1796,7 +1818,7 @@ DF_PRIVATE int df__trace_add_remote(df__trace *tr, int worker, const df_node_tra
 /* ---- from src/schedule.c (issue 31: static schedules) ---- */
 DF_PRIVATE int df__static_schedules_env(void);
 DF_PRIVATE void df__schedule_free(df__exec *x);
-DF_PRIVATE void df__schedule_build(df__exec *x);
+DF_PRIVATE void df__schedule_build(df__exec *x, int n_threads);
 /* from src/kernels/half.c: the float kernel under the 16-bit wrapper, where the types allow */
 DF_PRIVATE df__kernel_fn df__half_unwrap(const df_node *n, df__kernel_fn fn);
 /* ---- static schedules: end ---- */

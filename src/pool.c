@@ -36,6 +36,7 @@ DF_PRIVATE int df__pool_pop(df__pool *p, df__task *out, int block) {
 
 DF_PRIVATE void df__run_task(df__task *t) {
     struct df__step *s = t->step;
+    if (t->fpar) { df__fpar_task(t->fpar, t->t.item); return; }
     if (t->wake) {                      /* a value from another process: its Recv resumes here */
         struct df__wake *w = t->wake;
         df__wake_dispatch(w);

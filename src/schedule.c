@@ -54,6 +54,11 @@ DF_PRIVATE int df__static_schedules_env(void) {
 }
 
 DF_PRIVATE void df__schedule_free(df__exec *x) {
+    if (x->fplan) {
+        df__fplan *p = x->fplan;
+        DF_FREE(p->lstart); DF_FREE(p->order); DF_FREE(p->owner); DF_FREE(p->wstart); DF_FREE(p->waits); DF_FREE(p);
+        x->fplan = NULL;
+    }
     for (int f = 0; f < x->n_frames; f++) {
         df__sloop *p = x->frames[f].sloop;
         if (!p) continue;
@@ -102,6 +107,131 @@ static void df__sched_flat(df__exec *x, int32_t *seen, int32_t *stack) {
         if (prev >= 0 && df__sched_reaches(x, prev, i, seen, prev + 1, stack, &budget) != 1) { x->flat_parallel = 1; return; }
         prev = i;
     }
+}
+
+/* ---- a flat graph's plan for threads ----
+   An item's expected time, in nanoseconds, from what the graph knows of its inputs' shapes: a
+   plumbing item a few, a cheap kernel a call, an expensive one (DF__XF_EXPENSIVE) its work; an
+   unknown shape counts as a big one (the tagged executor would have given it a thread). */
+static double df__sched_cost(const df__xitem *it) {
+    if (it->kind != DF__X_NORMAL) return 5;
+    if (it->flags & DF__XF_NO_KERNEL) return 2;
+    if (!(it->flags & DF__XF_EXPENSIVE)) return 40;
+    const df_node *n = it->node;
+    double work = 0;
+    if ((it->flags & DF__XF_MATMUL) && n->n_inputs >= 2 && n->n_outputs >= 1) {
+        /* (m*k)(k*n)(m*n) = (mkn)^2, whichever inputs are transposed */
+        int64_t a = df__shape_count(&n->inputs[0].node->out_shapes[n->inputs[0].index]);
+        int64_t b = df__shape_count(&n->inputs[1].node->out_shapes[n->inputs[1].index]);
+        int64_t c = df__shape_count(&n->out_shapes[0]);
+        if (a < 0 || b < 0 || c < 0) return 1e6;
+        work = sqrt((double)a * (double)b * (double)c) / 16.0;      /* ~32 flops per ns */
+    } else {
+        for (int k = 0; k < n->n_inputs; k++) {
+            int64_t c = df__shape_count(&n->inputs[k].node->out_shapes[n->inputs[k].index]);
+            if (c < 0) return 1e6;
+            work += (double)c;
+        }
+        work *= DF__MAX(it->cost, 1) / 4.0;
+    }
+    return 40 + work;
+}
+
+/* Splits a flat graph whose expensive items may overlap into lists for n threads: items in
+   index order, each to the list where it would end first given its inputs' ends (a value from
+   another list costs a wake-up), as list schedulers do. Worth it when the plan's expected
+   length is well under the sum of its items; else the graph runs on one thread (flat_parallel
+   cleared). Out of memory leaves fplan NULL: the tagged executor runs it. */
+#define DF__SCHED_WAKE_NS 3000.0
+static void df__sched_plan(df__exec *x, int n_threads) {
+    int n = x->n_items, W = DF__MIN(n_threads, 16);
+    if (W < 2 || n < 2) { x->flat_parallel = 0; return; }
+    size_t un = (size_t)(unsigned)n;
+    double *fin = (double *)DF_MALLOC(un * sizeof(double));
+    double avail[16];
+    int32_t *pstart = (int32_t *)DF_MALLOC((un + 1) * sizeof(int32_t));
+    int32_t *preds = (int32_t *)DF_MALLOC(((size_t)x->n_edges + 1) * sizeof(int32_t));
+    int32_t last[16];
+    df__fplan *p = (df__fplan *)DF_MALLOC(sizeof *p);
+    if (p) memset(p, 0, sizeof *p);
+    if (!fin || !pstart || !preds || !p) goto oom;
+    p->n_lists = W;
+    p->lstart = (int32_t *)DF_MALLOC((size_t)(W + 1) * sizeof(int32_t));
+    p->order = (int32_t *)DF_MALLOC(un * sizeof(int32_t));
+    p->owner = (uint8_t *)DF_MALLOC(un);
+    p->wstart = (int32_t *)DF_MALLOC((un + 1) * sizeof(int32_t));
+    if (!p->lstart || !p->order || !p->owner || !p->wstart) goto oom;
+    /* each item's predecessors (data and control), by counting sort on the destination */
+    for (int i = 0; i <= n; i++) pstart[i] = 0;
+    for (int i = 0; i < n; i++)
+        for (int e = 0; e < x->items[i].n_edges; e++) pstart[x->edges[x->items[i].edge_start + e].dst + 1]++;
+    for (int i = 0; i < n; i++) pstart[i + 1] += pstart[i];
+    for (int i = 0; i < n; i++)
+        for (int e = 0; e < x->items[i].n_edges; e++) preds[pstart[x->edges[x->items[i].edge_start + e].dst]++] = i;
+    for (int i = n; i > 0; i--) pstart[i] = pstart[i - 1];
+    pstart[0] = 0;
+    double serial = 0, span = 0;
+    for (int v = 0; v < W; v++) avail[v] = 0;
+    int64_t n_waits = 0;
+    for (int i = 0; i < n; i++) {
+        double c = df__sched_cost(&x->items[i]), best_end = 0;
+        int best = 0, near = -1;
+        double near_end = -1;
+        for (int k = pstart[i]; k < pstart[i + 1]; k++)
+            if (fin[preds[k]] > near_end) { near_end = fin[preds[k]]; near = p->owner[preds[k]]; }
+        for (int v = 0; v < W; v++) {
+            double ready = avail[v];
+            for (int k = pstart[i]; k < pstart[i + 1]; k++) {
+                int q = preds[k];
+                double r = fin[q] + (p->owner[q] == v ? 0 : DF__SCHED_WAKE_NS);
+                if (r > ready) ready = r;
+            }
+            double end = ready + c;
+            if (v == 0 || end < best_end || (end == best_end && v == near)) { best_end = end; best = v; }
+        }
+        p->owner[i] = (uint8_t)best;
+        fin[i] = best_end;
+        avail[best] = best_end;
+        serial += c;
+        if (best_end > span) span = best_end;
+        /* the waits: per other list, its last item this one reads */
+        for (int v = 0; v < W; v++) last[v] = -1;
+        for (int k = pstart[i]; k < pstart[i + 1]; k++) {
+            int q = preds[k];
+            if (p->owner[q] != best && q > last[p->owner[q]]) last[p->owner[q]] = q;
+        }
+        for (int v = 0; v < W; v++) n_waits += last[v] >= 0;
+    }
+    if (span * 1.25 > serial) {                       /* not worth a thread: one runs it */
+        x->flat_parallel = 0;
+        goto out;
+    }
+    p->waits = (int32_t *)DF_MALLOC((size_t)(n_waits + 1) * sizeof(int32_t));
+    if (!p->waits) goto oom;
+    int64_t w = 0;
+    for (int i = 0; i < n; i++) {
+        p->wstart[i] = (int32_t)w;
+        for (int v = 0; v < W; v++) last[v] = -1;
+        for (int k = pstart[i]; k < pstart[i + 1]; k++) {
+            int q = preds[k];
+            if (p->owner[q] != p->owner[i] && q > last[p->owner[q]]) last[p->owner[q]] = q;
+        }
+        for (int v = 0; v < W; v++) if (last[v] >= 0) p->waits[w++] = last[v];
+    }
+    p->wstart[n] = (int32_t)w;
+    for (int v = 0; v <= W; v++) p->lstart[v] = 0;
+    for (int i = 0; i < n; i++) p->lstart[p->owner[i] + 1]++;
+    for (int v = 0; v < W; v++) p->lstart[v + 1] += p->lstart[v];
+    for (int v = 0; v < W; v++) last[v] = p->lstart[v];
+    for (int i = 0; i < n; i++) p->order[last[p->owner[i]]++] = i;
+    x->fplan = p;
+    p = NULL;
+    goto out;
+oom:
+    x->fplan = NULL;
+out:
+    if (p) { DF_FREE(p->lstart); DF_FREE(p->order); DF_FREE(p->owner); DF_FREE(p->wstart); DF_FREE(p->waits); DF_FREE(p); }
+    DF_FREE(fin); DF_FREE(pstart); DF_FREE(preds);
 }
 
 /* The per-item scratch of the loop analysis. */
@@ -311,7 +441,7 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
 
 /* Finds the flat graph and the static loops of a compiled executor. Out of memory leaves the
    executor as it is (the tagged executor runs everything): this never fails. */
-DF_PRIVATE void df__schedule_build(df__exec *x) {
+DF_PRIVATE void df__schedule_build(df__exec *x, int n_threads) {
     int n = x->n_items;
     for (int f = 0; f < x->n_frames; f++) x->frames[f].loop_item = -1;
     x->max_outputs = 1;
@@ -326,6 +456,7 @@ DF_PRIVATE void df__schedule_build(df__exec *x) {
     if (!S.seen || !S.stack) goto done;
     for (int i = 0; i < n; i++) S.seen[i] = 0;
     df__sched_flat(x, S.seen, S.stack);
+    if (x->flat_parallel) df__sched_plan(x, n_threads);
     if (x->n_frames < 2) goto done;
     S.ioff = (int64_t *)DF_MALLOC((size_t)(n + 1) * sizeof(int64_t));
     S.cls = (uint8_t *)DF_MALLOC((size_t)n + 1);

@@ -316,6 +316,7 @@ void df_session_schedule_stats(df_session *s, df_schedule_stats *out) {
     out->flat_runs = __atomic_load_n(&s->sched_stats[0], __ATOMIC_RELAXED);
     out->static_loops = __atomic_load_n(&s->sched_stats[1], __ATOMIC_RELAXED);
     out->dynamic_loops = __atomic_load_n(&s->sched_stats[2], __ATOMIC_RELAXED);
+    out->flat_parallel_runs = __atomic_load_n(&s->sched_stats[3], __ATOMIC_RELAXED);
 }
 
 int df_session_num_partitions(df_session *s) {

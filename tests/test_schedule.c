@@ -44,7 +44,7 @@ static void sched_compare(df_graph *g, const df_output *feeds, df_tensor *const 
         if (dynamic) {
             df_schedule_stats d;
             df_session_schedule_stats(s, &d);
-            CHECK(d.flat_runs == 0 && d.static_loops == 0 && d.dynamic_loops == 0);
+            CHECK(d.flat_runs == 0 && d.static_loops == 0 && d.dynamic_loops == 0 && d.flat_parallel_runs == 0);
         }
         df_session_free(s);
     }
@@ -138,7 +138,7 @@ DF_TEST(sched_flat_unfed_placeholder_and_fed_fetch) {
 
 /* Two MatMuls that may run at once: with two threads the tagged executor keeps them (each is
    worth a thread); with one thread the graph runs flat. Results equal either way. */
-DF_TEST(sched_flat_keeps_parallel_expensive_work_threaded) {
+DF_TEST(sched_flat_splits_parallel_expensive_work_between_threads) {
     df_graph *g = df_graph_new();
     int64_t d[2] = {64, 64};
     df_output a = df_placeholder(g, "a", DF_FLOAT, 2, d);
@@ -156,6 +156,7 @@ DF_TEST(sched_flat_keeps_parallel_expensive_work_threaded) {
     CHECK(df_session_run(s, &a, &av, 1, &y, &out, 1, NULL, 0, &st) == DF_OK);
     df_session_schedule_stats(s, &ss);
     CHECK_EQ_INT(ss.flat_runs, 0);              /* two threads: the two MatMuls may run at once */
+    CHECK_EQ_INT(ss.flat_parallel_runs, 1);     /* ... split between the threads by the plan */
     df_tensor_release(out);
     df_session_free(s);
     /* a chain of MatMuls (each needs the last) runs flat with threads too */
@@ -171,6 +172,172 @@ DF_TEST(sched_flat_keeps_parallel_expensive_work_threaded) {
     df_graph_free(g2);
     df_tensor_release(av);
     free(v);
+    df_graph_free(g);
+}
+
+/* A wide graph: `width` branches of `depth` levels, each level a MatMul of the branch's last
+   value by the next branch's (so every level reads two lists), a Tanh, and every third level
+   a control edge on the neighbour's level before. */
+static df_output wide_graph(df_graph *g, df_output a, int width, int depth) {
+    df_output cur[8], prev[8];
+    for (int j = 0; j < width; j++) cur[j] = df_mul(g, a, df_scalar_f32(g, 1.0f + 0.125f * (float)j));
+    for (int l = 0; l < depth; l++) {
+        for (int j = 0; j < width; j++) prev[j] = cur[j];
+        for (int j = 0; j < width; j++) {
+            if (l % 3 == 2) {
+                df_node *dep = prev[(j + width - 1) % width].node;
+                df_graph_push_control_deps(g, &dep, 1);
+            }
+            df_output m = df_matmul(g, prev[j], prev[(j + 1) % width], 0, l & 1);
+            cur[j] = df_tanh(g, df_mul(g, m, df_scalar_f32(g, 0.0625f)));
+            if (l % 3 == 2) df_graph_pop_control_deps(g);
+        }
+    }
+    df_output s = cur[0];
+    for (int j = 1; j < width; j++) s = df_add(g, s, cur[j]);
+    return s;
+}
+
+static df_tensor *wide_input(int64_t n) {
+    int64_t d[2] = {n, n};
+    float *v = (float *)malloc((size_t)(n * n) * sizeof(float));
+    for (int64_t i = 0; i < n * n; i++) v[i] = (float)((i * 53) % 97) / 97.0f - 0.5f;
+    df_tensor *t = new_f32(2, d, v);
+    free(v);
+    return t;
+}
+
+DF_TEST(sched_flat_plan_on_threads_equal_bits) {
+    int64_t d[2] = {48, 48};
+    int widths[3] = {2, 3, 8};
+    for (int w = 0; w < 3; w++) {
+        df_graph *g = df_graph_new();
+        df_output a = df_placeholder(g, "a", DF_FLOAT, 2, d);
+        df_output y = wide_graph(g, a, widths[w], 6);
+        df_tensor *av = wide_input(48);
+        df_schedule_stats ss;
+        sched_compare(g, &a, &av, 1, &y, 1, &ss);
+        CHECK_EQ_INT(ss.flat_runs, 1);
+        /* 2 and 4 threads, 25 runs each: the plan's split, equal bits every time */
+        df_tensor *ref = NULL;
+        df_session *s1 = sched_session(g, 1, 0);
+        df_status st;
+        CHECK(df_session_run(s1, &a, &av, 1, &y, &ref, 1, NULL, 0, &st) == DF_OK);
+        df_session_free(s1);
+        for (int th = 2; th <= 4 && ref; th += 2) {
+            df_session *s = sched_session(g, th, 0);
+            for (int r = 0; r < 25; r++) {
+                df_tensor *out = NULL;
+                CHECK_MSG(df_session_run(s, &a, &av, 1, &y, &out, 1, NULL, 0, &st) == DF_OK, "%s", st.message);
+                if (out) CHECK(!memcmp(df_tensor_data(out), df_tensor_data(ref), df_tensor_nbytes(ref)));
+                df_tensor_release(out);
+            }
+            df_session_schedule_stats(s, &ss);
+            CHECK_EQ_INT(ss.flat_parallel_runs, 25);
+            CHECK_EQ_INT(ss.flat_runs, 0);
+            df_session_free(s);
+        }
+        df_tensor_release(ref);
+        df_tensor_release(av);
+        df_graph_free(g);
+    }
+}
+
+/* Small known shapes are not worth a thread: the plan leaves the graph on one (flat). */
+DF_TEST(sched_flat_small_parallel_work_stays_on_one_thread) {
+    int64_t d[2] = {4, 4};
+    df_graph *g = df_graph_new();
+    df_output a = df_placeholder(g, "a", DF_FLOAT, 2, d);
+    df_output y = wide_graph(g, a, 3, 2);
+    df_tensor *av = wide_input(4);
+    df_session *s = sched_session(g, 2, 0);
+    df_tensor *out = NULL;
+    df_status st;
+    CHECK(df_session_run(s, &a, &av, 1, &y, &out, 1, NULL, 0, &st) == DF_OK);
+    df_schedule_stats ss;
+    df_session_schedule_stats(s, &ss);
+    CHECK_EQ_INT(ss.flat_runs, 1);
+    CHECK_EQ_INT(ss.flat_parallel_runs, 0);
+    df_tensor_release(out);
+    df_session_free(s);
+    df_tensor_release(av);
+    df_graph_free(g);
+}
+
+/* An error on one list ends the run on every thread, with the tagged executor's message; the
+   session runs again after it. Shapes unknown until run time: the plan assumes big work. */
+DF_TEST(sched_flat_plan_error_ends_every_list) {
+    df_graph *g = df_graph_new();
+    int64_t u[2] = {-1, -1};
+    df_output a = df_placeholder(g, "a", DF_FLOAT, 2, u);
+    df_output b = df_placeholder(g, "b", DF_FLOAT, 2, u);
+    df_output m1 = df_tanh(g, df_matmul(g, a, a, 0, 0));
+    df_output m2 = df_tanh(g, df_matmul(g, b, a, 0, 0));   /* fails when b's columns differ from a's rows */
+    df_output m3 = df_tanh(g, df_matmul(g, a, a, 1, 0));
+    df_output y = df_add(g, df_add(g, m1, m2), m3);
+    df_tensor *av = wide_input(16), *bv = wide_input(8), *ok = wide_input(16);
+    df_output feeds[2] = {a, b};
+    char msg[2][512];
+    for (int dyn = 0; dyn < 2; dyn++) {
+        df_session *s = sched_session(g, 2, dyn);
+        for (int r = 0; r < 10; r++) {
+            df_tensor *vals[2] = {av, bv}, *out = NULL;
+            df_status st;
+            CHECK(df_session_run(s, feeds, vals, 2, &y, &out, 1, NULL, 0, &st) == DF_INVALID_ARGUMENT);
+            CHECK(out == NULL);
+            CHECK_MSG(strstr(st.message, "MatMul") != NULL, "%s", st.message);
+            snprintf(msg[dyn], sizeof msg[dyn], "%s", st.message);
+            vals[1] = ok;
+            CHECK_MSG(df_session_run(s, feeds, vals, 2, &y, &out, 1, NULL, 0, &st) == DF_OK, "%s", st.message);
+            df_tensor_release(out);
+        }
+        df_schedule_stats ss;
+        df_session_schedule_stats(s, &ss);
+        CHECK_EQ_INT(ss.flat_parallel_runs, dyn ? 0 : 20);
+        df_session_free(s);
+    }
+    CHECK_MSG(!strcmp(msg[0], msg[1]), "static: %s / tagged: %s", msg[0], msg[1]);
+    df_tensor_release(av); df_tensor_release(bv); df_tensor_release(ok);
+    df_graph_free(g);
+}
+
+typedef struct { df_session *s; df_output a, y; const df_tensor *av, *ref; int bad; } wide_arg;
+static void *wide_main(void *p) {
+    wide_arg *w = (wide_arg *)p;
+    for (int r = 0; r < 20; r++) {
+        df_tensor *out = NULL, *in = (df_tensor *)w->av;
+        df_status st;
+        if (df_session_run(w->s, &w->a, &in, 1, &w->y, &out, 1, NULL, 0, &st) != DF_OK ||
+            memcmp(df_tensor_data(out), df_tensor_data(w->ref), df_tensor_nbytes(w->ref)))
+            w->bad++;
+        df_tensor_release(out);
+    }
+    return NULL;
+}
+
+/* One session run from 4 threads at once, its graph split between 3 threads each time. */
+DF_TEST(sched_flat_plan_shared_session_from_threads) {
+    int64_t d[2] = {32, 32};
+    df_graph *g = df_graph_new();
+    df_output a = df_placeholder(g, "a", DF_FLOAT, 2, d);
+    df_output y = wide_graph(g, a, 4, 4);
+    df_tensor *av = wide_input(32), *ref = NULL;
+    df_session *s = sched_session(g, 3, 0);
+    df_status st;
+    CHECK(df_session_run(s, &a, &av, 1, &y, &ref, 1, NULL, 0, &st) == DF_OK);
+    pthread_t th[4];
+    wide_arg w[4];
+    for (int i = 0; ref && i < 4; i++) {
+        w[i].s = s; w[i].a = a; w[i].y = y; w[i].av = av; w[i].ref = ref; w[i].bad = 0;
+        pthread_create(&th[i], NULL, wide_main, &w[i]);
+    }
+    for (int i = 0; ref && i < 4; i++) { pthread_join(th[i], NULL); CHECK_EQ_INT(w[i].bad, 0); }
+    df_schedule_stats ss;
+    df_session_schedule_stats(s, &ss);
+    CHECK_EQ_INT(ss.flat_parallel_runs, 81);
+    df_tensor_release(ref);
+    df_session_free(s);
+    df_tensor_release(av);
     df_graph_free(g);
 }
 
