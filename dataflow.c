@@ -1289,7 +1289,7 @@ typedef struct df__xitem {      /* 64 bytes: what running a node touches comes f
 /* A loop frame's static schedule (src/schedule.c): the items of one iteration in index order
    (LoopCounts excluded), each with the side of the loop's Switches it depends on. */
 enum { DF__SC_ALWAYS = 0, DF__SC_BODY = 1, DF__SC_EXIT = 2, DF__SC_NEVER = 3 };
-enum { DF__SO_KERNEL, DF__SO_FORWARD, DF__SO_COND, DF__SO_SWITCH, DF__SO_MERGE, DF__SO_CONST };
+enum { DF__SO_KERNEL, DF__SO_FORWARD, DF__SO_COND, DF__SO_SWITCH, DF__SO_MERGE, DF__SO_CONST, DF__SO_MOVE };
 enum { DF__SP_COND = 1, DF__SP_EXIT = 2, DF__SP_KERNEL = 4 };   /* sets the predicate; an Exit; may fail */
 /* One item of a loop's iteration: where its inputs are, where its outputs go (routes: its data
    edges, in order), what runs it. */
@@ -1309,6 +1309,9 @@ typedef struct df__sstep {
     int32_t fwd_slot;            /* DF__SO_FORWARD with one route, the last: its input goes straight
                                     to that slot; else -1 */
     int32_t exit;                /* an Exit: its index among the frame's Exits; else -1 */
+    int32_t slot1;               /* its one output goes to this one slot alone (the last route), or -1 */
+    uint8_t runs;                /* when it runs, as bits: 1 before the predicate is known, 2 after a
+                                    true one, 4 after a false one (from cls) */
     df_tensor *cval;             /* DF__SO_CONST: the Const's value (the graph's) */
 } df__sstep;
 typedef struct df__sroute { int32_t slot; uint16_t src_out, last; } df__sroute;
@@ -23181,6 +23184,44 @@ static uint8_t df__sched_inline_op(const df__xitem *it, df_tensor **cval) {
     return DF__SO_KERNEL;
 }
 
+/* An Identity or NextIteration that passes its one input on to one slot (fwd_slot) leaves the
+   schedule: the route that fed it writes that slot itself. Only where the step would run
+   whenever the route carries a value (the same side of the Switches as its producer, every
+   iteration, or the side of the Switch output it reads), so no value reaches a slot on a side
+   not taken. The producer runs first, and the slot's reader after the step (or, for a
+   NextIteration's Merge, in the next iteration), so the value arrives no later than it did. */
+static void df__sched_elide_forwards(const df__exec *x, df__sloop *p) {
+    int kept = 0;
+    for (int k = 0; k < p->n; k++) {
+        df__sstep *F = &p->steps[k];
+        int r = -1, owner = -1, found = 0;
+        if (F->fwd_slot >= 0 && F->n_in == 1 && F->cls != DF__SC_NEVER && F->exit < 0)
+            for (int j = 0; j < kept; j++)        /* (steps before it, elided ones gone) */
+                for (int q = p->steps[j].route; q < p->steps[j].route + p->steps[j].n_route; q++)
+                    if (p->routes[q].slot == F->in_start) { r = q; owner = j; found++; }
+        if (found == 1) {
+            const df__sstep *P = &p->steps[owner];
+            int side = x->items[P->item].flags & DF__XF_SWITCH ?
+                       (p->routes[r].src_out == 1 ? DF__SC_BODY : DF__SC_EXIT) : -1;
+            if (F->cls == DF__SC_ALWAYS || F->cls == P->cls || F->cls == side) {
+                p->routes[r].slot = F->fwd_slot;
+                continue;
+            }
+        }
+        p->steps[kept++] = *F;
+    }
+    p->n = kept;
+    for (int k = 0; k < p->n; k++) {           /* what the runner reads */
+        df__sstep *F = &p->steps[k];
+        static const uint8_t runs[4] = {7, 2, 4, 0};
+        F->runs = runs[F->cls & 3];
+        if (F->fwd_slot >= 0) F->op = DF__SO_MOVE;
+        int made = F->op == DF__SO_SWITCH ? 2 : F->op == DF__SO_KERNEL ? F->n_out : 1;
+        F->slot1 = F->n_route == 1 && made == 1 && F->exit < 0 && p->routes[F->route].last &&
+                   p->routes[F->route].src_out == 0 ? p->routes[F->route].slot : -1;
+    }
+}
+
 /* Gives frame f its schedule and its DF__X_LOOP item (at x->items[n_items + x->n_loops]). */
 static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
     df__sframe *sf = &x->frames[f];
@@ -23243,6 +23284,7 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
             k->clean = (uint8_t)taken;
         }
     }
+    df__sched_elide_forwards(x, p);
     df__xitem *li = &x->items[x->n_items + x->n_loops];
     memset(li, 0, sizeof *li);
     li->kind = DF__X_LOOP;
@@ -24212,21 +24254,19 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
             df__route(x, &x->items[fr->invs[i].item], &v, E, 0);
         }
         int pred = -1;
-        for (int k = 0; k < P->n; k++) {
-            const df__sstep *sp = &P->steps[k];
+        unsigned side = 1;                     /* (sstep.runs: before the predicate, then its side) */
+        for (const df__sstep *sp = P->steps, *send = sp + P->n; sp < send; sp++) {
             df_tensor **in = E + sp->in_start;
-            uint8_t c = sp->cls;
-            if (c != DF__SC_ALWAYS && (c == DF__SC_NEVER || (c == DF__SC_BODY) != (pred == 1))) {
+            if (!(sp->runs & side)) {
                 for (int j = 0; j < sp->n_in; j++)                 /* dead this iteration */
                     if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
                 continue;
             }
-            if (sp->fwd_slot >= 0) {           /* an Identity or NextIteration read once */
+            switch (sp->op) {                  /* the plumbing without a kernel call */
+            case DF__SO_MOVE:                  /* an Identity or NextIteration read once */
                 E[sp->fwd_slot] = in[0];
                 in[0] = NULL;
                 continue;
-            }
-            switch (sp->op) {                  /* the plumbing without a kernel call */
             case DF__SO_FORWARD: io[0] = in[0]; in[0] = NULL; break;
             case DF__SO_COND:
                 if (in[0]->rank != 0 || in[0]->dtype != DF_BOOL) goto general;
@@ -24272,7 +24312,15 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
                     for (int j = 0; j < sp->n_out; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
                     goto out;
                 }
-                if (sp->post & DF__SP_COND) pred = io[0] && *(const uint8_t *)io[0]->data ? 1 : 0;
+                if (sp->post & DF__SP_COND) {
+                    pred = io[0] && *(const uint8_t *)io[0]->data ? 1 : 0;
+                    side = pred ? 2 : 4;
+                }
+            }
+            if (sp->slot1 >= 0) {              /* one output, one reader */
+                E[sp->slot1] = io[0];
+                io[0] = NULL;
+                continue;
             }
             if (DF__UNLIKELY(sp->post & DF__SP_EXIT)) {
                 if (io[0] && !outs[sp->exit]) { outs[sp->exit] = io[0]; io[0] = NULL; }

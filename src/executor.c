@@ -802,21 +802,19 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
             df__route(x, &x->items[fr->invs[i].item], &v, E, 0);
         }
         int pred = -1;
-        for (int k = 0; k < P->n; k++) {
-            const df__sstep *sp = &P->steps[k];
+        unsigned side = 1;                     /* (sstep.runs: before the predicate, then its side) */
+        for (const df__sstep *sp = P->steps, *send = sp + P->n; sp < send; sp++) {
             df_tensor **in = E + sp->in_start;
-            uint8_t c = sp->cls;
-            if (c != DF__SC_ALWAYS && (c == DF__SC_NEVER || (c == DF__SC_BODY) != (pred == 1))) {
+            if (!(sp->runs & side)) {
                 for (int j = 0; j < sp->n_in; j++)                 /* dead this iteration */
                     if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
                 continue;
             }
-            if (sp->fwd_slot >= 0) {           /* an Identity or NextIteration read once */
+            switch (sp->op) {                  /* the plumbing without a kernel call */
+            case DF__SO_MOVE:                  /* an Identity or NextIteration read once */
                 E[sp->fwd_slot] = in[0];
                 in[0] = NULL;
                 continue;
-            }
-            switch (sp->op) {                  /* the plumbing without a kernel call */
             case DF__SO_FORWARD: io[0] = in[0]; in[0] = NULL; break;
             case DF__SO_COND:
                 if (in[0]->rank != 0 || in[0]->dtype != DF_BOOL) goto general;
@@ -862,7 +860,15 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
                     for (int j = 0; j < sp->n_out; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
                     goto out;
                 }
-                if (sp->post & DF__SP_COND) pred = io[0] && *(const uint8_t *)io[0]->data ? 1 : 0;
+                if (sp->post & DF__SP_COND) {
+                    pred = io[0] && *(const uint8_t *)io[0]->data ? 1 : 0;
+                    side = pred ? 2 : 4;
+                }
+            }
+            if (sp->slot1 >= 0) {              /* one output, one reader */
+                E[sp->slot1] = io[0];
+                io[0] = NULL;
+                continue;
             }
             if (DF__UNLIKELY(sp->post & DF__SP_EXIT)) {
                 if (io[0] && !outs[sp->exit]) { outs[sp->exit] = io[0]; io[0] = NULL; }

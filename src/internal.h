@@ -510,7 +510,7 @@ typedef struct df__xitem {      /* 64 bytes: what running a node touches comes f
 /* A loop frame's static schedule (src/schedule.c): the items of one iteration in index order
    (LoopCounts excluded), each with the side of the loop's Switches it depends on. */
 enum { DF__SC_ALWAYS = 0, DF__SC_BODY = 1, DF__SC_EXIT = 2, DF__SC_NEVER = 3 };
-enum { DF__SO_KERNEL, DF__SO_FORWARD, DF__SO_COND, DF__SO_SWITCH, DF__SO_MERGE, DF__SO_CONST };
+enum { DF__SO_KERNEL, DF__SO_FORWARD, DF__SO_COND, DF__SO_SWITCH, DF__SO_MERGE, DF__SO_CONST, DF__SO_MOVE };
 enum { DF__SP_COND = 1, DF__SP_EXIT = 2, DF__SP_KERNEL = 4 };   /* sets the predicate; an Exit; may fail */
 /* One item of a loop's iteration: where its inputs are, where its outputs go (routes: its data
    edges, in order), what runs it. */
@@ -530,6 +530,9 @@ typedef struct df__sstep {
     int32_t fwd_slot;            /* DF__SO_FORWARD with one route, the last: its input goes straight
                                     to that slot; else -1 */
     int32_t exit;                /* an Exit: its index among the frame's Exits; else -1 */
+    int32_t slot1;               /* its one output goes to this one slot alone (the last route), or -1 */
+    uint8_t runs;                /* when it runs, as bits: 1 before the predicate is known, 2 after a
+                                    true one, 4 after a false one (from cls) */
     df_tensor *cval;             /* DF__SO_CONST: the Const's value (the graph's) */
 } df__sstep;
 typedef struct df__sroute { int32_t slot; uint16_t src_out, last; } df__sroute;

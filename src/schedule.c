@@ -363,6 +363,44 @@ static uint8_t df__sched_inline_op(const df__xitem *it, df_tensor **cval) {
     return DF__SO_KERNEL;
 }
 
+/* An Identity or NextIteration that passes its one input on to one slot (fwd_slot) leaves the
+   schedule: the route that fed it writes that slot itself. Only where the step would run
+   whenever the route carries a value (the same side of the Switches as its producer, every
+   iteration, or the side of the Switch output it reads), so no value reaches a slot on a side
+   not taken. The producer runs first, and the slot's reader after the step (or, for a
+   NextIteration's Merge, in the next iteration), so the value arrives no later than it did. */
+static void df__sched_elide_forwards(const df__exec *x, df__sloop *p) {
+    int kept = 0;
+    for (int k = 0; k < p->n; k++) {
+        df__sstep *F = &p->steps[k];
+        int r = -1, owner = -1, found = 0;
+        if (F->fwd_slot >= 0 && F->n_in == 1 && F->cls != DF__SC_NEVER && F->exit < 0)
+            for (int j = 0; j < kept; j++)        /* (steps before it, elided ones gone) */
+                for (int q = p->steps[j].route; q < p->steps[j].route + p->steps[j].n_route; q++)
+                    if (p->routes[q].slot == F->in_start) { r = q; owner = j; found++; }
+        if (found == 1) {
+            const df__sstep *P = &p->steps[owner];
+            int side = x->items[P->item].flags & DF__XF_SWITCH ?
+                       (p->routes[r].src_out == 1 ? DF__SC_BODY : DF__SC_EXIT) : -1;
+            if (F->cls == DF__SC_ALWAYS || F->cls == P->cls || F->cls == side) {
+                p->routes[r].slot = F->fwd_slot;
+                continue;
+            }
+        }
+        p->steps[kept++] = *F;
+    }
+    p->n = kept;
+    for (int k = 0; k < p->n; k++) {           /* what the runner reads */
+        df__sstep *F = &p->steps[k];
+        static const uint8_t runs[4] = {7, 2, 4, 0};
+        F->runs = runs[F->cls & 3];
+        if (F->fwd_slot >= 0) F->op = DF__SO_MOVE;
+        int made = F->op == DF__SO_SWITCH ? 2 : F->op == DF__SO_KERNEL ? F->n_out : 1;
+        F->slot1 = F->n_route == 1 && made == 1 && F->exit < 0 && p->routes[F->route].last &&
+                   p->routes[F->route].src_out == 0 ? p->routes[F->route].slot : -1;
+    }
+}
+
 /* Gives frame f its schedule and its DF__X_LOOP item (at x->items[n_items + x->n_loops]). */
 static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
     df__sframe *sf = &x->frames[f];
@@ -425,6 +463,7 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
             k->clean = (uint8_t)taken;
         }
     }
+    df__sched_elide_forwards(x, p);
     df__xitem *li = &x->items[x->n_items + x->n_loops];
     memset(li, 0, sizeof *li);
     li->kind = DF__X_LOOP;

@@ -597,6 +597,34 @@ DF_TEST(sched_shared_session_from_threads) {
     df_graph_free(g);
 }
 
+/* Identities the schedule elides (their producer writes the reader's slot): chains of them, one
+   read twice (so not elided), one feeding the next iteration and an output after the loop. */
+static void ident_body(df_graph *g, void *user, const df_output *v, df_output *next) {
+    (void)user;
+    df_output a = df_identity(g, df_identity(g, v[0]));          /* a chain: both elided */
+    df_output b = df_identity(g, v[1]);                           /* read twice below */
+    next[0] = df_add(g, a, df_scalar_i32(g, 1));
+    next[1] = df_add(g, df_mul(g, b, df_scalar_f32(g, 0.5f)), df_identity(g, df_cast(g, a, DF_FLOAT)));
+    next[2] = df_identity(g, df_add(g, v[2], b));
+}
+
+DF_TEST(sched_loop_elided_identities_equal_to_tagged) {
+    df_graph *g = df_graph_new();
+    df_output n = df_placeholder(g, "n", DF_INT32, 0, NULL);
+    df_output init[3] = {df_scalar_i32(g, 0), df_scalar_f32(g, 3.0f), df_scalar_f32(g, 0.25f)}, out[3];
+    CHECK(df_while_loop(g, 3, init, lt_cond, ident_body, &n, NULL, out) == DF_OK);
+    df_output fetches[4] = {out[0], out[1], out[2], df_identity(g, out[2])};
+    int ns[4] = {0, 1, 2, 37};
+    for (int k = 0; k < 4; k++) {
+        df_tensor *nv = df_tensor_scalar_i32(ns[k]);
+        df_schedule_stats ss;
+        sched_compare(g, &n, &nv, 1, fetches, 4, &ss);
+        CHECK_EQ_INT(ss.static_loops, 1);
+        df_tensor_release(nv);
+    }
+    df_graph_free(g);
+}
+
 /* A traced run records every node with the tagged executor; the untraced runs stay static. */
 DF_TEST(sched_traced_runs_use_the_tagged_executor) {
     df_graph *g = df_graph_new();
