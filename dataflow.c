@@ -1312,13 +1312,21 @@ typedef struct df__sstep {
     int32_t slot1;               /* its one output goes to this one slot alone (the last route), or -1 */
     uint8_t runs;                /* when it runs, as bits: 1 before the predicate is known, 2 after a
                                     true one, 4 after a false one (from cls) */
+    uint8_t borrowc;             /* a Const whose readers all borrow its value (see borrow) */
+    uint32_t borrow;             /* a kernel's inputs (bits) that hold a borrowed value: an invariant or
+                                    a Const the loop holds a reference to for its whole run, placed
+                                    without one of its own; never released by the step (nor forwarded
+                                    in place: the loop's reference keeps the count above one) */
     df_tensor *cval;             /* DF__SO_CONST: the Const's value (the graph's) */
 } df__sstep;
 typedef struct df__sroute { int32_t slot; uint16_t src_out, last; } df__sroute;
+typedef struct df__siroute { int32_t item, slot; int32_t borrow; } df__siroute;   /* an invariant's reader */
 typedef struct df__sloop {
     int n;
     df__sstep *steps;
     df__sroute *routes;
+    df__siroute *iroutes;        /* the invariants' (constant Enters') data edges */
+    int n_iroutes;
     int expensive;               /* an item worth a thread of its own (DF__XF_EXPENSIVE): a run with
                                     threads keeps the tagged executor, which overlaps iterations */
 } df__sloop;
@@ -22883,7 +22891,7 @@ static void df__schedule_free(df__exec *x) {
     for (int f = 0; f < x->n_frames; f++) {
         df__sloop *p = x->frames[f].sloop;
         if (!p) continue;
-        DF_FREE(p->steps); DF_FREE(p->routes); DF_FREE(p);
+        DF_FREE(p->steps); DF_FREE(p->routes); DF_FREE(p->iroutes); DF_FREE(p);
         x->frames[f].sloop = NULL;
     }
 }
@@ -23222,6 +23230,65 @@ static void df__sched_elide_forwards(const df__exec *x, df__sloop *p) {
     }
 }
 
+/* Borrowed values: an invariant, or a Const's value, read by a plain kernel step goes into its
+   slot without a reference of its own in every iteration; the loop holds one reference for its
+   whole run, so the count stays above one and no kernel reuses the buffer in place, and the
+   step never releases the slot (a kernel that passes the input on gets a reference then). Saves
+   two atomic operations per read per iteration. Returns 0 out of memory. */
+static int df__sched_borrow(const df__exec *x, int f, df__sloop *p) {
+    int n_slots = x->frames[f].total_inputs;
+    uint8_t *ok = (uint8_t *)DF_MALLOC((size_t)n_slots + 1);
+    if (!ok) return 0;
+    memset(ok, 0, (size_t)n_slots + 1);
+    for (int k = 0; k < p->n; k++) {          /* slots a plain kernel reads */
+        const df__sstep *sp = &p->steps[k];
+        if (sp->op != DF__SO_KERNEL || sp->general) continue;
+        for (int j = 0; j < sp->n_in && j < 32; j++) if (sp->in_start + j < n_slots) ok[sp->in_start + j] = 1;
+    }
+    int n_ir = 0;
+    for (int i = 0; i < x->n_items; i++) {
+        const df__xitem *it = &x->items[i];
+        if (it->kind != DF__X_ENTER || it->child_frame != f || !(it->flags & DF__XF_CONST_ENTER)) continue;
+        for (int e = 0; e < it->n_edges; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            if (ed->slot >= 0 && !(ed->flags & DF__XE_COUNT)) n_ir++;
+        }
+    }
+    p->iroutes = (df__siroute *)DF_MALLOC((size_t)(n_ir + 1) * sizeof(df__siroute));
+    if (!p->iroutes) { DF_FREE(ok); return 0; }
+    for (int i = 0; i < x->n_items; i++) {
+        const df__xitem *it = &x->items[i];
+        if (it->kind != DF__X_ENTER || it->child_frame != f || !(it->flags & DF__XF_CONST_ENTER)) continue;
+        for (int e = 0; e < it->n_edges; e++) {
+            const df__xedge *ed = &x->edges[it->edge_start + e];
+            if (ed->slot < 0 || (ed->flags & DF__XE_COUNT)) continue;
+            df__siroute *r = &p->iroutes[p->n_iroutes++];
+            r->item = i;
+            r->slot = ed->slot;
+            r->borrow = ed->slot < n_slots && ok[ed->slot];
+            if (r->borrow) ok[ed->slot] = 2;      /* (2: borrowed) */
+        }
+    }
+    for (int k = 0; k < p->n; k++) {
+        df__sstep *sp = &p->steps[k];
+        if (sp->op != DF__SO_CONST || !sp->n_route) continue;
+        int all = 1;
+        for (int r = sp->route; r < sp->route + sp->n_route; r++)
+            all &= p->routes[r].src_out == 0 && p->routes[r].slot < n_slots && ok[p->routes[r].slot] == 1;
+        if (!all) continue;
+        sp->borrowc = 1;
+        for (int r = sp->route; r < sp->route + sp->n_route; r++) ok[p->routes[r].slot] = 2;
+    }
+    for (int k = 0; k < p->n; k++) {
+        df__sstep *sp = &p->steps[k];
+        if (sp->op != DF__SO_KERNEL || sp->general) continue;
+        for (int j = 0; j < sp->n_in && j < 32; j++)
+            if (sp->in_start + j < n_slots && ok[sp->in_start + j] == 2) sp->borrow |= 1u << j;
+    }
+    DF_FREE(ok);
+    return 1;
+}
+
 /* Gives frame f its schedule and its DF__X_LOOP item (at x->items[n_items + x->n_loops]). */
 static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
     df__sframe *sf = &x->frames[f];
@@ -23285,6 +23352,7 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
         }
     }
     df__sched_elide_forwards(x, p);
+    if (!df__sched_borrow(x, f, p)) { DF_FREE(p->steps); DF_FREE(p->routes); DF_FREE(p->iroutes); DF_FREE(p); return 0; }
     df__xitem *li = &x->items[x->n_items + x->n_loops];
     memset(li, 0, sizeof *li);
     li->kind = DF__X_LOOP;
@@ -24233,6 +24301,24 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
         if (d->t) { df_tensor_release(d->t); d->t = NULL; }
     }
     fr->n_next_roots = 0;
+    /* the invariants' readers, with their values (see df__sched_borrow): the loop's own reference
+       to each invariant and borrowed Const for its whole run */
+    df_tensor *small_iv[16], **iv = small_iv;
+    const df__siroute *ir = P->iroutes;
+    if (P->n_iroutes > 16) {
+        iv = (df_tensor **)DF_MALLOC((size_t)P->n_iroutes * sizeof(df_tensor *));
+        if (!iv) {
+            if (io != small) DF_FREE(io);
+            df__step_oom(s, "a static loop", 0);
+            return;
+        }
+    }
+    for (int r = 0; r < P->n_iroutes; r++) {
+        iv[r] = NULL;
+        for (int i = 0; i < fr->n_invs; i++) if (fr->invs[i].item == ir[r].item) { iv[r] = fr->invs[i].t; break; }
+    }
+    for (int i = 0; i < fr->n_invs; i++) df_tensor_retain(fr->invs[i].t);
+    for (int k = 0; k < P->n; k++) if (P->steps[k].borrowc) df_tensor_retain(P->steps[k].cval);
     df__tagged ti = {0, 0, it};
     df_status st;                        /* the kernels' context, the same in every call */
     df_status_clear(&st);
@@ -24249,17 +24335,18 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
             break;
         }
         it->num = n;
-        for (int i = 0; i < fr->n_invs; i++) {
-            df_tensor *v = fr->invs[i].t;
-            df__route(x, &x->items[fr->invs[i].item], &v, E, 0);
-        }
+        for (int r = 0; r < P->n_iroutes; r++)
+            if (iv[r]) E[ir[r].slot] = ir[r].borrow ? iv[r] : df_tensor_retain(iv[r]);
         int pred = -1;
         unsigned side = 1;                     /* (sstep.runs: before the predicate, then its side) */
         for (const df__sstep *sp = P->steps, *send = sp + P->n; sp < send; sp++) {
             df_tensor **in = E + sp->in_start;
             if (!(sp->runs & side)) {
                 for (int j = 0; j < sp->n_in; j++)                 /* dead this iteration */
-                    if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
+                    if (in[j]) {
+                        if (!(j < 32 && (sp->borrow >> j & 1))) df_tensor_release(in[j]);
+                        in[j] = NULL;
+                    }
                 continue;
             }
             switch (sp->op) {                  /* the plumbing without a kernel call */
@@ -24287,7 +24374,14 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
                 if (in[1 - live]) { df_tensor_release(in[1 - live]); in[1 - live] = NULL; }
                 break;
             }
-            case DF__SO_CONST: io[0] = df_tensor_retain(sp->cval); break;
+            case DF__SO_CONST:
+                if (sp->borrowc) {             /* its readers borrow it */
+                    for (const df__sroute *r = P->routes + sp->route, *end = r + sp->n_route; r < end; r++)
+                        E[r->slot] = sp->cval;
+                    continue;
+                }
+                io[0] = df_tensor_retain(sp->cval);
+                break;
             default:
                 if (sp->general) goto general;
                 {   /* a kernel: df__run_item's path for a live CPU node without reference inputs */
@@ -24296,10 +24390,22 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
                     st.message[0] = 0;
                     k_ctx.in = in; k_ctx.node = item->node; k_ctx.n_in = sp->n_in; k_ctx.n_out = sp->n_out;
                     k_ctx.need = item->need; k_ctx.iter = n;
-                    item->kernel(&k_ctx);
+                    if (sp->borrow) {
+                        df_tensor *lent[32];
+                        for (int j = 0; j < sp->n_in && j < 32; j++) lent[j] = in[j];
+                        item->kernel(&k_ctx);
+                        for (int j = 0; j < sp->n_in; j++) {
+                            if (j < 32 && (sp->borrow >> j & 1)) {
+                                if (in[j]) in[j] = NULL;                 /* (lent: not ours to release) */
+                                else if (lent[j]) df_tensor_retain(lent[j]);   /* passed on: its own now */
+                            } else if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
+                        }
+                    } else {
+                        item->kernel(&k_ctx);
+                        for (int j = 0; j < sp->n_in; j++) if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
+                    }
                     if (!st.code) df__check_outputs(item->node, io, sp->n_out, item->need, &st);
                     if (st.code) df__step_error(s, &st);
-                    for (int j = 0; j < sp->n_in; j++) if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
                 }
                 break;
             general:
@@ -24339,7 +24445,14 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
     }
 out:
     fr->iteration_count = n;
+    for (int r = 0; r < P->n_iroutes; r++) if (ir[r].borrow) E[ir[r].slot] = NULL;   /* (lent) */
+    for (int k = 0; k < P->n; k++)
+        if (P->steps[k].borrowc)
+            for (int r = P->steps[k].route; r < P->steps[k].route + P->steps[k].n_route; r++) E[P->routes[r].slot] = NULL;
     for (int k = 0; k < sf->total_inputs; k++) if (E[k]) { df_tensor_release(E[k]); E[k] = NULL; }
+    for (int i = 0; i < fr->n_invs; i++) df_tensor_release(fr->invs[i].t);
+    for (int k = 0; k < P->n; k++) if (P->steps[k].borrowc) df_tensor_release(P->steps[k].cval);
+    if (iv != small_iv) DF_FREE(iv);
     if (io != small) DF_FREE(io);
 }
 

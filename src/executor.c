@@ -781,6 +781,24 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
         if (d->t) { df_tensor_release(d->t); d->t = NULL; }
     }
     fr->n_next_roots = 0;
+    /* the invariants' readers, with their values (see df__sched_borrow): the loop's own reference
+       to each invariant and borrowed Const for its whole run */
+    df_tensor *small_iv[16], **iv = small_iv;
+    const df__siroute *ir = P->iroutes;
+    if (P->n_iroutes > 16) {
+        iv = (df_tensor **)DF_MALLOC((size_t)P->n_iroutes * sizeof(df_tensor *));
+        if (!iv) {
+            if (io != small) DF_FREE(io);
+            df__step_oom(s, "a static loop", 0);
+            return;
+        }
+    }
+    for (int r = 0; r < P->n_iroutes; r++) {
+        iv[r] = NULL;
+        for (int i = 0; i < fr->n_invs; i++) if (fr->invs[i].item == ir[r].item) { iv[r] = fr->invs[i].t; break; }
+    }
+    for (int i = 0; i < fr->n_invs; i++) df_tensor_retain(fr->invs[i].t);
+    for (int k = 0; k < P->n; k++) if (P->steps[k].borrowc) df_tensor_retain(P->steps[k].cval);
     df__tagged ti = {0, 0, it};
     df_status st;                        /* the kernels' context, the same in every call */
     df_status_clear(&st);
@@ -797,17 +815,18 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
             break;
         }
         it->num = n;
-        for (int i = 0; i < fr->n_invs; i++) {
-            df_tensor *v = fr->invs[i].t;
-            df__route(x, &x->items[fr->invs[i].item], &v, E, 0);
-        }
+        for (int r = 0; r < P->n_iroutes; r++)
+            if (iv[r]) E[ir[r].slot] = ir[r].borrow ? iv[r] : df_tensor_retain(iv[r]);
         int pred = -1;
         unsigned side = 1;                     /* (sstep.runs: before the predicate, then its side) */
         for (const df__sstep *sp = P->steps, *send = sp + P->n; sp < send; sp++) {
             df_tensor **in = E + sp->in_start;
             if (!(sp->runs & side)) {
                 for (int j = 0; j < sp->n_in; j++)                 /* dead this iteration */
-                    if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
+                    if (in[j]) {
+                        if (!(j < 32 && (sp->borrow >> j & 1))) df_tensor_release(in[j]);
+                        in[j] = NULL;
+                    }
                 continue;
             }
             switch (sp->op) {                  /* the plumbing without a kernel call */
@@ -835,7 +854,14 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
                 if (in[1 - live]) { df_tensor_release(in[1 - live]); in[1 - live] = NULL; }
                 break;
             }
-            case DF__SO_CONST: io[0] = df_tensor_retain(sp->cval); break;
+            case DF__SO_CONST:
+                if (sp->borrowc) {             /* its readers borrow it */
+                    for (const df__sroute *r = P->routes + sp->route, *end = r + sp->n_route; r < end; r++)
+                        E[r->slot] = sp->cval;
+                    continue;
+                }
+                io[0] = df_tensor_retain(sp->cval);
+                break;
             default:
                 if (sp->general) goto general;
                 {   /* a kernel: df__run_item's path for a live CPU node without reference inputs */
@@ -844,10 +870,22 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
                     st.message[0] = 0;
                     k_ctx.in = in; k_ctx.node = item->node; k_ctx.n_in = sp->n_in; k_ctx.n_out = sp->n_out;
                     k_ctx.need = item->need; k_ctx.iter = n;
-                    item->kernel(&k_ctx);
+                    if (sp->borrow) {
+                        df_tensor *lent[32];
+                        for (int j = 0; j < sp->n_in && j < 32; j++) lent[j] = in[j];
+                        item->kernel(&k_ctx);
+                        for (int j = 0; j < sp->n_in; j++) {
+                            if (j < 32 && (sp->borrow >> j & 1)) {
+                                if (in[j]) in[j] = NULL;                 /* (lent: not ours to release) */
+                                else if (lent[j]) df_tensor_retain(lent[j]);   /* passed on: its own now */
+                            } else if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
+                        }
+                    } else {
+                        item->kernel(&k_ctx);
+                        for (int j = 0; j < sp->n_in; j++) if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
+                    }
                     if (!st.code) df__check_outputs(item->node, io, sp->n_out, item->need, &st);
                     if (st.code) df__step_error(s, &st);
-                    for (int j = 0; j < sp->n_in; j++) if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
                 }
                 break;
             general:
@@ -887,7 +925,14 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
     }
 out:
     fr->iteration_count = n;
+    for (int r = 0; r < P->n_iroutes; r++) if (ir[r].borrow) E[ir[r].slot] = NULL;   /* (lent) */
+    for (int k = 0; k < P->n; k++)
+        if (P->steps[k].borrowc)
+            for (int r = P->steps[k].route; r < P->steps[k].route + P->steps[k].n_route; r++) E[P->routes[r].slot] = NULL;
     for (int k = 0; k < sf->total_inputs; k++) if (E[k]) { df_tensor_release(E[k]); E[k] = NULL; }
+    for (int i = 0; i < fr->n_invs; i++) df_tensor_release(fr->invs[i].t);
+    for (int k = 0; k < P->n; k++) if (P->steps[k].borrowc) df_tensor_release(P->steps[k].cval);
+    if (iv != small_iv) DF_FREE(iv);
     if (io != small) DF_FREE(io);
 }
 

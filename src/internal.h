@@ -533,13 +533,21 @@ typedef struct df__sstep {
     int32_t slot1;               /* its one output goes to this one slot alone (the last route), or -1 */
     uint8_t runs;                /* when it runs, as bits: 1 before the predicate is known, 2 after a
                                     true one, 4 after a false one (from cls) */
+    uint8_t borrowc;             /* a Const whose readers all borrow its value (see borrow) */
+    uint32_t borrow;             /* a kernel's inputs (bits) that hold a borrowed value: an invariant or
+                                    a Const the loop holds a reference to for its whole run, placed
+                                    without one of its own; never released by the step (nor forwarded
+                                    in place: the loop's reference keeps the count above one) */
     df_tensor *cval;             /* DF__SO_CONST: the Const's value (the graph's) */
 } df__sstep;
 typedef struct df__sroute { int32_t slot; uint16_t src_out, last; } df__sroute;
+typedef struct df__siroute { int32_t item, slot; int32_t borrow; } df__siroute;   /* an invariant's reader */
 typedef struct df__sloop {
     int n;
     df__sstep *steps;
     df__sroute *routes;
+    df__siroute *iroutes;        /* the invariants' (constant Enters') data edges */
+    int n_iroutes;
     int expensive;               /* an item worth a thread of its own (DF__XF_EXPENSIVE): a run with
                                     threads keeps the tagged executor, which overlaps iterations */
 } df__sloop;

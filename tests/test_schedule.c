@@ -625,6 +625,59 @@ DF_TEST(sched_loop_elided_identities_equal_to_tagged) {
     df_graph_free(g);
 }
 
+/* Borrowed values (an invariant, a Const) read by kernels in every iteration: never changed in
+   place (a kernel may reuse an input it holds alone), and passed on by a kernel (Reshape,
+   StopGradient) with a reference of their own. The fed tensor and the Const stay as they were. */
+typedef struct { df_output c, c2, k; } borrow_user;
+static df_output bcond(df_graph *g, void *user, const df_output *v) { (void)user; return df_less(g, v[0], df_scalar_i32(g, 9)); }
+static void bbody(df_graph *g, void *user, const df_output *v, df_output *next) {
+    const borrow_user *u = (const borrow_user *)user;
+    int64_t d4[1] = {4};
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    next[1] = df_add(g, v[1], u->c2);                                  /* c2: an invariant */
+    next[2] = df_add(g, df_mul(g, v[2], u->k), df_reshape(g, df_stop_gradient(g, u->c), 1, d4));
+    next[3] = df_neg(g, u->c2);                /* would reuse its input were it held alone */
+}
+
+DF_TEST(sched_loop_borrowed_values_stay_unchanged) {
+    df_graph *g = df_graph_new();
+    int64_t d4[1] = {4};
+    float cv[4] = {1.0f, 2.0f, 3.0f, 4.0f}, kv[4] = {0.5f, 0.25f, 2.0f, 1.0f}, zv[4] = {0};
+    df_tensor *kt = new_f32(1, d4, kv);
+    borrow_user u;
+    df_output c = df_placeholder(g, "c", DF_FLOAT, 1, d4);
+    u.c = df_mul(g, c, df_scalar_f32(g, 1.0f));   /* values only the loop holds */
+    u.c2 = df_mul(g, c, df_scalar_f32(g, 2.0f));
+    u.k = df_const(g, kt);
+    df_tensor *zt = new_f32(1, d4, zv);
+    df_output init[4] = {df_scalar_i32(g, 0), df_const(g, zt), df_const(g, zt), df_const(g, zt)}, out[4];
+    df_tensor_release(zt);
+    CHECK(df_while_loop(g, 4, init, bcond, bbody, &u, NULL, out) == DF_OK);
+    df_tensor *ct = new_f32(1, d4, cv);
+    df_schedule_stats ss;
+    sched_compare(g, &c, &ct, 1, out, 4, &ss);
+    CHECK_EQ_INT(ss.static_loops, 1);
+    df_session *s = sched_session(g, 1, 0);
+    df_tensor *r[4] = {0};
+    df_status st;
+    for (int rep = 0; rep < 3; rep++) {
+        CHECK_MSG(df_session_run(s, &c, &ct, 1, out, r, 4, NULL, 0, &st) == DF_OK, "%s", st.message);
+        if (st.code) break;
+        const float *v1 = (const float *)df_tensor_data(r[1]), *v3 = (const float *)df_tensor_data(r[3]);
+        for (int i = 0; i < 4; i++) {
+            CHECK(v1[i] == 18.0f * cv[i]);                            /* c2 added 9 times, unchanged */
+            CHECK(v3[i] == -2.0f * cv[i]);
+        }
+        for (int i = 0; i < 4; i++) df_tensor_release(r[i]);
+    }
+    CHECK(!memcmp(df_tensor_data(ct), cv, sizeof cv));               /* the caller's feed */
+    CHECK(!memcmp(df_tensor_data(kt), kv, sizeof kv));               /* the graph's Const */
+    df_session_free(s);
+    df_tensor_release(ct);
+    df_tensor_release(kt);
+    df_graph_free(g);
+}
+
 /* A traced run records every node with the tagged executor; the untraced runs stay static. */
 DF_TEST(sched_traced_runs_use_the_tagged_executor) {
     df_graph *g = df_graph_new();
