@@ -1220,6 +1220,8 @@ typedef struct df__fpar {
     int refs;                    /* the caller and each queued task */
     int running;                 /* threads inside df__fpar_run */
     int waiters;                 /* threads asleep on cv */
+    int n_lists;                 /* (a task run after its run ended reads only the fields above
+                                    and claimed: the plan may be gone) */
     df__step *s;
     const df__fplan *p;
     df_tensor **E;               /* the input slots */
@@ -1276,13 +1278,13 @@ static int df__fpar_claim(df__fpar *R, int v) {
 /* One thread's part of the run: list `first` if no thread holds it, then whatever it must or
    can claim (see above). */
 static void df__fpar_run(df__fpar *R, int first) {
-    const df__fplan *p = R->p;
-    int W = p->n_lists;
+    int W = R->n_lists;
     uint64_t held = 0;
     __atomic_add_fetch(&R->running, 1, __ATOMIC_SEQ_CST);
     if (df__fpar_claim(R, first)) held = 1ull << first;
     else for (int v = 0; v < W && !held; v++) if (df__fpar_claim(R, v)) held = 1ull << v;
     if (held) {
+        const df__fplan *p = R->p;
         df__step *s = R->s;
         const df__exec *x = s->x;
         df_tensor *small_out[16];
@@ -1361,7 +1363,7 @@ static df_code df__execute_flat_par(df__step *s, df_status *st) {
     if (!R) return df__execute_flat(s, st);            /* on this thread alone */
     memset(R, 0, bytes);
     if (!s->home) s->home = s;
-    R->s = s; R->p = p;
+    R->s = s; R->p = p; R->n_lists = W;
     R->E = (df_tensor **)(R + 1);
     R->pos = (int32_t *)(R->E + n_slots);
     R->claimed = (int *)(R->pos + W);
