@@ -24795,6 +24795,25 @@ static int df__fpar_claim(df__fpar *R, int v) {
     return __atomic_compare_exchange_n(&R->claimed[v], &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
+/* Before claiming list u (whose item q this thread needs): a queued task takes some tens of
+   microseconds to start on a sleeping thread, and taking its list would run the two lists one
+   after the other, so wait up to 200 us for a thread to take it. 0: q ran meanwhile. */
+static int df__fpar_patience(df__fpar *R, int u, int q) {
+    double until = 0;
+    for (int spin = 0;; spin++) {
+        if (__atomic_load_n(&R->done[q], __ATOMIC_ACQUIRE)) return 0;
+        if (__atomic_load_n(&R->claimed[u], __ATOMIC_ACQUIRE) || __atomic_load_n(&R->s->aborted, __ATOMIC_ACQUIRE)) return 1;
+        if ((spin & 255) == 0) {
+            double t = df__clock_ms();
+            if (until == 0) until = t + 0.2;
+            else if (t >= until) return 1;
+        }
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
 /* One thread's part of the run: list `first` if no thread holds it, then whatever it must or
    can claim (see above). */
 static void df__fpar_run(df__fpar *R, int first) {
@@ -24838,6 +24857,8 @@ static void df__fpar_run(df__fpar *R, int first) {
                 if (held >> u & 1) {                  /* (cannot be: held lists run in index order) */
                     df__step_error(s, &(df_status){DF_INTERNAL, "A threaded flat schedule waits on itself"});
                     ok = 0;
+                } else if (!df__fpar_patience(R, u, q)) {
+                    continue;                         /* a thread took it and ran q meanwhile */
                 } else if (df__fpar_claim(R, u)) {
                     held |= 1ull << u;                /* no thread had started it: ours now */
                     again = 1;
