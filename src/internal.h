@@ -548,8 +548,9 @@ typedef struct df__sloop {
     df__sroute *routes;
     df__siroute *iroutes;        /* the invariants' (constant Enters') data edges */
     int n_iroutes;
-    int expensive;               /* an item worth a thread of its own (DF__XF_EXPENSIVE): a run with
-                                    threads keeps the tagged executor, which overlaps iterations */
+    int expensive;               /* items that could overlap on threads, by an estimated 5 us or more
+                                    per iteration (src/schedule.c): a run with threads keeps the
+                                    tagged executor, which overlaps them */
 } df__sloop;
 typedef struct df__sframe {
     char *name;

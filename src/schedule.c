@@ -109,10 +109,11 @@ static void df__sched_flat(df__exec *x, int32_t *seen, int32_t *stack) {
     }
 }
 
-/* ---- a flat graph's plan for threads ----
+/* ---- plans for threads ----
    An item's expected time, in nanoseconds, from what the graph knows of its inputs' shapes: a
-   plumbing item a few, a cheap kernel a call, an expensive one (DF__XF_EXPENSIVE) its work; an
-   unknown shape counts as a big one (the tagged executor would have given it a thread). */
+   plumbing item a few, a cheap kernel a call, an expensive one (DF__XF_EXPENSIVE) its work
+   (a MatMul at about 64 multiply-adds per ns, an elementwise op at 32 elements per ns times its
+   cost); an unknown shape counts as a big one (the tagged executor would give it a thread). */
 static double df__sched_cost(const df__xitem *it) {
     if (it->kind != DF__X_NORMAL) return 5;
     if (it->flags & DF__XF_NO_KERNEL) return 2;
@@ -125,100 +126,121 @@ static double df__sched_cost(const df__xitem *it) {
         int64_t b = df__shape_count(&n->inputs[1].node->out_shapes[n->inputs[1].index]);
         int64_t c = df__shape_count(&n->out_shapes[0]);
         if (a < 0 || b < 0 || c < 0) return 1e6;
-        work = sqrt((double)a * (double)b * (double)c) / 16.0;      /* ~32 flops per ns */
+        work = sqrt((double)a * (double)b * (double)c) / 64.0;
     } else {
         for (int k = 0; k < n->n_inputs; k++) {
             int64_t c = df__shape_count(&n->inputs[k].node->out_shapes[n->inputs[k].index]);
             if (c < 0) return 1e6;
             work += (double)c;
         }
-        work *= DF__MAX(it->cost, 1) / 4.0;
+        work *= DF__MAX(it->cost, 1) / 32.0;
     }
     return 40 + work;
 }
 
-/* Splits a flat graph whose expensive items may overlap into lists for n threads: items in
-   index order, each to the list where it would end first given its inputs' ends (a value from
-   another list costs a wake-up), as list schedulers do. Worth it when the plan's expected
-   length is well under the sum of its items; else the graph runs on one thread (flat_parallel
-   cleared). Out of memory leaves fplan NULL: the tagged executor runs it. */
-#define DF__SCHED_WAKE_NS 3000.0
-static void df__sched_plan(df__exec *x, int n_threads) {
-    int n = x->n_items, W = DF__MIN(n_threads, 16);
-    if (W < 2 || n < 2) { x->flat_parallel = 0; return; }
+/* List scheduling of frame f's items (in index order, the back edges of NextIterations left
+   out) onto W threads: each item to the thread where it would end first given its inputs' ends,
+   a value from another thread costing DF__SCHED_WAKE_NS and every thread but the first starting
+   start_ns late. Returns the expected length (*serial: the sum of the items), and each item's
+   thread in owner[] (per item; others untouched); -1 out of memory. */
+#define DF__SCHED_WAKE_NS 1000.0
+static double df__sched_lists(const df__exec *x, int f, int W, double start_ns, uint8_t *owner, double *serial) {
+    int n = x->n_items;
     size_t un = (size_t)(unsigned)n;
-    double *fin = (double *)DF_MALLOC(un * sizeof(double));
-    double avail[16];
-    int32_t *pstart = (int32_t *)DF_MALLOC((un + 1) * sizeof(int32_t));
+    double *fin = (double *)DF_MALLOC((un + 1) * sizeof(double)), avail[16];
+    int32_t *pstart = (int32_t *)DF_MALLOC((un + 2) * sizeof(int32_t));
     int32_t *preds = (int32_t *)DF_MALLOC(((size_t)x->n_edges + 1) * sizeof(int32_t));
-    int32_t last[16];
-    df__fplan *p = (df__fplan *)DF_MALLOC(sizeof *p);
-    if (p) memset(p, 0, sizeof *p);
-    if (!fin || !pstart || !preds || !p) goto oom;
-    p->n_lists = W;
-    p->lstart = (int32_t *)DF_MALLOC((size_t)(W + 1) * sizeof(int32_t));
-    p->order = (int32_t *)DF_MALLOC(un * sizeof(int32_t));
-    p->owner = (uint8_t *)DF_MALLOC(un);
-    p->wstart = (int32_t *)DF_MALLOC((un + 1) * sizeof(int32_t));
-    if (!p->lstart || !p->order || !p->owner || !p->wstart) goto oom;
-    /* each item's predecessors (data and control), by counting sort on the destination */
+    if (!fin || !pstart || !preds) { DF_FREE(fin); DF_FREE(pstart); DF_FREE(preds); return -1; }
+#define DF__SCHED_IN(i) (x->items[i].frame == f && x->items[i].kind != DF__X_COUNT && x->items[i].kind != DF__X_NEXT)
     for (int i = 0; i <= n; i++) pstart[i] = 0;
     for (int i = 0; i < n; i++)
-        for (int e = 0; e < x->items[i].n_edges; e++) pstart[x->edges[x->items[i].edge_start + e].dst + 1]++;
+        for (int e = 0; DF__SCHED_IN(i) && e < x->items[i].n_edges; e++) {
+            int d = x->edges[x->items[i].edge_start + e].dst;
+            if (d < n && DF__SCHED_IN(d)) pstart[d + 1]++;
+        }
     for (int i = 0; i < n; i++) pstart[i + 1] += pstart[i];
     for (int i = 0; i < n; i++)
-        for (int e = 0; e < x->items[i].n_edges; e++) preds[pstart[x->edges[x->items[i].edge_start + e].dst]++] = i;
+        for (int e = 0; DF__SCHED_IN(i) && e < x->items[i].n_edges; e++) {
+            int d = x->edges[x->items[i].edge_start + e].dst;
+            if (d < n && DF__SCHED_IN(d)) preds[pstart[d]++] = i;
+        }
     for (int i = n; i > 0; i--) pstart[i] = pstart[i - 1];
     pstart[0] = 0;
-    double serial = 0, span = 0;
-    for (int v = 0; v < W; v++) avail[v] = 0;
-    int64_t n_waits = 0;
+    double span = 0;
+    *serial = 0;
+    for (int v = 0; v < W; v++) avail[v] = v ? start_ns : 0;
     for (int i = 0; i < n; i++) {
-        double c = df__sched_cost(&x->items[i]), best_end = 0;
+        if (!DF__SCHED_IN(i)) continue;
+        double c = df__sched_cost(&x->items[i]), best_end = 0, near_end = -1;
         int best = 0, near = -1;
-        double near_end = -1;
         for (int k = pstart[i]; k < pstart[i + 1]; k++)
-            if (fin[preds[k]] > near_end) { near_end = fin[preds[k]]; near = p->owner[preds[k]]; }
+            if (fin[preds[k]] > near_end) { near_end = fin[preds[k]]; near = owner[preds[k]]; }
         for (int v = 0; v < W; v++) {
             double ready = avail[v];
             for (int k = pstart[i]; k < pstart[i + 1]; k++) {
-                int q = preds[k];
-                double r = fin[q] + (p->owner[q] == v ? 0 : DF__SCHED_WAKE_NS);
+                double r = fin[preds[k]] + (owner[preds[k]] == v ? 0 : DF__SCHED_WAKE_NS);
                 if (r > ready) ready = r;
             }
             double end = ready + c;
             if (v == 0 || end < best_end || (end == best_end && v == near)) { best_end = end; best = v; }
         }
-        p->owner[i] = (uint8_t)best;
-        fin[i] = best_end;
-        avail[best] = best_end;
-        serial += c;
+        owner[i] = (uint8_t)best;
+        fin[i] = avail[best] = best_end;
+        *serial += c;
         if (best_end > span) span = best_end;
-        /* the waits: per other list, its last item this one reads */
-        for (int v = 0; v < W; v++) last[v] = -1;
-        for (int k = pstart[i]; k < pstart[i + 1]; k++) {
-            int q = preds[k];
-            if (p->owner[q] != best && q > last[p->owner[q]]) last[p->owner[q]] = q;
-        }
-        for (int v = 0; v < W; v++) n_waits += last[v] >= 0;
     }
+#undef DF__SCHED_IN
+    DF_FREE(fin); DF_FREE(pstart); DF_FREE(preds);
+    return span;
+}
+
+/* Splits a flat graph whose expensive items may overlap into lists for n threads (above; a
+   queued task takes tens of microseconds to start on a sleeping thread). Worth it when the
+   plan's expected length is well under the sum of its items; else the graph runs on one thread
+   (flat_parallel cleared). Out of memory leaves fplan NULL: the tagged executor runs it. */
+static void df__sched_plan(df__exec *x, int n_threads) {
+    int n = x->n_items, W = DF__MIN(n_threads, 16);
+    if (W < 2 || n < 2) { x->flat_parallel = 0; return; }
+    size_t un = (size_t)(unsigned)n;
+    int32_t last[16];
+    double serial = 0;
+    df__fplan *p = (df__fplan *)DF_MALLOC(sizeof *p);
+    if (p) memset(p, 0, sizeof *p);
+    if (!p) return;
+    p->n_lists = W;
+    p->lstart = (int32_t *)DF_MALLOC((size_t)(W + 1) * sizeof(int32_t));
+    p->order = (int32_t *)DF_MALLOC(un * sizeof(int32_t));
+    p->owner = (uint8_t *)DF_MALLOC(un);
+    p->wstart = (int32_t *)DF_MALLOC((un + 1) * sizeof(int32_t));
+    if (!p->lstart || !p->order || !p->owner || !p->wstart) goto out;
+    double span = df__sched_lists(x, 0, W, 20000.0, p->owner, &serial);
+    if (span < 0) goto out;
     if (span * 1.25 > serial) {                       /* not worth a thread: one runs it */
         x->flat_parallel = 0;
         goto out;
     }
+    /* the waits: per item and other list, the last item of that list it reads */
+    int32_t *lastw = (int32_t *)DF_MALLOC(un * (size_t)W * sizeof(int32_t));
+    if (!lastw) goto out;
+    for (size_t k = 0; k < un * (size_t)W; k++) lastw[k] = -1;
+    int64_t n_waits = 0;
+    for (int i = 0; i < n; i++)
+        for (int e = 0; e < x->items[i].n_edges; e++) {
+            int d = x->edges[x->items[i].edge_start + e].dst, v = p->owner[i];
+            if (d >= n || v == p->owner[d]) continue;
+            int32_t *l = &lastw[(size_t)d * (size_t)W + (size_t)v];
+            if (*l < 0) n_waits++;
+            if (i > *l) *l = i;
+        }
     p->waits = (int32_t *)DF_MALLOC((size_t)(n_waits + 1) * sizeof(int32_t));
-    if (!p->waits) goto oom;
+    if (!p->waits) { DF_FREE(lastw); goto out; }
     int64_t w = 0;
     for (int i = 0; i < n; i++) {
         p->wstart[i] = (int32_t)w;
-        for (int v = 0; v < W; v++) last[v] = -1;
-        for (int k = pstart[i]; k < pstart[i + 1]; k++) {
-            int q = preds[k];
-            if (p->owner[q] != p->owner[i] && q > last[p->owner[q]]) last[p->owner[q]] = q;
-        }
-        for (int v = 0; v < W; v++) if (last[v] >= 0) p->waits[w++] = last[v];
+        for (int v = 0; v < W; v++) if (lastw[(size_t)i * (size_t)W + (size_t)v] >= 0) p->waits[w++] = lastw[(size_t)i * (size_t)W + (size_t)v];
     }
     p->wstart[n] = (int32_t)w;
+    DF_FREE(lastw);
     for (int v = 0; v <= W; v++) p->lstart[v] = 0;
     for (int i = 0; i < n; i++) p->lstart[p->owner[i] + 1]++;
     for (int v = 0; v < W; v++) p->lstart[v + 1] += p->lstart[v];
@@ -226,12 +248,8 @@ static void df__sched_plan(df__exec *x, int n_threads) {
     for (int i = 0; i < n; i++) p->order[last[p->owner[i]]++] = i;
     x->fplan = p;
     p = NULL;
-    goto out;
-oom:
-    x->fplan = NULL;
 out:
     if (p) { DF_FREE(p->lstart); DF_FREE(p->order); DF_FREE(p->owner); DF_FREE(p->wstart); DF_FREE(p->waits); DF_FREE(p); }
-    DF_FREE(fin); DF_FREE(pstart); DF_FREE(preds);
 }
 
 /* The per-item scratch of the loop analysis. */
@@ -461,7 +479,7 @@ static int df__sched_borrow(const df__exec *x, int f, df__sloop *p) {
 }
 
 /* Gives frame f its schedule and its DF__X_LOOP item (at x->items[n_items + x->n_loops]). */
-static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
+static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S, int n_threads) {
     df__sframe *sf = &x->frames[f];
     df__sloop *p = (df__sloop *)DF_MALLOC(sizeof *p);
     if (!p) return 0;
@@ -485,7 +503,6 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
         const df__xitem *it = &x->items[i];
         if (it->frame != f || it->kind == DF__X_COUNT) continue;
         if (it->flags & DF__XF_LOOP_COND) cond = it->node;
-        if (it->flags & DF__XF_EXPENSIVE) p->expensive = 1;
         df__sstep *k = &p->steps[p->n++];
         memset(k, 0, sizeof *k);
         k->item = i;
@@ -523,6 +540,16 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S) {
         }
     }
     df__sched_elide_forwards(x, p);
+    /* on a session with threads: whether the tagged executor's overlap of an iteration's items
+       would pay (an estimated 5 us or more per iteration) */
+    int any = 0;
+    for (int i = 0; i < x->n_items; i++) any |= x->items[i].frame == f && (x->items[i].flags & DF__XF_EXPENSIVE);
+    if (any && n_threads > 1) {
+        uint8_t *own = (uint8_t *)DF_MALLOC((size_t)x->n_items + 1);
+        double serial = 0, span = own ? df__sched_lists(x, f, DF__MIN(n_threads, 16), 0, own, &serial) : -1;
+        p->expensive = span < 0 || serial - span >= 5000.0;
+        DF_FREE(own);
+    }
     if (!df__sched_borrow(x, f, p)) { DF_FREE(p->steps); DF_FREE(p->routes); DF_FREE(p->iroutes); DF_FREE(p); return 0; }
     df__xitem *li = &x->items[x->n_items + x->n_loops];
     memset(li, 0, sizeof *li);
@@ -579,7 +606,7 @@ DF_PRIVATE void df__schedule_build(df__exec *x, int n_threads) {
         if (!items) goto done;
         x->items = items;
         for (int f = 1; f < x->n_frames; f++)
-            if (ok[f] && !df__sched_make_loop(x, f, &S)) break;
+            if (ok[f] && !df__sched_make_loop(x, f, &S, n_threads)) break;
         for (int k = 0; k < x->n_loops; k++) x->max_outputs = DF__MAX(x->max_outputs, x->items[n + k].n_outputs);
     }
 done:
