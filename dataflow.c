@@ -4165,23 +4165,26 @@ static df_tensor *df__tensor_alloc(df__allocator *alloc, df_dtype t, int rank, c
                                    df_status *st) {
 #ifndef DF_NO_TENSOR_RECYCLE
     df__tc_way *w = &df__tls_tc.w[0];
-    if (DF__LIKELY(w->a == alloc && w->n && (unsigned)rank <= DF_MAX_RANK)) {   /* (w->n: alloc != NULL) */
-        size_t es = df_dtype_size(t);
+    if (DF__LIKELY(w->a == alloc && w->n)) {        /* (w->n: alloc is not NULL) */
+        size_t es = df_dtype_size(t);               /* 0: not a type a tensor holds */
         int64_t n = 1;
-        for (int i = 0; i < rank; i++) {
-            uint64_t d = (uint64_t)dims[i];             /* negative: huge */
-            if (d > DF__RECYCLE_BYTES) goto slow;
-            n *= (int64_t)d;
-            if (n > DF__RECYCLE_BYTES) goto slow;
+        if (DF__LIKELY(rank == 0)) {                /* a scalar: loops make many */
+            if (DF__UNLIKELY(!es || t == DF_VARIANT)) goto slow;
+        } else {
+            if ((unsigned)rank > DF_MAX_RANK || t == DF_RESOURCE || t == DF_VARIANT) goto slow;
+            for (int i = 0; i < rank; i++) {
+                uint64_t d = (uint64_t)dims[i];     /* negative: huge */
+                if (d > DF__RECYCLE_BYTES) goto slow;
+                n *= (int64_t)d;
+                if (n > DF__RECYCLE_BYTES) goto slow;
+            }
+            if ((size_t)n * es - 1 >= DF__RECYCLE_BYTES) goto slow;    /* empty, or too big */
         }
-        size_t bytes = (size_t)n * es;
-        if (bytes - 1 < DF__RECYCLE_BYTES && t != DF_VARIANT && (t != DF_RESOURCE || rank == 0)) {
-            df_tensor *x = w->v[--w->n];
-            x->refs = 1; x->dtype = t; x->rank = rank; x->n = n; x->nbytes = bytes; x->ref = NULL;
-            memset(x->dims, 0, sizeof x->dims);
-            for (int i = 0; i < rank; i++) x->dims[i] = dims[i];
-            return x;
-        }
+        df_tensor *x = w->v[--w->n];
+        x->refs = 1; x->dtype = t; x->rank = rank; x->n = n; x->nbytes = (size_t)n * es; x->ref = NULL;
+        memset(x->dims, 0, sizeof x->dims);
+        for (int i = 0; i < rank; i++) x->dims[i] = dims[i];
+        return x;
     }
 slow:
 #endif
