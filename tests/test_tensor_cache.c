@@ -185,17 +185,17 @@ static void handoff_case(int session_threads, int runs) {
     CHECK_EQ_INT(h->head, 2 * runs);
     df_alloc_stats as;
     CHECK(df_session_device_alloc_stats(h->s, 0, &as) == 1);
-    /* 2 * runs * 20 tensors were made; nearly all came back recycled, not from the BFC */
-    CHECK_MSG(as.num_allocs < (int64_t)runs * 20 / 4, "%lld BFC allocations for %d tensors",
-              (long long)as.num_allocs, 2 * runs * 20);
+    /* 2 * runs * 20 tensors were made; past those in flight (the queue's 4 runs, the producers'
+       own, the stacks' few hundred at most) they came back recycled, not from the BFC */
+    CHECK_MSG(as.num_allocs < 500, "%lld BFC allocations for %d tensors", (long long)as.num_allocs, 2 * runs * 20);
     df_session_free(h->s);
     df_graph_free(sg.g);
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cv);
     free(h);
 }
-DF_TEST(tensor_cache_cross_thread_release) { handoff_case(2, 150); }
-DF_TEST(tensor_cache_cross_thread_release_one_inter_op_thread) { handoff_case(1, 150); }
+DF_TEST(tensor_cache_cross_thread_release) { handoff_case(2, 200); }
+DF_TEST(tensor_cache_cross_thread_release_one_inter_op_thread) { handoff_case(1, 200); }
 
 /* ---- a scalar loop, `while i < n: i += 1` ---- */
 static df_output loop_cond(df_graph *g, void *user, const df_output *v) { return df_less(g, v[0], *(const df_output *)user); }
