@@ -69,6 +69,7 @@ typedef struct df__allocator {
     void *gpu;                   /* a GPU's df_cuda when its memory is the GPU's; NULL: host memory */
     void *on_release_arg;
     df__spin recycle_lock;
+    int tc_state;                /* atomic: may threads keep its small tensors (src/tensor.c) */
     int n_recycled;
     df_tensor *recycled[DF__RECYCLE_SLOTS];
 } df__allocator;
