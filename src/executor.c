@@ -1248,7 +1248,7 @@ static void df__fpar_wake(df__fpar *R) {
 /* Waits for item q (run by another thread); 0 when the run aborts first. */
 static int df__fpar_wait(df__fpar *R, int q) {
     df__step *s = R->s;
-    for (int spin = 0; spin < 4000; spin++) {
+    for (int spin = 0; spin < 2000; spin++) {
         if (__atomic_load_n(&R->done[q], __ATOMIC_ACQUIRE)) return 1;
         if (__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) return 0;
 #if defined(__x86_64__) || defined(__i386__)
