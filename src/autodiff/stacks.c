@@ -135,6 +135,7 @@ DF_PRIVATE void df__k_loop_push_n(df__kctx *c) {
     df_tensor *small[8], **kept = K <= 8 ? small : (df_tensor **)DF_MALLOC((size_t)K * sizeof(df_tensor *));
     if (!kept) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack"); return; }
     int n_kept = 0;
+    if (!c->gpu) for (; n_kept < K; n_kept++) kept[n_kept] = df_tensor_retain(c->in[1 + n_kept]);
     while (n_kept < K && (kept[n_kept] = df__stack_keep(c, c->in[1 + n_kept])) != NULL) n_kept++;
     int64_t i = c->iter, at = i * K;
     int ok = 0, other = 0, closed = 0, full = 0, twice = 0;
@@ -144,7 +145,7 @@ DF_PRIVATE void df__k_loop_push_n(df__kctx *c) {
         closed = k->closed;
         full = i >= (INT32_MAX - 1) / K || (k->max >= 0 && i >= k->max);
         twice = !other && !closed && !full && at < k->n && k->v[at];
-        ok = !other && !closed && !full && !twice && df__grow(&k->v, &k->cap, (int)(at + K), sizeof(df_tensor *));
+        ok = !other && !closed && !full && !twice && (at + K <= k->cap || df__grow(&k->v, &k->cap, (int)(at + K), sizeof(df_tensor *)));
         if (ok) {
             k->row = K;
             while (k->n < at + K) k->v[k->n++] = NULL;
@@ -182,6 +183,7 @@ DF_PRIVATE void df__k_loop_pop_n(df__kctx *c) {
                        (long long)r, (long long)df__int_at(n, 0), (long long)c->iter);
         return;
     }
+    if (!c->gpu) return;                   /* host memory: the kept values as they are */
     for (int s = 0; s < K; s++) {
         if (!c->out[s]) continue;
         if (!(c->out[s] = df__stack_give(c, c->out[s]))) {        /* (st set; the rest go back) */
@@ -191,12 +193,21 @@ DF_PRIVATE void df__k_loop_pop_n(df__kctx *c) {
     }
 }
 /* Whether the number of the iteration it runs in is below `limit`: a gradient loop's predicate
-   in one node. */
+   in one node. In host memory its value is one of two boolean scalars that live as long as the
+   program (their first reference is never dropped, and with no allocator no kernel writes into
+   them in place), so an iteration allocates nothing for it. */
+static unsigned char df__loop_pred_bytes[2] = {0, 1};
+static df_tensor df__loop_pred[2] = {
+    {1, DF_BOOL, 0, {0}, 1, 1, &df__loop_pred_bytes[0], NULL, NULL, NULL},
+    {1, DF_BOOL, 0, {0}, 1, 1, &df__loop_pred_bytes[1], NULL, NULL, NULL},
+};
 DF_PRIVATE void df__k_loop_iteration_less(df__kctx *c) {
     const df_tensor *n = c->in[0];
     if (!df__is_int_tensor(n) || n->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "limit must be an integer scalar"); return; }
+    int less = c->iter < df__int_at(n, 0);
+    if (!c->gpu) { c->out[0] = df_tensor_retain(&df__loop_pred[less]); return; }
     df_tensor *o = df__k_alloc(c, 0, DF_BOOL, 0, NULL);
-    if (o) *(uint8_t *)o->data = c->iter < df__int_at(n, 0);
+    if (o) *(uint8_t *)o->data = (uint8_t)less;
 }
 DF_PRIVATE void df__k_loop_count(df__kctx *c) {         /* never scheduled: the executor fires it */
     DF__KFAIL(c, DF_INTERNAL, "LoopCount ran as a node");
