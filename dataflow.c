@@ -2599,6 +2599,10 @@ static int df__gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int
 /* ---- from src/passes.c ---- */
 static int df__opt_dependencies(df__opt *o, int *edges);
 /* ---- dependency optimizer (issue 31): end ---- */
+/* ---- loop gradients, wave 3 (issue 31): from src/autodiff/stacks.c ---- */
+static void df__k_accum_mul_add(df__kctx *c);
+static df_code df__sf_accum_mul_add(df__shape_ctx *c);
+/* ---- loop gradients, wave 3 (issue 31): end ---- */
 /* ==========================================================================================
    src/bfc.c: The BFC allocator                                                         >>bfc
    Best fit with coalescing, as TensorFlow's: memory in 256-byte units carved from regions;
@@ -20185,11 +20189,16 @@ static int df__accum_take_front(df__kctx *c, df__stack *k) {
    in (parallel iterations), so the sum is the same for any parallel_iterations: a value of a
    later iteration waits in pend until the ones before it are in. Values of one iteration, or
    of an earlier one than the next expected, are added as they come. */
+static void df__accum_add_value(df__kctx *c, df__stack *k, df_tensor *x);
 static void df__k_accum_add(df__kctx *c) {
     df__stack *k = df__k_accum_of(c);
     if (!k) return;
     df_tensor *x = c->in[1];
     if (x->dtype != k->type || (x->dtype != DF_FLOAT && x->dtype != DF_DOUBLE)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Accumulator holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype)); return; }
+    df__accum_add_value(c, k, x);
+}
+/* Adds x (which the caller keeps) to accumulator k in iteration c->iter's turn. */
+static void df__accum_add_value(df__kctx *c, df__stack *k, df_tensor *x) {
     int64_t i = c->iter;
     int ok = 1;
     df__spin_lock(&k->lock);
@@ -20227,6 +20236,87 @@ static void df__k_accum_add(df__kctx *c) {
         memcpy(msg, c->st->message, sizeof msg);
         df__fail(c->st, c->node, c->st->code, "%.400s", msg);
     }
+}
+/* SumAccumulatorMulAdd(handle, x, y): adds x * y (Mul's broadcasting) to the sum, as a Mul
+   feeding a SumAccumulatorAdd does (the gradient of a loop invariant that a Mul reads), in one
+   kernel; its output is x * y, made only when something reads it (a second-order gradient).
+   In host memory, with its iteration next in turn, nothing waiting and the sum its own of the
+   operands' shape, the products go through a small buffer straight into the sum: the same
+   rounding of the same operations as the two ops (a product, then a sum), no tensor made. */
+static int df__same_dims(const df_tensor *a, const df_tensor *b) {
+    if (a->rank != b->rank) return 0;
+    for (int d = 0; d < a->rank; d++) if (a->dims[d] != b->dims[d]) return 0;
+    return 1;
+}
+static void df__k_accum_mul_add(df__kctx *c) {
+    df__stack *k = df__k_accum_of(c);
+    if (!k) return;
+    df_tensor *x = c->in[1], *y = c->in[2];
+    if (x->dtype != k->type || y->dtype != x->dtype || (x->dtype != DF_FLOAT && x->dtype != DF_DOUBLE)) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Accumulator holds %s, got %s and %s", df_dtype_name(k->type), df_dtype_name(x->dtype), df_dtype_name(y->dtype));
+        return;
+    }
+    if (!c->gpu && !(c->need & 1) && df__same_dims(x, y)) {
+        int done = 0;
+        df__spin_lock(&k->lock);
+        df_tensor *acc = k->n ? k->v[0] : NULL;
+        if (c->iter == k->next && !k->n_pend && acc && acc->dtype == x->dtype && df__same_dims(acc, x) &&
+            __atomic_load_n(&acc->refs, __ATOMIC_ACQUIRE) == 1 && !acc->base && !acc->ref && acc->alloc) {
+            df__row_fn mul = df__binary_row(DF__B_MUL, x->dtype), add = df__binary_row(DF__B_ADD, x->dtype);
+            _Alignas(64) unsigned char tmp[1024];
+            size_t es = df_dtype_size(x->dtype);
+            int64_t step = (int64_t)(sizeof tmp / es);
+            char *pa = (char *)acc->data;
+            const char *px = (const char *)x->data, *py = (const char *)y->data;
+            for (int64_t at = 0; at < x->n; at += step) {
+                int64_t m = x->n - at < step ? x->n - at : step;
+                size_t off = (size_t)at * es;
+                mul(tmp, px + off, py + off, m, 1, 1);
+                add(pa + off, pa + off, tmp, m, 1, 1);
+            }
+            k->next++;
+            done = 1;
+        }
+        df__spin_unlock(&k->lock);
+        if (done) return;
+    }
+    /* the product as Mul makes it (on a GPU, in host memory and back), then added as by
+       SumAccumulatorAdd */
+    df_tensor *hx = x, *hy = y;
+    if (c->gpu) {
+        hx = df__to_host(c->dev, x, c->st);
+        hy = hx ? df__to_host(c->dev, y, c->st) : NULL;
+        if (!hy) { df_tensor_release(hx); return; }
+    }
+    df_tensor *ins[2] = {hx, hy}, *outs[1] = {NULL};
+    df__kctx m = *c;
+    m.in = ins; m.out = outs; m.n_in = 2; m.n_out = 1; m.need = 1; m.gpu = NULL; m.host_out = 0;
+    if (c->gpu && !(m.alloc = df__host_allocator())) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
+    else df__k_binary(&m);                 /* (its failures name this node) */
+    if (c->gpu) { df_tensor_release(ins[0]); df_tensor_release(ins[1]); }   /* (the copies Mul did not take) */
+    else {
+        if (!ins[0]) c->in[1] = NULL;      /* an operand Mul took as its output: handed on */
+        if (!ins[1]) c->in[2] = NULL;
+    }
+    df_tensor *p = outs[0];
+    if (p && c->gpu) {
+        df_tensor *d = df__to_device(c->dev, p, c->st);
+        df_tensor_release(p);
+        p = d;
+    }
+    if (!p) {
+        if (!c->st->code) DF__KFAIL(c, DF_INTERNAL, "No product to accumulate");
+        return;
+    }
+    df__accum_add_value(c, k, p);
+    if (!c->st->code && (c->need & 1)) c->out[0] = p;
+    else df_tensor_release(p);
+}
+static df_code df__sf_accum_mul_add(df__shape_ctx *c) {
+    df__shape_ctx b = *c;                  /* Mul's shape of inputs 1 and 2 */
+    b.in_shapes = c->in_shapes + 1;
+    b.in_types = c->in_types ? c->in_types + 1 : NULL;
+    return df__sf_binary(&b);
 }
 /* The sum (values still waiting, of iterations after one that added nothing, go in in order);
    `default` when nothing was added. */
@@ -20821,6 +20911,13 @@ static void df__g_mul(df__gfn *c) {
     df_graph *g = c->g;
     c->dx[0] = df__sum_to(g, df_mul(g, c->dy[0], DF__X(c, 1)), DF__X(c, 0));
     c->dx[1] = df__sum_to(g, df_mul(g, DF__X(c, 0), c->dy[0]), DF__X(c, 1));
+}
+/* SumAccumulatorMulAdd's output is x * y (inputs 1 and 2): Mul's gradient (a second-order
+   gradient through a loop invariant's sum reaches it). */
+static void df__g_accum_mul_add(df__gfn *c) {
+    df_graph *g = c->g;
+    c->dx[1] = df__sum_to(g, df_mul(g, c->dy[0], DF__X(c, 2)), DF__X(c, 1));
+    c->dx[2] = df__sum_to(g, df_mul(g, DF__X(c, 1), c->dy[0]), DF__X(c, 2));
 }
 static void df__g_div(df__gfn *c) {
     df_graph *g = c->g;
@@ -21587,7 +21684,7 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"TensorArrayReadV3", df__g_ta_read}, {"TensorArrayWriteV3", df__g_ta_write}, {"TensorArrayGatherV3", df__g_ta_gather},
     {"TensorArrayScatterV3", df__g_ta_scatter}, {"TensorArrayConcatV3", df__g_ta_concat}, {"TensorArraySplitV3", df__g_ta_split},
     {"Identity", df__g_identity}, {"IdentityN", df__g_identity}, {"PlaceholderWithDefault", df__g_first},
-    {"AddN", df__g_add_n}, {"AddV2", df__g_add}, {"Add", df__g_add}, {"Sub", df__g_sub}, {"Mul", df__g_mul},
+    {"AddN", df__g_add_n}, {"AddV2", df__g_add}, {"Add", df__g_add}, {"Sub", df__g_sub}, {"Mul", df__g_mul}, {"SumAccumulatorMulAdd", df__g_accum_mul_add},
     {"RealDiv", df__g_div}, {"Div", df__g_div}, {"Maximum", df__g_maxmin}, {"Minimum", df__g_maxmin},
     {"Pow", df__g_pow}, {"SquaredDifference", df__g_sqdiff}, {"FloorMod", df__g_floormod},
     {"Neg", df__g_neg}, {"Square", df__g_square}, {"Abs", df__g_abs}, {"Sign", df__g_zero},
@@ -21738,7 +21835,7 @@ static int df__is_pop(const df_node *n) {
 }
 static int df__is_push(const df_node *n) {
     return n->gstack && (!strcmp(n->op->name, "LoopStackPush") || !strcmp(n->op->name, "LoopStackPushN") || !strcmp(n->op->name, "StackPushV2") ||
-                         !strcmp(n->op->name, "SumAccumulatorAdd"));
+                         !strcmp(n->op->name, "SumAccumulatorAdd") || !strcmp(n->op->name, "SumAccumulatorMulAdd"));
 }
 
 /* The units feeding node d (of unit u) through data edges, and a pop through its stack's push:
@@ -21942,6 +22039,29 @@ static df_output df__gloop_cond(df_graph *g, void *user, const df_output *vars) 
     return df__out(df__finish_in(g, G, df__begin(g, G, "LoopIterationLess", &n, 1, &ctl, 1, 1)), 0);
 }
 
+/* Whether the gradient part d of a loop invariant is a Mul of gradient loop G that nothing
+   reads: its accumulation then takes the Mul's operands (SumAccumulatorMulAdd), one kernel per
+   iteration where a Mul and an add took two, and the Mul is left unread (pruned from runs). */
+static int df__gloop_fusable_mul(df_graph *g, df__ctx *G, df_output d) {
+    df_node *m = d.node;
+    if (!m || m->ctx != G || d.index != 0 || strcmp(m->op->name, "Mul") || m->n_inputs != 2 || m->n_controls ||
+        !df__is_float(df_output_dtype(d)) || df_output_dtype(d) == DF_HALF || df_output_dtype(d) == DF_BFLOAT16 ||
+        df_output_dtype(m->inputs[0]) != df_output_dtype(d) || df_output_dtype(m->inputs[1]) != df_output_dtype(d))
+        return 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const df_node *n = g->nodes[i];
+        for (int j = 0; j < n->n_inputs; j++) if (n->inputs[j].node == m) return 0;
+        for (int j = 0; j < n->n_controls; j++) if (n->controls[j] == m) return 0;
+    }
+    return 1;
+}
+/* The value an accumulator's add puts in: SumAccumulatorAdd's input, or the product that
+   SumAccumulatorMulAdd gives. */
+static df_output df__gloop_added(df_node *add) {
+    if (!strcmp(add->op->name, "SumAccumulatorMulAdd")) return df__out(add, 0);
+    return add->inputs[1];
+}
+
 static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_output *next) {
     df__gloop *L = (df__gloop *)user;
     df__ctx *G = g->ctx, *W = L->W;
@@ -21964,7 +22084,7 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
         gys[L->nv + k] = df__gstack_pop(g, G, s->grad, s->push_ctx, W, df_output_dtype(v), &v.node->out_shapes[v.index]);
     }
     for (int k = 0; k < L->nacc_out; k++) {     /* each add's value gets its reads' gradient */
-        ys[L->nv + L->nseq_out + k] = L->acc_out[k]->inputs[1];
+        ys[L->nv + L->nseq_out + k] = df__gloop_added(L->acc_out[k]);
         gys[L->nv + L->nseq_out + k] = L->acc_gy[k];
     }
     for (int k = 0; k < L->ninv; k++) { xs[L->nv + k].node = L->inv[k]; xs[L->nv + k].index = 0; }
@@ -21978,9 +22098,11 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
         df_output d = dxs[L->nv + k];
         if (!d.node) continue;
         df__gstack *A = L->acc[k];
-        df_output h = df__ctx_capture(g, G, df__out(A->stack, 0)), ins[2] = {h, d};
+        df_output h = df__ctx_capture(g, G, df__out(A->stack, 0));
+        int fuse = h.node && df__gloop_fusable_mul(g, G, d);
+        df_output ins[3] = {h, fuse ? d.node->inputs[0] : d, fuse ? d.node->inputs[1] : d};
         df_node *ctl = df__ctx_control_pivot(G);
-        df_op_builder *b = df__begin(g, G, "SumAccumulatorAdd", ins, 2, &ctl, ctl ? 1 : 0, 1);
+        df_op_builder *b = df__begin(g, G, fuse ? "SumAccumulatorMulAdd" : "SumAccumulatorAdd", ins, fuse ? 3 : 2, &ctl, ctl ? 1 : 0, 1);
         df_node *add = df__finish_in(g, G, b);
         if (!add) break;
         add->gstack = A->stack->gstack;
@@ -22191,7 +22313,7 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
             L.seq_out[L.nseq_out++] = s;
             any = 1;
         }
-        if (s->push && s->push_loop == W && s->push->id < r->n0 && !strcmp(s->push->op->name, "SumAccumulatorAdd")) {
+        if (s->push && s->push_loop == W && s->push->id < r->n0 && (!strcmp(s->push->op->name, "SumAccumulatorAdd") || !strcmp(s->push->op->name, "SumAccumulatorMulAdd"))) {
             df_output gy = {NULL, 0};          /* second order: what reached the accumulator's reads */
             for (int k = 0; k < s->n_pops; k++)
                 if (s->pops[k]->id < r->n0) {
@@ -37120,7 +37242,7 @@ static const struct { const char *name; uint32_t host_in, host_out, types; df__k
     {"StackV2", ~0u, ~0u, 0, NULL}, {"StackPushV2", 1, 0, 0, NULL}, {"StackPopV2", 1, 0, 0, NULL}, {"StackCloseV2", ~0u, ~0u, 0, NULL},
     {"LoopStackPush", 1, 0, 0, NULL}, {"LoopStackPop", 3, 0, 0, NULL},
     {"LoopStackPushN", 1, 0, 0, NULL}, {"LoopStackPopN", 3, 0, 0, NULL},
-    {"SumAccumulator", ~0u, ~0u, 0, NULL}, {"SumAccumulatorAdd", 1, 0, DF__GK_F, NULL}, {"SumAccumulatorRead", 1, 0, DF__GK_F, NULL},
+    {"SumAccumulator", ~0u, ~0u, 0, NULL}, {"SumAccumulatorAdd", 1, 0, DF__GK_F, NULL}, {"SumAccumulatorMulAdd", 1, 0, DF__GK_F, NULL}, {"SumAccumulatorRead", 1, 0, DF__GK_F, NULL},
     {"LoopIterationLess", ~0u, ~0u, DF__GK_HOSTONLY, NULL}, {"LoopCount", ~0u, ~0u, DF__GK_HOSTONLY, NULL},
     {"Range", 0, 0, DF__GK_HOSTONLY, NULL}, {"InvertPermutation", 0, 0, DF__GK_HOSTONLY, NULL},
     {"BroadcastGradientArgs", 0, 0, DF__GK_HOSTONLY, NULL}, {"ConcatOffset", 0, 0, DF__GK_HOSTONLY, NULL},
@@ -37470,6 +37592,7 @@ static const df__opspec df__op_table[] = {
 #undef DF__XFER_ATTRS
     {"SumAccumulator", "", "handle:resource", "dtype:type" DF__FLT, df__sf_scalar, df__k_accum, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"SumAccumulatorAdd", "handle:resource,value:T", "", "T:type" DF__FLT, NULL, df__k_accum_add, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"SumAccumulatorMulAdd", "handle:resource,x:T,y:T", "product:T", "T:type" DF__FLT, df__sf_accum_mul_add, df__k_accum_mul_add, DF__OP_STATEFUL, DF__B_MUL},
     {"SumAccumulatorRead", "handle:resource,default:T", "sum:T", "T:type" DF__FLT, df__sf_accum_read, df__k_accum_read, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"ApplyGradientDescent", "var:Ref(T),alpha:T,delta:T", "out:Ref(T)", "T:type" DF__FLT ",use_locking:bool=false",
      df__sf_apply, df__k_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
