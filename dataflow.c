@@ -1197,6 +1197,7 @@ typedef struct df__stack {
     df__pend *pend;              /*   values of later iterations, waiting, by iteration */
     int n_pend, cap_pend;
     int row;                     /* LoopStackPushN/PopN: values per iteration, v[i*row + s] (0: none yet) */
+    df__row_fn mul_row, add_row; /* SumAccumulatorMulAdd: the rows of its type (looked up once a run) */
 } df__stack;
 #define DF__STACK_MAGIC 0x5354414bu
 
@@ -20262,7 +20263,8 @@ static void df__k_accum_mul_add(df__kctx *c) {
         df_tensor *acc = k->n ? k->v[0] : NULL;
         if (c->iter == k->next && !k->n_pend && acc && acc->dtype == x->dtype && df__same_dims(acc, x) &&
             __atomic_load_n(&acc->refs, __ATOMIC_ACQUIRE) == 1 && !acc->base && !acc->ref && acc->alloc) {
-            df__row_fn mul = df__binary_row(DF__B_MUL, x->dtype), add = df__binary_row(DF__B_ADD, x->dtype);
+            if (!k->mul_row) k->mul_row = df__binary_row(DF__B_MUL, x->dtype), k->add_row = df__binary_row(DF__B_ADD, x->dtype);
+            df__row_fn mul = k->mul_row, add = k->add_row;
             _Alignas(64) unsigned char tmp[1024];
             size_t es = df_dtype_size(x->dtype);
             int64_t step = (int64_t)(sizeof tmp / es);

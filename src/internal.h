@@ -418,6 +418,7 @@ typedef struct df__stack {
     df__pend *pend;              /*   values of later iterations, waiting, by iteration */
     int n_pend, cap_pend;
     int row;                     /* LoopStackPushN/PopN: values per iteration, v[i*row + s] (0: none yet) */
+    df__row_fn mul_row, add_row; /* SumAccumulatorMulAdd: the rows of its type (looked up once a run) */
 } df__stack;
 #define DF__STACK_MAGIC 0x5354414bu
 

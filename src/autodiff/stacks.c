@@ -325,7 +325,8 @@ DF_PRIVATE void df__k_accum_mul_add(df__kctx *c) {
         df_tensor *acc = k->n ? k->v[0] : NULL;
         if (c->iter == k->next && !k->n_pend && acc && acc->dtype == x->dtype && df__same_dims(acc, x) &&
             __atomic_load_n(&acc->refs, __ATOMIC_ACQUIRE) == 1 && !acc->base && !acc->ref && acc->alloc) {
-            df__row_fn mul = df__binary_row(DF__B_MUL, x->dtype), add = df__binary_row(DF__B_ADD, x->dtype);
+            if (!k->mul_row) k->mul_row = df__binary_row(DF__B_MUL, x->dtype), k->add_row = df__binary_row(DF__B_ADD, x->dtype);
+            df__row_fn mul = k->mul_row, add = k->add_row;
             _Alignas(64) unsigned char tmp[1024];
             size_t es = df_dtype_size(x->dtype);
             int64_t step = (int64_t)(sizeof tmp / es);
