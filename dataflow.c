@@ -20136,8 +20136,8 @@ static void df__k_loop_pop_n(df__kctx *c) {
    them in place), so an iteration allocates nothing for it. */
 static unsigned char df__loop_pred_bytes[2] = {0, 1};
 static df_tensor df__loop_pred[2] = {
-    {1, DF_BOOL, 0, {0}, 1, 1, &df__loop_pred_bytes[0], NULL, NULL, NULL},
-    {1, DF_BOOL, 0, {0}, 1, 1, &df__loop_pred_bytes[1], NULL, NULL, NULL},
+    {.refs = 1, .dtype = DF_BOOL, .rank = 0, .n = 1, .nbytes = 1, .data = &df__loop_pred_bytes[0]},
+    {.refs = 1, .dtype = DF_BOOL, .rank = 0, .n = 1, .nbytes = 1, .data = &df__loop_pred_bytes[1]},
 };
 static void df__k_loop_iteration_less(df__kctx *c) {
     const df_tensor *n = c->in[0];
