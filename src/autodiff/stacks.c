@@ -132,6 +132,21 @@ DF_PRIVATE void df__k_loop_push_n(df__kctx *c) {
     if (!k) return;
     int K = c->n_in - 1;
     if (K < 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "LoopStackPushN needs at least one value"); return; }
+    if (!c->gpu) {           /* host memory, a row that fits and is free: its values kept in place */
+        int64_t i = c->iter, at = i * K;
+        int done = 0;
+        df__spin_lock(&k->lock);
+        if ((k->row == K || !k->row) && !k->closed && i < (INT32_MAX - 1) / K && (k->max < 0 || i < k->max) &&
+            at + K <= k->cap && (at >= k->n || !k->v[at])) {
+            k->row = K;
+            while (k->n < at) k->v[k->n++] = NULL;
+            for (int s = 0; s < K; s++) k->v[at + s] = df_tensor_retain(c->in[1 + s]);
+            if (k->n < at + K) k->n = (int)(at + K);
+            done = 1;
+        }
+        df__spin_unlock(&k->lock);
+        if (done) return;
+    }
     df_tensor *small[8], **kept = K <= 8 ? small : (df_tensor **)DF_MALLOC((size_t)K * sizeof(df_tensor *));
     if (!kept) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack"); return; }
     int n_kept = 0;
