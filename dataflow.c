@@ -1198,6 +1198,7 @@ typedef struct df__stack {
     df__pend *pend;              /*   values of later iterations, waiting, by iteration */
     int n_pend, cap_pend;
     int row;                     /* LoopStackPushN/PopN: values per iteration, v[i*row + s] (0: none yet) */
+    df__row_fn mul_row, add_row; /* SumAccumulatorMulAdd: the rows of its type (looked up once a run) */
 } df__stack;
 #define DF__STACK_MAGIC 0x5354414bu
 
@@ -2634,6 +2635,10 @@ static int df__gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a, int
 /* ---- from src/passes.c ---- */
 static int df__opt_dependencies(df__opt *o, int *edges);
 /* ---- dependency optimizer (issue 31): end ---- */
+/* ---- loop gradients, wave 3 (issue 31): from src/autodiff/stacks.c ---- */
+static void df__k_accum_mul_add(df__kctx *c);
+static df_code df__sf_accum_mul_add(df__shape_ctx *c);
+/* ---- loop gradients, wave 3 (issue 31): end ---- */
 /* ==========================================================================================
    src/bfc.c: The BFC allocator                                                         >>bfc
    Best fit with coalescing, as TensorFlow's: memory in 256-byte units carved from regions;
@@ -20319,9 +20324,25 @@ static void df__k_loop_push_n(df__kctx *c) {
     if (!k) return;
     int K = c->n_in - 1;
     if (K < 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "LoopStackPushN needs at least one value"); return; }
+    if (!c->gpu) {           /* host memory, a row that fits and is free: its values kept in place */
+        int64_t i = c->iter, at = i * K;
+        int done = 0;
+        df__spin_lock(&k->lock);
+        if ((k->row == K || !k->row) && !k->closed && i < (INT32_MAX - 1) / K && (k->max < 0 || i < k->max) &&
+            at + K <= k->cap && (at >= k->n || !k->v[at])) {
+            k->row = K;
+            while (k->n < at) k->v[k->n++] = NULL;
+            for (int s = 0; s < K; s++) k->v[at + s] = df_tensor_retain(c->in[1 + s]);
+            if (k->n < at + K) k->n = (int)(at + K);
+            done = 1;
+        }
+        df__spin_unlock(&k->lock);
+        if (done) return;
+    }
     df_tensor *small[8], **kept = K <= 8 ? small : (df_tensor **)DF_MALLOC((size_t)K * sizeof(df_tensor *));
     if (!kept) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack"); return; }
     int n_kept = 0;
+    if (!c->gpu) for (; n_kept < K; n_kept++) kept[n_kept] = df_tensor_retain(c->in[1 + n_kept]);
     while (n_kept < K && (kept[n_kept] = df__stack_keep(c, c->in[1 + n_kept])) != NULL) n_kept++;
     int64_t i = c->iter, at = i * K;
     int ok = 0, other = 0, closed = 0, full = 0, twice = 0;
@@ -20331,7 +20352,7 @@ static void df__k_loop_push_n(df__kctx *c) {
         closed = k->closed;
         full = i >= (INT32_MAX - 1) / K || (k->max >= 0 && i >= k->max);
         twice = !other && !closed && !full && at < k->n && k->v[at];
-        ok = !other && !closed && !full && !twice && df__grow(&k->v, &k->cap, (int)(at + K), sizeof(df_tensor *));
+        ok = !other && !closed && !full && !twice && (at + K <= k->cap || df__grow(&k->v, &k->cap, (int)(at + K), sizeof(df_tensor *)));
         if (ok) {
             k->row = K;
             while (k->n < at + K) k->v[k->n++] = NULL;
@@ -20369,6 +20390,7 @@ static void df__k_loop_pop_n(df__kctx *c) {
                        (long long)r, (long long)df__int_at(n, 0), (long long)c->iter);
         return;
     }
+    if (!c->gpu) return;                   /* host memory: the kept values as they are */
     for (int s = 0; s < K; s++) {
         if (!c->out[s]) continue;
         if (!(c->out[s] = df__stack_give(c, c->out[s]))) {        /* (st set; the rest go back) */
@@ -20378,12 +20400,21 @@ static void df__k_loop_pop_n(df__kctx *c) {
     }
 }
 /* Whether the number of the iteration it runs in is below `limit`: a gradient loop's predicate
-   in one node. */
+   in one node. In host memory its value is one of two boolean scalars that live as long as the
+   program (their first reference is never dropped, and with no allocator no kernel writes into
+   them in place), so an iteration allocates nothing for it. */
+static unsigned char df__loop_pred_bytes[2] = {0, 1};
+static df_tensor df__loop_pred[2] = {
+    {.refs = 1, .dtype = DF_BOOL, .rank = 0, .n = 1, .nbytes = 1, .data = &df__loop_pred_bytes[0]},
+    {.refs = 1, .dtype = DF_BOOL, .rank = 0, .n = 1, .nbytes = 1, .data = &df__loop_pred_bytes[1]},
+};
 static void df__k_loop_iteration_less(df__kctx *c) {
     const df_tensor *n = c->in[0];
     if (!df__is_int_tensor(n) || n->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "limit must be an integer scalar"); return; }
+    int less = c->iter < df__int_at(n, 0);
+    if (!c->gpu) { c->out[0] = df_tensor_retain(&df__loop_pred[less]); return; }
     df_tensor *o = df__k_alloc(c, 0, DF_BOOL, 0, NULL);
-    if (o) *(uint8_t *)o->data = c->iter < df__int_at(n, 0);
+    if (o) *(uint8_t *)o->data = (uint8_t)less;
 }
 static void df__k_loop_count(df__kctx *c) {         /* never scheduled: the executor fires it */
     DF__KFAIL(c, DF_INTERNAL, "LoopCount ran as a node");
@@ -20428,11 +20459,16 @@ static int df__accum_take_front(df__kctx *c, df__stack *k) {
    in (parallel iterations), so the sum is the same for any parallel_iterations: a value of a
    later iteration waits in pend until the ones before it are in. Values of one iteration, or
    of an earlier one than the next expected, are added as they come. */
+static void df__accum_add_value(df__kctx *c, df__stack *k, df_tensor *x);
 static void df__k_accum_add(df__kctx *c) {
     df__stack *k = df__k_accum_of(c);
     if (!k) return;
     df_tensor *x = c->in[1];
     if (x->dtype != k->type || (x->dtype != DF_FLOAT && x->dtype != DF_DOUBLE)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Accumulator holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype)); return; }
+    df__accum_add_value(c, k, x);
+}
+/* Adds x (which the caller keeps) to accumulator k in iteration c->iter's turn. */
+static void df__accum_add_value(df__kctx *c, df__stack *k, df_tensor *x) {
     int64_t i = c->iter;
     int ok = 1;
     df__spin_lock(&k->lock);
@@ -20471,6 +20507,88 @@ static void df__k_accum_add(df__kctx *c) {
         df__fail(c->st, c->node, c->st->code, "%.400s", msg);
     }
 }
+/* SumAccumulatorMulAdd(handle, x, y): adds x * y (Mul's broadcasting) to the sum, as a Mul
+   feeding a SumAccumulatorAdd does (the gradient of a loop invariant that a Mul reads), in one
+   kernel; its output is x * y, made only when something reads it (a second-order gradient).
+   In host memory, with its iteration next in turn, nothing waiting and the sum its own of the
+   operands' shape, the products go through a small buffer straight into the sum: the same
+   rounding of the same operations as the two ops (a product, then a sum), no tensor made. */
+static int df__same_dims(const df_tensor *a, const df_tensor *b) {
+    if (a->rank != b->rank) return 0;
+    for (int d = 0; d < a->rank; d++) if (a->dims[d] != b->dims[d]) return 0;
+    return 1;
+}
+static void df__k_accum_mul_add(df__kctx *c) {
+    df__stack *k = df__k_accum_of(c);
+    if (!k) return;
+    df_tensor *x = c->in[1], *y = c->in[2];
+    if (x->dtype != k->type || y->dtype != x->dtype || (x->dtype != DF_FLOAT && x->dtype != DF_DOUBLE)) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Accumulator holds %s, got %s and %s", df_dtype_name(k->type), df_dtype_name(x->dtype), df_dtype_name(y->dtype));
+        return;
+    }
+    if (!c->gpu && !(c->need & 1) && df__same_dims(x, y)) {
+        int done = 0;
+        df__spin_lock(&k->lock);
+        df_tensor *acc = k->n ? k->v[0] : NULL;
+        if (c->iter == k->next && !k->n_pend && acc && acc->dtype == x->dtype && df__same_dims(acc, x) &&
+            __atomic_load_n(&acc->refs, __ATOMIC_ACQUIRE) == 1 && !acc->base && !acc->ref && acc->alloc) {
+            if (!k->mul_row) k->mul_row = df__binary_row(DF__B_MUL, x->dtype), k->add_row = df__binary_row(DF__B_ADD, x->dtype);
+            df__row_fn mul = k->mul_row, add = k->add_row;
+            _Alignas(64) unsigned char tmp[1024];
+            size_t es = df_dtype_size(x->dtype);
+            int64_t step = (int64_t)(sizeof tmp / es);
+            char *pa = (char *)acc->data;
+            const char *px = (const char *)x->data, *py = (const char *)y->data;
+            for (int64_t at = 0; at < x->n; at += step) {
+                int64_t m = x->n - at < step ? x->n - at : step;
+                size_t off = (size_t)at * es;
+                mul(tmp, px + off, py + off, m, 1, 1);
+                add(pa + off, pa + off, tmp, m, 1, 1);
+            }
+            k->next++;
+            done = 1;
+        }
+        df__spin_unlock(&k->lock);
+        if (done) return;
+    }
+    /* the product as Mul makes it (on a GPU, in host memory and back), then added as by
+       SumAccumulatorAdd */
+    df_tensor *hx = x, *hy = y;
+    if (c->gpu) {
+        hx = df__to_host(c->dev, x, c->st);
+        hy = hx ? df__to_host(c->dev, y, c->st) : NULL;
+        if (!hy) { df_tensor_release(hx); return; }
+    }
+    df_tensor *ins[2] = {hx, hy}, *outs[1] = {NULL};
+    df__kctx m = *c;
+    m.in = ins; m.out = outs; m.n_in = 2; m.n_out = 1; m.need = 1; m.gpu = NULL; m.host_out = 0;
+    if (c->gpu && !(m.alloc = df__host_allocator())) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
+    else df__k_binary(&m);                 /* (its failures name this node) */
+    if (c->gpu) { df_tensor_release(ins[0]); df_tensor_release(ins[1]); }   /* (the copies Mul did not take) */
+    else {
+        if (!ins[0]) c->in[1] = NULL;      /* an operand Mul took as its output: handed on */
+        if (!ins[1]) c->in[2] = NULL;
+    }
+    df_tensor *p = outs[0];
+    if (p && c->gpu) {
+        df_tensor *d = df__to_device(c->dev, p, c->st);
+        df_tensor_release(p);
+        p = d;
+    }
+    if (!p) {
+        if (!c->st->code) DF__KFAIL(c, DF_INTERNAL, "No product to accumulate");
+        return;
+    }
+    df__accum_add_value(c, k, p);
+    if (!c->st->code && (c->need & 1)) c->out[0] = p;
+    else df_tensor_release(p);
+}
+static df_code df__sf_accum_mul_add(df__shape_ctx *c) {
+    df__shape_ctx b = *c;                  /* Mul's shape of inputs 1 and 2 */
+    b.in_shapes = c->in_shapes + 1;
+    b.in_types = c->in_types ? c->in_types + 1 : NULL;
+    return df__sf_binary(&b);
+}
 /* The sum (values still waiting, of iterations after one that added nothing, go in in order);
    `default` when nothing was added. */
 static void df__k_accum_read(df__kctx *c) {
@@ -20503,7 +20621,8 @@ static df_code df__sf_unknown(df__shape_ctx *c) {
    variable), pops in its iteration k the value of iteration N-1-k. The values of the loop's body
    itself (not of a cond in it) share one stack of rows: one LoopStackPushN per iteration keeps
    them all, one LoopStackPopN gives them back. Gradients of loop invariants
-   are summed by a SumAccumulator, one add per iteration, summed in iteration order whatever the
+   are summed by a SumAccumulator, one add per iteration (SumAccumulatorMulAdd where the part
+   is a Mul nothing else reads: its product goes into the sum in one kernel), summed in iteration order whatever the
    arrival order, read once the gradient loop's own LoopCount fires (by accumulator loop
    variables when checkpointing, whose sequential stacks still use a forward counter). A loop
    nested in another gets its stacks made in the outer loop's body, one per outer iteration,
@@ -21064,6 +21183,13 @@ static void df__g_mul(df__gfn *c) {
     df_graph *g = c->g;
     c->dx[0] = df__sum_to(g, df_mul(g, c->dy[0], DF__X(c, 1)), DF__X(c, 0));
     c->dx[1] = df__sum_to(g, df_mul(g, DF__X(c, 0), c->dy[0]), DF__X(c, 1));
+}
+/* SumAccumulatorMulAdd's output is x * y (inputs 1 and 2): Mul's gradient (a second-order
+   gradient through a loop invariant's sum reaches it). */
+static void df__g_accum_mul_add(df__gfn *c) {
+    df_graph *g = c->g;
+    c->dx[1] = df__sum_to(g, df_mul(g, c->dy[0], DF__X(c, 2)), DF__X(c, 1));
+    c->dx[2] = df__sum_to(g, df_mul(g, DF__X(c, 1), c->dy[0]), DF__X(c, 2));
 }
 static void df__g_div(df__gfn *c) {
     df_graph *g = c->g;
@@ -21830,7 +21956,7 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"TensorArrayReadV3", df__g_ta_read}, {"TensorArrayWriteV3", df__g_ta_write}, {"TensorArrayGatherV3", df__g_ta_gather},
     {"TensorArrayScatterV3", df__g_ta_scatter}, {"TensorArrayConcatV3", df__g_ta_concat}, {"TensorArraySplitV3", df__g_ta_split},
     {"Identity", df__g_identity}, {"IdentityN", df__g_identity}, {"PlaceholderWithDefault", df__g_first},
-    {"AddN", df__g_add_n}, {"AddV2", df__g_add}, {"Add", df__g_add}, {"Sub", df__g_sub}, {"Mul", df__g_mul},
+    {"AddN", df__g_add_n}, {"AddV2", df__g_add}, {"Add", df__g_add}, {"Sub", df__g_sub}, {"Mul", df__g_mul}, {"SumAccumulatorMulAdd", df__g_accum_mul_add},
     {"RealDiv", df__g_div}, {"Div", df__g_div}, {"Maximum", df__g_maxmin}, {"Minimum", df__g_maxmin},
     {"Pow", df__g_pow}, {"SquaredDifference", df__g_sqdiff}, {"FloorMod", df__g_floormod},
     {"Neg", df__g_neg}, {"Square", df__g_square}, {"Abs", df__g_abs}, {"Sign", df__g_zero},
@@ -21981,7 +22107,7 @@ static int df__is_pop(const df_node *n) {
 }
 static int df__is_push(const df_node *n) {
     return n->gstack && (!strcmp(n->op->name, "LoopStackPush") || !strcmp(n->op->name, "LoopStackPushN") || !strcmp(n->op->name, "StackPushV2") ||
-                         !strcmp(n->op->name, "SumAccumulatorAdd"));
+                         !strcmp(n->op->name, "SumAccumulatorAdd") || !strcmp(n->op->name, "SumAccumulatorMulAdd"));
 }
 
 /* The units feeding node d (of unit u) through data edges, and a pop through its stack's push:
@@ -22185,6 +22311,29 @@ static df_output df__gloop_cond(df_graph *g, void *user, const df_output *vars) 
     return df__out(df__finish_in(g, G, df__begin(g, G, "LoopIterationLess", &n, 1, &ctl, 1, 1)), 0);
 }
 
+/* Whether the gradient part d of a loop invariant is a Mul of gradient loop G that nothing
+   reads: its accumulation then takes the Mul's operands (SumAccumulatorMulAdd), one kernel per
+   iteration where a Mul and an add took two, and the Mul is left unread (pruned from runs). */
+static int df__gloop_fusable_mul(df_graph *g, df__ctx *G, df_output d) {
+    df_node *m = d.node;
+    if (!m || m->ctx != G || d.index != 0 || strcmp(m->op->name, "Mul") || m->n_inputs != 2 || m->n_controls ||
+        !df__is_float(df_output_dtype(d)) || df_output_dtype(d) == DF_HALF || df_output_dtype(d) == DF_BFLOAT16 ||
+        df_output_dtype(m->inputs[0]) != df_output_dtype(d) || df_output_dtype(m->inputs[1]) != df_output_dtype(d))
+        return 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const df_node *n = g->nodes[i];
+        for (int j = 0; j < n->n_inputs; j++) if (n->inputs[j].node == m) return 0;
+        for (int j = 0; j < n->n_controls; j++) if (n->controls[j] == m) return 0;
+    }
+    return 1;
+}
+/* The value an accumulator's add puts in: SumAccumulatorAdd's input, or the product that
+   SumAccumulatorMulAdd gives. */
+static df_output df__gloop_added(df_node *add) {
+    if (!strcmp(add->op->name, "SumAccumulatorMulAdd")) return df__out(add, 0);
+    return add->inputs[1];
+}
+
 static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_output *next) {
     df__gloop *L = (df__gloop *)user;
     df__ctx *G = g->ctx, *W = L->W;
@@ -22207,7 +22356,7 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
         gys[L->nv + k] = df__gstack_pop(g, G, s->grad, s->push_ctx, W, df_output_dtype(v), &v.node->out_shapes[v.index]);
     }
     for (int k = 0; k < L->nacc_out; k++) {     /* each add's value gets its reads' gradient */
-        ys[L->nv + L->nseq_out + k] = L->acc_out[k]->inputs[1];
+        ys[L->nv + L->nseq_out + k] = df__gloop_added(L->acc_out[k]);
         gys[L->nv + L->nseq_out + k] = L->acc_gy[k];
     }
     for (int k = 0; k < L->ninv; k++) { xs[L->nv + k].node = L->inv[k]; xs[L->nv + k].index = 0; }
@@ -22221,9 +22370,11 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
         df_output d = dxs[L->nv + k];
         if (!d.node) continue;
         df__gstack *A = L->acc[k];
-        df_output h = df__ctx_capture(g, G, df__out(A->stack, 0)), ins[2] = {h, d};
+        df_output h = df__ctx_capture(g, G, df__out(A->stack, 0));
+        int fuse = h.node && df__gloop_fusable_mul(g, G, d);
+        df_output ins[3] = {h, fuse ? d.node->inputs[0] : d, fuse ? d.node->inputs[1] : d};
         df_node *ctl = df__ctx_control_pivot(G);
-        df_op_builder *b = df__begin(g, G, "SumAccumulatorAdd", ins, 2, &ctl, ctl ? 1 : 0, 1);
+        df_op_builder *b = df__begin(g, G, fuse ? "SumAccumulatorMulAdd" : "SumAccumulatorAdd", ins, fuse ? 3 : 2, &ctl, ctl ? 1 : 0, 1);
         df_node *add = df__finish_in(g, G, b);
         if (!add) break;
         add->gstack = A->stack->gstack;
@@ -22434,7 +22585,7 @@ static df_code df__grad_loop(df__greg *r, df__ctx *W) {
             L.seq_out[L.nseq_out++] = s;
             any = 1;
         }
-        if (s->push && s->push_loop == W && s->push->id < r->n0 && !strcmp(s->push->op->name, "SumAccumulatorAdd")) {
+        if (s->push && s->push_loop == W && s->push->id < r->n0 && (!strcmp(s->push->op->name, "SumAccumulatorAdd") || !strcmp(s->push->op->name, "SumAccumulatorMulAdd"))) {
             df_output gy = {NULL, 0};          /* second order: what reached the accumulator's reads */
             for (int k = 0; k < s->n_pops; k++)
                 if (s->pops[k]->id < r->n0) {
@@ -37901,7 +38052,7 @@ static const struct { const char *name; uint32_t host_in, host_out, types; df__k
     {"StackV2", ~0u, ~0u, 0, NULL}, {"StackPushV2", 1, 0, 0, NULL}, {"StackPopV2", 1, 0, 0, NULL}, {"StackCloseV2", ~0u, ~0u, 0, NULL},
     {"LoopStackPush", 1, 0, 0, NULL}, {"LoopStackPop", 3, 0, 0, NULL},
     {"LoopStackPushN", 1, 0, 0, NULL}, {"LoopStackPopN", 3, 0, 0, NULL},
-    {"SumAccumulator", ~0u, ~0u, 0, NULL}, {"SumAccumulatorAdd", 1, 0, DF__GK_F, NULL}, {"SumAccumulatorRead", 1, 0, DF__GK_F, NULL},
+    {"SumAccumulator", ~0u, ~0u, 0, NULL}, {"SumAccumulatorAdd", 1, 0, DF__GK_F, NULL}, {"SumAccumulatorMulAdd", 1, 0, DF__GK_F, NULL}, {"SumAccumulatorRead", 1, 0, DF__GK_F, NULL},
     {"LoopIterationLess", ~0u, ~0u, DF__GK_HOSTONLY, NULL}, {"LoopCount", ~0u, ~0u, DF__GK_HOSTONLY, NULL},
     {"Range", 0, 0, DF__GK_HOSTONLY, NULL}, {"InvertPermutation", 0, 0, DF__GK_HOSTONLY, NULL},
     {"BroadcastGradientArgs", 0, 0, DF__GK_HOSTONLY, NULL}, {"ConcatOffset", 0, 0, DF__GK_HOSTONLY, NULL},
@@ -38251,6 +38402,7 @@ static const df__opspec df__op_table[] = {
 #undef DF__XFER_ATTRS
     {"SumAccumulator", "", "handle:resource", "dtype:type" DF__FLT, df__sf_scalar, df__k_accum, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"SumAccumulatorAdd", "handle:resource,value:T", "", "T:type" DF__FLT, NULL, df__k_accum_add, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"SumAccumulatorMulAdd", "handle:resource,x:T,y:T", "product:T", "T:type" DF__FLT, df__sf_accum_mul_add, df__k_accum_mul_add, DF__OP_STATEFUL, DF__B_MUL},
     {"SumAccumulatorRead", "handle:resource,default:T", "sum:T", "T:type" DF__FLT, df__sf_accum_read, df__k_accum_read, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"ApplyGradientDescent", "var:Ref(T),alpha:T,delta:T", "out:Ref(T)", "T:type" DF__FLT ",use_locking:bool=false",
      df__sf_apply, df__k_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},

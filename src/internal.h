@@ -419,6 +419,7 @@ typedef struct df__stack {
     df__pend *pend;              /*   values of later iterations, waiting, by iteration */
     int n_pend, cap_pend;
     int row;                     /* LoopStackPushN/PopN: values per iteration, v[i*row + s] (0: none yet) */
+    df__row_fn mul_row, add_row; /* SumAccumulatorMulAdd: the rows of its type (looked up once a run) */
 } df__stack;
 #define DF__STACK_MAGIC 0x5354414bu
 
@@ -1855,3 +1856,7 @@ DF_PRIVATE int df__gemm_bf16(int64_t m, int64_t n, int64_t k, const uint16_t *a,
 /* ---- from src/passes.c ---- */
 DF_PRIVATE int df__opt_dependencies(df__opt *o, int *edges);
 /* ---- dependency optimizer (issue 31): end ---- */
+/* ---- loop gradients, wave 3 (issue 31): from src/autodiff/stacks.c ---- */
+DF_PRIVATE void df__k_accum_mul_add(df__kctx *c);
+DF_PRIVATE df_code df__sf_accum_mul_add(df__shape_ctx *c);
+/* ---- loop gradients, wave 3 (issue 31): end ---- */

@@ -250,6 +250,7 @@ static const df__opspec df__op_table[] = {
 #undef DF__XFER_ATTRS
     {"SumAccumulator", "", "handle:resource", "dtype:type" DF__FLT, df__sf_scalar, df__k_accum, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"SumAccumulatorAdd", "handle:resource,value:T", "", "T:type" DF__FLT, NULL, df__k_accum_add, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
+    {"SumAccumulatorMulAdd", "handle:resource,x:T,y:T", "product:T", "T:type" DF__FLT, df__sf_accum_mul_add, df__k_accum_mul_add, DF__OP_STATEFUL, DF__B_MUL},
     {"SumAccumulatorRead", "handle:resource,default:T", "sum:T", "T:type" DF__FLT, df__sf_accum_read, df__k_accum_read, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},
     {"ApplyGradientDescent", "var:Ref(T),alpha:T,delta:T", "out:Ref(T)", "T:type" DF__FLT ",use_locking:bool=false",
      df__sf_apply, df__k_apply, DF__OP_STATEFUL | DF__OP_NO_GRADIENT, 0},

@@ -220,3 +220,276 @@ DF_TEST(loopgrad_row_stack_graphdef_round_trip) {
     }
     df_graph_free(b.g);
 }
+
+/* ---- A loop invariant's gradient that a Mul gives is summed by one op per iteration,
+   SumAccumulatorMulAdd (the product goes straight into the sum), with the bits of a Mul and an
+   add. ---- */
+enum { VW = 16 };
+typedef struct vloop { df_graph *g; df_output w, n, h, dw; } vloop;
+static df_output vlt(df_graph *g, void *u, const df_output *v) { (void)u; return df_less(g, v[0], v[1]); }
+static void vbody(df_graph *g, void *u, const df_output *v, df_output *next) {
+    const df_output *wx = (const df_output *)u;
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    next[1] = v[1];
+    next[2] = df_tanh(g, df_add(g, df_mul(g, v[2], wx[0]), wx[1]));
+}
+static df_tensor *vec(const float *v) {
+    int64_t n = VW;
+    df_status st;
+    df_tensor *t = df_tensor_new(DF_FLOAT, 1, &n, &st);
+    if (t) memcpy(df_tensor_data(t), v, sizeof(float) * VW);
+    return t;
+}
+static float vx[VW], vh0[VW];
+/* h = tanh(h * w + x) on 16 floats, n times; dw = d sum(h) / dw */
+static vloop vbuild(int par) {
+    vloop L;
+    int64_t n = VW;
+    df_graph *g = L.g = df_graph_new();
+    for (int i = 0; i < VW; i++) vx[i] = 0.05f * (float)(i - 7), vh0[i] = 0.3f - 0.02f * (float)i;
+    L.w = df_placeholder(g, "w", DF_FLOAT, 1, &n);
+    L.n = df_placeholder(g, "n", DF_INT32, 0, NULL);
+    df_tensor *xt = vec(vx), *ht = vec(vh0);
+    df_output wx[2] = {L.w, df_const(g, xt)}, init[3] = {df_scalar_i32(g, 0), L.n, df_const(g, ht)}, out[3];
+    df_tensor_release(xt);
+    df_tensor_release(ht);
+    df_while_options o;
+    memset(&o, 0, sizeof o);
+    o.parallel_iterations = par;
+    df_while_loop(g, 3, init, vlt, vbody, wx, &o, out);
+    L.h = out[2];
+    df_output total = df_reduce_sum(g, L.h, 0, NULL, 0);
+    df_gradients(g, 1, &total, NULL, 1, &L.w, &L.dw);
+    return L;
+}
+/* Fetches f of L at w and n with `threads` threads into out (VW floats). */
+static int vrun(const vloop *L, df_output f, const float *w, int n, int threads, float *out) {
+    df_session_options o;
+    memset(&o, 0, sizeof o);
+    o.inter_op_threads = o.intra_op_threads = threads;
+    df_status st;
+    df_session *s = df_session_new(L->g, &o, &st);
+    if (!s) return 0;
+    df_tensor *fv[2] = {vec(w), df_tensor_scalar_i32(n)}, *v = NULL;
+    df_output feeds[2] = {L->w, L->n};
+    int ok = df_session_run(s, feeds, fv, 2, &f, &v, 1, NULL, 0, &st) == DF_OK;
+    if (!ok) fprintf(stderr, "vrun: %s\n", st.message);
+    if (ok) memcpy(out, df_tensor_data(v), sizeof(float) * VW);
+    df_tensor_release(v);
+    df_tensor_release(fv[0]);
+    df_tensor_release(fv[1]);
+    df_session_free(s);
+    return ok;
+}
+static df_output op2(df_graph *g, const char *op, df_output a, df_output b) {
+    df_op_builder *o = df_op_new(g, op, NULL);
+    df_op_add_input(o, a);
+    df_op_add_input(o, b);
+    return (df_output){df_op_finish(o), 0};
+}
+DF_TEST(loopgrad_invariant_product_summed_in_one_op_same_bits) {
+    float w[VW];
+    for (int i = 0; i < VW; i++) w[i] = 0.9f - 0.07f * (float)i;
+    enum { N = 9 };
+    for (int par = 1; par <= 8; par *= 8) {
+        vloop L = vbuild(par);
+        CHECK_OK(df_graph_status(L.g));
+        CHECK_EQ_INT(count_op(L.g, "SumAccumulatorMulAdd"), 1);
+        CHECK_EQ_INT(count_op(L.g, "SumAccumulatorAdd"), 0);
+        /* the forward values h_0 .. h_N, each from a loop of that many iterations */
+        static float h[N + 1][VW];
+        int ok = 1;
+        for (int t = 0; t <= N && ok; t++) ok = vrun(&L, L.h, w, t, 1, h[t]);
+        CHECK(ok);
+        float dw1[VW], dw2[VW];
+        CHECK(vrun(&L, L.dw, w, N, 1, dw1));
+        for (int rep = 0; rep < 3; rep++) {
+            CHECK(vrun(&L, L.dw, w, N, 2, dw2));
+            CHECK(memcmp(dw1, dw2, sizeof dw1) == 0);
+        }
+        /* the same sum by separate ops: g = TanhGrad(h_t+1, dh), dw = dw + h_t * g (iteration
+           N-1 first), dh = g * w */
+        df_graph *r = df_graph_new();
+        float ones[VW];
+        for (int i = 0; i < VW; i++) ones[i] = 1;
+        df_tensor *tw = vec(w), *to = vec(ones);
+        df_output wc = df_const(r, tw), dh = df_const(r, to), acc = {NULL, 0};
+        df_tensor_release(tw);
+        df_tensor_release(to);
+        for (int t = N - 1; t >= 0; t--) {
+            df_tensor *a = vec(h[t + 1]), *b = vec(h[t]);
+            df_output ha = df_const(r, a), hb = df_const(r, b);
+            df_tensor_release(a);
+            df_tensor_release(b);
+            df_output gt = op2(r, "TanhGrad", ha, dh), p = df_mul(r, hb, gt);
+            acc = acc.node ? df_add(r, acc, p) : p;
+            dh = df_mul(r, gt, wc);
+        }
+        CHECK_OK(df_graph_status(r));
+        df_status st;
+        df_session *s = df_session_new(r, NULL, &st);
+        df_tensor *v = NULL;
+        CHECK(s && df_session_run(s, NULL, NULL, 0, &acc, &v, 1, NULL, 0, &st) == DF_OK);
+        if (v) CHECK(memcmp(df_tensor_data(v), dw1, sizeof dw1) == 0);
+        df_tensor_release(v);
+        df_session_free(s);
+        df_graph_free(r);
+        /* and central differences of sum(h) */
+        const float eps = 1e-2f;
+        for (int i = 0; i < VW; i += 5) {
+            float wp[VW], wm[VW], hp[VW], hm[VW];
+            memcpy(wp, w, sizeof w);
+            memcpy(wm, w, sizeof w);
+            wp[i] += eps;
+            wm[i] -= eps;
+            CHECK(vrun(&L, L.h, wp, N, 1, hp) && vrun(&L, L.h, wm, N, 1, hm));
+            double sp = 0, sm = 0;
+            for (int j = 0; j < VW; j++) sp += hp[j], sm += hm[j];
+            CHECK_NEAR(dw1[i], (sp - sm) / (2 * eps), 2e-3);
+        }
+        df_graph_free(L.g);
+    }
+}
+
+/* The product broadcast (a scalar loop variable times an invariant vector): Mul's product is
+   made and added; parallel iterations on two threads add in iteration order (values that come
+   early wait), the same bits as one thread. */
+static void sbody(df_graph *g, void *u, const df_output *v, df_output *next) {
+    const df_output *wx = (const df_output *)u;
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    next[1] = v[1];
+    df_output t = df_tanh(g, df_add(g, df_mul(g, wx[0], v[2]), wx[1]));
+    next[2] = df_mul(g, df_reduce_sum(g, t, 0, NULL, 0), df_scalar_f64(g, 0.25));
+}
+DF_TEST(loopgrad_invariant_broadcast_product_summed) {
+    int64_t four = 4;
+    const double w0[4] = {0.7, -0.4, 1.1, 0.2}, eps = 1e-6;
+    double ref[4] = {0};
+    for (int par = 1; par <= 16; par *= 16) {
+        df_graph *g = df_graph_new();
+        df_output w = df_placeholder(g, "w", DF_DOUBLE, 1, &four), n = df_placeholder(g, "n", DF_INT32, 0, NULL);
+        df_status st;
+        df_tensor *xt = df_tensor_new(DF_DOUBLE, 1, &four, &st);
+        for (int i = 0; i < 4; i++) ((double *)df_tensor_data(xt))[i] = 0.1 * i - 0.15;
+        df_output wx[2] = {w, df_const(g, xt)}, init[3] = {df_scalar_i32(g, 0), n, df_scalar_f64(g, 0.5)}, out[3], dw;
+        df_tensor_release(xt);
+        df_while_options o;
+        memset(&o, 0, sizeof o);
+        o.parallel_iterations = par;
+        df_while_loop(g, 3, init, vlt, sbody, wx, &o, out);
+        df_gradients(g, 1, &out[2], NULL, 1, &w, &dw);
+        CHECK_OK(df_graph_status(g));
+        CHECK_EQ_INT(count_op(g, "SumAccumulatorMulAdd"), 1);
+        for (int threads = 1; threads <= 2; threads++) {
+            df_session_options so;
+            memset(&so, 0, sizeof so);
+            so.inter_op_threads = so.intra_op_threads = threads;
+            df_session *s = df_session_new(g, &so, &st);
+            CHECK(s != NULL);
+            if (!s) continue;
+            double d[4], y[2];
+            int ok = 1;
+            for (int k = -1; k <= 4 && ok; k++) {        /* k = -1: dw; else y at w +- eps e_k */
+                for (int sgn = 0; sgn < (k < 0 ? 1 : 2) && ok; sgn++) {
+                    df_tensor *wt = df_tensor_new(DF_DOUBLE, 1, &four, &st), *nt = df_tensor_scalar_i32(6), *v = NULL;
+                    memcpy(df_tensor_data(wt), w0, sizeof w0);
+                    if (k >= 0 && k < 4) ((double *)df_tensor_data(wt))[k] += sgn ? -eps : eps;
+                    df_output feeds[2] = {w, n}, f = k < 0 ? dw : out[2];
+                    df_tensor *fv[2] = {wt, nt};
+                    ok = k == 4 || df_session_run(s, feeds, fv, 2, &f, &v, 1, NULL, 0, &st) == DF_OK;
+                    if (ok && k < 0) memcpy(d, df_tensor_data(v), sizeof d);
+                    else if (ok && k < 4) y[sgn] = *(double *)df_tensor_data(v);
+                    df_tensor_release(v);
+                    df_tensor_release(wt);
+                    df_tensor_release(nt);
+                }
+                if (ok && k >= 0 && k < 4) CHECK_NEAR(d[k], (y[0] - y[1]) / (2 * eps), 1e-7);
+            }
+            CHECK(ok);
+            if (par == 1 && threads == 1) memcpy(ref, d, sizeof d);
+            else CHECK(memcmp(ref, d, sizeof d) == 0);
+            df_session_free(s);
+        }
+        df_graph_free(g);
+    }
+}
+
+/* Second order through the sum: d(dw)/dx of h = tanh(h * w + x) reaches the products that
+   SumAccumulatorMulAdd added (its output, which it then makes). */
+static void s2body(df_graph *g, void *u, const df_output *v, df_output *next) {
+    const df_output *wx = (const df_output *)u;
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    next[1] = v[1];
+    next[2] = df_tanh(g, df_add(g, df_mul(g, v[2], wx[0]), wx[1]));
+}
+DF_TEST(loopgrad_second_order_through_invariant_product_sum) {
+    df_graph *g = df_graph_new();
+    df_output w = df_placeholder(g, "w", DF_DOUBLE, 0, NULL), x = df_placeholder(g, "x", DF_DOUBLE, 0, NULL);
+    df_output n = df_placeholder(g, "n", DF_INT32, 0, NULL);
+    df_output wx[2] = {w, x}, init[3] = {df_scalar_i32(g, 0), n, df_scalar_f64(g, 0.3)}, out[3], dw, ddx;
+    df_while_loop(g, 3, init, vlt, s2body, wx, NULL, out);
+    df_gradients(g, 1, &out[2], NULL, 1, &w, &dw);
+    CHECK_EQ_INT(count_op(g, "SumAccumulatorMulAdd"), 1);
+    df_gradients(g, 1, &dw, NULL, 1, &x, &ddx);
+    CHECK_OK(df_graph_status(g));
+    CHECK(ddx.node != NULL);
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    CHECK(s != NULL);
+    if (!s || !ddx.node) { df_session_free(s); df_graph_free(g); return; }
+    const double eps = 1e-6;
+    double v[3];
+    for (int k = 0; k < 3; k++) {          /* dw at x+eps, x-eps; d(dw)/dx at x */
+        df_tensor *fv[3] = {df_tensor_scalar_f64(0.8), df_tensor_scalar_f64(0.2 + (k == 0 ? eps : k == 1 ? -eps : 0)),
+                            df_tensor_scalar_i32(5)}, *r = NULL;
+        df_output feeds[3] = {w, x, n}, f = k < 2 ? dw : ddx;
+        CHECK(df_session_run(s, feeds, fv, 3, &f, &r, 1, NULL, 0, &st) == DF_OK);
+        v[k] = r ? *(double *)df_tensor_data(r) : 0;
+        df_tensor_release(r);
+        for (int i = 0; i < 3; i++) df_tensor_release(fv[i]);
+    }
+    CHECK_NEAR(v[2], (v[0] - v[1]) / (2 * eps), 1e-6);
+    CHECK(v[2] != 0);
+    df_session_free(s);
+    df_graph_free(g);
+}
+
+/* Misuse: mismatched types and shapes are reported and name the node. */
+DF_TEST(loopgrad_mul_add_misuse_is_reported) {
+    df_graph *g = df_graph_new();
+    df_op_builder *a = df_op_new(g, "SumAccumulator", "acc");
+    df_op_set_attr_type(a, "dtype", DF_FLOAT);
+    df_output acc = {df_op_finish(a), 0};
+    int64_t two = 2, three = 3;
+    df_output p2 = df_placeholder(g, "p2", DF_FLOAT, 1, &two), p3 = df_placeholder(g, "p3", DF_FLOAT, -1, NULL);
+    df_op_builder *b = df_op_new(g, "SumAccumulatorMulAdd", "muladd");
+    df_op_add_input(b, acc);
+    df_op_add_input(b, p2);
+    df_op_add_input(b, p3);
+    df_node *ma = df_op_finish(b);
+    df_op_builder *c = df_op_new(g, "SumAccumulatorMulAdd", "muladd_d");
+    df_op_add_input(c, acc);
+    df_op_add_input(c, df_scalar_f64(g, 1));
+    df_op_add_input(c, df_scalar_f64(g, 2));
+    df_node *md = df_op_finish(c);
+    CHECK_OK(df_graph_status(g));
+    df_status st;
+    df_session *s = df_session_new(g, NULL, &st);
+    CHECK(s != NULL);
+    if (s) {
+        df_status fst;
+        df_tensor *t2 = df_tensor_new(DF_FLOAT, 1, &two, &fst), *t3 = df_tensor_new(DF_FLOAT, 1, &three, &fst);
+        memset(df_tensor_data(t2), 0, 8);
+        memset(df_tensor_data(t3), 0, 12);
+        df_output feeds[2] = {p2, p3};
+        df_tensor *fv[2] = {t2, t3};
+        CHECK_EQ_INT(df_session_run(s, feeds, fv, 2, NULL, NULL, 0, &ma, 1, &st), DF_INVALID_ARGUMENT);
+        CHECK(strstr(st.message, "Incompatible shapes") && strstr(st.message, "{{node muladd}}"));
+        CHECK_EQ_INT(df_session_run(s, NULL, NULL, 0, NULL, NULL, 0, &md, 1, &st), DF_INVALID_ARGUMENT);
+        CHECK(strstr(st.message, "Accumulator holds float") && strstr(st.message, "{{node muladd_d}}"));
+        df_tensor_release(t2);
+        df_tensor_release(t3);
+        df_session_free(s);
+    }
+    df_graph_free(g);
+}

@@ -12,7 +12,8 @@
    variable), pops in its iteration k the value of iteration N-1-k. The values of the loop's body
    itself (not of a cond in it) share one stack of rows: one LoopStackPushN per iteration keeps
    them all, one LoopStackPopN gives them back. Gradients of loop invariants
-   are summed by a SumAccumulator, one add per iteration, summed in iteration order whatever the
+   are summed by a SumAccumulator, one add per iteration (SumAccumulatorMulAdd where the part
+   is a Mul nothing else reads: its product goes into the sum in one kernel), summed in iteration order whatever the
    arrival order, read once the gradient loop's own LoopCount fires (by accumulator loop
    variables when checkpointing, whose sequential stacks still use a forward counter). A loop
    nested in another gets its stacks made in the outer loop's body, one per outer iteration,

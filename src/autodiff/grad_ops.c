@@ -101,6 +101,13 @@ static void df__g_mul(df__gfn *c) {
     c->dx[0] = df__sum_to(g, df_mul(g, c->dy[0], DF__X(c, 1)), DF__X(c, 0));
     c->dx[1] = df__sum_to(g, df_mul(g, DF__X(c, 0), c->dy[0]), DF__X(c, 1));
 }
+/* SumAccumulatorMulAdd's output is x * y (inputs 1 and 2): Mul's gradient (a second-order
+   gradient through a loop invariant's sum reaches it). */
+static void df__g_accum_mul_add(df__gfn *c) {
+    df_graph *g = c->g;
+    c->dx[1] = df__sum_to(g, df_mul(g, c->dy[0], DF__X(c, 2)), DF__X(c, 1));
+    c->dx[2] = df__sum_to(g, df_mul(g, DF__X(c, 1), c->dy[0]), DF__X(c, 2));
+}
 static void df__g_div(df__gfn *c) {
     df_graph *g = c->g;
     df_output x = DF__X(c, 0), y = DF__X(c, 1), d = c->dy[0];
@@ -866,7 +873,7 @@ static const struct { const char *op; df__grad_fn fn; } df__grad_table[] = {
     {"TensorArrayReadV3", df__g_ta_read}, {"TensorArrayWriteV3", df__g_ta_write}, {"TensorArrayGatherV3", df__g_ta_gather},
     {"TensorArrayScatterV3", df__g_ta_scatter}, {"TensorArrayConcatV3", df__g_ta_concat}, {"TensorArraySplitV3", df__g_ta_split},
     {"Identity", df__g_identity}, {"IdentityN", df__g_identity}, {"PlaceholderWithDefault", df__g_first},
-    {"AddN", df__g_add_n}, {"AddV2", df__g_add}, {"Add", df__g_add}, {"Sub", df__g_sub}, {"Mul", df__g_mul},
+    {"AddN", df__g_add_n}, {"AddV2", df__g_add}, {"Add", df__g_add}, {"Sub", df__g_sub}, {"Mul", df__g_mul}, {"SumAccumulatorMulAdd", df__g_accum_mul_add},
     {"RealDiv", df__g_div}, {"Div", df__g_div}, {"Maximum", df__g_maxmin}, {"Minimum", df__g_maxmin},
     {"Pow", df__g_pow}, {"SquaredDifference", df__g_sqdiff}, {"FloorMod", df__g_floormod},
     {"Neg", df__g_neg}, {"Square", df__g_square}, {"Abs", df__g_abs}, {"Sign", df__g_zero},

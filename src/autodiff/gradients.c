@@ -60,7 +60,7 @@ static int df__is_pop(const df_node *n) {
 }
 static int df__is_push(const df_node *n) {
     return n->gstack && (!strcmp(n->op->name, "LoopStackPush") || !strcmp(n->op->name, "LoopStackPushN") || !strcmp(n->op->name, "StackPushV2") ||
-                         !strcmp(n->op->name, "SumAccumulatorAdd"));
+                         !strcmp(n->op->name, "SumAccumulatorAdd") || !strcmp(n->op->name, "SumAccumulatorMulAdd"));
 }
 
 /* The units feeding node d (of unit u) through data edges, and a pop through its stack's push:

@@ -36,6 +36,29 @@ static df_output df__gloop_cond(df_graph *g, void *user, const df_output *vars) 
     return df__out(df__finish_in(g, G, df__begin(g, G, "LoopIterationLess", &n, 1, &ctl, 1, 1)), 0);
 }
 
+/* Whether the gradient part d of a loop invariant is a Mul of gradient loop G that nothing
+   reads: its accumulation then takes the Mul's operands (SumAccumulatorMulAdd), one kernel per
+   iteration where a Mul and an add took two, and the Mul is left unread (pruned from runs). */
+static int df__gloop_fusable_mul(df_graph *g, df__ctx *G, df_output d) {
+    df_node *m = d.node;
+    if (!m || m->ctx != G || d.index != 0 || strcmp(m->op->name, "Mul") || m->n_inputs != 2 || m->n_controls ||
+        !df__is_float(df_output_dtype(d)) || df_output_dtype(d) == DF_HALF || df_output_dtype(d) == DF_BFLOAT16 ||
+        df_output_dtype(m->inputs[0]) != df_output_dtype(d) || df_output_dtype(m->inputs[1]) != df_output_dtype(d))
+        return 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const df_node *n = g->nodes[i];
+        for (int j = 0; j < n->n_inputs; j++) if (n->inputs[j].node == m) return 0;
+        for (int j = 0; j < n->n_controls; j++) if (n->controls[j] == m) return 0;
+    }
+    return 1;
+}
+/* The value an accumulator's add puts in: SumAccumulatorAdd's input, or the product that
+   SumAccumulatorMulAdd gives. */
+static df_output df__gloop_added(df_node *add) {
+    if (!strcmp(add->op->name, "SumAccumulatorMulAdd")) return df__out(add, 0);
+    return add->inputs[1];
+}
+
 static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_output *next) {
     df__gloop *L = (df__gloop *)user;
     df__ctx *G = g->ctx, *W = L->W;
@@ -58,7 +81,7 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
         gys[L->nv + k] = df__gstack_pop(g, G, s->grad, s->push_ctx, W, df_output_dtype(v), &v.node->out_shapes[v.index]);
     }
     for (int k = 0; k < L->nacc_out; k++) {     /* each add's value gets its reads' gradient */
-        ys[L->nv + L->nseq_out + k] = L->acc_out[k]->inputs[1];
+        ys[L->nv + L->nseq_out + k] = df__gloop_added(L->acc_out[k]);
         gys[L->nv + L->nseq_out + k] = L->acc_gy[k];
     }
     for (int k = 0; k < L->ninv; k++) { xs[L->nv + k].node = L->inv[k]; xs[L->nv + k].index = 0; }
@@ -72,9 +95,11 @@ static void df__gloop_body(df_graph *g, void *user, const df_output *vars, df_ou
         df_output d = dxs[L->nv + k];
         if (!d.node) continue;
         df__gstack *A = L->acc[k];
-        df_output h = df__ctx_capture(g, G, df__out(A->stack, 0)), ins[2] = {h, d};
+        df_output h = df__ctx_capture(g, G, df__out(A->stack, 0));
+        int fuse = h.node && df__gloop_fusable_mul(g, G, d);
+        df_output ins[3] = {h, fuse ? d.node->inputs[0] : d, fuse ? d.node->inputs[1] : d};
         df_node *ctl = df__ctx_control_pivot(G);
-        df_op_builder *b = df__begin(g, G, "SumAccumulatorAdd", ins, 2, &ctl, ctl ? 1 : 0, 1);
+        df_op_builder *b = df__begin(g, G, fuse ? "SumAccumulatorMulAdd" : "SumAccumulatorAdd", ins, fuse ? 3 : 2, &ctl, ctl ? 1 : 0, 1);
         df_node *add = df__finish_in(g, G, b);
         if (!add) break;
         add->gstack = A->stack->gstack;
@@ -285,7 +310,7 @@ DF_PRIVATE df_code df__grad_loop(df__greg *r, df__ctx *W) {
             L.seq_out[L.nseq_out++] = s;
             any = 1;
         }
-        if (s->push && s->push_loop == W && s->push->id < r->n0 && !strcmp(s->push->op->name, "SumAccumulatorAdd")) {
+        if (s->push && s->push_loop == W && s->push->id < r->n0 && (!strcmp(s->push->op->name, "SumAccumulatorAdd") || !strcmp(s->push->op->name, "SumAccumulatorMulAdd"))) {
             df_output gy = {NULL, 0};          /* second order: what reached the accumulator's reads */
             for (int k = 0; k < s->n_pops; k++)
                 if (s->pops[k]->id < r->n0) {

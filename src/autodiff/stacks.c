@@ -132,9 +132,25 @@ DF_PRIVATE void df__k_loop_push_n(df__kctx *c) {
     if (!k) return;
     int K = c->n_in - 1;
     if (K < 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "LoopStackPushN needs at least one value"); return; }
+    if (!c->gpu) {           /* host memory, a row that fits and is free: its values kept in place */
+        int64_t i = c->iter, at = i * K;
+        int done = 0;
+        df__spin_lock(&k->lock);
+        if ((k->row == K || !k->row) && !k->closed && i < (INT32_MAX - 1) / K && (k->max < 0 || i < k->max) &&
+            at + K <= k->cap && (at >= k->n || !k->v[at])) {
+            k->row = K;
+            while (k->n < at) k->v[k->n++] = NULL;
+            for (int s = 0; s < K; s++) k->v[at + s] = df_tensor_retain(c->in[1 + s]);
+            if (k->n < at + K) k->n = (int)(at + K);
+            done = 1;
+        }
+        df__spin_unlock(&k->lock);
+        if (done) return;
+    }
     df_tensor *small[8], **kept = K <= 8 ? small : (df_tensor **)DF_MALLOC((size_t)K * sizeof(df_tensor *));
     if (!kept) { DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory pushing on a stack"); return; }
     int n_kept = 0;
+    if (!c->gpu) for (; n_kept < K; n_kept++) kept[n_kept] = df_tensor_retain(c->in[1 + n_kept]);
     while (n_kept < K && (kept[n_kept] = df__stack_keep(c, c->in[1 + n_kept])) != NULL) n_kept++;
     int64_t i = c->iter, at = i * K;
     int ok = 0, other = 0, closed = 0, full = 0, twice = 0;
@@ -144,7 +160,7 @@ DF_PRIVATE void df__k_loop_push_n(df__kctx *c) {
         closed = k->closed;
         full = i >= (INT32_MAX - 1) / K || (k->max >= 0 && i >= k->max);
         twice = !other && !closed && !full && at < k->n && k->v[at];
-        ok = !other && !closed && !full && !twice && df__grow(&k->v, &k->cap, (int)(at + K), sizeof(df_tensor *));
+        ok = !other && !closed && !full && !twice && (at + K <= k->cap || df__grow(&k->v, &k->cap, (int)(at + K), sizeof(df_tensor *)));
         if (ok) {
             k->row = K;
             while (k->n < at + K) k->v[k->n++] = NULL;
@@ -182,6 +198,7 @@ DF_PRIVATE void df__k_loop_pop_n(df__kctx *c) {
                        (long long)r, (long long)df__int_at(n, 0), (long long)c->iter);
         return;
     }
+    if (!c->gpu) return;                   /* host memory: the kept values as they are */
     for (int s = 0; s < K; s++) {
         if (!c->out[s]) continue;
         if (!(c->out[s] = df__stack_give(c, c->out[s]))) {        /* (st set; the rest go back) */
@@ -191,12 +208,21 @@ DF_PRIVATE void df__k_loop_pop_n(df__kctx *c) {
     }
 }
 /* Whether the number of the iteration it runs in is below `limit`: a gradient loop's predicate
-   in one node. */
+   in one node. In host memory its value is one of two boolean scalars that live as long as the
+   program (their first reference is never dropped, and with no allocator no kernel writes into
+   them in place), so an iteration allocates nothing for it. */
+static unsigned char df__loop_pred_bytes[2] = {0, 1};
+static df_tensor df__loop_pred[2] = {
+    {.refs = 1, .dtype = DF_BOOL, .rank = 0, .n = 1, .nbytes = 1, .data = &df__loop_pred_bytes[0]},
+    {.refs = 1, .dtype = DF_BOOL, .rank = 0, .n = 1, .nbytes = 1, .data = &df__loop_pred_bytes[1]},
+};
 DF_PRIVATE void df__k_loop_iteration_less(df__kctx *c) {
     const df_tensor *n = c->in[0];
     if (!df__is_int_tensor(n) || n->n != 1) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "limit must be an integer scalar"); return; }
+    int less = c->iter < df__int_at(n, 0);
+    if (!c->gpu) { c->out[0] = df_tensor_retain(&df__loop_pred[less]); return; }
     df_tensor *o = df__k_alloc(c, 0, DF_BOOL, 0, NULL);
-    if (o) *(uint8_t *)o->data = c->iter < df__int_at(n, 0);
+    if (o) *(uint8_t *)o->data = (uint8_t)less;
 }
 DF_PRIVATE void df__k_loop_count(df__kctx *c) {         /* never scheduled: the executor fires it */
     DF__KFAIL(c, DF_INTERNAL, "LoopCount ran as a node");
@@ -241,11 +267,16 @@ static int df__accum_take_front(df__kctx *c, df__stack *k) {
    in (parallel iterations), so the sum is the same for any parallel_iterations: a value of a
    later iteration waits in pend until the ones before it are in. Values of one iteration, or
    of an earlier one than the next expected, are added as they come. */
+static void df__accum_add_value(df__kctx *c, df__stack *k, df_tensor *x);
 DF_PRIVATE void df__k_accum_add(df__kctx *c) {
     df__stack *k = df__k_accum_of(c);
     if (!k) return;
     df_tensor *x = c->in[1];
     if (x->dtype != k->type || (x->dtype != DF_FLOAT && x->dtype != DF_DOUBLE)) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Accumulator holds %s, got %s", df_dtype_name(k->type), df_dtype_name(x->dtype)); return; }
+    df__accum_add_value(c, k, x);
+}
+/* Adds x (which the caller keeps) to accumulator k in iteration c->iter's turn. */
+static void df__accum_add_value(df__kctx *c, df__stack *k, df_tensor *x) {
     int64_t i = c->iter;
     int ok = 1;
     df__spin_lock(&k->lock);
@@ -283,6 +314,88 @@ DF_PRIVATE void df__k_accum_add(df__kctx *c) {
         memcpy(msg, c->st->message, sizeof msg);
         df__fail(c->st, c->node, c->st->code, "%.400s", msg);
     }
+}
+/* SumAccumulatorMulAdd(handle, x, y): adds x * y (Mul's broadcasting) to the sum, as a Mul
+   feeding a SumAccumulatorAdd does (the gradient of a loop invariant that a Mul reads), in one
+   kernel; its output is x * y, made only when something reads it (a second-order gradient).
+   In host memory, with its iteration next in turn, nothing waiting and the sum its own of the
+   operands' shape, the products go through a small buffer straight into the sum: the same
+   rounding of the same operations as the two ops (a product, then a sum), no tensor made. */
+static int df__same_dims(const df_tensor *a, const df_tensor *b) {
+    if (a->rank != b->rank) return 0;
+    for (int d = 0; d < a->rank; d++) if (a->dims[d] != b->dims[d]) return 0;
+    return 1;
+}
+DF_PRIVATE void df__k_accum_mul_add(df__kctx *c) {
+    df__stack *k = df__k_accum_of(c);
+    if (!k) return;
+    df_tensor *x = c->in[1], *y = c->in[2];
+    if (x->dtype != k->type || y->dtype != x->dtype || (x->dtype != DF_FLOAT && x->dtype != DF_DOUBLE)) {
+        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Accumulator holds %s, got %s and %s", df_dtype_name(k->type), df_dtype_name(x->dtype), df_dtype_name(y->dtype));
+        return;
+    }
+    if (!c->gpu && !(c->need & 1) && df__same_dims(x, y)) {
+        int done = 0;
+        df__spin_lock(&k->lock);
+        df_tensor *acc = k->n ? k->v[0] : NULL;
+        if (c->iter == k->next && !k->n_pend && acc && acc->dtype == x->dtype && df__same_dims(acc, x) &&
+            __atomic_load_n(&acc->refs, __ATOMIC_ACQUIRE) == 1 && !acc->base && !acc->ref && acc->alloc) {
+            if (!k->mul_row) k->mul_row = df__binary_row(DF__B_MUL, x->dtype), k->add_row = df__binary_row(DF__B_ADD, x->dtype);
+            df__row_fn mul = k->mul_row, add = k->add_row;
+            _Alignas(64) unsigned char tmp[1024];
+            size_t es = df_dtype_size(x->dtype);
+            int64_t step = (int64_t)(sizeof tmp / es);
+            char *pa = (char *)acc->data;
+            const char *px = (const char *)x->data, *py = (const char *)y->data;
+            for (int64_t at = 0; at < x->n; at += step) {
+                int64_t m = x->n - at < step ? x->n - at : step;
+                size_t off = (size_t)at * es;
+                mul(tmp, px + off, py + off, m, 1, 1);
+                add(pa + off, pa + off, tmp, m, 1, 1);
+            }
+            k->next++;
+            done = 1;
+        }
+        df__spin_unlock(&k->lock);
+        if (done) return;
+    }
+    /* the product as Mul makes it (on a GPU, in host memory and back), then added as by
+       SumAccumulatorAdd */
+    df_tensor *hx = x, *hy = y;
+    if (c->gpu) {
+        hx = df__to_host(c->dev, x, c->st);
+        hy = hx ? df__to_host(c->dev, y, c->st) : NULL;
+        if (!hy) { df_tensor_release(hx); return; }
+    }
+    df_tensor *ins[2] = {hx, hy}, *outs[1] = {NULL};
+    df__kctx m = *c;
+    m.in = ins; m.out = outs; m.n_in = 2; m.n_out = 1; m.need = 1; m.gpu = NULL; m.host_out = 0;
+    if (c->gpu && !(m.alloc = df__host_allocator())) DF__KFAIL(c, DF_RESOURCE_EXHAUSTED, "Out of memory making the host allocator");
+    else df__k_binary(&m);                 /* (its failures name this node) */
+    if (c->gpu) { df_tensor_release(ins[0]); df_tensor_release(ins[1]); }   /* (the copies Mul did not take) */
+    else {
+        if (!ins[0]) c->in[1] = NULL;      /* an operand Mul took as its output: handed on */
+        if (!ins[1]) c->in[2] = NULL;
+    }
+    df_tensor *p = outs[0];
+    if (p && c->gpu) {
+        df_tensor *d = df__to_device(c->dev, p, c->st);
+        df_tensor_release(p);
+        p = d;
+    }
+    if (!p) {
+        if (!c->st->code) DF__KFAIL(c, DF_INTERNAL, "No product to accumulate");
+        return;
+    }
+    df__accum_add_value(c, k, p);
+    if (!c->st->code && (c->need & 1)) c->out[0] = p;
+    else df_tensor_release(p);
+}
+DF_PRIVATE df_code df__sf_accum_mul_add(df__shape_ctx *c) {
+    df__shape_ctx b = *c;                  /* Mul's shape of inputs 1 and 2 */
+    b.in_shapes = c->in_shapes + 1;
+    b.in_types = c->in_types ? c->in_types + 1 : NULL;
+    return df__sf_binary(&b);
 }
 /* The sum (values still waiting, of iterations after one that added nothing, go in in order);
    `default` when nothing was added. */
