@@ -7086,18 +7086,25 @@ DF__TARGET_AVX512 static inline DF__ZT() df__v16_tanh(DF__ZT() x) {
     const DF__ZT(i) sign = DF__Z(set1_epi32)((int32_t)0x80000000u);
     const DF__ZT() one = DF__ZC(1.0f);
     DF__ZT() ax = DF__ZI2F(DF__Z(andnot_si512)(sign, DF__ZF2I(x))), x2 = DF__ZPS(mul)(x, x);
-    DF__ZT() p = DF__ZC(-0.00145583438705131827f);
-    p = DF__ZPS(fmadd)(p, x2, DF__ZC(0.00359212803657248102f));
-    p = DF__ZPS(fmadd)(p, x2, DF__ZC(-0.00886323552990219656f));
-    p = DF__ZPS(fmadd)(p, x2, DF__ZC(0.0218694885361552028f));
-    p = DF__ZPS(fmadd)(p, x2, DF__ZC(-0.0539682539682539683f));
-    p = DF__ZPS(fmadd)(p, x2, DF__ZC(0.133333333333333333f));
-    p = DF__ZPS(fmadd)(p, x2, DF__ZC(-0.333333333333333333f));
-    DF__ZT() small = DF__ZPS(fmadd)(DF__ZPS(mul)(p, x2), x, x);
+    /* lanes of the series (|x| < 0.55; a NaN lane is in neither set): a vector wholly in one set
+       skips the other's steps (the same bits: each lane takes the value it would take anyway) */
+    uint32_t in_series = DF__Z(cmp_ps_mask)(ax, DF__ZC(0.55f), _CMP_LT_OQ);
+    DF__ZT() small = x;
+    if (in_series) {
+        DF__ZT() p = DF__ZC(-0.00145583438705131827f);
+        p = DF__ZPS(fmadd)(p, x2, DF__ZC(0.00359212803657248102f));
+        p = DF__ZPS(fmadd)(p, x2, DF__ZC(-0.00886323552990219656f));
+        p = DF__ZPS(fmadd)(p, x2, DF__ZC(0.0218694885361552028f));
+        p = DF__ZPS(fmadd)(p, x2, DF__ZC(-0.0539682539682539683f));
+        p = DF__ZPS(fmadd)(p, x2, DF__ZC(0.133333333333333333f));
+        p = DF__ZPS(fmadd)(p, x2, DF__ZC(-0.333333333333333333f));
+        small = DF__ZPS(fmadd)(DF__ZPS(mul)(p, x2), x, x);
+        if (in_series == 0xFFFFu) return small;
+    }
     DF__ZT() e = df__v16_exp_0_20(DF__ZPS(add)(ax, ax));
     DF__ZT() large = DF__ZPS(sub)(one, DF__ZPS(div)(DF__ZC(2.0f), DF__ZPS(add)(e, one)));
     large = DF__ZI2F(DF__Z(or_si512)(DF__ZF2I(large), DF__Z(and_si512)(DF__ZF2I(x), sign)));
-    DF__ZT() y = DF__ZPS(mask_mov)(large, DF__Z(cmp_ps_mask)(ax, DF__ZC(0.55f), _CMP_LT_OQ), small);
+    DF__ZT() y = DF__ZPS(mask_mov)(large, in_series, small);
     return DF__ZPS(mask_mov)(y, DF__Z(cmp_ps_mask)(x, x, _CMP_UNORD_Q), x);
 }
 DF__TARGET_AVX512 static inline DF__ZT() df__v16_sigmoid(DF__ZT() x) {
@@ -16125,6 +16132,22 @@ static df_code df__sf_fill(df__shape_ctx *c) {
 }
 static void df__fill_value(df_tensor *o, const void *v) {
     size_t es = df_dtype_size(o->dtype);
+    static const char zeros[16];
+    /* zeros (most fills: a gradient's start, a loop's first state): one memset; 4- and 8-byte
+       values: a typed loop (the compiler vectorises it), not a memcpy call an element */
+    if (es <= sizeof zeros && !memcmp(v, zeros, es)) { memset(o->data, 0, (size_t)o->n * es); return; }
+    if (es == 4) {
+        uint32_t x, *d = (uint32_t *)o->data;
+        memcpy(&x, v, 4);
+        for (int64_t i = 0; i < o->n; i++) d[i] = x;
+        return;
+    }
+    if (es == 8) {
+        uint64_t x, *d = (uint64_t *)o->data;
+        memcpy(&x, v, 8);
+        for (int64_t i = 0; i < o->n; i++) d[i] = x;
+        return;
+    }
     for (int64_t i = 0; i < o->n; i++) memcpy((char *)o->data + (size_t)i * es, v, es);
 }
 static void df__k_fill(df__kctx *c) {
@@ -16736,7 +16759,10 @@ DF__TARGET_AVX512 static double df__v16_exp_row(const float *x, float *o, int64_
     DF__Z(storeu_ps)(l1, acc);
     DF__Z(storeu_ps)(l2, acc2);
     double sum = 0;
-    for (int i = 0; i < 16; i++) sum += (double)l1[i] + (double)l2[i];
+    /* a row of at most 16 has no second vector and zeros past its n lanes: adding those leaves
+       the sum as it is, so they are skipped (a short dependent chain: a 10-class row) */
+    if (n <= 16) for (int64_t i = 0; i < n; i++) sum += (double)l1[i];
+    else for (int i = 0; i < 16; i++) sum += (double)l1[i] + (double)l2[i];
     return sum;
 }
 /* o = o * inv (Softmax) or o = (x - mx) - lse (LogSoftmax), one row on AVX-512. */
