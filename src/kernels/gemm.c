@@ -117,8 +117,9 @@ DF_PRIVATE void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int pa
    MC x KC packed into MR-tall slivers (L2), and a micro-kernel that keeps an MR x NR block of C
    in registers. Transposes are read by the packing, never copied first. Micro-kernels: AVX-512,
    AVX2+FMA and a portable one, chosen at run time from the CPU's features (df_set_kernel_isa forces one).
-   Small products skip packing: the direct kernel reads A and B where they are. Big products are
-   split over the session's intra-op threads by rows or columns of C. */
+   Small products skip packing: the direct kernel reads A and B where they are (float32 on
+   AVX-512: the small kernels below, masked edges, a transposed B transposed first). Big products
+   are split over the session's intra-op threads by rows or columns of C. */
 /* Blocking per (precision, isa): MR x NR registers, KC x NR of B in L1, MC x KC of A in L2. */
 /* Block sizes (rows of A, depth, columns of B per packed block) may be set when compiling, for
    tuning on a new machine: -DDF_GEMM_F32_AVX512_BLOCKS="240,256,4064" and likewise for F64 and
