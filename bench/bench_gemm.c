@@ -31,8 +31,12 @@
    OPENBLAS_CORETYPE=SkylakeX to compare with its AVX-512 kernels, Haswell with --isa avx2.
    "best ratio": the same ratio from the fastest of the measurements of each (on a loaded
    machine the least disturbed figure; the median is the one to quote on a quiet one).
+   4. --rnn: instead of 1-3, the small products of a digits RNN training step (batch 64, 8
+      inputs, 32 units, 10 classes: the forward products and their gradients, with transposes),
+      ours alone on one thread: ns a call (best of 15 measurements of 2000 calls) and the sum over
+      one step (each loop product 8 times).
    Usage: bench_gemm [--quick] [--no-peers] [--threads N] [--isa auto|portable|avx2|avx512]
-                     [--sizes N,N,...]
+                     [--sizes N,N,...] [--rnn]
    (--threads N: only N threads instead of 1 and 2, 0 meaning the number of cores; --no-peers:
    skip OpenBLAS; --isa: df_set_kernel_isa first; --sizes: only these square sizes, no tall
    shapes, no DGEMM) */
@@ -411,13 +415,43 @@ static void print_row(const gemm_case *g, double peak) {
                peak_ours, "-", "-", g->ref_diff);
 }
 
+/* --rnn: the products of a digits RNN step (examples/digits_rnn.c), one thread, ns a call. */
+static void rnn_shapes(void) {
+    static const struct { int ta, tb, m, n, k, per_step; const char *what; } s[] = {
+        {0, 0, 64, 32, 8, 8, "x_t Wx"}, {0, 0, 64, 32, 32, 8, "h Wh"}, {1, 0, 8, 32, 64, 8, "x_t^T dz (dWx)"},
+        {1, 0, 32, 32, 64, 8, "h^T dz (dWh)"}, {0, 1, 64, 32, 32, 8, "dz Wh^T (dh)"}, {0, 0, 64, 10, 32, 1, "h Wo (logits)"},
+        {1, 0, 32, 10, 64, 1, "h^T dlogits (dWo)"}, {0, 1, 64, 32, 10, 1, "dlogits Wo^T"}};
+    float *a = (float *)malloc(64 * 64 * sizeof(float)), *b = (float *)malloc(64 * 64 * sizeof(float)),
+          *c = (float *)malloc(64 * 64 * sizeof(float));
+    if (!a || !b || !c) die("--rnn", "out of memory");
+    for (int i = 0; i < 64 * 64; i++) { a[i] = (float)(i % 7) * 0.1f - 0.3f; b[i] = (float)(i % 5) * 0.2f - 0.4f; }
+    double step = 0;
+    printf("%-20s %3s %3s %4s %4s %4s %10s %9s\n", "product", "ta", "tb", "m", "n", "k", "ns/call", "MAC/ns");
+    for (size_t q = 0; q < sizeof s / sizeof s[0]; q++) {
+        double best = 1e30;
+        for (int rep = 0; rep < 15; rep++) {
+            double t0 = now();
+            for (int it = 0; it < 2000; it++)
+                if (df_gemm_f32(s[q].ta, s[q].tb, s[q].m, s[q].n, s[q].k, a, s[q].ta ? s[q].m : s[q].k, b,
+                                s[q].tb ? s[q].k : s[q].n, c, s[q].n, 1) != DF_OK) die("--rnn", "df_gemm_f32 failed");
+            double t = (now() - t0) / 2000 * 1e9;
+            if (t < best) best = t;
+        }
+        printf("%-20s %3d %3d %4d %4d %4d %10.1f %9.1f\n", s[q].what, s[q].ta, s[q].tb, s[q].m, s[q].n, s[q].k, best,
+               (double)s[q].m * s[q].n * s[q].k / best);
+        step += best * s[q].per_step;
+    }
+    printf("one training step's products: %.2f us\n", step / 1000);
+    free(a); free(b); free(c);
+}
 
 int main(int argc, char **argv) {
-    int quick = 0, peers = 1, only_threads = -1, n_only = 0;
+    int quick = 0, peers = 1, only_threads = -1, n_only = 0, rnn = 0;
     int64_t only_sizes[8];
     const char *isa = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--rnn")) rnn = 1;
         else if (!strcmp(argv[i], "--no-peers")) peers = 0;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) only_threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
@@ -426,11 +460,16 @@ int main(int argc, char **argv) {
         }
         else {
             fprintf(stderr, "usage: bench_gemm [--quick] [--no-peers] [--threads N] [--isa auto|portable|avx2|avx512] "
-                            "[--sizes N,N,...]\n");
+                            "[--sizes N,N,...] [--rnn]\n");
             return 2;
         }
     }
     if (isa && df_set_kernel_isa(isa) != DF_OK) die("--isa", "unknown, or not available on this CPU");
+    if (rnn) {
+        printf("dataflow kernels: %s\n", df_kernel_isa());
+        rnn_shapes();
+        return 0;
+    }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (cores < 1) cores = 1;
     int thread_list[MAX_THREAD_COUNTS] = {1, 2}, n_thread_counts = 2;

@@ -212,6 +212,22 @@ DF_PRIVATE df_code df__sf_fill(df__shape_ctx *c) {
 }
 static void df__fill_value(df_tensor *o, const void *v) {
     size_t es = df_dtype_size(o->dtype);
+    static const char zeros[16];
+    /* zeros (most fills: a gradient's start, a loop's first state): one memset; 4- and 8-byte
+       values: a typed loop (the compiler vectorises it), not a memcpy call an element */
+    if (es <= sizeof zeros && !memcmp(v, zeros, es)) { memset(o->data, 0, (size_t)o->n * es); return; }
+    if (es == 4) {
+        uint32_t x, *d = (uint32_t *)o->data;
+        memcpy(&x, v, 4);
+        for (int64_t i = 0; i < o->n; i++) d[i] = x;
+        return;
+    }
+    if (es == 8) {
+        uint64_t x, *d = (uint64_t *)o->data;
+        memcpy(&x, v, 8);
+        for (int64_t i = 0; i < o->n; i++) d[i] = x;
+        return;
+    }
     for (int64_t i = 0; i < o->n; i++) memcpy((char *)o->data + (size_t)i * es, v, es);
 }
 DF_PRIVATE void df__k_fill(df__kctx *c) {

@@ -117,8 +117,9 @@ DF_PRIVATE void df__parallel_for(df__ipool *p, int64_t len, int64_t unit, int pa
    MC x KC packed into MR-tall slivers (L2), and a micro-kernel that keeps an MR x NR block of C
    in registers. Transposes are read by the packing, never copied first. Micro-kernels: AVX-512,
    AVX2+FMA and a portable one, chosen at run time from the CPU's features (df_set_kernel_isa forces one).
-   Small products skip packing: the direct kernel reads A and B where they are. Big products are
-   split over the session's intra-op threads by rows or columns of C. */
+   Small products skip packing: the direct kernel reads A and B where they are (float32 on
+   AVX-512: the small kernels below, masked edges, a transposed B transposed first). Big products
+   are split over the session's intra-op threads by rows or columns of C. */
 /* Blocking per (precision, isa): MR x NR registers, KC x NR of B in L1, MC x KC of A in L2. */
 /* Block sizes (rows of A, depth, columns of B per packed block) may be set when compiling, for
    tuning on a new machine: -DDF_GEMM_F32_AVX512_BLOCKS="240,256,4064" and likewise for F64 and
@@ -477,6 +478,100 @@ DF__GEMM_BLOCKED(double)
 DF__GEMM_DIRECT(float)
 DF__GEMM_DIRECT(double)
 
+/* ---- small float32 products on AVX-512 (df__gemm_small_f32) ----
+   An RNN step's products (batch x 8 or 32 by 32 columns, their gradients with a transposed
+   operand) are over in well under a microsecond, so what the direct path above spends around the
+   multiply-adds shows: the 6-row tile leaves a partial last tile, edge columns go through a
+   zero-padded copy and a scratch tile, and a transposed B takes the packed path. Here a tile is
+   8 (or 4) rows by one or two 16-lane vectors whose edge columns are masked (loads of B and
+   stores of C), and a tile's rows past the end read the last row again and are not stored: no
+   copies, no scratch tile. A transposed B is first transposed into a buffer (k x n). Each
+   element of C is the same chain of fused multiply-adds over p = 0 .. k-1 from zero as in the
+   kernels above (their k blocks are whole here), so the same bits as the direct path. */
+#ifdef DF__X86
+#define DF__ZS_ROW(r)                                                                             \
+    {                                                                                             \
+        DF__ZT() av = DF__Z(set1_ps)(a[o##r]);                                                    \
+        c##r##0 = DF__Z(fmadd_ps)(av, b0, c##r##0);                                               \
+        if (nv > 1) c##r##1 = DF__Z(fmadd_ps)(av, b1, c##r##1);                                   \
+    }
+#define DF__ZS_STORE(r)                                                                           \
+    if (r < rows) {                                                                               \
+        DF__ZX(mask_storeu_ps)(c + r * ldc, m0, c##r##0);                                         \
+        if (nv > 1) DF__ZX(mask_storeu_ps)(c + r * ldc + 16, m1, c##r##1);                        \
+    }
+/* C[rows x cols] = A's rows (r * rsa, depth p at p * csa) times B (row p at p * ldb); R rows
+   (rows <= R), NV vectors of 16 columns, m0/m1 the columns of each vector. */
+#define DF__ZSMALL(R, NV)                                                                         \
+    DF__TARGET_AVX512 static void df__zsmall_##R##x##NV(int64_t k, const float *a, int64_t rsa, int64_t csa, \
+                                                       const float *b, int64_t ldb, float *c, int64_t ldc, int rows, \
+                                                       uint32_t m0, uint32_t m1) {               \
+        const int nv = NV;                                                                        \
+        DF__UNUSED(m1);                                                                           \
+        const int64_t last = rows - 1;                                                            \
+        const int64_t o0 = 0, o1 = DF__MIN(1, last) * rsa, o2 = DF__MIN(2, last) * rsa, o3 = DF__MIN(3, last) * rsa; \
+        const int64_t o4 = DF__MIN(4, last) * rsa, o5 = DF__MIN(5, last) * rsa, o6 = DF__MIN(6, last) * rsa; \
+        const int64_t o7 = DF__MIN(7, last) * rsa;                                                \
+        DF__UNUSED(o4); DF__UNUSED(o5); DF__UNUSED(o6); DF__UNUSED(o7);                           \
+        DF__ZT() c00 = DF__Z(setzero_ps)(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00; \
+        DF__ZT() c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00; \
+        for (int64_t p = 0; p < k; p++, a += csa, b += ldb) {                                     \
+            DF__ZT() b0 = DF__ZX(maskz_loadu_ps)(m0, b), b1 = b0;                                 \
+            if (nv > 1) b1 = DF__ZX(maskz_loadu_ps)(m1, b + 16);                                  \
+            DF__ZS_ROW(0) DF__ZS_ROW(1) DF__ZS_ROW(2) DF__ZS_ROW(3)                               \
+            if (R > 4) { DF__ZS_ROW(4) DF__ZS_ROW(5) DF__ZS_ROW(6) DF__ZS_ROW(7) }                \
+        }                                                                                         \
+        DF__ZS_STORE(0) DF__ZS_STORE(1) DF__ZS_STORE(2) DF__ZS_STORE(3)                           \
+        if (R > 4) { DF__ZS_STORE(4) DF__ZS_STORE(5) DF__ZS_STORE(6) DF__ZS_STORE(7) }            \
+    }
+DF__ZSMALL(8, 2)
+DF__ZSMALL(8, 1)
+DF__ZSMALL(4, 2)
+DF__ZSMALL(4, 1)
+/* lanes of the first n (0..16) columns */
+#define DF__ZS_MASK(n) ((n) >= 16 ? 0xFFFFu : (uint32_t)((1u << (n)) - 1u))
+/* C = op(A) B (B not transposed, row stride ldb), float32 on AVX-512. */
+static void df__zsmall_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, int ta, const float *b,
+                           int64_t ldb, float *c, int64_t ldc) {
+    const int64_t rsa = ta ? 1 : lda, csa = ta ? lda : 1;
+    for (int64_t j = 0; j < n; j += 32) {
+        int64_t cols = DF__MIN(32, n - j);
+        uint32_t m0 = DF__ZS_MASK(cols), m1 = cols > 16 ? DF__ZS_MASK(cols - 16) : 0;
+        for (int64_t i = 0; i < m; i += 8) {
+            int rows = (int)DF__MIN(8, m - i);
+            const float *ap = a + i * rsa;
+            float *cp = c + i * ldc + j;
+            if (rows > 4) (cols > 16 ? df__zsmall_8x2 : df__zsmall_8x1)(k, ap, rsa, csa, b + j, ldb, cp, ldc, rows, m0, m1);
+            else (cols > 16 ? df__zsmall_4x2 : df__zsmall_4x1)(k, ap, rsa, csa, b + j, ldb, cp, ldc, rows, m0, m1);
+        }
+    }
+}
+/* dst[p * n + j] = b[j * ldb + p] (k x n from B stored transposed, n rows of k) */
+__attribute__((noinline)) static const float *df__gemm_transpose_f32(const float *b, int64_t ldb, int64_t k, int64_t n, float *dst) {
+    int64_t j8 = 0, p8 = 0;
+#ifndef DF_EMULATE_AVX512
+    j8 = n / 8 * 8; p8 = k / 8 * 8;
+    for (int64_t j = 0; j < j8; j += 8)
+        for (int64_t p = 0; p < p8; p += 8) df__tr8x8_f32(b + j * ldb + p, ldb, dst + p * n + j, n);
+#endif
+    for (int64_t j = 0; j < n; j++)           /* what the 8 x 8 blocks left: the last rows, columns */
+        for (int64_t p = j < j8 ? p8 : 0; p < k; p++) dst[p * n + j] = b[j * ldb + p];
+    return dst;
+}
+/* C = op(A) op(B) through df__zsmall_f32; a transposed B is transposed first (on the stack when
+   it is small). Returns 0 when memory ran out. */
+#define DF__ZS_STACK 4096   /* floats of a transposed B kept on the stack (16 KiB) */
+static int df__gemm_small_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, int ta, const float *b,
+                              int64_t ldb, int tb, float *c, int64_t ldc) {
+    if (!tb) { df__zsmall_f32(m, n, k, a, lda, ta, b, ldb, c, ldc); return 1; }
+    float stack[DF__ZS_STACK], *bt = stack;
+    if (k * n > DF__ZS_STACK && !(bt = (float *)DF_MALLOC((size_t)(k * n) * sizeof(float)))) return 0;
+    df__zsmall_f32(m, n, k, a, lda, ta, df__gemm_transpose_f32(b, ldb, k, n, bt), n, c, ldc);
+    if (bt != stack) DF_FREE(bt);
+    return 1;
+}
+#endif
+
 /* A few rows of A (at most DIRECT_ROWS) against a B of at most DIRECT_B_BYTES (it stays in L2) go
    the direct way: packing B would cost about as much as the product (an RNN step). */
 #define DF__GEMM_DIRECT_ROWS 64
@@ -502,6 +597,13 @@ static void df__gemm_share(void *arg, int64_t lo, int64_t hi) {
         const char *a = (const char *)j->a + (size_t)(j->ta ? m0 : m0 * j->lda) * es;
         const char *b = (const char *)j->b + (size_t)n0 * es;
         char *c = (char *)j->c + (size_t)(m0 * j->ldc + n0) * es;
+#ifdef DF__X86
+        if (!j->dbl && j->isa == DF__ISA_AVX512) {
+            df__zsmall_f32(m1 - m0, n1 - n0, j->k, (const float *)(const void *)a, j->lda, j->ta,
+                           (const float *)(const void *)b, j->ldb, (float *)(void *)c, j->ldc);
+            return;
+        }
+#endif
         int ok = j->dbl ? df__gemm_direct_double(g, j->isa, m1 - m0, n1 - n0, j->k, (const double *)a, j->lda, j->ta,
                                                  (const double *)b, j->ldb, (double *)c, j->ldc)
                         : df__gemm_direct_float(g, j->isa, m1 - m0, n1 - n0, j->k, (const float *)a, j->lda, j->ta,
@@ -715,6 +817,11 @@ DF_PRIVATE int df__gemm_fp(int dbl, int64_t m, int64_t n, int64_t k, const void 
        [x, h] times the gate kernel) when one thread does it; split over threads, each share
        takes the same way in df__gemm_share. */
     int few_rows = m <= DF__GEMM_DIRECT_ROWS && (size_t)(k * n) * es <= DF__GEMM_DIRECT_B_BYTES && threads <= 1;
+#ifdef DF__X86
+    /* float32 on AVX-512: the small kernels, a transposed B included (transposed first) */
+    if (!dbl && isa == DF__ISA_AVX512 && (m * n * k <= DF__GEMM_DIRECT_MAX || few_rows))
+        return df__gemm_small_f32(m, n, k, (const float *)a, lda, ta, (const float *)b, ldb, tb, (float *)c, ldc);
+#endif
     if (!tb && (m * n * k <= DF__GEMM_DIRECT_MAX || few_rows))
         return dbl ? df__gemm_direct_double(g, isa, m, n, k, (const double *)a, lda, ta, (const double *)b, ldb, (double *)c, ldc)
                    : df__gemm_direct_float(g, isa, m, n, k, (const float *)a, lda, ta, (const float *)b, ldb, (float *)c, ldc);

@@ -65,7 +65,10 @@ DF__TARGET_AVX512 static double df__v16_exp_row(const float *x, float *o, int64_
     DF__Z(storeu_ps)(l1, acc);
     DF__Z(storeu_ps)(l2, acc2);
     double sum = 0;
-    for (int i = 0; i < 16; i++) sum += (double)l1[i] + (double)l2[i];
+    /* a row of at most 16 has no second vector and zeros past its n lanes: adding those leaves
+       the sum as it is, so they are skipped (a short dependent chain: a 10-class row) */
+    if (n <= 16) for (int64_t i = 0; i < n; i++) sum += (double)l1[i];
+    else for (int i = 0; i < 16; i++) sum += (double)l1[i] + (double)l2[i];
     return sum;
 }
 /* o = o * inv (Softmax) or o = (x - mx) - lse (LogSoftmax), one row on AVX-512. */
