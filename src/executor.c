@@ -1211,7 +1211,8 @@ static df_code df__execute_flat(df__step *s, df_status *st) {
    The run's caller takes list 0 and queues one task per other list. A thread claims lists
    (once each, for the whole run) and runs the items of those it holds in index order, each
    after the items of other lists it reads. One whose input comes from a list no thread holds
-   yet claims that list too, so no item waits for a task still queued; and as every thread
+   yet waits up to 200 us for a task to take it, then claims it, so no item waits long for a
+   task still queued; and as every thread
    runs what it holds in index order, no two can wait for each other. A thread out of items
    claims what is left; the caller then claims every list (a task run later finds nothing)
    and waits for the threads inside. The run's state is shared with the queued tasks, so the
@@ -1221,7 +1222,7 @@ typedef struct df__fpar {
     int running;                 /* threads inside df__fpar_run */
     int waiters;                 /* threads asleep on cv */
     int n_lists;                 /* (a task run after its run ended reads only the fields above
-                                    and claimed: the plan may be gone) */
+                                    and claimed: what the run pointed to is not its to keep) */
     df__step *s;
     const df__fplan *p;
     df_tensor **E;               /* the input slots */

@@ -585,8 +585,8 @@ typedef struct df__exec {
     int has_async;               /* some item is DF__XF_ASYNC: its steps always lock (see df__step_begin) */
     int flat;                    /* the whole graph runs from a static schedule: items in index order
                                     (src/schedule.c) */
-    int flat_parallel;           /* ... but two items worth a thread each may run at once: a run with
-                                    threads keeps the tagged executor */
+    int flat_parallel;           /* ... and two items worth a thread each may run at once, by a plan
+                                    worth its hand-offs: a run with threads follows fplan */
     int n_loops;                 /* DF__X_LOOP items after the n_items items */
     int max_outputs;             /* the most outputs of any item */
     struct df__fplan *fplan;     /* a flat_parallel graph: its items split between threads (NULL:

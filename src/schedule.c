@@ -8,9 +8,11 @@
 
    A flat graph: one frame, no Switch, Merge, Send, Recv or op that may wait. No value can be
    dead in it, so every item runs once, in index order, reading its inputs from one array and
-   writing its outputs into its consumers' slots (df__execute_flat). A run with threads keeps
-   the tagged executor when two items worth a thread of their own (DF__XF_EXPENSIVE) may run
-   at the same time: there the executor's parallelism pays.
+   writing its outputs into its consumers' slots (df__execute_flat). Where two items worth a
+   thread of their own (DF__XF_EXPENSIVE) may run at the same time, a run with threads follows
+   a plan made here (df__sched_plan): the items split into one list per thread, each run in
+   index order (df__execute_flat_par); a plan not worth its hand-offs leaves the graph on one
+   thread.
 
    A static loop: a while loop frame in TensorFlow's shape, with nothing in its body that
    needs the tagged executor:
@@ -26,8 +28,10 @@
    once every Enter has its value: iteration after iteration of the items in index order,
    the loop's invariants placed anew in each, until the predicate is false. A dead Enter value
    (a loop inside an untaken cond branch) sends the frame back to the tagged executor. A run
-   with threads keeps the tagged executor for a loop whose body holds an item worth a thread
-   of its own (DF__XF_EXPENSIVE): there it overlaps iterations and branches.
+   with threads keeps the tagged executor for a loop whose iteration holds items that could
+   overlap on threads by an estimated 5 us or more: there it overlaps them. The Merges run
+   first in each iteration, forwards that pass one value on are elided, and invariants and
+   Consts read by kernels are lent without a reference of their own (see the functions).
 
    Waiting for every Enter could deadlock where a value entering the loop depends on what the
    loop does: an Exit that reaches an Enter of its own frame (a graph made by hand), an Enter
@@ -386,7 +390,9 @@ static uint8_t df__sched_inline_op(const df__xitem *it, df_tensor **cval) {
    whenever the route carries a value (the same side of the Switches as its producer, every
    iteration, or the side of the Switch output it reads), so no value reaches a slot on a side
    not taken. The producer runs first, and the slot's reader after the step (or, for a
-   NextIteration's Merge, in the next iteration), so the value arrives no later than it did. */
+   NextIteration's Merge, in the next iteration: the Merges run first in each iteration, see
+   df__sched_make_loop), so the value arrives no later than it did and no earlier than its
+   reader has taken the last one. */
 static void df__sched_elide_forwards(const df__exec *x, df__sloop *p) {
     int kept = 0;
     for (int k = 0; k < p->n; k++) {
@@ -412,6 +418,9 @@ static void df__sched_elide_forwards(const df__exec *x, df__sloop *p) {
         df__sstep *F = &p->steps[k];
         static const uint8_t runs[4] = {7, 2, 4, 0};
         F->runs = runs[F->cls & 3];
+        /* (from its routes as they are now: a kept forward's route may lead past one elided) */
+        F->fwd_slot = F->op == DF__SO_FORWARD && F->n_route == 1 && p->routes[F->route].last &&
+                      p->routes[F->route].src_out == 0 ? p->routes[F->route].slot : -1;
         if (F->fwd_slot >= 0) F->op = DF__SO_MOVE;
         int made = F->op == DF__SO_SWITCH ? 2 : F->op == DF__SO_KERNEL ? F->n_out : 1;
         F->slot1 = F->n_route == 1 && made == 1 && F->exit < 0 && p->routes[F->route].last &&
@@ -539,6 +548,15 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S, i
             k->clean = (uint8_t)taken;
         }
     }
+    /* The Merges first: they read only their Enter (before the loop) and their NextIteration (the
+       iteration before), so each takes its value before anything of this iteration writes the
+       slot (an item numbered before its Merge may feed the NextIteration). */
+    for (int k = 0, m = 0; k < p->n; k++)
+        if (x->items[p->steps[k].item].kind == DF__X_MERGE) {
+            df__sstep t = p->steps[k];
+            memmove(&p->steps[m + 1], &p->steps[m], (size_t)(k - m) * sizeof t);
+            p->steps[m++] = t;
+        }
     df__sched_elide_forwards(x, p);
     /* on a session with threads: whether the tagged executor's overlap of an iteration's items
        would pay (an estimated 5 us or more per iteration) */

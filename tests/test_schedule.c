@@ -712,6 +712,53 @@ DF_TEST(sched_loop_borrowed_values_stay_unchanged) {
     df_graph_free(g);
 }
 
+/* Regressions: a kept forward (an Identity of an invariant) whose reader was elided passes its
+   value to where the elided one passed it; a loop variable set from an invariant's Identity;
+   and a Merge numbered after its NextIteration's producer (a long chain before the loop, a body
+   that does not read the variable) still takes the last iteration's value, not this one's. */
+typedef struct { df_output n, c; } fwd_user;
+static df_output fwd_cond(df_graph *g, void *user, const df_output *v) { return df_less(g, v[0], ((const fwd_user *)user)->n); }
+static void fwd_body(df_graph *g, void *user, const df_output *v, df_output *next) {
+    const fwd_user *u = (const fwd_user *)user;
+    next[0] = df_add(g, v[0], df_scalar_i32(g, 1));
+    next[1] = df_add(g, v[1], df_identity(g, df_identity(g, u->c)));
+    next[2] = df_identity(g, u->c);
+    next[3] = df_mul(g, df_cast(g, v[0], DF_FLOAT), df_scalar_f32(g, 2.0f));   /* does not read v[3] */
+}
+
+DF_TEST(sched_loop_forward_chains_and_merge_order) {
+    df_graph *g = df_graph_new();
+    fwd_user u;
+    u.n = df_placeholder(g, "n", DF_INT32, 0, NULL);
+    u.c = df_placeholder(g, "c", DF_FLOAT, 0, NULL);
+    df_output x3 = df_scalar_f32(g, 0.5f);
+    for (int k = 0; k < 12; k++) x3 = df_tanh(g, x3);           /* numbered well before the loop */
+    df_output init[4] = {df_scalar_i32(g, 0), df_scalar_f32(g, 1.0f), df_scalar_f32(g, -1.0f), x3}, out[4];
+    CHECK(df_while_loop(g, 4, init, fwd_cond, fwd_body, &u, NULL, out) == DF_OK);
+    df_output feeds[2] = {u.n, u.c};
+    int ns[3] = {0, 1, 3};
+    for (int k = 0; k < 3; k++) {
+        df_tensor *vals[2] = {df_tensor_scalar_i32(ns[k]), df_tensor_scalar_f32(0.5f)};
+        df_schedule_stats ss;
+        sched_compare(g, feeds, vals, 2, out, 4, &ss);
+        CHECK_EQ_INT(ss.static_loops, 1);
+        df_session *s = sched_session(g, 1, 0);
+        df_tensor *r[4] = {0};
+        df_status st;
+        CHECK_MSG(df_session_run(s, feeds, vals, 2, out, r, 4, NULL, 0, &st) == DF_OK, "%s", st.message);
+        if (!st.code) {
+            CHECK(*(const float *)df_tensor_data(r[1]) == 1.0f + 0.5f * (float)ns[k]);
+            CHECK(*(const float *)df_tensor_data(r[2]) == (ns[k] ? 0.5f : -1.0f));
+            if (ns[k]) CHECK(*(const float *)df_tensor_data(r[3]) == 2.0f * (float)(ns[k] - 1));
+        }
+        for (int i = 0; i < 4; i++) df_tensor_release(r[i]);
+        df_session_free(s);
+        df_tensor_release(vals[0]);
+        df_tensor_release(vals[1]);
+    }
+    df_graph_free(g);
+}
+
 /* A traced run records every node with the tagged executor; the untraced runs stay static. */
 DF_TEST(sched_traced_runs_use_the_tagged_executor) {
     df_graph *g = df_graph_new();
