@@ -97,9 +97,15 @@ static int df__cpu_has_avx2(void) {
 #endif
 }
 DF_PRIVATE int df__isa(void) {
+    static int cached = -1;              /* (asked by every vector kernel call) */
     int f = __atomic_load_n(&df__isa_forced, __ATOMIC_RELAXED);
     if (f >= 0) return f;
-    return df__cpu_has_avx512() ? DF__ISA_AVX512 : df__cpu_has_avx2() ? DF__ISA_AVX2 : DF__ISA_PORTABLE;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        v = df__cpu_has_avx512() ? DF__ISA_AVX512 : df__cpu_has_avx2() ? DF__ISA_AVX2 : DF__ISA_PORTABLE;
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
 }
 #ifdef DF__X86   /* its callers are all x86 vector paths: unused (a warning) elsewhere */
 /* The set for kernels that have no AVX-512 version: AVX2 on an AVX-512 machine. */
@@ -448,11 +454,17 @@ DF_PRIVATE void df__k_binary(df__kctx *c) {
         return;
     }
     df__bcast bc;
-    if (!df__broadcast(a->rank, a->dims, b->rank, b->dims, &bc)) {
-        char s1[96], s2[96];
-        DF__KFAIL(c, DF_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s for %s",
-                  df__dims_str(a->rank, a->dims, s1, 96), df__dims_str(b->rank, b->dims, s2, 96), c->node->op->name);
-        return;
+    int orank = a->rank;
+    const int64_t *odims = a->dims;
+    if (a->rank != b->rank || memcmp(a->dims, b->dims, (size_t)a->rank * sizeof *a->dims)) {   /* (same shapes: no odometer) */
+        if (!df__broadcast(a->rank, a->dims, b->rank, b->dims, &bc)) {
+            char s1[96], s2[96];
+            DF__KFAIL(c, DF_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s for %s",
+                      df__dims_str(a->rank, a->dims, s1, 96), df__dims_str(b->rank, b->dims, s2, 96), c->node->op->name);
+            return;
+        }
+        orank = bc.rank;
+        odims = bc.dims;
     }
     int is_int = a->dtype == DF_INT32 || a->dtype == DF_INT64;
     if (is_int && (code == DF__B_DIV || code == DF__B_FLOORMOD || code == DF__B_FLOORDIV) && df__any_zero_int(b)) {
@@ -464,7 +476,7 @@ DF_PRIVATE void df__k_binary(df__kctx *c) {
             if (df__int_at(b, i) < 0) { DF__KFAIL(c, DF_INVALID_ARGUMENT, "Integers to negative integer powers are not allowed"); return; }
     df_dtype ot = code >= DF__B_LESS && code <= DF__B_NOT_EQUAL ? DF_BOOL : a->dtype;
     /* (a and b stay readable: a forwarded input is the output, the other one is untouched) */
-    df_tensor *o = df__k_reuse_or_alloc(c, 0, a->n == b->n || b->n == 1 ? 0 : 1, ot, bc.rank, bc.dims);
+    df_tensor *o = df__k_reuse_or_alloc(c, 0, a->n == b->n || b->n == 1 ? 0 : 1, ot, orank, odims);
     if (!o || o->n == 0) return;
     size_t es = df_dtype_size(a->dtype), eo = df_dtype_size(ot);
     const char *pa = (const char *)a->data, *pb = (const char *)b->data;
