@@ -24954,18 +24954,17 @@ static __attribute__((noinline)) void df__loop_run(df__step *s, df__tagged *t, d
                     k_ctx.need = item->need; k_ctx.iter = n;
                     if (sp->borrow) {
                         df_tensor *lent[32];
-                        for (int j = 0; j < sp->n_in && j < 32; j++) lent[j] = in[j];
+                        for (uint32_t m = sp->borrow; m; m &= m - 1) lent[__builtin_ctz(m)] = in[__builtin_ctz(m)];
                         item->kernel(&k_ctx);
-                        for (int j = 0; j < sp->n_in; j++) {
-                            if (j < 32 && (sp->borrow >> j & 1)) {
-                                if (in[j]) in[j] = NULL;                 /* (lent: not ours to release) */
-                                else if (lent[j]) df_tensor_retain(lent[j]);   /* passed on: its own now */
-                            } else if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
+                        for (uint32_t m = sp->borrow; m; m &= m - 1) {
+                            int j = __builtin_ctz(m);
+                            if (in[j]) in[j] = NULL;                     /* (lent: not ours to release) */
+                            else if (lent[j]) df_tensor_retain(lent[j]); /* passed on: its own now */
                         }
                     } else {
                         item->kernel(&k_ctx);
-                        for (int j = 0; j < sp->n_in; j++) if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
                     }
+                    for (int j = 0; j < sp->n_in; j++) if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
                     if (!st.code) df__check_outputs(item->node, io, sp->n_out, item->need, &st);
                     if (st.code) df__step_error(s, &st);
                 }
