@@ -1302,7 +1302,6 @@ typedef struct df__sstep {
                                     it is false; never (it reads both sides: always dead) */
     uint8_t op;                  /* DF__SO_*: what the loop does itself instead of calling the kernel
                                     (Identity, Exit, NextIteration; LoopCond; Switch; Merge; Const) */
-    uint8_t is_cond;             /* the LoopCond: its output is the predicate */
     uint8_t general;             /* a kernel with reference inputs, a Switch or Merge kernel (RefSwitch):
                                     df__run_item's path */
     uint8_t clean;               /* every output it makes has a last route (takes it): none is
@@ -23866,13 +23865,12 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S, i
         k->n_out = it->n_outputs;
         k->cls = S->cls[i];
         k->op = df__sched_inline_op(it, &k->cval);
-        k->is_cond = (it->flags & DF__XF_LOOP_COND) ? 1 : 0;
         /* (a Switch or Merge kernel leaves outputs dead: df__run_item checks them so) */
         k->general = (it->flags & (DF__XF_DEREF | DF__XF_SWITCH)) || it->kind == DF__X_MERGE ? 1 : 0;
         k->exit = it->kind == DF__X_EXIT ? it->aux : -1;
         k->route = at;
         k->fwd_slot = -1;
-        k->post = (uint8_t)((k->is_cond ? DF__SP_COND : 0) | (k->exit >= 0 ? DF__SP_EXIT : 0) |
+        k->post = (uint8_t)(((it->flags & DF__XF_LOOP_COND) ? DF__SP_COND : 0) | (k->exit >= 0 ? DF__SP_EXIT : 0) |
                             (k->op == DF__SO_FORWARD || k->op == DF__SO_CONST ? 0 : DF__SP_KERNEL));
         if (it->kind == DF__X_EXIT) continue;        /* (its edges lead out of the loop) */
         for (int e = 0; e < it->n_edges; e++) {
@@ -25241,6 +25239,23 @@ static void df__step_free_stacks(df__step *s) {
     s->tarrays = NULL; s->n_tarrays = 0;
 }
 
+/* One item of a flat graph: a NoOp drops its inputs (nothing comes out); any other runs and
+   hands its outputs to its consumers' slots in E. 0: the run is aborted. */
+DF__HOT_INLINE int df__flat_item(df__step *s, df__tagged *t, df_tensor **io, df_tensor **E) {
+    const df__exec *x = s->x;
+    const df__xitem *item = &x->items[t->item];
+    if ((item->flags & DF__XF_NO_KERNEL) && item->kind == DF__X_NORMAL && item->n_outputs == 0) {
+        df_tensor **in = E + item->input_start;
+        for (int j = 0, m = item->n_inputs; j < m; j++) if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
+        return 1;
+    }
+    df__run_item(s, t, io);
+    int live = !__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE);
+    if (DF__LIKELY(live)) df__route(x, item, io, E, 1);
+    for (int j = 0, m = item->n_outputs; j < m; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+    return live;
+}
+
 /* A flat graph (src/schedule.c) on the calling thread: every item once, in index order; its
    inputs in one array of slots, its outputs handed to its consumers' slots as it ends. The
    first error ends the run. */
@@ -25263,20 +25278,8 @@ static df_code df__execute_flat(df__step *s, df_status *st) {
     it.entries = E;
     df__tagged t = {0, 0, &it};
     for (int i = 0, n = x->n_items; i < n; i++) {
-        const df__xitem *item = &x->items[i];
-        if ((item->flags & DF__XF_NO_KERNEL) && item->kind == DF__X_NORMAL && item->n_outputs == 0) {
-            df_tensor **in = E + item->input_start;       /* a NoOp: nothing out, its inputs dropped */
-            for (int j = 0, m = item->n_inputs; j < m; j++) if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
-            continue;
-        }
         t.item = i;
-        df__run_item(s, &t, io);
-        if (DF__UNLIKELY(__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE))) {
-            for (int j = 0; j < item->n_outputs; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
-            break;
-        }
-        df__route(x, item, io, E, 1);
-        for (int j = 0, m = item->n_outputs; j < m; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
+        if (DF__UNLIKELY(!df__flat_item(s, &t, io, E))) break;
     }
     for (size_t k = 0; k < n_slots; k++) if (E[k]) df_tensor_release(E[k]);
     if (E != small_in) DF_FREE(E);
@@ -25293,8 +25296,8 @@ static df_code df__execute_flat(df__step *s, df_status *st) {
    (once each, for the whole run) and runs the items of those it holds in index order, each
    after the items of other lists it reads. One whose input comes from a list no thread holds
    yet waits up to 200 us for a task to take it, then claims it, so no item waits long for a
-   task still queued; and as every thread
-   runs what it holds in index order, no two can wait for each other. A thread out of items
+   task still queued; and as every thread runs what it holds in index order, no two can wait
+   for each other. A thread out of items
    claims what is left; the caller then claims every list (a task run later finds nothing)
    and waits for the threads inside. The run's state is shared with the queued tasks, so the
    last of them frees it. */
@@ -25327,6 +25330,15 @@ static void df__fpar_wake(df__fpar *R) {
     pthread_mutex_unlock(&R->mu);
 }
 
+/* Sleeps on the run's condition (its mutex held) until woken, or 1 ms at most. */
+static void df__fpar_sleep(df__fpar *R) {
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    ts.tv_nsec += 1000000;
+    if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+    pthread_cond_timedwait(&R->cv, &R->mu, &ts);
+}
+
 /* Waits for item q (run by another thread); 0 when the run aborts first. */
 static int df__fpar_wait(df__fpar *R, int q) {
     df__step *s = R->s;
@@ -25340,11 +25352,7 @@ static int df__fpar_wait(df__fpar *R, int q) {
     pthread_mutex_lock(&R->mu);
     __atomic_add_fetch(&R->waiters, 1, __ATOMIC_SEQ_CST);
     while (!__atomic_load_n(&R->done[q], __ATOMIC_SEQ_CST) && !__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) {
-        struct timespec ts;
-        timespec_get(&ts, TIME_UTC);
-        ts.tv_nsec += 1000000;
-        if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
-        pthread_cond_timedwait(&R->cv, &R->mu, &ts);
+        df__fpar_sleep(R);
         df__step_check_deadline(s);
     }
     __atomic_sub_fetch(&R->waiters, 1, __ATOMIC_SEQ_CST);
@@ -25428,17 +25436,9 @@ static void df__fpar_run(df__fpar *R, int first) {
             }
             if (!ok) break;
             if (again) continue;
-            const df__xitem *item = &x->items[i];
             R->pos[v]++;
-            if ((item->flags & DF__XF_NO_KERNEL) && item->kind == DF__X_NORMAL && item->n_outputs == 0) {
-                df_tensor **in = R->E + item->input_start;
-                for (int j = 0, n = item->n_inputs; j < n; j++) if (in[j]) { df_tensor_release(in[j]); in[j] = NULL; }
-            } else {
-                t.item = i;
-                df__run_item(s, &t, io);
-                if (!__atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE)) df__route(x, item, io, R->E, 1);
-                for (int j = 0, n = item->n_outputs; j < n; j++) if (io[j]) { df_tensor_release(io[j]); io[j] = NULL; }
-            }
+            t.item = i;
+            df__flat_item(s, &t, io, R->E);           /* (an abort ends the loop above) */
             __atomic_store_n(&R->done[i], 1, __ATOMIC_SEQ_CST);
             if (__atomic_load_n(&R->waiters, __ATOMIC_SEQ_CST)) df__fpar_wake(R);
         }
@@ -25487,13 +25487,7 @@ static df_code df__execute_flat_par(df__step *s, df_status *st) {
     if (__atomic_load_n(&R->running, __ATOMIC_SEQ_CST)) {
         pthread_mutex_lock(&R->mu);
         __atomic_add_fetch(&R->waiters, 1, __ATOMIC_SEQ_CST);
-        while (__atomic_load_n(&R->running, __ATOMIC_SEQ_CST)) {
-            struct timespec ts;
-            timespec_get(&ts, TIME_UTC);
-            ts.tv_nsec += 1000000;
-            if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
-            pthread_cond_timedwait(&R->cv, &R->mu, &ts);
-        }
+        while (__atomic_load_n(&R->running, __ATOMIC_SEQ_CST)) df__fpar_sleep(R);
         __atomic_sub_fetch(&R->waiters, 1, __ATOMIC_SEQ_CST);
         pthread_mutex_unlock(&R->mu);
     }

@@ -523,7 +523,6 @@ typedef struct df__sstep {
                                     it is false; never (it reads both sides: always dead) */
     uint8_t op;                  /* DF__SO_*: what the loop does itself instead of calling the kernel
                                     (Identity, Exit, NextIteration; LoopCond; Switch; Merge; Const) */
-    uint8_t is_cond;             /* the LoopCond: its output is the predicate */
     uint8_t general;             /* a kernel with reference inputs, a Switch or Merge kernel (RefSwitch):
                                     df__run_item's path */
     uint8_t clean;               /* every output it makes has a last route (takes it): none is

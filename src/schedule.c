@@ -520,13 +520,12 @@ static int df__sched_make_loop(df__exec *x, int f, const df__sched_scratch *S, i
         k->n_out = it->n_outputs;
         k->cls = S->cls[i];
         k->op = df__sched_inline_op(it, &k->cval);
-        k->is_cond = (it->flags & DF__XF_LOOP_COND) ? 1 : 0;
         /* (a Switch or Merge kernel leaves outputs dead: df__run_item checks them so) */
         k->general = (it->flags & (DF__XF_DEREF | DF__XF_SWITCH)) || it->kind == DF__X_MERGE ? 1 : 0;
         k->exit = it->kind == DF__X_EXIT ? it->aux : -1;
         k->route = at;
         k->fwd_slot = -1;
-        k->post = (uint8_t)((k->is_cond ? DF__SP_COND : 0) | (k->exit >= 0 ? DF__SP_EXIT : 0) |
+        k->post = (uint8_t)(((it->flags & DF__XF_LOOP_COND) ? DF__SP_COND : 0) | (k->exit >= 0 ? DF__SP_EXIT : 0) |
                             (k->op == DF__SO_FORWARD || k->op == DF__SO_CONST ? 0 : DF__SP_KERNEL));
         if (it->kind == DF__X_EXIT) continue;        /* (its edges lead out of the loop) */
         for (int e = 0; e < it->n_edges; e++) {
